@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs (once per machine) and puts on PATH every tool the build and the tests need.
+# Sourced by build.sh, test.sh and run.sh. Tools live where they persist on the machine: cargo's bin dir
+# for wasm-bindgen-cli, npm's cache for Deno and binaryen, Debian packages for qemu-ga and sshd.
+
+WASM_BINDGEN_VERSION="0.2.129" # must equal the `wasm-bindgen = "=…"` pin in Cargo.toml
+PROJECT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export PATH="$PROJECT_ROOT/tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+export NO_COLOR=1
+export DENO_NO_UPDATE_CHECK=1
+
+say() { printf '» %s\n' "$*" >&2; }
+
+ensure_rust_wasm() {
+  command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup)" >&2; exit 1; }
+  if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+    say "adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown >&2 || { echo "could not add the wasm32 target (rustup target add wasm32-unknown-unknown)" >&2; exit 1; }
+  fi
+  if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
+    say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 4 minutes, once per machine)"
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked >&2
+  fi
+}
+
+ensure_node_tools() {
+  if ! deno --version >/dev/null 2>&1 || ! wasm-opt --version >/dev/null 2>&1; then
+    say "installing Deno and binaryen from tools/package-lock.json"
+    (cd "$PROJECT_ROOT/tools" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  fi
+}
+
+ensure_apt() { # ensure_apt <command> <package>
+  command -v "$1" >/dev/null && return 0
+  say "installing Debian package $2"
+  if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq >&2; APT_UPDATED=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >&2
+}
+
+ensure_test_services() {
+  ensure_apt qemu-ga qemu-guest-agent
+  ensure_apt sshd openssh-server
+  ensure_apt ssh openssh-client
+}

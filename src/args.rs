@@ -1,0 +1,229 @@
+//! Argument rules, applied again in the core (zod applies them in the wrapper; a test proves they agree).
+//!
+//! Every error names the field and the rule, and is raised before any request is sent.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// A rejected argument: which field, and which rule it broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError {
+    pub field: String,
+    pub rule: String,
+}
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid argument `{}`: {}", self.field, self.rule)
+    }
+}
+
+impl ArgError {
+    pub fn new(field: impl Into<String>, rule: impl Into<String>) -> Self {
+        ArgError {
+            field: field.into(),
+            rule: rule.into(),
+        }
+    }
+}
+
+/// Reads the fields of one JSON object, naming each field (with its path) in errors.
+pub struct Fields<'a> {
+    object: &'a Map<String, Value>,
+    prefix: String,
+}
+
+impl<'a> Fields<'a> {
+    /// Reads `value` as an object; `path` names it in errors (empty for the top level).
+    pub fn of(value: &'a Value, path: &str) -> Result<Self, ArgError> {
+        match value.as_object() {
+            Some(object) => Ok(Fields {
+                object,
+                prefix: path.to_string(),
+            }),
+            None => Err(ArgError::new(display_path(path), "must be an object")),
+        }
+    }
+
+    /// The full path of a field, for error messages.
+    pub fn path(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.prefix)
+        }
+    }
+
+    /// A nested object.
+    pub fn object(&self, key: &str) -> Result<Fields<'a>, ArgError> {
+        match self.object.get(key) {
+            Some(value) => Fields::of(value, &self.path(key)),
+            None => Err(ArgError::new(self.path(key), "is required")),
+        }
+    }
+
+    /// An optional field of any deserializable type; `null` counts as absent.
+    pub fn optional<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, ArgError> {
+        match self.object.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => serde_json::from_value(value.clone())
+                .map(Some)
+                .map_err(|e| ArgError::new(self.path(key), type_rule(&e))),
+        }
+    }
+
+    /// A required field.
+    pub fn required<T: DeserializeOwned>(&self, key: &str) -> Result<T, ArgError> {
+        self.optional(key)?
+            .ok_or_else(|| ArgError::new(self.path(key), "is required"))
+    }
+
+    /// An optional field with a default.
+    pub fn or<T: DeserializeOwned>(&self, key: &str, default: T) -> Result<T, ArgError> {
+        Ok(self.optional(key)?.unwrap_or(default))
+    }
+
+    /// A required string that is non-empty and single-line (no newline, carriage return or NUL).
+    pub fn line(&self, key: &str) -> Result<String, ArgError> {
+        let value: String = self.required(key)?;
+        check_line(&self.path(key), &value)?;
+        Ok(value)
+    }
+
+    /// An optional single-line string.
+    pub fn optional_line(&self, key: &str) -> Result<Option<String>, ArgError> {
+        let value: Option<String> = self.optional(key)?;
+        if let Some(text) = &value {
+            check_line(&self.path(key), text)?;
+        }
+        Ok(value)
+    }
+
+    /// A required string that becomes one segment of an API path (node names, storage ids, disk keys).
+    pub fn segment(&self, key: &str) -> Result<String, ArgError> {
+        let value = self.line(key)?;
+        check_segment(&self.path(key), &value)?;
+        Ok(value)
+    }
+
+    /// A required integer within `min..=max`.
+    pub fn int_in(&self, key: &str, min: i64, max: i64) -> Result<i64, ArgError> {
+        let value: i64 = self.required(key)?;
+        check_range(&self.path(key), value, min, max)?;
+        Ok(value)
+    }
+
+    /// An optional integer within `min..=max`, with a default.
+    pub fn int_in_or(&self, key: &str, min: i64, max: i64, default: i64) -> Result<i64, ArgError> {
+        let value: i64 = self.or(key, default)?;
+        check_range(&self.path(key), value, min, max)?;
+        Ok(value)
+    }
+}
+
+fn display_path(path: &str) -> &str {
+    if path.is_empty() {
+        "arguments"
+    } else {
+        path
+    }
+}
+
+fn type_rule(error: &serde_json::Error) -> String {
+    // serde_json says e.g. "invalid type: string \"x\", expected i64"; keep its words, they name the rule.
+    format!("has the wrong type ({error})")
+}
+
+/// Refuses empty strings and strings that could break a line-oriented protocol or log.
+pub fn check_line(field: &str, value: &str) -> Result<(), ArgError> {
+    if value.is_empty() {
+        return Err(ArgError::new(field, "must not be empty"));
+    }
+    if value.contains(['\n', '\r', '\0']) {
+        return Err(ArgError::new(
+            field,
+            "must not contain a newline, carriage return or NUL",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses values that could change the API path they are placed in.
+pub fn check_segment(field: &str, value: &str) -> Result<(), ArgError> {
+    if value == "." || value == ".." {
+        return Err(ArgError::new(field, "must not be `.` or `..`"));
+    }
+    if let Some(bad) = value
+        .chars()
+        .find(|c| matches!(c, '/' | '\\' | '?' | '#' | '%') || c.is_whitespace())
+    {
+        return Err(ArgError::new(
+            field,
+            format!("must not contain `{bad}` (it is placed in an API path; `/ \\ ? # %` and whitespace are refused)"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_range(field: &str, value: i64, min: i64, max: i64) -> Result<(), ArgError> {
+    if value < min || value > max {
+        return Err(ArgError::new(
+            field,
+            format!("must be between {min} and {max} (got {value})"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn missing_field_is_named_with_its_path() {
+        let v = json!({"transport": {}});
+        let t = Fields::of(&v, "").unwrap().object("transport").unwrap();
+        assert_eq!(t.line("node").unwrap_err().field, "transport.node");
+    }
+
+    #[test]
+    fn wrong_type_names_the_field() {
+        let v = json!({"vmid": "abc"});
+        let err = Fields::of(&v, "")
+            .unwrap()
+            .int_in("vmid", 100, 999_999_999)
+            .unwrap_err();
+        assert_eq!(err.field, "vmid");
+        assert!(err.rule.contains("wrong type"), "{}", err.rule);
+    }
+
+    #[test]
+    fn newline_and_nul_are_refused_in_lines() {
+        assert!(check_line("node", "pve\n1").is_err());
+        assert!(check_line("node", "pve\u{0}").is_err());
+        assert!(check_line("node", "pve1").is_ok());
+    }
+
+    #[test]
+    fn path_changing_characters_are_refused_in_segments() {
+        for bad in ["a/b", "..", "a?b", "a#b", "a%2f", "a b"] {
+            assert!(check_segment("node", bad).is_err(), "{bad}");
+        }
+        assert!(check_segment("node", "pve-1.example").is_ok());
+    }
+
+    #[test]
+    fn range_error_states_bounds_and_value() {
+        let v = json!({"vmid": 99});
+        let err = Fields::of(&v, "")
+            .unwrap()
+            .int_in("vmid", 100, 999_999_999)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid argument `vmid`: must be between 100 and 999999999 (got 99)"
+        );
+    }
+}

@@ -1,0 +1,245 @@
+//! The model's global arguments: which transport reaches PVE, and the time budget of tasks and polls.
+
+use crate::args::{ArgError, Fields};
+use serde_json::Value;
+
+/// Settings of the HTTPS API transport.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiSettings {
+    pub node: String,
+    /// Base URL without `/api2/json`, e.g. `https://pve1:8006`.
+    pub api_url: String,
+    pub token_id: String,
+    pub token_secret: Secret,
+    pub ca_cert: Option<String>,
+    pub skip_tls_verify: bool,
+}
+
+/// Settings of the ssh transport (pvesh run on the node).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SshSettings {
+    pub node: String,
+    pub host: String,
+    pub user: String,
+    pub port: u16,
+    pub proxy_jump: Option<String>,
+    pub proxy_command: Option<String>,
+    pub identity_file: Option<String>,
+    pub identity_agent: Option<String>,
+    pub strict_host_key_checking: Option<String>,
+    pub connect_timeout_sec: u64,
+    pub ssh_binary: String,
+    pub pvesh_binary: String,
+}
+
+/// How PVE is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransportSettings {
+    Api(ApiSettings),
+    Ssh(SshSettings),
+}
+
+impl TransportSettings {
+    /// The node the transport talks to (the default node of node-scoped methods).
+    pub fn node(&self) -> &str {
+        match self {
+            TransportSettings::Api(api) => &api.node,
+            TransportSettings::Ssh(ssh) => &ssh.node,
+        }
+    }
+}
+
+/// A secret value whose `Debug` output never shows it.
+#[derive(Clone, PartialEq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: String) -> Self {
+        Secret(value)
+    }
+    /// The secret itself; call only where it is placed into a request header.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Arguments shared by every method of a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GlobalArgs {
+    pub transport: TransportSettings,
+    pub task_timeout_sec: u64,
+    pub poll_interval_sec: u64,
+}
+
+const MAX_SECONDS: i64 = 7 * 24 * 3600;
+
+impl GlobalArgs {
+    /// Reads and checks the global arguments from the merged argument object.
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        fields.line("name")?;
+        Ok(GlobalArgs {
+            transport: parse_transport(&fields.object("transport")?)?,
+            task_timeout_sec: fields.int_in_or("taskTimeoutSec", 1, MAX_SECONDS, 300)? as u64,
+            poll_interval_sec: fields.int_in_or("pollIntervalSec", 1, 3600, 3)? as u64,
+        })
+    }
+}
+
+fn parse_transport(fields: &Fields) -> Result<TransportSettings, ArgError> {
+    let kind: String = fields.required("kind")?;
+    match kind.as_str() {
+        "api" => parse_api(fields).map(TransportSettings::Api),
+        "ssh" => parse_ssh(fields).map(TransportSettings::Ssh),
+        other => Err(ArgError::new(
+            fields.path("kind"),
+            format!("must be \"api\" or \"ssh\" (got {other:?})"),
+        )),
+    }
+}
+
+fn parse_api(fields: &Fields) -> Result<ApiSettings, ArgError> {
+    let api_url = fields.line("apiUrl")?;
+    if !(api_url.starts_with("https://") || api_url.starts_with("http://")) {
+        return Err(ArgError::new(
+            fields.path("apiUrl"),
+            "must be an http(s) URL, e.g. https://pve1:8006",
+        ));
+    }
+    let secret: String = fields.required("tokenSecret")?;
+    if secret.is_empty() {
+        return Err(ArgError::new(
+            fields.path("tokenSecret"),
+            "must not be empty",
+        ));
+    }
+    if secret.contains(['\n', '\r', '\0']) {
+        // The rule is stated without echoing the value: it is a secret.
+        return Err(ArgError::new(
+            fields.path("tokenSecret"),
+            "must not contain a newline, carriage return or NUL",
+        ));
+    }
+    Ok(ApiSettings {
+        node: fields.segment("node")?,
+        api_url: api_url.trim_end_matches('/').to_string(),
+        token_id: fields.line("tokenId")?,
+        token_secret: Secret::new(secret),
+        ca_cert: fields.optional("caCert")?,
+        skip_tls_verify: fields.or("skipTlsVerify", false)?,
+    })
+}
+
+fn parse_ssh(fields: &Fields) -> Result<SshSettings, ArgError> {
+    let strict = fields.optional_line("strictHostKeyChecking")?;
+    if let Some(value) = &strict {
+        if !matches!(value.as_str(), "yes" | "accept-new" | "no" | "off") {
+            return Err(ArgError::new(
+                fields.path("strictHostKeyChecking"),
+                "must be one of yes, accept-new, no, off",
+            ));
+        }
+    }
+    let host = fields.line("host")?;
+    if host.starts_with('-') {
+        return Err(ArgError::new(
+            fields.path("host"),
+            "must not start with `-` (ssh would read it as an option)",
+        ));
+    }
+    let user = fields
+        .optional_line("user")?
+        .unwrap_or_else(|| "root".to_string());
+    if user.starts_with('-') || user.contains('@') {
+        return Err(ArgError::new(
+            fields.path("user"),
+            "must not start with `-` or contain `@`",
+        ));
+    }
+    Ok(SshSettings {
+        node: fields.segment("node")?,
+        host,
+        user,
+        port: fields.int_in_or("port", 1, 65535, 22)? as u16,
+        proxy_jump: fields.optional_line("proxyJump")?,
+        proxy_command: fields.optional_line("proxyCommand")?,
+        identity_file: fields.optional_line("identityFile")?,
+        identity_agent: fields.optional_line("identityAgent")?,
+        strict_host_key_checking: strict,
+        connect_timeout_sec: fields.int_in_or("connectTimeoutSec", 1, 3600, 15)? as u64,
+        ssh_binary: fields
+            .optional_line("sshBinary")?
+            .unwrap_or_else(|| "ssh".to_string()),
+        pvesh_binary: fields
+            .optional_line("pveshBinary")?
+            .unwrap_or_else(|| "pvesh".to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn api(extra: Value) -> Value {
+        let mut transport = json!({"kind": "api", "node": "pve1", "apiUrl": "https://pve1:8006/",
+            "tokenId": "root@pam!swamp", "tokenSecret": "s3cret"});
+        for (k, v) in extra.as_object().unwrap() {
+            transport[k] = v.clone();
+        }
+        json!({"name": "fleet", "transport": transport})
+    }
+
+    #[test]
+    fn api_transport_defaults_apply() {
+        let args = GlobalArgs::parse(&api(json!({}))).unwrap();
+        assert_eq!(args.task_timeout_sec, 300);
+        assert_eq!(args.poll_interval_sec, 3);
+        let TransportSettings::Api(api) = args.transport else {
+            panic!("api expected")
+        };
+        assert_eq!(api.api_url, "https://pve1:8006");
+        assert!(!api.skip_tls_verify);
+    }
+
+    #[test]
+    fn unknown_transport_kind_names_the_field() {
+        let err =
+            GlobalArgs::parse(&json!({"name": "x", "transport": {"kind": "telnet"}})).unwrap_err();
+        assert_eq!(err.field, "transport.kind");
+    }
+
+    #[test]
+    fn newline_in_node_is_refused() {
+        let err = GlobalArgs::parse(&api(json!({"node": "pve1\nx"}))).unwrap_err();
+        assert_eq!(err.field, "transport.node");
+    }
+
+    #[test]
+    fn secret_never_appears_in_debug_output() {
+        let args = GlobalArgs::parse(&api(json!({}))).unwrap();
+        assert!(!format!("{args:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn ssh_option_with_newline_is_refused() {
+        let v = json!({"name": "x", "transport": {"kind": "ssh", "node": "pve1", "host": "h",
+            "proxyJump": "a\nb"}});
+        assert_eq!(
+            GlobalArgs::parse(&v).unwrap_err().field,
+            "transport.proxyJump"
+        );
+    }
+
+    #[test]
+    fn ssh_host_starting_with_dash_is_refused() {
+        let v = json!({"name": "x", "transport": {"kind": "ssh", "node": "pve1", "host": "-oProxyCommand=x"}});
+        assert_eq!(GlobalArgs::parse(&v).unwrap_err().field, "transport.host");
+    }
+}

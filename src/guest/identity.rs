@@ -1,0 +1,90 @@
+//! A guest's fingerprint, so a reused VMID is reported instead of merged into the old guest's history.
+
+use crate::pve::flex;
+use crate::pve::property::property;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Built-in fingerprints read from the guest's config.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Identity {
+    /// `smbios1: uuid=…`: regenerated on every clone, the best built-in identity of a VM.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub smbios_uuid: Option<String>,
+    /// `meta: ctime=…`: creation time (shared by clones of one template, so only a hint).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ctime: Option<u64>,
+}
+
+impl Identity {
+    /// Reads the fingerprints from a config object.
+    pub fn from_config(config: &Value) -> Identity {
+        let text = |key: &str| config.get(key).and_then(flex::string_of);
+        Identity {
+            smbios_uuid: text("smbios1")
+                .and_then(|s| property(&s, "uuid").map(str::to_ascii_lowercase)),
+            ctime: text("meta").and_then(|s| property(&s, "ctime").and_then(|c| c.parse().ok())),
+        }
+    }
+
+    /// Whether this identity and a stored one certainly belong to different guests.
+    pub fn differs_from(&self, stored: &Identity) -> bool {
+        match (&self.smbios_uuid, &stored.smbios_uuid) {
+            (Some(now), Some(before)) => now != before,
+            _ => matches!((self.ctime, stored.ctime), (Some(now), Some(before)) if now != before),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.smbios_uuid.is_none() && self.ctime.is_none()
+    }
+}
+
+/// The identity stored in a previous record, if it has one.
+pub fn stored_identity(record: &Value) -> Option<Identity> {
+    Identity::deserialize(record.get("identity")?)
+        .ok()
+        .filter(|i| !i.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_uuid_and_ctime() {
+        let id = Identity::from_config(
+            &json!({"smbios1": "uuid=ABC-1,manufacturer=x", "meta": "creation-qemu=9.0.2,ctime=1700000000"}),
+        );
+        assert_eq!(id.smbios_uuid.as_deref(), Some("abc-1"));
+        assert_eq!(id.ctime, Some(1_700_000_000));
+    }
+
+    #[test]
+    fn different_uuids_are_different_guests() {
+        let a = Identity {
+            smbios_uuid: Some("a".into()),
+            ctime: Some(1),
+        };
+        let b = Identity {
+            smbios_uuid: Some("b".into()),
+            ctime: Some(1),
+        };
+        assert!(a.differs_from(&b));
+        assert!(!a.differs_from(&a.clone()));
+    }
+
+    #[test]
+    fn missing_fingerprints_never_claim_a_difference() {
+        let a = Identity {
+            smbios_uuid: Some("a".into()),
+            ctime: None,
+        };
+        assert!(!a.differs_from(&Identity {
+            smbios_uuid: None,
+            ctime: None
+        }));
+    }
+}

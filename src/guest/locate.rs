@@ -1,0 +1,112 @@
+//! Finding the node a guest lives on — or confirming that it does not exist anywhere.
+//!
+//! `/cluster/resources` maps every guest the token may audit to its node. Absence from it is not proof
+//! of absence (PVE leaves out what the token may not see), so absence is confirmed with
+//! `/cluster/nextid?vmid=N`, which answers "VM N already exists" for any user.
+
+use super::reference::GuestRef;
+use crate::client::Pve;
+use crate::explain::could_not;
+use crate::host::Host;
+use crate::outcome::Failure;
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::ErrorKind;
+use crate::pve::responses::ClusterGuest;
+
+/// A guest that exists, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    pub vmid: u32,
+    pub node: String,
+}
+
+/// What the cluster says about a guest reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    Present(Located),
+    /// Confirmed absent on every node.
+    Absent {
+        vmid: u32,
+    },
+}
+
+/// Finds the guest's node, or confirms its absence; anything in between is a failure.
+pub async fn locate<H: Host>(
+    pve: &Pve<'_, H>,
+    kind: GuestKind,
+    target: &GuestRef,
+) -> Result<Found, Failure> {
+    let guests: Vec<ClusterGuest> = pve
+        .read(&endpoints::cluster_guests(), "a list of guests")
+        .await
+        .map_err(|e| could_not("list the cluster's guests (GET /cluster/resources)", &e))?;
+    match (target.vmid, &target.name) {
+        (Some(vmid), name) => by_vmid(pve, kind, &guests, vmid, name.as_deref()).await,
+        (None, Some(name)) => by_name(kind, &guests, name),
+        (None, None) => Err(Failure::new("Provide vmid or vmName")),
+    }
+}
+
+async fn by_vmid<H: Host>(
+    pve: &Pve<'_, H>,
+    kind: GuestKind,
+    guests: &[ClusterGuest],
+    vmid: u32,
+    name: Option<&str>,
+) -> Result<Found, Failure> {
+    let Some(guest) = guests.iter().find(|g| g.vmid == Some(u64::from(vmid))) else {
+        return confirm_absent(pve, vmid).await;
+    };
+    if guest.kind != kind.segment() {
+        return Err(Failure::new(format!(
+            "VMID {vmid} is a {} guest on node {}, not a {}: use the @stateless/proxmox/{} model for it",
+            guest.kind,
+            guest.node,
+            kind.segment(),
+            guest.kind
+        )));
+    }
+    if let Some(wanted) = name {
+        if guest.name.as_deref() != Some(wanted) {
+            return Err(Failure::new(format!(
+                "VMID {vmid} is named {:?}, not {wanted:?}: vmid and vmName point at different guests",
+                guest.name.as_deref().unwrap_or("")
+            )));
+        }
+    }
+    Ok(Found::Present(Located {
+        vmid,
+        node: guest.node.clone(),
+    }))
+}
+
+fn by_name(kind: GuestKind, guests: &[ClusterGuest], name: &str) -> Result<Found, Failure> {
+    let matches: Vec<&ClusterGuest> = guests
+        .iter()
+        .filter(|g| g.kind == kind.segment() && g.name.as_deref() == Some(name))
+        .collect();
+    match matches.as_slice() {
+        [] => Err(Failure::new(format!(
+            "no {} named {name:?} is visible in /cluster/resources (a guest the token may not audit is left out; give vmid to be sure)",
+            kind.noun()
+        ))),
+        [one] => match one.vmid {
+            Some(vmid) if vmid <= u64::from(u32::MAX) => Ok(Found::Present(Located { vmid: vmid as u32, node: one.node.clone() })),
+            _ => Err(Failure::new(format!("the {} named {name:?} has no usable vmid in /cluster/resources", kind.noun()))),
+        },
+        many => {
+            let ids: Vec<String> = many.iter().filter_map(|g| g.vmid).map(|v| v.to_string()).collect();
+            Err(Failure::new(format!("{} name {name:?} is ambiguous (vmids {})", kind.noun(), ids.join(", "))))
+        }
+    }
+}
+
+async fn confirm_absent<H: Host>(pve: &Pve<'_, H>, vmid: u32) -> Result<Found, Failure> {
+    match pve.call(&endpoints::next_id(vmid)).await {
+        Ok(_) => Ok(Found::Absent { vmid }),
+        Err(e) if e.kind == ErrorKind::IdTaken => Err(Failure::new(format!(
+            "VMID {vmid} exists but this token cannot see it: /cluster/resources leaves it out — grant VM.Audit on /vms/{vmid}"
+        ))),
+        Err(e) => Err(could_not(&format!("confirm whether VMID {vmid} exists (GET /cluster/nextid)"), &e)),
+    }
+}

@@ -1,0 +1,136 @@
+//! The guest state record (`vm-<vmid>` / `ct-<vmid>`): what was observed, never what was assumed.
+
+use super::identity::Identity;
+use crate::pve::flex::split_tags;
+use crate::pve::responses::GuestStatus;
+use serde::Serialize;
+
+/// HA state as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HaRecord {
+    pub managed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+}
+
+/// A detected VMID reuse: the stored record described another guest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IdentityChange {
+    pub previous: Identity,
+    pub current: Identity,
+}
+
+/// The record of one guest. `present: false` is an observed absence, never a default.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct GuestRecord {
+    pub vmid: u32,
+    pub present: bool,
+    /// `running` / `stopped` as PVE says; `absent` when confirmed absent; `deleted` after a delete.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qmp_status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ha: Option<HaRecord>,
+    pub tags: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_configured: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipv4: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_mem_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_disk_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netin_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netout_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uptime_sec: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<Identity>,
+    /// Set when the VMID now belongs to a different guest than the stored record described.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity_changed: Option<IdentityChange>,
+    pub last_operation: String,
+    pub recorded_at: String,
+}
+
+impl GuestRecord {
+    /// A guest observed through `status/current` on `node`.
+    pub fn observed(
+        vmid: u32,
+        node: &str,
+        status: &GuestStatus,
+        operation: &str,
+        recorded_at: String,
+    ) -> Self {
+        let percent = |part: Option<u64>, whole: Option<u64>| match (part, whole) {
+            (Some(p), Some(w)) if w > 0 => Some(round2(p as f64 * 100.0 / w as f64)),
+            _ => None,
+        };
+        GuestRecord {
+            vmid,
+            present: true,
+            status: status.status.clone(),
+            name: status.name.clone(),
+            node: Some(node.to_string()),
+            qmp_status: status.qmpstatus.clone(),
+            lock: status.lock.clone().filter(|l| !l.is_empty()),
+            ha: status.ha.as_ref().map(|ha| HaRecord {
+                managed: ha.managed.unwrap_or(false),
+                state: ha.state.clone(),
+            }),
+            tags: status.tags.as_deref().map(split_tags).unwrap_or_default(),
+            template: status.template,
+            agent_configured: status.agent,
+            cpu_pct: status.cpu.map(|c| round2(c * 100.0)),
+            cpus: status.cpus,
+            mem_bytes: status.mem,
+            max_mem_bytes: status.maxmem,
+            mem_pct: percent(status.mem, status.maxmem),
+            disk_bytes: status.disk,
+            max_disk_bytes: status.maxdisk,
+            netin_bytes: status.netin,
+            netout_bytes: status.netout,
+            uptime_sec: status.uptime,
+            last_operation: operation.to_string(),
+            recorded_at,
+            ..GuestRecord::default()
+        }
+    }
+
+    /// A guest confirmed absent on every node.
+    pub fn absent(vmid: u32, operation: &str, recorded_at: String) -> Self {
+        GuestRecord {
+            vmid,
+            present: false,
+            status: "absent".to_string(),
+            last_operation: operation.to_string(),
+            recorded_at,
+            ..GuestRecord::default()
+        }
+    }
+}
+
+fn round2(value: f64) -> f64 {
+    (value * 100.0).round() / 100.0
+}

@@ -1,0 +1,111 @@
+//! The effects the core needs, injected by whoever runs it (the Deno wrapper, or a fake in tests).
+//!
+//! The core never performs I/O itself: every request, pause, clock read, log line and stored-record read
+//! goes through [`Host`], so each decision can be tested without a network.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::future::Future;
+
+/// One HTTP exchange, fully assembled by the core; the host sends it verbatim.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpRequest {
+    pub method: &'static str,
+    pub url: String,
+    /// Header pairs. The `Authorization` header carries the token secret: hosts must never log it.
+    pub headers: Vec<(String, String)>,
+    pub body: Option<String>,
+    pub timeout_ms: u64,
+    /// PEM of the CA that signs the PVE certificate (`caCert`), if any.
+    pub ca_cert: Option<String>,
+    pub skip_tls_verify: bool,
+}
+
+/// What came back over HTTP, whatever the status.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpResponse {
+    pub status: u16,
+    #[serde(default)]
+    pub status_text: String,
+    #[serde(default)]
+    pub body: String,
+}
+
+/// A local program to run with an explicit argv (never through a shell).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessRequest {
+    pub argv: Vec<String>,
+    pub timeout_ms: u64,
+}
+
+/// How a local program ended.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessOutput {
+    /// `None` when the program was killed by a signal.
+    pub code: Option<i32>,
+    #[serde(default)]
+    pub stdout: String,
+    #[serde(default)]
+    pub stderr: String,
+}
+
+/// Why the host could not complete an effect at all (no HTTP status, no exit code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HostErrorKind {
+    /// Connection refused or reset, DNS failure, broken pipe.
+    Network,
+    /// No answer within the request's timeout.
+    Timeout,
+    /// The TLS handshake failed (unknown CA, bad certificate, hostname mismatch).
+    Tls,
+    /// The local program could not be started.
+    Spawn,
+    /// The run was aborted by the caller.
+    Aborted,
+    /// The host itself failed (a record read, a bug).
+    Internal,
+}
+
+/// An effect the host could not complete, with the host's own words.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct HostError {
+    pub kind: HostErrorKind,
+    pub message: String,
+}
+
+/// Severity of a log line sent to the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warning,
+    Error,
+}
+
+/// Every effect the core can cause. Futures are not `Send`: the wasm host is single-threaded.
+pub trait Host {
+    /// Performs one HTTP exchange.
+    fn http(&self, request: HttpRequest) -> impl Future<Output = Result<HttpResponse, HostError>>;
+    /// Runs one local program (the ssh client).
+    fn run(
+        &self,
+        request: ProcessRequest,
+    ) -> impl Future<Output = Result<ProcessOutput, HostError>>;
+    /// Waits; returns early when the run is aborted.
+    fn sleep(&self, ms: u64) -> impl Future<Output = ()>;
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> f64;
+    /// Sends one line to the user's log.
+    fn log(&self, level: LogLevel, message: &str);
+    /// The latest stored version of a record of this model definition, if any.
+    fn read_record(&self, instance: &str)
+        -> impl Future<Output = Result<Option<Value>, HostError>>;
+    /// Whether the caller aborted the run (`ctx.signal`).
+    fn aborted(&self) -> bool;
+}

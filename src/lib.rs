@@ -1,0 +1,22 @@
+//! Decision core of the `@stateless/proxmox` swamp extension.
+//!
+//! It decides what to ask Proxmox VE, whether a method's intended effect happened, and which records
+//! to write. It performs no I/O: every effect goes through the injected [`host::Host`].
+
+pub mod args;
+pub mod client;
+pub mod clock;
+pub mod dispatch;
+pub mod explain;
+pub mod global_args;
+pub mod guest;
+pub mod host;
+pub mod methods;
+pub mod outcome;
+pub mod poll;
+pub mod pve;
+pub mod run;
+pub mod transport;
+
+#[cfg(target_arch = "wasm32")]
+mod wasm;

@@ -1,0 +1,132 @@
+//! `lookup`: a new version of the guest's record on every run, with its live state — or its
+//! confirmed absence. A state that cannot be determined fails and writes nothing.
+
+use crate::args::Fields;
+use crate::explain::could_not;
+use crate::guest::identity::{stored_identity, Identity};
+use crate::guest::locate::{locate, Found, Located};
+use crate::guest::record::{GuestRecord, IdentityChange};
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints;
+use crate::pve::error::ErrorKind;
+use crate::pve::responses::GuestStatus;
+use crate::run::{write, Run};
+use serde_json::Value;
+
+/// Runs `lookup`.
+pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    match observe(run, args).await {
+        Ok(record) => {
+            let summary = match record.present {
+                true => format!(
+                    "{} {} is {} on node {}",
+                    run.kind.noun(),
+                    record.vmid,
+                    record.qmp_status.as_deref().unwrap_or(&record.status),
+                    record.node.as_deref().unwrap_or("?")
+                ),
+                false => format!(
+                    "{} {} does not exist on any node",
+                    run.kind.noun(),
+                    record.vmid
+                ),
+            };
+            Outcome::succeeded(
+                vec![write(
+                    run.guest_spec(),
+                    run.guest_instance(record.vmid),
+                    &record,
+                )],
+                summary,
+            )
+        }
+        Err(failure) => failure.into(),
+    }
+}
+
+/// Reads the guest's live state (or confirms its absence) into a record.
+pub async fn observe<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<GuestRecord, Failure> {
+    let target = GuestRef::parse(&Fields::of(args, "")?)?;
+    let pve = run.pve();
+    // A guest can migrate between the cluster listing and the status read: look once more then.
+    for attempt in 0..2 {
+        let located = match locate(&pve, run.kind, &target).await? {
+            Found::Absent { vmid } => {
+                return Ok(GuestRecord::absent(vmid, run.method, run.now_iso()))
+            }
+            Found::Present(located) => located,
+        };
+        match read_present(run, &located).await {
+            Err(e) if e.kind == ErrorKind::GuestNotOnNode && attempt == 0 => continue,
+            Err(e) => {
+                return Err(could_not(
+                    &format!(
+                        "read the state of {} {} on node {}",
+                        run.kind.noun(),
+                        located.vmid,
+                        located.node
+                    ),
+                    &e,
+                ))
+            }
+            Ok((status, identity)) => return Ok(record_for(run, &located, &status, identity).await),
+        }
+    }
+    Err(Failure::new(format!(
+        "{} {} moved between nodes twice while being read; try again",
+        run.kind.noun(),
+        target.describe()
+    )))
+}
+
+async fn read_present<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+) -> Result<(GuestStatus, Identity), crate::pve::error::PveError> {
+    let pve = run.pve();
+    let status: GuestStatus = pve
+        .read(
+            &endpoints::guest_status(&at.node, run.kind, at.vmid),
+            "a guest status",
+        )
+        .await?;
+    let config: Value = pve
+        .call(&endpoints::guest_config(&at.node, run.kind, at.vmid))
+        .await?;
+    Ok((status, Identity::from_config(&config)))
+}
+
+async fn record_for<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    status: &GuestStatus,
+    identity: Identity,
+) -> GuestRecord {
+    let mut record = GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
+    let instance = run.guest_instance(at.vmid);
+    // A stored record that cannot be read only loses the reuse check; the observed state stands.
+    let previous = run
+        .host
+        .read_record(&instance)
+        .await
+        .ok()
+        .flatten()
+        .as_ref()
+        .and_then(stored_identity);
+    if let Some(previous) = previous.filter(|p| identity.differs_from(p)) {
+        run.warn(&format!(
+            "VMID {} now belongs to a different guest than {instance} recorded (smbios uuid {} → {}): the VMID was reused",
+            at.vmid,
+            previous.smbios_uuid.as_deref().unwrap_or("?"),
+            identity.smbios_uuid.as_deref().unwrap_or("?")
+        ));
+        record.identity_changed = Some(IdentityChange {
+            previous,
+            current: identity.clone(),
+        });
+    }
+    record.identity = Some(identity).filter(|i| !i.is_empty());
+    record
+}

@@ -1,0 +1,204 @@
+//! What went wrong with one PVE call, classified from the HTTP status (or pvesh exit) and PVE's message.
+
+use crate::host::{HostError, HostErrorKind};
+use std::fmt;
+
+/// The class of a failed call; decides retries and the words of the final message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// `Configuration file '…/<vmid>.conf' does not exist`: not on the node asked (maybe on another).
+    GuestNotOnNode,
+    /// 401: the token is unknown or its secret is wrong.
+    Unauthorized,
+    /// 403 `Permission check failed (…)`.
+    Forbidden,
+    /// 501: the API path does not exist on this PVE.
+    NotImplemented,
+    /// A task's status was asked for before PVE registered it.
+    NoSuchTask,
+    /// `VM <n> already exists` from `/cluster/nextid`.
+    IdTaken,
+    /// 400: a parameter was refused.
+    BadRequest,
+    /// The guest agent is not configured, not running, or refused the command.
+    Agent,
+    /// `VM <vmid> is not running`.
+    GuestNotRunning,
+    /// Any other error PVE reported.
+    Server,
+    /// The network failed (connection refused/reset, ssh could not connect).
+    Network,
+    /// No answer in time.
+    Timeout,
+    /// TLS verification failed.
+    Tls,
+    /// An answer arrived but could not be understood.
+    Malformed,
+    /// The run was aborted by the caller.
+    Aborted,
+}
+
+/// A failed PVE call: its class, PVE's (or the transport's) own words, and the HTTP status if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PveError {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub status: Option<u16>,
+}
+
+impl fmt::Display for PveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.status {
+            Some(status) => write!(f, "{} (HTTP {status})", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl PveError {
+    /// An error PVE reported, classified from its status and message.
+    pub fn reported(status: Option<u16>, message: &str) -> Self {
+        let message = message.trim().to_string();
+        PveError {
+            kind: classify(status, &message),
+            message,
+            status,
+        }
+    }
+
+    /// An answer that could not be parsed; `what` says what was expected.
+    pub fn malformed(what: impl Into<String>) -> Self {
+        PveError {
+            kind: ErrorKind::Malformed,
+            message: what.into(),
+            status: None,
+        }
+    }
+
+    /// Whether a safe-to-repeat request may be tried again after this error.
+    pub fn is_transient(&self) -> bool {
+        match self.kind {
+            ErrorKind::Network | ErrorKind::Timeout => true,
+            // 502/503/504 and PVE's proxy codes 595/596 (node unreachable) come and go.
+            ErrorKind::Server => matches!(self.status, Some(502 | 503 | 504 | 595 | 596)),
+            _ => false,
+        }
+    }
+}
+
+impl From<HostError> for PveError {
+    fn from(error: HostError) -> Self {
+        let kind = match error.kind {
+            HostErrorKind::Network | HostErrorKind::Spawn | HostErrorKind::Internal => {
+                ErrorKind::Network
+            }
+            HostErrorKind::Timeout => ErrorKind::Timeout,
+            HostErrorKind::Tls => ErrorKind::Tls,
+            HostErrorKind::Aborted => ErrorKind::Aborted,
+        };
+        PveError {
+            kind,
+            message: error.message,
+            status: None,
+        }
+    }
+}
+
+/// Classifies by PVE's message first (the same words arrive over HTTP and pvesh), then by status.
+fn classify(status: Option<u16>, message: &str) -> ErrorKind {
+    let lower = message.to_ascii_lowercase();
+    if lower.starts_with("configuration file") && lower.contains("does not exist") {
+        return ErrorKind::GuestNotOnNode;
+    }
+    if lower.contains("permission check failed") {
+        return ErrorKind::Forbidden;
+    }
+    if lower.contains("no such task") {
+        return ErrorKind::NoSuchTask;
+    }
+    if lower.contains("already exists") && lower.starts_with("vm ") {
+        return ErrorKind::IdTaken;
+    }
+    if lower.ends_with("is not running") && lower.starts_with("vm ") {
+        return ErrorKind::GuestNotRunning;
+    }
+    if lower.starts_with("agent error") || lower.contains("qemu guest agent") {
+        return ErrorKind::Agent;
+    }
+    match status {
+        Some(401) => ErrorKind::Unauthorized,
+        Some(403) => ErrorKind::Forbidden,
+        Some(501) => ErrorKind::NotImplemented,
+        Some(400) => ErrorKind::BadRequest,
+        _ if lower.contains("authentication failure") => ErrorKind::Unauthorized,
+        _ => ErrorKind::Server,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_config_file_means_not_on_this_node() {
+        let e = PveError::reported(
+            Some(500),
+            "Configuration file 'nodes/pve1/qemu-server/100.conf' does not exist\n",
+        );
+        assert_eq!(e.kind, ErrorKind::GuestNotOnNode);
+        assert_eq!(
+            e.message,
+            "Configuration file 'nodes/pve1/qemu-server/100.conf' does not exist"
+        );
+    }
+
+    #[test]
+    fn permission_failure_is_forbidden_without_status() {
+        assert_eq!(
+            PveError::reported(None, "Permission check failed (/vms/100, VM.Audit)").kind,
+            ErrorKind::Forbidden
+        );
+    }
+
+    #[test]
+    fn agent_messages_are_agent_errors() {
+        for m in [
+            "No QEMU guest agent configured",
+            "QEMU guest agent is not running",
+            "Agent error: Invalid parameter 'pid'",
+        ] {
+            assert_eq!(
+                PveError::reported(Some(500), m).kind,
+                ErrorKind::Agent,
+                "{m}"
+            );
+        }
+        assert_eq!(
+            PveError::reported(Some(500), "VM 100 is not running").kind,
+            ErrorKind::GuestNotRunning
+        );
+    }
+
+    #[test]
+    fn statuses_classify_when_the_message_says_nothing_known() {
+        assert_eq!(
+            PveError::reported(Some(501), "Method 'GET /x' not implemented").kind,
+            ErrorKind::NotImplemented
+        );
+        assert_eq!(
+            PveError::reported(Some(401), "authentication failure").kind,
+            ErrorKind::Unauthorized
+        );
+        assert_eq!(
+            PveError::reported(Some(500), "boom").kind,
+            ErrorKind::Server
+        );
+    }
+
+    #[test]
+    fn only_network_timeouts_and_gateway_errors_are_transient() {
+        assert!(PveError::reported(Some(503), "unavailable").is_transient());
+        assert!(!PveError::reported(Some(500), "boom").is_transient());
+        assert!(!PveError::reported(Some(403), "Permission check failed").is_transient());
+    }
+}

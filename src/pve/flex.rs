@@ -1,0 +1,125 @@
+//! Tolerant readers for PVE's loosely typed JSON: booleans as 0/1, numbers as strings, and so on.
+//!
+//! Each reader yields `None` for a value it cannot read, instead of failing the whole answer:
+//! a metric PVE formats differently must not hide the power state next to it.
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+/// `true`/`false`, `0`/`1`, `"0"`/`"1"`.
+pub fn bool_of(value: &Value) -> Option<bool> {
+    match value {
+        Value::Bool(b) => Some(*b),
+        Value::Number(n) => n.as_f64().map(|f| f != 0.0),
+        Value::String(s) => match s.as_str() {
+            "1" | "true" => Some(true),
+            "0" | "false" | "" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A number, or a string holding one.
+pub fn f64_of(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+    .filter(|f: &f64| f.is_finite())
+}
+
+/// A non-negative integer, or a string holding one.
+pub fn u64_of(value: &Value) -> Option<u64> {
+    match value {
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1.8e19)
+                .map(|f| f as u64)
+        }),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// An integer (may be negative), or a string holding one.
+pub fn i64_of(value: &Value) -> Option<i64> {
+    match value {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A string; numbers are rendered (PVE config values may be either).
+pub fn string_of(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// serde adapter: optional flexible boolean.
+pub fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?.as_ref().and_then(bool_of))
+}
+
+/// serde adapter: optional flexible float.
+pub fn opt_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?.as_ref().and_then(f64_of))
+}
+
+/// serde adapter: optional flexible unsigned integer.
+pub fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?.as_ref().and_then(u64_of))
+}
+
+/// serde adapter: optional flexible signed integer.
+pub fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?.as_ref().and_then(i64_of))
+}
+
+/// serde adapter: optional string (numbers rendered).
+pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?
+        .as_ref()
+        .and_then(string_of))
+}
+
+/// Splits PVE's tag list (`;`-separated; `,` and spaces also seen) into lowercase tags.
+pub fn split_tags(text: &str) -> Vec<String> {
+    text.split([';', ',', ' '])
+        .map(|t| t.trim().to_ascii_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn booleans_arrive_as_numbers() {
+        assert_eq!(bool_of(&json!(1)), Some(true));
+        assert_eq!(bool_of(&json!(0)), Some(false));
+        assert_eq!(bool_of(&json!("1")), Some(true));
+        assert_eq!(bool_of(&json!([])), None);
+    }
+
+    #[test]
+    fn numbers_arrive_as_strings() {
+        assert_eq!(u64_of(&json!("42")), Some(42));
+        assert_eq!(f64_of(&json!("0.5")), Some(0.5));
+        assert_eq!(u64_of(&json!(-1)), None);
+        assert_eq!(i64_of(&json!(-9)), Some(-9));
+    }
+
+    #[test]
+    fn tags_split_on_semicolons_and_commas() {
+        assert_eq!(split_tags("swamp;Prod,web "), vec!["swamp", "prod", "web"]);
+        assert!(split_tags("").is_empty());
+    }
+}

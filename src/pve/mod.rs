@@ -1,0 +1,9 @@
+//! The Proxmox VE API as the core sees it: requests, errors, and typed answers.
+
+pub mod endpoints;
+pub mod error;
+pub mod flex;
+pub mod property;
+pub mod request;
+pub mod responses;
+pub mod upid;

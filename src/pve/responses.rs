@@ -1,0 +1,212 @@
+//! Typed PVE answers. Parsing is tolerant where PVE is loose (0/1 booleans, numbers as strings) and
+//! strict where the verdict depends on it (a guest's `status`, an exec's `exited`).
+
+use super::flex;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// One entry of `GET /cluster/resources?type=vm`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ClusterGuest {
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub vmid: Option<u64>,
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default)]
+    pub node: String,
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    pub name: Option<String>,
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    pub status: Option<String>,
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    pub tags: Option<String>,
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    pub lock: Option<String>,
+    #[serde(deserialize_with = "flex::opt_bool", default)]
+    pub template: Option<bool>,
+}
+
+/// HA state of a guest as `status/current` reports it.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+pub struct HaStatus {
+    #[serde(deserialize_with = "flex::opt_bool", default)]
+    pub managed: Option<bool>,
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    pub state: Option<String>,
+}
+
+/// `GET …/status/current` (and one entry of `GET /nodes/{node}/qemu?full=1`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct GuestStatus {
+    /// `running` or `stopped`; required, because the verdict rests on it.
+    pub status: String,
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub vmid: Option<u64>,
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    pub qmpstatus: Option<String>,
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    pub name: Option<String>,
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    pub tags: Option<String>,
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    pub lock: Option<String>,
+    #[serde(default)]
+    pub ha: Option<HaStatus>,
+    #[serde(deserialize_with = "flex::opt_bool", default)]
+    pub agent: Option<bool>,
+    #[serde(deserialize_with = "flex::opt_bool", default)]
+    pub template: Option<bool>,
+    #[serde(deserialize_with = "flex::opt_f64", default)]
+    pub cpu: Option<f64>,
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub cpus: Option<u64>,
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub mem: Option<u64>,
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub maxmem: Option<u64>,
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub disk: Option<u64>,
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub maxdisk: Option<u64>,
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub netin: Option<u64>,
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub netout: Option<u64>,
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub uptime: Option<u64>,
+}
+
+/// `POST …/agent/exec` → the pid of the started command.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ExecStarted {
+    pub pid: i64,
+}
+
+/// `GET …/agent/exec-status`, read with the agent's quirks in mind (see `guest_exec`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecStatus {
+    pub exited: bool,
+    pub exit_code: Option<i64>,
+    pub signal: Option<i64>,
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+}
+
+impl ExecStatus {
+    /// Reads an exec-status answer; `exited` is required, everything else optional.
+    pub fn from_value(value: &Value) -> Option<ExecStatus> {
+        let object = value.as_object()?;
+        let exited = flex::bool_of(object.get("exited")?)?;
+        let stdout = object.get("out-data").and_then(flex::string_of);
+        let stderr = object.get("err-data").and_then(flex::string_of);
+        Some(ExecStatus {
+            exited,
+            exit_code: object.get("exitcode").and_then(flex::i64_of),
+            signal: object.get("signal").and_then(flex::i64_of),
+            stdout_truncated: truncated(object, "out-truncated", stdout.as_deref()),
+            stderr_truncated: truncated(object, "err-truncated", stderr.as_deref()),
+            stdout,
+            stderr,
+        })
+    }
+}
+
+/// The guest agent stops capturing a stream at 16 MiB.
+pub const AGENT_CAPTURE_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Older agents (before QEMU's fix to `qmp_guest_exec_status`) send `*-truncated` only when output was
+/// cut, with the value left `false`; newer ones send it whenever there is output, with the true value.
+/// So `true` means cut, and a present `false` means cut only when the stream reached the capture limit.
+fn truncated(object: &Map<String, Value>, key: &str, stream: Option<&str>) -> bool {
+    match object.get(key) {
+        None | Some(Value::Null) => false,
+        Some(value) => {
+            flex::bool_of(value).unwrap_or(true)
+                || stream.is_some_and(|s| s.len() >= AGENT_CAPTURE_LIMIT)
+        }
+    }
+}
+
+/// `GET /nodes/{node}/tasks/{upid}/status`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TaskStatus {
+    pub status: String,
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    pub exitstatus: Option<String>,
+}
+
+/// One line of `GET /nodes/{node}/tasks/{upid}/log`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TaskLogLine {
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    pub t: Option<String>,
+}
+
+/// Parses a PVE `data` value into `T`; `None` when the shape does not fit.
+pub fn parse<T: for<'de> Deserialize<'de>>(data: &Value) -> Option<T> {
+    T::deserialize(data).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn status_current_reads_loose_types() {
+        let s: GuestStatus = parse(
+            &json!({"status": "running", "qmpstatus": "paused", "cpus": "2",
+            "ha": {"managed": 1, "state": "started"}, "agent": 1, "mem": 1024.0}),
+        )
+        .unwrap();
+        assert_eq!(s.qmpstatus.as_deref(), Some("paused"));
+        assert_eq!(s.cpus, Some(2));
+        assert_eq!(s.mem, Some(1024));
+        assert_eq!(s.ha.unwrap().managed, Some(true));
+    }
+
+    #[test]
+    fn status_current_without_status_is_refused() {
+        assert!(parse::<GuestStatus>(&json!({"qmpstatus": "running"})).is_none());
+    }
+
+    #[test]
+    fn signalled_exec_has_no_exit_code() {
+        let s = ExecStatus::from_value(&json!({"exited": 1, "signal": 9})).unwrap();
+        assert!(s.exited);
+        assert_eq!(s.signal, Some(9));
+        assert_eq!(s.exit_code, None);
+    }
+
+    #[test]
+    fn running_exec_is_not_exited() {
+        assert!(
+            !ExecStatus::from_value(&json!({"exited": 0}))
+                .unwrap()
+                .exited
+        );
+        assert!(ExecStatus::from_value(&json!({"pid": 3})).is_none());
+    }
+
+    #[test]
+    fn truncation_flags_read_both_agent_generations() {
+        let new_true =
+            ExecStatus::from_value(&json!({"exited": 1, "exitcode": 0, "out-truncated": 1}))
+                .unwrap();
+        assert!(new_true.stdout_truncated);
+        let new_false =
+            ExecStatus::from_value(&json!({"exited": 1, "exitcode": 0, "out-truncated": 0}))
+                .unwrap();
+        assert!(!new_false.stdout_truncated);
+        let absent = ExecStatus::from_value(&json!({"exited": 1, "exitcode": 0})).unwrap();
+        assert!(!absent.stdout_truncated);
+        let full = "x".repeat(AGENT_CAPTURE_LIMIT);
+        let old_agent = ExecStatus::from_value(
+            &json!({"exited": 1, "exitcode": 0, "out-data": full, "out-truncated": 0}),
+        )
+        .unwrap();
+        assert!(old_agent.stdout_truncated);
+    }
+}

@@ -1,0 +1,84 @@
+//! PVE task identifiers: `UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>:`.
+
+use std::fmt;
+
+/// A parsed UPID. The node is where the task runs, and so where its status must be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upid {
+    raw: String,
+    pub node: String,
+    pub task_type: String,
+    pub id: String,
+    pub user: String,
+}
+
+impl Upid {
+    /// Parses a UPID; `None` when the text is not one.
+    pub fn parse(text: &str) -> Option<Upid> {
+        let raw = text.trim();
+        let body = raw.strip_prefix("UPID:")?;
+        let fields: Vec<&str> = body.split(':').collect();
+        // node, pid, pstart, starttime, type, id, user, and the empty tail after the final ':'.
+        if fields.len() != 8 || !fields[7].is_empty() {
+            return None;
+        }
+        let hex = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_hexdigit());
+        if fields[0].is_empty()
+            || !hex(fields[1])
+            || !hex(fields[2])
+            || !hex(fields[3])
+            || fields[4].is_empty()
+        {
+            return None;
+        }
+        if fields[0].contains(['/', '?', '#', '%']) {
+            return None;
+        }
+        Some(Upid {
+            raw: raw.to_string(),
+            node: fields[0].to_string(),
+            task_type: fields[4].to_string(),
+            id: fields[5].to_string(),
+            user: fields[6].to_string(),
+        })
+    }
+
+    /// The UPID exactly as PVE wrote it.
+    pub fn as_str(&self) -> &str {
+        &self.raw
+    }
+}
+
+impl fmt::Display for Upid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.raw)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_node_type_and_id() {
+        let u = Upid::parse("UPID:pve2:000A1B2C:0012D687:6571E3A1:qmstart:100:root@pam!swamp:")
+            .unwrap();
+        assert_eq!(u.node, "pve2");
+        assert_eq!(u.task_type, "qmstart");
+        assert_eq!(u.id, "100");
+        assert_eq!(u.user, "root@pam!swamp");
+    }
+
+    #[test]
+    fn rejects_text_that_is_not_a_upid() {
+        for bad in [
+            "",
+            "UPID:",
+            "null",
+            "UPID:pve:zz:1:1:qmstart:100:root@pam:",
+            "UPID:pve:1:1:1:qmstart:100:root@pam",
+        ] {
+            assert!(Upid::parse(bad).is_none(), "{bad}");
+        }
+    }
+}

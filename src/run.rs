@@ -1,0 +1,66 @@
+//! Everything one method run needs: the host, the parsed global arguments, the model's guest kind.
+
+use crate::client::Pve;
+use crate::clock::iso_time;
+use crate::global_args::GlobalArgs;
+use crate::host::{Host, LogLevel};
+use crate::outcome::RecordWrite;
+use crate::pve::endpoints::GuestKind;
+use serde::Serialize;
+
+/// One method run.
+pub struct Run<'a, H: Host> {
+    pub host: &'a H,
+    pub global: &'a GlobalArgs,
+    pub kind: GuestKind,
+    /// The swamp method name, recorded as `lastOperation`.
+    pub method: &'a str,
+}
+
+impl<'a, H: Host> Run<'a, H> {
+    /// The PVE client of this run.
+    pub fn pve(&self) -> Pve<'a, H> {
+        Pve {
+            host: self.host,
+            settings: &self.global.transport,
+            task_timeout_ms: self.global.task_timeout_sec * 1000,
+            poll_cap_ms: self.global.poll_interval_sec * 1000,
+        }
+    }
+
+    /// Now, as recorded in `recordedAt`.
+    pub fn now_iso(&self) -> String {
+        iso_time(self.host.now_ms())
+    }
+
+    /// The state record's instance name: `vm-<vmid>` or `ct-<vmid>`.
+    pub fn guest_instance(&self, vmid: u32) -> String {
+        format!("{}-{vmid}", self.kind.record_prefix())
+    }
+
+    /// The state record's spec: `guest` (qemu) or `container` (lxc).
+    pub fn guest_spec(&self) -> &'static str {
+        match self.kind {
+            GuestKind::Qemu => "guest",
+            GuestKind::Lxc => "container",
+        }
+    }
+
+    pub fn info(&self, message: &str) {
+        self.host.log(LogLevel::Info, message);
+    }
+
+    pub fn warn(&self, message: &str) {
+        self.host.log(LogLevel::Warning, message);
+    }
+}
+
+/// A record to write, from any serializable value.
+pub fn write(spec: &str, instance: String, data: &impl Serialize) -> RecordWrite {
+    RecordWrite {
+        spec: spec.to_string(),
+        instance,
+        // Records are plain structs of strings and numbers: serialization cannot fail.
+        data: serde_json::to_value(data).unwrap_or(serde_json::Value::Null),
+    }
+}

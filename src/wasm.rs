@@ -1,0 +1,156 @@
+//! The JavaScript boundary: the only module that knows about wasm-bindgen.
+//!
+//! JS calls `runMethod(model, method, argsJson, host)`; the core calls back into `host` for every
+//! effect. Errors cross as real `Error`s; outcomes as plain objects.
+
+use crate::dispatch;
+use crate::host::{
+    Host, HostError, HostErrorKind, HttpRequest, HttpResponse, LogLevel, ProcessOutput,
+    ProcessRequest,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_HOST: &'static str = r#"
+/** The effects the core asks of its host. Promises reject with `{kind, message}` (HostError). */
+export interface CoreHost {
+  http(request: { method: string; url: string; headers: [string, string][]; body?: string; timeoutMs: number; caCert?: string; skipTlsVerify: boolean }): Promise<{ status: number; statusText: string; body: string }>;
+  run(request: { argv: string[]; timeoutMs: number }): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  sleep(ms: number): Promise<void>;
+  now(): number;
+  log(level: "debug" | "info" | "warning" | "error", message: string): void;
+  readRecord(instance: string): Promise<unknown>;
+  aborted(): boolean;
+}
+/** What a method run produced: records to write first, then the verdict. */
+export interface CoreOutcome {
+  writes: { spec: string; instance: string; data: unknown }[];
+  verdict: { status: "succeeded"; summary: string } | { status: "failed"; message: string };
+}
+"#;
+
+#[wasm_bindgen]
+extern "C" {
+    /// The JS object implementing `CoreHost`.
+    #[wasm_bindgen(typescript_type = "CoreHost")]
+    pub type JsHost;
+
+    #[wasm_bindgen(method, catch)]
+    async fn http(this: &JsHost, request: JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch)]
+    async fn run(this: &JsHost, request: JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch)]
+    async fn sleep(this: &JsHost, ms: f64) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method)]
+    fn now(this: &JsHost) -> f64;
+    #[wasm_bindgen(method)]
+    fn log(this: &JsHost, level: &str, message: &str);
+    #[wasm_bindgen(method, catch, js_name = readRecord)]
+    async fn read_record(this: &JsHost, instance: &str) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method)]
+    fn aborted(this: &JsHost) -> bool;
+}
+
+/// Runs one method. `args_json` is `JSON.stringify({...globalArgs, ...methodArgs})`.
+#[wasm_bindgen(js_name = runMethod, unchecked_return_type = "CoreOutcome")]
+pub async fn run_method(
+    model: String,
+    method: String,
+    args_json: String,
+    host: JsHost,
+) -> Result<JsValue, JsError> {
+    // JSON text, not a converted object: integers stay integers for the argument rules.
+    let args: Value = serde_json::from_str(&args_json)
+        .map_err(|e| JsError::new(&format!("arguments are not JSON: {e}")))?;
+    let outcome = dispatch::run_method(&WasmHost(host), &model, &method, &args).await;
+    to_js(&outcome)
+}
+
+/// The core's version, for diagnostics.
+#[wasm_bindgen(js_name = coreVersion)]
+pub fn core_version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}
+
+fn to_js(value: &impl Serialize) -> Result<JsValue, JsError> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| JsError::new(&format!("could not hand the outcome to JavaScript: {e}")))
+}
+
+fn from_js<T: DeserializeOwned>(value: JsValue, what: &str) -> Result<T, HostError> {
+    serde_wasm_bindgen::from_value(value).map_err(|e| HostError {
+        kind: HostErrorKind::Internal,
+        message: format!("the host returned a {what} the core cannot read: {e}"),
+    })
+}
+
+/// A host rejection: `{kind, message}` from our host, anything else as an internal error.
+fn host_error(value: JsValue) -> HostError {
+    if let Ok(error) = serde_wasm_bindgen::from_value::<HostError>(value.clone()) {
+        return error;
+    }
+    let message = value
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| value.as_string())
+        .unwrap_or_else(|| "the host failed without a message".to_string());
+    HostError {
+        kind: HostErrorKind::Internal,
+        message,
+    }
+}
+
+struct WasmHost(JsHost);
+
+impl Host for WasmHost {
+    async fn http(&self, request: HttpRequest) -> Result<HttpResponse, HostError> {
+        let js = to_js(&request).map_err(|_| HostError {
+            kind: HostErrorKind::Internal,
+            message: "request not serializable".into(),
+        })?;
+        from_js(self.0.http(js).await.map_err(host_error)?, "HTTP response")
+    }
+
+    async fn run(&self, request: ProcessRequest) -> Result<ProcessOutput, HostError> {
+        let js = to_js(&request).map_err(|_| HostError {
+            kind: HostErrorKind::Internal,
+            message: "request not serializable".into(),
+        })?;
+        from_js(self.0.run(js).await.map_err(host_error)?, "process result")
+    }
+
+    async fn sleep(&self, ms: u64) {
+        // A failed sleep only shortens a pause; the poll loop checks the clock and abort itself.
+        let _ = self.0.sleep(ms as f64).await;
+    }
+
+    fn now_ms(&self) -> f64 {
+        self.0.now()
+    }
+
+    fn log(&self, level: LogLevel, message: &str) {
+        let level = match level {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+        };
+        self.0.log(level, message);
+    }
+
+    async fn read_record(&self, instance: &str) -> Result<Option<Value>, HostError> {
+        let value = self.0.read_record(instance).await.map_err(host_error)?;
+        if value.is_null() || value.is_undefined() {
+            return Ok(None);
+        }
+        from_js::<Value>(value, "record").map(Some)
+    }
+
+    fn aborted(&self) -> bool {
+        self.0.aborted()
+    }
+}

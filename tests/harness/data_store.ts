@@ -1,0 +1,122 @@
+/**
+ * In-memory stand-in for one model definition's datastore
+ * (swamp-club/swamp `src/infrastructure/persistence/unified_data_repository.ts`
+ * and `src/domain/data/data.ts`).
+ *
+ * Facts kept: data is addressed by instance name; every save appends the next
+ * version (never overwrites, never dedupes); one UUID serves every version of
+ * a name; the latest version decides whether a name is deleted (a tombstone
+ * carries `lifecycle: "deleted"`); listing for a model yields the latest
+ * version of each name in name order (`findAllForModel`). Content is kept as
+ * the serialised JSON so every read returns a fresh parse, as from disk.
+ *
+ * @module
+ */
+
+import type { DataHandle, RecordVersion } from "./types.ts";
+
+/** One stored version. */
+export interface StoredVersion {
+  name: string;
+  version: number;
+  dataId: string;
+  specName: string;
+  /** Serialised JSON, exactly what swamp writes to the version's `raw` file. */
+  content: string;
+  tags: Record<string, string>;
+  lifetime: string;
+  garbageCollection: number | string;
+  lifecycle: "active" | "deleted";
+  writtenBy: string;
+  ownerRef: string;
+}
+
+/** What a caller supplies to {@link DataStore.save}. */
+export type NewVersion = Omit<StoredVersion, "version" | "dataId">;
+
+/** Versioned, in-memory resource storage for one definition. */
+export class DataStore {
+  #byName = new Map<string, StoredVersion[]>();
+  #ids = new Map<string, string>();
+
+  /** Appends the next version of `entry.name` and returns it. */
+  save(entry: NewVersion): StoredVersion {
+    const list = this.#byName.get(entry.name) ?? [];
+    const dataId = this.#ids.get(entry.name) ?? crypto.randomUUID();
+    this.#ids.set(entry.name, dataId);
+    const stored: StoredVersion = {
+      ...entry,
+      tags: { ...entry.tags },
+      version: (list.at(-1)?.version ?? 0) + 1,
+      dataId,
+    };
+    list.push(stored);
+    this.#byName.set(entry.name, list);
+    return stored;
+  }
+
+  /** A given version, or the latest one when `version` is omitted. */
+  get(name: string, version?: number): StoredVersion | undefined {
+    const list = this.#byName.get(name) ?? [];
+    return version === undefined
+      ? list.at(-1)
+      : list.find((v) => v.version === version);
+  }
+
+  /** Every version of a name, oldest first. */
+  all(name: string): StoredVersion[] {
+    return [...(this.#byName.get(name) ?? [])];
+  }
+
+  /** Every instance name, sorted (swamp lists data names in name order). */
+  names(): string[] {
+    return [...this.#byName.keys()].sort();
+  }
+
+  /** The latest version of each name, in name order. */
+  latestOfEach(): StoredVersion[] {
+    return this.names().map((name) => this.get(name)!);
+  }
+
+  /** Removes every version of a name (swamp's `deleteResource`). */
+  remove(name: string): void {
+    this.#byName.delete(name);
+    this.#ids.delete(name);
+  }
+}
+
+/** The `DataHandle` swamp builds for a stored version. */
+export function handleOf(stored: StoredVersion): DataHandle {
+  const metadata: DataHandle["metadata"] = {
+    contentType: "application/json",
+    lifetime: stored.lifetime,
+    garbageCollection: stored.garbageCollection,
+    streaming: false,
+    tags: { ...stored.tags },
+    ownerDefinition: { ownerType: "model-method", ownerRef: stored.ownerRef },
+  };
+  // Only deletion-marker handles carry the lifecycle field.
+  if (stored.lifecycle === "deleted") metadata.lifecycle = "deleted";
+  return {
+    name: stored.name,
+    specName: stored.specName,
+    kind: "resource",
+    dataId: stored.dataId,
+    version: stored.version,
+    size: new TextEncoder().encode(stored.content).byteLength,
+    tags: { ...stored.tags },
+    metadata,
+  };
+}
+
+/** The public view of a stored version. */
+export function recordOf(stored: StoredVersion): RecordVersion {
+  return {
+    spec: stored.specName,
+    instance: stored.name,
+    version: stored.version,
+    data: JSON.parse(stored.content),
+    writtenBy: stored.writtenBy,
+    tombstone: stored.lifecycle === "deleted",
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * Load-time validation of a model object, so a model swamp would refuse to
+ * register is refused here too.
+ *
+ * Sources: resource specs must carry a valid `lifetime` and
+ * `garbageCollection` (`ResourceOutputSpecSchema` in swamp-club/swamp
+ * `src/domain/models/model.ts`, `LifetimeSchema`/`GarbageCollectionSchema` in
+ * `src/domain/data/data_metadata.ts`); the version is CalVer
+ * `YYYY.MM.DD.MICRO` (`calver.ts`); spec keys must not contain `-` (stated in
+ * the project's swamp contract doc; the loader's own wording was not found,
+ * so the messages below are the harness's).
+ *
+ * @module
+ */
+
+import type { ModelLike } from "./types.ts";
+
+const DURATION = /^\d+(mo|y|h|m|d|w)$/;
+const LIFETIMES = ["ephemeral", "infinite", "job", "workflow"];
+
+function lifetimeProblem(value: unknown): string | null {
+  if (
+    typeof value === "string" &&
+    (DURATION.test(value) || LIFETIMES.includes(value))
+  ) {
+    return null;
+  }
+  return `lifetime must be a duration like '1h' or one of ${
+    LIFETIMES.join(", ")
+  }`;
+}
+
+function gcProblem(value: unknown): string | null {
+  if (typeof value === "number" && Number.isInteger(value) && value > 0) {
+    return null;
+  }
+  if (
+    typeof value === "string" && DURATION.test(value) && parseInt(value) > 0
+  ) {
+    return null;
+  }
+  return "garbageCollection must be a positive integer or a non-zero duration";
+}
+
+function isZodSchema(value: unknown): boolean {
+  return typeof (value as { safeParse?: unknown } | null)?.safeParse ===
+    "function";
+}
+
+/** Every reason swamp would not load the model (empty when it is fine). */
+export function modelProblems(model: ModelLike): string[] {
+  const problems: string[] = [];
+  if (typeof model.type !== "string" || model.type.trim() === "") {
+    problems.push("type must be a non-empty string");
+  }
+  if (!/^\d{4}\.\d{2}\.\d{2}\.\d+$/.test(String(model.version))) {
+    problems.push(`version '${model.version}' is not CalVer YYYY.MM.DD.MICRO`);
+  }
+  if (
+    model.globalArguments !== undefined && !isZodSchema(model.globalArguments)
+  ) {
+    problems.push("globalArguments must be a zod schema");
+  }
+  for (const [key, spec] of Object.entries(model.resources ?? {})) {
+    if (key.includes("-")) problems.push(`resource spec '${key}' contains '-'`);
+    if (!isZodSchema(spec.schema)) {
+      problems.push(`resources.${key}.schema must be a zod schema`);
+    }
+    const lifetime = lifetimeProblem(spec.lifetime);
+    if (lifetime) problems.push(`resources.${key}: ${lifetime}`);
+    const gc = gcProblem(spec.garbageCollection);
+    if (gc) problems.push(`resources.${key}: ${gc}`);
+  }
+  for (const [name, method] of Object.entries(model.methods ?? {})) {
+    if (!isZodSchema(method.arguments)) {
+      problems.push(`methods.${name}.arguments must be a zod schema`);
+    }
+    if (typeof method.execute !== "function") {
+      problems.push(`methods.${name}.execute must be a function`);
+    }
+  }
+  for (const [name, check] of Object.entries(model.checks ?? {})) {
+    if (typeof check.execute !== "function") {
+      problems.push(`checks.${name}.execute must be a function`);
+    }
+  }
+  return problems;
+}

@@ -1,0 +1,204 @@
+/**
+ * A qemu guest's config as the API shows it, and config changes: applied at
+ * once, or left pending when the guest runs and the option cannot be hotplugged.
+ *
+ * @module
+ */
+
+import { allocateDisk, DISK_KEY } from "./disks.ts";
+import type { ParamSpec } from "./params.ts";
+import { parseTags } from "./state.ts";
+import type { AgentMode, ConfigValue, GuestState } from "./types.ts";
+
+/**
+ * Options a running guest cannot take before its next start (with PVE's default
+ * `hotplug: network,disk,usb`): CPU, memory and machine-level hardware.
+ */
+export const HOTPLUG_IMPOSSIBLE = new Set([
+  "cores",
+  "sockets",
+  "vcpus",
+  "memory",
+  "cpu",
+  "machine",
+  "bios",
+  "numa",
+  "vga",
+  "ostype",
+  "agent",
+  "scsihw",
+  "smbios1",
+  "args",
+  "hugepages",
+  "affinity",
+]);
+
+/** Options PVE types as integers: served as JSON numbers. */
+const INTEGER_KEYS = new Set(["cores", "sockets", "vcpus", "balloon", "onboot", "template", "protection", "numa"]);
+
+const STRING: ParamSpec = { type: "string", optional: true };
+const INTEGER: ParamSpec = { type: "integer", optional: true, minimum: 0 };
+
+/** Which config options PUT/POST config accept (the sim's subset of qemu-server's schema). */
+export function configOptionSpec(key: string): ParamSpec | undefined {
+  if (key === "memory") return { type: "string", optional: true, pattern: /^(current=)?\d+$/ };
+  if (INTEGER_KEYS.has(key)) return INTEGER;
+  if (key === "name") return { type: "string", optional: true, pattern: /^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$/ };
+  if (DISK_KEY.test(key) || /^(net|ipconfig|serial|usb|hostpci)\d+$/.test(key)) return STRING;
+  if (
+    [
+      "tags",
+      "description",
+      "agent",
+      "cpu",
+      "machine",
+      "bios",
+      "vga",
+      "ostype",
+      "scsihw",
+      "smbios1",
+      "vmgenid",
+      "meta",
+      "boot",
+      "ciuser",
+      "cipassword",
+      "citype",
+      "sshkeys",
+      "nameserver",
+      "searchdomain",
+      "startup",
+      "hotplug",
+      "args",
+      "hugepages",
+      "affinity",
+      "cicustom",
+    ].includes(key)
+  ) return STRING;
+  return undefined;
+}
+
+/** The config as `GET …/config?current=1` shows it (name/tags/lock/agent merged in). */
+export function currentConfig(g: GuestState): Record<string, ConfigValue> {
+  const out: Record<string, ConfigValue> = {};
+  if (g.name) out.name = g.name;
+  for (const [k, v] of Object.entries(g.config)) out[k] = v;
+  if (g.agent === "none") delete out.agent;
+  else out.agent ??= 1;
+  if (g.tags.length > 0) out.tags = g.tags.join(";");
+  if (g.lock) out.lock = g.lock;
+  return out;
+}
+
+/**
+ * The config as plain `GET …/config` shows it: PVE's default (`current=0`) is
+ * the config WITH pending changes applied; only `current=1` shows what runs.
+ */
+export function configWithPending(g: GuestState): Record<string, ConfigValue> {
+  const out = currentConfig(g);
+  for (const [k, v] of Object.entries(g.pending)) out[k] = v;
+  for (const k of g.pendingDelete) delete out[k];
+  return out;
+}
+
+/** One row of `GET …/pending`. */
+export interface PendingRow {
+  key: string;
+  value?: ConfigValue;
+  pending?: ConfigValue;
+  delete?: number;
+}
+
+/** `GET …/pending`: every option with its current value, pending value and/or pending delete. */
+export function pendingRows(g: GuestState): PendingRow[] {
+  const current = currentConfig(g);
+  const keys = new Set([...Object.keys(current), ...Object.keys(g.pending), ...g.pendingDelete]);
+  return [...keys].sort().map((key) => {
+    const row: PendingRow = { key };
+    if (key in current) row.value = current[key];
+    if (key in g.pending) row.pending = g.pending[key];
+    if (g.pendingDelete.includes(key)) row.delete = 1;
+    return row;
+  });
+}
+
+/** A stable digest of the current config (PVE: SHA-1 of the config file). */
+export async function configDigest(g: GuestState): Promise<string> {
+  const text = JSON.stringify(Object.entries(currentConfig(g)).sort());
+  const hash = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(text));
+  return [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** A config change request: values to set, keys to delete, keys whose pending change to drop. */
+export interface ConfigChange {
+  set: Record<string, string | number | boolean>;
+  delete: string[];
+  revert: string[];
+}
+
+/** Applies a change; on a running guest, non-hotpluggable options go pending instead. */
+export function applyConfigChange(g: GuestState, change: ConfigChange): void {
+  const running = g.status === "running";
+  for (const key of change.revert) {
+    delete g.pending[key];
+    g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
+  }
+  for (const [key, raw] of Object.entries(change.set)) {
+    const value = normalizeValue(g, key, raw);
+    if (running && HOTPLUG_IMPOSSIBLE.has(key)) {
+      g.pending[key] = value;
+      g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
+    } else {
+      setNow(g, key, value);
+    }
+  }
+  for (const key of change.delete) {
+    if (running && HOTPLUG_IMPOSSIBLE.has(key)) {
+      delete g.pending[key];
+      if (!g.pendingDelete.includes(key)) g.pendingDelete.push(key);
+    } else {
+      deleteNow(g, key);
+    }
+  }
+}
+
+function normalizeValue(g: GuestState, key: string, raw: string | number | boolean): ConfigValue {
+  if (typeof raw === "boolean") return raw ? 1 : 0;
+  if (INTEGER_KEYS.has(key)) return Number(raw);
+  if (DISK_KEY.test(key) && typeof raw === "string") {
+    const disks = Object.entries(g.config).filter(([k]) => DISK_KEY.test(k)).map(([, v]) => String(v));
+    return allocateDisk(raw, g.vmid, disks);
+  }
+  return raw;
+}
+
+function setNow(g: GuestState, key: string, value: ConfigValue): void {
+  delete g.pending[key];
+  g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
+  if (key === "name") g.name = String(value);
+  else if (key === "tags") g.tags = parseTags(String(value));
+  else {
+    g.config[key] = value;
+    if (key === "agent") g.agent = agentModeAfterConfig(g.agent, String(value));
+  }
+}
+
+function deleteNow(g: GuestState, key: string): void {
+  delete g.pending[key];
+  g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
+  if (key === "name") g.name = "";
+  else if (key === "tags") g.tags = [];
+  else {
+    delete g.config[key];
+    if (key === "agent") g.agent = "none";
+  }
+}
+
+/**
+ * Enabling `agent` on a guest assumes its OS has qemu-ga installed (the common
+ * cloud-image case); a test wanting "configured but silent" sets `agent` itself.
+ */
+function agentModeAfterConfig(mode: AgentMode, value: string): AgentMode {
+  const enabled = !/^(0|enabled=0)/.test(value);
+  if (!enabled) return "none";
+  return mode === "none" ? "running" : mode;
+}

@@ -1,0 +1,172 @@
+/**
+ * Public types of the Proxmox VE API simulator: the cluster a test describes,
+ * the scenario knobs (task outcomes, faults) and what the simulator records.
+ *
+ * @module
+ */
+
+import type { GuestAgent } from "./qga.ts";
+
+/** Guest kind, as in `/cluster/resources` `type`. */
+export type GuestType = "qemu" | "lxc";
+
+/**
+ * Guest agent situation of a guest:
+ * - `none`: no `agent: 1` in the config;
+ * - `configured`: configured, but no agent answers inside the guest;
+ * - `running`: configured and answering (served by the real qemu-ga);
+ * - `exec-disabled`: answering, but guest-exec/guest-exec-status are blocked.
+ */
+export type AgentMode = "none" | "configured" | "running" | "exec-disabled";
+
+/** A config value as PVE returns it (numbers for integer options, strings otherwise). */
+export type ConfigValue = string | number;
+
+/** HA resource state of a guest. */
+export interface SimHa {
+  /** Whether the guest is an HA resource (start/stop then only queue a request). */
+  managed: boolean;
+  /** HA state shown in `status/current` `ha.state`, e.g. `started`, `stopped`. */
+  state: string;
+  /** Delay between the HA task ending and the guest really changing state; default 0. */
+  applyDelayMs?: number;
+  /** The HA manager never acts (e.g. no quorum): the state request stays unfulfilled. */
+  neverApplies?: boolean;
+}
+
+/** Usage figures as PVE reports them (bytes, fractions of a CPU, seconds). */
+export interface SimMetrics {
+  cpu: number;
+  cpus: number;
+  mem: number;
+  maxmem: number;
+  disk: number;
+  maxdisk: number;
+  netin: number;
+  netout: number;
+  uptime: number;
+}
+
+/** A guest as a test describes it. */
+export interface SimGuest {
+  vmid: number;
+  node: string;
+  type: GuestType;
+  name: string;
+  status: "running" | "stopped";
+  /** Real QEMU run state (`paused`, `prelaunch`, …); default: same as `status`. */
+  qmpstatus?: string;
+  tags?: string[];
+  /** Config lock, e.g. `backup`, `clone`, `migrate`. */
+  lock?: string;
+  ha?: SimHa;
+  /** Default: `running` if the config has `agent`, else `none`. */
+  agent?: AgentMode;
+  /** Config keys besides name/tags/lock, e.g. `smbios1`, `scsi0`, `net0`, `memory`. */
+  config?: Record<string, ConfigValue>;
+  /** Changes waiting for the next start. */
+  pending?: Record<string, ConfigValue>;
+  metrics?: Partial<SimMetrics>;
+  /** Addresses `network-get-interfaces` reports on eth0 (`10.0.0.5` or `10.0.0.5/24`). */
+  ips?: string[];
+}
+
+/**
+ * The live state of a guest inside the simulator (what `sim.guest()` returns).
+ * `name`, `tags`, `lock` and `agent` are kept outside `config` and merged in when
+ * the config is served.
+ */
+export interface GuestState extends SimGuest {
+  tags: string[];
+  agent: AgentMode;
+  config: Record<string, ConfigValue>;
+  pending: Record<string, ConfigValue>;
+  /** Keys whose deletion waits for the next start. */
+  pendingDelete: string[];
+  metrics: Partial<SimMetrics>;
+  ips: string[];
+  /** When the guest was (last) started, epoch ms; set while running. */
+  startedAt?: number;
+  /** Fake host pid of the QEMU process; set while running. */
+  pid?: number;
+}
+
+/** An API token the simulator accepts. */
+export interface SimToken {
+  /** Token id, `user@realm!name`, e.g. `root@pam!ci`. */
+  id: string;
+  secret: string;
+  /** VMIDs the token holds no privilege on: 403 on their paths, left out of lists. */
+  denyVmids?: number[];
+}
+
+/** PEM material to serve HTTPS. */
+export interface SimTls {
+  cert: string;
+  key: string;
+}
+
+/** Options for startSimulator. */
+export interface SimOptions {
+  nodes: string[];
+  guests?: SimGuest[];
+  tokens: SimToken[];
+  /** The real agent every guest with a running agent talks to (owned by the caller). */
+  agent?: GuestAgent;
+  /** Serve HTTPS with this certificate instead of HTTP. */
+  tls?: SimTls;
+  /** Default task duration; default 50 ms. */
+  taskDurationMs?: number;
+  /** Delay added to every request; default 0. */
+  latencyMs?: number;
+}
+
+/** Outcome override for the next task created (queued, one per task). */
+export interface TaskOverride {
+  /** Final exitstatus: `OK`, `WARNINGS: <n>` (effect happens) or an error text (no effect). */
+  exitstatus?: string;
+  durationMs?: number;
+  /** Lines logged as `WARN: <w>`; without `exitstatus` the task ends `WARNINGS: <count>`. */
+  warnings?: string[];
+  /** Task status answers 400 "no such task" for this many ms after dispatch. */
+  noSuchTaskFor?: number;
+}
+
+/** Which requests a fault applies to. */
+export interface FaultMatch {
+  /** HTTP method; default any. */
+  method?: string;
+  /** Tested against the decoded request path, e.g. `/api2/json/nodes/pve1/qemu/100/status/current`. */
+  pathRegex: RegExp | string;
+  /** How many matching requests get the fault; default 1 (Infinity allowed). */
+  times?: number;
+}
+
+/**
+ * A fault served instead of the real handler:
+ * `status` (an error answer in PVE's shape), `reset` (the connection is closed
+ * without an answer), `hang` (no answer until the simulator closes), `body`
+ * (status 200 with exactly this body, e.g. truncated JSON).
+ */
+export type SimFault =
+  & FaultMatch
+  & (
+    | { kind: "status"; status: number; message: string }
+    | { kind: "reset" }
+    | { kind: "hang" }
+    | { kind: "body"; body: string; contentType?: string }
+  );
+
+/** One request as the simulator saw it (never includes the Authorization header). */
+export interface RequestRecord {
+  method: string;
+  /** Decoded path, including `/api2/json`. */
+  path: string;
+  query: Record<string, string>;
+  /** Body parameters in order; a repeated key appears once per value. */
+  form: [string, string][];
+  /** Whether the request carried a valid token. */
+  authorized: boolean;
+  /** HTTP status answered; 0 when none was (reset, hang). */
+  status: number;
+}
