@@ -19,4 +19,4 @@ pub mod run;
 pub mod transport;
 
 #[cfg(target_arch = "wasm32")]
-mod wasm;
+pub mod wasm;

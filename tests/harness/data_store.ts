@@ -10,6 +10,11 @@
  * version of each name in name order (`findAllForModel`). Content is kept as
  * the serialised JSON so every read returns a fresh parse, as from disk.
  *
+ * A `pending` version is one written by a `rollbackOnFailure` method (swamp's
+ * deferred-latest mode, `in_process_executor.ts`): it exists, but the latest
+ * marker does not move to it until the method succeeds ({@link
+ * DataStore.commit}); on failure it is removed ({@link DataStore.rollback}).
+ *
  * @module
  */
 
@@ -29,6 +34,8 @@ export interface StoredVersion {
   lifecycle: "active" | "deleted";
   writtenBy: string;
   ownerRef: string;
+  /** Written in deferred-latest mode and not yet committed. */
+  pending?: boolean;
 }
 
 /** What a caller supplies to {@link DataStore.save}. */
@@ -55,11 +62,11 @@ export class DataStore {
     return stored;
   }
 
-  /** A given version, or the latest one when `version` is omitted. */
+  /** A given version, or the latest committed one when `version` is omitted. */
   get(name: string, version?: number): StoredVersion | undefined {
     const list = this.#byName.get(name) ?? [];
     return version === undefined
-      ? list.at(-1)
+      ? list.findLast((v) => !v.pending)
       : list.find((v) => v.version === version);
   }
 
@@ -73,9 +80,23 @@ export class DataStore {
     return [...this.#byName.keys()].sort();
   }
 
-  /** The latest version of each name, in name order. */
+  /** The latest committed version of each name, in name order. */
   latestOfEach(): StoredVersion[] {
-    return this.names().map((name) => this.get(name)!);
+    return this.names().flatMap((name) => this.get(name) ?? []);
+  }
+
+  /** Makes deferred versions visible as latest (the method succeeded). */
+  commit(versions: readonly StoredVersion[]): void {
+    for (const v of versions) v.pending = false;
+  }
+
+  /** Removes deferred versions (the method failed). */
+  rollback(versions: readonly StoredVersion[]): void {
+    for (const v of versions) {
+      const list = (this.#byName.get(v.name) ?? []).filter((x) => x !== v);
+      if (list.length > 0) this.#byName.set(v.name, list);
+      else this.remove(v.name);
+    }
   }
 
   /** Removes every version of a name (swamp's `deleteResource`). */

@@ -45,6 +45,8 @@ export interface ResourceScope {
   methodName: string;
   logs: LogCollector;
   vault?: MemoryVault;
+  /** `rollbackOnFailure`: save versions as pending (deferred latest). */
+  deferred?: boolean;
   /** Called with every version saved, in order. */
   onSaved(stored: StoredVersion, handle: DataHandle): void;
 }
@@ -143,6 +145,7 @@ export function makeWriteResource(scope: ResourceScope) {
         lifecycle: "active",
         writtenBy: scope.methodName,
         ownerRef: scope.modelId,
+        pending: scope.deferred === true,
       });
       const handle = handleOf(stored);
       scope.onSaved(stored, handle);

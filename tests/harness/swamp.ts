@@ -16,7 +16,8 @@
  * 5. for read/update kinds, the all-resources-deleted fast-fail;
  * 6. the executor: writers bound, method args merged and parsed, `execute`
  *    called (console captured), returned handles checked for duplicate names;
- *    a throw anywhere here fails the run but keeps what was written;
+ *    a throw anywhere here fails the run but keeps what was written, unless
+ *    the method sets `rollbackOnFailure` (then its writes are removed);
  * 7. after a successful delete-kind method, deletion markers.
  *
  * Every failure after step 1 is reported as swamp reports an error out of
@@ -31,7 +32,12 @@ import {
   validateGlobalArgs,
 } from "./args.ts";
 import { withConsoleCapture } from "./console_capture.ts";
-import { DataStore, handleOf, recordOf } from "./data_store.ts";
+import {
+  DataStore,
+  handleOf,
+  recordOf,
+  type StoredVersion,
+} from "./data_store.ts";
 import { makeExtensionFile } from "./extension_file.ts";
 import { deletedResourceError, writeDeletionMarkers } from "./lifecycle.ts";
 import { LogCollector } from "./log_collector.ts";
@@ -343,6 +349,8 @@ export class SwampRepo {
     state: RunState,
   ): Promise<ExecOutcome> {
     const writerHandles: DataHandle[] = [];
+    const saved: StoredVersion[] = [];
+    const deferred = methodDef.rollbackOnFailure === true;
     const ctx: MethodContext = {
       ...base,
       globalArgs: { ...base.globalArgs },
@@ -356,7 +364,9 @@ export class SwampRepo {
         methodName: base.methodName,
         logs: state.logs,
         vault: this.#vault,
+        deferred,
         onSaved: (stored, handle) => {
+          saved.push(stored);
           state.written.push(recordOf(stored));
           writerHandles.push(handle);
         },
@@ -378,13 +388,21 @@ export class SwampRepo {
       const outputs = returned?.length
         ? returned as DataHandle[]
         : writerHandles;
+      this.#store.commit(saved);
       return { ok: true, handles: [...outputs] };
     } catch (error) {
-      return {
-        ok: false,
-        error: messageOf(error),
-        handles: [...writerHandles],
-      };
+      if (!deferred) {
+        return {
+          ok: false,
+          error: messageOf(error),
+          handles: [...writerHandles],
+        };
+      }
+      // Rolled back: the versions are gone, so they are neither written nor
+      // outputs of this run (swamp's executor returns no outputs then).
+      this.#store.rollback(saved);
+      state.written.splice(0, state.written.length);
+      return { ok: false, error: messageOf(error), handles: [] };
     }
   }
 }

@@ -172,6 +172,8 @@ export interface MethodResultLike {
 export interface MethodLike {
   description: string;
   kind?: string;
+  /** Deferred-latest writes: kept on success, removed on failure. */
+  rollbackOnFailure?: boolean;
   arguments: z.ZodType;
   // Method syntax on purpose: parameters are then compared bivariantly, so a
   // model whose execute is typed `(args: {vmid: number}, ctx: Ctx)` fits.

@@ -7,7 +7,6 @@
 
 import { allocateDisk, DISK_KEY } from "./disks.ts";
 import type { ParamSpec } from "./params.ts";
-import { parseTags } from "./state.ts";
 import type { AgentMode, ConfigValue, GuestState } from "./types.ts";
 
 /**
@@ -32,6 +31,11 @@ export const HOTPLUG_IMPOSSIBLE = new Set([
   "hugepages",
   "affinity",
 ]);
+
+/** Splits a tag list as PVE accepts it (`;`, `,` or spaces between tags). */
+export function parseTags(text: string): string[] {
+  return text.split(/[;, ]+/).filter((t) => t !== "");
+}
 
 /** Options PVE types as integers: served as JSON numbers. */
 const INTEGER_KEYS = new Set(["cores", "sockets", "vcpus", "balloon", "onboot", "template", "protection", "numa"]);
@@ -159,6 +163,14 @@ export function applyConfigChange(g: GuestState, change: ConfigChange): void {
       deleteNow(g, key);
     }
   }
+}
+
+/** Makes pending changes current (PVE does so when the guest starts). */
+export function applyPending(g: GuestState): void {
+  const pending = Object.entries(g.pending);
+  const deletes = [...g.pendingDelete];
+  for (const [k, v] of pending) setNow(g, k, v);
+  for (const k of deletes) deleteNow(g, k);
 }
 
 function normalizeValue(g: GuestState, key: string, raw: string | number | boolean): ConfigValue {

@@ -72,16 +72,18 @@ export function resizedBytes(current: number, size: string): number | { error: s
 }
 
 /**
- * Volume name for a clone: `vm-<src>-disk-N` / `base-<src>-disk-N` become
- * `vm-<new>-disk-N`, on `storage` when given.
+ * Volume for a clone: a full clone copies `vm-<src>-disk-N` / `base-<src>-disk-N`
+ * to `vm-<new>-disk-N` (on `storage` when given); a linked clone of a template
+ * disk becomes `base-<src>-disk-N/vm-<new>-disk-N`, as qemu-server names them.
  */
-export function cloneDisk(disk: string, fromVmid: number, toVmid: number, storage?: string): string {
+export function cloneDisk(disk: string, fromVmid: number, toVmid: number, full: boolean, storage?: string): string {
   const [volume, ...opts] = disk.split(",");
   if (isCdrom(disk) || !volume.includes(":")) return disk;
   const [store, name] = volume.split(":", 2);
   const base = name.split("/").pop() ?? name;
   const renamed = base.replace(new RegExp(`^(vm|base)-${fromVmid}-`), `vm-${toVmid}-`);
-  return [`${storage ?? store}:${renamed}`, ...opts].join(",");
+  const linked = !full && base.startsWith(`base-${fromVmid}-`);
+  return [`${full ? storage ?? store : store}:${linked ? `${base}/${renamed}` : renamed}`, ...opts].join(",");
 }
 
 /**

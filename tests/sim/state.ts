@@ -5,6 +5,7 @@
  * @module
  */
 
+import { applyPending, parseTags } from "./config.ts";
 import type { AgentMode, GuestState, SimGuest } from "./types.ts";
 
 /** Whether a `smbios1` value carries a uuid. */
@@ -18,11 +19,6 @@ export function withUuid(smbios1: unknown, uuid: string): string {
     ? smbios1.split(",").filter((f) => !f.startsWith("uuid="))
     : [];
   return [`uuid=${uuid}`, ...fields].join(",");
-}
-
-/** Splits a tag list as PVE accepts it (`;`, `,` or spaces between tags). */
-export function parseTags(text: string): string[] {
-  return text.split(/[;, ]+/).filter((t) => t !== "");
 }
 
 /** Turns a test's guest description into the simulator's live state (copies everything). */
@@ -147,10 +143,7 @@ export class ClusterState {
     g.startedAt = Date.now();
     g.metrics.uptime = 0;
     g.pid = fakePid();
-    for (const [k, v] of Object.entries(g.pending)) g.config[k] = v;
-    for (const k of g.pendingDelete) delete g.config[k];
-    g.pending = {};
-    g.pendingDelete = [];
+    applyPending(g);
   }
 
   /** Powers a guest off; the agent inside forgets its exec results, as after a real reboot. */

@@ -1,0 +1,109 @@
+/**
+ * Runs a method on the Rust core: loads the embedded wasm on first use, hands it a host, writes the
+ * records it returns, and throws when its verdict is "failed" (after the records are written, so
+ * swamp keeps the evidence).
+ *
+ * @module
+ */
+import { initSync, runMethod } from "./generated/core_glue.ts";
+import { WASM_BASE64 } from "./generated/core_wasm.ts";
+import { createHost, type HostContext } from "./host.ts";
+
+/** The models the core implements. */
+export type ModelName = "qemu" | "lxc";
+
+/** A swamp data handle, as `ctx.writeResource` returns it. */
+export type DataHandle = unknown;
+
+/** The part of swamp's method context a core run uses. */
+export interface MethodContext extends HostContext {
+  globalArgs: Record<string, unknown>;
+  writeResource(
+    spec: string,
+    instance: string,
+    data: unknown,
+  ): Promise<DataHandle>;
+}
+
+interface CoreOutcome {
+  writes: { spec: string; instance: string; data: unknown }[];
+  verdict: { status: "succeeded"; summary: string } | {
+    status: "failed";
+    message: string;
+  };
+}
+
+let loaded = false;
+
+/** Instantiates the wasm once per process, on first use (never at import: swamp imports to index). */
+function loadCore(): void {
+  if (loaded) return;
+  const text = WASM_BASE64.join("");
+  const fromBase64 =
+    (Uint8Array as unknown as { fromBase64?: (s: string) => Uint8Array })
+      .fromBase64;
+  const bytes = fromBase64
+    ? fromBase64(text)
+    : Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  initSync({ module: bytes });
+  loaded = true;
+}
+
+/** Asks the core for a method's outcome, without writing anything. */
+export async function decide(
+  model: ModelName,
+  method: string,
+  args: Record<string, unknown>,
+  ctx: HostContext,
+): Promise<CoreOutcome> {
+  loadCore();
+  const host = createHost(ctx);
+  try {
+    return await runMethod(
+      model,
+      method,
+      JSON.stringify(args),
+      host,
+    ) as CoreOutcome;
+  } finally {
+    host.close();
+  }
+}
+
+/** Runs a method: records first, then the verdict (a throw on failure). */
+export async function runOnCore(
+  model: ModelName,
+  method: string,
+  args: Record<string, unknown>,
+  ctx: MethodContext,
+): Promise<{ dataHandles: DataHandle[] }> {
+  const outcome = await decide(
+    model,
+    method,
+    { ...ctx.globalArgs, ...args },
+    ctx,
+  );
+  const dataHandles: DataHandle[] = [];
+  for (const write of outcome.writes) {
+    dataHandles.push(
+      await ctx.writeResource(write.spec, write.instance, write.data),
+    );
+  }
+  if (outcome.verdict.status === "failed") {
+    throw new Error(outcome.verdict.message);
+  }
+  ctx.logger.info(outcome.verdict.summary);
+  return { dataHandles };
+}
+
+/** Runs a check on the core: `{pass, errors}` as swamp expects. */
+export async function checkOnCore(
+  model: ModelName,
+  check: string,
+  ctx: HostContext & { globalArgs: Record<string, unknown> },
+): Promise<{ pass: boolean; errors?: string[] }> {
+  const outcome = await decide(model, `check:${check}`, ctx.globalArgs, ctx);
+  return outcome.verdict.status === "succeeded"
+    ? { pass: true }
+    : { pass: false, errors: [outcome.verdict.message] };
+}

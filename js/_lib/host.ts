@@ -1,0 +1,218 @@
+/**
+ * The effects the Rust core asks for, implemented with Deno: HTTP with `fetch`, the ssh client with
+ * `Deno.Command` (argv only, never a shell), sleep, clock, the swamp logger and the record store.
+ * Nothing here decides anything; every decision is the core's.
+ *
+ * @module
+ */
+
+/** The subset of swamp's method context the host uses. */
+export interface HostContext {
+  logger: {
+    debug?(message: string, props?: Record<string, unknown>): void;
+    info(message: string, props?: Record<string, unknown>): void;
+    warning?(message: string, props?: Record<string, unknown>): void;
+    warn?(message: string, props?: Record<string, unknown>): void;
+    error(message: string, props?: Record<string, unknown>): void;
+  };
+  signal?: AbortSignal;
+  readResource?(instance: string): Promise<unknown>;
+}
+
+/** An HTTP exchange assembled by the core. */
+export interface HttpRequest {
+  method: string;
+  url: string;
+  headers: [string, string][];
+  body?: string | null;
+  timeoutMs: number;
+  caCert?: string | null;
+  skipTlsVerify: boolean;
+}
+
+/** A local program run requested by the core. */
+export interface ProcessRequest {
+  argv: string[];
+  timeoutMs: number;
+}
+
+/** Why an effect could not complete; the core classifies by `kind`. */
+export interface HostError {
+  kind: "network" | "timeout" | "tls" | "spawn" | "aborted" | "internal";
+  message: string;
+}
+
+/** The object handed to the core; see `CoreHost` in the generated glue. */
+export interface Host {
+  http(
+    request: HttpRequest,
+  ): Promise<{ status: number; statusText: string; body: string }>;
+  run(
+    request: ProcessRequest,
+  ): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  sleep(ms: number): Promise<void>;
+  now(): number;
+  log(level: "debug" | "info" | "warning" | "error", message: string): void;
+  readRecord(instance: string): Promise<unknown>;
+  aborted(): boolean;
+  /** Frees the run's HTTP clients. */
+  close(): void;
+}
+
+/** Builds the host of one method run. Each run gets its own: nothing is shared between runs. */
+export function createHost(ctx: HostContext): Host {
+  const signal = ctx.signal ?? new AbortController().signal;
+  const clients = new Map<string, Deno.HttpClient>();
+  const clientFor = (caCert: string) => {
+    let client = clients.get(caCert);
+    if (!client) {
+      client = Deno.createHttpClient({ caCerts: [caCert] });
+      clients.set(caCert, client);
+    }
+    return client;
+  };
+  return {
+    http: (request) =>
+      sendHttp(
+        request,
+        signal,
+        request.caCert ? clientFor(request.caCert) : undefined,
+      ),
+    run: (request) => runProcess(request, signal),
+    sleep: (ms) => sleep(ms, signal),
+    now: () => Date.now(),
+    log: (level, message) => log(ctx, level, message),
+    readRecord: async (instance) =>
+      (ctx.readResource ? await ctx.readResource(instance) : null) ?? null,
+    aborted: () => signal.aborted,
+    close: () => clients.forEach((client) => client.close()),
+  };
+}
+
+function hostError(kind: HostError["kind"], message: string): HostError {
+  return { kind, message };
+}
+
+async function sendHttp(
+  request: HttpRequest,
+  runSignal: AbortSignal,
+  client?: Deno.HttpClient,
+) {
+  const timeout = AbortSignal.timeout(request.timeoutMs);
+  try {
+    const response = await fetch(request.url, {
+      method: request.method,
+      headers: request.headers,
+      body: request.body ?? undefined,
+      signal: AbortSignal.any([runSignal, timeout]),
+      ...(client ? { client } : {}),
+    });
+    return {
+      status: response.status,
+      statusText: response.statusText,
+      body: await response.text(),
+    };
+  } catch (error) {
+    throw classifyFetchError(error, request, runSignal, timeout);
+  }
+}
+
+/** Names the failure without echoing the request's headers (they carry the token). */
+function classifyFetchError(
+  error: unknown,
+  request: HttpRequest,
+  run: AbortSignal,
+  timeout: AbortSignal,
+): HostError {
+  const where = `${request.method} ${new URL(request.url).origin}${
+    new URL(request.url).pathname
+  }`;
+  if (run.aborted) return hostError("aborted", `${where}: the run was aborted`);
+  if (timeout.aborted) {
+    return hostError(
+      "timeout",
+      `${where}: no answer within ${request.timeoutMs} ms`,
+    );
+  }
+  const text = error instanceof Error
+    ? `${error.message}${causeOf(error)}`
+    : String(error);
+  if (/certificate|UnknownIssuer|tls|handshake|self[- ]signed/i.test(text)) {
+    const skip = request.skipTlsVerify
+      ? " (skipTlsVerify cannot turn verification off inside swamp's Deno runtime: give caCert instead)"
+      : "";
+    return hostError(
+      "tls",
+      `${where}: TLS verification failed: ${text}${skip}`,
+    );
+  }
+  return hostError("network", `${where}: ${text}`);
+}
+
+function causeOf(error: Error): string {
+  return error.cause instanceof Error ? ` (${error.cause.message})` : "";
+}
+
+async function runProcess(request: ProcessRequest, runSignal: AbortSignal) {
+  const [program, ...args] = request.argv;
+  const timeout = AbortSignal.timeout(request.timeoutMs);
+  let child: Deno.ChildProcess;
+  try {
+    child = new Deno.Command(program, {
+      args,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.any([runSignal, timeout]),
+    }).spawn();
+  } catch (error) {
+    throw hostError(
+      "spawn",
+      `could not start ${program}: ${
+        error instanceof Error ? error.message : error
+      }`,
+    );
+  }
+  const output = await child.output();
+  if (runSignal.aborted) {
+    throw hostError("aborted", `${program}: the run was aborted`);
+  }
+  if (timeout.aborted) {
+    throw hostError(
+      "timeout",
+      `${program} did not finish within ${request.timeoutMs} ms`,
+    );
+  }
+  const decoder = new TextDecoder();
+  return {
+    code: output.signal ? null : output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+function log(
+  ctx: HostContext,
+  level: "debug" | "info" | "warning" | "error",
+  message: string,
+) {
+  const logger = ctx.logger;
+  if (level === "debug") logger.debug?.(message);
+  else if (level === "info") logger.info(message);
+  else if (level === "warning") {
+    (logger.warning ?? logger.warn)?.call(logger, message);
+  } else logger.error(message);
+}

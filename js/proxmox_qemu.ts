@@ -1,0 +1,292 @@
+/**
+ * `@stateless/proxmox/qemu`: Proxmox VE virtual machines, where a method succeeds only when its effect
+ * was observed. The decisions are made by the Rust core (`_lib/core.ts`); this file declares the
+ * arguments, records and methods swamp sees.
+ *
+ * @module
+ */
+import { z } from "npm:zod@4";
+import { checkOnCore, runOnCore } from "./_lib/core.ts";
+
+/** A single-line value: a newline or NUL could break the ssh command line or a log. */
+const singleLine = (what: string) =>
+  z.string().min(1, `${what} must not be empty`).refine(
+    (v) => !/[\n\r\0]/.test(v),
+    {
+      message: `${what} must not contain a newline, carriage return or NUL`,
+    },
+  );
+
+/** A value placed in an API path: it must not be able to change the path. */
+const pathSegment = (what: string) =>
+  singleLine(what).refine(
+    (v) => v !== "." && v !== ".." && !/[/\\?#%\s]/.test(v),
+    {
+      message:
+        `${what} must not be . or .. or contain / \\ ? # % or whitespace (it is part of an API path)`,
+    },
+  );
+
+const ApiTransport = z.object({
+  kind: z.literal("api"),
+  node: pathSegment("node"),
+  apiUrl: singleLine("apiUrl").refine((v) => /^https?:\/\/[^/]/.test(v), {
+    message: "apiUrl must be an http(s) URL, e.g. https://pve1:8006",
+  }),
+  tokenId: singleLine("tokenId"),
+  tokenSecret: singleLine("tokenSecret").meta({ sensitive: true }),
+  caCert: z.string().optional(),
+  skipTlsVerify: z.boolean().default(false),
+});
+
+const SshTransport = z.object({
+  kind: z.literal("ssh"),
+  node: pathSegment("node"),
+  host: singleLine("host").refine((v) => !v.startsWith("-"), {
+    message: "host must not start with -",
+  }),
+  user: singleLine("user").refine(
+    (v) => !v.startsWith("-") && !v.includes("@"),
+    {
+      message: "user must not start with - or contain @",
+    },
+  ).default("root"),
+  port: z.number().int().min(1).max(65535).default(22),
+  proxyJump: singleLine("proxyJump").optional(),
+  proxyCommand: singleLine("proxyCommand").optional(),
+  identityFile: singleLine("identityFile").optional(),
+  identityAgent: singleLine("identityAgent").optional(),
+  strictHostKeyChecking: z.enum(["yes", "accept-new", "no", "off"]).optional(),
+  connectTimeoutSec: z.number().int().positive().max(3600).default(15),
+  sshBinary: singleLine("sshBinary").default("ssh"),
+  pveshBinary: singleLine("pveshBinary").default("pvesh"),
+});
+
+const GlobalArgs = z.object({
+  name: z.string().min(1),
+  transport: z.discriminatedUnion("kind", [ApiTransport, SshTransport]),
+  taskTimeoutSec: z.number().int().positive().max(604800).default(300),
+  pollIntervalSec: z.number().int().positive().max(3600).default(3),
+});
+
+const vmid = z.number().int().min(100).max(999999999);
+const guestRef = {
+  vmid: vmid.optional(),
+  vmName: singleLine("vmName").optional(),
+};
+const requireGuest = (a: { vmid?: number; vmName?: string }) =>
+  a.vmid !== undefined || a.vmName !== undefined;
+const provideGuest = { message: "Provide vmid or vmName", path: ["vmid"] };
+
+const LookupArgs = z.object(guestRef).refine(requireGuest, provideGuest);
+
+const GuestExecArgs = z.object({
+  ...guestRef,
+  command: z.array(z.string().min(1, "command items must not be empty")).min(
+    1,
+    "command must not be empty",
+  ),
+  timeoutSec: z.number().int().positive().max(86400).default(30),
+  allowNonZeroExit: z.boolean().default(false),
+  allowedExitCodes: z.array(z.number().int().min(0).max(255)).optional(),
+  inputData: z.string().max(65536).optional(),
+}).refine(requireGuest, provideGuest);
+
+const Identity = z.object({
+  smbiosUuid: z.string().optional(),
+  ctime: z.number().optional(),
+});
+
+const GuestRecord = z.object({
+  vmid: z.number(),
+  present: z.boolean(),
+  status: z.string(),
+  name: z.string().optional(),
+  node: z.string().optional(),
+  qmpStatus: z.string().optional(),
+  lock: z.string().optional(),
+  ha: z.object({ managed: z.boolean(), state: z.string().optional() })
+    .optional(),
+  tags: z.array(z.string()),
+  template: z.boolean().optional(),
+  agentConfigured: z.boolean().optional(),
+  ipv4: z.string().optional(),
+  cpuPct: z.number().optional(),
+  cpus: z.number().optional(),
+  memBytes: z.number().optional(),
+  maxMemBytes: z.number().optional(),
+  memPct: z.number().optional(),
+  diskBytes: z.number().optional(),
+  maxDiskBytes: z.number().optional(),
+  netinBytes: z.number().optional(),
+  netoutBytes: z.number().optional(),
+  uptimeSec: z.number().optional(),
+  identity: Identity.optional(),
+  identityChanged: z.object({ previous: Identity, current: Identity })
+    .optional(),
+  lastOperation: z.string(),
+  recordedAt: z.string(),
+});
+
+const ExecRecord = z.object({
+  vmid: z.number(),
+  node: z.string(),
+  command: z.array(z.string()),
+  pid: z.number().optional(),
+  outcome: z.enum([
+    "exited",
+    "signaled",
+    "timedOut",
+    "notStarted",
+    "unconfirmed",
+    "resultLost",
+    "aborted",
+  ]),
+  exited: z.boolean(),
+  exitCode: z.number().optional(),
+  signal: z.number().optional(),
+  stdout: z.string().optional(),
+  stderr: z.string().optional(),
+  stdoutTruncated: z.boolean(),
+  stderrTruncated: z.boolean(),
+  durationMs: z.number(),
+  timedOut: z.boolean(),
+  accepted: z.boolean(),
+  error: z.string().optional(),
+  lastOperation: z.string(),
+  recordedAt: z.string(),
+});
+
+const ConfigRecord = z.object({
+  vmid: z.number(),
+  node: z.string(),
+  config: z.record(z.string(), z.union([z.string(), z.number()])),
+  recordedAt: z.string(),
+});
+
+const NodeStatusRecord = z.object({
+  node: z.string(),
+  cpuPct: z.number().optional(),
+  cpus: z.number().optional(),
+  loadavg: z.array(z.number()).optional(),
+  memTotal: z.number().optional(),
+  memUsed: z.number().optional(),
+  memPct: z.number().optional(),
+  swapTotal: z.number().optional(),
+  swapUsed: z.number().optional(),
+  swapPct: z.number().optional(),
+  rootfsTotal: z.number().optional(),
+  rootfsUsed: z.number().optional(),
+  rootfsPct: z.number().optional(),
+  uptimeSec: z.number().optional(),
+  kernelVersion: z.string().optional(),
+  pveVersion: z.string().optional(),
+  disksAvailable: z.boolean().optional(),
+  disksUnavailableReason: z.string().optional(),
+  disks: z.array(z.object({
+    device: z.string(),
+    type: z.string().optional(),
+    model: z.string().optional(),
+    serial: z.string().optional(),
+    sizeBytes: z.number().optional(),
+    health: z.string(),
+    wearoutPct: z.number().optional(),
+    usedBy: z.string().optional(),
+  })),
+  recordedAt: z.string(),
+});
+
+const NodeConfigRecord = z.object({
+  node: z.string(),
+  storages: z.array(z.object({
+    storage: z.string(),
+    type: z.string().optional(),
+    content: z.array(z.string()),
+    avail: z.number().optional(),
+  })),
+  bridges: z.array(z.string()),
+  recordedAt: z.string(),
+});
+
+type Ctx = Parameters<typeof runOnCore>[3];
+
+/** The methods that change a guest: the reachability check runs before them. */
+const MUTATING = [
+  "clone",
+  "setConfig",
+  "resizeDisk",
+  "start",
+  "stop",
+  "shutdown",
+  "delete",
+  "guestExec",
+];
+
+export const model = {
+  type: "@stateless/proxmox/qemu",
+  version: "2026.11.29.1",
+  globalArguments: GlobalArgs,
+  resources: {
+    guest: {
+      description:
+        "One VM's observed state (instance vm-<vmid>); present: false when confirmed absent",
+      schema: GuestRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
+    exec: {
+      description:
+        "One guestExec run (instance vm-<vmid>-exec): outcome, exit code or signal, output",
+      schema: ExecRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
+    config: {
+      description: "A VM's current configuration (instance vm-<vmid>-config)",
+      schema: ConfigRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
+    nodeStatus: {
+      description: "A node's status and disks (instance node-<node>)",
+      schema: NodeStatusRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
+    nodeConfig: {
+      description:
+        "A node's storages and bridges (instance node-<node>-config)",
+      schema: NodeConfigRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
+  },
+  checks: {
+    "transport-reachable": {
+      description: "PVE answers GET /version over the configured transport",
+      labels: ["live"],
+      appliesTo: MUTATING,
+      execute: (ctx: Ctx) => checkOnCore("qemu", "transport-reachable", ctx),
+    },
+  },
+  // Every method sets `kind: "action"`: swamp's delete/read/update kinds assume one resource per
+  // model, and would tombstone every guest's record after one delete or refuse reads after it.
+  methods: {
+    lookup: {
+      description:
+        "Record the VM's live state (or its confirmed absence) as a new version of vm-<vmid>",
+      kind: "action" as const,
+      arguments: LookupArgs,
+      execute: (args: z.infer<typeof LookupArgs>, ctx: Ctx) =>
+        runOnCore("qemu", "lookup", args, ctx),
+    },
+    guestExec: {
+      description:
+        "Run a command through the guest agent; fails unless it exits 0 (or an allowed code)",
+      kind: "action" as const,
+      arguments: GuestExecArgs,
+      execute: (args: z.infer<typeof GuestExecArgs>, ctx: Ctx) =>
+        runOnCore("qemu", "guestExec", args, ctx),
+    },
+  },
+};

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs every test layer and quality gate, then prints one line: `N passed, M failed`.
+# Layers: Rust unit tests (native), the wasm boundary (wasm-bindgen-test in Node), Deno tests (harness,
+# simulator with a real qemu-ga, end to end). Gates: cargo fmt/clippy, deno fmt/lint/check, push rules.
+set -uo pipefail
+source "$(dirname "$0")/scripts/tools.sh"
+cd "$PROJECT_ROOT"
+ensure_rust_wasm
+ensure_node_tools
+ensure_test_services
+./build.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+passed=0
+failed=0
+logs=target/test-logs
+mkdir -p "$logs"
+
+# count_rust <log>: sums libtest's "test result: … N passed; M failed" lines.
+count_rust() {
+  local p f
+  p=$(grep -Eo '[0-9]+ passed' "$1" | awk '{s+=$1} END {print s+0}')
+  f=$(grep -Eo '[0-9]+ failed' "$1" | awk '{s+=$1} END {print s+0}')
+  echo "$p $f"
+}
+
+layer() { # layer <name> <counter> <command…>
+  local name=$1 counter=$2; shift 2
+  local log="$logs/${name// /_}.log"
+  say "$name"
+  "$@" >"$log" 2>&1
+  local status=$? p f
+  read -r p f < <($counter "$log")
+  if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi # a crash with no test failure still fails
+  passed=$((passed + p)); failed=$((failed + f))
+  printf '   %s: %s passed, %s failed\n' "$name" "$p" "$f"
+  [ "$status" -eq 0 ] || tail -40 "$log"
+}
+
+count_deno() {
+  local line
+  line=$(grep -E '^(ok|FAILED) \| [0-9]+ passed' "$1" | tail -1)
+  echo "$(echo "$line" | grep -Eo '[0-9]+ passed' | grep -Eo '[0-9]+' || echo 0) $(echo "$line" | grep -Eo '[0-9]+ failed' | grep -Eo '[0-9]+' || echo 0)"
+}
+
+count_gate() { echo "0 0"; }
+
+gate() { # gate <name> <command…>: a failing gate counts as one failure
+  local name=$1; shift
+  if "$@" >"$logs/gate.log" 2>&1; then
+    printf '   gate %s: clean\n' "$name"
+  else
+    printf '   gate %s: FAILED\n' "$name"; tail -30 "$logs/gate.log"; failed=$((failed + 1))
+  fi
+}
+
+layer "cargo test" count_rust cargo test --quiet
+layer "wasm-bindgen-test" count_rust env CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test --quiet --target wasm32-unknown-unknown --test wasm_boundary
+layer "deno test" count_deno deno test --allow-all --quiet tests/
+
+say "quality gates"
+gate "cargo fmt --check" cargo fmt --check
+gate "cargo clippy" cargo clippy --quiet --all-targets -- -D warnings
+gate "cargo clippy (wasm32)" cargo clippy --quiet --all-targets --target wasm32-unknown-unknown -- -D warnings
+gate "deno fmt --check" deno fmt --check
+gate "deno lint" deno lint
+gate "deno check" deno check js/ tests/ scripts/ cli/
+gate "push readiness" deno run --allow-read scripts/push_check.ts js
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

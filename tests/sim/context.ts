@@ -1,0 +1,79 @@
+/**
+ * What a route handler gets (the cluster, tasks, the agent, the caller and the
+ * checked parameters) and the checks many routes share.
+ *
+ * @module
+ */
+
+import { ApiError } from "./http.ts";
+import type { ParamSpec, Params } from "./params.ts";
+import type { GuestAgent } from "./qga.ts";
+import type { ClusterState } from "./state.ts";
+import type { TaskManager } from "./tasks.ts";
+import type { Timers } from "./timers.ts";
+import type { GuestState } from "./types.ts";
+
+/** The authenticated caller. */
+export interface AuthUser {
+  /** Full token id, `root@pam!ci`: the user field of UPIDs. */
+  tokenId: string;
+  /** VMIDs this token may not touch. */
+  deny: ReadonlySet<number>;
+}
+
+/** Shared simulator internals. */
+export interface SimCore {
+  state: ClusterState;
+  tasks: TaskManager;
+  timers: Timers;
+  agent?: GuestAgent;
+}
+
+/** One request as a handler sees it. */
+export interface Ctx {
+  core: SimCore;
+  user: AuthUser;
+  /** Checked parameters, path parameters (`node`, `vmid`, `upid`) included. */
+  params: Params;
+}
+
+/** A `/api2/json` endpoint. */
+export interface Route {
+  method: "GET" | "POST" | "PUT" | "DELETE";
+  /** Path pattern relative to `/api2/json`, e.g. `/nodes/{node}/qemu/{vmid}/config`. */
+  path: string;
+  /** Privilege on `/vms/{vmid}` (checked first, like PVE, before the VMID is even looked up). */
+  privilege?: string;
+  /** Declared non-path parameters; path parameters are added automatically. */
+  params?: Record<string, ParamSpec>;
+  /** Admits further parameters by name (config options). */
+  dynamic?: (key: string) => ParamSpec | undefined;
+  /** Returns the `data` value (or a Reply); throws ApiError for an error answer. */
+  handler(ctx: Ctx): unknown | Promise<unknown>;
+}
+
+/** 403 unless the caller holds `privilege` on `/vms/<vmid>`. */
+export function checkVmPerm(user: AuthUser, vmid: number, privilege: string): void {
+  if (user.deny.has(vmid)) throw new ApiError(403, `Permission check failed (/vms/${vmid}, ${privilege})`);
+}
+
+/** The qemu guest `vmid` on `node`, or PVE's 500 (also when it lives on another node, or is a container). */
+export function qemuGuest(ctx: Ctx): GuestState {
+  const node = ctx.params.node as string;
+  const vmid = ctx.params.vmid as number;
+  const g = ctx.core.state.get(vmid);
+  if (!g || g.type !== "qemu" || g.node !== node) {
+    throw new ApiError(500, `Configuration file 'nodes/${node}/qemu-server/${vmid}.conf' does not exist`);
+  }
+  return g;
+}
+
+/** The text qemu-server dies with for a locked guest. */
+export function lockedMessage(g: GuestState): string {
+  return `VM is locked (${g.lock})`;
+}
+
+/** 500 "VM is locked (…)" unless unlocked or `skiplock` is set. */
+export function checkLock(g: GuestState, skiplock: unknown): void {
+  if (g.lock && skiplock !== true) throw new ApiError(500, lockedMessage(g));
+}

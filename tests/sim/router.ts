@@ -1,0 +1,84 @@
+/**
+ * Finds the route for a request and runs it in PVE's order: route lookup (501),
+ * permission (403), node (500, the proxy step), parameters (400), then the
+ * handler (whose own failures are mostly 500).
+ *
+ * @module
+ */
+
+import { checkVmPerm, type AuthUser, type Route, type SimCore } from "./context.ts";
+import { ApiError, dataResponse, errorResponse } from "./http.ts";
+import { checkParams, NODE_SPEC, type ParamSpec, type RawParams, VMID_SPEC } from "./params.ts";
+
+const PATH_PARAM_SPECS: Record<string, ParamSpec> = {
+  node: NODE_SPEC,
+  vmid: VMID_SPEC,
+  upid: { type: "string" },
+};
+
+/** Routes compiled for matching. */
+export class Router {
+  readonly #routes: { route: Route; segments: string[] }[];
+
+  /** @param routes every endpoint the simulator serves */
+  constructor(routes: Route[]) {
+    this.#routes = routes.map((route) => ({ route, segments: route.path.split("/").slice(1) }));
+  }
+
+  /**
+   * Answers one API request. `segments` are the decoded path segments after
+   * `/api2/json`; `raw` holds query and body parameters.
+   */
+  async dispatch(core: SimCore, user: AuthUser, method: string, segments: string[], raw: RawParams): Promise<Response> {
+    const relPath = "/" + segments.join("/");
+    const found = this.#match(method, segments);
+    if (!found) return errorResponse(501, `Method '${method} ${relPath}' not implemented`);
+    const { route, pathParams } = found;
+    try {
+      for (const key of Object.keys(pathParams)) {
+        if (raw.has(key)) throw new ApiError(400, `Parameter verification failed - duplicate parameter '${key}'`);
+      }
+      // PVE checks permissions on the raw path value, before anything else.
+      if (route.privilege && pathParams.vmid !== undefined && /^\d+$/.test(pathParams.vmid)) {
+        checkVmPerm(user, Number(pathParams.vmid), route.privilege);
+      }
+      // The request is proxied to the node in the path: an unknown node fails
+      // there, as a name lookup (PVE's text).
+      if (pathParams.node !== undefined && !core.state.hasNode(pathParams.node)) {
+        throw new ApiError(
+          500,
+          `hostname lookup '${pathParams.node}' failed - failed to get address info for: ${pathParams.node}: ` +
+            "Name or service not known",
+        );
+      }
+      const all: RawParams = new Map(raw);
+      const props: Record<string, ParamSpec> = { ...(route.params ?? {}) };
+      for (const [k, v] of Object.entries(pathParams)) {
+        all.set(k, [v]);
+        props[k] = PATH_PARAM_SPECS[k];
+      }
+      const params = checkParams(all, { props, dynamic: route.dynamic });
+      return dataResponse(await route.handler({ core, user, params }));
+    } catch (err) {
+      if (err instanceof ApiError) return errorResponse(err.status, err.message, err.errors);
+      // An unexpected throw is a simulator bug: answer like PVE's die, but loudly.
+      return errorResponse(500, `simulator internal error: ${(err as Error).stack ?? err}`);
+    }
+  }
+
+  #match(method: string, segments: string[]): { route: Route; pathParams: Record<string, string> } | undefined {
+    for (const { route, segments: pattern } of this.#routes) {
+      if (route.method !== method || pattern.length !== segments.length) continue;
+      const pathParams: Record<string, string> = {};
+      const ok = pattern.every((p, i) => {
+        if (p.startsWith("{") && p.endsWith("}")) {
+          pathParams[p.slice(1, -1)] = segments[i];
+          return segments[i] !== "";
+        }
+        return p === segments[i];
+      });
+      if (ok) return { route, pathParams };
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * Creating and destroying qemu guests: clone and delete. Both are tasks: the
+ * clone appears, and the deleted guest disappears, only when the task ends.
+ *
+ * @module
+ */
+
+import { checkVmPerm, lockedMessage, qemuGuest, type Route } from "./context.ts";
+import { cloneDisk, DISK_KEY } from "./disks.ts";
+import { ApiError } from "./http.ts";
+import { NODE_SPEC, VMID_SPEC } from "./params.ts";
+import { withUuid } from "./state.ts";
+import { TaskFailure } from "./tasks.ts";
+import type { ConfigValue, GuestState, SimGuest } from "./types.ts";
+
+const DNS_NAME = /^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$/;
+
+/** The new guest of a clone: config copied, disks renamed, NEW smbios1 uuid and vmgenid, stopped. */
+function clonedGuest(
+  src: GuestState,
+  newid: number,
+  opts: { name?: string; description?: string; node: string; full: boolean; storage?: string },
+): SimGuest {
+  const config: Record<string, ConfigValue> = {};
+  for (const [k, v] of Object.entries(src.config)) {
+    if (k === "template") continue;
+    if (DISK_KEY.test(k)) config[k] = cloneDisk(String(v), src.vmid, newid, opts.full, opts.storage);
+    else if (k === "smbios1") config[k] = withUuid(v, crypto.randomUUID());
+    else if (k === "vmgenid") config[k] = crypto.randomUUID();
+    else config[k] = v; // includes meta (ctime): clones of one template share it
+  }
+  if (!("smbios1" in config)) config.smbios1 = withUuid(undefined, crypto.randomUUID());
+  if (opts.description !== undefined) config.description = opts.description;
+  return {
+    vmid: newid,
+    node: opts.node,
+    type: "qemu",
+    name: opts.name ?? `Copy-of-VM-${src.name}`,
+    status: "stopped",
+    tags: [...src.tags],
+    agent: src.agent,
+    config,
+  };
+}
+
+/** Clone and delete. */
+export const lifecycleRoutes: Route[] = [
+  {
+    method: "POST",
+    path: "/nodes/{node}/qemu/{vmid}/clone",
+    privilege: "VM.Clone",
+    params: {
+      newid: VMID_SPEC,
+      name: { type: "string", optional: true, pattern: DNS_NAME },
+      description: { type: "string", optional: true },
+      full: { type: "boolean", optional: true },
+      storage: { type: "string", optional: true },
+      target: { ...NODE_SPEC, optional: true },
+      format: { type: "string", optional: true, enum: ["raw", "qcow2", "vmdk"] },
+      pool: { type: "string", optional: true },
+      snapname: { type: "string", optional: true },
+      bwlimit: { type: "integer", optional: true, minimum: 0 },
+    },
+    handler: (ctx) => {
+      const src = qemuGuest(ctx);
+      const { state, tasks } = ctx.core;
+      const newid = ctx.params.newid as number;
+      checkVmPerm(ctx.user, newid, "VM.Allocate");
+      const target = ctx.params.target as string | undefined;
+      if (target !== undefined && !state.hasNode(target)) throw new ApiError(500, `no such cluster node '${target}'`);
+      const full = (ctx.params.full as boolean | undefined) ?? !src.config.template;
+      const storage = ctx.params.storage as string | undefined;
+      if (!full && storage !== undefined) throw new ApiError(500, "parameter 'storage' not allowed for linked clones");
+      // Checked before the task is forked: a taken id fails the call itself.
+      if (state.isTaken(newid)) throw new ApiError(500, `unable to create VM ${newid}: config file already exists`);
+      state.reserve(newid);
+      const disks = Object.entries(src.config).filter(([k, v]) => DISK_KEY.test(k) && !String(v).includes("media=cdrom"));
+      return tasks.start({
+        node: src.node,
+        type: "qmclone",
+        id: String(src.vmid),
+        user: ctx.user.tokenId,
+        log: disks.map(([k, v]) => `create ${full ? "full" : "linked"} clone of drive ${k} (${String(v).split(",")[0]})`),
+        run: () => {
+          state.release(newid);
+          const live = state.get(src.vmid);
+          if (!live) {
+            throw new TaskFailure(`Configuration file 'nodes/${src.node}/qemu-server/${src.vmid}.conf' does not exist`);
+          }
+          // A test may have added the id meanwhile (sim.addGuest): fail like PVE would.
+          if (state.isTaken(newid)) throw new TaskFailure(`unable to create VM ${newid}: config file already exists`);
+          state.add(clonedGuest(live, newid, {
+            name: ctx.params.name as string | undefined,
+            description: ctx.params.description as string | undefined,
+            node: target ?? live.node,
+            full,
+            storage,
+          }));
+        },
+        onFailure: () => state.release(newid),
+      }).upid;
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/nodes/{node}/qemu/{vmid}",
+    privilege: "VM.Allocate",
+    params: {
+      purge: { type: "boolean", optional: true },
+      "destroy-unreferenced-disks": { type: "boolean", optional: true },
+      skiplock: { type: "boolean", optional: true },
+    },
+    handler: (ctx) => {
+      const g = qemuGuest(ctx);
+      const { state, tasks } = ctx.core;
+      // qemu-server's early checks, before the task.
+      if (g.status === "running") throw new ApiError(500, `VM ${g.vmid} is running - destroy failed`);
+      if (g.config.protection) throw new ApiError(500, `can't remove VM ${g.vmid} - protection mode enabled`);
+      if (g.ha?.managed && ctx.params.purge !== true) {
+        throw new ApiError(500, `unable to remove VM ${g.vmid} - used in HA resources and purge parameter not set.`);
+      }
+      const disks = Object.entries(g.config).filter(([k, v]) => DISK_KEY.test(k) && !String(v).includes("media=cdrom"));
+      return tasks.start({
+        node: g.node,
+        type: "qmdestroy",
+        id: String(g.vmid),
+        user: ctx.user.tokenId,
+        log: disks.map(([, v]) => `Removing image: ${String(v).split(",")[0]}`),
+        run: () => {
+          const live = state.get(g.vmid);
+          if (!live || live.node !== g.node) {
+            throw new TaskFailure(`Configuration file 'nodes/${g.node}/qemu-server/${g.vmid}.conf' does not exist`);
+          }
+          if (live.lock && ctx.params.skiplock !== true) throw new TaskFailure(lockedMessage(live));
+          if (live.status === "running") throw new TaskFailure(`VM ${g.vmid} is running - destroy failed`);
+          state.remove(g.vmid);
+        },
+      }).upid;
+    },
+  },
+];

@@ -1,0 +1,114 @@
+/**
+ * Power state of a qemu guest: `status/current` and start/stop/shutdown.
+ *
+ * Plain guests change state when their task ends. HA-managed guests do not:
+ * PVE only asks the HA manager (`hastart`/`hastop` task, "Requesting HA …"),
+ * the task ends OK at once, and the guest changes later (`ha.applyDelayMs`) or
+ * never (`ha.neverApplies`). Only a later `status/current` shows the truth.
+ *
+ * @module
+ */
+
+import { type Ctx, lockedMessage, qemuGuest, type Route } from "./context.ts";
+import type { ParamSpec } from "./params.ts";
+import { TaskFailure } from "./tasks.ts";
+import type { GuestState } from "./types.ts";
+import { statusCurrent } from "./views.ts";
+
+const OPT_BOOL: ParamSpec = { type: "boolean", optional: true };
+const OPT_STRING: ParamSpec = { type: "string", optional: true };
+const OPT_INT: ParamSpec = { type: "integer", optional: true, minimum: 0 };
+
+/** The guest again at task end (it may have been removed meanwhile). */
+function liveGuest(ctx: Ctx, g: GuestState): GuestState {
+  const live = ctx.core.state.get(g.vmid);
+  if (!live || live.node !== g.node) {
+    throw new TaskFailure(`Configuration file 'nodes/${g.node}/qemu-server/${g.vmid}.conf' does not exist`);
+  }
+  if (live.lock && ctx.params.skiplock !== true) throw new TaskFailure(lockedMessage(live));
+  return live;
+}
+
+/** Queues a request to the HA manager; the guest follows after applyDelayMs, or never. */
+function haRequest(ctx: Ctx, g: GuestState, target: "started" | "stopped"): string {
+  const { state, tasks, timers } = ctx.core;
+  const verb = target === "started" ? "start" : "stop";
+  return tasks.start({
+    node: g.node,
+    type: `ha${verb}`,
+    id: String(g.vmid),
+    user: ctx.user.tokenId,
+    log: [`Requesting HA ${verb} for VM ${g.vmid}`],
+    run: () => {
+      const live = state.get(g.vmid);
+      if (!live?.ha) return;
+      live.ha.state = target;
+      if (live.ha.neverApplies) return;
+      timers.after(live.ha.applyDelayMs ?? 0, () => {
+        const now = state.get(g.vmid);
+        if (!now?.ha?.managed || now.ha.state !== target) return; // a later request won
+        if (target === "started" && now.status !== "running") state.start(now);
+        if (target === "stopped" && now.status !== "stopped") state.stop(now);
+      });
+    },
+  }).upid;
+}
+
+/** A start/stop/shutdown route. */
+function powerRoute(action: "start" | "stop" | "shutdown", params: Record<string, ParamSpec>): Route {
+  return {
+    method: "POST",
+    path: `/nodes/{node}/qemu/{vmid}/status/${action}`,
+    privilege: "VM.PowerMgmt",
+    params,
+    handler: (ctx) => {
+      const g = qemuGuest(ctx);
+      if (g.ha?.managed) return haRequest(ctx, g, action === "start" ? "started" : "stopped");
+      const { state, tasks } = ctx.core;
+      return tasks.start({
+        node: g.node,
+        type: `qm${action}`,
+        id: String(g.vmid),
+        user: ctx.user.tokenId,
+        run: () => {
+          const live = liveGuest(ctx, g);
+          if (action === "start") {
+            if (live.status === "running") throw new TaskFailure(`VM ${g.vmid} already running`);
+            state.start(live);
+          } else if (live.status === "running") {
+            state.stop(live);
+          }
+        },
+      }).upid;
+    },
+  };
+}
+
+/** The power routes. */
+export const powerRoutes: Route[] = [
+  {
+    method: "GET",
+    path: "/nodes/{node}/qemu/{vmid}/status/current",
+    privilege: "VM.Audit",
+    handler: (ctx) => statusCurrent(qemuGuest(ctx)),
+  },
+  powerRoute("start", {
+    skiplock: OPT_BOOL,
+    timeout: OPT_INT,
+    machine: OPT_STRING,
+    "force-cpu": OPT_STRING,
+    stateuri: OPT_STRING,
+    migratedfrom: OPT_STRING,
+    migration_type: OPT_STRING,
+    migration_network: OPT_STRING,
+    targetstorage: OPT_STRING,
+  }),
+  powerRoute("stop", {
+    skiplock: OPT_BOOL,
+    timeout: OPT_INT,
+    keepActive: OPT_BOOL,
+    migratedfrom: OPT_STRING,
+    "overrule-shutdown": OPT_BOOL,
+  }),
+  powerRoute("shutdown", { skiplock: OPT_BOOL, timeout: OPT_INT, forceStop: OPT_BOOL, keepActive: OPT_BOOL }),
+];

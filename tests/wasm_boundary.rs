@@ -1,0 +1,146 @@
+//! The JS boundary, run in wasm under Node with `wasm-bindgen-test`: a scripted JS host answers the
+//! core's requests, and the outcome must come back as plain JS objects with the right verdict.
+#![cfg(target_arch = "wasm32")]
+
+use proxmox_core::wasm::{run_method, JsHost};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+#[wasm_bindgen(inline_js = r#"
+export function scriptedHost(routes) {
+  const log = [];
+  return {
+    log,
+    async http(req) {
+      const path = new URL(req.url).pathname.replace("/api2/json", "");
+      const route = routes[`${req.method} ${path}`];
+      if (route === undefined) return { status: 501, statusText: "not implemented", body: "{}" };
+      if (route.reject) throw route.reject;
+      const answer = Array.isArray(route) ? route.shift() : route;
+      return { status: answer.status ?? 200, statusText: "", body: JSON.stringify(answer.body) };
+    },
+    async run() { throw { kind: "spawn", message: "no ssh here" }; },
+    async sleep(_ms) {},
+    now() { return 1700000000000 + log.length; },
+    log(level, message) { log.push(`${level}: ${message}`); },
+    async readRecord(_name) { return null; },
+    aborted() { return false; },
+  };
+}
+export function field(object, path) {
+  return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), object);
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = scriptedHost)]
+    fn scripted_host(routes: JsValue) -> JsHost;
+    fn field(object: &JsValue, path: &str) -> JsValue;
+}
+
+const GLOBAL: &str = r#""name":"t","transport":{"kind":"api","node":"pve1","apiUrl":"http://127.0.0.1:1","tokenId":"root@pam!t","tokenSecret":"secret-xyz"}"#;
+
+fn routes(json: &str) -> JsValue {
+    js_sys::JSON::parse(json).unwrap()
+}
+
+fn cluster_with_vm_100() -> &'static str {
+    r#""GET /cluster/resources": {"body": {"data": [{"vmid": 100, "type": "qemu", "node": "pve2", "name": "web"}]}}"#
+}
+
+#[wasm_bindgen_test]
+async fn lookup_returns_a_present_record_as_a_plain_object() {
+    let host = scripted_host(routes(&format!(
+        r#"{{{}, "GET /nodes/pve2/qemu/100/status/current": {{"body": {{"data": {{"status": "running", "qmpstatus": "running", "name": "web"}}}}}},
+            "GET /nodes/pve2/qemu/100/config": {{"body": {{"data": {{"smbios1": "uuid=abc"}}}}}}}}"#,
+        cluster_with_vm_100()
+    )));
+    let args = format!(r#"{{{GLOBAL},"vmid":100}}"#);
+    let outcome = run_method("qemu".into(), "lookup".into(), args, host)
+        .await
+        .unwrap();
+    assert_eq!(
+        field(&outcome, "verdict.status").as_string().as_deref(),
+        Some("succeeded")
+    );
+    assert_eq!(
+        field(&outcome, "writes.0.instance").as_string().as_deref(),
+        Some("vm-100")
+    );
+    assert_eq!(
+        field(&outcome, "writes.0.data.node").as_string().as_deref(),
+        Some("pve2")
+    );
+    assert_eq!(
+        field(&outcome, "writes.0.data.identity.smbiosUuid")
+            .as_string()
+            .as_deref(),
+        Some("abc")
+    );
+}
+
+#[wasm_bindgen_test]
+async fn guest_exec_exit_42_is_a_failed_verdict_with_its_record() {
+    let host = scripted_host(routes(&format!(
+        r#"{{{}, "POST /nodes/pve2/qemu/100/agent/exec": {{"body": {{"data": {{"pid": 7}}}}}},
+            "GET /nodes/pve2/qemu/100/agent/exec-status": [{{"body": {{"data": {{"exited": 0}}}}}},
+                {{"body": {{"data": {{"exited": 1, "exitcode": 42, "err-data": "boom"}}}}}}]}}"#,
+        cluster_with_vm_100()
+    )));
+    let args = format!(r#"{{{GLOBAL},"vmid":100,"command":["bash","-c","exit 42"]}}"#);
+    let outcome = run_method("qemu".into(), "guestExec".into(), args, host)
+        .await
+        .unwrap();
+    assert_eq!(
+        field(&outcome, "verdict.status").as_string().as_deref(),
+        Some("failed")
+    );
+    assert_eq!(
+        field(&outcome, "writes.0.data.exitCode").as_f64(),
+        Some(42.0)
+    );
+    assert_eq!(
+        field(&outcome, "writes.0.data.stderr")
+            .as_string()
+            .as_deref(),
+        Some("boom")
+    );
+    let message = field(&outcome, "verdict.message").as_string().unwrap();
+    assert!(message.contains("exited with code 42"), "{message}");
+}
+
+#[wasm_bindgen_test]
+async fn host_rejection_becomes_a_failed_verdict_naming_the_fault() {
+    let host = scripted_host(routes(
+        r#"{"GET /cluster/resources": {"reject": {"kind": "network", "message": "connection refused"}}}"#,
+    ));
+    let args = format!(r#"{{{GLOBAL},"vmid":100}}"#);
+    let outcome = run_method("qemu".into(), "lookup".into(), args, host)
+        .await
+        .unwrap();
+    let message = field(&outcome, "verdict.message").as_string().unwrap();
+    assert!(message.contains("connection refused"), "{message}");
+    assert!(!message.contains("secret-xyz"));
+    assert_eq!(field(&outcome, "writes.length").as_f64(), Some(0.0));
+}
+
+#[wasm_bindgen_test]
+async fn arguments_that_are_not_json_are_a_js_error_not_a_panic() {
+    let host = scripted_host(routes("{}"));
+    let error = run_method("qemu".into(), "lookup".into(), "{not json".into(), host)
+        .await
+        .unwrap_err();
+    let value: JsValue = error.into();
+    let message = field(&value, "message").as_string().unwrap();
+    assert!(message.contains("arguments are not JSON"), "{message}");
+}
+
+#[wasm_bindgen_test]
+async fn a_bad_vmid_is_refused_naming_the_field() {
+    let host = scripted_host(routes("{}"));
+    let args = format!(r#"{{{GLOBAL},"vmid":99}}"#);
+    let outcome = run_method("qemu".into(), "lookup".into(), args, host)
+        .await
+        .unwrap();
+    let message = field(&outcome, "verdict.message").as_string().unwrap();
+    assert!(message.contains("`vmid`"), "{message}");
+}
