@@ -6,7 +6,12 @@
  * @module
  */
 import { z } from "npm:zod@4";
-import { checkOnCore, runOnCore } from "./_lib/core.ts";
+import {
+  type CheckContext,
+  checkOnCore,
+  type MethodContext,
+  runOnCore,
+} from "./_lib/core.ts";
 
 /** A single-line value: a newline or NUL could break the ssh command line or a log. */
 const singleLine = (what: string) =>
@@ -208,8 +213,6 @@ const NodeConfigRecord = z.object({
   recordedAt: z.string(),
 });
 
-type Ctx = Parameters<typeof runOnCore>[3];
-
 /** The methods that change a guest: the reachability check runs before them. */
 const MUTATING = [
   "clone",
@@ -266,7 +269,8 @@ export const model = {
       description: "PVE answers GET /version over the configured transport",
       labels: ["live"],
       appliesTo: MUTATING,
-      execute: (ctx: Ctx) => checkOnCore("qemu", "transport-reachable", ctx),
+      execute: (ctx: CheckContext) =>
+        checkOnCore("qemu", "transport-reachable", ctx),
     },
   },
   // Every method sets `kind: "action"`: swamp's delete/read/update kinds assume one resource per
@@ -277,7 +281,7 @@ export const model = {
         "Record the VM's live state (or its confirmed absence) as a new version of vm-<vmid>",
       kind: "action" as const,
       arguments: LookupArgs,
-      execute: (args: z.infer<typeof LookupArgs>, ctx: Ctx) =>
+      execute: (args: z.infer<typeof LookupArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "lookup", args, ctx),
     },
     guestExec: {
@@ -285,7 +289,7 @@ export const model = {
         "Run a command through the guest agent; fails unless it exits 0 (or an allowed code)",
       kind: "action" as const,
       arguments: GuestExecArgs,
-      execute: (args: z.infer<typeof GuestExecArgs>, ctx: Ctx) =>
+      execute: (args: z.infer<typeof GuestExecArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "guestExec", args, ctx),
     },
   },

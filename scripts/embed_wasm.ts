@@ -6,7 +6,6 @@
  * Usage: deno run --allow-read --allow-write scripts/embed_wasm.ts <glue.js> <module.wasm> <out dir>
  */
 
-
 const [gluePath, wasmPath, outDir] = Deno.args;
 if (!gluePath || !wasmPath || !outDir) {
   console.error("usage: embed_wasm.ts <glue.js> <module.wasm> <out dir>");

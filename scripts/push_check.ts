@@ -23,7 +23,9 @@ async function walk(dir: string): Promise<void> {
   for await (const entry of Deno.readDir(dir)) {
     const path = `${dir}/${entry.name}`;
     const rel = path.slice(root.length + 1);
-    if (entry.name.startsWith(".")) problems.push(`${rel}: hidden files are refused`);
+    if (entry.name.startsWith(".")) {
+      problems.push(`${rel}: hidden files are refused`);
+    }
     if (entry.isSymlink) {
       problems.push(`${rel}: symlinks are refused`);
       continue;
@@ -35,42 +37,67 @@ async function walk(dir: string): Promise<void> {
     count++;
     const size = (await Deno.stat(path)).size;
     total += size;
-    if (size > MAX_FILE) problems.push(`${rel}: ${size} bytes (limit ${MAX_FILE})`);
+    if (size > MAX_FILE) {
+      problems.push(`${rel}: ${size} bytes (limit ${MAX_FILE})`);
+    }
     if (!ALLOWED.test(entry.name) && !LICENSE_LIKE.test(entry.name)) {
       problems.push(`${rel}: file type not accepted by push`);
     }
-    if (entry.name.endsWith(".ts")) checkSource(rel, await Deno.readTextFile(path));
+    if (entry.name.endsWith(".ts")) {
+      checkSource(rel, await Deno.readTextFile(path));
+    }
   }
 }
 
 function checkSource(rel: string, text: string): void {
   for (const needle of ["eval(", "new Function("]) {
-    if (text.includes(needle)) problems.push(`${rel}: contains the substring ${needle}`);
+    if (text.includes(needle)) {
+      problems.push(`${rel}: contains the substring ${needle}`);
+    }
   }
-  if (/\bimport\s*\(/.test(text)) problems.push(`${rel}: dynamic import() is refused`);
+  if (/\bimport\s*\(/.test(text)) {
+    problems.push(`${rel}: dynamic import() is refused`);
+  }
   text.split("\n").forEach((line, i) => {
-    if (line.replace(/\s/g, "").length > 500) warnings.push(`${rel}:${i + 1}: line over 500 characters`);
-    if (/[A-Za-z0-9+/=]{100,}/.test(line)) warnings.push(`${rel}:${i + 1}: base64-looking run`);
+    if (line.replace(/\s/g, "").length > 500) {
+      warnings.push(`${rel}:${i + 1}: line over 500 characters`);
+    }
+    if (/[A-Za-z0-9+/=]{100,}/.test(line)) {
+      warnings.push(`${rel}:${i + 1}: base64-looking run`);
+    }
   });
   if (/export const model = \{/.test(text)) {
     const type = text.match(/^\s*type:\s*"([^"]+)"/m)?.[1];
     const version = text.match(/^\s*version:\s*"([^"]+)"/m)?.[1];
     if (!type) problems.push(`${rel}: model type is not a string literal`);
-    if (!version || !CALVER.test(version)) problems.push(`${rel}: model version is not a literal CalVer string`);
+    if (!version || !CALVER.test(version)) {
+      problems.push(`${rel}: model version is not a literal CalVer string`);
+    }
   }
 }
 
 await walk(root);
 if (count > MAX_FILES) problems.push(`${count} files (limit ${MAX_FILES})`);
-if (total > MAX_TOTAL) problems.push(`${total} bytes in all (limit ${MAX_TOTAL})`);
+if (total > MAX_TOTAL) {
+  problems.push(`${total} bytes in all (limit ${MAX_TOTAL})`);
+}
 
-const manifest = await Deno.readTextFile(`${root}/manifest.yaml`).catch(() => "");
+const manifest = await Deno.readTextFile(`${root}/manifest.yaml`).catch(() =>
+  ""
+);
 if (!manifest) problems.push("manifest.yaml is missing");
 const manifestVersion = manifest.match(/^version:\s*"?([^"\n]+)"?/m)?.[1];
-if (!manifestVersion || !CALVER.test(manifestVersion)) problems.push("manifest.yaml: version is not CalVer");
+if (!manifestVersion || !CALVER.test(manifestVersion)) {
+  problems.push("manifest.yaml: version is not CalVer");
+}
 for (const entry of manifest.matchAll(/^\s+-\s+(\S+\.ts)\s*$/gm)) {
-  const exists = await Deno.stat(`${root}/${entry[1]}`).then(() => true, () => false);
-  if (!exists) problems.push(`manifest.yaml lists ${entry[1]}, which does not exist`);
+  const exists = await Deno.stat(`${root}/${entry[1]}`).then(
+    () => true,
+    () => false,
+  );
+  if (!exists) {
+    problems.push(`manifest.yaml lists ${entry[1]}, which does not exist`);
+  }
 }
 
 for (const w of warnings) console.log(`push warning: ${w}`);
@@ -78,4 +105,6 @@ if (problems.length > 0) {
   for (const p of problems) console.log(`push refusal: ${p}`);
   Deno.exit(1);
 }
-console.log(`push readiness: ${count} files, ${total} bytes, no refusal (${warnings.length} warnings)`);
+console.log(
+  `push readiness: ${count} files, ${total} bytes, no refusal (${warnings.length} warnings)`,
+);

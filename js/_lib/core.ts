@@ -96,11 +96,16 @@ export async function runOnCore(
   return { dataHandles };
 }
 
+/** The part of swamp's check context a core check uses (checks get no record writers). */
+export interface CheckContext extends HostContext {
+  globalArgs: Record<string, unknown>;
+}
+
 /** Runs a check on the core: `{pass, errors}` as swamp expects. */
 export async function checkOnCore(
   model: ModelName,
   check: string,
-  ctx: HostContext & { globalArgs: Record<string, unknown> },
+  ctx: CheckContext,
 ): Promise<{ pass: boolean; errors?: string[] }> {
   const outcome = await decide(model, `check:${check}`, ctx.globalArgs, ctx);
   return outcome.verdict.status === "succeeded"

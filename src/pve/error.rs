@@ -116,7 +116,8 @@ fn classify(status: Option<u16>, message: &str) -> ErrorKind {
     if lower.contains("no such task") {
         return ErrorKind::NoSuchTask;
     }
-    if lower.contains("already exists") && lower.starts_with("vm ") {
+    // `/cluster/nextid` raises it as a parameter error: "Parameter verification failed. (vmid: VM 150 already exists)".
+    if lower.contains("already exists") && (lower.starts_with("vm ") || lower.contains(": vm ")) {
         return ErrorKind::IdTaken;
     }
     if lower.ends_with("is not running") && lower.starts_with("vm ") {
@@ -177,6 +178,12 @@ mod tests {
             PveError::reported(Some(500), "VM 100 is not running").kind,
             ErrorKind::GuestNotRunning
         );
+    }
+
+    #[test]
+    fn a_taken_vmid_is_recognised_inside_a_parameter_error() {
+        let e = PveError::reported(Some(400), "Parameter verification failed. (vmid: VM 150 already exists)");
+        assert_eq!(e.kind, ErrorKind::IdTaken);
     }
 
     #[test]

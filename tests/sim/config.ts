@@ -38,17 +38,36 @@ export function parseTags(text: string): string[] {
 }
 
 /** Options PVE types as integers: served as JSON numbers. */
-const INTEGER_KEYS = new Set(["cores", "sockets", "vcpus", "balloon", "onboot", "template", "protection", "numa"]);
+const INTEGER_KEYS = new Set([
+  "cores",
+  "sockets",
+  "vcpus",
+  "balloon",
+  "onboot",
+  "template",
+  "protection",
+  "numa",
+]);
 
 const STRING: ParamSpec = { type: "string", optional: true };
 const INTEGER: ParamSpec = { type: "integer", optional: true, minimum: 0 };
 
 /** Which config options PUT/POST config accept (the sim's subset of qemu-server's schema). */
 export function configOptionSpec(key: string): ParamSpec | undefined {
-  if (key === "memory") return { type: "string", optional: true, pattern: /^(current=)?\d+$/ };
+  if (key === "memory") {
+    return { type: "string", optional: true, pattern: /^(current=)?\d+$/ };
+  }
   if (INTEGER_KEYS.has(key)) return INTEGER;
-  if (key === "name") return { type: "string", optional: true, pattern: /^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$/ };
-  if (DISK_KEY.test(key) || /^(net|ipconfig|serial|usb|hostpci)\d+$/.test(key)) return STRING;
+  if (key === "name") {
+    return {
+      type: "string",
+      optional: true,
+      pattern: /^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$/,
+    };
+  }
+  if (
+    DISK_KEY.test(key) || /^(net|ipconfig|serial|usb|hostpci)\d+$/.test(key)
+  ) return STRING;
   if (
     [
       "tags",
@@ -115,7 +134,11 @@ export interface PendingRow {
 /** `GET …/pending`: every option with its current value, pending value and/or pending delete. */
 export function pendingRows(g: GuestState): PendingRow[] {
   const current = currentConfig(g);
-  const keys = new Set([...Object.keys(current), ...Object.keys(g.pending), ...g.pendingDelete]);
+  const keys = new Set([
+    ...Object.keys(current),
+    ...Object.keys(g.pending),
+    ...g.pendingDelete,
+  ]);
   return [...keys].sort().map((key) => {
     const row: PendingRow = { key };
     if (key in current) row.value = current[key];
@@ -128,8 +151,12 @@ export function pendingRows(g: GuestState): PendingRow[] {
 /** A stable digest of the current config (PVE: SHA-1 of the config file). */
 export async function configDigest(g: GuestState): Promise<string> {
   const text = JSON.stringify(Object.entries(currentConfig(g)).sort());
-  const hash = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(text));
-  return [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const hash = await crypto.subtle.digest(
+    "SHA-1",
+    new TextEncoder().encode(text),
+  );
+  return [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, "0"))
+    .join("");
 }
 
 /** A config change request: values to set, keys to delete, keys whose pending change to drop. */
@@ -173,11 +200,16 @@ export function applyPending(g: GuestState): void {
   for (const k of deletes) deleteNow(g, k);
 }
 
-function normalizeValue(g: GuestState, key: string, raw: string | number | boolean): ConfigValue {
+function normalizeValue(
+  g: GuestState,
+  key: string,
+  raw: string | number | boolean,
+): ConfigValue {
   if (typeof raw === "boolean") return raw ? 1 : 0;
   if (INTEGER_KEYS.has(key)) return Number(raw);
   if (DISK_KEY.test(key) && typeof raw === "string") {
-    const disks = Object.entries(g.config).filter(([k]) => DISK_KEY.test(k)).map(([, v]) => String(v));
+    const disks = Object.entries(g.config).filter(([k]) => DISK_KEY.test(k))
+      .map(([, v]) => String(v));
     return allocateDisk(raw, g.vmid, disks);
   }
   return raw;

@@ -6,7 +6,7 @@
  */
 
 import { ApiError } from "./http.ts";
-import type { ParamSpec, Params } from "./params.ts";
+import type { Params, ParamSpec } from "./params.ts";
 import type { GuestAgent } from "./qga.ts";
 import type { ClusterState } from "./state.ts";
 import type { TaskManager } from "./tasks.ts";
@@ -53,8 +53,17 @@ export interface Route {
 }
 
 /** 403 unless the caller holds `privilege` on `/vms/<vmid>`. */
-export function checkVmPerm(user: AuthUser, vmid: number, privilege: string): void {
-  if (user.deny.has(vmid)) throw new ApiError(403, `Permission check failed (/vms/${vmid}, ${privilege})`);
+export function checkVmPerm(
+  user: AuthUser,
+  vmid: number,
+  privilege: string,
+): void {
+  if (user.deny.has(vmid)) {
+    throw new ApiError(
+      403,
+      `Permission check failed (/vms/${vmid}, ${privilege})`,
+    );
+  }
 }
 
 /** The qemu guest `vmid` on `node`, or PVE's 500 (also when it lives on another node, or is a container). */
@@ -63,7 +72,10 @@ export function qemuGuest(ctx: Ctx): GuestState {
   const vmid = ctx.params.vmid as number;
   const g = ctx.core.state.get(vmid);
   if (!g || g.type !== "qemu" || g.node !== node) {
-    throw new ApiError(500, `Configuration file 'nodes/${node}/qemu-server/${vmid}.conf' does not exist`);
+    throw new ApiError(
+      500,
+      `Configuration file 'nodes/${node}/qemu-server/${vmid}.conf' does not exist`,
+    );
   }
   return g;
 }

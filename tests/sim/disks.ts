@@ -5,10 +5,17 @@
  * @module
  */
 
-const UNITS: Record<string, number> = { "": 1, K: 2 ** 10, M: 2 ** 20, G: 2 ** 30, T: 2 ** 40 };
+const UNITS: Record<string, number> = {
+  "": 1,
+  K: 2 ** 10,
+  M: 2 ** 20,
+  G: 2 ** 30,
+  T: 2 ** 40,
+};
 
 /** Config keys that hold a disk. */
-export const DISK_KEY = /^(ide[0-3]|sata[0-5]|scsi([0-9]|[1-2][0-9]|30)|virtio([0-9]|1[0-5])|efidisk0|tpmstate0)$/;
+export const DISK_KEY =
+  /^(ide[0-3]|sata[0-5]|scsi([0-9]|[1-2][0-9]|30)|virtio([0-9]|1[0-5])|efidisk0|tpmstate0)$/;
 
 /** The `size` argument of PUT resize: `+20G` (grow by) or `50G` (grow to). */
 export const RESIZE_SIZE = /^(\+)?(\d+(\.\d+)?)([KMGT])?$/;
@@ -39,7 +46,11 @@ export function diskOption(disk: string, key: string): string | undefined {
 }
 
 /** Sets option `key` in a disk string, appending it when absent. */
-export function withDiskOption(disk: string, key: string, value: string): string {
+export function withDiskOption(
+  disk: string,
+  key: string,
+  value: string,
+): string {
   const [volume, ...opts] = disk.split(",");
   const kept = opts.filter((o) => !o.startsWith(`${key}=`));
   const at = opts.findIndex((o) => o.startsWith(`${key}=`));
@@ -62,7 +73,10 @@ export function diskBytes(disk: string): number {
  * New size for a resize request, or an error text as qemu-server gives it.
  * `+N` grows by N; `N` sets the size; smaller than now is refused.
  */
-export function resizedBytes(current: number, size: string): number | { error: string } {
+export function resizedBytes(
+  current: number,
+  size: string,
+): number | { error: string } {
   const m = RESIZE_SIZE.exec(size);
   if (!m) return { error: "invalid size" };
   let bytes = Math.floor(Number(m[2]) * UNITS[m[4] ?? ""]);
@@ -76,25 +90,47 @@ export function resizedBytes(current: number, size: string): number | { error: s
  * to `vm-<new>-disk-N` (on `storage` when given); a linked clone of a template
  * disk becomes `base-<src>-disk-N/vm-<new>-disk-N`, as qemu-server names them.
  */
-export function cloneDisk(disk: string, fromVmid: number, toVmid: number, full: boolean, storage?: string): string {
+export function cloneDisk(
+  disk: string,
+  fromVmid: number,
+  toVmid: number,
+  full: boolean,
+  storage?: string,
+): string {
   const [volume, ...opts] = disk.split(",");
   if (isCdrom(disk) || !volume.includes(":")) return disk;
   const [store, name] = volume.split(":", 2);
   const base = name.split("/").pop() ?? name;
-  const renamed = base.replace(new RegExp(`^(vm|base)-${fromVmid}-`), `vm-${toVmid}-`);
+  const renamed = base.replace(
+    new RegExp(`^(vm|base)-${fromVmid}-`),
+    `vm-${toVmid}-`,
+  );
   const linked = !full && base.startsWith(`base-${fromVmid}-`);
-  return [`${full ? storage ?? store : store}:${linked ? `${base}/${renamed}` : renamed}`, ...opts].join(",");
+  return [
+    `${full ? storage ?? store : store}:${
+      linked ? `${base}/${renamed}` : renamed
+    }`,
+    ...opts,
+  ].join(",");
 }
 
 /**
  * Turns PVE's allocation syntax `local-zfs:10` (a new 10 GiB disk) into the
  * volume PVE would create; other values pass through.
  */
-export function allocateDisk(value: string, vmid: number, taken: string[]): string {
+export function allocateDisk(
+  value: string,
+  vmid: number,
+  taken: string[],
+): string {
   const m = /^([\w.-]+):(\d+(?:\.\d+)?)(,.*)?$/.exec(value);
   if (!m) return value;
   let n = 0;
   while (taken.some((d) => d.includes(`vm-${vmid}-disk-${n}`))) n++;
   const bytes = Math.floor(Number(m[2]) * UNITS.G);
-  return withDiskOption(`${m[1]}:vm-${vmid}-disk-${n}${m[3] ?? ""}`, "size", formatSize(bytes));
+  return withDiskOption(
+    `${m[1]}:vm-${vmid}-disk-${n}${m[3] ?? ""}`,
+    "size",
+    formatSize(bytes),
+  );
 }

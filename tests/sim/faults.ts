@@ -16,14 +16,18 @@ export class FaultQueue {
     // Drop g/y flags: a stateful regex would match only every other request.
     const re = typeof fault.pathRegex === "string"
       ? new RegExp(fault.pathRegex)
-      : new RegExp(fault.pathRegex.source, fault.pathRegex.flags.replace(/[gy]/g, ""));
+      : new RegExp(
+        fault.pathRegex.source,
+        fault.pathRegex.flags.replace(/[gy]/g, ""),
+      );
     this.#faults.push({ fault, left: fault.times ?? 1, re });
   }
 
   /** Takes the fault for this request, if one matches (counting it down). */
   take(method: string, path: string): SimFault | undefined {
     const at = this.#faults.findIndex(({ fault, re }) =>
-      (fault.method === undefined || fault.method.toUpperCase() === method) && re.test(path)
+      (fault.method === undefined || fault.method.toUpperCase() === method) &&
+      re.test(path)
     );
     if (at < 0) return undefined;
     const entry = this.#faults[at];

@@ -35,7 +35,12 @@ export class FrontDoor {
   constructor(backendPort: number, tls?: SimTls) {
     this.#backendPort = backendPort;
     this.#listener = tls
-      ? Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: tls.cert, key: tls.key })
+      ? Deno.listenTls({
+        hostname: "127.0.0.1",
+        port: 0,
+        cert: tls.cert,
+        key: tls.key,
+      })
       : Deno.listen({ hostname: "127.0.0.1", port: 0 });
     this.port = (this.#listener.addr as Deno.NetAddr).port;
     this.#acceptLoop = this.#accept();
@@ -78,7 +83,10 @@ export class FrontDoor {
   async #relay(client: Deno.Conn): Promise<void> {
     let backend: Deno.Conn;
     try {
-      backend = await Deno.connect({ hostname: "127.0.0.1", port: this.#backendPort });
+      backend = await Deno.connect({
+        hostname: "127.0.0.1",
+        port: this.#backendPort,
+      });
     } catch {
       close(client);
       return;

@@ -19,7 +19,11 @@ export class ApiError extends Error {
   readonly errors?: Record<string, string>;
 
   /** @param status HTTP status; @param message text without the trailing newline */
-  constructor(status: number, message: string, errors?: Record<string, string>) {
+  constructor(
+    status: number,
+    message: string,
+    errors?: Record<string, string>,
+  ) {
     super(message);
     this.name = "ApiError";
     this.status = status;
@@ -48,14 +52,26 @@ export class Reply {
 
 /** Builds a success answer. */
 export function dataResponse(result: unknown): Response {
-  const body = result instanceof Reply ? { data: result.data, ...result.extra } : { data: result ?? null };
-  return new Response(JSON.stringify(body), { status: 200, headers: { "content-type": JSON_TYPE } });
+  const body = result instanceof Reply
+    ? { data: result.data, ...result.extra }
+    : { data: result ?? null };
+  return new Response(JSON.stringify(body), {
+    status: 200,
+    headers: { "content-type": JSON_TYPE },
+  });
 }
 
 /** Builds an error answer: `{"data": null, "message": "<msg>\n", "errors"?: …}`. */
-export function errorResponse(status: number, message: string, errors?: Record<string, string>): Response {
+export function errorResponse(
+  status: number,
+  message: string,
+  errors?: Record<string, string>,
+): Response {
   const body: Record<string, unknown> = { data: null };
   if (errors) body.errors = errors;
   body.message = message.endsWith("\n") ? message : `${message}\n`;
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": JSON_TYPE } });
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": JSON_TYPE },
+  });
 }

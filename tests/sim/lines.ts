@@ -59,7 +59,10 @@ export class LineReader {
 }
 
 /** Writes all of `data`, looping over short writes. */
-export async function writeAll(writer: ByteWriter, data: Uint8Array): Promise<void> {
+export async function writeAll(
+  writer: ByteWriter,
+  data: Uint8Array,
+): Promise<void> {
   let off = 0;
   while (off < data.length) off += await writer.write(data.subarray(off));
 }

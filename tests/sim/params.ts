@@ -33,10 +33,17 @@ export type RawParams = Map<string, string[]>;
 export type Params = Record<string, string | number | boolean | string[]>;
 
 /** PVE's VMID option: an integer in 100..999999999. */
-export const VMID_SPEC: ParamSpec = { type: "integer", minimum: 100, maximum: 999999999 };
+export const VMID_SPEC: ParamSpec = {
+  type: "integer",
+  minimum: 100,
+  maximum: 999999999,
+};
 
 /** PVE's node name option. */
-export const NODE_SPEC: ParamSpec = { type: "string", pattern: /^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$/ };
+export const NODE_SPEC: ParamSpec = {
+  type: "string",
+  pattern: /^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$/,
+};
 
 const TRUE = new Set(["1", "true", "yes", "on"]);
 const FALSE = new Set(["0", "false", "no", "off"]);
@@ -48,10 +55,13 @@ export function checkParams(raw: RawParams, schema: ParamSchema): Params {
   for (const [key, values] of raw) {
     const spec = schema.props[key] ?? schema.dynamic?.(key);
     if (!spec) {
-      errors[key] = "property is not defined in schema and the schema does not allow additional properties";
+      errors[key] =
+        "property is not defined in schema and the schema does not allow additional properties";
       continue;
     }
-    const result = spec.type === "array" ? { value: values } : checkOne(values[values.length - 1], spec);
+    const result = spec.type === "array"
+      ? { value: values }
+      : checkOne(values[values.length - 1], spec);
     if ("error" in result) errors[key] = result.error;
     else out[key] = result.value;
   }
@@ -64,10 +74,15 @@ export function checkParams(raw: RawParams, schema: ParamSchema): Params {
   return out;
 }
 
-function checkOne(value: string, spec: ParamSpec): { value: string | number | boolean } | { error: string } {
+function checkOne(
+  value: string,
+  spec: ParamSpec,
+): { value: string | number | boolean } | { error: string } {
   switch (spec.type) {
     case "integer": {
-      if (!/^-?\d+$/.test(value)) return { error: `type check ('integer') failed - got '${value}'` };
+      if (!/^-?\d+$/.test(value)) {
+        return { error: `type check ('integer') failed - got '${value}'` };
+      }
       const n = Number(value);
       if (spec.minimum !== undefined && n < spec.minimum) {
         return { error: `value must have a minimum value of ${spec.minimum}` };
@@ -88,9 +103,15 @@ function checkOne(value: string, spec: ParamSpec): { value: string | number | bo
         return { error: `value may only be ${spec.maxLength} characters long` };
       }
       if (spec.enum && !spec.enum.includes(value)) {
-        return { error: `value '${value}' does not have a value in the enumeration '${spec.enum.join(", ")}'` };
+        return {
+          error: `value '${value}' does not have a value in the enumeration '${
+            spec.enum.join(", ")
+          }'`,
+        };
       }
-      if (spec.pattern && !spec.pattern.test(value)) return { error: "value does not match the regex pattern" };
+      if (spec.pattern && !spec.pattern.test(value)) {
+        return { error: "value does not match the regex pattern" };
+      }
       return { value };
     }
   }
@@ -101,7 +122,10 @@ function checkOne(value: string, spec: ParamSpec): { value: string | number | bo
  * send; a repeated key is an array) or JSON (newer PVE accepts it too; an array
  * value becomes repeated pairs).
  */
-export function parseBody(text: string, contentType: string | null): [string, string][] {
+export function parseBody(
+  text: string,
+  contentType: string | null,
+): [string, string][] {
   if (text.trim() === "") return [];
   if (contentType?.includes("application/json")) {
     const pairs: [string, string][] = [];
@@ -117,7 +141,9 @@ export function parseBody(text: string, contentType: string | null): [string, st
 }
 
 /** Merges query and body pairs into RawParams, keeping every value of a repeated key. */
-export function mergeParams(...sources: Iterable<[string, string]>[]): RawParams {
+export function mergeParams(
+  ...sources: Iterable<[string, string]>[]
+): RawParams {
   const raw: RawParams = new Map();
   for (const source of sources) {
     for (const [k, v] of source) {

@@ -75,7 +75,9 @@ export interface GuestAgentOptions {
  * Starts qemu-ga in a fresh temp dir and connects to it.
  * Throws (with the `apt-get install` hint) when qemu-ga is not installed.
  */
-export async function startGuestAgent(opts: GuestAgentOptions = {}): Promise<GuestAgent> {
+export async function startGuestAgent(
+  opts: GuestAgentOptions = {},
+): Promise<GuestAgent> {
   const binary = await findBinary(opts.binary);
   const dir = await Deno.makeTempDir({ prefix: "sim-qga-" });
   const socketPath = `${dir}/qga.sock`;
@@ -83,7 +85,16 @@ export async function startGuestAgent(opts: GuestAgentOptions = {}): Promise<Gue
   const logPath = `${dir}/qga.log`;
   // qemu-ga exits at once when its state dir is missing.
   await Deno.mkdir(stateDir);
-  const args = ["-m", "unix-listen", "-p", socketPath, "-t", stateDir, "-l", logPath];
+  const args = [
+    "-m",
+    "unix-listen",
+    "-p",
+    socketPath,
+    "-t",
+    stateDir,
+    "-l",
+    logPath,
+  ];
   if (opts.blockRpcs?.length) args.push("-b", opts.blockRpcs.join(","));
   // stdout/stderr go nowhere: the log goes to a file (-l), and unread pipes
   // would trip Deno's resource sanitizer in tests. detached = own session, so
@@ -102,14 +113,22 @@ export async function startGuestAgent(opts: GuestAgentOptions = {}): Promise<Gue
     return s;
   });
   try {
-    const conn = await waitForSocket(socketPath, () => exited, opts.startTimeoutMs ?? 5000);
+    const conn = await waitForSocket(
+      socketPath,
+      () => exited,
+      opts.startTimeoutMs ?? 5000,
+    );
     return new RealGuestAgent(child, status, dir, socketPath, conn);
   } catch (err) {
     if (!exited) child.kill("SIGKILL");
     await status;
     const log = await Deno.readTextFile(logPath).catch(() => "");
     await Deno.remove(dir, { recursive: true }).catch(() => {});
-    throw new Error(`qemu-ga did not start: ${(err as Error).message}${log ? `\n${log}` : ""}`);
+    throw new Error(
+      `qemu-ga did not start: ${(err as Error).message}${
+        log ? `\n${log}` : ""
+      }`,
+    );
   }
 }
 
@@ -140,12 +159,17 @@ async function waitForSocket(
       return await Deno.connect({ transport: "unix", path });
     } catch (err) {
       // NotFound: socket not created yet; ConnectionRefused: not listening yet.
-      if (!(err instanceof Deno.errors.NotFound || err instanceof Deno.errors.ConnectionRefused)) {
+      if (
+        !(err instanceof Deno.errors.NotFound ||
+          err instanceof Deno.errors.ConnectionRefused)
+      ) {
         throw err;
       }
     }
     if (exited()) throw new Error("qemu-ga exited during startup");
-    if (Date.now() > deadline) throw new Error(`socket ${path} did not accept within ${timeoutMs} ms`);
+    if (Date.now() > deadline) {
+      throw new Error(`socket ${path} did not accept within ${timeoutMs} ms`);
+    }
     await new Promise((r) => setTimeout(r, 10));
   }
 }
@@ -187,25 +211,42 @@ class RealGuestAgent implements GuestAgent {
     return run;
   }
 
-  async #roundTrip(command: string, args?: Record<string, unknown>): Promise<unknown> {
+  async #roundTrip(
+    command: string,
+    args?: Record<string, unknown>,
+  ): Promise<unknown> {
     if (this.#connClosed || this.#killed) {
       throw new QgaClosedError(`guest agent is gone (${command} not sent)`);
     }
-    const request = args === undefined ? { execute: command } : { execute: command, arguments: args };
+    const request = args === undefined
+      ? { execute: command }
+      : { execute: command, arguments: args };
     let line: string | null;
     try {
-      await writeAll(this.#conn, this.#encoder.encode(JSON.stringify(request) + "\n"));
+      await writeAll(
+        this.#conn,
+        this.#encoder.encode(JSON.stringify(request) + "\n"),
+      );
       line = await this.#reader.readLine();
     } catch (err) {
       // A half-done exchange leaves the stream out of step: never reuse it.
       this.#closeConn();
-      throw new QgaClosedError(`guest agent connection failed during ${command}: ${(err as Error).message}`);
+      throw new QgaClosedError(
+        `guest agent connection failed during ${command}: ${
+          (err as Error).message
+        }`,
+      );
     }
     if (line === null) {
       this.#closeConn();
-      throw new QgaClosedError(`guest agent closed the connection during ${command}`);
+      throw new QgaClosedError(
+        `guest agent closed the connection during ${command}`,
+      );
     }
-    const reply = JSON.parse(line) as { return?: unknown; error?: { class: string; desc: string } };
+    const reply = JSON.parse(line) as {
+      return?: unknown;
+      error?: { class: string; desc: string };
+    };
     if (reply.error) throw new QgaError(reply.error.class, reply.error.desc);
     if ("return" in reply) return reply.return;
     throw new Error(`unexpected qemu-ga reply to ${command}: ${line}`);

@@ -6,9 +6,20 @@
  * @module
  */
 
-import { checkVmPerm, type AuthUser, type Route, type SimCore } from "./context.ts";
+import {
+  type AuthUser,
+  checkVmPerm,
+  type Route,
+  type SimCore,
+} from "./context.ts";
 import { ApiError, dataResponse, errorResponse } from "./http.ts";
-import { checkParams, NODE_SPEC, type ParamSpec, type RawParams, VMID_SPEC } from "./params.ts";
+import {
+  checkParams,
+  NODE_SPEC,
+  type ParamSpec,
+  type RawParams,
+  VMID_SPEC,
+} from "./params.ts";
 
 const PATH_PARAM_SPECS: Record<string, ParamSpec> = {
   node: NODE_SPEC,
@@ -22,29 +33,53 @@ export class Router {
 
   /** @param routes every endpoint the simulator serves */
   constructor(routes: Route[]) {
-    this.#routes = routes.map((route) => ({ route, segments: route.path.split("/").slice(1) }));
+    this.#routes = routes.map((route) => ({
+      route,
+      segments: route.path.split("/").slice(1),
+    }));
   }
 
   /**
    * Answers one API request. `segments` are the decoded path segments after
    * `/api2/json`; `raw` holds query and body parameters.
    */
-  async dispatch(core: SimCore, user: AuthUser, method: string, segments: string[], raw: RawParams): Promise<Response> {
+  async dispatch(
+    core: SimCore,
+    user: AuthUser,
+    method: string,
+    segments: string[],
+    raw: RawParams,
+  ): Promise<Response> {
     const relPath = "/" + segments.join("/");
     const found = this.#match(method, segments);
-    if (!found) return errorResponse(501, `Method '${method} ${relPath}' not implemented`);
+    if (!found) {
+      return errorResponse(
+        501,
+        `Method '${method} ${relPath}' not implemented`,
+      );
+    }
     const { route, pathParams } = found;
     try {
       for (const key of Object.keys(pathParams)) {
-        if (raw.has(key)) throw new ApiError(400, `Parameter verification failed - duplicate parameter '${key}'`);
+        if (raw.has(key)) {
+          throw new ApiError(
+            400,
+            `Parameter verification failed - duplicate parameter '${key}'`,
+          );
+        }
       }
       // PVE checks permissions on the raw path value, before anything else.
-      if (route.privilege && pathParams.vmid !== undefined && /^\d+$/.test(pathParams.vmid)) {
+      if (
+        route.privilege && pathParams.vmid !== undefined &&
+        /^\d+$/.test(pathParams.vmid)
+      ) {
         checkVmPerm(user, Number(pathParams.vmid), route.privilege);
       }
       // The request is proxied to the node in the path: an unknown node fails
       // there, as a name lookup (PVE's text).
-      if (pathParams.node !== undefined && !core.state.hasNode(pathParams.node)) {
+      if (
+        pathParams.node !== undefined && !core.state.hasNode(pathParams.node)
+      ) {
         throw new ApiError(
           500,
           `hostname lookup '${pathParams.node}' failed - failed to get address info for: ${pathParams.node}: ` +
@@ -60,15 +95,25 @@ export class Router {
       const params = checkParams(all, { props, dynamic: route.dynamic });
       return dataResponse(await route.handler({ core, user, params }));
     } catch (err) {
-      if (err instanceof ApiError) return errorResponse(err.status, err.message, err.errors);
+      if (err instanceof ApiError) {
+        return errorResponse(err.status, err.message, err.errors);
+      }
       // An unexpected throw is a simulator bug: answer like PVE's die, but loudly.
-      return errorResponse(500, `simulator internal error: ${(err as Error).stack ?? err}`);
+      return errorResponse(
+        500,
+        `simulator internal error: ${(err as Error).stack ?? err}`,
+      );
     }
   }
 
-  #match(method: string, segments: string[]): { route: Route; pathParams: Record<string, string> } | undefined {
+  #match(
+    method: string,
+    segments: string[],
+  ): { route: Route; pathParams: Record<string, string> } | undefined {
     for (const { route, segments: pattern } of this.#routes) {
-      if (route.method !== method || pattern.length !== segments.length) continue;
+      if (route.method !== method || pattern.length !== segments.length) {
+        continue;
+      }
       const pathParams: Record<string, string> = {};
       const ok = pattern.every((p, i) => {
         if (p.startsWith("{") && p.endsWith("}")) {

@@ -22,23 +22,42 @@ export const clusterRoutes: Route[] = [
   {
     method: "GET",
     path: "/version",
-    handler: () => ({ version: "9.0.3", release: "9.0", repoid: "025864202ebb6109" }),
+    handler: () => ({
+      version: "9.0.3",
+      release: "9.0",
+      repoid: "025864202ebb6109",
+    }),
   },
   {
     method: "GET",
     path: "/nodes",
     handler: (ctx) =>
-      ctx.core.state.nodes.map((node) => ({ node, status: "online", type: "node", id: `node/${node}` })),
+      ctx.core.state.nodes.map((node) => ({
+        node,
+        status: "online",
+        type: "node",
+        id: `node/${node}`,
+      })),
   },
   {
     method: "GET",
     path: "/cluster/resources",
-    params: { type: { type: "string", optional: true, enum: ["vm", "storage", "node", "sdn"] } },
+    params: {
+      type: {
+        type: "string",
+        optional: true,
+        enum: ["vm", "storage", "node", "sdn"],
+      },
+    },
     handler: (ctx) => {
       const type = ctx.params.type as string | undefined;
       const out: Record<string, unknown>[] = [];
-      if (type === undefined || type === "node") out.push(...ctx.core.state.nodes.map(nodeResource));
-      if (type === undefined || type === "vm") out.push(...visible(ctx).map(resourceEntry));
+      if (type === undefined || type === "node") {
+        out.push(...ctx.core.state.nodes.map(nodeResource));
+      }
+      if (type === undefined || type === "vm") {
+        out.push(...visible(ctx).map(resourceEntry));
+      }
       return out;
     },
   },
@@ -51,7 +70,9 @@ export const clusterRoutes: Route[] = [
       const wanted = ctx.params.vmid as number | undefined;
       if (wanted !== undefined) {
         // Answered for any user, whatever it may see: the id space is cluster-wide.
-        if (state.isTaken(wanted)) throw paramError({ vmid: `VM ${wanted} already exists` });
+        if (state.isTaken(wanted)) {
+          throw paramError({ vmid: `VM ${wanted} already exists` });
+        }
         return String(wanted);
       }
       let id = 100;

@@ -14,8 +14,22 @@ import {
   currentConfig,
   pendingRows,
 } from "./config.ts";
-import { checkLock, type Ctx, lockedMessage, qemuGuest, type Route } from "./context.ts";
-import { diskBytes, DISK_KEY, formatSize, isCdrom, RESIZE_SIZE, resizedBytes, withDiskOption } from "./disks.ts";
+import {
+  checkLock,
+  type Ctx,
+  lockedMessage,
+  qemuGuest,
+  type Route,
+} from "./context.ts";
+import {
+  DISK_KEY,
+  diskBytes,
+  formatSize,
+  isCdrom,
+  RESIZE_SIZE,
+  resizedBytes,
+  withDiskOption,
+} from "./disks.ts";
 import { ApiError } from "./http.ts";
 import type { ParamSpec } from "./params.ts";
 import { TaskFailure } from "./tasks.ts";
@@ -39,13 +53,20 @@ const UPDATE_PARAMS: Record<string, ParamSpec> = {
   revert: { type: "string", optional: true },
   digest: { type: "string", optional: true, maxLength: 64 },
   skiplock: { type: "boolean", optional: true },
-  background_delay: { type: "integer", optional: true, minimum: 1, maximum: 30 },
+  background_delay: {
+    type: "integer",
+    optional: true,
+    minimum: 1,
+    maximum: 30,
+  },
 };
 
 const NOT_OPTIONS = new Set(["node", "vmid", ...Object.keys(UPDATE_PARAMS)]);
 
 function splitList(v: unknown): string[] {
-  return typeof v === "string" ? v.split(/[;,\s]+/).filter((k) => k !== "") : [];
+  return typeof v === "string"
+    ? v.split(/[;,\s]+/).filter((k) => k !== "")
+    : [];
 }
 
 /** Reads a config change from the parameters; 500 like qemu-server when it is empty. */
@@ -54,8 +75,14 @@ function changeFrom(ctx: Ctx): ConfigChange {
   for (const [k, v] of Object.entries(ctx.params)) {
     if (!NOT_OPTIONS.has(k)) set[k] = v as string | number | boolean;
   }
-  const change = { set, delete: splitList(ctx.params.delete), revert: splitList(ctx.params.revert) };
-  if (Object.keys(set).length + change.delete.length + change.revert.length === 0) {
+  const change = {
+    set,
+    delete: splitList(ctx.params.delete),
+    revert: splitList(ctx.params.revert),
+  };
+  if (
+    Object.keys(set).length + change.delete.length + change.revert.length === 0
+  ) {
     throw new ApiError(500, "no options specified");
   }
   return change;
@@ -65,7 +92,10 @@ function changeFrom(ctx: Ctx): ConfigChange {
 async function checkUpdate(ctx: Ctx, g: GuestState): Promise<void> {
   const digest = ctx.params.digest as string | undefined;
   if (digest !== undefined && digest !== await configDigest(g)) {
-    throw new ApiError(500, "detected modified configuration - file changed by other user? Try again.");
+    throw new ApiError(
+      500,
+      "detected modified configuration - file changed by other user? Try again.",
+    );
   }
   checkLock(g, ctx.params.skiplock);
 }
@@ -76,11 +106,16 @@ export const configRoutes: Route[] = [
     method: "GET",
     path: "/nodes/{node}/qemu/{vmid}/config",
     privilege: "VM.Audit",
-    params: { current: { type: "boolean", optional: true }, snapshot: { type: "string", optional: true } },
+    params: {
+      current: { type: "boolean", optional: true },
+      snapshot: { type: "string", optional: true },
+    },
     handler: async (ctx) => {
       const g = qemuGuest(ctx);
       // PVE's default is the config WITH pending changes; current=1 gives what runs.
-      const config = ctx.params.current === true ? currentConfig(g) : configWithPending(g);
+      const config = ctx.params.current === true
+        ? currentConfig(g)
+        : configWithPending(g);
       return { ...config, digest: await configDigest(g) };
     },
   },
@@ -120,10 +155,18 @@ export const configRoutes: Route[] = [
         type: "qmconfig",
         id: String(g.vmid),
         user: ctx.user.tokenId,
-        log: [`update VM ${g.vmid}: ${Object.keys(change.set).map((k) => `-${k}`).join(" ")}`.trim()],
+        log: [
+          `update VM ${g.vmid}: ${
+            Object.keys(change.set).map((k) => `-${k}`).join(" ")
+          }`.trim(),
+        ],
         run: () => {
           const live = state.get(g.vmid);
-          if (!live) throw new TaskFailure(`Configuration file 'nodes/${g.node}/qemu-server/${g.vmid}.conf' does not exist`);
+          if (!live) {
+            throw new TaskFailure(
+              `Configuration file 'nodes/${g.node}/qemu-server/${g.vmid}.conf' does not exist`,
+            );
+          }
           applyConfigChange(live, change);
         },
       }).upid;
@@ -156,15 +199,25 @@ export const configRoutes: Route[] = [
         log: [`update VM ${g.vmid}: resize --disk ${disk} --size ${size}`],
         run: () => {
           const live = state.get(g.vmid);
-          if (!live) throw new TaskFailure(`Configuration file 'nodes/${g.node}/qemu-server/${g.vmid}.conf' does not exist`);
-          if (live.lock && ctx.params.skiplock !== true) throw new TaskFailure(lockedMessage(live));
+          if (!live) {
+            throw new TaskFailure(
+              `Configuration file 'nodes/${g.node}/qemu-server/${g.vmid}.conf' does not exist`,
+            );
+          }
+          if (live.lock && ctx.params.skiplock !== true) {
+            throw new TaskFailure(lockedMessage(live));
+          }
           let bytes: number;
           try {
             bytes = checkResize(live, disk, size);
           } catch (err) {
             throw new TaskFailure((err as Error).message);
           }
-          live.config[disk] = withDiskOption(String(live.config[disk]), "size", formatSize(bytes));
+          live.config[disk] = withDiskOption(
+            String(live.config[disk]),
+            "size",
+            formatSize(bytes),
+          );
         },
       }).upid;
     },
@@ -174,8 +227,12 @@ export const configRoutes: Route[] = [
 /** The disk's new size in bytes, or qemu-server's error (500). */
 function checkResize(g: GuestState, disk: string, size: string): number {
   const value = g.config[disk];
-  if (value === undefined) throw new ApiError(500, `disk '${disk}' does not exist`);
-  if (isCdrom(String(value))) throw new ApiError(500, "you can't resize a cdrom");
+  if (value === undefined) {
+    throw new ApiError(500, `disk '${disk}' does not exist`);
+  }
+  if (isCdrom(String(value))) {
+    throw new ApiError(500, "you can't resize a cdrom");
+  }
   const result = resizedBytes(diskBytes(String(value)), size);
   if (typeof result !== "number") throw new ApiError(500, result.error);
   return result;

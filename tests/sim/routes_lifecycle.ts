@@ -5,7 +5,12 @@
  * @module
  */
 
-import { checkVmPerm, lockedMessage, qemuGuest, type Route } from "./context.ts";
+import {
+  checkVmPerm,
+  lockedMessage,
+  qemuGuest,
+  type Route,
+} from "./context.ts";
 import { cloneDisk, DISK_KEY } from "./disks.ts";
 import { ApiError } from "./http.ts";
 import { NODE_SPEC, VMID_SPEC } from "./params.ts";
@@ -19,17 +24,32 @@ const DNS_NAME = /^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$/;
 function clonedGuest(
   src: GuestState,
   newid: number,
-  opts: { name?: string; description?: string; node: string; full: boolean; storage?: string },
+  opts: {
+    name?: string;
+    description?: string;
+    node: string;
+    full: boolean;
+    storage?: string;
+  },
 ): SimGuest {
   const config: Record<string, ConfigValue> = {};
   for (const [k, v] of Object.entries(src.config)) {
     if (k === "template") continue;
-    if (DISK_KEY.test(k)) config[k] = cloneDisk(String(v), src.vmid, newid, opts.full, opts.storage);
-    else if (k === "smbios1") config[k] = withUuid(v, crypto.randomUUID());
+    if (DISK_KEY.test(k)) {
+      config[k] = cloneDisk(
+        String(v),
+        src.vmid,
+        newid,
+        opts.full,
+        opts.storage,
+      );
+    } else if (k === "smbios1") config[k] = withUuid(v, crypto.randomUUID());
     else if (k === "vmgenid") config[k] = crypto.randomUUID();
     else config[k] = v; // includes meta (ctime): clones of one template share it
   }
-  if (!("smbios1" in config)) config.smbios1 = withUuid(undefined, crypto.randomUUID());
+  if (!("smbios1" in config)) {
+    config.smbios1 = withUuid(undefined, crypto.randomUUID());
+  }
   if (opts.description !== undefined) config.description = opts.description;
   return {
     vmid: newid,
@@ -56,7 +76,11 @@ export const lifecycleRoutes: Route[] = [
       full: { type: "boolean", optional: true },
       storage: { type: "string", optional: true },
       target: { ...NODE_SPEC, optional: true },
-      format: { type: "string", optional: true, enum: ["raw", "qcow2", "vmdk"] },
+      format: {
+        type: "string",
+        optional: true,
+        enum: ["raw", "qcow2", "vmdk"],
+      },
       pool: { type: "string", optional: true },
       snapname: { type: "string", optional: true },
       bwlimit: { type: "integer", optional: true, minimum: 0 },
@@ -67,28 +91,53 @@ export const lifecycleRoutes: Route[] = [
       const newid = ctx.params.newid as number;
       checkVmPerm(ctx.user, newid, "VM.Allocate");
       const target = ctx.params.target as string | undefined;
-      if (target !== undefined && !state.hasNode(target)) throw new ApiError(500, `no such cluster node '${target}'`);
-      const full = (ctx.params.full as boolean | undefined) ?? !src.config.template;
+      if (target !== undefined && !state.hasNode(target)) {
+        throw new ApiError(500, `no such cluster node '${target}'`);
+      }
+      const full = (ctx.params.full as boolean | undefined) ??
+        !src.config.template;
       const storage = ctx.params.storage as string | undefined;
-      if (!full && storage !== undefined) throw new ApiError(500, "parameter 'storage' not allowed for linked clones");
+      if (!full && storage !== undefined) {
+        throw new ApiError(
+          500,
+          "parameter 'storage' not allowed for linked clones",
+        );
+      }
       // Checked before the task is forked: a taken id fails the call itself.
-      if (state.isTaken(newid)) throw new ApiError(500, `unable to create VM ${newid}: config file already exists`);
+      if (state.isTaken(newid)) {
+        throw new ApiError(
+          500,
+          `unable to create VM ${newid}: config file already exists`,
+        );
+      }
       state.reserve(newid);
-      const disks = Object.entries(src.config).filter(([k, v]) => DISK_KEY.test(k) && !String(v).includes("media=cdrom"));
+      const disks = Object.entries(src.config).filter(([k, v]) =>
+        DISK_KEY.test(k) && !String(v).includes("media=cdrom")
+      );
       return tasks.start({
         node: src.node,
         type: "qmclone",
         id: String(src.vmid),
         user: ctx.user.tokenId,
-        log: disks.map(([k, v]) => `create ${full ? "full" : "linked"} clone of drive ${k} (${String(v).split(",")[0]})`),
+        log: disks.map(([k, v]) =>
+          `create ${full ? "full" : "linked"} clone of drive ${k} (${
+            String(v).split(",")[0]
+          })`
+        ),
         run: () => {
           state.release(newid);
           const live = state.get(src.vmid);
           if (!live) {
-            throw new TaskFailure(`Configuration file 'nodes/${src.node}/qemu-server/${src.vmid}.conf' does not exist`);
+            throw new TaskFailure(
+              `Configuration file 'nodes/${src.node}/qemu-server/${src.vmid}.conf' does not exist`,
+            );
           }
           // A test may have added the id meanwhile (sim.addGuest): fail like PVE would.
-          if (state.isTaken(newid)) throw new TaskFailure(`unable to create VM ${newid}: config file already exists`);
+          if (state.isTaken(newid)) {
+            throw new TaskFailure(
+              `unable to create VM ${newid}: config file already exists`,
+            );
+          }
           state.add(clonedGuest(live, newid, {
             name: ctx.params.name as string | undefined,
             description: ctx.params.description as string | undefined,
@@ -114,12 +163,24 @@ export const lifecycleRoutes: Route[] = [
       const g = qemuGuest(ctx);
       const { state, tasks } = ctx.core;
       // qemu-server's early checks, before the task.
-      if (g.status === "running") throw new ApiError(500, `VM ${g.vmid} is running - destroy failed`);
-      if (g.config.protection) throw new ApiError(500, `can't remove VM ${g.vmid} - protection mode enabled`);
-      if (g.ha?.managed && ctx.params.purge !== true) {
-        throw new ApiError(500, `unable to remove VM ${g.vmid} - used in HA resources and purge parameter not set.`);
+      if (g.status === "running") {
+        throw new ApiError(500, `VM ${g.vmid} is running - destroy failed`);
       }
-      const disks = Object.entries(g.config).filter(([k, v]) => DISK_KEY.test(k) && !String(v).includes("media=cdrom"));
+      if (g.config.protection) {
+        throw new ApiError(
+          500,
+          `can't remove VM ${g.vmid} - protection mode enabled`,
+        );
+      }
+      if (g.ha?.managed && ctx.params.purge !== true) {
+        throw new ApiError(
+          500,
+          `unable to remove VM ${g.vmid} - used in HA resources and purge parameter not set.`,
+        );
+      }
+      const disks = Object.entries(g.config).filter(([k, v]) =>
+        DISK_KEY.test(k) && !String(v).includes("media=cdrom")
+      );
       return tasks.start({
         node: g.node,
         type: "qmdestroy",
@@ -129,10 +190,16 @@ export const lifecycleRoutes: Route[] = [
         run: () => {
           const live = state.get(g.vmid);
           if (!live || live.node !== g.node) {
-            throw new TaskFailure(`Configuration file 'nodes/${g.node}/qemu-server/${g.vmid}.conf' does not exist`);
+            throw new TaskFailure(
+              `Configuration file 'nodes/${g.node}/qemu-server/${g.vmid}.conf' does not exist`,
+            );
           }
-          if (live.lock && ctx.params.skiplock !== true) throw new TaskFailure(lockedMessage(live));
-          if (live.status === "running") throw new TaskFailure(`VM ${g.vmid} is running - destroy failed`);
+          if (live.lock && ctx.params.skiplock !== true) {
+            throw new TaskFailure(lockedMessage(live));
+          }
+          if (live.status === "running") {
+            throw new TaskFailure(`VM ${g.vmid} is running - destroy failed`);
+          }
           state.remove(g.vmid);
         },
       }).upid;

@@ -23,14 +23,22 @@ const OPT_INT: ParamSpec = { type: "integer", optional: true, minimum: 0 };
 function liveGuest(ctx: Ctx, g: GuestState): GuestState {
   const live = ctx.core.state.get(g.vmid);
   if (!live || live.node !== g.node) {
-    throw new TaskFailure(`Configuration file 'nodes/${g.node}/qemu-server/${g.vmid}.conf' does not exist`);
+    throw new TaskFailure(
+      `Configuration file 'nodes/${g.node}/qemu-server/${g.vmid}.conf' does not exist`,
+    );
   }
-  if (live.lock && ctx.params.skiplock !== true) throw new TaskFailure(lockedMessage(live));
+  if (live.lock && ctx.params.skiplock !== true) {
+    throw new TaskFailure(lockedMessage(live));
+  }
   return live;
 }
 
 /** Queues a request to the HA manager; the guest follows after applyDelayMs, or never. */
-function haRequest(ctx: Ctx, g: GuestState, target: "started" | "stopped"): string {
+function haRequest(
+  ctx: Ctx,
+  g: GuestState,
+  target: "started" | "stopped",
+): string {
   const { state, tasks, timers } = ctx.core;
   const verb = target === "started" ? "start" : "stop";
   return tasks.start({
@@ -55,7 +63,10 @@ function haRequest(ctx: Ctx, g: GuestState, target: "started" | "stopped"): stri
 }
 
 /** A start/stop/shutdown route. */
-function powerRoute(action: "start" | "stop" | "shutdown", params: Record<string, ParamSpec>): Route {
+function powerRoute(
+  action: "start" | "stop" | "shutdown",
+  params: Record<string, ParamSpec>,
+): Route {
   return {
     method: "POST",
     path: `/nodes/{node}/qemu/{vmid}/status/${action}`,
@@ -63,7 +74,9 @@ function powerRoute(action: "start" | "stop" | "shutdown", params: Record<string
     params,
     handler: (ctx) => {
       const g = qemuGuest(ctx);
-      if (g.ha?.managed) return haRequest(ctx, g, action === "start" ? "started" : "stopped");
+      if (g.ha?.managed) {
+        return haRequest(ctx, g, action === "start" ? "started" : "stopped");
+      }
       const { state, tasks } = ctx.core;
       return tasks.start({
         node: g.node,
@@ -73,7 +86,9 @@ function powerRoute(action: "start" | "stop" | "shutdown", params: Record<string
         run: () => {
           const live = liveGuest(ctx, g);
           if (action === "start") {
-            if (live.status === "running") throw new TaskFailure(`VM ${g.vmid} already running`);
+            if (live.status === "running") {
+              throw new TaskFailure(`VM ${g.vmid} already running`);
+            }
             state.start(live);
           } else if (live.status === "running") {
             state.stop(live);
@@ -110,5 +125,10 @@ export const powerRoutes: Route[] = [
     migratedfrom: OPT_STRING,
     "overrule-shutdown": OPT_BOOL,
   }),
-  powerRoute("shutdown", { skiplock: OPT_BOOL, timeout: OPT_INT, forceStop: OPT_BOOL, keepActive: OPT_BOOL }),
+  powerRoute("shutdown", {
+    skiplock: OPT_BOOL,
+    timeout: OPT_INT,
+    forceStop: OPT_BOOL,
+    keepActive: OPT_BOOL,
+  }),
 ];

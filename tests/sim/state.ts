@@ -26,15 +26,22 @@ export function normalizeGuest(g: SimGuest): GuestState {
   const config = { ...(g.config ?? {}) };
   // name/tags/lock live outside config (see GuestState); a test may still
   // pass them in config, as they appear in a real config file.
-  const tags = g.tags ?? (typeof config.tags === "string" ? parseTags(config.tags) : []);
-  const lock = g.lock ?? (typeof config.lock === "string" ? config.lock : undefined);
+  const tags = g.tags ??
+    (typeof config.tags === "string" ? parseTags(config.tags) : []);
+  const lock = g.lock ??
+    (typeof config.lock === "string" ? config.lock : undefined);
   delete config.tags;
   delete config.name;
   delete config.lock;
-  const agent: AgentMode = g.agent ?? (config.agent && !/^(0|enabled=0)/.test(String(config.agent)) ? "running" : "none");
+  const agent: AgentMode = g.agent ??
+    (config.agent && !/^(0|enabled=0)/.test(String(config.agent))
+      ? "running"
+      : "none");
   // Every qemu guest PVE creates has an smbios1 uuid: tests that do not care
   // about identity still get one, random so that two guests never share it.
-  if (g.type === "qemu" && !hasUuid(config.smbios1)) config.smbios1 = withUuid(config.smbios1, crypto.randomUUID());
+  if (g.type === "qemu" && !hasUuid(config.smbios1)) {
+    config.smbios1 = withUuid(config.smbios1, crypto.randomUUID());
+  }
   const state: GuestState = {
     ...g,
     tags: [...tags],
@@ -69,7 +76,9 @@ export class ClusterState {
   /** VMIDs a running clone task will create: taken, though not yet visible. */
   readonly #reserved = new Set<number>();
   /** Agent exec pid → VMID that started it (the agent is shared by all guests). */
-  readonly execPids = new Map<number, number>();
+  readonly #execOwner = new Map<number, number>();
+  /** Exec pids whose guest stopped since: its agent restarted and knows them no more. */
+  readonly #forgotten = new Set<number>();
 
   /** @param nodes cluster node names; @param guests initial guests */
   constructor(nodes: readonly string[], guests: readonly SimGuest[]) {
@@ -94,8 +103,12 @@ export class ClusterState {
 
   /** Adds a guest; throws if its VMID exists or its node is unknown. */
   add(g: SimGuest): GuestState {
-    if (this.#guests.has(g.vmid)) throw new Error(`simulator: VMID ${g.vmid} already exists`);
-    if (!this.hasNode(g.node)) throw new Error(`simulator: guest ${g.vmid} on unknown node ${g.node}`);
+    if (this.#guests.has(g.vmid)) {
+      throw new Error(`simulator: VMID ${g.vmid} already exists`);
+    }
+    if (!this.hasNode(g.node)) {
+      throw new Error(`simulator: guest ${g.vmid} on unknown node ${g.node}`);
+    }
     const state = normalizeGuest(g);
     this.#guests.set(g.vmid, state);
     return state;
@@ -105,6 +118,21 @@ export class ClusterState {
   remove(vmid: number): void {
     this.#guests.delete(vmid);
     this.#forgetExecPids(vmid);
+  }
+
+  /** Notes that guest `vmid` started agent exec `pid`. */
+  recordExec(pid: number, vmid: number): void {
+    this.#execOwner.set(pid, vmid);
+    this.#forgotten.delete(pid);
+  }
+
+  /**
+   * Whether guest `vmid`'s (simulated) agent cannot know `pid` although the real,
+   * shared agent may: started by another guest, or before this guest stopped.
+   */
+  execPidForeign(pid: number, vmid: number): boolean {
+    const owner = this.#execOwner.get(pid);
+    return owner !== undefined && (owner !== vmid || this.#forgotten.has(pid));
   }
 
   /**
@@ -156,6 +184,8 @@ export class ClusterState {
   }
 
   #forgetExecPids(vmid: number): void {
-    for (const [pid, owner] of this.execPids) if (owner === vmid) this.execPids.delete(pid);
+    for (const [pid, owner] of this.#execOwner) {
+      if (owner === vmid) this.#forgotten.add(pid);
+    }
   }
 }

@@ -57,12 +57,15 @@ export class TaskFailure extends Error {
   }
 }
 
-const UPID_RE = /^UPID:([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$/;
+const UPID_RE =
+  /^UPID:([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$/;
 
 /** `UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>:` with PVE's `%08X` fields. */
 export function formatUpid(f: UpidFields): string {
   const hex = (n: number) => n.toString(16).toUpperCase().padStart(8, "0");
-  return `UPID:${f.node}:${hex(f.pid)}:${hex(f.pstart)}:${hex(f.starttime)}:${f.type}:${f.id}:${f.user}:`;
+  return `UPID:${f.node}:${hex(f.pid)}:${hex(f.pstart)}:${
+    hex(f.starttime)
+  }:${f.type}:${f.id}:${f.user}:`;
 }
 
 /** Decodes a UPID with PVE's pattern; undefined when it does not parse. */
@@ -133,7 +136,10 @@ export class TaskManager {
       invisibleUntil: now + (override.noSuchTaskFor ?? 0),
     };
     this.#tasks.set(task.upid, task);
-    this.#timers.after(override.durationMs ?? this.defaultDurationMs, () => this.#finish(task, spec, override));
+    this.#timers.after(
+      override.durationMs ?? this.defaultDurationMs,
+      () => this.#finish(task, spec, override),
+    );
     return task;
   }
 
@@ -151,8 +157,11 @@ export class TaskManager {
         if (more) warnings.push(...more);
         // A forced "WARNINGS: n" still needs its WARN lines: clients read them from the log.
         const count = Number(/^WARNINGS: (\d+)$/.exec(forced ?? "")?.[1] ?? 0);
-        while (warnings.length < count) warnings.push("no efidisk configured! Using temporary efivars disk.");
-        exitstatus = forced ?? (warnings.length > 0 ? `WARNINGS: ${warnings.length}` : "OK");
+        while (warnings.length < count) {
+          warnings.push("no efidisk configured! Using temporary efivars disk.");
+        }
+        exitstatus = forced ??
+          (warnings.length > 0 ? `WARNINGS: ${warnings.length}` : "OK");
       } catch (err) {
         exitstatus = (err as Error).message;
         spec.onFailure?.();

@@ -50,7 +50,9 @@ export class Timers {
   untilClosed(): Promise<void> {
     const signal = this.#closing.signal;
     if (signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+    return new Promise((resolve) =>
+      signal.addEventListener("abort", () => resolve(), { once: true })
+    );
   }
 
   /** Cancels every pending timer and wakes every sleeper. */

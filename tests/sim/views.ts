@@ -5,7 +5,7 @@
  * @module
  */
 
-import { diskBytes, DISK_KEY } from "./disks.ts";
+import { DISK_KEY, diskBytes } from "./disks.ts";
 import type { GuestState, SimMetrics } from "./types.ts";
 
 /** Usage figures now: live values while running, zeros for what needs a QEMU process when stopped. */
@@ -13,7 +13,8 @@ export function metricsOf(g: GuestState): SimMetrics {
   const m = g.metrics;
   const running = g.status === "running";
   const cores = Number(g.config.cores ?? 1) * Number(g.config.sockets ?? 1);
-  const memoryMb = Number(String(g.config.memory ?? "").replace(/^current=/, "")) || 512;
+  const memoryMb =
+    Number(String(g.config.memory ?? "").replace(/^current=/, "")) || 512;
   const uptime = running && g.startedAt !== undefined
     ? (m.uptime ?? 0) + Math.floor((Date.now() - g.startedAt) / 1000)
     : 0;
@@ -32,7 +33,9 @@ export function metricsOf(g: GuestState): SimMetrics {
 }
 
 function bootDiskBytes(g: GuestState): number {
-  const disks = Object.entries(g.config).filter(([k, v]) => DISK_KEY.test(k) && !String(v).includes("media=cdrom"));
+  const disks = Object.entries(g.config).filter(([k, v]) =>
+    DISK_KEY.test(k) && !String(v).includes("media=cdrom")
+  );
   return disks.length > 0 ? diskBytes(String(disks[0][1])) : 0;
 }
 
@@ -76,7 +79,10 @@ export function statusCurrent(g: GuestState): Record<string, unknown> {
 }
 
 /** One entry of `GET /nodes/{node}/qemu` (`full=1` adds the QMP status like PVE). */
-export function listEntry(g: GuestState, full: boolean): Record<string, unknown> {
+export function listEntry(
+  g: GuestState,
+  full: boolean,
+): Record<string, unknown> {
   const out = statusCurrent(g);
   delete out.ha;
   delete out.agent;

@@ -1,0 +1,195 @@
+/**
+ * The main job: runs a method of the package the way `swamp model method run <method> --input k=v …`
+ * does — through the swamp-faithful harness — and prints the outcome as swamp would.
+ *
+ * - Against a real PVE when one is configured (flags, or PVE_API_URL, PVE_NODE, PVE_TOKEN_ID,
+ *   PVE_TOKEN_SECRET, PVE_CA_CERT_FILE in the environment).
+ * - Otherwise against the embedded default: the PVE simulator in front of a real qemu guest agent.
+ * - With no method, runs the demo on the embedded default: lookup, then guestExec of `exit 0` and of
+ *   `exit 42`, and exits 0 when each verdict is the one the contract requires.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { model as qemuModel } from "../js/proxmox_qemu.ts";
+import {
+  formatRun,
+  type RunResult,
+  SwampRepo,
+} from "../tests/harness/swamp.ts";
+import { DEMO_NODES, demoGuests } from "../tests/sim/demo_cluster.ts";
+import { startGuestAgent } from "../tests/sim/qga.ts";
+import { startSimulator } from "../tests/sim/simulator.ts";
+
+const USAGE = `usage: run.sh [<method>] [--input key=value]… [--json]
+            [--api-url URL --node NODE --token-id ID --token-secret SECRET [--ca-cert-file PEM]]
+  no <method>: the demo on the embedded simulator (lookup; guestExec exit 0; guestExec exit 42)
+  methods of @stateless/proxmox/qemu: ${
+  Object.keys(qemuModel.methods).join(", ")
+}`;
+
+const { values, positionals } = parseArgs({
+  args: Deno.args,
+  allowPositionals: true,
+  options: {
+    input: { type: "string", multiple: true, short: "i" },
+    json: { type: "boolean", default: false },
+    "api-url": { type: "string" },
+    node: { type: "string" },
+    "token-id": { type: "string" },
+    "token-secret": { type: "string" },
+    "ca-cert-file": { type: "string" },
+    help: { type: "boolean", short: "h", default: false },
+  },
+});
+
+if (values.help || positionals.length > 1) {
+  console.log(USAGE);
+  Deno.exit(values.help ? 0 : 2);
+}
+
+/** `key=value` pairs; values stay strings: swamp (and the harness) coerce `--input` values. */
+function parseInputs(pairs: string[]): Record<string, string> {
+  const inputs: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf("=");
+    if (at <= 0) {
+      console.error(`--input ${JSON.stringify(pair)}: expected key=value`);
+      Deno.exit(2);
+    }
+    inputs[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return inputs;
+}
+
+function print(result: RunResult, repo: SwampRepo): void {
+  console.log(formatRun(result));
+  for (const w of result.written) {
+    const data = values.json
+      ? JSON.stringify(w.data, null, 2)
+      : JSON.stringify(w.data);
+    console.log(`    ${w.instance} = ${data}`);
+  }
+  void repo;
+}
+
+function realPveGlobalArgs(): Record<string, unknown> | undefined {
+  const env = (name: string) => Deno.env.get(name) || undefined;
+  const apiUrl = values["api-url"] ?? env("PVE_API_URL");
+  if (!apiUrl) return undefined;
+  const caFile = values["ca-cert-file"] ?? env("PVE_CA_CERT_FILE");
+  return {
+    name: "pve",
+    transport: {
+      kind: "api",
+      apiUrl,
+      node: values.node ?? env("PVE_NODE"),
+      tokenId: values["token-id"] ?? env("PVE_TOKEN_ID"),
+      tokenSecret: values["token-secret"] ?? env("PVE_TOKEN_SECRET"),
+      ...(caFile ? { caCert: Deno.readTextFileSync(caFile) } : {}),
+    },
+  };
+}
+
+async function withSimulator<T>(
+  body: (globalArgs: Record<string, unknown>) => Promise<T>,
+): Promise<T> {
+  const agent = await startGuestAgent();
+  const token = { id: "root@pam!demo", secret: crypto.randomUUID() };
+  const sim = await startSimulator({
+    nodes: DEMO_NODES,
+    guests: demoGuests(),
+    tokens: [token],
+    agent,
+  });
+  try {
+    console.log(
+      `embedded default: PVE simulator at ${sim.url} (nodes ${
+        DEMO_NODES.join(", ")
+      }), real qemu-ga pid ${agent.pid}\n`,
+    );
+    return await body({
+      name: "demo",
+      transport: {
+        kind: "api",
+        node: "pve1",
+        apiUrl: sim.url,
+        tokenId: token.id,
+        tokenSecret: token.secret,
+      },
+      pollIntervalSec: 1,
+    });
+  } finally {
+    await sim.close();
+    await agent.stop();
+  }
+}
+
+async function runOne(
+  method: string,
+  inputs: Record<string, string>,
+  globalArgs: Record<string, unknown>,
+) {
+  const repo = new SwampRepo(qemuModel, {
+    name: String(globalArgs.name),
+    globalArgs,
+  }, { vault: true });
+  const result = await repo.run(method, inputs);
+  print(result, repo);
+  return result;
+}
+
+async function demo(globalArgs: Record<string, unknown>): Promise<boolean> {
+  const repo = new SwampRepo(qemuModel, { name: "demo", globalArgs }, {
+    vault: true,
+  });
+  const steps: [
+    string,
+    string,
+    Record<string, string>,
+    "succeeded" | "failed",
+  ][] = [
+    ["lookup of running VM 100", "lookup", { vmid: "100" }, "succeeded"],
+    ["guestExec exit 0", "guestExec", {
+      vmid: "100",
+      command: '["bash","-c","echo ready"]',
+    }, "succeeded"],
+    ["guestExec exit 42", "guestExec", {
+      vmid: "100",
+      command: '["bash","-c","echo failing >&2; exit 42"]',
+    }, "failed"],
+  ];
+  let asContracted = true;
+  for (const [title, method, inputs, expected] of steps) {
+    console.log(
+      `$ swamp model @stateless/proxmox/qemu method run ${method} demo ${
+        Object.entries(inputs).map(([k, v]) => `--input '${k}=${v}'`).join(" ")
+      }   # ${title}`,
+    );
+    const result = await repo.run(method, inputs);
+    print(result, repo);
+    const ok = result.status === expected;
+    asContracted &&= ok;
+    console.log(
+      `  → ${result.status}, as the contract requires: ${ok ? "yes" : "NO"}\n`,
+    );
+  }
+  return asContracted;
+}
+
+const method = positionals[0];
+const inputs = parseInputs(values.input ?? []);
+const real = realPveGlobalArgs();
+if (method === undefined) {
+  const ok = real ? await demo(real) : await withSimulator(demo);
+  console.log(
+    ok
+      ? "demo: every verdict matched the contract"
+      : "demo: a verdict did NOT match the contract",
+  );
+  Deno.exit(ok ? 0 : 1);
+}
+const result = real
+  ? await runOne(method, inputs, real)
+  : await withSimulator((g) => runOne(method, inputs, g));
+Deno.exit(result.status === "succeeded" ? 0 : 1);

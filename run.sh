@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The main job: runs a method like `swamp model method run`, on the embedded simulator by default.
+# Usage: ./run.sh [<method>] [--input key=value]… (see cli/run.ts, or ./run.sh --help)
+set -euo pipefail
+source "$(dirname "$0")/scripts/tools.sh"
+cd "$PROJECT_ROOT"
+[ -f js/_lib/generated/core_wasm.ts ] || ./build.sh
+exec deno run --allow-all cli/run.ts "$@"

@@ -1,0 +1,119 @@
+/**
+ * The end-to-end fixture: a real qemu guest agent, the PVE simulator in front of it, and a swamp-like
+ * repository running the package's model. Every end-to-end test goes through it.
+ *
+ * @module
+ */
+import { model as qemuModel } from "../../js/proxmox_qemu.ts";
+import { SwampRepo } from "../harness/swamp.ts";
+import type { RunOptions, RunResult } from "../harness/swamp.ts";
+import { type GuestAgent, startGuestAgent } from "../sim/qga.ts";
+import { type Simulator, startSimulator } from "../sim/simulator.ts";
+import { demoGuests } from "../sim/demo_cluster.ts";
+import type { SimGuest, SimOptions } from "../sim/types.ts";
+
+/** The token the fixture's package uses; recognisable, so leak scans can look for it. */
+export const TOKEN_ID = "root@pam!swamp";
+export const TOKEN_SECRET = "SECRET-7f3a9c-do-not-leak";
+
+/** A running fixture. */
+export interface Env {
+  sim: Simulator;
+  agent: GuestAgent;
+  repo: SwampRepo;
+  globalArgs: Record<string, unknown>;
+  run(
+    method: string,
+    args?: Record<string, unknown>,
+    opts?: RunOptions,
+  ): Promise<RunResult>;
+  close(): Promise<void>;
+}
+
+/** Options of {@link startEnv}. */
+export interface EnvOptions {
+  guests?: SimGuest[];
+  /** VMIDs the package's token may not audit. Default: 150. */
+  denyVmids?: number[];
+  sim?: Partial<SimOptions>;
+  globalArgs?: Record<string, unknown>;
+  model?: typeof qemuModel;
+}
+
+/** Starts qemu-ga, the simulator and a repository holding one qemu model definition. */
+export async function startEnv(options: EnvOptions = {}): Promise<Env> {
+  const agent = await startGuestAgent();
+  let sim: Simulator;
+  try {
+    sim = await startSimulator({
+      nodes: ["pve1", "pve2"],
+      guests: options.guests ?? demoGuests(),
+      tokens: [{
+        id: TOKEN_ID,
+        secret: TOKEN_SECRET,
+        denyVmids: options.denyVmids ?? [150],
+      }],
+      agent,
+      ...options.sim,
+    });
+  } catch (error) {
+    await agent.stop();
+    throw error;
+  }
+  const globalArgs = {
+    name: "fleet",
+    transport: {
+      kind: "api",
+      node: "pve1",
+      apiUrl: sim.url,
+      tokenId: TOKEN_ID,
+      tokenSecret: TOKEN_SECRET,
+    },
+    pollIntervalSec: 1,
+    ...options.globalArgs,
+  };
+  const repo = new SwampRepo(options.model ?? qemuModel, {
+    name: "fleet",
+    globalArgs,
+  }, { vault: true });
+  return {
+    sim,
+    agent,
+    repo,
+    globalArgs,
+    run: (method, args, opts) => repo.run(method, args, opts),
+    close: async () => {
+      await sim.close();
+      await agent.stop();
+    },
+  };
+}
+
+/** Runs `body` with a fresh fixture, closing it whatever happens. */
+export async function withEnv(
+  options: EnvOptions,
+  body: (env: Env) => Promise<void>,
+): Promise<void> {
+  const env = await startEnv(options);
+  try {
+    await body(env);
+  } finally {
+    await env.close();
+  }
+}
+
+/** The data of the last record this run wrote under `instance`. */
+export function written(
+  result: RunResult,
+  instance: string,
+): Record<string, unknown> {
+  const found = result.written.filter((w) => w.instance === instance).at(-1);
+  if (!found) {
+    throw new Error(
+      `run of ${result.method} wrote no ${instance} (wrote: ${
+        result.written.map((w) => w.instance).join(", ") || "nothing"
+      })`,
+    );
+  }
+  return found.data as Record<string, unknown>;
+}

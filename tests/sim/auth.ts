@@ -1,0 +1,38 @@
+/**
+ * API token authentication: `Authorization: PVEAPIToken=<tokenId>=<secret>`.
+ *
+ * @module
+ */
+
+import type { AuthUser } from "./context.ts";
+import type { SimToken } from "./types.ts";
+
+const PREFIX = /^\s*PVEAPIToken=/;
+
+/** The tokens the simulator accepts. */
+export class TokenTable {
+  readonly #tokens: readonly SimToken[];
+
+  /** @param tokens accepted tokens (copied) */
+  constructor(tokens: readonly SimToken[]) {
+    this.#tokens = tokens.map((t) => ({
+      ...t,
+      denyVmids: [...(t.denyVmids ?? [])],
+    }));
+  }
+
+  /** The caller for an Authorization header, or undefined when missing or wrong. */
+  authenticate(header: string | null): AuthUser | undefined {
+    if (!header || !PREFIX.test(header)) return undefined;
+    const value = header.replace(PREFIX, "").trim();
+    // Token ids never contain "=", secrets may: split at the first one.
+    const eq = value.indexOf("=");
+    if (eq <= 0) return undefined;
+    const id = value.slice(0, eq);
+    const secret = value.slice(eq + 1);
+    const token = this.#tokens.find((t) => t.id === id && t.secret === secret);
+    return token
+      ? { tokenId: token.id, deny: new Set(token.denyVmids) }
+      : undefined;
+  }
+}

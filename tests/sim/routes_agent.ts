@@ -1,0 +1,234 @@
+/**
+ * Guest agent endpoints, served by the REAL qemu-ga (opts.agent): exec,
+ * exec-status, network-get-interfaces, ping. All guests share that one agent;
+ * exec pids are the agent's own.
+ *
+ * What is PVE's and simulated here: the checks before any agent call (in PVE's
+ * order), decoding exec-status output, booleans as 0/1, `Agent error: <desc>`,
+ * and an agent forgetting its pids when its guest stops. What is the agent's and
+ * passed through: pids, exit codes, signals, captured bytes, truncation flags,
+ * "a result can be read only once", spawn failures.
+ *
+ * @module
+ */
+
+import type { Ctx, Route } from "./context.ts";
+import { qemuGuest } from "./context.ts";
+import { ApiError } from "./http.ts";
+import { type GuestAgent, QgaError } from "./qga.ts";
+import type { GuestState } from "./types.ts";
+
+/** PVE 9 privileges (VM.Monitor is gone): running commands is "Unrestricted". */
+const EXEC_PRIV = "VM.GuestAgent.Unrestricted";
+const AUDIT_PRIV = "VM.GuestAgent.Audit";
+
+/** PVE's agent_available + the ping qga_check_running does, in PVE's order. */
+async function readyAgent(ctx: Ctx, g: GuestState): Promise<GuestAgent> {
+  if (g.agent === "none") {
+    throw new ApiError(500, "No QEMU guest agent configured");
+  }
+  if (g.status !== "running") {
+    throw new ApiError(500, `VM ${g.vmid} is not running`);
+  }
+  const agent = ctx.core.agent;
+  if (g.agent === "configured" || !agent) {
+    throw new ApiError(500, "QEMU guest agent is not running");
+  }
+  try {
+    await agent.call("guest-ping");
+  } catch {
+    // The agent was killed (agent.kill()): PVE's ping times out.
+    throw new ApiError(500, "QEMU guest agent is not running");
+  }
+  return agent;
+}
+
+/** 500 for a guest whose agent blocks exec (qemu-ga `-b`; the agent's exact text). */
+function checkExecAllowed(g: GuestState, command: string): void {
+  if (g.agent === "exec-disabled") {
+    throw new ApiError(
+      500,
+      `Agent error: Command ${command} has been disabled`,
+    );
+  }
+}
+
+/** One agent command; an error reply becomes `Agent error: <desc>`. */
+async function agentCall(
+  g: GuestState,
+  agent: GuestAgent,
+  command: string,
+  args?: Record<string, unknown>,
+) {
+  try {
+    return await agent.call(command, args);
+  } catch (err) {
+    if (err instanceof QgaError) {
+      throw new ApiError(500, `Agent error: ${err.desc}`);
+    }
+    // Agent died mid-command: in a VM the virtio-serial socket stays open, so PVE sees a timeout.
+    throw new ApiError(
+      500,
+      `VM ${g.vmid} qmp command '${command}' failed - got timeout`,
+    );
+  }
+}
+
+function toBase64(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(bin);
+}
+
+function fromBase64Utf8(b64: string): string {
+  const bin = atob(b64);
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  return new TextDecoder().decode(bytes);
+}
+
+/** PVE's exec-status: out/err base64 decoded (only when non-empty), booleans as 0/1, rest as the agent said. */
+function pveExecStatus(res: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(res)) {
+    if (
+      (k === "out-data" || k === "err-data") && typeof v === "string" &&
+      v !== ""
+    ) out[k] = fromBase64Utf8(v);
+    else if (typeof v === "boolean") out[k] = v ? 1 : 0;
+    else out[k] = v;
+  }
+  return out;
+}
+
+/** eth0 of a guest: its `ips` and the MAC of its net0. */
+function eth0(g: GuestState): Record<string, unknown> {
+  const mac =
+    /=([0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5})/.exec(String(g.config.net0 ?? ""))
+      ?.[1]?.toLowerCase() ??
+      `bc:24:11:${
+        [g.vmid >> 16, g.vmid >> 8, g.vmid].map((n) =>
+          (n & 255).toString(16).padStart(2, "0")
+        ).join(":")
+      }`;
+  const iface: Record<string, unknown> = {
+    name: "eth0",
+    "hardware-address": mac,
+  };
+  // No address yet (e.g. DHCP pending): the key is absent, as qemu-ga sends it.
+  if (g.ips.length > 0) {
+    iface["ip-addresses"] = g.ips.map((ip) => {
+      const [address, prefix] = ip.split("/");
+      const v6 = address.includes(":");
+      return {
+        "ip-address": address,
+        "ip-address-type": v6 ? "ipv6" : "ipv4",
+        prefix: prefix ? Number(prefix) : v6 ? 64 : 24,
+      };
+    });
+  }
+  iface.statistics = {
+    "rx-bytes": 0,
+    "rx-packets": 0,
+    "rx-errs": 0,
+    "rx-dropped": 0,
+    "tx-bytes": 0,
+    "tx-packets": 0,
+    "tx-errs": 0,
+    "tx-dropped": 0,
+  };
+  return iface;
+}
+
+/** The agent routes. */
+export const agentRoutes: Route[] = [
+  {
+    method: "POST",
+    path: "/nodes/{node}/qemu/{vmid}/agent/exec",
+    privilege: EXEC_PRIV,
+    params: {
+      command: { type: "array" },
+      "input-data": { type: "string", optional: true, maxLength: 64 * 1024 },
+    },
+    handler: async (ctx) => {
+      const g = qemuGuest(ctx);
+      const agent = await readyAgent(ctx, g);
+      checkExecAllowed(g, "guest-exec");
+      const argv = ctx.params.command as string[];
+      const input = ctx.params["input-data"] as string | undefined;
+      // PVE: argv[0] is the program (no shell), the rest its arguments, output always captured.
+      const args: Record<string, unknown> = {
+        path: argv[0],
+        arg: argv.slice(1),
+        "capture-output": true,
+      };
+      if (input !== undefined) args["input-data"] = toBase64(input);
+      const res = await agentCall(g, agent, "guest-exec", args) as {
+        pid: number;
+      };
+      ctx.core.state.recordExec(res.pid, g.vmid);
+      return { pid: res.pid };
+    },
+  },
+  {
+    method: "GET",
+    path: "/nodes/{node}/qemu/{vmid}/agent/exec-status",
+    privilege: EXEC_PRIV,
+    params: { pid: { type: "integer" } },
+    handler: async (ctx) => {
+      const g = qemuGuest(ctx);
+      const agent = await readyAgent(ctx, g);
+      checkExecAllowed(g, "guest-exec-status");
+      const pid = ctx.params.pid as number;
+      // Simulated per-guest agents over one real agent: another guest's pid, or
+      // one from before this guest stopped, is unknown to "this" agent. Anything
+      // else (including a re-read after the final answer) the real agent judges.
+      if (ctx.core.state.execPidForeign(pid, g.vmid)) {
+        throw new ApiError(500, "Agent error: Invalid parameter 'pid'");
+      }
+      const res = await agentCall(g, agent, "guest-exec-status", {
+        pid,
+      }) as Record<string, unknown>;
+      return pveExecStatus(res);
+    },
+  },
+  {
+    method: "GET",
+    path: "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces",
+    privilege: AUDIT_PRIV,
+    handler: async (ctx) => {
+      const g = qemuGuest(ctx);
+      const agent = await readyAgent(ctx, g);
+      // Asked for real so a dead agent shows; only the host's `lo` is kept,
+      // eth0 is the guest's own (from `ips`).
+      const real = await agentCall(
+        g,
+        agent,
+        "guest-network-get-interfaces",
+      ) as { name: string }[];
+      const lo = real.find((i) => i.name === "lo") ?? {
+        name: "lo",
+        "hardware-address": "00:00:00:00:00:00",
+        "ip-addresses": [{
+          "ip-address": "127.0.0.1",
+          "ip-address-type": "ipv4",
+          prefix: 8,
+        }],
+      };
+      return { result: [lo, eth0(g)] };
+    },
+  },
+  {
+    method: "POST",
+    path: "/nodes/{node}/qemu/{vmid}/agent/ping",
+    privilege: AUDIT_PRIV,
+    handler: async (ctx) => {
+      const g = qemuGuest(ctx);
+      const agent = await readyAgent(ctx, g);
+      return { result: await agentCall(g, agent, "guest-ping") };
+    },
+  },
+];

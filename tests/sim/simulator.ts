@@ -1,0 +1,217 @@
+/**
+ * A Proxmox VE API simulator for tests: `/api2/json` with PVE's answer shapes,
+ * token auth and permissions, tasks, HA, faults and latency, and guest agent
+ * calls served by a real qemu-ga (see qga.ts).
+ *
+ * Layout: a Deno.serve server on an internal port does the HTTP work; the
+ * public port (sim.url) is a byte relay in front of it (frontdoor.ts) that also
+ * terminates TLS and can drop a client connection for "reset" faults.
+ *
+ * @module
+ */
+
+import { TokenTable } from "./auth.ts";
+import type { SimCore } from "./context.ts";
+import { FaultQueue } from "./faults.ts";
+import { FrontDoor } from "./frontdoor.ts";
+import { errorResponse, JSON_TYPE } from "./http.ts";
+import { mergeParams, parseBody } from "./params.ts";
+import { Router } from "./router.ts";
+import { agentRoutes } from "./routes_agent.ts";
+import { clusterRoutes } from "./routes_cluster.ts";
+import { configRoutes } from "./routes_config.ts";
+import { lifecycleRoutes } from "./routes_lifecycle.ts";
+import { powerRoutes } from "./routes_power.ts";
+import { taskRoutes } from "./routes_tasks.ts";
+import { ClusterState } from "./state.ts";
+import { TaskManager, type TaskRecord } from "./tasks.ts";
+import { Timers } from "./timers.ts";
+import type {
+  GuestState,
+  RequestRecord,
+  SimFault,
+  SimGuest,
+  SimOptions,
+  TaskOverride,
+} from "./types.ts";
+
+export type * from "./types.ts";
+
+/** A running simulator. */
+export interface Simulator {
+  /** Base URL, e.g. `http://127.0.0.1:40123` (append `/api2/json/...`). */
+  readonly url: string;
+  /** Every request so far, in arrival order (Authorization never recorded). */
+  readonly requests: RequestRecord[];
+  /** The live state of a guest (mutable), or undefined. */
+  guest(vmid: number): GuestState | undefined;
+  /** Adds a guest (throws if the VMID exists). */
+  addGuest(g: SimGuest): GuestState;
+  /** Removes a guest; no-op when absent. */
+  removeGuest(vmid: number): void;
+  /** Changes a guest; a `status` change behaves like a start/stop (uptime, pid, agent pids). */
+  setGuest(vmid: number, patch: Partial<SimGuest>): GuestState;
+  /** Queues an outcome for the next task created. */
+  nextTask(override: TaskOverride): void;
+  /** A task the simulator created, by UPID. */
+  task(upid: string): TaskRecord | undefined;
+  /** Adds a fault for the next matching requests. */
+  fault(fault: SimFault): void;
+  /** Sets the delay added to every request from now on. */
+  setLatency(ms: number): void;
+  /** Stops serving and frees every socket and timer (the agent stays the caller's). */
+  close(): Promise<void>;
+}
+
+const ROUTES = [
+  ...clusterRoutes,
+  ...powerRoutes,
+  ...configRoutes,
+  ...lifecycleRoutes,
+  ...agentRoutes,
+  ...taskRoutes,
+];
+
+/** Starts a simulator on 127.0.0.1, a free port. */
+export function startSimulator(opts: SimOptions): Promise<Simulator> {
+  const timers = new Timers();
+  const state = new ClusterState(opts.nodes, opts.guests ?? []);
+  const tasks = new TaskManager(timers, opts.taskDurationMs ?? 50);
+  const core: SimCore = { state, tasks, timers, agent: opts.agent };
+  const router = new Router(ROUTES);
+  const tokens = new TokenTable(opts.tokens);
+  const faults = new FaultQueue();
+  const requests: RequestRecord[] = [];
+  let latencyMs = opts.latencyMs ?? 0;
+  // Assigned right after the server exists; only used by handlers, which run later.
+  let front!: FrontDoor;
+
+  async function handle(
+    req: Request,
+    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+  ): Promise<Response> {
+    const url = new URL(req.url);
+    const segments = url.pathname.split("/").slice(1).map(decodeSegment);
+    while (segments.length > 0 && segments[segments.length - 1] === "") {
+      segments.pop();
+    }
+    const path = "/" + segments.join("/");
+    const body = await req.text();
+    let form: [string, string][] = [];
+    let badBody = false;
+    try {
+      form = parseBody(body, req.headers.get("content-type"));
+    } catch {
+      badBody = true;
+    }
+    const user = tokens.authenticate(req.headers.get("authorization"));
+    const record: RequestRecord = {
+      method: req.method,
+      path,
+      query: Object.fromEntries(url.searchParams),
+      form,
+      authorized: user !== undefined,
+      status: 0,
+    };
+    requests.push(record);
+    if (!await timers.sleep(latencyMs)) return dropped(info);
+    const fault = faults.take(req.method, path);
+    if (fault) {
+      if (fault.kind === "reset") return dropped(info);
+      if (fault.kind === "hang") {
+        await timers.untilClosed();
+        return dropped(info);
+      }
+      const res = fault.kind === "status"
+        ? errorResponse(fault.status, fault.message)
+        : new Response(fault.body, {
+          status: 200,
+          headers: { "content-type": fault.contentType ?? JSON_TYPE },
+        });
+      record.status = res.status;
+      return res;
+    }
+    let res: Response;
+    if (segments[0] !== "api2" || segments[1] !== "json") {
+      res = errorResponse(
+        501,
+        `Method '${req.method} ${path}' not implemented`,
+      );
+    } else if (!user) {
+      // PVE authenticates before it even looks the path up.
+      res = errorResponse(401, "authentication failure");
+    } else if (badBody) {
+      res = errorResponse(
+        400,
+        "Parameter verification failed - invalid JSON body",
+      );
+    } else {
+      res = await router.dispatch(
+        core,
+        user,
+        req.method,
+        segments.slice(2),
+        mergeParams(url.searchParams, form),
+      );
+    }
+    record.status = res.status;
+    return res;
+  }
+
+  /** Drops the client's connection; the returned response goes nowhere. */
+  function dropped(info: Deno.ServeHandlerInfo<Deno.NetAddr>): Response {
+    front.reset(info.remoteAddr.port);
+    return new Response(null, { status: 503 });
+  }
+
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    onListen: () => {},
+  }, async (req, info) => {
+    try {
+      return await handle(req, info);
+    } catch (err) {
+      return errorResponse(
+        500,
+        `simulator internal error: ${(err as Error).stack ?? err}`,
+      );
+    }
+  });
+  front = new FrontDoor(server.addr.port, opts.tls);
+  let closing: Promise<void> | undefined;
+
+  const sim: Simulator = {
+    url: `${opts.tls ? "https" : "http"}://127.0.0.1:${front.port}`,
+    requests,
+    guest: (vmid) => state.get(vmid),
+    addGuest: (g) => state.add(g),
+    removeGuest: (vmid) => state.remove(vmid),
+    setGuest: (vmid, patch) => state.patch(vmid, patch),
+    nextTask: (override) => tasks.enqueueOverride(override),
+    task: (upid) => tasks.find(upid),
+    fault: (fault) => faults.add(fault),
+    setLatency: (ms) => {
+      latencyMs = ms;
+    },
+    close: () => {
+      closing ??= (async () => {
+        // Order matters: wake sleepers and hangs, drop clients, then let the
+        // server finish its (now answer-less) handlers.
+        timers.close();
+        await front.close();
+        await server.shutdown();
+      })();
+      return closing;
+    },
+  };
+  return Promise.resolve(sim);
+}
+
+function decodeSegment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
