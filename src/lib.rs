@@ -16,6 +16,9 @@ pub mod outcome;
 pub mod poll;
 pub mod pve;
 pub mod run;
+pub mod task;
+#[cfg(test)]
+pub mod testing;
 pub mod transport;
 
 #[cfg(target_arch = "wasm32")]

@@ -182,7 +182,10 @@ mod tests {
 
     #[test]
     fn a_taken_vmid_is_recognised_inside_a_parameter_error() {
-        let e = PveError::reported(Some(400), "Parameter verification failed. (vmid: VM 150 already exists)");
+        let e = PveError::reported(
+            Some(400),
+            "Parameter verification failed. (vmid: VM 150 already exists)",
+        );
         assert_eq!(e.kind, ErrorKind::IdTaken);
     }
 

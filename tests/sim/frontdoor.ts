@@ -17,6 +17,8 @@ import type { SimTls } from "./types.ts";
 interface Pair {
   client: Deno.Conn;
   backend: Deno.Conn;
+  /** Set by finish(): no more client bytes are passed on; the server closes after its answer. */
+  finishing: boolean;
 }
 
 /** The listening relay. */
@@ -46,10 +48,27 @@ export class FrontDoor {
     this.#acceptLoop = this.#accept();
   }
 
-  /** Drops the client connection whose request Deno.serve saw from `backendRemotePort`. */
+  /** Drops the client connection whose request Deno.serve saw from `backendRemotePort`, at once. */
   reset(backendRemotePort: number): void {
     const pair = this.#pairs.get(backendRemotePort);
     if (pair) closePair(pair);
+  }
+
+  /**
+   * Ends a client connection gracefully once its answer is out: the relay
+   * half-closes the server leg, the server closes after its last byte, and the
+   * client gets every byte and then the close (no keep-alive). Deno.serve drops
+   * a `Connection: close` response header, hence this detour.
+   */
+  finish(backendRemotePort: number): void {
+    const pair = this.#pairs.get(backendRemotePort);
+    if (!pair || pair.finishing) return;
+    pair.finishing = true;
+    try {
+      pair.backend.closeWrite();
+    } catch {
+      // already closed
+    }
   }
 
   /** Stops listening and drops every connection; resolves when all relays ended. */
@@ -97,27 +116,38 @@ export class FrontDoor {
       return;
     }
     const key = (backend.localAddr as Deno.NetAddr).port;
-    const pair: Pair = { client, backend };
+    const pair: Pair = { client, backend, finishing: false };
     // Registered before any byte flows, so a handler can always find its pair.
     this.#pairs.set(key, pair);
     // HTTP needs no half-close: when either direction ends, end both.
-    const up = pump(client, backend);
+    const up = (async () => {
+      await pump(client, backend, () => pair.finishing);
+      // Client done sending: pass the half-close on; the server answers what it
+      // has, then closes, which ends `down`.
+      try {
+        pair.backend.closeWrite();
+      } catch {
+        // already closed
+      }
+    })();
     const down = pump(backend, client);
-    await Promise.race([up, down]);
+    // The server's side decides: once it closed, every answer byte has reached the client.
+    await down;
     closePair(pair);
     this.#pairs.delete(key);
-    // Wait for the other direction's read to see the close: no op may outlive close().
-    await Promise.all([up, down]);
+    // Let the client direction's read see the close: no op may outlive close().
+    await up;
   }
 }
 
-/** Copies bytes until end of stream or an error (a closed peer ends it too). */
-async function pump(from: Deno.Conn, to: Deno.Conn): Promise<void> {
+/** Copies bytes until end of stream or an error; while `discard()` holds, bytes are dropped. */
+async function pump(from: Deno.Conn, to: Deno.Conn, discard: () => boolean = () => false): Promise<void> {
   const buf = new Uint8Array(64 * 1024);
   try {
     for (;;) {
       const n = await from.read(buf);
       if (n === null) return;
+      if (discard()) continue;
       let off = 0;
       while (off < n) off += await to.write(buf.subarray(off, n));
     }

@@ -119,6 +119,14 @@ export interface SimOptions {
   taskDurationMs?: number;
   /** Delay added to every request; default 0. */
   latencyMs?: number;
+  /**
+   * Keep client connections open between requests, as pveproxy does; default
+   * false (every answer says `Connection: close`). Why off by default: Deno's
+   * fetch silently retries a request once when a REUSED connection drops before
+   * the answer (even a POST), so a `reset` fault would be hidden by the retry.
+   * Turn it on to test exactly that hazard.
+   */
+  keepAlive?: boolean;
 }
 
 /** Outcome override for the next task created (queued, one per task). */

@@ -1,0 +1,269 @@
+//! PVE tasks, one mechanism for every mutation: follow the UPID on the node that runs it until it
+//! stops; `OK` and `WARNINGS: n` succeed (warnings kept), anything else fails with PVE's text.
+
+use crate::client::Pve;
+use crate::explain::could_not;
+use crate::host::{Host, LogLevel};
+use crate::outcome::Failure;
+use crate::poll::Backoff;
+use crate::pve::endpoints;
+use crate::pve::error::ErrorKind;
+use crate::pve::responses::{TaskLogLine, TaskStatus};
+use crate::pve::upid::Upid;
+use serde_json::Value;
+
+/// Right after dispatch PVE may not know the task yet ("no such task"): tolerated this long.
+const NO_SUCH_TASK_GRACE_MS: f64 = 5_000.0;
+/// Log lines quoted in a failure message.
+const FAILURE_LOG_LINES: usize = 5;
+
+/// A task that ended successfully.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskEnd {
+    pub upid: Upid,
+    /// `OK` or `WARNINGS: n`.
+    pub exit_status: String,
+    /// The task log's `WARN` lines (empty for `OK`).
+    pub warnings: Vec<String>,
+}
+
+/// Reads a UPID out of a mutation's answer; `what` names the call in the error.
+pub fn upid_of(data: &Value, what: &str) -> Result<Upid, Failure> {
+    data.as_str().and_then(Upid::parse).ok_or_else(|| {
+        Failure::new(format!(
+            "{what} answered {data} where a task id (UPID) was expected"
+        ))
+    })
+}
+
+/// Follows a task to its end within `taskTimeoutSec`.
+pub async fn await_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEnd, Failure> {
+    let started = pve.host.now_ms();
+    let deadline = started + pve.task_timeout_ms as f64;
+    let mut backoff = Backoff::for_polling(pve.poll_cap_ms);
+    loop {
+        match pve
+            .read::<TaskStatus>(&endpoints::task_status(upid), "a task status")
+            .await
+        {
+            Ok(status) if status.status == "stopped" => return finish(pve, upid, status).await,
+            Ok(_) => {}
+            Err(e)
+                if e.kind == ErrorKind::NoSuchTask
+                    && pve.host.now_ms() - started < NO_SUCH_TASK_GRACE_MS => {}
+            Err(e) => return Err(could_not(&format!("follow task {upid}"), &e)),
+        }
+        let remaining = deadline - pve.host.now_ms();
+        if remaining <= 0.0 {
+            return Err(Failure::new(format!(
+                "task {upid} ({}) was still running after taskTimeoutSec={}s; it was not cancelled and may still finish",
+                upid.task_type,
+                pve.task_timeout_ms / 1000
+            )));
+        }
+        pve.host
+            .sleep(backoff.next_delay().min(remaining.ceil() as u64))
+            .await;
+        if pve.host.aborted() {
+            return Err(Failure::new(format!(
+                "the run was aborted while task {upid} ran; the task was not cancelled"
+            )));
+        }
+    }
+}
+
+async fn finish<H: Host>(
+    pve: &Pve<'_, H>,
+    upid: &Upid,
+    status: TaskStatus,
+) -> Result<TaskEnd, Failure> {
+    let exit_status = status.exitstatus.unwrap_or_default();
+    if exit_status == "OK" {
+        return Ok(TaskEnd {
+            upid: upid.clone(),
+            exit_status,
+            warnings: Vec::new(),
+        });
+    }
+    let log = read_log(pve, upid).await;
+    if exit_status.starts_with("WARNINGS") {
+        let warnings: Vec<String> = log
+            .into_iter()
+            .filter(|line| line.contains("WARN"))
+            .collect();
+        for warning in &warnings {
+            pve.host.log(
+                LogLevel::Warning,
+                &format!("task {} ({}): {warning}", upid.task_type, upid.id),
+            );
+        }
+        return Ok(TaskEnd {
+            upid: upid.clone(),
+            exit_status,
+            warnings,
+        });
+    }
+    let reason = if exit_status.is_empty() {
+        "no exit status".to_string()
+    } else {
+        exit_status
+    };
+    let tail: Vec<&String> = log.iter().rev().take(FAILURE_LOG_LINES).rev().collect();
+    let context = match tail.is_empty() {
+        true => String::new(),
+        false => format!(
+            " (task log ends: {})",
+            tail.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        ),
+    };
+    Err(Failure::new(format!(
+        "task {} {upid} failed: {reason}{context}",
+        upid.task_type
+    )))
+}
+
+/// The task's log lines; an unreadable log only loses context, never the verdict.
+async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
+    match pve
+        .read::<Vec<TaskLogLine>>(&endpoints::task_log(upid), "a task log")
+        .await
+    {
+        Ok(lines) => lines
+            .into_iter()
+            .filter_map(|l| l.t)
+            .filter(|t| !t.trim().is_empty())
+            .collect(),
+        Err(e) => {
+            pve.host.log(
+                LogLevel::Debug,
+                &format!("task log of {upid} unreadable: {e}"),
+            );
+            Vec::new()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::global_args::GlobalArgs;
+    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const UPID: &str = "UPID:pve2:0000AAAA:0000BBBB:6571E3A1:qmstart:100:root@pam!t:";
+
+    fn follow(host: &ScriptedHost, timeout_sec: u64) -> Result<TaskEnd, Failure> {
+        let global = GlobalArgs::parse(&api_args(json!({"taskTimeoutSec": timeout_sec}))).unwrap();
+        let pve = Pve {
+            host,
+            settings: &global.transport,
+            task_timeout_ms: timeout_sec * 1000,
+            poll_cap_ms: 1000,
+        };
+        block_on(await_task(&pve, &Upid::parse(UPID).unwrap()))
+    }
+
+    fn status_route() -> String {
+        format!("GET /nodes/pve2/tasks/{UPID}/status")
+    }
+
+    #[test]
+    fn ok_task_succeeds_and_is_polled_on_the_upid_node() {
+        let host = ScriptedHost::new();
+        host.on(
+            &status_route(),
+            [
+                Answer::Data(json!({"status": "running"})),
+                Answer::Data(json!({"status": "stopped", "exitstatus": "OK"})),
+            ],
+        );
+        let end = follow(&host, 60).unwrap();
+        assert_eq!(end.exit_status, "OK");
+        assert!(host
+            .routes_called()
+            .iter()
+            .all(|r| r.starts_with("GET /nodes/pve2/tasks/")));
+    }
+
+    #[test]
+    fn warnings_succeed_and_keep_the_warn_lines() {
+        let host = ScriptedHost::new();
+        host.data(
+            &status_route(),
+            json!({"status": "stopped", "exitstatus": "WARNINGS: 1"}),
+        );
+        host.data(
+            &format!("GET /nodes/pve2/tasks/{UPID}/log"),
+            json!([{"n": 1, "t": "starting"}, {"n": 2, "t": "WARN: no efidisk configured"}]),
+        );
+        let end = follow(&host, 60).unwrap();
+        assert_eq!(
+            end.warnings,
+            vec!["WARN: no efidisk configured".to_string()]
+        );
+        assert!(host
+            .logs
+            .borrow()
+            .iter()
+            .any(|(l, m)| *l == LogLevel::Warning && m.contains("no efidisk")));
+    }
+
+    #[test]
+    fn an_error_exit_status_fails_with_the_task_text() {
+        let host = ScriptedHost::new();
+        host.data(
+            &status_route(),
+            json!({"status": "stopped", "exitstatus": "start failed: QEMU exited with code 1"}),
+        );
+        let failure = follow(&host, 60).unwrap_err();
+        assert!(
+            failure
+                .0
+                .contains("failed: start failed: QEMU exited with code 1"),
+            "{}",
+            failure.0
+        );
+    }
+
+    #[test]
+    fn no_such_task_right_after_dispatch_is_retried() {
+        let host = ScriptedHost::new();
+        host.on(
+            &status_route(),
+            [
+                Answer::Error(400, "no such task".into()),
+                Answer::Data(json!({"status": "stopped", "exitstatus": "OK"})),
+            ],
+        );
+        assert!(follow(&host, 60).is_ok());
+    }
+
+    #[test]
+    fn a_task_running_past_the_timeout_fails_saying_so() {
+        let host = ScriptedHost::new();
+        host.data(&status_route(), json!({"status": "running"}));
+        let failure = follow(&host, 5).unwrap_err();
+        assert!(
+            failure.0.contains("still running after taskTimeoutSec=5s"),
+            "{}",
+            failure.0
+        );
+        assert!(host.elapsed_ms() >= 5000.0 && host.elapsed_ms() < 6000.0);
+    }
+
+    #[test]
+    fn unexpected_status_after_a_node_crash_fails() {
+        let host = ScriptedHost::new();
+        host.data(
+            &status_route(),
+            json!({"status": "stopped", "exitstatus": "unexpected status"}),
+        );
+        assert!(follow(&host, 60)
+            .unwrap_err()
+            .0
+            .contains("unexpected status"));
+    }
+}

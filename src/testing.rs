@@ -1,0 +1,162 @@
+//! A scripted host for native tests: answers by route, keeps a virtual clock, records every request.
+//! Sleeping advances the virtual clock instantly, so timeouts and backoff are tested without waiting.
+
+use crate::host::{
+    Host, HostError, HttpRequest, HttpResponse, LogLevel, ProcessOutput, ProcessRequest,
+};
+use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// HTTP 200 with `{"data": value}`.
+    Data(Value),
+    /// An HTTP error with PVE's JSON message.
+    Error(u16, String),
+    /// The host could not complete the request.
+    Fail(HostError),
+}
+
+/// A host whose HTTP answers come from a script keyed by `"GET /path"` (no query, no `/api2/json`).
+/// A route's last answer repeats; earlier ones are used once each, in order.
+#[derive(Default)]
+pub struct ScriptedHost {
+    routes: RefCell<HashMap<String, VecDeque<Answer>>>,
+    pub requests: RefCell<Vec<HttpRequest>>,
+    pub logs: RefCell<Vec<(LogLevel, String)>>,
+    pub records: RefCell<HashMap<String, Value>>,
+    clock: RefCell<f64>,
+}
+
+impl ScriptedHost {
+    pub fn new() -> Self {
+        let host = ScriptedHost::default();
+        *host.clock.borrow_mut() = 1_700_000_000_000.0;
+        host
+    }
+
+    /// Adds answers to a route, e.g. `host.on("GET /version", [Answer::Data(json!({"version": "9"}))])`.
+    pub fn on(&self, route: &str, answers: impl IntoIterator<Item = Answer>) -> &Self {
+        self.routes
+            .borrow_mut()
+            .entry(route.to_string())
+            .or_default()
+            .extend(answers);
+        self
+    }
+
+    /// Shorthand for one data answer.
+    pub fn data(&self, route: &str, value: Value) -> &Self {
+        self.on(route, [Answer::Data(value)])
+    }
+
+    /// The `"GET /path"` routes requested, in order.
+    pub fn routes_called(&self) -> Vec<String> {
+        self.requests.borrow().iter().map(route_of).collect()
+    }
+
+    /// Virtual milliseconds since the host was created.
+    pub fn elapsed_ms(&self) -> f64 {
+        *self.clock.borrow() - 1_700_000_000_000.0
+    }
+}
+
+fn route_of(request: &HttpRequest) -> String {
+    let path = request.url.split("/api2/json").nth(1).unwrap_or("");
+    let path = path.split('?').next().unwrap_or("");
+    let decoded = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
+    format!("{} {decoded}", request.method)
+}
+
+impl Host for ScriptedHost {
+    async fn http(&self, request: HttpRequest) -> Result<HttpResponse, HostError> {
+        let route = route_of(&request);
+        self.requests.borrow_mut().push(request);
+        let answer = {
+            let mut routes = self.routes.borrow_mut();
+            match routes.get_mut(&route) {
+                Some(queue) if queue.len() > 1 => queue.pop_front(),
+                Some(queue) => queue.front().cloned(),
+                None => None,
+            }
+        };
+        match answer {
+            Some(Answer::Data(data)) => Ok(HttpResponse {
+                status: 200,
+                status_text: "OK".into(),
+                body: json!({ "data": data }).to_string(),
+            }),
+            Some(Answer::Error(status, message)) => Ok(HttpResponse {
+                status,
+                status_text: String::new(),
+                body: json!({ "data": null, "message": message }).to_string(),
+            }),
+            Some(Answer::Fail(error)) => Err(error),
+            None => Ok(HttpResponse {
+                status: 501,
+                status_text: String::new(),
+                body:
+                    json!({ "data": null, "message": format!("Method '{route}' not implemented") })
+                        .to_string(),
+            }),
+        }
+    }
+
+    async fn run(&self, request: ProcessRequest) -> Result<ProcessOutput, HostError> {
+        Err(HostError {
+            kind: crate::host::HostErrorKind::Spawn,
+            message: format!("no processes in tests: {:?}", request.argv),
+        })
+    }
+
+    async fn sleep(&self, ms: u64) {
+        *self.clock.borrow_mut() += ms as f64;
+    }
+
+    fn now_ms(&self) -> f64 {
+        *self.clock.borrow()
+    }
+
+    fn log(&self, level: LogLevel, message: &str) {
+        self.logs.borrow_mut().push((level, message.to_string()));
+    }
+
+    async fn read_record(&self, instance: &str) -> Result<Option<Value>, HostError> {
+        Ok(self.records.borrow().get(instance).cloned())
+    }
+
+    fn aborted(&self) -> bool {
+        false
+    }
+}
+
+/// Runs a future whose every await is immediately ready (the scripted host never waits).
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let mut context = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+    }
+}
+
+/// Global arguments for the api transport against the scripted host.
+pub fn api_args(extra: Value) -> Value {
+    let mut args = json!({
+        "name": "test",
+        "transport": {"kind": "api", "node": "pve1", "apiUrl": "https://pve1:8006", "tokenId": "root@pam!t", "tokenSecret": "SECRET-in-tests"},
+        "pollIntervalSec": 1,
+    });
+    if let (Some(target), Some(more)) = (args.as_object_mut(), extra.as_object()) {
+        for (k, v) in more {
+            target.insert(k.clone(), v.clone());
+        }
+    }
+    args
+}
