@@ -55,20 +55,19 @@ export class FrontDoor {
   }
 
   /**
-   * Ends a client connection gracefully once its answer is out: the relay
-   * half-closes the server leg, the server closes after its last byte, and the
-   * client gets every byte and then the close (no keep-alive). Deno.serve drops
-   * a `Connection: close` response header, hence this detour.
+   * Makes the current request the connection's last (no keep-alive): call it
+   * once the request is fully read, with a promise that settles when the answer
+   * is sent. Further client bytes are dropped at once; after the answer the
+   * relay half-closes the server leg, the server closes, and the client gets
+   * every byte and then the close. (Deno.serve drops a `Connection: close`
+   * response header, hence this detour; and the half-close must wait, because
+   * the server abandons a request whose client closed while it is handled.)
    */
-  finish(backendRemotePort: number): void {
+  finish(backendRemotePort: number, answered: Promise<void>): void {
     const pair = this.#pairs.get(backendRemotePort);
     if (!pair || pair.finishing) return;
     pair.finishing = true;
-    try {
-      pair.backend.closeWrite();
-    } catch {
-      // already closed
-    }
+    answered.then(() => closeWrite(pair.backend), () => closeWrite(pair.backend));
   }
 
   /** Stops listening and drops every connection; resolves when all relays ended. */
@@ -124,11 +123,7 @@ export class FrontDoor {
       await pump(client, backend, () => pair.finishing);
       // Client done sending: pass the half-close on; the server answers what it
       // has, then closes, which ends `down`.
-      try {
-        pair.backend.closeWrite();
-      } catch {
-        // already closed
-      }
+      closeWrite(pair.backend);
     })();
     const down = pump(backend, client);
     // The server's side decides: once it closed, every answer byte has reached the client.
@@ -154,6 +149,11 @@ async function pump(from: Deno.Conn, to: Deno.Conn, discard: () => boolean = () 
   } catch {
     // connection torn down (reset fault, close, TLS handshake refused)
   }
+}
+
+function closeWrite(conn: Deno.Conn): void {
+  // Rejects asynchronously when the connection is already gone.
+  conn.closeWrite().catch(() => {});
 }
 
 function closePair(pair: Pair): void {

@@ -97,6 +97,8 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
     }
     const path = "/" + segments.join("/");
     const body = await req.text();
+    // The whole request is in: without keep-alive it is this connection's last.
+    if (!opts.keepAlive) front.finish(info.remoteAddr.port, info.completed);
     let form: [string, string][] = [];
     let badBody = false;
     try {
