@@ -40,7 +40,7 @@ impl<'a, H: Host> Pve<'a, H> {
             }
             let started = self.host.now_ms();
             let result = transport::send(self.host, self.settings, request, timeout_ms).await;
-            let elapsed = (self.host.now_ms() - started).max(0.0).round();
+            let elapsed = (self.host.now_ms() - started).max(0.0).round() as u64;
             match &result {
                 Ok(_) => self.host.log(
                     LogLevel::Debug,

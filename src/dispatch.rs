@@ -1,6 +1,8 @@
 //! From (model, method, arguments) to the method's logic. The only table of what the core implements.
 
+use crate::args::Fields;
 use crate::global_args::GlobalArgs;
+use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{check, guest_exec, lookup};
 use crate::outcome::{Failure, Outcome};
@@ -10,6 +12,34 @@ use serde_json::Value;
 
 /// The check names, as the wrapper passes them (`check:<name>`).
 pub const CHECK_TRANSPORT_REACHABLE: &str = "check:transport-reachable";
+
+/// Applies a method's argument rules without running it: `Err` names the field and the rule.
+/// (The tests that prove zod and the core agree call this through the wasm boundary.)
+pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(), String> {
+    let kind = model_kind(model).map_err(|f| f.0)?;
+    GlobalArgs::parse(args).map_err(|e| e.to_string())?;
+    let fields = Fields::of(args, "").map_err(|e| e.to_string())?;
+    let checked = match (kind, method) {
+        (_, "lookup") => GuestRef::parse(&fields).map(drop),
+        (GuestKind::Qemu, "guestExec") => guest_exec::ExecArgs::parse(args).map(drop),
+        _ => {
+            return Err(format!(
+                "method {method:?} of the {model} model has no argument rules in the core"
+            ))
+        }
+    };
+    checked.map_err(|e| e.to_string())
+}
+
+fn model_kind(model: &str) -> Result<GuestKind, Failure> {
+    match model {
+        "qemu" => Ok(GuestKind::Qemu),
+        "lxc" => Ok(GuestKind::Lxc),
+        other => Err(Failure::new(format!(
+            "unknown model {other:?}: expected \"qemu\" or \"lxc\""
+        ))),
+    }
+}
 
 /// Runs one method of one model with the merged `{...globalArgs, ...methodArgs}` object.
 pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Value) -> Outcome {

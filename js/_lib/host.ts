@@ -62,12 +62,19 @@ export interface Host {
 /** Builds the host of one method run. Each run gets its own: nothing is shared between runs. */
 export function createHost(ctx: HostContext): Host {
   const signal = ctx.signal ?? new AbortController().signal;
+  // Mutations get a client that never reuses a connection: when a pooled connection drops before
+  // the answer, fetch silently re-sends the request, and a re-sent POST (agent/exec, clone) could
+  // run twice. Reads may reuse connections. Clients are per run and closed with it.
   const clients = new Map<string, Deno.HttpClient>();
-  const clientFor = (caCert: string) => {
-    let client = clients.get(caCert);
+  const clientFor = (caCert: string | undefined, reuse: boolean) => {
+    const key = `${reuse}:${caCert ?? ""}`;
+    let client = clients.get(key);
     if (!client) {
-      client = Deno.createHttpClient({ caCerts: [caCert] });
-      clients.set(caCert, client);
+      client = Deno.createHttpClient({
+        ...(caCert ? { caCerts: [caCert] } : {}),
+        ...(reuse ? {} : { poolMaxIdlePerHost: 0 }),
+      });
+      clients.set(key, client);
     }
     return client;
   };
@@ -76,7 +83,7 @@ export function createHost(ctx: HostContext): Host {
       sendHttp(
         request,
         signal,
-        request.caCert ? clientFor(request.caCert) : undefined,
+        clientFor(request.caCert ?? undefined, request.method === "GET"),
       ),
     run: (request) => runProcess(request, signal),
     sleep: (ms) => sleep(ms, signal),
@@ -96,7 +103,7 @@ function hostError(kind: HostError["kind"], message: string): HostError {
 async function sendHttp(
   request: HttpRequest,
   runSignal: AbortSignal,
-  client?: Deno.HttpClient,
+  client: Deno.HttpClient,
 ) {
   const timeout = AbortSignal.timeout(request.timeoutMs);
   try {
@@ -105,7 +112,7 @@ async function sendHttp(
       headers: request.headers,
       body: request.body ?? undefined,
       signal: AbortSignal.any([runSignal, timeout]),
-      ...(client ? { client } : {}),
+      client,
     });
     return {
       status: response.status,

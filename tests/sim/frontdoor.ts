@@ -67,7 +67,10 @@ export class FrontDoor {
     const pair = this.#pairs.get(backendRemotePort);
     if (!pair || pair.finishing) return;
     pair.finishing = true;
-    answered.then(() => closeWrite(pair.backend), () => closeWrite(pair.backend));
+    answered.then(
+      () => closeWrite(pair.backend),
+      () => closeWrite(pair.backend),
+    );
   }
 
   /** Stops listening and drops every connection; resolves when all relays ended. */
@@ -136,7 +139,11 @@ export class FrontDoor {
 }
 
 /** Copies bytes until end of stream or an error; while `discard()` holds, bytes are dropped. */
-async function pump(from: Deno.Conn, to: Deno.Conn, discard: () => boolean = () => false): Promise<void> {
+async function pump(
+  from: Deno.Conn,
+  to: Deno.Conn,
+  discard: () => boolean = () => false,
+): Promise<void> {
   const buf = new Uint8Array(64 * 1024);
   try {
     for (;;) {

@@ -188,6 +188,23 @@ class RealGuestAgent implements GuestAgent {
   #connClosed = false;
   #killed = false;
   #stopped = false;
+  /**
+   * Safety net for a process that ends without stop(): the agent runs in its
+   * own session, so nothing else would end it. Fires on normal exit and
+   * Deno.exit (not on an uncaught error or a fatal signal).
+   */
+  readonly #onUnload = () => {
+    try {
+      Deno.kill(-this.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    try {
+      Deno.removeSync(this.#dir, { recursive: true });
+    } catch {
+      // already gone
+    }
+  };
 
   constructor(
     child: Deno.ChildProcess,
@@ -203,6 +220,7 @@ class RealGuestAgent implements GuestAgent {
     this.#conn = conn;
     this.#reader = new LineReader(conn);
     this.pid = child.pid;
+    globalThis.addEventListener("unload", this.#onUnload);
   }
 
   call(command: string, args?: Record<string, unknown>): Promise<unknown> {
@@ -287,6 +305,7 @@ class RealGuestAgent implements GuestAgent {
     // promise outlives the test.
     await this.#tail;
     await Deno.remove(this.#dir, { recursive: true }).catch(() => {});
+    globalThis.removeEventListener("unload", this.#onUnload);
   }
 
   #closeConn(): void {

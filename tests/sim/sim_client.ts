@@ -33,7 +33,12 @@ export interface ApiOptions {
 function pairs(params: ApiParams): [string, string][] {
   const out: [string, string][] = [];
   for (const [k, v] of Object.entries(params)) {
-    for (const item of Array.isArray(v) ? v : [v]) out.push([k, typeof item === "boolean" ? (item ? "1" : "0") : String(item)]);
+    for (const item of Array.isArray(v) ? v : [v]) {
+      out.push([
+        k,
+        typeof item === "boolean" ? (item ? "1" : "0") : String(item),
+      ]);
+    }
   }
   return out;
 }
@@ -48,11 +53,18 @@ export async function api(
 ): Promise<ApiAnswer> {
   const encoded = new URLSearchParams(pairs(params)).toString();
   const inQuery = method === "GET" || method === "DELETE";
-  const url = `${baseUrl}/api2/json${path}${inQuery && encoded ? `?${encoded}` : ""}`;
+  const url = `${baseUrl}/api2/json${path}${
+    inQuery && encoded ? `?${encoded}` : ""
+  }`;
   const headers: Record<string, string> = {};
   if (opts.auth !== undefined) headers.authorization = opts.auth;
   if (!inQuery) headers["content-type"] = "application/x-www-form-urlencoded";
-  const res = await fetch(url, { method, headers, body: inQuery ? undefined : encoded, client: opts.client });
+  const res = await fetch(url, {
+    method,
+    headers,
+    body: inQuery ? undefined : encoded,
+    client: opts.client,
+  });
   const text = await res.text();
   let body: unknown = text;
   try {
@@ -80,12 +92,24 @@ export async function until<T>(
 }
 
 /** Polls a task's status on the node in its UPID until it stopped; returns the final status data. */
-export function waitTask(baseUrl: string, upid: string, opts: ApiOptions): Promise<Record<string, unknown>> {
+export function waitTask(
+  baseUrl: string,
+  upid: string,
+  opts: ApiOptions,
+): Promise<Record<string, unknown>> {
   const node = upid.split(":")[1];
   return until(async () => {
-    const r = await api(baseUrl, "GET", `/nodes/${node}/tasks/${encodeURIComponent(upid)}/status`, {}, opts);
+    const r = await api(
+      baseUrl,
+      "GET",
+      `/nodes/${node}/tasks/${encodeURIComponent(upid)}/status`,
+      {},
+      opts,
+    );
     if (r.status === 400) return undefined; // "no such task" right after dispatch: retry
-    if (r.status !== 200) throw new Error(`task status ${r.status}: ${JSON.stringify(r.body)}`);
+    if (r.status !== 200) {
+      throw new Error(`task status ${r.status}: ${JSON.stringify(r.body)}`);
+    }
     return r.body.data.status === "stopped" ? r.body.data : undefined;
   }, `task ${upid}`);
 }

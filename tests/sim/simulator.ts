@@ -55,6 +55,8 @@ export interface Simulator {
   nextTask(override: TaskOverride): void;
   /** A task the simulator created, by UPID. */
   task(upid: string): TaskRecord | undefined;
+  /** Every task the simulator created, in creation order. */
+  tasks(): TaskRecord[];
   /** Adds a fault for the next matching requests. */
   fault(fault: SimFault): void;
   /** Sets the delay added to every request from now on. */
@@ -83,8 +85,6 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
   const faults = new FaultQueue();
   const requests: RequestRecord[] = [];
   let latencyMs = opts.latencyMs ?? 0;
-  // Assigned right after the server exists; only used by handlers, which run later.
-  let front!: FrontDoor;
 
   async function handle(
     req: Request,
@@ -180,7 +180,9 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
       );
     }
   });
-  front = new FrontDoor(server.addr.port, opts.tls);
+  // Declared after the server because it needs its port; the handlers above
+  // only touch it once a client connected through it.
+  const front = new FrontDoor(server.addr.port, opts.tls);
   let closing: Promise<void> | undefined;
 
   const sim: Simulator = {
@@ -192,6 +194,7 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
     setGuest: (vmid, patch) => state.patch(vmid, patch),
     nextTask: (override) => tasks.enqueueOverride(override),
     task: (upid) => tasks.find(upid),
+    tasks: () => tasks.all(),
     fault: (fault) => faults.add(fault),
     setLatency: (ms) => {
       latencyMs = ms;

@@ -29,6 +29,8 @@ export interface TaskRecord extends UpidFields {
   log: string[];
   /** Until this epoch ms, status reads answer 400 "no such task". */
   invisibleUntil: number;
+  /** When the task ended (epoch ms, `Date.now()`); set when status becomes "stopped". */
+  endedAt?: number;
 }
 
 /** What a route asks to run. */
@@ -115,6 +117,11 @@ export class TaskManager {
     return this.#tasks.get(upid);
   }
 
+  /** Every task created so far, in creation order. */
+  all(): TaskRecord[] {
+    return [...this.#tasks.values()];
+  }
+
   /** Starts a task and returns it; the effect runs when its duration is over. */
   start(spec: TaskSpec): TaskRecord {
     const override = this.#overrides.shift() ?? {};
@@ -172,6 +179,7 @@ export class TaskManager {
     else if (isSuccess(exitstatus)) task.log.push(`TASK ${exitstatus}`);
     else task.log.push(`TASK ERROR: ${exitstatus}`);
     task.exitstatus = exitstatus;
+    task.endedAt = Date.now();
     task.status = "stopped";
   }
 }
