@@ -22,14 +22,14 @@ const singleLine = (what: string) =>
     },
   );
 
-/** A value placed in an API path: it must not be able to change the path. */
+/**
+ * A value placed in an API path (node names, storage ids): letters, digits, `.`, `_`, `-`, starting
+ * with a letter or digit, so it can never add a segment, a query or `..`.
+ */
 const pathSegment = (what: string) =>
-  singleLine(what).refine(
-    (v) => v !== "." && v !== ".." && !/[/\\?#%\s]/.test(v),
-    {
-      message:
-        `${what} must not be . or .. or contain / \\ ? # % or whitespace (it is part of an API path)`,
-    },
+  z.string().regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
+    `${what} must be a name of letters, digits, ., _ and - starting with a letter or digit (it becomes part of an API path)`,
   );
 
 const ApiTransport = z.object({
@@ -87,14 +87,19 @@ const LookupArgs = z.object(guestRef).refine(requireGuest, provideGuest);
 
 const GuestExecArgs = z.object({
   ...guestRef,
-  command: z.array(z.string().min(1, "command items must not be empty")).min(
-    1,
-    "command must not be empty",
-  ),
+  command: z.array(
+    z.string().min(1, "command items must not be empty").refine(
+      (v) => !v.includes("\0"),
+      { message: "command items must not contain NUL" },
+    ),
+  ).min(1, "command must not be empty"),
   timeoutSec: z.number().int().positive().max(86400).default(30),
   allowNonZeroExit: z.boolean().default(false),
   allowedExitCodes: z.array(z.number().int().min(0).max(255)).optional(),
-  inputData: z.string().max(65536).optional(),
+  inputData: z.string().refine(
+    (v) => new TextEncoder().encode(v).length <= 65536,
+    { message: "inputData must be at most 65536 bytes (PVE's limit)" },
+  ).optional(),
 }).refine(requireGuest, provideGuest);
 
 const Identity = z.object({

@@ -63,10 +63,15 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// An optional field of any deserializable type; `null` counts as absent.
+    /// An optional field of any deserializable type. `null` is refused, as zod refuses it: an
+    /// absent field is omitted, not null.
     pub fn optional<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, ArgError> {
         match self.object.get(key) {
-            None | Some(Value::Null) => Ok(None),
+            None => Ok(None),
+            Some(Value::Null) => Err(ArgError::new(
+                self.path(key),
+                "must not be null (omit the field instead)",
+            )),
             Some(value) => serde_json::from_value(value.clone())
                 .map(Some)
                 .map_err(|e| ArgError::new(self.path(key), type_rule(&e))),
@@ -149,18 +154,15 @@ pub fn check_line(field: &str, value: &str) -> Result<(), ArgError> {
     Ok(())
 }
 
-/// Refuses values that could change the API path they are placed in.
+/// Refuses values that could change the API path they are placed in: a path segment is a name made
+/// of ASCII letters, digits, `.`, `_` and `-`, starting with a letter or digit (so never `.` or `..`).
 pub fn check_segment(field: &str, value: &str) -> Result<(), ArgError> {
-    if value == "." || value == ".." {
-        return Err(ArgError::new(field, "must not be `.` or `..`"));
-    }
-    if let Some(bad) = value
-        .chars()
-        .find(|c| matches!(c, '/' | '\\' | '?' | '#' | '%') || c.is_whitespace())
-    {
+    let mut chars = value.chars();
+    let starts_well = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
+    if !starts_well || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
         return Err(ArgError::new(
             field,
-            format!("must not contain `{bad}` (it is placed in an API path; `/ \\ ? # %` and whitespace are refused)"),
+            "must be a name of letters, digits, `.`, `_` and `-` starting with a letter or digit (it becomes part of an API path)",
         ));
     }
     Ok(())
@@ -208,7 +210,7 @@ mod tests {
 
     #[test]
     fn path_changing_characters_are_refused_in_segments() {
-        for bad in ["a/b", "..", "a?b", "a#b", "a%2f", "a b"] {
+        for bad in ["a/b", "..", ".", "a?b", "a#b", "a%2f", "a b", "-x", "ü", ""] {
             assert!(check_segment("node", bad).is_err(), "{bad}");
         }
         assert!(check_segment("node", "pve-1.example").is_ok());

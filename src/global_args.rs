@@ -83,7 +83,10 @@ impl GlobalArgs {
     /// Reads and checks the global arguments from the merged argument object.
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        fields.line("name")?;
+        let name: String = fields.required("name")?;
+        if name.is_empty() {
+            return Err(ArgError::new("name", "must not be empty"));
+        }
         Ok(GlobalArgs {
             transport: parse_transport(&fields.object("transport")?)?,
             task_timeout_sec: fields.int_in_or("taskTimeoutSec", 1, MAX_SECONDS, 300)? as u64,
@@ -106,7 +109,10 @@ fn parse_transport(fields: &Fields) -> Result<TransportSettings, ArgError> {
 
 fn parse_api(fields: &Fields) -> Result<ApiSettings, ArgError> {
     let api_url = fields.line("apiUrl")?;
-    if !(api_url.starts_with("https://") || api_url.starts_with("http://")) {
+    let rest = api_url
+        .strip_prefix("https://")
+        .or_else(|| api_url.strip_prefix("http://"));
+    if !rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/')) {
         return Err(ArgError::new(
             fields.path("apiUrl"),
             "must be an http(s) URL, e.g. https://pve1:8006",

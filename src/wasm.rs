@@ -69,6 +69,16 @@ pub async fn run_method(
     to_js(&outcome)
 }
 
+/// Applies a method's argument rules without running it: the error, or `undefined` when valid.
+/// Tests use it to prove the zod schemas and the core's rules agree.
+#[wasm_bindgen(js_name = validateArguments)]
+pub fn validate_arguments(model: &str, method: &str, args_json: &str) -> Option<String> {
+    match serde_json::from_str::<Value>(args_json) {
+        Ok(args) => dispatch::validate_arguments(model, method, &args).err(),
+        Err(e) => Some(format!("arguments are not JSON: {e}")),
+    }
+}
+
 /// The core's version, for diagnostics.
 #[wasm_bindgen(js_name = coreVersion)]
 pub fn core_version() -> String {

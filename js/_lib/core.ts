@@ -5,7 +5,11 @@
  *
  * @module
  */
-import { initSync, runMethod } from "./generated/core_glue.ts";
+import {
+  initSync,
+  runMethod,
+  validateArguments,
+} from "./generated/core_glue.ts";
 import { WASM_BASE64 } from "./generated/core_wasm.ts";
 import { createHost, type HostContext } from "./host.ts";
 
@@ -111,4 +115,17 @@ export async function checkOnCore(
   return outcome.verdict.status === "succeeded"
     ? { pass: true }
     : { pass: false, errors: [outcome.verdict.message] };
+}
+
+/**
+ * The core's verdict on a method's arguments (`{...globalArgs, ...methodArgs}`): the error naming
+ * the field and the rule, or `undefined` when they are valid. No request is made.
+ */
+export function validateOnCore(
+  model: ModelName,
+  method: string,
+  args: Record<string, unknown>,
+): string | undefined {
+  loadCore();
+  return validateArguments(model, method, JSON.stringify(args)) ?? undefined;
 }
