@@ -81,10 +81,15 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
     agent,
     repo,
     globalArgs,
-    run: (method, args, opts) => repo.run(method, args, opts),
+    run: async (method, args, opts) => {
+      const result = await repo.run(method, args, opts);
+      assertNoSecret(`run of ${method}`, result);
+      return result;
+    },
     close: async () => {
       await sim.close();
       await agent.stop();
+      assertNoSecret("the simulator's request log", sim.requests);
     },
   };
 }
@@ -116,4 +121,21 @@ export function written(
     );
   }
   return found.data as Record<string, unknown>;
+}
+
+/**
+ * Every end-to-end run is scanned for the token secret: records, log lines, errors, console output
+ * and (at close) the simulator's request log, which holds paths, queries and form bodies but never
+ * the Authorization header. Any occurrence fails the test that caused it.
+ */
+export function assertNoSecret(where: string, value: unknown): void {
+  const text = JSON.stringify(value);
+  if (text.includes(TOKEN_SECRET)) {
+    const at = text.indexOf(TOKEN_SECRET);
+    throw new Error(
+      `the token secret leaked into ${where}: …${
+        text.slice(Math.max(0, at - 120), at)
+      }<SECRET>…`,
+    );
+  }
 }
