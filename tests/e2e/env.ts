@@ -37,6 +37,8 @@ export interface EnvOptions {
   denyVmids?: number[];
   sim?: Partial<SimOptions>;
   globalArgs?: Record<string, unknown>;
+  /** Fields merged into the api transport (e.g. `caCert`, `skipTlsVerify`). */
+  transport?: Record<string, unknown>;
   model?: typeof qemuModel;
 }
 
@@ -68,6 +70,7 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
       apiUrl: sim.url,
       tokenId: TOKEN_ID,
       tokenSecret: TOKEN_SECRET,
+      ...options.transport,
     },
     pollIntervalSec: 1,
     ...options.globalArgs,
