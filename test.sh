@@ -27,12 +27,13 @@ layer() { # layer <name> <counter> <command…>
   local name=$1 counter=$2; shift 2
   local log="$logs/${name// /_}.log"
   say "$name"
+  local started=$SECONDS
   "$@" >"$log" 2>&1
   local status=$? p f
   read -r p f < <($counter "$log")
   if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi # a crash with no test failure still fails
   passed=$((passed + p)); failed=$((failed + f))
-  printf '   %s: %s passed, %s failed\n' "$name" "$p" "$f"
+  printf '   %s: %s passed, %s failed (%ss)\n' "$name" "$p" "$f" "$((SECONDS - started))"
   [ "$status" -eq 0 ] || tail -40 "$log"
 }
 
@@ -54,8 +55,9 @@ gate() { # gate <name> <command…>: a failing gate counts as one failure
 }
 
 layer "cargo test" count_rust cargo test --quiet
+# No --quiet here: cargo would hand it to wasm-bindgen-test-runner, which refuses it.
 layer "wasm-bindgen-test" count_rust env CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test --quiet --target wasm32-unknown-unknown --test wasm_boundary
+  cargo test --target wasm32-unknown-unknown --test wasm_boundary
 layer "deno test" count_deno deno test --allow-all --quiet tests/
 
 say "quality gates"

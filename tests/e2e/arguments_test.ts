@@ -17,7 +17,9 @@ async function refusedBeforeAnyRequest(
   assert.match(r.error ?? "", field);
   // swamp runs pre-flight checks before it parses method arguments: only the check's GET /version
   // may have been sent; the method itself sent nothing.
-  const sent = env.sim.requests.map((q) => q.path).filter((p) => p !== "/api2/json/version");
+  const sent = env.sim.requests.map((q) => q.path).filter((p) =>
+    p !== "/api2/json/version"
+  );
   assert.deepEqual(sent, [], "the method sent no request");
   assert.equal(r.written.length, 0);
 }
