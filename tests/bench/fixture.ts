@@ -1,0 +1,153 @@
+/**
+ * One package in the swamp-faithful harness against its own PVE simulator; the real qemu-ga is shared
+ * and owned by the caller. Every run is bounded, counts the simulator requests it caused, and passes
+ * only the arguments the package declares.
+ *
+ * @module
+ */
+import type { ModelLike, RunResult } from "../harness/types.ts";
+import { SwampRepo } from "../harness/swamp.ts";
+import type { GuestAgent } from "../sim/qga.ts";
+import { type Simulator, startSimulator } from "../sim/simulator.ts";
+import type { SimGuest } from "../sim/types.ts";
+import { fitArgs, type Package } from "./package.ts";
+
+/** The token every bench simulator accepts. */
+export const TOKEN = {
+  id: "root@pam!bench",
+  secret: "bench-secret-0c1d",
+};
+
+/** Options of {@link startBenchEnv}. */
+export interface BenchEnvOptions {
+  guests: SimGuest[];
+  nodes?: string[];
+  /** VMIDs the token may not audit. */
+  denyVmids?: number[];
+  latencyMs?: number;
+  taskDurationMs?: number;
+  /** Extra global arguments (e.g. `pollIntervalSec`); undeclared ones are dropped. */
+  globalArgs?: Record<string, unknown>;
+  /** Run this model instead of the package's (e.g. with an added method). */
+  model?: ModelLike;
+}
+
+/** One bounded run. */
+export interface BenchRun {
+  result: RunResult;
+  /** Requests the simulator received during the run. */
+  requests: number;
+  /** Wall time around the harness run, ms. */
+  wallMs: number;
+  /** Method arguments left out because the package does not declare them. */
+  dropped: string[];
+}
+
+/** A running bench environment. */
+export interface BenchEnv {
+  pkg: Package;
+  sim: Simulator;
+  repo: SwampRepo;
+  /** Global arguments left out because the package does not declare them. */
+  droppedGlobals: string[];
+  run(
+    method: string,
+    args?: Record<string, unknown>,
+    timeoutMs?: number,
+  ): Promise<BenchRun>;
+  close(): Promise<void>;
+}
+
+/** Starts a simulator for `pkg` and a repository holding one definition of its qemu model. */
+export async function startBenchEnv(
+  pkg: Package,
+  agent: GuestAgent | undefined,
+  opts: BenchEnvOptions,
+): Promise<BenchEnv> {
+  const sim = await startSimulator({
+    nodes: opts.nodes ?? ["pve1", "pve2"],
+    guests: opts.guests,
+    tokens: [{
+      id: TOKEN.id,
+      secret: TOKEN.secret,
+      denyVmids: opts.denyVmids ?? [],
+    }],
+    agent,
+    latencyMs: opts.latencyMs ?? 0,
+    taskDurationMs: opts.taskDurationMs ?? 50,
+  });
+  const model = opts.model ?? pkg.model;
+  const globals = fitArgs(model.globalArguments, {
+    name: "bench",
+    transport: {
+      kind: "api",
+      node: "pve1",
+      apiUrl: sim.url,
+      tokenId: TOKEN.id,
+      tokenSecret: TOKEN.secret,
+    },
+    ...opts.globalArgs,
+  });
+  let repo: SwampRepo;
+  try {
+    repo = new SwampRepo(model, { name: "bench", globalArgs: globals.args }, {
+      vault: true,
+    });
+  } catch (error) {
+    await sim.close();
+    throw error;
+  }
+  return {
+    pkg,
+    sim,
+    repo,
+    droppedGlobals: globals.dropped,
+    run: async (method, args = {}, timeoutMs = 120_000) => {
+      const schema = model.methods[method]?.arguments;
+      const fitted = fitArgs(schema, args);
+      const before = sim.requests.length;
+      const started = performance.now();
+      const result = await boundedRun(repo, method, fitted.args, timeoutMs);
+      return {
+        result,
+        requests: sim.requests.length - before,
+        wallMs: performance.now() - started,
+        dropped: fitted.dropped,
+      };
+    },
+    close: () => sim.close(),
+  };
+}
+
+/** A harness run aborted after `timeoutMs`, and given up 5 s later if the method ignores the abort. */
+async function boundedRun(
+  repo: SwampRepo,
+  method: string,
+  args: Record<string, unknown>,
+  timeoutMs: number,
+): Promise<RunResult> {
+  const controller = new AbortController();
+  let abortTimer: ReturnType<typeof setTimeout> | undefined;
+  let giveUpTimer: ReturnType<typeof setTimeout> | undefined;
+  const giveUp = new Promise<never>((_, reject) => {
+    abortTimer = setTimeout(() => {
+      controller.abort();
+      giveUpTimer = setTimeout(
+        () =>
+          reject(
+            new Error(`${method} ignored the abort after ${timeoutMs} ms`),
+          ),
+        5000,
+      );
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([
+      repo.run(method, args, { signal: controller.signal }),
+      giveUp,
+    ]);
+  } finally {
+    clearTimeout(abortTimer);
+    clearTimeout(giveUpTimer);
+  }
+}
