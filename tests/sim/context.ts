@@ -9,6 +9,7 @@ import { ApiError } from "./http.ts";
 import type { Params, ParamSpec } from "./params.ts";
 import type { GuestAgent } from "./qga.ts";
 import type { ClusterState } from "./state.ts";
+import type { NodeResources } from "./storage.ts";
 import type { TaskManager } from "./tasks.ts";
 import type { Timers } from "./timers.ts";
 import type { GuestState } from "./types.ts";
@@ -27,6 +28,8 @@ export interface SimCore {
   tasks: TaskManager;
   timers: Timers;
   agent?: GuestAgent;
+  /** Storages and bridges of every node. */
+  resources: NodeResources;
 }
 
 /** One request as a handler sees it. */

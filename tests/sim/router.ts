@@ -25,6 +25,8 @@ const PATH_PARAM_SPECS: Record<string, ParamSpec> = {
   node: NODE_SPEC,
   vmid: VMID_SPEC,
   upid: { type: "string" },
+  // pve-storage-id
+  storage: { type: "string", pattern: /^[a-z][a-z0-9\-_.]*[a-z0-9]$/i },
 };
 
 /** Routes compiled for matching. */

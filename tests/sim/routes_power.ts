@@ -90,6 +90,15 @@ function powerRoute(
               throw new TaskFailure(`VM ${g.vmid} already running`);
             }
             state.start(live);
+          } else if (
+            action === "shutdown" && live.ignoresShutdown &&
+            live.status === "running"
+          ) {
+            if (ctx.params.forceStop !== true) {
+              throw new TaskFailure("VM quit/powerdown failed - got timeout");
+            }
+            state.stop(live);
+            return ["VM still running - terminating now with SIGTERM"];
           } else if (live.status === "running") {
             state.stop(live);
           }

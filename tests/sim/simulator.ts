@@ -21,11 +21,17 @@ import { agentRoutes } from "./routes_agent.ts";
 import { clusterRoutes } from "./routes_cluster.ts";
 import { configRoutes } from "./routes_config.ts";
 import { lifecycleRoutes } from "./routes_lifecycle.ts";
+import { nodeRoutes } from "./routes_node.ts";
+import { containerSetupOf, lxcRoutes } from "./routes_lxc.ts";
 import { powerRoutes } from "./routes_power.ts";
+import { storageRoutes } from "./routes_storage.ts";
+import { taskListRoutes } from "./routes_tasklist.ts";
 import { taskRoutes } from "./routes_tasks.ts";
 import { ClusterState } from "./state.ts";
+import { NodeResources, type StorageState } from "./storage.ts";
 import { TaskManager, type TaskRecord } from "./tasks.ts";
 import { Timers } from "./timers.ts";
+import type { ContainerSetup, SimBridge } from "./node_types.ts";
 import type {
   GuestState,
   RequestRecord,
@@ -36,6 +42,8 @@ import type {
 } from "./types.ts";
 
 export type * from "./types.ts";
+export type * from "./node_types.ts";
+export type { StorageState } from "./storage.ts";
 
 /** A running simulator. */
 export interface Simulator {
@@ -57,6 +65,16 @@ export interface Simulator {
   task(upid: string): TaskRecord | undefined;
   /** Every task the simulator created, in creation order. */
   tasks(): TaskRecord[];
+  /**
+   * Storage `storage` as node `node` sees it (mutable: `total`, `used`,
+   * `active`, `disabled`, `content`, `templates`…), or undefined when it is not
+   * available there. A shared storage is the same object on every node.
+   */
+  storage(node: string, storage: string): StorageState | undefined;
+  /** The bridges of `node` (the live list: push, remove or set `active: false`). */
+  bridges(node: string): SimBridge[];
+  /** What container `vmid`'s OS received when the simulator created it (ssh keys, password). */
+  containerSetup(vmid: number): ContainerSetup | undefined;
   /** Adds a fault for the next matching requests. */
   fault(fault: SimFault): void;
   /** Sets the delay added to every request from now on. */
@@ -72,6 +90,10 @@ const ROUTES = [
   ...lifecycleRoutes,
   ...agentRoutes,
   ...taskRoutes,
+  ...nodeRoutes,
+  ...lxcRoutes,
+  ...storageRoutes,
+  ...taskListRoutes,
 ];
 
 /** Starts a simulator on 127.0.0.1, a free port. */
@@ -79,7 +101,14 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
   const timers = new Timers();
   const state = new ClusterState(opts.nodes, opts.guests ?? []);
   const tasks = new TaskManager(timers, opts.taskDurationMs ?? 50);
-  const core: SimCore = { state, tasks, timers, agent: opts.agent };
+  const resources = new NodeResources(state, opts.storages, opts.bridges);
+  const core: SimCore = {
+    state,
+    tasks,
+    timers,
+    agent: opts.agent,
+    resources,
+  };
   const router = new Router(ROUTES);
   const tokens = new TokenTable(opts.tokens);
   const faults = new FaultQueue();
@@ -195,6 +224,9 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
     nextTask: (override) => tasks.enqueueOverride(override),
     task: (upid) => tasks.find(upid),
     tasks: () => tasks.all(),
+    storage: (node, storage) => resources.get(node, storage),
+    bridges: (node) => resources.bridges(node),
+    containerSetup: (vmid) => containerSetupOf(state, vmid),
     fault: (fault) => faults.add(fault),
     setLatency: (ms) => {
       latencyMs = ms;

@@ -5,6 +5,7 @@
  * @module
  */
 
+import type { SimBridge, SimStorage } from "./node_types.ts";
 import type { GuestAgent } from "./qga.ts";
 
 /** Guest kind, as in `/cluster/resources` `type`. */
@@ -60,6 +61,12 @@ export interface SimGuest {
   /** Config lock, e.g. `backup`, `clone`, `migrate`. */
   lock?: string;
   ha?: SimHa;
+  /**
+   * The guest OS ignores ACPI shutdown requests: a shutdown task ends
+   * `VM quit/powerdown failed - got timeout`, unless it was sent with
+   * `forceStop` (then the guest is killed and the task warns).
+   */
+  ignoresShutdown?: boolean;
   /** Default: `running` if the config has `agent`, else `none`. */
   agent?: AgentMode;
   /** Config keys besides name/tags/lock, e.g. `smbios1`, `scsi0`, `net0`, `memory`. */
@@ -127,6 +134,14 @@ export interface SimOptions {
    * Turn it on to test exactly that hazard.
    */
   keepAlive?: boolean;
+  /**
+   * storage.cfg of the cluster; default: `local` (dir: iso, vztmpl, backup; one
+   * Debian 12 template), `local-lvm` (lvmthin) and `local-zfs` (zfspool), both
+   * rootdir + images. See node_types.ts.
+   */
+  storages?: SimStorage[];
+  /** Bridges per node (`"vmbr0"` or a SimBridge); default `vmbr0` on every node. */
+  bridges?: Record<string, (string | SimBridge)[]>;
 }
 
 /** Outcome override for the next task created (queued, one per task). */

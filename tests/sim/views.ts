@@ -12,7 +12,10 @@ import type { GuestState, SimMetrics } from "./types.ts";
 export function metricsOf(g: GuestState): SimMetrics {
   const m = g.metrics;
   const running = g.status === "running";
-  const cores = Number(g.config.cores ?? 1) * Number(g.config.sockets ?? 1);
+  // A container without `cores`/`cpulimit` may use every host CPU (pve-container vmstatus).
+  const cores = g.type === "lxc"
+    ? Number(g.config.cores) || Number(g.config.cpulimit) || HOST_CPUS
+    : Number(g.config.cores ?? 1) * Number(g.config.sockets ?? 1);
   const memoryMb =
     Number(String(g.config.memory ?? "").replace(/^current=/, "")) || 512;
   const uptime = running && g.startedAt !== undefined
@@ -32,7 +35,14 @@ export function metricsOf(g: GuestState): SimMetrics {
   };
 }
 
+/** CPUs of the simulated host (a container without a CPU limit reports these). */
+const HOST_CPUS = 16;
+
 function bootDiskBytes(g: GuestState): number {
+  // pve-container vmstatus: the rootfs `size=`, 4 GiB when unknown.
+  if (g.type === "lxc") {
+    return diskBytes(String(g.config.rootfs ?? "")) || 4 * 2 ** 30;
+  }
   const disks = Object.entries(g.config).filter(([k, v]) =>
     DISK_KEY.test(k) && !String(v).includes("media=cdrom")
   );
