@@ -99,8 +99,91 @@ const GuestExecArgs = z.object({
   inputData: z.string().refine(
     (v) => new TextEncoder().encode(v).length <= 65536,
     { message: "inputData must be at most 65536 bytes (PVE's limit)" },
-  ).optional(),
+  ).refine((v) => !v.includes("\0"), {
+    // No argv can carry a NUL, so it could never reach pvesh over ssh; refused on both transports.
+    message: "inputData must not contain NUL",
+  }).optional(),
 }).refine(requireGuest, provideGuest);
+
+const StartArgs = z.object({
+  ...guestRef,
+  waitForIp: z.boolean().default(false),
+  allowNoIp: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+const StopArgs = z.object({
+  ...guestRef,
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+const ShutdownArgs = z.object({
+  ...guestRef,
+  timeoutSec: z.number().int().positive().max(86400).default(120),
+  forceStopAfter: z.boolean().default(false),
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+const DeleteArgs = z.object({
+  ...guestRef,
+  purge: z.boolean().default(true),
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+const CloneArgs = z.object({
+  templateId: vmid,
+  vmid,
+  name: singleLine("name"),
+  full: z.boolean().default(true),
+  storage: singleLine("storage").optional(),
+}).refine((a) => a.templateId !== a.vmid, {
+  message: "vmid must differ from templateId",
+  path: ["vmid"],
+});
+
+const GetConfigArgs = z.object(guestRef).refine(requireGuest, provideGuest);
+
+/** Parameters of PVE's config update that are not config keys (they change how it applies). */
+const NOT_CONFIG_KEYS = [
+  "digest",
+  "skiplock",
+  "revert",
+  "background_delay",
+  "node",
+  "vmid",
+];
+
+const SetConfigArgs = z.object({
+  ...guestRef,
+  config: z.record(
+    z.string().regex(/^[a-zA-Z][a-zA-Z0-9_]*$/).refine(
+      (k) => !NOT_CONFIG_KEYS.includes(k),
+      { message: "is a parameter of PVE's config update, not a config key" },
+    ),
+    z.union([z.string(), z.number()]),
+  ).refine((c) => Object.keys(c).length > 0, {
+    message: "config must hold at least one key",
+  }),
+}).refine(requireGuest, provideGuest);
+
+const ResizeDiskArgs = z.object({
+  ...guestRef,
+  disk: z.string().regex(/^(scsi|sata|virtio|ide)\d+$/).default("scsi0"),
+  size: z.string().regex(/^\+?\d+(\.\d+)?[KMGT]?$/),
+}).refine(requireGuest, provideGuest);
+
+/** sync: with vmid/vmName just that guest, else every guest of the node or of the cluster. */
+const SyncArgs = z.object({
+  ...guestRef,
+  scope: z.enum(["node", "cluster"]).default("node"),
+  node: pathSegment("node").optional(),
+});
+
+/** Node-scoped reads: the transport's node unless `node` names another. */
+const NodeArgs = z.object({
+  node: pathSegment("node").optional(),
+});
+
+const ConfigValues = z.record(z.string(), z.union([z.string(), z.number()]));
 
 const Identity = z.object({
   smbiosUuid: z.string().optional(),
@@ -134,6 +217,10 @@ const GuestRecord = z.object({
   identity: Identity.optional(),
   identityChanged: z.object({ previous: Identity, current: Identity })
     .optional(),
+  warnings: z.array(z.string()).optional(),
+  lastTask: z.string().optional(),
+  pending: ConfigValues.optional(),
+  pendingDelete: z.array(z.string()).optional(),
   lastOperation: z.string(),
   recordedAt: z.string(),
 });
@@ -170,7 +257,9 @@ const ExecRecord = z.object({
 const ConfigRecord = z.object({
   vmid: z.number(),
   node: z.string(),
-  config: z.record(z.string(), z.union([z.string(), z.number()])),
+  config: ConfigValues,
+  pending: ConfigValues.optional(),
+  pendingDelete: z.array(z.string()).optional(),
   recordedAt: z.string(),
 });
 
@@ -213,8 +302,12 @@ const NodeConfigRecord = z.object({
     type: z.string().optional(),
     content: z.array(z.string()),
     avail: z.number().optional(),
+    total: z.number().optional(),
+    active: z.boolean().optional(),
   })),
   bridges: z.array(z.string()),
+  bridgesAvailable: z.boolean().optional(),
+  bridgesUnavailableReason: z.string().optional(),
   recordedAt: z.string(),
 });
 
@@ -296,6 +389,94 @@ export const model = {
       arguments: GuestExecArgs,
       execute: (args: z.infer<typeof GuestExecArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "guestExec", args, ctx),
+    },
+    start: {
+      description:
+        "Start the VM; succeeds when status/current shows it running (qmpstatus running), and with waitForIp when the agent reports an IPv4 address (allowNoIp: a missing one only warns)",
+      kind: "action" as const,
+      arguments: StartArgs,
+      execute: (args: z.infer<typeof StartArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "start", args, ctx),
+    },
+    stop: {
+      description:
+        "Hard-stop a VM tagged swamp (force overrides); succeeds when status/current shows it stopped",
+      kind: "action" as const,
+      arguments: StopArgs,
+      execute: (args: z.infer<typeof StopArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "stop", args, ctx),
+    },
+    shutdown: {
+      description:
+        "Shut a VM tagged swamp down gracefully (ACPI) within timeoutSec, with forceStopAfter a hard stop after that; succeeds when status/current shows it stopped",
+      kind: "action" as const,
+      arguments: ShutdownArgs,
+      execute: (args: z.infer<typeof ShutdownArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "shutdown", args, ctx),
+    },
+    delete: {
+      description:
+        "Destroy a VM tagged swamp and not production/protected (force overrides), stopping it first if it runs; succeeds when it is gone from every node. Writes only vm-<vmid> (status deleted)",
+      kind: "action" as const,
+      arguments: DeleteArgs,
+      execute: (args: z.infer<typeof DeleteArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "delete", args, ctx),
+    },
+    clone: {
+      description:
+        "Clone templateId to vmid; succeeds when the new VM exists with the requested name and the swamp tag (an existing vmid counts only if it is that same VM)",
+      kind: "action" as const,
+      arguments: CloneArgs,
+      execute: (args: z.infer<typeof CloneArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "clone", args, ctx),
+    },
+    getConfig: {
+      description:
+        "Record the VM's running config and its pending changes as vm-<vmid>-config",
+      kind: "action" as const,
+      arguments: GetConfigArgs,
+      execute: (args: z.infer<typeof GetConfigArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "getConfig", args, ctx),
+    },
+    setConfig: {
+      description:
+        "Change config keys; succeeds when each reads back applied or pending until the next start (recorded in vm-<vmid> as pending)",
+      kind: "action" as const,
+      arguments: SetConfigArgs,
+      execute: (args: z.infer<typeof SetConfigArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "setConfig", args, ctx),
+    },
+    resizeDisk: {
+      description:
+        "Grow a disk (+N grows by, N grows to); succeeds when the resize task ended and the disk's size in the config reached the target",
+      kind: "action" as const,
+      arguments: ResizeDiskArgs,
+      execute: (args: z.infer<typeof ResizeDiskArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "resizeDisk", args, ctx),
+    },
+    sync: {
+      description:
+        "Record every VM of the node (scope node, one request) or of every online node (scope cluster) as vm-<vmid>; stored VMs confirmed gone are recorded absent",
+      kind: "action" as const,
+      arguments: SyncArgs,
+      execute: (args: z.infer<typeof SyncArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "sync", args, ctx),
+    },
+    nodeStatus: {
+      description:
+        "Record the node's status and disks (SMART health) as node-<node>; without Sys.Audit the record says disks are unavailable",
+      kind: "action" as const,
+      arguments: NodeArgs,
+      execute: (args: z.infer<typeof NodeArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "nodeStatus", args, ctx),
+    },
+    nodeConfig: {
+      description:
+        "Record the node's storages and bridges as node-<node>-config",
+      kind: "action" as const,
+      arguments: NodeArgs,
+      execute: (args: z.infer<typeof NodeArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "nodeConfig", args, ctx),
     },
   },
 };

@@ -4,7 +4,10 @@ use crate::args::Fields;
 use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
-use crate::methods::{check, guest_exec, lookup};
+use crate::methods::{
+    check, clone, delete, get_config, guest_exec, lookup, node_config, node_status, resize_disk,
+    set_config, shutdown, start, stop, sync,
+};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
 use crate::run::Run;
@@ -22,6 +25,16 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
     let checked = match (kind, method) {
         (_, "lookup") => GuestRef::parse(&fields).map(drop),
         (GuestKind::Qemu, "guestExec") => guest_exec::ExecArgs::parse(args).map(drop),
+        (GuestKind::Qemu, "start") => start::StartArgs::parse(args).map(drop),
+        (GuestKind::Qemu, "stop") => stop::StopArgs::parse(args).map(drop),
+        (GuestKind::Qemu, "shutdown") => shutdown::ShutdownArgs::parse(args).map(drop),
+        (GuestKind::Qemu, "delete") => delete::DeleteArgs::parse(args).map(drop),
+        (GuestKind::Qemu, "clone") => clone::CloneArgs::parse(args).map(drop),
+        (GuestKind::Qemu, "getConfig") => GuestRef::parse(&fields).map(drop),
+        (GuestKind::Qemu, "setConfig") => set_config::SetConfigArgs::parse(args).map(drop),
+        (GuestKind::Qemu, "resizeDisk") => resize_disk::ResizeArgs::parse(args).map(drop),
+        (GuestKind::Qemu, "sync") => sync::SyncArgs::parse(args).map(drop),
+        (_, "nodeStatus" | "nodeConfig") => node_status::NodeArgs::parse(args).map(drop),
         _ => {
             return Err(format!(
                 "method {method:?} of the {model} model has no argument rules in the core"
@@ -66,6 +79,19 @@ pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Val
     match (kind, method) {
         (_, "lookup") => lookup::lookup(&run, args).await,
         (GuestKind::Qemu, "guestExec") => guest_exec::guest_exec(&run, args).await,
+        // start/stop/shutdown/delete are written for both kinds; lxc enables them with its model.
+        (GuestKind::Qemu, "start") => start::start(&run, args).await,
+        (GuestKind::Qemu, "stop") => stop::stop(&run, args).await,
+        (GuestKind::Qemu, "shutdown") => shutdown::shutdown(&run, args).await,
+        (GuestKind::Qemu, "delete") => delete::delete(&run, args).await,
+        (GuestKind::Qemu, "clone") => clone::clone(&run, args).await,
+        // getConfig and sync are written for both kinds; lxc enables them with its model.
+        (GuestKind::Qemu, "getConfig") => get_config::get_config(&run, args).await,
+        (GuestKind::Qemu, "setConfig") => set_config::set_config(&run, args).await,
+        (GuestKind::Qemu, "resizeDisk") => resize_disk::resize_disk(&run, args).await,
+        (GuestKind::Qemu, "sync") => sync::sync(&run, args).await,
+        (_, "nodeStatus") => node_status::node_status(&run, args).await,
+        (_, "nodeConfig") => node_config::node_config(&run, args).await,
         (_, CHECK_TRANSPORT_REACHABLE) => check::transport_reachable(&run).await,
         _ => Failure::new(format!(
             "method {method:?} of the {model} model is not implemented by the core"

@@ -10,11 +10,14 @@ pub fn hint(kind: ErrorKind) -> &'static str {
         ErrorKind::Forbidden => "the API token lacks the privilege named in PVE's message",
         ErrorKind::NotImplemented => "this PVE version does not offer that API path",
         ErrorKind::Network => "check that the node is reachable over the configured transport",
+        ErrorKind::SshConnect => "fix what the ssh message names; a retry would fail the same way",
         ErrorKind::Timeout => "PVE did not answer in time; check the node's load and the network",
         ErrorKind::Tls => {
             "check caCert (the CA that signed the PVE certificate) and apiUrl's host name"
         }
-        ErrorKind::Malformed => "PVE's answer could not be read; is apiUrl a PVE API endpoint?",
+        ErrorKind::Malformed => {
+            "PVE's answer could not be read; is apiUrl a PVE API endpoint (or pveshBinary PVE's pvesh)?"
+        }
         ErrorKind::Aborted => "the run was aborted by the caller",
         ErrorKind::Agent | ErrorKind::GuestNotRunning => {
             "check that the guest runs and its QEMU guest agent is enabled and running"

@@ -106,6 +106,14 @@ pub trait Host {
     /// The latest stored version of a record of this model definition, if any.
     fn read_record(&self, instance: &str)
         -> impl Future<Output = Result<Option<Value>, HostError>>;
+    /// The instance names of this model definition's stored records of resource spec `spec`
+    /// (swamp: `ctx.dataRepository.findAllForModel`); `None` when the host cannot list them.
+    fn list_records(
+        &self,
+        _spec: &str,
+    ) -> impl Future<Output = Result<Option<Vec<String>>, HostError>> {
+        async { Ok(None) }
+    }
     /// Whether the caller aborted the run (`ctx.signal`).
     fn aborted(&self) -> bool;
 }

@@ -1,5 +1,7 @@
 //! Pauses between polls: start fast, grow by half each time, never beyond the caller's interval.
 
+use crate::host::Host;
+
 /// A growing delay: `first`, ×1.5 each step, capped.
 #[derive(Debug, Clone)]
 pub struct Backoff {
@@ -29,6 +31,45 @@ impl Backoff {
         let delay = self.next_ms;
         self.next_ms = (self.next_ms * 1.5).min(self.cap_ms);
         delay.round() as u64
+    }
+}
+
+/// Why a bounded poll loop stopped waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// The budget is spent.
+    OutOfTime,
+    /// The caller aborted the run.
+    Aborted,
+}
+
+/// Paces a poll loop: growing pauses, never past the loop's deadline, ending when the run is aborted.
+pub struct Pacer {
+    deadline_ms: f64,
+    backoff: Backoff,
+}
+
+impl Pacer {
+    /// A loop that may run `budget_ms` from `now_ms`, pausing at most `cap_ms` between probes.
+    pub fn new(now_ms: f64, budget_ms: u64, cap_ms: u64) -> Self {
+        Pacer {
+            deadline_ms: now_ms + budget_ms as f64,
+            backoff: Backoff::for_polling(cap_ms),
+        }
+    }
+
+    /// Waits before the next probe; `Err` once the budget is spent or the run was aborted.
+    pub async fn pause<H: Host>(&mut self, host: &H) -> Result<(), Stopped> {
+        let remaining = self.deadline_ms - host.now_ms();
+        if remaining <= 0.0 {
+            return Err(Stopped::OutOfTime);
+        }
+        host.sleep(self.backoff.next_delay().min(remaining.ceil() as u64))
+            .await;
+        match host.aborted() {
+            true => Err(Stopped::Aborted),
+            false => Ok(()),
+        }
     }
 }
 

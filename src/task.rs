@@ -89,7 +89,8 @@ async fn finish<H: Host>(
     if exit_status.starts_with("WARNINGS") {
         let warnings: Vec<String> = log
             .into_iter()
-            .filter(|line| line.contains("WARN"))
+            // PVE prints `WARN: <text>`; the closing `TASK WARNINGS: n` line is not a warning.
+            .filter(|line| line.trim_start().starts_with("WARN"))
             .collect();
         for warning in &warnings {
             pve.host.log(
@@ -197,7 +198,7 @@ mod tests {
         );
         host.data(
             &format!("GET /nodes/pve2/tasks/{UPID}/log"),
-            json!([{"n": 1, "t": "starting"}, {"n": 2, "t": "WARN: no efidisk configured"}]),
+            json!([{"n": 1, "t": "starting"}, {"n": 2, "t": "WARN: no efidisk configured"}, {"n": 3, "t": "TASK WARNINGS: 1"}]),
         );
         let end = follow(&host, 60).unwrap();
         assert_eq!(

@@ -130,6 +130,12 @@ impl Host for ScriptedHost {
         Ok(self.records.borrow().get(instance).cloned())
     }
 
+    async fn list_records(&self, _spec: &str) -> Result<Option<Vec<String>>, HostError> {
+        let mut names: Vec<String> = self.records.borrow().keys().cloned().collect();
+        names.sort();
+        Ok(Some(names))
+    }
+
     fn aborted(&self) -> bool {
         false
     }

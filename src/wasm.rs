@@ -23,6 +23,8 @@ export interface CoreHost {
   now(): number;
   log(level: "debug" | "info" | "warning" | "error", message: string): void;
   readRecord(instance: string): Promise<unknown>;
+  /** Instance names of this definition's stored records of one resource spec; null when unknown. */
+  listRecords?(spec: string): Promise<string[] | null>;
   aborted(): boolean;
 }
 /** What a method run produced: records to write first, then the verdict. */
@@ -50,6 +52,8 @@ extern "C" {
     fn log(this: &JsHost, level: &str, message: &str);
     #[wasm_bindgen(method, catch, js_name = readRecord)]
     async fn read_record(this: &JsHost, instance: &str) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = listRecords)]
+    async fn list_records(this: &JsHost, spec: &str) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method)]
     fn aborted(this: &JsHost) -> bool;
 }
@@ -158,6 +162,14 @@ impl Host for WasmHost {
             return Ok(None);
         }
         from_js::<Value>(value, "record").map(Some)
+    }
+
+    async fn list_records(&self, spec: &str) -> Result<Option<Vec<String>>, HostError> {
+        let value = self.0.list_records(spec).await.map_err(host_error)?;
+        if value.is_null() || value.is_undefined() {
+            return Ok(None);
+        }
+        from_js(value, "record list").map(Some)
     }
 
     fn aborted(&self) -> bool {

@@ -17,6 +17,16 @@ export interface HostContext {
   };
   signal?: AbortSignal;
   readResource?(instance: string): Promise<unknown>;
+  /** swamp's model type and definition id: the data repository lists records by them. */
+  modelType?: unknown;
+  modelId?: string;
+  /** swamp's data repository (`findAllForModel` lists the latest version of every record). */
+  dataRepository?: {
+    findAllForModel(
+      type: unknown,
+      modelId: string,
+    ): Promise<{ name: string; tags?: Record<string, string> }[]>;
+  };
 }
 
 /** An HTTP exchange assembled by the core. */
@@ -54,6 +64,8 @@ export interface Host {
   now(): number;
   log(level: "debug" | "info" | "warning" | "error", message: string): void;
   readRecord(instance: string): Promise<unknown>;
+  /** Instance names of this definition's records of one spec; null when the context cannot list. */
+  listRecords(spec: string): Promise<string[] | null>;
   aborted(): boolean;
   /** Frees the run's HTTP clients. */
   close(): void;
@@ -91,9 +103,22 @@ export function createHost(ctx: HostContext): Host {
     log: (level, message) => log(ctx, level, message),
     readRecord: async (instance) =>
       (ctx.readResource ? await ctx.readResource(instance) : null) ?? null,
+    listRecords: (spec) => listRecords(ctx, spec),
     aborted: () => signal.aborted,
     close: () => clients.forEach((client) => client.close()),
   };
+}
+
+/** The names of the definition's records of `spec` (swamp tags each version with its `specName`). */
+async function listRecords(
+  ctx: HostContext,
+  spec: string,
+): Promise<string[] | null> {
+  const repo = ctx.dataRepository;
+  if (!repo || ctx.modelId === undefined) return null;
+  const all = await repo.findAllForModel(ctx.modelType, ctx.modelId);
+  const names = all.filter((d) => d.tags?.specName === spec).map((d) => d.name);
+  return [...new Set(names)];
 }
 
 function hostError(kind: HostError["kind"], message: string): HostError {

@@ -1,6 +1,11 @@
 //! Guests as both models see them: how a guest is named, found, fingerprinted and recorded.
 
+pub mod config;
+pub mod evidence;
+pub mod gates;
 pub mod identity;
 pub mod locate;
+pub mod power;
 pub mod record;
 pub mod reference;
+pub mod settle;

@@ -4,6 +4,7 @@ use super::identity::Identity;
 use crate::pve::flex::split_tags;
 use crate::pve::responses::GuestStatus;
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// HA state as recorded.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -70,6 +71,18 @@ pub struct GuestRecord {
     /// Set when the VMID now belongs to a different guest than the stored record described.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity_changed: Option<IdentityChange>,
+    /// Warnings of the tasks this run followed (`WARNINGS: n`) and of the method itself.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// The UPID of the last task this run followed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_task: Option<String>,
+    /// Config changes PVE holds until the next start (seen by setConfig): key → pending value.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub pending: Map<String, Value>,
+    /// Config keys whose deletion waits for the next start.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pending_delete: Vec<String>,
     pub last_operation: String,
     pub recorded_at: String,
 }

@@ -87,6 +87,10 @@ impl ExecArgs {
                 "must be at most 65536 bytes (PVE's limit)",
             ));
         }
+        // No argv can carry a NUL, so it could never reach pvesh over ssh: refused on both transports.
+        if input.as_ref().is_some_and(|i| i.contains('\0')) {
+            return Err(ArgError::new("inputData", "must not contain NUL"));
+        }
         Ok(ExecArgs {
             target,
             command,
@@ -410,5 +414,22 @@ fn tail(text: &str) -> String {
         format!("…{flat}")
     } else {
         flat
+    }
+}
+
+#[cfg(test)]
+mod nul_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn nul_is_refused_in_command_items_and_input_but_newlines_pass() {
+        let args = |command: Value, input: &str| json!({"vmid": 100, "command": command, "inputData": input});
+        let nul_item = ExecArgs::parse(&args(json!(["printf", "a\0b"]), "")).unwrap_err();
+        assert_eq!(nul_item.field, "command[1]");
+        let nul_input = ExecArgs::parse(&args(json!(["cat"]), "a\0b")).unwrap_err();
+        assert_eq!(nul_input.field, "inputData");
+        // Single quotes carry newlines through the node's shell (tests/ssh/transport_test.ts).
+        assert!(ExecArgs::parse(&args(json!(["printf", "a\nb\rc"]), "x\ny")).is_ok());
     }
 }

@@ -81,7 +81,8 @@ pub async fn observe<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<GuestRec
     )))
 }
 
-async fn read_present<H: Host>(
+/// Reads a located guest's status and its identity (from its config).
+pub async fn read_present<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
 ) -> Result<(GuestStatus, Identity), crate::pve::error::PveError> {
@@ -98,7 +99,8 @@ async fn read_present<H: Host>(
     Ok((status, Identity::from_config(&config)))
 }
 
-async fn record_for<H: Host>(
+/// The record of an observed guest, flagging a reused VMID against the stored record.
+pub async fn record_for<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     status: &GuestStatus,

@@ -1,5 +1,16 @@
 //! One module per method: where each method's decision lives.
 
 pub mod check;
+pub mod clone;
+pub mod delete;
+pub mod get_config;
 pub mod guest_exec;
 pub mod lookup;
+pub mod node_config;
+pub mod node_status;
+pub mod resize_disk;
+pub mod set_config;
+pub mod shutdown;
+pub mod start;
+pub mod stop;
+pub mod sync;

@@ -130,9 +130,173 @@ pub fn task_log(upid: &Upid) -> PveRequest {
     PveRequest::get(&["nodes", &upid.node, "tasks", upid.as_str(), "log"]).param("limit", "500")
 }
 
+/// `POST /nodes/{node}/{kind}/{vmid}/status/start` → UPID. Like every mutation, never re-sent.
+pub fn guest_start(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
+    power(node, kind, vmid, "start")
+}
+
+/// `POST /nodes/{node}/{kind}/{vmid}/status/stop` → UPID: a hard stop (power off).
+pub fn guest_stop(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
+    power(node, kind, vmid, "stop")
+}
+
+/// `POST /nodes/{node}/{kind}/{vmid}/status/shutdown?timeout=N` → UPID: a graceful (ACPI) shutdown
+/// PVE waits up to N seconds for. No `forceStop`: the caller falls back to a stop it can observe.
+pub fn guest_shutdown(node: &str, kind: GuestKind, vmid: u32, timeout_sec: u64) -> PveRequest {
+    power(node, kind, vmid, "shutdown").param("timeout", timeout_sec.to_string())
+}
+
+fn power(node: &str, kind: GuestKind, vmid: u32, action: &str) -> PveRequest {
+    PveRequest::new(
+        Verb::Create,
+        &[
+            "nodes",
+            node,
+            kind.segment(),
+            &vmid.to_string(),
+            "status",
+            action,
+        ],
+        Repeat::Never,
+    )
+}
+
+/// `DELETE /nodes/{node}/{kind}/{vmid}` → UPID. `purge` also drops the guest from backup jobs, HA
+/// and replication, and destroys disks with its VMID that its config no longer references.
+pub fn guest_delete(node: &str, kind: GuestKind, vmid: u32, purge: bool) -> PveRequest {
+    let request = PveRequest::new(
+        Verb::Delete,
+        &["nodes", node, kind.segment(), &vmid.to_string()],
+        Repeat::Never,
+    );
+    match purge {
+        true => request
+            .param("purge", "1")
+            .param("destroy-unreferenced-disks", "1"),
+        false => request,
+    }
+}
+
+/// `POST /nodes/{node}/qemu/{template}/clone` → UPID; the clone lands on the template's node.
+pub fn qemu_clone(
+    node: &str,
+    template: u32,
+    newid: u32,
+    name: &str,
+    full: bool,
+    storage: Option<&str>,
+) -> PveRequest {
+    let request = PveRequest::new(
+        Verb::Create,
+        &["nodes", node, "qemu", &template.to_string(), "clone"],
+        Repeat::Never,
+    )
+    .param("newid", newid.to_string())
+    .param("name", name)
+    .param("full", if full { "1" } else { "0" });
+    match storage {
+        Some(storage) => request.param("storage", storage),
+        None => request,
+    }
+}
+
+/// `PUT /nodes/{node}/{kind}/{vmid}/config` setting `tags` (`;`-separated); synchronous.
+pub fn set_guest_tags(node: &str, kind: GuestKind, vmid: u32, tags: &str) -> PveRequest {
+    PveRequest::new(
+        Verb::Set,
+        &["nodes", node, kind.segment(), &vmid.to_string(), "config"],
+        Repeat::Never,
+    )
+    .param("tags", tags)
+}
+
+/// `GET /nodes`: every cluster node with its `status` (`online`, `offline`, `unknown`).
+pub fn nodes() -> PveRequest {
+    PveRequest::get(&["nodes"])
+}
+
+/// `GET /nodes/{node}/{kind}/{vmid}/pending`: every config key with its current `value`, its
+/// `pending` value and a pending `delete` — what runs and what waits for a restart, in one read.
+pub fn guest_pending(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
+    PveRequest::get(&["nodes", node, kind.segment(), &vmid.to_string(), "pending"])
+}
+
+/// `GET …/config?current=1`: the config that runs. Plain `GET …/config` shows pending values as if
+/// they were applied.
+pub fn guest_config_current(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
+    guest_config(node, kind, vmid).param("current", "1")
+}
+
+/// `PUT /nodes/{node}/{kind}/{vmid}/config` with the given options: synchronous (answers null);
+/// never re-sent.
+pub fn set_guest_config(
+    node: &str,
+    kind: GuestKind,
+    vmid: u32,
+    options: &[(String, String)],
+) -> PveRequest {
+    let mut request = PveRequest::new(
+        Verb::Set,
+        &["nodes", node, kind.segment(), &vmid.to_string(), "config"],
+        Repeat::Never,
+    );
+    request.params.extend(options.iter().cloned());
+    request
+}
+
+/// `PUT /nodes/{node}/qemu/{vmid}/resize` with `disk` and `size` (`+20G` grows by, `50G` grows to):
+/// a UPID since PVE 8, null before.
+pub fn qemu_resize(node: &str, vmid: u32, disk: &str, size: &str) -> PveRequest {
+    PveRequest::new(
+        Verb::Set,
+        &["nodes", node, "qemu", &vmid.to_string(), "resize"],
+        Repeat::Never,
+    )
+    .param("disk", disk)
+    .param("size", size)
+}
+
+/// `GET /nodes/{node}/status`: CPU, load, memory, swap, root fs, uptime, kernel and PVE versions.
+pub fn node_status(node: &str) -> PveRequest {
+    PveRequest::get(&["nodes", node, "status"])
+}
+
+/// `GET /nodes/{node}/disks/list`: physical disks with their SMART health (needs `Sys.Audit`).
+pub fn node_disks(node: &str) -> PveRequest {
+    PveRequest::get(&["nodes", node, "disks", "list"])
+}
+
+/// `GET /nodes/{node}/storage`: the storages the token may audit, with content types and space.
+pub fn node_storage(node: &str) -> PveRequest {
+    PveRequest::get(&["nodes", node, "storage"])
+}
+
+/// `GET /nodes/{node}/network?type=any_bridge`: Linux and OVS bridges (needs `Sys.Audit`).
+pub fn node_bridges(node: &str) -> PveRequest {
+    PveRequest::get(&["nodes", node, "network"]).param("type", "any_bridge")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resize_and_config_updates_are_never_re_sent() {
+        let r = qemu_resize("pve1", 100, "scsi0", "+1G");
+        assert_eq!(r.label(), "PUT /nodes/pve1/qemu/100/resize");
+        assert_eq!(r.repeat, Repeat::Never);
+        let options = [("memory".to_string(), "2048".to_string())];
+        let c = set_guest_config("pve1", GuestKind::Qemu, 100, &options);
+        assert_eq!(c.label(), "PUT /nodes/pve1/qemu/100/config");
+        assert_eq!(c.params, options.to_vec());
+        assert_eq!(c.repeat, Repeat::Never);
+    }
+
+    #[test]
+    fn current_config_asks_for_what_runs() {
+        let r = guest_config_current("pve1", GuestKind::Qemu, 100);
+        assert_eq!(r.params, vec![("current".into(), "1".into())]);
+    }
 
     #[test]
     fn exec_repeats_the_command_key_per_argv_item() {
@@ -149,6 +313,37 @@ mod tests {
                 ("command".into(), "bash".into()),
                 ("command".into(), "-c".into()),
                 ("command".into(), "exit 42".into())
+            ]
+        );
+        assert_eq!(r.repeat, Repeat::Never);
+    }
+
+    #[test]
+    fn delete_with_purge_also_destroys_unreferenced_disks() {
+        let r = guest_delete("pve1", GuestKind::Qemu, 100, true);
+        assert_eq!(r.label(), "DELETE /nodes/pve1/qemu/100");
+        assert_eq!(
+            r.params,
+            vec![
+                ("purge".into(), "1".into()),
+                ("destroy-unreferenced-disks".into(), "1".into())
+            ]
+        );
+        assert!(guest_delete("pve1", GuestKind::Qemu, 100, false)
+            .params
+            .is_empty());
+    }
+
+    #[test]
+    fn clone_maps_options_to_pve_params_on_the_template_node() {
+        let r = qemu_clone("pve2", 9000, 9001, "cp", false, None);
+        assert_eq!(r.label(), "POST /nodes/pve2/qemu/9000/clone");
+        assert_eq!(
+            r.params,
+            vec![
+                ("newid".into(), "9001".into()),
+                ("name".into(), "cp".into()),
+                ("full".into(), "0".into())
             ]
         );
         assert_eq!(r.repeat, Repeat::Never);

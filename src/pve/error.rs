@@ -28,6 +28,12 @@ pub enum ErrorKind {
     Server,
     /// The network failed (connection refused/reset, ssh could not connect).
     Network,
+    /// ssh could not open a session for a reason a retry would not change soon: the connection was
+    /// refused, the host key does not match (or is unknown under strict checking), authentication
+    /// was refused, the host name does not resolve, or no session within `connectTimeoutSec` (a
+    /// retry would wait as long again). pvesh never ran. The message names which and what to check.
+    /// Never retried.
+    SshConnect,
     /// No answer in time.
     Timeout,
     /// TLS verification failed.

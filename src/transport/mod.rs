@@ -27,7 +27,7 @@ pub async fn send<H: Host>(
         }
         TransportSettings::Ssh(ssh) => {
             // pvesh runs task workers in the foreground, so a mutation lasts as long as its task.
-            let output = host.run(ssh::assemble(ssh, request, timeout_ms)).await?;
+            let output = host.run(ssh::assemble(ssh, request, timeout_ms)?).await?;
             ssh::interpret(ssh, &output)
         }
     }

@@ -7,13 +7,38 @@ use crate::host::{ProcessOutput, ProcessRequest};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::request::PveRequest;
 use serde_json::Value;
+use std::borrow::Cow;
 
-/// ssh's own exit status when it could not connect or authenticate.
+/// ssh's own exit status when it could not connect or authenticate. pvesh can exit 255 too: its
+/// handler errors are uncaught Perl `die`s, whose status is errno, else 255 (see [`ssh_failed`]).
 const SSH_FAILURE: i32 = 255;
 
+/// The longest single argument Linux passes to a program (`MAX_ARG_STRLEN` = 32 pages, less the NUL).
+/// The remote command is one argument twice: of the local `ssh`, and of the node's `sh -c`.
+pub const MAX_REMOTE_COMMAND_BYTES: usize = 131_071;
+
 /// Builds the ssh argv. The remote command is one string parsed by the node's shell, so every part
-/// of it is single-quoted; locally nothing goes through a shell.
-pub fn assemble(settings: &SshSettings, request: &PveRequest, timeout_ms: u64) -> ProcessRequest {
+/// of it is single-quoted; locally nothing goes through a shell. A command line longer than one
+/// program argument may be is refused here, before anything runs (see [`MAX_REMOTE_COMMAND_BYTES`]).
+pub fn assemble(
+    settings: &SshSettings,
+    request: &PveRequest,
+    timeout_ms: u64,
+) -> Result<ProcessRequest, PveError> {
+    let remote = remote_command(settings, request);
+    if remote.len() > MAX_REMOTE_COMMAND_BYTES {
+        return Err(PveError {
+            kind: ErrorKind::BadRequest,
+            message: format!(
+                "{} over ssh would need a {}-byte pvesh command line, and a program argument is \
+                 limited to {MAX_REMOTE_COMMAND_BYTES} bytes on Linux (single quotes in values count \
+                 4 bytes each): send less data (e.g. a smaller inputData) or use the api transport",
+                request.label(),
+                remote.len()
+            ),
+            status: None,
+        });
+    }
     let mut argv = vec![settings.ssh_binary.clone()];
     let mut option = |text: String| {
         argv.push("-o".to_string());
@@ -22,6 +47,15 @@ pub fn assemble(settings: &SshSettings, request: &PveRequest, timeout_ms: u64) -
     // Never prompt: a prompt would hang the method until its timeout.
     option("BatchMode=yes".to_string());
     option(format!("ConnectTimeout={}", settings.connect_timeout_sec));
+    // ConnectTimeout bounds the TCP connect and the banner only: a server that sends its banner and
+    // then stalls in key exchange would hold ssh forever (seen with OpenSSH 9.2). Keepalives bound
+    // key exchange and authentication by interval × count = connectTimeoutSec, and end a session
+    // whose node stopped answering; a live node answers them even while pvesh runs a long task.
+    option(format!(
+        "ServerAliveInterval={}",
+        settings.connect_timeout_sec
+    ));
+    option("ServerAliveCountMax=1".to_string());
     if let Some(file) = &settings.identity_file {
         option(format!("IdentityFile={file}"));
     }
@@ -43,12 +77,10 @@ pub fn assemble(settings: &SshSettings, request: &PveRequest, timeout_ms: u64) -
         "-l".to_string(),
         settings.user.clone(),
     ]);
-    argv.extend([
-        "--".to_string(),
-        settings.host.clone(),
-        remote_command(settings, request),
-    ]);
-    ProcessRequest { argv, timeout_ms }
+    argv.extend(["--".to_string(), settings.host.clone(), remote]);
+    // Connecting is bounded by connectTimeoutSec on its own; the request's budget starts after it.
+    let timeout_ms = timeout_ms.saturating_add(settings.connect_timeout_sec.saturating_mul(1000));
+    Ok(ProcessRequest { argv, timeout_ms })
 }
 
 /// `'pvesh' 'get' '/path' '--key=value' … '--output-format=json'`, each word single-quoted.
@@ -82,8 +114,10 @@ pub fn interpret(settings: &SshSettings, output: &ProcessOutput) -> Result<Value
                 snippet(&output.stdout)
             ))
         }),
-        Some(SSH_FAILURE) => Err(connection_error(settings, &output.stderr)),
-        Some(code) => Err(pvesh_error(code, &output.stderr)),
+        Some(SSH_FAILURE) if ssh_failed(&output.stderr) => {
+            Err(connection_error(settings, &output.stderr))
+        }
+        Some(code) => Err(pvesh_error(settings, code, &output.stderr)),
         None => Err(PveError {
             kind: ErrorKind::Network,
             message: format!(
@@ -95,8 +129,58 @@ pub fn interpret(settings: &SshSettings, output: &ProcessOutput) -> Result<Value
     }
 }
 
-fn pvesh_error(code: i32, stderr: &str) -> PveError {
+/// Whether an exit 255 is ssh's own failure rather than pvesh's. ssh's failures speak in a few fixed
+/// forms (OpenSSH 9.2, see tests/ssh/transport_test.ts); pvesh's `die` prints PVE's messages, which
+/// never start like these.
+fn ssh_failed(stderr: &str) -> bool {
+    const STARTS: [&str; 16] = [
+        "ssh: ",
+        "kex_exchange_identification:",
+        "banner exchange:",
+        "connection closed by ",
+        "connection reset by ",
+        "connection to ",
+        "connection timed out during banner exchange",
+        "timeout, server ",
+        "host key verification failed",
+        "stdio forwarding failed",
+        "load key ",
+        "bad owner or permissions on ",
+        "command-line line ",
+        "command-line: ",
+        "unable to negotiate with ",
+        "received disconnect from ",
+    ];
+    const CONTAINS: [&str; 5] = [
+        "permission denied (",
+        "remote host identification has changed",
+        "host key is known for",
+        "too many authentication failures",
+        ": bad configuration option",
+    ];
+    stderr.lines().any(|line| {
+        let lower = line.trim().to_ascii_lowercase();
+        STARTS.iter().any(|s| lower.starts_with(s))
+            || CONTAINS.iter().any(|c| lower.contains(c))
+            || (lower.starts_with("channel ") && lower.contains("open failed"))
+    })
+}
+
+fn pvesh_error(settings: &SshSettings, code: i32, stderr: &str) -> PveError {
     let message = stderr.trim();
+    if matches!(code, 126 | 127) {
+        // The node's shell: 127 = not found, 126 = found but not executable.
+        return PveError {
+            kind: ErrorKind::Server,
+            message: format!(
+                "the node's shell could not run pveshBinary {:?} (exit {code}: {}) — check \
+                 pveshBinary, and that pvesh is installed on the node (is it a PVE node?)",
+                settings.pvesh_binary,
+                one_line(message)
+            ),
+            status: None,
+        };
+    }
     if message.is_empty() {
         return PveError::reported(None, &format!("pvesh exited {code} with nothing on stderr"));
     }
@@ -113,57 +197,116 @@ fn pvesh_error(code: i32, stderr: &str) -> PveError {
             .unwrap_or(message),
         None => message,
     };
-    PveError::reported(
-        status,
-        &text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join("; "),
-    )
+    PveError::reported(status, &one_line(text))
 }
 
-/// Names which ssh failure it was and what to check; never hides ssh's own words.
+/// Non-empty lines joined with `; `.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Names which ssh failure it was and what to check; never hides ssh's own words (the host key
+/// warning's banner and boilerplate are left out, its verdict lines kept).
 fn connection_error(settings: &SshSettings, stderr: &str) -> PveError {
-    let said = stderr
+    let lines = stderr
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("Warning: Permanently added"))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let lower = said.to_ascii_lowercase();
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with('@') && !l.starts_with("Warning: Permanently added")
+        })
+        .collect::<Vec<_>>();
+    let lower = lines.join("\n").to_ascii_lowercase();
+    let has = |needle: &str| lower.contains(needle);
     let target = format!("{}@{}:{}", settings.user, settings.host, settings.port);
-    let (kind, hint) = if lower.contains("host key verification failed")
-        || lower.contains("remote host identification has changed")
+    let via = match (&settings.proxy_jump, &settings.proxy_command) {
+        (Some(jump), _) => format!(" (through proxyJump {jump})"),
+        (None, Some(_)) => " (through proxyCommand)".to_string(),
+        (None, None) => String::new(),
+    };
+    let host_key = has("host key verification failed")
+        || has("remote host identification has changed")
+        || has("host key is known for");
+    let (kind, hint): (ErrorKind, Cow<'static, str>) = if host_key {
+        (
+            ErrorKind::SshConnect,
+            "the host key is not the one known_hosts holds for it (or is unknown while strict \
+             checking is on): verify the node's key, then fix known_hosts (ssh-keygen -R) or \
+             strictHostKeyChecking"
+                .into(),
+        )
+    } else if has("permission denied (")
+        || has("too many authentication failures")
+        || has("load key ")
     {
-        (ErrorKind::Network, "the host key does not match known_hosts: check the node's key, or strictHostKeyChecking")
-    } else if lower.contains("permission denied") {
         (
-            ErrorKind::Network,
-            "authentication failed: check user and identityFile/identityAgent",
+            ErrorKind::SshConnect,
+            "authentication failed: check user, identityFile/identityAgent, and that the key is \
+             in the node's authorized_keys"
+                .into(),
         )
-    } else if lower.contains("connection refused") {
+    } else if has("could not resolve hostname") {
         (
-            ErrorKind::Network,
-            "connection refused: check host, port and that sshd runs",
+            ErrorKind::SshConnect,
+            "the host name does not resolve: check host".into(),
         )
-    } else if lower.contains("timed out") {
+    } else if has("connection refused") {
+        (
+            ErrorKind::SshConnect,
+            "connection refused: check host, port and that sshd runs on the node".into(),
+        )
+    } else if has("timeout, server") && has("not responding") {
         (
             ErrorKind::Timeout,
-            "connection timed out: check host, port, proxyJump and connectTimeoutSec",
+            "the connection went silent mid-call (no keepalive answer): the node or the network \
+             stopped answering"
+                .into(),
         )
-    } else if lower.contains("could not resolve") {
+    } else if has("timed out") {
         (
-            ErrorKind::Network,
-            "the host name does not resolve: check host",
+            ErrorKind::SshConnect,
+            format!(
+                "no ssh session within connectTimeoutSec={}s: check host, port, the proxy hop if \
+                 any, firewalls, and connectTimeoutSec",
+                settings.connect_timeout_sec
+            )
+            .into(),
+        )
+    } else if has("bad configuration option") || has("command-line") {
+        (
+            ErrorKind::SshConnect,
+            "ssh refused its options: check sshBinary and the ssh option values".into(),
         )
     } else {
-        (ErrorKind::Network, "ssh could not run pvesh on the node")
+        (
+            ErrorKind::Network,
+            "ssh could not run pvesh on the node".into(),
+        )
+    };
+    let said = if host_key {
+        // The verdict lines only: "Host key for … has changed …", "Offending … key in …", "… failed."
+        lines
+            .iter()
+            .filter(|l| {
+                let l = l.to_ascii_lowercase();
+                l.starts_with("host key")
+                    || l.starts_with("offending")
+                    || (l.starts_with("no ") && l.contains("host key is known"))
+            })
+            .copied()
+            .collect::<Vec<_>>()
+    } else {
+        lines
     };
     PveError {
         kind,
-        message: format!("ssh to {target} failed — {hint} (ssh said: {said})"),
+        message: format!(
+            "ssh to {target}{via} failed — {hint} (ssh said: {})",
+            said.join("; ")
+        ),
         status: None,
     }
 }
@@ -201,7 +344,7 @@ mod tests {
     #[test]
     fn argv_ends_with_host_and_one_quoted_remote_command() {
         let req = PveRequest::get(&["nodes", "pve1", "qemu", "100", "status", "current"]);
-        let p = assemble(&settings(), &req, 5000);
+        let p = assemble(&settings(), &req, 5000).unwrap();
         let n = p.argv.len();
         assert_eq!(p.argv[0], "ssh");
         assert_eq!(
@@ -293,5 +436,193 @@ mod tests {
         )
         .unwrap();
         assert_eq!(v, "UPID:pve1:1:2:3:qmstart:100:root@pam:");
+    }
+
+    /// ssh's stderr for each failure, verbatim from OpenSSH 9.2 against a real sshd (tests/ssh).
+    const REFUSED: &str = "ssh: connect to host 127.0.0.1 port 42999: Connection refused\r\n";
+    const CHANGED: &str = "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\r\n\
+        @    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\r\n\
+        @@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\r\n\
+        IT IS POSSIBLE THAT SOMEONE IS DOING SOMETHING NASTY!\r\n\
+        Someone could be eavesdropping on you right now (man-in-the-middle attack)!\r\n\
+        It is also possible that a host key has just been changed.\r\n\
+        The fingerprint for the ED25519 key sent by the remote host is\r\n\
+        SHA256:QqjfrWil3hMnXPizaj5U6206cWTKVXAQgJhzQtYUSYk.\r\n\
+        Please contact your system administrator.\r\n\
+        Add correct host key in /tmp/kh to get rid of this message.\r\n\
+        Offending ED25519 key in /tmp/kh:1\r\n\
+          remove with:\r\n\
+          ssh-keygen -f \"/tmp/kh\" -R \"[127.0.0.1]:42022\"\r\n\
+        Host key for [127.0.0.1]:42022 has changed and you have requested strict checking.\r\n\
+        Host key verification failed.\r\n";
+    const UNKNOWN: &str = "No ED25519 host key is known for [127.0.0.1]:42022 and you have requested strict checking.\r\nHost key verification failed.\r\n";
+    const DENIED: &str = "root@127.0.0.1: Permission denied (publickey).\r\n";
+    const BANNER_TIMEOUT: &str =
+        "Connection timed out during banner exchange\r\nConnection to 127.0.0.1 port 42555 timed out\r\n";
+    const KEX_TIMEOUT: &str = "Connection to 127.0.0.1 port 42558 timed out\r\n";
+    const JUMP_REFUSED: &str = "ssh: connect to host 127.0.0.1 port 42999: Connection refused\r\n\
+        kex_exchange_identification: Connection closed by remote host\r\n\
+        Connection closed by UNKNOWN port 65535\r\n";
+    const UNRESOLVED: &str =
+        "ssh: Could not resolve hostname no-such-host.invalid: Name or service not known\r\n";
+
+    #[test]
+    fn each_real_ssh_failure_is_named_with_what_to_check() {
+        let cases = [
+            (
+                REFUSED,
+                ErrorKind::SshConnect,
+                "connection refused: check host, port",
+            ),
+            (
+                CHANGED,
+                ErrorKind::SshConnect,
+                "host key is not the one known_hosts holds",
+            ),
+            (
+                UNKNOWN,
+                ErrorKind::SshConnect,
+                "host key is not the one known_hosts holds",
+            ),
+            (
+                DENIED,
+                ErrorKind::SshConnect,
+                "authentication failed: check user, identityFile",
+            ),
+            (
+                BANNER_TIMEOUT,
+                ErrorKind::SshConnect,
+                "no ssh session within connectTimeoutSec",
+            ),
+            (
+                KEX_TIMEOUT,
+                ErrorKind::SshConnect,
+                "no ssh session within connectTimeoutSec",
+            ),
+            (JUMP_REFUSED, ErrorKind::SshConnect, "connection refused"),
+            (
+                UNRESOLVED,
+                ErrorKind::SshConnect,
+                "host name does not resolve",
+            ),
+        ];
+        for (stderr, kind, hint) in cases {
+            let e = interpret(&settings(), &out(Some(255), "", stderr)).unwrap_err();
+            assert_eq!(e.kind, kind, "{stderr}");
+            assert!(e.message.contains(hint), "{}", e.message);
+            assert!(
+                e.message.starts_with(
+                    "ssh to root@pve1.lan:2222 (through proxyJump jump@bastion) failed — "
+                ),
+                "{}",
+                e.message
+            );
+            assert!(!e.is_transient(), "{stderr}");
+        }
+    }
+
+    #[test]
+    fn the_host_key_warning_keeps_its_verdict_and_drops_its_banner() {
+        let e = interpret(&settings(), &out(Some(255), "", CHANGED)).unwrap_err();
+        assert!(!e.message.contains("@@"), "{}", e.message);
+        assert!(!e.message.contains("NASTY"), "{}", e.message);
+        assert!(e.message.contains(
+            "Offending ED25519 key in /tmp/kh:1; Host key for [127.0.0.1]:42022 has changed and you have requested strict checking.; Host key verification failed."
+        ), "{}", e.message);
+    }
+
+    #[test]
+    fn pvesh_dying_with_255_is_pveshs_error_not_a_connection_failure() {
+        // A handler error is an uncaught Perl die: exit errno, else 255 — the same number as ssh's.
+        let e = interpret(
+            &settings(),
+            &out(
+                Some(255),
+                "",
+                "Configuration file 'nodes/pve1/qemu-server/999.conf' does not exist\n",
+            ),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::GuestNotOnNode);
+        let forbidden = interpret(
+            &settings(),
+            &out(
+                Some(255),
+                "",
+                "403 Permission check failed (/vms/100, VM.Audit)\n",
+            ),
+        )
+        .unwrap_err();
+        assert_eq!(forbidden.kind, ErrorKind::Forbidden);
+        assert_eq!(forbidden.status, Some(403));
+        let any_code = interpret(
+            &settings(),
+            &out(
+                Some(2),
+                "",
+                "Configuration file 'nodes/pve1/qemu-server/9.conf' does not exist\n",
+            ),
+        )
+        .unwrap_err();
+        assert_eq!(any_code.kind, ErrorKind::GuestNotOnNode);
+    }
+
+    #[test]
+    fn a_session_that_went_silent_is_a_timeout_that_may_have_run() {
+        let e = interpret(
+            &settings(),
+            &out(
+                Some(255),
+                "",
+                "Timeout, server 127.0.0.1 not responding.\r\n",
+            ),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Timeout);
+    }
+
+    #[test]
+    fn a_missing_pvesh_names_pvesh_binary() {
+        let e = interpret(
+            &settings(),
+            &out(Some(127), "", "bash: line 1: pvesh: command not found\n"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("pveshBinary \"pvesh\""), "{}", e.message);
+        assert!(e.message.contains("command not found"), "{}", e.message);
+    }
+
+    #[test]
+    fn keepalives_bound_key_exchange_by_the_connect_timeout() {
+        let req = PveRequest::get(&["version"]);
+        let p = assemble(&settings(), &req, 5000).unwrap();
+        assert!(p.argv.windows(2).any(|w| w == ["-o", "ConnectTimeout=7"]));
+        assert!(p
+            .argv
+            .windows(2)
+            .any(|w| w == ["-o", "ServerAliveInterval=7"]));
+        assert!(p
+            .argv
+            .windows(2)
+            .any(|w| w == ["-o", "ServerAliveCountMax=1"]));
+        assert_eq!(p.timeout_ms, 5000 + 7000, "the connect budget comes on top");
+    }
+
+    #[test]
+    fn a_command_line_longer_than_one_argument_may_be_is_refused_before_running() {
+        let quotes = "'".repeat(40_000); // 160 000 bytes once escaped
+        let req = PveRequest::new(
+            Verb::Create,
+            &["nodes", "pve1", "qemu", "100", "agent", "exec"],
+            Repeat::Never,
+        )
+        .param("command", "cat")
+        .param("input-data", quotes);
+        let e = assemble(&settings(), &req, 5000).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::BadRequest);
+        assert!(e.message.contains("131071"), "{}", e.message);
+        let fits =
+            PveRequest::new(Verb::Create, &["x"], Repeat::Never).param("v", "a".repeat(100_000));
+        assert!(assemble(&settings(), &fits, 5000).is_ok());
     }
 }

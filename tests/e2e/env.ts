@@ -11,6 +11,7 @@ import { type GuestAgent, startGuestAgent } from "../sim/qga.ts";
 import { type Simulator, startSimulator } from "../sim/simulator.ts";
 import { demoGuests } from "../sim/demo_cluster.ts";
 import type { SimGuest, SimOptions } from "../sim/types.ts";
+import { PVESH_TOKEN, type SshNode, startSshNode } from "../ssh/node.ts";
 
 /** The token the fixture's package uses; recognisable, so leak scans can look for it. */
 export const TOKEN_ID = "root@pam!swamp";
@@ -22,6 +23,8 @@ export interface Env {
   agent: GuestAgent;
   repo: SwampRepo;
   globalArgs: Record<string, unknown>;
+  /** The node's sshd(s) and pvesh fixture, when the package reaches the simulator over ssh. */
+  ssh?: SshNode;
   run(
     method: string,
     args?: Record<string, unknown>,
@@ -37,8 +40,14 @@ export interface EnvOptions {
   denyVmids?: number[];
   sim?: Partial<SimOptions>;
   globalArgs?: Record<string, unknown>;
-  /** Fields merged into the api transport (e.g. `caCert`, `skipTlsVerify`). */
+  /** Fields merged into the transport (e.g. `caCert`, `skipTlsVerify`; `connectTimeoutSec`). */
   transport?: Record<string, unknown>;
+  /**
+   * How the package reaches the simulator: `api` (default, HTTP); `ssh`: its ssh transport to a real
+   * loopback sshd whose pvesh is tests/ssh/pvesh.py; `ssh-jump`: the same through a second sshd as
+   * proxyJump.
+   */
+  via?: "api" | "ssh" | "ssh-jump";
   model?: typeof qemuModel;
 }
 
@@ -54,7 +63,7 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
         id: TOKEN_ID,
         secret: TOKEN_SECRET,
         denyVmids: options.denyVmids ?? [150],
-      }],
+      }, ...(options.via?.startsWith("ssh") ? [PVESH_TOKEN] : [])],
       agent,
       ...options.sim,
     });
@@ -62,9 +71,19 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
     await agent.stop();
     throw error;
   }
+  let ssh: SshNode | undefined;
+  if (options.via?.startsWith("ssh")) {
+    try {
+      ssh = await startSshNode(sim.url, { jump: options.via === "ssh-jump" });
+    } catch (error) {
+      await sim.close();
+      await agent.stop();
+      throw error;
+    }
+  }
   const globalArgs = {
     name: "fleet",
-    transport: {
+    transport: ssh ? ssh.transport(options.transport) : {
       kind: "api",
       node: "pve1",
       apiUrl: sim.url,
@@ -84,12 +103,14 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
     agent,
     repo,
     globalArgs,
+    ssh,
     run: async (method, args, opts) => {
       const result = await repo.run(method, args, opts);
       assertNoSecret(`run of ${method}`, result);
       return result;
     },
     close: async () => {
+      await ssh?.close();
       await sim.close();
       await agent.stop();
       assertNoSecret("the simulator's request log", sim.requests);

@@ -118,21 +118,24 @@ Deno.test("lookup: after another guest's delete-kind tombstone, the record is li
       },
     },
   };
-  await withEnv({ model: withDelete as typeof model }, async (env) => {
-    await env.run("lookup", { vmid: 100 });
-    const del = await env.run("delete", {});
-    assert.equal(del.status, "succeeded", del.error);
-    assert.ok(
-      "deletedAt" in (env.repo.latest("vm-100") as object),
-      "the harness tombstoned vm-100",
-    );
-    const r = await env.run("lookup", { vmid: 100 });
-    assert.equal(r.status, "succeeded", r.error);
-    const latest = env.repo.latest("vm-100") as Record<string, unknown>;
-    assert.equal(latest.deletedAt, undefined);
-    assert.equal(latest.status, "running");
-    assert.equal(latest.present, true);
-  });
+  await withEnv(
+    { model: withDelete as unknown as typeof model },
+    async (env) => {
+      await env.run("lookup", { vmid: 100 });
+      const del = await env.run("delete", {});
+      assert.equal(del.status, "succeeded", del.error);
+      assert.ok(
+        "deletedAt" in (env.repo.latest("vm-100") as object),
+        "the harness tombstoned vm-100",
+      );
+      const r = await env.run("lookup", { vmid: 100 });
+      assert.equal(r.status, "succeeded", r.error);
+      const latest = env.repo.latest("vm-100") as Record<string, unknown>;
+      assert.equal(latest.deletedAt, undefined);
+      assert.equal(latest.status, "running");
+      assert.equal(latest.present, true);
+    },
+  );
 });
 
 Deno.test("lookup: a reused VMID is reported with the previous and current identity", async () => {

@@ -54,6 +54,14 @@ const INTEGER: ParamSpec = { type: "integer", optional: true, minimum: 0 };
 
 /** Which config options PUT/POST config accept (the sim's subset of qemu-server's schema). */
 export function configOptionSpec(key: string): ParamSpec | undefined {
+  // qemu-server's `urlencoded` format: the keys must arrive URL-encoded.
+  if (key === "sshkeys") {
+    return {
+      type: "string",
+      optional: true,
+      pattern: /^[-%a-zA-Z0-9_.!~*'()]*$/,
+    };
+  }
   if (key === "memory") {
     return { type: "string", optional: true, pattern: /^(current=)?\d+$/ };
   }
@@ -86,7 +94,6 @@ export function configOptionSpec(key: string): ParamSpec | undefined {
       "ciuser",
       "cipassword",
       "citype",
-      "sshkeys",
       "nameserver",
       "searchdomain",
       "startup",
@@ -212,7 +219,34 @@ function normalizeValue(
       .map(([, v]) => String(v));
     return allocateDisk(raw, g.vmid, disks);
   }
+  if (key === "tags") return uniqueTags(String(raw));
+  if (/^net\d+$/.test(key)) return withMac(String(raw));
   return raw;
+}
+
+/**
+ * qemu-server's get_unique_tags with datacenter.cfg's default `tag-style`
+ * (ordering alphabetical, case-insensitive): duplicates dropped, sorted, `;`.
+ */
+function uniqueTags(text: string): string {
+  const seen = new Map<string, string>();
+  for (const t of parseTags(text)) {
+    if (!seen.has(t.toLowerCase())) seen.set(t.toLowerCase(), t);
+  }
+  return [...seen.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)
+    .map(([, t]) => t).join(";");
+}
+
+const NIC_MODELS =
+  /^(virtio|e1000|e1000e|rtl8139|vmxnet3|i82551|i82557b|i82559er|ne2k_isa|ne2k_pci|pcnet)$/;
+
+/** A NIC given without a MAC (`virtio,bridge=vmbr0`) gets one, as PVE generates it (Proxmox's OUI). */
+function withMac(value: string): string {
+  const [model, ...rest] = value.split(",");
+  if (!NIC_MODELS.test(model)) return value;
+  const byte = () =>
+    Math.floor(Math.random() * 256).toString(16).toUpperCase().padStart(2, "0");
+  return [`${model}=BC:24:11:${byte()}:${byte()}:${byte()}`, ...rest].join(",");
 }
 
 function setNow(g: GuestState, key: string, value: ConfigValue): void {

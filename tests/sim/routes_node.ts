@@ -72,7 +72,8 @@ export function nodeDisks(
       rpm: 0,
       used: "LVM",
       wwn: "eui.002538b111b2c3d4",
-      by_id_link: `/dev/disk/by-id/nvme-Samsung_SSD_980_PRO_1TB_S5GXNF0R${suffix}`,
+      by_id_link:
+        `/dev/disk/by-id/nvme-Samsung_SSD_980_PRO_1TB_S5GXNF0R${suffix}`,
       osdid: -1,
       "osdid-list": null,
       health: "PASSED",

@@ -773,7 +773,8 @@ Deno.test("PUT config on a running guest leaves memory pending and applies tags 
       current: 1,
     });
     assert.equal(current.body.data.memory, "2048");
-    assert.equal(current.body.data.tags, "prod;web;new");
+    // PVE sorts and de-duplicates tags (datacenter.cfg tag-style default).
+    assert.equal(current.body.data.tags, "new;prod;web");
     // PVE's default config read shows pending values applied.
     assert.equal(
       (await call(sim, "GET", "/nodes/pve1/qemu/100/config")).body.data.memory,

@@ -1,0 +1,227 @@
+//! What a mutating method saw on its way — the guest's last observed state, the tasks it followed
+//! and their warnings — and how that becomes the `vm-<vmid>` record, written before any verdict.
+
+use super::gates::Gate;
+use super::identity::Identity;
+use super::locate::{locate, Found, Located};
+use super::record::GuestRecord;
+use super::reference::GuestRef;
+use super::settle::read_status;
+use crate::client::Pve;
+use crate::explain::could_not;
+use crate::host::Host;
+use crate::methods::lookup::{read_present, record_for};
+use crate::outcome::{Failure, Outcome};
+use crate::pve::error::ErrorKind;
+use crate::pve::flex::split_tags;
+use crate::pve::request::PveRequest;
+use crate::pve::responses::GuestStatus;
+use crate::pve::upid::Upid;
+use crate::run::{write, Run};
+use crate::task::{await_task, upid_of};
+
+/// The tasks a run followed: their warnings (kept in the record) and the last UPID.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskTrail {
+    pub warnings: Vec<String>,
+    pub last_task: Option<String>,
+}
+
+impl TaskTrail {
+    /// Sends a task-creating request; `Err` when PVE refused it, so no task started.
+    pub async fn dispatch<H: Host>(
+        &mut self,
+        pve: &Pve<'_, H>,
+        request: &PveRequest,
+        action: &str,
+    ) -> Result<Upid, String> {
+        let data = pve
+            .call(request)
+            .await
+            .map_err(|e| could_not(action, &e).0)?;
+        let upid = upid_of(&data, &request.label()).map_err(|f| f.0)?;
+        self.last_task = Some(upid.to_string());
+        Ok(upid)
+    }
+
+    /// Follows a task to its end; `WARNINGS: n` counts as success and its warnings are kept.
+    pub async fn follow<H: Host>(&mut self, pve: &Pve<'_, H>, upid: &Upid) -> Result<(), String> {
+        let end = await_task(pve, upid).await.map_err(|f| f.0)?;
+        self.warnings.extend(end.warnings);
+        Ok(())
+    }
+
+    /// Sends a task-creating request and follows its task.
+    pub async fn run<H: Host>(
+        &mut self,
+        pve: &Pve<'_, H>,
+        request: &PveRequest,
+        action: &str,
+    ) -> Result<(), String> {
+        let upid = self.dispatch(pve, request, action).await?;
+        self.follow(pve, &upid).await
+    }
+}
+
+/// A guest that was found, and everything seen of it since.
+#[derive(Debug, Clone)]
+pub struct Evidence {
+    pub at: Located,
+    pub identity: Identity,
+    /// The last `status/current` read: the record's observed state.
+    pub status: GuestStatus,
+    pub trail: TaskTrail,
+    pub ipv4: Option<String>,
+}
+
+/// What a guest reference led to.
+#[derive(Debug)]
+pub enum Sighting {
+    Present(Box<Evidence>),
+    /// Confirmed absent on every node.
+    Absent(u32),
+}
+
+/// Finds the guest and reads its state and identity. A guest that migrated between the cluster
+/// listing and the read is looked up once more.
+pub async fn sight<H: Host>(run: &Run<'_, H>, target: &GuestRef) -> Result<Sighting, Failure> {
+    let pve = run.pve();
+    for attempt in 0..2 {
+        let at = match locate(&pve, run.kind, target).await? {
+            Found::Absent { vmid } => return Ok(Sighting::Absent(vmid)),
+            Found::Present(at) => at,
+        };
+        match read_present(run, &at).await {
+            Ok((status, identity)) => {
+                return Ok(Sighting::Present(Box::new(Evidence {
+                    at,
+                    identity,
+                    status,
+                    trail: TaskTrail::default(),
+                    ipv4: None,
+                })))
+            }
+            Err(e) if e.kind == ErrorKind::GuestNotOnNode && attempt == 0 => continue,
+            Err(e) => {
+                let action = format!(
+                    "read the state of {} {} on node {}",
+                    run.kind.noun(),
+                    at.vmid,
+                    at.node
+                );
+                return Err(could_not(&action, &e));
+            }
+        }
+    }
+    Err(Failure::new(format!(
+        "{} {} moved between nodes twice while being read; try again",
+        run.kind.noun(),
+        target.describe()
+    )))
+}
+
+impl Evidence {
+    /// Reads the guest's state again into the evidence.
+    pub async fn refresh<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
+        self.status = read_status(&run.pve(), run.kind, &self.at)
+            .await
+            .map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
+        Ok(())
+    }
+
+    /// Applies a safety gate to the guest's tags; a gate overridden by `force` is logged and kept.
+    pub fn pass_gate<H: Host>(
+        &mut self,
+        run: &Run<'_, H>,
+        gate: &Gate,
+        force: bool,
+    ) -> Result<(), String> {
+        let tags = self
+            .status
+            .tags
+            .as_deref()
+            .map(split_tags)
+            .unwrap_or_default();
+        if let Some(overridden) = gate.check(run.kind.noun(), self.at.vmid, &tags, force)? {
+            self.warn(run, overridden);
+        }
+        Ok(())
+    }
+
+    /// Logs a warning and keeps it in the record.
+    pub fn warn<H: Host>(&mut self, run: &Run<'_, H>, message: String) {
+        run.warn(&message);
+        self.trail.warnings.push(message);
+    }
+
+    /// `VM 100 on node pve1`, for messages.
+    pub fn label<H: Host>(&self, run: &Run<'_, H>) -> String {
+        format!(
+            "{} {} on node {}",
+            run.kind.noun(),
+            self.at.vmid,
+            self.at.node
+        )
+    }
+
+    /// The observed-state record, with what the run's tasks left behind.
+    pub async fn record<H: Host>(&self, run: &Run<'_, H>) -> GuestRecord {
+        let mut record = record_for(run, &self.at, &self.status, self.identity.clone()).await;
+        record.ipv4 = self.ipv4.clone();
+        record.warnings = self.trail.warnings.clone();
+        record.last_task = self.trail.last_task.clone();
+        record
+    }
+
+    /// The outcome: the observed-state record first, then the verdict.
+    pub async fn outcome<H: Host>(
+        &self,
+        run: &Run<'_, H>,
+        verdict: Result<String, String>,
+    ) -> Outcome {
+        let record = self.record(run).await;
+        let writes = vec![write(
+            run.guest_spec(),
+            run.guest_instance(self.at.vmid),
+            &record,
+        )];
+        match verdict {
+            Ok(summary) => Outcome::succeeded(writes, summary),
+            Err(message) => Outcome::failed(writes, message),
+        }
+    }
+}
+
+/// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
+/// `absent`) saying there is nothing to `verb`.
+pub async fn sight_present<H: Host>(
+    run: &Run<'_, H>,
+    target: &GuestRef,
+    verb: &str,
+) -> Result<Box<Evidence>, Outcome> {
+    match sight(run, target).await {
+        Ok(Sighting::Present(ev)) => Ok(ev),
+        Ok(Sighting::Absent(vmid)) => {
+            let message = format!(
+                "{} {vmid} does not exist on any node: there is nothing to {verb}",
+                run.kind.noun()
+            );
+            Err(absent_outcome(run, vmid, Err(message)))
+        }
+        Err(failure) => Err(failure.into()),
+    }
+}
+
+/// The outcome for a guest confirmed absent: its `absent` record, then the verdict.
+pub fn absent_outcome<H: Host>(
+    run: &Run<'_, H>,
+    vmid: u32,
+    verdict: Result<String, String>,
+) -> Outcome {
+    let record = GuestRecord::absent(vmid, run.method, run.now_iso());
+    let writes = vec![write(run.guest_spec(), run.guest_instance(vmid), &record)];
+    match verdict {
+        Ok(summary) => Outcome::succeeded(writes, summary),
+        Err(message) => Outcome::failed(writes, message),
+    }
+}

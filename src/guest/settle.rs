@@ -1,0 +1,162 @@
+//! Waiting until a guest's observed state satisfies a target. A task that ended OK proves nothing
+//! (for an HA-managed guest it only queued a request): only `status/current` shows the effect.
+
+use super::locate::Located;
+use crate::client::Pve;
+use crate::explain::hint;
+use crate::host::Host;
+use crate::poll::{Pacer, Stopped};
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::PveError;
+use crate::pve::responses::GuestStatus;
+
+/// `GET …/status/current` of a located guest.
+pub async fn read_status<H: Host>(
+    pve: &Pve<'_, H>,
+    kind: GuestKind,
+    at: &Located,
+) -> Result<GuestStatus, PveError> {
+    pve.read(
+        &endpoints::guest_status(&at.node, kind, at.vmid),
+        "a guest status",
+    )
+    .await
+}
+
+/// Polls `status/current` until `reached` holds, within `budget_ms` (reading at least once), backing
+/// off from a fast first poll up to `pollIntervalSec`. `seen` keeps the last status read whatever
+/// happens; `Err` says why the target was not observed.
+pub async fn settle<H: Host>(
+    pve: &Pve<'_, H>,
+    kind: GuestKind,
+    at: &Located,
+    budget_ms: u64,
+    reached: impl Fn(&GuestStatus) -> bool,
+    seen: &mut GuestStatus,
+) -> Result<(), String> {
+    let mut pacer = Pacer::new(pve.host.now_ms(), budget_ms, pve.poll_cap_ms);
+    loop {
+        *seen = read_status(pve, kind, at)
+            .await
+            .map_err(|e| format!("its state could not be read ({e} — {})", hint(e.kind)))?;
+        if reached(seen) {
+            return Ok(());
+        }
+        pacer.pause(pve.host).await.map_err(|stop| match stop {
+            Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
+            Stopped::Aborted => "the run was aborted while waiting".to_string(),
+        })?;
+    }
+}
+
+/// `status running, qmpstatus paused, lock backup, HA-managed (state started)`, for messages.
+pub fn describe(s: &GuestStatus) -> String {
+    let mut text = format!("status {}", s.status);
+    if let Some(qmp) = &s.qmpstatus {
+        text.push_str(&format!(", qmpstatus {qmp}"));
+    }
+    if let Some(lock) = s.lock.as_deref().filter(|l| !l.is_empty()) {
+        text.push_str(&format!(", lock {lock}"));
+    }
+    if let Some(ha) = s.ha.as_ref().filter(|ha| ha.managed == Some(true)) {
+        let state = ha.state.as_deref().unwrap_or("unknown");
+        text.push_str(&format!(", HA-managed (HA state {state})"));
+    }
+    text
+}
+
+/// A budget in seconds as users set it (`taskTimeoutSec=300s`-style messages say the knob).
+pub fn seconds(ms: u64) -> String {
+    match ms % 1000 {
+        0 => format!("{}s", ms / 1000),
+        _ => format!("{:.1}s", ms as f64 / 1000.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::global_args::GlobalArgs;
+    use crate::pve::responses::parse;
+    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const ROUTE: &str = "GET /nodes/pve1/qemu/100/status/current";
+
+    fn wait(host: &ScriptedHost, budget_ms: u64) -> (Result<(), String>, GuestStatus) {
+        let global = GlobalArgs::parse(&api_args(json!({}))).unwrap();
+        let pve = Pve {
+            host,
+            settings: &global.transport,
+            task_timeout_ms: 60_000,
+            poll_cap_ms: 1000,
+        };
+        let at = Located {
+            vmid: 100,
+            node: "pve1".into(),
+        };
+        let mut seen = parse(&json!({"status": "unknown"})).unwrap();
+        let result = block_on(settle(
+            &pve,
+            GuestKind::Qemu,
+            &at,
+            budget_ms,
+            |s| s.status == "running",
+            &mut seen,
+        ));
+        (result, seen)
+    }
+
+    #[test]
+    fn returns_once_the_target_is_seen_and_polls_fast_at_first() {
+        let host = ScriptedHost::new();
+        host.on(
+            ROUTE,
+            [
+                Answer::Data(json!({"status": "stopped"})),
+                Answer::Data(json!({"status": "running", "qmpstatus": "running"})),
+            ],
+        );
+        let (result, seen) = wait(&host, 10_000);
+        assert_eq!(result, Ok(()));
+        assert_eq!(seen.status, "running");
+        assert!(host.elapsed_ms() <= 100.0, "{}", host.elapsed_ms());
+    }
+
+    #[test]
+    fn a_state_that_never_comes_fails_at_the_budget_keeping_the_last_status() {
+        let host = ScriptedHost::new();
+        host.data(
+            ROUTE,
+            json!({"status": "stopped", "ha": {"managed": 1, "state": "started"}}),
+        );
+        let (result, seen) = wait(&host, 5_000);
+        assert_eq!(result, Err("not within 5s".to_string()));
+        assert_eq!(
+            describe(&seen),
+            "status stopped, HA-managed (HA state started)"
+        );
+        assert!(host.elapsed_ms() >= 5_000.0 && host.elapsed_ms() < 6_000.0);
+    }
+
+    #[test]
+    fn a_zero_budget_still_reads_once() {
+        let host = ScriptedHost::new();
+        host.data(ROUTE, json!({"status": "running"}));
+        assert_eq!(wait(&host, 0).0, Ok(()));
+    }
+
+    #[test]
+    fn an_unreadable_state_fails_with_pves_words() {
+        let host = ScriptedHost::new();
+        host.on(
+            ROUTE,
+            [Answer::Error(
+                403,
+                "Permission check failed (/vms/100, VM.Audit)".into(),
+            )],
+        );
+        let (result, _) = wait(&host, 5_000);
+        assert!(result.unwrap_err().contains("Permission check failed"));
+    }
+}

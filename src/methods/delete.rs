@@ -1,0 +1,248 @@
+//! `delete`: destroys a managed guest and succeeds only when it is confirmed gone from every node.
+//!
+//! Gates (unless `force`): the `swamp` tag is required, `production`/`protected` refuse. A running
+//! guest is stopped first — PVE refuses to destroy a running guest, the gates already allow
+//! destroying this one, and its disks go with it, so a hard stop loses nothing a graceful one would
+//! keep; the stop is verified like `stop`'s. Only this guest's `vm-<vmid>` record is written:
+//! `status: "deleted"` with what was last known of it, or its observed state when the delete failed.
+//! A guest already confirmed absent is success (nothing to delete), recorded as `absent`.
+
+use crate::args::{ArgError, Fields};
+use crate::guest::evidence::{absent_outcome, sight, Evidence, Sighting};
+use crate::guest::gates;
+use crate::guest::locate::{locate, Found};
+use crate::guest::power::{transition, Target};
+use crate::guest::record::GuestRecord;
+use crate::guest::reference::GuestRef;
+use crate::guest::settle::seconds;
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::poll::Pacer;
+use crate::pve::endpoints;
+use crate::pve::flex::split_tags;
+use crate::run::{write, Run};
+use serde_json::Value;
+
+/// The arguments of `delete`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteArgs {
+    pub target: GuestRef,
+    /// Also `destroy-unreferenced-disks` and removal from backup jobs, HA and replication.
+    pub purge: bool,
+    /// Overrides the safety gates.
+    pub force: bool,
+}
+
+impl DeleteArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        Ok(DeleteArgs {
+            target: GuestRef::parse(&fields)?,
+            purge: fields.or("purge", true)?,
+            force: fields.or("force", false)?,
+        })
+    }
+}
+
+/// Runs `delete`.
+pub async fn delete<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match DeleteArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let mut ev = match sight(run, &args.target).await {
+        Ok(Sighting::Present(ev)) => ev,
+        Ok(Sighting::Absent(vmid)) => {
+            let summary = format!(
+                "{} {vmid} does not exist on any node: nothing to delete",
+                run.kind.noun()
+            );
+            return absent_outcome(run, vmid, Ok(summary));
+        }
+        Err(failure) => return failure.into(),
+    };
+    match destroy(run, &mut ev, &args).await {
+        Ok(summary) => deleted(run, &ev, summary),
+        Err(message) => ev.outcome(run, Err(message)).await,
+    }
+}
+
+async fn destroy<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &DeleteArgs,
+) -> Result<String, String> {
+    ev.pass_gate(run, &gates::DELETE, args.force)?;
+    let label = ev.label(run);
+    let budget_ms = run.global.task_timeout_sec * 1000;
+    if !Target::Stopped.reached(run.kind, &ev.status) {
+        run.info(&format!(
+            "{label} is {}: stopping it first (PVE does not destroy a running guest)",
+            ev.status.status
+        ));
+        let request = endpoints::guest_stop(&ev.at.node, run.kind, ev.at.vmid);
+        transition(run, ev, &request, "stop", Target::Stopped, budget_ms).await?;
+    }
+    let request = endpoints::guest_delete(&ev.at.node, run.kind, ev.at.vmid, args.purge);
+    ev.trail
+        .run(&run.pve(), &request, &format!("delete {label}"))
+        .await?;
+    confirm_gone(run, ev, budget_ms).await?;
+    Ok(format!(
+        "{label} was deleted and is confirmed gone from every node"
+    ))
+}
+
+/// Polls the cluster until the guest is confirmed absent on every node.
+async fn confirm_gone<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    budget_ms: u64,
+) -> Result<(), String> {
+    let pve = run.pve();
+    let target = GuestRef {
+        vmid: Some(ev.at.vmid),
+        name: None,
+    };
+    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms);
+    loop {
+        let node = match locate(&pve, run.kind, &target).await {
+            Ok(Found::Absent { .. }) => return Ok(()),
+            Ok(Found::Present(at)) => at.node,
+            Err(failure) => {
+                return Err(format!(
+                    "the delete task ended successfully, but the guest's absence could not be confirmed: {}",
+                    failure.0
+                ))
+            }
+        };
+        if pacer.pause(run.host).await.is_err() {
+            return Err(format!(
+                "the delete task ended successfully, but {} {} still exists on node {node} after {} — check the task log and the guest's config on that node",
+                run.kind.noun(),
+                ev.at.vmid,
+                seconds(budget_ms)
+            ));
+        }
+    }
+}
+
+/// The `deleted` record: what was last known of the guest, marked gone.
+fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome {
+    let record = GuestRecord {
+        vmid: ev.at.vmid,
+        present: false,
+        status: "deleted".to_string(),
+        name: ev.status.name.clone(),
+        node: Some(ev.at.node.clone()),
+        tags: ev
+            .status
+            .tags
+            .as_deref()
+            .map(split_tags)
+            .unwrap_or_default(),
+        identity: Some(ev.identity.clone()).filter(|i| !i.is_empty()),
+        warnings: ev.trail.warnings.clone(),
+        last_task: ev.trail.last_task.clone(),
+        last_operation: run.method.to_string(),
+        recorded_at: run.now_iso(),
+        ..GuestRecord::default()
+    };
+    let instance = run.guest_instance(ev.at.vmid);
+    Outcome::succeeded(vec![write(run.guest_spec(), instance, &record)], summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::global_args::GlobalArgs;
+    use crate::outcome::Verdict;
+    use crate::pve::endpoints::GuestKind;
+    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmdestroy:100:root@pam!t:";
+
+    fn guest(host: &ScriptedHost, status: &str, tags: &str) {
+        host.data(
+            "GET /nodes/pve1/qemu/100/config",
+            json!({"smbios1": "uuid=U-1"}),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": status, "qmpstatus": status, "name": "web", "tags": tags}),
+        );
+        host.data("DELETE /nodes/pve1/qemu/100", json!(UPID));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+    }
+
+    fn run_delete(host: &ScriptedHost, args: Value) -> Outcome {
+        let mut merged = api_args(args);
+        merged["taskTimeoutSec"] = json!(5);
+        let global = GlobalArgs::parse(&merged).unwrap();
+        let run = Run {
+            host,
+            global: &global,
+            kind: GuestKind::Qemu,
+            method: "delete",
+        };
+        block_on(delete(&run, &merged))
+    }
+
+    fn listed_then_gone(host: &ScriptedHost) {
+        let listed = json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]);
+        host.on(
+            "GET /cluster/resources",
+            [Answer::Data(listed), Answer::Data(json!([]))],
+        );
+        host.data("GET /cluster/nextid", json!("100"));
+    }
+
+    #[test]
+    fn a_production_guest_is_refused_and_nothing_is_sent() {
+        let host = ScriptedHost::new();
+        listed_then_gone(&host);
+        guest(&host, "stopped", "swamp;production");
+        let outcome = run_delete(&host, json!({"vmid": 100}));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(message.contains("`production`"), "{message}");
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("DELETE")));
+        assert_eq!(outcome.writes[0].data["present"], true);
+    }
+
+    #[test]
+    fn a_stopped_managed_guest_is_deleted_confirmed_and_recorded_as_deleted() {
+        let host = ScriptedHost::new();
+        listed_then_gone(&host);
+        guest(&host, "stopped", "swamp");
+        let outcome = run_delete(&host, json!({"vmid": 100}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let record = &outcome.writes[0].data;
+        assert_eq!(record["status"], "deleted");
+        assert_eq!(record["present"], false);
+        assert_eq!(record["identity"]["smbiosUuid"], "u-1");
+        assert_eq!(outcome.writes.len(), 1);
+        assert_eq!(outcome.writes[0].instance, "vm-100");
+    }
+
+    #[test]
+    fn a_guest_still_listed_after_the_task_fails_the_delete() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        );
+        guest(&host, "stopped", "swamp");
+        let outcome = run_delete(&host, json!({"vmid": 100}));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(message.contains("still exists on node pve1"), "{message}");
+        assert_eq!(outcome.writes[0].data["lastTask"], UPID);
+    }
+}

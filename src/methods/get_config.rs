@@ -1,0 +1,186 @@
+//! `getConfig`: the config a guest runs with, and what waits for its next start, recorded as
+//! `<vm|ct>-<vmid>-config`.
+//!
+//! One read of `GET …/pending` gives both, from one snapshot: plain `GET …/config` would show
+//! pending values as if they were applied.
+
+use crate::args::Fields;
+use crate::explain::could_not;
+use crate::guest::config::ConfigSnapshot;
+use crate::guest::locate::{locate, Found, Located};
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints;
+use crate::pve::error::{ErrorKind, PveError};
+use crate::run::{write, Run};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The `<vm|ct>-<vmid>-config` record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigRecord {
+    pub vmid: u32,
+    pub node: String,
+    /// The config as it runs (key → string or number).
+    pub config: Map<String, Value>,
+    /// Changes PVE holds until the next start.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub pending: Map<String, Value>,
+    /// Keys whose deletion waits for the next start.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pending_delete: Vec<String>,
+    pub recorded_at: String,
+}
+
+/// Runs `getConfig`.
+pub async fn get_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    match read(run, args).await {
+        Ok(record) => {
+            let summary = format!(
+                "{} {} on node {}: {} keys, {} pending",
+                run.kind.noun(),
+                record.vmid,
+                record.node,
+                record.config.len(),
+                record.pending.len() + record.pending_delete.len()
+            );
+            let instance = format!("{}-config", run.guest_instance(record.vmid));
+            Outcome::succeeded(vec![write("config", instance, &record)], summary)
+        }
+        Err(failure) => failure.into(),
+    }
+}
+
+async fn read<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<ConfigRecord, Failure> {
+    let target = GuestRef::parse(&Fields::of(args, "")?)?;
+    let pve = run.pve();
+    // A guest can migrate between the cluster listing and the read: look once more then.
+    for attempt in 0..2 {
+        let at = match locate(&pve, run.kind, &target).await? {
+            Found::Present(at) => at,
+            Found::Absent { vmid } => {
+                return Err(Failure::new(format!(
+                    "{} {vmid} does not exist on any node: there is no config to read",
+                    run.kind.noun()
+                )))
+            }
+        };
+        match read_snapshot(run, &at).await {
+            Err(e) if e.kind == ErrorKind::GuestNotOnNode && attempt == 0 => continue,
+            Err(e) => {
+                let action = format!(
+                    "read the config of {} {} on node {}",
+                    run.kind.noun(),
+                    at.vmid,
+                    at.node
+                );
+                return Err(could_not(&action, &e));
+            }
+            Ok(snapshot) => {
+                return Ok(ConfigRecord {
+                    vmid: at.vmid,
+                    node: at.node,
+                    config: snapshot.current,
+                    pending: snapshot.pending,
+                    pending_delete: snapshot.pending_delete,
+                    recorded_at: run.now_iso(),
+                })
+            }
+        }
+    }
+    Err(Failure::new(format!(
+        "{} {} moved between nodes twice while being read; try again",
+        run.kind.noun(),
+        target.describe()
+    )))
+}
+
+/// `GET …/pending` of a located guest, as a snapshot.
+pub async fn read_snapshot<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+) -> Result<ConfigSnapshot, PveError> {
+    let request = endpoints::guest_pending(&at.node, run.kind, at.vmid);
+    let data = run.pve().call(&request).await?;
+    ConfigSnapshot::from_rows(&data).ok_or_else(|| {
+        PveError::malformed(format!(
+            "{} answered {data} where a list of config keys was expected",
+            request.label()
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::global_args::GlobalArgs;
+    use crate::pve::endpoints::GuestKind;
+    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use serde_json::json;
+
+    fn run_get_config(host: &ScriptedHost) -> Outcome {
+        let args = api_args(json!({"vmid": 100}));
+        let global = GlobalArgs::parse(&args).unwrap();
+        let run = Run {
+            host,
+            global: &global,
+            kind: GuestKind::Qemu,
+            method: "getConfig",
+        };
+        block_on(get_config(&run, &args))
+    }
+
+    fn on_node(host: &ScriptedHost, node: &str) {
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": node}]),
+        );
+    }
+
+    #[test]
+    fn the_running_config_and_the_pending_changes_are_recorded_apart() {
+        let host = ScriptedHost::new();
+        on_node(&host, "pve2");
+        host.data(
+            "GET /nodes/pve2/qemu/100/pending",
+            json!([{"key": "memory", "value": 2048, "pending": 4096}, {"key": "name", "value": "web"}]),
+        );
+        let outcome = run_get_config(&host);
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(outcome.writes[0].instance, "vm-100-config");
+        let data = &outcome.writes[0].data;
+        assert_eq!(data["node"], "pve2");
+        assert_eq!(data["config"], json!({"memory": 2048, "name": "web"}));
+        assert_eq!(data["pending"], json!({"memory": 4096}));
+    }
+
+    #[test]
+    fn an_absent_guest_fails_without_a_record() {
+        let host = ScriptedHost::new();
+        host.data("GET /cluster/resources", json!([]));
+        host.data("GET /cluster/nextid", json!("100"));
+        let outcome = run_get_config(&host);
+        assert!(!outcome.is_success());
+        assert!(outcome.writes.is_empty());
+    }
+
+    #[test]
+    fn a_403_fails_naming_the_privilege() {
+        let host = ScriptedHost::new();
+        on_node(&host, "pve1");
+        host.on(
+            "GET /nodes/pve1/qemu/100/pending",
+            [Answer::Error(
+                403,
+                "Permission check failed (/vms/100, VM.Audit)".into(),
+            )],
+        );
+        let outcome = run_get_config(&host);
+        let crate::outcome::Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(message.contains("VM.Audit"), "{message}");
+    }
+}

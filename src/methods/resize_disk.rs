@@ -1,0 +1,373 @@
+//! `resizeDisk`: grows a disk, and succeeds only when the disk's `size=` in the config reached the
+//! target.
+//!
+//! The target is computed before the call from the disk's current `size=` (`+N` grows by N, `N`
+//! grows to N). PVE 8+ answers a UPID, followed with the task mechanism; older PVE resizes
+//! synchronously and answers null, so verification follows at once. Storages round a new size up to
+//! their allocation unit, so success is `size ≥ target`. PVE refuses to shrink: its message is the
+//! failure. The guest record is written on every path once the guest was found.
+
+use crate::args::{ArgError, Fields};
+use crate::explain::hint;
+use crate::guest::evidence::{absent_outcome, sight, Evidence, Sighting};
+use crate::guest::reference::GuestRef;
+use crate::guest::settle::seconds;
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::poll::Pacer;
+use crate::pve::endpoints;
+use crate::pve::flex;
+use crate::pve::property::{property, size_bytes};
+use crate::run::Run;
+use crate::task::upid_of;
+use serde_json::Value;
+
+/// How long the config may lag behind a finished resize before the method gives up.
+const SETTLE_MS: u64 = 10_000;
+const UNITS: [(char, u64); 4] = [
+    ('K', 1 << 10),
+    ('M', 1 << 20),
+    ('G', 1 << 30),
+    ('T', 1 << 40),
+];
+
+/// The arguments of `resizeDisk`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResizeArgs {
+    pub target: GuestRef,
+    pub disk: String,
+    /// As given (`+20G`, `50G`): PVE gets exactly this.
+    pub size: String,
+    pub grow_by: bool,
+    /// The size (or growth) in bytes.
+    pub bytes: u64,
+}
+
+impl ResizeArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let target = GuestRef::parse(&fields)?;
+        let disk: String = fields.or("disk", "scsi0".to_string())?;
+        let bus = disk.trim_end_matches(|c: char| c.is_ascii_digit());
+        if bus.len() == disk.len() || !matches!(bus, "scsi" | "sata" | "virtio" | "ide") {
+            return Err(ArgError::new(
+                "disk",
+                "must match ^(scsi|sata|virtio|ide)\\d+$",
+            ));
+        }
+        let size: String = fields.required("size")?;
+        let grow_by = size.starts_with('+');
+        let bytes = amount(size.strip_prefix('+').unwrap_or(&size)).ok_or_else(|| {
+            ArgError::new(
+                "size",
+                "must match ^\\+?\\d+(\\.\\d+)?[KMGT]?$ (e.g. +20G or 50G)",
+            )
+        })?;
+        Ok(ResizeArgs {
+            target,
+            disk,
+            size,
+            grow_by,
+            bytes,
+        })
+    }
+}
+
+/// `\d+(\.\d+)?[KMGT]?` in bytes, rounded down like PVE.
+fn amount(text: &str) -> Option<u64> {
+    let (number, factor) = match UNITS.iter().find(|(u, _)| text.ends_with(*u)) {
+        Some((u, factor)) => (text.strip_suffix(*u)?, *factor),
+        None => (text, 1),
+    };
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, "0"));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    // `as` saturates: an absurd size still reaches PVE, which refuses it in its own words.
+    Some((number.parse::<f64>().ok()? * factor as f64).floor() as u64)
+}
+
+/// Runs `resizeDisk`.
+pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match ResizeArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let mut ev = match sight(run, &args.target).await {
+        Ok(Sighting::Present(ev)) => ev,
+        Ok(Sighting::Absent(vmid)) => {
+            let message = format!(
+                "{} {vmid} does not exist on any node: there is no disk to resize",
+                run.kind.noun()
+            );
+            return absent_outcome(run, vmid, Err(message));
+        }
+        Err(failure) => return failure.into(),
+    };
+    let verdict = resize(run, &mut ev, &args).await;
+    // The record shows the state after the resize (maxDiskBytes); a failed read keeps the earlier one.
+    if let Err(e) = ev.refresh(run).await {
+        ev.warn(run, e);
+    }
+    ev.outcome(run, verdict).await
+}
+
+async fn resize<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &ResizeArgs,
+) -> Result<String, String> {
+    let label = format!("disk {} of {}", args.disk, ev.label(run));
+    let before = disk_size(run, ev, &args.disk).await?;
+    let target = match (args.grow_by, before) {
+        (false, _) => args.bytes,
+        (true, Some(now)) => now.saturating_add(args.bytes),
+        (true, None) => {
+            return Err(format!(
+                "{label} has no size= in its config, so the target of {} cannot be computed: give an absolute size",
+                args.size
+            ))
+        }
+    };
+    let pve = run.pve();
+    let request = endpoints::qemu_resize(&ev.at.node, ev.at.vmid, &args.disk, &args.size);
+    let answer = pve.call(&request).await.map_err(|e| {
+        format!(
+            "PVE refused to resize {label} to {}: {e} — {}",
+            args.size,
+            hint(e.kind)
+        )
+    })?;
+    // PVE before 8.0 resizes synchronously and answers null.
+    if !answer.is_null() {
+        let upid = upid_of(&answer, &request.label()).map_err(|f| f.0)?;
+        ev.trail.last_task = Some(upid.to_string());
+        ev.trail.follow(&pve, &upid).await?;
+    }
+    let reached = settle(run, ev, &args.disk, target).await?;
+    Ok(format!(
+        "{label} is {} (target {}, was {})",
+        human(reached),
+        human(target),
+        before.map_or("unknown".to_string(), human)
+    ))
+}
+
+/// The disk's `size=` in bytes (`None` when the config has none); a missing disk is a failure.
+async fn disk_size<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    disk: &str,
+) -> Result<Option<u64>, String> {
+    let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
+    let config = run.pve().call(&request).await.map_err(|e| {
+        format!(
+            "could not read the config of {}: {e} — {}",
+            ev.label(run),
+            hint(e.kind)
+        )
+    })?;
+    let Some(value) = config.get(disk).and_then(flex::string_of) else {
+        return Err(format!(
+            "{} has no disk {disk} (its disks: {})",
+            ev.label(run),
+            disks_of(&config)
+        ));
+    };
+    Ok(property(&value, "size").and_then(size_bytes))
+}
+
+fn disks_of(config: &Value) -> String {
+    let mut disks: Vec<&str> = config
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    disks.retain(|k| {
+        let bus = k.trim_end_matches(|c: char| c.is_ascii_digit());
+        bus.len() < k.len() && matches!(bus, "scsi" | "sata" | "virtio" | "ide")
+    });
+    match disks.is_empty() {
+        true => "none".to_string(),
+        false => disks.join(", "),
+    }
+}
+
+/// Polls the config until the disk's size reaches `target`, briefly: the task already ended.
+async fn settle<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    disk: &str,
+    target: u64,
+) -> Result<u64, String> {
+    let budget_ms = SETTLE_MS.min(run.global.task_timeout_sec * 1000);
+    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, run.pve().poll_cap_ms);
+    loop {
+        let size = disk_size(run, ev, disk).await?;
+        match size {
+            Some(bytes) if bytes >= target => return Ok(bytes),
+            _ => {}
+        }
+        if pacer.pause(run.host).await.is_err() {
+            return Err(format!(
+                "disk {disk} of {} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
+                ev.label(run),
+                human(target),
+                size.map_or("no size".to_string(), human),
+                seconds(budget_ms)
+            ));
+        }
+    }
+}
+
+/// Bytes as PVE prints sizes: the largest unit that divides them exactly.
+fn human(bytes: u64) -> String {
+    let unit = UNITS
+        .iter()
+        .rev()
+        .find(|(_, factor)| bytes >= *factor && bytes % factor == 0);
+    match unit {
+        Some((u, factor)) => format!("{}{u}", bytes / factor),
+        None => format!("{bytes} bytes"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::global_args::GlobalArgs;
+    use crate::outcome::Verdict;
+    use crate::pve::endpoints::GuestKind;
+    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:resize:100:root@pam!t:";
+
+    fn script(host: &ScriptedHost, configs: Vec<Value>) {
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "stopped"}),
+        );
+        host.on(
+            "GET /nodes/pve1/qemu/100/config",
+            configs.into_iter().map(Answer::Data),
+        );
+    }
+
+    fn run_resize(host: &ScriptedHost, extra: Value) -> Outcome {
+        let args = api_args(json!({"vmid": 100, "size": "+1G"}));
+        let mut args = args;
+        for (k, v) in extra.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        let global = GlobalArgs::parse(&args).unwrap();
+        let run = Run {
+            host,
+            global: &global,
+            kind: GuestKind::Qemu,
+            method: "resizeDisk",
+        };
+        block_on(resize_disk(&run, &args))
+    }
+
+    fn disk(size: &str) -> Value {
+        json!({"smbios1": "uuid=a", "scsi0": format!("local-lvm:vm-100-disk-0,size={size}")})
+    }
+
+    fn failure(outcome: &Outcome) -> &str {
+        match &outcome.verdict {
+            Verdict::Failed { message } => message,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn growth_is_followed_through_the_task_to_the_config() {
+        let host = ScriptedHost::new();
+        script(&host, vec![disk("32G"), disk("32G"), disk("33G")]);
+        host.data("PUT /nodes/pve1/qemu/100/resize", json!(UPID));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        let outcome = run_resize(&host, json!({}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(outcome.writes[0].data["lastTask"], UPID);
+        let Verdict::Succeeded { summary } = &outcome.verdict else {
+            unreachable!()
+        };
+        assert!(
+            summary.contains("is 33G (target 33G, was 32G)"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn older_pve_answers_null_and_is_verified_at_once() {
+        let host = ScriptedHost::new();
+        // The first config answer is the identity read of the sighting.
+        script(&host, vec![disk("32G"), disk("32G"), disk("33G")]);
+        host.data("PUT /nodes/pve1/qemu/100/resize", Value::Null);
+        assert!(run_resize(&host, json!({})).is_success());
+    }
+
+    #[test]
+    fn a_size_that_never_arrives_fails_with_expected_and_observed() {
+        let host = ScriptedHost::new();
+        script(&host, vec![disk("32G")]);
+        host.data("PUT /nodes/pve1/qemu/100/resize", Value::Null);
+        let outcome = run_resize(&host, json!({"size": "40G"}));
+        let message = failure(&outcome);
+        assert!(
+            message.contains("expected at least 40G, observed 32G"),
+            "{message}"
+        );
+        assert_eq!(outcome.writes.len(), 1);
+    }
+
+    #[test]
+    fn shrinking_surfaces_pves_refusal() {
+        let host = ScriptedHost::new();
+        script(&host, vec![disk("32G")]);
+        host.on(
+            "PUT /nodes/pve1/qemu/100/resize",
+            [Answer::Error(
+                500,
+                "shrinking disks is not supported".into(),
+            )],
+        );
+        let message = failure(&run_resize(&host, json!({"size": "16G"}))).to_string();
+        assert!(
+            message.contains("shrinking disks is not supported"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_disk_fails_naming_it_before_any_change() {
+        let host = ScriptedHost::new();
+        script(&host, vec![disk("32G")]);
+        let outcome = run_resize(&host, json!({"disk": "virtio3"}));
+        assert!(failure(&outcome).contains("has no disk virtio3 (its disks: scsi0)"));
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("PUT")));
+    }
+
+    #[test]
+    fn sizes_parse_like_pve() {
+        let parse = |size: &str| ResizeArgs::parse(&json!({"vmid": 100, "size": size}));
+        assert_eq!(parse("+1.5G").unwrap().bytes, 1_610_612_736);
+        assert_eq!(parse("512").unwrap().bytes, 512);
+        assert!(!parse("50G").unwrap().grow_by);
+        for bad in ["", "+", "1.G", "1g", "-1G", "1GB", " 1G"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        let disk = |d: &str| ResizeArgs::parse(&json!({"vmid": 100, "size": "1G", "disk": d}));
+        assert!(disk("efidisk0").is_err() && disk("scsi").is_err() && disk("virtio12").is_ok());
+        assert_eq!(human(33 << 30), "33G");
+        assert_eq!(human(1536 << 20), "1536M");
+    }
+}

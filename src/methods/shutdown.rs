@@ -1,0 +1,119 @@
+//! `shutdown`: a graceful (ACPI) shutdown of a managed guest within `timeoutSec`, successful only
+//! when `status/current` shows it stopped. With `forceStopAfter` a guest that did not go down
+//! gracefully gets a hard stop, which is then verified the same way (and noted as a warning).
+
+use crate::args::{ArgError, Fields};
+use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::gates;
+use crate::guest::power::{reach, transition, Target};
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints;
+use crate::run::Run;
+use serde_json::Value;
+
+/// How long the task is followed beyond `timeoutSec` (PVE's own wait inside the task).
+const TASK_SLACK_MS: u64 = 30_000;
+/// After a shutdown task ended OK, the state gets at least this long to show (HA applies it later).
+const MIN_SETTLE_MS: u64 = 1_000;
+
+/// The arguments of `shutdown`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownArgs {
+    pub target: GuestRef,
+    /// The graceful shutdown's own budget.
+    pub timeout_sec: u64,
+    /// Fall back to a hard stop when the graceful shutdown did not stop the guest.
+    pub force_stop_after: bool,
+    /// Overrides the safety gate.
+    pub force: bool,
+}
+
+impl ShutdownArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        Ok(ShutdownArgs {
+            target: GuestRef::parse(&fields)?,
+            timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 120)? as u64,
+            force_stop_after: fields.or("forceStopAfter", false)?,
+            force: fields.or("force", false)?,
+        })
+    }
+}
+
+/// Runs `shutdown`.
+pub async fn shutdown<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match ShutdownArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let mut ev = match sight_present(run, &args.target, "shut down").await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
+    };
+    let verdict = shut_down(run, &mut ev, &args).await;
+    ev.outcome(run, verdict).await
+}
+
+async fn shut_down<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &ShutdownArgs,
+) -> Result<String, String> {
+    ev.pass_gate(run, &gates::SHUTDOWN, args.force)?;
+    let label = ev.label(run);
+    if Target::Stopped.reached(run.kind, &ev.status) {
+        return Ok(format!("{label} was already stopped; no shutdown was sent"));
+    }
+    let why = match graceful(run, ev, args).await? {
+        Ok(()) => return Ok(format!("{label} shut down gracefully")),
+        Err(why) => why,
+    };
+    if !args.force_stop_after {
+        return Err(format!(
+            "{label} did not shut down within timeoutSec={}s: {why} — the guest may ignore ACPI shutdown requests (check acpid or the guest agent inside it), or set forceStopAfter: true to fall back to a hard stop",
+            args.timeout_sec
+        ));
+    }
+    ev.warn(
+        run,
+        format!("the graceful shutdown did not stop {label} within timeoutSec={}s; forcing a hard stop (forceStopAfter: true)", args.timeout_sec),
+    );
+    let request = endpoints::guest_stop(&ev.at.node, run.kind, ev.at.vmid);
+    let budget_ms = run.global.task_timeout_sec * 1000;
+    transition(run, ev, &request, "stop", Target::Stopped, budget_ms).await?;
+    Ok(format!(
+        "{label} is stopped: a hard stop followed a graceful shutdown that did not finish"
+    ))
+}
+
+/// The graceful attempt. `Err`: PVE refused the request (no task ran, nothing to fall back from);
+/// `Ok(Err(why))`: it ran but the guest was not seen stopped.
+async fn graceful<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &ShutdownArgs,
+) -> Result<Result<(), String>, String> {
+    let started = run.host.now_ms();
+    let budget_ms = args.timeout_sec * 1000;
+    let mut pve = run.pve();
+    // PVE's task itself waits up to timeoutSec for the guest: follow it at least that long.
+    pve.task_timeout_ms = pve.task_timeout_ms.max(budget_ms + TASK_SLACK_MS);
+    let request = endpoints::guest_shutdown(&ev.at.node, run.kind, ev.at.vmid, args.timeout_sec);
+    let action = format!("shut down {}", ev.label(run));
+    let upid = ev.trail.dispatch(&pve, &request, &action).await?;
+    let followed = ev.trail.follow(&pve, &upid).await;
+    // Only the guest's state decides. After a task that succeeded the state may still follow (an
+    // HA-managed guest stops once the HA manager acts) within what is left of timeoutSec; after a
+    // failed task (PVE gave up waiting) one read says where the guest is.
+    let (settle_ms, context) = match followed {
+        Ok(()) => {
+            let spent = (run.host.now_ms() - started).max(0.0) as u64;
+            let left = budget_ms.saturating_sub(spent).max(MIN_SETTLE_MS);
+            (left, "the shutdown task ended successfully".to_string())
+        }
+        Err(why) => (0, format!("the shutdown task did not succeed ({why})")),
+    };
+    Ok(reach(run, ev, Target::Stopped, settle_ms, &context).await)
+}

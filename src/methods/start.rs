@@ -1,0 +1,253 @@
+//! `start`: succeeds only when `status/current` shows the VM running with qmpstatus `running` — a
+//! task that ended OK is not enough (an HA-managed guest's start only queues a request). With
+//! `waitForIp` it also waits for an IPv4 address the guest agent reports (`allowNoIp` makes a missing
+//! address a warning).
+
+use crate::args::{ArgError, Fields};
+use crate::explain::could_not;
+use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::power::{transition, Target};
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::poll::{Pacer, Stopped};
+use crate::pve::endpoints;
+use crate::pve::error::ErrorKind;
+use crate::pve::responses::first_ipv4;
+use crate::run::Run;
+use serde_json::Value;
+
+/// The arguments of `start`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartArgs {
+    pub target: GuestRef,
+    pub wait_for_ip: bool,
+    pub allow_no_ip: bool,
+}
+
+impl StartArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        Ok(StartArgs {
+            target: GuestRef::parse(&fields)?,
+            wait_for_ip: fields.or("waitForIp", false)?,
+            allow_no_ip: fields.or("allowNoIp", false)?,
+        })
+    }
+}
+
+/// Runs `start`.
+pub async fn start<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match StartArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let mut ev = match sight_present(run, &args.target, "start").await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
+    };
+    let verdict = bring_up(run, &mut ev, &args).await;
+    ev.outcome(run, verdict).await
+}
+
+async fn bring_up<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &StartArgs,
+) -> Result<String, String> {
+    let label = ev.label(run);
+    let mut summary = if Target::Running.reached(run.kind, &ev.status) {
+        format!("{label} was already running; no start was sent")
+    } else if ev.status.status == "running" {
+        // PVE refuses to start a guest whose QEMU process exists; resuming is another operation.
+        return Err(format!(
+            "{label} is running but QEMU reports qmpstatus {}, not running: start does not resume a paused or suspended VM — resume it in PVE (qm resume {}), then run start again",
+            ev.status.qmpstatus.as_deref().unwrap_or("(none)"),
+            ev.at.vmid
+        ));
+    } else {
+        let request = endpoints::guest_start(&ev.at.node, run.kind, ev.at.vmid);
+        let budget_ms = run.global.task_timeout_sec * 1000;
+        transition(run, ev, &request, "start", Target::Running, budget_ms).await?;
+        format!("{label} is running")
+    };
+    if args.wait_for_ip {
+        match wait_for_ip(run, ev).await {
+            Ok(ip) => {
+                summary.push_str(&format!(" with IPv4 address {ip}"));
+                ev.ipv4 = Some(ip);
+            }
+            Err(why) if args.allow_no_ip => ev.warn(
+                run,
+                format!("waitForIp found no IPv4 address ({why}); allowNoIp: true accepts that"),
+            ),
+            Err(why) => return Err(format!(
+                "{label} is running, but waitForIp found no IPv4 address: {why} — check that the QEMU guest agent runs in the guest and that the guest got an address (DHCP, cloud-init), or set allowNoIp: true"
+            )),
+        }
+    }
+    Ok(summary)
+}
+
+/// Polls the guest agent's interfaces until a reachable IPv4 address appears, within taskTimeoutSec.
+async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String, String> {
+    let pve = run.pve();
+    let request = endpoints::agent_interfaces(&ev.at.node, ev.at.vmid);
+    let budget_ms = run.global.task_timeout_sec * 1000;
+    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms);
+    loop {
+        let last = match pve.call(&request).await {
+            Ok(data) => match first_ipv4(&data) {
+                Some(ip) => return Ok(ip),
+                None => "the agent reported no IPv4 address".to_string(),
+            },
+            // No agent configured: no address can ever be read, so waiting would only burn the budget.
+            Err(e) if e.message.contains("No QEMU guest agent configured") => {
+                return Err(e.to_string())
+            }
+            // The agent comes up some time after the guest boots.
+            Err(e) if e.kind == ErrorKind::Agent || e.kind == ErrorKind::GuestNotRunning => {
+                e.to_string()
+            }
+            Err(e) => return Err(could_not("read the guest agent's interfaces", &e).0),
+        };
+        if let Err(stop) = pacer.pause(run.host).await {
+            return Err(match stop {
+                Stopped::OutOfTime => format!(
+                    "none within taskTimeoutSec={}s (last answer: {last})",
+                    run.global.task_timeout_sec
+                ),
+                Stopped::Aborted => "the run was aborted while waiting".to_string(),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::global_args::GlobalArgs;
+    use crate::pve::endpoints::GuestKind;
+    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmstart:100:root@pam!t:";
+
+    fn cluster(host: &ScriptedHost, status: Value) {
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1", "name": "web"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/config",
+            json!({"smbios1": "uuid=u-1"}),
+        );
+        host.data("GET /nodes/pve1/qemu/100/status/current", status);
+    }
+
+    fn run_start(host: &ScriptedHost, args: Value) -> Outcome {
+        let merged = api_args(json!({"taskTimeoutSec": 10}));
+        let global = GlobalArgs::parse(&merged).unwrap();
+        let run = Run {
+            host,
+            global: &global,
+            kind: GuestKind::Qemu,
+            method: "start",
+        };
+        let mut all = merged.clone();
+        for (k, v) in args.as_object().unwrap() {
+            all[k] = v.clone();
+        }
+        block_on(start(&run, &all))
+    }
+
+    fn record(outcome: &Outcome) -> &Value {
+        &outcome.writes[0].data
+    }
+
+    #[test]
+    fn an_already_running_vm_succeeds_without_a_task() {
+        let host = ScriptedHost::new();
+        cluster(&host, json!({"status": "running", "qmpstatus": "running"}));
+        let outcome = run_start(&host, json!({"vmid": 100}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+        assert_eq!(record(&outcome)["status"], "running");
+    }
+
+    #[test]
+    fn a_paused_vm_is_refused_with_the_qmpstatus() {
+        let host = ScriptedHost::new();
+        cluster(&host, json!({"status": "running", "qmpstatus": "paused"}));
+        let outcome = run_start(&host, json!({"vmid": 100}));
+        assert!(!outcome.is_success());
+        assert_eq!(record(&outcome)["qmpStatus"], "paused");
+    }
+
+    #[test]
+    fn a_task_ok_without_the_state_fails_naming_the_ha_state() {
+        let host = ScriptedHost::new();
+        cluster(
+            &host,
+            json!({"status": "stopped", "qmpstatus": "stopped", "ha": {"managed": 1, "state": "started"}}),
+        );
+        host.data("POST /nodes/pve1/qemu/100/status/start", json!(UPID));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        let outcome = run_start(&host, json!({"vmid": 100}));
+        let crate::outcome::Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.contains("did not reach status running with qmpstatus running"),
+            "{message}"
+        );
+        assert!(message.contains("HA state started"), "{message}");
+        assert_eq!(record(&outcome)["lastTask"], UPID);
+        assert!(host.elapsed_ms() >= 10_000.0);
+    }
+
+    #[test]
+    fn wait_for_ip_without_an_agent_fails_at_once_or_warns_when_allowed() {
+        let host = ScriptedHost::new();
+        cluster(&host, json!({"status": "running", "qmpstatus": "running"}));
+        host.on(
+            "GET /nodes/pve1/qemu/100/agent/network-get-interfaces",
+            [Answer::Error(500, "No QEMU guest agent configured".into())],
+        );
+        let failed = run_start(&host, json!({"vmid": 100, "waitForIp": true}));
+        assert!(!failed.is_success());
+        assert!(
+            host.elapsed_ms() < 1000.0,
+            "no waiting for an agent that cannot come"
+        );
+        let allowed = run_start(
+            &host,
+            json!({"vmid": 100, "waitForIp": true, "allowNoIp": true}),
+        );
+        assert!(allowed.is_success(), "{allowed:?}");
+        assert!(record(&allowed)["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("allowNoIp"));
+    }
+
+    #[test]
+    fn wait_for_ip_waits_for_the_agent_and_records_the_address() {
+        let host = ScriptedHost::new();
+        cluster(&host, json!({"status": "running", "qmpstatus": "running"}));
+        host.on(
+            "GET /nodes/pve1/qemu/100/agent/network-get-interfaces",
+            [
+                Answer::Error(500, "QEMU guest agent is not running".into()),
+                Answer::Data(json!({"result": [{"name": "eth0", "ip-addresses": [
+                    {"ip-address": "10.0.0.5", "ip-address-type": "ipv4"}]}]})),
+            ],
+        );
+        let outcome = run_start(&host, json!({"vmid": 100, "waitForIp": true}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(record(&outcome)["ipv4"], "10.0.0.5");
+    }
+}

@@ -1,0 +1,516 @@
+//! `sync`: records every guest in scope, in as few requests as PVE allows.
+//!
+//! - Scope `node` (the default; the `node` argument, else the transport's node): one
+//!   `GET /nodes/{node}/{kind}?full=1`, which carries `status` and `qmpstatus` of every guest.
+//! - Scope `cluster`: `GET /nodes`, then that list once per online node (n + 1 requests for n nodes).
+//!   Not `/cluster/resources`: its status comes from a ~10 s old cache, may be `unknown`, and has no
+//!   `qmpstatus`, so it cannot be recorded as the guest's state.
+//! - With a guest reference (`vmid`/`vmName`): only that guest, read like `lookup`.
+//!
+//! Identity: the lists carry no `smbios1`. A guest's config is read only when its cheap signals
+//! changed — no stored present record with an identity, or another name than stored; otherwise the
+//! stored identity carries forward. So a steady-state sync of a 1,000-guest node is one request,
+//! and a guest's first sync costs one config read more. A reused VMID whose new guest took the old
+//! name is not noticed by sync (`lookup` always compares identities).
+//!
+//! Absence: the stored records are listed through the host (swamp's
+//! `ctx.dataRepository.findAllForModel`). A stored guest in scope whose record says present but that
+//! no list holds is confirmed with `GET /cluster/nextid?vmid=N` (lists leave out guests the token may
+//! not audit) before it is recorded `present: false`. One that still exists is left as recorded: a
+//! node sync warns (it may have migrated), a cluster sync fails after writing everything else.
+
+use crate::args::{check_segment, ArgError, Fields};
+use crate::explain::hint;
+use crate::guest::identity::{stored_identity, Identity};
+use crate::guest::locate::Located;
+use crate::guest::record::GuestRecord;
+use crate::host::Host;
+use crate::methods::lookup::{observe, record_for};
+use crate::outcome::{Failure, Outcome, RecordWrite};
+use crate::pve::endpoints;
+use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::flex;
+use crate::pve::responses::{parse, GuestStatus};
+use crate::run::{write, Run};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// Which guests a sync covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// The guests of one node.
+    Node(String),
+    /// The guests of every online node.
+    Cluster,
+}
+
+/// The arguments of `sync`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncArgs {
+    /// A guest reference was given: sync just that guest.
+    pub one_guest: bool,
+    pub scope: String,
+    pub node: Option<String>,
+}
+
+impl SyncArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let one_guest = args.get("vmid").is_some() || args.get("vmName").is_some();
+        if one_guest {
+            crate::guest::reference::GuestRef::parse(&fields)?;
+        }
+        let scope: String = fields.or("scope", "node".to_string())?;
+        if scope != "node" && scope != "cluster" {
+            return Err(ArgError::new("scope", "must be \"node\" or \"cluster\""));
+        }
+        let node: Option<String> = fields.optional("node")?;
+        if let Some(node) = &node {
+            check_segment("node", node)?;
+        }
+        Ok(SyncArgs {
+            one_guest,
+            scope,
+            node,
+        })
+    }
+}
+
+/// What one sync saw and wrote.
+#[derive(Default)]
+struct Sweep {
+    writes: Vec<RecordWrite>,
+    /// VMIDs found in a list.
+    seen: BTreeSet<u32>,
+    /// Nodes whose list was read.
+    read: Vec<String>,
+    running: usize,
+    absent: usize,
+    /// Why the sync cannot claim every guest in scope was read.
+    problems: Vec<String>,
+}
+
+/// Runs `sync`.
+pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let parsed = match SyncArgs::parse(args) {
+        Ok(parsed) => parsed,
+        Err(e) => return Failure::from(e).into(),
+    };
+    if parsed.one_guest {
+        return match observe(run, args).await {
+            Ok(record) => {
+                let summary = format!("synced {} {}", run.kind.noun(), record.vmid);
+                let instance = run.guest_instance(record.vmid);
+                Outcome::succeeded(vec![write(run.guest_spec(), instance, &record)], summary)
+            }
+            Err(failure) => failure.into(),
+        };
+    }
+    let scope = match parsed.scope.as_str() {
+        "cluster" => Scope::Cluster,
+        _ => Scope::Node(
+            parsed
+                .node
+                .unwrap_or_else(|| run.global.transport.node().to_string()),
+        ),
+    };
+    let mut sweep = Sweep::default();
+    if let Err(failure) = read_scope(run, &scope, &mut sweep).await {
+        return failure.into();
+    }
+    record_vanished(run, &scope, &mut sweep).await;
+    let summary = format!(
+        "synced {} {}s in {} ({} running); {} confirmed absent",
+        sweep.seen.len(),
+        run.kind.noun(),
+        match &scope {
+            Scope::Node(node) => format!("node {node}"),
+            Scope::Cluster => format!("nodes {}", sweep.read.join(", ")),
+        },
+        sweep.running,
+        sweep.absent
+    );
+    match sweep.problems.is_empty() {
+        true => Outcome::succeeded(sweep.writes, summary),
+        false => Outcome::failed(
+            sweep.writes,
+            format!(
+                "{summary}, but not every guest in scope was read: {}",
+                sweep.problems.join("; ")
+            ),
+        ),
+    }
+}
+
+/// Reads the lists of the scope's nodes and records every guest in them. A node scope whose list
+/// cannot be read fails without records; in a cluster, an unreadable node is a problem of the sweep.
+async fn read_scope<H: Host>(
+    run: &Run<'_, H>,
+    scope: &Scope,
+    sweep: &mut Sweep,
+) -> Result<(), Failure> {
+    let nodes = match scope {
+        Scope::Node(node) => vec![node.clone()],
+        Scope::Cluster => online_nodes(run, sweep).await?,
+    };
+    for node in nodes {
+        match read_list(run, &node).await {
+            Ok(list) => {
+                sweep.read.push(node.clone());
+                for entry in &list {
+                    record_listed(run, &node, entry, sweep).await;
+                }
+            }
+            Err(e) if matches!(scope, Scope::Node(_)) => {
+                return Err(Failure::new(list_failure(run, &node, &e)))
+            }
+            Err(e) => sweep.problems.push(list_failure(run, &node, &e)),
+        }
+    }
+    Ok(())
+}
+
+fn list_failure<H: Host>(run: &Run<'_, H>, node: &str, e: &PveError) -> String {
+    format!(
+        "could not list the {}s of node {node} (GET /nodes/{node}/{}?full=1): {e} — {}",
+        run.kind.noun(),
+        run.kind.segment(),
+        hint(e.kind)
+    )
+}
+
+/// `GET /nodes`: the online nodes; an offline or oddly named node is a problem of the sweep.
+async fn online_nodes<H: Host>(
+    run: &Run<'_, H>,
+    sweep: &mut Sweep,
+) -> Result<Vec<String>, Failure> {
+    let data = run.pve().call(&endpoints::nodes()).await.map_err(|e| {
+        Failure::new(format!(
+            "could not list the cluster's nodes (GET /nodes): {e} — {}",
+            hint(e.kind)
+        ))
+    })?;
+    let mut online = Vec::new();
+    for entry in data.as_array().into_iter().flatten() {
+        let name = entry.get("node").and_then(Value::as_str).unwrap_or("");
+        let status = entry
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
+        if check_segment("node", name).is_err() {
+            sweep.problems.push(format!(
+                "GET /nodes listed a node named {name:?}, which cannot be read"
+            ));
+        } else if status != "online" {
+            sweep
+                .problems
+                .push(format!("node {name} is {status}: its guests were not read"));
+        } else {
+            online.push(name.to_string());
+        }
+    }
+    if online.is_empty() && sweep.problems.is_empty() {
+        return Err(Failure::new(format!(
+            "GET /nodes answered no nodes: {data}"
+        )));
+    }
+    Ok(online)
+}
+
+async fn read_list<H: Host>(run: &Run<'_, H>, node: &str) -> Result<Vec<Value>, PveError> {
+    match run
+        .pve()
+        .call(&endpoints::node_guests(node, run.kind))
+        .await?
+    {
+        Value::Array(list) => Ok(list),
+        other => Err(PveError::malformed(format!("not a list: {other}"))),
+    }
+}
+
+/// Records one entry of a node's list.
+async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, sweep: &mut Sweep) {
+    let vmid = entry
+        .get("vmid")
+        .and_then(flex::u64_of)
+        .and_then(|v| u32::try_from(v).ok());
+    let (Some(vmid), Some(status)) = (vmid, parse::<GuestStatus>(entry)) else {
+        sweep.problems.push(format!(
+            "node {node} listed a guest whose state cannot be read: {entry}"
+        ));
+        return;
+    };
+    sweep.seen.insert(vmid);
+    sweep.running += usize::from(status.status == "running");
+    let at = Located {
+        vmid,
+        node: node.to_string(),
+    };
+    let record = with_identity(run, &at, &status).await;
+    sweep
+        .writes
+        .push(write(run.guest_spec(), run.guest_instance(vmid), &record));
+}
+
+/// The record of a listed guest: its stored identity carried forward while the cheap signals hold,
+/// else its config read and compared (see the module doc).
+async fn with_identity<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    status: &GuestStatus,
+) -> GuestRecord {
+    let instance = run.guest_instance(at.vmid);
+    // A stored record that cannot be read only costs a config read.
+    let stored = run.host.read_record(&instance).await.ok().flatten();
+    let known = stored.as_ref().filter(|s| {
+        s.get("present") == Some(&Value::Bool(true))
+            && s.get("name").and_then(Value::as_str) == status.name.as_deref()
+    });
+    if let Some(identity) = known.and_then(stored_identity) {
+        let mut record =
+            GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
+        record.identity = Some(identity);
+        return record;
+    }
+    let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
+    match run.pve().call(&request).await {
+        Ok(config) => record_for(run, at, status, Identity::from_config(&config)).await,
+        Err(e) => {
+            let mut record =
+                GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
+            record.identity = stored.as_ref().and_then(stored_identity);
+            let warning = format!(
+                "{} {}: identity not checked, its config could not be read: {e}",
+                run.kind.noun(),
+                at.vmid
+            );
+            run.warn(&warning);
+            record.warnings.push(warning);
+            record
+        }
+    }
+}
+
+/// Stored guests in scope that no list held: absent records for the confirmed absent.
+async fn record_vanished<H: Host>(run: &Run<'_, H>, scope: &Scope, sweep: &mut Sweep) {
+    let names = match run.host.list_records(run.guest_spec()).await {
+        Ok(Some(names)) => names,
+        Ok(None) => {
+            run.warn(
+                "the host cannot list stored records: guests that disappeared are not detected",
+            );
+            return;
+        }
+        Err(e) => {
+            run.warn(&format!(
+                "stored records could not be listed ({}): guests that disappeared are not detected",
+                e.message
+            ));
+            return;
+        }
+    };
+    let prefix = format!("{}-", run.kind.record_prefix());
+    for name in names {
+        let vmid = name
+            .strip_prefix(&prefix)
+            .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|d| d.parse::<u32>().ok());
+        let Some(vmid) = vmid.filter(|v| !sweep.seen.contains(v)) else {
+            continue;
+        };
+        if let Ok(Some(stored)) = run.host.read_record(&name).await {
+            if in_scope(&stored, scope, sweep) {
+                confirm_absent(run, scope, vmid, sweep).await;
+            }
+        }
+    }
+}
+
+/// A stored record that says present, on a node this sweep read.
+fn in_scope(stored: &Value, scope: &Scope, sweep: &Sweep) -> bool {
+    let node = stored.get("node").and_then(Value::as_str);
+    let present = stored.get("present") == Some(&Value::Bool(true));
+    present
+        && match scope {
+            Scope::Node(scope_node) => node == Some(scope_node.as_str()),
+            Scope::Cluster => node.is_some_and(|n| sweep.read.iter().any(|r| r == n)),
+        }
+}
+
+async fn confirm_absent<H: Host>(run: &Run<'_, H>, scope: &Scope, vmid: u32, sweep: &mut Sweep) {
+    let noun = run.kind.noun();
+    match run.pve().call(&endpoints::next_id(vmid)).await {
+        Ok(_) => {
+            run.info(&format!("{noun} {vmid} no longer exists: recorded as absent"));
+            let record = GuestRecord::absent(vmid, run.method, run.now_iso());
+            sweep
+                .writes
+                .push(write(run.guest_spec(), run.guest_instance(vmid), &record));
+            sweep.absent += 1;
+        }
+        Err(e) if e.kind == ErrorKind::IdTaken => match scope {
+            Scope::Node(node) => run.warn(&format!(
+                "{noun} {vmid} was recorded on node {node} but is no longer listed there, and it still exists: it migrated, or the token may no longer audit it — its record was left as it was (run lookup for it)"
+            )),
+            Scope::Cluster => sweep.problems.push(format!(
+                "{noun} {vmid} exists but no node lists it as a {} guest the token may audit — grant VM.Audit on /vms/{vmid} (its record was left as it was)",
+                run.kind.segment()
+            )),
+        },
+        Err(e) => sweep.problems.push(format!(
+            "whether {noun} {vmid} still exists could not be confirmed (GET /cluster/nextid): {e} — {}",
+            hint(e.kind)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::global_args::GlobalArgs;
+    use crate::outcome::Verdict;
+    use crate::pve::endpoints::GuestKind;
+    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use serde_json::json;
+
+    fn run_sync(host: &ScriptedHost, extra: Value) -> Outcome {
+        let args = api_args(extra);
+        let global = GlobalArgs::parse(&args).unwrap();
+        let run = Run {
+            host,
+            global: &global,
+            kind: GuestKind::Qemu,
+            method: "sync",
+        };
+        block_on(sync(&run, &args))
+    }
+
+    fn guest(vmid: u32, name: &str, status: &str) -> Value {
+        json!({"vmid": vmid, "name": name, "status": status, "qmpstatus": status})
+    }
+
+    fn stored(host: &ScriptedHost, vmid: u32, name: &str, node: &str) {
+        host.records.borrow_mut().insert(
+            format!("vm-{vmid}"),
+            json!({"vmid": vmid, "present": true, "name": name, "node": node,
+                   "identity": {"smbiosUuid": format!("uuid-{vmid}")}}),
+        );
+    }
+
+    #[test]
+    fn a_steady_state_node_sync_is_one_request() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([guest(100, "web", "running"), guest(102, "db", "stopped")]),
+        );
+        stored(&host, 100, "web", "pve1");
+        stored(&host, 102, "db", "pve1");
+        let outcome = run_sync(&host, json!({}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(host.routes_called(), vec!["GET /nodes/pve1/qemu"]);
+        assert_eq!(outcome.writes.len(), 2);
+        assert_eq!(outcome.writes[0].data["identity"]["smbiosUuid"], "uuid-100");
+        assert_eq!(outcome.writes[1].data["status"], "stopped");
+    }
+
+    #[test]
+    fn a_renamed_guest_has_its_identity_read_and_a_reuse_reported() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([guest(100, "new", "running")]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/config",
+            json!({"smbios1": "uuid=other"}),
+        );
+        stored(&host, 100, "web", "pve1");
+        let outcome = run_sync(&host, json!({}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let data = &outcome.writes[0].data;
+        assert_eq!(
+            data["identityChanged"]["previous"]["smbiosUuid"],
+            "uuid-100"
+        );
+        assert_eq!(data["identity"]["smbiosUuid"], "other");
+    }
+
+    #[test]
+    fn a_vanished_guest_is_recorded_absent_only_once_confirmed() {
+        let host = ScriptedHost::new();
+        host.data("GET /nodes/pve1/qemu", json!([]));
+        host.data("GET /cluster/nextid", json!("102"));
+        stored(&host, 102, "db", "pve1");
+        stored(&host, 101, "other-node", "pve2");
+        host.records
+            .borrow_mut()
+            .insert("vm-102-exec".into(), json!({}));
+        let outcome = run_sync(&host, json!({}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(outcome.writes.len(), 1);
+        assert_eq!(outcome.writes[0].instance, "vm-102");
+        assert_eq!(outcome.writes[0].data["present"], json!(false));
+    }
+
+    #[test]
+    fn a_vanished_guest_that_still_exists_is_left_alone_on_a_node_sync() {
+        let host = ScriptedHost::new();
+        host.data("GET /nodes/pve1/qemu", json!([]));
+        host.on(
+            "GET /cluster/nextid",
+            [Answer::Error(
+                400,
+                "Parameter verification failed. (vmid: VM 102 already exists)".into(),
+            )],
+        );
+        stored(&host, 102, "db", "pve1");
+        let outcome = run_sync(&host, json!({}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert!(outcome.writes.is_empty());
+    }
+
+    #[test]
+    fn a_cluster_sync_reads_every_online_node_and_reports_the_rest() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes",
+            json!([{"node": "pve1", "status": "online"}, {"node": "pve2", "status": "online"},
+                   {"node": "pve3", "status": "offline"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([guest(100, "web", "running")]),
+        );
+        host.data("GET /nodes/pve2/qemu", json!([guest(101, "db", "running")]));
+        stored(&host, 100, "web", "pve1");
+        stored(&host, 101, "db", "pve2");
+        stored(&host, 103, "gone-with-node", "pve3");
+        let outcome = run_sync(&host, json!({"scope": "cluster"}));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(message.contains("node pve3 is offline"), "{message}");
+        assert_eq!(outcome.writes.len(), 2);
+        assert_eq!(outcome.writes[1].data["node"], "pve2");
+        assert_eq!(host.routes_called().len(), 3, "{:?}", host.routes_called());
+    }
+
+    #[test]
+    fn an_unreadable_node_list_fails_a_node_sync_without_records() {
+        let host = ScriptedHost::new();
+        host.on("GET /nodes/pve1/qemu", [Answer::Error(500, "boom".into())]);
+        let outcome = run_sync(&host, json!({}));
+        assert!(!outcome.is_success());
+        assert!(outcome.writes.is_empty());
+    }
+
+    #[test]
+    fn scope_and_node_arguments_are_checked() {
+        assert!(SyncArgs::parse(&json!({"scope": "world"})).is_err());
+        assert!(SyncArgs::parse(&json!({"node": "a/b"})).is_err());
+        assert!(SyncArgs::parse(&json!({"vmid": 5})).is_err());
+        assert!(SyncArgs::parse(&json!({"vmid": 100})).unwrap().one_guest);
+        assert!(!SyncArgs::parse(&json!({})).unwrap().one_guest);
+    }
+}
