@@ -39,6 +39,9 @@ ensure_apt() { # ensure_apt <command> <package>
 
 ensure_test_services() {
   ensure_apt qemu-ga qemu-guest-agent
-  ensure_apt sshd openssh-server
+  # Absolute paths: /usr/sbin is not on every user's PATH; tests/ssh runs the node-side pvesh
+  # fixture with Debian's /usr/bin/python3 (a pyenv shim would not work inside an sshd session).
+  ensure_apt /usr/sbin/sshd openssh-server
   ensure_apt ssh openssh-client
+  ensure_apt /usr/bin/python3 python3
 }
