@@ -6,6 +6,9 @@ cd "$PROJECT_ROOT"
 ensure_rust_wasm
 ensure_node_tools
 
+# One build at a time in this tree (parallel builds would clobber target/wasm-bindgen).
+mkdir -p target && exec 9>target/.build.lock && flock 9
+
 say "compiling the core for wasm32"
 cargo build --quiet --release --lib --target wasm32-unknown-unknown
 out=target/wasm-bindgen

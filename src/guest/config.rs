@@ -269,7 +269,8 @@ fn allocated(request: &str, seen: &[Part<'_>]) -> bool {
     let Some(bytes) = gib
         .parse::<f64>()
         .ok()
-        .and_then(|g| size_bytes(&format!("{g}G")))
+        .filter(|g| g.is_finite() && *g >= 0.0)
+        .map(|g| (g * (1u64 << 30) as f64).round() as u64)
     else {
         return false;
     };

@@ -18,7 +18,7 @@ pub async fn transport_reachable<H: Host>(run: &Run<'_, H>) -> Outcome {
             None => Outcome::failed(
                 Vec::new(),
                 format!(
-                    "GET /version on node {node} answered without a version: is this a PVE API?"
+                    "GET /version on node {node} answered {data}, without a version: check that apiUrl (or the ssh host) is a PVE node"
                 ),
             ),
         },

@@ -240,24 +240,27 @@ async fn execute<H: Host>(
         if run.host.aborted() {
             return (Some(pid), ExecOutcome::Aborted, None);
         }
-        match pve
+        let answer = pve
             .call(&endpoints::agent_exec_status(&at.node, at.vmid, pid))
             .await
-        {
-            Ok(data) => match ExecStatus::from_value(&data) {
-                // The agent forgets a finished pid after this answer: it is the one and only final read.
-                Some(status) if status.exited => {
-                    return (Some(pid), final_outcome(&status), Some(status))
-                }
-                Some(_) => failed_polls = 0,
-                None => {
-                    let reason = format!("exec-status answered without `exited`: {data}");
-                    return (Some(pid), ExecOutcome::ResultLost { reason }, None);
-                }
-            },
-            Err(e) if e.is_transient() && failed_polls < POLL_RETRIES => {
-                // Reading status again is safe unless the lost answer was the final one; then the
-                // next read says "Invalid parameter 'pid'" and the result is reported lost below.
+            .and_then(|data| {
+                ExecStatus::from_value(&data).ok_or_else(|| {
+                    PveError::malformed(format!("exec-status answered without `exited`: {data}"))
+                })
+            });
+        match answer {
+            // The agent forgets a finished pid after this answer: it is the one and only final read.
+            Ok(status) if status.exited => {
+                return (Some(pid), final_outcome(&status), Some(status))
+            }
+            Ok(_) => failed_polls = 0,
+            Err(e)
+                if (e.is_transient() || e.kind == ErrorKind::Malformed)
+                    && failed_polls < POLL_RETRIES =>
+            {
+                // Reading status again is safe unless the lost (or unreadable) answer was the final
+                // one; then the next read says "Invalid parameter 'pid'" and the result is reported
+                // lost below.
                 failed_polls += 1;
                 run.warn(&format!(
                     "VM {}: reading the status of pid {pid} failed ({e}); trying again",
@@ -273,29 +276,30 @@ async fn execute<H: Host>(
 }
 
 fn start_failure(error: PveError) -> ExecOutcome {
-    match error.kind {
-        ErrorKind::Timeout | ErrorKind::Network => ExecOutcome::Unconfirmed {
+    match error.outcome_unknown() {
+        // The answer was lost or unreadable: the agent may have started the command.
+        true => ExecOutcome::Unconfirmed {
             reason: format!(
-                "{error} — the command may have started in the guest; it was not sent again"
+                "{error} — the command may have run in the guest; it was not sent again (it could run twice): check the guest before running it again"
             ),
         },
-        ErrorKind::Malformed => ExecOutcome::Unconfirmed {
-            reason: error.to_string(),
-        },
-        _ => ExecOutcome::NotStarted {
+        false => ExecOutcome::NotStarted {
             reason: format!("{error} — {}", hint(error.kind)),
         },
     }
 }
 
-fn lost(error: PveError, after_transient: bool) -> ExecOutcome {
-    let why = if after_transient {
-        "an earlier status answer was lost in transit, and the agent hands out a final status only once"
-    } else {
-        "the agent no longer knows the process (the agent restarted or the guest rebooted)"
+fn lost(error: PveError, after_lost_answer: bool) -> ExecOutcome {
+    let pid_forgotten = error.message.contains("Invalid parameter 'pid'");
+    let why = match (pid_forgotten, after_lost_answer) {
+        (true, true) => "an earlier status answer was lost in transit, and the agent hands out a final status only once",
+        (true, false) => "the agent no longer knows the process (the agent restarted or the guest rebooted)",
+        (false, _) => hint(error.kind),
     };
     ExecOutcome::ResultLost {
-        reason: format!("{error} — {why}"),
+        reason: format!(
+            "{error} — {why}; whether and how the command ended is unknown (it may still be running in the guest)"
+        ),
     }
 }
 

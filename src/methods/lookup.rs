@@ -13,7 +13,7 @@ use crate::pve::endpoints;
 use crate::pve::error::ErrorKind;
 use crate::pve::responses::GuestStatus;
 use crate::run::{write, Run};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Runs `lookup`.
 pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
@@ -93,10 +93,14 @@ pub async fn read_present<H: Host>(
             "a guest status",
         )
         .await?;
-    let config: Value = pve
-        .call(&endpoints::guest_config(&at.node, run.kind, at.vmid))
+    // An object, or the answer is wrong: a config read as "nothing" would skip the reuse check.
+    let config: Map<String, Value> = pve
+        .read(
+            &endpoints::guest_config(&at.node, run.kind, at.vmid),
+            "a guest config",
+        )
         .await?;
-    Ok((status, Identity::from_config(&config)))
+    Ok((status, Identity::from_config(&Value::Object(config))))
 }
 
 /// The record of an observed guest, flagging a reused VMID against the stored record.

@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod clone;
+pub mod create;
 pub mod delete;
 pub mod get_config;
 pub mod guest_exec;

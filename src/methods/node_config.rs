@@ -81,7 +81,12 @@ pub async fn node_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 record.bridges.len()
             ))
         }
-        Ok(_) => no_bridges(run, &mut record, &PveError::malformed("not a list")),
+        Ok(other) => {
+            let e = PveError::malformed(format!(
+                "answered {other} where a list of interfaces was expected"
+            ));
+            no_bridges(run, &mut record, &e)
+        }
         Err(e) => no_bridges(run, &mut record, &e),
     };
     let writes = vec![write("nodeConfig", format!("node-{node}-config"), &record)];

@@ -128,11 +128,13 @@ pub async fn node_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 record.disks.len()
             ))
         }
-        Ok(None) => unavailable(
-            run,
-            &mut record,
-            &PveError::malformed("the disk list is not a list"),
-        ),
+        Ok(None) => {
+            let answer = disks.as_ref().map(Value::to_string).unwrap_or_default();
+            let e = PveError::malformed(format!(
+                "answered {answer} where a list of disks was expected"
+            ));
+            unavailable(run, &mut record, &e)
+        }
         Err(e) => unavailable(run, &mut record, e),
     };
     let writes = vec![write("nodeStatus", format!("node-{node}"), &record)];

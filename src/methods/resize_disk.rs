@@ -8,7 +8,7 @@
 //! failure. The guest record is written on every path once the guest was found.
 
 use crate::args::{ArgError, Fields};
-use crate::explain::hint;
+use crate::explain::{hint, outcome_unknown};
 use crate::guest::evidence::{absent_outcome, sight, Evidence, Sighting};
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
@@ -16,11 +16,12 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;
 use crate::pve::endpoints;
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::{property, size_bytes};
 use crate::run::Run;
 use crate::task::upid_of;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// How long the config may lag behind a finished resize before the method gives up.
 const SETTLE_MS: u64 = 10_000;
@@ -132,18 +133,40 @@ async fn resize<H: Host>(
     };
     let pve = run.pve();
     let request = endpoints::qemu_resize(&ev.at.node, ev.at.vmid, &args.disk, &args.size);
-    let answer = pve.call(&request).await.map_err(|e| {
-        format!(
-            "PVE refused to resize {label} to {}: {e} — {}",
-            args.size,
-            hint(e.kind)
-        )
-    })?;
+    let answer = pve
+        .call(&request)
+        .await
+        .map_err(|e| match e.outcome_unknown() {
+            // Never re-sent: a second `+N` would grow the disk twice.
+            true => {
+                let action = format!("resize {label} to {}", args.size);
+                let check = format!(
+                    "the disk's size (run getConfig) and the task list of node {}",
+                    ev.at.node
+                );
+                outcome_unknown(&action, &e, &check).0
+            }
+            false => format!(
+                "PVE refused to resize {label} to {}: {e} — {}",
+                args.size,
+                hint(e.kind)
+            ),
+        })?;
     // PVE before 8.0 resizes synchronously and answers null.
     if !answer.is_null() {
-        let upid = upid_of(&answer, &request.label()).map_err(|f| f.0)?;
+        let upid = upid_of(&answer, &request.label()).map_err(|f| {
+            let action = format!("resize {label} to {}", args.size);
+            let check = format!(
+                "the disk's size (run getConfig) and the task list of node {}",
+                ev.at.node
+            );
+            outcome_unknown(&action, &PveError::malformed(f.0), &check).0
+        })?;
         ev.trail.last_task = Some(upid.to_string());
-        ev.trail.follow(&pve, &upid).await?;
+        ev.trail
+            .follow(&pve, &upid)
+            .await
+            .map_err(|why| format!("resize {label} to {}: {why}", args.size))?;
     }
     let reached = settle(run, ev, &args.disk, target).await?;
     Ok(format!(
@@ -161,13 +184,18 @@ async fn disk_size<H: Host>(
     disk: &str,
 ) -> Result<Option<u64>, String> {
     let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
-    let config = run.pve().call(&request).await.map_err(|e| {
-        format!(
-            "could not read the config of {}: {e} — {}",
-            ev.label(run),
-            hint(e.kind)
-        )
-    })?;
+    let config: Map<String, Value> =
+        run.pve()
+            .read(&request, "a guest config")
+            .await
+            .map_err(|e| {
+                format!(
+                    "could not read the config of {}: {e} — {}",
+                    ev.label(run),
+                    hint(e.kind)
+                )
+            })?;
+    let config = Value::Object(config);
     let Some(value) = config.get(disk).and_then(flex::string_of) else {
         return Err(format!(
             "{} has no disk {disk} (its disks: {})",
@@ -203,7 +231,12 @@ async fn settle<H: Host>(
     let budget_ms = SETTLE_MS.min(run.global.task_timeout_sec * 1000);
     let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, run.pve().poll_cap_ms);
     loop {
-        let size = disk_size(run, ev, disk).await?;
+        // The resize is done: a failed read must not invite a second `+N`, which would grow again.
+        let size = disk_size(run, ev, disk).await.map_err(|why| {
+            format!(
+                "the resize of disk {disk} ended, but its size could not be read back: {why}; check the size (run getConfig) before resizing again — a relative size (+N) would grow the disk again"
+            )
+        })?;
         match size {
             Some(bytes) if bytes >= target => return Ok(bytes),
             _ => {}

@@ -9,7 +9,7 @@
 //! `sshkeys` is URL-encoded on the way (PVE's format for it) unless it already is.
 
 use crate::args::{ArgError, Fields};
-use crate::explain::hint;
+use crate::explain::{hint, outcome_unknown};
 use crate::guest::config::{record_value, ssh_keys_param, ConfigSnapshot, Reading, MASKED_KEY};
 use crate::guest::evidence::{absent_outcome, sight, Evidence, Sighting};
 use crate::guest::reference::GuestRef;
@@ -130,10 +130,16 @@ async fn apply<H: Host>(
         .collect();
     let request = endpoints::set_guest_config(&ev.at.node, run.kind, ev.at.vmid, &options);
     if let Err(e) = run.pve().call(&request).await {
-        let message = format!(
-            "PVE refused the config change of {label}: {e} — {}",
-            hint(e.kind)
-        );
+        let message = match e.outcome_unknown() {
+            true => {
+                let check = "its config (run getConfig)";
+                outcome_unknown(&format!("change the config of {label}"), &e, check).0
+            }
+            false => format!(
+                "PVE refused the config change of {label}: {e} — {}",
+                hint(e.kind)
+            ),
+        };
         return (Err(message), None);
     }
     match read_snapshot(run, &ev.at).await {

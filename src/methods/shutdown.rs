@@ -11,6 +11,7 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::run::Run;
+use crate::task::TaskTrouble;
 use serde_json::Value;
 
 /// How long the task is followed beyond `timeoutSec` (PVE's own wait inside the task).
@@ -103,17 +104,29 @@ async fn graceful<H: Host>(
     let request = endpoints::guest_shutdown(&ev.at.node, run.kind, ev.at.vmid, args.timeout_sec);
     let action = format!("shut down {}", ev.label(run));
     let upid = ev.trail.dispatch(&pve, &request, &action).await?;
-    let followed = ev.trail.follow(&pve, &upid).await;
+    let followed = ev.trail.follow_outcome(&pve, &upid).await;
     // Only the guest's state decides. After a task that succeeded the state may still follow (an
-    // HA-managed guest stops once the HA manager acts) within what is left of timeoutSec; after a
-    // failed task (PVE gave up waiting) one read says where the guest is.
+    // HA-managed guest stops once the HA manager acts) within what is left of timeoutSec; so may
+    // it after a task whose end was not observed (its status unreadable): it may still be shutting
+    // the guest down. After a failed task (PVE gave up waiting) one read says where the guest is.
+    let spent = (run.host.now_ms() - started).max(0.0) as u64;
+    let left = budget_ms.saturating_sub(spent).max(MIN_SETTLE_MS);
     let (settle_ms, context) = match followed {
-        Ok(()) => {
-            let spent = (run.host.now_ms() - started).max(0.0) as u64;
-            let left = budget_ms.saturating_sub(spent).max(MIN_SETTLE_MS);
-            (left, "the shutdown task ended successfully".to_string())
+        Ok(()) => (left, "the shutdown task ended successfully".to_string()),
+        Err(TaskTrouble::Unknown(why)) => {
+            ev.warn(
+                run,
+                format!(
+                    "the shutdown task's end was not observed, so only the guest's state decides: {}",
+                    why.0
+                ),
+            );
+            let context = format!("the shutdown task's end was not observed ({})", why.0);
+            (left, context)
         }
-        Err(why) => (0, format!("the shutdown task did not succeed ({why})")),
+        Err(TaskTrouble::Failed(why)) => {
+            (0, format!("the shutdown task did not succeed ({})", why.0))
+        }
     };
     Ok(reach(run, ev, Target::Stopped, settle_ms, &context).await)
 }

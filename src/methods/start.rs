@@ -1,7 +1,11 @@
-//! `start`: succeeds only when `status/current` shows the VM running with qmpstatus `running` — a
-//! task that ended OK is not enough (an HA-managed guest's start only queues a request). With
-//! `waitForIp` it also waits for an IPv4 address the guest agent reports (`allowNoIp` makes a missing
-//! address a warning).
+//! `start`: succeeds only when `status/current` shows the guest running (a VM: with qmpstatus
+//! `running`) — a task that ended OK is not enough (an HA-managed guest's start only queues a
+//! request). With `waitForIp` it also needs an IPv4 address (`allowNoIp` makes a missing one a
+//! warning): a VM's comes from its guest agent, waited for; a container has no agent, so its address
+//! is the static `ip=` of its netN in the config (`ip=dhcp` has none to read).
+//!
+//! A container that does not live on the node asked still gets a UPID whose task fails
+//! (pve-container does not load the config first): the guest is always located before the start.
 
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
@@ -11,11 +15,13 @@ use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
-use crate::pve::endpoints;
+use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::ErrorKind;
+use crate::pve::flex;
+use crate::pve::property::property;
 use crate::pve::responses::first_ipv4;
 use crate::run::Run;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The arguments of `start`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +56,9 @@ pub async fn start<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     ev.outcome(run, verdict).await
 }
 
-async fn bring_up<H: Host>(
+/// Starts a sighted guest unless it already runs, then (`waitForIp`) reads its address: the verified
+/// start that `create` with `start: true` goes through too.
+pub async fn bring_up<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     args: &StartArgs,
@@ -72,7 +80,11 @@ async fn bring_up<H: Host>(
         format!("{label} is running")
     };
     if args.wait_for_ip {
-        match wait_for_ip(run, ev).await {
+        let found = match run.kind {
+            GuestKind::Qemu => wait_for_ip(run, ev).await,
+            GuestKind::Lxc => static_ipv4(run, ev).await,
+        };
+        match found {
             Ok(ip) => {
                 summary.push_str(&format!(" with IPv4 address {ip}"));
                 ev.ipv4 = Some(ip);
@@ -82,11 +94,67 @@ async fn bring_up<H: Host>(
                 format!("waitForIp found no IPv4 address ({why}); allowNoIp: true accepts that"),
             ),
             Err(why) => return Err(format!(
-                "{label} is running, but waitForIp found no IPv4 address: {why} — check that the QEMU guest agent runs in the guest and that the guest got an address (DHCP, cloud-init), or set allowNoIp: true"
+                "{label} is running, but waitForIp found no IPv4 address: {why} — {}, or set allowNoIp: true",
+                no_ip_advice(run.kind)
             )),
         }
     }
     Ok(summary)
+}
+
+/// What to do about a missing address, by where the address comes from.
+fn no_ip_advice(kind: GuestKind) -> &'static str {
+    match kind {
+        GuestKind::Qemu => "check that the QEMU guest agent runs in the guest and that the guest got an address (DHCP, cloud-init)",
+        GuestKind::Lxc => "give the container a static address in its config (net0: …,ip=<address>/<prefix>); an address from DHCP cannot be read without a guest agent",
+    }
+}
+
+/// A container's address: the first static IPv4 `ip=` of its netN, in index order, from the config it
+/// runs with.
+async fn static_ipv4<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String, String> {
+    let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
+    let config: Map<String, Value> = run
+        .pve()
+        .read(&request, "a guest config")
+        .await
+        .map_err(|e| could_not(&format!("read the config of {}", ev.label(run)), &e).0)?;
+    config_ipv4(&config)
+}
+
+/// The first static IPv4 address (`ip=10.0.0.5/24` → `10.0.0.5`) of the netN keys, in index order;
+/// `Err` says what the interfaces hold instead.
+pub fn config_ipv4(config: &Map<String, Value>) -> Result<String, String> {
+    let mut nets: Vec<(u32, &str, String)> = config
+        .iter()
+        .filter_map(|(key, value)| {
+            let index = key.strip_prefix("net")?.parse::<u32>().ok()?;
+            Some((index, key.as_str(), flex::string_of(value)?))
+        })
+        .collect();
+    nets.sort_unstable_by_key(|(index, _, _)| *index);
+    let mut seen = Vec::new();
+    for (_, key, value) in &nets {
+        match property(value, "ip") {
+            Some(ip) => match ip.split_once('/') {
+                Some((address, _)) if is_ipv4(address) => return Ok(address.to_string()),
+                _ => seen.push(format!("{key} has ip={ip}")),
+            },
+            None => seen.push(format!("{key} has no ip=")),
+        }
+    }
+    Err(match seen.is_empty() {
+        true => "the container has no network interface (no netN in its config)".to_string(),
+        false => format!("no static IPv4 address in its config ({})", seen.join(", ")),
+    })
+}
+
+fn is_ipv4(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('.').collect();
+    parts.len() == 4
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 3 && p.parse::<u8>().is_ok())
 }
 
 /// Polls the guest agent's interfaces until a reachable IPv4 address appears, within taskTimeoutSec.
@@ -127,7 +195,6 @@ async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String,
 mod tests {
     use super::*;
     use crate::global_args::GlobalArgs;
-    use crate::pve::endpoints::GuestKind;
     use crate::testing::{api_args, block_on, Answer, ScriptedHost};
     use serde_json::json;
 
@@ -249,5 +316,106 @@ mod tests {
         let outcome = run_start(&host, json!({"vmid": 100, "waitForIp": true}));
         assert!(outcome.is_success(), "{outcome:?}");
         assert_eq!(record(&outcome)["ipv4"], "10.0.0.5");
+    }
+
+    fn container(host: &ScriptedHost, net0: &str) {
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 300, "type": "lxc", "node": "pve2", "name": "ct"}]),
+        );
+        host.data("GET /nodes/pve2/lxc/300/config", json!({"net0": net0}));
+        host.data(
+            "GET /nodes/pve2/lxc/300/status/current",
+            json!({"status": "running", "name": "ct"}),
+        );
+    }
+
+    fn run_ct(host: &ScriptedHost, args: Value) -> Outcome {
+        let merged = api_args(json!({"taskTimeoutSec": 10}));
+        let global = GlobalArgs::parse(&merged).unwrap();
+        let run = Run {
+            host,
+            global: &global,
+            kind: GuestKind::Lxc,
+            method: "start",
+        };
+        let mut all = merged.clone();
+        for (k, v) in args.as_object().unwrap() {
+            all[k] = v.clone();
+        }
+        block_on(start(&run, &all))
+    }
+
+    #[test]
+    fn a_container_is_started_on_its_own_node_and_needs_no_qmpstatus() {
+        let host = ScriptedHost::new();
+        container(&host, "name=eth0,bridge=vmbr0,ip=dhcp");
+        host.on(
+            "GET /nodes/pve2/lxc/300/status/current",
+            [
+                Answer::Data(json!({"status": "stopped"})),
+                Answer::Data(json!({"status": "stopped"})),
+                Answer::Data(json!({"status": "running"})),
+            ],
+        );
+        let upid = "UPID:pve2:0000AAAA:0000BBBB:6571E3A1:vzstart:300:root@pam!t:";
+        host.data("POST /nodes/pve2/lxc/300/status/start", json!(upid));
+        host.data(
+            &format!("GET /nodes/pve2/tasks/{upid}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        let outcome = run_ct(&host, json!({"vmid": 300}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(outcome.writes[0].instance, "ct-300");
+        assert_eq!(record(&outcome)["status"], "running");
+    }
+
+    #[test]
+    fn a_container_address_is_its_static_ip_and_dhcp_has_none() {
+        let host = ScriptedHost::new();
+        container(&host, "name=eth0,bridge=vmbr0,ip=10.0.0.5/24,gw=10.0.0.1");
+        let outcome = run_ct(&host, json!({"vmid": 300, "waitForIp": true}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(record(&outcome)["ipv4"], "10.0.0.5");
+
+        let host = ScriptedHost::new();
+        container(&host, "name=eth0,bridge=vmbr0,ip=dhcp");
+        let failed = run_ct(&host, json!({"vmid": 300, "waitForIp": true}));
+        let crate::outcome::Verdict::Failed { message } = &failed.verdict else {
+            panic!("{failed:?}")
+        };
+        assert!(message.contains("net0 has ip=dhcp"), "{message}");
+        assert!(message.contains("static address"), "{message}");
+        assert!(!host.routes_called().iter().any(|r| r.contains("agent")));
+        let allowed = run_ct(
+            &host,
+            json!({"vmid": 300, "waitForIp": true, "allowNoIp": true}),
+        );
+        assert!(allowed.is_success(), "{allowed:?}");
+        assert!(record(&allowed).get("ipv4").is_none());
+    }
+
+    #[test]
+    fn the_first_static_ipv4_of_the_nets_in_index_order_counts() {
+        let config = |v: Value| v.as_object().unwrap().clone();
+        let found = config_ipv4(&config(json!({
+            "net10": "name=eth10,ip=192.0.2.10/24",
+            "net0": "name=eth0,ip=dhcp",
+            "net1": "name=eth1,ip=192.0.2.21/24,ip6=auto",
+        })));
+        assert_eq!(found.as_deref(), Ok("192.0.2.21"));
+        assert_eq!(
+            config_ipv4(&config(json!({"hostname": "x"}))),
+            Err("the container has no network interface (no netN in its config)".to_string())
+        );
+        assert_eq!(
+            config_ipv4(&config(
+                json!({"net0": "name=eth0,ip=manual", "net1": "name=eth1"})
+            )),
+            Err(
+                "no static IPv4 address in its config (net0 has ip=manual, net1 has no ip=)"
+                    .to_string()
+            )
+        );
     }
 }

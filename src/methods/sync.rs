@@ -7,11 +7,12 @@
 //!   `qmpstatus`, so it cannot be recorded as the guest's state.
 //! - With a guest reference (`vmid`/`vmName`): only that guest, read like `lookup`.
 //!
-//! Identity: the lists carry no `smbios1`. A guest's config is read only when its cheap signals
-//! changed — no stored present record with an identity, or another name than stored; otherwise the
-//! stored identity carries forward. So a steady-state sync of a 1,000-guest node is one request,
-//! and a guest's first sync costs one config read more. A reused VMID whose new guest took the old
-//! name is not noticed by sync (`lookup` always compares identities).
+//! Identity: the lists carry no `smbios1`. A guest's config is read only when a cheap signal says
+//! the VMID may now hold another guest: its stored record says absent, or names another guest.
+//! Otherwise the stored identity (if any) carries forward, and a guest seen for the first time is
+//! recorded without one (`lookup` establishes it) — there is nothing to compare against yet. So a
+//! sync of a 1,000-guest node is one request, first or steady-state. A reused VMID whose new guest
+//! took the old name is not noticed by sync (`lookup` always compares identities).
 //!
 //! Absence: the stored records are listed through the host (swamp's
 //! `ctx.dataRepository.findAllForModel`). A stored guest in scope whose record says present but that
@@ -22,7 +23,7 @@
 use crate::args::{check_segment, ArgError, Fields};
 use crate::explain::hint;
 use crate::guest::identity::{stored_identity, Identity};
-use crate::guest::locate::Located;
+use crate::guest::locate::{next_id_free, Located};
 use crate::guest::record::GuestRecord;
 use crate::host::Host;
 use crate::methods::lookup::{observe, record_for};
@@ -33,7 +34,6 @@ use crate::pve::flex;
 use crate::pve::responses::{parse, GuestStatus};
 use crate::run::{write, Run};
 use serde_json::Value;
-use std::collections::BTreeSet;
 
 /// Which guests a sync covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +81,7 @@ impl SyncArgs {
 struct Sweep {
     writes: Vec<RecordWrite>,
     /// VMIDs found in a list.
-    seen: BTreeSet<u32>,
+    seen: Vec<u32>,
     /// Nodes whose list was read.
     read: Vec<String>,
     running: usize,
@@ -184,7 +184,17 @@ async fn online_nodes<H: Host>(
     run: &Run<'_, H>,
     sweep: &mut Sweep,
 ) -> Result<Vec<String>, Failure> {
-    let data = run.pve().call(&endpoints::nodes()).await.map_err(|e| {
+    let listed = run
+        .pve()
+        .call(&endpoints::nodes())
+        .await
+        .and_then(|data| match data {
+            Value::Array(_) => Ok(data),
+            other => Err(PveError::malformed(format!(
+                "GET /nodes answered {other} where a list of nodes was expected"
+            ))),
+        });
+    let data = listed.map_err(|e| {
         Failure::new(format!(
             "could not list the cluster's nodes (GET /nodes): {e} — {}",
             hint(e.kind)
@@ -240,7 +250,7 @@ async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, swe
         ));
         return;
     };
-    sweep.seen.insert(vmid);
+    sweep.seen.push(vmid);
     sweep.running += usize::from(status.status == "running");
     let at = Located {
         vmid,
@@ -262,19 +272,38 @@ async fn with_identity<H: Host>(
     let instance = run.guest_instance(at.vmid);
     // A stored record that cannot be read only costs a config read.
     let stored = run.host.read_record(&instance).await.ok().flatten();
-    let known = stored.as_ref().filter(|s| {
-        s.get("present") == Some(&Value::Bool(true))
-            && s.get("name").and_then(Value::as_str) == status.name.as_deref()
+    let may_be_another_guest = stored.as_ref().is_some_and(|s| {
+        s.get("present") != Some(&Value::Bool(true))
+            || s.get("name").and_then(Value::as_str) != status.name.as_deref()
     });
-    if let Some(identity) = known.and_then(stored_identity) {
+    if !may_be_another_guest {
         let mut record =
             GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
-        record.identity = Some(identity);
+        record.identity = stored.as_ref().and_then(stored_identity);
         return record;
     }
     let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
-    match run.pve().call(&request).await {
-        Ok(config) => record_for(run, at, status, Identity::from_config(&config)).await,
+    match run
+        .pve()
+        .read::<serde_json::Map<String, Value>>(&request, "a guest config")
+        .await
+    {
+        Ok(config) => {
+            let identity = Identity::from_config(&Value::Object(config));
+            let mut record = record_for(run, at, status, identity).await;
+            if stored.as_ref().and_then(stored_identity).is_none() {
+                // No fingerprint was stored, so a reuse cannot be proven either way: say so.
+                let warning = format!(
+                    "{} {}: its record named another guest ({}) but held no identity to compare: the VMID may have been reused; its identity is recorded now",
+                    run.kind.noun(),
+                    at.vmid,
+                    stored.as_ref().and_then(|s| s.get("name")).and_then(Value::as_str).unwrap_or("none")
+                );
+                run.warn(&warning);
+                record.warnings.push(warning);
+            }
+            record
+        }
         Err(e) => {
             let mut record =
                 GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
@@ -309,13 +338,15 @@ async fn record_vanished<H: Host>(run: &Run<'_, H>, scope: &Scope, sweep: &mut S
             return;
         }
     };
+    // Sorted for the lookups below; a VMID is listed by one node only.
+    sweep.seen.sort_unstable();
     let prefix = format!("{}-", run.kind.record_prefix());
     for name in names {
         let vmid = name
             .strip_prefix(&prefix)
             .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
             .and_then(|d| d.parse::<u32>().ok());
-        let Some(vmid) = vmid.filter(|v| !sweep.seen.contains(v)) else {
+        let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(v).is_err()) else {
             continue;
         };
         if let Ok(Some(stored)) = run.host.read_record(&name).await {
@@ -339,8 +370,8 @@ fn in_scope(stored: &Value, scope: &Scope, sweep: &Sweep) -> bool {
 
 async fn confirm_absent<H: Host>(run: &Run<'_, H>, scope: &Scope, vmid: u32, sweep: &mut Sweep) {
     let noun = run.kind.noun();
-    match run.pve().call(&endpoints::next_id(vmid)).await {
-        Ok(_) => {
+    match next_id_free(&run.pve(), vmid).await {
+        Ok(()) => {
             run.info(&format!("{noun} {vmid} no longer exists: recorded as absent"));
             let record = GuestRecord::absent(vmid, run.method, run.now_iso());
             sweep

@@ -45,7 +45,8 @@ Deno.test("setConfig: a change that needs a restart is recorded as pending and l
     assert.deepEqual(rec.pending, { memory: "4096" });
     assert.ok(
       r.logs.some((l) =>
-        l.level === "warning" && /pending until the next start: memory/.test(l.message)
+        l.level === "warning" &&
+        /pending until the next start: memory/.test(l.message)
       ),
     );
     assert.ok((rec.warnings as string[]).some((w) => /memory/.test(w)));
@@ -202,7 +203,9 @@ Deno.test("setConfig: an empty config is refused before any request", async () =
     const r = await env.run("setConfig", { vmid: 100, config: {} });
     assert.equal(r.status, "failed");
     assert.match(r.error ?? "", /at least one key/);
-    const sent = env.sim.requests.filter((q) => q.path !== "/api2/json/version");
+    const sent = env.sim.requests.filter((q) =>
+      q.path !== "/api2/json/version"
+    );
     assert.deepEqual(sent, []);
   });
 });

@@ -39,7 +39,9 @@ Deno.test("resizeDisk: +1G grows the disk through the resize task to the target"
     assert.match(String(rec.lastTask), /^UPID:pve1:.*:resize:102:/);
     assert.equal(rec.lastOperation, "resizeDisk");
     assert.ok(
-      r.logs.some((l) => /scsi0 .* is 33G \(target 33G, was 32G\)/.test(l.message)),
+      r.logs.some((l) =>
+        /scsi0 .* is 33G \(target 33G, was 32G\)/.test(l.message)
+      ),
     );
   });
 });
@@ -71,7 +73,10 @@ Deno.test("resizeDisk: an unknown disk fails naming it before any change", async
       size: "+1G",
     });
     assert.equal(r.status, "failed");
-    assert.match(r.error ?? "", /has no disk virtio3 \(its disks: (scsi0, ide2|ide2, scsi0)\)/);
+    assert.match(
+      r.error ?? "",
+      /has no disk virtio3 \(its disks: ide2, scsi0\)/,
+    );
     assert.ok(!env.sim.requests.some((q) => q.method === "PUT"));
     assert.equal(written(r, "vm-102").status, "stopped");
   });
@@ -151,7 +156,9 @@ Deno.test("resizeDisk: a malformed size is refused before any request", async ()
     const r = await env.run("resizeDisk", { vmid: 102, size: "20GB" });
     assert.equal(r.status, "failed");
     assert.match(r.error ?? "", /size/);
-    const sent = env.sim.requests.filter((q) => q.path !== "/api2/json/version");
+    const sent = env.sim.requests.filter((q) =>
+      q.path !== "/api2/json/version"
+    );
     assert.deepEqual(sent, []);
   });
 });

@@ -39,6 +39,7 @@ import {
   type StoredVersion,
 } from "./data_store.ts";
 import { makeExtensionFile } from "./extension_file.ts";
+import { makeDataRepository } from "./data_repository.ts";
 import { deletedResourceError, writeDeletionMarkers } from "./lifecycle.ts";
 import { LogCollector } from "./log_collector.ts";
 import { inferMethodKind, isMutatingKind } from "./method_kind.ts";
@@ -373,6 +374,7 @@ export class SwampRepo {
       }),
       readResource: makeReadResource(this.#store, this.#vault),
       deleteResource: makeDeleteResource(this.#store),
+      dataRepository: makeDataRepository(this.#store, this.#definitionId),
     };
     try {
       const returned = await withConsoleCapture(async () => {

@@ -135,6 +135,17 @@ export interface MethodContext extends BaseContext {
   ): Promise<Record<string, unknown> | null>;
   /** Removes every version of the instance (swamp's hard delete). */
   deleteResource(instanceName: string): Promise<void>;
+  /** swamp's data repository, as far as extensions list their own records with it. */
+  dataRepository: DataRepositoryLike;
+}
+
+/** The listing part of swamp's `UnifiedDataRepository`. */
+export interface DataRepositoryLike {
+  /** The latest version of every data name of a model definition. */
+  findAllForModel(
+    type: unknown,
+    modelId: string,
+  ): Promise<{ name: string; version: number; tags: Record<string, string> }[]>;
 }
 
 /** A declared resource output (swamp's `ResourceOutputSpec`). */
