@@ -6,82 +6,23 @@
  * @module
  */
 import { z } from "npm:zod@4";
+import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
-  type CheckContext,
-  checkOnCore,
-  type MethodContext,
-  runOnCore,
-} from "./_lib/core.ts";
-
-/** A single-line value: a newline or NUL could break the ssh command line or a log. */
-const singleLine = (what: string) =>
-  z.string().min(1, `${what} must not be empty`).refine(
-    (v) => !/[\n\r\0]/.test(v),
-    {
-      message: `${what} must not contain a newline, carriage return or NUL`,
-    },
-  );
-
-/**
- * A value placed in an API path (node names, storage ids): letters, digits, `.`, `_`, `-`, starting
- * with a letter or digit, so it can never add a segment, a query or `..`.
- */
-const pathSegment = (what: string) =>
-  z.string().regex(
-    /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
-    `${what} must be a name of letters, digits, ., _ and - starting with a letter or digit (it becomes part of an API path)`,
-  );
-
-const ApiTransport = z.object({
-  kind: z.literal("api"),
-  node: pathSegment("node"),
-  apiUrl: singleLine("apiUrl").refine((v) => /^https?:\/\/[^/]/.test(v), {
-    message: "apiUrl must be an http(s) URL, e.g. https://pve1:8006",
-  }),
-  tokenId: singleLine("tokenId"),
-  tokenSecret: singleLine("tokenSecret").meta({ sensitive: true }),
-  caCert: z.string().optional(),
-  skipTlsVerify: z.boolean().default(false),
-});
-
-const SshTransport = z.object({
-  kind: z.literal("ssh"),
-  node: pathSegment("node"),
-  host: singleLine("host").refine((v) => !v.startsWith("-"), {
-    message: "host must not start with -",
-  }),
-  user: singleLine("user").refine(
-    (v) => !v.startsWith("-") && !v.includes("@"),
-    {
-      message: "user must not start with - or contain @",
-    },
-  ).default("root"),
-  port: z.number().int().min(1).max(65535).default(22),
-  proxyJump: singleLine("proxyJump").optional(),
-  proxyCommand: singleLine("proxyCommand").optional(),
-  identityFile: singleLine("identityFile").optional(),
-  identityAgent: singleLine("identityAgent").optional(),
-  strictHostKeyChecking: z.enum(["yes", "accept-new", "no", "off"]).optional(),
-  connectTimeoutSec: z.number().int().positive().max(3600).default(15),
-  sshBinary: singleLine("sshBinary").default("ssh"),
-  pveshBinary: singleLine("pveshBinary").default("pvesh"),
-});
-
-const GlobalArgs = z.object({
-  name: z.string().min(1),
-  transport: z.discriminatedUnion("kind", [ApiTransport, SshTransport]),
-  taskTimeoutSec: z.number().int().positive().max(604800).default(300),
-  pollIntervalSec: z.number().int().positive().max(3600).default(3),
-});
-
-const vmid = z.number().int().min(100).max(999999999);
-const guestRef = {
-  vmid: vmid.optional(),
-  vmName: singleLine("vmName").optional(),
-};
-const requireGuest = (a: { vmid?: number; vmName?: string }) =>
-  a.vmid !== undefined || a.vmName !== undefined;
-const provideGuest = { message: "Provide vmid or vmName", path: ["vmid"] };
+  ConfigRecord,
+  GlobalArgs,
+  guestRef,
+  guestStateFields,
+  NodeConfigRecord,
+  NodeStatusRecord,
+  NOT_CONFIG_KEYS,
+  optionBag,
+  pathSegment,
+  provideGuest,
+  requireGuest,
+  singleLine,
+  transportReachable,
+  vmid,
+} from "./_lib/schemas.ts";
 
 const LookupArgs = z.object(guestRef).refine(requireGuest, provideGuest);
 
@@ -142,24 +83,11 @@ const CloneArgs = z.object({
 
 const GetConfigArgs = z.object(guestRef).refine(requireGuest, provideGuest);
 
-/** Parameters of PVE's config update that are not config keys (they change how it applies). */
-const NOT_CONFIG_KEYS = [
-  "digest",
-  "skiplock",
-  "revert",
-  "background_delay",
-  "node",
-  "vmid",
-];
-
 const SetConfigArgs = z.object({
   ...guestRef,
-  config: z.record(
-    z.string().regex(/^[a-zA-Z][a-zA-Z0-9_]*$/).refine(
-      (k) => !NOT_CONFIG_KEYS.includes(k),
-      { message: "is a parameter of PVE's config update, not a config key" },
-    ),
-    z.union([z.string(), z.number()]),
+  config: optionBag(
+    NOT_CONFIG_KEYS,
+    "is a parameter of PVE's config update, not a config key",
   ).refine((c) => Object.keys(c).length > 0, {
     message: "config must hold at least one key",
   }),
@@ -183,46 +111,10 @@ const NodeArgs = z.object({
   node: pathSegment("node").optional(),
 });
 
-const ConfigValues = z.record(z.string(), z.union([z.string(), z.number()]));
-
-const Identity = z.object({
-  smbiosUuid: z.string().optional(),
-  ctime: z.number().optional(),
-});
-
 const GuestRecord = z.object({
-  vmid: z.number(),
-  present: z.boolean(),
-  status: z.string(),
-  name: z.string().optional(),
-  node: z.string().optional(),
+  ...guestStateFields,
   qmpStatus: z.string().optional(),
-  lock: z.string().optional(),
-  ha: z.object({ managed: z.boolean(), state: z.string().optional() })
-    .optional(),
-  tags: z.array(z.string()),
-  template: z.boolean().optional(),
   agentConfigured: z.boolean().optional(),
-  ipv4: z.string().optional(),
-  cpuPct: z.number().optional(),
-  cpus: z.number().optional(),
-  memBytes: z.number().optional(),
-  maxMemBytes: z.number().optional(),
-  memPct: z.number().optional(),
-  diskBytes: z.number().optional(),
-  maxDiskBytes: z.number().optional(),
-  netinBytes: z.number().optional(),
-  netoutBytes: z.number().optional(),
-  uptimeSec: z.number().optional(),
-  identity: Identity.optional(),
-  identityChanged: z.object({ previous: Identity, current: Identity })
-    .optional(),
-  warnings: z.array(z.string()).optional(),
-  lastTask: z.string().optional(),
-  pending: ConfigValues.optional(),
-  pendingDelete: z.array(z.string()).optional(),
-  lastOperation: z.string(),
-  recordedAt: z.string(),
 });
 
 const ExecRecord = z.object({
@@ -251,63 +143,6 @@ const ExecRecord = z.object({
   accepted: z.boolean(),
   error: z.string().optional(),
   lastOperation: z.string(),
-  recordedAt: z.string(),
-});
-
-const ConfigRecord = z.object({
-  vmid: z.number(),
-  node: z.string(),
-  config: ConfigValues,
-  pending: ConfigValues.optional(),
-  pendingDelete: z.array(z.string()).optional(),
-  recordedAt: z.string(),
-});
-
-const NodeStatusRecord = z.object({
-  node: z.string(),
-  cpuPct: z.number().optional(),
-  cpus: z.number().optional(),
-  loadavg: z.array(z.number()).optional(),
-  memTotal: z.number().optional(),
-  memUsed: z.number().optional(),
-  memPct: z.number().optional(),
-  swapTotal: z.number().optional(),
-  swapUsed: z.number().optional(),
-  swapPct: z.number().optional(),
-  rootfsTotal: z.number().optional(),
-  rootfsUsed: z.number().optional(),
-  rootfsPct: z.number().optional(),
-  uptimeSec: z.number().optional(),
-  kernelVersion: z.string().optional(),
-  pveVersion: z.string().optional(),
-  disksAvailable: z.boolean().optional(),
-  disksUnavailableReason: z.string().optional(),
-  disks: z.array(z.object({
-    device: z.string(),
-    type: z.string().optional(),
-    model: z.string().optional(),
-    serial: z.string().optional(),
-    sizeBytes: z.number().optional(),
-    health: z.string(),
-    wearoutPct: z.number().optional(),
-    usedBy: z.string().optional(),
-  })),
-  recordedAt: z.string(),
-});
-
-const NodeConfigRecord = z.object({
-  node: z.string(),
-  storages: z.array(z.object({
-    storage: z.string(),
-    type: z.string().optional(),
-    content: z.array(z.string()),
-    avail: z.number().optional(),
-    total: z.number().optional(),
-    active: z.boolean().optional(),
-  })),
-  bridges: z.array(z.string()),
-  bridgesAvailable: z.boolean().optional(),
-  bridgesUnavailableReason: z.string().optional(),
   recordedAt: z.string(),
 });
 
@@ -363,13 +198,7 @@ export const model = {
     },
   },
   checks: {
-    "transport-reachable": {
-      description: "PVE answers GET /version over the configured transport",
-      labels: ["live"],
-      appliesTo: MUTATING,
-      execute: (ctx: CheckContext) =>
-        checkOnCore("qemu", "transport-reachable", ctx),
-    },
+    "transport-reachable": transportReachable("qemu", MUTATING),
   },
   // Every method sets `kind: "action"`: swamp's delete/read/update kinds assume one resource per
   // model, and would tombstone every guest's record after one delete or refuse reads after it.

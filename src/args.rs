@@ -112,6 +112,42 @@ impl<'a> Fields<'a> {
         Ok(value)
     }
 
+    /// An optional bag of PVE options (`config`: key → string or number), as text in key order.
+    /// Keys follow PVE's option names (`^[a-zA-Z][a-zA-Z0-9_]*$`); `refused` names keys the bag may
+    /// not hold, with the reason.
+    pub fn options(
+        &self,
+        key: &str,
+        refused: &[(&str, &str)],
+    ) -> Result<Option<Vec<(String, String)>>, ArgError> {
+        let Some(bag) = self.optional::<Map<String, Value>>(key)? else {
+            return Ok(None);
+        };
+        let mut options = Vec::with_capacity(bag.len());
+        for (name, value) in &bag {
+            let field = format!("{}.{name}", self.path(key));
+            let mut chars = name.chars();
+            let well_formed = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !well_formed {
+                return Err(ArgError::new(
+                    field,
+                    "keys must match ^[a-zA-Z][a-zA-Z0-9_]*$",
+                ));
+            }
+            if let Some((_, why)) = refused.iter().find(|(k, _)| k == name) {
+                return Err(ArgError::new(field, *why));
+            }
+            let text = match value {
+                Value::String(text) => text.clone(),
+                Value::Number(number) => number.to_string(),
+                _ => return Err(ArgError::new(field, "must be a string or a number")),
+            };
+            options.push((name.clone(), text));
+        }
+        Ok(Some(options))
+    }
+
     /// A required integer within `min..=max`.
     pub fn int_in(&self, key: &str, min: i64, max: i64) -> Result<i64, ArgError> {
         let value: i64 = self.required(key)?;

@@ -11,8 +11,6 @@ use serde_json::Value;
 
 /// How many times a safe read is re-sent after a transient fault.
 const READ_RETRIES: u32 = 2;
-/// Budget of one ordinary request.
-const REQUEST_TIMEOUT_MS: u64 = 30_000;
 /// Extra time granted over the task timeout when pvesh runs a task in the foreground.
 const FOREGROUND_TASK_SLACK_MS: u64 = 30_000;
 
@@ -22,15 +20,17 @@ pub struct Pve<'a, H: Host> {
     pub settings: &'a TransportSettings,
     pub task_timeout_ms: u64,
     pub poll_cap_ms: u64,
+    /// Budget of one ordinary request (`requestTimeoutSec`).
+    pub request_timeout_ms: u64,
 }
 
 impl<'a, H: Host> Pve<'a, H> {
     /// Sends one request; safe reads are retried on transient faults, mutations never.
     pub async fn call(&self, request: &PveRequest) -> Result<Value, PveError> {
-        let timeout_ms = if transport::blocks_for_task(self.settings, request) {
-            self.task_timeout_ms + FOREGROUND_TASK_SLACK_MS
-        } else {
-            REQUEST_TIMEOUT_MS
+        let foreground = transport::blocks_for_task(self.settings, request);
+        let timeout_ms = match foreground {
+            true => self.task_timeout_ms + FOREGROUND_TASK_SLACK_MS,
+            false => self.request_timeout_ms,
         };
         let mut retry_pause = Backoff::new(200, 2_000);
         let mut attempt = 0;
@@ -39,7 +39,9 @@ impl<'a, H: Host> Pve<'a, H> {
                 return Err(aborted());
             }
             let started = self.host.now_ms();
-            let result = transport::send(self.host, self.settings, request, timeout_ms).await;
+            let result = transport::send(self.host, self.settings, request, timeout_ms)
+                .await
+                .map_err(|e| name_the_budget(e, foreground, timeout_ms));
             let elapsed = (self.host.now_ms() - started).max(0.0).round() as u64;
             match &result {
                 Ok(_) => self.host.log(
@@ -88,11 +90,118 @@ impl<'a, H: Host> Pve<'a, H> {
     }
 }
 
+/// A timeout names the knob that set its budget, so the user knows what to raise.
+fn name_the_budget(mut error: PveError, foreground: bool, timeout_ms: u64) -> PveError {
+    if error.kind == ErrorKind::Timeout {
+        let knob = match foreground {
+            true => format!("taskTimeoutSec plus {}s", FOREGROUND_TASK_SLACK_MS / 1000),
+            false => format!("requestTimeoutSec={}s", timeout_ms / 1000),
+        };
+        error.message = format!("{} (budget: {knob})", error.message);
+    }
+    error
+}
+
 /// The error every loop returns once the caller aborted the run.
 pub fn aborted() -> PveError {
     PveError {
         kind: ErrorKind::Aborted,
         message: "the run was aborted".to_string(),
         status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::global_args::GlobalArgs;
+    use crate::host::{HostError, HostErrorKind};
+    use crate::pve::endpoints;
+    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use serde_json::json;
+
+    fn reset() -> Answer {
+        Answer::Fail(HostError {
+            kind: HostErrorKind::Network,
+            message: "connection reset by peer".into(),
+        })
+    }
+
+    fn call(host: &ScriptedHost, request: &PveRequest) -> Result<Value, PveError> {
+        let global = GlobalArgs::parse(&api_args(json!({"requestTimeoutSec": 7}))).unwrap();
+        let pve = Pve {
+            host,
+            settings: &global.transport,
+            task_timeout_ms: 60_000,
+            poll_cap_ms: 1000,
+            request_timeout_ms: global.request_timeout_sec * 1000,
+        };
+        block_on(pve.call(request))
+    }
+
+    #[test]
+    fn a_safe_read_absorbs_a_transient_fault_with_a_pause() {
+        let host = ScriptedHost::new();
+        host.on("GET /cluster/resources", [reset(), Answer::Data(json!([]))]);
+        assert_eq!(call(&host, &endpoints::cluster_guests()), Ok(json!([])));
+        assert_eq!(host.requests.borrow().len(), 2);
+        assert!(host.elapsed_ms() >= 200.0, "backs off before the retry");
+    }
+
+    #[test]
+    fn a_safe_read_gives_up_after_a_bounded_number_of_retries() {
+        let host = ScriptedHost::new();
+        host.on("GET /cluster/resources", [reset()]);
+        let e = call(&host, &endpoints::cluster_guests()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Network);
+        assert_eq!(host.requests.borrow().len() as u32, 1 + READ_RETRIES);
+    }
+
+    #[test]
+    fn a_pve_error_on_a_read_is_not_retried() {
+        let host = ScriptedHost::new();
+        host.on(
+            "GET /cluster/resources",
+            [Answer::Error(500, "cluster not ready - no quorum?".into())],
+        );
+        assert!(call(&host, &endpoints::cluster_guests()).is_err());
+        assert_eq!(host.requests.borrow().len(), 1);
+    }
+
+    #[test]
+    fn mutations_and_exec_status_are_never_re_sent() {
+        let argv = ["true".to_string()];
+        for request in [
+            endpoints::guest_start("pve1", endpoints::GuestKind::Qemu, 100),
+            endpoints::qemu_clone("pve1", 9000, 300, "x", true, None),
+            endpoints::agent_exec("pve1", 100, &argv, None),
+            endpoints::agent_exec_status("pve1", 100, 7),
+        ] {
+            let host = ScriptedHost::new();
+            host.on(&request.label(), [reset()]);
+            let e = call(&host, &request).unwrap_err();
+            assert!(e.outcome_unknown(), "{e}");
+            assert_eq!(host.requests.borrow().len(), 1, "{}", request.label());
+        }
+    }
+
+    #[test]
+    fn the_request_budget_is_request_timeout_sec_and_a_timeout_names_it() {
+        let host = ScriptedHost::new();
+        host.on(
+            "GET /version",
+            [Answer::Fail(HostError {
+                kind: HostErrorKind::Timeout,
+                message: "GET https://pve1:8006/api2/json/version: no answer within 7000 ms".into(),
+            })],
+        );
+        let e = call(&host, &endpoints::version()).unwrap_err();
+        assert!(
+            e.message.ends_with("(budget: requestTimeoutSec=7s)"),
+            "{}",
+            e.message
+        );
+        assert!(host.requests.borrow().iter().all(|r| r.timeout_ms == 7000));
+        assert_eq!(host.requests.borrow().len() as u32, 1 + READ_RETRIES);
     }
 }

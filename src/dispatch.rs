@@ -5,8 +5,8 @@ use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
-    check, clone, delete, get_config, guest_exec, lookup, node_config, node_status, resize_disk,
-    set_config, shutdown, start, stop, sync,
+    check, clone, create, delete, get_config, guest_exec, lookup, node_config, node_status,
+    resize_disk, set_config, shutdown, start, stop, sync,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -23,17 +23,19 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
     GlobalArgs::parse(args).map_err(|e| e.to_string())?;
     let fields = Fields::of(args, "").map_err(|e| e.to_string())?;
     let checked = match (kind, method) {
-        (_, "lookup") => GuestRef::parse(&fields).map(drop),
+        (_, "lookup" | "getConfig") => GuestRef::parse(&fields).map(drop),
         (GuestKind::Qemu, "guestExec") => guest_exec::ExecArgs::parse(args).map(drop),
-        (GuestKind::Qemu, "start") => start::StartArgs::parse(args).map(drop),
-        (GuestKind::Qemu, "stop") => stop::StopArgs::parse(args).map(drop),
-        (GuestKind::Qemu, "shutdown") => shutdown::ShutdownArgs::parse(args).map(drop),
-        (GuestKind::Qemu, "delete") => delete::DeleteArgs::parse(args).map(drop),
+        (_, "start") => start::StartArgs::parse(args).map(drop),
+        (_, "stop") => stop::StopArgs::parse(args).map(drop),
+        (_, "shutdown") => shutdown::ShutdownArgs::parse(args).map(drop),
+        (_, "delete") => delete::DeleteArgs::parse(args).map(drop),
         (GuestKind::Qemu, "clone") => clone::CloneArgs::parse(args).map(drop),
-        (GuestKind::Qemu, "getConfig") => GuestRef::parse(&fields).map(drop),
-        (GuestKind::Qemu, "setConfig") => set_config::SetConfigArgs::parse(args).map(drop),
-        (GuestKind::Qemu, "resizeDisk") => resize_disk::ResizeArgs::parse(args).map(drop),
-        (GuestKind::Qemu, "sync") => sync::SyncArgs::parse(args).map(drop),
+        (GuestKind::Lxc, "create") => create::CreateArgs::parse(args).map(drop),
+        (_, "setConfig") => set_config::SetConfigArgs::parse(args).map(drop),
+        (GuestKind::Qemu, "resizeDisk") | (GuestKind::Lxc, "resize") => {
+            resize_disk::ResizeArgs::parse(kind, args).map(drop)
+        }
+        (_, "sync") => sync::SyncArgs::parse(args).map(drop),
         (_, "nodeStatus" | "nodeConfig") => node_status::NodeArgs::parse(args).map(drop),
         _ => {
             return Err(format!(
@@ -56,15 +58,9 @@ fn model_kind(model: &str) -> Result<GuestKind, Failure> {
 
 /// Runs one method of one model with the merged `{...globalArgs, ...methodArgs}` object.
 pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Value) -> Outcome {
-    let kind = match model {
-        "qemu" => GuestKind::Qemu,
-        "lxc" => GuestKind::Lxc,
-        other => {
-            return Failure::new(format!(
-                "unknown model {other:?}: expected \"qemu\" or \"lxc\""
-            ))
-            .into()
-        }
+    let kind = match model_kind(model) {
+        Ok(kind) => kind,
+        Err(failure) => return failure.into(),
     };
     let global = match GlobalArgs::parse(args) {
         Ok(global) => global,
@@ -77,19 +73,22 @@ pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Val
         method,
     };
     match (kind, method) {
+        // Written once for both kinds: what differs is data on `GuestKind`.
         (_, "lookup") => lookup::lookup(&run, args).await,
+        (_, "start") => start::start(&run, args).await,
+        (_, "stop") => stop::stop(&run, args).await,
+        (_, "shutdown") => shutdown::shutdown(&run, args).await,
+        (_, "delete") => delete::delete(&run, args).await,
+        (_, "getConfig") => get_config::get_config(&run, args).await,
+        (_, "setConfig") => set_config::set_config(&run, args).await,
+        (_, "sync") => sync::sync(&run, args).await,
+        // A VM is cloned from a template and has a guest agent; a container is created from one.
         (GuestKind::Qemu, "guestExec") => guest_exec::guest_exec(&run, args).await,
-        // start/stop/shutdown/delete are written for both kinds; lxc enables them with its model.
-        (GuestKind::Qemu, "start") => start::start(&run, args).await,
-        (GuestKind::Qemu, "stop") => stop::stop(&run, args).await,
-        (GuestKind::Qemu, "shutdown") => shutdown::shutdown(&run, args).await,
-        (GuestKind::Qemu, "delete") => delete::delete(&run, args).await,
         (GuestKind::Qemu, "clone") => clone::clone(&run, args).await,
-        // getConfig and sync are written for both kinds; lxc enables them with its model.
-        (GuestKind::Qemu, "getConfig") => get_config::get_config(&run, args).await,
-        (GuestKind::Qemu, "setConfig") => set_config::set_config(&run, args).await,
-        (GuestKind::Qemu, "resizeDisk") => resize_disk::resize_disk(&run, args).await,
-        (GuestKind::Qemu, "sync") => sync::sync(&run, args).await,
+        (GuestKind::Lxc, "create") => create::create(&run, args).await,
+        (GuestKind::Qemu, "resizeDisk") | (GuestKind::Lxc, "resize") => {
+            resize_disk::resize_disk(&run, args).await
+        }
         (_, "nodeStatus") => node_status::node_status(&run, args).await,
         (_, "nodeConfig") => node_config::node_config(&run, args).await,
         (_, CHECK_TRANSPORT_REACHABLE) => check::transport_reachable(&run).await,

@@ -75,6 +75,10 @@ pub struct GlobalArgs {
     pub transport: TransportSettings,
     pub task_timeout_sec: u64,
     pub poll_interval_sec: u64,
+    /// How long one ordinary request may go unanswered (`requestTimeoutSec`): a hung read is then
+    /// retried, a hung mutation fails as "effect unknown". Separate from `taskTimeoutSec`: a long
+    /// task budget must not mean a long hang per request, nor a short one cut a slow read.
+    pub request_timeout_sec: u64,
 }
 
 const MAX_SECONDS: i64 = 7 * 24 * 3600;
@@ -91,6 +95,7 @@ impl GlobalArgs {
             transport: parse_transport(&fields.object("transport")?)?,
             task_timeout_sec: fields.int_in_or("taskTimeoutSec", 1, MAX_SECONDS, 300)? as u64,
             poll_interval_sec: fields.int_in_or("pollIntervalSec", 1, 3600, 3)? as u64,
+            request_timeout_sec: fields.int_in_or("requestTimeoutSec", 1, 3600, 30)? as u64,
         })
     }
 }
@@ -207,11 +212,26 @@ mod tests {
         let args = GlobalArgs::parse(&api(json!({}))).unwrap();
         assert_eq!(args.task_timeout_sec, 300);
         assert_eq!(args.poll_interval_sec, 3);
+        assert_eq!(args.request_timeout_sec, 30);
         let TransportSettings::Api(api) = args.transport else {
             panic!("api expected")
         };
         assert_eq!(api.api_url, "https://pve1:8006");
         assert!(!api.skip_tls_verify);
+    }
+
+    #[test]
+    fn request_timeout_is_bounded_like_the_zod_schema() {
+        let with = |v: Value| {
+            let mut args = api(json!({}));
+            args["requestTimeoutSec"] = v;
+            GlobalArgs::parse(&args)
+        };
+        assert_eq!(with(json!(1)).unwrap().request_timeout_sec, 1);
+        assert_eq!(with(json!(3600)).unwrap().request_timeout_sec, 3600);
+        for bad in [json!(0), json!(3601), json!(1.5), json!("5")] {
+            assert_eq!(with(bad).unwrap_err().field, "requestTimeoutSec");
+        }
     }
 
     #[test]

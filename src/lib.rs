@@ -8,6 +8,8 @@ pub mod client;
 pub mod clock;
 pub mod dispatch;
 pub mod explain;
+#[cfg(test)]
+mod fault_tests;
 pub mod global_args;
 pub mod guest;
 pub mod host;

@@ -25,6 +25,7 @@ impl<'a, H: Host> Run<'a, H> {
             settings: &self.global.transport,
             task_timeout_ms: self.global.task_timeout_sec * 1000,
             poll_cap_ms: self.global.poll_interval_sec * 1000,
+            request_timeout_ms: self.global.request_timeout_sec * 1000,
         }
     }
 
@@ -40,10 +41,7 @@ impl<'a, H: Host> Run<'a, H> {
 
     /// The state record's spec: `guest` (qemu) or `container` (lxc).
     pub fn guest_spec(&self) -> &'static str {
-        match self.kind {
-            GuestKind::Qemu => "guest",
-            GuestKind::Lxc => "container",
-        }
+        self.kind.record_spec()
     }
 
     pub fn info(&self, message: &str) {

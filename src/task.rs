@@ -7,7 +7,7 @@ use crate::host::{Host, LogLevel};
 use crate::outcome::Failure;
 use crate::poll::Backoff;
 use crate::pve::endpoints;
-use crate::pve::error::ErrorKind;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{TaskLogLine, TaskStatus};
 use crate::pve::upid::Upid;
 use serde_json::Value;
@@ -36,8 +36,33 @@ pub fn upid_of(data: &Value, what: &str) -> Result<Upid, Failure> {
     })
 }
 
+/// Why a followed task did not end successfully.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskTrouble {
+    /// PVE reported the task's end with an error (its exit status).
+    Failed(Failure),
+    /// The task's end was not observed: its status could not be read, it outlived
+    /// `taskTimeoutSec`, or the run was aborted. It may still finish; its effect is unknown.
+    Unknown(Failure),
+}
+
+impl TaskTrouble {
+    pub fn into_failure(self) -> Failure {
+        match self {
+            TaskTrouble::Failed(f) | TaskTrouble::Unknown(f) => f,
+        }
+    }
+}
+
 /// Follows a task to its end within `taskTimeoutSec`.
 pub async fn await_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEnd, Failure> {
+    follow_task(pve, upid)
+        .await
+        .map_err(TaskTrouble::into_failure)
+}
+
+/// Follows a task to its end within `taskTimeoutSec`, telling a failed task from an unobserved end.
+pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEnd, TaskTrouble> {
     let started = pve.host.now_ms();
     let deadline = started + pve.task_timeout_ms as f64;
     let mut backoff = Backoff::for_polling(pve.poll_cap_ms);
@@ -46,30 +71,41 @@ pub async fn await_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEn
             .read::<TaskStatus>(&endpoints::task_status(upid), "a task status")
             .await
         {
-            Ok(status) if status.status == "stopped" => return finish(pve, upid, status).await,
+            Ok(status) if status.status == "stopped" => {
+                return finish(pve, upid, status).await.map_err(TaskTrouble::Failed)
+            }
             Ok(_) => {}
             Err(e)
                 if e.kind == ErrorKind::NoSuchTask
                     && pve.host.now_ms() - started < NO_SUCH_TASK_GRACE_MS => {}
-            Err(e) => return Err(could_not(&format!("follow task {upid}"), &e)),
+            Err(e) => return Err(TaskTrouble::Unknown(unfollowable(upid, &e))),
         }
         let remaining = deadline - pve.host.now_ms();
         if remaining <= 0.0 {
-            return Err(Failure::new(format!(
+            return Err(TaskTrouble::Unknown(Failure::new(format!(
                 "task {upid} ({}) was still running after taskTimeoutSec={}s; it was not cancelled and may still finish",
                 upid.task_type,
                 pve.task_timeout_ms / 1000
-            )));
+            ))));
         }
         pve.host
             .sleep(backoff.next_delay().min(remaining.ceil() as u64))
             .await;
         if pve.host.aborted() {
-            return Err(Failure::new(format!(
+            return Err(TaskTrouble::Unknown(Failure::new(format!(
                 "the run was aborted while task {upid} ran; the task was not cancelled"
-            )));
+            ))));
         }
     }
+}
+
+/// The task runs (PVE gave its UPID) but its status cannot be read: its outcome is unknown.
+fn unfollowable(upid: &Upid, error: &PveError) -> Failure {
+    let Failure(detail) = could_not(&format!("read the status of task {upid}"), error);
+    Failure::new(format!(
+        "the {} task was started, but {detail}; its outcome is unknown and it was not cancelled, so it may still finish — check the task list of node {} and the guest's state (run lookup)",
+        upid.task_type, upid.node
+    ))
 }
 
 async fn finish<H: Host>(
@@ -120,8 +156,16 @@ async fn finish<H: Host>(
                 .join(" | ")
         ),
     };
+    let advice = match reason.as_str() {
+        // PVE's word for a task whose worker vanished (the node crashed or restarted).
+        "unexpected status" => format!(
+            "PVE lost track of the task (its worker on node {} died, e.g. the node restarted), so what it did is unknown: check the guest's state (run lookup) before trying again",
+            upid.node
+        ),
+        _ => format!("see the task's log on node {} for the cause", upid.node),
+    };
     Err(Failure::new(format!(
-        "task {} {upid} failed: {reason}{context}",
+        "task {} {upid} failed: {reason}{context} — {advice}",
         upid.task_type
     )))
 }
@@ -163,6 +207,7 @@ mod tests {
             settings: &global.transport,
             task_timeout_ms: timeout_sec * 1000,
             poll_cap_ms: 1000,
+            request_timeout_ms: 30_000,
         };
         block_on(await_task(&pve, &Upid::parse(UPID).unwrap()))
     }
@@ -256,15 +301,77 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_task_status_fails_saying_the_task_may_still_finish() {
+        let host = ScriptedHost::new();
+        host.on(
+            &status_route(),
+            [Answer::Error(
+                500,
+                "unable to read tail (got timeout)".into(),
+            )],
+        );
+        let failure = follow(&host, 60).unwrap_err();
+        assert!(
+            failure.0.starts_with(
+                "the qmstart task was started, but could not read the status of task UPID:pve2:"
+            ),
+            "{}",
+            failure.0
+        );
+        assert!(failure
+            .0
+            .contains("unable to read tail (got timeout) (HTTP 500)"));
+        assert!(failure.0.contains("may still finish"), "{}", failure.0);
+        assert!(
+            failure.0.contains("task list of node pve2"),
+            "{}",
+            failure.0
+        );
+        assert_eq!(host.routes_called().len(), 1, "a PVE error is not retried");
+    }
+
+    #[test]
     fn unexpected_status_after_a_node_crash_fails() {
         let host = ScriptedHost::new();
         host.data(
             &status_route(),
             json!({"status": "stopped", "exitstatus": "unexpected status"}),
         );
-        assert!(follow(&host, 60)
-            .unwrap_err()
-            .0
-            .contains("unexpected status"));
+        let failure = follow(&host, 60).unwrap_err().0;
+        assert!(failure.contains("failed: unexpected status"), "{failure}");
+        assert!(
+            failure.contains("PVE lost track of the task") && failure.contains("run lookup"),
+            "{failure}"
+        );
+    }
+
+    #[test]
+    fn a_failed_task_is_told_from_an_end_that_was_not_observed() {
+        let global = GlobalArgs::parse(&api_args(json!({}))).unwrap();
+        let follow = |host: &ScriptedHost| {
+            let pve = Pve {
+                host,
+                settings: &global.transport,
+                task_timeout_ms: 10_000,
+                poll_cap_ms: 1000,
+                request_timeout_ms: 30_000,
+            };
+            block_on(follow_task(&pve, &Upid::parse(UPID).unwrap()))
+        };
+        let failed = ScriptedHost::new();
+        failed.data(
+            &status_route(),
+            json!({"status": "stopped", "exitstatus": "VM quit/powerdown failed"}),
+        );
+        assert!(matches!(follow(&failed), Err(TaskTrouble::Failed(_))));
+        let unreadable = ScriptedHost::new();
+        unreadable.on(
+            &status_route(),
+            [Answer::Error(403, "Permission check failed".into())],
+        );
+        assert!(matches!(follow(&unreadable), Err(TaskTrouble::Unknown(_))));
+        let endless = ScriptedHost::new();
+        endless.data(&status_route(), json!({"status": "running"}));
+        assert!(matches!(follow(&endless), Err(TaskTrouble::Unknown(_))));
     }
 }

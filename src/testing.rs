@@ -4,6 +4,7 @@
 use crate::host::{
     Host, HostError, HttpRequest, HttpResponse, LogLevel, ProcessOutput, ProcessRequest,
 };
+use crate::outcome::{Outcome, Verdict};
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -149,6 +150,25 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
             return output;
         }
+    }
+}
+
+/// Runs `method` of `model` (`qemu`, `lxc`) through the dispatcher, `args` merged over
+/// [`api_args`].
+pub fn run_method(host: &ScriptedHost, model: &str, method: &str, args: Value) -> Outcome {
+    block_on(crate::dispatch::run_method(
+        host,
+        model,
+        method,
+        &api_args(args),
+    ))
+}
+
+/// The message of a failed outcome; panics on a success (tests only).
+pub fn failure_of(outcome: &Outcome) -> &str {
+    match &outcome.verdict {
+        Verdict::Failed { message } => message,
+        other => panic!("expected a failure: {other:?}"),
     }
 }
 

@@ -215,14 +215,20 @@ fn is_property_string(key: &str) -> bool {
             | "meta"
             | "watchdog"
             | "spice_enhancements"
+            // Containers: volumes, devices, features.
+            | "rootfs"
+            | "mp"
+            | "dev"
+            | "features"
     )
 }
 
+/// Volume keys of either kind of guest, where `store:N` allocates a new volume.
 fn is_disk(key: &str) -> bool {
     let base = key.trim_end_matches(|c: char| c.is_ascii_digit());
     matches!(
         base,
-        "ide" | "sata" | "scsi" | "virtio" | "efidisk" | "tpmstate"
+        "ide" | "sata" | "scsi" | "virtio" | "efidisk" | "tpmstate" | "rootfs" | "mp"
     )
 }
 
@@ -314,6 +320,27 @@ mod tests {
         ));
         assert!(!shows("net0", "virtio,bridge=vmbr1", observed));
         assert!(!shows("net0", "e1000,bridge=vmbr0", observed));
+    }
+
+    #[test]
+    fn container_options_compare_as_property_strings() {
+        let observed = "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:03:00,ip=10.0.0.30/24,type=veth";
+        assert!(shows(
+            "net0",
+            "name=eth0,bridge=vmbr0,ip=10.0.0.30/24",
+            observed
+        ));
+        assert!(shows("features", "nesting=1", "keyctl=1,nesting=1"));
+        assert!(shows(
+            "mp0",
+            "local-lvm:4,mp=/data",
+            "local-lvm:vm-300-disk-1,mp=/data,size=4G"
+        ));
+        assert!(!shows(
+            "mp0",
+            "local-lvm:8,mp=/data",
+            "local-lvm:vm-300-disk-1,mp=/data,size=4G"
+        ));
     }
 
     #[test]

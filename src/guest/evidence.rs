@@ -8,17 +8,17 @@ use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::settle::read_status;
 use crate::client::Pve;
-use crate::explain::could_not;
+use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::Host;
 use crate::methods::lookup::{read_present, record_for};
 use crate::outcome::{Failure, Outcome};
-use crate::pve::error::ErrorKind;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
-use crate::task::{await_task, upid_of};
+use crate::task::{follow_task, upid_of, TaskTrouble};
 
 /// The tasks a run followed: their warnings (kept in the record) and the last UPID.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -28,25 +28,44 @@ pub struct TaskTrail {
 }
 
 impl TaskTrail {
-    /// Sends a task-creating request; `Err` when PVE refused it, so no task started.
+    /// Sends a task-creating request (never re-sent). `Err` when PVE refused it — no task started —
+    /// or when its answer was lost or unreadable: then the task may run, and the message says so.
     pub async fn dispatch<H: Host>(
         &mut self,
         pve: &Pve<'_, H>,
         request: &PveRequest,
         action: &str,
     ) -> Result<Upid, String> {
+        let node = match request.segments.as_slice() {
+            [first, node, ..] if first == "nodes" => format!("node {node}"),
+            _ => "the node".to_string(),
+        };
+        let check = format!("the guest's state (run lookup) and the task list of {node}");
         let data = pve
             .call(request)
             .await
-            .map_err(|e| could_not(action, &e).0)?;
-        let upid = upid_of(&data, &request.label()).map_err(|f| f.0)?;
+            .map_err(|e| mutation_failed(action, &e, &check).0)?;
+        // PVE accepted the request (HTTP 200) but the task id is unreadable: a task may be running.
+        let upid = upid_of(&data, &request.label())
+            .map_err(|f| outcome_unknown(action, &PveError::malformed(f.0), &check).0)?;
         self.last_task = Some(upid.to_string());
         Ok(upid)
     }
 
     /// Follows a task to its end; `WARNINGS: n` counts as success and its warnings are kept.
     pub async fn follow<H: Host>(&mut self, pve: &Pve<'_, H>, upid: &Upid) -> Result<(), String> {
-        let end = await_task(pve, upid).await.map_err(|f| f.0)?;
+        self.follow_outcome(pve, upid)
+            .await
+            .map_err(|trouble| trouble.into_failure().0)
+    }
+
+    /// [`TaskTrail::follow`], telling a failed task from one whose end was not observed.
+    pub async fn follow_outcome<H: Host>(
+        &mut self,
+        pve: &Pve<'_, H>,
+        upid: &Upid,
+    ) -> Result<(), TaskTrouble> {
+        let end = follow_task(pve, upid).await?;
         self.warnings.extend(end.warnings);
         Ok(())
     }
@@ -59,7 +78,10 @@ impl TaskTrail {
         action: &str,
     ) -> Result<(), String> {
         let upid = self.dispatch(pve, request, action).await?;
-        self.follow(pve, &upid).await
+        // The task's own words name it by UPID only: say which action it was.
+        self.follow(pve, &upid)
+            .await
+            .map_err(|why| format!("{action}: {why}"))
     }
 }
 
@@ -199,15 +221,25 @@ pub async fn sight_present<H: Host>(
     target: &GuestRef,
     verb: &str,
 ) -> Result<Box<Evidence>, Outcome> {
+    sight_or_absent(run, target, |vmid| {
+        format!(
+            "{} {vmid} does not exist on any node: there is nothing to {verb}",
+            run.kind.noun()
+        )
+    })
+    .await
+}
+
+/// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
+/// `absent`) with the message `absent(vmid)`.
+pub async fn sight_or_absent<H: Host>(
+    run: &Run<'_, H>,
+    target: &GuestRef,
+    absent: impl FnOnce(u32) -> String,
+) -> Result<Box<Evidence>, Outcome> {
     match sight(run, target).await {
         Ok(Sighting::Present(ev)) => Ok(ev),
-        Ok(Sighting::Absent(vmid)) => {
-            let message = format!(
-                "{} {vmid} does not exist on any node: there is nothing to {verb}",
-                run.kind.noun()
-            );
-            Err(absent_outcome(run, vmid, Err(message)))
-        }
+        Ok(Sighting::Absent(vmid)) => Err(absent_outcome(run, vmid, Err(absent(vmid)))),
         Err(failure) => Err(failure.into()),
     }
 }

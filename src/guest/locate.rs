@@ -10,7 +10,8 @@ use crate::explain::could_not;
 use crate::host::Host;
 use crate::outcome::Failure;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::ErrorKind;
+use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::flex;
 use crate::pve::responses::ClusterGuest;
 
 /// A guest that exists, and where.
@@ -39,7 +40,14 @@ pub async fn locate<H: Host>(
     let guests: Vec<ClusterGuest> = pve
         .read(&endpoints::cluster_guests(), "a list of guests")
         .await
-        .map_err(|e| could_not("list the cluster's guests (GET /cluster/resources)", &e))?;
+        .map_err(|e| {
+            let action = format!(
+                "list the cluster's guests to find {} {} (GET /cluster/resources)",
+                kind.noun(),
+                target.describe()
+            );
+            could_not(&action, &e)
+        })?;
     match (target.vmid, &target.name) {
         (Some(vmid), name) => by_vmid(pve, kind, &guests, vmid, name.as_deref()).await,
         (None, Some(name)) => by_name(kind, &guests, name),
@@ -101,8 +109,23 @@ fn by_name(kind: GuestKind, guests: &[ClusterGuest], name: &str) -> Result<Found
     }
 }
 
+/// `GET /cluster/nextid?vmid=N`: `Ok` when no guest holds N — PVE then echoes N back; any other
+/// answer is unreadable, never "free" (absence is claimed only on PVE's word). A taken id is
+/// `Err` of kind [`ErrorKind::IdTaken`].
+pub async fn next_id_free<H: Host>(pve: &Pve<'_, H>, vmid: u32) -> Result<(), PveError> {
+    let request = endpoints::next_id(vmid);
+    let data = pve.call(&request).await?;
+    match flex::u64_of(&data) == Some(u64::from(vmid)) {
+        true => Ok(()),
+        false => Err(PveError::malformed(format!(
+            "{} answered {data} where VMID {vmid} was expected back",
+            request.label()
+        ))),
+    }
+}
+
 async fn confirm_absent<H: Host>(pve: &Pve<'_, H>, vmid: u32) -> Result<Found, Failure> {
-    match pve.call(&endpoints::next_id(vmid)).await {
+    match next_id_free(pve, vmid).await {
         Ok(_) => Ok(Found::Absent { vmid }),
         Err(e) if e.kind == ErrorKind::IdTaken => Err(Failure::new(format!(
             "VMID {vmid} exists but this token cannot see it: /cluster/resources leaves it out — grant VM.Audit on /vms/{vmid}"

@@ -6,6 +6,7 @@ pub mod gates;
 pub mod identity;
 pub mod locate;
 pub mod power;
+pub mod provision;
 pub mod record;
 pub mod reference;
 pub mod settle;

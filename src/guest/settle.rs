@@ -90,6 +90,7 @@ mod tests {
             settings: &global.transport,
             task_timeout_ms: 60_000,
             poll_cap_ms: 1000,
+            request_timeout_ms: 30_000,
         };
         let at = Located {
             vmid: 100,

@@ -379,7 +379,9 @@ fn volume_problems(
             found.push(format!("{what} {why} on node {node}"));
             continue;
         }
-        let needed: u64 = on_it.iter().map(|a| a.bytes).sum();
+        let needed = on_it
+            .iter()
+            .fold(0u64, |sum, a| sum.saturating_add(a.bytes));
         if let Some(avail) = store.avail.filter(|avail| *avail < needed) {
             found.push(format!(
                 "{what} has {} free on node {node}, but {} are needed",
@@ -560,10 +562,7 @@ async fn then_start<H: Host>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::global_args::GlobalArgs;
-    use crate::outcome::Verdict;
-    use crate::pve::endpoints::GuestKind;
-    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
     use serde_json::json;
 
     const TEMPLATE: &str = "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst";
@@ -666,6 +665,16 @@ mod tests {
         );
         assert!(
             found[1].contains("ostemplate storage local is not active"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn absurd_mount_point_sizes_saturate_instead_of_overflowing() {
+        let args = parsed(json!({"config": {"mp0": "local-lvm:1e300", "mp1": "local-lvm:1e300"}}));
+        let found = problems(&args, "pve1", &node_facts());
+        assert!(
+            found[0].contains("rootfs and mp0 and mp1 storage local-lvm"),
             "{found:?}"
         );
     }
@@ -782,22 +791,7 @@ mod tests {
     }
 
     fn run_create(host: &ScriptedHost, extra: Value) -> Outcome {
-        let args = api_args(request(extra));
-        let global = GlobalArgs::parse(&args).unwrap();
-        let run = Run {
-            host,
-            global: &global,
-            kind: GuestKind::Lxc,
-            method: "create",
-        };
-        block_on(create(&run, &args))
-    }
-
-    fn message(outcome: &Outcome) -> &str {
-        match &outcome.verdict {
-            Verdict::Failed { message } => message,
-            other => panic!("{other:?}"),
-        }
+        run_method(host, "lxc", "create", request(extra))
     }
 
     fn created(host: &ScriptedHost, tags: &str) {
@@ -854,7 +848,7 @@ mod tests {
             &host,
             json!({"storage": "local", "config": {"net0": "name=eth0,bridge=vmbr7"}}),
         );
-        let message = message(&outcome);
+        let message = failure_of(&outcome);
         assert!(message.starts_with("cannot create container 400 on node pve1; nothing was changed. 2 problems found: (1) rootfs storage local"), "{message}");
         assert!(
             message.contains("(2) net0: bridge vmbr7 does not exist"),
@@ -880,7 +874,7 @@ mod tests {
         );
         let outcome = run_create(&host, json!({}));
         assert!(
-            message(&outcome).starts_with("VMID 400 is in use by another guest"),
+            failure_of(&outcome).starts_with("VMID 400 is in use by another guest"),
             "{outcome:?}"
         );
         assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
@@ -922,7 +916,7 @@ mod tests {
         );
         let outcome = run_create(&host, json!({}));
         assert!(
-            message(&outcome).contains("unable to create CT 400 - no space"),
+            failure_of(&outcome).contains("unable to create CT 400 - no space"),
             "{outcome:?}"
         );
     }

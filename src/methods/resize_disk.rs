@@ -1,5 +1,6 @@
-//! `resizeDisk`: grows a disk, and succeeds only when the disk's `size=` in the config reached the
-//! target.
+//! `resizeDisk` (qemu) and `resize` (lxc): grows a disk — a VM's `scsi0`…, a container's `rootfs` or
+//! `mpN` (which keys count is [`GuestKind::is_disk`]) — and succeeds only when the disk's `size=` in
+//! the config reached the target.
 //!
 //! The target is computed before the call from the disk's current `size=` (`+N` grows by N, `N`
 //! grows to N). PVE 8+ answers a UPID, followed with the task mechanism; older PVE resizes
@@ -9,13 +10,13 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::{hint, outcome_unknown};
-use crate::guest::evidence::{absent_outcome, sight, Evidence, Sighting};
+use crate::guest::evidence::{sight_or_absent, Evidence};
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;
-use crate::pve::endpoints;
+use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::{property, size_bytes};
@@ -45,15 +46,15 @@ pub struct ResizeArgs {
 }
 
 impl ResizeArgs {
-    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+    /// Reads the arguments of `kind`'s resize: its disk keys, its default disk.
+    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let disk: String = fields.or("disk", "scsi0".to_string())?;
-        let bus = disk.trim_end_matches(|c: char| c.is_ascii_digit());
-        if bus.len() == disk.len() || !matches!(bus, "scsi" | "sata" | "virtio" | "ide") {
+        let disk: String = fields.or("disk", kind.default_disk().to_string())?;
+        if !kind.is_disk(&disk) {
             return Err(ArgError::new(
                 "disk",
-                "must match ^(scsi|sata|virtio|ide)\\d+$",
+                format!("must match {}", kind.disk_rule()),
             ));
         }
         let size: String = fields.required("size")?;
@@ -89,22 +90,19 @@ fn amount(text: &str) -> Option<u64> {
     Some((number.parse::<f64>().ok()? * factor as f64).floor() as u64)
 }
 
-/// Runs `resizeDisk`.
+/// Runs `resizeDisk` (qemu) or `resize` (lxc).
 pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match ResizeArgs::parse(args) {
+    let args = match ResizeArgs::parse(run.kind, args) {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight(run, &args.target).await {
-        Ok(Sighting::Present(ev)) => ev,
-        Ok(Sighting::Absent(vmid)) => {
-            let message = format!(
-                "{} {vmid} does not exist on any node: there is no disk to resize",
-                run.kind.noun()
-            );
-            return absent_outcome(run, vmid, Err(message));
-        }
-        Err(failure) => return failure.into(),
+    let absent = |vmid| {
+        let noun = run.kind.noun();
+        format!("{noun} {vmid} does not exist on any node: there is no disk to resize")
+    };
+    let mut ev = match sight_or_absent(run, &args.target, absent).await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
     };
     let verdict = resize(run, &mut ev, &args).await;
     // The record shows the state after the resize (maxDiskBytes); a failed read keeps the earlier one.
@@ -132,7 +130,8 @@ async fn resize<H: Host>(
         }
     };
     let pve = run.pve();
-    let request = endpoints::qemu_resize(&ev.at.node, ev.at.vmid, &args.disk, &args.size);
+    let request =
+        endpoints::guest_resize(&ev.at.node, run.kind, ev.at.vmid, &args.disk, &args.size);
     let answer = pve
         .call(&request)
         .await
@@ -200,21 +199,18 @@ async fn disk_size<H: Host>(
         return Err(format!(
             "{} has no disk {disk} (its disks: {})",
             ev.label(run),
-            disks_of(&config)
+            disks_of(run.kind, &config)
         ));
     };
     Ok(property(&value, "size").and_then(size_bytes))
 }
 
-fn disks_of(config: &Value) -> String {
+fn disks_of(kind: GuestKind, config: &Value) -> String {
     let mut disks: Vec<&str> = config
         .as_object()
         .map(|o| o.keys().map(String::as_str).collect())
         .unwrap_or_default();
-    disks.retain(|k| {
-        let bus = k.trim_end_matches(|c: char| c.is_ascii_digit());
-        bus.len() < k.len() && matches!(bus, "scsi" | "sata" | "virtio" | "ide")
-    });
+    disks.retain(|k| kind.is_disk(k));
     match disks.is_empty() {
         true => "none".to_string(),
         false => disks.join(", "),
@@ -271,7 +267,7 @@ mod tests {
     use crate::global_args::GlobalArgs;
     use crate::outcome::Verdict;
     use crate::pve::endpoints::GuestKind;
-    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use crate::testing::{api_args, block_on, run_method, Answer, ScriptedHost};
     use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:resize:100:root@pam!t:";
@@ -391,16 +387,79 @@ mod tests {
 
     #[test]
     fn sizes_parse_like_pve() {
-        let parse = |size: &str| ResizeArgs::parse(&json!({"vmid": 100, "size": size}));
+        let parse =
+            |size: &str| ResizeArgs::parse(GuestKind::Qemu, &json!({"vmid": 100, "size": size}));
         assert_eq!(parse("+1.5G").unwrap().bytes, 1_610_612_736);
         assert_eq!(parse("512").unwrap().bytes, 512);
         assert!(!parse("50G").unwrap().grow_by);
         for bad in ["", "+", "1.G", "1g", "-1G", "1GB", " 1G"] {
             assert!(parse(bad).is_err(), "{bad}");
         }
-        let disk = |d: &str| ResizeArgs::parse(&json!({"vmid": 100, "size": "1G", "disk": d}));
+        let disk = |d: &str| {
+            ResizeArgs::parse(
+                GuestKind::Qemu,
+                &json!({"vmid": 100, "size": "1G", "disk": d}),
+            )
+        };
         assert!(disk("efidisk0").is_err() && disk("scsi").is_err() && disk("virtio12").is_ok());
         assert_eq!(human(33 << 30), "33G");
         assert_eq!(human(1536 << 20), "1536M");
+    }
+
+    #[test]
+    fn a_container_resizes_rootfs_or_mount_points() {
+        let parse = |extra: Value| {
+            let mut args = json!({"vmid": 300, "size": "+1G"});
+            for (k, v) in extra.as_object().unwrap() {
+                args[k] = v.clone();
+            }
+            ResizeArgs::parse(GuestKind::Lxc, &args)
+        };
+        assert_eq!(parse(json!({})).unwrap().disk, "rootfs");
+        assert!(parse(json!({"disk": "mp12"})).is_ok());
+        for bad in ["scsi0", "mp", "rootfs0", "MP1"] {
+            let e = parse(json!({"disk": bad})).unwrap_err();
+            assert_eq!(e.rule, "must match ^(rootfs|mp\\d+)$", "{bad}");
+        }
+        assert!(GuestKind::Qemu.is_disk("virtio3") && !GuestKind::Qemu.is_disk("rootfs"));
+    }
+
+    #[test]
+    fn a_container_volume_is_resized_on_the_lxc_path() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 300, "type": "lxc", "node": "pve2"}]),
+        );
+        host.data(
+            "GET /nodes/pve2/lxc/300/status/current",
+            json!({"status": "running"}),
+        );
+        let rootfs = |size: &str| json!({"rootfs": format!("local-lvm:vm-300-disk-0,size={size}")});
+        host.on(
+            "GET /nodes/pve2/lxc/300/config",
+            [rootfs("8G"), rootfs("8G"), rootfs("12G")].map(Answer::Data),
+        );
+        host.data(
+            "PUT /nodes/pve2/lxc/300/resize",
+            json!(UPID.replace("pve1", "pve2")),
+        );
+        host.data(
+            &format!(
+                "GET /nodes/pve2/tasks/{}/status",
+                UPID.replace("pve1", "pve2")
+            ),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        let outcome = run_method(&host, "lxc", "resize", json!({"vmid": 300, "size": "+4G"}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(outcome.writes[0].instance, "ct-300");
+        let Verdict::Succeeded { summary } = &outcome.verdict else {
+            unreachable!()
+        };
+        assert!(
+            summary.starts_with("disk rootfs of container 300 on node pve2 is 12G"),
+            "{summary}"
+        );
     }
 }

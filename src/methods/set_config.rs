@@ -11,25 +11,26 @@
 use crate::args::{ArgError, Fields};
 use crate::explain::{hint, outcome_unknown};
 use crate::guest::config::{record_value, ssh_keys_param, ConfigSnapshot, Reading, MASKED_KEY};
-use crate::guest::evidence::{absent_outcome, sight, Evidence, Sighting};
+use crate::guest::evidence::{sight_or_absent, Evidence};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::get_config::read_snapshot;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::run::{write, Run};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Parameters of `PUT …/config` that are not config keys: passing them through `config` would
 /// change how PVE applies the change rather than the config.
-const NOT_CONFIG_KEYS: [&str; 6] = [
-    "digest",
-    "skiplock",
-    "revert",
-    "background_delay",
-    "node",
-    "vmid",
+const NOT_CONFIG_KEYS: [(&str, &str); 6] = [
+    ("digest", NOT_A_KEY),
+    ("skiplock", NOT_A_KEY),
+    ("revert", NOT_A_KEY),
+    ("background_delay", NOT_A_KEY),
+    ("node", NOT_A_KEY),
+    ("vmid", NOT_A_KEY),
 ];
+const NOT_A_KEY: &str = "is a parameter of PVE's config update, not a config key";
 
 /// The arguments of `setConfig`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,39 +44,13 @@ impl SetConfigArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let config: Map<String, Value> = fields.required("config")?;
-        if config.is_empty() {
+        let changes = fields
+            .options("config", &NOT_CONFIG_KEYS)?
+            .ok_or_else(|| ArgError::new("config", "is required"))?;
+        if changes.is_empty() {
             return Err(ArgError::new("config", "must hold at least one key"));
         }
-        let changes = config
-            .iter()
-            .map(|(key, value)| change(key, value))
-            .collect::<Result<_, _>>()?;
         Ok(SetConfigArgs { target, changes })
-    }
-}
-
-fn change(key: &str, value: &Value) -> Result<(String, String), ArgError> {
-    let field = format!("config.{key}");
-    let mut chars = key.chars();
-    let well_formed = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !well_formed {
-        return Err(ArgError::new(
-            field,
-            "keys must match ^[a-zA-Z][a-zA-Z0-9_]*$",
-        ));
-    }
-    if NOT_CONFIG_KEYS.contains(&key) {
-        return Err(ArgError::new(
-            field,
-            "is a parameter of PVE's config update, not a config key",
-        ));
-    }
-    match value {
-        Value::String(text) => Ok((key.to_string(), text.clone())),
-        Value::Number(number) => Ok((key.to_string(), number.to_string())),
-        _ => Err(ArgError::new(field, "must be a string or a number")),
     }
 }
 
@@ -85,16 +60,13 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight(run, &args.target).await {
-        Ok(Sighting::Present(ev)) => ev,
-        Ok(Sighting::Absent(vmid)) => {
-            let message = format!(
-                "{} {vmid} does not exist on any node: there is no config to change",
-                run.kind.noun()
-            );
-            return absent_outcome(run, vmid, Err(message));
-        }
-        Err(failure) => return failure.into(),
+    let absent = |vmid| {
+        let noun = run.kind.noun();
+        format!("{noun} {vmid} does not exist on any node: there is no config to change")
+    };
+    let mut ev = match sight_or_absent(run, &args.target, absent).await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
     };
     let (verdict, snapshot) = apply(run, &mut ev, &args).await;
     let mut record = ev.record(run).await;

@@ -195,7 +195,7 @@ async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String,
 mod tests {
     use super::*;
     use crate::global_args::GlobalArgs;
-    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use crate::testing::{api_args, block_on, failure_of, run_method, Answer, ScriptedHost};
     use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmstart:100:root@pam!t:";
@@ -330,20 +330,9 @@ mod tests {
         );
     }
 
-    fn run_ct(host: &ScriptedHost, args: Value) -> Outcome {
-        let merged = api_args(json!({"taskTimeoutSec": 10}));
-        let global = GlobalArgs::parse(&merged).unwrap();
-        let run = Run {
-            host,
-            global: &global,
-            kind: GuestKind::Lxc,
-            method: "start",
-        };
-        let mut all = merged.clone();
-        for (k, v) in args.as_object().unwrap() {
-            all[k] = v.clone();
-        }
-        block_on(start(&run, &all))
+    fn run_ct(host: &ScriptedHost, mut args: Value) -> Outcome {
+        args["taskTimeoutSec"] = json!(10);
+        run_method(host, "lxc", "start", args)
     }
 
     #[test]
@@ -381,9 +370,7 @@ mod tests {
         let host = ScriptedHost::new();
         container(&host, "name=eth0,bridge=vmbr0,ip=dhcp");
         let failed = run_ct(&host, json!({"vmid": 300, "waitForIp": true}));
-        let crate::outcome::Verdict::Failed { message } = &failed.verdict else {
-            panic!("{failed:?}")
-        };
+        let message = failure_of(&failed);
         assert!(message.contains("net0 has ip=dhcp"), "{message}");
         assert!(message.contains("static address"), "{message}");
         assert!(!host.routes_called().iter().any(|r| r.contains("agent")));

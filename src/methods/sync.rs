@@ -1,7 +1,8 @@
 //! `sync`: records every guest in scope, in as few requests as PVE allows.
 //!
 //! - Scope `node` (the default; the `node` argument, else the transport's node): one
-//!   `GET /nodes/{node}/{kind}?full=1`, which carries `status` and `qmpstatus` of every guest.
+//!   `GET /nodes/{node}/qemu?full=1` (`GET /nodes/{node}/lxc` for containers), which carries the
+//!   status (and a VM's `qmpstatus`) of every guest.
 //! - Scope `cluster`: `GET /nodes`, then that list once per online node (n + 1 requests for n nodes).
 //!   Not `/cluster/resources`: its status comes from a ~10 s old cache, may be `unknown`, and has no
 //!   `qmpstatus`, so it cannot be recorded as the guest's state.
@@ -171,10 +172,20 @@ async fn read_scope<H: Host>(
 }
 
 fn list_failure<H: Host>(run: &Run<'_, H>, node: &str, e: &PveError) -> String {
+    let request = endpoints::node_guests(node, run.kind);
+    let query: Vec<String> = request
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let query = match query.is_empty() {
+        true => String::new(),
+        false => format!("?{}", query.join("&")),
+    };
     format!(
-        "could not list the {}s of node {node} (GET /nodes/{node}/{}?full=1): {e} — {}",
+        "could not list the {}s of node {node} ({}{query}): {e} — {}",
         run.kind.noun(),
-        run.kind.segment(),
+        request.label(),
         hint(e.kind)
     )
 }

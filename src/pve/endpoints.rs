@@ -34,6 +34,40 @@ impl GuestKind {
             GuestKind::Lxc => "container",
         }
     }
+
+    /// The resource spec of the guest state record: `guest` (qemu) or `container` (lxc).
+    pub fn record_spec(self) -> &'static str {
+        match self {
+            GuestKind::Qemu => "guest",
+            GuestKind::Lxc => "container",
+        }
+    }
+
+    /// The rule a resizable disk's config key follows, as argument errors state it.
+    pub fn disk_rule(self) -> &'static str {
+        match self {
+            GuestKind::Qemu => "^(scsi|sata|virtio|ide)\\d+$",
+            GuestKind::Lxc => "^(rootfs|mp\\d+)$",
+        }
+    }
+
+    /// The disk a resize acts on when none is named: `scsi0` or `rootfs`.
+    pub fn default_disk(self) -> &'static str {
+        match self {
+            GuestKind::Qemu => "scsi0",
+            GuestKind::Lxc => "rootfs",
+        }
+    }
+
+    /// Whether `key` names a resizable disk of this kind of guest ([`GuestKind::disk_rule`]).
+    pub fn is_disk(self, key: &str) -> bool {
+        let base = key.trim_end_matches(|c: char| c.is_ascii_digit());
+        let numbered = base.len() < key.len();
+        match self {
+            GuestKind::Qemu => numbered && matches!(base, "scsi" | "sata" | "virtio" | "ide"),
+            GuestKind::Lxc => key == "rootfs" || (numbered && base == "mp"),
+        }
+    }
 }
 
 /// `GET /version`.
@@ -51,9 +85,14 @@ pub fn next_id(vmid: u32) -> PveRequest {
     PveRequest::get(&["cluster", "nextid"]).param("vmid", vmid.to_string())
 }
 
-/// `GET /nodes/{node}/{kind}?full=1`: every guest of one node with its status, in one call.
+/// `GET /nodes/{node}/qemu?full=1` / `GET /nodes/{node}/lxc`: every guest of one node with its
+/// status, in one call (the container list takes no `full`: PVE refuses it with 400).
 pub fn node_guests(node: &str, kind: GuestKind) -> PveRequest {
-    PveRequest::get(&["nodes", node, kind.segment()]).param("full", "1")
+    let request = PveRequest::get(&["nodes", node, kind.segment()]);
+    match kind {
+        GuestKind::Qemu => request.param("full", "1"),
+        GuestKind::Lxc => request,
+    }
 }
 
 /// `GET /nodes/{node}/{kind}/{vmid}/status/current`.
@@ -244,16 +283,29 @@ pub fn set_guest_config(
     request
 }
 
-/// `PUT /nodes/{node}/qemu/{vmid}/resize` with `disk` and `size` (`+20G` grows by, `50G` grows to):
-/// a UPID since PVE 8, null before.
-pub fn qemu_resize(node: &str, vmid: u32, disk: &str, size: &str) -> PveRequest {
+/// `PUT /nodes/{node}/{kind}/{vmid}/resize` with `disk` and `size` (`+20G` grows by, `50G` grows
+/// to): a UPID since PVE 8 (containers: always), null before.
+pub fn guest_resize(node: &str, kind: GuestKind, vmid: u32, disk: &str, size: &str) -> PveRequest {
     PveRequest::new(
         Verb::Set,
-        &["nodes", node, "qemu", &vmid.to_string(), "resize"],
+        &["nodes", node, kind.segment(), &vmid.to_string(), "resize"],
         Repeat::Never,
     )
     .param("disk", disk)
     .param("size", size)
+}
+
+/// `POST /nodes/{node}/lxc` → UPID: creates a container from a template with these parameters
+/// (`vmid`, `ostemplate`, `hostname`, `rootfs`, netN, …). Never re-sent.
+pub fn lxc_create(node: &str, params: Vec<(String, String)>) -> PveRequest {
+    let mut request = PveRequest::new(Verb::Create, &["nodes", node, "lxc"], Repeat::Never);
+    request.params = params;
+    request
+}
+
+/// `GET /nodes/{node}/storage/{storage}/content?content=…`: the volumes of one content type.
+pub fn storage_content(node: &str, storage: &str, content: &str) -> PveRequest {
+    PveRequest::get(&["nodes", node, "storage", storage, "content"]).param("content", content)
 }
 
 /// `GET /nodes/{node}/status`: CPU, load, memory, swap, root fs, uptime, kernel and PVE versions.
@@ -282,7 +334,7 @@ mod tests {
 
     #[test]
     fn resize_and_config_updates_are_never_re_sent() {
-        let r = qemu_resize("pve1", 100, "scsi0", "+1G");
+        let r = guest_resize("pve1", GuestKind::Qemu, 100, "scsi0", "+1G");
         assert_eq!(r.label(), "PUT /nodes/pve1/qemu/100/resize");
         assert_eq!(r.repeat, Repeat::Never);
         let options = [("memory".to_string(), "2048".to_string())];

@@ -28,6 +28,9 @@ pub enum ErrorKind {
     Server,
     /// The network failed (connection refused/reset, ssh could not connect).
     Network,
+    /// The node that answered could not reach the node the request is for: pveproxy's 595 (`no
+    /// route to host`, `Connection refused`: not delivered) or 596 (timed out after sending).
+    NodeUnreachable,
     /// ssh could not open a session for a reason a retry would not change soon: the connection was
     /// refused, the host key does not match (or is unknown under strict checking), authentication
     /// was refused, the host name does not resolve, or no session within `connectTimeoutSec` (a
@@ -84,9 +87,26 @@ impl PveError {
     /// Whether a safe-to-repeat request may be tried again after this error.
     pub fn is_transient(&self) -> bool {
         match self.kind {
-            ErrorKind::Network | ErrorKind::Timeout => true,
-            // 502/503/504 and PVE's proxy codes 595/596 (node unreachable) come and go.
-            ErrorKind::Server => matches!(self.status, Some(502 | 503 | 504 | 595 | 596)),
+            ErrorKind::Network | ErrorKind::Timeout | ErrorKind::NodeUnreachable => true,
+            // Gateway errors (502/503/504) come and go.
+            ErrorKind::Server => matches!(self.status, Some(502..=504)),
+            _ => false,
+        }
+    }
+}
+
+impl PveError {
+    /// Whether a mutation that failed this way may still have been carried out: its answer was lost
+    /// (connection reset, no answer in time, the run aborted while it was in flight), could not be
+    /// read, or came from a gateway that may have forwarded it (502, 504, pveproxy's 596). An error
+    /// PVE itself reported — and 595, pveproxy's "could not reach the node" — means it was not.
+    pub fn outcome_unknown(&self) -> bool {
+        match self.kind {
+            ErrorKind::Network | ErrorKind::Timeout | ErrorKind::Malformed | ErrorKind::Aborted => {
+                true
+            }
+            ErrorKind::Server => matches!(self.status, Some(502 | 504)),
+            ErrorKind::NodeUnreachable => self.status == Some(596),
             _ => false,
         }
     }
@@ -133,6 +153,7 @@ fn classify(status: Option<u16>, message: &str) -> ErrorKind {
         return ErrorKind::Agent;
     }
     match status {
+        Some(595 | 596) => ErrorKind::NodeUnreachable,
         Some(401) => ErrorKind::Unauthorized,
         Some(403) => ErrorKind::Forbidden,
         Some(501) => ErrorKind::NotImplemented,
@@ -212,9 +233,53 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_or_unreadable_answer_leaves_a_mutation_unknown_but_a_pve_refusal_does_not() {
+        let host = |kind| {
+            PveError::from(HostError {
+                kind,
+                message: "x".into(),
+            })
+        };
+        assert!(host(HostErrorKind::Network).outcome_unknown());
+        assert!(host(HostErrorKind::Timeout).outcome_unknown());
+        assert!(host(HostErrorKind::Aborted).outcome_unknown());
+        assert!(PveError::malformed("truncated").outcome_unknown());
+        assert!(PveError::reported(Some(502), "Bad Gateway").outcome_unknown());
+        assert!(PveError::reported(Some(596), "Connection timed out").outcome_unknown());
+        for (status, message) in [
+            (500, "VM is locked (backup)"),
+            (403, "Permission check failed (/vms/100, VM.PowerMgmt)"),
+            (400, "Parameter verification failed."),
+            (501, "Method 'POST /x' not implemented"),
+            (595, "no route to host"),
+        ] {
+            assert!(
+                !PveError::reported(Some(status), message).outcome_unknown(),
+                "{status} {message}"
+            );
+        }
+    }
+
+    #[test]
     fn only_network_timeouts_and_gateway_errors_are_transient() {
         assert!(PveError::reported(Some(503), "unavailable").is_transient());
         assert!(!PveError::reported(Some(500), "boom").is_transient());
         assert!(!PveError::reported(Some(403), "Permission check failed").is_transient());
+    }
+
+    #[test]
+    fn pveproxy_595_and_596_mean_another_node_is_unreachable() {
+        for (status, message) in [
+            (595, "no route to host"),
+            (595, "Connection refused"),
+            (596, "Connection timed out"),
+        ] {
+            let e = PveError::reported(Some(status), message);
+            assert_eq!(e.kind, ErrorKind::NodeUnreachable, "{status} {message}");
+            assert!(e.is_transient(), "a read may retry it");
+        }
+        // 595: the proxy never reached the node, so a mutation was not delivered; 596: it may have been.
+        assert!(!PveError::reported(Some(595), "no route to host").outcome_unknown());
+        assert!(PveError::reported(Some(596), "Connection timed out").outcome_unknown());
     }
 }

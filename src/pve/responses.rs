@@ -161,6 +161,69 @@ pub fn first_ipv4(data: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
+/// One entry of `GET /nodes/{node}/storage`: a storage as the node sees it (only the storages the
+/// token may audit are listed).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct NodeStorage {
+    pub storage: String,
+    #[serde(rename = "type", deserialize_with = "flex::opt_string", default)]
+    pub kind: Option<String>,
+    /// Comma-separated content types (`images,rootdir`, `iso,vztmpl`…).
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    pub content: Option<String>,
+    /// Whether storage.cfg enables it (absent on old PVE: treated as enabled).
+    #[serde(deserialize_with = "flex::opt_bool", default)]
+    pub enabled: Option<bool>,
+    /// Whether it is online on this node.
+    #[serde(deserialize_with = "flex::opt_bool", default)]
+    pub active: Option<bool>,
+    /// Free bytes.
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub avail: Option<u64>,
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub total: Option<u64>,
+}
+
+impl NodeStorage {
+    /// The content types, split.
+    pub fn content_types(&self) -> Vec<String> {
+        self.content
+            .as_deref()
+            .unwrap_or_default()
+            .split([',', ';', ' '])
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Whether it may hold content type `content`.
+    pub fn offers(&self, content: &str) -> bool {
+        self.content_types().iter().any(|c| c == content)
+    }
+}
+
+/// One entry of `GET /nodes/{node}/network`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct NodeInterface {
+    pub iface: String,
+    /// Set (1) only for interfaces that are up.
+    #[serde(deserialize_with = "flex::opt_bool", default)]
+    pub active: Option<bool>,
+}
+
+/// One entry of `GET /nodes/{node}/storage/{storage}/content`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct StorageVolume {
+    pub volid: String,
+}
+
+/// The entries of a list answer that have the shape `T`; `None` when the answer is not a list.
+/// Entries of another shape are skipped: one odd row must not hide the rest.
+pub fn list_of<T: for<'de> Deserialize<'de>>(data: &Value) -> Option<Vec<T>> {
+    Some(data.as_array()?.iter().filter_map(parse).collect())
+}
+
 /// Parses a PVE `data` value into `T`; `None` when the shape does not fit.
 pub fn parse<T: for<'de> Deserialize<'de>>(data: &Value) -> Option<T> {
     T::deserialize(data).ok()

@@ -7,6 +7,7 @@
 import { model as qemuModel } from "../../js/proxmox_qemu.ts";
 import { SwampRepo } from "../harness/swamp.ts";
 import type { RunOptions, RunResult } from "../harness/swamp.ts";
+import type { ModelLike } from "../harness/types.ts";
 import { type GuestAgent, startGuestAgent } from "../sim/qga.ts";
 import { type Simulator, startSimulator } from "../sim/simulator.ts";
 import { demoGuests } from "../sim/demo_cluster.ts";
@@ -48,7 +49,8 @@ export interface EnvOptions {
    * proxyJump.
    */
   via?: "api" | "ssh" | "ssh-jump";
-  model?: typeof qemuModel;
+  /** The model under test; default the qemu model. */
+  model?: ModelLike;
 }
 
 /** Starts qemu-ga, the simulator and a repository holding one qemu model definition. */

@@ -1,6 +1,7 @@
 /**
  * Transport parity: after assembly the core treats both transports alike, so every scenario of the
- * qemu end-to-end suites (qemu_guest_exec_test.ts, qemu_lookup_test.ts) must end with the same verdict
+ * qemu end-to-end suites (qemu_guest_exec_test.ts, qemu_lookup_test.ts; a selection of the config, sync
+ * and node-read ones) must end with the same verdict
  * and the same records over ssh (real OpenSSH to a loopback sshd, the pvesh fixture on the "node")
  * as over the HTTP API.
  *
@@ -267,6 +268,46 @@ const SCENARIOS: Scenario[] = [
       status: "failed",
       error: /is a lxc guest/,
     }],
+  },
+  {
+    name:
+      "setConfig: cloud-init keys, sshkeys URL-encoded through pvesh's quoting",
+    steps: [{
+      method: "setConfig",
+      args: {
+        vmid: 102,
+        config: {
+          ciuser: "ops",
+          ipconfig0: "ip=10.0.0.5/24,gw=10.0.0.1",
+          sshkeys: "ssh-ed25519 AAAAC3+/= o'brien@host\nssh-rsa AAAA== ci@x",
+          description: "it's $HOME; `id`",
+        },
+      },
+      status: "succeeded",
+    }, { method: "getConfig", args: { vmid: 102 }, status: "succeeded" }],
+  },
+  {
+    name: "setConfig: a change that needs a restart is pending",
+    steps: [{
+      method: "setConfig",
+      args: { vmid: 100, config: { memory: 4096 } },
+      status: "succeeded",
+    }],
+  },
+  {
+    name: "sync: the node's VMs, then a vanished one recorded absent",
+    between: (env) => env.sim.removeGuest(102),
+    steps: [
+      { method: "sync", args: {}, status: "succeeded" },
+      { method: "sync", args: {}, status: "succeeded" },
+    ],
+  },
+  {
+    name: "nodeStatus and nodeConfig",
+    steps: [
+      { method: "nodeStatus", args: {}, status: "succeeded" },
+      { method: "nodeConfig", args: { node: "pve2" }, status: "succeeded" },
+    ],
   },
 ];
 

@@ -9,7 +9,12 @@ import type { SimFault } from "./types.ts";
 
 /** A queue of faults; each fires for its `times` matching requests, first added first. */
 export class FaultQueue {
-  readonly #faults: { fault: SimFault; left: number; re: RegExp }[] = [];
+  readonly #faults: {
+    fault: SimFault;
+    left: number;
+    skip: number;
+    re: RegExp;
+  }[] = [];
 
   /** Adds a fault. */
   add(fault: SimFault): void {
@@ -20,7 +25,12 @@ export class FaultQueue {
         fault.pathRegex.source,
         fault.pathRegex.flags.replace(/[gy]/g, ""),
       );
-    this.#faults.push({ fault, left: fault.times ?? 1, re });
+    this.#faults.push({
+      fault,
+      left: fault.times ?? 1,
+      skip: fault.skip ?? 0,
+      re,
+    });
   }
 
   /** Takes the fault for this request, if one matches (counting it down). */
@@ -31,6 +41,10 @@ export class FaultQueue {
     );
     if (at < 0) return undefined;
     const entry = this.#faults[at];
+    if (entry.skip > 0) {
+      entry.skip--;
+      return undefined;
+    }
     entry.left--;
     if (entry.left <= 0) this.#faults.splice(at, 1);
     return entry.fault;

@@ -147,7 +147,9 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
     requests.push(record);
     if (!await timers.sleep(latencyMs)) return dropped(info);
     const fault = faults.take(req.method, path);
-    if (fault) {
+    const late = fault && (fault.kind === "reset" || fault.kind === "hang") &&
+      fault.afterHandler;
+    if (fault && !late) {
       if (fault.kind === "reset") return dropped(info);
       if (fault.kind === "hang") {
         await timers.untilClosed();
@@ -156,7 +158,7 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
       const res = fault.kind === "status"
         ? errorResponse(fault.status, fault.message)
         : new Response(fault.body, {
-          status: 200,
+          status: fault.kind === "body" ? fault.status ?? 200 : 200,
           headers: { "content-type": fault.contentType ?? JSON_TYPE },
         });
       record.status = res.status;
@@ -184,6 +186,12 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
         segments.slice(2),
         mergeParams(url.searchParams, form),
       );
+    }
+    if (late) {
+      // The handler ran (its effect happened); only its answer is lost.
+      await res.body?.cancel();
+      if (fault.kind === "hang") await timers.untilClosed();
+      return dropped(info);
     }
     record.status = res.status;
     return res;

@@ -163,21 +163,29 @@ export interface FaultMatch {
   pathRegex: RegExp | string;
   /** How many matching requests get the fault; default 1 (Infinity allowed). */
   times?: number;
+  /**
+   * How many matching requests pass untouched before the fault starts; default 0. Picks one phase
+   * of a method that sends the same request more than once (e.g. the status read after a task).
+   */
+  skip?: number;
 }
 
 /**
  * A fault served instead of the real handler:
  * `status` (an error answer in PVE's shape), `reset` (the connection is closed
  * without an answer), `hang` (no answer until the simulator closes), `body`
- * (status 200 with exactly this body, e.g. truncated JSON).
+ * (exactly this body, status 200 unless `status` says otherwise, e.g. truncated
+ * JSON or a proxy's HTML error page). `reset` and `hang` with `afterHandler`
+ * let the real handler run first — its effect happens (a task starts, a guest
+ * is cloned) — and only its answer is lost.
  */
 export type SimFault =
   & FaultMatch
   & (
     | { kind: "status"; status: number; message: string }
-    | { kind: "reset" }
-    | { kind: "hang" }
-    | { kind: "body"; body: string; contentType?: string }
+    | { kind: "reset"; afterHandler?: boolean }
+    | { kind: "hang"; afterHandler?: boolean }
+    | { kind: "body"; body: string; contentType?: string; status?: number }
   );
 
 /** One request as the simulator saw it (never includes the Authorization header). */

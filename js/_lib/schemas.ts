@@ -1,0 +1,241 @@
+/**
+ * The zod schemas both models share: the global (transport) arguments, the guest reference, the
+ * option-bag rule, the record schemas both write (guest state fields, config, nodeStatus,
+ * nodeConfig) and the `transport-reachable` check. Per-method argument schemas stay written out in
+ * each model file, where swamp's catalogue reads them.
+ *
+ * The Rust core applies the same argument rules again; tests/properties/argument_agreement_test.ts
+ * proves they agree.
+ *
+ * @module
+ */
+import { z } from "npm:zod@4";
+import { type CheckContext, checkOnCore, type ModelName } from "./core.ts";
+
+/** A single-line value: a newline or NUL could break the ssh command line or a log. */
+export const singleLine = (what: string) =>
+  z.string().min(1, `${what} must not be empty`).refine(
+    (v) => !/[\n\r\0]/.test(v),
+    {
+      message: `${what} must not contain a newline, carriage return or NUL`,
+    },
+  );
+
+/**
+ * A value placed in an API path (node names, storage ids): letters, digits, `.`, `_`, `-`, starting
+ * with a letter or digit, so it can never add a segment, a query or `..`.
+ */
+export const pathSegment = (what: string) =>
+  z.string().regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
+    `${what} must be a name of letters, digits, ., _ and - starting with a letter or digit (it becomes part of an API path)`,
+  );
+
+const ApiTransport = z.object({
+  kind: z.literal("api"),
+  node: pathSegment("node"),
+  apiUrl: singleLine("apiUrl").refine((v) => /^https?:\/\/[^/]/.test(v), {
+    message: "apiUrl must be an http(s) URL, e.g. https://pve1:8006",
+  }),
+  tokenId: singleLine("tokenId"),
+  tokenSecret: singleLine("tokenSecret").meta({ sensitive: true }),
+  caCert: z.string().optional(),
+  skipTlsVerify: z.boolean().default(false),
+});
+
+const SshTransport = z.object({
+  kind: z.literal("ssh"),
+  node: pathSegment("node"),
+  host: singleLine("host").refine((v) => !v.startsWith("-"), {
+    message: "host must not start with -",
+  }),
+  user: singleLine("user").refine(
+    (v) => !v.startsWith("-") && !v.includes("@"),
+    {
+      message: "user must not start with - or contain @",
+    },
+  ).default("root"),
+  port: z.number().int().min(1).max(65535).default(22),
+  proxyJump: singleLine("proxyJump").optional(),
+  proxyCommand: singleLine("proxyCommand").optional(),
+  identityFile: singleLine("identityFile").optional(),
+  identityAgent: singleLine("identityAgent").optional(),
+  strictHostKeyChecking: z.enum(["yes", "accept-new", "no", "off"]).optional(),
+  connectTimeoutSec: z.number().int().positive().max(3600).default(15),
+  sshBinary: singleLine("sshBinary").default("ssh"),
+  pveshBinary: singleLine("pveshBinary").default("pvesh"),
+});
+
+/** The global arguments of both models: the instance label, the transport, the time budgets. */
+export const GlobalArgs = z.object({
+  name: z.string().min(1),
+  transport: z.discriminatedUnion("kind", [ApiTransport, SshTransport]),
+  taskTimeoutSec: z.number().int().positive().max(604800).default(300),
+  pollIntervalSec: z.number().int().positive().max(3600).default(3),
+  /** How long one API request may go unanswered before it counts as lost (not a task's budget). */
+  requestTimeoutSec: z.number().int().positive().max(3600).default(30),
+});
+
+/** A VMID as PVE accepts it. */
+export const vmid = z.number().int().min(100).max(999999999);
+
+/** The guest reference fields: `vmid` and/or `vmName` (spread into a method's arguments). */
+export const guestRef = {
+  vmid: vmid.optional(),
+  vmName: singleLine("vmName").optional(),
+};
+
+/** Whether a guest reference names a guest (use with {@link provideGuest} in `.refine`). */
+export const requireGuest = (a: { vmid?: number; vmName?: string }) =>
+  a.vmid !== undefined || a.vmName !== undefined;
+
+/** The error of a guest reference that names no guest. */
+export const provideGuest = {
+  message: "Provide vmid or vmName",
+  path: ["vmid"],
+};
+
+/** Parameters of PVE's config update that are not config keys (they change how it applies). */
+export const NOT_CONFIG_KEYS = [
+  "digest",
+  "skiplock",
+  "revert",
+  "background_delay",
+  "node",
+  "vmid",
+];
+
+/**
+ * A bag of PVE options (`setConfig`'s and `create`'s `config`): keys as PVE names options
+ * (`^[a-zA-Z][a-zA-Z0-9_]*$`), none of `refused` (refused with `why`), values strings or numbers.
+ */
+export const optionBag = (refused: readonly string[], why: string) =>
+  z.record(
+    z.string().regex(/^[a-zA-Z][a-zA-Z0-9_]*$/).refine(
+      (k) => !refused.includes(k),
+      { message: why },
+    ),
+    z.union([z.string(), z.number()]),
+  );
+
+/** Config values as records hold them. */
+export const ConfigValues = z.record(
+  z.string(),
+  z.union([z.string(), z.number()]),
+);
+
+const Identity = z.object({
+  smbiosUuid: z.string().optional(),
+  ctime: z.number().optional(),
+});
+
+/**
+ * The fields of a guest state record (`vm-<vmid>`, `ct-<vmid>`) both models write; a model's record
+ * schema spreads them and adds its own.
+ */
+export const guestStateFields = {
+  vmid: z.number(),
+  present: z.boolean(),
+  status: z.string(),
+  name: z.string().optional(),
+  node: z.string().optional(),
+  lock: z.string().optional(),
+  ha: z.object({ managed: z.boolean(), state: z.string().optional() })
+    .optional(),
+  tags: z.array(z.string()),
+  template: z.boolean().optional(),
+  ipv4: z.string().optional(),
+  cpuPct: z.number().optional(),
+  cpus: z.number().optional(),
+  memBytes: z.number().optional(),
+  maxMemBytes: z.number().optional(),
+  memPct: z.number().optional(),
+  diskBytes: z.number().optional(),
+  maxDiskBytes: z.number().optional(),
+  netinBytes: z.number().optional(),
+  netoutBytes: z.number().optional(),
+  uptimeSec: z.number().optional(),
+  identity: Identity.optional(),
+  identityChanged: z.object({ previous: Identity, current: Identity })
+    .optional(),
+  warnings: z.array(z.string()).optional(),
+  lastTask: z.string().optional(),
+  pending: ConfigValues.optional(),
+  pendingDelete: z.array(z.string()).optional(),
+  lastOperation: z.string(),
+  recordedAt: z.string(),
+};
+
+/** The `config` record (`vm-<vmid>-config`, `ct-<vmid>-config`): the running config and what waits. */
+export const ConfigRecord = z.object({
+  vmid: z.number(),
+  node: z.string(),
+  config: ConfigValues,
+  pending: ConfigValues.optional(),
+  pendingDelete: z.array(z.string()).optional(),
+  recordedAt: z.string(),
+});
+
+/** The `nodeStatus` record (`node-<node>`): the node's status and its disks' SMART health. */
+export const NodeStatusRecord = z.object({
+  node: z.string(),
+  cpuPct: z.number().optional(),
+  cpus: z.number().optional(),
+  loadavg: z.array(z.number()).optional(),
+  memTotal: z.number().optional(),
+  memUsed: z.number().optional(),
+  memPct: z.number().optional(),
+  swapTotal: z.number().optional(),
+  swapUsed: z.number().optional(),
+  swapPct: z.number().optional(),
+  rootfsTotal: z.number().optional(),
+  rootfsUsed: z.number().optional(),
+  rootfsPct: z.number().optional(),
+  uptimeSec: z.number().optional(),
+  kernelVersion: z.string().optional(),
+  pveVersion: z.string().optional(),
+  disksAvailable: z.boolean().optional(),
+  disksUnavailableReason: z.string().optional(),
+  disks: z.array(z.object({
+    device: z.string(),
+    type: z.string().optional(),
+    model: z.string().optional(),
+    serial: z.string().optional(),
+    sizeBytes: z.number().optional(),
+    health: z.string(),
+    wearoutPct: z.number().optional(),
+    usedBy: z.string().optional(),
+  })),
+  recordedAt: z.string(),
+});
+
+/** The `nodeConfig` record (`node-<node>-config`): the node's storages and bridges. */
+export const NodeConfigRecord = z.object({
+  node: z.string(),
+  storages: z.array(z.object({
+    storage: z.string(),
+    type: z.string().optional(),
+    content: z.array(z.string()),
+    avail: z.number().optional(),
+    total: z.number().optional(),
+    active: z.boolean().optional(),
+  })),
+  bridges: z.array(z.string()),
+  bridgesAvailable: z.boolean().optional(),
+  bridgesUnavailableReason: z.string().optional(),
+  recordedAt: z.string(),
+});
+
+/**
+ * The `transport-reachable` check of `model`: PVE answers `GET /version` over the configured
+ * transport before any method of `appliesTo` (the methods that change a guest) runs.
+ */
+export function transportReachable(model: ModelName, appliesTo: string[]) {
+  return {
+    description: "PVE answers GET /version over the configured transport",
+    labels: ["live"],
+    appliesTo,
+    execute: (ctx: CheckContext) =>
+      checkOnCore(model, "transport-reachable", ctx),
+  };
+}

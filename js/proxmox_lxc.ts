@@ -1,0 +1,292 @@
+/**
+ * `@stateless/proxmox/lxc`: Proxmox VE containers, where a method succeeds only when its effect was
+ * observed. The decisions are made by the Rust core (`_lib/core.ts`), the same core — and for most
+ * methods the same logic — as the qemu model's; this file declares the arguments, records and
+ * methods swamp sees.
+ *
+ * @module
+ */
+import { z } from "npm:zod@4";
+import { type MethodContext, runOnCore } from "./_lib/core.ts";
+import {
+  ConfigRecord,
+  GlobalArgs,
+  guestRef,
+  guestStateFields,
+  NodeConfigRecord,
+  NodeStatusRecord,
+  NOT_CONFIG_KEYS,
+  optionBag,
+  pathSegment,
+  provideGuest,
+  requireGuest,
+  singleLine,
+  transportReachable,
+  vmid,
+} from "./_lib/schemas.ts";
+
+/** PVE's `dns-name` format (a container's hostname). */
+const DNS_NAME =
+  /^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*$/;
+
+/**
+ * Keys `create`'s config bag may not hold: they have their own argument, or change how PVE creates
+ * (`force` would overwrite an existing container) rather than what it creates.
+ */
+const CREATE_REFUSED_KEYS = [
+  "hostname",
+  "ostemplate",
+  "storage",
+  "rootfs",
+  "cores",
+  "memory",
+  "swap",
+  "unprivileged",
+  "features",
+  "start",
+  "vmid",
+  "node",
+  "force",
+  "restore",
+  "unique",
+  "digest",
+];
+
+/** create: a new container from a template on the transport's node. */
+const CreateArgs = z.object({
+  vmid,
+  ostemplate: singleLine("ostemplate"),
+  hostname: z.string().max(255).regex(
+    DNS_NAME,
+    "hostname must be a DNS name (letters, digits and inner hyphens, labels joined by dots)",
+  ),
+  storage: pathSegment("storage"),
+  /** GiB. */
+  rootfsSize: z.number().int().min(1).max(131072).default(8),
+  cores: z.number().int().min(1).max(8192).optional(),
+  /** MiB. */
+  memory: z.number().int().min(16).max(67108864).optional(),
+  /** MiB. */
+  swap: z.number().int().min(0).max(67108864).optional(),
+  unprivileged: z.boolean().default(true),
+  features: singleLine("features").optional(),
+  /** One key per line. */
+  sshPublicKeys: z.string().refine((v) => !v.includes("\0"), {
+    message: "sshPublicKeys must not contain NUL",
+  }).optional(),
+  start: z.boolean().default(false),
+  /** Further container options: net0, nameserver, tags, mp0, … */
+  config: optionBag(
+    CREATE_REFUSED_KEYS,
+    "has its own argument, or is not a container option",
+  ).optional(),
+});
+
+const LookupArgs = z.object(guestRef).refine(requireGuest, provideGuest);
+
+/** sync: with vmid/vmName just that container, else every container of the node or cluster. */
+const SyncArgs = z.object({
+  ...guestRef,
+  scope: z.enum(["node", "cluster"]).default("node"),
+  node: pathSegment("node").optional(),
+});
+
+const SetConfigArgs = z.object({
+  ...guestRef,
+  config: optionBag(
+    NOT_CONFIG_KEYS,
+    "is a parameter of PVE's config update, not a config key",
+  ).refine((c) => Object.keys(c).length > 0, {
+    message: "config must hold at least one key",
+  }),
+}).refine(requireGuest, provideGuest);
+
+const ResizeArgs = z.object({
+  ...guestRef,
+  disk: z.string().regex(/^(rootfs|mp\d+)$/).default("rootfs"),
+  size: z.string().regex(/^\+?\d+(\.\d+)?[KMGT]?$/),
+}).refine(requireGuest, provideGuest);
+
+/** start: waitForIp reads the static `ip=` of the container's netN (containers have no agent). */
+const StartArgs = z.object({
+  ...guestRef,
+  waitForIp: z.boolean().default(false),
+  allowNoIp: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+const StopArgs = z.object({
+  ...guestRef,
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+const ShutdownArgs = z.object({
+  ...guestRef,
+  timeoutSec: z.number().int().positive().max(86400).default(120),
+  forceStopAfter: z.boolean().default(false),
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+const DeleteArgs = z.object({
+  ...guestRef,
+  purge: z.boolean().default(true),
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+const GetConfigArgs = z.object(guestRef).refine(requireGuest, provideGuest);
+
+/** Node-scoped reads: the transport's node unless `node` names another. */
+const NodeArgs = z.object({
+  node: pathSegment("node").optional(),
+});
+
+/** A container's observed state: the fields every guest record has (no qmpstatus, no agent). */
+const ContainerRecord = z.object(guestStateFields);
+
+/** The methods that change a container: the reachability check runs before them. */
+const CHANGES = [
+  "create",
+  "setConfig",
+  "resize",
+  "start",
+  "stop",
+  "shutdown",
+  "delete",
+];
+
+export const model = {
+  type: "@stateless/proxmox/lxc",
+  version: "2026.11.29.1",
+  globalArguments: GlobalArgs,
+  resources: {
+    container: {
+      description:
+        "One container's observed state (instance ct-<vmid>); present: false when confirmed absent",
+      schema: ContainerRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
+    config: {
+      description:
+        "A container's running config and pending changes (instance ct-<vmid>-config)",
+      schema: ConfigRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
+    nodeStatus: {
+      description: "A node's status and disks (instance node-<node>)",
+      schema: NodeStatusRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
+    nodeConfig: {
+      description:
+        "A node's storages and bridges (instance node-<node>-config)",
+      schema: NodeConfigRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
+  },
+  checks: {
+    "transport-reachable": transportReachable("lxc", CHANGES),
+  },
+  // Every method sets `kind: "action"`: swamp's delete/read/update kinds assume one resource per
+  // model, and would tombstone every container's record after one delete or refuse reads after it.
+  methods: {
+    create: {
+      description:
+        "Create a container from ostemplate; checks storage, template and bridges on the node first (one message lists every problem), and succeeds when the container exists with the hostname and the swamp tag (start: true then a verified start). An existing vmid counts only if it is that same container",
+      kind: "action" as const,
+      arguments: CreateArgs,
+      execute: (args: z.infer<typeof CreateArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "create", args, ctx),
+    },
+    lookup: {
+      description:
+        "Record the container's live state (or its confirmed absence) as a new version of ct-<vmid>",
+      kind: "action" as const,
+      arguments: LookupArgs,
+      execute: (args: z.infer<typeof LookupArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "lookup", args, ctx),
+    },
+    sync: {
+      description:
+        "Record every container of the node (scope node, one request) or of every online node (scope cluster) as ct-<vmid>; stored containers confirmed gone are recorded absent",
+      kind: "action" as const,
+      arguments: SyncArgs,
+      execute: (args: z.infer<typeof SyncArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "sync", args, ctx),
+    },
+    setConfig: {
+      description:
+        "Change config keys; succeeds when each reads back applied or pending until the next start (recorded in ct-<vmid> as pending)",
+      kind: "action" as const,
+      arguments: SetConfigArgs,
+      execute: (args: z.infer<typeof SetConfigArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "setConfig", args, ctx),
+    },
+    resize: {
+      description:
+        "Grow rootfs or a mount point (+N grows by, N grows to); succeeds when the resize task ended and the volume's size in the config reached the target",
+      kind: "action" as const,
+      arguments: ResizeArgs,
+      execute: (args: z.infer<typeof ResizeArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "resize", args, ctx),
+    },
+    start: {
+      description:
+        "Start the container; succeeds when status/current shows it running, and with waitForIp when its config gives a static IPv4 address (allowNoIp: a missing one only warns)",
+      kind: "action" as const,
+      arguments: StartArgs,
+      execute: (args: z.infer<typeof StartArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "start", args, ctx),
+    },
+    stop: {
+      description:
+        "Hard-stop a container tagged swamp (force overrides); succeeds when status/current shows it stopped",
+      kind: "action" as const,
+      arguments: StopArgs,
+      execute: (args: z.infer<typeof StopArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "stop", args, ctx),
+    },
+    shutdown: {
+      description:
+        "Shut a container tagged swamp down cleanly within timeoutSec, with forceStopAfter a hard stop after that; succeeds when status/current shows it stopped",
+      kind: "action" as const,
+      arguments: ShutdownArgs,
+      execute: (args: z.infer<typeof ShutdownArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "shutdown", args, ctx),
+    },
+    delete: {
+      description:
+        "Destroy a container tagged swamp and not production/protected (force overrides), stopping it first if it runs; succeeds when it is gone from every node. Writes only ct-<vmid> (status deleted)",
+      kind: "action" as const,
+      arguments: DeleteArgs,
+      execute: (args: z.infer<typeof DeleteArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "delete", args, ctx),
+    },
+    getConfig: {
+      description:
+        "Record the container's running config and its pending changes as ct-<vmid>-config",
+      kind: "action" as const,
+      arguments: GetConfigArgs,
+      execute: (args: z.infer<typeof GetConfigArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "getConfig", args, ctx),
+    },
+    nodeStatus: {
+      description:
+        "Record the node's status and disks (SMART health) as node-<node>; without Sys.Audit the record says disks are unavailable",
+      kind: "action" as const,
+      arguments: NodeArgs,
+      execute: (args: z.infer<typeof NodeArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "nodeStatus", args, ctx),
+    },
+    nodeConfig: {
+      description:
+        "Record the node's storages and bridges as node-<node>-config",
+      kind: "action" as const,
+      arguments: NodeArgs,
+      execute: (args: z.infer<typeof NodeArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "nodeConfig", args, ctx),
+    },
+  },
+};

@@ -1,0 +1,193 @@
+//! Bringing a new guest into being — qemu `clone` and lxc `create` alike.
+//!
+//! - A VMID that is already taken counts as done only when it holds the requested guest: the same
+//!   name (a VM's `name`, a container's `hostname`) AND the managed `swamp` tag, i.e. a re-run. Any
+//!   other occupant fails: "VMID <n> is in use by another guest".
+//! - After the creating task, the new guest must be seen (located and its status read) with the
+//!   requested name, and carry the managed tag — added and read back when it is missing.
+
+use super::evidence::{sight, sight_or_absent, Evidence, Sighting, TaskTrail};
+use super::gates::MANAGED_TAG;
+use super::locate::next_id_free;
+use super::reference::GuestRef;
+use crate::explain::{could_not, mutation_failed};
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints;
+use crate::pve::error::ErrorKind;
+use crate::pve::flex::split_tags;
+use crate::pve::responses::GuestStatus;
+use crate::run::Run;
+
+/// What a requested VMID holds.
+#[derive(Debug)]
+pub enum Claim {
+    /// No guest holds it: create away.
+    Free,
+    /// It already holds the requested guest (a re-run): nothing to create.
+    Done(Box<Evidence>),
+}
+
+/// Whether `vmid` is free, or already holds the guest named `name` with the managed tag. `Err` is
+/// the run's outcome: another occupant (recorded when it is one of this model's kind), or a VMID
+/// whose state could not be told.
+pub async fn claim_vmid<H: Host>(
+    run: &Run<'_, H>,
+    vmid: u32,
+    name: &str,
+) -> Result<Claim, Outcome> {
+    match next_id_free(&run.pve(), vmid).await {
+        Ok(()) => return Ok(Claim::Free),
+        Err(e) if e.kind == ErrorKind::IdTaken => {}
+        Err(e) => {
+            let action = format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
+            return Err(could_not(&action, &e).into());
+        }
+    }
+    let target = GuestRef {
+        vmid: Some(vmid),
+        name: None,
+    };
+    let ev = match sight(run, &target).await {
+        Ok(Sighting::Present(ev)) => ev,
+        Ok(Sighting::Absent(vmid)) => {
+            return Err(Failure::new(format!(
+                "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run {} again",
+                run.method
+            ))
+            .into())
+        }
+        // Typically a guest of the other kind (or one this token may not audit).
+        Err(failure) => {
+            return Err(Failure::new(format!(
+                "VMID {vmid} is in use by another guest: {}",
+                failure.0
+            ))
+            .into())
+        }
+    };
+    if is_requested(&ev.status, name) {
+        return Ok(Claim::Done(ev));
+    }
+    let message = format!(
+        "VMID {vmid} is in use by another guest ({}), not the requested {name:?} with the `{MANAGED_TAG}` tag — choose a free vmid, or remove that guest first",
+        occupant(&ev.status)
+    );
+    Err(ev.outcome(run, Err(message)).await)
+}
+
+fn is_requested(status: &GuestStatus, name: &str) -> bool {
+    status.name.as_deref() == Some(name) && has_managed_tag(status)
+}
+
+/// Whether the guest carries the managed tag.
+pub fn has_managed_tag(status: &GuestStatus) -> bool {
+    let tags = status.tags.as_deref().map(split_tags).unwrap_or_default();
+    tags.iter().any(|t| t == MANAGED_TAG)
+}
+
+/// `named "db", tags "prod", locked (create)`, for messages.
+fn occupant(status: &GuestStatus) -> String {
+    let mut text = format!(
+        "named {:?}, tags {:?}",
+        status.name.as_deref().unwrap_or(""),
+        status.tags.as_deref().unwrap_or("")
+    );
+    if let Some(lock) = status.lock.as_deref().filter(|l| !l.is_empty()) {
+        text.push_str(&format!(
+            ", locked ({lock}: an operation on it is still running)"
+        ));
+    }
+    text
+}
+
+/// After the creating `task` (`clone`, `create`) ended successfully: the new guest, located and
+/// read, carrying the run's task trail. A guest absent after all is the run's (recorded) failure.
+pub async fn sight_new<H: Host>(
+    run: &Run<'_, H>,
+    vmid: u32,
+    trail: TaskTrail,
+    task: &str,
+) -> Result<Box<Evidence>, Outcome> {
+    let target = GuestRef {
+        vmid: Some(vmid),
+        name: None,
+    };
+    let mut ev = sight_or_absent(run, &target, |vmid| {
+        format!(
+            "the {task} task ended successfully, but {} {vmid} does not exist on any node — check the {task} task's log",
+            run.kind.noun()
+        )
+    })
+    .await?;
+    ev.trail = trail;
+    Ok(ev)
+}
+
+/// The new guest must carry the requested `name` and the managed tag (added when missing).
+pub async fn complete<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    name: &str,
+    task: &str,
+) -> Result<String, String> {
+    let label = ev.label(run);
+    if ev.status.name.as_deref() != Some(name) {
+        return Err(format!(
+            "the {task} task ended successfully, but {label} is named {:?}, not {name:?} — check the {task} task's log",
+            ev.status.name.as_deref().unwrap_or(""),
+        ));
+    }
+    if has_managed_tag(&ev.status) {
+        return Ok(format!(
+            "{label} exists as {name:?} with the `{MANAGED_TAG}` tag"
+        ));
+    }
+    add_managed_tag(run, ev).await?;
+    Ok(format!(
+        "{label} exists as {name:?}; the `{MANAGED_TAG}` tag was added and read back"
+    ))
+}
+
+/// `tags` with the managed tag added (PVE's `;`-separated list), unless it is there already.
+pub fn with_managed_tag(tags: &str) -> String {
+    let mut list: Vec<&str> = tags
+        .split([';', ',', ' '])
+        .filter(|t| !t.is_empty())
+        .collect();
+    if !list.iter().any(|t| t.eq_ignore_ascii_case(MANAGED_TAG)) {
+        list.push(MANAGED_TAG);
+    }
+    list.join(";")
+}
+
+/// Adds the managed tag to the guest's own tags and reads it back.
+async fn add_managed_tag<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
+    let label = ev.label(run);
+    let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
+    let request = endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
+    run.pve().call(&request).await.map_err(|e| {
+        let action = format!("add the `{MANAGED_TAG}` tag to {label}");
+        mutation_failed(&action, &e, "its tags (run lookup)").0
+    })?;
+    ev.refresh(run).await?;
+    match has_managed_tag(&ev.status) {
+        true => Ok(()),
+        false => Err(format!(
+            "the `{MANAGED_TAG}` tag was set on {label}, but its tags read back as {:?} — check the token's VM.Config.Options privilege and the cluster's tag settings",
+            ev.status.tags.as_deref().unwrap_or("")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_managed_tag_is_added_once_keeping_the_others() {
+        assert_eq!(with_managed_tag(""), "swamp");
+        assert_eq!(with_managed_tag("base,web"), "base;web;swamp");
+        assert_eq!(with_managed_tag("SWAMP;web"), "SWAMP;web");
+    }
+}

@@ -1,0 +1,348 @@
+/**
+ * One cell of the fault matrix: a fresh fixture (real qemu-ga, PVE simulator, swamp-like harness),
+ * one fault, one run of one method — and the judgement: the verdict is the one the contract demands,
+ * a failure says what was expected, what happened and what to check, a success's effect holds in
+ * the simulator, no record claims what was not observed, and mutations were never re-sent.
+ *
+ * @module
+ */
+import { type Env, startEnv } from "../e2e/env.ts";
+import type { RunResult } from "../harness/types.ts";
+import type { SimFault } from "../sim/types.ts";
+import { type FaultId, FAULTS } from "./faults.ts";
+import {
+  type Endpoint,
+  fleet,
+  GLOBAL_ARGS,
+  lastWrite,
+  type MethodSpec,
+  type Snapshot,
+  type Verdict,
+} from "./methods.ts";
+
+/** How many times the core's client re-sends a safe read after a transient fault (client.rs). */
+export const READ_RETRIES = 2;
+
+/** A column that is not a fault of one endpoint but a situation of the whole run. */
+export const SCENARIO_IDS = [
+  "none",
+  "task✗",
+  "node↓",
+  "node↓refused",
+  "node blip",
+  "agent✗",
+  "pid✗",
+] as const;
+
+/** One of {@link SCENARIO_IDS}. */
+export type ScenarioId = (typeof SCENARIO_IDS)[number];
+
+/** Legends of the scenario columns. */
+export const SCENARIO_LEGEND: Record<ScenarioId, string> = {
+  none:
+    "no fault: the row's baseline — the method succeeds and its effect holds in the simulator",
+  "task✗":
+    "the method's task ends `unexpected status` (what PVE reports after a node crash)",
+  "node↓":
+    "the guest's node is offline: every `/nodes/pve2/…` request answers 595 `no route to host` (methods on pve2 guests, sync of the cluster, node reads of pve2)",
+  "node↓refused":
+    "the same with PVE's other proxy text, 595 `Connection refused`",
+  "node blip":
+    "one 595 `no route to host` on the first `/nodes/pve2/…` request: a read retries it, a mutation is not re-sent",
+  "agent✗":
+    "guestExec of `sleep 5`: the guest agent is killed (SIGKILL) while the command runs",
+  "pid✗":
+    "guestExec: the guest reboots while the command runs, so exec-status answers `Agent error: Invalid parameter 'pid'`",
+};
+
+/** What one cell observed and whether it was right. */
+export interface CellResult {
+  row: string;
+  /** Endpoint row label; undefined for a scenario. */
+  endpoint?: string;
+  column: FaultId | ScenarioId;
+  expected: Verdict;
+  actual: Verdict;
+  /** Empty when the cell behaved as the contract demands. */
+  problems: string[];
+  /** The failure message, if the run failed. */
+  message?: string;
+  note?: string;
+  ms: number;
+}
+
+/** The verdict the contract demands for a fault on an endpoint, and what the message must quote. */
+export function expectation(
+  endpoint: Endpoint,
+  id: FaultId,
+): { verdict: Verdict; happened: RegExp; note?: string } {
+  const fault = FAULTS[id];
+  const own = endpoint.expect?.[id];
+  const absorbed = endpoint.kind !== "mutation" && fault.transient &&
+    id !== "reset∞";
+  return {
+    verdict: own?.verdict ?? (absorbed ? "ok-retried" : "fail"),
+    happened: own?.happened ?? fault.happened(endpoint),
+    note: own?.note,
+  };
+}
+
+const ADVICE =
+  / — |check |grant |run lookup|set \w+|give |choose |remove |is apiUrl|see PVE's message/;
+
+function matches(env: Env, e: Pick<Endpoint, "method" | "path">): number {
+  const re = new RegExp(e.path);
+  return env.sim.requests.filter((q) =>
+    q.method === e.method && re.test(q.path)
+  )
+    .length;
+}
+
+function snapshot(env: Env): Snapshot {
+  const map: Snapshot = new Map();
+  for (let vmid = 100; vmid < 10000; vmid++) {
+    const g = env.sim.guest(vmid);
+    if (g) map.set(vmid, g.status);
+  }
+  return map;
+}
+
+function classify(r: RunResult, retried: boolean): Verdict {
+  if (r.status === "failed") return "fail";
+  const flagged = r.written.some((w) => {
+    const d = w.data as Record<string, unknown>;
+    return (Array.isArray(d.warnings) && d.warnings.length > 0) ||
+      d.disksAvailable === false || d.bridgesAvailable === false;
+  });
+  if (flagged) return "ok-flagged";
+  return retried ? "ok-retried" : "ok";
+}
+
+/**
+ * How many times in a row the first faulted request was sent (same verb, path and query, nothing
+ * in between): 1 when it was not retried. The client retries a read back to back.
+ */
+function attempts(env: Env, e: Endpoint): number {
+  const re = new RegExp(e.path);
+  const same = (q: (typeof env.sim.requests)[number]) =>
+    q.method === e.method && re.test(q.path);
+  const all = env.sim.requests;
+  let seen = 0;
+  const first = all.findIndex((q) => same(q) && seen++ === (e.skip ?? 0));
+  if (first < 0) return 0;
+  const key = (q: (typeof all)[number]) =>
+    `${q.method} ${q.path} ${JSON.stringify(q.query)}`;
+  let n = 1;
+  while (first + n < all.length && key(all[first + n]) === key(all[first])) n++;
+  return n;
+}
+
+/** Starts the matrix's fixture. */
+export function matrixEnv(): Promise<Env> {
+  return startEnv({
+    guests: fleet(),
+    globalArgs: GLOBAL_ARGS,
+    sim: { taskDurationMs: 20 },
+  });
+}
+
+/** Checks shared by every cell: the verdict, the message, the effect, the records. */
+function judge(
+  env: Env,
+  spec: MethodSpec,
+  r: RunResult,
+  before: Snapshot,
+  expected: Verdict,
+  actual: Verdict,
+  happened: RegExp,
+  names: RegExp = spec.names,
+): string[] {
+  const problems: string[] = [];
+  if (actual !== expected) {
+    problems.push(
+      `expected ${expected}, got ${actual}: ${r.error ?? "(no error)"}`,
+    );
+  }
+  if (r.status === "succeeded") {
+    problems.push(...spec.effect(env, r).map((p) => `false success: ${p}`));
+  } else {
+    const message = r.error ?? "";
+    if (!happened.test(message)) {
+      problems.push(
+        `message does not say what happened (${happened}): ${message}`,
+      );
+    }
+    if (!names.test(message)) {
+      problems.push(
+        `message does not name what was being done (${names}): ${message}`,
+      );
+    }
+    if (!ADVICE.test(message)) {
+      problems.push(`message does not say what to check: ${message}`);
+    }
+  }
+  problems.push(...spec.truth(env, r, before).map((p) => `record: ${p}`));
+  return problems;
+}
+
+export const PHASE = new Map<string, string>();
+/** Runs one fault on one endpoint of one method. */
+export async function faultCell(
+  spec: MethodSpec,
+  endpoint: Endpoint,
+  id: FaultId,
+): Promise<CellResult> {
+  const started = performance.now();
+  const { verdict: expected, happened, note } = expectation(endpoint, id);
+  const fault = FAULTS[id];
+  const L = `${spec.row} × ${endpoint.id} × ${id}`;
+  PHASE.set(L, "startEnv");
+  const env = await matrixEnv();
+  try {
+    PHASE.set(L, "run");
+    endpoint.prepare?.(env);
+    const before = snapshot(env);
+    env.sim.fault({
+      method: endpoint.method,
+      pathRegex: endpoint.path,
+      skip: endpoint.skip,
+      ...fault.fault(endpoint),
+    } as SimFault);
+    const r = await env.run(spec.name, spec.args);
+    PHASE.set(L, "judge");
+    const hits = matches(env, endpoint);
+    const skip = endpoint.skip ?? 0;
+    const tries = attempts(env, endpoint);
+    const actual = classify(r, tries > 1);
+    const problems = judge(
+      env,
+      spec,
+      r,
+      before,
+      expected,
+      actual,
+      happened,
+      endpoint.names,
+    );
+    if (hits < skip + 1) {
+      problems.push(`the fault never fired: ${hits} matching requests`);
+    }
+    const message = r.error ?? "";
+    const readBack = endpoint.expect?.[id]?.readBack === true;
+    if (endpoint.kind === "mutation") {
+      // Retry discipline: a mutation is sent once, whatever happened to its answer.
+      if (hits !== 1) problems.push(`${endpoint.id} was sent ${hits} times`);
+      if (fault.leavesEffectUnknown && !readBack && r.status === "failed") {
+        const unknown = endpoint.id === "POST agent/exec"
+          ? /may have run in the guest; it was not sent again/
+          : /is unknown — it was not sent again/;
+        if (!unknown.test(message)) {
+          problems.push(
+            `a lost answer must leave the effect unknown: ${message}`,
+          );
+        }
+      }
+      if (!fault.leavesEffectUnknown && /unknown|may have run/.test(message)) {
+        problems.push(
+          `PVE refused it, yet the message calls the effect unknown: ${message}`,
+        );
+      }
+    } else if (endpoint.kind !== "poll" && fault.transient) {
+      // A safe read retries a transient fault, a bounded number of times.
+      const want = id === "reset∞" ? 1 + READ_RETRIES : 2;
+      const ok = endpoint.polled && id !== "reset∞"
+        ? tries >= want
+        : tries === want;
+      if (!ok) {
+        problems.push(
+          `${endpoint.id} was sent ${tries} times in a row, expected ${want}`,
+        );
+      }
+    }
+    return {
+      row: spec.row,
+      endpoint: endpoint.id,
+      column: id,
+      expected,
+      actual,
+      problems,
+      message: r.error,
+      note,
+      ms: performance.now() - started,
+    };
+  } finally {
+    PHASE.set(L, "close");
+    await env.close();
+    PHASE.set(L, "closed");
+  }
+}
+
+/** A scenario's setup and expectation for one method. */
+export interface ScenarioPlan {
+  expected: Verdict;
+  happened: RegExp;
+  /** Before the run. */
+  arm?(env: Env): void;
+  /** While the run is in flight. */
+  during?(env: Env, run: Promise<RunResult>): Promise<void>;
+  /** Extra judgement. */
+  check?(env: Env, r: RunResult): string[];
+}
+
+/** Runs one scenario for one method. */
+export async function scenarioCell(
+  spec: MethodSpec,
+  id: ScenarioId,
+  plan: ScenarioPlan,
+  args: Record<string, unknown> = spec.args,
+): Promise<CellResult> {
+  const started = performance.now();
+  const env = await matrixEnv();
+  try {
+    const before = snapshot(env);
+    plan.arm?.(env);
+    const run = env.run(spec.name, args);
+    await plan.during?.(env, run);
+    const r = await run;
+    const actual = classify(r, id === "node blip");
+    const problems = [
+      ...judge(env, spec, r, before, plan.expected, actual, plan.happened),
+      ...(plan.check?.(env, r) ?? []),
+    ];
+    return {
+      row: spec.row,
+      column: id,
+      expected: plan.expected,
+      actual,
+      problems,
+      message: r.error,
+      ms: performance.now() - started,
+    };
+  } finally {
+    await env.close();
+  }
+}
+
+/** Resolves once a request matching `method` and `path` got an answer with this status. */
+export async function answered(
+  env: Env,
+  method: string,
+  path: RegExp,
+  status = 200,
+): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (
+      env.sim.requests.some((q) =>
+        q.method === method && path.test(q.path) && q.status === status
+      )
+    ) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`no ${method} ${path} answered ${status} within 10 s`);
+}
+
+/** The exec record a guestExec run wrote for `vmid`. */
+export function execRecord(r: RunResult, vmid: number) {
+  return lastWrite(r, `vm-${vmid}-exec`);
+}

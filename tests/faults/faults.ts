@@ -1,0 +1,202 @@
+/**
+ * The faults of the matrix: what the simulator serves instead of (or after) the real answer of one
+ * endpoint, and what a failure message must quote to say what happened.
+ *
+ * @module
+ */
+import type { SimFault } from "../sim/types.ts";
+import type { Endpoint } from "./methods.ts";
+
+/** Column ids of the matrix, in display order. */
+export const FAULT_IDS = [
+  "500",
+  "403",
+  "501",
+  "400",
+  "reset",
+  "reset∞",
+  "lost",
+  "hang",
+  "malformed",
+  "truncated",
+  "empty",
+  "html",
+  "shape",
+] as const;
+
+/** One column of the matrix. */
+export type FaultId = (typeof FAULT_IDS)[number];
+
+/** A fault of one endpoint. */
+export interface FaultSpec {
+  id: FaultId;
+  /** One line for the legend of MATRIX.md. */
+  legend: string;
+  /** Whether the fault can reach this endpoint (e.g. `lost` needs a mutation). */
+  applies(endpoint: Endpoint): boolean;
+  /** The simulator fault for this endpoint (its match is added by the cell). */
+  fault(endpoint: Endpoint): DistributiveOmit<SimFault, "pathRegex" | "method">;
+  /** What a failure message must quote: the proof it says what happened. */
+  happened(endpoint: Endpoint): RegExp;
+  /** A transient fault: a safe read must retry it (once: absorbed; `reset∞`: bounded). */
+  transient: boolean;
+  /** The request may have reached PVE (and acted): a mutation's failure must say "unknown". */
+  leavesEffectUnknown: boolean;
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
+  : never;
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const isRead = (e: Endpoint) => e.kind !== "mutation";
+const NOT_PVE_JSON = /not PVE's JSON|empty body/;
+
+/** An nginx-style error page: what a reverse proxy in front of PVE answers when PVE is down. */
+export const HTML_PAGE =
+  "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
+
+/** The fault catalogue, one entry per column. */
+export const FAULTS: Record<FaultId, FaultSpec> = {
+  "500": {
+    id: "500",
+    legend:
+      "HTTP 500 with PVE's message for that call (e.g. `VM is locked (backup)`, `cluster not ready - no quorum?`)",
+    applies: () => true,
+    fault: (e) => ({ kind: "status", status: 500, message: e.pve500 }),
+    happened: (e) => new RegExp(escape(e.pve500)),
+    transient: false,
+    leavesEffectUnknown: false,
+  },
+  "403": {
+    id: "403",
+    legend: "HTTP 403 `Permission check failed (<path>, <privilege>)`",
+    applies: () => true,
+    fault: (e) => ({
+      kind: "status",
+      status: 403,
+      message: `Permission check failed (${e.privilege})`,
+    }),
+    happened: (e) =>
+      new RegExp(escape(`Permission check failed (${e.privilege})`)),
+    transient: false,
+    leavesEffectUnknown: false,
+  },
+  "501": {
+    id: "501",
+    legend: "HTTP 501 `Method '<verb> <path>' not implemented` (an older PVE)",
+    applies: () => true,
+    fault: (e) => ({
+      kind: "status",
+      status: 501,
+      message: `Method '${e.method} /api2/json${e.sample}' not implemented`,
+    }),
+    happened: () => /not implemented \(HTTP 501\)/,
+    transient: false,
+    leavesEffectUnknown: false,
+  },
+  "400": {
+    id: "400",
+    legend: "HTTP 400 `Parameter verification failed.`",
+    applies: () => true,
+    fault: () => ({
+      kind: "status",
+      status: 400,
+      message: "Parameter verification failed.",
+    }),
+    happened: () => /Parameter verification failed\. \(HTTP 400\)/,
+    transient: false,
+    leavesEffectUnknown: false,
+  },
+  reset: {
+    id: "reset",
+    legend:
+      "the connection is reset before PVE handles the request, once (a safe read must retry it)",
+    applies: () => true,
+    fault: () => ({ kind: "reset" }),
+    happened: () => /connection|reset|closed|error sending request/i,
+    transient: true,
+    leavesEffectUnknown: true,
+  },
+  "reset∞": {
+    id: "reset∞",
+    legend:
+      "every such request is reset: a safe read retries a bounded number of times, then fails",
+    applies: isRead,
+    fault: () => ({ kind: "reset", times: Infinity }),
+    happened: () => /connection|reset|closed|error sending request/i,
+    transient: true,
+    leavesEffectUnknown: true,
+  },
+  lost: {
+    id: "lost",
+    legend:
+      "a mutation is carried out by PVE, then the connection is reset before its answer: the effect happened, the answer is lost",
+    applies: (e) => e.kind === "mutation",
+    fault: () => ({ kind: "reset", afterHandler: true }),
+    happened: () => /connection|reset|closed|error sending request/i,
+    transient: true,
+    leavesEffectUnknown: true,
+  },
+  hang: {
+    id: "hang",
+    legend:
+      "no answer at all, once: the request times out after `requestTimeoutSec` (1 s here)",
+    applies: () => true,
+    fault: () => ({ kind: "hang" }),
+    happened: () => /no answer within 1000 ms \(budget: requestTimeoutSec=1s\)/,
+    transient: true,
+    leavesEffectUnknown: true,
+  },
+  malformed: {
+    id: "malformed",
+    legend: 'HTTP 200 with invalid JSON (`{"data": {status: running}}`)',
+    applies: () => true,
+    fault: () => ({ kind: "body", body: '{"data": {status: running}}' }),
+    happened: () => NOT_PVE_JSON,
+    transient: false,
+    leavesEffectUnknown: true,
+  },
+  truncated: {
+    id: "truncated",
+    legend: 'HTTP 200 with a body cut short (`{"data":{"sta`)',
+    applies: () => true,
+    fault: () => ({ kind: "body", body: '{"data":{"sta' }),
+    happened: () => NOT_PVE_JSON,
+    transient: false,
+    leavesEffectUnknown: true,
+  },
+  empty: {
+    id: "empty",
+    legend: "HTTP 200 with an empty body",
+    applies: () => true,
+    fault: () => ({ kind: "body", body: "" }),
+    happened: () => /empty body/,
+    transient: false,
+    leavesEffectUnknown: true,
+  },
+  html: {
+    id: "html",
+    legend:
+      "HTTP 502 with a reverse proxy's HTML error page, once (a gateway error: retried on a safe read, effect unknown on a mutation)",
+    applies: () => true,
+    fault: () => ({
+      kind: "body",
+      status: 502,
+      body: HTML_PAGE,
+      contentType: "text/html",
+    }),
+    happened: () => /HTTP 502/,
+    transient: true,
+    leavesEffectUnknown: true,
+  },
+  shape: {
+    id: "shape",
+    legend:
+      'HTTP 200 with valid JSON of the wrong shape (`{"data":"unexpected"}`)',
+    applies: () => true,
+    fault: () => ({ kind: "body", body: '{"data":"unexpected"}' }),
+    happened: () => /unexpected/,
+    transient: false,
+    leavesEffectUnknown: true,
+  },
+};

@@ -1,0 +1,374 @@
+/**
+ * The fault matrix: every method of the qemu model × every fault that can reach it, as cells to run,
+ * and the MATRIX.md table of their verdicts.
+ *
+ * @module
+ */
+import { model } from "../../js/proxmox_qemu.ts";
+import {
+  answered,
+  type CellResult,
+  execRecord,
+  faultCell,
+  SCENARIO_IDS,
+  SCENARIO_LEGEND,
+  scenarioCell,
+  type ScenarioId,
+  type ScenarioPlan,
+} from "./cell.ts";
+import { FAULT_IDS, FAULTS } from "./faults.ts";
+import {
+  EXPECTED_METHODS,
+  type MethodSpec,
+  methodSpecs,
+  type Verdict,
+} from "./methods.ts";
+
+/** One row of the matrix: a method driven one way, on pve1 (and its pve2 twin for node faults). */
+export interface Row {
+  spec: MethodSpec;
+  /** The same method on pve2's guests (node scenarios). */
+  twin?: MethodSpec;
+  /** Whether `model.methods` has the method; a missing one is reported, never run. */
+  present: boolean;
+}
+
+/** The rows, in order. */
+export function rows(): Row[] {
+  const pve1 = methodSpecs("pve1");
+  const pve2 = methodSpecs("pve2");
+  const methods = model.methods as Record<string, unknown>;
+  const out: Row[] = [];
+  for (const spec of pve1) {
+    const twin = pve2.find((t) => t.name === spec.name);
+    out.push({ spec, twin, present: spec.name in methods });
+    // sync's twin is a different way of driving it (scope cluster): a row of its own too.
+    if (twin && twin.row !== spec.row) {
+      out.push({ spec: twin, twin, present: spec.name in methods });
+    }
+  }
+  return out;
+}
+
+/** Methods of the model the matrix has no row for (each must get one). */
+export function uncovered(): string[] {
+  const known = new Set(EXPECTED_METHODS);
+  return Object.keys(model.methods).filter((m) => !known.has(m));
+}
+
+/** One cell to run, with a label for diagnostics. */
+export interface Job {
+  label: string;
+  run(): Promise<CellResult>;
+}
+
+function scenarioPlans(
+  row: Row,
+): [ScenarioId, ScenarioPlan, MethodSpec, Record<string, unknown>?][] {
+  const { spec, twin } = row;
+  const plans: [
+    ScenarioId,
+    ScenarioPlan,
+    MethodSpec,
+    Record<string, unknown>?,
+  ][] = [
+    ["none", { expected: "ok", happened: /$^/ }, spec],
+  ];
+  if (spec.task && spec.row === spec.name) {
+    plans.push(["task✗", {
+      expected: "fail",
+      happened: /failed: unexpected status/,
+      arm: (env) => env.sim.nextTask({ exitstatus: "unexpected status" }),
+    }, spec]);
+  }
+  const offlineTwin = twin?.row === spec.row ? twin : undefined;
+  if (offlineTwin) {
+    const offline = (message: string, times: number) => ({
+      arm: (env: Parameters<NonNullable<ScenarioPlan["arm"]>>[0]) =>
+        env.sim.fault({
+          pathRegex: "^/api2/json/nodes/pve2/",
+          kind: "status",
+          status: 595,
+          message,
+          times,
+        }),
+    });
+    for (
+      const [id, message] of [
+        ["node↓", "no route to host"],
+        ["node↓refused", "Connection refused"],
+      ] as const
+    ) {
+      plans.push([id, {
+        expected: "fail",
+        happened: new RegExp(`${message} \\(HTTP 595\\)`),
+        ...offline(message, Infinity),
+      }, offlineTwin]);
+    }
+    const first = offlineTwin.endpoints.find((e) =>
+      /^\^\/api2\/json\/nodes\/pve2\//.test(e.path)
+    );
+    plans.push(["node blip", {
+      expected: first?.kind === "mutation" ? "fail" : "ok-retried",
+      happened: /no route to host \(HTTP 595\)/,
+      ...offline("no route to host", 1),
+    }, offlineTwin]);
+  }
+  if (spec.name === "guestExec") {
+    const vmid = 100;
+    const started = (env: Parameters<typeof answered>[0]) =>
+      answered(env, "POST", new RegExp(`/qemu/${vmid}/agent/exec$`));
+    const lost = (_env: unknown, r: Parameters<typeof execRecord>[0]) => {
+      const rec = execRecord(r, vmid);
+      return rec?.outcome === "resultLost" && typeof rec.pid === "number"
+        ? []
+        : [
+          `exec record should be resultLost with the pid: ${
+            JSON.stringify(rec)
+          }`,
+        ];
+    };
+    const sleep = { vmid, command: ["sleep", "5"], timeoutSec: 10 };
+    plans.push([
+      "agent✗",
+      {
+        expected: "fail",
+        happened:
+          /started but its result was lost: QEMU guest agent is not running/,
+        during: async (env) => {
+          await started(env);
+          await env.agent.kill();
+        },
+        check: lost,
+      },
+      spec,
+      sleep,
+    ]);
+    plans.push([
+      "pid✗",
+      {
+        expected: "fail",
+        happened:
+          /Agent error: Invalid parameter 'pid'.*no longer knows the process/,
+        during: async (env) => {
+          await started(env);
+          env.sim.setGuest(vmid, { status: "stopped" });
+          env.sim.setGuest(vmid, { status: "running" });
+        },
+        check: lost,
+      },
+      spec,
+      sleep,
+    ]);
+  }
+  return plans;
+}
+
+/** Every cell of a row, as jobs. */
+export function jobs(row: Row): Job[] {
+  const out: Job[] = [];
+  for (const endpoint of row.spec.endpoints) {
+    for (const id of FAULT_IDS) {
+      if (FAULTS[id].applies(endpoint)) {
+        out.push({
+          label: `${row.spec.row} × ${endpoint.id} × ${id}`,
+          run: () => faultCell(row.spec, endpoint, id),
+        });
+      }
+    }
+  }
+  for (const [id, plan, spec, args] of scenarioPlans(row)) {
+    out.push({
+      label: `${row.spec.row} × ${id}`,
+      run: () =>
+        scenarioCell(spec, id, plan, args).then((c) => ({
+          ...c,
+          row: row.spec.row,
+        })),
+    });
+  }
+  return out;
+}
+
+/** Runs jobs `width` at a time, results in job order. */
+export async function pool(all: Job[], width: number): Promise<CellResult[]> {
+  const results: CellResult[] = new Array(all.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < all.length) {
+      const at = next++;
+      results[at] = await all[at].run();
+    }
+  };
+  await Promise.all(
+    Array.from({ length: Math.min(width, all.length) }, worker),
+  );
+  return results;
+}
+
+/** How many cells run at once: most of a cell's time is spent waiting (tasks, timeouts). */
+export const WIDTH = 6;
+
+// ── rendering ──────────────────────────────────────────────────────────────
+
+const SYMBOL: Record<Verdict, string> = {
+  fail: "✗",
+  ok: "✓",
+  "ok-retried": "✓↻",
+  "ok-flagged": "✓⚑",
+};
+
+function symbol(c: CellResult): string {
+  return c.problems.length > 0 ? `‼${SYMBOL[c.actual]}` : SYMBOL[c.actual];
+}
+
+function counted(cells: CellResult[]): string {
+  if (cells.length === 0) return "—";
+  const counts = new Map<string, number>();
+  for (const c of cells) {
+    counts.set(symbol(c), (counts.get(symbol(c)) ?? 0) + 1);
+  }
+  return [...counts].map(([s, n]) => (cells.length === 1 ? s : `${s}${n}`))
+    .join(" ");
+}
+
+const COLUMNS = [
+  "none",
+  ...FAULT_IDS,
+  ...SCENARIO_IDS.filter((s) => s !== "none"),
+];
+
+function table(header: string[], body: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
+  return [
+    line(header),
+    line(header.map(() => "---")),
+    ...body.map(line),
+  ].join("\n");
+}
+
+/** MATRIX.md: the summary (method × fault → verdicts), then each method's endpoints. */
+export function render(all: Row[], results: CellResult[]): string {
+  const total = results.length;
+  const wrong = results.filter((c) => c.problems.length > 0).length;
+  const fails = results.filter((c) => c.actual === "fail").length;
+  const oks = total - fails;
+  const out: string[] = [
+    "# Fault matrix (qemu model)",
+    "",
+    "Generated by `deno run -A tests/faults/print_matrix.ts` (checked by `deno test -A tests/faults/`); do not edit.",
+    "",
+    "Every method of `@stateless/proxmox/qemu` × every fault that can reach it, end to end: the",
+    "package through the swamp-like harness, its wasm core, the PVE simulator and a real qemu-ga.",
+    "Each cell is one run on a fresh fixture with one fault on one request. A cell passes only when",
+    "the verdict is the one the contract demands, a failure names what was being done, quotes what",
+    "happened and says what to check, a success's effect holds in the simulator, no record claims",
+    "what was not observed, a mutation was sent exactly once (a lost answer is reported as an",
+    "unknown effect), and a safe read retried a transient fault a bounded number of times.",
+    "",
+    `**${total} cells: ${fails} fail as they must, ${oks} succeed truthfully, ${wrong} wrong.**`,
+    "",
+    "`✗` fails (as the contract demands) · `✓↻` succeeds after a retry absorbed a transient fault",
+    "on a safe read · `✓⚑` succeeds with the gap flagged in the record · `✓` succeeds · `—` cannot",
+    "reach the method · `‼` the cell is wrong (never in a passing build). A number counts endpoints.",
+    "",
+    "## Summary: method × fault",
+    "",
+  ];
+  const header = ["method", ...COLUMNS];
+  const body: string[][] = [];
+  for (const row of all) {
+    if (!row.present) {
+      body.push([`${row.spec.row} (not present)`, ...COLUMNS.map(() => "—")]);
+      continue;
+    }
+    body.push([
+      row.spec.row,
+      ...COLUMNS.map((col) =>
+        counted(
+          results.filter((c) => c.row === row.spec.row && c.column === col),
+        )
+      ),
+    ]);
+  }
+  out.push(table(header, body), "", "## Faults", "");
+  out.push(`- \`none\`: ${SCENARIO_LEGEND.none}`);
+  for (const id of FAULT_IDS) out.push(`- \`${id}\`: ${FAULTS[id].legend}`);
+  for (const id of SCENARIO_IDS.filter((s) => s !== "none")) {
+    out.push(`- \`${id}\`: ${SCENARIO_LEGEND[id]}`);
+  }
+  out.push("", "## Per method: request × fault", "");
+  for (const row of all) {
+    if (!row.present) {
+      out.push(
+        `### ${row.spec.row}`,
+        "",
+        "Not present in `model.methods`: not run.",
+        "",
+      );
+      continue;
+    }
+    const args = JSON.stringify(row.spec.args);
+    out.push(`### ${row.spec.row}`, "", `Arguments: \`${args}\``, "");
+    const lines: string[][] = row.spec.endpoints.map((e) => [
+      e.id.replaceAll("|", "\\|"),
+      ...FAULT_IDS.map((id) => {
+        const cell = results.find((c) =>
+          c.row === row.spec.row && c.endpoint === e.id && c.column === id
+        );
+        return cell ? symbol(cell) : "—";
+      }),
+    ]);
+    out.push(table(["request", ...FAULT_IDS], lines), "");
+    const scenarios = results.filter((c) =>
+      c.row === row.spec.row && c.endpoint === undefined
+    );
+    if (scenarios.length > 0) {
+      out.push(
+        `Scenarios: ${
+          scenarios.map((c) => `\`${c.column}\` ${symbol(c)}`).join(" · ")
+        }`,
+        "",
+      );
+    }
+    const notes = [
+      ...new Set(
+        results.filter((c) => c.row === row.spec.row && c.note).map((c) =>
+          `${c.endpoint} × \`${c.column}\`: ${c.note}`
+        ),
+      ),
+    ];
+    if (notes.length > 0) out.push(...notes.map((n) => `- ${n}`), "");
+  }
+  return out.join("\n").trimEnd() + "\n";
+}
+
+/**
+ * `text` as `deno fmt` leaves it, so MATRIX.md passes the repository's `deno fmt --check` and the
+ * freshness test compares like with like.
+ */
+export async function formatMarkdown(text: string): Promise<string> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["fmt", "--ext=md", "-"],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(text));
+  await writer.close();
+  const { code, stdout, stderr } = await child.output();
+  if (code !== 0) {
+    throw new Error(`deno fmt failed: ${new TextDecoder().decode(stderr)}`);
+  }
+  return new TextDecoder().decode(stdout);
+}
+
+/** A cell's problems, for a test failure. */
+export function describeWrong(results: CellResult[]): string {
+  return results.filter((c) => c.problems.length > 0).map((c) =>
+    `${c.row} × ${c.endpoint ?? "scenario"} × ${c.column}:\n  ${
+      c.problems.join("\n  ")
+    }`
+  ).join("\n");
+}

@@ -1,0 +1,62 @@
+/**
+ * The fault matrix as tests: one test per method (its cells run a few at a time, each on a fresh
+ * fixture), then MATRIX.md must match what the cells showed. Regenerate it with
+ * `deno run -A tests/faults/print_matrix.ts`.
+ */
+import assert from "node:assert/strict";
+import type { CellResult } from "./cell.ts";
+import {
+  describeWrong,
+  formatMarkdown,
+  jobs,
+  pool,
+  render,
+  rows,
+  uncovered,
+  WIDTH,
+} from "./matrix.ts";
+
+const ALL = rows();
+const results = new Map<string, CellResult[]>();
+
+Deno.test("fault matrix: every method of the model has a row", () => {
+  assert.deepEqual(
+    uncovered(),
+    [],
+    "add these methods to tests/faults/methods.ts",
+  );
+});
+
+for (const row of ALL) {
+  Deno.test({
+    name: row.present
+      ? `fault matrix: ${row.spec.row}`
+      : `fault matrix: ${row.spec.row} (not present in model.methods)`,
+    ignore: !row.present,
+    fn: async () => {
+      const cells = await pool(jobs(row), WIDTH);
+      results.set(row.spec.row, cells);
+      assert.equal(
+        cells.filter((c) => c.problems.length > 0).length,
+        0,
+        describeWrong(cells),
+      );
+    },
+  });
+}
+
+Deno.test("fault matrix: MATRIX.md shows these verdicts", async () => {
+  const ran = ALL.filter((r) => r.present).every((r) =>
+    results.has(r.spec.row)
+  );
+  if (!ran) return; // a filtered run (--filter) cannot judge the whole table
+  const all = ALL.flatMap((r) => results.get(r.spec.row) ?? []);
+  const current = await Deno.readTextFile(
+    new URL("./MATRIX.md", import.meta.url),
+  ).catch(() => "");
+  assert.equal(
+    current,
+    await formatMarkdown(render(ALL, all)),
+    "tests/faults/MATRIX.md is stale: run `deno run -A tests/faults/print_matrix.ts`",
+  );
+});

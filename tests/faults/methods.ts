@@ -1,0 +1,1011 @@
+/**
+ * The per-method table of the fault matrix: for every method of the qemu model, valid arguments, the
+ * requests it sends (in order, with the phase a repeated request is in), and the oracles that decide
+ * whether a verdict told the truth — the intended effect holds in the simulator after a success, and
+ * no record claims what was not observed.
+ *
+ * @module
+ */
+import type { RunResult } from "../harness/types.ts";
+import type { Env } from "../e2e/env.ts";
+import { demoGuests } from "../sim/demo_cluster.ts";
+import type { SimGuest } from "../sim/types.ts";
+import type { FaultId } from "./faults.ts";
+
+/** What a verdict may be. */
+export type Verdict = "fail" | "ok" | "ok-retried" | "ok-flagged";
+
+/** An endpoint's own expectation for a fault, overriding the default rule. */
+export interface Expect {
+  verdict: Verdict;
+  /** What the failure message must quote instead of the fault's default. */
+  happened?: RegExp;
+  /** Why (shown in MATRIX.md's notes). */
+  note?: string;
+  /**
+   * PVE's answer is not needed to judge the call (a config write answers null): a read-back
+   * decides, so the message reports what it read instead of calling the effect unknown.
+   */
+  readBack?: boolean;
+}
+
+/**
+ * How an endpoint may be repeated: `read` (safe, retried by the client), `check` (the pre-flight
+ * check's read), `poll` (agent exec-status: a read that consumes its final answer, re-polled by
+ * guestExec itself), `mutation` (never re-sent).
+ */
+export type EndpointKind = "read" | "check" | "poll" | "mutation";
+
+/** One request a method sends. */
+export interface Endpoint {
+  /** Row label, e.g. `GET status/current (after the task)`. */
+  id: string;
+  method: "GET" | "POST" | "PUT" | "DELETE";
+  /** Matched against the decoded request path. */
+  path: string;
+  /** An example path (for 501 messages). */
+  sample: string;
+  /** Matching requests let through before the fault (the phase of a repeated request). */
+  skip?: number;
+  kind: EndpointKind;
+  /** PVE's message when this call fails with HTTP 500. */
+  pve500: string;
+  /** `<path>, <privilege>` PVE names when this call is refused. */
+  privilege: string;
+  expect?: Partial<Record<FaultId, Expect>>;
+  /** Prepares the fixture for a cell on this endpoint (before the run). */
+  prepare?(env: Env): void;
+  /** What a failure message names instead of the method's own pattern. */
+  names?: RegExp;
+  /** Sent repeatedly by a poll loop: a retry shows as two or more requests in a row. */
+  polled?: boolean;
+}
+
+/** A method of the model, as the matrix drives it. */
+export interface MethodSpec {
+  /** The model's method. */
+  name: string;
+  /** The matrix row (a method driven two ways gets two rows). */
+  row: string;
+  args: Record<string, unknown>;
+  /** Requests in the order the method sends them. */
+  endpoints: Endpoint[];
+  /** A failure message names what was being done: this must match. */
+  names: RegExp;
+  /** Whether the method runs a PVE task (it gets the `task✗` scenario). */
+  task: boolean;
+  /** After a success: problems if the intended effect does not hold in the simulator. */
+  effect(env: Env, r: RunResult): string[];
+  /** Whatever the verdict: problems if a record claims what was not observed. */
+  truth(env: Env, r: RunResult, before: Snapshot): string[];
+}
+
+/** The simulator's guests before a cell ran: status per VMID. */
+export type Snapshot = Map<number, string>;
+
+/** Where the matrix's guests live: the API node `pve1`, or `pve2` behind it. */
+export type Where = "pve1" | "pve2";
+
+const uuid = (n: number) =>
+  `uuid=00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+
+function managed(
+  vmid: number,
+  node: Where,
+  status: "running" | "stopped",
+): SimGuest {
+  return {
+    vmid,
+    node,
+    type: "qemu",
+    name: `m${vmid}`,
+    status,
+    tags: ["swamp"],
+    agent: "running",
+    config: {
+      smbios1: uuid(vmid),
+      memory: 1024,
+      scsi0: `local-lvm:vm-${vmid}-disk-0,size=8G`,
+    },
+  };
+}
+
+function template(vmid: number, node: Where): SimGuest {
+  return {
+    vmid,
+    node,
+    type: "qemu",
+    name: `tmpl${vmid}`,
+    status: "stopped",
+    config: {
+      template: 1,
+      smbios1: uuid(vmid),
+      scsi0: `local-lvm:base-${vmid}-disk-0,size=8G`,
+    },
+  };
+}
+
+/**
+ * The matrix's cluster: the demo guests, a stopped and a running managed VM and a template on each
+ * node (120/122/9000 on pve1, 121/123/9001 on pve2).
+ */
+export function fleet(): SimGuest[] {
+  return [
+    ...demoGuests(),
+    managed(120, "pve1", "stopped"),
+    managed(122, "pve1", "running"),
+    template(9000, "pve1"),
+    managed(121, "pve2", "stopped"),
+    managed(123, "pve2", "running"),
+    template(9001, "pve2"),
+  ];
+}
+
+/** Settings that keep every cell short: a hang costs `requestTimeoutSec`, a wait `taskTimeoutSec`. */
+export const GLOBAL_ARGS = {
+  taskTimeoutSec: 3,
+  pollIntervalSec: 1,
+  requestTimeoutSec: 1,
+};
+
+// ── endpoint builders ──────────────────────────────────────────────────────
+
+const QUORUM = "cluster not ready - no quorum?";
+const LOCKED = "VM is locked (backup)";
+
+const version: Endpoint = {
+  id: "GET /version (pre-flight check)",
+  method: "GET",
+  path: "^/api2/json/version$",
+  sample: "/version",
+  kind: "check",
+  pve500: "Service Unavailable: pveproxy is restarting",
+  privilege: "/, Sys.Audit",
+  names:
+    /Pre-flight checks failed for "fleet" → \w+:\s+transport-reachable:[\s\S]*on node pve1/,
+};
+
+const resources = (phase = "", skip = 0): Endpoint => ({
+  id: `GET /cluster/resources${phase}`,
+  method: "GET",
+  path: "^/api2/json/cluster/resources$",
+  sample: "/cluster/resources",
+  skip,
+  kind: "read",
+  pve500: QUORUM,
+  privilege: "/, Sys.Audit",
+});
+
+const nextid = (phase = ""): Endpoint => ({
+  id: `GET /cluster/nextid${phase}`,
+  method: "GET",
+  path: "^/api2/json/cluster/nextid$",
+  sample: "/cluster/nextid",
+  kind: "read",
+  pve500: QUORUM,
+  privilege: "/vms, VM.Allocate",
+});
+
+const guestPath = (node: string, vmid: number, rest: string) =>
+  `^/api2/json/nodes/${node}/qemu/${vmid}${rest}$`;
+
+const status = (
+  node: string,
+  vmid: number,
+  phase = "",
+  skip = 0,
+): Endpoint => ({
+  id: `GET status/current${phase}`,
+  method: "GET",
+  path: guestPath(node, vmid, "/status/current"),
+  sample: `/nodes/${node}/qemu/${vmid}/status/current`,
+  skip,
+  kind: "read",
+  pve500:
+    `VM ${vmid} qmp command 'query-status' failed - unable to connect to VM ${vmid} qmp socket - timeout after 51 retries`,
+  privilege: `/vms/${vmid}, VM.Audit`,
+});
+
+const config = (
+  node: string,
+  vmid: number,
+  phase = "",
+  skip = 0,
+): Endpoint => ({
+  id: `GET config${phase}`,
+  method: "GET",
+  path: guestPath(node, vmid, "/config"),
+  sample: `/nodes/${node}/qemu/${vmid}/config`,
+  skip,
+  kind: "read",
+  pve500:
+    `can't lock file '/var/lock/qemu-server/lock-${vmid}.conf' - got timeout`,
+  privilege: `/vms/${vmid}, VM.Audit`,
+});
+
+const taskStatus = (node: string, what: string): Endpoint => ({
+  id: `GET tasks/…/status (${what} task)`,
+  method: "GET",
+  path: `^/api2/json/nodes/${node}/tasks/[^/]+/status$`,
+  sample: `/nodes/${node}/tasks/UPID:${node}:…/status`,
+  kind: "read",
+  polled: true,
+  pve500: "unable to read tail (got timeout)",
+  privilege: `/nodes/${node}, Sys.Audit`,
+});
+
+const power = (
+  node: string,
+  vmid: number,
+  action: "start" | "stop" | "shutdown",
+): Endpoint => ({
+  id: `POST status/${action}`,
+  method: "POST",
+  path: guestPath(node, vmid, `/status/${action}`),
+  sample: `/nodes/${node}/qemu/${vmid}/status/${action}`,
+  kind: "mutation",
+  pve500: LOCKED,
+  privilege: `/vms/${vmid}, VM.PowerMgmt`,
+});
+
+/** A config change refused or lost: the read-back, not the answer, decides. */
+const readBackDecides = (
+  happened: RegExp,
+): Partial<Record<FaultId, Expect>> => ({
+  shape: {
+    verdict: "fail",
+    happened,
+    readBack: true,
+    note: "PUT …/config answers null; the read-back shows the change missing",
+  },
+});
+
+// ── oracles ────────────────────────────────────────────────────────────────
+
+type Rec = Record<string, unknown>;
+
+/** The last record this run wrote under `instance`, if any. */
+export function lastWrite(r: RunResult, instance: string): Rec | undefined {
+  return r.written.filter((w) => w.instance === instance).at(-1)?.data as
+    | Rec
+    | undefined;
+}
+
+/** A present guest record may only show a status the guest really had during the run. */
+function statusObserved(
+  env: Env,
+  r: RunResult,
+  before: Snapshot,
+  vmid: number,
+): string[] {
+  const rec = lastWrite(r, `vm-${vmid}`);
+  if (!rec || rec.present !== true) return [];
+  const seen = [before.get(vmid), env.sim.guest(vmid)?.status];
+  return seen.includes(String(rec.status)) ? [] : [
+    `vm-${vmid} claims status ${rec.status}, but the guest was ${
+      seen.join(" then ")
+    }`,
+  ];
+}
+
+/** The record claims the target state: only if status/current answered after the mutation. */
+function noUnobservedTarget(
+  env: Env,
+  r: RunResult,
+  vmid: number,
+  target: string,
+  mutation: RegExp,
+): string[] {
+  const rec = lastWrite(r, `vm-${vmid}`);
+  if (r.status !== "failed" || !rec || rec.status !== target) return [];
+  const at = env.sim.requests.findIndex((q) => mutation.test(q.path));
+  const readAfter = at >= 0 &&
+    env.sim.requests.slice(at + 1).some((q) =>
+      q.status === 200 && q.path.endsWith(`/qemu/${vmid}/status/current`)
+    );
+  return readAfter && env.sim.guest(vmid)?.status === target ? [] : [
+    `failed run wrote vm-${vmid} status ${target} without status/current showing it`,
+  ];
+}
+
+/** Only these instances may be written. */
+function writesOnly(r: RunResult, allowed: RegExp): string[] {
+  return r.written.filter((w) => !allowed.test(w.instance)).map((w) =>
+    `unexpected record ${w.instance}`
+  );
+}
+
+function powerEffect(vmid: number, target: string) {
+  return (env: Env, r: RunResult): string[] => {
+    const problems: string[] = [];
+    if (env.sim.guest(vmid)?.status !== target) {
+      problems.push(
+        `succeeded but VM ${vmid} is ${env.sim.guest(vmid)?.status}`,
+      );
+    }
+    const rec = lastWrite(r, `vm-${vmid}`);
+    if (rec?.status !== target) {
+      problems.push(`succeeded but vm-${vmid} says ${rec?.status}`);
+    }
+    return problems;
+  };
+}
+
+function powerTruth(vmid: number, target: string, action: string) {
+  return (env: Env, r: RunResult, before: Snapshot): string[] => [
+    ...writesOnly(r, new RegExp(`^vm-${vmid}$`)),
+    ...statusObserved(env, r, before, vmid),
+    ...noUnobservedTarget(
+      env,
+      r,
+      vmid,
+      target,
+      new RegExp(`/qemu/${vmid}/status/${action}$`),
+    ),
+  ];
+}
+
+// ── the table ──────────────────────────────────────────────────────────────
+
+/** Every method of the qemu model the matrix knows, with its guests on `where`. */
+export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
+  const n = where;
+  const stopped = where === "pve1" ? 120 : 121;
+  const running = where === "pve1" ? 122 : 123;
+  const tmpl = where === "pve1" ? 9000 : 9001;
+  const execVmid = where === "pve1" ? 100 : 101;
+  const newVmid = where === "pve1" ? 300 : 301;
+  const label = (vmid: number) => new RegExp(`VM ${vmid}|${vmid}`);
+
+  const lookup: MethodSpec = {
+    name: "lookup",
+    row: "lookup",
+    args: { vmid: running },
+    endpoints: [
+      resources(),
+      status(n, running),
+      config(n, running),
+    ],
+    names: label(running),
+    task: false,
+    effect: (env, r) => {
+      const rec = lastWrite(r, `vm-${running}`);
+      const g = env.sim.guest(running);
+      return rec?.status === g?.status && rec?.qmpStatus === "running" &&
+          rec?.node === n
+        ? []
+        : [`vm-${running} ${JSON.stringify(rec)} does not match the guest`];
+    },
+    truth: (env, r, before) => [
+      ...writesOnly(r, new RegExp(`^vm-${running}$`)),
+      ...(r.status === "failed" && r.written.length > 0
+        ? ["a failed lookup wrote a record"]
+        : []),
+      ...statusObserved(env, r, before, running),
+    ],
+  };
+
+  const execStatusLatency = (env: Env) => env.sim.setLatency(150);
+  const guestExec: MethodSpec = {
+    name: "guestExec",
+    row: "guestExec",
+    args: {
+      vmid: execVmid,
+      command: ["bash", "-c", "echo ok"],
+      timeoutSec: 5,
+    },
+    endpoints: [
+      version,
+      resources(),
+      {
+        id: "POST agent/exec",
+        method: "POST",
+        path: guestPath(n, execVmid, "/agent/exec"),
+        sample: `/nodes/${n}/qemu/${execVmid}/agent/exec`,
+        kind: "mutation",
+        pve500: "QEMU guest agent is not running",
+        privilege: `/vms/${execVmid}, VM.GuestAgent.Unrestricted`,
+      },
+      {
+        id: "GET agent/exec-status (the final answer)",
+        method: "GET",
+        path: guestPath(n, execVmid, "/agent/exec-status"),
+        sample: `/nodes/${n}/qemu/${execVmid}/agent/exec-status`,
+        kind: "poll",
+        pve500:
+          `VM ${execVmid} qmp command 'guest-exec-status' failed - got timeout`,
+        privilege: `/vms/${execVmid}, VM.GuestAgent.Unrestricted`,
+        // 150 ms per request: the command (echo) has ended by the first poll, so the fault hits
+        // the final answer — the one the agent hands out only once.
+        prepare: execStatusLatency,
+        expect: {
+          malformed: {
+            verdict: "ok-retried",
+            note:
+              "re-polled: the simulator never asked the agent, so the final answer is still there",
+          },
+          truncated: { verdict: "ok-retried" },
+          empty: { verdict: "ok-retried" },
+          shape: { verdict: "ok-retried" },
+          lost: {
+            verdict: "fail",
+            happened: /Invalid parameter 'pid'.*lost in transit/,
+            note:
+              "the agent handed out the final answer, which was lost: re-polling finds the pid forgotten",
+          },
+        },
+      },
+    ],
+    names: new RegExp(`guestExec .* on VM ${execVmid}|VM ${execVmid}`),
+    task: false,
+    effect: (_env, r) => {
+      const rec = lastWrite(r, `vm-${execVmid}-exec`);
+      return rec?.exitCode === 0 && rec?.stdout === "ok\n" &&
+          rec?.accepted === true
+        ? []
+        : [`exec record ${JSON.stringify(rec)} is not the command's output`];
+    },
+    truth: (_env, r) => {
+      const problems = writesOnly(r, new RegExp(`^vm-${execVmid}-exec$`));
+      const rec = lastWrite(r, `vm-${execVmid}-exec`);
+      if (r.status === "failed" && rec) {
+        if (rec.accepted !== false) problems.push("failed but accepted");
+        if (rec.outcome === "exited" && rec.exitCode === 0) {
+          problems.push("failed though the record shows exit 0");
+        }
+      }
+      // Evidence is never lost: whenever the final status was read, its output is recorded.
+      if (rec?.outcome === "exited" && rec.stdout !== "ok\n") {
+        problems.push(`exited but stdout is ${JSON.stringify(rec.stdout)}`);
+      }
+      if (r.status === "failed" && rec === undefined) {
+        const sent = r.logs.some((l) => /started .* as pid/.test(l.message));
+        if (sent) problems.push("the command started but no exec record");
+      }
+      return problems;
+    },
+  };
+
+  const start: MethodSpec = {
+    name: "start",
+    row: "start",
+    args: { vmid: stopped },
+    endpoints: [
+      version,
+      resources(),
+      status(n, stopped, " (before)"),
+      config(n, stopped),
+      power(n, stopped, "start"),
+      taskStatus(n, "start"),
+      status(n, stopped, " (after the task)", 1),
+    ],
+    names: label(stopped),
+    task: true,
+    effect: powerEffect(stopped, "running"),
+    truth: powerTruth(stopped, "running", "start"),
+  };
+
+  const stop: MethodSpec = {
+    name: "stop",
+    row: "stop",
+    args: { vmid: running },
+    endpoints: [
+      version,
+      resources(),
+      status(n, running, " (before)"),
+      config(n, running),
+      power(n, running, "stop"),
+      taskStatus(n, "stop"),
+      status(n, running, " (after the task)", 1),
+    ],
+    names: label(running),
+    task: true,
+    effect: powerEffect(running, "stopped"),
+    truth: powerTruth(running, "stopped", "stop"),
+  };
+
+  const shutdown: MethodSpec = {
+    name: "shutdown",
+    row: "shutdown",
+    args: { vmid: running, timeoutSec: 2 },
+    endpoints: [
+      version,
+      resources(),
+      status(n, running, " (before)"),
+      config(n, running),
+      power(n, running, "shutdown"),
+      {
+        ...taskStatus(n, "shutdown"),
+        // The guest's state decides: an unobserved task end leaves timeoutSec to see it stop.
+        expect: Object.fromEntries(
+          [
+            "500",
+            "403",
+            "501",
+            "400",
+            "reset∞",
+            "malformed",
+            "truncated",
+            "empty",
+            "shape",
+          ]
+            .map((f) => [f, {
+              verdict: "ok-flagged",
+              note:
+                "the task's end was not observed, but the guest was seen stopped; the record warns that only the state decided",
+            }]),
+        ),
+      },
+      status(n, running, " (after the task)", 1),
+    ],
+    names: label(running),
+    task: true,
+    effect: powerEffect(running, "stopped"),
+    truth: powerTruth(running, "stopped", "shutdown"),
+  };
+
+  const del: MethodSpec = {
+    name: "delete",
+    row: "delete",
+    args: { vmid: stopped },
+    endpoints: [
+      version,
+      resources(" (find it)"),
+      status(n, stopped),
+      config(n, stopped),
+      {
+        id: "DELETE /nodes/…/qemu/<vmid>",
+        method: "DELETE",
+        path: `^/api2/json/nodes/${n}/qemu/${stopped}$`,
+        sample: `/nodes/${n}/qemu/${stopped}`,
+        kind: "mutation",
+        pve500: LOCKED,
+        privilege: `/vms/${stopped}, VM.Allocate`,
+      },
+      taskStatus(n, "destroy"),
+      resources(" (confirm gone)", 1),
+      nextid(" (confirm gone)"),
+    ],
+    names: label(stopped),
+    task: true,
+    effect: (env, r) => {
+      const problems: string[] = [];
+      if (env.sim.guest(stopped)) problems.push("succeeded but the VM exists");
+      if (lastWrite(r, `vm-${stopped}`)?.status !== "deleted") {
+        problems.push("succeeded without a deleted record");
+      }
+      return problems;
+    },
+    truth: (env, r, before) => {
+      const problems = [
+        ...writesOnly(r, new RegExp(`^vm-${stopped}$`)),
+        ...statusObserved(env, r, before, stopped),
+      ];
+      const rec = lastWrite(r, `vm-${stopped}`);
+      if (r.status === "failed" && rec?.status === "deleted") {
+        problems.push("a failed delete wrote status deleted");
+      }
+      if (r.status === "failed" && rec?.present === false) {
+        problems.push("a failed delete wrote present: false");
+      }
+      return problems;
+    },
+  };
+
+  const clone: MethodSpec = {
+    name: "clone",
+    row: "clone",
+    args: { templateId: tmpl, vmid: newVmid, name: "web2" },
+    endpoints: [
+      version,
+      {
+        ...nextid(" (is the VMID free?)"),
+        expect: {
+          shape: {
+            verdict: "fail",
+            happened: /unexpected/,
+            note: "nextid must echo the VMID it was asked about",
+          },
+        },
+      },
+      resources(" (find the template)"),
+      {
+        id: "POST clone",
+        method: "POST",
+        path: guestPath(n, tmpl, "/clone"),
+        sample: `/nodes/${n}/qemu/${tmpl}/clone`,
+        kind: "mutation",
+        pve500:
+          `can't lock file '/var/lock/qemu-server/lock-${tmpl}.conf' - got timeout`,
+        privilege: `/vms/${tmpl}, VM.Clone`,
+      },
+      taskStatus(n, "clone"),
+      resources(" (find the clone)", 1),
+      status(n, newVmid, " (the clone)"),
+      config(n, newVmid, " (the clone)"),
+      {
+        id: "PUT config (add the swamp tag)",
+        method: "PUT",
+        path: guestPath(n, newVmid, "/config"),
+        sample: `/nodes/${n}/qemu/${newVmid}/config`,
+        kind: "mutation",
+        pve500: LOCKED,
+        privilege: `/vms/${newVmid}, VM.Config.Options`,
+        expect: readBackDecides(/its tags read back as ""/),
+      },
+      status(n, newVmid, " (tag read back)", 1),
+    ],
+    names: new RegExp(`VM ${newVmid}|VMID ${newVmid}|VM ${tmpl}`),
+    task: true,
+    effect: (env, r) => {
+      const g = env.sim.guest(newVmid);
+      const rec = lastWrite(r, `vm-${newVmid}`);
+      return g?.name === "web2" && g.tags.includes("swamp") &&
+          rec?.present === true && (rec.tags as string[]).includes("swamp")
+        ? []
+        : [`succeeded but VM ${newVmid} is ${JSON.stringify(g?.tags)}`];
+    },
+    truth: (env, r, before) => {
+      const problems = [
+        ...writesOnly(r, new RegExp(`^vm-${newVmid}$`)),
+        ...statusObserved(env, r, before, newVmid),
+      ];
+      const rec = lastWrite(r, `vm-${newVmid}`);
+      if (rec?.present === true && !env.sim.guest(newVmid)) {
+        problems.push("records a clone that does not exist");
+      }
+      if (
+        rec && (rec.tags as string[]).includes("swamp") &&
+        !env.sim.guest(newVmid)?.tags.includes("swamp")
+      ) problems.push("records a swamp tag the clone does not carry");
+      return problems;
+    },
+  };
+
+  const setConfig: MethodSpec = {
+    name: "setConfig",
+    row: "setConfig",
+    args: { vmid: stopped, config: { memory: 2048 } },
+    endpoints: [
+      version,
+      resources(),
+      status(n, stopped),
+      config(n, stopped),
+      {
+        id: "PUT config",
+        method: "PUT",
+        path: guestPath(n, stopped, "/config"),
+        sample: `/nodes/${n}/qemu/${stopped}/config`,
+        kind: "mutation",
+        pve500: LOCKED,
+        privilege: `/vms/${stopped}, VM.Config.Memory`,
+        expect: readBackDecides(/`memory` is neither applied nor pending/),
+      },
+      {
+        id: "GET pending (read back)",
+        method: "GET",
+        path: guestPath(n, stopped, "/pending"),
+        sample: `/nodes/${n}/qemu/${stopped}/pending`,
+        kind: "read",
+        pve500: "got timeout",
+        privilege: `/vms/${stopped}, VM.Audit`,
+      },
+    ],
+    names: label(stopped),
+    task: false,
+    effect: (env) =>
+      String(env.sim.guest(stopped)?.config.memory) === "2048"
+        ? []
+        : ["succeeded but memory is not 2048"],
+    truth: (env, r, before) => {
+      const problems = [
+        ...writesOnly(r, new RegExp(`^vm-${stopped}$`)),
+        ...statusObserved(env, r, before, stopped),
+      ];
+      const pending = lastWrite(r, `vm-${stopped}`)?.pending as
+        | Rec
+        | undefined;
+      for (const key of Object.keys(pending ?? {})) {
+        if (!(key in (env.sim.guest(stopped)?.pending ?? {}))) {
+          problems.push(`records ${key} as pending, PVE holds no such change`);
+        }
+      }
+      return problems;
+    },
+  };
+
+  const resizeDisk: MethodSpec = {
+    name: "resizeDisk",
+    row: "resizeDisk",
+    args: { vmid: stopped, disk: "scsi0", size: "+1G" },
+    endpoints: [
+      version,
+      resources(),
+      status(n, stopped, " (before)"),
+      config(n, stopped, " (identity)"),
+      config(n, stopped, " (size before)", 1),
+      {
+        id: "PUT resize",
+        method: "PUT",
+        path: guestPath(n, stopped, "/resize"),
+        sample: `/nodes/${n}/qemu/${stopped}/resize`,
+        kind: "mutation",
+        pve500: LOCKED,
+        privilege: `/vms/${stopped}, VM.Config.Disk`,
+      },
+      taskStatus(n, "resize"),
+      config(n, stopped, " (size after)", 2),
+      {
+        ...status(n, stopped, " (record after)", 1),
+        // The refresh only feeds the record: a failed read keeps the earlier state, as a warning.
+        expect: Object.fromEntries(
+          [
+            "500",
+            "403",
+            "501",
+            "400",
+            "reset∞",
+            "malformed",
+            "truncated",
+            "empty",
+            "shape",
+          ]
+            .map((f) => [f, {
+              verdict: "ok-flagged",
+              note:
+                "the disk reached its size; the record keeps the earlier state with a warning",
+            }]),
+        ),
+      },
+    ],
+    names: label(stopped),
+    task: true,
+    effect: (env) =>
+      /size=9G/.test(String(env.sim.guest(stopped)?.config.scsi0))
+        ? []
+        : [`succeeded but scsi0 is ${env.sim.guest(stopped)?.config.scsi0}`],
+    truth: (env, r, before) => [
+      ...writesOnly(r, new RegExp(`^vm-${stopped}$`)),
+      ...statusObserved(env, r, before, stopped),
+    ],
+  };
+
+  const getConfig: MethodSpec = {
+    name: "getConfig",
+    row: "getConfig",
+    args: { vmid: stopped },
+    endpoints: [
+      resources(),
+      {
+        id: "GET pending",
+        method: "GET",
+        path: guestPath(n, stopped, "/pending"),
+        sample: `/nodes/${n}/qemu/${stopped}/pending`,
+        kind: "read",
+        pve500: "got timeout",
+        privilege: `/vms/${stopped}, VM.Audit`,
+      },
+    ],
+    names: label(stopped),
+    task: false,
+    effect: (env, r) => {
+      const rec = lastWrite(r, `vm-${stopped}-config`);
+      const cfg = rec?.config as Rec | undefined;
+      return String(cfg?.memory) ===
+          String(env.sim.guest(stopped)?.config.memory)
+        ? []
+        : [`config record ${JSON.stringify(rec)} does not match`];
+    },
+    truth: (_env, r) => [
+      ...writesOnly(r, new RegExp(`^vm-${stopped}-config$`)),
+      ...(r.status === "failed" && r.written.length > 0
+        ? ["a failed getConfig wrote a record"]
+        : []),
+    ],
+  };
+
+  const nodeEndpoint = (
+    path: string,
+    id: string,
+    pve500: string,
+    expect?: Partial<Record<FaultId, Expect>>,
+  ): Endpoint => ({
+    id: `GET ${id}`,
+    method: "GET",
+    path: `^/api2/json/nodes/${n}/${path}$`,
+    sample: `/nodes/${n}/${path}`,
+    kind: "read",
+    pve500,
+    privilege: `/nodes/${n}, Sys.Audit`,
+    expect,
+  });
+  const flaggedOn403 = (flag: string): Partial<Record<FaultId, Expect>> => ({
+    "403": {
+      verdict: "ok-flagged",
+      note: `without Sys.Audit the record says ${flag}: false and why`,
+    },
+  });
+
+  const nodeStatus: MethodSpec = {
+    name: "nodeStatus",
+    row: "nodeStatus",
+    args: where === "pve1" ? {} : { node: n },
+    endpoints: [
+      nodeEndpoint("status", "/nodes/<node>/status", "got timeout"),
+      nodeEndpoint(
+        "disks/list",
+        "/nodes/<node>/disks/list",
+        "command '/usr/sbin/smartctl' failed: got timeout",
+        flaggedOn403("disksAvailable"),
+      ),
+    ],
+    names: new RegExp(`node ${n}`),
+    task: false,
+    effect: (_env, r) => {
+      const rec = lastWrite(r, `node-${n}`);
+      return rec?.node === n ? [] : ["no node record"];
+    },
+    truth: (_env, r) => {
+      const problems = writesOnly(r, new RegExp(`^node-${n}$`));
+      const rec = lastWrite(r, `node-${n}`);
+      if (rec && r.status === "failed" && rec.disksAvailable !== false) {
+        problems.push("failed but the record claims a disk list");
+      }
+      if (rec?.disksAvailable === false && !rec.disksUnavailableReason) {
+        problems.push("disks unavailable without a reason");
+      }
+      return problems;
+    },
+  };
+
+  const nodeConfig: MethodSpec = {
+    name: "nodeConfig",
+    row: "nodeConfig",
+    args: where === "pve1" ? {} : { node: n },
+    endpoints: [
+      nodeEndpoint("storage", "/nodes/<node>/storage", "got timeout"),
+      nodeEndpoint(
+        "network",
+        "/nodes/<node>/network",
+        "got timeout",
+        flaggedOn403("bridgesAvailable"),
+      ),
+    ],
+    names: new RegExp(`node ${n}`),
+    task: false,
+    effect: (_env, r) => {
+      const rec = lastWrite(r, `node-${n}-config`);
+      return rec?.node === n ? [] : ["no node config record"];
+    },
+    truth: (_env, r) => {
+      const problems = writesOnly(r, new RegExp(`^node-${n}-config$`));
+      const rec = lastWrite(r, `node-${n}-config`);
+      if (rec && r.status === "failed" && rec.bridgesAvailable !== false) {
+        problems.push("failed but the record claims a bridge list");
+      }
+      return problems;
+    },
+  };
+
+  const syncTruth = (env: Env, r: RunResult, before: Snapshot): string[] => {
+    const problems: string[] = [];
+    for (const w of r.written) {
+      const vmid = Number(/^vm-(\d+)$/.exec(w.instance)?.[1]);
+      if (!vmid) {
+        problems.push(`unexpected record ${w.instance}`);
+        continue;
+      }
+      problems.push(...statusObserved(env, r, before, vmid));
+      const rec = w.data as Rec;
+      if (rec.present === false && env.sim.guest(vmid)) {
+        problems.push(`records VM ${vmid} absent, but it exists`);
+      }
+    }
+    return problems;
+  };
+  const syncEffect = (nodes: string[]) => (env: Env, r: RunResult) => {
+    const problems: string[] = [];
+    for (const vmid of [100, 101, 102, 103, 104, 105, 120, 121, 122, 123]) {
+      const g = env.sim.guest(vmid);
+      if (!g || !nodes.includes(g.node)) continue;
+      const rec = lastWrite(r, `vm-${vmid}`);
+      if (rec?.status !== g.status) {
+        problems.push(`vm-${vmid} is ${rec?.status}, the guest ${g.status}`);
+      }
+    }
+    return problems;
+  };
+  const identityFlagged: Partial<Record<FaultId, Expect>> = Object.fromEntries(
+    [
+      "500",
+      "403",
+      "501",
+      "400",
+      "reset∞",
+      "malformed",
+      "truncated",
+      "empty",
+      "shape",
+    ]
+      .map((f) => [f, {
+        verdict: "ok-flagged",
+        note:
+          "state read from the list; the guest's record says its identity was not checked",
+      }]),
+  );
+  const sync: MethodSpec = where === "pve1"
+    ? {
+      name: "sync",
+      row: "sync (node)",
+      args: { scope: "node" },
+      endpoints: [
+        nodeEndpoint("qemu", "/nodes/<node>/qemu?full=1", "got timeout"),
+        {
+          ...config(n, 100, " (identity of a new guest)"),
+          path: `^/api2/json/nodes/${n}/qemu/\\d+/config$`,
+          expect: identityFlagged,
+        },
+      ],
+      names: new RegExp(`node ${n}`),
+      task: false,
+      effect: syncEffect([n]),
+      truth: syncTruth,
+    }
+    : {
+      name: "sync",
+      row: "sync (cluster)",
+      args: { scope: "cluster" },
+      endpoints: [
+        {
+          id: "GET /nodes",
+          method: "GET",
+          path: "^/api2/json/nodes$",
+          sample: "/nodes",
+          kind: "read",
+          pve500: QUORUM,
+          privilege: "/, Sys.Audit",
+        },
+        {
+          ...nodeEndpoint("qemu", "/nodes/pve2/qemu?full=1", "got timeout"),
+          path: "^/api2/json/nodes/pve2/qemu$",
+        },
+      ],
+      names: /node pve2|nodes/,
+      task: false,
+      effect: syncEffect(["pve1", "pve2"]),
+      truth: syncTruth,
+    };
+
+  return [
+    lookup,
+    guestExec,
+    start,
+    stop,
+    shutdown,
+    del,
+    clone,
+    setConfig,
+    resizeDisk,
+    sync,
+    getConfig,
+    nodeStatus,
+    nodeConfig,
+  ];
+}
+
+/** The methods the brief names, in the matrix's order (a missing one is reported, never skipped). */
+export const EXPECTED_METHODS = [
+  "lookup",
+  "guestExec",
+  "start",
+  "stop",
+  "shutdown",
+  "delete",
+  "clone",
+  "setConfig",
+  "resizeDisk",
+  "sync",
+  "getConfig",
+  "nodeStatus",
+  "nodeConfig",
+];
