@@ -9,18 +9,23 @@
 import { z } from "npm:zod@4";
 import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
-  ConfigRecord,
+  DeleteArgs,
   GlobalArgs,
+  GuestArgs,
   guestRef,
   guestStateFields,
-  NodeConfigRecord,
-  NodeStatusRecord,
-  NOT_CONFIG_KEYS,
+  nodeMethods,
   optionBag,
   pathSegment,
   provideGuest,
   requireGuest,
+  SetConfigArgs,
+  sharedResources,
+  ShutdownArgs,
   singleLine,
+  StartArgs,
+  StopArgs,
+  SyncArgs,
   transportReachable,
   vmid,
 } from "./_lib/schemas.ts";
@@ -82,62 +87,11 @@ const CreateArgs = z.object({
   ).optional(),
 });
 
-const LookupArgs = z.object(guestRef).refine(requireGuest, provideGuest);
-
-/** sync: with vmid/vmName just that container, else every container of the node or cluster. */
-const SyncArgs = z.object({
-  ...guestRef,
-  scope: z.enum(["node", "cluster"]).default("node"),
-  node: pathSegment("node").optional(),
-});
-
-const SetConfigArgs = z.object({
-  ...guestRef,
-  config: optionBag(
-    NOT_CONFIG_KEYS,
-    "is a parameter of PVE's config update, not a config key",
-  ).refine((c) => Object.keys(c).length > 0, {
-    message: "config must hold at least one key",
-  }),
-}).refine(requireGuest, provideGuest);
-
 const ResizeArgs = z.object({
   ...guestRef,
   disk: z.string().regex(/^(rootfs|mp\d+)$/).default("rootfs"),
   size: z.string().regex(/^\+?\d+(\.\d+)?[KMGT]?$/),
 }).refine(requireGuest, provideGuest);
-
-/** start: waitForIp reads the static `ip=` of the container's netN (containers have no agent). */
-const StartArgs = z.object({
-  ...guestRef,
-  waitForIp: z.boolean().default(false),
-  allowNoIp: z.boolean().default(false),
-}).refine(requireGuest, provideGuest);
-
-const StopArgs = z.object({
-  ...guestRef,
-  force: z.boolean().default(false),
-}).refine(requireGuest, provideGuest);
-
-const ShutdownArgs = z.object({
-  ...guestRef,
-  timeoutSec: z.number().int().positive().max(86400).default(120),
-  forceStopAfter: z.boolean().default(false),
-  force: z.boolean().default(false),
-}).refine(requireGuest, provideGuest);
-
-const DeleteArgs = z.object({
-  ...guestRef,
-  purge: z.boolean().default(true),
-  force: z.boolean().default(false),
-}).refine(requireGuest, provideGuest);
-
-const GetConfigArgs = z.object(guestRef).refine(requireGuest, provideGuest);
-
-/** Node-scoped reads: the transport's node unless `node` names another. */
-const NodeArgs = z.object({
-  node: pathSegment("node").optional(),
-});
 
 /** A container's observed state: the fields every guest record has (no qmpstatus, no agent). */
 const ContainerRecord = z.object(guestStateFields);
@@ -165,26 +119,7 @@ export const model = {
       lifetime: "infinite" as const,
       garbageCollection: 20,
     },
-    config: {
-      description:
-        "A container's running config and pending changes (instance ct-<vmid>-config)",
-      schema: ConfigRecord,
-      lifetime: "infinite" as const,
-      garbageCollection: 20,
-    },
-    nodeStatus: {
-      description: "A node's status and disks (instance node-<node>)",
-      schema: NodeStatusRecord,
-      lifetime: "infinite" as const,
-      garbageCollection: 20,
-    },
-    nodeConfig: {
-      description:
-        "A node's storages and bridges (instance node-<node>-config)",
-      schema: NodeConfigRecord,
-      lifetime: "infinite" as const,
-      garbageCollection: 20,
-    },
+    ...sharedResources("container", "ct"),
   },
   checks: {
     "transport-reachable": transportReachable("lxc", CHANGES),
@@ -204,8 +139,8 @@ export const model = {
       description:
         "Record the container's live state (or its confirmed absence) as a new version of ct-<vmid>",
       kind: "action" as const,
-      arguments: LookupArgs,
-      execute: (args: z.infer<typeof LookupArgs>, ctx: MethodContext) =>
+      arguments: GuestArgs,
+      execute: (args: z.infer<typeof GuestArgs>, ctx: MethodContext) =>
         runOnCore("lxc", "lookup", args, ctx),
     },
     sync: {
@@ -268,25 +203,10 @@ export const model = {
       description:
         "Record the container's running config and its pending changes as ct-<vmid>-config",
       kind: "action" as const,
-      arguments: GetConfigArgs,
-      execute: (args: z.infer<typeof GetConfigArgs>, ctx: MethodContext) =>
+      arguments: GuestArgs,
+      execute: (args: z.infer<typeof GuestArgs>, ctx: MethodContext) =>
         runOnCore("lxc", "getConfig", args, ctx),
     },
-    nodeStatus: {
-      description:
-        "Record the node's status and disks (SMART health) as node-<node>; without Sys.Audit the record says disks are unavailable",
-      kind: "action" as const,
-      arguments: NodeArgs,
-      execute: (args: z.infer<typeof NodeArgs>, ctx: MethodContext) =>
-        runOnCore("lxc", "nodeStatus", args, ctx),
-    },
-    nodeConfig: {
-      description:
-        "Record the node's storages and bridges as node-<node>-config",
-      kind: "action" as const,
-      arguments: NodeArgs,
-      execute: (args: z.infer<typeof NodeArgs>, ctx: MethodContext) =>
-        runOnCore("lxc", "nodeConfig", args, ctx),
-    },
+    ...nodeMethods("lxc"),
   },
 };

@@ -8,23 +8,24 @@
 import { z } from "npm:zod@4";
 import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
-  ConfigRecord,
+  DeleteArgs,
   GlobalArgs,
+  GuestArgs,
   guestRef,
   guestStateFields,
-  NodeConfigRecord,
-  NodeStatusRecord,
-  NOT_CONFIG_KEYS,
-  optionBag,
-  pathSegment,
+  nodeMethods,
   provideGuest,
   requireGuest,
+  SetConfigArgs,
+  sharedResources,
+  ShutdownArgs,
   singleLine,
+  StartArgs,
+  StopArgs,
+  SyncArgs,
   transportReachable,
   vmid,
 } from "./_lib/schemas.ts";
-
-const LookupArgs = z.object(guestRef).refine(requireGuest, provideGuest);
 
 const GuestExecArgs = z.object({
   ...guestRef,
@@ -46,30 +47,6 @@ const GuestExecArgs = z.object({
   }).optional(),
 }).refine(requireGuest, provideGuest);
 
-const StartArgs = z.object({
-  ...guestRef,
-  waitForIp: z.boolean().default(false),
-  allowNoIp: z.boolean().default(false),
-}).refine(requireGuest, provideGuest);
-
-const StopArgs = z.object({
-  ...guestRef,
-  force: z.boolean().default(false),
-}).refine(requireGuest, provideGuest);
-
-const ShutdownArgs = z.object({
-  ...guestRef,
-  timeoutSec: z.number().int().positive().max(86400).default(120),
-  forceStopAfter: z.boolean().default(false),
-  force: z.boolean().default(false),
-}).refine(requireGuest, provideGuest);
-
-const DeleteArgs = z.object({
-  ...guestRef,
-  purge: z.boolean().default(true),
-  force: z.boolean().default(false),
-}).refine(requireGuest, provideGuest);
-
 const CloneArgs = z.object({
   templateId: vmid,
   vmid,
@@ -81,35 +58,11 @@ const CloneArgs = z.object({
   path: ["vmid"],
 });
 
-const GetConfigArgs = z.object(guestRef).refine(requireGuest, provideGuest);
-
-const SetConfigArgs = z.object({
-  ...guestRef,
-  config: optionBag(
-    NOT_CONFIG_KEYS,
-    "is a parameter of PVE's config update, not a config key",
-  ).refine((c) => Object.keys(c).length > 0, {
-    message: "config must hold at least one key",
-  }),
-}).refine(requireGuest, provideGuest);
-
 const ResizeDiskArgs = z.object({
   ...guestRef,
   disk: z.string().regex(/^(scsi|sata|virtio|ide)\d+$/).default("scsi0"),
   size: z.string().regex(/^\+?\d+(\.\d+)?[KMGT]?$/),
 }).refine(requireGuest, provideGuest);
-
-/** sync: with vmid/vmName just that guest, else every guest of the node or of the cluster. */
-const SyncArgs = z.object({
-  ...guestRef,
-  scope: z.enum(["node", "cluster"]).default("node"),
-  node: pathSegment("node").optional(),
-});
-
-/** Node-scoped reads: the transport's node unless `node` names another. */
-const NodeArgs = z.object({
-  node: pathSegment("node").optional(),
-});
 
 const GuestRecord = z.object({
   ...guestStateFields,
@@ -177,25 +130,7 @@ export const model = {
       lifetime: "infinite" as const,
       garbageCollection: 20,
     },
-    config: {
-      description: "A VM's current configuration (instance vm-<vmid>-config)",
-      schema: ConfigRecord,
-      lifetime: "infinite" as const,
-      garbageCollection: 20,
-    },
-    nodeStatus: {
-      description: "A node's status and disks (instance node-<node>)",
-      schema: NodeStatusRecord,
-      lifetime: "infinite" as const,
-      garbageCollection: 20,
-    },
-    nodeConfig: {
-      description:
-        "A node's storages and bridges (instance node-<node>-config)",
-      schema: NodeConfigRecord,
-      lifetime: "infinite" as const,
-      garbageCollection: 20,
-    },
+    ...sharedResources("VM", "vm"),
   },
   checks: {
     "transport-reachable": transportReachable("qemu", MUTATING),
@@ -207,8 +142,8 @@ export const model = {
       description:
         "Record the VM's live state (or its confirmed absence) as a new version of vm-<vmid>",
       kind: "action" as const,
-      arguments: LookupArgs,
-      execute: (args: z.infer<typeof LookupArgs>, ctx: MethodContext) =>
+      arguments: GuestArgs,
+      execute: (args: z.infer<typeof GuestArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "lookup", args, ctx),
     },
     guestExec: {
@@ -263,8 +198,8 @@ export const model = {
       description:
         "Record the VM's running config and its pending changes as vm-<vmid>-config",
       kind: "action" as const,
-      arguments: GetConfigArgs,
-      execute: (args: z.infer<typeof GetConfigArgs>, ctx: MethodContext) =>
+      arguments: GuestArgs,
+      execute: (args: z.infer<typeof GuestArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "getConfig", args, ctx),
     },
     setConfig: {
@@ -291,21 +226,6 @@ export const model = {
       execute: (args: z.infer<typeof SyncArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "sync", args, ctx),
     },
-    nodeStatus: {
-      description:
-        "Record the node's status and disks (SMART health) as node-<node>; without Sys.Audit the record says disks are unavailable",
-      kind: "action" as const,
-      arguments: NodeArgs,
-      execute: (args: z.infer<typeof NodeArgs>, ctx: MethodContext) =>
-        runOnCore("qemu", "nodeStatus", args, ctx),
-    },
-    nodeConfig: {
-      description:
-        "Record the node's storages and bridges as node-<node>-config",
-      kind: "action" as const,
-      arguments: NodeArgs,
-      execute: (args: z.infer<typeof NodeArgs>, ctx: MethodContext) =>
-        runOnCore("qemu", "nodeConfig", args, ctx),
-    },
+    ...nodeMethods("qemu"),
   },
 };

@@ -10,7 +10,13 @@
  * @module
  */
 import { z } from "npm:zod@4";
-import { type CheckContext, checkOnCore, type ModelName } from "./core.ts";
+import {
+  type CheckContext,
+  checkOnCore,
+  type MethodContext,
+  type ModelName,
+  runOnCore,
+} from "./core.ts";
 
 /** A single-line value: a newline or NUL could break the ssh command line or a log. */
 export const singleLine = (what: string) =>
@@ -237,5 +243,109 @@ export function transportReachable(model: ModelName, appliesTo: string[]) {
     appliesTo,
     execute: (ctx: CheckContext) =>
       checkOnCore(model, "transport-reachable", ctx),
+  };
+}
+
+// Method arguments both models share. (Each model file keeps the arguments only it has.)
+
+/** lookup and getConfig: just the guest reference. */
+export const GuestArgs = z.object(guestRef).refine(requireGuest, provideGuest);
+
+/** sync: with vmid/vmName just that guest, else every guest of the node or of the cluster. */
+export const SyncArgs = z.object({
+  ...guestRef,
+  scope: z.enum(["node", "cluster"]).default("node"),
+  node: pathSegment("node").optional(),
+});
+
+/** setConfig: config keys to change; each must read back applied or pending. */
+export const SetConfigArgs = z.object({
+  ...guestRef,
+  config: optionBag(
+    NOT_CONFIG_KEYS,
+    "is a parameter of PVE's config update, not a config key",
+  ).refine((c) => Object.keys(c).length > 0, {
+    message: "config must hold at least one key",
+  }),
+}).refine(requireGuest, provideGuest);
+
+/** start: waitForIp waits for an address (agent for VMs, static ip= for containers). */
+export const StartArgs = z.object({
+  ...guestRef,
+  waitForIp: z.boolean().default(false),
+  allowNoIp: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+/** stop: force overrides the safety gate (the swamp tag). */
+export const StopArgs = z.object({
+  ...guestRef,
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+/** shutdown: graceful within timeoutSec, then a hard stop if forceStopAfter. */
+export const ShutdownArgs = z.object({
+  ...guestRef,
+  timeoutSec: z.number().int().positive().max(86400).default(120),
+  forceStopAfter: z.boolean().default(false),
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+/** delete: purge also destroys unreferenced disks; force overrides the safety gates. */
+export const DeleteArgs = z.object({
+  ...guestRef,
+  purge: z.boolean().default(true),
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+/** Node-scoped reads: the transport's node unless `node` names another. */
+export const NodeArgs = z.object({
+  node: pathSegment("node").optional(),
+});
+
+/** Every record spec lives forever, keeping 20 versions. */
+const kept = { lifetime: "infinite" as const, garbageCollection: 20 };
+
+/** The record specs both models share: a guest's config, and the node's status and config. */
+export function sharedResources(noun: string, prefix: string) {
+  return {
+    config: {
+      description:
+        `A ${noun}'s current configuration (instance ${prefix}-<vmid>-config)`,
+      schema: ConfigRecord,
+      ...kept,
+    },
+    nodeStatus: {
+      description: "A node's status and disks (instance node-<node>)",
+      schema: NodeStatusRecord,
+      ...kept,
+    },
+    nodeConfig: {
+      description:
+        "A node's storages and bridges (instance node-<node>-config)",
+      schema: NodeConfigRecord,
+      ...kept,
+    },
+  };
+}
+
+/** The node-scoped methods both models share. */
+export function nodeMethods(model: ModelName) {
+  return {
+    nodeStatus: {
+      description:
+        "Record the node's status and disks (SMART health) as node-<node>; without Sys.Audit the record says disks are unavailable",
+      kind: "action" as const,
+      arguments: NodeArgs,
+      execute: (args: z.infer<typeof NodeArgs>, ctx: MethodContext) =>
+        runOnCore(model, "nodeStatus", args, ctx),
+    },
+    nodeConfig: {
+      description:
+        "Record the node's storages and bridges as node-<node>-config",
+      kind: "action" as const,
+      arguments: NodeArgs,
+      execute: (args: z.infer<typeof NodeArgs>, ctx: MethodContext) =>
+        runOnCore(model, "nodeConfig", args, ctx),
+    },
   };
 }
