@@ -3,7 +3,7 @@
 
 use super::gates::Gate;
 use super::identity::Identity;
-use super::locate::{locate, Found, Located};
+use super::locate::{read_where_it_lives, GuestRead, Located};
 use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::settle::read_status;
@@ -12,7 +12,7 @@ use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::Host;
 use crate::methods::lookup::{read_present, record_for};
 use crate::outcome::{Failure, Outcome};
-use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::error::PveError;
 use crate::pve::flex::split_tags;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
@@ -107,39 +107,22 @@ pub enum Sighting {
 /// Finds the guest and reads its state and identity. A guest that migrated between the cluster
 /// listing and the read is looked up once more.
 pub async fn sight<H: Host>(run: &Run<'_, H>, target: &GuestRef) -> Result<Sighting, Failure> {
-    let pve = run.pve();
-    for attempt in 0..2 {
-        let at = match locate(&pve, run.kind, target).await? {
-            Found::Absent { vmid } => return Ok(Sighting::Absent(vmid)),
-            Found::Present(at) => at,
-        };
-        match read_present(run, &at).await {
-            Ok((status, identity)) => {
-                return Ok(Sighting::Present(Box::new(Evidence {
-                    at,
-                    identity,
-                    status,
-                    trail: TaskTrail::default(),
-                    ipv4: None,
-                })))
-            }
-            Err(e) if e.kind == ErrorKind::GuestNotOnNode && attempt == 0 => continue,
-            Err(e) => {
-                let action = format!(
-                    "read the state of {} {} on node {}",
-                    run.kind.noun(),
-                    at.vmid,
-                    at.node
-                );
-                return Err(could_not(&action, &e));
-            }
-        }
-    }
-    Err(Failure::new(format!(
-        "{} {} moved between nodes twice while being read; try again",
-        run.kind.noun(),
-        target.describe()
-    )))
+    let state = async |at: &Located| read_present(run, at).await;
+    Ok(
+        match read_where_it_lives(run, target, "the state", state).await? {
+            GuestRead::Absent { vmid } => Sighting::Absent(vmid),
+            GuestRead::Read {
+                at,
+                value: (status, identity),
+            } => Sighting::Present(Box::new(Evidence {
+                at,
+                identity,
+                status,
+                trail: TaskTrail::default(),
+                ipv4: None,
+            })),
+        },
+    )
 }
 
 impl Evidence {

@@ -13,6 +13,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::responses::ClusterGuest;
+use crate::run::Run;
 
 /// A guest that exists, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +30,46 @@ pub enum Found {
     Absent {
         vmid: u32,
     },
+}
+
+/// What reading a guest where it lives gave.
+pub enum GuestRead<T> {
+    /// Confirmed absent on every node.
+    Absent { vmid: u32 },
+    /// Found on `at`, and read.
+    Read { at: Located, value: T },
+}
+
+/// Finds the guest, then reads it on its node with `read`. A guest that migrated between the
+/// cluster listing and the read answers "does not exist" there: it is looked up once more. `what`
+/// names the read in errors ("the state", "the config").
+pub async fn read_where_it_lives<H: Host, T>(
+    run: &Run<'_, H>,
+    target: &GuestRef,
+    what: &str,
+    read: impl AsyncFn(&Located) -> Result<T, PveError>,
+) -> Result<GuestRead<T>, Failure> {
+    let pve = run.pve();
+    for attempt in 0..2 {
+        let at = match locate(&pve, run.kind, target).await? {
+            Found::Absent { vmid } => return Ok(GuestRead::Absent { vmid }),
+            Found::Present(at) => at,
+        };
+        match read(&at).await {
+            Ok(value) => return Ok(GuestRead::Read { at, value }),
+            Err(e) if e.kind == ErrorKind::GuestNotOnNode && attempt == 0 => continue,
+            Err(e) => {
+                let noun = run.kind.noun();
+                let action = format!("read {what} of {noun} {} on node {}", at.vmid, at.node);
+                return Err(could_not(&action, &e));
+            }
+        }
+    }
+    Err(Failure::new(format!(
+        "{} {} moved between nodes twice while being read; try again",
+        run.kind.noun(),
+        target.describe()
+    )))
 }
 
 /// Finds the guest's node, or confirms its absence; anything in between is a failure.

@@ -5,14 +5,13 @@
 //! pending values as if they were applied.
 
 use crate::args::Fields;
-use crate::explain::could_not;
 use crate::guest::config::ConfigSnapshot;
-use crate::guest::locate::{locate, Found, Located};
+use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
-use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::error::PveError;
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -55,46 +54,24 @@ pub async fn get_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 
 async fn read<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<ConfigRecord, Failure> {
     let target = GuestRef::parse(&Fields::of(args, "")?)?;
-    let pve = run.pve();
-    // A guest can migrate between the cluster listing and the read: look once more then.
-    for attempt in 0..2 {
-        let at = match locate(&pve, run.kind, &target).await? {
-            Found::Present(at) => at,
-            Found::Absent { vmid } => {
-                return Err(Failure::new(format!(
-                    "{} {vmid} does not exist on any node: there is no config to read",
-                    run.kind.noun()
-                )))
-            }
-        };
-        match read_snapshot(run, &at).await {
-            Err(e) if e.kind == ErrorKind::GuestNotOnNode && attempt == 0 => continue,
-            Err(e) => {
-                let action = format!(
-                    "read the config of {} {} on node {}",
-                    run.kind.noun(),
-                    at.vmid,
-                    at.node
-                );
-                return Err(could_not(&action, &e));
-            }
-            Ok(snapshot) => {
-                return Ok(ConfigRecord {
-                    vmid: at.vmid,
-                    node: at.node,
-                    config: snapshot.current,
-                    pending: snapshot.pending,
-                    pending_delete: snapshot.pending_delete,
-                    recorded_at: run.now_iso(),
-                })
-            }
-        }
+    let config = async |at: &Located| read_snapshot(run, at).await;
+    match read_where_it_lives(run, &target, "the config", config).await? {
+        GuestRead::Absent { vmid } => Err(Failure::new(format!(
+            "{} {vmid} does not exist on any node: there is no config to read",
+            run.kind.noun()
+        ))),
+        GuestRead::Read {
+            at,
+            value: snapshot,
+        } => Ok(ConfigRecord {
+            vmid: at.vmid,
+            node: at.node,
+            config: snapshot.current,
+            pending: snapshot.pending,
+            pending_delete: snapshot.pending_delete,
+            recorded_at: run.now_iso(),
+        }),
     }
-    Err(Failure::new(format!(
-        "{} {} moved between nodes twice while being read; try again",
-        run.kind.noun(),
-        target.describe()
-    )))
 }
 
 /// `GET …/pending` of a located guest, as a snapshot.

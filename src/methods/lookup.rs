@@ -2,15 +2,13 @@
 //! confirmed absence. A state that cannot be determined fails and writes nothing.
 
 use crate::args::Fields;
-use crate::explain::could_not;
 use crate::guest::identity::{stored_identity, Identity};
-use crate::guest::locate::{locate, Found, Located};
+use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
 use crate::guest::record::{GuestRecord, IdentityChange};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
-use crate::pve::error::ErrorKind;
 use crate::pve::responses::GuestStatus;
 use crate::run::{write, Run};
 use serde_json::{Map, Value};
@@ -49,36 +47,16 @@ pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 /// Reads the guest's live state (or confirms its absence) into a record.
 pub async fn observe<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<GuestRecord, Failure> {
     let target = GuestRef::parse(&Fields::of(args, "")?)?;
-    let pve = run.pve();
-    // A guest can migrate between the cluster listing and the status read: look once more then.
-    for attempt in 0..2 {
-        let located = match locate(&pve, run.kind, &target).await? {
-            Found::Absent { vmid } => {
-                return Ok(GuestRecord::absent(vmid, run.method, run.now_iso()))
-            }
-            Found::Present(located) => located,
-        };
-        match read_present(run, &located).await {
-            Err(e) if e.kind == ErrorKind::GuestNotOnNode && attempt == 0 => continue,
-            Err(e) => {
-                return Err(could_not(
-                    &format!(
-                        "read the state of {} {} on node {}",
-                        run.kind.noun(),
-                        located.vmid,
-                        located.node
-                    ),
-                    &e,
-                ))
-            }
-            Ok((status, identity)) => return Ok(record_for(run, &located, &status, identity).await),
-        }
-    }
-    Err(Failure::new(format!(
-        "{} {} moved between nodes twice while being read; try again",
-        run.kind.noun(),
-        target.describe()
-    )))
+    let state = async |at: &Located| read_present(run, at).await;
+    Ok(
+        match read_where_it_lives(run, &target, "the state", state).await? {
+            GuestRead::Absent { vmid } => GuestRecord::absent(vmid, run.method, run.now_iso()),
+            GuestRead::Read {
+                at,
+                value: (status, identity),
+            } => record_for(run, &at, &status, identity).await,
+        },
+    )
 }
 
 /// Reads a located guest's status and its identity (from its config).
