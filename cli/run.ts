@@ -11,6 +11,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { model as lxcModel } from "../js/proxmox_lxc.ts";
 import { model as qemuModel } from "../js/proxmox_qemu.ts";
 import {
   formatRun,
@@ -21,12 +22,13 @@ import { DEMO_NODES, demoGuests } from "../tests/sim/demo_cluster.ts";
 import { startGuestAgent } from "../tests/sim/qga.ts";
 import { startSimulator } from "../tests/sim/simulator.ts";
 
-const USAGE = `usage: run.sh [<method>] [--input key=value]… [--json]
+const USAGE =
+  `usage: run.sh [<method>] [--model qemu|lxc] [--input key=value]… [--json]
             [--api-url URL --node NODE --token-id ID --token-secret SECRET [--ca-cert-file PEM]]
   no <method>: the demo on the embedded simulator (lookup; guestExec exit 0; guestExec exit 42)
   methods of @stateless/proxmox/qemu: ${
-  Object.keys(qemuModel.methods).join(", ")
-}`;
+    Object.keys(qemuModel.methods).join(", ")
+  }`;
 
 const { values, positionals } = parseArgs({
   args: Deno.args,
@@ -34,6 +36,7 @@ const { values, positionals } = parseArgs({
   options: {
     input: { type: "string", multiple: true, short: "i" },
     json: { type: "boolean", default: false },
+    model: { type: "string", default: "qemu" },
     "api-url": { type: "string" },
     node: { type: "string" },
     "token-id": { type: "string" },
@@ -125,12 +128,20 @@ async function withSimulator<T>(
   }
 }
 
+const models = { qemu: qemuModel, lxc: lxcModel };
+if (!(values.model in models)) {
+  console.error(`--model ${values.model}: expected qemu or lxc`);
+  Deno.exit(2);
+}
+// Both models share one argument and record shape for what the runner touches.
+const chosen = models[values.model as keyof typeof models] as typeof qemuModel;
+
 async function runOne(
   method: string,
   inputs: Record<string, string>,
   globalArgs: Record<string, unknown>,
 ) {
-  const repo = new SwampRepo(qemuModel, {
+  const repo = new SwampRepo(chosen, {
     name: String(globalArgs.name),
     globalArgs,
   }, { vault: true });
