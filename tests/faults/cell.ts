@@ -90,12 +90,12 @@ export function expectation(
 const ADVICE =
   / — |check |grant |run lookup|set \w+|give |choose |remove |is apiUrl|see PVE's message/;
 
-function matches(env: Env, e: Pick<Endpoint, "method" | "path">): number {
+/** Requests of the run (from index `from` of the request log) that match the endpoint. */
+function matches(env: Env, e: Endpoint, from: number): number {
   const re = new RegExp(e.path);
-  return env.sim.requests.filter((q) =>
+  return env.sim.requests.slice(from).filter((q) =>
     q.method === e.method && re.test(q.path)
-  )
-    .length;
+  ).length;
 }
 
 function snapshot(env: Env): Snapshot {
@@ -122,11 +122,11 @@ function classify(r: RunResult, retried: boolean): Verdict {
  * How many times in a row the first faulted request was sent (same verb, path and query, nothing
  * in between): 1 when it was not retried. The client retries a read back to back.
  */
-function attempts(env: Env, e: Endpoint): number {
+function attempts(env: Env, e: Endpoint, from: number): number {
   const re = new RegExp(e.path);
   const same = (q: (typeof env.sim.requests)[number]) =>
     q.method === e.method && re.test(q.path);
-  const all = env.sim.requests;
+  const all = env.sim.requests.slice(from);
   let seen = 0;
   const first = all.findIndex((q) => same(q) && seen++ === (e.skip ?? 0));
   if (first < 0) return 0;
@@ -185,7 +185,6 @@ function judge(
   return problems;
 }
 
-export const PHASE = new Map<string, string>();
 /** Runs one fault on one endpoint of one method. */
 export async function faultCell(
   spec: MethodSpec,
@@ -195,12 +194,10 @@ export async function faultCell(
   const started = performance.now();
   const { verdict: expected, happened, note } = expectation(endpoint, id);
   const fault = FAULTS[id];
-  const L = `${spec.row} × ${endpoint.id} × ${id}`;
-  PHASE.set(L, "startEnv");
   const env = await matrixEnv();
   try {
-    PHASE.set(L, "run");
-    endpoint.prepare?.(env);
+    await endpoint.prepare?.(env);
+    const from = env.sim.requests.length;
     const before = snapshot(env);
     env.sim.fault({
       method: endpoint.method,
@@ -209,10 +206,9 @@ export async function faultCell(
       ...fault.fault(endpoint),
     } as SimFault);
     const r = await env.run(spec.name, spec.args);
-    PHASE.set(L, "judge");
-    const hits = matches(env, endpoint);
+    const hits = matches(env, endpoint, from);
     const skip = endpoint.skip ?? 0;
-    const tries = attempts(env, endpoint);
+    const tries = attempts(env, endpoint, from);
     const actual = classify(r, tries > 1);
     const problems = judge(
       env,
@@ -271,9 +267,7 @@ export async function faultCell(
       ms: performance.now() - started,
     };
   } finally {
-    PHASE.set(L, "close");
     await env.close();
-    PHASE.set(L, "closed");
   }
 }
 

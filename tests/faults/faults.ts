@@ -130,8 +130,8 @@ export const FAULTS: Record<FaultId, FaultSpec> = {
   lost: {
     id: "lost",
     legend:
-      "a mutation is carried out by PVE, then the connection is reset before its answer: the effect happened, the answer is lost",
-    applies: (e) => e.kind === "mutation",
+      "PVE carries the request out, then the connection is reset before its answer: a mutation's effect happened, or the agent handed out its one final exec-status — only the answer is lost",
+    applies: (e) => e.kind === "mutation" || e.kind === "poll",
     fault: () => ({ kind: "reset", afterHandler: true }),
     happened: () => /connection|reset|closed|error sending request/i,
     transient: true,

@@ -190,6 +190,30 @@ export function jobs(row: Row): Job[] {
   return out;
 }
 
+/** A cell that takes longer is reported wrong instead of stalling the suite (cells take < 6 s). */
+export const CELL_LIMIT_MS = 60_000;
+
+/** Runs a job; one that outlives {@link CELL_LIMIT_MS} becomes a wrong cell naming itself. */
+async function bounded(job: Job): Promise<CellResult> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stalled = new Promise<CellResult>((resolve) => {
+    timer = setTimeout(() =>
+      resolve({
+        row: job.label,
+        column: "none",
+        expected: "ok",
+        actual: "fail",
+        problems: [`${job.label} did not finish within ${CELL_LIMIT_MS} ms`],
+        ms: CELL_LIMIT_MS,
+      }), CELL_LIMIT_MS);
+  });
+  try {
+    return await Promise.race([job.run(), stalled]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Runs jobs `width` at a time, results in job order. */
 export async function pool(all: Job[], width: number): Promise<CellResult[]> {
   const results: CellResult[] = new Array(all.length);
@@ -197,7 +221,7 @@ export async function pool(all: Job[], width: number): Promise<CellResult[]> {
   const worker = async () => {
     while (next < all.length) {
       const at = next++;
-      results[at] = await all[at].run();
+      results[at] = await bounded(all[at]);
     }
   };
   await Promise.all(
@@ -331,14 +355,18 @@ export function render(all: Row[], results: CellResult[]): string {
         "",
       );
     }
-    const notes = [
-      ...new Set(
-        results.filter((c) => c.row === row.spec.row && c.note).map((c) =>
-          `${c.endpoint} × \`${c.column}\`: ${c.note}`
-        ),
-      ),
-    ];
-    if (notes.length > 0) out.push(...notes.map((n) => `- ${n}`), "");
+    // One line per endpoint and note, naming the faults it explains.
+    const notes = new Map<string, string[]>();
+    for (const c of results) {
+      if (c.row !== row.spec.row || !c.note) continue;
+      const key = `${c.endpoint}\u0000${c.note}`;
+      notes.set(key, [...(notes.get(key) ?? []), `\`${c.column}\``]);
+    }
+    for (const [key, columns] of notes) {
+      const [endpoint, note] = key.split("\u0000");
+      out.push(`- ${endpoint} × ${columns.join(", ")}: ${note}`);
+    }
+    if (notes.size > 0) out.push("");
   }
   return out.join("\n").trimEnd() + "\n";
 }

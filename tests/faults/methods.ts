@@ -53,8 +53,11 @@ export interface Endpoint {
   /** `<path>, <privilege>` PVE names when this call is refused. */
   privilege: string;
   expect?: Partial<Record<FaultId, Expect>>;
-  /** Prepares the fixture for a cell on this endpoint (before the run). */
-  prepare?(env: Env): void;
+  /**
+   * Prepares the fixture for a cell on this endpoint (before the fault is armed; its requests
+   * are not counted).
+   */
+  prepare?(env: Env): void | Promise<void>;
   /** What a failure message names instead of the method's own pattern. */
   names?: RegExp;
   /** Sent repeatedly by a poll loop: a retry shows as two or more requests in a row. */
@@ -385,7 +388,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     ],
   };
 
-  const execStatusLatency = (env: Env) => env.sim.setLatency(150);
+  const execStatusLatency = (env: Env) => env.sim.setLatency(300);
   const guestExec: MethodSpec = {
     name: "guestExec",
     row: "guestExec",
@@ -415,7 +418,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
         pve500:
           `VM ${execVmid} qmp command 'guest-exec-status' failed - got timeout`,
         privilege: `/vms/${execVmid}, VM.GuestAgent.Unrestricted`,
-        // 150 ms per request: the command (echo) has ended by the first poll, so the fault hits
+        // 300 ms per request: the command (echo) has ended by the first poll, so the fault hits
         // the final answer — the one the agent hands out only once.
         prepare: execStatusLatency,
         expect: {
@@ -941,8 +944,15 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
       endpoints: [
         nodeEndpoint("qemu", "/nodes/<node>/qemu?full=1", "got timeout"),
         {
-          ...config(n, 100, " (identity of a new guest)"),
+          ...config(n, 100, " (identity of a renamed guest)"),
           path: `^/api2/json/nodes/${n}/qemu/\\d+/config$`,
+          // sync reads a config only when a cheap signal says the VMID may hold another guest:
+          // VM 100 was recorded (with its identity) under another name.
+          prepare: async (env) => {
+            const r = await env.run("lookup", { vmid: 100 });
+            if (r.status !== "succeeded") throw new Error(r.error);
+            env.sim.setGuest(100, { name: "web-renamed" });
+          },
           expect: identityFlagged,
         },
       ],

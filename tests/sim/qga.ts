@@ -12,6 +12,9 @@
 
 import { LineReader, writeAll } from "./lines.ts";
 
+/** How long stop() lets qemu-ga handle SIGTERM before it sends SIGKILL. */
+const TERM_GRACE_MS = 2000;
+
 /** Where Debian installs qemu-ga; tried in order when no binary is given. */
 const CANDIDATE_BINARIES = ["/usr/sbin/qemu-ga", "/usr/bin/qemu-ga"];
 
@@ -290,6 +293,23 @@ class RealGuestAgent implements GuestAgent {
         this.#child.kill("SIGTERM");
       } catch {
         // already gone
+      }
+      // qemu-ga (7.2) can deadlock in its own SIGTERM handling — seen as its main thread
+      // parked in a futex with SIGTERM blocked, never exiting: give it a moment, then end it.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const exited = await Promise.race([
+        this.#status.then(() => true),
+        new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), TERM_GRACE_MS);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!exited) {
+        try {
+          this.#child.kill("SIGKILL");
+        } catch {
+          // already gone
+        }
       }
     }
     await this.#status;
