@@ -44,4 +44,5 @@ ensure_test_services() {
   ensure_apt /usr/sbin/sshd openssh-server
   ensure_apt ssh openssh-client
   ensure_apt /usr/bin/python3 python3
+  ensure_apt openssl openssl # the TLS tests make their own CA
 }
