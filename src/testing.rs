@@ -186,3 +186,18 @@ pub fn api_args(extra: Value) -> Value {
     }
     args
 }
+
+/// Runs one method through the dispatch table (global arguments parsed, then the method), as the
+/// wasm boundary does: the one way the methods' unit tests run a method.
+pub fn run_method_of(
+    kind: crate::pve::endpoints::GuestKind,
+    host: &ScriptedHost,
+    method: &str,
+    args: &Value,
+) -> crate::outcome::Outcome {
+    let model = match kind {
+        crate::pve::endpoints::GuestKind::Qemu => "qemu",
+        crate::pve::endpoints::GuestKind::Lxc => "lxc",
+    };
+    block_on(crate::dispatch::run_method(host, model, method, args))
+}

@@ -108,22 +108,14 @@ async fn make_clone<H: Host>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::global_args::GlobalArgs;
     use crate::outcome::Verdict;
     use crate::pve::endpoints::GuestKind;
-    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use crate::testing::{api_args, run_method_of, Answer, ScriptedHost};
     use serde_json::json;
 
     fn run_clone(host: &ScriptedHost) -> Outcome {
         let args = api_args(json!({"templateId": 9000, "vmid": 300, "name": "web2"}));
-        let global = GlobalArgs::parse(&args).unwrap();
-        let run = Run {
-            host,
-            global: &global,
-            kind: GuestKind::Qemu,
-            method: "clone",
-        };
-        block_on(clone(&run, &args))
+        run_method_of(GuestKind::Qemu, host, "clone", &args)
     }
 
     fn taken_by(host: &ScriptedHost, name: &str, tags: &str) {

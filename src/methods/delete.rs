@@ -155,10 +155,9 @@ fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::global_args::GlobalArgs;
     use crate::outcome::Verdict;
     use crate::pve::endpoints::GuestKind;
-    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use crate::testing::{api_args, run_method_of, Answer, ScriptedHost};
     use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmdestroy:100:root@pam!t:";
@@ -182,14 +181,7 @@ mod tests {
     fn run_delete(host: &ScriptedHost, args: Value) -> Outcome {
         let mut merged = api_args(args);
         merged["taskTimeoutSec"] = json!(5);
-        let global = GlobalArgs::parse(&merged).unwrap();
-        let run = Run {
-            host,
-            global: &global,
-            kind: GuestKind::Qemu,
-            method: "delete",
-        };
-        block_on(delete(&run, &merged))
+        run_method_of(GuestKind::Qemu, host, "delete", &merged)
     }
 
     fn listed_then_gone(host: &ScriptedHost) {

@@ -92,21 +92,13 @@ pub async fn read_snapshot<H: Host>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::global_args::GlobalArgs;
     use crate::pve::endpoints::GuestKind;
-    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use crate::testing::{api_args, run_method_of, Answer, ScriptedHost};
     use serde_json::json;
 
     fn run_get_config(host: &ScriptedHost) -> Outcome {
         let args = api_args(json!({"vmid": 100}));
-        let global = GlobalArgs::parse(&args).unwrap();
-        let run = Run {
-            host,
-            global: &global,
-            kind: GuestKind::Qemu,
-            method: "getConfig",
-        };
-        block_on(get_config(&run, &args))
+        run_method_of(GuestKind::Qemu, host, "getConfig", &args)
     }
 
     fn on_node(host: &ScriptedHost, node: &str) {

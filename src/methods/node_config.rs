@@ -145,21 +145,13 @@ fn storage_record(entry: &Value) -> Option<StorageRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::global_args::GlobalArgs;
     use crate::pve::endpoints::GuestKind;
-    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use crate::testing::{api_args, run_method_of, Answer, ScriptedHost};
     use serde_json::json;
 
     fn run_node_config(host: &ScriptedHost) -> Outcome {
         let args = api_args(json!({}));
-        let global = GlobalArgs::parse(&args).unwrap();
-        let run = Run {
-            host,
-            global: &global,
-            kind: GuestKind::Qemu,
-            method: "nodeConfig",
-        };
-        block_on(node_config(&run, &args))
+        run_method_of(GuestKind::Qemu, host, "nodeConfig", &args)
     }
 
     fn storages(host: &ScriptedHost) {

@@ -234,22 +234,14 @@ fn round2(value: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::global_args::GlobalArgs;
     use crate::outcome::Verdict;
     use crate::pve::endpoints::GuestKind;
-    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use crate::testing::{api_args, run_method_of, Answer, ScriptedHost};
     use serde_json::json;
 
     fn run_node_status(host: &ScriptedHost, extra: Value) -> Outcome {
         let args = api_args(extra);
-        let global = GlobalArgs::parse(&args).unwrap();
-        let run = Run {
-            host,
-            global: &global,
-            kind: GuestKind::Qemu,
-            method: "nodeStatus",
-        };
-        block_on(node_status(&run, &args))
+        run_method_of(GuestKind::Qemu, host, "nodeStatus", &args)
     }
 
     fn status() -> Value {

@@ -264,10 +264,9 @@ fn human(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::global_args::GlobalArgs;
     use crate::outcome::Verdict;
     use crate::pve::endpoints::GuestKind;
-    use crate::testing::{api_args, block_on, run_method, Answer, ScriptedHost};
+    use crate::testing::{api_args, run_method, run_method_of, Answer, ScriptedHost};
     use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:resize:100:root@pam!t:";
@@ -293,14 +292,7 @@ mod tests {
         for (k, v) in extra.as_object().unwrap() {
             args[k] = v.clone();
         }
-        let global = GlobalArgs::parse(&args).unwrap();
-        let run = Run {
-            host,
-            global: &global,
-            kind: GuestKind::Qemu,
-            method: "resizeDisk",
-        };
-        block_on(resize_disk(&run, &args))
+        run_method_of(GuestKind::Qemu, host, "resizeDisk", &args)
     }
 
     fn disk(size: &str) -> Value {

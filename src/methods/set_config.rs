@@ -211,10 +211,9 @@ fn not_applied(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::global_args::GlobalArgs;
     use crate::outcome::Verdict;
     use crate::pve::endpoints::GuestKind;
-    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use crate::testing::{api_args, run_method_of, Answer, ScriptedHost};
     use serde_json::json;
 
     fn script(host: &ScriptedHost, rows: Value) {
@@ -236,14 +235,7 @@ mod tests {
 
     fn run_set(host: &ScriptedHost, config: Value) -> Outcome {
         let args = api_args(json!({"vmid": 100, "config": config}));
-        let global = GlobalArgs::parse(&args).unwrap();
-        let run = Run {
-            host,
-            global: &global,
-            kind: GuestKind::Qemu,
-            method: "setConfig",
-        };
-        block_on(set_config(&run, &args))
+        run_method_of(GuestKind::Qemu, host, "setConfig", &args)
     }
 
     fn failure(outcome: &Outcome) -> &str {

@@ -194,8 +194,7 @@ async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::global_args::GlobalArgs;
-    use crate::testing::{api_args, block_on, failure_of, run_method, Answer, ScriptedHost};
+    use crate::testing::{api_args, failure_of, run_method, run_method_of, Answer, ScriptedHost};
     use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmstart:100:root@pam!t:";
@@ -213,19 +212,11 @@ mod tests {
     }
 
     fn run_start(host: &ScriptedHost, args: Value) -> Outcome {
-        let merged = api_args(json!({"taskTimeoutSec": 10}));
-        let global = GlobalArgs::parse(&merged).unwrap();
-        let run = Run {
-            host,
-            global: &global,
-            kind: GuestKind::Qemu,
-            method: "start",
-        };
-        let mut all = merged.clone();
+        let mut all = api_args(json!({"taskTimeoutSec": 10}));
         for (k, v) in args.as_object().unwrap() {
             all[k] = v.clone();
         }
-        block_on(start(&run, &all))
+        run_method_of(GuestKind::Qemu, host, "start", &all)
     }
 
     fn record(outcome: &Outcome) -> &Value {

@@ -63,10 +63,9 @@ async fn power_off<H: Host>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::global_args::GlobalArgs;
     use crate::outcome::Verdict;
     use crate::pve::endpoints::GuestKind;
-    use crate::testing::{api_args, block_on, ScriptedHost};
+    use crate::testing::{api_args, run_method_of, ScriptedHost};
     use serde_json::json;
 
     fn run_stop(host: &ScriptedHost, tags: &str, force: bool) -> Outcome {
@@ -81,14 +80,7 @@ mod tests {
         );
         let mut args = api_args(json!({"vmid": 100, "force": force}));
         args["taskTimeoutSec"] = json!(5);
-        let global = GlobalArgs::parse(&args).unwrap();
-        let run = Run {
-            host,
-            global: &global,
-            kind: GuestKind::Qemu,
-            method: "stop",
-        };
-        block_on(stop(&run, &args))
+        run_method_of(GuestKind::Qemu, host, "stop", &args)
     }
 
     #[test]

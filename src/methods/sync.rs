@@ -409,22 +409,14 @@ async fn confirm_absent<H: Host>(run: &Run<'_, H>, scope: &Scope, vmid: u32, swe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::global_args::GlobalArgs;
     use crate::outcome::Verdict;
     use crate::pve::endpoints::GuestKind;
-    use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use crate::testing::{api_args, run_method_of, Answer, ScriptedHost};
     use serde_json::json;
 
     fn run_sync(host: &ScriptedHost, extra: Value) -> Outcome {
         let args = api_args(extra);
-        let global = GlobalArgs::parse(&args).unwrap();
-        let run = Run {
-            host,
-            global: &global,
-            kind: GuestKind::Qemu,
-            method: "sync",
-        };
-        block_on(sync(&run, &args))
+        run_method_of(GuestKind::Qemu, host, "sync", &args)
     }
 
     fn guest(vmid: u32, name: &str, status: &str) -> Value {
