@@ -24,7 +24,7 @@ use crate::host::Host;
 use crate::methods::start::{bring_up, StartArgs};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
-use crate::pve::error::PveError;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::property::property;
 use crate::pve::responses::{list_of, NodeInterface, NodeStorage, StorageVolume};
 use crate::run::Run;
@@ -291,9 +291,12 @@ fn listed<T: for<'de> serde::Deserialize<'de>>(
     answer: Result<Value, PveError>,
 ) -> Result<Vec<T>, String> {
     match answer {
-        Ok(data) => {
-            list_of(&data).ok_or_else(|| format!("PVE answered {data} where a list was expected"))
-        }
+        Ok(data) => list_of(&data).ok_or_else(|| {
+            format!(
+                "PVE answered {data} where a list was expected — {}",
+                hint(ErrorKind::Malformed)
+            )
+        }),
         Err(e) => Err(format!("{e} — {}", hint(e.kind))),
     }
 }

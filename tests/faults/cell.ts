@@ -7,6 +7,8 @@
  * @module
  */
 import { type Env, startEnv } from "../e2e/env.ts";
+import { model as lxcModel } from "../../js/proxmox_lxc.ts";
+import { lxcFleet } from "./lxc_methods.ts";
 import type { RunResult } from "../harness/types.ts";
 import type { SimFault } from "../sim/types.ts";
 import { type FaultId, FAULTS } from "./faults.ts";
@@ -14,6 +16,7 @@ import {
   type Endpoint,
   fleet,
   GLOBAL_ARGS,
+  type GuestType,
   lastWrite,
   type MethodSpec,
   type Snapshot,
@@ -137,12 +140,13 @@ function attempts(env: Env, e: Endpoint, from: number): number {
   return n;
 }
 
-/** Starts the matrix's fixture. */
-export function matrixEnv(): Promise<Env> {
+/** Starts the matrix's fixture: the qemu model and its fleet, or the lxc model and its containers. */
+export function matrixEnv(type: GuestType = "qemu"): Promise<Env> {
   return startEnv({
-    guests: fleet(),
+    guests: type === "qemu" ? fleet() : lxcFleet(),
     globalArgs: GLOBAL_ARGS,
     sim: { taskDurationMs: 20 },
+    ...(type === "lxc" ? { model: lxcModel } : {}),
   });
 }
 
@@ -194,7 +198,7 @@ export async function faultCell(
   const started = performance.now();
   const { verdict: expected, happened, note } = expectation(endpoint, id);
   const fault = FAULTS[id];
-  const env = await matrixEnv();
+  const env = await matrixEnv(spec.model);
   try {
     await endpoint.prepare?.(env);
     const from = env.sim.requests.length;
@@ -291,7 +295,7 @@ export async function scenarioCell(
   args: Record<string, unknown> = spec.args,
 ): Promise<CellResult> {
   const started = performance.now();
-  const env = await matrixEnv();
+  const env = await matrixEnv(spec.model);
   try {
     const before = snapshot(env);
     plan.arm?.(env);

@@ -66,6 +66,8 @@ export interface Endpoint {
 
 /** A method of the model, as the matrix drives it. */
 export interface MethodSpec {
+  /** The model the method belongs to (default qemu). */
+  model?: GuestType;
   /** The model's method. */
   name: string;
   /** The matrix row (a method driven two ways gets two rows). */
@@ -153,10 +155,11 @@ export const GLOBAL_ARGS = {
 
 // ── endpoint builders ──────────────────────────────────────────────────────
 
-const QUORUM = "cluster not ready - no quorum?";
+export const QUORUM = "cluster not ready - no quorum?";
 const LOCKED = "VM is locked (backup)";
+export const CT_LOCKED = "CT is locked (backup)";
 
-const version: Endpoint = {
+export const version: Endpoint = {
   id: "GET /version (pre-flight check)",
   method: "GET",
   path: "^/api2/json/version$",
@@ -168,7 +171,7 @@ const version: Endpoint = {
     /Pre-flight checks failed for "fleet" → \w+:\s+transport-reachable:[\s\S]*on node pve1/,
 };
 
-const resources = (phase = "", skip = 0): Endpoint => ({
+export const resources = (phase = "", skip = 0): Endpoint => ({
   id: `GET /cluster/resources${phase}`,
   method: "GET",
   path: "^/api2/json/cluster/resources$",
@@ -179,7 +182,7 @@ const resources = (phase = "", skip = 0): Endpoint => ({
   privilege: "/, Sys.Audit",
 });
 
-const nextid = (phase = ""): Endpoint => ({
+export const nextid = (phase = ""): Endpoint => ({
   id: `GET /cluster/nextid${phase}`,
   method: "GET",
   path: "^/api2/json/cluster/nextid$",
@@ -189,44 +192,55 @@ const nextid = (phase = ""): Endpoint => ({
   privilege: "/vms, VM.Allocate",
 });
 
-const guestPath = (node: string, vmid: number, rest: string) =>
-  `^/api2/json/nodes/${node}/qemu/${vmid}${rest}$`;
+/** The guest type of a model: its requests go to `/nodes/<node>/<type>/<vmid>`. */
+export type GuestType = "qemu" | "lxc";
 
-const status = (
+export const guestPath = (
+  node: string,
+  vmid: number,
+  rest: string,
+  type: GuestType = "qemu",
+) => `^/api2/json/nodes/${node}/${type}/${vmid}${rest}$`;
+
+export const status = (
   node: string,
   vmid: number,
   phase = "",
   skip = 0,
+  type: GuestType = "qemu",
 ): Endpoint => ({
   id: `GET status/current${phase}`,
   method: "GET",
-  path: guestPath(node, vmid, "/status/current"),
-  sample: `/nodes/${node}/qemu/${vmid}/status/current`,
+  path: guestPath(node, vmid, "/status/current", type),
+  sample: `/nodes/${node}/${type}/${vmid}/status/current`,
   skip,
   kind: "read",
-  pve500:
-    `VM ${vmid} qmp command 'query-status' failed - unable to connect to VM ${vmid} qmp socket - timeout after 51 retries`,
+  pve500: type === "qemu"
+    ? `VM ${vmid} qmp command 'query-status' failed - unable to connect to VM ${vmid} qmp socket - timeout after 51 retries`
+    : `unable to get PID for CT ${vmid} (not running?)`,
   privilege: `/vms/${vmid}, VM.Audit`,
 });
 
-const config = (
+export const config = (
   node: string,
   vmid: number,
   phase = "",
   skip = 0,
+  type: GuestType = "qemu",
 ): Endpoint => ({
   id: `GET config${phase}`,
   method: "GET",
-  path: guestPath(node, vmid, "/config"),
-  sample: `/nodes/${node}/qemu/${vmid}/config`,
+  path: guestPath(node, vmid, "/config", type),
+  sample: `/nodes/${node}/${type}/${vmid}/config`,
   skip,
   kind: "read",
-  pve500:
-    `can't lock file '/var/lock/qemu-server/lock-${vmid}.conf' - got timeout`,
+  pve500: type === "qemu"
+    ? `can't lock file '/var/lock/qemu-server/lock-${vmid}.conf' - got timeout`
+    : `can't lock file '/run/lock/lxc/pve-config-${vmid}.lock' - got timeout`,
   privilege: `/vms/${vmid}, VM.Audit`,
 });
 
-const taskStatus = (node: string, what: string): Endpoint => ({
+export const taskStatus = (node: string, what: string): Endpoint => ({
   id: `GET tasks/…/status (${what} task)`,
   method: "GET",
   path: `^/api2/json/nodes/${node}/tasks/[^/]+/status$`,
@@ -237,22 +251,23 @@ const taskStatus = (node: string, what: string): Endpoint => ({
   privilege: `/nodes/${node}, Sys.Audit`,
 });
 
-const power = (
+export const power = (
   node: string,
   vmid: number,
   action: "start" | "stop" | "shutdown",
+  type: GuestType = "qemu",
 ): Endpoint => ({
   id: `POST status/${action}`,
   method: "POST",
-  path: guestPath(node, vmid, `/status/${action}`),
-  sample: `/nodes/${node}/qemu/${vmid}/status/${action}`,
+  path: guestPath(node, vmid, `/status/${action}`, type),
+  sample: `/nodes/${node}/${type}/${vmid}/status/${action}`,
   kind: "mutation",
-  pve500: LOCKED,
+  pve500: type === "qemu" ? LOCKED : CT_LOCKED,
   privilege: `/vms/${vmid}, VM.PowerMgmt`,
 });
 
 /** A config change refused or lost: the read-back, not the answer, decides. */
-const readBackDecides = (
+export const readBackDecides = (
   happened: RegExp,
 ): Partial<Record<FaultId, Expect>> => ({
   shape: {
@@ -275,17 +290,18 @@ export function lastWrite(r: RunResult, instance: string): Rec | undefined {
 }
 
 /** A present guest record may only show a status the guest really had during the run. */
-function statusObserved(
+export function statusObserved(
   env: Env,
   r: RunResult,
   before: Snapshot,
   vmid: number,
+  prefix = "vm",
 ): string[] {
-  const rec = lastWrite(r, `vm-${vmid}`);
+  const rec = lastWrite(r, `${prefix}-${vmid}`);
   if (!rec || rec.present !== true) return [];
   const seen = [before.get(vmid), env.sim.guest(vmid)?.status];
   return seen.includes(String(rec.status)) ? [] : [
-    `vm-${vmid} claims status ${rec.status}, but the guest was ${
+    `${prefix}-${vmid} claims status ${rec.status}, but the guest was ${
       seen.join(" then ")
     }`,
   ];
@@ -298,55 +314,72 @@ function noUnobservedTarget(
   vmid: number,
   target: string,
   mutation: RegExp,
+  type: GuestType = "qemu",
 ): string[] {
-  const rec = lastWrite(r, `vm-${vmid}`);
+  const prefix = PREFIX[type];
+  const rec = lastWrite(r, `${prefix}-${vmid}`);
   if (r.status !== "failed" || !rec || rec.status !== target) return [];
   const at = env.sim.requests.findIndex((q) => mutation.test(q.path));
   const readAfter = at >= 0 &&
     env.sim.requests.slice(at + 1).some((q) =>
-      q.status === 200 && q.path.endsWith(`/qemu/${vmid}/status/current`)
+      q.status === 200 && q.path.endsWith(`/${type}/${vmid}/status/current`)
     );
   return readAfter && env.sim.guest(vmid)?.status === target ? [] : [
-    `failed run wrote vm-${vmid} status ${target} without status/current showing it`,
+    `failed run wrote ${prefix}-${vmid} status ${target} without status/current showing it`,
   ];
 }
 
 /** Only these instances may be written. */
-function writesOnly(r: RunResult, allowed: RegExp): string[] {
+export function writesOnly(r: RunResult, allowed: RegExp): string[] {
   return r.written.filter((w) => !allowed.test(w.instance)).map((w) =>
     `unexpected record ${w.instance}`
   );
 }
 
-function powerEffect(vmid: number, target: string) {
+export function powerEffect(
+  vmid: number,
+  target: string,
+  type: GuestType = "qemu",
+) {
+  const prefix = PREFIX[type];
   return (env: Env, r: RunResult): string[] => {
     const problems: string[] = [];
     if (env.sim.guest(vmid)?.status !== target) {
       problems.push(
-        `succeeded but VM ${vmid} is ${env.sim.guest(vmid)?.status}`,
+        `succeeded but guest ${vmid} is ${env.sim.guest(vmid)?.status}`,
       );
     }
-    const rec = lastWrite(r, `vm-${vmid}`);
+    const rec = lastWrite(r, `${prefix}-${vmid}`);
     if (rec?.status !== target) {
-      problems.push(`succeeded but vm-${vmid} says ${rec?.status}`);
+      problems.push(`succeeded but ${prefix}-${vmid} says ${rec?.status}`);
     }
     return problems;
   };
 }
 
-function powerTruth(vmid: number, target: string, action: string) {
+export function powerTruth(
+  vmid: number,
+  target: string,
+  action: string,
+  type: GuestType = "qemu",
+) {
+  const prefix = PREFIX[type];
   return (env: Env, r: RunResult, before: Snapshot): string[] => [
-    ...writesOnly(r, new RegExp(`^vm-${vmid}$`)),
-    ...statusObserved(env, r, before, vmid),
+    ...writesOnly(r, new RegExp(`^${prefix}-${vmid}$`)),
+    ...statusObserved(env, r, before, vmid, prefix),
     ...noUnobservedTarget(
       env,
       r,
       vmid,
       target,
-      new RegExp(`/qemu/${vmid}/status/${action}$`),
+      new RegExp(`/${type}/${vmid}/status/${action}$`),
+      type,
     ),
   ];
 }
+
+/** The record prefix of a guest type: `vm-<vmid>` or `ct-<vmid>`. */
+const PREFIX: Record<GuestType, string> = { qemu: "vm", lxc: "ct" };
 
 // ── the table ──────────────────────────────────────────────────────────────
 

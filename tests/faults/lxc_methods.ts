@@ -1,0 +1,545 @@
+/**
+ * The per-method table of the fault matrix for the lxc model: for every method of
+ * `@stateless/proxmox/lxc`, valid arguments, the requests it sends (in order, with the phase a
+ * repeated request is in), and the oracles that decide whether a verdict told the truth. Agent
+ * faults do not apply: a container has no guest agent.
+ *
+ * @module
+ */
+import type { RunResult } from "../harness/types.ts";
+import type { Env } from "../e2e/env.ts";
+import { container, TEMPLATE } from "../e2e/lxc_fixture.ts";
+import { demoGuests } from "../sim/demo_cluster.ts";
+import type { SimGuest } from "../sim/types.ts";
+import type { FaultId } from "./faults.ts";
+import {
+  config,
+  CT_LOCKED,
+  type Endpoint,
+  type Expect,
+  guestPath,
+  lastWrite,
+  type MethodSpec,
+  methodSpecs,
+  nextid,
+  power,
+  powerEffect,
+  powerTruth,
+  QUORUM,
+  readBackDecides,
+  resources,
+  type Snapshot,
+  status,
+  statusObserved,
+  taskStatus,
+  version,
+  type Where,
+  writesOnly,
+} from "./methods.ts";
+
+/**
+ * The lxc matrix's cluster: the demo guests (VMs 100… and container 200), a stopped and a running
+ * managed container on each node (320/322 on pve1, 321/323 on pve2).
+ */
+export function lxcFleet(): SimGuest[] {
+  return [
+    ...demoGuests(),
+    container(320, { name: "ct320" }),
+    container(322, { name: "ct322", status: "running" }),
+    container(321, { name: "ct321", node: "pve2" }),
+    container(323, { name: "ct323", node: "pve2", status: "running" }),
+  ];
+}
+
+type Rec = Record<string, unknown>;
+
+/** The faults after which a read that only feeds the record leaves it flagged, not failed. */
+const NON_TRANSIENT: FaultId[] = [
+  "500",
+  "403",
+  "501",
+  "400",
+  "reset∞",
+  "malformed",
+  "truncated",
+  "empty",
+  "shape",
+];
+
+const flaggedOn = (note: string): Partial<Record<FaultId, Expect>> =>
+  Object.fromEntries(
+    NON_TRANSIENT.map((f) => [f, { verdict: "ok-flagged", note }]),
+  );
+
+/** Every method of the lxc model the matrix knows, with its containers on `where`. */
+export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
+  const n = where;
+  const stopped = where === "pve1" ? 320 : 321;
+  const running = where === "pve1" ? 322 : 323;
+  const label = (vmid: number) => new RegExp(`CT ${vmid}|${vmid}`);
+  const st = (vmid: number, phase = "", skip = 0) =>
+    status(n, vmid, phase, skip, "lxc");
+  const cfg = (vmid: number, phase = "", skip = 0) =>
+    config(n, vmid, phase, skip, "lxc");
+  const ct = (
+    spec: Omit<MethodSpec, "model" | "row">,
+    row = spec.name,
+  ): MethodSpec => ({ ...spec, model: "lxc", row: `lxc ${row}` });
+
+  const lookup = ct({
+    name: "lookup",
+    args: { vmid: running },
+    endpoints: [resources(), st(running), cfg(running)],
+    names: label(running),
+    task: false,
+    effect: (env, r) => {
+      const rec = lastWrite(r, `ct-${running}`);
+      const g = env.sim.guest(running);
+      return rec?.status === g?.status && rec?.node === n &&
+          rec?.present === true
+        ? []
+        : [`ct-${running} ${JSON.stringify(rec)} does not match the container`];
+    },
+    truth: (env, r, before) => [
+      ...writesOnly(r, new RegExp(`^ct-${running}$`)),
+      ...(r.status === "failed" && r.written.length > 0
+        ? ["a failed lookup wrote a record"]
+        : []),
+      ...statusObserved(env, r, before, running, "ct"),
+    ],
+  });
+
+  const powerSpec = (
+    action: "start" | "stop" | "shutdown",
+    vmid: number,
+    target: string,
+    args: Record<string, unknown>,
+    taskExpect?: Partial<Record<FaultId, Expect>>,
+  ) =>
+    ct({
+      name: action,
+      args,
+      endpoints: [
+        version,
+        resources(),
+        st(vmid, " (before)"),
+        cfg(vmid),
+        power(n, vmid, action, "lxc"),
+        { ...taskStatus(n, action), expect: taskExpect },
+        st(vmid, " (after the task)", 1),
+      ],
+      names: label(vmid),
+      task: true,
+      effect: powerEffect(vmid, target, "lxc"),
+      truth: powerTruth(vmid, target, action, "lxc"),
+    });
+  const start = powerSpec("start", stopped, "running", { vmid: stopped });
+  const stop = powerSpec("stop", running, "stopped", { vmid: running });
+  const shutdown = powerSpec(
+    "shutdown",
+    running,
+    "stopped",
+    { vmid: running, timeoutSec: 2 },
+    // The container's state decides: an unobserved task end leaves timeoutSec to see it stop.
+    flaggedOn(
+      "the task's end was not observed, but the container was seen stopped; the record warns that only the state decided",
+    ),
+  );
+
+  const del = ct({
+    name: "delete",
+    args: { vmid: stopped },
+    endpoints: [
+      version,
+      resources(" (find it)"),
+      st(stopped),
+      cfg(stopped),
+      {
+        id: "DELETE /nodes/…/lxc/<vmid>",
+        method: "DELETE",
+        path: `^/api2/json/nodes/${n}/lxc/${stopped}$`,
+        sample: `/nodes/${n}/lxc/${stopped}`,
+        kind: "mutation",
+        pve500: CT_LOCKED,
+        privilege: `/vms/${stopped}, VM.Allocate`,
+      },
+      taskStatus(n, "destroy"),
+      resources(" (confirm gone)", 1),
+      nextid(" (confirm gone)"),
+    ],
+    names: label(stopped),
+    task: true,
+    effect: (env, r) => {
+      const problems: string[] = [];
+      if (env.sim.guest(stopped)) {
+        problems.push("succeeded but the container exists");
+      }
+      if (lastWrite(r, `ct-${stopped}`)?.status !== "deleted") {
+        problems.push("succeeded without a deleted record");
+      }
+      return problems;
+    },
+    truth: (env, r, before) => {
+      const problems = [
+        ...writesOnly(r, new RegExp(`^ct-${stopped}$`)),
+        ...statusObserved(env, r, before, stopped, "ct"),
+      ];
+      const rec = lastWrite(r, `ct-${stopped}`);
+      if (r.status === "failed" && rec?.status === "deleted") {
+        problems.push("a failed delete wrote status deleted");
+      }
+      if (r.status === "failed" && rec?.present === false) {
+        problems.push("a failed delete wrote present: false");
+      }
+      return problems;
+    },
+  });
+
+  const setConfig = ct({
+    name: "setConfig",
+    args: { vmid: stopped, config: { memory: 1024 } },
+    endpoints: [
+      version,
+      resources(),
+      st(stopped),
+      cfg(stopped),
+      {
+        id: "PUT config",
+        method: "PUT",
+        path: guestPath(n, stopped, "/config", "lxc"),
+        sample: `/nodes/${n}/lxc/${stopped}/config`,
+        kind: "mutation",
+        pve500: CT_LOCKED,
+        privilege: `/vms/${stopped}, VM.Config.Memory`,
+        expect: readBackDecides(/`memory` is neither applied nor pending/),
+      },
+      {
+        id: "GET pending (read back)",
+        method: "GET",
+        path: guestPath(n, stopped, "/pending", "lxc"),
+        sample: `/nodes/${n}/lxc/${stopped}/pending`,
+        kind: "read",
+        pve500: "got timeout",
+        privilege: `/vms/${stopped}, VM.Audit`,
+      },
+    ],
+    names: label(stopped),
+    task: false,
+    effect: (env) =>
+      String(env.sim.guest(stopped)?.config.memory) === "1024"
+        ? []
+        : ["succeeded but memory is not 1024"],
+    truth: (env, r, before) => {
+      const problems = [
+        ...writesOnly(r, new RegExp(`^ct-${stopped}$`)),
+        ...statusObserved(env, r, before, stopped, "ct"),
+      ];
+      const pending = lastWrite(r, `ct-${stopped}`)?.pending as
+        | Rec
+        | undefined;
+      for (const key of Object.keys(pending ?? {})) {
+        if (!(key in (env.sim.guest(stopped)?.pending ?? {}))) {
+          problems.push(`records ${key} as pending, PVE holds no such change`);
+        }
+      }
+      return problems;
+    },
+  });
+
+  const resize = ct({
+    name: "resize",
+    args: { vmid: stopped, size: "+1G" },
+    endpoints: [
+      version,
+      resources(),
+      st(stopped, " (before)"),
+      cfg(stopped, " (identity)"),
+      cfg(stopped, " (size before)", 1),
+      {
+        id: "PUT resize",
+        method: "PUT",
+        path: guestPath(n, stopped, "/resize", "lxc"),
+        sample: `/nodes/${n}/lxc/${stopped}/resize`,
+        kind: "mutation",
+        pve500: CT_LOCKED,
+        privilege: `/vms/${stopped}, VM.Config.Disk`,
+      },
+      taskStatus(n, "resize"),
+      cfg(stopped, " (size after)", 2),
+      {
+        ...st(stopped, " (record after)", 1),
+        // The refresh only feeds the record: a failed read keeps the earlier state, as a warning.
+        expect: flaggedOn(
+          "the volume reached its size; the record keeps the earlier state with a warning",
+        ),
+      },
+    ],
+    names: label(stopped),
+    task: true,
+    effect: (env) =>
+      /size=9G/.test(String(env.sim.guest(stopped)?.config.rootfs))
+        ? []
+        : [`succeeded but rootfs is ${env.sim.guest(stopped)?.config.rootfs}`],
+    truth: (env, r, before) => [
+      ...writesOnly(r, new RegExp(`^ct-${stopped}$`)),
+      ...statusObserved(env, r, before, stopped, "ct"),
+    ],
+  });
+
+  const getConfig = ct({
+    name: "getConfig",
+    args: { vmid: stopped },
+    endpoints: [
+      resources(),
+      {
+        id: "GET pending",
+        method: "GET",
+        path: guestPath(n, stopped, "/pending", "lxc"),
+        sample: `/nodes/${n}/lxc/${stopped}/pending`,
+        kind: "read",
+        pve500: "got timeout",
+        privilege: `/vms/${stopped}, VM.Audit`,
+      },
+    ],
+    names: label(stopped),
+    task: false,
+    effect: (env, r) => {
+      const rec = lastWrite(r, `ct-${stopped}-config`);
+      const c = rec?.config as Rec | undefined;
+      return String(c?.memory) === String(env.sim.guest(stopped)?.config.memory)
+        ? []
+        : [`config record ${JSON.stringify(rec)} does not match`];
+    },
+    truth: (_env, r) => [
+      ...writesOnly(r, new RegExp(`^ct-${stopped}-config$`)),
+      ...(r.status === "failed" && r.written.length > 0
+        ? ["a failed getConfig wrote a record"]
+        : []),
+    ],
+  });
+
+  const syncTruth = (env: Env, r: RunResult, before: Snapshot): string[] => {
+    const problems: string[] = [];
+    for (const w of r.written) {
+      const vmid = Number(/^ct-(\d+)$/.exec(w.instance)?.[1]);
+      if (!vmid) {
+        problems.push(`unexpected record ${w.instance}`);
+        continue;
+      }
+      problems.push(...statusObserved(env, r, before, vmid, "ct"));
+      const rec = w.data as Rec;
+      if (rec.present === false && env.sim.guest(vmid)) {
+        problems.push(`records CT ${vmid} absent, but it exists`);
+      }
+    }
+    return problems;
+  };
+  const syncEffect = (nodes: string[]) => (env: Env, r: RunResult) => {
+    const problems: string[] = [];
+    for (const vmid of [200, 320, 321, 322, 323]) {
+      const g = env.sim.guest(vmid);
+      if (!g || !nodes.includes(g.node)) continue;
+      const rec = lastWrite(r, `ct-${vmid}`);
+      if (rec?.status !== g.status) {
+        problems.push(
+          `ct-${vmid} is ${rec?.status}, the container ${g.status}`,
+        );
+      }
+    }
+    return problems;
+  };
+  const nodeList = (node: string): Endpoint => ({
+    id: `GET /nodes/${node === n ? "<node>" : node}/lxc`,
+    method: "GET",
+    path: `^/api2/json/nodes/${node}/lxc$`,
+    sample: `/nodes/${node}/lxc`,
+    kind: "read",
+    pve500: "got timeout",
+    privilege: `/nodes/${node}, Sys.Audit`,
+  });
+  const sync = where === "pve1"
+    ? ct({
+      name: "sync",
+      args: { scope: "node" },
+      endpoints: [
+        nodeList(n),
+        {
+          ...cfg(200, " (identity of a renamed container)"),
+          path: `^/api2/json/nodes/${n}/lxc/\\d+/config$`,
+          // sync reads a config only when a cheap signal says the VMID may hold another guest:
+          // container 200 was recorded (with its identity) under another name.
+          prepare: async (env) => {
+            const r = await env.run("lookup", { vmid: 200 });
+            if (r.status !== "succeeded") throw new Error(r.error);
+            env.sim.setGuest(200, { name: "ct-renamed" });
+          },
+          expect: {
+            ...flaggedOn(
+              "state read from the list; the container's record says its identity was not checked",
+            ),
+            // A container carries no identity (no smbios uuid): even the retried read that
+            // succeeds leaves the record warning that the VMID may have been reused.
+            ...Object.fromEntries(
+              (["reset", "hang", "html"] as const).map((f) => [f, {
+                verdict: "ok-flagged" as const,
+                note:
+                  "retried and read; a container holds no identity to compare, so the record warns the VMID may have been reused (as without a fault)",
+              }]),
+            ),
+          },
+        },
+      ],
+      names: new RegExp(`node ${n}`),
+      task: false,
+      effect: syncEffect([n]),
+      truth: syncTruth,
+    }, "sync (node)")
+    : ct({
+      name: "sync",
+      args: { scope: "cluster" },
+      endpoints: [
+        {
+          id: "GET /nodes",
+          method: "GET",
+          path: "^/api2/json/nodes$",
+          sample: "/nodes",
+          kind: "read",
+          pve500: QUORUM,
+          privilege: "/, Sys.Audit",
+        },
+        nodeList("pve2"),
+      ],
+      names: /node pve2|nodes/,
+      task: false,
+      effect: syncEffect(["pve1", "pve2"]),
+      truth: syncTruth,
+    }, "sync (cluster)");
+
+  // The node reads are the qemu model's (shared by both models): the same requests and records.
+  const shared = methodSpecs(where);
+  const nodeRead = (name: string) => {
+    const spec = shared.find((s) => s.name === name);
+    if (!spec) throw new Error(`no ${name} spec`);
+    return ct(spec);
+  };
+
+  const specs: MethodSpec[] = [
+    lookup,
+    sync,
+    setConfig,
+    resize,
+    start,
+    stop,
+    shutdown,
+    del,
+    getConfig,
+    nodeRead("nodeStatus"),
+    nodeRead("nodeConfig"),
+  ];
+  if (where === "pve1") {
+    // create works on the transport's node only: no pve2 twin, no node scenarios.
+    specs.splice(2, 0, create());
+  }
+  return specs;
+}
+
+const NEW_CT = 400;
+const NET0 = "name=eth0,bridge=vmbr0,ip=10.0.0.40/24,gw=10.0.0.1";
+
+function create(): MethodSpec {
+  const n = "pve1";
+  const nodeRead = (
+    path: string,
+    id: string,
+    privilege: string,
+  ): Endpoint => ({
+    id: `GET ${id}`,
+    method: "GET",
+    path: `^/api2/json/nodes/${n}/${path}$`,
+    sample: `/nodes/${n}/${path}`,
+    kind: "read",
+    pve500: "got timeout",
+    privilege,
+  });
+  return {
+    model: "lxc",
+    name: "create",
+    row: "lxc create",
+    args: {
+      vmid: NEW_CT,
+      ostemplate: TEMPLATE,
+      hostname: "new-ct",
+      storage: "local-lvm",
+      config: { net0: NET0 },
+    },
+    endpoints: [
+      version,
+      nextid(" (is the VMID free?)"),
+      nodeRead("storage", "/nodes/<node>/storage", `/nodes/${n}, Sys.Audit`),
+      nodeRead(
+        "storage/local/content",
+        "/nodes/<node>/storage/local/content (the template)",
+        "/storage/local, Datastore.Audit",
+      ),
+      nodeRead("network", "/nodes/<node>/network", `/nodes/${n}, Sys.Audit`),
+      {
+        id: "POST /nodes/<node>/lxc",
+        method: "POST",
+        path: `^/api2/json/nodes/${n}/lxc$`,
+        sample: `/nodes/${n}/lxc`,
+        kind: "mutation",
+        pve500: `unable to create CT ${NEW_CT} - CT ${NEW_CT} already exists`,
+        privilege: `/vms/${NEW_CT}, VM.Allocate`,
+      },
+      taskStatus(n, "vzcreate"),
+      resources(" (find the container)"),
+      status(n, NEW_CT, " (the container)", 0, "lxc"),
+      config(n, NEW_CT, " (the container)", 0, "lxc"),
+    ],
+    names: new RegExp(`container ${NEW_CT}|CT ${NEW_CT}|${NEW_CT}`),
+    task: true,
+    effect: (env, r) => {
+      const g = env.sim.guest(NEW_CT);
+      const rec = lastWrite(r, `ct-${NEW_CT}`);
+      return g?.name === "new-ct" && g.tags.includes("swamp") &&
+          rec?.present === true && (rec.tags as string[]).includes("swamp")
+        ? []
+        : [
+          `succeeded but CT ${NEW_CT} is ${JSON.stringify(g?.name)} ${
+            JSON.stringify(g?.tags)
+          }`,
+        ];
+    },
+    truth: (env, r, before) => {
+      const problems = [
+        ...writesOnly(r, new RegExp(`^ct-${NEW_CT}$`)),
+        ...statusObserved(env, r, before, NEW_CT, "ct"),
+      ];
+      const rec = lastWrite(r, `ct-${NEW_CT}`);
+      if (rec?.present === true && !env.sim.guest(NEW_CT)) {
+        problems.push("records a container that does not exist");
+      }
+      if (
+        rec && Array.isArray(rec.tags) && rec.tags.includes("swamp") &&
+        !env.sim.guest(NEW_CT)?.tags.includes("swamp")
+      ) problems.push("records a swamp tag the container does not carry");
+      return problems;
+    },
+  };
+}
+
+/** The lxc model's methods, in the matrix's order (a missing one is reported, never skipped). */
+export const EXPECTED_LXC_METHODS = [
+  "lookup",
+  "sync",
+  "create",
+  "setConfig",
+  "resize",
+  "start",
+  "stop",
+  "shutdown",
+  "delete",
+  "getConfig",
+  "nodeStatus",
+  "nodeConfig",
+];
