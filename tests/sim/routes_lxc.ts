@@ -58,6 +58,7 @@ import {
   type StorageState,
   templatePath,
 } from "./storage.ts";
+import { haRequest } from "./routes_power.ts";
 import { TaskFailure, type TaskRecord } from "./tasks.ts";
 import type { ConfigValue, GuestState } from "./types.ts";
 
@@ -127,35 +128,6 @@ function refuseSkiplock(ctx: Ctx): void {
   if (ctx.params.skiplock === true) {
     throw paramError({ skiplock: "Only root may use this option." });
   }
-}
-
-/** Queues a request to the HA manager (hastart/hastop); the CT follows after applyDelayMs, or never. */
-function haRequest(
-  ctx: Ctx,
-  g: GuestState,
-  target: "started" | "stopped",
-): string {
-  const { state, tasks, timers } = ctx.core;
-  const verb = target === "started" ? "start" : "stop";
-  return tasks.start({
-    node: g.node,
-    type: `ha${verb}`,
-    id: String(g.vmid),
-    user: ctx.user.tokenId,
-    log: [`Requesting HA ${verb} for CT ${g.vmid}`],
-    run: () => {
-      const live = state.get(g.vmid);
-      if (!live?.ha) return;
-      live.ha.state = target;
-      if (live.ha.neverApplies) return;
-      timers.after(live.ha.applyDelayMs ?? 0, () => {
-        const now = state.get(g.vmid);
-        if (!now?.ha?.managed || now.ha.state !== target) return; // a later request won
-        if (target === "started" && now.status !== "running") state.start(now);
-        if (target === "stopped" && now.status !== "stopped") state.stop(now);
-      });
-    },
-  }).upid;
 }
 
 /** Bridges of the CT's netN that do not exist (or are down) on its node. */
@@ -582,7 +554,7 @@ export const lxcRoutes: Route[] = [
       }
       const g = ctx.core.state.get(vmid);
       if (g?.type === "lxc" && g.node === node && g.ha?.managed) {
-        return haRequest(ctx, g, "started");
+        return haRequest(ctx, g, "started", "CT");
       }
       return startTask(ctx, node, vmid).upid;
     },
@@ -601,7 +573,7 @@ export const lxcRoutes: Route[] = [
       const node = ctx.params.node as string;
       const g = runningHere(ctx);
       if (!g) throw new ApiError(500, `CT ${vmid} not running`);
-      if (g.ha?.managed) return haRequest(ctx, g, "stopped");
+      if (g.ha?.managed) return haRequest(ctx, g, "stopped", "CT");
       return ctx.core.tasks.start({
         node,
         type: "vzstop",
@@ -630,7 +602,7 @@ export const lxcRoutes: Route[] = [
       const node = ctx.params.node as string;
       const g = runningHere(ctx);
       if (!g) throw new ApiError(500, `CT ${vmid} not running`);
-      if (g.ha?.managed) return haRequest(ctx, g, "stopped");
+      if (g.ha?.managed) return haRequest(ctx, g, "stopped", "CT");
       const timeout = (ctx.params.timeout as number | undefined) ?? 60;
       return ctx.core.tasks.start({
         node,

@@ -33,11 +33,15 @@ function liveGuest(ctx: Ctx, g: GuestState): GuestState {
   return live;
 }
 
-/** Queues a request to the HA manager; the guest follows after applyDelayMs, or never. */
-function haRequest(
+/**
+ * Queues a request to the HA manager (hastart/hastop); the guest follows after applyDelayMs, or
+ * never. Shared by VMs and containers (`noun` only names the guest in the task log).
+ */
+export function haRequest(
   ctx: Ctx,
   g: GuestState,
   target: "started" | "stopped",
+  noun: "VM" | "CT" = "VM",
 ): string {
   const { state, tasks, timers } = ctx.core;
   const verb = target === "started" ? "start" : "stop";
@@ -46,7 +50,7 @@ function haRequest(
     type: `ha${verb}`,
     id: String(g.vmid),
     user: ctx.user.tokenId,
-    log: [`Requesting HA ${verb} for VM ${g.vmid}`],
+    log: [`Requesting HA ${verb} for ${noun} ${g.vmid}`],
     run: () => {
       const live = state.get(g.vmid);
       if (!live?.ha) return;
