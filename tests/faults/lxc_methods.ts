@@ -11,20 +11,18 @@ import type { Env } from "../e2e/env.ts";
 import { container, TEMPLATE } from "../e2e/lxc_fixture.ts";
 import { demoGuests } from "../sim/demo_cluster.ts";
 import type { SimGuest } from "../sim/types.ts";
-import type { FaultId } from "./faults.ts";
 import {
   config,
   CT_LOCKED,
+  deleteSpec,
   type Endpoint,
-  type Expect,
+  flaggedOn,
   guestPath,
   lastWrite,
   type MethodSpec,
   methodSpecs,
   nextid,
-  power,
-  powerEffect,
-  powerTruth,
+  powerSpec,
   QUORUM,
   readBackDecides,
   resources,
@@ -52,24 +50,6 @@ export function lxcFleet(): SimGuest[] {
 }
 
 type Rec = Record<string, unknown>;
-
-/** The faults after which a read that only feeds the record leaves it flagged, not failed. */
-const NON_TRANSIENT: FaultId[] = [
-  "500",
-  "403",
-  "501",
-  "400",
-  "reset∞",
-  "malformed",
-  "truncated",
-  "empty",
-  "shape",
-];
-
-const flaggedOn = (note: string): Partial<Record<FaultId, Expect>> =>
-  Object.fromEntries(
-    NON_TRANSIENT.map((f) => [f, { verdict: "ok-flagged", note }]),
-  );
 
 /** Every method of the lxc model the matrix knows, with its containers on `where`. */
 export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
@@ -109,91 +89,43 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ],
   });
 
-  const powerSpec = (
-    action: "start" | "stop" | "shutdown",
-    vmid: number,
-    target: string,
-    args: Record<string, unknown>,
-    taskExpect?: Partial<Record<FaultId, Expect>>,
-  ) =>
-    ct({
-      name: action,
-      args,
-      endpoints: [
-        version,
-        resources(),
-        st(vmid, " (before)"),
-        cfg(vmid),
-        power(n, vmid, action, "lxc"),
-        { ...taskStatus(n, action), expect: taskExpect },
-        st(vmid, " (after the task)", 1),
-      ],
-      names: label(vmid),
-      task: true,
-      effect: powerEffect(vmid, target, "lxc"),
-      truth: powerTruth(vmid, target, action, "lxc"),
-    });
-  const start = powerSpec("start", stopped, "running", { vmid: stopped });
-  const stop = powerSpec("stop", running, "stopped", { vmid: running });
-  const shutdown = powerSpec(
+  const start = ct(
+    powerSpec(
+      n,
+      "lxc",
+      "start",
+      stopped,
+      "running",
+      { vmid: stopped },
+      label(stopped),
+    ),
+  );
+  const stop = ct(
+    powerSpec(
+      n,
+      "lxc",
+      "stop",
+      running,
+      "stopped",
+      { vmid: running },
+      label(running),
+    ),
+  );
+  const shutdown = ct(powerSpec(
+    n,
+    "lxc",
     "shutdown",
     running,
     "stopped",
     { vmid: running, timeoutSec: 2 },
+    label(running),
     // The container's state decides: an unobserved task end leaves timeoutSec to see it stop.
     flaggedOn(
       "the task's end was not observed, but the container was seen stopped; the record warns that only the state decided",
     ),
-  );
+  ));
 
-  const del = ct({
-    name: "delete",
-    args: { vmid: stopped },
-    endpoints: [
-      version,
-      resources(" (find it)"),
-      st(stopped),
-      cfg(stopped),
-      {
-        id: "DELETE /nodes/…/lxc/<vmid>",
-        method: "DELETE",
-        path: `^/api2/json/nodes/${n}/lxc/${stopped}$`,
-        sample: `/nodes/${n}/lxc/${stopped}`,
-        kind: "mutation",
-        pve500: CT_LOCKED,
-        privilege: `/vms/${stopped}, VM.Allocate`,
-      },
-      taskStatus(n, "destroy"),
-      resources(" (confirm gone)", 1),
-      nextid(" (confirm gone)"),
-    ],
-    names: label(stopped),
-    task: true,
-    effect: (env, r) => {
-      const problems: string[] = [];
-      if (env.sim.guest(stopped)) {
-        problems.push("succeeded but the container exists");
-      }
-      if (lastWrite(r, `ct-${stopped}`)?.status !== "deleted") {
-        problems.push("succeeded without a deleted record");
-      }
-      return problems;
-    },
-    truth: (env, r, before) => {
-      const problems = [
-        ...writesOnly(r, new RegExp(`^ct-${stopped}$`)),
-        ...statusObserved(env, r, before, stopped, "ct"),
-      ];
-      const rec = lastWrite(r, `ct-${stopped}`);
-      if (r.status === "failed" && rec?.status === "deleted") {
-        problems.push("a failed delete wrote status deleted");
-      }
-      if (r.status === "failed" && rec?.present === false) {
-        problems.push("a failed delete wrote present: false");
-      }
-      return problems;
-    },
-  });
+  const del = ct(deleteSpec(n, "lxc", stopped, label(stopped)));
 
   const setConfig = ct({
     name: "setConfig",

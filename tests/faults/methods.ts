@@ -381,6 +381,117 @@ export function powerTruth(
 /** The record prefix of a guest type: `vm-<vmid>` or `ct-<vmid>`. */
 const PREFIX: Record<GuestType, string> = { qemu: "vm", lxc: "ct" };
 
+/** The faults after which a read that only feeds the record leaves it flagged, not failed. */
+const NON_TRANSIENT: FaultId[] = [
+  "500",
+  "403",
+  "501",
+  "400",
+  "reset∞",
+  "malformed",
+  "truncated",
+  "empty",
+  "shape",
+];
+
+/** Expectations: each non-transient fault on this endpoint ends in a flagged success. */
+export const flaggedOn = (note: string): Partial<Record<FaultId, Expect>> =>
+  Object.fromEntries(
+    NON_TRANSIENT.map((f) => [f, { verdict: "ok-flagged", note }]),
+  );
+
+/** A method row before it is placed in a model's table (which sets `row` and `model`). */
+export type RowSpec = Omit<MethodSpec, "row" | "model">;
+
+/** The start/stop/shutdown row of either guest type: the task, then status/current proves it. */
+export function powerSpec(
+  n: string,
+  type: GuestType,
+  action: "start" | "stop" | "shutdown",
+  vmid: number,
+  target: string,
+  args: Record<string, unknown>,
+  names: RegExp,
+  taskExpect?: Partial<Record<FaultId, Expect>>,
+): RowSpec {
+  return {
+    name: action,
+    args,
+    endpoints: [
+      version,
+      resources(),
+      status(n, vmid, " (before)", 0, type),
+      config(n, vmid, "", 0, type),
+      power(n, vmid, action, type),
+      { ...taskStatus(n, action), expect: taskExpect },
+      status(n, vmid, " (after the task)", 1, type),
+    ],
+    names,
+    task: true,
+    effect: powerEffect(vmid, target, type),
+    truth: powerTruth(vmid, target, action, type),
+  };
+}
+
+/** The delete row of either guest type: the task, then the guest must be gone everywhere. */
+export function deleteSpec(
+  n: string,
+  type: GuestType,
+  vmid: number,
+  names: RegExp,
+): RowSpec {
+  const prefix = PREFIX[type];
+  const noun = type === "qemu" ? "VM" : "container";
+  return {
+    name: "delete",
+    args: { vmid },
+    endpoints: [
+      version,
+      resources(" (find it)"),
+      status(n, vmid, "", 0, type),
+      config(n, vmid, "", 0, type),
+      {
+        id: `DELETE /nodes/…/${type}/<vmid>`,
+        method: "DELETE",
+        path: `^/api2/json/nodes/${n}/${type}/${vmid}$`,
+        sample: `/nodes/${n}/${type}/${vmid}`,
+        kind: "mutation",
+        pve500: type === "qemu" ? LOCKED : CT_LOCKED,
+        privilege: `/vms/${vmid}, VM.Allocate`,
+      },
+      taskStatus(n, "destroy"),
+      resources(" (confirm gone)", 1),
+      nextid(" (confirm gone)"),
+    ],
+    names,
+    task: true,
+    effect: (env, r) => {
+      const problems: string[] = [];
+      if (env.sim.guest(vmid)) {
+        problems.push(`succeeded but the ${noun} exists`);
+      }
+      if (lastWrite(r, `${prefix}-${vmid}`)?.status !== "deleted") {
+        problems.push("succeeded without a deleted record");
+      }
+      return problems;
+    },
+    truth: (env, r, before) => {
+      const problems = [
+        ...writesOnly(r, new RegExp(`^${prefix}-${vmid}$`)),
+        ...statusObserved(env, r, before, vmid, prefix),
+      ];
+      const rec = lastWrite(r, `${prefix}-${vmid}`);
+      if (r.status === "failed" && rec?.status === "deleted") {
+        problems.push("a failed delete wrote status deleted");
+      }
+      if (r.status === "failed" && rec?.present === false) {
+        problems.push("a failed delete wrote present: false");
+      }
+      return problems;
+    },
+  };
+}
+
 // ── the table ──────────────────────────────────────────────────────────────
 
 /** Every method of the qemu model the matrix knows, with its guests on `where`. */
@@ -502,131 +613,44 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     },
   };
 
-  const start: MethodSpec = {
-    name: "start",
-    row: "start",
-    args: { vmid: stopped },
-    endpoints: [
-      version,
-      resources(),
-      status(n, stopped, " (before)"),
-      config(n, stopped),
-      power(n, stopped, "start"),
-      taskStatus(n, "start"),
-      status(n, stopped, " (after the task)", 1),
-    ],
-    names: label(stopped),
-    task: true,
-    effect: powerEffect(stopped, "running"),
-    truth: powerTruth(stopped, "running", "start"),
-  };
+  const row = (spec: RowSpec): MethodSpec => ({ ...spec, row: spec.name });
+  const start = row(
+    powerSpec(
+      n,
+      "qemu",
+      "start",
+      stopped,
+      "running",
+      { vmid: stopped },
+      label(stopped),
+    ),
+  );
+  const stop = row(
+    powerSpec(
+      n,
+      "qemu",
+      "stop",
+      running,
+      "stopped",
+      { vmid: running },
+      label(running),
+    ),
+  );
+  const shutdown = row(powerSpec(
+    n,
+    "qemu",
+    "shutdown",
+    running,
+    "stopped",
+    { vmid: running, timeoutSec: 2 },
+    label(running),
+    // The guest's state decides: an unobserved task end leaves timeoutSec to see it stop.
+    flaggedOn(
+      "the task's end was not observed, but the guest was seen stopped; the record warns that only the state decided",
+    ),
+  ));
 
-  const stop: MethodSpec = {
-    name: "stop",
-    row: "stop",
-    args: { vmid: running },
-    endpoints: [
-      version,
-      resources(),
-      status(n, running, " (before)"),
-      config(n, running),
-      power(n, running, "stop"),
-      taskStatus(n, "stop"),
-      status(n, running, " (after the task)", 1),
-    ],
-    names: label(running),
-    task: true,
-    effect: powerEffect(running, "stopped"),
-    truth: powerTruth(running, "stopped", "stop"),
-  };
-
-  const shutdown: MethodSpec = {
-    name: "shutdown",
-    row: "shutdown",
-    args: { vmid: running, timeoutSec: 2 },
-    endpoints: [
-      version,
-      resources(),
-      status(n, running, " (before)"),
-      config(n, running),
-      power(n, running, "shutdown"),
-      {
-        ...taskStatus(n, "shutdown"),
-        // The guest's state decides: an unobserved task end leaves timeoutSec to see it stop.
-        expect: Object.fromEntries(
-          [
-            "500",
-            "403",
-            "501",
-            "400",
-            "reset∞",
-            "malformed",
-            "truncated",
-            "empty",
-            "shape",
-          ]
-            .map((f) => [f, {
-              verdict: "ok-flagged",
-              note:
-                "the task's end was not observed, but the guest was seen stopped; the record warns that only the state decided",
-            }]),
-        ),
-      },
-      status(n, running, " (after the task)", 1),
-    ],
-    names: label(running),
-    task: true,
-    effect: powerEffect(running, "stopped"),
-    truth: powerTruth(running, "stopped", "shutdown"),
-  };
-
-  const del: MethodSpec = {
-    name: "delete",
-    row: "delete",
-    args: { vmid: stopped },
-    endpoints: [
-      version,
-      resources(" (find it)"),
-      status(n, stopped),
-      config(n, stopped),
-      {
-        id: "DELETE /nodes/…/qemu/<vmid>",
-        method: "DELETE",
-        path: `^/api2/json/nodes/${n}/qemu/${stopped}$`,
-        sample: `/nodes/${n}/qemu/${stopped}`,
-        kind: "mutation",
-        pve500: LOCKED,
-        privilege: `/vms/${stopped}, VM.Allocate`,
-      },
-      taskStatus(n, "destroy"),
-      resources(" (confirm gone)", 1),
-      nextid(" (confirm gone)"),
-    ],
-    names: label(stopped),
-    task: true,
-    effect: (env, r) => {
-      const problems: string[] = [];
-      if (env.sim.guest(stopped)) problems.push("succeeded but the VM exists");
-      if (lastWrite(r, `vm-${stopped}`)?.status !== "deleted") {
-        problems.push("succeeded without a deleted record");
-      }
-      return problems;
-    },
-    truth: (env, r, before) => {
-      const problems = [
-        ...writesOnly(r, new RegExp(`^vm-${stopped}$`)),
-        ...statusObserved(env, r, before, stopped),
-      ];
-      const rec = lastWrite(r, `vm-${stopped}`);
-      if (r.status === "failed" && rec?.status === "deleted") {
-        problems.push("a failed delete wrote status deleted");
-      }
-      if (r.status === "failed" && rec?.present === false) {
-        problems.push("a failed delete wrote present: false");
-      }
-      return problems;
-    },
-  };
+  const del = row(deleteSpec(n, "qemu", stopped, label(stopped)));
 
   const clone: MethodSpec = {
     name: "clone",
