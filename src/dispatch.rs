@@ -16,32 +16,74 @@ use serde_json::Value;
 /// The check names, as the wrapper passes them (`check:<name>`).
 pub const CHECK_TRANSPORT_REACHABLE: &str = "check:transport-reachable";
 
+/// The methods the core implements. Each model's method names map onto these once
+/// ([`method_of`]); both tables below match on them exhaustively, so none can be forgotten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    Lookup,
+    GetConfig,
+    SetConfig,
+    Start,
+    Stop,
+    Shutdown,
+    Delete,
+    Sync,
+    GuestExec,
+    Clone,
+    Create,
+    Resize,
+    NodeStatus,
+    NodeConfig,
+    CheckReachable,
+}
+
+/// The method a model calls `name`; `None` when that model has no such method.
+fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
+    Some(match (kind, name) {
+        // Written once for both kinds: what differs is data on `GuestKind`.
+        (_, "lookup") => Method::Lookup,
+        (_, "getConfig") => Method::GetConfig,
+        (_, "setConfig") => Method::SetConfig,
+        (_, "start") => Method::Start,
+        (_, "stop") => Method::Stop,
+        (_, "shutdown") => Method::Shutdown,
+        (_, "delete") => Method::Delete,
+        (_, "sync") => Method::Sync,
+        (_, "nodeStatus") => Method::NodeStatus,
+        (_, "nodeConfig") => Method::NodeConfig,
+        (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
+        // A VM is cloned from a template and has a guest agent; a container is created from one.
+        (GuestKind::Qemu, "guestExec") => Method::GuestExec,
+        (GuestKind::Qemu, "clone") => Method::Clone,
+        (GuestKind::Lxc, "create") => Method::Create,
+        (GuestKind::Qemu, "resizeDisk") | (GuestKind::Lxc, "resize") => Method::Resize,
+        _ => return None,
+    })
+}
+
 /// Applies a method's argument rules without running it: `Err` names the field and the rule.
 /// (The tests that prove zod and the core agree call this through the wasm boundary.)
 pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(), String> {
     let kind = model_kind(model).map_err(|f| f.0)?;
+    let no_rules =
+        || format!("method {method:?} of the {model} model has no argument rules in the core");
     GlobalArgs::parse(args).map_err(|e| e.to_string())?;
     let fields = Fields::of(args, "").map_err(|e| e.to_string())?;
-    let checked = match (kind, method) {
-        (_, "lookup" | "getConfig") => GuestRef::parse(&fields).map(drop),
-        (GuestKind::Qemu, "guestExec") => guest_exec::ExecArgs::parse(args).map(drop),
-        (_, "start") => start::StartArgs::parse(args).map(drop),
-        (_, "stop") => stop::StopArgs::parse(args).map(drop),
-        (_, "shutdown") => shutdown::ShutdownArgs::parse(args).map(drop),
-        (_, "delete") => delete::DeleteArgs::parse(args).map(drop),
-        (GuestKind::Qemu, "clone") => clone::CloneArgs::parse(args).map(drop),
-        (GuestKind::Lxc, "create") => create::CreateArgs::parse(args).map(drop),
-        (_, "setConfig") => set_config::SetConfigArgs::parse(args).map(drop),
-        (GuestKind::Qemu, "resizeDisk") | (GuestKind::Lxc, "resize") => {
-            resize_disk::ResizeArgs::parse(kind, args).map(drop)
-        }
-        (_, "sync") => sync::SyncArgs::parse(args).map(drop),
-        (_, "nodeStatus" | "nodeConfig") => node_status::NodeArgs::parse(args).map(drop),
-        _ => {
-            return Err(format!(
-                "method {method:?} of the {model} model has no argument rules in the core"
-            ))
-        }
+    let known = method_of(kind, method).ok_or_else(no_rules)?;
+    let checked = match known {
+        Method::Lookup | Method::GetConfig => GuestRef::parse(&fields).map(drop),
+        Method::GuestExec => guest_exec::ExecArgs::parse(args).map(drop),
+        Method::Start => start::StartArgs::parse(args).map(drop),
+        Method::Stop => stop::StopArgs::parse(args).map(drop),
+        Method::Shutdown => shutdown::ShutdownArgs::parse(args).map(drop),
+        Method::Delete => delete::DeleteArgs::parse(args).map(drop),
+        Method::Clone => clone::CloneArgs::parse(args).map(drop),
+        Method::Create => create::CreateArgs::parse(args).map(drop),
+        Method::SetConfig => set_config::SetConfigArgs::parse(args).map(drop),
+        Method::Resize => resize_disk::ResizeArgs::parse(kind, args).map(drop),
+        Method::Sync => sync::SyncArgs::parse(args).map(drop),
+        Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).map(drop),
+        Method::CheckReachable => return Err(no_rules()),
     };
     checked.map_err(|e| e.to_string())
 }
@@ -72,29 +114,27 @@ pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Val
         kind,
         method,
     };
-    match (kind, method) {
-        // Written once for both kinds: what differs is data on `GuestKind`.
-        (_, "lookup") => lookup::lookup(&run, args).await,
-        (_, "start") => start::start(&run, args).await,
-        (_, "stop") => stop::stop(&run, args).await,
-        (_, "shutdown") => shutdown::shutdown(&run, args).await,
-        (_, "delete") => delete::delete(&run, args).await,
-        (_, "getConfig") => get_config::get_config(&run, args).await,
-        (_, "setConfig") => set_config::set_config(&run, args).await,
-        (_, "sync") => sync::sync(&run, args).await,
-        // A VM is cloned from a template and has a guest agent; a container is created from one.
-        (GuestKind::Qemu, "guestExec") => guest_exec::guest_exec(&run, args).await,
-        (GuestKind::Qemu, "clone") => clone::clone(&run, args).await,
-        (GuestKind::Lxc, "create") => create::create(&run, args).await,
-        (GuestKind::Qemu, "resizeDisk") | (GuestKind::Lxc, "resize") => {
-            resize_disk::resize_disk(&run, args).await
-        }
-        (_, "nodeStatus") => node_status::node_status(&run, args).await,
-        (_, "nodeConfig") => node_config::node_config(&run, args).await,
-        (_, CHECK_TRANSPORT_REACHABLE) => check::transport_reachable(&run).await,
-        _ => Failure::new(format!(
+    let Some(known) = method_of(kind, method) else {
+        return Failure::new(format!(
             "method {method:?} of the {model} model is not implemented by the core"
         ))
-        .into(),
+        .into();
+    };
+    match known {
+        Method::Lookup => lookup::lookup(&run, args).await,
+        Method::Start => start::start(&run, args).await,
+        Method::Stop => stop::stop(&run, args).await,
+        Method::Shutdown => shutdown::shutdown(&run, args).await,
+        Method::Delete => delete::delete(&run, args).await,
+        Method::GetConfig => get_config::get_config(&run, args).await,
+        Method::SetConfig => set_config::set_config(&run, args).await,
+        Method::Sync => sync::sync(&run, args).await,
+        Method::GuestExec => guest_exec::guest_exec(&run, args).await,
+        Method::Clone => clone::clone(&run, args).await,
+        Method::Create => create::create(&run, args).await,
+        Method::Resize => resize_disk::resize_disk(&run, args).await,
+        Method::NodeStatus => node_status::node_status(&run, args).await,
+        Method::NodeConfig => node_config::node_config(&run, args).await,
+        Method::CheckReachable => check::transport_reachable(&run).await,
     }
 }
