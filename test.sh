@@ -66,7 +66,7 @@ gate "cargo clippy" cargo clippy --quiet --all-targets -- -D warnings
 gate "cargo clippy (wasm32)" cargo clippy --quiet --all-targets --target wasm32-unknown-unknown -- -D warnings
 gate "deno fmt --check" deno fmt --check
 gate "deno lint" deno lint
-gate "deno check" deno check js/ tests/ scripts/ cli/
+gate "deno check" deno check js/ simulator/ harness/ tests/ scripts/ cli/
 gate "push readiness" deno run --allow-read scripts/push_check.ts js
 
 echo "$passed passed, $failed failed"

@@ -13,14 +13,10 @@
 import { parseArgs } from "node:util";
 import { model as lxcModel } from "../js/proxmox_lxc.ts";
 import { model as qemuModel } from "../js/proxmox_qemu.ts";
-import {
-  formatRun,
-  type RunResult,
-  SwampRepo,
-} from "../tests/harness/swamp.ts";
-import { DEMO_NODES, demoGuests } from "../tests/sim/demo_cluster.ts";
-import { startGuestAgent } from "../tests/sim/qga.ts";
-import { startSimulator } from "../tests/sim/simulator.ts";
+import { formatRun, type RunResult, SwampRepo } from "../harness/swamp.ts";
+import { DEMO_NODES, demoGuests } from "../simulator/demo_cluster.ts";
+import { startGuestAgent } from "../simulator/qga.ts";
+import { startSimulator } from "../simulator/simulator.ts";
 
 const USAGE =
   `usage: run.sh [<method>] [--model qemu|lxc] [--input key=value]… [--json]

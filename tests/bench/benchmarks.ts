@@ -9,7 +9,7 @@
 import { gzipSync } from "node:zlib";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { GuestAgent } from "../sim/qga.ts";
+import type { GuestAgent } from "../../simulator/qga.ts";
 import { startBenchEnv, TOKEN } from "./fixture.ts";
 import { fleet, scenarioGuests } from "./guests.ts";
 import { hasMethod, type Package, packageFiles } from "./package.ts";

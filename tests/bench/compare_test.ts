@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
-import { startGuestAgent } from "../sim/qga.ts";
+import { startGuestAgent } from "../../simulator/qga.ts";
 import { defaultOptions, runBenchmarks } from "./benchmarks.ts";
 import {
   fitArgs,

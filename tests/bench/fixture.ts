@@ -5,11 +5,11 @@
  *
  * @module
  */
-import type { ModelLike, RunResult } from "../harness/types.ts";
-import { SwampRepo } from "../harness/swamp.ts";
-import type { GuestAgent } from "../sim/qga.ts";
-import { type Simulator, startSimulator } from "../sim/simulator.ts";
-import type { SimGuest } from "../sim/types.ts";
+import type { ModelLike, RunResult } from "../../harness/types.ts";
+import { SwampRepo } from "../../harness/swamp.ts";
+import type { GuestAgent } from "../../simulator/qga.ts";
+import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
+import type { SimGuest } from "../../simulator/types.ts";
 import { fitArgs, type Package } from "./package.ts";
 
 /** The token every bench simulator accepts. */

@@ -3,8 +3,8 @@
  *
  * @module
  */
-import { demoGuests } from "../sim/demo_cluster.ts";
-import type { SimGuest } from "../sim/types.ts";
+import { demoGuests } from "../../simulator/demo_cluster.ts";
+import type { SimGuest } from "../../simulator/types.ts";
 
 const uuid = (n: number) =>
   `uuid=00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;

@@ -12,7 +12,7 @@
  */
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
-import { startGuestAgent } from "../sim/qga.ts";
+import { startGuestAgent } from "../../simulator/qga.ts";
 import {
   type BenchOptions,
   defaultOptions,

@@ -9,8 +9,8 @@
  */
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { ModelLike } from "../harness/types.ts";
-import { getObjectShape } from "../harness/zod_introspect.ts";
+import type { ModelLike } from "../../harness/types.ts";
+import { getObjectShape } from "../../harness/zod_introspect.ts";
 import type { z } from "npm:zod@4";
 
 /** The model type every compared package must expose. */

@@ -9,8 +9,8 @@
  * @module
  */
 import { z } from "npm:zod@4";
-import type { GuestAgent } from "../sim/qga.ts";
-import type { ModelLike } from "../harness/types.ts";
+import type { GuestAgent } from "../../simulator/qga.ts";
+import type { ModelLike } from "../../harness/types.ts";
 import { type BenchEnv, type BenchRun, startBenchEnv } from "./fixture.ts";
 import { scenarioGuests } from "./guests.ts";
 import { fitArgs, hasMethod, type Package } from "./package.ts";

@@ -1,6 +1,6 @@
 /** The simulator's task end timestamp the task-end benchmark measures from. */
 import assert from "node:assert/strict";
-import { startSimulator } from "../sim/simulator.ts";
+import { startSimulator } from "../../simulator/simulator.ts";
 
 Deno.test("simulator: a task records when it ended, and tasks() lists it", async () => {
   const token = { id: "root@pam!t", secret: "s" };

@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { model } from "../../js/proxmox_qemu.ts";
-import { SwampRepo } from "../harness/swamp.ts";
+import { SwampRepo } from "../../harness/swamp.ts";
 import { type Env, withEnv } from "./env.ts";
 
 async function refusedBeforeAnyRequest(

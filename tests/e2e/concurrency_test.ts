@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { model } from "../../js/proxmox_qemu.ts";
-import { SwampRepo } from "../harness/swamp.ts";
-import { demoGuests } from "../sim/demo_cluster.ts";
-import type { SimGuest } from "../sim/types.ts";
+import { SwampRepo } from "../../harness/swamp.ts";
+import { demoGuests } from "../../simulator/demo_cluster.ts";
+import type { SimGuest } from "../../simulator/types.ts";
 import { withEnv, written } from "./env.ts";
 
 const FLEET = Array.from({ length: 10 }, (_, i): SimGuest => ({

@@ -5,13 +5,13 @@
  * @module
  */
 import { model as qemuModel } from "../../js/proxmox_qemu.ts";
-import { SwampRepo } from "../harness/swamp.ts";
-import type { RunOptions, RunResult } from "../harness/swamp.ts";
-import type { ModelLike } from "../harness/types.ts";
-import { type GuestAgent, startGuestAgent } from "../sim/qga.ts";
-import { type Simulator, startSimulator } from "../sim/simulator.ts";
-import { demoGuests } from "../sim/demo_cluster.ts";
-import type { SimGuest, SimOptions } from "../sim/types.ts";
+import { SwampRepo } from "../../harness/swamp.ts";
+import type { RunOptions, RunResult } from "../../harness/swamp.ts";
+import type { ModelLike } from "../../harness/types.ts";
+import { type GuestAgent, startGuestAgent } from "../../simulator/qga.ts";
+import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
+import { demoGuests } from "../../simulator/demo_cluster.ts";
+import type { SimGuest, SimOptions } from "../../simulator/types.ts";
 import { PVESH_TOKEN, type SshNode, startSshNode } from "../ssh/node.ts";
 
 /** The token the fixture's package uses; recognisable, so leak scans can look for it. */

@@ -5,8 +5,8 @@
  * @module
  */
 import { model as lxcModel } from "../../js/proxmox_lxc.ts";
-import { demoGuests } from "../sim/demo_cluster.ts";
-import type { SimGuest } from "../sim/types.ts";
+import { demoGuests } from "../../simulator/demo_cluster.ts";
+import type { SimGuest } from "../../simulator/types.ts";
 import { type Env, type EnvOptions, withEnv } from "./env.ts";
 
 /** The template every node's `local` storage holds (the simulator's default). */

@@ -4,8 +4,8 @@
  * that very VM.
  */
 import assert from "node:assert/strict";
-import { demoGuests } from "../sim/demo_cluster.ts";
-import type { SimGuest } from "../sim/types.ts";
+import { demoGuests } from "../../simulator/demo_cluster.ts";
+import type { SimGuest } from "../../simulator/types.ts";
 import { type Env, withEnv, written } from "./env.ts";
 
 const TEMPLATE_UUID = "00000000-0000-4000-8000-000000009000";

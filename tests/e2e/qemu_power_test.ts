@@ -3,8 +3,8 @@
  * a task ended OK. vm-<vmid> is written with the last observed state whatever the verdict.
  */
 import assert from "node:assert/strict";
-import { demoGuests } from "../sim/demo_cluster.ts";
-import type { SimGuest } from "../sim/types.ts";
+import { demoGuests } from "../../simulator/demo_cluster.ts";
+import type { SimGuest } from "../../simulator/types.ts";
 import { type Env, withEnv, written } from "./env.ts";
 
 /** A managed guest for power tests (VMID 120 on pve1). */

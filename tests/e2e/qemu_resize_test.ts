@@ -4,8 +4,8 @@
  * fail with what was expected and what was observed — after the guest record is written.
  */
 import assert from "node:assert/strict";
-import { demoGuests } from "../sim/demo_cluster.ts";
-import type { SimGuest } from "../sim/types.ts";
+import { demoGuests } from "../../simulator/demo_cluster.ts";
+import type { SimGuest } from "../../simulator/types.ts";
 import { type Env, withEnv, written } from "./env.ts";
 
 /** The demo cluster, with a 32G scsi0 and a CD-ROM on the stopped VM 102. */

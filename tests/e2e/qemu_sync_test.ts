@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { z } from "npm:zod@4";
 import { model } from "../../js/proxmox_qemu.ts";
-import type { SimGuest } from "../sim/types.ts";
+import type { SimGuest } from "../../simulator/types.ts";
 import { type Env, withEnv, written } from "./env.ts";
 
 /** The requests a run sent to the simulator. */

@@ -5,8 +5,8 @@
  * that says what went wrong, and the steps before it stay green.
  */
 import assert from "node:assert/strict";
-import { demoGuests } from "../sim/demo_cluster.ts";
-import type { SimGuest } from "../sim/types.ts";
+import { demoGuests } from "../../simulator/demo_cluster.ts";
+import type { SimGuest } from "../../simulator/types.ts";
 import { type Env, withEnv, written } from "./env.ts";
 
 const VMID = 400;

@@ -16,7 +16,7 @@
  * tombstone scenario exercises the harness's lifecycle, not a transport.
  */
 import assert from "node:assert/strict";
-import type { RunResult } from "../harness/swamp.ts";
+import type { RunResult } from "../../harness/swamp.ts";
 import { type Env, withEnv } from "./env.ts";
 
 /** One run of a scenario: the method, its arguments, and what its error must say (if it fails). */

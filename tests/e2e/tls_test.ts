@@ -4,7 +4,7 @@
  * never a silent downgrade. `skipTlsVerify` cannot turn verification off in a standard Deno runtime.
  */
 import assert from "node:assert/strict";
-import { makeTestCerts } from "../sim/certs.ts";
+import { makeTestCerts } from "../../simulator/certs.ts";
 import { withEnv } from "./env.ts";
 
 const certs = await makeTestCerts();

@@ -9,8 +9,8 @@
 import { type Env, startEnv } from "../e2e/env.ts";
 import { model as lxcModel } from "../../js/proxmox_lxc.ts";
 import { lxcFleet } from "./lxc_methods.ts";
-import type { RunResult } from "../harness/types.ts";
-import type { SimFault } from "../sim/types.ts";
+import type { RunResult } from "../../harness/types.ts";
+import type { SimFault } from "../../simulator/types.ts";
 import { type FaultId, FAULTS } from "./faults.ts";
 import {
   type Endpoint,

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { SimFault } from "../sim/types.ts";
+import type { SimFault } from "../../simulator/types.ts";
 import type { Endpoint } from "./methods.ts";
 
 /** Column ids of the matrix, in display order. */

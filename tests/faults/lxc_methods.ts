@@ -6,11 +6,11 @@
  *
  * @module
  */
-import type { RunResult } from "../harness/types.ts";
+import type { RunResult } from "../../harness/types.ts";
 import type { Env } from "../e2e/env.ts";
 import { container, TEMPLATE } from "../e2e/lxc_fixture.ts";
-import { demoGuests } from "../sim/demo_cluster.ts";
-import type { SimGuest } from "../sim/types.ts";
+import { demoGuests } from "../../simulator/demo_cluster.ts";
+import type { SimGuest } from "../../simulator/types.ts";
 import {
   config,
   CT_LOCKED,

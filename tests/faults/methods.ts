@@ -6,10 +6,10 @@
  *
  * @module
  */
-import type { RunResult } from "../harness/types.ts";
+import type { RunResult } from "../../harness/types.ts";
 import type { Env } from "../e2e/env.ts";
-import { demoGuests } from "../sim/demo_cluster.ts";
-import type { SimGuest } from "../sim/types.ts";
+import { demoGuests } from "../../simulator/demo_cluster.ts";
+import type { SimGuest } from "../../simulator/types.ts";
 import type { FaultId } from "./faults.ts";
 
 /** What a verdict may be. */

@@ -3,8 +3,8 @@
  * `afterHandler` (the effect happens, only the answer is lost) and a `body` fault's `status`.
  */
 import assert from "node:assert/strict";
-import { api, tokenHeader } from "../sim/sim_client.ts";
-import { type Simulator, startSimulator } from "../sim/simulator.ts";
+import { api, tokenHeader } from "../../simulator/sim_client.ts";
+import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
 import { HTML_PAGE } from "./faults.ts";
 
 const TOKEN = { id: "root@pam!t", secret: "s" };

@@ -15,7 +15,7 @@ import {
   type MethodContext,
   type ModelLike,
   SwampRepo,
-} from "./swamp.ts";
+} from "../../harness/swamp.ts";
 
 /** Calls made to method bodies, so tests can tell whether one ran. */
 let calls: string[] = [];

@@ -22,8 +22,8 @@ import assert from "node:assert/strict";
 import { decide, validateOnCore } from "../../js/_lib/core.ts";
 import { model } from "../../js/proxmox_qemu.ts";
 import { type Env, withEnv, written } from "../e2e/env.ts";
-import { SwampRepo } from "../harness/swamp.ts";
-import type { RunResult } from "../harness/swamp.ts";
+import { SwampRepo } from "../../harness/swamp.ts";
+import type { RunResult } from "../../harness/swamp.ts";
 import { strangerKey } from "./node.ts";
 import { freePort, generateKey, knownHostsLine } from "./sshd.ts";
 

@@ -12,14 +12,14 @@ import {
   tokenHeader,
   until,
   waitTask,
-} from "./sim_client.ts";
+} from "../../simulator/sim_client.ts";
 import {
   type SimGuest,
   type SimOptions,
   type Simulator,
   startSimulator,
-} from "./simulator.ts";
-import { parseUpid } from "./tasks.ts";
+} from "../../simulator/simulator.ts";
+import { parseUpid } from "../../simulator/tasks.ts";
 
 const TOKEN = { id: "root@pam!ci", secret: "ct-secret-1" };
 const AUTH = { auth: tokenHeader(TOKEN.id, TOKEN.secret) };

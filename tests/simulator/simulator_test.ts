@@ -5,8 +5,8 @@
  */
 
 import assert from "node:assert/strict";
-import { makeTestCerts } from "./certs.ts";
-import { type GuestAgent, startGuestAgent } from "./qga.ts";
+import { makeTestCerts } from "../../simulator/certs.ts";
+import { type GuestAgent, startGuestAgent } from "../../simulator/qga.ts";
 import {
   api,
   type ApiOptions,
@@ -14,14 +14,14 @@ import {
   tokenHeader,
   until,
   waitTask,
-} from "./sim_client.ts";
+} from "../../simulator/sim_client.ts";
 import {
   type SimGuest,
   type SimOptions,
   type Simulator,
   startSimulator,
-} from "./simulator.ts";
-import { parseUpid } from "./tasks.ts";
+} from "../../simulator/simulator.ts";
+import { parseUpid } from "../../simulator/tasks.ts";
 
 const TOKEN = {
   id: "root@pam!ci",
