@@ -10,6 +10,7 @@ import { z } from "npm:zod@4";
 import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
   DeleteArgs,
+  fromUpstream,
   GlobalArgs,
   GuestArgs,
   guestRef,
@@ -114,6 +115,15 @@ const CHANGES = [
 export const model = {
   type: "@stateless/proxmox/lxc",
   version: "2026.11.29.1",
+  // Definitions created by the upstream package move to this version on their next method run.
+  upgrades: [
+    {
+      toVersion: "2026.11.29.1",
+      description:
+        "From the upstream @stateless/proxmox (2026.06.02.x, 2026.06.10.1): global arguments carry over; requestTimeoutSec added (30)",
+      upgradeAttributes: fromUpstream,
+    },
+  ],
   globalArguments: GlobalArgs,
   resources: {
     container: {

@@ -166,6 +166,8 @@ export const guestStateFields = {
     .optional(),
   warnings: z.array(z.string()).optional(),
   lastTask: z.string().optional(),
+  /** On a record the upstream package kept under a guest's name: the record that holds its state now. */
+  supersededBy: z.string().optional(),
   pending: ConfigValues.optional(),
   pendingDelete: z.array(z.string()).optional(),
   lastOperation: z.string(),
@@ -348,4 +350,17 @@ export function nodeMethods(model: ModelName) {
         runOnCore(model, "nodeConfig", args, ctx),
     },
   };
+}
+
+/**
+ * The upgrade of a definition written by the upstream `@stateless/proxmox` package (model versions
+ * 2026.06.02.x and 2026.06.10.1): its global arguments carry over as they are — same names, same
+ * meaning — and the one new one, `requestTimeoutSec`, is written with its default so the definition
+ * shows it. Values this package refuses (e.g. `taskTimeoutSec` over a week) are not rewritten: the
+ * next run names the field and the rule.
+ */
+export function fromUpstream(
+  old: Record<string, unknown>,
+): Record<string, unknown> {
+  return { ...old, requestTimeoutSec: old.requestTimeoutSec ?? 30 };
 }

@@ -10,3 +10,4 @@ pub mod provision;
 pub mod record;
 pub mod reference;
 pub mod settle;
+pub mod upstream;

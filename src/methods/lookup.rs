@@ -6,6 +6,7 @@ use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
 use crate::guest::record::{GuestRecord, IdentityChange};
 use crate::guest::reference::GuestRef;
+use crate::guest::upstream::with_superseded;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
@@ -31,14 +32,12 @@ pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     record.vmid
                 ),
             };
-            Outcome::succeeded(
-                vec![write(
-                    run.guest_spec(),
-                    run.guest_instance(record.vmid),
-                    &record,
-                )],
-                summary,
-            )
+            let writes = vec![write(
+                run.guest_spec(),
+                run.guest_instance(record.vmid),
+                &record,
+            )];
+            Outcome::succeeded(with_superseded(run, writes).await, summary)
         }
         Err(failure) => failure.into(),
     }

@@ -26,6 +26,7 @@ use crate::explain::hint;
 use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{next_id_free, Located};
 use crate::guest::record::GuestRecord;
+use crate::guest::upstream::{vmid_of_instance, with_superseded, written_by_upstream};
 use crate::host::Host;
 use crate::methods::lookup::{observe, record_for};
 use crate::outcome::{Failure, Outcome, RecordWrite};
@@ -102,7 +103,8 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             Ok(record) => {
                 let summary = format!("synced {} {}", run.kind.noun(), record.vmid);
                 let instance = run.guest_instance(record.vmid);
-                Outcome::succeeded(vec![write(run.guest_spec(), instance, &record)], summary)
+                let writes = vec![write(run.guest_spec(), instance, &record)];
+                Outcome::succeeded(with_superseded(run, writes).await, summary)
             }
             Err(failure) => failure.into(),
         };
@@ -120,6 +122,7 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         return failure.into();
     }
     record_vanished(run, &scope, &mut sweep).await;
+    let writes = with_superseded(run, std::mem::take(&mut sweep.writes)).await;
     let summary = format!(
         "synced {} {}s in {} ({} running); {} confirmed absent",
         sweep.seen.len(),
@@ -132,9 +135,9 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         sweep.absent
     );
     match sweep.problems.is_empty() {
-        true => Outcome::succeeded(sweep.writes, summary),
+        true => Outcome::succeeded(writes, summary),
         false => Outcome::failed(
-            sweep.writes,
+            writes,
             format!(
                 "{summary}, but not every guest in scope was read: {}",
                 sweep.problems.join("; ")
@@ -351,12 +354,8 @@ async fn record_vanished<H: Host>(run: &Run<'_, H>, scope: &Scope, sweep: &mut S
     };
     // Sorted for the lookups below; a VMID is listed by one node only.
     sweep.seen.sort_unstable();
-    let prefix = format!("{}-", run.kind.record_prefix());
     for name in names {
-        let vmid = name
-            .strip_prefix(&prefix)
-            .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|d| d.parse::<u32>().ok());
+        let vmid = vmid_of_instance(&name, run.kind.record_prefix());
         let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(v).is_err()) else {
             continue;
         };
@@ -371,7 +370,8 @@ async fn record_vanished<H: Host>(run: &Run<'_, H>, scope: &Scope, sweep: &mut S
 /// A stored record that says present, on a node this sweep read.
 fn in_scope(stored: &Value, scope: &Scope, sweep: &Sweep) -> bool {
     let node = stored.get("node").and_then(Value::as_str);
-    let present = stored.get("present") == Some(&Value::Bool(true));
+    // Upstream's records (no `present`: unknown, deleted or tombstoned) claim a guest there too.
+    let present = stored.get("present") == Some(&Value::Bool(true)) || written_by_upstream(stored);
     present
         && match scope {
             Scope::Node(scope_node) => node == Some(scope_node.as_str()),
