@@ -165,6 +165,12 @@ impl Host for WasmHost {
     }
 
     async fn list_records(&self, spec: &str) -> Result<Option<Vec<String>>, HostError> {
+        // `listRecords` is optional in `CoreHost`: calling a missing one would trap the module.
+        let declared = js_sys::Reflect::get(&self.0, &JsValue::from_str("listRecords"))
+            .is_ok_and(|f| f.is_function());
+        if !declared {
+            return Ok(None);
+        }
         let value = self.0.list_records(spec).await.map_err(host_error)?;
         if value.is_null() || value.is_undefined() {
             return Ok(None);
