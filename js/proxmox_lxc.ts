@@ -23,6 +23,7 @@ import {
   sharedResources,
   ShutdownArgs,
   singleLine,
+  snapshotMethods,
   StartArgs,
   StopArgs,
   SyncArgs,
@@ -105,6 +106,9 @@ const CHANGES = [
   "stop",
   "shutdown",
   "delete",
+  "snapshot",
+  "rollback",
+  "deleteSnapshot",
 ];
 
 export const model = {
@@ -208,5 +212,6 @@ export const model = {
         runOnCore("lxc", "getConfig", args, ctx),
     },
     ...nodeMethods("lxc"),
+    ...snapshotMethods("lxc"),
   },
 };

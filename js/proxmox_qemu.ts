@@ -20,6 +20,7 @@ import {
   sharedResources,
   ShutdownArgs,
   singleLine,
+  snapshotMethods,
   StartArgs,
   StopArgs,
   SyncArgs,
@@ -109,6 +110,9 @@ const MUTATING = [
   "shutdown",
   "delete",
   "guestExec",
+  "snapshot",
+  "rollback",
+  "deleteSnapshot",
 ];
 
 export const model = {
@@ -227,5 +231,6 @@ export const model = {
         runOnCore("qemu", "sync", args, ctx),
     },
     ...nodeMethods("qemu"),
+    ...snapshotMethods("qemu"),
   },
 };

@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod evidence;
+pub mod exec;
 pub mod gates;
 pub mod identity;
 pub mod locate;
@@ -10,3 +11,4 @@ pub mod provision;
 pub mod record;
 pub mod reference;
 pub mod settle;
+pub mod snapshots;

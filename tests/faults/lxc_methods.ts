@@ -34,17 +34,19 @@ import {
   type Where,
   writesOnly,
 } from "./methods.ts";
+import { snapshotSpecs, withBaseSnapshot } from "./snapshot_rows.ts";
 
 /**
  * The lxc matrix's cluster: the demo guests (VMs 100… and container 200), a stopped and a running
- * managed container on each node (320/322 on pve1, 321/323 on pve2).
+ * managed container on each node (320/322 on pve1, 321/323 on pve2); the stopped ones hold
+ * snapshot `base`.
  */
 export function lxcFleet(): SimGuest[] {
   return [
     ...demoGuests(),
-    container(320, { name: "ct320" }),
+    withBaseSnapshot(container(320, { name: "ct320" })),
     container(322, { name: "ct322", status: "running" }),
-    container(321, { name: "ct321", node: "pve2" }),
+    withBaseSnapshot(container(321, { name: "ct321", node: "pve2" })),
     container(323, { name: "ct323", node: "pve2", status: "running" }),
   ];
 }
@@ -367,6 +369,7 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     getConfig,
     nodeRead("nodeStatus"),
     nodeRead("nodeConfig"),
+    ...snapshotSpecs(n, "lxc", stopped, label(stopped)).map((spec) => ct(spec)),
   ];
   if (where === "pve1") {
     // create works on the transport's node only: no pve2 twin, no node scenarios.
@@ -474,4 +477,8 @@ export const EXPECTED_LXC_METHODS = [
   "getConfig",
   "nodeStatus",
   "nodeConfig",
+  "snapshot",
+  "rollback",
+  "deleteSnapshot",
+  "listSnapshots",
 ];

@@ -11,6 +11,7 @@ import type { Env } from "../e2e/env.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { SimGuest } from "../../simulator/types.ts";
 import type { FaultId } from "./faults.ts";
+import { snapshotSpecs, withBaseSnapshot } from "./snapshot_rows.ts";
 
 /** What a verdict may be. */
 export type Verdict = "fail" | "ok" | "ok-retried" | "ok-flagged";
@@ -132,15 +133,15 @@ function template(vmid: number, node: Where): SimGuest {
 
 /**
  * The matrix's cluster: the demo guests, a stopped and a running managed VM and a template on each
- * node (120/122/9000 on pve1, 121/123/9001 on pve2).
+ * node (120/122/9000 on pve1, 121/123/9001 on pve2); the stopped ones hold snapshot `base`.
  */
 export function fleet(): SimGuest[] {
   return [
     ...demoGuests(),
-    managed(120, "pve1", "stopped"),
+    withBaseSnapshot(managed(120, "pve1", "stopped")),
     managed(122, "pve1", "running"),
     template(9000, "pve1"),
-    managed(121, "pve2", "stopped"),
+    withBaseSnapshot(managed(121, "pve2", "stopped")),
     managed(123, "pve2", "running"),
     template(9001, "pve2"),
   ];
@@ -1057,6 +1058,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     getConfig,
     nodeStatus,
     nodeConfig,
+    ...snapshotSpecs(n, "qemu", stopped, label(stopped)).map(row),
   ];
 }
 
@@ -1075,4 +1077,8 @@ export const EXPECTED_METHODS = [
   "getConfig",
   "nodeStatus",
   "nodeConfig",
+  "snapshot",
+  "rollback",
+  "deleteSnapshot",
+  "listSnapshots",
 ];
