@@ -199,7 +199,9 @@ function snapshotArgs(vm: boolean) {
     snapshot: object({
       ...guestRef,
       name: snapshotName,
-      description: opt(fc.oneof(fc.string({ maxLength: 8 }), fc.constant("a\0b"))),
+      description: opt(
+        fc.oneof(fc.string({ maxLength: 8 }), fc.constant("a\0b")),
+      ),
       ...(vm ? { vmstate: opt(fc.boolean()) } : {}),
     }),
     listSnapshots: object(guestRef),
