@@ -6,8 +6,8 @@ use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
     check, clone, create, delete, delete_snapshot, get_config, guest_exec, list_snapshots, lookup,
-    node_config, node_status, resize_disk, rollback, set_config, shutdown, snapshot, start, stop,
-    sync,
+    node_config, node_status, reboot, resize_disk, rollback, set_config, shutdown, snapshot, start,
+    stop, sync, template,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -39,6 +39,8 @@ enum Method {
     ListSnapshots,
     Rollback,
     DeleteSnapshot,
+    Template,
+    Reboot,
     CheckReachable,
 }
 
@@ -60,6 +62,8 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, "listSnapshots") => Method::ListSnapshots,
         (_, "rollback") => Method::Rollback,
         (_, "deleteSnapshot") => Method::DeleteSnapshot,
+        (_, "convertToTemplate") => Method::Template,
+        (_, "reboot") => Method::Reboot,
         (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
         // A VM is cloned from a template and has a guest agent; a container is created from one.
         (GuestKind::Qemu, "guestExec") => Method::GuestExec,
@@ -96,6 +100,8 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::SetConfig => set_config::SetConfigArgs::parse(args).map(drop),
         Method::Resize => resize_disk::ResizeArgs::parse(kind, args).map(drop),
         Method::Sync => sync::SyncArgs::parse(args).map(drop),
+        Method::Template => template::TemplateArgs::parse(args).map(drop),
+        Method::Reboot => reboot::RebootArgs::parse(args).map(drop),
         Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).map(drop),
         Method::CheckReachable => return Err(no_rules()),
     };
@@ -153,6 +159,8 @@ pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Val
         Method::ListSnapshots => list_snapshots::list_snapshots(&run, args).await,
         Method::Rollback => rollback::rollback(&run, args).await,
         Method::DeleteSnapshot => delete_snapshot::delete_snapshot(&run, args).await,
+        Method::Template => template::convert_to_template(&run, args).await,
+        Method::Reboot => reboot::reboot(&run, args).await,
         Method::CheckReachable => check::transport_reachable(&run).await,
     }
 }

@@ -25,28 +25,29 @@ import {
   powerSpec,
   QUORUM,
   readBackDecides,
+  rebootSpec,
   resources,
   type Snapshot,
   status,
   statusObserved,
   taskStatus,
+  templateSpec,
   version,
   type Where,
   writesOnly,
 } from "./methods.ts";
-import { snapshotSpecs, withBaseSnapshot } from "./snapshot_rows.ts";
+import { snapshotSpecs } from "./snapshot_rows.ts";
 
 /**
  * The lxc matrix's cluster: the demo guests (VMs 100… and container 200), a stopped and a running
- * managed container on each node (320/322 on pve1, 321/323 on pve2); the stopped ones hold
- * snapshot `base`.
+ * managed container on each node (320/322 on pve1, 321/323 on pve2).
  */
 export function lxcFleet(): SimGuest[] {
   return [
     ...demoGuests(),
-    withBaseSnapshot(container(320, { name: "ct320" })),
+    container(320, { name: "ct320" }),
     container(322, { name: "ct322", status: "running" }),
-    withBaseSnapshot(container(321, { name: "ct321", node: "pve2" })),
+    container(321, { name: "ct321", node: "pve2" }),
     container(323, { name: "ct323", node: "pve2", status: "running" }),
   ];
 }
@@ -370,6 +371,8 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     nodeRead("nodeStatus"),
     nodeRead("nodeConfig"),
     ...snapshotSpecs(n, "lxc", stopped, label(stopped)).map((spec) => ct(spec)),
+    ct(templateSpec(n, "lxc", stopped, label(stopped))),
+    ct(rebootSpec(n, "lxc", running, label(running))),
   ];
   if (where === "pve1") {
     // create works on the transport's node only: no pve2 twin, no node scenarios.
@@ -481,4 +484,6 @@ export const EXPECTED_LXC_METHODS = [
   "rollback",
   "deleteSnapshot",
   "listSnapshots",
+  "convertToTemplate",
+  "reboot",
 ];

@@ -1,14 +1,13 @@
 /**
  * The fault matrix's snapshot rows, one builder for both models: snapshot, rollback,
  * deleteSnapshot and listSnapshots of a stopped managed guest that already holds snapshot `base`
- * (seeded by {@link withBaseSnapshot}), with the oracles that decide whether a verdict told the
+ * (seeded by {@link seedBaseSnapshot} before every cell), with the oracles that decide whether a verdict told the
  * truth about the snapshot tree.
  *
  * @module
  */
 import type { RunResult } from "../../harness/types.ts";
 import type { Env } from "../e2e/env.ts";
-import type { SimGuest } from "../../simulator/types.ts";
 import {
   config,
   type Endpoint,
@@ -28,22 +27,22 @@ import {
 /** The memory the `base` snapshot holds (the guest's current config holds another value). */
 export const BASE_MEMORY = 256;
 
-/** A guest holding snapshot `base` (no RAM) of a config with {@link BASE_MEMORY}, descending from it. */
-export function withBaseSnapshot(g: SimGuest): SimGuest {
-  return {
-    ...g,
-    config: { ...g.config, parent: "base" },
-    snapshots: {
-      base: {
-        name: g.name,
-        tags: [...(g.tags ?? [])],
-        config: { ...g.config, memory: BASE_MEMORY },
-        snaptime: 1_700_000_000,
-        description: "before the change",
-        vmstate: false,
-      },
-    },
+/**
+ * Gives guest `vmid` snapshot `base` (no RAM) of its config with {@link BASE_MEMORY}, and makes it
+ * descend from it: every cell of a snapshot row starts from this tree.
+ */
+export function seedBaseSnapshot(env: Env, vmid: number): void {
+  const g = env.sim.guest(vmid);
+  if (!g) throw new Error(`the matrix has no guest ${vmid}`);
+  g.snapshots.base = {
+    name: g.name,
+    tags: [...g.tags],
+    config: { ...g.config, memory: BASE_MEMORY },
+    snaptime: 1_700_000_000,
+    description: "before the change",
+    vmstate: false,
   };
+  g.config.parent = "base";
 }
 
 type Tree = { currentParent?: string; snapshots?: { name: string }[] };
@@ -97,6 +96,7 @@ export function snapshotSpecs(
     status(n, vmid, " (lock released)", 1, type),
     list(" (after)", 1),
   ];
+  const prepare = (env: Env) => seedBaseSnapshot(env, vmid);
   const records = new RegExp(`^${prefix}-${vmid}(-snapshots)?$`);
   /** Records only what was observed: the guest's status, and a tree the simulator had. */
   const truth =
@@ -118,6 +118,7 @@ export function snapshotSpecs(
 
   const snapshot: RowSpec = {
     name: "snapshot",
+    prepare,
     args: { vmid, name: "fresh" },
     endpoints: around(
       mutation("POST snapshot", "POST", "/snapshot"),
@@ -138,6 +139,7 @@ export function snapshotSpecs(
 
   const rollback: RowSpec = {
     name: "rollback",
+    prepare,
     args: { vmid, name: "base" },
     endpoints: around(
       mutation(
@@ -165,6 +167,7 @@ export function snapshotSpecs(
 
   const deleteSnapshot: RowSpec = {
     name: "deleteSnapshot",
+    prepare,
     args: { vmid, name: "base" },
     endpoints: around(
       mutation("DELETE snapshot/base", "DELETE", "/snapshot/base"),
@@ -183,6 +186,7 @@ export function snapshotSpecs(
 
   const listSnapshots: RowSpec = {
     name: "listSnapshots",
+    prepare,
     args: { vmid },
     endpoints: [resources(), list("")],
     names,
