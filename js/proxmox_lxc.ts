@@ -28,6 +28,7 @@ import {
   sharedResources,
   ShutdownArgs,
   singleLine,
+  snapshotMethods,
   StartArgs,
   StopArgs,
   SyncArgs,
@@ -110,6 +111,9 @@ const CHANGES = [
   "stop",
   "shutdown",
   "delete",
+  "snapshot",
+  "rollback",
+  "deleteSnapshot",
   "convertToTemplate",
   "reboot",
 ];
@@ -244,5 +248,6 @@ export const model = {
         runOnCore("lxc", "convertToTemplate", args, ctx),
     },
     ...nodeMethods("lxc"),
+    ...snapshotMethods("lxc"),
   },
 };

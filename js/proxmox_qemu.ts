@@ -25,6 +25,7 @@ import {
   sharedResources,
   ShutdownArgs,
   singleLine,
+  snapshotMethods,
   StartArgs,
   StopArgs,
   SyncArgs,
@@ -115,6 +116,9 @@ const MUTATING = [
   "shutdown",
   "delete",
   "guestExec",
+  "snapshot",
+  "rollback",
+  "deleteSnapshot",
   "convertToTemplate",
   "reboot",
 ];
@@ -264,5 +268,6 @@ export const model = {
         runOnCore("qemu", "convertToTemplate", args, ctx),
     },
     ...nodeMethods("qemu"),
+    ...snapshotMethods("qemu"),
   },
 };
