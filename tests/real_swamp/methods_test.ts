@@ -160,3 +160,35 @@ Deno.test(
     });
   },
 );
+
+Deno.test(
+  "real swamp: every method run stores the method-observed report of what its records say",
+  opts,
+  async () => {
+    await withRealSwamp({}, async ({ cli }) => {
+      await cli.json([
+        "model",
+        "method",
+        "run",
+        "fleet",
+        "lookup",
+        ...inputs({ vmid: 102 }),
+      ]);
+      const r = await cli.json([
+        "report",
+        "get",
+        "@stateless/proxmox/method-observed",
+        "--model",
+        "fleet",
+      ]);
+      assert.equal(r.json.json.verdict, "succeeded");
+      assert.deepEqual(
+        r.json.json.rows.map((row: { subject: string; observed: string }) => [
+          row.subject,
+          row.observed,
+        ]),
+        [["vm-102", "stopped"]],
+      );
+    });
+  },
+);

@@ -90,13 +90,21 @@ export class SwampCli {
   }
 
   /**
-   * Installs a package (a folder holding manifest.yaml and its model files) as this repository's
-   * local extension, replacing whatever package was installed before.
+   * Installs a package (a folder holding manifest.yaml, its model files and a `reports/` folder)
+   * as this repository's local extension, replacing whatever package was installed before.
    */
   async install(packageDir: string): Promise<void> {
-    const target = join(this.dir, "extensions", "models");
-    await Deno.remove(target, { recursive: true }).catch(() => {});
-    await copyTree(packageDir, target);
+    const models = join(this.dir, "extensions", "models");
+    const reports = join(this.dir, "extensions", "reports");
+    for (const dir of [models, reports]) {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+    await copyTree(packageDir, models);
+    // swamp loads reports from extensions/reports/ (the manifest's `reports:` resolve there).
+    const shipped = join(packageDir, "reports");
+    if (await Deno.stat(shipped).then((s) => s.isDirectory, () => false)) {
+      await copyTree(shipped, reports);
+    }
   }
 
   /** Writes a file (a model definition, a workflow) relative to the repository. */
