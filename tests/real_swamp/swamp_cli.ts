@@ -24,6 +24,7 @@ export interface CliRun {
 }
 
 let swampPath: Promise<string> | undefined;
+let initialized: Promise<string> | undefined;
 
 /** The swamp wrapper: `$SWAMP`, else the one `setup.sh` installs (run once per process). */
 export function swampBinary(): Promise<string> {
@@ -47,13 +48,25 @@ export function swampBinary(): Promise<string> {
 export class SwampCli {
   private constructor(readonly dir: string, private readonly swamp: string) {}
 
-  /** `swamp init` in a new temporary directory. */
+  /** A fresh repository: a copy of one `swamp init` made once per process. */
   static async init(): Promise<SwampCli> {
+    initialized ??= (async () => {
+      const dir = await Deno.makeTempDir({ prefix: "real-swamp-template-" });
+      const init = await new SwampCli(dir, await swampBinary()).run(
+        "init",
+        "--tool",
+        "none",
+      );
+      if (init.code !== 0) throw new Error(`swamp init: ${init.stderr}`);
+      globalThis.addEventListener("unload", () => {
+        Deno.removeSync(dir, { recursive: true });
+      });
+      return dir;
+    })();
+    const template = await initialized;
     const dir = await Deno.makeTempDir({ prefix: "real-swamp-" });
-    const cli = new SwampCli(dir, await swampBinary());
-    const init = await cli.run("init", "--tool", "none");
-    if (init.code !== 0) throw new Error(`swamp init: ${init.stderr}`);
-    return cli;
+    await copyTree(template, dir);
+    return new SwampCli(dir, await swampBinary());
   }
 
   /** Runs `swamp <args…>` in the repository; `--json` output is parsed when it is JSON. */
