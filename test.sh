@@ -56,8 +56,11 @@ gate() { # gate <name> <command…>: a failing gate counts as one failure
 
 layer "cargo test" count_rust cargo test --quiet
 # No --quiet here: cargo would hand it to wasm-bindgen-test-runner, which refuses it.
-layer "wasm-bindgen-test" count_rust env CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test --target wasm32-unknown-unknown --test wasm_boundary
+# tests/wasm_simulator.rs drives the wasm build over fetch (gloo-net) against a simulator that
+# scripts/with_simulator.ts keeps up for the layer (its URL reaches the build through the environment).
+layer "wasm-bindgen-test" count_rust deno run --allow-all scripts/with_simulator.ts \
+  env CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test --target wasm32-unknown-unknown --test wasm_boundary --test wasm_simulator
 layer "deno test" count_deno deno test --allow-all --quiet --ignore=tests/real_swamp tests/ js/
 
 # The real swamp CLI, built from source by ../shared/tools/swamp/setup.sh (npm is its only network), runs

@@ -145,6 +145,8 @@ export const model = {
     },
     ...sharedResources("container", "ct"),
   },
+  // The default report of every method run (js/reports/observed_method_report.ts).
+  reports: ["@stateless/proxmox/method-observed"],
   checks: {
     "transport-reachable": transportReachable("lxc", CHANGES),
   },

@@ -6,12 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { model } from "./proxmox_lxc.ts";
-import {
-  parseArgs,
-  type Script,
-  scriptedContext,
-  scriptedPve,
-} from "./_lib/scripted_pve.ts";
+import { runScripted, type Script } from "./_lib/scripted_pve.ts";
 
 /** A node pve1 holding container 200 (running) with `tags`. */
 function cluster(tags?: string): Script {
@@ -50,26 +45,11 @@ function cluster(tags?: string): Script {
   };
 }
 
-async function run(
+const run = (
   method: keyof typeof model.methods,
   args: Record<string, unknown>,
   script: Script,
-) {
-  const pve = scriptedPve(script);
-  const ctx = scriptedContext(pve);
-  try {
-    const m = model.methods[method];
-    // deno-lint-ignore no-explicit-any
-    const parsed = parseArgs(m.arguments as any, ctx, args) as any;
-    const outcome = await m.execute(parsed, ctx).then(
-      (result) => ({ result, error: undefined }),
-      (error: Error) => ({ result: undefined, error }),
-    );
-    return { ...outcome, ctx, requests: pve.requests };
-  } finally {
-    await pve.close();
-  }
-}
+) => runScripted(model, method, args, script);
 
 Deno.test("lxc lookup records the container's live state as ct-<vmid>", async () => {
   const r = await run("lookup", { vmid: 200 }, cluster());

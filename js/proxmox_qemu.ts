@@ -45,6 +45,11 @@ const GuestExecArgs = z.object({
   timeoutSec: z.number().int().positive().max(86400).default(30),
   allowNonZeroExit: z.boolean().default(false),
   allowedExitCodes: z.array(z.number().int().min(0).max(255)).optional(),
+  // `@swamp/ssh`'s convention: the exit codes that count as success (replacing [0]), or "any".
+  okExitCodes: z.union([
+    z.literal("any"),
+    z.array(z.number().int().min(0).max(255)).min(1),
+  ]).optional(),
   inputData: z.string().refine(
     (v) => new TextEncoder().encode(v).length <= 65536,
     { message: "inputData must be at most 65536 bytes (PVE's limit)" },
@@ -52,7 +57,16 @@ const GuestExecArgs = z.object({
     // No argv can carry a NUL, so it could never reach pvesh over ssh; refused on both transports.
     message: "inputData must not contain NUL",
   }).optional(),
-}).refine(requireGuest, provideGuest);
+}).refine(requireGuest, provideGuest).refine(
+  (a) =>
+    a.okExitCodes === undefined ||
+    (!a.allowNonZeroExit && a.allowedExitCodes === undefined),
+  {
+    message:
+      "okExitCodes replaces allowNonZeroExit and allowedExitCodes: give one or the other",
+    path: ["okExitCodes"],
+  },
+);
 
 const CloneArgs = z.object({
   templateId: vmid,
@@ -157,6 +171,8 @@ export const model = {
     },
     ...sharedResources("VM", "vm"),
   },
+  // The default report of every method run (js/reports/observed_method_report.ts).
+  reports: ["@stateless/proxmox/method-observed"],
   checks: {
     "transport-reachable": transportReachable("qemu", MUTATING),
   },
@@ -173,7 +189,7 @@ export const model = {
     },
     guestExec: {
       description:
-        "Run a command through the guest agent; fails unless it exits 0 (or an allowed code)",
+        "Run a command through the guest agent; fails unless it exits 0 (or a code okExitCodes, allowedExitCodes or allowNonZeroExit accepts)",
       kind: "action" as const,
       arguments: GuestExecArgs,
       execute: (args: z.infer<typeof GuestExecArgs>, ctx: MethodContext) =>

@@ -6,13 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { model } from "./proxmox_qemu.ts";
-import {
-  type Answer,
-  parseArgs,
-  type Script,
-  scriptedContext,
-  scriptedPve,
-} from "./_lib/scripted_pve.ts";
+import { type Answer, runScripted, type Script } from "./_lib/scripted_pve.ts";
 
 const VM_100 = {
   vmid: 100,
@@ -27,23 +21,26 @@ const VM_100 = {
   uptime: 60,
 };
 
-/** A node pve1 holding VM 100 (running, agent up). */
+/** `/cluster/resources` of node pve1 holding VM 100, running, with `tags`. */
+const resources = (tags?: string): Answer => ({
+  data: [
+    { id: "node/pve1", type: "node", node: "pve1", status: "online" },
+    {
+      id: "qemu/100",
+      type: "qemu",
+      vmid: 100,
+      node: "pve1",
+      name: "web",
+      status: "running",
+      template: 0,
+      ...(tags ? { tags } : {}),
+    },
+  ],
+});
+
+/** A node pve1 holding VM 100 (running, agent up, tagged swamp). */
 const CLUSTER: Script = {
-  "GET /cluster/resources": {
-    data: [
-      { id: "node/pve1", type: "node", node: "pve1", status: "online" },
-      {
-        id: "qemu/100",
-        type: "qemu",
-        vmid: 100,
-        node: "pve1",
-        name: "web",
-        status: "running",
-        template: 0,
-        tags: "swamp",
-      },
-    ],
-  },
+  "GET /cluster/resources": resources("swamp"),
   "GET /nodes/pve1/qemu/100/status/current": { data: VM_100 },
   "GET /nodes/pve1/qemu/100/config": {
     data: {
@@ -69,26 +66,11 @@ function agentExits(code: number, out = ""): Script {
   };
 }
 
-async function run(
+const run = (
   method: keyof typeof model.methods,
   args: Record<string, unknown>,
   script: Script,
-) {
-  const pve = scriptedPve(script);
-  const ctx = scriptedContext(pve);
-  try {
-    const m = model.methods[method];
-    // deno-lint-ignore no-explicit-any
-    const parsed = parseArgs(m.arguments as any, ctx, args) as any;
-    const outcome = await m.execute(parsed, ctx).then(
-      (result) => ({ result, error: undefined }),
-      (error: Error) => ({ result: undefined, error }),
-    );
-    return { ...outcome, ctx, requests: pve.requests };
-  } finally {
-    await pve.close();
-  }
-}
+) => runScripted(model, method, args, script);
 
 Deno.test("qemu lookup records the VM's live state as vm-<vmid>", async () => {
   const r = await run("lookup", { vmid: 100 }, CLUSTER);
@@ -147,20 +129,7 @@ Deno.test("qemu guestExec refuses an empty command before any request", () => {
 Deno.test("qemu stop refuses a VM without the swamp tag and sends no stop", async () => {
   const untagged = {
     ...CLUSTER,
-    "GET /cluster/resources": {
-      data: [
-        { id: "node/pve1", type: "node", node: "pve1", status: "online" },
-        {
-          id: "qemu/100",
-          type: "qemu",
-          vmid: 100,
-          node: "pve1",
-          name: "web",
-          status: "running",
-          template: 0,
-        },
-      ],
-    },
+    "GET /cluster/resources": resources(),
     "GET /nodes/pve1/qemu/100/status/current": {
       data: { ...VM_100, tags: undefined },
     },

@@ -90,13 +90,22 @@ const manifestVersion = manifest.match(/^version:\s*"?([^"\n]+)"?/m)?.[1];
 if (!manifestVersion || !CALVER.test(manifestVersion)) {
   problems.push("manifest.yaml: version is not CalVer");
 }
-for (const entry of manifest.matchAll(/^\s+-\s+(\S+\.ts)\s*$/gm)) {
-  const exists = await Deno.stat(`${root}/${entry[1]}`).then(
+// `reports:` entries resolve in the reports folder (swamp's extensions/reports/, shipped as
+// js/reports/); the other .ts entries (models) beside the manifest.
+const entries = [...manifest.matchAll(/^(\w+):|^\s+-\s+(\S+\.ts)\s*$/gm)];
+let key = "";
+for (const entry of entries) {
+  if (entry[1]) {
+    key = entry[1];
+    continue;
+  }
+  const dir = key === "reports" ? `${root}/reports` : root;
+  const exists = await Deno.stat(`${dir}/${entry[2]}`).then(
     () => true,
     () => false,
   );
   if (!exists) {
-    problems.push(`manifest.yaml lists ${entry[1]}, which does not exist`);
+    problems.push(`manifest.yaml lists ${entry[2]}, which does not exist`);
   }
 }
 

@@ -123,11 +123,35 @@ export function scriptedContext(pve: ScriptedPve): ScriptedContext {
   };
 }
 
-/** A method's arguments as swamp hands them to `execute`: parsed over `{...globalArgs, ...args}`. */
-export function parseArgs<T>(
-  schema: { parse(value: unknown): T },
-  ctx: ScriptedContext,
+/** A model method as the runner below calls it. */
+interface RunnableMethod {
+  arguments: { parse(value: unknown): unknown };
+  // deno-lint-ignore no-explicit-any
+  execute(args: any, ctx: any): Promise<{ dataHandles: unknown[] }>;
+}
+
+/**
+ * Runs `method` of `model` as swamp does — arguments parsed over `{...globalArgs, ...args}`, then
+ * `execute` — against a scripted PVE answering `script`: its result or error, the context (what it
+ * wrote and logged) and the requests PVE received.
+ */
+export async function runScripted(
+  model: { methods: Record<string, RunnableMethod> },
+  method: string,
   args: Record<string, unknown>,
-): T {
-  return schema.parse({ ...ctx.globalArgs, ...args });
+  script: Script,
+) {
+  const pve = scriptedPve(script);
+  const ctx = scriptedContext(pve);
+  try {
+    const m = model.methods[method];
+    const parsed = m.arguments.parse({ ...ctx.globalArgs, ...args });
+    const outcome = await m.execute(parsed, ctx).then(
+      (result) => ({ result, error: undefined }),
+      (error: Error) => ({ result: undefined, error }),
+    );
+    return { ...outcome, ctx, requests: pve.requests };
+  } finally {
+    await pve.close();
+  }
 }

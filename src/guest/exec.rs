@@ -26,6 +26,8 @@ pub enum ExitPolicy {
     AnyCode,
     /// 0 and the listed codes (`allowedExitCodes`).
     Listed(Vec<i64>),
+    /// Exactly the listed codes (`okExitCodes`, `@swamp/ssh`'s convention: the list replaces `[0]`).
+    Exactly(Vec<i64>),
 }
 
 impl ExitPolicy {
@@ -34,7 +36,56 @@ impl ExitPolicy {
             ExitPolicy::ZeroOnly => code == 0,
             ExitPolicy::AnyCode => true,
             ExitPolicy::Listed(codes) => code == 0 || codes.contains(&code),
+            ExitPolicy::Exactly(codes) => codes.contains(&code),
         }
+    }
+
+    /// The policy the arguments ask for: `okExitCodes` (`"any"` or a list replacing `[0]`), or
+    /// `allowNonZeroExit` / `allowedExitCodes` — one convention per call, never both.
+    fn parse(fields: &Fields) -> Result<Self, ArgError> {
+        let allow_any: bool = fields.or("allowNonZeroExit", false)?;
+        let given: Option<Vec<i64>> = fields.optional("allowedExitCodes")?;
+        let listed_given = given.is_some();
+        let listed = given.unwrap_or_default();
+        check_codes("allowedExitCodes", &listed)?;
+        let ok: Option<Value> = fields.optional("okExitCodes")?;
+        let Some(ok) = ok else {
+            return Ok(match (allow_any, listed.is_empty()) {
+                (true, _) => ExitPolicy::AnyCode,
+                (false, true) => ExitPolicy::ZeroOnly,
+                (false, false) => ExitPolicy::Listed(listed),
+            });
+        };
+        if allow_any || listed_given {
+            return Err(ArgError::new(
+                "okExitCodes",
+                "replaces allowNonZeroExit and allowedExitCodes: give one or the other",
+            ));
+        }
+        const RULE: &str = "must be \"any\" or a non-empty list of exit codes 0–255";
+        match ok {
+            Value::String(word) if word == "any" => Ok(ExitPolicy::AnyCode),
+            Value::Array(items) => {
+                let codes: Vec<i64> = items
+                    .iter()
+                    .map(|v| v.as_i64().filter(|c| (0..=255).contains(c)))
+                    .collect::<Option<_>>()
+                    .filter(|c: &Vec<i64>| !c.is_empty())
+                    .ok_or_else(|| ArgError::new("okExitCodes", RULE))?;
+                Ok(ExitPolicy::Exactly(codes))
+            }
+            _ => Err(ArgError::new("okExitCodes", RULE)),
+        }
+    }
+}
+
+fn check_codes(field: &str, codes: &[i64]) -> Result<(), ArgError> {
+    match codes.iter().find(|c| !(0..=255).contains(*c)) {
+        Some(bad) => Err(ArgError::new(
+            field,
+            format!("must hold exit codes 0–255 (got {bad})"),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -68,14 +119,7 @@ impl ExecArgs {
                 "must not contain NUL",
             ));
         }
-        let allow_any: bool = fields.or("allowNonZeroExit", false)?;
-        let listed: Vec<i64> = fields.or("allowedExitCodes", Vec::new())?;
-        if let Some(bad) = listed.iter().find(|c| !(0..=255).contains(*c)) {
-            return Err(ArgError::new(
-                "allowedExitCodes",
-                format!("must hold exit codes 0–255 (got {bad})"),
-            ));
-        }
+        let policy = ExitPolicy::parse(&fields)?;
         let input: Option<String> = fields.optional("inputData")?;
         if input.as_ref().is_some_and(|i| i.len() > MAX_INPUT_BYTES) {
             return Err(ArgError::new(
@@ -91,11 +135,7 @@ impl ExecArgs {
             target,
             command,
             timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 30)? as u64,
-            policy: match (allow_any, listed.is_empty()) {
-                (true, _) => ExitPolicy::AnyCode,
-                (false, true) => ExitPolicy::ZeroOnly,
-                (false, false) => ExitPolicy::Listed(listed),
-            },
+            policy,
             input,
         })
     }
@@ -290,7 +330,7 @@ pub fn verdict_message(
     match outcome {
         ExecOutcome::Exited { code } if args.policy.accepts(*code) => None,
         ExecOutcome::Exited { code } => Some(with_stderr(format!(
-            "{what} exited with code {code}; only {} counts as success (set allowNonZeroExit or allowedExitCodes to accept it)",
+            "{what} exited with code {code}; only {} counts as success (set okExitCodes, allowNonZeroExit or allowedExitCodes to accept it)",
             accepted_codes(&args.policy)
         ))),
         ExecOutcome::Signaled { signal } => Some(with_stderr(format!("{what} was killed by signal {signal}"))),
@@ -311,6 +351,13 @@ fn accepted_codes(policy: &ExitPolicy) -> String {
         ExitPolicy::Listed(codes) => {
             let list: Vec<String> = codes.iter().map(i64::to_string).collect();
             format!("exit codes 0, {}", list.join(", "))
+        }
+        ExitPolicy::Exactly(codes) => {
+            let list: Vec<String> = codes.iter().map(i64::to_string).collect();
+            match list.len() {
+                1 => format!("exit code {} (okExitCodes)", list[0]),
+                _ => format!("exit codes {} (okExitCodes)", list.join(", ")),
+            }
         }
     }
 }
@@ -342,5 +389,79 @@ mod nul_tests {
         assert_eq!(nul_input.field, "inputData");
         // Single quotes carry newlines through the node's shell (tests/ssh/transport_test.ts).
         assert!(ExecArgs::parse(&args(json!(["printf", "a\nb\rc"]), "x\ny")).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod exit_policy_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(extra: Value) -> Result<ExitPolicy, ArgError> {
+        let mut args = json!({"vmid": 100, "command": ["true"]});
+        if let (Some(target), Some(more)) = (args.as_object_mut(), extra.as_object()) {
+            target.extend(more.clone());
+        }
+        ExecArgs::parse(&args).map(|a| a.policy)
+    }
+
+    #[test]
+    fn ok_exit_codes_replace_zero_rather_than_adding_to_it() {
+        let exactly = policy(json!({"okExitCodes": [1, 3]})).unwrap();
+        assert!(exactly.accepts(1) && exactly.accepts(3));
+        assert!(!exactly.accepts(0), "0 counts only when listed");
+        assert!(policy(json!({"okExitCodes": [0, 1]})).unwrap().accepts(0));
+    }
+
+    #[test]
+    fn ok_exit_codes_any_accepts_every_exit_code() {
+        let any = policy(json!({"okExitCodes": "any"})).unwrap();
+        assert_eq!(any, ExitPolicy::AnyCode);
+    }
+
+    #[test]
+    fn ok_exit_codes_refuse_an_empty_list_other_words_and_codes_past_255() {
+        for bad in [
+            json!([]),
+            json!("all"),
+            json!([256]),
+            json!([-1]),
+            json!([1.5]),
+            json!(1),
+        ] {
+            let error = policy(json!({ "okExitCodes": bad })).unwrap_err();
+            assert_eq!(error.field, "okExitCodes", "{bad}");
+        }
+    }
+
+    #[test]
+    fn ok_exit_codes_with_either_older_field_is_refused_naming_the_clash() {
+        for clash in [
+            json!({"allowNonZeroExit": true}),
+            json!({"allowedExitCodes": [1]}),
+        ] {
+            let mut extra = clash.clone();
+            extra["okExitCodes"] = json!([1]);
+            let error = policy(extra).unwrap_err();
+            assert_eq!(error.field, "okExitCodes");
+            assert!(
+                error.rule.contains("give one or the other"),
+                "{}",
+                error.rule
+            );
+        }
+        // The older fields' defaults given explicitly are no clash.
+        assert!(policy(json!({"okExitCodes": [1], "allowNonZeroExit": false})).is_ok());
+    }
+
+    #[test]
+    fn the_older_fields_keep_their_meaning() {
+        assert_eq!(policy(json!({})).unwrap(), ExitPolicy::ZeroOnly);
+        assert_eq!(
+            policy(json!({"allowNonZeroExit": true})).unwrap(),
+            ExitPolicy::AnyCode
+        );
+        let listed = policy(json!({"allowedExitCodes": [2]})).unwrap();
+        assert!(listed.accepts(0) && listed.accepts(2) && !listed.accepts(1));
     }
 }

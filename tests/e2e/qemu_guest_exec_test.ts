@@ -95,6 +95,38 @@ Deno.test("guestExec: allowedExitCodes accepts only the listed codes", async () 
   });
 });
 
+Deno.test("guestExec: okExitCodes lists the codes that count, replacing 0", async () => {
+  await withEnv({}, async (env) => {
+    const ok = await env.run(
+      "guestExec",
+      exec(["bash", "-c", "exit 3"], { okExitCodes: [3] }),
+    );
+    assert.equal(ok.status, "succeeded", ok.error);
+    const zero = await env.run(
+      "guestExec",
+      exec(["bash", "-c", "exit 0"], { okExitCodes: [3] }),
+    );
+    assert.equal(zero.status, "failed");
+    assert.match(zero.error ?? "", /only exit code 3 \(okExitCodes\) counts/);
+    assert.equal(written(zero, "vm-100-exec").exitCode, 0);
+  });
+});
+
+Deno.test('guestExec: okExitCodes "any" accepts every exit code but not a signal', async () => {
+  await withEnv({}, async (env) => {
+    const ok = await env.run(
+      "guestExec",
+      exec(["bash", "-c", "exit 77"], { okExitCodes: "any" }),
+    );
+    assert.equal(ok.status, "succeeded", ok.error);
+    const killed = await env.run(
+      "guestExec",
+      exec(["bash", "-c", "kill -TERM $$"], { okExitCodes: "any" }),
+    );
+    assert.equal(killed.status, "failed");
+  });
+});
+
 Deno.test("guestExec: a command past timeoutSec fails with timedOut recorded", async () => {
   await withEnv({}, async (env) => {
     const r = await env.run(

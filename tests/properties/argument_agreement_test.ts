@@ -260,6 +260,13 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     allowedExitCodes: opt(
       fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 3 }),
     ),
+    // Empty lists, "any", codes past 255 and clashes with the two older fields all occur.
+    okExitCodes: opt(
+      fc.oneof(
+        fc.constant("any"),
+        fc.array(bounded(0, 255), { maxLength: 3 }),
+      ),
+    ),
     inputData: opt(fc.string({ maxLength: 20 })),
   }),
   start: object({

@@ -78,6 +78,20 @@ export async function withRealSwamp(
   }
 }
 
+/** `swamp model method run <definition> <method> --input …` with `--json`, expecting exit `expect`. */
+export function runMethod(
+  env: RealSwamp,
+  method: string,
+  args: Record<string, unknown> = {},
+  expect = 0,
+  definition = "fleet",
+) {
+  return env.cli.json(
+    ["model", "method", "run", definition, method, ...inputs(args)],
+    expect,
+  );
+}
+
 /** `--input` flags from an object (non-strings as JSON, as swamp parses them). */
 export function inputs(values: Record<string, unknown>): string[] {
   return Object.entries(values).flatMap(([k, v]) => [

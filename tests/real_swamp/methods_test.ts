@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
-import { extraGuest, inputs, withRealSwamp } from "./fixture.ts";
+import { extraGuest, runMethod, withRealSwamp } from "./fixture.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -43,15 +43,8 @@ Deno.test(
   "real swamp: lookup succeeds and stores the live state as vm-<vmid>",
   opts,
   async () => {
-    await withRealSwamp({}, async ({ cli }) => {
-      const r = await cli.json([
-        "model",
-        "method",
-        "run",
-        "fleet",
-        "lookup",
-        ...inputs({ vmid: 100 }),
-      ]);
+    await withRealSwamp({}, async (env) => {
+      const r = await runMethod(env, "lookup", { vmid: 100 });
       assert.equal(r.json.status, "succeeded");
       const record = r.json.dataArtifacts.find((a: { name: string }) =>
         a.name === "vm-100"
@@ -67,15 +60,11 @@ Deno.test(
   "real swamp: guestExec of exit 0 succeeds with exitCode 0 in its exec record",
   opts,
   async () => {
-    await withRealSwamp({}, async ({ cli }) => {
-      const r = await cli.json([
-        "model",
-        "method",
-        "run",
-        "fleet",
-        "guestExec",
-        ...inputs({ vmid: 100, command: ["sh", "-c", "echo hi; exit 0"] }),
-      ]);
+    await withRealSwamp({}, async (env) => {
+      const r = await runMethod(env, "guestExec", {
+        vmid: 100,
+        command: ["sh", "-c", "echo hi; exit 0"],
+      });
       assert.equal(r.json.status, "succeeded");
       const exec = r.json.dataArtifacts.find((a: { name: string }) =>
         a.name === "vm-100-exec"
@@ -90,15 +79,12 @@ Deno.test(
   "real swamp: guestExec of exit 42 fails the run (exit status 1) and keeps the exec record",
   opts,
   async () => {
-    await withRealSwamp({}, async ({ cli }) => {
-      const r = await cli.json([
-        "model",
-        "method",
-        "run",
-        "fleet",
-        "guestExec",
-        ...inputs({ vmid: 100, command: ["sh", "-c", "exit 42"] }),
-      ], 1);
+    await withRealSwamp({}, async (env) => {
+      const { cli } = env;
+      const r = await runMethod(env, "guestExec", {
+        vmid: 100,
+        command: ["sh", "-c", "exit 42"],
+      }, 1);
       assert.equal(r.json.code, "method_execution_failed");
       assert.match(r.json.error, /exited with code 42/);
       const stored = await cli.latest(
@@ -121,15 +107,9 @@ Deno.test(
     ];
     await withRealSwamp(
       { guests, fleetArgs: { taskTimeoutSec: 2 } },
-      async ({ cli }) => {
-        const r = await cli.json([
-          "model",
-          "method",
-          "run",
-          "fleet",
-          "start",
-          ...inputs({ vmid: 120 }),
-        ], 1);
+      async (env) => {
+        const { cli } = env;
+        const r = await runMethod(env, "start", { vmid: 120 }, 1);
         assert.match(r.json.error, /did not reach status running/);
         const stored = await cli.latest(
           'modelName == "fleet" && name == "vm-120"',
@@ -144,8 +124,9 @@ Deno.test(
   "real swamp: data query returns the latest record of each guest a sync wrote",
   opts,
   async () => {
-    await withRealSwamp({}, async ({ cli }) => {
-      await cli.json(["model", "method", "run", "fleet", "sync"]);
+    await withRealSwamp({}, async (env) => {
+      const { cli } = env;
+      await runMethod(env, "sync");
       const stored = await cli.latest(
         'modelName == "fleet" && specName == "guest"',
       );
@@ -157,6 +138,32 @@ Deno.test(
         assert.ok(record, `vm-${g.vmid} stored`);
         assert.equal(record.status, g.status, `vm-${g.vmid} status`);
       }
+    });
+  },
+);
+
+Deno.test(
+  "real swamp: every method run stores the method-observed report of what its records say",
+  opts,
+  async () => {
+    await withRealSwamp({}, async (env) => {
+      const { cli } = env;
+      await runMethod(env, "lookup", { vmid: 102 });
+      const r = await cli.json([
+        "report",
+        "get",
+        "@stateless/proxmox/method-observed",
+        "--model",
+        "fleet",
+      ]);
+      assert.equal(r.json.json.verdict, "succeeded");
+      assert.deepEqual(
+        r.json.json.rows.map((row: { subject: string; observed: string }) => [
+          row.subject,
+          row.observed,
+        ]),
+        [["vm-102", "stopped"]],
+      );
     });
   },
 );

@@ -87,5 +87,15 @@ Deno.test("real swamp: extension push --dry-run warns only about the unavoidable
     assert.equal(drift.length, 1);
     assert.match(drift[0].output, /no previously published version/);
     assert.equal(docs.at(-1).status, "dry_run");
+    // The reports ship with the package.
+    assert.deepEqual(
+      docs[0].reports.map((
+        r: { name: string; scope: string },
+      ) => [r.name, r.scope]),
+      [
+        ["@stateless/proxmox/method-observed", "method"],
+        ["@stateless/proxmox/workflow-observed", "workflow"],
+      ],
+    );
   });
 });

@@ -24,6 +24,7 @@ export interface CliRun {
 }
 
 let swampPath: Promise<string> | undefined;
+let initialized: Promise<string> | undefined;
 
 /** The swamp wrapper: `$SWAMP`, else the one `setup.sh` installs (run once per process). */
 export function swampBinary(): Promise<string> {
@@ -47,13 +48,25 @@ export function swampBinary(): Promise<string> {
 export class SwampCli {
   private constructor(readonly dir: string, private readonly swamp: string) {}
 
-  /** `swamp init` in a new temporary directory. */
+  /** A fresh repository: a copy of one `swamp init` made once per process. */
   static async init(): Promise<SwampCli> {
+    initialized ??= (async () => {
+      const dir = await Deno.makeTempDir({ prefix: "real-swamp-template-" });
+      const init = await new SwampCli(dir, await swampBinary()).run(
+        "init",
+        "--tool",
+        "none",
+      );
+      if (init.code !== 0) throw new Error(`swamp init: ${init.stderr}`);
+      globalThis.addEventListener("unload", () => {
+        Deno.removeSync(dir, { recursive: true });
+      });
+      return dir;
+    })();
+    const template = await initialized;
     const dir = await Deno.makeTempDir({ prefix: "real-swamp-" });
-    const cli = new SwampCli(dir, await swampBinary());
-    const init = await cli.run("init", "--tool", "none");
-    if (init.code !== 0) throw new Error(`swamp init: ${init.stderr}`);
-    return cli;
+    await copyTree(template, dir);
+    return new SwampCli(dir, await swampBinary());
   }
 
   /** Runs `swamp <args…>` in the repository; `--json` output is parsed when it is JSON. */
@@ -90,13 +103,21 @@ export class SwampCli {
   }
 
   /**
-   * Installs a package (a folder holding manifest.yaml and its model files) as this repository's
-   * local extension, replacing whatever package was installed before.
+   * Installs a package (a folder holding manifest.yaml, its model files and a `reports/` folder)
+   * as this repository's local extension, replacing whatever package was installed before.
    */
   async install(packageDir: string): Promise<void> {
-    const target = join(this.dir, "extensions", "models");
-    await Deno.remove(target, { recursive: true }).catch(() => {});
-    await copyTree(packageDir, target);
+    const models = join(this.dir, "extensions", "models");
+    const reports = join(this.dir, "extensions", "reports");
+    for (const dir of [models, reports]) {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+    await copyTree(packageDir, models);
+    // swamp loads reports from extensions/reports/ (the manifest's `reports:` resolve there).
+    const shipped = join(packageDir, "reports");
+    if (await Deno.stat(shipped).then((s) => s.isDirectory, () => false)) {
+      await copyTree(shipped, reports);
+    }
   }
 
   /** Writes a file (a model definition, a workflow) relative to the repository. */

@@ -11,9 +11,9 @@ import { demoGuests } from "../../simulator/demo_cluster.ts";
 import { model as qemuModel } from "../../js/proxmox_qemu.ts";
 import {
   extraGuest,
-  inputs,
   OUR_PACKAGE,
   type RealSwamp,
+  runMethod,
   withRealSwamp,
 } from "./fixture.ts";
 import { PROJECT_ROOT } from "./swamp_cli.ts";
@@ -34,16 +34,8 @@ async function definition(env: RealSwamp, model: string, name: string) {
   return { text, typeVersion, globalArguments };
 }
 
-async function run(env: RealSwamp, method: string, args = {}, expect = 0) {
-  return await env.cli.json([
-    "model",
-    "method",
-    "run",
-    "fleet",
-    method,
-    ...inputs(args),
-  ], expect);
-}
+const run = (env: RealSwamp, method: string, args = {}, expect = 0) =>
+  runMethod(env, method, args, expect);
 
 Deno.test(
   "upgrade: a qemu definition created by upstream 2026.06.10.1 moves to this version and its global arguments carry over",

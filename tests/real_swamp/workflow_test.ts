@@ -14,6 +14,9 @@ function workflow(name: string, id: string, steps: string): string {
   return `id: ${id}
 name: ${name}
 version: 1
+reports:
+  require:
+    - "@stateless/proxmox/workflow-observed"
 jobs:
   - name: fleet
     steps:
@@ -77,6 +80,52 @@ Deno.test(
       });
       // The held-back step never reached PVE: the guest still runs.
       assert.equal(sim.guest(100)?.status, "running");
+    });
+  },
+);
+
+Deno.test(
+  "real swamp: the workflow-observed report shows per guest what each step observed, the failed exit code included",
+  opts,
+  async () => {
+    await withRealSwamp({}, async ({ cli }) => {
+      await cli.write("workflows/workflow-three-steps.yaml", THREE_STEPS);
+      await cli.json(["workflow", "run", "three-steps"], 1);
+      const r = await cli.json([
+        "report",
+        "get",
+        "@stateless/proxmox/workflow-observed",
+        "--workflow",
+        "three-steps",
+      ]);
+      assert.equal(r.json.json.status, "failed");
+      const rows = r.json.json.rows.map((
+        row: {
+          step: string;
+          verdict: string;
+          observed: string;
+          subject: string;
+        },
+      ) => [row.subject, row.step, row.verdict, row.observed]);
+      assert.deepEqual(rows, [
+        ["vm-100", "look", "succeeded", "running"],
+        ["vm-100", "exec42", "failed", "exit 42"],
+      ]);
+      assert.match(r.json.markdown, /## vm-100/);
+      assert.match(
+        r.json.markdown,
+        /\| exec42 \| guestExec \| failed \| exit 42 \|/,
+      );
+      const md = await cli.run(
+        "report",
+        "get",
+        "@stateless/proxmox/workflow-observed",
+        "--workflow",
+        "three-steps",
+        "--markdown",
+      );
+      assert.equal(md.code, 0, md.stderr);
+      assert.match(md.stdout, /exit 42/);
     });
   },
 );
