@@ -11,6 +11,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::poll::Backoff;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::exec_data::{input_for_pve, GuestOutput};
 use crate::pve::responses::{ExecStarted, ExecStatus};
 use crate::run::{write, Run};
 use serde::Serialize;
@@ -155,10 +156,17 @@ pub struct ExecRecord {
     pub exit_code: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<i64>,
+    /// The guest's output decoded as UTF-8 (an invalid sequence replaced by U+FFFD, see `*InvalidUtf8`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stdout: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stderr: Option<String>,
+    /// How many bytes the guest wrote to each stream (0 when it wrote nothing).
+    pub stdout_bytes: usize,
+    pub stderr_bytes: usize,
+    /// Whether a stream was not valid UTF-8, so its text holds replacement characters.
+    pub stdout_invalid_utf8: bool,
+    pub stderr_invalid_utf8: bool,
     pub stdout_truncated: bool,
     pub stderr_truncated: bool,
     pub duration_ms: u64,
@@ -187,6 +195,10 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let started = run.host.now_ms();
     let (pid, outcome, status) = execute(run, &located, &args).await;
     let duration_ms = (run.host.now_ms() - started).max(0.0).round() as u64;
+    if let Some(status) = &status {
+        warn_about_encoding(run, &located, "stdout", status.stdout.as_ref());
+        warn_about_encoding(run, &located, "stderr", status.stderr.as_ref());
+    }
     let record = exec_record(
         run,
         &located,
@@ -217,7 +229,9 @@ async fn execute<H: Host>(
     args: &ExecArgs,
 ) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
     let pve = run.pve();
-    let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, args.input.as_deref());
+    // PVE hands the guest one byte per character of input-data: send the UTF-8 bytes that way.
+    let input = args.input.as_deref().map(input_for_pve);
+    let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, input.as_deref());
     let pid = match pve.read::<ExecStarted>(&request, "an exec pid").await {
         Ok(started) => started.pid,
         Err(e) => return (None, start_failure(e), None),
@@ -272,6 +286,28 @@ async fn execute<H: Host>(
             }
             Err(e) => return (Some(pid), lost(e, failed_polls > 0), None),
         }
+    }
+}
+
+/// Says in the log when a stream's text is not exactly the guest's bytes.
+fn warn_about_encoding<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    stream: &str,
+    output: Option<&GuestOutput>,
+) {
+    let Some(output) = output else { return };
+    if output.invalid_utf8 {
+        run.warn(&format!(
+            "VM {}: {stream} ({} bytes) is not valid UTF-8; the invalid bytes are replaced by U+FFFD in the record ({stream}InvalidUtf8: true)",
+            at.vmid, output.bytes
+        ));
+    }
+    if output.already_text {
+        run.warn(&format!(
+            "VM {}: PVE sent {stream} as text rather than one character per byte; it is recorded as sent",
+            at.vmid
+        ));
     }
 }
 
@@ -330,6 +366,8 @@ fn exec_record<H: Host>(
         | ExecOutcome::ResultLost { reason } => Some(reason.clone()),
         _ => None,
     };
+    let stdout: Option<&GuestOutput> = status.and_then(|s| s.stdout.as_ref());
+    let stderr: Option<&GuestOutput> = status.and_then(|s| s.stderr.as_ref());
     ExecRecord {
         vmid: at.vmid,
         node: at.node.clone(),
@@ -348,8 +386,12 @@ fn exec_record<H: Host>(
             ExecOutcome::Signaled { signal } => Some(*signal),
             _ => None,
         },
-        stdout: status.and_then(|s| s.stdout.clone()),
-        stderr: status.and_then(|s| s.stderr.clone()),
+        stdout: stdout.map(|o| o.text.clone()),
+        stderr: stderr.map(|o| o.text.clone()),
+        stdout_bytes: stdout.map_or(0, |o| o.bytes),
+        stderr_bytes: stderr.map_or(0, |o| o.bytes),
+        stdout_invalid_utf8: stdout.is_some_and(|o| o.invalid_utf8),
+        stderr_invalid_utf8: stderr.is_some_and(|o| o.invalid_utf8),
         stdout_truncated: status.is_some_and(|s| s.stdout_truncated),
         stderr_truncated: status.is_some_and(|s| s.stderr_truncated),
         duration_ms,
@@ -373,8 +415,8 @@ fn verdict_message(
         args.command, at.vmid, at.node
     );
     let stderr_tail = status
-        .and_then(|s| s.stderr.as_deref())
-        .map(tail)
+        .and_then(|s| s.stderr.as_ref())
+        .map(|o| tail(&o.text))
         .filter(|t| !t.is_empty());
     let with_stderr = |text: String| match &stderr_tail {
         Some(tail) => format!("{text}; stderr ends: {tail}"),
