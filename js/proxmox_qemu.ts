@@ -24,6 +24,7 @@ import {
   sharedResources,
   ShutdownArgs,
   singleLine,
+  snapshotMethods,
   StartArgs,
   StopArgs,
   SyncArgs,
@@ -118,6 +119,9 @@ const MUTATING = [
   "shutdown",
   "delete",
   "guestExec",
+  "snapshot",
+  "rollback",
+  "deleteSnapshot",
   "convertToTemplate",
   "reboot",
 ];
@@ -258,5 +262,6 @@ export const model = {
         runOnCore("qemu", "convertToTemplate", args, ctx),
     },
     ...nodeMethods("qemu"),
+    ...snapshotMethods("qemu"),
   },
 };
