@@ -125,7 +125,7 @@ pub enum ExecOutcome {
 }
 
 impl ExecOutcome {
-    fn label(&self) -> &'static str {
+    pub fn label(&self) -> &'static str {
         match self {
             ExecOutcome::Exited { .. } => "exited",
             ExecOutcome::Signaled { .. } => "signaled",
@@ -208,6 +208,19 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         ),
         Some(message) => Outcome::failed(writes, message),
     }
+}
+
+/// Runs a command in the guest exactly as `guestExec` does, without writing its record (`waitReady`'s
+/// `cloud-init status --wait`): how it ended, its final status, and `Err` saying why it does not
+/// count as success under `args.policy`.
+pub async fn run_in_guest<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+) -> (ExecOutcome, Option<ExecStatus>, Result<(), String>) {
+    let (_, outcome, status) = execute(run, at, args).await;
+    let verdict = verdict_message(at, args, &outcome, status.as_ref()).map_or(Ok(()), Err);
+    (outcome, status, verdict)
 }
 
 /// Starts the command and follows it to its end; returns the pid (if it started) and what was seen.

@@ -329,6 +329,36 @@ const SCENARIOS: Scenario[] = [
   },
   {
     name:
+      "cloudInit: options set through pvesh's quoting, drive regenerated and its dump verified",
+    setup: (env) => {
+      const config = env.sim.guest(102)!.config;
+      config.ide2 = "local-lvm:vm-102-cloudinit,media=cdrom";
+      config.net0 = "virtio=BC:24:11:00:01:02,bridge=vmbr0";
+    },
+    steps: [{
+      method: "cloudInit",
+      args: {
+        vmid: 102,
+        ciuser: "o'brien",
+        cipassword: "it's $HOME; `id`",
+        sshkeys: "ssh-ed25519 AAAAC3+/= o'brien@host\nssh-rsa AAAA== ci@x",
+        ipconfig0: "ip=10.0.0.5/24,gw=10.0.0.1",
+        searchdomain: "lan",
+      },
+      status: "succeeded",
+    }],
+  },
+  {
+    name: "cloudInit: a VM without a cloud-init drive is refused",
+    steps: [{
+      method: "cloudInit",
+      args: { vmid: 102, ciuser: "ops" },
+      status: "failed",
+      error: /has no cloud-init drive/,
+    }],
+  },
+  {
+    name:
       "clone without vmid: a range with no free VMID fails before any clone",
     steps: [{
       method: "clone",

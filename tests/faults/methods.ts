@@ -111,6 +111,8 @@ function managed(
       smbios1: uuid(vmid),
       memory: 1024,
       scsi0: `local-lvm:vm-${vmid}-disk-0,size=8G`,
+      ide2: `local-lvm:vm-${vmid}-cloudinit,media=cdrom`,
+      net0: `virtio=BC:24:11:00:01:${vmid % 100},bridge=vmbr0`,
     },
   };
 }
@@ -618,6 +620,103 @@ export function rebootSpec(
     ],
   };
 }
+
+/** The cloudInit row (qemu): set, regenerate, then the generated config and the drive decide. */
+function cloudInitSpec(n: string, vmid: number, names: RegExp): RowSpec {
+  const dump = (part: string, skip: number): Endpoint => ({
+    id: `GET cloudinit/dump (${part})`,
+    method: "GET",
+    path: guestPath(n, vmid, "/cloudinit/dump"),
+    sample: `/nodes/${n}/qemu/${vmid}/cloudinit/dump`,
+    skip,
+    kind: "read",
+    pve500: LOCKED_CONF(vmid),
+    privilege: `/vms/${vmid}, VM.Audit`,
+    expect: {
+      shape: {
+        verdict: "fail",
+        happened: /lacks what was asked/,
+        note: "a dump is text: any other text lacks the asked values",
+      },
+    },
+  });
+  return {
+    name: "cloudInit",
+    args: { vmid, ciuser: "ops", ipconfig0: "ip=10.0.0.5/24,gw=10.0.0.1" },
+    endpoints: [
+      version,
+      resources(),
+      status(n, vmid),
+      config(n, vmid, " (identity)"),
+      config(n, vmid, " (the cloud-init drive)", 1),
+      {
+        id: "PUT config",
+        method: "PUT",
+        path: guestPath(n, vmid, "/config"),
+        sample: `/nodes/${n}/qemu/${vmid}/config`,
+        kind: "mutation",
+        pve500: LOCKED,
+        privilege: `/vms/${vmid}, VM.Config.Cloudinit`,
+        expect: readBackDecides(/neither applied nor pending/),
+      },
+      {
+        id: "GET pending (read back)",
+        method: "GET",
+        path: guestPath(n, vmid, "/pending"),
+        sample: `/nodes/${n}/qemu/${vmid}/pending`,
+        kind: "read",
+        pve500: LOCKED_CONF(vmid),
+        privilege: `/vms/${vmid}, VM.Audit`,
+      },
+      {
+        id: "PUT cloudinit (regenerate)",
+        method: "PUT",
+        path: guestPath(n, vmid, "/cloudinit"),
+        sample: `/nodes/${n}/qemu/${vmid}/cloudinit`,
+        kind: "mutation",
+        pve500: LOCKED,
+        privilege: `/vms/${vmid}, VM.Config.Cloudinit`,
+        expect: {
+          shape: {
+            verdict: "fail",
+            happened: /still lists .* as pending/,
+            readBack: true,
+            note:
+              "PUT …/cloudinit answers null; GET …/cloudinit shows the drive not regenerated",
+          },
+        },
+      },
+      dump("user", 0),
+      dump("network", 1),
+      dump("meta", 2),
+      {
+        id: "GET cloudinit (pending against the drive)",
+        method: "GET",
+        path: guestPath(n, vmid, "/cloudinit"),
+        sample: `/nodes/${n}/qemu/${vmid}/cloudinit`,
+        kind: "read",
+        pve500: LOCKED_CONF(vmid),
+        privilege: `/vms/${vmid}, VM.Audit`,
+      },
+    ],
+    names,
+    task: false,
+    effect: (env) => {
+      const g = env.sim.guest(vmid);
+      return g?.config.ciuser === "ops" &&
+          g.cloudinitGenerated?.ciuser === "ops"
+        ? []
+        : ["succeeded but the drive was not generated with ciuser ops"];
+    },
+    truth: (env, r, before) => [
+      ...writesOnly(r, new RegExp(`^vm-${vmid}$`)),
+      ...statusObserved(env, r, before, vmid),
+    ],
+  };
+}
+
+const LOCKED_CONF = (vmid: number) =>
+  `can't lock file '/var/lock/qemu-server/lock-${vmid}.conf' - got timeout`;
 
 // ── the table ──────────────────────────────────────────────────────────────
 
@@ -1186,6 +1285,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     nodeConfig,
     row(templateSpec(n, "qemu", stopped, label(stopped))),
     row(rebootSpec(n, "qemu", running, label(running))),
+    row(cloudInitSpec(n, stopped, label(stopped))),
   ];
 }
 
@@ -1206,4 +1306,5 @@ export const EXPECTED_METHODS = [
   "nodeConfig",
   "convertToTemplate",
   "reboot",
+  "cloudInit",
 ];
