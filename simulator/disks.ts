@@ -103,7 +103,10 @@ export function cloneDisk(
   const cloudinit = /[:/](vm-\d+-)?cloudinit(\.\w+)?$/.test(volume);
   if (cloudinit) {
     const store = volume.split(":", 1)[0];
-    return [`${full ? storage ?? store : store}:vm-${toVmid}-cloudinit`, ...opts]
+    return [
+      `${full ? storage ?? store : store}:vm-${toVmid}-cloudinit`,
+      ...opts,
+    ]
       .join(",");
   }
   if (isCdrom(disk) || !volume.includes(":")) return disk;

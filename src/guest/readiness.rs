@@ -9,9 +9,10 @@
 use super::locate::Located;
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
+use crate::guest::exec::{ExecArgs, ExitPolicy};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
-use crate::methods::guest_exec::{run_in_guest, ExecArgs, ExitPolicy};
+use crate::methods::guest_exec::run_in_guest;
 use crate::poll::{Pacer, Stopped};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
