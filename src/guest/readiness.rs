@@ -158,7 +158,9 @@ async fn ping<H: Host>(run: &Run<'_, H>, at: &Located, pacer: &mut Pacer) -> Res
     let request = endpoints::agent_ping(&at.node, at.vmid);
     loop {
         let last = match run.pve().call(&request).await {
-            Ok(_) => return Ok(()),
+            // The agent's answer is `{"result": {}}`: anything else is not its answer.
+            Ok(data) if data.get("result").is_some() => return Ok(()),
+            Ok(data) => format!("the ping answered {data}, not the agent's result"),
             Err(e) if e.message.contains("No QEMU guest agent configured") => {
                 return Err(e.to_string())
             }

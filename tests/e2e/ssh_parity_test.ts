@@ -349,6 +349,38 @@ const SCENARIOS: Scenario[] = [
     }],
   },
   {
+    name: "reboot: a running VM comes back with a new boot",
+    steps: [{ method: "reboot", args: { vmid: 100 }, status: "succeeded" }],
+  },
+  {
+    name: "reboot: a stopped VM has nothing to reboot",
+    steps: [{
+      method: "reboot",
+      args: { vmid: 102, force: true },
+      status: "failed",
+      error: /is not running/,
+    }],
+  },
+  {
+    name: "waitReady: agent, IPv4 and cloud-init done, recorded",
+    setup: (env) => env.sim.setGuest(100, { ips: ["10.0.0.5/24"] }),
+    steps: [{
+      method: "waitReady",
+      args: { vmid: 100, cloudInit: true },
+      status: "succeeded",
+    }],
+  },
+  {
+    name: "waitReady: no address fails after timeoutSec",
+    setup: (env) => env.sim.setGuest(100, { ips: [] }),
+    steps: [{
+      method: "waitReady",
+      args: { vmid: 100, timeoutSec: 1 },
+      status: "failed",
+      error: /no IPv4 address on any interface after 1 s/,
+    }],
+  },
+  {
     name: "cloudInit: a VM without a cloud-init drive is refused",
     steps: [{
       method: "cloudInit",
@@ -387,6 +419,7 @@ const VOLATILE = new Set([
   "pid",
   "uptimeSec",
   "lastTask",
+  "waitedMs",
 ]);
 
 /** A value with volatile fields removed and the HTTP-only status suffix of plain-die errors dropped. */

@@ -718,6 +718,76 @@ function cloudInitSpec(n: string, vmid: number, names: RegExp): RowSpec {
   };
 }
 
+/** The waitReady row (qemu): ping, the agent's version (informative), then the interfaces. */
+function waitReadySpec(n: string, vmid: number, names: RegExp): RowSpec {
+  const agent = (
+    what: string,
+    verb: "GET" | "POST",
+    rest: string,
+  ): Endpoint => ({
+    id: `${verb} agent/${rest} (${what})`,
+    method: verb,
+    path: guestPath(n, vmid, `/agent/${rest}`),
+    sample: `/nodes/${n}/qemu/${vmid}/agent/${rest}`,
+    kind: "read",
+    pve500: "QEMU guest agent is not running",
+    privilege: `/vms/${vmid}, VM.GuestAgent.Audit`,
+  });
+  const informative = Object.fromEntries(
+    [...NON_TRANSIENT, "html", "hang"].map((f) => [f, {
+      verdict: ["reset∞", "html", "hang"].includes(f) ? "ok-retried" : "ok",
+      note: "the version only informs the record: unread, it is left out",
+    }]),
+  ) as Partial<Record<FaultId, Expect>>;
+  const waitedFor = (what: string): Partial<Record<FaultId, Expect>> => ({
+    500: {
+      verdict: "ok-retried",
+      note:
+        `"QEMU guest agent is not running": an agent not up yet is waited for`,
+    },
+    shape: {
+      verdict: "ok-retried",
+      note: `${what} unreadable: asked again within timeoutSec`,
+    },
+  });
+  return {
+    name: "waitReady",
+    args: { vmid, timeoutSec: 2 },
+    prepare: (env) => {
+      env.sim.setGuest(vmid, { ips: ["10.0.0.22/24"] });
+    },
+    endpoints: [
+      resources(),
+      status(n, vmid),
+      config(n, vmid),
+      { ...agent("is it up?", "POST", "ping"), expect: waitedFor("the ping") },
+      { ...agent("its version", "GET", "info"), expect: informative },
+      {
+        ...agent("addresses", "GET", "network-get-interfaces"),
+        polled: true,
+        expect: waitedFor("the interfaces"),
+      },
+    ],
+    names,
+    task: false,
+    effect: (_env, r) =>
+      lastWrite(r, `vm-${vmid}-ready`)?.ipv4 === "10.0.0.22"
+        ? []
+        : ["succeeded without the address in vm-<vmid>-ready"],
+    truth: (env, r, before) => {
+      const problems = [
+        ...writesOnly(r, new RegExp(`^vm-${vmid}(-ready)?$`)),
+        ...statusObserved(env, r, before, vmid),
+      ];
+      const rec = lastWrite(r, `vm-${vmid}-ready`);
+      if (rec?.ready === true && r.status === "failed") {
+        problems.push("a failed run recorded ready: true");
+      }
+      return problems;
+    },
+  };
+}
+
 const LOCKED_CONF = (vmid: number) =>
   `can't lock file '/var/lock/qemu-server/lock-${vmid}.conf' - got timeout`;
 
@@ -1290,6 +1360,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     row(templateSpec(n, "qemu", stopped, label(stopped))),
     row(rebootSpec(n, "qemu", running, label(running))),
     row(cloudInitSpec(n, stopped, label(stopped))),
+    row(waitReadySpec(n, running, label(running))),
   ];
 }
 
@@ -1315,4 +1386,5 @@ export const EXPECTED_METHODS = [
   "convertToTemplate",
   "reboot",
   "cloudInit",
+  "waitReady",
 ];
