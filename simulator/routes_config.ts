@@ -34,8 +34,10 @@ import { cloudinitSnapshot, hashedPassword } from "./cloudinit.ts";
 import { ApiError } from "./http.ts";
 import type { ParamSpec } from "./params.ts";
 import { validateSshKeys } from "./routes_lxc.ts";
+import { qemuConfigPerm } from "./perl_rules.ts";
+import { pveConfigValues } from "./schema/values.ts";
 import { TaskFailure } from "./tasks.ts";
-import type { GuestState } from "./types.ts";
+import type { ConfigValue, GuestState } from "./types.ts";
 
 /** Privileges of PUT/POST config: PVE accepts any of them ("any" check), and names them all on refusal. */
 const CONFIG_PRIVS = [
@@ -114,7 +116,9 @@ function cloudinitValues(g: GuestState, change: ConfigChange): void {
 }
 
 /** GET config never shows cipassword (PVE/API2/Qemu.pm `vm_config`). */
-function masked(config: Record<string, unknown>): Record<string, unknown> {
+function masked(
+  config: Record<string, ConfigValue>,
+): Record<string, ConfigValue> {
   if (config.cipassword !== undefined) config.cipassword = "**********";
   return config;
 }
@@ -147,7 +151,10 @@ export const configRoutes: Route[] = [
       const config = ctx.params.current === true
         ? currentConfig(g)
         : configWithPending(g);
-      return { ...masked(config), digest: await configDigest(g) };
+      return {
+        ...pveConfigValues("qemu", masked(config)),
+        digest: await configDigest(g),
+      };
     },
   },
   {
@@ -170,6 +177,7 @@ export const configRoutes: Route[] = [
     privilege: CONFIG_PRIVS,
     params: UPDATE_PARAMS,
     dynamic: configOptionSpec,
+    rules: [qemuConfigPerm],
     handler: async (ctx) => {
       const g = qemuGuest(ctx);
       const change = changeFrom(ctx);
@@ -185,6 +193,7 @@ export const configRoutes: Route[] = [
     privilege: CONFIG_PRIVS,
     params: UPDATE_PARAMS,
     dynamic: configOptionSpec,
+    rules: [qemuConfigPerm],
     handler: async (ctx) => {
       const g = qemuGuest(ctx);
       const change = changeFrom(ctx);

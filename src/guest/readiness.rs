@@ -375,7 +375,8 @@ async fn cloud_init_done<H: Host>(
     let (outcome, status, verdict) = run_in_guest(run, at, &args).await;
     let stdout = status
         .as_ref()
-        .and_then(|s| s.stdout.clone())
+        .and_then(|s| s.stdout.as_ref())
+        .map(|out| out.text.clone())
         .unwrap_or_default();
     seen.cloud_init = Some(CloudInitSeen {
         outcome: outcome.label().to_string(),
