@@ -8,6 +8,7 @@
 import { ApiError } from "./http.ts";
 import type { Params, ParamSpec } from "./params.ts";
 import type { GuestAgent } from "./qga.ts";
+import type { RealGuests } from "./real_guests.ts";
 import type { ClusterState } from "./state.ts";
 import type { NodeResources } from "./storage.ts";
 import type { TaskManager } from "./tasks.ts";
@@ -28,6 +29,8 @@ export interface SimCore {
   tasks: TaskManager;
   timers: Timers;
   agent?: GuestAgent;
+  /** The real VMs behind guests marked `real` (when the simulator runs any). */
+  real?: RealGuests;
   /** Storages and bridges of every node. */
   resources: NodeResources;
 }

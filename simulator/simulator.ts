@@ -27,6 +27,8 @@ import { powerRoutes } from "./routes_power.ts";
 import { storageRoutes } from "./routes_storage.ts";
 import { taskListRoutes } from "./routes_tasklist.ts";
 import { taskRoutes } from "./routes_tasks.ts";
+import { RealGuests } from "./real_guests.ts";
+import type { RealVm } from "./real_vm.ts";
 import { ClusterState } from "./state.ts";
 import { NodeResources, type StorageState } from "./storage.ts";
 import { TaskManager, type TaskRecord } from "./tasks.ts";
@@ -75,11 +77,13 @@ export interface Simulator {
   bridges(node: string): SimBridge[];
   /** What container `vmid`'s OS received when the simulator created it (ssh keys, password). */
   containerSetup(vmid: number): ContainerSetup | undefined;
+  /** The running QEMU VM of a guest marked `real` (its pid, QMP, agent), or undefined. */
+  realVm(vmid: number): RealVm | undefined;
   /** Adds a fault for the next matching requests. */
   fault(fault: SimFault): void;
   /** Sets the delay added to every request from now on. */
   setLatency(ms: number): void;
-  /** Stops serving and frees every socket and timer (the agent stays the caller's). */
+  /** Stops serving and frees every socket and timer, and kills real VMs (the agent stays the caller's). */
   close(): Promise<void>;
 }
 
@@ -96,17 +100,30 @@ const ROUTES = [
   ...taskListRoutes,
 ];
 
-/** Starts a simulator on 127.0.0.1, a free port. */
-export function startSimulator(opts: SimOptions): Promise<Simulator> {
+/** Starts a simulator on 127.0.0.1, a free port; real guests declared running are booted first. */
+export async function startSimulator(opts: SimOptions): Promise<Simulator> {
   const timers = new Timers();
   const state = new ClusterState(opts.nodes, opts.guests ?? []);
   const tasks = new TaskManager(timers, opts.taskDurationMs ?? 50);
   const resources = new NodeResources(state, opts.storages, opts.bridges);
+  if (!opts.realGuests && opts.guests?.some((g) => g.real)) {
+    throw new Error(
+      "simulator: a guest is marked real but no realGuests image was given",
+    );
+  }
+  const real = opts.realGuests && new RealGuests(opts.realGuests, state, tasks);
+  try {
+    await real?.bootDeclared();
+  } catch (err) {
+    await real?.close();
+    throw err;
+  }
   const core: SimCore = {
     state,
     tasks,
     timers,
     agent: opts.agent,
+    real,
     resources,
   };
   const router = new Router(ROUTES);
@@ -226,15 +243,31 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
     url: `${opts.tls ? "https" : "http"}://127.0.0.1:${front.port}`,
     requests,
     guest: (vmid) => state.get(vmid),
-    addGuest: (g) => state.add(g),
+    addGuest: (g) => {
+      if (g.real && !real) {
+        throw new Error(
+          `simulator: guest ${g.vmid} is marked real but no realGuests image was given`,
+        );
+      }
+      return state.add(g);
+    },
     removeGuest: (vmid) => state.remove(vmid),
-    setGuest: (vmid, patch) => state.patch(vmid, patch),
+    setGuest: (vmid, patch) => {
+      const g = state.get(vmid);
+      if (g && real?.isReal(g) && patch.status !== undefined) {
+        throw new Error(
+          `simulator: guest ${vmid} is real: change its power state through the API`,
+        );
+      }
+      return state.patch(vmid, patch);
+    },
     nextTask: (override) => tasks.enqueueOverride(override),
     task: (upid) => tasks.find(upid),
     tasks: () => tasks.all(),
     storage: (node, storage) => resources.get(node, storage),
     bridges: (node) => resources.bridges(node),
     containerSetup: (vmid) => containerSetupOf(state, vmid),
+    realVm: (vmid) => real?.vm(vmid),
     fault: (fault) => faults.add(fault),
     setLatency: (ms) => {
       latencyMs = ms;
@@ -246,11 +279,12 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
         timers.close();
         await front.close();
         await server.shutdown();
+        await real?.close();
       })();
       return closing;
     },
   };
-  return Promise.resolve(sim);
+  return sim;
 }
 
 function decodeSegment(s: string): string {

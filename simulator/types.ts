@@ -7,6 +7,7 @@
 
 import type { SimBridge, SimStorage } from "./node_types.ts";
 import type { GuestAgent } from "./qga.ts";
+import type { RealGuestOptions } from "./real_guests.ts";
 
 /** Guest kind, as in `/cluster/resources` `type`. */
 export type GuestType = "qemu" | "lxc";
@@ -76,6 +77,11 @@ export interface SimGuest {
   metrics?: Partial<SimMetrics>;
   /** Addresses `network-get-interfaces` reports on eth0 (`10.0.0.5` or `10.0.0.5/24`). */
   ips?: string[];
+  /**
+   * A real QEMU VM stands behind this guest (needs `SimOptions.realGuests`): power, status and
+   * every agent call reach it; `ips` and `metrics` then play no part. See real_guests.ts.
+   */
+  real?: boolean;
 }
 
 /**
@@ -120,6 +126,8 @@ export interface SimOptions {
   tokens: SimToken[];
   /** The real agent every guest with a running agent talks to (owned by the caller). */
   agent?: GuestAgent;
+  /** How guests marked `real` run (the image); required when any guest is. */
+  realGuests?: RealGuestOptions;
   /** Serve HTTPS with this certificate instead of HTTP. */
   tls?: SimTls;
   /** Default task duration; default 50 ms. */
