@@ -7,7 +7,7 @@
 # are fetched with `apt-get download` and unpacked here, so the host's own boot setup is never touched.
 # The cache lives outside the work tree (CI clones fresh), keyed by a hash of this script: change the guest
 # here and the next run builds a new image.
-# Usage: scripts/guest_image.sh [--deps-only]   (--deps-only: install the host packages, build nothing)
+# Usage: scripts/guest_image.sh   (the build's progress goes to stderr; stdout is the directory only)
 set -euo pipefail
 source "$(dirname "$0")/tools.sh"
 
@@ -58,7 +58,6 @@ kernel_package() {
 
 install_host_packages
 install_host_packages # again: installing qemu-system-x86 can remove a newer qemu-utils it conflicts with
-[ "${1:-}" = "--deps-only" ] && exit 0
 
 cache_root="${PROXMOX_SWAMP_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/proxmox-swamp-guest}"
 key=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)
@@ -179,6 +178,7 @@ EOF
 # qemu-ga's guest-shutdown runs `/sbin/shutdown -P|-H|-r +0 "hypervisor initiated shutdown"` (qga/commands-posix.c).
 cat >"$root/sbin/shutdown" <<'EOF'
 #!/bin/sh
+echo "shutdown: asked by the guest agent ($*)" >/dev/console
 case " $* " in
   *" -r "*) exec reboot ;;
   *" -H "*) exec halt ;;
@@ -186,7 +186,7 @@ case " $* " in
 esac
 EOF
 # ACPI power button (QMP system_powerdown): busybox acpid runs /etc/acpi/PWRF/00000080.
-printf '#!/bin/sh\nexec poweroff\n' >"$root/etc/acpi/PWRF/00000080"
+printf '#!/bin/sh\necho "acpi: power button pressed" >/dev/console\nexec poweroff\n' >"$root/etc/acpi/PWRF/00000080"
 cat >"$root/etc/os-release" <<EOF
 PRETTY_NAME="proxmox-swamp test guest (busybox, Debian kernel $kver)"
 NAME="proxmox-swamp-guest"

@@ -75,6 +75,8 @@ export class RealVm {
   readonly launchedAt: number;
   /** The guest agent behind the virtio-serial port. */
   readonly agent: VirtioAgent;
+  /** The guest's serial console (kernel messages, what the guest's init writes), kept after exit. */
+  readonly consolePath: string;
   /** Resolves when the QEMU process has exited (guest poweroff, quit, signal). */
   readonly exited: Promise<void>;
   readonly #child: Deno.ChildProcess;
@@ -95,6 +97,7 @@ export class RealVm {
     this.pid = child.pid;
     this.launchedAt = Date.now();
     this.#qmpPath = `${dir}/qmp.sock`;
+    this.consolePath = `${dir}/console.log`;
     this.agent = new VirtioAgent(`${dir}/qga.sock`);
     const stderr = new Response(child.stderr).text().then((t) => {
       this.#stderr = t;

@@ -1,0 +1,332 @@
+/**
+ * The package against a REAL guest: the simulator's VM 100 is a QEMU virtual machine (Debian
+ * kernel, busybox, Debian's qemu-ga inside; scripts/guest_image.sh) booted under TCG. One VM
+ * serves the whole file, so the tests run in order and share it: each test is one behaviour, and
+ * the VM spans tests by design (the sanitizers would count it as a leak of every single test).
+ *
+ * Boots and timings are printed as `real guest: …` lines (test.sh shows them with the layer).
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { model as qemuModel } from "../../js/proxmox_qemu.ts";
+import { SwampRepo } from "../../harness/swamp.ts";
+import { ensureGuestImage } from "../../simulator/guest_image.ts";
+import type { SimGuest } from "../../simulator/types.ts";
+import {
+  type Env,
+  startEnv,
+  TOKEN_ID,
+  TOKEN_SECRET,
+  written,
+} from "../e2e/env.ts";
+
+const VMID = 100;
+const UUID = "6a1f0c2e-5b7d-4e3a-9c1f-2d8e7b6a5c40";
+const GUEST: SimGuest = {
+  vmid: VMID,
+  node: "pve1",
+  type: "qemu",
+  name: "real-guest",
+  status: "stopped",
+  tags: ["swamp"],
+  real: true,
+  config: {
+    agent: 1,
+    memory: 256,
+    net0: "virtio=BC:24:11:16:00:64,bridge=vmbr0",
+    smbios1: `uuid=${UUID}`,
+    virtio0: "local-lvm:vm-100-disk-0,size=64M",
+  },
+};
+/** A method on a real guest that takes longer than this is hung: the test fails instead of waiting. */
+const HANG_GUARD_MS = 90_000;
+
+let env: Env;
+const began = performance.now();
+/** What the guest said about itself at its first boot. */
+let firstBootId = "";
+let firstPid = 0;
+
+function note(line: string): void {
+  console.log(`real guest: ${line}`);
+}
+
+/** A test sharing the one VM (see the module comment for why the sanitizers are off). */
+function step(name: string, fn: () => Promise<void>): void {
+  Deno.test({ name, sanitizeOps: false, sanitizeResources: false, fn });
+}
+
+/** Runs a method; a run that does not come back within the guard fails the test instead of hanging it. */
+async function run(
+  method: string,
+  args: Record<string, unknown>,
+  repo?: SwampRepo,
+) {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const guard = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(`${method} did not return within ${HANG_GUARD_MS} ms`),
+        ),
+      HANG_GUARD_MS,
+    );
+  });
+  try {
+    const pending = repo ? repo.run(method, args) : env.run(method, args);
+    return await Promise.race([pending, guard]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function exec(command: string[]) {
+  return await run("guestExec", { vmid: VMID, command });
+}
+
+/** The guest's stdout of a command that must succeed. */
+async function guestSays(script: string): Promise<string> {
+  const r = await exec(["sh", "-c", script]);
+  assert.equal(r.status, "succeeded", r.error);
+  return String(written(r, `vm-${VMID}-exec`).stdout);
+}
+
+/** Agent requests the simulator answered, in order: true = answered 200. */
+function agentAnswers(since: number): boolean[] {
+  return env.sim.requests.slice(since)
+    .filter((r) => /\/qemu\/100\/agent\//.test(r.path))
+    .map((r) => r.status === 200);
+}
+
+/** Starts the VM with waitForIp and notes how long the boot took. */
+async function startAndWaitForAgent(label: string) {
+  const since = env.sim.requests.length;
+  const t0 = performance.now();
+  const r = await run("start", { vmid: VMID, waitForIp: true });
+  assert.equal(r.status, "succeeded", r.error);
+  note(
+    `${label}: start with waitForIp succeeded ${
+      ((performance.now() - t0) / 1000).toFixed(1)
+    } s after it was sent (QEMU pid ${env.sim.realVm(VMID)?.pid})`,
+  );
+  return { r, since };
+}
+
+/** Asks the simulator's agent/ping route until the guest's agent no longer answers. */
+async function untilAgentSilent(): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const res = await api("POST", `/nodes/pve1/qemu/${VMID}/agent/ping`);
+    await res.body?.cancel();
+    if (res.status !== 200) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(
+    "the guest's agent still answers 20 s after it was told to stop",
+  );
+}
+
+/** One request to the simulator with the fixture's token. */
+function api(method: string, path: string): Promise<Response> {
+  return fetch(`${env.sim.url}/api2/json${path}`, {
+    method,
+    headers: { authorization: `PVEAPIToken=${TOKEN_ID}=${TOKEN_SECRET}` },
+  });
+}
+
+function processExists(pid: number): boolean {
+  try {
+    Deno.kill(pid, "SIGCONT");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+step(
+  "setup: the guest image is built and the simulator holds the stopped real VM",
+  async () => {
+    const t0 = performance.now();
+    const image = await ensureGuestImage();
+    note(
+      `image ready in ${
+        ((performance.now() - t0) / 1000).toFixed(1)
+      } s (${image.dir})`,
+    );
+    env = await startEnv({
+      guests: [GUEST],
+      sim: { realGuests: { image } },
+      globalArgs: { taskTimeoutSec: 60 },
+    });
+    assert.equal(env.sim.guest(VMID)?.status, "stopped");
+    assert.equal(env.sim.realVm(VMID), undefined);
+  },
+);
+
+step(
+  "start with waitForIp waits for an agent that is not up yet, then records the guest's own address",
+  async () => {
+    const { r, since } = await startAndWaitForAgent("boot 1");
+    const answers = agentAnswers(since);
+    // The start task ended while the guest was still booting: the first agent calls found nobody.
+    assert.equal(answers[0], false, `agent answers: ${answers}`);
+    assert.equal(answers.at(-1), true);
+    // slirp's DHCP lease, read by the guest's own agent from the guest's own interface.
+    assert.equal(written(r, `vm-${VMID}`).ipv4, "10.0.2.15");
+    firstPid = env.sim.realVm(VMID)?.pid ?? 0;
+    assert.ok(processExists(firstPid), "QEMU runs");
+  },
+);
+
+step("status/current reports QEMU's pid and QMP's run state", async () => {
+  const res = await api("GET", `/nodes/pve1/qemu/${VMID}/status/current`);
+  const { data } = await res.json();
+  assert.equal(data.status, "running");
+  assert.equal(data.qmpstatus, "running");
+  assert.equal(data.pid, firstPid);
+});
+
+step(
+  "guestExec exit 0 runs inside the guest: its hostname, SMBIOS uuid and MAC are the config's",
+  async () => {
+    const out = await guestSays(
+      "hostname; cat /sys/class/dmi/id/product_uuid; cat /sys/class/net/eth0/address; cat /proc/sys/kernel/random/boot_id",
+    );
+    const [hostname, uuid, mac, bootId] = out.trim().split("\n");
+    assert.equal(hostname, "real-guest");
+    assert.equal(uuid.toLowerCase(), UUID);
+    assert.equal(mac, "bc:24:11:16:00:64");
+    firstBootId = bootId;
+  },
+);
+
+step(
+  "guestExec exit 42 fails with 42 and the guest's stderr recorded",
+  async () => {
+    const r = await exec(["sh", "-c", "echo from-guest >&2; exit 42"]);
+    assert.equal(r.status, "failed");
+    const rec = written(r, `vm-${VMID}-exec`);
+    assert.equal(rec.outcome, "exited");
+    assert.equal(rec.exitCode, 42);
+    assert.equal(rec.stderr, "from-guest\n");
+  },
+);
+
+step(
+  "guestExec of a command killed by a signal fails with the signal recorded",
+  async () => {
+    const r = await exec(["sh", "-c", "kill -9 $$"]);
+    assert.equal(r.status, "failed");
+    const rec = written(r, `vm-${VMID}-exec`);
+    assert.equal(rec.outcome, "signaled");
+    assert.equal(rec.signal, 9);
+  },
+);
+
+step(
+  "guestExec records non-ASCII output exactly as the guest wrote it",
+  async () => {
+    assert.equal(await guestSays("printf 'grüße ✓ 日本'"), "grüße ✓ 日本");
+  },
+);
+
+step("a file written on the guest's disk reads back", async () => {
+  await guestSays("printf 'kept on disk' > /data/note.txt && sync");
+  assert.equal(await guestSays("cat /data/note.txt"), "kept on disk");
+});
+
+step(
+  "start with waitForIp fails, and does not hang, when the agent never answers",
+  async () => {
+    // Inside the guest: keep the agent down until the next boot, then end it.
+    await guestSays(
+      "(sleep 1; touch /run/qga.off; killall qemu-ga) >/dev/null 2>&1 &",
+    );
+    await untilAgentSilent();
+    const impatient = new SwampRepo(qemuModel, {
+      name: "fleet",
+      globalArgs: { ...env.globalArgs, taskTimeoutSec: 10 },
+    }, { vault: true });
+    const t0 = performance.now();
+    const r = await run("start", { vmid: VMID, waitForIp: true }, impatient);
+    note(
+      `start with no agent failed after ${
+        ((performance.now() - t0) / 1000).toFixed(1)
+      } s`,
+    );
+    assert.equal(r.status, "failed");
+    assert.match(r.error ?? "", /no IPv4 address/);
+    assert.match(r.error ?? "", /guest agent/);
+  },
+);
+
+step(
+  "shutdown without an agent goes through ACPI: the guest powers off and QEMU exits",
+  async () => {
+    const vm = env.sim.realVm(VMID);
+    const r = await run("shutdown", { vmid: VMID, timeoutSec: 60 });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.equal(written(r, `vm-${VMID}`).status, "stopped");
+    assert.equal(env.sim.realVm(VMID), undefined);
+    assert.equal(processExists(firstPid), false, "QEMU is gone");
+    const consoleLog = await Deno.readTextFile(vm?.consolePath ?? "");
+    assert.match(consoleLog, /acpi: power button pressed/);
+    assert.doesNotMatch(consoleLog, /asked by the guest agent/);
+  },
+);
+
+step(
+  "start again boots anew: a new QEMU pid, a new boot id, and the disk kept its file",
+  async () => {
+    await startAndWaitForAgent("boot 2");
+    const pid = env.sim.realVm(VMID)?.pid;
+    assert.notEqual(pid, firstPid);
+    const bootId = (await guestSays("cat /proc/sys/kernel/random/boot_id"))
+      .trim();
+    assert.notEqual(bootId, firstBootId);
+    assert.equal(await guestSays("cat /data/note.txt"), "kept on disk");
+  },
+);
+
+step("a shutdown the guest performs itself shows as stopped", async () => {
+  const pid = env.sim.realVm(VMID)?.pid ?? 0;
+  await guestSays("(sleep 1; poweroff) >/dev/null 2>&1 &");
+  let status = "running";
+  const deadline = Date.now() + 30_000;
+  while (status !== "stopped" && Date.now() < deadline) {
+    const r = await run("lookup", { vmid: VMID });
+    assert.equal(r.status, "succeeded", r.error);
+    status = String(written(r, `vm-${VMID}`).status);
+    if (status !== "stopped") await new Promise((res) => setTimeout(res, 500));
+  }
+  assert.equal(status, "stopped");
+  assert.equal(processExists(pid), false, "QEMU exited with the guest");
+});
+
+step(
+  "shutdown with the agent up asks the agent (guest-shutdown) and the VM stops",
+  async () => {
+    await startAndWaitForAgent("boot 3");
+    const vm = env.sim.realVm(VMID);
+    const r = await run("shutdown", { vmid: VMID, timeoutSec: 60 });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.equal(processExists(vm?.pid ?? 0), false);
+    const consoleLog = await Deno.readTextFile(vm?.consolePath ?? "");
+    assert.match(consoleLog, /shutdown: asked by the guest agent \(.*-P \+0 /);
+  },
+);
+
+step("stop quits QEMU (QMP quit) and the VM is recorded stopped", async () => {
+  await startAndWaitForAgent("boot 4");
+  const pid = env.sim.realVm(VMID)?.pid ?? 0;
+  const r = await run("stop", { vmid: VMID });
+  assert.equal(r.status, "succeeded", r.error);
+  assert.equal(written(r, `vm-${VMID}`).status, "stopped");
+  assert.equal(processExists(pid), false);
+});
+
+step("teardown: the simulator closes with no QEMU left behind", async () => {
+  await env.close();
+  note(`layer total ${((performance.now() - began) / 1000).toFixed(1)} s`);
+});
