@@ -1,5 +1,5 @@
 /**
- * The package against a REAL guest: the simulator's VM 100 is a QEMU virtual machine (Debian
+ * The package against a REAL guest: the simulator's VM 110 is a QEMU virtual machine (Debian
  * kernel, busybox, Debian's qemu-ga inside; scripts/guest_image.sh) booted under TCG. One VM
  * serves the whole file, so the tests run in order and share it: each test is one behaviour, and
  * the VM spans tests by design (the sanitizers would count it as a leak of every single test).
@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { model as qemuModel } from "../../js/proxmox_qemu.ts";
 import { SwampRepo } from "../../harness/swamp.ts";
 import { ensureGuestImage } from "../../simulator/guest_image.ts";
-import type { SimGuest } from "../../simulator/types.ts";
+import { realDemoGuest } from "../../simulator/demo_cluster.ts";
 import {
   type Env,
   startEnv,
@@ -21,24 +21,11 @@ import {
   written,
 } from "../e2e/env.ts";
 
-const VMID = 100;
-const UUID = "6a1f0c2e-5b7d-4e3a-9c1f-2d8e7b6a5c40";
-const GUEST: SimGuest = {
-  vmid: VMID,
-  node: "pve1",
-  type: "qemu",
-  name: "real-guest",
-  status: "stopped",
-  tags: ["swamp"],
-  real: true,
-  config: {
-    agent: 1,
-    memory: 256,
-    net0: "virtio=BC:24:11:16:00:64,bridge=vmbr0",
-    smbios1: `uuid=${UUID}`,
-    virtio0: "local-lvm:vm-100-disk-0,size=64M",
-  },
-};
+const GUEST = realDemoGuest();
+const VMID = GUEST.vmid;
+const UUID = String(GUEST.config?.smbios1).replace(/^uuid=/, "");
+const MAC = /=([0-9A-Fa-f:]{17})/.exec(String(GUEST.config?.net0))?.[1]
+  .toLowerCase();
 /** A method on a real guest that takes longer than this is hung: the test fails instead of waiting. */
 const HANG_GUARD_MS = 90_000;
 
@@ -95,7 +82,7 @@ async function guestSays(script: string): Promise<string> {
 /** Agent requests the simulator answered, in order: true = answered 200. */
 function agentAnswers(since: number): boolean[] {
   return env.sim.requests.slice(since)
-    .filter((r) => /\/qemu\/100\/agent\//.test(r.path))
+    .filter((r) => r.path.includes(`/qemu/${VMID}/agent/`))
     .map((r) => r.status === 200);
 }
 
@@ -196,7 +183,7 @@ step(
     const [hostname, uuid, mac, bootId] = out.trim().split("\n");
     assert.equal(hostname, "real-guest");
     assert.equal(uuid.toLowerCase(), UUID);
-    assert.equal(mac, "bc:24:11:16:00:64");
+    assert.equal(mac, MAC);
     firstBootId = bootId;
   },
 );
