@@ -24,11 +24,14 @@ import { lifecycleRoutes } from "./routes_lifecycle.ts";
 import { nodeRoutes } from "./routes_node.ts";
 import { containerSetupOf, lxcRoutes } from "./routes_lxc.ts";
 import { powerRoutes } from "./routes_power.ts";
+import { snapshotRoutes } from "./routes_snapshot.ts";
 import { storageRoutes } from "./routes_storage.ts";
 import { taskListRoutes } from "./routes_tasklist.ts";
 import { taskRoutes } from "./routes_tasks.ts";
 import { RealGuests } from "./real_guests.ts";
 import type { RealVm } from "./real_vm.ts";
+import { templateRoutes } from "./routes_template.ts";
+import { rebootRoutes } from "./routes_reboot.ts";
 import { ClusterState } from "./state.ts";
 import { NodeResources, type StorageState } from "./storage.ts";
 import { TaskManager, type TaskRecord } from "./tasks.ts";
@@ -97,7 +100,10 @@ const ROUTES = [
   ...nodeRoutes,
   ...lxcRoutes,
   ...storageRoutes,
+  ...templateRoutes,
+  ...rebootRoutes,
   ...taskListRoutes,
+  ...snapshotRoutes,
 ];
 
 /** Starts a simulator on 127.0.0.1, a free port; real guests declared running are booted first. */

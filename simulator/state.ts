@@ -53,6 +53,7 @@ export function normalizeGuest(g: SimGuest): GuestState {
     metrics: { ...(g.metrics ?? {}) },
     ips: [...(g.ips ?? [])],
     ha: g.ha ? { ...g.ha } : undefined,
+    snapshots: structuredClone(g.snapshots ?? {}),
   };
   if (state.status === "running") {
     state.startedAt = Date.now();
@@ -171,6 +172,7 @@ export class ClusterState {
     g.startedAt = Date.now();
     g.metrics.uptime = 0;
     g.pid = fakePid();
+    g.boots = (g.boots ?? 0) + 1;
     applyPending(g);
   }
 

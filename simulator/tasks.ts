@@ -162,7 +162,8 @@ export class TaskManager {
       this.#finish(task, { ...spec, run }, override);
     let effect: ReturnType<NonNullable<TaskSpec["run"]>>;
     try {
-      effect = spec.run?.();
+      // noEffect: the task ends as told, but its effect never runs (the worker lied).
+      effect = override.noEffect ? undefined : spec.run?.();
     } catch (err) {
       return settled(() => {
         throw err;

@@ -82,6 +82,21 @@ export interface SimGuest {
    * every agent call reach it; `ips` and `metrics` then play no part. See real_guests.ts.
    */
   real?: boolean;
+  /** Snapshots by name (the config key `parent` names the one the guest descends from). */
+  snapshots?: Record<string, SimSnapshot>;
+}
+
+/** A snapshot: a copy of the guest's config when it was taken (its `parent` key included). */
+export interface SimSnapshot {
+  name: string;
+  tags: string[];
+  config: Record<string, ConfigValue>;
+  snaptime: number;
+  description: string;
+  /** Whether it holds the VM's RAM (the VM resumes running on rollback). */
+  vmstate: boolean;
+  /** `prepare` while being taken, `delete` while being deleted (PVE's snapstate). */
+  snapstate?: string;
 }
 
 /**
@@ -98,10 +113,13 @@ export interface GuestState extends SimGuest {
   pendingDelete: string[];
   metrics: Partial<SimMetrics>;
   ips: string[];
+  snapshots: Record<string, SimSnapshot>;
   /** When the guest was (last) started, epoch ms; set while running. */
   startedAt?: number;
   /** Fake host pid of the QEMU process; set while running. */
   pid?: number;
+  /** How many times the simulator started (booted) it; a guest described as running starts at 0. */
+  boots?: number;
 }
 
 /** An API token the simulator accepts. */
@@ -161,6 +179,11 @@ export interface TaskOverride {
   warnings?: string[];
   /** Task status answers 400 "no such task" for this many ms after dispatch. */
   noSuchTaskFor?: number;
+  /**
+   * The task ends as told (OK unless `exitstatus` says otherwise) but its effect never happens:
+   * the worker's lie a client can only catch by reading the state back.
+   */
+  noEffect?: boolean;
 }
 
 /** Which requests a fault applies to. */

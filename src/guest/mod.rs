@@ -2,11 +2,15 @@
 
 pub mod config;
 pub mod evidence;
+pub mod exec;
 pub mod gates;
 pub mod identity;
 pub mod locate;
 pub mod power;
 pub mod provision;
+pub mod reboot;
 pub mod record;
 pub mod reference;
 pub mod settle;
+pub mod snapshots;
+pub mod vmid_claim;

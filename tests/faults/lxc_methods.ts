@@ -25,15 +25,18 @@ import {
   powerSpec,
   QUORUM,
   readBackDecides,
+  rebootSpec,
   resources,
   type Snapshot,
   status,
   statusObserved,
   taskStatus,
+  templateSpec,
   version,
   type Where,
   writesOnly,
 } from "./methods.ts";
+import { snapshotSpecs } from "./snapshot_rows.ts";
 
 /**
  * The lxc matrix's cluster: the demo guests (VMs 100… and container 200), a stopped and a running
@@ -367,6 +370,9 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     getConfig,
     nodeRead("nodeStatus"),
     nodeRead("nodeConfig"),
+    ...snapshotSpecs(n, "lxc", stopped, label(stopped)).map((spec) => ct(spec)),
+    ct(templateSpec(n, "lxc", stopped, label(stopped))),
+    ct(rebootSpec(n, "lxc", running, label(running))),
   ];
   if (where === "pve1") {
     // create works on the transport's node only: no pve2 twin, no node scenarios.
@@ -474,4 +480,10 @@ export const EXPECTED_LXC_METHODS = [
   "getConfig",
   "nodeStatus",
   "nodeConfig",
+  "snapshot",
+  "rollback",
+  "deleteSnapshot",
+  "listSnapshots",
+  "convertToTemplate",
+  "reboot",
 ];

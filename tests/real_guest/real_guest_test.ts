@@ -304,8 +304,37 @@ step(
   },
 );
 
+step(
+  "reboot shuts the guest down and boots a new QEMU: new pid, new boot id",
+  async () => {
+    await startAndWaitForAgent("boot 4");
+    const pid = env.sim.realVm(VMID)?.pid ?? 0;
+    const bootId = (await guestSays("cat /proc/sys/kernel/random/boot_id"))
+      .trim();
+    const t0 = performance.now();
+    const r = await run("reboot", { vmid: VMID, timeoutSec: 60 });
+    assert.equal(r.status, "succeeded", r.error);
+    note(
+      `boot 5: reboot succeeded ${
+        ((performance.now() - t0) / 1000).toFixed(1)
+      } s after it was sent (QEMU pid ${env.sim.realVm(VMID)?.pid})`,
+    );
+    assert.equal(processExists(pid), false, "the old QEMU is gone");
+    const newPid = env.sim.realVm(VMID)?.pid ?? 0;
+    assert.notEqual(newPid, pid);
+    assert.ok(processExists(newPid));
+    // PVE's order: the qmreboot task ends with the VM down, then qm cleanup's qmstart boots it again.
+    const kinds = env.sim.tasks().slice(-2).map((t) => `${t.type} ${t.user}`);
+    assert.deepEqual(kinds, ["qmreboot root@pam!swamp", "qmstart root@pam"]);
+    const r2 = await run("start", { vmid: VMID, waitForIp: true });
+    assert.equal(r2.status, "succeeded", r2.error);
+    const newBootId = (await guestSays("cat /proc/sys/kernel/random/boot_id"))
+      .trim();
+    assert.notEqual(newBootId, bootId);
+  },
+);
+
 step("stop quits QEMU (QMP quit) and the VM is recorded stopped", async () => {
-  await startAndWaitForAgent("boot 4");
   const pid = env.sim.realVm(VMID)?.pid ?? 0;
   const r = await run("stop", { vmid: VMID });
   assert.equal(r.status, "succeeded", r.error);
