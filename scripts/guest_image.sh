@@ -206,7 +206,8 @@ mkfs.ext4 -q -F -L data "$build/disk.raw"
 qemu-img convert -q -f raw -O qcow2 "$build/disk.raw" "$out.tmp/disk.qcow2"
 echo "$kpkg" >"$out.tmp/kernel-package"
 rm -rf "$out" && mv "$out.tmp" "$out" && touch "$out/ready"
-# Images of earlier versions of this script are not used again.
-find "$cache_root" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
+# Images of earlier versions of this script are not used again (kept for two hours: a work tree still
+# on an older version may be booting one right now).
+find "$cache_root" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -mmin +120 -exec rm -rf {} +
 say "real-guest image ready in $((SECONDS - started))s: $(du -sh "$out" | cut -f1) ($kpkg)"
 echo "$out"
