@@ -7,8 +7,8 @@
  * - Otherwise against the embedded default: the PVE simulator in front of a real qemu guest agent.
  * - With no method, runs the demo on the embedded default and exits 0 when each verdict is the one
  *   the contract requires. Where this machine can run one (scripts/guest_image.sh builds the image),
- *   the demo's guest is a real QEMU VM: start with waitForIp (its agent comes up seconds after the
- *   start task ended), lookup, guestExec of `exit 0` and of `exit 42` inside it, stop. Otherwise it
+ *   the demo's guest is a real QEMU VM: start (its agent comes up seconds after the start task
+ *   ended), waitReady (agent, IPv4 and IPv6 on net0), lookup, guestExec of `exit 0` and of `exit 42` inside it, stop. Otherwise it
  *   says why and falls back to VM 100, answered by this host's qemu-ga: lookup, guestExec 0 and 42.
  *
  * @module
@@ -32,7 +32,7 @@ const USAGE =
   `usage: run.sh [<method>] [--model qemu|lxc] [--input key=value]… [--json]
             [--api-url URL --node NODE --token-id ID --token-secret SECRET [--ca-cert-file PEM]]
   no <method>: the demo on the embedded simulator: a real QEMU guest when this machine can run one
-               (start, lookup, guestExec exit 0 and exit 42 inside it, stop), else lookup and
+               (start, waitReady, lookup, guestExec exit 0 and exit 42 inside it, stop), else lookup and
                guestExec exit 0 / exit 42 answered by this host's qemu-ga
   methods of @stateless/proxmox/qemu: ${
     Object.keys(qemuModel.methods).join(", ")
@@ -198,9 +198,14 @@ type DemoStep = [
 function realGuestSteps(vmid: number): DemoStep[] {
   const id = String(vmid);
   return [
-    [`start real VM ${vmid}, waiting for its agent and address`, "start", {
+    [`start real VM ${vmid} (the task ends while the guest boots)`, "start", {
       vmid: id,
-      waitForIp: "true",
+    }, "succeeded"],
+    [`waitReady: its agent, IPv4 and IPv6 on net0`, "waitReady", {
+      vmid: id,
+      ipv6: "true",
+      nic: "net0",
+      timeoutSec: "120",
     }, "succeeded"],
     [`lookup of real VM ${vmid}`, "lookup", { vmid: id }, "succeeded"],
     ["guestExec exit 0 inside the guest", "guestExec", {

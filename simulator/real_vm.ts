@@ -7,7 +7,7 @@
  * virtio-serial port `org.qemu.guest_agent.0` on a unix socket, `-smbios type=1` from the
  * config's `smbios1` (so the guest's DMI uuid is the config's), the NIC's MAC from `net0`.
  * Differences, for this machine: no `-id` (an option of PVE's patched QEMU only), the kernel and initramfs are passed directly (no firmware disk
- * boot), networking is QEMU's user network (slirp: DHCP 10.0.2.15, IPv6 SLAAC in fec0::/64)
+ * boot), networking is QEMU's user network (slirp: DHCP 10.0.2.15, IPv6 SLAAC in 2001:db8:5a::/64)
  * instead of a tap on a bridge, one vCPU under TCG and memory capped (see MAX_MEMORY_MB).
  *
  * @module
@@ -55,6 +55,8 @@ export interface RealVmSpec {
 
 /** A guest of 512 MiB boots in the same time as one of 8 GiB; more only costs host memory. */
 const MAX_MEMORY_MB = 512;
+/** The IPv6 network of the guest's user-mode NIC (RFC 3849's documentation prefix). */
+const IPV6_NET = "2001:db8:5a::/64";
 /** How long the QEMU process may take to open its QMP socket. */
 const LAUNCH_TIMEOUT_MS = 15_000;
 
@@ -238,7 +240,9 @@ function qemuArgs(spec: RealVmSpec): string[] {
     "-device",
     "virtserialport,chardev=qga0,name=org.qemu.guest_agent.0",
     "-netdev",
-    "user,id=net0",
+    // slirp's router advertisements hand out a global prefix (2000::/3; the documentation range)
+    // instead of its default site-local fec0::/64, as a real network would.
+    `user,id=net0,ipv6-net=${IPV6_NET}`,
     "-device",
     `virtio-net-pci,netdev=net0${spec.mac ? `,mac=${spec.mac}` : ""}`,
     "-drive",

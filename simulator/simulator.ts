@@ -34,6 +34,7 @@ import { RealGuests } from "./real_guests.ts";
 import type { RealVm } from "./real_vm.ts";
 import { templateRoutes } from "./routes_template.ts";
 import { rebootRoutes } from "./routes_reboot.ts";
+import { cloudinitRoutes } from "./routes_cloudinit.ts";
 import { ClusterState } from "./state.ts";
 import { NodeResources, type StorageState } from "./storage.ts";
 import { TaskManager, type TaskRecord } from "./tasks.ts";
@@ -106,6 +107,7 @@ const ROUTES = [
   ...storageRoutes,
   ...templateRoutes,
   ...rebootRoutes,
+  ...cloudinitRoutes,
   ...taskListRoutes,
   ...snapshotRoutes,
 ];
