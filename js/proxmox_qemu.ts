@@ -9,6 +9,7 @@ import { z } from "npm:zod@4";
 import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
   DeleteArgs,
+  dnsName,
   GlobalArgs,
   GuestArgs,
   guestRef,
@@ -56,12 +57,17 @@ const GuestExecArgs = z.object({
 const CloneArgs = z.object({
   templateId: vmid,
   ...newVmid,
-  name: singleLine("name"),
+  name: dnsName("name"),
   full: z.boolean().default(true),
   storage: singleLine("storage").optional(),
 }).refine((a) => a.templateId !== a.vmid, {
   message: "vmid must differ from templateId",
   path: ["vmid"],
+}).refine((a) => a.full || a.storage === undefined, {
+  // qemu-server clone_vm refuses a target storage for a linked clone.
+  message:
+    "storage cannot be given with full: false (PVE puts a linked clone on its template's storage)",
+  path: ["storage"],
 }).refine(notBothVmidAndRange, oneVmidChoice);
 
 const ResizeDiskArgs = z.object({

@@ -14,7 +14,7 @@
 //! 4. The container is located and its status read: it must carry the hostname and the tag.
 //! 5. `start: true` then goes through `start`'s verified start (status/current shows it running).
 
-use crate::args::{check_segment, ArgError, Fields};
+use crate::args::{check_segment, is_dns_name, ArgError, Fields};
 use crate::explain::hint;
 use crate::guest::evidence::{Evidence, TaskTrail};
 use crate::guest::gates::MANAGED_TAG;
@@ -220,24 +220,6 @@ impl CreateArgs {
 fn is_mount_point(key: &str) -> bool {
     key.strip_prefix("mp")
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// PVE's `dns-name` format: labels of letters, digits and inner hyphens, joined by dots.
-pub fn is_dns_name(text: &str) -> bool {
-    let label_ok = |label: &str| {
-        let bytes = label.as_bytes();
-        match (bytes.first(), bytes.last()) {
-            (Some(first), Some(last)) => {
-                first.is_ascii_alphanumeric()
-                    && last.is_ascii_alphanumeric()
-                    && bytes
-                        .iter()
-                        .all(|b| b.is_ascii_alphanumeric() || *b == b'-')
-            }
-            _ => false,
-        }
-    };
-    text.len() <= 255 && text.split('.').all(label_ok)
 }
 
 /// A volume create allocates.

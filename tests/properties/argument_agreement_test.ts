@@ -245,6 +245,26 @@ const templateArgs = object({
   force: opt(fc.boolean()),
 });
 
+/** Names PVE checks as `dns-name` (a container hostname, a clone's name): mostly valid ones. */
+const dnsNames = fc.oneof(
+  {
+    arbitrary: fc.constantFrom("web", "web-1.example.org", "A9", "x"),
+    weight: 8,
+  },
+  {
+    arbitrary: fc.constantFrom(
+      "-web",
+      "web-",
+      "a..b",
+      "a_b",
+      "a.",
+      "é",
+      "x".repeat(256),
+    ),
+    weight: 1,
+  },
+);
+
 const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   lookup: object(guestRef),
   guestExec: object({
@@ -287,7 +307,8 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
       freq: 2,
     }),
     vmidRange: rarely(vmidRangeArb),
-    name: opt(singleLine),
+    // Mostly a valid DNS name: PVE's clone `name` format.
+    name: opt(dnsNames),
     full: opt(fc.boolean()),
     storage: opt(singleLine),
   }),
@@ -386,26 +407,7 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     ostemplate: mix(
       fc.constantFrom("local:vztmpl/debian-12.tar.zst", "nfs:vztmpl/a.tar.gz"),
     ),
-    hostname: mix(
-      fc.oneof(
-        {
-          arbitrary: fc.constantFrom("web", "web-1.example.org", "A9", "x"),
-          weight: 8,
-        },
-        {
-          arbitrary: fc.constantFrom(
-            "-web",
-            "web-",
-            "a..b",
-            "a_b",
-            "a.",
-            "é",
-            "x".repeat(256),
-          ),
-          weight: 1,
-        },
-      ),
-    ),
+    hostname: mix(dnsNames),
     storage: mix(fc.constantFrom("local-lvm", "local-zfs", "nfs_1")),
     rootfsSize: opt(bounded(1, 131072)),
     cores: opt(bounded(1, 8192)),
