@@ -11,6 +11,7 @@ pub mod provision;
 pub mod reboot;
 pub mod record;
 pub mod reference;
+pub mod root_only;
 pub mod settle;
 pub mod snapshots;
 pub mod vmid_claim;

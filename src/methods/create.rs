@@ -20,6 +20,7 @@ use crate::guest::evidence::{Evidence, TaskTrail};
 use crate::guest::gates::MANAGED_TAG;
 use crate::guest::provision::{claim_vmid, complete, sight_new, with_managed_tag, Claim};
 use crate::guest::reference::GuestRef;
+use crate::guest::root_only::{ct_refusal, Caller, CtState};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
 use crate::methods::start::{bring_up, StartArgs};
@@ -466,11 +467,30 @@ fn bridge_problems(args: &CreateArgs, node: &str, survey: &Survey, found: &mut V
 }
 
 /// Runs `create`.
+/// What PVE would refuse this caller (an API token) in the new container's config.
+fn identity_refusal<H: Host>(run: &Run<'_, H>, args: &CreateArgs) -> Option<String> {
+    let mut options = args.config.clone();
+    if let Some(features) = &args.features {
+        options.push(("features".into(), features.clone()));
+    }
+    let state = CtState {
+        unprivileged: args.unprivileged,
+        features: None,
+    };
+    ct_refusal(Caller::of(&run.global.transport), &options, &[], state)
+}
+
 pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let args = match CreateArgs::parse(args) {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
+    if let Some(refusal) = identity_refusal(run, &args) {
+        return Failure::new(format!(
+            "cannot create container: {refusal}; nothing was changed"
+        ))
+        .into();
+    }
     if let VmidChoice::Given(vmid) = args.vmid {
         match claim_vmid(run, vmid, &args.hostname).await {
             Ok(Claim::Free) => {}
