@@ -51,12 +51,15 @@ export function problemsOf(entries: ConformanceEntry[]): string[] {
   return [...new Set(problems)];
 }
 
-/** Endpoints served for the package that no entry exercised. */
+/** The endpoints the package uses: what the simulator serves, less what it serves for tests only. */
+export function packageEndpoints(): string[] {
+  return simulatorEndpoints().filter((e) => !NOT_THE_PACKAGES.has(e));
+}
+
+/** Endpoints the package uses that no entry exercised. */
 export function uncovered(entries: ConformanceEntry[]): string[] {
   const seen = new Set(entries.map((e) => `${e.method} ${e.template}`));
-  return simulatorEndpoints().filter((e) =>
-    !seen.has(e) && !NOT_THE_PACKAGES.has(e)
-  );
+  return packageEndpoints().filter((e) => !seen.has(e));
 }
 
 if (import.meta.main) {
