@@ -4,11 +4,11 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::hint;
-use crate::guest::locate::{locate, Found, Located};
+use crate::guest::locate::{act_where_it_lives, Located, Placed};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
-use crate::poll::Backoff;
+use crate::poll::{Pacer, Stopped};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{ExecStarted, ExecStatus};
@@ -177,15 +177,23 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let located = match locate(&run.pve(), run.kind, &args.target).await {
-        Ok(Found::Present(located)) => located,
-        Ok(Found::Absent { vmid }) => {
+    let pve = run.pve();
+    let started = run.host.now_ms();
+    // Sent where the VM is expected; a node that answers "not here" refused before running anything.
+    let send = async |at: &Located| {
+        let request =
+            endpoints::agent_exec(&at.node, at.vmid, &args.command, args.input.as_deref());
+        pve.read::<ExecStarted>(&request, "an exec pid").await
+    };
+    let (located, sent) = match act_where_it_lives(run, &args.target, send).await {
+        Ok(Placed::Done { at, value }) => (at, Ok(value.pid)),
+        Ok(Placed::Refused { at, error }) => (at, Err(error)),
+        Ok(Placed::Absent { vmid }) => {
             return Failure::new(format!("VM {vmid} does not exist on any node")).into()
         }
         Err(failure) => return failure.into(),
     };
-    let started = run.host.now_ms();
-    let (pid, outcome, status) = execute(run, &located, &args).await;
+    let (pid, outcome, status) = follow(run, &located, &args, sent).await;
     let duration_ms = (run.host.now_ms() - started).max(0.0).round() as u64;
     let record = exec_record(
         run,
@@ -210,36 +218,27 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
 }
 
-/// Starts the command and follows it to its end; returns the pid (if it started) and what was seen.
-async fn execute<H: Host>(
+/// Follows a sent command to its end: asks for its status at once, then at growing pauses;
+/// returns the pid (if it started) and what was seen.
+async fn follow<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ExecArgs,
+    sent: Result<i64, PveError>,
 ) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
-    let pve = run.pve();
-    let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, args.input.as_deref());
-    let pid = match pve.read::<ExecStarted>(&request, "an exec pid").await {
-        Ok(started) => started.pid,
+    let pid = match sent {
+        Ok(pid) => pid,
         Err(e) => return (None, start_failure(e), None),
     };
     run.info(&format!(
         "VM {}: started {:?} as pid {pid}",
         at.vmid, args.command
     ));
-    let deadline = run.host.now_ms() + (args.timeout_sec * 1000) as f64;
-    let mut backoff = Backoff::for_polling(pve.poll_cap_ms);
+    let pve = run.pve();
+    let budget_ms = args.timeout_sec * 1000;
+    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms);
     let mut failed_polls = 0;
     loop {
-        let remaining = deadline - run.host.now_ms();
-        if remaining <= 0.0 {
-            return (Some(pid), ExecOutcome::TimedOut, None);
-        }
-        run.host
-            .sleep(backoff.next_delay().min(remaining.ceil() as u64))
-            .await;
-        if run.host.aborted() {
-            return (Some(pid), ExecOutcome::Aborted, None);
-        }
         let answer = pve
             .call(&endpoints::agent_exec_status(&at.node, at.vmid, pid))
             .await
@@ -271,6 +270,11 @@ async fn execute<H: Host>(
                 return (Some(pid), ExecOutcome::Aborted, None)
             }
             Err(e) => return (Some(pid), lost(e, failed_polls > 0), None),
+        }
+        match pacer.pause(run.host).await {
+            Ok(()) => {}
+            Err(Stopped::OutOfTime) => return (Some(pid), ExecOutcome::TimedOut, None),
+            Err(Stopped::Aborted) => return (Some(pid), ExecOutcome::Aborted, None),
         }
     }
 }

@@ -139,7 +139,7 @@ function scenarioPlans(
       ...offline("no route to host", 1),
     }, offlineTwin]);
   }
-  if (spec.name === "guestExec") {
+  if (spec.row === "guestExec") {
     const vmid = 100;
     const started = (env: Parameters<typeof answered>[0]) =>
       answered(env, "POST", new RegExp(`/qemu/${vmid}/agent/exec$`));
