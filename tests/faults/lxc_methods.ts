@@ -26,7 +26,6 @@ import {
   powerSpec,
   QUORUM,
   readBackDecides,
-  resources,
   type Snapshot,
   status,
   statusObserved,
