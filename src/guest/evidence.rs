@@ -12,13 +12,14 @@ use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::Host;
 use crate::methods::lookup::{read_present, read_to_act, record_for};
 use crate::outcome::{Failure, Outcome};
-use crate::pve::error::PveError;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
 use crate::task::{follow_task, upid_of, TaskTrouble};
+use serde_json::Value;
 
 /// The tasks a run followed: their warnings (kept in the record) and the last UPID.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -36,15 +37,36 @@ impl TaskTrail {
         request: &PveRequest,
         action: &str,
     ) -> Result<Upid, String> {
+        let answer = pve.call(request).await;
+        self.accepted(answer, request, action)
+    }
+
+    /// [`TaskTrail::dispatch`] of a request that claims a VMID: PVE's refusal because another guest
+    /// holds the id is not a failure but [`Dispatched::IdTaken`] (nothing started).
+    pub async fn dispatch_claim<H: Host>(
+        &mut self,
+        pve: &Pve<'_, H>,
+        request: &PveRequest,
+        action: &str,
+    ) -> Result<Dispatched, String> {
+        match pve.call(request).await {
+            Err(e) if e.kind == ErrorKind::IdTaken => Ok(Dispatched::IdTaken(e.message)),
+            answer => self.accepted(answer, request, action).map(Dispatched::Task),
+        }
+    }
+
+    fn accepted(
+        &mut self,
+        answer: Result<Value, PveError>,
+        request: &PveRequest,
+        action: &str,
+    ) -> Result<Upid, String> {
         let node = match request.segments.as_slice() {
             [first, node, ..] if first == "nodes" => format!("node {node}"),
             _ => "the node".to_string(),
         };
         let check = format!("the guest's state (run lookup) and the task list of {node}");
-        let data = pve
-            .call(request)
-            .await
-            .map_err(|e| mutation_failed(action, &e, &check).0)?;
+        let data = answer.map_err(|e| mutation_failed(action, &e, &check).0)?;
         // PVE accepted the request (HTTP 200) but the task id is unreadable: a task may be running.
         let upid = upid_of(&data, &request.label())
             .map_err(|f| outcome_unknown(action, &PveError::malformed(f.0), &check).0)?;
@@ -83,6 +105,15 @@ impl TaskTrail {
             .await
             .map_err(|why| format!("{action}: {why}"))
     }
+}
+
+/// What PVE did with a request that claims a VMID.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dispatched {
+    /// Accepted: the task that creates the guest.
+    Task(Upid),
+    /// Refused because another guest holds the id (PVE's words); no task started.
+    IdTaken(String),
 }
 
 /// A guest that was found, and everything seen of it since.

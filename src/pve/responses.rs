@@ -74,6 +74,9 @@ pub struct GuestStatus {
     pub netout: Option<u64>,
     #[serde(deserialize_with = "flex::opt_u64", default)]
     pub uptime: Option<u64>,
+    /// The QEMU process (a container's init) while running: a new one means a new boot.
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub pid: Option<u64>,
 }
 
 /// `POST …/agent/exec` → the pid of the started command.
