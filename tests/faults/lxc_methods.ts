@@ -27,7 +27,6 @@ import {
   QUORUM,
   readBackDecides,
   rebootSpec,
-  resources,
   type Snapshot,
   status,
   statusObserved,
