@@ -10,6 +10,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::exec_data::input_for_pve;
 use crate::pve::responses::{ExecStarted, ExecStatus};
 use crate::run::Run;
 use serde_json::Value;
@@ -25,9 +26,11 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let pve = run.pve();
     let started = run.host.now_ms();
+    // PVE hands the guest one byte per character of input-data: send the UTF-8 bytes that way.
+    let input = args.input.as_deref().map(input_for_pve);
     // Sent where the VM is expected; a node that answers "not here" refused before running anything.
     let send = async |at: &Located| {
-        let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, args.input.as_deref());
+        let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, input.as_deref());
         pve.read::<ExecStarted>(&request, "an exec pid").await
     };
     let (located, sent) = match act_where_it_lives(run, &args.target, send).await {
