@@ -74,6 +74,11 @@ impl Pacer {
         self.started_ms
     }
 
+    /// When the loop's budget runs out (epoch ms).
+    pub fn deadline_ms(&self) -> f64 {
+        self.deadline_ms
+    }
+
     /// Waits before the next probe; `Err` once the budget is spent or the run was aborted.
     pub async fn pause<H: Host>(&mut self, host: &H) -> Result<(), Stopped> {
         let now = host.now_ms();

@@ -3,7 +3,7 @@
 //! before the verdict is raised (guest/exec.rs).
 
 use crate::explain::hint;
-use crate::guest::exec::{conclude, ExecArgs, ExecOutcome, Observed};
+use crate::guest::exec::{conclude, verdict_message, ExecArgs, ExecOutcome, Observed};
 use crate::guest::locate::{act_where_it_lives, Located, Placed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -24,17 +24,11 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let pve = run.pve();
     let started = run.host.now_ms();
-    // PVE hands the guest one byte per character of input-data: send the UTF-8 bytes that way.
-    let input = args.input.as_deref().map(input_for_pve);
     // Sent where the VM is expected; a node that answers "not here" refused before running anything.
-    let send = async |at: &Located| {
-        let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, input.as_deref());
-        pve.read::<ExecStarted>(&request, "an exec pid").await
-    };
+    let send = async |at: &Located| send_exec(run, at, &args).await;
     let (located, sent) = match act_where_it_lives(run, &args.target, send).await {
-        Ok(Placed::Done { at, value }) => (at, Ok(value.pid)),
+        Ok(Placed::Done { at, value }) => (at, Ok(value)),
         Ok(Placed::Refused { at, error }) => (at, Err(error)),
         Ok(Placed::Absent { vmid }) => {
             return Failure::new(format!("VM {vmid} does not exist on any node")).into()
@@ -49,6 +43,36 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         duration_ms: (run.host.now_ms() - started).max(0.0).round() as u64,
     };
     conclude(run, &located, &args, &seen, None)
+}
+
+/// Runs a command in the VM exactly as `guestExec` does, without writing its record (`waitReady`'s
+/// `cloud-init status --wait`): how it ended, its final status, and `Err` saying why it does not
+/// count as success under `args.policy`.
+pub async fn run_in_guest<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+) -> (ExecOutcome, Option<ExecStatus>, Result<(), String>) {
+    let sent = send_exec(run, at, args).await;
+    let (_, outcome, status) = follow(run, at, args, sent).await;
+    let verdict =
+        verdict_message(run.kind, at, args, &outcome, status.as_ref()).map_or(Ok(()), Err);
+    (outcome, status, verdict)
+}
+
+/// `POST …/agent/exec` on `at`: the pid, or PVE's refusal (never re-sent).
+async fn send_exec<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+) -> Result<i64, PveError> {
+    // PVE hands the guest one byte per character of input-data: send the UTF-8 bytes that way.
+    let input = args.input.as_deref().map(input_for_pve);
+    let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, input.as_deref());
+    run.pve()
+        .read::<ExecStarted>(&request, "an exec pid")
+        .await
+        .map(|started| started.pid)
 }
 
 /// Follows a sent command to its end: asks for its status at once, then at growing pauses;
