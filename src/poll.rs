@@ -1,16 +1,17 @@
-//! Pauses between polls: start fast, grow by half each time, never beyond the caller's interval.
+//! Pauses between polls. A wait probes at once (a command or task that is already over costs one
+//! request), then pauses `40 ms + a tenth of the time waited so far`, never beyond the caller's
+//! interval (`pollIntervalSec`). So an end is noticed within 10% of the wait plus 40 ms (and one
+//! round trip), while a long wait settles at `pollIntervalSec` between probes: a 500 ms task costs
+//! 10 probes, a 30 s one 47; after that, one probe per `pollIntervalSec`.
 
 use crate::host::Host;
 
-/// A growing delay: `first`, ×1.5 each step, capped.
+/// A growing delay: `first`, ×1.5 each step, capped (retry pauses of a failed read).
 #[derive(Debug, Clone)]
 pub struct Backoff {
     next_ms: f64,
     cap_ms: f64,
 }
-
-/// The first pause of every poll loop: a 100 ms command must not cost a 3 s poll.
-pub const FIRST_POLL_MS: u64 = 50;
 
 impl Backoff {
     pub fn new(first_ms: u64, cap_ms: u64) -> Self {
@@ -21,17 +22,24 @@ impl Backoff {
         }
     }
 
-    /// The backoff of a poll loop whose longest pause is `pollIntervalSec`.
-    pub fn for_polling(cap_ms: u64) -> Self {
-        Backoff::new(FIRST_POLL_MS, cap_ms)
-    }
-
     /// The next pause, in milliseconds.
     pub fn next_delay(&mut self) -> u64 {
         let delay = self.next_ms;
         self.next_ms = (self.next_ms * 1.5).min(self.cap_ms);
         delay.round() as u64
     }
+}
+
+/// The shortest pause between two probes of one wait: what keeps a fleet of waits bearable for
+/// PVE's pvedaemon (3 workers by default) while a short task is still noticed quickly.
+pub const SHORTEST_PAUSE_MS: f64 = 40.0;
+/// The pause grows by this fraction of the time waited so far: the bound on how late an end is seen.
+pub const PAUSE_PER_WAITED: f64 = 0.1;
+
+/// The pause after a wait of `waited_ms`: `40 ms + waited/10`, at most `cap_ms`.
+pub fn pause_after(waited_ms: f64, cap_ms: u64) -> u64 {
+    let pause = SHORTEST_PAUSE_MS + waited_ms.max(0.0) * PAUSE_PER_WAITED;
+    pause.min(cap_ms.max(1) as f64).round() as u64
 }
 
 /// Why a bounded poll loop stopped waiting.
@@ -43,19 +51,27 @@ pub enum Stopped {
     Aborted,
 }
 
-/// Paces a poll loop: growing pauses, never past the loop's deadline, ending when the run is aborted.
+/// Paces a poll loop that probes first and pauses between probes ([`pause_after`]), never past
+/// the loop's deadline, ending when the run is aborted.
 pub struct Pacer {
+    started_ms: f64,
     deadline_ms: f64,
-    backoff: Backoff,
+    cap_ms: u64,
 }
 
 impl Pacer {
     /// A loop that may run `budget_ms` from `now_ms`, pausing at most `cap_ms` between probes.
     pub fn new(now_ms: f64, budget_ms: u64, cap_ms: u64) -> Self {
         Pacer {
+            started_ms: now_ms,
             deadline_ms: now_ms + budget_ms as f64,
-            backoff: Backoff::for_polling(cap_ms),
+            cap_ms,
         }
+    }
+
+    /// When the wait began (ms since the epoch).
+    pub fn started_ms(&self) -> f64 {
+        self.started_ms
     }
 
     /// When the loop's budget runs out (epoch ms).
@@ -65,12 +81,13 @@ impl Pacer {
 
     /// Waits before the next probe; `Err` once the budget is spent or the run was aborted.
     pub async fn pause<H: Host>(&mut self, host: &H) -> Result<(), Stopped> {
-        let remaining = self.deadline_ms - host.now_ms();
+        let now = host.now_ms();
+        let remaining = self.deadline_ms - now;
         if remaining <= 0.0 {
             return Err(Stopped::OutOfTime);
         }
-        host.sleep(self.backoff.next_delay().min(remaining.ceil() as u64))
-            .await;
+        let pause = pause_after(now - self.started_ms, self.cap_ms);
+        host.sleep(pause.min(remaining.ceil() as u64)).await;
         match host.aborted() {
             true => Err(Stopped::Aborted),
             false => Ok(()),
@@ -82,17 +99,50 @@ impl Pacer {
 mod tests {
     use super::*;
 
-    #[test]
-    fn starts_fast_and_grows_to_the_cap() {
-        let mut b = Backoff::for_polling(3_000);
-        let delays: Vec<u64> = (0..12).map(|_| b.next_delay()).collect();
-        assert_eq!(&delays[..4], &[50, 75, 113, 169]);
-        assert_eq!(*delays.last().unwrap(), 3_000);
-        assert!(delays.windows(2).all(|w| w[0] <= w[1]));
+    /// The probe times of a wait whose probes take no time, up to `until_ms`.
+    fn probes(cap_ms: u64, until_ms: f64) -> Vec<f64> {
+        let mut at = vec![0.0];
+        while *at.last().unwrap() < until_ms {
+            let last = *at.last().unwrap();
+            at.push(last + pause_after(last, cap_ms) as f64);
+        }
+        at
     }
 
     #[test]
-    fn a_cap_below_the_first_step_wins() {
-        assert_eq!(Backoff::new(50, 20).next_delay(), 20);
+    fn the_first_pause_is_the_shortest_and_pauses_never_shrink() {
+        let at = probes(3_000, 60_000.0);
+        assert_eq!(at[1], SHORTEST_PAUSE_MS);
+        let pauses: Vec<f64> = at.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(pauses.windows(2).all(|p| p[0] <= p[1]), "{pauses:?}");
+    }
+
+    #[test]
+    fn an_end_is_noticed_within_a_tenth_of_its_length_plus_the_shortest_pause() {
+        let at = probes(3_000, 30_000.0);
+        for end in [1.0, 120.0, 499.0, 500.0, 2_000.0, 9_999.0, 29_000.0] {
+            let seen = at.iter().copied().find(|t| *t >= end).unwrap();
+            assert!(
+                seen - end <= SHORTEST_PAUSE_MS + end * PAUSE_PER_WAITED,
+                "end {end} seen at {seen}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_long_wait_settles_at_the_cap() {
+        assert_eq!(pause_after(1_000_000.0, 3_000), 3_000);
+        assert_eq!(pause_after(1_000_000.0, 1_000), 1_000);
+        assert_eq!(
+            pause_after(0.0, 20),
+            20,
+            "a cap below the shortest pause wins"
+        );
+    }
+
+    #[test]
+    fn a_500_ms_wait_costs_ten_probes() {
+        let at = probes(3_000, 500.0);
+        assert_eq!(at.len(), 10, "{at:?}");
     }
 }

@@ -5,7 +5,7 @@ use crate::client::Pve;
 use crate::explain::could_not;
 use crate::host::{Host, LogLevel};
 use crate::outcome::Failure;
-use crate::poll::Backoff;
+use crate::poll::{Pacer, Stopped};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{TaskLogLine, TaskStatus};
@@ -64,9 +64,12 @@ pub async fn await_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEn
 /// Follows a task to its end within `taskTimeoutSec`, telling a failed task from an unobserved end.
 pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEnd, TaskTrouble> {
     let started = pve.host.now_ms();
-    let deadline = started + pve.task_timeout_ms as f64;
-    let mut backoff = Backoff::for_polling(pve.poll_cap_ms);
+    let mut pacer = Pacer::new(started, pve.task_timeout_ms, pve.poll_cap_ms);
     loop {
+        // A task is a forked worker: none ends within a round trip, so even the first probe waits.
+        if let Err(stop) = pacer.pause(pve.host).await {
+            return Err(stopped_waiting(pve, upid, stop));
+        }
         match pve
             .read::<TaskStatus>(&endpoints::task_status(upid), "a task status")
             .await
@@ -80,23 +83,21 @@ pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskE
                     && pve.host.now_ms() - started < NO_SUCH_TASK_GRACE_MS => {}
             Err(e) => return Err(TaskTrouble::Unknown(unfollowable(upid, &e))),
         }
-        let remaining = deadline - pve.host.now_ms();
-        if remaining <= 0.0 {
-            return Err(TaskTrouble::Unknown(Failure::new(format!(
-                "task {upid} ({}) was still running after taskTimeoutSec={}s; it was not cancelled and may still finish",
-                upid.task_type,
-                pve.task_timeout_ms / 1000
-            ))));
-        }
-        pve.host
-            .sleep(backoff.next_delay().min(remaining.ceil() as u64))
-            .await;
-        if pve.host.aborted() {
-            return Err(TaskTrouble::Unknown(Failure::new(format!(
-                "the run was aborted while task {upid} ran; the task was not cancelled"
-            ))));
-        }
     }
+}
+
+/// The task's end was not observed: out of time, or the run was aborted.
+fn stopped_waiting<H: Host>(pve: &Pve<'_, H>, upid: &Upid, stop: Stopped) -> TaskTrouble {
+    TaskTrouble::Unknown(Failure::new(match stop {
+        Stopped::OutOfTime => format!(
+            "task {upid} ({}) was still running after taskTimeoutSec={}s; it was not cancelled and may still finish",
+            upid.task_type,
+            pve.task_timeout_ms / 1000
+        ),
+        Stopped::Aborted => {
+            format!("the run was aborted while task {upid} ran; the task was not cancelled")
+        }
+    }))
 }
 
 /// The task runs (PVE gave its UPID) but its status cannot be read: its outcome is unknown.

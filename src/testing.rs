@@ -74,6 +74,25 @@ fn route_of(request: &HttpRequest) -> String {
     format!("{} {decoded}", request.method)
 }
 
+/// What PVE answers for a guest path of a guest that is not on that node (no script for it): its
+/// config file does not exist there (qemu-server and pve-container load the config first).
+fn not_here(route: &str) -> Option<String> {
+    let path = route.split_once(' ')?.1;
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match parts.as_slice() {
+        ["nodes", node, kind @ ("qemu" | "lxc"), vmid, ..] if vmid.parse::<u32>().is_ok() => {
+            let dir = match *kind {
+                "qemu" => "qemu-server",
+                _ => "lxc",
+            };
+            Some(format!(
+                "Configuration file 'nodes/{node}/{dir}/{vmid}.conf' does not exist"
+            ))
+        }
+        _ => None,
+    }
+}
+
 impl Host for ScriptedHost {
     async fn http(&self, request: HttpRequest) -> Result<HttpResponse, HostError> {
         let route = route_of(&request);
@@ -98,6 +117,11 @@ impl Host for ScriptedHost {
                 body: json!({ "data": null, "message": message }).to_string(),
             }),
             Some(Answer::Fail(error)) => Err(error),
+            None if not_here(&route).is_some() => Ok(HttpResponse {
+                status: 500,
+                status_text: String::new(),
+                body: json!({ "data": null, "message": not_here(&route) }).to_string(),
+            }),
             None => Ok(HttpResponse {
                 status: 501,
                 status_text: String::new(),

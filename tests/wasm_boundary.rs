@@ -14,6 +14,13 @@ export function scriptedHost(routes) {
     async http(req) {
       const path = new URL(req.url).pathname.replace("/api2/json", "");
       const route = routes[`${req.method} ${path}`];
+      // A guest path nobody scripted: PVE's answer for a guest that is not on that node.
+      const guest = /^\/nodes\/([^/]+)\/(qemu|lxc)\/(\d+)(\/|$)/.exec(path);
+      if (route === undefined && guest) {
+        const dir = guest[2] === "qemu" ? "qemu-server" : "lxc";
+        const message = `Configuration file 'nodes/${guest[1]}/${dir}/${guest[3]}.conf' does not exist`;
+        return { status: 500, statusText: "", body: JSON.stringify({ data: null, message }) };
+      }
       if (route === undefined) return { status: 501, statusText: "not implemented", body: "{}" };
       if (route.reject) throw route.reject;
       const answer = Array.isArray(route) ? route.shift() : route;
@@ -111,7 +118,7 @@ async fn guest_exec_exit_42_is_a_failed_verdict_with_its_record() {
 #[wasm_bindgen_test]
 async fn host_rejection_becomes_a_failed_verdict_naming_the_fault() {
     let host = scripted_host(routes(
-        r#"{"GET /cluster/resources": {"reject": {"kind": "network", "message": "connection refused"}}}"#,
+        r#"{"GET /nodes/pve1/qemu/100/status/current": {"reject": {"kind": "network", "message": "connection refused"}}}"#,
     ));
     let args = format!(r#"{{{GLOBAL},"vmid":100}}"#);
     let outcome = run_method("qemu".into(), "lookup".into(), args, host)

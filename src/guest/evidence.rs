@@ -10,7 +10,7 @@ use super::settle::read_status;
 use crate::client::Pve;
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::Host;
-use crate::methods::lookup::{read_present, record_for};
+use crate::methods::lookup::{read_present, read_to_act, record_for};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
@@ -135,10 +135,32 @@ pub enum Sighting {
     Absent(u32),
 }
 
+/// How much a sighting reads of the guest besides its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    /// Its config too, for its identity (and whatever the method reads from it).
+    WithConfig,
+    /// Its identity from the stored record while that still describes the guest (see
+    /// [`read_to_act`]): the state before an action, in one request.
+    ToAct,
+}
+
 /// Finds the guest and reads its state and identity. A guest that migrated between the cluster
 /// listing and the read is looked up once more.
 pub async fn sight<H: Host>(run: &Run<'_, H>, target: &GuestRef) -> Result<Sighting, Failure> {
-    let state = async |at: &Located| read_present(run, at).await;
+    sight_with(run, target, Look::WithConfig).await
+}
+
+/// [`sight`], reading as much as `look` says.
+pub async fn sight_with<H: Host>(
+    run: &Run<'_, H>,
+    target: &GuestRef,
+    look: Look,
+) -> Result<Sighting, Failure> {
+    let state = async |at: &Located| match look {
+        Look::WithConfig => read_present(run, at).await,
+        Look::ToAct => read_to_act(run, at).await,
+    };
     Ok(
         match read_where_it_lives(run, target, "the state", state).await? {
             GuestRead::Absent { vmid } => Sighting::Absent(vmid),
@@ -228,20 +250,20 @@ impl Evidence {
     }
 }
 
-/// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
-/// `absent`) saying there is nothing to `verb`.
+/// Finds a guest a method must act on ([`Look::ToAct`]); a confirmed absence ends the run as a
+/// failure (recorded as `absent`) saying there is nothing to `verb`.
 pub async fn sight_present<H: Host>(
     run: &Run<'_, H>,
     target: &GuestRef,
     verb: &str,
 ) -> Result<Box<Evidence>, Outcome> {
-    sight_or_absent(run, target, |vmid| {
+    let absent = |vmid| {
         format!(
             "{} {vmid} does not exist on any node: there is nothing to {verb}",
             run.kind.noun()
         )
-    })
-    .await
+    };
+    present_or_absent(run, sight_with(run, target, Look::ToAct).await, absent)
 }
 
 /// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
@@ -251,7 +273,15 @@ pub async fn sight_or_absent<H: Host>(
     target: &GuestRef,
     absent: impl FnOnce(u32) -> String,
 ) -> Result<Box<Evidence>, Outcome> {
-    match sight(run, target).await {
+    present_or_absent(run, sight(run, target).await, absent)
+}
+
+fn present_or_absent<H: Host>(
+    run: &Run<'_, H>,
+    sighting: Result<Sighting, Failure>,
+    absent: impl FnOnce(u32) -> String,
+) -> Result<Box<Evidence>, Outcome> {
+    match sighting {
         Ok(Sighting::Present(ev)) => Ok(ev),
         Ok(Sighting::Absent(vmid)) => Err(absent_outcome(run, vmid, Err(absent(vmid)))),
         Err(failure) => Err(failure.into()),

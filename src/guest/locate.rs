@@ -10,6 +10,7 @@
 //! a miss is looked up again in the live guest lists of the nodes (`GET /nodes/{node}/<kind>`).
 
 use super::reference::GuestRef;
+use crate::args::check_segment;
 use crate::client::Pve;
 use crate::explain::could_not;
 use crate::host::Host;
@@ -19,6 +20,7 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::responses::ClusterGuest;
 use crate::run::Run;
+use serde_json::Value;
 
 /// A guest that exists, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,29 +47,63 @@ pub enum GuestRead<T> {
     Read { at: Located, value: T },
 }
 
-/// Finds the guest, then reads it on its node with `read`. A guest that migrated between the
-/// cluster listing and the read answers "does not exist" there: it is looked up once more. `what`
-/// names the read in errors ("the state", "the config").
+/// What acting on a guest where it lives gave.
+pub enum Placed<T> {
+    /// Confirmed absent on every node.
+    Absent { vmid: u32 },
+    /// Done on `at`.
+    Done { at: Located, value: T },
+    /// `at` answered with an error other than "the guest is not here".
+    Refused { at: Located, error: PveError },
+}
+
+/// Reads the guest where it lives with `read`; `what` names the read in errors ("the state",
+/// "the config"). See [`act_where_it_lives`].
 pub async fn read_where_it_lives<H: Host, T>(
     run: &Run<'_, H>,
     target: &GuestRef,
     what: &str,
     read: impl AsyncFn(&Located) -> Result<T, PveError>,
 ) -> Result<GuestRead<T>, Failure> {
+    match act_where_it_lives(run, target, read).await? {
+        Placed::Absent { vmid } => Ok(GuestRead::Absent { vmid }),
+        Placed::Done { at, value } => Ok(GuestRead::Read { at, value }),
+        Placed::Refused { at, error } => {
+            let noun = run.kind.noun();
+            let action = format!("read {what} of {noun} {} on node {}", at.vmid, at.node);
+            Err(could_not(&action, &error))
+        }
+    }
+}
+
+/// Runs `act` on the node the guest is expected on — where an earlier run recorded it, else the
+/// configured node — and asks `/cluster/resources` only when that node answers that the guest is not
+/// there. PVE answers so before acting (it loads the guest's config first), so `act` is never
+/// re-sent after anything that may have run. A guest that moved between the listing and `act` is
+/// looked up once more. A reference by name is always looked up.
+pub async fn act_where_it_lives<H: Host, T>(
+    run: &Run<'_, H>,
+    target: &GuestRef,
+    act: impl AsyncFn(&Located) -> Result<T, PveError>,
+) -> Result<Placed<T>, Failure> {
+    if let (Some(vmid), None) = (target.vmid, &target.name) {
+        let at = expected_at(run, vmid).await;
+        match act(&at).await {
+            Ok(value) => return Ok(Placed::Done { at, value }),
+            Err(e) if e.kind == ErrorKind::GuestNotOnNode => {}
+            Err(error) => return Ok(Placed::Refused { at, error }),
+        }
+    }
     let pve = run.pve();
     for attempt in 0..2 {
         let at = match locate(&pve, run.kind, target).await? {
-            Found::Absent { vmid } => return Ok(GuestRead::Absent { vmid }),
+            Found::Absent { vmid } => return Ok(Placed::Absent { vmid }),
             Found::Present(at) => at,
         };
-        match read(&at).await {
-            Ok(value) => return Ok(GuestRead::Read { at, value }),
+        match act(&at).await {
+            Ok(value) => return Ok(Placed::Done { at, value }),
             Err(e) if e.kind == ErrorKind::GuestNotOnNode && attempt == 0 => continue,
-            Err(e) => {
-                let noun = run.kind.noun();
-                let action = format!("read {what} of {noun} {} on node {}", at.vmid, at.node);
-                return Err(could_not(&action, &e));
-            }
+            Err(error) => return Ok(Placed::Refused { at, error }),
         }
     }
     Err(Failure::new(format!(
@@ -75,6 +111,29 @@ pub async fn read_where_it_lives<H: Host, T>(
         run.kind.noun(),
         target.describe()
     )))
+}
+
+/// Where the guest is expected: the node its stored record last observed it on (what an earlier
+/// run learned), else the configured node. A record that cannot be read only costs a lookup.
+async fn expected_at<H: Host>(run: &Run<'_, H>, vmid: u32) -> Located {
+    let stored = run
+        .host
+        .read_record(&run.guest_instance(vmid))
+        .await
+        .ok()
+        .flatten();
+    let recorded_node = stored
+        .as_ref()
+        .filter(|r| r.get("present").and_then(Value::as_bool) == Some(true))
+        .and_then(|r| r.get("node"))
+        .and_then(Value::as_str)
+        .filter(|n| check_segment("node", n).is_ok());
+    Located {
+        vmid,
+        node: recorded_node
+            .unwrap_or(run.global.transport.node())
+            .to_string(),
+    }
 }
 
 /// Finds the guest's node, or confirms its absence; anything in between is a failure.
@@ -281,7 +340,146 @@ async fn confirm_absent<H: Host>(pve: &Pve<'_, H>, vmid: u32) -> Result<Found, F
 }
 
 #[cfg(test)]
-mod tests {
+mod placement_tests {
+    use crate::outcome::Outcome;
+    use crate::testing::{run_method, Answer, ScriptedHost};
+    use serde_json::{json, Value};
+
+    const STATUS_PVE1: &str = "GET /nodes/pve1/qemu/100/status/current";
+    const STATUS_PVE2: &str = "GET /nodes/pve2/qemu/100/status/current";
+
+    fn running() -> Value {
+        json!({"status": "running", "qmpstatus": "running", "name": "web"})
+    }
+
+    fn lookup(host: &ScriptedHost) -> Outcome {
+        run_method(host, "qemu", "lookup", json!({"vmid": 100}))
+    }
+
+    #[test]
+    fn a_guest_on_the_configured_node_is_read_there_without_a_cluster_listing() {
+        let host = ScriptedHost::new();
+        host.data(STATUS_PVE1, running());
+        host.data(
+            "GET /nodes/pve1/qemu/100/config",
+            json!({"smbios1": "uuid=a"}),
+        );
+        assert!(lookup(&host).is_success());
+        assert_eq!(
+            host.routes_called(),
+            [STATUS_PVE1, "GET /nodes/pve1/qemu/100/config"]
+        );
+    }
+
+    #[test]
+    fn a_node_that_says_the_guest_is_not_there_sends_the_lookup_to_the_cluster_listing() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve2"}]),
+        );
+        host.data(STATUS_PVE2, running());
+        host.data("GET /nodes/pve2/qemu/100/config", json!({}));
+        let outcome = lookup(&host);
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(outcome.writes[0].data["node"], "pve2");
+        assert_eq!(
+            host.routes_called(),
+            [
+                STATUS_PVE1,
+                "GET /cluster/resources",
+                STATUS_PVE2,
+                "GET /nodes/pve2/qemu/100/config"
+            ]
+        );
+    }
+
+    #[test]
+    fn any_other_answer_of_the_configured_node_is_the_verdict_not_a_reason_to_look_elsewhere() {
+        let host = ScriptedHost::new();
+        host.on(
+            STATUS_PVE1,
+            [Answer::Error(
+                403,
+                "Permission check failed (/vms/100, VM.Audit)".into(),
+            )],
+        );
+        let outcome = lookup(&host);
+        assert!(!outcome.is_success());
+        assert!(outcome.writes.is_empty());
+        assert_eq!(host.routes_called(), [STATUS_PVE1]);
+    }
+
+    #[test]
+    fn the_node_a_stored_record_observed_is_asked_first() {
+        let host = ScriptedHost::new();
+        host.records.borrow_mut().insert(
+            "vm-100".into(),
+            json!({"present": true, "node": "pve2", "name": "web"}),
+        );
+        host.data(STATUS_PVE2, running());
+        host.data("GET /nodes/pve2/qemu/100/config", json!({}));
+        assert!(lookup(&host).is_success());
+        assert_eq!(host.routes_called()[0], STATUS_PVE2);
+    }
+
+    #[test]
+    fn an_exec_the_node_refused_as_not_there_is_sent_where_the_guest_lives_and_nowhere_else() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve2"}]),
+        );
+        host.data("POST /nodes/pve2/qemu/100/agent/exec", json!({"pid": 7}));
+        host.data(
+            "GET /nodes/pve2/qemu/100/agent/exec-status",
+            json!({"exited": 1, "exitcode": 0}),
+        );
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "guestExec",
+            json!({"vmid": 100, "command": ["true"]}),
+        );
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(
+            host.routes_called(),
+            [
+                "POST /nodes/pve1/qemu/100/agent/exec",
+                "GET /cluster/resources",
+                "POST /nodes/pve2/qemu/100/agent/exec",
+                "GET /nodes/pve2/qemu/100/agent/exec-status"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_exec_whose_answer_was_lost_is_never_sent_again() {
+        let host = ScriptedHost::new();
+        host.on(
+            "POST /nodes/pve1/qemu/100/agent/exec",
+            [Answer::Fail(crate::host::HostError {
+                kind: crate::host::HostErrorKind::Network,
+                message: "connection reset by peer".into(),
+            })],
+        );
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "guestExec",
+            json!({"vmid": 100, "command": ["true"]}),
+        );
+        assert!(!outcome.is_success());
+        assert_eq!(outcome.writes[0].data["outcome"], "unconfirmed");
+        assert_eq!(
+            host.routes_called(),
+            ["POST /nodes/pve1/qemu/100/agent/exec"]
+        );
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
     use crate::testing::{failure_of, run_method, ScriptedHost};
     use serde_json::json;
 

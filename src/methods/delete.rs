@@ -8,9 +8,10 @@
 //! A guest already confirmed absent is success (nothing to delete), recorded as `absent`.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::evidence::{absent_outcome, sight, Evidence, Sighting};
+use crate::explain::could_not;
+use crate::guest::evidence::{absent_outcome, sight_with, Evidence, Look, Sighting};
 use crate::guest::gates;
-use crate::guest::locate::{locate, Found};
+use crate::guest::locate::next_id_free;
 use crate::guest::power::{transition, Target};
 use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
@@ -19,6 +20,7 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;
 use crate::pve::endpoints;
+use crate::pve::error::ErrorKind;
 use crate::pve::flex::split_tags;
 use crate::run::{write, Run};
 use serde_json::Value;
@@ -50,7 +52,7 @@ pub async fn delete<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight(run, &args.target).await {
+    let mut ev = match sight_with(run, &args.target, Look::ToAct).await {
         Ok(Sighting::Present(ev)) => ev,
         Ok(Sighting::Absent(vmid)) => {
             let summary = format!(
@@ -93,35 +95,33 @@ async fn destroy<H: Host>(
     ))
 }
 
-/// Polls the cluster until the guest is confirmed absent on every node.
+/// Polls `GET /cluster/nextid?vmid=N` until PVE says no guest holds the VMID on any node: the
+/// cluster's own list of guests, whatever the token may audit, in one request.
 async fn confirm_gone<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
     budget_ms: u64,
 ) -> Result<(), String> {
     let pve = run.pve();
-    let target = GuestRef {
-        vmid: Some(ev.at.vmid),
-        name: None,
-    };
+    let vmid = ev.at.vmid;
     let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms);
     loop {
-        let node = match locate(&pve, run.kind, &target).await {
-            Ok(Found::Absent { .. }) => return Ok(()),
-            Ok(Found::Present(at)) => at.node,
-            Err(failure) => {
+        match next_id_free(&pve, vmid).await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind == ErrorKind::IdTaken => {}
+            Err(e) => {
+                let action = format!("confirm that VMID {vmid} is gone (GET /cluster/nextid)");
                 return Err(format!(
                     "the delete task ended successfully, but the guest's absence could not be confirmed: {}",
-                    failure.0
-                ))
+                    could_not(&action, &e).0
+                ));
             }
-        };
+        }
         if pacer.pause(run.host).await.is_err() {
             return Err(format!(
-                "the delete task ended successfully, but {} {} still exists on node {node} after {} — check the task log and the guest's config on that node",
-                run.kind.noun(),
-                ev.at.vmid,
-                seconds(budget_ms)
+                "the delete task ended successfully, but VMID {vmid} still exists after {} (GET /cluster/nextid says so) — check the task log and the guest's config on node {}",
+                seconds(budget_ms),
+                ev.at.node
             ));
         }
     }
@@ -185,11 +185,6 @@ mod tests {
     }
 
     fn listed_then_gone(host: &ScriptedHost) {
-        let listed = json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]);
-        host.on(
-            "GET /cluster/resources",
-            [Answer::Data(listed), Answer::Data(json!([]))],
-        );
         host.data("GET /cluster/nextid", json!("100"));
     }
 
@@ -211,6 +206,11 @@ mod tests {
     fn a_stopped_managed_guest_is_deleted_confirmed_and_recorded_as_deleted() {
         let host = ScriptedHost::new();
         listed_then_gone(&host);
+        // Looked up before: the identity carries forward from that record.
+        host.records.borrow_mut().insert(
+            "vm-100".into(),
+            json!({"present": true, "name": "web", "identity": {"smbiosUuid": "u-1"}}),
+        );
         guest(&host, "stopped", "swamp");
         let outcome = run_delete(&host, json!({"vmid": 100}));
         assert!(outcome.is_success(), "{outcome:?}");
@@ -225,16 +225,22 @@ mod tests {
     #[test]
     fn a_guest_still_listed_after_the_task_fails_the_delete() {
         let host = ScriptedHost::new();
-        host.data(
-            "GET /cluster/resources",
-            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        host.on(
+            "GET /cluster/nextid",
+            [Answer::Error(
+                400,
+                "Parameter verification failed. (vmid: VM 100 already exists)".into(),
+            )],
         );
         guest(&host, "stopped", "swamp");
         let outcome = run_delete(&host, json!({"vmid": 100}));
         let Verdict::Failed { message } = &outcome.verdict else {
             panic!("{outcome:?}")
         };
-        assert!(message.contains("still exists on node pve1"), "{message}");
+        assert!(
+            message.contains("VMID 100 still exists after 5s"),
+            "{message}"
+        );
         assert_eq!(outcome.writes[0].data["lastTask"], UPID);
     }
 }

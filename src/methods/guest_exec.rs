@@ -4,10 +4,10 @@
 
 use crate::explain::hint;
 use crate::guest::exec::{conclude, verdict_message, ExecArgs, ExecOutcome, Observed};
-use crate::guest::locate::{locate, Found, Located};
+use crate::guest::locate::{act_where_it_lives, Located, Placed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
-use crate::poll::Backoff;
+use crate::poll::{Pacer, Stopped};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::exec_data::input_for_pve;
@@ -24,15 +24,18 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let located = match locate(&run.pve(), run.kind, &args.target).await {
-        Ok(Found::Present(located)) => located,
-        Ok(Found::Absent { vmid }) => {
+    let started = run.host.now_ms();
+    // Sent where the VM is expected; a node that answers "not here" refused before running anything.
+    let send = async |at: &Located| send_exec(run, at, &args).await;
+    let (located, sent) = match act_where_it_lives(run, &args.target, send).await {
+        Ok(Placed::Done { at, value }) => (at, Ok(value)),
+        Ok(Placed::Refused { at, error }) => (at, Err(error)),
+        Ok(Placed::Absent { vmid }) => {
             return Failure::new(format!("VM {vmid} does not exist on any node")).into()
         }
         Err(failure) => return failure.into(),
     };
-    let started = run.host.now_ms();
-    let (pid, outcome, status) = execute(run, &located, &args).await;
+    let (pid, outcome, status) = follow(run, &located, &args, sent).await;
     let seen = Observed {
         pid,
         outcome,
@@ -50,44 +53,49 @@ pub async fn run_in_guest<H: Host>(
     at: &Located,
     args: &ExecArgs,
 ) -> (ExecOutcome, Option<ExecStatus>, Result<(), String>) {
-    let (_, outcome, status) = execute(run, at, args).await;
+    let sent = send_exec(run, at, args).await;
+    let (_, outcome, status) = follow(run, at, args, sent).await;
     let verdict =
         verdict_message(run.kind, at, args, &outcome, status.as_ref()).map_or(Ok(()), Err);
     (outcome, status, verdict)
 }
 
-/// Starts the command and follows it to its end; returns the pid (if it started) and what was seen.
-async fn execute<H: Host>(
+/// `POST …/agent/exec` on `at`: the pid, or PVE's refusal (never re-sent).
+async fn send_exec<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ExecArgs,
-) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
-    let pve = run.pve();
+) -> Result<i64, PveError> {
     // PVE hands the guest one byte per character of input-data: send the UTF-8 bytes that way.
     let input = args.input.as_deref().map(input_for_pve);
     let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, input.as_deref());
-    let pid = match pve.read::<ExecStarted>(&request, "an exec pid").await {
-        Ok(started) => started.pid,
+    run.pve()
+        .read::<ExecStarted>(&request, "an exec pid")
+        .await
+        .map(|started| started.pid)
+}
+
+/// Follows a sent command to its end: asks for its status at once, then at growing pauses;
+/// returns the pid (if it started) and what was seen.
+async fn follow<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+    sent: Result<i64, PveError>,
+) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
+    let pid = match sent {
+        Ok(pid) => pid,
         Err(e) => return (None, start_failure(e), None),
     };
     run.info(&format!(
         "VM {}: started {:?} as pid {pid}",
         at.vmid, args.command
     ));
-    let deadline = run.host.now_ms() + (args.timeout_sec * 1000) as f64;
-    let mut backoff = Backoff::for_polling(pve.poll_cap_ms);
+    let pve = run.pve();
+    let budget_ms = args.timeout_sec * 1000;
+    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms);
     let mut failed_polls = 0;
     loop {
-        let remaining = deadline - run.host.now_ms();
-        if remaining <= 0.0 {
-            return (Some(pid), ExecOutcome::TimedOut, None);
-        }
-        run.host
-            .sleep(backoff.next_delay().min(remaining.ceil() as u64))
-            .await;
-        if run.host.aborted() {
-            return (Some(pid), ExecOutcome::Aborted, None);
-        }
         let answer = pve
             .call(&endpoints::agent_exec_status(&at.node, at.vmid, pid))
             .await
@@ -119,6 +127,11 @@ async fn execute<H: Host>(
                 return (Some(pid), ExecOutcome::Aborted, None)
             }
             Err(e) => return (Some(pid), lost(e, failed_polls > 0), None),
+        }
+        match pacer.pause(run.host).await {
+            Ok(()) => {}
+            Err(Stopped::OutOfTime) => return (Some(pid), ExecOutcome::TimedOut, None),
+            Err(Stopped::Aborted) => return (Some(pid), ExecOutcome::Aborted, None),
         }
     }
 }

@@ -80,6 +80,55 @@ pub async fn read_present<H: Host>(
     Ok((status, Identity::from_config(&Value::Object(config))))
 }
 
+/// Reads a located guest's status and its identity by `sync`'s rule: carried from the stored record
+/// while that record says the guest is present under the same name; read from its config when the
+/// record says absent or names another guest (the VMID may hold another guest now); none when
+/// nothing is stored (nothing to compare with; `lookup` establishes it). So the state before an
+/// action is one request in the common case.
+pub async fn read_to_act<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+) -> Result<(GuestStatus, Identity), crate::pve::error::PveError> {
+    let pve = run.pve();
+    let status: GuestStatus = pve
+        .read(
+            &endpoints::guest_status(&at.node, run.kind, at.vmid),
+            "a guest status",
+        )
+        .await?;
+    let stored = run
+        .host
+        .read_record(&run.guest_instance(at.vmid))
+        .await
+        .ok()
+        .flatten();
+    let same_guest = |s: &Value| {
+        s.get("present") == Some(&Value::Bool(true))
+            && s.get("name").and_then(Value::as_str) == status.name.as_deref()
+    };
+    let no_identity = Identity {
+        smbios_uuid: None,
+        ctime: None,
+    };
+    match &stored {
+        // Nothing stored to compare with: `lookup` establishes the identity.
+        None => return Ok((status, no_identity)),
+        Some(s) if same_guest(s) => {
+            let carried = stored_identity(s).unwrap_or(no_identity);
+            return Ok((status, carried));
+        }
+        // Recorded absent, or under another name: the VMID may hold another guest now.
+        Some(_) => {}
+    }
+    let config: Map<String, Value> = pve
+        .read(
+            &endpoints::guest_config(&at.node, run.kind, at.vmid),
+            "a guest config",
+        )
+        .await?;
+    Ok((status, Identity::from_config(&Value::Object(config))))
+}
+
 /// The record of an observed guest, flagging a reused VMID against the stored record.
 pub async fn record_for<H: Host>(
     run: &Run<'_, H>,
@@ -112,4 +161,61 @@ pub async fn record_for<H: Host>(
     }
     record.identity = Some(identity).filter(|i| !i.is_empty());
     record
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{run_method, ScriptedHost};
+    use serde_json::{json, Value};
+
+    const STATUS: &str = "GET /nodes/pve1/qemu/100/status/current";
+    const CONFIG: &str = "GET /nodes/pve1/qemu/100/config";
+
+    /// A stopped VM 100 named "web" whose stop task ends at once; `stored` is its stored record.
+    fn stop_with(stored: Option<Value>) -> (ScriptedHost, Value) {
+        let host = ScriptedHost::new();
+        if let Some(record) = stored {
+            host.records.borrow_mut().insert("vm-100".into(), record);
+        }
+        host.data(
+            STATUS,
+            json!({"status": "stopped", "name": "web", "tags": "swamp"}),
+        );
+        host.data(CONFIG, json!({"smbios1": "uuid=now"}));
+        let outcome = run_method(&host, "qemu", "stop", json!({"vmid": 100}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let record = outcome.writes[0].data.clone();
+        (host, record)
+    }
+
+    #[test]
+    fn an_action_carries_the_identity_of_a_record_that_still_describes_the_guest() {
+        let stored = json!({"present": true, "name": "web", "identity": {"smbiosUuid": "before"}});
+        let (host, record) = stop_with(Some(stored));
+        assert_eq!(record["identity"]["smbiosUuid"], "before");
+        assert_eq!(
+            host.routes_called(),
+            [STATUS],
+            "one request: the state before"
+        );
+    }
+
+    #[test]
+    fn an_action_reads_the_identity_when_the_record_names_another_guest() {
+        let stored = json!({"present": true, "name": "db", "identity": {"smbiosUuid": "before"}});
+        let (host, record) = stop_with(Some(stored));
+        assert_eq!(record["identity"]["smbiosUuid"], "now");
+        assert_eq!(
+            record["identityChanged"]["previous"]["smbiosUuid"],
+            "before"
+        );
+        assert_eq!(host.routes_called(), [STATUS, CONFIG]);
+    }
+
+    #[test]
+    fn an_action_on_a_guest_never_recorded_records_no_identity() {
+        let (host, record) = stop_with(None);
+        assert!(record.get("identity").is_none(), "{record}");
+        assert_eq!(host.routes_called(), [STATUS]);
+    }
 }

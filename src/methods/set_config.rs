@@ -387,6 +387,13 @@ mod tests {
         run_method_of(GuestKind::Qemu, host, "setConfig", &args)
     }
 
+    fn put_request(host: &ScriptedHost) -> crate::host::HttpRequest {
+        let requests = host.requests.borrow();
+        let puts: Vec<_> = requests.iter().filter(|r| r.method == "PUT").collect();
+        assert_eq!(puts.len(), 1, "one config write");
+        puts[0].clone()
+    }
+
     fn failure(outcome: &Outcome) -> &str {
         match &outcome.verdict {
             Verdict::Failed { message } => message,
@@ -406,8 +413,7 @@ mod tests {
         let data = &outcome.writes[0].data;
         assert_eq!(data["pending"], json!({"memory": 4096}));
         assert_eq!(data["lastOperation"], "setConfig");
-        let put = host.requests.borrow()[3].clone();
-        assert_eq!(put.method, "PUT");
+        let put = put_request(&host);
         assert_eq!(put.body.as_deref(), Some("cores=2&memory=4096"));
     }
 
@@ -455,7 +461,7 @@ mod tests {
         let message = failure(&outcome);
         assert!(message.contains("`cipassword`"), "{message}");
         assert!(!message.contains("hunter2"), "{message}");
-        let put = host.requests.borrow()[3].clone();
+        let put = put_request(&host);
         assert!(put
             .body
             .unwrap()

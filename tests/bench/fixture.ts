@@ -37,6 +37,8 @@ export interface BenchRun {
   result: RunResult;
   /** Requests the simulator received during the run. */
   requests: number;
+  /** Of those, swamp's pre-flight check (`GET /version`, before a mutating method). */
+  preflight: number;
   /** Wall time around the harness run, ms. */
   wallMs: number;
   /** Method arguments left out because the package does not declare them. */
@@ -108,15 +110,22 @@ export async function startBenchEnv(
       const before = sim.requests.length;
       const started = performance.now();
       const result = await boundedRun(repo, method, fitted.args, timeoutMs);
+      const sent = sim.requests.slice(before);
       return {
         result,
-        requests: sim.requests.length - before,
+        requests: sent.length,
+        preflight: sent.filter(isPreflight).length,
         wallMs: performance.now() - started,
         dropped: fitted.dropped,
       };
     },
     close: () => sim.close(),
   };
+}
+
+/** swamp's pre-flight check request. */
+function isPreflight(q: { path: string }): boolean {
+  return q.path === "/api2/json/version";
 }
 
 /** A harness run aborted after `timeoutMs`, and given up 5 s later if the method ignores the abort. */

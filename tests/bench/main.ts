@@ -1,8 +1,9 @@
 /**
  * `deno task bench [--baseline <package dir>]`: benchmarks of this package (js/) through the
  * swamp-faithful harness against the PVE simulator and a real qemu-ga, printed as one markdown table
- * of medians. With `--baseline`, the same benchmarks and the end-to-end scenario list also run against
- * the baseline package, side by side, with the ratio.
+ * of medians. With `--baseline` (e.g. `../shared/baseline/proxmox`, the upstream package), the same
+ * benchmarks and the end-to-end scenario list also run against the baseline package in the same run,
+ * side by side, with the ratio; targets relative to the baseline are judged against its column.
  *
  * Options: `--reps N` (default 5), `--cold-reps N` (default 9), `--only sync,exec,task,requests,cold,size`,
  * `--scenarios` (print the scenario table without a baseline too), `--sync-sizes 10,100,1000`.
@@ -109,7 +110,7 @@ try {
     `- date: ${started.toISOString()}`,
     `- machine: ${machine}`,
     `- medians of ${opts.reps} runs (cold start: ${opts.coldReps} processes after one warm-up); ` +
-    'PVE simulator on 127.0.0.1, real qemu-ga; "upstream (reported)" is quoted, not measured here',
+    "PVE simulator on 127.0.0.1, real qemu-ga; every column measured in this run",
     ...pkgs.map((p, i) =>
       `- ${
         i === 0 ? "this package" : "baseline"

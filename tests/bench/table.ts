@@ -20,6 +20,14 @@ export interface Target {
   met(value: number): boolean;
 }
 
+/**
+ * A target fixed in advance, or one set by the baseline's median measured in the same run (e.g.
+ * "≤ baseline + 10%"); `undefined` from the function when there is no baseline to set it.
+ */
+export type TargetRule =
+  | Target
+  | ((baseline: number | undefined) => Target | undefined);
+
 /** One table row. */
 export interface Row {
   benchmark: string;
@@ -27,9 +35,14 @@ export interface Row {
   unit: Unit;
   /** One per package, in column order (this package first). */
   cells: Cell[];
-  target?: Target;
-  /** The upstream package's figure as reported (not measured here). */
-  upstream?: string;
+  target?: TargetRule;
+}
+
+/** The row's target, resolved against the baseline's median when it depends on it. */
+export function targetOf(row: Row): Target | undefined {
+  const rule = row.target;
+  if (typeof rule !== "function") return rule;
+  return rule(row.cells[1] ? cellValue(row.cells[1]) : undefined);
 }
 
 /** The median of `xs` (mean of the middle two for an even count). */
@@ -75,11 +88,13 @@ export function ratio(thisCell: Cell, baseCell: Cell): string {
   return `${group(r, r < 10 ? 2 : r < 100 ? 1 : 0)}×`;
 }
 
-function metMark(row: Row): string {
-  if (!row.target) return "";
+function metMark(row: Row, target: Target | undefined): string {
+  if (!target) {
+    return typeof row.target === "function" ? "needs --baseline" : "";
+  }
   const v = cellValue(row.cells[0]);
   if (v === undefined) return "not yet measurable";
-  return row.target.met(v) ? "✓ met" : "✗ not met";
+  return target.met(v) ? "✓ met" : "✗ not met";
 }
 
 /** The markdown table; with two labels, a baseline column and the ratio follow this package's column. */
@@ -93,13 +108,13 @@ export function renderTable(labels: string[], rows: Row[]): string {
     ...(withBase ? [esc(labels[1]), "ratio (baseline ÷ this)"] : []),
     "target",
     "met",
-    "upstream (reported)",
   ];
   const lines = [
     `| ${head.join(" | ")} |`,
     `|${head.map(() => "---").join("|")}|`,
   ];
   for (const row of rows) {
+    const target = targetOf(row);
     const cells = [
       esc(row.benchmark),
       esc(row.measure),
@@ -110,9 +125,8 @@ export function renderTable(labels: string[], rows: Row[]): string {
           ratio(row.cells[0], row.cells[1]),
         ]
         : []),
-      esc(row.target?.text ?? ""),
-      metMark(row),
-      esc(row.upstream ?? ""),
+      esc(target?.text ?? ""),
+      metMark(row, target),
     ];
     lines.push(`| ${cells.join(" | ")} |`);
   }

@@ -32,7 +32,6 @@ Deno.test("table: one row per measure, target met or not yet measurable", () => 
       unit: "requests",
       cells: [{ samples: [3, 3, 4] }, { samples: [1001] }],
       target: { text: "≤ 3", met: (v) => v <= 3 },
-      upstream: "1,001",
     },
     {
       benchmark: "start",
@@ -41,18 +40,39 @@ Deno.test("table: one row per measure, target met or not yet measurable", () => 
       cells: [{ missing: "not implemented yet" }, { samples: [2500] }],
       target: { text: "≤ 250 ms", met: (v) => v <= 250 },
     },
+    {
+      benchmark: "cold",
+      measure: "wall",
+      unit: "ms",
+      cells: [{ samples: [50] }, { samples: [48] }],
+      target: (base) =>
+        base === undefined ? undefined : {
+          text: `≤ ${formatValue(base * 1.1, "ms")} (baseline + 10%)`,
+          met: (v) => v <= base * 1.1,
+        },
+    },
   ];
   const table = renderTable(["this", "base"], rows).split("\n");
   assert.equal(
     table[0],
-    "| benchmark | measure | this | base | ratio (baseline ÷ this) | target | met | upstream (reported) |",
+    "| benchmark | measure | this | base | ratio (baseline ÷ this) | target | met |",
   );
   assert.equal(
     table[2],
-    "| sync | requests | 3 | 1,001 | 334× | ≤ 3 | ✓ met | 1,001 |",
+    "| sync | requests | 3 | 1,001 | 334× | ≤ 3 | ✓ met |",
   );
   assert.equal(
     table[3],
-    "| start | lag | not implemented yet | 2,500 ms | — | ≤ 250 ms | not yet measurable |  |",
+    "| start | lag | not implemented yet | 2,500 ms | — | ≤ 250 ms | not yet measurable |",
   );
+  assert.equal(
+    table[4],
+    "| cold | wall | 50 ms | 48 ms | 0.96× | ≤ 53 ms (baseline + 10%) | ✓ met |",
+  );
+  const alone = renderTable(["this"], [{
+    ...rows[2],
+    cells: [rows[2].cells[0]],
+  }])
+    .split("\n");
+  assert.equal(alone[2], "| cold | wall | 50 ms |  | needs --baseline |");
 });

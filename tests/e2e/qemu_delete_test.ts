@@ -38,6 +38,7 @@ function deletes(env: Env) {
 
 Deno.test("delete: a stopped managed VM is deleted, confirmed gone and recorded deleted", async () => {
   await withEnv({ guests: withGuest() }, async (env) => {
+    await env.run("lookup", { vmid: 120 });
     const r = await env.run("delete", { vmid: 120 });
     assert.equal(r.status, "succeeded", r.error);
     const rec = written(r, "vm-120");
@@ -193,23 +194,22 @@ Deno.test("delete: a failed delete task fails with PVE's text and records the ob
   });
 });
 
-Deno.test("delete: a VM still listed after its delete task fails the delete", async () => {
+Deno.test("delete: a VMID the cluster still holds after the delete task fails the delete", async () => {
   await withEnv(
     { guests: withGuest(), globalArgs: { taskTimeoutSec: 2 } },
     async (env) => {
-      // The cluster keeps listing the guest whatever its task did.
+      // The cluster keeps holding the VMID whatever its task did.
       env.sim.fault({
-        pathRegex: "/cluster/resources$",
-        kind: "body",
-        body: JSON.stringify({
-          data: [{ vmid: 120, type: "qemu", node: "pve1", name: "doomed" }],
-        }),
+        pathRegex: "/cluster/nextid$",
+        kind: "status",
+        status: 400,
+        message: "Parameter verification failed. (vmid: VM 120 already exists)",
         times: Infinity,
       });
       const r = await env.run("delete", { vmid: 120 });
       assert.equal(r.status, "failed");
       assert.match(r.error ?? "", /delete task ended successfully/);
-      assert.match(r.error ?? "", /still exists on node pve1 after 2s/);
+      assert.match(r.error ?? "", /VMID 120 still exists after 2s/);
       const rec = written(r, "vm-120");
       assert.equal(rec.present, true);
     },

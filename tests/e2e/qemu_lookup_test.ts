@@ -51,11 +51,11 @@ Deno.test("lookup: an absent guest is recorded explicitly as absent", async () =
   });
 });
 
-Deno.test("lookup: a guest the token may not audit fails and writes nothing", async () => {
+Deno.test("lookup: a guest the token may not audit fails with PVE's refusal and writes nothing", async () => {
   await withEnv({}, async (env) => {
     const r = await env.run("lookup", { vmid: 150 });
     assert.equal(r.status, "failed");
-    assert.match(r.error ?? "", /exists but this token cannot see it/);
+    assert.match(r.error ?? "", /Permission check failed \(\/vms\/150/);
     assert.equal(r.written.length, 0);
   });
 });
@@ -94,14 +94,64 @@ Deno.test("lookup: an unparsable answer fails and writes nothing", async () => {
 Deno.test("lookup: a transport error fails and writes nothing", async () => {
   await withEnv({}, async (env) => {
     env.sim.fault({
-      pathRegex: "/cluster/resources$",
+      pathRegex: "/qemu/100/status/current$",
       kind: "reset",
       times: Infinity,
     });
     const r = await env.run("lookup", { vmid: 100 });
     assert.equal(r.status, "failed");
-    assert.match(r.error ?? "", /could not list the cluster's guests/);
+    assert.match(
+      r.error ?? "",
+      /could not read the state of VM 100 on node pve1/,
+    );
     assert.equal(r.written.length, 0);
+  });
+});
+
+Deno.test("lookup: a guest on another node is found through the cluster listing after its configured node says it is not there", async () => {
+  await withEnv({}, async (env) => {
+    const r = await env.run("lookup", { vmid: 101 });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.equal(written(r, "vm-101").node, "pve2");
+    assert.deepEqual(
+      env.sim.requests.map((q) => `${q.method} ${q.path}`),
+      [
+        "GET /api2/json/nodes/pve1/qemu/101/status/current",
+        "GET /api2/json/cluster/resources",
+        "GET /api2/json/nodes/pve2/qemu/101/status/current",
+        "GET /api2/json/nodes/pve2/qemu/101/config",
+      ],
+    );
+  });
+});
+
+Deno.test("lookup: a guest on its configured node costs its status and its config, no cluster listing", async () => {
+  await withEnv({}, async (env) => {
+    const r = await env.run("lookup", { vmid: 100 });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.deepEqual(
+      env.sim.requests.map((q) => `${q.method} ${q.path}`),
+      [
+        "GET /api2/json/nodes/pve1/qemu/100/status/current",
+        "GET /api2/json/nodes/pve1/qemu/100/config",
+      ],
+    );
+  });
+});
+
+Deno.test("lookup: the node a stored record names is asked first", async () => {
+  await withEnv({}, async (env) => {
+    await env.run("lookup", { vmid: 101 });
+    const before = env.sim.requests.length;
+    const r = await env.run("lookup", { vmid: 101 });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.deepEqual(
+      env.sim.requests.slice(before).map((q) => `${q.method} ${q.path}`),
+      [
+        "GET /api2/json/nodes/pve2/qemu/101/status/current",
+        "GET /api2/json/nodes/pve2/qemu/101/config",
+      ],
+    );
   });
 });
 

@@ -39,8 +39,9 @@ function posted(env: Env, suffix: string) {
 
 // ── start ────────────────────────────────────────────────────────────────────
 
-Deno.test("start: a stopped VM is started and recorded running with qmpStatus running", async () => {
+Deno.test("start: a stopped VM is started and recorded running with qmpStatus running, its looked-up identity carried", async () => {
   await withEnv({ guests: withGuest({}) }, async (env) => {
+    await env.run("lookup", { vmid: 120 });
     const r = await env.run("start", { vmid: 120 });
     assert.equal(r.status, "succeeded", r.error);
     const rec = written(r, "vm-120");

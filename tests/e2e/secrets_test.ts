@@ -21,7 +21,7 @@ Deno.test("secrets: the scan fails when the secret appears anywhere in a value",
 Deno.test("secrets: a failing run over a refused token does not echo the secret", async () => {
   await withEnv({}, async (env) => {
     env.sim.fault({
-      pathRegex: "/cluster/resources$",
+      pathRegex: "/status/current$",
       kind: "status",
       status: 401,
       message: "authentication failure",

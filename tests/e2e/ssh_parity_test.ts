@@ -219,7 +219,7 @@ const SCENARIOS: Scenario[] = [
     transportWords: true,
     setup: (env) =>
       env.sim.fault({
-        pathRegex: "/cluster/resources$",
+        pathRegex: "/qemu/100/status/current$",
         kind: "reset",
         times: Infinity,
       }),
@@ -227,12 +227,12 @@ const SCENARIOS: Scenario[] = [
       method: "lookup",
       args: { vmid: 100 },
       status: "failed",
-      error: /could not list the cluster's guests/,
+      error: /could not read the state of VM 100 on node pve1/,
     }],
   },
   {
     name:
-      "lookup: a guest that left the node between the listing and the read is looked up again",
+      "lookup: a guest its node says is not there is looked up in the cluster and read where it lives",
     // Over ssh this is pvesh dying (exit 255 by default, like ssh's own failures): it must still be
     // read as PVE's "not on this node", not as a connection failure.
     setup: (env) =>

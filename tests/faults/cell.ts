@@ -234,7 +234,7 @@ export async function faultCell(
       // Retry discipline: a mutation is sent once, whatever happened to its answer.
       if (hits !== 1) problems.push(`${endpoint.id} was sent ${hits} times`);
       if (fault.leavesEffectUnknown && !readBack && r.status === "failed") {
-        const unknown = endpoint.id === "POST agent/exec"
+        const unknown = endpoint.id.startsWith("POST agent/exec")
           ? /may have run in the guest; it was not sent again/
           : /is unknown — it was not sent again/;
         if (!unknown.test(message)) {

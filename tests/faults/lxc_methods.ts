@@ -16,6 +16,7 @@ import {
   CT_LOCKED,
   deleteSpec,
   type Endpoint,
+  findIt,
   flaggedOn,
   guestPath,
   lastWrite,
@@ -26,7 +27,6 @@ import {
   QUORUM,
   readBackDecides,
   rebootSpec,
-  resources,
   type Snapshot,
   status,
   statusObserved,
@@ -72,7 +72,7 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
   const lookup = ct({
     name: "lookup",
     args: { vmid: running },
-    endpoints: [resources(), st(running), cfg(running)],
+    endpoints: [...findIt(n, running, st(running)), st(running), cfg(running)],
     names: label(running),
     task: false,
     effect: (env, r) => {
@@ -135,7 +135,7 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     args: { vmid: stopped, config: { memory: 1024 } },
     endpoints: [
       version,
-      resources(),
+      ...findIt(n, stopped, st(stopped)),
       st(stopped),
       cfg(stopped),
       {
@@ -186,7 +186,7 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     args: { vmid: stopped, size: "+1G" },
     endpoints: [
       version,
-      resources(),
+      ...findIt(n, stopped, st(stopped, " (before)")),
       st(stopped, " (before)"),
       cfg(stopped, " (identity)"),
       cfg(stopped, " (size before)", 1),
@@ -221,21 +221,19 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ],
   });
 
+  const pendingRead: Endpoint = {
+    id: "GET pending",
+    method: "GET",
+    path: guestPath(n, stopped, "/pending", "lxc"),
+    sample: `/nodes/${n}/lxc/${stopped}/pending`,
+    kind: "read",
+    pve500: "got timeout",
+    privilege: `/vms/${stopped}, VM.Audit`,
+  };
   const getConfig = ct({
     name: "getConfig",
     args: { vmid: stopped },
-    endpoints: [
-      resources(),
-      {
-        id: "GET pending",
-        method: "GET",
-        path: guestPath(n, stopped, "/pending", "lxc"),
-        sample: `/nodes/${n}/lxc/${stopped}/pending`,
-        kind: "read",
-        pve500: "got timeout",
-        privilege: `/vms/${stopped}, VM.Audit`,
-      },
-    ],
+    endpoints: [...findIt(n, stopped, pendingRead), pendingRead],
     names: label(stopped),
     task: false,
     effect: (env, r) => {
@@ -430,7 +428,6 @@ function create(): MethodSpec {
         privilege: `/vms/${NEW_CT}, VM.Allocate`,
       },
       taskStatus(n, "vzcreate"),
-      resources(" (find the container)"),
       status(n, NEW_CT, " (the container)", 0, "lxc"),
       config(n, NEW_CT, " (the container)", 0, "lxc"),
     ],

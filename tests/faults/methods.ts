@@ -256,6 +256,26 @@ export const taskStatus = (node: string, what: string): Endpoint => ({
   privilege: `/nodes/${node}, Sys.Audit`,
 });
 
+/**
+ * How a method finds a guest on `node`: the configured node (pve1) is asked first; a guest on pve2
+ * costs pve1's "not here" answer to the first request, then `/cluster/resources`.
+ */
+export const findIt = (
+  node: Where,
+  vmid: number,
+  first: Endpoint,
+): Endpoint[] =>
+  node === "pve1" ? [] : [
+    {
+      ...first,
+      id: `${first.id} (on pve1: not there)`,
+      path: first.path.replace("/nodes/pve2/", "/nodes/pve1/"),
+      sample: first.sample.replace("/nodes/pve2/", "/nodes/pve1/"),
+      names: new RegExp(`${vmid}`),
+    },
+    resources(" (find it)"),
+  ];
+
 export const power = (
   node: string,
   vmid: number,
@@ -424,9 +444,8 @@ export function powerSpec(
     args,
     endpoints: [
       version,
-      resources(),
+      ...findIt(n as Where, vmid, status(n, vmid, " (before)", 0, type)),
       status(n, vmid, " (before)", 0, type),
-      config(n, vmid, "", 0, type),
       power(n, vmid, action, type),
       { ...taskStatus(n, action), expect: taskExpect },
       status(n, vmid, " (after the task)", 1, type),
@@ -452,9 +471,8 @@ export function deleteSpec(
     args: { vmid },
     endpoints: [
       version,
-      resources(" (find it)"),
+      ...findIt(n as Where, vmid, status(n, vmid, "", 0, type)),
       status(n, vmid, "", 0, type),
-      config(n, vmid, "", 0, type),
       {
         id: `DELETE /nodes/…/${type}/<vmid>`,
         method: "DELETE",
@@ -465,7 +483,6 @@ export function deleteSpec(
         privilege: `/vms/${vmid}, VM.Allocate`,
       },
       taskStatus(n, "destroy"),
-      resources(" (confirm gone)", 1),
       nextid(" (confirm gone)"),
     ],
     names,
@@ -534,12 +551,11 @@ export function templateSpec(
     args: { vmid },
     endpoints: [
       version,
-      resources(" (find it)"),
+      ...findIt(n as Where, vmid, status(n, vmid, "", 0, type)),
       status(n, vmid, "", 0, type),
-      config(n, vmid, " (identity)", 0, type),
       post,
       ...(type === "qemu" ? [taskStatus(n, "template")] : []),
-      { ...config(n, vmid, " (template flag)", 1, type), polled: true },
+      { ...config(n, vmid, " (template flag)", 0, type), polled: true },
       {
         id: `GET /nodes/<node>/${type} (listed as a template)`,
         method: "GET",
@@ -593,9 +609,8 @@ export function rebootSpec(
     args: { vmid },
     endpoints: [
       version,
-      resources(),
+      ...findIt(n as Where, vmid, status(n, vmid, " (before)", 0, type)),
       status(n, vmid, " (before)", 0, type),
-      config(n, vmid, "", 0, type),
       {
         id: "POST status/reboot",
         method: "POST",
@@ -656,10 +671,9 @@ function cloudInitSpec(n: string, vmid: number, names: RegExp): RowSpec {
     args: { vmid, ciuser: "ops", ipconfig0: "ip=10.0.0.5/24,gw=10.0.0.1" },
     endpoints: [
       version,
-      resources(),
+      ...findIt(n as Where, vmid, status(n, vmid)),
       status(n, vmid),
-      config(n, vmid, " (identity)"),
-      config(n, vmid, " (the cloud-init drive)", 1),
+      config(n, vmid, " (the cloud-init drive)"),
       {
         id: "PUT config",
         method: "PUT",
@@ -765,9 +779,8 @@ function waitReadySpec(n: string, vmid: number, names: RegExp): RowSpec {
       env.sim.setGuest(vmid, { ips: ["10.0.0.22/24"] });
     },
     endpoints: [
-      resources(),
+      ...findIt(n as Where, vmid, status(n, vmid)),
       status(n, vmid),
-      config(n, vmid),
       { ...agent("is it up?", "POST", "ping"), expect: waitedFor("the ping") },
       { ...agent("its version", "GET", "info"), expect: informative },
       {
@@ -811,12 +824,15 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
   const newVmid = where === "pve1" ? 300 : 301;
   const label = (vmid: number) => new RegExp(`VM ${vmid}|${vmid}`);
 
+  // On pve2 these two are rows of their own: the placement fallback (pve1 says "not there", then
+  // /cluster/resources), with every fault on each of its requests.
+  const elsewhere = where === "pve1" ? "" : " (on another node)";
   const lookup: MethodSpec = {
     name: "lookup",
-    row: "lookup",
+    row: `lookup${elsewhere}`,
     args: { vmid: running },
     endpoints: [
-      resources(),
+      ...findIt(n, running, status(n, running)),
       status(n, running),
       config(n, running),
     ],
@@ -840,9 +856,18 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
   };
 
   const execStatusLatency = (env: Env) => env.sim.setLatency(300);
+  const execPost: Endpoint = {
+    id: "POST agent/exec",
+    method: "POST",
+    path: guestPath(n, execVmid, "/agent/exec"),
+    sample: `/nodes/${n}/qemu/${execVmid}/agent/exec`,
+    kind: "mutation",
+    pve500: "QEMU guest agent is not running",
+    privilege: `/vms/${execVmid}, VM.GuestAgent.Unrestricted`,
+  };
   const guestExec: MethodSpec = {
     name: "guestExec",
-    row: "guestExec",
+    row: `guestExec${elsewhere}`,
     args: {
       vmid: execVmid,
       command: ["bash", "-c", "echo ok"],
@@ -850,16 +875,8 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     },
     endpoints: [
       version,
-      resources(),
-      {
-        id: "POST agent/exec",
-        method: "POST",
-        path: guestPath(n, execVmid, "/agent/exec"),
-        sample: `/nodes/${n}/qemu/${execVmid}/agent/exec`,
-        kind: "mutation",
-        pve500: "QEMU guest agent is not running",
-        privilege: `/vms/${execVmid}, VM.GuestAgent.Unrestricted`,
-      },
+      ...findIt(n, execVmid, execPost),
+      execPost,
       {
         id: "GET agent/exec-status (the final answer)",
         method: "GET",
@@ -987,7 +1004,10 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
         privilege: `/vms/${tmpl}, VM.Clone`,
       },
       taskStatus(n, "clone"),
-      resources(" (find the clone)", 1),
+      ...(n === "pve1" ? [] : [
+        { ...status("pve1", newVmid, " (the clone, on pve1: not there)") },
+        resources(" (find the clone)", 1),
+      ]),
       status(n, newVmid, " (the clone)"),
       config(n, newVmid, " (the clone)"),
       {
@@ -1035,7 +1055,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     args: { vmid: stopped, config: { memory: 2048 } },
     endpoints: [
       version,
-      resources(),
+      ...findIt(n, stopped, status(n, stopped)),
       status(n, stopped),
       config(n, stopped),
       {
@@ -1087,7 +1107,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     args: { vmid: stopped, disk: "scsi0", size: "+1G" },
     endpoints: [
       version,
-      resources(),
+      ...findIt(n, stopped, status(n, stopped, " (before)")),
       status(n, stopped, " (before)"),
       config(n, stopped, " (identity)"),
       config(n, stopped, " (size before)", 1),
@@ -1137,21 +1157,22 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     ],
   };
 
+  const pendingRead: Endpoint = {
+    id: "GET pending",
+    method: "GET",
+    path: guestPath(n, stopped, "/pending"),
+    sample: `/nodes/${n}/qemu/${stopped}/pending`,
+    kind: "read",
+    pve500: "got timeout",
+    privilege: `/vms/${stopped}, VM.Audit`,
+  };
   const getConfig: MethodSpec = {
     name: "getConfig",
     row: "getConfig",
     args: { vmid: stopped },
     endpoints: [
-      resources(),
-      {
-        id: "GET pending",
-        method: "GET",
-        path: guestPath(n, stopped, "/pending"),
-        sample: `/nodes/${n}/qemu/${stopped}/pending`,
-        kind: "read",
-        pve500: "got timeout",
-        privilege: `/vms/${stopped}, VM.Audit`,
-      },
+      ...findIt(n, stopped, pendingRead),
+      pendingRead,
     ],
     names: label(stopped),
     task: false,

@@ -9,18 +9,18 @@
 import type { RunResult } from "../../harness/types.ts";
 import type { Env } from "../e2e/env.ts";
 import {
-  config,
   type Endpoint,
+  findIt,
   guestPath,
   type GuestType,
   lastWrite,
-  resources,
   type RowSpec,
   type Snapshot,
   status,
   statusObserved,
   taskStatus,
   version,
+  type Where,
   writesOnly,
 } from "./methods.ts";
 
@@ -85,11 +85,11 @@ export function snapshotSpecs(
     privilege: `/vms/${vmid}, VM.Snapshot`,
   });
   /** The requests of a snapshot mutation: find and read the guest, the tree, the task, both again. */
+  const before = status(n, vmid, " (before)", 0, type);
   const around = (change: Endpoint, task: string): Endpoint[] => [
     version,
-    resources(),
-    status(n, vmid, " (before)", 0, type),
-    config(n, vmid, "", 0, type),
+    ...findIt(n as Where, vmid, before),
+    before,
     list(" (before)"),
     change,
     taskStatus(n, task),
@@ -188,7 +188,7 @@ export function snapshotSpecs(
     name: "listSnapshots",
     prepare,
     args: { vmid },
-    endpoints: [resources(), list("")],
+    endpoints: [...findIt(n as Where, vmid, list("")), list("")],
     names,
     task: false,
     effect: (_env, r) =>
