@@ -1,6 +1,37 @@
 //! Pauses between polls: start fast, grow by half each time, never beyond the caller's interval.
 
 use crate::host::Host;
+use std::cell::Cell;
+
+/// One method's whole wait (`taskTimeoutSec`): its tasks, the wait for their effect, and any chain
+/// of them (delete's stop then destroy) share it. It starts at the first wait; every later wait
+/// gets what is left, so a task that ends just inside the budget leaves its effect little time.
+#[derive(Debug)]
+pub struct WaitBudget {
+    pub total_ms: u64,
+    started_at: Cell<Option<f64>>,
+}
+
+impl WaitBudget {
+    pub fn new(total_ms: u64) -> Self {
+        WaitBudget {
+            total_ms,
+            started_at: Cell::new(None),
+        }
+    }
+
+    /// When the budget runs out; the first call (the method's first wait) starts it.
+    pub fn deadline(&self, now_ms: f64) -> f64 {
+        let started = self.started_at.get().unwrap_or(now_ms);
+        self.started_at.set(Some(started));
+        started + self.total_ms as f64
+    }
+
+    /// What is left of the budget, starting it if no wait has yet.
+    pub fn remaining_ms(&self, now_ms: f64) -> u64 {
+        (self.deadline(now_ms) - now_ms).max(0.0).ceil() as u64
+    }
+}
 
 /// A growing delay: `first`, ×1.5 each step, capped.
 #[derive(Debug, Clone)]
@@ -52,8 +83,13 @@ pub struct Pacer {
 impl Pacer {
     /// A loop that may run `budget_ms` from `now_ms`, pausing at most `cap_ms` between probes.
     pub fn new(now_ms: f64, budget_ms: u64, cap_ms: u64) -> Self {
+        Pacer::until(now_ms + budget_ms as f64, cap_ms)
+    }
+
+    /// A loop that may run until `deadline_ms`, pausing at most `cap_ms` between probes.
+    pub fn until(deadline_ms: f64, cap_ms: u64) -> Self {
         Pacer {
-            deadline_ms: now_ms + budget_ms as f64,
+            deadline_ms,
             backoff: Backoff::for_polling(cap_ms),
         }
     }
@@ -84,6 +120,15 @@ mod tests {
         assert_eq!(&delays[..4], &[50, 75, 113, 169]);
         assert_eq!(*delays.last().unwrap(), 3_000);
         assert!(delays.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn the_wait_budget_starts_at_the_first_wait_and_is_shared_after() {
+        let budget = WaitBudget::new(10_000);
+        assert_eq!(budget.remaining_ms(1_000.0), 10_000);
+        assert_eq!(budget.remaining_ms(9_000.0), 2_000);
+        assert_eq!(budget.deadline(9_000.0), 11_000.0);
+        assert_eq!(budget.remaining_ms(20_000.0), 0);
     }
 
     #[test]

@@ -64,7 +64,8 @@ pub async fn await_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEn
 /// Follows a task to its end within `taskTimeoutSec`, telling a failed task from an unobserved end.
 pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEnd, TaskTrouble> {
     let started = pve.host.now_ms();
-    let deadline = started + pve.task_timeout_ms as f64;
+    // The method's one budget: what earlier waits spent is not given back.
+    let deadline = pve.budget.deadline(started);
     let mut backoff = Backoff::for_polling(pve.poll_cap_ms);
     loop {
         match pve
@@ -83,9 +84,9 @@ pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskE
         let remaining = deadline - pve.host.now_ms();
         if remaining <= 0.0 {
             return Err(TaskTrouble::Unknown(Failure::new(format!(
-                "task {upid} ({}) was still running after taskTimeoutSec={}s; it was not cancelled and may still finish",
+                "task {upid} ({}) was still running after taskTimeoutSec={}s (the method's whole wait); it was not cancelled and may still finish",
                 upid.task_type,
-                pve.task_timeout_ms / 1000
+                pve.budget.total_ms / 1000
             ))));
         }
         pve.host
@@ -208,6 +209,8 @@ mod tests {
             task_timeout_ms: timeout_sec * 1000,
             poll_cap_ms: 1000,
             request_timeout_ms: 30_000,
+            scrub: &crate::scrub::Scrubber::default(),
+            budget: &crate::poll::WaitBudget::new(timeout_sec * 1000),
         };
         block_on(await_task(&pve, &Upid::parse(UPID).unwrap()))
     }
@@ -355,6 +358,8 @@ mod tests {
                 task_timeout_ms: 10_000,
                 poll_cap_ms: 1000,
                 request_timeout_ms: 30_000,
+                scrub: &crate::scrub::Scrubber::default(),
+                budget: &crate::poll::WaitBudget::new(10_000),
             };
             block_on(follow_task(&pve, &Upid::parse(UPID).unwrap()))
         };

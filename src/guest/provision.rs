@@ -10,6 +10,7 @@ use super::evidence::{sight, sight_or_absent, Evidence, Sighting, TaskTrail};
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
 use super::reference::GuestRef;
+use super::settle::{lock_of, settle};
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -66,6 +67,35 @@ pub async fn claim_vmid<H: Host>(
             .into())
         }
     };
+    let mut ev = ev;
+    // qemu-server's clone_vm and pve-container's create write the new guest's config (final name,
+    // tags) under `lock: clone` / `lock: create` before the work is done: a re-run that finds the
+    // requested guest locked has found an unfinished guest. Wait for the lock, then judge.
+    if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
+        if ev.status.name.as_deref() == Some(name) {
+            run.info(&format!(
+                "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
+                ev.label(run)
+            ));
+            let budget_ms = run.wait_budget_ms();
+            let waited = settle(
+                &run.pve(),
+                run.kind,
+                &ev.at,
+                budget_ms,
+                |_| true,
+                &mut ev.status,
+            )
+            .await;
+            if let Err(why) = waited {
+                let message = format!(
+                    "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
+                    ev.at.node, run.method
+                );
+                return Err(ev.outcome(run, Err(message)).await);
+            }
+        }
+    }
     if is_requested(&ev.status, name) {
         return Ok(Claim::Done(ev));
     }
@@ -93,7 +123,7 @@ fn occupant(status: &GuestStatus) -> String {
         status.name.as_deref().unwrap_or(""),
         status.tags.as_deref().unwrap_or("")
     );
-    if let Some(lock) = status.lock.as_deref().filter(|l| !l.is_empty()) {
+    if let Some(lock) = lock_of(status) {
         text.push_str(&format!(
             ", locked ({lock}: an operation on it is still running)"
         ));

@@ -1,7 +1,7 @@
 //! The guest state record (`vm-<vmid>` / `ct-<vmid>`): what was observed, never what was assumed.
 
 use super::identity::Identity;
-use crate::pve::flex::split_tags;
+use crate::pve::flex::{self, split_tags};
 use crate::pve::responses::GuestStatus;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -96,10 +96,6 @@ impl GuestRecord {
         operation: &str,
         recorded_at: String,
     ) -> Self {
-        let percent = |part: Option<u64>, whole: Option<u64>| match (part, whole) {
-            (Some(p), Some(w)) if w > 0 => Some(round2(p as f64 * 100.0 / w as f64)),
-            _ => None,
-        };
         GuestRecord {
             vmid,
             present: true,
@@ -115,11 +111,11 @@ impl GuestRecord {
             tags: status.tags.as_deref().map(split_tags).unwrap_or_default(),
             template: status.template,
             agent_configured: status.agent,
-            cpu_pct: status.cpu.map(|c| round2(c * 100.0)),
+            cpu_pct: status.cpu.and_then(flex::pct),
             cpus: status.cpus,
             mem_bytes: status.mem,
             max_mem_bytes: status.maxmem,
-            mem_pct: percent(status.mem, status.maxmem),
+            mem_pct: flex::percent(status.mem, status.maxmem),
             disk_bytes: status.disk,
             max_disk_bytes: status.maxdisk,
             netin_bytes: status.netin,
@@ -142,8 +138,4 @@ impl GuestRecord {
             ..GuestRecord::default()
         }
     }
-}
-
-fn round2(value: f64) -> f64 {
-    (value * 100.0).round() / 100.0
 }

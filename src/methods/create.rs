@@ -758,8 +758,8 @@ mod tests {
             "config.cores"
         );
         assert_eq!(
-            parse(json!({"config": {"net-0": "x"}})).unwrap_err().field,
-            "config.net-0"
+            parse(json!({"config": {"-net0": "x"}})).unwrap_err().field,
+            "config.-net0"
         );
         assert_eq!(parse(json!({"swap": -1})).unwrap_err().field, "swap");
         assert_eq!(

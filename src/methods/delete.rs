@@ -74,37 +74,33 @@ async fn destroy<H: Host>(
 ) -> Result<String, String> {
     ev.pass_gate(run, &gates::DELETE, args.force)?;
     let label = ev.label(run);
-    let budget_ms = run.global.task_timeout_sec * 1000;
     if !Target::Stopped.reached(run.kind, &ev.status) {
         run.info(&format!(
             "{label} is {}: stopping it first (PVE does not destroy a running guest)",
             ev.status.status
         ));
         let request = endpoints::guest_stop(&ev.at.node, run.kind, ev.at.vmid);
-        transition(run, ev, &request, "stop", Target::Stopped, budget_ms).await?;
+        transition(run, ev, &request, "stop", Target::Stopped).await?;
     }
     let request = endpoints::guest_delete(&ev.at.node, run.kind, ev.at.vmid, args.purge);
     ev.trail
         .run(&run.pve(), &request, &format!("delete {label}"))
         .await?;
-    confirm_gone(run, ev, budget_ms).await?;
+    confirm_gone(run, ev).await?;
     Ok(format!(
         "{label} was deleted and is confirmed gone from every node"
     ))
 }
 
-/// Polls the cluster until the guest is confirmed absent on every node.
-async fn confirm_gone<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    budget_ms: u64,
-) -> Result<(), String> {
+/// Polls the cluster until the guest is confirmed absent on every node, within what the stop and
+/// the delete task left of the method's one budget.
+async fn confirm_gone<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
     let pve = run.pve();
     let target = GuestRef {
         vmid: Some(ev.at.vmid),
         name: None,
     };
-    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms);
+    let mut pacer = Pacer::until(run.budget.deadline(run.host.now_ms()), pve.poll_cap_ms);
     loop {
         let node = match locate(&pve, run.kind, &target).await {
             Ok(Found::Absent { .. }) => return Ok(()),
@@ -118,10 +114,10 @@ async fn confirm_gone<H: Host>(
         };
         if pacer.pause(run.host).await.is_err() {
             return Err(format!(
-                "the delete task ended successfully, but {} {} still exists on node {node} after {} — check the task log and the guest's config on that node",
+                "the delete task ended successfully, but {} {} still exists on node {node} when taskTimeoutSec={} (the method's whole wait) ran out — check the task log and the guest's config on that node",
                 run.kind.noun(),
                 ev.at.vmid,
-                seconds(budget_ms)
+                seconds(run.budget.total_ms)
             ));
         }
     }

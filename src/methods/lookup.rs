@@ -19,11 +19,12 @@ pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(record) => {
             let summary = match record.present {
                 true => format!(
-                    "{} {} is {} on node {}",
+                    "{} {} is {} on node {}{}",
                     run.kind.noun(),
                     record.vmid,
                     record.qmp_status.as_deref().unwrap_or(&record.status),
-                    record.node.as_deref().unwrap_or("?")
+                    record.node.as_deref().unwrap_or("?"),
+                    locked_note(record.lock.as_deref())
                 ),
                 false => format!(
                     "{} {} does not exist on any node",
@@ -41,6 +42,14 @@ pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             )
         }
         Err(failure) => failure.into(),
+    }
+}
+
+/// `, locked (clone): an operation on it has not finished` for a summary; empty without a lock.
+pub fn locked_note(lock: Option<&str>) -> String {
+    match lock {
+        Some(lock) => format!(", locked ({lock}): an operation on it has not finished"),
+        None => String::new(),
     }
 }
 

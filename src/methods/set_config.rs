@@ -142,7 +142,7 @@ fn judge<H: Host>(
                 .filter(|k| !k.is_empty())
                 .map(|k| (format!("{k} (delete)"), snapshot.deletion(k)))
                 .collect(),
-            _ => vec![(key.clone(), snapshot.reading(key, value))],
+            _ => vec![(key.clone(), snapshot.reading(run.kind, key, value))],
         };
         for (name, reading) in readings {
             match reading {
@@ -163,7 +163,8 @@ fn judge<H: Host>(
         ev.warn(
             run,
             format!(
-                "{label}: pending until the next start: {}",
+                "{label}: {} pending until a restart (not applied yet): {}",
+                pending.len(),
                 pending.join(", ")
             ),
         );
@@ -175,9 +176,10 @@ fn judge<H: Host>(
         ));
     }
     Ok(match pending.is_empty() {
-        true => format!("{label}: {applied} config keys applied"),
+        true => format!("{label}: {applied} applied"),
         false => format!(
-            "{label}: {applied} config keys applied, pending until the next start: {}",
+            "{label}: {applied} applied, {} pending until a restart: {}",
+            pending.len(),
             pending.join(", ")
         ),
     })

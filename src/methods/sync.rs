@@ -26,6 +26,7 @@ use crate::explain::hint;
 use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{next_id_free, Located};
 use crate::guest::record::GuestRecord;
+use crate::guest::settle::lock_of;
 use crate::host::Host;
 use crate::methods::lookup::{observe, record_for};
 use crate::outcome::{Failure, Outcome, RecordWrite};
@@ -87,6 +88,8 @@ struct Sweep {
     read: Vec<String>,
     running: usize,
     absent: usize,
+    /// `101 (clone)`: guests whose config is locked (an operation on them has not finished).
+    locked: Vec<String>,
     /// Why the sync cannot claim every guest in scope was read.
     problems: Vec<String>,
 }
@@ -100,7 +103,12 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     if parsed.one_guest {
         return match observe(run, args).await {
             Ok(record) => {
-                let summary = format!("synced {} {}", run.kind.noun(), record.vmid);
+                let summary = format!(
+                    "synced {} {}{}",
+                    run.kind.noun(),
+                    record.vmid,
+                    crate::methods::lookup::locked_note(record.lock.as_deref())
+                );
                 let instance = run.guest_instance(record.vmid);
                 Outcome::succeeded(vec![write(run.guest_spec(), instance, &record)], summary)
             }
@@ -120,7 +128,7 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         return failure.into();
     }
     record_vanished(run, &scope, &mut sweep).await;
-    let summary = format!(
+    let mut summary = format!(
         "synced {} {}s in {} ({} running); {} confirmed absent",
         sweep.seen.len(),
         run.kind.noun(),
@@ -131,6 +139,12 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         sweep.running,
         sweep.absent
     );
+    if !sweep.locked.is_empty() {
+        summary.push_str(&format!(
+            "; locked (an operation on them has not finished): {}",
+            sweep.locked.join(", ")
+        ));
+    }
     match sweep.problems.is_empty() {
         true => Outcome::succeeded(sweep.writes, summary),
         false => Outcome::failed(
@@ -263,6 +277,9 @@ async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, swe
     };
     sweep.seen.push(vmid);
     sweep.running += usize::from(status.status == "running");
+    if let Some(lock) = lock_of(&status) {
+        sweep.locked.push(format!("{vmid} ({lock})"));
+    }
     let at = Located {
         vmid,
         node: node.to_string(),
