@@ -383,3 +383,73 @@ fn the_log_never_carries_the_secret_even_at_debug() {
         .any(|(l, _)| *l == LogLevel::Debug));
     assert!(host.logs.borrow().iter().all(|(_, m)| !m.contains(SECRET)));
 }
+
+#[test]
+fn a_lost_stop_answer_records_the_old_state_as_predating_it_with_outcome_unknown() {
+    let host = ScriptedHost::new();
+    vm(
+        &host,
+        json!({"status": "running", "qmpstatus": "running", "tags": "swamp"}),
+    );
+    host.on(
+        "POST /nodes/pve1/qemu/100/status/stop",
+        [Answer::Fail(crate::host::HostError {
+            kind: crate::host::HostErrorKind::Network,
+            message: "connection reset by peer".into(),
+        })],
+    );
+    let outcome = run(&host, "qemu", "stop", json!({"vmid": 100}));
+    assert!(message(&outcome).contains("is unknown"));
+    let record = &outcome.writes[0].data;
+    assert_eq!(record["outcome"], "unknown");
+    assert_eq!(record["observedBeforeMutation"], true);
+    assert!(record["observedAt"]
+        .as_str()
+        .is_some_and(|t| t.ends_with('Z')));
+}
+
+#[test]
+fn a_config_change_whose_read_back_failed_is_recorded_as_unknown() {
+    let host = ScriptedHost::new();
+    vm(&host, json!({"status": "running", "qmpstatus": "running"}));
+    host.data("PUT /nodes/pve1/qemu/100/config", Value::Null);
+    host.on(
+        "GET /nodes/pve1/qemu/100/pending",
+        [Answer::Error(500, "cluster not ready - no quorum?".into())],
+    );
+    let outcome = run(
+        &host,
+        "qemu",
+        "setConfig",
+        json!({"vmid": 100, "config": {"cores": 2}}),
+    );
+    assert!(message(&outcome).contains("could not be read back"));
+    assert_eq!(outcome.writes[0].data["outcome"], "unknown");
+    assert_eq!(outcome.writes[0].data["observedBeforeMutation"], true);
+}
+
+#[test]
+fn a_verified_stop_records_the_state_read_after_it_without_caveats() {
+    let host = ScriptedHost::new();
+    vm(
+        &host,
+        json!({"status": "running", "qmpstatus": "running", "tags": "swamp"}),
+    );
+    host.on(
+        "GET /nodes/pve1/qemu/100/status/current",
+        [
+            Answer::Data(json!({"status": "running", "qmpstatus": "running", "tags": "swamp"})),
+            Answer::Data(json!({"status": "stopped", "tags": "swamp"})),
+        ],
+    );
+    host.data("POST /nodes/pve1/qemu/100/status/stop", json!(STOP_UPID));
+    host.data(
+        &format!("GET /nodes/pve1/tasks/{STOP_UPID}/status"),
+        json!({"status": "stopped", "exitstatus": "OK"}),
+    );
+    let outcome = run(&host, "qemu", "stop", json!({"vmid": 100}));
+    assert!(summary(&outcome).contains("is stopped"));
+    let record = &outcome.writes[0].data;
+    assert_eq!(record.get("outcome"), None);
+    assert_eq!(record.get("observedBeforeMutation"), None);
+}

@@ -179,6 +179,14 @@ export const guestStateFields = {
   netoutBytes: z.number().optional(),
   uptimeSec: z.number().optional(),
   identity: Identity.optional(),
+  /** When `identity` was read from the guest's config (sync carries an older one forward). */
+  identityObservedAt: z.string().optional(),
+  /** `unknown`: this run sent a change whose outcome it could not observe. */
+  outcome: z.enum(["unknown"]).optional(),
+  /** When the state fields were read, when that is not "just now". */
+  observedAt: z.string().optional(),
+  /** Whether the state fields were read before this run's last change was sent. */
+  observedBeforeMutation: z.boolean().optional(),
   identityChanged: z.object({ previous: Identity, current: Identity })
     .optional(),
   warnings: z.array(z.string()).optional(),

@@ -4,10 +4,11 @@
 use super::gates::Gate;
 use super::identity::Identity;
 use super::locate::{read_where_it_lives, GuestRead, Located};
-use super::record::GuestRecord;
+use super::record::{GuestRecord, OUTCOME_UNKNOWN};
 use super::reference::GuestRef;
 use super::settle::read_status;
 use crate::client::Pve;
+use crate::clock::iso_time;
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::Host;
 use crate::methods::lookup::{read_present, record_for};
@@ -20,14 +21,32 @@ use crate::pve::upid::Upid;
 use crate::run::{write, Run};
 use crate::task::{follow_task, upid_of, TaskTrouble};
 
-/// The tasks a run followed: their warnings (kept in the record) and the last UPID.
+/// The tasks a run followed: their warnings (kept in the record) and the last UPID — and what is
+/// known of the run's mutations: when the last one was sent, and whether its outcome is unknown.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskTrail {
     pub warnings: Vec<String>,
     pub last_task: Option<String>,
+    /// When (host clock, ms) this run last sent a mutation.
+    pub mutation_sent_at: Option<f64>,
+    /// Whether PVE may or may not have carried out a mutation of this run: its answer was lost or
+    /// unreadable, or its task's end was not observed.
+    pub outcome_unknown: bool,
 }
 
 impl TaskTrail {
+    /// Notes that a mutation is being sent now.
+    pub fn sending<H: Host>(&mut self, pve: &Pve<'_, H>) {
+        self.mutation_sent_at = Some(pve.host.now_ms());
+    }
+
+    /// Notes how a mutation's call ended: a lost or unreadable answer leaves its outcome unknown.
+    pub fn answered<T>(&mut self, result: &Result<T, PveError>) {
+        if result.as_ref().is_err_and(PveError::outcome_unknown) {
+            self.outcome_unknown = true;
+        }
+    }
+
     /// Sends a task-creating request (never re-sent). `Err` when PVE refused it — no task started —
     /// or when its answer was lost or unreadable: then the task may run, and the message says so.
     pub async fn dispatch<H: Host>(
@@ -41,13 +60,15 @@ impl TaskTrail {
             _ => "the node".to_string(),
         };
         let check = format!("the guest's state (run lookup) and the task list of {node}");
-        let data = pve
-            .call(request)
-            .await
-            .map_err(|e| mutation_failed(action, &e, &check).0)?;
+        self.sending(pve);
+        let answer = pve.call(request).await;
+        self.answered(&answer);
+        let data = answer.map_err(|e| mutation_failed(action, &e, &check).0)?;
         // PVE accepted the request (HTTP 200) but the task id is unreadable: a task may be running.
-        let upid = upid_of(&data, &request.label())
-            .map_err(|f| outcome_unknown(action, &PveError::malformed(f.0), &check).0)?;
+        let upid = upid_of(&data, &request.label()).map_err(|f| {
+            self.outcome_unknown = true;
+            outcome_unknown(action, &PveError::malformed(f.0), &check).0
+        })?;
         self.last_task = Some(upid.to_string());
         Ok(upid)
     }
@@ -65,7 +86,11 @@ impl TaskTrail {
         pve: &Pve<'_, H>,
         upid: &Upid,
     ) -> Result<(), TaskTrouble> {
-        let end = follow_task(pve, upid).await?;
+        let end = follow_task(pve, upid).await.inspect_err(|trouble| {
+            if matches!(trouble, TaskTrouble::Unknown(_)) {
+                self.outcome_unknown = true;
+            }
+        })?;
         self.warnings.extend(end.warnings);
         Ok(())
     }
@@ -92,6 +117,8 @@ pub struct Evidence {
     pub identity: Identity,
     /// The last `status/current` read: the record's observed state.
     pub status: GuestStatus,
+    /// When (host clock, ms) `status` was read.
+    pub observed_at: f64,
     pub trail: TaskTrail,
     pub ipv4: Option<String>,
 }
@@ -118,6 +145,7 @@ pub async fn sight<H: Host>(run: &Run<'_, H>, target: &GuestRef) -> Result<Sight
                 at,
                 identity,
                 status,
+                observed_at: run.host.now_ms(),
                 trail: TaskTrail::default(),
                 ipv4: None,
             })),
@@ -131,6 +159,7 @@ impl Evidence {
         self.status = read_status(&run.pve(), run.kind, &self.at)
             .await
             .map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
+        self.observed_at = run.host.now_ms();
         Ok(())
     }
 
@@ -169,12 +198,26 @@ impl Evidence {
         )
     }
 
-    /// The observed-state record, with what the run's tasks left behind.
+    /// The observed-state record, with what the run's tasks left behind. It never presents a state
+    /// read before this run's last mutation as current: such a record says when its state was read
+    /// (`observedAt`) and that it predates the mutation (`observedBeforeMutation`); after a mutation
+    /// whose outcome is unknown it says `outcome: "unknown"`.
     pub async fn record<H: Host>(&self, run: &Run<'_, H>) -> GuestRecord {
         let mut record = record_for(run, &self.at, &self.status, self.identity.clone()).await;
         record.ipv4 = self.ipv4.clone();
         record.warnings = self.trail.warnings.clone();
         record.last_task = self.trail.last_task.clone();
+        let stale = self
+            .trail
+            .mutation_sent_at
+            .is_some_and(|sent| self.observed_at <= sent);
+        if stale || self.trail.outcome_unknown {
+            record.observed_at = Some(iso_time(self.observed_at));
+            record.observed_before_mutation = Some(stale);
+        }
+        if self.trail.outcome_unknown {
+            record.outcome = Some(OUTCOME_UNKNOWN.to_string());
+        }
         record
     }
 

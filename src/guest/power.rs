@@ -2,7 +2,7 @@
 //! its task, then wait until `status/current` shows the target state.
 
 use super::evidence::Evidence;
-use super::settle::{describe, lock_of, settle};
+use super::settle::{describe, lock_of, settle, Seen};
 use crate::host::Host;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::request::PveRequest;
@@ -99,7 +99,10 @@ pub async fn reach<H: Host>(
         &ev.at,
         budget_ms,
         |s| target.reached(kind, s),
-        &mut ev.status,
+        &mut Seen {
+            status: &mut ev.status,
+            at_ms: &mut ev.observed_at,
+        },
     )
     .await;
     waited.map_err(|why| {

@@ -10,7 +10,7 @@ use super::evidence::{sight, sight_or_absent, Evidence, Sighting, TaskTrail};
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
 use super::reference::GuestRef;
-use super::settle::{lock_of, settle};
+use super::settle::{lock_of, settle, Seen};
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -78,15 +78,11 @@ pub async fn claim_vmid<H: Host>(
                 ev.label(run)
             ));
             let budget_ms = run.wait_budget_ms();
-            let waited = settle(
-                &run.pve(),
-                run.kind,
-                &ev.at,
-                budget_ms,
-                |_| true,
-                &mut ev.status,
-            )
-            .await;
+            let mut seen = Seen {
+                status: &mut ev.status,
+                at_ms: &mut ev.observed_at,
+            };
+            let waited = settle(&run.pve(), run.kind, &ev.at, budget_ms, |_| true, &mut seen).await;
             if let Err(why) = waited {
                 let message = format!(
                     "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
@@ -196,7 +192,11 @@ async fn add_managed_tag<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result
     let label = ev.label(run);
     let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
     let request = endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
-    run.pve().call(&request).await.map_err(|e| {
+    let pve = run.pve();
+    ev.trail.sending(&pve);
+    let answer = pve.call(&request).await;
+    ev.trail.answered(&answer);
+    answer.map_err(|e| {
         let action = format!("add the `{MANAGED_TAG}` tag to {label}");
         mutation_failed(&action, &e, "its tags (run lookup)").0
     })?;

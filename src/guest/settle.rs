@@ -29,6 +29,12 @@ pub async fn read_status<H: Host>(
     .await
 }
 
+/// Where a wait keeps the last status it read, and when it read it.
+pub struct Seen<'a> {
+    pub status: &'a mut GuestStatus,
+    pub at_ms: &'a mut f64,
+}
+
 /// The guest's lock, if PVE reports one.
 pub fn lock_of(s: &GuestStatus) -> Option<&str> {
     s.lock.as_deref().map(str::trim).filter(|l| !l.is_empty())
@@ -44,13 +50,15 @@ pub async fn settle<H: Host>(
     at: &Located,
     budget_ms: u64,
     reached: impl Fn(&GuestStatus) -> bool,
-    seen: &mut GuestStatus,
+    seen: &mut Seen<'_>,
 ) -> Result<(), String> {
     let mut pacer = Pacer::new(pve.host.now_ms(), budget_ms, pve.poll_cap_ms);
     loop {
-        *seen = read_status(pve, kind, at)
+        *seen.status = read_status(pve, kind, at)
             .await
             .map_err(|e| format!("its state could not be read ({e} — {})", hint(e.kind)))?;
+        *seen.at_ms = pve.host.now_ms();
+        let seen = &*seen.status;
         if reached(seen) && lock_of(seen).is_none() {
             return Ok(());
         }
@@ -119,13 +127,17 @@ mod tests {
             node: "pve1".into(),
         };
         let mut seen = parse(&json!({"status": "stopped"})).unwrap();
+        let mut at_ms = 0.0;
         let result = block_on(settle(
             &pve,
             GuestKind::Qemu,
             &at,
             budget_ms,
             |s| s.status == "running",
-            &mut seen,
+            &mut Seen {
+                status: &mut seen,
+                at_ms: &mut at_ms,
+            },
         ));
         (result, seen)
     }

@@ -138,6 +138,7 @@ fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome
             .map(split_tags)
             .unwrap_or_default(),
         identity: Some(ev.identity.clone()).filter(|i| !i.is_empty()),
+        identity_observed_at: Some(run.now_iso()).filter(|_| !ev.identity.is_empty()),
         warnings: ev.trail.warnings.clone(),
         last_task: ev.trail.last_task.clone(),
         last_operation: run.method.to_string(),

@@ -121,5 +121,6 @@ pub async fn record_for<H: Host>(
         });
     }
     record.identity = Some(identity).filter(|i| !i.is_empty());
+    record.identity_observed_at = record.identity.as_ref().map(|_| run.now_iso());
     record
 }

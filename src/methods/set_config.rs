@@ -101,7 +101,11 @@ async fn apply<H: Host>(
         })
         .collect();
     let request = endpoints::set_guest_config(&ev.at.node, run.kind, ev.at.vmid, &options);
-    if let Err(e) = run.pve().call(&request).await {
+    let pve = run.pve();
+    ev.trail.sending(&pve);
+    let answer = pve.call(&request).await;
+    ev.trail.answered(&answer);
+    if let Err(e) = answer {
         let message = match e.outcome_unknown() {
             true => {
                 let check = "its config (run getConfig)";
@@ -117,6 +121,7 @@ async fn apply<H: Host>(
     match read_snapshot(run, &ev.at).await {
         Ok(snapshot) => (judge(run, ev, args, &snapshot), Some(snapshot)),
         Err(e) => {
+            ev.trail.outcome_unknown = true;
             let message = format!(
                 "the config change of {label} was sent, but it could not be read back ({e} — {}): whether it applied is unknown",
                 hint(e.kind)

@@ -290,6 +290,20 @@ async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, swe
         .push(write(run.guest_spec(), run.guest_instance(vmid), &record));
 }
 
+/// Carries a stored identity forward without re-reading it: with the time it was read
+/// (`identityObservedAt`), so it is never asserted as current. A stored identity without that time
+/// (an older record) is not carried: nothing would say how old it is.
+fn carry_identity(record: &mut GuestRecord, stored: Option<&Value>) {
+    let observed_at = stored
+        .and_then(|s| s.get("identityObservedAt"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if observed_at.is_some() {
+        record.identity = stored.and_then(stored_identity);
+        record.identity_observed_at = observed_at.filter(|_| record.identity.is_some());
+    }
+}
+
 /// The record of a listed guest: its stored identity carried forward while the cheap signals hold,
 /// else its config read and compared (see the module doc).
 async fn with_identity<H: Host>(
@@ -307,7 +321,7 @@ async fn with_identity<H: Host>(
     if !may_be_another_guest {
         let mut record =
             GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
-        record.identity = stored.as_ref().and_then(stored_identity);
+        carry_identity(&mut record, stored.as_ref());
         return record;
     }
     let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
@@ -335,7 +349,7 @@ async fn with_identity<H: Host>(
         Err(e) => {
             let mut record =
                 GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
-            record.identity = stored.as_ref().and_then(stored_identity);
+            carry_identity(&mut record, stored.as_ref());
             let warning = format!(
                 "{} {}: identity not checked, its config could not be read: {e}",
                 run.kind.noun(),
@@ -444,7 +458,8 @@ mod tests {
         host.records.borrow_mut().insert(
             format!("vm-{vmid}"),
             json!({"vmid": vmid, "present": true, "name": name, "node": node,
-                   "identity": {"smbiosUuid": format!("uuid-{vmid}")}}),
+                   "identity": {"smbiosUuid": format!("uuid-{vmid}")},
+                   "identityObservedAt": "2026-11-01T00:00:00.000Z"}),
         );
     }
 
@@ -462,7 +477,26 @@ mod tests {
         assert_eq!(host.routes_called(), vec!["GET /nodes/pve1/qemu"]);
         assert_eq!(outcome.writes.len(), 2);
         assert_eq!(outcome.writes[0].data["identity"]["smbiosUuid"], "uuid-100");
+        assert_eq!(
+            outcome.writes[0].data["identityObservedAt"], "2026-11-01T00:00:00.000Z",
+            "a carried identity keeps the time it was read"
+        );
         assert_eq!(outcome.writes[1].data["status"], "stopped");
+    }
+
+    #[test]
+    fn a_stored_identity_without_its_time_is_not_asserted() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([guest(100, "web", "running")]),
+        );
+        host.records.borrow_mut().insert(
+            "vm-100".into(),
+            json!({"vmid": 100, "present": true, "name": "web", "identity": {"smbiosUuid": "old"}}),
+        );
+        let outcome = run_sync(&host, json!({}));
+        assert_eq!(outcome.writes[0].data.get("identity"), None);
     }
 
     #[test]
