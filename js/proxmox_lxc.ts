@@ -107,6 +107,10 @@ const CHANGES = [
   "delete",
 ];
 
+/**
+ * The `@stateless/proxmox/lxc` model: Proxmox VE containers addressed by VMID (or hostname), one
+ * `ct-<vmid>` record per container, and methods that succeed only when their effect was observed.
+ */
 export const model = {
   type: "@stateless/proxmox/lxc",
   version: "2026.11.29.1",

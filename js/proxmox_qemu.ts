@@ -111,6 +111,10 @@ const MUTATING = [
   "guestExec",
 ];
 
+/**
+ * The `@stateless/proxmox/qemu` model: Proxmox VE virtual machines addressed by VMID (or name), one
+ * `vm-<vmid>` record per VM, and methods that succeed only when their effect was observed.
+ */
 export const model = {
   type: "@stateless/proxmox/qemu",
   version: "2026.11.29.1",

@@ -1,0 +1,102 @@
+/**
+ * The real-swamp fixture: a real qemu guest agent, the PVE simulator in front of it, and a fresh
+ * swamp repository (the real CLI) with a package installed and a model definition `fleet` created
+ * through `swamp model create`.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { type GuestAgent, startGuestAgent } from "../../simulator/qga.ts";
+import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
+import { DEMO_NODES, demoGuests } from "../../simulator/demo_cluster.ts";
+import type { SimGuest } from "../../simulator/types.ts";
+import { apiGlobalArgs, PROJECT_ROOT, SwampCli } from "./swamp_cli.ts";
+
+/** This package, as it ships (js/ after ./build.sh). */
+export const OUR_PACKAGE = join(PROJECT_ROOT, "js");
+
+/** The token the definitions use. */
+export const TOKEN = { id: "root@pam!swamp", secret: "SECRET-real-swamp-4b1e" };
+
+/** A running real-swamp fixture. */
+export interface RealSwamp {
+  sim: Simulator;
+  agent: GuestAgent;
+  cli: SwampCli;
+  /** `--global-arg` flags of a definition named `name` reaching the simulator. */
+  globalArgs(name: string, extra?: Record<string, string | number>): string[];
+}
+
+/** Options of {@link withRealSwamp}. */
+export interface RealSwampOptions {
+  guests?: SimGuest[];
+  /** The package installed first (default: ours). */
+  packageDir?: string;
+  /** The model type of the `fleet` definition; none is created when null. */
+  type?: string | null;
+  /** Extra global arguments of the `fleet` definition. */
+  fleetArgs?: Record<string, string | number>;
+}
+
+/** Runs `body` against a fresh fixture, closing everything whatever happens. */
+export async function withRealSwamp(
+  options: RealSwampOptions,
+  body: (env: RealSwamp) => Promise<void>,
+): Promise<void> {
+  const agent = await startGuestAgent();
+  let sim: Simulator | undefined;
+  let cli: SwampCli | undefined;
+  try {
+    sim = await startSimulator({
+      nodes: DEMO_NODES,
+      guests: options.guests ?? demoGuests(),
+      tokens: [TOKEN],
+      agent,
+    });
+    cli = await SwampCli.init();
+    await cli.install(options.packageDir ?? OUR_PACKAGE);
+    const url = sim.url;
+    const globalArgs = (name: string, extra = {}) =>
+      apiGlobalArgs(name, url, TOKEN, extra);
+    const type = options.type === undefined
+      ? "@stateless/proxmox/qemu"
+      : options.type;
+    if (type !== null) {
+      await cli.json([
+        "model",
+        "create",
+        type,
+        "fleet",
+        ...globalArgs("fleet", options.fleetArgs),
+      ]);
+    }
+    await body({ sim, agent, cli, globalArgs });
+  } finally {
+    await cli?.close();
+    await sim?.close();
+    await agent.stop();
+  }
+}
+
+/** `--input` flags from an object (non-strings as JSON, as swamp parses them). */
+export function inputs(values: Record<string, unknown>): string[] {
+  return Object.entries(values).flatMap(([k, v]) => [
+    "--input",
+    `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`,
+  ]);
+}
+
+/** A guest beside the demo cluster (stopped, tagged swamp, on pve1). */
+export function extraGuest(over: Partial<SimGuest>): SimGuest {
+  return {
+    vmid: 120,
+    node: "pve1",
+    type: "qemu",
+    name: "extra",
+    status: "stopped",
+    agent: "running",
+    tags: ["swamp"],
+    config: { smbios1: "uuid=00000000-0000-4000-8000-000000000120" },
+    ...over,
+  };
+}

@@ -1,0 +1,162 @@
+/**
+ * The package's methods through the real swamp CLI against the simulator: what swamp lists,
+ * creates, runs and stores must match what the swamp-faithful harness promises.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { demoGuests } from "../../simulator/demo_cluster.ts";
+import { extraGuest, inputs, withRealSwamp } from "./fixture.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+Deno.test(
+  "real swamp: model type search lists both models of the installed package",
+  opts,
+  async () => {
+    await withRealSwamp({ type: null }, async ({ cli }) => {
+      const r = await cli.json(["model", "type", "search", "proxmox"]);
+      const types = r.json.results.map((t: { raw: string }) => t.raw).sort();
+      assert.deepEqual(types, [
+        "@stateless/proxmox/lxc",
+        "@stateless/proxmox/qemu",
+      ]);
+    });
+  },
+);
+
+Deno.test(
+  "real swamp: model create writes a definition at the package's model version",
+  opts,
+  async () => {
+    await withRealSwamp({}, async ({ cli }) => {
+      const text = await cli.read("models/@stateless/proxmox/qemu/fleet.yaml");
+      assert.match(text, /^type: '@stateless\/proxmox\/qemu'$/m);
+      const { model } = await import("../../js/proxmox_qemu.ts");
+      assert.match(text, new RegExp(`^typeVersion: ${model.version}$`, "m"));
+      assert.match(text, /^\s+kind: api$/m);
+    });
+  },
+);
+
+Deno.test(
+  "real swamp: lookup succeeds and stores the live state as vm-<vmid>",
+  opts,
+  async () => {
+    await withRealSwamp({}, async ({ cli }) => {
+      const r = await cli.json([
+        "model",
+        "method",
+        "run",
+        "fleet",
+        "lookup",
+        ...inputs({ vmid: 100 }),
+      ]);
+      assert.equal(r.json.status, "succeeded");
+      const record = r.json.dataArtifacts.find((a: { name: string }) =>
+        a.name === "vm-100"
+      );
+      assert.equal(record.attributes.status, "running");
+      assert.equal(record.attributes.present, true);
+      assert.equal(record.attributes.name, "web");
+    });
+  },
+);
+
+Deno.test(
+  "real swamp: guestExec of exit 0 succeeds with exitCode 0 in its exec record",
+  opts,
+  async () => {
+    await withRealSwamp({}, async ({ cli }) => {
+      const r = await cli.json([
+        "model",
+        "method",
+        "run",
+        "fleet",
+        "guestExec",
+        ...inputs({ vmid: 100, command: ["sh", "-c", "echo hi; exit 0"] }),
+      ]);
+      assert.equal(r.json.status, "succeeded");
+      const exec = r.json.dataArtifacts.find((a: { name: string }) =>
+        a.name === "vm-100-exec"
+      );
+      assert.equal(exec.attributes.exitCode, 0);
+      assert.equal(exec.attributes.stdout, "hi\n");
+    });
+  },
+);
+
+Deno.test(
+  "real swamp: guestExec of exit 42 fails the run (exit status 1) and keeps the exec record",
+  opts,
+  async () => {
+    await withRealSwamp({}, async ({ cli }) => {
+      const r = await cli.json([
+        "model",
+        "method",
+        "run",
+        "fleet",
+        "guestExec",
+        ...inputs({ vmid: 100, command: ["sh", "-c", "exit 42"] }),
+      ], 1);
+      assert.equal(r.json.code, "method_execution_failed");
+      assert.match(r.json.error, /exited with code 42/);
+      const stored = await cli.latest(
+        'modelName == "fleet" && name == "vm-100-exec"',
+      );
+      assert.equal(stored.get("vm-100-exec")?.exitCode, 42);
+    });
+  },
+);
+
+Deno.test(
+  "real swamp: start of an HA guest whose request never applies fails, recording it still stopped",
+  opts,
+  async () => {
+    const guests = [
+      ...demoGuests(),
+      extraGuest({
+        ha: { managed: true, state: "stopped", neverApplies: true },
+      }),
+    ];
+    await withRealSwamp(
+      { guests, fleetArgs: { taskTimeoutSec: 2 } },
+      async ({ cli }) => {
+        const r = await cli.json([
+          "model",
+          "method",
+          "run",
+          "fleet",
+          "start",
+          ...inputs({ vmid: 120 }),
+        ], 1);
+        assert.match(r.json.error, /did not reach status running/);
+        const stored = await cli.latest(
+          'modelName == "fleet" && name == "vm-120"',
+        );
+        assert.equal(stored.get("vm-120")?.status, "stopped");
+      },
+    );
+  },
+);
+
+Deno.test(
+  "real swamp: data query returns the latest record of each guest a sync wrote",
+  opts,
+  async () => {
+    await withRealSwamp({}, async ({ cli }) => {
+      await cli.json(["model", "method", "run", "fleet", "sync"]);
+      const stored = await cli.latest(
+        'modelName == "fleet" && specName == "guest"',
+      );
+      const onPve1 = demoGuests().filter((g) =>
+        g.node === "pve1" && g.type === "qemu"
+      );
+      for (const g of onPve1) {
+        const record = stored.get(`vm-${g.vmid}`);
+        assert.ok(record, `vm-${g.vmid} stored`);
+        assert.equal(record.status, g.status, `vm-${g.vmid} status`);
+      }
+    });
+  },
+);

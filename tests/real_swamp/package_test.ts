@@ -1,0 +1,91 @@
+/**
+ * The package as swamp's registry tooling sees it: `swamp extension quality` (the Swamp Club
+ * rubric) and `swamp extension push --dry-run --yes` (the review a publish runs). Each test prints
+ * its figures on lines starting `real-swamp:` (./test.sh shows them).
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { OUR_PACKAGE } from "./fixture.ts";
+import { SwampCli } from "./swamp_cli.ts";
+
+const MANIFEST = "extensions/models/manifest.yaml";
+
+/** swamp prints several JSON documents one after another (one per section); parse each. */
+// deno-lint-ignore no-explicit-any
+function documents(text: string): any[] {
+  return text.split(/\n(?=\{\n)/).filter((t) => t.trim()).map((t) =>
+    JSON.parse(t)
+  );
+}
+
+async function withPackage(body: (cli: SwampCli) => Promise<void>) {
+  const cli = await SwampCli.init();
+  try {
+    await cli.install(OUR_PACKAGE);
+    await body(cli);
+  } finally {
+    await cli.close();
+  }
+}
+
+Deno.test("real swamp: extension quality earns every client-earnable rubric point", async () => {
+  await withPackage(async (cli) => {
+    const r = await cli.run("extension", "quality", MANIFEST, "--json");
+    const q = JSON.parse(r.stdout);
+    const missing = q.factors.filter((f: { status: string }) =>
+      f.status === "missing"
+    );
+    console.log(
+      `real-swamp: extension quality: ${q.earnedPoints}/${q.maxClientEarnablePoints} client-earnable points (rubric v${q.rubricVersion}; ${q.provisionalPoints} more pending server verification)`,
+    );
+    assert.deepEqual(missing, []);
+    assert.equal(q.earnedPoints, q.maxClientEarnablePoints);
+  });
+});
+
+Deno.test("real swamp: extension push --dry-run warns only about the unavoidable", async () => {
+  await withPackage(async (cli) => {
+    const r = await cli.run(
+      "extension",
+      "push",
+      MANIFEST,
+      "--dry-run",
+      "--yes",
+      "--json",
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const docs = documents(r.stdout);
+    const review = docs.flatMap((d) => d.reviewRuleWarnings ?? []);
+    const safety = docs.flatMap((d) => d.warnings ?? []);
+    const drift = docs.flatMap((d) => d.versionDriftWarnings ?? []);
+    for (const w of review) {
+      console.log(`real-swamp: push review warning: ${w.ruleId}: ${w.message}`);
+    }
+    for (const w of safety) {
+      console.log(
+        `real-swamp: push safety warning: ${
+          w.file.replace(/.*extensions\/models\//, "")
+        }: ${w.message}`,
+      );
+    }
+    for (const w of drift) {
+      console.log(`real-swamp: push version drift: ${w.output}`);
+    }
+    // The author's review record is written by a person, not by the build.
+    assert.deepEqual(review.map((w) => w.ruleId), [
+      "adversarial-review-report",
+    ]);
+    // The ssh transport runs `ssh`: the one subprocess the package needs.
+    assert.deepEqual(
+      safety.map((
+        w,
+      ) => [w.file.replace(/.*extensions\/models\//, ""), w.message]),
+      [["_lib/host.ts", "File uses Deno.Command() to spawn subprocesses."]],
+    );
+    // Nothing published yet to compare with.
+    assert.equal(drift.length, 1);
+    assert.match(drift[0].output, /no previously published version/);
+    assert.equal(docs.at(-1).status, "dry_run");
+  });
+});

@@ -1,0 +1,170 @@
+/**
+ * The real swamp CLI, driven from tests: a fresh swamp repository with a package installed in
+ * `extensions/models/`, and `swamp …` runs in it (the binary built by
+ * `../shared/tools/swamp/setup.sh`; `SWAMP` names it, else the setup runs once per process).
+ *
+ * The harness in `harness/` stays the fast path; these tests keep it honest by running the same
+ * package through swamp itself.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The project root (this file is tests/real_swamp/swamp_cli.ts). */
+export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+/** One `swamp …` run: its exit status, its output, and the JSON it printed (with `--json`). */
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  // deno-lint-ignore no-explicit-any
+  json: any;
+}
+
+let swampPath: Promise<string> | undefined;
+
+/** The swamp wrapper: `$SWAMP`, else the one `setup.sh` installs (run once per process). */
+export function swampBinary(): Promise<string> {
+  swampPath ??= (async () => {
+    const given = Deno.env.get("SWAMP");
+    if (given) return given;
+    const setup = Deno.env.get("SWAMP_SETUP") ??
+      join(PROJECT_ROOT, "../shared/tools/swamp/setup.sh");
+    const out = await new Deno.Command("bash", {
+      args: [setup],
+      stdout: "piped",
+      stderr: "inherit",
+    }).output();
+    if (!out.success) throw new Error(`${setup} failed`);
+    return new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!;
+  })();
+  return swampPath;
+}
+
+/** A fresh swamp repository in a temporary directory. */
+export class SwampCli {
+  private constructor(readonly dir: string, private readonly swamp: string) {}
+
+  /** `swamp init` in a new temporary directory. */
+  static async init(): Promise<SwampCli> {
+    const dir = await Deno.makeTempDir({ prefix: "real-swamp-" });
+    const cli = new SwampCli(dir, await swampBinary());
+    const init = await cli.run("init", "--tool", "none");
+    if (init.code !== 0) throw new Error(`swamp init: ${init.stderr}`);
+    return cli;
+  }
+
+  /** Runs `swamp <args…>` in the repository; `--json` output is parsed when it is JSON. */
+  async run(...args: string[]): Promise<CliRun> {
+    const out = await new Deno.Command(this.swamp, {
+      args: [...args, "--no-color"],
+      cwd: this.dir,
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(out.stdout);
+    const stderr = new TextDecoder().decode(out.stderr);
+    // With --json, swamp prints a result on stdout and an error object on stderr.
+    return {
+      code: out.code,
+      stdout,
+      stderr,
+      json: parseJson(stdout) ?? parseJson(stderr),
+    };
+  }
+
+  /** Like {@link run} with `--json`, throwing unless the exit status is `expect` (default 0). */
+  async json(args: string[], expect = 0): Promise<CliRun> {
+    const r = await this.run(...args, "--json");
+    if (r.code !== expect) {
+      throw new Error(
+        `swamp ${
+          args.join(" ")
+        }: exit ${r.code} (expected ${expect})\n${r.stdout}\n${r.stderr}`,
+      );
+    }
+    return r;
+  }
+
+  /**
+   * Installs a package (a folder holding manifest.yaml and its model files) as this repository's
+   * local extension, replacing whatever package was installed before.
+   */
+  async install(packageDir: string): Promise<void> {
+    const target = join(this.dir, "extensions", "models");
+    await Deno.remove(target, { recursive: true }).catch(() => {});
+    await copyTree(packageDir, target);
+  }
+
+  /** Writes a file (a model definition, a workflow) relative to the repository. */
+  async write(path: string, text: string): Promise<void> {
+    const full = join(this.dir, path);
+    await Deno.mkdir(join(full, ".."), { recursive: true });
+    await Deno.writeTextFile(full, text);
+  }
+
+  /** Reads a file relative to the repository. */
+  read(path: string): Promise<string> {
+    return Deno.readTextFile(join(this.dir, path));
+  }
+
+  /** The latest version of every record `predicate` (swamp's CEL) selects, by instance name. */
+  async latest(
+    predicate: string,
+  ): Promise<Map<string, Record<string, unknown>>> {
+    const r = await this.json(["data", "query", predicate]);
+    const latest = new Map<string, Record<string, unknown>>();
+    for (const row of r.json.results) {
+      if (row.isLatest) latest.set(row.name, row.content);
+    }
+    return latest;
+  }
+
+  /** Removes the repository. */
+  async close(): Promise<void> {
+    await Deno.remove(this.dir, { recursive: true }).catch(() => {});
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined; // not JSON (no --json, or a crash): the caller reads the text
+  }
+}
+
+async function copyTree(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { recursive: true });
+  for await (const entry of Deno.readDir(from)) {
+    const src = join(from, entry.name);
+    const dst = join(to, entry.name);
+    if (entry.isDirectory) await copyTree(src, dst);
+    else if (entry.isFile) await Deno.copyFile(src, dst);
+  }
+}
+
+/** `--global-arg` flags for a definition reaching the simulator over the api transport. */
+export function apiGlobalArgs(
+  name: string,
+  url: string,
+  token: { id: string; secret: string },
+  extra: Record<string, string | number> = {},
+): string[] {
+  const args: Record<string, string | number> = {
+    name,
+    "transport.kind": "api",
+    "transport.node": "pve1",
+    "transport.apiUrl": url,
+    "transport.tokenId": token.id,
+    "transport.tokenSecret": token.secret,
+    pollIntervalSec: 1,
+    ...extra,
+  };
+  return Object.entries(args).flatMap((
+    [k, v],
+  ) => ["--global-arg", `${k}=${v}`]);
+}
