@@ -14,8 +14,20 @@ use crate::host::{
     Host, HostError, HttpRequest, HttpResponse, LogLevel, ProcessOutput, ProcessRequest,
 };
 use crate::outcome::{Outcome, Verdict};
-use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
+
+/// What JavaScript's `encodeURIComponent` leaves as it is (a proxy may percent-encode either way).
+const URI_COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'!')
+    .remove(b'~')
+    .remove(b'*')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')');
 
 /// What replaces a secret.
 pub const REDACTED: &str = "***";
@@ -45,6 +57,7 @@ impl Scrubber {
                 let pair = format!("{id}={secret}");
                 for whole in [format!("PVEAPIToken={pair}"), pair] {
                     scrubber.add_base64(&whole);
+                    scrubber.add_percent(&whole);
                     scrubber.needles.push(whole);
                 }
             }
@@ -60,19 +73,27 @@ impl Scrubber {
         if secret.chars().count() < MIN_SECRET_CHARS {
             return;
         }
-        let percent = utf8_percent_encode(secret, NON_ALPHANUMERIC).to_string();
         let json = serde_json::to_string(secret).unwrap_or_default();
         let debug = format!("{secret:?}");
         let forms = [
             secret.to_string(),
-            percent.clone(),
-            lower_hex_escapes(&percent),
             form_encoded(secret),
             json.trim_matches('"').to_string(),
             debug.trim_matches('"').to_string(),
         ];
         self.needles.extend(forms);
+        self.add_percent(secret);
         self.add_base64(secret);
+    }
+
+    /// Percent-encodings of `text`: every byte but letters and digits, or as `encodeURIComponent`
+    /// does; upper- and lower-case hex.
+    fn add_percent(&mut self, text: &str) {
+        for set in [NON_ALPHANUMERIC, URI_COMPONENT] {
+            let percent = utf8_percent_encode(text, set).to_string();
+            self.needles.push(lower_hex_escapes(&percent));
+            self.needles.push(percent);
+        }
     }
 
     fn add_base64(&mut self, text: &str) {

@@ -27,17 +27,17 @@ use crate::task::{follow_task, upid_of, TaskTrouble};
 pub struct TaskTrail {
     pub warnings: Vec<String>,
     pub last_task: Option<String>,
-    /// When (host clock, ms) this run last sent a mutation.
-    pub mutation_sent_at: Option<f64>,
+    /// How many mutations this run has sent.
+    pub mutations_sent: u32,
     /// Whether PVE may or may not have carried out a mutation of this run: its answer was lost or
     /// unreadable, or its task's end was not observed.
     pub outcome_unknown: bool,
 }
 
 impl TaskTrail {
-    /// Notes that a mutation is being sent now.
-    pub fn sending<H: Host>(&mut self, pve: &Pve<'_, H>) {
-        self.mutation_sent_at = Some(pve.host.now_ms());
+    /// Notes that a mutation is being sent.
+    pub fn sending(&mut self) {
+        self.mutations_sent += 1;
     }
 
     /// Notes how a mutation's call ended: a lost or unreadable answer leaves its outcome unknown.
@@ -60,7 +60,7 @@ impl TaskTrail {
             _ => "the node".to_string(),
         };
         let check = format!("the guest's state (run lookup) and the task list of {node}");
-        self.sending(pve);
+        self.sending();
         let answer = pve.call(request).await;
         self.answered(&answer);
         let data = answer.map_err(|e| mutation_failed(action, &e, &check).0)?;
@@ -119,6 +119,8 @@ pub struct Evidence {
     pub status: GuestStatus,
     /// When (host clock, ms) `status` was read.
     pub observed_at: f64,
+    /// How many of this run's mutations had been sent when `status` was read.
+    pub observed_after: u32,
     pub trail: TaskTrail,
     pub ipv4: Option<String>,
 }
@@ -146,6 +148,7 @@ pub async fn sight<H: Host>(run: &Run<'_, H>, target: &GuestRef) -> Result<Sight
                 identity,
                 status,
                 observed_at: run.host.now_ms(),
+                observed_after: 0,
                 trail: TaskTrail::default(),
                 ipv4: None,
             })),
@@ -160,6 +163,7 @@ impl Evidence {
             .await
             .map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
         self.observed_at = run.host.now_ms();
+        self.observed_after = self.trail.mutations_sent;
         Ok(())
     }
 
@@ -207,10 +211,7 @@ impl Evidence {
         record.ipv4 = self.ipv4.clone();
         record.warnings = self.trail.warnings.clone();
         record.last_task = self.trail.last_task.clone();
-        let stale = self
-            .trail
-            .mutation_sent_at
-            .is_some_and(|sent| self.observed_at <= sent);
+        let stale = self.observed_after < self.trail.mutations_sent;
         if stale || self.trail.outcome_unknown {
             record.observed_at = Some(iso_time(self.observed_at));
             record.observed_before_mutation = Some(stale);

@@ -102,6 +102,8 @@ pub async fn reach<H: Host>(
         &mut Seen {
             status: &mut ev.status,
             at_ms: &mut ev.observed_at,
+            after: &mut ev.observed_after,
+            mutations: ev.trail.mutations_sent,
         },
     )
     .await;

@@ -6,6 +6,7 @@
 //! - After the creating task, the new guest must be seen (located and its status read) with the
 //!   requested name, and carry the managed tag — added and read back when it is missing.
 
+use super::config::shows;
 use super::evidence::{sight, sight_or_absent, Evidence, Sighting, TaskTrail};
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
@@ -16,9 +17,11 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::error::ErrorKind;
+use crate::pve::flex;
 use crate::pve::flex::split_tags;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
+use serde_json::{Map, Value};
 
 /// What a requested VMID holds.
 #[derive(Debug)]
@@ -81,6 +84,8 @@ pub async fn claim_vmid<H: Host>(
             let mut seen = Seen {
                 status: &mut ev.status,
                 at_ms: &mut ev.observed_at,
+                after: &mut ev.observed_after,
+                mutations: ev.trail.mutations_sent,
             };
             let waited = settle(&run.pve(), run.kind, &ev.at, budget_ms, |_| true, &mut seen).await;
             if let Err(why) = waited {
@@ -146,6 +151,8 @@ pub async fn sight_new<H: Host>(
         )
     })
     .await?;
+    // Read after the creating task: not stale.
+    ev.observed_after = trail.mutations_sent;
     ev.trail = trail;
     Ok(ev)
 }
@@ -175,6 +182,45 @@ pub async fn complete<H: Host>(
     ))
 }
 
+/// Every resource setting the request asked for (`key`, `value` as sent) reads back as requested,
+/// by the read-back rule of `guest::config` (exact, typed by PVE's schema), from one read of the
+/// new guest's config. `Err` names each setting that does not, with both values.
+pub async fn verify_settings<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    settings: &[(String, String)],
+    task: &str,
+) -> Result<(), String> {
+    if settings.is_empty() {
+        return Ok(());
+    }
+    let label = ev.label(run);
+    let request = endpoints::guest_config(&ev.at.node, run.kind, ev.at.vmid);
+    let config: Map<String, Value> = run
+        .pve()
+        .read(&request, "a guest config")
+        .await
+        .map_err(|e| could_not(&format!("read back the config of {label}"), &e).0)?;
+    let missed: Vec<String> = settings
+        .iter()
+        .filter_map(|(key, wanted)| {
+            let observed = config.get(key).and_then(flex::string_of);
+            match &observed {
+                Some(seen) if shows(run.kind, key, wanted, seen) => None,
+                Some(seen) => Some(format!("`{key}` is {seen:?}, not the requested {wanted:?}")),
+                None => Some(format!("`{key}` is not set (requested {wanted:?})")),
+            }
+        })
+        .collect();
+    match missed.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "{label} exists, but not as requested: {} — check the {task} task's log and the storage/template defaults",
+            missed.join("; ")
+        )),
+    }
+}
+
 /// `tags` with the managed tag added (PVE's `;`-separated list), unless it is there already.
 pub fn with_managed_tag(tags: &str) -> String {
     let mut list: Vec<&str> = tags
@@ -193,7 +239,7 @@ async fn add_managed_tag<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result
     let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
     let request = endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
     let pve = run.pve();
-    ev.trail.sending(&pve);
+    ev.trail.sending();
     let answer = pve.call(&request).await;
     ev.trail.answered(&answer);
     answer.map_err(|e| {

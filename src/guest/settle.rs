@@ -29,10 +29,13 @@ pub async fn read_status<H: Host>(
     .await
 }
 
-/// Where a wait keeps the last status it read, and when it read it.
+/// Where a wait keeps the last status it read, when it read it, and after how many of the run's
+/// mutations (`mutations`, stored in `after` on each read).
 pub struct Seen<'a> {
     pub status: &'a mut GuestStatus,
     pub at_ms: &'a mut f64,
+    pub after: &'a mut u32,
+    pub mutations: u32,
 }
 
 /// The guest's lock, if PVE reports one.
@@ -58,6 +61,7 @@ pub async fn settle<H: Host>(
             .await
             .map_err(|e| format!("its state could not be read ({e} — {})", hint(e.kind)))?;
         *seen.at_ms = pve.host.now_ms();
+        *seen.after = seen.mutations;
         let seen = &*seen.status;
         if reached(seen) && lock_of(seen).is_none() {
             return Ok(());
@@ -127,7 +131,7 @@ mod tests {
             node: "pve1".into(),
         };
         let mut seen = parse(&json!({"status": "stopped"})).unwrap();
-        let mut at_ms = 0.0;
+        let (mut at_ms, mut after) = (0.0, 0);
         let result = block_on(settle(
             &pve,
             GuestKind::Qemu,
@@ -137,6 +141,8 @@ mod tests {
             &mut Seen {
                 status: &mut seen,
                 at_ms: &mut at_ms,
+                after: &mut after,
+                mutations: 0,
             },
         ));
         (result, seen)

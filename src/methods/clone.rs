@@ -67,8 +67,47 @@ pub async fn clone<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let verdict = complete(run, &mut ev, &args.name, "clone").await;
+    let verdict = match complete(run, &mut ev, &args.name, "clone").await {
+        Ok(summary) => verify_storage(run, &ev, &args).await.map(|()| summary),
+        Err(message) => Err(message),
+    };
     ev.outcome(run, verdict).await
+}
+
+/// A full clone to `storage` must have every disk there (PVE's clone_vm moves each drive to the
+/// target storage); a CD-ROM or an empty drive is not a disk.
+async fn verify_storage<H: Host>(
+    run: &Run<'_, H>,
+    ev: &crate::guest::evidence::Evidence,
+    args: &CloneArgs,
+) -> Result<(), String> {
+    let Some(storage) = args.storage.as_deref().filter(|_| args.full) else {
+        return Ok(());
+    };
+    let label = ev.label(run);
+    let request = endpoints::guest_config(&ev.at.node, run.kind, ev.at.vmid);
+    let config: serde_json::Map<String, Value> = run
+        .pve()
+        .read(&request, "a guest config")
+        .await
+        .map_err(|e| {
+        crate::explain::could_not(&format!("read back the disks of {label}"), &e).0
+    })?;
+    let elsewhere: Vec<String> = config
+        .iter()
+        .filter(|(key, _)| run.kind.is_disk(key))
+        .filter_map(|(key, value)| Some((key, value.as_str()?)))
+        .filter(|(_, value)| !value.contains("media=cdrom") && !value.starts_with("none"))
+        .filter(|(_, value)| !value.starts_with(&format!("{storage}:")))
+        .map(|(key, value)| format!("{key} is {value:?}"))
+        .collect();
+    match elsewhere.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "{label} exists, but not every disk is on the requested storage {storage:?}: {} — check the clone task's log",
+            elsewhere.join("; ")
+        )),
+    }
 }
 
 /// Sends the clone to the template's node and follows its task.

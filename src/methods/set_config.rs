@@ -102,7 +102,7 @@ async fn apply<H: Host>(
         .collect();
     let request = endpoints::set_guest_config(&ev.at.node, run.kind, ev.at.vmid, &options);
     let pve = run.pve();
-    ev.trail.sending(&pve);
+    ev.trail.sending();
     let answer = pve.call(&request).await;
     ev.trail.answered(&answer);
     if let Err(e) = answer {

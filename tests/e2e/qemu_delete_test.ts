@@ -209,9 +209,17 @@ Deno.test("delete: a VM still listed after its delete task fails the delete", as
       const r = await env.run("delete", { vmid: 120 });
       assert.equal(r.status, "failed");
       assert.match(r.error ?? "", /delete task ended successfully/);
-      assert.match(r.error ?? "", /still exists on node pve1 after 2s/);
+      assert.match(
+        r.error ?? "",
+        /still exists on node pve1 when taskTimeoutSec=2s/,
+      );
       const rec = written(r, "vm-120");
       assert.equal(rec.present, true);
+      assert.equal(
+        rec.observedBeforeMutation,
+        true,
+        "the state shown was read before the delete",
+      );
     },
   );
 });

@@ -312,7 +312,14 @@ const SCENARIOS: Scenario[] = [
 ];
 
 /** Fields that differ between any two runs, whatever the transport. */
-const VOLATILE = new Set(["recordedAt", "durationMs", "pid", "uptimeSec"]);
+const VOLATILE = new Set([
+  "recordedAt",
+  "observedAt",
+  "identityObservedAt",
+  "durationMs",
+  "pid",
+  "uptimeSec",
+]);
 
 /** A value with volatile fields removed and the HTTP-only status suffix of plain-die errors dropped. */
 function normalize(value: unknown): unknown {
