@@ -75,13 +75,31 @@ function defaultText(value: unknown): string | undefined {
   return String(value);
 }
 
+/** A kind as one letter of the compact property list. */
+function letter(schema: Schema): string {
+  return { integer: "i", number: "n", boolean: "b" }[schema.type ?? ""] ?? "t";
+}
+
+/**
+ * One property in the compact form `name;kind;format;default_key;default;alias;key_alias` (kind
+ * `i`/`n`/`b`/`t`, default_key `1`/empty, an empty field for none): the table is data in the
+ * shipped wasm, and a struct per property would cost five times the bytes.
+ */
 function prop(name: string, schema: Schema): string {
-  const format = typeof schema.format === "string" ? schema.format : undefined;
-  return `Prop { name: ${rustStr(name)}, kind: ${kind(schema)}, format: ${
-    opt(format)
-  }, default_key: ${schema.default_key === 1}, default: ${
-    opt(defaultText(schema.default))
-  }, alias: ${opt(schema.alias)}, key_alias: ${opt(schema.keyAlias)} }`;
+  const format = typeof schema.format === "string" ? schema.format : "";
+  const fields = [
+    name,
+    letter(schema),
+    format,
+    schema.default_key === 1 ? "1" : "",
+    defaultText(schema.default) ?? "",
+    schema.alias ?? "",
+    schema.keyAlias ?? "",
+  ];
+  for (const f of fields) {
+    if (/[;|]/.test(f)) throw new Error(`a schema fact holds ; or |: ${f}`);
+  }
+  return fields.join(";");
 }
 
 function key(name: string, schema: Schema): string {
@@ -93,10 +111,9 @@ function key(name: string, schema: Schema): string {
   const propertyString = dict !== undefined ||
     /[A-Za-z_-]=/.test(schema.typetext ?? "");
   const props = dict
-    ? `Some(&[\n${
-      Object.keys(dict).sort().map((p) => `            ${prop(p, dict[p])},`)
-        .join("\n")
-    }\n        ])`
+    ? `Some(${
+      rustStr(Object.keys(dict).sort().map((p) => prop(p, dict[p])).join("|"))
+    })`
     : "None";
   return `    KeyType {\n        name: ${
     rustStr(base)
@@ -130,7 +147,8 @@ pub enum Kind {
     Text,
 }
 
-/// One property of a property-string key (\`bridge\` of \`net[n]\`).
+/// One property of a property-string key (\`bridge\` of \`net[n]\`), read from the compact list
+/// by \`guest::config\`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Prop {
     pub name: &'static str,
@@ -155,8 +173,10 @@ pub struct KeyType {
     pub format: Option<&'static str>,
     /// Whether the value is a comma-separated property string.
     pub property_string: bool,
-    /// The properties, when the schema lists them.
-    pub properties: Option<&'static [Prop]>,
+    /// The properties, when the schema lists them: \`|\`-separated
+    /// \`name;kind;format;default_key;default;alias;key_alias\` (kind \`i\`, \`n\`, \`b\` or \`t\`;
+    /// an empty field is none).
+    pub properties: Option<&'static str>,
 }
 
 ${tables.join("\n")}`;

@@ -162,6 +162,34 @@ pub fn key_type(kind: GuestKind, key: &str) -> Option<&'static KeyType> {
     })
 }
 
+/// The properties of a property-string key, read from the schema table's compact list.
+pub fn properties(t: &KeyType) -> Vec<Prop> {
+    let field = |f: Option<&'static str>| f.filter(|f| !f.is_empty());
+    t.properties
+        .unwrap_or_default()
+        .split('|')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut f = p.split(';');
+            let mut next = || f.next();
+            Prop {
+                name: next().unwrap_or_default(),
+                kind: match next() {
+                    Some("i") => Kind::Integer,
+                    Some("n") => Kind::Number,
+                    Some("b") => Kind::Boolean,
+                    _ => Kind::Text,
+                },
+                format: field(next()),
+                default_key: next() == Some("1"),
+                default: field(next()),
+                alias: field(next()),
+                key_alias: field(next()),
+            }
+        })
+        .collect()
+}
+
 /// Whether `observed`, as PVE reports `key`, shows `requested` applied (the rule in the module doc).
 pub fn shows(kind: GuestKind, key: &str, requested: &str, observed: &str) -> bool {
     let Some(t) = key_type(kind, key) else {
@@ -227,8 +255,7 @@ fn generated(kind: GuestKind, key: &str, name: &str, value: &str) -> bool {
 /// A property string read into canonical `name → value` pairs: a bare word is the default key's
 /// value (`virtio` → `model=virtio`), an alias is its target, `virtio=<mac>` is `model=virtio` plus
 /// `macaddr=<mac>` (PVE's `keyAlias`). Without a property list the parts stay as written.
-fn canonical(t: &KeyType, text: &str) -> Vec<(String, Option<String>)> {
-    let props = t.properties.unwrap_or_default();
+fn canonical(props: &[Prop], text: &str) -> Vec<(String, Option<String>)> {
     let default_key = props.iter().find(|p| p.default_key).map(|p| p.name);
     let mut out: Vec<(String, Option<String>)> = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -267,10 +294,10 @@ fn canonical(t: &KeyType, text: &str) -> Vec<(String, Option<String>)> {
 /// left out by PVE because it is the default), and no property PVE holds that the request left
 /// out — except what PVE generates ([`generated`]) or writes as its default.
 fn same_properties(kind: GuestKind, t: &KeyType, requested: &str, observed: &str) -> bool {
-    let props = t.properties.unwrap_or_default();
+    let props = properties(t);
     let prop = |name: &str| props.iter().find(|p| p.name == name);
-    let asked = canonical(t, requested);
-    let seen = canonical(t, observed);
+    let asked = canonical(&props, requested);
+    let seen = canonical(&props, observed);
     let value_of = |set: &[(String, Option<String>)], name: &str| {
         set.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
     };
@@ -413,6 +440,23 @@ mod tests {
         assert!(shows(Q, "allow-ksm", "on", "1"));
         assert!(key_type(Q, "net12").is_some() && key_type(Q, "net").is_none());
         assert!(key_type(Q, "scsihw").is_some_and(|t| !t.indexed));
+    }
+
+    #[test]
+    fn the_compact_property_list_reads_back_into_the_schema_facts() {
+        let net = key_type(Q, "net0").unwrap();
+        let props = properties(net);
+        let model = props.iter().find(|p| p.name == "model").unwrap();
+        assert!(model.default_key && model.kind == Kind::Text);
+        let virtio = props.iter().find(|p| p.name == "virtio").unwrap();
+        assert_eq!(
+            (virtio.alias, virtio.key_alias),
+            (Some("macaddr"), Some("model"))
+        );
+        let mtu = props.iter().find(|p| p.name == "mtu").unwrap();
+        assert_eq!((mtu.kind, mtu.default), (Kind::Integer, None));
+        let mac = props.iter().find(|p| p.name == "macaddr").unwrap();
+        assert_eq!(mac.format, Some("mac-addr"));
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
 use crate::task::{follow_task, upid_of, TaskTrouble};
+use serde_json::{Map, Value};
 
 /// The tasks a run followed: their warnings (kept in the record) and the last UPID — and what is
 /// known of the run's mutations: when the last one was sent, and whether its outcome is unknown.
@@ -115,6 +116,8 @@ impl TaskTrail {
 pub struct Evidence {
     pub at: Located,
     pub identity: Identity,
+    /// The guest's config as read with its status when it was found.
+    pub config: Map<String, Value>,
     /// The last `status/current` read: the record's observed state.
     pub status: GuestStatus,
     /// When (host clock, ms) `status` was read.
@@ -142,10 +145,11 @@ pub async fn sight<H: Host>(run: &Run<'_, H>, target: &GuestRef) -> Result<Sight
             GuestRead::Absent { vmid } => Sighting::Absent(vmid),
             GuestRead::Read {
                 at,
-                value: (status, identity),
+                value: (status, config),
             } => Sighting::Present(Box::new(Evidence {
                 at,
-                identity,
+                identity: Identity::from_config(&Value::Object(config.clone())),
+                config,
                 status,
                 observed_at: run.host.now_ms(),
                 observed_after: 0,
@@ -164,6 +168,18 @@ impl Evidence {
             .map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
         self.observed_at = run.host.now_ms();
         self.observed_after = self.trail.mutations_sent;
+        Ok(())
+    }
+
+    /// Reads the guest's config again into the evidence (and its identity with it).
+    pub async fn reread_config<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
+        let request = crate::pve::endpoints::guest_config(&self.at.node, run.kind, self.at.vmid);
+        self.config = run
+            .pve()
+            .read(&request, "a guest config")
+            .await
+            .map_err(|e| could_not(&format!("read the config of {}", self.label(run)), &e).0)?;
+        self.identity = Identity::from_config(&Value::Object(self.config.clone()));
         Ok(())
     }
 

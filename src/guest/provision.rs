@@ -21,7 +21,6 @@ use crate::pve::flex;
 use crate::pve::flex::split_tags;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
-use serde_json::{Map, Value};
 
 /// What a requested VMID holds.
 #[derive(Debug)]
@@ -88,6 +87,11 @@ pub async fn claim_vmid<H: Host>(
                 mutations: ev.trail.mutations_sent,
             };
             let waited = settle(&run.pve(), run.kind, &ev.at, budget_ms, |_| true, &mut seen).await;
+            // The config read while locked was unfinished: read what the finished guest holds.
+            let waited = match waited {
+                Ok(()) => ev.reread_config(run).await,
+                Err(why) => Err(why),
+            };
             if let Err(why) = waited {
                 let message = format!(
                     "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
@@ -183,28 +187,22 @@ pub async fn complete<H: Host>(
 }
 
 /// Every resource setting the request asked for (`key`, `value` as sent) reads back as requested,
-/// by the read-back rule of `guest::config` (exact, typed by PVE's schema), from one read of the
-/// new guest's config. `Err` names each setting that does not, with both values.
-pub async fn verify_settings<H: Host>(
+/// by the read-back rule of `guest::config` (exact, typed by PVE's schema), in the config read when
+/// the new guest was found after its task (`tags` in its last status, which the managed tag may have
+/// changed since). `Err` names each setting that does not, with both values.
+pub fn verify_settings<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
     settings: &[(String, String)],
     task: &str,
 ) -> Result<(), String> {
-    if settings.is_empty() {
-        return Ok(());
-    }
-    let label = ev.label(run);
-    let request = endpoints::guest_config(&ev.at.node, run.kind, ev.at.vmid);
-    let config: Map<String, Value> = run
-        .pve()
-        .read(&request, "a guest config")
-        .await
-        .map_err(|e| could_not(&format!("read back the config of {label}"), &e).0)?;
     let missed: Vec<String> = settings
         .iter()
         .filter_map(|(key, wanted)| {
-            let observed = config.get(key).and_then(flex::string_of);
+            let observed = match key.as_str() {
+                "tags" => ev.status.tags.clone(),
+                _ => ev.config.get(key).and_then(flex::string_of),
+            };
             match &observed {
                 Some(seen) if shows(run.kind, key, wanted, seen) => None,
                 Some(seen) => Some(format!("`{key}` is {seen:?}, not the requested {wanted:?}")),
@@ -215,7 +213,8 @@ pub async fn verify_settings<H: Host>(
     match missed.is_empty() {
         true => Ok(()),
         false => Err(format!(
-            "{label} exists, but not as requested: {} — check the {task} task's log and the storage/template defaults",
+            "{} exists, but not as requested: {} — check the {task} task's log and the storage/template defaults",
+            ev.label(run),
             missed.join("; ")
         )),
     }

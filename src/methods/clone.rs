@@ -68,7 +68,7 @@ pub async fn clone<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(outcome) => return outcome,
     };
     let verdict = match complete(run, &mut ev, &args.name, "clone").await {
-        Ok(summary) => verify_storage(run, &ev, &args).await.map(|()| summary),
+        Ok(summary) => verify_storage(run, &ev, &args).map(|()| summary),
         Err(message) => Err(message),
     };
     ev.outcome(run, verdict).await
@@ -76,7 +76,7 @@ pub async fn clone<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 
 /// A full clone to `storage` must have every disk there (PVE's clone_vm moves each drive to the
 /// target storage); a CD-ROM or an empty drive is not a disk.
-async fn verify_storage<H: Host>(
+fn verify_storage<H: Host>(
     run: &Run<'_, H>,
     ev: &crate::guest::evidence::Evidence,
     args: &CloneArgs,
@@ -85,15 +85,8 @@ async fn verify_storage<H: Host>(
         return Ok(());
     };
     let label = ev.label(run);
-    let request = endpoints::guest_config(&ev.at.node, run.kind, ev.at.vmid);
-    let config: serde_json::Map<String, Value> = run
-        .pve()
-        .read(&request, "a guest config")
-        .await
-        .map_err(|e| {
-        crate::explain::could_not(&format!("read back the disks of {label}"), &e).0
-    })?;
-    let elsewhere: Vec<String> = config
+    let elsewhere: Vec<String> = ev
+        .config
         .iter()
         .filter(|(key, _)| run.kind.is_disk(key))
         .filter_map(|(key, value)| Some((key, value.as_str()?)))

@@ -513,7 +513,7 @@ pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             ev.label(run),
             args.hostname
         );
-        let verdict = match verify_settings(run, &ev, &args.settings(), "create").await {
+        let verdict = match verify_settings(run, &ev, &args.settings(), "create") {
             Ok(()) => then_start(run, &mut ev, &args, done).await,
             Err(message) => Err(message),
         };
@@ -550,7 +550,7 @@ pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(outcome) => return outcome,
     };
     let verdict = match complete(run, &mut ev, &args.hostname, "create").await {
-        Ok(summary) => match verify_settings(run, &ev, &args.settings(), "create").await {
+        Ok(summary) => match verify_settings(run, &ev, &args.settings(), "create") {
             Ok(()) => then_start(run, &mut ev, &args, summary).await,
             Err(message) => Err(message),
         },
@@ -825,13 +825,14 @@ mod tests {
         let host = ScriptedHost::new();
         host.data("GET /cluster/nextid", json!("400"));
         node(&host);
-        created(&host, "swamp");
         let mut config = as_created();
         config["rootfs"] = json!("local-lvm:vm-400-disk-0,size=4G");
         config["net0"] = json!(
             "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:04:00,ip=10.0.0.40/24,type=veth,firewall=1"
         );
+        // Scripted first, so the one config read after the task gets it.
         host.data("GET /nodes/pve1/lxc/400/config", config);
+        created(&host, "swamp");
         let outcome = run_create(&host, json!({"cores": 2}));
         let crate::outcome::Verdict::Failed { message } = &outcome.verdict else {
             panic!("{outcome:?}")

@@ -62,17 +62,25 @@ pub async fn observe<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<GuestRec
             GuestRead::Absent { vmid } => GuestRecord::absent(vmid, run.method, run.now_iso()),
             GuestRead::Read {
                 at,
-                value: (status, identity),
-            } => record_for(run, &at, &status, identity).await,
+                value: (status, config),
+            } => {
+                record_for(
+                    run,
+                    &at,
+                    &status,
+                    Identity::from_config(&Value::Object(config)),
+                )
+                .await
+            }
         },
     )
 }
 
-/// Reads a located guest's status and its identity (from its config).
+/// Reads a located guest's status and its config (where its identity is).
 pub async fn read_present<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
-) -> Result<(GuestStatus, Identity), crate::pve::error::PveError> {
+) -> Result<(GuestStatus, Map<String, Value>), crate::pve::error::PveError> {
     let pve = run.pve();
     let status: GuestStatus = pve
         .read(
@@ -87,7 +95,7 @@ pub async fn read_present<H: Host>(
             "a guest config",
         )
         .await?;
-    Ok((status, Identity::from_config(&Value::Object(config))))
+    Ok((status, config))
 }
 
 /// The record of an observed guest, flagging a reused VMID against the stored record.
