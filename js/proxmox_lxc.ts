@@ -14,10 +14,14 @@ import {
   GuestArgs,
   guestRef,
   guestStateFields,
+  newVmid,
   nodeMethods,
+  notBothVmidAndRange,
+  oneVmidChoice,
   optionBag,
   pathSegment,
   provideGuest,
+  RebootArgs,
   requireGuest,
   SetConfigArgs,
   sharedResources,
@@ -26,8 +30,8 @@ import {
   StartArgs,
   StopArgs,
   SyncArgs,
+  TemplateArgs,
   transportReachable,
-  vmid,
 } from "./_lib/schemas.ts";
 
 /** PVE's `dns-name` format (a container's hostname). */
@@ -59,7 +63,7 @@ const CREATE_REFUSED_KEYS = [
 
 /** create: a new container from a template on the transport's node. */
 const CreateArgs = z.object({
-  vmid,
+  ...newVmid,
   ostemplate: singleLine("ostemplate"),
   hostname: z.string().max(255).regex(
     DNS_NAME,
@@ -85,7 +89,7 @@ const CreateArgs = z.object({
     CREATE_REFUSED_KEYS,
     "has its own argument, or is not a container option",
   ).optional(),
-});
+}).refine(notBothVmidAndRange, oneVmidChoice);
 
 const ResizeArgs = z.object({
   ...guestRef,
@@ -105,6 +109,8 @@ const CHANGES = [
   "stop",
   "shutdown",
   "delete",
+  "convertToTemplate",
+  "reboot",
 ];
 
 /**
@@ -210,6 +216,22 @@ export const model = {
       arguments: GuestArgs,
       execute: (args: z.infer<typeof GuestArgs>, ctx: MethodContext) =>
         runOnCore("lxc", "getConfig", args, ctx),
+    },
+    reboot: {
+      description:
+        "Reboot a running container tagged swamp (force overrides), applying pending changes; succeeds when status/current shows it running again with a new boot (another init process, or an uptime that restarted) within taskTimeoutSec",
+      kind: "action" as const,
+      arguments: RebootArgs,
+      execute: (args: z.infer<typeof RebootArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "reboot", args, ctx),
+    },
+    convertToTemplate: {
+      description:
+        "Convert a stopped container tagged swamp and not production/protected (force overrides) into a template (shutdownFirst: shut a running one down first, verified); succeeds when its config says template: 1 and the cluster lists it as a template",
+      kind: "action" as const,
+      arguments: TemplateArgs,
+      execute: (args: z.infer<typeof TemplateArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "convertToTemplate", args, ctx),
     },
     ...nodeMethods("lxc"),
   },

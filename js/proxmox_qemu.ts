@@ -13,8 +13,12 @@ import {
   GuestArgs,
   guestRef,
   guestStateFields,
+  newVmid,
   nodeMethods,
+  notBothVmidAndRange,
+  oneVmidChoice,
   provideGuest,
+  RebootArgs,
   requireGuest,
   SetConfigArgs,
   sharedResources,
@@ -23,6 +27,7 @@ import {
   StartArgs,
   StopArgs,
   SyncArgs,
+  TemplateArgs,
   transportReachable,
   vmid,
 } from "./_lib/schemas.ts";
@@ -49,14 +54,14 @@ const GuestExecArgs = z.object({
 
 const CloneArgs = z.object({
   templateId: vmid,
-  vmid,
+  ...newVmid,
   name: singleLine("name"),
   full: z.boolean().default(true),
   storage: singleLine("storage").optional(),
 }).refine((a) => a.templateId !== a.vmid, {
   message: "vmid must differ from templateId",
   path: ["vmid"],
-});
+}).refine(notBothVmidAndRange, oneVmidChoice);
 
 const ResizeDiskArgs = z.object({
   ...guestRef,
@@ -109,6 +114,8 @@ const MUTATING = [
   "shutdown",
   "delete",
   "guestExec",
+  "convertToTemplate",
+  "reboot",
 ];
 
 /**
@@ -192,7 +199,7 @@ export const model = {
     },
     clone: {
       description:
-        "Clone templateId to vmid; succeeds when the new VM exists with the requested name and the swamp tag (an existing vmid counts only if it is that same VM)",
+        "Clone templateId to vmid (or, without vmid, to a free VMID within vmidRange, claimed by the clone request itself); succeeds when the new VM exists with the requested name and the swamp tag (an existing vmid counts only if it is that same VM)",
       kind: "action" as const,
       arguments: CloneArgs,
       execute: (args: z.infer<typeof CloneArgs>, ctx: MethodContext) =>
@@ -229,6 +236,22 @@ export const model = {
       arguments: SyncArgs,
       execute: (args: z.infer<typeof SyncArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "sync", args, ctx),
+    },
+    reboot: {
+      description:
+        "Reboot a running VM tagged swamp (force overrides), applying pending changes; succeeds when status/current shows it running again with a new boot (another QEMU process, or an uptime that restarted) within taskTimeoutSec",
+      kind: "action" as const,
+      arguments: RebootArgs,
+      execute: (args: z.infer<typeof RebootArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "reboot", args, ctx),
+    },
+    convertToTemplate: {
+      description:
+        "Convert a stopped VM tagged swamp and not production/protected (force overrides) into a template (shutdownFirst: shut a running one down first, verified); succeeds when its config says template: 1 and the cluster lists it as a template",
+      kind: "action" as const,
+      arguments: TemplateArgs,
+      execute: (args: z.infer<typeof TemplateArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "convertToTemplate", args, ctx),
     },
     ...nodeMethods("qemu"),
   },

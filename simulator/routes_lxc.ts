@@ -92,7 +92,7 @@ function ctOn(state: ClusterState, node: string, vmid: number): GuestState {
 }
 
 /** The container of the request path. */
-function ctGuest(ctx: Ctx): GuestState {
+export function ctGuest(ctx: Ctx): GuestState {
   return ctOn(
     ctx.core.state,
     ctx.params.node as string,
@@ -101,7 +101,7 @@ function ctGuest(ctx: Ctx): GuestState {
 }
 
 /** The container again inside a task (it may be gone); failures become the task's error. */
-function liveCt(ctx: Ctx, node: string, vmid: number): GuestState {
+export function liveCt(ctx: Ctx, node: string, vmid: number): GuestState {
   const live = ctx.core.state.get(vmid);
   if (!live || live.type !== "lxc" || live.node !== node) {
     throw new TaskFailure(missingConfig(node, vmid));
@@ -110,7 +110,7 @@ function liveCt(ctx: Ctx, node: string, vmid: number): GuestState {
 }
 
 /** PVE::AbstractConfig::check_lock for a container. */
-function lockedMessage(g: GuestState): string {
+export function ctLockedMessage(g: GuestState): string {
   return `CT is locked (${g.lock})`;
 }
 
@@ -158,7 +158,7 @@ function startTask(ctx: Ctx, node: string, vmid: number): TaskRecord {
         throw new TaskFailure("you can't start a CT if it's a template");
       }
       if (live.lock && live.lock !== "mounted") {
-        throw new TaskFailure(lockedMessage(live));
+        throw new TaskFailure(ctLockedMessage(live));
       }
       if (live.status === "running") {
         throw new TaskFailure(`CT ${vmid} already running`);
@@ -590,7 +590,7 @@ export const lxcRoutes: Route[] = [
         run: () => {
           const live = liveCt(ctx, node, vmid);
           if (live.lock && live.lock !== "mounted") {
-            throw new TaskFailure(lockedMessage(live));
+            throw new TaskFailure(ctLockedMessage(live));
           }
           if (live.status === "running") ctx.core.state.stop(live);
         },
@@ -619,7 +619,7 @@ export const lxcRoutes: Route[] = [
         user: ctx.user.tokenId,
         run: () => {
           const live = liveCt(ctx, node, vmid);
-          if (live.lock) throw new TaskFailure(lockedMessage(live));
+          if (live.lock) throw new TaskFailure(ctLockedMessage(live));
           if (live.status !== "running") return;
           if (live.ignoresShutdown && ctx.params.forceStop !== true) {
             // lxc-stop --nokill gives up after the timeout (text inferred).
@@ -681,7 +681,7 @@ export const lxcRoutes: Route[] = [
     handler: async (ctx) => {
       const change = changeFrom(ctx);
       const g = ctGuest(ctx);
-      if (g.lock) throw new ApiError(500, lockedMessage(g));
+      if (g.lock) throw new ApiError(500, ctLockedMessage(g));
       await checkDigest(ctx, g);
       for (const key of change.revert) {
         if (!isCtOption(key)) {
@@ -729,7 +729,7 @@ export const lxcRoutes: Route[] = [
       const disk = ctx.params.disk as string;
       const size = ctx.params.size as string;
       // resize_vm's load_and_check runs before the fork and again in the task.
-      if (g.lock) throw new ApiError(500, lockedMessage(g));
+      if (g.lock) throw new ApiError(500, ctLockedMessage(g));
       await checkDigest(ctx, g);
       checkCtResize(g, disk, size);
       const { tasks } = ctx.core;
@@ -741,7 +741,7 @@ export const lxcRoutes: Route[] = [
         user: ctx.user.tokenId,
         run: () => {
           const live = liveCt(ctx, node, g.vmid);
-          if (live.lock) throw new TaskFailure(lockedMessage(live));
+          if (live.lock) throw new TaskFailure(ctLockedMessage(live));
           let bytes: number;
           try {
             bytes = checkCtResize(live, disk, size);
@@ -783,7 +783,7 @@ export const lxcRoutes: Route[] = [
         if (live.config.protection) {
           return `can't remove CT ${live.vmid} - protection mode enabled`;
         }
-        if (live.lock) return lockedMessage(live);
+        if (live.lock) return ctLockedMessage(live);
         if (live.ha?.managed && !purge) {
           return `unable to remove CT ${live.vmid} - used in HA resources and purge parameter not set.`;
         }

@@ -27,6 +27,8 @@ import { powerRoutes } from "./routes_power.ts";
 import { storageRoutes } from "./routes_storage.ts";
 import { taskListRoutes } from "./routes_tasklist.ts";
 import { taskRoutes } from "./routes_tasks.ts";
+import { templateRoutes } from "./routes_template.ts";
+import { rebootRoutes } from "./routes_reboot.ts";
 import { ClusterState } from "./state.ts";
 import { NodeResources, type StorageState } from "./storage.ts";
 import { TaskManager, type TaskRecord } from "./tasks.ts";
@@ -93,6 +95,8 @@ const ROUTES = [
   ...nodeRoutes,
   ...lxcRoutes,
   ...storageRoutes,
+  ...templateRoutes,
+  ...rebootRoutes,
   ...taskListRoutes,
 ];
 

@@ -171,6 +171,7 @@ export class ClusterState {
     g.startedAt = Date.now();
     g.metrics.uptime = 0;
     g.pid = fakePid();
+    g.boots = (g.boots ?? 0) + 1;
     applyPending(g);
   }
 

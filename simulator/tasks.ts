@@ -160,7 +160,7 @@ export class TaskManager {
       spec.onFailure?.();
     } else {
       try {
-        const more = spec.run?.();
+        const more = override.noEffect ? undefined : spec.run?.();
         if (more) warnings.push(...more);
         // A forced "WARNINGS: n" still needs its WARN lines: clients read them from the log.
         const count = Number(/^WARNINGS: (\d+)$/.exec(forced ?? "")?.[1] ?? 0);

@@ -103,6 +103,8 @@ export interface GuestState extends SimGuest {
   startedAt?: number;
   /** Fake host pid of the QEMU process; set while running. */
   pid?: number;
+  /** How many times the simulator started (booted) it; a guest described as running starts at 0. */
+  boots?: number;
 }
 
 /** An API token the simulator accepts. */
@@ -160,6 +162,11 @@ export interface TaskOverride {
   warnings?: string[];
   /** Task status answers 400 "no such task" for this many ms after dispatch. */
   noSuchTaskFor?: number;
+  /**
+   * The task ends as told (OK unless `exitstatus` says otherwise) but its effect never happens:
+   * the worker's lie a client can only catch by reading the state back.
+   */
+  noEffect?: boolean;
 }
 
 /** Which requests a fault applies to. */

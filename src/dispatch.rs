@@ -5,8 +5,8 @@ use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
-    check, clone, create, delete, get_config, guest_exec, lookup, node_config, node_status,
-    resize_disk, set_config, shutdown, start, stop, sync,
+    check, clone, create, delete, get_config, guest_exec, lookup, node_config, node_status, reboot,
+    resize_disk, set_config, shutdown, start, stop, sync, template,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -35,6 +35,8 @@ enum Method {
     Resize,
     NodeStatus,
     NodeConfig,
+    Template,
+    Reboot,
     CheckReachable,
 }
 
@@ -52,6 +54,8 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, "sync") => Method::Sync,
         (_, "nodeStatus") => Method::NodeStatus,
         (_, "nodeConfig") => Method::NodeConfig,
+        (_, "convertToTemplate") => Method::Template,
+        (_, "reboot") => Method::Reboot,
         (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
         // A VM is cloned from a template and has a guest agent; a container is created from one.
         (GuestKind::Qemu, "guestExec") => Method::GuestExec,
@@ -83,6 +87,8 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::SetConfig => set_config::SetConfigArgs::parse(args).map(drop),
         Method::Resize => resize_disk::ResizeArgs::parse(kind, args).map(drop),
         Method::Sync => sync::SyncArgs::parse(args).map(drop),
+        Method::Template => template::TemplateArgs::parse(args).map(drop),
+        Method::Reboot => reboot::RebootArgs::parse(args).map(drop),
         Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).map(drop),
         Method::CheckReachable => return Err(no_rules()),
     };
@@ -149,6 +155,8 @@ async fn run_scrubbed<H: Host>(
         Method::Resize => resize_disk::resize_disk(&run, args).await,
         Method::NodeStatus => node_status::node_status(&run, args).await,
         Method::NodeConfig => node_config::node_config(&run, args).await,
+        Method::Template => template::convert_to_template(&run, args).await,
+        Method::Reboot => reboot::reboot(&run, args).await,
         Method::CheckReachable => check::transport_reachable(&run).await,
     }
 }

@@ -99,6 +99,32 @@ export const GlobalArgs = z.object({
 /** A VMID as PVE accepts it. */
 export const vmid = z.number().int().min(100).max(999999999);
 
+/**
+ * Where a new guest's VMID comes from: `vmid` (the caller's), else the lowest free one within
+ * `vmidRange` (default PVE's whole range), claimed by the creating request itself.
+ */
+export const vmidRange = z.object({ min: vmid, max: vmid }).refine(
+  (r) => r.max >= r.min,
+  { message: "must be at least vmidRange.min", path: ["max"] },
+);
+
+/** The new-guest VMID fields (spread into clone's and create's arguments). */
+export const newVmid = {
+  vmid: vmid.optional(),
+  vmidRange: vmidRange.optional(),
+};
+
+/** `vmid` and `vmidRange` exclude each other (use with {@link oneVmidChoice} in `.refine`). */
+export const notBothVmidAndRange = (
+  a: { vmid?: number; vmidRange?: unknown },
+) => a.vmid === undefined || a.vmidRange === undefined;
+
+/** The error of giving both `vmid` and `vmidRange`. */
+export const oneVmidChoice = {
+  message: "give either vmid or vmidRange, not both",
+  path: ["vmidRange"],
+};
+
 /** The guest reference fields: `vmid` and/or `vmName` (spread into a method's arguments). */
 export const guestRef = {
   vmid: vmid.optional(),
@@ -319,6 +345,24 @@ export const ShutdownArgs = z.object({
 export const DeleteArgs = z.object({
   ...guestRef,
   purge: z.boolean().default(true),
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+/**
+ * convertToTemplate: gated like delete (force overrides); a running guest is refused unless
+ * shutdownFirst (a graceful shutdown within timeoutSec, verified).
+ */
+export const TemplateArgs = z.object({
+  ...guestRef,
+  shutdownFirst: z.boolean().default(false),
+  timeoutSec: z.number().int().positive().max(86400).default(120),
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+/** reboot: gated like stop (force overrides); timeoutSec bounds the shutdown half. */
+export const RebootArgs = z.object({
+  ...guestRef,
+  timeoutSec: z.number().int().positive().max(86400).default(120),
   force: z.boolean().default(false),
 }).refine(requireGuest, provideGuest);
 

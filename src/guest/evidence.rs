@@ -13,7 +13,7 @@ use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::Host;
 use crate::methods::lookup::{read_present, record_for};
 use crate::outcome::{Failure, Outcome};
-use crate::pve::error::PveError;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
@@ -56,13 +56,41 @@ impl TaskTrail {
         request: &PveRequest,
         action: &str,
     ) -> Result<Upid, String> {
+        self.sending();
+        let answer = pve.call(request).await;
+        self.accepted(answer, request, action)
+    }
+
+    /// [`TaskTrail::dispatch`] of a request that claims a VMID: PVE's refusal because another guest
+    /// holds the id is not a failure but [`Dispatched::IdTaken`] (nothing started).
+    pub async fn dispatch_claim<H: Host>(
+        &mut self,
+        pve: &Pve<'_, H>,
+        request: &PveRequest,
+        action: &str,
+    ) -> Result<Dispatched, String> {
+        self.sending();
+        match pve.call(request).await {
+            Err(e) if e.kind == ErrorKind::IdTaken => {
+                // PVE refused it: nothing was changed.
+                self.mutations_sent -= 1;
+                Ok(Dispatched::IdTaken(e.message))
+            }
+            answer => self.accepted(answer, request, action).map(Dispatched::Task),
+        }
+    }
+
+    fn accepted(
+        &mut self,
+        answer: Result<Value, PveError>,
+        request: &PveRequest,
+        action: &str,
+    ) -> Result<Upid, String> {
         let node = match request.segments.as_slice() {
             [first, node, ..] if first == "nodes" => format!("node {node}"),
             _ => "the node".to_string(),
         };
         let check = format!("the guest's state (run lookup) and the task list of {node}");
-        self.sending();
-        let answer = pve.call(request).await;
         self.answered(&answer);
         let data = answer.map_err(|e| mutation_failed(action, &e, &check).0)?;
         // PVE accepted the request (HTTP 200) but the task id is unreadable: a task may be running.
@@ -109,6 +137,15 @@ impl TaskTrail {
             .await
             .map_err(|why| format!("{action}: {why}"))
     }
+}
+
+/// What PVE did with a request that claims a VMID.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dispatched {
+    /// Accepted: the task that creates the guest.
+    Task(Upid),
+    /// Refused because another guest holds the id (PVE's words); no task started.
+    IdTaken(String),
 }
 
 /// A guest that was found, and everything seen of it since.

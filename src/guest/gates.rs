@@ -28,11 +28,23 @@ pub const SHUTDOWN: Gate = Gate {
     ..STOP
 };
 
+/// `reboot`: the same rule as `stop`.
+pub const REBOOT: Gate = Gate {
+    action: "reboot",
+    ..STOP
+};
+
 /// `delete`: only managed guests, and never one marked production or protected.
 pub const DELETE: Gate = Gate {
     action: "delete",
     required: &[MANAGED_TAG],
     refused: &["production", "protected"],
+};
+
+/// `convertToTemplate`: a template cannot run or change its disks again, so delete's rules.
+pub const TEMPLATE: Gate = Gate {
+    action: "convert (to a template)",
+    ..DELETE
 };
 
 impl Gate {

@@ -7,6 +7,8 @@ pub mod identity;
 pub mod locate;
 pub mod power;
 pub mod provision;
+pub mod reboot;
 pub mod record;
 pub mod reference;
 pub mod settle;
+pub mod vmid_claim;

@@ -1,6 +1,8 @@
 //! `clone`: succeeds only when the new guest exists with the requested name and the managed `swamp`
 //! tag (added and read back when the template lacks it). A VMID that is already taken counts as done
 //! only when it holds that very guest (same name and the tag: a re-run); any other occupant fails.
+//! Without `vmid`, a free VMID (within `vmidRange`) is claimed by the clone request itself
+//! (`guest::vmid_claim`); the summary and the `vm-<vmid>` record say which.
 
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::TaskTrail;
@@ -8,6 +10,7 @@ use crate::guest::gates::MANAGED_TAG;
 use crate::guest::locate::{locate, Found};
 use crate::guest::provision::{claim_vmid, complete, sight_new, Claim};
 use crate::guest::reference::{parse_vmid, GuestRef};
+use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
@@ -18,7 +21,7 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CloneArgs {
     pub template_id: u32,
-    pub vmid: u32,
+    pub vmid: VmidChoice,
     pub name: String,
     pub full: bool,
     pub storage: Option<String>,
@@ -29,12 +32,12 @@ impl CloneArgs {
         let fields = Fields::of(args, "")?;
         let parsed = CloneArgs {
             template_id: parse_vmid(&fields, "templateId")?,
-            vmid: parse_vmid(&fields, "vmid")?,
+            vmid: VmidChoice::parse(&fields)?,
             name: fields.line("name")?,
             full: fields.or("full", true)?,
             storage: fields.optional_line("storage")?,
         };
-        if parsed.vmid == parsed.template_id {
+        if parsed.vmid == VmidChoice::Given(parsed.template_id) {
             return Err(ArgError::new("vmid", "must differ from templateId"));
         }
         Ok(parsed)
@@ -47,28 +50,31 @@ pub async fn clone<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    match claim_vmid(run, args.vmid, &args.name).await {
-        Ok(Claim::Free) => {}
-        Ok(Claim::Done(ev)) => {
-            let summary = format!(
-                "{} already is the requested clone {:?} with the `{MANAGED_TAG}` tag; nothing was cloned",
-                ev.label(run),
-                args.name
-            );
-            return ev.outcome(run, Ok(summary)).await;
+    if let VmidChoice::Given(vmid) = args.vmid {
+        match claim_vmid(run, vmid, &args.name).await {
+            Ok(Claim::Free) => {}
+            Ok(Claim::Done(ev)) => {
+                let summary = format!(
+                    "{} already is the requested clone {:?} with the `{MANAGED_TAG}` tag; nothing was cloned",
+                    ev.label(run),
+                    args.name
+                );
+                return ev.outcome(run, Ok(summary)).await;
+            }
+            Err(outcome) => return outcome,
         }
-        Err(outcome) => return outcome,
     }
     let mut trail = TaskTrail::default();
-    if let Err(message) = make_clone(run, &args, &mut trail).await {
-        return Failure::new(message).into();
-    }
-    let mut ev = match sight_new(run, args.vmid, trail, "clone").await {
+    let (vmid, claimed) = match make_clone(run, &args, &mut trail).await {
+        Ok(made) => made,
+        Err(message) => return Failure::new(message).into(),
+    };
+    let mut ev = match sight_new(run, vmid, trail, "clone").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
     let verdict = match complete(run, &mut ev, &args.name, "clone").await {
-        Ok(summary) => verify_storage(run, &ev, &args).map(|()| summary),
+        Ok(done) => verify_storage(run, &ev, &args).map(|()| format!("{claimed}{done}")),
         Err(message) => Err(message),
     };
     ev.outcome(run, verdict).await
@@ -103,38 +109,48 @@ fn verify_storage<H: Host>(
     }
 }
 
-/// Sends the clone to the template's node and follows its task.
+/// Sends the clone to the template's node and follows its task: the VMID cloned to, and how it was
+/// chosen (for the summary).
 async fn make_clone<H: Host>(
     run: &Run<'_, H>,
     args: &CloneArgs,
     trail: &mut TaskTrail,
-) -> Result<(), String> {
-    let pve = run.pve();
+) -> Result<(u32, String), String> {
+    let node = template_node(run, args.template_id).await?;
+    let request = |newid: u32| {
+        endpoints::qemu_clone(
+            &node,
+            args.template_id,
+            newid,
+            &args.name,
+            args.full,
+            args.storage.as_deref(),
+        )
+    };
+    let action = |newid: u32| {
+        format!(
+            "clone VM {} on node {node} to VMID {newid}",
+            args.template_id
+        )
+    };
+    create_guest(run, args.vmid, trail, request, action).await
+}
+
+/// The node the template lives on (the clone lands there).
+async fn template_node<H: Host>(run: &Run<'_, H>, template_id: u32) -> Result<String, String> {
     let template = GuestRef {
-        vmid: Some(args.template_id),
+        vmid: Some(template_id),
         name: None,
     };
-    let node = match locate(&pve, run.kind, &template).await.map_err(|f| f.0)? {
-        Found::Present(at) => at.node,
-        Found::Absent { vmid } => {
-            return Err(format!(
-                "template {vmid} does not exist on any node: check templateId"
-            ))
-        }
-    };
-    let request = endpoints::qemu_clone(
-        &node,
-        args.template_id,
-        args.vmid,
-        &args.name,
-        args.full,
-        args.storage.as_deref(),
-    );
-    let action = format!(
-        "clone VM {} on node {node} to VMID {}",
-        args.template_id, args.vmid
-    );
-    trail.run(&pve, &request, &action).await
+    match locate(&run.pve(), run.kind, &template)
+        .await
+        .map_err(|f| f.0)?
+    {
+        Found::Present(at) => Ok(at.node),
+        Found::Absent { vmid } => Err(format!(
+            "template {vmid} does not exist on any node: check templateId"
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -193,6 +209,105 @@ mod tests {
             );
             assert_eq!(outcome.writes[0].data["name"], name);
         }
+    }
+
+    const CLONE_UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmclone:9000:root@pam!t:";
+
+    /// The template on pve1, and a clone task that ends OK; the clone at 301 is `web2`.
+    fn free_claim_fixture(host: &ScriptedHost, next_id: &str) {
+        host.data("GET /cluster/nextid", json!(next_id));
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 9000, "type": "qemu", "node": "pve1", "name": "tmpl"},
+                   {"vmid": 301, "type": "qemu", "node": "pve1", "name": "web2"}]),
+        );
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{CLONE_UPID}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        host.data("GET /nodes/pve1/qemu/301/config", json!({}));
+        host.data(
+            "GET /nodes/pve1/qemu/301/status/current",
+            json!({"status": "stopped", "name": "web2", "tags": "swamp"}),
+        );
+    }
+
+    fn run_free_clone(host: &ScriptedHost) -> Outcome {
+        let args = api_args(json!({"templateId": 9000, "name": "web2"}));
+        run_method_of(GuestKind::Qemu, host, "clone", &args)
+    }
+
+    #[test]
+    fn without_vmid_an_id_taken_after_nextid_is_skipped_and_the_next_one_claimed() {
+        let host = ScriptedHost::new();
+        free_claim_fixture(&host, "300");
+        host.on(
+            "POST /nodes/pve1/qemu/9000/clone",
+            [
+                Answer::Error(
+                    500,
+                    "unable to create VM 300: config file already exists".into(),
+                ),
+                Answer::Data(json!(CLONE_UPID)),
+            ],
+        );
+        let outcome = run_free_clone(&host);
+        assert!(outcome.is_success(), "{outcome:?}");
+        let Verdict::Succeeded { summary, .. } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            summary.starts_with("claimed the free VMID 301"),
+            "{summary}"
+        );
+        assert_eq!(outcome.writes[0].instance, "vm-301");
+        let posts = host
+            .routes_called()
+            .iter()
+            .filter(|r| r.starts_with("POST"))
+            .count();
+        assert_eq!(posts, 2);
+    }
+
+    #[test]
+    fn a_claim_that_keeps_losing_fails_after_a_bounded_number_of_tries() {
+        let host = ScriptedHost::new();
+        free_claim_fixture(&host, "300");
+        host.on(
+            "POST /nodes/pve1/qemu/9000/clone",
+            [Answer::Error(
+                500,
+                "unable to create VM 300: config file already exists".into(),
+            )],
+        );
+        let outcome = run_free_clone(&host);
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.starts_with("no VMID could be claimed: 16 were each taken"),
+            "{message}"
+        );
+        assert!(
+            outcome.writes.is_empty(),
+            "nothing of another run's guests is recorded"
+        );
+    }
+
+    #[test]
+    fn a_range_above_every_free_id_fails_without_a_clone() {
+        let host = ScriptedHost::new();
+        free_claim_fixture(&host, "600");
+        let args = api_args(
+            json!({"templateId": 9000, "name": "web2", "vmidRange": {"min": 300, "max": 309}}),
+        );
+        let outcome = run_method_of(GuestKind::Qemu, &host, "clone", &args);
+        let message = crate::testing::failure_of(&outcome);
+        assert!(
+            message.starts_with("no free VMID in vmidRange 300–309"),
+            "{message}"
+        );
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
     }
 
     #[test]

@@ -22,7 +22,8 @@ use crate::guest::gates::MANAGED_TAG;
 use crate::guest::provision::{
     claim_vmid, complete, sight_new, verify_settings, with_managed_tag, Claim,
 };
-use crate::guest::reference::{parse_vmid, GuestRef};
+use crate::guest::reference::GuestRef;
+use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
 use crate::methods::start::{bring_up, StartArgs};
 use crate::outcome::{Failure, Outcome};
@@ -70,7 +71,7 @@ pub const REFUSED_CONFIG_KEYS: [(&str, &str); 16] = [
 /// The arguments of `create`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateArgs {
-    pub vmid: u32,
+    pub vmid: VmidChoice,
     pub ostemplate: String,
     pub hostname: String,
     pub storage: String,
@@ -107,7 +108,7 @@ impl CreateArgs {
             return Err(ArgError::new("sshPublicKeys", "must not contain NUL"));
         }
         Ok(CreateArgs {
-            vmid: parse_vmid(&fields, "vmid")?,
+            vmid: VmidChoice::parse(&fields)?,
             ostemplate: fields.line("ostemplate")?,
             hostname,
             storage: fields.segment("storage")?,
@@ -125,10 +126,11 @@ impl CreateArgs {
         })
     }
 
-    /// The parameters of `POST /nodes/{node}/lxc`: the `swamp` tag is added to the config's tags.
-    pub fn params(&self) -> Vec<(String, String)> {
+    /// The parameters of `POST /nodes/{node}/lxc` for `vmid`: the `swamp` tag is added to the
+    /// config's tags.
+    pub fn params(&self, vmid: u32) -> Vec<(String, String)> {
         let mut params: Vec<(String, String)> = vec![
-            ("vmid".into(), self.vmid.to_string()),
+            ("vmid".into(), vmid.to_string()),
             ("ostemplate".into(), self.ostemplate.clone()),
             ("hostname".into(), self.hostname.clone()),
             ("storage".into(), self.storage.clone()),
@@ -165,7 +167,8 @@ impl CreateArgs {
     /// read back as requested): cores, memory, swap, rootfs, unprivileged, features, the tags with
     /// the managed tag, and each config key of PVE's schema.
     pub fn settings(&self) -> Vec<(String, String)> {
-        self.params()
+        // The VMID is not a setting (nor a config key): any number will do here.
+        self.params(0)
             .into_iter()
             .filter(|(key, _)| {
                 key != "hostname" && key_type(crate::pve::endpoints::GuestKind::Lxc, key).is_some()
@@ -502,22 +505,23 @@ pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let ev = match claim_vmid(run, args.vmid, &args.hostname).await {
-        Ok(Claim::Free) => None,
-        Ok(Claim::Done(ev)) => Some(ev),
-        Err(outcome) => return outcome,
-    };
-    if let Some(mut ev) = ev {
-        let done = format!(
-            "{} already is the requested container {:?} with the `{MANAGED_TAG}` tag; nothing was created",
-            ev.label(run),
-            args.hostname
-        );
-        let verdict = match verify_settings(run, &ev, &args.settings(), "create") {
-            Ok(()) => then_start(run, &mut ev, &args, done).await,
-            Err(message) => Err(message),
-        };
-        return ev.outcome(run, verdict).await;
+    if let VmidChoice::Given(vmid) = args.vmid {
+        match claim_vmid(run, vmid, &args.hostname).await {
+            Ok(Claim::Free) => {}
+            Ok(Claim::Done(mut ev)) => {
+                let done = format!(
+                    "{} already is the requested container {:?} with the `{MANAGED_TAG}` tag; nothing was created",
+                    ev.label(run),
+                    args.hostname
+                );
+                let verdict = match verify_settings(run, &ev, &args.settings(), "create") {
+                    Ok(()) => then_start(run, &mut ev, &args, done).await,
+                    Err(message) => Err(message),
+                };
+                return ev.outcome(run, verdict).await;
+            }
+            Err(outcome) => return outcome,
+        }
     }
     let node = run.global.transport.node().to_string();
     let survey = survey(run, &node, &args).await;
@@ -530,7 +534,7 @@ pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             .collect();
         return Failure::new(format!(
             "cannot create container {} on node {node}; nothing was changed. {} found: {}",
-            args.vmid,
+            args.vmid.describe(),
             match found.len() {
                 1 => "1 problem".to_string(),
                 n => format!("{n} problems"),
@@ -540,23 +544,34 @@ pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         .into();
     }
     let mut trail = TaskTrail::default();
-    let request = endpoints::lxc_create(&node, args.params());
-    let action = format!("create container {} on node {node}", args.vmid);
-    if let Err(message) = trail.run(&run.pve(), &request, &action).await {
-        return Failure::new(message).into();
-    }
-    let mut ev = match sight_new(run, args.vmid, trail, "create").await {
+    let (vmid, claimed) = match make_container(run, &node, &args, &mut trail).await {
+        Ok(made) => made,
+        Err(message) => return Failure::new(message).into(),
+    };
+    let mut ev = match sight_new(run, vmid, trail, "create").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
     let verdict = match complete(run, &mut ev, &args.hostname, "create").await {
         Ok(summary) => match verify_settings(run, &ev, &args.settings(), "create") {
-            Ok(()) => then_start(run, &mut ev, &args, summary).await,
+            Ok(()) => then_start(run, &mut ev, &args, format!("{claimed}{summary}")).await,
             Err(message) => Err(message),
         },
         Err(message) => Err(message),
     };
     ev.outcome(run, verdict).await
+}
+
+/// Sends the create and follows its task: the container's VMID, and how it was chosen.
+async fn make_container<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    args: &CreateArgs,
+    trail: &mut TaskTrail,
+) -> Result<(u32, String), String> {
+    let request = |vmid: u32| endpoints::lxc_create(node, args.params(vmid));
+    let action = |vmid: u32| format!("create container {vmid} on node {node}");
+    create_guest(run, args.vmid, trail, request, action).await
 }
 
 /// With `start: true`, the verified start of the `start` method follows what was done.
@@ -571,7 +586,7 @@ async fn then_start<H: Host>(
     }
     let start = StartArgs {
         target: GuestRef {
-            vmid: Some(args.vmid),
+            vmid: Some(ev.at.vmid),
             name: None,
         },
         wait_for_ip: false,
@@ -740,7 +755,7 @@ mod tests {
             json!({"cores": 2, "memory": 1024, "swap": 0, "unprivileged": false,
             "sshPublicKeys": "ssh-ed25519 AAAA me", "config": {"tags": "web", "nameserver": "1.1.1.1"}}),
         );
-        let params = args.params();
+        let params = args.params(400);
         let get = |k: &str| {
             params
                 .iter()

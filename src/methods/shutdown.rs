@@ -58,7 +58,8 @@ pub async fn shutdown<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     ev.outcome(run, verdict).await
 }
 
-async fn shut_down<H: Host>(
+/// The gated, verified shutdown of a found guest (also `convertToTemplate`'s `shutdownFirst`).
+pub async fn shut_down<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     args: &ShutdownArgs,

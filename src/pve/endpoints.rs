@@ -85,6 +85,12 @@ pub fn next_id(vmid: u32) -> PveRequest {
     PveRequest::get(&["cluster", "nextid"]).param("vmid", vmid.to_string())
 }
 
+/// `GET /cluster/nextid`: the lowest VMID no guest holds. It reserves nothing: two callers may be
+/// told the same id, and only the create request itself claims it (PVE/API2/Cluster.pm `nextid`).
+pub fn next_free_id() -> PveRequest {
+    PveRequest::get(&["cluster", "nextid"])
+}
+
 /// `GET /nodes/{node}/qemu?full=1` / `GET /nodes/{node}/lxc`: every guest of one node with its
 /// status, in one call (the container list takes no `full`: PVE refuses it with 400).
 pub fn node_guests(node: &str, kind: GuestKind) -> PveRequest {
@@ -185,6 +191,14 @@ pub fn guest_shutdown(node: &str, kind: GuestKind, vmid: u32, timeout_sec: u64) 
     power(node, kind, vmid, "shutdown").param("timeout", timeout_sec.to_string())
 }
 
+/// `POST /nodes/{node}/{kind}/{vmid}/status/reboot?timeout=N` → UPID: a shutdown (up to N seconds),
+/// then a start that applies pending changes. A VM's `qmreboot` task ends once QEMU is down — the
+/// start follows outside it (qemu-server `vm_reboot` leaves a reboot request that `qm cleanup`
+/// acts on); a container's `vzreboot` task stops and starts it (pve-container `vm_reboot`).
+pub fn guest_reboot(node: &str, kind: GuestKind, vmid: u32, timeout_sec: u64) -> PveRequest {
+    power(node, kind, vmid, "reboot").param("timeout", timeout_sec.to_string())
+}
+
 fn power(node: &str, kind: GuestKind, vmid: u32, action: &str) -> PveRequest {
     PveRequest::new(
         Verb::Create,
@@ -237,6 +251,18 @@ pub fn qemu_clone(
         Some(storage) => request.param("storage", storage),
         None => request,
     }
+}
+
+/// `POST /nodes/{node}/{kind}/{vmid}/template`: converts a stopped guest into a template. qemu
+/// answers the UPID of its `qmtemplate` task; lxc answers null — pve-container forks a `vztemplate`
+/// worker but returns undef instead of its UPID (PVE/API2/LXC.pm `template`), so only the config
+/// shows when it is done. Never re-sent.
+pub fn guest_template(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
+    PveRequest::new(
+        Verb::Create,
+        &["nodes", node, kind.segment(), &vmid.to_string(), "template"],
+        Repeat::Never,
+    )
 }
 
 /// `PUT /nodes/{node}/{kind}/{vmid}/config` setting `tags` (`;`-separated); synchronous.

@@ -16,7 +16,7 @@ pub enum ErrorKind {
     NotImplemented,
     /// A task's status was asked for before PVE registered it.
     NoSuchTask,
-    /// `VM <n> already exists` from `/cluster/nextid`.
+    /// A VMID some guest already holds (`/cluster/nextid`, a clone, a create).
     IdTaken,
     /// 400: a parameter was refused.
     BadRequest,
@@ -143,8 +143,7 @@ fn classify(status: Option<u16>, message: &str) -> ErrorKind {
     if lower.contains("no such task") {
         return ErrorKind::NoSuchTask;
     }
-    // `/cluster/nextid` raises it as a parameter error: "Parameter verification failed. (vmid: VM 150 already exists)".
-    if lower.contains("already exists") && (lower.starts_with("vm ") || lower.contains(": vm ")) {
+    if id_taken(&lower) {
         return ErrorKind::IdTaken;
     }
     if lower.ends_with("is not running") && lower.starts_with("vm ") {
@@ -164,9 +163,52 @@ fn classify(status: Option<u16>, message: &str) -> ErrorKind {
     }
 }
 
+/// Whether a (lower-cased) message is PVE's refusal of a VMID some guest already holds. Three
+/// wordings: `/cluster/nextid` raises a parameter error ("Parameter verification failed. (vmid: VM
+/// 150 already exists)"); qemu-server's clone_vm dies "unable to create VM 150: config file already
+/// exists" (PVE/API2/Qemu.pm); `PVE::Cluster::check_vmid_unused`, which pve-container's create_vm
+/// calls, dies "VM 150 already exists on node 'pve1'" ("CT …" for a container). A volume that
+/// already exists is a different refusal, so the wording must name the VMID.
+fn id_taken(lower: &str) -> bool {
+    let Some(at) = lower.find(" already exists") else {
+        return false;
+    };
+    let before = &lower[..at];
+    let names_an_id = |prefix: &str| {
+        before
+            .rsplit_once(prefix)
+            .is_some_and(|(_, id)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+    };
+    names_an_id("vm ")
+        || names_an_id("ct ")
+        || (before.starts_with("unable to create vm ") && before.ends_with(": config file"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_wording_of_a_taken_vmid_is_id_taken() {
+        for m in [
+            "Parameter verification failed. (vmid: VM 150 already exists)",
+            "unable to create VM 150: config file already exists",
+            "VM 150 already exists on node 'pve1'",
+            "CT 150 already exists on node 'pve2'",
+        ] {
+            assert_eq!(
+                PveError::reported(Some(500), m).kind,
+                ErrorKind::IdTaken,
+                "{m}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_existing_volume_is_not_a_taken_vmid() {
+        let m = "storage migration failed: volume 'local-lvm:vm-150-disk-0' already exists";
+        assert_eq!(PveError::reported(Some(500), m).kind, ErrorKind::Server);
+    }
 
     #[test]
     fn missing_config_file_means_not_on_this_node() {

@@ -103,6 +103,9 @@ pub struct GuestStatus {
     pub netout: Option<u64>,
     #[serde(deserialize_with = "flex::opt_u64", default)]
     pub uptime: Option<u64>,
+    /// The QEMU process (a container's init) while running: a new one means a new boot.
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub pid: Option<u64>,
 }
 
 fn known_status<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {

@@ -303,6 +303,45 @@ const SCENARIOS: Scenario[] = [
     ],
   },
   {
+    name:
+      "convertToTemplate: a stopped VM (forced past the gate), then a re-run without a task",
+    steps: [
+      {
+        method: "convertToTemplate",
+        args: { vmid: 102, force: true },
+        status: "succeeded",
+      },
+      {
+        method: "convertToTemplate",
+        args: { vmid: 102 },
+        status: "succeeded",
+      },
+    ],
+  },
+  {
+    name: "convertToTemplate: a running VM is refused",
+    steps: [{
+      method: "convertToTemplate",
+      args: { vmid: 100 },
+      status: "failed",
+      error: /PVE converts only a stopped guest/,
+    }],
+  },
+  {
+    name:
+      "clone without vmid: a range with no free VMID fails before any clone",
+    steps: [{
+      method: "clone",
+      args: {
+        templateId: 102,
+        name: "c1",
+        vmidRange: { min: 100, max: 101 },
+      },
+      status: "failed",
+      error: /no free VMID in vmidRange 100–101/,
+    }],
+  },
+  {
     name: "nodeStatus and nodeConfig",
     steps: [
       { method: "nodeStatus", args: {}, status: "succeeded" },
@@ -311,7 +350,7 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
-/** Fields that differ between any two runs, whatever the transport. */
+/** Fields that differ between any two runs, whatever the transport (a task's UPID holds its pid and start). */
 const VOLATILE = new Set([
   "recordedAt",
   "observedAt",
@@ -319,6 +358,7 @@ const VOLATILE = new Set([
   "durationMs",
   "pid",
   "uptimeSec",
+  "lastTask",
 ]);
 
 /** A value with volatile fields removed and the HTTP-only status suffix of plain-die errors dropped. */

@@ -25,11 +25,13 @@ import {
   powerSpec,
   QUORUM,
   readBackDecides,
+  rebootSpec,
   resources,
   type Snapshot,
   status,
   statusObserved,
   taskStatus,
+  templateSpec,
   version,
   type Where,
   writesOnly,
@@ -367,6 +369,8 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     getConfig,
     nodeRead("nodeStatus"),
     nodeRead("nodeConfig"),
+    ct(templateSpec(n, "lxc", stopped, label(stopped))),
+    ct(rebootSpec(n, "lxc", running, label(running))),
   ];
   if (where === "pve1") {
     // create works on the transport's node only: no pve2 twin, no node scenarios.
@@ -474,4 +478,6 @@ export const EXPECTED_LXC_METHODS = [
   "getConfig",
   "nodeStatus",
   "nodeConfig",
+  "convertToTemplate",
+  "reboot",
 ];

@@ -492,6 +492,133 @@ export function deleteSpec(
   };
 }
 
+/**
+ * The convertToTemplate row of either guest type: a stopped managed guest; qemu follows the
+ * `qmtemplate` task, lxc has none to follow (PVE answers null), then config and listing must both
+ * show the template.
+ */
+export function templateSpec(
+  n: string,
+  type: GuestType,
+  vmid: number,
+  names: RegExp,
+): RowSpec {
+  const prefix = PREFIX[type];
+  const post: Endpoint = {
+    id: "POST template",
+    method: "POST",
+    path: guestPath(n, vmid, "/template", type),
+    sample: `/nodes/${n}/${type}/${vmid}/template`,
+    kind: "mutation",
+    pve500: type === "qemu" ? LOCKED : CT_LOCKED,
+    privilege: `/vms/${vmid}, VM.Allocate`,
+    // lxc answers null: its answer is not needed, the config read-back decides.
+    expect: type === "lxc"
+      ? {
+        shape: {
+          verdict: "fail",
+          happened: /do not both show it as a template/,
+          readBack: true,
+          note: "PVE answers null; the read-back shows no template",
+        },
+      }
+      : undefined,
+  };
+  return {
+    name: "convertToTemplate",
+    args: { vmid },
+    endpoints: [
+      version,
+      resources(" (find it)"),
+      status(n, vmid, "", 0, type),
+      config(n, vmid, " (identity)", 0, type),
+      post,
+      ...(type === "qemu" ? [taskStatus(n, "template")] : []),
+      { ...config(n, vmid, " (template flag)", 1, type), polled: true },
+      resources(" (listed as a template)", 1),
+      status(n, vmid, " (read back)", 1, type),
+    ],
+    names,
+    task: type === "qemu",
+    effect: (env, r) => {
+      const problems: string[] = [];
+      if (!env.sim.guest(vmid)?.config.template) {
+        problems.push(`succeeded but ${prefix}-${vmid} is no template`);
+      }
+      if (lastWrite(r, `${prefix}-${vmid}`)?.template !== true) {
+        problems.push("succeeded without template: true in the record");
+      }
+      return problems;
+    },
+    truth: (env, r, before) => {
+      const problems = [
+        ...writesOnly(r, new RegExp(`^${prefix}-${vmid}$`)),
+        ...statusObserved(env, r, before, vmid, prefix),
+      ];
+      const rec = lastWrite(r, `${prefix}-${vmid}`);
+      if (rec?.template === true && !env.sim.guest(vmid)?.config.template) {
+        problems.push("records a template that is none");
+      }
+      return problems;
+    },
+  };
+}
+
+/**
+ * The reboot row of either guest type: a running managed guest; the task, then status/current must
+ * show it running with another pid than before.
+ */
+export function rebootSpec(
+  n: string,
+  type: GuestType,
+  vmid: number,
+  names: RegExp,
+): RowSpec {
+  const prefix = PREFIX[type];
+  return {
+    name: "reboot",
+    args: { vmid },
+    endpoints: [
+      version,
+      resources(),
+      status(n, vmid, " (before)", 0, type),
+      config(n, vmid, "", 0, type),
+      {
+        id: "POST status/reboot",
+        method: "POST",
+        path: guestPath(n, vmid, "/status/reboot", type),
+        sample: `/nodes/${n}/${type}/${vmid}/status/reboot`,
+        kind: "mutation",
+        pve500: type === "qemu" ? LOCKED : CT_LOCKED,
+        privilege: `/vms/${vmid}, VM.PowerMgmt`,
+      },
+      taskStatus(n, "reboot"),
+      { ...status(n, vmid, " (after the task)", 1, type), polled: true },
+    ],
+    names,
+    task: true,
+    effect: (env, r) => {
+      const g = env.sim.guest(vmid);
+      const problems: string[] = [];
+      if (g?.status !== "running") {
+        problems.push(`succeeded but ${vmid} is ${g?.status}`);
+      }
+      // The fixture's guests were described running: any boot since is the reboot's.
+      if (!g?.boots) {
+        problems.push("succeeded but the guest never booted again");
+      }
+      if (lastWrite(r, `${prefix}-${vmid}`)?.status !== "running") {
+        problems.push("succeeded without a running record");
+      }
+      return problems;
+    },
+    truth: (env, r, before) => [
+      ...writesOnly(r, new RegExp(`^${prefix}-${vmid}$`)),
+      ...statusObserved(env, r, before, vmid, prefix),
+    ],
+  };
+}
+
 // ── the table ──────────────────────────────────────────────────────────────
 
 /** Every method of the qemu model the matrix knows, with its guests on `where`. */
@@ -1057,6 +1184,8 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     getConfig,
     nodeStatus,
     nodeConfig,
+    row(templateSpec(n, "qemu", stopped, label(stopped))),
+    row(rebootSpec(n, "qemu", running, label(running))),
   ];
 }
 
@@ -1075,4 +1204,6 @@ export const EXPECTED_METHODS = [
   "getConfig",
   "nodeStatus",
   "nodeConfig",
+  "convertToTemplate",
+  "reboot",
 ];

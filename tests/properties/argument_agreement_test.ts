@@ -170,6 +170,34 @@ const globalArgs = object({
 const vmid = bounded(100, 999999999);
 const guestRef = { vmid: opt(vmid), vmName: opt(singleLine) };
 
+/** `{min, max}` of a free-VMID claim: ordered, reversed, equal, out of range, incomplete. */
+const vmidRangeArb = object({ min: mix(vmid), max: mix(vmid) }).chain((r) =>
+  fc.oneof(
+    { arbitrary: fc.constant(r), weight: 4 },
+    {
+      arbitrary: fc.constant({ min: r.max, max: r.min }).filter((x) =>
+        x.min !== undefined && x.max !== undefined
+      ),
+      weight: 2,
+    },
+    { arbitrary: fc.constant({ min: 500, max: 500 }), weight: 1 },
+  )
+);
+
+/** Mostly absent (a method with many fields must still yield valid samples), else mixed. */
+const rarely = <T>(valid: fc.Arbitrary<T>) =>
+  fc.oneof({ arbitrary: fc.constant(undefined), weight: 4 }, {
+    arbitrary: mix(valid),
+    weight: 1,
+  });
+
+const templateArgs = object({
+  ...guestRef,
+  shutdownFirst: opt(fc.boolean()),
+  timeoutSec: opt(seconds(86400)),
+  force: opt(fc.boolean()),
+});
+
 const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   lookup: object(guestRef),
   guestExec: object({
@@ -206,7 +234,12 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   }),
   clone: object({
     templateId: mix(fc.oneof(vmid, fc.constant(9000))),
-    vmid: mix(fc.oneof(vmid, fc.constant(9000))),
+    // Mostly absent: without vmid a free one is claimed (within vmidRange when given).
+    vmid: fc.option(mix(fc.oneof(vmid, fc.constant(9000))), {
+      nil: undefined,
+      freq: 2,
+    }),
+    vmidRange: rarely(vmidRangeArb),
     name: opt(singleLine),
     full: opt(fc.boolean()),
     storage: opt(singleLine),
@@ -292,12 +325,19 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   }),
   nodeStatus: object({ node: opt(node) }),
   nodeConfig: object({ node: opt(node) }),
+  convertToTemplate: templateArgs,
+  reboot: object({
+    ...guestRef,
+    timeoutSec: opt(seconds(86400)),
+    force: opt(fc.boolean()),
+  }),
 };
 
 /** What the lxc model adds, and the methods it shares with the qemu model. */
 const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   create: object({
-    vmid: mix(vmid),
+    vmid: fc.option(mix(vmid), { nil: undefined, freq: 2 }),
+    vmidRange: rarely(vmidRangeArb),
     ostemplate: mix(
       fc.constantFrom("local:vztmpl/debian-12.tar.zst", "nfs:vztmpl/a.tar.gz"),
     ),
@@ -383,6 +423,8 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
       "sync",
       "nodeStatus",
       "nodeConfig",
+      "convertToTemplate",
+      "reboot",
     ].map((m) => [m, methodArgs[m]]),
   ),
 };

@@ -1,0 +1,256 @@
+//! Which VMID a new guest gets — qemu `clone` and lxc `create` alike.
+//!
+//! With `vmid` the caller chose it (a taken one counts only as a re-run of the same request, see
+//! `provision::claim_vmid`). Without it, a free one is claimed: `GET /cluster/nextid` proposes the
+//! lowest free id, but reserves nothing (two runs are told the same id), so the creating request
+//! itself is the atomic claim — PVE writes the new config file before it forks the task and refuses
+//! a second request for the same id ("unable to create VM n: config file already exists",
+//! qemu-server PVE/API2/Qemu.pm `clone_vm`; "CT n already exists on node …", pve-container's
+//! create_vm through `PVE::Cluster::check_vmid_unused`). On that refusal the next id is tried, a
+//! bounded number of times. A guest another run claimed is never looked at, let alone counted: the
+//! VMID is ours only once PVE accepted OUR request for it.
+
+use super::evidence::{Dispatched, TaskTrail};
+use super::reference::{VMID_MAX, VMID_MIN};
+use crate::args::{ArgError, Fields};
+use crate::explain::could_not;
+use crate::host::Host;
+use crate::pve::endpoints;
+use crate::pve::flex;
+use crate::pve::request::PveRequest;
+use crate::pve::responses::ClusterGuest;
+use crate::run::Run;
+
+/// How many ids a free claim tries before it gives up (each refusal means another run won one).
+pub const CLAIM_ATTEMPTS: u32 = 16;
+
+/// The VMID a new guest is to get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VmidChoice {
+    /// The caller's `vmid`.
+    Given(u32),
+    /// The lowest free id within `min..=max` (`vmidRange`; default PVE's whole range).
+    Free { min: u32, max: u32 },
+}
+
+impl VmidChoice {
+    /// Reads `vmid` or `vmidRange {min, max}` (not both); neither means any free id.
+    pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
+        let given = match fields.optional::<i64>("vmid")? {
+            Some(_) => Some(super::reference::parse_vmid(fields, "vmid")?),
+            None => None,
+        };
+        let range = match fields.optional::<serde_json::Value>("vmidRange")? {
+            Some(_) => {
+                let range = fields.object("vmidRange")?;
+                let min = range.int_in("min", VMID_MIN, VMID_MAX)? as u32;
+                let max = range.int_in("max", VMID_MIN, VMID_MAX)? as u32;
+                if min > max {
+                    return Err(ArgError::new(
+                        "vmidRange.max",
+                        "must be at least vmidRange.min",
+                    ));
+                }
+                Some((min, max))
+            }
+            None => None,
+        };
+        match (given, range) {
+            (Some(_), Some(_)) => Err(ArgError::new(
+                "vmidRange",
+                "give either vmid or vmidRange, not both",
+            )),
+            (Some(vmid), None) => Ok(VmidChoice::Given(vmid)),
+            (None, Some((min, max))) => Ok(VmidChoice::Free { min, max }),
+            (None, None) => Ok(VmidChoice::Free {
+                min: VMID_MIN as u32,
+                max: VMID_MAX as u32,
+            }),
+        }
+    }
+
+    /// The VMID as messages name it before it is known.
+    pub fn describe(&self) -> String {
+        match self {
+            VmidChoice::Given(vmid) => vmid.to_string(),
+            VmidChoice::Free { min, max } => format!("(a free one in {min}–{max})"),
+        }
+    }
+}
+
+/// Sends the creating request for the chosen VMID and follows its task: the VMID the guest got, and
+/// how it was chosen (a prefix for the summary). A given VMID was checked by `claim_vmid` before.
+pub async fn create_guest<H: Host>(
+    run: &Run<'_, H>,
+    choice: VmidChoice,
+    trail: &mut TaskTrail,
+    request: impl Fn(u32) -> PveRequest,
+    action: impl Fn(u32) -> String,
+) -> Result<(u32, String), String> {
+    match choice {
+        VmidChoice::Given(vmid) => {
+            trail.run(&run.pve(), &request(vmid), &action(vmid)).await?;
+            Ok((vmid, String::new()))
+        }
+        VmidChoice::Free { min, max } => {
+            let vmid = claim_free(run, (min, max), trail, request, action).await?;
+            Ok((vmid, format!("claimed the free VMID {vmid}: ")))
+        }
+    }
+}
+
+/// Claims a free VMID in `min..=max` by sending `request(id)` (the creating request) and following
+/// its task: `Ok(id)` once PVE accepted the request for `id` and the task ended well. `action(id)`
+/// names the step in messages ("clone VM 9000 on node pve1 to VMID 123").
+pub async fn claim_free<H: Host>(
+    run: &Run<'_, H>,
+    (min, max): (u32, u32),
+    trail: &mut TaskTrail,
+    request: impl Fn(u32) -> PveRequest,
+    action: impl Fn(u32) -> String,
+) -> Result<u32, String> {
+    let pve = run.pve();
+    let proposed = lowest_free(run).await?;
+    // nextid proposes the lowest free id of the whole cluster; a range above it starts past the
+    // ids the listing shows in use (the token may not see all: PVE's refusal still decides).
+    let listed = match proposed < min {
+        true => listed_ids(run).await?,
+        false => Vec::new(),
+    };
+    let skip_listed = |mut id: u32| {
+        while listed.contains(&id) {
+            id += 1;
+        }
+        id
+    };
+    let mut candidate = skip_listed(proposed.max(min));
+    let mut taken: Vec<u32> = Vec::new();
+    while taken.len() < CLAIM_ATTEMPTS as usize {
+        if candidate > max {
+            return Err(exhausted(min, max, proposed, &taken));
+        }
+        let step = action(candidate);
+        match trail
+            .dispatch_claim(&pve, &request(candidate), &step)
+            .await?
+        {
+            Dispatched::Task(upid) => {
+                trail
+                    .follow(&pve, &upid)
+                    .await
+                    .map_err(|why| format!("{step}: {why}"))?;
+                return Ok(candidate);
+            }
+            Dispatched::IdTaken(why) => {
+                run.info(&format!(
+                    "VMID {candidate} was claimed by another guest after /cluster/nextid proposed it ({why}); trying {}",
+                    candidate + 1
+                ));
+                taken.push(candidate);
+                candidate = skip_listed(candidate + 1);
+            }
+        }
+    }
+    Err(format!(
+        "no VMID could be claimed: {} were each taken by another guest between /cluster/nextid and the request ({}) — many creates at once? run again, or give vmidRange with more room",
+        taken.len(),
+        list(&taken)
+    ))
+}
+
+/// `GET /cluster/nextid`: the lowest free VMID (PVE's proposal, not a reservation).
+async fn lowest_free<H: Host>(run: &Run<'_, H>) -> Result<u32, String> {
+    let request = endpoints::next_free_id();
+    let data = run
+        .pve()
+        .call(&request)
+        .await
+        .map_err(|e| could_not("find a free VMID (GET /cluster/nextid)", &e).0)?;
+    match flex::u64_of(&data) {
+        Some(id) if (VMID_MIN as u64..=VMID_MAX as u64).contains(&id) => Ok(id as u32),
+        _ => Err(format!(
+            "could not find a free VMID: {} answered {data} where a VMID was expected",
+            request.label()
+        )),
+    }
+}
+
+/// The VMIDs `/cluster/resources` shows in use.
+async fn listed_ids<H: Host>(run: &Run<'_, H>) -> Result<Vec<u32>, String> {
+    let guests: Vec<ClusterGuest> = run
+        .pve()
+        .read(&endpoints::cluster_guests(), "a list of guests")
+        .await
+        .map_err(|e| could_not("list the VMIDs in use (GET /cluster/resources)", &e).0)?;
+    Ok(guests
+        .iter()
+        .filter_map(|g| g.vmid)
+        .filter_map(|id| u32::try_from(id).ok())
+        .collect())
+}
+
+fn exhausted(min: u32, max: u32, proposed: u32, taken: &[u32]) -> String {
+    match taken.is_empty() {
+        true => format!(
+            "no free VMID in vmidRange {min}–{max}: every id in it is in use (/cluster/nextid proposed {proposed}, the lowest free id of the cluster) — widen vmidRange or free a VMID in it"
+        ),
+        false => format!(
+            "no free VMID left in vmidRange {min}–{max}: {} were taken by other guests while this run tried them — widen vmidRange",
+            list(taken)
+        ),
+    }
+}
+
+fn list(ids: &[u32]) -> String {
+    ids.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: serde_json::Value) -> Result<VmidChoice, ArgError> {
+        VmidChoice::parse(&Fields::of(&v, "").unwrap())
+    }
+
+    #[test]
+    fn no_vmid_means_any_free_one() {
+        assert_eq!(
+            parse(json!({})).unwrap(),
+            VmidChoice::Free {
+                min: 100,
+                max: 999_999_999
+            }
+        );
+    }
+
+    #[test]
+    fn a_range_bounds_the_claim() {
+        let choice = parse(json!({"vmidRange": {"min": 500, "max": 509}})).unwrap();
+        assert_eq!(choice, VmidChoice::Free { min: 500, max: 509 });
+    }
+
+    #[test]
+    fn a_reversed_range_names_max() {
+        let e = parse(json!({"vmidRange": {"min": 509, "max": 500}})).unwrap_err();
+        assert_eq!(e.field, "vmidRange.max");
+    }
+
+    #[test]
+    fn vmid_and_range_together_are_refused() {
+        let e = parse(json!({"vmid": 500, "vmidRange": {"min": 500, "max": 509}})).unwrap_err();
+        assert_eq!(e.field, "vmidRange");
+    }
+
+    #[test]
+    fn range_bounds_are_vmids() {
+        let e = parse(json!({"vmidRange": {"min": 99, "max": 509}})).unwrap_err();
+        assert_eq!(e.field, "vmidRange.min");
+        let e = parse(json!({"vmidRange": {"min": 100}})).unwrap_err();
+        assert_eq!(e.field, "vmidRange.max");
+    }
+}

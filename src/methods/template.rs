@@ -1,0 +1,319 @@
+//! `convertToTemplate`: turns a stopped, managed guest into a template (both models). Succeeds only
+//! when the guest's config says `template: 1` AND the cluster lists it as a template — a flag set
+//! in the config while the conversion failed half-way (qemu-server writes `template: 1` before it
+//! converts the disks, PVE/API2/Qemu.pm `template`) is not a template until the listing says so.
+//!
+//! Gated like `delete` (the `swamp` tag, never `production`/`protected`; `force` overrides): a
+//! template never runs again. A running guest is refused — PVE refuses it too ("you can't convert a
+//! VM to template if VM is running") — or, with `shutdownFirst`, shut down gracefully first, which
+//! `shutdown` verifies. A guest that already is a template succeeds without a request.
+
+use crate::args::{ArgError, Fields};
+use crate::explain::could_not;
+use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::gates;
+use crate::guest::locate::{locate, Found};
+use crate::guest::power::Target;
+use crate::guest::reference::GuestRef;
+use crate::guest::settle::seconds;
+use crate::host::Host;
+use crate::methods::shutdown::{shut_down, ShutdownArgs};
+use crate::outcome::{Failure, Outcome};
+use crate::poll::Pacer;
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::flex;
+use crate::pve::responses::ClusterGuest;
+use crate::run::Run;
+use serde_json::Value;
+
+/// The arguments of `convertToTemplate`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateArgs {
+    pub target: GuestRef,
+    /// Shut a running guest down (gracefully, verified) instead of refusing it.
+    pub shutdown_first: bool,
+    /// The graceful shutdown's budget.
+    pub timeout_sec: u64,
+    /// Overrides the safety gates.
+    pub force: bool,
+}
+
+impl TemplateArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        Ok(TemplateArgs {
+            target: GuestRef::parse(&fields)?,
+            shutdown_first: fields.or("shutdownFirst", false)?,
+            timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 120)? as u64,
+            force: fields.or("force", false)?,
+        })
+    }
+}
+
+/// Runs `convertToTemplate`.
+pub async fn convert_to_template<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match TemplateArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let mut ev = match sight_present(run, &args.target, "convert to a template").await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
+    };
+    let verdict = convert(run, &mut ev, &args).await;
+    ev.outcome(run, verdict).await
+}
+
+async fn convert<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &TemplateArgs,
+) -> Result<String, String> {
+    let label = ev.label(run);
+    if ev.status.template == Some(true) && is_template(run, ev).await? {
+        return Ok(format!(
+            "{label} already is a template; nothing was converted"
+        ));
+    }
+    ev.pass_gate(run, &gates::TEMPLATE, args.force)?;
+    if !Target::Stopped.reached(run.kind, &ev.status) {
+        stop_first(run, ev, args).await?;
+    }
+    let request = endpoints::guest_template(&ev.at.node, run.kind, ev.at.vmid);
+    let action = format!("convert {label} to a template");
+    let pve = run.pve();
+    match run.kind {
+        GuestKind::Qemu => ev.trail.run(&pve, &request, &action).await?,
+        // pve-container answers null and converts in a worker whose UPID it does not return.
+        GuestKind::Lxc => {
+            ev.trail.sending();
+            let answer = pve.call(&request).await;
+            ev.trail.answered(&answer);
+            answer.map_err(|e| {
+                let check = "its config (run getConfig)";
+                crate::explain::mutation_failed(&action, &e, check).0
+            })?;
+        }
+    }
+    await_template(run, ev).await?;
+    ev.refresh(run).await?;
+    Ok(format!(
+        "{label} is a template: its config says template: 1 and the cluster lists it as one"
+    ))
+}
+
+/// A running guest: refused, or shut down first (gracefully, verified) with `shutdownFirst`.
+async fn stop_first<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &TemplateArgs,
+) -> Result<(), String> {
+    let label = ev.label(run);
+    if !args.shutdown_first {
+        return Err(format!(
+            "{label} is {}: PVE converts only a stopped guest (\"you can't convert a VM to template if VM is running\") — shut it down first, or pass shutdownFirst: true",
+            ev.status.status
+        ));
+    }
+    run.info(&format!(
+        "{label} is {}: shutting it down first (shutdownFirst: true)",
+        ev.status.status
+    ));
+    let shutdown = ShutdownArgs {
+        target: args.target.clone(),
+        timeout_sec: args.timeout_sec,
+        force_stop_after: false,
+        force: args.force,
+    };
+    shut_down(run, ev, &shutdown)
+        .await
+        .map(drop)
+        .map_err(|why| format!("shutdownFirst: {why}; nothing was converted"))
+}
+
+/// Polls until the config says `template: 1` and the cluster lists the guest as a template.
+async fn await_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
+    // What the conversion task left of the method's one budget.
+    let mut pacer = Pacer::until(
+        run.budget.deadline(run.host.now_ms()),
+        run.global.poll_interval_sec * 1000,
+    );
+    loop {
+        if is_template(run, ev).await? {
+            return Ok(());
+        }
+        if pacer.pause(run.host).await.is_err() {
+            return Err(format!(
+                "the conversion of {} was accepted, but when taskTimeoutSec={} (the method's whole wait) ran out, its config (unlocked) and the cluster listing do not both show it as a template — check the task log ({}) and its disks",
+                ev.label(run),
+                seconds(run.budget.total_ms),
+                match run.kind {
+                    GuestKind::Qemu => "qmtemplate",
+                    GuestKind::Lxc => "vztemplate",
+                }
+            ));
+        }
+    }
+}
+
+/// Whether the config says `template: 1` and `/cluster/resources` lists the guest as a template.
+async fn is_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<bool, String> {
+    let pve = run.pve();
+    let label = ev.label(run);
+    let request = endpoints::guest_config(&ev.at.node, run.kind, ev.at.vmid);
+    let config: serde_json::Map<String, Value> = pve
+        .read(&request, "a guest config")
+        .await
+        .map_err(|e| could_not(&format!("read the config of {label}"), &e).0)?;
+    let flagged = config.get("template").and_then(flex::bool_of) == Some(true);
+    // A lock is "not yet": the conversion (or another operation) has not finished.
+    let locked = config
+        .get("lock")
+        .and_then(flex::string_of)
+        .is_some_and(|l| !l.trim().is_empty());
+    if !flagged || locked {
+        return Ok(false);
+    }
+    listed_as_template(run, ev.at.vmid, &label).await
+}
+
+async fn listed_as_template<H: Host>(
+    run: &Run<'_, H>,
+    vmid: u32,
+    label: &str,
+) -> Result<bool, String> {
+    let pve = run.pve();
+    let guests: Vec<ClusterGuest> = pve
+        .read(&endpoints::cluster_guests(), "a list of guests")
+        .await
+        .map_err(|e| {
+            let action = format!(
+                "list the cluster's guests to see whether {label} is listed as a template (GET /cluster/resources)"
+            );
+            could_not(&action, &e).0
+        })?;
+    let entry = guests.iter().find(|g| g.vmid == Some(u64::from(vmid)));
+    match entry {
+        Some(g) => Ok(g.template == Some(true)),
+        None => {
+            // Gone from the listing: look once more, to say where it went.
+            let target = GuestRef {
+                vmid: Some(vmid),
+                name: None,
+            };
+            match locate(&pve, run.kind, &target).await.map_err(|f| f.0)? {
+                Found::Present(_) => Ok(false),
+                Found::Absent { vmid } => Err(format!(
+                    "{} {vmid} disappeared while it was being converted to a template",
+                    run.kind.noun()
+                )),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmtemplate:100:root@pam!t:";
+
+    fn guest(host: &ScriptedHost, status: &str, tags: &str) {
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1", "name": "gold"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": status, "qmpstatus": status, "name": "gold", "tags": tags}),
+        );
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        host.data("POST /nodes/pve1/qemu/100/template", json!(UPID));
+        host.data(
+            "GET /nodes/pve1/qemu/100/config",
+            json!({"smbios1": "uuid=U"}),
+        );
+    }
+
+    fn converted(host: &ScriptedHost) {
+        host.data(
+            "GET /nodes/pve1/qemu/100/config",
+            json!({"smbios1": "uuid=U", "template": 1}),
+        );
+        host.on(
+            "GET /cluster/resources",
+            [Answer::Data(
+                json!([{"vmid": 100, "type": "qemu", "node": "pve1", "name": "gold", "template": 1}]),
+            )],
+        );
+    }
+
+    #[test]
+    fn a_stopped_managed_vm_is_converted_and_verified_in_config_and_listing() {
+        let host = ScriptedHost::new();
+        guest(&host, "stopped", "swamp");
+        converted(&host);
+        let outcome = run_method(&host, "qemu", "convertToTemplate", json!({"vmid": 100}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert!(host
+            .routes_called()
+            .contains(&"POST /nodes/pve1/qemu/100/template".to_string()));
+    }
+
+    #[test]
+    fn a_flag_the_listing_never_shows_is_not_a_template() {
+        let host = ScriptedHost::new();
+        guest(&host, "stopped", "swamp");
+        host.data("GET /nodes/pve1/qemu/100/config", json!({"template": 1}));
+        let outcome = run_method(&host, "qemu", "convertToTemplate", json!({"vmid": 100}));
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("do not both show it as a template"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_running_vm_is_refused_without_shutdown_first() {
+        let host = ScriptedHost::new();
+        guest(&host, "running", "swamp");
+        let outcome = run_method(&host, "qemu", "convertToTemplate", json!({"vmid": 100}));
+        assert!(failure_of(&outcome).contains("pass shutdownFirst: true"));
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+    }
+
+    #[test]
+    fn an_unmanaged_or_production_vm_is_refused_like_delete() {
+        for tags in ["web", "swamp;production"] {
+            let host = ScriptedHost::new();
+            guest(&host, "stopped", tags);
+            let outcome = run_method(&host, "qemu", "convertToTemplate", json!({"vmid": 100}));
+            let message = failure_of(&outcome);
+            assert!(
+                message.starts_with("refusing to convert (to a template) VM 100: it "),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_template_already_is_done_without_a_request() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1", "name": "gold", "template": 1}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "stopped", "name": "gold", "tags": "web", "template": 1}),
+        );
+        host.data("GET /nodes/pve1/qemu/100/config", json!({"template": 1}));
+        let outcome = run_method(&host, "qemu", "convertToTemplate", json!({"vmid": 100}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+    }
+}
