@@ -27,6 +27,7 @@ import {
   sharedResources,
   ShutdownArgs,
   singleLine,
+  snapshotMethods,
   StartArgs,
   StopArgs,
   SyncArgs,
@@ -109,6 +110,9 @@ const CHANGES = [
   "stop",
   "shutdown",
   "delete",
+  "snapshot",
+  "rollback",
+  "deleteSnapshot",
   "convertToTemplate",
   "reboot",
 ];
@@ -234,5 +238,6 @@ export const model = {
         runOnCore("lxc", "convertToTemplate", args, ctx),
     },
     ...nodeMethods("lxc"),
+    ...snapshotMethods("lxc"),
   },
 };

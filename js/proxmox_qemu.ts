@@ -24,6 +24,7 @@ import {
   sharedResources,
   ShutdownArgs,
   singleLine,
+  snapshotMethods,
   StartArgs,
   StopArgs,
   SyncArgs,
@@ -114,6 +115,9 @@ const MUTATING = [
   "shutdown",
   "delete",
   "guestExec",
+  "snapshot",
+  "rollback",
+  "deleteSnapshot",
   "convertToTemplate",
   "reboot",
 ];
@@ -254,5 +258,6 @@ export const model = {
         runOnCore("qemu", "convertToTemplate", args, ctx),
     },
     ...nodeMethods("qemu"),
+    ...snapshotMethods("qemu"),
   },
 };

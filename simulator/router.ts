@@ -20,11 +20,13 @@ import {
   type RawParams,
   VMID_SPEC,
 } from "./params.ts";
+import { SNAPNAME_SPEC } from "./routes_snapshot.ts";
 
 const PATH_PARAM_SPECS: Record<string, ParamSpec> = {
   node: NODE_SPEC,
   vmid: VMID_SPEC,
   upid: { type: "string" },
+  snapname: SNAPNAME_SPEC,
   // pve-storage-id
   storage: { type: "string", pattern: /^[a-z][a-z0-9\-_.]*[a-z0-9]$/i },
 };

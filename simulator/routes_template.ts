@@ -46,6 +46,12 @@ function convertVolumes(g: GuestState): void {
 /** `$load_and_check` of qemu-server (also run again inside the worker). */
 function qemuCheck(g: GuestState): void {
   if (g.lock) throw new ApiError(500, lockedMessage(g));
+  if (Object.keys(g.snapshots).length > 0) {
+    throw new ApiError(
+      500,
+      "unable to create template, because VM contains snapshots",
+    );
+  }
   if (g.config.template) {
     throw new ApiError(500, "you can't convert a template to a template");
   }
@@ -60,6 +66,12 @@ function qemuCheck(g: GuestState): void {
 /** pve-container's checks, in its order. */
 function ctCheck(g: GuestState): void {
   if (g.lock) throw new ApiError(500, ctLockedMessage(g));
+  if (Object.keys(g.snapshots).length > 0) {
+    throw new ApiError(
+      500,
+      "unable to create template, because CT contains snapshots",
+    );
+  }
   if (g.config.template) {
     throw new ApiError(500, "you can't convert a template to a template");
   }

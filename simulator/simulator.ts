@@ -24,6 +24,7 @@ import { lifecycleRoutes } from "./routes_lifecycle.ts";
 import { nodeRoutes } from "./routes_node.ts";
 import { containerSetupOf, lxcRoutes } from "./routes_lxc.ts";
 import { powerRoutes } from "./routes_power.ts";
+import { snapshotRoutes } from "./routes_snapshot.ts";
 import { storageRoutes } from "./routes_storage.ts";
 import { taskListRoutes } from "./routes_tasklist.ts";
 import { taskRoutes } from "./routes_tasks.ts";
@@ -98,6 +99,7 @@ const ROUTES = [
   ...templateRoutes,
   ...rebootRoutes,
   ...taskListRoutes,
+  ...snapshotRoutes,
 ];
 
 /** Starts a simulator on 127.0.0.1, a free port. */

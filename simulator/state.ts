@@ -53,6 +53,7 @@ export function normalizeGuest(g: SimGuest): GuestState {
     metrics: { ...(g.metrics ?? {}) },
     ips: [...(g.ips ?? [])],
     ha: g.ha ? { ...g.ha } : undefined,
+    snapshots: structuredClone(g.snapshots ?? {}),
   };
   if (state.status === "running") {
     state.startedAt = Date.now();

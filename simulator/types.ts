@@ -83,6 +83,21 @@ export interface SimGuest {
   metrics?: Partial<SimMetrics>;
   /** Addresses `network-get-interfaces` reports on eth0 (`10.0.0.5` or `10.0.0.5/24`). */
   ips?: string[];
+  /** Snapshots by name (the config key `parent` names the one the guest descends from). */
+  snapshots?: Record<string, SimSnapshot>;
+}
+
+/** A snapshot: a copy of the guest's config when it was taken (its `parent` key included). */
+export interface SimSnapshot {
+  name: string;
+  tags: string[];
+  config: Record<string, ConfigValue>;
+  snaptime: number;
+  description: string;
+  /** Whether it holds the VM's RAM (the VM resumes running on rollback). */
+  vmstate: boolean;
+  /** `prepare` while being taken, `delete` while being deleted (PVE's snapstate). */
+  snapstate?: string;
 }
 
 /**
@@ -99,6 +114,7 @@ export interface GuestState extends SimGuest {
   pendingDelete: string[];
   metrics: Partial<SimMetrics>;
   ips: string[];
+  snapshots: Record<string, SimSnapshot>;
   /** When the guest was (last) started, epoch ms; set while running. */
   startedAt?: number;
   /** Fake host pid of the QEMU process; set while running. */

@@ -5,8 +5,9 @@ use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
-    check, clone, create, delete, get_config, guest_exec, lookup, node_config, node_status, reboot,
-    resize_disk, set_config, shutdown, start, stop, sync, template,
+    check, clone, create, delete, delete_snapshot, get_config, guest_exec, list_snapshots, lookup,
+    node_config, node_status, reboot, resize_disk, rollback, set_config, shutdown, snapshot, start,
+    stop, sync, template,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -35,6 +36,10 @@ enum Method {
     Resize,
     NodeStatus,
     NodeConfig,
+    Snapshot,
+    ListSnapshots,
+    Rollback,
+    DeleteSnapshot,
     Template,
     Reboot,
     CheckReachable,
@@ -54,6 +59,10 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, "sync") => Method::Sync,
         (_, "nodeStatus") => Method::NodeStatus,
         (_, "nodeConfig") => Method::NodeConfig,
+        (_, "snapshot") => Method::Snapshot,
+        (_, "listSnapshots") => Method::ListSnapshots,
+        (_, "rollback") => Method::Rollback,
+        (_, "deleteSnapshot") => Method::DeleteSnapshot,
         (_, "convertToTemplate") => Method::Template,
         (_, "reboot") => Method::Reboot,
         (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
@@ -76,8 +85,13 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
     let fields = Fields::of(args, "").map_err(|e| e.to_string())?;
     let known = method_of(kind, method).ok_or_else(no_rules)?;
     let checked = match known {
-        Method::Lookup | Method::GetConfig => GuestRef::parse(&fields).map(drop),
-        Method::GuestExec => guest_exec::ExecArgs::parse(args).map(drop),
+        Method::Lookup | Method::GetConfig | Method::ListSnapshots => {
+            GuestRef::parse(&fields).map(drop)
+        }
+        Method::Snapshot => snapshot::SnapshotArgs::parse(kind, args).map(drop),
+        Method::Rollback => rollback::RollbackArgs::parse(kind, args).map(drop),
+        Method::DeleteSnapshot => delete_snapshot::DeleteSnapshotArgs::parse(kind, args).map(drop),
+        Method::GuestExec => crate::guest::exec::ExecArgs::parse(args).map(drop),
         Method::Start => start::StartArgs::parse(args).map(drop),
         Method::Stop => stop::StopArgs::parse(args).map(drop),
         Method::Shutdown => shutdown::ShutdownArgs::parse(args).map(drop),
@@ -155,6 +169,10 @@ async fn run_scrubbed<H: Host>(
         Method::Resize => resize_disk::resize_disk(&run, args).await,
         Method::NodeStatus => node_status::node_status(&run, args).await,
         Method::NodeConfig => node_config::node_config(&run, args).await,
+        Method::Snapshot => snapshot::snapshot(&run, args).await,
+        Method::ListSnapshots => list_snapshots::list_snapshots(&run, args).await,
+        Method::Rollback => rollback::rollback(&run, args).await,
+        Method::DeleteSnapshot => delete_snapshot::delete_snapshot(&run, args).await,
         Method::Template => template::convert_to_template(&run, args).await,
         Method::Reboot => reboot::reboot(&run, args).await,
         Method::CheckReachable => check::transport_reachable(&run).await,

@@ -4,7 +4,7 @@ use libfuzzer_sys::fuzz_target;
 use proxmox_core::args::Fields;
 use proxmox_core::global_args::GlobalArgs;
 use proxmox_core::guest::reference::GuestRef;
-use proxmox_core::methods::guest_exec::ExecArgs;
+use proxmox_core::guest::exec::ExecArgs;
 
 fuzz_target!(|input: &[u8]| {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(input) else { return };

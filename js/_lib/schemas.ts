@@ -394,6 +394,12 @@ export function sharedResources(noun: string, prefix: string) {
       schema: NodeConfigRecord,
       ...kept,
     },
+    snapshots: {
+      description:
+        `A ${noun}'s snapshot tree as observed (instance ${prefix}-<vmid>-snapshots)`,
+      schema: SnapshotsRecord,
+      ...kept,
+    },
   };
 }
 
@@ -415,6 +421,108 @@ export function nodeMethods(model: ModelName) {
       arguments: NodeArgs,
       execute: (args: z.infer<typeof NodeArgs>, ctx: MethodContext) =>
         runOnCore(model, "nodeConfig", args, ctx),
+    },
+  };
+}
+
+// Snapshots (both models; `vmstate` only for VMs, reserved names per kind).
+
+/** PVE's `pve-configid` (pve-common `$CONFIGID_RE`) within pve-snapshot-name's 40 characters. */
+const snapshotName = z.string().regex(
+  /^[A-Za-z][A-Za-z0-9_-]+$/,
+  "name must be a letter followed by at least one letter, digit, _ or - (PVE's pve-configid format)",
+).max(40, "name must be at most 40 characters (PVE's limit)");
+
+/** Names PVE refuses for a new snapshot: qemu-server and pve-container's snapshot handlers. */
+const reservedSnapshotName = (model: ModelName) => (name: string) =>
+  name === "current" ||
+  (model === "qemu" ? name.toLowerCase() === "pending" : name === "vzdump");
+
+/** snapshot: a new snapshot's name and description; `vmstate` saves a running VM's RAM. */
+export function snapshotArgs(model: ModelName) {
+  return z.object({
+    ...guestRef,
+    name: snapshotName.refine((n) => !reservedSnapshotName(model)(n), {
+      message: "name is a name PVE reserves",
+    }),
+    // No argv can carry a NUL, so it could never reach pvesh over ssh; refused on both transports.
+    description: z.string().refine((v) => !v.includes("\0"), {
+      message: "description must not contain NUL",
+    }).optional(),
+    ...(model === "qemu" ? { vmstate: z.boolean().default(false) } : {}),
+  }).refine(requireGuest, provideGuest);
+}
+
+/** rollback: the snapshot to return to; `start` starts the guest afterwards. */
+export const RollbackArgs = z.object({
+  ...guestRef,
+  name: snapshotName,
+  start: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+/** deleteSnapshot: `force` removes it from the config even if a disk snapshot cannot be removed. */
+export const DeleteSnapshotArgs = z.object({
+  ...guestRef,
+  name: snapshotName,
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+/** The `snapshots` record (`vm-<vmid>-snapshots`, `ct-<vmid>-snapshots`): the tree as observed. */
+export const SnapshotsRecord = z.object({
+  vmid: z.number(),
+  node: z.string(),
+  currentParent: z.string().optional(),
+  snapshots: z.array(z.object({
+    name: z.string(),
+    parent: z.string().optional(),
+    description: z.string().optional(),
+    snaptime: z.number().optional(),
+    vmstate: z.boolean(),
+    snapstate: z.string().optional(),
+  })),
+  lastOperation: z.string(),
+  recordedAt: z.string(),
+});
+
+/** The snapshot methods both models share. */
+export function snapshotMethods(model: ModelName) {
+  const noun = model === "qemu" ? "VM" : "container";
+  const prefix = model === "qemu" ? "vm" : "ct";
+  const SnapshotArgs = snapshotArgs(model);
+  return {
+    snapshot: {
+      description:
+        `Take a snapshot of the ${noun}; succeeds when the list shows it (complete, with the guest's former parent) and the lock is released. Records ${prefix}-<vmid>-snapshots`,
+      kind: "action" as const,
+      arguments: SnapshotArgs,
+      execute: (args: z.infer<typeof SnapshotArgs>, ctx: MethodContext) =>
+        runOnCore(model, "snapshot", args, ctx),
+    },
+    listSnapshots: {
+      description:
+        `Record the ${noun}'s snapshot tree as ${prefix}-<vmid>-snapshots`,
+      kind: "action" as const,
+      arguments: GuestArgs,
+      execute: (args: z.infer<typeof GuestArgs>, ctx: MethodContext) =>
+        runOnCore(model, "listSnapshots", args, ctx),
+    },
+    rollback: {
+      description:
+        `Roll the ${noun} back to a snapshot; succeeds when it descends from that snapshot, is unlocked, and runs (snapshot with RAM, or start) or is stopped`,
+      kind: "action" as const,
+      arguments: RollbackArgs,
+      execute: (args: z.infer<typeof RollbackArgs>, ctx: MethodContext) =>
+        runOnCore(model, "rollback", args, ctx),
+    },
+    deleteSnapshot: {
+      description:
+        `Delete a snapshot of the ${noun}; succeeds when it is no longer listed and the lock is released`,
+      kind: "action" as const,
+      arguments: DeleteSnapshotArgs,
+      execute: (
+        args: z.infer<typeof DeleteSnapshotArgs>,
+        ctx: MethodContext,
+      ) => runOnCore(model, "deleteSnapshot", args, ctx),
     },
   };
 }

@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod evidence;
+pub mod exec;
 pub mod gates;
 pub mod identity;
 pub mod locate;
@@ -11,4 +12,5 @@ pub mod reboot;
 pub mod record;
 pub mod reference;
 pub mod settle;
+pub mod snapshots;
 pub mod vmid_claim;

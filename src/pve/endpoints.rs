@@ -354,6 +354,87 @@ pub fn node_bridges(node: &str) -> PveRequest {
     PveRequest::get(&["nodes", node, "network"]).param("type", "any_bridge")
 }
 
+fn guest_path<'a>(node: &'a str, kind: GuestKind, vmid: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut segments = vec!["nodes", node, kind.segment(), vmid];
+    segments.extend_from_slice(rest);
+    segments
+}
+
+/// `GET /nodes/{node}/{kind}/{vmid}/snapshot`: every snapshot, and a `current` entry ("You are
+/// here!") whose `parent` is the snapshot the guest descends from.
+pub fn snapshot_list(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
+    let id = vmid.to_string();
+    PveRequest::get(&guest_path(node, kind, &id, &["snapshot"]))
+}
+
+/// `POST /nodes/{node}/{kind}/{vmid}/snapshot` → UPID (`qmsnapshot` / `vzsnapshot`).
+/// `vmstate` exists for VMs only.
+pub fn snapshot_create(
+    node: &str,
+    kind: GuestKind,
+    vmid: u32,
+    name: &str,
+    description: Option<&str>,
+    vmstate: bool,
+) -> PveRequest {
+    let id = vmid.to_string();
+    let mut request = PveRequest::new(
+        Verb::Create,
+        &guest_path(node, kind, &id, &["snapshot"]),
+        Repeat::Never,
+    )
+    .param("snapname", name);
+    if let Some(description) = description {
+        request = request.param("description", description);
+    }
+    if vmstate {
+        request = request.param("vmstate", "1");
+    }
+    request
+}
+
+/// `POST /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/rollback` → UPID (`qmrollback` /
+/// `vzrollback`); `start` starts the guest after the rollback.
+pub fn snapshot_rollback(
+    node: &str,
+    kind: GuestKind,
+    vmid: u32,
+    name: &str,
+    start: bool,
+) -> PveRequest {
+    let id = vmid.to_string();
+    let request = PveRequest::new(
+        Verb::Create,
+        &guest_path(node, kind, &id, &["snapshot", name, "rollback"]),
+        Repeat::Never,
+    );
+    match start {
+        true => request.param("start", "1"),
+        false => request,
+    }
+}
+
+/// `DELETE /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}` → UPID (`qmdelsnapshot` /
+/// `vzdelsnapshot`); `force` removes it from the config even if removing a disk snapshot fails.
+pub fn snapshot_delete(
+    node: &str,
+    kind: GuestKind,
+    vmid: u32,
+    name: &str,
+    force: bool,
+) -> PveRequest {
+    let id = vmid.to_string();
+    let request = PveRequest::new(
+        Verb::Delete,
+        &guest_path(node, kind, &id, &["snapshot", name]),
+        Repeat::Never,
+    );
+    match force {
+        true => request.param("force", "1"),
+        false => request,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -203,6 +203,7 @@ export async function faultCell(
   const fault = FAULTS[id];
   const env = await matrixEnv(spec.model);
   try {
+    await spec.prepare?.(env);
     await endpoint.prepare?.(env);
     const from = env.sim.requests.length;
     const before = snapshot(env);
@@ -302,6 +303,7 @@ export async function scenarioCell(
   const started = performance.now();
   const env = await matrixEnv(spec.model);
   try {
+    await spec.prepare?.(env);
     const before = snapshot(env);
     plan.arm?.(env);
     const run = env.run(spec.name, args);

@@ -36,6 +36,7 @@ import {
   type Where,
   writesOnly,
 } from "./methods.ts";
+import { snapshotSpecs } from "./snapshot_rows.ts";
 
 /**
  * The lxc matrix's cluster: the demo guests (VMs 100… and container 200), a stopped and a running
@@ -369,6 +370,7 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     getConfig,
     nodeRead("nodeStatus"),
     nodeRead("nodeConfig"),
+    ...snapshotSpecs(n, "lxc", stopped, label(stopped)).map((spec) => ct(spec)),
     ct(templateSpec(n, "lxc", stopped, label(stopped))),
     ct(rebootSpec(n, "lxc", running, label(running))),
   ];
@@ -478,6 +480,10 @@ export const EXPECTED_LXC_METHODS = [
   "getConfig",
   "nodeStatus",
   "nodeConfig",
+  "snapshot",
+  "rollback",
+  "deleteSnapshot",
+  "listSnapshots",
   "convertToTemplate",
   "reboot",
 ];

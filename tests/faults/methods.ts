@@ -11,6 +11,7 @@ import type { Env } from "../e2e/env.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { SimGuest } from "../../simulator/types.ts";
 import type { FaultId } from "./faults.ts";
+import { snapshotSpecs } from "./snapshot_rows.ts";
 
 /** What a verdict may be. */
 export type Verdict = "fail" | "ok" | "ok-retried" | "ok-flagged";
@@ -77,6 +78,8 @@ export interface MethodSpec {
   endpoints: Endpoint[];
   /** A failure message names what was being done: this must match. */
   names: RegExp;
+  /** Prepares the fixture for every cell of this row, before its fault or scenario is armed. */
+  prepare?(env: Env): void | Promise<void>;
   /** Whether the method runs a PVE task (it gets the `task✗` scenario). */
   task: boolean;
   /** After a success: problems if the intended effect does not hold in the simulator. */
@@ -1184,6 +1187,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     getConfig,
     nodeStatus,
     nodeConfig,
+    ...snapshotSpecs(n, "qemu", stopped, label(stopped)).map(row),
     row(templateSpec(n, "qemu", stopped, label(stopped))),
     row(rebootSpec(n, "qemu", running, label(running))),
   ];
@@ -1204,6 +1208,10 @@ export const EXPECTED_METHODS = [
   "getConfig",
   "nodeStatus",
   "nodeConfig",
+  "snapshot",
+  "rollback",
+  "deleteSnapshot",
+  "listSnapshots",
   "convertToTemplate",
   "reboot",
 ];

@@ -170,6 +170,57 @@ const globalArgs = object({
 const vmid = bounded(100, 999999999);
 const guestRef = { vmid: opt(vmid), vmName: opt(singleLine) };
 
+/** Snapshot names: valid pve-configid names, each way of breaking the rule, reserved names. */
+const snapshotName = mix(
+  fc.oneof(
+    {
+      arbitrary: fc.constantFrom("ab", "before-upgrade", "A_1", "x".repeat(40)),
+      weight: 12,
+    },
+    {
+      arbitrary: fc.constantFrom(
+        "a",
+        "1ab",
+        "-ab",
+        "a b",
+        "a.b",
+        "äb",
+        "x".repeat(41),
+        "current",
+        "pending",
+        "Pending",
+        "vzdump",
+      ),
+      weight: 2,
+    },
+    { arbitrary: fc.string({ maxLength: 6 }), weight: 1 },
+  ),
+);
+
+/** The snapshot methods' generators; `vmstate` exists for VMs only. */
+function snapshotArgs(vm: boolean) {
+  return {
+    snapshot: object({
+      ...guestRef,
+      name: snapshotName,
+      description: opt(
+        fc.oneof(fc.string({ maxLength: 8 }), fc.constant("a\0b")),
+      ),
+      ...(vm ? { vmstate: opt(fc.boolean()) } : {}),
+    }),
+    listSnapshots: object(guestRef),
+    rollback: object({
+      ...guestRef,
+      name: snapshotName,
+      start: opt(fc.boolean()),
+    }),
+    deleteSnapshot: object({
+      ...guestRef,
+      name: snapshotName,
+      force: opt(fc.boolean()),
+    }),
+  };
+}
 /** `{min, max}` of a free-VMID claim: ordered, reversed, equal, out of range, incomplete. */
 const vmidRangeArb = object({ min: mix(vmid), max: mix(vmid) }).chain((r) =>
   fc.oneof(
@@ -325,6 +376,7 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   }),
   nodeStatus: object({ node: opt(node) }),
   nodeConfig: object({ node: opt(node) }),
+  ...snapshotArgs(true),
   convertToTemplate: templateArgs,
   reboot: object({
     ...guestRef,
@@ -427,6 +479,7 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
       "reboot",
     ].map((m) => [m, methodArgs[m]]),
   ),
+  ...snapshotArgs(false),
 };
 
 type Schema = {

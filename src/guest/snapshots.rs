@@ -1,0 +1,320 @@
+//! Snapshots as both models see them: the name rule PVE applies, the tree `GET …/snapshot` shows,
+//! and the `<vm|ct>-<vmid>-snapshots` record that holds it as observed.
+
+use super::evidence::Evidence;
+use super::locate::Located;
+use super::settle::{describe, lock_of, settle, Seen};
+use crate::args::ArgError;
+use crate::client::Pve;
+use crate::explain::could_not;
+use crate::host::Host;
+use crate::outcome::Outcome;
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::PveError;
+use crate::pve::flex;
+use crate::pve::responses::GuestStatus;
+use crate::run::{write, Run};
+use serde::Serialize;
+use serde_json::Value;
+
+/// `pve-snapshot-name` (pve-guest-common GuestHelpers): format `pve-configid`, maxLength 40.
+const MAX_NAME_CHARS: usize = 40;
+
+/// Checks a snapshot name as PVE does: `pve-configid` is `^[a-z][a-z0-9_-]+$` case-insensitively
+/// (pve-common JSONSchema.pm `$CONFIGID_RE`), at most 40 characters. A new snapshot may not take a
+/// reserved name: `current` for both kinds; `pending` (any case) for VMs (qemu-server
+/// API2/Qemu.pm `snapshot`), `vzdump` for containers (pve-container API2/LXC/Snapshot.pm).
+pub fn check_name(
+    kind: GuestKind,
+    field: &str,
+    name: &str,
+    creating: bool,
+) -> Result<(), ArgError> {
+    let mut chars = name.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !first_ok || !rest_ok || name.len() < 2 {
+        return Err(ArgError::new(
+            field,
+            "must be a letter followed by at least one letter, digit, _ or - (PVE's pve-configid format)",
+        ));
+    }
+    if name.len() > MAX_NAME_CHARS {
+        return Err(ArgError::new(
+            field,
+            "must be at most 40 characters (PVE's limit)",
+        ));
+    }
+    let reserved = match kind {
+        GuestKind::Qemu => name == "current" || name.eq_ignore_ascii_case("pending"),
+        GuestKind::Lxc => name == "current" || name == "vzdump",
+    };
+    if creating && reserved {
+        return Err(ArgError::new(
+            field,
+            format!("{name:?} is a name PVE reserves"),
+        ));
+    }
+    Ok(())
+}
+
+/// One snapshot as listed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snaptime: Option<u64>,
+    /// Whether it holds the VM's RAM (VMs only).
+    pub vmstate: bool,
+    /// Set while a snapshot task works on it (`prepare`, `delete`): the snapshot is incomplete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapstate: Option<String>,
+}
+
+/// The snapshot tree of one guest, as `GET …/snapshot` showed it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotTree {
+    /// The `current` entry's parent: the snapshot the guest's state descends from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_parent: Option<String>,
+    pub snapshots: Vec<Snapshot>,
+}
+
+impl SnapshotTree {
+    /// Parses the list; `None` when it is not a list of named entries.
+    pub fn from_value(data: &Value) -> Option<SnapshotTree> {
+        let mut tree = SnapshotTree {
+            current_parent: None,
+            snapshots: Vec::new(),
+        };
+        for entry in data.as_array()? {
+            let field = |key: &str| {
+                entry
+                    .get(key)
+                    .and_then(flex::string_of)
+                    .filter(|s| !s.is_empty())
+            };
+            let name = field("name")?;
+            if name == "current" {
+                tree.current_parent = field("parent");
+                continue;
+            }
+            tree.snapshots.push(Snapshot {
+                parent: field("parent"),
+                description: field("description").unwrap_or_default(),
+                snaptime: entry
+                    .get("snaptime")
+                    .and_then(flex::u64_of)
+                    .filter(|t| *t > 0),
+                vmstate: entry
+                    .get("vmstate")
+                    .and_then(flex::bool_of)
+                    .unwrap_or(false),
+                snapstate: field("snapstate"),
+                name,
+            });
+        }
+        // PVE lists them in hash order: a stable order (oldest first) keeps records comparable.
+        tree.snapshots
+            .sort_by(|a, b| (a.snaptime, &a.name).cmp(&(b.snaptime, &b.name)));
+        Some(tree)
+    }
+
+    pub fn find(&self, name: &str) -> Option<&Snapshot> {
+        self.snapshots.iter().find(|s| s.name == name)
+    }
+
+    /// `a (parent: b), c (parent: a)`, for messages.
+    pub fn describe(&self) -> String {
+        if self.snapshots.is_empty() {
+            return "no snapshots".to_string();
+        }
+        let names: Vec<String> = self
+            .snapshots
+            .iter()
+            .map(|s| match &s.parent {
+                Some(parent) => format!("{} (parent {parent})", s.name),
+                None => s.name.clone(),
+            })
+            .collect();
+        names.join(", ")
+    }
+}
+
+/// `GET …/snapshot` of a located guest.
+pub async fn read_tree<H: Host>(
+    pve: &Pve<'_, H>,
+    kind: GuestKind,
+    at: &Located,
+) -> Result<SnapshotTree, PveError> {
+    let data = pve
+        .call(&endpoints::snapshot_list(&at.node, kind, at.vmid))
+        .await?;
+    SnapshotTree::from_value(&data).ok_or_else(|| {
+        PveError::malformed(format!(
+            "the snapshot list is not a list of named entries: {data}"
+        ))
+    })
+}
+
+/// Reads the tree of the guest in `ev`, for a method's messages.
+pub async fn read_tree_of<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+) -> Result<SnapshotTree, String> {
+    read_tree(&run.pve(), run.kind, &ev.at)
+        .await
+        .map_err(|e| could_not(&format!("list the snapshots of {}", ev.label(run)), &e).0)
+}
+
+/// The `<vm|ct>-<vmid>-snapshots` record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotsRecord {
+    pub vmid: u32,
+    pub node: String,
+    #[serde(flatten)]
+    pub tree: SnapshotTree,
+    pub last_operation: String,
+    pub recorded_at: String,
+}
+
+/// The record of a tree observed on `at`.
+pub fn tree_write<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    tree: &SnapshotTree,
+) -> crate::outcome::RecordWrite {
+    let record = SnapshotsRecord {
+        vmid: at.vmid,
+        node: at.node.clone(),
+        tree: tree.clone(),
+        last_operation: run.method.to_string(),
+        recorded_at: run.now_iso(),
+    };
+    write(
+        "snapshots",
+        format!("{}-snapshots", run.guest_instance(at.vmid)),
+        &record,
+    )
+}
+
+/// The outcome of a snapshot method: the guest's state record, the last tree observed (if any),
+/// then the verdict.
+pub async fn snapshot_outcome<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    tree: Option<&SnapshotTree>,
+    verdict: Result<String, String>,
+) -> Outcome {
+    let mut outcome = ev.outcome(run, verdict).await;
+    if let Some(tree) = tree {
+        outcome.writes.push(tree_write(run, &ev.at, tree));
+    }
+    outcome
+}
+
+/// PVE refuses a locked guest (AbstractConfig `check_lock`): refused before anything is sent, in
+/// PVE's words.
+pub fn refuse_locked<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
+    match lock_of(&ev.status) {
+        Some(lock) => Err(format!(
+            "{}: {} is locked ({lock}) — PVE refuses snapshot operations on a locked guest; wait for the operation holding the lock, or clear it",
+            ev.label(run),
+            match run.kind {
+                GuestKind::Qemu => "VM",
+                GuestKind::Lxc => "CT",
+            }
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Waits until `status/current` shows no lock (and `also` holds), within what is left of the
+/// method's one budget (`taskTimeoutSec`): a lock left behind is a transitional state, not a result
+/// (`settle` holds out for no lock by itself).
+pub async fn await_unlocked<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    also: impl Fn(&GuestStatus) -> bool,
+    wanted: &str,
+) -> Result<(), String> {
+    let budget_ms = run.wait_budget_ms();
+    let waited = settle(
+        &run.pve(),
+        run.kind,
+        &ev.at,
+        budget_ms,
+        also,
+        &mut Seen {
+            status: &mut ev.status,
+            at_ms: &mut ev.observed_at,
+            after: &mut ev.observed_after,
+            mutations: ev.trail.mutations_sent,
+        },
+    )
+    .await;
+    waited.map_err(|why| {
+        format!(
+            "{} did not show {wanted}: {why}; last observed: {}",
+            ev.label(run),
+            describe(&ev.status)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_follow_pve_configid() {
+        for good in ["ab", "before-upgrade", "A_1", "x9-_"] {
+            assert!(
+                check_name(GuestKind::Qemu, "name", good, true).is_ok(),
+                "{good}"
+            );
+        }
+        for bad in ["", "a", "1ab", "-ab", "a b", "a.b", "ä1", &"a".repeat(41)] {
+            assert!(
+                check_name(GuestKind::Qemu, "name", bad, true).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(check_name(GuestKind::Qemu, "name", &"a".repeat(40), true).is_ok());
+    }
+
+    #[test]
+    fn reserved_names_differ_by_kind_and_bind_only_new_snapshots() {
+        assert!(check_name(GuestKind::Qemu, "name", "PENDING", true).is_err());
+        assert!(check_name(GuestKind::Lxc, "name", "PENDING", true).is_ok());
+        assert!(check_name(GuestKind::Lxc, "name", "vzdump", true).is_err());
+        assert!(check_name(GuestKind::Qemu, "name", "vzdump", true).is_ok());
+        assert!(check_name(GuestKind::Qemu, "name", "current", true).is_err());
+        assert!(check_name(GuestKind::Qemu, "name", "current", false).is_ok());
+    }
+
+    #[test]
+    fn the_current_entry_gives_the_parent_and_is_not_a_snapshot() {
+        let tree = SnapshotTree::from_value(&json!([
+            {"name": "b", "parent": "a", "snaptime": 20, "vmstate": 0, "description": ""},
+            {"name": "a", "snaptime": 10, "vmstate": 1, "description": "first"},
+            {"name": "current", "parent": "b", "running": 1, "description": "You are here!"}
+        ]))
+        .unwrap();
+        assert_eq!(tree.current_parent.as_deref(), Some("b"));
+        assert_eq!(tree.snapshots.len(), 2);
+        assert_eq!(tree.snapshots[0].name, "a");
+        assert!(tree.snapshots[0].vmstate);
+        assert_eq!(tree.find("b").unwrap().parent.as_deref(), Some("a"));
+        assert!(SnapshotTree::from_value(&json!({"name": "a"})).is_none());
+        assert!(SnapshotTree::from_value(&json!([{"parent": "a"}])).is_none());
+    }
+}

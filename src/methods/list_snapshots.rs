@@ -1,0 +1,38 @@
+//! `listSnapshots`: records the guest's snapshot tree as `GET …/snapshot` shows it, as
+//! `<vm|ct>-<vmid>-snapshots`.
+
+use crate::args::Fields;
+use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
+use crate::guest::reference::GuestRef;
+use crate::guest::snapshots::{read_tree, tree_write};
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::run::Run;
+use serde_json::Value;
+
+/// Runs `listSnapshots`.
+pub async fn list_snapshots<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let target = match Fields::of(args, "").and_then(|f| GuestRef::parse(&f)) {
+        Ok(target) => target,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let read = async |at: &Located| read_tree(&run.pve(), run.kind, at).await;
+    match read_where_it_lives(run, &target, "the snapshots", read).await {
+        Ok(GuestRead::Read { at, value: tree }) => {
+            let summary = format!(
+                "{} {} on node {}: {}",
+                run.kind.noun(),
+                at.vmid,
+                at.node,
+                tree.describe()
+            );
+            Outcome::succeeded(vec![tree_write(run, &at, &tree)], summary)
+        }
+        Ok(GuestRead::Absent { vmid }) => Failure::new(format!(
+            "{} {vmid} does not exist on any node: it has no snapshots to list",
+            run.kind.noun()
+        ))
+        .into(),
+        Err(failure) => failure.into(),
+    }
+}
