@@ -3,6 +3,7 @@
 pub mod config_keys;
 pub mod endpoints;
 pub mod error;
+pub mod exec_data;
 pub mod flex;
 pub mod property;
 pub mod request;
