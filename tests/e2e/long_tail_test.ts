@@ -279,3 +279,25 @@ Deno.test("long tail: huge numbers leave a record that matches its schema, never
     assert.equal(rec.memBytes, 2 ** 60);
   });
 });
+
+Deno.test("long tail: a password the method sent, echoed back in PVE's error, is scrubbed", async () => {
+  await withEnv({}, async (env) => {
+    const password = "pw-Zq81-never-shown";
+    env.sim.fault({
+      method: "PUT",
+      pathRegex: "/qemu/102/config$",
+      kind: "status",
+      status: 500,
+      message: `hook rejected cipassword '${password}' (${
+        encodeURIComponent(password)
+      })`,
+    });
+    const r = await env.run("setConfig", {
+      vmid: 102,
+      config: { cipassword: password },
+    });
+    assert.equal(r.status, "failed");
+    assert.match(r.error ?? "", /hook rejected cipassword '\*\*\*' \(\*\*\*\)/);
+    assert.ok(!JSON.stringify(r).includes(password), "nowhere in the run");
+  });
+});
