@@ -59,7 +59,14 @@ layer "cargo test" count_rust cargo test --quiet
 # No --quiet here: cargo would hand it to wasm-bindgen-test-runner, which refuses it.
 layer "wasm-bindgen-test" count_rust env CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test --target wasm32-unknown-unknown --test wasm_boundary
-layer "deno test" count_deno deno test --allow-all --quiet --ignore=tests/real_swamp,tests/real_guest tests/ js/
+# The simulators of the end-to-end and fault tests log every request the package sends (both
+# transports) with its verdict against PVE 9's schema; the conformance layer sums the log up.
+conformance_log="$PROJECT_ROOT/$logs/conformance.jsonl"
+rm -f "$conformance_log"
+layer "deno test" count_deno env PVE_CONFORMANCE_LOG="$conformance_log" \
+  deno test --allow-all --quiet --ignore=tests/real_swamp,tests/real_guest tests/ js/
+layer "conformance" count_gate deno run --allow-read simulator/schema/report.ts "$conformance_log"
+grep -E '^[0-9]+ requests validated' "$logs/conformance.log" | sed 's/^/   /'
 
 # The real swamp CLI, built from source by ../shared/tools/swamp/setup.sh (npm is its only network), runs
 # the installed package against the simulator; the harness above is the fast path, this keeps it honest.

@@ -10,6 +10,7 @@ import { z } from "npm:zod@4";
 import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
   DeleteArgs,
+  dnsName,
   GlobalArgs,
   GuestArgs,
   guestRef,
@@ -34,10 +35,6 @@ import {
   TemplateArgs,
   transportReachable,
 } from "./_lib/schemas.ts";
-
-/** PVE's `dns-name` format (a container's hostname). */
-const DNS_NAME =
-  /^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*$/;
 
 /**
  * Keys `create`'s config bag may not hold: they have their own argument, or change how PVE creates
@@ -66,10 +63,7 @@ const CREATE_REFUSED_KEYS = [
 const CreateArgs = z.object({
   ...newVmid,
   ostemplate: singleLine("ostemplate"),
-  hostname: z.string().max(255).regex(
-    DNS_NAME,
-    "hostname must be a DNS name (letters, digits and inner hyphens, labels joined by dots)",
-  ),
+  hostname: dnsName("hostname"),
   storage: pathSegment("storage"),
   /** GiB. */
   rootfsSize: z.number().int().min(1).max(131072).default(8),

@@ -10,6 +10,7 @@ import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
   applyPending,
   DeleteArgs,
+  dnsName,
   GlobalArgs,
   GuestArgs,
   guestRef,
@@ -68,7 +69,7 @@ const readyFields = {
 const CloneArgs = z.object({
   templateId: vmid,
   ...newVmid,
-  name: singleLine("name"),
+  name: dnsName("name"),
   full: z.boolean().default(true),
   storage: singleLine("storage").optional(),
   /** Start the clone and wait until it is ready (as waitReady). */
@@ -76,6 +77,11 @@ const CloneArgs = z.object({
 }).refine((a) => a.templateId !== a.vmid, {
   message: "vmid must differ from templateId",
   path: ["vmid"],
+}).refine((a) => a.full || a.storage === undefined, {
+  // qemu-server clone_vm refuses a target storage for a linked clone.
+  message:
+    "storage cannot be given with full: false (PVE puts a linked clone on its template's storage)",
+  path: ["storage"],
 }).refine(notBothVmidAndRange, oneVmidChoice);
 
 /** An ssh public key line as PVE validates keys: `<type> <base64> [comment]`. */

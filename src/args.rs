@@ -229,6 +229,25 @@ fn check_range(field: &str, value: i64, min: i64, max: i64) -> Result<(), ArgErr
     Ok(())
 }
 
+/// PVE's `dns-name` format (pve-common `pve_verify_dns_name`): labels of letters, digits and inner
+/// hyphens, joined by dots. The 255-character bound is a container hostname's `maxLength`.
+pub fn is_dns_name(text: &str) -> bool {
+    let label_ok = |label: &str| {
+        let bytes = label.as_bytes();
+        match (bytes.first(), bytes.last()) {
+            (Some(first), Some(last)) => {
+                first.is_ascii_alphanumeric()
+                    && last.is_ascii_alphanumeric()
+                    && bytes
+                        .iter()
+                        .all(|b| b.is_ascii_alphanumeric() || *b == b'-')
+            }
+            _ => false,
+        }
+    };
+    text.len() <= 255 && text.split('.').all(label_ok)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,17 @@ import {
   runOnCore,
 } from "./core.ts";
 
+/** PVE's `dns-name` format (pve-common pve_verify_dns_name): a container hostname, a VM name. */
+const DNS_NAME =
+  /^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*$/;
+
+/** A value PVE checks as a `dns-name`. */
+export const dnsName = (what: string) =>
+  z.string().max(255).regex(
+    DNS_NAME,
+    `${what} must be a DNS name (letters, digits and inner hyphens, labels joined by dots)`,
+  );
+
 /** A single-line value: a newline or NUL could break the ssh command line or a log. */
 export const singleLine = (what: string) =>
   z.string().min(1, `${what} must not be empty`).refine(

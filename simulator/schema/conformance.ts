@@ -26,6 +26,8 @@ export interface ConformanceEntry {
   refusal?: string;
   /** Where the simulator's answer departed from `returns`. */
   answerViolations?: AnswerViolation[];
+  /** The test asked for this refusal (`expectRefusal`): it is not the package's fault. */
+  expected?: boolean;
 }
 
 /** Collects entries; optionally mirrors them into the shared log file. */
@@ -38,8 +40,29 @@ export class ConformanceLog {
     this.#file = shared ? logFile() : undefined;
   }
 
+  readonly #expected: { method: string; path: RegExp }[] = [];
+
+  /**
+   * Marks the next schema refusal of `method` on a path matching `path` as
+   * one the test provokes on purpose (e.g. an unknown option a user passes
+   * through, which only PVE can judge), so the conformance layer does not
+   * count it against the package.
+   */
+  expectRefusal(method: string, path: RegExp): void {
+    this.#expected.push({ method, path });
+  }
+
   /** Adds one entry. */
   add(entry: ConformanceEntry): void {
+    if (entry.paramErrors || entry.refusal) {
+      const i = this.#expected.findIndex((x) =>
+        x.method === entry.method && x.path.test(entry.path)
+      );
+      if (i >= 0) {
+        this.#expected.splice(i, 1);
+        entry.expected = true;
+      }
+    }
     this.entries.push(entry);
     if (this.#file) {
       Deno.writeTextFileSync(this.#file, JSON.stringify(entry) + "\n", {

@@ -3,6 +3,11 @@
 //! `/cluster/resources` maps every guest the token may audit to its node. Absence from it is not proof
 //! of absence (PVE leaves out what the token may not see), so absence is confirmed with
 //! `/cluster/nextid?vmid=N`, which answers "VM N already exists" for any user.
+//!
+//! Its `name` is not proof either: PVE takes it from pvestatd's broadcast, refreshed every 10 s
+//! (pve-manager `PVE/API2Tools.pm` extract_vm_stats; a guest not broadcast yet has no name at all).
+//! So a name is decided by a live read: a match is confirmed with the guest's `status/current`, and
+//! a miss is looked up again in the live guest lists of the nodes (`GET /nodes/{node}/<kind>`).
 
 use super::reference::GuestRef;
 use crate::client::Pve;
@@ -91,7 +96,7 @@ pub async fn locate<H: Host>(
         })?;
     match (target.vmid, &target.name) {
         (Some(vmid), name) => by_vmid(pve, kind, &guests, vmid, name.as_deref()).await,
-        (None, Some(name)) => by_name(kind, &guests, name),
+        (None, Some(name)) => by_name(pve, kind, &guests, name).await,
         (None, None) => Err(Failure::new("Provide vmid or vmName")),
     }
 }
@@ -116,11 +121,15 @@ async fn by_vmid<H: Host>(
         )));
     }
     if let Some(wanted) = name {
+        // The broadcast name may be stale: only the live name can refute vmName.
         if guest.name.as_deref() != Some(wanted) {
-            return Err(Failure::new(format!(
-                "VMID {vmid} is named {:?}, not {wanted:?}: vmid and vmName point at different guests",
-                guest.name.as_deref().unwrap_or("")
-            )));
+            let live = live_name(pve, kind, &guest.node, vmid).await?;
+            if live.as_deref() != Some(wanted) {
+                return Err(Failure::new(format!(
+                    "VMID {vmid} is named {:?}, not {wanted:?}: vmid and vmName point at different guests",
+                    live.as_deref().unwrap_or("")
+                )));
+            }
         }
     }
     Ok(Found::Present(Located {
@@ -129,25 +138,121 @@ async fn by_vmid<H: Host>(
     }))
 }
 
-fn by_name(kind: GuestKind, guests: &[ClusterGuest], name: &str) -> Result<Found, Failure> {
-    let matches: Vec<&ClusterGuest> = guests
+async fn by_name<H: Host>(
+    pve: &Pve<'_, H>,
+    kind: GuestKind,
+    guests: &[ClusterGuest],
+    name: &str,
+) -> Result<Found, Failure> {
+    let listed: Vec<Located> = guests
         .iter()
         .filter(|g| g.kind == kind.segment() && g.name.as_deref() == Some(name))
+        .filter_map(located)
         .collect();
-    match matches.as_slice() {
+    let mut confirmed = Vec::new();
+    for at in &listed {
+        if live_name(pve, kind, &at.node, at.vmid).await?.as_deref() == Some(name) {
+            confirmed.push(at.clone());
+        }
+    }
+    if confirmed.is_empty() {
+        confirmed = by_live_lists(pve, kind, guests, name).await?;
+    }
+    match confirmed.as_slice() {
         [] => Err(Failure::new(format!(
-            "no {} named {name:?} is visible in /cluster/resources (a guest the token may not audit is left out; give vmid to be sure)",
+            "no {} named {name:?} is visible (in /cluster/resources or the nodes' live guest lists; a guest the token may not audit is left out; give vmid to be sure)",
             kind.noun()
         ))),
-        [one] => match one.vmid {
-            Some(vmid) if vmid <= u64::from(u32::MAX) => Ok(Found::Present(Located { vmid: vmid as u32, node: one.node.clone() })),
-            _ => Err(Failure::new(format!("the {} named {name:?} has no usable vmid in /cluster/resources", kind.noun()))),
-        },
+        [one] => Ok(Found::Present(one.clone())),
         many => {
-            let ids: Vec<String> = many.iter().filter_map(|g| g.vmid).map(|v| v.to_string()).collect();
+            let ids: Vec<String> = many.iter().map(|g| g.vmid.to_string()).collect();
             Err(Failure::new(format!("{} name {name:?} is ambiguous (vmids {})", kind.noun(), ids.join(", "))))
         }
     }
+}
+
+fn located(guest: &ClusterGuest) -> Option<Located> {
+    let vmid = u32::try_from(guest.vmid?).ok()?;
+    Some(Located {
+        vmid,
+        node: guest.node.clone(),
+    })
+}
+
+/// The guest's name as its node says it now (`status/current` reads the config).
+async fn live_name<H: Host>(
+    pve: &Pve<'_, H>,
+    kind: GuestKind,
+    node: &str,
+    vmid: u32,
+) -> Result<Option<String>, Failure> {
+    let request = endpoints::guest_status(node, kind, vmid);
+    let status: LiveName = pve.read(&request, "a guest status").await.map_err(|e| {
+        could_not(
+            &format!(
+                "read the current name of {} {vmid} on node {node}",
+                kind.noun()
+            ),
+            &e,
+        )
+    })?;
+    Ok(status.name)
+}
+
+/// A miss in the broadcast names: the guests of every node holding guests of this kind, live.
+async fn by_live_lists<H: Host>(
+    pve: &Pve<'_, H>,
+    kind: GuestKind,
+    guests: &[ClusterGuest],
+    name: &str,
+) -> Result<Vec<Located>, Failure> {
+    let mut nodes: Vec<&str> = guests
+        .iter()
+        .filter(|g| g.kind == kind.segment())
+        .map(|g| g.node.as_str())
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let mut found = Vec::new();
+    for node in nodes {
+        let request = endpoints::node_guests(node, kind);
+        let listed: Vec<LiveEntry> = pve.read(&request, "a list of guests").await.map_err(|e| {
+            could_not(
+                &format!(
+                    "list the guests of node {node} to find {} {name:?}",
+                    kind.noun()
+                ),
+                &e,
+            )
+        })?;
+        found.extend(
+            listed
+                .iter()
+                .filter(|g| g.name.as_deref() == Some(name))
+                .filter_map(|g| u32::try_from(g.vmid?).ok())
+                .map(|vmid| Located {
+                    vmid,
+                    node: node.to_string(),
+                }),
+        );
+    }
+    Ok(found)
+}
+
+/// The name field of `status/current`.
+#[derive(Debug, serde::Deserialize)]
+struct LiveName {
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    name: Option<String>,
+}
+
+/// One entry of a node's guest list.
+#[derive(Debug, serde::Deserialize)]
+struct LiveEntry {
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    vmid: Option<u64>,
+    #[serde(deserialize_with = "flex::opt_string", default)]
+    name: Option<String>,
 }
 
 /// `GET /cluster/nextid?vmid=N`: `Ok` when no guest holds N — PVE then echoes N back; any other
@@ -172,5 +277,81 @@ async fn confirm_absent<H: Host>(pve: &Pve<'_, H>, vmid: u32) -> Result<Found, F
             "VMID {vmid} exists but this token cannot see it: /cluster/resources leaves it out — grant VM.Audit on /vms/{vmid}"
         ))),
         Err(e) => Err(could_not(&format!("confirm whether VMID {vmid} exists (GET /cluster/nextid)"), &e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{failure_of, run_method, ScriptedHost};
+    use serde_json::json;
+
+    fn cluster(host: &ScriptedHost, name: Option<&str>) {
+        let mut entry = json!({"vmid": 100, "type": "qemu", "node": "pve1", "status": "running"});
+        if let Some(name) = name {
+            entry["name"] = json!(name);
+        }
+        host.data("GET /cluster/resources", json!([entry]));
+    }
+
+    fn live(host: &ScriptedHost, name: &str) {
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "running", "qmpstatus": "running", "name": name}),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([{"vmid": 100, "name": name, "status": "running"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/config",
+            json!({"name": name, "smbios1": "uuid=U"}),
+        );
+    }
+
+    #[test]
+    fn a_broadcast_name_is_confirmed_live_before_it_counts() {
+        let host = ScriptedHost::new();
+        cluster(&host, Some("web"));
+        live(&host, "renamed");
+        let outcome = run_method(&host, "qemu", "lookup", json!({"vmName": "web"}));
+        assert!(
+            failure_of(&outcome).contains("no VM named \"web\""),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn a_guest_renamed_since_the_last_broadcast_is_found_by_its_new_name() {
+        let host = ScriptedHost::new();
+        cluster(&host, Some("web"));
+        live(&host, "renamed");
+        let outcome = run_method(&host, "qemu", "lookup", json!({"vmName": "renamed"}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert!(host
+            .routes_called()
+            .contains(&"GET /nodes/pve1/qemu".to_string()));
+    }
+
+    #[test]
+    fn a_guest_not_broadcast_yet_is_found_by_name_live() {
+        let host = ScriptedHost::new();
+        cluster(&host, None);
+        live(&host, "fresh");
+        let outcome = run_method(&host, "qemu", "lookup", json!({"vmName": "fresh"}));
+        assert!(outcome.is_success(), "{outcome:?}");
+    }
+
+    #[test]
+    fn vmid_and_a_vmname_the_broadcast_has_not_caught_up_with_agree_live() {
+        let host = ScriptedHost::new();
+        cluster(&host, Some("old"));
+        live(&host, "new");
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "lookup",
+            json!({"vmid": 100, "vmName": "new"}),
+        );
+        assert!(outcome.is_success(), "{outcome:?}");
     }
 }

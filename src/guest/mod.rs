@@ -12,6 +12,7 @@ pub mod readiness;
 pub mod reboot;
 pub mod record;
 pub mod reference;
+pub mod root_only;
 pub mod settle;
 pub mod snapshots;
 pub mod vmid_claim;

@@ -52,7 +52,7 @@ pub struct GuestRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<u64>,
+    pub cpus: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -4,7 +4,7 @@
 //! Without `vmid`, a free VMID (within `vmidRange`) is claimed by the clone request itself
 //! (`guest::vmid_claim`); the summary and the `vm-<vmid>` record say which.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{is_dns_name, ArgError, Fields};
 use crate::guest::evidence::{Evidence, TaskTrail};
 use crate::guest::gates::MANAGED_TAG;
 use crate::guest::locate::{locate, Found};
@@ -48,6 +48,20 @@ impl CloneArgs {
         };
         if parsed.vmid == VmidChoice::Given(parsed.template_id) {
             return Err(ArgError::new("vmid", "must differ from templateId"));
+        }
+        // PVE's clone `name` is a `dns-name` (a 400 there): refused here first.
+        if !is_dns_name(&parsed.name) {
+            return Err(ArgError::new(
+                "name",
+                "must be a DNS name (letters, digits and inner hyphens, labels joined by dots), as PVE requires of a VM name",
+            ));
+        }
+        // qemu-server clone_vm: "parameter 'storage' not allowed for linked clones".
+        if !parsed.full && parsed.storage.is_some() {
+            return Err(ArgError::new(
+                "storage",
+                "cannot be given with full: false — PVE puts a linked clone on its template's storage and refuses a target storage; drop storage or clone in full",
+            ));
         }
         Ok(parsed)
     }
@@ -358,5 +372,25 @@ mod tests {
     fn same_vmid_and_template_is_refused() {
         let e = CloneArgs::parse(&json!({"templateId": 300, "vmid": 300, "name": "x"}));
         assert_eq!(e.unwrap_err().field, "vmid");
+    }
+
+    #[test]
+    fn a_name_that_is_not_a_dns_name_is_refused() {
+        for name in ["web_01", "-web", "a..b", "grüße"] {
+            let e = CloneArgs::parse(&json!({"templateId": 9000, "vmid": 300, "name": name}));
+            assert_eq!(e.unwrap_err().field, "name", "{name}");
+        }
+        assert!(
+            CloneArgs::parse(&json!({"templateId": 9000, "vmid": 300, "name": "web-1.lab"}))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_linked_clone_with_a_storage_is_refused_before_any_request() {
+        let args = json!({"templateId": 9000, "vmid": 300, "name": "x", "full": false, "storage": "local-lvm"});
+        assert_eq!(CloneArgs::parse(&args).unwrap_err().field, "storage");
+        let full = json!({"templateId": 9000, "vmid": 300, "name": "x", "storage": "local-lvm"});
+        assert!(CloneArgs::parse(&full).is_ok());
     }
 }

@@ -14,7 +14,7 @@
 //! 4. The container is located and its status read: it must carry the hostname and the tag.
 //! 5. `start: true` then goes through `start`'s verified start (status/current shows it running).
 
-use crate::args::{check_segment, ArgError, Fields};
+use crate::args::{check_segment, is_dns_name, ArgError, Fields};
 use crate::explain::hint;
 use crate::guest::config::key_type;
 use crate::guest::evidence::{Evidence, TaskTrail};
@@ -23,6 +23,7 @@ use crate::guest::provision::{
     claim_vmid, complete, sight_new, verify_settings, with_managed_tag, Claim,
 };
 use crate::guest::reference::GuestRef;
+use crate::guest::root_only::{ct_refusal, Caller, CtState};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
 use crate::methods::start::{bring_up, StartArgs};
@@ -236,24 +237,6 @@ impl CreateArgs {
 fn is_mount_point(key: &str) -> bool {
     key.strip_prefix("mp")
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// PVE's `dns-name` format: labels of letters, digits and inner hyphens, joined by dots.
-pub fn is_dns_name(text: &str) -> bool {
-    let label_ok = |label: &str| {
-        let bytes = label.as_bytes();
-        match (bytes.first(), bytes.last()) {
-            (Some(first), Some(last)) => {
-                first.is_ascii_alphanumeric()
-                    && last.is_ascii_alphanumeric()
-                    && bytes
-                        .iter()
-                        .all(|b| b.is_ascii_alphanumeric() || *b == b'-')
-            }
-            _ => false,
-        }
-    };
-    text.len() <= 255 && text.split('.').all(label_ok)
 }
 
 /// A volume create allocates.
@@ -500,11 +483,30 @@ fn bridge_problems(args: &CreateArgs, node: &str, survey: &Survey, found: &mut V
 }
 
 /// Runs `create`.
+/// What PVE would refuse this caller (an API token) in the new container's config.
+fn identity_refusal<H: Host>(run: &Run<'_, H>, args: &CreateArgs) -> Option<String> {
+    let mut options = args.config.clone();
+    if let Some(features) = &args.features {
+        options.push(("features".into(), features.clone()));
+    }
+    let state = CtState {
+        unprivileged: args.unprivileged,
+        features: None,
+    };
+    ct_refusal(Caller::of(&run.global.transport), &options, &[], state)
+}
+
 pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let args = match CreateArgs::parse(args) {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
+    if let Some(refusal) = identity_refusal(run, &args) {
+        return Failure::new(format!(
+            "cannot create container: {refusal}; nothing was changed"
+        ))
+        .into();
+    }
     if let VmidChoice::Given(vmid) = args.vmid {
         match claim_vmid(run, vmid, &args.hostname).await {
             Ok(Claim::Free) => {}

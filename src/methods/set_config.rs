@@ -9,16 +9,19 @@
 //! `sshkeys` is URL-encoded on the way (PVE's format for it) unless it already is.
 
 use crate::args::{ArgError, Fields};
+use crate::explain::could_not;
 use crate::explain::{hint, outcome_unknown};
 use crate::guest::config::{record_value, ssh_keys_param, ConfigSnapshot, Reading, MASKED_KEY};
 use crate::guest::evidence::{sight_or_absent, Evidence};
 use crate::guest::power::Target;
 use crate::guest::reboot::{reboot_verified, ApplyPending};
 use crate::guest::reference::GuestRef;
+use crate::guest::root_only::{ct_refusal, qemu_refusal, Caller, CtState};
 use crate::host::Host;
 use crate::methods::get_config::read_snapshot;
 use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::flex;
 use crate::run::{write, Run};
 use serde_json::Value;
 
@@ -173,6 +176,18 @@ pub async fn apply<H: Host>(
             _ => (key.clone(), value.clone()),
         })
         .collect();
+    match identity_refusal(run, ev, &options).await {
+        Ok(None) => {}
+        Ok(Some(refusal)) => {
+            return (
+                Err(format!(
+                    "cannot change the config of {label}: {refusal}; nothing was changed"
+                )),
+                None,
+            )
+        }
+        Err(message) => return (Err(message), None),
+    }
     let request = endpoints::set_guest_config(&ev.at.node, run.kind, ev.at.vmid, &options);
     let pve = run.pve();
     ev.trail.sending();
@@ -200,6 +215,67 @@ pub async fn apply<H: Host>(
                 hint(e.kind)
             );
             (Err(message), None)
+        }
+    }
+}
+
+/// What PVE would refuse this caller (an API token) in the change (guest/root_only.rs). A
+/// container's `features` rule depends on its current config, which is then read first.
+async fn identity_refusal<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    options: &[(String, String)],
+) -> Result<Option<String>, String> {
+    let caller = Caller::of(&run.global.transport);
+    if caller == Caller::RootPam {
+        return Ok(None);
+    }
+    let deleted: Vec<&str> = options
+        .iter()
+        .filter(|(k, _)| k == "delete")
+        .flat_map(|(_, v)| v.split([',', ';', ' ']).filter(|k| !k.is_empty()))
+        .collect();
+    let set: Vec<(String, String)> = options
+        .iter()
+        .filter(|(k, _)| k != "delete")
+        .cloned()
+        .collect();
+    match run.kind {
+        GuestKind::Qemu => {
+            let keys: Vec<&str> = set
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .chain(deleted.iter().copied())
+                .collect();
+            Ok(qemu_refusal(caller, &keys))
+        }
+        GuestKind::Lxc => {
+            let touches_features =
+                set.iter().any(|(k, _)| k == "features") || deleted.contains(&"features");
+            let config: serde_json::Map<String, Value> = match touches_features {
+                false => serde_json::Map::new(),
+                true => {
+                    let request = endpoints::guest_config(&ev.at.node, run.kind, ev.at.vmid);
+                    run.pve()
+                        .read(&request, "a guest config")
+                        .await
+                        .map_err(|e| {
+                            could_not(
+                                &format!(
+                                    "read the config of {} to check its features",
+                                    ev.label(run)
+                                ),
+                                &e,
+                            )
+                            .0
+                        })?
+                }
+            };
+            let state = CtState {
+                unprivileged: config.get("unprivileged").and_then(flex::bool_of) == Some(true),
+                features: config.get("features").and_then(Value::as_str),
+            };
+            Ok(ct_refusal(caller, &set, &deleted, state))
         }
     }
 }

@@ -88,8 +88,10 @@ pub struct GuestStatus {
     pub template: Option<bool>,
     #[serde(deserialize_with = "flex::opt_f64", default)]
     pub cpu: Option<f64>,
-    #[serde(deserialize_with = "flex::opt_u64", default)]
-    pub cpus: Option<u64>,
+    /// A number, not a count: a container limited by `cpulimit` without `cores` reports the
+    /// fraction (`0.5`), pve-container vmstatus.
+    #[serde(deserialize_with = "flex::opt_f64", default)]
+    pub cpus: Option<f64>,
     #[serde(deserialize_with = "flex::opt_u64", default)]
     pub mem: Option<u64>,
     #[serde(deserialize_with = "flex::opt_u64", default)]
@@ -316,6 +318,12 @@ mod tests {
     }
 
     #[test]
+    fn a_container_limited_by_cpulimit_reports_fractional_cpus() {
+        let s: GuestStatus = parse(&json!({"status": "running", "cpus": 0.5})).unwrap();
+        assert_eq!(s.cpus, Some(0.5));
+    }
+
+    #[test]
     fn status_current_reads_loose_types() {
         let s: GuestStatus = parse(
             &json!({"status": "running", "qmpstatus": "paused", "cpus": "2",
@@ -323,7 +331,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.qmpstatus.as_deref(), Some("paused"));
-        assert_eq!(s.cpus, Some(2));
+        assert_eq!(s.cpus, Some(2.0));
         assert_eq!(s.mem, Some(1024));
         assert_eq!(s.ha.unwrap().managed, Some(true));
     }

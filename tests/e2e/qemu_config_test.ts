@@ -150,6 +150,7 @@ Deno.test("setConfig: a key neither applied nor pending fails naming key, reques
 
 Deno.test("setConfig: PVE's refusal of an unknown option fails with PVE's message, after recording", async () => {
   await withEnv({}, async (env) => {
+    env.sim.conformance.expectRefusal("PUT", /\/qemu\/100\/config$/);
     const r = await env.run("setConfig", {
       vmid: 100,
       config: { nosuchoption: 1 },

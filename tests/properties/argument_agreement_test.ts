@@ -249,6 +249,26 @@ const templateArgs = object({
   force: opt(fc.boolean()),
 });
 
+/** Names PVE checks as `dns-name` (a container hostname, a clone's name): mostly valid ones. */
+const dnsNames = fc.oneof(
+  {
+    arbitrary: fc.constantFrom("web", "web-1.example.org", "A9", "x"),
+    weight: 8,
+  },
+  {
+    arbitrary: fc.constantFrom(
+      "-web",
+      "web-",
+      "a..b",
+      "a_b",
+      "a.",
+      "é",
+      "x".repeat(256),
+    ),
+    weight: 1,
+  },
+);
+
 const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   lookup: object(guestRef),
   guestExec: object({
@@ -302,7 +322,8 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
       nic: rarely(fc.constantFrom("net0", "net32")),
       cloudInit: opt(fc.boolean()),
     })),
-    name: opt(singleLine),
+    // Mostly a valid DNS name: PVE's clone `name` format.
+    name: opt(dnsNames),
     full: opt(fc.boolean()),
     storage: opt(singleLine),
   }),
@@ -442,26 +463,7 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     ostemplate: mix(
       fc.constantFrom("local:vztmpl/debian-12.tar.zst", "nfs:vztmpl/a.tar.gz"),
     ),
-    hostname: mix(
-      fc.oneof(
-        {
-          arbitrary: fc.constantFrom("web", "web-1.example.org", "A9", "x"),
-          weight: 8,
-        },
-        {
-          arbitrary: fc.constantFrom(
-            "-web",
-            "web-",
-            "a..b",
-            "a_b",
-            "a.",
-            "é",
-            "x".repeat(256),
-          ),
-          weight: 1,
-        },
-      ),
-    ),
+    hostname: mix(dnsNames),
     storage: mix(fc.constantFrom("local-lvm", "local-zfs", "nfs_1")),
     rootfsSize: opt(bounded(1, 131072)),
     cores: opt(bounded(1, 8192)),

@@ -19,6 +19,7 @@ import {
 } from "../../simulator/schema/generate.ts";
 import { endpointFacts } from "../../simulator/schema/facts.ts";
 import { checkParameters } from "../../simulator/schema/check.ts";
+import { permissionsTable } from "../../simulator/schema/permissions_table.ts";
 
 const TOKEN = { id: "root@pam!ci", secret: "schema-secret" };
 const AUTH = { auth: tokenHeader(TOKEN.id, TOKEN.secret) };
@@ -289,4 +290,34 @@ Deno.test("the simulator's answers to the package's reads pass PVE's returns sch
     );
     assert.deepEqual(violations, []);
   });
+});
+
+/** A markdown table's rows as trimmed cells (deno fmt pads them; a rule row becomes `---`). */
+function tableCells(text: string, header: string): string[][] {
+  const lines = text.split("\n");
+  const start = lines.findIndex((l) =>
+    l.replace(/\s+/g, " ").startsWith(header)
+  );
+  assert.ok(start >= 0, `no table starting ${header}`);
+  const rows: string[][] = [];
+  for (const line of lines.slice(start)) {
+    if (!line.trim().startsWith("|")) break;
+    rows.push(
+      line.trim().slice(1, -1).split(/(?<!\\)\|/).map((c) => c.trim()).map((
+        c,
+      ) => /^-+$/.test(c) ? "---" : c),
+    );
+  }
+  return rows;
+}
+
+Deno.test("the README's endpoint table is the schema's permissions for every endpoint the package uses", async () => {
+  const readme = await Deno.readTextFile(
+    new URL("../../README.md", import.meta.url),
+  );
+  const header = "| endpoint | privileges";
+  assert.deepEqual(
+    tableCells(readme, header),
+    tableCells(permissionsTable(), header),
+  );
 });

@@ -142,6 +142,7 @@ Deno.test("pvesh: an error with an HTTP code prints `<code> <message>` and one l
       denied.stderr,
       "403 Permission check failed (/vms/100, VM.Audit)\n",
     );
+    env.sim.conformance.expectRefusal("GET", /^\/cluster\/resources$/);
     const bad = await remote(env.ssh!, [
       "pvesh",
       "get",
@@ -160,6 +161,7 @@ Deno.test("pvesh: an error with an HTTP code prints `<code> <message>` and one l
 
 Deno.test("pvesh: an option the endpoint does not have is 400 unable to parse option (Getopt, before validation)", async () => {
   await withEnv({ via: "ssh" }, async (env) => {
+    env.sim.conformance.expectRefusal("GET", /\/qemu\/100\/status\/current$/);
     const bad = await remote(env.ssh!, [
       "pvesh",
       "get",
