@@ -173,7 +173,7 @@ export const model = {
     },
     setConfig: {
       description:
-        "Change config keys; succeeds when each reads back applied or pending until the next start (recorded in ct-<vmid> as pending)",
+        "Change config keys; succeeds when each reads back exactly as requested (as PVE stores it) or pending until a restart (recorded in ct-<vmid> as pending)",
       kind: "action" as const,
       arguments: SetConfigArgs,
       execute: (args: z.infer<typeof SetConfigArgs>, ctx: MethodContext) =>

@@ -354,7 +354,7 @@ export const model = {
     },
     setConfig: {
       description:
-        "Change config keys; succeeds when each reads back applied or pending until the next start (recorded in vm-<vmid> as pending); applyPending: reboot then reboots a running VM (verified new boot) when something is pending and requires nothing pending after it",
+        "Change config keys; succeeds when each reads back exactly as requested (as PVE stores it) or pending until a restart (recorded in vm-<vmid> as pending); applyPending: reboot then reboots a running VM (verified new boot) when something is pending and requires nothing pending after it",
       kind: "action" as const,
       arguments: SetConfigArgs,
       execute: (args: z.infer<typeof SetConfigArgs>, ctx: MethodContext) =>

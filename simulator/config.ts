@@ -181,7 +181,7 @@ export function applyConfigChange(g: GuestState, change: ConfigChange): void {
     g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
   }
   for (const [key, raw] of Object.entries(change.set)) {
-    const value = normalizeValue(g, key, raw);
+    const value = kept(g, key, normalizeValue(g, key, raw));
     if (running && HOTPLUG_IMPOSSIBLE.has(key)) {
       g.pending[key] = value;
       g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
@@ -197,6 +197,18 @@ export function applyConfigChange(g: GuestState, change: ConfigChange): void {
       deleteNow(g, key);
     }
   }
+}
+
+/**
+ * A value with the properties the guest `keeps` for its key added back when the change left them
+ * out (see `SimGuest.keeps`: a guess, no PVE version is known to merge property strings).
+ */
+function kept(g: GuestState, key: string, value: ConfigValue): ConfigValue {
+  const extra = g.keeps?.[key];
+  if (extra === undefined || typeof value !== "string") return value;
+  const name = extra.split("=")[0];
+  const has = value.split(",").some((p) => p.split("=")[0] === name);
+  return has ? value : `${value},${extra}`;
 }
 
 /** Makes pending changes current (PVE does so when the guest starts). */

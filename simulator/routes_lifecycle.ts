@@ -125,10 +125,26 @@ export const lifecycleRoutes: Route[] = [
           `unable to create VM ${newid}: config file already exists`,
         );
       }
-      state.reserve(newid);
       const disks = Object.entries(src.config).filter(([k, v]) =>
         DISK_KEY.test(k) && !String(v).includes("media=cdrom")
       );
+      const cloneOpts = {
+        name: ctx.params.name as string | undefined,
+        description: ctx.params.description as string | undefined,
+        node: target ?? src.node,
+        full,
+        storage,
+      };
+      // qemu-server PVE/API2/Qemu.pm clone_vm: the new config is written with `lock: clone`, the
+      // final name and the source's tags (written again after each drive is copied) long before the
+      // worker ends; only then is the lock deleted. So while the task runs, the new VMID holds a
+      // guest with the requested name, locked. (The first moments, when the file holds only
+      // `lock: clone`, are not simulated.)
+      state.add({ ...clonedGuest(src, newid, cloneOpts), lock: "clone" });
+      const isOurs = () => {
+        const g = state.get(newid);
+        return g && g.type === "qemu" && g.lock === "clone" ? g : undefined;
+      };
       return tasks.start({
         node: src.node,
         type: "qmclone",
@@ -140,28 +156,26 @@ export const lifecycleRoutes: Route[] = [
           })`
         ),
         run: () => {
-          state.release(newid);
           const live = state.get(src.vmid);
           if (!live) {
             throw new TaskFailure(
               `Configuration file 'nodes/${src.node}/qemu-server/${src.vmid}.conf' does not exist`,
             );
           }
-          // A test may have added the id meanwhile (sim.addGuest): fail like PVE would.
-          if (state.isTaken(newid)) {
+          // A test may have replaced the locked guest meanwhile (sim.addGuest): fail like PVE would.
+          const mine = isOurs();
+          if (!mine) {
             throw new TaskFailure(
               `unable to create VM ${newid}: config file already exists`,
             );
           }
-          state.add(clonedGuest(live, newid, {
-            name: ctx.params.name as string | undefined,
-            description: ctx.params.description as string | undefined,
-            node: target ?? live.node,
-            full,
-            storage,
-          }));
+          // clone_vm's end: the lock is deleted and the final config written.
+          state.patch(newid, { lock: undefined });
         },
-        onFailure: () => state.release(newid),
+        // clone_vm's error path destroys the new config (and the copied volumes).
+        onFailure: () => {
+          if (isOurs()) state.remove(newid);
+        },
       }).upid;
     },
   },

@@ -393,12 +393,20 @@ export const lxcRoutes: Route[] = [
     handler: (ctx) => {
       const c = checkCreate(ctx);
       const { state, tasks, resources } = ctx.core;
-      // create_and_lock_config: the CT exists from now on, locked.
+      // create_and_lock_config: the CT exists from now on, locked. pve-container
+      // PVE/API2/LXC.pm create_vm then writes the config (hostname, tags, …) under
+      // `lock: create` once the archive is extracted, long before the worker removes the
+      // lock; the simulator shows them from the start (the first seconds, with only the
+      // lock in the file, are not simulated).
+      const requested = { ...c.config, ...c.fixed };
       state.add({
         vmid: c.vmid,
         node: c.node,
         type: "lxc",
-        name: "",
+        name: String(requested.hostname ?? `CT${c.vmid}`),
+        tags: requested.tags === undefined
+          ? []
+          : parseTags(String(requested.tags)),
         status: "stopped",
         lock: "create",
       });

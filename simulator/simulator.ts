@@ -12,7 +12,7 @@
 
 import { TokenTable } from "./auth.ts";
 import type { SimCore } from "./context.ts";
-import { FaultQueue } from "./faults.ts";
+import { echoResponse, FaultQueue, withEchoedLine } from "./faults.ts";
 import { FrontDoor } from "./frontdoor.ts";
 import { errorResponse, JSON_TYPE } from "./http.ts";
 import { mergeParams, parseBody } from "./params.ts";
@@ -188,7 +188,16 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
     const fault = faults.take(req.method, path);
     const late = fault && (fault.kind === "reset" || fault.kind === "hang") &&
       fault.afterHandler;
-    if (fault && !late) {
+    const authorization = req.headers.get("authorization") ?? "";
+    const echoLine = fault?.kind === "echo" && fault.into === "log"
+      ? fault
+      : undefined;
+    if (fault?.kind === "echo" && !echoLine) {
+      const res = echoResponse(fault, authorization);
+      record.status = res.status;
+      return res;
+    }
+    if (fault && !late && fault.kind !== "echo") {
       if (fault.kind === "reset") return dropped(info);
       if (fault.kind === "hang") {
         await timers.untilClosed();
@@ -232,6 +241,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
       if (fault.kind === "hang") await timers.untilClosed();
       return dropped(info);
     }
+    if (echoLine) res = await withEchoedLine(res, authorization, echoLine.form);
     record.status = res.status;
     return res;
   }

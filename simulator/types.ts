@@ -74,6 +74,13 @@ export interface SimGuest {
   config?: Record<string, ConfigValue>;
   /** Changes waiting for the next start. */
   pending?: Record<string, ConfigValue>;
+  /**
+   * Properties the stored value of a key keeps whatever a config change sends, e.g.
+   * `{ net0: "firewall=1" }`: "PVE kept a property the request dropped". A guess for the fault
+   * matrix and the read-back tests — no PVE version is known to merge property strings
+   * (qemu-server's update_vm_api replaces the whole value).
+   */
+  keeps?: Record<string, string>;
   metrics?: Partial<SimMetrics>;
   /** Addresses `network-get-interfaces` reports on eth0 (`10.0.0.5` or `10.0.0.5/24`). */
   ips?: string[];
@@ -243,7 +250,27 @@ export type SimFault =
     | { kind: "reset"; afterHandler?: boolean }
     | { kind: "hang"; afterHandler?: boolean }
     | { kind: "body"; body: string; contentType?: string; status?: number }
+    | { kind: "echo"; into: EchoInto; form: EchoForm }
   );
+
+/**
+ * Where an echoing proxy (or a misconfigured PVE) sends the request's `Authorization` header
+ * back: in a 401's message, in a 200 HTML page (a proxy's login page), or as an extra line of
+ * the real answer's list (a task log).
+ */
+export type EchoInto = "401" | "page" | "log";
+
+/**
+ * How the echo spells what it got: the whole header value, the secret alone, the header
+ * percent-encoded, or base64 of the header, of the secret, or of `tokenid=secret`.
+ */
+export type EchoForm =
+  | "header"
+  | "secret"
+  | "percent"
+  | "base64"
+  | "base64-secret"
+  | "base64-pair";
 
 /** One request as the simulator saw it (never includes the Authorization header). */
 export interface RequestRecord {

@@ -113,8 +113,8 @@ impl<'a> Fields<'a> {
     }
 
     /// An optional bag of PVE options (`config`: key → string or number), as text in key order.
-    /// Keys follow PVE's option names (`^[a-zA-Z][a-zA-Z0-9_]*$`); `refused` names keys the bag may
-    /// not hold, with the reason.
+    /// Keys follow PVE's option names (`^[a-zA-Z][a-zA-Z0-9_-]*$`: PVE's schema has `allow-ksm`,
+    /// `amd-sev`, `intel-tdx`, …); `refused` names keys the bag may not hold, with the reason.
     pub fn options(
         &self,
         key: &str,
@@ -128,11 +128,11 @@ impl<'a> Fields<'a> {
             let field = format!("{}.{name}", self.path(key));
             let mut chars = name.chars();
             let well_formed = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
             if !well_formed {
                 return Err(ArgError::new(
                     field,
-                    "keys must match ^[a-zA-Z][a-zA-Z0-9_]*$",
+                    "keys must match ^[a-zA-Z][a-zA-Z0-9_-]*$",
                 ));
             }
             if let Some((_, why)) = refused.iter().find(|(k, _)| k == name) {
@@ -185,6 +185,21 @@ pub fn check_line(field: &str, value: &str) -> Result<(), ArgError> {
         return Err(ArgError::new(
             field,
             "must not contain a newline, carriage return or NUL",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a credential with any control character (a header value cannot carry one, and a
+/// terminal would act on it). The rule is stated without echoing the value: it may be a secret.
+pub fn check_credential(field: &str, value: &str) -> Result<(), ArgError> {
+    if value.is_empty() {
+        return Err(ArgError::new(field, "must not be empty"));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ArgError::new(
+            field,
+            "must not contain a control character (newline, tab, NUL, DEL, …)",
         ));
     }
     Ok(())

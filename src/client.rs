@@ -2,9 +2,10 @@
 
 use crate::global_args::TransportSettings;
 use crate::host::{Host, LogLevel};
-use crate::poll::Backoff;
+use crate::poll::{Backoff, WaitBudget};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::request::{PveRequest, Repeat};
+use crate::scrub::Scrubber;
 use crate::transport;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -22,6 +23,10 @@ pub struct Pve<'a, H: Host> {
     pub poll_cap_ms: u64,
     /// Budget of one ordinary request (`requestTimeoutSec`).
     pub request_timeout_ms: u64,
+    /// The run's secrets, scrubbed out of every answer.
+    pub scrub: &'a Scrubber,
+    /// The method's one wait budget (`taskTimeoutSec`), shared by its tasks and effect waits.
+    pub budget: &'a WaitBudget,
 }
 
 impl<'a, H: Host> Pve<'a, H> {
@@ -39,7 +44,7 @@ impl<'a, H: Host> Pve<'a, H> {
                 return Err(aborted());
             }
             let started = self.host.now_ms();
-            let result = transport::send(self.host, self.settings, request, timeout_ms)
+            let result = transport::send(self.host, self.settings, request, timeout_ms, self.scrub)
                 .await
                 .map_err(|e| name_the_budget(e, foreground, timeout_ms));
             let elapsed = (self.host.now_ms() - started).max(0.0).round() as u64;
@@ -135,6 +140,8 @@ mod tests {
             task_timeout_ms: 60_000,
             poll_cap_ms: 1000,
             request_timeout_ms: global.request_timeout_sec * 1000,
+            scrub: &crate::scrub::Scrubber::default(),
+            budget: &crate::poll::WaitBudget::new(60_000),
         };
         block_on(pve.call(request))
     }

@@ -12,6 +12,7 @@ use crate::methods::{
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
 use crate::run::Run;
+use crate::scrub::{ScrubbedHost, Scrubber};
 use serde_json::Value;
 
 /// The check names, as the wrapper passes them (`check:<name>`).
@@ -125,8 +126,26 @@ fn model_kind(model: &str) -> Result<GuestKind, Failure> {
     }
 }
 
-/// Runs one method of one model with the merged `{...globalArgs, ...methodArgs}` object.
+/// Runs one method of one model with the merged `{...globalArgs, ...methodArgs}` object. The run's
+/// secrets are scrubbed from what comes back (see [`crate::transport::send`]), from every log line
+/// and, last, from the outcome.
 pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Value) -> Outcome {
+    let scrub = Scrubber::for_args(args);
+    let host = ScrubbedHost {
+        inner: host,
+        scrub: &scrub,
+    };
+    let outcome = run_scrubbed(&host, &scrub, model, method, args).await;
+    scrub.outcome(outcome).with_js_numbers()
+}
+
+async fn run_scrubbed<H: Host>(
+    host: &H,
+    scrub: &Scrubber,
+    model: &str,
+    method: &str,
+    args: &Value,
+) -> Outcome {
     let kind = match model_kind(model) {
         Ok(kind) => kind,
         Err(failure) => return failure.into(),
@@ -135,12 +154,7 @@ pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Val
         Ok(global) => global,
         Err(e) => return Failure::from(e).into(),
     };
-    let run = Run {
-        host,
-        global: &global,
-        kind,
-        method,
-    };
+    let run = Run::new(host, &global, kind, method, scrub);
     let Some(known) = method_of(kind, method) else {
         return Failure::new(format!(
             "method {method:?} of the {model} model is not implemented by the core"

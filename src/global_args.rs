@@ -1,6 +1,6 @@
 //! The model's global arguments: which transport reaches PVE, and the time budget of tasks and polls.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{check_credential, ArgError, Fields};
 use serde_json::Value;
 
 /// Settings of the HTTPS API transport.
@@ -124,23 +124,13 @@ fn parse_api(fields: &Fields) -> Result<ApiSettings, ArgError> {
         ));
     }
     let secret: String = fields.required("tokenSecret")?;
-    if secret.is_empty() {
-        return Err(ArgError::new(
-            fields.path("tokenSecret"),
-            "must not be empty",
-        ));
-    }
-    if secret.contains(['\n', '\r', '\0']) {
-        // The rule is stated without echoing the value: it is a secret.
-        return Err(ArgError::new(
-            fields.path("tokenSecret"),
-            "must not contain a newline, carriage return or NUL",
-        ));
-    }
+    check_credential(&fields.path("tokenSecret"), &secret)?;
+    let token_id: String = fields.required("tokenId")?;
+    check_credential(&fields.path("tokenId"), &token_id)?;
     Ok(ApiSettings {
         node: fields.segment("node")?,
         api_url: api_url.trim_end_matches('/').to_string(),
-        token_id: fields.line("tokenId")?,
+        token_id,
         token_secret: Secret::new(secret),
         ca_cert: fields.optional("caCert")?,
         skip_tls_verify: fields.or("skipTlsVerify", false)?,
@@ -245,6 +235,20 @@ mod tests {
     fn newline_in_node_is_refused() {
         let err = GlobalArgs::parse(&api(json!({"node": "pve1\nx"}))).unwrap_err();
         assert_eq!(err.field, "transport.node");
+    }
+
+    #[test]
+    fn a_control_character_in_a_credential_is_refused_naming_the_field() {
+        for bad in ["a\tb", "a\u{7f}", "a\u{1b}[2J", "a\u{85}b", "x\n"] {
+            let secret = GlobalArgs::parse(&api(json!({"tokenSecret": bad}))).unwrap_err();
+            assert_eq!(secret.field, "transport.tokenSecret", "{bad:?}");
+            assert!(
+                !secret.rule.contains(bad),
+                "the rule never echoes the secret"
+            );
+            let id = GlobalArgs::parse(&api(json!({"tokenId": bad}))).unwrap_err();
+            assert_eq!(id.field, "transport.tokenId", "{bad:?}");
+        }
     }
 
     #[test]

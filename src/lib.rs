@@ -13,11 +13,15 @@ mod fault_tests;
 pub mod global_args;
 pub mod guest;
 pub mod host;
+#[cfg(test)]
+mod long_tail_tests;
 pub mod methods;
 pub mod outcome;
 pub mod poll;
 pub mod pve;
+pub mod quote;
 pub mod run;
+pub mod scrub;
 pub mod task;
 #[cfg(test)]
 pub mod testing;

@@ -47,8 +47,39 @@ impl Outcome {
         }
     }
 
+    /// Every number in the records as JavaScript can hold it: an integer beyond 2^53 (PVE may send
+    /// `maxmem` 2^64 − 1) becomes the nearest float instead of failing the hand-over — records hold
+    /// a number or leave the field out, never `null`.
+    pub fn with_js_numbers(mut self) -> Self {
+        for write in &mut self.writes {
+            js_numbers(&mut write.data);
+        }
+        self
+    }
+
     pub fn is_success(&self) -> bool {
         matches!(self.verdict, Verdict::Succeeded { .. })
+    }
+}
+
+/// The largest integer a JavaScript number holds exactly.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+fn js_numbers(value: &mut Value) {
+    match value {
+        Value::Number(n) => {
+            let unsafe_int = n.as_u64().is_some_and(|u| u > MAX_SAFE_INTEGER)
+                || n.as_i64()
+                    .is_some_and(|i| i.unsigned_abs() > MAX_SAFE_INTEGER);
+            if unsafe_int {
+                if let Some(float) = n.as_f64().and_then(serde_json::Number::from_f64) {
+                    *n = float;
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(js_numbers),
+        Value::Object(map) => map.values_mut().for_each(js_numbers),
+        _ => {}
     }
 }
 
@@ -71,5 +102,29 @@ impl From<Failure> for Outcome {
 impl From<crate::args::ArgError> for Failure {
     fn from(error: crate::args::ArgError) -> Self {
         Failure(error.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn integers_beyond_2_pow_53_become_floats_and_stay_numbers() {
+        let outcome = Outcome::succeeded(
+            vec![RecordWrite {
+                spec: "guest".into(),
+                instance: "vm-1".into(),
+                data: json!({"maxMemBytes": u64::MAX, "vmid": 100, "list": [-(1i64 << 60)]}),
+            }],
+            "",
+        )
+        .with_js_numbers();
+        let data = &outcome.writes[0].data;
+        assert_eq!(data["maxMemBytes"].as_f64(), Some(u64::MAX as f64));
+        assert!(data["maxMemBytes"].as_u64().is_none());
+        assert_eq!(data["vmid"], 100);
+        assert!(data["list"][0].is_f64());
     }
 }

@@ -5,6 +5,37 @@
 //! 10 probes, a 30 s one 47; after that, one probe per `pollIntervalSec`.
 
 use crate::host::Host;
+use std::cell::Cell;
+
+/// One method's whole wait (`taskTimeoutSec`): its tasks, the wait for their effect, and any chain
+/// of them (delete's stop then destroy) share it. It starts at the first wait; every later wait
+/// gets what is left, so a task that ends just inside the budget leaves its effect little time.
+#[derive(Debug)]
+pub struct WaitBudget {
+    pub total_ms: u64,
+    started_at: Cell<Option<f64>>,
+}
+
+impl WaitBudget {
+    pub fn new(total_ms: u64) -> Self {
+        WaitBudget {
+            total_ms,
+            started_at: Cell::new(None),
+        }
+    }
+
+    /// When the budget runs out; the first call (the method's first wait) starts it.
+    pub fn deadline(&self, now_ms: f64) -> f64 {
+        let started = self.started_at.get().unwrap_or(now_ms);
+        self.started_at.set(Some(started));
+        started + self.total_ms as f64
+    }
+
+    /// What is left of the budget, starting it if no wait has yet.
+    pub fn remaining_ms(&self, now_ms: f64) -> u64 {
+        (self.deadline(now_ms) - now_ms).max(0.0).ceil() as u64
+    }
+}
 
 /// A growing delay: `first`, ×1.5 each step, capped (retry pauses of a failed read).
 #[derive(Debug, Clone)]
@@ -64,7 +95,16 @@ impl Pacer {
     pub fn new(now_ms: f64, budget_ms: u64, cap_ms: u64) -> Self {
         Pacer {
             started_ms: now_ms,
-            deadline_ms: now_ms + budget_ms as f64,
+            ..Pacer::until(now_ms + budget_ms as f64, cap_ms)
+        }
+    }
+
+    /// A loop that may run until `deadline_ms` (a share of a method's [`WaitBudget`]), pausing at
+    /// most `cap_ms` between probes; its pauses grow from its first pause.
+    pub fn until(deadline_ms: f64, cap_ms: u64) -> Self {
+        Pacer {
+            started_ms: f64::NAN,
+            deadline_ms,
             cap_ms,
         }
     }
@@ -82,6 +122,9 @@ impl Pacer {
     /// Waits before the next probe; `Err` once the budget is spent or the run was aborted.
     pub async fn pause<H: Host>(&mut self, host: &H) -> Result<(), Stopped> {
         let now = host.now_ms();
+        if self.started_ms.is_nan() {
+            self.started_ms = now;
+        }
         let remaining = self.deadline_ms - now;
         if remaining <= 0.0 {
             return Err(Stopped::OutOfTime);
@@ -144,5 +187,19 @@ mod tests {
     fn a_500_ms_wait_costs_ten_probes() {
         let at = probes(3_000, 500.0);
         assert_eq!(at.len(), 10, "{at:?}");
+    }
+
+    #[test]
+    fn the_wait_budget_starts_at_the_first_wait_and_is_shared_after() {
+        let budget = WaitBudget::new(10_000);
+        assert_eq!(budget.remaining_ms(1_000.0), 10_000);
+        assert_eq!(budget.remaining_ms(9_000.0), 2_000);
+        assert_eq!(budget.deadline(9_000.0), 11_000.0);
+        assert_eq!(budget.remaining_ms(20_000.0), 0);
+    }
+
+    #[test]
+    fn a_cap_below_the_first_step_wins() {
+        assert_eq!(Backoff::new(50, 20).next_delay(), 20);
     }
 }

@@ -5,7 +5,9 @@ use crate::clock::iso_time;
 use crate::global_args::GlobalArgs;
 use crate::host::{Host, LogLevel};
 use crate::outcome::RecordWrite;
+use crate::poll::WaitBudget;
 use crate::pve::endpoints::GuestKind;
+use crate::scrub::Scrubber;
 use serde::Serialize;
 
 /// One method run.
@@ -15,18 +17,47 @@ pub struct Run<'a, H: Host> {
     pub kind: GuestKind,
     /// The swamp method name, recorded as `lastOperation`.
     pub method: &'a str,
+    /// The run's secrets (scrubbed from everything that comes back and everything said).
+    pub scrub: &'a Scrubber,
+    /// The method's one wait budget (`taskTimeoutSec`).
+    pub budget: WaitBudget,
 }
 
 impl<'a, H: Host> Run<'a, H> {
+    /// A run of `method` on `kind` guests.
+    pub fn new(
+        host: &'a H,
+        global: &'a GlobalArgs,
+        kind: GuestKind,
+        method: &'a str,
+        scrub: &'a Scrubber,
+    ) -> Self {
+        Run {
+            host,
+            global,
+            kind,
+            method,
+            scrub,
+            budget: WaitBudget::new(global.task_timeout_sec * 1000),
+        }
+    }
+
     /// The PVE client of this run.
-    pub fn pve(&self) -> Pve<'a, H> {
+    pub fn pve(&self) -> Pve<'_, H> {
         Pve {
             host: self.host,
             settings: &self.global.transport,
             task_timeout_ms: self.global.task_timeout_sec * 1000,
             poll_cap_ms: self.global.poll_interval_sec * 1000,
             request_timeout_ms: self.global.request_timeout_sec * 1000,
+            scrub: self.scrub,
+            budget: &self.budget,
         }
+    }
+
+    /// What is left of the method's one wait budget (`taskTimeoutSec`); starts it if no wait has.
+    pub fn wait_budget_ms(&self) -> u64 {
+        self.budget.remaining_ms(self.host.now_ms())
     }
 
     /// Now, as recorded in `recordedAt`.

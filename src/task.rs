@@ -64,7 +64,8 @@ pub async fn await_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEn
 /// Follows a task to its end within `taskTimeoutSec`, telling a failed task from an unobserved end.
 pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEnd, TaskTrouble> {
     let started = pve.host.now_ms();
-    let mut pacer = Pacer::new(started, pve.task_timeout_ms, pve.poll_cap_ms);
+    // The method's one budget: what earlier waits spent is not given back.
+    let mut pacer = Pacer::until(pve.budget.deadline(started), pve.poll_cap_ms);
     loop {
         // A task is a forked worker: none ends within a round trip, so even the first probe waits.
         if let Err(stop) = pacer.pause(pve.host).await {
@@ -90,9 +91,9 @@ pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskE
 fn stopped_waiting<H: Host>(pve: &Pve<'_, H>, upid: &Upid, stop: Stopped) -> TaskTrouble {
     TaskTrouble::Unknown(Failure::new(match stop {
         Stopped::OutOfTime => format!(
-            "task {upid} ({}) was still running after taskTimeoutSec={}s; it was not cancelled and may still finish",
+            "task {upid} ({}) was still running after taskTimeoutSec={}s (the method's whole wait); it was not cancelled and may still finish",
             upid.task_type,
-            pve.task_timeout_ms / 1000
+            pve.budget.total_ms / 1000
         ),
         Stopped::Aborted => {
             format!("the run was aborted while task {upid} ran; the task was not cancelled")
@@ -209,6 +210,8 @@ mod tests {
             task_timeout_ms: timeout_sec * 1000,
             poll_cap_ms: 1000,
             request_timeout_ms: 30_000,
+            scrub: &crate::scrub::Scrubber::default(),
+            budget: &crate::poll::WaitBudget::new(timeout_sec * 1000),
         };
         block_on(await_task(&pve, &Upid::parse(UPID).unwrap()))
     }
@@ -356,6 +359,8 @@ mod tests {
                 task_timeout_ms: 10_000,
                 poll_cap_ms: 1000,
                 request_timeout_ms: 30_000,
+                scrub: &crate::scrub::Scrubber::default(),
+                budget: &crate::poll::WaitBudget::new(10_000),
             };
             block_on(follow_task(&pve, &Upid::parse(UPID).unwrap()))
         };

@@ -48,14 +48,28 @@ export const pathSegment = (what: string) =>
     `${what} must be a name of letters, digits, ., _ and - starting with a letter or digit (it becomes part of an API path)`,
   );
 
+/**
+ * A credential (tokenId, tokenSecret): no control character at all (a header cannot carry one, a
+ * terminal would act on it). The message never echoes the value.
+ */
+export const credential = (what: string) =>
+  z.string().min(1, `${what} must not be empty`).refine(
+    // deno-lint-ignore no-control-regex
+    (v) => !/[\u0000-\u001f\u007f-\u009f]/.test(v),
+    {
+      message:
+        `${what} must not contain a control character (newline, tab, NUL, DEL, …)`,
+    },
+  );
+
 const ApiTransport = z.object({
   kind: z.literal("api"),
   node: pathSegment("node"),
   apiUrl: singleLine("apiUrl").refine((v) => /^https?:\/\/[^/]/.test(v), {
     message: "apiUrl must be an http(s) URL, e.g. https://pve1:8006",
   }),
-  tokenId: singleLine("tokenId"),
-  tokenSecret: singleLine("tokenSecret").meta({ sensitive: true }),
+  tokenId: credential("tokenId"),
+  tokenSecret: credential("tokenSecret").meta({ sensitive: true }),
   caCert: z.string().optional(),
   skipTlsVerify: z.boolean().default(false),
 });
@@ -148,13 +162,16 @@ export const NOT_CONFIG_KEYS = [
   "vmid",
 ];
 
+/** PVE's option names, hyphens included (`allow-ksm`, `amd-sev`, `intel-tdx`). */
+export const OPTION_KEY = /^[a-zA-Z][a-zA-Z0-9_-]*$/;
+
 /**
  * A bag of PVE options (`setConfig`'s and `create`'s `config`): keys as PVE names options
- * (`^[a-zA-Z][a-zA-Z0-9_]*$`), none of `refused` (refused with `why`), values strings or numbers.
+ * ({@link OPTION_KEY}), none of `refused` (refused with `why`), values strings or numbers.
  */
 export const optionBag = (refused: readonly string[], why: string) =>
   z.record(
-    z.string().regex(/^[a-zA-Z][a-zA-Z0-9_]*$/).refine(
+    z.string().regex(OPTION_KEY).refine(
       (k) => !refused.includes(k),
       { message: why },
     ),
@@ -199,6 +216,14 @@ export const guestStateFields = {
   netoutBytes: z.number().optional(),
   uptimeSec: z.number().optional(),
   identity: Identity.optional(),
+  /** When `identity` was read from the guest's config (sync carries an older one forward). */
+  identityObservedAt: z.string().optional(),
+  /** `unknown`: this run sent a change whose outcome it could not observe. */
+  outcome: z.enum(["unknown"]).optional(),
+  /** When the state fields were read, when that is not "just now". */
+  observedAt: z.string().optional(),
+  /** Whether the state fields were read before this run's last change was sent. */
+  observedBeforeMutation: z.boolean().optional(),
   identityChanged: z.object({ previous: Identity, current: Identity })
     .optional(),
   warnings: z.array(z.string()).optional(),

@@ -1,23 +1,26 @@
 //! A guest's config as PVE reports it, and the rule that decides whether a requested value reads
 //! back applied.
 //!
-//! # When a requested value counts as applied (setConfig)
-//! PVE formats, and sometimes rewrites, what it stores. A requested value counts as applied when the
-//! value PVE reports for its key:
-//! 1. is the same text, the same number (`2048` and `"2048"`) or the same flag (`1` for `"yes"`,
-//!    `"true"`, `"on"`; `0` for `"no"`, `"false"`, `"off"`);
-//! 2. for `tags`: holds the same set of tags (PVE sorts and de-duplicates them; case is ignored, as
-//!    everywhere tags are compared);
-//! 3. for `sshkeys`: decodes to the same text, trailing whitespace ignored (PVE stores it URL-encoded);
-//! 4. for property strings (`net0`, disks, `ipconfig0`, `smbios1`, `cpu`, …): holds every property the
-//!    request names with the same value (case ignored — PVE upper-cases MACs —, sizes compared in
-//!    bytes). Properties PVE adds (a generated MAC, a disk's `size`) are allowed. A bare word
-//!    (`virtio`, a volume) must appear as a word or as a key (`virtio=BC:24:11:…`), and the allocation
-//!    syntax `store:N` (a new N GiB disk) matches a volume on `store` with a size of N GiB.
+//! # When a requested value counts as applied (setConfig, and every config read-back)
+//! Exactly when PVE's stored value is the requested one as PVE stores it. How a key compares follows
+//! its type in PVE's own schema (`pve::config_keys`, generated from apidata.json):
+//! 1. integer, number and boolean keys compare by meaning (`2048` = `2048.0`; `1` = `yes` = `on`);
+//!    text keys (`description`, `name`, …) compare as text: `7` and `007` differ;
+//! 2. `tags` (format `pve-tag-list`): the same set of tags (PVE sorts them; case is ignored);
+//! 3. `sshkeys` (format `urlencoded`): the same text once decoded, trailing whitespace ignored;
+//! 4. property strings (`net0`, disks, `ipconfig0`, `rootfs`, `mp0`, `features`, …): the whole set
+//!    of properties, order-insensitive, each compared by its own schema type (MACs ignore case,
+//!    sizes compare in bytes). A property the request leaves out must be absent from PVE's value —
+//!    a superset is not applied — unless PVE generates it (a NIC's MAC, a volume's `size`, a
+//!    container NIC's `type=veth`) or it is the property's schema default; a requested default that
+//!    PVE drops is applied. `store:N` (a new N GiB volume) matches a volume on `store` of N GiB;
+//!    `store:cloudinit` a cloud-init volume there.
 //!
-//! `cipassword` cannot be compared: PVE only ever shows `**********`; it counts as applied when PVE
-//! reports the key.
+//! A key PVE's schema does not have compares as exact text. `cipassword` cannot be compared: PVE
+//! only ever shows `**********`; it counts as applied when PVE reports the key.
 
+use crate::pve::config_keys::{self, KeyType, Kind, Prop};
+use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::property::size_bytes;
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
@@ -93,14 +96,14 @@ impl ConfigSnapshot {
         Some(snapshot)
     }
 
-    /// Where setting `key` to `requested` stands.
-    pub fn reading(&self, key: &str, requested: &str) -> Reading {
+    /// Where setting `key` of a `kind` guest to `requested` stands.
+    pub fn reading(&self, kind: GuestKind, key: &str, requested: &str) -> Reading {
         let current = self.current.get(key);
         let pending = self.pending.get(key);
         let shown = |value: Option<&Value>| {
             value
                 .and_then(flex::string_of)
-                .is_some_and(|seen| key == MASKED_KEY || shows(key, requested, &seen))
+                .is_some_and(|seen| key == MASKED_KEY || shows(kind, key, requested, &seen))
         };
         let deleting = self.pending_delete.iter().any(|k| k == key);
         if shown(current) && (pending.is_none() || shown(pending)) && !deleting {
@@ -151,21 +154,73 @@ pub fn ssh_keys_param(text: &str) -> String {
     }
 }
 
-/// Whether `observed`, as PVE reports `key`, shows `requested` applied (the rule in the module doc).
-pub fn shows(key: &str, requested: &str, observed: &str) -> bool {
-    same_scalar(requested, observed)
-        || match key {
-            "tags" => same_tags(requested, observed),
-            "sshkeys" => decoded_keys(requested) == decoded_keys(observed),
-            _ => is_property_string(key) && has_properties(key, requested, observed),
-        }
+/// The schema type of config key `key` of `kind` guests (`net0` is `net[n]`); `None` for a key PVE's
+/// schema does not have.
+pub fn key_type(kind: GuestKind, key: &str) -> Option<&'static KeyType> {
+    let table = match kind {
+        GuestKind::Qemu => config_keys::QEMU,
+        GuestKind::Lxc => config_keys::LXC,
+    };
+    table.iter().find(|t| match t.indexed {
+        false => t.name == key,
+        true => key
+            .strip_prefix(t.name)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())),
+    })
 }
 
-fn same_scalar(a: &str, b: &str) -> bool {
-    let number = |t: &str| t.trim().parse::<f64>().ok();
+/// The properties of a property-string key, read from the schema table's compact list.
+pub fn properties(t: &KeyType) -> Vec<Prop> {
+    let field = |f: Option<&'static str>| f.filter(|f| !f.is_empty());
+    t.properties
+        .unwrap_or_default()
+        .split('|')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut f = p.split(';');
+            let mut next = || f.next();
+            Prop {
+                name: next().unwrap_or_default(),
+                kind: match next() {
+                    Some("i") => Kind::Integer,
+                    Some("n") => Kind::Number,
+                    Some("b") => Kind::Boolean,
+                    _ => Kind::Text,
+                },
+                format: field(next()),
+                default_key: next() == Some("1"),
+                default: field(next()),
+                alias: field(next()),
+                key_alias: field(next()),
+            }
+        })
+        .collect()
+}
+
+/// Whether `observed`, as PVE reports `key`, shows `requested` applied (the rule in the module doc).
+pub fn shows(kind: GuestKind, key: &str, requested: &str, observed: &str) -> bool {
+    let Some(t) = key_type(kind, key) else {
+        return requested == observed;
+    };
+    match t.format {
+        Some("pve-tag-list") => same_tags(requested, observed),
+        Some("urlencoded") => decoded_keys(requested) == decoded_keys(observed),
+        _ if t.property_string => same_properties(kind, t, requested, observed),
+        _ => same_scalar(t.kind, requested, observed),
+    }
+}
+
+/// Text compares as text; numbers and flags as what they mean, only where PVE types them so.
+fn same_scalar(kind: Kind, a: &str, b: &str) -> bool {
+    let number = |t: &str| t.trim().parse::<f64>().ok().filter(|f| f.is_finite());
     a == b
-        || matches!((number(a), number(b)), (Some(x), Some(y)) if x == y)
-        || matches!((flag(a), flag(b)), (Some(x), Some(y)) if x == y)
+        || match kind {
+            Kind::Integer | Kind::Number => {
+                matches!((number(a), number(b)), (Some(x), Some(y)) if x == y)
+            }
+            Kind::Boolean => matches!((flag(a), flag(b)), (Some(x), Some(y)) if x == y),
+            Kind::Text => false,
+        }
 }
 
 fn flag(text: &str) -> Option<bool> {
@@ -194,106 +249,165 @@ fn decoded_keys(text: &str) -> String {
         .to_string()
 }
 
-/// Keys whose value is a comma-separated property string that PVE may complete or reorder.
-fn is_property_string(key: &str) -> bool {
-    let base = key.trim_end_matches(|c: char| c.is_ascii_digit());
-    matches!(
-        base,
-        "net"
-            | "ide"
-            | "sata"
-            | "scsi"
-            | "virtio"
-            | "efidisk"
-            | "tpmstate"
-            | "unused"
-            | "ipconfig"
-            | "usb"
-            | "hostpci"
-            | "numa"
-            | "rng"
-            | "audio"
-            | "smbios"
-            | "agent"
-            | "cpu"
-            | "vga"
-            | "startup"
-            | "memory"
-            | "meta"
-            | "watchdog"
-            | "spice_enhancements"
-            // Containers: volumes, devices, features.
-            | "rootfs"
-            | "mp"
-            | "dev"
-            | "features"
-    )
+/// Properties PVE fills in itself when the request leaves them out: a NIC's generated MAC, a
+/// volume's size, and pve-container's `type=veth` (`PVE::LXC::Config::parse_lxc_network` sets it).
+fn generated(kind: GuestKind, key: &str, name: &str, value: &str) -> bool {
+    match name {
+        "macaddr" | "hwaddr" | "size" => true,
+        "type" => kind == GuestKind::Lxc && key.starts_with("net") && value == "veth",
+        _ => false,
+    }
 }
 
-/// Volume keys of either kind of guest, where `store:N` allocates a new volume.
-fn is_disk(key: &str) -> bool {
-    let base = key.trim_end_matches(|c: char| c.is_ascii_digit());
-    matches!(
-        base,
-        "ide" | "sata" | "scsi" | "virtio" | "efidisk" | "tpmstate" | "rootfs" | "mp"
-    )
-}
-
-type Part<'a> = (&'a str, Option<&'a str>);
-
-fn parts(text: &str) -> Vec<Part<'_>> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.split_once('=') {
+/// A property string read into canonical `name → value` pairs: a bare word is the default key's
+/// value (`virtio` → `model=virtio`), an alias is its target, `virtio=<mac>` is `model=virtio` plus
+/// `macaddr=<mac>` (PVE's `keyAlias`). Without a property list the parts stay as written.
+fn canonical(props: &[Prop], text: &str) -> Vec<(String, Option<String>)> {
+    let default_key = props.iter().find(|p| p.default_key).map(|p| p.name);
+    let mut out: Vec<(String, Option<String>)> = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, value) = match part.split_once('=') {
             Some((k, v)) => (k.trim(), Some(v.trim())),
-            None => (p, None),
-        })
-        .collect()
-}
-
-fn has_properties(key: &str, requested: &str, observed: &str) -> bool {
-    let seen = parts(observed);
-    parts(requested)
-        .into_iter()
-        .enumerate()
-        .all(|(i, (k, v))| match v {
-            Some(v) => seen.iter().any(|(sk, sv)| {
-                sk.eq_ignore_ascii_case(k) && sv.is_some_and(|sv| same_value(v, sv))
-            }),
-            None => {
-                seen.iter().any(|(sk, _)| *sk == k)
-                    || (i == 0 && is_disk(key) && allocated(k, &seen))
+            None => (part, None),
+        };
+        let prop = props.iter().find(|p| p.name == name);
+        match (prop, value) {
+            (Some(p), Some(v)) if p.key_alias.is_some() => {
+                out.push((
+                    p.key_alias.unwrap_or_default().to_string(),
+                    Some(name.to_string()),
+                ));
+                out.push((p.alias.unwrap_or(name).to_string(), Some(v.to_string())));
             }
-        })
+            (Some(p), Some(v)) => {
+                out.push((p.alias.unwrap_or(name).to_string(), Some(v.to_string())))
+            }
+            (_, None)
+                if default_key.is_some()
+                    && !out.iter().any(|(n, _)| Some(n.as_str()) == default_key) =>
+            {
+                out.push((
+                    default_key.unwrap_or_default().to_string(),
+                    Some(name.to_string()),
+                ))
+            }
+            (_, v) => out.push((name.to_string(), v.map(str::to_string))),
+        }
+    }
+    out
 }
 
-fn same_value(a: &str, b: &str) -> bool {
-    a.eq_ignore_ascii_case(b)
-        || same_scalar(a, b)
-        || matches!((size_bytes(a), size_bytes(b)), (Some(x), Some(y)) if x == y)
+/// The whole set of properties compares: every requested property with PVE's value for it (or
+/// left out by PVE because it is the default), and no property PVE holds that the request left
+/// out — except what PVE generates ([`generated`]) or writes as its default.
+fn same_properties(kind: GuestKind, t: &KeyType, requested: &str, observed: &str) -> bool {
+    let props = properties(t);
+    let prop = |name: &str| props.iter().find(|p| p.name == name);
+    let asked = canonical(&props, requested);
+    let seen = canonical(&props, observed);
+    let value_of = |set: &[(String, Option<String>)], name: &str| {
+        set.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+    };
+    let volume_key = prop("file")
+        .or(prop("volume"))
+        .filter(|p| p.default_key)
+        .map(|p| p.name);
+    let mut allocated = false;
+    for (index, (name, want)) in asked.iter().enumerate() {
+        let got = value_of(&seen, name);
+        let same = match (want, &got) {
+            (Some(w), Some(Some(g))) => same_value(prop(name), w, g),
+            (None, Some(None)) => true,
+            _ => false,
+        };
+        if same {
+            continue;
+        }
+        if index == 0 && Some(name.as_str()) == volume_key {
+            if let Some(w) = want {
+                if allocation_matches(t.name, w, got.clone().flatten().as_deref(), &seen) {
+                    allocated = true;
+                    continue;
+                }
+            }
+        }
+        // An action, not a property: PVE imports the volume and does not keep the source.
+        if name == "import-from" && got.is_none() {
+            continue;
+        }
+        let is_default = want
+            .as_deref()
+            .zip(prop(name).and_then(|p| p.default))
+            .is_some_and(|(w, d)| same_value(prop(name), w, d));
+        if got.is_none() && is_default {
+            continue;
+        }
+        return false;
+    }
+    seen.iter().all(|(name, value)| {
+        asked.iter().any(|(n, _)| n == name)
+            || (name == "size" && allocated)
+            || value.as_deref().is_some_and(|v| {
+                generated(kind, t.name, name, v)
+                    || prop(name)
+                        .and_then(|p| p.default)
+                        .is_some_and(|d| same_value(prop(name), v, d))
+            })
+            || (name == "media"
+                && value.as_deref() == Some("cdrom")
+                && asked
+                    .iter()
+                    .any(|(_, v)| v.as_deref().is_some_and(|v| v.ends_with(":cloudinit"))))
+    })
 }
 
-/// `store:N` asks PVE to allocate a new N GiB volume on `store`.
-fn allocated(request: &str, seen: &[Part<'_>]) -> bool {
-    let Some((store, gib)) = request.split_once(':') else {
+fn same_value(prop: Option<&Prop>, a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    let Some(prop) = prop else {
         return false;
     };
-    let Some(bytes) = gib
+    match prop.format {
+        Some("mac-addr") => a.eq_ignore_ascii_case(b),
+        Some("disk-size") => matches!((size_bytes(a), size_bytes(b)), (Some(x), Some(y)) if x == y),
+        _ => same_scalar(prop.kind, a, b),
+    }
+}
+
+/// `store:N` asks PVE to allocate a new N GiB volume on `store` (`store:0` with `import-from`, and
+/// EFI/TPM state volumes, get the size PVE chooses); `store:cloudinit` a cloud-init volume.
+fn allocation_matches(
+    key: &str,
+    request: &str,
+    volume: Option<&str>,
+    seen: &[(String, Option<String>)],
+) -> bool {
+    let Some((store, amount)) = request.split_once(':') else {
+        return false;
+    };
+    let Some(volume) = volume else {
+        return false;
+    };
+    if !volume.starts_with(&format!("{store}:")) {
+        return false;
+    }
+    if amount == "cloudinit" {
+        return volume.contains("cloudinit");
+    }
+    let Some(gib) = amount
         .parse::<f64>()
         .ok()
         .filter(|g| g.is_finite() && *g >= 0.0)
-        .map(|g| (g * (1u64 << 30) as f64).round() as u64)
     else {
         return false;
     };
-    let on_store = seen
-        .first()
-        .is_some_and(|(volume, value)| value.is_none() && volume.starts_with(&format!("{store}:")));
-    let sized = seen
-        .iter()
-        .any(|(k, v)| *k == "size" && v.and_then(size_bytes) == Some(bytes));
-    on_store && sized
+    if gib == 0.0 || matches!(key, "efidisk" | "tpmstate") {
+        return true;
+    }
+    let bytes = (gib * (1u64 << 30) as f64).round() as u64;
+    seen.iter()
+        .any(|(k, v)| k == "size" && v.as_deref().and_then(size_bytes) == Some(bytes))
 }
 
 #[cfg(test)]
@@ -301,49 +415,129 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const Q: GuestKind = GuestKind::Qemu;
+    const L: GuestKind = GuestKind::Lxc;
+
     #[test]
-    fn numbers_and_strings_compare_as_pve_formats_them() {
-        assert!(shows("memory", "2048", "2048"));
-        assert!(shows("cores", "2", "2.0"));
-        assert!(shows("onboot", "yes", "1"));
-        assert!(!shows("memory", "4096", "2048"));
-        assert!(!shows("description", "a", "b"));
+    fn numbers_and_flags_compare_by_meaning_only_where_pve_types_them_so() {
+        assert!(shows(Q, "memory", "2048", "2048"));
+        assert!(shows(Q, "cores", "2", "2.0"));
+        assert!(shows(Q, "onboot", "yes", "1"));
+        assert!(shows(L, "swap", "512", "512.0"));
+        assert!(!shows(Q, "memory", "4096", "2048"));
+        assert!(!shows(Q, "description", "a", "b"));
+    }
+
+    #[test]
+    fn free_text_compares_as_text() {
+        assert!(!shows(Q, "description", "7", "007"));
+        assert!(!shows(Q, "name", "1", "1.0"));
+        assert!(!shows(L, "hostname", "yes", "1"));
+        assert!(!shows(Q, "description", "a=1", "a=1,b=2"));
+    }
+
+    #[test]
+    fn hyphenated_schema_keys_are_known_with_their_types() {
+        assert_eq!(
+            key_type(Q, "allow-ksm").map(|t| t.kind),
+            Some(Kind::Boolean)
+        );
+        assert!(key_type(Q, "amd-sev").is_some_and(|t| t.property_string));
+        assert!(key_type(Q, "intel-tdx").is_some());
+        assert!(shows(Q, "allow-ksm", "on", "1"));
+        assert!(key_type(Q, "net12").is_some() && key_type(Q, "net").is_none());
+        assert!(key_type(Q, "scsihw").is_some_and(|t| !t.indexed));
+    }
+
+    #[test]
+    fn the_compact_property_list_reads_back_into_the_schema_facts() {
+        let net = key_type(Q, "net0").unwrap();
+        let props = properties(net);
+        let model = props.iter().find(|p| p.name == "model").unwrap();
+        assert!(model.default_key && model.kind == Kind::Text);
+        let virtio = props.iter().find(|p| p.name == "virtio").unwrap();
+        assert_eq!(
+            (virtio.alias, virtio.key_alias),
+            (Some("macaddr"), Some("model"))
+        );
+        let mtu = props.iter().find(|p| p.name == "mtu").unwrap();
+        assert_eq!((mtu.kind, mtu.default), (Kind::Integer, None));
+        let mac = props.iter().find(|p| p.name == "macaddr").unwrap();
+        assert_eq!(mac.format, Some("mac-addr"));
     }
 
     #[test]
     fn tags_compare_as_sets() {
-        assert!(shows("tags", "zeta;Alpha,zeta", "alpha;zeta"));
-        assert!(!shows("tags", "zeta;alpha", "alpha"));
+        assert!(shows(Q, "tags", "zeta;Alpha,zeta", "alpha;zeta"));
+        assert!(!shows(Q, "tags", "zeta;alpha", "alpha"));
     }
 
     #[test]
     fn a_nic_with_a_generated_mac_reads_back_applied() {
         let observed = "virtio=BC:24:11:2A:3B:4C,bridge=vmbr0,firewall=1";
-        assert!(shows("net0", "virtio,bridge=vmbr0,firewall=1", observed));
+        assert!(shows(Q, "net0", "virtio,bridge=vmbr0,firewall=1", observed));
         assert!(shows(
+            Q,
             "net0",
-            "virtio=bc:24:11:2a:3b:4c,bridge=vmbr0",
+            "firewall=1,bridge=vmbr0,model=virtio",
             observed
         ));
-        assert!(!shows("net0", "virtio,bridge=vmbr1", observed));
-        assert!(!shows("net0", "e1000,bridge=vmbr0", observed));
+        assert!(shows(
+            Q,
+            "net0",
+            "virtio=bc:24:11:2a:3b:4c,bridge=vmbr0,firewall=on",
+            observed
+        ));
+        assert!(!shows(
+            Q,
+            "net0",
+            "virtio,bridge=vmbr1,firewall=1",
+            observed
+        ));
+        assert!(!shows(Q, "net0", "e1000,bridge=vmbr0,firewall=1", observed));
+    }
+
+    #[test]
+    fn a_property_pve_kept_after_the_request_dropped_it_is_not_applied() {
+        let observed = "virtio=BC:24:11:2A:3B:4C,bridge=vmbr0,firewall=1";
+        assert!(!shows(Q, "net0", "virtio,bridge=vmbr0", observed));
+        assert!(!shows(L, "features", "nesting=1", "keyctl=1,nesting=1"));
+        assert!(!shows(
+            Q,
+            "scsi0",
+            "local-lvm:vm-100-disk-0",
+            "local-lvm:vm-100-disk-0,ssd=1,size=32G"
+        ));
+    }
+
+    #[test]
+    fn bridge_names_and_other_text_properties_keep_their_case() {
+        assert!(!shows(
+            Q,
+            "net0",
+            "virtio,bridge=VMBR0",
+            "virtio=BC:24:11:2A:3B:4C,bridge=vmbr0"
+        ));
     }
 
     #[test]
     fn container_options_compare_as_property_strings() {
         let observed = "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:03:00,ip=10.0.0.30/24,type=veth";
         assert!(shows(
+            L,
             "net0",
             "name=eth0,bridge=vmbr0,ip=10.0.0.30/24",
             observed
         ));
-        assert!(shows("features", "nesting=1", "keyctl=1,nesting=1"));
+        assert!(shows(L, "features", "nesting=1", "nesting=1"));
         assert!(shows(
+            L,
             "mp0",
             "local-lvm:4,mp=/data",
             "local-lvm:vm-300-disk-1,mp=/data,size=4G"
         ));
         assert!(!shows(
+            L,
             "mp0",
             "local-lvm:8,mp=/data",
             "local-lvm:vm-300-disk-1,mp=/data,size=4G"
@@ -351,20 +545,28 @@ mod tests {
     }
 
     #[test]
-    fn free_text_is_never_compared_as_properties() {
-        assert!(!shows("description", "a=1", "a=1,b=2"));
-    }
-
-    #[test]
     fn disk_allocation_syntax_matches_the_allocated_volume() {
         let observed = "local-lvm:vm-100-disk-1,size=4G";
-        assert!(shows("scsi1", "local-lvm:4", observed));
-        assert!(!shows("scsi1", "local-lvm:8", observed));
-        assert!(!shows("scsi1", "other:4", observed));
+        assert!(shows(Q, "scsi1", "local-lvm:4", observed));
+        assert!(!shows(Q, "scsi1", "local-lvm:8", observed));
+        assert!(!shows(Q, "scsi1", "other:4", observed));
         assert!(shows(
+            Q,
             "scsi0",
             "local-lvm:vm-100-disk-0,size=32768M",
             "local-lvm:vm-100-disk-0,size=32G"
+        ));
+        assert!(shows(
+            L,
+            "rootfs",
+            "local-lvm:8",
+            "local-lvm:vm-300-disk-0,size=8G"
+        ));
+        assert!(shows(
+            Q,
+            "ide2",
+            "local-lvm:cloudinit",
+            "local-lvm:vm-100-cloudinit,media=cdrom"
         ));
     }
 
@@ -374,8 +576,8 @@ mod tests {
         let encoded = ssh_keys_param(keys);
         assert_eq!(encoded, "ssh-ed25519%20AAAAC3%2B%2F%3D%20me%40host%0A");
         assert_eq!(ssh_keys_param(&encoded), encoded);
-        assert!(shows("sshkeys", keys, &encoded));
-        assert!(!shows("sshkeys", "ssh-ed25519 OTHER", &encoded));
+        assert!(shows(Q, "sshkeys", keys, &encoded));
+        assert!(!shows(Q, "sshkeys", "ssh-ed25519 OTHER", &encoded));
     }
 
     fn snapshot() -> ConfigSnapshot {
@@ -402,11 +604,14 @@ mod tests {
     #[test]
     fn readings_tell_applied_pending_and_not_applied_apart() {
         let s = snapshot();
-        assert_eq!(s.reading("name", "web"), Reading::Applied);
-        assert_eq!(s.reading("memory", "4096"), Reading::Pending);
-        assert_eq!(s.reading("net1", "virtio,bridge=vmbr0"), Reading::Pending);
+        assert_eq!(s.reading(Q, "name", "web"), Reading::Applied);
+        assert_eq!(s.reading(Q, "memory", "4096"), Reading::Pending);
         assert_eq!(
-            s.reading("name", "db"),
+            s.reading(Q, "net1", "virtio,bridge=vmbr0"),
+            Reading::Pending
+        );
+        assert_eq!(
+            s.reading(Q, "name", "db"),
             Reading::NotApplied {
                 current: Some(json!("web")),
                 pending: None
@@ -414,10 +619,10 @@ mod tests {
         );
         // A value that runs now but will be replaced at the next start is not applied.
         assert!(matches!(
-            s.reading("memory", "2048"),
+            s.reading(Q, "memory", "2048"),
             Reading::NotApplied { .. }
         ));
-        assert_eq!(s.reading(MASKED_KEY, "secret"), Reading::Applied);
+        assert_eq!(s.reading(Q, MASKED_KEY, "secret"), Reading::Applied);
     }
 
     #[test]

@@ -4,10 +4,11 @@
 use super::gates::Gate;
 use super::identity::Identity;
 use super::locate::{read_where_it_lives, GuestRead, Located};
-use super::record::GuestRecord;
+use super::record::{GuestRecord, OUTCOME_UNKNOWN};
 use super::reference::GuestRef;
 use super::settle::read_status;
 use crate::client::Pve;
+use crate::clock::iso_time;
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::Host;
 use crate::methods::lookup::{read_present, read_to_act, record_for};
@@ -19,16 +20,34 @@ use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
 use crate::task::{follow_task, upid_of, TaskTrouble};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-/// The tasks a run followed: their warnings (kept in the record) and the last UPID.
+/// The tasks a run followed: their warnings (kept in the record) and the last UPID — and what is
+/// known of the run's mutations: when the last one was sent, and whether its outcome is unknown.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskTrail {
     pub warnings: Vec<String>,
     pub last_task: Option<String>,
+    /// How many mutations this run has sent.
+    pub mutations_sent: u32,
+    /// Whether PVE may or may not have carried out a mutation of this run: its answer was lost or
+    /// unreadable, or its task's end was not observed.
+    pub outcome_unknown: bool,
 }
 
 impl TaskTrail {
+    /// Notes that a mutation is being sent.
+    pub fn sending(&mut self) {
+        self.mutations_sent += 1;
+    }
+
+    /// Notes how a mutation's call ended: a lost or unreadable answer leaves its outcome unknown.
+    pub fn answered<T>(&mut self, result: &Result<T, PveError>) {
+        if result.as_ref().is_err_and(PveError::outcome_unknown) {
+            self.outcome_unknown = true;
+        }
+    }
+
     /// Sends a task-creating request (never re-sent). `Err` when PVE refused it — no task started —
     /// or when its answer was lost or unreadable: then the task may run, and the message says so.
     pub async fn dispatch<H: Host>(
@@ -37,6 +56,7 @@ impl TaskTrail {
         request: &PveRequest,
         action: &str,
     ) -> Result<Upid, String> {
+        self.sending();
         let answer = pve.call(request).await;
         self.accepted(answer, request, action)
     }
@@ -49,8 +69,13 @@ impl TaskTrail {
         request: &PveRequest,
         action: &str,
     ) -> Result<Dispatched, String> {
+        self.sending();
         match pve.call(request).await {
-            Err(e) if e.kind == ErrorKind::IdTaken => Ok(Dispatched::IdTaken(e.message)),
+            Err(e) if e.kind == ErrorKind::IdTaken => {
+                // PVE refused it: nothing was changed.
+                self.mutations_sent -= 1;
+                Ok(Dispatched::IdTaken(e.message))
+            }
             answer => self.accepted(answer, request, action).map(Dispatched::Task),
         }
     }
@@ -66,10 +91,13 @@ impl TaskTrail {
             _ => "the node".to_string(),
         };
         let check = format!("the guest's state (run lookup) and the task list of {node}");
+        self.answered(&answer);
         let data = answer.map_err(|e| mutation_failed(action, &e, &check).0)?;
         // PVE accepted the request (HTTP 200) but the task id is unreadable: a task may be running.
-        let upid = upid_of(&data, &request.label())
-            .map_err(|f| outcome_unknown(action, &PveError::malformed(f.0), &check).0)?;
+        let upid = upid_of(&data, &request.label()).map_err(|f| {
+            self.outcome_unknown = true;
+            outcome_unknown(action, &PveError::malformed(f.0), &check).0
+        })?;
         self.last_task = Some(upid.to_string());
         Ok(upid)
     }
@@ -87,7 +115,11 @@ impl TaskTrail {
         pve: &Pve<'_, H>,
         upid: &Upid,
     ) -> Result<(), TaskTrouble> {
-        let end = follow_task(pve, upid).await?;
+        let end = follow_task(pve, upid).await.inspect_err(|trouble| {
+            if matches!(trouble, TaskTrouble::Unknown(_)) {
+                self.outcome_unknown = true;
+            }
+        })?;
         self.warnings.extend(end.warnings);
         Ok(())
     }
@@ -121,8 +153,14 @@ pub enum Dispatched {
 pub struct Evidence {
     pub at: Located,
     pub identity: Identity,
+    /// The guest's config as read with its status when it was found.
+    pub config: Map<String, Value>,
     /// The last `status/current` read: the record's observed state.
     pub status: GuestStatus,
+    /// When (host clock, ms) `status` was read.
+    pub observed_at: f64,
+    /// How many of this run's mutations had been sent when `status` was read.
+    pub observed_after: u32,
     pub trail: TaskTrail,
     pub ipv4: Option<String>,
 }
@@ -157,20 +195,29 @@ pub async fn sight_with<H: Host>(
     target: &GuestRef,
     look: Look,
 ) -> Result<Sighting, Failure> {
+    // Acting needs no config: its identity is carried from the stored record (see `read_to_act`).
     let state = async |at: &Located| match look {
-        Look::WithConfig => read_present(run, at).await,
-        Look::ToAct => read_to_act(run, at).await,
+        Look::WithConfig => read_present(run, at).await.map(|(status, config)| {
+            let identity = Identity::from_config(&Value::Object(config.clone()));
+            (status, config, identity)
+        }),
+        Look::ToAct => read_to_act(run, at)
+            .await
+            .map(|(status, identity)| (status, Map::new(), identity)),
     };
     Ok(
         match read_where_it_lives(run, target, "the state", state).await? {
             GuestRead::Absent { vmid } => Sighting::Absent(vmid),
             GuestRead::Read {
                 at,
-                value: (status, identity),
+                value: (status, config, identity),
             } => Sighting::Present(Box::new(Evidence {
                 at,
                 identity,
+                config,
                 status,
+                observed_at: run.host.now_ms(),
+                observed_after: 0,
                 trail: TaskTrail::default(),
                 ipv4: None,
             })),
@@ -184,6 +231,20 @@ impl Evidence {
         self.status = read_status(&run.pve(), run.kind, &self.at)
             .await
             .map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
+        self.observed_at = run.host.now_ms();
+        self.observed_after = self.trail.mutations_sent;
+        Ok(())
+    }
+
+    /// Reads the guest's config again into the evidence (and its identity with it).
+    pub async fn reread_config<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
+        let request = crate::pve::endpoints::guest_config(&self.at.node, run.kind, self.at.vmid);
+        self.config = run
+            .pve()
+            .read(&request, "a guest config")
+            .await
+            .map_err(|e| could_not(&format!("read the config of {}", self.label(run)), &e).0)?;
+        self.identity = Identity::from_config(&Value::Object(self.config.clone()));
         Ok(())
     }
 
@@ -222,12 +283,23 @@ impl Evidence {
         )
     }
 
-    /// The observed-state record, with what the run's tasks left behind.
+    /// The observed-state record, with what the run's tasks left behind. It never presents a state
+    /// read before this run's last mutation as current: such a record says when its state was read
+    /// (`observedAt`) and that it predates the mutation (`observedBeforeMutation`); after a mutation
+    /// whose outcome is unknown it says `outcome: "unknown"`.
     pub async fn record<H: Host>(&self, run: &Run<'_, H>) -> GuestRecord {
         let mut record = record_for(run, &self.at, &self.status, self.identity.clone()).await;
         record.ipv4 = self.ipv4.clone();
         record.warnings = self.trail.warnings.clone();
         record.last_task = self.trail.last_task.clone();
+        let stale = self.observed_after < self.trail.mutations_sent;
+        if stale || self.trail.outcome_unknown {
+            record.observed_at = Some(iso_time(self.observed_at));
+            record.observed_before_mutation = Some(stale);
+        }
+        if self.trail.outcome_unknown {
+            record.outcome = Some(OUTCOME_UNKNOWN.to_string());
+        }
         record
     }
 

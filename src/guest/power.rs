@@ -2,7 +2,7 @@
 //! its task, then wait until `status/current` shows the target state.
 
 use super::evidence::Evidence;
-use super::settle::{describe, settle};
+use super::settle::{describe, lock_of, settle, Seen};
 use crate::host::Host;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::request::PveRequest;
@@ -39,15 +39,14 @@ impl Target {
     }
 }
 
-/// Sends a power request (`verb` names it: "start", "stop", …), follows its task, and waits up to
-/// `budget_ms` for `target`.
+/// Sends a power request (`verb` names it: "start", "stop", …), follows its task, and waits for
+/// `target` with what the task left of the method's one budget (`taskTimeoutSec`).
 pub async fn transition<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     request: &PveRequest,
     verb: &str,
     target: Target,
-    budget_ms: u64,
 ) -> Result<(), String> {
     let action = format!("{verb} {}", ev.label(run));
     ev.trail.run(&run.pve(), request, &action).await?;
@@ -55,10 +54,33 @@ pub async fn transition<H: Host>(
         run,
         ev,
         target,
-        budget_ms,
+        run.wait_budget_ms(),
         &format!("the {verb} task ended successfully"),
     )
     .await
+}
+
+/// Whether the guest is in `target` already, so nothing needs sending. In the target but locked is
+/// not yet: the lock is waited out (within the method's one budget) before it counts.
+pub async fn already<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    target: Target,
+) -> Result<bool, String> {
+    if !target.reached(run.kind, &ev.status) {
+        return Ok(false);
+    }
+    let Some(lock) = lock_of(&ev.status).map(str::to_string) else {
+        return Ok(true);
+    };
+    run.info(&format!(
+        "{} shows {} but is locked ({lock}): waiting for the lock to clear",
+        ev.label(run),
+        target.describe(run.kind)
+    ));
+    let context = format!("{} was locked ({lock})", ev.label(run));
+    reach(run, ev, target, run.wait_budget_ms(), &context).await?;
+    Ok(true)
 }
 
 /// Waits up to `budget_ms` for `target`; the failure says what was expected (after `context`),
@@ -77,7 +99,12 @@ pub async fn reach<H: Host>(
         &ev.at,
         budget_ms,
         |s| target.reached(kind, s),
-        &mut ev.status,
+        &mut Seen {
+            status: &mut ev.status,
+            at_ms: &mut ev.observed_at,
+            after: &mut ev.observed_after,
+            mutations: ev.trail.mutations_sent,
+        },
     )
     .await;
     waited.map_err(|why| {
@@ -93,11 +120,11 @@ pub async fn reach<H: Host>(
 }
 
 fn what_to_check(s: &GuestStatus) -> &'static str {
+    if lock_of(s).is_some() {
+        return "the guest is locked: an operation on it has not finished — check the node's task list for it, and wait for it (or, if it died, unlock the guest with qm/pct unlock after checking its state)";
+    }
     if s.ha.as_ref().is_some_and(|ha| ha.managed == Some(true)) {
         return "the guest is HA-managed, so its task only queued a request to the HA manager: check `ha-manager status` (quorum, the resource's state and errors)";
-    }
-    if s.lock.as_deref().is_some_and(|l| !l.is_empty()) {
-        return "the guest is locked: wait for the operation holding the lock, or clear it";
     }
     "check the task log and the guest's console on the node"
 }

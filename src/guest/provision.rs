@@ -6,15 +6,18 @@
 //! - After the creating task, the new guest must be seen (located and its status read) with the
 //!   requested name, and carry the managed tag — added and read back when it is missing.
 
+use super::config::shows;
 use super::evidence::{sight, sight_or_absent, Evidence, Sighting, TaskTrail};
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
 use super::reference::GuestRef;
+use super::settle::{lock_of, settle, Seen};
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::error::ErrorKind;
+use crate::pve::flex;
 use crate::pve::flex::split_tags;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
@@ -66,6 +69,38 @@ pub async fn claim_vmid<H: Host>(
             .into())
         }
     };
+    let mut ev = ev;
+    // qemu-server's clone_vm and pve-container's create write the new guest's config (final name,
+    // tags) under `lock: clone` / `lock: create` before the work is done: a re-run that finds the
+    // requested guest locked has found an unfinished guest. Wait for the lock, then judge.
+    if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
+        if ev.status.name.as_deref() == Some(name) {
+            run.info(&format!(
+                "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
+                ev.label(run)
+            ));
+            let budget_ms = run.wait_budget_ms();
+            let mut seen = Seen {
+                status: &mut ev.status,
+                at_ms: &mut ev.observed_at,
+                after: &mut ev.observed_after,
+                mutations: ev.trail.mutations_sent,
+            };
+            let waited = settle(&run.pve(), run.kind, &ev.at, budget_ms, |_| true, &mut seen).await;
+            // The config read while locked was unfinished: read what the finished guest holds.
+            let waited = match waited {
+                Ok(()) => ev.reread_config(run).await,
+                Err(why) => Err(why),
+            };
+            if let Err(why) = waited {
+                let message = format!(
+                    "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
+                    ev.at.node, run.method
+                );
+                return Err(ev.outcome(run, Err(message)).await);
+            }
+        }
+    }
     if is_requested(&ev.status, name) {
         return Ok(Claim::Done(ev));
     }
@@ -93,7 +128,7 @@ fn occupant(status: &GuestStatus) -> String {
         status.name.as_deref().unwrap_or(""),
         status.tags.as_deref().unwrap_or("")
     );
-    if let Some(lock) = status.lock.as_deref().filter(|l| !l.is_empty()) {
+    if let Some(lock) = lock_of(status) {
         text.push_str(&format!(
             ", locked ({lock}: an operation on it is still running)"
         ));
@@ -120,6 +155,8 @@ pub async fn sight_new<H: Host>(
         )
     })
     .await?;
+    // Read after the creating task: not stale.
+    ev.observed_after = trail.mutations_sent;
     ev.trail = trail;
     Ok(ev)
 }
@@ -149,6 +186,40 @@ pub async fn complete<H: Host>(
     ))
 }
 
+/// Every resource setting the request asked for (`key`, `value` as sent) reads back as requested,
+/// by the read-back rule of `guest::config` (exact, typed by PVE's schema), in the config read when
+/// the new guest was found after its task (`tags` in its last status, which the managed tag may have
+/// changed since). `Err` names each setting that does not, with both values.
+pub fn verify_settings<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    settings: &[(String, String)],
+    task: &str,
+) -> Result<(), String> {
+    let missed: Vec<String> = settings
+        .iter()
+        .filter_map(|(key, wanted)| {
+            let observed = match key.as_str() {
+                "tags" => ev.status.tags.clone(),
+                _ => ev.config.get(key).and_then(flex::string_of),
+            };
+            match &observed {
+                Some(seen) if shows(run.kind, key, wanted, seen) => None,
+                Some(seen) => Some(format!("`{key}` is {seen:?}, not the requested {wanted:?}")),
+                None => Some(format!("`{key}` is not set (requested {wanted:?})")),
+            }
+        })
+        .collect();
+    match missed.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "{} exists, but not as requested: {} — check the {task} task's log and the storage/template defaults",
+            ev.label(run),
+            missed.join("; ")
+        )),
+    }
+}
+
 /// `tags` with the managed tag added (PVE's `;`-separated list), unless it is there already.
 pub fn with_managed_tag(tags: &str) -> String {
     let mut list: Vec<&str> = tags
@@ -166,7 +237,11 @@ async fn add_managed_tag<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result
     let label = ev.label(run);
     let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
     let request = endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
-    run.pve().call(&request).await.map_err(|e| {
+    let pve = run.pve();
+    ev.trail.sending();
+    let answer = pve.call(&request).await;
+    ev.trail.answered(&answer);
+    answer.map_err(|e| {
         let action = format!("add the `{MANAGED_TAG}` tag to {label}");
         mutation_failed(&action, &e, "its tags (run lookup)").0
     })?;

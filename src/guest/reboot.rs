@@ -10,9 +10,10 @@
 
 use super::evidence::Evidence;
 use super::power::Target;
-use super::settle::{describe, seconds, settle};
+use super::settle::{describe, seconds, settle, Seen};
 use crate::args::{ArgError, Fields};
 use crate::host::Host;
+use crate::poll::WaitBudget;
 use crate::pve::endpoints;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
@@ -89,12 +90,15 @@ pub async fn reboot_verified<H: Host>(
     }
     let before = Boot::of(&ev.status, run.host.now_ms());
     let mut pve = run.pve();
-    pve.task_timeout_ms = pve.task_timeout_ms.max(timeout_sec * 1000 + TASK_SLACK_MS);
+    // The task holds the shutdown half (`timeoutSec`): it has its own budget, as shutdown's
+    // graceful phase does; the wait for the new boot then gets the method's budget.
+    let task_budget = WaitBudget::new(pve.task_timeout_ms.max(timeout_sec * 1000 + TASK_SLACK_MS));
+    pve.budget = &task_budget;
     let request = endpoints::guest_reboot(&ev.at.node, kind, ev.at.vmid, timeout_sec);
     ev.trail
         .run(&pve, &request, &format!("reboot {label}"))
         .await?;
-    let budget_ms = run.global.task_timeout_sec * 1000;
+    let budget_ms = run.wait_budget_ms();
     let host = run.host;
     let new_boot = |s: &GuestStatus| {
         Target::Running.reached(kind, s) && before.replaced_by(s, host.now_ms()) == Some(true)
@@ -105,7 +109,12 @@ pub async fn reboot_verified<H: Host>(
         &ev.at,
         budget_ms,
         new_boot,
-        &mut ev.status,
+        &mut Seen {
+            status: &mut ev.status,
+            at_ms: &mut ev.observed_at,
+            after: &mut ev.observed_after,
+            mutations: ev.trail.mutations_sent,
+        },
     )
     .await;
     waited.map_err(|why| not_rebooted(run, ev, &before, &why, budget_ms))?;

@@ -1,7 +1,7 @@
 //! The guest state record (`vm-<vmid>` / `ct-<vmid>`): what was observed, never what was assumed.
 
 use super::identity::Identity;
-use crate::pve::flex::split_tags;
+use crate::pve::flex::{self, split_tags};
 use crate::pve::responses::GuestStatus;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -20,6 +20,9 @@ pub struct IdentityChange {
     pub previous: Identity,
     pub current: Identity,
 }
+
+/// `outcome` of a record written after a mutation whose effect is unknown.
+pub const OUTCOME_UNKNOWN: &str = "unknown";
 
 /// The record of one guest. `present: false` is an observed absence, never a default.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
@@ -68,6 +71,19 @@ pub struct GuestRecord {
     pub uptime_sec: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
+    /// When `identity` was read from the guest's config (a sync carries an older one forward).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity_observed_at: Option<String>,
+    /// `unknown`: this run sent a mutation whose outcome it could not observe (a lost answer, a
+    /// task whose end was not seen); the state fields are the last observation, see `observedAt`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// When the state fields were read, when that is not "just now" (`recordedAt`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_at: Option<String>,
+    /// Whether the state fields were read before this run's last mutation was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_before_mutation: Option<bool>,
     /// Set when the VMID now belongs to a different guest than the stored record described.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity_changed: Option<IdentityChange>,
@@ -96,10 +112,6 @@ impl GuestRecord {
         operation: &str,
         recorded_at: String,
     ) -> Self {
-        let percent = |part: Option<u64>, whole: Option<u64>| match (part, whole) {
-            (Some(p), Some(w)) if w > 0 => Some(round2(p as f64 * 100.0 / w as f64)),
-            _ => None,
-        };
         GuestRecord {
             vmid,
             present: true,
@@ -115,11 +127,11 @@ impl GuestRecord {
             tags: status.tags.as_deref().map(split_tags).unwrap_or_default(),
             template: status.template,
             agent_configured: status.agent,
-            cpu_pct: status.cpu.map(|c| round2(c * 100.0)),
+            cpu_pct: status.cpu.and_then(flex::pct),
             cpus: status.cpus,
             mem_bytes: status.mem,
             max_mem_bytes: status.maxmem,
-            mem_pct: percent(status.mem, status.maxmem),
+            mem_pct: flex::percent(status.mem, status.maxmem),
             disk_bytes: status.disk,
             max_disk_bytes: status.maxdisk,
             netin_bytes: status.netin,
@@ -142,8 +154,4 @@ impl GuestRecord {
             ..GuestRecord::default()
         }
     }
-}
-
-fn round2(value: f64) -> f64 {
-    (value * 100.0).round() / 100.0
 }

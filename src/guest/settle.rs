@@ -1,5 +1,11 @@
 //! Waiting until a guest's observed state satisfies a target. A task that ended OK proves nothing
 //! (for an HA-managed guest it only queued a request): only `status/current` shows the effect.
+//!
+//! A `lock` is "not yet", whatever else the status says: PVE locks a guest while an operation
+//! changes it (`clone`, `create`, `migrate`, `backup`, `snapshot`, `rollback`, `disk`, …), and
+//! qemu-server's clone and pve-container's create write the new guest's config — final name and
+//! tags included — under the lock before the work is done. Every wait here therefore holds out for
+//! the target AND no lock, and a wait that runs out while locked names the lock.
 
 use super::locate::Located;
 use crate::client::Pve;
@@ -23,28 +29,54 @@ pub async fn read_status<H: Host>(
     .await
 }
 
-/// Polls `status/current` until `reached` holds, within `budget_ms` (reading at least once), backing
-/// off from a fast first poll up to `pollIntervalSec`. `seen` keeps the last status read whatever
-/// happens; `Err` says why the target was not observed.
+/// Where a wait keeps the last status it read, when it read it, and after how many of the run's
+/// mutations (`mutations`, stored in `after` on each read).
+pub struct Seen<'a> {
+    pub status: &'a mut GuestStatus,
+    pub at_ms: &'a mut f64,
+    pub after: &'a mut u32,
+    pub mutations: u32,
+}
+
+/// The guest's lock, if PVE reports one.
+pub fn lock_of(s: &GuestStatus) -> Option<&str> {
+    s.lock.as_deref().map(str::trim).filter(|l| !l.is_empty())
+}
+
+/// Polls `status/current` until `reached` holds and no lock is held, within `budget_ms` (reading at
+/// least once), backing off from a fast first poll up to `pollIntervalSec`. `seen` keeps the last
+/// status read whatever happens; `Err` says why the target was not observed (naming a lock still
+/// held).
 pub async fn settle<H: Host>(
     pve: &Pve<'_, H>,
     kind: GuestKind,
     at: &Located,
     budget_ms: u64,
     reached: impl Fn(&GuestStatus) -> bool,
-    seen: &mut GuestStatus,
+    seen: &mut Seen<'_>,
 ) -> Result<(), String> {
     let mut pacer = Pacer::new(pve.host.now_ms(), budget_ms, pve.poll_cap_ms);
     loop {
-        *seen = read_status(pve, kind, at)
+        *seen.status = read_status(pve, kind, at)
             .await
             .map_err(|e| format!("its state could not be read ({e} — {})", hint(e.kind)))?;
-        if reached(seen) {
+        *seen.at_ms = pve.host.now_ms();
+        *seen.after = seen.mutations;
+        let seen = &*seen.status;
+        if reached(seen) && lock_of(seen).is_none() {
             return Ok(());
         }
-        pacer.pause(pve.host).await.map_err(|stop| match stop {
-            Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
-            Stopped::Aborted => "the run was aborted while waiting".to_string(),
+        pacer.pause(pve.host).await.map_err(|stop| {
+            let why = match stop {
+                Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
+                Stopped::Aborted => "the run was aborted while waiting".to_string(),
+            };
+            match lock_of(seen) {
+                Some(lock) => {
+                    format!("{why} (still locked: {lock} — an operation on it has not finished)")
+                }
+                None => why,
+            }
         })?;
     }
 }
@@ -55,7 +87,7 @@ pub fn describe(s: &GuestStatus) -> String {
     if let Some(qmp) = &s.qmpstatus {
         text.push_str(&format!(", qmpstatus {qmp}"));
     }
-    if let Some(lock) = s.lock.as_deref().filter(|l| !l.is_empty()) {
+    if let Some(lock) = lock_of(s) {
         text.push_str(&format!(", lock {lock}"));
     }
     if let Some(ha) = s.ha.as_ref().filter(|ha| ha.managed == Some(true)) {
@@ -91,19 +123,27 @@ mod tests {
             task_timeout_ms: 60_000,
             poll_cap_ms: 1000,
             request_timeout_ms: 30_000,
+            scrub: &crate::scrub::Scrubber::default(),
+            budget: &crate::poll::WaitBudget::new(60_000),
         };
         let at = Located {
             vmid: 100,
             node: "pve1".into(),
         };
-        let mut seen = parse(&json!({"status": "unknown"})).unwrap();
+        let mut seen = parse(&json!({"status": "stopped"})).unwrap();
+        let (mut at_ms, mut after) = (0.0, 0);
         let result = block_on(settle(
             &pve,
             GuestKind::Qemu,
             &at,
             budget_ms,
             |s| s.status == "running",
-            &mut seen,
+            &mut Seen {
+                status: &mut seen,
+                at_ms: &mut at_ms,
+                after: &mut after,
+                mutations: 0,
+            },
         ));
         (result, seen)
     }
@@ -138,6 +178,35 @@ mod tests {
             "status stopped, HA-managed (HA state started)"
         );
         assert!(host.elapsed_ms() >= 5_000.0 && host.elapsed_ms() < 6_000.0);
+    }
+
+    #[test]
+    fn a_lock_is_not_yet_even_when_the_state_is_reached() {
+        let host = ScriptedHost::new();
+        host.on(
+            ROUTE,
+            [
+                Answer::Data(json!({"status": "running", "lock": "clone"})),
+                Answer::Data(json!({"status": "running"})),
+            ],
+        );
+        let (result, seen) = wait(&host, 10_000);
+        assert_eq!(result, Ok(()));
+        assert_eq!(seen.lock, None);
+        assert_eq!(host.routes_called().len(), 2);
+    }
+
+    #[test]
+    fn a_lock_that_never_clears_fails_at_the_budget_naming_it() {
+        let host = ScriptedHost::new();
+        host.data(ROUTE, json!({"status": "running", "lock": "backup"}));
+        let (result, seen) = wait(&host, 5_000);
+        let why = result.unwrap_err();
+        assert!(
+            why.starts_with("not within 5s (still locked: backup"),
+            "{why}"
+        );
+        assert_eq!(describe(&seen), "status running, lock backup");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::evidence::Evidence;
 use super::locate::Located;
-use super::settle::{describe, settle};
+use super::settle::{describe, lock_of, settle, Seen};
 use crate::args::ArgError;
 use crate::client::Pve;
 use crate::explain::could_not;
@@ -223,7 +223,7 @@ pub async fn snapshot_outcome<H: Host>(
 /// PVE refuses a locked guest (AbstractConfig `check_lock`): refused before anything is sent, in
 /// PVE's words.
 pub fn refuse_locked<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
-    match ev.status.lock.as_deref().filter(|l| !l.is_empty()) {
+    match lock_of(&ev.status) {
         Some(lock) => Err(format!(
             "{}: {} is locked ({lock}) — PVE refuses snapshot operations on a locked guest; wait for the operation holding the lock, or clear it",
             ev.label(run),
@@ -236,23 +236,28 @@ pub fn refuse_locked<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), Str
     }
 }
 
-/// Waits until `status/current` shows no lock (and `also` holds), within taskTimeoutSec: a lock
-/// left behind is a transitional state, not a result.
+/// Waits until `status/current` shows no lock (and `also` holds), within what is left of the
+/// method's one budget (`taskTimeoutSec`): a lock left behind is a transitional state, not a result
+/// (`settle` holds out for no lock by itself).
 pub async fn await_unlocked<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     also: impl Fn(&GuestStatus) -> bool,
     wanted: &str,
 ) -> Result<(), String> {
-    let budget_ms = run.global.task_timeout_sec * 1000;
-    let unlocked = |s: &GuestStatus| s.lock.as_deref().is_none_or(str::is_empty) && also(s);
+    let budget_ms = run.wait_budget_ms();
     let waited = settle(
         &run.pve(),
         run.kind,
         &ev.at,
         budget_ms,
-        unlocked,
-        &mut ev.status,
+        also,
+        &mut Seen {
+            status: &mut ev.status,
+            at_ms: &mut ev.observed_at,
+            after: &mut ev.observed_after,
+            mutations: ev.trail.mutations_sent,
+        },
     )
     .await;
     waited.map_err(|why| {

@@ -96,8 +96,10 @@ pub async fn clone<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let verdict = complete(run, &mut ev, &args.name, "clone").await;
-    let verdict = verdict.map(|done| format!("{claimed}{done}"));
+    let verdict = match complete(run, &mut ev, &args.name, "clone").await {
+        Ok(done) => verify_storage(run, &ev, &args).map(|()| format!("{claimed}{done}")),
+        Err(message) => Err(message),
+    };
     match (&args.ready, verdict) {
         (Some(ready), Ok(done)) => start_and_wait(run, &mut ev, ready, done).await,
         (_, verdict) => ev.outcome(run, verdict).await,
@@ -134,6 +136,35 @@ async fn start_and_wait<H: Host>(
         .map(|ready| format!("{done}; {started}; {ready}"))
         .map_err(|why| format!("{done}; {started}, but {why}"));
     ready_outcome(run, ev, seen, since, verdict).await
+}
+
+/// A full clone to `storage` must have every disk there (PVE's clone_vm moves each drive to the
+/// target storage); a CD-ROM or an empty drive is not a disk.
+fn verify_storage<H: Host>(
+    run: &Run<'_, H>,
+    ev: &crate::guest::evidence::Evidence,
+    args: &CloneArgs,
+) -> Result<(), String> {
+    let Some(storage) = args.storage.as_deref().filter(|_| args.full) else {
+        return Ok(());
+    };
+    let label = ev.label(run);
+    let elsewhere: Vec<String> = ev
+        .config
+        .iter()
+        .filter(|(key, _)| run.kind.is_disk(key))
+        .filter_map(|(key, value)| Some((key, value.as_str()?)))
+        .filter(|(_, value)| !value.contains("media=cdrom") && !value.starts_with("none"))
+        .filter(|(_, value)| !value.starts_with(&format!("{storage}:")))
+        .map(|(key, value)| format!("{key} is {value:?}"))
+        .collect();
+    match elsewhere.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "{label} exists, but not every disk is on the requested storage {storage:?}: {} — check the clone task's log",
+            elsewhere.join("; ")
+        )),
+    }
 }
 
 /// Sends the clone to the template's node and follows its task: the VMID cloned to, and how it was

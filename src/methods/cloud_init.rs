@@ -182,7 +182,10 @@ async fn configure<H: Host>(
         applied?;
     }
     let request = endpoints::cloudinit_regenerate(&ev.at.node, ev.at.vmid);
-    run.pve().call(&request).await.map_err(|e| {
+    ev.trail.sending();
+    let answer = run.pve().call(&request).await;
+    ev.trail.answered(&answer);
+    answer.map_err(|e| {
         let action = format!("regenerate the cloud-init drive of {label}");
         mutation_failed(&action, &e, "GET …/cloudinit (run cloudInit again)").0
     })?;

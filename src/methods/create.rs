@@ -16,9 +16,12 @@
 
 use crate::args::{check_segment, is_dns_name, ArgError, Fields};
 use crate::explain::hint;
+use crate::guest::config::key_type;
 use crate::guest::evidence::{Evidence, TaskTrail};
 use crate::guest::gates::MANAGED_TAG;
-use crate::guest::provision::{claim_vmid, complete, sight_new, with_managed_tag, Claim};
+use crate::guest::provision::{
+    claim_vmid, complete, sight_new, verify_settings, with_managed_tag, Claim,
+};
 use crate::guest::reference::GuestRef;
 use crate::guest::root_only::{ct_refusal, Caller, CtState};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
@@ -159,6 +162,19 @@ impl CreateArgs {
         params.push(("tags".into(), with_managed_tag(tags)));
         params.extend(self.config.iter().filter(|(k, _)| k != "tags").cloned());
         params
+    }
+
+    /// The resource settings create asks for that are config keys of the container (every one must
+    /// read back as requested): cores, memory, swap, rootfs, unprivileged, features, the tags with
+    /// the managed tag, and each config key of PVE's schema.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        // The VMID is not a setting (nor a config key): any number will do here.
+        self.params(0)
+            .into_iter()
+            .filter(|(key, _)| {
+                key != "hostname" && key_type(crate::pve::endpoints::GuestKind::Lxc, key).is_some()
+            })
+            .collect()
     }
 
     fn option(&self, key: &str) -> Option<&str> {
@@ -500,7 +516,10 @@ pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     ev.label(run),
                     args.hostname
                 );
-                let verdict = then_start(run, &mut ev, &args, done).await;
+                let verdict = match verify_settings(run, &ev, &args.settings(), "create") {
+                    Ok(()) => then_start(run, &mut ev, &args, done).await,
+                    Err(message) => Err(message),
+                };
                 return ev.outcome(run, verdict).await;
             }
             Err(outcome) => return outcome,
@@ -536,7 +555,10 @@ pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(outcome) => return outcome,
     };
     let verdict = match complete(run, &mut ev, &args.hostname, "create").await {
-        Ok(summary) => then_start(run, &mut ev, &args, format!("{claimed}{summary}")).await,
+        Ok(summary) => match verify_settings(run, &ev, &args.settings(), "create") {
+            Ok(()) => then_start(run, &mut ev, &args, format!("{claimed}{summary}")).await,
+            Err(message) => Err(message),
+        },
         Err(message) => Err(message),
     };
     ev.outcome(run, verdict).await
@@ -775,8 +797,8 @@ mod tests {
             "config.cores"
         );
         assert_eq!(
-            parse(json!({"config": {"net-0": "x"}})).unwrap_err().field,
-            "config.net-0"
+            parse(json!({"config": {"-net0": "x"}})).unwrap_err().field,
+            "config.-net0"
         );
         assert_eq!(parse(json!({"swap": -1})).unwrap_err().field, "swap");
         assert_eq!(
@@ -810,6 +832,38 @@ mod tests {
         );
     }
 
+    /// The config PVE stores for [`request`]'s container.
+    fn as_created() -> Value {
+        json!({"hostname": "web-ct", "rootfs": "local-lvm:vm-400-disk-0,size=8G", "unprivileged": 1,
+               "tags": "swamp", "net0": "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:04:00,ip=10.0.0.40/24,type=veth"})
+    }
+
+    #[test]
+    fn a_created_container_whose_settings_do_not_read_back_fails_naming_them() {
+        let host = ScriptedHost::new();
+        host.data("GET /cluster/nextid", json!("400"));
+        node(&host);
+        let mut config = as_created();
+        config["rootfs"] = json!("local-lvm:vm-400-disk-0,size=4G");
+        config["net0"] = json!(
+            "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:04:00,ip=10.0.0.40/24,type=veth,firewall=1"
+        );
+        // Scripted first, so the one config read after the task gets it.
+        host.data("GET /nodes/pve1/lxc/400/config", config);
+        created(&host, "swamp");
+        let outcome = run_create(&host, json!({"cores": 2}));
+        let crate::outcome::Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(message.contains("not as requested"), "{message}");
+        assert!(message.contains("`rootfs` is"), "{message}");
+        assert!(message.contains("`net0` is"), "{message}");
+        assert!(
+            message.contains("`cores` is not set (requested \"2\")"),
+            "{message}"
+        );
+    }
+
     fn run_create(host: &ScriptedHost, extra: Value) -> Outcome {
         run_method(host, "lxc", "create", request(extra))
     }
@@ -824,10 +878,7 @@ mod tests {
             &format!("GET /nodes/pve1/tasks/{UPID}/status"),
             json!({"status": "stopped", "exitstatus": "OK"}),
         );
-        host.data(
-            "GET /nodes/pve1/lxc/400/config",
-            json!({"hostname": "web-ct"}),
-        );
+        host.data("GET /nodes/pve1/lxc/400/config", as_created());
         host.data(
             "GET /nodes/pve1/lxc/400/status/current",
             json!({"status": "stopped", "name": "web-ct", "tags": tags}),
@@ -912,7 +963,7 @@ mod tests {
                 "GET /cluster/resources",
                 json!([{"vmid": 400, "type": "lxc", "node": "pve1", "name": "web-ct"}]),
             );
-            host.data("GET /nodes/pve1/lxc/400/config", json!({}));
+            host.data("GET /nodes/pve1/lxc/400/config", as_created());
             host.data(
                 "GET /nodes/pve1/lxc/400/status/current",
                 json!({"status": "stopped", "name": "web-ct", "tags": tags}),

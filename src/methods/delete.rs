@@ -76,35 +76,31 @@ async fn destroy<H: Host>(
 ) -> Result<String, String> {
     ev.pass_gate(run, &gates::DELETE, args.force)?;
     let label = ev.label(run);
-    let budget_ms = run.global.task_timeout_sec * 1000;
     if !Target::Stopped.reached(run.kind, &ev.status) {
         run.info(&format!(
             "{label} is {}: stopping it first (PVE does not destroy a running guest)",
             ev.status.status
         ));
         let request = endpoints::guest_stop(&ev.at.node, run.kind, ev.at.vmid);
-        transition(run, ev, &request, "stop", Target::Stopped, budget_ms).await?;
+        transition(run, ev, &request, "stop", Target::Stopped).await?;
     }
     let request = endpoints::guest_delete(&ev.at.node, run.kind, ev.at.vmid, args.purge);
     ev.trail
         .run(&run.pve(), &request, &format!("delete {label}"))
         .await?;
-    confirm_gone(run, ev, budget_ms).await?;
+    confirm_gone(run, ev).await?;
     Ok(format!(
         "{label} was deleted and is confirmed gone from every node"
     ))
 }
 
-/// Polls `GET /cluster/nextid?vmid=N` until PVE says no guest holds the VMID on any node: the
-/// cluster's own list of guests, whatever the token may audit, in one request.
-async fn confirm_gone<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    budget_ms: u64,
-) -> Result<(), String> {
+/// Polls `GET /cluster/nextid?vmid=N` until PVE says no guest holds the VMID on any node (the
+/// cluster's own list of guests, whatever the token may audit, in one request), within what the
+/// stop and the delete task left of the method's one budget.
+async fn confirm_gone<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
     let pve = run.pve();
     let vmid = ev.at.vmid;
-    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms);
+    let mut pacer = Pacer::until(run.budget.deadline(run.host.now_ms()), pve.poll_cap_ms);
     loop {
         match next_id_free(&pve, vmid).await {
             Ok(()) => return Ok(()),
@@ -119,8 +115,8 @@ async fn confirm_gone<H: Host>(
         }
         if pacer.pause(run.host).await.is_err() {
             return Err(format!(
-                "the delete task ended successfully, but VMID {vmid} still exists after {} (GET /cluster/nextid says so) — check the task log and the guest's config on node {}",
-                seconds(budget_ms),
+                "the delete task ended successfully, but VMID {vmid} still exists (GET /cluster/nextid says so) when taskTimeoutSec={} (the method's whole wait) ran out — check the task log and the guest's config on node {}",
+                seconds(run.budget.total_ms),
                 ev.at.node
             ));
         }
@@ -142,6 +138,7 @@ fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome
             .map(split_tags)
             .unwrap_or_default(),
         identity: Some(ev.identity.clone()).filter(|i| !i.is_empty()),
+        identity_observed_at: Some(run.now_iso()).filter(|_| !ev.identity.is_empty()),
         warnings: ev.trail.warnings.clone(),
         last_task: ev.trail.last_task.clone(),
         last_operation: run.method.to_string(),
@@ -238,7 +235,9 @@ mod tests {
             panic!("{outcome:?}")
         };
         assert!(
-            message.contains("VMID 100 still exists after 5s"),
+            message.contains(
+                "VMID 100 still exists (GET /cluster/nextid says so) when taskTimeoutSec=5s"
+            ),
             "{message}"
         );
         assert_eq!(outcome.writes[0].data["lastTask"], UPID);

@@ -20,11 +20,12 @@ pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(record) => {
             let summary = match record.present {
                 true => format!(
-                    "{} {} is {} on node {}",
+                    "{} {} is {} on node {}{}",
                     run.kind.noun(),
                     record.vmid,
                     record.qmp_status.as_deref().unwrap_or(&record.status),
-                    record.node.as_deref().unwrap_or("?")
+                    record.node.as_deref().unwrap_or("?"),
+                    locked_note(record.lock.as_deref())
                 ),
                 false => format!(
                     "{} {} does not exist on any node",
@@ -43,6 +44,14 @@ pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
 }
 
+/// `, locked (clone): an operation on it has not finished` for a summary; empty without a lock.
+pub fn locked_note(lock: Option<&str>) -> String {
+    match lock {
+        Some(lock) => format!(", locked ({lock}): an operation on it has not finished"),
+        None => String::new(),
+    }
+}
+
 /// Reads the guest's live state (or confirms its absence) into a record.
 pub async fn observe<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<GuestRecord, Failure> {
     let target = GuestRef::parse(&Fields::of(args, "")?)?;
@@ -52,17 +61,25 @@ pub async fn observe<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<GuestRec
             GuestRead::Absent { vmid } => GuestRecord::absent(vmid, run.method, run.now_iso()),
             GuestRead::Read {
                 at,
-                value: (status, identity),
-            } => record_for(run, &at, &status, identity).await,
+                value: (status, config),
+            } => {
+                record_for(
+                    run,
+                    &at,
+                    &status,
+                    Identity::from_config(&Value::Object(config)),
+                )
+                .await
+            }
         },
     )
 }
 
-/// Reads a located guest's status and its identity (from its config).
+/// Reads a located guest's status and its config (where its identity is).
 pub async fn read_present<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
-) -> Result<(GuestStatus, Identity), crate::pve::error::PveError> {
+) -> Result<(GuestStatus, Map<String, Value>), crate::pve::error::PveError> {
     let pve = run.pve();
     let status: GuestStatus = pve
         .read(
@@ -77,7 +94,7 @@ pub async fn read_present<H: Host>(
             "a guest config",
         )
         .await?;
-    Ok((status, Identity::from_config(&Value::Object(config))))
+    Ok((status, config))
 }
 
 /// Reads a located guest's status and its identity by `sync`'s rule: carried from the stored record
@@ -160,6 +177,7 @@ pub async fn record_for<H: Host>(
         });
     }
     record.identity = Some(identity).filter(|i| !i.is_empty());
+    record.identity_observed_at = record.identity.as_ref().map(|_| run.now_iso());
     record
 }
 

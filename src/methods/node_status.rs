@@ -180,18 +180,18 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
         .and_then(|list| list.iter().map(flex::f64_of).collect());
     NodeStatusRecord {
         node: node.to_string(),
-        cpu_pct: at("/cpu").and_then(flex::f64_of).map(|c| round2(c * 100.0)),
+        cpu_pct: at("/cpu").and_then(flex::f64_of).and_then(flex::pct),
         cpus: bytes("/cpuinfo/cpus"),
         loadavg,
         mem_total: bytes("/memory/total"),
         mem_used: bytes("/memory/used"),
-        mem_pct: percent(bytes("/memory/used"), bytes("/memory/total")),
+        mem_pct: flex::percent(bytes("/memory/used"), bytes("/memory/total")),
         swap_total: bytes("/swap/total"),
         swap_used: bytes("/swap/used"),
-        swap_pct: percent(bytes("/swap/used"), bytes("/swap/total")),
+        swap_pct: flex::percent(bytes("/swap/used"), bytes("/swap/total")),
         rootfs_total: bytes("/rootfs/total"),
         rootfs_used: bytes("/rootfs/used"),
-        rootfs_pct: percent(bytes("/rootfs/used"), bytes("/rootfs/total")),
+        rootfs_pct: flex::percent(bytes("/rootfs/used"), bytes("/rootfs/total")),
         uptime_sec: bytes("/uptime"),
         kernel_version: text("/kversion").or_else(|| text("/current-kernel/release")),
         pve_version: text("/pveversion"),
@@ -218,17 +218,6 @@ fn disk_record(entry: &Value) -> Option<DiskRecord> {
         wearout_pct: entry.get("wearout").and_then(flex::f64_of),
         used_by: text("used"),
     })
-}
-
-fn percent(part: Option<u64>, whole: Option<u64>) -> Option<f64> {
-    match (part, whole) {
-        (Some(p), Some(w)) if w > 0 => Some(round2(p as f64 * 100.0 / w as f64)),
-        _ => None,
-    }
-}
-
-fn round2(value: f64) -> f64 {
-    (value * 100.0).round() / 100.0
 }
 
 #[cfg(test)]

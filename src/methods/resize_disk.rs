@@ -224,7 +224,7 @@ async fn settle<H: Host>(
     disk: &str,
     target: u64,
 ) -> Result<u64, String> {
-    let budget_ms = SETTLE_MS.min(run.global.task_timeout_sec * 1000);
+    let budget_ms = SETTLE_MS.min(run.wait_budget_ms());
     let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, run.pve().poll_cap_ms);
     loop {
         // The resize is done: a failed read must not invite a second `+N`, which would grow again.

@@ -189,7 +189,11 @@ pub async fn apply<H: Host>(
         Err(message) => return (Err(message), None),
     }
     let request = endpoints::set_guest_config(&ev.at.node, run.kind, ev.at.vmid, &options);
-    if let Err(e) = run.pve().call(&request).await {
+    let pve = run.pve();
+    ev.trail.sending();
+    let answer = pve.call(&request).await;
+    ev.trail.answered(&answer);
+    if let Err(e) = answer {
         let message = match e.outcome_unknown() {
             true => {
                 let check = "its config (run getConfig)";
@@ -205,6 +209,7 @@ pub async fn apply<H: Host>(
     match read_snapshot(run, &ev.at).await {
         Ok(snapshot) => (judge(run, ev, args, &snapshot), Some(snapshot)),
         Err(e) => {
+            ev.trail.outcome_unknown = true;
             let message = format!(
                 "the config change of {label} was sent, but it could not be read back ({e} — {}): whether it applied is unknown",
                 hint(e.kind)
@@ -291,7 +296,7 @@ fn judge<H: Host>(
                 .filter(|k| !k.is_empty())
                 .map(|k| (format!("{k} (delete)"), snapshot.deletion(k)))
                 .collect(),
-            _ => vec![(key.clone(), snapshot.reading(key, value))],
+            _ => vec![(key.clone(), snapshot.reading(run.kind, key, value))],
         };
         for (name, reading) in readings {
             match reading {
@@ -312,7 +317,8 @@ fn judge<H: Host>(
         ev.warn(
             run,
             format!(
-                "{label}: pending until the next start: {}",
+                "{label}: {} pending until a restart (not applied yet): {}",
+                pending.len(),
                 pending.join(", ")
             ),
         );
@@ -324,9 +330,10 @@ fn judge<H: Host>(
         ));
     }
     Ok(match pending.is_empty() {
-        true => format!("{label}: {applied} config keys applied"),
+        true => format!("{label}: {applied} applied"),
         false => format!(
-            "{label}: {applied} config keys applied, pending until the next start: {}",
+            "{label}: {applied} applied, {} pending until a restart: {}",
+            pending.len(),
             pending.join(", ")
         ),
     })

@@ -5,10 +5,11 @@
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::{sight_present, Evidence};
 use crate::guest::gates;
-use crate::guest::power::{reach, transition, Target};
+use crate::guest::power::{already, reach, transition, Target};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
+use crate::poll::WaitBudget;
 use crate::pve::endpoints;
 use crate::run::Run;
 use crate::task::TaskTrouble;
@@ -65,7 +66,7 @@ pub async fn shut_down<H: Host>(
 ) -> Result<String, String> {
     ev.pass_gate(run, &gates::SHUTDOWN, args.force)?;
     let label = ev.label(run);
-    if Target::Stopped.reached(run.kind, &ev.status) {
+    if already(run, ev, Target::Stopped).await? {
         return Ok(format!("{label} was already stopped; no shutdown was sent"));
     }
     let why = match graceful(run, ev, args).await? {
@@ -83,8 +84,7 @@ pub async fn shut_down<H: Host>(
         format!("the graceful shutdown did not stop {label} within timeoutSec={}s; forcing a hard stop (forceStopAfter: true)", args.timeout_sec),
     );
     let request = endpoints::guest_stop(&ev.at.node, run.kind, ev.at.vmid);
-    let budget_ms = run.global.task_timeout_sec * 1000;
-    transition(run, ev, &request, "stop", Target::Stopped, budget_ms).await?;
+    transition(run, ev, &request, "stop", Target::Stopped).await?;
     Ok(format!(
         "{label} is stopped: a hard stop followed a graceful shutdown that did not finish"
     ))
@@ -100,8 +100,10 @@ async fn graceful<H: Host>(
     let started = run.host.now_ms();
     let budget_ms = args.timeout_sec * 1000;
     let mut pve = run.pve();
-    // PVE's task itself waits up to timeoutSec for the guest: follow it at least that long.
-    pve.task_timeout_ms = pve.task_timeout_ms.max(budget_ms + TASK_SLACK_MS);
+    // PVE's task itself waits up to timeoutSec for the guest: follow it at least that long. The
+    // graceful attempt has its own budget (timeoutSec); the hard stop after it gets taskTimeoutSec.
+    let graceful_budget = WaitBudget::new(pve.task_timeout_ms.max(budget_ms + TASK_SLACK_MS));
+    pve.budget = &graceful_budget;
     let request = endpoints::guest_shutdown(&ev.at.node, run.kind, ev.at.vmid, args.timeout_sec);
     let action = format!("shut down {}", ev.label(run));
     let upid = ev.trail.dispatch(&pve, &request, &action).await?;

@@ -10,7 +10,7 @@
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::guest::evidence::{sight_present, Evidence};
-use crate::guest::power::{transition, Target};
+use crate::guest::power::{already, transition, Target};
 use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
@@ -87,7 +87,7 @@ pub async fn bring_up<H: Host>(
     args: &StartArgs,
 ) -> Result<String, String> {
     let label = ev.label(run);
-    let mut summary = if Target::Running.reached(run.kind, &ev.status) {
+    let mut summary = if already(run, ev, Target::Running).await? {
         format!("{label} was already running; no start was sent")
     } else if ev.status.status == "running" {
         // PVE refuses to start a guest whose QEMU process exists; resuming is another operation.
@@ -98,8 +98,7 @@ pub async fn bring_up<H: Host>(
         ));
     } else {
         let request = endpoints::guest_start(&ev.at.node, run.kind, ev.at.vmid);
-        let budget_ms = run.global.task_timeout_sec * 1000;
-        transition(run, ev, &request, "start", Target::Running, budget_ms).await?;
+        transition(run, ev, &request, "start", Target::Running).await?;
         format!("{label} is running")
     };
     if args.wait_for_ip {
@@ -184,8 +183,9 @@ fn is_ipv4(text: &str) -> bool {
 async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String, String> {
     let pve = run.pve();
     let request = endpoints::agent_interfaces(&ev.at.node, ev.at.vmid);
-    let budget_ms = run.global.task_timeout_sec * 1000;
-    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms);
+    // What the start left of the method's one budget.
+    let deadline = run.budget.deadline(run.host.now_ms());
+    let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
     loop {
         let last = match pve.call(&request).await {
             Ok(data) => match first_ipv4(&data) {

@@ -4,7 +4,7 @@
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::{sight_present, Evidence};
 use crate::guest::gates;
-use crate::guest::power::{transition, Target};
+use crate::guest::power::{already, transition, Target};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -51,12 +51,11 @@ async fn power_off<H: Host>(
 ) -> Result<String, String> {
     ev.pass_gate(run, &gates::STOP, force)?;
     let label = ev.label(run);
-    if Target::Stopped.reached(run.kind, &ev.status) {
+    if already(run, ev, Target::Stopped).await? {
         return Ok(format!("{label} was already stopped; no stop was sent"));
     }
     let request = endpoints::guest_stop(&ev.at.node, run.kind, ev.at.vmid);
-    let budget_ms = run.global.task_timeout_sec * 1000;
-    transition(run, ev, &request, "stop", Target::Stopped, budget_ms).await?;
+    transition(run, ev, &request, "stop", Target::Stopped).await?;
     Ok(format!("{label} is stopped"))
 }
 

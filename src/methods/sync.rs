@@ -26,6 +26,7 @@ use crate::explain::hint;
 use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{next_id_free, Located};
 use crate::guest::record::GuestRecord;
+use crate::guest::settle::lock_of;
 use crate::guest::upstream::{vmid_of_instance, with_superseded, written_by_upstream};
 use crate::host::Host;
 use crate::methods::lookup::{observe, record_for};
@@ -88,6 +89,8 @@ struct Sweep {
     read: Vec<String>,
     running: usize,
     absent: usize,
+    /// `101 (clone)`: guests whose config is locked (an operation on them has not finished).
+    locked: Vec<String>,
     /// Why the sync cannot claim every guest in scope was read.
     problems: Vec<String>,
 }
@@ -101,7 +104,12 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     if parsed.one_guest {
         return match observe(run, args).await {
             Ok(record) => {
-                let summary = format!("synced {} {}", run.kind.noun(), record.vmid);
+                let summary = format!(
+                    "synced {} {}{}",
+                    run.kind.noun(),
+                    record.vmid,
+                    crate::methods::lookup::locked_note(record.lock.as_deref())
+                );
                 let instance = run.guest_instance(record.vmid);
                 let writes = vec![write(run.guest_spec(), instance, &record)];
                 Outcome::succeeded(with_superseded(run, writes).await, summary)
@@ -123,7 +131,7 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
     record_vanished(run, &scope, &mut sweep).await;
     let writes = with_superseded(run, std::mem::take(&mut sweep.writes)).await;
-    let summary = format!(
+    let mut summary = format!(
         "synced {} {}s in {} ({} running); {} confirmed absent",
         sweep.seen.len(),
         run.kind.noun(),
@@ -134,6 +142,12 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         sweep.running,
         sweep.absent
     );
+    if !sweep.locked.is_empty() {
+        summary.push_str(&format!(
+            "; locked (an operation on them has not finished): {}",
+            sweep.locked.join(", ")
+        ));
+    }
     match sweep.problems.is_empty() {
         true => Outcome::succeeded(writes, summary),
         false => Outcome::failed(
@@ -266,6 +280,9 @@ async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, swe
     };
     sweep.seen.push(vmid);
     sweep.running += usize::from(status.status == "running");
+    if let Some(lock) = lock_of(&status) {
+        sweep.locked.push(format!("{vmid} ({lock})"));
+    }
     let at = Located {
         vmid,
         node: node.to_string(),
@@ -274,6 +291,20 @@ async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, swe
     sweep
         .writes
         .push(write(run.guest_spec(), run.guest_instance(vmid), &record));
+}
+
+/// Carries a stored identity forward without re-reading it: with the time it was read
+/// (`identityObservedAt`), so it is never asserted as current. A stored identity without that time
+/// (an older record) is not carried: nothing would say how old it is.
+fn carry_identity(record: &mut GuestRecord, stored: Option<&Value>) {
+    let observed_at = stored
+        .and_then(|s| s.get("identityObservedAt"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if observed_at.is_some() {
+        record.identity = stored.and_then(stored_identity);
+        record.identity_observed_at = observed_at.filter(|_| record.identity.is_some());
+    }
 }
 
 /// The record of a listed guest: its stored identity carried forward while the cheap signals hold,
@@ -293,7 +324,7 @@ async fn with_identity<H: Host>(
     if !may_be_another_guest {
         let mut record =
             GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
-        record.identity = stored.as_ref().and_then(stored_identity);
+        carry_identity(&mut record, stored.as_ref());
         return record;
     }
     let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
@@ -321,7 +352,7 @@ async fn with_identity<H: Host>(
         Err(e) => {
             let mut record =
                 GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
-            record.identity = stored.as_ref().and_then(stored_identity);
+            carry_identity(&mut record, stored.as_ref());
             let warning = format!(
                 "{} {}: identity not checked, its config could not be read: {e}",
                 run.kind.noun(),
@@ -427,7 +458,8 @@ mod tests {
         host.records.borrow_mut().insert(
             format!("vm-{vmid}"),
             json!({"vmid": vmid, "present": true, "name": name, "node": node,
-                   "identity": {"smbiosUuid": format!("uuid-{vmid}")}}),
+                   "identity": {"smbiosUuid": format!("uuid-{vmid}")},
+                   "identityObservedAt": "2026-11-01T00:00:00.000Z"}),
         );
     }
 
@@ -445,7 +477,26 @@ mod tests {
         assert_eq!(host.routes_called(), vec!["GET /nodes/pve1/qemu"]);
         assert_eq!(outcome.writes.len(), 2);
         assert_eq!(outcome.writes[0].data["identity"]["smbiosUuid"], "uuid-100");
+        assert_eq!(
+            outcome.writes[0].data["identityObservedAt"], "2026-11-01T00:00:00.000Z",
+            "a carried identity keeps the time it was read"
+        );
         assert_eq!(outcome.writes[1].data["status"], "stopped");
+    }
+
+    #[test]
+    fn a_stored_identity_without_its_time_is_not_asserted() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([guest(100, "web", "running")]),
+        );
+        host.records.borrow_mut().insert(
+            "vm-100".into(),
+            json!({"vmid": 100, "present": true, "name": "web", "identity": {"smbiosUuid": "old"}}),
+        );
+        let outcome = run_sync(&host, json!({}));
+        assert_eq!(outcome.writes[0].data.get("identity"), None);
     }
 
     #[test]

@@ -88,7 +88,10 @@ async fn convert<H: Host>(
         GuestKind::Qemu => ev.trail.run(&pve, &request, &action).await?,
         // pve-container answers null and converts in a worker whose UPID it does not return.
         GuestKind::Lxc => {
-            pve.call(&request).await.map_err(|e| {
+            ev.trail.sending();
+            let answer = pve.call(&request).await;
+            ev.trail.answered(&answer);
+            answer.map_err(|e| {
                 let check = "its config (run getConfig)";
                 crate::explain::mutation_failed(&action, &e, check).0
             })?;
@@ -132,10 +135,9 @@ async fn stop_first<H: Host>(
 
 /// Polls until the config says `template: 1` and the guest's node lists it as a template.
 async fn await_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
-    let budget_ms = run.global.task_timeout_sec * 1000;
-    let mut pacer = Pacer::new(
-        run.host.now_ms(),
-        budget_ms,
+    // What the conversion task left of the method's one budget.
+    let mut pacer = Pacer::until(
+        run.budget.deadline(run.host.now_ms()),
         run.global.poll_interval_sec * 1000,
     );
     loop {
@@ -144,9 +146,9 @@ async fn await_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), 
         }
         if pacer.pause(run.host).await.is_err() {
             return Err(format!(
-                "the conversion of {} was accepted, but after {} its config and its node's guest list do not both show it as a template — check the task log ({}) and its disks",
+                "the conversion of {} was accepted, but when taskTimeoutSec={} (the method's whole wait) ran out, its config (unlocked) and its node's guest list do not both show it as a template — check the task log ({}) and its disks",
                 ev.label(run),
-                seconds(budget_ms),
+                seconds(run.budget.total_ms),
                 match run.kind {
                     GuestKind::Qemu => "qmtemplate",
                     GuestKind::Lxc => "vztemplate",
@@ -166,7 +168,12 @@ async fn is_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<bool, S
         .await
         .map_err(|e| could_not(&format!("read the config of {label}"), &e).0)?;
     let flagged = config.get("template").and_then(flex::bool_of) == Some(true);
-    if !flagged {
+    // A lock is "not yet": the conversion (or another operation) has not finished.
+    let locked = config
+        .get("lock")
+        .and_then(flex::string_of)
+        .is_some_and(|l| !l.trim().is_empty());
+    if !flagged || locked {
         return Ok(false);
     }
     listed_as_template(run, ev, &label).await

@@ -66,8 +66,9 @@ impl fmt::Display for PveError {
 
 impl PveError {
     /// An error PVE reported, classified from its status and message.
+    /// PVE's words are quoted bounded ([`crate::quote::bounded`]): the reason comes first.
     pub fn reported(status: Option<u16>, message: &str) -> Self {
-        let message = message.trim().to_string();
+        let message = crate::quote::bounded(message.trim());
         PveError {
             kind: classify(status, &message),
             message,
@@ -79,7 +80,7 @@ impl PveError {
     pub fn malformed(what: impl Into<String>) -> Self {
         PveError {
             kind: ErrorKind::Malformed,
-            message: what.into(),
+            message: crate::quote::bounded(&what.into()),
             status: None,
         }
     }

@@ -88,6 +88,20 @@ pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::
         .and_then(string_of))
 }
 
+/// A fraction as a percentage with two decimals; `None` when it is not a finite number (PVE may send
+/// `1e308`): a record holds a number or leaves the field out, never `null`.
+pub fn pct(fraction: f64) -> Option<f64> {
+    Some((fraction * 10_000.0).round() / 100.0).filter(|p| p.is_finite())
+}
+
+/// `part` of `whole` as a percentage ([`pct`]); `None` without both or for an empty whole.
+pub fn percent(part: Option<u64>, whole: Option<u64>) -> Option<f64> {
+    match (part, whole) {
+        (Some(p), Some(w)) if w > 0 => pct(p as f64 / w as f64),
+        _ => None,
+    }
+}
+
 /// Splits PVE's tag list (`;`-separated; `,` and spaces also seen) into lowercase tags.
 pub fn split_tags(text: &str) -> Vec<String> {
     text.split([';', ',', ' '])
@@ -115,6 +129,18 @@ mod tests {
         assert_eq!(f64_of(&json!("0.5")), Some(0.5));
         assert_eq!(u64_of(&json!(-1)), None);
         assert_eq!(i64_of(&json!(-9)), Some(-9));
+    }
+
+    #[test]
+    fn percentages_are_finite_numbers_or_nothing() {
+        assert_eq!(pct(0.123456), Some(12.35));
+        assert_eq!(pct(1e308), None);
+        assert_eq!(percent(Some(1), Some(4)), Some(25.0));
+        assert_eq!(
+            percent(Some(u64::MAX), Some(1)),
+            Some(1.8446744073709552e21)
+        );
+        assert_eq!(percent(Some(1), Some(0)), None);
     }
 
     #[test]

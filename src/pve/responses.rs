@@ -36,14 +36,43 @@ pub struct HaStatus {
     pub state: Option<String>,
 }
 
-/// `GET …/status/current` (and one entry of `GET /nodes/{node}/qemu?full=1`).
+/// The states PVE's schema gives a guest's `status` (qemu and lxc alike: `enum [stopped, running]`).
+pub const KNOWN_STATUSES: [&str; 2] = ["running", "stopped"];
+
+/// QEMU's run states (`RunState` in QEMU's qapi/run-state.json) as `qmpstatus` reports them, and
+/// `stopped`, which PVE reports for a VM without a QEMU process.
+pub const KNOWN_QMP_STATUSES: [&str; 17] = [
+    "running",
+    "paused",
+    "prelaunch",
+    "inmigrate",
+    "postmigrate",
+    "finish-migrate",
+    "restore-vm",
+    "save-vm",
+    "suspended",
+    "shutdown",
+    "watchdog",
+    "guest-panicked",
+    "internal-error",
+    "io-error",
+    "debug",
+    "colo",
+    "stopped",
+];
+
+/// `GET …/status/current` (and one entry of `GET /nodes/{node}/qemu?full=1`). Only a known state is
+/// an observation: a `status` outside PVE's set (`unknown`, empty, anything else), or a `qmpstatus`
+/// that is not one of QEMU's run states, makes the whole answer unreadable — the state was not
+/// determined, and nothing may be recorded as if it had been.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct GuestStatus {
     /// `running` or `stopped`; required, because the verdict rests on it.
+    #[serde(deserialize_with = "known_status")]
     pub status: String,
     #[serde(deserialize_with = "flex::opt_u64", default)]
     pub vmid: Option<u64>,
-    #[serde(deserialize_with = "flex::opt_string", default)]
+    #[serde(deserialize_with = "known_qmp_status", default)]
     pub qmpstatus: Option<String>,
     #[serde(deserialize_with = "flex::opt_string", default)]
     pub name: Option<String>,
@@ -80,6 +109,28 @@ pub struct GuestStatus {
     /// The QEMU process (a container's init) while running: a new one means a new boot.
     #[serde(deserialize_with = "flex::opt_u64", default)]
     pub pid: Option<u64>,
+}
+
+fn known_status<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let text = Value::deserialize(d)?;
+    match text.as_str() {
+        Some(s) if KNOWN_STATUSES.contains(&s) => Ok(s.to_string()),
+        _ => Err(serde::de::Error::custom(format!(
+            "status {} is not one of PVE's states (running, stopped): the state was not determined",
+            crate::quote::value(&text)
+        ))),
+    }
+}
+
+fn known_qmp_status<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if KNOWN_QMP_STATUSES.contains(&s.as_str()) => Ok(Some(s)),
+        Some(other) => Err(serde::de::Error::custom(format!(
+            "qmpstatus {} is not one of QEMU's run states: the state was not determined",
+            crate::quote::value(&other)
+        ))),
+    }
 }
 
 /// `POST …/agent/exec` → the pid of the started command.
@@ -288,6 +339,36 @@ mod tests {
     #[test]
     fn status_current_without_status_is_refused() {
         assert!(parse::<GuestStatus>(&json!({"qmpstatus": "running"})).is_none());
+    }
+
+    #[test]
+    fn only_known_states_are_observations() {
+        for status in [
+            json!("unknown"),
+            json!(""),
+            json!("Running"),
+            json!(1),
+            json!(null),
+        ] {
+            assert!(
+                parse::<GuestStatus>(&json!({ "status": status })).is_none(),
+                "{status}"
+            );
+        }
+        for qmp in [json!("unknown"), json!(""), json!(7)] {
+            let answer = json!({"status": "running", "qmpstatus": qmp});
+            assert!(parse::<GuestStatus>(&answer).is_none(), "{qmp}");
+        }
+        let error = GuestStatus::deserialize(&json!({"status": "unknown"})).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("status \"unknown\" is not one of PVE's states"),
+            "{error}"
+        );
+        assert!(
+            parse::<GuestStatus>(&json!({"status": "running", "qmpstatus": "prelaunch"})).is_some()
+        );
     }
 
     #[test]

@@ -8,29 +8,71 @@ pub mod pvesh_output;
 pub mod ssh;
 
 use crate::global_args::TransportSettings;
-use crate::host::Host;
+use crate::host::{Host, HostError, HttpResponse, ProcessOutput};
 use crate::pve::error::PveError;
 use crate::pve::request::{PveRequest, Verb};
+use crate::scrub::Scrubber;
 use serde_json::Value;
 
-/// Sends one request over the configured transport and interprets the answer.
+/// Sends one request over the configured transport and interprets the answer. Whatever came back
+/// is scrubbed of the run's secrets before anything reads it: the strings of PVE's data, and the
+/// text an error quotes (scrubbed whole before it is cut, so no cut can leave part of a secret).
 pub async fn send<H: Host>(
     host: &H,
     settings: &TransportSettings,
     request: &PveRequest,
     timeout_ms: u64,
+    scrub: &Scrubber,
 ) -> Result<Value, PveError> {
-    match settings {
+    let answer = match settings {
         TransportSettings::Api(api) => {
-            let response = host.http(api::assemble(api, request, timeout_ms)).await?;
-            api::interpret(&response)
+            let response = host
+                .http(api::assemble(api, request, timeout_ms))
+                .await
+                .map_err(|e| scrubbed_host_error(e, scrub))?;
+            api::interpret(&response).map_err(|raw| {
+                let clean = HttpResponse {
+                    status: response.status,
+                    status_text: scrub.text(&response.status_text),
+                    body: scrub.text(&response.body),
+                };
+                api::interpret(&clean)
+                    .err()
+                    .unwrap_or_else(|| scrubbed(raw, scrub))
+            })
         }
         TransportSettings::Ssh(ssh) => {
             // pvesh runs task workers in the foreground, so a mutation lasts as long as its task.
-            let output = host.run(ssh::assemble(ssh, request, timeout_ms)?).await?;
-            ssh::interpret(ssh, &output)
+            let output = host
+                .run(ssh::assemble(ssh, request, timeout_ms)?)
+                .await
+                .map_err(|e| scrubbed_host_error(e, scrub))?;
+            ssh::interpret(ssh, &output).map_err(|raw| {
+                let clean = ProcessOutput {
+                    code: output.code,
+                    stdout: scrub.text(&output.stdout),
+                    stderr: scrub.text(&output.stderr),
+                };
+                ssh::interpret(ssh, &clean)
+                    .err()
+                    .unwrap_or_else(|| scrubbed(raw, scrub))
+            })
         }
-    }
+    };
+    answer.map(|mut data| {
+        scrub.value(&mut data);
+        data
+    })
+}
+
+fn scrubbed(mut error: PveError, scrub: &Scrubber) -> PveError {
+    error.message = scrub.text(&error.message);
+    error
+}
+
+fn scrubbed_host_error(mut error: HostError, scrub: &Scrubber) -> HostError {
+    error.message = crate::quote::bounded(&scrub.text(&error.message));
+    error
 }
 
 /// Whether this request blocks for the length of a task on this transport.

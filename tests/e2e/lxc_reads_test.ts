@@ -155,7 +155,7 @@ Deno.test("lxc setConfig: a running container's non-hotplug change is recorded p
     assert.deepEqual(written(r, "ct-300").pending, { ostype: "ubuntu" });
     assert.match(
       r.logs.map((l) => l.message).join("\n"),
-      /pending until the next start: ostype/,
+      /pending until a restart \(not applied yet\): ostype/,
     );
   });
 });

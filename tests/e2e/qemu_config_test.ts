@@ -46,8 +46,15 @@ Deno.test("setConfig: a change that needs a restart is recorded as pending and l
     assert.ok(
       r.logs.some((l) =>
         l.level === "warning" &&
-        /pending until the next start: memory/.test(l.message)
+        /1 pending until a restart \(not applied yet\): memory/.test(l.message)
       ),
+    );
+    assert.ok(
+      r.logs.some((l) =>
+        l.level === "info" &&
+        /1 applied, 1 pending until a restart: memory/.test(l.message)
+      ),
+      "the summary says what is pending",
     );
     assert.ok((rec.warnings as string[]).some((w) => /memory/.test(w)));
   });

@@ -209,9 +209,17 @@ Deno.test("delete: a VMID the cluster still holds after the delete task fails th
       const r = await env.run("delete", { vmid: 120 });
       assert.equal(r.status, "failed");
       assert.match(r.error ?? "", /delete task ended successfully/);
-      assert.match(r.error ?? "", /VMID 120 still exists after 2s/);
+      assert.match(
+        r.error ?? "",
+        /VMID 120 still exists \(GET \/cluster\/nextid says so\) when taskTimeoutSec=2s/,
+      );
       const rec = written(r, "vm-120");
       assert.equal(rec.present, true);
+      assert.equal(
+        rec.observedBeforeMutation,
+        true,
+        "the state shown was read before the delete",
+      );
     },
   );
 });

@@ -99,7 +99,7 @@ Deno.test("sync: 1,000 VMs cost one request, on the first sync and in steady sta
       assert.equal(r.written.length, 1000);
     });
     assert.deepEqual(first, ["/nodes/pve1/qemu"]);
-    await env.run("lookup", { vmid: 1999 });
+    const looked = await env.run("lookup", { vmid: 1999 });
     const second = await counted(env, async () => {
       const r = await env.run("sync", {});
       assert.equal(r.status, "succeeded", r.error);
@@ -108,6 +108,11 @@ Deno.test("sync: 1,000 VMs cost one request, on the first sync and in steady sta
       assert.deepEqual(written(r, "vm-1999").identity, {
         smbiosUuid: "00000000-0000-4000-8000-000000001999",
       });
+      // Carried forward, not re-read: the record says when it was read (by lookup), not now.
+      assert.equal(
+        written(r, "vm-1999").identityObservedAt,
+        written(looked, "vm-1999").identityObservedAt,
+      );
     });
     assert.deepEqual(second, ["/nodes/pve1/qemu"]);
   });

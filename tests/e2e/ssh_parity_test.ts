@@ -415,6 +415,8 @@ const SCENARIOS: Scenario[] = [
 /** Fields that differ between any two runs, whatever the transport (a task's UPID holds its pid and start). */
 const VOLATILE = new Set([
   "recordedAt",
+  "observedAt",
+  "identityObservedAt",
   "durationMs",
   "pid",
   "uptimeSec",

@@ -81,12 +81,15 @@ export function expectation(
 ): { verdict: Verdict; happened: RegExp; note?: string } {
   const fault = FAULTS[id];
   const own = endpoint.expect?.[id];
+  // A column that shares another's code path shares its verdicts; what happened is its own.
+  const alike = fault.like ? endpoint.expect?.[fault.like] : undefined;
   const absorbed = endpoint.kind !== "mutation" && fault.transient &&
     id !== "reset∞";
   return {
-    verdict: own?.verdict ?? (absorbed ? "ok-retried" : "fail"),
+    verdict: own?.verdict ?? alike?.verdict ??
+      (absorbed ? "ok-retried" : "fail"),
     happened: own?.happened ?? fault.happened(endpoint),
-    note: own?.note,
+    note: own?.note ?? alike?.note,
   };
 }
 
@@ -229,7 +232,9 @@ export async function faultCell(
       problems.push(`the fault never fired: ${hits} matching requests`);
     }
     const message = r.error ?? "";
-    const readBack = endpoint.expect?.[id]?.readBack === true;
+    const like = FAULTS[id].like;
+    const readBack = (endpoint.expect?.[id] ??
+      (like ? endpoint.expect?.[like] : undefined))?.readBack === true;
     if (endpoint.kind === "mutation") {
       // Retry discipline: a mutation is sent once, whatever happened to its answer.
       if (hits !== 1) problems.push(`${endpoint.id} was sent ${hits} times`);

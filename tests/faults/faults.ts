@@ -22,6 +22,10 @@ export const FAULT_IDS = [
   "empty",
   "html",
   "shape",
+  "echo401",
+  "echo200",
+  "200KB",
+  "status?",
 ] as const;
 
 /** One column of the matrix. */
@@ -42,10 +46,18 @@ export interface FaultSpec {
   transient: boolean;
   /** The request may have reached PVE (and acted): a mutation's failure must say "unknown". */
   leavesEffectUnknown: boolean;
+  /**
+   * The column whose per-endpoint verdicts this one shares (its code path is that column's: a
+   * 401 echo is a PVE error like a 500, a proxy's 200 page is unreadable like malformed JSON).
+   */
+  like?: FaultId;
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
   : never;
+
+const isStatusRead = (e: Endpoint) =>
+  e.method === "GET" && /status\/current\$?$/.test(e.path);
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const isRead = (e: Endpoint) => e.kind !== "mutation";
@@ -198,5 +210,54 @@ export const FAULTS: Record<FaultId, FaultSpec> = {
     happened: () => /unexpected/,
     transient: false,
     leavesEffectUnknown: true,
+  },
+  echo401: {
+    id: "echo401",
+    legend:
+      "HTTP 401 from a proxy that echoes the request's `Authorization` header base64-encoded: the echo must be scrubbed (shown as `***`)",
+    applies: () => true,
+    fault: () => ({ kind: "echo", into: "401", form: "base64" }),
+    happened: () => /authentication failure \(got Authorization: \*\*\*\)/,
+    transient: false,
+    leavesEffectUnknown: false,
+    like: "500",
+  },
+  echo200: {
+    id: "echo200",
+    legend:
+      "HTTP 200 with a proxy's HTML page quoting the `Authorization` header: unreadable, and the quote scrubbed",
+    applies: () => true,
+    fault: () => ({ kind: "echo", into: "page", form: "header" }),
+    happened: () => /Authorization: \*\*\*/,
+    transient: false,
+    leavesEffectUnknown: true,
+    like: "malformed",
+  },
+  "200KB": {
+    id: "200KB",
+    legend:
+      "HTTP 500 whose message is PVE's for that call followed by 200 KB: quoted cut to its beginning, with a marker",
+    applies: () => true,
+    fault: (e) => ({
+      kind: "status",
+      status: 500,
+      message: `${e.pve500}${"#".repeat(200_000)}`,
+    }),
+    happened: (e) =>
+      new RegExp(`${escape(e.pve500)}#+… \\[cut: \\d+ more characters\\]`),
+    transient: false,
+    leavesEffectUnknown: false,
+    like: "500",
+  },
+  "status?": {
+    id: "status?",
+    legend:
+      'a guest status read answers `status: "unknown"` (outside PVE\'s set): the state was not determined',
+    applies: isStatusRead,
+    fault: () => ({ kind: "body", body: '{"data":{"status":"unknown"}}' }),
+    happened: () => /status "unknown" is not one of PVE's states/,
+    transient: false,
+    leavesEffectUnknown: true,
+    like: "shape",
   },
 };

@@ -771,6 +771,8 @@ function waitReadySpec(n: string, vmid: number, names: RegExp): RowSpec {
       verdict: "ok-retried",
       note: `${what} unreadable: asked again within timeoutSec`,
     },
+    // Not like a 500 here: an agent not up yet is waited for, a refused token is not.
+    echo401: { verdict: "fail" },
   });
   return {
     name: "waitReady",

@@ -42,6 +42,10 @@ const tricky = fc.constantFrom(
   "\u00a0",
   "\ufeff",
   "a\u2028b",
+  "a\tb",
+  "a\u007fb",
+  "a\u0085b",
+  "\u001b[2J",
 );
 const text = fc.oneof(
   tricky,
@@ -343,6 +347,9 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
             "sshkeys",
             "delete",
             "a_1",
+            "allow-ksm",
+            "amd-sev",
+            "intel-tdx",
           ),
           weight: 12,
         },

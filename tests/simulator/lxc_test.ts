@@ -268,6 +268,8 @@ Deno.test("create: the container appears locked at once and stopped with its con
     const during = await call(sim, "GET", "/nodes/pve1/lxc/400/status/current");
     assert.equal(during.body.data.lock, "create");
     assert.equal(during.body.data.status, "stopped");
+    // pve-container's create_vm writes hostname and tags under the lock before the worker ends.
+    assert.equal(during.body.data.name, "new-ct");
     const status = await waitTask(sim.url, upid, AUTH);
     assert.equal(status.exitstatus, "OK");
     const cfg = await call(sim, "GET", "/nodes/pve1/lxc/400/config");

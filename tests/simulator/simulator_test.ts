@@ -656,18 +656,21 @@ Deno.test("HA start applies after applyDelayMs", async () => {
 
 // --- clone, delete, resize, config ---------------------------------------------------------------
 
-Deno.test("clone appears at task end: stopped, tags copied, new smbios1 uuid", async () => {
+Deno.test("clone is written under lock: clone with its final name at once, unlocked at task end: stopped, tags copied, new smbios1 uuid", async () => {
   await withSim(async (sim) => {
     const r = await call(sim, "POST", "/nodes/pve1/qemu/9000/clone", {
       newid: 123,
       name: "app1",
       full: 1,
     });
-    assert.equal(sim.guest(123), undefined);
+    // qemu-server's clone_vm writes the new config (name, tags, lock: clone) before the worker ends.
+    assert.equal(sim.guest(123)?.lock, "clone");
+    assert.equal(sim.guest(123)?.name, "app1");
     const taken = await call(sim, "GET", "/cluster/nextid", { vmid: 123 });
     assert.equal(taken.status, 400, "a clone in progress holds its id");
     assert.equal((await waitTask(sim.url, r.body.data, AUTH)).exitstatus, "OK");
     const clone = sim.guest(123)!;
+    assert.equal(clone.lock, undefined, "the lock is removed at the end");
     assert.equal(clone.status, "stopped");
     assert.equal(clone.name, "app1");
     assert.deepEqual(clone.tags, ["base"]);

@@ -1,0 +1,55 @@
+//! PVE's text as messages quote it: whole when short, else its beginning (where PVE puts the
+//! reason) and a marker saying how much was cut. A 200 KB error page must not become a 200 KB
+//! error, log line or record field.
+
+use serde_json::Value;
+
+/// The most characters of one piece of PVE text an error or log line quotes.
+pub const MAX_QUOTED_CHARS: usize = 2_000;
+
+/// `text`, cut to [`MAX_QUOTED_CHARS`] with a marker when longer.
+pub fn bounded(text: &str) -> String {
+    bounded_to(text, MAX_QUOTED_CHARS)
+}
+
+/// `text`, cut to `max` characters with a marker when longer.
+pub fn bounded_to(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((end, _)) => {
+            let rest = text[end..].chars().count();
+            format!("{}… [cut: {rest} more characters]", &text[..end])
+        }
+    }
+}
+
+/// A JSON answer as messages quote it (compact JSON, bounded).
+pub fn value(data: &Value) -> String {
+    bounded(&data.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_text_is_quoted_whole() {
+        assert_eq!(
+            bounded("VM 100 is locked (backup)"),
+            "VM 100 is locked (backup)"
+        );
+    }
+
+    #[test]
+    fn long_text_keeps_its_beginning_and_says_it_was_cut() {
+        let text = format!("reason first: {}", "é".repeat(200_000));
+        let quoted = bounded(&text);
+        assert!(quoted.starts_with("reason first: é"));
+        assert!(
+            quoted.ends_with("… [cut: 198014 more characters]"),
+            "{}",
+            &quoted[quoted.len() - 60..]
+        );
+        assert!(quoted.chars().count() < MAX_QUOTED_CHARS + 40);
+    }
+}

@@ -1,0 +1,122 @@
+/**
+ * The simulator's long-tail situations: a proxy that echoes the Authorization header (in a 401, a
+ * 200 page, a task log line, in several spellings), and a guest whose stored value keeps a property
+ * a config change dropped.
+ */
+import assert from "node:assert/strict";
+import { echoed } from "../../simulator/faults.ts";
+import { api, tokenHeader, waitTask } from "../../simulator/sim_client.ts";
+import { startSimulator } from "../../simulator/simulator.ts";
+import type { Simulator } from "../../simulator/simulator.ts";
+
+const TOKEN = { id: "root@pam!ci", secret: "echo-secret-1" };
+const AUTH = { auth: tokenHeader(TOKEN.id, TOKEN.secret) };
+const HEADER = `PVEAPIToken=${TOKEN.id}=${TOKEN.secret}`;
+
+async function withSim(fn: (sim: Simulator) => Promise<void>) {
+  const sim = await startSimulator({
+    nodes: ["pve1"],
+    tokens: [TOKEN],
+    taskDurationMs: 20,
+    guests: [{
+      vmid: 100,
+      node: "pve1",
+      type: "qemu",
+      name: "web",
+      status: "stopped",
+      keeps: { net0: "firewall=1" },
+      config: { net0: "virtio=BC:24:11:00:01:00,bridge=vmbr0,firewall=1" },
+    }],
+  });
+  try {
+    await fn(sim);
+  } finally {
+    await sim.close();
+  }
+}
+
+Deno.test("echo: every spelling of the header an echoing proxy may use", () => {
+  const b64 = (t: string) => btoa(t);
+  assert.equal(echoed("header", HEADER), HEADER);
+  assert.equal(echoed("secret", HEADER), TOKEN.secret);
+  assert.equal(echoed("percent", HEADER), encodeURIComponent(HEADER));
+  assert.equal(echoed("base64", HEADER), b64(HEADER));
+  assert.equal(echoed("base64-secret", HEADER), b64(TOKEN.secret));
+  assert.equal(
+    echoed("base64-pair", HEADER),
+    b64(`${TOKEN.id}=${TOKEN.secret}`),
+  );
+});
+
+Deno.test("echo: a 401 and a 200 page quote the request's header", async () => {
+  await withSim(async (sim) => {
+    sim.fault({
+      pathRegex: "/version$",
+      kind: "echo",
+      into: "401",
+      form: "header",
+    });
+    const denied = await api(sim.url, "GET", "/version", {}, AUTH);
+    assert.equal(denied.status, 401);
+    assert.match(
+      String(denied.body.message),
+      new RegExp(HEADER.replace(/[!]/g, "\\!")),
+    );
+    sim.fault({
+      pathRegex: "/version$",
+      kind: "echo",
+      into: "page",
+      form: "base64",
+    });
+    const page = await fetch(`${sim.url}/api2/json/version`, {
+      headers: { Authorization: HEADER },
+    });
+    assert.equal(page.status, 200);
+    assert.match(
+      await page.text(),
+      new RegExp(btoa(HEADER).replace(/[+/=]/g, ".")),
+    );
+  });
+});
+
+Deno.test("echo: a task log gets one more line quoting the header", async () => {
+  await withSim(async (sim) => {
+    const start = await api(
+      sim.url,
+      "POST",
+      "/nodes/pve1/qemu/100/status/start",
+      {},
+      AUTH,
+    );
+    const upid = String(start.body.data);
+    await waitTask(sim.url, upid, AUTH);
+    sim.fault({
+      pathRegex: "/log$",
+      kind: "echo",
+      into: "log",
+      form: "secret",
+    });
+    const log = await api(
+      sim.url,
+      "GET",
+      `/nodes/pve1/tasks/${upid}/log`,
+      {},
+      AUTH,
+    );
+    const lines = log.body.data as { n: number; t: string }[];
+    assert.equal(lines.at(-1)?.t, `proxy: Authorization ${TOKEN.secret}`);
+  });
+});
+
+Deno.test("keeps: a property the change dropped stays in the stored value", async () => {
+  await withSim(async (sim) => {
+    const r = await api(sim.url, "PUT", "/nodes/pve1/qemu/100/config", {
+      net0: "virtio=BC:24:11:00:01:00,bridge=vmbr1",
+    }, AUTH);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(
+      sim.guest(100)?.config.net0,
+      "virtio=BC:24:11:00:01:00,bridge=vmbr1,firewall=1",
+    );
+  });
+});
