@@ -10,8 +10,10 @@ import { z } from "npm:zod@4";
 import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
   DeleteArgs,
+  ExecRecord,
   GlobalArgs,
   GuestArgs,
+  GuestExecArgs,
   guestRef,
   guestStateFields,
   newVmid,
@@ -115,6 +117,7 @@ const CHANGES = [
   "deleteSnapshot",
   "convertToTemplate",
   "reboot",
+  "guestExec",
 ];
 
 /**
@@ -133,6 +136,13 @@ export const model = {
       lifetime: "infinite" as const,
       garbageCollection: 20,
     },
+    exec: {
+      description:
+        "One guestExec run (instance ct-<vmid>-exec): outcome, exit code, output",
+      schema: ExecRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
     ...sharedResources("container", "ct"),
   },
   checks: {
@@ -148,6 +158,14 @@ export const model = {
       arguments: CreateArgs,
       execute: (args: z.infer<typeof CreateArgs>, ctx: MethodContext) =>
         runOnCore("lxc", "create", args, ctx),
+    },
+    guestExec: {
+      description:
+        "Run a command in the running container with `pct exec` on its node (needs the ssh transport: PVE's API has no exec for containers); fails unless it exits 0 (or an allowed code)",
+      kind: "action" as const,
+      arguments: GuestExecArgs,
+      execute: (args: z.infer<typeof GuestExecArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "guestExec", args, ctx),
     },
     lookup: {
       description:

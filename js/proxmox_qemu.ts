@@ -9,8 +9,10 @@ import { z } from "npm:zod@4";
 import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
   DeleteArgs,
+  ExecRecord,
   GlobalArgs,
   GuestArgs,
+  GuestExecArgs,
   guestRef,
   guestStateFields,
   newVmid,
@@ -33,26 +35,6 @@ import {
   vmid,
 } from "./_lib/schemas.ts";
 
-const GuestExecArgs = z.object({
-  ...guestRef,
-  command: z.array(
-    z.string().min(1, "command items must not be empty").refine(
-      (v) => !v.includes("\0"),
-      { message: "command items must not contain NUL" },
-    ),
-  ).min(1, "command must not be empty"),
-  timeoutSec: z.number().int().positive().max(86400).default(30),
-  allowNonZeroExit: z.boolean().default(false),
-  allowedExitCodes: z.array(z.number().int().min(0).max(255)).optional(),
-  inputData: z.string().refine(
-    (v) => new TextEncoder().encode(v).length <= 65536,
-    { message: "inputData must be at most 65536 bytes (PVE's limit)" },
-  ).refine((v) => !v.includes("\0"), {
-    // No argv can carry a NUL, so it could never reach pvesh over ssh; refused on both transports.
-    message: "inputData must not contain NUL",
-  }).optional(),
-}).refine(requireGuest, provideGuest);
-
 const CloneArgs = z.object({
   templateId: vmid,
   ...newVmid,
@@ -74,35 +56,6 @@ const GuestRecord = z.object({
   ...guestStateFields,
   qmpStatus: z.string().optional(),
   agentConfigured: z.boolean().optional(),
-});
-
-const ExecRecord = z.object({
-  vmid: z.number(),
-  node: z.string(),
-  command: z.array(z.string()),
-  pid: z.number().optional(),
-  outcome: z.enum([
-    "exited",
-    "signaled",
-    "timedOut",
-    "notStarted",
-    "unconfirmed",
-    "resultLost",
-    "aborted",
-  ]),
-  exited: z.boolean(),
-  exitCode: z.number().optional(),
-  signal: z.number().optional(),
-  stdout: z.string().optional(),
-  stderr: z.string().optional(),
-  stdoutTruncated: z.boolean(),
-  stderrTruncated: z.boolean(),
-  durationMs: z.number(),
-  timedOut: z.boolean(),
-  accepted: z.boolean(),
-  error: z.string().optional(),
-  lastOperation: z.string(),
-  recordedAt: z.string(),
 });
 
 /** The methods that change a guest: the reachability check runs before them. */

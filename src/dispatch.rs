@@ -5,9 +5,9 @@ use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
-    check, clone, create, delete, delete_snapshot, get_config, guest_exec, list_snapshots, lookup,
-    node_config, node_status, reboot, resize_disk, rollback, set_config, shutdown, snapshot, start,
-    stop, sync, template,
+    check, clone, container_exec, create, delete, delete_snapshot, get_config, guest_exec,
+    list_snapshots, lookup, node_config, node_status, reboot, resize_disk, rollback, set_config,
+    shutdown, snapshot, start, stop, sync, template,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -30,6 +30,7 @@ enum Method {
     Delete,
     Sync,
     GuestExec,
+    ContainerExec,
     Clone,
     Create,
     Resize,
@@ -67,6 +68,8 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
         // A VM is cloned from a template and has a guest agent; a container is created from one.
         (GuestKind::Qemu, "guestExec") => Method::GuestExec,
+        // A container has no agent: its commands run as `pct exec` on the node, over ssh.
+        (GuestKind::Lxc, "guestExec") => Method::ContainerExec,
         (GuestKind::Qemu, "clone") => Method::Clone,
         (GuestKind::Lxc, "create") => Method::Create,
         (GuestKind::Qemu, "resizeDisk") | (GuestKind::Lxc, "resize") => Method::Resize,
@@ -90,7 +93,9 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::Snapshot => snapshot::SnapshotArgs::parse(kind, args).map(drop),
         Method::Rollback => rollback::RollbackArgs::parse(kind, args).map(drop),
         Method::DeleteSnapshot => delete_snapshot::DeleteSnapshotArgs::parse(kind, args).map(drop),
-        Method::GuestExec => crate::guest::exec::ExecArgs::parse(args).map(drop),
+        Method::GuestExec | Method::ContainerExec => {
+            crate::guest::exec::ExecArgs::parse(args).map(drop)
+        }
         Method::Start => start::StartArgs::parse(args).map(drop),
         Method::Stop => stop::StopArgs::parse(args).map(drop),
         Method::Shutdown => shutdown::ShutdownArgs::parse(args).map(drop),
@@ -150,6 +155,7 @@ pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Val
         Method::SetConfig => set_config::set_config(&run, args).await,
         Method::Sync => sync::sync(&run, args).await,
         Method::GuestExec => guest_exec::guest_exec(&run, args).await,
+        Method::ContainerExec => container_exec::container_exec(&run, args).await,
         Method::Clone => clone::clone(&run, args).await,
         Method::Create => create::create(&run, args).await,
         Method::Resize => resize_disk::resize_disk(&run, args).await,

@@ -70,6 +70,8 @@ const SshTransport = z.object({
   connectTimeoutSec: z.number().int().positive().max(3600).default(15),
   sshBinary: singleLine("sshBinary").default("ssh"),
   pveshBinary: singleLine("pveshBinary").default("pvesh"),
+  /** `pct` on the node: a container's guestExec runs `pct exec` there. */
+  pctBinary: singleLine("pctBinary").default("pct"),
 });
 
 /** The global arguments of both models: the instance label, the transport, the time budgets. */
@@ -501,3 +503,56 @@ export function snapshotMethods(model: ModelName) {
     },
   };
 }
+
+// guestExec (VMs through the guest agent, containers through `pct exec` over ssh).
+
+/** guestExec: the command (argv), its budget, which exit codes count as success, its stdin. */
+export const GuestExecArgs = z.object({
+  ...guestRef,
+  command: z.array(
+    z.string().min(1, "command items must not be empty").refine(
+      (v) => !v.includes("\0"),
+      { message: "command items must not contain NUL" },
+    ),
+  ).min(1, "command must not be empty"),
+  timeoutSec: z.number().int().positive().max(86400).default(30),
+  allowNonZeroExit: z.boolean().default(false),
+  allowedExitCodes: z.array(z.number().int().min(0).max(255)).optional(),
+  inputData: z.string().refine(
+    (v) => new TextEncoder().encode(v).length <= 65536,
+    { message: "inputData must be at most 65536 bytes (PVE's limit)" },
+  ).refine((v) => !v.includes("\0"), {
+    // No argv can carry a NUL, so it could never reach pvesh over ssh; refused on both transports.
+    message: "inputData must not contain NUL",
+  }).optional(),
+}).refine(requireGuest, provideGuest);
+
+/** The `exec` record (`vm-<vmid>-exec`, `ct-<vmid>-exec`): how one command ended. */
+export const ExecRecord = z.object({
+  vmid: z.number(),
+  node: z.string(),
+  command: z.array(z.string()),
+  pid: z.number().optional(),
+  outcome: z.enum([
+    "exited",
+    "signaled",
+    "timedOut",
+    "notStarted",
+    "unconfirmed",
+    "resultLost",
+    "aborted",
+  ]),
+  exited: z.boolean(),
+  exitCode: z.number().optional(),
+  signal: z.number().optional(),
+  stdout: z.string().optional(),
+  stderr: z.string().optional(),
+  stdoutTruncated: z.boolean(),
+  stderrTruncated: z.boolean(),
+  durationMs: z.number(),
+  timedOut: z.boolean(),
+  accepted: z.boolean(),
+  error: z.string().optional(),
+  lastOperation: z.string(),
+  recordedAt: z.string(),
+});

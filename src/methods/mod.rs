@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod clone;
+pub mod container_exec;
 pub mod create;
 pub mod delete;
 pub mod delete_snapshot;

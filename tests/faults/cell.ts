@@ -141,11 +141,15 @@ function attempts(env: Env, e: Endpoint, from: number): number {
 }
 
 /** Starts the matrix's fixture: the qemu model and its fleet, or the lxc model and its containers. */
-export function matrixEnv(type: GuestType = "qemu"): Promise<Env> {
+export function matrixEnv(
+  type: GuestType = "qemu",
+  via: "api" | "ssh" = "api",
+): Promise<Env> {
   return startEnv({
     guests: type === "qemu" ? fleet() : lxcFleet(),
     globalArgs: GLOBAL_ARGS,
     sim: { taskDurationMs: 20 },
+    via,
     ...(type === "lxc" ? { model: lxcModel } : {}),
   });
 }
@@ -198,7 +202,7 @@ export async function faultCell(
   const started = performance.now();
   const { verdict: expected, happened, note } = expectation(endpoint, id);
   const fault = FAULTS[id];
-  const env = await matrixEnv(spec.model);
+  const env = await matrixEnv(spec.model, spec.via);
   try {
     await spec.prepare?.(env);
     await endpoint.prepare?.(env);
@@ -296,7 +300,7 @@ export async function scenarioCell(
   args: Record<string, unknown> = spec.args,
 ): Promise<CellResult> {
   const started = performance.now();
-  const env = await matrixEnv(spec.model);
+  const env = await matrixEnv(spec.model, spec.via);
   try {
     await spec.prepare?.(env);
     const before = snapshot(env);

@@ -78,6 +78,18 @@ export interface MethodSpec {
   endpoints: Endpoint[];
   /** A failure message names what was being done: this must match. */
   names: RegExp;
+  /**
+   * The transport of the row's cells (default api): `ssh` for a method only the ssh transport has
+   * (a container's guestExec runs `pct exec` on the node); its requests still reach the simulator,
+   * through the node's pvesh.
+   */
+  via?: "api" | "ssh";
+  /**
+   * The fault columns that reach this row (default all). Over ssh the HTTP faults between the
+   * node's pvesh and PVE (a reset, a truncated or non-JSON body, a hang) reach the client as
+   * pvesh's own failure: tests/ssh/ covers those; PVE's refusals and wrong shapes pass through.
+   */
+  faults?: readonly FaultId[];
   /** Prepares the fixture for every cell of this row, before its fault or scenario is armed. */
   prepare?(env: Env): void | Promise<void>;
   /** Whether the method runs a PVE task (it gets the `task✗` scenario). */

@@ -139,6 +139,7 @@ const sshTransport = object({
   connectTimeoutSec: opt(seconds(3600)),
   sshBinary: opt(singleLine),
   pveshBinary: opt(singleLine),
+  pctBinary: opt(singleLine),
 });
 
 const globalArgs = object({
@@ -470,6 +471,7 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
       "nodeConfig",
       "convertToTemplate",
       "reboot",
+      "guestExec",
     ].map((m) => [m, methodArgs[m]]),
   ),
   ...snapshotArgs(false),
