@@ -16,6 +16,7 @@ import {
   GuestExecArgs,
   guestRef,
   guestStateFields,
+  migrateMethod,
   newVmid,
   nodeMethods,
   notBothVmidAndRange,
@@ -118,6 +119,7 @@ const CHANGES = [
   "convertToTemplate",
   "reboot",
   "guestExec",
+  "migrate",
 ];
 
 /**
@@ -257,5 +259,6 @@ export const model = {
     },
     ...nodeMethods("lxc"),
     ...snapshotMethods("lxc"),
+    ...migrateMethod("lxc"),
   },
 };

@@ -15,6 +15,7 @@ import {
   GuestExecArgs,
   guestRef,
   guestStateFields,
+  migrateMethod,
   newVmid,
   nodeMethods,
   notBothVmidAndRange,
@@ -73,6 +74,7 @@ const MUTATING = [
   "deleteSnapshot",
   "convertToTemplate",
   "reboot",
+  "migrate",
 ];
 
 /**
@@ -212,5 +214,6 @@ export const model = {
     },
     ...nodeMethods("qemu"),
     ...snapshotMethods("qemu"),
+    ...migrateMethod("qemu"),
   },
 };

@@ -25,6 +25,7 @@ import { nodeRoutes } from "./routes_node.ts";
 import { containerSetupOf, lxcRoutes } from "./routes_lxc.ts";
 import { powerRoutes } from "./routes_power.ts";
 import { snapshotRoutes } from "./routes_snapshot.ts";
+import { migrateRoutes } from "./routes_migrate.ts";
 import { storageRoutes } from "./routes_storage.ts";
 import { taskListRoutes } from "./routes_tasklist.ts";
 import { taskRoutes } from "./routes_tasks.ts";
@@ -100,6 +101,7 @@ const ROUTES = [
   ...rebootRoutes,
   ...taskListRoutes,
   ...snapshotRoutes,
+  ...migrateRoutes,
 ];
 
 /** Starts a simulator on 127.0.0.1, a free port. */

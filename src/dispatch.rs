@@ -6,8 +6,8 @@ use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
     check, clone, container_exec, create, delete, delete_snapshot, get_config, guest_exec,
-    list_snapshots, lookup, node_config, node_status, reboot, resize_disk, rollback, set_config,
-    shutdown, snapshot, start, stop, sync, template,
+    list_snapshots, lookup, migrate, node_config, node_status, reboot, resize_disk, rollback,
+    set_config, shutdown, snapshot, start, stop, sync, template,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -31,6 +31,7 @@ enum Method {
     Sync,
     GuestExec,
     ContainerExec,
+    Migrate,
     Clone,
     Create,
     Resize,
@@ -59,6 +60,7 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, "sync") => Method::Sync,
         (_, "nodeStatus") => Method::NodeStatus,
         (_, "nodeConfig") => Method::NodeConfig,
+        (_, "migrate") => Method::Migrate,
         (_, "snapshot") => Method::Snapshot,
         (_, "listSnapshots") => Method::ListSnapshots,
         (_, "rollback") => Method::Rollback,
@@ -90,6 +92,7 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::Lookup | Method::GetConfig | Method::ListSnapshots => {
             GuestRef::parse(&fields).map(drop)
         }
+        Method::Migrate => migrate::MigrateArgs::parse(kind, args).map(drop),
         Method::Snapshot => snapshot::SnapshotArgs::parse(kind, args).map(drop),
         Method::Rollback => rollback::RollbackArgs::parse(kind, args).map(drop),
         Method::DeleteSnapshot => delete_snapshot::DeleteSnapshotArgs::parse(kind, args).map(drop),
@@ -161,6 +164,7 @@ pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Val
         Method::Resize => resize_disk::resize_disk(&run, args).await,
         Method::NodeStatus => node_status::node_status(&run, args).await,
         Method::NodeConfig => node_config::node_config(&run, args).await,
+        Method::Migrate => migrate::migrate(&run, args).await,
         Method::Snapshot => snapshot::snapshot(&run, args).await,
         Method::ListSnapshots => list_snapshots::list_snapshots(&run, args).await,
         Method::Rollback => rollback::rollback(&run, args).await,

@@ -556,3 +556,52 @@ export const ExecRecord = z.object({
   lastOperation: z.string(),
   recordedAt: z.string(),
 });
+
+// Migration (both models; online/withLocalDisks for VMs, restart/timeoutSec for containers).
+
+/** PVE's `storage-pair-list`: `1`, or comma-separated `<id>` / `<source>:<target>` storage ids. */
+const STORAGE_ID = "[a-zA-Z][a-zA-Z0-9\\-_.]*[a-zA-Z0-9]";
+const storagePairList = z.string().regex(
+  new RegExp(
+    `^(1|(${STORAGE_ID}(:${STORAGE_ID})?)(,${STORAGE_ID}(:${STORAGE_ID})?)*)$`,
+  ),
+  "targetStorage must be 1, a storage id, or comma-separated <source>:<target> storage ids (PVE's storage-pair-list)",
+);
+
+/** migrate: the node to move to, and how. */
+export function migrateArgs(model: ModelName) {
+  const how = model === "qemu"
+    ? {
+      online: z.boolean().default(false),
+      withLocalDisks: z.boolean().default(false),
+    }
+    : {
+      restart: z.boolean().default(false),
+      timeoutSec: z.number().int().positive().max(86400).optional(),
+    };
+  return z.object({
+    ...guestRef,
+    targetNode: pathSegment("targetNode"),
+    targetStorage: storagePairList.optional(),
+    ...how,
+  }).refine(requireGuest, provideGuest);
+}
+
+/** The migrate method of a model. */
+export function migrateMethod(model: ModelName) {
+  const noun = model === "qemu" ? "VM" : "container";
+  const how = model === "qemu"
+    ? "online: true for a running VM (live), withLocalDisks to copy local disks along"
+    : "restart: true for a running container (stop, move, start)";
+  const MigrateArgs = migrateArgs(model);
+  return {
+    migrate: {
+      description:
+        `Move the ${noun} to targetNode (${how}); PVE's preconditions are checked first; succeeds when /cluster/resources and the target node show it there (running if it was) and unlocked. HA-managed guests migrate through HA`,
+      kind: "action" as const,
+      arguments: MigrateArgs,
+      execute: (args: z.infer<typeof MigrateArgs>, ctx: MethodContext) =>
+        runOnCore(model, "migrate", args, ctx),
+    },
+  };
+}

@@ -10,6 +10,7 @@ pub mod get_config;
 pub mod guest_exec;
 pub mod list_snapshots;
 pub mod lookup;
+pub mod migrate;
 pub mod node_config;
 pub mod node_status;
 pub mod reboot;

@@ -22,6 +22,7 @@ import {
   type MethodSpec,
   methodSpecs,
   nextid,
+  other,
   powerSpec,
   QUORUM,
   readBackDecides,
@@ -37,6 +38,7 @@ import {
   type Where,
   writesOnly,
 } from "./methods.ts";
+import { migrateSpec } from "./migrate_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
 
 /**
@@ -372,6 +374,7 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     nodeRead("nodeStatus"),
     nodeRead("nodeConfig"),
     ...snapshotSpecs(n, "lxc", stopped, label(stopped)).map((spec) => ct(spec)),
+    ct(migrateSpec(n, other(n), "lxc", stopped, label(stopped))),
     ct(templateSpec(n, "lxc", stopped, label(stopped))),
     ct(rebootSpec(n, "lxc", running, label(running))),
   ];
@@ -487,6 +490,7 @@ export const EXPECTED_LXC_METHODS = [
   "rollback",
   "deleteSnapshot",
   "listSnapshots",
+  "migrate",
   "convertToTemplate",
   "reboot",
   "guestExec",

@@ -11,6 +11,7 @@ import type { Env } from "../e2e/env.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { SimGuest } from "../../simulator/types.ts";
 import type { FaultId } from "./faults.ts";
+import { migrateSpec } from "./migrate_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
 
 /** What a verdict may be. */
@@ -105,6 +106,9 @@ export type Snapshot = Map<number, string>;
 
 /** Where the matrix's guests live: the API node `pve1`, or `pve2` behind it. */
 export type Where = "pve1" | "pve2";
+
+/** The other node of the matrix's two. */
+export const other = (n: Where): Where => n === "pve1" ? "pve2" : "pve1";
 
 const uuid = (n: number) =>
   `uuid=00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
@@ -1200,6 +1204,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     nodeStatus,
     nodeConfig,
     ...snapshotSpecs(n, "qemu", stopped, label(stopped)).map(row),
+    row(migrateSpec(n, other(n), "qemu", stopped, label(stopped))),
     row(templateSpec(n, "qemu", stopped, label(stopped))),
     row(rebootSpec(n, "qemu", running, label(running))),
   ];
@@ -1226,4 +1231,5 @@ export const EXPECTED_METHODS = [
   "listSnapshots",
   "convertToTemplate",
   "reboot",
+  "migrate",
 ];

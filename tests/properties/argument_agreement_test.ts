@@ -194,6 +194,30 @@ const snapshotName = mix(
   ),
 );
 
+/** migrate's generator: the target node, a storage map, and each model's own knobs. */
+function migrateArgs(vm: boolean) {
+  return object({
+    ...guestRef,
+    targetNode: mix(node),
+    targetStorage: opt(
+      fc.constantFrom(
+        "1",
+        "local-lvm",
+        "local-lvm:ceph1,nfs_1:local-zfs",
+        "a",
+        "1,x1",
+        "x1:",
+        ":x1",
+        "x1,,y1",
+        "x-",
+      ),
+    ),
+    ...(vm
+      ? { online: opt(fc.boolean()), withLocalDisks: opt(fc.boolean()) }
+      : { restart: opt(fc.boolean()), timeoutSec: opt(seconds(86400)) }),
+  });
+}
+
 /** The snapshot methods' generators; `vmstate` exists for VMs only. */
 function snapshotArgs(vm: boolean) {
   return {
@@ -371,6 +395,7 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   nodeStatus: object({ node: opt(node) }),
   nodeConfig: object({ node: opt(node) }),
   ...snapshotArgs(true),
+  migrate: migrateArgs(true),
   convertToTemplate: templateArgs,
   reboot: object({
     ...guestRef,
@@ -475,6 +500,7 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     ].map((m) => [m, methodArgs[m]]),
   ),
   ...snapshotArgs(false),
+  migrate: migrateArgs(false),
 };
 
 type Schema = {
