@@ -31,8 +31,12 @@ export class TokenTable {
     const id = value.slice(0, eq);
     const secret = value.slice(eq + 1);
     const token = this.#tokens.find((t) => t.id === id && t.secret === secret);
-    return token
-      ? { tokenId: token.id, deny: new Set(token.denyVmids) }
-      : undefined;
+    if (!token) return undefined;
+    return {
+      tokenId: token.id,
+      deny: new Set(token.denyVmids),
+      authuser: token.pvesh ? "root@pam" : token.id,
+      decoding: token.pvesh ? "cli" : "http",
+    };
   }
 }

@@ -6,7 +6,10 @@
  */
 
 import { ApiError } from "./http.ts";
+import type { Broadcast } from "./broadcast.ts";
 import type { Params, ParamSpec } from "./params.ts";
+import type { Decoding } from "./schema/check.ts";
+import type { ConformanceLog } from "./schema/conformance.ts";
 import type { GuestAgent } from "./qga.ts";
 import type { ClusterState } from "./state.ts";
 import type { NodeResources } from "./storage.ts";
@@ -20,6 +23,19 @@ export interface AuthUser {
   tokenId: string;
   /** VMIDs this token may not touch. */
   deny: ReadonlySet<number>;
+  /**
+   * Who PVE's Perl sees (`$rpcenv->get_user()`): the token id for an API token
+   * (so `root@pam!ci` is NOT root@pam to the root-only checks), `root@pam` for
+   * pvesh run over ssh.
+   */
+  authuser: string;
+  /** How the node decoded the parameters: an HTTP form, or pvesh's options. */
+  decoding: Decoding;
+}
+
+/** Whether PVE's `$authuser eq 'root@pam'` shortcuts hold for this caller. */
+export function isRootPam(user: AuthUser): boolean {
+  return user.authuser === "root@pam";
 }
 
 /** Shared simulator internals. */
@@ -30,6 +46,10 @@ export interface SimCore {
   agent?: GuestAgent;
   /** Storages and bridges of every node. */
   resources: NodeResources;
+  /** pvestatd's last broadcast: what `/cluster/resources` shows of each guest. */
+  broadcast: Broadcast;
+  /** Where every schema verdict goes (the conformance layer reads it). */
+  conformance: ConformanceLog;
 }
 
 /** One request as a handler sees it. */
@@ -51,6 +71,12 @@ export interface Route {
   params?: Record<string, ParamSpec>;
   /** Admits further parameters by name (config options). */
   dynamic?: (key: string) => ParamSpec | undefined;
+  /**
+   * PVE's Perl-side rules for this endpoint (perl_rules.ts: identity checks,
+   * refusals before any task), run in order after the schema check and
+   * before the handler.
+   */
+  rules?: ((ctx: Ctx) => void)[];
   /** Returns the `data` value (or a Reply); throws ApiError for an error answer. */
   handler(ctx: Ctx): unknown | Promise<unknown>;
 }

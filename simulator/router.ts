@@ -12,7 +12,10 @@ import {
   type Route,
   type SimCore,
 } from "./context.ts";
-import { ApiError, dataResponse, errorResponse } from "./http.ts";
+import { ApiError, dataResponse, errorResponse, Reply } from "./http.ts";
+import { checkAnswer, checkParameters } from "./schema/check.ts";
+import type { ConformanceEntry } from "./schema/conformance.ts";
+import { endpointFacts, returnsOf } from "./schema/facts.ts";
 import {
   checkParams,
   NODE_SPEC,
@@ -63,6 +66,7 @@ export class Router {
       );
     }
     const { route, pathParams } = found;
+    let entry: ConformanceEntry | undefined;
     try {
       for (const key of Object.keys(pathParams)) {
         if (raw.has(key)) {
@@ -91,13 +95,29 @@ export class Router {
         );
       }
       const all: RawParams = new Map(raw);
+      for (const [k, v] of Object.entries(pathParams)) all.set(k, [v]);
+      entry = {
+        method,
+        template: route.path,
+        path: relPath,
+        decoding: user.decoding,
+        params: [...raw.keys()].sort(),
+      };
+      const decoded = validateAgainstSchema(route, all, user, entry);
       const props: Record<string, ParamSpec> = { ...(route.params ?? {}) };
-      for (const [k, v] of Object.entries(pathParams)) {
-        all.set(k, [v]);
-        props[k] = PATH_PARAM_SPECS[k];
-      }
-      const params = checkParams(all, { props, dynamic: route.dynamic });
-      return dataResponse(await route.handler({ core, user, params }));
+      for (const k of Object.keys(pathParams)) props[k] = PATH_PARAM_SPECS[k];
+      const params = checkParams(decoded, { props, dynamic: route.dynamic });
+      const ctx = { core, user, params };
+      for (const rule of route.rules ?? []) rule(ctx);
+      const result = await route.handler(ctx);
+      const data = result instanceof Reply ? result.data : result;
+      const violations = checkAnswer(
+        returnsOf(method, route.path),
+        data,
+        route.path,
+      );
+      if (violations.length > 0) entry.answerViolations = violations;
+      return dataResponse(result);
     } catch (err) {
       if (err instanceof ApiError) {
         return errorResponse(err.status, err.message, err.errors);
@@ -107,7 +127,15 @@ export class Router {
         500,
         `simulator internal error: ${(err as Error).stack ?? err}`,
       );
+    } finally {
+      // Every request that reached the schema check is counted, refused or not.
+      if (entry) core.conformance.add(entry);
     }
+  }
+
+  /** The path templates the router serves, as `"<METHOD> <template>"`. */
+  endpoints(): string[] {
+    return this.#routes.map(({ route }) => `${route.method} ${route.path}`);
   }
 
   #match(
@@ -130,4 +158,42 @@ export class Router {
     }
     return undefined;
   }
+}
+
+/**
+ * PVE's own parameter check (pve-common JSONSchema.pm `validate`, run by
+ * RESTHandler before the handler): every route passes through it, so a route
+ * is held to PVE 9's schema for its method and path without declaring
+ * anything. Records the verdict in the conformance log; throws PVE's 400 when
+ * a node would refuse the request. Returns the parameters as PVE's handler
+ * receives them (pvesh's booleans already 0/1).
+ */
+function validateAgainstSchema(
+  route: Route,
+  all: RawParams,
+  user: AuthUser,
+  entry: ConformanceEntry,
+): RawParams {
+  const facts = endpointFacts(route.method, route.path);
+  if (!facts) {
+    // A simulator route PVE does not have: a simulator bug, never a client's.
+    throw new ApiError(
+      500,
+      `simulator route ${route.method} ${route.path} is not in PVE's API schema`,
+    );
+  }
+  const verdict = checkParameters(facts, route.path, all, user.decoding);
+  if (verdict.refusal) {
+    entry.refusal = verdict.refusal;
+    throw new ApiError(400, verdict.refusal);
+  }
+  if (Object.keys(verdict.errors).length > 0) {
+    entry.paramErrors = verdict.errors;
+    throw new ApiError(400, "Parameter verification failed.", verdict.errors);
+  }
+  const decoded: RawParams = new Map();
+  for (const [k, v] of verdict.values) {
+    decoded.set(k, Array.isArray(v) ? v : [v]);
+  }
+  return decoded;
 }

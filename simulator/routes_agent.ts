@@ -74,20 +74,36 @@ async function agentCall(
   }
 }
 
-function toBase64(text: string): string {
-  const bytes = new TextEncoder().encode(text);
+/**
+ * qemu-server PVE/QemuServer/Agent.pm qemu_exec: `encode_base64($input_data)`
+ * on the decoded form string. encode_base64 takes each character as one byte,
+ * so U+0080–U+00FF reach the guest as single Latin-1 bytes, and a character
+ * above U+00FF makes Perl die (a 500; nothing runs). A client that wants the
+ * guest to receive UTF-8 bytes sends each byte as the character of that code.
+ */
+function perlBase64(text: string): string {
   let bin = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  for (const ch of text) {
+    const code = ch.codePointAt(0)!;
+    if (code > 0xff) {
+      throw new ApiError(
+        500,
+        "Wide character in subroutine entry at /usr/share/perl5/PVE/QemuServer/Agent.pm line 135.",
+      );
+    }
+    bin += String.fromCharCode(code);
   }
   return btoa(bin);
 }
 
-function fromBase64Utf8(b64: string): string {
-  const bin = atob(b64);
-  const bytes = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-  return new TextDecoder().decode(bytes);
+/**
+ * qemu-server PVE/QemuServer/Agent.pm qemu_exec_status: `decode_base64` gives
+ * raw bytes, which PVE's JSON encoder then writes as if each byte were a
+ * character. So the answer holds one character per guest byte (U+0000–U+00FF):
+ * UTF-8 output from the guest arrives double-encoded (`ü` as `Ã¼`).
+ */
+function bytesAsCharacters(b64: string): string {
+  return atob(b64);
 }
 
 /** PVE's exec-status: out/err base64 decoded (only when non-empty), booleans as 0/1, rest as the agent said. */
@@ -97,7 +113,7 @@ function pveExecStatus(res: Record<string, unknown>): Record<string, unknown> {
     if (
       (k === "out-data" || k === "err-data") && typeof v === "string" &&
       v !== ""
-    ) out[k] = fromBase64Utf8(v);
+    ) out[k] = bytesAsCharacters(v);
     else if (typeof v === "boolean") out[k] = v ? 1 : 0;
     else out[k] = v;
   }
@@ -155,8 +171,6 @@ export const agentRoutes: Route[] = [
     },
     handler: async (ctx) => {
       const g = qemuGuest(ctx);
-      const agent = await readyAgent(ctx, g);
-      checkExecAllowed(g, "guest-exec");
       const argv = ctx.params.command as string[];
       const input = ctx.params["input-data"] as string | undefined;
       // PVE: argv[0] is the program (no shell), the rest its arguments, output always captured.
@@ -165,7 +179,10 @@ export const agentRoutes: Route[] = [
         arg: argv.slice(1),
         "capture-output": true,
       };
-      if (input !== undefined) args["input-data"] = toBase64(input);
+      // qemu_exec encodes the input before agent_cmd looks at the agent.
+      if (input !== undefined) args["input-data"] = perlBase64(input);
+      const agent = await readyAgent(ctx, g);
+      checkExecAllowed(g, "guest-exec");
       const res = await agentCall(g, agent, "guest-exec", args) as {
         pid: number;
       };

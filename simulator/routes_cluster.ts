@@ -56,7 +56,11 @@ export const clusterRoutes: Route[] = [
         out.push(...ctx.core.state.nodes.map(nodeResource));
       }
       if (type === undefined || type === "vm") {
-        out.push(...visible(ctx).map(resourceEntry));
+        out.push(
+          ...visible(ctx).map((g) =>
+            resourceEntry(g, ctx.core.broadcast.statsOf(g.vmid))
+          ),
+        );
       }
       return out;
     },

@@ -32,6 +32,8 @@ import {
 } from "./disks.ts";
 import { ApiError } from "./http.ts";
 import type { ParamSpec } from "./params.ts";
+import { qemuConfigPerm } from "./perl_rules.ts";
+import { pveConfigValues } from "./schema/values.ts";
 import { TaskFailure } from "./tasks.ts";
 import type { GuestState } from "./types.ts";
 
@@ -116,7 +118,10 @@ export const configRoutes: Route[] = [
       const config = ctx.params.current === true
         ? currentConfig(g)
         : configWithPending(g);
-      return { ...config, digest: await configDigest(g) };
+      return {
+        ...pveConfigValues("qemu", config),
+        digest: await configDigest(g),
+      };
     },
   },
   {
@@ -131,6 +136,7 @@ export const configRoutes: Route[] = [
     privilege: CONFIG_PRIVS,
     params: UPDATE_PARAMS,
     dynamic: configOptionSpec,
+    rules: [qemuConfigPerm],
     handler: async (ctx) => {
       const g = qemuGuest(ctx);
       const change = changeFrom(ctx);
@@ -145,6 +151,7 @@ export const configRoutes: Route[] = [
     privilege: CONFIG_PRIVS,
     params: UPDATE_PARAMS,
     dynamic: configOptionSpec,
+    rules: [qemuConfigPerm],
     handler: async (ctx) => {
       const g = qemuGuest(ctx);
       const change = changeFrom(ctx);

@@ -97,11 +97,15 @@ export const lifecycleRoutes: Route[] = [
       const full = (ctx.params.full as boolean | undefined) ??
         !src.config.template;
       const storage = ctx.params.storage as string | undefined;
-      if (!full && storage !== undefined) {
-        throw new ApiError(
-          500,
-          "parameter 'storage' not allowed for linked clones",
-        );
+      // qemu-server PVE/API2/Qemu.pm clone_vm `$load_and_check`, before the
+      // worker forks: a linked clone takes neither a storage nor a format.
+      for (const key of ["storage", "format"]) {
+        if (!full && ctx.params[key] !== undefined) {
+          throw new ApiError(
+            500,
+            `parameter '${key}' not allowed for linked clones`,
+          );
+        }
       }
       // Checked before the task is forked: a taken id fails the call itself.
       if (state.isTaken(newid)) {

@@ -1,3 +1,4 @@
+import { ctConfigPerm, ctCreatePerm } from "./perl_rules.ts";
 /**
  * LXC container endpoints (`/nodes/{node}/lxc/...`): list, create, status,
  * start/stop/shutdown, config (GET/PUT, pending), resize, delete, interfaces.
@@ -24,6 +25,7 @@
  * @module
  */
 
+import { pveConfigValues } from "./schema/values.ts";
 import { checkVmPerm, type Ctx, type Route } from "./context.ts";
 import {
   diskBytes,
@@ -387,6 +389,7 @@ export const lxcRoutes: Route[] = [
     path: "/nodes/{node}/lxc",
     params: CREATE_PARAMS,
     dynamic: ctOptionSpec,
+    rules: [ctCreatePerm],
     handler: (ctx) => {
       const c = checkCreate(ctx);
       const { state, tasks, resources } = ctx.core;
@@ -645,7 +648,10 @@ export const lxcRoutes: Route[] = [
       const config = ctx.params.current === true
         ? currentCtConfig(g)
         : ctConfigWithPending(g);
-      return { ...config, digest: await ctDigest(g) };
+      return {
+        ...pveConfigValues("lxc", config),
+        digest: await ctDigest(g),
+      };
     },
   },
   {
@@ -670,6 +676,7 @@ export const lxcRoutes: Route[] = [
       digest: { type: "string", optional: true, maxLength: 40 },
     },
     dynamic: ctOptionSpec,
+    rules: [ctConfigPerm],
     handler: async (ctx) => {
       const change = changeFrom(ctx);
       const g = ctGuest(ctx);

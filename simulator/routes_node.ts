@@ -31,7 +31,14 @@ export function nodeStatus(): Record<string, unknown> {
       user_hz: 100,
     },
     loadavg: ["0.42", "0.37", "0.30"],
-    memory: { total: 64 * GIB, used: 16 * GIB, free: 48 * GIB },
+    // `available` (MemAvailable) is what PVE 9 adds beside free (pve-manager
+    // PVE/API2/Nodes.pm status, from PVE::ProcFSTools::read_meminfo).
+    memory: {
+      total: 64 * GIB,
+      used: 16 * GIB,
+      free: 48 * GIB,
+      available: 46 * GIB,
+    },
     swap: { total: 8 * GIB, used: 0, free: 8 * GIB },
     rootfs: {
       total: 100 * GIB,
@@ -71,6 +78,7 @@ export function nodeDisks(
       gpt: 1,
       rpm: 0,
       used: "LVM",
+      mounted: 0,
       wwn: "eui.002538b111b2c3d4",
       by_id_link:
         `/dev/disk/by-id/nvme-Samsung_SSD_980_PRO_1TB_S5GXNF0R${suffix}`,
@@ -89,6 +97,7 @@ export function nodeDisks(
       gpt: 1,
       rpm: 7200,
       used: "ZFS",
+      mounted: 0,
       wwn: "0x5000c500a1b2c3d4",
       by_id_link: `/dev/disk/by-id/ata-ST4000NM0035-1V4107_ZC1${suffix}`,
       osdid: -1,

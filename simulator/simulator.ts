@@ -17,6 +17,8 @@ import { FrontDoor } from "./frontdoor.ts";
 import { errorResponse, JSON_TYPE } from "./http.ts";
 import { mergeParams, parseBody } from "./params.ts";
 import { Router } from "./router.ts";
+import { Broadcast, PVESTATD_INTERVAL_MS } from "./broadcast.ts";
+import { ConformanceLog } from "./schema/conformance.ts";
 import { agentRoutes } from "./routes_agent.ts";
 import { clusterRoutes } from "./routes_cluster.ts";
 import { configRoutes } from "./routes_config.ts";
@@ -55,6 +57,8 @@ export interface Simulator {
   readonly url: string;
   /** Every request so far, in arrival order (Authorization never recorded). */
   readonly requests: RequestRecord[];
+  /** How each routed request and its answer held against PVE's schema. */
+  readonly conformance: ConformanceLog;
   /** The live state of a guest (mutable), or undefined. */
   guest(vmid: number): GuestState | undefined;
   /** Adds a guest (throws if the VMID exists). */
@@ -104,6 +108,11 @@ const ROUTES = [
   ...migrateRoutes,
 ];
 
+/** Every endpoint the simulator serves, as `"<METHOD> <template>"`. */
+export function simulatorEndpoints(): string[] {
+  return new Router(ROUTES).endpoints();
+}
+
 /** Starts a simulator on 127.0.0.1, a free port. */
 export function startSimulator(opts: SimOptions): Promise<Simulator> {
   const timers = new Timers();
@@ -116,6 +125,11 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
     timers,
     agent: opts.agent,
     resources,
+    broadcast: new Broadcast(
+      state,
+      opts.broadcastIntervalMs ?? PVESTATD_INTERVAL_MS,
+    ),
+    conformance: new ConformanceLog(opts.conformance ?? false),
   };
   const router = new Router(ROUTES);
   const tokens = new TokenTable(opts.tokens);
@@ -233,6 +247,7 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
   const sim: Simulator = {
     url: `${opts.tls ? "https" : "http"}://127.0.0.1:${front.port}`,
     requests,
+    conformance: core.conformance,
     guest: (vmid) => state.get(vmid),
     addGuest: (g) => state.add(g),
     removeGuest: (vmid) => state.remove(vmid),

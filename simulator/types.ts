@@ -123,6 +123,13 @@ export interface SimToken {
   secret: string;
   /** VMIDs the token holds no privilege on: 403 on their paths, left out of lists. */
   denyVmids?: number[];
+  /**
+   * The token of the node-side pvesh fixture (tests/ssh/pvesh.py): its
+   * requests stand for pvesh run over ssh, so PVE's Perl sees root@pam, and
+   * the parameters are decoded as pvesh's options (booleans through
+   * parse_boolean), not as an HTTP form.
+   */
+  pvesh?: boolean;
 }
 
 /** PEM material to serve HTTPS. */
@@ -138,6 +145,19 @@ export interface SimOptions {
   tokens: SimToken[];
   /** The real agent every guest with a running agent talks to (owned by the caller). */
   agent?: GuestAgent;
+  /**
+   * Mirror every schema verdict into `$PVE_CONFORMANCE_LOG` (test.sh's
+   * conformance layer): set by the fixtures whose requests come from the
+   * package (end-to-end, fault matrix), not by tests that send bad requests
+   * on purpose. Default false.
+   */
+  conformance?: boolean;
+  /**
+   * How often the simulated pvestatd broadcasts guest stats, which is what
+   * `/cluster/resources` shows of a guest's name and status (broadcast.ts).
+   * Default 10000 (PVE's); 0 makes the view live.
+   */
+  broadcastIntervalMs?: number;
   /** Serve HTTPS with this certificate instead of HTTP. */
   tls?: SimTls;
   /** Default task duration; default 50 ms. */

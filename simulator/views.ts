@@ -102,28 +102,23 @@ export function listEntry(
   return out;
 }
 
-/** One guest entry of `GET /cluster/resources`. */
-export function resourceEntry(g: GuestState): Record<string, unknown> {
-  const m = metricsOf(g);
+/**
+ * One guest entry of `GET /cluster/resources`: identity and placement live,
+ * the stats (name, status, usage) as of pvestatd's last broadcast (`stats`,
+ * see broadcast.ts; PVE's `status: "unknown"` and no name when the guest was
+ * not in it), `lock` and `tags` live from the config.
+ */
+export function resourceEntry(
+  g: GuestState,
+  stats: Record<string, unknown> | undefined,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {
     id: `${g.type}/${g.vmid}`,
-    type: g.type,
     vmid: g.vmid,
     node: g.node,
-    name: g.name,
-    status: g.status,
-    template: g.config.template ? 1 : 0,
-    cpu: m.cpu,
-    maxcpu: m.cpus,
-    mem: m.mem,
-    maxmem: m.maxmem,
-    disk: m.disk,
-    maxdisk: m.maxdisk,
-    netin: m.netin,
-    netout: m.netout,
-    diskread: 0,
-    diskwrite: 0,
-    uptime: m.uptime,
+    type: g.type,
+    status: "unknown",
+    ...stats,
   };
   // PVE leaves tags/lock out when unset: a client must not expect the keys.
   if (g.tags.length > 0) out.tags = g.tags.join(";");

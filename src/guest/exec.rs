@@ -9,6 +9,7 @@ use crate::args::{ArgError, Fields};
 use crate::host::Host;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::GuestKind;
+use crate::pve::exec_data::GuestOutput;
 use crate::pve::responses::ExecStatus;
 use crate::run::{write, Run};
 use serde::Serialize;
@@ -155,6 +156,12 @@ pub struct ExecRecord {
     pub stdout: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stderr: Option<String>,
+    /// How many bytes the guest wrote to each stream (0 when it wrote nothing).
+    pub stdout_bytes: usize,
+    pub stderr_bytes: usize,
+    /// Whether a stream was not valid UTF-8, so its text holds replacement characters (U+FFFD).
+    pub stdout_invalid_utf8: bool,
+    pub stderr_invalid_utf8: bool,
     pub stdout_truncated: bool,
     pub stderr_truncated: bool,
     pub duration_ms: u64,
@@ -187,6 +194,10 @@ pub fn conclude<H: Host>(
     note: Option<&str>,
 ) -> Outcome {
     let status = seen.status.as_ref();
+    if let Some(status) = status {
+        warn_about_encoding(run, at, "stdout", status.stdout.as_ref());
+        warn_about_encoding(run, at, "stderr", status.stderr.as_ref());
+    }
     let record = exec_record(
         run,
         at,
@@ -218,6 +229,28 @@ pub fn conclude<H: Host>(
     }
 }
 
+/// Says in the log when a stream's text is not exactly the guest's bytes.
+fn warn_about_encoding<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    stream: &str,
+    output: Option<&GuestOutput>,
+) {
+    let Some(output) = output else { return };
+    let guest = format!("{} {}", run.kind.noun(), at.vmid);
+    if output.invalid_utf8 {
+        run.warn(&format!(
+            "{guest}: {stream} ({} bytes) is not valid UTF-8; the invalid bytes are replaced by U+FFFD in the record ({stream}InvalidUtf8: true)",
+            output.bytes
+        ));
+    }
+    if output.already_text {
+        run.warn(&format!(
+            "{guest}: PVE sent {stream} as text rather than one character per byte; it is recorded as sent"
+        ));
+    }
+}
+
 pub fn exec_record<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
@@ -233,6 +266,8 @@ pub fn exec_record<H: Host>(
         | ExecOutcome::ResultLost { reason } => Some(reason.clone()),
         _ => None,
     };
+    let stdout: Option<&GuestOutput> = status.and_then(|s| s.stdout.as_ref());
+    let stderr: Option<&GuestOutput> = status.and_then(|s| s.stderr.as_ref());
     ExecRecord {
         vmid: at.vmid,
         node: at.node.clone(),
@@ -251,8 +286,12 @@ pub fn exec_record<H: Host>(
             ExecOutcome::Signaled { signal } => Some(*signal),
             _ => None,
         },
-        stdout: status.and_then(|s| s.stdout.clone()),
-        stderr: status.and_then(|s| s.stderr.clone()),
+        stdout: stdout.map(|o| o.text.clone()),
+        stderr: stderr.map(|o| o.text.clone()),
+        stdout_bytes: stdout.map_or(0, |o| o.bytes),
+        stderr_bytes: stderr.map_or(0, |o| o.bytes),
+        stdout_invalid_utf8: stdout.is_some_and(|o| o.invalid_utf8),
+        stderr_invalid_utf8: stderr.is_some_and(|o| o.invalid_utf8),
         stdout_truncated: status.is_some_and(|s| s.stdout_truncated),
         stderr_truncated: status.is_some_and(|s| s.stderr_truncated),
         duration_ms,
@@ -280,8 +319,8 @@ pub fn verdict_message(
         at.node
     );
     let stderr_tail = status
-        .and_then(|s| s.stderr.as_deref())
-        .map(tail)
+        .and_then(|s| s.stderr.as_ref())
+        .map(|o| tail(&o.text))
         .filter(|t| !t.is_empty());
     let with_stderr = |text: String| match &stderr_tail {
         Some(tail) => format!("{text}; stderr ends: {tail}"),

@@ -13,6 +13,7 @@ use crate::host::Host;
 use crate::host::{HostError, HostErrorKind, ProcessOutput};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::error::ErrorKind;
+use crate::pve::exec_data::GuestOutput;
 use crate::pve::responses::{ExecStatus, AGENT_CAPTURE_LIMIT};
 use crate::run::Run;
 use crate::transport::ssh;
@@ -162,8 +163,8 @@ fn ended(settings: &SshSettings, output: ProcessOutput) -> (ExecOutcome, Option<
         exited: true,
         exit_code: Some(i64::from(code)),
         signal: None,
-        stdout: Some(stdout),
-        stderr: Some(stderr),
+        stdout: Some(received(stdout)),
+        stderr: Some(received(stderr)),
         stdout_truncated,
         stderr_truncated,
     };
@@ -191,6 +192,17 @@ fn not_ended(error: HostError) -> ExecOutcome {
                 ),
             }
         }
+    }
+}
+
+/// A stream as the host hands it over: already decoded from UTF-8, invalid sequences replaced by
+/// U+FFFD (so a replacement character flags them).
+fn received(text: String) -> GuestOutput {
+    GuestOutput {
+        bytes: text.len(),
+        invalid_utf8: text.contains('\u{fffd}'),
+        already_text: false,
+        text,
     }
 }
 

@@ -10,6 +10,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::poll::Backoff;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::exec_data::input_for_pve;
 use crate::pve::responses::{ExecStarted, ExecStatus};
 use crate::run::Run;
 use serde_json::Value;
@@ -48,7 +49,9 @@ async fn execute<H: Host>(
     args: &ExecArgs,
 ) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
     let pve = run.pve();
-    let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, args.input.as_deref());
+    // PVE hands the guest one byte per character of input-data: send the UTF-8 bytes that way.
+    let input = args.input.as_deref().map(input_for_pve);
+    let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, input.as_deref());
     let pid = match pve.read::<ExecStarted>(&request, "an exec pid").await {
         Ok(started) => started.pid,
         Err(e) => return (None, start_failure(e), None),

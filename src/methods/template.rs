@@ -1,7 +1,10 @@
 //! `convertToTemplate`: turns a stopped, managed guest into a template (both models). Succeeds only
-//! when the guest's config says `template: 1` AND the cluster lists it as a template — a flag set
+//! when the guest's config says `template: 1` AND its node lists it as a template — a flag set
 //! in the config while the conversion failed half-way (qemu-server writes `template: 1` before it
 //! converts the disks, PVE/API2/Qemu.pm `template`) is not a template until the listing says so.
+//! The node's own list (`GET /nodes/{node}/<kind>`, read live by vmstatus) is asked, not
+//! `/cluster/resources`, whose `template` comes from pvestatd's broadcast and lags up to 10 s
+//! (pve-manager PVE/API2Tools.pm extract_vm_stats).
 //!
 //! Gated like `delete` (the `swamp` tag, never `production`/`protected`; `force` overrides): a
 //! template never runs again. A running guest is refused — PVE refuses it too ("you can't convert a
@@ -22,7 +25,6 @@ use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
-use crate::pve::responses::ClusterGuest;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -128,7 +130,7 @@ async fn stop_first<H: Host>(
         .map_err(|why| format!("shutdownFirst: {why}; nothing was converted"))
 }
 
-/// Polls until the config says `template: 1` and the cluster lists the guest as a template.
+/// Polls until the config says `template: 1` and the guest's node lists it as a template.
 async fn await_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
     let budget_ms = run.global.task_timeout_sec * 1000;
     let mut pacer = Pacer::new(
@@ -142,7 +144,7 @@ async fn await_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), 
         }
         if pacer.pause(run.host).await.is_err() {
             return Err(format!(
-                "the conversion of {} was accepted, but after {} its config and the cluster listing do not both show it as a template — check the task log ({}) and its disks",
+                "the conversion of {} was accepted, but after {} its config and its node's guest list do not both show it as a template — check the task log ({}) and its disks",
                 ev.label(run),
                 seconds(budget_ms),
                 match run.kind {
@@ -154,7 +156,7 @@ async fn await_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), 
     }
 }
 
-/// Whether the config says `template: 1` and `/cluster/resources` lists the guest as a template.
+/// Whether the config says `template: 1` and the node's guest list shows the guest as a template.
 async fn is_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<bool, String> {
     let pve = run.pve();
     let label = ev.label(run);
@@ -167,29 +169,30 @@ async fn is_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<bool, S
     if !flagged {
         return Ok(false);
     }
-    listed_as_template(run, ev.at.vmid, &label).await
+    listed_as_template(run, ev, &label).await
 }
 
 async fn listed_as_template<H: Host>(
     run: &Run<'_, H>,
-    vmid: u32,
+    ev: &Evidence,
     label: &str,
 ) -> Result<bool, String> {
     let pve = run.pve();
-    let guests: Vec<ClusterGuest> = pve
-        .read(&endpoints::cluster_guests(), "a list of guests")
-        .await
-        .map_err(|e| {
-            let action = format!(
-                "list the cluster's guests to see whether {label} is listed as a template (GET /cluster/resources)"
-            );
-            could_not(&action, &e).0
-        })?;
+    let vmid = ev.at.vmid;
+    let request = endpoints::node_guests(&ev.at.node, run.kind);
+    let guests: Vec<NodeGuest> = pve.read(&request, "a list of guests").await.map_err(|e| {
+        let action = format!(
+            "list the guests of node {} to see whether {label} is listed as a template ({})",
+            ev.at.node,
+            request.label()
+        );
+        could_not(&action, &e).0
+    })?;
     let entry = guests.iter().find(|g| g.vmid == Some(u64::from(vmid)));
     match entry {
         Some(g) => Ok(g.template == Some(true)),
         None => {
-            // Gone from the listing: look once more, to say where it went.
+            // Gone from its node: look once more, to say where it went.
             let target = GuestRef {
                 vmid: Some(vmid),
                 name: None,
@@ -203,6 +206,15 @@ async fn listed_as_template<H: Host>(
             }
         }
     }
+}
+
+/// The part of a node-list entry (`GET /nodes/{node}/<kind>`) the template check reads.
+#[derive(Debug, serde::Deserialize)]
+struct NodeGuest {
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    vmid: Option<u64>,
+    #[serde(deserialize_with = "flex::opt_bool", default)]
+    template: Option<bool>,
 }
 
 #[cfg(test)]
@@ -230,6 +242,10 @@ mod tests {
             "GET /nodes/pve1/qemu/100/config",
             json!({"smbios1": "uuid=U"}),
         );
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([{"vmid": 100, "name": "gold"}]),
+        );
     }
 
     fn converted(host: &ScriptedHost) {
@@ -238,15 +254,15 @@ mod tests {
             json!({"smbios1": "uuid=U", "template": 1}),
         );
         host.on(
-            "GET /cluster/resources",
+            "GET /nodes/pve1/qemu",
             [Answer::Data(
-                json!([{"vmid": 100, "type": "qemu", "node": "pve1", "name": "gold", "template": 1}]),
+                json!([{"vmid": 100, "name": "gold", "template": 1}]),
             )],
         );
     }
 
     #[test]
-    fn a_stopped_managed_vm_is_converted_and_verified_in_config_and_listing() {
+    fn a_stopped_managed_vm_is_converted_and_verified_in_config_and_its_nodes_listing() {
         let host = ScriptedHost::new();
         guest(&host, "stopped", "swamp");
         converted(&host);
@@ -305,6 +321,10 @@ mod tests {
             json!({"status": "stopped", "name": "gold", "tags": "web", "template": 1}),
         );
         host.data("GET /nodes/pve1/qemu/100/config", json!({"template": 1}));
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([{"vmid": 100, "name": "gold", "template": 1}]),
+        );
         let outcome = run_method(&host, "qemu", "convertToTemplate", json!({"vmid": 100}));
         assert!(outcome.is_success(), "{outcome:?}");
         assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));

@@ -2,6 +2,7 @@
 
 pub mod endpoints;
 pub mod error;
+pub mod exec_data;
 pub mod flex;
 pub mod property;
 pub mod request;

@@ -1,6 +1,7 @@
 //! Typed PVE answers. Parsing is tolerant where PVE is loose (0/1 booleans, numbers as strings) and
 //! strict where the verdict depends on it (a guest's `status`, an exec's `exited`).
 
+use super::exec_data::{output_from_pve, GuestOutput};
 use super::flex;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -91,8 +92,9 @@ pub struct ExecStatus {
     pub exited: bool,
     pub exit_code: Option<i64>,
     pub signal: Option<i64>,
-    pub stdout: Option<String>,
-    pub stderr: Option<String>,
+    /// The guest's output, read back from PVE's one-character-per-byte form ([`exec_data`]).
+    pub stdout: Option<GuestOutput>,
+    pub stderr: Option<GuestOutput>,
     pub stdout_truncated: bool,
     pub stderr_truncated: bool,
 }
@@ -102,32 +104,38 @@ impl ExecStatus {
     pub fn from_value(value: &Value) -> Option<ExecStatus> {
         let object = value.as_object()?;
         let exited = flex::bool_of(object.get("exited")?)?;
-        let stdout = object.get("out-data").and_then(flex::string_of);
-        let stderr = object.get("err-data").and_then(flex::string_of);
+        let stream = |key| {
+            object
+                .get(key)
+                .and_then(flex::string_of)
+                .map(|data| output_from_pve(&data))
+        };
+        let stdout = stream("out-data");
+        let stderr = stream("err-data");
         Some(ExecStatus {
             exited,
             exit_code: object.get("exitcode").and_then(flex::i64_of),
             signal: object.get("signal").and_then(flex::i64_of),
-            stdout_truncated: truncated(object, "out-truncated", stdout.as_deref()),
-            stderr_truncated: truncated(object, "err-truncated", stderr.as_deref()),
+            stdout_truncated: truncated(object, "out-truncated", stdout.as_ref()),
+            stderr_truncated: truncated(object, "err-truncated", stderr.as_ref()),
             stdout,
             stderr,
         })
     }
 }
 
-/// The guest agent stops capturing a stream at 16 MiB.
+/// The guest agent stops capturing a stream at 16 MiB (of the guest's bytes).
 pub const AGENT_CAPTURE_LIMIT: usize = 16 * 1024 * 1024;
 
 /// Older agents (before QEMU's fix to `qmp_guest_exec_status`) send `*-truncated` only when output was
 /// cut, with the value left `false`; newer ones send it whenever there is output, with the true value.
 /// So `true` means cut, and a present `false` means cut only when the stream reached the capture limit.
-fn truncated(object: &Map<String, Value>, key: &str, stream: Option<&str>) -> bool {
+fn truncated(object: &Map<String, Value>, key: &str, stream: Option<&GuestOutput>) -> bool {
     match object.get(key) {
         None | Some(Value::Null) => false,
         Some(value) => {
             flex::bool_of(value).unwrap_or(true)
-                || stream.is_some_and(|s| s.len() >= AGENT_CAPTURE_LIMIT)
+                || stream.is_some_and(|s| s.bytes >= AGENT_CAPTURE_LIMIT)
         }
     }
 }

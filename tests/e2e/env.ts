@@ -67,6 +67,8 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
         denyVmids: options.denyVmids ?? [150],
       }, ...(options.via?.startsWith("ssh") ? [PVESH_TOKEN] : [])],
       agent,
+      // The package's requests: counted by the conformance layer.
+      conformance: true,
       ...options.sim,
     });
   } catch (error) {

@@ -149,13 +149,13 @@ Deno.test("lxc setConfig: a running container's non-hotplug change is recorded p
   await withCt({}, async (env) => {
     const r = await env.run("setConfig", {
       vmid: 300,
-      config: { memory: 1024, features: "nesting=1" },
+      config: { memory: 1024, ostype: "ubuntu" },
     });
     assert.equal(r.status, "succeeded", r.error);
-    assert.deepEqual(written(r, "ct-300").pending, { features: "nesting=1" });
+    assert.deepEqual(written(r, "ct-300").pending, { ostype: "ubuntu" });
     assert.match(
       r.logs.map((l) => l.message).join("\n"),
-      /pending until the next start: features/,
+      /pending until the next start: ostype/,
     );
   });
 });

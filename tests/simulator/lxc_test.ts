@@ -793,7 +793,7 @@ Deno.test("PUT config on a stopped container applies every key at once", async (
   await withSim(async (sim) => {
     const r = await call(sim, "PUT", "/nodes/pve1/lxc/301/config", {
       memory: 2048,
-      features: "nesting=1",
+      swap: 256,
       hostname: "renamed",
     });
     assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -808,7 +808,7 @@ Deno.test("PUT config on a stopped container applies every key at once", async (
       current: true,
     });
     assert.equal(cfg.body.data.memory, 2048);
-    assert.equal(cfg.body.data.features, "nesting=1");
+    assert.equal(cfg.body.data.swap, 256);
     assert.equal(cfg.body.data.hostname, "renamed");
   });
 });

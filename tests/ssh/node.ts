@@ -20,6 +20,7 @@ import { generateKey, knownHostsLine, type Sshd, startSshd } from "./sshd.ts";
 export const PVESH_TOKEN = {
   id: "root@pam!pvesh-node",
   secret: "pvesh-node-fixture-secret",
+  pvesh: true,
 };
 
 /** The ssh alias of the jump host in the generated client config. */

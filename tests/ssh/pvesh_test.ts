@@ -145,16 +145,30 @@ Deno.test("pvesh: an error with an HTTP code prints `<code> <message>` and one l
     const bad = await remote(env.ssh!, [
       "pvesh",
       "get",
-      "/nodes/pve1/qemu/100/status/current",
-      "--bogus=1",
+      "/cluster/resources",
+      "--type=qemu",
       JSON_OUT,
     ]);
     assert.notEqual(bad.code, 0);
     assert.equal(
       bad.stderr,
       "400 Parameter verification failed.\n" +
-        "bogus: property is not defined in schema and the schema does not allow additional properties\n",
+        "type: value 'qemu' does not have a value in the enumeration 'vm, storage, node, sdn'\n",
     );
+  });
+});
+
+Deno.test("pvesh: an option the endpoint does not have is 400 unable to parse option (Getopt, before validation)", async () => {
+  await withEnv({ via: "ssh" }, async (env) => {
+    const bad = await remote(env.ssh!, [
+      "pvesh",
+      "get",
+      "/nodes/pve1/qemu/100/status/current",
+      "--bogus=1",
+      JSON_OUT,
+    ]);
+    assert.notEqual(bad.code, 0);
+    assert.equal(bad.stderr, "400 unable to parse option\n");
   });
 });
 

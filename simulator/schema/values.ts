@@ -1,0 +1,39 @@
+/**
+ * Config values with the JSON types PVE answers them in. PVE parses a
+ * guest's config file with check_type (qemu-server PVE/QemuServer.pm; the
+ * container config is parsed alike): an `integer` option comes back as a
+ * number, a `boolean` as 1/0, and everything else — `string` options such as
+ * `agent`, `memory` or `net0`, and also `number` options such as `cpulimit` —
+ * as the text of the config file, a JSON string.
+ *
+ * @module
+ */
+
+import type { ConfigValue } from "../types.ts";
+import { endpointFacts, propertyOf } from "./facts.ts";
+
+/** `config` as `GET /nodes/{node}/<kind>/{vmid}/config` answers it. */
+export function pveConfigValues(
+  kind: "qemu" | "lxc",
+  config: Record<string, ConfigValue>,
+): Record<string, ConfigValue> {
+  const template = `/nodes/{node}/${kind}/{vmid}/config`;
+  const props = endpointFacts("PUT", template)?.parameters?.properties ?? {};
+  const out: Record<string, ConfigValue> = {};
+  for (const [key, value] of Object.entries(config)) {
+    out[key] = pveValue(propertyOf(props, key, template)?.type, value);
+  }
+  return out;
+}
+
+function pveValue(type: string | undefined, value: ConfigValue): ConfigValue {
+  const text = typeof value === "boolean" ? (value ? "1" : "0") : String(value);
+  switch (type) {
+    case "integer":
+      return /^\d+$/.test(text) ? Number(text) : value;
+    case "boolean":
+      return /^(1|on|yes|true)$/i.test(text) ? 1 : 0;
+    default:
+      return text;
+  }
+}
