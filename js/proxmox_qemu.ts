@@ -59,6 +59,63 @@ const GuestRecord = z.object({
   agentConfigured: z.boolean().optional(),
 });
 
+/** The largest file fileWrite/fileRead handle: one PVE file-read (`$MAX_READ_SIZE`, 16 MiB). */
+const MAX_FILE_BYTES = 16 * 1024 * 1024;
+const BASE64 =
+  /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const guestPath = z.string().min(1, "path must not be empty").refine(
+  (p) => !p.includes("\0"),
+  { message: "path must not contain NUL" },
+);
+
+const FileWriteArgs = z.object({
+  ...guestRef,
+  path: guestPath,
+  content: z.string().optional(),
+  contentBase64: z.string().regex(BASE64, "contentBase64 must be padded base64")
+    .optional(),
+  mode: z.string().regex(/^[0-7]{3,4}$/, "mode must be 3 or 4 octal digits")
+    .optional(),
+}).refine(requireGuest, provideGuest).refine(
+  (a) => (a.content === undefined) !== (a.contentBase64 === undefined),
+  {
+    message: "give exactly one of content (text) and contentBase64 (bytes)",
+    path: ["content"],
+  },
+).refine(
+  (a) =>
+    (a.content !== undefined
+      ? new TextEncoder().encode(a.content).length
+      : a.contentBase64 !== undefined
+      ? a.contentBase64.length / 4 * 3 -
+        (a.contentBase64.match(/=*$/)?.[0].length ?? 0)
+      : 0) <= MAX_FILE_BYTES,
+  { message: "content must be at most 16777216 bytes", path: ["content"] },
+);
+
+const FileReadArgs = z.object({
+  ...guestRef,
+  path: guestPath,
+  maxBytes: z.number().int().min(1).max(MAX_FILE_BYTES).default(1024 * 1024),
+}).refine(requireGuest, provideGuest);
+
+const FileRecord = z.object({
+  vmid: z.number(),
+  node: z.string(),
+  path: z.string(),
+  bytes: z.number(),
+  truncated: z.boolean(),
+  verified: z.boolean().optional(),
+  chunks: z.number().optional(),
+  mode: z.string().optional(),
+  encoding: z.enum(["utf8", "base64"]).optional(),
+  content: z.string().optional(),
+  contentBase64: z.string().optional(),
+  error: z.string().optional(),
+  lastOperation: z.string(),
+  recordedAt: z.string(),
+});
+
 /** The methods that change a guest: the reachability check runs before them. */
 const MUTATING = [
   "clone",
@@ -75,6 +132,7 @@ const MUTATING = [
   "convertToTemplate",
   "reboot",
   "migrate",
+  "fileWrite",
 ];
 
 /**
@@ -97,6 +155,13 @@ export const model = {
       description:
         "One guestExec run (instance vm-<vmid>-exec): outcome, exit code or signal, output",
       schema: ExecRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
+    file: {
+      description:
+        "One fileWrite or fileRead (instance vm-<vmid>-file): the path, the bytes, whether the read-back matched, the content read",
+      schema: FileRecord,
       lifetime: "infinite" as const,
       garbageCollection: 20,
     },
@@ -211,6 +276,22 @@ export const model = {
       arguments: TemplateArgs,
       execute: (args: z.infer<typeof TemplateArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "convertToTemplate", args, ctx),
+    },
+    fileWrite: {
+      description:
+        "Write a file in the VM through its guest agent (content as text or contentBase64, optional mode); files over 46,080 bytes go in parts joined by a verified exec; succeeds only when reading it back matches byte for byte",
+      kind: "action" as const,
+      arguments: FileWriteArgs,
+      execute: (args: z.infer<typeof FileWriteArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "fileWrite", args, ctx),
+    },
+    fileRead: {
+      description:
+        "Record a file of the VM through its guest agent as vm-<vmid>-file, up to maxBytes (truncated says it goes on); text when UTF-8, else base64",
+      kind: "action" as const,
+      arguments: FileReadArgs,
+      execute: (args: z.infer<typeof FileReadArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "fileRead", args, ctx),
     },
     ...nodeMethods("qemu"),
     ...snapshotMethods("qemu"),

@@ -23,7 +23,7 @@ const EXEC_PRIV = "VM.GuestAgent.Unrestricted";
 const AUDIT_PRIV = "VM.GuestAgent.Audit";
 
 /** PVE's agent_available + the ping qga_check_running does, in PVE's order. */
-async function readyAgent(ctx: Ctx, g: GuestState): Promise<GuestAgent> {
+export async function readyAgent(ctx: Ctx, g: GuestState): Promise<GuestAgent> {
   if (g.agent === "none") {
     throw new ApiError(500, "No QEMU guest agent configured");
   }
@@ -54,7 +54,7 @@ function checkExecAllowed(g: GuestState, command: string): void {
 }
 
 /** One agent command; an error reply becomes `Agent error: <desc>`. */
-async function agentCall(
+export async function agentCall(
   g: GuestState,
   agent: GuestAgent,
   command: string,

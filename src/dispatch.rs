@@ -5,9 +5,9 @@ use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
-    check, clone, container_exec, create, delete, delete_snapshot, get_config, guest_exec,
-    list_snapshots, lookup, migrate, node_config, node_status, reboot, resize_disk, rollback,
-    set_config, shutdown, snapshot, start, stop, sync, template,
+    check, clone, container_exec, create, delete, delete_snapshot, file_read, file_write,
+    get_config, guest_exec, list_snapshots, lookup, migrate, node_config, node_status, reboot,
+    resize_disk, rollback, set_config, shutdown, snapshot, start, stop, sync, template,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -32,6 +32,8 @@ enum Method {
     GuestExec,
     ContainerExec,
     Migrate,
+    FileWrite,
+    FileRead,
     Clone,
     Create,
     Resize,
@@ -70,6 +72,8 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
         // A VM is cloned from a template and has a guest agent; a container is created from one.
         (GuestKind::Qemu, "guestExec") => Method::GuestExec,
+        (GuestKind::Qemu, "fileWrite") => Method::FileWrite,
+        (GuestKind::Qemu, "fileRead") => Method::FileRead,
         // A container has no agent: its commands run as `pct exec` on the node, over ssh.
         (GuestKind::Lxc, "guestExec") => Method::ContainerExec,
         (GuestKind::Qemu, "clone") => Method::Clone,
@@ -93,6 +97,8 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
             GuestRef::parse(&fields).map(drop)
         }
         Method::Migrate => migrate::MigrateArgs::parse(kind, args).map(drop),
+        Method::FileWrite => file_write::FileWriteArgs::parse(args).map(drop),
+        Method::FileRead => file_read::FileReadArgs::parse(args).map(drop),
         Method::Snapshot => snapshot::SnapshotArgs::parse(kind, args).map(drop),
         Method::Rollback => rollback::RollbackArgs::parse(kind, args).map(drop),
         Method::DeleteSnapshot => delete_snapshot::DeleteSnapshotArgs::parse(kind, args).map(drop),
@@ -165,6 +171,8 @@ pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Val
         Method::NodeStatus => node_status::node_status(&run, args).await,
         Method::NodeConfig => node_config::node_config(&run, args).await,
         Method::Migrate => migrate::migrate(&run, args).await,
+        Method::FileWrite => file_write::file_write(&run, args).await,
+        Method::FileRead => file_read::file_read(&run, args).await,
         Method::Snapshot => snapshot::snapshot(&run, args).await,
         Method::ListSnapshots => list_snapshots::list_snapshots(&run, args).await,
         Method::Rollback => rollback::rollback(&run, args).await,

@@ -43,7 +43,7 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 }
 
 /// Starts the command and follows it to its end; returns the pid (if it started) and what was seen.
-async fn execute<H: Host>(
+pub async fn execute<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ExecArgs,

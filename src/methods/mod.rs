@@ -6,6 +6,8 @@ pub mod container_exec;
 pub mod create;
 pub mod delete;
 pub mod delete_snapshot;
+pub mod file_read;
+pub mod file_write;
 pub mod get_config;
 pub mod guest_exec;
 pub mod list_snapshots;

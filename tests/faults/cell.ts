@@ -214,7 +214,7 @@ export async function faultCell(
       skip: endpoint.skip,
       ...fault.fault(endpoint),
     } as SimFault);
-    const r = await env.run(spec.name, spec.args);
+    const r = await env.run(spec.name, spec.argsFor?.() ?? spec.args);
     const hits = matches(env, endpoint, from);
     const skip = endpoint.skip ?? 0;
     const tries = attempts(env, endpoint, from);
@@ -297,7 +297,7 @@ export async function scenarioCell(
   spec: MethodSpec,
   id: ScenarioId,
   plan: ScenarioPlan,
-  args: Record<string, unknown> = spec.args,
+  args?: Record<string, unknown>,
 ): Promise<CellResult> {
   const started = performance.now();
   const env = await matrixEnv(spec.model, spec.via);
@@ -305,7 +305,7 @@ export async function scenarioCell(
     await spec.prepare?.(env);
     const before = snapshot(env);
     plan.arm?.(env);
-    const run = env.run(spec.name, args);
+    const run = env.run(spec.name, args ?? spec.argsFor?.() ?? spec.args);
     await plan.during?.(env, run);
     const r = await run;
     const actual = classify(r, id === "node blip");

@@ -11,6 +11,7 @@ import type { Env } from "../e2e/env.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { SimGuest } from "../../simulator/types.ts";
 import type { FaultId } from "./faults.ts";
+import { fileSpecs } from "./file_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
 
@@ -91,6 +92,8 @@ export interface MethodSpec {
    * pvesh's own failure: tests/ssh/ covers those; PVE's refusals and wrong shapes pass through.
    */
   faults?: readonly FaultId[];
+  /** Fresh arguments for each cell (e.g. a file path of its own), instead of `args`. */
+  argsFor?(): Record<string, unknown>;
   /** Prepares the fixture for every cell of this row, before its fault or scenario is armed. */
   prepare?(env: Env): void | Promise<void>;
   /** Whether the method runs a PVE task (it gets the `task✗` scenario). */
@@ -1213,6 +1216,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     nodeConfig,
     ...snapshotSpecs(n, "qemu", stopped, label(stopped)).map(row),
     row(migrateSpec(n, other(n), "qemu", stopped, label(stopped))),
+    ...fileSpecs(n, execVmid, label(execVmid)).map(row),
     row(templateSpec(n, "qemu", stopped, label(stopped))),
     row(rebootSpec(n, "qemu", running, label(running))),
   ];
@@ -1240,4 +1244,6 @@ export const EXPECTED_METHODS = [
   "convertToTemplate",
   "reboot",
   "migrate",
+  "fileWrite",
+  "fileRead",
 ];

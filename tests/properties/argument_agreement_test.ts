@@ -396,6 +396,56 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   nodeConfig: object({ node: opt(node) }),
   ...snapshotArgs(true),
   migrate: migrateArgs(true),
+  fileWrite: fc.tuple(
+    object({
+      ...guestRef,
+      path: mix(
+        fc.constantFrom("/etc/motd", "/tmp/a b", "C:\\x", "", "a\0b"),
+      ),
+      mode: opt(fc.oneof(
+        { arbitrary: fc.constantFrom("0644", "644", "4755"), weight: 8 },
+        { arbitrary: fc.constantFrom("0999", "7", "07777", "64a"), weight: 1 },
+      )),
+    }),
+    // Exactly one of content and contentBase64 is valid: mostly one, sometimes both or neither.
+    fc.oneof(
+      {
+        arbitrary: object({
+          content: mix(
+            fc.oneof(fc.string({ maxLength: 8 }), fc.constant("a\0b")),
+          ),
+        }),
+        weight: 6,
+      },
+      {
+        arbitrary: object({
+          contentBase64: mix(
+            fc.constantFrom(
+              "aGk=",
+              "aGVsbG8=",
+              "",
+              "aGk",
+              "====",
+              "YQ==YQ==",
+              "a Gk=",
+              "aGk=\n",
+            ),
+          ),
+        }),
+        weight: 6,
+      },
+      {
+        arbitrary: fc.constant({ content: "x", contentBase64: "eA==" }),
+        weight: 1,
+      },
+      { arbitrary: fc.constant({}), weight: 1 },
+    ),
+  ).map(([rest, body]) => ({ ...rest, ...body })),
+  fileRead: object({
+    ...guestRef,
+    path: mix(fc.constantFrom("/etc/hostname", "/tmp/x", "", "a\0b")),
+    maxBytes: opt(bounded(1, 16777216)),
+  }),
   convertToTemplate: templateArgs,
   reboot: object({
     ...guestRef,
