@@ -8,6 +8,7 @@
 import { z } from "npm:zod@4";
 import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
+  applyPending,
   DeleteArgs,
   ExecRecord,
   GlobalArgs,
@@ -28,7 +29,6 @@ import {
   ShutdownArgs,
   singleLine,
   snapshotMethods,
-  StartArgs,
   StopArgs,
   SyncArgs,
   TemplateArgs,
@@ -46,6 +46,95 @@ const CloneArgs = z.object({
   message: "vmid must differ from templateId",
   path: ["vmid"],
 }).refine(notBothVmidAndRange, oneVmidChoice);
+
+/** An ssh public key line as PVE validates keys: `<type> <base64> [comment]`. */
+const SSH_KEY_LINE =
+  /^(ssh-rsa|ssh-dss|ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( .*)?$/;
+
+/** ipconfig0 … ipconfig31 (PVE's $MAX_NETS). */
+const ipconfigFields = Object.fromEntries(
+  Array.from(
+    { length: 32 },
+    (_, n) => [`ipconfig${n}`, singleLine(`ipconfig${n}`).optional()],
+  ),
+);
+
+/** cloudInit: options to set, then the drive is regenerated and the generated config verified. */
+const CloudInitArgs = z.object({
+  ...guestRef,
+  ciuser: singleLine("ciuser").optional(),
+  cipassword: singleLine("cipassword").meta({ sensitive: true }).optional(),
+  sshkeys: z.string().refine((v) => !v.includes("\0"), {
+    message: "sshkeys must not contain NUL",
+  }).refine(
+    (v) =>
+      v.split("\n").every((l) =>
+        l.trim() === "" || SSH_KEY_LINE.test(l.trim())
+      ),
+    {
+      message:
+        "every line of sshkeys must be an ssh public key (`<type> <base64> [comment]`, as PVE validates keys)",
+    },
+  ).optional(),
+  ...ipconfigFields,
+  nameserver: singleLine("nameserver").optional(),
+  searchdomain: singleLine("searchdomain").optional(),
+  citype: z.enum(["configdrive2", "nocloud", "opennebula"]).optional(),
+  cicustom: singleLine("cicustom").optional(),
+  ciupgrade: z.boolean().optional(),
+  applyPending,
+  timeoutSec: z.number().int().positive().max(86400).default(120),
+}).refine(requireGuest, provideGuest);
+
+/** What waitReady waits for (also `start`'s `waitReady` option). */
+const readyFields = {
+  ipv4: z.boolean().default(true),
+  ipv6: z.boolean().default(false),
+  nic: z.string().regex(
+    /^net([0-9]|[12][0-9]|3[01])$/,
+    "nic must be net0 … net31",
+  ).optional(),
+  cloudInit: z.boolean().default(false),
+  timeoutSec: z.number().int().positive().max(86400).default(300),
+};
+
+const WaitReadyArgs = z.object({ ...guestRef, ...readyFields }).refine(
+  requireGuest,
+  provideGuest,
+);
+
+/** start of a VM: the shared start arguments and `waitReady` (what to wait for after the start). */
+const QemuStartArgs = z.object({
+  ...guestRef,
+  waitForIp: z.boolean().default(false),
+  allowNoIp: z.boolean().default(false),
+  waitReady: z.object(readyFields).optional(),
+}).refine(requireGuest, provideGuest);
+
+/** What one waitReady saw (instance vm-<vmid>-ready). */
+const ReadyRecord = z.object({
+  vmid: z.number(),
+  node: z.string(),
+  ready: z.boolean(),
+  agentUp: z.boolean(),
+  agentVersion: z.string().optional(),
+  interfaces: z.array(z.object({
+    name: z.string(),
+    mac: z.string().optional(),
+    addresses: z.array(z.string()),
+  })),
+  cloudInit: z.object({
+    outcome: z.string(),
+    exitCode: z.number().optional(),
+    status: z.string().optional(),
+  }).optional(),
+  ipv4: z.string().optional(),
+  ipv6: z.string().optional(),
+  error: z.string().optional(),
+  waitedMs: z.number(),
+  lastOperation: z.string(),
+  recordedAt: z.string(),
+});
 
 const ResizeDiskArgs = z.object({
   ...guestRef,
@@ -133,6 +222,7 @@ const MUTATING = [
   "reboot",
   "migrate",
   "fileWrite",
+  "cloudInit",
 ];
 
 /**
@@ -165,6 +255,13 @@ export const model = {
       lifetime: "infinite" as const,
       garbageCollection: 20,
     },
+    ready: {
+      description:
+        "One waitReady run (instance vm-<vmid>-ready): agent version, addresses per NIC, the cloud-init result",
+      schema: ReadyRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
     ...sharedResources("VM", "vm"),
   },
   checks: {
@@ -191,10 +288,10 @@ export const model = {
     },
     start: {
       description:
-        "Start the VM; succeeds when status/current shows it running (qmpstatus running), and with waitForIp when the agent reports an IPv4 address (allowNoIp: a missing one only warns)",
+        "Start the VM; succeeds when status/current shows it running (qmpstatus running), with waitForIp when the agent reports an IPv4 address (allowNoIp: a missing one only warns), and with waitReady when it is ready as waitReady decides (recorded as vm-<vmid>-ready)",
       kind: "action" as const,
-      arguments: StartArgs,
-      execute: (args: z.infer<typeof StartArgs>, ctx: MethodContext) =>
+      arguments: QemuStartArgs,
+      execute: (args: z.infer<typeof QemuStartArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "start", args, ctx),
     },
     stop: {
@@ -239,7 +336,7 @@ export const model = {
     },
     setConfig: {
       description:
-        "Change config keys; succeeds when each reads back applied or pending until the next start (recorded in vm-<vmid> as pending)",
+        "Change config keys; succeeds when each reads back applied or pending until the next start (recorded in vm-<vmid> as pending); applyPending: reboot then reboots a running VM (verified new boot) when something is pending and requires nothing pending after it",
       kind: "action" as const,
       arguments: SetConfigArgs,
       execute: (args: z.infer<typeof SetConfigArgs>, ctx: MethodContext) =>
@@ -260,6 +357,22 @@ export const model = {
       arguments: SyncArgs,
       execute: (args: z.infer<typeof SyncArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "sync", args, ctx),
+    },
+    waitReady: {
+      description:
+        "Wait until the running VM is usable: the guest agent answers ping, the interfaces carry an IPv4 (ipv4) and/or a global IPv6 (ipv6) address — on the NIC with nic's MAC when given; loopback and link-local never count — and, with cloudInit, `cloud-init status --wait` exits 0; within timeoutSec. Records what it saw as vm-<vmid>-ready",
+      kind: "action" as const,
+      arguments: WaitReadyArgs,
+      execute: (args: z.infer<typeof WaitReadyArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "waitReady", args, ctx),
+    },
+    cloudInit: {
+      description:
+        "Set cloud-init options (ciuser, cipassword, sshkeys, ipconfigN, nameserver, searchdomain, citype, cicustom, ciupgrade), regenerate the cloud-init drive, and succeed only when the config PVE generates (user, network, meta) carries every asked value and nothing asked is pending against the drive; applyPending: reboot reboots a running VM (verified) so the guest applies it. Fails without a cloud-init drive",
+      kind: "action" as const,
+      arguments: CloudInitArgs,
+      execute: (args: z.infer<typeof CloudInitArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "cloudInit", args, ctx),
     },
     reboot: {
       description:

@@ -98,6 +98,17 @@ export function cloneDisk(
   storage?: string,
 ): string {
   const [volume, ...opts] = disk.split(",");
+  // A cloud-init drive is no CD-ROM to clone_vm (`drive_is_cdrom($drive, 1)` excludes it): it is
+  // always copied, as the new VM's own `vm-<new>-cloudinit`.
+  const cloudinit = /[:/](vm-\d+-)?cloudinit(\.\w+)?$/.test(volume);
+  if (cloudinit) {
+    const store = volume.split(":", 1)[0];
+    return [
+      `${full ? storage ?? store : store}:vm-${toVmid}-cloudinit`,
+      ...opts,
+    ]
+      .join(",");
+  }
   if (isCdrom(disk) || !volume.includes(":")) return disk;
   const [store, name] = volume.split(":", 2);
   const base = name.split("/").pop() ?? name;

@@ -121,6 +121,32 @@ function pveExecStatus(res: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** eth0 of a guest: its `ips` and the MAC of its net0. */
+/**
+ * The simulated guest's own programs. Every guest shares one real qemu-ga on this machine, which has
+ * no cloud-init; a guest's `cloud-init` is a stand-in that prints what `cloud-init status` prints
+ * for the guest's `cloudInit` state and exits with cloud-init's status codes (0 done, 1 error,
+ * 2 degraded — cloud-init ≥ 23.4). Any other program runs for real.
+ */
+function guestProgram(g: GuestState, argv: string[]): string[] {
+  if (argv[0] !== "cloud-init" || argv[1] !== "status") return argv;
+  const state = g.cloudInit ?? "done";
+  const code = { done: 0, error: 1, degraded: 2 }[state];
+  const shown = state === "degraded" ? "done" : state;
+  return ["sh", "-c", `echo 'status: ${shown}'; exit ${code}`];
+}
+
+/**
+ * eth0's addresses: the test's `ips`; else the static ones the guest's cloud-init configured from
+ * the drive it booted with (`ipconfig0`'s ip=/ip6=), as a cloud image does at boot.
+ */
+function guestAddresses(g: GuestState): string[] {
+  if (g.ips.length > 0) return g.ips;
+  const ipconfig = String(g.cloudinitBooted?.ipconfig0 ?? "");
+  return ipconfig.split(",").map((p) => p.split("=", 2))
+    .filter(([k, v]) => (k === "ip" || k === "ip6") && v?.includes("/"))
+    .map(([, v]) => v);
+}
+
 function eth0(g: GuestState): Record<string, unknown> {
   const mac =
     /=([0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5})/.exec(String(g.config.net0 ?? ""))
@@ -135,8 +161,9 @@ function eth0(g: GuestState): Record<string, unknown> {
     "hardware-address": mac,
   };
   // No address yet (e.g. DHCP pending): the key is absent, as qemu-ga sends it.
-  if (g.ips.length > 0) {
-    iface["ip-addresses"] = g.ips.map((ip) => {
+  const ips = guestAddresses(g);
+  if (ips.length > 0) {
+    iface["ip-addresses"] = ips.map((ip) => {
       const [address, prefix] = ip.split("/");
       const v6 = address.includes(":");
       return {
@@ -171,7 +198,7 @@ export const agentRoutes: Route[] = [
     },
     handler: async (ctx) => {
       const g = qemuGuest(ctx);
-      const argv = ctx.params.command as string[];
+      const argv = guestProgram(g, ctx.params.command as string[]);
       const input = ctx.params["input-data"] as string | undefined;
       // PVE: argv[0] is the program (no shell), the rest its arguments, output always captured.
       const args: Record<string, unknown> = {
@@ -236,6 +263,16 @@ export const agentRoutes: Route[] = [
         }],
       };
       return { result: [lo, eth0(g)] };
+    },
+  },
+  {
+    method: "GET",
+    path: "/nodes/{node}/qemu/{vmid}/agent/info",
+    privilege: AUDIT_PRIV,
+    handler: async (ctx) => {
+      const g = qemuGuest(ctx);
+      const agent = await readyAgent(ctx, g);
+      return { result: await agentCall(g, agent, "guest-info") };
     },
   },
   {

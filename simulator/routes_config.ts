@@ -30,12 +30,14 @@ import {
   resizedBytes,
   withDiskOption,
 } from "./disks.ts";
+import { cloudinitSnapshot, hashedPassword } from "./cloudinit.ts";
 import { ApiError } from "./http.ts";
 import type { ParamSpec } from "./params.ts";
+import { validateSshKeys } from "./routes_lxc.ts";
 import { qemuConfigPerm } from "./perl_rules.ts";
 import { pveConfigValues } from "./schema/values.ts";
 import { TaskFailure } from "./tasks.ts";
-import type { GuestState } from "./types.ts";
+import type { ConfigValue, GuestState } from "./types.ts";
 
 /** Privileges of PUT/POST config: PVE accepts any of them ("any" check), and names them all on refusal. */
 const CONFIG_PRIVS = [
@@ -90,6 +92,37 @@ function changeFrom(ctx: Ctx): ConfigChange {
   return change;
 }
 
+/**
+ * What update_vm_api does to cloud-init values before it writes them: `sshkeys` arrives
+ * URL-encoded and must decode to valid keys (PVE::Tools::validate_ssh_public_keys), `cipassword`
+ * is stored hashed (PVE::Tools::encrypt_pw). The drive's last generation is remembered first, so
+ * `GET …/cloudinit` can tell what changed since.
+ */
+function cloudinitValues(g: GuestState, change: ConfigChange): void {
+  const keys = change.set.sshkeys;
+  if (typeof keys === "string") {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(keys);
+    } catch {
+      throw new ApiError(500, "SSH public key validation error");
+    }
+    validateSshKeys(decoded);
+  }
+  if (typeof change.set.cipassword === "string") {
+    change.set.cipassword = hashedPassword(change.set.cipassword);
+  }
+  g.cloudinitGenerated ??= cloudinitSnapshot(g);
+}
+
+/** GET config never shows cipassword (PVE/API2/Qemu.pm `vm_config`). */
+function masked(
+  config: Record<string, ConfigValue>,
+): Record<string, ConfigValue> {
+  if (config.cipassword !== undefined) config.cipassword = "**********";
+  return config;
+}
+
 /** The synchronous checks PVE makes before changing a config. */
 async function checkUpdate(ctx: Ctx, g: GuestState): Promise<void> {
   const digest = ctx.params.digest as string | undefined;
@@ -119,7 +152,7 @@ export const configRoutes: Route[] = [
         ? currentConfig(g)
         : configWithPending(g);
       return {
-        ...pveConfigValues("qemu", config),
+        ...pveConfigValues("qemu", masked(config)),
         digest: await configDigest(g),
       };
     },
@@ -128,7 +161,15 @@ export const configRoutes: Route[] = [
     method: "GET",
     path: "/nodes/{node}/qemu/{vmid}/pending",
     privilege: "VM.Audit",
-    handler: (ctx) => pendingRows(qemuGuest(ctx)),
+    // vm_pending masks cipassword: '**********' as value, '********** ' (sic) as pending.
+    handler: (ctx) =>
+      pendingRows(qemuGuest(ctx)).map((row) => {
+        if (row.key !== "cipassword") return row;
+        const out = { ...row };
+        if (out.value !== undefined) out.value = "**********";
+        if (out.pending !== undefined) out.pending = "********** ";
+        return out;
+      }),
   },
   {
     method: "PUT",
@@ -141,6 +182,7 @@ export const configRoutes: Route[] = [
       const g = qemuGuest(ctx);
       const change = changeFrom(ctx);
       await checkUpdate(ctx, g);
+      cloudinitValues(g, change);
       applyConfigChange(g, change);
       return null;
     },
@@ -156,6 +198,7 @@ export const configRoutes: Route[] = [
       const g = qemuGuest(ctx);
       const change = changeFrom(ctx);
       await checkUpdate(ctx, g);
+      cloudinitValues(g, change);
       const { state, tasks } = ctx.core;
       return tasks.start({
         node: g.node,

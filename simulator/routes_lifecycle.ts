@@ -20,6 +20,14 @@ import type { ConfigValue, GuestState, SimGuest } from "./types.ts";
 
 const DNS_NAME = /^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$/;
 
+/** clone_vm "always change MAC!": a new random address with Proxmox's prefix (BC:24:11). */
+function withNewMac(net: string): string {
+  const byte = () =>
+    Math.floor(Math.random() * 256).toString(16).toUpperCase().padStart(2, "0");
+  const mac = `BC:24:11:${byte()}:${byte()}:${byte()}`;
+  return net.replace(/=([0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5})/, `=${mac}`);
+}
+
 /** The new guest of a clone: config copied, disks renamed, NEW smbios1 uuid and vmgenid, stopped. */
 function clonedGuest(
   src: GuestState,
@@ -43,7 +51,8 @@ function clonedGuest(
         opts.full,
         opts.storage,
       );
-    } else if (k === "smbios1") config[k] = withUuid(v, crypto.randomUUID());
+    } else if (/^net\d+$/.test(k)) config[k] = withNewMac(String(v));
+    else if (k === "smbios1") config[k] = withUuid(v, crypto.randomUUID());
     else if (k === "vmgenid") config[k] = crypto.randomUUID();
     else config[k] = v; // includes meta (ctime): clones of one template share it
   }

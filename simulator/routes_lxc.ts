@@ -217,7 +217,7 @@ const SSH_KEY =
   /^(ssh-(rsa|dss|ed25519)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/]+={0,3}( .*)?$/;
 
 /** PVE::Tools::validate_ssh_public_keys: every non-blank line must be a key. */
-function validateSshKeys(keys: string): void {
+export function validateSshKeys(keys: string): void {
   for (const line of keys.split("\n")) {
     if (line.trim() === "") continue;
     if (!SSH_KEY.test(line.trim())) {

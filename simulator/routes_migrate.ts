@@ -339,6 +339,8 @@ function migrateRefusal(
   for (const v of volumes(g)) {
     const store = ctx.core.resources.get(g.node, v.storage);
     if (!store || store.shared) continue;
+    // A cloud-init drive is regenerated on the target (QemuMigrate scan_local_volumes).
+    if (v.cdrom && /vm-\d+-cloudinit/.test(v.volid)) continue;
     if (v.cdrom) {
       log.push(
         `WARN: can't migrate local disk '${v.volid}': local cdrom image`,

@@ -34,6 +34,7 @@ import { taskListRoutes } from "./routes_tasklist.ts";
 import { taskRoutes } from "./routes_tasks.ts";
 import { templateRoutes } from "./routes_template.ts";
 import { rebootRoutes } from "./routes_reboot.ts";
+import { cloudinitRoutes } from "./routes_cloudinit.ts";
 import { ClusterState } from "./state.ts";
 import { NodeResources, type StorageState } from "./storage.ts";
 import { TaskManager, type TaskRecord } from "./tasks.ts";
@@ -104,6 +105,7 @@ const ROUTES = [
   ...storageRoutes,
   ...templateRoutes,
   ...rebootRoutes,
+  ...cloudinitRoutes,
   ...taskListRoutes,
   ...snapshotRoutes,
   ...migrateRoutes,

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { regenerate } from "./cloudinit.ts";
 import { applyPending, parseTags } from "./config.ts";
 import type { AgentMode, GuestState, SimGuest } from "./types.ts";
 
@@ -174,6 +175,10 @@ export class ClusterState {
     g.pid = fakePid();
     g.boots = (g.boots ?? 0) + 1;
     applyPending(g);
+    // vm_start regenerates the cloud-init drive (apply_cloudinit_config).
+    if (g.type === "qemu") {
+      g.cloudinitBooted = regenerate(g) ? g.cloudinitGenerated : undefined;
+    }
   }
 
   /** Powers a guest off; the agent inside forgets its exec results, as after a real reboot. */

@@ -76,6 +76,8 @@ export interface SimGuest {
   metrics?: Partial<SimMetrics>;
   /** Addresses `network-get-interfaces` reports on eth0 (`10.0.0.5` or `10.0.0.5/24`). */
   ips?: string[];
+  /** How `cloud-init status --wait` ends in the guest (routes_agent.ts); default `done`. */
+  cloudInit?: "done" | "error" | "degraded";
   /** Snapshots by name (the config key `parent` names the one the guest descends from). */
   snapshots?: Record<string, SimSnapshot>;
 }
@@ -112,6 +114,10 @@ export interface GuestState extends SimGuest {
   startedAt?: number;
   /** Fake host pid of the QEMU process; set while running. */
   pid?: number;
+  /** The cloud-init properties its cloud-init drive was last generated from (see cloudinit.ts). */
+  cloudinitGenerated?: Record<string, ConfigValue>;
+  /** What the guest's cloud-init read from the drive at its last boot. */
+  cloudinitBooted?: Record<string, ConfigValue>;
   /** How many times the simulator started (booted) it; a guest described as running starts at 0. */
   boots?: number;
 }

@@ -5,9 +5,10 @@ use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
-    check, clone, container_exec, create, delete, delete_snapshot, file_read, file_write,
-    get_config, guest_exec, list_snapshots, lookup, migrate, node_config, node_status, reboot,
-    resize_disk, rollback, set_config, shutdown, snapshot, start, stop, sync, template,
+    check, clone, cloud_init, container_exec, create, delete, delete_snapshot, file_read,
+    file_write, get_config, guest_exec, list_snapshots, lookup, migrate, node_config, node_status,
+    reboot, resize_disk, rollback, set_config, shutdown, snapshot, start, stop, sync, template,
+    wait_ready,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -45,6 +46,8 @@ enum Method {
     DeleteSnapshot,
     Template,
     Reboot,
+    CloudInit,
+    WaitReady,
     CheckReachable,
 }
 
@@ -77,6 +80,9 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         // A container has no agent: its commands run as `pct exec` on the node, over ssh.
         (GuestKind::Lxc, "guestExec") => Method::ContainerExec,
         (GuestKind::Qemu, "clone") => Method::Clone,
+        // PVE generates cloud-init drives for VMs only.
+        (GuestKind::Qemu, "cloudInit") => Method::CloudInit,
+        (GuestKind::Qemu, "waitReady") => Method::WaitReady,
         (GuestKind::Lxc, "create") => Method::Create,
         (GuestKind::Qemu, "resizeDisk") | (GuestKind::Lxc, "resize") => Method::Resize,
         _ => return None,
@@ -105,7 +111,7 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::GuestExec | Method::ContainerExec => {
             crate::guest::exec::ExecArgs::parse(args).map(drop)
         }
-        Method::Start => start::StartArgs::parse(args).map(drop),
+        Method::Start => start::StartArgs::parse_for(kind, args).map(drop),
         Method::Stop => stop::StopArgs::parse(args).map(drop),
         Method::Shutdown => shutdown::ShutdownArgs::parse(args).map(drop),
         Method::Delete => delete::DeleteArgs::parse(args).map(drop),
@@ -116,6 +122,8 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::Sync => sync::SyncArgs::parse(args).map(drop),
         Method::Template => template::TemplateArgs::parse(args).map(drop),
         Method::Reboot => reboot::RebootArgs::parse(args).map(drop),
+        Method::CloudInit => cloud_init::CloudInitArgs::parse(args).map(drop),
+        Method::WaitReady => wait_ready::WaitReadyArgs::parse(args).map(drop),
         Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).map(drop),
         Method::CheckReachable => return Err(no_rules()),
     };
@@ -179,6 +187,8 @@ pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Val
         Method::DeleteSnapshot => delete_snapshot::delete_snapshot(&run, args).await,
         Method::Template => template::convert_to_template(&run, args).await,
         Method::Reboot => reboot::reboot(&run, args).await,
+        Method::CloudInit => cloud_init::cloud_init(&run, args).await,
+        Method::WaitReady => wait_ready::wait_ready(&run, args).await,
         Method::CheckReachable => check::transport_reachable(&run).await,
     }
 }

@@ -58,6 +58,11 @@ impl Pacer {
         }
     }
 
+    /// When the loop's budget runs out (epoch ms).
+    pub fn deadline_ms(&self) -> f64 {
+        self.deadline_ms
+    }
+
     /// Waits before the next probe; `Err` once the budget is spent or the run was aborted.
     pub async fn pause<H: Host>(&mut self, host: &H) -> Result<(), Stopped> {
         let remaining = self.deadline_ms - host.now_ms();

@@ -286,9 +286,13 @@ export const SyncArgs = z.object({
   node: pathSegment("node").optional(),
 });
 
+/** `applyPending`: "reboot" reboots (verified) when changes wait for a boot; then none may. */
+export const applyPending = z.enum(["none", "reboot"]).default("none");
+
 /** setConfig: config keys to change; each must read back applied or pending. */
 export const SetConfigArgs = z.object({
   ...guestRef,
+  applyPending,
   config: optionBag(
     NOT_CONFIG_KEYS,
     "is a parameter of PVE's config update, not a config key",

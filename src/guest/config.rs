@@ -46,6 +46,13 @@ pub struct ConfigSnapshot {
     pub pending_delete: Vec<String>,
 }
 
+impl ConfigSnapshot {
+    /// Whether any change waits for the next start.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty() || !self.pending_delete.is_empty()
+    }
+}
+
 /// Where a requested change stands.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reading {

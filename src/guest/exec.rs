@@ -122,7 +122,7 @@ pub enum ExecOutcome {
 }
 
 impl ExecOutcome {
-    fn label(&self) -> &'static str {
+    pub fn label(&self) -> &'static str {
         match self {
             ExecOutcome::Exited { .. } => "exited",
             ExecOutcome::Signaled { .. } => "signaled",

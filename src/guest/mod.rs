@@ -9,6 +9,7 @@ pub mod identity;
 pub mod locate;
 pub mod power;
 pub mod provision;
+pub mod readiness;
 pub mod reboot;
 pub mod record;
 pub mod reference;

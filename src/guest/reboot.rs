@@ -11,10 +11,33 @@
 use super::evidence::Evidence;
 use super::power::Target;
 use super::settle::{describe, seconds, settle};
+use crate::args::{ArgError, Fields};
 use crate::host::Host;
 use crate::pve::endpoints;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
+
+/// What to do about changes that wait for a boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApplyPending {
+    /// Leave them for the next boot (reported).
+    Later,
+    /// Reboot (verified) when something is pending, then nothing may be.
+    Reboot,
+}
+
+impl ApplyPending {
+    pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
+        match fields.optional::<String>("applyPending")?.as_deref() {
+            None | Some("none") => Ok(ApplyPending::Later),
+            Some("reboot") => Ok(ApplyPending::Reboot),
+            Some(_) => Err(ArgError::new(
+                "applyPending",
+                "must be \"none\" or \"reboot\"",
+            )),
+        }
+    }
+}
 
 /// How long the task is followed beyond the shutdown's own timeout.
 const TASK_SLACK_MS: u64 = 30_000;

@@ -569,6 +569,7 @@ async fn then_start<H: Host>(
         },
         wait_for_ip: false,
         allow_no_ip: false,
+        ready: None,
     };
     match bring_up(run, ev, &start).await {
         Ok(started) => Ok(format!("{done}; {started}")),

@@ -3,7 +3,7 @@
 //! before the verdict is raised (guest/exec.rs).
 
 use crate::explain::hint;
-use crate::guest::exec::{conclude, ExecArgs, ExecOutcome, Observed};
+use crate::guest::exec::{conclude, verdict_message, ExecArgs, ExecOutcome, Observed};
 use crate::guest::locate::{locate, Found, Located};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -40,6 +40,20 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         duration_ms: (run.host.now_ms() - started).max(0.0).round() as u64,
     };
     conclude(run, &located, &args, &seen, None)
+}
+
+/// Runs a command in the VM exactly as `guestExec` does, without writing its record (`waitReady`'s
+/// `cloud-init status --wait`): how it ended, its final status, and `Err` saying why it does not
+/// count as success under `args.policy`.
+pub async fn run_in_guest<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+) -> (ExecOutcome, Option<ExecStatus>, Result<(), String>) {
+    let (_, outcome, status) = execute(run, at, args).await;
+    let verdict =
+        verdict_message(run.kind, at, args, &outcome, status.as_ref()).map_or(Ok(()), Err);
+    (outcome, status, verdict)
 }
 
 /// Starts the command and follows it to its end; returns the pid (if it started) and what was seen.

@@ -18,7 +18,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::ErrorKind;
-use crate::pve::responses::MigratePreconditions;
+use crate::pve::responses::{LocalDisk, MigratePreconditions};
 use crate::run::Run;
 use serde_json::Value;
 
@@ -198,14 +198,19 @@ async fn preconditions<H: Host>(
             pre.local_resources.join(", ")
         ));
     }
-    if let Some(cdrom) = pre.local_disks.iter().find(|d| d.cdrom == Some(true)) {
+    // A cloud-init drive is regenerated on the target (QemuMigrate scan_local_volumes: `generated`).
+    let local: Vec<&LocalDisk> = pre
+        .local_disks
+        .iter()
+        .filter(|d| !is_cloudinit(&d.volid))
+        .collect();
+    if let Some(cdrom) = local.iter().find(|d| d.cdrom == Some(true)) {
         return refuse(format!(
             "can't migrate local disk '{}': local cdrom image (PVE's rule) — eject it (ide2: none,media=cdrom) first",
             cdrom.volid
         ));
     }
-    let attached: Vec<&str> = pre
-        .local_disks
+    let attached: Vec<&str> = local
         .iter()
         .filter(|d| d.is_unused != Some(true) && d.cdrom != Some(true))
         .map(|d| d.volid.as_str())
@@ -217,6 +222,14 @@ async fn preconditions<H: Host>(
         ));
     }
     Ok(())
+}
+
+/// `…vm-<N>-cloudinit…`: the drive PVE generates from the config (QemuMigrate's pattern).
+fn is_cloudinit(volid: &str) -> bool {
+    volid.split("vm-").skip(1).any(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].starts_with("-cloudinit")
+    })
 }
 
 /// Waits until the cluster places the guest on the target node and the target node shows it

@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod clone;
+pub mod cloud_init;
 pub mod container_exec;
 pub mod create;
 pub mod delete;
@@ -25,3 +26,4 @@ pub mod start;
 pub mod stop;
 pub mod sync;
 pub mod template;
+pub mod wait_ready;

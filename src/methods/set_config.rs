@@ -12,6 +12,8 @@ use crate::args::{ArgError, Fields};
 use crate::explain::{hint, outcome_unknown};
 use crate::guest::config::{record_value, ssh_keys_param, ConfigSnapshot, Reading, MASKED_KEY};
 use crate::guest::evidence::{sight_or_absent, Evidence};
+use crate::guest::power::Target;
+use crate::guest::reboot::{reboot_verified, ApplyPending};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::get_config::read_snapshot;
@@ -38,6 +40,8 @@ pub struct SetConfigArgs {
     pub target: GuestRef,
     /// Key → value as text, in the caller's order.
     pub changes: Vec<(String, String)>,
+    /// `applyPending: "reboot"`: reboot when something is pending, then nothing may be.
+    pub apply_pending: ApplyPending,
 }
 
 impl SetConfigArgs {
@@ -50,7 +54,11 @@ impl SetConfigArgs {
         if changes.is_empty() {
             return Err(ArgError::new("config", "must hold at least one key"));
         }
-        Ok(SetConfigArgs { target, changes })
+        Ok(SetConfigArgs {
+            target,
+            changes,
+            apply_pending: ApplyPending::parse(&fields)?,
+        })
     }
 }
 
@@ -68,7 +76,14 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let (verdict, snapshot) = apply(run, &mut ev, &args).await;
+    let (mut verdict, mut snapshot) = apply(run, &mut ev, &args).await;
+    if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
+        if args.apply_pending == ApplyPending::Reboot && taken.has_pending() {
+            let (rebooted, after) = reboot_to_apply(run, &mut ev, summary).await;
+            verdict = rebooted;
+            snapshot = after.or(snapshot);
+        }
+    }
     let mut record = ev.record(run).await;
     if let Some(snapshot) = snapshot {
         record.pending = snapshot.pending;
@@ -85,8 +100,66 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
 }
 
-/// Sends the change and reads it back; the snapshot is what the record shows as pending.
-async fn apply<H: Host>(
+/// `applyPending: "reboot"` with changes pending: a verified reboot (the guest must run), then the
+/// pending set must be empty. Returns the verdict and the snapshot read after the reboot.
+async fn reboot_to_apply<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    summary: &str,
+) -> (Result<String, String>, Option<ConfigSnapshot>) {
+    if !Target::Running.reached(run.kind, &ev.status) {
+        let message = format!(
+            "{summary}, but applyPending: \"reboot\" needs a running guest and {} is {} — it applies them at its next start",
+            ev.label(run),
+            ev.status.status
+        );
+        return (Err(message), None);
+    }
+    let rebooted = match reboot_verified(run, ev, REBOOT_SHUTDOWN_SEC).await {
+        Ok(rebooted) => rebooted,
+        Err(why) => return (Err(format!("{summary}; applyPending: {why}")), None),
+    };
+    let label = ev.label(run);
+    match read_snapshot(run, &ev.at).await {
+        Ok(after) if after.has_pending() => {
+            let keys: Vec<&str> = after
+                .pending
+                .keys()
+                .chain(&after.pending_delete)
+                .map(String::as_str)
+                .collect();
+            let message = format!(
+                "{summary}; {rebooted}, but {} still pending after the reboot: {}",
+                match keys.len() {
+                    1 => "is",
+                    _ => "are",
+                },
+                keys.join(", ")
+            );
+            (Err(message), Some(after))
+        }
+        Ok(after) => (
+            Ok(format!(
+                "{label}: config applied; {rebooted}; nothing is pending"
+            )),
+            Some(after),
+        ),
+        Err(e) => (
+            Err(format!(
+                "{summary}; {rebooted}, but the pending changes could not be read back ({e} — {})",
+                hint(e.kind)
+            )),
+            None,
+        ),
+    }
+}
+
+/// The shutdown half of an `applyPending` reboot may take this long.
+const REBOOT_SHUTDOWN_SEC: u64 = 120;
+
+/// Sends the change and reads it back; the snapshot is what the record shows as pending. (Also
+/// `cloudInit`'s first step.)
+pub async fn apply<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     args: &SetConfigArgs,

@@ -11,8 +11,10 @@ use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::guest::evidence::{sight_present, Evidence};
 use crate::guest::power::{transition, Target};
+use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
+use crate::methods::wait_ready::ready_outcome;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
 use crate::pve::endpoints::{self, GuestKind};
@@ -29,22 +31,34 @@ pub struct StartArgs {
     pub target: GuestRef,
     pub wait_for_ip: bool,
     pub allow_no_ip: bool,
+    /// A VM's `waitReady` option: after the start, wait until it is usable (`guest::readiness`).
+    pub ready: Option<ReadyArgs>,
 }
 
 impl StartArgs {
-    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+    /// The arguments as `kind`'s start takes them (`waitReady` is a VM's: containers have no agent).
+    pub fn parse_for(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
+        // A container's start has no such argument: like zod, ignore it there.
+        let ready = match kind {
+            GuestKind::Qemu => match fields.optional::<Value>("waitReady")? {
+                Some(_) => Some(ReadyArgs::parse(&fields.object("waitReady")?)?),
+                None => None,
+            },
+            GuestKind::Lxc => None,
+        };
         Ok(StartArgs {
             target: GuestRef::parse(&fields)?,
             wait_for_ip: fields.or("waitForIp", false)?,
             allow_no_ip: fields.or("allowNoIp", false)?,
+            ready,
         })
     }
 }
 
 /// Runs `start`.
 pub async fn start<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match StartArgs::parse(args) {
+    let args = match StartArgs::parse_for(run.kind, args) {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
@@ -53,7 +67,16 @@ pub async fn start<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(outcome) => return outcome,
     };
     let verdict = bring_up(run, &mut ev, &args).await;
-    ev.outcome(run, verdict).await
+    match (&args.ready, verdict) {
+        (Some(ready), Ok(started)) => {
+            let since = run.host.now_ms();
+            let mut seen = Readiness::default();
+            let ready = await_ready(run, &ev.at, ready, &mut seen).await;
+            let verdict = ready.map(|ready| format!("{started}; {ready}"));
+            ready_outcome(run, &mut ev, seen, since, verdict).await
+        }
+        (_, verdict) => ev.outcome(run, verdict).await,
+    }
 }
 
 /// Starts a sighted guest unless it already runs, then (`waitForIp`) reads its address: the verified

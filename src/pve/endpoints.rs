@@ -165,6 +165,21 @@ pub fn agent_interfaces(node: &str, vmid: u32) -> PveRequest {
     ])
 }
 
+/// `POST /nodes/{node}/qemu/{vmid}/agent/ping`: answers once the guest agent is up. A POST with no
+/// effect, so it may be retried.
+pub fn agent_ping(node: &str, vmid: u32) -> PveRequest {
+    PveRequest::new(
+        Verb::Create,
+        &["nodes", node, "qemu", &vmid.to_string(), "agent", "ping"],
+        Repeat::Safe,
+    )
+}
+
+/// `GET /nodes/{node}/qemu/{vmid}/agent/info`: the agent's version and its commands.
+pub fn agent_info(node: &str, vmid: u32) -> PveRequest {
+    PveRequest::get(&["nodes", node, "qemu", &vmid.to_string(), "agent", "info"])
+}
+
 /// `GET /nodes/{upid.node}/tasks/{upid}/status`: on the node that runs the task.
 pub fn task_status(upid: &Upid) -> PveRequest {
     PveRequest::get(&["nodes", &upid.node, "tasks", upid.as_str(), "status"])
@@ -263,6 +278,36 @@ pub fn guest_template(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
         &["nodes", node, kind.segment(), &vmid.to_string(), "template"],
         Repeat::Never,
     )
+}
+
+/// `PUT /nodes/{node}/qemu/{vmid}/cloudinit`: regenerates the VM's cloud-init drive from its config
+/// now (synchronous, null); without a cloud-init drive PVE does nothing and says nothing.
+pub fn cloudinit_regenerate(node: &str, vmid: u32) -> PveRequest {
+    PveRequest::new(
+        Verb::Set,
+        &["nodes", node, "qemu", &vmid.to_string(), "cloudinit"],
+        Repeat::Never,
+    )
+}
+
+/// `GET /nodes/{node}/qemu/{vmid}/cloudinit`: the cloud-init options with the `value` the drive was
+/// generated from and a `pending` new value (or `delete`) where the config moved on since.
+pub fn cloudinit_pending(node: &str, vmid: u32) -> PveRequest {
+    PveRequest::get(&["nodes", node, "qemu", &vmid.to_string(), "cloudinit"])
+}
+
+/// `GET /nodes/{node}/qemu/{vmid}/cloudinit/dump?type=user|network|meta`: the cloud-init config PVE
+/// generates from the VM's config, as text.
+pub fn cloudinit_dump(node: &str, vmid: u32, part: &str) -> PveRequest {
+    PveRequest::get(&[
+        "nodes",
+        node,
+        "qemu",
+        &vmid.to_string(),
+        "cloudinit",
+        "dump",
+    ])
+    .param("type", part)
 }
 
 /// `PUT /nodes/{node}/{kind}/{vmid}/config` setting `tags` (`;`-separated); synchronous.

@@ -133,3 +133,55 @@ Deno.test("reboot (lxc): the container runs again with another init", async () =
     },
   );
 });
+
+Deno.test("setConfig applyPending reboot: a pending change is applied by a verified reboot, nothing pending after", async () => {
+  await withEnv({ guests: [...demoGuests(), vm()] }, async (env) => {
+    const pid = env.sim.guest(720)?.pid;
+    const r = await env.run("setConfig", {
+      vmid: 720,
+      config: { memory: 4096 },
+      applyPending: "reboot",
+    });
+    assert.equal(r.status, "succeeded", r.error);
+    const g = env.sim.guest(720);
+    assert.notEqual(g?.pid, pid);
+    assert.equal(String(g?.config.memory), "4096");
+    assert.deepEqual(g?.pending, {});
+    assert.equal(written(r, "vm-720").pending, undefined);
+    assert.ok(r.logs.some((l) => /nothing is pending/.test(l.message)));
+  });
+});
+
+Deno.test("setConfig applyPending reboot: nothing pending, no reboot", async () => {
+  await withEnv({ guests: [...demoGuests(), vm()] }, async (env) => {
+    const pid = env.sim.guest(720)?.pid;
+    const r = await env.run("setConfig", {
+      vmid: 720,
+      config: { description: "web" },
+      applyPending: "reboot",
+    });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.equal(env.sim.guest(720)?.pid, pid);
+    assert.equal(
+      env.sim.requests.filter((q) => q.path.endsWith("/reboot")).length,
+      0,
+    );
+  });
+});
+
+Deno.test("setConfig applyPending reboot: a reboot without a new boot fails, the change still pending", async () => {
+  await withEnv(
+    { guests: [...demoGuests(), vm()], globalArgs: quick },
+    async (env) => {
+      env.sim.nextTask({ noEffect: true });
+      const r = await env.run("setConfig", {
+        vmid: 720,
+        config: { memory: 4096 },
+        applyPending: "reboot",
+      });
+      assert.equal(r.status, "failed");
+      assert.match(r.error ?? "", /applyPending: .*no new boot was observed/);
+      assert.deepEqual(written(r, "vm-720").pending, { memory: "4096" });
+    },
+  );
+});

@@ -329,6 +329,68 @@ const SCENARIOS: Scenario[] = [
   },
   {
     name:
+      "cloudInit: options set through pvesh's quoting, drive regenerated and its dump verified",
+    setup: (env) => {
+      const config = env.sim.guest(102)!.config;
+      config.ide2 = "local-lvm:vm-102-cloudinit,media=cdrom";
+      config.net0 = "virtio=BC:24:11:00:01:02,bridge=vmbr0";
+    },
+    steps: [{
+      method: "cloudInit",
+      args: {
+        vmid: 102,
+        ciuser: "o'brien",
+        cipassword: "it's $HOME; `id`",
+        sshkeys: "ssh-ed25519 AAAAC3+/= o'brien@host\nssh-rsa AAAA== ci@x",
+        ipconfig0: "ip=10.0.0.5/24,gw=10.0.0.1",
+        searchdomain: "lan",
+      },
+      status: "succeeded",
+    }],
+  },
+  {
+    name: "reboot: a running VM comes back with a new boot",
+    steps: [{ method: "reboot", args: { vmid: 100 }, status: "succeeded" }],
+  },
+  {
+    name: "reboot: a stopped VM has nothing to reboot",
+    steps: [{
+      method: "reboot",
+      args: { vmid: 102, force: true },
+      status: "failed",
+      error: /is not running/,
+    }],
+  },
+  {
+    name: "waitReady: agent, IPv4 and cloud-init done, recorded",
+    setup: (env) => env.sim.setGuest(100, { ips: ["10.0.0.5/24"] }),
+    steps: [{
+      method: "waitReady",
+      args: { vmid: 100, cloudInit: true },
+      status: "succeeded",
+    }],
+  },
+  {
+    name: "waitReady: no address fails after timeoutSec",
+    setup: (env) => env.sim.setGuest(100, { ips: [] }),
+    steps: [{
+      method: "waitReady",
+      args: { vmid: 100, timeoutSec: 1 },
+      status: "failed",
+      error: /no IPv4 address on any interface after 1 s/,
+    }],
+  },
+  {
+    name: "cloudInit: a VM without a cloud-init drive is refused",
+    steps: [{
+      method: "cloudInit",
+      args: { vmid: 102, ciuser: "ops" },
+      status: "failed",
+      error: /has no cloud-init drive/,
+    }],
+  },
+  {
+    name:
       "clone without vmid: a range with no free VMID fails before any clone",
     steps: [{
       method: "clone",
@@ -357,6 +419,7 @@ const VOLATILE = new Set([
   "pid",
   "uptimeSec",
   "lastTask",
+  "waitedMs",
 ]);
 
 /** A value with volatile fields removed and the HTTP-only status suffix of plain-die errors dropped. */

@@ -133,6 +133,8 @@ function managed(
       smbios1: uuid(vmid),
       memory: 1024,
       scsi0: `local-lvm:vm-${vmid}-disk-0,size=8G`,
+      ide2: `local-lvm:vm-${vmid}-cloudinit,media=cdrom`,
+      net0: `virtio=BC:24:11:00:01:${vmid % 100},bridge=vmbr0`,
     },
   };
 }
@@ -648,6 +650,173 @@ export function rebootSpec(
     ],
   };
 }
+
+/** The cloudInit row (qemu): set, regenerate, then the generated config and the drive decide. */
+function cloudInitSpec(n: string, vmid: number, names: RegExp): RowSpec {
+  const dump = (part: string, skip: number): Endpoint => ({
+    id: `GET cloudinit/dump (${part})`,
+    method: "GET",
+    path: guestPath(n, vmid, "/cloudinit/dump"),
+    sample: `/nodes/${n}/qemu/${vmid}/cloudinit/dump`,
+    skip,
+    kind: "read",
+    pve500: LOCKED_CONF(vmid),
+    privilege: `/vms/${vmid}, VM.Audit`,
+    expect: {
+      shape: {
+        verdict: "fail",
+        happened: /lacks what was asked/,
+        note: "a dump is text: any other text lacks the asked values",
+      },
+    },
+  });
+  return {
+    name: "cloudInit",
+    args: { vmid, ciuser: "ops", ipconfig0: "ip=10.0.0.5/24,gw=10.0.0.1" },
+    endpoints: [
+      version,
+      resources(),
+      status(n, vmid),
+      config(n, vmid, " (identity)"),
+      config(n, vmid, " (the cloud-init drive)", 1),
+      {
+        id: "PUT config",
+        method: "PUT",
+        path: guestPath(n, vmid, "/config"),
+        sample: `/nodes/${n}/qemu/${vmid}/config`,
+        kind: "mutation",
+        pve500: LOCKED,
+        privilege: `/vms/${vmid}, VM.Config.Cloudinit`,
+        expect: readBackDecides(/neither applied nor pending/),
+      },
+      {
+        id: "GET pending (read back)",
+        method: "GET",
+        path: guestPath(n, vmid, "/pending"),
+        sample: `/nodes/${n}/qemu/${vmid}/pending`,
+        kind: "read",
+        pve500: LOCKED_CONF(vmid),
+        privilege: `/vms/${vmid}, VM.Audit`,
+      },
+      {
+        id: "PUT cloudinit (regenerate)",
+        method: "PUT",
+        path: guestPath(n, vmid, "/cloudinit"),
+        sample: `/nodes/${n}/qemu/${vmid}/cloudinit`,
+        kind: "mutation",
+        pve500: LOCKED,
+        privilege: `/vms/${vmid}, VM.Config.Cloudinit`,
+        expect: {
+          shape: {
+            verdict: "fail",
+            happened: /still lists .* as pending/,
+            readBack: true,
+            note:
+              "PUT …/cloudinit answers null; GET …/cloudinit shows the drive not regenerated",
+          },
+        },
+      },
+      dump("user", 0),
+      dump("network", 1),
+      dump("meta", 2),
+      {
+        id: "GET cloudinit (pending against the drive)",
+        method: "GET",
+        path: guestPath(n, vmid, "/cloudinit"),
+        sample: `/nodes/${n}/qemu/${vmid}/cloudinit`,
+        kind: "read",
+        pve500: LOCKED_CONF(vmid),
+        privilege: `/vms/${vmid}, VM.Audit`,
+      },
+    ],
+    names,
+    task: false,
+    effect: (env) => {
+      const g = env.sim.guest(vmid);
+      return g?.config.ciuser === "ops" &&
+          g.cloudinitGenerated?.ciuser === "ops"
+        ? []
+        : ["succeeded but the drive was not generated with ciuser ops"];
+    },
+    truth: (env, r, before) => [
+      ...writesOnly(r, new RegExp(`^vm-${vmid}$`)),
+      ...statusObserved(env, r, before, vmid),
+    ],
+  };
+}
+
+/** The waitReady row (qemu): ping, the agent's version (informative), then the interfaces. */
+function waitReadySpec(n: string, vmid: number, names: RegExp): RowSpec {
+  const agent = (
+    what: string,
+    verb: "GET" | "POST",
+    rest: string,
+  ): Endpoint => ({
+    id: `${verb} agent/${rest} (${what})`,
+    method: verb,
+    path: guestPath(n, vmid, `/agent/${rest}`),
+    sample: `/nodes/${n}/qemu/${vmid}/agent/${rest}`,
+    kind: "read",
+    pve500: "QEMU guest agent is not running",
+    privilege: `/vms/${vmid}, VM.GuestAgent.Audit`,
+  });
+  const informative = Object.fromEntries(
+    [...NON_TRANSIENT, "html", "hang"].map((f) => [f, {
+      verdict: ["reset∞", "html", "hang"].includes(f) ? "ok-retried" : "ok",
+      note: "the version only informs the record: unread, it is left out",
+    }]),
+  ) as Partial<Record<FaultId, Expect>>;
+  const waitedFor = (what: string): Partial<Record<FaultId, Expect>> => ({
+    500: {
+      verdict: "ok-retried",
+      note:
+        `"QEMU guest agent is not running": an agent not up yet is waited for`,
+    },
+    shape: {
+      verdict: "ok-retried",
+      note: `${what} unreadable: asked again within timeoutSec`,
+    },
+  });
+  return {
+    name: "waitReady",
+    args: { vmid, timeoutSec: 2 },
+    prepare: (env) => {
+      env.sim.setGuest(vmid, { ips: ["10.0.0.22/24"] });
+    },
+    endpoints: [
+      resources(),
+      status(n, vmid),
+      config(n, vmid),
+      { ...agent("is it up?", "POST", "ping"), expect: waitedFor("the ping") },
+      { ...agent("its version", "GET", "info"), expect: informative },
+      {
+        ...agent("addresses", "GET", "network-get-interfaces"),
+        polled: true,
+        expect: waitedFor("the interfaces"),
+      },
+    ],
+    names,
+    task: false,
+    effect: (_env, r) =>
+      lastWrite(r, `vm-${vmid}-ready`)?.ipv4 === "10.0.0.22"
+        ? []
+        : ["succeeded without the address in vm-<vmid>-ready"],
+    truth: (env, r, before) => {
+      const problems = [
+        ...writesOnly(r, new RegExp(`^vm-${vmid}(-ready)?$`)),
+        ...statusObserved(env, r, before, vmid),
+      ];
+      const rec = lastWrite(r, `vm-${vmid}-ready`);
+      if (rec?.ready === true && r.status === "failed") {
+        problems.push("a failed run recorded ready: true");
+      }
+      return problems;
+    },
+  };
+}
+
+const LOCKED_CONF = (vmid: number) =>
+  `can't lock file '/var/lock/qemu-server/lock-${vmid}.conf' - got timeout`;
 
 // ── the table ──────────────────────────────────────────────────────────────
 
@@ -1219,6 +1388,8 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     ...fileSpecs(n, execVmid, label(execVmid)).map(row),
     row(templateSpec(n, "qemu", stopped, label(stopped))),
     row(rebootSpec(n, "qemu", running, label(running))),
+    row(cloudInitSpec(n, stopped, label(stopped))),
+    row(waitReadySpec(n, running, label(running))),
   ];
 }
 
@@ -1246,4 +1417,6 @@ export const EXPECTED_METHODS = [
   "migrate",
   "fileWrite",
   "fileRead",
+  "cloudInit",
+  "waitReady",
 ];

@@ -291,6 +291,12 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     ...guestRef,
     waitForIp: opt(fc.boolean()),
     allowNoIp: opt(fc.boolean()),
+    // A VM's option; the container model has none (zod drops it, the core ignores it).
+    waitReady: rarely(object({
+      ipv4: opt(fc.boolean()),
+      nic: rarely(fc.constantFrom("net0", "eth0")),
+      timeoutSec: opt(seconds(86400)),
+    })),
   }),
   stop: object({ ...guestRef, force: opt(fc.boolean()) }),
   shutdown: object({
@@ -319,6 +325,7 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   getConfig: object(guestRef),
   setConfig: object({
     ...guestRef,
+    applyPending: rarely(fc.constantFrom("none", "reboot", "later")),
     config: mix(fc.dictionary(
       fc.oneof(
         {
@@ -447,10 +454,47 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     maxBytes: opt(bounded(1, 16777216)),
   }),
   convertToTemplate: templateArgs,
+  cloudInit: object({
+    ...guestRef,
+    ciuser: rarely(fc.constantFrom("ops", "root", "a b")),
+    cipassword: rarely(fc.constantFrom("s3cret", "$5$salt$hash")),
+    sshkeys: rarely(
+      fc.constantFrom(
+        "ssh-ed25519 AAAAC3NzaC1 me@host",
+        "ssh-rsa AAAA== a\n\nssh-ed25519 BBBB b",
+        "ssh-ed25519  AAAA",
+        "ssh-ed25519 AAAA====",
+        "not a key",
+        "ssh-ed25519 AAAA\tx",
+        "",
+      ),
+    ),
+    ipconfig0: rarely(fc.constantFrom("ip=dhcp", "ip=10.0.0.5/24,gw=10.0.0.1")),
+    ipconfig31: rarely(fc.constantFrom("ip6=auto")),
+    nameserver: rarely(fc.constantFrom("1.1.1.1 9.9.9.9")),
+    searchdomain: rarely(fc.constantFrom("lan")),
+    citype: rarely(
+      fc.constantFrom("nocloud", "configdrive2", "opennebula", "iso"),
+    ),
+    cicustom: rarely(fc.constantFrom("user=local:snippets/u.yaml")),
+    ciupgrade: rarely(fc.boolean()),
+    applyPending: rarely(fc.constantFrom("none", "reboot", "now")),
+    timeoutSec: rarely(seconds(86400)),
+  }),
   reboot: object({
     ...guestRef,
     timeoutSec: opt(seconds(86400)),
     force: opt(fc.boolean()),
+  }),
+  waitReady: object({
+    ...guestRef,
+    ipv4: opt(fc.boolean()),
+    ipv6: opt(fc.boolean()),
+    nic: rarely(
+      fc.constantFrom("net0", "net31", "net32", "net01", "net+1", "eth0", ""),
+    ),
+    cloudInit: opt(fc.boolean()),
+    timeoutSec: opt(seconds(86400)),
   }),
 };
 

@@ -1,0 +1,425 @@
+//! Whether a running VM is usable — shared by `waitReady` and `start`'s `waitReady` option. Ready
+//! means, within `timeoutSec`: the guest agent answers `ping`; the interfaces carry the addresses
+//! asked for (IPv4 and/or a global IPv6; only on the NIC whose MAC is `nic`'s when asked; loopback
+//! and link-local never count); and, when asked, `cloud-init status --wait` inside the guest exited
+//! 0 — run through guestExec's own machinery, so its exit-code truth is guestExec's. What was seen
+//! (the agent's version, the addresses per NIC, the cloud-init result) is kept for the record,
+//! whatever the verdict.
+
+use super::locate::Located;
+use crate::args::{ArgError, Fields};
+use crate::explain::could_not;
+use crate::guest::exec::{ExecArgs, ExitPolicy};
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::methods::guest_exec::run_in_guest;
+use crate::poll::{Pacer, Stopped};
+use crate::pve::endpoints;
+use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::property::property;
+use crate::run::Run;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// What "ready" must include.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyArgs {
+    pub ipv4: bool,
+    pub ipv6: bool,
+    /// Only the NIC whose MAC is this `netN`'s counts.
+    pub nic: Option<String>,
+    pub cloud_init: bool,
+    pub timeout_sec: u64,
+}
+
+impl ReadyArgs {
+    /// Reads the readiness fields of `fields` (`ipv4`, `ipv6`, `nic`, `cloudInit`, `timeoutSec`).
+    pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
+        let nic = fields.optional_line("nic")?;
+        if let Some(nic) = &nic {
+            let index = nic.strip_prefix("net").and_then(|n| n.parse::<u8>().ok());
+            let canonical = index.is_some_and(|i| i < 32 && *nic == format!("net{i}"));
+            if !canonical {
+                return Err(ArgError::new(fields.path("nic"), "must be net0 … net31"));
+            }
+        }
+        Ok(ReadyArgs {
+            ipv4: fields.or("ipv4", true)?,
+            ipv6: fields.or("ipv6", false)?,
+            nic,
+            cloud_init: fields.or("cloudInit", false)?,
+            timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 300)? as u64,
+        })
+    }
+}
+
+/// One network interface as the agent reported it: what could reach it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NicSeen {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+    /// Addresses without loopback and link-local ones.
+    pub addresses: Vec<String>,
+}
+
+/// How `cloud-init status --wait` ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloudInitSeen {
+    pub outcome: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+/// Everything a readiness wait saw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Readiness {
+    pub agent_up: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_version: Option<String>,
+    pub interfaces: Vec<NicSeen>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cloud_init: Option<CloudInitSeen>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipv4: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipv6: Option<String>,
+}
+
+/// Waits until the VM at `at` is ready as `args` asks; `seen` keeps what was observed.
+pub async fn await_ready<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ReadyArgs,
+    seen: &mut Readiness,
+) -> Result<String, String> {
+    let label = format!("VM {} on node {}", at.vmid, at.node);
+    let mut pacer = Pacer::new(
+        run.host.now_ms(),
+        args.timeout_sec * 1000,
+        run.global.poll_interval_sec * 1000,
+    );
+    let after = format!("after {} s (timeoutSec)", args.timeout_sec);
+    ping(run, at, &mut pacer).await.map_err(|why| {
+        format!("{label} is not ready: the guest agent does not answer ping {after} ({why})")
+    })?;
+    seen.agent_up = true;
+    seen.agent_version = agent_version(run, at).await;
+    let agent = match &seen.agent_version {
+        Some(version) => format!("agent {version} up"),
+        None => "agent up".to_string(),
+    };
+    let mac = match &args.nic {
+        Some(nic) => Some(nic_mac(run, at, nic).await?),
+        None => None,
+    };
+    let scope = match (&args.nic, &mac) {
+        (Some(nic), Some(mac)) => format!("{nic} ({mac})"),
+        _ => "any interface".to_string(),
+    };
+    addresses(run, at, args, mac.as_deref(), &mut pacer, seen)
+        .await
+        .map_err(|missing| {
+            format!(
+                "{label} is not ready: {agent}; no {missing} on {scope} {after} (seen: {})",
+                described(&seen.interfaces)
+            )
+        })?;
+    let mut summary = format!("{label} is ready: {agent}");
+    for (kind, address) in [("IPv4", &seen.ipv4), ("IPv6", &seen.ipv6)] {
+        if let Some(address) = address {
+            summary.push_str(&format!("; {kind} {address} on {scope}"));
+        }
+    }
+    if args.cloud_init {
+        let remaining = pacer_left(run, &pacer);
+        let ended = cloud_init_done(run, at, remaining, seen).await;
+        ended.map_err(|why| {
+            format!(
+                "{label} is not ready: {agent}, addresses up; cloud-init did not end well: {why}"
+            )
+        })?;
+        summary.push_str("; cloud-init status --wait exited 0");
+    }
+    Ok(summary)
+}
+
+fn pacer_left<H: Host>(run: &Run<'_, H>, pacer: &Pacer) -> u64 {
+    (pacer.deadline_ms() - run.host.now_ms()).max(1000.0) as u64 / 1000
+}
+
+/// `POST …/agent/ping` until it answers. No agent configured: at once, it never will.
+async fn ping<H: Host>(run: &Run<'_, H>, at: &Located, pacer: &mut Pacer) -> Result<(), String> {
+    let request = endpoints::agent_ping(&at.node, at.vmid);
+    loop {
+        let last = match run.pve().call(&request).await {
+            // The agent's answer is `{"result": {}}`: anything else is not its answer.
+            Ok(data) if data.get("result").is_some() => return Ok(()),
+            Ok(data) => format!("the ping answered {data}, not the agent's result"),
+            Err(e) if e.message.contains("No QEMU guest agent configured") => {
+                return Err(e.to_string())
+            }
+            Err(e) if waits_for_agent(&e) => e.to_string(),
+            Err(e) => return Err(could_not("ping the guest agent", &e).0),
+        };
+        pace(run, pacer, &last).await?;
+    }
+}
+
+/// An agent that is not up yet (the guest still boots) or a guest not running yet.
+fn waits_for_agent(e: &PveError) -> bool {
+    e.kind == ErrorKind::Agent || e.kind == ErrorKind::GuestNotRunning
+}
+
+async fn pace<H: Host>(run: &Run<'_, H>, pacer: &mut Pacer, last: &str) -> Result<(), String> {
+    pacer.pause(run.host).await.map_err(|stop| match stop {
+        Stopped::OutOfTime => format!("last answer: {last}"),
+        Stopped::Aborted => "the run was aborted while waiting".to_string(),
+    })
+}
+
+/// `GET …/agent/info` → the agent's version; what cannot be read is left out of the record.
+async fn agent_version<H: Host>(run: &Run<'_, H>, at: &Located) -> Option<String> {
+    let data = run
+        .pve()
+        .call(&endpoints::agent_info(&at.node, at.vmid))
+        .await
+        .ok()?;
+    data.get("result")?
+        .get("version")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// The MAC of `nic` (`virtio=BC:24:11:…,bridge=…`) in the config the VM runs with.
+async fn nic_mac<H: Host>(run: &Run<'_, H>, at: &Located, nic: &str) -> Result<String, String> {
+    let request = endpoints::guest_config_current(&at.node, run.kind, at.vmid);
+    let config: Map<String, Value> = run
+        .pve()
+        .read(&request, "a guest config")
+        .await
+        .map_err(|e| could_not(&format!("read the config of VM {}", at.vmid), &e).0)?;
+    let value = config.get(nic).and_then(Value::as_str).ok_or_else(|| {
+        format!(
+            "VM {} has no {nic} in its config: nic names a network device of the VM",
+            at.vmid
+        )
+    })?;
+    let model = value.split(',').next().unwrap_or_default();
+    let mac = model
+        .split_once('=')
+        .map(|(_, mac)| mac)
+        .or_else(|| property(value, "macaddr"));
+    mac.map(str::to_ascii_lowercase)
+        .ok_or_else(|| format!("{nic} of VM {} has no MAC address ({value})", at.vmid))
+}
+
+/// Polls the interfaces until the asked addresses are there; `Err` names what is missing.
+async fn addresses<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ReadyArgs,
+    mac: Option<&str>,
+    pacer: &mut Pacer,
+    seen: &mut Readiness,
+) -> Result<(), String> {
+    let request = endpoints::agent_interfaces(&at.node, at.vmid);
+    loop {
+        match run.pve().call(&request).await {
+            Ok(data) => {
+                seen.interfaces = interfaces(&data);
+                let counted: Vec<&NicSeen> = seen
+                    .interfaces
+                    .iter()
+                    .filter(|n| mac.is_none_or(|m| n.mac.as_deref() == Some(m)))
+                    .collect();
+                let find = |v6: bool| {
+                    counted
+                        .iter()
+                        .flat_map(|n| &n.addresses)
+                        .find(|a| a.contains(':') == v6 && (!v6 || is_global_v6(a)))
+                        .cloned()
+                };
+                seen.ipv4 = find(false);
+                seen.ipv6 = find(true);
+                let missing = missing(args, seen);
+                if missing.is_empty() {
+                    return Ok(());
+                }
+                if pacer.pause(run.host).await.is_err() {
+                    return Err(missing.join(" and "));
+                }
+            }
+            Err(e) if waits_for_agent(&e) => {
+                if pacer.pause(run.host).await.is_err() {
+                    return Err(format!("address (the agent stopped answering: {e})"));
+                }
+            }
+            Err(e) => {
+                return Err(format!(
+                    "address readable ({})",
+                    could_not("read the guest agent's interfaces", &e).0
+                ))
+            }
+        }
+    }
+}
+
+fn missing(args: &ReadyArgs, seen: &Readiness) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if args.ipv4 && seen.ipv4.is_none() {
+        out.push("IPv4 address");
+    }
+    if args.ipv6 && seen.ipv6.is_none() {
+        out.push("global IPv6 address");
+    }
+    out
+}
+
+/// The agent's `network-get-interfaces`, loopback and link-local addresses left out.
+pub fn interfaces(data: &Value) -> Vec<NicSeen> {
+    let list = data
+        .get("result")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    list.iter()
+        .filter(|i| i.get("name").and_then(Value::as_str) != Some("lo"))
+        .map(|i| NicSeen {
+            name: i
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            mac: i
+                .get("hardware-address")
+                .and_then(Value::as_str)
+                .map(str::to_ascii_lowercase),
+            addresses: i
+                .get("ip-addresses")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.get("ip-address")?.as_str())
+                .filter(|a| reachable(a))
+                .map(str::to_string)
+                .collect(),
+        })
+        .collect()
+}
+
+/// Neither loopback nor link-local.
+fn reachable(address: &str) -> bool {
+    let lower = address.to_ascii_lowercase();
+    !(lower.starts_with("127.")
+        || lower.starts_with("169.254.")
+        || lower == "::1"
+        || lower.starts_with("fe8")
+        || lower.starts_with("fe9")
+        || lower.starts_with("fea")
+        || lower.starts_with("feb"))
+}
+
+/// A global unicast IPv6 address (2000::/3).
+fn is_global_v6(address: &str) -> bool {
+    let first = address.split(':').next().unwrap_or_default();
+    u16::from_str_radix(first, 16)
+        .is_ok_and(|hextet| first.len() == 4 && (0x2000..0x4000).contains(&hextet))
+}
+
+fn described(nics: &[NicSeen]) -> String {
+    match nics.is_empty() {
+        true => "no interfaces besides lo".to_string(),
+        false => nics
+            .iter()
+            .map(|n| {
+                let addresses = match n.addresses.is_empty() {
+                    true => "no address".to_string(),
+                    false => n.addresses.join(", "),
+                };
+                format!(
+                    "{} {}: {addresses}",
+                    n.name,
+                    n.mac.as_deref().unwrap_or("(no MAC)")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+/// `cloud-init status --wait` in the guest, through guestExec's machinery: exit 0 or it failed.
+async fn cloud_init_done<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    timeout_sec: u64,
+    seen: &mut Readiness,
+) -> Result<(), String> {
+    let args = ExecArgs {
+        target: GuestRef {
+            vmid: Some(at.vmid),
+            name: None,
+        },
+        command: ["cloud-init", "status", "--wait"]
+            .map(String::from)
+            .to_vec(),
+        timeout_sec,
+        policy: ExitPolicy::ZeroOnly,
+        input: None,
+    };
+    let (outcome, status, verdict) = run_in_guest(run, at, &args).await;
+    let stdout = status
+        .as_ref()
+        .and_then(|s| s.stdout.as_ref())
+        .map(|out| out.text.clone())
+        .unwrap_or_default();
+    seen.cloud_init = Some(CloudInitSeen {
+        outcome: outcome.label().to_string(),
+        exit_code: status.as_ref().and_then(|s| s.exit_code),
+        status: stdout
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("status:"))
+            .map(|s| s.trim().to_string()),
+    });
+    verdict
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn loopback_and_link_local_never_count() {
+        let data = json!({"result": [
+            {"name": "lo", "ip-addresses": [{"ip-address": "127.0.0.1"}]},
+            {"name": "eth0", "hardware-address": "BC:24:11:00:00:01", "ip-addresses": [
+                {"ip-address": "169.254.3.4"}, {"ip-address": "fe80::1"}, {"ip-address": "10.0.0.5"},
+                {"ip-address": "2001:db8::5"}]}]});
+        let nics = interfaces(&data);
+        assert_eq!(nics.len(), 1);
+        assert_eq!(nics[0].mac.as_deref(), Some("bc:24:11:00:00:01"));
+        assert_eq!(nics[0].addresses, vec!["10.0.0.5", "2001:db8::5"]);
+    }
+
+    #[test]
+    fn only_2000_slash_3_is_a_global_ipv6() {
+        assert!(is_global_v6("2001:db8::5"));
+        assert!(!is_global_v6("fd00::5"));
+        assert!(!is_global_v6("::1"));
+    }
+
+    #[test]
+    fn nic_must_be_a_net_key() {
+        let parse = |v: Value| ReadyArgs::parse(&Fields::of(&v, "").unwrap());
+        assert!(parse(json!({"nic": "net0"})).is_ok());
+        assert_eq!(parse(json!({"nic": "eth0"})).unwrap_err().field, "nic");
+        assert_eq!(parse(json!({"nic": "net32"})).unwrap_err().field, "nic");
+        assert_eq!(parse(json!({"nic": "net01"})).unwrap_err().field, "nic");
+    }
+}

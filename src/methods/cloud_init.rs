@@ -1,0 +1,483 @@
+//! `cloudInit` (qemu): configures cloud-init so that it really applies. Sets the requested options
+//! (read back like `setConfig`), regenerates the cloud-init drive (`PUT …/cloudinit`), then proves
+//! from the config PVE generates (`GET …/cloudinit/dump?type=user|network|meta`) that every asked
+//! value is in it, and that `GET …/cloudinit` lists none of them as still pending against the
+//! drive. Without a cloud-init drive it fails before changing anything, saying how to add one.
+//!
+//! A running VM reads its cloud-init drive at boot: unless `applyPending: "reboot"` (a verified
+//! reboot, then nothing may be pending), it applies the new config at its next boot, and the
+//! summary says so. `cipassword` is never echoed: PVE dumps only its hash, checked by presence.
+
+use crate::args::{ArgError, Fields};
+use crate::explain::{could_not, mutation_failed};
+use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::power::Target;
+use crate::guest::reboot::{reboot_verified, ApplyPending};
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::methods::get_config::read_snapshot;
+use crate::methods::set_config::{apply, SetConfigArgs};
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints;
+use crate::run::{write, Run};
+use serde_json::{Map, Value};
+
+/// PVE's network devices per VM (`$MAX_NETS`): ipconfig0 … ipconfig31.
+pub const MAX_NETS: usize = 32;
+
+/// The cloud-init formats PVE generates (`citype`).
+const CITYPES: [&str; 3] = ["configdrive2", "nocloud", "opennebula"];
+
+/// The arguments of `cloudInit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloudInitArgs {
+    pub target: GuestRef,
+    /// The cloud-init options to set, as PVE names them, in a fixed order.
+    pub options: Vec<(String, String)>,
+    pub apply_pending: ApplyPending,
+    /// The shutdown half of a reboot (applyPending: "reboot").
+    pub timeout_sec: u64,
+}
+
+impl CloudInitArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let target = GuestRef::parse(&fields)?;
+        let mut options = Vec::new();
+        for key in ["ciuser", "nameserver", "searchdomain", "cicustom"] {
+            if let Some(value) = fields.optional_line(key)? {
+                options.push((key.to_string(), value));
+            }
+        }
+        if let Some(password) = fields.optional::<String>("cipassword")? {
+            if password.is_empty() || password.contains(['\n', '\r', '\0']) {
+                return Err(ArgError::new(
+                    "cipassword",
+                    "must be non-empty and single-line",
+                ));
+            }
+            options.push(("cipassword".into(), password));
+        }
+        if let Some(keys) = fields.optional::<String>("sshkeys")? {
+            check_ssh_keys(&keys)?;
+            options.push(("sshkeys".into(), keys));
+        }
+        for n in 0..MAX_NETS {
+            let key = format!("ipconfig{n}");
+            if let Some(value) = fields.optional_line(&key)? {
+                options.push((key, value));
+            }
+        }
+        if let Some(citype) = fields.optional::<String>("citype")? {
+            if !CITYPES.contains(&citype.as_str()) {
+                return Err(ArgError::new(
+                    "citype",
+                    "must be one of configdrive2, nocloud, opennebula",
+                ));
+            }
+            options.push(("citype".into(), citype));
+        }
+        if let Some(upgrade) = fields.optional::<bool>("ciupgrade")? {
+            options.push(("ciupgrade".into(), if upgrade { "1" } else { "0" }.into()));
+        }
+        Ok(CloudInitArgs {
+            target,
+            options,
+            apply_pending: ApplyPending::parse(&fields)?,
+            timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 120)? as u64,
+        })
+    }
+
+    fn value(&self, key: &str) -> Option<&str> {
+        self.options
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What PVE accepts as an ssh public key line (`PVE::Tools::validate_ssh_public_keys` runs
+/// `ssh-keygen -l` on it): a key type, base64 key data, an optional comment.
+fn check_ssh_keys(keys: &str) -> Result<(), ArgError> {
+    const TYPES: [&str; 8] = [
+        "ssh-rsa",
+        "ssh-dss",
+        "ssh-ed25519",
+        "ecdsa-sha2-nistp256",
+        "ecdsa-sha2-nistp384",
+        "ecdsa-sha2-nistp521",
+        "sk-ssh-ed25519@openssh.com",
+        "sk-ecdsa-sha2-nistp256@openssh.com",
+    ];
+    if keys.contains('\0') {
+        return Err(ArgError::new("sshkeys", "must not contain NUL"));
+    }
+    for (i, line) in keys.split('\n').enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut words = line.splitn(3, ' ');
+        let kind = words.next().unwrap_or_default();
+        let data = words.next().unwrap_or_default();
+        let body = data.trim_end_matches('=');
+        let base64 = !body.is_empty()
+            && data.len() - body.len() <= 3
+            && body
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/');
+        if !TYPES.contains(&kind) || !base64 {
+            return Err(ArgError::new(
+                "sshkeys",
+                format!("line {} is not an ssh public key (`<type> <base64> [comment]`, as PVE validates keys)", i + 1),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `cloudInit`.
+pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match CloudInitArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let mut ev = match sight_present(run, &args.target, "configure cloud-init for").await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
+    };
+    let mut pending = Map::new();
+    let verdict = configure(run, &mut ev, &args, &mut pending).await;
+    let mut record = ev.record(run).await;
+    record.pending = pending;
+    let writes = vec![write(
+        run.guest_spec(),
+        run.guest_instance(ev.at.vmid),
+        &record,
+    )];
+    match verdict {
+        Ok(summary) => Outcome::succeeded(writes, summary),
+        Err(message) => Outcome::failed(writes, message),
+    }
+}
+
+async fn configure<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &CloudInitArgs,
+    pending: &mut Map<String, Value>,
+) -> Result<String, String> {
+    let label = ev.label(run);
+    require_drive(run, ev).await?;
+    if !args.options.is_empty() {
+        let change = SetConfigArgs {
+            target: args.target.clone(),
+            changes: args.options.clone(),
+            apply_pending: ApplyPending::Later,
+        };
+        let (applied, snapshot) = apply(run, ev, &change).await;
+        if let Some(snapshot) = snapshot {
+            *pending = snapshot.pending;
+        }
+        applied?;
+    }
+    let request = endpoints::cloudinit_regenerate(&ev.at.node, ev.at.vmid);
+    run.pve().call(&request).await.map_err(|e| {
+        let action = format!("regenerate the cloud-init drive of {label}");
+        mutation_failed(&action, &e, "GET …/cloudinit (run cloudInit again)").0
+    })?;
+    verify_dump(run, ev, args).await?;
+    let stale = drive_pending(run, ev).await?;
+    let asked: Vec<&String> = stale
+        .iter()
+        .filter(|k| args.options.iter().any(|(key, _)| key == *k))
+        .collect();
+    if !asked.is_empty() {
+        return Err(format!(
+            "the cloud-init drive of {label} was regenerated, but GET …/cloudinit still lists {} as pending against it — check the drive's storage and the task log",
+            join(&asked)
+        ));
+    }
+    let mut summary = format!(
+        "{label}: cloud-init drive regenerated; user, network and meta config carry {}",
+        described(args)
+    );
+    if !stale.is_empty() {
+        summary.push_str(&format!(
+            "; pending against the drive (not asked here): {}",
+            join(&stale.iter().collect::<Vec<_>>())
+        ));
+    }
+    apply_at_boot(run, ev, args, pending, summary).await
+}
+
+/// A running VM takes its cloud-init config at boot: reboot when asked, else say so.
+async fn apply_at_boot<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &CloudInitArgs,
+    pending: &mut Map<String, Value>,
+    summary: String,
+) -> Result<String, String> {
+    if !Target::Running.reached(run.kind, &ev.status) {
+        return Ok(format!("{summary}; the VM reads it at its next start"));
+    }
+    if args.apply_pending == ApplyPending::Later {
+        let note = format!(
+            "{} is running: the guest applies the new cloud-init config at its next boot (applyPending: \"reboot\" reboots it now)",
+            ev.label(run)
+        );
+        ev.warn(run, note);
+        return Ok(summary);
+    }
+    let rebooted = reboot_verified(run, ev, args.timeout_sec).await?;
+    let snapshot = read_snapshot(run, &ev.at).await.map_err(|e| {
+        could_not(
+            &format!(
+                "read the pending changes of {} after the reboot",
+                ev.label(run)
+            ),
+            &e,
+        )
+        .0
+    })?;
+    *pending = snapshot.pending.clone();
+    if snapshot.has_pending() {
+        let keys: Vec<&String> = snapshot
+            .pending
+            .keys()
+            .chain(&snapshot.pending_delete)
+            .collect();
+        return Err(format!(
+            "{summary}; {rebooted}, but changes are still pending after the reboot: {}",
+            join(&keys)
+        ));
+    }
+    Ok(format!("{summary}; {rebooted}; nothing is pending"))
+}
+
+/// The config must hold a cloud-init drive (`drive_is_cloudinit`: a volume named
+/// `vm-<vmid>-cloudinit` or `cloudinit`).
+async fn require_drive<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
+    let label = ev.label(run);
+    let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
+    let config: Map<String, Value> = run
+        .pve()
+        .read(&request, "a guest config")
+        .await
+        .map_err(|e| could_not(&format!("read the config of {label}"), &e).0)?;
+    let has_drive = config.iter().any(|(key, value)| {
+        let volume = value
+            .as_str()
+            .unwrap_or_default()
+            .split(',')
+            .next()
+            .unwrap_or_default();
+        let base = volume.rsplit([':', '/']).next().unwrap_or_default();
+        let stem = base.split('.').next().unwrap_or_default();
+        let disk = ["ide", "sata", "scsi"].iter().any(|bus| {
+            key.strip_prefix(bus)
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        });
+        disk && volume.contains(':')
+            && (stem == "cloudinit" || stem == format!("vm-{}-cloudinit", ev.at.vmid))
+    });
+    match has_drive {
+        true => Ok(()),
+        false => Err(format!(
+            "{label} has no cloud-init drive, so PVE would generate nothing: add one first, e.g. setConfig with {{\"ide2\": \"<storage>:cloudinit\"}} (a storage with images content), then run cloudInit again; nothing was changed"
+        )),
+    }
+}
+
+/// Every asked value must appear in the config PVE generates.
+async fn verify_dump<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    args: &CloudInitArgs,
+) -> Result<(), String> {
+    let label = ev.label(run);
+    let mut missing = Vec::new();
+    for part in ["user", "network", "meta"] {
+        let request = endpoints::cloudinit_dump(&ev.at.node, ev.at.vmid, part);
+        let text: String = run
+            .pve()
+            .read(&request, "a cloud-init config")
+            .await
+            .map_err(|e| {
+                could_not(
+                    &format!("read the generated cloud-init {part} config of {label}"),
+                    &e,
+                )
+                .0
+            })?;
+        missing.extend(lacks(part, &text, args));
+    }
+    match missing.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "the cloud-init config PVE generates for {label} lacks what was asked: {} — check the options' format (and cicustom, whose files replace the generated parts)",
+            missing.join("; ")
+        )),
+    }
+}
+
+/// What `part` of the generated config lacks of the asked values (cipassword by presence only).
+/// Each expectation is met by any one of its needles (nocloud and configdrive2 word it apart).
+fn lacks(part: &str, text: &str, args: &CloudInitArgs) -> Vec<String> {
+    let mut expected: Vec<(Vec<String>, String)> = Vec::new();
+    let mut want = |needles: &[&str], what: String| {
+        expected.push((needles.iter().map(|n| n.to_string()).collect(), what))
+    };
+    match part {
+        "user" => {
+            if let Some(user) = args.value("ciuser") {
+                want(&[&format!("\nuser: {user}\n")], format!("`user: {user}`"));
+            }
+            if args.value("cipassword").is_some() {
+                want(&["\npassword: "], "password".into());
+            }
+            for key in args.value("sshkeys").unwrap_or_default().split('\n') {
+                let key = key.trim();
+                if !key.is_empty() {
+                    let shown: String = key.chars().take(32).collect();
+                    want(&[&format!("  - {key}\n")], format!("ssh key {shown}…"));
+                }
+            }
+        }
+        "network" => {
+            for (key, value) in args
+                .options
+                .iter()
+                .filter(|(k, _)| k.starts_with("ipconfig"))
+            {
+                for (name, setting) in value.split(',').filter_map(|p| p.split_once('=')) {
+                    let what = format!("{key}'s {name}={setting}");
+                    match (name, setting) {
+                        ("ip", "dhcp") => want(&["dhcp4", "inet dhcp"], what),
+                        ("ip6", "dhcp") => want(&["dhcp6", "inet6 dhcp"], what),
+                        ("ip6", "auto") => want(&["ipv6_slaac", "inet6 auto"], what),
+                        ("ip" | "ip6", address) => {
+                            want(&[address.split('/').next().unwrap_or_default()], what)
+                        }
+                        ("gw" | "gw6", gateway) => want(&[gateway], what),
+                        _ => {}
+                    }
+                }
+            }
+            for option in ["nameserver", "searchdomain"] {
+                for item in args.value(option).unwrap_or_default().split_whitespace() {
+                    want(&[item], format!("{option} {item}"));
+                }
+            }
+        }
+        _ => want(&["instance-id: ", "\"uuid\""], "instance id".into()),
+    }
+    expected
+        .into_iter()
+        .filter(|(needles, _)| !needles.iter().any(|n| text.contains(n.as_str())))
+        .map(|(_, what)| format!("{part} config has no {what}"))
+        .collect()
+}
+
+/// The keys `GET …/cloudinit` lists with a pending value or deletion.
+async fn drive_pending<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<Vec<String>, String> {
+    let request = endpoints::cloudinit_pending(&ev.at.node, ev.at.vmid);
+    let rows: Vec<Map<String, Value>> = run
+        .pve()
+        .read(&request, "a cloud-init pending list")
+        .await
+        .map_err(|e| {
+            could_not(
+                &format!(
+                    "read what is pending against the cloud-init drive of {}",
+                    ev.label(run)
+                ),
+                &e,
+            )
+            .0
+        })?;
+    Ok(rows
+        .iter()
+        .filter(|row| row.contains_key("pending") || row.contains_key("delete"))
+        .filter_map(|row| row.get("key").and_then(Value::as_str).map(str::to_string))
+        .collect())
+}
+
+fn described(args: &CloudInitArgs) -> String {
+    match args.options.is_empty() {
+        true => "the VM's current cloud-init options".to_string(),
+        false => args
+            .options
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+fn join(keys: &[&String]) -> String {
+    keys.iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<CloudInitArgs, ArgError> {
+        CloudInitArgs::parse(&v)
+    }
+
+    #[test]
+    fn ssh_keys_are_validated_line_by_line() {
+        assert!(parse(
+            json!({"vmid": 100, "sshkeys": "ssh-ed25519 AAAAC3Nza me@x\n\nssh-rsa AAAA== y"})
+        )
+        .is_ok());
+        let e =
+            parse(json!({"vmid": 100, "sshkeys": "ssh-ed25519 AAAA me\nnot a key"})).unwrap_err();
+        assert_eq!(e.field, "sshkeys");
+        assert!(e.rule.starts_with("line 2 "), "{}", e.rule);
+    }
+
+    #[test]
+    fn citype_and_apply_pending_are_enums() {
+        assert_eq!(
+            parse(json!({"vmid": 100, "citype": "nocloud2"}))
+                .unwrap_err()
+                .field,
+            "citype"
+        );
+        assert_eq!(
+            parse(json!({"vmid": 100, "applyPending": "now"}))
+                .unwrap_err()
+                .field,
+            "applyPending"
+        );
+    }
+
+    #[test]
+    fn a_dump_without_the_asked_user_or_address_is_named() {
+        let args =
+            parse(json!({"vmid": 100, "ciuser": "ops", "ipconfig0": "ip=10.0.0.5/24,gw=10.0.0.1"}))
+                .unwrap();
+        assert!(lacks("user", "#cloud-config\nuser: ops\n", &args).is_empty());
+        assert_eq!(
+            lacks("user", "#cloud-config\n", &args),
+            vec!["user config has no `user: ops`"]
+        );
+        let network =
+            "      - type: static\n        address: '10.0.0.5'\n        gateway: '10.0.0.1'\n";
+        assert!(lacks("network", network, &args).is_empty());
+        assert_eq!(lacks("network", "version: 1\n", &args).len(), 2);
+        assert_eq!(
+            lacks("meta", "", &args),
+            vec!["meta config has no instance id"]
+        );
+        assert!(lacks("meta", "instance-id: 5e1f\n", &args).is_empty());
+    }
+}

@@ -1,0 +1,104 @@
+//! `waitReady` (qemu): succeeds only when, within `timeoutSec`, the guest agent answers, the asked
+//! addresses are up (on the asked NIC) and, when asked, `cloud-init status --wait` exited 0
+//! (`guest::readiness`). Writes `vm-<vmid>-ready` with what it saw — whatever the verdict — and
+//! the guest's state record with the address found.
+
+use crate::args::{ArgError, Fields};
+use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::power::Target;
+use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
+use crate::guest::reference::GuestRef;
+use crate::guest::settle::describe;
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::run::{write, Run};
+use serde::Serialize;
+use serde_json::Value;
+
+/// The arguments of `waitReady`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitReadyArgs {
+    pub target: GuestRef,
+    pub ready: ReadyArgs,
+}
+
+impl WaitReadyArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        Ok(WaitReadyArgs {
+            target: GuestRef::parse(&fields)?,
+            ready: ReadyArgs::parse(&fields)?,
+        })
+    }
+}
+
+/// The `vm-<vmid>-ready` record.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadyRecord {
+    vmid: u32,
+    node: String,
+    ready: bool,
+    #[serde(flatten)]
+    seen: Readiness,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    waited_ms: u64,
+    last_operation: String,
+    recorded_at: String,
+}
+
+/// Runs `waitReady`.
+pub async fn wait_ready<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match WaitReadyArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let mut ev = match sight_present(run, &args.target, "wait for").await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
+    };
+    let started = run.host.now_ms();
+    let mut seen = Readiness::default();
+    let verdict = match Target::Running.reached(run.kind, &ev.status) {
+        true => await_ready(run, &ev.at, &args.ready, &mut seen).await,
+        false => Err(format!(
+            "{} is not running ({}): nothing to wait for — start it (start with waitReady waits as well)",
+            ev.label(run),
+            describe(&ev.status)
+        )),
+    };
+    ready_outcome(run, &mut ev, seen, started, verdict).await
+}
+
+/// The state record (with the address found) and the `-ready` record, then the verdict.
+pub async fn ready_outcome<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    seen: Readiness,
+    started_ms: f64,
+    verdict: Result<String, String>,
+) -> Outcome {
+    if seen.ipv4.is_some() {
+        ev.ipv4 = seen.ipv4.clone();
+    }
+    let state = ev.record(run).await;
+    let record = ReadyRecord {
+        vmid: ev.at.vmid,
+        node: ev.at.node.clone(),
+        ready: verdict.is_ok(),
+        seen,
+        error: verdict.as_ref().err().cloned(),
+        waited_ms: (run.host.now_ms() - started_ms).max(0.0).round() as u64,
+        last_operation: run.method.to_string(),
+        recorded_at: run.now_iso(),
+    };
+    let writes = vec![
+        write(run.guest_spec(), run.guest_instance(ev.at.vmid), &state),
+        write("ready", format!("vm-{}-ready", ev.at.vmid), &record),
+    ];
+    match verdict {
+        Ok(summary) => Outcome::succeeded(writes, summary),
+        Err(message) => Outcome::failed(writes, message),
+    }
+}
