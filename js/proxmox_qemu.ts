@@ -36,12 +36,26 @@ import {
   vmid,
 } from "./_lib/schemas.ts";
 
+/** What waitReady waits for (also the `waitReady` option of `start` and `clone`). */
+const readyFields = {
+  ipv4: z.boolean().default(true),
+  ipv6: z.boolean().default(false),
+  nic: z.string().regex(
+    /^net([0-9]|[12][0-9]|3[01])$/,
+    "nic must be net0 … net31",
+  ).optional(),
+  cloudInit: z.boolean().default(false),
+  timeoutSec: z.number().int().positive().max(86400).default(300),
+};
+
 const CloneArgs = z.object({
   templateId: vmid,
   ...newVmid,
   name: singleLine("name"),
   full: z.boolean().default(true),
   storage: singleLine("storage").optional(),
+  /** Start the clone and wait until it is ready (as waitReady). */
+  waitReady: z.object(readyFields).optional(),
 }).refine((a) => a.templateId !== a.vmid, {
   message: "vmid must differ from templateId",
   path: ["vmid"],
@@ -85,18 +99,6 @@ const CloudInitArgs = z.object({
   applyPending,
   timeoutSec: z.number().int().positive().max(86400).default(120),
 }).refine(requireGuest, provideGuest);
-
-/** What waitReady waits for (also `start`'s `waitReady` option). */
-const readyFields = {
-  ipv4: z.boolean().default(true),
-  ipv6: z.boolean().default(false),
-  nic: z.string().regex(
-    /^net([0-9]|[12][0-9]|3[01])$/,
-    "nic must be net0 … net31",
-  ).optional(),
-  cloudInit: z.boolean().default(false),
-  timeoutSec: z.number().int().positive().max(86400).default(300),
-};
 
 const WaitReadyArgs = z.object({ ...guestRef, ...readyFields }).refine(
   requireGuest,
@@ -320,7 +322,7 @@ export const model = {
     },
     clone: {
       description:
-        "Clone templateId to vmid (or, without vmid, to a free VMID within vmidRange, claimed by the clone request itself); succeeds when the new VM exists with the requested name and the swamp tag (an existing vmid counts only if it is that same VM)",
+        "Clone templateId to vmid (or, without vmid, to a free VMID within vmidRange, claimed by the clone request itself); succeeds when the new VM exists with the requested name and the swamp tag (an existing vmid counts only if it is that same VM); with waitReady it is then started (verified) and waited for as waitReady does",
       kind: "action" as const,
       arguments: CloneArgs,
       execute: (args: z.infer<typeof CloneArgs>, ctx: MethodContext) =>

@@ -5,13 +5,16 @@
 //! (`guest::vmid_claim`); the summary and the `vm-<vmid>` record say which.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::evidence::TaskTrail;
+use crate::guest::evidence::{Evidence, TaskTrail};
 use crate::guest::gates::MANAGED_TAG;
 use crate::guest::locate::{locate, Found};
 use crate::guest::provision::{claim_vmid, complete, sight_new, Claim};
+use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
 use crate::guest::reference::{parse_vmid, GuestRef};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
+use crate::methods::start::{bring_up, StartArgs};
+use crate::methods::wait_ready::ready_outcome;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::run::Run;
@@ -25,6 +28,8 @@ pub struct CloneArgs {
     pub name: String,
     pub full: bool,
     pub storage: Option<String>,
+    /// Start the clone and wait until it is usable (`guest::readiness`).
+    pub ready: Option<ReadyArgs>,
 }
 
 impl CloneArgs {
@@ -36,6 +41,10 @@ impl CloneArgs {
             name: fields.line("name")?,
             full: fields.or("full", true)?,
             storage: fields.optional_line("storage")?,
+            ready: match fields.optional::<Value>("waitReady")? {
+                Some(_) => Some(ReadyArgs::parse(&fields.object("waitReady")?)?),
+                None => None,
+            },
         };
         if parsed.vmid == VmidChoice::Given(parsed.template_id) {
             return Err(ArgError::new("vmid", "must differ from templateId"));
@@ -74,8 +83,43 @@ pub async fn clone<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(outcome) => return outcome,
     };
     let verdict = complete(run, &mut ev, &args.name, "clone").await;
-    ev.outcome(run, verdict.map(|done| format!("{claimed}{done}")))
+    let verdict = verdict.map(|done| format!("{claimed}{done}"));
+    match (&args.ready, verdict) {
+        (Some(ready), Ok(done)) => start_and_wait(run, &mut ev, ready, done).await,
+        (_, verdict) => ev.outcome(run, verdict).await,
+    }
+}
+
+/// `waitReady`: the verified start of `start`, then the readiness wait; both records written.
+async fn start_and_wait<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    ready: &ReadyArgs,
+    done: String,
+) -> Outcome {
+    let start = StartArgs {
+        target: GuestRef {
+            vmid: Some(ev.at.vmid),
+            name: None,
+        },
+        wait_for_ip: false,
+        allow_no_ip: false,
+        ready: None,
+    };
+    let started = match bring_up(run, ev, &start).await {
+        Ok(started) => started,
+        Err(why) => {
+            let message = format!("{done}, but the start for waitReady failed: {why}");
+            return ev.outcome(run, Err(message)).await;
+        }
+    };
+    let since = run.host.now_ms();
+    let mut seen = Readiness::default();
+    let verdict = await_ready(run, &ev.at, ready, &mut seen)
         .await
+        .map(|ready| format!("{done}; {started}; {ready}"))
+        .map_err(|why| format!("{done}; {started}, but {why}"));
+    ready_outcome(run, ev, seen, since, verdict).await
 }
 
 /// Sends the clone to the template's node and follows its task: the VMID cloned to, and how it was

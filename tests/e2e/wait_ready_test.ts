@@ -154,3 +154,42 @@ Deno.test("start with waitReady: started, then ready, both recorded", async () =
     },
   );
 });
+
+Deno.test("clone with waitReady: cloned, started, ready, all recorded", async () => {
+  const template: SimGuest = {
+    vmid: 9000,
+    node: "pve1",
+    type: "qemu",
+    name: "tmpl",
+    status: "stopped",
+    agent: "running",
+    config: {
+      template: 1,
+      agent: 1,
+      scsi0: "local-lvm:base-9000-disk-0,size=8G",
+      net0: `virtio=${MAC},bridge=vmbr0`,
+    },
+  };
+  await withEnv({ guests: [...demoGuests(), template] }, async (env) => {
+    // The clone's OS gets its address by DHCP a moment after it boots.
+    const boot = setInterval(() => {
+      if (env.sim.guest(760)?.status === "running") {
+        env.sim.setGuest(760, { ips: ["10.0.0.76/24"] });
+        clearInterval(boot);
+      }
+    }, 20);
+    try {
+      const r = await env.run("clone", {
+        templateId: 9000,
+        vmid: 760,
+        name: "web3",
+        waitReady: { nic: "net0" },
+      });
+      assert.equal(r.status, "succeeded", r.error);
+      assert.equal(written(r, "vm-760").status, "running");
+      assert.equal(written(r, "vm-760-ready").ipv4, "10.0.0.76");
+    } finally {
+      clearInterval(boot);
+    }
+  });
+});

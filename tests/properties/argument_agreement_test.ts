@@ -318,6 +318,11 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
       freq: 2,
     }),
     vmidRange: rarely(vmidRangeArb),
+    waitReady: rarely(object({
+      ipv6: opt(fc.boolean()),
+      nic: rarely(fc.constantFrom("net0", "net32")),
+      cloudInit: opt(fc.boolean()),
+    })),
     name: opt(singleLine),
     full: opt(fc.boolean()),
     storage: opt(singleLine),
