@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test layer and quality gate, then prints one line: `N passed, M failed`.
 # Layers: Rust unit tests (native), the wasm boundary (wasm-bindgen-test in Node), Deno tests (harness,
-# simulator with a real qemu-ga, end to end), the real swamp CLI. Gates: cargo fmt/clippy, deno fmt/lint/check, push rules.
+# simulator with a real qemu-ga, end to end), the real swamp CLI, real QEMU guests.
+# Gates: cargo fmt/clippy, deno fmt/lint/check, push rules.
 set -uo pipefail
 source "$(dirname "$0")/scripts/tools.sh"
 cd "$PROJECT_ROOT"
@@ -58,7 +59,7 @@ layer "cargo test" count_rust cargo test --quiet
 # No --quiet here: cargo would hand it to wasm-bindgen-test-runner, which refuses it.
 layer "wasm-bindgen-test" count_rust env CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test --target wasm32-unknown-unknown --test wasm_boundary
-layer "deno test" count_deno deno test --allow-all --quiet --ignore=tests/real_swamp tests/ js/
+layer "deno test" count_deno deno test --allow-all --quiet --ignore=tests/real_swamp,tests/real_guest tests/ js/
 
 # The real swamp CLI, built from source by ../shared/tools/swamp/setup.sh (npm is its only network), runs
 # the installed package against the simulator; the harness above is the fast path, this keeps it honest.
@@ -69,6 +70,11 @@ real_swamp() {
 }
 layer "real swamp" count_deno real_swamp
 grep '^real-swamp: ' "$logs/real_swamp.log" | sed 's/^real-swamp: /   /'
+
+# A real QEMU VM (TCG) with Debian's qemu-ga inside behind the simulator's VM 100: the image is built once per
+# machine by scripts/guest_image.sh (Debian packages, installed with apt when missing), booted five times here.
+layer "real guests" count_deno deno test --allow-all tests/real_guest/
+grep '^real guest: ' "$logs/real_guests.log" | sed 's/^real guest: /   /'
 
 say "quality gates"
 gate "cargo fmt --check" cargo fmt --check

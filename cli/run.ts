@@ -5,8 +5,11 @@
  * - Against a real PVE when one is configured (flags, or PVE_API_URL, PVE_NODE, PVE_TOKEN_ID,
  *   PVE_TOKEN_SECRET, PVE_CA_CERT_FILE in the environment).
  * - Otherwise against the embedded default: the PVE simulator in front of a real qemu guest agent.
- * - With no method, runs the demo on the embedded default: lookup, then guestExec of `exit 0` and of
- *   `exit 42`, and exits 0 when each verdict is the one the contract requires.
+ * - With no method, runs the demo on the embedded default and exits 0 when each verdict is the one
+ *   the contract requires. Where this machine can run one (scripts/guest_image.sh builds the image),
+ *   the demo's guest is a real QEMU VM: start (its agent comes up seconds after the start task
+ *   ended), waitReady (agent, IPv4 and IPv6 on net0), lookup, guestExec of `exit 0` and of `exit 42` inside it, stop. Otherwise it
+ *   says why and falls back to VM 100, answered by this host's qemu-ga: lookup, guestExec 0 and 42.
  *
  * @module
  */
@@ -14,14 +17,23 @@ import { parseArgs } from "node:util";
 import { model as lxcModel } from "../js/proxmox_lxc.ts";
 import { model as qemuModel } from "../js/proxmox_qemu.ts";
 import { formatRun, type RunResult, SwampRepo } from "../harness/swamp.ts";
-import { DEMO_NODES, demoGuests } from "../simulator/demo_cluster.ts";
+import {
+  DEMO_NODES,
+  demoGuests,
+  REAL_DEMO_VMID,
+  realDemoGuest,
+} from "../simulator/demo_cluster.ts";
+import { ensureGuestImage } from "../simulator/guest_image.ts";
+import type { RealGuestOptions } from "../simulator/real_guests.ts";
 import { startGuestAgent } from "../simulator/qga.ts";
 import { startSimulator } from "../simulator/simulator.ts";
 
 const USAGE =
   `usage: run.sh [<method>] [--model qemu|lxc] [--input key=value]… [--json]
             [--api-url URL --node NODE --token-id ID --token-secret SECRET [--ca-cert-file PEM]]
-  no <method>: the demo on the embedded simulator (lookup; guestExec exit 0; guestExec exit 42)
+  no <method>: the demo on the embedded simulator: a real QEMU guest when this machine can run one
+               (start, waitReady, lookup, guestExec exit 0 and exit 42 inside it, stop), else lookup and
+               guestExec exit 0 / exit 42 answered by this host's qemu-ga
   methods of @stateless/proxmox/qemu: ${
     Object.keys(qemuModel.methods).join(", ")
   }`;
@@ -90,22 +102,51 @@ function realPveGlobalArgs(): Record<string, unknown> | undefined {
   };
 }
 
+/**
+ * The real-guest image when this machine can build and boot one (`PROXMOX_SWAMP_REAL_GUEST=0`
+ * opts out); otherwise says why and returns undefined.
+ */
+async function realGuestsIfPossible(): Promise<RealGuestOptions | undefined> {
+  if (Deno.env.get("PROXMOX_SWAMP_REAL_GUEST") === "0") {
+    console.log("real guest: off (PROXMOX_SWAMP_REAL_GUEST=0)");
+    return undefined;
+  }
+  console.log("real guest: preparing the image (built once per machine)…");
+  try {
+    return { image: await ensureGuestImage() };
+  } catch (err) {
+    console.log(
+      `real guest: not available on this machine, falling back to the host's qemu-ga — ${
+        (err as Error).message
+      }`,
+    );
+    return undefined;
+  }
+}
+
 async function withSimulator<T>(
-  body: (globalArgs: Record<string, unknown>) => Promise<T>,
+  body: (globalArgs: Record<string, unknown>, realVmid?: number) => Promise<T>,
+  wantRealGuest = false,
 ): Promise<T> {
+  const realGuests = wantRealGuest ? await realGuestsIfPossible() : undefined;
   const agent = await startGuestAgent();
   const token = { id: "root@pam!demo", secret: crypto.randomUUID() };
   const sim = await startSimulator({
     nodes: DEMO_NODES,
-    guests: demoGuests(),
+    guests: [...demoGuests(), ...(realGuests ? [realDemoGuest()] : [])],
     tokens: [token],
     agent,
+    realGuests,
   });
   try {
     console.log(
       `embedded default: PVE simulator at ${sim.url} (nodes ${
         DEMO_NODES.join(", ")
-      }), real qemu-ga pid ${agent.pid}\n`,
+      }), real qemu-ga pid ${agent.pid}${
+        realGuests
+          ? `; VM ${REAL_DEMO_VMID} is a real QEMU VM (TCG) booting ${realGuests.image.dir}`
+          : ""
+      }\n`,
     );
     return await body({
       name: "demo",
@@ -117,7 +158,7 @@ async function withSimulator<T>(
         tokenSecret: token.secret,
       },
       pollIntervalSec: 1,
-    });
+    }, realGuests ? REAL_DEMO_VMID : undefined);
   } finally {
     await sim.close();
     await agent.stop();
@@ -146,26 +187,59 @@ async function runOne(
   return result;
 }
 
-async function demo(globalArgs: Record<string, unknown>): Promise<boolean> {
+type DemoStep = [
+  string,
+  string,
+  Record<string, string>,
+  "succeeded" | "failed",
+];
+
+/** The demo on a real guest: boot it, wait for its agent, run commands inside it, stop it. */
+function realGuestSteps(vmid: number): DemoStep[] {
+  const id = String(vmid);
+  return [
+    [`start real VM ${vmid} (the task ends while the guest boots)`, "start", {
+      vmid: id,
+    }, "succeeded"],
+    [`waitReady: its agent, IPv4 and IPv6 on net0`, "waitReady", {
+      vmid: id,
+      ipv6: "true",
+      nic: "net0",
+      timeoutSec: "120",
+    }, "succeeded"],
+    [`lookup of real VM ${vmid}`, "lookup", { vmid: id }, "succeeded"],
+    ["guestExec exit 0 inside the guest", "guestExec", {
+      vmid: id,
+      command: '["sh","-c","echo ready on $(hostname), kernel $(uname -r)"]',
+    }, "succeeded"],
+    ["guestExec exit 42 inside the guest", "guestExec", {
+      vmid: id,
+      command: '["sh","-c","echo failing >&2; exit 42"]',
+    }, "failed"],
+    [`stop real VM ${vmid}`, "stop", { vmid: id }, "succeeded"],
+  ];
+}
+
+async function demo(
+  globalArgs: Record<string, unknown>,
+  realVmid?: number,
+): Promise<boolean> {
   const repo = new SwampRepo(qemuModel, { name: "demo", globalArgs }, {
     vault: true,
   });
-  const steps: [
-    string,
-    string,
-    Record<string, string>,
-    "succeeded" | "failed",
-  ][] = [
-    ["lookup of running VM 100", "lookup", { vmid: "100" }, "succeeded"],
-    ["guestExec exit 0", "guestExec", {
-      vmid: "100",
-      command: '["bash","-c","echo ready"]',
-    }, "succeeded"],
-    ["guestExec exit 42", "guestExec", {
-      vmid: "100",
-      command: '["bash","-c","echo failing >&2; exit 42"]',
-    }, "failed"],
-  ];
+  const steps: DemoStep[] = realVmid !== undefined
+    ? realGuestSteps(realVmid)
+    : [
+      ["lookup of running VM 100", "lookup", { vmid: "100" }, "succeeded"],
+      ["guestExec exit 0", "guestExec", {
+        vmid: "100",
+        command: '["bash","-c","echo ready"]',
+      }, "succeeded"],
+      ["guestExec exit 42", "guestExec", {
+        vmid: "100",
+        command: '["bash","-c","echo failing >&2; exit 42"]',
+      }, "failed"],
+    ];
   let asContracted = true;
   for (const [title, method, inputs, expected] of steps) {
     console.log(
@@ -188,7 +262,7 @@ const method = positionals[0];
 const inputs = parseInputs(values.input ?? []);
 const real = realPveGlobalArgs();
 if (method === undefined) {
-  const ok = real ? await demo(real) : await withSimulator(demo);
+  const ok = real ? await demo(real) : await withSimulator(demo, true);
   console.log(
     ok
       ? "demo: every verdict matched the contract"

@@ -11,6 +11,7 @@ import type { Params, ParamSpec } from "./params.ts";
 import type { Decoding } from "./schema/check.ts";
 import type { ConformanceLog } from "./schema/conformance.ts";
 import type { GuestAgent } from "./qga.ts";
+import type { RealGuests } from "./real_guests.ts";
 import type { ClusterState } from "./state.ts";
 import type { NodeResources } from "./storage.ts";
 import type { TaskManager } from "./tasks.ts";
@@ -44,6 +45,8 @@ export interface SimCore {
   tasks: TaskManager;
   timers: Timers;
   agent?: GuestAgent;
+  /** The real VMs behind guests marked `real` (when the simulator runs any). */
+  real?: RealGuests;
   /** Storages and bridges of every node. */
   resources: NodeResources;
   /** pvestatd's last broadcast: what `/cluster/resources` shows of each guest. */

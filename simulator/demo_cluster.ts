@@ -83,3 +83,26 @@ export function demoGuests(): SimGuest[] {
     { vmid: 200, node: "pve1", type: "lxc", name: "ct", status: "running" },
   ];
 }
+
+/** The VMID of the demo's real guest. */
+export const REAL_DEMO_VMID = 110;
+
+/** A stopped real QEMU guest with its agent enabled (needs the simulator's `realGuests`). */
+export function realDemoGuest(): SimGuest {
+  return {
+    vmid: REAL_DEMO_VMID,
+    node: "pve1",
+    type: "qemu",
+    name: "real-guest",
+    status: "stopped",
+    real: true,
+    tags: ["swamp"],
+    config: {
+      agent: 1,
+      memory: 256,
+      net0: "virtio=BC:24:11:00:00:6E,bridge=vmbr0",
+      smbios1: "uuid=00000000-0000-4000-8000-000000000110",
+      virtio0: "local-lvm:vm-110-disk-0,size=64M",
+    },
+  };
+}

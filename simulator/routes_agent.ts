@@ -1,7 +1,9 @@
 /**
  * Guest agent endpoints, served by the REAL qemu-ga (opts.agent): exec,
  * exec-status, network-get-interfaces, ping. All guests share that one agent;
- * exec pids are the agent's own.
+ * exec pids are the agent's own. A guest marked `real` has its own agent inside
+ * its own VM (real_guests.ts): every call goes there, and what that agent says
+ * (pids, interfaces, addresses) is passed through whole.
  *
  * What is PVE's and simulated here: the checks before any agent call (in PVE's
  * order), decoding exec-status output, booleans as 0/1, `Agent error: <desc>`,
@@ -22,22 +24,31 @@ import type { GuestState } from "./types.ts";
 const EXEC_PRIV = "VM.GuestAgent.Unrestricted";
 const AUDIT_PRIV = "VM.GuestAgent.Audit";
 
+/** What the routes need of an agent: the host's shared qemu-ga or a real VM's own. */
+export type AgentLink = Pick<GuestAgent, "call">;
+
+/** The agent a guest's calls go to: its VM's own when it is real, else the shared one. */
+function agentOf(ctx: Ctx, g: GuestState): AgentLink | undefined {
+  if (ctx.core.real?.isReal(g)) return ctx.core.real.agentOf(g);
+  return g.agent === "configured" ? undefined : ctx.core.agent;
+}
+
 /** PVE's agent_available + the ping qga_check_running does, in PVE's order. */
-export async function readyAgent(ctx: Ctx, g: GuestState): Promise<GuestAgent> {
+export async function readyAgent(ctx: Ctx, g: GuestState): Promise<AgentLink> {
   if (g.agent === "none") {
     throw new ApiError(500, "No QEMU guest agent configured");
   }
   if (g.status !== "running") {
     throw new ApiError(500, `VM ${g.vmid} is not running`);
   }
-  const agent = ctx.core.agent;
-  if (g.agent === "configured" || !agent) {
+  const agent = agentOf(ctx, g);
+  if (!agent) {
     throw new ApiError(500, "QEMU guest agent is not running");
   }
   try {
     await agent.call("guest-ping");
   } catch {
-    // The agent was killed (agent.kill()): PVE's ping times out.
+    // The agent was killed (agent.kill()), or a real guest's is not up (yet): PVE's ping times out.
     throw new ApiError(500, "QEMU guest agent is not running");
   }
   return agent;
@@ -56,7 +67,7 @@ function checkExecAllowed(g: GuestState, command: string): void {
 /** One agent command; an error reply becomes `Agent error: <desc>`. */
 export async function agentCall(
   g: GuestState,
-  agent: GuestAgent,
+  agent: AgentLink,
   command: string,
   args?: Record<string, unknown>,
 ) {
@@ -198,7 +209,11 @@ export const agentRoutes: Route[] = [
     },
     handler: async (ctx) => {
       const g = qemuGuest(ctx);
-      const argv = guestProgram(g, ctx.params.command as string[]);
+      const command = ctx.params.command as string[];
+      // A real guest runs its own programs (its image has no cloud-init).
+      const argv = ctx.core.real?.isReal(g)
+        ? command
+        : guestProgram(g, command);
       const input = ctx.params["input-data"] as string | undefined;
       // PVE: argv[0] is the program (no shell), the rest its arguments, output always captured.
       const args: Record<string, unknown> = {
@@ -213,7 +228,8 @@ export const agentRoutes: Route[] = [
       const res = await agentCall(g, agent, "guest-exec", args) as {
         pid: number;
       };
-      ctx.core.state.recordExec(res.pid, g.vmid);
+      // A real guest's agent is its own: it alone knows its pids.
+      if (!ctx.core.real?.isReal(g)) ctx.core.state.recordExec(res.pid, g.vmid);
       return { pid: res.pid };
     },
   },
@@ -230,7 +246,9 @@ export const agentRoutes: Route[] = [
       // Simulated per-guest agents over one real agent: another guest's pid, or
       // one from before this guest stopped, is unknown to "this" agent. Anything
       // else (including a re-read after the final answer) the real agent judges.
-      if (ctx.core.state.execPidForeign(pid, g.vmid)) {
+      if (
+        !ctx.core.real?.isReal(g) && ctx.core.state.execPidForeign(pid, g.vmid)
+      ) {
         throw new ApiError(500, "Agent error: Invalid parameter 'pid'");
       }
       const res = await agentCall(g, agent, "guest-exec-status", {
@@ -253,6 +271,7 @@ export const agentRoutes: Route[] = [
         agent,
         "guest-network-get-interfaces",
       ) as { name: string }[];
+      if (ctx.core.real?.isReal(g)) return { result: real };
       const lo = real.find((i) => i.name === "lo") ?? {
         name: "lo",
         "hardware-address": "00:00:00:00:00:00",

@@ -69,6 +69,8 @@ function clonedGuest(
     tags: [...src.tags],
     agent: src.agent,
     config,
+    // A clone of a real guest is a real guest too (booting the same image on a fresh disk).
+    real: src.real,
   };
 }
 

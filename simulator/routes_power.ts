@@ -89,6 +89,9 @@ function powerRoute(
         user: ctx.user.tokenId,
         run: () => {
           const live = liveGuest(ctx, g);
+          if (ctx.core.real?.isReal(live)) {
+            return ctx.core.real.power(action, live, ctx.params);
+          }
           if (action === "start") {
             if (live.status === "running") {
               throw new TaskFailure(`VM ${g.vmid} already running`);
@@ -118,7 +121,12 @@ export const powerRoutes: Route[] = [
     method: "GET",
     path: "/nodes/{node}/qemu/{vmid}/status/current",
     privilege: "VM.Audit",
-    handler: (ctx) => statusCurrent(qemuGuest(ctx)),
+    handler: async (ctx) => {
+      const g = qemuGuest(ctx);
+      // A real guest's qmpstatus is QEMU's own (QMP query-status), read now as PVE does.
+      await ctx.core.real?.refresh(g);
+      return statusCurrent(g);
+    },
   },
   powerRoute("start", {
     skiplock: OPT_BOOL,

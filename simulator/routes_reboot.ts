@@ -83,6 +83,10 @@ export const rebootRoutes: Route[] = [
           if (live.lock) throw new TaskFailure(lockedMessage(live));
           // vm_reboot returns quietly when the VM is no longer running.
           if (live.status !== "running") return;
+          // A real VM really shuts down; a new qmstart task then boots a new QEMU (real_guests.ts).
+          if (ctx.core.real?.isReal(live)) {
+            return ctx.core.real.power("reboot", live, ctx.params);
+          }
           if (live.ignoresShutdown) {
             throw new TaskFailure("VM quit/powerdown failed - got timeout");
           }

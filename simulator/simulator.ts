@@ -32,6 +32,8 @@ import { agentFileRoutes } from "./routes_agent_files.ts";
 import { storageRoutes } from "./routes_storage.ts";
 import { taskListRoutes } from "./routes_tasklist.ts";
 import { taskRoutes } from "./routes_tasks.ts";
+import { RealGuests } from "./real_guests.ts";
+import type { RealVm } from "./real_vm.ts";
 import { templateRoutes } from "./routes_template.ts";
 import { rebootRoutes } from "./routes_reboot.ts";
 import { cloudinitRoutes } from "./routes_cloudinit.ts";
@@ -85,11 +87,13 @@ export interface Simulator {
   bridges(node: string): SimBridge[];
   /** What container `vmid`'s OS received when the simulator created it (ssh keys, password). */
   containerSetup(vmid: number): ContainerSetup | undefined;
+  /** The running QEMU VM of a guest marked `real` (its pid, QMP, agent), or undefined. */
+  realVm(vmid: number): RealVm | undefined;
   /** Adds a fault for the next matching requests. */
   fault(fault: SimFault): void;
   /** Sets the delay added to every request from now on. */
   setLatency(ms: number): void;
-  /** Stops serving and frees every socket and timer (the agent stays the caller's). */
+  /** Stops serving and frees every socket and timer, and kills real VMs (the agent stays the caller's). */
   close(): Promise<void>;
 }
 
@@ -117,17 +121,30 @@ export function simulatorEndpoints(): string[] {
   return new Router(ROUTES).endpoints();
 }
 
-/** Starts a simulator on 127.0.0.1, a free port. */
-export function startSimulator(opts: SimOptions): Promise<Simulator> {
+/** Starts a simulator on 127.0.0.1, a free port; real guests declared running are booted first. */
+export async function startSimulator(opts: SimOptions): Promise<Simulator> {
   const timers = new Timers();
   const state = new ClusterState(opts.nodes, opts.guests ?? []);
   const tasks = new TaskManager(timers, opts.taskDurationMs ?? 50);
   const resources = new NodeResources(state, opts.storages, opts.bridges);
+  if (!opts.realGuests && opts.guests?.some((g) => g.real)) {
+    throw new Error(
+      "simulator: a guest is marked real but no realGuests image was given",
+    );
+  }
+  const real = opts.realGuests && new RealGuests(opts.realGuests, state, tasks);
+  try {
+    await real?.bootDeclared();
+  } catch (err) {
+    await real?.close();
+    throw err;
+  }
   const core: SimCore = {
     state,
     tasks,
     timers,
     agent: opts.agent,
+    real,
     resources,
     broadcast: new Broadcast(
       state,
@@ -253,15 +270,31 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
     requests,
     conformance: core.conformance,
     guest: (vmid) => state.get(vmid),
-    addGuest: (g) => state.add(g),
+    addGuest: (g) => {
+      if (g.real && !real) {
+        throw new Error(
+          `simulator: guest ${g.vmid} is marked real but no realGuests image was given`,
+        );
+      }
+      return state.add(g);
+    },
     removeGuest: (vmid) => state.remove(vmid),
-    setGuest: (vmid, patch) => state.patch(vmid, patch),
+    setGuest: (vmid, patch) => {
+      const g = state.get(vmid);
+      if (g && real?.isReal(g) && patch.status !== undefined) {
+        throw new Error(
+          `simulator: guest ${vmid} is real: change its power state through the API`,
+        );
+      }
+      return state.patch(vmid, patch);
+    },
     nextTask: (override) => tasks.enqueueOverride(override),
     task: (upid) => tasks.find(upid),
     tasks: () => tasks.all(),
     storage: (node, storage) => resources.get(node, storage),
     bridges: (node) => resources.bridges(node),
     containerSetup: (vmid) => containerSetupOf(state, vmid),
+    realVm: (vmid) => real?.vm(vmid),
     fault: (fault) => faults.add(fault),
     setLatency: (ms) => {
       latencyMs = ms;
@@ -273,11 +306,12 @@ export function startSimulator(opts: SimOptions): Promise<Simulator> {
         timers.close();
         await front.close();
         await server.shutdown();
+        await real?.close();
       })();
       return closing;
     },
   };
-  return Promise.resolve(sim);
+  return sim;
 }
 
 function decodeSegment(s: string): string {

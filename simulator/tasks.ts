@@ -43,9 +43,11 @@ export interface TaskSpec {
   log?: string[];
   /**
    * The effect, run when the task ends. Throw TaskFailure (or any Error) to fail
-   * the task with that text; return lines to log them as warnings.
+   * the task with that text; return lines to log them as warnings. An effect that
+   * takes real time (a real VM booting or shutting down) returns a promise: the
+   * task then runs until it settles.
    */
-  run?: () => string[] | void;
+  run?: () => string[] | void | Promise<string[] | void>;
   /** Runs when the task ends without its effect (failed), e.g. to release a reserved VMID. */
   onFailure?: () => void;
 }
@@ -145,9 +147,34 @@ export class TaskManager {
     this.#tasks.set(task.upid, task);
     this.#timers.after(
       override.durationMs ?? this.defaultDurationMs,
-      () => this.#finish(task, spec, override),
+      () => this.#settle(task, spec, override),
     );
     return task;
+  }
+
+  /** Runs an effect that returns a promise to its end, then finishes the task with its outcome. */
+  #settle(task: TaskRecord, spec: TaskSpec, override: TaskOverride): void {
+    const forced = override.exitstatus;
+    if (forced !== undefined && !isSuccess(forced)) {
+      return this.#finish(task, spec, override);
+    }
+    const settled = (run: () => string[] | void) =>
+      this.#finish(task, { ...spec, run }, override);
+    let effect: ReturnType<NonNullable<TaskSpec["run"]>>;
+    try {
+      // noEffect: the task ends as told, but its effect never runs (the worker lied).
+      effect = override.noEffect ? undefined : spec.run?.();
+    } catch (err) {
+      return settled(() => {
+        throw err;
+      });
+    }
+    if (effect instanceof Promise) {
+      effect.then((more) => settled(() => more), (err) =>
+        settled(() => {
+          throw err;
+        }));
+    } else settled(() => effect as string[] | void);
   }
 
   #finish(task: TaskRecord, spec: TaskSpec, override: TaskOverride): void {
@@ -160,7 +187,7 @@ export class TaskManager {
       spec.onFailure?.();
     } else {
       try {
-        const more = override.noEffect ? undefined : spec.run?.();
+        const more = spec.run?.() as string[] | void; // #settle resolved a promise
         if (more) warnings.push(...more);
         // A forced "WARNINGS: n" still needs its WARN lines: clients read them from the log.
         const count = Number(/^WARNINGS: (\d+)$/.exec(forced ?? "")?.[1] ?? 0);

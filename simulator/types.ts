@@ -7,6 +7,7 @@
 
 import type { SimBridge, SimStorage } from "./node_types.ts";
 import type { GuestAgent } from "./qga.ts";
+import type { RealGuestOptions } from "./real_guests.ts";
 
 /** Guest kind, as in `/cluster/resources` `type`. */
 export type GuestType = "qemu" | "lxc";
@@ -76,6 +77,11 @@ export interface SimGuest {
   metrics?: Partial<SimMetrics>;
   /** Addresses `network-get-interfaces` reports on eth0 (`10.0.0.5` or `10.0.0.5/24`). */
   ips?: string[];
+  /**
+   * A real QEMU VM stands behind this guest (needs `SimOptions.realGuests`): power, status and
+   * every agent call reach it; `ips` and `metrics` then play no part. See real_guests.ts.
+   */
+  real?: boolean;
   /** How `cloud-init status --wait` ends in the guest (routes_agent.ts); default `done`. */
   cloudInit?: "done" | "error" | "degraded";
   /** Snapshots by name (the config key `parent` names the one the guest descends from). */
@@ -151,6 +157,8 @@ export interface SimOptions {
   tokens: SimToken[];
   /** The real agent every guest with a running agent talks to (owned by the caller). */
   agent?: GuestAgent;
+  /** How guests marked `real` run (the image); required when any guest is. */
+  realGuests?: RealGuestOptions;
   /**
    * Mirror every schema verdict into `$PVE_CONFORMANCE_LOG` (test.sh's
    * conformance layer): set by the fixtures whose requests come from the

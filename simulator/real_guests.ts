@@ -1,0 +1,272 @@
+/**
+ * Guests marked `real`: the simulator's power and agent routes drive a real QEMU VM (real_vm.ts)
+ * for them, and PVE's task and lock behaviour wraps it as for every guest.
+ *
+ * What is real for such a guest: the QEMU process (its pid is the guest's `pid`, its QMP
+ * `query-status` the `qmpstatus`), the boot (a start task ends when QEMU runs, the agent comes up
+ * seconds later), the guest agent inside (exec, files, the guest's own interfaces and addresses),
+ * the shutdown the guest performs (through its agent or the ACPI button), a reboot that starts a
+ * new QEMU process, and a guest that powers itself off (the guest is then stopped). What stays
+ * simulated: the config, storage, tasks, locks, HA and permissions — the PVE side.
+ *
+ * Power semantics follow qemu-server `PVE/QemuServer.pm` _do_vm_stop (stop: QMP `quit`;
+ * shutdown: `guest-shutdown` when the agent is enabled and answers a ping, else
+ * `system_powerdown`; then wait `timeout` s — default 60 — for the process to end; stop, or
+ * shutdown with `forceStop`, then SIGTERM, and SIGKILL 10 s later) and vm_reboot (a shutdown,
+ * after which qmeventd's `qm cleanup` starts the VM again in a new `qmstart` task,
+ * `PVE/CLI/qm.pm` cleanup).
+ *
+ * @module
+ */
+
+import type { ClusterState } from "./state.ts";
+import type { TaskManager } from "./tasks.ts";
+import { TaskFailure } from "./tasks.ts";
+import type { GuestState } from "./types.ts";
+import { type GuestImage, RealVm } from "./real_vm.ts";
+import type { VirtioAgent } from "./virtio_agent.ts";
+import type { Params } from "./params.ts";
+
+/** How the simulator runs real guests. */
+export interface RealGuestOptions {
+  /** The image built by scripts/guest_image.sh (see ensureGuestImage). */
+  image: GuestImage;
+  /** `tcg` (default) or `kvm`. */
+  accel?: "tcg" | "kvm";
+}
+
+/** PVE's default wait for a VM to stop (`_do_vm_stop`: `$timeout = 60 if !defined($timeout)`). */
+const DEFAULT_STOP_TIMEOUT_S = 60;
+/** After SIGTERM, PVE waits this long before SIGKILL. */
+const TERM_WAIT_S = 10;
+
+/** The real VMs behind the guests marked `real`. */
+export class RealGuests {
+  readonly #opts: RealGuestOptions;
+  readonly #state: ClusterState;
+  readonly #tasks: TaskManager;
+  /** The running QEMU of each guest, by VMID. */
+  readonly #vms = new Map<number, RealVm>();
+  /** Each guest's own directory (disk overlay, sockets); a re-created VMID gets a new one. */
+  readonly #dirs = new WeakMap<GuestState, string>();
+  readonly #allDirs: string[] = [];
+  #root?: string;
+
+  /** @param opts the image; @param state the cluster; @param tasks for the restart after a reboot */
+  constructor(opts: RealGuestOptions, state: ClusterState, tasks: TaskManager) {
+    this.#opts = opts;
+    this.#state = state;
+    this.#tasks = tasks;
+  }
+
+  /** Whether `g` is driven by a real VM. */
+  isReal(g: GuestState): boolean {
+    return g.real === true && g.type === "qemu";
+  }
+
+  /** The running VM of guest `vmid`, if any (tests read its pid, console, agent). */
+  vm(vmid: number): RealVm | undefined {
+    return this.#vms.get(vmid);
+  }
+
+  /** The agent channel of a running real guest. */
+  agentOf(g: GuestState): VirtioAgent | undefined {
+    return this.#vms.get(g.vmid)?.agent;
+  }
+
+  /** Boots every real guest a test declared as running (at simulator start). */
+  async bootDeclared(): Promise<void> {
+    for (const g of this.#state.all()) {
+      if (this.isReal(g) && g.status === "running") await this.#boot(g);
+    }
+  }
+
+  /** Refreshes `qmpstatus` from QMP (status/current reads it live, as PVE does). */
+  async refresh(g: GuestState): Promise<void> {
+    const vm = this.#vms.get(g.vmid);
+    if (!vm?.alive) return;
+    try {
+      const s = await vm.qmp("query-status") as { status: string };
+      g.qmpstatus = s.status;
+    } catch {
+      // QEMU is going away: PVE then reports what `check_running` sees; the exit watcher follows.
+    }
+  }
+
+  /**
+   * The effect of a start/stop/shutdown/reboot task on a real guest; resolves to the task's
+   * warnings, rejects (TaskFailure) with PVE's exitstatus.
+   */
+  power(
+    action: "start" | "stop" | "shutdown" | "reboot",
+    g: GuestState,
+    params: Params,
+  ): Promise<string[]> {
+    const timeoutS = typeof params.timeout === "number"
+      ? params.timeout
+      : DEFAULT_STOP_TIMEOUT_S;
+    switch (action) {
+      case "start":
+        return this.#start(g);
+      case "stop":
+        return this.#stop(g, timeoutS, false, true);
+      case "shutdown":
+        return this.#stop(g, timeoutS, true, params.forceStop === true);
+      case "reboot":
+        return this.#reboot(g, timeoutS);
+    }
+  }
+
+  /** Kills every VM and removes their directories. */
+  async close(): Promise<void> {
+    await Promise.all([...this.#vms.values()].map((vm) => vm.kill("SIGKILL")));
+    this.#vms.clear();
+    if (this.#root) {
+      await Deno.remove(this.#root, { recursive: true }).catch(() => {});
+    }
+  }
+
+  async #start(g: GuestState): Promise<string[]> {
+    if (this.#vms.get(g.vmid)?.alive) {
+      throw new TaskFailure(`VM ${g.vmid} already running`);
+    }
+    try {
+      await this.#boot(g);
+    } catch (err) {
+      throw new TaskFailure(`start failed: ${(err as Error).message}`);
+    }
+    return [];
+  }
+
+  async #boot(g: GuestState): Promise<void> {
+    const vm = await RealVm.launch({
+      image: this.#opts.image,
+      dir: await this.#dirOf(g),
+      vmid: g.vmid,
+      name: g.name,
+      memoryMb:
+        Number(String(g.config.memory ?? "").replace(/^current=/, "")) ||
+        512,
+      mac: macOf(g),
+      uuid: /(?:^|,)uuid=([0-9a-fA-F-]{36})/.exec(
+        String(g.config.smbios1 ?? ""),
+      )
+        ?.[1],
+      // `agent: configured` = enabled in the config but nothing answers inside: boot without it.
+      agentInGuest: g.agent !== "configured",
+      accel: this.#opts.accel,
+    });
+    this.#vms.set(g.vmid, vm);
+    this.#state.start(g);
+    g.pid = vm.pid;
+    g.startedAt = vm.launchedAt;
+    // Whatever ends QEMU (poweroff inside the guest, quit, a signal), the guest is then stopped.
+    vm.exited.then(() => this.#onExit(g.vmid, vm));
+  }
+
+  #onExit(vmid: number, vm: RealVm): void {
+    if (this.#vms.get(vmid) !== vm) return;
+    this.#vms.delete(vmid);
+    const live = this.#state.get(vmid);
+    if (live && live.status === "running" && live.pid === vm.pid) {
+      this.#state.stop(live);
+    }
+  }
+
+  /** qemu-server _do_vm_stop for a real VM. */
+  async #stop(
+    g: GuestState,
+    timeoutS: number,
+    shutdown: boolean,
+    force: boolean,
+  ): Promise<string[]> {
+    const vm = this.#vms.get(g.vmid);
+    if (!vm?.alive) return [];
+    const warnings: string[] = [];
+    let requestFailed = false;
+    try {
+      if (!shutdown) await vm.qmp("quit", undefined, 60_000);
+      else if (g.agent !== "none" && await agentAnswers(vm)) {
+        await vm.agent.call("guest-shutdown", undefined, { noReply: true });
+      } else await vm.qmp("system_powerdown");
+    } catch {
+      requestFailed = vm.alive;
+    }
+    if (requestFailed) {
+      if (!vm.alive) {
+        warnings.push(
+          "Unexpected: VM shutdown command failed, but VM not running anymore..",
+        );
+        return this.#stopped(g, vm, warnings);
+      }
+      if (!force) throw new TaskFailure("VM quit/powerdown failed");
+      warnings.push("VM quit/powerdown failed - terminating now with SIGTERM");
+    } else if (!await vm.waitExit(timeoutS * 1000)) {
+      if (!force) {
+        throw new TaskFailure("VM quit/powerdown failed - got timeout");
+      }
+      warnings.push("VM still running - terminating now with SIGTERM");
+    } else {
+      return this.#stopped(g, vm, warnings);
+    }
+    await vm.kill("SIGTERM").then(() => {}, () => {});
+    if (!await vm.waitExit(TERM_WAIT_S * 1000)) {
+      warnings.push("VM still running - terminating now with SIGKILL");
+      await vm.kill("SIGKILL");
+    }
+    return this.#stopped(g, vm, warnings);
+  }
+
+  #stopped(g: GuestState, vm: RealVm, warnings: string[]): string[] {
+    this.#onExit(g.vmid, vm);
+    return warnings;
+  }
+
+  /** vm_reboot: shut down; qmeventd then starts the VM again in its own task. */
+  async #reboot(g: GuestState, timeoutS: number): Promise<string[]> {
+    const warnings = await this.#stop(g, timeoutS, true, false);
+    this.#tasks.start({
+      node: g.node,
+      type: "qmstart",
+      id: String(g.vmid),
+      user: "root@pam",
+      run: () => {
+        const live = this.#state.get(g.vmid);
+        if (!live || live !== g) {
+          throw new TaskFailure(`VM ${g.vmid} does not exist anymore`);
+        }
+        return this.#start(live);
+      },
+    });
+    return warnings;
+  }
+
+  async #dirOf(g: GuestState): Promise<string> {
+    const known = this.#dirs.get(g);
+    if (known) return known;
+    this.#root ??= await Deno.makeTempDir({ prefix: "sim-real-guests-" });
+    const dir = `${this.#root}/${g.vmid}-${this.#allDirs.length}`;
+    await Deno.mkdir(dir);
+    this.#dirs.set(g, dir);
+    this.#allDirs.push(dir);
+    return dir;
+  }
+}
+
+/** qemu-server qga_check_running: a guest-ping answered within 3 s. */
+async function agentAnswers(vm: RealVm): Promise<boolean> {
+  try {
+    await vm.agent.call("guest-ping");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The MAC of the guest's net0 (`virtio=BC:24:11:…,bridge=…`). */
+function macOf(g: GuestState): string | undefined {
+  return /=([0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5})/.exec(
+    String(g.config.net0 ?? ""),
+  )?.[1]
+    ?.toLowerCase();
+}
