@@ -23,8 +23,13 @@ globalThis.addEventListener("unload", () => {
   }
 });
 const WRITTEN = "hello from the matrix\n";
-const READ_ME = `${ROOT}/read-me.txt`;
-Deno.writeTextFileSync(READ_ME, "a file to read\n");
+/**
+ * The file fileRead reads: a fixed path, because MATRIX.md shows the row's arguments. Written by a
+ * rename, so a matrix running at the same time never sees it half-written.
+ */
+const READ_ME = "/tmp/swamp-matrix-read-me.txt";
+Deno.writeTextFileSync(`${ROOT}/read-me.txt`, "a file to read\n");
+Deno.renameSync(`${ROOT}/read-me.txt`, READ_ME);
 let serial = 0;
 
 /** The file rows for VM `vmid` on node `n`. */
