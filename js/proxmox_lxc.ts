@@ -12,10 +12,13 @@ import {
   DeleteArgs,
   dnsName,
   fromUpstream,
+  ExecRecord,
   GlobalArgs,
   GuestArgs,
+  GuestExecArgs,
   guestRef,
   guestStateFields,
+  migrateMethod,
   newVmid,
   nodeMethods,
   notBothVmidAndRange,
@@ -110,6 +113,8 @@ const CHANGES = [
   "deleteSnapshot",
   "convertToTemplate",
   "reboot",
+  "guestExec",
+  "migrate",
 ];
 
 /**
@@ -137,6 +142,13 @@ export const model = {
       lifetime: "infinite" as const,
       garbageCollection: 20,
     },
+    exec: {
+      description:
+        "One guestExec run (instance ct-<vmid>-exec): outcome, exit code, output",
+      schema: ExecRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
     ...sharedResources("container", "ct"),
   },
   // The default report of every method run (js/reports/observed_method_report.ts).
@@ -154,6 +166,14 @@ export const model = {
       arguments: CreateArgs,
       execute: (args: z.infer<typeof CreateArgs>, ctx: MethodContext) =>
         runOnCore("lxc", "create", args, ctx),
+    },
+    guestExec: {
+      description:
+        "Run a command in the running container with `pct exec` on its node (needs the ssh transport: PVE's API has no exec for containers); fails unless it exits 0 (or an allowed code)",
+      kind: "action" as const,
+      arguments: GuestExecArgs,
+      execute: (args: z.infer<typeof GuestExecArgs>, ctx: MethodContext) =>
+        runOnCore("lxc", "guestExec", args, ctx),
     },
     lookup: {
       description:
@@ -245,5 +265,6 @@ export const model = {
     },
     ...nodeMethods("lxc"),
     ...snapshotMethods("lxc"),
+    ...migrateMethod("lxc"),
   },
 };

@@ -12,10 +12,13 @@ import {
   DeleteArgs,
   dnsName,
   fromUpstream,
+  ExecRecord,
   GlobalArgs,
   GuestArgs,
+  GuestExecArgs,
   guestRef,
   guestStateFields,
+  migrateMethod,
   newVmid,
   nodeMethods,
   notBothVmidAndRange,
@@ -34,40 +37,6 @@ import {
   transportReachable,
   vmid,
 } from "./_lib/schemas.ts";
-
-const GuestExecArgs = z.object({
-  ...guestRef,
-  command: z.array(
-    z.string().min(1, "command items must not be empty").refine(
-      (v) => !v.includes("\0"),
-      { message: "command items must not contain NUL" },
-    ),
-  ).min(1, "command must not be empty"),
-  timeoutSec: z.number().int().positive().max(86400).default(30),
-  allowNonZeroExit: z.boolean().default(false),
-  allowedExitCodes: z.array(z.number().int().min(0).max(255)).optional(),
-  // `@swamp/ssh`'s convention: the exit codes that count as success (replacing [0]), or "any".
-  okExitCodes: z.union([
-    z.literal("any"),
-    z.array(z.number().int().min(0).max(255)).min(1),
-  ]).optional(),
-  inputData: z.string().refine(
-    (v) => new TextEncoder().encode(v).length <= 65536,
-    { message: "inputData must be at most 65536 bytes (PVE's limit)" },
-  ).refine((v) => !v.includes("\0"), {
-    // No argv can carry a NUL, so it could never reach pvesh over ssh; refused on both transports.
-    message: "inputData must not contain NUL",
-  }).optional(),
-}).refine(requireGuest, provideGuest).refine(
-  (a) =>
-    a.okExitCodes === undefined ||
-    (!a.allowNonZeroExit && a.allowedExitCodes === undefined),
-  {
-    message:
-      "okExitCodes replaces allowNonZeroExit and allowedExitCodes: give one or the other",
-    path: ["okExitCodes"],
-  },
-);
 
 /** What waitReady waits for (also the `waitReady` option of `start` and `clone`). */
 const readyFields = {
@@ -188,34 +157,58 @@ const GuestRecord = z.object({
   agentConfigured: z.boolean().optional(),
 });
 
-const ExecRecord = z.object({
+/** The largest file fileWrite/fileRead handle: one PVE file-read (`$MAX_READ_SIZE`, 16 MiB). */
+const MAX_FILE_BYTES = 16 * 1024 * 1024;
+const BASE64 =
+  /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const guestPath = z.string().min(1, "path must not be empty").refine(
+  (p) => !p.includes("\0"),
+  { message: "path must not contain NUL" },
+);
+
+const FileWriteArgs = z.object({
+  ...guestRef,
+  path: guestPath,
+  content: z.string().optional(),
+  contentBase64: z.string().regex(BASE64, "contentBase64 must be padded base64")
+    .optional(),
+  mode: z.string().regex(/^[0-7]{3,4}$/, "mode must be 3 or 4 octal digits")
+    .optional(),
+}).refine(requireGuest, provideGuest).refine(
+  (a) => (a.content === undefined) !== (a.contentBase64 === undefined),
+  {
+    message: "give exactly one of content (text) and contentBase64 (bytes)",
+    path: ["content"],
+  },
+).refine(
+  (a) =>
+    (a.content !== undefined
+      ? new TextEncoder().encode(a.content).length
+      : a.contentBase64 !== undefined
+      ? a.contentBase64.length / 4 * 3 -
+        (a.contentBase64.match(/=*$/)?.[0].length ?? 0)
+      : 0) <= MAX_FILE_BYTES,
+  { message: "content must be at most 16777216 bytes", path: ["content"] },
+);
+
+const FileReadArgs = z.object({
+  ...guestRef,
+  path: guestPath,
+  maxBytes: z.number().int().min(1).max(MAX_FILE_BYTES).default(1024 * 1024),
+}).refine(requireGuest, provideGuest);
+
+const FileRecord = z.object({
   vmid: z.number(),
   node: z.string(),
-  command: z.array(z.string()),
-  pid: z.number().optional(),
-  outcome: z.enum([
-    "exited",
-    "signaled",
-    "timedOut",
-    "notStarted",
-    "unconfirmed",
-    "resultLost",
-    "aborted",
-  ]),
-  exited: z.boolean(),
-  exitCode: z.number().optional(),
-  signal: z.number().optional(),
-  stdout: z.string().optional(),
-  stderr: z.string().optional(),
-  stdoutBytes: z.number(),
-  stderrBytes: z.number(),
-  stdoutInvalidUtf8: z.boolean(),
-  stderrInvalidUtf8: z.boolean(),
-  stdoutTruncated: z.boolean(),
-  stderrTruncated: z.boolean(),
-  durationMs: z.number(),
-  timedOut: z.boolean(),
-  accepted: z.boolean(),
+  path: z.string(),
+  bytes: z.number(),
+  truncated: z.boolean(),
+  verified: z.boolean().optional(),
+  chunks: z.number().optional(),
+  mode: z.string().optional(),
+  encoding: z.enum(["utf8", "base64"]).optional(),
+  content: z.string().optional(),
+  contentBase64: z.string().optional(),
   error: z.string().optional(),
   lastOperation: z.string(),
   recordedAt: z.string(),
@@ -236,6 +229,8 @@ const MUTATING = [
   "deleteSnapshot",
   "convertToTemplate",
   "reboot",
+  "migrate",
+  "fileWrite",
   "cloudInit",
 ];
 
@@ -268,6 +263,13 @@ export const model = {
       description:
         "One guestExec run (instance vm-<vmid>-exec): outcome, exit code or signal, output",
       schema: ExecRecord,
+      lifetime: "infinite" as const,
+      garbageCollection: 20,
+    },
+    file: {
+      description:
+        "One fileWrite or fileRead (instance vm-<vmid>-file): the path, the bytes, whether the read-back matched, the content read",
+      schema: FileRecord,
       lifetime: "infinite" as const,
       garbageCollection: 20,
     },
@@ -408,7 +410,24 @@ export const model = {
       execute: (args: z.infer<typeof TemplateArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "convertToTemplate", args, ctx),
     },
+    fileWrite: {
+      description:
+        "Write a file in the VM through its guest agent (content as text or contentBase64, optional mode); files over 46,080 bytes go in parts joined by a verified exec; succeeds only when reading it back matches byte for byte",
+      kind: "action" as const,
+      arguments: FileWriteArgs,
+      execute: (args: z.infer<typeof FileWriteArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "fileWrite", args, ctx),
+    },
+    fileRead: {
+      description:
+        "Record a file of the VM through its guest agent as vm-<vmid>-file, up to maxBytes (truncated says it goes on); text when UTF-8, else base64",
+      kind: "action" as const,
+      arguments: FileReadArgs,
+      execute: (args: z.infer<typeof FileReadArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "fileRead", args, ctx),
+    },
     ...nodeMethods("qemu"),
     ...snapshotMethods("qemu"),
+    ...migrateMethod("qemu"),
   },
 };

@@ -65,7 +65,7 @@ function checkExecAllowed(g: GuestState, command: string): void {
 }
 
 /** One agent command; an error reply becomes `Agent error: <desc>`. */
-async function agentCall(
+export async function agentCall(
   g: GuestState,
   agent: AgentLink,
   command: string,

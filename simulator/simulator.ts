@@ -27,6 +27,8 @@ import { nodeRoutes } from "./routes_node.ts";
 import { containerSetupOf, lxcRoutes } from "./routes_lxc.ts";
 import { powerRoutes } from "./routes_power.ts";
 import { snapshotRoutes } from "./routes_snapshot.ts";
+import { migrateRoutes } from "./routes_migrate.ts";
+import { agentFileRoutes } from "./routes_agent_files.ts";
 import { storageRoutes } from "./routes_storage.ts";
 import { taskListRoutes } from "./routes_tasklist.ts";
 import { taskRoutes } from "./routes_tasks.ts";
@@ -110,6 +112,8 @@ const ROUTES = [
   ...cloudinitRoutes,
   ...taskListRoutes,
   ...snapshotRoutes,
+  ...migrateRoutes,
+  ...agentFileRoutes,
 ];
 
 /** Every endpoint the simulator serves, as `"<METHOD> <template>"`. */

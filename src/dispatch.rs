@@ -5,9 +5,10 @@ use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
-    check, clone, cloud_init, create, delete, delete_snapshot, get_config, guest_exec,
-    list_snapshots, lookup, node_config, node_status, reboot, resize_disk, rollback, set_config,
-    shutdown, snapshot, start, stop, sync, template, wait_ready,
+    check, clone, cloud_init, container_exec, create, delete, delete_snapshot, file_read,
+    file_write, get_config, guest_exec, list_snapshots, lookup, migrate, node_config, node_status,
+    reboot, resize_disk, rollback, set_config, shutdown, snapshot, start, stop, sync, template,
+    wait_ready,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -31,6 +32,10 @@ enum Method {
     Delete,
     Sync,
     GuestExec,
+    ContainerExec,
+    Migrate,
+    FileWrite,
+    FileRead,
     Clone,
     Create,
     Resize,
@@ -61,6 +66,7 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, "sync") => Method::Sync,
         (_, "nodeStatus") => Method::NodeStatus,
         (_, "nodeConfig") => Method::NodeConfig,
+        (_, "migrate") => Method::Migrate,
         (_, "snapshot") => Method::Snapshot,
         (_, "listSnapshots") => Method::ListSnapshots,
         (_, "rollback") => Method::Rollback,
@@ -70,6 +76,10 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
         // A VM is cloned from a template and has a guest agent; a container is created from one.
         (GuestKind::Qemu, "guestExec") => Method::GuestExec,
+        (GuestKind::Qemu, "fileWrite") => Method::FileWrite,
+        (GuestKind::Qemu, "fileRead") => Method::FileRead,
+        // A container has no agent: its commands run as `pct exec` on the node, over ssh.
+        (GuestKind::Lxc, "guestExec") => Method::ContainerExec,
         (GuestKind::Qemu, "clone") => Method::Clone,
         // PVE generates cloud-init drives for VMs only.
         (GuestKind::Qemu, "cloudInit") => Method::CloudInit,
@@ -93,10 +103,15 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::Lookup | Method::GetConfig | Method::ListSnapshots => {
             GuestRef::parse(&fields).map(drop)
         }
+        Method::Migrate => migrate::MigrateArgs::parse(kind, args).map(drop),
+        Method::FileWrite => file_write::FileWriteArgs::parse(args).map(drop),
+        Method::FileRead => file_read::FileReadArgs::parse(args).map(drop),
         Method::Snapshot => snapshot::SnapshotArgs::parse(kind, args).map(drop),
         Method::Rollback => rollback::RollbackArgs::parse(kind, args).map(drop),
         Method::DeleteSnapshot => delete_snapshot::DeleteSnapshotArgs::parse(kind, args).map(drop),
-        Method::GuestExec => crate::guest::exec::ExecArgs::parse(args).map(drop),
+        Method::GuestExec | Method::ContainerExec => {
+            crate::guest::exec::ExecArgs::parse(args).map(drop)
+        }
         Method::Start => start::StartArgs::parse_for(kind, args).map(drop),
         Method::Stop => stop::StopArgs::parse(args).map(drop),
         Method::Shutdown => shutdown::ShutdownArgs::parse(args).map(drop),
@@ -171,11 +186,15 @@ async fn run_scrubbed<H: Host>(
         Method::SetConfig => set_config::set_config(&run, args).await,
         Method::Sync => sync::sync(&run, args).await,
         Method::GuestExec => guest_exec::guest_exec(&run, args).await,
+        Method::ContainerExec => container_exec::container_exec(&run, args).await,
         Method::Clone => clone::clone(&run, args).await,
         Method::Create => create::create(&run, args).await,
         Method::Resize => resize_disk::resize_disk(&run, args).await,
         Method::NodeStatus => node_status::node_status(&run, args).await,
         Method::NodeConfig => node_config::node_config(&run, args).await,
+        Method::Migrate => migrate::migrate(&run, args).await,
+        Method::FileWrite => file_write::file_write(&run, args).await,
+        Method::FileRead => file_read::file_read(&run, args).await,
         Method::Snapshot => snapshot::snapshot(&run, args).await,
         Method::ListSnapshots => list_snapshots::list_snapshots(&run, args).await,
         Method::Rollback => rollback::rollback(&run, args).await,

@@ -30,6 +30,8 @@ pub struct SshSettings {
     pub connect_timeout_sec: u64,
     pub ssh_binary: String,
     pub pvesh_binary: String,
+    /// `pct` on the node (containers' guestExec runs `pct exec`).
+    pub pct_binary: String,
 }
 
 /// How PVE is reached.
@@ -180,6 +182,9 @@ fn parse_ssh(fields: &Fields) -> Result<SshSettings, ArgError> {
         pvesh_binary: fields
             .optional_line("pveshBinary")?
             .unwrap_or_else(|| "pvesh".to_string()),
+        pct_binary: fields
+            .optional_line("pctBinary")?
+            .unwrap_or_else(|| "pct".to_string()),
     })
 }
 

@@ -95,6 +95,8 @@ const SshTransport = z.object({
   connectTimeoutSec: z.number().int().positive().max(3600).default(15),
   sshBinary: singleLine("sshBinary").default("ssh"),
   pveshBinary: singleLine("pveshBinary").default("pvesh"),
+  /** `pct` on the node: a container's guestExec runs `pct exec` there. */
+  pctBinary: singleLine("pctBinary").default("pct"),
 });
 
 /** The global arguments of both models: the instance label, the transport, the time budgets. */
@@ -555,4 +557,124 @@ export function fromUpstream(
   old: Record<string, unknown>,
 ): Record<string, unknown> {
   return { ...old, requestTimeoutSec: old.requestTimeoutSec ?? 30 };
+}
+
+// guestExec (VMs through the guest agent, containers through `pct exec` over ssh).
+
+/** guestExec: the command (argv), its budget, which exit codes count as success, its stdin. */
+export const GuestExecArgs = z.object({
+  ...guestRef,
+  command: z.array(
+    z.string().min(1, "command items must not be empty").refine(
+      (v) => !v.includes("\0"),
+      { message: "command items must not contain NUL" },
+    ),
+  ).min(1, "command must not be empty"),
+  timeoutSec: z.number().int().positive().max(86400).default(30),
+  allowNonZeroExit: z.boolean().default(false),
+  allowedExitCodes: z.array(z.number().int().min(0).max(255)).optional(),
+  // `@swamp/ssh`'s convention: the exit codes that count as success (replacing [0]), or "any".
+  okExitCodes: z.union([
+    z.literal("any"),
+    z.array(z.number().int().min(0).max(255)).min(1),
+  ]).optional(),
+  inputData: z.string().refine(
+    (v) => new TextEncoder().encode(v).length <= 65536,
+    { message: "inputData must be at most 65536 bytes (PVE's limit)" },
+  ).refine((v) => !v.includes("\0"), {
+    // No argv can carry a NUL, so it could never reach pvesh over ssh; refused on both transports.
+    message: "inputData must not contain NUL",
+  }).optional(),
+}).refine(requireGuest, provideGuest).refine(
+  (a) =>
+    a.okExitCodes === undefined ||
+    (!a.allowNonZeroExit && a.allowedExitCodes === undefined),
+  {
+    message:
+      "okExitCodes replaces allowNonZeroExit and allowedExitCodes: give one or the other",
+    path: ["okExitCodes"],
+  },
+);
+
+/** The `exec` record (`vm-<vmid>-exec`, `ct-<vmid>-exec`): how one command ended. */
+export const ExecRecord = z.object({
+  vmid: z.number(),
+  node: z.string(),
+  command: z.array(z.string()),
+  pid: z.number().optional(),
+  outcome: z.enum([
+    "exited",
+    "signaled",
+    "timedOut",
+    "notStarted",
+    "unconfirmed",
+    "resultLost",
+    "aborted",
+  ]),
+  exited: z.boolean(),
+  exitCode: z.number().optional(),
+  signal: z.number().optional(),
+  stdout: z.string().optional(),
+  stderr: z.string().optional(),
+  stdoutBytes: z.number(),
+  stderrBytes: z.number(),
+  stdoutInvalidUtf8: z.boolean(),
+  stderrInvalidUtf8: z.boolean(),
+  stdoutTruncated: z.boolean(),
+  stderrTruncated: z.boolean(),
+  durationMs: z.number(),
+  timedOut: z.boolean(),
+  accepted: z.boolean(),
+  error: z.string().optional(),
+  lastOperation: z.string(),
+  recordedAt: z.string(),
+});
+
+// Migration (both models; online/withLocalDisks for VMs, restart/timeoutSec for containers).
+
+/** PVE's `storage-pair-list`: `1`, or comma-separated `<id>` / `<source>:<target>` storage ids. */
+const STORAGE_ID = "[a-zA-Z][a-zA-Z0-9\\-_.]*[a-zA-Z0-9]";
+const storagePairList = z.string().regex(
+  new RegExp(
+    `^(1|(${STORAGE_ID}(:${STORAGE_ID})?)(,${STORAGE_ID}(:${STORAGE_ID})?)*)$`,
+  ),
+  "targetStorage must be 1, a storage id, or comma-separated <source>:<target> storage ids (PVE's storage-pair-list)",
+);
+
+/** migrate: the node to move to, and how. */
+export function migrateArgs(model: ModelName) {
+  const how = model === "qemu"
+    ? {
+      online: z.boolean().default(false),
+      withLocalDisks: z.boolean().default(false),
+    }
+    : {
+      restart: z.boolean().default(false),
+      timeoutSec: z.number().int().positive().max(86400).optional(),
+    };
+  return z.object({
+    ...guestRef,
+    targetNode: pathSegment("targetNode"),
+    targetStorage: storagePairList.optional(),
+    ...how,
+  }).refine(requireGuest, provideGuest);
+}
+
+/** The migrate method of a model. */
+export function migrateMethod(model: ModelName) {
+  const noun = model === "qemu" ? "VM" : "container";
+  const how = model === "qemu"
+    ? "online: true for a running VM (live), withLocalDisks to copy local disks along"
+    : "restart: true for a running container (stop, move, start)";
+  const MigrateArgs = migrateArgs(model);
+  return {
+    migrate: {
+      description:
+        `Move the ${noun} to targetNode (${how}); PVE's preconditions are checked first; succeeds when /cluster/resources and the target node show it there (running if it was) and unlocked. HA-managed guests migrate through HA`,
+      kind: "action" as const,
+      arguments: MigrateArgs,
+      execute: (args: z.infer<typeof MigrateArgs>, ctx: MethodContext) =>
+        runOnCore(model, "migrate", args, ctx),
+    },
+  };
 }

@@ -3,6 +3,7 @@
 pub mod config;
 pub mod evidence;
 pub mod exec;
+pub mod files;
 pub mod gates;
 pub mod identity;
 pub mod locate;

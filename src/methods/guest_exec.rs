@@ -45,6 +45,16 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     conclude(run, &located, &args, &seen, None)
 }
 
+/// Starts the command on `at` and follows it to its end: the pid (if it started) and what was seen.
+pub async fn execute<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
+    let sent = send_exec(run, at, args).await;
+    follow(run, at, args, sent).await
+}
+
 /// Runs a command in the VM exactly as `guestExec` does, without writing its record (`waitReady`'s
 /// `cloud-init status --wait`): how it ended, its final status, and `Err` saying why it does not
 /// count as success under `args.policy`.
@@ -53,8 +63,7 @@ pub async fn run_in_guest<H: Host>(
     at: &Located,
     args: &ExecArgs,
 ) -> (ExecOutcome, Option<ExecStatus>, Result<(), String>) {
-    let sent = send_exec(run, at, args).await;
-    let (_, outcome, status) = follow(run, at, args, sent).await;
+    let (_, outcome, status) = execute(run, at, args).await;
     let verdict =
         verdict_message(run.kind, at, args, &outcome, status.as_ref()).map_or(Ok(()), Err);
     (outcome, status, verdict)

@@ -3,13 +3,17 @@
 pub mod check;
 pub mod clone;
 pub mod cloud_init;
+pub mod container_exec;
 pub mod create;
 pub mod delete;
 pub mod delete_snapshot;
+pub mod file_read;
+pub mod file_write;
 pub mod get_config;
 pub mod guest_exec;
 pub mod list_snapshots;
 pub mod lookup;
+pub mod migrate;
 pub mod node_config;
 pub mod node_status;
 pub mod reboot;

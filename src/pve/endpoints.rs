@@ -480,6 +480,105 @@ pub fn snapshot_delete(
     }
 }
 
+/// How a migration is asked for (`POST …/migrate`); each model sends only what it has.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MigrateOptions<'a> {
+    pub online: bool,
+    pub with_local_disks: bool,
+    pub restart: bool,
+    pub timeout_sec: Option<u64>,
+    pub target_storage: Option<&'a str>,
+}
+
+/// `GET /nodes/{node}/{kind}/{vmid}/migrate?target=T`: PVE's preconditions (allowed nodes, and for
+/// VMs local disks and devices).
+pub fn migrate_preconditions(node: &str, kind: GuestKind, vmid: u32, target: &str) -> PveRequest {
+    let id = vmid.to_string();
+    PveRequest::get(&guest_path(node, kind, &id, &["migrate"])).param("target", target)
+}
+
+/// `POST /nodes/{node}/{kind}/{vmid}/migrate` → UPID (`qmigrate`/`vzmigrate`, or `hamigrate` for an
+/// HA-managed guest). VMs take `online`, `with-local-disks`, `targetstorage`; containers
+/// `restart`, `timeout`, `target-storage`.
+pub fn guest_migrate(
+    node: &str,
+    kind: GuestKind,
+    vmid: u32,
+    target: &str,
+    options: &MigrateOptions,
+) -> PveRequest {
+    let id = vmid.to_string();
+    let mut request = PveRequest::new(
+        Verb::Create,
+        &guest_path(node, kind, &id, &["migrate"]),
+        Repeat::Never,
+    )
+    .param("target", target);
+    let flag = |request: PveRequest, on: bool, key: &str| match on {
+        true => request.param(key, "1"),
+        false => request,
+    };
+    match kind {
+        GuestKind::Qemu => {
+            request = flag(request, options.online, "online");
+            request = flag(request, options.with_local_disks, "with-local-disks");
+        }
+        GuestKind::Lxc => {
+            request = flag(request, options.restart, "restart");
+            if let Some(timeout) = options.timeout_sec {
+                request = request.param("timeout", timeout.to_string());
+            }
+        }
+    }
+    if let Some(map) = options.target_storage {
+        let key = match kind {
+            GuestKind::Qemu => "targetstorage",
+            GuestKind::Lxc => "target-storage",
+        };
+        request = request.param(key, map);
+    }
+    request
+}
+
+/// `POST /nodes/{node}/qemu/{vmid}/agent/file-write`: truncates `path` and writes `content_b64`
+/// (`encode=0`: already base64, so any bytes pass). Never re-sent.
+pub fn agent_file_write(node: &str, vmid: u32, path: &str, content_b64: &str) -> PveRequest {
+    let id = vmid.to_string();
+    PveRequest::new(
+        Verb::Create,
+        &guest_path(node, GuestKind::Qemu, &id, &["agent", "file-write"]),
+        Repeat::Never,
+    )
+    .param("file", path)
+    .param("content", content_b64)
+    .param("encode", "0")
+}
+
+/// `GET /nodes/{node}/qemu/{vmid}/agent/file-read`: `count` bytes of `path` from `offset`, as
+/// base64 (`decode=0`).
+pub fn agent_file_read(
+    node: &str,
+    vmid: u32,
+    path: &str,
+    offset: usize,
+    count: usize,
+) -> PveRequest {
+    let id = vmid.to_string();
+    let request = PveRequest::get(&guest_path(
+        node,
+        GuestKind::Qemu,
+        &id,
+        &["agent", "file-read"],
+    ))
+    .param("file", path)
+    .param("count", count.to_string())
+    .param("decode", "0");
+    match offset {
+        0 => request,
+        _ => request.param("offset", offset.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

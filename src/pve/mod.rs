@@ -1,5 +1,6 @@
 //! The Proxmox VE API as the core sees it: requests, errors, and typed answers.
 
+pub mod base64;
 pub mod config_keys;
 pub mod endpoints;
 pub mod error;

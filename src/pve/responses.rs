@@ -293,6 +293,74 @@ pub fn parse<T: for<'de> Deserialize<'de>>(data: &Value) -> Option<T> {
     T::deserialize(data).ok()
 }
 
+/// `GET …/migrate`: VMs spell the keys with `_` (`allowed_nodes`), containers with `-`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct MigratePreconditions {
+    #[serde(deserialize_with = "flex::opt_bool", default)]
+    pub running: Option<bool>,
+    #[serde(alias = "allowed-nodes", default)]
+    pub allowed_nodes: Vec<String>,
+    #[serde(alias = "not-allowed-nodes", default)]
+    pub not_allowed_nodes: Map<String, Value>,
+    #[serde(default)]
+    pub local_disks: Vec<LocalDisk>,
+    #[serde(default)]
+    pub local_resources: Vec<String>,
+}
+
+/// One entry of `local_disks`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct LocalDisk {
+    pub volid: String,
+    #[serde(deserialize_with = "flex::opt_bool", default)]
+    pub cdrom: Option<bool>,
+    #[serde(deserialize_with = "flex::opt_bool", default)]
+    pub is_unused: Option<bool>,
+}
+
+impl MigratePreconditions {
+    /// Why PVE does not allow `node`, in its terms, if it says so.
+    pub fn not_allowed(&self, node: &str) -> Option<String> {
+        let why = self.not_allowed_nodes.get(node)?;
+        let list = |key: &str| -> Vec<String> {
+            why.get(key)
+                .and_then(Value::as_array)
+                .map(|items| {
+                    items
+                        .iter()
+                        .map(|i| match i {
+                            Value::Object(o) => {
+                                let sid =
+                                    o.get("sid").and_then(flex::string_of).unwrap_or_default();
+                                match o.get("cause").and_then(flex::string_of) {
+                                    Some(cause) => format!("{sid} ({cause})"),
+                                    None => sid,
+                                }
+                            }
+                            other => flex::string_of(other).unwrap_or_else(|| other.to_string()),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut reasons = Vec::new();
+        for (key, what) in [
+            ("unavailable_storages", "storages not available there"),
+            ("unavailable-resources", "mapped devices missing there"),
+            ("blocking-ha-resources", "HA resources blocking it"),
+        ] {
+            let items = list(key);
+            if !items.is_empty() {
+                reasons.push(format!("{what}: {}", items.join(", ")));
+            }
+        }
+        Some(match reasons.is_empty() {
+            true => format!("{why}"),
+            false => reasons.join("; "),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

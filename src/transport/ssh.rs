@@ -39,6 +39,58 @@ pub fn assemble(
             status: None,
         });
     }
+    Ok(ssh_argv(settings, remote, timeout_ms))
+}
+
+/// `pct exec <vmid> -- <argv>` on the node, as one remote command line: every word single-quoted,
+/// `input` fed to the command's stdin with the shell's `printf` (else stdin is `/dev/null`). Refused
+/// before anything runs when it would exceed one program argument.
+pub fn assemble_pct_exec(
+    settings: &SshSettings,
+    vmid: u32,
+    argv: &[String],
+    input: Option<&str>,
+    timeout_ms: u64,
+) -> Result<ProcessRequest, PveError> {
+    let mut words = vec![
+        settings.pct_binary.clone(),
+        "exec".to_string(),
+        vmid.to_string(),
+        "--".to_string(),
+    ];
+    words.extend(argv.iter().cloned());
+    let attach = words
+        .iter()
+        .map(|w| single_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let remote = match input {
+        Some(data) => format!("printf '%s' {} | {attach}", single_quote(data)),
+        None => format!("{attach} </dev/null"),
+    };
+    if remote.len() > MAX_REMOTE_COMMAND_BYTES {
+        return Err(PveError {
+            kind: ErrorKind::BadRequest,
+            message: format!(
+                "pct exec over ssh would need a {}-byte command line, and a program argument is \
+                 limited to {MAX_REMOTE_COMMAND_BYTES} bytes on Linux (single quotes count 4 bytes \
+                 each): send a shorter command or less inputData",
+                remote.len()
+            ),
+            status: None,
+        });
+    }
+    Ok(ssh_argv(settings, remote, timeout_ms))
+}
+
+/// ssh's own failure, when exit 255 came with ssh's words rather than the remote command's.
+pub fn ssh_failure(settings: &SshSettings, output: &ProcessOutput) -> Option<PveError> {
+    (output.code == Some(SSH_FAILURE) && ssh_failed(&output.stderr))
+        .then(|| connection_error(settings, &output.stderr))
+}
+
+/// The ssh argv that runs `remote` on the node.
+fn ssh_argv(settings: &SshSettings, remote: String, timeout_ms: u64) -> ProcessRequest {
     let mut argv = vec![settings.ssh_binary.clone()];
     let mut option = |text: String| {
         argv.push("-o".to_string());
@@ -80,7 +132,7 @@ pub fn assemble(
     argv.extend(["--".to_string(), settings.host.clone(), remote]);
     // Connecting is bounded by connectTimeoutSec on its own; the request's budget starts after it.
     let timeout_ms = timeout_ms.saturating_add(settings.connect_timeout_sec.saturating_mul(1000));
-    Ok(ProcessRequest { argv, timeout_ms })
+    ProcessRequest { argv, timeout_ms }
 }
 
 /// `'pvesh' 'get' '/path' '--key=value' … '--output-format=json'`, each word single-quoted.
@@ -329,6 +381,7 @@ mod tests {
             strict_host_key_checking: Some("yes".into()),
             connect_timeout_sec: 7,
             ssh_binary: "ssh".into(),
+            pct_binary: "pct".into(),
             pvesh_binary: "pvesh".into(),
         }
     }

@@ -144,11 +144,15 @@ function attempts(env: Env, e: Endpoint, from: number): number {
 }
 
 /** Starts the matrix's fixture: the qemu model and its fleet, or the lxc model and its containers. */
-export function matrixEnv(type: GuestType = "qemu"): Promise<Env> {
+export function matrixEnv(
+  type: GuestType = "qemu",
+  via: "api" | "ssh" = "api",
+): Promise<Env> {
   return startEnv({
     guests: type === "qemu" ? fleet() : lxcFleet(),
     globalArgs: GLOBAL_ARGS,
     sim: { taskDurationMs: 20 },
+    via,
     ...(type === "lxc" ? { model: lxcModel } : {}),
   });
 }
@@ -201,7 +205,7 @@ export async function faultCell(
   const started = performance.now();
   const { verdict: expected, happened, note } = expectation(endpoint, id);
   const fault = FAULTS[id];
-  const env = await matrixEnv(spec.model);
+  const env = await matrixEnv(spec.model, spec.via);
   try {
     await spec.prepare?.(env);
     await endpoint.prepare?.(env);
@@ -213,7 +217,7 @@ export async function faultCell(
       skip: endpoint.skip,
       ...fault.fault(endpoint),
     } as SimFault);
-    const r = await env.run(spec.name, spec.args);
+    const r = await env.run(spec.name, spec.argsFor?.() ?? spec.args);
     const hits = matches(env, endpoint, from);
     const skip = endpoint.skip ?? 0;
     const tries = attempts(env, endpoint, from);
@@ -298,15 +302,15 @@ export async function scenarioCell(
   spec: MethodSpec,
   id: ScenarioId,
   plan: ScenarioPlan,
-  args: Record<string, unknown> = spec.args,
+  args?: Record<string, unknown>,
 ): Promise<CellResult> {
   const started = performance.now();
-  const env = await matrixEnv(spec.model);
+  const env = await matrixEnv(spec.model, spec.via);
   try {
     await spec.prepare?.(env);
     const before = snapshot(env);
     plan.arm?.(env);
-    const run = env.run(spec.name, args);
+    const run = env.run(spec.name, args ?? spec.argsFor?.() ?? spec.args);
     await plan.during?.(env, run);
     const r = await run;
     const actual = classify(r, id === "node blip");

@@ -23,10 +23,13 @@ import {
   type MethodSpec,
   methodSpecs,
   nextid,
+  other,
   powerSpec,
   QUORUM,
   readBackDecides,
   rebootSpec,
+  resources,
+  type RowSpec,
   type Snapshot,
   status,
   statusObserved,
@@ -36,6 +39,7 @@ import {
   type Where,
   writesOnly,
 } from "./methods.ts";
+import { migrateSpec } from "./migrate_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
 
 /**
@@ -369,12 +373,15 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     nodeRead("nodeStatus"),
     nodeRead("nodeConfig"),
     ...snapshotSpecs(n, "lxc", stopped, label(stopped)).map((spec) => ct(spec)),
+    ct(migrateSpec(n, other(n), "lxc", stopped, label(stopped))),
     ct(templateSpec(n, "lxc", stopped, label(stopped))),
     ct(rebootSpec(n, "lxc", running, label(running))),
   ];
   if (where === "pve1") {
     // create works on the transport's node only: no pve2 twin, no node scenarios.
     specs.splice(2, 0, create());
+    // pct exec runs on the node the ssh transport reaches: no pve2 twin either.
+    specs.push(ct(containerExecSpec(running, label(running))));
   }
   return specs;
 }
@@ -481,6 +488,46 @@ export const EXPECTED_LXC_METHODS = [
   "rollback",
   "deleteSnapshot",
   "listSnapshots",
+  "migrate",
   "convertToTemplate",
   "reboot",
+  "guestExec",
 ];
+
+/** guestExec of a running container over ssh: `pct exec` on pve1, its output recorded. */
+function containerExecSpec(vmid: number, names: RegExp): RowSpec {
+  return {
+    name: "guestExec",
+    via: "ssh",
+    faults: ["500", "403", "400", "shape"],
+    args: { vmid, command: ["sh", "-c", "echo ok"], timeoutSec: 5 },
+    endpoints: [
+      version,
+      resources(),
+      {
+        ...status("pve1", vmid, "", 0, "lxc"),
+        id: "GET status/current (is it running?)",
+      },
+    ],
+    names,
+    task: false,
+    effect: (_env, r) => {
+      const rec = lastWrite(r, `ct-${vmid}-exec`);
+      return rec?.exitCode === 0 && rec?.stdout === "ok\n" &&
+          rec?.accepted === true
+        ? []
+        : [`exec record ${JSON.stringify(rec)} is not the command's output`];
+    },
+    truth: (_env, r) => {
+      const problems = writesOnly(r, new RegExp(`^ct-${vmid}-exec$`));
+      const rec = lastWrite(r, `ct-${vmid}-exec`);
+      if (
+        r.status === "failed" && rec?.accepted !== undefined &&
+        rec.accepted !== false
+      ) {
+        problems.push("failed but accepted");
+      }
+      return problems;
+    },
+  };
+}

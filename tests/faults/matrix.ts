@@ -139,7 +139,8 @@ function scenarioPlans(
       ...offline("no route to host", 1),
     }, offlineTwin]);
   }
-  if (spec.row === "guestExec") {
+  // The agent scenarios are the VM agent's; a container has none (its exec is pct over ssh).
+  if (spec.row === "guestExec" && spec.model !== "lxc") {
     const vmid = 100;
     const started = (env: Parameters<typeof answered>[0]) =>
       answered(env, "POST", new RegExp(`/qemu/${vmid}/agent/exec$`));
@@ -196,7 +197,10 @@ export function jobs(row: Row): Job[] {
   const out: Job[] = [];
   for (const endpoint of row.spec.endpoints) {
     for (const id of FAULT_IDS) {
-      if (FAULTS[id].applies(endpoint)) {
+      if (
+        FAULTS[id].applies(endpoint) &&
+        (row.spec.faults ?? FAULT_IDS).includes(id)
+      ) {
         out.push({
           label: `${row.spec.row} × ${endpoint.id} × ${id}`,
           run: () => faultCell(row.spec, endpoint, id),

@@ -11,6 +11,8 @@ import type { Env } from "../e2e/env.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { SimGuest } from "../../simulator/types.ts";
 import type { FaultId } from "./faults.ts";
+import { fileSpecs } from "./file_rows.ts";
+import { migrateSpec } from "./migrate_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
 
 /** What a verdict may be. */
@@ -78,6 +80,20 @@ export interface MethodSpec {
   endpoints: Endpoint[];
   /** A failure message names what was being done: this must match. */
   names: RegExp;
+  /**
+   * The transport of the row's cells (default api): `ssh` for a method only the ssh transport has
+   * (a container's guestExec runs `pct exec` on the node); its requests still reach the simulator,
+   * through the node's pvesh.
+   */
+  via?: "api" | "ssh";
+  /**
+   * The fault columns that reach this row (default all). Over ssh the HTTP faults between the
+   * node's pvesh and PVE (a reset, a truncated or non-JSON body, a hang) reach the client as
+   * pvesh's own failure: tests/ssh/ covers those; PVE's refusals and wrong shapes pass through.
+   */
+  faults?: readonly FaultId[];
+  /** Fresh arguments for each cell (e.g. a file path of its own), instead of `args`. */
+  argsFor?(): Record<string, unknown>;
   /** Prepares the fixture for every cell of this row, before its fault or scenario is armed. */
   prepare?(env: Env): void | Promise<void>;
   /** Whether the method runs a PVE task (it gets the `task✗` scenario). */
@@ -93,6 +109,9 @@ export type Snapshot = Map<number, string>;
 
 /** Where the matrix's guests live: the API node `pve1`, or `pve2` behind it. */
 export type Where = "pve1" | "pve2";
+
+/** The other node of the matrix's two. */
+export const other = (n: Where): Where => n === "pve1" ? "pve2" : "pve1";
 
 const uuid = (n: number) =>
   `uuid=00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
@@ -1388,6 +1407,8 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     nodeStatus,
     nodeConfig,
     ...snapshotSpecs(n, "qemu", stopped, label(stopped)).map(row),
+    row(migrateSpec(n, other(n), "qemu", stopped, label(stopped))),
+    ...fileSpecs(n, execVmid, label(execVmid)).map(row),
     row(templateSpec(n, "qemu", stopped, label(stopped))),
     row(rebootSpec(n, "qemu", running, label(running))),
     row(cloudInitSpec(n, stopped, label(stopped))),
@@ -1416,6 +1437,9 @@ export const EXPECTED_METHODS = [
   "listSnapshots",
   "convertToTemplate",
   "reboot",
+  "migrate",
+  "fileWrite",
+  "fileRead",
   "cloudInit",
   "waitReady",
 ];

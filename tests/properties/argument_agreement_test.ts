@@ -143,6 +143,7 @@ const sshTransport = object({
   connectTimeoutSec: opt(seconds(3600)),
   sshBinary: opt(singleLine),
   pveshBinary: opt(singleLine),
+  pctBinary: opt(singleLine),
 });
 
 const globalArgs = object({
@@ -196,6 +197,30 @@ const snapshotName = mix(
     { arbitrary: fc.string({ maxLength: 6 }), weight: 1 },
   ),
 );
+
+/** migrate's generator: the target node, a storage map, and each model's own knobs. */
+function migrateArgs(vm: boolean) {
+  return object({
+    ...guestRef,
+    targetNode: mix(node),
+    targetStorage: opt(
+      fc.constantFrom(
+        "1",
+        "local-lvm",
+        "local-lvm:ceph1,nfs_1:local-zfs",
+        "a",
+        "1,x1",
+        "x1:",
+        ":x1",
+        "x1,,y1",
+        "x-",
+      ),
+    ),
+    ...(vm
+      ? { online: opt(fc.boolean()), withLocalDisks: opt(fc.boolean()) }
+      : { restart: opt(fc.boolean()), timeoutSec: opt(seconds(86400)) }),
+  });
+}
 
 /** The snapshot methods' generators; `vmstate` exists for VMs only. */
 function snapshotArgs(vm: boolean) {
@@ -417,6 +442,57 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   nodeStatus: object({ node: opt(node) }),
   nodeConfig: object({ node: opt(node) }),
   ...snapshotArgs(true),
+  migrate: migrateArgs(true),
+  fileWrite: fc.tuple(
+    object({
+      ...guestRef,
+      path: mix(
+        fc.constantFrom("/etc/motd", "/tmp/a b", "C:\\x", "", "a\0b"),
+      ),
+      mode: opt(fc.oneof(
+        { arbitrary: fc.constantFrom("0644", "644", "4755"), weight: 8 },
+        { arbitrary: fc.constantFrom("0999", "7", "07777", "64a"), weight: 1 },
+      )),
+    }),
+    // Exactly one of content and contentBase64 is valid: mostly one, sometimes both or neither.
+    fc.oneof(
+      {
+        arbitrary: object({
+          content: mix(
+            fc.oneof(fc.string({ maxLength: 8 }), fc.constant("a\0b")),
+          ),
+        }),
+        weight: 6,
+      },
+      {
+        arbitrary: object({
+          contentBase64: mix(
+            fc.constantFrom(
+              "aGk=",
+              "aGVsbG8=",
+              "",
+              "aGk",
+              "====",
+              "YQ==YQ==",
+              "a Gk=",
+              "aGk=\n",
+            ),
+          ),
+        }),
+        weight: 6,
+      },
+      {
+        arbitrary: fc.constant({ content: "x", contentBase64: "eA==" }),
+        weight: 1,
+      },
+      { arbitrary: fc.constant({}), weight: 1 },
+    ),
+  ).map(([rest, body]) => ({ ...rest, ...body })),
+  fileRead: object({
+    ...guestRef,
+    path: mix(fc.constantFrom("/etc/hostname", "/tmp/x", "", "a\0b")),
+    maxBytes: opt(bounded(1, 16777216)),
+  }),
   convertToTemplate: templateArgs,
   cloudInit: object({
     ...guestRef,
@@ -535,9 +611,11 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
       "nodeConfig",
       "convertToTemplate",
       "reboot",
+      "guestExec",
     ].map((m) => [m, methodArgs[m]]),
   ),
   ...snapshotArgs(false),
+  migrate: migrateArgs(false),
 };
 
 type Schema = {

@@ -27,6 +27,7 @@ export const PVESH_TOKEN = {
 export const JUMP_ALIAS = "pve-jump";
 
 const PVESH_SCRIPT = new URL("./pvesh.py", import.meta.url).pathname;
+const PCT_SCRIPT = new URL("./pct.py", import.meta.url).pathname;
 const PYTHON_CANDIDATES = ["/usr/bin/python3", "/usr/local/bin/python3"];
 const SSH_CANDIDATES = ["/usr/bin/ssh", "/usr/local/bin/ssh"];
 
@@ -50,6 +51,8 @@ export interface SshNode {
   readonly sshBinary: string;
   /** The `pveshBinary` wrapper (runs pvesh.py against the simulator). */
   readonly pveshBinary: string;
+  /** The `pctBinary` wrapper (runs pct.py: `pct exec` of containers on pve1, really running the command). */
+  readonly pctBinary: string;
   /** The known_hosts file the client config names (target and jump keys). */
   readonly knownHosts: string;
   /** The user the transport logs in as. */
@@ -58,6 +61,8 @@ export interface SshNode {
   transport(extra?: Record<string, unknown>): Record<string, unknown>;
   /** The argv of every pvesh invocation so far, exactly as the node received it. */
   calls(): Promise<string[][]>;
+  /** The argv (after `pct`) of every pct invocation so far, exactly as the node received it. */
+  pctCalls(): Promise<string[][]>;
   /** Sets pvesh's knobs (e.g. `{dieExitCode: 2}`) for the following invocations. */
   setKnobs(knobs: Record<string, unknown>): Promise<void>;
   /** Stops the sshds and removes every temp dir. Idempotent. */
@@ -156,6 +161,16 @@ export async function startSshNode(
       `exec ${sq(python)} -I -S ${sq(PVESH_SCRIPT)} "$@"`,
     ]);
 
+    const pctBinary = `${dir}/pct`;
+    await writeScript(pctBinary, [
+      `PVESH_SIM_URL=${sq(simUrl)}`,
+      `PVESH_SIM_TOKEN=${sq(`${token.id}=${token.secret}`)}`,
+      `PVESH_STATE_DIR=${sq(state)}`,
+      "PCT_NODE=pve1",
+      "export PVESH_SIM_URL PVESH_SIM_TOKEN PVESH_STATE_DIR PCT_NODE",
+      `exec ${sq(python)} -I -S ${sq(PCT_SCRIPT)} "$@"`,
+    ]);
+
     let closing: Promise<void> | undefined;
     return {
       target,
@@ -163,6 +178,7 @@ export async function startSshNode(
       dir,
       sshBinary,
       pveshBinary,
+      pctBinary,
       knownHosts,
       user,
       transport: (extra = {}) => ({
@@ -176,6 +192,7 @@ export async function startSshNode(
         connectTimeoutSec: 5,
         sshBinary,
         pveshBinary,
+        pctBinary,
         ...(jump ? { proxyJump: JUMP_ALIAS } : {}),
         ...extra,
       }),
@@ -186,6 +203,14 @@ export async function startSshNode(
         } catch {
           return [];
         }
+        return text.split("\n").filter((l) => l !== "").map((l) =>
+          (JSON.parse(l) as { argv: string[] }).argv
+        );
+      },
+      pctCalls: async () => {
+        const text = await Deno.readTextFile(`${state}/pct-calls.jsonl`).catch(
+          () => "",
+        );
         return text.split("\n").filter((l) => l !== "").map((l) =>
           (JSON.parse(l) as { argv: string[] }).argv
         );

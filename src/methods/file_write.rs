@@ -1,0 +1,241 @@
+//! `fileWrite`: writes a file into a VM through its guest agent and succeeds only when reading it
+//! back gives the same bytes. PVE's `file-write` truncates and writes one `content` of at most
+//! 61 440 base64 characters (46 080 bytes) per call (qemu-server PVE/API2/Qemu/Agent.pm): a larger
+//! file is written as parts beside it, joined by `cat` through a verified guest exec. `mode` is
+//! applied with `chmod` and read back with `stat`, both verified execs.
+
+use crate::args::{ArgError, Fields};
+use crate::explain::{could_not, mutation_failed};
+use crate::guest::exec::{ExecArgs, ExecOutcome, ExitPolicy};
+use crate::guest::files::{check_path, read_bytes, FileRecord, MAX_FILE_BYTES, WRITE_CHUNK_BYTES};
+use crate::guest::locate::{locate, Found, Located};
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::methods::guest_exec::execute;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::base64;
+use crate::pve::endpoints;
+use crate::run::{write, Run};
+use serde_json::Value;
+
+/// How long each helper exec (join, chmod, stat) may take.
+const HELPER_EXEC_SEC: u64 = 60;
+
+/// The arguments of `fileWrite`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileWriteArgs {
+    pub target: GuestRef,
+    pub path: String,
+    pub bytes: Vec<u8>,
+    pub mode: Option<String>,
+}
+
+impl FileWriteArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let path: String = fields.required("path")?;
+        check_path(&path)?;
+        let text: Option<String> = fields.optional("content")?;
+        let encoded: Option<String> = fields.optional("contentBase64")?;
+        let bytes = match (text, encoded) {
+            (Some(text), None) => text.into_bytes(),
+            (None, Some(encoded)) => base64::decode_strict(&encoded)
+                .ok_or_else(|| ArgError::new("contentBase64", "must be padded base64"))?,
+            _ => {
+                return Err(ArgError::new(
+                    "content",
+                    "give exactly one of content (text) and contentBase64 (bytes)",
+                ))
+            }
+        };
+        if bytes.len() > MAX_FILE_BYTES {
+            return Err(ArgError::new(
+                "content",
+                "must be at most 16777216 bytes (PVE's largest file-read, which verifies it)",
+            ));
+        }
+        let mode: Option<String> = fields.optional("mode")?;
+        if let Some(mode) = &mode {
+            let octal =
+                (3..=4).contains(&mode.len()) && mode.bytes().all(|b| (b'0'..=b'7').contains(&b));
+            if !octal {
+                return Err(ArgError::new(
+                    "mode",
+                    "must be 3 or 4 octal digits, e.g. 0644",
+                ));
+            }
+        }
+        Ok(FileWriteArgs {
+            target: GuestRef::parse(&fields)?,
+            path,
+            bytes,
+            mode,
+        })
+    }
+}
+
+/// Runs `fileWrite`.
+pub async fn file_write<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match FileWriteArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let at = match locate(&run.pve(), run.kind, &args.target).await {
+        Ok(Found::Present(at)) => at,
+        Ok(Found::Absent { vmid }) => {
+            return Failure::new(format!("VM {vmid} does not exist on any node")).into()
+        }
+        Err(failure) => return failure.into(),
+    };
+    let mut record = FileRecord::new(run, &at, &args.path);
+    record.bytes = args.bytes.len();
+    record.mode = args.mode.clone();
+    let verdict = write_verified(run, &at, &args, &mut record).await;
+    record.verified = Some(verdict.is_ok());
+    record.error = verdict.as_ref().err().cloned();
+    let writes = vec![write(
+        "file",
+        format!("{}-file", run.guest_instance(at.vmid)),
+        &record,
+    )];
+    match verdict {
+        Ok(summary) => Outcome::succeeded(writes, summary),
+        Err(message) => Outcome::failed(writes, message),
+    }
+}
+
+async fn write_verified<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &FileWriteArgs,
+    record: &mut FileRecord,
+) -> Result<String, String> {
+    let label = format!("{:?} in VM {} on node {}", args.path, at.vmid, at.node);
+    let chunks: Vec<&[u8]> = match args.bytes.is_empty() {
+        true => vec![&[][..]],
+        false => args.bytes.chunks(WRITE_CHUNK_BYTES).collect(),
+    };
+    record.chunks = Some(chunks.len());
+    if chunks.len() == 1 {
+        put(run, at, &args.path, chunks[0], &label).await?;
+    } else {
+        let parts: Vec<String> = (0..chunks.len())
+            .map(|i| format!("{}.swamp-part-{i:04}", args.path))
+            .collect();
+        for (part, chunk) in parts.iter().zip(&chunks) {
+            put(run, at, part, chunk, &label).await?;
+        }
+        let mut join = vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            "out=$1; shift; cat -- \"$@\" > \"$out\" && rm -f -- \"$@\"".to_string(),
+            "sh".to_string(),
+            args.path.clone(),
+        ];
+        join.extend(parts.iter().cloned());
+        helper(
+            run,
+            at,
+            join,
+            &format!("join the {} parts of {label}", parts.len()),
+        )
+        .await
+        .map_err(|why| {
+            format!(
+                "{why}; the parts {}.swamp-part-* may be left in the guest",
+                args.path
+            )
+        })?;
+    }
+    if let Some(mode) = &args.mode {
+        let chmod = vec!["chmod".to_string(), mode.clone(), args.path.clone()];
+        helper(run, at, chmod, &format!("chmod {mode} {label}")).await?;
+        let stat = vec![
+            "stat".to_string(),
+            "-c".to_string(),
+            "%a".to_string(),
+            args.path.clone(),
+        ];
+        let shown = helper(run, at, stat, &format!("read the mode of {label}")).await?;
+        let want = mode.trim_start_matches('0');
+        if shown.trim() != if want.is_empty() { "0" } else { want } {
+            return Err(format!(
+                "{label} has mode {} after chmod {mode}",
+                shown.trim()
+            ));
+        }
+    }
+    let back = read_bytes(&run.pve(), at, &args.path, args.bytes.len() + 1)
+        .await
+        .map_err(|e| could_not(&format!("read back {label}"), &e).0)?;
+    if back != args.bytes {
+        let at_byte = back
+            .iter()
+            .zip(&args.bytes)
+            .take_while(|(a, b)| a == b)
+            .count();
+        return Err(format!(
+            "{label} was written, but reading it back gave {} bytes that differ from the {} written from byte {at_byte} on — something else writes the file, or the guest's disk is full",
+            back.len(),
+            args.bytes.len()
+        ));
+    }
+    Ok(format!(
+        "wrote {} bytes to {label} in {} file-write call(s); the read-back matches byte for byte",
+        args.bytes.len(),
+        chunks.len()
+    ))
+}
+
+/// One `file-write` (never re-sent).
+async fn put<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    path: &str,
+    bytes: &[u8],
+    label: &str,
+) -> Result<(), String> {
+    let request = endpoints::agent_file_write(&at.node, at.vmid, path, &base64::encode(bytes));
+    run.pve().call(&request).await.map(drop).map_err(|e| {
+        mutation_failed(
+            &format!("write {path:?} ({} bytes) for {label}", bytes.len()),
+            &e,
+            "the file in the guest",
+        )
+        .0
+    })
+}
+
+/// Runs a helper command through the agent; `Ok(stdout)` only when it exited 0.
+async fn helper<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    command: Vec<String>,
+    what: &str,
+) -> Result<String, String> {
+    let exec = ExecArgs {
+        target: GuestRef {
+            vmid: Some(at.vmid),
+            name: None,
+        },
+        command,
+        timeout_sec: HELPER_EXEC_SEC,
+        policy: ExitPolicy::ZeroOnly,
+        input: None,
+    };
+    let (_, outcome, status) = execute(run, at, &exec).await;
+    let stderr = status
+        .as_ref()
+        .and_then(|s| s.stderr.as_ref())
+        .map(|o| o.text.clone())
+        .unwrap_or_default();
+    match outcome {
+        ExecOutcome::Exited { code: 0 } => Ok(status.and_then(|s| s.stdout).map(|o| o.text).unwrap_or_default()),
+        ExecOutcome::Exited { code } => Err(format!(
+            "could not {what}: {:?} exited with code {code} ({}) — check that the guest has sh, cat, chmod and stat, and the path is writable",
+            exec.command[0],
+            stderr.trim()
+        )),
+        other => Err(format!("could not {what}: the guest exec ended as {other:?} — check the guest agent")),
+    }
+}

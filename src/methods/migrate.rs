@@ -1,0 +1,321 @@
+//! `migrate`: moves a guest to another node and succeeds only when `/cluster/resources` places it
+//! there and the target node's `status/current` reads it — running, if it was — with no lock. PVE's
+//! preconditions (`GET …/migrate`: allowed nodes, local disks and devices) are read first and what
+//! PVE would refuse is refused before anything is sent, in PVE's words. An HA-managed guest's
+//! migrate task only queues a request to the HA manager (`hamigrate`): the move is waited for the
+//! same way within taskTimeoutSec. The task is followed on the source node.
+
+use crate::args::{ArgError, Fields};
+use crate::explain::could_not;
+use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::locate::{locate, Found};
+use crate::guest::power::Target;
+use crate::guest::reference::GuestRef;
+use crate::guest::settle::{describe, read_status};
+use crate::guest::snapshots::refuse_locked;
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::poll::{Pacer, Stopped};
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::ErrorKind;
+use crate::pve::responses::{LocalDisk, MigratePreconditions};
+use crate::run::Run;
+use serde_json::Value;
+
+/// The arguments of `migrate`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrateArgs {
+    pub target: GuestRef,
+    /// The node to move to.
+    pub node: String,
+    /// VMs: live migration of a running VM (PVE refuses a running VM without it).
+    pub online: bool,
+    /// VMs: copy local disks of a running VM along (`with-local-disks`).
+    pub with_local_disks: bool,
+    /// Containers: stop, move and start a running container (`restart`).
+    pub restart: bool,
+    /// Containers: how long the restart migration's shutdown may take (`timeout`).
+    pub timeout_sec: Option<u64>,
+    /// `targetstorage` / `target-storage`: a storage id, `src:dst` pairs, or `1` (same ids).
+    pub target_storage: Option<String>,
+}
+
+impl MigrateArgs {
+    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let node = fields.segment("targetNode")?;
+        let target_storage: Option<String> = fields.optional("targetStorage")?;
+        if let Some(map) = &target_storage {
+            check_storage_map(map)?;
+        }
+        let qemu = kind == GuestKind::Qemu;
+        Ok(MigrateArgs {
+            target: GuestRef::parse(&fields)?,
+            node,
+            online: qemu && fields.or("online", false)?,
+            with_local_disks: qemu && fields.or("withLocalDisks", false)?,
+            restart: !qemu && fields.or("restart", false)?,
+            timeout_sec: match qemu {
+                true => None,
+                false => fields
+                    .optional::<Value>("timeoutSec")?
+                    .map(|_| fields.int_in("timeoutSec", 1, 86_400))
+                    .transpose()?
+                    .map(|t| t as u64),
+            },
+            target_storage,
+        })
+    }
+}
+
+/// PVE's `storage-pair-list`: `1`, or comma-separated `<id>` / `<source>:<target>` of
+/// `pve-storage-id`s (`^[a-z][a-z0-9\-_.]*[a-z0-9]$`, case-insensitive).
+fn check_storage_map(map: &str) -> Result<(), ArgError> {
+    let storage_id = |id: &str| {
+        let b = id.as_bytes();
+        b.len() >= 2
+            && b[0].is_ascii_alphabetic()
+            && b[b.len() - 1].is_ascii_alphanumeric()
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+    };
+    let ok = map == "1"
+        || map.split(',').all(|pair| match pair.split_once(':') {
+            Some((from, to)) => storage_id(from) && storage_id(to),
+            None => storage_id(pair),
+        });
+    match ok {
+        true => Ok(()),
+        false => Err(ArgError::new(
+            "targetStorage",
+            "must be 1, a storage id, or comma-separated <source>:<target> storage ids (PVE's storage-pair-list)",
+        )),
+    }
+}
+
+/// Runs `migrate`.
+pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match MigrateArgs::parse(run.kind, args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let mut ev = match sight_present(run, &args.target, "migrate").await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
+    };
+    let verdict = move_guest(run, &mut ev, &args).await;
+    ev.outcome(run, verdict).await
+}
+
+async fn move_guest<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &MigrateArgs,
+) -> Result<String, String> {
+    let label = ev.label(run);
+    if ev.at.node == args.node {
+        return Ok(format!(
+            "{label} already lives on node {}; no migration was sent",
+            args.node
+        ));
+    }
+    refuse_locked(run, ev)?;
+    // PVE's check_running: a QEMU process, paused or not, is a running VM.
+    let was_running = ev.status.status == "running";
+    let source = ev.at.node.clone();
+    preconditions(run, ev, args, was_running).await?;
+    let request = endpoints::guest_migrate(
+        &ev.at.node,
+        run.kind,
+        ev.at.vmid,
+        &args.node,
+        &endpoints::MigrateOptions {
+            online: args.online,
+            with_local_disks: args.with_local_disks,
+            restart: args.restart,
+            timeout_sec: args.timeout_sec,
+            target_storage: args.target_storage.as_deref(),
+        },
+    );
+    let action = format!("migrate {label} to node {}", args.node);
+    ev.trail.run(&run.pve(), &request, &action).await?;
+    arrive(run, ev, args, was_running).await?;
+    Ok(format!(
+        "{} {} moved from node {} to node {} and is {}",
+        run.kind.noun(),
+        ev.at.vmid,
+        source,
+        args.node,
+        ev.status.status
+    ))
+}
+
+/// Reads `GET …/migrate?target=` and refuses what PVE would refuse.
+async fn preconditions<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    args: &MigrateArgs,
+    was_running: bool,
+) -> Result<(), String> {
+    let label = ev.label(run);
+    let request = endpoints::migrate_preconditions(&ev.at.node, run.kind, ev.at.vmid, &args.node);
+    let pre: MigratePreconditions = run
+        .pve()
+        .read(&request, "migration preconditions")
+        .await
+        .map_err(|e| could_not(&format!("read the migration preconditions of {label}"), &e).0)?;
+    let running = pre.running.unwrap_or(was_running);
+    let refuse = |why: String| {
+        Err(format!(
+            "{label} cannot be migrated to node {}: {why}",
+            args.node
+        ))
+    };
+    match run.kind {
+        GuestKind::Qemu if running && !args.online => {
+            return refuse("can't migrate running VM without --online (PVE's rule) — set online: true for a live migration, or stop the VM first".into())
+        }
+        GuestKind::Lxc if running && !args.restart => {
+            return refuse("can't migrate running container without --online or --restart (PVE's rule; containers cannot migrate live) — set restart: true, or stop it first".into())
+        }
+        _ => {}
+    }
+    if let Some(why) = pre.not_allowed(&args.node) {
+        return refuse(format!("PVE does not allow that node: {why}"));
+    }
+    if !pre.allowed_nodes.iter().any(|n| n == &args.node) {
+        return refuse(format!(
+            "it is not among the nodes PVE allows ({}) — check targetNode (is it a cluster node?)",
+            match pre.allowed_nodes.is_empty() {
+                true => "none".to_string(),
+                false => pre.allowed_nodes.join(", "),
+            }
+        ));
+    }
+    if !pre.local_resources.is_empty() {
+        return refuse(format!(
+            "can't migrate VM which uses local devices: {} (PVE's rule) — remove them from the config first",
+            pre.local_resources.join(", ")
+        ));
+    }
+    // A cloud-init drive is regenerated on the target (QemuMigrate scan_local_volumes: `generated`).
+    let local: Vec<&LocalDisk> = pre
+        .local_disks
+        .iter()
+        .filter(|d| !is_cloudinit(&d.volid))
+        .collect();
+    if let Some(cdrom) = local.iter().find(|d| d.cdrom == Some(true)) {
+        return refuse(format!(
+            "can't migrate local disk '{}': local cdrom image (PVE's rule) — eject it (ide2: none,media=cdrom) first",
+            cdrom.volid
+        ));
+    }
+    let attached: Vec<&str> = local
+        .iter()
+        .filter(|d| d.is_unused != Some(true) && d.cdrom != Some(true))
+        .map(|d| d.volid.as_str())
+        .collect();
+    if running && !args.with_local_disks && !attached.is_empty() {
+        return refuse(format!(
+            "can't live migrate attached local disks without with-local-disks option ({}; PVE's rule) — set withLocalDisks: true to copy them along",
+            attached.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// `…vm-<N>-cloudinit…`: the drive PVE generates from the config (QemuMigrate's pattern).
+fn is_cloudinit(volid: &str) -> bool {
+    volid.split("vm-").skip(1).any(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].starts_with("-cloudinit")
+    })
+}
+
+/// Waits until the cluster places the guest on the target node and the target node shows it
+/// (running, if it was) with no lock.
+async fn arrive<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &MigrateArgs,
+    was_running: bool,
+) -> Result<(), String> {
+    let pve = run.pve();
+    let kind = run.kind;
+    let budget_ms = run.global.task_timeout_sec * 1000;
+    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms);
+    let by_vmid = GuestRef {
+        vmid: Some(ev.at.vmid),
+        name: None,
+    };
+    let source = ev.at.node.clone();
+    loop {
+        let last = match locate(&pve, kind, &by_vmid).await {
+            Ok(Found::Present(at)) if at.node == args.node => {
+                match read_status(&pve, kind, &at).await {
+                    Ok(status) => {
+                        let unlocked = status.lock.as_deref().is_none_or(str::is_empty);
+                        let state_ok = !was_running || Target::Running.reached(kind, &status);
+                        ev.at = at;
+                        ev.status = status;
+                        if unlocked && state_ok {
+                            return Ok(());
+                        }
+                        format!("on node {}: {}", args.node, describe(&ev.status))
+                    }
+                    // The config reaches the target with the move: until then the node does not know it.
+                    Err(e) if e.kind == ErrorKind::GuestNotOnNode => format!(
+                        "the cluster places it on node {} but that node does not hold its config yet",
+                        args.node
+                    ),
+                    Err(e) => {
+                        let action = format!(
+                            "read the state of {} {} on node {} after the migration",
+                            kind.noun(),
+                            ev.at.vmid,
+                            args.node
+                        );
+                        return Err(could_not(&action, &e).0);
+                    }
+                }
+            }
+            Ok(Found::Present(at)) => {
+                let mut seen = format!("the cluster still places it on node {}", at.node);
+                if let Ok(status) = read_status(&pve, kind, &at).await {
+                    ev.at = at;
+                    ev.status = status;
+                    seen.push_str(&format!(" ({})", describe(&ev.status)));
+                }
+                seen
+            }
+            Ok(Found::Absent { .. }) => "the cluster lists it on no node".to_string(),
+            Err(Failure(why)) => return Err(format!("after the migrate task, {why}")),
+        };
+        if let Err(stop) = pacer.pause(run.host).await {
+            let why = match stop {
+                Stopped::OutOfTime => {
+                    format!("not within taskTimeoutSec={}s", run.global.task_timeout_sec)
+                }
+                Stopped::Aborted => "the run was aborted while waiting".to_string(),
+            };
+            let ha = ev
+                .status
+                .ha
+                .as_ref()
+                .is_some_and(|ha| ha.managed == Some(true));
+            let check = match ha {
+                true => "the guest is HA-managed, so its migrate task only queued a request to the HA manager: check `ha-manager status` (quorum, the resource's state, node affinity rules)",
+                false => "check the migrate task's log on the source node and the guest's state (run lookup)",
+            };
+            let wanted = match was_running {
+                true => format!("on node {} and running", args.node),
+                false => format!("on node {}", args.node),
+            };
+            return Err(format!(
+                "the migrate task on node {source} ended successfully, but {} {} was not seen {wanted}: {why}; last observed: {last} — {check}",
+                kind.noun(),
+                ev.at.vmid
+            ));
+        }
+    }
+}
