@@ -11,8 +11,8 @@ import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
   DeleteArgs,
   dnsName,
-  fromUpstream,
   ExecRecord,
+  fromUpstream,
   GlobalArgs,
   GuestArgs,
   GuestExecArgs,

@@ -6,7 +6,7 @@
  * @module
  */
 import {
-  config,
+  findIt,
   guestPath,
   type GuestType,
   lastWrite,
@@ -16,6 +16,7 @@ import {
   statusObserved,
   taskStatus,
   version,
+  type Where,
   writesOnly,
 } from "./methods.ts";
 
@@ -33,9 +34,9 @@ export function migrateSpec(
     args: { vmid, targetNode: target },
     endpoints: [
       version,
-      resources(" (find it)"),
+      // Acting reads only status/current; the cluster listing only when the node says "not there".
+      ...findIt(n as Where, vmid, status(n, vmid, " (before)", 0, type)),
       status(n, vmid, " (before)", 0, type),
-      config(n, vmid, "", 0, type),
       {
         id: "GET migrate (preconditions)",
         method: "GET",
@@ -55,7 +56,7 @@ export function migrateSpec(
         privilege: `/vms/${vmid}, VM.Migrate`,
       },
       taskStatus(n, "migrate"),
-      resources(" (arrived?)", 1),
+      resources(" (arrived?)", n === "pve1" ? 0 : 1),
       {
         ...status(target, vmid, "", 0, type),
         id: `GET status/current (on ${target})`,
