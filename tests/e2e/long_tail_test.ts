@@ -205,7 +205,7 @@ for (const into of ["401", "page"] as EchoInto[]) {
     await withEnv({}, async (env) => {
       for (const form of FORMS) {
         env.sim.fault({
-          pathRegex: "/cluster/resources$",
+          pathRegex: "/qemu/100/status/current$",
           kind: "echo",
           into,
           form,
@@ -245,7 +245,7 @@ Deno.test("long tail: a task log echoing the token leaks it nowhere", async () =
 Deno.test("long tail: a 200 KB message is quoted bounded, keeping its reason", async () => {
   await withEnv({}, async (env) => {
     env.sim.fault({
-      pathRegex: "/cluster/resources$",
+      pathRegex: "/qemu/100/status/current$",
       kind: "status",
       status: 500,
       message: `cluster not ready - no quorum?${"!".repeat(200_000)}`,
