@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Rust core to wasm and embeds it in the swamp package (js/_lib/generated/).
+# Builds the Rust core to wasm and stages it in the swamp package (js/_lib/generated/).
 set -euo pipefail
 source "$(dirname "$0")/scripts/tools.sh"
 cd "$PROJECT_ROOT"
@@ -19,7 +19,7 @@ say "optimising with wasm-opt -Oz"
 wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   "$out/proxmox_core_bg.wasm" -o "$out/proxmox_core.opt.wasm"
-deno run --quiet --allow-read=. --allow-write=js/_lib/generated scripts/embed_wasm.ts \
+deno run --quiet --allow-read=. --allow-write=js/_lib/generated scripts/stage_wasm.ts \
   "$out/proxmox_core.js" "$out/proxmox_core.opt.wasm" js/_lib/generated
 raw=$(stat -c %s "$out/proxmox_core_bg.wasm")
 opt=$(stat -c %s "$out/proxmox_core.opt.wasm")

@@ -4,5 +4,5 @@
 set -euo pipefail
 source "$(dirname "$0")/scripts/tools.sh"
 cd "$PROJECT_ROOT"
-[ -f js/_lib/generated/core_wasm.ts ] || ./build.sh
+[ -f js/_lib/generated/proxmox_core.wasm ] || ./build.sh
 exec deno run --allow-all cli/run.ts "$@"

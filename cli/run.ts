@@ -27,6 +27,7 @@ import { ensureGuestImage } from "../simulator/guest_image.ts";
 import type { RealGuestOptions } from "../simulator/real_guests.ts";
 import { startGuestAgent } from "../simulator/qga.ts";
 import { startSimulator } from "../simulator/simulator.ts";
+import { PACKAGE_FILES } from "../harness/project_package.ts";
 
 const USAGE =
   `usage: run.sh [<method>] [--model qemu|lxc] [--input key=value]… [--json]
@@ -181,7 +182,7 @@ async function runOne(
   const repo = new SwampRepo(chosen, {
     name: String(globalArgs.name),
     globalArgs,
-  }, { vault: true });
+  }, { vault: true, extensionFiles: PACKAGE_FILES });
   const result = await repo.run(method, inputs);
   print(result, repo);
   return result;
@@ -226,6 +227,7 @@ async function demo(
 ): Promise<boolean> {
   const repo = new SwampRepo(qemuModel, { name: "demo", globalArgs }, {
     vault: true,
+    extensionFiles: PACKAGE_FILES,
   });
   const steps: DemoStep[] = realVmid !== undefined
     ? realGuestSteps(realVmid)

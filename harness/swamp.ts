@@ -126,6 +126,7 @@ export class SwampRepo {
   readonly #vault?: MemoryVault;
   readonly #modelType: { raw: string; normalized: string };
   readonly #definitionId: string;
+  readonly #extensionFiles?: Record<string, string>;
 
   /**
    * @param model the extension's `model` export
@@ -153,6 +154,7 @@ export class SwampRepo {
       normalized: normalizeType(model.type),
     };
     this.#definitionId = definition.id ?? crypto.randomUUID();
+    this.#extensionFiles = options.extensionFiles;
     if (options.vault) {
       this.#vault = new MemoryVault(
         typeof options.vault === "string" ? options.vault : "default",
@@ -337,7 +339,9 @@ export class SwampRepo {
       methodName: method,
       logger: state.logs.logger(),
       unresolvedMethodArgs: { ...globalArgs, ...methodArgs },
-      extensionFile: makeExtensionFile(opts.extensionFiles),
+      extensionFile: makeExtensionFile(
+        opts.extensionFiles ?? this.#extensionFiles,
+      ),
     };
   }
 

@@ -223,12 +223,14 @@ export interface RepoOptions {
    * one, mutating methods of a model with sensitive fields fail fast.
    */
   vault?: boolean | string;
+  /** Files the model's manifest ships (relative path → absolute path): `ctx.extensionFile`'s. */
+  extensionFiles?: Record<string, string>;
 }
 
 /** Options of one `swamp model method run`. */
 export interface RunOptions {
   signal?: AbortSignal;
-  /** Files shipped by the manifest: relative path → absolute path. */
+  /** Files shipped by the manifest, for this run only (else the repository's). */
   extensionFiles?: Record<string, string>;
   /** `--skip-checks`. */
   skipChecks?: boolean;

@@ -1,7 +1,7 @@
 /**
- * Runs a method on the Rust core: loads the embedded wasm on first use, hands it a host, writes the
- * records it returns, and throws when its verdict is "failed" (after the records are written, so
- * swamp keeps the evidence).
+ * Runs a method on the Rust core: loads the wasm module the manifest ships (once per process, on
+ * first use), hands it a host, writes the records it returns, and throws when its verdict is
+ * "failed" (after the records are written, so swamp keeps the evidence).
  *
  * @module
  */
@@ -10,8 +10,18 @@ import {
   runMethod,
   validateArguments,
 } from "./generated/core_glue.ts";
-import { WASM_BASE64 } from "./generated/core_wasm.ts";
 import { createHost, type HostContext } from "./host.ts";
+
+/** The core's wasm module: a manifest `binaries` entry, relative to the manifest. */
+export const WASM_FILE = "_lib/generated/proxmox_core.wasm";
+
+/**
+ * Where the wasm module is found: swamp's `ctx.extensionFile`, which resolves a shipped file
+ * wherever the package lives (a local extension, a pulled one, a remote worker's cache).
+ */
+export interface PackageFiles {
+  extensionFile(relPath: string): string;
+}
 
 /** The models the core implements. */
 export type ModelName = "qemu" | "lxc";
@@ -20,7 +30,7 @@ export type ModelName = "qemu" | "lxc";
 export type DataHandle = unknown;
 
 /** The part of swamp's method context a core run uses. */
-export interface MethodContext extends HostContext {
+export interface MethodContext extends HostContext, PackageFiles {
   globalArgs: Record<string, unknown>;
   writeResource(
     spec: string,
@@ -40,16 +50,9 @@ interface CoreOutcome {
 let loaded = false;
 
 /** Instantiates the wasm once per process, on first use (never at import: swamp imports to index). */
-function loadCore(): void {
+function loadCore(files: PackageFiles): void {
   if (loaded) return;
-  const text = WASM_BASE64.join("");
-  const fromBase64 =
-    (Uint8Array as unknown as { fromBase64?: (s: string) => Uint8Array })
-      .fromBase64;
-  const bytes = fromBase64
-    ? fromBase64(text)
-    : Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-  initSync({ module: bytes });
+  initSync({ module: Deno.readFileSync(files.extensionFile(WASM_FILE)) });
   loaded = true;
 }
 
@@ -58,9 +61,9 @@ export async function decide(
   model: ModelName,
   method: string,
   args: Record<string, unknown>,
-  ctx: HostContext,
+  ctx: HostContext & PackageFiles,
 ): Promise<CoreOutcome> {
-  loadCore();
+  loadCore(ctx);
   const host = createHost(ctx);
   try {
     return await runMethod(
@@ -101,7 +104,7 @@ export async function runOnCore(
 }
 
 /** The part of swamp's check context a core check uses (checks get no record writers). */
-export interface CheckContext extends HostContext {
+export interface CheckContext extends HostContext, PackageFiles {
   globalArgs: Record<string, unknown>;
 }
 
@@ -122,10 +125,11 @@ export async function checkOnCore(
  * the field and the rule, or `undefined` when they are valid. No request is made.
  */
 export function validateOnCore(
+  files: PackageFiles,
   model: ModelName,
   method: string,
   args: Record<string, unknown>,
 ): string | undefined {
-  loadCore();
+  loadCore(files);
   return validateArguments(model, method, JSON.stringify(args)) ?? undefined;
 }

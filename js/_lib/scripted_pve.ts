@@ -78,6 +78,7 @@ export interface ScriptedContext {
     data: Record<string, unknown>,
   ): Promise<unknown>;
   readResource(instance: string): Promise<Record<string, unknown> | null>;
+  extensionFile(relPath: string): string;
   written: Written[];
   logs: string[];
 }
@@ -118,6 +119,9 @@ export function scriptedContext(pve: ScriptedPve): ScriptedContext {
       const last = written.findLast((w) => w.instance === instance);
       return Promise.resolve(last?.data ?? null);
     },
+    // The package's files, beside its manifest (js/), as swamp resolves them for a local extension.
+    extensionFile: (relPath) =>
+      new URL(`../${relPath}`, import.meta.url).pathname,
     written,
     logs,
   };

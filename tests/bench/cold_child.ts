@@ -57,7 +57,8 @@ if (mode === "import" || mode === "lookup") {
           return Promise.resolve({ name: instance, specName: spec });
         },
         readResource: () => Promise.resolve(null),
-        extensionFile: (p: string) => p,
+        // The package ships its files beside its manifest (the folder of the model entry).
+        extensionFile: (p: string) => new URL(p, entry).pathname,
       });
     } catch (error) {
       status = `failed: ${(error as Error).message}`;

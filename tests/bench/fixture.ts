@@ -11,6 +11,7 @@ import type { GuestAgent } from "../../simulator/qga.ts";
 import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
 import type { SimGuest } from "../../simulator/types.ts";
 import { fitArgs, type Package } from "./package.ts";
+import { PACKAGE_FILES } from "../../harness/project_package.ts";
 
 /** The token every bench simulator accepts. */
 export const TOKEN = {
@@ -94,6 +95,7 @@ export async function startBenchEnv(
   try {
     repo = new SwampRepo(model, { name: "bench", globalArgs: globals.args }, {
       vault: true,
+      extensionFiles: PACKAGE_FILES,
     });
   } catch (error) {
     await sim.close();

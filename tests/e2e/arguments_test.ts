@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { model } from "../../js/proxmox_qemu.ts";
 import { SwampRepo } from "../../harness/swamp.ts";
 import { type Env, withEnv } from "./env.ts";
+import { PACKAGE_FILES } from "../../harness/project_package.ts";
 
 async function refusedBeforeAnyRequest(
   env: Env,
@@ -73,7 +74,7 @@ async function globalArgsRefused(
     const repo = new SwampRepo(model, {
       name: "bad",
       globalArgs: { name: "bad", transport },
-    }, { vault: true });
+    }, { vault: true, extensionFiles: PACKAGE_FILES });
     const r = await repo.run("lookup", { vmid: 100 });
     assert.equal(r.status, "failed");
     assert.match(r.error ?? "", field);

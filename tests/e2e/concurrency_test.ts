@@ -8,6 +8,7 @@ import { SwampRepo } from "../../harness/swamp.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { SimGuest } from "../../simulator/types.ts";
 import { withEnv, written } from "./env.ts";
+import { PACKAGE_FILES } from "../../harness/project_package.ts";
 
 const FLEET = Array.from({ length: 10 }, (_, i): SimGuest => ({
   vmid: 300 + i,
@@ -31,7 +32,7 @@ Deno.test("concurrency: 20 concurrent lookups and guestExecs on one loaded modul
         new SwampRepo(model, {
           name: `step-${g.vmid}`,
           globalArgs: env.globalArgs,
-        }, { vault: true });
+        }, { vault: true, extensionFiles: PACKAGE_FILES });
       const code = g.vmid % 7;
       return [
         repo().run("lookup", { vmid: g.vmid }).then((r) => ({

@@ -13,6 +13,7 @@ import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { SimGuest, SimOptions } from "../../simulator/types.ts";
 import { PVESH_TOKEN, type SshNode, startSshNode } from "../ssh/node.ts";
+import { PACKAGE_FILES } from "../../harness/project_package.ts";
 
 /** The token the fixture's package uses; recognisable, so leak scans can look for it. */
 export const TOKEN_ID = "root@pam!swamp";
@@ -101,7 +102,7 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
   const repo = new SwampRepo(options.model ?? qemuModel, {
     name: "fleet",
     globalArgs,
-  }, { vault: true });
+  }, { vault: true, extensionFiles: PACKAGE_FILES });
   return {
     sim,
     agent,

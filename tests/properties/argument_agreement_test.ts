@@ -8,6 +8,7 @@ import fc from "npm:fast-check@4";
 import { model } from "../../js/proxmox_qemu.ts";
 import { model as lxcModel } from "../../js/proxmox_lxc.ts";
 import { type ModelName, validateOnCore } from "../../js/_lib/core.ts";
+import { PACKAGE } from "../../harness/project_package.ts";
 
 const RUNS = 5000;
 
@@ -652,7 +653,7 @@ function agreement(
             Object.keys(global).map((k) => [k, merged[k]]),
           );
           const zod = zodAccepts(method, seen, args);
-          const core = validateOnCore(modelName, method, merged);
+          const core = validateOnCore(PACKAGE, modelName, method, merged);
           assert.equal(
             zod,
             core === undefined,
@@ -669,7 +670,7 @@ function agreement(
         seed: 7,
       })
         .map(([global, args]) =>
-          validateOnCore(modelName, method, { ...global, ...args }) ===
+          validateOnCore(PACKAGE, modelName, method, { ...global, ...args }) ===
             undefined
         );
       const valid = verdicts.filter(Boolean).length;
@@ -702,7 +703,7 @@ Deno.test("argument rules: the core's errors name the field", () => {
     },
   };
   assert.match(
-    validateOnCore("qemu", "lookup", { ...global, vmid: 100 }) ?? "",
+    validateOnCore(PACKAGE, "qemu", "lookup", { ...global, vmid: 100 }) ?? "",
     /`transport\.node`/,
   );
 });

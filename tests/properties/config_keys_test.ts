@@ -14,6 +14,7 @@ import { model } from "../../js/proxmox_qemu.ts";
 import { model as lxcModel } from "../../js/proxmox_lxc.ts";
 import { validateOnCore } from "../../js/_lib/core.ts";
 import { NOT_CONFIG_KEYS } from "../../js/_lib/schemas.ts";
+import { PACKAGE } from "../../harness/project_package.ts";
 
 const apidata = JSON.parse(await Deno.readTextFile(apidataPath()));
 
@@ -68,7 +69,10 @@ for (
       const args = { vmid: 100, config: { [key]: "1" } };
       const zod = methods.setConfig.arguments.safeParse(args);
       assert.ok(zod.success, `zod refused ${key}`);
-      const core = validateOnCore(name, "setConfig", { ...global, ...args });
+      const core = validateOnCore(PACKAGE, name, "setConfig", {
+        ...global,
+        ...args,
+      });
       assert.equal(core, undefined, `core refused ${key}: ${core}`);
     }
   });

@@ -26,6 +26,7 @@ import { SwampRepo } from "../../harness/swamp.ts";
 import type { RunResult } from "../../harness/swamp.ts";
 import { strangerKey } from "./node.ts";
 import { freePort, generateKey, knownHostsLine } from "./sshd.ts";
+import { PACKAGE, PACKAGE_FILES } from "../../harness/project_package.ts";
 
 /** Runs `method` with the env's transport changed by `override`; returns the result and its duration. */
 async function runWith(
@@ -41,7 +42,7 @@ async function runWith(
   const repo = new SwampRepo(model, {
     name: "fleet",
     globalArgs: { ...env.globalArgs, transport },
-  }, { vault: true });
+  }, { vault: true, extensionFiles: PACKAGE_FILES });
   const started = performance.now();
   const r = await repo.run(method, args);
   return { r, ms: performance.now() - started };
@@ -439,7 +440,7 @@ Deno.test("ssh transport: NUL is refused by zod and by the core alike, naming th
       assert.match(r.error ?? "", zodField);
       assert.match(r.error ?? "", /NUL/);
       // The core's own rule, without zod in front.
-      const core = validateOnCore("qemu", "guestExec", {
+      const core = validateOnCore(PACKAGE, "qemu", "guestExec", {
         ...env.globalArgs,
         ...args,
       });
@@ -451,7 +452,7 @@ Deno.test("ssh transport: NUL is refused by zod and by the core alike, naming th
         "qemu",
         "guestExec",
         { ...env.globalArgs, ...args },
-        { logger: { info() {}, error() {} } },
+        { logger: { info() {}, error() {} }, ...PACKAGE },
       );
       assert.equal(outcome.verdict.status, "failed");
     }
