@@ -215,7 +215,11 @@ Deno.test({
         );
       }
       const r = await runMethod(env, "lookup", { vmid: 100 }, 1);
-      assert.notEqual(r.json?.status, "succeeded");
+      assert.equal(r.json.code, "method_execution_failed");
+      assert.ok(
+        BINARIES.some((bin) => r.json.error.includes(bin)),
+        `the error names a missing binary: ${r.json.error}`,
+      );
     });
   },
 });
