@@ -4,14 +4,17 @@
  * its methods run from there against the simulator. A pulled extension lives in
  * `.swamp/pulled-extensions/<name>/` and runs from bundles, with the manifest's `additionalFiles`
  * and `binaries` under `files/`; these tests fail when what the methods need did not travel.
+ * The last tests run a pulled method remotely: through `swamp serve` (`--server`), and on a
+ * remote worker (`swamp worker connect`) that receives it as a bundle (serve.ts).
  * Sizes are printed on lines starting `real-swamp:` (./test.sh shows them).
  *
  * @module
  */
 import assert from "node:assert/strict";
 import { join, relative } from "node:path";
-import { OUR_PACKAGE, runMethod, withRealSwamp } from "./fixture.ts";
+import { inputs, OUR_PACKAGE, runMethod, withRealSwamp } from "./fixture.ts";
 import { PublishedPackage, tarGzEntries } from "./registry.ts";
+import { SwampServe } from "./serve.ts";
 import { SwampCli } from "./swamp_cli.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -223,3 +226,92 @@ Deno.test({
     });
   },
 });
+
+Deno.test(
+  "real swamp: lookup of a pulled package run through swamp serve (--server) stores vm-100 in the served repository",
+  opts,
+  async () => {
+    await withRealSwamp({ install: "pull" }, async (env) => {
+      const serve = await SwampServe.start(env.cli);
+      // The client is a repository without the package or the definition: only the server has them.
+      const client = await SwampCli.init();
+      try {
+        const r = await client.json([
+          "model",
+          "method",
+          "run",
+          "fleet",
+          "lookup",
+          ...inputs({ vmid: 100 }),
+          "--server",
+          serve.url,
+        ]);
+        assert.equal(r.json.status, "succeeded");
+        const stored = await env.cli.latest(
+          'modelName == "fleet" && name == "vm-100"',
+        );
+        assert.equal(stored.get("vm-100")?.status, "running");
+        assert.equal(stored.get("vm-100")?.name, "web");
+      } finally {
+        await client.close();
+        await serve.close();
+      }
+    });
+  },
+);
+
+/** A workflow whose one step runs lookup on a worker labelled `role=pve` (queueing ≤ 60 s). */
+const REMOTE_LOOKUP = `id: 0b7f3c1e-5d2a-4e8b-9c61-7a4d2e9f1b30
+name: remote-lookup
+version: 1
+jobs:
+  - name: fleet
+    steps:
+      - name: look
+        labels:
+          role: pve
+        queueTimeout: 60
+        task:
+          type: model_method
+          modelIdOrName: fleet
+          methodName: lookup
+          inputs:
+            vmid: 100
+`;
+
+Deno.test(
+  "real swamp: lookup of a pulled package placed on a remote worker succeeds there and stores vm-100",
+  opts,
+  async () => {
+    await withRealSwamp({ install: "pull" }, async (env) => {
+      await env.cli.write(
+        "workflows/workflow-remote-lookup.yaml",
+        REMOTE_LOOKUP,
+      );
+      const serve = await SwampServe.start(env.cli);
+      try {
+        const workerLog = await serve.connectWorker("pool", { role: "pve" });
+        const r = await env.cli.json([
+          "workflow",
+          "run",
+          "remote-lookup",
+          "--server",
+          serve.url,
+        ]);
+        assert.equal(r.json.status, "succeeded");
+        assert.equal(r.json.jobs[0].steps[0].status, "succeeded");
+        // The worker, not the server, ran the method.
+        assert.match(
+          workerLog(),
+          /Dispatch \S+: @stateless\/proxmox\/qemu\.lookup succeeded/,
+        );
+        const stored = await env.cli.latest(
+          'modelName == "fleet" && name == "vm-100"',
+        );
+        assert.equal(stored.get("vm-100")?.status, "running");
+      } finally {
+        await serve.close();
+      }
+    });
+  },
+);
