@@ -1,7 +1,8 @@
 /**
  * The real-swamp fixture: a real qemu guest agent, the PVE simulator in front of it, and a fresh
- * swamp repository (the real CLI) with a package installed and a model definition `fleet` created
- * through `swamp model create`.
+ * swamp repository (the real CLI) with a package installed — copied in as a local extension, or
+ * pushed to a fake registry and pulled back — and a model definition `fleet` created through
+ * `swamp model create`.
  *
  * @module
  */
@@ -11,6 +12,7 @@ import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
 import { DEMO_NODES, demoGuests } from "../../simulator/demo_cluster.ts";
 import type { SimGuest } from "../../simulator/types.ts";
 import { apiGlobalArgs, PROJECT_ROOT, SwampCli } from "./swamp_cli.ts";
+import { PublishedPackage } from "./registry.ts";
 
 /** This package, as it ships (js/ after ./build.sh). */
 export const OUR_PACKAGE = join(PROJECT_ROOT, "js");
@@ -23,6 +25,8 @@ export interface RealSwamp {
   sim: Simulator;
   agent: GuestAgent;
   cli: SwampCli;
+  /** The registry the package was pulled from (`install: "pull"`). */
+  published?: PublishedPackage;
   /** `--global-arg` flags of a definition named `name` reaching the simulator. */
   globalArgs(name: string, extra?: Record<string, string | number>): string[];
 }
@@ -32,6 +36,12 @@ export interface RealSwampOptions {
   guests?: SimGuest[];
   /** The package installed first (default: ours). */
   packageDir?: string;
+  /**
+   * How the package reaches the repository: copied into `extensions/` as a local extension
+   * ("local", the default), or published by `swamp extension push` to a fake registry and
+   * installed by `swamp extension pull` ("pull"; it then lives in `.swamp/pulled-extensions/`).
+   */
+  install?: "local" | "pull";
   /** The model type of the `fleet` definition; none is created when null. */
   type?: string | null;
   /** Extra global arguments of the `fleet` definition. */
@@ -46,6 +56,7 @@ export async function withRealSwamp(
   const agent = await startGuestAgent();
   let sim: Simulator | undefined;
   let cli: SwampCli | undefined;
+  let published: PublishedPackage | undefined;
   try {
     sim = await startSimulator({
       nodes: DEMO_NODES,
@@ -54,7 +65,13 @@ export async function withRealSwamp(
       agent,
     });
     cli = await SwampCli.init();
-    await cli.install(options.packageDir ?? OUR_PACKAGE);
+    const packageDir = options.packageDir ?? OUR_PACKAGE;
+    if (options.install === "pull") {
+      published = await PublishedPackage.push(packageDir);
+      await published.pullInto(cli);
+    } else {
+      await cli.install(packageDir);
+    }
     const url = sim.url;
     const globalArgs = (name: string, extra = {}) =>
       apiGlobalArgs(name, url, TOKEN, extra);
@@ -70,9 +87,10 @@ export async function withRealSwamp(
         ...globalArgs("fleet", options.fleetArgs),
       ]);
     }
-    await body({ sim, agent, cli, globalArgs });
+    await body({ sim, agent, cli, published, globalArgs });
   } finally {
     await cli?.close();
+    await published?.close();
     await sim?.close();
     await agent.stop();
   }

@@ -7,17 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { OUR_PACKAGE } from "./fixture.ts";
-import { SwampCli } from "./swamp_cli.ts";
+import { documents, SwampCli } from "./swamp_cli.ts";
 
 const MANIFEST = "extensions/models/manifest.yaml";
-
-/** swamp prints several JSON documents one after another (one per section); parse each. */
-// deno-lint-ignore no-explicit-any
-function documents(text: string): any[] {
-  return text.split(/\n(?=\{\n)/).filter((t) => t.trim()).map((t) =>
-    JSON.parse(t)
-  );
-}
 
 async function withPackage(body: (cli: SwampCli) => Promise<void>) {
   const cli = await SwampCli.init();

@@ -44,8 +44,21 @@ export function swampBinary(): Promise<string> {
   return swampPath;
 }
 
+/**
+ * The swamp home the wrapper uses when none is given: `$SWAMP_HOME`, else `home/` beside the
+ * wrapper (where `setup.sh` puts the embedded deno and its cache).
+ */
+export async function defaultSwampHome(): Promise<string> {
+  const given = Deno.env.get("SWAMP_HOME");
+  if (given) return given;
+  return join(await Deno.realPath(await swampBinary()), "..", "home");
+}
+
 /** A fresh swamp repository in a temporary directory. */
 export class SwampCli {
+  /** Environment added to every `swamp …` run (e.g. a registry's `SWAMP_HOME`, `SWAMP_CLUB_URL`). */
+  env: Record<string, string> = {};
+
   private constructor(readonly dir: string, private readonly swamp: string) {}
 
   /** A fresh repository: a copy of one `swamp init` made once per process. */
@@ -74,7 +87,7 @@ export class SwampCli {
     const out = await new Deno.Command(this.swamp, {
       args: [...args, "--no-color"],
       cwd: this.dir,
-      env: { NO_COLOR: "1" },
+      env: { NO_COLOR: "1", ...this.env },
       stdout: "piped",
       stderr: "piped",
     }).output();
@@ -148,6 +161,14 @@ export class SwampCli {
   async close(): Promise<void> {
     await Deno.remove(this.dir, { recursive: true }).catch(() => {});
   }
+}
+
+/** swamp prints several JSON documents one after another (one per section); parse each. */
+// deno-lint-ignore no-explicit-any
+export function documents(text: string): any[] {
+  return text.split(/\n(?=\{\n)/).filter((t) => t.trim()).map((t) =>
+    JSON.parse(t)
+  );
 }
 
 function parseJson(text: string): unknown {
