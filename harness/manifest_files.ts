@@ -11,9 +11,13 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "npm:yaml@2";
 
-/** Relative path → absolute path of every file `manifest.yaml` at `manifestPath` ships. */
+/** The lists of shipped files a manifest may have. */
+export type ShippedList = "additionalFiles" | "binaries";
+
+/** Relative path → absolute path of every file `manifest.yaml` at `manifestPath` ships in `lists`. */
 export function manifestFiles(
   manifestPath: string | URL,
+  lists: ShippedList[] = ["additionalFiles", "binaries"],
 ): Record<string, string> {
   const path = manifestPath instanceof URL
     ? fileURLToPath(manifestPath)
@@ -23,7 +27,7 @@ export function manifestFiles(
     unknown
   >;
   const files: Record<string, string> = {};
-  for (const field of ["additionalFiles", "binaries"]) {
+  for (const field of lists) {
     const listed = manifest[field] ?? [];
     if (!Array.isArray(listed)) {
       throw new Error(`${path}: ${field} is not a list`);

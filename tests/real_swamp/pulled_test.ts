@@ -16,34 +16,15 @@ import { inputs, OUR_PACKAGE, runMethod, withRealSwamp } from "./fixture.ts";
 import { PublishedPackage, tarGzEntries } from "./registry.ts";
 import { SwampServe } from "./serve.ts";
 import { SwampCli } from "./swamp_cli.ts";
+import { manifestFiles } from "../../harness/manifest_files.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
-const MANIFEST = await Deno.readTextFile(join(OUR_PACKAGE, "manifest.yaml"));
-
-/** A top-level list of the manifest (`key:` followed by `- item` lines); none when absent. */
-function manifestList(key: string): string[] {
-  const head = new RegExp(`^${key}:(.*)$`, "m").exec(MANIFEST);
-  if (!head) return [];
-  if (head[1].trim()) {
-    throw new Error(`manifest.yaml: ${key} is not a block list`);
-  }
-  const rest = MANIFEST.slice(head.index + head[0].length + 1);
-  const items: string[] = [];
-  for (const line of rest.split("\n")) {
-    const item = /^\s+-\s+"?([^"]+?)"?\s*$/.exec(line);
-    if (!item) break;
-    items.push(item[1]);
-  }
-  return items;
-}
+const MANIFEST = join(OUR_PACKAGE, "manifest.yaml");
 
 /** What the manifest ships beside the code: swamp puts both lists under `files/`. */
-const SHIPPED = [
-  ...manifestList("additionalFiles"),
-  ...manifestList("binaries"),
-];
-const BINARIES = manifestList("binaries");
+const SHIPPED = Object.keys(manifestFiles(MANIFEST));
+const BINARIES = Object.keys(manifestFiles(MANIFEST, ["binaries"]));
 
 /** Every file under `dir`, relative to it, with its size. */
 async function filesUnder(dir: string): Promise<Map<string, number>> {
@@ -203,11 +184,10 @@ Deno.test(
 Deno.test({
   name:
     "real swamp: a pulled package missing a shipped binary fails its method run",
-  // Nothing to take away while the manifest ships no binaries.
-  ignore: BINARIES.length === 0,
   ...opts,
   fn: async () => {
     await withRealSwamp({ install: "pull" }, async (env) => {
+      assert.ok(BINARIES.length > 0, "the manifest ships the core as a binary");
       for (const bin of BINARIES) {
         await Deno.remove(
           join(
