@@ -4,7 +4,10 @@
  * `src/domain/models/console_guard.ts`): log/info/debug/warn/error are
  * redirected into a line list (strings as-is, numbers via String, anything
  * else as JSON, arguments joined by spaces) and restored afterwards, so an
- * extension's stray prints never reach swamp's own stdout.
+ * extension's stray prints never reach swamp's own stdout. Like swamp's guard
+ * it is shared by runs that overlap (parallel steps in one process): the first
+ * one in installs the redirect, a line goes to every run active when it is
+ * printed, and the last one out restores the console.
  *
  * @module
  */
@@ -21,20 +24,30 @@ function formatArg(arg: unknown): string {
   }
 }
 
+const REAL_CONSOLE = CAPTURED.map((name) => [name, console[name]] as const);
+/** The line lists of the runs in progress. */
+const active = new Set<string[]>();
+
 /** Runs `fn` with console output appended to `lines` instead of printed. */
 export async function withConsoleCapture<T>(
   fn: () => Promise<T>,
   lines: string[],
 ): Promise<T> {
-  const saved = CAPTURED.map((name) => [name, console[name]] as const);
-  for (const name of CAPTURED) {
-    console[name] = (...args: unknown[]) => {
-      lines.push(args.map(formatArg).join(" "));
-    };
+  if (active.size === 0) {
+    for (const name of CAPTURED) {
+      console[name] = (...args: unknown[]) => {
+        const line = args.map(formatArg).join(" ");
+        for (const list of active) list.push(line);
+      };
+    }
   }
+  active.add(lines);
   try {
     return await fn();
   } finally {
-    for (const [name, original] of saved) console[name] = original;
+    active.delete(lines);
+    if (active.size === 0) {
+      for (const [name, original] of REAL_CONSOLE) console[name] = original;
+    }
   }
 }

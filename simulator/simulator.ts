@@ -186,6 +186,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
       form,
       authorized: user !== undefined,
       status: 0,
+      at: performance.now(),
     };
     requests.push(record);
     if (!await timers.sleep(latencyMs)) return dropped(info);

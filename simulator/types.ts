@@ -284,4 +284,6 @@ export interface RequestRecord {
   authorized: boolean;
   /** HTTP status answered; 0 when none was (reset, hang). */
   status: number;
+  /** Arrival, `performance.now()` of the simulator's process (what a load figure is cut by). */
+  at: number;
 }

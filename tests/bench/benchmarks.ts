@@ -15,6 +15,7 @@ import { fleet, scenarioGuests } from "./guests.ts";
 import { hasMethod, type Package, packageFiles } from "./package.ts";
 import { type Cell, formatValue, type Row, type Target } from "./table.ts";
 import { pushArchiveBytes } from "./archive.ts";
+import { FLEET_SIZE, fleetRows } from "./fleet.ts";
 
 /** The benchmark groups, in table order. */
 export const GROUPS = [
@@ -25,6 +26,7 @@ export const GROUPS = [
   "cold",
   "size",
   "archive",
+  "fleet",
 ] as const;
 /** A benchmark group. */
 export type Group = typeof GROUPS[number];
@@ -166,6 +168,10 @@ export async function runBenchmarks(
   if (opts.groups.includes("size")) {
     say("shipped size");
     rows.push(...await sizeRows(pkgs, opts));
+  }
+  if (opts.groups.includes("fleet")) {
+    say(`fleet: ${FLEET_SIZE} guests started together`);
+    rows.push(...await fleetRows(pkgs, opts));
   }
   if (opts.groups.includes("archive")) {
     say("push archive (real swamp: extension quality)");

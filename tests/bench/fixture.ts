@@ -53,13 +53,18 @@ export interface BenchEnv {
   repo: SwampRepo;
   /** Global arguments left out because the package does not declare them. */
   droppedGlobals: string[];
-  run(
-    method: string,
-    args?: Record<string, unknown>,
-    timeoutMs?: number,
-  ): Promise<BenchRun>;
+  run: RunOn;
+  /** Runs on another definition of the same model and simulator (swamp locks per definition). */
+  definition(name: string): RunOn;
   close(): Promise<void>;
 }
+
+/** One bounded run of `method` on a definition. */
+export type RunOn = (
+  method: string,
+  args?: Record<string, unknown>,
+  timeoutMs?: number,
+) => Promise<BenchRun>;
 
 /** Starts a simulator for `pkg` and a repository holding one definition of its qemu model. */
 export async function startBenchEnv(
@@ -91,22 +96,21 @@ export async function startBenchEnv(
     },
     ...opts.globalArgs,
   });
-  let repo: SwampRepo;
-  try {
-    repo = new SwampRepo(model, { name: "bench", globalArgs: globals.args }, {
+  const repoNamed = (name: string) =>
+    new SwampRepo(model, { name, globalArgs: globals.args }, {
       vault: true,
       extensionFiles: PACKAGE_FILES,
     });
+  let repo: SwampRepo;
+  try {
+    repo = repoNamed("bench");
   } catch (error) {
     await sim.close();
     throw error;
   }
-  return {
-    pkg,
-    sim,
-    repo,
-    droppedGlobals: globals.dropped,
-    run: async (method, args = {}, timeoutMs = 120_000) => {
+  const runOn =
+    (repo: SwampRepo): RunOn =>
+    async (method, args = {}, timeoutMs = 120_000) => {
       const schema = model.methods[method]?.arguments;
       const fitted = fitArgs(schema, args);
       const before = sim.requests.length;
@@ -120,7 +124,14 @@ export async function startBenchEnv(
         wallMs: performance.now() - started,
         dropped: fitted.dropped,
       };
-    },
+    };
+  return {
+    pkg,
+    sim,
+    repo,
+    droppedGlobals: globals.dropped,
+    run: runOn(repo),
+    definition: (name) => runOn(repoNamed(name)),
     close: () => sim.close(),
   };
 }
