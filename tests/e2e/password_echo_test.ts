@@ -46,18 +46,20 @@ function echo(
   env.sim.fault({ method, pathRegex, kind: "echo", into, param, form });
 }
 
-Deno.test("setConfig: a 400 quoting the cipassword it sent leaks it nowhere", async () => {
-  await withEnv({}, async (env) => {
-    for (const form of FORMS) {
-      echo(env, "400", "cipassword", form, "PUT", "/qemu/102/config$");
-      const r = await env.run("setConfig", {
-        vmid: 102,
-        config: { cipassword: PASSWORD },
-      });
-      assertScrubbed(r, `setConfig (${form})`);
-    }
+for (const via of ["api", "ssh"] as const) {
+  Deno.test(`setConfig (${via}): a 400 quoting the cipassword it sent leaks it nowhere`, async () => {
+    await withEnv({ via }, async (env) => {
+      for (const form of FORMS) {
+        echo(env, "400", "cipassword", form, "PUT", "/qemu/102/config$");
+        const r = await env.run("setConfig", {
+          vmid: 102,
+          config: { cipassword: PASSWORD },
+        });
+        assertScrubbed(r, `setConfig (${form})`);
+      }
+    });
   });
-});
+}
 
 const ciVm: SimGuest = {
   vmid: 740,
@@ -95,14 +97,23 @@ const createArgs = {
   config: { password: PASSWORD },
 };
 
-Deno.test("lxc create: a 500 quoting the password it sent leaks it nowhere", async () => {
-  await withCt({}, async (env) => {
-    for (const form of FORMS) {
-      echo(env, "500", "password", form, "POST", "^/api2/json/nodes/pve1/lxc$");
-      assertScrubbed(await env.run("create", createArgs), `create (${form})`);
-    }
+for (const via of ["api", "ssh"] as const) {
+  Deno.test(`lxc create (${via}): a 500 quoting the password it sent leaks it nowhere`, async () => {
+    await withCt({ via }, async (env) => {
+      for (const form of FORMS) {
+        echo(
+          env,
+          "500",
+          "password",
+          form,
+          "POST",
+          "^/api2/json/nodes/pve1/lxc$",
+        );
+        assertScrubbed(await env.run("create", createArgs), `create (${form})`);
+      }
+    });
   });
-});
+}
 
 Deno.test("lxc create: a task log quoting the password it sent leaks it nowhere", async () => {
   await withCt({}, async (env) => {

@@ -29,21 +29,26 @@ function storesOnCreate(env: Env, config: Record<string, ConfigValue>) {
   });
 }
 
-Deno.test("create: memory PVE stored other than asked fails naming both values", async () => {
-  await withCt({}, async (env) => {
-    storesOnCreate(env, { memory: 512 });
-    const r = await env.run("create", { ...createArgs, memory: 1024 });
-    assert.equal(r.status, "failed");
-    assert.match(
-      r.error ?? "",
-      /container 400 on node pve1 exists, but not as requested/,
-    );
-    assert.match(r.error ?? "", /`memory` is "512", not the requested "1024"/);
-    const rec = written(r, "ct-400");
-    assert.equal(rec.present, true);
-    assert.equal(rec.maxMemBytes, 512 * 2 ** 20, "the memory PVE holds");
+for (const via of ["api", "ssh"] as const) {
+  Deno.test(`create (${via}): memory PVE stored other than asked fails naming both values`, async () => {
+    await withCt({ via }, async (env) => {
+      storesOnCreate(env, { memory: 512 });
+      const r = await env.run("create", { ...createArgs, memory: 1024 });
+      assert.equal(r.status, "failed");
+      assert.match(
+        r.error ?? "",
+        /container 400 on node pve1 exists, but not as requested/,
+      );
+      assert.match(
+        r.error ?? "",
+        /`memory` is "512", not the requested "1024"/,
+      );
+      const rec = written(r, "ct-400");
+      assert.equal(rec.present, true);
+      assert.equal(rec.maxMemBytes, 512 * 2 ** 20, "the memory PVE holds");
+    });
   });
-});
+}
 
 Deno.test("create: a net0 property PVE kept though the request left it out fails naming it", async () => {
   await withCt({}, async (env) => {
@@ -84,28 +89,30 @@ const template: SimGuest = {
   },
 };
 
-Deno.test("clone: a disk PVE left on another storage than asked fails naming it", async () => {
-  await withEnv({ guests: [...demoGuests(), template] }, async (env) => {
-    env.sim.fault({
-      method: "POST",
-      pathRegex: "/qemu/9000/clone$",
-      kind: "stores",
-      config: { scsi0: "local-zfs:vm-300-disk-0,size=8G" },
+for (const via of ["api", "ssh"] as const) {
+  Deno.test(`clone (${via}): a disk PVE left on another storage than asked fails naming it`, async () => {
+    await withEnv({ guests: [...demoGuests(), template], via }, async (env) => {
+      env.sim.fault({
+        method: "POST",
+        pathRegex: "/qemu/9000/clone$",
+        kind: "stores",
+        config: { scsi0: "local-zfs:vm-300-disk-0,size=8G" },
+      });
+      const r = await env.run("clone", {
+        templateId: 9000,
+        vmid: 300,
+        name: "web2",
+        storage: "local-lvm",
+      });
+      assert.equal(r.status, "failed");
+      assert.match(
+        r.error ?? "",
+        /not every disk is on the requested storage "local-lvm": scsi0 is "local-zfs:vm-300-disk-0,size=8G"/,
+      );
+      const rec = written(r, "vm-300");
+      assert.equal(rec.present, true);
+      assert.equal(rec.name, "web2");
+      assert.equal(rec.maxDiskBytes, 8 * 2 ** 30, "the disk PVE holds");
     });
-    const r = await env.run("clone", {
-      templateId: 9000,
-      vmid: 300,
-      name: "web2",
-      storage: "local-lvm",
-    });
-    assert.equal(r.status, "failed");
-    assert.match(
-      r.error ?? "",
-      /not every disk is on the requested storage "local-lvm": scsi0 is "local-zfs:vm-300-disk-0,size=8G"/,
-    );
-    const rec = written(r, "vm-300");
-    assert.equal(rec.present, true);
-    assert.equal(rec.name, "web2");
-    assert.equal(rec.maxDiskBytes, 8 * 2 ** 30, "the disk PVE holds");
   });
-});
+}
