@@ -239,8 +239,10 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
         "Parameter verification failed - invalid JSON body",
       );
     } else {
-      // A `stores` fault is taken by the handler that writes a new guest's config.
-      state.stores = fault?.kind === "stores" ? fault.config : undefined;
+      // A `stores` fault is taken by the handler that writes a new guest's config (dropped if
+      // the request never reached one).
+      const stores = fault?.kind === "stores" ? fault.config : undefined;
+      if (stores) state.stores = stores;
       try {
         res = await router.dispatch(
           core,
@@ -250,7 +252,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
           mergeParams(url.searchParams, form),
         );
       } finally {
-        state.stores = undefined;
+        if (stores && state.stores === stores) state.stores = undefined;
       }
     }
     if (late) {
