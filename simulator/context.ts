@@ -112,7 +112,11 @@ export function qemuGuest(ctx: Ctx): GuestState {
   return g;
 }
 
-/** The text qemu-server dies with for a locked guest. */
+/**
+ * The text qemu-server dies with for a locked guest: PVE::AbstractConfig::check_lock
+ * (pve-guest-common) dies `<guest type> is locked (<lock>)` — "VM is locked (backup)" — as the
+ * older PVE/QemuServer.pm check_lock did (`die "VM is locked ($conf->{lock})\n"`).
+ */
 export function lockedMessage(g: GuestState): string {
   return `VM is locked (${g.lock})`;
 }

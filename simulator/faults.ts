@@ -6,7 +6,16 @@
  */
 
 import { errorResponse } from "./http.ts";
-import type { EchoForm, SimFault } from "./types.ts";
+import type {
+  ConfigValue,
+  EchoForm,
+  ParamEchoForm,
+  RequestRecord,
+  SimFault,
+} from "./types.ts";
+
+/** An echo fault, of the header or of a parameter. */
+export type EchoFault = Extract<SimFault, { kind: "echo" }>;
 
 /** A queue of faults; each fires for its `times` matching requests, first added first. */
 export class FaultQueue {
@@ -78,38 +87,106 @@ export function echoed(form: EchoForm, authorization: string): string {
   }
 }
 
-/** The answer of an echo fault served instead of the handler (`401` or `page`). */
-export function echoResponse(
-  fault: Extract<SimFault, { kind: "echo" }>,
-  authorization: string,
-): Response {
-  const text = echoed(fault.form, authorization);
-  if (fault.into === "401") {
-    return errorResponse(
-      401,
-      `authentication failure (got Authorization: ${text})`,
-    );
+/** `<param>=<value>` as an echo spells a parameter the method sent, in `form`. */
+export function echoedParam(
+  form: ParamEchoForm,
+  param: string,
+  value: string,
+): string {
+  switch (form) {
+    case "raw":
+      return `${param}=${value}`;
+    case "percent":
+      return `${param}=${encodeURIComponent(value)}`;
+    case "form":
+      return new URLSearchParams([[param, value]]).toString();
+    case "base64":
+      return `${param}=${
+        btoa(String.fromCharCode(...new TextEncoder().encode(value)))
+      }`;
   }
-  return new Response(
-    `<html><body><h1>Sign in</h1><p>Your request carried Authorization: ${text}</p></body></html>`,
-    { status: 200, headers: { "content-type": "text/html" } },
-  );
+}
+
+/**
+ * The value of `param` in the latest request that carried it (this one, or the earlier request a
+ * task log belongs to: PVE's workers log their own command lines), or undefined.
+ */
+export function sentParam(
+  requests: readonly RequestRecord[],
+  param: string,
+): string | undefined {
+  for (let i = requests.length - 1; i >= 0; i--) {
+    const { form, query } = requests[i];
+    const value = form.find(([key]) => key === param)?.[1] ?? query[param];
+    if (value !== undefined) return value;
+  }
+  return undefined;
+}
+
+/**
+ * What an echo fault quotes: `Authorization <header in form>`, or `<param>=<value in form>` for a
+ * parameter the method sent (`<param>=<not sent>` when no request carried it).
+ */
+export function echoText(
+  fault: EchoFault,
+  authorization: string,
+  requests: readonly RequestRecord[],
+): string {
+  if (!("param" in fault)) {
+    return `Authorization: ${echoed(fault.form, authorization)}`;
+  }
+  const value = sentParam(requests, fault.param);
+  return value === undefined
+    ? `${fault.param}=<not sent>`
+    : echoedParam(fault.form, fault.param, value);
+}
+
+/** The answer of an echo fault served instead of the handler (`401`, `500`, `400` or `page`). */
+export function echoResponse(fault: EchoFault, text: string): Response {
+  switch (fault.into) {
+    case "401":
+      return errorResponse(401, `authentication failure (got ${text})`);
+    case "500":
+      return errorResponse(
+        500,
+        `proxy: upstream refused the request (${text})`,
+      );
+    case "400":
+      return errorResponse(400, "Parameter verification failed.", {
+        ["param" in fault ? fault.param : "authorization"]:
+          `invalid format - got ${text}`,
+      });
+    default:
+      return new Response(
+        `<html><body><h1>Sign in</h1><p>Your request carried ${text}</p></body></html>`,
+        { status: 200, headers: { "content-type": "text/html" } },
+      );
+  }
 }
 
 /** The real answer with one more list entry quoting the echo (a task log line). */
 export async function withEchoedLine(
   res: Response,
-  authorization: string,
-  form: EchoForm,
+  text: string,
 ): Promise<Response> {
   const body = await res.json().catch(() => undefined);
   if (!body || !Array.isArray(body.data)) {
     return Response.json(body ?? null, { status: res.status });
   }
-  const text = echoed(form, authorization);
-  body.data.push({
-    n: body.data.length + 1,
-    t: `proxy: Authorization ${text}`,
-  });
+  body.data.push({ n: body.data.length + 1, t: `proxy: ${text}` });
   return Response.json(body, { status: res.status });
+}
+
+/**
+ * A new guest's final config under a `stores` fault: `config` with the fault's values in place of
+ * the requested ones. A guess for the matrix and the verification tests of create and clone: no
+ * PVE version is known to store other values than asked (pve-container's create_vm and
+ * qemu-server's clone_vm write the request's), but a hook script, a storage plugin's default or a
+ * future clamp could, and only the read-back would show it.
+ */
+export function storedInstead(
+  config: Record<string, ConfigValue>,
+  stores: Record<string, ConfigValue> | undefined,
+): Record<string, ConfigValue> {
+  return stores ? { ...config, ...stores } : config;
 }

@@ -12,10 +12,11 @@ import {
   type Route,
 } from "./context.ts";
 import { cloneDisk, DISK_KEY } from "./disks.ts";
+import { storedInstead } from "./faults.ts";
 import { ApiError } from "./http.ts";
 import { NODE_SPEC, VMID_SPEC } from "./params.ts";
 import { withUuid } from "./state.ts";
-import { TaskFailure } from "./tasks.ts";
+import { TaskFailure, type TaskRecord } from "./tasks.ts";
 import type { ConfigValue, GuestState, SimGuest } from "./types.ts";
 
 const DNS_NAME = /^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$/;
@@ -141,6 +142,7 @@ export const lifecycleRoutes: Route[] = [
       // guest with the requested name, locked. (The first moments, when the file holds only
       // `lock: clone`, are not simulated.)
       state.add({ ...clonedGuest(src, newid, cloneOpts), lock: "clone" });
+      const stores = state.takeStores();
       const isOurs = () => {
         const g = state.get(newid);
         return g && g.type === "qemu" && g.lock === "clone" ? g : undefined;
@@ -170,7 +172,10 @@ export const lifecycleRoutes: Route[] = [
             );
           }
           // clone_vm's end: the lock is deleted and the final config written.
-          state.patch(newid, { lock: undefined });
+          state.patch(newid, {
+            lock: undefined,
+            config: storedInstead(mine.config, stores),
+          });
         },
         // clone_vm's error path destroys the new config (and the copied volumes).
         onFailure: () => {
@@ -210,12 +215,11 @@ export const lifecycleRoutes: Route[] = [
       const disks = Object.entries(g.config).filter(([k, v]) =>
         DISK_KEY.test(k) && !String(v).includes("media=cdrom")
       );
-      return tasks.start({
+      const task: TaskRecord = tasks.start({
         node: g.node,
         type: "qmdestroy",
         id: String(g.vmid),
         user: ctx.user.tokenId,
-        log: disks.map(([, v]) => `Removing image: ${String(v).split(",")[0]}`),
         run: () => {
           const live = state.get(g.vmid);
           if (!live || live.node !== g.node) {
@@ -223,15 +227,21 @@ export const lifecycleRoutes: Route[] = [
               `Configuration file 'nodes/${g.node}/qemu-server/${g.vmid}.conf' does not exist`,
             );
           }
+          // qemu-server PVE/QemuServer.pm destroy_vm: check_lock (unless skiplock) comes before
+          // any volume is removed, so a locked VM's task log shows no "Removing image".
           if (live.lock && ctx.params.skiplock !== true) {
             throw new TaskFailure(lockedMessage(live));
           }
           if (live.status === "running") {
             throw new TaskFailure(`VM ${g.vmid} is running - destroy failed`);
           }
+          for (const [, v] of disks) {
+            task.log.push(`Removing image: ${String(v).split(",")[0]}`);
+          }
           state.remove(g.vmid);
         },
-      }).upid;
+      });
+      return task.upid;
     },
   },
 ];

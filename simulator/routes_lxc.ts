@@ -35,6 +35,7 @@ import {
   withDiskOption,
 } from "./disks.ts";
 import { parseTags } from "./config.ts";
+import { storedInstead } from "./faults.ts";
 import { ApiError, paramError } from "./http.ts";
 import {
   applyCtChange,
@@ -399,6 +400,7 @@ export const lxcRoutes: Route[] = [
       // lock; the simulator shows them from the start (the first seconds, with only the
       // lock in the file, are not simulated).
       const requested = { ...c.config, ...c.fixed };
+      const stores = state.takeStores();
       state.add({
         vmid: c.vmid,
         node: c.node,
@@ -493,7 +495,7 @@ export const lxcRoutes: Route[] = [
           const { hostname, tags, ...rest } = config;
           live.name = String(hostname ?? `CT${c.vmid}`);
           live.tags = [];
-          live.config = rest;
+          live.config = storedInstead(rest, stores);
           live.lock = undefined;
           if (tags !== undefined) live.tags = parseTags(String(tags));
           let perState = setups.get(state);

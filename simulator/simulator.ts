@@ -12,7 +12,12 @@
 
 import { TokenTable } from "./auth.ts";
 import type { SimCore } from "./context.ts";
-import { echoResponse, FaultQueue, withEchoedLine } from "./faults.ts";
+import {
+  echoResponse,
+  echoText,
+  FaultQueue,
+  withEchoedLine,
+} from "./faults.ts";
 import { FrontDoor } from "./frontdoor.ts";
 import { errorResponse, JSON_TYPE } from "./http.ts";
 import { mergeParams, parseBody } from "./params.ts";
@@ -194,15 +199,18 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
     const late = fault && (fault.kind === "reset" || fault.kind === "hang") &&
       fault.afterHandler;
     const authorization = req.headers.get("authorization") ?? "";
-    const echoLine = fault?.kind === "echo" && fault.into === "log"
-      ? fault
+    const echo = fault?.kind === "echo"
+      ? echoText(fault, authorization, requests)
       : undefined;
+    const echoLine = fault?.kind === "echo" && fault.into === "log";
     if (fault?.kind === "echo" && !echoLine) {
-      const res = echoResponse(fault, authorization);
+      const res = echoResponse(fault, echo ?? "");
       record.status = res.status;
       return res;
     }
-    if (fault && !late && fault.kind !== "echo") {
+    if (
+      fault && !late && fault.kind !== "echo" && fault.kind !== "stores"
+    ) {
       if (fault.kind === "reset") return dropped(info);
       if (fault.kind === "hang") {
         await timers.untilClosed();
@@ -232,13 +240,21 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
         "Parameter verification failed - invalid JSON body",
       );
     } else {
-      res = await router.dispatch(
-        core,
-        user,
-        req.method,
-        segments.slice(2),
-        mergeParams(url.searchParams, form),
-      );
+      // A `stores` fault is taken by the handler that writes a new guest's config (dropped if
+      // the request never reached one).
+      const stores = fault?.kind === "stores" ? fault.config : undefined;
+      if (stores) state.stores = stores;
+      try {
+        res = await router.dispatch(
+          core,
+          user,
+          req.method,
+          segments.slice(2),
+          mergeParams(url.searchParams, form),
+        );
+      } finally {
+        if (stores && state.stores === stores) state.stores = undefined;
+      }
     }
     if (late) {
       // The handler ran (its effect happened); only its answer is lost.
@@ -246,7 +262,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
       if (fault.kind === "hang") await timers.untilClosed();
       return dropped(info);
     }
-    if (echoLine) res = await withEchoedLine(res, authorization, echoLine.form);
+    if (echoLine) res = await withEchoedLine(res, echo ?? "");
     record.status = res.status;
     return res;
   }

@@ -7,7 +7,7 @@
 
 import { regenerate } from "./cloudinit.ts";
 import { applyPending, parseTags } from "./config.ts";
-import type { AgentMode, GuestState, SimGuest } from "./types.ts";
+import type { AgentMode, ConfigValue, GuestState, SimGuest } from "./types.ts";
 
 /** Whether a `smbios1` value carries a uuid. */
 function hasUuid(smbios1: unknown): boolean {
@@ -81,6 +81,18 @@ export class ClusterState {
   readonly #execOwner = new Map<number, number>();
   /** Exec pids whose guest stopped since: its agent restarted and knows them no more. */
   readonly #forgotten = new Set<number>();
+  /**
+   * The values of a `stores` fault on the request being handled (set around its dispatch): the
+   * create or clone handler takes them for the config its worker writes (faults.ts `storedInstead`).
+   */
+  stores?: Record<string, ConfigValue>;
+
+  /** Takes the request's `stores` values (once). */
+  takeStores(): Record<string, ConfigValue> | undefined {
+    const stores = this.stores;
+    this.stores = undefined;
+    return stores;
+  }
 
   /** @param nodes cluster node names; @param guests initial guests */
   constructor(nodes: readonly string[], guests: readonly SimGuest[]) {

@@ -241,7 +241,10 @@ export interface FaultMatch {
  * (exactly this body, status 200 unless `status` says otherwise, e.g. truncated
  * JSON or a proxy's HTML error page). `reset` and `hang` with `afterHandler`
  * let the real handler run first — its effect happens (a task starts, a guest
- * is cloned) — and only its answer is lost.
+ * is cloned) — and only its answer is lost. `echo` quotes the request's `Authorization` header, or
+ * with `param` a parameter the method itself sent (a password). `stores` lets a create or clone run
+ * to its end, but the guest it makes stores `config` in place of what was asked (faults.ts
+ * `storedInstead`).
  */
 export type SimFault =
   & FaultMatch
@@ -251,14 +254,22 @@ export type SimFault =
     | { kind: "hang"; afterHandler?: boolean }
     | { kind: "body"; body: string; contentType?: string; status?: number }
     | { kind: "echo"; into: EchoInto; form: EchoForm }
+    | { kind: "echo"; into: EchoInto; param: string; form: ParamEchoForm }
+    | { kind: "stores"; config: Record<string, ConfigValue> }
   );
 
 /**
- * Where an echoing proxy (or a misconfigured PVE) sends the request's `Authorization` header
- * back: in a 401's message, in a 200 HTML page (a proxy's login page), or as an extra line of
- * the real answer's list (a task log).
+ * Where an echoing proxy (or a misconfigured PVE) sends the request's `Authorization` header (or a
+ * parameter) back: in a 401's message, in a 500's message, in a 400's per-parameter error, in a
+ * 200 HTML page (a proxy's login page), or as an extra line of the real answer's list (a task log).
  */
-export type EchoInto = "401" | "page" | "log";
+export type EchoInto = "401" | "500" | "400" | "page" | "log";
+
+/**
+ * How an echo spells a parameter the method sent (`<param>=<value>`): the value as it is, percent-
+ * encoded (`encodeURIComponent`), as the form body carried it (`+` for a space), or base64.
+ */
+export type ParamEchoForm = "raw" | "percent" | "form" | "base64";
 
 /**
  * How the echo spells what it got: the whole header value, the secret alone, the header

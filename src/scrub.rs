@@ -4,30 +4,19 @@
 //! error and record is scrubbed again before it leaves (see [`crate::dispatch`]).
 //!
 //! What counts as a secret: the token secret, and every string argument whose name says it is one
-//! (`tokenSecret`, `password`, `cipassword`, …, at any depth). Each is searched for raw,
-//! percent-encoded (either hex case, `+` for space), JSON- and Rust-escaped, and base64-encoded
-//! (standard and URL-safe, padded or not); for the token also base64 of `tokenid=secret` and of the
-//! whole `PVEAPIToken=tokenid=secret` header value. Secrets shorter than [`MIN_SECRET_CHARS`] are not
-//! searched for: replacing every `ab` in a record would destroy it without hiding anything.
+//! (`tokenSecret`, `password`, `cipassword`, …, at any depth). Each is searched for raw or
+//! percent-encoded in any mixture — whichever characters an encoder escapes (`encodeURIComponent`,
+//! a form body's `+` for a space, Python's `quote` leaving `/`), either hex case — JSON- and
+//! Rust-escaped, and base64-encoded (standard and URL-safe, padded or not); for the token also
+//! `tokenid=secret` and the whole `PVEAPIToken=tokenid=secret` header value, in each of those forms.
+//! Secrets shorter than [`MIN_SECRET_CHARS`] are not searched for: replacing every `ab` in a record
+//! would destroy it without hiding anything.
 
 use crate::host::{
     Host, HostError, HttpRequest, HttpResponse, LogLevel, ProcessOutput, ProcessRequest,
 };
 use crate::outcome::{Outcome, Verdict};
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
-
-/// What JavaScript's `encodeURIComponent` leaves as it is (a proxy may percent-encode either way).
-const URI_COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'!')
-    .remove(b'~')
-    .remove(b'*')
-    .remove(b'\'')
-    .remove(b'(')
-    .remove(b')');
 
 /// What replaces a secret.
 pub const REDACTED: &str = "***";
@@ -38,6 +27,9 @@ pub const MIN_SECRET_CHARS: usize = 4;
 /// The forms of a run's secrets, longest first (so a longer form is replaced before its parts).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Scrubber {
+    /// Matched byte by byte, each byte as it is or percent-encoded ([`encoded_at`]).
+    plain: Vec<String>,
+    /// Other spellings, matched as they are: escapes and base64.
     needles: Vec<String>,
 }
 
@@ -57,15 +49,14 @@ impl Scrubber {
                 let pair = format!("{id}={secret}");
                 for whole in [format!("PVEAPIToken={pair}"), pair] {
                     scrubber.add_base64(&whole);
-                    scrubber.add_percent(&whole);
-                    scrubber.needles.push(whole);
+                    scrubber.plain.push(whole);
                 }
             }
         }
-        scrubber
-            .needles
-            .sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        scrubber.needles.dedup();
+        for list in [&mut scrubber.plain, &mut scrubber.needles] {
+            list.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+            list.dedup();
+        }
         scrubber
     }
 
@@ -75,25 +66,10 @@ impl Scrubber {
         }
         let json = serde_json::to_string(secret).unwrap_or_default();
         let debug = format!("{secret:?}");
-        let forms = [
-            secret.to_string(),
-            form_encoded(secret),
-            json.trim_matches('"').to_string(),
-            debug.trim_matches('"').to_string(),
-        ];
-        self.needles.extend(forms);
-        self.add_percent(secret);
+        self.plain.push(secret.to_string());
+        self.needles.push(json.trim_matches('"').to_string());
+        self.needles.push(debug.trim_matches('"').to_string());
         self.add_base64(secret);
-    }
-
-    /// Percent-encodings of `text`: every byte but letters and digits, or as `encodeURIComponent`
-    /// does; upper- and lower-case hex.
-    fn add_percent(&mut self, text: &str) {
-        for set in [NON_ALPHANUMERIC, URI_COMPONENT] {
-            let percent = utf8_percent_encode(text, set).to_string();
-            self.needles.push(lower_hex_escapes(&percent));
-            self.needles.push(percent);
-        }
     }
 
     fn add_base64(&mut self, text: &str) {
@@ -105,9 +81,21 @@ impl Scrubber {
         }
     }
 
+    /// Whether `text` holds any form of any secret.
+    fn holds(&self, text: &str) -> bool {
+        self.needles.iter().any(|n| text.contains(n.as_str()))
+            || self
+                .plain
+                .iter()
+                .any(|p| (0..text.len()).any(|at| encoded_at(text, at, p).is_some()))
+    }
+
     /// `text` with every form of every secret replaced by [`REDACTED`].
     pub fn text(&self, text: &str) -> String {
         let mut out = text.to_string();
+        for secret in &self.plain {
+            out = redact_encoded(&out, secret);
+        }
         for needle in &self.needles {
             if out.contains(needle.as_str()) {
                 out = out.replace(needle.as_str(), REDACTED);
@@ -118,20 +106,14 @@ impl Scrubber {
 
     /// Scrubs every string in a JSON value (keys included), in place.
     pub fn value(&self, value: &mut Value) {
-        if self.needles.is_empty() {
+        if self.needles.is_empty() && self.plain.is_empty() {
             return;
         }
         match value {
-            Value::String(s) if self.needles.iter().any(|n| s.contains(n.as_str())) => {
-                *s = self.text(s);
-            }
+            Value::String(s) if self.holds(s) => *s = self.text(s),
             Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
             Value::Object(map) => {
-                let dirty: Vec<String> = map
-                    .keys()
-                    .filter(|k| self.needles.iter().any(|n| k.contains(n.as_str())))
-                    .cloned()
-                    .collect();
+                let dirty: Vec<String> = map.keys().filter(|k| self.holds(k)).cloned().collect();
                 for key in dirty {
                     if let Some(v) = map.remove(&key) {
                         map.insert(self.text(&key), v);
@@ -217,21 +199,47 @@ fn collect_secrets(value: &Value, out: &mut Vec<String>) {
     }
 }
 
-fn lower_hex_escapes(percent: &str) -> String {
-    let mut out = String::with_capacity(percent.len());
-    let mut chars = percent.chars();
-    while let Some(c) = chars.next() {
-        out.push(c);
-        if c == '%' {
-            out.extend(chars.by_ref().take(2).map(|h| h.to_ascii_lowercase()));
+/// `text` with every spelling of `secret` ([`encoded_at`]) replaced by [`REDACTED`].
+fn redact_encoded(text: &str, secret: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut at, mut copied) = (0, 0);
+    while at < text.len() {
+        match encoded_at(text, at, secret) {
+            Some(end) => {
+                out.push_str(text.get(copied..at).unwrap_or_default());
+                out.push_str(REDACTED);
+                (at, copied) = (end, end);
+            }
+            None => at += 1,
         }
     }
+    out.push_str(text.get(copied..).unwrap_or_default());
     out
 }
 
-/// `application/x-www-form-urlencoded` of one value (space as `+`).
-fn form_encoded(text: &str) -> String {
-    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+/// Where `secret` ends if it is spelled in `text` from `at` — each byte as it is or as `%XX`
+/// (either hex case), a space also as `+` — with both ends on character boundaries.
+fn encoded_at(text: &str, at: usize, secret: &str) -> Option<usize> {
+    if !text.is_char_boundary(at) {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut end = at;
+    for &want in secret.as_bytes() {
+        end += match bytes.get(end..)? {
+            [c, ..] if *c == want => 1,
+            [b'+', ..] if want == b' ' => 1,
+            [b'%', high, low, ..] if hex_byte(*high, *low) == Some(want) => 3,
+            _ => return None,
+        };
+    }
+    text.is_char_boundary(end).then_some(end)
+}
+
+/// The byte two hex digits spell.
+fn hex_byte(high: u8, low: u8) -> Option<u8> {
+    let digit = |c: u8| (c as char).to_digit(16);
+    Some((digit(high)? * 16 + digit(low)?) as u8)
 }
 
 const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -261,7 +269,20 @@ fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
     use serde_json::json;
+
+    fn lower_hex_escapes(percent: &str) -> String {
+        let mut out = String::with_capacity(percent.len());
+        let mut chars = percent.chars();
+        while let Some(c) = chars.next() {
+            out.push(c);
+            if c == '%' {
+                out.extend(chars.by_ref().take(2).map(|h| h.to_ascii_lowercase()));
+            }
+        }
+        out
+    }
 
     const SECRET: &str = "5f3c1a2b-9d8e-4f70-a1b2-c3d4e5f6a7b8";
 
@@ -318,6 +339,30 @@ mod tests {
             assert_eq!(s.text(&format!("x {echoed} y")), "x *** y", "{echoed}");
         }
         assert_eq!(s.text("not a secret"), "not a secret");
+    }
+
+    #[test]
+    fn a_password_percent_encoded_by_any_encoder_is_scrubbed() {
+        let s = Scrubber::for_args(&json!({"cipassword": "pw Zq/81+nié"}));
+        for echoed in [
+            // Python's quote (leaves `/`), a form body with lower-case hex, every byte escaped.
+            "pw%20Zq/81%2Bni%C3%A9",
+            "pw+Zq%2f81%2bni%c3%a9",
+            "%70%77%20%5A%71%2F%38%31%2B%6E%69%C3%A9",
+            "pw Zq/81+nié",
+        ] {
+            assert_eq!(s.text(&format!("got {echoed}.")), "got ***.", "{echoed}");
+        }
+        assert_eq!(s.text("pw Zq/81+ni"), "pw Zq/81+ni", "a part is no secret");
+    }
+
+    #[test]
+    fn a_secret_between_multibyte_characters_is_cut_on_their_boundaries() {
+        let s = Scrubber::for_args(&json!({"password": "géheim!"}));
+        assert_eq!(s.text("ägéheim!ö g%C3%A9heim%21"), "ä***ö ***");
+        let mut record = json!({"m": ["éé", "xgéheim!"]});
+        s.value(&mut record);
+        assert_eq!(record, json!({"m": ["éé", "x***"]}));
     }
 
     #[test]

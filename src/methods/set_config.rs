@@ -1,9 +1,16 @@
 //! `setConfig`: changes a guest's config with `PUT …/config` (synchronous), then reads it back with
 //! `GET …/pending` — the running config and the pending changes in one snapshot. It succeeds only
-//! when every requested key reads back applied (the comparison rule is in `guest::config`) or is
-//! pending until the next start; pending keys are recorded (`pending` in the guest record) and
-//! logged. A key that is neither fails the method, naming the key, the requested and the observed
-//! value. The guest record is written whenever the change was sent.
+//! when every requested key reads back applied (the comparison rule is in `guest::config`) or
+//! pending. PVE applies a change to a stopped guest at once. On a running guest it applies at once
+//! what it can hot-plug (qemu: the kinds the VM's `hotplug` option allows — network, disk, usb, cpu,
+//! memory; lxc: e.g. network interfaces and mount points) and leaves the rest pending until the
+//! guest is restarted: a stop and start, or a reboot (qemu-server's and pve-container's reboot is a
+//! shutdown and a fresh start, which applies them). `applyPending: "reboot"` does that reboot,
+//! verified, after which nothing may be pending. Pending keys are reported everywhere: the summary
+//! ("… pending until a restart: net0"), a warning log line and the record (`pending` in the guest
+//! record), never counted as applied. A key that is neither applied nor pending fails the method,
+//! naming the key, the requested and the observed value. The guest record is written whenever the
+//! change was sent.
 //!
 //! `delete` (a list of keys) is verified too: each key must be gone, or its deletion pending.
 //! `sshkeys` is URL-encoded on the way (PVE's format for it) unless it already is.

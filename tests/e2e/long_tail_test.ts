@@ -236,7 +236,7 @@ Deno.test("long tail: a task log echoing the token leaks it nowhere", async () =
       });
       const r = await env.run("stop", { vmid: 100, force: true });
       assert.equal(r.status, "failed", form);
-      assert.match(r.error ?? "", /proxy: Authorization [^ ]*\*\*\*/, form);
+      assert.match(r.error ?? "", /proxy: Authorization: [^ ]*\*\*\*/, form);
       assertNoTokenForm(`stop (${form})`, r);
     }
   });

@@ -35,7 +35,18 @@ export const SCENARIO_IDS = [
   "node blip",
   "agent✗",
   "pid✗",
+  "lock cleared",
+  "lock held",
 ] as const;
+
+/** The scenarios of a guest locked when the method starts (matrix.ts `lockPlan`). */
+export const LOCK_SCENARIOS = ["lock cleared", "lock held"] as const;
+
+/** One of {@link LOCK_SCENARIOS}. */
+export type LockScenario = (typeof LOCK_SCENARIOS)[number];
+
+/** When the `lock cleared` scenario clears the lock: well inside the 3 s budget (`taskTimeoutSec`). */
+export const LOCK_CLEARS_MS = 1000;
 
 /** One of {@link SCENARIO_IDS}. */
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
@@ -56,6 +67,10 @@ export const SCENARIO_LEGEND: Record<ScenarioId, string> = {
     "guestExec of `sleep 5`: the guest agent is killed (SIGKILL) while the command runs",
   "pid✗":
     "guestExec: the guest reboots while the command runs, so exec-status answers `Agent error: Invalid parameter 'pid'`",
+  "lock cleared":
+    "the guest's config carries `lock: backup` when the method starts and the lock clears 1 s later, inside the 3 s budget: a method that acts on the guest fails naming the lock (PVE refuses a locked guest at once, `VM is locked (backup)`, and the package waits out a lock only on a state it waits for), never succeeds over it; a read, or a command inside the guest, succeeds and records the lock",
+  "lock held":
+    "the same lock never clears: an acting method fails naming it; a read or a command inside the guest succeeds and records the lock",
 };
 
 /** What one cell observed and whether it was right. */

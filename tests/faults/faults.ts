@@ -26,6 +26,7 @@ export const FAULT_IDS = [
   "echo200",
   "200KB",
   "status?",
+  "stored≠",
 ] as const;
 
 /** One column of the matrix. */
@@ -259,5 +260,15 @@ export const FAULTS: Record<FaultId, FaultSpec> = {
     transient: false,
     leavesEffectUnknown: true,
     like: "shape",
+  },
+  "stored≠": {
+    id: "stored≠",
+    legend:
+      "a create or clone runs to its end, but the new guest stores another value than asked for a requested setting (a property the request left out kept, a disk left on another storage): the read-back must name the key, what PVE stored and what was asked",
+    applies: (e) => e.stores !== undefined,
+    fault: (e) => ({ kind: "stores", config: e.stores?.config ?? {} }),
+    happened: (e) => e.stores?.happened ?? /$^/,
+    transient: false,
+    leavesEffectUnknown: false,
   },
 };

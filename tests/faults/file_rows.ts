@@ -6,6 +6,7 @@
  * @module
  */
 import {
+  AGENT_LOCK_FREE,
   guestPath,
   lastWrite,
   resources,
@@ -85,6 +86,7 @@ export function fileSpecs(n: string, vmid: number, names: RegExp): RowSpec[] {
     ],
     names,
     task: false,
+    lockFree: AGENT_LOCK_FREE,
     effect: (_env, r) => {
       const rec = record(r);
       return rec?.verified === true && contentOf(rec.path) === WRITTEN ? [] : [
@@ -106,6 +108,7 @@ export function fileSpecs(n: string, vmid: number, names: RegExp): RowSpec[] {
     endpoints: [resources(), read("")],
     names,
     task: false,
+    lockFree: AGENT_LOCK_FREE,
     effect: (_env, r) =>
       record(r)?.content === "a file to read\n"
         ? []

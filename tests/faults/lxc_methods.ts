@@ -26,6 +26,7 @@ import {
   other,
   powerSpec,
   QUORUM,
+  READ_LOCK_FREE,
   readBackDecides,
   rebootSpec,
   resources,
@@ -79,6 +80,7 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     endpoints: [...findIt(n, running, st(running)), st(running), cfg(running)],
     names: label(running),
     task: false,
+    lockFree: READ_LOCK_FREE,
     effect: (env, r) => {
       const rec = lastWrite(r, `ct-${running}`);
       const g = env.sim.guest(running);
@@ -240,6 +242,7 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     endpoints: [...findIt(n, stopped, pendingRead), pendingRead],
     names: label(stopped),
     task: false,
+    lockFree: READ_LOCK_FREE,
     effect: (env, r) => {
       const rec = lastWrite(r, `ct-${stopped}-config`);
       const c = rec?.config as Rec | undefined;
@@ -433,6 +436,10 @@ function create(): MethodSpec {
         kind: "mutation",
         pve500: `unable to create CT ${NEW_CT} - CT ${NEW_CT} already exists`,
         privilege: `/vms/${NEW_CT}, VM.Allocate`,
+        stores: {
+          config: { net0: `${NET0},firewall=1` },
+          happened: /`net0` is "[^"]*firewall=1", not the requested/,
+        },
       },
       taskStatus(n, "vzcreate"),
       status(n, NEW_CT, " (the container)", 0, "lxc"),
@@ -501,6 +508,8 @@ function containerExecSpec(vmid: number, names: RegExp): RowSpec {
     via: "ssh",
     faults: ["500", "403", "400", "shape"],
     args: { vmid, command: ["sh", "-c", "echo ok"], timeoutSec: 5 },
+    lockFree:
+      "a command inside the container: `pct exec` (PVE/CLI/pct.pm) checks that it runs, not the config lock",
     endpoints: [
       version,
       resources(),

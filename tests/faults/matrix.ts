@@ -11,6 +11,9 @@ import {
   type CellResult,
   execRecord,
   faultCell,
+  LOCK_CLEARS_MS,
+  LOCK_SCENARIOS,
+  type LockScenario,
   SCENARIO_IDS,
   SCENARIO_LEGEND,
   scenarioCell,
@@ -18,10 +21,16 @@ import {
   type ScenarioPlan,
 } from "./cell.ts";
 import { FAULT_IDS, FAULTS } from "./faults.ts";
-import { EXPECTED_LXC_METHODS, lxcMethodSpecs } from "./lxc_methods.ts";
+import {
+  EXPECTED_LXC_METHODS,
+  lxcFleet,
+  lxcMethodSpecs,
+} from "./lxc_methods.ts";
 import { KNOWN_WRONG_CELLS } from "./known_wrong.ts";
 import {
   EXPECTED_METHODS,
+  fleet,
+  lastWrite,
   type MethodSpec,
   methodSpecs,
   type Verdict,
@@ -79,6 +88,54 @@ export function uncovered(): string[] {
       m,
     ) => `lxc ${m}`),
   ];
+}
+
+/**
+ * The guest a row's lock scenarios lock: the `vmid` of its arguments, when the fixture holds it (a
+ * create or clone names a VMID yet to exist: its lock case is a re-run, tests/e2e/long_tail_test.ts).
+ */
+function lockedGuest(spec: MethodSpec): number | undefined {
+  const vmid = (spec.argsFor?.() ?? spec.args).vmid;
+  const guests = spec.model === "lxc" ? lxcFleet() : fleet();
+  return guests.some((g) => g.vmid === vmid) ? vmid as number : undefined;
+}
+
+/** What a failure over the lock must quote: PVE's `VM is locked (backup)`, or the core's wait. */
+const LOCK_NAMED = /locked \(backup\)|locked: backup|lock backup/;
+
+/**
+ * A lock scenario: the guest carries `lock: backup` from the start (as its config does while vzdump
+ * runs), cleared after {@link LOCK_CLEARS_MS} or never. A method that acts on the guest fails naming
+ * the lock (PVE refuses a locked guest at once, so the clearing comes too late) and never succeeds
+ * over it; a lock-free one (a read, a command inside the guest) succeeds and records the lock.
+ */
+function lockPlan(
+  spec: MethodSpec,
+  vmid: number,
+  id: LockScenario,
+): ScenarioPlan {
+  const free = spec.lockFree !== undefined;
+  const prefix = spec.model === "lxc" ? "ct" : "vm";
+  return {
+    expected: free ? "ok" : "fail",
+    happened: LOCK_NAMED,
+    arm: (env) => env.sim.setGuest(vmid, { lock: "backup" }),
+    during: id === "lock held" ? undefined : async (env) => {
+      await new Promise((resolve) => setTimeout(resolve, LOCK_CLEARS_MS));
+      env.sim.setGuest(vmid, { lock: undefined });
+    },
+    check: (_env, r) => {
+      const rec = lastWrite(r, `${prefix}-${vmid}`);
+      if (r.status !== "succeeded" || rec?.present !== true) return [];
+      if (!free && rec.lock === "backup") {
+        return ["succeeded, but its record shows the guest still locked"];
+      }
+      if (free && id === "lock held" && rec.lock !== "backup") {
+        return [`read a locked guest, but its record says lock ${rec.lock}`];
+      }
+      return [];
+    },
+  };
 }
 
 /** One cell to run, with a label for diagnostics. */
@@ -188,6 +245,12 @@ function scenarioPlans(
       spec,
       sleep,
     ]);
+  }
+  const locked = lockedGuest(spec);
+  if (locked !== undefined) {
+    for (const id of LOCK_SCENARIOS) {
+      plans.push([id, lockPlan(spec, locked, id), spec]);
+    }
   }
   return plans;
 }

@@ -9,7 +9,7 @@
 import type { RunResult } from "../../harness/types.ts";
 import type { Env } from "../e2e/env.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
-import type { SimGuest } from "../../simulator/types.ts";
+import type { ConfigValue, SimGuest } from "../../simulator/types.ts";
 import type { FaultId } from "./faults.ts";
 import { fileSpecs } from "./file_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
@@ -65,6 +65,11 @@ export interface Endpoint {
   names?: RegExp;
   /** Sent repeatedly by a poll loop: a retry shows as two or more requests in a row. */
   polled?: boolean;
+  /**
+   * A create or clone request: what the `stored≠` fault makes the new guest store instead of the
+   * request's values, and what the failure must quote (the key, both values).
+   */
+  stores?: { config: Record<string, ConfigValue>; happened: RegExp };
 }
 
 /** A method of the model, as the matrix drives it. */
@@ -98,6 +103,14 @@ export interface MethodSpec {
   prepare?(env: Env): void | Promise<void>;
   /** Whether the method runs a PVE task (it gets the `task✗` scenario). */
   task: boolean;
+  /**
+   * Why a config lock does not bar this method (a read, or a command inside the guest OS, which
+   * PVE's agent and `pct exec` do not guard by the lock): it succeeds in the lock scenarios (cell.ts
+   * `LOCK_SCENARIOS`) and a guest record it writes shows the lock. Without it the method acts on
+   * the guest: it must fail naming the lock (PVE refuses it at once) or wait for it, never succeed
+   * over it.
+   */
+  lockFree?: string;
   /** After a success: problems if the intended effect does not hold in the simulator. */
   effect(env: Env, r: RunResult): string[];
   /** Whatever the verdict: problems if a record claims what was not observed. */
@@ -182,6 +195,13 @@ export const GLOBAL_ARGS = {
 export const QUORUM = "cluster not ready - no quorum?";
 const LOCKED = "VM is locked (backup)";
 export const CT_LOCKED = "CT is locked (backup)";
+
+/** Why a read is not barred by a config lock ({@link MethodSpec.lockFree}). */
+export const READ_LOCK_FREE =
+  "a read: PVE serves a locked guest's status and config, and the record shows the lock";
+/** Why the guest agent's commands are not ({@link MethodSpec.lockFree}). */
+export const AGENT_LOCK_FREE =
+  "a command inside the guest OS: qemu-server's agent API (PVE/API2/Qemu/Agent.pm) checks that the agent is available, not the config lock";
 
 export const version: Endpoint = {
   id: "GET /version (pre-flight check)",
@@ -812,6 +832,7 @@ function waitReadySpec(n: string, vmid: number, names: RegExp): RowSpec {
     ],
     names,
     task: false,
+    lockFree: AGENT_LOCK_FREE,
     effect: (_env, r) =>
       lastWrite(r, `vm-${vmid}-ready`)?.ipv4 === "10.0.0.22"
         ? []
@@ -859,6 +880,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     ],
     names: label(running),
     task: false,
+    lockFree: READ_LOCK_FREE,
     effect: (env, r) => {
       const rec = lastWrite(r, `vm-${running}`);
       const g = env.sim.guest(running);
@@ -930,6 +952,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     ],
     names: new RegExp(`guestExec .* on VM ${execVmid}|VM ${execVmid}`),
     task: false,
+    lockFree: AGENT_LOCK_FREE,
     effect: (_env, r) => {
       const rec = lastWrite(r, `vm-${execVmid}-exec`);
       return rec?.exitCode === 0 && rec?.stdout === "ok\n" &&
@@ -1000,7 +1023,12 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
   const clone: MethodSpec = {
     name: "clone",
     row: "clone",
-    args: { templateId: tmpl, vmid: newVmid, name: "web2" },
+    args: {
+      templateId: tmpl,
+      vmid: newVmid,
+      name: "web2",
+      storage: "local-lvm",
+    },
     endpoints: [
       version,
       {
@@ -1023,6 +1051,11 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
         pve500:
           `can't lock file '/var/lock/qemu-server/lock-${tmpl}.conf' - got timeout`,
         privilege: `/vms/${tmpl}, VM.Clone`,
+        stores: {
+          config: { scsi0: `local-zfs:vm-${newVmid}-disk-0,size=8G` },
+          happened:
+            /not every disk is on the requested storage "local-lvm": scsi0 is "local-zfs:/,
+        },
       },
       taskStatus(n, "clone"),
       ...(n === "pve1" ? [] : [
@@ -1197,6 +1230,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     ],
     names: label(stopped),
     task: false,
+    lockFree: READ_LOCK_FREE,
     effect: (env, r) => {
       const rec = lastWrite(r, `vm-${stopped}-config`);
       const cfg = rec?.config as Rec | undefined;

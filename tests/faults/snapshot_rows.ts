@@ -14,6 +14,7 @@ import {
   guestPath,
   type GuestType,
   lastWrite,
+  READ_LOCK_FREE,
   type RowSpec,
   type Snapshot,
   status,
@@ -191,6 +192,7 @@ export function snapshotSpecs(
     endpoints: [...findIt(n as Where, vmid, list("")), list("")],
     names,
     task: false,
+    lockFree: READ_LOCK_FREE,
     effect: (_env, r) =>
       listed(r, "base") && tree(r)?.currentParent === "base"
         ? []

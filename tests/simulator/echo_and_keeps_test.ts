@@ -1,10 +1,11 @@
 /**
  * The simulator's long-tail situations: a proxy that echoes the Authorization header (in a 401, a
- * 200 page, a task log line, in several spellings), and a guest whose stored value keeps a property
- * a config change dropped.
+ * 200 page, a task log line, in several spellings) or a password the request carried, a guest whose
+ * stored value keeps a property a config change dropped, and a clone that stores other values than
+ * asked.
  */
 import assert from "node:assert/strict";
-import { echoed } from "../../simulator/faults.ts";
+import { echoed, echoedParam } from "../../simulator/faults.ts";
 import { api, tokenHeader, waitTask } from "../../simulator/sim_client.ts";
 import { startSimulator } from "../../simulator/simulator.ts";
 import type { Simulator } from "../../simulator/simulator.ts";
@@ -104,7 +105,7 @@ Deno.test("echo: a task log gets one more line quoting the header", async () => 
       AUTH,
     );
     const lines = log.body.data as { n: number; t: string }[];
-    assert.equal(lines.at(-1)?.t, `proxy: Authorization ${TOKEN.secret}`);
+    assert.equal(lines.at(-1)?.t, `proxy: Authorization: ${TOKEN.secret}`);
   });
 });
 
@@ -118,5 +119,89 @@ Deno.test("keeps: a property the change dropped stays in the stored value", asyn
       sim.guest(100)?.config.net0,
       "virtio=BC:24:11:00:01:00,bridge=vmbr1,firewall=1",
     );
+  });
+});
+
+Deno.test("echo: every spelling of a parameter the request carried", () => {
+  const value = "pw 1/ä";
+  assert.equal(echoedParam("raw", "cipassword", value), `cipassword=${value}`);
+  assert.equal(
+    echoedParam("percent", "cipassword", value),
+    `cipassword=${encodeURIComponent(value)}`,
+  );
+  assert.equal(
+    echoedParam("form", "cipassword", value),
+    "cipassword=pw+1%2F%C3%A4",
+  );
+  assert.equal(
+    echoedParam("base64", "cipassword", value),
+    `cipassword=${btoa("pw 1/\xc3\xa4")}`,
+  );
+});
+
+Deno.test("echo: a 500 quotes the password its own request carried", async () => {
+  await withSim(async (sim) => {
+    sim.fault({
+      pathRegex: "/config$",
+      kind: "echo",
+      into: "500",
+      param: "cipassword",
+      form: "percent",
+    });
+    const r = await api(sim.url, "PUT", "/nodes/pve1/qemu/100/config", {
+      cipassword: "s3cret pw",
+    }, AUTH);
+    assert.equal(r.status, 500);
+    assert.match(String(r.body.message), /cipassword=s3cret%20pw/);
+    assert.equal(sim.guest(100)?.config.cipassword, undefined, "not applied");
+  });
+});
+
+Deno.test("echo: a task log quotes a parameter an earlier request carried", async () => {
+  await withSim(async (sim) => {
+    const start = await api(
+      sim.url,
+      "POST",
+      "/nodes/pve1/qemu/100/status/start",
+      { timeout: 30 },
+      AUTH,
+    );
+    const upid = String(start.body.data);
+    await waitTask(sim.url, upid, AUTH);
+    sim.fault({
+      pathRegex: "/log$",
+      kind: "echo",
+      into: "log",
+      param: "timeout",
+      form: "raw",
+    });
+    const log = await api(
+      sim.url,
+      "GET",
+      `/nodes/pve1/tasks/${upid}/log`,
+      {},
+      AUTH,
+    );
+    const lines = log.body.data as { n: number; t: string }[];
+    assert.equal(lines.at(-1)?.t, "proxy: timeout=30");
+  });
+});
+
+Deno.test("stores: a clone runs to its end but stores the fault's values", async () => {
+  await withSim(async (sim) => {
+    sim.fault({
+      method: "POST",
+      pathRegex: "/clone$",
+      kind: "stores",
+      config: { memory: 512 },
+    });
+    const clone = await api(sim.url, "POST", "/nodes/pve1/qemu/100/clone", {
+      newid: 300,
+      name: "web2",
+    }, AUTH);
+    assert.equal(clone.status, 200, JSON.stringify(clone.body));
+    await waitTask(sim.url, String(clone.body.data), AUTH);
+    assert.equal(sim.guest(300)?.name, "web2");
+    assert.equal(sim.guest(300)?.config.memory, 512);
   });
 });
