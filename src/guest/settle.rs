@@ -7,6 +7,7 @@
 //! tags included — under the lock before the work is done. Every wait here therefore holds out for
 //! the target AND no lock, and a wait that runs out while locked names the lock.
 
+use super::evidence::Evidence;
 use super::locate::Located;
 use crate::client::Pve;
 use crate::explain::hint;
@@ -15,6 +16,7 @@ use crate::poll::{Pacer, Stopped};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::responses::GuestStatus;
+use crate::run::Run;
 
 /// `GET …/status/current` of a located guest.
 pub async fn read_status<H: Host>(
@@ -41,6 +43,22 @@ pub struct Seen<'a> {
 /// The guest's lock, if PVE reports one.
 pub fn lock_of(s: &GuestStatus) -> Option<&str> {
     s.lock.as_deref().map(str::trim).filter(|l| !l.is_empty())
+}
+
+/// PVE refuses a locked guest (AbstractConfig `check_lock`): refused before anything is sent, in
+/// PVE's words.
+pub fn refuse_locked<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
+    match lock_of(&ev.status) {
+        Some(lock) => Err(format!(
+            "{}: {} is locked ({lock}) — PVE refuses to change a locked guest; wait for the operation holding the lock to end, or clear a stale lock (`qm unlock` / `pct unlock`)",
+            ev.label(run),
+            match run.kind {
+                GuestKind::Qemu => "VM",
+                GuestKind::Lxc => "CT",
+            }
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Polls `status/current` until `reached` holds and no lock is held, within `budget_ms` (reading at

@@ -3,7 +3,7 @@
 
 use super::evidence::Evidence;
 use super::locate::Located;
-use super::settle::{describe, lock_of, settle, Seen};
+use super::settle::{describe, settle, Seen};
 use crate::args::ArgError;
 use crate::client::Pve;
 use crate::explain::could_not;
@@ -218,22 +218,6 @@ pub async fn snapshot_outcome<H: Host>(
         outcome.writes.push(tree_write(run, &ev.at, tree));
     }
     outcome
-}
-
-/// PVE refuses a locked guest (AbstractConfig `check_lock`): refused before anything is sent, in
-/// PVE's words.
-pub fn refuse_locked<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
-    match lock_of(&ev.status) {
-        Some(lock) => Err(format!(
-            "{}: {} is locked ({lock}) — PVE refuses snapshot operations on a locked guest; wait for the operation holding the lock, or clear it",
-            ev.label(run),
-            match run.kind {
-                GuestKind::Qemu => "VM",
-                GuestKind::Lxc => "CT",
-            }
-        )),
-        None => Ok(()),
-    }
 }
 
 /// Waits until `status/current` shows no lock (and `also` holds), within what is left of the

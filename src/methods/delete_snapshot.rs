@@ -5,8 +5,9 @@
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::{sight_present, Evidence};
 use crate::guest::reference::GuestRef;
+use crate::guest::settle::refuse_locked;
 use crate::guest::snapshots::{
-    await_unlocked, check_name, read_tree_of, refuse_locked, snapshot_outcome, SnapshotTree,
+    await_unlocked, check_name, read_tree_of, snapshot_outcome, SnapshotTree,
 };
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
