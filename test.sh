@@ -93,7 +93,7 @@ gate "cargo clippy (wasm32)" cargo clippy --quiet --all-targets --target wasm32-
 gate "deno fmt --check" deno fmt --check
 gate "deno lint" deno lint
 gate "deno check" deno check js/ simulator/ harness/ tests/ scripts/ cli/
-gate "push readiness" deno run --allow-read scripts/push_check.ts js
+gate "push readiness" deno run --allow-read --allow-env=LOG_TOKENS,LOG_STREAM scripts/push_check.ts js
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -2,10 +2,14 @@
  * Applies swamp's `extension push` rules to `js/` (swamp-contract.md section 6) and exits 1 on a
  * violation: allowed file types, no hidden files or symlinks, per-file and total sizes, file count,
  * forbidden substrings, no dynamic import, literal `type` and `version`, manifest entries present.
+ * The manifest's `binaries` are exempt from the file-type rule, as push exempts them.
  * (`deno fmt --check`, `deno lint` and `deno check` on js/ run as separate gates in test.sh.)
  *
- * Usage: deno run --allow-read scripts/push_check.ts [package dir]
+ * Usage: deno run --allow-read --allow-env=LOG_TOKENS,LOG_STREAM scripts/push_check.ts [package dir]
+ * (the yaml parser reads those two variables)
  */
+import { parse } from "npm:yaml@2";
+
 const root = Deno.args[0] ?? "js";
 const ALLOWED = /\.(ts|json|md|yaml|yml|txt)$/;
 const LICENSE_LIKE = /^(LICENSE|LICENCE|COPYING|NOTICE)(\.[a-z]+)?$/i;
@@ -13,6 +17,14 @@ const MAX_FILE = 1_000_000;
 const MAX_TOTAL = 10_000_000;
 const MAX_FILES = 150;
 const CALVER = /^\d{4}\.\d{2}\.\d{2}\.\d+$/;
+
+/** The manifest's `binaries` entries, relative to the package root. */
+async function declaredBinaries(): Promise<Set<string>> {
+  const text = await Deno.readTextFile(`${root}/manifest.yaml`).catch(() => "");
+  const listed = (parse(text) as { binaries?: unknown } | null)?.binaries;
+  return new Set(Array.isArray(listed) ? listed.map(String) : []);
+}
+const binaries = await declaredBinaries();
 
 const problems: string[] = [];
 const warnings: string[] = [];
@@ -40,7 +52,8 @@ async function walk(dir: string): Promise<void> {
     if (size > MAX_FILE) {
       problems.push(`${rel}: ${size} bytes (limit ${MAX_FILE})`);
     }
-    if (!ALLOWED.test(entry.name) && !LICENSE_LIKE.test(entry.name)) {
+    const typed = ALLOWED.test(entry.name) || LICENSE_LIKE.test(entry.name);
+    if (!typed && !binaries.has(rel)) {
       problems.push(`${rel}: file type not accepted by push`);
     }
     if (entry.name.endsWith(".ts")) {
