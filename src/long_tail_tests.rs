@@ -80,6 +80,40 @@ fn stop_of_a_stopped_but_locked_guest_waits_for_the_lock_before_succeeding() {
 }
 
 #[test]
+fn a_change_waits_out_a_lock_that_clears_inside_the_budget_then_acts() {
+    const START_UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmstart:100:root@pam!t:";
+    let host = ScriptedHost::new();
+    vm(
+        &host,
+        json!({"status": "stopped", "tags": "swamp", "lock": "backup"}),
+    );
+    host.on(
+        "GET /nodes/pve1/qemu/100/status/current",
+        [
+            Answer::Data(json!({"status": "stopped", "tags": "swamp", "lock": "backup"})),
+            Answer::Data(json!({"status": "stopped", "tags": "swamp"})),
+            Answer::Data(json!({"status": "running", "qmpstatus": "running", "tags": "swamp"})),
+        ],
+    );
+    host.data("POST /nodes/pve1/qemu/100/status/start", json!(START_UPID));
+    host.data(
+        &format!("GET /nodes/pve1/tasks/{START_UPID}/status"),
+        json!({"status": "stopped", "exitstatus": "OK"}),
+    );
+    let outcome = run(&host, "qemu", "start", json!({"vmid": 100}));
+    assert!(summary(&outcome).contains("is running"), "{outcome:?}");
+    assert_eq!(
+        host.routes_called()
+            .iter()
+            .filter(|r| *r == "POST /nodes/pve1/qemu/100/status/start")
+            .count(),
+        1,
+        "the start is sent once the lock is gone"
+    );
+    assert_eq!(outcome.writes[0].data.get("lock"), None);
+}
+
+#[test]
 fn a_lock_that_outlasts_the_budget_fails_naming_it() {
     let host = ScriptedHost::new();
     vm(
@@ -89,7 +123,7 @@ fn a_lock_that_outlasts_the_budget_fails_naming_it() {
     let outcome = run(&host, "qemu", "stop", json!({"vmid": 100}));
     let message = message(&outcome);
     assert!(message.contains("still locked: snapshot"), "{message}");
-    assert!(message.contains("the guest is locked"), "{message}");
+    assert!(message.contains("VM is locked (snapshot)"), "{message}");
     assert_eq!(outcome.writes[0].data["lock"], "snapshot");
 }
 

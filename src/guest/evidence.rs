@@ -7,6 +7,7 @@ use super::locate::{read_where_it_lives, GuestRead, Located};
 use super::record::{GuestRecord, OUTCOME_UNKNOWN};
 use super::reference::GuestRef;
 use super::settle::read_status;
+use super::settle::{lock_of, wait_out_lock};
 use crate::client::Pve;
 use crate::clock::iso_time;
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
@@ -336,6 +337,45 @@ pub async fn sight_present<H: Host>(
         )
     };
     present_or_absent(run, sight_with(run, target, Look::ToAct).await, absent)
+}
+
+/// Finds a guest a method changes ([`sight_present`]) and waits out a lock on it ([`unlocked`]).
+pub async fn sight_to_change<H: Host>(
+    run: &Run<'_, H>,
+    target: &GuestRef,
+    verb: &str,
+) -> Result<Box<Evidence>, Outcome> {
+    let ev = sight_present(run, target, verb).await?;
+    unlocked(run, ev).await
+}
+
+/// [`sight_or_absent`] (state and config) for a method that changes the guest's config or disks:
+/// a lock on it is waited out ([`unlocked`]).
+pub async fn sight_config_to_change<H: Host>(
+    run: &Run<'_, H>,
+    target: &GuestRef,
+    absent: impl FnOnce(u32) -> String,
+) -> Result<Box<Evidence>, Outcome> {
+    let ev = sight_or_absent(run, target, absent).await?;
+    unlocked(run, ev).await
+}
+
+/// Waits out a lock on a sighted guest the method is about to change ([`wait_out_lock`]); one that
+/// outlasts the budget ends the run as a failure recording the state last observed. A config read
+/// while the lock stood is read again: the operation holding it may have changed it.
+pub async fn unlocked<H: Host>(
+    run: &Run<'_, H>,
+    mut ev: Box<Evidence>,
+) -> Result<Box<Evidence>, Outcome> {
+    let was_locked = lock_of(&ev.status).is_some();
+    let mut waited = wait_out_lock(run, &mut ev).await;
+    if waited.is_ok() && was_locked && !ev.config.is_empty() {
+        waited = ev.reread_config(run).await;
+    }
+    match waited {
+        Ok(()) => Ok(ev),
+        Err(message) => Err(ev.outcome(run, Err(message)).await),
+    }
 }
 
 /// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as

@@ -45,20 +45,25 @@ pub fn lock_of(s: &GuestStatus) -> Option<&str> {
     s.lock.as_deref().map(str::trim).filter(|l| !l.is_empty())
 }
 
-/// PVE refuses a locked guest (AbstractConfig `check_lock`): refused before anything is sent, in
-/// PVE's words.
-pub fn refuse_locked<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
-    match lock_of(&ev.status) {
-        Some(lock) => Err(format!(
-            "{}: {} is locked ({lock}) — PVE refuses to change a locked guest; wait for the operation holding the lock to end, or clear a stale lock (`qm unlock` / `pct unlock`)",
-            ev.label(run),
-            match run.kind {
-                GuestKind::Qemu => "VM",
-                GuestKind::Lxc => "CT",
-            }
-        )),
-        None => Ok(()),
-    }
+/// A lock PVE holds on a guest (a backup, a migration, a snapshot being taken…) makes PVE refuse
+/// changes to it (PVE::AbstractConfig `check_lock`): a state that is not yet a result. A method
+/// that changes the guest waits it out within what is left of its one budget (`taskTimeoutSec`);
+/// a lock that outlasts the budget fails the method, naming it, before anything is sent.
+pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
+    let Some(lock) = lock_of(&ev.status).map(str::to_owned) else {
+        return Ok(());
+    };
+    let noun = match run.kind {
+        GuestKind::Qemu => "VM",
+        GuestKind::Lxc => "CT",
+    };
+    await_unlocked(run, ev, |_| true, "its lock released")
+        .await
+        .map_err(|why| {
+            format!(
+                "{why} — {noun} is locked ({lock}) and PVE refuses to change a locked guest: wait for the operation holding the lock to end, or clear a stale lock (`qm unlock` / `pct unlock`)"
+            )
+        })
 }
 
 /// Polls `status/current` until `reached` holds and no lock is held, within `budget_ms` (reading at
@@ -121,6 +126,39 @@ pub fn seconds(ms: u64) -> String {
         0 => format!("{}s", ms / 1000),
         _ => format!("{:.1}s", ms as f64 / 1000.0),
     }
+}
+
+/// Waits until `status/current` shows no lock (and `also` holds), within what is left of the
+/// method's one budget (`taskTimeoutSec`): a lock left behind is a transitional state, not a result
+/// (`settle` holds out for no lock by itself).
+pub async fn await_unlocked<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    also: impl Fn(&GuestStatus) -> bool,
+    wanted: &str,
+) -> Result<(), String> {
+    let budget_ms = run.wait_budget_ms();
+    let waited = settle(
+        &run.pve(),
+        run.kind,
+        &ev.at,
+        budget_ms,
+        also,
+        &mut Seen {
+            status: &mut ev.status,
+            at_ms: &mut ev.observed_at,
+            after: &mut ev.observed_after,
+            mutations: ev.trail.mutations_sent,
+        },
+    )
+    .await;
+    waited.map_err(|why| {
+        format!(
+            "{} did not show {wanted}: {why}; last observed: {}",
+            ev.label(run),
+            describe(&ev.status)
+        )
+    })
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 
 use super::evidence::Evidence;
 use super::locate::Located;
-use super::settle::{describe, settle, Seen};
 use crate::args::ArgError;
 use crate::client::Pve;
 use crate::explain::could_not;
@@ -12,7 +11,6 @@ use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
-use crate::pve::responses::GuestStatus;
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::Value;
@@ -218,39 +216,6 @@ pub async fn snapshot_outcome<H: Host>(
         outcome.writes.push(tree_write(run, &ev.at, tree));
     }
     outcome
-}
-
-/// Waits until `status/current` shows no lock (and `also` holds), within what is left of the
-/// method's one budget (`taskTimeoutSec`): a lock left behind is a transitional state, not a result
-/// (`settle` holds out for no lock by itself).
-pub async fn await_unlocked<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    also: impl Fn(&GuestStatus) -> bool,
-    wanted: &str,
-) -> Result<(), String> {
-    let budget_ms = run.wait_budget_ms();
-    let waited = settle(
-        &run.pve(),
-        run.kind,
-        &ev.at,
-        budget_ms,
-        also,
-        &mut Seen {
-            status: &mut ev.status,
-            at_ms: &mut ev.observed_at,
-            after: &mut ev.observed_after,
-            mutations: ev.trail.mutations_sent,
-        },
-    )
-    .await;
-    waited.map_err(|why| {
-        format!(
-            "{} did not show {wanted}: {why}; last observed: {}",
-            ev.label(run),
-            describe(&ev.status)
-        )
-    })
 }
 
 #[cfg(test)]

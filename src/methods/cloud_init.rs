@@ -10,7 +10,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::{could_not, mutation_failed};
-use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::power::Target;
 use crate::guest::reboot::{reboot_verified, ApplyPending};
 use crate::guest::reference::GuestRef;
@@ -142,7 +142,7 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_present(run, &args.target, "configure cloud-init for").await {
+    let mut ev = match sight_to_change(run, &args.target, "configure cloud-init for").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

@@ -9,7 +9,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
-use crate::guest::evidence::{absent_outcome, sight_with, Evidence, Look, Sighting};
+use crate::guest::evidence::{absent_outcome, sight_with, unlocked, Evidence, Look, Sighting};
 use crate::guest::gates;
 use crate::guest::locate::next_id_free;
 use crate::guest::power::{transition, Target};
@@ -52,7 +52,7 @@ pub async fn delete<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_with(run, &args.target, Look::ToAct).await {
+    let present = match sight_with(run, &args.target, Look::ToAct).await {
         Ok(Sighting::Present(ev)) => ev,
         Ok(Sighting::Absent(vmid)) => {
             let summary = format!(
@@ -62,6 +62,10 @@ pub async fn delete<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             return absent_outcome(run, vmid, Ok(summary));
         }
         Err(failure) => return failure.into(),
+    };
+    let mut ev = match unlocked(run, present).await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
     };
     match destroy(run, &mut ev, &args).await {
         Ok(summary) => deleted(run, &ev, summary),

@@ -3,12 +3,10 @@
 //! the config even if removing a disk snapshot fails (PVE's `force`).
 
 use crate::args::{ArgError, Fields};
-use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::reference::GuestRef;
-use crate::guest::settle::refuse_locked;
-use crate::guest::snapshots::{
-    await_unlocked, check_name, read_tree_of, snapshot_outcome, SnapshotTree,
-};
+use crate::guest::settle::await_unlocked;
+use crate::guest::snapshots::{check_name, read_tree_of, snapshot_outcome, SnapshotTree};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
@@ -42,7 +40,7 @@ pub async fn delete_snapshot<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_present(run, &args.target, "delete a snapshot of").await {
+    let mut ev = match sight_to_change(run, &args.target, "delete a snapshot of").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
@@ -70,7 +68,6 @@ async fn remove<H: Host>(
                 .unwrap_or_default()
         ));
     }
-    refuse_locked(run, ev)?;
     let request =
         endpoints::snapshot_delete(&ev.at.node, run.kind, ev.at.vmid, &args.name, args.force);
     let action = format!("delete snapshot {:?} of {label}", args.name);

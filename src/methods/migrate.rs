@@ -7,11 +7,10 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
-use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::locate::{locate, Found};
 use crate::guest::power::Target;
 use crate::guest::reference::GuestRef;
-use crate::guest::settle::refuse_locked;
 use crate::guest::settle::{describe, read_status};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -99,7 +98,7 @@ pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_present(run, &args.target, "migrate").await {
+    let mut ev = match sight_to_change(run, &args.target, "migrate").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
@@ -119,7 +118,6 @@ async fn move_guest<H: Host>(
             args.node
         ));
     }
-    refuse_locked(run, ev)?;
     // PVE's check_running: a QEMU process, paused or not, is a running VM.
     let was_running = ev.status.status == "running";
     let source = ev.at.node.clone();

@@ -5,7 +5,7 @@
 //! guest that is not running is a failure: there is nothing to reboot.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::gates;
 use crate::guest::reboot::reboot_verified;
 use crate::guest::reference::GuestRef;
@@ -41,7 +41,7 @@ pub async fn reboot<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_present(run, &args.target, "reboot").await {
+    let mut ev = match sight_to_change(run, &args.target, "reboot").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

@@ -10,7 +10,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::{hint, outcome_unknown};
-use crate::guest::evidence::{sight_or_absent, Evidence};
+use crate::guest::evidence::{sight_config_to_change, Evidence};
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
 use crate::host::Host;
@@ -100,7 +100,7 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let noun = run.kind.noun();
         format!("{noun} {vmid} does not exist on any node: there is no disk to resize")
     };
-    let mut ev = match sight_or_absent(run, &args.target, absent).await {
+    let mut ev = match sight_config_to_change(run, &args.target, absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

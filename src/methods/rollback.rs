@@ -4,13 +4,11 @@
 //! guest before rolling back: AbstractConfig `snapshot_rollback`).
 
 use crate::args::{ArgError, Fields};
-use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::power::Target;
 use crate::guest::reference::GuestRef;
-use crate::guest::settle::refuse_locked;
-use crate::guest::snapshots::{
-    await_unlocked, check_name, read_tree_of, snapshot_outcome, SnapshotTree,
-};
+use crate::guest::settle::await_unlocked;
+use crate::guest::snapshots::{check_name, read_tree_of, snapshot_outcome, SnapshotTree};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
@@ -44,7 +42,7 @@ pub async fn rollback<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_present(run, &args.target, "roll back").await {
+    let mut ev = match sight_to_change(run, &args.target, "roll back").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
@@ -77,7 +75,6 @@ async fn roll_back<H: Host>(
             "{label}: unable to rollback to incomplete snapshot (snapstate = {state})"
         ));
     }
-    refuse_locked(run, ev)?;
     let target = match snap.vmstate || args.start {
         true => Target::Running,
         false => Target::Stopped,

@@ -19,7 +19,7 @@ use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::explain::{hint, outcome_unknown};
 use crate::guest::config::{record_value, ssh_keys_param, ConfigSnapshot, Reading, MASKED_KEY};
-use crate::guest::evidence::{sight_or_absent, Evidence};
+use crate::guest::evidence::{sight_config_to_change, Evidence};
 use crate::guest::power::Target;
 use crate::guest::reboot::{reboot_verified, ApplyPending};
 use crate::guest::reference::GuestRef;
@@ -82,7 +82,7 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let noun = run.kind.noun();
         format!("{noun} {vmid} does not exist on any node: there is no config to change")
     };
-    let mut ev = match sight_or_absent(run, &args.target, absent).await {
+    let mut ev = match sight_config_to_change(run, &args.target, absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

@@ -3,7 +3,7 @@
 //! gracefully gets a hard stop, which is then verified the same way (and noted as a warning).
 
 use crate::args::{ArgError, Fields};
-use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::gates;
 use crate::guest::power::{already, reach, transition, Target};
 use crate::guest::reference::GuestRef;
@@ -50,7 +50,7 @@ pub async fn shutdown<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_present(run, &args.target, "shut down").await {
+    let mut ev = match sight_to_change(run, &args.target, "shut down").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

@@ -4,12 +4,10 @@
 //! a stopped one, and the record shows what was saved.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::reference::GuestRef;
-use crate::guest::settle::refuse_locked;
-use crate::guest::snapshots::{
-    await_unlocked, check_name, read_tree_of, snapshot_outcome, SnapshotTree,
-};
+use crate::guest::settle::await_unlocked;
+use crate::guest::snapshots::{check_name, read_tree_of, snapshot_outcome, SnapshotTree};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
@@ -54,7 +52,7 @@ pub async fn snapshot<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_present(run, &args.target, "snapshot").await {
+    let mut ev = match sight_to_change(run, &args.target, "snapshot").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
@@ -79,7 +77,6 @@ async fn take<H: Host>(
             "{label}: you can't take a snapshot if it's a template (PVE's rule)"
         ));
     }
-    refuse_locked(run, ev)?;
     if tree.as_ref().is_some_and(|t| t.find(&args.name).is_some()) {
         return Err(format!(
             "{label}: snapshot name '{}' already used",

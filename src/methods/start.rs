@@ -9,7 +9,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
-use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::power::{already, transition, Target};
 use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
 use crate::guest::reference::GuestRef;
@@ -62,7 +62,7 @@ pub async fn start<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_present(run, &args.target, "start").await {
+    let mut ev = match sight_to_change(run, &args.target, "start").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

@@ -2,7 +2,7 @@
 //! only when `status/current` shows it stopped.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::gates;
 use crate::guest::power::{already, transition, Target};
 use crate::guest::reference::GuestRef;
@@ -36,7 +36,7 @@ pub async fn stop<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_present(run, &args.target, "stop").await {
+    let mut ev = match sight_to_change(run, &args.target, "stop").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

@@ -13,7 +13,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
-use crate::guest::evidence::{sight_present, Evidence};
+use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::gates;
 use crate::guest::locate::{locate, Found};
 use crate::guest::power::Target;
@@ -58,7 +58,7 @@ pub async fn convert_to_template<H: Host>(run: &Run<'_, H>, args: &Value) -> Out
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_present(run, &args.target, "convert to a template").await {
+    let mut ev = match sight_to_change(run, &args.target, "convert to a template").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

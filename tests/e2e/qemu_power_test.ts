@@ -273,9 +273,12 @@ Deno.test("stop: an HA-managed VM whose request never applies fails naming the H
   );
 });
 
-Deno.test("stop: a locked VM fails with PVE's lock message and the lock recorded", async () => {
+Deno.test("stop: a VM locked past the budget fails with PVE's lock message and the lock recorded", async () => {
   await withEnv(
-    { guests: withGuest({ status: "running", lock: "backup" }) },
+    {
+      guests: withGuest({ status: "running", lock: "backup" }),
+      globalArgs: { taskTimeoutSec: 2 },
+    },
     async (env) => {
       const r = await env.run("stop", { vmid: 120 });
       assert.equal(r.status, "failed");

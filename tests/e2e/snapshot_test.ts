@@ -88,8 +88,11 @@ Deno.test("snapshot: a name already used is refused before anything is sent, in 
   });
 });
 
-Deno.test("snapshot: a locked guest is refused up front naming the lock", async () => {
-  await withEnv({ guests: guests({ lock: "backup" }) }, async (env) => {
+Deno.test("snapshot: a guest locked past the budget fails naming the lock, no snapshot sent", async () => {
+  await withEnv({
+    guests: guests({ lock: "backup" }),
+    globalArgs: { taskTimeoutSec: 2 },
+  }, async (env) => {
     const r = await env.run("snapshot", { vmid: 120, name: "base" });
     assert.equal(r.status, "failed");
     assert.match(r.error ?? "", /VM is locked \(backup\)/);

@@ -68,9 +68,9 @@ export const SCENARIO_LEGEND: Record<ScenarioId, string> = {
   "pid✗":
     "guestExec: the guest reboots while the command runs, so exec-status answers `Agent error: Invalid parameter 'pid'`",
   "lock cleared":
-    "the guest's config carries `lock: backup` when the method starts and the lock clears 1 s later, inside the 3 s budget: a method that acts on the guest fails naming the lock (PVE refuses a locked guest at once, `VM is locked (backup)`, and the package waits out a lock only on a state it waits for), never succeeds over it; a read, or a command inside the guest, succeeds and records the lock",
+    "the guest's config carries `lock: backup` when the method starts and the lock clears 1 s later, inside the 3 s budget: a method that acts on the guest waits the lock out (PVE would refuse it meanwhile, `VM is locked (backup)`), then acts and succeeds with a record free of the lock; a read, or a command inside the guest, succeeds and records the lock",
   "lock held":
-    "the same lock never clears: an acting method fails naming it; a read or a command inside the guest succeeds and records the lock",
+    "the same lock never clears: an acting method fails naming it when its budget runs out, having sent nothing; a read or a command inside the guest succeeds and records the lock",
 };
 
 /** What one cell observed and whether it was right. */
