@@ -68,6 +68,15 @@ conformance_log="$PROJECT_ROOT/$logs/conformance.jsonl"
 rm -f "$conformance_log"
 layer "deno test" count_deno env PVE_CONFORMANCE_LOG="$conformance_log" \
   deno test --allow-all --quiet --ignore=tests/real_swamp,tests/real_guest tests/ js/
+# The fault matrix's share of that layer: the sum of its tests' own durations (they run in one file).
+grep -Eo '^fault matrix: .* ok \(([0-9]+m )?[0-9]+m?s\)' "$logs/deno_test.log" |
+  sed -E 's/.* ok \((.*)\)$/\1/' | awk '
+    { t = 0; n = split($0, p, " ")
+      for (i = 1; i <= n; i++) {
+        if (p[i] ~ /ms$/) t += p[i] / 1000; else if (p[i] ~ /m$/) t += p[i] * 60; else t += p[i] + 0
+      }
+      sum += t; rows++ }
+    END { if (rows) printf "   fault matrix: %d tests, %.0f s of the deno layer\n", rows, sum }' || true
 layer "conformance" count_gate deno run --allow-read simulator/schema/report.ts "$conformance_log"
 grep -E '^[0-9]+ requests validated' "$logs/conformance.log" | sed 's/^/   /'
 
