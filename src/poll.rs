@@ -88,6 +88,8 @@ pub struct Pacer {
     started_ms: f64,
     deadline_ms: f64,
     cap_ms: u64,
+    /// When the last pause ended, i.e. the last probe was sent (NaN before the first pause).
+    probed_ms: f64,
 }
 
 impl Pacer {
@@ -106,6 +108,7 @@ impl Pacer {
             started_ms: f64::NAN,
             deadline_ms,
             cap_ms,
+            probed_ms: f64::NAN,
         }
     }
 
@@ -129,8 +132,17 @@ impl Pacer {
         if remaining <= 0.0 {
             return Err(Stopped::OutOfTime);
         }
-        let pause = pause_after(now - self.started_ms, self.cap_ms);
+        // The schedule counts from probe to probe: the time the last probe's round trip took is
+        // part of the pause, so a slow answer does not push every later probe back.
+        let in_flight = match self.probed_ms.is_nan() {
+            true => 0,
+            false => (now - self.probed_ms).max(0.0).round() as u64,
+        };
+        // A slow answer is a busy daemon: at most half of a pause is taken back.
+        let scheduled = pause_after(now - self.started_ms, self.cap_ms);
+        let pause = scheduled - in_flight.min(scheduled / 2);
         host.sleep(pause.min(remaining.ceil() as u64)).await;
+        self.probed_ms = host.now_ms();
         match host.aborted() {
             true => Err(Stopped::Aborted),
             false => Ok(()),
@@ -201,5 +213,25 @@ mod tests {
     #[test]
     fn a_cap_below_the_first_step_wins() {
         assert_eq!(Backoff::new(50, 20).next_delay(), 20);
+    }
+
+    #[test]
+    fn a_probe_round_trip_counts_toward_the_pause_but_never_more_than_half_of_it() {
+        use crate::host::Host;
+        use crate::testing::{block_on, ScriptedHost};
+        let host = ScriptedHost::new();
+        let t0 = host.now_ms();
+        let mut pacer = Pacer::new(t0, 60_000, 3_000);
+        let mut sent = vec![];
+        for round_trip in [10.0, 10.0, 500.0] {
+            block_on(pacer.pause(&host)).unwrap();
+            sent.push(host.now_ms() - t0);
+            block_on(host.sleep(round_trip as u64)); // the probe's answer takes this long
+        }
+        block_on(pacer.pause(&host)).unwrap();
+        sent.push(host.now_ms() - t0);
+        // Probe to probe 45 and 50 ms (40 ms + a tenth of the time waited) despite 10 ms answers;
+        // after a 500 ms answer half of the next pause (104 ms → 52 ms) is still waited.
+        assert_eq!(sent, vec![40.0, 85.0, 135.0, 135.0 + 500.0 + 52.0]);
     }
 }
