@@ -85,18 +85,19 @@ pub enum Stopped {
 /// Paces a poll loop that probes first and pauses between probes ([`pause_after`]), never past
 /// the loop's deadline, ending when the run is aborted.
 pub struct Pacer {
-    started_ms: f64,
+    /// When the schedule began: given, or the first pause.
+    started_ms: Option<f64>,
     deadline_ms: f64,
     cap_ms: u64,
-    /// When the last pause ended, i.e. the last probe was sent (NaN before the first pause).
-    probed_ms: f64,
+    /// When the last pause ended, i.e. the last probe was sent (none before the first pause).
+    probed_ms: Option<f64>,
 }
 
 impl Pacer {
     /// A loop that may run `budget_ms` from `now_ms`, pausing at most `cap_ms` between probes.
     pub fn new(now_ms: f64, budget_ms: u64, cap_ms: u64) -> Self {
         Pacer {
-            started_ms: now_ms,
+            started_ms: Some(now_ms),
             ..Pacer::until(now_ms + budget_ms as f64, cap_ms)
         }
     }
@@ -105,16 +106,11 @@ impl Pacer {
     /// most `cap_ms` between probes; its pauses grow from its first pause.
     pub fn until(deadline_ms: f64, cap_ms: u64) -> Self {
         Pacer {
-            started_ms: f64::NAN,
+            started_ms: None,
             deadline_ms,
             cap_ms,
-            probed_ms: f64::NAN,
+            probed_ms: None,
         }
-    }
-
-    /// When the wait began (ms since the epoch).
-    pub fn started_ms(&self) -> f64 {
-        self.started_ms
     }
 
     /// When the loop's budget runs out (epoch ms).
@@ -125,24 +121,21 @@ impl Pacer {
     /// Waits before the next probe; `Err` once the budget is spent or the run was aborted.
     pub async fn pause<H: Host>(&mut self, host: &H) -> Result<(), Stopped> {
         let now = host.now_ms();
-        if self.started_ms.is_nan() {
-            self.started_ms = now;
-        }
+        let started = *self.started_ms.get_or_insert(now);
         let remaining = self.deadline_ms - now;
         if remaining <= 0.0 {
             return Err(Stopped::OutOfTime);
         }
         // The schedule counts from probe to probe: the time the last probe's round trip took is
         // part of the pause, so a slow answer does not push every later probe back.
-        let in_flight = match self.probed_ms.is_nan() {
-            true => 0,
-            false => (now - self.probed_ms).max(0.0).round() as u64,
-        };
+        let in_flight = self
+            .probed_ms
+            .map_or(0, |probed| (now - probed).max(0.0).round() as u64);
         // A slow answer is a busy daemon: at most half of a pause is taken back.
-        let scheduled = pause_after(now - self.started_ms, self.cap_ms);
+        let scheduled = pause_after(now - started, self.cap_ms);
         let pause = scheduled - in_flight.min(scheduled / 2);
         host.sleep(pause.min(remaining.ceil() as u64)).await;
-        self.probed_ms = host.now_ms();
+        self.probed_ms = Some(host.now_ms());
         match host.aborted() {
             true => Err(Stopped::Aborted),
             false => Ok(()),

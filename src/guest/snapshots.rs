@@ -128,6 +128,16 @@ impl SnapshotTree {
         self.snapshots.iter().find(|s| s.name == name)
     }
 
+    /// The snapshot a method acts on, or the error saying it does not exist (and what does).
+    pub fn existing(&self, label: &str, name: &str) -> Result<&Snapshot, String> {
+        self.find(name).ok_or_else(|| {
+            format!(
+                "{label}: snapshot '{name}' does not exist ({})",
+                self.describe()
+            )
+        })
+    }
+
     /// `a (parent: b), c (parent: a)`, for messages.
     pub fn describe(&self) -> String {
         if self.snapshots.is_empty() {

@@ -57,17 +57,9 @@ async fn remove<H: Host>(
 ) -> Result<String, String> {
     let label = ev.label(run);
     let before = read_tree_of(run, ev).await?;
-    let exists = before.find(&args.name).is_some();
+    let found = before.existing(&label, &args.name).map(drop);
     *tree = Some(before);
-    if !exists {
-        return Err(format!(
-            "{label}: snapshot '{}' does not exist ({})",
-            args.name,
-            tree.as_ref()
-                .map(SnapshotTree::describe)
-                .unwrap_or_default()
-        ));
-    }
+    found?;
     let request =
         endpoints::snapshot_delete(&ev.at.node, run.kind, ev.at.vmid, &args.name, args.force);
     let action = format!("delete snapshot {:?} of {label}", args.name);

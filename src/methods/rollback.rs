@@ -59,17 +59,9 @@ async fn roll_back<H: Host>(
 ) -> Result<String, String> {
     let label = ev.label(run);
     let before = read_tree_of(run, ev).await?;
-    let snap = before.find(&args.name).cloned();
+    let found = before.existing(&label, &args.name).cloned();
     *tree = Some(before);
-    let Some(snap) = snap else {
-        return Err(format!(
-            "{label}: snapshot '{}' does not exist ({})",
-            args.name,
-            tree.as_ref()
-                .map(SnapshotTree::describe)
-                .unwrap_or_default()
-        ));
-    };
+    let snap = found?;
     if let Some(state) = &snap.snapstate {
         return Err(format!(
             "{label}: unable to rollback to incomplete snapshot (snapstate = {state})"
