@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { makeExtensionFile } from "./extension_file.ts";
 import { manifestFiles } from "./manifest_files.ts";
 
 /** Relative path → absolute path of every file js/manifest.yaml ships. */
@@ -13,11 +14,5 @@ export const PACKAGE_FILES: Record<string, string> = manifestFiles(
 
 /** `ctx.extensionFile` over {@link PACKAGE_FILES}, for code that calls the core directly. */
 export const PACKAGE: { extensionFile(relPath: string): string } = {
-  extensionFile(relPath: string): string {
-    const path = PACKAGE_FILES[relPath];
-    if (path === undefined) {
-      throw new Error(`js/manifest.yaml ships no ${relPath}`);
-    }
-    return path;
-  },
+  extensionFile: makeExtensionFile(PACKAGE_FILES),
 };

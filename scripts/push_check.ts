@@ -18,15 +18,23 @@ const MAX_TOTAL = 10_000_000;
 const MAX_FILES = 150;
 const CALVER = /^\d{4}\.\d{2}\.\d{2}\.\d+$/;
 
-/** The manifest's `binaries` entries, relative to the package root. */
-async function declaredBinaries(): Promise<Set<string>> {
-  const text = await Deno.readTextFile(`${root}/manifest.yaml`).catch(() => "");
-  const listed = (parse(text) as { binaries?: unknown } | null)?.binaries;
-  return new Set(Array.isArray(listed) ? listed.map(String) : []);
-}
-const binaries = await declaredBinaries();
-
 const problems: string[] = [];
+const manifest = await Deno.readTextFile(`${root}/manifest.yaml`).catch(() =>
+  ""
+);
+
+/** The manifest's `binaries` entries, relative to the package root. */
+function declaredBinaries(text: string): Set<string> {
+  try {
+    const listed = (parse(text) as { binaries?: unknown } | null)?.binaries;
+    return new Set(Array.isArray(listed) ? listed.map(String) : []);
+  } catch (error) {
+    problems.push(`manifest.yaml is not YAML: ${(error as Error).message}`);
+    return new Set();
+  }
+}
+const binaries = declaredBinaries(manifest);
+
 const warnings: string[] = [];
 let total = 0;
 let count = 0;
@@ -95,9 +103,6 @@ if (total > MAX_TOTAL) {
   problems.push(`${total} bytes in all (limit ${MAX_TOTAL})`);
 }
 
-const manifest = await Deno.readTextFile(`${root}/manifest.yaml`).catch(() =>
-  ""
-);
 if (!manifest) problems.push("manifest.yaml is missing");
 const manifestVersion = manifest.match(/^version:\s*"?([^"\n]+)"?/m)?.[1];
 if (!manifestVersion || !CALVER.test(manifestVersion)) {

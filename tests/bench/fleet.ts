@@ -41,7 +41,19 @@ export function peakInWindow(times: number[], windowMs: number): number {
   return peak;
 }
 
-async function fleetStart(pkg: Package, opts: BenchOptions): Promise<Cell[]> {
+/** The rows, each with the figure of a fleet start it shows. */
+const MEASURES: [string, Row["unit"], (l: FleetLoad) => number][] = [
+  ["requests to pvedaemon in all", "requests", (l) => l.total],
+  ["most requests within one second", "requests", (l) => l.peakPerSec],
+  ["requests per second over the run", "requests", (l) => l.meanPerSec],
+  ["wall time until every start returned", "ms", (l) => l.wallMs],
+];
+
+/** The fleet start's load figures over `opts.reps` runs, or why a run failed. */
+async function fleetStart(
+  pkg: Package,
+  opts: BenchOptions,
+): Promise<FleetLoad[] | string> {
   const guests = fleet(FLEET_SIZE).map((g) => ({
     ...g,
     status: "stopped" as const,
@@ -69,7 +81,7 @@ async function fleetStart(pkg: Package, opts: BenchOptions): Promise<Cell[]> {
       const failed = runs.find((run) => run.result.status !== "succeeded");
       if (failed) {
         const why = (failed.result.error ?? "").split("\n")[0].slice(0, 80);
-        return Array(4).fill({ missing: `a start failed: ${why}` });
+        return `a start failed: ${why}`;
       }
       const times = env.sim.requests.slice(from).map((q) => q.at);
       samples.push({
@@ -82,15 +94,7 @@ async function fleetStart(pkg: Package, opts: BenchOptions): Promise<Cell[]> {
   } finally {
     await env.close();
   }
-  const cell = (pick: (l: FleetLoad) => number): Cell => ({
-    samples: samples.map(pick),
-  });
-  return [
-    cell((l) => l.total),
-    cell((l) => l.peakPerSec),
-    cell((l) => l.meanPerSec),
-    cell((l) => l.wallMs),
-  ];
+  return samples;
 }
 
 /** The fleet rows: both packages, one column each. */
@@ -98,20 +102,20 @@ export async function fleetRows(
   pkgs: Package[],
   opts: BenchOptions,
 ): Promise<Row[]> {
-  const columns: Cell[][] = [];
+  const columns: (FleetLoad[] | string)[] = [];
   for (const pkg of pkgs) columns.push(await fleetStart(pkg, opts));
-  const name =
-    `${FLEET_SIZE} guests started together (one definition each), 5 s tasks`;
-  const measures: [string, Row["unit"]][] = [
-    ["requests to pvedaemon in all", "requests"],
-    ["most requests within one second", "requests"],
-    ["requests per second over the run", "requests"],
-    ["wall time until every start returned", "ms"],
-  ];
-  return measures.map(([measure, unit], i) => ({
-    benchmark: name,
+  const cell = (
+    loads: FleetLoad[] | string,
+    pick: (l: FleetLoad) => number,
+  ): Cell =>
+    typeof loads === "string"
+      ? { missing: loads }
+      : { samples: loads.map(pick) };
+  return MEASURES.map(([measure, unit, pick]) => ({
+    benchmark:
+      `${FLEET_SIZE} guests started together (one definition each), 5 s tasks`,
     measure,
     unit,
-    cells: columns.map((c) => c[i]),
+    cells: columns.map((loads) => cell(loads, pick)),
   }));
 }
