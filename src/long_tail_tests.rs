@@ -127,9 +127,8 @@ fn a_lock_that_outlasts_the_budget_fails_naming_it() {
     assert_eq!(outcome.writes[0].data["lock"], "snapshot");
 }
 
-#[test]
-fn a_re_run_of_clone_that_finds_the_guest_under_lock_clone_is_not_done() {
-    let host = ScriptedHost::new();
+/// A clone re-run's target: PVE says VMID 300 is taken, and it lists guest web2 there.
+fn clone_target_exists(host: &ScriptedHost) {
     host.on(
         "GET /cluster/nextid",
         [Answer::Error(
@@ -142,6 +141,12 @@ fn a_re_run_of_clone_that_finds_the_guest_under_lock_clone_is_not_done() {
         json!([{"vmid": 300, "type": "qemu", "node": "pve1", "name": "web2"}]),
     );
     host.data("GET /nodes/pve1/qemu/300/config", json!({}));
+}
+
+#[test]
+fn a_re_run_of_clone_that_finds_the_guest_under_lock_clone_is_not_done() {
+    let host = ScriptedHost::new();
+    clone_target_exists(&host);
     host.data(
         "GET /nodes/pve1/qemu/300/status/current",
         json!({"status": "stopped", "name": "web2", "tags": "swamp", "lock": "clone"}),
@@ -157,18 +162,7 @@ fn a_re_run_of_clone_that_finds_the_guest_under_lock_clone_is_not_done() {
 #[test]
 fn a_re_run_of_clone_waits_for_the_lock_and_then_counts_the_finished_guest() {
     let host = ScriptedHost::new();
-    host.on(
-        "GET /cluster/nextid",
-        [Answer::Error(
-            400,
-            "Parameter verification failed. (vmid: VM 300 already exists)".into(),
-        )],
-    );
-    host.data(
-        "GET /cluster/resources",
-        json!([{"vmid": 300, "type": "qemu", "node": "pve1", "name": "web2"}]),
-    );
-    host.data("GET /nodes/pve1/qemu/300/config", json!({}));
+    clone_target_exists(&host);
     let locked = json!({"status": "stopped", "name": "web2", "tags": "swamp", "lock": "clone"});
     host.on(
         "GET /nodes/pve1/qemu/300/status/current",
