@@ -6,7 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { echoed, echoedParam } from "../../simulator/faults.ts";
-import { api, tokenHeader, waitTask } from "../../simulator/sim_client.ts";
+import {
+  api,
+  type ApiParams,
+  tokenHeader,
+  waitTask,
+} from "../../simulator/sim_client.ts";
+import type { EchoForm, ParamEchoForm } from "../../simulator/types.ts";
 import { startSimulator } from "../../simulator/simulator.ts";
 import type { Simulator } from "../../simulator/simulator.ts";
 
@@ -80,32 +86,41 @@ Deno.test("echo: a 401 and a 200 page quote the request's header", async () => {
   });
 });
 
+/**
+ * The last line of a start task's log read under a log echo fault: the task is started with
+ * `params` and waited for, then `echo` (the fault's own fields) applies to the log read.
+ */
+async function lastLogLineUnderEcho(
+  sim: Simulator,
+  params: ApiParams,
+  echo: { form: EchoForm } | { param: string; form: ParamEchoForm },
+): Promise<string | undefined> {
+  const start = await api(
+    sim.url,
+    "POST",
+    "/nodes/pve1/qemu/100/status/start",
+    params,
+    AUTH,
+  );
+  const upid = String(start.body.data);
+  await waitTask(sim.url, upid, AUTH);
+  sim.fault({ pathRegex: "/log$", kind: "echo", into: "log", ...echo });
+  const log = await api(
+    sim.url,
+    "GET",
+    `/nodes/pve1/tasks/${upid}/log`,
+    {},
+    AUTH,
+  );
+  return (log.body.data as { n: number; t: string }[]).at(-1)?.t;
+}
+
 Deno.test("echo: a task log gets one more line quoting the header", async () => {
   await withSim(async (sim) => {
-    const start = await api(
-      sim.url,
-      "POST",
-      "/nodes/pve1/qemu/100/status/start",
-      {},
-      AUTH,
+    assert.equal(
+      await lastLogLineUnderEcho(sim, {}, { form: "secret" }),
+      `proxy: Authorization: ${TOKEN.secret}`,
     );
-    const upid = String(start.body.data);
-    await waitTask(sim.url, upid, AUTH);
-    sim.fault({
-      pathRegex: "/log$",
-      kind: "echo",
-      into: "log",
-      form: "secret",
-    });
-    const log = await api(
-      sim.url,
-      "GET",
-      `/nodes/pve1/tasks/${upid}/log`,
-      {},
-      AUTH,
-    );
-    const lines = log.body.data as { n: number; t: string }[];
-    assert.equal(lines.at(-1)?.t, `proxy: Authorization: ${TOKEN.secret}`);
   });
 });
 
@@ -159,31 +174,13 @@ Deno.test("echo: a 500 quotes the password its own request carried", async () =>
 
 Deno.test("echo: a task log quotes a parameter an earlier request carried", async () => {
   await withSim(async (sim) => {
-    const start = await api(
-      sim.url,
-      "POST",
-      "/nodes/pve1/qemu/100/status/start",
-      { timeout: 30 },
-      AUTH,
+    assert.equal(
+      await lastLogLineUnderEcho(sim, { timeout: 30 }, {
+        param: "timeout",
+        form: "raw",
+      }),
+      "proxy: timeout=30",
     );
-    const upid = String(start.body.data);
-    await waitTask(sim.url, upid, AUTH);
-    sim.fault({
-      pathRegex: "/log$",
-      kind: "echo",
-      into: "log",
-      param: "timeout",
-      form: "raw",
-    });
-    const log = await api(
-      sim.url,
-      "GET",
-      `/nodes/pve1/tasks/${upid}/log`,
-      {},
-      AUTH,
-    );
-    const lines = log.body.data as { n: number; t: string }[];
-    assert.equal(lines.at(-1)?.t, "proxy: timeout=30");
   });
 });
 
