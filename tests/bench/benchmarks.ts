@@ -514,6 +514,131 @@ async function coldSamples(
   }
 }
 
+// The wasm core's own share of a cold start (tests/bench/core_child.ts): packages without one get
+// "no wasm core".
+const CORE_CHILD = new URL("./core_child.ts", import.meta.url).pathname;
+const CORE_GLUE = "_lib/generated/core_glue.ts";
+const CORE_WASM = "_lib/generated/proxmox_core.wasm";
+
+/** What one core child measured, in ms. */
+interface CoreSplit {
+  loadMs: number;
+  firstMs: number;
+  againMs: number;
+}
+
+async function coreChildRun(
+  opts: BenchOptions,
+  dir: string,
+  v8Flags: string[],
+): Promise<CoreSplit> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      "--quiet",
+      `--config=${opts.denoConfig}`,
+      ...v8Flags,
+      CORE_CHILD,
+      pathToFileURL(join(dir, CORE_GLUE)).href,
+      join(dir, CORE_WASM),
+    ],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    env: { NO_COLOR: "1" },
+  }).output();
+  const text = new TextDecoder().decode(out.stdout).trim();
+  if (!out.success || !text.includes('"status":"succeeded"')) {
+    throw new Error(
+      `core child failed: ${text}${
+        new TextDecoder().decode(out.stderr).slice(0, 400)
+      }`,
+    );
+  }
+  return JSON.parse(text) as CoreSplit;
+}
+
+/** Load, first lookup and second lookup cells of one package (`missing` without a wasm core). */
+async function coreSplitCells(
+  pkg: Package,
+  opts: BenchOptions,
+  v8Flags: string[],
+): Promise<Record<keyof CoreSplit, Cell>> {
+  const none = (missing: string) => ({
+    loadMs: { missing },
+    firstMs: { missing },
+    againMs: { missing },
+  });
+  const hasCore = await Deno.stat(join(pkg.dir, CORE_WASM)).then(
+    () => true,
+    () => false,
+  );
+  if (!hasCore) return none("no wasm core");
+  try {
+    await coreChildRun(opts, pkg.dir, v8Flags); // warm-up: Deno's module cache
+    const runs: CoreSplit[] = [];
+    for (let r = 0; r < opts.coldReps; r++) {
+      runs.push(await coreChildRun(opts, pkg.dir, v8Flags));
+    }
+    const cell = (key: keyof CoreSplit) => ({
+      samples: runs.map((run) => run[key]),
+    });
+    return {
+      loadMs: cell("loadMs"),
+      firstMs: cell("firstMs"),
+      againMs: cell("againMs"),
+    };
+  } catch (error) {
+    return none(firstLine((error as Error).message));
+  }
+}
+
+/** Rows of the wasm core's share of a cold start: lazy compilation (V8's default), then eager. */
+async function coreSplitRows(
+  pkgs: Package[],
+  opts: BenchOptions,
+): Promise<Row[]> {
+  const lazy = [];
+  const eager = [];
+  for (const pkg of pkgs) {
+    lazy.push(await coreSplitCells(pkg, opts, []));
+    eager.push(
+      await coreSplitCells(pkg, opts, [
+        "--v8-flags=--no-wasm-lazy-compilation",
+      ]),
+    );
+  }
+  const row = (benchmark: string, cells: Cell[]): Row => ({
+    benchmark,
+    measure: "in-process time",
+    unit: "ms",
+    cells,
+  });
+  return [
+    row(
+      "wasm core, cold: glue import + module read, compile, instantiate",
+      lazy.map((c) => c.loadMs),
+    ),
+    row(
+      "wasm core, cold: first lookup, host answering from memory (V8 compiles what it runs)",
+      lazy.map((c) => c.firstMs),
+    ),
+    row(
+      "wasm core, warm: the same lookup again (the run alone)",
+      lazy.map((c) => c.againMs),
+    ),
+    row(
+      "wasm core, cold, whole module compiled up front (`--no-wasm-lazy-compilation`): load",
+      eager.map((c) => c.loadMs),
+    ),
+    row(
+      "wasm core, cold, whole module compiled up front: first lookup",
+      eager.map((c) => c.firstMs),
+    ),
+  ];
+}
+
 async function coldStartRows(
   pkgs: Package[],
   opts: BenchOptions,
@@ -569,6 +694,7 @@ async function coldStartRows(
           met: (v) => v <= base * 1.1,
         },
     },
+    ...await coreSplitRows(pkgs, opts),
   ];
 }
 
