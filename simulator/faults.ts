@@ -104,7 +104,36 @@ export function echoedParam(
       return `${param}=${
         btoa(String.fromCharCode(...new TextEncoder().encode(value)))
       }`;
+    // What an HTML error page shows of it (a proxy's, a hook's).
+    case "html":
+      return `${param}=${htmlEscaped(value)}`;
+    // A command line a hook or a shell error quotes: single quotes, a quote as '\''.
+    case "shell":
+      return `${param}='${value.replaceAll("'", "'\\''")}'`;
+    // A dumper's or a debug log's escapes: every byte outside [A-Za-z0-9] as \xHH.
+    case "hex-escaped":
+      return `${param}=${hexEscaped(value)}`;
   }
+}
+
+function htmlEscaped(text: string): string {
+  const entities: Record<string, string> = {
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    '"': "&quot;",
+    "'": "&#39;",
+  };
+  return text.replace(/[&<>"']/g, (c) => entities[c]);
+}
+
+function hexEscaped(text: string): string {
+  return [...new TextEncoder().encode(text)].map((byte) => {
+    const c = String.fromCharCode(byte);
+    return /[A-Za-z0-9]/.test(c)
+      ? c
+      : `\\x${byte.toString(16).padStart(2, "0")}`;
+  }).join("");
 }
 
 /**

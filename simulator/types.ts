@@ -269,7 +269,14 @@ export type EchoInto = "401" | "500" | "400" | "page" | "log";
  * How an echo spells a parameter the method sent (`<param>=<value>`): the value as it is, percent-
  * encoded (`encodeURIComponent`), as the form body carried it (`+` for a space), or base64.
  */
-export type ParamEchoForm = "raw" | "percent" | "form" | "base64";
+export type ParamEchoForm =
+  | "raw"
+  | "percent"
+  | "form"
+  | "base64"
+  | "html"
+  | "shell"
+  | "hex-escaped";
 
 /**
  * How the echo spells what it got: the whole header value, the secret alone, the header

@@ -4,10 +4,10 @@
 //! error and record is scrubbed again before it leaves (see [`crate::dispatch`]).
 //!
 //! What counts as a secret: the token secret, and every string argument whose name says it is one
-//! (`tokenSecret`, `password`, `cipassword`, …, at any depth). Each is searched for raw or
-//! percent-encoded in any mixture — whichever characters an encoder escapes (`encodeURIComponent`,
-//! a form body's `+` for a space, Python's `quote` leaving `/`), either hex case — JSON- and
-//! Rust-escaped, and base64-encoded (standard and URL-safe, padded or not); for the token also
+//! (`tokenSecret`, `password`, `cipassword`, …, at any depth). Each is searched for with every
+//! byte raw or escaped, in any mixture (`spellings`: percent-encoded whichever characters an
+//! encoder escapes, `\xHH`, backslashed punctuation, shell-quoted quotes, HTML entities); JSON-
+//! and Rust-escaped; and base64-encoded (standard and URL-safe, padded or not); for the token also
 //! `tokenid=secret` and the whole `PVEAPIToken=tokenid=secret` header value, in each of those forms.
 //! Secrets shorter than [`MIN_SECRET_CHARS`] are not searched for: replacing every `ab` in a record
 //! would destroy it without hiding anything.
@@ -217,23 +217,92 @@ fn redact_encoded(text: &str, secret: &str) -> String {
     out
 }
 
-/// Where `secret` ends if it is spelled in `text` from `at` — each byte as it is or as `%XX`
-/// (either hex case), a space also as `+` — with both ends on character boundaries.
+/// Where `secret` ends if it is spelled in `text` from `at` — each byte in any of the spellings
+/// [`spellings`] knows, in any mixture — with both ends on character boundaries. Several spellings
+/// may fit at once (a `%` is itself or the start of `%25`), so every end each byte can reach is
+/// followed; the longest full match wins.
 fn encoded_at(text: &str, at: usize, secret: &str) -> Option<usize> {
-    if !text.is_char_boundary(at) {
+    let bytes = text.as_bytes();
+    let first = *secret.as_bytes().first()?;
+    let starts = |c: &u8| *c == first || SPELLING_STARTS.contains(c);
+    if !text.is_char_boundary(at) || !bytes.get(at).is_some_and(starts) {
         return None;
     }
-    let bytes = text.as_bytes();
-    let mut end = at;
+    let mut ends = vec![at];
     for &want in secret.as_bytes() {
-        end += match bytes.get(end..)? {
-            [c, ..] if *c == want => 1,
-            [b'+', ..] if want == b' ' => 1,
-            [b'%', high, low, ..] if hex_byte(*high, *low) == Some(want) => 3,
-            _ => return None,
-        };
+        let mut next: Vec<usize> = ends
+            .iter()
+            .flat_map(|&pos| {
+                let rest = bytes.get(pos..).unwrap_or_default();
+                spellings(rest, want)
+                    .into_iter()
+                    .flatten()
+                    .map(move |len| pos + len)
+            })
+            .collect();
+        if next.is_empty() {
+            return None;
+        }
+        next.sort_unstable();
+        next.dedup();
+        ends = next;
     }
-    text.is_char_boundary(end).then_some(end)
+    ends.into_iter()
+        .rev()
+        .find(|&end| text.is_char_boundary(end))
+}
+
+/// The first bytes of every spelling but the byte itself.
+const SPELLING_STARTS: &[u8] = b"+%\\'&";
+
+/// The lengths of the spellings of byte `want` that `rest` starts with: the byte itself; a form
+/// body's `+` for a space; `%XX` (percent-encoding, either hex case); `\xXX` (C, Perl, Python,
+/// a shell's `$'…'`); a backslash before a punctuation byte (JSON's `\"` `\\` `\/`, a shell's or
+/// Perl's `\$`); a quote closed, escaped and reopened inside shell single quotes (`'\''`,
+/// `'"'"'`); an HTML or XML entity for an ASCII byte (`&amp;`, `&#39;`, `&#x27;` — an error page).
+fn spellings(rest: &[u8], want: u8) -> [Option<usize>; 5] {
+    let hex_at = |i: usize| match (rest.get(i), rest.get(i + 1)) {
+        (Some(&high), Some(&low)) => hex_byte(high, low) == Some(want),
+        _ => false,
+    };
+    let quote_reopened =
+        want == b'\'' && (rest.starts_with(b"'\\''") || rest.starts_with(b"'\"'\"'"));
+    [
+        (rest.first() == Some(&want) || (want == b' ' && rest.first() == Some(&b'+'))).then_some(1),
+        (rest.first() == Some(&b'%') && hex_at(1)).then_some(3),
+        match rest {
+            [b'\\', b'x' | b'X', ..] if hex_at(2) => Some(4),
+            [b'\\', c, ..] if *c == want && want.is_ascii_punctuation() => Some(2),
+            _ => None,
+        },
+        quote_reopened.then(|| if rest.get(1) == Some(&b'\\') { 4 } else { 5 }),
+        html_entity(rest, want),
+    ]
+}
+
+/// The length of the HTML or XML entity for ASCII byte `want` that `rest` starts with.
+fn html_entity(rest: &[u8], want: u8) -> Option<usize> {
+    if rest.first() != Some(&b'&') || !want.is_ascii() {
+        return None;
+    }
+    // The longest entity spelled here is `&#x000027;`: ten bytes.
+    let end = rest.iter().take(11).position(|&c| c == b';')?;
+    let name = std::str::from_utf8(rest.get(1..end)?).ok()?;
+    let code = match name {
+        "amp" => u32::from(b'&'),
+        "lt" => u32::from(b'<'),
+        "gt" => u32::from(b'>'),
+        "quot" => u32::from(b'"'),
+        "apos" => u32::from(b'\''),
+        _ => {
+            let number = name.strip_prefix('#')?;
+            match number.strip_prefix(['x', 'X']) {
+                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+                None => number.parse().ok()?,
+            }
+        }
+    };
+    (code == u32::from(want)).then_some(end + 1)
 }
 
 /// The byte two hex digits spell.
@@ -371,6 +440,56 @@ mod tests {
         let mut record = json!({"log": [format!("token {SECRET}")], SECRET: 1, "n": 5});
         s.value(&mut record);
         assert_eq!(record, json!({"log": ["token ***"], "***": 1, "n": 5}));
+    }
+
+    #[test]
+    fn a_percent_sign_of_the_secret_is_found_percent_encoded_too() {
+        // `%` is both itself and the start of `%25`: the first reading must not hide the second.
+        let s = Scrubber::for_args(&json!({"password": "50%off!"}));
+        for echoed in ["50%off!", "50%25off%21", "50%25off!"] {
+            assert_eq!(s.text(&format!("[{echoed}]")), "[***]", "{echoed}");
+        }
+    }
+
+    #[test]
+    fn a_password_echoed_with_backslash_escapes_is_scrubbed() {
+        let s = Scrubber::for_args(&json!({"cipassword": "pw \"q\"/é"}));
+        for echoed in [
+            // A dumper's \xHH for every byte, for some, in either case; JSON's \" and \/.
+            "\\x70\\x77\\x20\\x22\\x71\\x22\\x2f\\xc3\\xa9",
+            "pw\\x20\\x22q\\x22/\\xC3\\xA9",
+            "pw \\\"q\\\"\\/é",
+        ] {
+            assert_eq!(s.text(&format!("got {echoed}.")), "got ***.", "{echoed}");
+        }
+    }
+
+    #[test]
+    fn a_password_echoed_inside_shell_single_quotes_is_scrubbed() {
+        let s = Scrubber::for_args(&json!({"password": "it's mine"}));
+        for echoed in ["'it'\\''s mine'", "'it'\"'\"'s mine'"] {
+            assert_eq!(s.text(&format!("sh: {echoed}")), "sh: '***'", "{echoed}");
+        }
+    }
+
+    #[test]
+    fn a_password_echoed_in_an_html_page_is_scrubbed() {
+        let s = Scrubber::for_args(&json!({"password": "a&b <c> \"d\" 'e'"}));
+        for echoed in [
+            "a&amp;b &lt;c&gt; &quot;d&quot; &#39;e&#39;",
+            "a&#38;b &#x3C;c&#x3e; &#34;d&#34; &apos;e&#x27;",
+        ] {
+            assert_eq!(
+                s.text(&format!("<p>{echoed}</p>")),
+                "<p>***</p>",
+                "{echoed}"
+            );
+        }
+        assert_eq!(
+            s.text("a&amp;b &lt;c"),
+            "a&amp;b &lt;c",
+            "a part is no secret"
+        );
     }
 
     #[test]

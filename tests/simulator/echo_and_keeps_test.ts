@@ -152,6 +152,19 @@ Deno.test("echo: every spelling of a parameter the request carried", () => {
     echoedParam("base64", "cipassword", value),
     `cipassword=${btoa("pw 1/\xc3\xa4")}`,
   );
+  const quoted = "it's <&>";
+  assert.equal(
+    echoedParam("html", "password", quoted),
+    "password=it&#39;s &lt;&amp;&gt;",
+  );
+  assert.equal(
+    echoedParam("shell", "password", quoted),
+    "password='it'\\''s <&>'",
+  );
+  assert.equal(
+    echoedParam("hex-escaped", "cipassword", value),
+    "cipassword=pw\\x201\\x2f\\xc3\\xa4",
+  );
 });
 
 Deno.test("echo: a 500 quotes the password its own request carried", async () => {
