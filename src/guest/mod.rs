@@ -15,6 +15,7 @@ pub mod record;
 pub mod reference;
 pub mod root_only;
 pub mod settle;
+pub mod snapshot_change;
 pub mod snapshots;
 pub mod upstream;
 pub mod vmid_claim;

@@ -3,13 +3,15 @@
 //! the config even if removing a disk snapshot fails (PVE's `force`).
 
 use crate::args::{ArgError, Fields};
-use crate::guest::evidence::{sight_to_change, Evidence};
+use crate::guest::evidence::Evidence;
+use crate::guest::locate::Located;
 use crate::guest::reference::GuestRef;
-use crate::guest::settle::await_unlocked;
-use crate::guest::snapshots::{check_name, read_tree_of, snapshot_outcome, SnapshotTree};
+use crate::guest::snapshot_change::{run_change, SnapshotChange};
+use crate::guest::snapshots::{check_name, SnapshotTree};
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
+use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -36,42 +38,47 @@ impl DeleteSnapshotArgs {
 
 /// Runs `deleteSnapshot`.
 pub async fn delete_snapshot<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match DeleteSnapshotArgs::parse(run.kind, args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let mut ev = match sight_to_change(run, &args.target, "delete a snapshot of").await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let mut tree = None;
-    let verdict = remove(run, &mut ev, &args, &mut tree).await;
-    snapshot_outcome(run, &ev, tree.as_ref(), verdict).await
+    run_change(run, DeleteSnapshotArgs::parse(run.kind, args)).await
 }
 
-async fn remove<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &DeleteSnapshotArgs,
-    tree: &mut Option<SnapshotTree>,
-) -> Result<String, String> {
-    let label = ev.label(run);
-    let before = read_tree_of(run, ev).await?;
-    let found = before.existing(&label, &args.name).map(drop);
-    *tree = Some(before);
-    found?;
-    let request =
-        endpoints::snapshot_delete(&ev.at.node, run.kind, ev.at.vmid, &args.name, args.force);
-    let action = format!("delete snapshot {:?} of {label}", args.name);
-    ev.trail.run(&run.pve(), &request, &action).await?;
-    await_unlocked(run, ev, |_| true, "the snapshot-delete lock released").await?;
-    let after = read_tree_of(run, ev).await?;
-    *tree = Some(after.clone());
-    if after.find(&args.name).is_some() {
-        return Err(format!(
-            "the snapshot delete task ended successfully, but {label} still lists snapshot {:?}",
-            args.name
-        ));
+impl SnapshotChange for DeleteSnapshotArgs {
+    type Plan = ();
+    const DOES: &'static str = "delete a snapshot of";
+
+    fn target(&self) -> &GuestRef {
+        &self.target
     }
-    Ok(format!("snapshot {:?} of {label} is gone", args.name))
+
+    fn plan(&self, label: &str, _ev: &Evidence, before: &SnapshotTree) -> Result<(), String> {
+        before.existing(label, &self.name).map(drop)
+    }
+
+    fn request(&self, kind: GuestKind, at: &Located) -> PveRequest {
+        endpoints::snapshot_delete(&at.node, kind, at.vmid, &self.name, self.force)
+    }
+
+    fn action(&self, label: &str) -> String {
+        format!("delete snapshot {:?} of {label}", self.name)
+    }
+
+    fn settled_text(&self, _plan: &(), _kind: GuestKind) -> String {
+        "the snapshot-delete lock released".to_string()
+    }
+
+    fn judge<H: Host>(
+        &self,
+        _run: &Run<'_, H>,
+        _ev: &mut Evidence,
+        label: &str,
+        _plan: (),
+        after: &SnapshotTree,
+    ) -> Result<String, String> {
+        if after.find(&self.name).is_some() {
+            return Err(format!(
+                "the snapshot delete task ended successfully, but {label} still lists snapshot {:?}",
+                self.name
+            ));
+        }
+        Ok(format!("snapshot {:?} of {label} is gone", self.name))
+    }
 }

@@ -4,14 +4,17 @@
 //! guest before rolling back: AbstractConfig `snapshot_rollback`).
 
 use crate::args::{ArgError, Fields};
-use crate::guest::evidence::{sight_to_change, Evidence};
+use crate::guest::evidence::Evidence;
+use crate::guest::locate::Located;
 use crate::guest::power::Target;
 use crate::guest::reference::GuestRef;
-use crate::guest::settle::await_unlocked;
-use crate::guest::snapshots::{check_name, read_tree_of, snapshot_outcome, SnapshotTree};
+use crate::guest::snapshot_change::{run_change, SnapshotChange};
+use crate::guest::snapshots::{check_name, SnapshotTree};
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
+use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::request::PveRequest;
+use crate::pve::responses::GuestStatus;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -38,56 +41,64 @@ impl RollbackArgs {
 
 /// Runs `rollback`.
 pub async fn rollback<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match RollbackArgs::parse(run.kind, args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let mut ev = match sight_to_change(run, &args.target, "roll back").await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let mut tree = None;
-    let verdict = roll_back(run, &mut ev, &args, &mut tree).await;
-    snapshot_outcome(run, &ev, tree.as_ref(), verdict).await
+    run_change(run, RollbackArgs::parse(run.kind, args)).await
 }
 
-async fn roll_back<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &RollbackArgs,
-    tree: &mut Option<SnapshotTree>,
-) -> Result<String, String> {
-    let label = ev.label(run);
-    let before = read_tree_of(run, ev).await?;
-    let found = before.existing(&label, &args.name).cloned();
-    *tree = Some(before);
-    let snap = found?;
-    if let Some(state) = &snap.snapstate {
-        return Err(format!(
-            "{label}: unable to rollback to incomplete snapshot (snapstate = {state})"
-        ));
+impl SnapshotChange for RollbackArgs {
+    /// The state the guest must end in.
+    type Plan = Target;
+    const DOES: &'static str = "roll back";
+
+    fn target(&self) -> &GuestRef {
+        &self.target
     }
-    let target = match snap.vmstate || args.start {
-        true => Target::Running,
-        false => Target::Stopped,
-    };
-    let request =
-        endpoints::snapshot_rollback(&ev.at.node, run.kind, ev.at.vmid, &args.name, args.start);
-    let action = format!("roll {label} back to snapshot {:?}", args.name);
-    ev.trail.run(&run.pve(), &request, &action).await?;
-    let kind = run.kind;
-    let wanted = format!("the rollback lock released and {}", target.describe(kind));
-    await_unlocked(run, ev, |s| target.reached(kind, s), &wanted).await?;
-    let after = read_tree_of(run, ev).await?;
-    *tree = Some(after.clone());
-    if after.current_parent.as_deref() != Some(args.name.as_str()) {
-        return Err(format!(
-            "the rollback task ended successfully, but {label} descends from {:?}, not from snapshot {:?}",
-            after.current_parent, args.name
-        ));
+
+    fn plan(&self, label: &str, _ev: &Evidence, before: &SnapshotTree) -> Result<Target, String> {
+        let snap = before.existing(label, &self.name)?;
+        if let Some(state) = &snap.snapstate {
+            return Err(format!(
+                "{label}: unable to rollback to incomplete snapshot (snapstate = {state})"
+            ));
+        }
+        Ok(match snap.vmstate || self.start {
+            true => Target::Running,
+            false => Target::Stopped,
+        })
     }
-    Ok(format!(
-        "{label} was rolled back to snapshot {:?} and is {}",
-        args.name, ev.status.status
-    ))
+
+    fn request(&self, kind: GuestKind, at: &Located) -> PveRequest {
+        endpoints::snapshot_rollback(&at.node, kind, at.vmid, &self.name, self.start)
+    }
+
+    fn action(&self, label: &str) -> String {
+        format!("roll {label} back to snapshot {:?}", self.name)
+    }
+
+    fn settled(&self, target: &Target, kind: GuestKind, status: &GuestStatus) -> bool {
+        target.reached(kind, status)
+    }
+
+    fn settled_text(&self, target: &Target, kind: GuestKind) -> String {
+        format!("the rollback lock released and {}", target.describe(kind))
+    }
+
+    fn judge<H: Host>(
+        &self,
+        _run: &Run<'_, H>,
+        ev: &mut Evidence,
+        label: &str,
+        _target: Target,
+        after: &SnapshotTree,
+    ) -> Result<String, String> {
+        if after.current_parent.as_deref() != Some(self.name.as_str()) {
+            return Err(format!(
+                "the rollback task ended successfully, but {label} descends from {:?}, not from snapshot {:?}",
+                after.current_parent, self.name
+            ));
+        }
+        Ok(format!(
+            "{label} was rolled back to snapshot {:?} and is {}",
+            self.name, ev.status.status
+        ))
+    }
 }

@@ -4,13 +4,15 @@
 //! a stopped one, and the record shows what was saved.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::evidence::{sight_to_change, Evidence};
+use crate::guest::evidence::Evidence;
+use crate::guest::locate::Located;
 use crate::guest::reference::GuestRef;
-use crate::guest::settle::await_unlocked;
-use crate::guest::snapshots::{check_name, read_tree_of, snapshot_outcome, SnapshotTree};
+use crate::guest::snapshot_change::{run_change, SnapshotChange};
+use crate::guest::snapshots::{check_name, SnapshotTree};
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
+use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -48,80 +50,93 @@ impl SnapshotArgs {
 
 /// Runs `snapshot`.
 pub async fn snapshot<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match SnapshotArgs::parse(run.kind, args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let mut ev = match sight_to_change(run, &args.target, "snapshot").await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let mut tree = None;
-    let verdict = take(run, &mut ev, &args, &mut tree).await;
-    snapshot_outcome(run, &ev, tree.as_ref(), verdict).await
+    run_change(run, SnapshotArgs::parse(run.kind, args)).await
 }
 
-async fn take<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &SnapshotArgs,
-    tree: &mut Option<SnapshotTree>,
-) -> Result<String, String> {
-    let label = ev.label(run);
-    let before = read_tree_of(run, ev).await?;
-    let parent = before.current_parent.clone();
-    *tree = Some(before);
-    // What PVE's snapshot_prepare dies with, refused before anything is sent.
-    if ev.status.template == Some(true) {
-        return Err(format!(
-            "{label}: you can't take a snapshot if it's a template (PVE's rule)"
-        ));
+impl SnapshotChange for SnapshotArgs {
+    /// The snapshot the guest descended from: the new one's parent.
+    type Plan = Option<String>;
+    const DOES: &'static str = "snapshot";
+
+    fn target(&self) -> &GuestRef {
+        &self.target
     }
-    if tree.as_ref().is_some_and(|t| t.find(&args.name).is_some()) {
-        return Err(format!(
-            "{label}: snapshot name '{}' already used",
-            args.name
-        ));
-    }
-    let request = endpoints::snapshot_create(
-        &ev.at.node,
-        run.kind,
-        ev.at.vmid,
-        &args.name,
-        args.description.as_deref(),
-        args.vmstate,
-    );
-    let action = format!("snapshot {label} as {:?}", args.name);
-    ev.trail.run(&run.pve(), &request, &action).await?;
-    await_unlocked(run, ev, |_| true, "the snapshot lock released").await?;
-    let after = read_tree_of(run, ev).await?;
-    *tree = Some(after.clone());
-    let Some(taken) = after.find(&args.name) else {
-        return Err(format!(
-            "the snapshot task ended successfully, but the snapshot list of {label} does not hold {:?} ({})",
-            args.name,
-            after.describe()
-        ));
-    };
-    if let Some(state) = &taken.snapstate {
-        return Err(format!(
-            "snapshot {:?} of {label} is incomplete (snapstate {state})",
-            args.name
-        ));
-    }
-    if taken.parent != parent || after.current_parent.as_deref() != Some(args.name.as_str()) {
-        return Err(format!(
-            "snapshot {:?} of {label} is listed with parent {:?} and the guest descends from {:?}; expected parent {:?} and the guest descending from the new snapshot",
-            args.name, taken.parent, after.current_parent, parent
-        ));
-    }
-    let ram = match (args.vmstate, taken.vmstate) {
-        (_, true) => " with its RAM",
-        (true, false) => {
-            ev.warn(run, format!("vmstate: true, but snapshot {:?} holds no RAM (PVE saves it only for a running VM)", args.name));
-            ""
+
+    fn plan(
+        &self,
+        label: &str,
+        ev: &Evidence,
+        before: &SnapshotTree,
+    ) -> Result<Option<String>, String> {
+        // What PVE's snapshot_prepare dies with, refused before anything is sent.
+        if ev.status.template == Some(true) {
+            return Err(format!(
+                "{label}: you can't take a snapshot if it's a template (PVE's rule)"
+            ));
         }
-        (false, false) => "",
-    };
-    Ok(format!("{label} has snapshot {:?}{ram}", args.name))
+        if before.find(&self.name).is_some() {
+            return Err(format!(
+                "{label}: snapshot name '{}' already used",
+                self.name
+            ));
+        }
+        Ok(before.current_parent.clone())
+    }
+
+    fn request(&self, kind: GuestKind, at: &Located) -> PveRequest {
+        endpoints::snapshot_create(
+            &at.node,
+            kind,
+            at.vmid,
+            &self.name,
+            self.description.as_deref(),
+            self.vmstate,
+        )
+    }
+
+    fn action(&self, label: &str) -> String {
+        format!("snapshot {label} as {:?}", self.name)
+    }
+
+    fn settled_text(&self, _parent: &Option<String>, _kind: GuestKind) -> String {
+        "the snapshot lock released".to_string()
+    }
+
+    fn judge<H: Host>(
+        &self,
+        run: &Run<'_, H>,
+        ev: &mut Evidence,
+        label: &str,
+        parent: Option<String>,
+        after: &SnapshotTree,
+    ) -> Result<String, String> {
+        let Some(taken) = after.find(&self.name) else {
+            return Err(format!(
+                "the snapshot task ended successfully, but the snapshot list of {label} does not hold {:?} ({})",
+                self.name,
+                after.describe()
+            ));
+        };
+        if let Some(state) = &taken.snapstate {
+            return Err(format!(
+                "snapshot {:?} of {label} is incomplete (snapstate {state})",
+                self.name
+            ));
+        }
+        if taken.parent != parent || after.current_parent.as_deref() != Some(self.name.as_str()) {
+            return Err(format!(
+                "snapshot {:?} of {label} is listed with parent {:?} and the guest descends from {:?}; expected parent {:?} and the guest descending from the new snapshot",
+                self.name, taken.parent, after.current_parent, parent
+            ));
+        }
+        let ram = match (self.vmstate, taken.vmstate) {
+            (_, true) => " with its RAM",
+            (true, false) => {
+                ev.warn(run, format!("vmstate: true, but snapshot {:?} holds no RAM (PVE saves it only for a running VM)", self.name));
+                ""
+            }
+            (false, false) => "",
+        };
+        Ok(format!("{label} has snapshot {:?}{ram}", self.name))
+    }
 }
