@@ -80,21 +80,25 @@ pub async fn read_present<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
 ) -> Result<(GuestStatus, Map<String, Value>), crate::pve::error::PveError> {
-    let pve = run.pve();
-    let status: GuestStatus = pve
-        .read(
-            &endpoints::guest_status(&at.node, run.kind, at.vmid),
-            "a guest status",
-        )
-        .await?;
-    // An object, or the answer is wrong: a config read as "nothing" would skip the reuse check.
-    let config: Map<String, Value> = pve
-        .read(
-            &endpoints::guest_config(&at.node, run.kind, at.vmid),
-            "a guest config",
-        )
-        .await?;
-    Ok((status, config))
+    let status = read_status(run, at).await?;
+    Ok((status, read_config(run, at).await?))
+}
+
+async fn read_status<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+) -> Result<GuestStatus, crate::pve::error::PveError> {
+    let request = endpoints::guest_status(&at.node, run.kind, at.vmid);
+    run.pve().read(&request, "a guest status").await
+}
+
+/// An object, or the answer is wrong: a config read as "nothing" would skip the reuse check.
+async fn read_config<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+) -> Result<Map<String, Value>, crate::pve::error::PveError> {
+    let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
+    run.pve().read(&request, "a guest config").await
 }
 
 /// Reads a located guest's status and its identity by `sync`'s rule: carried from the stored record
@@ -106,13 +110,7 @@ pub async fn read_to_act<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
 ) -> Result<(GuestStatus, Identity), crate::pve::error::PveError> {
-    let pve = run.pve();
-    let status: GuestStatus = pve
-        .read(
-            &endpoints::guest_status(&at.node, run.kind, at.vmid),
-            "a guest status",
-        )
-        .await?;
+    let status = read_status(run, at).await?;
     let stored = run
         .host
         .read_record(&run.guest_instance(at.vmid))
@@ -137,12 +135,7 @@ pub async fn read_to_act<H: Host>(
         // Recorded absent, or under another name: the VMID may hold another guest now.
         Some(_) => {}
     }
-    let config: Map<String, Value> = pve
-        .read(
-            &endpoints::guest_config(&at.node, run.kind, at.vmid),
-            "a guest config",
-        )
-        .await?;
+    let config = read_config(run, at).await?;
     Ok((status, Identity::from_config(&Value::Object(config))))
 }
 
