@@ -6,6 +6,7 @@
  */
 
 import {
+  checkLock,
   checkVmPerm,
   lockedMessage,
   qemuGuest,
@@ -106,6 +107,10 @@ export const lifecycleRoutes: Route[] = [
       if (target !== undefined && !state.hasNode(target)) {
         throw new ApiError(500, `no such cluster node '${target}'`);
       }
+      // qemu-server PVE/API2/Qemu.pm clone_vm `$load_and_check`, run before the worker forks:
+      // `PVE::QemuConfig->check_lock($conf)` on the source — a template vzdump is backing up
+      // (`lock: backup`) cannot be cloned until the backup ends.
+      checkLock(src, false);
       const full = (ctx.params.full as boolean | undefined) ??
         !src.config.template;
       const storage = ctx.params.storage as string | undefined;

@@ -53,17 +53,51 @@ pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Resu
     let Some(lock) = lock_of(&ev.status).map(str::to_owned) else {
         return Ok(());
     };
-    let noun = match run.kind {
-        GuestKind::Qemu => "VM",
-        GuestKind::Lxc => "CT",
-    };
     await_unlocked(run, ev, |_| true, "its lock released")
+        .await
+        .map_err(|why| format!("{why} — {}", locked_advice(run.kind, &lock, "change")))
+}
+
+/// The same wait for a guest a method reads from but does not change: a clone's source, which
+/// qemu-server's clone_vm refuses while locked (`check_lock` in `$load_and_check`, before the worker
+/// forks) — a template vzdump is backing up, say. `status` is the read that found it; `label`
+/// names it in messages.
+pub async fn wait_out_source_lock<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    mut status: GuestStatus,
+    label: &str,
+) -> Result<(), String> {
+    let Some(lock) = lock_of(&status).map(str::to_owned) else {
+        return Ok(());
+    };
+    let (mut at_ms, mut after) = (0.0, 0);
+    let seen = &mut Seen {
+        status: &mut status,
+        at_ms: &mut at_ms,
+        after: &mut after,
+        mutations: 0,
+    };
+    let budget_ms = run.wait_budget_ms();
+    settle(&run.pve(), run.kind, at, budget_ms, |_| true, seen)
         .await
         .map_err(|why| {
             format!(
-                "{why} — {noun} is locked ({lock}) and PVE refuses to change a locked guest: wait for the operation holding the lock to end, or clear a stale lock (`qm unlock` / `pct unlock`)"
+                "{label} did not show its lock released: {why} — {}",
+                locked_advice(run.kind, &lock, "clone")
             )
         })
+}
+
+/// Why a lock stops a method, and what the user can do about it.
+fn locked_advice(kind: GuestKind, lock: &str, verb: &str) -> String {
+    let (noun, unlock) = match kind {
+        GuestKind::Qemu => ("VM", "qm unlock"),
+        GuestKind::Lxc => ("CT", "pct unlock"),
+    };
+    format!(
+        "{noun} is locked ({lock}) and PVE refuses to {verb} a locked guest: wait for the operation holding the lock to end, or clear a stale lock (`{unlock}`)"
+    )
 }
 
 /// Polls `status/current` until `reached` holds and no lock is held, within `budget_ms` (reading at

@@ -7,10 +7,11 @@
 use crate::args::{is_dns_name, ArgError, Fields};
 use crate::guest::evidence::{Evidence, TaskTrail};
 use crate::guest::gates::MANAGED_TAG;
-use crate::guest::locate::{locate, Found};
+use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
 use crate::guest::provision::{claim_vmid, complete, sight_new, Claim};
 use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
 use crate::guest::reference::{parse_vmid, GuestRef};
+use crate::guest::settle::{read_status, wait_out_source_lock};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
 use crate::methods::start::{bring_up, StartArgs};
@@ -194,20 +195,27 @@ async fn make_clone<H: Host>(
     create_guest(run, args.vmid, trail, request, action).await
 }
 
-/// The node the template lives on (the clone lands there).
+/// The node the template lives on (the clone lands there), once PVE would accept a clone of it: a
+/// lock on it (a backup) is waited out within the method's budget. Asked where it is expected first
+/// (the configured node, or where its record saw it), as every read is.
 async fn template_node<H: Host>(run: &Run<'_, H>, template_id: u32) -> Result<String, String> {
     let template = GuestRef {
         vmid: Some(template_id),
         name: None,
     };
-    match locate(&run.pve(), run.kind, &template)
+    let read = async |at: &Located| read_status(&run.pve(), run.kind, at).await;
+    match read_where_it_lives(run, &template, "the state", read)
         .await
         .map_err(|f| f.0)?
     {
-        Found::Present(at) => Ok(at.node),
-        Found::Absent { vmid } => Err(format!(
+        GuestRead::Absent { vmid } => Err(format!(
             "template {vmid} does not exist on any node: check templateId"
         )),
+        GuestRead::Read { at, value: status } => {
+            let label = format!("template VM {} on node {}", at.vmid, at.node);
+            wait_out_source_lock(run, &at, status, &label).await?;
+            Ok(at.node)
+        }
     }
 }
 
@@ -272,8 +280,24 @@ mod tests {
     const CLONE_UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmclone:9000:root@pam!t:";
 
     /// The template on pve1, and a clone task that ends OK; the clone at 301 is `web2`.
-    fn free_claim_fixture(host: &ScriptedHost, next_id: &str) {
+    const TEMPLATE_STATUS: &str = "GET /nodes/pve1/qemu/9000/status/current";
+
+    fn template_status(lock: Option<&str>) -> Answer {
+        let mut status = json!({"status": "stopped", "name": "tmpl", "template": 1});
+        if let Some(lock) = lock {
+            status["lock"] = json!(lock);
+        }
+        Answer::Data(status)
+    }
+
+    /// A free-VMID clone of template 9000 on pve1; `template_locks` are the template's locks as its
+    /// successive status reads show them (the last one repeats).
+    fn free_claim_fixture(host: &ScriptedHost, next_id: &str, template_locks: &[Option<&str>]) {
         host.data("GET /cluster/nextid", json!(next_id));
+        host.on(
+            TEMPLATE_STATUS,
+            template_locks.iter().map(|lock| template_status(*lock)),
+        );
         host.data(
             "GET /cluster/resources",
             json!([{"vmid": 9000, "type": "qemu", "node": "pve1", "name": "tmpl"},
@@ -298,7 +322,7 @@ mod tests {
     #[test]
     fn without_vmid_an_id_taken_after_nextid_is_skipped_and_the_next_one_claimed() {
         let host = ScriptedHost::new();
-        free_claim_fixture(&host, "300");
+        free_claim_fixture(&host, "300", &[None]);
         host.on(
             "POST /nodes/pve1/qemu/9000/clone",
             [
@@ -330,7 +354,7 @@ mod tests {
     #[test]
     fn a_claim_that_keeps_losing_fails_after_a_bounded_number_of_tries() {
         let host = ScriptedHost::new();
-        free_claim_fixture(&host, "300");
+        free_claim_fixture(&host, "300", &[None]);
         host.on(
             "POST /nodes/pve1/qemu/9000/clone",
             [Answer::Error(
@@ -355,7 +379,7 @@ mod tests {
     #[test]
     fn a_range_above_every_free_id_fails_without_a_clone() {
         let host = ScriptedHost::new();
-        free_claim_fixture(&host, "600");
+        free_claim_fixture(&host, "600", &[None]);
         let args = api_args(
             json!({"templateId": 9000, "name": "web2", "vmidRange": {"min": 300, "max": 309}}),
         );
@@ -363,6 +387,42 @@ mod tests {
         let message = crate::testing::failure_of(&outcome);
         assert!(
             message.starts_with("no free VMID in vmidRange 300–309"),
+            "{message}"
+        );
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+    }
+
+    #[test]
+    fn a_template_lock_that_clears_inside_the_budget_is_waited_out_then_the_clone_is_sent() {
+        let host = ScriptedHost::new();
+        free_claim_fixture(&host, "301", &[Some("backup"), Some("backup"), None]);
+        host.data("POST /nodes/pve1/qemu/9000/clone", json!(CLONE_UPID));
+        let outcome = run_free_clone(&host);
+        assert!(outcome.is_success(), "{outcome:?}");
+        // Read locked, then polled until a read shows it unlocked; only then the clone.
+        let routes = host.routes_called();
+        let clone_at = routes.iter().position(|r| r.starts_with("POST"));
+        let template_reads: Vec<usize> = (0..routes.len())
+            .filter(|&i| routes[i] == TEMPLATE_STATUS)
+            .collect();
+        assert_eq!(template_reads.len(), 3, "{routes:?}");
+        assert!(
+            template_reads.iter().all(|&i| Some(i) < clone_at),
+            "{routes:?}"
+        );
+    }
+
+    #[test]
+    fn a_template_lock_that_outlasts_the_budget_fails_naming_it_before_any_clone() {
+        let host = ScriptedHost::new();
+        free_claim_fixture(&host, "301", &[Some("backup")]);
+        let args = api_args(json!({"templateId": 9000, "name": "web2", "taskTimeoutSec": 1}));
+        let outcome = run_method_of(GuestKind::Qemu, &host, "clone", &args);
+        let message = crate::testing::failure_of(&outcome);
+        assert!(
+            message.contains("template VM 9000 on node pve1 did not show its lock released")
+                && message.contains("VM is locked (backup)")
+                && message.contains("qm unlock"),
             "{message}"
         );
         assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));

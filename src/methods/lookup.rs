@@ -6,6 +6,7 @@ use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
 use crate::guest::record::{GuestRecord, IdentityChange};
 use crate::guest::reference::GuestRef;
+use crate::guest::settle::read_status;
 use crate::guest::upstream::with_superseded;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -80,16 +81,8 @@ pub async fn read_present<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
 ) -> Result<(GuestStatus, Map<String, Value>), crate::pve::error::PveError> {
-    let status = read_status(run, at).await?;
+    let status = read_status(&run.pve(), run.kind, at).await?;
     Ok((status, read_config(run, at).await?))
-}
-
-async fn read_status<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-) -> Result<GuestStatus, crate::pve::error::PveError> {
-    let request = endpoints::guest_status(&at.node, run.kind, at.vmid);
-    run.pve().read(&request, "a guest status").await
 }
 
 /// An object, or the answer is wrong: a config read as "nothing" would skip the reuse check.
@@ -110,7 +103,7 @@ pub async fn read_to_act<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
 ) -> Result<(GuestStatus, Identity), crate::pve::error::PveError> {
-    let status = read_status(run, at).await?;
+    let status = read_status(&run.pve(), run.kind, at).await?;
     let stored = run
         .host
         .read_record(&run.guest_instance(at.vmid))

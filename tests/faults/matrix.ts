@@ -91,11 +91,12 @@ export function uncovered(): string[] {
 }
 
 /**
- * The guest a row's lock scenarios lock: the `vmid` of its arguments, when the fixture holds it (a
- * create or clone names a VMID yet to exist: its lock case is a re-run, tests/e2e/long_tail_test.ts).
+ * The guest a row's lock scenarios lock: its `lockedVmid` (a clone's template), else the `vmid` of
+ * its arguments, when the fixture holds it (a create names a VMID yet to exist: its lock case is a
+ * re-run, tests/e2e/long_tail_test.ts).
  */
 function lockedGuest(spec: MethodSpec): number | undefined {
-  const vmid = (spec.argsFor?.() ?? spec.args).vmid;
+  const vmid = spec.lockedVmid ?? (spec.argsFor?.() ?? spec.args).vmid;
   const guests = spec.model === "lxc" ? lxcFleet() : fleet();
   return guests.some((g) => g.vmid === vmid) ? vmid as number : undefined;
 }

@@ -111,6 +111,11 @@ export interface MethodSpec {
    * over it.
    */
   lockFree?: string;
+  /**
+   * The guest the lock scenarios lock, when it is not the `vmid` argument: a clone's template
+   * (qemu-server's clone_vm refuses a locked source before it forks).
+   */
+  lockedVmid?: number;
   /** After a success: problems if the intended effect does not hold in the simulator. */
   effect(env: Env, r: RunResult): string[];
   /** Whatever the verdict: problems if a record claims what was not observed. */
@@ -1041,7 +1046,8 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
           },
         },
       },
-      resources(" (find the template)"),
+      ...findIt(n, tmpl, status(n, tmpl, " (the template)")),
+      status(n, tmpl, " (the template)"),
       {
         id: "POST clone",
         method: "POST",
@@ -1077,6 +1083,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
       status(n, newVmid, " (tag read back)", 1),
     ],
     names: new RegExp(`VM ${newVmid}|VMID ${newVmid}|VM ${tmpl}`),
+    lockedVmid: tmpl,
     task: true,
     effect: (env, r) => {
       const g = env.sim.guest(newVmid);

@@ -257,6 +257,21 @@ Deno.test("a linked clone with a storage is 500 before any task", async () => {
   });
 });
 
+Deno.test("a clone of a locked template is 500 VM is locked before any task, and nothing is created", async () => {
+  await withSim(async (sim) => {
+    sim.setGuest(9000, { lock: "backup" });
+    const before = sim.tasks().length;
+    const r = await api(sim.url, "POST", "/nodes/pve1/qemu/9000/clone", {
+      newid: 500,
+      name: "web5",
+    }, AS_TOKEN);
+    assert.equal(r.status, 500);
+    assert.equal(r.body.message, "VM is locked (backup)\n");
+    assert.equal(sim.tasks().length, before);
+    assert.equal(sim.guest(500), undefined);
+  });
+});
+
 Deno.test("a linked clone with a format is 500 before any task", async () => {
   await withSim(async (sim) => {
     const r = await api(sim.url, "POST", "/nodes/pve1/qemu/9000/clone", {
