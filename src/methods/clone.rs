@@ -2,7 +2,8 @@
 //! tag (added and read back when the template lacks it). A VMID that is already taken counts as done
 //! only when it holds that very guest (same name and the tag: a re-run); any other occupant fails.
 //! Without `vmid`, a free VMID (within `vmidRange`) is claimed by the clone request itself
-//! (`guest::vmid_claim`); the summary and the `vm-<vmid>` record say which.
+//! (`guest::vmid_claim`); the summary and the `vm-<vmid>` record say which. A lock on the template
+//! (a backup of it) is waited out first: PVE refuses to clone a locked guest.
 
 use crate::args::{is_dns_name, ArgError, Fields};
 use crate::guest::evidence::{Evidence, TaskTrail};
@@ -279,7 +280,6 @@ mod tests {
 
     const CLONE_UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmclone:9000:root@pam!t:";
 
-    /// The template on pve1, and a clone task that ends OK; the clone at 301 is `web2`.
     const TEMPLATE_STATUS: &str = "GET /nodes/pve1/qemu/9000/status/current";
 
     fn template_status(lock: Option<&str>) -> Answer {
@@ -290,8 +290,9 @@ mod tests {
         Answer::Data(status)
     }
 
-    /// A free-VMID clone of template 9000 on pve1; `template_locks` are the template's locks as its
-    /// successive status reads show them (the last one repeats).
+    /// The template on pve1, and a clone task that ends OK; the clone at 301 is `web2`.
+    /// `template_locks` are the template's locks as its successive status reads show them (the last
+    /// one repeats).
     fn free_claim_fixture(host: &ScriptedHost, next_id: &str, template_locks: &[Option<&str>]) {
         host.data("GET /cluster/nextid", json!(next_id));
         host.on(
