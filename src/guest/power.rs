@@ -2,7 +2,7 @@
 //! its task, then wait until `status/current` shows the target state.
 
 use super::evidence::Evidence;
-use super::settle::{describe, lock_of, settle, Seen};
+use super::settle::{describe, lock_of, settle_evidence};
 use crate::host::Host;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::request::PveRequest;
@@ -93,20 +93,7 @@ pub async fn reach<H: Host>(
     context: &str,
 ) -> Result<(), String> {
     let kind = run.kind;
-    let waited = settle(
-        &run.pve(),
-        kind,
-        &ev.at,
-        budget_ms,
-        |s| target.reached(kind, s),
-        &mut Seen {
-            status: &mut ev.status,
-            at_ms: &mut ev.observed_at,
-            after: &mut ev.observed_after,
-            mutations: ev.trail.mutations_sent,
-        },
-    )
-    .await;
+    let waited = settle_evidence(run, ev, budget_ms, |s| target.reached(kind, s)).await;
     waited.map_err(|why| {
         format!(
             "{context}, but {} {} did not reach {}: {why}; last observed: {} — {}",

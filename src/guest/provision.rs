@@ -11,7 +11,7 @@ use super::evidence::{sight, sight_or_absent, Evidence, Sighting, TaskTrail};
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
 use super::reference::GuestRef;
-use super::settle::{lock_of, settle, Seen};
+use super::settle::{lock_of, settle_evidence};
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -79,14 +79,7 @@ pub async fn claim_vmid<H: Host>(
                 "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
                 ev.label(run)
             ));
-            let budget_ms = run.wait_budget_ms();
-            let mut seen = Seen {
-                status: &mut ev.status,
-                at_ms: &mut ev.observed_at,
-                after: &mut ev.observed_after,
-                mutations: ev.trail.mutations_sent,
-            };
-            let waited = settle(&run.pve(), run.kind, &ev.at, budget_ms, |_| true, &mut seen).await;
+            let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), |_| true).await;
             // The config read while locked was unfinished: read what the finished guest holds.
             let waited = match waited {
                 Ok(()) => ev.reread_config(run).await,

@@ -10,7 +10,7 @@
 
 use super::evidence::Evidence;
 use super::power::Target;
-use super::settle::{describe, seconds, settle, Seen};
+use super::settle::{describe, seconds, settle_evidence};
 use crate::args::{ArgError, Fields};
 use crate::host::Host;
 use crate::poll::WaitBudget;
@@ -103,20 +103,7 @@ pub async fn reboot_verified<H: Host>(
     let new_boot = |s: &GuestStatus| {
         Target::Running.reached(kind, s) && before.replaced_by(s, host.now_ms()) == Some(true)
     };
-    let waited = settle(
-        &run.pve(),
-        kind,
-        &ev.at,
-        budget_ms,
-        new_boot,
-        &mut Seen {
-            status: &mut ev.status,
-            at_ms: &mut ev.observed_at,
-            after: &mut ev.observed_after,
-            mutations: ev.trail.mutations_sent,
-        },
-    )
-    .await;
+    let waited = settle_evidence(run, ev, budget_ms, new_boot).await;
     waited.map_err(|why| not_rebooted(run, ev, &before, &why, budget_ms))?;
     Ok(format!(
         "{label} rebooted: running again with a new boot ({})",

@@ -162,6 +162,23 @@ pub fn seconds(ms: u64) -> String {
     }
 }
 
+/// [`settle`] on the guest of `ev`, keeping each status it reads in `ev`: the observed state, when
+/// it was read, and after how many of the run's mutations.
+pub async fn settle_evidence<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    budget_ms: u64,
+    reached: impl Fn(&GuestStatus) -> bool,
+) -> Result<(), String> {
+    let seen = &mut Seen {
+        status: &mut ev.status,
+        at_ms: &mut ev.observed_at,
+        after: &mut ev.observed_after,
+        mutations: ev.trail.mutations_sent,
+    };
+    settle(&run.pve(), run.kind, &ev.at, budget_ms, reached, seen).await
+}
+
 /// Waits until `status/current` shows no lock (and `also` holds), within what is left of the
 /// method's one budget (`taskTimeoutSec`): a lock left behind is a transitional state, not a result
 /// (`settle` holds out for no lock by itself).
@@ -171,21 +188,7 @@ pub async fn await_unlocked<H: Host>(
     also: impl Fn(&GuestStatus) -> bool,
     wanted: &str,
 ) -> Result<(), String> {
-    let budget_ms = run.wait_budget_ms();
-    let waited = settle(
-        &run.pve(),
-        run.kind,
-        &ev.at,
-        budget_ms,
-        also,
-        &mut Seen {
-            status: &mut ev.status,
-            at_ms: &mut ev.observed_at,
-            after: &mut ev.observed_after,
-            mutations: ev.trail.mutations_sent,
-        },
-    )
-    .await;
+    let waited = settle_evidence(run, ev, run.wait_budget_ms(), also).await;
     waited.map_err(|why| {
         format!(
             "{} did not show {wanted}: {why}; last observed: {}",
