@@ -466,11 +466,16 @@ async function requestsOf(
 
 const CHILD = new URL("./cold_child.ts", import.meta.url).pathname;
 
-/** Wall time of one `deno run` of the child, spawn to exit; throws when it fails. */
-async function childRun(
+/**
+ * One `deno run` of a bench child script (flags before the script, arguments after): its wall time,
+ * spawn to exit, and the JSON line it printed (empty for the `empty` child); throws when it fails.
+ */
+async function denoChild(
   opts: BenchOptions,
-  childArgs: string[],
-): Promise<number> {
+  script: string,
+  args: string[],
+  flags: string[] = [],
+): Promise<{ wallMs: number; text: string }> {
   const started = performance.now();
   const out = await new Deno.Command(Deno.execPath(), {
     args: [
@@ -478,24 +483,36 @@ async function childRun(
       "--allow-all",
       "--quiet",
       `--config=${opts.denoConfig}`,
-      CHILD,
-      ...childArgs,
+      ...flags,
+      script,
+      ...args,
     ],
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
     env: { NO_COLOR: "1" },
   }).output();
-  const wall = performance.now() - started;
+  const wallMs = performance.now() - started;
   const text = new TextDecoder().decode(out.stdout).trim();
   if (!out.success || (text && !text.includes('"status":"succeeded"'))) {
     throw new Error(
-      `cold-start child ${childArgs[0]} failed: ${text}${
+      `bench child ${script.split("/").pop()} ${args[0] ?? ""} failed: ${text}${
         new TextDecoder().decode(out.stderr).slice(0, 400)
       }`,
     );
   }
-  return wall;
+  return { wallMs, text };
+}
+
+/** `coldReps` results of `once`, after one unmeasured warm-up run (it fills Deno's module cache). */
+async function afterWarmUp<T>(
+  opts: BenchOptions,
+  once: () => Promise<T>,
+): Promise<T[]> {
+  await once();
+  const results: T[] = [];
+  for (let r = 0; r < opts.coldReps; r++) results.push(await once());
+  return results;
 }
 
 async function coldSamples(
@@ -503,12 +520,11 @@ async function coldSamples(
   childArgs: string[],
 ): Promise<Cell> {
   try {
-    await childRun(opts, childArgs); // warm-up: fills Deno's module cache
-    const samples: number[] = [];
-    for (let r = 0; r < opts.coldReps; r++) {
-      samples.push(await childRun(opts, childArgs));
-    }
-    return { samples };
+    const runs = await afterWarmUp(
+      opts,
+      () => denoChild(opts, CHILD, childArgs),
+    );
+    return { samples: runs.map((run) => run.wallMs) };
   } catch (error) {
     return { missing: firstLine((error as Error).message) };
   }
@@ -532,30 +548,10 @@ async function coreChildRun(
   dir: string,
   v8Flags: string[],
 ): Promise<CoreSplit> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-all",
-      "--quiet",
-      `--config=${opts.denoConfig}`,
-      ...v8Flags,
-      CORE_CHILD,
-      pathToFileURL(join(dir, CORE_GLUE)).href,
-      join(dir, CORE_WASM),
-    ],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    env: { NO_COLOR: "1" },
-  }).output();
-  const text = new TextDecoder().decode(out.stdout).trim();
-  if (!out.success || !text.includes('"status":"succeeded"')) {
-    throw new Error(
-      `core child failed: ${text}${
-        new TextDecoder().decode(out.stderr).slice(0, 400)
-      }`,
-    );
-  }
+  const { text } = await denoChild(opts, CORE_CHILD, [
+    pathToFileURL(join(dir, CORE_GLUE)).href,
+    join(dir, CORE_WASM),
+  ], v8Flags);
   return JSON.parse(text) as CoreSplit;
 }
 
@@ -576,11 +572,10 @@ async function coreSplitCells(
   );
   if (!hasCore) return none("no wasm core");
   try {
-    await coreChildRun(opts, pkg.dir, v8Flags); // warm-up: Deno's module cache
-    const runs: CoreSplit[] = [];
-    for (let r = 0; r < opts.coldReps; r++) {
-      runs.push(await coreChildRun(opts, pkg.dir, v8Flags));
-    }
+    const runs = await afterWarmUp(
+      opts,
+      () => coreChildRun(opts, pkg.dir, v8Flags),
+    );
     const cell = (key: keyof CoreSplit) => ({
       samples: runs.map((run) => run[key]),
     });
