@@ -6,6 +6,7 @@
  *
  * @module
  */
+import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type GuestAgent, startGuestAgent } from "../../simulator/qga.ts";
 import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
@@ -108,6 +109,21 @@ export function runMethod(
     ["model", "method", "run", definition, method, ...inputs(args)],
     expect,
   );
+}
+
+/**
+ * `lookup` of the demo cluster's VM 100 through the real CLI: it must succeed and store the live
+ * state (running, present, named `web`) as `vm-100`.
+ */
+export async function assertLookupStoresVm100(env: RealSwamp): Promise<void> {
+  const r = await runMethod(env, "lookup", { vmid: 100 });
+  assert.equal(r.json.status, "succeeded");
+  const record = r.json.dataArtifacts.find((a: { name: string }) =>
+    a.name === "vm-100"
+  );
+  assert.equal(record.attributes.status, "running");
+  assert.equal(record.attributes.present, true);
+  assert.equal(record.attributes.name, "web");
 }
 
 /** `--input` flags from an object (non-strings as JSON, as swamp parses them). */

@@ -6,7 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
-import { extraGuest, runMethod, withRealSwamp } from "./fixture.ts";
+import {
+  assertLookupStoresVm100,
+  extraGuest,
+  runMethod,
+  withRealSwamp,
+} from "./fixture.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -44,14 +49,7 @@ Deno.test(
   opts,
   async () => {
     await withRealSwamp({}, async (env) => {
-      const r = await runMethod(env, "lookup", { vmid: 100 });
-      assert.equal(r.json.status, "succeeded");
-      const record = r.json.dataArtifacts.find((a: { name: string }) =>
-        a.name === "vm-100"
-      );
-      assert.equal(record.attributes.status, "running");
-      assert.equal(record.attributes.present, true);
-      assert.equal(record.attributes.name, "web");
+      await assertLookupStoresVm100(env);
     });
   },
 );

@@ -12,7 +12,13 @@
  */
 import assert from "node:assert/strict";
 import { join, relative } from "node:path";
-import { inputs, OUR_PACKAGE, runMethod, withRealSwamp } from "./fixture.ts";
+import {
+  assertLookupStoresVm100,
+  inputs,
+  OUR_PACKAGE,
+  runMethod,
+  withRealSwamp,
+} from "./fixture.ts";
 import { PublishedPackage, tarGzEntries } from "./registry.ts";
 import { SwampServe } from "./serve.ts";
 import { SwampCli } from "./swamp_cli.ts";
@@ -150,14 +156,7 @@ Deno.test(
   opts,
   async () => {
     await withRealSwamp({ install: "pull" }, async (env) => {
-      const r = await runMethod(env, "lookup", { vmid: 100 });
-      assert.equal(r.json.status, "succeeded");
-      const record = r.json.dataArtifacts.find((a: { name: string }) =>
-        a.name === "vm-100"
-      );
-      assert.equal(record.attributes.status, "running");
-      assert.equal(record.attributes.present, true);
-      assert.equal(record.attributes.name, "web");
+      await assertLookupStoresVm100(env);
     });
   },
 );
