@@ -5,24 +5,13 @@
  */
 import assert from "node:assert/strict";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
-import type { EchoForm, EchoInto, SimGuest } from "../../simulator/types.ts";
+import type { EchoForm, EchoInto } from "../../simulator/types.ts";
 import { model } from "../../js/proxmox_qemu.ts";
-import { TEMPLATE, withCt } from "./lxc_fixture.ts";
+import { CREATE_400, withCt } from "./lxc_fixture.ts";
+import { qemuTemplate } from "./qemu_fixture.ts";
 import { type Env, TOKEN_ID, TOKEN_SECRET, withEnv, written } from "./env.ts";
 
-const template: SimGuest = {
-  vmid: 9000,
-  node: "pve1",
-  type: "qemu",
-  name: "tmpl",
-  status: "stopped",
-  tags: ["swamp"],
-  config: {
-    template: 1,
-    smbios1: "uuid=00000000-0000-4000-8000-000000009000",
-    scsi0: "local-zfs:base-9000-disk-0,size=8G",
-  },
-};
+const template = qemuTemplate({ tags: ["swamp"] });
 const cloneArgs = { templateId: 9000, vmid: 300, name: "web2" };
 
 async function untilUnlocked(env: Env, vmid: number): Promise<void> {
@@ -62,23 +51,16 @@ Deno.test("long tail: a clone re-run while the first clone's task runs finds the
 
 Deno.test("long tail: a create re-run while the first create's task runs finds the CT under lock: create and does not count it", async () => {
   await withCt({ globalArgs: { taskTimeoutSec: 1 } }, async (env) => {
-    const args = {
-      vmid: 400,
-      ostemplate: TEMPLATE,
-      hostname: "web-400",
-      storage: "local-lvm",
-      rootfsSize: 2,
-    };
     env.sim.nextTask({ durationMs: 4000 });
-    const first = await env.run("create", args);
+    const first = await env.run("create", CREATE_400);
     assert.equal(first.status, "failed");
     assert.equal(env.sim.guest(400)?.lock, "create");
     assert.equal(env.sim.guest(400)?.name, "web-400");
-    const rerun = await env.run("create", args);
+    const rerun = await env.run("create", CREATE_400);
     assert.equal(rerun.status, "failed");
     assert.match(rerun.error ?? "", /locked \(create\)/);
     await untilUnlocked(env, 400);
-    const after = await env.run("create", args);
+    const after = await env.run("create", CREATE_400);
     assert.equal(after.status, "succeeded", after.error);
   });
 });

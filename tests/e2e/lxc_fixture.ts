@@ -12,6 +12,15 @@ import { type Env, type EnvOptions, withEnv } from "./env.ts";
 /** The template every node's `local` storage holds (the simulator's default). */
 export const TEMPLATE = "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst";
 
+/** A create of container 400 (`web-400`) from {@link TEMPLATE} on local-lvm, 2 GiB root disk. */
+export const CREATE_400 = {
+  vmid: 400,
+  ostemplate: TEMPLATE,
+  hostname: "web-400",
+  storage: "local-lvm",
+  rootfsSize: 2,
+};
+
 /** A container's netN with a static address on vmbr0. */
 export const staticNet = (ip: string) =>
   `name=eth0,bridge=vmbr0,gw=10.0.0.1,hwaddr=BC:24:11:00:00:01,ip=${ip}/24,type=veth`;

@@ -10,7 +10,7 @@ import type {
   ParamEchoForm,
   SimGuest,
 } from "../../simulator/types.ts";
-import { TEMPLATE, withCt } from "./lxc_fixture.ts";
+import { CREATE_400, withCt } from "./lxc_fixture.ts";
 import { type Env, withEnv } from "./env.ts";
 import type { RunResult } from "../../harness/types.ts";
 
@@ -113,14 +113,7 @@ Deno.test("cloudInit: a 500 of the regeneration quoting the cipassword sent befo
   });
 });
 
-const createArgs = {
-  vmid: 400,
-  ostemplate: TEMPLATE,
-  hostname: "web-400",
-  storage: "local-lvm",
-  rootfsSize: 2,
-  config: { password: PASSWORD },
-};
+const createArgs = { ...CREATE_400, config: { password: PASSWORD } };
 
 for (const via of ["api", "ssh"] as const) {
   Deno.test(`lxc create (${via}): a 500 quoting the password it sent leaks it nowhere`, async () => {

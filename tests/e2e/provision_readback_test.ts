@@ -7,17 +7,10 @@
  */
 import assert from "node:assert/strict";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
-import type { ConfigValue, SimGuest } from "../../simulator/types.ts";
-import { TEMPLATE, withCt } from "./lxc_fixture.ts";
+import type { ConfigValue } from "../../simulator/types.ts";
+import { CREATE_400, withCt } from "./lxc_fixture.ts";
+import { qemuTemplate } from "./qemu_fixture.ts";
 import { type Env, withEnv, written } from "./env.ts";
-
-const createArgs = {
-  vmid: 400,
-  ostemplate: TEMPLATE,
-  hostname: "web-400",
-  storage: "local-lvm",
-  rootfsSize: 2,
-};
 
 /** Arms the `stores` fault on the request that creates container 400. */
 function storesOnCreate(env: Env, config: Record<string, ConfigValue>) {
@@ -33,7 +26,7 @@ for (const via of ["api", "ssh"] as const) {
   Deno.test(`create (${via}): memory PVE stored other than asked fails naming both values`, async () => {
     await withCt({ via }, async (env) => {
       storesOnCreate(env, { memory: 512 });
-      const r = await env.run("create", { ...createArgs, memory: 1024 });
+      const r = await env.run("create", { ...CREATE_400, memory: 1024 });
       assert.equal(r.status, "failed");
       assert.match(
         r.error ?? "",
@@ -55,7 +48,7 @@ Deno.test("create: a net0 property PVE kept though the request left it out fails
     const net0 = "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:0A:0B:0C,ip=dhcp";
     storesOnCreate(env, { net0: `${net0},firewall=1` });
     const r = await env.run("create", {
-      ...createArgs,
+      ...CREATE_400,
       config: { net0: "name=eth0,bridge=vmbr0,ip=dhcp" },
     });
     assert.equal(r.status, "failed");
@@ -71,23 +64,12 @@ Deno.test("create: a net0 property PVE kept though the request left it out fails
 Deno.test("create: settings stored as asked succeed (the stores fault's control)", async () => {
   await withCt({}, async (env) => {
     storesOnCreate(env, { memory: 1024 });
-    const r = await env.run("create", { ...createArgs, memory: 1024 });
+    const r = await env.run("create", { ...CREATE_400, memory: 1024 });
     assert.equal(r.status, "succeeded", r.error);
   });
 });
 
-const template: SimGuest = {
-  vmid: 9000,
-  node: "pve1",
-  type: "qemu",
-  name: "tmpl",
-  status: "stopped",
-  config: {
-    template: 1,
-    smbios1: "uuid=00000000-0000-4000-8000-000000009000",
-    scsi0: "local-zfs:base-9000-disk-0,size=8G",
-  },
-};
+const template = qemuTemplate();
 
 for (const via of ["api", "ssh"] as const) {
   Deno.test(`clone (${via}): a disk PVE left on another storage than asked fails naming it`, async () => {

@@ -7,29 +7,11 @@ import assert from "node:assert/strict";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { SimGuest } from "../../simulator/types.ts";
 import { type Env, withEnv, written } from "./env.ts";
-
-const TEMPLATE_UUID = "00000000-0000-4000-8000-000000009000";
-
-/** A template (VMID 9000 on pve1). */
-function template(over: Partial<SimGuest> = {}): SimGuest {
-  return {
-    vmid: 9000,
-    node: "pve1",
-    type: "qemu",
-    name: "tmpl",
-    status: "stopped",
-    config: {
-      template: 1,
-      smbios1: `uuid=${TEMPLATE_UUID}`,
-      scsi0: "local-zfs:base-9000-disk-0,size=8G",
-    },
-    ...over,
-  };
-}
+import { qemuTemplate, TEMPLATE_UUID } from "./qemu_fixture.ts";
 
 const withTemplate = (over: Partial<SimGuest> = {}, more: SimGuest[] = []) => [
   ...demoGuests(),
-  template(over),
+  qemuTemplate(over),
   ...more,
 ];
 const cloneArgs = (extra: Record<string, unknown> = {}) => ({
