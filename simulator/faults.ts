@@ -87,7 +87,11 @@ export function echoed(form: EchoForm, authorization: string): string {
   }
 }
 
-/** `<param>=<value>` as an echo spells a parameter the method sent, in `form`. */
+/**
+ * `<param>=<value>` as an echo spells a parameter the method sent, in `form`. Every form is a guess
+ * at what a proxy, a hook script or a debug log in front of PVE might quote; no PVE source is known
+ * to echo a password in any of them.
+ */
 export function echoedParam(
   form: ParamEchoForm,
   param: string,
