@@ -95,6 +95,7 @@ async fn apply<H: Host, C: SnapshotChange>(
     let wanted = change.settled_text(&plan, kind);
     await_unlocked(run, ev, |s| change.settled(&plan, kind, s), &wanted).await?;
     let after = read_tree_of(run, ev).await?;
-    *tree = Some(after.clone());
-    change.judge(run, ev, &label, plan, &after)
+    let verdict = change.judge(run, ev, &label, plan, &after);
+    *tree = Some(after);
+    verdict
 }
