@@ -26,4 +26,16 @@ await Deno.mkdir(outDir, { recursive: true });
 const untyped = glue.replace(/^\/\* @ts-self-types=.*\*\/$/m, "");
 await Deno.writeTextFile(`${outDir}/core_glue.ts`, `${header}\n${untyped}`);
 await Deno.copyFile(wasmPath, `${outDir}/proxmox_core.wasm`);
+// The module's digest names it: both models' bundles share one loaded instance of the same module
+// (js/_lib/core.ts), and only of the same one.
+const digest = await crypto.subtle.digest(
+  "SHA-256",
+  await Deno.readFile(wasmPath),
+);
+const coreId = Array.from(new Uint8Array(digest).slice(0, 12))
+  .map((b) => b.toString(16).padStart(2, "0")).join("");
+await Deno.writeTextFile(
+  `${outDir}/core_id.ts`,
+  `${header}\n/** SHA-256 (first 12 bytes) of proxmox_core.wasm. */\nexport const CORE_ID = "${coreId}";\n`,
+);
 await Deno.remove(`${outDir}/core_wasm.ts`).catch(() => {}); // the former base64 embedding

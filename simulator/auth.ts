@@ -37,6 +37,7 @@ export class TokenTable {
       deny: new Set(token.denyVmids),
       authuser: token.pvesh ? "root@pam" : token.id,
       decoding: token.pvesh ? "cli" : "http",
+      nodeAudit: token.nodeAudit ?? true,
     };
   }
 }

@@ -32,6 +32,8 @@ export interface AuthUser {
   authuser: string;
   /** How the node decoded the parameters: an HTTP form, or pvesh's options. */
   decoding: Decoding;
+  /** Whether it holds Sys.Audit on the nodes (sees every user's tasks in the task list). */
+  nodeAudit: boolean;
 }
 
 /** Whether PVE's `$authuser eq 'root@pam'` shortcuts hold for this caller. */

@@ -31,6 +31,8 @@ export class FrontDoor {
   readonly #pairs = new Map<number, Pair>();
   readonly #pending = new Set<Promise<void>>();
   readonly #acceptLoop: Promise<void>;
+  /** Client connections accepted so far (each a TCP, or TLS, handshake the node served). */
+  accepted = 0;
   #closed = false;
 
   /** Listens on 127.0.0.1, a free port; relays to `backendPort`; TLS when `tls` is given. */
@@ -95,6 +97,7 @@ export class FrontDoor {
       } catch {
         return; // listener closed
       }
+      this.accepted++;
       const relay = this.#relay(client);
       this.#pending.add(relay);
       relay.finally(() => this.#pending.delete(relay));

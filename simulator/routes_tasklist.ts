@@ -4,8 +4,12 @@
  * create with `start=1` forks on its own.
  *
  * Source: pve-manager PVE/API2/Tasks.pm (node_tasks). Like PVE, the default
- * `source=archive` lists only finished tasks; `active` only running ones. The
- * `Sys.Audit` filter (other users' tasks) is not simulated.
+ * `source=archive` lists only finished tasks; `active` only running ones, with
+ * status `RUNNING`; `all` both, running first. A task that ended is archived
+ * only when the daemon that forked it reaps it (pve-common
+ * PVE/RESTEnvironment.pm `worker_reaper` → `active_workers`): until then
+ * (`taskListLagMs`) the list still shows it running. Without `Sys.Audit` on
+ * `/nodes/{node}` a token sees only its own tasks (`check_task_user`).
  *
  * @module
  */
@@ -21,6 +25,16 @@ function statusClass(t: TaskRecord): string {
   if (s.startsWith("WARNINGS")) return "warning";
   if (s === "unexpected status") return "unknown";
   return "error";
+}
+
+/** Whether the list shows `t` as ended: its worker ended and was reaped `lagMs` ago. */
+function archived(t: TaskRecord, lagMs: number, now: number): boolean {
+  return t.status === "stopped" && (t.endedAt ?? 0) + lagMs <= now;
+}
+
+/** `check_task_user`: a token sees its own tasks; a user its own and its tokens'. */
+function ownTask(t: TaskRecord, caller: string): boolean {
+  return t.user === caller || t.user.split("!")[0] === caller;
 }
 
 /** The task list route. */
@@ -55,10 +69,14 @@ export const taskListRoutes: Route[] = [
       const statuses = typeof p.statusfilter === "string"
         ? p.statusfilter.split(/[,;\s]+/).filter((s) => s !== "")
         : undefined;
+      const now = Date.now();
+      const lag = ctx.core.tasks.listLagMs;
+      const ended = (t: TaskRecord) => archived(t, lag, now);
       const matching = ctx.core.tasks.all().reverse().filter((t) => {
         if (t.node !== p.node) return false;
-        if (source === "archive" && t.status !== "stopped") return false;
-        if (source === "active" && t.status !== "running") return false;
+        if (!ctx.user.nodeAudit && !ownTask(t, ctx.user.tokenId)) return false;
+        if (source === "archive" && !ended(t)) return false;
+        if (source === "active" && ended(t)) return false;
         if (
           typeof p.userfilter === "string" &&
           !t.user.toLowerCase().includes(p.userfilter.toLowerCase())
@@ -76,11 +94,15 @@ export const taskListRoutes: Route[] = [
           return false;
         }
         if (
-          statuses && t.status === "stopped" &&
+          statuses && ended(t) &&
           !statuses.includes(statusClass(t))
         ) return false;
         return true;
       });
+      // PVE lists the active file's tasks first, then the archive, newest first.
+      if (source === "all") {
+        matching.sort((a, b) => Number(ended(a)) - Number(ended(b)));
+      }
       const start = (p.start as number | undefined) ?? 0;
       const limit = (p.limit as number | undefined) || 50;
       const rows = matching.slice(start, start + limit).map((t) => {
@@ -100,9 +122,11 @@ export const taskListRoutes: Route[] = [
           out.user = t.user.slice(0, bang);
           out.tokenid = t.user.slice(bang + 1);
         }
-        if (t.status === "stopped") {
-          out.endtime = Math.floor((t.endedAt ?? Date.now()) / 1000);
+        if (ended(t)) {
+          out.endtime = Math.floor((t.endedAt ?? now) / 1000);
           out.status = t.exitstatus;
+        } else if (source !== "archive") {
+          out.status = "RUNNING";
         }
         return out;
       });

@@ -68,6 +68,8 @@ export interface Simulator {
   readonly requests: RequestRecord[];
   /** How each routed request and its answer held against PVE's schema. */
   readonly conformance: ConformanceLog;
+  /** Client connections accepted so far (each one a handshake the node served). */
+  connections(): number;
   /** The live state of a guest (mutable), or undefined. */
   guest(vmid: number): GuestState | undefined;
   /** Adds a guest (throws if the VMID exists). */
@@ -131,6 +133,8 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
   const timers = new Timers();
   const state = new ClusterState(opts.nodes, opts.guests ?? []);
   const tasks = new TaskManager(timers, opts.taskDurationMs ?? 50);
+  tasks.listLagMs = opts.taskListLagMs ?? 0;
+  const workers = opts.capacity && new Workers(opts.capacity.workers);
   const resources = new NodeResources(state, opts.storages, opts.bridges);
   if (!opts.realGuests && opts.guests?.some((g) => g.real)) {
     throw new Error(
@@ -195,6 +199,35 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
     };
     requests.push(record);
     if (!await timers.sleep(latencyMs)) return dropped(info);
+    // A node serves a few requests at once; the rest wait for a worker, in arrival order.
+    const worker = workers && await workers.take();
+    try {
+      if (worker) {
+        record.queuedMs = performance.now() - record.at - latencyMs;
+        if (!await timers.sleep(opts.capacity!.serviceMs)) {
+          return dropped(info);
+        }
+      }
+      return await serve(req, info, record, {
+        url,
+        segments,
+        path,
+        form,
+        badBody,
+        user,
+      });
+    } finally {
+      worker?.();
+    }
+  }
+
+  /** Answers one request that a worker took up. */
+  async function serve(
+    req: Request,
+    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+    record: RequestRecord,
+    { url, segments, path, form, badBody, user }: Parsed,
+  ): Promise<Response> {
     const fault = faults.take(req.method, path);
     const late = fault && (fault.kind === "reset" || fault.kind === "hang") &&
       fault.afterHandler;
@@ -295,6 +328,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
   const sim: Simulator = {
     url: `${opts.tls ? "https" : "http"}://127.0.0.1:${front.port}`,
     requests,
+    connections: () => front.accepted,
     conformance: core.conformance,
     guest: (vmid) => state.get(vmid),
     addGuest: (g) => {
@@ -339,6 +373,40 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
     },
   };
   return sim;
+}
+
+/** A request as the front of the node read it. */
+interface Parsed {
+  url: URL;
+  segments: string[];
+  path: string;
+  form: [string, string][];
+  badBody: boolean;
+  user: ReturnType<TokenTable["authenticate"]>;
+}
+
+/** A node's API workers: `take` resolves, in arrival order, with the function that frees one. */
+class Workers {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  /** @param count workers serving at once */
+  constructor(count: number) {
+    this.#free = Math.max(1, count);
+  }
+
+  async take(): Promise<() => void> {
+    if (this.#free > 0) this.#free--;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    let freed = false;
+    return () => {
+      if (freed) return;
+      freed = true;
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#free++;
+    };
+  }
 }
 
 function decodeSegment(s: string): string {

@@ -100,11 +100,18 @@ export class TaskManager {
   readonly #timers: Timers;
   readonly #tasks = new Map<string, TaskRecord>();
   readonly #overrides: TaskOverride[] = [];
-  /** Task duration when no override says otherwise. */
-  defaultDurationMs: number;
+  /** How long an ended task still shows as running in the task list (the daemon's reaping). */
+  listLagMs = 0;
+  /** Task duration when no override says otherwise: one for all, or one per task. */
+  defaultDurationMs: number | ((task: { type: string; id: string }) => number);
 
   /** @param timers owner of the task timers; @param defaultDurationMs default duration */
-  constructor(timers: Timers, defaultDurationMs: number) {
+  constructor(
+    timers: Timers,
+    defaultDurationMs:
+      | number
+      | ((task: { type: string; id: string }) => number),
+  ) {
     this.#timers = timers;
     this.defaultDurationMs = defaultDurationMs;
   }
@@ -146,10 +153,15 @@ export class TaskManager {
     };
     this.#tasks.set(task.upid, task);
     this.#timers.after(
-      override.durationMs ?? this.defaultDurationMs,
+      override.durationMs ?? this.#durationOf(spec),
       () => this.#settle(task, spec, override),
     );
     return task;
+  }
+
+  #durationOf(spec: TaskSpec): number {
+    const d = this.defaultDurationMs;
+    return typeof d === "function" ? d({ type: spec.type, id: spec.id }) : d;
   }
 
   /** Runs an effect that returns a promise to its end, then finishes the task with its outcome. */

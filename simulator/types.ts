@@ -143,6 +143,11 @@ export interface SimToken {
   /** VMIDs the token holds no privilege on: 403 on their paths, left out of lists. */
   denyVmids?: number[];
   /**
+   * Whether the token holds `Sys.Audit` on `/nodes/{node}`; default true. Without it the task
+   * list shows only the token's own tasks (pve-manager `PVE/API2/Tasks.pm` `check_task_user`).
+   */
+  nodeAudit?: boolean;
+  /**
    * The token of the node-side pvesh fixture (tests/ssh/pvesh.py): its
    * requests stand for pvesh run over ssh, so PVE's Perl sees root@pam, and
    * the parameters are decoded as pvesh's options (booleans through
@@ -181,8 +186,24 @@ export interface SimOptions {
   broadcastIntervalMs?: number;
   /** Serve HTTPS with this certificate instead of HTTP. */
   tls?: SimTls;
-  /** Default task duration; default 50 ms. */
-  taskDurationMs?: number;
+  /**
+   * Task duration; default 50 ms. A function gives each task its own (by type and guest id), e.g.
+   * a fleet whose starts do not all take the same time.
+   */
+  taskDurationMs?: number | ((task: { type: string; id: string }) => number);
+  /**
+   * A node's API capacity: `workers` requests served at once, each taking `serviceMs`; the rest
+   * queue in arrival order (pvedaemon and pveproxy run 3 workers each by default,
+   * pve-manager `PVE/Service/pvedaemon.pm`; every API call is a synchronous Perl handler).
+   * Default: unlimited, no service time.
+   */
+  capacity?: { workers: number; serviceMs: number };
+  /**
+   * How long after a task ended the task list still shows it `RUNNING`: the daemon that forked the
+   * worker moves it to the archive only when it reaps it (pve-common `PVE/RESTEnvironment.pm`
+   * `worker_reaper` → `active_workers`). The per-task status read is never late. Default 0.
+   */
+  taskListLagMs?: number;
   /** Delay added to every request; default 0. */
   latencyMs?: number;
   /**
@@ -304,4 +325,6 @@ export interface RequestRecord {
   status: number;
   /** Arrival, `performance.now()` of the simulator's process (what a load figure is cut by). */
   at: number;
+  /** How long it waited for a free worker (with `capacity`), ms. */
+  queuedMs?: number;
 }

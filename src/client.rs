@@ -7,8 +7,11 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::request::{PveRequest, Repeat};
 use crate::scrub::Scrubber;
 use crate::transport;
+use crate::watch::flight::Flight;
+use crate::watch::{FlightKey, Shared};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::rc::Rc;
 
 /// How many times a safe read is re-sent after a transient fault.
 const READ_RETRIES: u32 = 2;
@@ -27,11 +30,50 @@ pub struct Pve<'a, H: Host> {
     pub scrub: &'a Scrubber,
     /// The method's one wait budget (`taskTimeoutSec`), shared by its tasks and effect waits.
     pub budget: &'a WaitBudget,
+    /// What this run shares with the process's other runs (the node's request cap, its task list).
+    pub shared: &'a Shared,
 }
 
 impl<'a, H: Host> Pve<'a, H> {
-    /// Sends one request; safe reads are retried on transient faults, mutations never.
+    /// Sends one request; safe reads are retried on transient faults, mutations never. A coalesced
+    /// read that another run is about to send for the same node and identity gets that answer.
     pub async fn call(&self, request: &PveRequest) -> Result<Value, PveError> {
+        if !request.coalesce {
+            return self.send(request, None).await;
+        }
+        match self.shared.flight(self.settings, request) {
+            (flight, FlightKey::Joined) => match flight.answer().await {
+                Some(answer) => {
+                    self.host.log(
+                        LogLevel::Debug,
+                        &format!(
+                            "{} → one answer for the runs that asked at once",
+                            request.label()
+                        ),
+                    );
+                    answer.map(|mut data| {
+                        self.scrub.value(&mut data);
+                        data
+                    })
+                }
+                // The sending run gave up without an answer: ask ourselves.
+                None => self.send(request, None).await,
+            },
+            (flight, FlightKey::Sends(key)) => {
+                let landing = Landing {
+                    shared: self.shared,
+                    key,
+                    flight,
+                };
+                let answer = self.send(request, Some(&landing.flight)).await;
+                landing.flight.land(answer.clone());
+                answer
+            }
+        }
+    }
+
+    /// Sends one request (retrying a safe read), within the node's cap on requests in flight.
+    async fn send(&self, request: &PveRequest, flight: Option<&Flight>) -> Result<Value, PveError> {
         let foreground = transport::blocks_for_task(self.settings, request);
         let timeout_ms = match foreground {
             true => self.task_timeout_ms + FOREGROUND_TASK_SLACK_MS,
@@ -43,10 +85,21 @@ impl<'a, H: Host> Pve<'a, H> {
             if self.host.aborted() {
                 return Err(aborted());
             }
+            let pass = match self.shared.gate(self.settings) {
+                Some(gate) => Some(gate.enter().await),
+                None => None,
+            };
+            if self.host.aborted() {
+                return Err(aborted());
+            }
+            if let Some(flight) = flight {
+                flight.mark_sent();
+            }
             let started = self.host.now_ms();
             let result = transport::send(self.host, self.settings, request, timeout_ms, self.scrub)
                 .await
                 .map_err(|e| name_the_budget(e, foreground, timeout_ms));
+            drop(pass);
             let elapsed = (self.host.now_ms() - started).max(0.0).round() as u64;
             match &result {
                 Ok(_) => self.host.log(
@@ -92,6 +145,21 @@ impl<'a, H: Host> Pve<'a, H> {
                 request.label()
             ))
         })
+    }
+}
+
+/// A coalesced read's sending side: forgets the flight however the run leaves, and lets the runs
+/// that joined ask themselves when no answer landed (the run was aborted or dropped).
+struct Landing<'a> {
+    shared: &'a Shared,
+    key: String,
+    flight: Rc<Flight>,
+}
+
+impl Drop for Landing<'_> {
+    fn drop(&mut self) {
+        self.shared.flight_done(&self.key, &self.flight);
+        self.flight.abandon();
     }
 }
 
@@ -142,6 +210,7 @@ mod tests {
             request_timeout_ms: global.request_timeout_sec * 1000,
             scrub: &crate::scrub::Scrubber::default(),
             budget: &crate::poll::WaitBudget::new(60_000),
+            shared: &crate::watch::Shared::default(),
         };
         block_on(pve.call(request))
     }

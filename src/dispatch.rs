@@ -14,6 +14,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
 use crate::run::Run;
 use crate::scrub::{ScrubbedHost, Scrubber};
+use crate::watch::Shared;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -147,18 +148,31 @@ fn model_kind(model: &str) -> Result<GuestKind, Failure> {
 /// secrets are scrubbed from what comes back (see [`crate::transport::send`]), from every log line
 /// and, last, from the outcome.
 pub async fn run_method<H: Host>(host: &H, model: &str, method: &str, args: &Value) -> Outcome {
+    run_method_in(host, &Shared::default(), model, method, args).await
+}
+
+/// [`run_method`] as one of the process's concurrent runs, sharing `shared` with the others (the
+/// wasm boundary passes the process's one).
+pub async fn run_method_in<H: Host>(
+    host: &H,
+    shared: &Shared,
+    model: &str,
+    method: &str,
+    args: &Value,
+) -> Outcome {
     let scrub = Scrubber::for_args(args);
     let host = ScrubbedHost {
         inner: host,
         scrub: &scrub,
     };
-    let outcome = run_scrubbed(&host, &scrub, model, method, args).await;
+    let outcome = run_scrubbed(&host, &scrub, shared, model, method, args).await;
     scrub.outcome(outcome).with_js_numbers()
 }
 
 async fn run_scrubbed<H: Host>(
     host: &H,
     scrub: &Scrubber,
+    shared: &Shared,
     model: &str,
     method: &str,
     args: &Value,
@@ -171,7 +185,7 @@ async fn run_scrubbed<H: Host>(
         Ok(global) => global,
         Err(e) => return Failure::from(e).into(),
     };
-    let run = Run::new(host, &global, kind, method, scrub);
+    let run = Run::new(host, &global, kind, method, scrub, shared);
     let Some(known) = method_of(kind, method) else {
         return Failure::new(format!(
             "method {method:?} of the {model} model is not implemented by the core"

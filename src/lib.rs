@@ -26,6 +26,7 @@ pub mod task;
 #[cfg(test)]
 pub mod testing;
 pub mod transport;
+pub mod watch;
 
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

@@ -120,7 +120,19 @@ impl Pacer {
 
     /// Waits before the next probe; `Err` once the budget is spent or the run was aborted.
     pub async fn pause<H: Host>(&mut self, host: &H) -> Result<(), Stopped> {
-        let now = host.now_ms();
+        let (due, _) = self.next_probe(host.now_ms())?;
+        host.sleep((due - host.now_ms()).max(0.0).ceil() as u64)
+            .await;
+        self.probed(host.now_ms());
+        match host.aborted() {
+            true => Err(Stopped::Aborted),
+            false => Ok(()),
+        }
+    }
+
+    /// When the next probe is due (never past the deadline) and the pause that leads to it;
+    /// `Err` once the budget is spent.
+    pub fn next_probe(&mut self, now: f64) -> Result<(f64, u64), Stopped> {
         let started = *self.started_ms.get_or_insert(now);
         let remaining = self.deadline_ms - now;
         if remaining <= 0.0 {
@@ -133,13 +145,13 @@ impl Pacer {
             .map_or(0, |probed| (now - probed).max(0.0).round() as u64);
         // A slow answer is a busy daemon: at most half of a pause is taken back.
         let scheduled = pause_after(now - started, self.cap_ms);
-        let pause = scheduled - in_flight.min(scheduled / 2);
-        host.sleep(pause.min(remaining.ceil() as u64)).await;
-        self.probed_ms = Some(host.now_ms());
-        match host.aborted() {
-            true => Err(Stopped::Aborted),
-            false => Ok(()),
-        }
+        let pause = (scheduled - in_flight.min(scheduled / 2)).min(remaining.ceil() as u64);
+        Ok((now + pause as f64, pause))
+    }
+
+    /// Notes that a probe went out at `at` (the next pause counts from it).
+    pub fn probed(&mut self, at: f64) {
+        self.probed_ms = Some(at);
     }
 }
 

@@ -8,6 +8,7 @@ use crate::outcome::RecordWrite;
 use crate::poll::WaitBudget;
 use crate::pve::endpoints::GuestKind;
 use crate::scrub::Scrubber;
+use crate::watch::Shared;
 use serde::Serialize;
 
 /// One method run.
@@ -21,6 +22,8 @@ pub struct Run<'a, H: Host> {
     pub scrub: &'a Scrubber,
     /// The method's one wait budget (`taskTimeoutSec`).
     pub budget: WaitBudget,
+    /// What this run shares with the process's other runs on the same nodes.
+    pub shared: &'a Shared,
 }
 
 impl<'a, H: Host> Run<'a, H> {
@@ -31,8 +34,10 @@ impl<'a, H: Host> Run<'a, H> {
         kind: GuestKind,
         method: &'a str,
         scrub: &'a Scrubber,
+        shared: &'a Shared,
     ) -> Self {
         Run {
+            shared,
             host,
             global,
             kind,
@@ -52,6 +57,7 @@ impl<'a, H: Host> Run<'a, H> {
             request_timeout_ms: self.global.request_timeout_sec * 1000,
             scrub: self.scrub,
             budget: &self.budget,
+            shared: self.shared,
         }
     }
 

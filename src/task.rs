@@ -10,6 +10,8 @@ use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{TaskLogLine, TaskStatus};
 use crate::pve::upid::Upid;
+use crate::watch::node_tasks::{NodeTasks, Sighting, VERIFY_AFTER_MS};
+use crate::watch::signal::first_of;
 use serde_json::Value;
 
 /// Right after dispatch PVE may not know the task yet ("no such task"): tolerated this long.
@@ -62,27 +64,130 @@ pub async fn await_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEn
 }
 
 /// Follows a task to its end within `taskTimeoutSec`, telling a failed task from an unobserved end.
+///
+/// Probes start fast and back off ([`Pacer`]). While other runs of the process follow tasks on the
+/// same node, a probe is the node's one shared task-list read ([`NodeTasks`]), and a list read that
+/// shows this task's end ends the wait early; otherwise — alone, the list unusable, this task not in
+/// it, or every [`VERIFY_AFTER_MS`] — a probe reads this task's own status.
 pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEnd, TaskTrouble> {
     let started = pve.host.now_ms();
     // The method's one budget: what earlier waits spent is not given back.
     let mut pacer = Pacer::until(pve.budget.deadline(started), pve.poll_cap_ms);
+    let following = pve.shared.follow_task(pve.settings, upid);
+    let watcher = following.as_ref().map(|f| &*f.watcher);
+    let mut read_own_at = started;
+    let mut last_probe_own = true;
     loop {
         // A task is a forked worker: none ends within a round trip, so even the first probe waits.
-        if let Err(stop) = pacer.pause(pve.host).await {
-            return Err(stopped_waiting(pve, upid, stop));
+        let (due, pause) = match pacer.next_probe(pve.host.now_ms()) {
+            Ok(next) => next,
+            Err(stop) if last_probe_own => return Err(stopped_waiting(pve, upid, stop)),
+            // The budget is spent on list reads only: the task's own status has the last word.
+            Err(stop) => {
+                return match read_own(pve, upid, started).await {
+                    Probe::Ended(status) => {
+                        finish(pve, upid, status).await.map_err(TaskTrouble::Failed)
+                    }
+                    Probe::Running => Err(stopped_waiting(pve, upid, stop)),
+                    Probe::Trouble(trouble) => Err(trouble),
+                }
+            }
+        };
+        wait_until(pve, due, watcher, upid).await;
+        if pve.host.aborted() {
+            return Err(stopped_waiting(pve, upid, Stopped::Aborted));
         }
-        match pve
-            .read::<TaskStatus>(&endpoints::task_status(upid), "a task status")
-            .await
-        {
-            Ok(status) if status.status == "stopped" => {
+        pacer.probed(pve.host.now_ms());
+        if let Some(watcher) = watcher {
+            if let Some(status) = listed_end(watcher, upid) {
+                return finish(pve, upid, status).await.map_err(TaskTrouble::Failed);
+            }
+            let verify = pve.host.now_ms() - read_own_at >= VERIFY_AFTER_MS;
+            if watcher.worth_reading() && !verify {
+                // A list read sent within half a pause before this probe was due answers it too.
+                let fresh_since = due - pause as f64 / 2.0;
+                if watcher.read_since(pve, &upid.node, fresh_since).await {
+                    match watcher.sighting(upid.as_str()) {
+                        Sighting::Ended(exit) => {
+                            let status = TaskStatus {
+                                status: "stopped".into(),
+                                exitstatus: Some(exit),
+                            };
+                            return finish(pve, upid, status).await.map_err(TaskTrouble::Failed);
+                        }
+                        Sighting::Running => {
+                            last_probe_own = false;
+                            continue;
+                        }
+                        Sighting::Unseen => {}
+                    }
+                }
+            }
+        }
+        read_own_at = pve.host.now_ms();
+        last_probe_own = true;
+        match read_own(pve, upid, started).await {
+            Probe::Ended(status) => {
                 return finish(pve, upid, status).await.map_err(TaskTrouble::Failed)
             }
-            Ok(_) => {}
-            Err(e)
-                if e.kind == ErrorKind::NoSuchTask
-                    && pve.host.now_ms() - started < NO_SUCH_TASK_GRACE_MS => {}
-            Err(e) => return Err(TaskTrouble::Unknown(unfollowable(upid, &e))),
+            Probe::Running => {}
+            Probe::Trouble(trouble) => return Err(trouble),
+        }
+    }
+}
+
+/// What one read of a task's own status said.
+enum Probe {
+    Ended(TaskStatus),
+    Running,
+    Trouble(TaskTrouble),
+}
+
+/// `GET …/tasks/{upid}/status`; "no such task" right after dispatch counts as still running.
+async fn read_own<H: Host>(pve: &Pve<'_, H>, upid: &Upid, started: f64) -> Probe {
+    match pve
+        .read::<TaskStatus>(&endpoints::task_status(upid), "a task status")
+        .await
+    {
+        Ok(status) if status.status == "stopped" => Probe::Ended(status),
+        Ok(_) => Probe::Running,
+        Err(e)
+            if e.kind == ErrorKind::NoSuchTask
+                && pve.host.now_ms() - started < NO_SUCH_TASK_GRACE_MS =>
+        {
+            Probe::Running
+        }
+        Err(e) => Probe::Trouble(TaskTrouble::Unknown(unfollowable(upid, &e))),
+    }
+}
+
+/// The end a shared list read already showed, as the task's status.
+fn listed_end(watcher: &NodeTasks, upid: &Upid) -> Option<TaskStatus> {
+    match watcher.sighting(upid.as_str()) {
+        Sighting::Ended(exit) => Some(TaskStatus {
+            status: "stopped".into(),
+            exitstatus: Some(exit),
+        }),
+        _ => None,
+    }
+}
+
+/// Sleeps until `due`, waking early when a shared list read shows the task's end (or the run is
+/// aborted: the host's sleep returns early then).
+async fn wait_until<H: Host>(pve: &Pve<'_, H>, due: f64, watcher: Option<&NodeTasks>, upid: &Upid) {
+    loop {
+        let now = pve.host.now_ms();
+        if now >= due || pve.host.aborted() {
+            return;
+        }
+        let sleep = pve.host.sleep((due - now).ceil() as u64);
+        match watcher {
+            Some(watcher) if listed_end(watcher, upid).is_some() => return,
+            Some(watcher) => {
+                let seen = watcher.publications();
+                first_of(sleep, watcher.published_after(seen)).await;
+            }
+            None => sleep.await,
         }
     }
 }
@@ -212,6 +317,7 @@ mod tests {
             request_timeout_ms: 30_000,
             scrub: &crate::scrub::Scrubber::default(),
             budget: &crate::poll::WaitBudget::new(timeout_sec * 1000),
+            shared: &crate::watch::Shared::default(),
         };
         block_on(await_task(&pve, &Upid::parse(UPID).unwrap()))
     }
@@ -361,6 +467,7 @@ mod tests {
                 request_timeout_ms: 30_000,
                 scrub: &crate::scrub::Scrubber::default(),
                 budget: &crate::poll::WaitBudget::new(10_000),
+                shared: &crate::watch::Shared::default(),
             };
             block_on(follow_task(&pve, &Upid::parse(UPID).unwrap()))
         };

@@ -8,9 +8,11 @@ use crate::host::{
     Host, HostError, HostErrorKind, HttpRequest, HttpResponse, LogLevel, ProcessOutput,
     ProcessRequest,
 };
+use crate::watch::Shared;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -58,6 +60,12 @@ extern "C" {
     fn aborted(this: &JsHost) -> bool;
 }
 
+thread_local! {
+    /// What every run of this wasm instance (this process: `js/_lib/core.ts` shares one instance
+    /// between the models) shares about the nodes it talks to.
+    static PROCESS: Rc<Shared> = Rc::new(Shared::default());
+}
+
 /// Runs one method. `args_json` is `JSON.stringify({...globalArgs, ...methodArgs})`.
 #[wasm_bindgen(js_name = runMethod, unchecked_return_type = "CoreOutcome")]
 pub async fn run_method(
@@ -69,7 +77,8 @@ pub async fn run_method(
     // JSON text, not a converted object: integers stay integers for the argument rules.
     let args: Value = serde_json::from_str(&args_json)
         .map_err(|e| JsError::new(&format!("arguments are not JSON: {e}")))?;
-    let outcome = dispatch::run_method(&WasmHost(host), &model, &method, &args).await;
+    let shared = PROCESS.with(Rc::clone);
+    let outcome = dispatch::run_method_in(&WasmHost(host), &shared, &model, &method, &args).await;
     to_js(&outcome)
 }
 

@@ -10,6 +10,7 @@ import {
   runMethod,
   validateArguments,
 } from "./generated/core_glue.ts";
+import { CORE_ID } from "./generated/core_id.ts";
 import { createHost, type HostContext } from "./host.ts";
 
 /** The core's wasm module: a manifest `binaries` entry, relative to the manifest. */
@@ -47,13 +48,29 @@ interface CoreOutcome {
   };
 }
 
-let loaded = false;
+/** The loaded core's entry points. */
+interface Core {
+  runMethod: typeof runMethod;
+  validateArguments: typeof validateArguments;
+}
+
+/**
+ * Where the process keeps its one loaded core. swamp bundles each model on its own, glue
+ * included, so a module-level variable would give the qemu and the lxc model an instance each;
+ * the global symbol registry gives them one, and with it one set of shared waits and request caps
+ * per node (src/watch/). Keyed by the module's digest: only the same core is shared.
+ */
+const PROCESS_CORE = Symbol.for(`@stateless/proxmox core ${CORE_ID}`);
 
 /** Instantiates the wasm once per process, on first use (never at import: swamp imports to index). */
-function loadCore(files: PackageFiles): void {
-  if (loaded) return;
+function loadCore(files: PackageFiles): Core {
+  const registry = globalThis as unknown as Record<symbol, Core | undefined>;
+  const shared = registry[PROCESS_CORE];
+  if (shared) return shared;
   initSync({ module: Deno.readFileSync(files.extensionFile(WASM_FILE)) });
-  loaded = true;
+  const core = { runMethod, validateArguments };
+  registry[PROCESS_CORE] = core;
+  return core;
 }
 
 /** Asks the core for a method's outcome, without writing anything. */
@@ -63,10 +80,10 @@ export async function decide(
   args: Record<string, unknown>,
   ctx: HostContext & PackageFiles,
 ): Promise<CoreOutcome> {
-  loadCore(ctx);
+  const core = loadCore(ctx);
   const host = createHost(ctx);
   try {
-    return await runMethod(
+    return await core.runMethod(
       model,
       method,
       JSON.stringify(args),
@@ -130,6 +147,10 @@ export function validateOnCore(
   method: string,
   args: Record<string, unknown>,
 ): string | undefined {
-  loadCore(files);
-  return validateArguments(model, method, JSON.stringify(args)) ?? undefined;
+  return loadCore(files).validateArguments(
+    model,
+    method,
+    JSON.stringify(args),
+  ) ??
+    undefined;
 }

@@ -71,32 +71,37 @@ export interface Host {
   close(): void;
 }
 
-/** Builds the host of one method run. Each run gets its own: nothing is shared between runs. */
+/**
+ * Builds the host of one method run. Reads share the process's keep-alive connections (see
+ * {@link readClient}); everything else is the run's own.
+ */
 export function createHost(ctx: HostContext): Host {
   const signal = ctx.signal ?? new AbortController().signal;
   // Mutations get a client that never reuses a connection: when a pooled connection drops before
   // the answer, fetch silently re-sends the request, and a re-sent POST (agent/exec, clone) could
-  // run twice. Reads may reuse connections. Clients are per run and closed with it.
-  const clients = new Map<string, Deno.HttpClient>();
-  const clientFor = (caCert: string | undefined, reuse: boolean) => {
-    const key = `${reuse}:${caCert ?? ""}`;
-    let client = clients.get(key);
+  // run twice. Such clients are the run's own and closed with it.
+  const mutationClients = new Map<string, Deno.HttpClient>();
+  const mutationClient = (caCert: string) => {
+    let client = mutationClients.get(caCert);
     if (!client) {
       client = Deno.createHttpClient({
         ...(caCert ? { caCerts: [caCert] } : {}),
-        ...(reuse ? {} : { poolMaxIdlePerHost: 0 }),
+        poolMaxIdlePerHost: 0,
       });
-      clients.set(key, client);
+      mutationClients.set(caCert, client);
     }
     return client;
   };
+  const reads = new Set<string>();
+  const clientFor = (request: HttpRequest) => {
+    const caCert = request.caCert ?? "";
+    if (request.method !== "GET") return mutationClient(caCert);
+    const join = !reads.has(caCert);
+    reads.add(caCert);
+    return readClient(caCert, join);
+  };
   return {
-    http: (request) =>
-      sendHttp(
-        request,
-        signal,
-        clientFor(request.caCert ?? undefined, request.method === "GET"),
-      ),
+    http: (request) => sendHttp(request, signal, clientFor(request)),
     run: (request) => runProcess(request, signal),
     sleep: (ms) => sleep(ms, signal),
     now: () => Date.now(),
@@ -105,8 +110,60 @@ export function createHost(ctx: HostContext): Host {
       (ctx.readResource ? await ctx.readResource(instance) : null) ?? null,
     listRecords: (spec) => listRecords(ctx, spec),
     aborted: () => signal.aborted,
-    close: () => clients.forEach((client) => client.close()),
+    close: () => {
+      mutationClients.forEach((client) => client.close());
+      reads.forEach(releaseReadClient);
+    },
   };
+}
+
+/** A keep-alive client for reads and the runs using it now. */
+interface SharedClient {
+  client: Deno.HttpClient;
+  runs: number;
+}
+
+/**
+ * The read clients of the process, by CA: every run that overlaps another reuses its keep-alive
+ * connections (a new TLS handshake costs pveproxy a worker's time), at most as many per node as
+ * the core lets requests fly at once (src/watch/mod.rs, 3). Kept on the global symbol registry so
+ * both models' bundles share them; a client is closed when its last run ends.
+ */
+const READ_CLIENTS = Symbol.for("@stateless/proxmox read clients");
+const CONNECTIONS_PER_NODE = 3;
+
+function readClients(): Map<string, SharedClient> {
+  const registry = globalThis as unknown as Record<
+    symbol,
+    Map<string, SharedClient> | undefined
+  >;
+  return (registry[READ_CLIENTS] ??= new Map());
+}
+
+/** The shared read client for `caCert`; `join` counts the calling run in (once per run). */
+function readClient(caCert: string, join: boolean): Deno.HttpClient {
+  const clients = readClients();
+  let shared = clients.get(caCert);
+  if (!shared) {
+    shared = {
+      client: Deno.createHttpClient({
+        ...(caCert ? { caCerts: [caCert] } : {}),
+        poolMaxIdlePerHost: CONNECTIONS_PER_NODE,
+      }),
+      runs: 0,
+    };
+    clients.set(caCert, shared);
+  }
+  if (join) shared.runs++;
+  return shared.client;
+}
+
+function releaseReadClient(caCert: string): void {
+  const clients = readClients();
+  const shared = clients.get(caCert);
+  if (!shared || --shared.runs > 0) return;
+  shared.client.close();
+  clients.delete(caCert);
 }
 
 /** The names of the definition's records of `spec` (swamp tags each version with its `specName`). */

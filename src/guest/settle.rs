@@ -218,6 +218,7 @@ mod tests {
             request_timeout_ms: 30_000,
             scrub: &crate::scrub::Scrubber::default(),
             budget: &crate::poll::WaitBudget::new(60_000),
+            shared: &crate::watch::Shared::default(),
         };
         let at = Located {
             vmid: 100,

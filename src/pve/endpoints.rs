@@ -72,7 +72,7 @@ impl GuestKind {
 
 /// `GET /version`.
 pub fn version() -> PveRequest {
-    PveRequest::get(&["version"])
+    PveRequest::get(&["version"]).coalesced()
 }
 
 /// `GET /cluster/resources?type=vm`: every guest of the cluster with its node (qemu and lxc).
@@ -183,6 +183,16 @@ pub fn agent_info(node: &str, vmid: u32) -> PveRequest {
 /// `GET /nodes/{upid.node}/tasks/{upid}/status`: on the node that runs the task.
 pub fn task_status(upid: &Upid) -> PveRequest {
     PveRequest::get(&["nodes", &upid.node, "tasks", upid.as_str(), "status"])
+}
+
+/// `GET /nodes/{node}/tasks?source=all&since=…&limit=…`: the node's running tasks (status
+/// `RUNNING`) and its finished ones with their exit status, newest first — one read that answers
+/// for every task a process follows there (pve-manager `PVE/API2/Tasks.pm` node_tasks).
+pub fn node_tasks(node: &str, since: u64, limit: usize) -> PveRequest {
+    PveRequest::get(&["nodes", node, "tasks"])
+        .param("source", "all")
+        .param("since", since.to_string())
+        .param("limit", limit.to_string())
 }
 
 /// `GET /nodes/{upid.node}/tasks/{upid}/log`.

@@ -10,6 +10,8 @@ pub struct Upid {
     pub task_type: String,
     pub id: String,
     pub user: String,
+    /// When the task started (Unix seconds): what the task list's `since` filter compares.
+    pub starttime: u64,
 }
 
 impl Upid {
@@ -40,6 +42,7 @@ impl Upid {
             task_type: fields[4].to_string(),
             id: fields[5].to_string(),
             user: fields[6].to_string(),
+            starttime: u64::from_str_radix(fields[3], 16).ok()?,
         })
     }
 

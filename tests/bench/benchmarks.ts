@@ -16,6 +16,7 @@ import { hasMethod, type Package, packageFiles } from "./package.ts";
 import { type Cell, formatValue, type Row, type Target } from "./table.ts";
 import { pushArchiveBytes } from "./archive.ts";
 import { FLEET_SIZE, fleetRows } from "./fleet.ts";
+import { fleetScaleRows } from "./fleet_scale.ts";
 
 /** The benchmark groups, in table order. */
 export const GROUPS = [
@@ -172,6 +173,7 @@ export async function runBenchmarks(
   if (opts.groups.includes("fleet")) {
     say(`fleet: ${FLEET_SIZE} guests started together`);
     rows.push(...await fleetRows(pkgs, opts));
+    rows.push(...await fleetScaleRows(pkgs, opts));
   }
   if (opts.groups.includes("archive")) {
     say("push archive (real swamp: extension quality)");

@@ -9,7 +9,7 @@ import type { ModelLike, RunResult } from "../../harness/types.ts";
 import { SwampRepo } from "../../harness/swamp.ts";
 import type { GuestAgent } from "../../simulator/qga.ts";
 import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
-import type { SimGuest } from "../../simulator/types.ts";
+import type { SimGuest, SimOptions } from "../../simulator/types.ts";
 import { fitArgs, type Package } from "./package.ts";
 import { PACKAGE_FILES } from "../../harness/project_package.ts";
 
@@ -26,7 +26,13 @@ export interface BenchEnvOptions {
   /** VMIDs the token may not audit. */
   denyVmids?: number[];
   latencyMs?: number;
-  taskDurationMs?: number;
+  taskDurationMs?: SimOptions["taskDurationMs"];
+  /** A node of limited capacity (workers × service time), see SimOptions. */
+  capacity?: SimOptions["capacity"];
+  /** How long the task list shows an ended task as running. */
+  taskListLagMs?: number;
+  /** Keep client connections open, as pveproxy does. */
+  keepAlive?: boolean;
   /** Extra global arguments (e.g. `pollIntervalSec`); undeclared ones are dropped. */
   globalArgs?: Record<string, unknown>;
   /** Run this model instead of the package's (e.g. with an added method). */
@@ -83,6 +89,9 @@ export async function startBenchEnv(
     agent,
     latencyMs: opts.latencyMs ?? 0,
     taskDurationMs: opts.taskDurationMs ?? 50,
+    capacity: opts.capacity,
+    taskListLagMs: opts.taskListLagMs,
+    keepAlive: opts.keepAlive,
   });
   const model = opts.model ?? pkg.model;
   const globals = fitArgs(model.globalArguments, {

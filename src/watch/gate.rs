@@ -1,0 +1,161 @@
+//! The cap on one node's requests in flight, shared by every run of the process. PVE serves the API
+//! with a few synchronous workers (pveproxy and pvedaemon run 3 each by default:
+//! pve-manager `PVE/Service/pvedaemon.pm`, `max_workers => 3`); a fleet that sends more at once
+//! only queues inside the node, ahead of everyone else who uses it (the web UI, other automation).
+//! Waiting here instead keeps the node's own queue short, and in arrival order is fair to every run.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+
+/// A first-come, first-served limit on requests in flight to one node.
+pub struct Gate {
+    capacity: usize,
+    in_flight: Cell<usize>,
+    /// Tickets of the runs waiting, in arrival order, with the waker of each once it polled.
+    queue: RefCell<VecDeque<(u64, Option<Waker>)>>,
+    next_ticket: Cell<u64>,
+}
+
+/// Leave to send one request; the slot is freed when it is dropped.
+pub struct Pass {
+    gate: Rc<Gate>,
+}
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        self.gate.in_flight.set(self.gate.in_flight.get() - 1);
+        self.gate.wake_first();
+    }
+}
+
+/// A place in the queue; leaving it (a run dropped while waiting) wakes the next one.
+struct Ticket<'a> {
+    gate: &'a Gate,
+    number: u64,
+    admitted: bool,
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if !self.admitted {
+            self.gate
+                .queue
+                .borrow_mut()
+                .retain(|(n, _)| *n != self.number);
+            self.gate.wake_first();
+        }
+    }
+}
+
+impl Gate {
+    /// A gate letting `capacity` requests (at least one) through at once.
+    pub fn new(capacity: usize) -> Rc<Self> {
+        Rc::new(Gate {
+            capacity: capacity.max(1),
+            in_flight: Cell::new(0),
+            queue: RefCell::new(VecDeque::new()),
+            next_ticket: Cell::new(0),
+        })
+    }
+
+    /// Requests in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.get()
+    }
+
+    /// Waits for a free slot, after every run that asked earlier.
+    pub async fn enter(self: &Rc<Self>) -> Pass {
+        let number = self.next_ticket.get();
+        self.next_ticket.set(number + 1);
+        self.queue.borrow_mut().push_back((number, None));
+        let mut ticket = Ticket {
+            gate: self,
+            number,
+            admitted: false,
+        };
+        poll_fn(|cx| {
+            let mut queue = self.queue.borrow_mut();
+            let first = queue.front().map(|(n, _)| *n);
+            if first == Some(number) && self.in_flight.get() < self.capacity {
+                queue.pop_front();
+                self.in_flight.set(self.in_flight.get() + 1);
+                ticket.admitted = true;
+                return Poll::Ready(());
+            }
+            if let Some(entry) = queue.iter_mut().find(|(n, _)| *n == number) {
+                entry.1 = Some(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+        .await;
+        drop(ticket);
+        // The next in line may fit too (several slots freed while it slept).
+        self.wake_first();
+        Pass { gate: self.clone() }
+    }
+
+    fn wake_first(&self) {
+        if self.in_flight.get() >= self.capacity {
+            return;
+        }
+        if let Some(waker) = self.queue.borrow().front().and_then(|(_, w)| w.clone()) {
+            waker.wake();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::Context;
+
+    #[test]
+    fn requests_beyond_the_capacity_wait_in_arrival_order() {
+        let gate = Gate::new(2);
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut a = pin!(gate.enter());
+        let mut b = pin!(gate.enter());
+        let mut c = pin!(gate.enter());
+        let mut d = pin!(gate.enter());
+        let Poll::Ready(pass_a) = a.as_mut().poll(&mut cx) else {
+            panic!("the first enters")
+        };
+        let Poll::Ready(_pass_b) = b.as_mut().poll(&mut cx) else {
+            panic!("the second fits")
+        };
+        assert!(c.as_mut().poll(&mut cx).is_pending(), "the third waits");
+        assert!(d.as_mut().poll(&mut cx).is_pending(), "the fourth waits");
+        drop(pass_a);
+        assert!(
+            d.as_mut().poll(&mut cx).is_pending(),
+            "the fourth may not overtake the third"
+        );
+        let Poll::Ready(_pass_c) = c.as_mut().poll(&mut cx) else {
+            panic!("the third enters once a slot is free")
+        };
+        assert_eq!(gate.in_flight(), 2);
+    }
+
+    #[test]
+    fn a_waiter_that_leaves_the_queue_lets_the_next_one_in() {
+        let gate = Gate::new(1);
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut a = pin!(gate.enter());
+        let Poll::Ready(pass) = a.as_mut().poll(&mut cx) else {
+            panic!("the first enters")
+        };
+        {
+            let mut gone = Box::pin(gate.enter());
+            assert!(gone.as_mut().poll(&mut cx).is_pending());
+        }
+        let mut c = pin!(gate.enter());
+        assert!(c.as_mut().poll(&mut cx).is_pending());
+        drop(pass);
+        assert!(c.as_mut().poll(&mut cx).is_ready());
+    }
+}
