@@ -308,7 +308,21 @@ mod tests {
     const UPID: &str = "UPID:pve2:0000AAAA:0000BBBB:6571E3A1:qmstart:100:root@pam!t:";
 
     fn follow(host: &ScriptedHost, timeout_sec: u64) -> Result<TaskEnd, Failure> {
+        follow_beside(host, timeout_sec, &[])
+    }
+
+    /// Follows UPID while other runs of the process follow `others` on the same node.
+    fn follow_beside(
+        host: &ScriptedHost,
+        timeout_sec: u64,
+        others: &[&str],
+    ) -> Result<TaskEnd, Failure> {
         let global = GlobalArgs::parse(&api_args(json!({"taskTimeoutSec": timeout_sec}))).unwrap();
+        let shared = crate::watch::Shared::default();
+        let _others: Vec<_> = others
+            .iter()
+            .map(|upid| shared.follow_task(&global.transport, &Upid::parse(upid).unwrap()))
+            .collect();
         let pve = Pve {
             host,
             settings: &global.transport,
@@ -317,9 +331,129 @@ mod tests {
             request_timeout_ms: 30_000,
             scrub: &crate::scrub::Scrubber::default(),
             budget: &crate::poll::WaitBudget::new(timeout_sec * 1000),
-            shared: &crate::watch::Shared::default(),
+            shared: &shared,
         };
         block_on(await_task(&pve, &Upid::parse(UPID).unwrap()))
+    }
+
+    /// Another run's task on the same node as UPID.
+    const OTHER: &str = "UPID:pve2:0000AAAB:0000BBBC:6571E3A2:qmstart:101:root@pam!t:";
+
+    fn listing(status: &str) -> Answer {
+        Answer::Data(
+            json!([{"upid": OTHER, "status": "RUNNING"}, {"upid": UPID, "status": status}]),
+        )
+    }
+
+    #[test]
+    fn beside_other_runs_the_end_and_its_exit_status_come_from_the_nodes_task_list() {
+        let host = ScriptedHost::new();
+        host.on("GET /nodes/pve2/tasks", [listing("RUNNING"), listing("OK")]);
+        let end = follow_beside(&host, 60, &[OTHER]).unwrap();
+        assert_eq!(end.exit_status, "OK");
+        assert_eq!(
+            host.routes_called(),
+            vec!["GET /nodes/pve2/tasks", "GET /nodes/pve2/tasks"],
+            "no status read of its own"
+        );
+        let url = &host.requests.borrow()[0].url;
+        assert!(
+            url.contains("source=all") && url.contains("since=1701962657"),
+            "{url}"
+        );
+    }
+
+    #[test]
+    fn a_failure_the_list_shows_fails_with_the_tasks_words() {
+        let host = ScriptedHost::new();
+        host.on(
+            "GET /nodes/pve2/tasks",
+            [listing("start failed: QEMU exited with code 1")],
+        );
+        let failure = follow_beside(&host, 60, &[OTHER]).unwrap_err();
+        assert!(
+            failure
+                .0
+                .contains("failed: start failed: QEMU exited with code 1"),
+            "{}",
+            failure.0
+        );
+    }
+
+    #[test]
+    fn a_task_list_that_cannot_be_read_sends_the_run_back_to_its_own_task_saying_so() {
+        let host = ScriptedHost::new();
+        host.on(
+            "GET /nodes/pve2/tasks",
+            [Answer::Error(500, "unable to read task index".into())],
+        );
+        host.data(
+            &status_route(),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        assert!(follow_beside(&host, 60, &[OTHER]).is_ok());
+        assert_eq!(
+            host.routes_called(),
+            vec!["GET /nodes/pve2/tasks".to_string(), status_route()]
+        );
+        assert!(host
+            .logs
+            .borrow()
+            .iter()
+            .any(|(level, m)| *level == LogLevel::Warning
+                && m.contains("task list of node pve2 could not be read")));
+    }
+
+    #[test]
+    fn a_task_the_list_leaves_out_is_read_on_its_own() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve2/tasks",
+            json!([{"upid": OTHER, "status": "RUNNING"}]),
+        );
+        host.data(
+            &status_route(),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        assert!(follow_beside(&host, 60, &[OTHER]).is_ok());
+        assert_eq!(host.routes_called().last(), Some(&status_route()));
+    }
+
+    #[test]
+    fn a_list_that_never_moves_holds_a_run_no_longer_than_the_verification_period() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve2/tasks",
+            json!([{"upid": UPID, "status": "RUNNING"}]),
+        );
+        host.data(
+            &status_route(),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        assert!(follow_beside(&host, 60, &[OTHER]).is_ok());
+        let waited = host.elapsed_ms();
+        assert!(
+            waited >= VERIFY_AFTER_MS && waited < VERIFY_AFTER_MS + 1_500.0,
+            "{waited}"
+        );
+    }
+
+    #[test]
+    fn a_budget_spent_on_list_reads_ends_with_the_tasks_own_status() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve2/tasks",
+            json!([{"upid": UPID, "status": "RUNNING"}]),
+        );
+        host.data(
+            &status_route(),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        assert!(
+            follow_beside(&host, 3, &[OTHER]).is_ok(),
+            "the end is read, not timed out"
+        );
+        assert_eq!(host.routes_called().last(), Some(&status_route()));
     }
 
     fn status_route() -> String {

@@ -230,3 +230,73 @@ impl Drop for InFlight<'_> {
         self.0.published.raise();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmstart:100:root@pam!t:";
+    const B: &str = "UPID:pve1:0000AAAC:0000BBBC:6571E3A5:qmstart:101:root@pam!t:";
+
+    fn row(upid: &str, status: Option<&str>) -> ListedTask {
+        ListedTask {
+            upid: Some(upid.into()),
+            status: status.map(str::to_string),
+        }
+    }
+
+    fn watching(upids: &[&str]) -> NodeTasks {
+        let watcher = NodeTasks::default();
+        for upid in upids {
+            watcher.follow(&Upid::parse(upid).unwrap());
+        }
+        watcher
+    }
+
+    #[test]
+    fn a_run_alone_is_not_worth_a_list_read() {
+        let watcher = watching(&[A]);
+        assert!(!watcher.worth_reading());
+        watcher.follow(&Upid::parse(B).unwrap());
+        assert!(watcher.worth_reading());
+    }
+
+    #[test]
+    fn the_list_window_starts_at_the_oldest_followed_task_and_has_room_for_others() {
+        let watcher = watching(&[B, A]);
+        assert_eq!(watcher.window(), (0x6571E3A1, 2 + LIST_SLACK));
+    }
+
+    #[test]
+    fn running_archived_and_missing_tasks_are_told_apart() {
+        let watcher = watching(&[A, B]);
+        watcher.apply(&[row(A, Some("RUNNING"))]);
+        assert_eq!(watcher.sighting(A), Sighting::Running);
+        assert_eq!(watcher.sighting(B), Sighting::Unseen);
+        watcher.apply(&[row(B, Some("VM quit/powerdown failed")), row(A, None)]);
+        assert_eq!(
+            watcher.sighting(B),
+            Sighting::Ended("VM quit/powerdown failed".into())
+        );
+        assert_eq!(
+            watcher.sighting(A),
+            Sighting::Running,
+            "an active entry without a status is running"
+        );
+    }
+
+    #[test]
+    fn an_end_once_listed_stays_though_a_later_list_leaves_the_task_out() {
+        let watcher = watching(&[A, B]);
+        watcher.apply(&[row(A, Some("OK"))]);
+        watcher.apply(&[]);
+        assert_eq!(watcher.sighting(A), Sighting::Ended("OK".into()));
+    }
+
+    #[test]
+    fn two_runs_following_one_task_keep_it_until_both_left() {
+        let watcher = watching(&[A, A]);
+        assert!(!watcher.unfollow(A));
+        assert!(watcher.unfollow(A), "nothing followed any more");
+    }
+}
