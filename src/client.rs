@@ -35,12 +35,15 @@ pub struct Pve<'a, H: Host> {
 }
 
 impl<'a, H: Host> Pve<'a, H> {
-    /// Sends one request; safe reads are retried on transient faults, mutations never. A coalesced
-    /// read that another run is about to send for the same node and identity gets that answer.
+    /// Sends one request; safe reads are retried on transient faults, mutations never.
     pub async fn call(&self, request: &PveRequest) -> Result<Value, PveError> {
-        if !request.coalesce {
-            return self.send(request, None).await;
-        }
+        self.send(request, None).await
+    }
+
+    /// [`Pve::call`] of a read whose one answer may serve every run of the process that asks it
+    /// of the same node, as the same identity, before it is sent (swamp's reachability check
+    /// before each mutating run: a fleet asks it at once).
+    pub async fn call_coalesced(&self, request: &PveRequest) -> Result<Value, PveError> {
         match self.shared.flight(self.settings, request) {
             (flight, FlightKey::Joined) => match flight.answer().await {
                 Some(answer) => {

@@ -70,6 +70,12 @@ pub async fn await_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEn
 /// shows this task's end ends the wait early; otherwise — alone, the list unusable, this task not in
 /// it, or every [`VERIFY_AFTER_MS`] — a probe reads this task's own status.
 pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEnd, TaskTrouble> {
+    let status = watch_for_end(pve, upid).await?;
+    finish(pve, upid, status).await.map_err(TaskTrouble::Failed)
+}
+
+/// The probe loop of [`follow_task`]: the task's final status, or why its end was not observed.
+async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskStatus, TaskTrouble> {
     let started = pve.host.now_ms();
     // The method's one budget: what earlier waits spent is not given back.
     let mut pacer = Pacer::until(pve.budget.deadline(started), pve.poll_cap_ms);
@@ -79,59 +85,45 @@ pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskE
     let mut last_probe_own = true;
     loop {
         // A task is a forked worker: none ends within a round trip, so even the first probe waits.
-        let (due, pause) = match pacer.next_probe(pve.host.now_ms()) {
-            Ok(next) => next,
-            Err(stop) if last_probe_own => return Err(stopped_waiting(pve, upid, stop)),
-            // The budget is spent on list reads only: the task's own status has the last word.
-            Err(stop) => {
-                return match read_own(pve, upid, started).await {
-                    Probe::Ended(status) => {
-                        finish(pve, upid, status).await.map_err(TaskTrouble::Failed)
-                    }
-                    Probe::Running => Err(stopped_waiting(pve, upid, stop)),
-                    Probe::Trouble(trouble) => Err(trouble),
+        let stopped = match pacer.next_probe(pve.host.now_ms()) {
+            Ok((due, pause)) => {
+                wait_until(pve, due, watcher, upid).await;
+                if pve.host.aborted() {
+                    return Err(stopped_waiting(pve, upid, Stopped::Aborted));
                 }
-            }
-        };
-        wait_until(pve, due, watcher, upid).await;
-        if pve.host.aborted() {
-            return Err(stopped_waiting(pve, upid, Stopped::Aborted));
-        }
-        pacer.probed(pve.host.now_ms());
-        if let Some(watcher) = watcher {
-            if let Some(status) = listed_end(watcher, upid) {
-                return finish(pve, upid, status).await.map_err(TaskTrouble::Failed);
-            }
-            let verify = pve.host.now_ms() - read_own_at >= VERIFY_AFTER_MS;
-            if watcher.worth_reading() && !verify {
-                // A list read sent within half a pause before this probe was due answers it too.
-                let fresh_since = due - pause as f64 / 2.0;
-                if watcher.read_since(pve, &upid.node, fresh_since).await {
-                    match watcher.sighting(upid.as_str()) {
-                        Sighting::Ended(exit) => {
-                            let status = TaskStatus {
-                                status: "stopped".into(),
-                                exitstatus: Some(exit),
-                            };
-                            return finish(pve, upid, status).await.map_err(TaskTrouble::Failed);
+                pacer.probed(pve.host.now_ms());
+                if let Some(ended) = watcher.and_then(|w| listed_end(w, upid)) {
+                    return Ok(ended);
+                }
+                let verify = pve.host.now_ms() - read_own_at >= VERIFY_AFTER_MS;
+                if let Some(watcher) = watcher.filter(|w| w.worth_reading() && !verify) {
+                    // A list read sent within half a pause before this probe was due answers it too.
+                    let fresh_since = due - pause as f64 / 2.0;
+                    if watcher.read_since(pve, &upid.node, fresh_since).await {
+                        if let Some(ended) = listed_end(watcher, upid) {
+                            return Ok(ended);
                         }
-                        Sighting::Running => {
+                        if watcher.sighting(upid.as_str()) == Sighting::Running {
                             last_probe_own = false;
                             continue;
                         }
-                        Sighting::Unseen => {}
                     }
                 }
+                None
             }
-        }
+            Err(stop) if last_probe_own => return Err(stopped_waiting(pve, upid, stop)),
+            // The budget is spent on list reads only: the task's own status has the last word.
+            Err(stop) => Some(stop),
+        };
         read_own_at = pve.host.now_ms();
         last_probe_own = true;
         match read_own(pve, upid, started).await {
-            Probe::Ended(status) => {
-                return finish(pve, upid, status).await.map_err(TaskTrouble::Failed)
-            }
+            Probe::Ended(status) => return Ok(status),
             Probe::Running => {}
             Probe::Trouble(trouble) => return Err(trouble),
+        }
+        if let Some(stop) = stopped {
+            return Err(stopped_waiting(pve, upid, stop));
         }
     }
 }

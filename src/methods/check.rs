@@ -10,7 +10,7 @@ use crate::run::Run;
 /// Passes when PVE answered with its version.
 pub async fn transport_reachable<H: Host>(run: &Run<'_, H>) -> Outcome {
     let node = run.global.transport.node();
-    match run.pve().call(&endpoints::version()).await {
+    match run.pve().call_coalesced(&endpoints::version()).await {
         Ok(data) => match data.get("version").and_then(string_of) {
             Some(version) => {
                 Outcome::succeeded(Vec::new(), format!("PVE {version} answered on node {node}"))

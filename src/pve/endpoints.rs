@@ -72,7 +72,7 @@ impl GuestKind {
 
 /// `GET /version`.
 pub fn version() -> PveRequest {
-    PveRequest::get(&["version"]).coalesced()
+    PveRequest::get(&["version"])
 }
 
 /// `GET /cluster/resources?type=vm`: every guest of the cluster with its node (qemu and lxc).

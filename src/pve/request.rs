@@ -52,9 +52,6 @@ pub struct PveRequest {
     /// Parameters in order; an array parameter repeats its key.
     pub params: Vec<(String, String)>,
     pub repeat: Repeat,
-    /// Whether runs that ask the same thing of the same node at once may share one answer (a
-    /// reachability check): see [`crate::watch::flight`].
-    pub coalesce: bool,
 }
 
 impl PveRequest {
@@ -70,14 +67,7 @@ impl PveRequest {
             segments: segments.iter().map(|s| s.to_string()).collect(),
             params: Vec::new(),
             repeat,
-            coalesce: false,
         }
-    }
-
-    /// Marks a read whose one answer may serve every run that asked before it was sent.
-    pub fn coalesced(mut self) -> Self {
-        self.coalesce = true;
-        self
     }
 
     /// Adds one parameter (call again with the same key for an array).

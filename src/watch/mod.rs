@@ -24,7 +24,6 @@ use flight::Flight;
 use gate::Gate;
 use node_tasks::NodeTasks;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// Requests one process keeps in flight to one PVE endpoint: pveproxy and pvedaemon each serve the
@@ -35,9 +34,52 @@ pub const API_REQUESTS_IN_FLIGHT: usize = 3;
 /// The state concurrent runs of one process share.
 #[derive(Default)]
 pub struct Shared {
-    gates: RefCell<HashMap<String, Rc<Gate>>>,
-    node_tasks: RefCell<HashMap<String, Rc<NodeTasks>>>,
-    flights: RefCell<HashMap<String, Rc<Flight>>>,
+    gates: Keyed<Gate>,
+    node_tasks: Keyed<NodeTasks>,
+    flights: Keyed<Flight>,
+}
+
+/// A few shared things by key (a process talks to a handful of nodes): a list is all it takes, and
+/// keeps a hash table's code out of the wasm.
+struct Keyed<T>(RefCell<Vec<(String, Rc<T>)>>);
+
+impl<T> Default for Keyed<T> {
+    fn default() -> Self {
+        Keyed(RefCell::new(Vec::new()))
+    }
+}
+
+impl<T> Keyed<T> {
+    fn get(&self, key: &str) -> Option<Rc<T>> {
+        self.0
+            .borrow()
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn insert(&self, key: String, value: Rc<T>) {
+        let mut all = self.0.borrow_mut();
+        all.retain(|(k, _)| *k != key);
+        all.push((key, value));
+    }
+
+    /// The thing under `key`, made by `make` when there is none.
+    fn get_or(&self, key: String, make: impl FnOnce() -> Rc<T>) -> Rc<T> {
+        if let Some(found) = self.get(&key) {
+            return found;
+        }
+        let made = make();
+        self.insert(key, made.clone());
+        made
+    }
+
+    /// Forgets `key` if it still holds `value` (and not a newer one).
+    fn remove_if(&self, key: &str, value: &Rc<T>) {
+        self.0
+            .borrow_mut()
+            .retain(|(k, v)| k != key || !Rc::ptr_eq(v, value));
+    }
 }
 
 /// Where requests go: one API endpoint, or one ssh account on one host.
@@ -63,11 +105,10 @@ impl Shared {
         let TransportSettings::Api(_) = settings else {
             return None;
         };
-        let mut gates = self.gates.borrow_mut();
-        let gate = gates
-            .entry(endpoint(settings))
-            .or_insert_with(|| Gate::new(API_REQUESTS_IN_FLIGHT));
-        Some(gate.clone())
+        Some(
+            self.gates
+                .get_or(endpoint(settings), || Gate::new(API_REQUESTS_IN_FLIGHT)),
+        )
     }
 
     /// Follows `upid` on the task watcher of its node, for as long as the returned guard lives;
@@ -86,12 +127,7 @@ impl Shared {
             identity(settings),
             upid.node
         );
-        let watcher = self
-            .node_tasks
-            .borrow_mut()
-            .entry(key.clone())
-            .or_default()
-            .clone();
+        let watcher = self.node_tasks.get_or(key.clone(), Rc::default);
         watcher.follow(upid);
         Some(Following {
             shared: self,
@@ -115,21 +151,17 @@ impl Shared {
             request.display_path(),
             request.params
         );
-        let mut flights = self.flights.borrow_mut();
-        if let Some(flight) = flights.get(&key).filter(|f| f.joinable()) {
-            return (flight.clone(), FlightKey::Joined);
+        if let Some(flight) = self.flights.get(&key).filter(|f| f.joinable()) {
+            return (flight, FlightKey::Joined);
         }
         let flight = Rc::new(Flight::default());
-        flights.insert(key.clone(), flight.clone());
+        self.flights.insert(key.clone(), flight.clone());
         (flight, FlightKey::Sends(key))
     }
 
     /// Forgets a flight once it landed (only if it is still the one under `key`).
     pub fn flight_done(&self, key: &str, flight: &Rc<Flight>) {
-        let mut flights = self.flights.borrow_mut();
-        if flights.get(key).is_some_and(|f| Rc::ptr_eq(f, flight)) {
-            flights.remove(key);
-        }
+        self.flights.remove_if(key, flight);
     }
 }
 
@@ -152,13 +184,7 @@ pub struct Following<'a> {
 impl Drop for Following<'_> {
     fn drop(&mut self) {
         if self.watcher.unfollow(&self.upid) {
-            let mut watchers = self.shared.node_tasks.borrow_mut();
-            if watchers
-                .get(&self.key)
-                .is_some_and(|w| Rc::ptr_eq(w, &self.watcher))
-            {
-                watchers.remove(&self.key);
-            }
+            self.shared.node_tasks.remove_if(&self.key, &self.watcher);
         }
     }
 }

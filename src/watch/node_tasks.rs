@@ -26,7 +26,6 @@ use crate::pve::flex;
 use crate::pve::upid::Upid;
 use serde::Deserialize;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
 /// However well the list answers, a run reads its task's own status at least this often: a list
 /// that stopped moving (a daemon that never reaped its worker) cannot hold a run longer.
@@ -46,6 +45,7 @@ pub enum Sighting {
 }
 
 struct Followed {
+    upid: String,
     starttime: u64,
     sighting: Sighting,
     /// Runs following this UPID (two runs may follow one task).
@@ -55,7 +55,8 @@ struct Followed {
 /// One node's task list as this process last read it, and who reads it next.
 #[derive(Default)]
 pub struct NodeTasks {
-    followed: RefCell<HashMap<String, Followed>>,
+    /// By UPID (a list: a fleet is a few hundred tasks at most, and no hash table in the wasm).
+    followed: RefCell<Vec<Followed>>,
     /// When the list read in flight was sent, if one is.
     in_flight: Cell<Option<f64>>,
     /// When the latest list read that answered was sent.
@@ -79,25 +80,24 @@ impl NodeTasks {
     /// Starts following `upid`.
     pub fn follow(&self, upid: &Upid) {
         let mut followed = self.followed.borrow_mut();
-        let entry = followed
-            .entry(upid.as_str().to_string())
-            .or_insert(Followed {
+        match followed.iter_mut().find(|f| f.upid == upid.as_str()) {
+            Some(entry) => entry.runs += 1,
+            None => followed.push(Followed {
+                upid: upid.as_str().to_string(),
                 starttime: upid.starttime,
                 sighting: Sighting::Unseen,
-                runs: 0,
-            });
-        entry.runs += 1;
+                runs: 1,
+            }),
+        }
     }
 
     /// Stops following `upid` (one run's share of it); true when nothing is followed any more.
     pub fn unfollow(&self, upid: &str) -> bool {
         let mut followed = self.followed.borrow_mut();
-        if let Some(entry) = followed.get_mut(upid) {
+        if let Some(entry) = followed.iter_mut().find(|f| f.upid == upid) {
             entry.runs -= 1;
-            if entry.runs == 0 {
-                followed.remove(upid);
-            }
         }
+        followed.retain(|f| f.runs > 0);
         followed.is_empty()
     }
 
@@ -111,7 +111,8 @@ impl NodeTasks {
     pub fn sighting(&self, upid: &str) -> Sighting {
         self.followed
             .borrow()
-            .get(upid)
+            .iter()
+            .find(|f| f.upid == upid)
             .map_or(Sighting::Unseen, |f| f.sighting.clone())
     }
 
@@ -198,20 +199,19 @@ impl NodeTasks {
     /// others' tasks of that window.
     fn window(&self) -> (u64, usize) {
         let followed = self.followed.borrow();
-        let since = followed.values().map(|f| f.starttime).min().unwrap_or(0);
+        let since = followed.iter().map(|f| f.starttime).min().unwrap_or(0);
         (since, followed.len() + LIST_SLACK)
     }
 
     fn apply(&self, rows: &[ListedTask]) {
-        let listed: HashMap<&str, Option<&str>> = rows
-            .iter()
-            .filter_map(|row| Some((row.upid.as_deref()?, row.status.as_deref())))
-            .collect();
-        for (upid, followed) in self.followed.borrow_mut().iter_mut() {
+        for followed in self.followed.borrow_mut().iter_mut() {
             if matches!(followed.sighting, Sighting::Ended(_)) {
                 continue; // an end is final; a later list may have cut it off
             }
-            followed.sighting = match listed.get(upid.as_str()) {
+            let listed = rows
+                .iter()
+                .find(|row| row.upid.as_deref() == Some(followed.upid.as_str()));
+            followed.sighting = match listed.map(|row| row.status.as_deref()) {
                 None => Sighting::Unseen,
                 Some(None | Some("RUNNING")) => Sighting::Running,
                 Some(Some(status)) => Sighting::Ended(status.to_string()),
