@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { type GuestAgent, startGuestAgent } from "../../simulator/qga.ts";
 import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
 import { DEMO_NODES, demoGuests } from "../../simulator/demo_cluster.ts";
-import type { SimGuest } from "../../simulator/types.ts";
+import type { SimGuest, SimOptions } from "../../simulator/types.ts";
 import { apiGlobalArgs, PROJECT_ROOT, SwampCli } from "./swamp_cli.ts";
 import { PublishedPackage } from "./registry.ts";
 
@@ -47,6 +47,8 @@ export interface RealSwampOptions {
   type?: string | null;
   /** Extra global arguments of the `fleet` definition. */
   fleetArgs?: Record<string, string | number>;
+  /** Simulator options over the fixture's (e.g. a node's capacity, task lengths). */
+  sim?: Partial<SimOptions>;
 }
 
 /** Runs `body` against a fresh fixture, closing everything whatever happens. */
@@ -64,6 +66,7 @@ export async function withRealSwamp(
       guests: options.guests ?? demoGuests(),
       tokens: [TOKEN],
       agent,
+      ...options.sim,
     });
     cli = await SwampCli.init();
     const packageDir = options.packageDir ?? OUR_PACKAGE;
