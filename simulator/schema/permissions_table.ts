@@ -43,6 +43,8 @@ const HANDLER_CHECKS: Record<string, string> = {
     "lists only storages the token may `Datastore.Audit` or `Datastore.AllocateSpace`",
   "POST /nodes/{node}/lxc":
     "`VM.Allocate` on `/vms/{vmid}`, `Datastore.AllocateSpace` on the target storage, `Datastore.Audit` on the template's storage, `SDN.Use` on each bridge (pve-container create_vm)",
+  "GET /nodes/{node}/tasks":
+    "lists the token's own tasks; every user's with `Sys.Audit` on `/nodes/{node}` (the package follows only its own)",
   "GET /nodes/{node}/tasks/{upid}/status":
     "the token's own tasks; others' need `Sys.Audit` on `/nodes/{node}`",
   "GET /nodes/{node}/tasks/{upid}/log":

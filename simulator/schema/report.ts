@@ -26,7 +26,6 @@ const NOT_THE_PACKAGES: ReadonlySet<string> = new Set([
   "GET /nodes/{node}/lxc/{vmid}",
   "GET /nodes/{node}/lxc/{vmid}/interfaces",
   "GET /nodes/{node}/storage/{storage}/status",
-  "GET /nodes/{node}/tasks",
 ]);
 
 /** The problems found in `entries`, one line each. */
