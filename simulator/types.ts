@@ -7,7 +7,7 @@
 
 import type { SimBridge, SimStorage } from "./node_types.ts";
 import type { GuestAgent } from "./qga.ts";
-import type { RealGuestOptions } from "./real_guests.ts";
+import type { RealGuestOptions } from "./real_guest_options.ts";
 
 /** Guest kind, as in `/cluster/resources` `type`. */
 export type GuestType = "qemu" | "lxc";

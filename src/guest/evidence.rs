@@ -4,14 +4,14 @@
 use super::gates::Gate;
 use super::identity::Identity;
 use super::locate::{read_where_it_lives, GuestRead, Located};
+use super::observe::{read_present, read_to_act, record_for};
 use super::record::{GuestRecord, OUTCOME_UNKNOWN};
 use super::reference::GuestRef;
-use super::settle::{lock_of, read_status, wait_out_lock};
+use super::settle::{describe, lock_of, locked_advice, read_status, settle, Seen};
 use crate::client::Pve;
 use crate::clock::iso_time;
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::Host;
-use crate::methods::lookup::{read_present, read_to_act, record_for};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
@@ -411,4 +411,53 @@ pub fn absent_outcome<H: Host>(
         Ok(summary) => Outcome::succeeded(writes, summary),
         Err(message) => Outcome::failed(writes, message),
     }
+}
+
+/// A lock PVE holds on a guest (a backup, a migration, a snapshot being taken…) makes PVE refuse
+/// changes to it (PVE::AbstractConfig `check_lock`): a state that is not yet a result. A method
+/// that changes the guest waits it out within what is left of its one budget (`taskTimeoutSec`);
+/// a lock that outlasts the budget fails the method, naming it, before anything is sent.
+pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
+    let Some(lock) = lock_of(&ev.status).map(str::to_owned) else {
+        return Ok(());
+    };
+    await_unlocked(run, ev, |_| true, "its lock released")
+        .await
+        .map_err(|why| format!("{why} — {}", locked_advice(run.kind, &lock, "change")))
+}
+
+/// [`settle`] on the guest of `ev`, keeping each status it reads in `ev`: the observed state, when
+/// it was read, and after how many of the run's mutations.
+pub async fn settle_evidence<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    budget_ms: u64,
+    reached: impl Fn(&GuestStatus) -> bool,
+) -> Result<(), String> {
+    let seen = &mut Seen {
+        status: &mut ev.status,
+        at_ms: &mut ev.observed_at,
+        after: &mut ev.observed_after,
+        mutations: ev.trail.mutations_sent,
+    };
+    settle(&run.pve(), run.kind, &ev.at, budget_ms, reached, seen).await
+}
+
+/// Waits until `status/current` shows no lock (and `also` holds), within what is left of the
+/// method's one budget (`taskTimeoutSec`): a lock left behind is a transitional state, not a result
+/// (`settle` holds out for no lock by itself).
+pub async fn await_unlocked<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    also: impl Fn(&GuestStatus) -> bool,
+    wanted: &str,
+) -> Result<(), String> {
+    let waited = settle_evidence(run, ev, run.wait_budget_ms(), also).await;
+    waited.map_err(|why| {
+        format!(
+            "{} did not show {wanted}: {why}; last observed: {}",
+            ev.label(run),
+            describe(&ev.status)
+        )
+    })
 }

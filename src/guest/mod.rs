@@ -1,5 +1,6 @@
 //! Guests as both models see them: how a guest is named, found, fingerprinted and recorded.
 
+pub mod agent_exec;
 pub mod config;
 pub mod evidence;
 pub mod exec;
@@ -7,6 +8,7 @@ pub mod files;
 pub mod gates;
 pub mod identity;
 pub mod locate;
+pub mod observe;
 pub mod power;
 pub mod provision;
 pub mod readiness;

@@ -6,13 +6,13 @@
 //! (the agent's version, the addresses per NIC, the cloud-init result) is kept for the record,
 //! whatever the verdict.
 
+use super::agent_exec::run_in_guest;
+use super::exec::{ExecArgs, ExitPolicy};
 use super::locate::Located;
+use super::reference::GuestRef;
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
-use crate::guest::exec::{ExecArgs, ExitPolicy};
-use crate::guest::reference::GuestRef;
 use crate::host::Host;
-use crate::methods::guest_exec::run_in_guest;
 use crate::poll::{Pacer, Stopped};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};

@@ -3,10 +3,9 @@
 //! and follow its task, wait until the guest is unlocked and in the state the change implies, read
 //! the tree again and judge it. Each method says only what differs, as a [`SnapshotChange`].
 
-use super::evidence::{sight_to_change, Evidence};
+use super::evidence::{await_unlocked, sight_to_change, Evidence};
 use super::locate::Located;
 use super::reference::GuestRef;
-use super::settle::await_unlocked;
 use super::snapshots::{read_tree_of, snapshot_outcome, SnapshotTree};
 use crate::args::ArgError;
 use crate::host::Host;
