@@ -5,11 +5,11 @@ use super::gates::Gate;
 use super::identity::Identity;
 use super::locate::{read_where_it_lives, GuestRead, Located};
 use super::observe::{read_present, read_to_act, record_for};
-use super::record::{GuestRecord, OUTCOME_UNKNOWN};
+use super::record::GuestRecord;
 use super::reference::GuestRef;
+use super::seen::{Changes, Marks, Reading};
 use super::settle::{describe, lock_of, locked_advice, read_status, settle, Seen};
 use crate::client::Pve;
-use crate::clock::iso_time;
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -36,6 +36,14 @@ pub struct TaskTrail {
 }
 
 impl TaskTrail {
+    /// What the run knows of its changes so far, for a record's marks.
+    pub fn changes(&self) -> Changes {
+        Changes {
+            sent: self.mutations_sent,
+            outcome_unknown: self.outcome_unknown,
+        }
+    }
+
     /// Notes that a mutation is being sent.
     pub fn sending(&mut self) {
         self.mutations_sent += 1;
@@ -226,14 +234,39 @@ pub async fn sight_with<H: Host>(
 }
 
 impl Evidence {
-    /// Reads the guest's state again into the evidence.
-    pub async fn refresh<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
-        self.status = read_status(&run.pve(), run.kind, &self.at)
-            .await
-            .map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
+    /// When `status` was read, relative to the run's changes.
+    pub fn reading(&self) -> Reading {
+        Reading::at(self.observed_at, self.observed_after)
+    }
+
+    /// Keeps a status just read on `at` as the observed state (read now, after every change sent).
+    pub fn saw<H: Host>(&mut self, run: &Run<'_, H>, at: Located, status: GuestStatus) {
+        self.at = at;
+        self.status = status;
         self.observed_at = run.host.now_ms();
         self.observed_after = self.trail.mutations_sent;
+    }
+
+    /// Reads the guest's state again into the evidence.
+    pub async fn refresh<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
+        let status = read_status(&run.pve(), run.kind, &self.at)
+            .await
+            .map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
+        self.saw(run, self.at.clone(), status);
         Ok(())
+    }
+
+    /// After a failed step, the state the record will hold is read again when it predates the
+    /// run's last change (a lock or a power state a failed task left shows in the record) — once,
+    /// and only while the budget lasts. What cannot be read keeps the before-the-change marks.
+    pub async fn reread_after_failure<H: Host>(&mut self, run: &Run<'_, H>) {
+        let stale = self.reading().predates(self.trail.changes());
+        if stale && has_budget_left(run) && self.refresh(run).await.is_err() {
+            run.host.log(
+                crate::host::LogLevel::Debug,
+                "the state could not be read again after the failure: the record keeps the earlier reading, marked as such",
+            );
+        }
     }
 
     /// Reads the guest's config again into the evidence (and its identity with it).
@@ -292,14 +325,7 @@ impl Evidence {
         record.ipv4 = self.ipv4.clone();
         record.warnings = self.trail.warnings.clone();
         record.last_task = self.trail.last_task.clone();
-        let stale = self.observed_after < self.trail.mutations_sent;
-        if stale || self.trail.outcome_unknown {
-            record.observed_at = Some(iso_time(self.observed_at));
-            record.observed_before_mutation = Some(stale);
-        }
-        if self.trail.outcome_unknown {
-            record.outcome = Some(OUTCOME_UNKNOWN.to_string());
-        }
+        record.marks = Marks::of(self.reading(), self.trail.changes());
         record
     }
 
@@ -309,10 +335,14 @@ impl Evidence {
         run: &Run<'_, H>,
         verdict: Result<String, String>,
     ) -> Outcome {
-        let record = self.record(run).await;
+        let mut ev = self.clone();
+        if verdict.is_err() {
+            ev.reread_after_failure(run).await;
+        }
+        let record = ev.record(run).await;
         let writes = vec![write(
             run.guest_spec(),
-            run.guest_instance(self.at.vmid),
+            run.guest_instance(ev.at.vmid),
             &record,
         )];
         match verdict {
@@ -320,6 +350,11 @@ impl Evidence {
             Err(message) => Outcome::failed(writes, message),
         }
     }
+}
+
+/// Whether the method's one budget has time left (a budget not yet started has all of it).
+pub fn has_budget_left<H: Host>(run: &Run<'_, H>) -> bool {
+    run.pve().budget.remaining_ms(run.host.now_ms()) > 0
 }
 
 /// Finds a guest a method must act on ([`Look::ToAct`]); a confirmed absence ends the run as a

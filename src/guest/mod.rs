@@ -1,5 +1,6 @@
 //! Guests as both models see them: how a guest is named, found, fingerprinted and recorded.
 
+pub mod addresses;
 pub mod agent_exec;
 pub mod config;
 pub mod evidence;
@@ -16,6 +17,7 @@ pub mod reboot;
 pub mod record;
 pub mod reference;
 pub mod root_only;
+pub mod seen;
 pub mod settle;
 pub mod snapshot_change;
 pub mod snapshots;

@@ -1,11 +1,12 @@
 //! Whether a running VM is usable — shared by `waitReady` and `start`'s `waitReady` option. Ready
 //! means, within `timeoutSec`: the guest agent answers `ping`; the interfaces carry the addresses
-//! asked for (IPv4 and/or a global IPv6; only on the NIC whose MAC is `nic`'s when asked; loopback
-//! and link-local never count); and, when asked, `cloud-init status --wait` inside the guest exited
+//! asked for (IPv4 and/or a global IPv6; only on the NIC whose MAC is `nic`'s when asked; only
+//! usable addresses count, guest/addresses.rs — the others are recorded as skipped); and, when asked, `cloud-init status --wait` inside the guest exited
 //! 0 — run through guestExec's own machinery, so its exit-code truth is guestExec's. What was seen
 //! (the agent's version, the addresses per NIC, the cloud-init result) is kept for the record,
 //! whatever the verdict.
 
+use super::addresses::{describe_skipped, unusable, Skipped};
 use super::agent_exec::run_in_guest;
 use super::exec::{ExecArgs, ExitPolicy};
 use super::locate::Located;
@@ -60,8 +61,11 @@ pub struct NicSeen {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
-    /// Addresses without loopback and link-local ones.
+    /// The usable addresses (guest/addresses.rs).
     pub addresses: Vec<String>,
+    /// The addresses it reported that do not count, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
 }
 
 /// How `cloud-init status --wait` ended.
@@ -281,7 +285,8 @@ fn missing(args: &ReadyArgs, seen: &Readiness) -> Vec<&'static str> {
     out
 }
 
-/// The agent's `network-get-interfaces`, loopback and link-local addresses left out.
+/// The agent's `network-get-interfaces` (its `lo` left out), each address sorted into usable and
+/// skipped.
 pub fn interfaces(data: &Value) -> Vec<NicSeen> {
     let list = data
         .get("result")
@@ -290,39 +295,39 @@ pub fn interfaces(data: &Value) -> Vec<NicSeen> {
         .unwrap_or_default();
     list.iter()
         .filter(|i| i.get("name").and_then(Value::as_str) != Some("lo"))
-        .map(|i| NicSeen {
-            name: i
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            mac: i
-                .get("hardware-address")
-                .and_then(Value::as_str)
-                .map(str::to_ascii_lowercase),
-            addresses: i
-                .get("ip-addresses")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|a| a.get("ip-address")?.as_str())
-                .filter(|a| reachable(a))
-                .map(str::to_string)
-                .collect(),
+        .map(|i| {
+            let mut nic = NicSeen {
+                name: i
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                mac: i
+                    .get("hardware-address")
+                    .and_then(Value::as_str)
+                    .map(str::to_ascii_lowercase),
+                ..NicSeen::default()
+            };
+            let reported = i.get("ip-addresses").and_then(Value::as_array);
+            for entry in reported.into_iter().flatten() {
+                let Some(address) = entry.get("ip-address").and_then(Value::as_str) else {
+                    continue;
+                };
+                let prefix = entry
+                    .get("prefix")
+                    .and_then(Value::as_u64)
+                    .and_then(|p| u8::try_from(p).ok());
+                match unusable(address, prefix) {
+                    None => nic.addresses.push(address.to_string()),
+                    Some(why) => nic.skipped.push(Skipped {
+                        address: address.to_string(),
+                        why,
+                    }),
+                }
+            }
+            nic
         })
         .collect()
-}
-
-/// Neither loopback nor link-local.
-fn reachable(address: &str) -> bool {
-    let lower = address.to_ascii_lowercase();
-    !(lower.starts_with("127.")
-        || lower.starts_with("169.254.")
-        || lower == "::1"
-        || lower.starts_with("fe8")
-        || lower.starts_with("fe9")
-        || lower.starts_with("fea")
-        || lower.starts_with("feb"))
 }
 
 /// A global unicast IPv6 address (2000::/3).
@@ -342,8 +347,12 @@ fn described(nics: &[NicSeen]) -> String {
                     true => "no address".to_string(),
                     false => n.addresses.join(", "),
                 };
+                let skipped = match n.skipped.is_empty() {
+                    true => String::new(),
+                    false => format!(" (skipped: {})", describe_skipped(&n.skipped)),
+                };
                 format!(
-                    "{} {}: {addresses}",
+                    "{} {}: {addresses}{skipped}",
                     n.name,
                     n.mac.as_deref().unwrap_or("(no MAC)")
                 )
@@ -393,6 +402,20 @@ async fn cloud_init_done<H: Host>(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_unspecified_address_is_seen_skipped_and_said() {
+        let data = json!({"result": [
+            {"name": "eth0", "hardware-address": "bc:24:11:00:00:01", "ip-addresses": [
+                {"ip-address": "0.0.0.0", "ip-address-type": "ipv4", "prefix": 8}]}]});
+        let nics = interfaces(&data);
+        assert!(nics[0].addresses.is_empty());
+        assert_eq!(nics[0].skipped[0].why, "unspecified");
+        assert_eq!(
+            described(&nics),
+            "eth0 bc:24:11:00:00:01: no address (skipped: 0.0.0.0 (unspecified))"
+        );
+    }
 
     #[test]
     fn loopback_and_link_local_never_count() {
