@@ -304,4 +304,6 @@ export interface RequestRecord {
   status: number;
   /** Arrival, `performance.now()` of the simulator's process (what a load figure is cut by). */
   at: number;
+  /** The `data` answered, kept for a guest's `status/current` and snapshot list reads (200 only). */
+  answer?: unknown;
 }

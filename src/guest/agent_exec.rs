@@ -22,19 +22,30 @@ pub async fn execute<H: Host>(
     at: &Located,
     args: &ExecArgs,
 ) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
-    let sent = send_exec(run, at, args).await;
-    follow(run, at, args, sent).await
+    execute_by(run, at, args, None).await
+}
+
+/// [`execute`], every request and pause ending by `deadline_ms` when given (an outer wait's).
+async fn execute_by<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+    deadline_ms: Option<f64>,
+) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
+    let sent = send_exec_by(run, at, args, deadline_ms).await;
+    follow_by(run, at, args, sent, deadline_ms).await
 }
 
 /// Runs a command in the VM exactly as `guestExec` does, without writing its record (`waitReady`'s
-/// `cloud-init status --wait`): how it ended, its final status, and `Err` saying why it does not
+/// `cloud-init status --wait`), all of it by `deadline_ms` (the outer wait's): how it ended, its final status, and `Err` saying why it does not
 /// count as success under `args.policy`.
 pub async fn run_in_guest<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ExecArgs,
+    deadline_ms: f64,
 ) -> (ExecOutcome, Option<ExecStatus>, Result<(), String>) {
-    let (_, outcome, status) = execute(run, at, args).await;
+    let (_, outcome, status) = execute_by(run, at, args, Some(deadline_ms)).await;
     let verdict =
         verdict_message(run.kind, at, args, &outcome, status.as_ref()).map_or(Ok(()), Err);
     (outcome, status, verdict)
@@ -46,13 +57,24 @@ pub async fn send_exec<H: Host>(
     at: &Located,
     args: &ExecArgs,
 ) -> Result<i64, PveError> {
+    send_exec_by(run, at, args, None).await
+}
+
+async fn send_exec_by<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+    deadline_ms: Option<f64>,
+) -> Result<i64, PveError> {
     // PVE hands the guest one byte per character of input-data: send the UTF-8 bytes that way.
     let input = args.input.as_deref().map(input_for_pve);
     let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, input.as_deref());
-    run.pve()
-        .read::<ExecStarted>(&request, "an exec pid")
-        .await
-        .map(|started| started.pid)
+    let pve = run.pve();
+    let started: ExecStarted = match deadline_ms {
+        Some(deadline) => pve.read_by(&request, deadline, "an exec pid").await?,
+        None => pve.read(&request, "an exec pid").await?,
+    };
+    Ok(started.pid)
 }
 
 /// Follows a sent command to its end: asks for its status at once, then at growing pauses;
@@ -63,6 +85,17 @@ pub async fn follow<H: Host>(
     args: &ExecArgs,
     sent: Result<i64, PveError>,
 ) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
+    follow_by(run, at, args, sent, None).await
+}
+
+/// [`follow`], ending by `deadline_ms` when given (the earlier of it and `timeoutSec`).
+async fn follow_by<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+    sent: Result<i64, PveError>,
+    deadline_ms: Option<f64>,
+) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
     let pid = match sent {
         Ok(pid) => pid,
         Err(e) => return (None, start_failure(e), None),
@@ -72,12 +105,15 @@ pub async fn follow<H: Host>(
         at.vmid, args.command
     ));
     let pve = run.pve();
-    let budget_ms = args.timeout_sec * 1000;
-    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms);
+    let now = run.host.now_ms();
+    let own_deadline = now + (args.timeout_sec * 1000) as f64;
+    let deadline = deadline_ms.map_or(own_deadline, |d| d.min(own_deadline));
+    let mut pacer = Pacer::new(now, (deadline - now).max(0.0) as u64, pve.poll_cap_ms);
     let mut failed_polls = 0;
     loop {
+        let status_request = endpoints::agent_exec_status(&at.node, at.vmid, pid);
         let answer = pve
-            .call(&endpoints::agent_exec_status(&at.node, at.vmid, pid))
+            .call_by(&status_request, deadline)
             .await
             .and_then(|data| {
                 ExecStatus::from_value(&data).ok_or_else(|| {

@@ -8,14 +8,15 @@ use super::observe::{read_present, read_to_act, record_for};
 use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::seen::{Changes, Marks, Reading};
-use super::settle::{describe, lock_of, locked_advice, read_status, settle, Seen};
+use super::settle::{describe, lock_of, locked_advice, read_status, settle, Seen, UNREADABLE};
 use crate::client::Pve;
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
-use crate::host::Host;
+use crate::host::{Host, LogLevel};
 use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
-use crate::pve::request::PveRequest;
+use crate::pve::request::{PveRequest, Repeat};
 use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
@@ -171,6 +172,9 @@ pub struct Evidence {
     pub observed_after: u32,
     pub trail: TaskTrail,
     pub ipv4: Option<String>,
+    /// Whether the last attempt to read the state failed (then a failure is not followed by one
+    /// more read of it: the read had its retries).
+    pub unreadable: bool,
 }
 
 /// What a guest reference led to.
@@ -228,6 +232,7 @@ pub async fn sight_with<H: Host>(
                 observed_after: 0,
                 trail: TaskTrail::default(),
                 ipv4: None,
+                unreadable: false,
             })),
         },
     )
@@ -249,9 +254,10 @@ impl Evidence {
 
     /// Reads the guest's state again into the evidence.
     pub async fn refresh<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
-        let status = read_status(&run.pve(), run.kind, &self.at)
-            .await
-            .map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
+        let read = read_status(&run.pve(), run.kind, &self.at).await;
+        self.unreadable = read.is_err();
+        let status =
+            read.map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
         self.saw(run, self.at.clone(), status);
         Ok(())
     }
@@ -261,17 +267,24 @@ impl Evidence {
     /// and only while the budget lasts. What cannot be read keeps the before-the-change marks.
     pub async fn reread_after_failure<H: Host>(&mut self, run: &Run<'_, H>) {
         let stale = self.reading().predates(self.trail.changes());
-        if stale && has_budget_left(run) && self.refresh(run).await.is_err() {
-            run.host.log(
-                crate::host::LogLevel::Debug,
-                "the state could not be read again after the failure: the record keeps the earlier reading, marked as such",
-            );
+        if !stale || self.unreadable || !has_budget_left(run) {
+            return;
+        }
+        // One attempt: a read that failed on the way has had its retries.
+        let mut request = endpoints::guest_status(&self.at.node, run.kind, self.at.vmid);
+        request.repeat = Repeat::Never;
+        match run.pve().read(&request, "a guest status").await {
+            Ok(status) => self.saw(run, self.at.clone(), status),
+            Err(e) => run.host.log(
+                LogLevel::Debug,
+                &format!("the state could not be read again after the failure ({e}): the record keeps the earlier reading, marked as such"),
+            ),
         }
     }
 
     /// Reads the guest's config again into the evidence (and its identity with it).
     pub async fn reread_config<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
-        let request = crate::pve::endpoints::guest_config(&self.at.node, run.kind, self.at.vmid);
+        let request = endpoints::guest_config(&self.at.node, run.kind, self.at.vmid);
         self.config = run
             .pve()
             .read(&request, "a guest config")
@@ -475,7 +488,11 @@ pub async fn settle_evidence<H: Host>(
         after: &mut ev.observed_after,
         mutations: ev.trail.mutations_sent,
     };
-    settle(&run.pve(), run.kind, &ev.at, budget_ms, reached, seen).await
+    let settled = settle(&run.pve(), run.kind, &ev.at, budget_ms, reached, seen).await;
+    ev.unreadable = settled
+        .as_ref()
+        .is_err_and(|why| why.starts_with(UNREADABLE));
+    settled
 }
 
 /// Waits until `status/current` shows no lock (and `also` holds), within what is left of the

@@ -113,13 +113,13 @@ pub async fn await_ready<H: Host>(
         format!("{label} is not ready: the guest agent does not answer ping {after} ({why})")
     })?;
     seen.agent_up = true;
-    seen.agent_version = agent_version(run, at).await;
+    seen.agent_version = agent_version(run, at, pacer.deadline_ms()).await;
     let agent = match &seen.agent_version {
         Some(version) => format!("agent {version} up"),
         None => "agent up".to_string(),
     };
     let mac = match &args.nic {
-        Some(nic) => Some(nic_mac(run, at, nic).await?),
+        Some(nic) => Some(nic_mac(run, at, nic, pacer.deadline_ms()).await?),
         None => None,
     };
     let scope = match (&args.nic, &mac) {
@@ -141,8 +141,7 @@ pub async fn await_ready<H: Host>(
         }
     }
     if args.cloud_init {
-        let remaining = pacer_left(run, &pacer);
-        let ended = cloud_init_done(run, at, remaining, seen).await;
+        let ended = cloud_init_done(run, at, pacer.deadline_ms(), seen).await;
         ended.map_err(|why| {
             format!(
                 "{label} is not ready: {agent}, addresses up; cloud-init did not end well: {why}"
@@ -153,26 +152,27 @@ pub async fn await_ready<H: Host>(
     Ok(summary)
 }
 
-fn pacer_left<H: Host>(run: &Run<'_, H>, pacer: &Pacer) -> u64 {
-    (pacer.deadline_ms() - run.host.now_ms()).max(1000.0) as u64 / 1000
-}
-
 /// `POST …/agent/ping` until it answers. No agent configured: at once, it never will.
 async fn ping<H: Host>(run: &Run<'_, H>, at: &Located, pacer: &mut Pacer) -> Result<(), String> {
     let request = endpoints::agent_ping(&at.node, at.vmid);
     loop {
-        let last = match run.pve().call(&request).await {
+        let last = match run.pve().call_by(&request, pacer.deadline_ms()).await {
             // The agent's answer is `{"result": {}}`: anything else is not its answer.
             Ok(data) if data.get("result").is_some() => return Ok(()),
             Ok(data) => format!("the ping answered {data}, not the agent's result"),
             Err(e) if e.message.contains("No QEMU guest agent configured") => {
                 return Err(e.to_string())
             }
-            Err(e) if waits_for_agent(&e) => e.to_string(),
+            Err(e) if waits_for_agent(&e) || out_of_time(run, pacer, &e) => e.to_string(),
             Err(e) => return Err(could_not("ping the guest agent", &e).0),
         };
         pace(run, pacer, &last).await?;
     }
+}
+
+/// A request the wait's deadline cut short: the wait is over, not broken.
+fn out_of_time<H: Host>(run: &Run<'_, H>, pacer: &Pacer, e: &PveError) -> bool {
+    e.kind == ErrorKind::Timeout && run.host.now_ms() >= pacer.deadline_ms()
 }
 
 /// An agent that is not up yet (the guest still boots) or a guest not running yet.
@@ -188,12 +188,13 @@ async fn pace<H: Host>(run: &Run<'_, H>, pacer: &mut Pacer, last: &str) -> Resul
 }
 
 /// `GET …/agent/info` → the agent's version; what cannot be read is left out of the record.
-async fn agent_version<H: Host>(run: &Run<'_, H>, at: &Located) -> Option<String> {
-    let data = run
-        .pve()
-        .call(&endpoints::agent_info(&at.node, at.vmid))
-        .await
-        .ok()?;
+async fn agent_version<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    deadline_ms: f64,
+) -> Option<String> {
+    let request = endpoints::agent_info(&at.node, at.vmid);
+    let data = run.pve().call_by(&request, deadline_ms).await.ok()?;
     data.get("result")?
         .get("version")?
         .as_str()
@@ -201,11 +202,16 @@ async fn agent_version<H: Host>(run: &Run<'_, H>, at: &Located) -> Option<String
 }
 
 /// The MAC of `nic` (`virtio=BC:24:11:…,bridge=…`) in the config the VM runs with.
-async fn nic_mac<H: Host>(run: &Run<'_, H>, at: &Located, nic: &str) -> Result<String, String> {
+async fn nic_mac<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    nic: &str,
+    deadline_ms: f64,
+) -> Result<String, String> {
     let request = endpoints::guest_config_current(&at.node, run.kind, at.vmid);
     let config: Map<String, Value> = run
         .pve()
-        .read(&request, "a guest config")
+        .read_by(&request, deadline_ms, "a guest config")
         .await
         .map_err(|e| could_not(&format!("read the config of VM {}", at.vmid), &e).0)?;
     let value = config.get(nic).and_then(Value::as_str).ok_or_else(|| {
@@ -234,7 +240,7 @@ async fn addresses<H: Host>(
 ) -> Result<(), String> {
     let request = endpoints::agent_interfaces(&at.node, at.vmid);
     loop {
-        match run.pve().call(&request).await {
+        match run.pve().call_by(&request, pacer.deadline_ms()).await {
             Ok(data) => {
                 seen.interfaces = interfaces(&data);
                 let counted: Vec<&NicSeen> = seen
@@ -259,7 +265,11 @@ async fn addresses<H: Host>(
                     return Err(missing.join(" and "));
                 }
             }
-            Err(e) if waits_for_agent(&e) => {
+            // The wait's end cut a slow answer short: what is missing is what the last answer lacked.
+            Err(e) if out_of_time(run, pacer, &e) && !seen.interfaces.is_empty() => {
+                return Err(missing(args, seen).join(" and "))
+            }
+            Err(e) if waits_for_agent(&e) || out_of_time(run, pacer, &e) => {
                 if pacer.pause(run.host).await.is_err() {
                     return Err(format!("address (the agent stopped answering: {e})"));
                 }
@@ -366,9 +376,12 @@ fn described(nics: &[NicSeen]) -> String {
 async fn cloud_init_done<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
-    timeout_sec: u64,
+    deadline_ms: f64,
     seen: &mut Readiness,
 ) -> Result<(), String> {
+    // `timeoutSec` of the command in whole seconds (at least one); the deadline cuts it exactly.
+    let left_ms = (deadline_ms - run.host.now_ms()).max(0.0);
+    let timeout_sec = ((left_ms / 1000.0).ceil() as u64).max(1);
     let args = ExecArgs {
         target: GuestRef {
             vmid: Some(at.vmid),
@@ -381,7 +394,7 @@ async fn cloud_init_done<H: Host>(
         policy: ExitPolicy::ZeroOnly,
         input: None,
     };
-    let (outcome, status, verdict) = run_in_guest(run, at, &args).await;
+    let (outcome, status, verdict) = run_in_guest(run, at, &args, deadline_ms).await;
     let stdout = status
         .as_ref()
         .and_then(|s| s.stdout.as_ref())

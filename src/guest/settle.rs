@@ -17,6 +17,9 @@ use crate::pve::error::PveError;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
 
+/// How a wait's error begins when the state could not be read (not when it was read and wrong).
+pub const UNREADABLE: &str = "its state could not be read";
+
 /// `GET …/status/current` of a located guest.
 pub async fn read_status<H: Host>(
     pve: &Pve<'_, H>,
@@ -99,10 +102,13 @@ pub async fn settle<H: Host>(
     seen: &mut Seen<'_>,
 ) -> Result<(), String> {
     let mut pacer = Pacer::new(pve.host.now_ms(), budget_ms, pve.poll_cap_ms);
+    let request = endpoints::guest_status(&at.node, kind, at.vmid);
     loop {
-        *seen.status = read_status(pve, kind, at)
+        // Each read ends by the wait's end (`Pve::call_by`): the budget is met within one request.
+        *seen.status = pve
+            .read_by(&request, pacer.deadline_ms(), "a guest status")
             .await
-            .map_err(|e| format!("its state could not be read ({e} — {})", hint(e.kind)))?;
+            .map_err(|e| format!("{UNREADABLE} ({e} — {})", hint(e.kind)))?;
         *seen.at_ms = pve.host.now_ms();
         *seen.after = seen.mutations;
         let seen = &*seen.status;

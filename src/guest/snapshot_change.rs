@@ -93,7 +93,11 @@ async fn apply<H: Host, C: SnapshotChange>(
     let kind = run.kind;
     let wanted = change.settled_text(&plan, kind);
     await_unlocked(run, ev, |s| change.settled(&plan, kind, s), &wanted).await?;
-    let after = TreeSeen::read(run, ev).await?;
+    let after = TreeSeen::read(run, ev).await.inspect_err(|_| {
+        if let Some(before) = tree.as_mut() {
+            before.unreadable = true;
+        }
+    })?;
     let verdict = change.judge(run, ev, &label, plan, &after.tree);
     *tree = Some(after);
     verdict

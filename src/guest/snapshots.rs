@@ -12,6 +12,7 @@ use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
+use crate::pve::request::{PveRequest, Repeat};
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::Value;
@@ -162,9 +163,25 @@ pub async fn read_tree<H: Host>(
     kind: GuestKind,
     at: &Located,
 ) -> Result<SnapshotTree, PveError> {
-    let data = pve
-        .call(&endpoints::snapshot_list(&at.node, kind, at.vmid))
-        .await?;
+    read_tree_by(pve, &endpoints::snapshot_list(&at.node, kind, at.vmid)).await
+}
+
+/// [`read_tree`] with one attempt (a read again after a failure, whose reads had their retries).
+pub async fn read_tree_once<H: Host>(
+    pve: &Pve<'_, H>,
+    kind: GuestKind,
+    at: &Located,
+) -> Result<SnapshotTree, PveError> {
+    let mut request = endpoints::snapshot_list(&at.node, kind, at.vmid);
+    request.repeat = Repeat::Never;
+    read_tree_by(pve, &request).await
+}
+
+async fn read_tree_by<H: Host>(
+    pve: &Pve<'_, H>,
+    request: &PveRequest,
+) -> Result<SnapshotTree, PveError> {
+    let data = pve.call(request).await?;
     SnapshotTree::from_value(&data).ok_or_else(|| {
         PveError::malformed(format!(
             "the snapshot list is not a list of named entries: {data}"
@@ -224,6 +241,8 @@ pub fn tree_write<H: Host>(
 pub struct TreeSeen {
     pub tree: SnapshotTree,
     pub reading: Reading,
+    /// Whether the last attempt to read the tree again failed (it had its retries).
+    pub unreadable: bool,
 }
 
 impl TreeSeen {
@@ -231,7 +250,11 @@ impl TreeSeen {
     pub async fn read<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<TreeSeen, String> {
         let tree = read_tree_of(run, ev).await?;
         let reading = Reading::at(run.host.now_ms(), ev.trail.mutations_sent);
-        Ok(TreeSeen { tree, reading })
+        Ok(TreeSeen {
+            tree,
+            reading,
+            unreadable: false,
+        })
     }
 }
 
@@ -249,9 +272,15 @@ pub async fn snapshot_outcome<H: Host>(
     let failed = verdict.is_err();
     let mut outcome = ev.outcome(run, verdict).await;
     if let Some(mut seen) = tree {
-        if failed && seen.reading.predates(changes) && has_budget_left(run) {
-            if let Ok(again) = TreeSeen::read(run, ev).await {
-                seen = again;
+        let stale = seen.reading.predates(changes);
+        if failed && stale && !seen.unreadable && has_budget_left(run) {
+            if let Ok(tree) = read_tree_once(&run.pve(), run.kind, &ev.at).await {
+                let reading = Reading::at(run.host.now_ms(), changes.sent);
+                seen = TreeSeen {
+                    tree,
+                    reading,
+                    unreadable: false,
+                };
             }
         }
         let marks = Marks::of(seen.reading, changes);

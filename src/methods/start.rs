@@ -209,7 +209,7 @@ async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String,
     let deadline = run.budget.deadline(run.host.now_ms());
     let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
     loop {
-        let last = match pve.call(&request).await {
+        let last = match pve.call_by(&request, deadline).await {
             Ok(data) => match first_usable_ipv4(&data) {
                 Ok(ip) => return Ok(ip),
                 Err(none) => none,
