@@ -77,6 +77,8 @@ grep -Eo '^fault matrix: .* ok \(([0-9]+m )?[0-9]+m?s\)' "$logs/deno_test.log" |
       }
       sum += t; rows++ }
     END { if (rows) printf "   fault matrix: %d tests, %.0f s of the deno layer\n", rows, sum }' || true
+# The fault matrix's record check (tests/faults/records.ts): cells judged, records checked.
+grep -Eo '^fault matrix records: .*' "$logs/deno_test.log" | sed 's/^/   /' || true
 layer "conformance" count_gate deno run --allow-read simulator/schema/report.ts "$conformance_log"
 grep -E '^[0-9]+ requests validated' "$logs/conformance.log" | sed 's/^/   /'
 

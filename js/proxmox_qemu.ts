@@ -131,6 +131,9 @@ const ReadyRecord = z.object({
     name: z.string(),
     mac: z.string().optional(),
     addresses: z.array(z.string()),
+    /** Addresses reported that do not count: unspecified, loopback, link-local, multicast, broadcast. */
+    skipped: z.array(z.object({ address: z.string(), why: z.string() }))
+      .optional(),
   })),
   cloudInit: z.object({
     outcome: z.string(),
@@ -380,7 +383,7 @@ export const model = {
     },
     waitReady: {
       description:
-        "Wait until the running VM is usable: the guest agent answers ping, the interfaces carry an IPv4 (ipv4) and/or a global IPv6 (ipv6) address — on the NIC with nic's MAC when given; loopback and link-local never count — and, with cloudInit, `cloud-init status --wait` exits 0; within timeoutSec. Records what it saw as vm-<vmid>-ready",
+        "Wait until the running VM is usable: the guest agent answers ping, the interfaces carry an IPv4 (ipv4) and/or a global IPv6 (ipv6) address — on the NIC with nic's MAC when given; only usable addresses count (not unspecified, loopback, link-local, multicast or broadcast; those are recorded as skipped) — and, with cloudInit, `cloud-init status --wait` exits 0; within timeoutSec. Records what it saw as vm-<vmid>-ready",
       kind: "action" as const,
       arguments: WaitReadyArgs,
       execute: (args: z.infer<typeof WaitReadyArgs>, ctx: MethodContext) =>

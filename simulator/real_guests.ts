@@ -23,17 +23,12 @@ import type { ClusterState } from "./state.ts";
 import type { TaskManager } from "./tasks.ts";
 import { TaskFailure } from "./tasks.ts";
 import type { GuestState } from "./types.ts";
-import { type GuestImage, RealVm } from "./real_vm.ts";
+import { RealVm } from "./real_vm.ts";
 import type { VirtioAgent } from "./virtio_agent.ts";
 import type { Params } from "./params.ts";
+import type { RealGuestOptions } from "./real_guest_options.ts";
 
-/** How the simulator runs real guests. */
-export interface RealGuestOptions {
-  /** The image built by scripts/guest_image.sh (see ensureGuestImage). */
-  image: GuestImage;
-  /** `tcg` (default) or `kvm`. */
-  accel?: "tcg" | "kvm";
-}
+export type { RealGuestOptions } from "./real_guest_options.ts";
 
 /** PVE's default wait for a VM to stop (`_do_vm_stop`: `$timeout = 60 if !defined($timeout)`). */
 const DEFAULT_STOP_TIMEOUT_S = 60;

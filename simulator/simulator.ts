@@ -56,6 +56,21 @@ import type {
   TaskOverride,
 } from "./types.ts";
 
+/**
+ * The reads whose answers the request log keeps (`RequestRecord.answer`): a guest's state and its
+ * snapshot list, so a test can tell what PVE showed at each read (the fault matrix's record check).
+ */
+const KEPT_ANSWER = /\/(qemu|lxc)\/\d+\/(status\/current|snapshot)$/;
+
+/** The `data` of an answer, when it is JSON (a copy; the response itself is untouched). */
+async function keptAnswer(res: Response): Promise<unknown> {
+  try {
+    return (JSON.parse(await res.clone().text()) as { data?: unknown }).data;
+  } catch {
+    return undefined;
+  }
+}
+
 export type * from "./types.ts";
 export type * from "./node_types.ts";
 export type { StorageState } from "./storage.ts";
@@ -297,6 +312,9 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
     }
     if (echoLine) res = await withEchoedLine(res, echo ?? "");
     record.status = res.status;
+    if (req.method === "GET" && res.status === 200 && KEPT_ANSWER.test(path)) {
+      record.answer = await keptAnswer(res);
+    }
     return res;
   }
 

@@ -7,7 +7,7 @@
 
 import type { SimBridge, SimStorage } from "./node_types.ts";
 import type { GuestAgent } from "./qga.ts";
-import type { RealGuestOptions } from "./real_guests.ts";
+import type { RealGuestOptions } from "./real_guest_options.ts";
 
 /** Guest kind, as in `/cluster/resources` `type`. */
 export type GuestType = "qemu" | "lxc";
@@ -327,4 +327,6 @@ export interface RequestRecord {
   at: number;
   /** How long it waited for a free worker (with `capacity`), ms. */
   queuedMs?: number;
+  /** The `data` answered, kept for a guest's `status/current` and snapshot list reads (200 only). */
+  answer?: unknown;
 }

@@ -37,7 +37,7 @@ pub struct Pve<'a, H: Host> {
 impl<'a, H: Host> Pve<'a, H> {
     /// Sends one request; safe reads are retried on transient faults, mutations never.
     pub async fn call(&self, request: &PveRequest) -> Result<Value, PveError> {
-        self.send(request, None).await
+        self.send(request, None, None).await
     }
 
     /// [`Pve::call`] of a read whose one answer may serve every run of the process that asks it
@@ -60,7 +60,7 @@ impl<'a, H: Host> Pve<'a, H> {
                     })
                 }
                 // The sending run gave up without an answer: ask ourselves.
-                None => self.send(request, None).await,
+                None => self.send(request, None, None).await,
             },
             (flight, FlightKey::Sends(key)) => {
                 let landing = Landing {
@@ -68,17 +68,30 @@ impl<'a, H: Host> Pve<'a, H> {
                     key,
                     flight,
                 };
-                let answer = self.send(request, Some(&landing.flight)).await;
+                let answer = self.send(request, None, Some(&landing.flight)).await;
                 landing.flight.land(answer.clone());
                 answer
             }
         }
     }
 
-    /// Sends one request (retrying a safe read), within the node's cap on requests in flight.
-    async fn send(&self, request: &PveRequest, flight: Option<&Flight>) -> Result<Value, PveError> {
+    /// [`Pve::call`] for a request of a wait that ends at `deadline_ms` (a bound is met within one
+    /// request's time only if a request sent near the end gets no more than what is left): each
+    /// attempt gets at most the time left, and a retry is made only while time is left for it.
+    pub async fn call_by(&self, request: &PveRequest, deadline_ms: f64) -> Result<Value, PveError> {
+        self.send(request, Some(deadline_ms), None).await
+    }
+
+    /// Sends one request (retrying a safe read, within `deadline_ms` if given), within the node's
+    /// cap on requests in flight; `flight` is marked sent as the request leaves.
+    async fn send(
+        &self,
+        request: &PveRequest,
+        deadline_ms: Option<f64>,
+        flight: Option<&Flight>,
+    ) -> Result<Value, PveError> {
         let foreground = transport::blocks_for_task(self.settings, request);
-        let timeout_ms = match foreground {
+        let budget_ms = match foreground {
             true => self.task_timeout_ms + FOREGROUND_TASK_SLACK_MS,
             false => self.request_timeout_ms,
         };
@@ -99,9 +112,15 @@ impl<'a, H: Host> Pve<'a, H> {
                 flight.mark_sent();
             }
             let started = self.host.now_ms();
+            let left = deadline_ms.map(|d| (d - started).ceil().max(1.0) as u64);
+            let timeout_ms = left.map_or(budget_ms, |left| left.min(budget_ms));
+            let cut = timeout_ms < budget_ms;
             let result = transport::send(self.host, self.settings, request, timeout_ms, self.scrub)
                 .await
-                .map_err(|e| name_the_budget(e, foreground, timeout_ms));
+                .map_err(|e| match cut {
+                    true => name_the_wait(e, timeout_ms),
+                    false => name_the_budget(e, foreground, timeout_ms),
+                });
             drop(pass);
             let elapsed = (self.host.now_ms() - started).max(0.0).round() as u64;
             match &result {
@@ -114,11 +133,15 @@ impl<'a, H: Host> Pve<'a, H> {
                     &format!("{} → {e} in {elapsed} ms", request.label()),
                 ),
             }
+            let next_pause = retry_pause.next_delay();
+            let time_for_retry =
+                deadline_ms.is_none_or(|d| self.host.now_ms() + (next_pause as f64) < d);
             match result {
                 Err(e)
                     if request.repeat == Repeat::Safe
                         && e.is_transient()
-                        && attempt < READ_RETRIES =>
+                        && attempt < READ_RETRIES
+                        && time_for_retry =>
                 {
                     attempt += 1;
                     self.host.log(
@@ -128,7 +151,7 @@ impl<'a, H: Host> Pve<'a, H> {
                             request.label()
                         ),
                     );
-                    self.host.sleep(retry_pause.next_delay()).await;
+                    self.host.sleep(next_pause).await;
                 }
                 other => return other,
             }
@@ -142,6 +165,26 @@ impl<'a, H: Host> Pve<'a, H> {
         what: &str,
     ) -> Result<T, PveError> {
         let data = self.call(request).await?;
+        self.shaped(request, data, what)
+    }
+
+    /// [`Pve::read`] by a wait's deadline ([`Pve::call_by`]).
+    pub async fn read_by<T: DeserializeOwned>(
+        &self,
+        request: &PveRequest,
+        deadline_ms: f64,
+        what: &str,
+    ) -> Result<T, PveError> {
+        let data = self.call_by(request, deadline_ms).await?;
+        self.shaped(request, data, what)
+    }
+
+    fn shaped<T: DeserializeOwned>(
+        &self,
+        request: &PveRequest,
+        data: Value,
+        what: &str,
+    ) -> Result<T, PveError> {
         T::deserialize(&data).map_err(|e| {
             PveError::malformed(format!(
                 "{} answered with data that is not {what} ({e})",
@@ -174,6 +217,17 @@ fn name_the_budget(mut error: PveError, foreground: bool, timeout_ms: u64) -> Pv
             false => format!("requestTimeoutSec={}s", timeout_ms / 1000),
         };
         error.message = format!("{} (budget: {knob})", error.message);
+    }
+    error
+}
+
+/// A timeout of a request cut at its wait's deadline says so: the wait is over.
+fn name_the_wait(mut error: PveError, left_ms: u64) -> PveError {
+    if error.kind == ErrorKind::Timeout {
+        error.message = format!(
+            "{} (cut at the wait's end: {left_ms} ms were left)",
+            error.message
+        );
     }
     error
 }

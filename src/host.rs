@@ -51,6 +51,14 @@ pub struct ProcessOutput {
     pub stdout: String,
     #[serde(default)]
     pub stderr: String,
+    /// How many bytes the program wrote to stdout, counted before decoding (the text replaces an
+    /// invalid UTF-8 sequence, so its length is not the count); `None` from a host that does not
+    /// count them.
+    #[serde(default)]
+    pub stdout_bytes: Option<usize>,
+    /// The same for stderr.
+    #[serde(default)]
+    pub stderr_bytes: Option<usize>,
 }
 
 /// Why the host could not complete an effect at all (no HTTP status, no exit code).

@@ -4,6 +4,8 @@
 //! to write. It performs no I/O: every effect goes through the injected [`host::Host`].
 
 pub mod args;
+#[cfg(test)]
+mod bounds_tests;
 pub mod client;
 pub mod clock;
 pub mod dispatch;

@@ -412,13 +412,8 @@ fn the_log_never_carries_the_secret_even_at_debug() {
     assert!(host.logs.borrow().iter().all(|(_, m)| !m.contains(SECRET)));
 }
 
-#[test]
-fn a_lost_stop_answer_records_the_old_state_as_predating_it_with_outcome_unknown() {
-    let host = ScriptedHost::new();
-    vm(
-        &host,
-        json!({"status": "running", "qmpstatus": "running", "tags": "swamp"}),
-    );
+/// A stop whose answer is lost: the connection reset after the request went out.
+fn lost_stop(host: &ScriptedHost) {
     host.on(
         "POST /nodes/pve1/qemu/100/status/stop",
         [Answer::Fail(crate::host::HostError {
@@ -426,9 +421,42 @@ fn a_lost_stop_answer_records_the_old_state_as_predating_it_with_outcome_unknown
             message: "connection reset by peer".into(),
         })],
     );
+}
+
+#[test]
+fn a_lost_stop_answer_reads_the_state_again_and_says_the_outcome_is_unknown() {
+    let host = ScriptedHost::new();
+    host.on(
+        "GET /nodes/pve1/qemu/100/status/current",
+        [
+            Answer::Data(json!({"status": "running", "qmpstatus": "running", "tags": "swamp"})),
+            Answer::Data(json!({"status": "stopped", "tags": "swamp"})),
+        ],
+    );
+    lost_stop(&host);
     let outcome = run(&host, "qemu", "stop", json!({"vmid": 100}));
     assert!(message(&outcome).contains("is unknown"));
     let record = &outcome.writes[0].data;
+    assert_eq!(record["status"], "stopped", "read after the lost answer");
+    assert_eq!(record["outcome"], "unknown");
+    assert_eq!(record["observedBeforeMutation"], false);
+}
+
+#[test]
+fn a_lost_stop_answer_whose_re_read_fails_keeps_the_old_state_marked_as_before_it() {
+    let host = ScriptedHost::new();
+    host.on(
+        "GET /nodes/pve1/qemu/100/status/current",
+        [
+            Answer::Data(json!({"status": "running", "qmpstatus": "running", "tags": "swamp"})),
+            Answer::Error(403, "Permission check failed (/vms/100, VM.Audit)".into()),
+        ],
+    );
+    lost_stop(&host);
+    let outcome = run(&host, "qemu", "stop", json!({"vmid": 100}));
+    assert!(message(&outcome).contains("is unknown"));
+    let record = &outcome.writes[0].data;
+    assert_eq!(record["status"], "running");
     assert_eq!(record["outcome"], "unknown");
     assert_eq!(record["observedBeforeMutation"], true);
     assert!(record["observedAt"]

@@ -21,6 +21,9 @@ pub enum Answer {
     Error(u16, String),
     /// The host could not complete the request.
     Fail(HostError),
+    /// The answer comes after this many ms of the virtual clock — or, past the request's timeout,
+    /// never: the host gives up at the timeout (a timeout error).
+    Slow(u64, Box<Answer>),
 }
 
 /// A host whose HTTP answers come from a script keyed by `"GET /path"` (no query, no `/api2/json`).
@@ -96,6 +99,7 @@ fn not_here(route: &str) -> Option<String> {
 impl Host for ScriptedHost {
     async fn http(&self, request: HttpRequest) -> Result<HttpResponse, HostError> {
         let route = route_of(&request);
+        let request_timeout = request.timeout_ms;
         self.requests.borrow_mut().push(request);
         let answer = {
             let mut routes = self.routes.borrow_mut();
@@ -105,7 +109,24 @@ impl Host for ScriptedHost {
                 None => None,
             }
         };
+        let mut answer = answer;
+        while let Some(Answer::Slow(ms, inner)) = answer {
+            if ms > request_timeout {
+                *self.clock.borrow_mut() += request_timeout as f64;
+                return Err(HostError {
+                    kind: crate::host::HostErrorKind::Timeout,
+                    message: format!("no answer within {request_timeout} ms"),
+                });
+            }
+            *self.clock.borrow_mut() += ms as f64;
+            answer = Some(*inner);
+        }
         match answer {
+            // Unwrapped by the loop above.
+            Some(Answer::Slow(..)) => Err(HostError {
+                kind: crate::host::HostErrorKind::Internal,
+                message: "a slow answer left unwrapped".into(),
+            }),
             Some(Answer::Data(data)) => Ok(HttpResponse {
                 status: 200,
                 status_text: "OK".into(),

@@ -59,7 +59,14 @@ export interface Host {
   ): Promise<{ status: number; statusText: string; body: string }>;
   run(
     request: ProcessRequest,
-  ): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  ): Promise<{
+    code: number | null;
+    stdout: string;
+    stderr: string;
+    /** Bytes written to each stream, counted before decoding (the text replaces invalid UTF-8). */
+    stdoutBytes?: number;
+    stderrBytes?: number;
+  }>;
   sleep(ms: number): Promise<void>;
   now(): number;
   log(level: "debug" | "info" | "warning" | "error", message: string): void;
@@ -277,6 +284,8 @@ async function runProcess(request: ProcessRequest, runSignal: AbortSignal) {
     code: output.signal ? null : output.code,
     stdout: decoder.decode(output.stdout),
     stderr: decoder.decode(output.stderr),
+    stdoutBytes: output.stdout.length,
+    stderrBytes: output.stderr.length,
   };
 }
 

@@ -499,6 +499,12 @@ export const SnapshotsRecord = z.object({
     vmstate: z.boolean(),
     snapstate: z.string().optional(),
   })),
+  /** `unknown`: this run sent a change whose outcome it could not observe. */
+  outcome: z.enum(["unknown"]).optional(),
+  /** When the tree was read, when that is not "just now". */
+  observedAt: z.string().optional(),
+  /** Whether the tree was read before this run's last change was sent. */
+  observedBeforeMutation: z.boolean().optional(),
   lastOperation: z.string(),
   recordedAt: z.string(),
 });

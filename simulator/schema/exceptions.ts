@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { PropSchema } from "./facts.ts";
+import type { PropSchema } from "./prop_schema.ts";
 
 /** A replacement for part of an endpoint's `returns`. */
 interface ReturnsException {

@@ -8,28 +8,9 @@
 
 import facts from "./pve_api_facts.json" with { type: "json" };
 import { perlReturns } from "./exceptions.ts";
+import type { PropSchema } from "./prop_schema.ts";
 
-/** One property's schema, as PVE's JSONSchema keeps it (0/1 for flags). */
-export interface PropSchema {
-  type?: string;
-  optional?: number;
-  enum?: string[];
-  pattern?: string;
-  /** A named format (`pve-vmid`, `dns-name-list`) or an inline property-string format. */
-  format?: string | Record<string, PropSchema>;
-  minimum?: number | string;
-  maximum?: number | string;
-  maxLength?: number;
-  minLength?: number;
-  default?: unknown;
-  default_key?: number;
-  alias?: string;
-  keyAlias?: string;
-  requires?: string;
-  items?: PropSchema;
-  properties?: Record<string, PropSchema>;
-  additionalProperties?: number | PropSchema;
-}
+export type { PropSchema } from "./prop_schema.ts";
 
 /** An endpoint's facts. */
 export interface EndpointFacts {

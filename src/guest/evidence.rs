@@ -4,18 +4,19 @@
 use super::gates::Gate;
 use super::identity::Identity;
 use super::locate::{read_where_it_lives, GuestRead, Located};
-use super::record::{GuestRecord, OUTCOME_UNKNOWN};
+use super::observe::{read_present, read_to_act, record_for};
+use super::record::GuestRecord;
 use super::reference::GuestRef;
-use super::settle::{lock_of, read_status, wait_out_lock};
+use super::seen::{Changes, Marks, Reading};
+use super::settle::{describe, lock_of, locked_advice, read_status, settle, Seen, UNREADABLE};
 use crate::client::Pve;
-use crate::clock::iso_time;
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
-use crate::host::Host;
-use crate::methods::lookup::{read_present, read_to_act, record_for};
+use crate::host::{Host, LogLevel};
 use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
-use crate::pve::request::PveRequest;
+use crate::pve::request::{PveRequest, Repeat};
 use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
@@ -36,6 +37,14 @@ pub struct TaskTrail {
 }
 
 impl TaskTrail {
+    /// What the run knows of its changes so far, for a record's marks.
+    pub fn changes(&self) -> Changes {
+        Changes {
+            sent: self.mutations_sent,
+            outcome_unknown: self.outcome_unknown,
+        }
+    }
+
     /// Notes that a mutation is being sent.
     pub fn sending(&mut self) {
         self.mutations_sent += 1;
@@ -163,6 +172,9 @@ pub struct Evidence {
     pub observed_after: u32,
     pub trail: TaskTrail,
     pub ipv4: Option<String>,
+    /// Whether the last attempt to read the state failed (then a failure is not followed by one
+    /// more read of it: the read had its retries).
+    pub unreadable: bool,
 }
 
 /// What a guest reference led to.
@@ -220,25 +232,59 @@ pub async fn sight_with<H: Host>(
                 observed_after: 0,
                 trail: TaskTrail::default(),
                 ipv4: None,
+                unreadable: false,
             })),
         },
     )
 }
 
 impl Evidence {
-    /// Reads the guest's state again into the evidence.
-    pub async fn refresh<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
-        self.status = read_status(&run.pve(), run.kind, &self.at)
-            .await
-            .map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
+    /// When `status` was read, relative to the run's changes.
+    pub fn reading(&self) -> Reading {
+        Reading::at(self.observed_at, self.observed_after)
+    }
+
+    /// Keeps a status just read on `at` as the observed state (read now, after every change sent).
+    pub fn saw<H: Host>(&mut self, run: &Run<'_, H>, at: Located, status: GuestStatus) {
+        self.at = at;
+        self.status = status;
         self.observed_at = run.host.now_ms();
         self.observed_after = self.trail.mutations_sent;
+    }
+
+    /// Reads the guest's state again into the evidence.
+    pub async fn refresh<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
+        let read = read_status(&run.pve(), run.kind, &self.at).await;
+        self.unreadable = read.is_err();
+        let status =
+            read.map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
+        self.saw(run, self.at.clone(), status);
         Ok(())
+    }
+
+    /// After a failed step, the state the record will hold is read again when it predates the
+    /// run's last change (a lock or a power state a failed task left shows in the record) — once,
+    /// and only while the budget lasts. What cannot be read keeps the before-the-change marks.
+    pub async fn reread_after_failure<H: Host>(&mut self, run: &Run<'_, H>) {
+        let stale = self.reading().predates(self.trail.changes());
+        if !stale || self.unreadable || !has_budget_left(run) {
+            return;
+        }
+        // One attempt: a read that failed on the way has had its retries.
+        let mut request = endpoints::guest_status(&self.at.node, run.kind, self.at.vmid);
+        request.repeat = Repeat::Never;
+        match run.pve().read(&request, "a guest status").await {
+            Ok(status) => self.saw(run, self.at.clone(), status),
+            Err(e) => run.host.log(
+                LogLevel::Debug,
+                &format!("the state could not be read again after the failure ({e}): the record keeps the earlier reading, marked as such"),
+            ),
+        }
     }
 
     /// Reads the guest's config again into the evidence (and its identity with it).
     pub async fn reread_config<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
-        let request = crate::pve::endpoints::guest_config(&self.at.node, run.kind, self.at.vmid);
+        let request = endpoints::guest_config(&self.at.node, run.kind, self.at.vmid);
         self.config = run
             .pve()
             .read(&request, "a guest config")
@@ -292,14 +338,7 @@ impl Evidence {
         record.ipv4 = self.ipv4.clone();
         record.warnings = self.trail.warnings.clone();
         record.last_task = self.trail.last_task.clone();
-        let stale = self.observed_after < self.trail.mutations_sent;
-        if stale || self.trail.outcome_unknown {
-            record.observed_at = Some(iso_time(self.observed_at));
-            record.observed_before_mutation = Some(stale);
-        }
-        if self.trail.outcome_unknown {
-            record.outcome = Some(OUTCOME_UNKNOWN.to_string());
-        }
+        record.marks = Marks::of(self.reading(), self.trail.changes());
         record
     }
 
@@ -309,10 +348,14 @@ impl Evidence {
         run: &Run<'_, H>,
         verdict: Result<String, String>,
     ) -> Outcome {
-        let record = self.record(run).await;
+        let mut ev = self.clone();
+        if verdict.is_err() {
+            ev.reread_after_failure(run).await;
+        }
+        let record = ev.record(run).await;
         let writes = vec![write(
             run.guest_spec(),
-            run.guest_instance(self.at.vmid),
+            run.guest_instance(ev.at.vmid),
             &record,
         )];
         match verdict {
@@ -320,6 +363,11 @@ impl Evidence {
             Err(message) => Outcome::failed(writes, message),
         }
     }
+}
+
+/// Whether the method's one budget has time left (a budget not yet started has all of it).
+pub fn has_budget_left<H: Host>(run: &Run<'_, H>) -> bool {
+    run.pve().budget.remaining_ms(run.host.now_ms()) > 0
 }
 
 /// Finds a guest a method must act on ([`Look::ToAct`]); a confirmed absence ends the run as a
@@ -411,4 +459,57 @@ pub fn absent_outcome<H: Host>(
         Ok(summary) => Outcome::succeeded(writes, summary),
         Err(message) => Outcome::failed(writes, message),
     }
+}
+
+/// A lock PVE holds on a guest (a backup, a migration, a snapshot being taken…) makes PVE refuse
+/// changes to it (PVE::AbstractConfig `check_lock`): a state that is not yet a result. A method
+/// that changes the guest waits it out within what is left of its one budget (`taskTimeoutSec`);
+/// a lock that outlasts the budget fails the method, naming it, before anything is sent.
+pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
+    let Some(lock) = lock_of(&ev.status).map(str::to_owned) else {
+        return Ok(());
+    };
+    await_unlocked(run, ev, |_| true, "its lock released")
+        .await
+        .map_err(|why| format!("{why} — {}", locked_advice(run.kind, &lock, "change")))
+}
+
+/// [`settle`] on the guest of `ev`, keeping each status it reads in `ev`: the observed state, when
+/// it was read, and after how many of the run's mutations.
+pub async fn settle_evidence<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    budget_ms: u64,
+    reached: impl Fn(&GuestStatus) -> bool,
+) -> Result<(), String> {
+    let seen = &mut Seen {
+        status: &mut ev.status,
+        at_ms: &mut ev.observed_at,
+        after: &mut ev.observed_after,
+        mutations: ev.trail.mutations_sent,
+    };
+    let settled = settle(&run.pve(), run.kind, &ev.at, budget_ms, reached, seen).await;
+    ev.unreadable = settled
+        .as_ref()
+        .is_err_and(|why| why.starts_with(UNREADABLE));
+    settled
+}
+
+/// Waits until `status/current` shows no lock (and `also` holds), within what is left of the
+/// method's one budget (`taskTimeoutSec`): a lock left behind is a transitional state, not a result
+/// (`settle` holds out for no lock by itself).
+pub async fn await_unlocked<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    also: impl Fn(&GuestStatus) -> bool,
+    wanted: &str,
+) -> Result<(), String> {
+    let waited = settle_evidence(run, ev, run.wait_budget_ms(), also).await;
+    waited.map_err(|why| {
+        format!(
+            "{} did not show {wanted}: {why}; last observed: {}",
+            ev.label(run),
+            describe(&ev.status)
+        )
+    })
 }

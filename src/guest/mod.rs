@@ -1,5 +1,7 @@
 //! Guests as both models see them: how a guest is named, found, fingerprinted and recorded.
 
+pub mod addresses;
+pub mod agent_exec;
 pub mod config;
 pub mod evidence;
 pub mod exec;
@@ -7,6 +9,7 @@ pub mod files;
 pub mod gates;
 pub mod identity;
 pub mod locate;
+pub mod observe;
 pub mod power;
 pub mod provision;
 pub mod readiness;
@@ -14,6 +17,7 @@ pub mod reboot;
 pub mod record;
 pub mod reference;
 pub mod root_only;
+pub mod seen;
 pub mod settle;
 pub mod snapshot_change;
 pub mod snapshots;

@@ -1,8 +1,8 @@
 //! Power transitions shared by start, stop and shutdown of both models: send the request, follow
 //! its task, then wait until `status/current` shows the target state.
 
-use super::evidence::Evidence;
-use super::settle::{describe, lock_of, settle_evidence};
+use super::evidence::{settle_evidence, Evidence};
+use super::settle::{describe, lock_of};
 use crate::host::Host;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::request::PveRequest;

@@ -7,11 +7,11 @@
 //!   requested name, and carry the managed tag — added and read back when it is missing.
 
 use super::config::shows;
-use super::evidence::{sight, sight_or_absent, Evidence, Sighting, TaskTrail};
+use super::evidence::{settle_evidence, sight, sight_or_absent, Evidence, Sighting, TaskTrail};
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
 use super::reference::GuestRef;
-use super::settle::{lock_of, settle_evidence};
+use super::settle::lock_of;
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};

@@ -1,18 +1,19 @@
 //! Whether a running VM is usable — shared by `waitReady` and `start`'s `waitReady` option. Ready
 //! means, within `timeoutSec`: the guest agent answers `ping`; the interfaces carry the addresses
-//! asked for (IPv4 and/or a global IPv6; only on the NIC whose MAC is `nic`'s when asked; loopback
-//! and link-local never count); and, when asked, `cloud-init status --wait` inside the guest exited
+//! asked for (IPv4 and/or a global IPv6; only on the NIC whose MAC is `nic`'s when asked; only
+//! usable addresses count, guest/addresses.rs — the others are recorded as skipped); and, when asked, `cloud-init status --wait` inside the guest exited
 //! 0 — run through guestExec's own machinery, so its exit-code truth is guestExec's. What was seen
 //! (the agent's version, the addresses per NIC, the cloud-init result) is kept for the record,
 //! whatever the verdict.
 
+use super::addresses::{describe_skipped, unusable, Skipped};
+use super::agent_exec::run_in_guest;
+use super::exec::{ExecArgs, ExitPolicy};
 use super::locate::Located;
+use super::reference::GuestRef;
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
-use crate::guest::exec::{ExecArgs, ExitPolicy};
-use crate::guest::reference::GuestRef;
 use crate::host::Host;
-use crate::methods::guest_exec::run_in_guest;
 use crate::poll::{Pacer, Stopped};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
@@ -60,8 +61,11 @@ pub struct NicSeen {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
-    /// Addresses without loopback and link-local ones.
+    /// The usable addresses (guest/addresses.rs).
     pub addresses: Vec<String>,
+    /// The addresses it reported that do not count, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
 }
 
 /// How `cloud-init status --wait` ended.
@@ -109,13 +113,13 @@ pub async fn await_ready<H: Host>(
         format!("{label} is not ready: the guest agent does not answer ping {after} ({why})")
     })?;
     seen.agent_up = true;
-    seen.agent_version = agent_version(run, at).await;
+    seen.agent_version = agent_version(run, at, pacer.deadline_ms()).await;
     let agent = match &seen.agent_version {
         Some(version) => format!("agent {version} up"),
         None => "agent up".to_string(),
     };
     let mac = match &args.nic {
-        Some(nic) => Some(nic_mac(run, at, nic).await?),
+        Some(nic) => Some(nic_mac(run, at, nic, pacer.deadline_ms()).await?),
         None => None,
     };
     let scope = match (&args.nic, &mac) {
@@ -137,8 +141,7 @@ pub async fn await_ready<H: Host>(
         }
     }
     if args.cloud_init {
-        let remaining = pacer_left(run, &pacer);
-        let ended = cloud_init_done(run, at, remaining, seen).await;
+        let ended = cloud_init_done(run, at, pacer.deadline_ms(), seen).await;
         ended.map_err(|why| {
             format!(
                 "{label} is not ready: {agent}, addresses up; cloud-init did not end well: {why}"
@@ -149,26 +152,27 @@ pub async fn await_ready<H: Host>(
     Ok(summary)
 }
 
-fn pacer_left<H: Host>(run: &Run<'_, H>, pacer: &Pacer) -> u64 {
-    (pacer.deadline_ms() - run.host.now_ms()).max(1000.0) as u64 / 1000
-}
-
 /// `POST …/agent/ping` until it answers. No agent configured: at once, it never will.
 async fn ping<H: Host>(run: &Run<'_, H>, at: &Located, pacer: &mut Pacer) -> Result<(), String> {
     let request = endpoints::agent_ping(&at.node, at.vmid);
     loop {
-        let last = match run.pve().call(&request).await {
+        let last = match run.pve().call_by(&request, pacer.deadline_ms()).await {
             // The agent's answer is `{"result": {}}`: anything else is not its answer.
             Ok(data) if data.get("result").is_some() => return Ok(()),
             Ok(data) => format!("the ping answered {data}, not the agent's result"),
             Err(e) if e.message.contains("No QEMU guest agent configured") => {
                 return Err(e.to_string())
             }
-            Err(e) if waits_for_agent(&e) => e.to_string(),
+            Err(e) if waits_for_agent(&e) || out_of_time(run, pacer, &e) => e.to_string(),
             Err(e) => return Err(could_not("ping the guest agent", &e).0),
         };
         pace(run, pacer, &last).await?;
     }
+}
+
+/// A request the wait's deadline cut short: the wait is over, not broken.
+fn out_of_time<H: Host>(run: &Run<'_, H>, pacer: &Pacer, e: &PveError) -> bool {
+    e.kind == ErrorKind::Timeout && run.host.now_ms() >= pacer.deadline_ms()
 }
 
 /// An agent that is not up yet (the guest still boots) or a guest not running yet.
@@ -184,12 +188,13 @@ async fn pace<H: Host>(run: &Run<'_, H>, pacer: &mut Pacer, last: &str) -> Resul
 }
 
 /// `GET …/agent/info` → the agent's version; what cannot be read is left out of the record.
-async fn agent_version<H: Host>(run: &Run<'_, H>, at: &Located) -> Option<String> {
-    let data = run
-        .pve()
-        .call(&endpoints::agent_info(&at.node, at.vmid))
-        .await
-        .ok()?;
+async fn agent_version<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    deadline_ms: f64,
+) -> Option<String> {
+    let request = endpoints::agent_info(&at.node, at.vmid);
+    let data = run.pve().call_by(&request, deadline_ms).await.ok()?;
     data.get("result")?
         .get("version")?
         .as_str()
@@ -197,11 +202,16 @@ async fn agent_version<H: Host>(run: &Run<'_, H>, at: &Located) -> Option<String
 }
 
 /// The MAC of `nic` (`virtio=BC:24:11:…,bridge=…`) in the config the VM runs with.
-async fn nic_mac<H: Host>(run: &Run<'_, H>, at: &Located, nic: &str) -> Result<String, String> {
+async fn nic_mac<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    nic: &str,
+    deadline_ms: f64,
+) -> Result<String, String> {
     let request = endpoints::guest_config_current(&at.node, run.kind, at.vmid);
     let config: Map<String, Value> = run
         .pve()
-        .read(&request, "a guest config")
+        .read_by(&request, deadline_ms, "a guest config")
         .await
         .map_err(|e| could_not(&format!("read the config of VM {}", at.vmid), &e).0)?;
     let value = config.get(nic).and_then(Value::as_str).ok_or_else(|| {
@@ -230,7 +240,7 @@ async fn addresses<H: Host>(
 ) -> Result<(), String> {
     let request = endpoints::agent_interfaces(&at.node, at.vmid);
     loop {
-        match run.pve().call(&request).await {
+        match run.pve().call_by(&request, pacer.deadline_ms()).await {
             Ok(data) => {
                 seen.interfaces = interfaces(&data);
                 let counted: Vec<&NicSeen> = seen
@@ -255,7 +265,11 @@ async fn addresses<H: Host>(
                     return Err(missing.join(" and "));
                 }
             }
-            Err(e) if waits_for_agent(&e) => {
+            // The wait's end cut a slow answer short: what is missing is what the last answer lacked.
+            Err(e) if out_of_time(run, pacer, &e) && !seen.interfaces.is_empty() => {
+                return Err(missing(args, seen).join(" and "))
+            }
+            Err(e) if waits_for_agent(&e) || out_of_time(run, pacer, &e) => {
                 if pacer.pause(run.host).await.is_err() {
                     return Err(format!("address (the agent stopped answering: {e})"));
                 }
@@ -281,7 +295,8 @@ fn missing(args: &ReadyArgs, seen: &Readiness) -> Vec<&'static str> {
     out
 }
 
-/// The agent's `network-get-interfaces`, loopback and link-local addresses left out.
+/// The agent's `network-get-interfaces` (its `lo` left out), each address sorted into usable and
+/// skipped.
 pub fn interfaces(data: &Value) -> Vec<NicSeen> {
     let list = data
         .get("result")
@@ -290,39 +305,39 @@ pub fn interfaces(data: &Value) -> Vec<NicSeen> {
         .unwrap_or_default();
     list.iter()
         .filter(|i| i.get("name").and_then(Value::as_str) != Some("lo"))
-        .map(|i| NicSeen {
-            name: i
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            mac: i
-                .get("hardware-address")
-                .and_then(Value::as_str)
-                .map(str::to_ascii_lowercase),
-            addresses: i
-                .get("ip-addresses")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|a| a.get("ip-address")?.as_str())
-                .filter(|a| reachable(a))
-                .map(str::to_string)
-                .collect(),
+        .map(|i| {
+            let mut nic = NicSeen {
+                name: i
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                mac: i
+                    .get("hardware-address")
+                    .and_then(Value::as_str)
+                    .map(str::to_ascii_lowercase),
+                ..NicSeen::default()
+            };
+            let reported = i.get("ip-addresses").and_then(Value::as_array);
+            for entry in reported.into_iter().flatten() {
+                let Some(address) = entry.get("ip-address").and_then(Value::as_str) else {
+                    continue;
+                };
+                let prefix = entry
+                    .get("prefix")
+                    .and_then(Value::as_u64)
+                    .and_then(|p| u8::try_from(p).ok());
+                match unusable(address, prefix) {
+                    None => nic.addresses.push(address.to_string()),
+                    Some(why) => nic.skipped.push(Skipped {
+                        address: address.to_string(),
+                        why,
+                    }),
+                }
+            }
+            nic
         })
         .collect()
-}
-
-/// Neither loopback nor link-local.
-fn reachable(address: &str) -> bool {
-    let lower = address.to_ascii_lowercase();
-    !(lower.starts_with("127.")
-        || lower.starts_with("169.254.")
-        || lower == "::1"
-        || lower.starts_with("fe8")
-        || lower.starts_with("fe9")
-        || lower.starts_with("fea")
-        || lower.starts_with("feb"))
 }
 
 /// A global unicast IPv6 address (2000::/3).
@@ -342,8 +357,12 @@ fn described(nics: &[NicSeen]) -> String {
                     true => "no address".to_string(),
                     false => n.addresses.join(", "),
                 };
+                let skipped = match n.skipped.is_empty() {
+                    true => String::new(),
+                    false => format!(" (skipped: {})", describe_skipped(&n.skipped)),
+                };
                 format!(
-                    "{} {}: {addresses}",
+                    "{} {}: {addresses}{skipped}",
                     n.name,
                     n.mac.as_deref().unwrap_or("(no MAC)")
                 )
@@ -357,9 +376,12 @@ fn described(nics: &[NicSeen]) -> String {
 async fn cloud_init_done<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
-    timeout_sec: u64,
+    deadline_ms: f64,
     seen: &mut Readiness,
 ) -> Result<(), String> {
+    // `timeoutSec` of the command in whole seconds (at least one); the deadline cuts it exactly.
+    let left_ms = (deadline_ms - run.host.now_ms()).max(0.0);
+    let timeout_sec = ((left_ms / 1000.0).ceil() as u64).max(1);
     let args = ExecArgs {
         target: GuestRef {
             vmid: Some(at.vmid),
@@ -372,7 +394,7 @@ async fn cloud_init_done<H: Host>(
         policy: ExitPolicy::ZeroOnly,
         input: None,
     };
-    let (outcome, status, verdict) = run_in_guest(run, at, &args).await;
+    let (outcome, status, verdict) = run_in_guest(run, at, &args, deadline_ms).await;
     let stdout = status
         .as_ref()
         .and_then(|s| s.stdout.as_ref())
@@ -393,6 +415,20 @@ async fn cloud_init_done<H: Host>(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_unspecified_address_is_seen_skipped_and_said() {
+        let data = json!({"result": [
+            {"name": "eth0", "hardware-address": "bc:24:11:00:00:01", "ip-addresses": [
+                {"ip-address": "0.0.0.0", "ip-address-type": "ipv4", "prefix": 8}]}]});
+        let nics = interfaces(&data);
+        assert!(nics[0].addresses.is_empty());
+        assert_eq!(nics[0].skipped[0].why, "unspecified");
+        assert_eq!(
+            described(&nics),
+            "eth0 bc:24:11:00:00:01: no address (skipped: 0.0.0.0 (unspecified))"
+        );
+    }
 
     #[test]
     fn loopback_and_link_local_never_count() {

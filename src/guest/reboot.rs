@@ -8,9 +8,9 @@
 //! QEMU process (a container: another init) than before — its `pid` — or, where no pid is shown,
 //! an `uptime` that restarted; all within `taskTimeoutSec`.
 
-use super::evidence::Evidence;
+use super::evidence::{settle_evidence, Evidence};
 use super::power::Target;
-use super::settle::{describe, seconds, settle_evidence};
+use super::settle::{describe, seconds};
 use crate::args::{ArgError, Fields};
 use crate::host::Host;
 use crate::poll::WaitBudget;

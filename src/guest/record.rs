@@ -1,6 +1,7 @@
 //! The guest state record (`vm-<vmid>` / `ct-<vmid>`): what was observed, never what was assumed.
 
 use super::identity::Identity;
+use super::seen::Marks;
 use crate::pve::flex::{self, split_tags};
 use crate::pve::responses::GuestStatus;
 use serde::Serialize;
@@ -20,9 +21,6 @@ pub struct IdentityChange {
     pub previous: Identity,
     pub current: Identity,
 }
-
-/// `outcome` of a record written after a mutation whose effect is unknown.
-pub const OUTCOME_UNKNOWN: &str = "unknown";
 
 /// The record of one guest. `present: false` is an observed absence, never a default.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
@@ -74,16 +72,10 @@ pub struct GuestRecord {
     /// When `identity` was read from the guest's config (a sync carries an older one forward).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity_observed_at: Option<String>,
-    /// `unknown`: this run sent a mutation whose outcome it could not observe (a lost answer, a
-    /// task whose end was not seen); the state fields are the last observation, see `observedAt`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<String>,
-    /// When the state fields were read, when that is not "just now" (`recordedAt`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub observed_at: Option<String>,
-    /// Whether the state fields were read before this run's last mutation was sent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub observed_before_mutation: Option<bool>,
+    /// When the state fields were read, relative to this run's changes (`outcome`, `observedAt`,
+    /// `observedBeforeMutation`: guest/seen.rs).
+    #[serde(flatten)]
+    pub marks: Marks,
     /// Set when the VMID now belongs to a different guest than the stored record described.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity_changed: Option<IdentityChange>,

@@ -7,7 +7,6 @@
 //! tags included — under the lock before the work is done. Every wait here therefore holds out for
 //! the target AND no lock, and a wait that runs out while locked names the lock.
 
-use super::evidence::Evidence;
 use super::locate::Located;
 use crate::client::Pve;
 use crate::explain::hint;
@@ -17,6 +16,9 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
+
+/// How a wait's error begins when the state could not be read (not when it was read and wrong).
+pub const UNREADABLE: &str = "its state could not be read";
 
 /// `GET …/status/current` of a located guest.
 pub async fn read_status<H: Host>(
@@ -43,19 +45,6 @@ pub struct Seen<'a> {
 /// The guest's lock, if PVE reports one.
 pub fn lock_of(s: &GuestStatus) -> Option<&str> {
     s.lock.as_deref().map(str::trim).filter(|l| !l.is_empty())
-}
-
-/// A lock PVE holds on a guest (a backup, a migration, a snapshot being taken…) makes PVE refuse
-/// changes to it (PVE::AbstractConfig `check_lock`): a state that is not yet a result. A method
-/// that changes the guest waits it out within what is left of its one budget (`taskTimeoutSec`);
-/// a lock that outlasts the budget fails the method, naming it, before anything is sent.
-pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
-    let Some(lock) = lock_of(&ev.status).map(str::to_owned) else {
-        return Ok(());
-    };
-    await_unlocked(run, ev, |_| true, "its lock released")
-        .await
-        .map_err(|why| format!("{why} — {}", locked_advice(run.kind, &lock, "change")))
 }
 
 /// The same wait for a guest a method reads from but does not change: a clone's source, which
@@ -90,7 +79,7 @@ pub async fn wait_out_source_lock<H: Host>(
 }
 
 /// Why a lock stops a method, and what the user can do about it.
-fn locked_advice(kind: GuestKind, lock: &str, verb: &str) -> String {
+pub fn locked_advice(kind: GuestKind, lock: &str, verb: &str) -> String {
     let (noun, unlock) = match kind {
         GuestKind::Qemu => ("VM", "qm unlock"),
         GuestKind::Lxc => ("CT", "pct unlock"),
@@ -113,10 +102,13 @@ pub async fn settle<H: Host>(
     seen: &mut Seen<'_>,
 ) -> Result<(), String> {
     let mut pacer = Pacer::new(pve.host.now_ms(), budget_ms, pve.poll_cap_ms);
+    let request = endpoints::guest_status(&at.node, kind, at.vmid);
     loop {
-        *seen.status = read_status(pve, kind, at)
+        // Each read ends by the wait's end (`Pve::call_by`): the budget is met within one request.
+        *seen.status = pve
+            .read_by(&request, pacer.deadline_ms(), "a guest status")
             .await
-            .map_err(|e| format!("its state could not be read ({e} — {})", hint(e.kind)))?;
+            .map_err(|e| format!("{UNREADABLE} ({e} — {})", hint(e.kind)))?;
         *seen.at_ms = pve.host.now_ms();
         *seen.after = seen.mutations;
         let seen = &*seen.status;
@@ -160,42 +152,6 @@ pub fn seconds(ms: u64) -> String {
         0 => format!("{}s", ms / 1000),
         _ => format!("{:.1}s", ms as f64 / 1000.0),
     }
-}
-
-/// [`settle`] on the guest of `ev`, keeping each status it reads in `ev`: the observed state, when
-/// it was read, and after how many of the run's mutations.
-pub async fn settle_evidence<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    budget_ms: u64,
-    reached: impl Fn(&GuestStatus) -> bool,
-) -> Result<(), String> {
-    let seen = &mut Seen {
-        status: &mut ev.status,
-        at_ms: &mut ev.observed_at,
-        after: &mut ev.observed_after,
-        mutations: ev.trail.mutations_sent,
-    };
-    settle(&run.pve(), run.kind, &ev.at, budget_ms, reached, seen).await
-}
-
-/// Waits until `status/current` shows no lock (and `also` holds), within what is left of the
-/// method's one budget (`taskTimeoutSec`): a lock left behind is a transitional state, not a result
-/// (`settle` holds out for no lock by itself).
-pub async fn await_unlocked<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    also: impl Fn(&GuestStatus) -> bool,
-    wanted: &str,
-) -> Result<(), String> {
-    let waited = settle_evidence(run, ev, run.wait_budget_ms(), also).await;
-    waited.map_err(|why| {
-        format!(
-            "{} did not show {wanted}: {why}; last observed: {}",
-            ev.label(run),
-            describe(&ev.status)
-        )
-    })
 }
 
 #[cfg(test)]

@@ -3,11 +3,10 @@
 //! and follow its task, wait until the guest is unlocked and in the state the change implies, read
 //! the tree again and judge it. Each method says only what differs, as a [`SnapshotChange`].
 
-use super::evidence::{sight_to_change, Evidence};
+use super::evidence::{await_unlocked, sight_to_change, Evidence};
 use super::locate::Located;
 use super::reference::GuestRef;
-use super::settle::await_unlocked;
-use super::snapshots::{read_tree_of, snapshot_outcome, SnapshotTree};
+use super::snapshots::{snapshot_outcome, SnapshotTree, TreeSeen};
 use crate::args::ArgError;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -72,7 +71,7 @@ pub async fn run_change<H: Host, C: SnapshotChange>(
     };
     let mut tree = None;
     let verdict = apply(run, &mut ev, &change, &mut tree).await;
-    snapshot_outcome(run, &ev, tree.as_ref(), verdict).await
+    snapshot_outcome(run, &ev, tree, verdict).await
 }
 
 /// The change itself; `tree` keeps the last tree observed, for the record, whatever the verdict.
@@ -80,11 +79,11 @@ async fn apply<H: Host, C: SnapshotChange>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     change: &C,
-    tree: &mut Option<SnapshotTree>,
+    tree: &mut Option<TreeSeen>,
 ) -> Result<String, String> {
     let label = ev.label(run);
-    let before = read_tree_of(run, ev).await?;
-    let plan = change.plan(&label, ev, &before);
+    let before = TreeSeen::read(run, ev).await?;
+    let plan = change.plan(&label, ev, &before.tree);
     *tree = Some(before);
     let plan = plan?;
     let request = change.request(run.kind, &ev.at);
@@ -94,8 +93,12 @@ async fn apply<H: Host, C: SnapshotChange>(
     let kind = run.kind;
     let wanted = change.settled_text(&plan, kind);
     await_unlocked(run, ev, |s| change.settled(&plan, kind, s), &wanted).await?;
-    let after = read_tree_of(run, ev).await?;
-    let verdict = change.judge(run, ev, &label, plan, &after);
+    let after = TreeSeen::read(run, ev).await.inspect_err(|_| {
+        if let Some(before) = tree.as_mut() {
+            before.unreadable = true;
+        }
+    })?;
+    let verdict = change.judge(run, ev, &label, plan, &after.tree);
     *tree = Some(after);
     verdict
 }

@@ -1,8 +1,9 @@
 //! Snapshots as both models see them: the name rule PVE applies, the tree `GET …/snapshot` shows,
 //! and the `<vm|ct>-<vmid>-snapshots` record that holds it as observed.
 
-use super::evidence::Evidence;
+use super::evidence::{has_budget_left, Evidence};
 use super::locate::Located;
+use super::seen::{Marks, Reading};
 use crate::args::ArgError;
 use crate::client::Pve;
 use crate::explain::could_not;
@@ -11,6 +12,7 @@ use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
+use crate::pve::request::{PveRequest, Repeat};
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::Value;
@@ -161,9 +163,25 @@ pub async fn read_tree<H: Host>(
     kind: GuestKind,
     at: &Located,
 ) -> Result<SnapshotTree, PveError> {
-    let data = pve
-        .call(&endpoints::snapshot_list(&at.node, kind, at.vmid))
-        .await?;
+    read_tree_by(pve, &endpoints::snapshot_list(&at.node, kind, at.vmid)).await
+}
+
+/// [`read_tree`] with one attempt (a read again after a failure, whose reads had their retries).
+pub async fn read_tree_once<H: Host>(
+    pve: &Pve<'_, H>,
+    kind: GuestKind,
+    at: &Located,
+) -> Result<SnapshotTree, PveError> {
+    let mut request = endpoints::snapshot_list(&at.node, kind, at.vmid);
+    request.repeat = Repeat::Never;
+    read_tree_by(pve, &request).await
+}
+
+async fn read_tree_by<H: Host>(
+    pve: &Pve<'_, H>,
+    request: &PveRequest,
+) -> Result<SnapshotTree, PveError> {
+    let data = pve.call(request).await?;
     SnapshotTree::from_value(&data).ok_or_else(|| {
         PveError::malformed(format!(
             "the snapshot list is not a list of named entries: {data}"
@@ -189,20 +207,25 @@ pub struct SnapshotsRecord {
     pub node: String,
     #[serde(flatten)]
     pub tree: SnapshotTree,
+    /// When the tree was read, relative to this run's changes (guest/seen.rs).
+    #[serde(flatten)]
+    pub marks: Marks,
     pub last_operation: String,
     pub recorded_at: String,
 }
 
-/// The record of a tree observed on `at`.
+/// The record of a tree observed on `at` (`marks`: when, relative to the run's changes).
 pub fn tree_write<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     tree: &SnapshotTree,
+    marks: Marks,
 ) -> crate::outcome::RecordWrite {
     let record = SnapshotsRecord {
         vmid: at.vmid,
         node: at.node.clone(),
         tree: tree.clone(),
+        marks,
         last_operation: run.method.to_string(),
         recorded_at: run.now_iso(),
     };
@@ -213,17 +236,57 @@ pub fn tree_write<H: Host>(
     )
 }
 
+/// A tree, and when it was read.
+#[derive(Debug, Clone)]
+pub struct TreeSeen {
+    pub tree: SnapshotTree,
+    pub reading: Reading,
+    /// Whether the last attempt to read the tree again failed (it had its retries).
+    pub unreadable: bool,
+}
+
+impl TreeSeen {
+    /// Reads the tree of the guest in `ev` now.
+    pub async fn read<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<TreeSeen, String> {
+        let tree = read_tree_of(run, ev).await?;
+        let reading = Reading::at(run.host.now_ms(), ev.trail.mutations_sent);
+        Ok(TreeSeen {
+            tree,
+            reading,
+            unreadable: false,
+        })
+    }
+}
+
 /// The outcome of a snapshot method: the guest's state record, the last tree observed (if any),
-/// then the verdict.
+/// then the verdict. After a failure, a tree read before the change is read again (a snapshot
+/// half made, or marked `snapstate: delete`, shows in the record); one that cannot be read again
+/// is recorded as read before the change.
 pub async fn snapshot_outcome<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
-    tree: Option<&SnapshotTree>,
+    tree: Option<TreeSeen>,
     verdict: Result<String, String>,
 ) -> Outcome {
+    let changes = ev.trail.changes();
+    let failed = verdict.is_err();
     let mut outcome = ev.outcome(run, verdict).await;
-    if let Some(tree) = tree {
-        outcome.writes.push(tree_write(run, &ev.at, tree));
+    if let Some(mut seen) = tree {
+        let stale = seen.reading.predates(changes);
+        if failed && stale && !seen.unreadable && has_budget_left(run) {
+            if let Ok(tree) = read_tree_once(&run.pve(), run.kind, &ev.at).await {
+                let reading = Reading::at(run.host.now_ms(), changes.sent);
+                seen = TreeSeen {
+                    tree,
+                    reading,
+                    unreadable: false,
+                };
+            }
+        }
+        let marks = Marks::of(seen.reading, changes);
+        outcome
+            .writes
+            .push(tree_write(run, &ev.at, &seen.tree, marks));
     }
     outcome
 }

@@ -163,8 +163,8 @@ fn ended(settings: &SshSettings, output: ProcessOutput) -> (ExecOutcome, Option<
         exited: true,
         exit_code: Some(i64::from(code)),
         signal: None,
-        stdout: Some(received(stdout)),
-        stderr: Some(received(stderr)),
+        stdout: Some(received(stdout, output.stdout_bytes, stdout_truncated)),
+        stderr: Some(received(stderr, output.stderr_bytes, stderr_truncated)),
         stdout_truncated,
         stderr_truncated,
     };
@@ -195,11 +195,18 @@ fn not_ended(error: HostError) -> ExecOutcome {
     }
 }
 
-/// A stream as the host hands it over: already decoded from UTF-8, invalid sequences replaced by
-/// U+FFFD (so a replacement character flags them).
-fn received(text: String) -> GuestOutput {
+/// A stream as the host hands it over: decoded from UTF-8, invalid sequences replaced by U+FFFD
+/// (so a replacement character flags them), with the count of the bytes the command wrote when the
+/// host counted them (else the text's length). A stream cut at the capture limit counts what was
+/// kept, as the agent counts what it captured.
+fn received(text: String, written: Option<usize>, truncated: bool) -> GuestOutput {
+    let bytes = match (truncated, written) {
+        (false, Some(written)) => written,
+        (true, Some(written)) => written.min(AGENT_CAPTURE_LIMIT),
+        (_, None) => text.len(),
+    };
     GuestOutput {
-        bytes: text.len(),
+        bytes,
         invalid_utf8: text.contains('\u{fffd}'),
         already_text: false,
         text,

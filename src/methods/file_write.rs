@@ -6,12 +6,12 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::{could_not, mutation_failed};
+use crate::guest::agent_exec::execute;
 use crate::guest::exec::{ExecArgs, ExecOutcome, ExitPolicy};
 use crate::guest::files::{check_path, read_bytes, FileRecord, MAX_FILE_BYTES, WRITE_CHUNK_BYTES};
 use crate::guest::locate::{locate, Found, Located};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
-use crate::methods::guest_exec::execute;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::base64;
 use crate::pve::endpoints;

@@ -4,6 +4,7 @@
 use crate::args::Fields;
 use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
 use crate::guest::reference::GuestRef;
+use crate::guest::seen::Marks;
 use crate::guest::snapshots::{read_tree, tree_write};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -26,7 +27,7 @@ pub async fn list_snapshots<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome 
                 at.node,
                 tree.describe()
             );
-            Outcome::succeeded(vec![tree_write(run, &at, &tree)], summary)
+            Outcome::succeeded(vec![tree_write(run, &at, &tree, Marks::default())], summary)
         }
         Ok(GuestRead::Absent { vmid }) => Failure::new(format!(
             "{} {vmid} does not exist on any node: it has no snapshots to list",

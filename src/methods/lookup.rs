@@ -2,18 +2,16 @@
 //! confirmed absence. A state that cannot be determined fails and writes nothing.
 
 use crate::args::Fields;
-use crate::guest::identity::{stored_identity, Identity};
+use crate::guest::identity::Identity;
 use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
-use crate::guest::record::{GuestRecord, IdentityChange};
+use crate::guest::observe::{locked_note, read_present, record_for};
+use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
-use crate::guest::settle::read_status;
 use crate::guest::upstream::with_superseded;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
-use crate::pve::responses::GuestStatus;
 use crate::run::{write, Run};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Runs `lookup`.
 pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
@@ -45,14 +43,6 @@ pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
 }
 
-/// `, locked (clone): an operation on it has not finished` for a summary; empty without a lock.
-pub fn locked_note(lock: Option<&str>) -> String {
-    match lock {
-        Some(lock) => format!(", locked ({lock}): an operation on it has not finished"),
-        None => String::new(),
-    }
-}
-
 /// Reads the guest's live state (or confirms its absence) into a record.
 pub async fn observe<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<GuestRecord, Failure> {
     let target = GuestRef::parse(&Fields::of(args, "")?)?;
@@ -74,97 +64,6 @@ pub async fn observe<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<GuestRec
             }
         },
     )
-}
-
-/// Reads a located guest's status and its config (where its identity is).
-pub async fn read_present<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-) -> Result<(GuestStatus, Map<String, Value>), crate::pve::error::PveError> {
-    let status = read_status(&run.pve(), run.kind, at).await?;
-    Ok((status, read_config(run, at).await?))
-}
-
-/// An object, or the answer is wrong: a config read as "nothing" would skip the reuse check.
-async fn read_config<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-) -> Result<Map<String, Value>, crate::pve::error::PveError> {
-    let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
-    run.pve().read(&request, "a guest config").await
-}
-
-/// Reads a located guest's status and its identity by `sync`'s rule: carried from the stored record
-/// while that record says the guest is present under the same name; read from its config when the
-/// record says absent or names another guest (the VMID may hold another guest now); none when
-/// nothing is stored (nothing to compare with; `lookup` establishes it). So the state before an
-/// action is one request in the common case.
-pub async fn read_to_act<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-) -> Result<(GuestStatus, Identity), crate::pve::error::PveError> {
-    let status = read_status(&run.pve(), run.kind, at).await?;
-    let stored = run
-        .host
-        .read_record(&run.guest_instance(at.vmid))
-        .await
-        .ok()
-        .flatten();
-    let same_guest = |s: &Value| {
-        s.get("present") == Some(&Value::Bool(true))
-            && s.get("name").and_then(Value::as_str) == status.name.as_deref()
-    };
-    let no_identity = Identity {
-        smbios_uuid: None,
-        ctime: None,
-    };
-    match &stored {
-        // Nothing stored to compare with: `lookup` establishes the identity.
-        None => return Ok((status, no_identity)),
-        Some(s) if same_guest(s) => {
-            let carried = stored_identity(s).unwrap_or(no_identity);
-            return Ok((status, carried));
-        }
-        // Recorded absent, or under another name: the VMID may hold another guest now.
-        Some(_) => {}
-    }
-    let config = read_config(run, at).await?;
-    Ok((status, Identity::from_config(&Value::Object(config))))
-}
-
-/// The record of an observed guest, flagging a reused VMID against the stored record.
-pub async fn record_for<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    status: &GuestStatus,
-    identity: Identity,
-) -> GuestRecord {
-    let mut record = GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
-    let instance = run.guest_instance(at.vmid);
-    // A stored record that cannot be read only loses the reuse check; the observed state stands.
-    let previous = run
-        .host
-        .read_record(&instance)
-        .await
-        .ok()
-        .flatten()
-        .as_ref()
-        .and_then(stored_identity);
-    if let Some(previous) = previous.filter(|p| identity.differs_from(p)) {
-        run.warn(&format!(
-            "VMID {} now belongs to a different guest than {instance} recorded (smbios uuid {} → {}): the VMID was reused",
-            at.vmid,
-            previous.smbios_uuid.as_deref().unwrap_or("?"),
-            identity.smbios_uuid.as_deref().unwrap_or("?")
-        ));
-        record.identity_changed = Some(IdentityChange {
-            previous,
-            current: identity.clone(),
-        });
-    }
-    record.identity = Some(identity).filter(|i| !i.is_empty());
-    record.identity_observed_at = record.identity.as_ref().map(|_| run.now_iso());
-    record
 }
 
 #[cfg(test)]

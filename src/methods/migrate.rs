@@ -254,8 +254,7 @@ async fn arrive<H: Host>(
                     Ok(status) => {
                         let unlocked = status.lock.as_deref().is_none_or(str::is_empty);
                         let state_ok = !was_running || Target::Running.reached(kind, &status);
-                        ev.at = at;
-                        ev.status = status;
+                        ev.saw(run, at, status);
                         if unlocked && state_ok {
                             return Ok(());
                         }
@@ -280,8 +279,7 @@ async fn arrive<H: Host>(
             Ok(Found::Present(at)) => {
                 let mut seen = format!("the cluster still places it on node {}", at.node);
                 if let Ok(status) = read_status(&pve, kind, &at).await {
-                    ev.at = at;
-                    ev.status = status;
+                    ev.saw(run, at, status);
                     seen.push_str(&format!(" ({})", describe(&ev.status)));
                 }
                 seen

@@ -9,9 +9,10 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
+use crate::guest::addresses::{describe_skipped, unusable};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::power::{already, transition, Target};
-use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
+use crate::guest::readiness::{await_ready, interfaces, Readiness, ReadyArgs};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::wait_ready::ready_outcome;
@@ -21,7 +22,6 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::property::property;
-use crate::pve::responses::first_ipv4;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -159,7 +159,11 @@ pub fn config_ipv4(config: &Map<String, Value>) -> Result<String, String> {
     for (_, key, value) in &nets {
         match property(value, "ip") {
             Some(ip) => match ip.split_once('/') {
-                Some((address, _)) if is_ipv4(address) => return Ok(address.to_string()),
+                Some((address, prefix))
+                    if is_ipv4(address) && unusable(address, prefix.parse().ok()).is_none() =>
+                {
+                    return Ok(address.to_string())
+                }
                 _ => seen.push(format!("{key} has ip={ip}")),
             },
             None => seen.push(format!("{key} has no ip=")),
@@ -179,7 +183,25 @@ fn is_ipv4(text: &str) -> bool {
             .all(|p| !p.is_empty() && p.len() <= 3 && p.parse::<u8>().is_ok())
 }
 
-/// Polls the guest agent's interfaces until a reachable IPv4 address appears, within taskTimeoutSec.
+/// The first usable IPv4 address the agent reports (guest/addresses.rs, as `waitReady` counts
+/// them); `Err` says there is none, naming the addresses seen and skipped.
+fn first_usable_ipv4(data: &Value) -> Result<String, String> {
+    let nics = interfaces(data);
+    let usable = nics.iter().flat_map(|n| &n.addresses);
+    if let Some(ip) = usable.clone().find(|a| !a.contains(':')) {
+        return Ok(ip.clone());
+    }
+    let skipped: Vec<_> = nics.iter().flat_map(|n| n.skipped.clone()).collect();
+    Err(match skipped.is_empty() {
+        true => "the agent reported no IPv4 address".to_string(),
+        false => format!(
+            "the agent reported no usable IPv4 address (skipped: {})",
+            describe_skipped(&skipped)
+        ),
+    })
+}
+
+/// Polls the guest agent's interfaces until a usable IPv4 address appears, within taskTimeoutSec.
 async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String, String> {
     let pve = run.pve();
     let request = endpoints::agent_interfaces(&ev.at.node, ev.at.vmid);
@@ -187,10 +209,10 @@ async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String,
     let deadline = run.budget.deadline(run.host.now_ms());
     let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
     loop {
-        let last = match pve.call(&request).await {
-            Ok(data) => match first_ipv4(&data) {
-                Some(ip) => return Ok(ip),
-                None => "the agent reported no IPv4 address".to_string(),
+        let last = match pve.call_by(&request, deadline).await {
+            Ok(data) => match first_usable_ipv4(&data) {
+                Ok(ip) => return Ok(ip),
+                Err(none) => none,
             },
             // No agent configured: no address can ever be read, so waiting would only burn the budget.
             Err(e) if e.message.contains("No QEMU guest agent configured") => {

@@ -25,11 +25,12 @@ use crate::args::{check_segment, ArgError, Fields};
 use crate::explain::hint;
 use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{next_id_free, Located};
+use crate::guest::observe::record_for;
 use crate::guest::record::GuestRecord;
 use crate::guest::settle::lock_of;
 use crate::guest::upstream::{vmid_of_instance, with_superseded, written_by_upstream};
 use crate::host::Host;
-use crate::methods::lookup::{observe, record_for};
+use crate::methods::lookup::observe;
 use crate::outcome::{Failure, Outcome, RecordWrite};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
@@ -108,7 +109,7 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     "synced {} {}{}",
                     run.kind.noun(),
                     record.vmid,
-                    crate::methods::lookup::locked_note(record.lock.as_deref())
+                    crate::guest::observe::locked_note(record.lock.as_deref())
                 );
                 let instance = run.guest_instance(record.vmid);
                 let writes = vec![write(run.guest_spec(), instance, &record)];

@@ -208,23 +208,6 @@ pub struct TaskLogLine {
     pub t: Option<String>,
 }
 
-/// The first IPv4 address in an `agent/network-get-interfaces` answer
-/// (`{"result": [{name, "ip-addresses": [{ip-address, ip-address-type}]}]}`) that another host could
-/// reach: loopback and link-local addresses are skipped. `None` for no address or another shape (an
-/// agent error may arrive as `result.error`).
-pub fn first_ipv4(data: &Value) -> Option<String> {
-    data.get("result")?
-        .as_array()?
-        .iter()
-        .filter(|i| i.get("name").and_then(Value::as_str) != Some("lo"))
-        .filter_map(|i| i.get("ip-addresses")?.as_array())
-        .flatten()
-        .filter(|a| a.get("ip-address-type").and_then(Value::as_str) == Some("ipv4"))
-        .filter_map(|a| a.get("ip-address")?.as_str())
-        .find(|ip| !ip.starts_with("127.") && !ip.starts_with("169.254."))
-        .map(str::to_string)
-}
-
 /// One entry of `GET /nodes/{node}/storage`: a storage as the node sees it (only the storages the
 /// token may audit are listed).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -365,25 +348,6 @@ impl MigratePreconditions {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn first_ipv4_skips_loopback_link_local_and_ipv6() {
-        let v4 = |ip: &str| json!({"ip-address": ip, "ip-address-type": "ipv4"});
-        let data = json!({"result": [
-            {"name": "lo", "ip-addresses": [v4("127.0.0.1")]},
-            {"name": "eth0", "ip-addresses": [
-                {"ip-address": "fe80::1", "ip-address-type": "ipv6"},
-                v4("169.254.3.4"),
-                v4("192.0.2.20")
-            ]}
-        ]});
-        assert_eq!(first_ipv4(&data).as_deref(), Some("192.0.2.20"));
-        assert_eq!(first_ipv4(&json!({"result": [{"name": "eth0"}]})), None);
-        assert_eq!(
-            first_ipv4(&json!({"result": {"error": {"desc": "x"}}})),
-            None
-        );
-    }
 
     #[test]
     fn a_container_limited_by_cpulimit_reports_fractional_cpus() {

@@ -52,6 +52,7 @@ pub async fn send<H: Host>(
                     code: output.code,
                     stdout: scrub.text(&output.stdout),
                     stderr: scrub.text(&output.stderr),
+                    ..output.clone()
                 };
                 ssh::interpret(ssh, &clean)
                     .err()

@@ -391,6 +391,8 @@ mod tests {
             code,
             stdout: stdout.into(),
             stderr: stderr.into(),
+            stdout_bytes: None,
+            stderr_bytes: None,
         }
     }
 

@@ -12,6 +12,7 @@ import { lxcFleet } from "./lxc_methods.ts";
 import type { RunResult } from "../../harness/types.ts";
 import type { SimFault } from "../../simulator/types.ts";
 import { type FaultId, FAULTS } from "./faults.ts";
+import { checkRecords } from "./records.ts";
 import {
   type Endpoint,
   fleet,
@@ -87,6 +88,10 @@ export interface CellResult {
   message?: string;
   note?: string;
   ms: number;
+  /** Whether the record check judged the cell (it failed, or an outcome is unknown: records.ts). */
+  recordsJudged?: boolean;
+  /** How many records the record check looked at. */
+  recordsChecked?: number;
 }
 
 /** The verdict the contract demands for a fault on an endpoint, and what the message must quote. */
@@ -250,6 +255,8 @@ export async function faultCell(
     if (hits < skip + 1) {
       problems.push(`the fault never fired: ${hits} matching requests`);
     }
+    const records = checkRecords(env, r, from);
+    problems.push(...records.problems);
     const message = r.error ?? "";
     const like = FAULTS[id].like;
     const readBack = (endpoint.expect?.[id] ??
@@ -294,6 +301,8 @@ export async function faultCell(
       message: r.error,
       note,
       ms: performance.now() - started,
+      recordsJudged: records.judged,
+      recordsChecked: records.records,
     };
   } finally {
     await env.close();
@@ -325,13 +334,16 @@ export async function scenarioCell(
     await spec.prepare?.(env);
     const before = snapshot(env);
     plan.arm?.(env);
+    const from = env.sim.requests.length;
     const run = env.run(spec.name, args ?? spec.argsFor?.() ?? spec.args);
     await plan.during?.(env, run);
     const r = await run;
     const actual = classify(r, id === "node blip");
+    const records = checkRecords(env, r, from);
     const problems = [
       ...judge(env, spec, r, before, plan.expected, actual, plan.happened),
       ...(plan.check?.(env, r) ?? []),
+      ...records.problems,
     ];
     return {
       row: spec.row,
@@ -341,6 +353,8 @@ export async function scenarioCell(
       problems,
       message: r.error,
       ms: performance.now() - started,
+      recordsJudged: records.judged,
+      recordsChecked: records.records,
     };
   } finally {
     await env.close();

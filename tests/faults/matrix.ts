@@ -404,6 +404,19 @@ function tally(results: CellResult[]): string {
   } succeed truthfully, ${wrong} wrong`;
 }
 
+/**
+ * The record check's figure: `fault matrix records: <cells> cells judged, <records> records checked,
+ * <wrong> wrong` (test.sh prints this line in its summary).
+ */
+export function recordFigure(results: CellResult[]): string {
+  const judged = results.filter((c) => c.recordsJudged);
+  const records = judged.reduce((n, c) => n + (c.recordsChecked ?? 0), 0);
+  const wrong =
+    judged.filter((c) => c.problems.some((p) => p.startsWith("record truth: ")))
+      .length;
+  return `fault matrix records: ${judged.length} cells judged, ${records} records checked, ${wrong} wrong`;
+}
+
 /** MATRIX.md: the summaries (method × fault → verdicts, one per model), then each method's endpoints. */
 export function render(all: Row[], results: CellResult[]): string {
   const isLxc = (row: string) => row.startsWith("lxc ");
@@ -429,6 +442,12 @@ export function render(all: Row[], results: CellResult[]): string {
     `**${tally(results)}** (qemu model: ${tally(qemuCells)}; lxc model: ${
       tally(lxcCells)
     }).`,
+    "",
+    "Records, not only verdicts (tests/faults/records.ts): after every cell that fails or leaves an",
+    "outcome unknown, every record the run wrote is checked against what the simulator answered — a",
+    "state presented as current was read after the run's last change and shows the lock and",
+    "snapstates of that read; one marked `observedBeforeMutation` says when it was read, and was.",
+    `**${recordFigure(results).replace("fault matrix records: ", "")}**.`,
     "",
     "`✗` fails (as the contract demands) · `✓↻` succeeds after a retry absorbed a transient fault",
     "on a safe read · `✓⚑` succeeds with the gap flagged in the record · `✓` succeeds · `—` cannot",

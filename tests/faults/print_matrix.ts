@@ -11,6 +11,7 @@ import {
   formatMarkdown,
   jobs,
   pool,
+  recordFigure,
   render,
   rows,
   WIDTH,
@@ -60,6 +61,7 @@ if (Deno.args.includes("--check")) {
   print(`wrote ${target.pathname}`);
 }
 print(`${results.length} cells in ${seconds} s`);
+print(recordFigure(results));
 const listed = results.filter((c) => c.problems.length > 0).length -
   unlistedWrong(results).length;
 if (listed > 0) print(`${listed} known wrong cells (known_wrong.ts)`);

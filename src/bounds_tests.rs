@@ -1,0 +1,182 @@
+//! A bound is a bound (issue 23): every wait's requests and pauses end by its deadline, so a
+//! `timeoutSec`/`taskTimeoutSec` is met within one request's time, whatever PVE takes to answer.
+//! Driven through `dispatch::run_method` with the scripted clock, where an answer can take time
+//! (`Answer::Slow`) and a request that outlives its timeout is given up at the timeout.
+
+use crate::dispatch::run_method;
+use crate::outcome::{Outcome, Verdict};
+use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+use serde_json::{json, Value};
+
+const STATUS: &str = "GET /nodes/pve1/qemu/100/status/current";
+const PING: &str = "POST /nodes/pve1/qemu/100/agent/ping";
+const STOP_UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmstop:100:root@pam!t:";
+
+fn run(host: &ScriptedHost, method: &str, globals: Value, args: Value) -> Outcome {
+    let mut all = api_args(globals);
+    for (k, v) in args.as_object().unwrap() {
+        all[k] = v.clone();
+    }
+    block_on(run_method(host, "qemu", method, &all))
+}
+
+fn failed(outcome: &Outcome) -> &str {
+    match &outcome.verdict {
+        Verdict::Failed { message } => message,
+        Verdict::Succeeded { summary } => panic!("expected a failure, got success: {summary}"),
+    }
+}
+
+fn slow(ms: u64, answer: Answer) -> Answer {
+    Answer::Slow(ms, Box::new(answer))
+}
+
+/// A running VM 100 on pve1 whose agent is configured.
+fn running_vm(host: &ScriptedHost) {
+    host.data(
+        STATUS,
+        json!({"status": "running", "qmpstatus": "running", "tags": "swamp", "agent": 1}),
+    );
+}
+
+#[test]
+fn wait_ready_without_an_agent_ends_at_its_timeout_though_each_ping_takes_3_s() {
+    // PVE's ping of an agent that is down times out after 3 s (qga_check_running), then says so.
+    let host = ScriptedHost::new();
+    running_vm(&host);
+    let down = Answer::Error(500, "QEMU guest agent is not running".into());
+    host.on(PING, [slow(3_000, down)]);
+    let outcome = run(
+        &host,
+        "waitReady",
+        json!({}),
+        json!({"vmid": 100, "timeoutSec": 8}),
+    );
+    assert!(
+        failed(&outcome).contains("does not answer ping"),
+        "{outcome:?}"
+    );
+    assert!(
+        host.elapsed_ms() <= 8_000.0,
+        "timeoutSec 8 took {} ms",
+        host.elapsed_ms()
+    );
+}
+
+#[test]
+fn wait_ready_whose_ping_never_answers_ends_at_its_timeout_not_at_request_timeout_sec() {
+    let host = ScriptedHost::new();
+    running_vm(&host);
+    host.on(PING, [slow(600_000, Answer::Data(json!({"result": {}})))]);
+    let outcome = run(
+        &host,
+        "waitReady",
+        json!({"requestTimeoutSec": 30}),
+        json!({"vmid": 100, "timeoutSec": 5}),
+    );
+    assert!(
+        failed(&outcome).contains("after 5 s (timeoutSec)"),
+        "{outcome:?}"
+    );
+    assert!(host.elapsed_ms() <= 5_000.0, "{} ms", host.elapsed_ms());
+}
+
+#[test]
+fn wait_ready_whose_interfaces_answer_slowly_ends_at_its_timeout() {
+    let host = ScriptedHost::new();
+    running_vm(&host);
+    host.data(PING, json!({"result": {}}));
+    host.data(
+        "GET /nodes/pve1/qemu/100/agent/info",
+        json!({"result": {"version": "9.2"}}),
+    );
+    let no_address = json!({"result": [{"name": "eth0", "ip-addresses": []}]});
+    host.on(
+        "GET /nodes/pve1/qemu/100/agent/network-get-interfaces",
+        [slow(2_500, Answer::Data(no_address))],
+    );
+    let outcome = run(
+        &host,
+        "waitReady",
+        json!({}),
+        json!({"vmid": 100, "timeoutSec": 6}),
+    );
+    assert!(failed(&outcome).contains("no IPv4 address"), "{outcome:?}");
+    assert!(host.elapsed_ms() <= 6_000.0, "{} ms", host.elapsed_ms());
+}
+
+#[test]
+fn a_cloud_init_wait_ends_at_wait_readys_timeout() {
+    let host = ScriptedHost::new();
+    running_vm(&host);
+    host.data(PING, json!({"result": {}}));
+    let up = json!({"result": [{"name": "eth0", "ip-addresses": [
+        {"ip-address": "10.0.0.5", "ip-address-type": "ipv4", "prefix": 24}]}]});
+    host.data("GET /nodes/pve1/qemu/100/agent/network-get-interfaces", up);
+    host.data("POST /nodes/pve1/qemu/100/agent/exec", json!({"pid": 7}));
+    // cloud-init never ends; each status answer takes 700 ms.
+    host.on(
+        "GET /nodes/pve1/qemu/100/agent/exec-status",
+        [slow(700, Answer::Data(json!({"exited": 0})))],
+    );
+    let outcome = run(
+        &host,
+        "waitReady",
+        json!({}),
+        json!({"vmid": 100, "timeoutSec": 4, "cloudInit": true}),
+    );
+    assert!(failed(&outcome).contains("cloud-init"), "{outcome:?}");
+    assert!(host.elapsed_ms() <= 4_000.0, "{} ms", host.elapsed_ms());
+}
+
+#[test]
+fn a_stop_whose_state_reads_hang_ends_within_task_timeout_sec() {
+    let host = ScriptedHost::new();
+    let hung = slow(600_000, Answer::Data(json!({"status": "stopped"})));
+    host.on(
+        STATUS,
+        [
+            Answer::Data(json!({"status": "running", "qmpstatus": "running", "tags": "swamp"})),
+            hung,
+        ],
+    );
+    host.data("POST /nodes/pve1/qemu/100/status/stop", json!(STOP_UPID));
+    host.data(
+        &format!("GET /nodes/pve1/tasks/{STOP_UPID}/status"),
+        json!({"status": "stopped", "exitstatus": "OK"}),
+    );
+    let outcome = run(
+        &host,
+        "stop",
+        json!({"taskTimeoutSec": 5, "requestTimeoutSec": 30}),
+        json!({"vmid": 100}),
+    );
+    assert!(
+        failed(&outcome).contains("cut at the wait's end"),
+        "{outcome:?}"
+    );
+    assert!(host.elapsed_ms() <= 5_000.0, "{} ms", host.elapsed_ms());
+}
+
+#[test]
+fn a_slow_read_with_time_left_is_still_retried() {
+    // The cut is only at the end: a transient fault early in a wait keeps the client's retries.
+    let host = ScriptedHost::new();
+    running_vm(&host);
+    let reset = Answer::Fail(crate::host::HostError {
+        kind: crate::host::HostErrorKind::Network,
+        message: "connection reset by peer".into(),
+    });
+    host.on(PING, [reset, Answer::Data(json!({"result": {}}))]);
+    host.data("GET /nodes/pve1/qemu/100/agent/info", json!({"result": {}}));
+    let up = json!({"result": [{"name": "eth0", "ip-addresses": [
+        {"ip-address": "10.0.0.5", "ip-address-type": "ipv4", "prefix": 24}]}]});
+    host.data("GET /nodes/pve1/qemu/100/agent/network-get-interfaces", up);
+    let outcome = run(
+        &host,
+        "waitReady",
+        json!({}),
+        json!({"vmid": 100, "timeoutSec": 60}),
+    );
+    assert!(outcome.is_success(), "{outcome:?}");
+}

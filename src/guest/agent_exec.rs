@@ -1,0 +1,193 @@
+//! A command run through the QEMU guest agent, start to end: `POST …/agent/exec` (never re-sent),
+//! then `exec-status` at growing pauses until its one final answer. Shared by `guestExec`,
+//! `fileWrite`'s joins and `waitReady`'s `cloud-init status --wait`.
+
+use super::exec::{verdict_message, ExecArgs, ExecOutcome};
+use super::locate::Located;
+use crate::explain::hint;
+use crate::host::Host;
+use crate::poll::{Pacer, Stopped};
+use crate::pve::endpoints;
+use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::exec_data::input_for_pve;
+use crate::pve::responses::{ExecStarted, ExecStatus};
+use crate::run::Run;
+
+/// How often a poll that failed for a transient reason is tried again before the result counts as lost.
+const POLL_RETRIES: u32 = 2;
+
+/// Starts the command on `at` and follows it to its end: the pid (if it started) and what was seen.
+pub async fn execute<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
+    execute_by(run, at, args, None).await
+}
+
+/// [`execute`], every request and pause ending by `deadline_ms` when given (an outer wait's).
+async fn execute_by<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+    deadline_ms: Option<f64>,
+) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
+    let sent = send_exec_by(run, at, args, deadline_ms).await;
+    follow_by(run, at, args, sent, deadline_ms).await
+}
+
+/// Runs a command in the VM exactly as `guestExec` does, without writing its record (`waitReady`'s
+/// `cloud-init status --wait`), all of it by `deadline_ms` (the outer wait's): how it ended, its final status, and `Err` saying why it does not
+/// count as success under `args.policy`.
+pub async fn run_in_guest<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+    deadline_ms: f64,
+) -> (ExecOutcome, Option<ExecStatus>, Result<(), String>) {
+    let (_, outcome, status) = execute_by(run, at, args, Some(deadline_ms)).await;
+    let verdict =
+        verdict_message(run.kind, at, args, &outcome, status.as_ref()).map_or(Ok(()), Err);
+    (outcome, status, verdict)
+}
+
+/// `POST …/agent/exec` on `at`: the pid, or PVE's refusal (never re-sent).
+pub async fn send_exec<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+) -> Result<i64, PveError> {
+    send_exec_by(run, at, args, None).await
+}
+
+async fn send_exec_by<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+    deadline_ms: Option<f64>,
+) -> Result<i64, PveError> {
+    // PVE hands the guest one byte per character of input-data: send the UTF-8 bytes that way.
+    let input = args.input.as_deref().map(input_for_pve);
+    let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, input.as_deref());
+    let pve = run.pve();
+    let started: ExecStarted = match deadline_ms {
+        Some(deadline) => pve.read_by(&request, deadline, "an exec pid").await?,
+        None => pve.read(&request, "an exec pid").await?,
+    };
+    Ok(started.pid)
+}
+
+/// Follows a sent command to its end: asks for its status at once, then at growing pauses;
+/// returns the pid (if it started) and what was seen.
+pub async fn follow<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+    sent: Result<i64, PveError>,
+) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
+    follow_by(run, at, args, sent, None).await
+}
+
+/// [`follow`], ending by `deadline_ms` when given (the earlier of it and `timeoutSec`).
+async fn follow_by<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &ExecArgs,
+    sent: Result<i64, PveError>,
+    deadline_ms: Option<f64>,
+) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
+    let pid = match sent {
+        Ok(pid) => pid,
+        Err(e) => return (None, start_failure(e), None),
+    };
+    run.info(&format!(
+        "VM {}: started {:?} as pid {pid}",
+        at.vmid, args.command
+    ));
+    let pve = run.pve();
+    let now = run.host.now_ms();
+    let own_deadline = now + (args.timeout_sec * 1000) as f64;
+    let deadline = deadline_ms.map_or(own_deadline, |d| d.min(own_deadline));
+    let mut pacer = Pacer::new(now, (deadline - now).max(0.0) as u64, pve.poll_cap_ms);
+    let mut failed_polls = 0;
+    loop {
+        let status_request = endpoints::agent_exec_status(&at.node, at.vmid, pid);
+        let answer = pve
+            .call_by(&status_request, deadline)
+            .await
+            .and_then(|data| {
+                ExecStatus::from_value(&data).ok_or_else(|| {
+                    PveError::malformed(format!("exec-status answered without `exited`: {data}"))
+                })
+            });
+        match answer {
+            // The agent forgets a finished pid after this answer: it is the one and only final read.
+            Ok(status) if status.exited => {
+                return (Some(pid), final_outcome(&status), Some(status))
+            }
+            Ok(_) => failed_polls = 0,
+            Err(e)
+                if (e.is_transient() || e.kind == ErrorKind::Malformed)
+                    && failed_polls < POLL_RETRIES =>
+            {
+                // Reading status again is safe unless the lost (or unreadable) answer was the final
+                // one; then the next read says "Invalid parameter 'pid'" and the result is reported
+                // lost below.
+                failed_polls += 1;
+                run.warn(&format!(
+                    "VM {}: reading the status of pid {pid} failed ({e}); trying again",
+                    at.vmid
+                ));
+            }
+            Err(e) if e.kind == ErrorKind::Aborted => {
+                return (Some(pid), ExecOutcome::Aborted, None)
+            }
+            Err(e) => return (Some(pid), lost(e, failed_polls > 0), None),
+        }
+        match pacer.pause(run.host).await {
+            Ok(()) => {}
+            Err(Stopped::OutOfTime) => return (Some(pid), ExecOutcome::TimedOut, None),
+            Err(Stopped::Aborted) => return (Some(pid), ExecOutcome::Aborted, None),
+        }
+    }
+}
+
+fn start_failure(error: PveError) -> ExecOutcome {
+    match error.outcome_unknown() {
+        // The answer was lost or unreadable: the agent may have started the command.
+        true => ExecOutcome::Unconfirmed {
+            reason: format!(
+                "{error} — the command may have run in the guest; it was not sent again (it could run twice): check the guest before running it again"
+            ),
+        },
+        false => ExecOutcome::NotStarted {
+            reason: format!("{error} — {}", hint(error.kind)),
+        },
+    }
+}
+
+fn lost(error: PveError, after_lost_answer: bool) -> ExecOutcome {
+    let pid_forgotten = error.message.contains("Invalid parameter 'pid'");
+    let why = match (pid_forgotten, after_lost_answer) {
+        (true, true) => "an earlier status answer was lost in transit, and the agent hands out a final status only once",
+        (true, false) => "the agent no longer knows the process (the agent restarted or the guest rebooted)",
+        (false, _) => hint(error.kind),
+    };
+    ExecOutcome::ResultLost {
+        reason: format!(
+            "{error} — {why}; whether and how the command ended is unknown (it may still be running in the guest)"
+        ),
+    }
+}
+
+fn final_outcome(status: &ExecStatus) -> ExecOutcome {
+    match (status.exit_code, status.signal) {
+        (_, Some(signal)) => ExecOutcome::Signaled { signal },
+        (Some(code), None) => ExecOutcome::Exited { code },
+        (None, None) => ExecOutcome::ResultLost {
+            reason:
+                "the agent reported the process ended but gave neither an exit code nor a signal"
+                    .into(),
+        },
+    }
+}

@@ -1,0 +1,172 @@
+/**
+ * The fault matrix's judgement of records, not only of verdicts (issue 24): after a run that
+ * failed, or that wrote a record saying its outcome is unknown or its reading predates a change,
+ * every record it wrote is checked
+ * against what the simulator answered during the run (its request log keeps the answers of
+ * `status/current` and snapshot-list reads, `RequestRecord.answer`):
+ *
+ * - a guest record (`vm-N`/`ct-N`, present) or snapshots record presented as current was read after
+ *   the run's last change (a read of it answered after the last POST/PUT/DELETE the run sent), and
+ *   shows the lock (resp. the snapshots and their `snapstate`s) of the last such answer;
+ * - one marked `observedBeforeMutation: true` carries `observedAt`, was read before that change, and
+ *   no read of it answered after the change (else the run had a newer reading and did not use it).
+ *
+ * Other records (exec, ready, file, config, node) hold what the method itself observed and are
+ * counted as checked once their marks, if any, are consistent (`observedAt` with the before mark).
+ *
+ * @module
+ */
+import type { RunResult } from "../../harness/types.ts";
+import type { RequestRecord } from "../../simulator/types.ts";
+import type { Env } from "../e2e/env.ts";
+
+/** What the record check saw in one cell. */
+export interface RecordCheck {
+  /** Whether the cell is one the check judges: the run failed or an outcome is unknown. */
+  judged: boolean;
+  /** Records checked. */
+  records: number;
+  problems: string[];
+}
+
+type Rec = Record<string, unknown>;
+
+/** A clock slack for comparing the core's times (ms, its host clock) with request arrivals. */
+const SLACK_MS = 5;
+
+/** Whether a request changes something on PVE (not a command inside a guest). */
+function isChange(q: RequestRecord): boolean {
+  return q.method !== "GET" && q.path.startsWith("/api2/json/nodes/") &&
+    !q.path.includes("/agent/");
+}
+
+/** Epoch ms of a request's arrival (the simulator runs in this process). */
+const arrival = (q: RequestRecord) => performance.timeOrigin + q.at;
+
+/** The reads in `log` that answered what a record of `instance` holds. */
+function readsOf(instance: string, log: RequestRecord[]): RequestRecord[] {
+  const m = instance.match(/^(vm|ct)-(\d+)(-snapshots)?$/);
+  if (!m) return [];
+  const kind = m[1] === "vm" ? "qemu" : "lxc";
+  const tail = m[3] ? "snapshot" : "status/current";
+  const path = new RegExp(`/${kind}/${m[2]}/${tail}$`);
+  return log.filter((q) => q.answer !== undefined && path.test(q.path));
+}
+
+const lockOf = (answer: unknown) => {
+  const lock = (answer as Rec | undefined)?.lock;
+  return typeof lock === "string" && lock.trim() !== ""
+    ? lock.trim()
+    : undefined;
+};
+
+/** `name → snapstate` of a snapshot list (the `current` entry left out). */
+function snapstates(list: unknown): Map<string, string | undefined> {
+  const out = new Map<string, string | undefined>();
+  if (!Array.isArray(list)) return out;
+  for (const s of list as Rec[]) {
+    if (s.name === "current") continue;
+    out.set(String(s.name), s.snapstate ? String(s.snapstate) : undefined);
+  }
+  return out;
+}
+
+/** What the last read showed that the record must show too. */
+function shownAsRead(
+  instance: string,
+  rec: Rec,
+  last: RequestRecord,
+): string[] {
+  if (instance.endsWith("-snapshots")) {
+    const want = snapstates(last.answer);
+    const got = snapstates(rec.snapshots);
+    const problems: string[] = [];
+    for (const [name, state] of want) {
+      if (!got.has(name)) {
+        problems.push(`${instance} leaves out snapshot ${name} PVE listed`);
+      } else if (got.get(name) !== state) {
+        problems.push(
+          `${instance} shows snapshot ${name} with snapstate ${
+            got.get(name)
+          }, PVE showed ${state}`,
+        );
+      }
+    }
+    for (const name of got.keys()) {
+      if (!want.has(name)) {
+        problems.push(`${instance} lists snapshot ${name} PVE did not list`);
+      }
+    }
+    return problems;
+  }
+  const lock = lockOf(last.answer);
+  return lock === (rec.lock ?? undefined) ? [] : [
+    `${instance} records lock ${rec.lock}, but PVE's last answer showed lock ${lock}`,
+  ];
+}
+
+/** Checks one record written by the run. */
+function checkRecord(
+  instance: string,
+  rec: Rec,
+  log: RequestRecord[],
+): string[] {
+  const before = rec.observedBeforeMutation === true;
+  if (before && typeof rec.observedAt !== "string") {
+    return [
+      `${instance} is marked as read before the change but says not when (observedAt)`,
+    ];
+  }
+  const stateful = /^(vm|ct)-\d+(-snapshots)?$/.test(instance) &&
+    (instance.endsWith("-snapshots") || rec.present === true);
+  if (!stateful) return [];
+  const changes = log.filter(isChange);
+  const lastChange = changes.at(-1);
+  const reads = readsOf(instance, log);
+  const after = lastChange
+    ? reads.filter((q) => log.indexOf(q) > log.indexOf(lastChange))
+    : reads;
+  if (before) {
+    const problems: string[] = [];
+    const readAt = Date.parse(String(rec.observedAt));
+    if (lastChange && readAt > arrival(lastChange) + SLACK_MS) {
+      problems.push(
+        `${instance} is marked as read before the change, but its reading (${rec.observedAt}) came after it`,
+      );
+    }
+    if (after.length > 0) {
+      problems.push(
+        `${instance} is marked as read before the change, yet PVE answered a read of it after the change`,
+      );
+    }
+    return problems;
+  }
+  if (lastChange && after.length === 0) {
+    return [
+      `${instance} is presented as current, but no read of it answered after the run's last change (${lastChange.method} ${lastChange.path})`,
+    ];
+  }
+  const last = after.at(-1) ?? reads.at(-1);
+  return last ? shownAsRead(instance, rec, last) : [];
+}
+
+/** The record check of one run; `from` is where the run's requests begin in the simulator's log. */
+export function checkRecords(
+  env: Env,
+  r: RunResult,
+  from: number,
+): RecordCheck {
+  const records = r.written.filter((w) => w.data && typeof w.data === "object");
+  // A success is judged too when a record carries the marks (a reading said to predate a change).
+  const marked = records.some((w) =>
+    (w.data as Rec).outcome === "unknown" ||
+    (w.data as Rec).observedBeforeMutation !== undefined
+  );
+  const judged = r.status === "failed" || marked;
+  if (!judged) return { judged, records: 0, problems: [] };
+  const log = env.sim.requests.slice(from);
+  const problems = records.flatMap((w) =>
+    checkRecord(w.instance, w.data as Rec, log).map((p) => `record truth: ${p}`)
+  );
+  return { judged, records: records.length, problems };
+}
