@@ -10,7 +10,7 @@ use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{TaskLogLine, TaskStatus};
 use crate::pve::upid::Upid;
-use crate::watch::node_tasks::{NodeTasks, Sighting, VERIFY_AFTER_MS};
+use crate::watch::node_tasks::{ListStep, ListedTask, NodeTasks, Sighting, VERIFY_AFTER_MS};
 use crate::watch::signal::first_of;
 use serde_json::Value;
 
@@ -99,7 +99,7 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
                 if let Some(watcher) = watcher.filter(|w| w.worth_reading() && !verify) {
                     // A list read sent within half a pause before this probe was due answers it too.
                     let fresh_since = due - pause as f64 / 2.0;
-                    if watcher.read_since(pve, &upid.node, fresh_since).await {
+                    if read_list_since(pve, watcher, &upid.node, fresh_since).await {
                         if let Some(ended) = listed_end(watcher, upid) {
                             return Ok(ended);
                         }
@@ -126,6 +126,56 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
             return Err(stopped_waiting(pve, upid, stop));
         }
     }
+}
+
+/// Makes sure a list read of `node` sent at or after `fresh_since` (epoch ms) was published: waits
+/// for another run's read in flight, or sends one for everyone. `false` when no such read could be
+/// had (the list is unusable, the run was aborted, the budget ran out): the caller reads its own
+/// task's status.
+async fn read_list_since<H: Host>(
+    pve: &Pve<'_, H>,
+    watcher: &NodeTasks,
+    node: &str,
+    fresh_since: f64,
+) -> bool {
+    loop {
+        let now = pve.host.now_ms();
+        let remaining = pve.budget.remaining_ms(now);
+        if pve.host.aborted() || remaining == 0 {
+            return false;
+        }
+        match watcher.next_step(fresh_since, now) {
+            ListStep::Fresh => return true,
+            ListStep::Unusable => return false,
+            ListStep::AwaitInFlight => {
+                let seen = watcher.publications();
+                first_of(pve.host.sleep(remaining), watcher.published_after(seen)).await;
+            }
+            ListStep::NotBefore(at) => pve.host.sleep((at - now).ceil() as u64).await,
+            ListStep::Send => read_list(pve, watcher, node).await,
+        }
+    }
+}
+
+/// Sends one list read of `node` for every task followed there, and publishes what it says.
+async fn read_list<H: Host>(pve: &Pve<'_, H>, watcher: &NodeTasks, node: &str) {
+    let sent = pve.host.now_ms();
+    let (request, in_flight) = watcher.begin_read(node, sent);
+    match pve.read::<Vec<ListedTask>>(&request, "a task list").await {
+        Ok(rows) => watcher.publish(&rows, sent, pve.host.now_ms()),
+        // Our run was aborted: the list is fine, another run reads it next.
+        Err(e) if e.kind == ErrorKind::Aborted => {}
+        Err(e) => {
+            watcher.give_up();
+            pve.host.log(
+                LogLevel::Warning,
+                &format!(
+                    "the task list of node {node} could not be read ({e}): each run now reads its own task's status there"
+                ),
+            );
+        }
+    }
+    drop(in_flight);
 }
 
 /// What one read of a task's own status said.

@@ -16,13 +16,11 @@
 //! task's own status, every run still reads it itself now and then ([`VERIFY_AFTER_MS`]), and a
 //! list that cannot be read at all sends every run back to its own reads (said once in the log).
 
-use super::signal::{first_of, Signal};
-use crate::client::Pve;
-use crate::host::{Host, LogLevel};
+use super::signal::Signal;
 use crate::poll::SHORTEST_PAUSE_MS;
 use crate::pve::endpoints;
-use crate::pve::error::ErrorKind;
 use crate::pve::flex;
+use crate::pve::request::PveRequest;
 use crate::pve::upid::Upid;
 use serde::Deserialize;
 use std::cell::{Cell, RefCell};
@@ -32,6 +30,21 @@ use std::cell::{Cell, RefCell};
 pub const VERIFY_AFTER_MS: f64 = 10_000.0;
 /// Tasks of other runs or users that may share the list's time window, read beyond our own.
 const LIST_SLACK: usize = 50;
+
+/// What a run that wants a fresh list read does next ([`NodeTasks::next_step`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ListStep {
+    /// A read sent recently enough was published: its sightings answer the probe.
+    Fresh,
+    /// Another run's read is in flight: wait for its publication.
+    AwaitInFlight,
+    /// The last read was too recent: not before this time (epoch ms).
+    NotBefore(f64),
+    /// Send the read, for everyone.
+    Send,
+    /// The list cannot be read: read the task's own status.
+    Unusable,
+}
 
 /// What the latest list said of one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,8 +81,9 @@ pub struct NodeTasks {
     published: Signal,
 }
 
+/// One row of the node's task list, as much of it as a follower reads.
 #[derive(Deserialize)]
-struct ListedTask {
+pub struct ListedTask {
     #[serde(deserialize_with = "flex::opt_string", default)]
     upid: Option<String>,
     #[serde(deserialize_with = "flex::opt_string", default)]
@@ -126,37 +140,20 @@ impl NodeTasks {
         self.published.after(seen).await
     }
 
-    /// Makes sure a list read sent at or after `fresh_since` (epoch ms) was published: waits for
-    /// the one in flight, or sends one itself. `false` when no such read could be had (the list is
-    /// unusable, the run was aborted, the budget ran out): the caller reads its own task's status.
-    pub async fn read_since<H: Host>(
-        &self,
-        pve: &Pve<'_, H>,
-        node: &str,
-        fresh_since: f64,
-    ) -> bool {
-        loop {
-            if self.unusable.get() || pve.host.aborted() {
-                return false;
-            }
-            if self.read_at.get().is_some_and(|sent| sent >= fresh_since) {
-                return true;
-            }
-            let remaining = pve.budget.remaining_ms(pve.host.now_ms());
-            if remaining == 0 {
-                return false;
-            }
-            if self.in_flight.get().is_some() {
-                let seen = self.publications();
-                first_of(pve.host.sleep(remaining), self.published_after(seen)).await;
-                continue;
-            }
-            let now = pve.host.now_ms();
-            if let Some(not_before) = self.next_read_at().filter(|at| *at > now) {
-                pve.host.sleep((not_before - now).ceil() as u64).await;
-                continue;
-            }
-            self.read(pve, node).await;
+    /// What a run whose probe wants a list read sent at or after `fresh_since` (epoch ms) does now.
+    pub fn next_step(&self, fresh_since: f64, now: f64) -> ListStep {
+        if self.unusable.get() {
+            return ListStep::Unusable;
+        }
+        if self.read_at.get().is_some_and(|sent| sent >= fresh_since) {
+            return ListStep::Fresh;
+        }
+        if self.in_flight.get().is_some() {
+            return ListStep::AwaitInFlight;
+        }
+        match self.next_read_at().filter(|at| *at > now) {
+            Some(at) => ListStep::NotBefore(at),
+            None => ListStep::Send,
         }
     }
 
@@ -167,40 +164,27 @@ impl NodeTasks {
         self.read_at.get().map(|sent| sent + pace)
     }
 
-    /// Sends one list read for every followed task and publishes what it says.
-    async fn read<H: Host>(&self, pve: &Pve<'_, H>, node: &str) {
-        let sent = pve.host.now_ms();
-        self.in_flight.set(Some(sent));
-        let in_flight = InFlight(self);
-        let (since, limit) = self.window();
-        let request = endpoints::node_tasks(node, since, limit);
-        match pve.read::<Vec<ListedTask>>(&request, "a task list").await {
-            Ok(rows) => {
-                self.apply(&rows);
-                self.read_at.set(Some(sent));
-                self.round_trip_ms.set(pve.host.now_ms() - sent);
-            }
-            // Our run was aborted: the list is fine, another run reads it next.
-            Err(e) if e.kind == ErrorKind::Aborted => {}
-            Err(e) => {
-                self.unusable.set(true);
-                pve.host.log(
-                    LogLevel::Warning,
-                    &format!(
-                        "the task list of node {node} could not be read ({e}): each run now reads its own task's status there"
-                    ),
-                );
-            }
-        }
-        drop(in_flight);
-    }
-
-    /// `since` and `limit` that hold every followed task: the oldest start, and room for ours and
-    /// others' tasks of that window.
-    fn window(&self) -> (u64, usize) {
+    /// A run sends the list read for everyone, now: the request to send (holding every followed
+    /// task: from the oldest one's start, with room for others' tasks of that window) and the
+    /// mark that clears the read in flight however the run leaves.
+    pub fn begin_read(&self, node: &str, now: f64) -> (PveRequest, InFlight<'_>) {
+        self.in_flight.set(Some(now));
         let followed = self.followed.borrow();
         let since = followed.iter().map(|f| f.starttime).min().unwrap_or(0);
-        (since, followed.len() + LIST_SLACK)
+        let request = endpoints::node_tasks(node, since, followed.len() + LIST_SLACK);
+        (request, InFlight(self))
+    }
+
+    /// Publishes the answer of the list read sent at `sent`, read back at `now`.
+    pub fn publish(&self, rows: &[ListedTask], sent: f64, now: f64) {
+        self.apply(rows);
+        self.read_at.set(Some(sent));
+        self.round_trip_ms.set(now - sent);
+    }
+
+    /// The list could not be read: every run reads its own task from now on.
+    pub fn give_up(&self) {
+        self.unusable.set(true);
     }
 
     fn apply(&self, rows: &[ListedTask]) {
@@ -222,7 +206,7 @@ impl NodeTasks {
 
 /// Clears the read in flight however the reading run leaves (answer, error, or dropped), and wakes
 /// every run waiting for it.
-struct InFlight<'a>(&'a NodeTasks);
+pub struct InFlight<'a>(&'a NodeTasks);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
@@ -262,9 +246,32 @@ mod tests {
     }
 
     #[test]
-    fn the_list_window_starts_at_the_oldest_followed_task_and_has_room_for_others() {
+    fn the_list_read_starts_at_the_oldest_followed_task_and_has_room_for_others() {
         let watcher = watching(&[B, A]);
-        assert_eq!(watcher.window(), (0x6571E3A1, 2 + LIST_SLACK));
+        let (request, _in_flight) = watcher.begin_read("pve1", 0.0);
+        assert_eq!(
+            request.params,
+            vec![
+                ("source".to_string(), "all".to_string()),
+                ("since".to_string(), 0x6571E3A1u64.to_string()),
+                ("limit".to_string(), (2 + LIST_SLACK).to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_run_waits_for_the_read_in_flight_then_takes_it_and_paces_the_next() {
+        let watcher = watching(&[A, B]);
+        assert_eq!(watcher.next_step(100.0, 100.0), ListStep::Send);
+        let (_, in_flight) = watcher.begin_read("pve1", 100.0);
+        assert_eq!(watcher.next_step(100.0, 105.0), ListStep::AwaitInFlight);
+        watcher.publish(&[], 100.0, 130.0);
+        drop(in_flight);
+        assert_eq!(watcher.next_step(90.0, 131.0), ListStep::Fresh);
+        // The next read waits twice the 30 ms round trip, at least the shortest pause (40 ms).
+        assert_eq!(watcher.next_step(150.0, 150.0), ListStep::NotBefore(160.0));
+        watcher.give_up();
+        assert_eq!(watcher.next_step(150.0, 170.0), ListStep::Unusable);
     }
 
     #[test]
