@@ -101,7 +101,7 @@ impl<'a, H: Host> Pve<'a, H> {
             if self.host.aborted() {
                 return Err(aborted());
             }
-            let pass = match self.shared.gate(self.settings) {
+            let pass = match self.shared.gate(self.settings, request) {
                 Some(gate) => Some(gate.enter().await),
                 None => None,
             };

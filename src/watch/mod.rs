@@ -18,7 +18,7 @@ pub mod node_tasks;
 pub mod signal;
 
 use crate::global_args::TransportSettings;
-use crate::pve::request::PveRequest;
+use crate::pve::request::{PveRequest, Verb};
 use crate::pve::upid::Upid;
 use flight::Flight;
 use gate::Gate;
@@ -30,6 +30,9 @@ use std::rc::Rc;
 /// API with 3 workers by default, so a 4th request would only queue inside the node, ahead of
 /// everyone else who uses it.
 pub const API_REQUESTS_IN_FLIGHT: usize = 3;
+/// Reads one process keeps in flight over ssh to one node: below the sessions one shared ssh
+/// connection may carry (OpenSSH's `MaxSessions`, 10 by default).
+pub const SSH_READS_IN_FLIGHT: usize = 8;
 
 /// The state concurrent runs of one process share.
 #[derive(Default)]
@@ -99,15 +102,18 @@ fn identity(settings: &TransportSettings) -> &str {
 }
 
 impl Shared {
-    /// The gate of the endpoint `settings` sends to; `None` where requests are not capped (pvesh
-    /// over ssh runs each call, its task included, in a process of its own on the node).
-    pub fn gate(&self, settings: &TransportSettings) -> Option<Rc<Gate>> {
-        let TransportSettings::Api(_) = settings else {
-            return None;
+    /// The gate `request` passes on its way to the endpoint `settings` sends to; `None` for an
+    /// ssh mutation, which holds its own connection for the whole task (pvesh runs it in the
+    /// foreground).
+    pub fn gate(&self, settings: &TransportSettings, request: &PveRequest) -> Option<Rc<Gate>> {
+        let capacity = match settings {
+            TransportSettings::Api(_) => API_REQUESTS_IN_FLIGHT,
+            TransportSettings::Ssh(_) if request.verb == Verb::Get => SSH_READS_IN_FLIGHT,
+            TransportSettings::Ssh(_) => return None,
         };
         Some(
             self.gates
-                .get_or(endpoint(settings), || Gate::new(API_REQUESTS_IN_FLIGHT)),
+                .get_or(endpoint(settings), || Gate::new(capacity)),
         )
     }
 
