@@ -5,10 +5,10 @@ use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
-    check, clone, cloud_init, container_exec, create, delete, delete_snapshot, file_read,
-    file_write, get_config, guest_exec, list_snapshots, lookup, migrate, node_config, node_status,
-    reboot, resize_disk, rollback, set_config, shutdown, snapshot, start, stop, sync, template,
-    wait_ready,
+    check, clone, cloud_init, container_exec, create, delete, delete_snapshot, download_url,
+    file_read, file_write, get_config, guest_exec, list_snapshots, lookup, migrate, node_config,
+    node_status, reboot, resize_disk, rollback, set_config, shutdown, snapshot, start, stop, sync,
+    template, wait_ready,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -51,6 +51,7 @@ enum Method {
     Reboot,
     CloudInit,
     WaitReady,
+    DownloadUrl,
     CheckReachable,
 }
 
@@ -75,6 +76,7 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, "deleteSnapshot") => Method::DeleteSnapshot,
         (_, "convertToTemplate") => Method::Template,
         (_, "reboot") => Method::Reboot,
+        (_, "downloadUrl") => Method::DownloadUrl,
         (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
         // A VM is cloned from a template and has a guest agent; a container is created from one.
         (GuestKind::Qemu, "guestExec") => Method::GuestExec,
@@ -128,6 +130,7 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::CloudInit => cloud_init::CloudInitArgs::parse(args).map(drop),
         Method::WaitReady => wait_ready::WaitReadyArgs::parse(args).map(drop),
         Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).map(drop),
+        Method::DownloadUrl => download_url::DownloadUrlArgs::parse(args).map(drop),
         Method::CheckReachable => return Err(no_rules()),
     };
     checked.map_err(|e| e.to_string())
@@ -208,6 +211,7 @@ async fn run_scrubbed<H: Host>(
         Method::Reboot => boxed(reboot::reboot(&run, args)),
         Method::CloudInit => boxed(cloud_init::cloud_init(&run, args)),
         Method::WaitReady => boxed(wait_ready::wait_ready(&run, args)),
+        Method::DownloadUrl => boxed(download_url::download_url(&run, args)),
         Method::CheckReachable => boxed(check::transport_reachable(&run)),
     };
     method.await

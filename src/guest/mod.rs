@@ -17,5 +17,6 @@ pub mod root_only;
 pub mod settle;
 pub mod snapshot_change;
 pub mod snapshots;
+pub mod storage;
 pub mod upstream;
 pub mod vmid_claim;

@@ -15,7 +15,6 @@
 //! 5. `start: true` then goes through `start`'s verified start (status/current shows it running).
 
 use crate::args::{check_segment, is_dns_name, ArgError, Fields};
-use crate::explain::hint;
 use crate::guest::config::key_type;
 use crate::guest::evidence::{Evidence, TaskTrail};
 use crate::guest::gates::MANAGED_TAG;
@@ -24,14 +23,14 @@ use crate::guest::provision::{
 };
 use crate::guest::reference::GuestRef;
 use crate::guest::root_only::{ct_refusal, Caller, CtState};
+use crate::guest::storage::{listed, missing_storage, storage_refusal};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
 use crate::methods::start::{bring_up, StartArgs};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
-use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::property::property;
-use crate::pve::responses::{list_of, NodeInterface, NodeStorage, StorageVolume};
+use crate::pve::responses::{NodeInterface, NodeStorage, StorageVolume};
 use crate::run::Run;
 use serde_json::Value;
 
@@ -287,42 +286,6 @@ pub async fn survey<H: Host>(run: &Run<'_, H>, node: &str, args: &CreateArgs) ->
     }
 }
 
-/// A list answer as `T`s, or why it could not be read.
-fn listed<T: for<'de> serde::Deserialize<'de>>(
-    answer: Result<Value, PveError>,
-) -> Result<Vec<T>, String> {
-    match answer {
-        Ok(data) => list_of(&data).ok_or_else(|| {
-            format!(
-                "PVE answered {data} where a list was expected — {}",
-                hint(ErrorKind::Malformed)
-            )
-        }),
-        Err(e) => Err(format!("{e} — {}", hint(e.kind))),
-    }
-}
-
-/// Why a storage cannot take content of type `content`; `None` when it can.
-fn storage_refusal(store: &NodeStorage, content: &str) -> Option<String> {
-    if store.enabled == Some(false) {
-        return Some("is disabled".to_string());
-    }
-    if store.active == Some(false) {
-        return Some("is not active (offline?)".to_string());
-    }
-    if !store.offers(content) {
-        let offered = store.content_types();
-        let listed = match offered.is_empty() {
-            true => "none".to_string(),
-            false => offered.join(", "),
-        };
-        return Some(format!(
-            "does not allow content {content} (its content: {listed})"
-        ));
-    }
-    None
-}
-
 fn gib(bytes: u64) -> String {
     let value = bytes as f64 / GIB as f64;
     match value.fract() == 0.0 {
@@ -347,14 +310,6 @@ pub fn problems(args: &CreateArgs, node: &str, survey: &Survey) -> Vec<String> {
     }
     bridge_problems(args, node, survey, &mut found);
     found
-}
-
-fn missing_storage(id: &str, node: &str, storages: &[NodeStorage]) -> String {
-    let listed: Vec<&str> = storages.iter().map(|s| s.storage.as_str()).collect();
-    format!(
-        "storage {id} does not exist on node {node}, or the token may not audit it (storages listed: {})",
-        if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
-    )
 }
 
 fn volume_problems(

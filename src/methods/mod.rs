@@ -7,6 +7,7 @@ pub mod container_exec;
 pub mod create;
 pub mod delete;
 pub mod delete_snapshot;
+pub mod download_url;
 pub mod file_read;
 pub mod file_write;
 pub mod get_config;

@@ -379,6 +379,33 @@ pub fn storage_content(node: &str, storage: &str, content: &str) -> PveRequest {
     PveRequest::get(&["nodes", node, "storage", storage, "content"]).param("content", content)
 }
 
+/// `POST /nodes/{node}/storage/{storage}/download-url` → UPID: PVE fetches a URL into the storage
+/// (`url`, `content`, `filename`, `checksum`, …; pve-storage `PVE/API2/Storage/Status.pm`
+/// download_url). Never re-sent.
+pub fn storage_download_url(
+    node: &str,
+    storage: &str,
+    params: Vec<(String, String)>,
+) -> PveRequest {
+    let mut request = PveRequest::new(
+        Verb::Create,
+        &["nodes", node, "storage", storage, "download-url"],
+        Repeat::Never,
+    );
+    request.params = params;
+    request
+}
+
+/// `GET /nodes/{node}/query-url-metadata?url=…`: the node asks the URL's server for its size, file
+/// name and type (pve-manager `PVE/API2/Nodes.pm` query_url_metadata).
+pub fn url_metadata(node: &str, url: &str, verify_certificates: bool) -> PveRequest {
+    let request = PveRequest::get(&["nodes", node, "query-url-metadata"]).param("url", url);
+    match verify_certificates {
+        true => request,
+        false => request.param("verify-certificates", "0"),
+    }
+}
+
 /// `GET /nodes/{node}/status`: CPU, load, memory, swap, root fs, uptime, kernel and PVE versions.
 pub fn node_status(node: &str) -> PveRequest {
     PveRequest::get(&["nodes", node, "status"])
