@@ -32,6 +32,7 @@ import {
   singleLine,
   snapshotMethods,
   StopArgs,
+  storageMethods,
   SyncArgs,
   TemplateArgs,
   transportReachable,
@@ -232,6 +233,7 @@ const MUTATING = [
   "migrate",
   "fileWrite",
   "cloudInit",
+  "downloadUrl",
 ];
 
 /**
@@ -427,6 +429,7 @@ export const model = {
         runOnCore("qemu", "fileRead", args, ctx),
     },
     ...nodeMethods("qemu"),
+    ...storageMethods("qemu"),
     ...snapshotMethods("qemu"),
     ...migrateMethod("qemu"),
   },

@@ -35,6 +35,7 @@ import { snapshotRoutes } from "./routes_snapshot.ts";
 import { migrateRoutes } from "./routes_migrate.ts";
 import { agentFileRoutes } from "./routes_agent_files.ts";
 import { storageRoutes } from "./routes_storage.ts";
+import { downloadRoutes } from "./routes_download.ts";
 import { taskListRoutes } from "./routes_tasklist.ts";
 import { taskRoutes } from "./routes_tasks.ts";
 import { RealGuests } from "./real_guests.ts";
@@ -112,6 +113,7 @@ const ROUTES = [
   ...nodeRoutes,
   ...lxcRoutes,
   ...storageRoutes,
+  ...downloadRoutes,
   ...templateRoutes,
   ...rebootRoutes,
   ...cloudinitRoutes,

@@ -18,6 +18,7 @@ import { DISK_KEY, diskBytes } from "./disks.ts";
 import { ApiError } from "./http.ts";
 import type {
   SimBridge,
+  SimFile,
   SimStorage,
   SimTemplate,
   StorageContent,
@@ -41,6 +42,8 @@ export interface StorageState {
   /** Bytes used besides guest volumes and templates. */
   used: number;
   templates: SimTemplate[];
+  /** ISO images and importable disk images (downloadUrl puts them here). */
+  files: SimFile[];
 }
 
 /** One guest volume found on a storage. */
@@ -137,6 +140,7 @@ export class NodeResources {
           total: s.total ?? 100 * GIB,
           used: s.used ?? 5 * GIB,
           templates: (s.templates ?? []).map((t) => ({ ...t })),
+          files: (s.files ?? []).map((f) => ({ ...f })),
         });
       }
     }
@@ -248,6 +252,7 @@ export class NodeResources {
   usedBytes(node: string, store: StorageState): number {
     return store.used +
       store.templates.reduce((n, t) => n + templateSize(t), 0) +
+      store.files.reduce((n, f) => n + fileSize(f), 0) +
       this.volumes(node, store).reduce((n, v) => n + v.size, 0);
   }
 
@@ -266,7 +271,12 @@ export class NodeResources {
 }
 
 function templateSize(t: SimTemplate): number {
-  return t.size ?? 126 * 2 ** 20;
+  return t.size ?? t.data?.length ?? 126 * 2 ** 20;
+}
+
+/** An ISO or import file's size. */
+export function fileSize(f: SimFile): number {
+  return f.size ?? f.data?.length ?? 2 ** 20;
 }
 
 /** A volume name as the storage plugin allocates it for a container. */
@@ -368,6 +378,27 @@ export function checkTemplateVolid(
   return { storage, file };
 }
 
+/** Whether a storage keeps files (it has a `path`): only those take downloads. */
+export function isFileStorage(store: StorageState): boolean {
+  return !BLOCK_TYPES.includes(store.type) && store.type !== "iscsi";
+}
+
+/** A file storage's directory for `content` (PVE::Storage get_iso_dir, get_vztmpl_dir, get_import_dir). */
+export function contentDir(
+  store: StorageState,
+  content: "iso" | "vztmpl" | "import",
+): string {
+  const base = store.storage === "local"
+    ? "/var/lib/vz"
+    : `/mnt/pve/${store.storage}`;
+  const sub = {
+    iso: "template/iso",
+    vztmpl: "template/cache",
+    import: "import",
+  };
+  return `${base}/${sub[content]}`;
+}
+
 /** Path of a file storage's template cache (for log lines). */
 export function templatePath(store: StorageState, file: string): string {
   const base = store.storage === "local"
@@ -467,6 +498,19 @@ export function contentList(
         ctime: t.ctime ?? 1730000000,
       });
     }
+  }
+  for (const f of store.files) {
+    if (!want(f.content) || vmid !== undefined) continue;
+    const format = f.content === "iso"
+      ? "iso"
+      : /\.(ova|qcow2|raw|vmdk)$/.exec(f.file)?.[1] ?? "raw";
+    out.push({
+      volid: `${store.storage}:${f.content}/${f.file}`,
+      format,
+      size: fileSize(f),
+      content: f.content,
+      ctime: f.ctime ?? 1730000000,
+    });
   }
   for (const v of resources.volumes(node, store)) {
     if (!want(v.content)) continue;

@@ -31,6 +31,8 @@ export interface TaskRecord extends UpidFields {
   invisibleUntil: number;
   /** When the task ended (epoch ms, `Date.now()`); set when status becomes "stopped". */
   endedAt?: number;
+  /** The override's `truncateTo`: the file this task writes keeps only so many bytes. */
+  truncateTo?: number;
 }
 
 /** What a route asks to run. */
@@ -143,6 +145,7 @@ export class TaskManager {
       status: "running",
       log: [...(spec.log ?? [])],
       invisibleUntil: now + (override.noSuchTaskFor ?? 0),
+      truncateTo: override.truncateTo,
     };
     this.#tasks.set(task.upid, task);
     this.#timers.after(

@@ -217,6 +217,11 @@ export interface TaskOverride {
    * the worker's lie a client can only catch by reading the state back.
    */
   noEffect?: boolean;
+  /**
+   * The file the task writes (a download, an imported disk) keeps only this many bytes: a worker
+   * that ended OK with a short (0: empty) file.
+   */
+  truncateTo?: number;
 }
 
 /** Which requests a fault applies to. */

@@ -390,6 +390,132 @@ export const NodeArgs = z.object({
   node: pathSegment("node").optional(),
 });
 
+// downloadUrl (both models): PVE fetches a URL into a storage (pve-storage Status.pm download_url).
+
+/** The extension PVE requires per content type ($ISO_EXT_RE_0, $VZTMPL_EXT_RE_1, $UPLOAD_IMPORT_EXT_RE_1). */
+const DOWNLOAD_EXTENSIONS = {
+  iso: { re: /.\.(iso|img)$/i, text: ".iso or .img" },
+  vztmpl: {
+    re: /.\.(tar|tar\.gz|tar\.xz|tar\.zst|tar\.bz2)$/i,
+    text: ".tar, .tar.gz, .tar.xz, .tar.zst or .tar.bz2",
+  },
+  import: {
+    re: /.\.(ova|qcow2|raw|vmdk)$/,
+    text: ".ova, .qcow2, .raw or .vmdk (lower case)",
+  },
+} as const;
+
+/** Hex digits of each checksum algorithm PVE offers. */
+const DIGEST_DIGITS = {
+  md5: 32,
+  sha1: 40,
+  sha224: 56,
+  sha256: 64,
+  sha384: 96,
+  sha512: 128,
+} as const;
+
+/**
+ * downloadUrl: `filename` is one PVE keeps as given (its normalization would rename any other
+ * character) with the content type's extension; `checksum` and `checksumAlgorithm` come together,
+ * the digest as the algorithm's hex digits; `compression` only for ISO images.
+ */
+export const DownloadUrlArgs = z.object({
+  node: pathSegment("node").optional(),
+  storage: pathSegment("storage"),
+  content: z.enum(["iso", "vztmpl", "import"]),
+  url: singleLine("url").refine((v) => /^https?:\/\//.test(v), {
+    message: "url must start with http:// or https:// (PVE's pattern)",
+  }),
+  filename: z.string().max(255, "filename must be at most 255 characters")
+    .regex(
+      /^[A-Za-z0-9_.-]+$/,
+      "filename must hold only letters, digits, _, . and - (PVE would rename any other character to _)",
+    ).refine((v) => !v.includes(".."), {
+      message:
+        "filename must not contain .. (a swamp data name cannot hold it)",
+    }),
+  checksum: z.string().optional(),
+  checksumAlgorithm: z.enum([
+    "md5",
+    "sha1",
+    "sha224",
+    "sha256",
+    "sha384",
+    "sha512",
+  ])
+    .optional(),
+  verifyCertificates: z.boolean().default(true),
+  compression: z.enum(["gz", "lzo", "zst", "bz2"]).optional(),
+}).superRefine((a, ctx) => {
+  const ext = DOWNLOAD_EXTENSIONS[a.content];
+  if (!ext.re.test(a.filename)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["filename"],
+      message: `filename must end in ${ext.text} for content ${a.content}`,
+    });
+  }
+  if ((a.checksum === undefined) !== (a.checksumAlgorithm === undefined)) {
+    ctx.addIssue({
+      code: "custom",
+      path: [a.checksum === undefined ? "checksum" : "checksumAlgorithm"],
+      message: "checksum and checksumAlgorithm come together",
+    });
+  } else if (a.checksum !== undefined && a.checksumAlgorithm !== undefined) {
+    const digits = DIGEST_DIGITS[a.checksumAlgorithm];
+    if (a.checksum.length !== digits || !/^[0-9a-fA-F]*$/.test(a.checksum)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["checksum"],
+        message:
+          `checksum must be the ${digits} hex digits of a ${a.checksumAlgorithm} digest`,
+      });
+    }
+  }
+  if (a.compression !== undefined && a.content !== "iso") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["compression"],
+      message: "compression is only for content iso",
+    });
+  }
+});
+
+/** The `volume-<storage>-<filename>` record: the downloaded volume as the storage lists it. */
+export const VolumeRecord = z.object({
+  node: z.string(),
+  storage: z.string(),
+  content: z.string(),
+  filename: z.string(),
+  volid: z.string(),
+  present: z.boolean(),
+  size: z.number().optional(),
+  format: z.string().optional(),
+  url: z.string(),
+  urlSize: z.number().optional(),
+  downloaded: z.boolean(),
+  checksumAlgorithm: z.string().optional(),
+  checksum: z.string().optional(),
+  checksumVerified: z.boolean(),
+  lastTask: z.string().optional(),
+  observedAt: z.string(),
+});
+
+/** The storage methods both models share. */
+export function storageMethods(model: ModelName) {
+  return {
+    downloadUrl: {
+      description:
+        "Have PVE download a URL into a storage (iso, vztmpl, or an import image); succeeds when the volume is in the storage's content with the URL's size (and PVE's checksum check ran), recorded as volume-<storage>-<filename>",
+      kind: "action" as const,
+      arguments: DownloadUrlArgs,
+      execute: (args: z.infer<typeof DownloadUrlArgs>, ctx: MethodContext) =>
+        runOnCore(model, "downloadUrl", args, ctx),
+    },
+  };
+}
+
 /** Every record spec lives forever, keeping 20 versions. */
 const kept = { lifetime: "infinite" as const, garbageCollection: 20 };
 
@@ -417,6 +543,12 @@ export function sharedResources(noun: string, prefix: string) {
       description:
         `A ${noun}'s snapshot tree as observed (instance ${prefix}-<vmid>-snapshots)`,
       schema: SnapshotsRecord,
+      ...kept,
+    },
+    volume: {
+      description:
+        "A downloaded volume as its storage lists it (instance volume-<storage>-<filename>)",
+      schema: VolumeRecord,
       ...kept,
     },
   };

@@ -442,6 +442,77 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   }),
   nodeStatus: object({ node: opt(node) }),
   nodeConfig: object({ node: opt(node) }),
+  // Content and file name mostly fit each other; each way of breaking the pair comes in rarely.
+  downloadUrl: fc.tuple(
+    object({
+      node: opt(node),
+      storage: mix(fc.constantFrom("local", "nfs_1")),
+      url: mix(
+        fc.oneof(
+          {
+            arbitrary: fc.constantFrom(
+              "http://127.0.0.1:8080/cloud.qcow2",
+              "https://images.example/x.iso",
+            ),
+            weight: 12,
+          },
+          {
+            arbitrary: fc.constantFrom(
+              "https://",
+              "ftp://x/a.iso",
+              "http://x/\n",
+            ),
+            weight: 1,
+          },
+        ),
+      ),
+      checksum: rarely(
+        fc.constantFrom(
+          "d41d8cd98f00b204e9800998ecf8427e",
+          "D41D8CD98F00B204E9800998ECF8427E",
+          "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+          "xyz",
+          "",
+        ),
+      ),
+      checksumAlgorithm: rarely(
+        fc.constantFrom("md5", "sha256", "sha512", "sha3"),
+      ),
+      verifyCertificates: opt(fc.boolean()),
+    }),
+    fc.oneof(
+      {
+        arbitrary: fc.constantFrom(
+          { content: "import", filename: "cloud.qcow2" },
+          { content: "import", filename: "x.raw" },
+          { content: "iso", filename: "debian.ISO" },
+          { content: "iso", filename: "x.img", compression: "gz" },
+          { content: "vztmpl", filename: "ct.tar.zst" },
+          { content: "vztmpl", filename: "ct.tar" },
+        ),
+        weight: 12,
+      },
+      {
+        arbitrary: object({
+          content: mix(fc.constantFrom("iso", "vztmpl", "import", "images")),
+          filename: mix(
+            fc.constantFrom(
+              "cloud.QCOW2",
+              "ct.tar.lz",
+              "a b.iso",
+              "a..iso",
+              ".iso",
+              "x.ova",
+              "ü.iso",
+              "a".repeat(252) + ".iso",
+            ),
+          ),
+          compression: rarely(fc.constantFrom("gz", "zst", "xz")),
+        }),
+        weight: 3,
+      },
+    ),
+  ).map(([rest, file]) => ({ ...rest, ...file })),
   ...snapshotArgs(true),
   migrate: migrateArgs(true),
   fileWrite: fc.tuple(
@@ -610,6 +681,7 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
       "sync",
       "nodeStatus",
       "nodeConfig",
+      "downloadUrl",
       "convertToTemplate",
       "reboot",
       "guestExec",
