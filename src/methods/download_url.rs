@@ -31,8 +31,9 @@ use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::responses::NodeStorage;
+use crate::pve::responses::TaskLogLine;
 use crate::run::{write, Run};
-use crate::task::{follow_task, read_log, upid_of, TaskTrouble};
+use crate::task::{follow_task, upid_of, TaskTrouble};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -470,9 +471,10 @@ async fn list_volume<H: Host>(
 ) -> Result<Option<Volume>, Failure> {
     let request = endpoints::storage_content(node, &args.storage, args.content.name());
     let what = format!(
-        "list the {} content of storage {} on node {node}",
+        "list the {} content of storage {} on node {node} (to see {})",
         args.content.name(),
-        args.storage
+        args.storage,
+        args.volid()
     );
     match run.pve().call(&request).await {
         Ok(list) if list.is_array() => Ok(volume_in(&list, &args.volid())),
@@ -494,7 +496,10 @@ async fn url_size<H: Host>(
     match run.pve().call(&request).await {
         Ok(meta) if meta.is_object() => Ok(meta.get("size").and_then(flex::u64_of)),
         Ok(other) => Err(could_not(
-            &format!("query the URL from node {node} (GET /nodes/{node}/query-url-metadata)"),
+            &format!(
+                "query the URL for {} from node {node} (GET /nodes/{node}/query-url-metadata)",
+                args.volid()
+            ),
             &PveError::malformed(format!("PVE answered {other} where an object was expected")),
         )),
         Err(e) if e.kind == ErrorKind::Forbidden => {
@@ -592,9 +597,10 @@ fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, Str
     let volid = args.volid();
     let node = &findings.node;
     let task = findings.last_task.as_deref().unwrap_or("the download task");
+    let check = format!("check the task's log on node {node} and the URL's file");
     let Some(volume) = volume else {
         return Err(format!(
-            "task {task} ended OK, but {volid} is not in the {} content of storage {} on node {node}",
+            "task {task} ended OK, but {volid} is not in the {} content of storage {} on node {node} — {check}",
             args.content.name(),
             args.storage
         ));
@@ -602,13 +608,13 @@ fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, Str
     let size = volume.size.unwrap_or(0);
     if size == 0 {
         return Err(format!(
-            "task {task} ended OK, but {volid} on node {node} is empty (size 0)"
+            "task {task} ended OK, but {volid} on node {node} is empty (size 0) — {check}"
         ));
     }
     if let (Some(want), None) = (findings.url_size, &args.compression) {
         if size != want {
             return Err(format!(
-                "task {task} ended OK, but {volid} on node {node} has {size} bytes where the URL's file has {want} (a short or altered download)"
+                "task {task} ended OK, but {volid} on node {node} has {size} bytes where the URL's file has {want} (a short or altered download) — {check}"
             ));
         }
     }
@@ -616,7 +622,7 @@ fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, Str
     if let Some((algorithm, _)) = &args.checksum {
         if !findings.checksum_verified {
             return Err(format!(
-                "task {task} ended OK and {volid} has {size} bytes, but its log does not show PVE's {algorithm} check ({CHECKSUM_VERIFIED:?})"
+                "task {task} ended OK and {volid} has {size} bytes, but its log does not show PVE's {algorithm} check ({CHECKSUM_VERIFIED:?}) — {check}"
             ));
         }
         summary.push_str(&format!(", {algorithm} verified by PVE"));
@@ -649,11 +655,26 @@ async fn send_and_follow<H: Host>(
             return Err(mutation_failed(&action, &e, &check).0);
         }
     };
-    let upid = upid_of(&answer, "POST …/download-url").map_err(|f| f.0)?;
+    let upid = upid_of(&answer, "POST …/download-url").map_err(|Failure(why)| {
+        format!("download to {volid}: {why}; whether PVE started it is unknown — it was not sent again: check the {} content of storage {} on node {node}", args.content.name(), args.storage)
+    })?;
     findings.last_task = Some(upid.to_string());
-    match follow_task(&pve, &upid).await {
-        Ok(_) => Ok(read_log(&pve, &upid).await),
-        Err(TaskTrouble::Failed(Failure(why)) | TaskTrouble::Unknown(Failure(why))) => Err(why),
+    if let Err(TaskTrouble::Failed(Failure(why)) | TaskTrouble::Unknown(Failure(why))) =
+        follow_task(&pve, &upid).await
+    {
+        return Err(format!("download to {volid}: {why}"));
+    }
+    // The log is where PVE says whether its checksum check ran: unreadable is not "it did not".
+    match pve
+        .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid), "a task log")
+        .await
+    {
+        Ok(lines) => Ok(lines.into_iter().filter_map(|l| l.t).collect()),
+        Err(e) => Err(could_not(
+            &format!("read the log of task {upid}, which ended OK, to see PVE's checks of {volid}"),
+            &e,
+        )
+        .0),
     }
 }
 
@@ -890,6 +911,34 @@ mod tests {
             failure_of(&outcome).contains("does not show PVE's sha256 check"),
             "{outcome:?}"
         );
+    }
+
+    #[test]
+    fn an_unreadable_task_log_is_no_proof_of_the_checksum_check() {
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![json!([]), listed(1024)]);
+        host.data("POST /nodes/pve1/storage/local/download-url", json!(UPID));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        host.on(
+            &format!("GET /nodes/pve1/tasks/{UPID}/log"),
+            [Answer::Error(500, "unable to open file".into())],
+        );
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "downloadUrl",
+            request(json!({"checksum": SHA, "checksumAlgorithm": "sha256"})),
+        );
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("could not read the log of task"),
+            "{message}"
+        );
+        assert!(message.contains("unable to open file"), "{message}");
     }
 
     #[test]
