@@ -851,14 +851,7 @@ mod tests {
         assert_eq!(outcome.writes[0].instance, "ct-400");
         assert_eq!(outcome.writes[0].spec, "container");
         assert_eq!(outcome.writes[0].data["lastTask"], UPID);
-        let post = host
-            .requests
-            .borrow()
-            .iter()
-            .find(|r| r.method == "POST")
-            .cloned()
-            .unwrap();
-        let body = post.body.unwrap();
+        let body = host.first_body("POST");
         assert!(
             body.contains("rootfs=local-lvm%3A8") && body.contains("tags=swamp"),
             "{body}"

@@ -845,14 +845,7 @@ mod tests {
         assert_eq!(record.data["present"], true);
         assert_eq!(record.data["downloaded"], true);
         assert_eq!(record.data["lastTask"], UPID);
-        let post = host
-            .requests
-            .borrow()
-            .iter()
-            .find(|r| r.method == "POST")
-            .cloned()
-            .unwrap();
-        let body = post.body.unwrap();
+        let body = host.first_body("POST");
         assert!(
             body.contains("content=import") && body.contains("filename=cloud.qcow2"),
             "{body}"
