@@ -8,7 +8,7 @@ use crate::methods::{
     check, clone, cloud_init, container_exec, create, delete, delete_snapshot, download_url,
     file_read, file_write, get_config, guest_exec, list_snapshots, lookup, migrate, node_config,
     node_status, reboot, resize_disk, rollback, set_config, shutdown, snapshot, start, stop, sync,
-    template, wait_ready,
+    template, vm_create, wait_ready,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -52,6 +52,7 @@ enum Method {
     CloudInit,
     WaitReady,
     DownloadUrl,
+    VmCreate,
     CheckReachable,
 }
 
@@ -89,6 +90,7 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (GuestKind::Qemu, "cloudInit") => Method::CloudInit,
         (GuestKind::Qemu, "waitReady") => Method::WaitReady,
         (GuestKind::Lxc, "create") => Method::Create,
+        (GuestKind::Qemu, "create") => Method::VmCreate,
         (GuestKind::Qemu, "resizeDisk") | (GuestKind::Lxc, "resize") => Method::Resize,
         _ => return None,
     })
@@ -131,6 +133,7 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::WaitReady => wait_ready::WaitReadyArgs::parse(args).map(drop),
         Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).map(drop),
         Method::DownloadUrl => download_url::DownloadUrlArgs::parse(args).map(drop),
+        Method::VmCreate => vm_create::VmCreateArgs::parse(args).map(drop),
         Method::CheckReachable => return Err(no_rules()),
     };
     checked.map_err(|e| e.to_string())
@@ -212,6 +215,7 @@ async fn run_scrubbed<H: Host>(
         Method::CloudInit => boxed(cloud_init::cloud_init(&run, args)),
         Method::WaitReady => boxed(wait_ready::wait_ready(&run, args)),
         Method::DownloadUrl => boxed(download_url::download_url(&run, args)),
+        Method::VmCreate => boxed(vm_create::vm_create(&run, args)),
         Method::CheckReachable => boxed(check::transport_reachable(&run)),
     };
     method.await

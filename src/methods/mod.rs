@@ -27,4 +27,5 @@ pub mod start;
 pub mod stop;
 pub mod sync;
 pub mod template;
+pub mod vm_create;
 pub mod wait_ready;

@@ -374,6 +374,19 @@ pub fn lxc_create(node: &str, params: Vec<(String, String)>) -> PveRequest {
     request
 }
 
+/// `POST /nodes/{node}/qemu` → UPID: creates a VM with these parameters (`vmid`, `name`, disks,
+/// NICs, …; qemu-server `PVE/API2/Qemu.pm` create_vm). Never re-sent.
+pub fn qemu_create(node: &str, params: Vec<(String, String)>) -> PveRequest {
+    let mut request = PveRequest::new(Verb::Create, &["nodes", node, "qemu"], Repeat::Never);
+    request.params = params;
+    request
+}
+
+/// `GET /nodes/{node}/storage/{storage}/content?content=…&vmid=…`: one guest's volumes there.
+pub fn storage_content_of(node: &str, storage: &str, content: &str, vmid: u32) -> PveRequest {
+    storage_content(node, storage, content).param("vmid", vmid.to_string())
+}
+
 /// `GET /nodes/{node}/storage/{storage}/content?content=…`: the volumes of one content type.
 pub fn storage_content(node: &str, storage: &str, content: &str) -> PveRequest {
     PveRequest::get(&["nodes", node, "storage", storage, "content"]).param("content", content)
