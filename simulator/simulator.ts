@@ -36,6 +36,7 @@ import { migrateRoutes } from "./routes_migrate.ts";
 import { agentFileRoutes } from "./routes_agent_files.ts";
 import { storageRoutes } from "./routes_storage.ts";
 import { downloadRoutes } from "./routes_download.ts";
+import { qemuCreateRoutes } from "./routes_qemu_create.ts";
 import { taskListRoutes } from "./routes_tasklist.ts";
 import { taskRoutes } from "./routes_tasks.ts";
 import { RealGuests } from "./real_guests.ts";
@@ -114,6 +115,7 @@ const ROUTES = [
   ...lxcRoutes,
   ...storageRoutes,
   ...downloadRoutes,
+  ...qemuCreateRoutes,
   ...templateRoutes,
   ...rebootRoutes,
   ...cloudinitRoutes,

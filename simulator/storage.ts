@@ -110,6 +110,10 @@ export class NodeResources {
   /** `<node>/<id>` (or `*` + `/<id>` when shared) → the storage there. */
   readonly #stores = new Map<string, StorageState>();
   readonly #bridges = new Map<string, SimBridge[]>();
+  /** The bytes of guest volumes an import wrote (`local-lvm:vm-500-disk-0` → its content). */
+  readonly volumeData = new Map<string, Uint8Array>();
+  /** Volumes a config names that are not on their storage (an import that left its disk missing). */
+  readonly lostVolumes = new Set<string>();
 
   /**
    * @param state the cluster (its nodes and guests)
@@ -242,7 +246,10 @@ export class NodeResources {
       if (!store.shared && g.node !== node) continue;
       for (const [key, value] of Object.entries(g.config)) {
         const v = volumeOf(g, key, String(value), store);
-        if (v) out.push(v);
+        if (!v || this.lostVolumes.has(v.volid)) continue;
+        // A volume whose bytes are known (an imported disk) is as large as they are.
+        const data = this.volumeData.get(v.volid);
+        out.push(data ? { ...v, size: data.length } : v);
       }
     }
     return out;

@@ -33,6 +33,8 @@ export interface TaskRecord extends UpidFields {
   endedAt?: number;
   /** The override's `truncateTo`: the file this task writes keeps only so many bytes. */
   truncateTo?: number;
+  /** The override's `loseFile`: the file this task writes is gone afterwards. */
+  loseFile?: boolean;
 }
 
 /** What a route asks to run. */
@@ -146,6 +148,7 @@ export class TaskManager {
       log: [...(spec.log ?? [])],
       invisibleUntil: now + (override.noSuchTaskFor ?? 0),
       truncateTo: override.truncateTo,
+      loseFile: override.loseFile,
     };
     this.#tasks.set(task.upid, task);
     this.#timers.after(

@@ -222,6 +222,8 @@ export interface TaskOverride {
    * that ended OK with a short (0: empty) file.
    */
   truncateTo?: number;
+  /** The file the task writes is not there afterwards (an import that left its disk missing). */
+  loseFile?: boolean;
 }
 
 /** Which requests a fault applies to. */

@@ -116,7 +116,7 @@ impl VmCreateArgs {
                     "must not contain NUL",
                 ));
             }
-            if property(value, "import-from").is_some() && !is_new_volume(value, Some(0.0)) {
+            if asks_import(value) && !is_new_volume(value, Some(0.0)) {
                 // qemu-server `$check_drive_param`: "'import-from' requires special syntax".
                 return Err(ArgError::new(
                     format!("config.{key}"),
@@ -245,17 +245,28 @@ pub struct NewDisk {
     pub import_from: Option<String>,
 }
 
-/// Whether a drive value asks for a new volume (`<storage>:<GiB>`), of `gib` GiB when given.
+/// Whether a drive value asks for a new volume (`<storage>:<GiB>`, the GiB as digits with an
+/// optional fraction), of `gib` GiB when given.
 fn is_new_volume(value: &str, gib: Option<f64>) -> bool {
     let volume = value.split(',').next().unwrap_or_default();
     let Some((storage, size)) = volume.split_once(':') else {
         return false;
     };
-    let size = size
-        .parse::<f64>()
-        .ok()
-        .filter(|g| g.is_finite() && *g >= 0.0);
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let plain = match size.split_once('.') {
+        Some((whole, fraction)) => digits(whole) && digits(fraction),
+        None => digits(size),
+    };
+    let size = size.parse::<f64>().ok().filter(|_| plain);
     !storage.is_empty() && size.is_some() && gib.is_none_or(|want| size == Some(want))
+}
+
+/// Whether a value holds an `import-from=` part (PVE's drive option that imports an image).
+fn asks_import(value: &str) -> bool {
+    value.split(',').any(|part| {
+        part.split_once('=')
+            .is_some_and(|(k, _)| k == "import-from")
+    })
 }
 
 /// What PVE would refuse this caller (an API token) among the new VM's options.

@@ -360,6 +360,58 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     full: opt(fc.boolean()),
     storage: opt(singleLine),
   }),
+  create: object({
+    vmid: fc.option(mix(vmid), { nil: undefined, freq: 2 }),
+    vmidRange: rarely(vmidRangeArb),
+    name: mix(dnsNames),
+    cores: opt(bounded(1, 1024)),
+    memory: opt(bounded(16, 268435456)),
+    agent: opt(fc.boolean()),
+    start: opt(fc.boolean()),
+    waitReady: rarely(object({
+      ipv6: opt(fc.boolean()),
+      nic: rarely(fc.constantFrom("net0", "net32")),
+    })),
+    config: opt(fc.dictionary(
+      fc.oneof(
+        {
+          arbitrary: fc.constantFrom("scsi0", "ide2", "net0", "ciuser", "tags"),
+          weight: 12,
+        },
+        {
+          arbitrary: fc.constantFrom("archive", "name", "force", "9x", "a-b"),
+          weight: 1,
+        },
+      ),
+      fc.oneof(
+        {
+          arbitrary: fc.constantFrom(
+            "local-lvm:8",
+            "local-lvm:0,import-from=local:import/cloud.qcow2",
+            "local-lvm:0.0,import-from=local:import/x.raw",
+            "local-lvm:cloudinit",
+            "virtio,bridge=vmbr0",
+            "ops",
+          ),
+          weight: 12,
+        },
+        {
+          arbitrary: fc.constantFrom(
+            "local-lvm:8,import-from=local:import/x.qcow2",
+            "local-lvm: 0,import-from=x",
+            ":0,import-from=x",
+            "local-lvm:0.,import-from=x",
+            "a\0b",
+          ),
+          weight: 2,
+        },
+        { arbitrary: fc.string({ maxLength: 8 }), weight: 2 },
+        { arbitrary: number, weight: 2 },
+        { arbitrary: fc.constantFrom(true, null), weight: 1 },
+      ),
+      { minKeys: 0, maxKeys: 2 },
+    )),
+  }),
   getConfig: object(guestRef),
   setConfig: object({
     ...guestRef,
