@@ -10,6 +10,7 @@ import type { SimStorage } from "../../simulator/node_types.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import { type Env, withEnv, written } from "./env.ts";
 import {
+  DOWNLOAD_STORAGES,
   hexDigest,
   imageBytes,
   type ImageServer,
@@ -19,20 +20,6 @@ import {
 const IMAGE = imageBytes(300_000);
 const TEMPLATE = imageBytes(50_000, 3);
 const ISO = imageBytes(80_000, 5);
-
-/** `local` takes downloads of every kind; `local-lvm` only guest volumes. */
-export const DOWNLOAD_STORAGES: SimStorage[] = [
-  {
-    storage: "local",
-    type: "dir",
-    content: ["iso", "vztmpl", "import", "backup"],
-  },
-  {
-    storage: "local-lvm",
-    type: "lvmthin",
-    content: ["rootdir", "images"],
-  },
-];
 
 const TRANSPORTS = ["api", "ssh"] as const;
 

@@ -6,6 +6,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
+import type { SimStorage } from "../../simulator/node_types.ts";
 
 /** A running image server. */
 export interface ImageServer {
@@ -60,3 +61,17 @@ export function startImageServer(
     close: () => server.shutdown(),
   };
 }
+
+/** `local` takes downloads of every kind; `local-lvm` only guest volumes. */
+export const DOWNLOAD_STORAGES: SimStorage[] = [
+  {
+    storage: "local",
+    type: "dir",
+    content: ["iso", "vztmpl", "import", "backup"],
+  },
+  {
+    storage: "local-lvm",
+    type: "lvmthin",
+    content: ["rootdir", "images"],
+  },
+];
