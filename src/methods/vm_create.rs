@@ -21,6 +21,7 @@
 //! 5. `start: true` is `start`'s verified start; `waitReady` starts it and waits (as `clone` does).
 
 use crate::args::{is_dns_name, ArgError, Fields};
+use crate::explain::hint;
 use crate::guest::config::{key_type, ssh_keys_param};
 use crate::guest::evidence::{Evidence, TaskTrail};
 use crate::guest::gates::MANAGED_TAG;
@@ -37,6 +38,7 @@ use crate::host::Host;
 use crate::methods::start::{start_and_wait, start_created};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::run::Run;
@@ -396,13 +398,15 @@ async fn list_images<H: Host>(
     match run.pve().call(&request).await {
         Ok(Value::Array(list)) => Ok(list),
         Ok(other) => Err(format!(
-            "{} exists, but its disks on storage {storage} could not be listed: PVE answered {other} where a list was expected",
-            ev.label(run)
+            "{} exists, but its disks on storage {storage} could not be listed: PVE answered {other} where a list was expected — {}",
+            ev.label(run),
+            hint(ErrorKind::Malformed)
         )),
         Err(e) => Err(format!(
-            "{} exists, but its disks on storage {storage} could not be listed (GET /nodes/{}/storage/{storage}/content): {e} — check the token's Datastore.Audit on /storage/{storage}",
+            "{} exists, but its disks on storage {storage} could not be listed (GET /nodes/{}/storage/{storage}/content): {e} — {}",
             ev.label(run),
-            ev.at.node
+            ev.at.node,
+            hint(e.kind)
         )),
     }
 }

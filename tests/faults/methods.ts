@@ -13,6 +13,7 @@ import type { ConfigValue, SimGuest } from "../../simulator/types.ts";
 import type { FaultId } from "./faults.ts";
 import type { FileScenario, ScenarioPlan } from "./cell.ts";
 import { downloadSpec } from "./download_rows.ts";
+import { vmCreateSpec } from "./vm_create_rows.ts";
 import { fileSpecs } from "./file_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
@@ -1464,7 +1465,9 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     row(cloudInitSpec(n, stopped, label(stopped))),
     row(waitReadySpec(n, running, label(running))),
     // A download lands on the node asked (the transport's): no pve2 twin, no node scenarios.
-    ...(where === "pve1" ? [row(downloadSpec("qemu"))] : []),
+    ...(where === "pve1"
+      ? [row(downloadSpec("qemu")), row(vmCreateSpec())]
+      : []),
   ];
 }
 
@@ -1495,4 +1498,5 @@ export const EXPECTED_METHODS = [
   "cloudInit",
   "waitReady",
   "downloadUrl",
+  "create",
 ];
