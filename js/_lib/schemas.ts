@@ -230,6 +230,12 @@ export const guestStateFields = {
     .optional(),
   warnings: z.array(z.string()).optional(),
   lastTask: z.string().optional(),
+  /** The selection of the sync that wrote it: scope, nodes (none: the cluster), tags. */
+  selection: z.object({
+    scope: z.string(),
+    nodes: z.array(z.string()).optional(),
+    tags: z.array(z.string()),
+  }).optional(),
   /** On a record the upstream package kept under a guest's name: the record that holds its state now. */
   supersededBy: z.string().optional(),
   pending: ConfigValues.optional(),
@@ -317,12 +323,44 @@ export function transportReachable(model: ModelName, appliesTo: string[]) {
 /** lookup and getConfig: just the guest reference. */
 export const GuestArgs = z.object(guestRef).refine(requireGuest, provideGuest);
 
-/** sync: with vmid/vmName just that guest, else every guest of the node or of the cluster. */
+/** A tag as PVE writes one (pve-common `$PVE_TAG_RE`). */
+const pveTag = z.string().regex(
+  /^[A-Za-z0-9_][A-Za-z0-9_+.-]*$/,
+  "tags must be PVE tags: a letter, digit or _, then letters, digits, _, -, + or .",
+);
+
+/**
+ * sync: with vmid/vmName just that guest, else every guest of the node (default), of `nodes`, or of
+ * the cluster — with `tags`, only those carrying every one (without case, as PVE keeps tags).
+ */
 export const SyncArgs = z.object({
   ...guestRef,
-  scope: z.enum(["node", "cluster"]).default("node"),
+  /** Default "node" (the core's default, so `nodes` can tell it was not given). */
+  scope: z.enum(["node", "cluster"]).optional(),
   node: pathSegment("node").optional(),
-});
+  nodes: z.array(pathSegment("node")).min(
+    1,
+    "nodes must name at least one node",
+  )
+    .optional(),
+  tags: z.array(pveTag).min(1, "tags must name at least one tag").optional(),
+}).refine(
+  (a) =>
+    (a.vmid === undefined && a.vmName === undefined) ||
+    (a.nodes === undefined && a.tags === undefined),
+  {
+    message:
+      "nodes and tags cannot be given with vmid or vmName (a sync of one guest)",
+    path: ["tags"],
+  },
+).refine(
+  (a) =>
+    a.nodes === undefined || (a.node === undefined && a.scope === undefined),
+  {
+    message: "nodes cannot be given with node or scope: nodes is the scope",
+    path: ["nodes"],
+  },
+);
 
 /** `applyPending`: "reboot" reboots (verified) when changes wait for a boot; then none may. */
 export const applyPending = z.enum(["none", "reboot"]).default("none");

@@ -491,6 +491,30 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     ...guestRef,
     scope: opt(fc.constantFrom("node", "cluster", "world")),
     node: opt(node),
+    nodes: rarely(
+      fc.oneof(
+        {
+          arbitrary: fc.array(node, { minLength: 1, maxLength: 3 }),
+          weight: 4,
+        },
+        { arbitrary: fc.constantFrom([], ["a/b"], "pve1"), weight: 1 },
+      ),
+    ),
+    tags: rarely(
+      fc.oneof(
+        {
+          arbitrary: fc.array(
+            fc.constantFrom("web", "Prod_1", "a+b.c-d", "_x"),
+            { minLength: 1, maxLength: 3 },
+          ),
+          weight: 4,
+        },
+        {
+          arbitrary: fc.constantFrom([], ["-web"], ["a b"], ["ü"], "web"),
+          weight: 1,
+        },
+      ),
+    ),
   }),
   nodeStatus: object({ node: opt(node) }),
   nodeConfig: object({ node: opt(node) }),
