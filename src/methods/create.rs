@@ -15,21 +15,20 @@
 //! 5. `start: true` then goes through `start`'s verified start (status/current shows it running).
 
 use crate::args::{is_dns_name, ArgError, Fields};
-use crate::guest::config::key_type;
 use crate::guest::evidence::TaskTrail;
 use crate::guest::gates::MANAGED_TAG;
 use crate::guest::placement::{
     allocation_of, bridges_of, numbered, problems, refusal, survey, Allocation, Placement, Source,
 };
 use crate::guest::provision::{
-    claim_vmid, complete, sight_new, verify_settings, with_managed_tag, Claim,
+    claim_vmid, complete, push_create_options, settings_of, sight_new, verify_settings, Claim,
 };
 use crate::guest::root_only::{ct_refusal, Caller, CtState};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
 use crate::methods::start::start_created;
 use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
+use crate::pve::endpoints::{self, GuestKind};
 use crate::run::Run;
 use serde_json::Value;
 
@@ -87,12 +86,6 @@ pub struct CreateArgs {
 impl CreateArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let optional_int = |key: &str, min: i64, max: i64| -> Result<Option<u64>, ArgError> {
-            match fields.optional::<i64>(key)? {
-                Some(_) => Ok(Some(fields.int_in(key, min, max)? as u64)),
-                None => Ok(None),
-            }
-        };
         let hostname = fields.line("hostname")?;
         if !is_dns_name(&hostname) {
             return Err(ArgError::new(
@@ -110,9 +103,9 @@ impl CreateArgs {
             hostname,
             storage: fields.segment("storage")?,
             rootfs_gib: fields.int_in_or("rootfsSize", 1, 131_072, 8)? as u64,
-            cores: optional_int("cores", 1, 8192)?,
-            memory: optional_int("memory", 16, 67_108_864)?,
-            swap: optional_int("swap", 0, 67_108_864)?,
+            cores: fields.optional_count_in("cores", 1, 8192)?,
+            memory: fields.optional_count_in("memory", 16, 67_108_864)?,
+            swap: fields.optional_count_in("swap", 0, 67_108_864)?,
             unprivileged: fields.or("unprivileged", true)?,
             features: fields.optional_line("features")?,
             ssh_public_keys,
@@ -136,16 +129,6 @@ impl CreateArgs {
                 format!("{}:{}", self.storage, self.rootfs_gib),
             ),
         ];
-        let numbers = [
-            ("cores", self.cores),
-            ("memory", self.memory),
-            ("swap", self.swap),
-        ];
-        for (key, value) in numbers {
-            if let Some(value) = value {
-                params.push((key.into(), value.to_string()));
-            }
-        }
         let flag = if self.unprivileged { "1" } else { "0" };
         params.push(("unprivileged".into(), flag.into()));
         if let Some(features) = &self.features {
@@ -154,9 +137,12 @@ impl CreateArgs {
         if let Some(keys) = self.ssh_public_keys.as_deref().filter(|k| !k.is_empty()) {
             params.push(("ssh-public-keys".into(), keys.to_string()));
         }
-        let tags = self.option("tags").unwrap_or_default();
-        params.push(("tags".into(), with_managed_tag(tags)));
-        params.extend(self.config.iter().filter(|(k, _)| k != "tags").cloned());
+        let numbers = [
+            ("cores", self.cores),
+            ("memory", self.memory),
+            ("swap", self.swap),
+        ];
+        push_create_options(&mut params, &numbers, &self.config);
         params
     }
 
@@ -165,19 +151,7 @@ impl CreateArgs {
     /// the managed tag, and each config key of PVE's schema.
     pub fn settings(&self) -> Vec<(String, String)> {
         // The VMID is not a setting (nor a config key): any number will do here.
-        self.params(0)
-            .into_iter()
-            .filter(|(key, _)| {
-                key != "hostname" && key_type(crate::pve::endpoints::GuestKind::Lxc, key).is_some()
-            })
-            .collect()
-    }
-
-    fn option(&self, key: &str) -> Option<&str> {
-        self.config
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        settings_of(GuestKind::Lxc, self.params(0), &["hostname"])
     }
 
     /// What create places on the node: `rootfs`, and each `mpN` given as `<storage>:<GiB>` (an

@@ -36,6 +36,19 @@ pub struct StartArgs {
 }
 
 impl StartArgs {
+    /// A plain start of `vmid`: no address or readiness wait.
+    pub fn plain(vmid: u32) -> Self {
+        StartArgs {
+            target: GuestRef {
+                vmid: Some(vmid),
+                name: None,
+            },
+            wait_for_ip: false,
+            allow_no_ip: false,
+            ready: None,
+        }
+    }
+
     /// The arguments as `kind`'s start takes them (`waitReady` is a VM's: containers have no agent).
     pub fn parse_for(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
@@ -86,15 +99,7 @@ pub async fn start_and_wait<H: Host>(
     ready: &ReadyArgs,
     done: String,
 ) -> Outcome {
-    let start = StartArgs {
-        target: GuestRef {
-            vmid: Some(ev.at.vmid),
-            name: None,
-        },
-        wait_for_ip: false,
-        allow_no_ip: false,
-        ready: None,
-    };
+    let start = StartArgs::plain(ev.at.vmid);
     let started = match bring_up(run, ev, &start).await {
         Ok(started) => started,
         Err(why) => {
@@ -122,15 +127,7 @@ pub async fn start_created<H: Host>(
     if !start {
         return Ok(done);
     }
-    let args = StartArgs {
-        target: GuestRef {
-            vmid: Some(ev.at.vmid),
-            name: None,
-        },
-        wait_for_ip: false,
-        allow_no_ip: false,
-        ready: None,
-    };
+    let args = StartArgs::plain(ev.at.vmid);
     match bring_up(run, ev, &args).await {
         Ok(started) => Ok(format!("{done}; {started}")),
         Err(why) => Err(format!("{done}, but start: true failed: {why}")),

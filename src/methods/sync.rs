@@ -184,6 +184,14 @@ struct Sweep {
     selection: Option<SyncSelection>,
 }
 
+impl Sweep {
+    /// Whether a guest with these tags is in the selection: it carries every selected tag.
+    fn selects<S: AsRef<str>>(&self, tags: &[S]) -> bool {
+        let wanted = self.selection.as_ref().map(|s| s.tags.as_slice());
+        carries_all(tags, wanted.unwrap_or_default())
+    }
+}
+
 /// The selection a record states: the scope, its nodes, the tags.
 fn selection_of(scope: &Scope, tags: &[String]) -> Option<SyncSelection> {
     let (name, nodes) = match scope {
@@ -403,12 +411,7 @@ async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, swe
         .as_deref()
         .map(flex::split_tags)
         .unwrap_or_default();
-    let wanted = sweep
-        .selection
-        .as_ref()
-        .map(|s| s.tags.as_slice())
-        .unwrap_or_default();
-    if !carries_all(&tags, wanted) {
+    if !sweep.selects(&tags) {
         sweep.unselected += 1;
         return;
     }
@@ -543,12 +546,7 @@ fn in_scope(stored: &Value, scope: &Scope, sweep: &Sweep) -> bool {
         .flatten()
         .filter_map(Value::as_str)
         .collect();
-    let wanted = sweep
-        .selection
-        .as_ref()
-        .map(|s| s.tags.as_slice())
-        .unwrap_or_default();
-    if !carries_all(&tags, wanted) {
+    if !sweep.selects(&tags) {
         return false;
     }
     // Upstream's records (no `present`: unknown, deleted or tombstoned) claim a guest there too.

@@ -22,14 +22,15 @@
 
 use crate::args::{is_dns_name, ArgError, Fields};
 use crate::explain::hint;
-use crate::guest::config::{key_type, ssh_keys_param};
+use crate::guest::config::ssh_keys_param;
 use crate::guest::evidence::{Evidence, TaskTrail};
 use crate::guest::gates::MANAGED_TAG;
 use crate::guest::placement::{
     allocation_of, bridges_of, problems, refusal, survey, Allocation, Placement, Source, Survey,
 };
 use crate::guest::provision::{
-    claim_vmid, complete, sight_new, verify_settings, with_managed_tag, Claim,
+    claim_vmid, complete, option, push_create_options, settings_of, sight_new, verify_settings,
+    Claim,
 };
 use crate::guest::readiness::ReadyArgs;
 use crate::guest::root_only::{qemu_refusal, Caller};
@@ -95,12 +96,6 @@ pub struct VmCreateArgs {
 impl VmCreateArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let optional_int = |key: &str, min: i64, max: i64| -> Result<Option<u64>, ArgError> {
-            match fields.optional::<i64>(key)? {
-                Some(_) => Ok(Some(fields.int_in(key, min, max)? as u64)),
-                None => Ok(None),
-            }
-        };
         let name = fields.line("name")?;
         if !is_dns_name(&name) {
             return Err(ArgError::new(
@@ -108,10 +103,10 @@ impl VmCreateArgs {
                 "must be a DNS name (letters, digits and inner hyphens, labels joined by dots), as PVE requires of a VM name",
             ));
         }
-        let config = fields
+        let options = fields
             .options("config", &REFUSED_CONFIG_KEYS)?
             .unwrap_or_default();
-        for (key, value) in &config {
+        for (key, value) in &options {
             if value.contains('\0') {
                 return Err(ArgError::new(
                     format!("config.{key}"),
@@ -126,11 +121,19 @@ impl VmCreateArgs {
                 ));
             }
         }
+        // `sshkeys` goes URL-encoded, as PVE requires (and reads back decoded).
+        let config: Vec<(String, String)> = options
+            .into_iter()
+            .map(|(key, value)| match key.as_str() {
+                "sshkeys" => (key, ssh_keys_param(&value)),
+                _ => (key, value),
+            })
+            .collect();
         Ok(VmCreateArgs {
             vmid: VmidChoice::parse(&fields)?,
             name,
-            cores: optional_int("cores", 1, 1024)?,
-            memory: optional_int("memory", 16, 268_435_456)?,
+            cores: fields.optional_count_in("cores", 1, 1024)?,
+            memory: fields.optional_count_in("memory", 16, 268_435_456)?,
             agent: fields.optional("agent")?,
             start: fields.or("start", false)?,
             ready: match fields.optional::<Value>("waitReady")? {
@@ -148,23 +151,11 @@ impl VmCreateArgs {
             ("vmid".into(), vmid.to_string()),
             ("name".into(), self.name.clone()),
         ];
-        for (key, value) in [("cores", self.cores), ("memory", self.memory)] {
-            if let Some(value) = value {
-                params.push((key.into(), value.to_string()));
-            }
-        }
         if let Some(agent) = self.agent {
             params.push(("agent".into(), if agent { "1" } else { "0" }.into()));
         }
-        let tags = self.option("tags").unwrap_or_default();
-        params.push(("tags".into(), with_managed_tag(tags)));
-        for (key, value) in self.config.iter().filter(|(k, _)| k != "tags") {
-            let value = match key.as_str() {
-                "sshkeys" => ssh_keys_param(value),
-                _ => value.clone(),
-            };
-            params.push((key.clone(), value));
-        }
+        let numbers = [("cores", self.cores), ("memory", self.memory)];
+        push_create_options(&mut params, &numbers, &self.config);
         params
     }
 
@@ -172,20 +163,7 @@ impl VmCreateArgs {
     /// sent (the tags with the managed tag) but the name (checked on its own) and `cipassword`
     /// (PVE keeps only its hash: checked by presence).
     pub fn settings(&self) -> Vec<(String, String)> {
-        self.params(0)
-            .into_iter()
-            .filter(|(key, _)| {
-                !matches!(key.as_str(), "name" | "cipassword")
-                    && key_type(GuestKind::Qemu, key).is_some()
-            })
-            .collect()
-    }
-
-    fn option(&self, key: &str) -> Option<&str> {
-        self.config
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        settings_of(GuestKind::Qemu, self.params(0), &["name", "cipassword"])
     }
 
     /// The disks the request makes: `(key, storage, import-from source)`, cloud-init drives aside.
@@ -361,7 +339,7 @@ async fn check_made<H: Host>(
     facts: &Survey,
 ) -> Result<String, String> {
     verify_settings(run, ev, &args.settings(), "create")?;
-    if args.option("cipassword").is_some() && !ev.config.contains_key("cipassword") {
+    if option(&args.config, "cipassword").is_some() && !ev.config.contains_key("cipassword") {
         return Err(format!(
             "{} exists, but its config holds no cipassword although one was sent — check the create task's log",
             ev.label(run)
