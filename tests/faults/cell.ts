@@ -81,9 +81,9 @@ export const SCENARIO_LEGEND: Record<ScenarioId, string> = {
   "lock held":
     "the same lock never clears: an acting method fails naming it when its budget runs out, having sent nothing; a read or a command inside the guest succeeds and records the lock",
   "no file":
-    "the task that writes a file (a download) ends OK but wrote nothing: the worker's lie, caught only by reading the storage's content back",
+    "the task that writes a file (a download, a disk imported from an image) ends OK but the file is not there: the worker's lie, caught only by reading the storage's content back",
   "short file":
-    "the same task ends OK having written only 1,000 bytes of the file: the content list shows a size other than the URL's",
+    "the same task ends OK having written only 1,000 bytes: the storage lists the file smaller than the URL's (the disk smaller than its image)",
   "checksum✗":
     "the checksum given is not the file's: PVE's download_file_from_url refuses it (`checksum mismatch: got … != expect …`) and keeps nothing",
 };
