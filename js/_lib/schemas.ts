@@ -464,6 +464,9 @@ export const DownloadUrlArgs = z.object({
   content: z.enum(["iso", "vztmpl", "import"]),
   url: singleLine("url").refine((v) => /^https?:\/\//.test(v), {
     message: "url must start with http:// or https:// (PVE's pattern)",
+  }).refine((v) => !/^[^:]*:\/\/[^/?#]*@/.test(v), {
+    message:
+      "url must not carry a user name or password: PVE writes the URL into the task log",
   }),
   filename: z.string().max(255, "filename must be at most 255 characters")
     .regex(

@@ -537,6 +537,8 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
               "https://",
               "ftp://x/a.iso",
               "http://x/\n",
+              "https://me:pw@host/a.iso",
+              "https://host/a.iso?x=a@b",
             ),
             weight: 1,
           },
