@@ -35,6 +35,7 @@ import {
   snapshotMethods,
   StartArgs,
   StopArgs,
+  storageMethods,
   SyncArgs,
   TemplateArgs,
   transportReachable,
@@ -115,6 +116,7 @@ const CHANGES = [
   "reboot",
   "guestExec",
   "migrate",
+  "downloadUrl",
 ];
 
 /**
@@ -264,6 +266,7 @@ export const model = {
         runOnCore("lxc", "convertToTemplate", args, ctx),
     },
     ...nodeMethods("lxc"),
+    ...storageMethods("lxc"),
     ...snapshotMethods("lxc"),
     ...migrateMethod("lxc"),
   },

@@ -23,6 +23,7 @@ import {
   nodeMethods,
   notBothVmidAndRange,
   oneVmidChoice,
+  optionBag,
   provideGuest,
   RebootArgs,
   requireGuest,
@@ -32,6 +33,7 @@ import {
   singleLine,
   snapshotMethods,
   StopArgs,
+  storageMethods,
   SyncArgs,
   TemplateArgs,
   transportReachable,
@@ -66,6 +68,71 @@ const CloneArgs = z.object({
   message:
     "storage cannot be given with full: false (PVE puts a linked clone on its template's storage)",
   path: ["storage"],
+}).refine(notBothVmidAndRange, oneVmidChoice);
+
+/**
+ * Keys `create`'s config bag may not hold: they have their own argument, or change how PVE creates
+ * (`archive` restores a backup, `force` overwrites) rather than what it creates.
+ */
+const VM_CREATE_REFUSED_KEYS = [
+  "name",
+  "cores",
+  "memory",
+  "agent",
+  "start",
+  "vmid",
+  "node",
+  "archive",
+  "live-restore",
+  "force",
+  "unique",
+  "digest",
+  "template",
+];
+
+/** Whether a value asks PVE to import an image (`import-from=` is one of its parts). */
+const asksImport = (v: string | number) =>
+  String(v).split(",").some((part) =>
+    part.includes("=") && part.slice(0, part.indexOf("=")) === "import-from"
+  );
+
+/** `<storage>:0`: the volume an import needs (PVE sizes the disk by the image). */
+const zeroVolume = (v: string | number) => {
+  const volume = String(v).split(",")[0];
+  const at = volume.indexOf(":");
+  const size = volume.slice(at + 1);
+  return at > 0 && /^\d+(\.\d+)?$/.test(size) && Number(size) === 0;
+};
+
+/**
+ * create: a new VM from parameters — disks (`<storage>:<GiB>`, or `<storage>:0,import-from=<volid>`
+ * for an image), a cloud-init drive (`<storage>:cloudinit`) and its keys, NICs — in `config`.
+ */
+const VmCreateArgs = z.object({
+  ...newVmid,
+  name: dnsName("name"),
+  cores: z.number().int().min(1).max(1024).optional(),
+  /** MiB. */
+  memory: z.number().int().min(16).max(268435456).optional(),
+  agent: z.boolean().optional(),
+  start: z.boolean().default(false),
+  /** Start the VM and wait until it is ready (as waitReady). */
+  waitReady: z.object(readyFields).optional(),
+  /** The VM's options: scsi0, ide2, net0, ciuser, sshkeys, ipconfig0, tags, … */
+  config: optionBag(
+    VM_CREATE_REFUSED_KEYS,
+    "has its own argument, or is not a VM option",
+  ).refine(
+    (c) =>
+      Object.values(c).every((v) => typeof v !== "string" || !v.includes("\0")),
+    { message: "config values must not contain NUL" },
+  ).refine(
+    (c) => Object.values(c).every((v) => !asksImport(v) || zeroVolume(v)),
+    {
+      message:
+        "import-from needs the volume <storage>:0 (PVE sizes the disk by the image), e.g. local-lvm:0,import-from=local:import/cloud.qcow2",
+    },
+  ).optional(),
 }).refine(notBothVmidAndRange, oneVmidChoice);
 
 /** An ssh public key line as PVE validates keys: `<type> <base64> [comment]`. */
@@ -220,6 +287,7 @@ const FileRecord = z.object({
 /** The methods that change a guest: the reachability check runs before them. */
 const MUTATING = [
   "clone",
+  "create",
   "setConfig",
   "resizeDisk",
   "start",
@@ -235,6 +303,7 @@ const MUTATING = [
   "migrate",
   "fileWrite",
   "cloudInit",
+  "downloadUrl",
 ];
 
 /**
@@ -349,6 +418,14 @@ export const model = {
       execute: (args: z.infer<typeof CloneArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "clone", args, ctx),
     },
+    create: {
+      description:
+        "Create a VM from parameters (new disks, disks imported from an image with import-from, a cloud-init drive, NICs); succeeds when it is seen with its name and the swamp tag, unlocked, every setting read back as PVE stores it and every disk it made on its storage (an imported one with the image's size)",
+      kind: "action" as const,
+      arguments: VmCreateArgs,
+      execute: (args: z.infer<typeof VmCreateArgs>, ctx: MethodContext) =>
+        runOnCore("qemu", "create", args, ctx),
+    },
     getConfig: {
       description:
         "Record the VM's running config and its pending changes as vm-<vmid>-config",
@@ -430,6 +507,7 @@ export const model = {
         runOnCore("qemu", "fileRead", args, ctx),
     },
     ...nodeMethods("qemu"),
+    ...storageMethods("qemu"),
     ...snapshotMethods("qemu"),
     ...migrateMethod("qemu"),
   },

@@ -24,6 +24,21 @@ export interface SimTemplate {
   size?: number;
   /** Creation time, epoch seconds; default a fixed date. */
   ctime?: number;
+  /** The file's bytes, when a test or a download gave them (checksums and imports read them). */
+  data?: Uint8Array;
+}
+
+/** An ISO image or an importable disk image on a storage (`<storage>:iso/<file>`, `<storage>:import/<file>`). */
+export interface SimFile {
+  content: "iso" | "import";
+  /** File name, e.g. `debian-12.iso`, `cloud.qcow2`. */
+  file: string;
+  /** Bytes; default the length of `data`, else 1 MiB. */
+  size?: number;
+  /** The file's bytes, when known. */
+  data?: Uint8Array;
+  /** Creation time, epoch seconds; default a fixed date. */
+  ctime?: number;
 }
 
 /**
@@ -55,6 +70,8 @@ export interface SimStorage {
   used?: number;
   /** Container templates on it (only for a storage with `vztmpl` content). */
   templates?: SimTemplate[];
+  /** ISO images and importable disk images on it (`iso` / `import` content). */
+  files?: SimFile[];
 }
 
 /** A network bridge of a node. */

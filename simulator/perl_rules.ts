@@ -249,6 +249,35 @@ const CT_NOT_OPTIONS = new Set([
   "unprivileged",
 ]);
 
+/** Parameters of qemu create_vm that are not config options. */
+const QEMU_CREATE_PARAMS = new Set([
+  "node",
+  "vmid",
+  "archive",
+  "storage",
+  "force",
+  "unique",
+  "pool",
+  "bwlimit",
+  "start",
+  "live-restore",
+  "import-working-storage",
+]);
+
+/**
+ * qemu-server PVE/API2/Qemu.pm create_vm: the new config's options go through the same
+ * `$check_vm_modify_config_perm` as an update (an option none of its privilege groups holds is
+ * root@pam's: "only root can set '<key>' config").
+ */
+export const qemuCreatePerm: PerlRule = (ctx) => {
+  if (isRootPam(ctx.user)) return;
+  for (const key of Object.keys(ctx.params)) {
+    if (!QEMU_CREATE_PARAMS.has(key) && !qemuOptionAllowsToken(key)) {
+      throw new ApiError(500, `only root can set '${key}' config`);
+    }
+  }
+};
+
 /** pve-container PVE/API2/LXC.pm create_vm: the new config against check_ct_modify_config_perm. */
 export const ctCreatePerm: PerlRule = (ctx) => {
   if (isRootPam(ctx.user)) return;

@@ -98,7 +98,10 @@ function changeFrom(ctx: Ctx): ConfigChange {
  * is stored hashed (PVE::Tools::encrypt_pw). The drive's last generation is remembered first, so
  * `GET …/cloudinit` can tell what changed since.
  */
-function cloudinitValues(g: GuestState, change: ConfigChange): void {
+export function cloudinitValues(
+  g: GuestState,
+  change: ConfigChange,
+): void {
   const keys = change.set.sshkeys;
   if (typeof keys === "string") {
     let decoded: string;

@@ -35,6 +35,8 @@ import { snapshotRoutes } from "./routes_snapshot.ts";
 import { migrateRoutes } from "./routes_migrate.ts";
 import { agentFileRoutes } from "./routes_agent_files.ts";
 import { storageRoutes } from "./routes_storage.ts";
+import { downloadRoutes } from "./routes_download.ts";
+import { qemuCreateRoutes } from "./routes_qemu_create.ts";
 import { taskListRoutes } from "./routes_tasklist.ts";
 import { taskRoutes } from "./routes_tasks.ts";
 import { RealGuests } from "./real_guests.ts";
@@ -107,6 +109,8 @@ export interface Simulator {
   storage(node: string, storage: string): StorageState | undefined;
   /** The bridges of `node` (the live list: push, remove or set `active: false`). */
   bridges(node: string): SimBridge[];
+  /** The bytes an import wrote into guest volume `volid` (qemu create's `import-from`), if any. */
+  volumeData(volid: string): Uint8Array | undefined;
   /** What container `vmid`'s OS received when the simulator created it (ssh keys, password). */
   containerSetup(vmid: number): ContainerSetup | undefined;
   /** The running QEMU VM of a guest marked `real` (its pid, QMP, agent), or undefined. */
@@ -129,6 +133,8 @@ const ROUTES = [
   ...nodeRoutes,
   ...lxcRoutes,
   ...storageRoutes,
+  ...downloadRoutes,
+  ...qemuCreateRoutes,
   ...templateRoutes,
   ...rebootRoutes,
   ...cloudinitRoutes,
@@ -372,6 +378,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
     tasks: () => tasks.all(),
     storage: (node, storage) => resources.get(node, storage),
     bridges: (node) => resources.bridges(node),
+    volumeData: (volid) => resources.volumeData.get(volid),
     containerSetup: (vmid) => containerSetupOf(state, vmid),
     realVm: (vmid) => real?.vm(vmid),
     fault: (fault) => faults.add(fault),

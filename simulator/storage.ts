@@ -18,6 +18,7 @@ import { DISK_KEY, diskBytes } from "./disks.ts";
 import { ApiError } from "./http.ts";
 import type {
   SimBridge,
+  SimFile,
   SimStorage,
   SimTemplate,
   StorageContent,
@@ -41,6 +42,8 @@ export interface StorageState {
   /** Bytes used besides guest volumes and templates. */
   used: number;
   templates: SimTemplate[];
+  /** ISO images and importable disk images (downloadUrl puts them here). */
+  files: SimFile[];
 }
 
 /** One guest volume found on a storage. */
@@ -107,6 +110,10 @@ export class NodeResources {
   /** `<node>/<id>` (or `*` + `/<id>` when shared) → the storage there. */
   readonly #stores = new Map<string, StorageState>();
   readonly #bridges = new Map<string, SimBridge[]>();
+  /** The bytes of guest volumes an import wrote (`local-lvm:vm-500-disk-0` → its content). */
+  readonly volumeData = new Map<string, Uint8Array>();
+  /** Volumes a config names that are not on their storage (an import that left its disk missing). */
+  readonly lostVolumes = new Set<string>();
 
   /**
    * @param state the cluster (its nodes and guests)
@@ -137,6 +144,7 @@ export class NodeResources {
           total: s.total ?? 100 * GIB,
           used: s.used ?? 5 * GIB,
           templates: (s.templates ?? []).map((t) => ({ ...t })),
+          files: (s.files ?? []).map((f) => ({ ...f })),
         });
       }
     }
@@ -238,7 +246,10 @@ export class NodeResources {
       if (!store.shared && g.node !== node) continue;
       for (const [key, value] of Object.entries(g.config)) {
         const v = volumeOf(g, key, String(value), store);
-        if (v) out.push(v);
+        if (!v || this.lostVolumes.has(v.volid)) continue;
+        // A volume whose bytes are known (an imported disk) is as large as they are.
+        const data = this.volumeData.get(v.volid);
+        out.push(data ? { ...v, size: data.length } : v);
       }
     }
     return out;
@@ -248,6 +259,7 @@ export class NodeResources {
   usedBytes(node: string, store: StorageState): number {
     return store.used +
       store.templates.reduce((n, t) => n + templateSize(t), 0) +
+      store.files.reduce((n, f) => n + fileSize(f), 0) +
       this.volumes(node, store).reduce((n, v) => n + v.size, 0);
   }
 
@@ -266,7 +278,12 @@ export class NodeResources {
 }
 
 function templateSize(t: SimTemplate): number {
-  return t.size ?? 126 * 2 ** 20;
+  return t.size ?? t.data?.length ?? 126 * 2 ** 20;
+}
+
+/** An ISO or import file's size. */
+export function fileSize(f: SimFile): number {
+  return f.size ?? f.data?.length ?? 2 ** 20;
 }
 
 /** A volume name as the storage plugin allocates it for a container. */
@@ -368,6 +385,27 @@ export function checkTemplateVolid(
   return { storage, file };
 }
 
+/** Whether a storage keeps files (it has a `path`): only those take downloads. */
+export function isFileStorage(store: StorageState): boolean {
+  return !BLOCK_TYPES.includes(store.type) && store.type !== "iscsi";
+}
+
+/** A file storage's directory for `content` (PVE::Storage get_iso_dir, get_vztmpl_dir, get_import_dir). */
+export function contentDir(
+  store: StorageState,
+  content: "iso" | "vztmpl" | "import",
+): string {
+  const base = store.storage === "local"
+    ? "/var/lib/vz"
+    : `/mnt/pve/${store.storage}`;
+  const sub = {
+    iso: "template/iso",
+    vztmpl: "template/cache",
+    import: "import",
+  };
+  return `${base}/${sub[content]}`;
+}
+
 /** Path of a file storage's template cache (for log lines). */
 export function templatePath(store: StorageState, file: string): string {
   const base = store.storage === "local"
@@ -467,6 +505,19 @@ export function contentList(
         ctime: t.ctime ?? 1730000000,
       });
     }
+  }
+  for (const f of store.files) {
+    if (!want(f.content) || vmid !== undefined) continue;
+    const format = f.content === "iso"
+      ? "iso"
+      : /\.(ova|qcow2|raw|vmdk)$/.exec(f.file)?.[1] ?? "raw";
+    out.push({
+      volid: `${store.storage}:${f.content}/${f.file}`,
+      format,
+      size: fileSize(f),
+      content: f.content,
+      ctime: f.ctime ?? 1730000000,
+    });
   }
   for (const v of resources.volumes(node, store)) {
     if (!want(v.content)) continue;

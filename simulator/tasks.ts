@@ -31,6 +31,10 @@ export interface TaskRecord extends UpidFields {
   invisibleUntil: number;
   /** When the task ended (epoch ms, `Date.now()`); set when status becomes "stopped". */
   endedAt?: number;
+  /** The override's `truncateTo`: the file this task writes keeps only so many bytes. */
+  truncateTo?: number;
+  /** The override's `loseFile`: the file this task writes is gone afterwards. */
+  loseFile?: boolean;
 }
 
 /** What a route asks to run. */
@@ -150,6 +154,8 @@ export class TaskManager {
       status: "running",
       log: [...(spec.log ?? [])],
       invisibleUntil: now + (override.noSuchTaskFor ?? 0),
+      truncateTo: override.truncateTo,
+      loseFile: override.loseFile,
     };
     this.#tasks.set(task.upid, task);
     this.#timers.after(

@@ -238,6 +238,13 @@ export interface TaskOverride {
    * the worker's lie a client can only catch by reading the state back.
    */
   noEffect?: boolean;
+  /**
+   * The file the task writes (a download, an imported disk) keeps only this many bytes: a worker
+   * that ended OK with a short (0: empty) file.
+   */
+  truncateTo?: number;
+  /** The file the task writes is not there afterwards (an import that left its disk missing). */
+  loseFile?: boolean;
 }
 
 /** Which requests a fault applies to. */

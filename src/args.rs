@@ -155,6 +155,19 @@ impl<'a> Fields<'a> {
         Ok(value)
     }
 
+    /// An optional integer within `min..=max` (at least 0), as a count.
+    pub fn optional_count_in(
+        &self,
+        key: &str,
+        min: i64,
+        max: i64,
+    ) -> Result<Option<u64>, ArgError> {
+        match self.optional::<i64>(key)? {
+            Some(_) => Ok(Some(self.int_in(key, min.max(0), max)? as u64)),
+            None => Ok(None),
+        }
+    }
+
     /// An optional integer within `min..=max`, with a default.
     pub fn int_in_or(&self, key: &str, min: i64, max: i64, default: i64) -> Result<i64, ArgError> {
         let value: i64 = self.or(key, default)?;

@@ -5,10 +5,10 @@ use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
-    check, clone, cloud_init, container_exec, create, delete, delete_snapshot, file_read,
-    file_write, get_config, guest_exec, list_snapshots, lookup, migrate, node_config, node_status,
-    reboot, resize_disk, rollback, set_config, shutdown, snapshot, start, stop, sync, template,
-    wait_ready,
+    check, clone, cloud_init, container_exec, create, delete, delete_snapshot, download_url,
+    file_read, file_write, get_config, guest_exec, list_snapshots, lookup, migrate, node_config,
+    node_status, reboot, resize_disk, rollback, set_config, shutdown, snapshot, start, stop, sync,
+    template, vm_create, wait_ready,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -52,6 +52,8 @@ enum Method {
     Reboot,
     CloudInit,
     WaitReady,
+    DownloadUrl,
+    VmCreate,
     CheckReachable,
 }
 
@@ -76,6 +78,7 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, "deleteSnapshot") => Method::DeleteSnapshot,
         (_, "convertToTemplate") => Method::Template,
         (_, "reboot") => Method::Reboot,
+        (_, "downloadUrl") => Method::DownloadUrl,
         (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
         // A VM is cloned from a template and has a guest agent; a container is created from one.
         (GuestKind::Qemu, "guestExec") => Method::GuestExec,
@@ -88,6 +91,7 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (GuestKind::Qemu, "cloudInit") => Method::CloudInit,
         (GuestKind::Qemu, "waitReady") => Method::WaitReady,
         (GuestKind::Lxc, "create") => Method::Create,
+        (GuestKind::Qemu, "create") => Method::VmCreate,
         (GuestKind::Qemu, "resizeDisk") | (GuestKind::Lxc, "resize") => Method::Resize,
         _ => return None,
     })
@@ -129,6 +133,8 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::CloudInit => cloud_init::CloudInitArgs::parse(args).map(drop),
         Method::WaitReady => wait_ready::WaitReadyArgs::parse(args).map(drop),
         Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).map(drop),
+        Method::DownloadUrl => download_url::DownloadUrlArgs::parse(args).map(drop),
+        Method::VmCreate => vm_create::VmCreateArgs::parse(args).map(drop),
         Method::CheckReachable => return Err(no_rules()),
     };
     checked.map_err(|e| e.to_string())
@@ -222,6 +228,8 @@ async fn run_scrubbed<H: Host>(
         Method::Reboot => boxed(reboot::reboot(&run, args)),
         Method::CloudInit => boxed(cloud_init::cloud_init(&run, args)),
         Method::WaitReady => boxed(wait_ready::wait_ready(&run, args)),
+        Method::DownloadUrl => boxed(download_url::download_url(&run, args)),
+        Method::VmCreate => boxed(vm_create::vm_create(&run, args)),
         Method::CheckReachable => boxed(check::transport_reachable(&run)),
     };
     method.await

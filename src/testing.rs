@@ -59,6 +59,16 @@ impl ScriptedHost {
         self.on(route, [Answer::Data(value)])
     }
 
+    /// The form body of the first request sent with `method` (e.g. `"POST"`); empty when none.
+    pub fn first_body(&self, method: &str) -> String {
+        self.requests
+            .borrow()
+            .iter()
+            .find(|r| r.method == method)
+            .and_then(|r| r.body.clone())
+            .unwrap_or_default()
+    }
+
     /// The `"GET /path"` routes requested, in order.
     pub fn routes_called(&self) -> Vec<String> {
         self.requests.borrow().iter().map(route_of).collect()

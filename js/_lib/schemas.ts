@@ -230,6 +230,12 @@ export const guestStateFields = {
     .optional(),
   warnings: z.array(z.string()).optional(),
   lastTask: z.string().optional(),
+  /** The selection of the sync that wrote it: scope, nodes (none: the cluster), tags. */
+  selection: z.object({
+    scope: z.string(),
+    nodes: z.array(z.string()).optional(),
+    tags: z.array(z.string()),
+  }).optional(),
   /** On a record the upstream package kept under a guest's name: the record that holds its state now. */
   supersededBy: z.string().optional(),
   pending: ConfigValues.optional(),
@@ -317,12 +323,44 @@ export function transportReachable(model: ModelName, appliesTo: string[]) {
 /** lookup and getConfig: just the guest reference. */
 export const GuestArgs = z.object(guestRef).refine(requireGuest, provideGuest);
 
-/** sync: with vmid/vmName just that guest, else every guest of the node or of the cluster. */
+/** A tag as PVE writes one (pve-common `$PVE_TAG_RE`). */
+const pveTag = z.string().regex(
+  /^[A-Za-z0-9_][A-Za-z0-9_+.-]*$/,
+  "tags must be PVE tags: a letter, digit or _, then letters, digits, _, -, + or .",
+);
+
+/**
+ * sync: with vmid/vmName just that guest, else every guest of the node (default), of `nodes`, or of
+ * the cluster — with `tags`, only those carrying every one (without case, as PVE keeps tags).
+ */
 export const SyncArgs = z.object({
   ...guestRef,
-  scope: z.enum(["node", "cluster"]).default("node"),
+  /** Default "node" (the core's default, so `nodes` can tell it was not given). */
+  scope: z.enum(["node", "cluster"]).optional(),
   node: pathSegment("node").optional(),
-});
+  nodes: z.array(pathSegment("node")).min(
+    1,
+    "nodes must name at least one node",
+  )
+    .optional(),
+  tags: z.array(pveTag).min(1, "tags must name at least one tag").optional(),
+}).refine(
+  (a) =>
+    (a.vmid === undefined && a.vmName === undefined) ||
+    (a.nodes === undefined && a.tags === undefined),
+  {
+    message:
+      "nodes and tags cannot be given with vmid or vmName (a sync of one guest)",
+    path: ["tags"],
+  },
+).refine(
+  (a) =>
+    a.nodes === undefined || (a.node === undefined && a.scope === undefined),
+  {
+    message: "nodes cannot be given with node or scope: nodes is the scope",
+    path: ["nodes"],
+  },
+);
 
 /** `applyPending`: "reboot" reboots (verified) when changes wait for a boot; then none may. */
 export const applyPending = z.enum(["none", "reboot"]).default("none");
@@ -390,6 +428,135 @@ export const NodeArgs = z.object({
   node: pathSegment("node").optional(),
 });
 
+// downloadUrl (both models): PVE fetches a URL into a storage (pve-storage Status.pm download_url).
+
+/** The extension PVE requires per content type ($ISO_EXT_RE_0, $VZTMPL_EXT_RE_1, $UPLOAD_IMPORT_EXT_RE_1). */
+const DOWNLOAD_EXTENSIONS = {
+  iso: { re: /.\.(iso|img)$/i, text: ".iso or .img" },
+  vztmpl: {
+    re: /.\.(tar|tar\.gz|tar\.xz|tar\.zst|tar\.bz2)$/i,
+    text: ".tar, .tar.gz, .tar.xz, .tar.zst or .tar.bz2",
+  },
+  import: {
+    re: /.\.(ova|qcow2|raw|vmdk)$/,
+    text: ".ova, .qcow2, .raw or .vmdk (lower case)",
+  },
+} as const;
+
+/** Hex digits of each checksum algorithm PVE offers. */
+const DIGEST_DIGITS = {
+  md5: 32,
+  sha1: 40,
+  sha224: 56,
+  sha256: 64,
+  sha384: 96,
+  sha512: 128,
+} as const;
+
+/**
+ * downloadUrl: `filename` is one PVE keeps as given (its normalization would rename any other
+ * character) with the content type's extension; `checksum` and `checksumAlgorithm` come together,
+ * the digest as the algorithm's hex digits; `compression` only for ISO images.
+ */
+export const DownloadUrlArgs = z.object({
+  node: pathSegment("node").optional(),
+  storage: pathSegment("storage"),
+  content: z.enum(["iso", "vztmpl", "import"]),
+  url: singleLine("url").refine((v) => /^https?:\/\//.test(v), {
+    message: "url must start with http:// or https:// (PVE's pattern)",
+  }).refine((v) => !/^[^:]*:\/\/[^/?#]*@/.test(v), {
+    message:
+      "url must not carry a user name or password: PVE writes the URL into the task log",
+  }),
+  filename: z.string().max(255, "filename must be at most 255 characters")
+    .regex(
+      /^[A-Za-z0-9_.-]+$/,
+      "filename must hold only letters, digits, _, . and - (PVE would rename any other character to _)",
+    ).refine((v) => !v.includes(".."), {
+      message:
+        "filename must not contain .. (a swamp data name cannot hold it)",
+    }),
+  checksum: z.string().optional(),
+  checksumAlgorithm: z.enum([
+    "md5",
+    "sha1",
+    "sha224",
+    "sha256",
+    "sha384",
+    "sha512",
+  ])
+    .optional(),
+  verifyCertificates: z.boolean().default(true),
+  compression: z.enum(["gz", "lzo", "zst", "bz2"]).optional(),
+}).superRefine((a, ctx) => {
+  const ext = DOWNLOAD_EXTENSIONS[a.content];
+  if (!ext.re.test(a.filename)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["filename"],
+      message: `filename must end in ${ext.text} for content ${a.content}`,
+    });
+  }
+  if ((a.checksum === undefined) !== (a.checksumAlgorithm === undefined)) {
+    ctx.addIssue({
+      code: "custom",
+      path: [a.checksum === undefined ? "checksum" : "checksumAlgorithm"],
+      message: "checksum and checksumAlgorithm come together",
+    });
+  } else if (a.checksum !== undefined && a.checksumAlgorithm !== undefined) {
+    const digits = DIGEST_DIGITS[a.checksumAlgorithm];
+    if (a.checksum.length !== digits || !/^[0-9a-fA-F]*$/.test(a.checksum)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["checksum"],
+        message:
+          `checksum must be the ${digits} hex digits of a ${a.checksumAlgorithm} digest`,
+      });
+    }
+  }
+  if (a.compression !== undefined && a.content !== "iso") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["compression"],
+      message: "compression is only for content iso",
+    });
+  }
+});
+
+/** The `volume-<storage>-<filename>` record: the downloaded volume as the storage lists it. */
+export const VolumeRecord = z.object({
+  node: z.string(),
+  storage: z.string(),
+  content: z.string(),
+  filename: z.string(),
+  volid: z.string(),
+  present: z.boolean(),
+  size: z.number().optional(),
+  format: z.string().optional(),
+  url: z.string(),
+  urlSize: z.number().optional(),
+  downloaded: z.boolean(),
+  checksumAlgorithm: z.string().optional(),
+  checksum: z.string().optional(),
+  checksumVerified: z.boolean(),
+  lastTask: z.string().optional(),
+  observedAt: z.string(),
+});
+
+/** The storage methods both models share. */
+export function storageMethods(model: ModelName) {
+  return {
+    downloadUrl: {
+      description:
+        "Have PVE download a URL into a storage (iso, vztmpl, or an import image); succeeds when the volume is in the storage's content with the URL's size (and PVE's checksum check ran), recorded as volume-<storage>-<filename>",
+      kind: "action" as const,
+      arguments: DownloadUrlArgs,
+      execute: (args: z.infer<typeof DownloadUrlArgs>, ctx: MethodContext) =>
+        runOnCore(model, "downloadUrl", args, ctx),
+    },
+  };
+}
+
 /** Every record spec lives forever, keeping 20 versions. */
 const kept = { lifetime: "infinite" as const, garbageCollection: 20 };
 
@@ -417,6 +584,12 @@ export function sharedResources(noun: string, prefix: string) {
       description:
         `A ${noun}'s snapshot tree as observed (instance ${prefix}-<vmid>-snapshots)`,
       schema: SnapshotsRecord,
+      ...kept,
+    },
+    volume: {
+      description:
+        "A downloaded volume as its storage lists it (instance volume-<storage>-<filename>)",
+      schema: VolumeRecord,
       ...kept,
     },
   };

@@ -29,6 +29,7 @@ const NODE_SUBTREES: readonly string[] = [
   "storage",
   "network",
   "disks/list",
+  "query-url-metadata",
 ];
 
 /** Schema keywords that are prose or UI hints, not facts. */

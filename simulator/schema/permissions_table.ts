@@ -45,6 +45,8 @@ const HANDLER_CHECKS: Record<string, string> = {
     "`VM.Allocate` on `/vms/{vmid}`, `Datastore.AllocateSpace` on the target storage, `Datastore.Audit` on the template's storage, `SDN.Use` on each bridge (pve-container create_vm)",
   "GET /nodes/{node}/tasks":
     "lists the token's own tasks; every user's with `Sys.Audit` on `/nodes/{node}` (the package follows only its own)",
+  "POST /nodes/{node}/qemu":
+    "`VM.Allocate` on `/vms/{vmid}`, `Datastore.AllocateSpace` on each disk's storage, access to each `import-from` image (`check_volume_access`: `Datastore.AllocateSpace` or `Datastore.Audit` on its storage), `SDN.Use` on each bridge, the option groups' `VM.Config.*` (qemu-server create_vm)",
   "GET /nodes/{node}/tasks/{upid}/status":
     "the token's own tasks; others' need `Sys.Audit` on `/nodes/{node}`",
   "GET /nodes/{node}/tasks/{upid}/log":

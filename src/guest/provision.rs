@@ -6,7 +6,7 @@
 //! - After the creating task, the new guest must be seen (located and its status read) with the
 //!   requested name, and carry the managed tag — added and read back when it is missing.
 
-use super::config::shows;
+use super::config::{key_type, shows};
 use super::evidence::{settle_evidence, sight, sight_or_absent, Evidence, Sighting, TaskTrail};
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
@@ -15,7 +15,7 @@ use super::settle::lock_of;
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
+use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::flex::split_tags;
@@ -211,6 +211,44 @@ pub fn verify_settings<H: Host>(
             missed.join("; ")
         )),
     }
+}
+
+/// The value of option `key` in a create's `config` bag.
+pub fn option<'a>(config: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    config
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Appends a create request's numbers that were given, then its `config` bag with the managed tag
+/// added to its tags (one `tags` parameter).
+pub fn push_create_options(
+    params: &mut Vec<(String, String)>,
+    numbers: &[(&str, Option<u64>)],
+    config: &[(String, String)],
+) {
+    for (key, value) in numbers {
+        if let Some(value) = value {
+            params.push((key.to_string(), value.to_string()));
+        }
+    }
+    let tags = option(config, "tags").unwrap_or_default();
+    params.push(("tags".into(), with_managed_tag(tags)));
+    params.extend(config.iter().filter(|(k, _)| k != "tags").cloned());
+}
+
+/// The create parameters that are config keys of `kind`'s schema and must read back as requested,
+/// but those checked on their own (`skip`: the name, a password PVE keeps only hashed).
+pub fn settings_of(
+    kind: GuestKind,
+    params: Vec<(String, String)>,
+    skip: &[&str],
+) -> Vec<(String, String)> {
+    params
+        .into_iter()
+        .filter(|(key, _)| !skip.contains(&key.as_str()) && key_type(kind, key).is_some())
+        .collect()
 }
 
 /// `tags` with the managed tag added (PVE's `;`-separated list), unless it is there already.

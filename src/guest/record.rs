@@ -22,6 +22,16 @@ pub struct IdentityChange {
     pub current: Identity,
 }
 
+/// Which guests the `sync` that wrote a record selected: its scope (`node`, `nodes`, `cluster`), the
+/// nodes it asked for (none for the whole cluster) and the tags every selected guest carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SyncSelection {
+    pub scope: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<String>>,
+    pub tags: Vec<String>,
+}
+
 /// The record of one guest. `present: false` is an observed absence, never a default.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -85,6 +95,9 @@ pub struct GuestRecord {
     /// The UPID of the last task this run followed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_task: Option<String>,
+    /// The selection of the `sync` that wrote the record (a sync of a node, nodes or the cluster).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection: Option<SyncSelection>,
     /// Config changes PVE holds until the next start (seen by setConfig): key → pending value.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub pending: Map<String, Value>,

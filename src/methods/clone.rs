@@ -6,17 +6,16 @@
 //! (a backup of it) is waited out first: PVE refuses to clone a locked guest.
 
 use crate::args::{is_dns_name, ArgError, Fields};
-use crate::guest::evidence::{Evidence, TaskTrail};
+use crate::guest::evidence::TaskTrail;
 use crate::guest::gates::MANAGED_TAG;
 use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
 use crate::guest::provision::{claim_vmid, complete, sight_new, Claim};
-use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
+use crate::guest::readiness::ReadyArgs;
 use crate::guest::reference::{parse_vmid, GuestRef};
 use crate::guest::settle::{read_status, wait_out_source_lock};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
-use crate::methods::start::{bring_up, StartArgs};
-use crate::methods::wait_ready::ready_outcome;
+use crate::methods::start::start_and_wait;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::run::Run;
@@ -106,38 +105,6 @@ pub async fn clone<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         (Some(ready), Ok(done)) => start_and_wait(run, &mut ev, ready, done).await,
         (_, verdict) => ev.outcome(run, verdict).await,
     }
-}
-
-/// `waitReady`: the verified start of `start`, then the readiness wait; both records written.
-async fn start_and_wait<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    ready: &ReadyArgs,
-    done: String,
-) -> Outcome {
-    let start = StartArgs {
-        target: GuestRef {
-            vmid: Some(ev.at.vmid),
-            name: None,
-        },
-        wait_for_ip: false,
-        allow_no_ip: false,
-        ready: None,
-    };
-    let started = match bring_up(run, ev, &start).await {
-        Ok(started) => started,
-        Err(why) => {
-            let message = format!("{done}, but the start for waitReady failed: {why}");
-            return ev.outcome(run, Err(message)).await;
-        }
-    };
-    let since = run.host.now_ms();
-    let mut seen = Readiness::default();
-    let verdict = await_ready(run, &ev.at, ready, &mut seen)
-        .await
-        .map(|ready| format!("{done}; {started}; {ready}"))
-        .map_err(|why| format!("{done}; {started}, but {why}"));
-    ready_outcome(run, ev, seen, since, verdict).await
 }
 
 /// A full clone to `storage` must have every disk there (PVE's clone_vm moves each drive to the

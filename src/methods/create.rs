@@ -14,30 +14,25 @@
 //! 4. The container is located and its status read: it must carry the hostname and the tag.
 //! 5. `start: true` then goes through `start`'s verified start (status/current shows it running).
 
-use crate::args::{check_segment, is_dns_name, ArgError, Fields};
-use crate::explain::hint;
-use crate::guest::config::key_type;
-use crate::guest::evidence::{Evidence, TaskTrail};
+use crate::args::{is_dns_name, ArgError, Fields};
+use crate::guest::evidence::TaskTrail;
 use crate::guest::gates::MANAGED_TAG;
-use crate::guest::provision::{
-    claim_vmid, complete, sight_new, verify_settings, with_managed_tag, Claim,
+use crate::guest::placement::{
+    allocation_of, bridges_of, numbered, problems, refusal, survey, Allocation, Placement, Source,
 };
-use crate::guest::reference::GuestRef;
+use crate::guest::provision::{
+    claim_vmid, complete, push_create_options, settings_of, sight_new, verify_settings, Claim,
+};
 use crate::guest::root_only::{ct_refusal, Caller, CtState};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
-use crate::methods::start::{bring_up, StartArgs};
+use crate::methods::start::start_created;
 use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
-use crate::pve::error::{ErrorKind, PveError};
-use crate::pve::property::property;
-use crate::pve::responses::{list_of, NodeInterface, NodeStorage, StorageVolume};
+use crate::pve::endpoints::{self, GuestKind};
 use crate::run::Run;
 use serde_json::Value;
 
 const GIB: u64 = 1 << 30;
-/// How many templates a "not found" message lists.
-const LISTED_TEMPLATES: usize = 5;
 
 /// Keys the `config` bag may not hold: they have their own argument, or change how PVE creates
 /// (`force` would overwrite an existing container) rather than what it creates.
@@ -91,12 +86,6 @@ pub struct CreateArgs {
 impl CreateArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let optional_int = |key: &str, min: i64, max: i64| -> Result<Option<u64>, ArgError> {
-            match fields.optional::<i64>(key)? {
-                Some(_) => Ok(Some(fields.int_in(key, min, max)? as u64)),
-                None => Ok(None),
-            }
-        };
         let hostname = fields.line("hostname")?;
         if !is_dns_name(&hostname) {
             return Err(ArgError::new(
@@ -114,9 +103,9 @@ impl CreateArgs {
             hostname,
             storage: fields.segment("storage")?,
             rootfs_gib: fields.int_in_or("rootfsSize", 1, 131_072, 8)? as u64,
-            cores: optional_int("cores", 1, 8192)?,
-            memory: optional_int("memory", 16, 67_108_864)?,
-            swap: optional_int("swap", 0, 67_108_864)?,
+            cores: fields.optional_count_in("cores", 1, 8192)?,
+            memory: fields.optional_count_in("memory", 16, 67_108_864)?,
+            swap: fields.optional_count_in("swap", 0, 67_108_864)?,
             unprivileged: fields.or("unprivileged", true)?,
             features: fields.optional_line("features")?,
             ssh_public_keys,
@@ -140,16 +129,6 @@ impl CreateArgs {
                 format!("{}:{}", self.storage, self.rootfs_gib),
             ),
         ];
-        let numbers = [
-            ("cores", self.cores),
-            ("memory", self.memory),
-            ("swap", self.swap),
-        ];
-        for (key, value) in numbers {
-            if let Some(value) = value {
-                params.push((key.into(), value.to_string()));
-            }
-        }
         let flag = if self.unprivileged { "1" } else { "0" };
         params.push(("unprivileged".into(), flag.into()));
         if let Some(features) = &self.features {
@@ -158,9 +137,12 @@ impl CreateArgs {
         if let Some(keys) = self.ssh_public_keys.as_deref().filter(|k| !k.is_empty()) {
             params.push(("ssh-public-keys".into(), keys.to_string()));
         }
-        let tags = self.option("tags").unwrap_or_default();
-        params.push(("tags".into(), with_managed_tag(tags)));
-        params.extend(self.config.iter().filter(|(k, _)| k != "tags").cloned());
+        let numbers = [
+            ("cores", self.cores),
+            ("memory", self.memory),
+            ("swap", self.swap),
+        ];
+        push_create_options(&mut params, &numbers, &self.config);
         params
     }
 
@@ -169,315 +151,38 @@ impl CreateArgs {
     /// the managed tag, and each config key of PVE's schema.
     pub fn settings(&self) -> Vec<(String, String)> {
         // The VMID is not a setting (nor a config key): any number will do here.
-        self.params(0)
-            .into_iter()
-            .filter(|(key, _)| {
-                key != "hostname" && key_type(crate::pve::endpoints::GuestKind::Lxc, key).is_some()
-            })
-            .collect()
+        settings_of(GuestKind::Lxc, self.params(0), &["hostname"])
     }
 
-    fn option(&self, key: &str) -> Option<&str> {
-        self.config
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The volumes create allocates: `rootfs`, and each `mpN` given as `<storage>:<GiB>` (an existing
-    /// volume or a bind mount allocates nothing).
-    pub fn allocations(&self) -> Vec<Allocation> {
-        let mut out = vec![Allocation {
+    /// What create places on the node: `rootfs`, and each `mpN` given as `<storage>:<GiB>` (an
+    /// existing volume or a bind mount allocates nothing), on storages that take `rootdir`; the
+    /// `ostemplate`; the bridges of the netN options.
+    pub fn placement(&self) -> Placement {
+        let mut allocations = vec![Allocation {
             key: "rootfs".into(),
             storage: self.storage.clone(),
             bytes: self.rootfs_gib.saturating_mul(GIB),
         }];
-        for (key, value) in &self.config {
-            if !is_mount_point(key) {
-                continue;
-            }
-            let volume = value.split(',').next().unwrap_or_default();
-            let Some((storage, size)) = volume.split_once(':') else {
-                continue;
-            };
-            let gib = size
-                .parse::<f64>()
-                .ok()
-                .filter(|g| g.is_finite() && *g >= 0.0);
-            if let Some(gib) = gib {
-                out.push(Allocation {
-                    key: key.clone(),
-                    storage: storage.to_string(),
-                    bytes: (gib * GIB as f64).round() as u64,
-                });
-            }
-        }
-        out
-    }
-
-    /// `(netN, bridge)` for every network option that names a bridge.
-    pub fn bridges(&self) -> Vec<(String, String)> {
-        self.config
-            .iter()
-            .filter(|(key, _)| {
-                key.strip_prefix("net")
-                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-            })
-            .filter_map(|(key, value)| Some((key.clone(), property(value, "bridge")?.to_string())))
-            .collect()
-    }
-
-    /// The storage of the `ostemplate` volume id, when it is one (`<storage>:vztmpl/<file>`).
-    pub fn template_storage(&self) -> Option<&str> {
-        let (storage, file) = self.ostemplate.split_once(':')?;
-        (check_segment("ostemplate", storage).is_ok() && !file.is_empty()).then_some(storage)
-    }
-}
-
-fn is_mount_point(key: &str) -> bool {
-    key.strip_prefix("mp")
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// A volume create allocates.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Allocation {
-    pub key: String,
-    pub storage: String,
-    pub bytes: u64,
-}
-
-/// What the node says about the request's storages, template and bridges. `Err` holds why a list
-/// could not be read; `None`: not read (nothing to check, or a problem already found makes it moot).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Survey {
-    pub storages: Option<Result<Vec<NodeStorage>, String>>,
-    pub templates: Option<Result<Vec<String>, String>>,
-    pub bridges: Option<Result<Vec<NodeInterface>, String>>,
-}
-
-/// Reads what the feasibility decision needs from `node`: its storages, the templates on the
-/// ostemplate's storage (when that storage can hold them), and its bridges (when a netN names one).
-pub async fn survey<H: Host>(run: &Run<'_, H>, node: &str, args: &CreateArgs) -> Survey {
-    let pve = run.pve();
-    let storages: Result<Vec<NodeStorage>, String> =
-        listed(pve.call(&endpoints::node_storage(node)).await);
-    let template_store = args.template_storage().filter(|id| {
-        storages.as_ref().is_ok_and(|list| {
-            list.iter()
-                .any(|s| s.storage == *id && storage_refusal(s, "vztmpl").is_none())
-        })
-    });
-    let templates = match template_store {
-        Some(id) => {
-            let request = endpoints::storage_content(node, id, "vztmpl");
-            let volumes: Result<Vec<StorageVolume>, String> = listed(pve.call(&request).await);
-            Some(volumes.map(|list| list.into_iter().map(|v| v.volid).collect()))
-        }
-        None => None,
-    };
-    let bridges = match args.bridges().is_empty() {
-        true => None,
-        false => Some(listed(pve.call(&endpoints::node_bridges(node)).await)),
-    };
-    Survey {
-        storages: Some(storages),
-        templates,
-        bridges,
-    }
-}
-
-/// A list answer as `T`s, or why it could not be read.
-fn listed<T: for<'de> serde::Deserialize<'de>>(
-    answer: Result<Value, PveError>,
-) -> Result<Vec<T>, String> {
-    match answer {
-        Ok(data) => list_of(&data).ok_or_else(|| {
-            format!(
-                "PVE answered {data} where a list was expected — {}",
-                hint(ErrorKind::Malformed)
-            )
-        }),
-        Err(e) => Err(format!("{e} — {}", hint(e.kind))),
-    }
-}
-
-/// Why a storage cannot take content of type `content`; `None` when it can.
-fn storage_refusal(store: &NodeStorage, content: &str) -> Option<String> {
-    if store.enabled == Some(false) {
-        return Some("is disabled".to_string());
-    }
-    if store.active == Some(false) {
-        return Some("is not active (offline?)".to_string());
-    }
-    if !store.offers(content) {
-        let offered = store.content_types();
-        let listed = match offered.is_empty() {
-            true => "none".to_string(),
-            false => offered.join(", "),
-        };
-        return Some(format!(
-            "does not allow content {content} (its content: {listed})"
-        ));
-    }
-    None
-}
-
-fn gib(bytes: u64) -> String {
-    let value = bytes as f64 / GIB as f64;
-    match value.fract() == 0.0 {
-        true => format!("{value:.0} GiB"),
-        false => format!("{value:.1} GiB"),
-    }
-}
-
-/// Every reason the request cannot be carried out on `node`, in the order checked; empty when
-/// nothing stands in the way.
-pub fn problems(args: &CreateArgs, node: &str, survey: &Survey) -> Vec<String> {
-    let mut found = Vec::new();
-    match &survey.storages {
-        Some(Ok(storages)) => {
-            volume_problems(args, node, storages, &mut found);
-            template_problems(args, node, storages, survey, &mut found);
-        }
-        Some(Err(why)) => found.push(format!(
-            "the storages of node {node} could not be listed (GET /nodes/{node}/storage): {why}"
-        )),
-        None => {}
-    }
-    bridge_problems(args, node, survey, &mut found);
-    found
-}
-
-fn missing_storage(id: &str, node: &str, storages: &[NodeStorage]) -> String {
-    let listed: Vec<&str> = storages.iter().map(|s| s.storage.as_str()).collect();
-    format!(
-        "storage {id} does not exist on node {node}, or the token may not audit it (storages listed: {})",
-        if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
-    )
-}
-
-fn volume_problems(
-    args: &CreateArgs,
-    node: &str,
-    storages: &[NodeStorage],
-    found: &mut Vec<String>,
-) {
-    let allocations = args.allocations();
-    let mut ids: Vec<&str> = allocations.iter().map(|a| a.storage.as_str()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    for id in ids {
-        let on_it: Vec<&Allocation> = allocations.iter().filter(|a| a.storage == id).collect();
-        let keys: Vec<&str> = on_it.iter().map(|a| a.key.as_str()).collect();
-        let what = format!("{} storage {id}", keys.join(" and "));
-        let Some(store) = storages.iter().find(|s| s.storage == id) else {
-            found.push(format!(
-                "{}: {}",
-                keys.join(" and "),
-                missing_storage(id, node, storages)
-            ));
-            continue;
-        };
-        if let Some(why) = storage_refusal(store, "rootdir") {
-            found.push(format!("{what} {why} on node {node}"));
-            continue;
-        }
-        let needed = on_it
-            .iter()
-            .fold(0u64, |sum, a| sum.saturating_add(a.bytes));
-        if let Some(avail) = store.avail.filter(|avail| *avail < needed) {
-            found.push(format!(
-                "{what} has {} free on node {node}, but {} are needed",
-                gib(avail),
-                gib(needed)
-            ));
-        }
-    }
-}
-
-fn template_problems(
-    args: &CreateArgs,
-    node: &str,
-    storages: &[NodeStorage],
-    survey: &Survey,
-    found: &mut Vec<String>,
-) {
-    let template = &args.ostemplate;
-    let Some(id) = args.template_storage() else {
-        found.push(format!(
-            "ostemplate {template:?} is not a template volume id (<storage>:vztmpl/<file>)"
-        ));
-        return;
-    };
-    let Some(store) = storages.iter().find(|s| s.storage == id) else {
-        found.push(format!(
-            "ostemplate: {}",
-            missing_storage(id, node, storages)
-        ));
-        return;
-    };
-    if let Some(why) = storage_refusal(store, "vztmpl") {
-        found.push(format!("ostemplate storage {id} {why} on node {node}"));
-        return;
-    }
-    match &survey.templates {
-        Some(Ok(volumes)) if volumes.iter().any(|v| v == template) => {}
-        Some(Ok(volumes)) => {
-            let mut listed: Vec<&str> = volumes
+        allocations.extend(
+            self.config
                 .iter()
-                .map(String::as_str)
-                .take(LISTED_TEMPLATES)
-                .collect();
-            if volumes.len() > LISTED_TEMPLATES {
-                listed.push("…");
-            }
-            found.push(format!(
-                "ostemplate {template:?} is not in the content of storage {id} on node {node} (its templates: {}) — download it first (pveam download {id} <template>)",
-                if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
-            ));
-        }
-        Some(Err(why)) => found.push(format!(
-            "the templates on storage {id} of node {node} could not be listed: {why}"
-        )),
-        None => found.push(format!(
-            "the templates on storage {id} of node {node} were not listed"
-        )),
-    }
-}
-
-fn bridge_problems(args: &CreateArgs, node: &str, survey: &Survey, found: &mut Vec<String>) {
-    let wanted = args.bridges();
-    if wanted.is_empty() {
-        return;
-    }
-    let interfaces = match &survey.bridges {
-        Some(Ok(interfaces)) => interfaces,
-        Some(Err(why)) => {
-            found.push(format!(
-                "the bridges of node {node} could not be listed to check {} (GET /nodes/{node}/network needs Sys.Audit on /nodes/{node}): {why}",
-                wanted.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ")
-            ));
-            return;
-        }
-        None => {
-            found.push(format!("the bridges of node {node} were not listed"));
-            return;
-        }
-    };
-    for (key, bridge) in &wanted {
-        match interfaces.iter().find(|i| i.iface == *bridge) {
-            Some(i) if i.active == Some(true) => {}
-            Some(_) => found.push(format!(
-                "{key}: bridge {bridge} exists on node {node} but is not active (down, or its configuration not applied)"
-            )),
-            None => {
-                let names: Vec<&str> = interfaces.iter().map(|i| i.iface.as_str()).collect();
-                found.push(format!(
-                    "{key}: bridge {bridge} does not exist on node {node} (its bridges: {})",
-                    if names.is_empty() { "none".to_string() } else { names.join(", ") }
-                ));
-            }
+                .filter(|(key, _)| numbered(key, "mp"))
+                .filter_map(|(key, value)| allocation_of(key, value)),
+        );
+        Placement {
+            content: "rootdir",
+            allocations,
+            sources: vec![Source {
+                label: "ostemplate".into(),
+                volid: self.ostemplate.clone(),
+                content: "vztmpl",
+                noun: "template",
+                advice: format!(
+                    "download it first (pveam download {} <template>, or downloadUrl with content vztmpl)",
+                    self.ostemplate.split(':').next().unwrap_or_default()
+                ),
+            }],
+            bridges: bridges_of(&self.config),
         }
     }
 }
@@ -517,7 +222,7 @@ pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     args.hostname
                 );
                 let verdict = match verify_settings(run, &ev, &args.settings(), "create") {
-                    Ok(()) => then_start(run, &mut ev, &args, done).await,
+                    Ok(()) => start_created(run, &mut ev, args.start, done).await,
                     Err(message) => Err(message),
                 };
                 return ev.outcome(run, verdict).await;
@@ -526,24 +231,11 @@ pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
     }
     let node = run.global.transport.node().to_string();
-    let survey = survey(run, &node, &args).await;
-    let found = problems(&args, &node, &survey);
+    let placement = args.placement();
+    let found = problems(&placement, &node, &survey(run, &node, &placement).await);
     if !found.is_empty() {
-        let listed: Vec<String> = found
-            .iter()
-            .enumerate()
-            .map(|(i, p)| format!("({}) {p}", i + 1))
-            .collect();
-        return Failure::new(format!(
-            "cannot create container {} on node {node}; nothing was changed. {} found: {}",
-            args.vmid.describe(),
-            match found.len() {
-                1 => "1 problem".to_string(),
-                n => format!("{n} problems"),
-            },
-            listed.join("; ")
-        ))
-        .into();
+        let what = format!("container {}", args.vmid.describe());
+        return refusal(&what, &node, &found).into();
     }
     let mut trail = TaskTrail::default();
     let (vmid, claimed) = match make_container(run, &node, &args, &mut trail).await {
@@ -556,7 +248,7 @@ pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let verdict = match complete(run, &mut ev, &args.hostname, "create").await {
         Ok(summary) => match verify_settings(run, &ev, &args.settings(), "create") {
-            Ok(()) => then_start(run, &mut ev, &args, format!("{claimed}{summary}")).await,
+            Ok(()) => start_created(run, &mut ev, args.start, format!("{claimed}{summary}")).await,
             Err(message) => Err(message),
         },
         Err(message) => Err(message),
@@ -576,34 +268,11 @@ async fn make_container<H: Host>(
     create_guest(run, args.vmid, trail, request, action).await
 }
 
-/// With `start: true`, the verified start of the `start` method follows what was done.
-async fn then_start<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &CreateArgs,
-    done: String,
-) -> Result<String, String> {
-    if !args.start {
-        return Ok(done);
-    }
-    let start = StartArgs {
-        target: GuestRef {
-            vmid: Some(ev.at.vmid),
-            name: None,
-        },
-        wait_for_ip: false,
-        allow_no_ip: false,
-        ready: None,
-    };
-    match bring_up(run, ev, &start).await {
-        Ok(started) => Ok(format!("{done}; {started}")),
-        Err(why) => Err(format!("{done}, but start: true failed: {why}")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::guest::placement::Survey;
+    use crate::pve::responses::{NodeInterface, NodeStorage, StorageVolume};
     use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
     use serde_json::json;
 
@@ -637,7 +306,13 @@ mod tests {
                 storage("local", "iso,vztmpl,backup", 50),
                 storage("local-lvm", "images,rootdir", 100),
             ])),
-            templates: Some(Ok(vec![TEMPLATE.to_string()])),
+            contents: vec![(
+                "local".into(),
+                Ok(vec![StorageVolume {
+                    volid: TEMPLATE.to_string(),
+                    size: None,
+                }]),
+            )],
             bridges: Some(Ok(vec![NodeInterface {
                 iface: "vmbr0".into(),
                 active: Some(true),
@@ -648,7 +323,7 @@ mod tests {
     #[test]
     fn a_request_that_fits_the_node_has_no_problems() {
         assert_eq!(
-            problems(&parsed(json!({})), "pve1", &node_facts()),
+            problems(&parsed(json!({})).placement(), "pve1", &node_facts()),
             Vec::<String>::new()
         );
     }
@@ -664,7 +339,7 @@ mod tests {
             iface: "vmbr0".into(),
             active: None,
         }]));
-        let found = problems(&args, "pve1", &facts);
+        let found = problems(&args.placement(), "pve1", &facts);
         assert_eq!(found.len(), 4, "{found:#?}");
         assert!(found[0].contains("rootfs storage local does not allow content rootdir (its content: iso, vztmpl, backup)"), "{}", found[0]);
         assert!(
@@ -693,14 +368,14 @@ mod tests {
             storage("local", "vztmpl", 50),
             storage("local-lvm", "images,rootdir", 10),
         ]));
-        let found = problems(&args, "pve1", &facts);
+        let found = problems(&args.placement(), "pve1", &facts);
         assert_eq!(found, vec!["rootfs and mp0 storage local-lvm has 10 GiB free on node pve1, but 12 GiB are needed".to_string()]);
         let mut disabled = storage("local-lvm", "rootdir", 100);
         disabled.enabled = Some(false);
         let mut offline = storage("local", "vztmpl", 100);
         offline.active = Some(false);
         facts.storages = Some(Ok(vec![offline, disabled]));
-        let found = problems(&parsed(json!({})), "pve1", &facts);
+        let found = problems(&parsed(json!({})).placement(), "pve1", &facts);
         assert!(
             found[0].contains("rootfs storage local-lvm is disabled"),
             "{found:?}"
@@ -714,7 +389,7 @@ mod tests {
     #[test]
     fn absurd_mount_point_sizes_saturate_instead_of_overflowing() {
         let args = parsed(json!({"config": {"mp0": "local-lvm:1e300", "mp1": "local-lvm:1e300"}}));
-        let found = problems(&args, "pve1", &node_facts());
+        let found = problems(&args.placement(), "pve1", &node_facts());
         assert!(
             found[0].contains("rootfs and mp0 and mp1 storage local-lvm"),
             "{found:?}"
@@ -724,7 +399,7 @@ mod tests {
     #[test]
     fn unknown_storages_and_malformed_templates_are_named() {
         let args = parsed(json!({"storage": "nope", "ostemplate": "debian.tar.zst"}));
-        let found = problems(&args, "pve1", &node_facts());
+        let found = problems(&args.placement(), "pve1", &node_facts());
         assert!(
             found[0].starts_with("rootfs: storage nope does not exist on node pve1"),
             "{found:?}"
@@ -745,11 +420,12 @@ mod tests {
         facts.bridges = Some(Err(
             "Permission check failed (/nodes/pve1, Sys.Audit) (HTTP 403)".into(),
         ));
-        let found = problems(&parsed(json!({})), "pve1", &facts);
+        let found = problems(&parsed(json!({})).placement(), "pve1", &facts);
         assert_eq!(found.len(), 1);
         assert!(found[0].contains("needs Sys.Audit"), "{found:?}");
         facts.storages = Some(Err("boom".into()));
-        assert!(problems(&parsed(json!({})), "pve1", &facts)[0].contains("could not be listed"));
+        assert!(problems(&parsed(json!({})).placement(), "pve1", &facts)[0]
+            .contains("could not be listed"));
     }
 
     #[test]
@@ -896,14 +572,7 @@ mod tests {
         assert_eq!(outcome.writes[0].instance, "ct-400");
         assert_eq!(outcome.writes[0].spec, "container");
         assert_eq!(outcome.writes[0].data["lastTask"], UPID);
-        let post = host
-            .requests
-            .borrow()
-            .iter()
-            .find(|r| r.method == "POST")
-            .cloned()
-            .unwrap();
-        let body = post.body.unwrap();
+        let body = host.first_body("POST");
         assert!(
             body.contains("rootfs=local-lvm%3A8") && body.contains("tags=swamp"),
             "{body}"

@@ -36,6 +36,19 @@ pub struct StartArgs {
 }
 
 impl StartArgs {
+    /// A plain start of `vmid`: no address or readiness wait.
+    pub fn plain(vmid: u32) -> Self {
+        StartArgs {
+            target: GuestRef {
+                vmid: Some(vmid),
+                name: None,
+            },
+            wait_for_ip: false,
+            allow_no_ip: false,
+            ready: None,
+        }
+    }
+
     /// The arguments as `kind`'s start takes them (`waitReady` is a VM's: containers have no agent).
     pub fn parse_for(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
@@ -76,6 +89,48 @@ pub async fn start<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             ready_outcome(run, &mut ev, seen, since, verdict).await
         }
         (_, verdict) => ev.outcome(run, verdict).await,
+    }
+}
+
+/// `waitReady`: the verified start of `start`, then the readiness wait; both records written.
+pub async fn start_and_wait<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    ready: &ReadyArgs,
+    done: String,
+) -> Outcome {
+    let start = StartArgs::plain(ev.at.vmid);
+    let started = match bring_up(run, ev, &start).await {
+        Ok(started) => started,
+        Err(why) => {
+            let message = format!("{done}, but the start for waitReady failed: {why}");
+            return ev.outcome(run, Err(message)).await;
+        }
+    };
+    let since = run.host.now_ms();
+    let mut seen = Readiness::default();
+    let verdict = await_ready(run, &ev.at, ready, &mut seen)
+        .await
+        .map(|ready| format!("{done}; {started}; {ready}"))
+        .map_err(|why| format!("{done}; {started}, but {why}"));
+    ready_outcome(run, ev, seen, since, verdict).await
+}
+
+/// A guest a `create` just made, started when `start` asks it: the verified start of `start`
+/// follows what was `done`.
+pub async fn start_created<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    start: bool,
+    done: String,
+) -> Result<String, String> {
+    if !start {
+        return Ok(done);
+    }
+    let args = StartArgs::plain(ev.at.vmid);
+    match bring_up(run, ev, &args).await {
+        Ok(started) => Ok(format!("{done}; {started}")),
+        Err(why) => Err(format!("{done}, but start: true failed: {why}")),
     }
 }
 

@@ -6,6 +6,13 @@
 //! - Scope `cluster`: `GET /nodes`, then that list once per online node (n + 1 requests for n nodes).
 //!   Not `/cluster/resources`: its status comes from a ~10 s old cache, may be `unknown`, and has no
 //!   `qmpstatus`, so it cannot be recorded as the guest's state.
+//! - `nodes` (a list): those nodes' lists, each read like a node's; an unreadable one fails the sync
+//!   after the others are written.
+//! - `tags` (a list, PVE's tag syntax): only the listed guests that carry every one of them are
+//!   recorded (compared without case, as PVE's datacenter default `tag-style` keeps tags:
+//!   pve-guest-common `PVE/GuestHelpers.pm` get_unique_tags lower-cases them); a stored guest whose
+//!   record lacks one of them is out of the selection. Every record a selection writes says which
+//!   (`selection`: scope, nodes, tags).
 //! - With a guest reference (`vmid`/`vmName`): only that guest, read like `lookup`.
 //!
 //! Identity: the lists carry no `smbios1`. A guest's config is read only when a cheap signal says
@@ -26,7 +33,7 @@ use crate::explain::hint;
 use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{next_id_free, Located};
 use crate::guest::observe::record_for;
-use crate::guest::record::GuestRecord;
+use crate::guest::record::{GuestRecord, SyncSelection};
 use crate::guest::settle::lock_of;
 use crate::guest::upstream::{vmid_of_instance, with_superseded, written_by_upstream};
 use crate::host::Host;
@@ -44,6 +51,8 @@ use serde_json::Value;
 pub enum Scope {
     /// The guests of one node.
     Node(String),
+    /// The guests of these nodes.
+    Nodes(Vec<String>),
     /// The guests of every online node.
     Cluster,
 }
@@ -55,6 +64,10 @@ pub struct SyncArgs {
     pub one_guest: bool,
     pub scope: String,
     pub node: Option<String>,
+    /// The nodes to read instead of one node or the cluster.
+    pub nodes: Option<Vec<String>>,
+    /// Tags every recorded guest must carry, lower-cased.
+    pub tags: Vec<String>,
 }
 
 impl SyncArgs {
@@ -64,7 +77,8 @@ impl SyncArgs {
         if one_guest {
             crate::guest::reference::GuestRef::parse(&fields)?;
         }
-        let scope: String = fields.or("scope", "node".to_string())?;
+        let given_scope: Option<String> = fields.optional("scope")?;
+        let scope = given_scope.clone().unwrap_or_else(|| "node".to_string());
         if scope != "node" && scope != "cluster" {
             return Err(ArgError::new("scope", "must be \"node\" or \"cluster\""));
         }
@@ -72,12 +86,83 @@ impl SyncArgs {
         if let Some(node) = &node {
             check_segment("node", node)?;
         }
+        let nodes = parse_nodes(&fields)?;
+        let tags = parse_tags(&fields)?;
+        if one_guest && (nodes.is_some() || !tags.is_empty()) {
+            let field = if nodes.is_some() { "nodes" } else { "tags" };
+            return Err(ArgError::new(
+                field,
+                "cannot be given with vmid or vmName (a sync of one guest selects nothing more)",
+            ));
+        }
+        if nodes.is_some() && (node.is_some() || given_scope.is_some()) {
+            return Err(ArgError::new(
+                "nodes",
+                "cannot be given with node or scope: nodes is the scope",
+            ));
+        }
         Ok(SyncArgs {
             one_guest,
             scope,
             node,
+            nodes,
+            tags,
         })
     }
+}
+
+/// `nodes`: a non-empty list of node names, each once.
+fn parse_nodes(fields: &Fields) -> Result<Option<Vec<String>>, ArgError> {
+    let Some(nodes) = fields.optional::<Vec<String>>("nodes")? else {
+        return Ok(None);
+    };
+    if nodes.is_empty() {
+        return Err(ArgError::new("nodes", "must name at least one node"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        check_segment(&format!("nodes[{i}]"), node)?;
+        if !out.contains(node) {
+            out.push(node.clone());
+        }
+    }
+    Ok(Some(out))
+}
+
+/// `tags`: a non-empty list in PVE's tag syntax (pve-common `PVE/JSONSchema.pm` `$PVE_TAG_RE`: a
+/// letter, digit or `_`, then letters, digits and `_ - + .`), lower-cased.
+fn parse_tags(fields: &Fields) -> Result<Vec<String>, ArgError> {
+    let Some(tags) = fields.optional::<Vec<String>>("tags")? else {
+        return Ok(Vec::new());
+    };
+    if tags.is_empty() {
+        return Err(ArgError::new("tags", "must name at least one tag"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, tag) in tags.iter().enumerate() {
+        let mut bytes = tag.bytes();
+        let first = bytes
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !first || !bytes.all(|b| b.is_ascii_alphanumeric() || b"_-+.".contains(&b)) {
+            return Err(ArgError::new(
+                format!("tags[{i}]"),
+                "must be a PVE tag: a letter, digit or _, then letters, digits, _, -, + or .",
+            ));
+        }
+        let tag = tag.to_ascii_lowercase();
+        if !out.contains(&tag) {
+            out.push(tag);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether tags (as PVE lists them) hold every selected tag, without case.
+fn carries_all<S: AsRef<str>>(tags: &[S], wanted: &[String]) -> bool {
+    wanted
+        .iter()
+        .all(|w| tags.iter().any(|t| t.as_ref().eq_ignore_ascii_case(w)))
 }
 
 /// What one sync saw and wrote.
@@ -86,6 +171,8 @@ struct Sweep {
     writes: Vec<RecordWrite>,
     /// VMIDs found in a list.
     seen: Vec<u32>,
+    /// Listed guests left out for lacking a selected tag.
+    unselected: usize,
     /// Nodes whose list was read.
     read: Vec<String>,
     running: usize,
@@ -94,6 +181,30 @@ struct Sweep {
     locked: Vec<String>,
     /// Why the sync cannot claim every guest in scope was read.
     problems: Vec<String>,
+    /// What this sync selects, written into every record.
+    selection: Option<SyncSelection>,
+}
+
+impl Sweep {
+    /// Whether a guest with these tags is in the selection: it carries every selected tag.
+    fn selects<S: AsRef<str>>(&self, tags: &[S]) -> bool {
+        let wanted = self.selection.as_ref().map(|s| s.tags.as_slice());
+        carries_all(tags, wanted.unwrap_or_default())
+    }
+}
+
+/// The selection a record states: the scope, its nodes, the tags.
+fn selection_of(scope: &Scope, tags: &[String]) -> Option<SyncSelection> {
+    let (name, nodes) = match scope {
+        Scope::Node(node) => ("node", Some(vec![node.clone()])),
+        Scope::Nodes(nodes) => ("nodes", Some(nodes.clone())),
+        Scope::Cluster => ("cluster", None),
+    };
+    Some(SyncSelection {
+        scope: name.to_string(),
+        nodes,
+        tags: tags.to_vec(),
+    })
 }
 
 /// Runs `sync`.
@@ -118,31 +229,46 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             Err(failure) => failure.into(),
         };
     }
-    let scope = match parsed.scope.as_str() {
-        "cluster" => Scope::Cluster,
+    let scope = match (parsed.nodes, parsed.scope.as_str()) {
+        (Some(nodes), _) => Scope::Nodes(nodes),
+        (None, "cluster") => Scope::Cluster,
         _ => Scope::Node(
             parsed
                 .node
                 .unwrap_or_else(|| run.global.transport.node().to_string()),
         ),
     };
-    let mut sweep = Sweep::default();
+    let selection = selection_of(&scope, &parsed.tags);
+    let mut sweep = Sweep {
+        selection: selection.clone(),
+        ..Sweep::default()
+    };
     if let Err(failure) = read_scope(run, &scope, &mut sweep).await {
         return failure.into();
     }
     record_vanished(run, &scope, &mut sweep).await;
     let writes = with_superseded(run, std::mem::take(&mut sweep.writes)).await;
+    let tagged = match parsed.tags.is_empty() {
+        true => String::new(),
+        false => format!(" with the tags {}", parsed.tags.join(", ")),
+    };
     let mut summary = format!(
-        "synced {} {}s in {} ({} running); {} confirmed absent",
-        sweep.seen.len(),
+        "synced {} {}s{tagged} in {} ({} running); {} confirmed absent",
+        sweep.seen.len() - sweep.unselected,
         run.kind.noun(),
         match &scope {
             Scope::Node(node) => format!("node {node}"),
-            Scope::Cluster => format!("nodes {}", sweep.read.join(", ")),
+            Scope::Nodes(_) | Scope::Cluster => format!("nodes {}", sweep.read.join(", ")),
         },
         sweep.running,
         sweep.absent
     );
+    if sweep.unselected > 0 {
+        summary.push_str(&format!(
+            "; {} listed without every selected tag (not recorded)",
+            sweep.unselected
+        ));
+    }
     if !sweep.locked.is_empty() {
         summary.push_str(&format!(
             "; locked (an operation on them has not finished): {}",
@@ -170,6 +296,7 @@ async fn read_scope<H: Host>(
 ) -> Result<(), Failure> {
     let nodes = match scope {
         Scope::Node(node) => vec![node.clone()],
+        Scope::Nodes(nodes) => nodes.clone(),
         Scope::Cluster => online_nodes(run, sweep).await?,
     };
     for node in nodes {
@@ -280,6 +407,15 @@ async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, swe
         return;
     };
     sweep.seen.push(vmid);
+    let tags = status
+        .tags
+        .as_deref()
+        .map(flex::split_tags)
+        .unwrap_or_default();
+    if !sweep.selects(&tags) {
+        sweep.unselected += 1;
+        return;
+    }
     sweep.running += usize::from(status.status == "running");
     if let Some(lock) = lock_of(&status) {
         sweep.locked.push(format!("{vmid} ({lock})"));
@@ -288,7 +424,8 @@ async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, swe
         vmid,
         node: node.to_string(),
     };
-    let record = with_identity(run, &at, &status).await;
+    let mut record = with_identity(run, &at, &status).await;
+    record.selection = sweep.selection.clone();
     sweep
         .writes
         .push(write(run.guest_spec(), run.guest_instance(vmid), &record));
@@ -393,38 +530,60 @@ async fn record_vanished<H: Host>(run: &Run<'_, H>, scope: &Scope, sweep: &mut S
         };
         if let Ok(Some(stored)) = run.host.read_record(&name).await {
             if in_scope(&stored, scope, sweep) {
-                confirm_absent(run, scope, vmid, sweep).await;
+                let node = stored.get("node").and_then(Value::as_str);
+                confirm_absent(run, scope, vmid, node, sweep).await;
             }
         }
     }
 }
 
-/// A stored record that says present, on a node this sweep read.
+/// A stored record that says present, on a node this sweep read, with every selected tag.
 fn in_scope(stored: &Value, scope: &Scope, sweep: &Sweep) -> bool {
     let node = stored.get("node").and_then(Value::as_str);
+    let tags: Vec<&str> = stored
+        .get("tags")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if !sweep.selects(&tags) {
+        return false;
+    }
     // Upstream's records (no `present`: unknown, deleted or tombstoned) claim a guest there too.
     let present = stored.get("present") == Some(&Value::Bool(true)) || written_by_upstream(stored);
     present
         && match scope {
             Scope::Node(scope_node) => node == Some(scope_node.as_str()),
-            Scope::Cluster => node.is_some_and(|n| sweep.read.iter().any(|r| r == n)),
+            Scope::Nodes(_) | Scope::Cluster => {
+                node.is_some_and(|n| sweep.read.iter().any(|r| r == n))
+            }
         }
 }
 
-async fn confirm_absent<H: Host>(run: &Run<'_, H>, scope: &Scope, vmid: u32, sweep: &mut Sweep) {
+async fn confirm_absent<H: Host>(
+    run: &Run<'_, H>,
+    scope: &Scope,
+    vmid: u32,
+    stored_node: Option<&str>,
+    sweep: &mut Sweep,
+) {
     let noun = run.kind.noun();
     match next_id_free(&run.pve(), vmid).await {
         Ok(()) => {
             run.info(&format!("{noun} {vmid} no longer exists: recorded as absent"));
-            let record = GuestRecord::absent(vmid, run.method, run.now_iso());
+            let mut record = GuestRecord::absent(vmid, run.method, run.now_iso());
+            record.selection = sweep.selection.clone();
             sweep
                 .writes
                 .push(write(run.guest_spec(), run.guest_instance(vmid), &record));
             sweep.absent += 1;
         }
         Err(e) if e.kind == ErrorKind::IdTaken => match scope {
-            Scope::Node(node) => run.warn(&format!(
-                "{noun} {vmid} was recorded on node {node} but is no longer listed there, and it still exists: it migrated, or the token may no longer audit it — its record was left as it was (run lookup for it)"
+            // On a node or some nodes of the cluster, it may have moved to another.
+            Scope::Node(_) | Scope::Nodes(_) => run.warn(&format!(
+                "{noun} {vmid} was recorded on node {} but is no longer listed there, and it still exists: it migrated, or the token may no longer audit it — its record was left as it was (run lookup for it)",
+                stored_node.unwrap_or("?")
             )),
             Scope::Cluster => sweep.problems.push(format!(
                 "{noun} {vmid} exists but no node lists it as a {} guest the token may audit — grant VM.Audit on /vms/{vmid} (its record was left as it was)",
@@ -462,6 +621,137 @@ mod tests {
                    "identity": {"smbiosUuid": format!("uuid-{vmid}")},
                    "identityObservedAt": "2026-11-01T00:00:00.000Z"}),
         );
+    }
+
+    fn tagged(vmid: u32, name: &str, tags: &str) -> Value {
+        let mut entry = guest(vmid, name, "running");
+        entry["tags"] = json!(tags);
+        entry
+    }
+
+    fn selection_rule(extra: Value) -> Option<String> {
+        SyncArgs::parse(&extra).err().map(|e| e.field)
+    }
+
+    #[test]
+    fn selection_arguments_follow_pves_tag_syntax_and_exclude_each_other() {
+        assert_eq!(
+            selection_rule(json!({"tags": ["web", "Prod_1", "a+b.c-d"]})),
+            None
+        );
+        assert_eq!(selection_rule(json!({"nodes": ["pve1", "pve2"]})), None);
+        assert_eq!(
+            selection_rule(json!({"nodes": ["pve1"], "tags": ["web"]})),
+            None
+        );
+        assert_eq!(selection_rule(json!({"tags": []})), Some("tags".into()));
+        assert_eq!(
+            selection_rule(json!({"tags": ["-web"]})),
+            Some("tags[0]".into())
+        );
+        assert_eq!(
+            selection_rule(json!({"tags": ["ok", "a b"]})),
+            Some("tags[1]".into())
+        );
+        assert_eq!(selection_rule(json!({"tags": "web"})), Some("tags".into()));
+        assert_eq!(selection_rule(json!({"nodes": []})), Some("nodes".into()));
+        assert_eq!(
+            selection_rule(json!({"nodes": ["a/b"]})),
+            Some("nodes[0]".into())
+        );
+        assert_eq!(
+            selection_rule(json!({"nodes": ["pve1"], "node": "pve1"})),
+            Some("nodes".into())
+        );
+        assert_eq!(
+            selection_rule(json!({"nodes": ["pve1"], "scope": "node"})),
+            Some("nodes".into())
+        );
+        assert_eq!(
+            selection_rule(json!({"vmid": 100, "tags": ["web"]})),
+            Some("tags".into())
+        );
+        assert_eq!(
+            SyncArgs::parse(&json!({"tags": ["WEB", "web"]}))
+                .unwrap()
+                .tags,
+            vec!["web".to_string()]
+        );
+    }
+
+    #[test]
+    fn a_tag_selection_records_only_the_guests_carrying_every_tag_and_says_so() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([
+                tagged(100, "web", "prod;Web"),
+                tagged(101, "db", "prod"),
+                tagged(102, "x", "")
+            ]),
+        );
+        let outcome = run_sync(&host, json!({"tags": ["web", "prod"]}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let written: Vec<&str> = outcome.writes.iter().map(|w| w.instance.as_str()).collect();
+        assert_eq!(written, vec!["vm-100"]);
+        assert_eq!(
+            outcome.writes[0].data["selection"],
+            json!({"scope": "node", "nodes": ["pve1"], "tags": ["web", "prod"]})
+        );
+        let Verdict::Succeeded { summary } = &outcome.verdict else {
+            unreachable!()
+        };
+        assert!(
+            summary.starts_with("synced 1 VMs with the tags web, prod in node pve1"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("2 listed without every selected tag"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn a_nodes_selection_reads_those_nodes_and_fails_after_writing_when_one_is_unreadable() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([guest(100, "web", "running")]),
+        );
+        host.on(
+            "GET /nodes/pve2/qemu",
+            [Answer::Error(595, "no route to host".into())],
+        );
+        let outcome = run_sync(&host, json!({"nodes": ["pve1", "pve2"]}));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.contains("could not list the VMs of node pve2"),
+            "{message}"
+        );
+        assert_eq!(outcome.writes.len(), 1);
+        assert_eq!(outcome.writes[0].data["selection"]["scope"], "nodes");
+        assert!(!host.routes_called().contains(&"GET /nodes".to_string()));
+    }
+
+    #[test]
+    fn a_vanished_guest_is_confirmed_absent_only_when_its_record_carries_the_tags() {
+        let host = ScriptedHost::new();
+        host.data("GET /nodes/pve1/qemu", json!([]));
+        for (vmid, tags) in [(105, json!(["web"])), (106, json!(["db"]))] {
+            host.records.borrow_mut().insert(
+                format!("vm-{vmid}"),
+                json!({"vmid": vmid, "present": true, "node": "pve1", "tags": tags}),
+            );
+        }
+        host.data("GET /cluster/nextid", json!("105"));
+        let outcome = run_sync(&host, json!({"tags": ["web"]}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let written: Vec<&str> = outcome.writes.iter().map(|w| w.instance.as_str()).collect();
+        assert_eq!(written, vec!["vm-105"]);
+        assert_eq!(outcome.writes[0].data["present"], false);
+        assert_eq!(outcome.writes[0].data["selection"]["tags"], json!(["web"]));
     }
 
     #[test]

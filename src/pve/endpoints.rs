@@ -384,9 +384,49 @@ pub fn lxc_create(node: &str, params: Vec<(String, String)>) -> PveRequest {
     request
 }
 
+/// `POST /nodes/{node}/qemu` → UPID: creates a VM with these parameters (`vmid`, `name`, disks,
+/// NICs, …; qemu-server `PVE/API2/Qemu.pm` create_vm). Never re-sent.
+pub fn qemu_create(node: &str, params: Vec<(String, String)>) -> PveRequest {
+    let mut request = PveRequest::new(Verb::Create, &["nodes", node, "qemu"], Repeat::Never);
+    request.params = params;
+    request
+}
+
+/// `GET /nodes/{node}/storage/{storage}/content?content=…&vmid=…`: one guest's volumes there.
+pub fn storage_content_of(node: &str, storage: &str, content: &str, vmid: u32) -> PveRequest {
+    storage_content(node, storage, content).param("vmid", vmid.to_string())
+}
+
 /// `GET /nodes/{node}/storage/{storage}/content?content=…`: the volumes of one content type.
 pub fn storage_content(node: &str, storage: &str, content: &str) -> PveRequest {
     PveRequest::get(&["nodes", node, "storage", storage, "content"]).param("content", content)
+}
+
+/// `POST /nodes/{node}/storage/{storage}/download-url` → UPID: PVE fetches a URL into the storage
+/// (`url`, `content`, `filename`, `checksum`, …; pve-storage `PVE/API2/Storage/Status.pm`
+/// download_url). Never re-sent.
+pub fn storage_download_url(
+    node: &str,
+    storage: &str,
+    params: Vec<(String, String)>,
+) -> PveRequest {
+    let mut request = PveRequest::new(
+        Verb::Create,
+        &["nodes", node, "storage", storage, "download-url"],
+        Repeat::Never,
+    );
+    request.params = params;
+    request
+}
+
+/// `GET /nodes/{node}/query-url-metadata?url=…`: the node asks the URL's server for its size, file
+/// name and type (pve-manager `PVE/API2/Nodes.pm` query_url_metadata).
+pub fn url_metadata(node: &str, url: &str, verify_certificates: bool) -> PveRequest {
+    let request = PveRequest::get(&["nodes", node, "query-url-metadata"]).param("url", url);
+    match verify_certificates {
+        true => request,
+        false => request.param("verify-certificates", "0"),
+    }
 }
 
 /// `GET /nodes/{node}/status`: CPU, load, memory, swap, root fs, uptime, kernel and PVE versions.

@@ -263,6 +263,9 @@ pub struct NodeInterface {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct StorageVolume {
     pub volid: String,
+    /// Bytes (a disk image's virtual size).
+    #[serde(deserialize_with = "flex::opt_u64", default)]
+    pub size: Option<u64>,
 }
 
 /// The entries of a list answer that have the shape `T`; `None` when the answer is not a list.

@@ -38,7 +38,16 @@ export const SCENARIO_IDS = [
   "pid✗",
   "lock cleared",
   "lock held",
+  "no file",
+  "short file",
+  "checksum✗",
 ] as const;
+
+/** The scenarios of a file a task writes (a download, an import): rows opt in (`fileScenarios`). */
+export const FILE_SCENARIOS = ["no file", "short file", "checksum✗"] as const;
+
+/** One of {@link FILE_SCENARIOS}. */
+export type FileScenario = (typeof FILE_SCENARIOS)[number];
 
 /** The scenarios of a guest locked when the method starts (matrix.ts `lockPlan`). */
 export const LOCK_SCENARIOS = ["lock cleared", "lock held"] as const;
@@ -72,6 +81,12 @@ export const SCENARIO_LEGEND: Record<ScenarioId, string> = {
     "the guest's config carries `lock: backup` when the method starts and the lock clears 1 s later, inside the 3 s budget: a method that acts on the guest waits the lock out (PVE would refuse it meanwhile, `VM is locked (backup)`), then acts and succeeds with a record free of the lock; a read, or a command inside the guest, succeeds and records the lock",
   "lock held":
     "the same lock never clears: an acting method fails naming it when its budget runs out, having sent nothing; a read or a command inside the guest succeeds and records the lock",
+  "no file":
+    "the task that writes a file (a download, a disk imported from an image) ends OK but the file is not there: the worker's lie, caught only by reading the storage's content back",
+  "short file":
+    "the same task ends OK having written only 1,000 bytes: the storage lists the file smaller than the URL's (the disk smaller than its image)",
+  "checksum✗":
+    "the checksum given is not the file's: PVE's download_file_from_url refuses it (`checksum mismatch: got … != expect …`) and keeps nothing",
 };
 
 /** What one cell observed and whether it was right. */

@@ -8,6 +8,7 @@
  */
 import type { RunResult } from "../../harness/types.ts";
 import type { Env } from "../e2e/env.ts";
+import { downloadSpec } from "./download_rows.ts";
 import { container, TEMPLATE } from "../e2e/lxc_fixture.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { SimGuest } from "../../simulator/types.ts";
@@ -385,6 +386,8 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     specs.splice(2, 0, create());
     // pct exec runs on the node the ssh transport reaches: no pve2 twin either.
     specs.push(ct(containerExecSpec(running, label(running))));
+    // A download lands on the transport's node: no pve2 twin either.
+    specs.push(ct(downloadSpec("lxc")));
   }
   return specs;
 }
@@ -499,6 +502,7 @@ export const EXPECTED_LXC_METHODS = [
   "convertToTemplate",
   "reboot",
   "guestExec",
+  "downloadUrl",
 ];
 
 /** guestExec of a running container over ssh: `pct exec` on pve1, its output recorded. */

@@ -11,6 +11,7 @@ import {
   type CellResult,
   execRecord,
   faultCell,
+  FILE_SCENARIOS,
   LOCK_CLEARS_MS,
   LOCK_SCENARIOS,
   type LockScenario,
@@ -246,6 +247,10 @@ function scenarioPlans(
       spec,
       sleep,
     ]);
+  }
+  for (const id of FILE_SCENARIOS) {
+    const own = spec.fileScenarios?.[id];
+    if (own) plans.push([id, own.plan, spec, own.args]);
   }
   const locked = lockedGuest(spec);
   if (locked !== undefined) {

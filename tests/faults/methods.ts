@@ -11,6 +11,9 @@ import type { Env } from "../e2e/env.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { ConfigValue, SimGuest } from "../../simulator/types.ts";
 import type { FaultId } from "./faults.ts";
+import type { FileScenario, ScenarioPlan } from "./cell.ts";
+import { downloadSpec } from "./download_rows.ts";
+import { vmCreateSpec } from "./vm_create_rows.ts";
 import { fileSpecs } from "./file_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
@@ -116,6 +119,13 @@ export interface MethodSpec {
    * (qemu-server's clone_vm refuses a locked source before it forks).
    */
   lockedVmid?: number;
+  /**
+   * The file scenarios this row takes (a method whose task writes a file): each one's plan, and
+   * arguments of its own when the scenario is in them (a wrong checksum).
+   */
+  fileScenarios?: Partial<
+    Record<FileScenario, { plan: ScenarioPlan; args?: Record<string, unknown> }>
+  >;
   /** After a success: problems if the intended effect does not hold in the simulator. */
   effect(env: Env, r: RunResult): string[];
   /** Whatever the verdict: problems if a record claims what was not observed. */
@@ -1454,6 +1464,10 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     row(rebootSpec(n, "qemu", running, label(running))),
     row(cloudInitSpec(n, stopped, label(stopped))),
     row(waitReadySpec(n, running, label(running))),
+    // A download lands on the node asked (the transport's): no pve2 twin, no node scenarios.
+    ...(where === "pve1"
+      ? [row(downloadSpec("qemu")), row(vmCreateSpec())]
+      : []),
   ];
 }
 
@@ -1483,4 +1497,6 @@ export const EXPECTED_METHODS = [
   "fileRead",
   "cloudInit",
   "waitReady",
+  "downloadUrl",
+  "create",
 ];

@@ -360,6 +360,58 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     full: opt(fc.boolean()),
     storage: opt(singleLine),
   }),
+  create: object({
+    vmid: fc.option(mix(vmid), { nil: undefined, freq: 2 }),
+    vmidRange: rarely(vmidRangeArb),
+    name: mix(dnsNames),
+    cores: opt(bounded(1, 1024)),
+    memory: opt(bounded(16, 268435456)),
+    agent: opt(fc.boolean()),
+    start: opt(fc.boolean()),
+    waitReady: rarely(object({
+      ipv6: opt(fc.boolean()),
+      nic: rarely(fc.constantFrom("net0", "net32")),
+    })),
+    config: opt(fc.dictionary(
+      fc.oneof(
+        {
+          arbitrary: fc.constantFrom("scsi0", "ide2", "net0", "ciuser", "tags"),
+          weight: 12,
+        },
+        {
+          arbitrary: fc.constantFrom("archive", "name", "force", "9x", "a-b"),
+          weight: 1,
+        },
+      ),
+      fc.oneof(
+        {
+          arbitrary: fc.constantFrom(
+            "local-lvm:8",
+            "local-lvm:0,import-from=local:import/cloud.qcow2",
+            "local-lvm:0.0,import-from=local:import/x.raw",
+            "local-lvm:cloudinit",
+            "virtio,bridge=vmbr0",
+            "ops",
+          ),
+          weight: 12,
+        },
+        {
+          arbitrary: fc.constantFrom(
+            "local-lvm:8,import-from=local:import/x.qcow2",
+            "local-lvm: 0,import-from=x",
+            ":0,import-from=x",
+            "local-lvm:0.,import-from=x",
+            "a\0b",
+          ),
+          weight: 2,
+        },
+        { arbitrary: fc.string({ maxLength: 8 }), weight: 2 },
+        { arbitrary: number, weight: 2 },
+        { arbitrary: fc.constantFrom(true, null), weight: 1 },
+      ),
+      { minKeys: 0, maxKeys: 2 },
+    )),
+  }),
   getConfig: object(guestRef),
   setConfig: object({
     ...guestRef,
@@ -439,9 +491,106 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     ...guestRef,
     scope: opt(fc.constantFrom("node", "cluster", "world")),
     node: opt(node),
+    nodes: rarely(
+      fc.oneof(
+        {
+          arbitrary: fc.array(node, { minLength: 1, maxLength: 3 }),
+          weight: 4,
+        },
+        { arbitrary: fc.constantFrom([], ["a/b"], "pve1"), weight: 1 },
+      ),
+    ),
+    tags: rarely(
+      fc.oneof(
+        {
+          arbitrary: fc.array(
+            fc.constantFrom("web", "Prod_1", "a+b.c-d", "_x"),
+            { minLength: 1, maxLength: 3 },
+          ),
+          weight: 4,
+        },
+        {
+          arbitrary: fc.constantFrom([], ["-web"], ["a b"], ["ü"], "web"),
+          weight: 1,
+        },
+      ),
+    ),
   }),
   nodeStatus: object({ node: opt(node) }),
   nodeConfig: object({ node: opt(node) }),
+  // Content and file name mostly fit each other; each way of breaking the pair comes in rarely.
+  downloadUrl: fc.tuple(
+    object({
+      node: opt(node),
+      storage: mix(fc.constantFrom("local", "nfs_1")),
+      url: mix(
+        fc.oneof(
+          {
+            arbitrary: fc.constantFrom(
+              "http://127.0.0.1:8080/cloud.qcow2",
+              "https://images.example/x.iso",
+            ),
+            weight: 12,
+          },
+          {
+            arbitrary: fc.constantFrom(
+              "https://",
+              "ftp://x/a.iso",
+              "http://x/\n",
+              "https://me:pw@host/a.iso",
+              "https://host/a.iso?x=a@b",
+            ),
+            weight: 1,
+          },
+        ),
+      ),
+      checksum: rarely(
+        fc.constantFrom(
+          "d41d8cd98f00b204e9800998ecf8427e",
+          "D41D8CD98F00B204E9800998ECF8427E",
+          "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+          "xyz",
+          "",
+        ),
+      ),
+      checksumAlgorithm: rarely(
+        fc.constantFrom("md5", "sha256", "sha512", "sha3"),
+      ),
+      verifyCertificates: opt(fc.boolean()),
+    }),
+    fc.oneof(
+      {
+        arbitrary: fc.constantFrom(
+          { content: "import", filename: "cloud.qcow2" },
+          { content: "import", filename: "x.raw" },
+          { content: "iso", filename: "debian.ISO" },
+          { content: "iso", filename: "x.img", compression: "gz" },
+          { content: "vztmpl", filename: "ct.tar.zst" },
+          { content: "vztmpl", filename: "ct.tar" },
+        ),
+        weight: 12,
+      },
+      {
+        arbitrary: object({
+          content: mix(fc.constantFrom("iso", "vztmpl", "import", "images")),
+          filename: mix(
+            fc.constantFrom(
+              "cloud.QCOW2",
+              "ct.tar.lz",
+              "a b.iso",
+              "a..iso",
+              ".iso",
+              "x.ova",
+              "ü.iso",
+              "a".repeat(252) + ".iso",
+            ),
+          ),
+          compression: rarely(fc.constantFrom("gz", "zst", "xz")),
+        }),
+        weight: 3,
+      },
+    ),
+  ).map(([rest, file]) => ({ ...rest, ...file })),
   ...snapshotArgs(true),
   migrate: migrateArgs(true),
   fileWrite: fc.tuple(
@@ -610,6 +759,7 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
       "sync",
       "nodeStatus",
       "nodeConfig",
+      "downloadUrl",
       "convertToTemplate",
       "reboot",
       "guestExec",

@@ -1,0 +1,214 @@
+/**
+ * `POST /nodes/{node}/qemu`: a new VM from parameters, its disks made by the `qmcreate` task —
+ * `<storage>:<GiB>` allocated, `<storage>:cloudinit` a cloud-init drive, and
+ * `<storage>:0,import-from=<volid>` a new disk holding a copy of that image's bytes (so the VM's
+ * disk is what downloadUrl brought), sized by it.
+ *
+ * Sources: qemu-server src/PVE/API2/Qemu.pm create_vm (check_vmid_unused before the permission
+ * check, `$check_drive_param`'s import-from syntax, `create_disks`, `$import_from_volid`, the config
+ * written under `lock: create`, the `qmcreate` worker, smbios1/vmgenid defaults) and
+ * `$check_vm_modify_config_perm` (perl_rules.ts qemuCreatePerm). Not simulated: `archive`
+ * (restore), `start` (the package starts the VM itself, verified), OVA extraction, importing from
+ * another guest's disk or a path, qcow2 headers (an image's "virtual size" is its byte length).
+ *
+ * @module
+ */
+
+import { checkVmPerm, type Ctx, type Route } from "./context.ts";
+import { applyConfigChange, parseTags } from "./config.ts";
+import { configOptionSpec } from "./config.ts";
+import { allocateDisk, DISK_KEY, formatSize, withDiskOption } from "./disks.ts";
+import { storedInstead } from "./faults.ts";
+import { ApiError, paramError } from "./http.ts";
+import { VMID_SPEC } from "./params.ts";
+import { qemuCreatePerm } from "./perl_rules.ts";
+import { cloudinitValues } from "./routes_config.ts";
+import { withUuid } from "./state.ts";
+import { TaskFailure, type TaskRecord } from "./tasks.ts";
+import type { GuestState } from "./types.ts";
+
+const OPT_BOOL = { type: "boolean" as const, optional: true };
+const OPT_STRING = { type: "string" as const, optional: true };
+
+/** create_vm's parameters that are not config options. */
+const CREATE_PARAMS = {
+  vmid: VMID_SPEC,
+  archive: OPT_STRING,
+  storage: OPT_STRING,
+  force: OPT_BOOL,
+  unique: OPT_BOOL,
+  pool: OPT_STRING,
+  bwlimit: { type: "integer" as const, optional: true, minimum: 0 },
+  start: OPT_BOOL,
+  "live-restore": OPT_BOOL,
+  "import-working-storage": OPT_STRING,
+};
+
+/** The image an `import-from` names: `<storage>:import/<file>` on a storage of `node`. */
+function importSource(ctx: Ctx, node: string, source: string) {
+  const m = /^([^:]+):import\/(.+)$/.exec(source);
+  const store = m ? ctx.core.resources.get(node, m[1]) : undefined;
+  const file = store?.files.find((f) =>
+    f.content === "import" && f.file === m?.[2]
+  );
+  if (!file) {
+    throw new TaskFailure(
+      `cannot import from '${source}' - could not get size of ${source}`,
+    );
+  }
+  return file.data ?? new Uint8Array(file.size ?? 0);
+}
+
+/** The synchronous part of create_vm: what the task needs, or PVE's refusal. */
+function checkCreate(ctx: Ctx) {
+  const { state } = ctx.core;
+  const node = ctx.params.node as string;
+  const vmid = ctx.params.vmid as number;
+  if (ctx.params.archive !== undefined) {
+    throw new ApiError(500, "simulator: restoring a backup is not simulated");
+  }
+  if (ctx.params.start === true) {
+    throw new ApiError(500, "simulator: create with start is not simulated");
+  }
+  // check_vmid_unused comes BEFORE the permission check.
+  const existing = state.get(vmid);
+  if (existing) {
+    throw new ApiError(
+      500,
+      `unable to create VM ${vmid}: config file already exists`,
+    );
+  }
+  if (state.isTaken(vmid)) {
+    throw new ApiError(
+      500,
+      `unable to create VM ${vmid}: config file already exists`,
+    );
+  }
+  checkVmPerm(ctx.user, vmid, "VM.Allocate");
+  const options: Record<string, string | number | boolean> = {};
+  for (const [k, v] of Object.entries(ctx.params)) {
+    if (k in CREATE_PARAMS || k === "node") continue;
+    options[k] = v as string | number | boolean;
+  }
+  for (const [key, value] of Object.entries(options)) {
+    if (!DISK_KEY.test(key) || !/(^|,)import-from=/.test(String(value))) {
+      continue;
+    }
+    if (!/^[^:,]+:0(,|$)/.test(String(value))) {
+      throw paramError({
+        [key]:
+          "'import-from' requires special syntax - use <storage ID>:0,import-from=<source>",
+      });
+    }
+  }
+  return { node, vmid, options };
+}
+
+/** The config value a new drive gets, made by the task (create_disks). */
+function makeDisk(
+  ctx: Ctx,
+  task: TaskRecord,
+  g: GuestState,
+  key: string,
+  value: string,
+): string {
+  const { resources } = ctx.core;
+  const [volume, ...opts] = value.split(",");
+  const store = volume.split(":")[0];
+  if (volume.endsWith(":cloudinit")) {
+    task.log.push(
+      `${key}: successfully created disk '${store}:vm-${g.vmid}-cloudinit,media=cdrom'`,
+    );
+    return [`${store}:vm-${g.vmid}-cloudinit`, ...opts, "media=cdrom"].join(
+      ",",
+    );
+  }
+  const source = opts.find((o) => o.startsWith("import-from="))?.slice(12);
+  const taken = Object.entries(g.config).filter(([k]) => DISK_KEY.test(k))
+    .map(([, v]) => String(v));
+  if (source === undefined) return allocateDisk(value, g.vmid, taken);
+  const image = importSource(ctx, g.node, source);
+  const rest = opts.filter((o) => !o.startsWith("import-from="));
+  const made = allocateDisk([`${store}:0`, ...rest].join(","), g.vmid, taken);
+  const volid = made.split(",")[0];
+  // $import_from_volid copies the volume; the config records the source's size.
+  const copy = task.truncateTo === undefined
+    ? image.slice()
+    : image.slice(0, task.truncateTo);
+  resources.volumeData.set(volid, copy);
+  if (task.loseFile) resources.lostVolumes.add(volid);
+  task.log.push(
+    `importing disk '${source}' to VM ${g.vmid} ...`,
+    `transferred ${image.length}.0 B of ${image.length}.0 B (100.00%)`,
+    `Successfully imported disk as '${key}:${volid}'`,
+  );
+  return withDiskOption(made, "size", formatSize(image.length));
+}
+
+/** The qemu create route. */
+export const qemuCreateRoutes: Route[] = [
+  {
+    method: "POST",
+    path: "/nodes/{node}/qemu",
+    params: CREATE_PARAMS,
+    dynamic: configOptionSpec,
+    rules: [qemuCreatePerm],
+    handler: (ctx) => {
+      const c = checkCreate(ctx);
+      const { state, tasks } = ctx.core;
+      const { name, ...rest } = c.options;
+      const change = { set: rest, delete: [], revert: [] };
+      const stores = state.takeStores();
+      // create_vm writes the config (name, tags) under `lock: create` before the worker makes the
+      // disks; the lock goes when it is done.
+      state.add({
+        vmid: c.vmid,
+        node: c.node,
+        type: "qemu",
+        name: String(name ?? `VM${c.vmid}`),
+        tags: rest.tags === undefined ? [] : parseTags(String(rest.tags)),
+        status: "stopped",
+        lock: "create",
+        config: {},
+      });
+      const g = state.get(c.vmid)!;
+      cloudinitValues(g, change);
+      const isOurs = () => {
+        const live = state.get(c.vmid);
+        return live && live.type === "qemu" && live.lock === "create"
+          ? live
+          : undefined;
+      };
+      const task: TaskRecord = tasks.start({
+        node: c.node,
+        type: "qmcreate",
+        id: String(c.vmid),
+        user: ctx.user.tokenId,
+        run: () => {
+          const live = isOurs();
+          if (!live) {
+            throw new TaskFailure(
+              `unable to create VM ${c.vmid}: config file already exists`,
+            );
+          }
+          const options = { ...change.set };
+          for (const [key, value] of Object.entries(options)) {
+            if (!DISK_KEY.test(key)) continue;
+            live.config[key] = makeDisk(ctx, task, live, key, String(value));
+            delete options[key];
+          }
+          // Enabling the agent assumes qemu-ga in the guest (config.ts): the host's answers it.
+          applyConfigChange(live, { ...change, set: options });
+          live.config.smbios1 ??= withUuid(undefined, crypto.randomUUID());
+          live.config.vmgenid ??= crypto.randomUUID();
+          live.config = storedInstead(live.config, stores);
+          live.lock = undefined;
+        },
+        onFailure: () => {
+          if (isOurs()) state.remove(c.vmid);
+        },
+      });
+      return task.upid;
+    },
+  },
+];

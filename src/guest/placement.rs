@@ -1,0 +1,314 @@
+//! Whether a new guest fits the node, decided before anything changes — lxc `create` and qemu
+//! `create` alike. A create places volumes on storages (each must exist on the node, be enabled
+//! and active, take the guest kind's content — `rootdir` for containers, `images` for VMs — and
+//! have room), reads volumes that must already be there (a container's template, a VM disk's
+//! `import-from` image: each in its storage's content list), and plugs NICs into bridges (each
+//! must exist on the node and be up). Every problem is found at once and named in ONE message:
+//! PVE itself finds a missing template or image only inside the task, and a missing bridge only
+//! when the first start fails.
+
+use super::storage::{listed, missing_storage, storage_refusal};
+use crate::host::Host;
+use crate::outcome::Failure;
+use crate::pve::endpoints;
+use crate::pve::property::property;
+use crate::pve::responses::{NodeInterface, NodeStorage, StorageVolume};
+use crate::run::Run;
+
+const GIB: u64 = 1 << 30;
+/// How many volumes a "not found" message lists.
+const LISTED_VOLUMES: usize = 5;
+
+/// A volume the create allocates: the config key, the storage, the bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    pub key: String,
+    pub storage: String,
+    pub bytes: u64,
+}
+
+/// A volume the create reads, which must be in its storage's content: a template, an image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// What names it in messages: `ostemplate`, `scsi0 import-from`.
+    pub label: String,
+    pub volid: String,
+    /// Its content type (`vztmpl`, `import`), which is also its directory in the volume id.
+    pub content: &'static str,
+    /// `template`, `image`: what the storage's list of them is called.
+    pub noun: &'static str,
+    /// What to do when it is missing.
+    pub advice: String,
+}
+
+impl Source {
+    /// The storage of the volume id, when it is one (`<storage>:<name>`).
+    pub fn storage(&self) -> Option<&str> {
+        let (storage, name) = self.volid.split_once(':')?;
+        let valid = crate::args::check_segment("volid", storage).is_ok() && !name.is_empty();
+        valid.then_some(storage)
+    }
+}
+
+/// What a create places on the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// The content type new volumes need: `rootdir` (containers) or `images` (VMs).
+    pub content: &'static str,
+    pub allocations: Vec<Allocation>,
+    pub sources: Vec<Source>,
+    /// `(netN, bridge)` for every NIC that names a bridge.
+    pub bridges: Vec<(String, String)>,
+}
+
+/// What the node says about a placement's storages, sources and bridges. `Err` holds why a list
+/// could not be read; `None`: not read (nothing to check, or a problem already found makes it moot).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Survey {
+    pub storages: Option<Result<Vec<NodeStorage>, String>>,
+    /// Per source storage (one that exists and takes the source's content): its volumes.
+    pub contents: Vec<(String, Result<Vec<StorageVolume>, String>)>,
+    pub bridges: Option<Result<Vec<NodeInterface>, String>>,
+}
+
+impl Survey {
+    /// The listed volume `volid` (its size: an image's), when a content list holds it.
+    pub fn volume(&self, volid: &str) -> Option<&StorageVolume> {
+        self.contents
+            .iter()
+            .filter_map(|(_, list)| list.as_ref().ok())
+            .flatten()
+            .find(|v| v.volid == volid)
+    }
+}
+
+/// `(netN, bridge)` for every `netN` option of `config` that names a bridge.
+pub fn bridges_of(config: &[(String, String)]) -> Vec<(String, String)> {
+    config
+        .iter()
+        .filter(|(key, _)| numbered(key, "net"))
+        .filter_map(|(key, value)| Some((key.clone(), property(value, "bridge")?.to_string())))
+        .collect()
+}
+
+/// Whether `key` is `<prefix><digits>` (`net0`, `mp12`).
+pub fn numbered(key: &str, prefix: &str) -> bool {
+    key.strip_prefix(prefix)
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// `<storage>:<GiB>` as an allocation of `key`; `None` for anything else (an existing volume, a
+/// bind mount, `store:cloudinit`).
+pub fn allocation_of(key: &str, value: &str) -> Option<Allocation> {
+    let volume = value.split(',').next().unwrap_or_default();
+    let (storage, size) = volume.split_once(':')?;
+    let gib = size
+        .parse::<f64>()
+        .ok()
+        .filter(|g| g.is_finite() && *g >= 0.0)?;
+    Some(Allocation {
+        key: key.to_string(),
+        storage: storage.to_string(),
+        bytes: (gib * GIB as f64).round() as u64,
+    })
+}
+
+/// Reads what the decision needs from `node`: its storages, the content of each source's storage
+/// (when that storage can hold it), and its bridges (when a NIC names one).
+pub async fn survey<H: Host>(run: &Run<'_, H>, node: &str, placement: &Placement) -> Survey {
+    let pve = run.pve();
+    let storages: Result<Vec<NodeStorage>, String> =
+        listed(pve.call(&endpoints::node_storage(node)).await);
+    let mut contents: Vec<(String, Result<Vec<StorageVolume>, String>)> = Vec::new();
+    for source in &placement.sources {
+        let Some(id) = source.storage() else { continue };
+        let takes = storages.as_ref().is_ok_and(|list| {
+            list.iter()
+                .any(|s| s.storage == id && storage_refusal(s, source.content).is_none())
+        });
+        if !takes || contents.iter().any(|(read, _)| read == id) {
+            continue;
+        }
+        let request = endpoints::storage_content(node, id, source.content);
+        contents.push((id.to_string(), listed(pve.call(&request).await)));
+    }
+    let bridges = match placement.bridges.is_empty() {
+        true => None,
+        false => Some(listed(pve.call(&endpoints::node_bridges(node)).await)),
+    };
+    Survey {
+        storages: Some(storages),
+        contents,
+        bridges,
+    }
+}
+
+/// Every reason the placement cannot be carried out on `node`, in the order checked; empty when
+/// nothing stands in the way.
+pub fn problems(placement: &Placement, node: &str, survey: &Survey) -> Vec<String> {
+    let mut found = Vec::new();
+    match &survey.storages {
+        Some(Ok(storages)) => {
+            volume_problems(placement, node, storages, &mut found);
+            for source in &placement.sources {
+                source_problems(source, node, storages, survey, &mut found);
+            }
+        }
+        Some(Err(why)) => found.push(format!(
+            "the storages of node {node} could not be listed (GET /nodes/{node}/storage): {why}"
+        )),
+        None => {}
+    }
+    bridge_problems(placement, node, survey, &mut found);
+    found
+}
+
+/// The one message of a create the node cannot take: `cannot create <what> on node <node>;
+/// nothing was changed. 2 problems found: (1) …; (2) …`.
+pub fn refusal(what: &str, node: &str, found: &[String]) -> Failure {
+    let listed: Vec<String> = found
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("({}) {p}", i + 1))
+        .collect();
+    Failure::new(format!(
+        "cannot create {what} on node {node}; nothing was changed. {} found: {}",
+        match found.len() {
+            1 => "1 problem".to_string(),
+            n => format!("{n} problems"),
+        },
+        listed.join("; ")
+    ))
+}
+
+fn gib(bytes: u64) -> String {
+    let value = bytes as f64 / GIB as f64;
+    match value.fract() == 0.0 {
+        true => format!("{value:.0} GiB"),
+        false => format!("{value:.1} GiB"),
+    }
+}
+
+fn volume_problems(
+    placement: &Placement,
+    node: &str,
+    storages: &[NodeStorage],
+    found: &mut Vec<String>,
+) {
+    let allocations = &placement.allocations;
+    let mut ids: Vec<&str> = allocations.iter().map(|a| a.storage.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in ids {
+        let on_it: Vec<&Allocation> = allocations.iter().filter(|a| a.storage == id).collect();
+        let keys: Vec<&str> = on_it.iter().map(|a| a.key.as_str()).collect();
+        let what = format!("{} storage {id}", keys.join(" and "));
+        let Some(store) = storages.iter().find(|s| s.storage == id) else {
+            found.push(format!(
+                "{}: {}",
+                keys.join(" and "),
+                missing_storage(id, node, storages)
+            ));
+            continue;
+        };
+        if let Some(why) = storage_refusal(store, placement.content) {
+            found.push(format!("{what} {why} on node {node}"));
+            continue;
+        }
+        let needed = on_it
+            .iter()
+            .fold(0u64, |sum, a| sum.saturating_add(a.bytes));
+        if let Some(avail) = store.avail.filter(|avail| *avail < needed) {
+            found.push(format!(
+                "{what} has {} free on node {node}, but {} are needed",
+                gib(avail),
+                gib(needed)
+            ));
+        }
+    }
+}
+
+fn source_problems(
+    source: &Source,
+    node: &str,
+    storages: &[NodeStorage],
+    survey: &Survey,
+    found: &mut Vec<String>,
+) {
+    let (label, volid, noun) = (&source.label, &source.volid, source.noun);
+    let Some(id) = source.storage() else {
+        found.push(format!(
+            "{label} {volid:?} is not a {noun} volume id (<storage>:{}/<file>)",
+            source.content
+        ));
+        return;
+    };
+    let Some(store) = storages.iter().find(|s| s.storage == id) else {
+        found.push(format!("{label}: {}", missing_storage(id, node, storages)));
+        return;
+    };
+    if let Some(why) = storage_refusal(store, source.content) {
+        found.push(format!("{label} storage {id} {why} on node {node}"));
+        return;
+    }
+    match survey.contents.iter().find(|(read, _)| read == id) {
+        Some((_, Ok(volumes))) if volumes.iter().any(|v| v.volid == *volid) => {}
+        Some((_, Ok(volumes))) => {
+            let mut listed: Vec<&str> = volumes
+                .iter()
+                .map(|v| v.volid.as_str())
+                .take(LISTED_VOLUMES)
+                .collect();
+            if volumes.len() > LISTED_VOLUMES {
+                listed.push("…");
+            }
+            found.push(format!(
+                "{label} {volid:?} is not in the content of storage {id} on node {node} (its {noun}s: {}) — {}",
+                if listed.is_empty() { "none".to_string() } else { listed.join(", ") },
+                source.advice
+            ));
+        }
+        Some((_, Err(why))) => found.push(format!(
+            "the {noun}s on storage {id} of node {node} could not be listed: {why}"
+        )),
+        None => found.push(format!(
+            "the {noun}s on storage {id} of node {node} were not listed"
+        )),
+    }
+}
+
+fn bridge_problems(placement: &Placement, node: &str, survey: &Survey, found: &mut Vec<String>) {
+    let wanted = &placement.bridges;
+    if wanted.is_empty() {
+        return;
+    }
+    let interfaces = match &survey.bridges {
+        Some(Ok(interfaces)) => interfaces,
+        Some(Err(why)) => {
+            found.push(format!(
+                "the bridges of node {node} could not be listed to check {} (GET /nodes/{node}/network needs Sys.Audit on /nodes/{node}): {why}",
+                wanted.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+            return;
+        }
+        None => {
+            found.push(format!("the bridges of node {node} were not listed"));
+            return;
+        }
+    };
+    for (key, bridge) in wanted {
+        match interfaces.iter().find(|i| i.iface == *bridge) {
+            Some(i) if i.active == Some(true) => {}
+            Some(_) => found.push(format!(
+                "{key}: bridge {bridge} exists on node {node} but is not active (down, or its configuration not applied)"
+            )),
+            None => {
+                let names: Vec<&str> = interfaces.iter().map(|i| i.iface.as_str()).collect();
+                found.push(format!(
+                    "{key}: bridge {bridge} does not exist on node {node} (its bridges: {})",
+                    if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                ));
+            }
+        }
+    }
+}

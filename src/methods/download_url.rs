@@ -1,0 +1,1061 @@
+//! `downloadUrl` (both models): PVE fetches a URL into a storage — an ISO image, a container
+//! template, or a disk image for `import-from` — successful only when the volume is then seen in
+//! the storage's content with a size, and, when a checksum was given, PVE's own check of it ran.
+//!
+//! PVE's handler (pve-storage `PVE/API2/Storage/Status.pm` download_url) normalizes the file name
+//! (`PVE::Storage::normalize_content_filename`: every character outside `[a-zA-Z0-9_.-]` becomes
+//! `_`), checks its extension per content type, forks a `download` worker, and the worker
+//! (pve-common `PVE/Tools.pm` download_file_from_url) downloads to a temporary file, checks the
+//! checksum ("calculating checksum...OK, checksum verified"), decompresses, and renames it into
+//! place. A file that is already there is refused ("refusing to override existing file") unless a
+//! checksum was given; then its checksum is compared and, when equal, nothing is downloaded
+//! ("OK, got correct file already, no need to download").
+//!
+//! 1. Up front, before anything changes: the storage exists on the node, is enabled, active and
+//!    configured for the content type; the file name is one PVE keeps as given (no normalization)
+//!    with the content type's extension; the URL's size is read from the node
+//!    (`query-url-metadata`, the HEAD request PVE's GUI makes — its privileges are a part of the
+//!    download's, so a 403 there is the download's own refusal).
+//! 2. A volume of that name already there: done without a download when its size is the URL's
+//!    (and, with a checksum, PVE's check of the existing file passes); otherwise a failure naming it.
+//! 3. Else `POST …/download-url`, its task followed; then the content list must show the volume with
+//!    a size > 0, equal to the URL's size when the server gave one (and nothing decompressed it),
+//!    and with a checksum the task log must carry PVE's "checksum verified" line.
+
+use crate::args::{check_segment, ArgError, Fields};
+use crate::explain::{could_not, hint, mutation_failed};
+use crate::guest::storage::{listed, missing_storage, storage_refusal};
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints;
+use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::flex;
+use crate::pve::responses::NodeStorage;
+use crate::pve::responses::TaskLogLine;
+use crate::run::{write, Run};
+use crate::task::{follow_task, upid_of, TaskTrouble};
+use serde::Serialize;
+use serde_json::Value;
+
+/// PVE's longest file name (the schema's `maxLength`).
+const MAX_FILENAME: usize = 255;
+/// What a verified download prints (pve-common download_file_from_url).
+const CHECKSUM_VERIFIED: &str = "OK, checksum verified";
+/// What a file already there with the right checksum prints instead of downloading.
+const ALREADY_THERE: &str = "OK, got correct file already";
+/// The privileges of the download-url schema's `permissions`.
+const PRIVILEGES: &str = "Datastore.AllocateTemplate on /storage/<storage>, and Sys.Audit plus Sys.Modify on / or Sys.AccessNetwork on /nodes/<node>";
+
+/// The content types PVE downloads (the schema's enum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Content {
+    Iso,
+    Vztmpl,
+    Import,
+}
+
+impl Content {
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "iso" => Some(Content::Iso),
+            "vztmpl" => Some(Content::Vztmpl),
+            "import" => Some(Content::Import),
+            _ => None,
+        }
+    }
+
+    /// The content type's name, which is also its directory in a volume id (`local:iso/x.iso`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Content::Iso => "iso",
+            Content::Vztmpl => "vztmpl",
+            Content::Import => "import",
+        }
+    }
+
+    /// Whether `filename` has the extension PVE requires for this content type (Status.pm
+    /// download_url with PVE::Storage's `$ISO_EXT_RE_0`, `$VZTMPL_EXT_RE_1` — both ignore case —
+    /// and `$UPLOAD_IMPORT_EXT_RE_1`, which does not), after at least one character.
+    fn takes(self, filename: &str) -> bool {
+        let lower = filename.to_ascii_lowercase();
+        let ends = |name: &str, ext: &str| name.len() > ext.len() && name.ends_with(ext);
+        match self {
+            Content::Iso => [".iso", ".img"].iter().any(|e| ends(&lower, e)),
+            Content::Vztmpl => [".tar", ".tar.gz", ".tar.xz", ".tar.zst", ".tar.bz2"]
+                .iter()
+                .any(|e| ends(&lower, e)),
+            Content::Import => [".ova", ".qcow2", ".raw", ".vmdk"]
+                .iter()
+                .any(|e| ends(filename, e)),
+        }
+    }
+
+    fn extensions(self) -> &'static str {
+        match self {
+            Content::Iso => ".iso or .img",
+            Content::Vztmpl => ".tar, .tar.gz, .tar.xz, .tar.zst or .tar.bz2",
+            Content::Import => ".ova, .qcow2, .raw or .vmdk (lower case)",
+        }
+    }
+}
+
+/// The checksum algorithms PVE offers, with their digest's length in hex digits.
+const ALGORITHMS: [(&str, usize); 6] = [
+    ("md5", 32),
+    ("sha1", 40),
+    ("sha224", 56),
+    ("sha256", 64),
+    ("sha384", 96),
+    ("sha512", 128),
+];
+
+/// The compressions PVE can undo, for ISO images only (`KNOWN_COMPRESSION_FORMATS`; the worker
+/// dies "decompression not supported for <content>" for the others).
+const COMPRESSIONS: [&str; 4] = ["gz", "lzo", "zst", "bz2"];
+
+/// The arguments of `downloadUrl`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownloadUrlArgs {
+    pub node: Option<String>,
+    pub storage: String,
+    pub content: Content,
+    pub url: String,
+    pub filename: String,
+    /// `(algorithm, digest)`, the digest in lower case.
+    pub checksum: Option<(String, String)>,
+    pub verify_certificates: bool,
+    pub compression: Option<String>,
+}
+
+impl DownloadUrlArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let node: Option<String> = fields.optional("node")?;
+        if let Some(node) = &node {
+            check_segment("node", node)?;
+        }
+        let content_text: String = fields.required("content")?;
+        let content = Content::parse(&content_text)
+            .ok_or_else(|| ArgError::new("content", "must be one of iso, vztmpl, import"))?;
+        let url = fields.line("url")?;
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ArgError::new(
+                "url",
+                "must start with http:// or https:// (PVE's pattern)",
+            ));
+        }
+        // PVE logs the URL in the task log (download_file_from_url: "downloading <url> to …"),
+        // readable by anyone who may audit the node's tasks: a password there is a leaked one.
+        if has_credentials(&url) {
+            return Err(ArgError::new(
+                "url",
+                "must not carry a user name or password (user:password@host): PVE writes the URL into the task log",
+            ));
+        }
+        let filename = parse_filename(&fields.line("filename")?, content)?;
+        let compression: Option<String> = fields.optional("compression")?;
+        if let Some(c) = &compression {
+            if !COMPRESSIONS.contains(&c.as_str()) {
+                return Err(ArgError::new(
+                    "compression",
+                    "must be one of gz, lzo, zst, bz2",
+                ));
+            }
+            if content != Content::Iso {
+                return Err(ArgError::new(
+                    "compression",
+                    "is only for content iso (PVE decompresses nothing else)",
+                ));
+            }
+        }
+        Ok(DownloadUrlArgs {
+            node,
+            storage: fields.segment("storage")?,
+            content,
+            url,
+            filename,
+            checksum: parse_checksum(&fields)?,
+            verify_certificates: fields.or("verifyCertificates", true)?,
+            compression,
+        })
+    }
+
+    /// The volume id the download makes: `<storage>:<content>/<filename>`.
+    pub fn volid(&self) -> String {
+        format!("{}:{}/{}", self.storage, self.content.name(), self.filename)
+    }
+
+    /// The parameters of `POST …/download-url`.
+    pub fn params(&self) -> Vec<(String, String)> {
+        let mut params = vec![
+            ("url".to_string(), self.url.clone()),
+            ("content".to_string(), self.content.name().to_string()),
+            ("filename".to_string(), self.filename.clone()),
+        ];
+        if let Some((algorithm, digest)) = &self.checksum {
+            params.push(("checksum".into(), digest.clone()));
+            params.push(("checksum-algorithm".into(), algorithm.clone()));
+        }
+        if !self.verify_certificates {
+            params.push(("verify-certificates".into(), "0".into()));
+        }
+        if let Some(compression) = &self.compression {
+            params.push(("compression".into(), compression.clone()));
+        }
+        params
+    }
+}
+
+/// A file name PVE keeps as given: within its length, only the characters its normalization keeps
+/// (a name it would rename could never be found under the name asked for), the content type's
+/// extension, and no `..` (a swamp data name cannot hold one).
+fn parse_filename(name: &str, content: Content) -> Result<String, ArgError> {
+    if name.len() > MAX_FILENAME {
+        return Err(ArgError::new(
+            "filename",
+            "must be at most 255 characters (PVE's limit)",
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+    {
+        let normalized: String = name
+            .chars()
+            .map(
+                |c| match c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                    true => c,
+                    false => '_',
+                },
+            )
+            .collect();
+        return Err(ArgError::new(
+            "filename",
+            format!("must hold only letters, digits, _, . and - (PVE would replace {bad:?} with _ and store {normalized:?})"),
+        ));
+    }
+    if name.contains("..") {
+        return Err(ArgError::new(
+            "filename",
+            "must not contain .. (a swamp data name cannot hold it)",
+        ));
+    }
+    if !content.takes(name) {
+        return Err(ArgError::new(
+            "filename",
+            format!(
+                "must end in {} for content {} (PVE: wrong file extension)",
+                content.extensions(),
+                content.name()
+            ),
+        ));
+    }
+    Ok(name.to_string())
+}
+
+/// `checksum` and `checksumAlgorithm` come together (PVE's `requires`); the digest must be the
+/// algorithm's hex digits, since PVE compares it with a hex digest and nothing else can match.
+fn parse_checksum(fields: &Fields) -> Result<Option<(String, String)>, ArgError> {
+    let digest: Option<String> = fields.optional("checksum")?;
+    let algorithm: Option<String> = fields.optional("checksumAlgorithm")?;
+    let (digest, algorithm) = match (digest, algorithm) {
+        (None, None) => return Ok(None),
+        (Some(_), None) => {
+            return Err(ArgError::new(
+                "checksumAlgorithm",
+                "is required with checksum",
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(ArgError::new(
+                "checksum",
+                "is required with checksumAlgorithm",
+            ))
+        }
+        (Some(d), Some(a)) => (d, a),
+    };
+    let Some((_, digits)) = ALGORITHMS.iter().find(|(name, _)| *name == algorithm) else {
+        return Err(ArgError::new(
+            "checksumAlgorithm",
+            "must be one of md5, sha1, sha224, sha256, sha384, sha512",
+        ));
+    };
+    if digest.len() != *digits || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ArgError::new(
+            "checksum",
+            format!("must be the {digits} hex digits of a {algorithm} digest"),
+        ));
+    }
+    Ok(Some((algorithm, digest.to_ascii_lowercase())))
+}
+
+/// The `volume-<storage>-<filename>` record: what the storage showed of the volume.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeRecord {
+    pub node: String,
+    pub storage: String,
+    pub content: String,
+    pub filename: String,
+    pub volid: String,
+    /// Whether the storage's content list holds the volume.
+    pub present: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// The URL (one with a user name or password is refused).
+    pub url: String,
+    /// The size the URL's server reported (`Content-Length`), when it reported one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_size: Option<u64>,
+    /// Whether this run downloaded it (false: it was there already).
+    pub downloaded: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum_algorithm: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
+    /// Whether PVE's own checksum check was seen to pass (its task log line).
+    pub checksum_verified: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_task: Option<String>,
+    pub observed_at: String,
+}
+
+/// One volume of a storage's content list.
+#[derive(Debug, Clone, PartialEq)]
+struct Volume {
+    size: Option<u64>,
+    format: Option<String>,
+}
+
+/// The volume `volid` in a content list answer, if listed.
+fn volume_in(list: &Value, volid: &str) -> Option<Volume> {
+    list.as_array()?
+        .iter()
+        .find(|v| v.get("volid").and_then(flex::string_of).as_deref() == Some(volid))
+        .map(|v| Volume {
+            size: v.get("size").and_then(flex::u64_of),
+            format: v.get("format").and_then(flex::string_of),
+        })
+}
+
+/// Whether the URL's authority (between `://` and the first `/`, `?` or `#`) names a user (and
+/// maybe a password): `https://me:pw@host/…`.
+fn has_credentials(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    rest[..authority_end].contains('@')
+}
+
+/// What one run found and did, for the record.
+struct Findings<'a> {
+    args: &'a DownloadUrlArgs,
+    node: String,
+    url_size: Option<u64>,
+    downloaded: bool,
+    checksum_verified: bool,
+    last_task: Option<String>,
+}
+
+impl Findings<'_> {
+    fn record<H: Host>(&self, run: &Run<'_, H>, volume: Option<&Volume>) -> VolumeRecord {
+        let args = self.args;
+        VolumeRecord {
+            node: self.node.clone(),
+            storage: args.storage.clone(),
+            content: args.content.name().to_string(),
+            filename: args.filename.clone(),
+            volid: args.volid(),
+            present: volume.is_some(),
+            size: volume.and_then(|v| v.size),
+            format: volume.and_then(|v| v.format.clone()),
+            url: args.url.clone(),
+            url_size: self.url_size,
+            downloaded: self.downloaded,
+            checksum_algorithm: args.checksum.as_ref().map(|(a, _)| a.clone()),
+            checksum: args.checksum.as_ref().map(|(_, d)| d.clone()),
+            checksum_verified: self.checksum_verified,
+            last_task: self.last_task.clone(),
+            observed_at: run.now_iso(),
+        }
+    }
+
+    fn outcome<H: Host>(
+        &self,
+        run: &Run<'_, H>,
+        volume: Option<&Volume>,
+        verdict: Result<String, String>,
+    ) -> Outcome {
+        let args = self.args;
+        let instance = format!("volume-{}-{}", args.storage, args.filename);
+        let writes = vec![write("volume", instance, &self.record(run, volume))];
+        match verdict {
+            Ok(summary) => Outcome::succeeded(writes, summary),
+            Err(message) => Outcome::failed(writes, message),
+        }
+    }
+}
+
+/// A 403 from PVE, as the refusal of the download it is: nothing was downloaded.
+fn refused(volid: &str, error: &PveError, node: &str, storage: &str) -> Failure {
+    let needed = PRIVILEGES
+        .replace("<storage>", storage)
+        .replace("<node>", node);
+    Failure::new(format!(
+        "cannot download to {volid}: PVE refused it: {error} — the download needs {needed}; nothing was downloaded"
+    ))
+}
+
+/// Runs `downloadUrl`.
+pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match DownloadUrlArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let node = args
+        .node
+        .clone()
+        .unwrap_or_else(|| run.global.transport.node().to_string());
+    if let Err(why) = check_storage(run, &node, &args).await {
+        return Failure::new(format!(
+            "cannot download to {} on node {node}: {why}; nothing was downloaded",
+            args.volid()
+        ))
+        .into();
+    }
+    let existing = match list_volume(run, &node, &args).await {
+        Ok(found) => found,
+        Err(failure) => return failure.into(),
+    };
+    let url_size = match url_size(run, &node, &args).await {
+        Ok(size) => size,
+        Err(failure) => return failure.into(),
+    };
+    let mut findings = Findings {
+        args: &args,
+        node: node.clone(),
+        url_size,
+        downloaded: false,
+        checksum_verified: false,
+        last_task: None,
+    };
+    match existing {
+        Some(volume) => already_there(run, &mut findings, volume).await,
+        None => download(run, &mut findings).await,
+    }
+}
+
+/// The storage exists on `node`, is enabled and active and takes the content type.
+async fn check_storage<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    args: &DownloadUrlArgs,
+) -> Result<(), String> {
+    let storages: Vec<NodeStorage> = listed(run.pve().call(&endpoints::node_storage(node)).await)
+        .map_err(|why| {
+        format!(
+            "the storages of node {node} could not be listed (GET /nodes/{node}/storage): {why}"
+        )
+    })?;
+    let Some(store) = storages.iter().find(|s| s.storage == args.storage) else {
+        return Err(missing_storage(&args.storage, node, &storages));
+    };
+    match storage_refusal(store, args.content.name()) {
+        Some(why) => Err(format!("storage {} {why}", args.storage)),
+        None => Ok(()),
+    }
+}
+
+/// The volume as the storage's content list shows it, if it is there.
+async fn list_volume<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    args: &DownloadUrlArgs,
+) -> Result<Option<Volume>, Failure> {
+    let request = endpoints::storage_content(node, &args.storage, args.content.name());
+    let what = format!(
+        "list the {} content of storage {} on node {node} (to see {})",
+        args.content.name(),
+        args.storage,
+        args.volid()
+    );
+    match run.pve().call(&request).await {
+        Ok(list) if list.is_array() => Ok(volume_in(&list, &args.volid())),
+        Ok(other) => Err(could_not(
+            &what,
+            &PveError::malformed(format!("PVE answered {other} where a list was expected")),
+        )),
+        Err(e) => Err(could_not(&what, &e)),
+    }
+}
+
+/// The size the URL's server reports, asked from the node (the download comes from there).
+async fn url_size<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    args: &DownloadUrlArgs,
+) -> Result<Option<u64>, Failure> {
+    let request = endpoints::url_metadata(node, &args.url, args.verify_certificates);
+    match run.pve().call(&request).await {
+        Ok(meta) if meta.is_object() => Ok(meta.get("size").and_then(flex::u64_of)),
+        Ok(other) => Err(could_not(
+            &format!(
+                "query the URL for {} from node {node} (GET /nodes/{node}/query-url-metadata)",
+                args.volid()
+            ),
+            &PveError::malformed(format!("PVE answered {other} where an object was expected")),
+        )),
+        Err(e) if e.kind == ErrorKind::Forbidden => {
+            Err(refused(&args.volid(), &e, node, &args.storage))
+        }
+        Err(e) => Err(Failure::new(format!(
+            "cannot download to {}: node {node} could not query the URL (GET /nodes/{node}/query-url-metadata): {e} — {}; nothing was downloaded",
+            args.volid(),
+            hint(e.kind)
+        ))),
+    }
+}
+
+/// A volume of that name is there: done without a download only when it is the URL's file.
+async fn already_there<H: Host>(
+    run: &Run<'_, H>,
+    findings: &mut Findings<'_>,
+    volume: Volume,
+) -> Outcome {
+    let args = findings.args;
+    let volid = args.volid();
+    let have = volume.size.unwrap_or(0);
+    let mismatch = match (findings.url_size, &args.compression) {
+        (_, Some(c)) => Some(format!(
+            "it cannot be compared with the URL's file, which is {c}-compressed"
+        )),
+        (None, _) => Some("the URL's server reports no size to compare it with".to_string()),
+        (Some(want), None) if want != have => Some(format!("the URL's file has {want} bytes")),
+        _ => None,
+    };
+    if let Some(why) = mismatch {
+        let message = format!(
+            "volume {volid} already exists on node {} with {have} bytes, and {why}; nothing was downloaded — delete it or choose another filename",
+            findings.node
+        );
+        return findings.outcome(run, Some(&volume), Err(message));
+    }
+    if args.checksum.is_none() {
+        let summary = format!(
+            "{volid} is already on node {} with the URL's size ({have} bytes); nothing was downloaded",
+            findings.node
+        );
+        return findings.outcome(run, Some(&volume), Ok(summary));
+    }
+    // PVE checks an existing file's checksum itself and then downloads nothing.
+    let sent = send_and_follow(run, findings).await;
+    let verdict = match sent {
+        Ok(log) if log.iter().any(|l| l.contains(ALREADY_THERE)) => {
+            findings.checksum_verified = true;
+            Ok(format!(
+                "{volid} is already on node {} with the URL's size ({have} bytes) and PVE found its checksum correct; nothing was downloaded",
+                findings.node
+            ))
+        }
+        Ok(_) => Err(format!(
+            "the download task for the existing {volid} ended OK, but its log does not show PVE's check of the existing file ({ALREADY_THERE:?})"
+        )),
+        Err(message) => Err(format!("volume {volid} already exists: {message}")),
+    };
+    let after = match list_volume(run, &findings.node, args).await {
+        Ok(found) => found,
+        Err(failure) => return failure.into(),
+    };
+    findings.outcome(run, after.as_ref(), verdict)
+}
+
+/// Downloads, then judges what the storage holds.
+async fn download<H: Host>(run: &Run<'_, H>, findings: &mut Findings<'_>) -> Outcome {
+    let args = findings.args;
+    let log = match send_and_follow(run, findings).await {
+        Ok(log) => log,
+        Err(message) => return Failure::new(message).into(),
+    };
+    findings.downloaded = !log.iter().any(|l| l.contains(ALREADY_THERE));
+    findings.checksum_verified = log
+        .iter()
+        .any(|l| l.contains(CHECKSUM_VERIFIED) || l.contains(ALREADY_THERE));
+    let volume = match list_volume(run, &findings.node, args).await {
+        Ok(found) => found,
+        Err(Failure(why)) => {
+            return Failure::new(format!(
+                "the download task ended OK, but whether {} is there is unknown: {why}",
+                args.volid()
+            ))
+            .into()
+        }
+    };
+    let verdict = judge(findings, volume.as_ref());
+    findings.outcome(run, volume.as_ref(), verdict)
+}
+
+/// Whether what the storage shows after an OK task is the URL's file.
+fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, String> {
+    let args = findings.args;
+    let volid = args.volid();
+    let node = &findings.node;
+    let task = findings.last_task.as_deref().unwrap_or("the download task");
+    let check = format!("check the task's log on node {node} and the URL's file");
+    let Some(volume) = volume else {
+        return Err(format!(
+            "task {task} ended OK, but {volid} is not in the {} content of storage {} on node {node} — {check}",
+            args.content.name(),
+            args.storage
+        ));
+    };
+    let size = volume.size.unwrap_or(0);
+    if size == 0 {
+        return Err(format!(
+            "task {task} ended OK, but {volid} on node {node} is empty (size 0) — {check}"
+        ));
+    }
+    if let (Some(want), None) = (findings.url_size, &args.compression) {
+        if size != want {
+            return Err(format!(
+                "task {task} ended OK, but {volid} on node {node} has {size} bytes where the URL's file has {want} (a short or altered download) — {check}"
+            ));
+        }
+    }
+    let mut summary = format!("downloaded {volid} on node {node}: {size} bytes");
+    if let Some((algorithm, _)) = &args.checksum {
+        if !findings.checksum_verified {
+            return Err(format!(
+                "task {task} ended OK and {volid} has {size} bytes, but its log does not show PVE's {algorithm} check ({CHECKSUM_VERIFIED:?}) — {check}"
+            ));
+        }
+        summary.push_str(&format!(", {algorithm} verified by PVE"));
+    }
+    Ok(summary)
+}
+
+/// Sends the download request and follows its task; the task's log lines when it ended OK.
+async fn send_and_follow<H: Host>(
+    run: &Run<'_, H>,
+    findings: &mut Findings<'_>,
+) -> Result<Vec<String>, String> {
+    let args = findings.args;
+    let node = findings.node.clone();
+    let volid = args.volid();
+    let pve = run.pve();
+    let request = endpoints::storage_download_url(&node, &args.storage, args.params());
+    let answer = match pve.call(&request).await {
+        Ok(answer) => answer,
+        Err(e) if e.kind == ErrorKind::Forbidden => {
+            return Err(refused(&volid, &e, &node, &args.storage).0)
+        }
+        Err(e) => {
+            let check = format!(
+                "the {} content of storage {} on node {node} (nodeConfig, or the node's task list)",
+                args.content.name(),
+                args.storage
+            );
+            let action = format!("download {} to {volid}", args.url);
+            return Err(mutation_failed(&action, &e, &check).0);
+        }
+    };
+    let upid = upid_of(&answer, "POST …/download-url").map_err(|Failure(why)| {
+        format!("download to {volid}: {why}; whether PVE started it is unknown — it was not sent again: check the {} content of storage {} on node {node}", args.content.name(), args.storage)
+    })?;
+    findings.last_task = Some(upid.to_string());
+    if let Err(TaskTrouble::Failed(Failure(why)) | TaskTrouble::Unknown(Failure(why))) =
+        follow_task(&pve, &upid).await
+    {
+        return Err(format!("download to {volid}: {why}"));
+    }
+    // The log is where PVE says whether its checksum check ran: unreadable is not "it did not".
+    match pve
+        .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid), "a task log")
+        .await
+    {
+        Ok(lines) => Ok(lines.into_iter().filter_map(|l| l.t).collect()),
+        Err(e) => Err(could_not(
+            &format!("read the log of task {upid}, which ended OK, to see PVE's checks of {volid}"),
+            &e,
+        )
+        .0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:download:cloud.qcow2:root@pam!t:";
+    const URL: &str = "http://images.example/cloud.qcow2";
+    const VOLID: &str = "local:import/cloud.qcow2";
+    const SHA: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+    fn request(extra: Value) -> Value {
+        let mut args = json!({"storage": "local", "content": "import", "url": URL,
+            "filename": "cloud.qcow2"});
+        for (k, v) in extra.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        args
+    }
+
+    fn parse(extra: Value) -> Result<DownloadUrlArgs, ArgError> {
+        DownloadUrlArgs::parse(&request(extra))
+    }
+
+    fn node(host: &ScriptedHost, url_size: Value) {
+        node_with(host, Answer::Data(url_size));
+    }
+
+    fn node_with(host: &ScriptedHost, metadata: Answer) {
+        host.data(
+            "GET /nodes/pve1/storage",
+            json!([{"storage": "local", "content": "iso,vztmpl,import", "enabled": 1, "active": 1},
+                   {"storage": "local-lvm", "content": "images,rootdir", "enabled": 1, "active": 1}]),
+        );
+        host.on("GET /nodes/pve1/query-url-metadata", [metadata]);
+    }
+
+    fn task(host: &ScriptedHost, exitstatus: &str, log: &[&str]) {
+        host.data("POST /nodes/pve1/storage/local/download-url", json!(UPID));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
+            json!({"status": "stopped", "exitstatus": exitstatus}),
+        );
+        let lines: Vec<Value> = log
+            .iter()
+            .enumerate()
+            .map(|(n, t)| json!({"n": n + 1, "t": t}))
+            .collect();
+        host.data(&format!("GET /nodes/pve1/tasks/{UPID}/log"), json!(lines));
+    }
+
+    fn content(host: &ScriptedHost, answers: Vec<Value>) {
+        host.on(
+            "GET /nodes/pve1/storage/local/content",
+            answers.into_iter().map(Answer::Data),
+        );
+    }
+
+    fn listed(size: u64) -> Value {
+        json!([{"volid": VOLID, "size": size, "format": "qcow2", "content": "import"}])
+    }
+
+    fn posted(host: &ScriptedHost) -> bool {
+        host.routes_called().iter().any(|r| r.starts_with("POST"))
+    }
+
+    #[test]
+    fn file_names_are_refused_as_pve_would_rename_or_refuse_them() {
+        let field = |name: &str, content: &str| {
+            parse(json!({"filename": name, "content": content}))
+                .err()
+                .map(|e| e.field)
+        };
+        assert_eq!(field("cloud.qcow2", "import"), None);
+        assert_eq!(field("debian-12.ISO", "iso"), None);
+        assert_eq!(field("x.img", "iso"), None);
+        assert_eq!(field("ct.tar.zst", "vztmpl"), None);
+        assert_eq!(field("ct.TAR", "vztmpl"), None);
+        for (bad, content) in [
+            ("cloud.QCOW2", "import"),
+            ("cloud.img", "import"),
+            (".iso", "iso"),
+            ("a b.iso", "iso"),
+            ("dir/x.iso", "iso"),
+            ("ü.iso", "iso"),
+            ("a..iso", "iso"),
+            ("ct.tar.lz", "vztmpl"),
+            ("x.iso", "vztmpl"),
+        ] {
+            assert_eq!(field(bad, content), Some("filename".into()), "{bad}");
+        }
+        let e = parse(json!({"filename": "a b.qcow2"})).unwrap_err();
+        assert!(e.rule.contains("store \"a_b.qcow2\""), "{}", e.rule);
+        let long = format!("{}.iso", "a".repeat(252));
+        assert_eq!(field(&long, "iso"), Some("filename".into()));
+    }
+
+    #[test]
+    fn checksums_come_with_their_algorithm_as_its_hex_digits() {
+        let field = |extra: Value| parse(extra).err().map(|e| e.field);
+        assert_eq!(
+            field(json!({"checksum": SHA, "checksumAlgorithm": "sha256"})),
+            None
+        );
+        assert_eq!(
+            parse(json!({"checksum": SHA.to_uppercase(), "checksumAlgorithm": "sha256"}))
+                .unwrap()
+                .checksum,
+            Some(("sha256".into(), SHA.into()))
+        );
+        assert_eq!(
+            field(json!({"checksum": SHA})),
+            Some("checksumAlgorithm".into())
+        );
+        assert_eq!(
+            field(json!({"checksumAlgorithm": "md5"})),
+            Some("checksum".into())
+        );
+        assert_eq!(
+            field(json!({"checksum": SHA, "checksumAlgorithm": "md5"})),
+            Some("checksum".into())
+        );
+        assert_eq!(
+            field(json!({"checksum": SHA, "checksumAlgorithm": "sha3"})),
+            Some("checksumAlgorithm".into())
+        );
+    }
+
+    #[test]
+    fn other_argument_rules() {
+        let field = |extra: Value| parse(extra).err().map(|e| e.field);
+        assert_eq!(field(json!({"content": "images"})), Some("content".into()));
+        assert_eq!(field(json!({"url": "ftp://x/a.qcow2"})), Some("url".into()));
+        assert_eq!(field(json!({"url": "http://x/\n"})), Some("url".into()));
+        assert_eq!(field(json!({"storage": "a/b"})), Some("storage".into()));
+        assert_eq!(
+            field(json!({"compression": "gz"})),
+            Some("compression".into())
+        );
+        assert_eq!(
+            field(json!({"content": "iso", "filename": "a.iso", "compression": "xz"})),
+            Some("compression".into())
+        );
+        assert_eq!(
+            field(json!({"content": "iso", "filename": "a.iso", "compression": "zst"})),
+            None
+        );
+        assert_eq!(
+            field(json!({"verifyCertificates": "no"})),
+            Some("verifyCertificates".into())
+        );
+    }
+
+    #[test]
+    fn a_download_is_verified_in_the_storage_and_recorded() {
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024, "filename": "cloud.qcow2"}));
+        content(&host, vec![json!([]), listed(1024)]);
+        task(&host, "OK", &["downloading …", "TASK OK"]);
+        let outcome = run_method(&host, "qemu", "downloadUrl", request(json!({})));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let record = &outcome.writes[0];
+        assert_eq!(record.instance, "volume-local-cloud.qcow2");
+        assert_eq!(record.data["size"], 1024);
+        assert_eq!(record.data["present"], true);
+        assert_eq!(record.data["downloaded"], true);
+        assert_eq!(record.data["lastTask"], UPID);
+        let body = host.first_body("POST");
+        assert!(
+            body.contains("content=import") && body.contains("filename=cloud.qcow2"),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn an_ok_task_without_the_volume_fails_and_records_it_absent() {
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![json!([]), json!([])]);
+        task(&host, "OK", &["TASK OK"]);
+        let outcome = run_method(&host, "qemu", "downloadUrl", request(json!({})));
+        assert!(
+            failure_of(&outcome).contains("is not in the import content"),
+            "{outcome:?}"
+        );
+        assert_eq!(outcome.writes[0].data["present"], false);
+    }
+
+    #[test]
+    fn a_short_volume_fails_naming_both_sizes() {
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![json!([]), listed(512)]);
+        task(&host, "OK", &["TASK OK"]);
+        let outcome = run_method(&host, "lxc", "downloadUrl", request(json!({})));
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("has 512 bytes where the URL's file has 1024"),
+            "{message}"
+        );
+        assert_eq!(outcome.writes[0].data["size"], 512);
+    }
+
+    #[test]
+    fn a_checksum_needs_pves_verified_line() {
+        let checked = request(json!({"checksum": SHA, "checksumAlgorithm": "sha256"}));
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![json!([]), listed(1024)]);
+        task(
+            &host,
+            "OK",
+            &["calculating checksum...OK, checksum verified", "TASK OK"],
+        );
+        let outcome = run_method(&host, "qemu", "downloadUrl", checked.clone());
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(outcome.writes[0].data["checksumVerified"], true);
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![json!([]), listed(1024)]);
+        task(&host, "OK", &["TASK OK"]);
+        let outcome = run_method(&host, "qemu", "downloadUrl", checked);
+        assert!(
+            failure_of(&outcome).contains("does not show PVE's sha256 check"),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_task_log_is_no_proof_of_the_checksum_check() {
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![json!([]), listed(1024)]);
+        host.data("POST /nodes/pve1/storage/local/download-url", json!(UPID));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        host.on(
+            &format!("GET /nodes/pve1/tasks/{UPID}/log"),
+            [Answer::Error(500, "unable to open file".into())],
+        );
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "downloadUrl",
+            request(json!({"checksum": SHA, "checksumAlgorithm": "sha256"})),
+        );
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("could not read the log of task"),
+            "{message}"
+        );
+        assert!(message.contains("unable to open file"), "{message}");
+    }
+
+    #[test]
+    fn a_checksum_mismatch_fails_with_pves_words() {
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![json!([])]);
+        let pve = format!("checksum mismatch: got 'abc' != expect '{SHA}'");
+        task(
+            &host,
+            &pve,
+            &["calculating checksum...", &format!("TASK ERROR: {pve}")],
+        );
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "downloadUrl",
+            request(json!({"checksum": SHA, "checksumAlgorithm": "sha256"})),
+        );
+        assert!(failure_of(&outcome).contains(&pve), "{outcome:?}");
+    }
+
+    #[test]
+    fn a_storage_that_does_not_take_the_content_is_refused_up_front() {
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1}));
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "downloadUrl",
+            request(json!({"storage": "local-lvm"})),
+        );
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("storage local-lvm does not allow content import"),
+            "{message}"
+        );
+        assert!(!posted(&host));
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "downloadUrl",
+            request(json!({"storage": "nfs"})),
+        );
+        assert!(failure_of(&outcome).contains("storage nfs does not exist on node pve1"));
+    }
+
+    #[test]
+    fn a_missing_privilege_is_pves_refusal_before_anything_is_downloaded() {
+        let host = ScriptedHost::new();
+        let denied = Answer::Error(403, "Permission check failed (/, Sys.Audit)".into());
+        node_with(&host, denied);
+        content(&host, vec![json!([])]);
+        let outcome = run_method(&host, "qemu", "downloadUrl", request(json!({})));
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("PVE refused it: Permission check failed"),
+            "{message}"
+        );
+        assert!(
+            message.contains("Datastore.AllocateTemplate on /storage/local"),
+            "{message}"
+        );
+        assert!(!posted(&host));
+    }
+
+    #[test]
+    fn an_existing_volume_of_the_urls_size_is_done_without_a_download() {
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![listed(1024)]);
+        let outcome = run_method(&host, "qemu", "downloadUrl", request(json!({})));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(outcome.writes[0].data["downloaded"], false);
+        assert!(!posted(&host));
+    }
+
+    #[test]
+    fn an_existing_volume_of_another_size_fails_naming_it() {
+        for meta in [json!({"size": 2048}), json!({})] {
+            let host = ScriptedHost::new();
+            node(&host, meta);
+            content(&host, vec![listed(1024)]);
+            let outcome = run_method(&host, "qemu", "downloadUrl", request(json!({})));
+            let message = failure_of(&outcome);
+            assert!(
+                message.starts_with(&format!("volume {VOLID} already exists")),
+                "{message}"
+            );
+            assert!(!posted(&host));
+        }
+    }
+
+    #[test]
+    fn an_existing_volume_with_a_checksum_is_checked_by_pve() {
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![listed(1024), listed(1024)]);
+        task(
+            &host,
+            "OK",
+            &["calculating checksum of existing file...OK, got correct file already, no need to download"],
+        );
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "downloadUrl",
+            request(json!({"checksum": SHA, "checksumAlgorithm": "sha256"})),
+        );
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(outcome.writes[0].data["checksumVerified"], true);
+        assert_eq!(outcome.writes[0].data["downloaded"], false);
+    }
+
+    #[test]
+    fn a_url_with_credentials_is_refused_they_would_reach_the_task_log() {
+        let field = |url: &str| parse(json!({"url": url})).err().map(|e| e.field);
+        assert_eq!(field("https://me:pw@host/x.qcow2"), Some("url".into()));
+        assert_eq!(field("https://me@host/x.qcow2"), Some("url".into()));
+        assert_eq!(field("https://host/x.qcow2?who=a@b"), None);
+        assert_eq!(field("https://host/a@b/x.qcow2"), None);
+    }
+}

@@ -1,0 +1,721 @@
+//! `create` (VMs): a new VM from parameters — new disks (`<storage>:<GiB>`), disks imported from an
+//! image (`<storage>:0,import-from=<volid>`, e.g. a cloud image `downloadUrl` brought), a cloud-init
+//! drive and its keys, NICs, cores, memory, the agent — successful only when the VM is seen with
+//! its name and the managed `swamp` tag, unlocked, every requested setting reads back as PVE stores
+//! it, and every disk it made is on its storage (an imported one with the image's size).
+//!
+//! qemu-server `PVE/API2/Qemu.pm` create_vm: the config is written under `lock: create` and the
+//! `qmcreate` worker allocates the disks (`create_disks`: `<storage>:<GiB>` through vdisk_alloc,
+//! `import-from` through `$import_from_volid`, which copies the source volume and returns the new
+//! volume and its size; `import-from` itself is not kept), then removes the lock.
+//!
+//! 1. The VMID: free, or already holding this very VM (same name AND the tag: a re-run, checked as
+//!    after a create); anything else fails "VMID <n> is in use by another guest". Without `vmid` a
+//!    free one is claimed by the create request itself (`guest::vmid_claim`).
+//! 2. Before anything changes (`guest::placement`): the disks' storages exist, are enabled and
+//!    active, take `images` and have room; each `import-from` image (`<storage>:import/<file>`) is
+//!    in its storage's content; every `bridge=` exists and is up. One message lists every problem.
+//! 3. `POST /nodes/{node}/qemu` with the `swamp` tag added; its task followed (`qmcreate`).
+//! 4. The VM located and read: name, tag, unlocked, settings; then each disk it made is listed on
+//!    its storage (`GET …/content?content=images&vmid=`), an imported one with the image's size.
+//! 5. `start: true` is `start`'s verified start; `waitReady` starts it and waits (as `clone` does).
+
+use crate::args::{is_dns_name, ArgError, Fields};
+use crate::explain::hint;
+use crate::guest::config::ssh_keys_param;
+use crate::guest::evidence::{Evidence, TaskTrail};
+use crate::guest::gates::MANAGED_TAG;
+use crate::guest::placement::{
+    allocation_of, bridges_of, problems, refusal, survey, Allocation, Placement, Source, Survey,
+};
+use crate::guest::provision::{
+    claim_vmid, complete, option, push_create_options, settings_of, sight_new, verify_settings,
+    Claim,
+};
+use crate::guest::readiness::ReadyArgs;
+use crate::guest::root_only::{qemu_refusal, Caller};
+use crate::guest::vmid_claim::{create_guest, VmidChoice};
+use crate::host::Host;
+use crate::methods::start::{start_and_wait, start_created};
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::ErrorKind;
+use crate::pve::flex;
+use crate::pve::property::property;
+use crate::run::Run;
+use serde_json::Value;
+
+/// What a cloud-init drive takes (qemu-server `CLOUDINIT_DISK_SIZE`: 4 MiB).
+const CLOUDINIT_BYTES: u64 = 4 << 20;
+
+/// Keys the `config` bag may not hold: they have their own argument, or change how PVE creates
+/// (`archive` restores a backup, `force` overwrites) rather than what it creates.
+pub const REFUSED_CONFIG_KEYS: [(&str, &str); 13] = [
+    ("name", "has its own argument: name"),
+    ("cores", "has its own argument: cores"),
+    ("memory", "has its own argument: memory"),
+    ("agent", "has its own argument: agent"),
+    ("start", "has its own argument: start"),
+    ("vmid", "has its own argument: vmid"),
+    ("node", "is not a VM option (the transport's node is used)"),
+    (
+        "archive",
+        "is not a VM option (create does not restore backups)",
+    ),
+    (
+        "live-restore",
+        "is not a VM option (create does not restore backups)",
+    ),
+    (
+        "force",
+        "is not a VM option (it would overwrite an existing VM)",
+    ),
+    ("unique", "is not a VM option"),
+    ("digest", "is not a VM option"),
+    (
+        "template",
+        "is not a VM option (use convertToTemplate after create)",
+    ),
+];
+
+/// The arguments of the qemu model's `create`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmCreateArgs {
+    pub vmid: VmidChoice,
+    pub name: String,
+    pub cores: Option<u64>,
+    pub memory: Option<u64>,
+    pub agent: Option<bool>,
+    pub start: bool,
+    /// Start the VM and wait until it is usable (`guest::readiness`), as `clone` does.
+    pub ready: Option<ReadyArgs>,
+    /// Further VM options (`scsi0`, `net0`, `ide2`, `ciuser`, `sshkeys`, `tags`, …), as text.
+    pub config: Vec<(String, String)>,
+}
+
+impl VmCreateArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let name = fields.line("name")?;
+        if !is_dns_name(&name) {
+            return Err(ArgError::new(
+                "name",
+                "must be a DNS name (letters, digits and inner hyphens, labels joined by dots), as PVE requires of a VM name",
+            ));
+        }
+        let options = fields
+            .options("config", &REFUSED_CONFIG_KEYS)?
+            .unwrap_or_default();
+        for (key, value) in &options {
+            if value.contains('\0') {
+                return Err(ArgError::new(
+                    format!("config.{key}"),
+                    "must not contain NUL",
+                ));
+            }
+            if asks_import(value) && !is_new_volume(value, Some(0.0)) {
+                // qemu-server `$check_drive_param`: "'import-from' requires special syntax".
+                return Err(ArgError::new(
+                    format!("config.{key}"),
+                    "import-from needs the volume <storage>:0 (PVE sizes the disk by the image), e.g. local-lvm:0,import-from=local:import/cloud.qcow2",
+                ));
+            }
+        }
+        // `sshkeys` goes URL-encoded, as PVE requires (and reads back decoded).
+        let config: Vec<(String, String)> = options
+            .into_iter()
+            .map(|(key, value)| match key.as_str() {
+                "sshkeys" => (key, ssh_keys_param(&value)),
+                _ => (key, value),
+            })
+            .collect();
+        Ok(VmCreateArgs {
+            vmid: VmidChoice::parse(&fields)?,
+            name,
+            cores: fields.optional_count_in("cores", 1, 1024)?,
+            memory: fields.optional_count_in("memory", 16, 268_435_456)?,
+            agent: fields.optional("agent")?,
+            start: fields.or("start", false)?,
+            ready: match fields.optional::<Value>("waitReady")? {
+                Some(_) => Some(ReadyArgs::parse(&fields.object("waitReady")?)?),
+                None => None,
+            },
+            config,
+        })
+    }
+
+    /// The parameters of `POST /nodes/{node}/qemu` for `vmid`: the `swamp` tag is added to the
+    /// config's tags; `sshkeys` goes URL-encoded, as PVE requires.
+    pub fn params(&self, vmid: u32) -> Vec<(String, String)> {
+        let mut params: Vec<(String, String)> = vec![
+            ("vmid".into(), vmid.to_string()),
+            ("name".into(), self.name.clone()),
+        ];
+        if let Some(agent) = self.agent {
+            params.push(("agent".into(), if agent { "1" } else { "0" }.into()));
+        }
+        let numbers = [("cores", self.cores), ("memory", self.memory)];
+        push_create_options(&mut params, &numbers, &self.config);
+        params
+    }
+
+    /// The settings that must read back as requested: every config key of PVE's schema that was
+    /// sent (the tags with the managed tag) but the name (checked on its own) and `cipassword`
+    /// (PVE keeps only its hash: checked by presence).
+    pub fn settings(&self) -> Vec<(String, String)> {
+        settings_of(GuestKind::Qemu, self.params(0), &["name", "cipassword"])
+    }
+
+    /// The disks the request makes: `(key, storage, import-from source)`, cloud-init drives aside.
+    pub fn new_disks(&self) -> Vec<NewDisk> {
+        self.config
+            .iter()
+            .filter(|(key, value)| GuestKind::Qemu.is_disk(key) && is_new_volume(value, None))
+            .map(|(key, value)| NewDisk {
+                key: key.clone(),
+                storage: value.split(':').next().unwrap_or_default().to_string(),
+                import_from: property(value, "import-from").map(str::to_string),
+            })
+            .collect()
+    }
+
+    /// What create places on the node: each new disk and cloud-init drive on a storage taking
+    /// `images`, each `import-from` image of the form `<storage>:import/<file>`, the bridges.
+    pub fn placement(&self) -> Placement {
+        let mut allocations: Vec<Allocation> = Vec::new();
+        let mut sources: Vec<Source> = Vec::new();
+        for (key, value) in &self.config {
+            if !GuestKind::Qemu.is_disk(key) {
+                continue;
+            }
+            let volume = value.split(',').next().unwrap_or_default();
+            if let Some(storage) = volume.strip_suffix(":cloudinit") {
+                allocations.push(Allocation {
+                    key: key.clone(),
+                    storage: storage.to_string(),
+                    bytes: CLOUDINIT_BYTES,
+                });
+                continue;
+            }
+            allocations.extend(allocation_of(key, value));
+            if let Some(image) = property(value, "import-from").filter(|v| v.contains(":import/")) {
+                sources.push(Source {
+                    label: format!("{key} import-from"),
+                    volid: image.to_string(),
+                    content: "import",
+                    noun: "disk image",
+                    advice: "download it first (downloadUrl with content import)".to_string(),
+                });
+            }
+        }
+        Placement {
+            content: "images",
+            allocations,
+            sources,
+            bridges: bridges_of(&self.config),
+        }
+    }
+}
+
+/// A disk the create makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewDisk {
+    pub key: String,
+    pub storage: String,
+    pub import_from: Option<String>,
+}
+
+/// Whether a drive value asks for a new volume (`<storage>:<GiB>`, the GiB as digits with an
+/// optional fraction), of `gib` GiB when given.
+fn is_new_volume(value: &str, gib: Option<f64>) -> bool {
+    let volume = value.split(',').next().unwrap_or_default();
+    let Some((storage, size)) = volume.split_once(':') else {
+        return false;
+    };
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let plain = match size.split_once('.') {
+        Some((whole, fraction)) => digits(whole) && digits(fraction),
+        None => digits(size),
+    };
+    let size = size.parse::<f64>().ok().filter(|_| plain);
+    !storage.is_empty() && size.is_some() && gib.is_none_or(|want| size == Some(want))
+}
+
+/// Whether a value holds an `import-from=` part (PVE's drive option that imports an image).
+fn asks_import(value: &str) -> bool {
+    value.split(',').any(|part| {
+        part.split_once('=')
+            .is_some_and(|(k, _)| k == "import-from")
+    })
+}
+
+/// What PVE would refuse this caller (an API token) among the new VM's options.
+fn identity_refusal<H: Host>(run: &Run<'_, H>, args: &VmCreateArgs) -> Option<String> {
+    let keys: Vec<&str> = args.config.iter().map(|(k, _)| k.as_str()).collect();
+    qemu_refusal(Caller::of(&run.global.transport), &keys)
+}
+
+/// Runs the qemu model's `create`.
+pub async fn vm_create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match VmCreateArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    if let Some(refusal) = identity_refusal(run, &args) {
+        return Failure::new(format!("cannot create VM: {refusal}; nothing was changed")).into();
+    }
+    let node = run.global.transport.node().to_string();
+    let placement = args.placement();
+    let facts = survey(run, &node, &placement).await;
+    if let VmidChoice::Given(vmid) = args.vmid {
+        match claim_vmid(run, vmid, &args.name).await {
+            Ok(Claim::Free) => {}
+            Ok(Claim::Done(mut ev)) => {
+                let done = format!(
+                    "{} already is the requested VM {:?} with the `{MANAGED_TAG}` tag; nothing was created",
+                    ev.label(run),
+                    args.name
+                );
+                let checked = check_made(run, &ev, &args, &facts).await;
+                return finish(
+                    run,
+                    &mut ev,
+                    &args,
+                    checked.map(|disks| format!("{done}; {disks}")),
+                )
+                .await;
+            }
+            Err(outcome) => return outcome,
+        }
+    }
+    let found = problems(&placement, &node, &facts);
+    if !found.is_empty() {
+        let what = format!("VM {}", args.vmid.describe());
+        return refusal(&what, &node, &found).into();
+    }
+    let mut trail = TaskTrail::default();
+    let request = |vmid: u32| endpoints::qemu_create(&node, args.params(vmid));
+    let action = |vmid: u32| format!("create VM {vmid} on node {node}");
+    let (vmid, claimed) = match create_guest(run, args.vmid, &mut trail, request, action).await {
+        Ok(made) => made,
+        Err(message) => return Failure::new(message).into(),
+    };
+    let mut ev = match sight_new(run, vmid, trail, "create").await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
+    };
+    let verdict = match complete(run, &mut ev, &args.name, "create").await {
+        Ok(summary) => check_made(run, &ev, &args, &facts)
+            .await
+            .map(|disks| format!("{claimed}{summary}; {disks}")),
+        Err(message) => Err(message),
+    };
+    finish(run, &mut ev, &args, verdict).await
+}
+
+/// The start the request asks for, after what was done; the outcome with its records.
+async fn finish<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &VmCreateArgs,
+    verdict: Result<String, String>,
+) -> Outcome {
+    match (&args.ready, verdict) {
+        (Some(ready), Ok(done)) => start_and_wait(run, ev, ready, done).await,
+        (None, Ok(done)) => {
+            let verdict = start_created(run, ev, args.start, done).await;
+            ev.outcome(run, verdict).await
+        }
+        (_, Err(message)) => ev.outcome(run, Err(message)).await,
+    }
+}
+
+/// Every setting reads back as requested, a `cipassword` is set, and every disk the request made
+/// is on its storage — an imported one with the image's size.
+async fn check_made<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    args: &VmCreateArgs,
+    facts: &Survey,
+) -> Result<String, String> {
+    verify_settings(run, ev, &args.settings(), "create")?;
+    if option(&args.config, "cipassword").is_some() && !ev.config.contains_key("cipassword") {
+        return Err(format!(
+            "{} exists, but its config holds no cipassword although one was sent — check the create task's log",
+            ev.label(run)
+        ));
+    }
+    let disks = args.new_disks();
+    if disks.is_empty() {
+        return Ok("no disks were requested".to_string());
+    }
+    let mut listed: Vec<(String, Vec<Value>)> = Vec::new();
+    let mut seen = Vec::new();
+    for disk in &disks {
+        if !listed.iter().any(|(s, _)| *s == disk.storage) {
+            let volumes = list_images(run, ev, &disk.storage).await?;
+            listed.push((disk.storage.clone(), volumes));
+        }
+        let volumes = listed
+            .iter()
+            .find(|(s, _)| *s == disk.storage)
+            .map(|(_, v)| v.as_slice())
+            .unwrap_or_default();
+        seen.push(check_disk(run, ev, disk, volumes, facts)?);
+    }
+    Ok(seen.join("; "))
+}
+
+/// The VM's volumes on `storage`, as the storage lists them.
+async fn list_images<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    storage: &str,
+) -> Result<Vec<Value>, String> {
+    let request = endpoints::storage_content_of(&ev.at.node, storage, "images", ev.at.vmid);
+    match run.pve().call(&request).await {
+        Ok(Value::Array(list)) => Ok(list),
+        Ok(other) => Err(format!(
+            "{} exists, but its disks on storage {storage} could not be listed: PVE answered {other} where a list was expected — {}",
+            ev.label(run),
+            hint(ErrorKind::Malformed)
+        )),
+        Err(e) => Err(format!(
+            "{} exists, but its disks on storage {storage} could not be listed (GET /nodes/{}/storage/{storage}/content): {e} — {}",
+            ev.label(run),
+            ev.at.node,
+            hint(e.kind)
+        )),
+    }
+}
+
+/// One disk the request made: its volume is listed on its storage with a size, an imported one
+/// with the image's.
+fn check_disk<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    disk: &NewDisk,
+    volumes: &[Value],
+    facts: &Survey,
+) -> Result<String, String> {
+    let label = ev.label(run);
+    let key = &disk.key;
+    let value = ev
+        .config
+        .get(key)
+        .and_then(flex::string_of)
+        .unwrap_or_default();
+    let volid = value.split(',').next().unwrap_or_default().to_string();
+    let size = volumes
+        .iter()
+        .find(|v| v.get("volid").and_then(flex::string_of).as_deref() == Some(volid.as_str()))
+        .map(|v| v.get("size").and_then(flex::u64_of).unwrap_or(0));
+    let check = "check the create task's log and the storage";
+    let Some(size) = size else {
+        return Err(format!(
+            "{label} exists, but its disk {key} ({volid}) is not on storage {} — {check}",
+            disk.storage
+        ));
+    };
+    let Some(image) = &disk.import_from else {
+        return Ok(format!("{key} is {volid} ({size} bytes)"));
+    };
+    let want = facts.volume(image).and_then(|v| v.size);
+    match want {
+        Some(want) if size == want && size > 0 => Ok(format!(
+            "{key} is {volid}, imported from {image} ({size} bytes, the image's size)"
+        )),
+        Some(want) => Err(format!(
+            "{label} exists, but its disk {key} ({volid}) imported from {image} holds {size} bytes where the image has {want} (an empty or short import) — {check}"
+        )),
+        None if size > 0 => Ok(format!(
+            "{key} is {volid}, imported from {image} ({size} bytes; the image's size was not listed)"
+        )),
+        None => Err(format!(
+            "{label} exists, but its disk {key} ({volid}) imported from {image} is empty — {check}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmcreate:500:root@pam!t:";
+    const IMAGE: &str = "local:import/cloud.qcow2";
+    const IMAGE_BYTES: u64 = 300_000;
+
+    fn request(extra: Value) -> Value {
+        let mut args = json!({
+            "vmid": 500, "name": "web-vm", "cores": 2, "memory": 2048, "agent": true,
+            "config": {
+                "scsi0": format!("local-lvm:0,import-from={IMAGE}"),
+                "ide2": "local-lvm:cloudinit",
+                "net0": "virtio,bridge=vmbr0",
+                "ciuser": "ops"
+            }
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        args
+    }
+
+    fn parse(extra: Value) -> Result<VmCreateArgs, ArgError> {
+        VmCreateArgs::parse(&request(extra))
+    }
+
+    /// The config PVE stores for [`request`]'s VM.
+    fn as_created() -> Value {
+        json!({"name": "web-vm", "cores": 2, "memory": "2048", "agent": "1", "tags": "swamp",
+               "scsi0": "local-lvm:vm-500-disk-0,size=300000",
+               "ide2": "local-lvm:vm-500-cloudinit,media=cdrom",
+               "net0": "virtio=BC:24:11:00:05:00,bridge=vmbr0", "ciuser": "ops",
+               "smbios1": "uuid=5f0c0a36-1a2b-4c3d-8e9f-000000000500"})
+    }
+
+    fn node(host: &ScriptedHost) {
+        host.data(
+            "GET /nodes/pve1/storage",
+            json!([{"storage": "local", "content": "iso,vztmpl,import", "enabled": 1, "active": 1},
+                   {"storage": "local-lvm", "content": "images,rootdir", "enabled": 1, "active": 1,
+                    "avail": 100u64 << 30}]),
+        );
+        host.data(
+            "GET /nodes/pve1/storage/local/content",
+            json!([{"volid": IMAGE, "size": IMAGE_BYTES}]),
+        );
+        host.data(
+            "GET /nodes/pve1/network",
+            json!([{"iface": "vmbr0", "type": "bridge", "active": 1}]),
+        );
+    }
+
+    fn created(host: &ScriptedHost, disk_bytes: Option<u64>) {
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 500, "type": "qemu", "node": "pve1", "name": "web-vm"}]),
+        );
+        host.data("POST /nodes/pve1/qemu", json!(UPID));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        host.data("GET /nodes/pve1/qemu/500/config", as_created());
+        host.data(
+            "GET /nodes/pve1/qemu/500/status/current",
+            json!({"status": "stopped", "name": "web-vm", "tags": "swamp"}),
+        );
+        let listed = match disk_bytes {
+            Some(size) => json!([{"volid": "local-lvm:vm-500-disk-0", "size": size}]),
+            None => json!([]),
+        };
+        host.data("GET /nodes/pve1/storage/local-lvm/content", listed);
+    }
+
+    fn run_create(host: &ScriptedHost, extra: Value) -> Outcome {
+        run_method(host, "qemu", "create", request(extra))
+    }
+
+    fn posted(host: &ScriptedHost) -> bool {
+        host.routes_called().iter().any(|r| r.starts_with("POST"))
+    }
+
+    #[test]
+    fn argument_rules() {
+        let field = |extra: Value| parse(extra).err().map(|e| e.field);
+        assert_eq!(field(json!({})), None);
+        assert_eq!(field(json!({"name": "web_vm"})), Some("name".into()));
+        assert_eq!(
+            field(json!({"config": {"scsi0": format!("local-lvm:8,import-from={IMAGE}")}})),
+            Some("config.scsi0".into())
+        );
+        assert_eq!(
+            field(json!({"config": {"archive": "local:backup/x.vma.zst"}})),
+            Some("config.archive".into())
+        );
+        assert_eq!(
+            field(json!({"config": {"name": "x"}})),
+            Some("config.name".into())
+        );
+        assert_eq!(
+            field(json!({"config": {"ciuser": "a\u{0}b"}})),
+            Some("config.ciuser".into())
+        );
+        assert_eq!(field(json!({"cores": 0})), Some("cores".into()));
+        assert_eq!(field(json!({"memory": 8})), Some("memory".into()));
+        assert_eq!(
+            field(json!({"vmid": 500, "vmidRange": {"min": 500, "max": 600}})),
+            Some("vmidRange".into())
+        );
+        assert_eq!(
+            field(json!({"waitReady": {"ipv4": "yes"}})),
+            Some("waitReady.ipv4".into())
+        );
+    }
+
+    #[test]
+    fn params_add_the_managed_tag_and_encode_the_keys() {
+        let args =
+            parse(json!({"config": {"tags": "web", "sshkeys": "ssh-ed25519 AAAA me"}})).unwrap();
+        let params = args.params(500);
+        let get = |k: &str| {
+            params
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("tags"), Some("web;swamp"));
+        assert_eq!(get("agent"), Some("1"));
+        assert_eq!(get("sshkeys"), Some("ssh-ed25519%20AAAA%20me"));
+        assert_eq!(get("start"), None, "the start is ours, verified");
+        assert_eq!(params.iter().filter(|(k, _)| k == "tags").count(), 1);
+    }
+
+    #[test]
+    fn the_placement_holds_the_disks_the_cloud_init_drive_the_image_and_the_bridges() {
+        let args = parse(json!({"config": {
+            "scsi0": format!("local-lvm:0,import-from={IMAGE}"), "scsi1": "local-zfs:8",
+            "ide2": "local-lvm:cloudinit", "ide0": "local:iso/x.iso,media=cdrom",
+            "net0": "virtio,bridge=vmbr1"}}))
+        .unwrap();
+        let placement = args.placement();
+        let keys: Vec<(&str, &str, u64)> = placement
+            .allocations
+            .iter()
+            .map(|a| (a.key.as_str(), a.storage.as_str(), a.bytes))
+            .collect();
+        assert_eq!(
+            keys,
+            vec![
+                ("ide2", "local-lvm", 4 << 20),
+                ("scsi0", "local-lvm", 0),
+                ("scsi1", "local-zfs", 8 << 30)
+            ]
+        );
+        assert_eq!(placement.sources.len(), 1);
+        assert_eq!(placement.sources[0].volid, IMAGE);
+        assert_eq!(
+            placement.bridges,
+            vec![("net0".to_string(), "vmbr1".to_string())]
+        );
+        let disks: Vec<String> = args.new_disks().into_iter().map(|d| d.key).collect();
+        assert_eq!(disks, vec!["scsi0", "scsi1"]);
+    }
+
+    #[test]
+    fn a_vm_from_an_image_is_created_and_its_imported_disk_verified() {
+        let host = ScriptedHost::new();
+        host.data("GET /cluster/nextid", json!("500"));
+        node(&host);
+        created(&host, Some(IMAGE_BYTES));
+        let outcome = run_create(&host, json!({}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let Verdict::Succeeded { summary } = &outcome.verdict else {
+            unreachable!()
+        };
+        assert!(
+            summary.contains("imported from local:import/cloud.qcow2 (300000 bytes"),
+            "{summary}"
+        );
+        assert_eq!(outcome.writes[0].instance, "vm-500");
+        let body = host.first_body("POST");
+        assert!(
+            body.contains("scsi0=local-lvm%3A0%2Cimport-from%3Dlocal%3Aimport%2Fcloud.qcow2"),
+            "{body}"
+        );
+        assert!(
+            body.contains("tags=swamp") && body.contains("name=web-vm"),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn an_imported_disk_of_another_size_fails_naming_both() {
+        for (listed, words) in [
+            (Some(0), "holds 0 bytes where the image has 300000"),
+            (Some(1000), "holds 1000 bytes"),
+            (None, "is not on storage local-lvm"),
+        ] {
+            let host = ScriptedHost::new();
+            host.data("GET /cluster/nextid", json!("500"));
+            node(&host);
+            created(&host, listed);
+            let outcome = run_create(&host, json!({}));
+            let message = failure_of(&outcome);
+            assert!(message.contains(words), "{message}");
+            assert_eq!(
+                outcome.writes[0].instance, "vm-500",
+                "the VM is recorded as seen"
+            );
+        }
+    }
+
+    #[test]
+    fn a_setting_pve_stored_otherwise_fails_naming_it() {
+        let host = ScriptedHost::new();
+        host.data("GET /cluster/nextid", json!("500"));
+        node(&host);
+        let mut config = as_created();
+        config["cores"] = json!(1);
+        host.data("GET /nodes/pve1/qemu/500/config", config);
+        created(&host, Some(IMAGE_BYTES));
+        let message = failure_of(&run_create(&host, json!({}))).to_string();
+        assert!(
+            message.contains("`cores` is \"1\", not the requested \"2\""),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_missing_image_or_bridge_is_refused_before_anything_changes() {
+        let host = ScriptedHost::new();
+        host.data("GET /cluster/nextid", json!("500"));
+        node(&host);
+        let outcome = run_create(
+            &host,
+            json!({"config": {"scsi0": "local-lvm:0,import-from=local:import/other.qcow2",
+                              "net0": "virtio,bridge=vmbr7"}}),
+        );
+        let message = failure_of(&outcome);
+        assert!(message.starts_with("cannot create VM 500 on node pve1; nothing was changed. 2 problems found: (1) scsi0 import-from \"local:import/other.qcow2\" is not in the content of storage local"), "{message}");
+        assert!(
+            message.contains("downloadUrl with content import"),
+            "{message}"
+        );
+        assert!(
+            message.contains("(2) net0: bridge vmbr7 does not exist"),
+            "{message}"
+        );
+        assert!(!posted(&host));
+    }
+
+    #[test]
+    fn a_re_run_finds_the_same_vm_and_checks_it_again() {
+        let host = ScriptedHost::new();
+        host.on(
+            "GET /cluster/nextid",
+            [Answer::Error(400, "VM 500 already exists".into())],
+        );
+        node(&host);
+        created(&host, Some(IMAGE_BYTES));
+        let outcome = run_create(&host, json!({}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert!(!posted(&host));
+    }
+
+    #[test]
+    fn root_only_options_are_refused_for_a_token() {
+        let host = ScriptedHost::new();
+        let outcome = run_create(&host, json!({"config": {"args": "-no-reboot"}}));
+        assert!(
+            failure_of(&outcome).contains("only root can set 'args'"),
+            "{outcome:?}"
+        );
+        assert!(host.routes_called().is_empty());
+    }
+
+    use crate::outcome::Verdict;
+}
