@@ -4,6 +4,7 @@ use crate::args::Fields;
 use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
+use crate::methods::{backup, delete_backup, list_backups, restore};
 use crate::methods::{
     check, clone, cloud_init, container_exec, create, delete, delete_snapshot, file_read,
     file_write, get_config, guest_exec, list_snapshots, lookup, migrate, node_config, node_status,
@@ -52,6 +53,10 @@ enum Method {
     CloudInit,
     WaitReady,
     CheckReachable,
+    Backup,
+    ListBackups,
+    DeleteBackup,
+    Restore,
 }
 
 /// The method a model calls `name`; `None` when that model has no such method.
@@ -76,6 +81,10 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, "convertToTemplate") => Method::Template,
         (_, "reboot") => Method::Reboot,
         (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
+        (_, "backup") => Method::Backup,
+        (_, "listBackups") => Method::ListBackups,
+        (_, "deleteBackup") => Method::DeleteBackup,
+        (_, "restore") => Method::Restore,
         // A VM is cloned from a template and has a guest agent; a container is created from one.
         (GuestKind::Qemu, "guestExec") => Method::GuestExec,
         (GuestKind::Qemu, "fileWrite") => Method::FileWrite,
@@ -128,6 +137,10 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::CloudInit => cloud_init::CloudInitArgs::parse(args).map(drop),
         Method::WaitReady => wait_ready::WaitReadyArgs::parse(args).map(drop),
         Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).map(drop),
+        Method::Backup => backup::BackupArgs::parse(args).map(drop),
+        Method::ListBackups => list_backups::ListBackupsArgs::parse(args).map(drop),
+        Method::DeleteBackup => delete_backup::DeleteBackupArgs::parse(args).map(drop),
+        Method::Restore => restore::RestoreArgs::parse(args).map(drop),
         Method::CheckReachable => return Err(no_rules()),
     };
     checked.map_err(|e| e.to_string())
@@ -209,6 +222,10 @@ async fn run_scrubbed<H: Host>(
         Method::CloudInit => boxed(cloud_init::cloud_init(&run, args)),
         Method::WaitReady => boxed(wait_ready::wait_ready(&run, args)),
         Method::CheckReachable => boxed(check::transport_reachable(&run)),
+        Method::Backup => boxed(backup::backup(&run, args)),
+        Method::ListBackups => boxed(list_backups::list_backups(&run, args)),
+        Method::DeleteBackup => boxed(delete_backup::delete_backup(&run, args)),
+        Method::Restore => boxed(restore::restore(&run, args)),
     };
     method.await
 }

@@ -1,5 +1,6 @@
 //! Guests as both models see them: how a guest is named, found, fingerprinted and recorded.
 
+pub mod backups;
 pub mod config;
 pub mod evidence;
 pub mod exec;
