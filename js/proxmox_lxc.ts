@@ -9,6 +9,8 @@
 import { z } from "npm:zod@4";
 import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
+  backupMethods,
+  backupResources,
   DeleteArgs,
   dnsName,
   ExecRecord,
@@ -115,6 +117,9 @@ const CHANGES = [
   "reboot",
   "guestExec",
   "migrate",
+  "backup",
+  "deleteBackup",
+  "restore",
 ];
 
 /**
@@ -150,6 +155,7 @@ export const model = {
       garbageCollection: 20,
     },
     ...sharedResources("container", "ct"),
+    ...backupResources("container", "ct"),
   },
   // The default report of every method run (js/reports/observed_method_report.ts).
   reports: ["@stateless/proxmox/method-observed"],
@@ -265,6 +271,7 @@ export const model = {
     },
     ...nodeMethods("lxc"),
     ...snapshotMethods("lxc"),
+    ...backupMethods("lxc"),
     ...migrateMethod("lxc"),
   },
 };

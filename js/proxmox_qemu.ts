@@ -9,6 +9,8 @@ import { z } from "npm:zod@4";
 import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
   applyPending,
+  backupMethods,
+  backupResources,
   DeleteArgs,
   dnsName,
   ExecRecord,
@@ -232,6 +234,9 @@ const MUTATING = [
   "migrate",
   "fileWrite",
   "cloudInit",
+  "backup",
+  "deleteBackup",
+  "restore",
 ];
 
 /**
@@ -281,6 +286,7 @@ export const model = {
       garbageCollection: 20,
     },
     ...sharedResources("VM", "vm"),
+    ...backupResources("VM", "vm"),
   },
   // The default report of every method run (js/reports/observed_method_report.ts).
   reports: ["@stateless/proxmox/method-observed"],
@@ -428,6 +434,7 @@ export const model = {
     },
     ...nodeMethods("qemu"),
     ...snapshotMethods("qemu"),
+    ...backupMethods("qemu"),
     ...migrateMethod("qemu"),
   },
 };

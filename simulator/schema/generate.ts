@@ -29,6 +29,8 @@ const NODE_SUBTREES: readonly string[] = [
   "storage",
   "network",
   "disks/list",
+  // vzdump (backup) and its extractconfig (what an archive holds): the backup methods.
+  "vzdump",
 ];
 
 /** Schema keywords that are prose or UI hints, not facts. */

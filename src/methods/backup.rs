@@ -161,8 +161,17 @@ struct BackupRecord {
     node: String,
     storage: String,
     mode: String,
-    #[serde(flatten)]
-    archive: Archive,
+    volid: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ctime: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    notes: Option<String>,
+    protected: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     task: Option<String>,
     last_operation: String,
     recorded_at: String,
@@ -187,7 +196,12 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             node: ev.at.node.clone(),
             storage: args.storage.clone(),
             mode: args.mode.clone(),
-            archive,
+            volid: archive.volid,
+            size: archive.size,
+            ctime: archive.ctime,
+            format: archive.format,
+            notes: archive.notes,
+            protected: archive.protected,
             task: ev.trail.last_task.clone(),
             last_operation: run.method.to_string(),
             recorded_at: run.now_iso(),
