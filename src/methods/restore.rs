@@ -238,13 +238,21 @@ pub async fn restore<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         ))
         .into();
     }
-    let node = run.global.transport.node().to_string();
+    let target = match choose_target(run, &args).await {
+        Ok(target) => target,
+        Err(outcome) => return outcome,
+    };
+    // The archive is read where the restore runs: a storage local to a node holds that node's.
+    let node = match &target {
+        Target::New => run.global.transport.node().to_string(),
+        Target::Over(ev) => ev.at.node.clone(),
+    };
     let config = match read_archive(run, &node, &args.archive).await {
         Ok(config) => config,
-        Err(message) => return Failure::new(message).into(),
+        Err(message) => return refused(run, target, message).await,
     };
     let mut trail = TaskTrail::default();
-    let (vmid, how) = match choose_target(run, &node, &args, &mut trail, &config).await {
+    let (vmid, how) = match send(run, &node, &args, &mut trail, &config, target).await {
         Ok(made) => made,
         Err(outcome) => return outcome,
     };
@@ -343,34 +351,31 @@ fn restore_request(kind: GuestKind, node: &str, params: Vec<(String, String)>) -
     }
 }
 
-/// Sends the restore for the VMID the arguments choose and follows its task: the VMID, and how it
-/// was chosen (a prefix for the summary). A `vmid` holding a guest is restored over only as the
-/// module doc says; `Err` is the run's outcome (that guest's record when it was seen).
-async fn choose_target<H: Host>(
-    run: &Run<'_, H>,
-    node: &str,
-    args: &RestoreArgs,
-    trail: &mut TaskTrail,
-    config: &ArchiveConfig,
-) -> Result<(u32, String), Outcome> {
-    let kind = run.kind;
-    let action = |vmid: u32| format!("restore {} as {} {vmid}", args.archive.volid, kind.noun());
-    let fresh = |node: &str| {
-        let node = node.to_string();
-        move |vmid: u32| restore_request(kind, &node, params(kind, args, config, vmid, false))
-    };
+/// Where a restore goes: a new guest (the given VMID is free, or a free one is to be claimed) on
+/// the transport's node, or over the guest that holds the given VMID, on its node.
+enum Target {
+    New,
+    Over(Box<Evidence>),
+}
+
+/// The outcome of a restore refused before anything was sent: the guest it would have replaced
+/// is recorded as seen.
+async fn refused<H: Host>(run: &Run<'_, H>, target: Target, message: String) -> Outcome {
+    match target {
+        Target::New => Failure::new(message).into(),
+        Target::Over(ev) => ev.outcome(run, Err(message)).await,
+    }
+}
+
+/// Decides the [`Target`]: a `vmid` that holds a guest is restored over only as the module doc
+/// says; `Err` is the run's outcome (that guest's record when it was seen).
+async fn choose_target<H: Host>(run: &Run<'_, H>, args: &RestoreArgs) -> Result<Target, Outcome> {
     let VmidChoice::Given(vmid) = args.vmid else {
-        return create_guest(run, args.vmid, trail, fresh(node), action)
-            .await
-            .map_err(|m| Failure::new(m).into());
+        return Ok(Target::New);
     };
     // Free by PVE's word (`/cluster/nextid?vmid=N` echoes N): restored as a new guest.
     match next_id_free(&run.pve(), vmid).await {
-        Ok(()) => {
-            return create_guest(run, args.vmid, trail, fresh(node), action)
-                .await
-                .map_err(|m| Failure::new(m).into())
-        }
+        Ok(()) => return Ok(Target::New),
         Err(e) if e.kind == ErrorKind::IdTaken => {}
         Err(e) => {
             let step = format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
@@ -382,16 +387,7 @@ async fn choose_target<H: Host>(
         name: None,
     };
     match sight(run, &target).await {
-        Ok(Sighting::Present(ev)) => {
-            let ev = overwritable(run, ev, args).await?;
-            let at = ev.at.node.clone();
-            let request = restore_request(kind, &at, params(kind, args, config, vmid, true));
-            let over = format!("{} over the existing guest on node {at}", action(vmid));
-            match trail.run(&run.pve(), &request, &over).await {
-                Ok(()) => Ok((vmid, "restored over the existing guest: ".to_string())),
-                Err(message) => Err(ev.outcome(run, Err(message)).await),
-            }
-        }
+        Ok(Sighting::Present(ev)) => overwritable(run, ev, args).await.map(Target::Over),
         Ok(Sighting::Absent(_)) => Err(Failure::new(format!(
             "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run restore again"
         ))
@@ -402,6 +398,37 @@ async fn choose_target<H: Host>(
             failure.0
         ))
         .into()),
+    }
+}
+
+/// Sends the restore to `node` and follows its task: the VMID the guest got, and how it was chosen
+/// (a prefix for the summary).
+async fn send<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    args: &RestoreArgs,
+    trail: &mut TaskTrail,
+    config: &ArchiveConfig,
+    target: Target,
+) -> Result<(u32, String), Outcome> {
+    let kind = run.kind;
+    let action = |vmid: u32| format!("restore {} as {} {vmid}", args.archive.volid, kind.noun());
+    let ev = match target {
+        Target::New => {
+            let request =
+                |vmid: u32| restore_request(kind, node, params(kind, args, config, vmid, false));
+            return create_guest(run, args.vmid, trail, request, action)
+                .await
+                .map_err(|m| Failure::new(m).into());
+        }
+        Target::Over(ev) => ev,
+    };
+    let vmid = ev.at.vmid;
+    let request = restore_request(kind, node, params(kind, args, config, vmid, true));
+    let over = format!("{} over the existing guest on node {node}", action(vmid));
+    match trail.run(&run.pve(), &request, &over).await {
+        Ok(()) => Ok((vmid, "restored over the existing guest: ".to_string())),
+        Err(message) => Err(ev.outcome(run, Err(message)).await),
     }
 }
 
@@ -678,6 +705,7 @@ mod tests {
     #[test]
     fn an_archive_not_listed_or_of_the_other_kind_changes_nothing() {
         let host = ScriptedHost::new();
+        free_130(&host);
         host.data("GET /nodes/pve1/storage/local/content", json!([]));
         assert!(failure_of(&run(&host, json!({}))).contains("lists no backup"));
         let outcome = run_method(&host, "lxc", "restore", json!({"archive": ARCHIVE}));
