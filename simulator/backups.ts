@@ -171,12 +171,18 @@ export function writeBackup(
   store: StorageState,
   g: GuestState,
   node: string,
-  opts: { compress?: string; notesTemplate?: string; protected?: boolean },
+  opts: {
+    compress?: string;
+    notesTemplate?: string;
+    protected?: boolean;
+    /** The backup's time (seconds); default now. */
+    ctime?: number;
+  },
 ): SimBackup {
   const list = backupsOf(store);
   const ext = COMPRESS_EXT[opts.compress ?? "0"];
   const format = `${g.type === "qemu" ? "vma" : "tar"}${ext ? `.${ext}` : ""}`;
-  let ctime = Math.floor(Date.now() / 1000);
+  let ctime = opts.ctime ?? Math.floor(Date.now() / 1000);
   const fileAt = (t: number) =>
     `vzdump-${g.type}-${g.vmid}-${stamp(t)}.${format}`;
   // Two backups of one guest within a second would share a name: the simulator takes the next second.

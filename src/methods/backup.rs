@@ -225,7 +225,10 @@ async fn back_up<H: Host>(
     check_backup_storage(run, &node, &args.storage)
         .await
         .map_err(|why| format!("cannot back up {label}: {why}; nothing was changed"))?;
-    let before = list_archives(run, &node, &args.storage, Some(vmid)).await?;
+    let of_guest = |why: String| format!("back up {label}: {why}");
+    let before = list_archives(run, &node, &args.storage, Some(vmid))
+        .await
+        .map_err(of_guest)?;
     let state_before = ev.status.clone();
     let action = format!("back up {label} to storage {}", args.storage);
     let request = endpoints::vzdump(&node, args.params(vmid));
@@ -248,7 +251,9 @@ async fn back_up<H: Host>(
     let kind = run.kind;
     let wanted = format!("its state before the backup ({})", describe(&state_before));
     await_unlocked(run, ev, |s| same_state(kind, &state_before, s), &wanted).await?;
-    let after = list_archives(run, &node, &args.storage, Some(vmid)).await?;
+    let after = list_archives(run, &node, &args.storage, Some(vmid))
+        .await
+        .map_err(of_guest)?;
     let new: Vec<&Archive> = after
         .iter()
         .filter(|a| !before.iter().any(|b| b.volid == a.volid))

@@ -73,12 +73,18 @@ pub async fn delete_backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let mut trail = TaskTrail::default();
     let request = endpoints::storage_volume_delete(&node, &storage, &volid.volid);
     let action = format!("delete backup {} on node {node}", volid.volid);
+    // Once PVE accepted the delete (or may have: a lost answer), the listing before it is no longer
+    // an observation of now: a failure from then on writes no record.
+    let stale = |trail: &TaskTrail| match trail.last_task.is_some() || trail.outcome_unknown {
+        true => Vec::new(),
+        false => vec![record(&before)],
+    };
     if let Err(message) = trail.run(&run.pve(), &request, &action).await {
-        return Outcome::failed(vec![record(&before)], message);
+        return Outcome::failed(stale(&trail), message);
     }
     let after = match list_archives(run, &node, &storage, volid.vmid).await {
         Ok(list) => list,
-        Err(message) => return Outcome::failed(vec![record(&before)], message),
+        Err(message) => return Outcome::failed(stale(&trail), message),
     };
     let writes = vec![record(&after)];
     match after.iter().any(|a| a.volid == volid.volid) {

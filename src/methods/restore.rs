@@ -249,7 +249,15 @@ pub async fn restore<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let config = match read_archive(run, &node, &args.archive).await {
         Ok(config) => config,
-        Err(message) => return refused(run, target, message).await,
+        Err(why) => {
+            let message = format!(
+                "cannot restore {} as {} {}: {why}",
+                args.archive.volid,
+                run.kind.noun(),
+                args.vmid.describe()
+            );
+            return refused(run, target, message).await;
+        }
     };
     let mut trail = TaskTrail::default();
     let (vmid, how) = match send(run, &node, &args, &mut trail, &config, target).await {
@@ -299,7 +307,7 @@ async fn read_archive<H: Host>(
     let config = ArchiveConfig::parse(data.as_str().unwrap_or_default());
     match config.0.is_empty() {
         true => Err(format!(
-            "backup {} holds no guest config PVE could extract (extractconfig answered {data}); nothing was changed",
+            "backup {} holds no guest config PVE could extract (extractconfig answered {data}); nothing was changed — check the archive on its storage (listBackups) and the node's vzdump tools",
             archive.volid
         )),
         false => Ok(config),
@@ -516,14 +524,18 @@ async fn check_disks_listed<H: Host>(
     for store in stores {
         let request = endpoints::storage_content(&ev.at.node, store, content)
             .param("vmid", ev.at.vmid.to_string());
-        let data = run.pve().call(&request).await.map_err(|e| {
-            could_not(
-                &format!("list the volumes on storage {store} of node {}", ev.at.node),
-                &e,
-            )
-            .0
+        let what = format!(
+            "list the disks of the restored {} on storage {store}",
+            ev.label(run)
+        );
+        let data = run
+            .pve()
+            .call(&request)
+            .await
+            .map_err(|e| could_not(&what, &e).0)?;
+        let volumes: Vec<StorageVolume> = list_of(&data).ok_or_else(|| {
+            format!("could not {what}: PVE answered {data} where a list was expected — check the storage")
         })?;
-        let volumes: Vec<StorageVolume> = list_of(&data).unwrap_or_default();
         for (key, volid) in disks
             .iter()
             .filter(|(_, v)| v.starts_with(&format!("{store}:")))

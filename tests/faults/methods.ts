@@ -11,6 +11,7 @@ import type { Env } from "../e2e/env.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { ConfigValue, SimGuest } from "../../simulator/types.ts";
 import type { FaultId } from "./faults.ts";
+import { backupSpecs } from "./backup_rows.ts";
 import { fileSpecs } from "./file_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
@@ -1454,6 +1455,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     row(rebootSpec(n, "qemu", running, label(running))),
     row(cloudInitSpec(n, stopped, label(stopped))),
     row(waitReadySpec(n, running, label(running))),
+    ...backupSpecs(n, "qemu", stopped, label(stopped)).map(row),
   ];
 }
 
@@ -1483,4 +1485,8 @@ export const EXPECTED_METHODS = [
   "fileRead",
   "cloudInit",
   "waitReady",
+  "backup",
+  "listBackups",
+  "deleteBackup",
+  "restore",
 ];
