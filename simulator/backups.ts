@@ -41,6 +41,12 @@ export interface SimBackup {
   name: string;
   tags: string[];
   config: Record<string, ConfigValue>;
+  /** The guest's agent as it was (a restored guest's agent is the archive's). */
+  agent: GuestState["agent"];
+  /** A real guest's disk (real_guests.ts `archiveDisk`): a restore boots a copy of it. */
+  disk?: string;
+  /** Whether the guest was a real QEMU VM: its restore is one too. */
+  real?: boolean;
 }
 
 /** The archives of every storage (a storage local to a node has its own per node). */
@@ -207,6 +213,8 @@ export function writeBackup(
     name: g.name,
     tags: [...g.tags],
     config: structuredClone(config),
+    agent: g.agent,
+    real: g.real,
   };
   list.push(backup);
   return backup;

@@ -160,7 +160,7 @@ const vzdumpRoute: Route = {
           local.join(" ")
         } --storage ${storage} --mode ${mode}`,
       ],
-      run: () => {
+      run: async () => {
         const store = resources.get(node, storage);
         if (!store || !resources.exists(storage)) {
           unlock();
@@ -195,11 +195,14 @@ const vzdumpRoute: Route = {
             `INFO: Starting Backup of VM ${id} (${g.type})`,
             `INFO: backup mode: ${mode}`,
           );
+          const real = ctx.core.real?.isReal(g) ? ctx.core.real : undefined;
+          const disk = await real?.archiveDisk(g);
           const b = writeBackup(store, g, node, {
             compress: ctx.params.compress as string | undefined,
             notesTemplate: template,
             protected: ctx.params.protected === true,
           });
+          b.disk = disk;
           task.log.push(
             `INFO: creating vzdump archive '${dumpPath(store, b.file)}'`,
             `INFO: archive file size: ${(b.size / 2 ** 20).toFixed(2)}MB`,
@@ -347,7 +350,7 @@ export function restoreGuest(ctx: Ctx, type: GuestType, volid: string): string {
     id: String(vmid),
     user: ctx.user.tokenId,
     log: [`restoring '${volid}' now..`],
-    run: () => {
+    run: async () => {
       const live = state.get(vmid);
       if (live !== g) throw new TaskFailure(`${emsg} config file vanished`);
       if (g.config.protection) {
@@ -380,6 +383,11 @@ export function restoreGuest(ctx: Ctx, type: GuestType, volid: string): string {
       } catch (err) {
         throw new TaskFailure(`${emsg} ${(err as Error).message}`);
       }
+      if (backup.real && backup.disk && ctx.core.real) {
+        await ctx.core.real.restoreDisk(g, backup.disk);
+      }
+      g.real = backup.real;
+      g.agent = backup.agent;
       g.config = config;
       g.pending = {};
       g.pendingDelete = [];
