@@ -325,31 +325,37 @@ fn judge<H: Host>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{failure_of, run_method, ScriptedHost};
+    use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
     use serde_json::json;
 
     const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:vzdump:120:root@pam!t:";
     const ARCHIVE: &str = "local:backup/vzdump-qemu-120-2026_12_01-10_00_00.vma.zst";
 
+    /// VM 120 on pve1 in `status`, and the node's storages (only `local` takes backups).
     fn guest(host: &ScriptedHost, status: Value) {
-        host.data(
-            "GET /cluster/resources",
-            json!([{"vmid": 120, "type": "qemu", "node": "pve1", "name": "web"}]),
-        );
-        host.data("GET /nodes/pve1/qemu/120/status/current", status);
-        host.data(
-            "GET /nodes/pve1/storage",
-            json!([{"storage": "local", "content": "iso,vztmpl,backup", "enabled": 1, "active": 1},
-                   {"storage": "local-lvm", "content": "images,rootdir", "enabled": 1, "active": 1}]),
-        );
+        let storages = json!([
+            {"storage": "local", "content": "iso,vztmpl,backup", "enabled": 1, "active": 1},
+            {"storage": "local-lvm", "content": "images,rootdir", "enabled": 1, "active": 1}
+        ]);
+        let found = json!([{"vmid": 120, "type": "qemu", "node": "pve1", "name": "web"}]);
+        for (route, answer) in [
+            ("GET /cluster/resources", found),
+            ("GET /nodes/pve1/qemu/120/status/current", status),
+            ("GET /nodes/pve1/storage", storages),
+        ] {
+            host.data(route, answer);
+        }
     }
 
-    fn task_ok(host: &ScriptedHost) {
-        host.data("POST /nodes/pve1/vzdump", json!(UPID));
-        host.data(
-            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
-            json!({"status": "stopped", "exitstatus": "OK"}),
+    /// The vzdump request answers a task that ends OK; `local` lists nothing, then `after`.
+    fn backed_up(host: &ScriptedHost, after: Value) {
+        host.on(
+            "GET /nodes/pve1/storage/local/content",
+            [Answer::Data(json!([])), Answer::Data(after)],
         );
+        host.data("POST /nodes/pve1/vzdump", json!(UPID));
+        let task = json!({"status": "stopped", "exitstatus": "OK"});
+        host.data(&format!("GET /nodes/pve1/tasks/{UPID}/status"), task);
     }
 
     fn listed(size: u64, protected: bool) -> Value {
@@ -357,11 +363,12 @@ mod tests {
                 "format": "vma.zst", "protected": if protected { 1 } else { 0 }, "content": "backup"}])
     }
 
+    /// `backup` of VM 120 to `local`, with `extra` arguments.
     fn run(host: &ScriptedHost, extra: Value) -> Outcome {
         let mut args = json!({"vmid": 120, "storage": "local"});
-        for (k, v) in extra.as_object().unwrap() {
-            args[k] = v.clone();
-        }
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
         run_method(host, "qemu", "backup", args)
     }
 
@@ -372,14 +379,7 @@ mod tests {
     fn a_new_archive_listed_with_a_size_and_the_guest_as_before_is_success() {
         let host = ScriptedHost::new();
         guest(&host, RUNNING());
-        host.on(
-            "GET /nodes/pve1/storage/local/content",
-            [
-                crate::testing::Answer::Data(json!([])),
-                crate::testing::Answer::Data(listed(4096, false)),
-            ],
-        );
-        task_ok(&host);
+        backed_up(&host, listed(4096, false));
         let outcome = run(&host, json!({"mode": "snapshot", "compress": "zstd"}));
         assert!(outcome.is_success(), "{outcome:?}");
         let record = outcome
@@ -390,14 +390,7 @@ mod tests {
         assert_eq!(record.data["volid"], ARCHIVE);
         assert_eq!(record.data["size"], 4096);
         assert_eq!(record.data["task"], UPID);
-        let post = host
-            .requests
-            .borrow()
-            .iter()
-            .find(|r| r.method == "POST")
-            .cloned()
-            .unwrap();
-        let body = post.body.unwrap();
+        let body = host.body_of("POST");
         assert!(
             body.contains("mode=snapshot") && body.contains("compress=zstd"),
             "{body}"
@@ -408,8 +401,7 @@ mod tests {
     fn a_task_ok_with_no_new_archive_fails_naming_the_storage() {
         let host = ScriptedHost::new();
         guest(&host, RUNNING());
-        host.data("GET /nodes/pve1/storage/local/content", json!([]));
-        task_ok(&host);
+        backed_up(&host, json!([]));
         let outcome = run(&host, json!({}));
         let message = failure_of(&outcome);
         assert!(message.contains("lists no new backup"), "{message}");
@@ -420,14 +412,7 @@ mod tests {
     fn an_empty_archive_is_not_a_backup() {
         let host = ScriptedHost::new();
         guest(&host, RUNNING());
-        host.on(
-            "GET /nodes/pve1/storage/local/content",
-            [
-                crate::testing::Answer::Data(json!([])),
-                crate::testing::Answer::Data(listed(0, false)),
-            ],
-        );
-        task_ok(&host);
+        backed_up(&host, listed(0, false));
         assert!(failure_of(&run(&host, json!({}))).contains("is empty"));
     }
 
@@ -435,14 +420,7 @@ mod tests {
     fn protected_must_read_back_protected() {
         let host = ScriptedHost::new();
         guest(&host, RUNNING());
-        host.on(
-            "GET /nodes/pve1/storage/local/content",
-            [
-                crate::testing::Answer::Data(json!([])),
-                crate::testing::Answer::Data(listed(10, false)),
-            ],
-        );
-        task_ok(&host);
+        backed_up(&host, listed(10, false));
         assert!(failure_of(&run(&host, json!({"protected": true}))).contains("not protected"));
     }
 
@@ -452,18 +430,9 @@ mod tests {
         guest(&host, RUNNING());
         host.on(
             "GET /nodes/pve1/qemu/120/status/current",
-            [crate::testing::Answer::Data(
-                json!({"status": "stopped", "name": "web"}),
-            )],
+            [Answer::Data(json!({"status": "stopped", "name": "web"}))],
         );
-        host.on(
-            "GET /nodes/pve1/storage/local/content",
-            [
-                crate::testing::Answer::Data(json!([])),
-                crate::testing::Answer::Data(listed(10, false)),
-            ],
-        );
-        task_ok(&host);
+        backed_up(&host, listed(10, false));
         let outcome = run(&host, json!({"mode": "stop", "taskTimeoutSec": 5}));
         let message = failure_of(&outcome);
         assert!(message.contains("its state before the backup"), "{message}");

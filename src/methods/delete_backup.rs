@@ -120,21 +120,22 @@ mod tests {
         run_method(host, "qemu", "deleteBackup", json!({"volid": VOLID}))
     }
 
-    #[test]
-    fn an_archive_no_longer_listed_after_the_task_is_deleted() {
-        let host = ScriptedHost::new();
-        host.on(
-            "GET /nodes/pve1/storage/local/content",
-            [Answer::Data(json!([entry(false)])), Answer::Data(json!([]))],
-        );
+    /// The storage lists `listings` in turn; the delete answers a task that ends OK.
+    fn deleted(host: &ScriptedHost, listings: Vec<Value>) {
+        let content = "GET /nodes/pve1/storage/local/content";
+        host.on(content, listings.into_iter().map(Answer::Data));
         host.data(
             &format!("DELETE /nodes/pve1/storage/local/content/{VOLID}"),
             json!(UPID),
         );
-        host.data(
-            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
-            json!({"status": "stopped", "exitstatus": "OK"}),
-        );
+        let ended = json!({"status": "stopped", "exitstatus": "OK"});
+        host.data(&format!("GET /nodes/pve1/tasks/{UPID}/status"), ended);
+    }
+
+    #[test]
+    fn an_archive_no_longer_listed_after_the_task_is_deleted() {
+        let host = ScriptedHost::new();
+        deleted(&host, vec![json!([entry(false)]), json!([])]);
         let outcome = delete(&host);
         assert!(outcome.is_success(), "{outcome:?}");
         assert_eq!(outcome.writes[0].instance, "vm-120-backups");
@@ -144,18 +145,7 @@ mod tests {
     #[test]
     fn a_task_ok_that_leaves_the_archive_fails() {
         let host = ScriptedHost::new();
-        host.data(
-            "GET /nodes/pve1/storage/local/content",
-            json!([entry(false)]),
-        );
-        host.data(
-            &format!("DELETE /nodes/pve1/storage/local/content/{VOLID}"),
-            json!(UPID),
-        );
-        host.data(
-            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
-            json!({"status": "stopped", "exitstatus": "OK"}),
-        );
+        deleted(&host, vec![json!([entry(false)])]);
         assert!(failure_of(&delete(&host)).contains("still lists"));
     }
 

@@ -22,16 +22,13 @@ use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::guest::backups::{describe_all, list_archives, BackupVolid};
 use crate::guest::config::shows;
-use crate::guest::evidence::{sight, unlocked, Evidence, Sighting, TaskTrail};
-use crate::guest::locate::next_id_free;
-use crate::guest::provision::sight_new;
-use crate::guest::reference::GuestRef;
+use crate::guest::evidence::{unlocked, Evidence, TaskTrail};
+use crate::guest::provision::{holder_of, sight_new};
 use crate::guest::settle::{await_unlocked, lock_of};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::property::size_bytes;
 use crate::pve::request::PveRequest;
@@ -381,31 +378,9 @@ async fn choose_target<H: Host>(run: &Run<'_, H>, args: &RestoreArgs) -> Result<
     let VmidChoice::Given(vmid) = args.vmid else {
         return Ok(Target::New);
     };
-    // Free by PVE's word (`/cluster/nextid?vmid=N` echoes N): restored as a new guest.
-    match next_id_free(&run.pve(), vmid).await {
-        Ok(()) => return Ok(Target::New),
-        Err(e) if e.kind == ErrorKind::IdTaken => {}
-        Err(e) => {
-            let step = format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
-            return Err(could_not(&step, &e).into());
-        }
-    }
-    let target = GuestRef {
-        vmid: Some(vmid),
-        name: None,
-    };
-    match sight(run, &target).await {
-        Ok(Sighting::Present(ev)) => overwritable(run, ev, args).await.map(Target::Over),
-        Ok(Sighting::Absent(_)) => Err(Failure::new(format!(
-            "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run restore again"
-        ))
-        .into()),
-        // Typically a guest of the other kind (or one this token may not audit).
-        Err(failure) => Err(Failure::new(format!(
-            "VMID {vmid} is in use by another guest: {}; nothing was changed",
-            failure.0
-        ))
-        .into()),
+    match holder_of(run, vmid).await? {
+        None => Ok(Target::New),
+        Some(ev) => overwritable(run, ev, args).await.map(Target::Over),
     }
 }
 
@@ -602,11 +577,12 @@ mod tests {
                "ide2": "none,media=cdrom", "tags": "swamp", "digest": "abc"})
     }
 
+    /// `restore` of [`ARCHIVE`] as VM 130, with `extra` arguments.
     fn run(host: &ScriptedHost, extra: Value) -> Outcome {
         let mut args = json!({"archive": ARCHIVE, "vmid": 130});
-        for (k, v) in extra.as_object().unwrap() {
-            args[k] = v.clone();
-        }
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
         run_method(host, "qemu", "restore", args)
     }
 
@@ -629,14 +605,7 @@ mod tests {
             host.routes_called()
         );
         assert_eq!(outcome.writes[0].instance, "vm-130");
-        let post = host
-            .requests
-            .borrow()
-            .iter()
-            .find(|r| r.method == "POST")
-            .cloned()
-            .unwrap();
-        let body = post.body.unwrap();
+        let body = host.body_of("POST");
         assert!(
             body.contains("archive=local%3Abackup%2Fvzdump-qemu-120"),
             "{body}"
