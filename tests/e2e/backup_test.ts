@@ -283,3 +283,31 @@ for (const via of VIAS) {
     });
   });
 }
+
+Deno.test("backup: a suspend backup of a running VM leaves it running again (qmpstatus running)", async () => {
+  await withEnv({ guests: guests() }, async (env) => {
+    const r = await env.run("backup", {
+      vmid: 120,
+      storage: "local",
+      mode: "suspend",
+    });
+    assert.equal(r.status, "succeeded", r.error);
+    const rec = written(r, "vm-120");
+    assert.equal(rec.status, "running");
+    assert.equal(rec.qmpStatus, "running");
+    const task = env.sim.tasks().find((t) => t.type === "vzdump")!;
+    assert.ok(
+      task.log.includes("INFO: backup mode: suspend"),
+      task.log.join("\n"),
+    );
+  });
+});
+
+Deno.test("backup: a guest locked by another operation is waited out, then backed up", async () => {
+  await withEnv({ guests: guests({ lock: "snapshot" }) }, async (env) => {
+    setTimeout(() => env.sim.guest(120)!.lock = undefined, 500);
+    const r = await env.run("backup", { vmid: 120, storage: "local" });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.equal(onStorage(env).length, 1);
+  });
+});
