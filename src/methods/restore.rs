@@ -170,7 +170,8 @@ fn compare(
             continue;
         };
         if allocated(kind, key, wanted) {
-            match disk_problem(key, wanted, &seen, args) {
+            let storage = target_storage(kind, args, archive);
+            match disk_problem(key, wanted, &seen, storage.as_deref()) {
                 Some(problem) => problems.push(problem),
                 None => disks.push((
                     key.clone(),
@@ -195,9 +196,9 @@ fn compare(
 
 /// Why a restored disk is not the archive's: on another storage than asked, another size, other
 /// options.
-fn disk_problem(key: &str, wanted: &str, seen: &str, args: &RestoreArgs) -> Option<String> {
+fn disk_problem(key: &str, wanted: &str, seen: &str, storage: Option<&str>) -> Option<String> {
     let store = |v: &str| v.split(':').next().unwrap_or_default().to_string();
-    let expected_store = args.storage.clone().unwrap_or_else(|| store(wanted));
+    let expected_store = storage.map_or_else(|| store(wanted), str::to_string);
     if store(seen) != expected_store {
         return Some(format!(
             "disk `{key}` is {seen:?}, not on storage {expected_store}"
@@ -311,6 +312,21 @@ async fn read_archive<H: Host>(
     }
 }
 
+/// The storage the restore allocates every volume on, when not where the archive had them: the
+/// `storage` asked for; for a container always one — pve-container restores every mount point
+/// onto `storage`, default `local` (PVE/API2/LXC.pm `create`, "storage only mode"), so without one
+/// asked, the archive's rootfs storage keeps them where the root disk was.
+fn target_storage(kind: GuestKind, args: &RestoreArgs, config: &ArchiveConfig) -> Option<String> {
+    let rootfs_store = || {
+        let rootfs = config.get("rootfs")?;
+        rootfs.split(':').next().map(str::to_string)
+    };
+    match kind {
+        GuestKind::Lxc => args.storage.clone().or_else(rootfs_store),
+        GuestKind::Qemu => args.storage.clone(),
+    }
+}
+
 /// The parameters of the restore request for `vmid`.
 fn params(
     kind: GuestKind,
@@ -327,17 +343,7 @@ fn params(
             params.push(("restore".into(), "1".into()));
         }
     }
-    // pve-container restores every mount point onto `storage`, default `local` (LXC.pm `create`,
-    // "storage only mode"): without one asked, the archive's rootfs storage keeps them where they were.
-    let rootfs_store = config
-        .get("rootfs")
-        .and_then(|v| v.split(':').next())
-        .map(str::to_string);
-    let storage = match kind {
-        GuestKind::Lxc => args.storage.clone().or(rootfs_store),
-        GuestKind::Qemu => args.storage.clone(),
-    };
-    if let Some(storage) = storage {
+    if let Some(storage) = target_storage(kind, args, config) {
         params.push(("storage".into(), storage));
     }
     if over {
@@ -692,6 +698,22 @@ mod tests {
         let outcome = run_method(&host, "lxc", "restore", json!({"archive": ARCHIVE}));
         assert!(failure_of(&outcome).contains("is a backup of a VM"));
         assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+    }
+
+    #[test]
+    fn a_container_restore_puts_every_volume_on_one_storage() {
+        let config = ArchiveConfig::parse(
+            "rootfs: local-lvm:vm-300-disk-0,size=8G\nmp0: local-zfs:subvol-300-disk-1,mp=/data,size=2G\n",
+        );
+        let archive = json!({"archive": "local:backup/vzdump-lxc-300-2026_12_01-10_00_00.tar"});
+        let args = RestoreArgs::parse(&archive).unwrap();
+        let lxc = target_storage(GuestKind::Lxc, &args, &config);
+        assert_eq!(lxc.as_deref(), Some("local-lvm"));
+        assert_eq!(target_storage(GuestKind::Qemu, &args, &config), None);
+        let restored = "local-lvm:vm-310-disk-1,mp=/data,size=2G";
+        let wanted = "local-zfs:subvol-300-disk-1,mp=/data,size=2G";
+        assert_eq!(disk_problem("mp0", wanted, restored, lxc.as_deref()), None);
+        assert!(disk_problem("mp0", wanted, restored, None).is_some());
     }
 
     #[test]
