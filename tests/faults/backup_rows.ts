@@ -2,9 +2,9 @@
  * The fault matrix's backup rows, one builder for both models: backup of a stopped managed guest to
  * `local` (on both nodes), and on pve1 listBackups, deleteBackup of an archive seeded before the
  * cell, and restore of such an archive to a new VMID — with the oracles that decide whether a
- * verdict told the truth about the archives and the restored guest. `task✗` here is "a vzdump,
- * imgdel or restore task that failed"; a task that ends OK without its effect (no archive, a lock
- * left) is tests/e2e/backup_test.ts's and the core's (src/methods/backup.rs, restore.rs).
+ * verdict told the truth about the archives and the restored guest. `task✗` is a vzdump, imgdel or
+ * restore task that failed; `no effect` one that ended OK without its effect (no archive, the
+ * archive still there, the restored guest left locked).
  *
  * @module
  */
@@ -121,6 +121,8 @@ export function backupSpecs(
     ],
     names,
     task: true,
+    // The worker that "ended OK" never ran: no archive, and its `backup` lock stays.
+    noEffect: /lists no new backup|still locked: backup/,
     effect: (env, r) => {
       const volid = record(r)?.volid;
       const g = env.sim.guest(vmid);
@@ -195,6 +197,7 @@ export function backupSpecs(
     ],
     names: /backup|local/,
     task: true,
+    noEffect: /still lists/,
     effect: (env, r) =>
       archives(env, n).length === 0 && listed(r).length === 0 ? [] : [
         `succeeded but the storage holds ${JSON.stringify(archives(env, n))}`,
@@ -243,6 +246,8 @@ export function backupSpecs(
     ],
     names: new RegExp(`${target}|restore`),
     task: true,
+    // create_and_lock_config wrote `lock: create` before the task; the lying worker never dropped it.
+    noEffect: /still locked: create/,
     effect: (env, r) => {
       const g = env.sim.guest(target);
       const rec = lastWrite(r, `${prefix}-${target}`);

@@ -105,6 +105,11 @@ export interface MethodSpec {
   /** Whether the method runs a PVE task (it gets the `task✗` scenario). */
   task: boolean;
   /**
+   * What the failure must quote when the method's task ends OK without its effect (the `no effect`
+   * scenario; rows without it do not get that column).
+   */
+  noEffect?: RegExp;
+  /**
    * Why a config lock does not bar this method (a read, or a command inside the guest OS, which
    * PVE's agent and `pct exec` do not guard by the lock): it succeeds in the lock scenarios (cell.ts
    * `LOCK_SCENARIOS`) and a guest record it writes shows the lock. Without it the method acts on
