@@ -9,6 +9,8 @@
 import { z } from "npm:zod@4";
 import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
+  backupMethods,
+  backupResources,
   DeleteArgs,
   dnsName,
   ExecRecord,
@@ -117,6 +119,9 @@ const CHANGES = [
   "guestExec",
   "migrate",
   "downloadUrl",
+  "backup",
+  "deleteBackup",
+  "restore",
 ];
 
 /**
@@ -152,6 +157,7 @@ export const model = {
       garbageCollection: 20,
     },
     ...sharedResources("container", "ct"),
+    ...backupResources("container", "ct"),
   },
   // The default report of every method run (js/reports/observed_method_report.ts).
   reports: ["@stateless/proxmox/method-observed"],
@@ -268,6 +274,7 @@ export const model = {
     ...nodeMethods("lxc"),
     ...storageMethods("lxc"),
     ...snapshotMethods("lxc"),
+    ...backupMethods("lxc"),
     ...migrateMethod("lxc"),
   },
 };

@@ -9,6 +9,8 @@ import { z } from "npm:zod@4";
 import { type MethodContext, runOnCore } from "./_lib/core.ts";
 import {
   applyPending,
+  backupMethods,
+  backupResources,
   DeleteArgs,
   dnsName,
   ExecRecord,
@@ -304,6 +306,9 @@ const MUTATING = [
   "fileWrite",
   "cloudInit",
   "downloadUrl",
+  "backup",
+  "deleteBackup",
+  "restore",
 ];
 
 /**
@@ -353,6 +358,7 @@ export const model = {
       garbageCollection: 20,
     },
     ...sharedResources("VM", "vm"),
+    ...backupResources("VM", "vm"),
   },
   // The default report of every method run (js/reports/observed_method_report.ts).
   reports: ["@stateless/proxmox/method-observed"],
@@ -509,6 +515,7 @@ export const model = {
     ...nodeMethods("qemu"),
     ...storageMethods("qemu"),
     ...snapshotMethods("qemu"),
+    ...backupMethods("qemu"),
     ...migrateMethod("qemu"),
   },
 };

@@ -112,6 +112,31 @@ export class RealGuests {
     }
   }
 
+  /**
+   * What a backup of real guest `g` holds of its disk: a copy of its qcow2 overlay as it is now
+   * (a stopped guest's is consistent: its shutdown unmounted /data; a running one's is copied as it
+   * stands, without the agent's fs-freeze PVE would ask for). Undefined when the guest never booted:
+   * its disk is then the image's base disk, which every restore starts from anyway.
+   */
+  async archiveDisk(g: GuestState): Promise<string | undefined> {
+    const dir = this.#dirs.get(g);
+    if (!dir) return undefined;
+    const disk = `${dir}/disk.qcow2`;
+    const exists = await Deno.stat(disk).then(() => true, () => false);
+    if (!exists) return undefined;
+    this.#root ??= await Deno.makeTempDir({ prefix: "sim-real-guests-" });
+    const copy =
+      `${this.#root}/archive-${g.vmid}-${this.#allDirs.length}-${Date.now()}.qcow2`;
+    await Deno.copyFile(disk, copy);
+    return copy;
+  }
+
+  /** Gives guest `g` (restored, not running) the archived disk `path` as its own overlay. */
+  async restoreDisk(g: GuestState, path: string): Promise<void> {
+    const dir = await this.#dirOf(g);
+    await Deno.copyFile(path, `${dir}/disk.qcow2`);
+  }
+
   /** Kills every VM and removes their directories. */
   async close(): Promise<void> {
     await Promise.all([...this.#vms.values()].map((vm) => vm.kill("SIGKILL")));

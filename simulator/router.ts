@@ -30,6 +30,8 @@ const PATH_PARAM_SPECS: Record<string, ParamSpec> = {
   vmid: VMID_SPEC,
   upid: { type: "string" },
   snapname: SNAPNAME_SPEC,
+  // A volume id (`local:backup/vzdump-…`): it may hold `/` (see #match).
+  volume: { type: "string" },
   // pve-storage-id
   storage: { type: "string", pattern: /^[a-z][a-z0-9\-_.]*[a-z0-9]$/i },
 };
@@ -143,16 +145,25 @@ export class Router {
     segments: string[],
   ): { route: Route; pathParams: Record<string, string> } | undefined {
     for (const { route, segments: pattern } of this.#routes) {
-      if (route.method !== method || pattern.length !== segments.length) {
+      // pve-storage registers the content API with `fragmentDelimiter => ''` (Status.pm): the
+      // rest of the path is the `{volume}`, slashes included (pvesh sends them unencoded).
+      const given = pattern.at(-1) === "{volume}" &&
+          segments.length > pattern.length
+        ? [
+          ...segments.slice(0, pattern.length - 1),
+          segments.slice(pattern.length - 1).join("/"),
+        ]
+        : segments;
+      if (route.method !== method || pattern.length !== given.length) {
         continue;
       }
       const pathParams: Record<string, string> = {};
       const ok = pattern.every((p, i) => {
         if (p.startsWith("{") && p.endsWith("}")) {
-          pathParams[p.slice(1, -1)] = segments[i];
-          return segments[i] !== "";
+          pathParams[p.slice(1, -1)] = given[i];
+          return given[i] !== "";
         }
-        return p === segments[i];
+        return p === given[i];
       });
       if (ok) return { route, pathParams };
     }

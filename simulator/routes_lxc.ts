@@ -62,6 +62,7 @@ import {
   templatePath,
 } from "./storage.ts";
 import { haRequest } from "./routes_power.ts";
+import { restoreGuest } from "./routes_backup.ts";
 import { TaskFailure, type TaskRecord } from "./tasks.ts";
 import type { ConfigValue, GuestState } from "./types.ts";
 
@@ -260,9 +261,6 @@ function checkCreate(ctx: Ctx) {
   const { state, resources } = ctx.core;
   const node = ctx.params.node as string;
   const vmid = ctx.params.vmid as number;
-  if (ctx.params.restore === true) {
-    throw new ApiError(500, "simulator: restoring a backup is not simulated");
-  }
   // check_vmid_unused comes BEFORE the permission check.
   const existing = state.get(vmid);
   if (existing) {
@@ -392,6 +390,9 @@ export const lxcRoutes: Route[] = [
     dynamic: ctOptionSpec,
     rules: [ctCreatePerm],
     handler: (ctx) => {
+      if (ctx.params.restore === true) {
+        return restoreGuest(ctx, "lxc", ctx.params.ostemplate as string);
+      }
       const c = checkCreate(ctx);
       const { state, tasks, resources } = ctx.core;
       // create_and_lock_config: the CT exists from now on, locked. pve-container

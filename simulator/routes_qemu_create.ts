@@ -7,8 +7,8 @@
  * Sources: qemu-server src/PVE/API2/Qemu.pm create_vm (check_vmid_unused before the permission
  * check, `$check_drive_param`'s import-from syntax, `create_disks`, `$import_from_volid`, the config
  * written under `lock: create`, the `qmcreate` worker, smbios1/vmgenid defaults) and
- * `$check_vm_modify_config_perm` (perl_rules.ts qemuCreatePerm). Not simulated: `archive`
- * (restore), `start` (the package starts the VM itself, verified), OVA extraction, importing from
+ * `$check_vm_modify_config_perm` (perl_rules.ts qemuCreatePerm); with `archive` it restores a
+ * backup (routes_backup.ts restoreGuest). Not simulated: `start` (the package starts the VM itself, verified), OVA extraction, importing from
  * another guest's disk or a path, qcow2 headers (an image's "virtual size" is its byte length).
  *
  * @module
@@ -22,6 +22,7 @@ import { storedInstead } from "./faults.ts";
 import { ApiError, paramError } from "./http.ts";
 import { VMID_SPEC } from "./params.ts";
 import { qemuCreatePerm } from "./perl_rules.ts";
+import { restoreGuest } from "./routes_backup.ts";
 import { cloudinitValues } from "./routes_config.ts";
 import { withUuid } from "./state.ts";
 import { TaskFailure, type TaskRecord } from "./tasks.ts";
@@ -154,6 +155,11 @@ export const qemuCreateRoutes: Route[] = [
     dynamic: configOptionSpec,
     rules: [qemuCreatePerm],
     handler: (ctx) => {
+      // create_vm with `archive` restores a backup instead (qemu-server PVE/API2/Qemu.pm).
+      const archive = ctx.params.archive;
+      if (archive !== undefined) {
+        return restoreGuest(ctx, "qemu", String(archive));
+      }
       const c = checkCreate(ctx);
       const { state, tasks } = ctx.core;
       const { name, ...rest } = c.options;

@@ -44,6 +44,7 @@ import type { RealVm } from "./real_vm.ts";
 import { templateRoutes } from "./routes_template.ts";
 import { rebootRoutes } from "./routes_reboot.ts";
 import { cloudinitRoutes } from "./routes_cloudinit.ts";
+import { backupRoutes } from "./routes_backup.ts";
 import { ClusterState } from "./state.ts";
 import { NodeResources, type StorageState } from "./storage.ts";
 import { TaskManager, type TaskRecord } from "./tasks.ts";
@@ -140,6 +141,7 @@ const ROUTES = [
   ...cloudinitRoutes,
   ...taskListRoutes,
   ...snapshotRoutes,
+  ...backupRoutes,
   ...migrateRoutes,
   ...agentFileRoutes,
 ];

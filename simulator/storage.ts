@@ -14,6 +14,7 @@
  * @module
  */
 
+import { backupBytes, backupEntries } from "./backups.ts";
 import { DISK_KEY, diskBytes } from "./disks.ts";
 import { ApiError } from "./http.ts";
 import type {
@@ -260,7 +261,8 @@ export class NodeResources {
     return store.used +
       store.templates.reduce((n, t) => n + templateSize(t), 0) +
       store.files.reduce((n, f) => n + fileSize(f), 0) +
-      this.volumes(node, store).reduce((n, v) => n + v.size, 0);
+      this.volumes(node, store).reduce((n, v) => n + v.size, 0) +
+      backupBytes(store);
   }
 
   /** Free bytes on `store`. */
@@ -519,6 +521,7 @@ export function contentList(
       ctime: f.ctime ?? 1730000000,
     });
   }
+  if (want("backup")) out.push(...backupEntries(store, vmid));
   for (const v of resources.volumes(node, store)) {
     if (!want(v.content)) continue;
     if (vmid !== undefined && v.vmid !== vmid) continue;

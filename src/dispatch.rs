@@ -4,6 +4,7 @@ use crate::args::Fields;
 use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
+use crate::methods::{backup, delete_backup, list_backups, restore};
 use crate::methods::{
     check, clone, cloud_init, container_exec, create, delete, delete_snapshot, download_url,
     file_read, file_write, get_config, guest_exec, list_snapshots, lookup, migrate, node_config,
@@ -55,6 +56,10 @@ enum Method {
     DownloadUrl,
     VmCreate,
     CheckReachable,
+    Backup,
+    ListBackups,
+    DeleteBackup,
+    Restore,
 }
 
 /// The method a model calls `name`; `None` when that model has no such method.
@@ -80,6 +85,10 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, "reboot") => Method::Reboot,
         (_, "downloadUrl") => Method::DownloadUrl,
         (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
+        (_, "backup") => Method::Backup,
+        (_, "listBackups") => Method::ListBackups,
+        (_, "deleteBackup") => Method::DeleteBackup,
+        (_, "restore") => Method::Restore,
         // A VM is cloned from a template and has a guest agent; a container is created from one.
         (GuestKind::Qemu, "guestExec") => Method::GuestExec,
         (GuestKind::Qemu, "fileWrite") => Method::FileWrite,
@@ -135,6 +144,10 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).map(drop),
         Method::DownloadUrl => download_url::DownloadUrlArgs::parse(args).map(drop),
         Method::VmCreate => vm_create::VmCreateArgs::parse(args).map(drop),
+        Method::Backup => backup::BackupArgs::parse(args).map(drop),
+        Method::ListBackups => list_backups::ListBackupsArgs::parse(args).map(drop),
+        Method::DeleteBackup => delete_backup::DeleteBackupArgs::parse(args).map(drop),
+        Method::Restore => restore::RestoreArgs::parse(args).map(drop),
         Method::CheckReachable => return Err(no_rules()),
     };
     checked.map_err(|e| e.to_string())
@@ -231,6 +244,10 @@ async fn run_scrubbed<H: Host>(
         Method::DownloadUrl => boxed(download_url::download_url(&run, args)),
         Method::VmCreate => boxed(vm_create::vm_create(&run, args)),
         Method::CheckReachable => boxed(check::transport_reachable(&run)),
+        Method::Backup => boxed(backup::backup(&run, args)),
+        Method::ListBackups => boxed(list_backups::list_backups(&run, args)),
+        Method::DeleteBackup => boxed(delete_backup::delete_backup(&run, args)),
+        Method::Restore => boxed(restore::restore(&run, args)),
     };
     method.await
 }

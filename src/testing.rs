@@ -74,6 +74,14 @@ impl ScriptedHost {
         self.requests.borrow().iter().map(route_of).collect()
     }
 
+    /// The form body of the first request sent with HTTP `method` (tests only: panics when none).
+    pub fn body_of(&self, method: &str) -> String {
+        let requests = self.requests.borrow();
+        let sent = requests.iter().find(|r| r.method == method);
+        sent.and_then(|r| r.body.clone())
+            .unwrap_or_else(|| panic!("no {method} request with a body was sent"))
+    }
+
     /// Virtual milliseconds since the host was created.
     pub fn elapsed_ms(&self) -> f64 {
         *self.clock.borrow() - 1_700_000_000_000.0

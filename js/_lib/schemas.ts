@@ -857,3 +857,176 @@ export function migrateMethod(model: ModelName) {
     },
   };
 }
+
+// Backups (both models): vzdump archives on a storage's `backup` content, and restores from them.
+
+/** The core's backup volume id rule (src/guest/backups.rs `BackupVolid`). */
+function isBackupVolid(text: string): boolean {
+  const at = text.indexOf(":");
+  if (at < 0 || !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(text.slice(0, at))) {
+    return false;
+  }
+  const name = text.slice(at + 1);
+  if (!name.startsWith("backup/")) return false;
+  const rest = name.slice("backup/".length);
+  return rest.length <= 255 &&
+    rest.split("/").every((part) =>
+      part !== "." && part !== ".." && /^[A-Za-z0-9\-.+=_:]+$/.test(part)
+    );
+}
+
+/** A backup volume id: `<storage>:backup/<file>`. */
+const backupVolid = (what: string) =>
+  z.string().refine(isBackupVolid, {
+    message:
+      `${what} must be a backup volume id, <storage>:backup/<file> (e.g. local:backup/vzdump-qemu-100-2026_01_01-00_00_00.vma.zst)`,
+  });
+
+/**
+ * vzdump's notes template check (pve-manager PVE/VZDump.pm `$verify_notes_template`): one line; a
+ * backslash only before `n` or `\`; `{{…}}` only around cluster, guestname, node, vmid. NUL can
+ * never cross ssh's argv, so it is refused on both transports.
+ */
+function notesTemplateOk(template: string): boolean {
+  if (template.includes("\n") || template.includes("\0")) return false;
+  for (const m of template.matchAll(/\\(.)/gs)) {
+    if (m[1] !== "n" && m[1] !== "\\") return false;
+  }
+  for (const m of template.matchAll(/\{\{([^ \t\n\r\f\v{}]+)\}\}/g)) {
+    if (!["cluster", "guestname", "node", "vmid"].includes(m[1])) return false;
+  }
+  return true;
+}
+
+/** backup: where to, how (vzdump's mode and compressor), notes and protection of the archive. */
+export const BackupArgs = z.object({
+  ...guestRef,
+  storage: pathSegment("storage"),
+  mode: z.enum(["snapshot", "suspend", "stop"]).default("snapshot"),
+  compress: z.enum(["0", "1", "gzip", "lzo", "zstd"]).optional(),
+  notesTemplate: z.string().refine(notesTemplateOk, {
+    message:
+      "notesTemplate must be one line, escape only \\n and \\\\, and use only {{cluster}}, {{guestname}}, {{node}}, {{vmid}} (PVE's rule)",
+  }).optional(),
+  protected: z.boolean().default(false),
+}).refine(requireGuest, provideGuest);
+
+/** listBackups: one storage's archives of this model's guests (one guest's with `vmid`). */
+export const ListBackupsArgs = z.object({
+  storage: pathSegment("storage"),
+  vmid: vmid.optional(),
+  node: pathSegment("node").optional(),
+});
+
+/** deleteBackup: one archive, by volume id. */
+export const DeleteBackupArgs = z.object({
+  volid: backupVolid("volid"),
+  node: pathSegment("node").optional(),
+});
+
+/** restore: an archive to a new VMID (or a free one), or over a stopped guest with `force`. */
+export const RestoreArgs = z.object({
+  archive: backupVolid("archive"),
+  ...newVmid,
+  storage: pathSegment("storage").optional(),
+  force: z.boolean().default(false),
+  unique: z.boolean().default(false),
+}).refine(notBothVmidAndRange, oneVmidChoice);
+
+/** One archive as a storage lists it. */
+const ArchiveRecord = z.object({
+  volid: z.string(),
+  vmid: z.number().optional(),
+  subtype: z.string().optional(),
+  size: z.number().optional(),
+  ctime: z.number().optional(),
+  format: z.string().optional(),
+  notes: z.string().optional(),
+  protected: z.boolean(),
+  verification: z.string().optional(),
+});
+
+/** The `backup` record (`vm-<vmid>-backup`, `ct-<vmid>-backup`): the archive one run made. */
+export const BackupRecord = z.object({
+  vmid: z.number(),
+  node: z.string(),
+  storage: z.string(),
+  mode: z.string(),
+  volid: z.string(),
+  size: z.number().optional(),
+  ctime: z.number().optional(),
+  format: z.string().optional(),
+  notes: z.string().optional(),
+  protected: z.boolean(),
+  task: z.string().optional(),
+  lastOperation: z.string(),
+  recordedAt: z.string(),
+});
+
+/** The `backups` record (`<vm|ct>-<vmid>-backups`, `backups-<node>-<storage>`): a listing. */
+export const BackupsRecord = z.object({
+  node: z.string(),
+  storage: z.string(),
+  vmid: z.number().optional(),
+  backups: z.array(ArchiveRecord),
+  lastOperation: z.string(),
+  recordedAt: z.string(),
+});
+
+/** The record specs of the backup methods. */
+export function backupResources(noun: string, prefix: string) {
+  return {
+    backup: {
+      description:
+        `The archive a backup of a ${noun} made, as its storage lists it (instance ${prefix}-<vmid>-backup)`,
+      schema: BackupRecord,
+      ...kept,
+    },
+    backups: {
+      description:
+        `Backup archives a storage lists (instance ${prefix}-<vmid>-backups for one ${noun}, backups-<node>-<storage> for all)`,
+      schema: BackupsRecord,
+      ...kept,
+    },
+  };
+}
+
+/** The backup methods both models share. */
+export function backupMethods(model: ModelName) {
+  const noun = model === "qemu" ? "VM" : "container";
+  const prefix = model === "qemu" ? "vm" : "ct";
+  return {
+    backup: {
+      description:
+        `Back the ${noun} up with vzdump (mode snapshot|suspend|stop, compress, notesTemplate, protected); succeeds when a new archive of it with a size above 0 is in the storage's backup content (protected if asked) and the ${noun} is back in its state before. Records ${prefix}-<vmid>-backup`,
+      kind: "action" as const,
+      arguments: BackupArgs,
+      execute: (args: z.infer<typeof BackupArgs>, ctx: MethodContext) =>
+        runOnCore(model, "backup", args, ctx),
+    },
+    listBackups: {
+      description:
+        `Record the ${noun} backups a storage lists (volid, size, ctime, notes, protected, verification) as ${prefix}-<vmid>-backups, or backups-<node>-<storage> without vmid`,
+      kind: "action" as const,
+      arguments: ListBackupsArgs,
+      execute: (args: z.infer<typeof ListBackupsArgs>, ctx: MethodContext) =>
+        runOnCore(model, "listBackups", args, ctx),
+    },
+    deleteBackup: {
+      description:
+        "Delete one backup archive; succeeds when its storage no longer lists it. A protected archive is refused, as PVE refuses it",
+      kind: "action" as const,
+      arguments: DeleteBackupArgs,
+      execute: (args: z.infer<typeof DeleteBackupArgs>, ctx: MethodContext) =>
+        runOnCore(model, "deleteBackup", args, ctx),
+    },
+    restore: {
+      description:
+        `Restore a ${noun} from a backup archive to vmid (or a free VMID in vmidRange), or over a stopped ${noun} with force: true; succeeds when the restored ${noun} is unlocked, every setting of the archive's config reads back, and each disk is on its storage with the archive's size`,
+      kind: "action" as const,
+      arguments: RestoreArgs,
+      execute: (args: z.infer<typeof RestoreArgs>, ctx: MethodContext) =>
+        runOnCore(model, "restore", args, ctx),
+    },
+  };
+}

@@ -27,7 +27,7 @@ export interface ObservedRow {
 /** The guest or node a record instance is about: `vm-100-exec` → `vm-100`. */
 export function subjectOf(instance: string): string {
   return instance.match(
-    /^((?:vm|ct)-\d+|node-[^-]+(?:-[^-]+)*?)(?:-exec|-config)?$/,
+    /^((?:vm|ct)-\d+|node-[^-]+(?:-[^-]+)*?)(?:-exec|-config|-backup|-backups)?$/,
   )
     ?.[1] ?? instance;
 }
@@ -51,6 +51,11 @@ export function observedIn(record: Record<string, unknown>): string {
     const ha = record.ha as { managed?: boolean; state?: string } | undefined;
     if (ha?.managed) parts.push(`HA ${ha.state ?? "?"}`);
     return parts.join(", ");
+  }
+  // A backup's archive (`…-backup`), a storage's listing (`…-backups`).
+  if (typeof record.volid === "string") return `archive ${record.volid}`;
+  if (Array.isArray(record.backups)) {
+    return `${record.backups.length} backup(s) listed`;
   }
   if (record.config) return "config read";
   if (record.storages) return "storages and bridges read";

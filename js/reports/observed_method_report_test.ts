@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { report } from "./observed_method_report.ts";
+import { rowOf } from "./observed.ts";
 
 function context(
   status: string,
@@ -60,4 +61,29 @@ Deno.test("method report: a failed run shows its error", async () => {
     /setConfig: failed — VM 100 did not reach status running/,
   );
   assert.equal(result.json.error, "VM 100 did not reach status running");
+});
+
+Deno.test("method report: a backup's archive and a listing show under their guest", () => {
+  const archive = rowOf(
+    "vm-120-backup",
+    {
+      volid: "local:backup/vzdump-qemu-120-2026_12_01-10_00_00.vma",
+      size: 4096,
+    },
+    "backup",
+    "succeeded",
+  );
+  assert.equal(archive.subject, "vm-120");
+  assert.equal(
+    archive.observed,
+    "archive local:backup/vzdump-qemu-120-2026_12_01-10_00_00.vma",
+  );
+  const listing = rowOf(
+    "ct-300-backups",
+    { backups: [{}, {}] },
+    "listBackups",
+    "succeeded",
+  );
+  assert.equal(listing.subject, "ct-300");
+  assert.equal(listing.observed, "2 backup(s) listed");
 });

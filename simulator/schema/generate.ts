@@ -30,6 +30,8 @@ const NODE_SUBTREES: readonly string[] = [
   "network",
   "disks/list",
   "query-url-metadata",
+  // vzdump (backup) and its extractconfig (what an archive holds): the backup methods.
+  "vzdump",
 ];
 
 /** Schema keywords that are prose or UI hints, not facts. */

@@ -42,11 +42,17 @@ const HANDLER_CHECKS: Record<string, string> = {
   "GET /nodes/{node}/storage":
     "lists only storages the token may `Datastore.Audit` or `Datastore.AllocateSpace`",
   "POST /nodes/{node}/lxc":
-    "`VM.Allocate` on `/vms/{vmid}`, `Datastore.AllocateSpace` on the target storage, `Datastore.Audit` on the template's storage, `SDN.Use` on each bridge (pve-container create_vm)",
+    "`VM.Allocate` on `/vms/{vmid}`, `Datastore.AllocateSpace` on the target storage, `Datastore.Audit` on the template's storage, `SDN.Use` on each bridge (pve-container create_vm); restoring (`restore=1`) over an existing container with `force`, `VM.Backup` on it suffices",
   "GET /nodes/{node}/tasks":
     "lists the token's own tasks; every user's with `Sys.Audit` on `/nodes/{node}` (the package follows only its own)",
   "POST /nodes/{node}/qemu":
-    "`VM.Allocate` on `/vms/{vmid}`, `Datastore.AllocateSpace` on each disk's storage, access to each `import-from` image (`check_volume_access`: `Datastore.AllocateSpace` or `Datastore.Audit` on its storage), `SDN.Use` on each bridge, the option groups' `VM.Config.*` (qemu-server create_vm)",
+    "`VM.Allocate` on `/vms/{vmid}`, `Datastore.AllocateSpace` on each disk's storage, access to each `import-from` image (`check_volume_access`: `Datastore.AllocateSpace` or `Datastore.Audit` on its storage), `SDN.Use` on each bridge, the option groups' `VM.Config.*`; restoring (`archive`): `VM.Backup` on the archive's guest and `Datastore.AllocateSpace` on its storage and on `storage`, and over an existing VM with `force`, `VM.Backup` there (qemu-server create_vm)",
+  "POST /nodes/{node}/vzdump":
+    "`VM.Backup` on `/vms/{vmid}` and `Datastore.AllocateSpace` on `/storage/{storage}` (pve-manager VZDump.pm vzdump)",
+  "GET /nodes/{node}/vzdump/extractconfig":
+    "`VM.Backup` on the archive's guest and `Datastore.AllocateSpace` on its storage (pve-manager VZDump.pm extractconfig)",
+  "DELETE /nodes/{node}/storage/{storage}/content/{volume}":
+    "`Datastore.Allocate` on `/storage/{storage}`, or for a backup `Datastore.AllocateSpace` there and `VM.Backup` on its guest (pve-storage Content.pm delete)",
   "GET /nodes/{node}/tasks/{upid}/status":
     "the token's own tasks; others' need `Sys.Audit` on `/nodes/{node}`",
   "GET /nodes/{node}/tasks/{upid}/log":

@@ -89,6 +89,25 @@ impl TaskTrail {
         }
     }
 
+    /// [`TaskTrail::dispatch`] of a request PVE may answer without starting a task (vzdump answers
+    /// a bare `OK` when it skipped the guest): `Ok(None)` when `skipped` says the answer is such a
+    /// one — nothing started, nothing changed.
+    pub async fn dispatch_unless<H: Host>(
+        &mut self,
+        pve: &Pve<'_, H>,
+        request: &PveRequest,
+        action: &str,
+        skipped: impl Fn(&Value) -> bool,
+    ) -> Result<Option<Upid>, String> {
+        self.sending();
+        let answer = pve.call(request).await;
+        if answer.as_ref().is_ok_and(&skipped) {
+            self.mutations_sent -= 1;
+            return Ok(None);
+        }
+        self.accepted(answer, request, action).map(Some)
+    }
+
     fn accepted(
         &mut self,
         answer: Result<Value, PveError>,

@@ -2,6 +2,7 @@
 
 pub mod addresses;
 pub mod agent_exec;
+pub mod backups;
 pub mod config;
 pub mod evidence;
 pub mod exec;

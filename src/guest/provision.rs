@@ -31,16 +31,15 @@ pub enum Claim {
     Done(Box<Evidence>),
 }
 
-/// Whether `vmid` is free, or already holds the guest named `name` with the managed tag. `Err` is
-/// the run's outcome: another occupant (recorded when it is one of this model's kind), or a VMID
-/// whose state could not be told.
-pub async fn claim_vmid<H: Host>(
+/// The guest that holds `vmid`, sighted (status and config); `None` when the VMID is free by PVE's
+/// word (`/cluster/nextid?vmid=N` echoes N). `Err` is the run's outcome: an answer that tells
+/// neither, or an occupant that cannot be read (typically a guest of the other kind).
+pub async fn holder_of<H: Host>(
     run: &Run<'_, H>,
     vmid: u32,
-    name: &str,
-) -> Result<Claim, Outcome> {
+) -> Result<Option<Box<Evidence>>, Outcome> {
     match next_id_free(&run.pve(), vmid).await {
-        Ok(()) => return Ok(Claim::Free),
+        Ok(()) => return Ok(None),
         Err(e) if e.kind == ErrorKind::IdTaken => {}
         Err(e) => {
             let action = format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
@@ -51,25 +50,33 @@ pub async fn claim_vmid<H: Host>(
         vmid: Some(vmid),
         name: None,
     };
-    let ev = match sight(run, &target).await {
-        Ok(Sighting::Present(ev)) => ev,
-        Ok(Sighting::Absent(vmid)) => {
-            return Err(Failure::new(format!(
-                "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run {} again",
-                run.method
-            ))
-            .into())
-        }
+    match sight(run, &target).await {
+        Ok(Sighting::Present(ev)) => Ok(Some(ev)),
+        Ok(Sighting::Absent(vmid)) => Err(Failure::new(format!(
+            "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run {} again",
+            run.method
+        ))
+        .into()),
         // Typically a guest of the other kind (or one this token may not audit).
-        Err(failure) => {
-            return Err(Failure::new(format!(
-                "VMID {vmid} is in use by another guest: {}",
-                failure.0
-            ))
-            .into())
-        }
+        Err(failure) => Err(Failure::new(format!(
+            "VMID {vmid} is in use by another guest: {}",
+            failure.0
+        ))
+        .into()),
+    }
+}
+
+/// Whether `vmid` is free, or already holds the guest named `name` with the managed tag. `Err` is
+/// the run's outcome: another occupant (recorded when it is one of this model's kind), or a VMID
+/// whose state could not be told.
+pub async fn claim_vmid<H: Host>(
+    run: &Run<'_, H>,
+    vmid: u32,
+    name: &str,
+) -> Result<Claim, Outcome> {
+    let Some(mut ev) = holder_of(run, vmid).await? else {
+        return Ok(Claim::Free);
     };
-    let mut ev = ev;
     // qemu-server's clone_vm and pve-container's create write the new guest's config (final name,
     // tags) under `lock: clone` / `lock: create` before the work is done: a re-run that finds the
     // requested guest locked has found an unfinished guest. Wait for the lock, then judge.

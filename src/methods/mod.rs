@@ -1,17 +1,20 @@
 //! One module per method: where each method's decision lives.
 
+pub mod backup;
 pub mod check;
 pub mod clone;
 pub mod cloud_init;
 pub mod container_exec;
 pub mod create;
 pub mod delete;
+pub mod delete_backup;
 pub mod delete_snapshot;
 pub mod download_url;
 pub mod file_read;
 pub mod file_write;
 pub mod get_config;
 pub mod guest_exec;
+pub mod list_backups;
 pub mod list_snapshots;
 pub mod lookup;
 pub mod migrate;
@@ -19,6 +22,7 @@ pub mod node_config;
 pub mod node_status;
 pub mod reboot;
 pub mod resize_disk;
+pub mod restore;
 pub mod rollback;
 pub mod set_config;
 pub mod shutdown;

@@ -629,6 +629,48 @@ pub fn agent_file_read(
     }
 }
 
+/// `POST /nodes/{node}/vzdump` → UPID (`vzdump`), or the bare string `OK` when PVE skipped the
+/// guest because it is on another node (pve-manager PVE/API2/VZDump.pm `vzdump`).
+pub fn vzdump(node: &str, params: Vec<(String, String)>) -> PveRequest {
+    let mut request = PveRequest::new(Verb::Create, &["nodes", node, "vzdump"], Repeat::Never);
+    request.params = params;
+    request
+}
+
+/// `GET /nodes/{node}/vzdump/extractconfig?volume=…`: the guest config a backup archive holds, as
+/// text (pve-manager PVE/API2/VZDump.pm `extractconfig`).
+pub fn vzdump_extract_config(node: &str, volid: &str) -> PveRequest {
+    PveRequest::get(&["nodes", node, "vzdump", "extractconfig"]).param("volume", volid)
+}
+
+/// `GET /nodes/{node}/storage/{storage}/content?content=backup[&vmid=…]`: the backup archives.
+pub fn storage_backups(node: &str, storage: &str, vmid: Option<u32>) -> PveRequest {
+    let request = storage_content(node, storage, "backup");
+    match vmid {
+        Some(vmid) => request.param("vmid", vmid.to_string()),
+        None => request,
+    }
+}
+
+/// `DELETE /nodes/{node}/storage/{storage}/content/{volume}` → UPID (`imgdel`). The volume id may
+/// hold `/`: PVE routes the rest of the path to `{volume}` (pve-storage PVE/API2/Storage/Status.pm
+/// registers Content with `fragmentDelimiter => ''`).
+pub fn storage_volume_delete(node: &str, storage: &str, volid: &str) -> PveRequest {
+    PveRequest::new(
+        Verb::Delete,
+        &["nodes", node, "storage", storage, "content", volid],
+        Repeat::Never,
+    )
+}
+
+/// `POST /nodes/{node}/qemu` with `archive=<volid>` → UPID (`qmrestore`): a VM restored from a
+/// backup (qemu-server PVE/API2/Qemu.pm `create_vm`).
+pub fn qemu_restore(node: &str, params: Vec<(String, String)>) -> PveRequest {
+    let mut request = PveRequest::new(Verb::Create, &["nodes", node, "qemu"], Repeat::Never);
+    request.params = params;
+    request
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,6 +31,7 @@ export const READ_RETRIES = 2;
 export const SCENARIO_IDS = [
   "none",
   "task✗",
+  "no effect",
   "node↓",
   "node↓refused",
   "node blip",
@@ -67,6 +68,8 @@ export const SCENARIO_LEGEND: Record<ScenarioId, string> = {
     "no fault: the row's baseline — the method succeeds and its effect holds in the simulator",
   "task✗":
     "the method's task ends `unexpected status` (what PVE reports after a node crash)",
+  "no effect":
+    "the method's task ends OK, but its effect never happens (the worker lied; rows that opt in): a vzdump that leaves no archive (and its lock), an imgdel that leaves the archive, a restore that leaves the guest locked `create` — the method must fail naming what it did not see",
   "node↓":
     "the guest's node is offline: every `/nodes/pve2/…` request answers 595 `no route to host` (methods on pve2 guests, sync of the cluster, node reads of pve2)",
   "node↓refused":

@@ -10,6 +10,7 @@ import type { RunResult } from "../../harness/types.ts";
 import type { Env } from "../e2e/env.ts";
 import { downloadSpec } from "./download_rows.ts";
 import { container, TEMPLATE } from "../e2e/lxc_fixture.ts";
+import { backupSpecs } from "./backup_rows.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { SimGuest } from "../../simulator/types.ts";
 import {
@@ -380,6 +381,7 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ct(migrateSpec(n, other(n), "lxc", stopped, label(stopped))),
     ct(templateSpec(n, "lxc", stopped, label(stopped))),
     ct(rebootSpec(n, "lxc", running, label(running))),
+    ...backupSpecs(n, "lxc", stopped, label(stopped)).map((spec) => ct(spec)),
   ];
   if (where === "pve1") {
     // create works on the transport's node only: no pve2 twin, no node scenarios.
@@ -503,6 +505,10 @@ export const EXPECTED_LXC_METHODS = [
   "reboot",
   "guestExec",
   "downloadUrl",
+  "backup",
+  "listBackups",
+  "deleteBackup",
+  "restore",
 ];
 
 /** guestExec of a running container over ssh: `pct exec` on pve1, its output recorded. */

@@ -165,6 +165,13 @@ function scenarioPlans(
       arm: (env) => env.sim.nextTask({ exitstatus: "unexpected status" }),
     }, spec]);
   }
+  if (spec.noEffect) {
+    plans.push(["no effect", {
+      expected: "fail",
+      happened: spec.noEffect,
+      arm: (env) => env.sim.nextTask({ noEffect: true }),
+    }, spec]);
+  }
   const offlineTwin = twin?.row === spec.row ? twin : undefined;
   if (offlineTwin) {
     const offline = (message: string, times: number) => ({

@@ -14,6 +14,7 @@ import type { FaultId } from "./faults.ts";
 import type { FileScenario, ScenarioPlan } from "./cell.ts";
 import { downloadSpec } from "./download_rows.ts";
 import { vmCreateSpec } from "./vm_create_rows.ts";
+import { backupSpecs } from "./backup_rows.ts";
 import { fileSpecs } from "./file_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
@@ -106,6 +107,11 @@ export interface MethodSpec {
   prepare?(env: Env): void | Promise<void>;
   /** Whether the method runs a PVE task (it gets the `task✗` scenario). */
   task: boolean;
+  /**
+   * What the failure must quote when the method's task ends OK without its effect (the `no effect`
+   * scenario; rows without it do not get that column).
+   */
+  noEffect?: RegExp;
   /**
    * Why a config lock does not bar this method (a read, or a command inside the guest OS, which
    * PVE's agent and `pct exec` do not guard by the lock): it succeeds in the lock scenarios (cell.ts
@@ -1468,6 +1474,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     ...(where === "pve1"
       ? [row(downloadSpec("qemu")), row(vmCreateSpec())]
       : []),
+    ...backupSpecs(n, "qemu", stopped, label(stopped)).map(row),
   ];
 }
 
@@ -1499,4 +1506,8 @@ export const EXPECTED_METHODS = [
   "waitReady",
   "downloadUrl",
   "create",
+  "backup",
+  "listBackups",
+  "deleteBackup",
+  "restore",
 ];

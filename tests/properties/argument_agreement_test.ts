@@ -295,6 +295,78 @@ const dnsNames = fc.oneof(
   },
 );
 
+/** Backup volume ids: valid vzdump and PBS names, and each way of breaking the rule. */
+const backupVolid = mix(
+  fc.oneof(
+    {
+      arbitrary: fc.constantFrom(
+        "local:backup/vzdump-qemu-120-2026_12_01-10_00_00.vma.zst",
+        "local:backup/vzdump-lxc-400-2026_12_01-10_00_00.tar",
+        "pbs1:backup/vm/120/2026-12-01T10:00:00Z",
+        "nfs_1:backup/my+archive=1.vma",
+      ),
+      weight: 12,
+    },
+    {
+      arbitrary: fc.constantFrom(
+        "local",
+        "local:iso/x.iso",
+        "local:backup/",
+        "local:backup/../x",
+        "local:backup/a//b",
+        "local:backup/./x",
+        "-x:backup/a",
+        ":backup/a",
+        "local:backup/a b",
+        "local:backup/ä",
+        "local:backup/" + "x".repeat(256),
+      ),
+      weight: 2,
+    },
+    { arbitrary: fc.string({ maxLength: 6 }), weight: 1 },
+  ),
+);
+
+/** The backup methods' generators (the same for both models). */
+const backupArgs = {
+  backup: object({
+    ...guestRef,
+    storage: mix(fc.constantFrom("local", "nfs_1", "pbs.1")),
+    mode: opt(fc.constantFrom("snapshot", "suspend", "stop", "live")),
+    compress: opt(fc.constantFrom("0", "1", "gzip", "lzo", "zstd", "xz", "")),
+    notesTemplate: opt(
+      fc.constantFrom(
+        "{{guestname}} on {{node}}",
+        "{{vmid}}\\n{{cluster}}",
+        "{{ x }} {{}} {{{vmid}}}",
+        "trailing \\",
+        "a\\tb",
+        "{{name}}",
+        "{{{name}}}",
+        "a\nb",
+        "a\u0000b",
+        "{{vmid\u00a0}}",
+        "",
+      ),
+    ),
+    protected: opt(fc.boolean()),
+  }),
+  listBackups: object({
+    storage: mix(fc.constantFrom("local", "nfs_1")),
+    vmid: opt(vmid),
+    node: opt(node),
+  }),
+  deleteBackup: object({ volid: backupVolid, node: opt(node) }),
+  restore: object({
+    archive: backupVolid,
+    vmid: fc.option(mix(vmid), { nil: undefined, freq: 2 }),
+    vmidRange: rarely(vmidRangeArb),
+    storage: opt(fc.constantFrom("local-lvm", "local-zfs", "a/b")),
+    force: opt(fc.boolean()),
+    unique: opt(fc.boolean()),
+  }),
+};
+
 const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   lookup: object(guestRef),
   guestExec: object({
@@ -592,6 +664,7 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     ),
   ).map(([rest, file]) => ({ ...rest, ...file })),
   ...snapshotArgs(true),
+  ...backupArgs,
   migrate: migrateArgs(true),
   fileWrite: fc.tuple(
     object({
@@ -766,6 +839,7 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     ].map((m) => [m, methodArgs[m]]),
   ),
   ...snapshotArgs(false),
+  ...backupArgs,
   migrate: migrateArgs(false),
 };
 

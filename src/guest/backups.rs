@@ -1,0 +1,357 @@
+//! Backup archives as both models see them: the volume id rule, the archives a storage's `backup`
+//! content lists, and the `…-backups` record that holds such a list as observed.
+//!
+//! PVE lists an archive as `<storage>:backup/<file>` (a directory storage: pve-storage
+//! PVE/Storage/Plugin.pm `list_volumes`, with `subtype`, `vmid`, `ctime`, `notes` and `protected`
+//! read from the file name, its `.notes` and its `.protected` files) or, on a Proxmox Backup Server,
+//! `<storage>:backup/<vm|ct>/<vmid>/<time>` (with a `verification` state).
+
+use crate::args::{check_segment, ArgError};
+use crate::client::Pve;
+use crate::explain::could_not;
+use crate::host::Host;
+use crate::outcome::RecordWrite;
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::PveError;
+use crate::pve::flex;
+use crate::pve::responses::NodeStorage;
+use crate::run::{write, Run};
+use serde::Serialize;
+use serde_json::Value;
+
+/// How many archives a message lists.
+const LISTED: usize = 5;
+
+/// A backup volume id, `<storage>:backup/<name>`, with what its name tells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackupVolid {
+    pub volid: String,
+    pub storage: String,
+    /// The archive's guest kind and VMID, when its name is one vzdump or PBS gives.
+    pub kind: Option<GuestKind>,
+    pub vmid: Option<u32>,
+}
+
+impl BackupVolid {
+    /// Checks `text` as a backup volume id: a storage id (it becomes part of an API path), then
+    /// `:backup/`, then a name of PVE's safe characters (pve-storage `SAFE_CHAR_CLASS_RE`, plus `/`
+    /// and `:` of PBS names) without an empty or `..` component.
+    pub fn parse(field: &str, text: &str) -> Result<Self, ArgError> {
+        let rule = "must be a backup volume id, <storage>:backup/<file> (e.g. local:backup/vzdump-qemu-100-2026_01_01-00_00_00.vma.zst)";
+        let (storage, name) = text
+            .split_once(':')
+            .ok_or_else(|| ArgError::new(field, rule))?;
+        check_segment(field, storage).map_err(|_| ArgError::new(field, rule))?;
+        let rest = name
+            .strip_prefix("backup/")
+            .ok_or_else(|| ArgError::new(field, rule))?;
+        let safe = |c: char| c.is_ascii_alphanumeric() || "-.+=_:".contains(c);
+        let parts_ok = rest
+            .split('/')
+            .all(|part| !part.is_empty() && part != ".." && part != "." && part.chars().all(safe));
+        if rest.len() > 255 || !parts_ok {
+            return Err(ArgError::new(field, rule));
+        }
+        let (kind, vmid) = owner_of(rest);
+        Ok(BackupVolid {
+            volid: text.to_string(),
+            storage: storage.to_string(),
+            kind,
+            vmid,
+        })
+    }
+}
+
+/// The guest kind and VMID a standard archive name carries: `vzdump-<qemu|lxc>-<vmid>-<time>.<ext>`
+/// (pve-manager PVE/VZDump.pm `exec_backup_task` names it so) or PBS's `<vm|ct>/<vmid>/<time>`.
+fn owner_of(name: &str) -> (Option<GuestKind>, Option<u32>) {
+    let file = name.rsplit('/').next().unwrap_or(name);
+    let parts: Vec<&str> = match file.strip_prefix("vzdump-") {
+        Some(rest) => rest.splitn(3, '-').collect(),
+        None => name.splitn(3, '/').collect(),
+    };
+    let kind = match parts.first() {
+        Some(&"qemu") | Some(&"vm") => Some(GuestKind::Qemu),
+        Some(&"lxc") | Some(&"ct") => Some(GuestKind::Lxc),
+        _ => None,
+    };
+    let vmid = parts.get(1).and_then(|id| id.parse::<u32>().ok());
+    match (kind, vmid, parts.len()) {
+        (Some(kind), Some(vmid), 3) => (Some(kind), Some(vmid)),
+        _ => (None, None),
+    }
+}
+
+/// One archive as the storage's `backup` content lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Archive {
+    pub volid: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vmid: Option<u64>,
+    /// `qemu` or `lxc` (PVE's `subtype`; `unknown` for a name it cannot read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subtype: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ctime: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+    pub protected: bool,
+    /// The last verification's state (PBS only), e.g. `ok` or `failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<String>,
+}
+
+impl Archive {
+    /// One content entry; `None` when it has no volid.
+    pub fn from_value(entry: &Value) -> Option<Archive> {
+        let text = |key: &str| {
+            entry
+                .get(key)
+                .and_then(flex::string_of)
+                .filter(|s| !s.is_empty())
+        };
+        let number = |key: &str| entry.get(key).and_then(flex::u64_of);
+        Some(Archive {
+            volid: text("volid")?,
+            vmid: number("vmid"),
+            subtype: text("subtype"),
+            size: number("size"),
+            ctime: number("ctime"),
+            format: text("format"),
+            notes: text("notes"),
+            protected: entry
+                .get("protected")
+                .and_then(flex::bool_of)
+                .unwrap_or(false),
+            verification: entry
+                .get("verification")
+                .and_then(|v| v.get("state"))
+                .and_then(flex::string_of),
+        })
+    }
+
+    /// Whether it is an archive of a guest of `kind` (by PVE's `subtype`, else by its name).
+    pub fn is_of(&self, kind: GuestKind) -> bool {
+        match self.subtype.as_deref() {
+            Some("qemu") => kind == GuestKind::Qemu,
+            Some("lxc") => kind == GuestKind::Lxc,
+            _ => self
+                .volid
+                .split_once(":backup/")
+                .is_some_and(|(_, name)| owner_of(name).0 == Some(kind)),
+        }
+    }
+
+    /// `local:backup/… (12.0 MiB, protected)`, for messages.
+    pub fn describe(&self) -> String {
+        let mut facts = vec![match self.size {
+            Some(bytes) => mib(bytes),
+            None => "no size".to_string(),
+        }];
+        if self.protected {
+            facts.push("protected".to_string());
+        }
+        format!("{} ({})", self.volid, facts.join(", "))
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+/// The archives in a list, for messages: the first few, and how many more.
+pub fn describe_all(archives: &[Archive]) -> String {
+    if archives.is_empty() {
+        return "none".to_string();
+    }
+    let mut listed: Vec<String> = archives
+        .iter()
+        .take(LISTED)
+        .map(Archive::describe)
+        .collect();
+    if archives.len() > LISTED {
+        listed.push(format!("{} more", archives.len() - LISTED));
+    }
+    listed.join(", ")
+}
+
+/// The archives of guests of `kind` on `storage` as `node` lists them (only `vmid`'s, when given),
+/// oldest first.
+pub async fn read_archives<H: Host>(
+    pve: &Pve<'_, H>,
+    kind: GuestKind,
+    node: &str,
+    storage: &str,
+    vmid: Option<u32>,
+) -> Result<Vec<Archive>, PveError> {
+    let request = endpoints::storage_backups(node, storage, vmid);
+    let data = pve.call(&request).await?;
+    let entries = data.as_array().ok_or_else(|| {
+        PveError::malformed(format!(
+            "the backup content of storage {storage} is not a list: {data}"
+        ))
+    })?;
+    let mut archives: Vec<Archive> = entries
+        .iter()
+        .filter_map(Archive::from_value)
+        .filter(|a| a.is_of(kind))
+        // PVE's vmid filter matches the number anywhere in the name: keep that guest's only.
+        .filter(|a| vmid.is_none_or(|id| a.vmid.is_none_or(|own| own == id as u64)))
+        .collect();
+    archives.sort_by(|a, b| (a.ctime, &a.volid).cmp(&(b.ctime, &b.volid)));
+    Ok(archives)
+}
+
+/// [`read_archives`] for a method's messages: `Err` says what could not be listed.
+pub async fn list_archives<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    storage: &str,
+    vmid: Option<u32>,
+) -> Result<Vec<Archive>, String> {
+    read_archives(&run.pve(), run.kind, node, storage, vmid)
+        .await
+        .map_err(|e| {
+            could_not(
+                &format!("list the backups on storage {storage} of node {node}"),
+                &e,
+            )
+            .0
+        })
+}
+
+/// Refuses, before anything is sent, a storage that cannot hold backups on `node` — as vzdump
+/// would (pve-manager PVE/VZDump.pm `storage_info`: "can't use storage '…' for backups - wrong
+/// content type"), or that is disabled or offline there.
+pub async fn check_backup_storage<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    storage: &str,
+) -> Result<(), String> {
+    let stores: Vec<NodeStorage> = run
+        .pve()
+        .read(&endpoints::node_storage(node), "a list of storages")
+        .await
+        .map_err(|e| could_not(&format!("list the storages of node {node}"), &e).0)?;
+    let Some(store) = stores.iter().find(|s| s.storage == storage) else {
+        let ids: Vec<&str> = stores.iter().map(|s| s.storage.as_str()).collect();
+        return Err(format!(
+            "storage {storage} does not exist on node {node}, or the token may not audit it (storages listed: {})",
+            if ids.is_empty() { "none".to_string() } else { ids.join(", ") }
+        ));
+    };
+    if !store.offers("backup") {
+        return Err(format!(
+            "can't use storage '{storage}' for backups - wrong content type (PVE's words; its content: {})",
+            store.content_types().join(", ")
+        ));
+    }
+    if store.enabled == Some(false) || store.active == Some(false) {
+        return Err(format!(
+            "storage {storage} is disabled or not active on node {node}"
+        ));
+    }
+    Ok(())
+}
+
+/// The `backups` record: the archives one storage listed, as observed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupsRecord {
+    pub node: String,
+    pub storage: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vmid: Option<u32>,
+    pub backups: Vec<Archive>,
+    pub last_operation: String,
+    pub recorded_at: String,
+}
+
+/// The record of the archives `node` listed on `storage`: `<vm|ct>-<vmid>-backups` for one guest's,
+/// `backups-<node>-<storage>` for all of a kind.
+pub fn backups_write<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    storage: &str,
+    vmid: Option<u32>,
+    archives: &[Archive],
+) -> RecordWrite {
+    let instance = match vmid {
+        Some(vmid) => format!("{}-backups", run.guest_instance(vmid)),
+        None => format!("backups-{node}-{storage}"),
+    };
+    let record = BackupsRecord {
+        node: node.to_string(),
+        storage: storage.to_string(),
+        vmid,
+        backups: archives.to_vec(),
+        last_operation: run.method.to_string(),
+        recorded_at: run.now_iso(),
+    };
+    write("backups", instance, &record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_vzdump_name_tells_its_guest() {
+        let v = BackupVolid::parse(
+            "volid",
+            "local:backup/vzdump-qemu-120-2026_12_01-10_00_00.vma.zst",
+        )
+        .unwrap();
+        assert_eq!(
+            (v.storage.as_str(), v.kind, v.vmid),
+            ("local", Some(GuestKind::Qemu), Some(120))
+        );
+        let ct = BackupVolid::parse("volid", "pbs1:backup/ct/400/2026-12-01T10:00:00Z").unwrap();
+        assert_eq!((ct.kind, ct.vmid), (Some(GuestKind::Lxc), Some(400)));
+        let odd = BackupVolid::parse("volid", "local:backup/my-archive.vma").unwrap();
+        assert_eq!((odd.kind, odd.vmid), (None, None));
+    }
+
+    #[test]
+    fn a_volid_that_is_not_a_backup_or_escapes_is_refused() {
+        for bad in [
+            "",
+            "local",
+            "local:iso/x.iso",
+            "local:backup/",
+            "local:backup/../etc/passwd",
+            "local:backup/a//b",
+            "-x:backup/a",
+            "a/b:backup/c",
+            "local:backup/a b",
+            "local:backup/a\nb",
+        ] {
+            let e = BackupVolid::parse("volid", bad).unwrap_err();
+            assert_eq!(e.field, "volid", "{bad}");
+        }
+    }
+
+    #[test]
+    fn content_entries_become_archives_of_their_kind() {
+        let vm = Archive::from_value(&json!({
+            "volid": "local:backup/vzdump-qemu-120-2026_12_01-10_00_00.vma.zst", "vmid": 120,
+            "subtype": "qemu", "size": 4096, "ctime": 1764583200, "format": "vma.zst",
+            "notes": "nightly", "protected": 1, "verification": {"state": "ok", "upid": "UPID:x"}
+        }))
+        .unwrap();
+        assert!(vm.protected && vm.is_of(GuestKind::Qemu) && !vm.is_of(GuestKind::Lxc));
+        assert_eq!(vm.verification.as_deref(), Some("ok"));
+        let unnamed = Archive::from_value(&json!({
+            "volid": "local:backup/vzdump-lxc-400-2026_12_01-10_00_00.tar.zst"
+        }))
+        .unwrap();
+        assert!(unnamed.is_of(GuestKind::Lxc) && !unnamed.protected);
+        assert!(Archive::from_value(&json!({"size": 1})).is_none());
+    }
+}

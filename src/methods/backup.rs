@@ -1,0 +1,492 @@
+//! `backup`: backs a guest up with vzdump and succeeds only when a new archive of that guest is in
+//! the storage's `backup` content with a size above 0 — and, with `protected`, marked protected —
+//! and the guest is back in the state it was in before (a `suspend` backup resumes it, a `stop`
+//! backup starts it again; pve-manager PVE/VZDump.pm `exec_backup_task` only warns when that
+//! fails). A task that ended OK is no proof: the archive is read back from the storage.
+//!
+//! PVE's own refusals are made before anything is sent: a storage that takes no backups
+//! (VZDump.pm `storage_info`), a notes template vzdump would reject (`$verify_notes_template`).
+//! `POST /nodes/{node}/vzdump` goes to the node the guest is on; PVE answers a bare `OK` — no task,
+//! no backup — for a guest on another node (pve-manager PVE/API2/VZDump.pm `vzdump`, "silent exit
+//! if specified VMs run on other nodes"), which fails the method.
+
+use crate::args::{ArgError, Fields};
+use crate::guest::backups::{check_backup_storage, describe_all, list_archives, Archive};
+use crate::guest::evidence::await_unlocked;
+use crate::guest::evidence::{sight_to_change, Evidence};
+use crate::guest::reference::GuestRef;
+use crate::guest::settle::describe;
+use crate::host::Host;
+use crate::outcome::Outcome;
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::responses::GuestStatus;
+use crate::run::{write, Run};
+use serde::Serialize;
+use serde_json::Value;
+
+/// vzdump's modes (pve-manager PVE/VZDump/Common.pm `mode`).
+const MODES: [&str; 3] = ["snapshot", "suspend", "stop"];
+/// vzdump's `compress` values (`0`/`1` as text: PVE's enum holds strings).
+const COMPRESSORS: [&str; 5] = ["0", "1", "gzip", "lzo", "zstd"];
+/// The variables a notes template may use (VZDump.pm `$verify_notes_template`).
+const NOTES_VARIABLES: [&str; 4] = ["cluster", "guestname", "node", "vmid"];
+
+/// The arguments of `backup`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackupArgs {
+    pub target: GuestRef,
+    pub storage: String,
+    pub mode: String,
+    pub compress: Option<String>,
+    pub notes_template: Option<String>,
+    pub protected: bool,
+}
+
+impl BackupArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let mode: String = fields.or("mode", "snapshot".to_string())?;
+        if !MODES.contains(&mode.as_str()) {
+            return Err(ArgError::new("mode", "must be snapshot, suspend or stop"));
+        }
+        let compress: Option<String> = fields.optional("compress")?;
+        if compress
+            .as_deref()
+            .is_some_and(|c| !COMPRESSORS.contains(&c))
+        {
+            return Err(ArgError::new(
+                "compress",
+                "must be one of \"0\", \"1\", gzip, lzo, zstd",
+            ));
+        }
+        let notes_template: Option<String> = fields.optional("notesTemplate")?;
+        if let Some(template) = &notes_template {
+            check_notes_template(template)?;
+        }
+        Ok(BackupArgs {
+            target: GuestRef::parse(&fields)?,
+            storage: fields.segment("storage")?,
+            mode,
+            compress,
+            notes_template,
+            protected: fields.or("protected", false)?,
+        })
+    }
+
+    fn params(&self, vmid: u32) -> Vec<(String, String)> {
+        let mut params = vec![
+            ("vmid".to_string(), vmid.to_string()),
+            ("storage".to_string(), self.storage.clone()),
+            ("mode".to_string(), self.mode.clone()),
+        ];
+        if let Some(compress) = &self.compress {
+            params.push(("compress".into(), compress.clone()));
+        }
+        if let Some(template) = self.notes_template.as_deref().filter(|t| !t.is_empty()) {
+            params.push(("notes-template".into(), template.to_string()));
+        }
+        if self.protected {
+            params.push(("protected".into(), "1".into()));
+        }
+        params
+    }
+}
+
+/// vzdump's check of a notes template (pve-manager PVE/VZDump.pm `$verify_notes_template`, run by
+/// `verify_vzdump_parameters` before the task): one line; `\` only before `n` or `\`; `{{…}}`
+/// only around cluster, guestname, node or vmid.
+fn check_notes_template(template: &str) -> Result<(), ArgError> {
+    let field = "notesTemplate";
+    if template.contains('\n') {
+        return Err(ArgError::new(
+            field,
+            "must be one line (PVE: contains a line feed)",
+        ));
+    }
+    // No argv can carry a NUL, so it could never reach pvesh over ssh: refused on both transports.
+    if template.contains('\0') {
+        return Err(ArgError::new(field, "must not contain NUL"));
+    }
+    let mut chars = template.chars();
+    while let Some(c) = chars.next() {
+        // Perl's /\\(.)/g: a backslash escapes the next character; a trailing one escapes nothing.
+        if c == '\\' {
+            if let Some(next) = chars.next() {
+                if next != 'n' && next != '\\' {
+                    return Err(ArgError::new(
+                        field,
+                        "may escape only \\n and \\\\ (PVE refuses any other escape sequence)",
+                    ));
+                }
+            }
+        }
+    }
+    for name in template_variables(template) {
+        if !NOTES_VARIABLES.contains(&name) {
+            return Err(ArgError::new(
+                field,
+                "may use only the variables {{cluster}}, {{guestname}}, {{node}} and {{vmid}}",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The names of Perl's `/\{\{([^\s{}]+)\}\}/g` matches, left to right (`\s` as ASCII whitespace).
+fn template_variables(template: &str) -> Vec<&str> {
+    let bytes = template.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i + 1 < bytes.len() {
+        if bytes[i] == b'{' && bytes[i + 1] == b'{' {
+            let rest = &template[i + 2..];
+            let len = rest
+                .find(|c: char| c.is_ascii_whitespace() || c == '\x0b' || c == '{' || c == '}')
+                .unwrap_or(rest.len());
+            if len > 0 && rest[len..].starts_with("}}") {
+                found.push(&rest[..len]);
+                i += 2 + len + 2;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// The `backup` record (`<vm|ct>-<vmid>-backup`): the archive this run made, as the storage lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BackupRecord {
+    vmid: u32,
+    node: String,
+    storage: String,
+    mode: String,
+    volid: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ctime: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    notes: Option<String>,
+    protected: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task: Option<String>,
+    last_operation: String,
+    recorded_at: String,
+}
+
+/// Runs `backup`.
+pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match BackupArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return crate::outcome::Failure::from(e).into(),
+    };
+    let mut ev = match sight_to_change(run, &args.target, "back up").await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
+    };
+    let mut made = None;
+    let verdict = back_up(run, &mut ev, &args, &mut made).await;
+    let mut outcome = ev.outcome(run, verdict).await;
+    if let Some(archive) = made {
+        let record = BackupRecord {
+            vmid: ev.at.vmid,
+            node: ev.at.node.clone(),
+            storage: args.storage.clone(),
+            mode: args.mode.clone(),
+            volid: archive.volid,
+            size: archive.size,
+            ctime: archive.ctime,
+            format: archive.format,
+            notes: archive.notes,
+            protected: archive.protected,
+            task: ev.trail.last_task.clone(),
+            last_operation: run.method.to_string(),
+            recorded_at: run.now_iso(),
+        };
+        let instance = format!("{}-backup", run.guest_instance(ev.at.vmid));
+        outcome.writes.push(write("backup", instance, &record));
+    }
+    outcome
+}
+
+/// The backup itself; `made` keeps the new archive as listed, for the record, whatever the verdict.
+async fn back_up<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &BackupArgs,
+    made: &mut Option<Archive>,
+) -> Result<String, String> {
+    let label = ev.label(run);
+    let node = ev.at.node.clone();
+    let vmid = ev.at.vmid;
+    check_backup_storage(run, &node, &args.storage)
+        .await
+        .map_err(|why| format!("cannot back up {label}: {why}; nothing was changed"))?;
+    let of_guest = |why: String| format!("back up {label}: {why}");
+    let before = list_archives(run, &node, &args.storage, Some(vmid))
+        .await
+        .map_err(of_guest)?;
+    let state_before = ev.status.clone();
+    let action = format!("back up {label} to storage {}", args.storage);
+    let request = endpoints::vzdump(&node, args.params(vmid));
+    let skipped = |data: &Value| data.as_str() == Some("OK");
+    let pve = run.pve();
+    let Some(upid) = ev
+        .trail
+        .dispatch_unless(&pve, &request, &action, skipped)
+        .await?
+    else {
+        return Err(format!(
+            "{action}: PVE answered OK without starting a backup task — vzdump skips, silently, a guest that is not on the node it runs on (pve-manager PVE/API2/VZDump.pm); run lookup to see where {} {vmid} is",
+            run.kind.noun()
+        ));
+    };
+    ev.trail
+        .follow(&pve, &upid)
+        .await
+        .map_err(|why| format!("{action}: {why}"))?;
+    let kind = run.kind;
+    let wanted = format!("its state before the backup ({})", describe(&state_before));
+    await_unlocked(run, ev, |s| same_state(kind, &state_before, s), &wanted).await?;
+    let after = list_archives(run, &node, &args.storage, Some(vmid))
+        .await
+        .map_err(of_guest)?;
+    let new: Vec<&Archive> = after
+        .iter()
+        .filter(|a| !before.iter().any(|b| b.volid == a.volid))
+        .collect();
+    let archive = match new.as_slice() {
+        [one] => (*one).clone(),
+        [] => {
+            return Err(format!(
+                "the backup task ended successfully, but storage {} on node {node} lists no new backup of {label} (its backups of it: {}) — check the vzdump task's log",
+                args.storage,
+                describe_all(&after)
+            ))
+        }
+        more => {
+            // Another backup of the same guest ended meanwhile: the newest is this run's.
+            more.iter().max_by_key(|a| a.ctime).map(|a| (*a).clone()).unwrap_or_else(|| more[0].clone())
+        }
+    };
+    *made = Some(archive.clone());
+    judge(run, ev, args, &archive)
+}
+
+/// A guest is back in its state when its status (and a VM's QEMU run state) is what it was.
+fn same_state(kind: GuestKind, before: &GuestStatus, now: &GuestStatus) -> bool {
+    now.status == before.status && (kind == GuestKind::Lxc || now.qmpstatus == before.qmpstatus)
+}
+
+/// The verdict on the new archive as listed.
+fn judge<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &BackupArgs,
+    archive: &Archive,
+) -> Result<String, String> {
+    let label = ev.label(run);
+    if archive.size.unwrap_or(0) == 0 {
+        return Err(format!(
+            "the backup task ended successfully, but its archive {} is empty (size {}) — check the vzdump task's log and the storage",
+            archive.volid,
+            archive.size.map_or("not listed".to_string(), |s| s.to_string())
+        ));
+    }
+    if args.protected && !archive.protected {
+        return Err(format!(
+            "the backup task ended successfully, but archive {} is not protected as requested — check the task log (\"unable to set protected flag\")",
+            archive.volid
+        ));
+    }
+    if args
+        .notes_template
+        .as_deref()
+        .is_some_and(|t| !t.is_empty())
+        && archive.notes.is_none()
+    {
+        // vzdump itself only warns when it cannot add notes: so does this run.
+        ev.warn(
+            run,
+            format!("archive {} carries no notes although notesTemplate was given (vzdump warns \"unable to add notes\" in its log)", archive.volid),
+        );
+    }
+    Ok(format!(
+        "{label} is backed up ({} backup) as {}; the guest is back in its state ({})",
+        args.mode,
+        archive.describe(),
+        describe(&ev.status)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:vzdump:120:root@pam!t:";
+    const ARCHIVE: &str = "local:backup/vzdump-qemu-120-2026_12_01-10_00_00.vma.zst";
+
+    /// VM 120 on pve1 in `status`, and the node's storages (only `local` takes backups).
+    fn guest(host: &ScriptedHost, status: Value) {
+        let storages = json!([
+            {"storage": "local", "content": "iso,vztmpl,backup", "enabled": 1, "active": 1},
+            {"storage": "local-lvm", "content": "images,rootdir", "enabled": 1, "active": 1}
+        ]);
+        let found = json!([{"vmid": 120, "type": "qemu", "node": "pve1", "name": "web"}]);
+        for (route, answer) in [
+            ("GET /cluster/resources", found),
+            ("GET /nodes/pve1/qemu/120/status/current", status),
+            ("GET /nodes/pve1/storage", storages),
+        ] {
+            host.data(route, answer);
+        }
+    }
+
+    /// The vzdump request answers a task that ends OK; `local` lists nothing, then `after`.
+    fn backed_up(host: &ScriptedHost, after: Value) {
+        host.on(
+            "GET /nodes/pve1/storage/local/content",
+            [Answer::Data(json!([])), Answer::Data(after)],
+        );
+        host.data("POST /nodes/pve1/vzdump", json!(UPID));
+        let task = json!({"status": "stopped", "exitstatus": "OK"});
+        host.data(&format!("GET /nodes/pve1/tasks/{UPID}/status"), task);
+    }
+
+    fn listed(size: u64, protected: bool) -> Value {
+        json!([{"volid": ARCHIVE, "vmid": 120, "subtype": "qemu", "size": size, "ctime": 1764583200,
+                "format": "vma.zst", "protected": if protected { 1 } else { 0 }, "content": "backup"}])
+    }
+
+    /// `backup` of VM 120 to `local`, with `extra` arguments.
+    fn run(host: &ScriptedHost, extra: Value) -> Outcome {
+        let mut args = json!({"vmid": 120, "storage": "local"});
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        run_method(host, "qemu", "backup", args)
+    }
+
+    const RUNNING: fn() -> Value =
+        || json!({"status": "running", "qmpstatus": "running", "name": "web"});
+
+    #[test]
+    fn a_new_archive_listed_with_a_size_and_the_guest_as_before_is_success() {
+        let host = ScriptedHost::new();
+        guest(&host, RUNNING());
+        backed_up(&host, listed(4096, false));
+        let outcome = run(&host, json!({"mode": "snapshot", "compress": "zstd"}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let record = outcome
+            .writes
+            .iter()
+            .find(|w| w.instance == "vm-120-backup")
+            .unwrap();
+        assert_eq!(record.data["volid"], ARCHIVE);
+        assert_eq!(record.data["size"], 4096);
+        assert_eq!(record.data["task"], UPID);
+        let body = host.body_of("POST");
+        assert!(
+            body.contains("mode=snapshot") && body.contains("compress=zstd"),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn a_task_ok_with_no_new_archive_fails_naming_the_storage() {
+        let host = ScriptedHost::new();
+        guest(&host, RUNNING());
+        backed_up(&host, json!([]));
+        let outcome = run(&host, json!({}));
+        let message = failure_of(&outcome);
+        assert!(message.contains("lists no new backup"), "{message}");
+        assert!(!outcome.writes.iter().any(|w| w.instance == "vm-120-backup"));
+    }
+
+    #[test]
+    fn an_empty_archive_is_not_a_backup() {
+        let host = ScriptedHost::new();
+        guest(&host, RUNNING());
+        backed_up(&host, listed(0, false));
+        assert!(failure_of(&run(&host, json!({}))).contains("is empty"));
+    }
+
+    #[test]
+    fn protected_must_read_back_protected() {
+        let host = ScriptedHost::new();
+        guest(&host, RUNNING());
+        backed_up(&host, listed(10, false));
+        assert!(failure_of(&run(&host, json!({"protected": true}))).contains("not protected"));
+    }
+
+    #[test]
+    fn a_guest_not_running_again_after_a_stop_backup_fails_at_the_budget() {
+        let host = ScriptedHost::new();
+        guest(&host, RUNNING());
+        host.on(
+            "GET /nodes/pve1/qemu/120/status/current",
+            [Answer::Data(json!({"status": "stopped", "name": "web"}))],
+        );
+        backed_up(&host, listed(10, false));
+        let outcome = run(&host, json!({"mode": "stop", "taskTimeoutSec": 5}));
+        let message = failure_of(&outcome);
+        assert!(message.contains("its state before the backup"), "{message}");
+    }
+
+    #[test]
+    fn an_ok_without_a_task_is_pve_skipping_the_guest() {
+        let host = ScriptedHost::new();
+        guest(&host, RUNNING());
+        host.data("GET /nodes/pve1/storage/local/content", json!([]));
+        host.data("POST /nodes/pve1/vzdump", json!("OK"));
+        let message = failure_of(&run(&host, json!({}))).to_string();
+        assert!(
+            message.contains("without starting a backup task"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_storage_without_backup_content_is_refused_before_anything_is_sent() {
+        let host = ScriptedHost::new();
+        guest(&host, RUNNING());
+        let outcome = run(&host, json!({"storage": "local-lvm"}));
+        assert!(failure_of(&outcome).contains("can't use storage 'local-lvm' for backups"));
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+    }
+
+    #[test]
+    fn argument_rules() {
+        let parse = |v: Value| BackupArgs::parse(&v);
+        assert!(parse(json!({"vmid": 120, "storage": "local"})).is_ok());
+        assert_eq!(parse(json!({"vmid": 120})).unwrap_err().field, "storage");
+        assert_eq!(
+            parse(json!({"vmid": 120, "storage": "local", "mode": "live"}))
+                .unwrap_err()
+                .field,
+            "mode"
+        );
+        assert_eq!(
+            parse(json!({"vmid": 120, "storage": "local", "compress": "xz"}))
+                .unwrap_err()
+                .field,
+            "compress"
+        );
+        for bad in ["a\nb", "{{name}}", "x\\t"] {
+            assert_eq!(
+                parse(json!({"vmid": 120, "storage": "local", "notesTemplate": bad}))
+                    .unwrap_err()
+                    .field,
+                "notesTemplate",
+                "{bad}"
+            );
+        }
+        assert!(parse(json!({"vmid": 120, "storage": "local", "notesTemplate": "{{guestname}} on {{node}}\\n{{ x }}"})).is_ok());
+    }
+}

@@ -1,0 +1,737 @@
+//! `restore`: a guest restored from a backup archive, successful only when the restored guest is
+//! seen unlocked with the archive's configuration and its disks exist.
+//!
+//! 1. The archive must be listed in its storage's `backup` content with a size above 0, and be a
+//!    backup of this model's kind; the configuration it holds is read
+//!    (`GET /nodes/{node}/vzdump/extractconfig`) — that is what the restored guest must show.
+//! 2. The VMID: `vmid`, or a free one claimed by the restore request itself (as `clone` claims).
+//!    A `vmid` that holds a guest is restored over only with `force: true`, and only while that
+//!    guest is stopped and not protected (PVE refuses otherwise: qemu-server PVE/API2/Qemu.pm
+//!    `create_vm` "vm is running", pve-container PVE/API2/LXC.pm `create` "can't overwrite running
+//!    container", both `check_protection`); a lock on it is waited out first.
+//! 3. VMs: `POST /nodes/{node}/qemu` with `archive=<volid>` (`qmrestore`); containers:
+//!    `POST /nodes/{node}/lxc` with `ostemplate=<volid>` and `restore=1` (`vzrestore`). Both write
+//!    the config under `lock: create` before the task (`create_and_lock_config`) and drop it at the
+//!    end; a failed qemu restore keeps a config behind ("VM n state is NOT cleaned up").
+//! 4. After the task the guest must be unlocked within the budget (a lock left behind is not a
+//!    restored guest), every setting of the archive's config must read back (the read-back rule of
+//!    `guest::config`; a NIC's MAC may differ with `unique`), and every disk of the archive must be
+//!    in the config — on `storage` when given — with the archive's size and listed by its storage.
+
+use crate::args::{ArgError, Fields};
+use crate::explain::could_not;
+use crate::guest::backups::{describe_all, list_archives, BackupVolid};
+use crate::guest::config::shows;
+use crate::guest::evidence::await_unlocked;
+use crate::guest::evidence::{unlocked, Evidence, TaskTrail};
+use crate::guest::provision::{holder_of, sight_new};
+use crate::guest::settle::lock_of;
+use crate::guest::vmid_claim::{create_guest, VmidChoice};
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::flex;
+use crate::pve::property::size_bytes;
+use crate::pve::request::PveRequest;
+use crate::pve::responses::{list_of, StorageVolume};
+use crate::run::Run;
+use serde_json::Value;
+
+/// Keys a restore does not carry over as they were: PVE's bookkeeping, regenerated on restore.
+const NOT_RESTORED: [&str; 9] = [
+    "lock",
+    "digest",
+    "parent",
+    "snaptime",
+    "vmstate",
+    "meta",
+    "vmgenid",
+    "runningmachine",
+    "runningcpu",
+];
+
+/// The arguments of `restore`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreArgs {
+    pub archive: BackupVolid,
+    pub vmid: VmidChoice,
+    pub storage: Option<String>,
+    pub force: bool,
+    pub unique: bool,
+}
+
+impl RestoreArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let archive: String = fields.required("archive")?;
+        let storage = match fields.optional::<Value>("storage")? {
+            Some(_) => Some(fields.segment("storage")?),
+            None => None,
+        };
+        Ok(RestoreArgs {
+            archive: BackupVolid::parse("archive", &archive)?,
+            vmid: VmidChoice::parse(&fields)?,
+            storage,
+            force: fields.or("force", false)?,
+            unique: fields.or("unique", false)?,
+        })
+    }
+}
+
+/// The configuration a backup archive holds: its `key: value` lines before the first snapshot
+/// section (`[name]`), in order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ArchiveConfig(pub Vec<(String, String)>);
+
+impl ArchiveConfig {
+    /// Parses extractconfig's text (the config file format of qemu-server and pve-container).
+    pub fn parse(text: &str) -> ArchiveConfig {
+        let mut entries = Vec::new();
+        for line in text.lines() {
+            let line = line.trim_end();
+            if line.starts_with('[') {
+                break;
+            }
+            if line.starts_with('#') || line.is_empty() {
+                continue;
+            }
+            if let Some((key, value)) = line.split_once(':') {
+                entries.push((key.trim().to_string(), value.trim().to_string()));
+            }
+        }
+        ArchiveConfig(entries)
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Whether `key: value` is a volume a restore allocates anew (a disk, a container mount point),
+/// rather than a setting kept as text (a CD-ROM, a bind mount, `none`).
+fn allocated(kind: GuestKind, key: &str, value: &str) -> bool {
+    let volume = value.split(',').next().unwrap_or_default();
+    let is_volume = volume.contains(':') && !volume.starts_with('/') && volume != "none";
+    let disk_key = match kind {
+        GuestKind::Qemu => {
+            kind.is_disk(key) || key.starts_with("efidisk") || key.starts_with("tpmstate")
+        }
+        GuestKind::Lxc => kind.is_disk(key),
+    };
+    disk_key && is_volume && !value.split(',').any(|p| p == "media=cdrom")
+}
+
+/// A NIC's properties without its MAC (`virtio=BC:24:…` keeps `virtio`; `hwaddr=…` goes).
+fn without_mac(value: &str) -> Vec<String> {
+    let is_mac = |v: &str| v.len() == 17 && v.split(':').count() == 6;
+    let mut parts: Vec<String> = value
+        .split(',')
+        .filter_map(|part| match part.split_once('=') {
+            Some((key, v)) if is_mac(v) => match key {
+                "hwaddr" | "macaddr" => None,
+                model => Some(model.to_string()),
+            },
+            _ => Some(part.to_string()),
+        })
+        .collect();
+    parts.sort();
+    parts
+}
+
+/// A disk's options besides its volume and size, as a sorted set.
+fn disk_options(value: &str) -> Vec<&str> {
+    let mut parts: Vec<&str> = value
+        .split(',')
+        .skip(1)
+        .filter(|p| !p.starts_with("size="))
+        .collect();
+    parts.sort_unstable();
+    parts
+}
+
+/// What a restored guest shows that its archive's config does not: `Err` holds each difference;
+/// `Ok` the disks `(key, volume id)` to look for on their storages.
+fn compare(
+    kind: GuestKind,
+    archive: &ArchiveConfig,
+    restored: &serde_json::Map<String, Value>,
+    args: &RestoreArgs,
+) -> Result<Vec<(String, String)>, Vec<String>> {
+    let mut problems = Vec::new();
+    let mut disks = Vec::new();
+    for (key, wanted) in &archive.0 {
+        if NOT_RESTORED.contains(&key.as_str()) || key.starts_with("unused") {
+            continue;
+        }
+        let Some(seen) = restored.get(key).and_then(flex::string_of) else {
+            problems.push(format!("`{key}` is not set (the archive holds {wanted:?})"));
+            continue;
+        };
+        if allocated(kind, key, wanted) {
+            let storage = target_storage(kind, args, archive);
+            match disk_problem(key, wanted, &seen, storage.as_deref()) {
+                Some(problem) => problems.push(problem),
+                None => disks.push((
+                    key.clone(),
+                    seen.split(',').next().unwrap_or_default().to_string(),
+                )),
+            }
+            continue;
+        }
+        let same = match key.starts_with("net") && args.unique {
+            true => without_mac(wanted) == without_mac(&seen),
+            false => shows(kind, key, wanted, &seen),
+        };
+        if !same {
+            problems.push(format!("`{key}` is {seen:?}, not the archive's {wanted:?}"));
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(disks),
+        false => Err(problems),
+    }
+}
+
+/// Why a restored disk is not the archive's: on another storage than asked, another size, other
+/// options.
+fn disk_problem(key: &str, wanted: &str, seen: &str, storage: Option<&str>) -> Option<String> {
+    let store = |v: &str| v.split(':').next().unwrap_or_default().to_string();
+    let expected_store = storage.map_or_else(|| store(wanted), str::to_string);
+    if store(seen) != expected_store {
+        return Some(format!(
+            "disk `{key}` is {seen:?}, not on storage {expected_store}"
+        ));
+    }
+    let size = |v: &str| {
+        v.split(',')
+            .find_map(|p| p.strip_prefix("size="))
+            .and_then(size_bytes)
+    };
+    if size(wanted).is_some() && size(seen) != size(wanted) {
+        return Some(format!(
+            "disk `{key}` is {seen:?}, not the archive's size ({wanted:?})"
+        ));
+    }
+    if disk_options(wanted) != disk_options(seen) {
+        return Some(format!(
+            "disk `{key}` is {seen:?}, not with the archive's options ({wanted:?})"
+        ));
+    }
+    None
+}
+
+/// Runs `restore`.
+pub async fn restore<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match RestoreArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    if let Some(kind) = args.archive.kind.filter(|k| *k != run.kind) {
+        return Failure::new(format!(
+            "{} is a backup of a {}: restore it with that model; nothing was changed",
+            args.archive.volid,
+            kind.noun()
+        ))
+        .into();
+    }
+    let target = match choose_target(run, &args).await {
+        Ok(target) => target,
+        Err(outcome) => return outcome,
+    };
+    // The archive is read where the restore runs: a storage local to a node holds that node's.
+    let node = match &target {
+        Target::New => run.global.transport.node().to_string(),
+        Target::Over(ev) => ev.at.node.clone(),
+    };
+    let config = match read_archive(run, &node, &args.archive).await {
+        Ok(config) => config,
+        Err(why) => {
+            let message = format!(
+                "cannot restore {} as {} {}: {why}",
+                args.archive.volid,
+                run.kind.noun(),
+                args.vmid.describe()
+            );
+            return refused(run, target, message).await;
+        }
+    };
+    let mut trail = TaskTrail::default();
+    let (vmid, how) = match send(run, &node, &args, &mut trail, &config, target).await {
+        Ok(made) => made,
+        Err(outcome) => return outcome,
+    };
+    let mut ev = match sight_new(run, vmid, trail, "restore").await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
+    };
+    let verdict = verify(run, &mut ev, &args, &config).await;
+    let verdict = verdict.map(|summary| format!("{how}{summary}"));
+    ev.outcome(run, verdict).await
+}
+
+/// The archive as listed (a size above 0 required) and the config it holds.
+async fn read_archive<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    archive: &BackupVolid,
+) -> Result<ArchiveConfig, String> {
+    let listed = list_archives(run, node, &archive.storage, archive.vmid).await?;
+    let Some(found) = listed.iter().find(|a| a.volid == archive.volid) else {
+        return Err(format!(
+            "storage {} on node {node} lists no backup {} of a {} (its backups: {}); nothing was changed",
+            archive.storage,
+            archive.volid,
+            run.kind.noun(),
+            describe_all(&listed)
+        ));
+    };
+    if found.size.unwrap_or(0) == 0 {
+        return Err(format!(
+            "backup {} is listed empty ({}): it cannot be restored; nothing was changed",
+            archive.volid,
+            found.describe()
+        ));
+    }
+    let request = endpoints::vzdump_extract_config(node, &archive.volid);
+    let data = run.pve().call(&request).await.map_err(|e| {
+        could_not(
+            &format!("read the config backup {} holds", archive.volid),
+            &e,
+        )
+        .0
+    })?;
+    let config = ArchiveConfig::parse(data.as_str().unwrap_or_default());
+    match config.0.is_empty() {
+        true => Err(format!(
+            "backup {} holds no guest config PVE could extract (extractconfig answered {data}); nothing was changed — check the archive on its storage (listBackups) and the node's vzdump tools",
+            archive.volid
+        )),
+        false => Ok(config),
+    }
+}
+
+/// The storage the restore allocates every volume on, when not where the archive had them: the
+/// `storage` asked for; for a container always one — pve-container restores every mount point
+/// onto `storage`, default `local` (PVE/API2/LXC.pm `create`, "storage only mode"), so without one
+/// asked, the archive's rootfs storage keeps them where the root disk was.
+fn target_storage(kind: GuestKind, args: &RestoreArgs, config: &ArchiveConfig) -> Option<String> {
+    let rootfs_store = || {
+        let rootfs = config.get("rootfs")?;
+        rootfs.split(':').next().map(str::to_string)
+    };
+    match kind {
+        GuestKind::Lxc => args.storage.clone().or_else(rootfs_store),
+        GuestKind::Qemu => args.storage.clone(),
+    }
+}
+
+/// The parameters of the restore request for `vmid`.
+fn params(
+    kind: GuestKind,
+    args: &RestoreArgs,
+    config: &ArchiveConfig,
+    vmid: u32,
+    over: bool,
+) -> Vec<(String, String)> {
+    let mut params = vec![("vmid".to_string(), vmid.to_string())];
+    match kind {
+        GuestKind::Qemu => params.push(("archive".into(), args.archive.volid.clone())),
+        GuestKind::Lxc => {
+            params.push(("ostemplate".into(), args.archive.volid.clone()));
+            params.push(("restore".into(), "1".into()));
+        }
+    }
+    if let Some(storage) = target_storage(kind, args, config) {
+        params.push(("storage".into(), storage));
+    }
+    if over {
+        params.push(("force".into(), "1".into()));
+    }
+    if args.unique {
+        params.push(("unique".into(), "1".into()));
+    }
+    params
+}
+
+fn restore_request(kind: GuestKind, node: &str, params: Vec<(String, String)>) -> PveRequest {
+    match kind {
+        GuestKind::Qemu => endpoints::qemu_restore(node, params),
+        GuestKind::Lxc => endpoints::lxc_create(node, params),
+    }
+}
+
+/// Where a restore goes: a new guest (the given VMID is free, or a free one is to be claimed) on
+/// the transport's node, or over the guest that holds the given VMID, on its node.
+enum Target {
+    New,
+    Over(Box<Evidence>),
+}
+
+/// The outcome of a restore refused before anything was sent: the guest it would have replaced
+/// is recorded as seen.
+async fn refused<H: Host>(run: &Run<'_, H>, target: Target, message: String) -> Outcome {
+    match target {
+        Target::New => Failure::new(message).into(),
+        Target::Over(ev) => ev.outcome(run, Err(message)).await,
+    }
+}
+
+/// Decides the [`Target`]: a `vmid` that holds a guest is restored over only as the module doc
+/// says; `Err` is the run's outcome (that guest's record when it was seen).
+async fn choose_target<H: Host>(run: &Run<'_, H>, args: &RestoreArgs) -> Result<Target, Outcome> {
+    let VmidChoice::Given(vmid) = args.vmid else {
+        return Ok(Target::New);
+    };
+    match holder_of(run, vmid).await? {
+        None => Ok(Target::New),
+        Some(ev) => overwritable(run, ev, args).await.map(Target::Over),
+    }
+}
+
+/// Sends the restore to `node` and follows its task: the VMID the guest got, and how it was chosen
+/// (a prefix for the summary).
+async fn send<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    args: &RestoreArgs,
+    trail: &mut TaskTrail,
+    config: &ArchiveConfig,
+    target: Target,
+) -> Result<(u32, String), Outcome> {
+    let kind = run.kind;
+    let action = |vmid: u32| format!("restore {} as {} {vmid}", args.archive.volid, kind.noun());
+    let ev = match target {
+        Target::New => {
+            let request =
+                |vmid: u32| restore_request(kind, node, params(kind, args, config, vmid, false));
+            return create_guest(run, args.vmid, trail, request, action)
+                .await
+                .map_err(|m| Failure::new(m).into());
+        }
+        Target::Over(ev) => ev,
+    };
+    let vmid = ev.at.vmid;
+    let request = restore_request(kind, node, params(kind, args, config, vmid, true));
+    let over = format!("{} over the existing guest on node {node}", action(vmid));
+    match trail.run(&run.pve(), &request, &over).await {
+        Ok(()) => Ok((vmid, "restored over the existing guest: ".to_string())),
+        Err(message) => Err(ev.outcome(run, Err(message)).await),
+    }
+}
+
+/// The guest already holding the VMID, when the restore may replace it: `force: true`, stopped,
+/// not protected, its lock waited out. Otherwise the run's outcome, with that guest's record.
+async fn overwritable<H: Host>(
+    run: &Run<'_, H>,
+    ev: Box<Evidence>,
+    args: &RestoreArgs,
+) -> Result<Box<Evidence>, Outcome> {
+    let label = ev.label(run);
+    let name = ev.status.name.clone().unwrap_or_default();
+    let refusal = if !args.force {
+        Some(format!(
+            "VMID {} holds {label} ({name:?}): a restore replaces its config and disks with the archive's — pass force: true to restore over it; nothing was changed",
+            ev.at.vmid
+        ))
+    } else if ev.status.status != "stopped" {
+        Some(format!(
+            "{label} is {}: PVE refuses to restore over a running guest — stop it first; nothing was changed",
+            ev.status.status
+        ))
+    } else if ev.config.get("protection").and_then(flex::bool_of) == Some(true) {
+        Some(format!(
+            "{label} has protection enabled: PVE refuses to restore over it (check_protection) — clear `protection` first; nothing was changed"
+        ))
+    } else {
+        None
+    };
+    match refusal {
+        Some(message) => Err(ev.outcome(run, Err(message)).await),
+        None => unlocked(run, ev).await,
+    }
+}
+
+/// Waits out the restore's lock, then holds the restored guest to the archive's config and disks.
+async fn verify<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &RestoreArgs,
+    config: &ArchiveConfig,
+) -> Result<String, String> {
+    let was_locked = lock_of(&ev.status).is_some();
+    await_unlocked(run, ev, |_| true, "the restore's lock released").await?;
+    if was_locked || ev.config.is_empty() {
+        ev.reread_config(run).await?;
+    }
+    let label = ev.label(run);
+    let disks = compare(run.kind, config, &ev.config, args).map_err(|problems| {
+        format!(
+            "the restore task ended successfully, but {label} is not the archive's guest: {} — check the restore task's log",
+            problems.join("; ")
+        )
+    })?;
+    check_disks_listed(run, ev, &disks).await?;
+    let listed: Vec<String> = disks.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    Ok(format!(
+        "{label} is restored from {}: {} settings read back as the archive holds them; disks {}",
+        args.archive.volid,
+        config.0.len(),
+        if listed.is_empty() {
+            "none".to_string()
+        } else {
+            listed.join(", ")
+        }
+    ))
+}
+
+/// Every restored disk volume is listed by its storage on the guest's node.
+async fn check_disks_listed<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    disks: &[(String, String)],
+) -> Result<(), String> {
+    let content = match run.kind {
+        GuestKind::Qemu => "images",
+        GuestKind::Lxc => "rootdir",
+    };
+    let mut stores: Vec<&str> = disks
+        .iter()
+        .filter_map(|(_, volid)| volid.split(':').next())
+        .collect();
+    stores.sort_unstable();
+    stores.dedup();
+    for store in stores {
+        let request = endpoints::storage_content(&ev.at.node, store, content)
+            .param("vmid", ev.at.vmid.to_string());
+        let what = format!(
+            "list the disks of the restored {} on storage {store}",
+            ev.label(run)
+        );
+        let data = run
+            .pve()
+            .call(&request)
+            .await
+            .map_err(|e| could_not(&what, &e).0)?;
+        let volumes: Vec<StorageVolume> = list_of(&data).ok_or_else(|| {
+            format!("could not {what}: PVE answered {data} where a list was expected — check the storage")
+        })?;
+        for (key, volid) in disks
+            .iter()
+            .filter(|(_, v)| v.starts_with(&format!("{store}:")))
+        {
+            if !volumes.iter().any(|v| &v.volid == volid) {
+                return Err(format!(
+                    "the restore task ended successfully, but disk `{key}` ({volid}) of {} is not on storage {store} — check the restore task's log",
+                    ev.label(run)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const ARCHIVE: &str = "local:backup/vzdump-qemu-120-2026_12_01-10_00_00.vma.zst";
+    const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmrestore:130:root@pam!t:";
+    const CONFIG: &str = "boot: order=scsi0\ncores: 2\nmemory: 2048\nname: web\nnet0: virtio=BC:24:11:00:01:20,bridge=vmbr0\nscsi0: local-lvm:vm-120-disk-0,size=8G\nide2: none,media=cdrom\ntags: swamp\n\n[base]\nmemory: 1024\n";
+
+    fn archive(host: &ScriptedHost) {
+        host.data(
+            "GET /nodes/pve1/storage/local/content",
+            json!([{"volid": ARCHIVE, "vmid": 120, "subtype": "qemu", "size": 4096}]),
+        );
+        host.data("GET /nodes/pve1/vzdump/extractconfig", json!(CONFIG));
+    }
+
+    fn restored(host: &ScriptedHost, config: Value, locks: &[Option<&str>]) {
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 130, "type": "qemu", "node": "pve1", "name": "web"}]),
+        );
+        host.data("POST /nodes/pve1/qemu", json!(UPID));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        host.data("GET /nodes/pve1/qemu/130/config", config);
+        host.on(
+            "GET /nodes/pve1/qemu/130/status/current",
+            locks.iter().map(|lock| {
+                let mut status = json!({"status": "stopped", "name": "web", "tags": "swamp"});
+                if let Some(lock) = lock {
+                    status["lock"] = json!(lock);
+                }
+                Answer::Data(status)
+            }),
+        );
+        host.data(
+            "GET /nodes/pve1/storage/local-lvm/content",
+            json!([{"volid": "local-lvm:vm-130-disk-0", "size": 8u64 << 30}]),
+        );
+    }
+
+    fn as_restored() -> Value {
+        json!({"boot": "order=scsi0", "cores": 2, "memory": 2048, "name": "web",
+               "net0": "virtio=BC:24:11:00:01:20,bridge=vmbr0", "scsi0": "local-lvm:vm-130-disk-0,size=8G",
+               "ide2": "none,media=cdrom", "tags": "swamp", "digest": "abc"})
+    }
+
+    /// `restore` of [`ARCHIVE`] as VM 130, with `extra` arguments.
+    fn run(host: &ScriptedHost, extra: Value) -> Outcome {
+        let mut args = json!({"archive": ARCHIVE, "vmid": 130});
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        run_method(host, "qemu", "restore", args)
+    }
+
+    fn free_130(host: &ScriptedHost) {
+        host.on("GET /cluster/nextid", [Answer::Data(json!("130"))]);
+    }
+
+    #[test]
+    fn a_restored_guest_with_the_archives_config_and_disks_is_success() {
+        let host = ScriptedHost::new();
+        archive(&host);
+        free_130(&host);
+        // Absent first (the target check), then present after the task.
+        host.on("GET /cluster/resources", [Answer::Data(json!([]))]);
+        restored(&host, as_restored(), &[None]);
+        let outcome = run(&host, json!({}));
+        assert!(
+            outcome.is_success(),
+            "{outcome:?} {:?}",
+            host.routes_called()
+        );
+        assert_eq!(outcome.writes[0].instance, "vm-130");
+        let body = host.body_of("POST");
+        assert!(
+            body.contains("archive=local%3Abackup%2Fvzdump-qemu-120"),
+            "{body}"
+        );
+        assert!(!body.contains("force"), "{body}");
+    }
+
+    #[test]
+    fn a_restore_that_leaves_the_guest_locked_fails_naming_the_lock() {
+        let host = ScriptedHost::new();
+        archive(&host);
+        free_130(&host);
+        restored(&host, as_restored(), &[Some("create")]);
+        let outcome = run(&host, json!({"taskTimeoutSec": 5}));
+        let message = failure_of(&outcome);
+        assert!(message.contains("still locked: create"), "{message}");
+        assert_eq!(outcome.writes[0].data["lock"], "create");
+    }
+
+    #[test]
+    fn a_restored_guest_missing_a_disk_or_a_setting_fails_naming_them() {
+        let host = ScriptedHost::new();
+        archive(&host);
+        free_130(&host);
+        let mut config = as_restored();
+        config.as_object_mut().unwrap().remove("scsi0");
+        config["memory"] = json!(512);
+        restored(&host, config, &[None]);
+        let message = failure_of(&run(&host, json!({}))).to_string();
+        assert!(message.contains("`scsi0` is not set"), "{message}");
+        assert!(message.contains("`memory` is \"512\""), "{message}");
+    }
+
+    #[test]
+    fn an_existing_guest_is_restored_over_only_with_force_and_when_stopped() {
+        for (force, status, ok, says) in [
+            (false, "stopped", false, "pass force: true"),
+            (
+                true,
+                "running",
+                false,
+                "refuses to restore over a running guest",
+            ),
+            (true, "stopped", true, "restored over the existing guest"),
+        ] {
+            let host = ScriptedHost::new();
+            archive(&host);
+            host.on(
+                "GET /cluster/nextid",
+                [Answer::Error(
+                    400,
+                    "Parameter verification failed. (vmid: VM 130 already exists)".into(),
+                )],
+            );
+            // The guest found first, then the restored one.
+            host.on(
+                "GET /nodes/pve1/qemu/130/status/current",
+                [Answer::Data(
+                    json!({"status": status, "name": "old", "tags": "swamp"}),
+                )],
+            );
+            restored(&host, as_restored(), &[None]);
+            let outcome = run(&host, json!({"force": force}));
+            assert_eq!(outcome.is_success(), ok, "{force} {status}: {outcome:?}");
+            let posted = host
+                .routes_called()
+                .iter()
+                .any(|r| r == "POST /nodes/pve1/qemu");
+            assert_eq!(posted, ok, "{force} {status}");
+            let text = match &outcome.verdict {
+                crate::outcome::Verdict::Succeeded { summary } => summary.clone(),
+                crate::outcome::Verdict::Failed { message } => message.clone(),
+            };
+            assert!(text.contains(says), "{text}");
+        }
+    }
+
+    #[test]
+    fn an_archive_not_listed_or_of_the_other_kind_changes_nothing() {
+        let host = ScriptedHost::new();
+        free_130(&host);
+        host.data("GET /nodes/pve1/storage/local/content", json!([]));
+        assert!(failure_of(&run(&host, json!({}))).contains("lists no backup"));
+        let outcome = run_method(&host, "lxc", "restore", json!({"archive": ARCHIVE}));
+        assert!(failure_of(&outcome).contains("is a backup of a VM"));
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+    }
+
+    #[test]
+    fn a_container_restore_puts_every_volume_on_one_storage() {
+        let config = ArchiveConfig::parse(
+            "rootfs: local-lvm:vm-300-disk-0,size=8G\nmp0: local-zfs:subvol-300-disk-1,mp=/data,size=2G\n",
+        );
+        let archive = json!({"archive": "local:backup/vzdump-lxc-300-2026_12_01-10_00_00.tar"});
+        let args = RestoreArgs::parse(&archive).unwrap();
+        let lxc = target_storage(GuestKind::Lxc, &args, &config);
+        assert_eq!(lxc.as_deref(), Some("local-lvm"));
+        assert_eq!(target_storage(GuestKind::Qemu, &args, &config), None);
+        let restored = "local-lvm:vm-310-disk-1,mp=/data,size=2G";
+        let wanted = "local-zfs:subvol-300-disk-1,mp=/data,size=2G";
+        assert_eq!(disk_problem("mp0", wanted, restored, lxc.as_deref()), None);
+        assert!(disk_problem("mp0", wanted, restored, None).is_some());
+    }
+
+    #[test]
+    fn the_archive_config_stops_at_the_first_snapshot() {
+        let config = ArchiveConfig::parse(CONFIG);
+        assert_eq!(config.get("memory"), Some("2048"));
+        assert_eq!(config.0.len(), 8);
+        assert!(allocated(
+            GuestKind::Qemu,
+            "scsi0",
+            "local-lvm:vm-1-disk-0,size=8G"
+        ));
+        assert!(!allocated(GuestKind::Qemu, "ide2", "none,media=cdrom"));
+        assert!(!allocated(GuestKind::Lxc, "mp0", "/srv,mp=/srv"));
+        assert_eq!(
+            without_mac("virtio=BC:24:11:00:01:20,bridge=vmbr0"),
+            vec!["bridge=vmbr0", "virtio"]
+        );
+    }
+}
