@@ -16,7 +16,7 @@
 
 use crate::args::{check_segment, is_dns_name, ArgError, Fields};
 use crate::explain::hint;
-use crate::guest::config::key_type;
+use crate::guest::config::{key_type, wire_options};
 use crate::guest::evidence::{Evidence, TaskTrail};
 use crate::guest::gates::MANAGED_TAG;
 use crate::guest::provision::{
@@ -28,7 +28,7 @@ use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
 use crate::methods::start::{bring_up, StartArgs};
 use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
+use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::property::property;
 use crate::pve::responses::{list_of, NodeInterface, NodeStorage, StorageVolume};
@@ -497,8 +497,12 @@ fn identity_refusal<H: Host>(run: &Run<'_, H>, args: &CreateArgs) -> Option<Stri
 }
 
 pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match CreateArgs::parse(args) {
+    let mut args = match CreateArgs::parse(args) {
         Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    args.config = match wire_options(GuestKind::Lxc, "config", &args.config) {
+        Ok(config) => config,
         Err(e) => return Failure::from(e).into(),
     };
     if let Some(refusal) = identity_refusal(run, &args) {

@@ -129,6 +129,59 @@ Deno.test("over HTTP a boolean is only 0 or 1: yes is 400 type check failed", as
   });
 });
 
+Deno.test("over HTTP a config boolean is only 0 or 1: onboot=yes is refused and nothing changes", async () => {
+  await withSim(async (sim) => {
+    const r = await api(
+      sim.url,
+      "PUT",
+      "/nodes/pve1/qemu/100/config",
+      { onboot: "yes" },
+      AUTH,
+    );
+    assert.equal(r.status, 400);
+    assert.deepEqual(r.body.errors, {
+      onboot: "type check ('boolean') failed - got 'yes'",
+    });
+    assert.equal(sim.guest(100)?.config.onboot, undefined);
+    const ok = await api(
+      sim.url,
+      "PUT",
+      "/nodes/pve1/qemu/100/config",
+      { onboot: "1" },
+      AUTH,
+    );
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+  });
+});
+
+Deno.test("pending rows carry the JSON types a node sends: agent a string, cores a number, onboot 1/0", async () => {
+  await withSim(async (sim) => {
+    // A guest with an agent: the simulator's state holds its `agent: 1` as a number.
+    sim.setGuest(100, { agent: "running" });
+    const set = await api(
+      sim.url,
+      "PUT",
+      "/nodes/pve1/qemu/100/config",
+      { onboot: "1", cores: "4" },
+      AUTH,
+    );
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    const r = await api(
+      sim.url,
+      "GET",
+      "/nodes/pve1/qemu/100/pending",
+      {},
+      AUTH,
+    );
+    assert.equal(r.status, 200);
+    const rows = r.body.data as { key: string; value?: unknown }[];
+    const value = (key: string) => rows.find((row) => row.key === key)?.value;
+    assert.equal(value("agent"), "1");
+    assert.equal(value("cores"), 4);
+    assert.equal(value("onboot"), 1);
+  });
+});
+
 Deno.test("pvesh parses a boolean option like parse_boolean: yes is 1, a bare flag is 1, maybe is refused", () => {
   const facts = endpointFacts("GET", "/nodes/{node}/qemu")!;
   const check = (value: string) =>
