@@ -37,6 +37,11 @@ import {
   transportReachable,
   vmid,
 } from "./_lib/schemas.ts";
+import {
+  permissionsCheck,
+  preflightMethod,
+  preflightResource,
+} from "./_lib/preflight.ts";
 
 /** What waitReady waits for (also the `waitReady` option of `start` and `clone`). */
 const readyFields = {
@@ -281,11 +286,13 @@ export const model = {
       garbageCollection: 20,
     },
     ...sharedResources("VM", "vm"),
+    ...preflightResource,
   },
   // The default report of every method run (js/reports/observed_method_report.ts).
   reports: ["@stateless/proxmox/method-observed"],
   checks: {
     "transport-reachable": transportReachable("qemu", MUTATING),
+    permissions: permissionsCheck("qemu", MUTATING),
   },
   // Every method sets `kind: "action"`: swamp's delete/read/update kinds assume one resource per
   // model, and would tombstone every guest's record after one delete or refuse reads after it.
@@ -429,5 +436,6 @@ export const model = {
     ...nodeMethods("qemu"),
     ...snapshotMethods("qemu"),
     ...migrateMethod("qemu"),
+    ...preflightMethod("qemu", (): string[] => Object.keys(model.methods)),
   },
 };

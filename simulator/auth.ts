@@ -5,6 +5,7 @@
  */
 
 import type { AuthUser } from "./context.ts";
+import { reportedPaths, tokenPrivileges } from "./permissions.ts";
 import type { SimToken } from "./types.ts";
 
 const PREFIX = /^\s*PVEAPIToken=/;
@@ -37,6 +38,8 @@ export class TokenTable {
       deny: new Set(token.denyVmids),
       authuser: token.pvesh ? "root@pam" : token.id,
       decoding: token.pvesh ? "cli" : "http",
+      privilegesOn: (path) => tokenPrivileges(token, path),
+      reportedPaths: reportedPaths(token),
     };
   }
 }

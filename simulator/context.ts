@@ -32,6 +32,10 @@ export interface AuthUser {
   authuser: string;
   /** How the node decoded the parameters: an HTTP form, or pvesh's options. */
   decoding: Decoding;
+  /** The privileges the caller holds on an ACL path (`/vms/100`), as PVE computes them. */
+  privilegesOn(path: string): ReadonlySet<string>;
+  /** The paths `GET /access/permissions` reports without `path`: the top-level ones and the ACLs'. */
+  reportedPaths: readonly string[];
 }
 
 /** Whether PVE's `$authuser eq 'root@pam'` shortcuts hold for this caller. */
@@ -84,13 +88,14 @@ export interface Route {
   handler(ctx: Ctx): unknown | Promise<unknown>;
 }
 
-/** 403 unless the caller holds `privilege` on `/vms/<vmid>`. */
+/** 403 unless the caller holds `privilege` (one of `A|B|…`) on `/vms/<vmid>`. */
 export function checkVmPerm(
   user: AuthUser,
   vmid: number,
   privilege: string,
 ): void {
-  if (user.deny.has(vmid)) {
+  const held = user.privilegesOn(`/vms/${vmid}`);
+  if (user.deny.has(vmid) || !privilege.split("|").some((p) => held.has(p))) {
     throw new ApiError(
       403,
       `Permission check failed (/vms/${vmid}, ${privilege})`,

@@ -7,8 +7,8 @@ use crate::host::Host;
 use crate::methods::{
     check, clone, cloud_init, container_exec, create, delete, delete_snapshot, file_read,
     file_write, get_config, guest_exec, list_snapshots, lookup, migrate, node_config, node_status,
-    reboot, resize_disk, rollback, set_config, shutdown, snapshot, start, stop, sync, template,
-    wait_ready,
+    preflight, reboot, resize_disk, rollback, set_config, shutdown, snapshot, start, stop, sync,
+    template, wait_ready,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -20,6 +20,8 @@ use std::pin::Pin;
 
 /// The check names, as the wrapper passes them (`check:<name>`).
 pub const CHECK_TRANSPORT_REACHABLE: &str = "check:transport-reachable";
+/// The `permissions` check: what the method about to run needs, asked of PVE.
+pub const CHECK_PERMISSIONS: &str = "check:permissions";
 
 /// The methods the core implements. Each model's method names map onto these once
 /// ([`method_of`]); both tables below match on them exhaustively, so none can be forgotten.
@@ -51,7 +53,9 @@ enum Method {
     Reboot,
     CloudInit,
     WaitReady,
+    Preflight,
     CheckReachable,
+    CheckPermissions,
 }
 
 /// The method a model calls `name`; `None` when that model has no such method.
@@ -75,7 +79,9 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, "deleteSnapshot") => Method::DeleteSnapshot,
         (_, "convertToTemplate") => Method::Template,
         (_, "reboot") => Method::Reboot,
+        (_, "preflight") => Method::Preflight,
         (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
+        (_, CHECK_PERMISSIONS) => Method::CheckPermissions,
         // A VM is cloned from a template and has a guest agent; a container is created from one.
         (GuestKind::Qemu, "guestExec") => Method::GuestExec,
         (GuestKind::Qemu, "fileWrite") => Method::FileWrite,
@@ -128,6 +134,9 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::CloudInit => cloud_init::CloudInitArgs::parse(args).map(drop),
         Method::WaitReady => wait_ready::WaitReadyArgs::parse(args).map(drop),
         Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).map(drop),
+        Method::Preflight | Method::CheckPermissions => {
+            preflight::PreflightArgs::parse(kind, args).map(drop)
+        }
         Method::CheckReachable => return Err(no_rules()),
     };
     checked.map_err(|e| e.to_string())
@@ -208,7 +217,9 @@ async fn run_scrubbed<H: Host>(
         Method::Reboot => boxed(reboot::reboot(&run, args)),
         Method::CloudInit => boxed(cloud_init::cloud_init(&run, args)),
         Method::WaitReady => boxed(wait_ready::wait_ready(&run, args)),
+        Method::Preflight => boxed(preflight::preflight(&run, args)),
         Method::CheckReachable => boxed(check::transport_reachable(&run)),
+        Method::CheckPermissions => boxed(preflight::permissions_check(&run, args)),
     };
     method.await
 }

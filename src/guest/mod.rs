@@ -7,6 +7,7 @@ pub mod files;
 pub mod gates;
 pub mod identity;
 pub mod locate;
+pub mod permissions;
 pub mod power;
 pub mod provision;
 pub mod readiness;

@@ -295,6 +295,24 @@ const dnsNames = fc.oneof(
   },
 );
 
+/** preflight: method names of this model, of the other, and none at all; the paths' values. */
+const preflightArgs = (own: string[]) =>
+  object({
+    methods: opt(fc.array(
+      fc.oneof(
+        { arbitrary: fc.constantFrom(...own), weight: 12 },
+        {
+          arbitrary: fc.constantFrom("clone", "create", "preflight", "bogus"),
+          weight: 1,
+        },
+      ),
+      { maxLength: 3 },
+    )),
+    vmid: opt(vmid),
+    templateId: opt(vmid),
+    storage: opt(fc.constantFrom("local-zfs", "a/b", "..", "")),
+  });
+
 const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   lookup: object(guestRef),
   guestExec: object({
@@ -444,6 +462,7 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   nodeConfig: object({ node: opt(node) }),
   ...snapshotArgs(true),
   migrate: migrateArgs(true),
+  preflight: preflightArgs(["lookup", "clone", "setConfig", "fileRead"]),
   fileWrite: fc.tuple(
     object({
       ...guestRef,
@@ -617,6 +636,7 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   ),
   ...snapshotArgs(false),
   migrate: migrateArgs(false),
+  preflight: preflightArgs(["lookup", "create", "guestExec", "resize"]),
 };
 
 type Schema = {

@@ -19,7 +19,11 @@ import {
 } from "../../simulator/schema/generate.ts";
 import { endpointFacts } from "../../simulator/schema/facts.ts";
 import { checkParameters } from "../../simulator/schema/check.ts";
-import { permissionsTable } from "../../simulator/schema/permissions_table.ts";
+import {
+  permissionsTable,
+  PRIVILEGES_RS,
+  privilegesRust,
+} from "../../simulator/schema/permissions_table.ts";
 
 const TOKEN = { id: "root@pam!ci", secret: "schema-secret" };
 const AUTH = { auth: tokenHeader(TOKEN.id, TOKEN.secret) };
@@ -363,6 +367,15 @@ function tableCells(text: string, header: string): string[][] {
   }
   return rows;
 }
+
+Deno.test("the core's privilege table (src/pve/privileges.rs) is the one the schema and the handlers' checks generate", async () => {
+  const committed = await Deno.readTextFile(PRIVILEGES_RS);
+  assert.equal(
+    committed,
+    privilegesRust(),
+    "regenerate: deno run --allow-read --allow-write simulator/schema/permissions_table.ts --rust",
+  );
+});
 
 Deno.test("the README's endpoint table is the schema's permissions for every endpoint the package uses", async () => {
   const readme = await Deno.readTextFile(
