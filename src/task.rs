@@ -6,6 +6,7 @@ use crate::explain::could_not;
 use crate::host::{Host, LogLevel};
 use crate::outcome::Failure;
 use crate::poll::{Pacer, Stopped};
+use crate::progress::Progress;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{TaskLogLine, TaskStatus};
@@ -66,11 +67,13 @@ pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskE
     let started = pve.host.now_ms();
     // The method's one budget: what earlier waits spent is not given back.
     let mut pacer = Pacer::until(pve.budget.deadline(started), pve.poll_cap_ms);
+    let mut progress = Progress::start(started);
     loop {
         // A task is a forked worker: none ends within a round trip, so even the first probe waits.
         if let Err(stop) = pacer.pause(pve.host).await {
             return Err(stopped_waiting(pve, upid, stop));
         }
+        progress.tick_task(pve, upid).await;
         match pve
             .read::<TaskStatus>(&endpoints::task_status(upid), "a task status")
             .await

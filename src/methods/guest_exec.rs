@@ -8,6 +8,7 @@ use crate::guest::locate::{act_where_it_lives, Located, Placed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
+use crate::progress::Progress;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::exec_data::input_for_pve;
@@ -103,6 +104,7 @@ async fn follow<H: Host>(
     let pve = run.pve();
     let budget_ms = args.timeout_sec * 1000;
     let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms);
+    let mut progress = Progress::start(run.host.now_ms());
     let mut failed_polls = 0;
     loop {
         let answer = pve
@@ -137,6 +139,12 @@ async fn follow<H: Host>(
             }
             Err(e) => return (Some(pid), lost(e, failed_polls > 0), None),
         }
+        progress.tick(run.host, || {
+            format!(
+                "{:?} (pid {pid}) in VM {} to exit — still running",
+                args.command, at.vmid
+            )
+        });
         match pacer.pause(run.host).await {
             Ok(()) => {}
             Err(Stopped::OutOfTime) => return (Some(pid), ExecOutcome::TimedOut, None),
