@@ -145,7 +145,7 @@ pub async fn settle<H: Host>(
 /// waited out is named: `lock backup`).
 fn waiting_on(kind: GuestKind, at: &Located, now: &GuestStatus) -> String {
     let wait = match lock_of(now) {
-        Some(lock) => format!("its `{lock}` lock to be released"),
+        Some(lock) => format!("its {lock} lock to be released"),
         None => "the state asked for".to_string(),
     };
     format!(
@@ -339,7 +339,7 @@ mod tests {
         assert_eq!(lines.len(), 3, "at ~5 s, ~20 s, ~35 s: {lines:?}");
         assert!(
             lines[0].starts_with(
-                "waiting for VM 100 on node pve1 — its `backup` lock to be released (now: status running, lock backup) — 5 s so far"
+                "waiting for VM 100 on node pve1 — its backup lock to be released (now: status running, lock backup) — 5 s so far"
             ),
             "{}",
             lines[0]
