@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { type GuestAgent, startGuestAgent } from "../../simulator/qga.ts";
 import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
 import { DEMO_NODES, demoGuests } from "../../simulator/demo_cluster.ts";
-import type { SimGuest } from "../../simulator/types.ts";
+import type { SimGuest, SimToken } from "../../simulator/types.ts";
 import { apiGlobalArgs, PROJECT_ROOT, SwampCli } from "./swamp_cli.ts";
 import { PublishedPackage } from "./registry.ts";
 
@@ -47,6 +47,8 @@ export interface RealSwampOptions {
   type?: string | null;
   /** Extra global arguments of the `fleet` definition. */
   fleetArgs?: Record<string, string | number>;
+  /** Tokens the simulator accepts besides the definitions' (e.g. an ssh node's pvesh). */
+  tokens?: SimToken[];
 }
 
 /** Runs `body` against a fresh fixture, closing everything whatever happens. */
@@ -62,7 +64,7 @@ export async function withRealSwamp(
     sim = await startSimulator({
       nodes: DEMO_NODES,
       guests: options.guests ?? demoGuests(),
-      tokens: [TOKEN],
+      tokens: [TOKEN, ...(options.tokens ?? [])],
       agent,
     });
     cli = await SwampCli.init();
