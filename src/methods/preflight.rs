@@ -216,6 +216,7 @@ fn checks_of(kind: GuestKind, method: &str) -> Result<Vec<Checked>, String> {
 
 /// Reads what the token holds on each of `paths`.
 async fn read_held<H: Host>(run: &Run<'_, H>, paths: &BTreeSet<String>) -> Result<Held, String> {
+    let node = run.global.transport.node();
     let mut held = Held::new();
     for path in paths {
         let data = run
@@ -223,20 +224,25 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &BTreeSet<String>) -> Resul
             .call(&endpoints::access_permissions(path))
             .await
             .map_err(|e| {
-                could_not(
-                    &format!("read what the token may do on {path} (GET /access/permissions)"),
-                    &e,
-                )
-                .0
+                let what = format!(
+                    "read what the token may do on {path} (GET /access/permissions on node {node})"
+                );
+                could_not(&what, &e).0
             })?;
-        let privs = match data.get(path.as_str()) {
-            None => BTreeSet::new(),
-            Some(Value::Object(map)) => map.keys().cloned().collect(),
-            Some(other) => {
-                return Err(format!(
-                    "GET /access/permissions?path={path} answered {other} where a map of privileges was expected"
-                ))
-            }
+        // `{<path>: {<privilege>: <propagate>}}`, or `{}` when nothing is held there.
+        let shape_error = |answer: &Value| {
+            format!(
+                "GET /access/permissions?path={path} on node {node} answered {} where a map of privileges was expected — check that apiUrl (or the ssh host) is a PVE node",
+                crate::quote::value(answer)
+            )
+        };
+        let Some(map) = data.as_object() else {
+            return Err(shape_error(&data));
+        };
+        let privs = match map.get(path.as_str()) {
+            None if map.is_empty() => BTreeSet::new(),
+            Some(Value::Object(privs)) => privs.keys().cloned().collect(),
+            _ => return Err(shape_error(&data)),
         };
         held.insert(path.clone(), privs);
     }
@@ -350,11 +356,19 @@ async fn examine<H: Host>(
 ) -> Result<String, String> {
     let node = record.node.clone();
     let version = match run.pve().call(&endpoints::version()).await {
-        Ok(data) => data.get("version").and_then(string_of),
+        Ok(data) => match data.get("version").and_then(string_of) {
+            Some(version) => version,
+            None => {
+                return Err(format!(
+                    "GET /version on node {node} answered {}, without a version: check that apiUrl (or the ssh host) is a PVE node",
+                    crate::quote::value(&data)
+                ))
+            }
+        },
         Err(e) => return Err(could_not(&format!("reach PVE on node {node} (GET /version)"), &e).0),
     };
     record.reachable = true;
-    record.pve_version = version.clone();
+    record.pve_version = Some(version.clone());
     let (fitness, held) = judge(run, args, Mode::Preflight).await?;
     record.privileges = held
         .into_iter()
@@ -367,7 +381,7 @@ async fn examine<H: Host>(
     }
     let short = shortfalls(&fitness);
     record.methods = fitness;
-    let pve = version.map_or("PVE".to_string(), |v| format!("PVE {v}"));
+    let pve = format!("PVE {version}");
     match short.is_empty() {
         true => Ok(format!(
             "{pve} on node {node}: the token may run {} ({} ACL paths checked)",
@@ -533,6 +547,18 @@ mod tests {
     }
 
     #[test]
+    fn a_version_answer_without_a_version_is_no_pve_node() {
+        let host = ScriptedHost::new();
+        host.data("GET /version", json!({"hello": "proxy"}));
+        let outcome = run(&host, GuestKind::Qemu, json!({"methods": ["lookup"]}));
+        assert!(
+            failure(&outcome).contains("without a version"),
+            "{outcome:?}"
+        );
+        assert_eq!(outcome.writes[0].data["reachable"], false);
+    }
+
+    #[test]
     fn a_container_command_over_the_api_transport_cannot_work() {
         let host = ScriptedHost::new();
         script(&host, &[]);
@@ -563,6 +589,23 @@ mod tests {
             notes.contains("hookscript") && notes.contains("root@pam"),
             "{notes}"
         );
+    }
+
+    #[test]
+    fn an_answer_that_is_no_privilege_map_fails_instead_of_reading_as_nothing_held() {
+        let host = ScriptedHost::new();
+        script(&host, &[("/vms/100", json!(["VM.Audit"]))]);
+        let outcome = run(
+            &host,
+            GuestKind::Qemu,
+            json!({"methods": ["lookup"], "vmid": 100}),
+        );
+        let message = failure(&outcome);
+        assert!(
+            message.contains("where a map of privileges was expected"),
+            "{message}"
+        );
+        assert!(!message.contains("missing"), "{message}");
     }
 
     #[test]

@@ -41,6 +41,7 @@ import {
   writesOnly,
 } from "./methods.ts";
 import { migrateSpec } from "./migrate_rows.ts";
+import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
 
 /**
@@ -381,6 +382,8 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ct(rebootSpec(n, "lxc", running, label(running))),
   ];
   if (where === "pve1") {
+    // What the token may do is the API node's to say: no pve2 twin, no node scenarios.
+    specs.push(ct(preflightSpec("lxc", running)));
     // create works on the transport's node only: no pve2 twin, no node scenarios.
     specs.splice(2, 0, create());
     // pct exec runs on the node the ssh transport reaches: no pve2 twin either.
@@ -499,6 +502,7 @@ export const EXPECTED_LXC_METHODS = [
   "convertToTemplate",
   "reboot",
   "guestExec",
+  "preflight",
 ];
 
 /** guestExec of a running container over ssh: `pct exec` on pve1, its output recorded. */

@@ -13,6 +13,7 @@ import type { ConfigValue, SimGuest } from "../../simulator/types.ts";
 import type { FaultId } from "./faults.ts";
 import { fileSpecs } from "./file_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
+import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
 
 /** What a verdict may be. */
@@ -1454,6 +1455,8 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     row(rebootSpec(n, "qemu", running, label(running))),
     row(cloudInitSpec(n, stopped, label(stopped))),
     row(waitReadySpec(n, running, label(running))),
+    // What the token may do is the API node's to say: no pve2 twin, no node scenarios.
+    ...(where === "pve1" ? [row(preflightSpec("qemu", running))] : []),
   ];
 }
 
@@ -1483,4 +1486,5 @@ export const EXPECTED_METHODS = [
   "fileRead",
   "cloudInit",
   "waitReady",
+  "preflight",
 ];
