@@ -298,7 +298,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
     Some(
         list.iter()
             .map(|need| Need {
-                endpoint: leak_kind(need.endpoint, prefix),
+                endpoint: table_endpoint(need.endpoint, prefix),
                 ..*need
             })
             .collect(),
@@ -306,7 +306,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
 }
 
 /// `{kind}` replaced by `qemu`/`lxc`, as one of the table's own `'static` strings.
-fn leak_kind(template: &'static str, kind: &str) -> &'static str {
+fn table_endpoint(template: &'static str, kind: &str) -> &'static str {
     let wanted = template.replace("{kind}", kind);
     ENDPOINTS
         .iter()

@@ -145,3 +145,19 @@ Deno.test("permissions check: a method the token may run passes it and runs", as
     );
   });
 });
+
+Deno.test("preflight: by default every method of the lxc model is asked about (api: guestExec cannot work)", async () => {
+  await withEnv({ model: lxcModel }, async (env) => {
+    const r = await env.run("preflight", { vmid: 300, storage: "local-lvm" });
+    assert.equal(r.status, "failed");
+    assert.match(r.error ?? "", /guestExec needs the ssh transport/);
+    const rec = written(r, "preflight-pve1");
+    const asked = rec.methods as { method: string; ready: boolean }[];
+    const own = Object.keys(lxcModel.methods).filter((m) => m !== "preflight");
+    assert.deepEqual(asked.map((m) => m.method).sort(), own.sort());
+    assert.deepEqual(
+      asked.filter((m) => !m.ready).map((m) => m.method),
+      ["guestExec"],
+    );
+  });
+});
