@@ -42,6 +42,11 @@ import {
   TemplateArgs,
   transportReachable,
 } from "./_lib/schemas.ts";
+import {
+  permissionsCheck,
+  preflightMethod,
+  preflightResource,
+} from "./_lib/preflight.ts";
 
 /**
  * Keys `create`'s config bag may not hold: they have their own argument, or change how PVE creates
@@ -158,11 +163,13 @@ export const model = {
     },
     ...sharedResources("container", "ct"),
     ...backupResources("container", "ct"),
+    ...preflightResource,
   },
   // The default report of every method run (js/reports/observed_method_report.ts).
   reports: ["@stateless/proxmox/method-observed"],
   checks: {
     "transport-reachable": transportReachable("lxc", CHANGES),
+    permissions: permissionsCheck("lxc", CHANGES),
   },
   // Every method sets `kind: "action"`: swamp's delete/read/update kinds assume one resource per
   // model, and would tombstone every container's record after one delete or refuse reads after it.
@@ -276,5 +283,6 @@ export const model = {
     ...snapshotMethods("lxc"),
     ...backupMethods("lxc"),
     ...migrateMethod("lxc"),
+    ...preflightMethod("lxc", (): string[] => Object.keys(model.methods)),
   },
 };

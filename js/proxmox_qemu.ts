@@ -41,6 +41,11 @@ import {
   transportReachable,
   vmid,
 } from "./_lib/schemas.ts";
+import {
+  permissionsCheck,
+  preflightMethod,
+  preflightResource,
+} from "./_lib/preflight.ts";
 
 /** What waitReady waits for (also the `waitReady` option of `start` and `clone`). */
 const readyFields = {
@@ -93,13 +98,13 @@ const VM_CREATE_REFUSED_KEYS = [
 ];
 
 /** Whether a value asks PVE to import an image (`import-from=` is one of its parts). */
-const asksImport = (v: string | number) =>
+const asksImport = (v: string | number | boolean) =>
   String(v).split(",").some((part) =>
     part.includes("=") && part.slice(0, part.indexOf("=")) === "import-from"
   );
 
 /** `<storage>:0`: the volume an import needs (PVE sizes the disk by the image). */
-const zeroVolume = (v: string | number) => {
+const zeroVolume = (v: string | number | boolean) => {
   const volume = String(v).split(",")[0];
   const at = volume.indexOf(":");
   const size = volume.slice(at + 1);
@@ -359,11 +364,13 @@ export const model = {
     },
     ...sharedResources("VM", "vm"),
     ...backupResources("VM", "vm"),
+    ...preflightResource,
   },
   // The default report of every method run (js/reports/observed_method_report.ts).
   reports: ["@stateless/proxmox/method-observed"],
   checks: {
     "transport-reachable": transportReachable("qemu", MUTATING),
+    permissions: permissionsCheck("qemu", MUTATING),
   },
   // Every method sets `kind: "action"`: swamp's delete/read/update kinds assume one resource per
   // model, and would tombstone every guest's record after one delete or refuse reads after it.
@@ -517,5 +524,6 @@ export const model = {
     ...snapshotMethods("qemu"),
     ...backupMethods("qemu"),
     ...migrateMethod("qemu"),
+    ...preflightMethod("qemu", (): string[] => Object.keys(model.methods)),
   },
 };

@@ -5,6 +5,7 @@
  */
 
 import type { AuthUser } from "./context.ts";
+import { reportedPaths, tokenPrivileges } from "./permissions.ts";
 import type { SimToken } from "./types.ts";
 
 const PREFIX = /^\s*PVEAPIToken=/;
@@ -38,6 +39,8 @@ export class TokenTable {
       authuser: token.pvesh ? "root@pam" : token.id,
       decoding: token.pvesh ? "cli" : "http",
       nodeAudit: token.nodeAudit ?? true,
+      privilegesOn: (path) => tokenPrivileges(token, path),
+      reportedPaths: reportedPaths(token),
     };
   }
 }

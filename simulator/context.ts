@@ -34,6 +34,10 @@ export interface AuthUser {
   decoding: Decoding;
   /** Whether it holds Sys.Audit on the nodes (sees every user's tasks in the task list). */
   nodeAudit: boolean;
+  /** The privileges the caller holds on an ACL path (`/vms/100`), as PVE computes them. */
+  privilegesOn(path: string): ReadonlySet<string>;
+  /** The paths `GET /access/permissions` reports without `path`: the top-level ones and the ACLs'. */
+  reportedPaths: readonly string[];
 }
 
 /** Whether PVE's `$authuser eq 'root@pam'` shortcuts hold for this caller. */
@@ -86,13 +90,14 @@ export interface Route {
   handler(ctx: Ctx): unknown | Promise<unknown>;
 }
 
-/** 403 unless the caller holds `privilege` on `/vms/<vmid>`. */
+/** 403 unless the caller holds `privilege` (one of `A|B|…`) on `/vms/<vmid>`. */
 export function checkVmPerm(
   user: AuthUser,
   vmid: number,
   privilege: string,
 ): void {
-  if (user.deny.has(vmid)) {
+  const held = user.privilegesOn(`/vms/${vmid}`);
+  if (user.deny.has(vmid) || !privilege.split("|").some((p) => held.has(p))) {
     throw new ApiError(
       403,
       `Permission check failed (/vms/${vmid}, ${privilege})`,

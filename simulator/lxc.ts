@@ -16,7 +16,7 @@
  * @module
  */
 
-import { parseTags } from "./config.ts";
+import { parseTags, type PendingRow } from "./config.ts";
 import { formatSize, withDiskOption } from "./disks.ts";
 import { ApiError, paramError } from "./http.ts";
 import type { ParamSpec } from "./params.ts";
@@ -184,7 +184,7 @@ export function ctConfigWithPending(
 }
 
 /** `GET …/pending` rows: key, current value, pending value, pending delete. */
-export function ctPendingRows(g: GuestState): Record<string, unknown>[] {
+export function ctPendingRows(g: GuestState): PendingRow[] {
   const current = currentCtConfig(g);
   const keys = new Set([
     ...Object.keys(current),
@@ -192,7 +192,7 @@ export function ctPendingRows(g: GuestState): Record<string, unknown>[] {
     ...g.pendingDelete,
   ]);
   return [...keys].sort().map((key) => {
-    const row: Record<string, unknown> = { key };
+    const row: PendingRow = { key };
     if (key in current) row.value = current[key];
     if (key in g.pending) row.pending = g.pending[key];
     if (g.pendingDelete.includes(key)) row.delete = 1;

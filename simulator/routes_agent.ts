@@ -22,7 +22,7 @@ import type { GuestState } from "./types.ts";
 
 /** PVE 9 privileges (VM.Monitor is gone): running commands is "Unrestricted". */
 const EXEC_PRIV = "VM.GuestAgent.Unrestricted";
-const AUDIT_PRIV = "VM.GuestAgent.Audit";
+const AUDIT_PRIV = "VM.GuestAgent.Audit|VM.GuestAgent.Unrestricted";
 
 /** What the routes need of an agent: the host's shared qemu-ga or a real VM's own. */
 export type AgentLink = Pick<GuestAgent, "call">;

@@ -40,7 +40,7 @@ export const agentFileRoutes: Route[] = [
   {
     method: "GET",
     path: "/nodes/{node}/qemu/{vmid}/agent/file-read",
-    privilege: "VM.GuestAgent.FileRead",
+    privilege: "VM.GuestAgent.FileRead|VM.GuestAgent.Unrestricted",
     params: {
       file: { type: "string" },
       count: { type: "integer", optional: true, minimum: 1, maximum: MAX_READ },
@@ -99,7 +99,7 @@ export const agentFileRoutes: Route[] = [
   {
     method: "POST",
     path: "/nodes/{node}/qemu/{vmid}/agent/file-write",
-    privilege: "VM.GuestAgent.FileWrite",
+    privilege: "VM.GuestAgent.FileWrite|VM.GuestAgent.Unrestricted",
     params: {
       file: { type: "string" },
       content: { type: "string", maxLength: 61440 },

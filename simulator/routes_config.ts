@@ -35,7 +35,7 @@ import { ApiError } from "./http.ts";
 import type { ParamSpec } from "./params.ts";
 import { validateSshKeys } from "./routes_lxc.ts";
 import { qemuConfigPerm } from "./perl_rules.ts";
-import { pveConfigValues } from "./schema/values.ts";
+import { pveConfigValues, pvePendingRows } from "./schema/values.ts";
 import { TaskFailure } from "./tasks.ts";
 import type { ConfigValue, GuestState } from "./types.ts";
 
@@ -166,7 +166,7 @@ export const configRoutes: Route[] = [
     privilege: "VM.Audit",
     // vm_pending masks cipassword: '**********' as value, '********** ' (sic) as pending.
     handler: (ctx) =>
-      pendingRows(qemuGuest(ctx)).map((row) => {
+      pvePendingRows("qemu", pendingRows(qemuGuest(ctx))).map((row) => {
         if (row.key !== "cipassword") return row;
         const out = { ...row };
         if (out.value !== undefined) out.value = "**********";

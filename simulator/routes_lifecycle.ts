@@ -12,7 +12,8 @@ import {
   qemuGuest,
   type Route,
 } from "./context.ts";
-import { cloneDisk, DISK_KEY } from "./disks.ts";
+import { cloneDisk, DISK_KEY, diskBytes } from "./disks.ts";
+import { cloneProgress } from "./progress_lines.ts";
 import { storedInstead } from "./faults.ts";
 import { ApiError } from "./http.ts";
 import { NODE_SPEC, VMID_SPEC } from "./params.ts";
@@ -162,6 +163,14 @@ export const lifecycleRoutes: Route[] = [
             String(v).split(",")[0]
           })`
         ),
+        // A full clone copies the first disk while the task runs: qemu-img convert for a stopped
+        // source, a drive mirror for a running one (qemu-server clone_disk).
+        progress: full && disks.length > 0
+          ? cloneProgress(
+            diskBytes(String(disks[0][1])),
+            src.status === "running" ? `drive-${disks[0][0]}` : undefined,
+          )
+          : undefined,
         run: () => {
           const live = state.get(src.vmid);
           if (!live) {

@@ -25,7 +25,7 @@ import { ctConfigPerm, ctCreatePerm } from "./perl_rules.ts";
  * @module
  */
 
-import { pveConfigValues } from "./schema/values.ts";
+import { pveConfigValues, pvePendingRows } from "./schema/values.ts";
 import { checkVmPerm, type Ctx, type Route } from "./context.ts";
 import {
   diskBytes,
@@ -669,7 +669,7 @@ export const lxcRoutes: Route[] = [
     method: "GET",
     path: "/nodes/{node}/lxc/{vmid}/pending",
     privilege: "VM.Audit",
-    handler: (ctx) => ctPendingRows(ctGuest(ctx)),
+    handler: (ctx) => pvePendingRows("lxc", ctPendingRows(ctGuest(ctx))),
   },
   {
     method: "PUT",

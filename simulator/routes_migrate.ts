@@ -17,6 +17,7 @@
 import type { Ctx, Route } from "./context.ts";
 import { ApiError, paramError } from "./http.ts";
 import type { ParamSpec } from "./params.ts";
+import { migrationProgress } from "./progress_lines.ts";
 import { TaskFailure } from "./tasks.ts";
 import type { GuestState, GuestType } from "./types.ts";
 
@@ -293,6 +294,12 @@ function migrateTask(ctx: Ctx, g: GuestState, target: string): string {
       `starting migration of ${NOUN[type]} ${g.vmid} to node '${target}'`,
       ...log,
     ],
+    // A live migration copies the VM's memory while the task runs (qemu-server QemuMigrate phase2).
+    progress: type === "qemu" && running && !refusal
+      ? migrationProgress(
+        Number.parseInt(String(g.config.memory ?? 2048)) * 1024 ** 2,
+      )
+      : undefined,
     run: () => {
       if (refusal) throw new TaskFailure(refusal.error);
       const live = state.get(g.vmid);

@@ -175,7 +175,7 @@ function rollbackRoute(type: GuestType): Route {
   return {
     method: "POST",
     path: `/nodes/{node}/${type}/{vmid}/snapshot/{snapname}/rollback`,
-    privilege: "VM.Snapshot",
+    privilege: "VM.Snapshot|VM.Snapshot.Rollback",
     params: { start: OPT_BOOL },
     handler: (ctx) => {
       const g = guestOf(ctx, type);

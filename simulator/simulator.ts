@@ -24,6 +24,7 @@ import { mergeParams, parseBody } from "./params.ts";
 import { Router } from "./router.ts";
 import { Broadcast, PVESTATD_INTERVAL_MS } from "./broadcast.ts";
 import { ConformanceLog } from "./schema/conformance.ts";
+import { accessRoutes } from "./routes_access.ts";
 import { agentRoutes } from "./routes_agent.ts";
 import { clusterRoutes } from "./routes_cluster.ts";
 import { configRoutes } from "./routes_config.ts";
@@ -144,6 +145,7 @@ const ROUTES = [
   ...backupRoutes,
   ...migrateRoutes,
   ...agentFileRoutes,
+  ...accessRoutes,
 ];
 
 /** Every endpoint the simulator serves, as `"<METHOD> <template>"`. */

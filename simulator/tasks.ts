@@ -54,7 +54,15 @@ export interface TaskSpec {
   run?: () => string[] | void | Promise<string[] | void>;
   /** Runs when the task ends without its effect (failed), e.g. to release a reserved VMID. */
   onFailure?: () => void;
+  /**
+   * The progress line PVE's worker prints while it runs (progress_lines.ts), logged every
+   * {@link PROGRESS_EVERY_MS} until the task ends.
+   */
+  progress?: (fraction: number, elapsedMs: number) => string;
 }
+
+/** How often a running task with `progress` prints a line (PVE's workers print every 1–2 s). */
+export const PROGRESS_EVERY_MS = 1000;
 
 /** A worker's error: the task's exitstatus becomes the message. */
 export class TaskFailure extends Error {
@@ -158,16 +166,35 @@ export class TaskManager {
       loseFile: override.loseFile,
     };
     this.#tasks.set(task.upid, task);
-    this.#timers.after(
-      override.durationMs ?? this.#durationOf(spec),
-      () => this.#settle(task, spec, override),
-    );
+    const durationMs = override.durationMs ?? this.#durationOf(spec);
+    this.#timers.after(durationMs, () => this.#settle(task, spec, override));
+    if (spec.progress) {
+      this.#printProgress(task, spec.progress, durationMs, now);
+    }
     return task;
   }
 
   #durationOf(spec: TaskSpec): number {
     const d = this.defaultDurationMs;
     return typeof d === "function" ? d({ type: spec.type, id: spec.id }) : d;
+  }
+
+  /** Logs the task's progress line every PROGRESS_EVERY_MS while it runs. */
+  #printProgress(
+    task: TaskRecord,
+    line: NonNullable<TaskSpec["progress"]>,
+    durationMs: number,
+    startedAt: number,
+  ): void {
+    const tick = () => {
+      if (task.status !== "running") return;
+      const elapsed = Date.now() - startedAt;
+      task.log.push(
+        line(Math.min(elapsed / Math.max(durationMs, 1), 1), elapsed),
+      );
+      this.#timers.after(PROGRESS_EVERY_MS, tick);
+    };
+    this.#timers.after(PROGRESS_EVERY_MS, tick);
   }
 
   /** Runs an effect that returns a promise to its end, then finishes the task with its outcome. */

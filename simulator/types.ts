@@ -154,6 +154,16 @@ export interface SimToken {
    * parse_boolean), not as an HTTP form.
    */
   pvesh?: boolean;
+  /**
+   * Privilege separation (PVE's token `privsep`): the token holds only what
+   * `tokenAcl` grants, intersected with its user's privileges. Default false:
+   * the token holds its user's privileges.
+   */
+  privsep?: boolean;
+  /** The ACLs of the token's user (path → privileges, `*` for all). Default: all on `/`. */
+  userAcl?: Record<string, string[]>;
+  /** The token's own ACLs (used with `privsep`). Default: none. */
+  tokenAcl?: Record<string, string[]>;
 }
 
 /** PEM material to serve HTTPS. */

@@ -141,7 +141,14 @@ impl<'a> Fields<'a> {
             let text = match value {
                 Value::String(text) => text.clone(),
                 Value::Number(number) => number.to_string(),
-                _ => return Err(ArgError::new(field, "must be a string or a number")),
+                // A flag as PVE's wire takes it; which keys are flags is the method's to check.
+                Value::Bool(on) => if *on { "1" } else { "0" }.to_string(),
+                _ => {
+                    return Err(ArgError::new(
+                        field,
+                        "must be a string, a number or a boolean",
+                    ))
+                }
             };
             options.push((name.clone(), text));
         }

@@ -4,12 +4,12 @@ use crate::args::Fields;
 use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
-use crate::methods::{backup, delete_backup, list_backups, restore};
 use crate::methods::{
-    check, clone, cloud_init, container_exec, create, delete, delete_snapshot, download_url,
-    file_read, file_write, get_config, guest_exec, list_snapshots, lookup, migrate, node_config,
-    node_status, reboot, resize_disk, rollback, set_config, shutdown, snapshot, start, stop, sync,
-    template, vm_create, wait_ready,
+    backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
+    delete_snapshot, download_url, file_read, file_write, get_config, guest_exec, list_backups,
+    list_snapshots, lookup, migrate, node_config, node_status, preflight, reboot, resize_disk,
+    restore, rollback, set_config, shutdown, snapshot, start, stop, sync, template, vm_create,
+    wait_ready,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -22,6 +22,8 @@ use std::pin::Pin;
 
 /// The check names, as the wrapper passes them (`check:<name>`).
 pub const CHECK_TRANSPORT_REACHABLE: &str = "check:transport-reachable";
+/// The `permissions` check: what the method about to run needs, asked of PVE.
+pub const CHECK_PERMISSIONS: &str = "check:permissions";
 
 /// The methods the core implements. Each model's method names map onto these once
 /// ([`method_of`]); both tables below match on them exhaustively, so none can be forgotten.
@@ -60,6 +62,8 @@ enum Method {
     ListBackups,
     DeleteBackup,
     Restore,
+    Preflight,
+    CheckPermissions,
 }
 
 /// The method a model calls `name`; `None` when that model has no such method.
@@ -89,6 +93,8 @@ fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         (_, "listBackups") => Method::ListBackups,
         (_, "deleteBackup") => Method::DeleteBackup,
         (_, "restore") => Method::Restore,
+        (_, "preflight") => Method::Preflight,
+        (_, CHECK_PERMISSIONS) => Method::CheckPermissions,
         // A VM is cloned from a template and has a guest agent; a container is created from one.
         (GuestKind::Qemu, "guestExec") => Method::GuestExec,
         (GuestKind::Qemu, "fileWrite") => Method::FileWrite,
@@ -148,6 +154,9 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::ListBackups => list_backups::ListBackupsArgs::parse(args).map(drop),
         Method::DeleteBackup => delete_backup::DeleteBackupArgs::parse(args).map(drop),
         Method::Restore => restore::RestoreArgs::parse(args).map(drop),
+        Method::Preflight | Method::CheckPermissions => {
+            preflight::PreflightArgs::parse(kind, args).map(drop)
+        }
         Method::CheckReachable => return Err(no_rules()),
     };
     checked.map_err(|e| e.to_string())
@@ -248,6 +257,8 @@ async fn run_scrubbed<H: Host>(
         Method::ListBackups => boxed(list_backups::list_backups(&run, args)),
         Method::DeleteBackup => boxed(delete_backup::delete_backup(&run, args)),
         Method::Restore => boxed(restore::restore(&run, args)),
+        Method::Preflight => boxed(preflight::preflight(&run, args)),
+        Method::CheckPermissions => boxed(preflight::permissions_check(&run, args)),
     };
     method.await
 }

@@ -20,6 +20,7 @@ mod long_tail_tests;
 pub mod methods;
 pub mod outcome;
 pub mod poll;
+pub mod progress;
 pub mod pve;
 pub mod quote;
 pub mod run;

@@ -6,6 +6,7 @@ use crate::explain::could_not;
 use crate::host::{Host, LogLevel};
 use crate::outcome::Failure;
 use crate::poll::{Pacer, Stopped};
+use crate::progress::Progress;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{TaskLogLine, TaskStatus};
@@ -83,6 +84,7 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
     let watcher = following.as_ref().map(|f| &*f.watcher);
     let mut read_own_at = started;
     let mut last_probe_own = true;
+    let mut progress = Progress::start(started);
     loop {
         // A task is a forked worker: none ends within a round trip, so even the first probe waits.
         let stopped = match pacer.next_probe(pve.host.now_ms()) {
@@ -92,6 +94,8 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
                     return Err(stopped_waiting(pve, upid, Stopped::Aborted));
                 }
                 pacer.probed(pve.host.now_ms());
+                // A long task says how far it got (its log, read at the progress cadence only).
+                progress.tick_task(pve, upid).await;
                 if let Some(ended) = watcher.and_then(|w| listed_end(w, upid)) {
                     return Ok(ended);
                 }

@@ -169,7 +169,9 @@ export const OPTION_KEY = /^[a-zA-Z][a-zA-Z0-9_-]*$/;
 
 /**
  * A bag of PVE options (`setConfig`'s and `create`'s `config`): keys as PVE names options
- * ({@link OPTION_KEY}), none of `refused` (refused with `why`), values strings or numbers.
+ * ({@link OPTION_KEY}), none of `refused` (refused with `why`), values strings, numbers or
+ * booleans. The core sends a boolean key's value as PVE's `1`/`0` (`true`, `"yes"`, `"on"` …) and
+ * refuses any other value for it, naming the key; which keys are booleans is PVE's schema's to say.
  */
 export const optionBag = (refused: readonly string[], why: string) =>
   z.record(
@@ -177,7 +179,7 @@ export const optionBag = (refused: readonly string[], why: string) =>
       (k) => !refused.includes(k),
       { message: why },
     ),
-    z.union([z.string(), z.number()]),
+    z.union([z.string(), z.number(), z.boolean()]),
   );
 
 /** Config values as records hold them. */

@@ -18,6 +18,7 @@ const KEPT_PREFIXES: readonly string[] = [
   "/cluster/resources",
   "/cluster/nextid",
   "/cluster/ha",
+  "/access/permissions",
 ];
 
 /** Under `/nodes/{node}`, only these subtrees (the rest is node administration). */

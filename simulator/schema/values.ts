@@ -26,6 +26,36 @@ export function pveConfigValues(
   return out;
 }
 
+/** One row of `GET …/pending`: a key with its current value, pending value and/or deletion. */
+export interface PendingRowValues {
+  key: string;
+  value?: ConfigValue;
+  pending?: ConfigValue;
+  delete?: number;
+}
+
+/**
+ * The rows of `GET /nodes/{node}/<kind>/{vmid}/pending` with their values typed as a node sends
+ * them: pve-guest-common `PVE/GuestHelpers.pm` `config_with_pending_array` copies each `value` and
+ * `pending` from the config as the config parser typed it (qemu-server `PVE/QemuServer.pm`
+ * `check_type`, the `[PENDING]` section parsed alike), so `agent` is the string `"1"`, `cores` a
+ * number, `onboot` 1/0 — the same types as `GET …/config`.
+ */
+export function pvePendingRows<R extends PendingRowValues>(
+  kind: "qemu" | "lxc",
+  rows: R[],
+): R[] {
+  const template = `/nodes/{node}/${kind}/{vmid}/config`;
+  const props = endpointFacts("PUT", template)?.parameters?.properties ?? {};
+  return rows.map((row) => {
+    const type = propertyOf(props, row.key, template)?.type;
+    const out = { ...row };
+    if (out.value !== undefined) out.value = pveValue(type, out.value);
+    if (out.pending !== undefined) out.pending = pveValue(type, out.pending);
+    return out;
+  });
+}
+
 function pveValue(type: string | undefined, value: ConfigValue): ConfigValue {
   const text = typeof value === "boolean" ? (value ? "1" : "0") : String(value);
   switch (type) {

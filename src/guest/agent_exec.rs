@@ -7,6 +7,7 @@ use super::locate::Located;
 use crate::explain::hint;
 use crate::host::Host;
 use crate::poll::{Pacer, Stopped};
+use crate::progress::Progress;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::exec_data::input_for_pve;
@@ -109,6 +110,7 @@ async fn follow_by<H: Host>(
     let own_deadline = now + (args.timeout_sec * 1000) as f64;
     let deadline = deadline_ms.map_or(own_deadline, |d| d.min(own_deadline));
     let mut pacer = Pacer::new(now, (deadline - now).max(0.0) as u64, pve.poll_cap_ms);
+    let mut progress = Progress::start(now);
     let mut failed_polls = 0;
     loop {
         let status_request = endpoints::agent_exec_status(&at.node, at.vmid, pid);
@@ -144,6 +146,12 @@ async fn follow_by<H: Host>(
             }
             Err(e) => return (Some(pid), lost(e, failed_polls > 0), None),
         }
+        progress.tick(run.host, || {
+            format!(
+                "{:?} (pid {pid}) in VM {} to exit — still running",
+                args.command, at.vmid
+            )
+        });
         match pacer.pause(run.host).await {
             Ok(()) => {}
             Err(Stopped::OutOfTime) => return (Some(pid), ExecOutcome::TimedOut, None),

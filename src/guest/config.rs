@@ -19,6 +19,7 @@
 //! A key PVE's schema does not have compares as exact text. `cipassword` cannot be compared: PVE
 //! only ever shows `**********`; it counts as applied when PVE reports the key.
 
+use crate::args::ArgError;
 use crate::pve::config_keys::{self, KeyType, Kind, Prop};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
@@ -141,6 +142,36 @@ pub fn record_value(value: &Value) -> Value {
         Value::Bool(b) => Value::from(u8::from(*b)),
         other => Value::String(other.to_string()),
     }
+}
+
+/// The options of a config map as they go on the wire: the value of every key PVE's schema types
+/// `boolean` becomes `1` or `0`, whatever the caller wrote (`true`, `yes`, `on`, `1`; `false`, `no`,
+/// `off`, `0`, any case). Over HTTP a node takes only `1` and `0` for a boolean parameter (pve-common
+/// `PVE/JSONSchema.pm` `check_type`; `yes`/`on`/`true` pass only through pvesh's option parsing,
+/// `get_options` → `parse_boolean`), so both transports get the same text. Any other value for a
+/// boolean key is refused here, before anything is sent, naming the key (`field` is the map's
+/// argument name, e.g. `config`). Keys of other types, and keys the schema lacks, pass unchanged.
+pub fn wire_options(
+    kind: GuestKind,
+    field: &str,
+    options: &[(String, String)],
+) -> Result<Vec<(String, String)>, ArgError> {
+    options
+        .iter()
+        .map(|(key, value)| match key_type(kind, key).map(|t| t.kind) {
+            Some(Kind::Boolean) => match flag(value) {
+                Some(on) => Ok((key.clone(), if on { "1" } else { "0" }.to_string())),
+                None => Err(ArgError::new(
+                    format!("{field}.{key}"),
+                    format!(
+                        "is a boolean in PVE's schema: give 1/0, true/false, yes/no or on/off (got {:?})",
+                        crate::quote::bounded_to(value, 200)
+                    ),
+                )),
+            },
+            _ => Ok((key.clone(), value.clone())),
+        })
+        .collect()
 }
 
 /// The `sshkeys` parameter: PVE wants the keys URL-encoded; text that already is passes unchanged.
@@ -426,6 +457,45 @@ mod tests {
         assert!(shows(L, "swap", "512", "512.0"));
         assert!(!shows(Q, "memory", "4096", "2048"));
         assert!(!shows(Q, "description", "a", "b"));
+    }
+
+    #[test]
+    fn boolean_keys_go_on_the_wire_as_1_or_0_and_other_keys_unchanged() {
+        let options = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let sent = wire_options(
+            Q,
+            "config",
+            &options(&[
+                ("onboot", "YES"),
+                ("acpi", "true"),
+                ("tablet", "off"),
+                ("numa", "0"),
+                ("description", "on"),
+                ("agent", "enabled=yes"),
+            ]),
+        )
+        .unwrap();
+        let values: Vec<&str> = sent.iter().map(|(_, v)| v.as_str()).collect();
+        assert_eq!(values, ["1", "1", "0", "0", "on", "enabled=yes"]);
+        let ct = wire_options(
+            L,
+            "config",
+            &options(&[("onboot", "on"), ("console", "no")]),
+        );
+        assert_eq!(ct.unwrap(), options(&[("onboot", "1"), ("console", "0")]));
+    }
+
+    #[test]
+    fn a_boolean_key_refuses_a_value_that_is_no_boolean_naming_the_key() {
+        let refused = wire_options(Q, "config", &[("onboot".into(), "maybe".into())]).unwrap_err();
+        assert_eq!(refused.field, "config.onboot");
+        assert!(refused.rule.contains("\"maybe\""), "{}", refused.rule);
+        assert!(wire_options(Q, "config", &[("acpi".into(), "".into())]).is_err());
     }
 
     #[test]

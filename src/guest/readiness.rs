@@ -15,6 +15,7 @@ use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::host::Host;
 use crate::poll::{Pacer, Stopped};
+use crate::progress::Progress;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::property::property;
@@ -109,9 +110,12 @@ pub async fn await_ready<H: Host>(
         run.global.poll_interval_sec * 1000,
     );
     let after = format!("after {} s (timeoutSec)", args.timeout_sec);
-    ping(run, at, &mut pacer).await.map_err(|why| {
-        format!("{label} is not ready: the guest agent does not answer ping {after} ({why})")
-    })?;
+    let mut progress = Progress::start(run.host.now_ms());
+    ping(run, at, &mut pacer, &mut progress)
+        .await
+        .map_err(|why| {
+            format!("{label} is not ready: the guest agent does not answer ping {after} ({why})")
+        })?;
     seen.agent_up = true;
     seen.agent_version = agent_version(run, at, pacer.deadline_ms()).await;
     let agent = match &seen.agent_version {
@@ -126,14 +130,21 @@ pub async fn await_ready<H: Host>(
         (Some(nic), Some(mac)) => format!("{nic} ({mac})"),
         _ => "any interface".to_string(),
     };
-    addresses(run, at, args, mac.as_deref(), &mut pacer, seen)
-        .await
-        .map_err(|missing| {
-            format!(
-                "{label} is not ready: {agent}; no {missing} on {scope} {after} (seen: {})",
-                described(&seen.interfaces)
-            )
-        })?;
+    addresses(
+        run,
+        at,
+        args,
+        mac.as_deref(),
+        (&mut pacer, &mut progress),
+        seen,
+    )
+    .await
+    .map_err(|missing| {
+        format!(
+            "{label} is not ready: {agent}; no {missing} on {scope} {after} (seen: {})",
+            described(&seen.interfaces)
+        )
+    })?;
     let mut summary = format!("{label} is ready: {agent}");
     for (kind, address) in [("IPv4", &seen.ipv4), ("IPv6", &seen.ipv6)] {
         if let Some(address) = address {
@@ -153,7 +164,12 @@ pub async fn await_ready<H: Host>(
 }
 
 /// `POST …/agent/ping` until it answers. No agent configured: at once, it never will.
-async fn ping<H: Host>(run: &Run<'_, H>, at: &Located, pacer: &mut Pacer) -> Result<(), String> {
+async fn ping<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    pacer: &mut Pacer,
+    progress: &mut Progress,
+) -> Result<(), String> {
     let request = endpoints::agent_ping(&at.node, at.vmid);
     loop {
         let last = match run.pve().call_by(&request, pacer.deadline_ms()).await {
@@ -166,6 +182,12 @@ async fn ping<H: Host>(run: &Run<'_, H>, at: &Located, pacer: &mut Pacer) -> Res
             Err(e) if waits_for_agent(&e) || out_of_time(run, pacer, &e) => e.to_string(),
             Err(e) => return Err(could_not("ping the guest agent", &e).0),
         };
+        progress.tick(run.host, || {
+            format!(
+                "the guest agent of VM {} on node {} to answer — not answering yet",
+                at.vmid, at.node
+            )
+        });
         pace(run, pacer, &last).await?;
     }
 }
@@ -235,7 +257,7 @@ async fn addresses<H: Host>(
     at: &Located,
     args: &ReadyArgs,
     mac: Option<&str>,
-    pacer: &mut Pacer,
+    (pacer, progress): (&mut Pacer, &mut Progress),
     seen: &mut Readiness,
 ) -> Result<(), String> {
     let request = endpoints::agent_interfaces(&at.node, at.vmid);
@@ -261,6 +283,14 @@ async fn addresses<H: Host>(
                 if missing.is_empty() {
                     return Ok(());
                 }
+                progress.tick(run.host, || {
+                    let on = args.nic.as_deref().unwrap_or("any interface");
+                    let wanted = missing.join(" and ");
+                    format!(
+                        "VM {} on node {}: agent up; no {wanted} on {on} yet",
+                        at.vmid, at.node
+                    )
+                });
                 if pacer.pause(run.host).await.is_err() {
                     return Err(missing.join(" and "));
                 }
@@ -448,6 +478,58 @@ mod tests {
         assert!(is_global_v6("2001:db8::5"));
         assert!(!is_global_v6("fd00::5"));
         assert!(!is_global_v6("::1"));
+    }
+
+    #[test]
+    fn a_slow_boot_says_which_phase_it_waits_in() {
+        use crate::host::LogLevel;
+        use crate::pve::endpoints::GuestKind;
+        use crate::testing::{api_args, run_method_of, Answer, ScriptedHost};
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "running", "qmpstatus": "running", "pid": 42}),
+        );
+        host.data("GET /nodes/pve1/qemu/100/config", json!({"agent": "1"}));
+        let not_up = Answer::Error(500, "QEMU guest agent is not running".into());
+        let mut pings = vec![not_up; 40];
+        pings.push(Answer::Data(json!({"result": {}})));
+        host.on("POST /nodes/pve1/qemu/100/agent/ping", pings);
+        host.data(
+            "GET /nodes/pve1/qemu/100/agent/info",
+            json!({"result": {"version": "7.2.22"}}),
+        );
+        let no_ip = json!({"result": [{"name": "eth0", "ip-addresses": []}]});
+        let mut nics = vec![Answer::Data(no_ip); 30];
+        nics.push(Answer::Data(
+            json!({"result": [{"name": "eth0", "ip-addresses": [
+            {"ip-address": "10.0.0.5"}]}]}),
+        ));
+        host.on(
+            "GET /nodes/pve1/qemu/100/agent/network-get-interfaces",
+            nics,
+        );
+        let args = api_args(json!({"vmid": 100, "timeoutSec": 120}));
+        let outcome = run_method_of(GuestKind::Qemu, &host, "waitReady", &args);
+        assert!(outcome.is_success(), "{outcome:?}");
+        let logs = host.logs.borrow();
+        let lines: Vec<&String> = logs
+            .iter()
+            .filter(|(l, m)| *l == LogLevel::Info && m.starts_with("waiting for"))
+            .map(|(_, m)| m)
+            .collect();
+        assert!(
+            lines[0].starts_with(
+                "waiting for the guest agent of VM 100 on node pve1 to answer — not answering yet — 5 s so far"
+            ),
+            "{lines:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("agent up; no IPv4 address on any interface yet — ")),
+            "{lines:?}"
+        );
     }
 
     #[test]

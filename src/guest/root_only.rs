@@ -56,6 +56,26 @@ fn qemu_root_only(key: &str) -> bool {
 
 const USE_SSH: &str = "use the ssh transport, where pvesh runs as root@pam";
 
+/// What of `method` only root@pam may do, for `preflight` to say before it is tried: `None` when
+/// the caller is root@pam (the ssh transport) or the method has no such part. (The refusals
+/// themselves are [`qemu_refusal`] and [`ct_refusal`], applied to the actual arguments.)
+pub fn root_only_note(caller: Caller, qemu: bool, method: &str) -> Option<String> {
+    if caller == Caller::RootPam {
+        return None;
+    }
+    let what = match (qemu, method) {
+        (true, "setConfig") => format!(
+            "the config keys outside every privilege group ({}, parallelN) need root@pam",
+            QEMU_ROOT_ONLY.join(", ")
+        ),
+        (false, "setConfig" | "create") => "feature flags other than nesting (any on a privileged container), bind and device mount points, devN and hookscript need root@pam".to_string(),
+        _ => return None,
+    };
+    Some(format!(
+        "{what}, and an API token never is, not even one of root@pam: {USE_SSH}"
+    ))
+}
+
 /// The first qemu config key (set or deleted) a token may not touch, as the refusal to report.
 pub fn qemu_refusal(caller: Caller, keys: &[&str]) -> Option<String> {
     if caller == Caller::RootPam {

@@ -12,6 +12,7 @@ use crate::client::Pve;
 use crate::explain::hint;
 use crate::host::Host;
 use crate::poll::{Pacer, Stopped};
+use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::responses::GuestStatus;
@@ -103,6 +104,7 @@ pub async fn settle<H: Host>(
 ) -> Result<(), String> {
     let mut pacer = Pacer::new(pve.host.now_ms(), budget_ms, pve.poll_cap_ms);
     let request = endpoints::guest_status(&at.node, kind, at.vmid);
+    let mut progress = Progress::start(pve.host.now_ms());
     loop {
         // Each read ends by the wait's end (`Pve::call_by`): the budget is met within one request.
         *seen.status = pve
@@ -115,6 +117,7 @@ pub async fn settle<H: Host>(
         if reached(seen) && lock_of(seen).is_none() {
             return Ok(());
         }
+        progress.tick(pve.host, || waiting_on(kind, at, seen));
         pacer.pause(pve.host).await.map_err(|stop| {
             let why = match stop {
                 Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
@@ -128,6 +131,22 @@ pub async fn settle<H: Host>(
             }
         })?;
     }
+}
+
+/// What a settle waits on, for progress lines: the guest and what it shows now (a lock being
+/// waited out is named: `lock backup`).
+fn waiting_on(kind: GuestKind, at: &Located, now: &GuestStatus) -> String {
+    let wait = match lock_of(now) {
+        Some(lock) => format!("its {lock} lock to be released"),
+        None => "the state asked for".to_string(),
+    };
+    format!(
+        "{} {} on node {} — {wait} (now: {})",
+        kind.noun(),
+        at.vmid,
+        at.node,
+        describe(now)
+    )
 }
 
 /// `status running, qmpstatus paused, lock backup, HA-managed (state started)`, for messages.
@@ -257,6 +276,41 @@ mod tests {
             "{why}"
         );
         assert_eq!(describe(&seen), "status running, lock backup");
+    }
+
+    fn infos(host: &ScriptedHost) -> Vec<String> {
+        let logs = host.logs.borrow();
+        let info = logs
+            .iter()
+            .filter(|(l, _)| *l == crate::host::LogLevel::Info);
+        info.map(|(_, m)| m.clone()).collect()
+    }
+
+    #[test]
+    fn a_long_lock_wait_says_what_it_waits_out_after_5_s_then_every_15_s() {
+        let host = ScriptedHost::new();
+        host.data(ROUTE, json!({"status": "running", "lock": "backup"}));
+        let (result, _) = wait(&host, 40_000);
+        assert!(result.is_err());
+        let lines = infos(&host);
+        assert_eq!(lines.len(), 3, "at ~5 s, ~20 s, ~35 s: {lines:?}");
+        assert!(
+            lines[0].starts_with(
+                "waiting for VM 100 on node pve1 — its backup lock to be released (now: status running, lock backup) — 5 s so far"
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].contains("— 2"), "{}", lines[1]);
+    }
+
+    #[test]
+    fn a_short_wait_logs_no_progress() {
+        let host = ScriptedHost::new();
+        host.data(ROUTE, json!({"status": "stopped"}));
+        let (result, _) = wait(&host, 4_000);
+        assert!(result.is_err());
+        assert!(infos(&host).is_empty(), "{:?}", infos(&host));
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! 5. `start: true` then goes through `start`'s verified start (status/current shows it running).
 
 use crate::args::{is_dns_name, ArgError, Fields};
+use crate::guest::config::wire_options;
 use crate::guest::evidence::TaskTrail;
 use crate::guest::gates::MANAGED_TAG;
 use crate::guest::placement::{
@@ -202,8 +203,12 @@ fn identity_refusal<H: Host>(run: &Run<'_, H>, args: &CreateArgs) -> Option<Stri
 }
 
 pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match CreateArgs::parse(args) {
+    let mut args = match CreateArgs::parse(args) {
         Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    args.config = match wire_options(GuestKind::Lxc, "config", &args.config) {
+        Ok(config) => config,
         Err(e) => return Failure::from(e).into(),
     };
     if let Some(refusal) = identity_refusal(run, &args) {

@@ -15,6 +15,7 @@ use crate::guest::settle::{describe, read_status};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
+use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::ErrorKind;
 use crate::pve::responses::{LocalDisk, MigratePreconditions};
@@ -247,6 +248,7 @@ async fn arrive<H: Host>(
         name: None,
     };
     let source = ev.at.node.clone();
+    let mut progress = Progress::start(run.host.now_ms());
     loop {
         let last = match locate(&pve, kind, &by_vmid).await {
             Ok(Found::Present(at)) if at.node == args.node => {
@@ -287,6 +289,15 @@ async fn arrive<H: Host>(
             Ok(Found::Absent { .. }) => "the cluster lists it on no node".to_string(),
             Err(Failure(why)) => return Err(format!("after the migrate task, {why}")),
         };
+        let arriving = || {
+            format!(
+                "{} {} to arrive on node {} — {last}",
+                kind.noun(),
+                ev.at.vmid,
+                args.node
+            )
+        };
+        progress.tick(run.host, arriving);
         if let Err(stop) = pacer.pause(run.host).await {
             let why = match stop {
                 Stopped::OutOfTime => {

@@ -20,6 +20,7 @@ pub mod lookup;
 pub mod migrate;
 pub mod node_config;
 pub mod node_status;
+pub mod preflight;
 pub mod reboot;
 pub mod resize_disk;
 pub mod restore;

@@ -18,7 +18,9 @@
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::explain::{hint, outcome_unknown};
-use crate::guest::config::{record_value, ssh_keys_param, ConfigSnapshot, Reading, MASKED_KEY};
+use crate::guest::config::{
+    record_value, ssh_keys_param, wire_options, ConfigSnapshot, Reading, MASKED_KEY,
+};
 use crate::guest::evidence::{sight_config_to_change, Evidence};
 use crate::guest::power::Target;
 use crate::guest::reboot::{reboot_verified, ApplyPending};
@@ -74,8 +76,12 @@ impl SetConfigArgs {
 
 /// Runs `setConfig`.
 pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match SetConfigArgs::parse(args) {
+    let mut args = match SetConfigArgs::parse(args) {
         Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    args.changes = match wire_options(run.kind, "config", &args.changes) {
+        Ok(changes) => changes,
         Err(e) => return Failure::from(e).into(),
     };
     let absent = |vmid| {
@@ -483,6 +489,38 @@ mod tests {
     }
 
     #[test]
+    fn every_boolean_goes_out_as_1_or_0_whatever_the_caller_wrote() {
+        let host = ScriptedHost::new();
+        script(
+            &host,
+            json!([
+                {"key": "onboot", "value": 1},
+                {"key": "acpi", "value": 1},
+                {"key": "allow-ksm", "value": 0},
+                {"key": "description", "value": "yes"}
+            ]),
+        );
+        let outcome = run_set(
+            &host,
+            json!({"onboot": "yes", "acpi": true, "allow-ksm": "Off", "description": "yes"}),
+        );
+        assert!(outcome.is_success(), "{outcome:?}");
+        let body = put_request(&host).body.unwrap();
+        assert_eq!(body, "acpi=1&allow-ksm=0&description=yes&onboot=1");
+    }
+
+    #[test]
+    fn a_value_no_boolean_for_a_boolean_key_is_refused_before_anything_is_sent() {
+        let host = ScriptedHost::new();
+        script(&host, json!([]));
+        let outcome = run_set(&host, json!({"cores": 2, "onboot": "maybe"}));
+        let message = failure(&outcome);
+        assert!(message.contains("`config.onboot`"), "{message}");
+        assert!(message.contains("boolean"), "{message}");
+        assert!(host.requests.borrow().is_empty(), "nothing was sent");
+    }
+
+    #[test]
     fn deletions_must_read_back_gone_or_pending() {
         let host = ScriptedHost::new();
         script(
@@ -501,7 +539,7 @@ mod tests {
             "config.digest"
         );
         assert_eq!(
-            parse(json!({"tags": true})).unwrap_err().field,
+            parse(json!({"tags": [1]})).unwrap_err().field,
             "config.tags"
         );
         assert_eq!(parse(json!({})).unwrap_err().field, "config");

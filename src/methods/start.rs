@@ -18,6 +18,7 @@ use crate::host::Host;
 use crate::methods::wait_ready::ready_outcome;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
+use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::ErrorKind;
 use crate::pve::flex;
@@ -263,6 +264,7 @@ async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String,
     // What the start left of the method's one budget.
     let deadline = run.budget.deadline(run.host.now_ms());
     let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
+    let mut progress = Progress::start(run.host.now_ms());
     loop {
         let last = match pve.call_by(&request, deadline).await {
             Ok(data) => match first_usable_ipv4(&data) {
@@ -279,6 +281,9 @@ async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String,
             }
             Err(e) => return Err(could_not("read the guest agent's interfaces", &e).0),
         };
+        progress.tick(run.host, || {
+            format!("an IPv4 address of VM {} — {last}", ev.at.vmid)
+        });
         if let Err(stop) = pacer.pause(run.host).await {
             return Err(match stop {
                 Stopped::OutOfTime => format!(

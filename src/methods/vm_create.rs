@@ -22,7 +22,7 @@
 
 use crate::args::{is_dns_name, ArgError, Fields};
 use crate::explain::hint;
-use crate::guest::config::ssh_keys_param;
+use crate::guest::config::{ssh_keys_param, wire_options};
 use crate::guest::evidence::{Evidence, TaskTrail};
 use crate::guest::gates::MANAGED_TAG;
 use crate::guest::placement::{
@@ -257,8 +257,13 @@ fn identity_refusal<H: Host>(run: &Run<'_, H>, args: &VmCreateArgs) -> Option<St
 
 /// Runs the qemu model's `create`.
 pub async fn vm_create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match VmCreateArgs::parse(args) {
+    let mut args = match VmCreateArgs::parse(args) {
         Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    // A boolean goes out as PVE's 1/0 whatever the user wrote (yes, on, true …).
+    args.config = match wire_options(GuestKind::Qemu, "config", &args.config) {
+        Ok(config) => config,
         Err(e) => return Failure::from(e).into(),
     };
     if let Some(refusal) = identity_refusal(run, &args) {

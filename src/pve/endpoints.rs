@@ -75,6 +75,12 @@ pub fn version() -> PveRequest {
     PveRequest::get(&["version"])
 }
 
+/// `GET /access/permissions?path=<path>` → `{<path>: {<privilege>: <propagate>}}`: what the caller
+/// (the token, or root@pam through pvesh) may do on `path` (`{}` when nothing).
+pub fn access_permissions(path: &str) -> PveRequest {
+    PveRequest::get(&["access", "permissions"]).param("path", path)
+}
+
 /// `GET /cluster/resources?type=vm`: every guest of the cluster with its node (qemu and lxc).
 pub fn cluster_guests() -> PveRequest {
     PveRequest::get(&["cluster", "resources"]).param("type", "vm")

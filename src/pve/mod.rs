@@ -6,6 +6,7 @@ pub mod endpoints;
 pub mod error;
 pub mod exec_data;
 pub mod flex;
+pub mod privileges;
 pub mod property;
 pub mod request;
 pub mod responses;

@@ -145,9 +145,10 @@ export async function startBenchEnv(
   };
 }
 
-/** swamp's pre-flight check request. */
+/** swamp's pre-flight checks' requests (transport-reachable, permissions). */
 function isPreflight(q: { path: string }): boolean {
-  return q.path === "/api2/json/version";
+  return q.path === "/api2/json/version" ||
+    q.path === "/api2/json/access/permissions";
 }
 
 /** A harness run aborted after `timeoutMs`, and given up 5 s later if the method ignores the abort. */

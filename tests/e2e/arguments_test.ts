@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { model } from "../../js/proxmox_qemu.ts";
 import { SwampRepo } from "../../harness/swamp.ts";
-import { type Env, withEnv } from "./env.ts";
+import { type Env, isCheckRequest, withEnv } from "./env.ts";
 import { PACKAGE_FILES } from "../../harness/project_package.ts";
 
 async function refusedBeforeAnyRequest(
@@ -16,10 +16,10 @@ async function refusedBeforeAnyRequest(
   const r = await env.run(method, args);
   assert.equal(r.status, "failed");
   assert.match(r.error ?? "", field);
-  // swamp runs pre-flight checks before it parses method arguments: only the check's GET /version
-  // may have been sent; the method itself sent nothing.
+  // swamp runs pre-flight checks before it parses method arguments: only the checks' GET /version
+  // and GET /access/permissions may have been sent; the method itself sent nothing.
   const sent = env.sim.requests.map((q) => q.path).filter((p) =>
-    p !== "/api2/json/version"
+    !isCheckRequest(p)
   );
   assert.deepEqual(sent, [], "the method sent no request");
   assert.equal(r.written.length, 0);

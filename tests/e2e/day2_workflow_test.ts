@@ -147,7 +147,8 @@ const steps: Step[] = [
     instance: `vm-${VM}-config`,
     check: (rec) => {
       const config = rec.config as Record<string, unknown>;
-      assert.equal(config.memory, 2048);
+      // `memory` is a string option in PVE's schema: the pending rows carry it as text.
+      assert.equal(config.memory, "2048");
       assert.equal(config.parent, "pre-change");
     },
     fault: {

@@ -123,6 +123,16 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
   };
 }
 
+/**
+ * Whether a request (by its path) is one of swamp's pre-flight checks', which run before a mutating
+ * method parses its arguments: `transport-reachable`'s `GET /version`, `permissions`'
+ * `GET /access/permissions`.
+ */
+export function isCheckRequest(path: string): boolean {
+  return path === "/api2/json/version" ||
+    path === "/api2/json/access/permissions";
+}
+
 /** Runs `body` with a fresh fixture, closing it whatever happens. */
 export async function withEnv(
   options: EnvOptions,

@@ -149,7 +149,8 @@ Deno.test("rollback: the config returns to the snapshot's and a snapshot without
     assert.equal(
       (written(config, "vm-120-config").config as Record<string, unknown>)
         .memory,
-      2048,
+      // A string option in PVE's schema: the pending rows carry it as text.
+      "2048",
     );
   });
 });

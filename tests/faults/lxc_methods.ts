@@ -43,6 +43,7 @@ import {
   writesOnly,
 } from "./methods.ts";
 import { migrateSpec } from "./migrate_rows.ts";
+import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
 
 /**
@@ -384,6 +385,8 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ...backupSpecs(n, "lxc", stopped, label(stopped)).map((spec) => ct(spec)),
   ];
   if (where === "pve1") {
+    // What the token may do is the API node's to say: no pve2 twin, no node scenarios.
+    specs.push(ct(preflightSpec("lxc", running)));
     // create works on the transport's node only: no pve2 twin, no node scenarios.
     specs.splice(2, 0, create());
     // pct exec runs on the node the ssh transport reaches: no pve2 twin either.
@@ -509,6 +512,7 @@ export const EXPECTED_LXC_METHODS = [
   "listBackups",
   "deleteBackup",
   "restore",
+  "preflight",
 ];
 
 /** guestExec of a running container over ssh: `pct exec` on pve1, its output recorded. */

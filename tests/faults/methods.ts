@@ -17,6 +17,7 @@ import { vmCreateSpec } from "./vm_create_rows.ts";
 import { backupSpecs } from "./backup_rows.ts";
 import { fileSpecs } from "./file_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
+import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
 
 /** What a verdict may be. */
@@ -1475,6 +1476,8 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
       ? [row(downloadSpec("qemu")), row(vmCreateSpec())]
       : []),
     ...backupSpecs(n, "qemu", stopped, label(stopped)).map(row),
+    // What the token may do is the API node's to say: no pve2 twin, no node scenarios.
+    ...(where === "pve1" ? [row(preflightSpec("qemu", running))] : []),
   ];
 }
 
@@ -1510,4 +1513,5 @@ export const EXPECTED_METHODS = [
   "listBackups",
   "deleteBackup",
   "restore",
+  "preflight",
 ];

@@ -366,6 +366,23 @@ const backupArgs = {
     unique: opt(fc.boolean()),
   }),
 };
+/** preflight: method names of this model, of the other, and none at all; the paths' values. */
+const preflightArgs = (own: string[]) =>
+  object({
+    methods: opt(fc.array(
+      fc.oneof(
+        { arbitrary: fc.constantFrom(...own), weight: 12 },
+        {
+          arbitrary: fc.constantFrom("clone", "create", "preflight", "bogus"),
+          weight: 1,
+        },
+      ),
+      { maxLength: 3 },
+    )),
+    vmid: opt(vmid),
+    templateId: opt(vmid),
+    storage: opt(fc.constantFrom("local-zfs", "a/b", "..", "")),
+  });
 
 const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   lookup: object(guestRef),
@@ -666,6 +683,7 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   ...snapshotArgs(true),
   ...backupArgs,
   migrate: migrateArgs(true),
+  preflight: preflightArgs(["lookup", "clone", "setConfig", "fileRead"]),
   fileWrite: fc.tuple(
     object({
       ...guestRef,
@@ -841,6 +859,7 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   ...snapshotArgs(false),
   ...backupArgs,
   migrate: migrateArgs(false),
+  preflight: preflightArgs(["lookup", "create", "guestExec", "resize"]),
 };
 
 type Schema = {

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { type GuestAgent, startGuestAgent } from "../../simulator/qga.ts";
 import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
 import { DEMO_NODES, demoGuests } from "../../simulator/demo_cluster.ts";
-import type { SimGuest, SimOptions } from "../../simulator/types.ts";
+import type { SimGuest, SimOptions, SimToken } from "../../simulator/types.ts";
 import { apiGlobalArgs, PROJECT_ROOT, SwampCli } from "./swamp_cli.ts";
 import { PublishedPackage } from "./registry.ts";
 
@@ -49,6 +49,8 @@ export interface RealSwampOptions {
   fleetArgs?: Record<string, string | number>;
   /** Simulator options over the fixture's (e.g. a node's capacity, task lengths). */
   sim?: Partial<SimOptions>;
+  /** Tokens the simulator accepts besides the definitions' (e.g. an ssh node's pvesh). */
+  tokens?: SimToken[];
 }
 
 /** Runs `body` against a fresh fixture, closing everything whatever happens. */
@@ -64,7 +66,7 @@ export async function withRealSwamp(
     sim = await startSimulator({
       nodes: DEMO_NODES,
       guests: options.guests ?? demoGuests(),
-      tokens: [TOKEN],
+      tokens: [TOKEN, ...(options.tokens ?? [])],
       agent,
       ...options.sim,
     });

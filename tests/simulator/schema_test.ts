@@ -19,7 +19,11 @@ import {
 } from "../../simulator/schema/generate.ts";
 import { endpointFacts } from "../../simulator/schema/facts.ts";
 import { checkParameters } from "../../simulator/schema/check.ts";
-import { permissionsTable } from "../../simulator/schema/permissions_table.ts";
+import {
+  permissionsTable,
+  PRIVILEGES_RS,
+  privilegesRust,
+} from "../../simulator/schema/permissions_table.ts";
 
 const TOKEN = { id: "root@pam!ci", secret: "schema-secret" };
 const AUTH = { auth: tokenHeader(TOKEN.id, TOKEN.secret) };
@@ -126,6 +130,59 @@ Deno.test("over HTTP a boolean is only 0 or 1: yes is 400 type check failed", as
     assert.deepEqual(r.body.errors, {
       full: "type check ('boolean') failed - got 'yes'",
     });
+  });
+});
+
+Deno.test("over HTTP a config boolean is only 0 or 1: onboot=yes is refused and nothing changes", async () => {
+  await withSim(async (sim) => {
+    const r = await api(
+      sim.url,
+      "PUT",
+      "/nodes/pve1/qemu/100/config",
+      { onboot: "yes" },
+      AUTH,
+    );
+    assert.equal(r.status, 400);
+    assert.deepEqual(r.body.errors, {
+      onboot: "type check ('boolean') failed - got 'yes'",
+    });
+    assert.equal(sim.guest(100)?.config.onboot, undefined);
+    const ok = await api(
+      sim.url,
+      "PUT",
+      "/nodes/pve1/qemu/100/config",
+      { onboot: "1" },
+      AUTH,
+    );
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+  });
+});
+
+Deno.test("pending rows carry the JSON types a node sends: agent a string, cores a number, onboot 1/0", async () => {
+  await withSim(async (sim) => {
+    // A guest with an agent: the simulator's state holds its `agent: 1` as a number.
+    sim.setGuest(100, { agent: "running" });
+    const set = await api(
+      sim.url,
+      "PUT",
+      "/nodes/pve1/qemu/100/config",
+      { onboot: "1", cores: "4" },
+      AUTH,
+    );
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    const r = await api(
+      sim.url,
+      "GET",
+      "/nodes/pve1/qemu/100/pending",
+      {},
+      AUTH,
+    );
+    assert.equal(r.status, 200);
+    const rows = r.body.data as { key: string; value?: unknown }[];
+    const value = (key: string) => rows.find((row) => row.key === key)?.value;
+    assert.equal(value("agent"), "1");
+    assert.equal(value("cores"), 4);
+    assert.equal(value("onboot"), 1);
   });
 });
 
@@ -310,6 +367,15 @@ function tableCells(text: string, header: string): string[][] {
   }
   return rows;
 }
+
+Deno.test("the core's privilege table (src/pve/privileges.rs) is the one the schema and the handlers' checks generate", async () => {
+  const committed = await Deno.readTextFile(PRIVILEGES_RS);
+  assert.equal(
+    committed,
+    privilegesRust(),
+    "regenerate: deno run --allow-read --allow-write simulator/schema/permissions_table.ts --rust",
+  );
+});
 
 Deno.test("the README's endpoint table is the schema's permissions for every endpoint the package uses", async () => {
   const readme = await Deno.readTextFile(

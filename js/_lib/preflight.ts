@@ -1,0 +1,137 @@
+/**
+ * `preflight` (both models) and the `permissions` check: what the token may do, asked of PVE
+ * (`GET /access/permissions`) and compared by the core with the privileges each method's endpoints
+ * require in PVE's schema. The decisions are the core's (src/methods/preflight.rs).
+ *
+ * @module
+ */
+import { z } from "npm:zod@4";
+import {
+  type CheckContext,
+  checkOnCore,
+  type MethodContext,
+  type ModelName,
+  runOnCore,
+} from "./core.ts";
+import { pathSegment, vmid } from "./schemas.ts";
+
+/**
+ * preflight: the methods to ask about (default: all of the model's), and the values their paths are
+ * made of, as those methods take them — `vmid` (for clone and create: the VMID they make),
+ * `templateId` (clone's template), `storage` (where clone and create allocate).
+ */
+export function preflightArgs(methodNames: () => string[]) {
+  return z.object({
+    methods: z.array(z.string()).min(1, "methods must name at least one method")
+      .refine(
+        (list) => list.every((m) => methodNames().includes(m)),
+        { message: "methods must name methods of this model" },
+      ).optional(),
+    vmid: vmid.optional(),
+    templateId: vmid.optional(),
+    storage: pathSegment("storage").optional(),
+  });
+}
+
+/** The `preflight` record (`preflight-<node>`): what was asked, and what each method lacks. */
+export const PreflightRecord = z.object({
+  node: z.string(),
+  reachable: z.boolean(),
+  pveVersion: z.string().optional(),
+  caller: z.enum(["token", "root@pam"]),
+  ready: z.boolean(),
+  methods: z.array(z.object({
+    method: z.string(),
+    ready: z.boolean(),
+    missing: z.array(z.string()),
+    mayNeed: z.array(z.string()).optional(),
+    notes: z.array(z.string()).optional(),
+  })),
+  privileges: z.record(z.string(), z.array(z.string())),
+  error: z.string().optional(),
+  lastOperation: z.string(),
+  recordedAt: z.string(),
+});
+
+/** The record spec of `preflight`. */
+export const preflightResource = {
+  preflight: {
+    description:
+      "One preflight (instance preflight-<node>): PVE's version, and per method asked about what the token lacks",
+    schema: PreflightRecord,
+    lifetime: "infinite" as const,
+    garbageCollection: 20,
+  },
+};
+
+/**
+ * The `preflight` method of `model`; `methodNames` lists the model's methods (read when arguments
+ * are checked, so the model's own table is the list).
+ */
+export function preflightMethod(
+  model: ModelName,
+  methodNames: () => string[],
+) {
+  const PreflightArgs = preflightArgs(() =>
+    methodNames().filter((m) => m !== "preflight")
+  );
+  return {
+    preflight: {
+      description:
+        "Ask PVE what the token may do (GET /access/permissions on the paths the methods touch) and compare it with the privileges PVE's schema requires per method (methods, default all; vmid, templateId, storage as the methods take them); also records PVE's version and what needs root@pam or the ssh transport. Fails naming what a method lacks. Records preflight-<node>",
+      kind: "action" as const,
+      arguments: PreflightArgs,
+      execute: (args: z.infer<typeof PreflightArgs>, ctx: MethodContext) =>
+        runOnCore(model, "preflight", args, ctx),
+    },
+  };
+}
+
+/** What swamp gives a check besides the shared context: the method about to run, its raw args. */
+interface PermissionsCheckContext extends CheckContext {
+  methodName?: string;
+  unresolvedMethodArgs?: Record<string, unknown>;
+}
+
+/** The method's own arguments the check can use: plain values only (not `${{ … }}` expressions). */
+function plainSubjects(args: Record<string, unknown> = {}) {
+  const out: Record<string, unknown> = {};
+  for (const key of ["vmid", "templateId"]) {
+    if (typeof args[key] === "number") out[key] = args[key];
+  }
+  const storage = args.storage;
+  if (typeof storage === "string" && !storage.includes("${{")) {
+    out.storage = storage;
+  }
+  return out;
+}
+
+/**
+ * The `permissions` check of `model`: before a method of `appliesTo`, the privileges that method
+ * needs on the paths its own arguments name must be held (a guest named by `vmName` only is
+ * left to the method).
+ */
+export function permissionsCheck(model: ModelName, appliesTo: string[]) {
+  return {
+    description:
+      "The token holds the privileges PVE requires for the method about to run (GET /access/permissions)",
+    labels: ["live", "permissions"],
+    appliesTo,
+    execute: (ctx: PermissionsCheckContext) => {
+      if (ctx.methodName === undefined) {
+        return Promise.resolve({
+          pass: false,
+          errors: ["swamp did not say which method is about to run"],
+        });
+      }
+      return checkOnCore(model, "permissions", {
+        ...ctx,
+        globalArgs: {
+          ...ctx.globalArgs,
+          methods: [ctx.methodName],
+          ...plainSubjects(ctx.unresolvedMethodArgs),
+        },
+      });
+    },
+  };
+}
