@@ -124,9 +124,4 @@ pub trait Host {
     }
     /// Whether the caller aborted the run (`ctx.signal`).
     fn aborted(&self) -> bool;
-    /// A private directory for ssh control sockets, the same for every run of the process (so
-    /// concurrent runs' reads share one ssh connection per node); `None` where the host has none.
-    fn ssh_control_dir(&self) -> Option<String> {
-        None
-    }
 }

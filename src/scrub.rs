@@ -176,9 +176,6 @@ impl<H: Host> Host for ScrubbedHost<'_, H> {
     fn aborted(&self) -> bool {
         self.inner.aborted()
     }
-    fn ssh_control_dir(&self) -> Option<String> {
-        self.inner.ssh_control_dir()
-    }
 }
 
 /// Argument names that hold a secret.

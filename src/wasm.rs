@@ -28,8 +28,6 @@ export interface CoreHost {
   /** Instance names of this definition's stored records of one resource spec; null when unknown. */
   listRecords?(spec: string): Promise<string[] | null>;
   aborted(): boolean;
-  /** A private directory for ssh control sockets, one per process; null when there is none. */
-  sshControlDir?(): string | null;
 }
 /** What a method run produced: records to write first, then the verdict. */
 export interface CoreOutcome {
@@ -60,8 +58,6 @@ extern "C" {
     async fn list_records(this: &JsHost, spec: &str) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method)]
     fn aborted(this: &JsHost) -> bool;
-    #[wasm_bindgen(method, js_name = sshControlDir)]
-    fn ssh_control_dir(this: &JsHost) -> Option<String>;
 }
 
 thread_local! {
@@ -193,12 +189,5 @@ impl Host for WasmHost {
 
     fn aborted(&self) -> bool {
         self.0.aborted()
-    }
-
-    fn ssh_control_dir(&self) -> Option<String> {
-        // `sshControlDir` is optional in `CoreHost`: calling a missing one would trap the module.
-        let declared = js_sys::Reflect::get(&self.0, &JsValue::from_str("sshControlDir"))
-            .is_ok_and(|f| f.is_function());
-        declared.then(|| self.0.ssh_control_dir()).flatten()
     }
 }

@@ -74,8 +74,6 @@ export interface Host {
   /** Instance names of this definition's records of one spec; null when the context cannot list. */
   listRecords(spec: string): Promise<string[] | null>;
   aborted(): boolean;
-  /** The process's private directory for ssh control sockets (made on first use). */
-  sshControlDir(): string | null;
   /** Frees the run's HTTP clients. */
   close(): void;
 }
@@ -119,37 +117,11 @@ export function createHost(ctx: HostContext): Host {
       (ctx.readResource ? await ctx.readResource(instance) : null) ?? null,
     listRecords: (spec) => listRecords(ctx, spec),
     aborted: () => signal.aborted,
-    sshControlDir,
     close: () => {
       mutationClients.forEach((client) => client.close());
       reads.forEach(releaseReadClient);
     },
   };
-}
-
-const SSH_CONTROL_DIR = Symbol.for("@stateless/proxmox ssh control dir");
-/** A socket path may hold 107 bytes; `<dir>/%C` adds 41. */
-const LONGEST_CONTROL_DIR = 60;
-
-/**
- * A directory only this user can enter, made once per process, where the core's ssh calls keep
- * their control sockets (src/transport/ssh.rs: concurrent runs' reads share one connection per
- * node). null when none can be made, or its path would make a socket path too long: ssh then
- * connects once per call, as it always could.
- */
-function sshControlDir(): string | null {
-  const registry = globalThis as unknown as Record<symbol, string | null>;
-  if (registry[SSH_CONTROL_DIR] !== undefined) return registry[SSH_CONTROL_DIR];
-  let dir: string | null = null;
-  try {
-    const made = Deno.makeTempDirSync({ prefix: "swamp-pve-ssh-" });
-    Deno.chmodSync(made, 0o700);
-    dir = made.length <= LONGEST_CONTROL_DIR ? made : null;
-  } catch {
-    dir = null;
-  }
-  registry[SSH_CONTROL_DIR] = dir;
-  return dir;
 }
 
 /** A keep-alive client for reads and the runs using it now. */

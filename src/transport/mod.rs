@@ -43,14 +43,8 @@ pub async fn send<H: Host>(
         }
         TransportSettings::Ssh(ssh) => {
             // pvesh runs task workers in the foreground, so a mutation lasts as long as its task.
-            // Reads share one connection per node (ssh multiplexing); a mutation, which runs its
-            // task in the foreground, keeps a connection of its own.
-            let shared = match request.verb {
-                Verb::Get => host.ssh_control_dir(),
-                _ => None,
-            };
             let output = host
-                .run(ssh::assemble(ssh, request, timeout_ms, shared.as_deref())?)
+                .run(ssh::assemble(ssh, request, timeout_ms)?)
                 .await
                 .map_err(|e| scrubbed_host_error(e, scrub))?;
             ssh::interpret(ssh, &output).map_err(|raw| {

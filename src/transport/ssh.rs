@@ -12,8 +12,6 @@ use std::borrow::Cow;
 /// ssh's own exit status when it could not connect or authenticate. pvesh can exit 255 too: its
 /// handler errors are uncaught Perl `die`s, whose status is errno, else 255 (see [`ssh_failed`]).
 const SSH_FAILURE: i32 = 255;
-/// How long a shared ssh connection outlives its last session: a fleet's next step reuses it.
-const CONTROL_PERSIST_SEC: u64 = 60;
 
 /// The longest single argument Linux passes to a program (`MAX_ARG_STRLEN` = 32 pages, less the NUL).
 /// The remote command is one argument twice: of the local `ssh`, and of the node's `sh -c`.
@@ -22,13 +20,10 @@ pub const MAX_REMOTE_COMMAND_BYTES: usize = 131_071;
 /// Builds the ssh argv. The remote command is one string parsed by the node's shell, so every part
 /// of it is single-quoted; locally nothing goes through a shell. A command line longer than one
 /// program argument may be is refused here, before anything runs (see [`MAX_REMOTE_COMMAND_BYTES`]).
-/// With `control_dir` the call shares the process's one ssh connection to the node (a control
-/// socket there, made by the first call and kept a minute after the last: `ControlPersist`).
 pub fn assemble(
     settings: &SshSettings,
     request: &PveRequest,
     timeout_ms: u64,
-    control_dir: Option<&str>,
 ) -> Result<ProcessRequest, PveError> {
     let remote = remote_command(settings, request);
     if remote.len() > MAX_REMOTE_COMMAND_BYTES {
@@ -44,7 +39,7 @@ pub fn assemble(
             status: None,
         });
     }
-    Ok(ssh_argv(settings, remote, timeout_ms, control_dir))
+    Ok(ssh_argv(settings, remote, timeout_ms))
 }
 
 /// `pct exec <vmid> -- <argv>` on the node, as one remote command line: every word single-quoted,
@@ -85,7 +80,7 @@ pub fn assemble_pct_exec(
             status: None,
         });
     }
-    Ok(ssh_argv(settings, remote, timeout_ms, None))
+    Ok(ssh_argv(settings, remote, timeout_ms))
 }
 
 /// ssh's own failure, when exit 255 came with ssh's words rather than the remote command's.
@@ -95,12 +90,7 @@ pub fn ssh_failure(settings: &SshSettings, output: &ProcessOutput) -> Option<Pve
 }
 
 /// The ssh argv that runs `remote` on the node.
-fn ssh_argv(
-    settings: &SshSettings,
-    remote: String,
-    timeout_ms: u64,
-    control_dir: Option<&str>,
-) -> ProcessRequest {
+fn ssh_argv(settings: &SshSettings, remote: String, timeout_ms: u64) -> ProcessRequest {
     let mut argv = vec![settings.ssh_binary.clone()];
     let mut option = |text: String| {
         argv.push("-o".to_string());
@@ -132,17 +122,6 @@ fn ssh_argv(
     }
     if let Some(command) = &settings.proxy_command {
         option(format!("ProxyCommand={command}"));
-    }
-    // Through a jump host or a proxy command each call connects on its own: the proxy process
-    // the master starts would keep the first call's output open for as long as the master lives.
-    let control_dir =
-        control_dir.filter(|_| settings.proxy_jump.is_none() && settings.proxy_command.is_none());
-    if let Some(dir) = control_dir {
-        // One connection per node for the process's reads: the first call becomes the master
-        // (`auto`), later ones open a session on it; `%C` hashes host, port and user.
-        option("ControlMaster=auto".to_string());
-        option(format!("ControlPath={dir}/%C"));
-        option(format!("ControlPersist={CONTROL_PERSIST_SEC}"));
     }
     argv.extend([
         "-p".to_string(),
@@ -206,10 +185,7 @@ pub fn interpret(settings: &SshSettings, output: &ProcessOutput) -> Result<Value
 /// forms (OpenSSH 9.2, see tests/ssh/transport_test.ts); pvesh's `die` prints PVE's messages, which
 /// never start like these.
 fn ssh_failed(stderr: &str) -> bool {
-    const STARTS: [&str; 18] = [
-        // A shared connection's own failures (the master refused a session, its socket died).
-        "mux_client_",
-        "control socket connect(",
+    const STARTS: [&str; 16] = [
         "ssh: ",
         "kex_exchange_identification:",
         "banner exchange:",
@@ -421,55 +397,9 @@ mod tests {
     }
 
     #[test]
-    fn a_call_given_the_control_dir_shares_the_processs_connection_to_the_node() {
-        let req = PveRequest::get(&["version"]);
-        let direct = SshSettings {
-            proxy_jump: None,
-            ..settings()
-        };
-        let shared = assemble(&direct, &req, 5000, Some("/tmp/swamp-pve-ssh-x")).unwrap();
-        for option in [
-            "ControlMaster=auto",
-            "ControlPath=/tmp/swamp-pve-ssh-x/%C",
-            "ControlPersist=60",
-        ] {
-            assert!(
-                shared.argv.windows(2).any(|w| w == ["-o", option]),
-                "{option}: {:?}",
-                shared.argv
-            );
-        }
-        let own = assemble(&settings(), &req, 5000, None).unwrap();
-        assert!(!own.argv.iter().any(|a| a.starts_with("Control")));
-    }
-
-    #[test]
-    fn a_call_through_a_jump_host_connects_on_its_own() {
-        assert!(settings().proxy_jump.is_some());
-        let req = PveRequest::get(&["version"]);
-        let p = assemble(&settings(), &req, 5000, Some("/tmp/swamp-pve-ssh-x")).unwrap();
-        assert!(
-            !p.argv.iter().any(|a| a.starts_with("Control")),
-            "{:?}",
-            p.argv
-        );
-    }
-
-    #[test]
-    fn a_shared_connection_that_refuses_a_session_is_sshs_failure_not_pveshs() {
-        let refused = out(
-            Some(255),
-            "",
-            "mux_client_request_session: session request failed: Session open refused by peer\n",
-        );
-        let e = interpret(&settings(), &refused).unwrap_err();
-        assert!(e.is_transient(), "{e}");
-    }
-
-    #[test]
     fn argv_ends_with_host_and_one_quoted_remote_command() {
         let req = PveRequest::get(&["nodes", "pve1", "qemu", "100", "status", "current"]);
-        let p = assemble(&settings(), &req, 5000, None).unwrap();
+        let p = assemble(&settings(), &req, 5000).unwrap();
         let n = p.argv.len();
         assert_eq!(p.argv[0], "ssh");
         assert_eq!(
@@ -720,7 +650,7 @@ mod tests {
     #[test]
     fn keepalives_bound_key_exchange_by_the_connect_timeout() {
         let req = PveRequest::get(&["version"]);
-        let p = assemble(&settings(), &req, 5000, None).unwrap();
+        let p = assemble(&settings(), &req, 5000).unwrap();
         assert!(p.argv.windows(2).any(|w| w == ["-o", "ConnectTimeout=7"]));
         assert!(p
             .argv
@@ -743,11 +673,11 @@ mod tests {
         )
         .param("command", "cat")
         .param("input-data", quotes);
-        let e = assemble(&settings(), &req, 5000, None).unwrap_err();
+        let e = assemble(&settings(), &req, 5000).unwrap_err();
         assert_eq!(e.kind, ErrorKind::BadRequest);
         assert!(e.message.contains("131071"), "{}", e.message);
         let fits =
             PveRequest::new(Verb::Create, &["x"], Repeat::Never).param("v", "a".repeat(100_000));
-        assert!(assemble(&settings(), &fits, 5000, None).is_ok());
+        assert!(assemble(&settings(), &fits, 5000).is_ok());
     }
 }

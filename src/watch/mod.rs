@@ -30,8 +30,8 @@ use std::rc::Rc;
 /// API with 3 workers by default, so a 4th request would only queue inside the node, ahead of
 /// everyone else who uses it.
 pub const API_REQUESTS_IN_FLIGHT: usize = 3;
-/// Reads one process keeps in flight over ssh to one node: below the sessions one shared ssh
-/// connection may carry (OpenSSH's `MaxSessions`, 10 by default).
+/// Reads one process runs at once over ssh to one node: each is an ssh connection, and sshd starts
+/// refusing connections once more than 10 are unauthenticated at a time (`MaxStartups 10:30:100`).
 pub const SSH_READS_IN_FLIGHT: usize = 8;
 
 /// The state concurrent runs of one process share.
@@ -103,8 +103,8 @@ fn identity(settings: &TransportSettings) -> &str {
 
 impl Shared {
     /// The gate `request` passes on its way to the endpoint `settings` sends to; `None` for an
-    /// ssh mutation, which holds its own connection for the whole task (pvesh runs it in the
-    /// foreground).
+    /// ssh mutation, which holds its connection for the whole task (pvesh runs it in the
+    /// foreground), so capping it would hold a fleet's starts back by whole tasks.
     pub fn gate(&self, settings: &TransportSettings, request: &PveRequest) -> Option<Rc<Gate>> {
         let capacity = match settings {
             TransportSettings::Api(_) => API_REQUESTS_IN_FLIGHT,
