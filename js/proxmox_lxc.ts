@@ -108,6 +108,23 @@ const ResizeArgs = z.object({
 const ContainerRecord = z.object(guestStateFields);
 
 /** The methods that change a container: the reachability check runs before them. */
+/**
+ * The methods the `permissions` check runs before: those that change several things in a row
+ * (a stop then a destroy, a create then a tag, a download then a check), where a privilege found
+ * missing halfway leaves work half done. A one-request method (start, stop, guestExec …) meets
+ * PVE's own permission check before anything happens, with PVE's reason; asking first would only
+ * double what a fleet costs the node.
+ */
+const MULTI_STEP = [
+  "create",
+  "restore",
+  "delete",
+  "migrate",
+  "backup",
+  "downloadUrl",
+  "convertToTemplate",
+];
+
 const CHANGES = [
   "create",
   "setConfig",
@@ -169,7 +186,7 @@ export const model = {
   reports: ["@stateless/proxmox/method-observed"],
   checks: {
     "transport-reachable": transportReachable("lxc", CHANGES),
-    permissions: permissionsCheck("lxc", CHANGES),
+    permissions: permissionsCheck("lxc", MULTI_STEP),
   },
   // Every method sets `kind: "action"`: swamp's delete/read/update kinds assume one resource per
   // model, and would tombstone every container's record after one delete or refuse reads after it.

@@ -20,8 +20,8 @@ import {
   withDiskOption,
 } from "./disks.ts";
 import { ApiError } from "./http.ts";
-import { randomMac } from "./lxc.ts";
-import type { StorageState } from "./storage.ts";
+import { randomMac } from "./macs.ts";
+import type { StorageState } from "./storage_state.ts";
 import type { ConfigValue, GuestState, GuestType } from "./types.ts";
 
 /** One archive on a storage. */

@@ -16,6 +16,7 @@
  * @module
  */
 
+import { randomMac } from "./macs.ts";
 import { parseTags, type PendingRow } from "./config.ts";
 import { formatSize, withDiskOption } from "./disks.ts";
 import { ApiError, paramError } from "./http.ts";
@@ -329,17 +330,6 @@ export function parseNet(value: string): NetResult {
     };
   }
   return { net: out };
-}
-
-/** A random MAC in Proxmox's OUI (BC:24:11), as PVE assigns when `hwaddr` is missing. */
-export function randomMac(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(3));
-  return [
-    "BC",
-    "24",
-    "11",
-    ...[...bytes].map((b) => b.toString(16).toUpperCase().padStart(2, "0")),
-  ].join(":");
 }
 
 /** A netN string as PVE prints it: `name` first, the rest sorted, `type=veth` added, a MAC assigned. */

@@ -25,27 +25,12 @@ import type {
   StorageContent,
 } from "./node_types.ts";
 import type { ClusterState } from "./state.ts";
+import type { StorageState } from "./storage_state.ts";
 import type { GuestState } from "./types.ts";
 
-const GIB = 2 ** 30;
+export type { StorageState } from "./storage_state.ts";
 
-/** A storage as it lives on one node (or, when shared, on all its nodes). Mutable by tests. */
-export interface StorageState {
-  storage: string;
-  type: string;
-  content: StorageContent[];
-  /** Nodes it is available on; undefined = every node. */
-  nodes?: string[];
-  shared: boolean;
-  disabled: boolean;
-  active: boolean;
-  total: number;
-  /** Bytes used besides guest volumes and templates. */
-  used: number;
-  templates: SimTemplate[];
-  /** ISO images and importable disk images (downloadUrl puts them here). */
-  files: SimFile[];
-}
+const GIB = 2 ** 30;
 
 /** One guest volume found on a storage. */
 export interface VolumeInfo {

@@ -292,6 +292,31 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
         ],
         // `pct exec` over ssh runs as root@pam: no API privilege (preflight says it needs ssh).
         (Lxc, "guestExec") => &[],
+        (Qemu, "create") => &[
+            made("POST /nodes/{node}/qemu", None),
+            always("GET /nodes/{node}/storage/{storage}/content"),
+            always("GET /nodes/{node}/network"),
+        ],
+        (_, "downloadUrl") => &[
+            always("GET /nodes/{node}/storage"),
+            always("GET /nodes/{node}/storage/{storage}/content"),
+            always("POST /nodes/{node}/storage/{storage}/download-url"),
+        ],
+        (_, "backup") => &[
+            always(STATUS),
+            always("POST /nodes/{node}/vzdump"),
+            always("GET /nodes/{node}/storage/{storage}/content"),
+        ],
+        (_, "listBackups") => &[always("GET /nodes/{node}/storage/{storage}/content")],
+        (_, "deleteBackup") => &[
+            always("GET /nodes/{node}/storage/{storage}/content"),
+            always("DELETE /nodes/{node}/storage/{storage}/content/{volume}"),
+        ],
+        (_, "restore") => &[
+            always("GET /nodes/{node}/storage/{storage}/content"),
+            always("GET /nodes/{node}/vzdump/extractconfig"),
+            made("POST /nodes/{node}/{kind}", None),
+        ],
         _ => return None,
     };
     let prefix = kind.segment();
@@ -595,7 +620,7 @@ mod tests {
     #[test]
     fn a_method_the_model_lacks_has_no_needs() {
         assert!(needs(GuestKind::Lxc, "clone").is_none());
-        assert!(needs(GuestKind::Qemu, "create").is_none());
+        assert!(needs(GuestKind::Lxc, "cloudInit").is_none());
         assert!(needs(GuestKind::Qemu, "lookup").is_some());
     }
 }
