@@ -151,11 +151,13 @@ fn a_stop_whose_state_reads_hang_ends_within_task_timeout_sec() {
         json!({"taskTimeoutSec": 5, "requestTimeoutSec": 30}),
         json!({"vmid": 100}),
     );
-    assert!(
-        failed(&outcome).contains("cut at the wait's end"),
-        "{outcome:?}"
-    );
+    assert!(failed(&outcome).contains("not within 5"), "{outcome:?}");
     assert!(host.elapsed_ms() <= 5_000.0, "{} ms", host.elapsed_ms());
+    let record = &outcome.writes[0].data;
+    assert_eq!(
+        record["observedBeforeMutation"], true,
+        "no read answered after the stop: the state is the one before it, marked"
+    );
 }
 
 #[test]
