@@ -22,6 +22,8 @@ pub mod outcome;
 pub mod poll;
 pub mod pve;
 pub mod quote;
+#[cfg(test)]
+mod record_truth_tests;
 pub mod run;
 pub mod scrub;
 pub mod task;
