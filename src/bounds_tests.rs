@@ -230,3 +230,30 @@ fn a_migration_that_never_arrives_fails_within_the_one_task_timeout_sec() {
     );
     assert!(host.elapsed_ms() <= 5_000.0, "{} ms", host.elapsed_ms());
 }
+
+#[test]
+fn a_delete_whose_absence_check_hangs_ends_within_task_timeout_sec() {
+    let upid = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmdestroy:100:root@pam!t:";
+    let host = ScriptedHost::new();
+    host.data(STATUS, json!({"status": "stopped", "tags": "swamp"}));
+    host.data("DELETE /nodes/pve1/qemu/100", json!(upid));
+    host.data(
+        &format!("GET /nodes/pve1/tasks/{upid}/status"),
+        json!({"status": "stopped", "exitstatus": "OK"}),
+    );
+    host.on(
+        "GET /cluster/nextid",
+        [slow(600_000, Answer::Data(json!(100)))],
+    );
+    let outcome = run(
+        &host,
+        "delete",
+        json!({"taskTimeoutSec": 5, "requestTimeoutSec": 30}),
+        json!({"vmid": 100}),
+    );
+    assert!(
+        failed(&outcome).contains("absence could not be confirmed before taskTimeoutSec"),
+        "{outcome:?}"
+    );
+    assert!(host.elapsed_ms() <= 5_000.0, "{} ms", host.elapsed_ms());
+}

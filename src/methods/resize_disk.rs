@@ -118,7 +118,7 @@ async fn resize<H: Host>(
     args: &ResizeArgs,
 ) -> Result<String, String> {
     let label = format!("disk {} of {}", args.disk, ev.label(run));
-    let before = disk_size(run, ev, &args.disk).await?;
+    let before = disk_size(run, ev, &args.disk, None).await?;
     let target = match (args.grow_by, before) {
         (false, _) => args.bytes,
         (true, Some(now)) => now.saturating_add(args.bytes),
@@ -181,19 +181,22 @@ async fn disk_size<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
     disk: &str,
+    deadline_ms: Option<f64>,
 ) -> Result<Option<u64>, String> {
     let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
-    let config: Map<String, Value> =
-        run.pve()
-            .read(&request, "a guest config")
-            .await
-            .map_err(|e| {
-                format!(
-                    "could not read the config of {}: {e} — {}",
-                    ev.label(run),
-                    hint(e.kind)
-                )
-            })?;
+    let pve = run.pve();
+    // Within the wait after the resize, the read ends by the wait's end (`Pve::read_by`).
+    let read = match deadline_ms {
+        Some(deadline) => pve.read_by(&request, deadline, "a guest config").await,
+        None => pve.read(&request, "a guest config").await,
+    };
+    let config: Map<String, Value> = read.map_err(|e| {
+        format!(
+            "could not read the config of {}: {e} — {}",
+            ev.label(run),
+            hint(e.kind)
+        )
+    })?;
     let config = Value::Object(config);
     let Some(value) = config.get(disk).and_then(flex::string_of) else {
         return Err(format!(
@@ -226,9 +229,10 @@ async fn settle<H: Host>(
 ) -> Result<u64, String> {
     let budget_ms = SETTLE_MS.min(run.wait_budget_ms());
     let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, run.pve().poll_cap_ms);
+    let deadline = pacer.deadline_ms();
     loop {
         // The resize is done: a failed read must not invite a second `+N`, which would grow again.
-        let size = disk_size(run, ev, disk).await.map_err(|why| {
+        let size = disk_size(run, ev, disk, Some(deadline)).await.map_err(|why| {
             format!(
                 "the resize of disk {disk} ended, but its size could not be read back: {why}; check the size (run getConfig) before resizing again — a relative size (+N) would grow the disk again"
             )
