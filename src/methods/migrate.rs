@@ -265,6 +265,10 @@ async fn arrive<H: Host>(
                         }
                         format!("on node {}: {}", args.node, describe(&ev.status))
                     }
+                    // The budget's end cut the read short: not seen there yet, and the wait is over.
+                    Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
+                        format!("on node {}: no answer before the budget ran out", args.node)
+                    }
                     // The config reaches the target with the move: until then the node does not know it.
                     Err(e) if e.kind == ErrorKind::GuestNotOnNode => format!(
                         "the cluster places it on node {} but that node does not hold its config yet",

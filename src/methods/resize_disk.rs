@@ -17,7 +17,7 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::PveError;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::property::{property, size_bytes};
 use crate::run::Run;
@@ -190,6 +190,11 @@ async fn disk_size<H: Host>(
         Some(deadline) => pve.read_by(&request, deadline, "a guest config").await,
         None => pve.read(&request, "a guest config").await,
     };
+    // The wait's end cut the read short: no size was seen, and the wait is over.
+    let cut = deadline_ms.is_some_and(|d| run.host.now_ms() >= d);
+    if cut && read.as_ref().is_err_and(|e| e.kind == ErrorKind::Timeout) {
+        return Ok(None);
+    }
     let config: Map<String, Value> = read.map_err(|e| {
         format!(
             "could not read the config of {}: {e} — {}",

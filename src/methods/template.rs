@@ -24,6 +24,7 @@ use crate::methods::shutdown::{shut_down, ShutdownArgs};
 use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::run::Run;
 use serde_json::Value;
@@ -170,6 +171,9 @@ async fn is_template<H: Host>(
         Some(deadline) => pve.read_by(&request, deadline, "a guest config").await,
         None => pve.read(&request, "a guest config").await,
     };
+    if cut_at_the_end(run, &read, deadline_ms) {
+        return Ok(false);
+    }
     let config: serde_json::Map<String, Value> =
         read.map_err(|e| could_not(&format!("read the config of {label}"), &e).0)?;
     let flagged = config.get("template").and_then(flex::bool_of) == Some(true);
@@ -197,6 +201,9 @@ async fn listed_as_template<H: Host>(
         Some(deadline) => pve.read_by(&request, deadline, "a list of guests").await,
         None => pve.read(&request, "a list of guests").await,
     };
+    if cut_at_the_end(run, &read, deadline_ms) {
+        return Ok(false);
+    }
     let guests: Vec<NodeGuest> = read.map_err(|e| {
         let action = format!(
             "list the guests of node {} to see whether {label} is listed as a template ({})",
@@ -223,6 +230,16 @@ async fn listed_as_template<H: Host>(
             }
         }
     }
+}
+
+/// Whether a read of the wait was cut short by the wait's end: not shown yet, and the wait is over.
+fn cut_at_the_end<H: Host, T>(
+    run: &Run<'_, H>,
+    read: &Result<T, PveError>,
+    deadline_ms: Option<f64>,
+) -> bool {
+    let timed_out = read.as_ref().is_err_and(|e| e.kind == ErrorKind::Timeout);
+    timed_out && deadline_ms.is_some_and(|d| run.host.now_ms() >= d)
 }
 
 /// The part of a node-list entry (`GET /nodes/{node}/<kind>`) the template check reads.
