@@ -235,6 +235,8 @@ async fn settle<H: Host>(
     let budget_ms = SETTLE_MS.min(run.wait_budget_ms());
     let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, run.pve().poll_cap_ms);
     let deadline = pacer.deadline_ms();
+    // The last size seen (a read the wait's end cut short sees none, and keeps this one).
+    let mut last = None;
     loop {
         // The resize is done: a failed read must not invite a second `+N`, which would grow again.
         let size = disk_size(run, ev, disk, Some(deadline)).await.map_err(|why| {
@@ -244,14 +246,15 @@ async fn settle<H: Host>(
         })?;
         match size {
             Some(bytes) if bytes >= target => return Ok(bytes),
-            _ => {}
+            Some(bytes) => last = Some(bytes),
+            None => {}
         }
         if pacer.pause(run.host).await.is_err() {
             return Err(format!(
                 "disk {disk} of {} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
                 ev.label(run),
                 human(target),
-                size.map_or("no size".to_string(), human),
+                last.map_or("no size".to_string(), human),
                 seconds(budget_ms)
             ));
         }
