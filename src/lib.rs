@@ -23,6 +23,8 @@ pub mod poll;
 pub mod progress;
 pub mod pve;
 pub mod quote;
+#[cfg(test)]
+mod record_truth_tests;
 pub mod run;
 pub mod scrub;
 pub mod task;

@@ -24,7 +24,13 @@ fuzz_target!(|input: &[u8]| {
         pvesh_binary: "pvesh".into(),
     };
     for code in [Some(0), Some(2), Some(255), None] {
-        let output = ProcessOutput { code, stdout: text.to_string(), stderr: text.to_string() };
+        let output = ProcessOutput {
+            code,
+            stdout: text.to_string(),
+            stderr: text.to_string(),
+            stdout_bytes: None,
+            stderr_bytes: None,
+        };
         let _ = interpret(&settings, &output);
     }
 });

@@ -128,6 +128,10 @@ async fn follow_by<H: Host>(
                 return (Some(pid), final_outcome(&status), Some(status))
             }
             Ok(_) => failed_polls = 0,
+            // The wait's end cut the status read short: the command outlived its time.
+            Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
+                return (Some(pid), ExecOutcome::TimedOut, None)
+            }
             Err(e)
                 if (e.is_transient() || e.kind == ErrorKind::Malformed)
                     && failed_polls < POLL_RETRIES =>

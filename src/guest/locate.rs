@@ -318,8 +318,20 @@ struct LiveEntry {
 /// answer is unreadable, never "free" (absence is claimed only on PVE's word). A taken id is
 /// `Err` of kind [`ErrorKind::IdTaken`].
 pub async fn next_id_free<H: Host>(pve: &Pve<'_, H>, vmid: u32) -> Result<(), PveError> {
+    next_id_free_by(pve, vmid, None).await
+}
+
+/// [`next_id_free`], its request ending by a wait's `deadline_ms` when given (`Pve::call_by`).
+pub async fn next_id_free_by<H: Host>(
+    pve: &Pve<'_, H>,
+    vmid: u32,
+    deadline_ms: Option<f64>,
+) -> Result<(), PveError> {
     let request = endpoints::next_id(vmid);
-    let data = pve.call(&request).await?;
+    let data = match deadline_ms {
+        Some(deadline) => pve.call_by(&request, deadline).await?,
+        None => pve.call(&request).await?,
+    };
     match flex::u64_of(&data) == Some(u64::from(vmid)) {
         true => Ok(()),
         false => Err(PveError::malformed(format!(

@@ -14,7 +14,7 @@ use crate::host::Host;
 use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::PveError;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
 
@@ -105,12 +105,20 @@ pub async fn settle<H: Host>(
     let mut pacer = Pacer::new(pve.host.now_ms(), budget_ms, pve.poll_cap_ms);
     let request = endpoints::guest_status(&at.node, kind, at.vmid);
     let mut progress = Progress::start(pve.host.now_ms());
+    let out_of_time = |last: &GuestStatus| stopped(Stopped::OutOfTime, budget_ms, last);
     loop {
         // Each read ends by the wait's end (`Pve::call_by`): the budget is met within one request.
-        *seen.status = pve
+        match pve
             .read_by(&request, pacer.deadline_ms(), "a guest status")
             .await
-            .map_err(|e| format!("{UNREADABLE} ({e} — {})", hint(e.kind)))?;
+        {
+            Ok(status) => *seen.status = status,
+            // The wait's end cut the read short: the wait ran out, the last status stands.
+            Err(e) if e.kind == ErrorKind::Timeout && pve.host.now_ms() >= pacer.deadline_ms() => {
+                return Err(out_of_time(seen.status))
+            }
+            Err(e) => return Err(format!("{UNREADABLE} ({e} — {})", hint(e.kind))),
+        }
         *seen.at_ms = pve.host.now_ms();
         *seen.after = seen.mutations;
         let seen = &*seen.status;
@@ -118,18 +126,22 @@ pub async fn settle<H: Host>(
             return Ok(());
         }
         progress.tick(pve.host, || waiting_on(kind, at, seen));
-        pacer.pause(pve.host).await.map_err(|stop| {
-            let why = match stop {
-                Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
-                Stopped::Aborted => "the run was aborted while waiting".to_string(),
-            };
-            match lock_of(seen) {
-                Some(lock) => {
-                    format!("{why} (still locked: {lock} — an operation on it has not finished)")
-                }
-                None => why,
-            }
-        })?;
+        pacer
+            .pause(pve.host)
+            .await
+            .map_err(|stop| stopped(stop, budget_ms, seen))?;
+    }
+}
+
+/// Why a wait stopped, naming a lock still held in the last status.
+fn stopped(stop: Stopped, budget_ms: u64, last: &GuestStatus) -> String {
+    let why = match stop {
+        Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
+        Stopped::Aborted => "the run was aborted while waiting".to_string(),
+    };
+    match lock_of(last) {
+        Some(lock) => format!("{why} (still locked: {lock} — an operation on it has not finished)"),
+        None => why,
     }
 }
 

@@ -11,7 +11,7 @@ use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::guest::evidence::{absent_outcome, sight_with, unlocked, Evidence, Look, Sighting};
 use crate::guest::gates;
-use crate::guest::locate::next_id_free;
+use crate::guest::locate::next_id_free_by;
 use crate::guest::power::{transition, Target};
 use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
@@ -104,11 +104,19 @@ async fn destroy<H: Host>(
 async fn confirm_gone<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
     let pve = run.pve();
     let vmid = ev.at.vmid;
-    let mut pacer = Pacer::until(run.budget.deadline(run.host.now_ms()), pve.poll_cap_ms);
+    let deadline = run.budget.deadline(run.host.now_ms());
+    let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
     loop {
-        match next_id_free(&pve, vmid).await {
+        match next_id_free_by(&pve, vmid, Some(deadline)).await {
             Ok(()) => return Ok(()),
             Err(e) if e.kind == ErrorKind::IdTaken => {}
+            // The budget's end cut the check short: no answer says either way.
+            Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
+                return Err(format!(
+                    "the delete task ended successfully, but the guest's absence could not be confirmed before taskTimeoutSec={} (the method's whole wait) ran out: {e} — check the guest's state (run lookup)",
+                    seconds(run.budget.total_ms)
+                ));
+            }
             Err(e) => {
                 let action = format!("confirm that VMID {vmid} is gone (GET /cluster/nextid)");
                 return Err(format!(

@@ -8,17 +8,17 @@
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::guest::evidence::{sight_to_change, Evidence};
-use crate::guest::locate::{locate, Found};
+use crate::guest::locate::{locate, Found, Located};
 use crate::guest::power::Target;
 use crate::guest::reference::GuestRef;
-use crate::guest::settle::{describe, read_status};
+use crate::guest::settle::describe;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::ErrorKind;
-use crate::pve::responses::{LocalDisk, MigratePreconditions};
+use crate::pve::responses::{GuestStatus, LocalDisk, MigratePreconditions};
 use crate::run::Run;
 use serde_json::Value;
 
@@ -241,8 +241,10 @@ async fn arrive<H: Host>(
 ) -> Result<(), String> {
     let pve = run.pve();
     let kind = run.kind;
-    let budget_ms = run.global.task_timeout_sec * 1000;
-    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms);
+    // What the migrate task left of the method's one budget (taskTimeoutSec bounds both).
+    let deadline = run.budget.deadline(run.host.now_ms());
+    let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
+    let status_on = |at: &Located| endpoints::guest_status(&at.node, kind, at.vmid);
     let by_vmid = GuestRef {
         vmid: Some(ev.at.vmid),
         name: None,
@@ -252,7 +254,10 @@ async fn arrive<H: Host>(
     loop {
         let last = match locate(&pve, kind, &by_vmid).await {
             Ok(Found::Present(at)) if at.node == args.node => {
-                match read_status(&pve, kind, &at).await {
+                match pve
+                    .read_by::<GuestStatus>(&status_on(&at), deadline, "a guest status")
+                    .await
+                {
                     Ok(status) => {
                         let unlocked = status.lock.as_deref().is_none_or(str::is_empty);
                         let state_ok = !was_running || Target::Running.reached(kind, &status);
@@ -261,6 +266,10 @@ async fn arrive<H: Host>(
                             return Ok(());
                         }
                         format!("on node {}: {}", args.node, describe(&ev.status))
+                    }
+                    // The budget's end cut the read short: not seen there yet, and the wait is over.
+                    Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
+                        format!("on node {}: no answer before the budget ran out", args.node)
                     }
                     // The config reaches the target with the move: until then the node does not know it.
                     Err(e) if e.kind == ErrorKind::GuestNotOnNode => format!(
@@ -280,7 +289,9 @@ async fn arrive<H: Host>(
             }
             Ok(Found::Present(at)) => {
                 let mut seen = format!("the cluster still places it on node {}", at.node);
-                if let Ok(status) = read_status(&pve, kind, &at).await {
+                let request = status_on(&at);
+                let read = pve.read_by::<GuestStatus>(&request, deadline, "a guest status");
+                if let Ok(status) = read.await {
                     ev.saw(run, at, status);
                     seen.push_str(&format!(" ({})", describe(&ev.status)));
                 }

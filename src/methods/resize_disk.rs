@@ -17,7 +17,7 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::PveError;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::property::{property, size_bytes};
 use crate::run::Run;
@@ -118,7 +118,7 @@ async fn resize<H: Host>(
     args: &ResizeArgs,
 ) -> Result<String, String> {
     let label = format!("disk {} of {}", args.disk, ev.label(run));
-    let before = disk_size(run, ev, &args.disk).await?;
+    let before = disk_size(run, ev, &args.disk, None).await?;
     let target = match (args.grow_by, before) {
         (false, _) => args.bytes,
         (true, Some(now)) => now.saturating_add(args.bytes),
@@ -181,19 +181,27 @@ async fn disk_size<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
     disk: &str,
+    deadline_ms: Option<f64>,
 ) -> Result<Option<u64>, String> {
     let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
-    let config: Map<String, Value> =
-        run.pve()
-            .read(&request, "a guest config")
-            .await
-            .map_err(|e| {
-                format!(
-                    "could not read the config of {}: {e} — {}",
-                    ev.label(run),
-                    hint(e.kind)
-                )
-            })?;
+    let pve = run.pve();
+    // Within the wait after the resize, the read ends by the wait's end (`Pve::read_by`).
+    let read = match deadline_ms {
+        Some(deadline) => pve.read_by(&request, deadline, "a guest config").await,
+        None => pve.read(&request, "a guest config").await,
+    };
+    // The wait's end cut the read short: no size was seen, and the wait is over.
+    let cut = deadline_ms.is_some_and(|d| run.host.now_ms() >= d);
+    if cut && read.as_ref().is_err_and(|e| e.kind == ErrorKind::Timeout) {
+        return Ok(None);
+    }
+    let config: Map<String, Value> = read.map_err(|e| {
+        format!(
+            "could not read the config of {}: {e} — {}",
+            ev.label(run),
+            hint(e.kind)
+        )
+    })?;
     let config = Value::Object(config);
     let Some(value) = config.get(disk).and_then(flex::string_of) else {
         return Err(format!(
@@ -226,23 +234,27 @@ async fn settle<H: Host>(
 ) -> Result<u64, String> {
     let budget_ms = SETTLE_MS.min(run.wait_budget_ms());
     let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, run.pve().poll_cap_ms);
+    let deadline = pacer.deadline_ms();
+    // The last size seen (a read the wait's end cut short sees none, and keeps this one).
+    let mut last = None;
     loop {
         // The resize is done: a failed read must not invite a second `+N`, which would grow again.
-        let size = disk_size(run, ev, disk).await.map_err(|why| {
+        let size = disk_size(run, ev, disk, Some(deadline)).await.map_err(|why| {
             format!(
                 "the resize of disk {disk} ended, but its size could not be read back: {why}; check the size (run getConfig) before resizing again — a relative size (+N) would grow the disk again"
             )
         })?;
         match size {
             Some(bytes) if bytes >= target => return Ok(bytes),
-            _ => {}
+            Some(bytes) => last = Some(bytes),
+            None => {}
         }
         if pacer.pause(run.host).await.is_err() {
             return Err(format!(
                 "disk {disk} of {} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
                 ev.label(run),
                 human(target),
-                size.map_or("no size".to_string(), human),
+                last.map_or("no size".to_string(), human),
                 seconds(budget_ms)
             ));
         }

@@ -265,12 +265,15 @@ async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String,
     let deadline = run.budget.deadline(run.host.now_ms());
     let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
     let mut progress = Progress::start(run.host.now_ms());
+    let mut last = "no answer yet".to_string();
     loop {
-        let last = match pve.call_by(&request, deadline).await {
+        last = match pve.call_by(&request, deadline).await {
             Ok(data) => match first_usable_ipv4(&data) {
                 Ok(ip) => return Ok(ip),
                 Err(none) => none,
             },
+            // The budget's end cut the read short: what the last answer said stands.
+            Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => last,
             // No agent configured: no address can ever be read, so waiting would only burn the budget.
             Err(e) if e.message.contains("No QEMU guest agent configured") => {
                 return Err(e.to_string())

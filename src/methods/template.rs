@@ -24,6 +24,7 @@ use crate::methods::shutdown::{shut_down, ShutdownArgs};
 use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::run::Run;
 use serde_json::Value;
@@ -72,7 +73,7 @@ async fn convert<H: Host>(
     args: &TemplateArgs,
 ) -> Result<String, String> {
     let label = ev.label(run);
-    if ev.status.template == Some(true) && is_template(run, ev).await? {
+    if ev.status.template == Some(true) && is_template(run, ev, None).await? {
         return Ok(format!(
             "{label} already is a template; nothing was converted"
         ));
@@ -136,12 +137,10 @@ async fn stop_first<H: Host>(
 /// Polls until the config says `template: 1` and the guest's node lists it as a template.
 async fn await_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
     // What the conversion task left of the method's one budget.
-    let mut pacer = Pacer::until(
-        run.budget.deadline(run.host.now_ms()),
-        run.global.poll_interval_sec * 1000,
-    );
+    let deadline = run.budget.deadline(run.host.now_ms());
+    let mut pacer = Pacer::until(deadline, run.global.poll_interval_sec * 1000);
     loop {
-        if is_template(run, ev).await? {
+        if is_template(run, ev, Some(deadline)).await? {
             return Ok(());
         }
         if pacer.pause(run.host).await.is_err() {
@@ -158,15 +157,25 @@ async fn await_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), 
     }
 }
 
-/// Whether the config says `template: 1` and the node's guest list shows the guest as a template.
-async fn is_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<bool, String> {
+/// Whether the config says `template: 1` and the node's guest list shows the guest as a template;
+/// within a wait, its reads end by the wait's `deadline_ms` (`Pve::read_by`).
+async fn is_template<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    deadline_ms: Option<f64>,
+) -> Result<bool, String> {
     let pve = run.pve();
     let label = ev.label(run);
     let request = endpoints::guest_config(&ev.at.node, run.kind, ev.at.vmid);
-    let config: serde_json::Map<String, Value> = pve
-        .read(&request, "a guest config")
-        .await
-        .map_err(|e| could_not(&format!("read the config of {label}"), &e).0)?;
+    let read = match deadline_ms {
+        Some(deadline) => pve.read_by(&request, deadline, "a guest config").await,
+        None => pve.read(&request, "a guest config").await,
+    };
+    if cut_at_the_end(run, &read, deadline_ms) {
+        return Ok(false);
+    }
+    let config: serde_json::Map<String, Value> =
+        read.map_err(|e| could_not(&format!("read the config of {label}"), &e).0)?;
     let flagged = config.get("template").and_then(flex::bool_of) == Some(true);
     // A lock is "not yet": the conversion (or another operation) has not finished.
     let locked = config
@@ -176,18 +185,26 @@ async fn is_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<bool, S
     if !flagged || locked {
         return Ok(false);
     }
-    listed_as_template(run, ev, &label).await
+    listed_as_template(run, ev, &label, deadline_ms).await
 }
 
 async fn listed_as_template<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
     label: &str,
+    deadline_ms: Option<f64>,
 ) -> Result<bool, String> {
     let pve = run.pve();
     let vmid = ev.at.vmid;
     let request = endpoints::node_guests(&ev.at.node, run.kind);
-    let guests: Vec<NodeGuest> = pve.read(&request, "a list of guests").await.map_err(|e| {
+    let read = match deadline_ms {
+        Some(deadline) => pve.read_by(&request, deadline, "a list of guests").await,
+        None => pve.read(&request, "a list of guests").await,
+    };
+    if cut_at_the_end(run, &read, deadline_ms) {
+        return Ok(false);
+    }
+    let guests: Vec<NodeGuest> = read.map_err(|e| {
         let action = format!(
             "list the guests of node {} to see whether {label} is listed as a template ({})",
             ev.at.node,
@@ -213,6 +230,16 @@ async fn listed_as_template<H: Host>(
             }
         }
     }
+}
+
+/// Whether a read of the wait was cut short by the wait's end: not shown yet, and the wait is over.
+fn cut_at_the_end<H: Host, T>(
+    run: &Run<'_, H>,
+    read: &Result<T, PveError>,
+    deadline_ms: Option<f64>,
+) -> bool {
+    let timed_out = read.as_ref().is_err_and(|e| e.kind == ErrorKind::Timeout);
+    timed_out && deadline_ms.is_some_and(|d| run.host.now_ms() >= d)
 }
 
 /// The part of a node-list entry (`GET /nodes/{node}/<kind>`) the template check reads.

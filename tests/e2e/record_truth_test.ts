@@ -67,7 +67,7 @@ function loseAnswer(env: Env, method: string, path: string) {
 overBoth(
   "a snapshot whose answer was lost after PVE started the task records the tree read again",
   async (env) => {
-    env.sim.nextTask({ durationMs: 1500 });
+    env.sim.nextTask({ durationMs: 8000 });
     loseAnswer(env, "POST", "/qemu/120/snapshot$");
     const r = await env.run("snapshot", { vmid: 120, name: "fresh" });
     assert.equal(r.status, "failed");
@@ -91,7 +91,7 @@ overBoth(
 overBoth(
   "a deleteSnapshot whose answer was lost records the snapstate and lock PVE shows",
   async (env) => {
-    env.sim.nextTask({ durationMs: 1500 });
+    env.sim.nextTask({ durationMs: 8000 });
     loseAnswer(env, "DELETE", "/qemu/120/snapshot/base$");
     const r = await env.run("deleteSnapshot", { vmid: 120, name: "base" });
     assert.equal(r.status, "failed");

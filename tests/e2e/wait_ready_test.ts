@@ -1,6 +1,7 @@
 /**
  * waitReady end to end (the real qemu-ga answers ping and info): ready means the agent answers,
- * the asked addresses are up — on net0's NIC when asked; loopback and link-local never count — and,
+ * the asked addresses are up — on net0's NIC when asked; only usable addresses count, the others
+ * are recorded as skipped — and,
  * when asked, `cloud-init status --wait` exited 0. What was seen is recorded whatever the verdict.
  */
 import assert from "node:assert/strict";
@@ -45,6 +46,7 @@ Deno.test("waitReady: agent up, IPv4 and global IPv6 on net0, cloud-init done: r
       name: "eth0",
       mac: MAC.toLowerCase(),
       addresses: ["10.0.0.5", "2001:db8::5"],
+      skipped: [{ address: "fe80::1", why: "link-local" }],
     }]);
     assert.deepEqual(rec.cloudInit, {
       outcome: "exited",
