@@ -518,6 +518,11 @@ mod tests {
         "fileWrite",
         "fileRead",
         "create",
+        "downloadUrl",
+        "backup",
+        "listBackups",
+        "deleteBackup",
+        "restore",
     ];
 
     #[test]

@@ -61,6 +61,11 @@ const METHODS: &[&str] = &[
     "fileRead",
     "nodeStatus",
     "nodeConfig",
+    "downloadUrl",
+    "backup",
+    "listBackups",
+    "deleteBackup",
+    "restore",
 ];
 
 /// The arguments of `preflight` (and of the `permissions` check): the methods to ask about, and

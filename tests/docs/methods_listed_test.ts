@@ -40,9 +40,11 @@ function instances(
   model: { resources: Record<string, { description: string }> },
 ) {
   return Object.values(model.resources).flatMap((r) =>
-    [...r.description.matchAll(/instance ([a-z]+-<[a-z]+>(?:-[a-z]+)?)/g)].map((
-      m,
-    ) => m[1])
+    [...r.description.matchAll(/instance ([a-z]+(?:-<[a-z]+>|-[a-z]+)+)/g)].map(
+      (
+        m,
+      ) => m[1],
+    )
   );
 }
 

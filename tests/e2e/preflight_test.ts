@@ -116,33 +116,50 @@ Deno.test("preflight (api): a container's guestExec needs the ssh transport", as
   });
 });
 
-Deno.test("permissions check: a method the token lacks a privilege for fails before anything is sent", async () => {
+Deno.test("permissions check: a multi-step method the token lacks a privilege for fails before anything is sent", async () => {
+  const acl = { "/vms": ["VM.Audit"] };
+  await withEnv(separated(acl), async (env) => {
+    const r = await env.run("delete", { vmid: 102, force: true });
+    assert.equal(r.status, "failed");
+    assert.match(
+      r.error ?? "",
+      /Pre-flight checks failed[\s\S]*permissions:[\s\S]*delete needs VM\.Allocate on \/vms\/102[\s\S]*missing/,
+    );
+    assert.equal(
+      env.sim.requests.filter((q) => q.method !== "GET").length,
+      0,
+      "nothing was sent but reads",
+    );
+    assert.ok(env.sim.guest(102), "the VM is still there");
+  });
+});
+
+Deno.test("permissions check: a multi-step method the token may run passes it and runs", async () => {
+  const acl = { "/vms/102": ["VM.Audit", "VM.Allocate", "VM.PowerMgmt"] };
+  await withEnv(separated(acl), async (env) => {
+    const r = await env.run("delete", { vmid: 102, force: true });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.ok(
+      env.sim.requests.some((q) => q.path.endsWith("/access/permissions")),
+      "the check asked PVE",
+    );
+  });
+});
+
+Deno.test("permissions check: a one-request method is not asked about first; PVE's own check refuses it with its reason", async () => {
   const acl = { "/vms": ["VM.Audit"] };
   await withEnv(separated(acl), async (env) => {
     const r = await env.run("start", { vmid: 102 });
     assert.equal(r.status, "failed");
     assert.match(
       r.error ?? "",
-      /Pre-flight checks failed[\s\S]*permissions:[\s\S]*start needs VM\.PowerMgmt on \/vms\/102: missing/,
+      /Permission check failed \(\/vms\/102, VM\.PowerMgmt\)/,
     );
-    assert.equal(
-      env.sim.requests.filter((q) => q.method === "POST").length,
-      0,
-      "no start was sent",
+    assert.ok(
+      !env.sim.requests.some((q) => q.path.endsWith("/access/permissions")),
+      "no permissions read before a start",
     );
     assert.equal(env.sim.guest(102)?.status, "stopped");
-  });
-});
-
-Deno.test("permissions check: a method the token may run passes it and runs", async () => {
-  const acl = { "/vms/102": ["VM.Audit", "VM.PowerMgmt"] };
-  await withEnv(separated(acl), async (env) => {
-    const r = await env.run("start", { vmid: 102 });
-    assert.equal(r.status, "succeeded", r.error);
-    assert.ok(
-      env.sim.requests.some((q) => q.path.endsWith("/access/permissions")),
-      "the check asked PVE",
-    );
   });
 });
 
