@@ -450,32 +450,27 @@ mod tests {
                 && m.contains("task list of node pve2 could not be read")));
     }
 
-    #[test]
-    fn a_task_the_list_leaves_out_is_read_on_its_own() {
+    /// A host whose node task list answers `list` and whose task status says the task ended OK.
+    fn listed_then_ended(list: Value) -> ScriptedHost {
         let host = ScriptedHost::new();
-        host.data(
-            "GET /nodes/pve2/tasks",
-            json!([{"upid": OTHER, "status": "RUNNING"}]),
-        );
+        host.data("GET /nodes/pve2/tasks", list);
         host.data(
             &status_route(),
             json!({"status": "stopped", "exitstatus": "OK"}),
         );
+        host
+    }
+
+    #[test]
+    fn a_task_the_list_leaves_out_is_read_on_its_own() {
+        let host = listed_then_ended(json!([{"upid": OTHER, "status": "RUNNING"}]));
         assert!(follow_beside(&host, 60, &[OTHER]).is_ok());
         assert_eq!(host.routes_called().last(), Some(&status_route()));
     }
 
     #[test]
     fn a_list_that_never_moves_holds_a_run_no_longer_than_the_verification_period() {
-        let host = ScriptedHost::new();
-        host.data(
-            "GET /nodes/pve2/tasks",
-            json!([{"upid": UPID, "status": "RUNNING"}]),
-        );
-        host.data(
-            &status_route(),
-            json!({"status": "stopped", "exitstatus": "OK"}),
-        );
+        let host = listed_then_ended(json!([{"upid": UPID, "status": "RUNNING"}]));
         assert!(follow_beside(&host, 60, &[OTHER]).is_ok());
         let waited = host.elapsed_ms();
         assert!(
@@ -486,15 +481,7 @@ mod tests {
 
     #[test]
     fn a_budget_spent_on_list_reads_ends_with_the_tasks_own_status() {
-        let host = ScriptedHost::new();
-        host.data(
-            "GET /nodes/pve2/tasks",
-            json!([{"upid": UPID, "status": "RUNNING"}]),
-        );
-        host.data(
-            &status_route(),
-            json!({"status": "stopped", "exitstatus": "OK"}),
-        );
+        let host = listed_then_ended(json!([{"upid": UPID, "status": "RUNNING"}]));
         assert!(
             follow_beside(&host, 3, &[OTHER]).is_ok(),
             "the end is read, not timed out"
