@@ -106,11 +106,24 @@ async fn confirm_gone<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), St
     let vmid = ev.at.vmid;
     let deadline = run.budget.deadline(run.host.now_ms());
     let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
+    let still_there = || {
+        format!(
+            "the delete task ended successfully, but VMID {vmid} still exists (GET /cluster/nextid says so) when taskTimeoutSec={} (the method's whole wait) ran out — check the task log and the guest's config on node {}",
+            seconds(run.budget.total_ms),
+            ev.at.node
+        )
+    };
+    let mut seen_taken = false;
     loop {
         match next_id_free_by(&pve, vmid, Some(deadline)).await {
             Ok(()) => return Ok(()),
-            Err(e) if e.kind == ErrorKind::IdTaken => {}
-            // The budget's end cut the check short: no answer says either way.
+            Err(e) if e.kind == ErrorKind::IdTaken => seen_taken = true,
+            // The budget's end cut the check short: the last answer (if any) is what was seen.
+            Err(e)
+                if e.kind == ErrorKind::Timeout && seen_taken && run.host.now_ms() >= deadline =>
+            {
+                return Err(still_there())
+            }
             Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
                 return Err(format!(
                     "the delete task ended successfully, but the guest's absence could not be confirmed before taskTimeoutSec={} (the method's whole wait) ran out: {e} — check the guest's state (run lookup)",
@@ -126,11 +139,7 @@ async fn confirm_gone<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), St
             }
         }
         if pacer.pause(run.host).await.is_err() {
-            return Err(format!(
-                "the delete task ended successfully, but VMID {vmid} still exists (GET /cluster/nextid says so) when taskTimeoutSec={} (the method's whole wait) ran out — check the task log and the guest's config on node {}",
-                seconds(run.budget.total_ms),
-                ev.at.node
-            ));
+            return Err(still_there());
         }
     }
 }
