@@ -13,7 +13,7 @@
 import { resolve } from "node:path";
 import { taskLength } from "../bench/fleet_scale.ts";
 import { extraGuest, OUR_PACKAGE, withRealSwamp } from "./fixture.ts";
-import { writeRecipe } from "./recipes.ts";
+import { definitionPerGuest, writeRecipe } from "./recipes.ts";
 
 const at = Deno.args.indexOf("--baseline");
 const count = Number(Deno.args.find((a) => /^\d+$/.test(a)) ?? 40);
@@ -46,15 +46,7 @@ for (const packageDir of packages) {
       keepAlive: true,
     },
   }, async (env) => {
-    for (const vmid of vmids) {
-      await env.cli.json([
-        "model",
-        "create",
-        "@stateless/proxmox/qemu",
-        `guest-${vmid}`,
-        ...env.globalArgs(`guest-${vmid}`, { pollIntervalSec: 3 }),
-      ]);
-    }
+    await definitionPerGuest(env, vmids, { pollIntervalSec: 3 });
     await writeRecipe(
       env,
       "fleet-per-guest",

@@ -31,10 +31,14 @@ export async function writeRecipe(
   await env.cli.write(`workflows/workflow-${name}.yaml`, edit(text));
 }
 
-/** Creates one definition per guest (`guest-<vmid>`), reaching the fixture's simulator. */
+/**
+ * Creates one definition per guest (`guest-<vmid>`), reaching the fixture's simulator, with
+ * `extra` global arguments (e.g. `pollIntervalSec`).
+ */
 export async function definitionPerGuest(
   env: RealSwamp,
   vmids: number[],
+  extra: Record<string, string | number> = {},
 ): Promise<void> {
   for (const vmid of vmids) {
     await env.cli.json([
@@ -42,7 +46,7 @@ export async function definitionPerGuest(
       "create",
       "@stateless/proxmox/qemu",
       `guest-${vmid}`,
-      ...env.globalArgs(`guest-${vmid}`),
+      ...env.globalArgs(`guest-${vmid}`, extra),
     ]);
   }
 }
