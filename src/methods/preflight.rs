@@ -34,7 +34,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every method name of either model; a model's own are those [`needs`] knows for its kind.
-const METHODS: &[&str] = &[
+pub const METHODS: &[&str] = &[
     "lookup",
     "sync",
     "getConfig",
