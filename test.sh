@@ -95,8 +95,9 @@ real_swamp() {
 layer "real swamp" count_deno real_swamp
 grep '^real-swamp: ' "$logs/real_swamp.log" | sed 's/^real-swamp: /   /'
 
-# A real QEMU VM (TCG) with Debian's qemu-ga inside behind the simulator's VM 100: the image is built once per
-# machine by scripts/guest_image.sh (Debian packages, installed with apt when missing), booted five times here.
+# Real QEMU VMs (TCG) with Debian's qemu-ga inside behind the simulator's guests (VM 110, its restore, a VM created
+# from a cloud image): the image is built once per machine by scripts/guest_image.sh (Debian packages, installed
+# with apt when missing).
 layer "real guests" count_deno deno test --allow-all tests/real_guest/
 grep '^real guest: ' "$logs/real_guests.log" | sed 's/^real guest: /   /'
 

@@ -5,11 +5,14 @@
  * - Against a real PVE when one is configured (flags, or PVE_API_URL, PVE_NODE, PVE_TOKEN_ID,
  *   PVE_TOKEN_SECRET, PVE_CA_CERT_FILE in the environment).
  * - Otherwise against the embedded default: the PVE simulator in front of a real qemu guest agent.
- * - With no method, runs the demo on the embedded default and exits 0 when each verdict is the one
- *   the contract requires. Where this machine can run one (scripts/guest_image.sh builds the image),
- *   the demo's guest is a real QEMU VM: start (its agent comes up seconds after the start task
- *   ended), waitReady (agent, IPv4 and IPv6 on net0), lookup, guestExec of `exit 0` and of `exit 42` inside it, stop. Otherwise it
- *   says why and falls back to VM 100, answered by this host's qemu-ga: lookup, guestExec 0 and 42.
+ * - With no method, runs a demo on the embedded default (cli/demos.ts) and exits 0 when each
+ *   verdict is the one the contract requires. Where this machine can run a real QEMU guest
+ *   (scripts/guest_image.sh builds the image): `provision` (the default) downloads a cloud image
+ *   served from this process, creates VM 120 from it, boots it, waits for its agent, runs `cat` of
+ *   the image's marker (its stdout must be the marker) and `exit 42` inside it, and stops it;
+ *   `real-guest` does the same on the existing VM 110 without the download and create. Otherwise
+ *   it says why and falls back to VM 100, answered by this host's qemu-ga: lookup, guestExec 0
+ *   and 42.
  *
  * @module
  */
@@ -24,17 +27,31 @@ import {
   realDemoGuest,
 } from "../simulator/demo_cluster.ts";
 import { ensureGuestImage } from "../simulator/guest_image.ts";
+import { serveCloudImage } from "../simulator/cloud_image.ts";
+import { defaultStorages } from "../simulator/storage.ts";
+import type { SimStorage } from "../simulator/node_types.ts";
+import {
+  type DemoStep,
+  hostAgentSteps,
+  provisionSteps,
+  realGuestSteps,
+  recordedStdout,
+} from "./demos.ts";
 import type { RealGuestOptions } from "../simulator/real_guests.ts";
 import { startGuestAgent } from "../simulator/qga.ts";
 import { startSimulator } from "../simulator/simulator.ts";
 import { PACKAGE_FILES } from "../harness/project_package.ts";
+import { parseInputPairs } from "../harness/cli_inputs.ts";
 
 const USAGE =
   `usage: run.sh [<method>] [--model qemu|lxc] [--input key=value]… [--json]
             [--api-url URL --node NODE --token-id ID --token-secret SECRET [--ca-cert-file PEM]]
-  no <method>: the demo on the embedded simulator: a real QEMU guest when this machine can run one
-               (start, waitReady, lookup, guestExec exit 0 and exit 42 inside it, stop), else lookup and
-               guestExec exit 0 / exit 42 answered by this host's qemu-ga
+  no <method>, or provision: on the embedded simulator, a cloud image downloaded (downloadUrl), VM 120
+               created from it (create), started, waitReady, guestExec cat of the image's marker and exit 42
+               inside it, stopped — a real QEMU guest when this machine can run one
+  real-guest:  start, waitReady, lookup, guestExec exit 0 / exit 42, stop on the existing real VM 110
+  (without a real guest, either falls back to lookup and guestExec exit 0 / exit 42 on VM 100, answered by
+  this host's qemu-ga)
   methods of @stateless/proxmox/qemu: ${
     Object.keys(qemuModel.methods).join(", ")
   }`;
@@ -60,18 +77,14 @@ if (values.help || positionals.length > 1) {
   Deno.exit(values.help ? 0 : 2);
 }
 
-/** `key=value` pairs; values stay strings: swamp (and the harness) coerce `--input` values. */
-function parseInputs(pairs: string[]): Record<string, string> {
-  const inputs: Record<string, string> = {};
-  for (const pair of pairs) {
-    const at = pair.indexOf("=");
-    if (at <= 0) {
-      console.error(`--input ${JSON.stringify(pair)}: expected key=value`);
-      Deno.exit(2);
-    }
-    inputs[pair.slice(0, at)] = pair.slice(at + 1);
+/** `--input` pairs as swamp reads them (dotted keys, `:json`); a bad pair exits 2. */
+function parseInputs(pairs: string[]): Record<string, unknown> {
+  try {
+    return parseInputPairs(pairs);
+  } catch (err) {
+    console.error(`--input: ${(err as Error).message}`);
+    Deno.exit(2);
   }
-  return inputs;
 }
 
 function print(result: RunResult, repo: SwampRepo): void {
@@ -125,11 +138,28 @@ async function realGuestsIfPossible(): Promise<RealGuestOptions | undefined> {
   }
 }
 
+/** What the embedded default needs for a demo. */
+interface SimulatorWish {
+  /** The real-guest image, when this machine can run one (VM 110 is then a real QEMU VM). */
+  realGuests?: RealGuestOptions;
+  /** `local` also takes `import` content (downloadUrl of a cloud image). */
+  imports?: boolean;
+}
+
+/** `local` with `import` content beside PVE's defaults (a cloud image goes there). */
+function storagesTakingImports(): SimStorage[] {
+  return defaultStorages().map((s) =>
+    s.storage === "local"
+      ? { ...s, content: [...s.content, "import" as const] }
+      : s
+  );
+}
+
 async function withSimulator<T>(
-  body: (globalArgs: Record<string, unknown>, realVmid?: number) => Promise<T>,
-  wantRealGuest = false,
+  body: (globalArgs: Record<string, unknown>) => Promise<T>,
+  wish: SimulatorWish = {},
 ): Promise<T> {
-  const realGuests = wantRealGuest ? await realGuestsIfPossible() : undefined;
+  const { realGuests } = wish;
   const agent = await startGuestAgent();
   const token = { id: "root@pam!demo", secret: crypto.randomUUID() };
   const sim = await startSimulator({
@@ -138,6 +168,7 @@ async function withSimulator<T>(
     tokens: [token],
     agent,
     realGuests,
+    ...(wish.imports ? { storages: storagesTakingImports() } : {}),
   });
   try {
     console.log(
@@ -145,7 +176,7 @@ async function withSimulator<T>(
         DEMO_NODES.join(", ")
       }), real qemu-ga pid ${agent.pid}${
         realGuests
-          ? `; VM ${REAL_DEMO_VMID} is a real QEMU VM (TCG) booting ${realGuests.image.dir}`
+          ? `; real QEMU VMs (TCG) boot the kernel of ${realGuests.image.dir}`
           : ""
       }\n`,
     );
@@ -159,7 +190,7 @@ async function withSimulator<T>(
         tokenSecret: token.secret,
       },
       pollIntervalSec: 1,
-    }, realGuests ? REAL_DEMO_VMID : undefined);
+    });
   } finally {
     await sim.close();
     await agent.stop();
@@ -176,7 +207,7 @@ const chosen = models[values.model as keyof typeof models] as typeof qemuModel;
 
 async function runOne(
   method: string,
-  inputs: Record<string, string>,
+  inputs: Record<string, unknown>,
   globalArgs: Record<string, unknown>,
 ) {
   const repo = new SwampRepo(chosen, {
@@ -188,83 +219,107 @@ async function runOne(
   return result;
 }
 
-type DemoStep = [
-  string,
-  string,
-  Record<string, string>,
-  "succeeded" | "failed",
-];
+/** The demos `./run.sh <demo>` runs on the embedded simulator. */
+const DEMOS = ["provision", "real-guest"] as const;
+type DemoName = typeof DEMOS[number];
+/** `./run.sh` alone. */
+const DEFAULT_DEMO: DemoName = "provision";
+/** The VM the provision demo creates. */
+const PROVISION_VMID = 120;
 
-/** The demo on a real guest: boot it, wait for its agent, run commands inside it, stop it. */
-function realGuestSteps(vmid: number): DemoStep[] {
-  const id = String(vmid);
-  return [
-    [`start real VM ${vmid} (the task ends while the guest boots)`, "start", {
-      vmid: id,
-    }, "succeeded"],
-    [`waitReady: its agent, IPv4 and IPv6 on net0`, "waitReady", {
-      vmid: id,
-      ipv6: "true",
-      nic: "net0",
-      timeoutSec: "120",
-    }, "succeeded"],
-    [`lookup of real VM ${vmid}`, "lookup", { vmid: id }, "succeeded"],
-    ["guestExec exit 0 inside the guest", "guestExec", {
-      vmid: id,
-      command: '["sh","-c","echo ready on $(hostname), kernel $(uname -r)"]',
-    }, "succeeded"],
-    ["guestExec exit 42 inside the guest", "guestExec", {
-      vmid: id,
-      command: '["sh","-c","echo failing >&2; exit 42"]',
-    }, "failed"],
-    [`stop real VM ${vmid}`, "stop", { vmid: id }, "succeeded"],
-  ];
-}
-
+/** Runs the steps in order; true when every verdict (and asked stdout) is the contract's. */
 async function demo(
   globalArgs: Record<string, unknown>,
-  realVmid?: number,
+  steps: DemoStep[],
 ): Promise<boolean> {
   const repo = new SwampRepo(qemuModel, { name: "demo", globalArgs }, {
     vault: true,
     extensionFiles: PACKAGE_FILES,
   });
-  const steps: DemoStep[] = realVmid !== undefined
-    ? realGuestSteps(realVmid)
-    : [
-      ["lookup of running VM 100", "lookup", { vmid: "100" }, "succeeded"],
-      ["guestExec exit 0", "guestExec", {
-        vmid: "100",
-        command: '["bash","-c","echo ready"]',
-      }, "succeeded"],
-      ["guestExec exit 42", "guestExec", {
-        vmid: "100",
-        command: '["bash","-c","echo failing >&2; exit 42"]',
-      }, "failed"],
-    ];
+  const began = performance.now();
   let asContracted = true;
-  for (const [title, method, inputs, expected] of steps) {
+  for (const step of steps) {
     console.log(
-      `$ swamp model @stateless/proxmox/qemu method run ${method} demo ${
-        Object.entries(inputs).map(([k, v]) => `--input '${k}=${v}'`).join(" ")
-      }   # ${title}`,
+      `$ swamp model @stateless/proxmox/qemu method run ${step.method} demo ${
+        Object.entries(step.inputs).map(([k, v]) => `--input '${k}=${v}'`)
+          .join(" ")
+      }   # ${step.title}`,
     );
-    const result = await repo.run(method, inputs);
+    const result = await repo.run(
+      step.method,
+      parseInputs(
+        Object.entries(step.inputs).map(([k, v]) => `${k}=${v}`),
+      ),
+    );
     print(result, repo);
-    const ok = result.status === expected;
+    const out = step.stdout === undefined
+      ? undefined
+      : recordedStdout(result, step.inputs.vmid);
+    const ok = result.status === step.expected &&
+      (step.stdout === undefined || out === step.stdout);
     asContracted &&= ok;
     console.log(
-      `  → ${result.status}, as the contract requires: ${ok ? "yes" : "NO"}\n`,
+      `  → ${result.status}${
+        step.stdout === undefined
+          ? ""
+          : `, stdout ${out === step.stdout ? "is" : "is NOT"} ${
+            JSON.stringify(step.stdout)
+          }`
+      }, as the contract requires: ${ok ? "yes" : "NO"}\n`,
     );
   }
+  console.log(
+    `demo: ${steps.length} steps in ${
+      ((performance.now() - began) / 1000).toFixed(1)
+    } s`,
+  );
   return asContracted;
+}
+
+/** The provision demo on the embedded default (needs a real guest), serving its cloud image. */
+async function provisionDemo(realGuests: RealGuestOptions): Promise<boolean> {
+  const image = await serveCloudImage();
+  try {
+    console.log(
+      `cloud image: ${image.url} (sha256 ${image.sha256}), holding ${image.markerPath}\n`,
+    );
+    return await withSimulator(
+      (g) => demo(g, provisionSteps(PROVISION_VMID, image)),
+      { realGuests, imports: true },
+    );
+  } finally {
+    await image.close();
+  }
+}
+
+/** The demo named (or the default) on the embedded simulator. */
+async function embeddedDemo(name: DemoName): Promise<boolean> {
+  const realGuests = await realGuestsIfPossible();
+  if (!realGuests) {
+    return await withSimulator((g) => demo(g, hostAgentSteps()));
+  }
+  if (name === "real-guest") {
+    return await withSimulator(
+      (g) => demo(g, realGuestSteps(REAL_DEMO_VMID)),
+      { realGuests },
+    );
+  }
+  return await provisionDemo(realGuests);
 }
 
 const method = positionals[0];
 const inputs = parseInputs(values.input ?? []);
 const real = realPveGlobalArgs();
-if (method === undefined) {
-  const ok = real ? await demo(real) : await withSimulator(demo, true);
+if (method === undefined || DEMOS.includes(method as DemoName)) {
+  if (real && method !== undefined) {
+    console.error(
+      `the ${method} demo runs on the embedded simulator only (it serves its own cloud image and guest); against a real PVE, run the methods one by one`,
+    );
+    Deno.exit(2);
+  }
+  const ok = real
+    ? await demo(real, hostAgentSteps())
+    : await embeddedDemo((method ?? DEFAULT_DEMO) as DemoName);
   console.log(
     ok
       ? "demo: every verdict matched the contract"

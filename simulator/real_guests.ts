@@ -137,6 +137,12 @@ export class RealGuests {
     await Deno.copyFile(path, `${dir}/disk.qcow2`);
   }
 
+  /** Gives guest `g` (created, not yet booted) the disk image `bytes` (a qcow2) as its own. */
+  async adoptDisk(g: GuestState, bytes: Uint8Array): Promise<void> {
+    const dir = await this.#dirOf(g);
+    await Deno.writeFile(`${dir}/disk.qcow2`, bytes);
+  }
+
   /** Kills every VM and removes their directories. */
   async close(): Promise<void> {
     await Promise.all([...this.#vms.values()].map((vm) => vm.kill("SIGKILL")));

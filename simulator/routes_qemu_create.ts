@@ -8,12 +8,14 @@
  * check, `$check_drive_param`'s import-from syntax, `create_disks`, `$import_from_volid`, the config
  * written under `lock: create`, the `qmcreate` worker, smbios1/vmgenid defaults) and
  * `$check_vm_modify_config_perm` (perl_rules.ts qemuCreatePerm); with `archive` it restores a
- * backup (routes_backup.ts restoreGuest). Not simulated: `start` (the package starts the VM itself, verified), OVA extraction, importing from
+ * backup (routes_backup.ts restoreGuest). With real guests, a VM whose first imported disk is a
+ * qcow2 (cloud_image.ts) is a real QEMU VM on that copy (real_guests.ts). Not simulated: `start` (the package starts the VM itself, verified), OVA extraction, importing from
  * another guest's disk or a path, qcow2 headers (an image's "virtual size" is its byte length).
  *
  * @module
  */
 
+import { isQcow2 } from "./cloud_image.ts";
 import { checkVmPerm, type Ctx, type Route } from "./context.ts";
 import { applyConfigChange, parseTags } from "./config.ts";
 import { configOptionSpec } from "./config.ts";
@@ -112,6 +114,7 @@ function makeDisk(
   g: GuestState,
   key: string,
   value: string,
+  imported: Uint8Array[],
 ): string {
   const { resources } = ctx.core;
   const [volume, ...opts] = value.split(",");
@@ -137,6 +140,7 @@ function makeDisk(
     ? image.slice()
     : image.slice(0, task.truncateTo);
   resources.volumeData.set(volid, copy);
+  imported.push(copy);
   if (task.loseFile) resources.lostVolumes.add(volid);
   task.log.push(
     `importing disk '${source}' to VM ${g.vmid} ...`,
@@ -144,6 +148,22 @@ function makeDisk(
     `Successfully imported disk as '${key}:${volid}'`,
   );
   return withDiskOption(made, "size", formatSize(image.length));
+}
+
+/**
+ * With real guests, a VM whose first imported disk is a qcow2 image (a cloud image such as
+ * cloud_image.ts builds) is a real QEMU VM booting that copy as its disk; any other import stays
+ * bytes on a volume.
+ */
+async function bootFromImage(
+  ctx: Ctx,
+  g: GuestState,
+  image: Uint8Array | undefined,
+): Promise<void> {
+  const real = ctx.core.real;
+  if (!real || !image || !isQcow2(image)) return;
+  await real.adoptDisk(g, image);
+  g.real = true;
 }
 
 /** The qemu create route. */
@@ -190,7 +210,7 @@ export const qemuCreateRoutes: Route[] = [
         type: "qmcreate",
         id: String(c.vmid),
         user: ctx.user.tokenId,
-        run: () => {
+        run: async () => {
           const live = isOurs();
           if (!live) {
             throw new TaskFailure(
@@ -198,11 +218,20 @@ export const qemuCreateRoutes: Route[] = [
             );
           }
           const options = { ...change.set };
+          const imported: Uint8Array[] = [];
           for (const [key, value] of Object.entries(options)) {
             if (!DISK_KEY.test(key)) continue;
-            live.config[key] = makeDisk(ctx, task, live, key, String(value));
+            live.config[key] = makeDisk(
+              ctx,
+              task,
+              live,
+              key,
+              String(value),
+              imported,
+            );
             delete options[key];
           }
+          await bootFromImage(ctx, live, imported[0]);
           // Enabling the agent assumes qemu-ga in the guest (config.ts): the host's answers it.
           applyConfigChange(live, { ...change, set: options });
           live.config.smbios1 ??= withUuid(undefined, crypto.randomUUID());

@@ -15,7 +15,7 @@ import {
   imageBytes,
   type ImageServer,
   startImageServer,
-} from "./image_server.ts";
+} from "../../simulator/image_server.ts";
 
 const IMAGE = imageBytes(300_000);
 const TEMPLATE = imageBytes(50_000, 3);

@@ -14,7 +14,7 @@ import {
   imageBytes,
   type ImageServer,
   startImageServer,
-} from "./image_server.ts";
+} from "../../simulator/image_server.ts";
 
 const IMAGE = imageBytes(256_000, 17);
 const TRANSPORTS = ["api", "ssh"] as const;

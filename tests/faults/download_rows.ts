@@ -16,7 +16,7 @@ import {
   version,
   writesOnly,
 } from "./methods.ts";
-import { hexDigest, imageBytes } from "../e2e/image_server.ts";
+import { hexDigest, imageBytes } from "../../simulator/image_server.ts";
 
 const IMAGE = imageBytes(200_000, 11);
 const TEMPLATE = imageBytes(40_000, 13);

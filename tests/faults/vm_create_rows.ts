@@ -17,7 +17,7 @@ import {
   version,
   writesOnly,
 } from "./methods.ts";
-import { imageBytes } from "../e2e/image_server.ts";
+import { imageBytes } from "../../simulator/image_server.ts";
 
 const NEW_VM = 600;
 const IMAGE = imageBytes(120_000, 19);

@@ -5,8 +5,6 @@
  * from the restored guest. The archive is the simulator's (simulator/backups.ts: the config and, for
  * a real guest, a copy of its qcow2 overlay); what the package sees is PVE's API only.
  *
- * Each step's time is printed as a `real guest: …` line (test.sh shows them with the layer).
- *
  * @module
  */
 import assert from "node:assert/strict";
@@ -14,6 +12,7 @@ import { ensureGuestImage } from "../../simulator/guest_image.ts";
 import { realDemoGuest } from "../../simulator/demo_cluster.ts";
 import { backupsOf } from "../../simulator/backups.ts";
 import { type Env, startEnv, written } from "../e2e/env.ts";
+import { note, runGuarded, secondsSince, step } from "./steps.ts";
 
 const GUEST = realDemoGuest();
 const VMID = GUEST.vmid;
@@ -27,39 +26,9 @@ let env: Env;
 let archive = "";
 const began = performance.now();
 
-function note(line: string): void {
-  console.log(`real guest: ${line}`);
-}
-
-/** A test sharing the two VMs (steps in order; the sanitizers would count the VMs as leaks). */
-function step(name: string, fn: () => Promise<void>): void {
-  Deno.test({ name, sanitizeOps: false, sanitizeResources: false, fn });
-}
-
-/** Runs a method within the hang guard; notes how long it took. */
-async function run(method: string, args: Record<string, unknown>) {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const guard = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new Error(`${method} did not return within ${HANG_GUARD_MS} ms`),
-        ),
-      HANG_GUARD_MS,
-    );
-  });
-  const t0 = performance.now();
-  try {
-    const r = await Promise.race([env.run(method, args), guard]);
-    note(
-      `round trip: ${method} ${JSON.stringify(args)} ${r.status} in ${
-        ((performance.now() - t0) / 1000).toFixed(1)
-      } s`,
-    );
-    return r;
-  } finally {
-    clearTimeout(timer);
-  }
+/** Runs a method, guarded against hanging; notes how long it took. */
+function run(method: string, args: Record<string, unknown>) {
+  return runGuarded(env, method, args, HANG_GUARD_MS, "round trip");
 }
 
 step(
@@ -133,5 +102,5 @@ step("round trip teardown: VM 111 stops, no QEMU is left behind", async () => {
   const stopped = await run("stop", { vmid: RESTORED });
   assert.equal(stopped.status, "succeeded", stopped.error);
   await env.close();
-  note(`round trip total ${((performance.now() - began) / 1000).toFixed(1)} s`);
+  note(`round trip total ${secondsSince(began)} s`);
 });

@@ -18,6 +18,7 @@ import {
   TOKEN_SECRET,
   written,
 } from "../e2e/env.ts";
+import { note, runGuarded, step } from "./steps.ts";
 
 const GUEST = realDemoGuest();
 const VMID = GUEST.vmid;
@@ -33,35 +34,9 @@ const began = performance.now();
 let firstBootId = "";
 let firstPid = 0;
 
-function note(line: string): void {
-  console.log(`real guest: ${line}`);
-}
-
-/** A test sharing the one VM (see the module comment for why the sanitizers are off). */
-function step(name: string, fn: () => Promise<void>): void {
-  Deno.test({ name, sanitizeOps: false, sanitizeResources: false, fn });
-}
-
-/** Runs a method; a run that does not come back within the guard fails the test instead of hanging it. */
-async function run(
-  method: string,
-  args: Record<string, unknown>,
-) {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const guard = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new Error(`${method} did not return within ${HANG_GUARD_MS} ms`),
-        ),
-      HANG_GUARD_MS,
-    );
-  });
-  try {
-    return await Promise.race([env.run(method, args), guard]);
-  } finally {
-    clearTimeout(timer);
-  }
+/** Runs a method on the one VM's simulator, guarded against hanging. */
+function run(method: string, args: Record<string, unknown>) {
+  return runGuarded(env, method, args, HANG_GUARD_MS);
 }
 
 async function exec(command: string[]) {

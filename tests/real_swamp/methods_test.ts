@@ -165,3 +165,31 @@ Deno.test(
     });
   },
 );
+
+Deno.test(
+  "real swamp: create takes its config as dotted --input keys (the main job's command line)",
+  opts,
+  async () => {
+    await withRealSwamp({}, async (env) => {
+      const r = await env.cli.json([
+        "model",
+        "method",
+        "run",
+        "fleet",
+        "create",
+        "--input",
+        "vmid=130",
+        "--input",
+        "name=dotted",
+        "--input",
+        "config.virtio0=local-lvm:1",
+        "--input",
+        "config.net0=virtio,bridge=vmbr0",
+      ]);
+      assert.equal(r.json.status, "succeeded");
+      const cfg = env.sim.guest(130)?.config;
+      assert.match(String(cfg?.virtio0), /^local-lvm:vm-130-disk-0,size=1G$/);
+      assert.match(String(cfg?.net0), /^virtio=[0-9A-F:]{17},bridge=vmbr0$/);
+    });
+  },
+);

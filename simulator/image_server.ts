@@ -6,7 +6,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type { SimStorage } from "../../simulator/node_types.ts";
+import type { SimStorage } from "./node_types.ts";
 
 /** A running image server. */
 export interface ImageServer {
