@@ -1,6 +1,7 @@
-//! From (model, method, arguments) to the method's logic. The only table of what the core implements.
+//! From (model, method, arguments) to the method's logic (the names are `catalog`'s table).
 
 use crate::args::Fields;
+use crate::catalog::{method_of, Method};
 use crate::global_args::GlobalArgs;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
@@ -20,97 +21,7 @@ use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 
-/// The check names, as the wrapper passes them (`check:<name>`).
-pub const CHECK_TRANSPORT_REACHABLE: &str = "check:transport-reachable";
-/// The `permissions` check: what the method about to run needs, asked of PVE.
-pub const CHECK_PERMISSIONS: &str = "check:permissions";
-
-/// The methods the core implements. Each model's method names map onto these once
-/// ([`method_of`]); both tables below match on them exhaustively, so none can be forgotten.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Method {
-    Lookup,
-    GetConfig,
-    SetConfig,
-    Start,
-    Stop,
-    Shutdown,
-    Delete,
-    Sync,
-    GuestExec,
-    ContainerExec,
-    Migrate,
-    FileWrite,
-    FileRead,
-    Clone,
-    Create,
-    Resize,
-    NodeStatus,
-    NodeConfig,
-    Snapshot,
-    ListSnapshots,
-    Rollback,
-    DeleteSnapshot,
-    Template,
-    Reboot,
-    CloudInit,
-    WaitReady,
-    DownloadUrl,
-    VmCreate,
-    CheckReachable,
-    Backup,
-    ListBackups,
-    DeleteBackup,
-    Restore,
-    Preflight,
-    CheckPermissions,
-}
-
-/// The method a model calls `name`; `None` when that model has no such method.
-fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
-    Some(match (kind, name) {
-        // Written once for both kinds: what differs is data on `GuestKind`.
-        (_, "lookup") => Method::Lookup,
-        (_, "getConfig") => Method::GetConfig,
-        (_, "setConfig") => Method::SetConfig,
-        (_, "start") => Method::Start,
-        (_, "stop") => Method::Stop,
-        (_, "shutdown") => Method::Shutdown,
-        (_, "delete") => Method::Delete,
-        (_, "sync") => Method::Sync,
-        (_, "nodeStatus") => Method::NodeStatus,
-        (_, "nodeConfig") => Method::NodeConfig,
-        (_, "migrate") => Method::Migrate,
-        (_, "snapshot") => Method::Snapshot,
-        (_, "listSnapshots") => Method::ListSnapshots,
-        (_, "rollback") => Method::Rollback,
-        (_, "deleteSnapshot") => Method::DeleteSnapshot,
-        (_, "convertToTemplate") => Method::Template,
-        (_, "reboot") => Method::Reboot,
-        (_, "downloadUrl") => Method::DownloadUrl,
-        (_, CHECK_TRANSPORT_REACHABLE) => Method::CheckReachable,
-        (_, "backup") => Method::Backup,
-        (_, "listBackups") => Method::ListBackups,
-        (_, "deleteBackup") => Method::DeleteBackup,
-        (_, "restore") => Method::Restore,
-        (_, "preflight") => Method::Preflight,
-        (_, CHECK_PERMISSIONS) => Method::CheckPermissions,
-        // A VM is cloned from a template and has a guest agent; a container is created from one.
-        (GuestKind::Qemu, "guestExec") => Method::GuestExec,
-        (GuestKind::Qemu, "fileWrite") => Method::FileWrite,
-        (GuestKind::Qemu, "fileRead") => Method::FileRead,
-        // A container has no agent: its commands run as `pct exec` on the node, over ssh.
-        (GuestKind::Lxc, "guestExec") => Method::ContainerExec,
-        (GuestKind::Qemu, "clone") => Method::Clone,
-        // PVE generates cloud-init drives for VMs only.
-        (GuestKind::Qemu, "cloudInit") => Method::CloudInit,
-        (GuestKind::Qemu, "waitReady") => Method::WaitReady,
-        (GuestKind::Lxc, "create") => Method::Create,
-        (GuestKind::Qemu, "create") => Method::VmCreate,
-        (GuestKind::Qemu, "resizeDisk") | (GuestKind::Lxc, "resize") => Method::Resize,
-        _ => return None,
-    })
-}
+pub use crate::catalog::{CHECK_PERMISSIONS, CHECK_TRANSPORT_REACHABLE};
 
 /// Applies a method's argument rules without running it: `Err` names the field and the rule.
 /// (The tests that prove zod and the core agree call this through the wasm boundary.)

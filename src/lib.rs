@@ -6,6 +6,7 @@
 pub mod args;
 #[cfg(test)]
 mod bounds_tests;
+pub mod catalog;
 pub mod client;
 pub mod clock;
 pub mod dispatch;

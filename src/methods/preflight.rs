@@ -18,6 +18,7 @@
 //! method's own `vmid`/`templateId`/`storage` when they are plain values; it writes nothing.
 
 use crate::args::{check_segment, ArgError, Fields};
+use crate::catalog::method_names;
 use crate::explain::could_not;
 use crate::guest::permissions::{
     missing, needs, paths_of, requirement, Check, Guest, Held, Need, Subjects,
@@ -32,41 +33,6 @@ use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// Every method name of either model; a model's own are those [`needs`] knows for its kind.
-pub const METHODS: &[&str] = &[
-    "lookup",
-    "sync",
-    "getConfig",
-    "setConfig",
-    "start",
-    "stop",
-    "shutdown",
-    "reboot",
-    "delete",
-    "clone",
-    "create",
-    "cloudInit",
-    "waitReady",
-    "resizeDisk",
-    "resize",
-    "convertToTemplate",
-    "migrate",
-    "snapshot",
-    "rollback",
-    "deleteSnapshot",
-    "listSnapshots",
-    "guestExec",
-    "fileWrite",
-    "fileRead",
-    "nodeStatus",
-    "nodeConfig",
-    "downloadUrl",
-    "backup",
-    "listBackups",
-    "deleteBackup",
-    "restore",
-];
 
 /// The arguments of `preflight` (and of the `permissions` check): the methods to ask about, and
 /// the values their paths are made of, as those methods take them.
@@ -84,10 +50,9 @@ pub struct PreflightArgs {
 impl PreflightArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let own: Vec<&str> = METHODS
-            .iter()
-            .copied()
-            .filter(|m| needs(kind, m).is_some())
+        // preflight asks about the other methods; what it needs itself any token may do.
+        let own: Vec<&str> = method_names(kind)
+            .filter(|m| *m != "preflight" && needs(kind, m).is_some())
             .collect();
         let methods = match fields.optional::<Vec<String>>("methods")? {
             None => dedup(own.iter().map(|m| m.to_string()).collect()),
