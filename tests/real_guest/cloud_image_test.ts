@@ -4,7 +4,9 @@
  * downloaded onto `local` by downloadUrl (the simulator fetches it and checks its sha256), a VM
  * created with its disk imported from it, booted as a real QEMU VM on that disk, commands run in
  * it through its agent, and stopped. The marker read inside the guest is the proof that the disk
- * it runs on is the downloaded image. The same path is the main job (`./run.sh`).
+ * it runs on is the downloaded image. The arguments are the main job's own (`./run.sh`, the steps
+ * of cli/demos.ts provisionSteps, read as swamp reads `--input`), so this file holds the main job to
+ * its records.
  *
  * @module
  */
@@ -15,6 +17,8 @@ import {
   type ServedCloudImage,
 } from "../../simulator/cloud_image.ts";
 import { DOWNLOAD_STORAGES } from "../../simulator/image_server.ts";
+import { parseInputPairs } from "../../harness/cli_inputs.ts";
+import { provisionSteps } from "../../cli/demos.ts";
 import { type Env, startEnv, written } from "../e2e/env.ts";
 import { note, runGuarded, secondsSince, step } from "./steps.ts";
 
@@ -29,6 +33,23 @@ const began = performance.now();
 /** Runs a method, guarded against hanging; notes how long it took. */
 function run(method: string, args: Record<string, unknown>) {
   return runGuarded(env, method, args, HANG_GUARD_MS, "cloud image");
+}
+
+/** The main job's `nth` step running `method`: its arguments as swamp parses them, its verdict. */
+function mainJobStep(method: string, nth = 0) {
+  const step =
+    provisionSteps(VMID, image).filter((s) => s.method === method)[nth];
+  assert.ok(step, `the main job has a ${method} step #${nth}`);
+  const pairs = Object.entries(step.inputs).map(([k, v]) => `${k}=${v}`);
+  return { args: parseInputPairs(pairs), expected: step.expected, step };
+}
+
+/** Runs the main job's `nth` `method` step; its verdict must be the one the demo expects. */
+async function runMainJobStep(method: string, nth = 0) {
+  const { args, expected } = mainJobStep(method, nth);
+  const r = await run(method, args);
+  assert.equal(r.status, expected, r.error);
+  return r;
 }
 
 step(
@@ -47,15 +68,7 @@ step(
 step(
   "cloud image: downloadUrl brings it onto local with its size, PVE's sha256 check seen",
   async () => {
-    const r = await run("downloadUrl", {
-      storage: "local",
-      content: "import",
-      url: image.url,
-      filename: image.filename,
-      checksum: image.sha256,
-      checksumAlgorithm: "sha256",
-    });
-    assert.equal(r.status, "succeeded", r.error);
+    const r = await runMainJobStep("downloadUrl");
     const vol = written(r, `volume-local-${image.filename}`);
     assert.equal(vol.checksumVerified, true);
     assert.equal(vol.size, vol.urlSize);
@@ -65,17 +78,7 @@ step(
 step(
   "cloud image: create makes VM 120 with its disk imported from the image, a real VM",
   async () => {
-    const r = await run("create", {
-      vmid: VMID,
-      name: "from-cloud-image",
-      memory: 256,
-      agent: true,
-      config: {
-        virtio0: `local-lvm:0,import-from=local:import/${image.filename}`,
-        net0: "virtio,bridge=vmbr0",
-      },
-    });
-    assert.equal(r.status, "succeeded", r.error);
+    const r = await runMainJobStep("create");
     assert.equal(written(r, `vm-${VMID}`).status, "stopped");
     assert.equal(env.sim.guest(VMID)?.real, true);
   },
@@ -84,10 +87,8 @@ step(
 step(
   "cloud image: VM 120 boots and its agent answers (waitReady)",
   async () => {
-    const started = await run("start", { vmid: VMID });
-    assert.equal(started.status, "succeeded", started.error);
-    const ready = await run("waitReady", { vmid: VMID, timeoutSec: 90 });
-    assert.equal(ready.status, "succeeded", ready.error);
+    await runMainJobStep("start");
+    await runMainJobStep("waitReady");
     assert.notEqual(env.sim.realVm(VMID)?.pid, undefined, "a QEMU of its own");
   },
 );
@@ -95,11 +96,7 @@ step(
 step(
   "cloud image: guestExec inside VM 120 reads the marker the image was built with",
   async () => {
-    const r = await run("guestExec", {
-      vmid: VMID,
-      command: ["cat", image.markerPath],
-    });
-    assert.equal(r.status, "succeeded", r.error);
+    const r = await runMainJobStep("guestExec");
     assert.equal(written(r, `vm-${VMID}-exec`).stdout, image.marker);
   },
 );
@@ -107,11 +104,7 @@ step(
 step(
   "cloud image: guestExec exiting 42 inside VM 120 fails with the code recorded",
   async () => {
-    const r = await run("guestExec", {
-      vmid: VMID,
-      command: ["sh", "-c", "exit 42"],
-    });
-    assert.equal(r.status, "failed");
+    const r = await runMainJobStep("guestExec", 1);
     assert.equal(written(r, `vm-${VMID}-exec`).exitCode, 42);
   },
 );
@@ -119,8 +112,7 @@ step(
 step(
   "cloud image teardown: VM 120 stops, no QEMU is left behind",
   async () => {
-    const r = await run("stop", { vmid: VMID });
-    assert.equal(r.status, "succeeded", r.error);
+    await runMainJobStep("stop");
     assert.equal(env.sim.realVm(VMID), undefined);
     await env.close();
     await image.close();
