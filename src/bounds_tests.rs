@@ -106,6 +106,34 @@ fn wait_ready_whose_interfaces_answer_slowly_ends_at_its_timeout() {
 }
 
 #[test]
+fn wait_ready_whose_agent_lists_only_lo_and_whose_last_read_is_cut_says_no_address() {
+    // A read the wait's end cuts short is not the agent going away: the answers before it said
+    // which address is missing (here: the agent listed nothing but `lo`).
+    let host = ScriptedHost::new();
+    running_vm(&host);
+    host.data(PING, json!({"result": {}}));
+    host.data(
+        "GET /nodes/pve1/qemu/100/agent/info",
+        json!({"result": {"version": "9.2"}}),
+    );
+    let only_lo = json!({"result": [{"name": "lo", "ip-addresses": [
+        {"ip-address": "127.0.0.1", "ip-address-type": "ipv4", "prefix": 8}]}]});
+    host.on(
+        "GET /nodes/pve1/qemu/100/agent/network-get-interfaces",
+        [slow(2_500, Answer::Data(only_lo))],
+    );
+    let outcome = run(
+        &host,
+        "waitReady",
+        json!({}),
+        json!({"vmid": 100, "timeoutSec": 6}),
+    );
+    let message = failed(&outcome);
+    assert!(message.contains("no IPv4 address"), "{message}");
+    assert!(!message.contains("stopped answering"), "{message}");
+}
+
+#[test]
 fn a_cloud_init_wait_ends_at_wait_readys_timeout() {
     let host = ScriptedHost::new();
     running_vm(&host);

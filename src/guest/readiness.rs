@@ -261,9 +261,12 @@ async fn addresses<H: Host>(
     seen: &mut Readiness,
 ) -> Result<(), String> {
     let request = endpoints::agent_interfaces(&at.node, at.vmid);
+    // Whether the agent has listed its interfaces in this wait (the list may hold only `lo`).
+    let mut answered = false;
     loop {
         match run.pve().call_by(&request, pacer.deadline_ms()).await {
             Ok(data) => {
+                answered = true;
                 seen.interfaces = interfaces(&data);
                 let counted: Vec<&NicSeen> = seen
                     .interfaces
@@ -296,7 +299,7 @@ async fn addresses<H: Host>(
                 }
             }
             // The wait's end cut a slow answer short: what is missing is what the last answer lacked.
-            Err(e) if out_of_time(run, pacer, &e) && !seen.interfaces.is_empty() => {
+            Err(e) if out_of_time(run, pacer, &e) && answered => {
                 return Err(missing(args, seen).join(" and "))
             }
             Err(e) if waits_for_agent(&e) || out_of_time(run, pacer, &e) => {
