@@ -81,8 +81,9 @@ fn wait_ready_whose_ping_never_answers_ends_at_its_timeout_not_at_request_timeou
     assert!(host.elapsed_ms() <= 5_000.0, "{} ms", host.elapsed_ms());
 }
 
-#[test]
-fn wait_ready_whose_interfaces_answer_slowly_ends_at_its_timeout() {
+/// waitReady (timeoutSec 6) of VM 100 whose agent is up and lists `interfaces`, each answer taking
+/// 2.5 s; returns the outcome and how long the run took on the scripted clock.
+fn wait_ready_with_slow_interfaces(interfaces: Value) -> (Outcome, f64) {
     let host = ScriptedHost::new();
     running_vm(&host);
     host.data(PING, json!({"result": {}}));
@@ -90,10 +91,9 @@ fn wait_ready_whose_interfaces_answer_slowly_ends_at_its_timeout() {
         "GET /nodes/pve1/qemu/100/agent/info",
         json!({"result": {"version": "9.2"}}),
     );
-    let no_address = json!({"result": [{"name": "eth0", "ip-addresses": []}]});
     host.on(
         "GET /nodes/pve1/qemu/100/agent/network-get-interfaces",
-        [slow(2_500, Answer::Data(no_address))],
+        [slow(2_500, Answer::Data(json!({ "result": interfaces })))],
     );
     let outcome = run(
         &host,
@@ -101,33 +101,23 @@ fn wait_ready_whose_interfaces_answer_slowly_ends_at_its_timeout() {
         json!({}),
         json!({"vmid": 100, "timeoutSec": 6}),
     );
+    (outcome, host.elapsed_ms())
+}
+
+#[test]
+fn wait_ready_whose_interfaces_answer_slowly_ends_at_its_timeout() {
+    let (outcome, elapsed) =
+        wait_ready_with_slow_interfaces(json!([{"name": "eth0", "ip-addresses": []}]));
     assert!(failed(&outcome).contains("no IPv4 address"), "{outcome:?}");
-    assert!(host.elapsed_ms() <= 6_000.0, "{} ms", host.elapsed_ms());
+    assert!(elapsed <= 6_000.0, "{elapsed} ms");
 }
 
 #[test]
 fn wait_ready_whose_agent_lists_only_lo_and_whose_last_read_is_cut_says_no_address() {
     // A read the wait's end cuts short is not the agent going away: the answers before it said
     // which address is missing (here: the agent listed nothing but `lo`).
-    let host = ScriptedHost::new();
-    running_vm(&host);
-    host.data(PING, json!({"result": {}}));
-    host.data(
-        "GET /nodes/pve1/qemu/100/agent/info",
-        json!({"result": {"version": "9.2"}}),
-    );
-    let only_lo = json!({"result": [{"name": "lo", "ip-addresses": [
-        {"ip-address": "127.0.0.1", "ip-address-type": "ipv4", "prefix": 8}]}]});
-    host.on(
-        "GET /nodes/pve1/qemu/100/agent/network-get-interfaces",
-        [slow(2_500, Answer::Data(only_lo))],
-    );
-    let outcome = run(
-        &host,
-        "waitReady",
-        json!({}),
-        json!({"vmid": 100, "timeoutSec": 6}),
-    );
+    let (outcome, _) = wait_ready_with_slow_interfaces(json!([{"name": "lo", "ip-addresses": [
+        {"ip-address": "127.0.0.1", "ip-address-type": "ipv4", "prefix": 8}]}]));
     let message = failed(&outcome);
     assert!(message.contains("no IPv4 address"), "{message}");
     assert!(!message.contains("stopped answering"), "{message}");
