@@ -153,7 +153,8 @@ function makeDisk(
 /**
  * With real guests, a VM whose first imported disk is a qcow2 image (a cloud image such as
  * cloud_image.ts builds) is a real QEMU VM booting that copy as its disk; any other import stays
- * bytes on a volume.
+ * bytes on a volume. This is the simulator's own rule for which guests it can run, not PVE's: PVE
+ * boots whatever a VM's disk holds.
  */
 async function bootFromImage(
   ctx: Ctx,
