@@ -385,12 +385,27 @@ export function statusObserved(
 ): string[] {
   const rec = lastWrite(r, `${prefix}-${vmid}`);
   if (!rec || rec.present !== true) return [];
-  const seen = [before.get(vmid), env.sim.guest(vmid)?.status];
+  // Before, every state status/current showed during the run (a reboot's stopped moment is one),
+  // and after: a record may hold any of them, never a state PVE did not show.
+  const seen = [
+    before.get(vmid),
+    ...statusesShown(env, vmid, prefix === "vm" ? "qemu" : "lxc"),
+    env.sim.guest(vmid)?.status,
+  ].filter((s, i, all) => s !== undefined && all.indexOf(s) === i);
   return seen.includes(String(rec.status)) ? [] : [
     `${prefix}-${vmid} claims status ${rec.status}, but the guest was ${
       seen.join(" then ")
     }`,
   ];
+}
+
+/** The statuses the run's status/current reads of a guest answered, in order. */
+function statusesShown(env: Env, vmid: number, type: GuestType): string[] {
+  const path = new RegExp(`/${type}/${vmid}/status/current$`);
+  return env.sim.requests.flatMap((q) => {
+    const status = (q.answer as { status?: unknown } | undefined)?.status;
+    return path.test(q.path) && typeof status === "string" ? [status] : [];
+  });
 }
 
 /** The record claims the target state: only if status/current answered after the mutation. */
