@@ -4,7 +4,7 @@
 
 use crate::bounds_tests::{migratable, run};
 use crate::host::{HostError, HostErrorKind};
-use crate::outcome::Outcome;
+use crate::outcome::{Outcome, Verdict};
 use crate::testing::{Answer, ScriptedHost};
 use serde_json::{json, Value};
 
@@ -190,4 +190,38 @@ fn a_failed_delete_snapshot_records_the_snapstate_and_lock_it_left() {
     assert_eq!(tree["snapshots"][0]["snapstate"], "delete", "{tree}");
     assert!(tree.get("observedBeforeMutation").is_none());
     assert_eq!(record(&outcome, "vm-100")["lock"], "snapshot-delete");
+}
+
+#[test]
+fn a_reboot_whose_answer_was_lost_records_the_stopped_moment_it_read_with_an_unknown_outcome() {
+    // PVE's qmreboot shuts QEMU down, and `qm cleanup` starts it again moments later: a read
+    // between the two shows the guest stopped, with no lock — true then, and all the run knows.
+    let host = ScriptedHost::new();
+    host.data(
+        "GET /cluster/resources",
+        json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+    );
+    host.data("GET /nodes/pve1/qemu/100/config", json!({}));
+    host.on(
+        STATUS,
+        [
+            Answer::Data(
+                json!({"status": "running", "qmpstatus": "running", "tags": "swamp", "pid": 10}),
+            ),
+            Answer::Data(json!({"status": "stopped", "tags": "swamp"})),
+        ],
+    );
+    host.on("POST /nodes/pve1/qemu/100/status/reboot", [lost()]);
+    let outcome = run(&host, "reboot", json!({}), json!({"vmid": 100}));
+    let Verdict::Failed { message } = &outcome.verdict else {
+        panic!("a reboot whose answer was lost succeeded: {outcome:?}");
+    };
+    assert!(
+        message.contains("whether PVE carried it out is unknown"),
+        "{message}"
+    );
+    let guest = record(&outcome, "vm-100");
+    assert_eq!(guest["status"], "stopped", "{guest}");
+    assert_eq!(guest["outcome"], "unknown", "{guest}");
+    assert_eq!(guest["observedBeforeMutation"], false, "{guest}");
 }
