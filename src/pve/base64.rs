@@ -2,38 +2,23 @@
 //! file endpoints speak it. Decoding accepts a concatenation of padded pieces: PVE's file-read
 //! joins the agent's per-read answers (1 MiB each) without re-encoding them.
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+use base64::alphabet::STANDARD;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use base64::engine::DecodePaddingMode;
+use base64::Engine;
+
+/// Padded on the way out and required padded on the way in; stray low bits in a last quad are
+/// tolerated, as the agent's own decoder (GLib's) tolerates them.
+const AGENT: GeneralPurpose = GeneralPurpose::new(
+    &STANDARD,
+    GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::RequireCanonical)
+        .with_decode_allow_trailing_bits(true),
+);
 
 /// Encodes bytes.
 pub fn encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn value(c: u8) -> Option<u32> {
-    match c {
-        b'A'..=b'Z' => Some(u32::from(c - b'A')),
-        b'a'..=b'z' => Some(u32::from(c - b'a') + 26),
-        b'0'..=b'9' => Some(u32::from(c - b'0') + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    }
+    AGENT.encode(bytes)
 }
 
 /// Decodes padded base64, pieces joined or not; whitespace is skipped. `None` for anything else.
@@ -43,18 +28,14 @@ pub fn decode(text: &str) -> Option<Vec<u8>> {
         return None;
     }
     let mut out = Vec::with_capacity(clean.len() / 4 * 3);
-    for quad in clean.chunks(4) {
-        let pad = quad.iter().rev().take_while(|c| **c == b'=').count();
-        if pad > 2 || quad[..4 - pad].contains(&b'=') {
-            return None;
+    // A piece ends with its padded quad (or with the text): each is decoded on its own.
+    let mut start = 0;
+    for (i, quad) in clean.chunks(4).enumerate() {
+        let end = (i + 1) * 4;
+        if quad.ends_with(b"=") || end == clean.len() {
+            AGENT.decode_vec(&clean[start..end], &mut out).ok()?;
+            start = end;
         }
-        let mut n = 0u32;
-        for (i, c) in quad.iter().enumerate() {
-            let v = if i < 4 - pad { value(*c)? } else { 0 };
-            n |= v << (18 - 6 * i);
-        }
-        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        out.extend_from_slice(&bytes[..3 - pad]);
     }
     Some(out)
 }
@@ -90,7 +71,7 @@ mod tests {
 
     #[test]
     fn refuses_what_is_not_base64() {
-        for bad in ["a", "ab=c", "a===", "####", "Zm9v!A=="] {
+        for bad in ["a", "ab=c", "a===", "####", "Zm9v!A==", "Zg==Zm8=x="] {
             assert_eq!(decode(bad), None, "{bad}");
         }
     }
