@@ -481,7 +481,8 @@ fn a_config_change_whose_read_back_failed_is_recorded_as_unknown() {
     );
     assert!(message(&outcome).contains("could not be read back"));
     assert_eq!(outcome.writes[0].data["outcome"], "unknown");
-    assert_eq!(outcome.writes[0].data["observedBeforeMutation"], true);
+    // The guest's state was read again after the failure: current, not marked as before.
+    assert_eq!(outcome.writes[0].data["observedBeforeMutation"], false);
 }
 
 #[test]

@@ -367,11 +367,23 @@ impl Evidence {
         run: &Run<'_, H>,
         verdict: Result<String, String>,
     ) -> Outcome {
+        self.outcome_with(run, verdict, |_| {}).await
+    }
+
+    /// [`Evidence::outcome`] of a method whose record holds more than the guest's state (the
+    /// changes it left pending): `extend` adds that to the record.
+    pub async fn outcome_with<H: Host>(
+        &self,
+        run: &Run<'_, H>,
+        verdict: Result<String, String>,
+        extend: impl FnOnce(&mut GuestRecord),
+    ) -> Outcome {
         let mut ev = self.clone();
         if verdict.is_err() {
             ev.reread_after_failure(run).await;
         }
-        let record = ev.record(run).await;
+        let mut record = ev.record(run).await;
+        extend(&mut record);
         let writes = vec![write(
             run.guest_spec(),
             run.guest_instance(ev.at.vmid),

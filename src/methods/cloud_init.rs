@@ -19,7 +19,7 @@ use crate::methods::get_config::read_snapshot;
 use crate::methods::set_config::{apply, SetConfigArgs};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
-use crate::run::{write, Run};
+use crate::run::Run;
 use serde_json::{Map, Value};
 
 /// PVE's network devices per VM (`$MAX_NETS`): ipconfig0 … ipconfig31.
@@ -148,17 +148,8 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let mut pending = Map::new();
     let verdict = configure(run, &mut ev, &args, &mut pending).await;
-    let mut record = ev.record(run).await;
-    record.pending = pending;
-    let writes = vec![write(
-        run.guest_spec(),
-        run.guest_instance(ev.at.vmid),
-        &record,
-    )];
-    match verdict {
-        Ok(summary) => Outcome::succeeded(writes, summary),
-        Err(message) => Outcome::failed(writes, message),
-    }
+    ev.outcome_with(run, verdict, |record| record.pending = pending)
+        .await
 }
 
 async fn configure<H: Host>(

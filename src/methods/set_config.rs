@@ -31,7 +31,7 @@ use crate::methods::get_config::read_snapshot;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
-use crate::run::{write, Run};
+use crate::run::Run;
 use serde_json::Value;
 
 /// Parameters of `PUT …/config` that are not config keys: passing them through `config` would
@@ -100,20 +100,13 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             snapshot = after.or(snapshot);
         }
     }
-    let mut record = ev.record(run).await;
-    if let Some(snapshot) = snapshot {
-        record.pending = snapshot.pending;
-        record.pending_delete = snapshot.pending_delete;
-    }
-    let writes = vec![write(
-        run.guest_spec(),
-        run.guest_instance(ev.at.vmid),
-        &record,
-    )];
-    match verdict {
-        Ok(summary) => Outcome::succeeded(writes, summary),
-        Err(message) => Outcome::failed(writes, message),
-    }
+    ev.outcome_with(run, verdict, |record| {
+        if let Some(snapshot) = snapshot {
+            record.pending = snapshot.pending;
+            record.pending_delete = snapshot.pending_delete;
+        }
+    })
+    .await
 }
 
 /// `applyPending: "reboot"` with changes pending: a verified reboot (the guest must run), then the
