@@ -136,6 +136,21 @@ async fn expected_at<H: Host>(run: &Run<'_, H>, vmid: u32) -> Located {
     }
 }
 
+/// [`locate`] for a method that needs the guest there: its confirmed absence fails the run.
+pub async fn locate_present<H: Host>(
+    pve: &Pve<'_, H>,
+    kind: GuestKind,
+    target: &GuestRef,
+) -> Result<Located, Failure> {
+    match locate(pve, kind, target).await? {
+        Found::Present(at) => Ok(at),
+        Found::Absent { vmid } => Err(Failure::new(format!(
+            "{} {vmid} does not exist on any node",
+            kind.noun()
+        ))),
+    }
+}
+
 /// Finds the guest's node, or confirms its absence; anything in between is a failure.
 pub async fn locate<H: Host>(
     pve: &Pve<'_, H>,

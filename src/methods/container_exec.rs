@@ -7,7 +7,7 @@
 use crate::explain::{could_not, hint};
 use crate::global_args::{SshSettings, TransportSettings};
 use crate::guest::exec::{conclude, ExecArgs, ExecOutcome, Observed};
-use crate::guest::locate::{locate, Found, Located};
+use crate::guest::locate::{locate_present, Located};
 use crate::guest::settle::read_status;
 use crate::host::Host;
 use crate::host::{HostError, HostErrorKind, ProcessOutput};
@@ -31,11 +31,8 @@ pub async fn container_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome 
         )
         .into();
     };
-    let at = match locate(&run.pve(), run.kind, &args.target).await {
-        Ok(Found::Present(at)) => at,
-        Ok(Found::Absent { vmid }) => {
-            return Failure::new(format!("container {vmid} does not exist on any node")).into()
-        }
+    let at = match locate_present(&run.pve(), run.kind, &args.target).await {
+        Ok(at) => at,
         Err(failure) => return failure.into(),
     };
     if at.node != settings.node {

@@ -5,7 +5,7 @@
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::guest::files::{check_path, read_bytes, Content, FileRecord, MAX_FILE_BYTES};
-use crate::guest::locate::{locate, Found};
+use crate::guest::locate::locate_present;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -40,11 +40,8 @@ pub async fn file_read<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let at = match locate(&run.pve(), run.kind, &args.target).await {
-        Ok(Found::Present(at)) => at,
-        Ok(Found::Absent { vmid }) => {
-            return Failure::new(format!("VM {vmid} does not exist on any node")).into()
-        }
+    let at = match locate_present(&run.pve(), run.kind, &args.target).await {
+        Ok(at) => at,
         Err(failure) => return failure.into(),
     };
     // One byte more than recorded tells a file of exactly maxBytes from a longer one.
