@@ -74,7 +74,7 @@ export interface Host {
   /** Instance names of this definition's records of one spec; null when the context cannot list. */
   listRecords(spec: string): Promise<string[] | null>;
   aborted(): boolean;
-  /** Frees the run's HTTP clients. */
+  /** Frees the run's HTTP clients and ends the pauses it left behind. */
   close(): void;
 }
 
@@ -100,6 +100,7 @@ export function createHost(ctx: HostContext): Host {
     return client;
   };
   const reads = new Set<string>();
+  const sleeping = new Set<() => void>();
   const clientFor = (request: HttpRequest) => {
     const caCert = request.caCert ?? "";
     if (request.method !== "GET") return mutationClient(caCert);
@@ -110,7 +111,7 @@ export function createHost(ctx: HostContext): Host {
   return {
     http: (request) => sendHttp(request, signal, clientFor(request)),
     run: (request) => runProcess(request, signal),
-    sleep: (ms) => sleep(ms, signal),
+    sleep: (ms) => sleep(ms, signal, sleeping),
     now: () => Date.now(),
     log: (level, message) => log(ctx, level, message),
     readRecord: async (instance) =>
@@ -120,6 +121,7 @@ export function createHost(ctx: HostContext): Host {
     close: () => {
       mutationClients.forEach((client) => client.close());
       reads.forEach(releaseReadClient);
+      sleeping.forEach((wake) => wake());
     },
   };
 }
@@ -289,16 +291,28 @@ async function runProcess(request: ProcessRequest, runSignal: AbortSignal) {
   };
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/**
+ * Sleeps `ms`, or less when the run is aborted or its host closed (`sleeping` holds the run's
+ * wakers). The core races some pauses against a shared task-list read and drops the pause that
+ * lost; its timer is still set, so the run's end clears it rather than let it hold the process
+ * for the rest of the run's budget.
+ */
+function sleep(
+  ms: number,
+  signal: AbortSignal,
+  sleeping: Set<() => void>,
+): Promise<void> {
   if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
       signal.removeEventListener("abort", done);
+      sleeping.delete(done);
       resolve();
     };
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", done, { once: true });
+    sleeping.add(done);
   });
 }
 

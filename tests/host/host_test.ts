@@ -1,0 +1,43 @@
+/**
+ * The wrapper's host (js/_lib/host.ts): what a run leaves behind once it has ended.
+ */
+import assert from "node:assert/strict";
+import { createHost } from "../../js/_lib/host.ts";
+
+const quiet = { logger: { info() {}, error() {} } };
+
+Deno.test("host: closing a run's host ends the pauses it left behind", async () => {
+  const host = createHost(quiet);
+  // A pause the core raced against a shared list read and dropped: nobody awaits it any more.
+  const pause = host.sleep(600_000).then(() => "ended");
+  host.close();
+  const later = new Promise<string>((resolve) => {
+    const timer = setTimeout(() => resolve("still pending"), 50);
+    pause.then(() => clearTimeout(timer));
+  });
+  assert.equal(await Promise.race([pause, later]), "ended");
+});
+
+Deno.test("host: a fleet's runs leave nothing that keeps the process alive after them", async () => {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      new URL("./fleet_child.ts", import.meta.url).pathname,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  // A guard only, not a figure: without the fix a dropped pause held the child for its budget.
+  const guard = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  const out = await child.output();
+  clearTimeout(guard);
+  const text = new TextDecoder().decode(out.stdout).trim();
+  assert.equal(text, "succeeded,succeeded,succeeded");
+  assert.equal(
+    out.signal,
+    null,
+    "the child had to be killed: something held it after the runs",
+  );
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+});
