@@ -11,6 +11,7 @@ import type { Env } from "../e2e/env.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { ConfigValue, SimGuest } from "../../simulator/types.ts";
 import type { FaultId } from "./faults.ts";
+import { readsOf } from "./records.ts";
 import type { FileScenario, ScenarioPlan } from "./cell.ts";
 import { downloadSpec } from "./download_rows.ts";
 import { vmCreateSpec } from "./vm_create_rows.ts";
@@ -389,7 +390,9 @@ export function statusObserved(
   // and after: a record may hold any of them, never a state PVE did not show.
   const seen = [
     before.get(vmid),
-    ...statusesShown(env, vmid, prefix === "vm" ? "qemu" : "lxc"),
+    ...readsOf(`${prefix}-${vmid}`, env.sim.requests).map((q) =>
+      (q.answer as { status?: string }).status
+    ),
     env.sim.guest(vmid)?.status,
   ].filter((s, i, all) => s !== undefined && all.indexOf(s) === i);
   return seen.includes(String(rec.status)) ? [] : [
@@ -397,15 +400,6 @@ export function statusObserved(
       seen.join(" then ")
     }`,
   ];
-}
-
-/** The statuses the run's status/current reads of a guest answered, in order. */
-function statusesShown(env: Env, vmid: number, type: GuestType): string[] {
-  const path = new RegExp(`/${type}/${vmid}/status/current$`);
-  return env.sim.requests.flatMap((q) => {
-    const status = (q.answer as { status?: unknown } | undefined)?.status;
-    return path.test(q.path) && typeof status === "string" ? [status] : [];
-  });
 }
 
 /** The record claims the target state: only if status/current answered after the mutation. */

@@ -44,7 +44,10 @@ function isChange(q: RequestRecord): boolean {
 const arrival = (q: RequestRecord) => performance.timeOrigin + q.at;
 
 /** The reads in `log` that answered what a record of `instance` holds. */
-function readsOf(instance: string, log: RequestRecord[]): RequestRecord[] {
+export function readsOf(
+  instance: string,
+  log: RequestRecord[],
+): RequestRecord[] {
   const m = instance.match(/^(vm|ct)-(\d+)(-snapshots)?$/);
   if (!m) return [];
   const kind = m[1] === "vm" ? "qemu" : "lxc";
