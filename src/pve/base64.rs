@@ -7,8 +7,8 @@ use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
 
-/// Padded on the way out and required padded on the way in; stray low bits in a last quad are
-/// tolerated, as the agent's own decoder (GLib's) tolerates them.
+/// Padded on the way out and required padded on the way in. Stray low bits in a last quad are
+/// tolerated, as the hand-written decoder this replaced tolerated them (it dropped them).
 const AGENT: GeneralPurpose = GeneralPurpose::new(
     &STANDARD,
     GeneralPurposeConfig::new()
