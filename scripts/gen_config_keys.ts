@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { readApidata } from "../simulator/schema/apidata.ts";
 
 type Schema = {
   type?: string;
@@ -184,13 +185,8 @@ ${tables.join("\n")}`;
 
 export const OUTPUT = new URL("../src/pve/config_keys.rs", import.meta.url);
 
-export function apidataPath(): string {
-  return Deno.env.get("PVE_APIDATA") ??
-    new URL("../../shared/pve-api/apidata.json", import.meta.url).pathname;
-}
-
 if (import.meta.main) {
-  const apidata = JSON.parse(await Deno.readTextFile(apidataPath()));
+  const apidata = await readApidata<ApiNode[]>();
   const source = generate(apidata);
   if (Deno.args.includes("--check")) {
     const current = await Deno.readTextFile(OUTPUT);

@@ -7,10 +7,11 @@
  * Source: `<repo>/../shared/pve-api/apidata.json` (PVE's api-viewer data),
  * or `$PVE_APIDATA`. `deno run --allow-read --allow-write --allow-env
  * simulator/schema/generate.ts` rewrites the file; the test
- * tests/simulator/schema_facts_test.ts regenerates it and compares.
+ * tests/simulator/schema_test.ts regenerates it and compares.
  *
  * @module
  */
+import { readApidata } from "./apidata.ts";
 
 /** Endpoint families kept (a path is kept when it is one of these or lies under one). */
 const KEPT_PREFIXES: readonly string[] = [
@@ -61,14 +62,6 @@ interface ApiNode {
   path: string;
   info?: Record<string, Record<string, unknown>>;
   children?: ApiNode[];
-}
-
-/** Where apidata.json is: `$PVE_APIDATA`, else `<repo>/../shared/pve-api/apidata.json`. */
-export function apidataPath(): string {
-  const override = Deno.env.get("PVE_APIDATA");
-  if (override) return override;
-  return new URL("../../../shared/pve-api/apidata.json", import.meta.url)
-    .pathname;
 }
 
 /** The facts file beside this module. */
@@ -144,7 +137,7 @@ export function factsText(tree: ApiNode[]): string {
 }
 
 if (import.meta.main) {
-  const tree = JSON.parse(await Deno.readTextFile(apidataPath())) as ApiNode[];
+  const tree = await readApidata<ApiNode[]>();
   await Deno.writeTextFile(FACTS_URL, factsText(tree));
   console.log(`wrote ${FACTS_URL.pathname}`);
 }

@@ -5,24 +5,16 @@
  * has — hyphenated ones included — passes both the zod rule and the core's rule for option keys.
  */
 import assert from "node:assert/strict";
-import {
-  apidataPath,
-  generate,
-  OUTPUT,
-} from "../../scripts/gen_config_keys.ts";
+import { generate, OUTPUT } from "../../scripts/gen_config_keys.ts";
+import { readApidata } from "../../simulator/schema/apidata.ts";
 import { model } from "../../js/proxmox_qemu.ts";
 import { model as lxcModel } from "../../js/proxmox_lxc.ts";
 import { validateOnCore } from "../../js/_lib/core.ts";
 import { NOT_CONFIG_KEYS } from "../../js/_lib/schemas.ts";
 import { PACKAGE } from "../../harness/project_package.ts";
 
-const apidata = JSON.parse(await Deno.readTextFile(apidataPath()));
-
-type ApiNode = {
-  path: string;
-  info?: Record<string, { parameters?: { properties?: object } }>;
-  children?: ApiNode[];
-};
+type ApiNode = Parameters<typeof generate>[0][number];
+const apidata = await readApidata<ApiNode[]>();
 function keysOf(path: string): string[] {
   const walk = (nodes: ApiNode[]): ApiNode | undefined => {
     for (const node of nodes) {

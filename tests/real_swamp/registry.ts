@@ -214,14 +214,20 @@ export class RegistryHome {
     readonly env: Record<string, string>,
   ) {}
 
-  /** Creates the home; `sharedHome` holds the `deno/` and `deno-cache/` to link. */
+  /**
+   * Creates the home; `sharedHome`, when the CLI has one, may hold a `deno/` and `deno-cache/` of
+   * its own (a wrapper's), linked so the fresh home does not fetch them again.
+   */
   static async create(
     registry: FakeRegistry,
-    sharedHome: string,
+    sharedHome: string | undefined,
   ): Promise<RegistryHome> {
     const dir = await Deno.makeTempDir({ prefix: "real-swamp-home-" });
-    for (const shared of ["deno", "deno-cache"]) {
-      await Deno.symlink(join(sharedHome, shared), join(dir, shared));
+    for (const shared of sharedHome ? ["deno", "deno-cache"] : []) {
+      const from = join(sharedHome!, shared);
+      if (await Deno.stat(from).then(() => true, () => false)) {
+        await Deno.symlink(from, join(dir, shared));
+      }
     }
     await Deno.mkdir(join(dir, "config"));
     const auth = {

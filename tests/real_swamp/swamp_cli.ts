@@ -1,7 +1,6 @@
 /**
  * The real swamp CLI, driven from tests: a fresh swamp repository with a package installed in
- * `extensions/models/`, and `swamp …` runs in it (the binary built by
- * `../shared/tools/swamp/setup.sh`; `SWAMP` names it, else the setup runs once per process).
+ * `extensions/models/`, and `swamp …` runs in it (`$SWAMP`, else a `swamp` on PATH).
  *
  * The harness in `harness/` stays the fast path; these tests keep it honest by running the same
  * package through swamp itself.
@@ -23,35 +22,39 @@ export interface CliRun {
   json: any;
 }
 
-let swampPath: Promise<string> | undefined;
 let initialized: Promise<string> | undefined;
 
-/** The swamp wrapper: `$SWAMP`, else the one `setup.sh` installs (run once per process). */
+/**
+ * The swamp CLI: `$SWAMP`, else a `swamp` on PATH. No registry offers swamp, so the layer needs one
+ * given by hand; test.sh runs this layer only where one is present.
+ */
 export function swampBinary(): Promise<string> {
-  swampPath ??= (async () => {
-    const given = Deno.env.get("SWAMP");
-    if (given) return given;
-    const setup = Deno.env.get("SWAMP_SETUP") ??
-      join(PROJECT_ROOT, "../shared/tools/swamp/setup.sh");
-    const out = await new Deno.Command("bash", {
-      args: [setup],
-      stdout: "piped",
-      stderr: "inherit",
-    }).output();
-    if (!out.success) throw new Error(`${setup} failed`);
-    return new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!;
-  })();
-  return swampPath;
+  const given = Deno.env.get("SWAMP");
+  if (given) return Promise.resolve(given);
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    const candidate = join(dir || ".", "swamp");
+    try {
+      if (Deno.statSync(candidate).isFile) return Promise.resolve(candidate);
+    } catch {
+      // not in this PATH entry
+    }
+  }
+  return Promise.reject(
+    new Error("no swamp CLI on this machine: set SWAMP to a swamp executable"),
+  );
 }
 
 /**
- * The swamp home the wrapper uses when none is given: `$SWAMP_HOME`, else `home/` beside the
- * wrapper (where `setup.sh` puts the embedded deno and its cache).
+ * The swamp home the CLI uses when none is given: `$SWAMP_HOME`, else `home/` beside the
+ * executable when there is one (a wrapper that keeps its own Deno and cache there), else none.
  */
-export async function defaultSwampHome(): Promise<string> {
+export async function defaultSwampHome(): Promise<string | undefined> {
   const given = Deno.env.get("SWAMP_HOME");
   if (given) return given;
-  return join(await Deno.realPath(await swampBinary()), "..", "home");
+  const beside = join(await Deno.realPath(await swampBinary()), "..", "home");
+  return await Deno.stat(beside).then((s) => s.isDirectory, () => false)
+    ? beside
+    : undefined;
 }
 
 /** A fresh swamp repository in a temporary directory. */

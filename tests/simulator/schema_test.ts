@@ -12,11 +12,8 @@ import {
   simulatorEndpoints,
   startSimulator,
 } from "../../simulator/simulator.ts";
-import {
-  apidataPath,
-  FACTS_URL,
-  factsText,
-} from "../../simulator/schema/generate.ts";
+import { FACTS_URL, factsText } from "../../simulator/schema/generate.ts";
+import { readApidata } from "../../simulator/schema/apidata.ts";
 import { endpointFacts } from "../../simulator/schema/facts.ts";
 import { checkParameters } from "../../simulator/schema/check.ts";
 import {
@@ -60,7 +57,7 @@ async function withSim(fn: (sim: Simulator) => Promise<void>): Promise<void> {
 }
 
 Deno.test("the committed facts file is exactly what apidata.json gives (regenerated and compared)", async () => {
-  const tree = JSON.parse(await Deno.readTextFile(apidataPath()));
+  const tree = await readApidata<Parameters<typeof factsText>[0]>();
   const committed = await Deno.readTextFile(FACTS_URL);
   assert.equal(
     committed,
