@@ -1,7 +1,9 @@
 /**
- * The side by side of `deno task bench --baseline ../shared/baseline/proxmox`, against the real
- * upstream package (`PROXMOX_BASELINE` names another folder): its entry is found as swamp finds
- * models, undeclared arguments are dropped, one scenario list runs against both packages, and the
+ * The side by side of `deno task bench --baseline <dir>`, tested against the stand-in for the
+ * upstream package in `standin/` (our own small model reproducing upstream's documented false
+ * successes; `PROXMOX_BASELINE=<dir>` runs the same tests against an upstream package folder you
+ * fetched yourself, never committed): the baseline's entry is found as swamp finds models,
+ * undeclared arguments are dropped, one scenario list runs against both packages, and the
  * benchmarks fill both columns.
  */
 import assert from "node:assert/strict";
@@ -24,13 +26,13 @@ import {
 import { cellValue, renderTable } from "./table.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-/** The upstream package: `../shared/baseline/proxmox` beside the project (as in CI's clone). */
-const UPSTREAM = Deno.env.get("PROXMOX_BASELINE") ??
-  join(ROOT, "../shared/baseline/proxmox");
+/** The baseline: the stand-in (`standin/`), or the folder `PROXMOX_BASELINE` names. */
+const BASELINE = Deno.env.get("PROXMOX_BASELINE") ??
+  fileURLToPath(new URL("./standin/", import.meta.url));
 const scenario = (id: string) => SCENARIOS.find((s) => s.id === id)!;
 
-Deno.test("compare: the upstream package's entry is found through its manifest", async () => {
-  const pkg = await loadPackage(UPSTREAM);
+Deno.test("compare: the baseline package's entry is found through its manifest", async () => {
+  const pkg = await loadPackage(BASELINE);
   assert.equal(pkg.foundBy, "manifest");
   assert.equal(pkg.entry, join(pkg.dir, "proxmox_qemu.ts"));
   assert.match(pkg.label, /^@stateless\/proxmox@\d{4}\.\d{2}\.\d{2}\.\d+$/);
@@ -67,11 +69,11 @@ Deno.test("compare: manifest models are read as a block list or a flow list", ()
   assert.equal(manifestModels("name: x\n"), undefined);
 });
 
-Deno.test("compare: arguments upstream does not declare are dropped; a scenario that needs one is skipped", async () => {
+Deno.test("compare: arguments the baseline does not declare are dropped; a scenario that needs one is skipped", async () => {
   const ours = await loadPackage(join(ROOT, "js"));
-  const upstream = await loadPackage(UPSTREAM);
+  const baseline = await loadPackage(BASELINE);
   const args = { vmid: 100, command: ["true"], allowNonZeroExit: true };
-  const fitted = fitArgs(upstream.model.methods.guestExec.arguments, args);
+  const fitted = fitArgs(baseline.model.methods.guestExec.arguments, args);
   assert.deepEqual(fitted.dropped, ["allowNonZeroExit"]);
   assert.deepEqual(fitted.args, { vmid: 100, command: ["true"] });
   assert.deepEqual(
@@ -79,18 +81,18 @@ Deno.test("compare: arguments upstream does not declare are dropped; a scenario 
     [],
   );
   assert.equal(
-    cannotExpress(upstream, scenario("exec-allow")),
+    cannotExpress(baseline, scenario("exec-allow")),
     "no allowNonZeroExit argument",
   );
   assert.equal(cannotExpress(ours, scenario("exec-allow")), null);
-  // Restating a default is not a need: upstream still expresses exit 42.
-  assert.equal(cannotExpress(upstream, scenario("exec-exit42")), null);
+  // Restating a default is not a need: the baseline still expresses exit 42.
+  assert.equal(cannotExpress(baseline, scenario("exec-exit42")), null);
 });
 
-Deno.test("compare: over one scenario list this package meets the contract everywhere, and its verdicts differ from upstream's exactly where upstream reports a false success", async () => {
+Deno.test("compare: over one scenario list this package meets the contract everywhere, and its verdicts differ from the baseline's exactly where the baseline reports a false success", async () => {
   const pkgs = [
     await loadPackage(join(ROOT, "js")),
-    await loadPackage(UPSTREAM),
+    await loadPackage(BASELINE),
   ];
   const agent = await startGuestAgent();
   try {
@@ -108,9 +110,9 @@ Deno.test("compare: over one scenario list this package meets the contract every
       }
     }
     assert.deepEqual(differ, falseSuccesses);
-    // What the upstream report (../shared/docs/upstream-report.md) describes: an exit code and a
-    // signal ignored, a state that could not be read recorded as a success, an HA start that
-    // never happened reported done.
+    // What the upstream report (../shared/docs/upstream-report.md) describes, and the stand-in
+    // reproduces: an exit code and a signal ignored, a state that could not be read recorded as a
+    // success, an HA start that never happened reported done.
     assert.deepEqual(falseSuccesses, [
       "exec-exit42",
       "exec-signal",
@@ -132,7 +134,7 @@ Deno.test("compare: over one scenario list this package meets the contract every
 Deno.test("compare: a tiny benchmark produces numbers in both columns, with the ratio", async () => {
   const pkgs = [
     await loadPackage(join(ROOT, "js")),
-    await loadPackage(UPSTREAM),
+    await loadPackage(BASELINE),
   ];
   const agent = await startGuestAgent();
   try {
@@ -150,7 +152,7 @@ Deno.test("compare: a tiny benchmark produces numbers in both columns, with the 
       )!;
     const lookup = row("lookup (one run)", "requests");
     assert.equal(cellValue(lookup.cells[0]), 2, "status and config");
-    assert.equal(cellValue(lookup.cells[1]), 1, "upstream: one status read");
+    assert.equal(cellValue(lookup.cells[1]), 1, "baseline: one status read");
     const sync = row("sync 10 guests @ 0 ms", "requests");
     assert.ok(cellValue(sync.cells[0])! >= 1 && cellValue(sync.cells[1])! >= 1);
     const tarGz = row("package (every file of the package folder)", "tar.gz");

@@ -1,9 +1,10 @@
 /**
  * `deno task bench [--baseline <package dir>]`: benchmarks of this package (js/) through the
  * swamp-faithful harness against the PVE simulator and a real qemu-ga, printed as one markdown table
- * of medians. With `--baseline` (e.g. `../shared/baseline/proxmox`, the upstream package), the same
- * benchmarks and the end-to-end scenario list also run against the baseline package in the same run,
- * side by side, with the ratio; targets relative to the baseline are judged against its column.
+ * of medians: this package's column alone. With `--baseline <dir>` (e.g. an upstream package folder
+ * you fetched yourself, never committed), the same benchmarks and the end-to-end scenario list also
+ * run against the baseline package in the same run, side by side, with the ratio; targets relative
+ * to the baseline are judged against its column. There is no default baseline.
  *
  * Options: `--reps N` (default 5), `--cold-reps N` (default 9), `--only sync,exec,task,requests,cold,size,archive,fleet`,
  * `--scenarios` (print the scenario table without a baseline too), `--sync-sizes 10,100,1000`.

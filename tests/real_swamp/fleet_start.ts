@@ -6,7 +6,10 @@
  * included), the connections it accepted, and how late the workflow returned after the last task
  * ended. A benchmark, not a test.
  *
- *   deno run -A tests/real_swamp/fleet_start.ts [N=40] [--baseline ../shared/baseline/proxmox]
+ *   deno run -A tests/real_swamp/fleet_start.ts [N=40] [--baseline <dir>]
+ *
+ * Without `--baseline` only this package runs; `<dir>` is another package folder to run after it
+ * (e.g. an upstream package folder you fetched yourself, never committed). There is no default.
  *
  * @module
  */
@@ -16,6 +19,10 @@ import { extraGuest, OUR_PACKAGE, withRealSwamp } from "./fixture.ts";
 import { definitionPerGuest, writeRecipe } from "./recipes.ts";
 
 const at = Deno.args.indexOf("--baseline");
+if (at >= 0 && !Deno.args[at + 1]) {
+  console.error("--baseline needs a package folder: --baseline <dir>");
+  Deno.exit(2);
+}
 const count = Number(Deno.args.find((a) => /^\d+$/.test(a)) ?? 40);
 const packages = [
   OUR_PACKAGE,
