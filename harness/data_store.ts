@@ -10,6 +10,9 @@
  * version of each name in name order (`findAllForModel`). Content is kept as
  * the serialised JSON so every read returns a fresh parse, as from disk.
  *
+ * {@link DataStore.restore} takes a version as it was stored (its number and
+ * data id kept): how a store is seeded from a repository's files.
+ *
  * A `pending` version is one written by a `rollbackOnFailure` method (swamp's
  * deferred-latest mode, `in_process_executor.ts`): it exists, but the latest
  * marker does not move to it until the method succeeds ({@link
@@ -18,25 +21,10 @@
  * @module
  */
 
-import type { DataHandle, RecordVersion } from "./types.ts";
+import type { DataHandle, RecordVersion, StoredVersionLike } from "./types.ts";
 
 /** One stored version. */
-export interface StoredVersion {
-  name: string;
-  version: number;
-  dataId: string;
-  specName: string;
-  /** Serialised JSON, exactly what swamp writes to the version's `raw` file. */
-  content: string;
-  tags: Record<string, string>;
-  lifetime: string;
-  garbageCollection: number | string;
-  lifecycle: "active" | "deleted";
-  writtenBy: string;
-  ownerRef: string;
-  /** Written in deferred-latest mode and not yet committed. */
-  pending?: boolean;
-}
+export type StoredVersion = StoredVersionLike;
 
 /** What a caller supplies to {@link DataStore.save}. */
 export type NewVersion = Omit<StoredVersion, "version" | "dataId">;
@@ -60,6 +48,25 @@ export class DataStore {
     list.push(stored);
     this.#byName.set(entry.name, list);
     return stored;
+  }
+
+  /**
+   * Adds a version as it was stored elsewhere (number and data id kept), after the name's
+   * versions so far; throws when it does not follow them.
+   */
+  restore(stored: StoredVersion): StoredVersion {
+    const list = this.#byName.get(stored.name) ?? [];
+    const last = list.at(-1);
+    if (last && stored.version <= last.version) {
+      throw new Error(
+        `${stored.name}: version ${stored.version} does not follow version ${last.version}`,
+      );
+    }
+    const copy: StoredVersion = { ...stored, tags: { ...stored.tags } };
+    list.push(copy);
+    this.#byName.set(stored.name, list);
+    this.#ids.set(stored.name, stored.dataId);
+    return copy;
   }
 
   /** A given version, or the latest committed one when `version` is omitted. */
@@ -114,7 +121,10 @@ export function handleOf(stored: StoredVersion): DataHandle {
     garbageCollection: stored.garbageCollection,
     streaming: false,
     tags: { ...stored.tags },
-    ownerDefinition: { ownerType: "model-method", ownerRef: stored.ownerRef },
+    ownerDefinition: {
+      ownerType: stored.ownerType ?? "model-method",
+      ownerRef: stored.ownerRef,
+    },
   };
   // Only deletion-marker handles carry the lifecycle field.
   if (stored.lifecycle === "deleted") metadata.lifecycle = "deleted";

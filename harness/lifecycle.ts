@@ -84,6 +84,7 @@ export function writeDeletionMarkers(
       lifecycle: "deleted",
       writtenBy: methodName,
       ownerRef: data.ownerRef,
+      ...(data.ownerType ? { ownerType: data.ownerType } : {}),
     }));
   }
   return markers;

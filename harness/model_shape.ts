@@ -6,13 +6,19 @@
  * `garbageCollection` (`ResourceOutputSpecSchema` in swamp-club/swamp
  * `src/domain/models/model.ts`, `LifetimeSchema`/`GarbageCollectionSchema` in
  * `src/domain/data/data_metadata.ts`); the version is CalVer
- * `YYYY.MM.DD.MICRO` (`calver.ts`); spec keys must not contain `-` (stated in
- * the project's swamp contract doc; the loader's own wording was not found,
- * so the messages below are the harness's).
+ * `YYYY.MM.DD.MICRO` naming a real date (`calver.ts`); spec keys must not
+ * contain `-` (stated in the project's swamp contract doc); an upgrade chain
+ * has a CalVer `toVersion`, a `description` and an `upgradeAttributes`
+ * function per step (`UserUpgradeSchema` in
+ * `src/domain/extensions/model_kind_adapter.ts`), steps in strictly
+ * increasing order (`ModelRegistry.register` in `model.ts`), the last one at
+ * the model's `version` (both). The loader's own wording was not always
+ * found, so the messages below are the harness's.
  *
  * @module
  */
 
+import { compareCalVer, isCalVer } from "./calver.ts";
 import type { ModelLike } from "./types.ts";
 
 const DURATION = /^\d+(mo|y|h|m|d|w)$/;
@@ -53,9 +59,10 @@ export function modelProblems(model: ModelLike): string[] {
   if (typeof model.type !== "string" || model.type.trim() === "") {
     problems.push("type must be a non-empty string");
   }
-  if (!/^\d{4}\.\d{2}\.\d{2}\.\d+$/.test(String(model.version))) {
+  if (!isCalVer(model.version)) {
     problems.push(`version '${model.version}' is not CalVer YYYY.MM.DD.MICRO`);
   }
+  problems.push(...upgradeProblems(model));
   if (
     model.globalArguments !== undefined && !isZodSchema(model.globalArguments)
   ) {
@@ -83,6 +90,40 @@ export function modelProblems(model: ModelLike): string[] {
     if (typeof check.execute !== "function") {
       problems.push(`checks.${name}.execute must be a function`);
     }
+  }
+  return problems;
+}
+
+function upgradeProblems(model: ModelLike): string[] {
+  const upgrades = model.upgrades;
+  if (upgrades === undefined) return [];
+  if (!Array.isArray(upgrades)) return ["upgrades must be an array"];
+  const problems: string[] = [];
+  upgrades.forEach((upgrade, i) => {
+    if (!isCalVer(upgrade?.toVersion)) {
+      problems.push(
+        `upgrades[${i}].toVersion '${upgrade?.toVersion}' is not CalVer`,
+      );
+    } else if (i > 0 && isCalVer(upgrades[i - 1]?.toVersion)) {
+      const before = upgrades[i - 1].toVersion;
+      if (compareCalVer(before, upgrade.toVersion) >= 0) {
+        problems.push(
+          `upgrades are not in chronological order: '${before}' must be before '${upgrade.toVersion}'`,
+        );
+      }
+    }
+    if (typeof upgrade?.description !== "string") {
+      problems.push(`upgrades[${i}].description must be a string`);
+    }
+    if (typeof upgrade?.upgradeAttributes !== "function") {
+      problems.push(`upgrades[${i}].upgradeAttributes must be a function`);
+    }
+  });
+  const last = upgrades.at(-1);
+  if (last && last.toVersion !== model.version) {
+    problems.push(
+      `the last upgrade's toVersion '${last.toVersion}' is not the model version '${model.version}'`,
+    );
   }
   return problems;
 }

@@ -10,6 +10,10 @@
  * - an empty name, and the reserved name `latest` (any case, per swamp's data
  *   design doc), throw; so does a name with `..`, `/`, `\` or NUL (the
  *   `DataMetadataSchema` refinement in `src/domain/data/data_metadata.ts`);
+ * - a name whose latest version another owner wrote (its
+ *   `ownerDefinition` is not this definition's `model-method` one) throws
+ *   `OwnershipValidationError`'s message (`allocateVersion` in
+ *   `src/infrastructure/persistence/unified_data_repository.ts`);
  * - every call saves a new version, with tags resolved as
  *   `{type: "resource", ...definition tags, ...spec tags, ...override tags,
  *   specName, modelName}` and owner `model-method` / the definition id;
@@ -134,6 +138,16 @@ export function makeWriteResource(scope: ResourceScope) {
         specName,
         modelName: scope.definitionName,
       };
+      const existing = scope.store.get(name);
+      const owner = `model-method:${scope.modelId}`;
+      const existingOwner = existing &&
+        `${existing.ownerType ?? "model-method"}:${existing.ownerRef}`;
+      if (existingOwner && existingOwner !== owner) {
+        throw new Error(
+          `Ownership validation failed for "${name}": existing owner ` +
+            `"${existingOwner}" does not match new owner "${owner}"`,
+        );
+      }
       const stored = scope.store.save({
         name,
         specName,

@@ -9,8 +9,10 @@
  *
  * 1. unknown method → `unknown_method`; `--input` keys outside the method's
  *    arguments → `validation_failed`;
- * 2. global arguments validated (coerced, unknown keys rejected, lenient
- *    parse; parsed values replace the definition's);
+ * 2. a definition whose `typeVersion` is older than the model's version is
+ *    moved along the model's `upgrades` and kept so (upgrade.ts); then global
+ *    arguments validated (coerced, unknown keys rejected, lenient parse;
+ *    parsed values replace the definition's);
  * 3. method kind inferred; for a mutating kind, pre-flight checks;
  * 4. for a mutating kind, the sensitive-output/no-vault fast-fail;
  * 5. for read/update kinds, the all-resources-deleted fast-fail;
@@ -44,6 +46,8 @@ import { deletedResourceError, writeDeletionMarkers } from "./lifecycle.ts";
 import { LogCollector } from "./log_collector.ts";
 import { inferMethodKind, isMutatingKind } from "./method_kind.ts";
 import { modelProblems } from "./model_shape.ts";
+import { normalizeType } from "./model_type.ts";
+import { upgradeDefinition } from "./upgrade.ts";
 import { runPreflight, selectChecks } from "./preflight.ts";
 import {
   makeDeleteResource,
@@ -80,14 +84,6 @@ type ExecOutcome =
   | { ok: true; handles: DataHandle[] }
   | { ok: false; error: string; handles: DataHandle[] };
 
-// swamp's ModelType normalisation (model_type.ts): lower-case, `::`, spaces
-// and dots become `/`, repeated and edge slashes dropped. Error messages of
-// the resource writer quote this form.
-function normalizeType(raw: string): string {
-  return raw.trim().toLowerCase().replace(/::/g, "/").replace(/\s+/g, "/")
-    .replace(/\./g, "/").replace(/\/+/g, "/").replace(/^\/|\/$/g, "");
-}
-
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -121,7 +117,7 @@ function returnedHandles(result: unknown): unknown[] | undefined {
 /** One repository's data store for one model definition, shared across runs. */
 export class SwampRepo {
   readonly model: ModelLike;
-  readonly definition: Definition;
+  #definition: Definition;
   readonly #store = new DataStore();
   readonly #vault?: MemoryVault;
   readonly #modelType: { raw: string; normalized: string };
@@ -131,7 +127,7 @@ export class SwampRepo {
   /**
    * @param model the extension's `model` export
    * @param definition the definition the methods run on
-   * @param options repository settings (a configured vault)
+   * @param options repository settings (a configured vault, records already stored)
    * @throws when swamp would not load the model
    */
   constructor(
@@ -148,7 +144,13 @@ export class SwampRepo {
       );
     }
     this.model = model;
-    this.definition = definition;
+    // `swamp model create` stamps the model's version on a new definition.
+    this.#definition = {
+      ...definition,
+      typeVersion: definition.typeVersion === undefined
+        ? model.version
+        : definition.typeVersion,
+    };
     this.#modelType = {
       raw: model.type.trim(),
       normalized: normalizeType(model.type),
@@ -160,6 +162,12 @@ export class SwampRepo {
         typeof options.vault === "string" ? options.vault : "default",
       );
     }
+    for (const stored of options.data ?? []) this.#store.restore(stored);
+  }
+
+  /** The definition as the repository holds it now (upgraded by a run when it was older). */
+  get definition(): Definition {
+    return this.#definition;
   }
 
   /** The definition id, i.e. `ctx.modelId`. */
@@ -269,6 +277,11 @@ export class SwampRepo {
     opts: RunOptions,
     state: RunState,
   ): Promise<ExecOutcome> {
+    // executeWorkflow (method_execution_service.ts) upgrades the definition
+    // with DefinitionUpgradeService.upgrade (definition_upgrade_service.ts) and
+    // saves it before anything else can fail.
+    const upgrade = upgradeDefinition(this.#definition, this.model);
+    if (upgrade.upgraded) this.#definition = upgrade.definition;
     const resources = this.model.resources ?? {};
     const globalArgs = validateGlobalArgs(
       this.model.globalArguments,

@@ -191,6 +191,15 @@ export interface MethodLike {
   execute(args: unknown, ctx: MethodContext): Promise<MethodResultLike | void>;
 }
 
+/** One step of a model's upgrade chain (swamp's `VersionUpgrade`). */
+export interface VersionUpgradeLike {
+  /** The CalVer version this step produces. */
+  toVersion: string;
+  description: string;
+  /** The global arguments of the version before → those of `toVersion`. */
+  upgradeAttributes(old: Record<string, unknown>): Record<string, unknown>;
+}
+
 /** The `model` export of an extension module, as far as the harness uses it. */
 export interface ModelLike {
   type: string;
@@ -199,12 +208,20 @@ export interface ModelLike {
   resources: Record<string, ResourceSpecLike>;
   checks?: Record<string, CheckLike>;
   methods: Record<string, MethodLike>;
+  /** Oldest first; the last one's `toVersion` is `version`. */
+  upgrades?: VersionUpgradeLike[];
 }
 
-/** A model definition (swamp's `models/<type>/<id>.yaml`). */
+/** A model definition (swamp's `models/<type>/<name>.yaml`). */
 export interface Definition {
   name: string;
   globalArgs: Record<string, unknown>;
+  /**
+   * The model version the definition was written at (swamp's `typeVersion`). Omitted: the
+   * model's own version, as `swamp model create` stamps it; `null`: none recorded (a legacy
+   * definition: every upgrade applies). An older one is upgraded by the next method run.
+   */
+  typeVersion?: string | null;
   /** Definition UUID (becomes `ctx.modelId`); random when omitted. */
   id?: string;
   /** Definition version number; 1 when omitted. */
@@ -225,6 +242,36 @@ export interface RepoOptions {
   vault?: boolean | string;
   /** Files the model's manifest ships (relative path → absolute path): `ctx.extensionFile`'s. */
   extensionFiles?: Record<string, string>;
+  /**
+   * Versions the definition's data store holds before the first run, e.g. read from a
+   * repository's files by `readDataDirectory` (repo_files.ts); each name's versions oldest first.
+   */
+  data?: readonly StoredVersionLike[];
+}
+
+/**
+ * One stored version as the data store keeps it (data_store.ts's `StoredVersion`): swamp's
+ * metadata.yaml fields the harness uses, and the `raw` content.
+ */
+export interface StoredVersionLike {
+  name: string;
+  version: number;
+  dataId: string;
+  specName: string;
+  /** Serialised JSON, exactly what swamp writes to the version's `raw` file. */
+  content: string;
+  tags: Record<string, string>;
+  lifetime: string;
+  garbageCollection: number | string;
+  lifecycle: "active" | "deleted";
+  /** The method that wrote it; empty for a version read from files (swamp does not record it). */
+  writtenBy: string;
+  /** `ownerDefinition.ownerRef`: the definition id of a method's writes. */
+  ownerRef: string;
+  /** `ownerDefinition.ownerType`; omitted: `model-method`, a method's writes. */
+  ownerType?: string;
+  /** Written in deferred-latest mode and not yet committed. */
+  pending?: boolean;
 }
 
 /** Options of one `swamp model method run`. */

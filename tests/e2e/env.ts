@@ -7,7 +7,11 @@
 import { model as qemuModel } from "../../js/proxmox_qemu.ts";
 import { SwampRepo } from "../../harness/swamp.ts";
 import type { RunOptions, RunResult } from "../../harness/swamp.ts";
-import type { ModelLike } from "../../harness/types.ts";
+import type {
+  Definition,
+  ModelLike,
+  StoredVersionLike,
+} from "../../harness/types.ts";
 import { type GuestAgent, startGuestAgent } from "../../simulator/qga.ts";
 import { type Simulator, startSimulator } from "../../simulator/simulator.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
@@ -52,6 +56,15 @@ export interface EnvOptions {
   via?: "api" | "ssh" | "ssh-jump";
   /** The model under test; default the qemu model. */
   model?: ModelLike;
+  /**
+   * The definition the repository holds, given the simulator's URL and the token secret (e.g. one
+   * read from a repository's files); default `fleet` over the transport `via` names.
+   */
+  definition?: (
+    endpoint: { apiUrl: string; tokenSecret: string },
+  ) => Definition;
+  /** Records the repository's data store holds before the first run. */
+  data?: readonly StoredVersionLike[];
 }
 
 /** Starts qemu-ga, the simulator and a repository holding one qemu model definition. */
@@ -86,23 +99,16 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
       throw error;
     }
   }
-  const globalArgs = {
-    name: "fleet",
-    transport: ssh ? ssh.transport(options.transport) : {
-      kind: "api",
-      node: "pve1",
-      apiUrl: sim.url,
-      tokenId: TOKEN_ID,
-      tokenSecret: TOKEN_SECRET,
-      ...options.transport,
-    },
-    pollIntervalSec: 1,
-    ...options.globalArgs,
-  };
-  const repo = new SwampRepo(options.model ?? qemuModel, {
-    name: "fleet",
-    globalArgs,
-  }, { vault: true, extensionFiles: PACKAGE_FILES });
+  let repo: SwampRepo;
+  let globalArgs: Record<string, unknown>;
+  try {
+    ({ repo, globalArgs } = makeRepo(options, sim, ssh));
+  } catch (error) {
+    await ssh?.close();
+    await sim.close();
+    await agent.stop();
+    throw error;
+  }
   return {
     sim,
     agent,
@@ -121,6 +127,33 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
       assertNoSecret("the simulator's request log", sim.requests);
     },
   };
+}
+
+/** The repository of {@link startEnv}: the definition options name, or `fleet`, and its records. */
+function makeRepo(options: EnvOptions, sim: Simulator, ssh?: SshNode) {
+  const definition = options.definition?.({
+    apiUrl: sim.url,
+    tokenSecret: TOKEN_SECRET,
+  });
+  const globalArgs = definition?.globalArgs ?? {
+    name: "fleet",
+    transport: ssh ? ssh.transport(options.transport) : {
+      kind: "api",
+      node: "pve1",
+      apiUrl: sim.url,
+      tokenId: TOKEN_ID,
+      tokenSecret: TOKEN_SECRET,
+      ...options.transport,
+    },
+    pollIntervalSec: 1,
+    ...options.globalArgs,
+  };
+  const repo = new SwampRepo(
+    options.model ?? qemuModel,
+    definition ?? { name: "fleet", globalArgs },
+    { vault: true, extensionFiles: PACKAGE_FILES, data: options.data },
+  );
+  return { repo, globalArgs };
 }
 
 /**

@@ -1,56 +1,63 @@
 /**
- * Upgrading a repository from the upstream `@stateless/proxmox` package, in real swamp: the upstream
- * package (`../shared/baseline/proxmox`, or `$UPSTREAM_PACKAGE`) creates the definitions and writes
- * the data store, then this package replaces it in `extensions/models/`.
+ * Upgrading a repository the upstream `@stateless/proxmox` package used, in real swamp: the swamp
+ * repository is seeded from the committed fixture (tests/fixtures/upstream-2026.06.10.1/: the
+ * definitions upstream's `model create` leaves and the records its methods left, at the paths
+ * swamp keeps them), this package is the one in `extensions/models/`, and its methods run.
+ * tests/e2e/upgrade_test.ts runs the same fixture in the harness.
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import { demoGuests } from "../../simulator/demo_cluster.ts";
 import { model as qemuModel } from "../../js/proxmox_qemu.ts";
+import { model as lxcModel } from "../../js/proxmox_lxc.ts";
+import { definitionPath } from "../../harness/repo_files.ts";
 import {
-  extraGuest,
-  OUR_PACKAGE,
-  type RealSwamp,
-  runMethod,
-  withRealSwamp,
-} from "./fixture.ts";
-import { PROJECT_ROOT } from "./swamp_cli.ts";
+  assertNoContradiction,
+  LXC,
+  QEMU,
+  seedRepository,
+  UPSTREAM_RECORDS,
+} from "../fixtures/upstream.ts";
+import { type RealSwamp, runMethod, TOKEN, withRealSwamp } from "./fixture.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
-const UPSTREAM = Deno.env.get("UPSTREAM_PACKAGE") ??
-  join(PROJECT_ROOT, "../shared/baseline/proxmox");
+/**
+ * A repository with this package installed and the fixture's files in place. swamp has run only
+ * `init` in it, so its catalog (`.swamp/data/_catalog.db`, the index `data query` reads) does not
+ * exist yet: swamp builds it from the data files at the first query.
+ */
+function withUpgradedRepo(body: (env: RealSwamp) => Promise<void>) {
+  return withRealSwamp({ type: null }, async (env) => {
+    await seedRepository(env.cli.dir, {
+      apiUrl: env.sim.url,
+      tokenSecret: TOKEN.secret,
+    });
+    await body(env);
+  });
+}
 
-/** The definition file of `name` (type `@stateless/proxmox/<model>`), parsed line by line. */
-async function definition(env: RealSwamp, model: string, name: string) {
-  const text = await env.cli.read(
-    `models/@stateless/proxmox/${model}/${name}.yaml`,
-  );
+/** A definition file of the repository, parsed line by line. */
+async function definition(env: RealSwamp, which: typeof QEMU | typeof LXC) {
+  const text = await env.cli.read(definitionPath(which.type, which.name));
   const typeVersion = text.match(/^typeVersion: (\S+)$/m)?.[1];
   const globalArguments = text.slice(text.indexOf("globalArguments:"))
     .replace(/\nmethods:[\s\S]*$/, "").trim().split("\n");
   return { text, typeVersion, globalArguments };
 }
 
-const run = (env: RealSwamp, method: string, args = {}, expect = 0) =>
-  runMethod(env, method, args, expect);
-
 Deno.test(
-  "upgrade: a qemu definition created by upstream 2026.06.10.1 moves to this version and its global arguments carry over",
+  "upgrade: a qemu definition upstream 2026.06.10.1 wrote moves to this version on its next run and its global arguments carry over",
   opts,
   async () => {
-    await withRealSwamp({ packageDir: UPSTREAM }, async (env) => {
-      const before = await definition(env, "qemu", "fleet");
-      assert.equal(before.typeVersion, "2026.06.10.1");
-      await run(env, "lookup", { vmid: 100 });
+    await withUpgradedRepo(async (env) => {
+      const before = await definition(env, QEMU);
+      assert.equal(before.typeVersion, QEMU.typeVersion);
 
-      await env.cli.install(OUR_PACKAGE);
-      const r = await run(env, "lookup", { vmid: 100 });
+      const r = await runMethod(env, "lookup", { vmid: 100 }, 0, QEMU.name);
       assert.equal(r.json.status, "succeeded");
 
-      const after = await definition(env, "qemu", "fleet");
+      const after = await definition(env, QEMU);
       assert.equal(after.typeVersion, qemuModel.version);
       // Every upstream line is still there, unchanged; the one new argument is added with its default.
       assert.deepEqual(
@@ -70,31 +77,19 @@ Deno.test(
 );
 
 Deno.test(
-  "upgrade: an lxc definition at upstream 2026.06.02.1 moves to this version and its methods run",
+  "upgrade: an lxc definition at upstream 2026.06.02.1 moves to this version and its lookup of CT 200 succeeds",
   opts,
   async () => {
-    await withRealSwamp(
-      { packageDir: UPSTREAM, type: "@stateless/proxmox/lxc" },
-      async (env) => {
-        const path = "models/@stateless/proxmox/lxc/fleet.yaml";
-        const text = await env.cli.read(path);
-        // A definition from before 2026.06.10.1: same shape, older typeVersion.
-        await env.cli.write(
-          path,
-          text.replace(/^typeVersion: .*$/m, "typeVersion: 2026.06.02.1"),
-        );
-        await env.cli.install(OUR_PACKAGE);
-        const r = await run(env, "lookup", { vmid: 200 });
-        assert.equal(r.json.status, "succeeded");
-        const record = r.json.dataArtifacts.find((a: { name: string }) =>
-          a.name === "ct-200"
-        );
-        assert.equal(record.attributes.status, "running");
-        const { model } = await import("../../js/proxmox_lxc.ts");
-        const after = await definition(env, "lxc", "fleet");
-        assert.equal(after.typeVersion, model.version);
-      },
-    );
+    await withUpgradedRepo(async (env) => {
+      assert.equal((await definition(env, LXC)).typeVersion, LXC.typeVersion);
+      const r = await runMethod(env, "lookup", { vmid: 200 }, 0, LXC.name);
+      assert.equal(r.json.status, "succeeded");
+      const record = r.json.dataArtifacts.find((a: { name: string }) =>
+        a.name === "ct-200"
+      );
+      assert.equal(record.attributes.status, "running");
+      assert.equal((await definition(env, LXC)).typeVersion, lxcModel.version);
+    });
   },
 );
 
@@ -102,50 +97,33 @@ Deno.test(
   "upgrade: after a cluster sync no latest record upstream wrote contradicts the live state",
   opts,
   async () => {
-    const guests = [...demoGuests(), extraGuest({})];
-    await withRealSwamp({ packageDir: UPSTREAM, guests }, async (env) => {
-      // What a repository that used upstream holds: a record under a guest's name (web), a
-      // vm-<vmid> record with status unknown (VM 150 lives on pve2, upstream reads only pve1), and
-      // after upstream's delete of VM 120 every record tombstoned.
-      await run(env, "lookup", { vmid: 100 });
-      await run(env, "lookup", { vmid: 150 });
-      await run(env, "delete", { vmid: 120 });
-      const upstream = await env.cli.latest(
-        'modelName == "fleet" && specName == "guest"',
-      );
-      assert.equal(upstream.get("web")?.name, "web");
-      assert.equal(upstream.get("vm-150")?.status, "unknown");
-      assert.ok(upstream.get("web")?.deletedAt, "web tombstoned by upstream");
-
-      await env.cli.install(OUR_PACKAGE);
-      await run(env, "sync", { scope: "cluster" });
-      const latest = await env.cli.latest(
-        'modelName == "fleet" && specName == "guest"',
-      );
-      for (const [instance, record] of latest) {
-        assert.equal(
-          record.deletedAt,
-          undefined,
-          `${instance} still tombstoned`,
-        );
-        assert.notEqual(record.status, "unknown", `${instance} still unknown`);
-        const holder = typeof record.supersededBy === "string"
-          ? latest.get(record.supersededBy)
-          : record;
-        assert.ok(holder, `${instance}: ${record.supersededBy} missing`);
-        const live = env.sim.guest(Number(holder.vmid));
-        assert.equal(
-          holder.present,
-          live !== undefined,
-          `${instance} presence`,
-        );
-        if (live) {
-          assert.equal(holder.status, live.status, `${instance} status`);
-        }
+    await withUpgradedRepo(async (env) => {
+      // swamp reads what upstream left: a record under a guest's name (web), a vm-<vmid> record
+      // with status unknown (VM 150 lives on pve2, upstream read pve1), and, after upstream's
+      // delete of VM 120, every record tombstoned. Read with `data get` (the data files): a catalog
+      // built from the files leaves out a name whose latest version is a tombstone, so `data query`
+      // would show none of them yet.
+      for (const name of UPSTREAM_RECORDS) {
+        const got = await env.cli.json(["data", "get", QEMU.name, name]);
+        assert.equal(got.json.version, 2, name);
+        assert.equal(typeof got.json.content.deletedAt, "string", name);
       }
-      assert.equal(latest.get("web")?.supersededBy, "vm-100");
-      assert.equal(latest.get("vm-150")?.status, "running");
-      assert.equal(latest.get("vm-120")?.present, false);
+      const vm150 = await env.cli.json(["data", "get", QEMU.name, "vm-150"]);
+      assert.equal(vm150.json.content.status, "unknown");
+      assert.equal(env.sim.guest(120), undefined);
+
+      const r = await runMethod(
+        env,
+        "sync",
+        { scope: "cluster" },
+        0,
+        QEMU.name,
+      );
+      assert.equal(r.json.status, "succeeded");
+      const latest = await env.cli.latest(
+        `modelName == "${QEMU.name}" && specName == "guest"`,
+      );
+      assertNoContradiction(latest, (vmid) => env.sim.guest(vmid));
     });
   },
 );
