@@ -19,6 +19,7 @@ pub mod host;
 #[cfg(test)]
 mod long_tail_tests;
 pub mod methods;
+pub mod order;
 pub mod outcome;
 pub mod poll;
 pub mod progress;

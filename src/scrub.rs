@@ -56,7 +56,7 @@ impl Scrubber {
             }
         }
         for list in [&mut scrubber.plain, &mut scrubber.needles] {
-            list.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+            crate::order::sort_by(list, |a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
             list.dedup();
         }
         scrubber
@@ -245,8 +245,7 @@ fn encoded_at(text: &str, at: usize, secret: &str) -> Option<usize> {
         if next.is_empty() {
             return None;
         }
-        next.sort_unstable();
-        next.dedup();
+        crate::order::sort_dedup(&mut next);
         ends = next;
     }
     ends.into_iter()

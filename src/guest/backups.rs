@@ -203,7 +203,9 @@ pub async fn read_archives<H: Host>(
         // PVE's vmid filter matches the number anywhere in the name: keep that guest's only.
         .filter(|a| vmid.is_none_or(|id| a.vmid.is_none_or(|own| own == id as u64)))
         .collect();
-    archives.sort_by(|a, b| (a.ctime, &a.volid).cmp(&(b.ctime, &b.volid)));
+    crate::order::sort_by(&mut archives, |a, b| {
+        (a.ctime, &a.volid).cmp(&(b.ctime, &b.volid))
+    });
     Ok(archives)
 }
 

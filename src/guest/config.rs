@@ -265,8 +265,7 @@ fn flag(text: &str) -> Option<bool> {
 fn same_tags(a: &str, b: &str) -> bool {
     let set = |text: &str| {
         let mut tags = flex::split_tags(text);
-        tags.sort();
-        tags.dedup();
+        crate::order::sort_dedup(&mut tags);
         tags
     };
     set(a) == set(b)

@@ -285,8 +285,7 @@ async fn by_live_lists<H: Host>(
         .filter(|g| g.kind == kind.segment())
         .map(|g| g.node.as_str())
         .collect();
-    nodes.sort_unstable();
-    nodes.dedup();
+    crate::order::sort_dedup(&mut nodes);
     let mut found = Vec::new();
     for node in nodes {
         let request = endpoints::node_guests(node, kind);

@@ -197,8 +197,7 @@ fn volume_problems(
 ) {
     let allocations = &placement.allocations;
     let mut ids: Vec<&str> = allocations.iter().map(|a| a.storage.as_str()).collect();
-    ids.sort_unstable();
-    ids.dedup();
+    crate::order::sort_dedup(&mut ids);
     for id in ids {
         let on_it: Vec<&Allocation> = allocations.iter().filter(|a| a.storage == id).collect();
         let keys: Vec<&str> = on_it.iter().map(|a| a.key.as_str()).collect();

@@ -121,8 +121,9 @@ impl SnapshotTree {
             });
         }
         // PVE lists them in hash order: a stable order (oldest first) keeps records comparable.
-        tree.snapshots
-            .sort_by(|a, b| (a.snaptime, &a.name).cmp(&(b.snaptime, &b.name)));
+        crate::order::sort_by(&mut tree.snapshots, |a, b| {
+            (a.snaptime, &a.name).cmp(&(b.snaptime, &b.name))
+        });
         Some(tree)
     }
 

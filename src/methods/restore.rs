@@ -137,7 +137,7 @@ fn without_mac(value: &str) -> Vec<String> {
             _ => Some(part.to_string()),
         })
         .collect();
-    parts.sort();
+    crate::order::sort_by(&mut parts, Ord::cmp);
     parts
 }
 
@@ -148,7 +148,7 @@ fn disk_options(value: &str) -> Vec<&str> {
         .skip(1)
         .filter(|p| !p.starts_with("size="))
         .collect();
-    parts.sort_unstable();
+    crate::order::sort_by(&mut parts, Ord::cmp);
     parts
 }
 
@@ -501,8 +501,7 @@ async fn check_disks_listed<H: Host>(
         .iter()
         .filter_map(|(_, volid)| volid.split(':').next())
         .collect();
-    stores.sort_unstable();
-    stores.dedup();
+    crate::order::sort_dedup(&mut stores);
     for store in stores {
         let request = endpoints::storage_content(&ev.at.node, store, content)
             .param("vmid", ev.at.vmid.to_string());

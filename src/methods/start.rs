@@ -210,7 +210,7 @@ pub fn config_ipv4(config: &Map<String, Value>) -> Result<String, String> {
             Some((index, key.as_str(), flex::string_of(value)?))
         })
         .collect();
-    nets.sort_unstable_by_key(|(index, _, _)| *index);
+    crate::order::sort_by(&mut nets, |a, b| a.0.cmp(&b.0));
     let mut seen = Vec::new();
     for (_, key, value) in &nets {
         match property(value, "ip") {

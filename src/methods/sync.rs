@@ -522,7 +522,7 @@ async fn record_vanished<H: Host>(run: &Run<'_, H>, scope: &Scope, sweep: &mut S
         }
     };
     // Sorted for the lookups below; a VMID is listed by one node only.
-    sweep.seen.sort_unstable();
+    crate::order::sort_by(&mut sweep.seen, Ord::cmp);
     for name in names {
         let vmid = vmid_of_instance(&name, run.kind.record_prefix());
         let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(v).is_err()) else {
