@@ -46,3 +46,18 @@ ensure_test_services() {
   ensure_apt /usr/bin/python3 python3
   ensure_apt openssl openssl # the TLS tests make their own CA
 }
+
+# build_wasm <cargo target dir> <out dir>: the core for wasm32, through wasm-bindgen and wasm-opt -Oz; leaves
+# <out dir>/proxmox_core.js (the glue) and <out dir>/proxmox_core.opt.wasm (the module that ships).
+# PROXMOX_CORE_OMIT (comma-separated method names), when set, builds the core without those methods: the size
+# bench weighs a method by the difference (src/catalog.rs `omitted`).
+build_wasm() {
+  local target_dir=$1 out=$2
+  CARGO_TARGET_DIR=$target_dir cargo build --quiet --release --lib --target wasm32-unknown-unknown || return 1
+  rm -rf "$out" && mkdir -p "$out"
+  wasm-bindgen --target web --out-dir "$out" --out-name proxmox_core \
+    "$target_dir/wasm32-unknown-unknown/release/proxmox_core.wasm" || return 1
+  wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    "$out/proxmox_core_bg.wasm" -o "$out/proxmox_core.opt.wasm"
+}

@@ -124,6 +124,46 @@ pub fn method_of(kind: GuestKind, name: &str) -> Option<Method> {
         .map(|(_, _, method)| *method)
 }
 
+/// Whether this build leaves `method` out: its name is in the comma-separated
+/// `PROXMOX_CORE_OMIT` the core was built with (only the size bench sets it, to weigh a method).
+pub const fn omitted(method: Method) -> bool {
+    let Some(list) = option_env!("PROXMOX_CORE_OMIT") else {
+        return false;
+    };
+    let list = list.as_bytes();
+    let mut row = 0;
+    while row < TABLE.len() {
+        let (_, name, listed) = TABLE[row];
+        if listed as u8 == method as u8 && in_list(list, name.as_bytes()) {
+            return true;
+        }
+        row += 1;
+    }
+    false
+}
+
+/// Whether `name` is one of the comma-separated items of `list`.
+const fn in_list(list: &[u8], name: &[u8]) -> bool {
+    let mut start = 0;
+    while start <= list.len() {
+        let mut end = start;
+        while end < list.len() && list[end] != b',' {
+            end += 1;
+        }
+        if end - start == name.len() {
+            let mut i = 0;
+            while i < name.len() && list[start + i] == name[i] {
+                i += 1;
+            }
+            if i == name.len() {
+                return true;
+            }
+        }
+        start = end + 1;
+    }
+    false
+}
+
 /// Every method name the model offers to users (its checks left out), in the table's order.
 pub fn method_names(kind: GuestKind) -> impl Iterator<Item = &'static str> {
     TABLE

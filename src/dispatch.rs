@@ -23,6 +23,19 @@ use std::pin::Pin;
 
 pub use crate::catalog::{CHECK_PERMISSIONS, CHECK_TRANSPORT_REACHABLE};
 
+/// `value`, unless this build leaves `method` out (`PROXMOX_CORE_OMIT` at build time, to measure
+/// what a method costs in the module): then `otherwise`. Decided at compile time, so a left-out
+/// method's code is not in the module at all.
+macro_rules! kept {
+    ($method:expr, $value:expr, $otherwise:expr) => {
+        if const { crate::catalog::omitted($method) } {
+            $otherwise
+        } else {
+            $value
+        }
+    };
+}
+
 /// Applies a method's argument rules without running it: `Err` names the field and the rule.
 /// (The tests that prove zod and the core agree call this through the wasm boundary.)
 pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(), String> {
@@ -36,35 +49,127 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::Lookup | Method::GetConfig | Method::ListSnapshots => {
             GuestRef::parse(&fields).map(drop)
         }
-        Method::Migrate => migrate::MigrateArgs::parse(kind, args).map(drop),
-        Method::FileWrite => file_write::FileWriteArgs::parse(args).map(drop),
-        Method::FileRead => file_read::FileReadArgs::parse(args).map(drop),
-        Method::Snapshot => snapshot::SnapshotArgs::parse(kind, args).map(drop),
-        Method::Rollback => rollback::RollbackArgs::parse(kind, args).map(drop),
-        Method::DeleteSnapshot => delete_snapshot::DeleteSnapshotArgs::parse(kind, args).map(drop),
+        Method::Migrate => kept!(
+            Method::Migrate,
+            migrate::MigrateArgs::parse(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::FileWrite => kept!(
+            Method::FileWrite,
+            file_write::FileWriteArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::FileRead => kept!(
+            Method::FileRead,
+            file_read::FileReadArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::Snapshot => kept!(
+            Method::Snapshot,
+            snapshot::SnapshotArgs::parse(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::Rollback => kept!(
+            Method::Rollback,
+            rollback::RollbackArgs::parse(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::DeleteSnapshot => kept!(
+            Method::DeleteSnapshot,
+            delete_snapshot::DeleteSnapshotArgs::parse(kind, args).map(drop),
+            Ok(())
+        ),
         Method::GuestExec | Method::ContainerExec => {
             crate::guest::exec::ExecArgs::parse(args).map(drop)
         }
-        Method::Start => start::StartArgs::parse_for(kind, args).map(drop),
-        Method::Stop => stop::StopArgs::parse(args).map(drop),
-        Method::Shutdown => shutdown::ShutdownArgs::parse(args).map(drop),
-        Method::Delete => delete::DeleteArgs::parse(args).map(drop),
-        Method::Clone => clone::CloneArgs::parse(args).map(drop),
-        Method::Create => create::CreateArgs::parse(args).map(drop),
-        Method::SetConfig => set_config::SetConfigArgs::parse(args).map(drop),
-        Method::Resize => resize_disk::ResizeArgs::parse(kind, args).map(drop),
-        Method::Sync => sync::SyncArgs::parse(args).map(drop),
-        Method::Template => template::TemplateArgs::parse(args).map(drop),
-        Method::Reboot => reboot::RebootArgs::parse(args).map(drop),
-        Method::CloudInit => cloud_init::CloudInitArgs::parse(args).map(drop),
-        Method::WaitReady => wait_ready::WaitReadyArgs::parse(args).map(drop),
+        Method::Start => kept!(
+            Method::Start,
+            start::StartArgs::parse_for(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::Stop => kept!(Method::Stop, stop::StopArgs::parse(args).map(drop), Ok(())),
+        Method::Shutdown => kept!(
+            Method::Shutdown,
+            shutdown::ShutdownArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::Delete => kept!(
+            Method::Delete,
+            delete::DeleteArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::Clone => kept!(
+            Method::Clone,
+            clone::CloneArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::Create => kept!(
+            Method::Create,
+            create::CreateArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::SetConfig => kept!(
+            Method::SetConfig,
+            set_config::SetConfigArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::Resize => kept!(
+            Method::Resize,
+            resize_disk::ResizeArgs::parse(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::Sync => kept!(Method::Sync, sync::SyncArgs::parse(args).map(drop), Ok(())),
+        Method::Template => kept!(
+            Method::Template,
+            template::TemplateArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::Reboot => kept!(
+            Method::Reboot,
+            reboot::RebootArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::CloudInit => kept!(
+            Method::CloudInit,
+            cloud_init::CloudInitArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::WaitReady => kept!(
+            Method::WaitReady,
+            wait_ready::WaitReadyArgs::parse(args).map(drop),
+            Ok(())
+        ),
         Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).map(drop),
-        Method::DownloadUrl => download_url::DownloadUrlArgs::parse(args).map(drop),
-        Method::VmCreate => vm_create::VmCreateArgs::parse(args).map(drop),
-        Method::Backup => backup::BackupArgs::parse(args).map(drop),
-        Method::ListBackups => list_backups::ListBackupsArgs::parse(args).map(drop),
-        Method::DeleteBackup => delete_backup::DeleteBackupArgs::parse(args).map(drop),
-        Method::Restore => restore::RestoreArgs::parse(args).map(drop),
+        Method::DownloadUrl => kept!(
+            Method::DownloadUrl,
+            download_url::DownloadUrlArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::VmCreate => kept!(
+            Method::VmCreate,
+            vm_create::VmCreateArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::Backup => kept!(
+            Method::Backup,
+            backup::BackupArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::ListBackups => kept!(
+            Method::ListBackups,
+            list_backups::ListBackupsArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::DeleteBackup => kept!(
+            Method::DeleteBackup,
+            delete_backup::DeleteBackupArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::Restore => kept!(
+            Method::Restore,
+            restore::RestoreArgs::parse(args).map(drop),
+            Ok(())
+        ),
         Method::Preflight | Method::CheckPermissions => {
             preflight::PreflightArgs::parse(kind, args).map(drop)
         }
@@ -135,43 +240,191 @@ async fn run_scrubbed<H: Host>(
     // inlining all 27, so a process's first run compiles (wasm lazy compilation) only the method
     // it runs — 9 ms off a cold lookup, measured by `deno task bench --only cold`.
     let method: Pin<Box<dyn Future<Output = Outcome> + '_>> = match known {
-        Method::Lookup => boxed(lookup::lookup(&run, args)),
-        Method::Start => boxed(start::start(&run, args)),
-        Method::Stop => boxed(stop::stop(&run, args)),
-        Method::Shutdown => boxed(shutdown::shutdown(&run, args)),
-        Method::Delete => boxed(delete::delete(&run, args)),
-        Method::GetConfig => boxed(get_config::get_config(&run, args)),
-        Method::SetConfig => boxed(set_config::set_config(&run, args)),
-        Method::Sync => boxed(sync::sync(&run, args)),
-        Method::GuestExec => boxed(guest_exec::guest_exec(&run, args)),
-        Method::ContainerExec => boxed(container_exec::container_exec(&run, args)),
-        Method::Clone => boxed(clone::clone(&run, args)),
-        Method::Create => boxed(create::create(&run, args)),
-        Method::Resize => boxed(resize_disk::resize_disk(&run, args)),
-        Method::NodeStatus => boxed(node_status::node_status(&run, args)),
-        Method::NodeConfig => boxed(node_config::node_config(&run, args)),
-        Method::Migrate => boxed(migrate::migrate(&run, args)),
-        Method::FileWrite => boxed(file_write::file_write(&run, args)),
-        Method::FileRead => boxed(file_read::file_read(&run, args)),
-        Method::Snapshot => boxed(snapshot::snapshot(&run, args)),
-        Method::ListSnapshots => boxed(list_snapshots::list_snapshots(&run, args)),
-        Method::Rollback => boxed(rollback::rollback(&run, args)),
-        Method::DeleteSnapshot => boxed(delete_snapshot::delete_snapshot(&run, args)),
-        Method::Template => boxed(template::convert_to_template(&run, args)),
-        Method::Reboot => boxed(reboot::reboot(&run, args)),
-        Method::CloudInit => boxed(cloud_init::cloud_init(&run, args)),
-        Method::WaitReady => boxed(wait_ready::wait_ready(&run, args)),
-        Method::DownloadUrl => boxed(download_url::download_url(&run, args)),
-        Method::VmCreate => boxed(vm_create::vm_create(&run, args)),
-        Method::CheckReachable => boxed(check::transport_reachable(&run)),
-        Method::Backup => boxed(backup::backup(&run, args)),
-        Method::ListBackups => boxed(list_backups::list_backups(&run, args)),
-        Method::DeleteBackup => boxed(delete_backup::delete_backup(&run, args)),
-        Method::Restore => boxed(restore::restore(&run, args)),
-        Method::Preflight => boxed(preflight::preflight(&run, args)),
-        Method::CheckPermissions => boxed(preflight::permissions_check(&run, args)),
+        Method::Lookup => kept!(
+            Method::Lookup,
+            boxed(lookup::lookup(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Start => kept!(
+            Method::Start,
+            boxed(start::start(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Stop => kept!(
+            Method::Stop,
+            boxed(stop::stop(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Shutdown => kept!(
+            Method::Shutdown,
+            boxed(shutdown::shutdown(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Delete => kept!(
+            Method::Delete,
+            boxed(delete::delete(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::GetConfig => kept!(
+            Method::GetConfig,
+            boxed(get_config::get_config(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::SetConfig => kept!(
+            Method::SetConfig,
+            boxed(set_config::set_config(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Sync => kept!(
+            Method::Sync,
+            boxed(sync::sync(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::GuestExec => kept!(
+            Method::GuestExec,
+            boxed(guest_exec::guest_exec(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::ContainerExec => kept!(
+            Method::ContainerExec,
+            boxed(container_exec::container_exec(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Clone => kept!(
+            Method::Clone,
+            boxed(clone::clone(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Create => kept!(
+            Method::Create,
+            boxed(create::create(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Resize => kept!(
+            Method::Resize,
+            boxed(resize_disk::resize_disk(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::NodeStatus => kept!(
+            Method::NodeStatus,
+            boxed(node_status::node_status(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::NodeConfig => kept!(
+            Method::NodeConfig,
+            boxed(node_config::node_config(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Migrate => kept!(
+            Method::Migrate,
+            boxed(migrate::migrate(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::FileWrite => kept!(
+            Method::FileWrite,
+            boxed(file_write::file_write(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::FileRead => kept!(
+            Method::FileRead,
+            boxed(file_read::file_read(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Snapshot => kept!(
+            Method::Snapshot,
+            boxed(snapshot::snapshot(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::ListSnapshots => kept!(
+            Method::ListSnapshots,
+            boxed(list_snapshots::list_snapshots(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Rollback => kept!(
+            Method::Rollback,
+            boxed(rollback::rollback(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::DeleteSnapshot => kept!(
+            Method::DeleteSnapshot,
+            boxed(delete_snapshot::delete_snapshot(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Template => kept!(
+            Method::Template,
+            boxed(template::convert_to_template(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Reboot => kept!(
+            Method::Reboot,
+            boxed(reboot::reboot(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::CloudInit => kept!(
+            Method::CloudInit,
+            boxed(cloud_init::cloud_init(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::WaitReady => kept!(
+            Method::WaitReady,
+            boxed(wait_ready::wait_ready(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::DownloadUrl => kept!(
+            Method::DownloadUrl,
+            boxed(download_url::download_url(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::VmCreate => kept!(
+            Method::VmCreate,
+            boxed(vm_create::vm_create(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::CheckReachable => kept!(
+            Method::CheckReachable,
+            boxed(check::transport_reachable(&run)),
+            boxed(left_out(method))
+        ),
+        Method::Backup => kept!(
+            Method::Backup,
+            boxed(backup::backup(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::ListBackups => kept!(
+            Method::ListBackups,
+            boxed(list_backups::list_backups(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::DeleteBackup => kept!(
+            Method::DeleteBackup,
+            boxed(delete_backup::delete_backup(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Restore => kept!(
+            Method::Restore,
+            boxed(restore::restore(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::Preflight => kept!(
+            Method::Preflight,
+            boxed(preflight::preflight(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::CheckPermissions => kept!(
+            Method::CheckPermissions,
+            boxed(preflight::permissions_check(&run, args)),
+            boxed(left_out(method))
+        ),
     };
     method.await
+}
+
+/// A method this build leaves out ([`kept!`]).
+async fn left_out(method: &str) -> Outcome {
+    Failure::new(format!(
+        "method {method:?} is left out of this build of the core (PROXMOX_CORE_OMIT)"
+    ))
+    .into()
 }
 
 fn boxed<'a>(

@@ -6,7 +6,7 @@
  * run against the baseline package in the same run, side by side, with the ratio; targets relative
  * to the baseline are judged against its column. There is no default baseline.
  *
- * Options: `--reps N` (default 5), `--cold-reps N` (default 9), `--only sync,exec,task,requests,cold,size,archive,fleet`,
+ * Options: `--reps N` (default 5), `--cold-reps N` (default 9), `--only sync,exec,task,requests,cold,size,marginal,archive,fleet`,
  * `--scenarios` (print the scenario table without a baseline too), `--sync-sizes 10,100,1000`.
  * Progress goes to stderr, the report to stdout. Not part of the pass/fail tests.
  *
