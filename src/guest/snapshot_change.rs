@@ -5,6 +5,7 @@
 
 use super::evidence::{await_unlocked, sight_to_change, Evidence};
 use super::locate::Located;
+use super::power::Target;
 use super::reference::GuestRef;
 use super::snapshots::{snapshot_outcome, SnapshotTree, TreeSeen};
 use crate::args::ArgError;
@@ -12,24 +13,29 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::request::PveRequest;
-use crate::pve::responses::GuestStatus;
 use crate::run::Run;
 
-/// What one snapshot method changes, and how it knows the change happened.
-pub trait SnapshotChange {
-    /// What the tree before decides and the later steps need (a rollback's end state, a new
-    /// snapshot's parent).
-    type Plan;
+/// What the tree before a change decides for the steps after it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    /// The snapshot the guest descended from (a new snapshot's parent).
+    pub parent: Option<String>,
+    /// The power state the guest settles in once the change is done (a rollback's), besides
+    /// being unlocked; `None`: only unlocked.
+    pub end: Option<Target>,
+}
 
+/// What one snapshot method changes, and how it knows the change happened. Object-safe: the one
+/// course below runs every method through `&dyn SnapshotChange`, so it is compiled once.
+pub trait SnapshotChange {
     /// What the change does to a guest, in messages: "snapshot", "roll back", ….
-    const DOES: &'static str;
+    fn does(&self) -> &'static str;
 
     /// The guest it changes.
     fn target(&self) -> &GuestRef;
 
     /// Refuses, before anything is sent, what PVE would refuse (from the tree and the guest).
-    fn plan(&self, label: &str, ev: &Evidence, before: &SnapshotTree)
-        -> Result<Self::Plan, String>;
+    fn plan(&self, label: &str, ev: &Evidence, before: &SnapshotTree) -> Result<Plan, String>;
 
     /// The request that makes the change.
     fn request(&self, kind: GuestKind, at: &Located) -> PveRequest;
@@ -37,48 +43,48 @@ pub trait SnapshotChange {
     /// The change in words, for the task's messages.
     fn action(&self, label: &str) -> String;
 
-    /// What the guest shows once the change has settled, besides being unlocked (default: nothing
-    /// more), and that in words.
-    fn settled(&self, _plan: &Self::Plan, _kind: GuestKind, _status: &GuestStatus) -> bool {
-        true
-    }
-    fn settled_text(&self, plan: &Self::Plan, kind: GuestKind) -> String;
+    /// What the guest shows once the change has settled, in words.
+    fn settled_text(&self, plan: &Plan, kind: GuestKind) -> String;
 
-    /// The verdict on the tree after the change: the summary, or why it did not happen.
-    fn judge<H: Host>(
+    /// The verdict on the tree after the change: the summary, or why it did not happen. A
+    /// warning it adds to `ev` is logged by the course.
+    fn judge(
         &self,
-        run: &Run<'_, H>,
         ev: &mut Evidence,
         label: &str,
-        plan: Self::Plan,
+        plan: Plan,
         after: &SnapshotTree,
     ) -> Result<String, String>;
 }
 
 /// Runs one snapshot method: its parsed arguments, or the argument error, to an outcome holding
 /// the guest's record, the last tree observed and the verdict.
-pub async fn run_change<H: Host, C: SnapshotChange>(
+pub async fn run_change<H: Host>(
     run: &Run<'_, H>,
-    parsed: Result<C, ArgError>,
+    parsed: Result<impl SnapshotChange, ArgError>,
 ) -> Outcome {
-    let change = match parsed {
-        Ok(change) => change,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let mut ev = match sight_to_change(run, change.target(), C::DOES).await {
+    match parsed {
+        Ok(change) => change_course(run, &change).await,
+        Err(e) => Failure::from(e).into(),
+    }
+}
+
+/// The course itself, the same code for every method.
+async fn change_course<H: Host>(run: &Run<'_, H>, change: &dyn SnapshotChange) -> Outcome {
+    let mut ev = match sight_to_change(run, change.target(), change.does()).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
     let mut tree = None;
-    let verdict = apply(run, &mut ev, &change, &mut tree).await;
+    let verdict = apply(run, &mut ev, change, &mut tree).await;
     snapshot_outcome(run, &ev, tree, verdict).await
 }
 
 /// The change itself; `tree` keeps the last tree observed, for the record, whatever the verdict.
-async fn apply<H: Host, C: SnapshotChange>(
+async fn apply<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    change: &C,
+    change: &dyn SnapshotChange,
     tree: &mut Option<TreeSeen>,
 ) -> Result<String, String> {
     let label = ev.label(run);
@@ -92,13 +98,18 @@ async fn apply<H: Host, C: SnapshotChange>(
         .await?;
     let kind = run.kind;
     let wanted = change.settled_text(&plan, kind);
-    await_unlocked(run, ev, |s| change.settled(&plan, kind, s), &wanted).await?;
+    let end = plan.end;
+    await_unlocked(run, ev, |s| end.is_none_or(|t| t.reached(kind, s)), &wanted).await?;
     let after = TreeSeen::read(run, ev).await.inspect_err(|_| {
         if let Some(before) = tree.as_mut() {
             before.unreadable = true;
         }
     })?;
-    let verdict = change.judge(run, ev, &label, plan, &after.tree);
+    let warned = ev.trail.warnings.len();
+    let verdict = change.judge(ev, &label, plan, &after.tree);
+    for warning in ev.trail.warnings.iter().skip(warned) {
+        run.warn(warning);
+    }
     *tree = Some(after);
     verdict
 }

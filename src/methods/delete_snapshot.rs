@@ -6,7 +6,7 @@ use crate::args::{ArgError, Fields};
 use crate::guest::evidence::Evidence;
 use crate::guest::locate::Located;
 use crate::guest::reference::GuestRef;
-use crate::guest::snapshot_change::{run_change, SnapshotChange};
+use crate::guest::snapshot_change::{run_change, Plan, SnapshotChange};
 use crate::guest::snapshots::{check_name, SnapshotTree};
 use crate::host::Host;
 use crate::outcome::Outcome;
@@ -42,15 +42,16 @@ pub async fn delete_snapshot<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome
 }
 
 impl SnapshotChange for DeleteSnapshotArgs {
-    type Plan = ();
-    const DOES: &'static str = "delete a snapshot of";
+    fn does(&self) -> &'static str {
+        "delete a snapshot of"
+    }
 
     fn target(&self) -> &GuestRef {
         &self.target
     }
 
-    fn plan(&self, label: &str, _ev: &Evidence, before: &SnapshotTree) -> Result<(), String> {
-        before.existing(label, &self.name).map(drop)
+    fn plan(&self, label: &str, _ev: &Evidence, before: &SnapshotTree) -> Result<Plan, String> {
+        before.existing(label, &self.name).map(|_| Plan::default())
     }
 
     fn request(&self, kind: GuestKind, at: &Located) -> PveRequest {
@@ -61,16 +62,15 @@ impl SnapshotChange for DeleteSnapshotArgs {
         format!("delete snapshot {:?} of {label}", self.name)
     }
 
-    fn settled_text(&self, _plan: &(), _kind: GuestKind) -> String {
+    fn settled_text(&self, _plan: &Plan, _kind: GuestKind) -> String {
         "the snapshot-delete lock released".to_string()
     }
 
-    fn judge<H: Host>(
+    fn judge(
         &self,
-        _run: &Run<'_, H>,
         _ev: &mut Evidence,
         label: &str,
-        _plan: (),
+        _plan: Plan,
         after: &SnapshotTree,
     ) -> Result<String, String> {
         if after.find(&self.name).is_some() {

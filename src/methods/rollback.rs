@@ -8,13 +8,12 @@ use crate::guest::evidence::Evidence;
 use crate::guest::locate::Located;
 use crate::guest::power::Target;
 use crate::guest::reference::GuestRef;
-use crate::guest::snapshot_change::{run_change, SnapshotChange};
+use crate::guest::snapshot_change::{run_change, Plan, SnapshotChange};
 use crate::guest::snapshots::{check_name, SnapshotTree};
 use crate::host::Host;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::PveRequest;
-use crate::pve::responses::GuestStatus;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -46,23 +45,29 @@ pub async fn rollback<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 
 impl SnapshotChange for RollbackArgs {
     /// The state the guest must end in.
-    type Plan = Target;
-    const DOES: &'static str = "roll back";
+    fn does(&self) -> &'static str {
+        "roll back"
+    }
 
     fn target(&self) -> &GuestRef {
         &self.target
     }
 
-    fn plan(&self, label: &str, _ev: &Evidence, before: &SnapshotTree) -> Result<Target, String> {
+    /// The guest ends running when the snapshot holds its RAM or `start` asks for it.
+    fn plan(&self, label: &str, _ev: &Evidence, before: &SnapshotTree) -> Result<Plan, String> {
         let snap = before.existing(label, &self.name)?;
         if let Some(state) = &snap.snapstate {
             return Err(format!(
                 "{label}: unable to rollback to incomplete snapshot (snapstate = {state})"
             ));
         }
-        Ok(match snap.vmstate || self.start {
+        let end = match snap.vmstate || self.start {
             true => Target::Running,
             false => Target::Stopped,
+        };
+        Ok(Plan {
+            parent: None,
+            end: Some(end),
         })
     }
 
@@ -74,20 +79,18 @@ impl SnapshotChange for RollbackArgs {
         format!("roll {label} back to snapshot {:?}", self.name)
     }
 
-    fn settled(&self, target: &Target, kind: GuestKind, status: &GuestStatus) -> bool {
-        target.reached(kind, status)
+    fn settled_text(&self, plan: &Plan, kind: GuestKind) -> String {
+        match plan.end {
+            Some(end) => format!("the rollback lock released and {}", end.describe(kind)),
+            None => "the rollback lock released".to_string(),
+        }
     }
 
-    fn settled_text(&self, target: &Target, kind: GuestKind) -> String {
-        format!("the rollback lock released and {}", target.describe(kind))
-    }
-
-    fn judge<H: Host>(
+    fn judge(
         &self,
-        _run: &Run<'_, H>,
         ev: &mut Evidence,
         label: &str,
-        _target: Target,
+        _plan: Plan,
         after: &SnapshotTree,
     ) -> Result<String, String> {
         if after.current_parent.as_deref() != Some(self.name.as_str()) {

@@ -7,7 +7,7 @@ use crate::args::{ArgError, Fields};
 use crate::guest::evidence::Evidence;
 use crate::guest::locate::Located;
 use crate::guest::reference::GuestRef;
-use crate::guest::snapshot_change::{run_change, SnapshotChange};
+use crate::guest::snapshot_change::{run_change, Plan, SnapshotChange};
 use crate::guest::snapshots::{check_name, SnapshotTree};
 use crate::host::Host;
 use crate::outcome::Outcome;
@@ -54,20 +54,16 @@ pub async fn snapshot<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 }
 
 impl SnapshotChange for SnapshotArgs {
-    /// The snapshot the guest descended from: the new one's parent.
-    type Plan = Option<String>;
-    const DOES: &'static str = "snapshot";
+    fn does(&self) -> &'static str {
+        "snapshot"
+    }
 
     fn target(&self) -> &GuestRef {
         &self.target
     }
 
-    fn plan(
-        &self,
-        label: &str,
-        ev: &Evidence,
-        before: &SnapshotTree,
-    ) -> Result<Option<String>, String> {
+    /// The snapshot the guest descended from becomes the new one's parent.
+    fn plan(&self, label: &str, ev: &Evidence, before: &SnapshotTree) -> Result<Plan, String> {
         // What PVE's snapshot_prepare dies with, refused before anything is sent.
         if ev.status.template == Some(true) {
             return Err(format!(
@@ -80,7 +76,10 @@ impl SnapshotChange for SnapshotArgs {
                 self.name
             ));
         }
-        Ok(before.current_parent.clone())
+        Ok(Plan {
+            parent: before.current_parent.clone(),
+            end: None,
+        })
     }
 
     fn request(&self, kind: GuestKind, at: &Located) -> PveRequest {
@@ -98,18 +97,18 @@ impl SnapshotChange for SnapshotArgs {
         format!("snapshot {label} as {:?}", self.name)
     }
 
-    fn settled_text(&self, _parent: &Option<String>, _kind: GuestKind) -> String {
+    fn settled_text(&self, _plan: &Plan, _kind: GuestKind) -> String {
         "the snapshot lock released".to_string()
     }
 
-    fn judge<H: Host>(
+    fn judge(
         &self,
-        run: &Run<'_, H>,
         ev: &mut Evidence,
         label: &str,
-        parent: Option<String>,
+        plan: Plan,
         after: &SnapshotTree,
     ) -> Result<String, String> {
+        let parent = plan.parent;
         let Some(taken) = after.find(&self.name) else {
             return Err(format!(
                 "the snapshot task ended successfully, but the snapshot list of {label} does not hold {:?} ({})",
@@ -132,7 +131,7 @@ impl SnapshotChange for SnapshotArgs {
         let ram = match (self.vmstate, taken.vmstate) {
             (_, true) => " with its RAM",
             (true, false) => {
-                ev.warn(run, format!("vmstate: true, but snapshot {:?} holds no RAM (PVE saves it only for a running VM)", self.name));
+                ev.trail.warnings.push(format!("vmstate: true, but snapshot {:?} holds no RAM (PVE saves it only for a running VM)", self.name));
                 ""
             }
             (false, false) => "",
