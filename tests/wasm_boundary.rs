@@ -1,5 +1,5 @@
 //! The JS boundary, run in wasm under Node with `wasm-bindgen-test`: a scripted JS host answers the
-//! core's requests, and the outcome must come back as plain JS objects with the right verdict.
+//! core's requests, and the outcome must come back as JSON text with the right verdict.
 #![cfg(target_arch = "wasm32")]
 
 use proxmox_core::wasm::{run_method, JsHost};
@@ -35,12 +35,14 @@ export function scriptedHost(routes) {
   };
 }
 export function field(object, path) {
-  return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), object);
+  const parsed = typeof object === "string" ? JSON.parse(object) : object;
+  return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), parsed);
 }
 "#)]
 extern "C" {
     #[wasm_bindgen(js_name = scriptedHost)]
     fn scripted_host(routes: JsValue) -> JsHost;
+    /// A field of a JS object, or of the object a JSON text (the outcome) makes.
     fn field(object: &JsValue, path: &str) -> JsValue;
 }
 
@@ -64,6 +66,7 @@ async fn lookup_returns_a_present_record_as_a_plain_object() {
     let args = format!(r#"{{{GLOBAL},"vmid":100}}"#);
     let outcome = run_method("qemu".into(), "lookup".into(), args, host)
         .await
+        .map(JsValue::from)
         .unwrap();
     assert_eq!(
         field(&outcome, "verdict.status").as_string().as_deref(),
@@ -96,6 +99,7 @@ async fn guest_exec_exit_42_is_a_failed_verdict_with_its_record() {
     let args = format!(r#"{{{GLOBAL},"vmid":100,"command":["bash","-c","exit 42"]}}"#);
     let outcome = run_method("qemu".into(), "guestExec".into(), args, host)
         .await
+        .map(JsValue::from)
         .unwrap();
     assert_eq!(
         field(&outcome, "verdict.status").as_string().as_deref(),
@@ -123,6 +127,7 @@ async fn host_rejection_becomes_a_failed_verdict_naming_the_fault() {
     let args = format!(r#"{{{GLOBAL},"vmid":100}}"#);
     let outcome = run_method("qemu".into(), "lookup".into(), args, host)
         .await
+        .map(JsValue::from)
         .unwrap();
     let message = field(&outcome, "verdict.message").as_string().unwrap();
     assert!(message.contains("connection refused"), "{message}");
@@ -147,6 +152,7 @@ async fn a_bad_vmid_is_refused_naming_the_field() {
     let args = format!(r#"{{{GLOBAL},"vmid":99}}"#);
     let outcome = run_method("qemu".into(), "lookup".into(), args, host)
         .await
+        .map(JsValue::from)
         .unwrap();
     let message = field(&outcome, "verdict.message").as_string().unwrap();
     assert!(message.contains("`vmid`"), "{message}");

@@ -83,11 +83,9 @@ export async function decide(
   const core = loadCore(ctx);
   const host = createHost(ctx);
   try {
-    return await core.runMethod(
-      model,
-      method,
-      JSON.stringify(args),
-      host,
+    // The outcome crosses as its JSON text: one string, parsed once (src/wasm.rs).
+    return JSON.parse(
+      await core.runMethod(model, method, JSON.stringify(args), host),
     ) as CoreOutcome;
   } finally {
     host.close();

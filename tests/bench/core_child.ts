@@ -15,7 +15,7 @@ interface Glue {
     method: string,
     argsJson: string,
     host: unknown,
-  ): Promise<{ verdict: { status: string } }>;
+  ): Promise<string>;
 }
 
 const [glueUrl, wasmPath] = Deno.args;
@@ -57,7 +57,9 @@ const ARGS = JSON.stringify({
 
 async function lookupMs(glue: Glue): Promise<number> {
   const started = performance.now();
-  const outcome = await glue.runMethod("qemu", "lookup", ARGS, host);
+  const outcome = JSON.parse(
+    await glue.runMethod("qemu", "lookup", ARGS, host),
+  ) as { verdict: { status: string } };
   const ms = performance.now() - started;
   if (outcome.verdict.status !== "succeeded") {
     throw new Error(`lookup ${JSON.stringify(outcome.verdict)}`);
