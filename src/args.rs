@@ -2,7 +2,7 @@
 //!
 //! Every error names the field and the rule, and is raised before any request is sent.
 
-use serde::de::DeserializeOwned;
+use crate::pve::read::FromJson;
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -65,27 +65,27 @@ impl<'a> Fields<'a> {
 
     /// An optional field of any deserializable type. `null` is refused, as zod refuses it: an
     /// absent field is omitted, not null.
-    pub fn optional<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, ArgError> {
+    pub fn optional<T: FromJson>(&self, key: &str) -> Result<Option<T>, ArgError> {
         match self.object.get(key) {
             None => Ok(None),
             Some(Value::Null) => Err(ArgError::new(
                 self.path(key),
                 "must not be null (omit the field instead)",
             )),
-            Some(value) => serde_json::from_value(value.clone())
+            Some(value) => T::from_json(value)
                 .map(Some)
-                .map_err(|e| ArgError::new(self.path(key), type_rule(&e))),
+                .map_err(|e| ArgError::new(self.path(key), format!("has the wrong type ({e})"))),
         }
     }
 
     /// A required field.
-    pub fn required<T: DeserializeOwned>(&self, key: &str) -> Result<T, ArgError> {
+    pub fn required<T: FromJson>(&self, key: &str) -> Result<T, ArgError> {
         self.optional(key)?
             .ok_or_else(|| ArgError::new(self.path(key), "is required"))
     }
 
     /// An optional field with a default.
-    pub fn or<T: DeserializeOwned>(&self, key: &str, default: T) -> Result<T, ArgError> {
+    pub fn or<T: FromJson>(&self, key: &str, default: T) -> Result<T, ArgError> {
         Ok(self.optional(key)?.unwrap_or(default))
     }
 
@@ -191,10 +191,6 @@ fn display_path(path: &str) -> &str {
     }
 }
 
-fn type_rule(error: &serde_json::Error) -> String {
-    // serde_json says e.g. "invalid type: string \"x\", expected i64"; keep its words, they name the rule.
-    format!("has the wrong type ({error})")
-}
 
 /// Refuses empty strings and strings that could break a line-oriented protocol or log.
 pub fn check_line(field: &str, value: &str) -> Result<(), ArgError> {

@@ -4,12 +4,12 @@ use crate::global_args::TransportSettings;
 use crate::host::{Host, LogLevel};
 use crate::poll::{Backoff, WaitBudget};
 use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::read::FromJson;
 use crate::pve::request::{PveRequest, Repeat};
 use crate::scrub::Scrubber;
 use crate::transport;
 use crate::watch::flight::Flight;
 use crate::watch::{FlightKey, Shared};
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::rc::Rc;
 
@@ -159,17 +159,13 @@ impl<'a, H: Host> Pve<'a, H> {
     }
 
     /// Sends a request and reads its `data` as `T`; `what` names the expected shape in errors.
-    pub async fn read<T: DeserializeOwned>(
-        &self,
-        request: &PveRequest,
-        what: &str,
-    ) -> Result<T, PveError> {
+    pub async fn read<T: FromJson>(&self, request: &PveRequest, what: &str) -> Result<T, PveError> {
         let data = self.call(request).await?;
         self.shaped(request, data, what)
     }
 
     /// [`Pve::read`] by a wait's deadline ([`Pve::call_by`]).
-    pub async fn read_by<T: DeserializeOwned>(
+    pub async fn read_by<T: FromJson>(
         &self,
         request: &PveRequest,
         deadline_ms: f64,
@@ -179,13 +175,13 @@ impl<'a, H: Host> Pve<'a, H> {
         self.shaped(request, data, what)
     }
 
-    fn shaped<T: DeserializeOwned>(
+    fn shaped<T: FromJson>(
         &self,
         request: &PveRequest,
         data: Value,
         what: &str,
     ) -> Result<T, PveError> {
-        T::deserialize(&data).map_err(|e| {
+        T::from_json(&data).map_err(|e| {
             PveError::malformed(format!(
                 "{} answered with data that is not {what} ({e})",
                 request.label()

@@ -18,6 +18,7 @@ use crate::outcome::Failure;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
+use crate::pve::read::{object, FromJson};
 use crate::pve::responses::ClusterGuest;
 use crate::run::Run;
 use serde_json::Value;
@@ -313,19 +314,34 @@ async fn by_live_lists<H: Host>(
 }
 
 /// The name field of `status/current`.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug)]
 struct LiveName {
-    #[serde(deserialize_with = "flex::opt_string", default)]
     name: Option<String>,
 }
 
+impl FromJson for LiveName {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        Ok(LiveName {
+            name: object(value)?.opt_string("name"),
+        })
+    }
+}
+
 /// One entry of a node's guest list.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug)]
 struct LiveEntry {
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     vmid: Option<u64>,
-    #[serde(deserialize_with = "flex::opt_string", default)]
     name: Option<String>,
+}
+
+impl FromJson for LiveEntry {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        let o = object(value)?;
+        Ok(LiveEntry {
+            vmid: o.opt_u64("vmid"),
+            name: o.opt_string("name"),
+        })
+    }
 }
 
 /// `GET /cluster/nextid?vmid=N`: `Ok` when no guest holds N — PVE then echoes N back; any other

@@ -8,7 +8,7 @@ use crate::pve::responses::{list_of, NodeStorage};
 use serde_json::Value;
 
 /// A list answer as `T`s, or why it could not be read.
-pub fn listed<T: for<'de> serde::Deserialize<'de>>(
+pub fn listed<T: crate::pve::read::FromJson>(
     answer: Result<Value, PveError>,
 ) -> Result<Vec<T>, String> {
     match answer {

@@ -300,7 +300,7 @@ mod tests {
     }
 
     fn storage(id: &str, content: &str, avail_gib: u64) -> NodeStorage {
-        serde_json::from_value(json!({"storage": id, "content": content, "enabled": 1,
+        crate::pve::responses::parse(&json!({"storage": id, "content": content, "enabled": 1,
             "active": 1, "avail": avail_gib * GIB}))
         .unwrap()
     }

@@ -243,12 +243,20 @@ fn cut_at_the_end<H: Host, T>(
 }
 
 /// The part of a node-list entry (`GET /nodes/{node}/<kind>`) the template check reads.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug)]
 struct NodeGuest {
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     vmid: Option<u64>,
-    #[serde(deserialize_with = "flex::opt_bool", default)]
     template: Option<bool>,
+}
+
+impl crate::pve::read::FromJson for NodeGuest {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        let o = crate::pve::read::object(value)?;
+        Ok(NodeGuest {
+            vmid: o.opt_u64("vmid"),
+            template: o.opt_bool("template"),
+        })
+    }
 }
 
 #[cfg(test)]

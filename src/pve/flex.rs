@@ -3,7 +3,6 @@
 //! Each reader yields `None` for a value it cannot read, instead of failing the whole answer:
 //! a metric PVE formats differently must not hide the power state next to it.
 
-use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 /// `true`/`false`, `0`/`1`, `"0"`/`"1"`.
@@ -59,33 +58,6 @@ pub fn string_of(value: &Value) -> Option<String> {
         Value::Number(n) => Some(n.to_string()),
         _ => None,
     }
-}
-
-/// serde adapter: optional flexible boolean.
-pub fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    Ok(Option::<Value>::deserialize(d)?.as_ref().and_then(bool_of))
-}
-
-/// serde adapter: optional flexible float.
-pub fn opt_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    Ok(Option::<Value>::deserialize(d)?.as_ref().and_then(f64_of))
-}
-
-/// serde adapter: optional flexible unsigned integer.
-pub fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Ok(Option::<Value>::deserialize(d)?.as_ref().and_then(u64_of))
-}
-
-/// serde adapter: optional flexible signed integer.
-pub fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    Ok(Option::<Value>::deserialize(d)?.as_ref().and_then(i64_of))
-}
-
-/// serde adapter: optional string (numbers rendered).
-pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(Option::<Value>::deserialize(d)?
-        .as_ref()
-        .and_then(string_of))
 }
 
 /// A fraction as a percentage with two decimals; `None` when it is not a finite number (PVE may send

@@ -8,6 +8,7 @@ pub mod exec_data;
 pub mod flex;
 pub mod privileges;
 pub mod property;
+pub mod read;
 pub mod request;
 pub mod responses;
 pub mod upid;

@@ -3,36 +3,26 @@
 
 use super::exec_data::{output_from_pve, GuestOutput};
 use super::flex;
-use serde::Deserialize;
+use super::read::{object, FromJson};
 use serde_json::{Map, Value};
 
 /// One entry of `GET /cluster/resources?type=vm`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClusterGuest {
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub vmid: Option<u64>,
-    #[serde(rename = "type", default)]
     pub kind: String,
-    #[serde(default)]
     pub node: String,
-    #[serde(deserialize_with = "flex::opt_string", default)]
     pub name: Option<String>,
-    #[serde(deserialize_with = "flex::opt_string", default)]
     pub status: Option<String>,
-    #[serde(deserialize_with = "flex::opt_string", default)]
     pub tags: Option<String>,
-    #[serde(deserialize_with = "flex::opt_string", default)]
     pub lock: Option<String>,
-    #[serde(deserialize_with = "flex::opt_bool", default)]
     pub template: Option<bool>,
 }
 
 /// HA state of a guest as `status/current` reports it.
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct HaStatus {
-    #[serde(deserialize_with = "flex::opt_bool", default)]
     pub managed: Option<bool>,
-    #[serde(deserialize_with = "flex::opt_string", default)]
     pub state: Option<String>,
 }
 
@@ -65,76 +55,35 @@ pub const KNOWN_QMP_STATUSES: [&str; 17] = [
 /// an observation: a `status` outside PVE's set (`unknown`, empty, anything else), or a `qmpstatus`
 /// that is not one of QEMU's run states, makes the whole answer unreadable — the state was not
 /// determined, and nothing may be recorded as if it had been.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GuestStatus {
     /// `running` or `stopped`; required, because the verdict rests on it.
-    #[serde(deserialize_with = "known_status")]
     pub status: String,
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub vmid: Option<u64>,
-    #[serde(deserialize_with = "known_qmp_status", default)]
     pub qmpstatus: Option<String>,
-    #[serde(deserialize_with = "flex::opt_string", default)]
     pub name: Option<String>,
-    #[serde(deserialize_with = "flex::opt_string", default)]
     pub tags: Option<String>,
-    #[serde(deserialize_with = "flex::opt_string", default)]
     pub lock: Option<String>,
-    #[serde(default)]
     pub ha: Option<HaStatus>,
-    #[serde(deserialize_with = "flex::opt_bool", default)]
     pub agent: Option<bool>,
-    #[serde(deserialize_with = "flex::opt_bool", default)]
     pub template: Option<bool>,
-    #[serde(deserialize_with = "flex::opt_f64", default)]
     pub cpu: Option<f64>,
     /// A number, not a count: a container limited by `cpulimit` without `cores` reports the
     /// fraction (`0.5`), pve-container vmstatus.
-    #[serde(deserialize_with = "flex::opt_f64", default)]
     pub cpus: Option<f64>,
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub mem: Option<u64>,
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub maxmem: Option<u64>,
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub disk: Option<u64>,
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub maxdisk: Option<u64>,
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub netin: Option<u64>,
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub netout: Option<u64>,
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub uptime: Option<u64>,
     /// The QEMU process (a container's init) while running: a new one means a new boot.
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub pid: Option<u64>,
 }
 
-fn known_status<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    let text = Value::deserialize(d)?;
-    match text.as_str() {
-        Some(s) if KNOWN_STATUSES.contains(&s) => Ok(s.to_string()),
-        _ => Err(serde::de::Error::custom(format!(
-            "status {} is not one of PVE's states (running, stopped): the state was not determined",
-            crate::quote::value(&text)
-        ))),
-    }
-}
-
-fn known_qmp_status<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    match Option::<Value>::deserialize(d)? {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if KNOWN_QMP_STATUSES.contains(&s.as_str()) => Ok(Some(s)),
-        Some(other) => Err(serde::de::Error::custom(format!(
-            "qmpstatus {} is not one of QEMU's run states: the state was not determined",
-            crate::quote::value(&other)
-        ))),
-    }
-}
-
 /// `POST …/agent/exec` → the pid of the started command.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ExecStarted {
     pub pid: i64,
 }
@@ -194,40 +143,32 @@ fn truncated(object: &Map<String, Value>, key: &str, stream: Option<&GuestOutput
 }
 
 /// `GET /nodes/{node}/tasks/{upid}/status`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TaskStatus {
     pub status: String,
-    #[serde(deserialize_with = "flex::opt_string", default)]
     pub exitstatus: Option<String>,
 }
 
 /// One line of `GET /nodes/{node}/tasks/{upid}/log`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TaskLogLine {
-    #[serde(deserialize_with = "flex::opt_string", default)]
     pub t: Option<String>,
 }
 
 /// One entry of `GET /nodes/{node}/storage`: a storage as the node sees it (only the storages the
 /// token may audit are listed).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeStorage {
     pub storage: String,
-    #[serde(rename = "type", deserialize_with = "flex::opt_string", default)]
     pub kind: Option<String>,
     /// Comma-separated content types (`images,rootdir`, `iso,vztmpl`…).
-    #[serde(deserialize_with = "flex::opt_string", default)]
     pub content: Option<String>,
     /// Whether storage.cfg enables it (absent on old PVE: treated as enabled).
-    #[serde(deserialize_with = "flex::opt_bool", default)]
     pub enabled: Option<bool>,
     /// Whether it is online on this node.
-    #[serde(deserialize_with = "flex::opt_bool", default)]
     pub active: Option<bool>,
     /// Free bytes.
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub avail: Option<u64>,
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub total: Option<u64>,
 }
 
@@ -251,56 +192,47 @@ impl NodeStorage {
 }
 
 /// One entry of `GET /nodes/{node}/network`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeInterface {
     pub iface: String,
     /// Set (1) only for interfaces that are up.
-    #[serde(deserialize_with = "flex::opt_bool", default)]
     pub active: Option<bool>,
 }
 
 /// One entry of `GET /nodes/{node}/storage/{storage}/content`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct StorageVolume {
     pub volid: String,
     /// Bytes (a disk image's virtual size).
-    #[serde(deserialize_with = "flex::opt_u64", default)]
     pub size: Option<u64>,
 }
 
 /// The entries of a list answer that have the shape `T`; `None` when the answer is not a list.
 /// Entries of another shape are skipped: one odd row must not hide the rest.
-pub fn list_of<T: for<'de> Deserialize<'de>>(data: &Value) -> Option<Vec<T>> {
+pub fn list_of<T: FromJson>(data: &Value) -> Option<Vec<T>> {
     Some(data.as_array()?.iter().filter_map(parse).collect())
 }
 
 /// Parses a PVE `data` value into `T`; `None` when the shape does not fit.
-pub fn parse<T: for<'de> Deserialize<'de>>(data: &Value) -> Option<T> {
-    T::deserialize(data).ok()
+pub fn parse<T: FromJson>(data: &Value) -> Option<T> {
+    T::from_json(data).ok()
 }
 
 /// `GET …/migrate`: VMs spell the keys with `_` (`allowed_nodes`), containers with `-`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MigratePreconditions {
-    #[serde(deserialize_with = "flex::opt_bool", default)]
     pub running: Option<bool>,
-    #[serde(alias = "allowed-nodes", default)]
     pub allowed_nodes: Vec<String>,
-    #[serde(alias = "not-allowed-nodes", default)]
     pub not_allowed_nodes: Map<String, Value>,
-    #[serde(default)]
     pub local_disks: Vec<LocalDisk>,
-    #[serde(default)]
     pub local_resources: Vec<String>,
 }
 
 /// One entry of `local_disks`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LocalDisk {
     pub volid: String,
-    #[serde(deserialize_with = "flex::opt_bool", default)]
     pub cdrom: Option<bool>,
-    #[serde(deserialize_with = "flex::opt_bool", default)]
     pub is_unused: Option<bool>,
 }
 
@@ -343,6 +275,173 @@ impl MigratePreconditions {
         Some(match reasons.is_empty() {
             true => format!("{why}"),
             false => reasons.join("; "),
+        })
+    }
+}
+
+impl FromJson for ClusterGuest {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        let o = object(value)?;
+        Ok(ClusterGuest {
+            vmid: o.opt_u64("vmid"),
+            kind: o.or_default("type")?,
+            node: o.or_default("node")?,
+            name: o.opt_string("name"),
+            status: o.opt_string("status"),
+            tags: o.opt_string("tags"),
+            lock: o.opt_string("lock"),
+            template: o.opt_bool("template"),
+        })
+    }
+}
+
+impl FromJson for HaStatus {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        let o = object(value)?;
+        Ok(HaStatus {
+            managed: o.opt_bool("managed"),
+            state: o.opt_string("state"),
+        })
+    }
+}
+
+impl FromJson for GuestStatus {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        let o = object(value)?;
+        let status = match o.0.get("status") {
+            Some(Value::String(s)) if KNOWN_STATUSES.contains(&s.as_str()) => s.clone(),
+            Some(other) => return Err(format!(
+                "status {} is not one of PVE's states (running, stopped): the state was not determined",
+                crate::quote::value(other)
+            )),
+            None => return Err("missing field `status`".to_string()),
+        };
+        let qmpstatus = match o.0.get("qmpstatus") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if KNOWN_QMP_STATUSES.contains(&s.as_str()) => Some(s.clone()),
+            Some(other) => {
+                return Err(format!(
+                    "qmpstatus {} is not one of QEMU's run states: the state was not determined",
+                    crate::quote::value(other)
+                ))
+            }
+        };
+        let ha = match o.0.get("ha") {
+            None | Some(Value::Null) => None,
+            Some(ha) => Some(HaStatus::from_json(ha).map_err(|e| format!("`ha`: {e}"))?),
+        };
+        Ok(GuestStatus {
+            status,
+            vmid: o.opt_u64("vmid"),
+            qmpstatus,
+            name: o.opt_string("name"),
+            tags: o.opt_string("tags"),
+            lock: o.opt_string("lock"),
+            ha,
+            agent: o.opt_bool("agent"),
+            template: o.opt_bool("template"),
+            cpu: o.opt("cpu", flex::f64_of),
+            cpus: o.opt("cpus", flex::f64_of),
+            mem: o.opt_u64("mem"),
+            maxmem: o.opt_u64("maxmem"),
+            disk: o.opt_u64("disk"),
+            maxdisk: o.opt_u64("maxdisk"),
+            netin: o.opt_u64("netin"),
+            netout: o.opt_u64("netout"),
+            uptime: o.opt_u64("uptime"),
+            pid: o.opt_u64("pid"),
+        })
+    }
+}
+
+impl FromJson for ExecStarted {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        match object(value)?.0.get("pid") {
+            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(ExecStarted {
+                pid: n.as_i64().ok_or("`pid` out of range")?,
+            }),
+            Some(other) => Err(format!(
+                "`pid`: expected an integer, got {}",
+                crate::quote::value(other)
+            )),
+            None => Err("missing field `pid`".to_string()),
+        }
+    }
+}
+
+impl FromJson for TaskStatus {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        let o = object(value)?;
+        Ok(TaskStatus {
+            status: o.required("status")?,
+            exitstatus: o.opt_string("exitstatus"),
+        })
+    }
+}
+
+impl FromJson for TaskLogLine {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        Ok(TaskLogLine {
+            t: object(value)?.opt_string("t"),
+        })
+    }
+}
+
+impl FromJson for NodeStorage {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        let o = object(value)?;
+        Ok(NodeStorage {
+            storage: o.required("storage")?,
+            kind: o.opt_string("type"),
+            content: o.opt_string("content"),
+            enabled: o.opt_bool("enabled"),
+            active: o.opt_bool("active"),
+            avail: o.opt_u64("avail"),
+            total: o.opt_u64("total"),
+        })
+    }
+}
+
+impl FromJson for NodeInterface {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        let o = object(value)?;
+        Ok(NodeInterface {
+            iface: o.required("iface")?,
+            active: o.opt_bool("active"),
+        })
+    }
+}
+
+impl FromJson for StorageVolume {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        let o = object(value)?;
+        Ok(StorageVolume {
+            volid: o.required("volid")?,
+            size: o.opt_u64("size"),
+        })
+    }
+}
+
+impl FromJson for MigratePreconditions {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        let o = object(value)?;
+        Ok(MigratePreconditions {
+            running: o.opt_bool("running"),
+            allowed_nodes: o.either(["allowed_nodes", "allowed-nodes"])?,
+            not_allowed_nodes: o.either(["not_allowed_nodes", "not-allowed-nodes"])?,
+            local_disks: o.or_default("local_disks")?,
+            local_resources: o.or_default("local_resources")?,
+        })
+    }
+}
+
+impl FromJson for LocalDisk {
+    fn from_json(value: &Value) -> Result<Self, String> {
+        let o = object(value)?;
+        Ok(LocalDisk {
+            volid: o.required("volid")?,
+            cdrom: o.opt_bool("cdrom"),
+            is_unused: o.opt_bool("is_unused"),
         })
     }
 }
@@ -394,7 +493,7 @@ mod tests {
             let answer = json!({"status": "running", "qmpstatus": qmp});
             assert!(parse::<GuestStatus>(&answer).is_none(), "{qmp}");
         }
-        let error = GuestStatus::deserialize(&json!({"status": "unknown"})).unwrap_err();
+        let error = GuestStatus::from_json(&json!({"status": "unknown"})).unwrap_err();
         assert!(
             error
                 .to_string()

@@ -19,10 +19,9 @@
 use super::signal::Signal;
 use crate::poll::SHORTEST_PAUSE_MS;
 use crate::pve::endpoints;
-use crate::pve::flex;
+use crate::pve::read::{object, FromJson};
 use crate::pve::request::PveRequest;
 use crate::pve::upid::Upid;
-use serde::Deserialize;
 use std::cell::{Cell, RefCell};
 
 /// However well the list answers, a run reads its task's own status at least this often: a list
@@ -82,12 +81,19 @@ pub struct NodeTasks {
 }
 
 /// One row of the node's task list, as much of it as a follower reads.
-#[derive(Deserialize)]
 pub struct ListedTask {
-    #[serde(deserialize_with = "flex::opt_string", default)]
     upid: Option<String>,
-    #[serde(deserialize_with = "flex::opt_string", default)]
     status: Option<String>,
+}
+
+impl FromJson for ListedTask {
+    fn from_json(value: &serde_json::Value) -> Result<Self, String> {
+        let o = object(value)?;
+        Ok(ListedTask {
+            upid: o.opt_string("upid"),
+            status: o.opt_string("status"),
+        })
+    }
 }
 
 impl NodeTasks {
