@@ -2,7 +2,7 @@
 
 use crate::global_args::TransportSettings;
 use crate::host::{Host, LogLevel};
-use crate::poll::{Backoff, WaitBudget};
+use crate::poll::{Backoff, WaitBudget, ANSWER_MS};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::request::{PveRequest, Repeat};
 use crate::scrub::Scrubber;
@@ -75,9 +75,10 @@ impl<'a, H: Host> Pve<'a, H> {
         }
     }
 
-    /// [`Pve::call`] for a request of a wait that ends at `deadline_ms` (a bound is met within one
-    /// request's time only if a request sent near the end gets no more than what is left): each
-    /// attempt gets at most the time left, and a retry is made only while time is left for it.
+    /// [`Pve::call`] for a request of a wait that ends at `deadline_ms`: each attempt gets the time
+    /// left, but never less than one read's time ([`ANSWER_MS`]: no read goes out without time to
+    /// answer, so a wait ends within that of its bound), and a retry is made only while its answer
+    /// fits before the deadline.
     pub async fn call_by(&self, request: &PveRequest, deadline_ms: f64) -> Result<Value, PveError> {
         self.send(request, Some(deadline_ms), None).await
     }
@@ -112,7 +113,7 @@ impl<'a, H: Host> Pve<'a, H> {
                 flight.mark_sent();
             }
             let started = self.host.now_ms();
-            let left = deadline_ms.map(|d| (d - started).ceil().max(1.0) as u64);
+            let left = deadline_ms.map(|d| (d - started).max(ANSWER_MS).ceil() as u64);
             let timeout_ms = left.map_or(budget_ms, |left| left.min(budget_ms));
             let cut = timeout_ms < budget_ms;
             let result = transport::send(self.host, self.settings, request, timeout_ms, self.scrub)
@@ -135,7 +136,7 @@ impl<'a, H: Host> Pve<'a, H> {
             }
             let next_pause = retry_pause.next_delay();
             let time_for_retry =
-                deadline_ms.is_none_or(|d| self.host.now_ms() + (next_pause as f64) < d);
+                deadline_ms.is_none_or(|d| self.host.now_ms() + next_pause as f64 + ANSWER_MS <= d);
             match result {
                 Err(e)
                     if request.repeat == Repeat::Safe
@@ -222,10 +223,10 @@ fn name_the_budget(mut error: PveError, foreground: bool, timeout_ms: u64) -> Pv
 }
 
 /// A timeout of a request cut at its wait's deadline says so: the wait is over.
-fn name_the_wait(mut error: PveError, left_ms: u64) -> PveError {
+fn name_the_wait(mut error: PveError, given_ms: u64) -> PveError {
     if error.kind == ErrorKind::Timeout {
         error.message = format!(
-            "{} (cut at the wait's end: {left_ms} ms were left)",
+            "{} (cut at the wait's end, after {given_ms} ms)",
             error.message
         );
     }
@@ -270,6 +271,46 @@ mod tests {
             shared: &crate::watch::Shared::default(),
         };
         block_on(pve.call(request))
+    }
+
+    /// [`Pve::call_by`] of the cluster's guest list, with `left_ms` to the wait's deadline.
+    fn call_with_left(host: &ScriptedHost, left_ms: f64) -> Result<Value, PveError> {
+        let global = GlobalArgs::parse(&api_args(json!({}))).unwrap();
+        let pve = Pve {
+            host,
+            settings: &global.transport,
+            task_timeout_ms: 60_000,
+            poll_cap_ms: 1000,
+            request_timeout_ms: 30_000,
+            scrub: &crate::scrub::Scrubber::default(),
+            budget: &crate::poll::WaitBudget::new(60_000),
+            shared: &crate::watch::Shared::default(),
+        };
+        let deadline = host.now_ms() + left_ms;
+        block_on(pve.call_by(&endpoints::cluster_guests(), deadline))
+    }
+
+    #[test]
+    fn a_read_sent_at_its_waits_end_is_still_given_one_reads_time_to_answer() {
+        let host = ScriptedHost::new();
+        let guests = Answer::Data(json!([]));
+        host.on(
+            "GET /cluster/resources",
+            [Answer::Slow(300, Box::new(guests))],
+        );
+        assert_eq!(call_with_left(&host, 0.0), Ok(json!([])));
+        assert_eq!(host.requests.borrow()[0].timeout_ms, ANSWER_MS as u64);
+    }
+
+    #[test]
+    fn a_read_of_a_wait_is_retried_only_when_its_answer_fits_before_the_deadline() {
+        // The retry would come after a 200 ms pause and need a read's time: 1.1 s is too little.
+        for (left_ms, sent) in [(1_100.0, 1), (1_300.0, 2)] {
+            let host = ScriptedHost::new();
+            host.on("GET /cluster/resources", [reset(), Answer::Data(json!([]))]);
+            assert_eq!(call_with_left(&host, left_ms).is_ok(), sent == 2);
+            assert_eq!(host.requests.borrow().len(), sent, "{left_ms} ms left");
+        }
     }
 
     #[test]
