@@ -77,8 +77,8 @@ impl<'a, H: Host> Pve<'a, H> {
 
     /// [`Pve::call`] for a request of a wait that ends at `deadline_ms`: each attempt gets the time
     /// left, but never less than one read's time ([`ANSWER_MS`]: no read goes out without time to
-    /// answer, so a wait ends within that of its bound), and a retry is made only while its answer
-    /// fits before the deadline.
+    /// answer, so a wait ends within that of its bound), and a retry is made only while time is
+    /// left for it.
     pub async fn call_by(&self, request: &PveRequest, deadline_ms: f64) -> Result<Value, PveError> {
         self.send(request, Some(deadline_ms), None).await
     }
@@ -136,7 +136,7 @@ impl<'a, H: Host> Pve<'a, H> {
             }
             let next_pause = retry_pause.next_delay();
             let time_for_retry =
-                deadline_ms.is_none_or(|d| self.host.now_ms() + next_pause as f64 + ANSWER_MS <= d);
+                deadline_ms.is_none_or(|d| self.host.now_ms() + (next_pause as f64) < d);
             match result {
                 Err(e)
                     if request.repeat == Repeat::Safe
@@ -303,13 +303,16 @@ mod tests {
     }
 
     #[test]
-    fn a_read_of_a_wait_is_retried_only_when_its_answer_fits_before_the_deadline() {
-        // The retry would come after a 200 ms pause and need a read's time: 1.1 s is too little.
-        for (left_ms, sent) in [(1_100.0, 1), (1_300.0, 2)] {
+    fn a_retry_near_a_waits_end_is_still_given_one_reads_time() {
+        // After a 200 ms pause: with 300 ms left the retry goes, and gets a read's time to answer;
+        // with 100 ms left there is no time left for it.
+        for (left_ms, sent) in [(300.0, 2), (100.0, 1)] {
             let host = ScriptedHost::new();
             host.on("GET /cluster/resources", [reset(), Answer::Data(json!([]))]);
             assert_eq!(call_with_left(&host, left_ms).is_ok(), sent == 2);
-            assert_eq!(host.requests.borrow().len(), sent, "{left_ms} ms left");
+            let requests = host.requests.borrow();
+            assert_eq!(requests.len(), sent, "{left_ms} ms left");
+            assert!(requests.iter().all(|r| r.timeout_ms == ANSWER_MS as u64));
         }
     }
 
