@@ -2,7 +2,7 @@
 
 use crate::global_args::TransportSettings;
 use crate::host::{Host, LogLevel};
-use crate::poll::{Backoff, WaitBudget};
+use crate::poll::{Backoff, WaitBudget, ANSWER_MS};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::read::FromJson;
 use crate::pve::request::{PveRequest, Repeat};
@@ -75,9 +75,10 @@ impl<'a, H: Host> Pve<'a, H> {
         }
     }
 
-    /// [`Pve::call`] for a request of a wait that ends at `deadline_ms` (a bound is met within one
-    /// request's time only if a request sent near the end gets no more than what is left): each
-    /// attempt gets at most the time left, and a retry is made only while time is left for it.
+    /// [`Pve::call`] for a request of a wait that ends at `deadline_ms`: each attempt gets the time
+    /// left, but never less than one read's time ([`ANSWER_MS`]: no read goes out without time to
+    /// answer, so a wait ends within that of its bound), and a retry is made only while time is
+    /// left for it.
     pub async fn call_by(&self, request: &PveRequest, deadline_ms: f64) -> Result<Value, PveError> {
         self.send(request, Some(deadline_ms), None).await
     }
@@ -112,7 +113,7 @@ impl<'a, H: Host> Pve<'a, H> {
                 flight.mark_sent();
             }
             let started = self.host.now_ms();
-            let left = deadline_ms.map(|d| (d - started).ceil().max(1.0) as u64);
+            let left = deadline_ms.map(|d| (d - started).max(ANSWER_MS).ceil() as u64);
             let timeout_ms = left.map_or(budget_ms, |left| left.min(budget_ms));
             let cut = timeout_ms < budget_ms;
             let result = transport::send(self.host, self.settings, request, timeout_ms, self.scrub)
@@ -218,10 +219,10 @@ fn name_the_budget(mut error: PveError, foreground: bool, timeout_ms: u64) -> Pv
 }
 
 /// A timeout of a request cut at its wait's deadline says so: the wait is over.
-fn name_the_wait(mut error: PveError, left_ms: u64) -> PveError {
+fn name_the_wait(mut error: PveError, given_ms: u64) -> PveError {
     if error.kind == ErrorKind::Timeout {
         error.message = format!(
-            "{} (cut at the wait's end: {left_ms} ms were left)",
+            "{} (cut at the wait's end, after {given_ms} ms)",
             error.message
         );
     }
@@ -266,6 +267,49 @@ mod tests {
             shared: &crate::watch::Shared::default(),
         };
         block_on(pve.call(request))
+    }
+
+    /// [`Pve::call_by`] of the cluster's guest list, with `left_ms` to the wait's deadline.
+    fn call_with_left(host: &ScriptedHost, left_ms: f64) -> Result<Value, PveError> {
+        let global = GlobalArgs::parse(&api_args(json!({}))).unwrap();
+        let pve = Pve {
+            host,
+            settings: &global.transport,
+            task_timeout_ms: 60_000,
+            poll_cap_ms: 1000,
+            request_timeout_ms: 30_000,
+            scrub: &crate::scrub::Scrubber::default(),
+            budget: &crate::poll::WaitBudget::new(60_000),
+            shared: &crate::watch::Shared::default(),
+        };
+        let deadline = host.now_ms() + left_ms;
+        block_on(pve.call_by(&endpoints::cluster_guests(), deadline))
+    }
+
+    #[test]
+    fn a_read_sent_at_its_waits_end_is_still_given_one_reads_time_to_answer() {
+        let host = ScriptedHost::new();
+        let guests = Answer::Data(json!([]));
+        host.on(
+            "GET /cluster/resources",
+            [Answer::Slow(300, Box::new(guests))],
+        );
+        assert_eq!(call_with_left(&host, 0.0), Ok(json!([])));
+        assert_eq!(host.requests.borrow()[0].timeout_ms, ANSWER_MS as u64);
+    }
+
+    #[test]
+    fn a_retry_near_a_waits_end_is_still_given_one_reads_time() {
+        // After a 200 ms pause: with 300 ms left the retry goes, and gets a read's time to answer;
+        // with 100 ms left there is no time left for it.
+        for (left_ms, sent) in [(300.0, 2), (100.0, 1)] {
+            let host = ScriptedHost::new();
+            host.on("GET /cluster/resources", [reset(), Answer::Data(json!([]))]);
+            assert_eq!(call_with_left(&host, left_ms).is_ok(), sent == 2);
+            let requests = host.requests.borrow();
+            assert_eq!(requests.len(), sent, "{left_ms} ms left");
+            assert!(requests.iter().all(|r| r.timeout_ms == ANSWER_MS as u64));
+        }
     }
 
     #[test]

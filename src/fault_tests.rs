@@ -239,6 +239,32 @@ fn shutdown_whose_task_failed_reads_the_state_once() {
     );
 }
 
+#[test]
+fn shutdown_whose_task_failed_gives_its_one_state_read_time_to_answer_and_says_what_it_saw() {
+    // A real node: the task failed, no budget was left, and the one state read after it went out
+    // with no time to answer ("not within 0s"). It takes 50 ms here: it is answered and named.
+    let host = ScriptedHost::new();
+    guest(&host, "running");
+    let after = json!({"status": "running", "qmpstatus": "running", "tags": "swamp",
+        "ha": {"managed": 1, "state": "started"}});
+    host.on(
+        "GET /nodes/pve1/qemu/100/status/current",
+        [Answer::Slow(50, Box::new(Answer::Data(after)))],
+    );
+    let upid = UPID.replace("qmstart", "qmshutdown");
+    host.data("POST /nodes/pve1/qemu/100/status/shutdown", json!(upid));
+    host.data(
+        &format!("GET /nodes/pve1/tasks/{upid}/status"),
+        json!({"status": "stopped", "exitstatus": "VM quit/powerdown failed - got timeout"}),
+    );
+    let outcome = run(&host, "shutdown", json!({"vmid": 100, "timeoutSec": 10}));
+    let text = message(&outcome);
+    assert!(
+        text.contains("not at its one read (no time was left to wait); last observed: status running, qmpstatus running, HA-managed (HA state started)"),
+        "{text}"
+    );
+}
+
 fn exec_script(host: &ScriptedHost, statuses: Vec<Answer>) {
     guest(host, "running");
     host.data("POST /nodes/pve1/qemu/100/agent/exec", json!({"pid": 7}));

@@ -3,6 +3,10 @@
 //! interval (`pollIntervalSec`). So an end is noticed within 10% of the wait plus 40 ms (and one
 //! round trip), while a long wait settles at `pollIntervalSec` between probes: a 500 ms task costs
 //! 10 probes, a 30 s one 47; after that, one probe per `pollIntervalSec`.
+//!
+//! No read is sent without time to answer: a wait's last probe goes out [`ANSWER_MS`] before its
+//! deadline, and a read sent later still gets that long (`Pve::call_by`). So the last read of a
+//! wait is answered, and a timeout says what it saw; a wait ends within one read's time of its bound.
 
 use crate::host::Host;
 use std::cell::Cell;
@@ -64,6 +68,9 @@ impl Backoff {
 /// The shortest pause between two probes of one wait: what keeps a fleet of waits bearable for
 /// PVE's pvedaemon (3 workers by default) while a short task is still noticed quickly.
 pub const SHORTEST_PAUSE_MS: f64 = 40.0;
+/// The time a read of a bounded wait is given to answer, at least. A real node answers a status
+/// read in 10–20 ms (`../shared/realpve/`); a second leaves room for a busy daemon.
+pub const ANSWER_MS: f64 = 1_000.0;
 /// The pause grows by this fraction of the time waited so far: the bound on how late an end is seen.
 pub const PAUSE_PER_WAITED: f64 = 0.1;
 
@@ -82,8 +89,9 @@ pub enum Stopped {
     Aborted,
 }
 
-/// Paces a poll loop that probes first and pauses between probes ([`pause_after`]), never past
-/// the loop's deadline, ending when the run is aborted.
+/// Paces a poll loop that probes first and pauses between probes ([`pause_after`]), its last probe
+/// leaving one read's time before the loop's deadline ([`Pacer::last_probe_ms`]), ending when the
+/// run is aborted.
 pub struct Pacer {
     /// When the schedule began: given, or the first pause.
     started_ms: Option<f64>,
@@ -130,11 +138,20 @@ impl Pacer {
         }
     }
 
-    /// When the next probe is due (never past the deadline) and the pause that leads to it;
-    /// `Err` once the budget is spent.
+    /// The last time a probe may go out: [`ANSWER_MS`] before the deadline (a quarter of a wait
+    /// shorter than four reads' time, so that a short wait still probes).
+    pub fn last_probe_ms(&self) -> f64 {
+        let span = self
+            .started_ms
+            .map_or(0.0, |started| self.deadline_ms - started);
+        self.deadline_ms - ANSWER_MS.min(span / 4.0).max(0.0)
+    }
+
+    /// When the next probe is due (never past [`Pacer::last_probe_ms`]) and the pause that leads
+    /// to it; `Err` once no probe fits in the budget.
     pub fn next_probe(&mut self, now: f64) -> Result<(f64, u64), Stopped> {
         let started = *self.started_ms.get_or_insert(now);
-        let remaining = self.deadline_ms - now;
+        let remaining = self.last_probe_ms() - now;
         if remaining <= 0.0 {
             return Err(Stopped::OutOfTime);
         }
@@ -213,6 +230,28 @@ mod tests {
         assert_eq!(budget.remaining_ms(9_000.0), 2_000);
         assert_eq!(budget.deadline(9_000.0), 11_000.0);
         assert_eq!(budget.remaining_ms(20_000.0), 0);
+    }
+
+    /// The probe times of a paced wait of `budget_ms` whose probes take no time.
+    fn paced(budget_ms: u64) -> Vec<f64> {
+        let mut pacer = Pacer::new(0.0, budget_ms, 1_000);
+        let mut at = vec![];
+        while let Ok((due, _)) = pacer.next_probe(at.last().copied().unwrap_or(0.0)) {
+            pacer.probed(due);
+            at.push(due);
+        }
+        at
+    }
+
+    #[test]
+    fn the_last_probe_goes_out_one_reads_time_before_the_deadline() {
+        let at = paced(10_000);
+        assert_eq!(at.last(), Some(&(10_000.0 - ANSWER_MS)), "{at:?}");
+    }
+
+    #[test]
+    fn a_short_wait_keeps_a_quarter_of_itself_for_its_last_read() {
+        assert_eq!(paced(2_000).last(), Some(&1_500.0));
     }
 
     #[test]

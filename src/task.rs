@@ -11,7 +11,7 @@ use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{TaskLogLine, TaskStatus};
 use crate::pve::upid::Upid;
-use crate::watch::node_tasks::{ListStep, ListedTask, NodeTasks, Sighting, VERIFY_AFTER_MS};
+use crate::watch::node_tasks::{own_read_due, ListStep, ListedTask, NodeTasks, Sighting};
 use crate::watch::signal::first_of;
 use serde_json::Value;
 
@@ -69,7 +69,7 @@ pub async fn await_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEn
 /// Probes start fast and back off ([`Pacer`]). While other runs of the process follow tasks on the
 /// same node, a probe is the node's one shared task-list read ([`NodeTasks`]), and a list read that
 /// shows this task's end ends the wait early; otherwise — alone, the list unusable, this task not in
-/// it, or every [`VERIFY_AFTER_MS`] — a probe reads this task's own status.
+/// it, or when [`own_read_due`] — a probe reads this task's own status, and it has the last word.
 pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEnd, TaskTrouble> {
     let status = watch_for_end(pve, upid).await?;
     finish(pve, upid, status).await.map_err(TaskTrouble::Failed)
@@ -83,7 +83,8 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
     let following = pve.shared.follow_task(pve.settings, upid);
     let watcher = following.as_ref().map(|f| &*f.watcher);
     let mut read_own_at = started;
-    let mut last_probe_own = true;
+    // None yet: a budget spent before the first probe still ends with one read of the task.
+    let mut last_probe_own = false;
     let mut progress = Progress::start(started);
     loop {
         // A task is a forked worker: none ends within a round trip, so even the first probe waits.
@@ -99,7 +100,7 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
                 if let Some(ended) = watcher.and_then(|w| listed_end(w, upid)) {
                     return Ok(ended);
                 }
-                let verify = pve.host.now_ms() - read_own_at >= VERIFY_AFTER_MS;
+                let verify = pve.host.now_ms() >= own_read_due(read_own_at, pacer.last_probe_ms());
                 if let Some(watcher) = watcher.filter(|w| w.worth_reading() && !verify) {
                     // A list read sent within half a pause before this probe was due answers it too.
                     let fresh_since = due - pause as f64 / 2.0;
@@ -348,7 +349,9 @@ async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::global_args::GlobalArgs;
+    use crate::poll::ANSWER_MS;
     use crate::testing::{api_args, block_on, Answer, ScriptedHost};
+    use crate::watch::node_tasks::VERIFY_AFTER_MS;
     use serde_json::json;
 
     const UPID: &str = "UPID:pve2:0000AAAA:0000BBBB:6571E3A1:qmstart:100:root@pam!t:";
@@ -489,6 +492,65 @@ mod tests {
         assert_eq!(host.routes_called().last(), Some(&status_route()));
     }
 
+    #[test]
+    fn beside_a_list_that_never_moves_a_short_wait_reads_its_own_task_at_half_of_what_is_left() {
+        // taskTimeoutSec 8: the last probe may go at 7 s, so the task's own status is read at
+        // 3.5 s, leaving the rest to read the guest's state after the task's end.
+        let host = listed_then_ended(json!([{"upid": UPID, "status": "RUNNING"}]));
+        assert!(follow_beside(&host, 8, &[OTHER]).is_ok());
+        let waited = host.elapsed_ms();
+        assert!((3_500.0..4_000.0).contains(&waited), "{waited}");
+        let own = host
+            .routes_called()
+            .iter()
+            .filter(|r| **r == status_route())
+            .count();
+        assert_eq!(own, 1);
+    }
+
+    #[test]
+    fn beside_a_list_that_never_moves_the_last_probe_is_the_tasks_own_status_one_read_before_the_end(
+    ) {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve2/tasks",
+            json!([{"upid": UPID, "status": "RUNNING"}]),
+        );
+        host.data(&status_route(), json!({"status": "running"}));
+        let failure = follow_beside(&host, 8, &[OTHER]).unwrap_err();
+        assert!(
+            failure.0.contains("still running after taskTimeoutSec=8s"),
+            "{}",
+            failure.0
+        );
+        assert_eq!(host.routes_called().last(), Some(&status_route()));
+        assert_eq!(host.elapsed_ms().round(), 8_000.0 - ANSWER_MS);
+    }
+
+    #[test]
+    fn a_budget_spent_before_the_first_probe_still_reads_the_task_once() {
+        let host = ScriptedHost::new();
+        host.data(
+            &status_route(),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        let global = GlobalArgs::parse(&api_args(json!({}))).unwrap();
+        let budget = crate::poll::WaitBudget::new(1_000);
+        budget.deadline(host.now_ms() - 1_000.0); // an earlier wait spent it all
+        let pve = Pve {
+            host: &host,
+            settings: &global.transport,
+            task_timeout_ms: 1_000,
+            poll_cap_ms: 1000,
+            request_timeout_ms: 30_000,
+            scrub: &crate::scrub::Scrubber::default(),
+            budget: &budget,
+            shared: &crate::watch::Shared::default(),
+        };
+        assert!(block_on(await_task(&pve, &Upid::parse(UPID).unwrap())).is_ok());
+        assert_eq!(host.routes_called(), vec![status_route()]);
+    }
+
     fn status_route() -> String {
         format!("GET /nodes/pve2/tasks/{UPID}/status")
     }
@@ -574,7 +636,9 @@ mod tests {
             "{}",
             failure.0
         );
-        assert!(host.elapsed_ms() >= 5000.0 && host.elapsed_ms() < 6000.0);
+        // Its last read went out one read's time before the end, with time to answer.
+        let waited = host.elapsed_ms();
+        assert!((5000.0 - ANSWER_MS..5000.0).contains(&waited), "{waited}");
     }
 
     #[test]

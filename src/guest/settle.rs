@@ -115,7 +115,8 @@ pub async fn settle<H: Host>(
             Ok(status) => *seen.status = status,
             // The wait's end cut the read short: the wait ran out, the last status stands.
             Err(e) if e.kind == ErrorKind::Timeout && pve.host.now_ms() >= pacer.deadline_ms() => {
-                return Err(out_of_time(seen.status))
+                let why = out_of_time(seen.status);
+                return Err(format!("{why}; its last read was not answered ({e})"));
             }
             Err(e) => return Err(format!("{UNREADABLE} ({e} — {})", hint(e.kind))),
         }
@@ -136,6 +137,9 @@ pub async fn settle<H: Host>(
 /// Why a wait stopped, naming a lock still held in the last status.
 fn stopped(stop: Stopped, budget_ms: u64, last: &GuestStatus) -> String {
     let why = match stop {
+        Stopped::OutOfTime if budget_ms == 0 => {
+            "not at its one read (no time was left to wait)".into()
+        }
         Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
         Stopped::Aborted => "the run was aborted while waiting".to_string(),
     };
@@ -189,6 +193,7 @@ pub fn seconds(ms: u64) -> String {
 mod tests {
     use super::*;
     use crate::global_args::GlobalArgs;
+    use crate::poll::ANSWER_MS;
     use crate::pve::responses::parse;
     use crate::testing::{api_args, block_on, Answer, ScriptedHost};
     use serde_json::json;
@@ -258,7 +263,9 @@ mod tests {
             describe(&seen),
             "status stopped, HA-managed (HA state started)"
         );
-        assert!(host.elapsed_ms() >= 5_000.0 && host.elapsed_ms() < 6_000.0);
+        // The last read went out one read's time before the end, with time to answer.
+        let waited = host.elapsed_ms();
+        assert!((5_000.0 - ANSWER_MS..5_000.0).contains(&waited), "{waited}");
     }
 
     #[test]
@@ -323,6 +330,49 @@ mod tests {
         let (result, _) = wait(&host, 4_000);
         assert!(result.is_err());
         assert!(infos(&host).is_empty(), "{:?}", infos(&host));
+    }
+
+    #[test]
+    fn a_zero_budget_read_is_given_one_reads_time_to_answer() {
+        let host = ScriptedHost::new();
+        let running = Answer::Data(json!({"status": "running"}));
+        host.on(ROUTE, [Answer::Slow(300, Box::new(running))]);
+        assert_eq!(wait(&host, 0).0, Ok(()));
+        assert_eq!(host.requests.borrow()[0].timeout_ms, ANSWER_MS as u64);
+    }
+
+    #[test]
+    fn a_wait_that_runs_out_names_what_its_last_read_saw() {
+        // Each answer takes 900 ms and names its read (lock l1, l2, …): the last read of the
+        // 5 s wait is answered too, and its lock is the one the failure names.
+        let host = ScriptedHost::new();
+        let answers = (1..=20).map(|n| {
+            let locked = json!({"status": "running", "lock": format!("l{n}")});
+            Answer::Slow(900, Box::new(Answer::Data(locked)))
+        });
+        host.on(ROUTE, answers);
+        let (result, seen) = wait(&host, 5_000);
+        let last = format!("l{}", host.requests.borrow().len());
+        assert_eq!(seen.lock.as_deref(), Some(last.as_str()));
+        let why = result.unwrap_err();
+        assert!(
+            why.starts_with(&format!("not within 5s (still locked: {last} ")),
+            "{why}"
+        );
+        assert!(host.elapsed_ms() <= 5_000.0, "{}", host.elapsed_ms());
+    }
+
+    #[test]
+    fn a_last_read_that_gets_no_answer_says_so() {
+        let host = ScriptedHost::new();
+        let hung = Answer::Slow(60_000, Box::new(Answer::Data(json!({"status": "running"}))));
+        host.on(ROUTE, [hung]);
+        let why = wait(&host, 2_000).0.unwrap_err();
+        assert!(
+            why.starts_with("not within 2s; its last read was not answered (")
+                && why.contains("cut at the wait's end, after 2000 ms"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! list lags the task by the reaping; a task the token may not see (without `Sys.Audit` on
 //! `/nodes/{node}` a token sees only its own tasks: `check_task_user`); a list cut short by `limit`.
 //! So the list only ever ends a wait early: a run whose task the list does not show reads the
-//! task's own status, every run still reads it itself now and then ([`VERIFY_AFTER_MS`]), and a
+//! task's own status, every run still reads it itself now and then ([`own_read_due`]), and a
 //! list that cannot be read at all sends every run back to its own reads (said once in the log).
 
 use super::signal::Signal;
@@ -27,6 +27,15 @@ use std::cell::{Cell, RefCell};
 /// However well the list answers, a run reads its task's own status at least this often: a list
 /// that stopped moving (a daemon that never reaped its worker) cannot hold a run longer.
 pub const VERIFY_AFTER_MS: f64 = 10_000.0;
+
+/// When a run whose task the list shows running next reads the task's own status, having last read
+/// it at `read_own_ms`: [`VERIFY_AFTER_MS`] later, or halfway to its wait's last probe
+/// (`last_probe_ms`) when that is sooner. So a list that stopped moving cannot hold a short wait to
+/// its end: a task that ended is seen with time left to read the guest's state after it, and the
+/// wait's last probe (one read's time before the budget ends) is the task's own status.
+pub fn own_read_due(read_own_ms: f64, last_probe_ms: f64) -> f64 {
+    read_own_ms + VERIFY_AFTER_MS.min((last_probe_ms - read_own_ms) / 2.0)
+}
 /// Tasks of other runs or users that may share the list's time window, read beyond our own.
 const LIST_SLACK: usize = 50;
 
@@ -304,6 +313,17 @@ mod tests {
         watcher.apply(&[row(A, Some("OK"))]);
         watcher.apply(&[]);
         assert_eq!(watcher.sighting(A), Sighting::Ended("OK".into()));
+    }
+
+    #[test]
+    fn a_run_reads_its_own_task_every_10_s_or_halfway_to_its_last_probe_when_sooner() {
+        assert_eq!(own_read_due(1_000.0, 300_000.0), 11_000.0);
+        assert_eq!(own_read_due(1_000.0, 8_000.0), 4_500.0);
+        assert_eq!(
+            own_read_due(7_000.0, 7_000.0),
+            7_000.0,
+            "at the last probe: now"
+        );
     }
 
     #[test]

@@ -136,6 +136,20 @@ Deno.test("fleet: a task list that never moves (a worker never reaped) cannot ho
   });
 });
 
+Deno.test("fleet: with a task list that never moves and taskTimeoutSec 8, starts whose guests run after 1 s succeed", async () => {
+  await withEnv({
+    guests: GUESTS,
+    sim: { taskDurationMs: 1000, taskListLagMs: 1e9 },
+    globalArgs: { taskTimeoutSec: 8 },
+  }, async (env) => {
+    const runs = await startAll(env);
+    assertAllStarted(env, runs);
+    assert.ok(env.sim.requests.filter(isList).length > 0, "the list was read");
+    // Each run read its own task early enough (at half of what was left) to read the state after.
+    runs.forEach((r) => assert.ok(r.durationMs < 7_000, `${r.durationMs} ms`));
+  });
+});
+
 Deno.test("fleet: a token that sees only its own tasks (no Sys.Audit on the node) still finds the fleet's tasks in the list", async () => {
   const other = { id: "root@pam!other", secret: "other-secret-91" };
   await withEnv({
