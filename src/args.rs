@@ -191,7 +191,6 @@ fn display_path(path: &str) -> &str {
     }
 }
 
-
 /// Refuses empty strings and strings that could break a line-oriented protocol or log.
 pub fn check_line(field: &str, value: &str) -> Result<(), ArgError> {
     if value.is_empty() {
