@@ -9,7 +9,8 @@ use super::settle::read_status;
 use crate::host::Host;
 use crate::pve::endpoints;
 use crate::pve::error::PveError;
-use crate::pve::responses::GuestStatus;
+use crate::pve::flex;
+use crate::pve::responses::{parse, GuestStatus};
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -48,7 +49,7 @@ pub async fn read_to_act<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
 ) -> Result<(GuestStatus, Identity), PveError> {
-    let status = read_status(&run.pve(), run.kind, at).await?;
+    let status = state_before_acting(run, at).await?;
     let stored = run
         .host
         .read_record(&run.guest_instance(at.vmid))
@@ -75,6 +76,36 @@ pub async fn read_to_act<H: Host>(
     }
     let config = read_config(run, at).await?;
     Ok((status, Identity::from_config(&Value::Object(config))))
+}
+
+/// The guest's state before an action. Alone on its node, a run reads the guest's own
+/// `status/current`. When the node is busy with the process's other runs — a fleet started at
+/// once — it reads the node's guest list instead, joining the one list read already waiting to be
+/// sent if there is one: one answer admits the whole fleet, where one read each would queue
+/// hundreds of requests ahead of the first start (issue 32). A read joined before it was sent was
+/// made after this run began, so it is this run's observation. The list has no HA state and no
+/// `agent` flag (pve-manager's `PVE/API2/Qemu.pm` vmlist is `vmstatus` without the HA service
+/// status `status/current` adds); those fields stay unrecorded until the run's next read. A guest
+/// the list does not hold is read on its own.
+async fn state_before_acting<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+) -> Result<GuestStatus, PveError> {
+    let pve = run.pve();
+    let list = endpoints::node_guests(&at.node, run.kind);
+    if pve.shared.crowded(pve.settings, &list) {
+        if let Ok(data) = pve.call_coalesced(&list).await {
+            let listed = data.as_array().and_then(|guests| {
+                guests
+                    .iter()
+                    .find(|g| g.get("vmid").and_then(flex::u64_of) == Some(u64::from(at.vmid)))
+            });
+            if let Some(status) = listed.and_then(parse::<GuestStatus>) {
+                return Ok(status);
+            }
+        }
+    }
+    read_status(&pve, run.kind, at).await
 }
 
 /// The record of an observed guest, flagging a reused VMID against the stored record.

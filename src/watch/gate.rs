@@ -66,6 +66,11 @@ impl Gate {
         self.in_flight.get()
     }
 
+    /// Whether a request would wait now: every slot is taken, or others wait already.
+    pub fn is_full(&self) -> bool {
+        self.in_flight.get() >= self.capacity || !self.queue.borrow().is_empty()
+    }
+
     /// Waits for a free slot, after every run that asked earlier.
     pub async fn enter(self: &Rc<Self>) -> Pass {
         let number = self.next_ticket.get();

@@ -149,14 +149,7 @@ impl Shared {
         settings: &TransportSettings,
         request: &PveRequest,
     ) -> (Rc<Flight>, FlightKey) {
-        let key = format!(
-            "{}|{}|{} {}?{:?}",
-            endpoint(settings),
-            identity(settings),
-            request.verb.http_method(),
-            request.display_path(),
-            request.params
-        );
+        let key = flight_key(settings, request);
         if let Some(flight) = self.flights.get(&key).filter(|f| f.joinable()) {
             return (flight, FlightKey::Joined);
         }
@@ -165,10 +158,33 @@ impl Shared {
         (flight, FlightKey::Sends(key))
     }
 
+    /// Whether `request` would not go out at once now: the endpoint's gate is full, or the same
+    /// read waits to be sent already (a run may join it). A run that reads one guest of a busy
+    /// node asks for the node's list instead, which one answer serves for all (a fleet's starts).
+    pub fn crowded(&self, settings: &TransportSettings, request: &PveRequest) -> bool {
+        let joinable = self
+            .flights
+            .get(&flight_key(settings, request))
+            .is_some_and(|f| f.joinable());
+        joinable || self.gate(settings, request).is_some_and(|g| g.is_full())
+    }
+
     /// Forgets a flight once it landed (only if it is still the one under `key`).
     pub fn flight_done(&self, key: &str, flight: &Rc<Flight>) {
         self.flights.remove_if(key, flight);
     }
+}
+
+/// What makes two reads the same read: where they go, who asks, and what.
+fn flight_key(settings: &TransportSettings, request: &PveRequest) -> String {
+    format!(
+        "{}|{}|{} {}?{:?}",
+        endpoint(settings),
+        identity(settings),
+        request.verb.http_method(),
+        request.display_path(),
+        request.params
+    )
 }
 
 /// A run's role in a coalesced read.
