@@ -8,7 +8,9 @@ use super::observe::{read_present, read_to_act, record_for};
 use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::seen::{Changes, Marks, Reading};
-use super::settle::{describe, lock_of, locked_advice, read_status, settle, Seen, UNREADABLE};
+use super::settle::{
+    describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen, UNREADABLE,
+};
 use crate::client::Pve;
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::{Host, LogLevel};
@@ -500,9 +502,31 @@ pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Resu
     let Some(lock) = lock_of(&ev.status).map(str::to_owned) else {
         return Ok(());
     };
-    await_unlocked(run, ev, |_| true, "its lock released")
+    unlock_wait(run, ev, |_| true, "its lock released")
         .await
         .map_err(|why| format!("{why} — {}", locked_advice(run.kind, &lock, "change")))
+}
+
+/// After a `task` that ended OK, the guest's last status must show no lock: one still there means
+/// the task's work (or another operation's) has not finished — qemu-server's create_vm and
+/// clone_vm and pve-container's create drop theirs only when they write the final config
+/// (PVE/API2/Qemu.pm, PVE/API2/LXC.pm). Not yet, within what is left of the method's one budget;
+/// a lock that outlasts it fails the method naming it. A config read while it stood is read again.
+pub async fn unlocked_after<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    task: &str,
+) -> Result<(), String> {
+    if lock_of(&ev.status).is_none() {
+        return Ok(());
+    }
+    await_unlocked(run, ev, |_| true, "its lock released")
+        .await
+        .map_err(|why| format!("the {task} task ended successfully, but {why}"))?;
+    match ev.config.is_empty() {
+        true => Ok(()),
+        false => ev.reread_config(run).await,
+    }
 }
 
 /// [`settle`] on the guest of `ev`, keeping each status it reads in `ev`: the observed state, when
@@ -526,10 +550,26 @@ pub async fn settle_evidence<H: Host>(
     settled
 }
 
-/// Waits until `status/current` shows no lock (and `also` holds), within what is left of the
-/// method's one budget (`taskTimeoutSec`): a lock left behind is a transitional state, not a result
-/// (`settle` holds out for no lock by itself).
+/// Waits until `status/current` shows no lock (and `also`: the state a task's change implies)
+/// after a task, within what is left of the method's one budget (`taskTimeoutSec`): a lock left
+/// behind is a transitional state, not a result (`settle` holds out for no lock by itself). A lock
+/// that outlasts the budget is named, with what to check.
 pub async fn await_unlocked<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    also: impl Fn(&GuestStatus) -> bool,
+    wanted: &str,
+) -> Result<(), String> {
+    unlock_wait(run, ev, also, wanted)
+        .await
+        .map_err(|why| match lock_of(&ev.status) {
+            Some(_) => format!("{why} — {}", lock_advice(run.kind, &ev.at.node)),
+            None => why,
+        })
+}
+
+/// [`await_unlocked`] without advice: `{guest} did not show {wanted}: {why}; last observed: …`.
+async fn unlock_wait<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     also: impl Fn(&GuestStatus) -> bool,
