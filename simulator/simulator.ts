@@ -159,6 +159,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
   const state = new ClusterState(opts.nodes, opts.guests ?? []);
   const tasks = new TaskManager(timers, opts.taskDurationMs ?? 50);
   tasks.listLagMs = opts.taskListLagMs ?? 0;
+  tasks.guestOf = (vmid) => state.get(vmid);
   const workers = opts.capacity && new Workers(opts.capacity.workers);
   const resources = new NodeResources(state, opts.storages, opts.bridges);
   if (!opts.realGuests && opts.guests?.some((g) => g.real)) {

@@ -255,6 +255,13 @@ export interface TaskOverride {
   truncateTo?: number;
   /** The file the task writes is not there afterwards (an import that left its disk missing). */
   loseFile?: boolean;
+  /**
+   * The task ends OK with its effect, but the guest is locked `lock` as it ends — a lock left
+   * behind, which a client must treat as "not yet" (qemu-server's create_vm drops its `create`
+   * lock only when it writes the final config): on guest `vmid` (default the task's own id, the
+   * VMID for guest tasks), cleared `clearAfterMs` later, or never.
+   */
+  leaveLock?: { lock: string; vmid?: number; clearAfterMs?: number };
 }
 
 /** Which requests a fault applies to. */

@@ -121,6 +121,7 @@ export function backupSpecs(
     ],
     names,
     task: true,
+    leftLock: "backup",
     // The worker that "ended OK" never ran: no archive, and its `backup` lock stays.
     noEffect: /lists no new backup|still locked: backup/,
     effect: (env, r) => {
@@ -246,6 +247,7 @@ export function backupSpecs(
     ],
     names: new RegExp(`${target}|restore`),
     task: true,
+    leftLock: "create",
     // create_and_lock_config wrote `lock: create` before the task; the lying worker never dropped it.
     noEffect: /still locked: create/,
     effect: (env, r) => {

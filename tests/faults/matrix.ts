@@ -12,6 +12,8 @@ import {
   execRecord,
   faultCell,
   FILE_SCENARIOS,
+  LEFT_LOCK_SCENARIOS,
+  type LeftLockScenario,
   LOCK_CLEARS_MS,
   LOCK_SCENARIOS,
   type LockScenario,
@@ -134,6 +136,45 @@ function lockPlan(
       }
       if (free && id === "lock held" && rec.lock !== "backup") {
         return [`read a locked guest, but its record says lock ${rec.lock}`];
+      }
+      return [];
+    },
+  };
+}
+
+/**
+ * A lock left as the task ends OK (the simulator's `leaveLock`), on the guest of the row's `vmid`
+ * argument: cleared after {@link LOCK_CLEARS_MS} (the method waits it out and succeeds, its record
+ * free of it) or never (it fails naming it). A lock is not a result.
+ */
+function leftLockPlan(
+  spec: MethodSpec,
+  lock: string,
+  id: LeftLockScenario,
+): ScenarioPlan {
+  const vmid = (spec.argsFor?.() ?? spec.args).vmid as number;
+  const prefix = spec.model === "lxc" ? "ct" : "vm";
+  const clears = id === "OK+lock";
+  return {
+    expected: clears ? "ok" : "fail",
+    happened: new RegExp(`still locked: ${lock}`),
+    arm: (env) =>
+      env.sim.nextTask({
+        leaveLock: {
+          lock,
+          vmid,
+          clearAfterMs: clears ? LOCK_CLEARS_MS : undefined,
+        },
+      }),
+    check: (_env, r) => {
+      const rec = lastWrite(r, `${prefix}-${vmid}`);
+      if (r.status === "succeeded" && rec?.lock !== undefined) {
+        return [`succeeded, but its record shows the guest locked ${rec.lock}`];
+      }
+      if (r.status === "failed" && rec?.lock !== lock) {
+        return [
+          `failed over lock ${lock}, but its record shows lock ${rec?.lock}`,
+        ];
       }
       return [];
     },
@@ -263,6 +304,11 @@ function scenarioPlans(
   if (locked !== undefined) {
     for (const id of LOCK_SCENARIOS) {
       plans.push([id, lockPlan(spec, locked, id), spec]);
+    }
+  }
+  if (spec.leftLock && spec.task) {
+    for (const id of LEFT_LOCK_SCENARIOS) {
+      plans.push([id, leftLockPlan(spec, spec.leftLock, id), spec]);
     }
   }
   return plans;
