@@ -351,6 +351,9 @@ export interface RequestRecord {
   at: number;
   /** How long it waited for a free worker (with `capacity`), ms. */
   queuedMs?: number;
-  /** The `data` answered, kept for a guest's `status/current` and snapshot list reads (200 only). */
+  /**
+   * The `data` answered, kept for a guest's `status/current`, config and snapshot list reads, a
+   * storage's content list and a task's log (200 only).
+   */
   answer?: unknown;
 }

@@ -183,6 +183,9 @@ pub enum Dispatched {
 pub struct Evidence {
     pub at: Located,
     pub identity: Identity,
+    /// When `identity` was read from the guest's config (ISO time): at the sighting, or carried
+    /// from the stored record with its own time; `None` when it is not known.
+    pub identity_at: Option<String>,
     /// The guest's config as read with its status when it was found.
     pub config: Map<String, Value>,
     /// The last `status/current` read: the record's observed state.
@@ -232,21 +235,22 @@ pub async fn sight_with<H: Host>(
     let state = async |at: &Located| match look {
         Look::WithConfig => read_present(run, at).await.map(|(status, config)| {
             let identity = Identity::from_config(&Value::Object(config.clone()));
-            (status, config, identity)
+            (status, config, identity, Some(run.now_iso()))
         }),
         Look::ToAct => read_to_act(run, at)
             .await
-            .map(|(status, identity)| (status, Map::new(), identity)),
+            .map(|(status, identity, read_at)| (status, Map::new(), identity, read_at)),
     };
     Ok(
         match read_where_it_lives(run, target, "the state", state).await? {
             GuestRead::Absent { vmid } => Sighting::Absent(vmid),
             GuestRead::Read {
                 at,
-                value: (status, config, identity),
+                value: (status, config, identity, identity_at),
             } => Sighting::Present(Box::new(Evidence {
                 at,
                 identity,
+                identity_at,
                 config,
                 status,
                 observed_at: run.host.now_ms(),
@@ -312,6 +316,7 @@ impl Evidence {
             .await
             .map_err(|e| could_not(&format!("read the config of {}", self.label(run)), &e).0)?;
         self.identity = Identity::from_config(&Value::Object(self.config.clone()));
+        self.identity_at = Some(run.now_iso());
         Ok(())
     }
 
@@ -350,12 +355,20 @@ impl Evidence {
         )
     }
 
+    /// When the identity was read, for a record holding it (`identityObservedAt`).
+    pub fn identity_seen_at(&self) -> Option<String> {
+        self.identity_at
+            .clone()
+            .filter(|_| !self.identity.is_empty())
+    }
+
     /// The observed-state record, with what the run's tasks left behind. It never presents a state
     /// read before this run's last mutation as current: such a record says when its state was read
     /// (`observedAt`) and that it predates the mutation (`observedBeforeMutation`); after a mutation
     /// whose outcome is unknown it says `outcome: "unknown"`.
     pub async fn record<H: Host>(&self, run: &Run<'_, H>) -> GuestRecord {
         let mut record = record_for(run, &self.at, &self.status, self.identity.clone()).await;
+        record.identity_observed_at = self.identity_seen_at();
         record.ipv4 = self.ipv4.clone();
         record.warnings = self.trail.warnings.clone();
         record.last_task = self.trail.last_task.clone();

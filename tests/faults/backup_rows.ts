@@ -242,7 +242,6 @@ export function backupSpecs(
       taskStatus(n, "restore"),
       status(n, target, " (the restored guest)", 0, type),
       config(n, target, " (the restored guest)", 0, type),
-      status(n, target, " (lock released)", 1, type),
       content(n, "local-lvm", " (its disks)"),
     ],
     names: new RegExp(`${target}|restore`),

@@ -12,7 +12,7 @@ import { lxcFleet } from "./lxc_methods.ts";
 import type { RunResult } from "../../harness/types.ts";
 import type { SimFault } from "../../simulator/types.ts";
 import { type FaultId, FAULTS } from "./faults.ts";
-import { checkRecords } from "./records.ts";
+import { checkClaims, checkRecords } from "./records.ts";
 import {
   type Endpoint,
   fleet,
@@ -286,7 +286,7 @@ export async function faultCell(
       problems.push(`the fault never fired: ${hits} matching requests`);
     }
     const records = checkRecords(env, r, from);
-    problems.push(...records.problems);
+    problems.push(...records.problems, ...checkClaims(env, r, from));
     const message = r.error ?? "";
     const like = FAULTS[id].like;
     const readBack = (endpoint.expect?.[id] ??
@@ -374,6 +374,7 @@ export async function scenarioCell(
       ...judge(env, spec, r, before, plan.expected, actual, plan.happened),
       ...(plan.check?.(env, r) ?? []),
       ...records.problems,
+      ...checkClaims(env, r, from),
     ];
     return {
       row: spec.row,
