@@ -352,7 +352,7 @@ export interface RequestRecord {
   /** How long it waited for a free worker (with `capacity`), ms. */
   queuedMs?: number;
   /**
-   * The `data` answered, kept for a guest's `status/current`, config and snapshot list reads, a
+   * The `data` answered, kept for a guest's `status/current`, config, pending and snapshot list reads, a
    * storage's content list and a task's log (200 only).
    */
   answer?: unknown;

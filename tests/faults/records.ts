@@ -24,7 +24,10 @@
  *   after the vzdump request, and its `mode` is the one its task's log reported (`backup mode: …`);
  * - a file record written by fileWrite: `bytes` and `chunks` are what the file-write calls PVE
  *   answered 200 carried;
- * - a guest record's `identityObservedAt` within the run is when a config read of it answered.
+ * - a guest record's `identityObservedAt` (since the simulator started) is when a config read of it
+ *   answered, in this run or one before it (an identity carried forward keeps its time); and
+ *   every key its `pending` holds was pending in a `…/pending` read answered after the run's last
+ *   change (a reboot may have applied what was pending before it).
  *
  * @module
  */
@@ -311,9 +314,27 @@ function fileClaims(instance: string, rec: Rec, log: RequestRecord[]) {
   return problems;
 }
 
-/** A guest record's `identityObservedAt` within the run: a config read of it answered then. */
+/** A guest record's `pending`: shown pending by a read answered after the run's last change. */
+function pendingClaims(instance: string, rec: Rec, log: RequestRecord[]) {
+  const keys = Object.keys((rec.pending ?? {}) as Rec);
+  const m = instance.match(/^(vm|ct)-(\d+)$/);
+  if (!m || keys.length === 0) return [];
+  const kind = m[1] === "vm" ? "qemu" : "lxc";
+  const last = log.findLastIndex(isChange);
+  const read = answered(log, new RegExp(`/${kind}/${m[2]}/pending$`))
+    .findLast((q) => log.indexOf(q) > last);
+  const rows = (Array.isArray(read?.answer) ? read.answer : []) as Rec[];
+  return keys.filter((k) =>
+    !rows.some((r) => r.key === k && r.pending !== undefined)
+  )
+    .map((k) =>
+      `${instance} records ${k} as pending, but no read after the run's last change showed it pending`
+    );
+}
+
+/** A guest record's `identityObservedAt` since the simulator started: a config read answered then. */
 function identityClaims(instance: string, rec: Rec, log: RequestRecord[]) {
-  const at = Date.parse(String(rec.identityObservedAt));
+  const at = Date.parse(String(rec.identityObservedAt ?? ""));
   const m = instance.match(/^(vm|ct)-(\d+)$/);
   const first = log[0];
   if (!m || Number.isNaN(at) || !first || at < arrival(first) - SLACK_MS) {
@@ -345,9 +366,11 @@ export function checkClaims(env: Env, r: RunResult, from: number): string[] {
       ? backupClaims(w.instance, rec, log)
       : /^(vm|ct)-\d+-file$/.test(w.instance)
       ? fileClaims(w.instance, rec, log)
-      : rec.identityObservedAt !== undefined
-      ? identityClaims(w.instance, rec, log)
-      : [];
+      : [
+        // A carried identity may come from a run before this one: the whole log is asked.
+        ...identityClaims(w.instance, rec, env.sim.requests),
+        ...pendingClaims(w.instance, rec, log),
+      ];
     return claims.map((p) => `record truth: ${p}`);
   });
 }
