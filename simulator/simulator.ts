@@ -62,11 +62,11 @@ import type {
 
 /**
  * The reads whose answers the request log keeps (`RequestRecord.answer`): a guest's state, config
- * (and pending changes) and snapshot list, a storage's content and a task's log, so a test can tell what PVE showed at
- * each read (the fault matrix's record check).
+ * (and pending changes) and snapshot list, and a storage's content, so a test can tell what PVE
+ * showed at each read (the fault matrix's record check).
  */
 const KEPT_ANSWER =
-  /\/(qemu|lxc)\/\d+\/(status\/current|snapshot|config|pending)$|\/storage\/[^/]+\/content$|\/tasks\/[^/]+\/log$/;
+  /\/(qemu|lxc)\/\d+\/(status\/current|snapshot|config|pending)$|\/storage\/[^/]+\/content$/;
 
 /** The `data` of an answer, when it is JSON (a copy; the response itself is untouched). */
 async function keptAnswer(res: Response): Promise<unknown> {

@@ -352,8 +352,8 @@ export interface RequestRecord {
   /** How long it waited for a free worker (with `capacity`), ms. */
   queuedMs?: number;
   /**
-   * The `data` answered, kept for a guest's `status/current`, config, pending and snapshot list reads, a
-   * storage's content list and a task's log (200 only).
+   * The `data` answered, kept for a guest's `status/current`, config, pending and snapshot list
+   * reads, and a storage's content list (200 only).
    */
   answer?: unknown;
 }
