@@ -520,22 +520,23 @@ pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Resu
         .map_err(|why| format!("{why} — {}", locked_advice(run.kind, &lock, "change")))
 }
 
-/// After a `task` that ended OK, the guest's last status must show no lock: one still there means
-/// the task's work (or another operation's) has not finished — qemu-server's create_vm and
-/// clone_vm and pve-container's create drop theirs only when they write the final config
-/// (PVE/API2/Qemu.pm, PVE/API2/LXC.pm). Not yet, within what is left of the method's one budget;
-/// a lock that outlasts it fails the method naming it. A config read while it stood is read again.
+/// After a change that ended OK (`done` says how), the guest's last status must show no lock: one
+/// still there means the task's work (or another operation's) has not finished — qemu-server's
+/// create_vm and clone_vm and pve-container's create drop theirs only when they write the final
+/// config (PVE/API2/Qemu.pm, PVE/API2/LXC.pm). Not yet, within what is left of the method's one
+/// budget; a lock that outlasts it fails the method naming it. A config read while it stood is
+/// read again.
 pub async fn unlocked_after<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    task: &str,
+    done: &str,
 ) -> Result<(), String> {
     if lock_of(&ev.status).is_none() {
         return Ok(());
     }
     await_unlocked(run, ev, |_| true, "its lock released")
         .await
-        .map_err(|why| format!("the {task} task ended successfully, but {why}"))?;
+        .map_err(|why| format!("{done}, but {why}"))?;
     match ev.config.is_empty() {
         true => Ok(()),
         false => ev.reread_config(run).await,

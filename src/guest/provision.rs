@@ -162,7 +162,8 @@ pub async fn sight_new<H: Host>(
     // Read after the creating task: not stale.
     ev.observed_after = trail.mutations_sent;
     ev.trail = trail;
-    match unlocked_after(run, &mut ev, task).await {
+    let done = format!("the {task} task ended successfully");
+    match unlocked_after(run, &mut ev, &done).await {
         Ok(()) => Ok(ev),
         Err(message) => Err(ev.outcome(run, Err(message)).await),
     }

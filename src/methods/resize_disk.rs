@@ -172,7 +172,7 @@ async fn resize<H: Host>(
     // config's flock, PVE/API2/Qemu.pm resize_vm, pve-container PVE/API2/LXC.pm resize_vm: a
     // lock is another operation's); one that cannot be read keeps the earlier state, as a warning.
     match ev.refresh(run).await {
-        Ok(()) => unlocked_after(run, ev, "resize").await?,
+        Ok(()) => unlocked_after(run, ev, "the resize task ended successfully").await?,
         Err(e) => ev.warn(run, e),
     }
     Ok(format!(

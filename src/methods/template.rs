@@ -101,7 +101,12 @@ async fn convert<H: Host>(
     }
     await_template(run, ev).await?;
     ev.refresh(run).await?;
-    unlocked_after(run, ev, "conversion").await?;
+    unlocked_after(
+        run,
+        ev,
+        "the conversion shows in its config and its node's list",
+    )
+    .await?;
     Ok(format!(
         "{label} is a template: its config says template: 1 and the cluster lists it as one"
     ))
