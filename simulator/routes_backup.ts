@@ -138,9 +138,13 @@ const vzdumpRoute: Route = {
     const storage = String(ctx.params.storage ?? "local");
     const restores: (() => void)[] = [];
     const locked: GuestState[] = [];
+    // exec_backup_task (pve-manager PVE/VZDump.pm): a guest that is not running is backed up in
+    // `stop` mode whatever was asked, and the task logs the mode used.
+    const used = new Map<number, string>();
     for (const id of local) {
       const g = state.get(id);
       if (!g || g.lock || ctx.user.deny.has(id)) continue;
+      used.set(id, g.status === "running" ? mode : "stop");
       // lock_vm, then the mode's prepare: the guest is locked and quiesced while the task runs.
       g.lock = "backup";
       locked.push(g);
@@ -193,7 +197,7 @@ const vzdumpRoute: Route = {
           }
           task.log.push(
             `INFO: Starting Backup of VM ${id} (${g.type})`,
-            `INFO: backup mode: ${mode}`,
+            `INFO: backup mode: ${used.get(id) ?? mode}`,
           );
           const real = ctx.core.real?.isReal(g) ? ctx.core.real : undefined;
           const disk = await real?.archiveDisk(g);

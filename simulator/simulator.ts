@@ -61,10 +61,12 @@ import type {
 } from "./types.ts";
 
 /**
- * The reads whose answers the request log keeps (`RequestRecord.answer`): a guest's state and its
- * snapshot list, so a test can tell what PVE showed at each read (the fault matrix's record check).
+ * The reads whose answers the request log keeps (`RequestRecord.answer`): a guest's state, config
+ * (and pending changes) and snapshot list, and a storage's content, so a test can tell what PVE
+ * showed at each read (the fault matrix's record check).
  */
-const KEPT_ANSWER = /\/(qemu|lxc)\/\d+\/(status\/current|snapshot)$/;
+const KEPT_ANSWER =
+  /\/(qemu|lxc)\/\d+\/(status\/current|snapshot|config|pending)$|\/storage\/[^/]+\/content$/;
 
 /** The `data` of an answer, when it is JSON (a copy; the response itself is untouched). */
 async function keptAnswer(res: Response): Promise<unknown> {
@@ -159,6 +161,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
   const state = new ClusterState(opts.nodes, opts.guests ?? []);
   const tasks = new TaskManager(timers, opts.taskDurationMs ?? 50);
   tasks.listLagMs = opts.taskListLagMs ?? 0;
+  tasks.guestOf = (vmid) => state.get(vmid);
   const workers = opts.capacity && new Workers(opts.capacity.workers);
   const resources = new NodeResources(state, opts.storages, opts.bridges);
   if (!opts.realGuests && opts.guests?.some((g) => g.real)) {

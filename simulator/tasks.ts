@@ -114,6 +114,8 @@ export class TaskManager {
   readonly #overrides: TaskOverride[] = [];
   /** How long an ended task still shows as running in the task list (the daemon's reaping). */
   listLagMs = 0;
+  /** The guest of a VMID, for an override's `leaveLock` (the simulator sets it). */
+  guestOf?: (vmid: number) => { lock?: string } | undefined;
   /** Task duration when no override says otherwise: one for all, or one per task. */
   defaultDurationMs: number | ((task: { type: string; id: string }) => number);
 
@@ -222,6 +224,18 @@ export class TaskManager {
     } else settled(() => effect as string[] | void);
   }
 
+  /** An override's `leaveLock`: the guest is locked as the task ends OK (and maybe cleared later). */
+  #leaveLock(task: TaskRecord, override: TaskOverride): void {
+    const leave = override.leaveLock;
+    const guest = leave && this.guestOf?.(leave.vmid ?? Number(task.id));
+    if (!leave || !guest) return;
+    guest.lock = leave.lock;
+    if (leave.clearAfterMs === undefined) return;
+    this.#timers.after(leave.clearAfterMs, () => {
+      if (guest.lock === leave.lock) guest.lock = undefined;
+    });
+  }
+
   #finish(task: TaskRecord, spec: TaskSpec, override: TaskOverride): void {
     const warnings = [...(override.warnings ?? [])];
     const forced = override.exitstatus;
@@ -246,6 +260,7 @@ export class TaskManager {
         spec.onFailure?.();
       }
     }
+    if (isSuccess(exitstatus)) this.#leaveLock(task, override);
     for (const w of warnings) task.log.push(`WARN: ${w}`);
     if (exitstatus === "OK") task.log.push("TASK OK");
     else if (isSuccess(exitstatus)) task.log.push(`TASK ${exitstatus}`);

@@ -255,6 +255,13 @@ export interface TaskOverride {
   truncateTo?: number;
   /** The file the task writes is not there afterwards (an import that left its disk missing). */
   loseFile?: boolean;
+  /**
+   * The task ends OK with its effect, but the guest is locked `lock` as it ends — a lock left
+   * behind, which a client must treat as "not yet" (qemu-server's create_vm drops its `create`
+   * lock only when it writes the final config): on guest `vmid` (default the task's own id, the
+   * VMID for guest tasks), cleared `clearAfterMs` later, or never.
+   */
+  leaveLock?: { lock: string; vmid?: number; clearAfterMs?: number };
 }
 
 /** Which requests a fault applies to. */
@@ -344,6 +351,9 @@ export interface RequestRecord {
   at: number;
   /** How long it waited for a free worker (with `capacity`), ms. */
   queuedMs?: number;
-  /** The `data` answered, kept for a guest's `status/current` and snapshot list reads (200 only). */
+  /**
+   * The `data` answered, kept for a guest's `status/current`, config, pending and snapshot list
+   * reads, and a storage's content list (200 only).
+   */
   answer?: unknown;
 }

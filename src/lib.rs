@@ -17,6 +17,8 @@ pub mod global_args;
 pub mod guest;
 pub mod host;
 #[cfg(test)]
+mod lock_after_ok_tests;
+#[cfg(test)]
 mod long_tail_tests;
 pub mod methods;
 pub mod order;

@@ -225,3 +225,44 @@ fn a_reboot_whose_answer_was_lost_records_the_stopped_moment_it_read_with_an_unk
     assert_eq!(guest["outcome"], "unknown", "{guest}");
     assert_eq!(guest["observedBeforeMutation"], false, "{guest}");
 }
+
+#[test]
+fn a_file_write_pve_refused_records_no_bytes_written() {
+    let host = ScriptedHost::new();
+    host.data(
+        "GET /cluster/resources",
+        json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+    );
+    host.on(
+        "POST /nodes/pve1/qemu/100/agent/file-write",
+        [Answer::Error(500, "QEMU guest agent is not running".into())],
+    );
+    let args = json!({"vmid": 100, "path": "/etc/motd", "content": "hello", "mode": "0644"});
+    let outcome = run(&host, "fileWrite", json!({}), args);
+    assert!(!outcome.is_success(), "{outcome:?}");
+    let file = record(&outcome, "vm-100-file");
+    assert_eq!(file["bytes"], 0, "{file}");
+    assert!(file.get("chunks").is_none(), "{file}");
+    assert!(file.get("mode").is_none(), "no chmod ran: {file}");
+    assert_eq!(file["verified"], false, "{file}");
+}
+
+#[test]
+fn a_resize_whose_answer_was_lost_records_an_unknown_outcome() {
+    let host = ScriptedHost::new();
+    host.data(
+        "GET /cluster/resources",
+        json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+    );
+    host.data(STATUS, json!({"status": "stopped", "tags": "swamp"}));
+    host.data(
+        "GET /nodes/pve1/qemu/100/config",
+        json!({"scsi0": "local-lvm:vm-100-disk-0,size=8G"}),
+    );
+    host.on("PUT /nodes/pve1/qemu/100/resize", [lost()]);
+    let args = json!({"vmid": 100, "disk": "scsi0", "size": "+1G"});
+    let outcome = run(&host, "resizeDisk", json!({}), args);
+    assert!(!outcome.is_success(), "{outcome:?}");
+    let guest = record(&outcome, "vm-100");
+    assert_eq!(guest["outcome"], "unknown", "{guest}");
+}

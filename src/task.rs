@@ -325,7 +325,7 @@ async fn finish<H: Host>(
 }
 
 /// The task's log lines; an unreadable log only loses context, never the verdict.
-async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
+pub async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
     match pve
         .read::<Vec<TaskLogLine>>(&endpoints::task_log(upid), "a task log")
         .await

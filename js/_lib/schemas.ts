@@ -953,7 +953,8 @@ export const BackupRecord = z.object({
   vmid: z.number(),
   node: z.string(),
   storage: z.string(),
-  mode: z.string(),
+  /** The mode vzdump used, as its task log reports it; absent when the log did not show it. */
+  mode: z.string().optional(),
   volid: z.string(),
   size: z.number().optional(),
   ctime: z.number().optional(),

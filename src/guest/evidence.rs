@@ -8,7 +8,9 @@ use super::observe::{read_present, read_to_act, record_for};
 use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::seen::{Changes, Marks, Reading};
-use super::settle::{describe, lock_of, locked_advice, read_status, settle, Seen, UNREADABLE};
+use super::settle::{
+    describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen, UNREADABLE,
+};
 use crate::client::Pve;
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::{Host, LogLevel};
@@ -181,6 +183,9 @@ pub enum Dispatched {
 pub struct Evidence {
     pub at: Located,
     pub identity: Identity,
+    /// When `identity` was read from the guest's config (ISO time): at the sighting, or carried
+    /// from the stored record with its own time; `None` when it is not known.
+    pub identity_at: Option<String>,
     /// The guest's config as read with its status when it was found.
     pub config: Map<String, Value>,
     /// The last `status/current` read: the record's observed state.
@@ -230,21 +235,22 @@ pub async fn sight_with<H: Host>(
     let state = async |at: &Located| match look {
         Look::WithConfig => read_present(run, at).await.map(|(status, config)| {
             let identity = Identity::from_config(&Value::Object(config.clone()));
-            (status, config, identity)
+            (status, config, identity, Some(run.now_iso()))
         }),
         Look::ToAct => read_to_act(run, at)
             .await
-            .map(|(status, identity)| (status, Map::new(), identity)),
+            .map(|(status, identity, read_at)| (status, Map::new(), identity, read_at)),
     };
     Ok(
         match read_where_it_lives(run, target, "the state", state).await? {
             GuestRead::Absent { vmid } => Sighting::Absent(vmid),
             GuestRead::Read {
                 at,
-                value: (status, config, identity),
+                value: (status, config, identity, identity_at),
             } => Sighting::Present(Box::new(Evidence {
                 at,
                 identity,
+                identity_at,
                 config,
                 status,
                 observed_at: run.host.now_ms(),
@@ -310,6 +316,7 @@ impl Evidence {
             .await
             .map_err(|e| could_not(&format!("read the config of {}", self.label(run)), &e).0)?;
         self.identity = Identity::from_config(&Value::Object(self.config.clone()));
+        self.identity_at = Some(run.now_iso());
         Ok(())
     }
 
@@ -348,12 +355,20 @@ impl Evidence {
         )
     }
 
+    /// When the identity was read, for a record holding it (`identityObservedAt`).
+    pub fn identity_seen_at(&self) -> Option<String> {
+        self.identity_at
+            .clone()
+            .filter(|_| !self.identity.is_empty())
+    }
+
     /// The observed-state record, with what the run's tasks left behind. It never presents a state
     /// read before this run's last mutation as current: such a record says when its state was read
     /// (`observedAt`) and that it predates the mutation (`observedBeforeMutation`); after a mutation
     /// whose outcome is unknown it says `outcome: "unknown"`.
     pub async fn record<H: Host>(&self, run: &Run<'_, H>) -> GuestRecord {
         let mut record = record_for(run, &self.at, &self.status, self.identity.clone()).await;
+        record.identity_observed_at = self.identity_seen_at();
         record.ipv4 = self.ipv4.clone();
         record.warnings = self.trail.warnings.clone();
         record.last_task = self.trail.last_task.clone();
@@ -500,9 +515,32 @@ pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Resu
     let Some(lock) = lock_of(&ev.status).map(str::to_owned) else {
         return Ok(());
     };
-    await_unlocked(run, ev, |_| true, "its lock released")
+    unlock_wait(run, ev, |_| true, "its lock released")
         .await
         .map_err(|why| format!("{why} — {}", locked_advice(run.kind, &lock, "change")))
+}
+
+/// After a change that ended OK (`done` says how), the guest's last status must show no lock: one
+/// still there means the task's work (or another operation's) has not finished — qemu-server's
+/// create_vm and clone_vm and pve-container's create drop theirs only when they write the final
+/// config (PVE/API2/Qemu.pm, PVE/API2/LXC.pm). Not yet, within what is left of the method's one
+/// budget; a lock that outlasts it fails the method naming it. A config read while it stood is
+/// read again.
+pub async fn unlocked_after<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    done: &str,
+) -> Result<(), String> {
+    if lock_of(&ev.status).is_none() {
+        return Ok(());
+    }
+    await_unlocked(run, ev, |_| true, "its lock released")
+        .await
+        .map_err(|why| format!("{done}, but {why}"))?;
+    match ev.config.is_empty() {
+        true => Ok(()),
+        false => ev.reread_config(run).await,
+    }
 }
 
 /// [`settle`] on the guest of `ev`, keeping each status it reads in `ev`: the observed state, when
@@ -526,10 +564,26 @@ pub async fn settle_evidence<H: Host>(
     settled
 }
 
-/// Waits until `status/current` shows no lock (and `also` holds), within what is left of the
-/// method's one budget (`taskTimeoutSec`): a lock left behind is a transitional state, not a result
-/// (`settle` holds out for no lock by itself).
+/// Waits until `status/current` shows no lock (and `also`: the state a task's change implies)
+/// after a task, within what is left of the method's one budget (`taskTimeoutSec`): a lock left
+/// behind is a transitional state, not a result (`settle` holds out for no lock by itself). A lock
+/// that outlasts the budget is named, with what to check.
 pub async fn await_unlocked<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    also: impl Fn(&GuestStatus) -> bool,
+    wanted: &str,
+) -> Result<(), String> {
+    unlock_wait(run, ev, also, wanted)
+        .await
+        .map_err(|why| match lock_of(&ev.status) {
+            Some(_) => format!("{why} — {}", lock_advice(run.kind, &ev.at.node)),
+            None => why,
+        })
+}
+
+/// [`await_unlocked`] without advice: `{guest} did not show {wanted}: {why}; last observed: …`.
+async fn unlock_wait<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     also: impl Fn(&GuestStatus) -> bool,

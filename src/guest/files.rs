@@ -93,16 +93,17 @@ pub struct FileRecord {
     pub vmid: u32,
     pub node: String,
     pub path: String,
-    /// Bytes written (fileWrite) or recorded (fileRead).
+    /// Bytes written — taken by file-write calls PVE answered OK — (fileWrite) or recorded (fileRead).
     pub bytes: usize,
     /// fileRead: the file goes on beyond `maxBytes`.
     pub truncated: bool,
     /// fileWrite: the read-back matched byte for byte.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<bool>,
-    /// fileWrite: how many file-write calls it took.
+    /// fileWrite: how many file-write calls PVE answered OK.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chunks: Option<usize>,
+    /// fileWrite: the file's mode as `stat` showed it after the `chmod`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]

@@ -41,14 +41,16 @@ async fn read_config<H: Host>(
 }
 
 /// Reads a located guest's status and its identity by `sync`'s rule: carried from the stored record
-/// while that record says the guest is present under the same name; read from its config when the
-/// record says absent or names another guest (the VMID may hold another guest now); none when
-/// nothing is stored (nothing to compare with; `lookup` establishes it). So the state before an
-/// action is one request in the common case.
+/// while that record says the guest is present under the same name — with the time it was read
+/// (`identityObservedAt`), never as read now; without that time it is not carried — read from its
+/// config when the record says absent or names another guest (the VMID may hold another guest
+/// now); none when nothing is stored (nothing to compare with; `lookup` establishes it). So the
+/// state before an action is one request in the common case. The identity comes with when it was
+/// read (ISO time).
 pub async fn read_to_act<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
-) -> Result<(GuestStatus, Identity), PveError> {
+) -> Result<(GuestStatus, Identity, Option<String>), PveError> {
     let status = state_before_acting(run, at).await?;
     let stored = run
         .host
@@ -66,16 +68,19 @@ pub async fn read_to_act<H: Host>(
     };
     match &stored {
         // Nothing stored to compare with: `lookup` establishes the identity.
-        None => return Ok((status, no_identity)),
+        None => return Ok((status, no_identity, None)),
         Some(s) if same_guest(s) => {
-            let carried = stored_identity(s).unwrap_or(no_identity);
-            return Ok((status, carried));
+            let read_at = s.get("identityObservedAt").and_then(Value::as_str);
+            let carried = read_at.and_then(|_| stored_identity(s));
+            let read_at = read_at.filter(|_| carried.is_some()).map(str::to_string);
+            return Ok((status, carried.unwrap_or(no_identity), read_at));
         }
         // Recorded absent, or under another name: the VMID may hold another guest now.
         Some(_) => {}
     }
     let config = read_config(run, at).await?;
-    Ok((status, Identity::from_config(&Value::Object(config))))
+    let identity = Identity::from_config(&Value::Object(config));
+    Ok((status, identity, Some(run.now_iso())))
 }
 
 /// The guest's state before an action. Alone on its node, a run reads the guest's own
@@ -108,7 +113,8 @@ async fn state_before_acting<H: Host>(
     read_status(&pve, run.kind, at).await
 }
 
-/// The record of an observed guest, flagging a reused VMID against the stored record.
+/// The record of an observed guest, flagging a reused VMID against the stored record; its identity
+/// is taken as read just now (an action's record says when it really was: `Evidence::record`).
 pub async fn record_for<H: Host>(
     run: &Run<'_, H>,
     at: &Located,

@@ -7,7 +7,9 @@
 //!   requested name, and carry the managed tag — added and read back when it is missing.
 
 use super::config::{key_type, shows};
-use super::evidence::{settle_evidence, sight, sight_or_absent, Evidence, Sighting, TaskTrail};
+use super::evidence::{
+    settle_evidence, sight, sight_or_absent, unlocked_after, Evidence, Sighting, TaskTrail,
+};
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
 use super::reference::GuestRef;
@@ -136,8 +138,10 @@ fn occupant(status: &GuestStatus) -> String {
     text
 }
 
-/// After the creating `task` (`clone`, `create`) ended successfully: the new guest, located and
-/// read, carrying the run's task trail. A guest absent after all is the run's (recorded) failure.
+/// After the creating `task` (`clone`, `create`, `restore`) ended successfully: the new guest,
+/// located and read, carrying the run's task trail, and unlocked ([`unlocked_after`]: a lock still
+/// there is an unfinished guest). A guest absent after all, or still locked when the budget runs
+/// out, is the run's (recorded) failure.
 pub async fn sight_new<H: Host>(
     run: &Run<'_, H>,
     vmid: u32,
@@ -158,7 +162,11 @@ pub async fn sight_new<H: Host>(
     // Read after the creating task: not stale.
     ev.observed_after = trail.mutations_sent;
     ev.trail = trail;
-    Ok(ev)
+    let done = format!("the {task} task ended successfully");
+    match unlocked_after(run, &mut ev, &done).await {
+        Ok(()) => Ok(ev),
+        Err(message) => Err(ev.outcome(run, Err(message)).await),
+    }
 }
 
 /// The new guest must carry the requested `name` and the managed tag (added when missing).

@@ -81,13 +81,22 @@ pub async fn wait_out_source_lock<H: Host>(
 
 /// Why a lock stops a method, and what the user can do about it.
 pub fn locked_advice(kind: GuestKind, lock: &str, verb: &str) -> String {
-    let (noun, unlock) = match kind {
-        GuestKind::Qemu => ("VM", "qm unlock"),
-        GuestKind::Lxc => ("CT", "pct unlock"),
+    let noun = match kind {
+        GuestKind::Qemu => "VM",
+        GuestKind::Lxc => "CT",
     };
     format!(
-        "{noun} is locked ({lock}) and PVE refuses to {verb} a locked guest: wait for the operation holding the lock to end, or clear a stale lock (`{unlock}`)"
+        "{noun} is locked ({lock}) and PVE refuses to {verb} a locked guest: wait for the operation holding the lock to end, or clear a stale lock (`{}`)",
+        unlock_command(kind)
     )
+}
+
+/// The node's command that clears a stale lock.
+fn unlock_command(kind: GuestKind) -> &'static str {
+    match kind {
+        GuestKind::Qemu => "qm unlock",
+        GuestKind::Lxc => "pct unlock",
+    }
 }
 
 /// Polls `status/current` until `reached` holds and no lock is held, within `budget_ms` (reading at
@@ -143,10 +152,23 @@ fn stopped(stop: Stopped, budget_ms: u64, last: &GuestStatus) -> String {
         Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
         Stopped::Aborted => "the run was aborted while waiting".to_string(),
     };
+    naming_lock(why, last)
+}
+
+/// `why`, naming a lock still held in the last status read.
+pub fn naming_lock(why: String, last: &GuestStatus) -> String {
     match lock_of(last) {
         Some(lock) => format!("{why} (still locked: {lock} — an operation on it has not finished)"),
         None => why,
     }
+}
+
+/// What to do about a lock still held after a task ended: the operation holding it is PVE's.
+pub fn lock_advice(kind: GuestKind, node: &str) -> String {
+    format!(
+        "check the task list of node {node} for the operation holding the lock and wait for it (a lock left by a task that died is cleared with `{}`)",
+        unlock_command(kind)
+    )
 }
 
 /// What a settle waits on, for progress lines: the guest and what it shows now (a lock being

@@ -21,6 +21,7 @@ use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::responses::GuestStatus;
 use crate::run::{write, Run};
+use crate::task::read_log;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -161,7 +162,9 @@ struct BackupRecord {
     vmid: u32,
     node: String,
     storage: String,
-    mode: String,
+    /// The mode vzdump used, as its log reports it (`backup mode: …`); absent when not seen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mode: Option<String>,
     volid: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     size: Option<u64>,
@@ -189,14 +192,15 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(outcome) => return outcome,
     };
     let mut made = None;
-    let verdict = back_up(run, &mut ev, &args, &mut made).await;
+    let mut mode = None;
+    let verdict = back_up(run, &mut ev, &args, &mut made, &mut mode).await;
     let mut outcome = ev.outcome(run, verdict).await;
     if let Some(archive) = made {
         let record = BackupRecord {
             vmid: ev.at.vmid,
             node: ev.at.node.clone(),
             storage: args.storage.clone(),
-            mode: args.mode.clone(),
+            mode,
             volid: archive.volid,
             size: archive.size,
             ctime: archive.ctime,
@@ -213,12 +217,14 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     outcome
 }
 
-/// The backup itself; `made` keeps the new archive as listed, for the record, whatever the verdict.
+/// The backup itself; `made` keeps the new archive as listed, and `mode` the mode vzdump reported,
+/// for the record, whatever the verdict.
 async fn back_up<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     args: &BackupArgs,
     made: &mut Option<Archive>,
+    mode: &mut Option<String>,
 ) -> Result<String, String> {
     let label = ev.label(run);
     let node = ev.at.node.clone();
@@ -249,6 +255,13 @@ async fn back_up<H: Host>(
         .follow(&pve, &upid)
         .await
         .map_err(|why| format!("{action}: {why}"))?;
+    // vzdump picks the mode itself: a guest that is not running is backed up in `stop` mode, and a
+    // snapshot that cannot be taken falls back to `suspend` (pve-manager PVE/VZDump.pm
+    // exec_backup_task, which logs `backup mode: <mode>`). An unreadable log leaves it unknown.
+    *mode = read_log(&pve, &upid).await.iter().find_map(|line| {
+        let (_, used) = line.split_once("backup mode: ")?;
+        Some(used.trim().to_string()).filter(|m| MODES.contains(&m.as_str()))
+    });
     let kind = run.kind;
     let wanted = format!("its state before the backup ({})", describe(&state_before));
     await_unlocked(run, ev, |s| same_state(kind, &state_before, s), &wanted).await?;
@@ -274,7 +287,7 @@ async fn back_up<H: Host>(
         }
     };
     *made = Some(archive.clone());
-    judge(run, ev, args, &archive)
+    judge(run, ev, args, &archive, mode.as_deref())
 }
 
 /// A guest is back in its state when its status (and a VM's QEMU run state) is what it was.
@@ -288,6 +301,7 @@ fn judge<H: Host>(
     ev: &mut Evidence,
     args: &BackupArgs,
     archive: &Archive,
+    mode: Option<&str>,
 ) -> Result<String, String> {
     let label = ev.label(run);
     if archive.size.unwrap_or(0) == 0 {
@@ -315,9 +329,12 @@ fn judge<H: Host>(
             format!("archive {} carries no notes although notesTemplate was given (vzdump warns \"unable to add notes\" in its log)", archive.volid),
         );
     }
+    let how = match mode {
+        Some(mode) => format!("{mode} backup"),
+        None => format!("{} backup asked; its log shows no mode", args.mode),
+    };
     Ok(format!(
-        "{label} is backed up ({} backup) as {}; the guest is back in its state ({})",
-        args.mode,
+        "{label} is backed up ({how}) as {}; the guest is back in its state ({})",
         archive.describe(),
         describe(&ev.status)
     ))
@@ -396,6 +413,41 @@ mod tests {
             body.contains("mode=snapshot") && body.contains("compress=zstd"),
             "{body}"
         );
+    }
+
+    /// The `vm-120-backup` record of a run.
+    fn backup_record(outcome: &Outcome) -> &Value {
+        let made = outcome
+            .writes
+            .iter()
+            .find(|w| w.instance == "vm-120-backup");
+        &made.expect("a backup record").data
+    }
+
+    #[test]
+    fn the_record_holds_the_mode_vzdumps_log_reports_not_the_mode_asked() {
+        // A stopped guest is backed up in stop mode whatever was asked (VZDump.pm exec_backup_task).
+        let host = ScriptedHost::new();
+        guest(&host, json!({"status": "stopped", "name": "web"}));
+        backed_up(&host, listed(4096, false));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/log"),
+            json!([{"n": 1, "t": "INFO: Starting Backup of VM 120 (qemu)"},
+                   {"n": 2, "t": "INFO: backup mode: stop"}]),
+        );
+        let outcome = run(&host, json!({"mode": "snapshot"}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(backup_record(&outcome)["mode"], "stop");
+    }
+
+    #[test]
+    fn a_mode_the_log_does_not_show_is_not_recorded() {
+        let host = ScriptedHost::new();
+        guest(&host, RUNNING());
+        backed_up(&host, listed(4096, false));
+        let outcome = run(&host, json!({"mode": "snapshot"}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert!(backup_record(&outcome).get("mode").is_none());
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::guest::reboot::{reboot_verified, ApplyPending};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::get_config::read_snapshot;
-use crate::methods::set_config::{apply, SetConfigArgs};
+use crate::methods::set_config::{apply, pending_after_reboot, SetConfigArgs};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::run::Run;
@@ -224,8 +224,17 @@ async fn apply_at_boot<H: Host>(
         ev.warn(run, note);
         return Ok(summary);
     }
-    let rebooted = reboot_verified(run, ev, args.timeout_sec).await?;
+    let rebooted = match reboot_verified(run, ev, args.timeout_sec).await {
+        Ok(rebooted) => rebooted,
+        Err(why) => {
+            // What was pending before a reboot is no observation of after it.
+            let after = pending_after_reboot(run, ev).await;
+            *pending = after.map(|a| a.pending).unwrap_or_default();
+            return Err(why);
+        }
+    };
     let snapshot = read_snapshot(run, &ev.at).await.map_err(|e| {
+        pending.clear();
         could_not(
             &format!(
                 "read the pending changes of {} after the reboot",

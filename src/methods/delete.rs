@@ -159,7 +159,7 @@ fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome
             .map(split_tags)
             .unwrap_or_default(),
         identity: Some(ev.identity.clone()).filter(|i| !i.is_empty()),
-        identity_observed_at: Some(run.now_iso()).filter(|_| !ev.identity.is_empty()),
+        identity_observed_at: ev.identity_seen_at(),
         warnings: ev.trail.warnings.clone(),
         last_task: ev.trail.last_task.clone(),
         last_operation: run.method.to_string(),
@@ -227,7 +227,8 @@ mod tests {
         // Looked up before: the identity carries forward from that record.
         host.records.borrow_mut().insert(
             "vm-100".into(),
-            json!({"present": true, "name": "web", "identity": {"smbiosUuid": "u-1"}}),
+            json!({"present": true, "name": "web", "identity": {"smbiosUuid": "u-1"},
+                   "identityObservedAt": "2026-11-01T00:00:00.000Z"}),
         );
         guest(&host, "stopped", "swamp");
         let outcome = run_delete(&host, json!({"vmid": 100}));
@@ -236,6 +237,7 @@ mod tests {
         assert_eq!(record["status"], "deleted");
         assert_eq!(record["present"], false);
         assert_eq!(record["identity"]["smbiosUuid"], "u-1");
+        assert_eq!(record["identityObservedAt"], "2026-11-01T00:00:00.000Z");
         assert_eq!(outcome.writes.len(), 1);
         assert_eq!(outcome.writes[0].instance, "vm-100");
     }

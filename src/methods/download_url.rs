@@ -309,13 +309,15 @@ pub struct VolumeRecord {
     /// The size the URL's server reported (`Content-Length`), when it reported one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url_size: Option<u64>,
-    /// Whether this run downloaded it (false: it was there already).
+    /// Whether this run downloaded it and the storage then listed it (false: it was there
+    /// already, or nothing was seen there after the download).
     pub downloaded: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checksum_algorithm: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checksum: Option<String>,
-    /// Whether PVE's own checksum check was seen to pass (its task log line).
+    /// Whether PVE's own checksum check was seen to pass (its task log line) for the volume the
+    /// storage then listed.
     pub checksum_verified: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_task: Option<String>,
@@ -372,10 +374,11 @@ impl Findings<'_> {
             format: volume.and_then(|v| v.format.clone()),
             url: args.url.clone(),
             url_size: self.url_size,
-            downloaded: self.downloaded,
+            // What the task log says is a claim about the volume only where the volume was seen.
+            downloaded: self.downloaded && volume.is_some(),
             checksum_algorithm: args.checksum.as_ref().map(|(a, _)| a.clone()),
             checksum: args.checksum.as_ref().map(|(_, d)| d.clone()),
-            checksum_verified: self.checksum_verified,
+            checksum_verified: self.checksum_verified && volume.is_some(),
             last_task: self.last_task.clone(),
             observed_at: run.now_iso(),
         }
@@ -868,6 +871,28 @@ mod tests {
             "{outcome:?}"
         );
         assert_eq!(outcome.writes[0].data["present"], false);
+    }
+
+    #[test]
+    fn a_volume_never_seen_is_not_recorded_as_downloaded_or_verified() {
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![json!([]), json!([])]);
+        task(
+            &host,
+            "OK",
+            &["calculating checksum...OK, checksum verified", "TASK OK"],
+        );
+        let args = request(json!({"checksum": SHA, "checksumAlgorithm": "sha256"}));
+        let outcome = run_method(&host, "qemu", "downloadUrl", args);
+        assert!(
+            failure_of(&outcome).contains("is not in the import content"),
+            "{outcome:?}"
+        );
+        let record = &outcome.writes[0].data;
+        assert_eq!(record["present"], false);
+        assert_eq!(record["downloaded"], false, "{record}");
+        assert_eq!(record["checksumVerified"], false, "{record}");
     }
 
     #[test]

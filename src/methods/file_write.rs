@@ -85,8 +85,6 @@ pub async fn file_write<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(failure) => return failure.into(),
     };
     let mut record = FileRecord::new(run, &at, &args.path);
-    record.bytes = args.bytes.len();
-    record.mode = args.mode.clone();
     let verdict = write_verified(run, &at, &args, &mut record).await;
     record.verified = Some(verdict.is_ok());
     record.error = verdict.as_ref().err().cloned();
@@ -112,15 +110,14 @@ async fn write_verified<H: Host>(
         true => vec![&[][..]],
         false => args.bytes.chunks(WRITE_CHUNK_BYTES).collect(),
     };
-    record.chunks = Some(chunks.len());
     if chunks.len() == 1 {
-        put(run, at, &args.path, chunks[0], &label).await?;
+        put(run, at, &args.path, chunks[0], &label, record).await?;
     } else {
         let parts: Vec<String> = (0..chunks.len())
             .map(|i| format!("{}.swamp-part-{i:04}", args.path))
             .collect();
         for (part, chunk) in parts.iter().zip(&chunks) {
-            put(run, at, part, chunk, &label).await?;
+            put(run, at, part, chunk, &label, record).await?;
         }
         let mut join = vec![
             "sh".to_string(),
@@ -155,11 +152,16 @@ async fn write_verified<H: Host>(
         ];
         let shown = helper(run, at, stat, &format!("read the mode of {label}")).await?;
         let want = mode.trim_start_matches('0');
-        if shown.trim() != if want.is_empty() { "0" } else { want } {
-            return Err(format!(
-                "{label} has mode {} after chmod {mode}",
-                shown.trim()
-            ));
+        let shown = shown.trim();
+        // The record holds the mode as `stat` showed it (in the request's spelling when equal).
+        let same = shown == if want.is_empty() { "0" } else { want };
+        record.mode = Some(if same {
+            mode.clone()
+        } else {
+            shown.to_string()
+        });
+        if !same {
+            return Err(format!("{label} has mode {shown} after chmod {mode}"));
         }
     }
     let back = read_bytes(&run.pve(), at, &args.path, args.bytes.len() + 1)
@@ -184,23 +186,27 @@ async fn write_verified<H: Host>(
     ))
 }
 
-/// One `file-write` (never re-sent).
+/// One `file-write` (never re-sent); one PVE answered OK counts in the record (its bytes and calls).
 async fn put<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     path: &str,
     bytes: &[u8],
     label: &str,
+    record: &mut FileRecord,
 ) -> Result<(), String> {
     let request = endpoints::agent_file_write(&at.node, at.vmid, path, &base64::encode(bytes));
-    run.pve().call(&request).await.map(drop).map_err(|e| {
+    run.pve().call(&request).await.map_err(|e| {
         mutation_failed(
             &format!("write {path:?} ({} bytes) for {label}", bytes.len()),
             &e,
             "the file in the guest",
         )
         .0
-    })
+    })?;
+    record.bytes += bytes.len();
+    record.chunks = Some(record.chunks.unwrap_or(0) + 1);
+    Ok(())
 }
 
 /// Runs a helper command through the agent; `Ok(stdout)` only when it exited 0.

@@ -91,9 +91,12 @@ mod tests {
         (host, record)
     }
 
+    const READ_AT: &str = "2026-11-01T00:00:00.000Z";
+
     #[test]
     fn an_action_carries_the_identity_of_a_record_that_still_describes_the_guest() {
-        let stored = json!({"present": true, "name": "web", "identity": {"smbiosUuid": "before"}});
+        let stored = json!({"present": true, "name": "web", "identity": {"smbiosUuid": "before"},
+                            "identityObservedAt": READ_AT});
         let (host, record) = stop_with(Some(stored));
         assert_eq!(record["identity"]["smbiosUuid"], "before");
         assert_eq!(
@@ -101,6 +104,22 @@ mod tests {
             [STATUS],
             "one request: the state before"
         );
+    }
+
+    #[test]
+    fn a_carried_identity_keeps_the_time_it_was_read_never_now() {
+        let stored = json!({"present": true, "name": "web", "identity": {"smbiosUuid": "before"},
+                            "identityObservedAt": READ_AT});
+        let (_, record) = stop_with(Some(stored));
+        assert_eq!(record["identityObservedAt"], READ_AT);
+    }
+
+    #[test]
+    fn a_stored_identity_without_its_time_is_not_carried() {
+        let stored = json!({"present": true, "name": "web", "identity": {"smbiosUuid": "before"}});
+        let (_, record) = stop_with(Some(stored));
+        assert!(record.get("identity").is_none(), "{record}");
+        assert!(record.get("identityObservedAt").is_none(), "{record}");
     }
 
     #[test]

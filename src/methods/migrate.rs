@@ -11,7 +11,7 @@ use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::locate::{locate, Found, Located};
 use crate::guest::power::Target;
 use crate::guest::reference::GuestRef;
-use crate::guest::settle::describe;
+use crate::guest::settle::{describe, lock_advice, lock_of, naming_lock};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
@@ -259,7 +259,7 @@ async fn arrive<H: Host>(
                     .await
                 {
                     Ok(status) => {
-                        let unlocked = status.lock.as_deref().is_none_or(str::is_empty);
+                        let unlocked = lock_of(&status).is_none();
                         let state_ok = !was_running || Target::Running.reached(kind, &status);
                         ev.saw(run, at, status);
                         if unlocked && state_ok {
@@ -316,14 +316,16 @@ async fn arrive<H: Host>(
                 }
                 Stopped::Aborted => "the run was aborted while waiting".to_string(),
             };
+            let why = naming_lock(why, &ev.status);
             let ha = ev
                 .status
                 .ha
                 .as_ref()
                 .is_some_and(|ha| ha.managed == Some(true));
-            let check = match ha {
-                true => "the guest is HA-managed, so its migrate task only queued a request to the HA manager: check `ha-manager status` (quorum, the resource's state, node affinity rules)",
-                false => "check the migrate task's log on the source node and the guest's state (run lookup)",
+            let check = match (lock_of(&ev.status), ha) {
+                (Some(_), _) => lock_advice(kind, &ev.at.node),
+                (None, true) => "the guest is HA-managed, so its migrate task only queued a request to the HA manager: check `ha-manager status` (quorum, the resource's state, node affinity rules)".to_string(),
+                (None, false) => "check the migrate task's log on the source node and the guest's state (run lookup)".to_string(),
             };
             let wanted = match was_running {
                 true => format!("on node {} and running", args.node),

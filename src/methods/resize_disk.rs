@@ -5,12 +5,13 @@
 //! The target is computed before the call from the disk's current `size=` (`+N` grows by N, `N`
 //! grows to N). PVE 8+ answers a UPID, followed with the task mechanism; older PVE resizes
 //! synchronously and answers null, so verification follows at once. Storages round a new size up to
-//! their allocation unit, so success is `size ≥ target`. PVE refuses to shrink: its message is the
-//! failure. The guest record is written on every path once the guest was found.
+//! their allocation unit, so success is `size ≥ target`, with the guest then seen unlocked (a lock
+//! left after the task is "not yet"). PVE refuses to shrink: its message is the failure. The guest
+//! record is written on every path once the guest was found.
 
 use crate::args::{ArgError, Fields};
 use crate::explain::{hint, outcome_unknown};
-use crate::guest::evidence::{sight_config_to_change, Evidence};
+use crate::guest::evidence::{sight_config_to_change, unlocked_after, Evidence};
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
 use crate::host::Host;
@@ -104,11 +105,9 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
+    // The record shows the state after the resize (maxDiskBytes): `resize` reads it once the size
+    // is reached, `outcome` after a failure (guest/evidence.rs `reread_after_failure`).
     let verdict = resize(run, &mut ev, &args).await;
-    // The record shows the state after the resize (maxDiskBytes); a failed read keeps the earlier one.
-    if let Err(e) = ev.refresh(run).await {
-        ev.warn(run, e);
-    }
     ev.outcome(run, verdict).await
 }
 
@@ -132,28 +131,29 @@ async fn resize<H: Host>(
     let pve = run.pve();
     let request =
         endpoints::guest_resize(&ev.at.node, run.kind, ev.at.vmid, &args.disk, &args.size);
-    let answer = pve
-        .call(&request)
-        .await
-        .map_err(|e| match e.outcome_unknown() {
-            // Never re-sent: a second `+N` would grow the disk twice.
-            true => {
-                let action = format!("resize {label} to {}", args.size);
-                let check = format!(
-                    "the disk's size (run getConfig) and the task list of node {}",
-                    ev.at.node
-                );
-                outcome_unknown(&action, &e, &check).0
-            }
-            false => format!(
-                "PVE refused to resize {label} to {}: {e} — {}",
-                args.size,
-                hint(e.kind)
-            ),
-        })?;
+    ev.trail.sending();
+    let answer = pve.call(&request).await;
+    ev.trail.answered(&answer);
+    let answer = answer.map_err(|e| match e.outcome_unknown() {
+        // Never re-sent: a second `+N` would grow the disk twice.
+        true => {
+            let action = format!("resize {label} to {}", args.size);
+            let check = format!(
+                "the disk's size (run getConfig) and the task list of node {}",
+                ev.at.node
+            );
+            outcome_unknown(&action, &e, &check).0
+        }
+        false => format!(
+            "PVE refused to resize {label} to {}: {e} — {}",
+            args.size,
+            hint(e.kind)
+        ),
+    })?;
     // PVE before 8.0 resizes synchronously and answers null.
     if !answer.is_null() {
         let upid = upid_of(&answer, &request.label()).map_err(|f| {
+            ev.trail.outcome_unknown = true;
             let action = format!("resize {label} to {}", args.size);
             let check = format!(
                 "the disk's size (run getConfig) and the task list of node {}",
@@ -168,6 +168,13 @@ async fn resize<H: Host>(
             .map_err(|why| format!("resize {label} to {}: {why}", args.size))?;
     }
     let reached = settle(run, ev, &args.disk, target).await?;
+    // The state after it, for the record: a lock there is "not yet" (the resize holds only the
+    // config's flock, PVE/API2/Qemu.pm resize_vm, pve-container PVE/API2/LXC.pm resize_vm: a
+    // lock is another operation's); one that cannot be read keeps the earlier state, as a warning.
+    match ev.refresh(run).await {
+        Ok(()) => unlocked_after(run, ev, "the resize task ended successfully").await?,
+        Err(e) => ev.warn(run, e),
+    }
     Ok(format!(
         "{label} is {} (target {}, was {})",
         human(reached),

@@ -22,10 +22,8 @@ use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::guest::backups::{describe_all, list_archives, BackupVolid};
 use crate::guest::config::shows;
-use crate::guest::evidence::await_unlocked;
 use crate::guest::evidence::{unlocked, Evidence, TaskTrail};
 use crate::guest::provision::{holder_of, sight_new};
-use crate::guest::settle::lock_of;
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -454,18 +452,13 @@ async fn overwritable<H: Host>(
     }
 }
 
-/// Waits out the restore's lock, then holds the restored guest to the archive's config and disks.
+/// Holds the restored guest (seen unlocked: `sight_new`) to the archive's config and disks.
 async fn verify<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     args: &RestoreArgs,
     config: &ArchiveConfig,
 ) -> Result<String, String> {
-    let was_locked = lock_of(&ev.status).is_some();
-    await_unlocked(run, ev, |_| true, "the restore's lock released").await?;
-    if was_locked || ev.config.is_empty() {
-        ev.reread_config(run).await?;
-    }
     let label = ev.label(run);
     let disks = compare(run.kind, config, &ev.config, args).map_err(|problems| {
         format!(

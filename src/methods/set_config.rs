@@ -97,7 +97,8 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         if args.apply_pending == ApplyPending::Reboot && taken.has_pending() {
             let (rebooted, after) = reboot_to_apply(run, &mut ev, summary).await;
             verdict = rebooted;
-            snapshot = after.or(snapshot);
+            // What was pending before a reboot is no observation of after it.
+            snapshot = after;
         }
     }
     ev.outcome_with(run, verdict, |record| {
@@ -126,7 +127,10 @@ async fn reboot_to_apply<H: Host>(
     }
     let rebooted = match reboot_verified(run, ev, REBOOT_SHUTDOWN_SEC).await {
         Ok(rebooted) => rebooted,
-        Err(why) => return (Err(format!("{summary}; applyPending: {why}")), None),
+        Err(why) => {
+            let after = pending_after_reboot(run, ev).await;
+            return (Err(format!("{summary}; applyPending: {why}")), after);
+        }
     };
     let label = ev.label(run);
     match read_snapshot(run, &ev.at).await {
@@ -160,6 +164,24 @@ async fn reboot_to_apply<H: Host>(
             )),
             None,
         ),
+    }
+}
+
+/// The pending changes after a reboot attempt that failed (a reboot may have applied them): read
+/// once more; when they cannot be, none are recorded and the record says why.
+pub async fn pending_after_reboot<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+) -> Option<ConfigSnapshot> {
+    match read_snapshot(run, &ev.at).await {
+        Ok(after) => Some(after),
+        Err(e) => {
+            let why = format!(
+                "the pending changes could not be read after the reboot ({e}): they are not recorded"
+            );
+            ev.warn(run, why);
+            None
+        }
     }
 }
 
@@ -428,6 +450,31 @@ mod tests {
         assert_eq!(data["lastOperation"], "setConfig");
         let put = put_request(&host);
         assert_eq!(put.body.as_deref(), Some("cores=2&memory=4096"));
+    }
+
+    #[test]
+    fn a_failed_reboot_to_apply_records_what_is_pending_after_it_not_before() {
+        const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmreboot:100:root@pam!t:";
+        let host = ScriptedHost::new();
+        let pending = json!([{"key": "memory", "value": 2048, "pending": 4096}]);
+        host.on(
+            "GET /nodes/pve1/qemu/100/pending",
+            [
+                Answer::Data(pending),
+                Answer::Data(json!([{"key": "memory", "value": 4096}])),
+            ],
+        );
+        script(&host, json!([{"key": "memory", "value": 4096}]));
+        host.data("POST /nodes/pve1/qemu/100/status/reboot", json!(UPID));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
+            json!({"status": "stopped", "exitstatus": "reboot failed"}),
+        );
+        let mut args = api_args(json!({"vmid": 100, "config": {"memory": "4096"}}));
+        args["applyPending"] = json!("reboot");
+        let outcome = run_method_of(GuestKind::Qemu, &host, "setConfig", &args);
+        assert!(failure(&outcome).contains("reboot failed"), "{outcome:?}");
+        assert_eq!(outcome.writes[0].data.get("pending"), None, "{outcome:?}");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! converts the disks, PVE/API2/Qemu.pm `template`) is not a template until the listing says so.
 //! The node's own list (`GET /nodes/{node}/<kind>`, read live by vmstatus) is asked, not
 //! `/cluster/resources`, whose `template` comes from pvestatd's broadcast and lags up to 10 s
-//! (pve-manager PVE/API2Tools.pm extract_vm_stats).
+//! (pve-manager PVE/API2Tools.pm extract_vm_stats). Then its state must show no lock (a lock
+//! left after the task is "not yet", and names itself when it outlasts the budget).
 //!
 //! Gated like `delete` (the `swamp` tag, never `production`/`protected`; `force` overrides): a
 //! template never runs again. A running guest is refused — PVE refuses it too ("you can't convert a
@@ -13,7 +14,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
-use crate::guest::evidence::{sight_to_change, Evidence};
+use crate::guest::evidence::{sight_to_change, unlocked_after, Evidence};
 use crate::guest::gates;
 use crate::guest::locate::{locate, Found};
 use crate::guest::power::Target;
@@ -100,6 +101,12 @@ async fn convert<H: Host>(
     }
     await_template(run, ev).await?;
     ev.refresh(run).await?;
+    unlocked_after(
+        run,
+        ev,
+        "the conversion shows in its config and its node's list",
+    )
+    .await?;
     Ok(format!(
         "{label} is a template: its config says template: 1 and the cluster lists it as one"
     ))
@@ -145,7 +152,7 @@ async fn await_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), 
         }
         if pacer.pause(run.host).await.is_err() {
             return Err(format!(
-                "the conversion of {} was accepted, but when taskTimeoutSec={} (the method's whole wait) ran out, its config (unlocked) and its node's guest list do not both show it as a template — check the task log ({}) and its disks",
+                "the conversion of {} was accepted, but when taskTimeoutSec={} (the method's whole wait) ran out, its config and its node's guest list do not both show it as a template — check the task log ({}) and its disks",
                 ev.label(run),
                 seconds(run.budget.total_ms),
                 match run.kind {
@@ -176,13 +183,8 @@ async fn is_template<H: Host>(
     }
     let config: serde_json::Map<String, Value> =
         read.map_err(|e| could_not(&format!("read the config of {label}"), &e).0)?;
-    let flagged = config.get("template").and_then(flex::bool_of) == Some(true);
-    // A lock is "not yet": the conversion (or another operation) has not finished.
-    let locked = config
-        .get("lock")
-        .and_then(flex::string_of)
-        .is_some_and(|l| !l.trim().is_empty());
-    if !flagged || locked {
+    // A lock left with the flag is "not yet" too: `unlocked_after` waits it out, naming it.
+    if config.get("template").and_then(flex::bool_of) != Some(true) {
         return Ok(false);
     }
     listed_as_template(run, ev, &label, deadline_ms).await

@@ -121,6 +121,7 @@ export function backupSpecs(
     ],
     names,
     task: true,
+    leftLock: "backup",
     // The worker that "ended OK" never ran: no archive, and its `backup` lock stays.
     noEffect: /lists no new backup|still locked: backup/,
     effect: (env, r) => {
@@ -241,11 +242,11 @@ export function backupSpecs(
       taskStatus(n, "restore"),
       status(n, target, " (the restored guest)", 0, type),
       config(n, target, " (the restored guest)", 0, type),
-      status(n, target, " (lock released)", 1, type),
       content(n, "local-lvm", " (its disks)"),
     ],
     names: new RegExp(`${target}|restore`),
     task: true,
+    leftLock: "create",
     // create_and_lock_config wrote `lock: create` before the task; the lying worker never dropped it.
     noEffect: /still locked: create/,
     effect: (env, r) => {

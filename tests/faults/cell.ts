@@ -12,7 +12,7 @@ import { lxcFleet } from "./lxc_methods.ts";
 import type { RunResult } from "../../harness/types.ts";
 import type { SimFault } from "../../simulator/types.ts";
 import { type FaultId, FAULTS } from "./faults.ts";
-import { checkRecords } from "./records.ts";
+import { checkClaims, checkRecords } from "./records.ts";
 import {
   type Endpoint,
   fleet,
@@ -39,6 +39,8 @@ export const SCENARIO_IDS = [
   "pid✗",
   "lock cleared",
   "lock held",
+  "OK+lock",
+  "OK+lock∞",
   "no file",
   "short file",
   "checksum✗",
@@ -56,6 +58,12 @@ export const LOCK_SCENARIOS = ["lock cleared", "lock held"] as const;
 /** One of {@link LOCK_SCENARIOS}. */
 export type LockScenario = (typeof LOCK_SCENARIOS)[number];
 
+/** The scenarios of a lock left on the guest as the method's task ends OK (matrix.ts `leftLockPlan`). */
+export const LEFT_LOCK_SCENARIOS = ["OK+lock", "OK+lock∞"] as const;
+
+/** One of {@link LEFT_LOCK_SCENARIOS}. */
+export type LeftLockScenario = (typeof LEFT_LOCK_SCENARIOS)[number];
+
 /** When the `lock cleared` scenario clears the lock: well inside the 3 s budget (`taskTimeoutSec`). */
 export const LOCK_CLEARS_MS = 1000;
 
@@ -69,7 +77,7 @@ export const SCENARIO_LEGEND: Record<ScenarioId, string> = {
   "task✗":
     "the method's task ends `unexpected status` (what PVE reports after a node crash)",
   "no effect":
-    "the method's task ends OK, but its effect never happens (the worker lied; rows that opt in): a vzdump that leaves no archive (and its lock), an imgdel that leaves the archive, a restore that leaves the guest locked `create` — the method must fail naming what it did not see",
+    "the method's task ends OK, but its effect never happens (the worker lied; rows that opt in): a vzdump that leaves no archive (and its lock), an imgdel that leaves the archive, a create, clone or restore that leaves the guest under its `create`/`clone` lock — the method must fail naming what it did not see",
   "node↓":
     "the guest's node is offline: every `/nodes/pve2/…` request answers 595 `no route to host` (methods on pve2 guests, sync of the cluster, node reads of pve2)",
   "node↓refused":
@@ -84,6 +92,10 @@ export const SCENARIO_LEGEND: Record<ScenarioId, string> = {
     "the guest's config carries `lock: backup` when the method starts and the lock clears 1 s later, inside the 3 s budget: a method that acts on the guest waits the lock out (PVE would refuse it meanwhile, `VM is locked (backup)`), then acts and succeeds with a record free of the lock; a read, or a command inside the guest, succeeds and records the lock",
   "lock held":
     "the same lock never clears: an acting method fails naming it when its budget runs out, having sent nothing; a read or a command inside the guest succeeds and records the lock",
+  "OK+lock":
+    "the method's task ends OK with its effect, but leaves the guest locked (the row's lock: `create`, `clone`, `migrate`, `snapshot`…, or `backup` taken by another operation), and the lock clears 1 s later, inside the 3 s budget: the lock is not a result — the method waits it out and succeeds with a record free of it",
+  "OK+lock∞":
+    "the same lock left after the task never clears: the method fails naming it (`still locked: <lock>`) when its budget runs out, its record showing it",
   "no file":
     "the task that writes a file (a download, a disk imported from an image) ends OK but the file is not there: the worker's lie, caught only by reading the storage's content back",
   "short file":
@@ -274,7 +286,7 @@ export async function faultCell(
       problems.push(`the fault never fired: ${hits} matching requests`);
     }
     const records = checkRecords(env, r, from);
-    problems.push(...records.problems);
+    problems.push(...records.problems, ...checkClaims(env, r, from));
     const message = r.error ?? "";
     const like = FAULTS[id].like;
     const readBack = (endpoint.expect?.[id] ??
@@ -362,6 +374,7 @@ export async function scenarioCell(
       ...judge(env, spec, r, before, plan.expected, actual, plan.happened),
       ...(plan.check?.(env, r) ?? []),
       ...records.problems,
+      ...checkClaims(env, r, from),
     ];
     return {
       row: spec.row,

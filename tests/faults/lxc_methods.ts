@@ -220,6 +220,7 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ],
     names: label(stopped),
     task: true,
+    leftLock: "backup",
     effect: (env) =>
       /size=9G/.test(String(env.sim.guest(stopped)?.config.rootfs))
         ? []
@@ -455,6 +456,8 @@ function create(): MethodSpec {
     ],
     names: new RegExp(`container ${NEW_CT}|CT ${NEW_CT}|${NEW_CT}`),
     task: true,
+    leftLock: "create",
+    noEffect: /still locked: create/,
     effect: (env, r) => {
       const g = env.sim.guest(NEW_CT);
       const rec = lastWrite(r, `ct-${NEW_CT}`);

@@ -12,6 +12,8 @@ import {
   execRecord,
   faultCell,
   FILE_SCENARIOS,
+  LEFT_LOCK_SCENARIOS,
+  type LeftLockScenario,
   LOCK_CLEARS_MS,
   LOCK_SCENARIOS,
   type LockScenario,
@@ -134,6 +136,45 @@ function lockPlan(
       }
       if (free && id === "lock held" && rec.lock !== "backup") {
         return [`read a locked guest, but its record says lock ${rec.lock}`];
+      }
+      return [];
+    },
+  };
+}
+
+/**
+ * A lock left as the task ends OK (the simulator's `leaveLock`), on the guest of the row's `vmid`
+ * argument: cleared after {@link LOCK_CLEARS_MS} (the method waits it out and succeeds, its record
+ * free of it) or never (it fails naming it). A lock is not a result.
+ */
+function leftLockPlan(
+  spec: MethodSpec,
+  lock: string,
+  id: LeftLockScenario,
+): ScenarioPlan {
+  const vmid = (spec.argsFor?.() ?? spec.args).vmid as number;
+  const prefix = spec.model === "lxc" ? "ct" : "vm";
+  const clears = id === "OK+lock";
+  return {
+    expected: clears ? "ok" : "fail",
+    happened: new RegExp(`still locked: ${lock}`),
+    arm: (env) =>
+      env.sim.nextTask({
+        leaveLock: {
+          lock,
+          vmid,
+          clearAfterMs: clears ? LOCK_CLEARS_MS : undefined,
+        },
+      }),
+    check: (_env, r) => {
+      const rec = lastWrite(r, `${prefix}-${vmid}`);
+      if (r.status === "succeeded" && rec?.lock !== undefined) {
+        return [`succeeded, but its record shows the guest locked ${rec.lock}`];
+      }
+      if (r.status === "failed" && rec?.lock !== lock) {
+        return [
+          `failed over lock ${lock}, but its record shows lock ${rec?.lock}`,
+        ];
       }
       return [];
     },
@@ -263,6 +304,11 @@ function scenarioPlans(
   if (locked !== undefined) {
     for (const id of LOCK_SCENARIOS) {
       plans.push([id, lockPlan(spec, locked, id), spec]);
+    }
+  }
+  if (spec.leftLock && spec.task) {
+    for (const id of LEFT_LOCK_SCENARIOS) {
+      plans.push([id, leftLockPlan(spec, spec.leftLock, id), spec]);
     }
   }
   return plans;
@@ -459,6 +505,10 @@ export function render(all: Row[], results: CellResult[]): string {
     "outcome unknown, every record the run wrote is checked against what the simulator answered — a",
     "state presented as current was read after the run's last change and shows the lock and",
     "snapstates of that read; one marked `observedBeforeMutation` says when it was read, and was.",
+    "In every cell, the fields that state an effect are held to what PVE answered in the run: a",
+    "volume `downloaded` (and `checksumVerified`) only when a list after the download showed it, a",
+    "backup's archive and `mode` as its list and task log showed them, a fileWrite's `bytes` and",
+    "`chunks` no more than the calls PVE took, an `identityObservedAt` when a config read answered.",
     `**${recordFigure(results).replace("fault matrix records: ", "")}**.`,
     "",
     "`✗` fails (as the contract demands) · `✓↻` succeeds after a retry absorbed a transient fault",

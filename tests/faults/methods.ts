@@ -128,6 +128,12 @@ export interface MethodSpec {
    */
   lockedVmid?: number;
   /**
+   * The lock a task of this method may leave on the guest of its `vmid` argument as it ends OK
+   * (its own, as qemu-server's create_vm keeps `create` until the final config is written, or
+   * another operation's): the row gets the `OK+lock` scenarios (cell.ts `LEFT_LOCK_SCENARIOS`).
+   */
+  leftLock?: string;
+  /**
    * The file scenarios this row takes (a method whose task writes a file): each one's plan, and
    * arguments of its own when the scenario is in them (a wrong checksum).
    */
@@ -522,6 +528,7 @@ export function powerSpec(
     ],
     names,
     task: true,
+    leftLock: "backup",
     effect: powerEffect(vmid, target, type),
     truth: powerTruth(vmid, target, action, type),
   };
@@ -639,6 +646,7 @@ export function templateSpec(
     ],
     names,
     task: type === "qemu",
+    leftLock: "backup",
     effect: (env, r) => {
       const problems: string[] = [];
       if (!env.sim.guest(vmid)?.config.template) {
@@ -695,6 +703,7 @@ export function rebootSpec(
     ],
     names,
     task: true,
+    leftLock: "backup",
     effect: (env, r) => {
       const g = env.sim.guest(vmid);
       const problems: string[] = [];
@@ -1111,6 +1120,8 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     names: new RegExp(`VM ${newVmid}|VMID ${newVmid}|VM ${tmpl}`),
     lockedVmid: tmpl,
     task: true,
+    leftLock: "clone",
+    noEffect: /still locked: clone/,
     effect: (env, r) => {
       const g = env.sim.guest(newVmid);
       const rec = lastWrite(r, `vm-${newVmid}`);
@@ -1234,6 +1245,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     ],
     names: label(stopped),
     task: true,
+    leftLock: "backup",
     effect: (env) =>
       /size=9G/.test(String(env.sim.guest(stopped)?.config.scsi0))
         ? []

@@ -64,6 +64,7 @@ export function migrateSpec(
     ],
     names,
     task: true,
+    leftLock: "migrate",
     effect: (env, r) => {
       const g = env.sim.guest(vmid);
       const rec = lastWrite(r, `${prefix}-${vmid}`);

@@ -14,6 +14,21 @@
  * Other records (exec, ready, file, config, node) hold what the method itself observed and are
  * counted as checked once their marks, if any, are consistent (`observedAt` with the before mark).
  *
+ * And in every cell, whatever its verdict, the fields that state an effect must be backed by what
+ * PVE answered in the same run ({@link checkClaims}, issue 31):
+ *
+ * - a volume record (`volume-<storage>-<file>`): `present` and `size` are what the storage's last
+ *   content list showed; `downloaded` and `checksumVerified` only for a volume a list answered
+ *   after the download showed;
+ * - a backup record (`<vm|ct>-<vmid>-backup`): its `volid` and `size` are in a content list answered
+ *   after the vzdump request, and its `mode` is the one its task's log holds (`backup mode: …`);
+ * - a file record written by fileWrite: `bytes` and `chunks` are what the file-write calls PVE
+ *   answered 200 carried;
+ * - a guest record's `identityObservedAt` (since the simulator started) is when a config read of it
+ *   answered, in this run or one before it (an identity carried forward keeps its time); and
+ *   every key its `pending` holds was pending in a `…/pending` read answered after the run's last
+ *   change (a reboot may have applied what was pending before it).
+ *
  * @module
  */
 import type { RunResult } from "../../harness/types.ts";
@@ -172,4 +187,190 @@ export function checkRecords(
     checkRecord(w.instance, w.data as Rec, log).map((p) => `record truth: ${p}`)
   );
   return { judged, records: records.length, problems };
+}
+
+/** The reads in `log` (with kept answers) whose path matches `path`. */
+const answered = (log: RequestRecord[], path: RegExp) =>
+  log.filter((q) => q.answer !== undefined && path.test(q.path));
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** The entry for `volid` in a content list answer. */
+const listedIn = (answer: unknown, volid: unknown) =>
+  Array.isArray(answer)
+    ? (answer as Rec[]).find((v) => v.volid === volid)
+    : undefined;
+
+/** A volume record: what the storage's content lists answered, before and after the download. */
+function volumeClaims(instance: string, rec: Rec, log: RequestRecord[]) {
+  const storage = String(rec.storage);
+  const lists = answered(
+    log,
+    new RegExp(`/storage/${escape(storage)}/content$`),
+  );
+  const last = lists.at(-1);
+  if (!last) {
+    return [
+      `${instance} was written, but no content list of ${storage} answered`,
+    ];
+  }
+  const problems: string[] = [];
+  const seen = listedIn(last.answer, rec.volid);
+  if ((rec.present === true) !== (seen !== undefined)) {
+    problems.push(
+      `${instance} says present: ${rec.present}, but the last content list ${
+        seen ? "showed" : "did not show"
+      } ${rec.volid}`,
+    );
+  }
+  if (seen && rec.size !== undefined && seen.size !== rec.size) {
+    problems.push(
+      `${instance} records size ${rec.size}, the list showed ${seen.size}`,
+    );
+  }
+  const post = log.findLastIndex((q) =>
+    q.method === "POST" && q.path.endsWith("/download-url")
+  );
+  const after = post < 0 ? [] : lists.filter((q) => log.indexOf(q) > post);
+  const seenAfter = after.some((q) => listedIn(q.answer, rec.volid));
+  for (const field of ["downloaded", "checksumVerified"]) {
+    if (rec[field] === true && rec.present !== true) {
+      problems.push(`${instance} says ${field}: true beside present: false`);
+    }
+    if (field === "downloaded" && rec[field] === true && !seenAfter) {
+      problems.push(
+        `${instance} says downloaded, but no list after the download showed ${rec.volid}`,
+      );
+    }
+  }
+  return problems;
+}
+
+/** A backup record: the archive listed after the vzdump request, the mode its task's log reported. */
+function backupClaims(
+  env: Env,
+  instance: string,
+  rec: Rec,
+  log: RequestRecord[],
+) {
+  const problems: string[] = [];
+  const post = log.findLastIndex((q) =>
+    q.method === "POST" && q.path.endsWith("/vzdump")
+  );
+  const lists = answered(
+    log,
+    new RegExp(`/storage/${escape(String(rec.storage))}/content$`),
+  )
+    .filter((q) => log.indexOf(q) > post);
+  const seen = lists.map((q) => listedIn(q.answer, rec.volid)).findLast((v) =>
+    v
+  );
+  if (!seen) {
+    problems.push(
+      `${instance} records ${rec.volid}, but no list after the backup showed it`,
+    );
+  } else if (rec.size !== undefined && seen.size !== rec.size) {
+    problems.push(
+      `${instance} records size ${rec.size}, the list showed ${seen.size}`,
+    );
+  }
+  // The task's log as PVE serves it (the simulator's record of the task).
+  const lines = rec.task === undefined
+    ? []
+    : env.sim.task(String(rec.task))?.log ?? [];
+  if (
+    rec.mode !== undefined &&
+    !lines.some((l) => l.includes(`backup mode: ${rec.mode}`))
+  ) {
+    problems.push(
+      `${instance} records mode ${rec.mode}, but its task's log does not report it`,
+    );
+  }
+  return problems;
+}
+
+/** A fileWrite record: what the file-write calls PVE answered 200 carried. */
+function fileClaims(instance: string, rec: Rec, log: RequestRecord[]) {
+  if (rec.verified === undefined) return []; // fileRead: what it read
+  const written = log.filter((q) =>
+    q.method === "POST" && q.path.endsWith("/agent/file-write") &&
+    q.status === 200
+  );
+  const bytes = written.reduce((n, q) => {
+    const content = q.form.find(([k]) => k === "content")?.[1] ?? "";
+    return n + atob(content).length;
+  }, 0);
+  const problems: string[] = [];
+  if (Number(rec.bytes) > bytes) {
+    problems.push(
+      `${instance} records ${rec.bytes} bytes written, PVE took ${bytes}`,
+    );
+  }
+  if (Number(rec.chunks ?? 0) > written.length) {
+    problems.push(
+      `${instance} records ${rec.chunks} file-write calls, PVE answered ${written.length}`,
+    );
+  }
+  return problems;
+}
+
+/** A guest record's `pending`: shown pending by a read answered after the run's last change. */
+function pendingClaims(instance: string, rec: Rec, log: RequestRecord[]) {
+  const keys = Object.keys((rec.pending ?? {}) as Rec);
+  const m = instance.match(/^(vm|ct)-(\d+)$/);
+  if (!m || keys.length === 0) return [];
+  const kind = m[1] === "vm" ? "qemu" : "lxc";
+  const last = log.findLastIndex(isChange);
+  const read = answered(log, new RegExp(`/${kind}/${m[2]}/pending$`))
+    .findLast((q) => log.indexOf(q) > last);
+  const rows = (Array.isArray(read?.answer) ? read.answer : []) as Rec[];
+  return keys.filter((k) =>
+    !rows.some((r) => r.key === k && r.pending !== undefined)
+  )
+    .map((k) =>
+      `${instance} records ${k} as pending, but no read after the run's last change showed it pending`
+    );
+}
+
+/** A guest record's `identityObservedAt` since the simulator started: a config read answered then. */
+function identityClaims(instance: string, rec: Rec, log: RequestRecord[]) {
+  const at = Date.parse(String(rec.identityObservedAt ?? ""));
+  const m = instance.match(/^(vm|ct)-(\d+)$/);
+  const first = log[0];
+  if (!m || Number.isNaN(at) || !first || at < arrival(first) - SLACK_MS) {
+    return [];
+  }
+  const kind = m[1] === "vm" ? "qemu" : "lxc";
+  const reads = answered(log, new RegExp(`/${kind}/${m[2]}/config$`));
+  // The core stamps the identity as it gets the config's answer (a status read may follow).
+  const then = reads.some((q) =>
+    arrival(q) <= at + SLACK_MS && arrival(q) >= at - 2_000
+  );
+  return then ? [] : [
+    `${instance} says its identity was read at ${rec.identityObservedAt}, but no config read of it answered then`,
+  ];
+}
+
+/**
+ * The effect claims of every record a run wrote, against what PVE answered in the run (from
+ * `from` in the simulator's request log), whatever the verdict.
+ */
+export function checkClaims(env: Env, r: RunResult, from: number): string[] {
+  const log = env.sim.requests.slice(from);
+  return r.written.flatMap((w) => {
+    const rec = w.data as Rec;
+    if (!rec || typeof rec !== "object") return [];
+    const claims = w.instance.startsWith("volume-")
+      ? volumeClaims(w.instance, rec, log)
+      : /^(vm|ct)-\d+-backup$/.test(w.instance)
+      ? backupClaims(env, w.instance, rec, log)
+      : /^(vm|ct)-\d+-file$/.test(w.instance)
+      ? fileClaims(w.instance, rec, log)
+      : [
+        // A carried identity may come from a run before this one: the whole log is asked.
+        ...identityClaims(w.instance, rec, env.sim.requests),
+        ...pendingClaims(w.instance, rec, log),
+      ];
+    return claims.map((p) => `record truth: ${p}`);
+  });
 }

@@ -127,6 +127,7 @@ export function snapshotSpecs(
     ),
     names,
     task: true,
+    leftLock: "snapshot",
     effect: (env, r) => {
       const g = env.sim.guest(vmid);
       const snap = g?.snapshots.fresh;
@@ -152,6 +153,7 @@ export function snapshotSpecs(
     ),
     names,
     task: true,
+    leftLock: "rollback",
     effect: (env, r) => {
       const g = env.sim.guest(vmid);
       return g && Number(g.config.memory) === BASE_MEMORY && !g.lock &&
@@ -176,6 +178,7 @@ export function snapshotSpecs(
     ),
     names,
     task: true,
+    leftLock: "snapshot-delete",
     effect: (env, r) => {
       const g = env.sim.guest(vmid);
       return g && !g.snapshots.base && !g.lock && !listed(r, "base")

@@ -115,6 +115,8 @@ export function vmCreateSpec(): RowSpec {
     ],
     names: new RegExp(`VM ${NEW_VM}|${NEW_VM}`),
     task: true,
+    leftLock: "create",
+    noEffect: /still locked: create/,
     fileScenarios: {
       "no file": fails(
         /its disk scsi0 \(local-lvm:vm-600-disk-0\) is not on storage local-lvm/,

@@ -51,3 +51,34 @@ Deno.test("task: an effect whose promise rejects fails the task with its text", 
   assert.equal(failed, true);
   timers.close();
 });
+
+Deno.test("task: leaveLock locks the guest as the task ends OK, then clears it when told", async () => {
+  const timers = new Timers();
+  const tasks = new TaskManager(timers, 0);
+  const guests = new Map([[100, { lock: undefined as string | undefined }]]);
+  tasks.guestOf = (vmid) => guests.get(vmid);
+  let ran = false;
+  tasks.enqueueOverride({ leaveLock: { lock: "create", clearAfterMs: 40 } });
+  const task = tasks.start({ ...spec, run: () => void (ran = true) });
+  await until(() => task.status === "stopped");
+  assert.equal(task.exitstatus, "OK");
+  assert.ok(ran, "the effect happened");
+  assert.equal(guests.get(100)?.lock, "create", "locked as the task ended");
+  await until(() => guests.get(100)?.lock === undefined);
+  timers.close();
+});
+
+Deno.test("task: a failed task leaves no lock of leaveLock", async () => {
+  const timers = new Timers();
+  const tasks = new TaskManager(timers, 0);
+  const guest = { lock: undefined as string | undefined };
+  tasks.guestOf = () => guest;
+  tasks.enqueueOverride({
+    exitstatus: "unexpected status",
+    leaveLock: { lock: "create" },
+  });
+  const task = tasks.start(spec);
+  await until(() => task.status === "stopped");
+  assert.equal(guest.lock, undefined);
+  timers.close();
+});
