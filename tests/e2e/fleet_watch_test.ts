@@ -97,6 +97,49 @@ Deno.test("fleet: a run alone on its node reads its own task's status, never the
   );
 });
 
+const isGuestList = (q: RequestRecord) =>
+  q.method === "GET" && q.path === "/api2/json/nodes/pve1/qemu";
+const isGuestStatus = (q: RequestRecord) =>
+  q.method === "GET" && /\/qemu\/\d+\/status\/current$/.test(q.path);
+const isStart = (q: RequestRecord) =>
+  q.method === "POST" && q.path.endsWith("/status/start");
+
+Deno.test("fleet: starts launched at once on a busy node are admitted by the node's guest list, not one state read each", async () => {
+  await withEnv(
+    {
+      guests: GUESTS,
+      sim: { taskDurationMs: 300, capacity: { workers: 3, serviceMs: 10 } },
+    },
+    async (env) => {
+      const runs = await startAll(env);
+      assertAllStarted(env, runs);
+      const lastStart = Math.max(
+        ...env.sim.requests.filter(isStart).map((q) => q.at),
+      );
+      const before = env.sim.requests.filter((q) => q.at <= lastStart);
+      const lists = before.filter(isGuestList).length;
+      const own = before.filter(isGuestStatus).length;
+      assert.ok(lists >= 1, "the fleet read the node's guest list");
+      assert.ok(
+        lists + own < SIZE,
+        `${lists} list reads + ${own} state reads before the last start, for ${SIZE} guests`,
+      );
+    },
+  );
+});
+
+Deno.test("fleet: a run alone on its node reads its guest's own state before acting, never the node's list", async () => {
+  await withEnv(
+    { guests: GUESTS, sim: { taskDurationMs: 300 } },
+    async (env) => {
+      const r = await env.run("start", { vmid: 500 });
+      assert.equal(r.status, "succeeded", r.error);
+      assert.equal(env.sim.requests.filter(isGuestList).length, 0);
+      assert.ok(env.sim.requests.filter(isGuestStatus).length > 0);
+    },
+  );
+});
+
 Deno.test("fleet: a task list that answers an error sends every run back to its own task, said once, with the same verdicts", async () => {
   await withEnv(
     { guests: GUESTS, sim: { taskDurationMs: 800 } },
