@@ -48,6 +48,9 @@ pub enum Method {
     Restore,
     Preflight,
     CheckPermissions,
+    Suspend,
+    Resume,
+    WaitTask,
 }
 
 /// Which models offer a name.
@@ -79,6 +82,8 @@ const TABLE: &[(Models, &str, Method)] = &[
     (Models::Both, "stop", Method::Stop),
     (Models::Both, "shutdown", Method::Shutdown),
     (Models::Both, "reboot", Method::Reboot),
+    (Models::Both, "suspend", Method::Suspend),
+    (Models::Both, "resume", Method::Resume),
     (Models::Both, "delete", Method::Delete),
     // A VM is cloned from a template; a container is created from one.
     (Models::Qemu, "clone", Method::Clone),
@@ -107,6 +112,7 @@ const TABLE: &[(Models, &str, Method)] = &[
     (Models::Both, "listBackups", Method::ListBackups),
     (Models::Both, "deleteBackup", Method::DeleteBackup),
     (Models::Both, "restore", Method::Restore),
+    (Models::Both, "waitTask", Method::WaitTask),
     (Models::Both, "preflight", Method::Preflight),
     (
         Models::Both,

@@ -3,14 +3,15 @@
 use crate::args::Fields;
 use crate::catalog::{method_of, Method};
 use crate::global_args::GlobalArgs;
+use crate::guest::power::change_power;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
     backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
     delete_snapshot, download_url, file_read, file_write, get_config, guest_exec, list_backups,
     list_snapshots, lookup, migrate, node_config, node_status, preflight, reboot, resize_disk,
-    restore, rollback, set_config, shutdown, snapshot, start, stop, sync, template, vm_create,
-    wait_ready,
+    restore, resume, rollback, set_config, shutdown, snapshot, start, stop, suspend, sync,
+    template, vm_create, wait_ready, wait_task,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -87,7 +88,22 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
             start::StartArgs::parse_for(kind, args).map(drop),
             Ok(())
         ),
-        Method::Stop => kept!(Method::Stop, stop::StopArgs::parse(args).map(drop), Ok(())),
+        Method::Stop => kept!(Method::Stop, stop::power_args(kind, args).map(drop), Ok(())),
+        Method::Suspend => kept!(
+            Method::Suspend,
+            suspend::power_args(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::Resume => kept!(
+            Method::Resume,
+            resume::power_args(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::WaitTask => kept!(
+            Method::WaitTask,
+            wait_task::WaitTaskArgs::parse(args).map(drop),
+            Ok(())
+        ),
         Method::Shutdown => kept!(
             Method::Shutdown,
             shutdown::ShutdownArgs::parse(args).map(drop),
@@ -252,7 +268,22 @@ async fn run_scrubbed<H: Host>(
         ),
         Method::Stop => kept!(
             Method::Stop,
-            boxed(stop::stop(&run, args)),
+            boxed(change_power(&run, args, stop::power_args)),
+            boxed(left_out(method))
+        ),
+        Method::Suspend => kept!(
+            Method::Suspend,
+            boxed(change_power(&run, args, suspend::power_args)),
+            boxed(left_out(method))
+        ),
+        Method::Resume => kept!(
+            Method::Resume,
+            boxed(change_power(&run, args, resume::power_args)),
+            boxed(left_out(method))
+        ),
+        Method::WaitTask => kept!(
+            Method::WaitTask,
+            boxed(wait_task::wait_task(&run, args)),
             boxed(left_out(method))
         ),
         Method::Shutdown => kept!(

@@ -17,8 +17,15 @@ use serde_json::Value;
 
 /// Right after dispatch PVE may not know the task yet ("no such task"): tolerated this long.
 const NO_SUCH_TASK_GRACE_MS: f64 = 5_000.0;
-/// Log lines quoted in a failure message.
-const FAILURE_LOG_LINES: usize = 5;
+/// A failed task's cause is its log's end: the last lines quoted (in the message and in what a
+/// method records), at most this many…
+pub const TAIL_LINES: usize = 10;
+/// …and at most this many bytes of text (a longer last line keeps its end).
+pub const TAIL_BYTES: usize = 2048;
+/// A task log is read in pages of this many lines (PVE's `limit`), up to this many pages: the
+/// log's end is where a task says why it failed, and the first page may not reach it.
+const LOG_PAGE_LINES: usize = 500;
+const LOG_PAGES: usize = 20;
 
 /// A task that ended successfully.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,16 +50,27 @@ pub fn upid_of(data: &Value, what: &str) -> Result<Upid, Failure> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum TaskTrouble {
     /// PVE reported the task's end with an error (its exit status).
-    Failed(Failure),
+    Failed(Box<TaskFailed>),
     /// The task's end was not observed: its status could not be read, it outlived
     /// `taskTimeoutSec`, or the run was aborted. It may still finish; its effect is unknown.
     Unknown(Failure),
 }
 
+/// A task PVE reports ended with an error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskFailed {
+    pub exit_status: String,
+    /// The log's last lines ([`log_tail`]; already scrubbed like everything PVE answers).
+    pub tail: Vec<String>,
+    /// The message: the task, its exit status, its log's tail, what to check.
+    pub failure: Failure,
+}
+
 impl TaskTrouble {
     pub fn into_failure(self) -> Failure {
         match self {
-            TaskTrouble::Failed(f) | TaskTrouble::Unknown(f) => f,
+            TaskTrouble::Failed(f) => f.failure,
+            TaskTrouble::Unknown(f) => f,
         }
     }
 }
@@ -72,7 +90,13 @@ pub async fn await_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEn
 /// it, or when [`own_read_due`] — a probe reads this task's own status, and it has the last word.
 pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEnd, TaskTrouble> {
     let status = watch_for_end(pve, upid).await?;
-    finish(pve, upid, status).await.map_err(TaskTrouble::Failed)
+    let exit_status = status.exitstatus.unwrap_or_default();
+    // Only a task that did not end plainly OK has a log worth reading: its warnings or its cause.
+    let log = match exit_status.as_str() {
+        "OK" => Vec::new(),
+        _ => read_log(pve, upid).await,
+    };
+    judge(pve, upid, exit_status, log).map_err(|f| TaskTrouble::Failed(Box::new(f)))
 }
 
 /// The probe loop of [`follow_task`]: the task's final status, or why its end was not observed.
@@ -262,20 +286,22 @@ fn unfollowable(upid: &Upid, error: &PveError) -> Failure {
     ))
 }
 
-async fn finish<H: Host>(
+/// A stopped task's verdict from its exit status and (unless `OK`) its log: `WARNINGS: n` succeeds
+/// with its `WARN` lines (logged); anything else fails quoting the log's last lines.
+fn judge<H: Host>(
     pve: &Pve<'_, H>,
     upid: &Upid,
-    status: TaskStatus,
-) -> Result<TaskEnd, Failure> {
-    let exit_status = status.exitstatus.unwrap_or_default();
+    exit_status: String,
+    log: Vec<String>,
+) -> Result<TaskEnd, TaskFailed> {
+    let ended = |warnings| TaskEnd {
+        upid: upid.clone(),
+        exit_status: exit_status.clone(),
+        warnings,
+    };
     if exit_status == "OK" {
-        return Ok(TaskEnd {
-            upid: upid.clone(),
-            exit_status,
-            warnings: Vec::new(),
-        });
+        return Ok(ended(Vec::new()));
     }
-    let log = read_log(pve, upid).await;
     if exit_status.starts_with("WARNINGS") {
         let warnings: Vec<String> = log
             .into_iter()
@@ -288,29 +314,19 @@ async fn finish<H: Host>(
                 &format!("task {} ({}): {warning}", upid.task_type, upid.id),
             );
         }
-        return Ok(TaskEnd {
-            upid: upid.clone(),
-            exit_status,
-            warnings,
-        });
+        return Ok(ended(warnings));
     }
     let reason = if exit_status.is_empty() {
-        "no exit status".to_string()
+        "no exit status"
     } else {
-        exit_status
+        &exit_status
     };
-    let tail: Vec<&String> = log.iter().rev().take(FAILURE_LOG_LINES).rev().collect();
+    let tail = log_tail(&log);
     let context = match tail.is_empty() {
         true => String::new(),
-        false => format!(
-            " (task log ends: {})",
-            tail.iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(" | ")
-        ),
+        false => format!(" (task log ends: {})", tail.join(" | ")),
     };
-    let advice = match reason.as_str() {
+    let advice = match reason {
         // PVE's word for a task whose worker vanished (the node crashed or restarted).
         "unexpected status" => format!(
             "PVE lost track of the task (its worker on node {} died, e.g. the node restarted), so what it did is unknown: check the guest's state (run lookup) before trying again",
@@ -318,31 +334,67 @@ async fn finish<H: Host>(
         ),
         _ => format!("see the task's log on node {} for the cause", upid.node),
     };
-    Err(Failure::new(format!(
+    let failure = Failure::new(format!(
         "task {} {upid} failed: {reason}{context} — {advice}",
         upid.task_type
-    )))
+    ));
+    Err(TaskFailed {
+        exit_status,
+        tail,
+        failure,
+    })
 }
 
-/// The task's log lines; an unreadable log only loses context, never the verdict.
+/// The last [`TAIL_LINES`] lines of a log within [`TAIL_BYTES`]: whole lines from the end while
+/// they fit; a last line longer than the whole allowance keeps its end, after `…`.
+pub fn log_tail(log: &[String]) -> Vec<String> {
+    let mut tail = Vec::new();
+    let mut bytes = 0;
+    for line in log.iter().rev().take(TAIL_LINES) {
+        if bytes + line.len() > TAIL_BYTES {
+            if tail.is_empty() {
+                let mut cut = line.len() - TAIL_BYTES;
+                while !line.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                tail.push(format!("…{}", &line[cut..]));
+            }
+            break;
+        }
+        bytes += line.len();
+        tail.push(line.clone());
+    }
+    tail.reverse();
+    tail
+}
+
+/// The task's log lines (its non-empty ones), read page by page to its end (at most
+/// `LOG_PAGES` pages); an unreadable log only loses context, never the verdict.
 pub async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
-    match pve
-        .read::<Vec<TaskLogLine>>(&endpoints::task_log(upid), "a task log")
-        .await
-    {
-        Ok(lines) => lines
-            .into_iter()
-            .filter_map(|l| l.t)
-            .filter(|t| !t.trim().is_empty())
-            .collect(),
-        Err(e) => {
-            pve.host.log(
-                LogLevel::Debug,
-                &format!("task log of {upid} unreadable: {e}"),
-            );
-            Vec::new()
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for _ in 0..LOG_PAGES {
+        let request = endpoints::task_log(upid, start, LOG_PAGE_LINES);
+        match pve.read::<Vec<TaskLogLine>>(&request, "a task log").await {
+            Ok(page) => {
+                start += page.len();
+                let last = page.len() < LOG_PAGE_LINES;
+                let text = page.into_iter().filter_map(|l| l.t);
+                lines.extend(text.filter(|t| !t.trim().is_empty()));
+                if last {
+                    break;
+                }
+            }
+            Err(e) => {
+                pve.host.log(
+                    LogLevel::Debug,
+                    &format!("task log of {upid} unreadable: {e}"),
+                );
+                break;
+            }
         }
     }
+    lines
 }
 
 #[cfg(test)]
@@ -611,6 +663,60 @@ mod tests {
             "{}",
             failure.0
         );
+    }
+
+    #[test]
+    fn a_failure_quotes_the_end_of_a_long_log_read_page_by_page() {
+        let host = ScriptedHost::new();
+        host.data(
+            &status_route(),
+            json!({"status": "stopped", "exitstatus": "command 'vma' failed: exit code 1"}),
+        );
+        let page = |from: usize, to: usize| {
+            let lines: Vec<Value> = (from..=to)
+                .map(|n| json!({"n": n, "t": format!("line {n}")}))
+                .collect();
+            Answer::Data(Value::Array(lines))
+        };
+        host.on(
+            &format!("GET /nodes/pve2/tasks/{UPID}/log"),
+            [page(1, 500), page(501, 620)],
+        );
+        let failure = follow(&host, 60).unwrap_err().0;
+        assert!(
+            failure.contains("(task log ends: line 611 | line 612 |")
+                && failure.contains("| line 620) — see the task's log"),
+            "{failure}"
+        );
+        assert!(!failure.contains("line 610 "), "{failure}");
+        let urls: Vec<String> = host
+            .requests
+            .borrow()
+            .iter()
+            .filter(|r| r.url.contains("/log"))
+            .map(|r| r.url.clone())
+            .collect();
+        assert_eq!(urls.len(), 2, "{urls:?}");
+        assert!(urls[1].contains("start=500"), "{}", urls[1]);
+    }
+
+    #[test]
+    fn a_tail_holds_at_most_ten_lines_and_two_kilobytes() {
+        let log: Vec<String> = (1..=30).map(|n| format!("{n:>300}")).collect();
+        let tail = log_tail(&log);
+        assert_eq!(tail.len(), TAIL_BYTES / 300, "whole lines while they fit");
+        assert_eq!(tail.last(), log.last());
+        let short: Vec<String> = (1..=30).map(|n| n.to_string()).collect();
+        assert_eq!(log_tail(&short), short[20..].to_vec());
+    }
+
+    #[test]
+    fn a_last_line_longer_than_the_tail_keeps_its_end() {
+        let line = format!("{}é the cause", "x".repeat(5000));
+        let tail = log_tail(&[line]);
+        assert_eq!(tail.len(), 1);
+        assert!(tail[0].starts_with('…') && tail[0].ends_with("é the cause"));
+        assert!(tail[0].len() <= TAIL_BYTES + '…'.len_utf8());
     }
 
     #[test]

@@ -235,6 +235,14 @@ pub fn failure_of(outcome: &Outcome) -> &str {
     }
 }
 
+/// The summary of a succeeded outcome; panics on a failure (tests only).
+pub fn summary_of(outcome: &Outcome) -> &str {
+    match &outcome.verdict {
+        Verdict::Succeeded { summary } => summary,
+        other => panic!("expected a success: {other:?}"),
+    }
+}
+
 /// Global arguments for the api transport against the scripted host.
 pub fn api_args(extra: Value) -> Value {
     let mut args = json!({

@@ -9,7 +9,7 @@ use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::seen::{Changes, Marks, Reading};
 use super::settle::{
-    describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen, UNREADABLE,
+    busy_lock, describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen, UNREADABLE,
 };
 use crate::client::Pve;
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
@@ -460,7 +460,7 @@ pub async fn unlocked<H: Host>(
     run: &Run<'_, H>,
     mut ev: Box<Evidence>,
 ) -> Result<Box<Evidence>, Outcome> {
-    let was_locked = lock_of(&ev.status).is_some();
+    let was_locked = busy_lock(&ev.status).is_some();
     let mut waited = wait_out_lock(run, &mut ev).await;
     if waited.is_ok() && was_locked && !ev.config.is_empty() {
         waited = ev.reread_config(run).await;
@@ -512,7 +512,8 @@ pub fn absent_outcome<H: Host>(
 /// that changes the guest waits it out within what is left of its one budget (`taskTimeoutSec`);
 /// a lock that outlasts the budget fails the method, naming it, before anything is sent.
 pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
-    let Some(lock) = lock_of(&ev.status).map(str::to_owned) else {
+    // A VM suspended to disk stays locked until it is resumed: PVE itself decides what it allows then.
+    let Some(lock) = busy_lock(&ev.status).map(str::to_owned) else {
         return Ok(());
     };
     unlock_wait(run, ev, |_| true, "its lock released")

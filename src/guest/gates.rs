@@ -28,6 +28,12 @@ pub const SHUTDOWN: Gate = Gate {
     ..STOP
 };
 
+/// `suspend`: the same rule as `stop` (a paused guest serves nothing).
+pub const SUSPEND: Gate = Gate {
+    action: "suspend",
+    ..STOP
+};
+
 /// `reboot`: the same rule as `stop`.
 pub const REBOOT: Gate = Gate {
     action: "reboot",

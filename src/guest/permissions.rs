@@ -184,6 +184,7 @@ const CONFIG: &str = "GET /nodes/{node}/{kind}/{vmid}/config";
 const PENDING: &str = "GET /nodes/{node}/{kind}/{vmid}/pending";
 const SET_CONFIG: &str = "PUT /nodes/{node}/{kind}/{vmid}/config";
 const STOP: &str = "POST /nodes/{node}/{kind}/{vmid}/status/stop";
+const RESUME: &str = "POST /nodes/{node}/{kind}/{vmid}/status/resume";
 const SNAPSHOTS: &str = "GET /nodes/{node}/{kind}/{vmid}/snapshot";
 const EXEC: &str = "POST /nodes/{node}/qemu/{vmid}/agent/exec";
 const EXEC_STATUS: &str = "GET /nodes/{node}/qemu/{vmid}/agent/exec-status";
@@ -203,12 +204,23 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
             always(STATUS),
             always("POST /nodes/{node}/{kind}/{vmid}/status/start"),
             sometimes(INTERFACES, "with waitForIp or waitReady"),
+            sometimes(RESUME, "with resume: true, for a paused or suspended VM"),
         ],
         (Lxc, "start") => &[
             always(STATUS),
             always("POST /nodes/{node}/{kind}/{vmid}/status/start"),
         ],
         (_, "stop") => &[always(STATUS), always(STOP)],
+        (_, "suspend") => &[
+            always(STATUS),
+            always("POST /nodes/{node}/{kind}/{vmid}/status/suspend"),
+        ],
+        (_, "resume") => &[always(STATUS), always(RESUME)],
+        // Another user's task needs `Sys.Audit` on its node (pve-manager `PVE/API2/Tasks.pm`).
+        (_, "waitTask") => &[
+            always("GET /nodes/{node}/tasks/{upid}/status"),
+            sometimes("GET /nodes/{node}/tasks", "with a filter instead of a upid"),
+        ],
         (_, "shutdown") => &[
             always(STATUS),
             always("POST /nodes/{node}/{kind}/{vmid}/status/shutdown"),

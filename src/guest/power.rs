@@ -1,31 +1,47 @@
-//! Power transitions shared by start, stop and shutdown of both models: send the request, follow
-//! its task, then wait until `status/current` shows the target state.
+//! Power transitions shared by start, stop, shutdown, suspend and resume of both models: send the
+//! request, follow its task, then wait until `status/current` shows the target state. `stop`,
+//! `suspend` and `resume` are one sequence ([`change_power`]) configured by a [`Change`].
 
-use super::evidence::{settle_evidence, Evidence};
-use super::settle::{describe, lock_of};
+use super::evidence::{settle_evidence, sight_to_change, Evidence};
+use super::gates::{self, Gate};
+use super::reference::GuestRef;
+use super::settle::{busy_lock, describe, lock_of, HIBERNATED};
+use crate::args::ArgError;
 use crate::host::Host;
-use crate::pve::endpoints::GuestKind;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
+use serde_json::Value;
 
 /// The power state a method must observe before it may succeed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     Running,
     Stopped,
+    /// A VM's QEMU paused: what a suspend to RAM leaves (qemu-server `PVE/QemuServer/RunState.pm`
+    /// vm_suspend sends QMP `stop`).
+    Paused,
+    /// A VM suspended to disk: stopped, its state saved, locked [`HIBERNATED`] until resumed.
+    Hibernated,
 }
 
 impl Target {
     /// Whether a status shows this target.
     pub fn reached(self, kind: GuestKind, s: &GuestStatus) -> bool {
+        let hibernated = lock_of(s) == Some(HIBERNATED);
         match self {
             Target::Stopped => s.status == "stopped",
-            // A QEMU process can exist paused or in prelaunch: only qmpstatus says it really runs.
+            // A QEMU process can exist paused or in prelaunch: only qmpstatus says it really runs. A
+            // VM resumed from disk keeps its lock until PVE has removed the saved state.
             Target::Running => {
                 s.status == "running"
                     && (kind == GuestKind::Lxc || s.qmpstatus.as_deref() == Some("running"))
+                    && !hibernated
             }
+            Target::Paused => s.status == "running" && s.qmpstatus.as_deref() == Some("paused"),
+            Target::Hibernated => s.status == "stopped" && hibernated,
         }
     }
 
@@ -35,8 +51,178 @@ impl Target {
             (Target::Stopped, _) => "status stopped",
             (Target::Running, GuestKind::Qemu) => "status running with qmpstatus running",
             (Target::Running, GuestKind::Lxc) => "status running",
+            (Target::Paused, _) => "status running with qmpstatus paused",
+            (Target::Hibernated, _) => "status stopped with lock suspended",
         }
     }
+
+    /// The state in a summary: `VM 100 on node pve1 is <state>`.
+    pub fn state(self) -> &'static str {
+        match self {
+            Target::Running => "running",
+            Target::Stopped => "stopped",
+            Target::Paused => "paused (suspended to RAM)",
+            Target::Hibernated => "suspended to disk (its state saved, lock suspended)",
+        }
+    }
+}
+
+/// A power change of `stop`, `suspend` or `resume`: which request, which target, which gate, and
+/// what PVE refuses before any task starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Stop,
+    /// A VM to RAM (paused) or, `to_disk`, to disk with its state on `storage` (PVE's choice when
+    /// `None`: `vmstatestorage`, else the first disk's storage); a container is checkpointed and
+    /// stopped (pve-container `PVE/API2/LXC/Status.pm` vm_suspend: `lxc-checkpoint -s`).
+    Suspend {
+        to_disk: bool,
+        storage: Option<String>,
+    },
+    /// Back to running: a paused VM continues; one suspended to disk starts from its saved state
+    /// (qemu-server `PVE/API2/Qemu.pm` vm_resume); a container is restored from its checkpoint.
+    Resume,
+}
+
+impl Change {
+    fn verb(&self) -> &'static str {
+        match self {
+            Change::Stop => "stop",
+            Change::Suspend { .. } => "suspend",
+            Change::Resume => "resume",
+        }
+    }
+
+    /// The state this change must leave. A container has no paused state PVE shows: its suspend
+    /// leaves it stopped, and the checkpoint is not visible through the API.
+    pub fn target(&self, kind: GuestKind) -> Target {
+        match self {
+            Change::Stop => Target::Stopped,
+            Change::Suspend { .. } if kind == GuestKind::Lxc => Target::Stopped,
+            Change::Suspend { to_disk: true, .. } => Target::Hibernated,
+            Change::Suspend { .. } => Target::Paused,
+            Change::Resume => Target::Running,
+        }
+    }
+
+    fn gate(&self) -> Option<&'static Gate> {
+        match self {
+            Change::Stop => Some(&gates::STOP),
+            Change::Suspend { .. } => Some(&gates::SUSPEND),
+            Change::Resume => None,
+        }
+    }
+
+    /// What PVE refuses before it starts a task, in its words, with what to do instead; `None`
+    /// when it would start one. qemu-server `PVE/API2/Qemu.pm` vm_suspend ("VM $vmid not running",
+    /// "Cannot suspend HA managed VM to disk") and vm_resume ("VM $vmid not running" unless locked
+    /// `suspended`); pve-container vm_suspend ("CT $vmid not running").
+    pub fn refusal(&self, kind: GuestKind, vmid: u32, s: &GuestStatus) -> Option<String> {
+        let noun = match kind {
+            GuestKind::Qemu => "VM",
+            GuestKind::Lxc => "CT",
+        };
+        let stopped = s.status != "running";
+        let ha = s.ha.as_ref().is_some_and(|ha| ha.managed == Some(true));
+        let why = match self {
+            // A stopped container may or may not hold a checkpoint: nothing shows which.
+            Change::Suspend { .. }
+                if stopped && (kind == GuestKind::Lxc || !self.target(kind).reached(kind, s)) =>
+            {
+                format!("{noun} {vmid} not running")
+            }
+            Change::Suspend { to_disk: true, .. } if ha => {
+                "Cannot suspend HA managed VM to disk".to_string()
+            }
+            Change::Resume
+                if kind == GuestKind::Qemu && stopped && lock_of(s) != Some(HIBERNATED) =>
+            {
+                format!("{noun} {vmid} not running (stopped, not paused or suspended: start it)")
+            }
+            _ => return None,
+        };
+        Some(why)
+    }
+
+    fn request(&self, node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
+        let request = endpoints::power(node, kind, vmid, self.verb());
+        match self {
+            Change::Suspend {
+                to_disk: true,
+                storage,
+            } => {
+                let request = request.param("todisk", "1");
+                match storage {
+                    Some(storage) => request.param("statestorage", storage),
+                    None => request,
+                }
+            }
+            _ => request,
+        }
+    }
+}
+
+/// What `stop`, `suspend` and `resume` are asked: the guest, the change, whether `force` overrides
+/// the gate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PowerArgs {
+    pub target: GuestRef,
+    pub force: bool,
+    pub change: Change,
+}
+
+/// A method's argument rules for [`change_power`].
+pub type ParsePower = fn(GuestKind, &Value) -> Result<PowerArgs, ArgError>;
+
+/// `stop`, `suspend`, `resume` — one future for all three, each method only its `parse`: finds the
+/// guest (a lock waited out), passes its gate, refuses up front what PVE would refuse, sends
+/// nothing when it already shows the target, else sends the request, follows its task and waits
+/// for the target.
+pub async fn change_power<H: Host>(run: &Run<'_, H>, args: &Value, parse: ParsePower) -> Outcome {
+    let args = match parse(run.kind, args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let mut ev = match sight_to_change(run, &args.target, args.change.verb()).await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
+    };
+    let verdict = apply(run, &mut ev, args.force, &args.change).await;
+    ev.outcome(run, verdict).await
+}
+
+async fn apply<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    force: bool,
+    change: &Change,
+) -> Result<String, String> {
+    if let Some(gate) = change.gate() {
+        ev.pass_gate(run, gate, force)?;
+    }
+    let (label, verb) = (ev.label(run), change.verb());
+    if let Some(why) = change.refusal(run.kind, ev.at.vmid, &ev.status) {
+        return Err(format!(
+            "{label} shows {}, and PVE refuses to {verb} it: {why}; nothing was sent",
+            describe(&ev.status)
+        ));
+    }
+    let target = change.target(run.kind);
+    if already(run, ev, target).await? {
+        return Ok(format!(
+            "{label} was already {}; no {verb} was sent",
+            target.state()
+        ));
+    }
+    let request = change.request(&ev.at.node, run.kind, ev.at.vmid);
+    transition(run, ev, &request, verb, target).await?;
+    let checkpointed = match (run.kind, change) {
+        (GuestKind::Lxc, Change::Suspend { .. }) => {
+            ", checkpointed by its suspend task (the checkpoint is not visible through the API)"
+        }
+        _ => "",
+    };
+    Ok(format!("{label} is {}{checkpointed}", target.state()))
 }
 
 /// Sends a power request (`verb` names it: "start", "stop", …), follows its task, and waits for
@@ -70,7 +256,7 @@ pub async fn already<H: Host>(
     if !target.reached(run.kind, &ev.status) {
         return Ok(false);
     }
-    let Some(lock) = lock_of(&ev.status).map(str::to_string) else {
+    let Some(lock) = busy_lock(&ev.status).map(str::to_string) else {
         return Ok(true);
     };
     run.info(&format!(

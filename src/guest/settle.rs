@@ -48,6 +48,16 @@ pub fn lock_of(s: &GuestStatus) -> Option<&str> {
     s.lock.as_deref().map(str::trim).filter(|l| !l.is_empty())
 }
 
+/// The lock of a VM suspended to disk: qemu-server `PVE/QemuServer/RunState.pm` vm_suspend sets it
+/// once the state is saved and QEMU has quit, and only a start (`vm_start`, which a resume of such a
+/// VM runs) drops it. Not an operation in progress but the state itself: no wait ends it.
+pub const HIBERNATED: &str = "suspended";
+
+/// The guest's lock when it is an operation in progress: every lock but [`HIBERNATED`].
+pub fn busy_lock(s: &GuestStatus) -> Option<&str> {
+    lock_of(s).filter(|l| *l != HIBERNATED)
+}
+
 /// The same wait for a guest a method reads from but does not change: a clone's source, which
 /// qemu-server's clone_vm refuses while locked (`check_lock` in `$load_and_check`, before the worker
 /// forks) — a template vzdump is backing up, say. `status` is the read that found it; `label`
@@ -132,7 +142,7 @@ pub async fn settle<H: Host>(
         *seen.at_ms = pve.host.now_ms();
         *seen.after = seen.mutations;
         let seen = &*seen.status;
-        if reached(seen) && lock_of(seen).is_none() {
+        if reached(seen) && busy_lock(seen).is_none() {
             return Ok(());
         }
         progress.tick(pve.host, || waiting_on(kind, at, seen));

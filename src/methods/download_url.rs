@@ -33,7 +33,7 @@ use crate::pve::flex;
 use crate::pve::responses::NodeStorage;
 use crate::pve::responses::TaskLogLine;
 use crate::run::{write, Run};
-use crate::task::{follow_task, upid_of, TaskTrouble};
+use crate::task::{follow_task, upid_of};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -666,14 +666,12 @@ async fn send_and_follow<H: Host>(
         format!("download to {volid}: {why}; whether PVE started it is unknown — it was not sent again: check the {} content of storage {} on node {node}", args.content.name(), args.storage)
     })?;
     findings.last_task = Some(upid.to_string());
-    if let Err(TaskTrouble::Failed(Failure(why)) | TaskTrouble::Unknown(Failure(why))) =
-        follow_task(&pve, &upid).await
-    {
-        return Err(format!("download to {volid}: {why}"));
+    if let Err(trouble) = follow_task(&pve, &upid).await {
+        return Err(format!("download to {volid}: {}", trouble.into_failure().0));
     }
     // The log is where PVE says whether its checksum check ran: unreadable is not "it did not".
     match pve
-        .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid), "a task log")
+        .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid, 0, 500), "a task log")
         .await
     {
         Ok(lines) => Ok(lines.into_iter().filter_map(|l| l.t).collect()),

@@ -127,9 +127,10 @@ async fn graceful<H: Host>(
             let context = format!("the shutdown task's end was not observed ({})", why.0);
             (left, context)
         }
-        Err(TaskTrouble::Failed(why)) => {
-            (0, format!("the shutdown task did not succeed ({})", why.0))
-        }
+        Err(TaskTrouble::Failed(why)) => (
+            0,
+            format!("the shutdown task did not succeed ({})", why.failure.0),
+        ),
     };
     Ok(reach(run, ev, Target::Stopped, settle_ms, &context).await)
 }

@@ -14,6 +14,7 @@ use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::power::{already, transition, Target};
 use crate::guest::readiness::{await_ready, interfaces, Readiness, ReadyArgs};
 use crate::guest::reference::GuestRef;
+use crate::guest::settle::{describe, lock_of, HIBERNATED};
 use crate::host::Host;
 use crate::methods::wait_ready::ready_outcome;
 use crate::outcome::{Failure, Outcome};
@@ -34,6 +35,8 @@ pub struct StartArgs {
     pub allow_no_ip: bool,
     /// A VM's `waitReady` option: after the start, wait until it is usable (`guest::readiness`).
     pub ready: Option<ReadyArgs>,
+    /// A VM's `resume` option: a paused or suspended VM is resumed (otherwise refused).
+    pub resume: bool,
 }
 
 impl StartArgs {
@@ -47,25 +50,30 @@ impl StartArgs {
             wait_for_ip: false,
             allow_no_ip: false,
             ready: None,
+            resume: false,
         }
     }
 
     /// The arguments as `kind`'s start takes them (`waitReady` is a VM's: containers have no agent).
     pub fn parse_for(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        // A container's start has no such argument: like zod, ignore it there.
-        let ready = match kind {
-            GuestKind::Qemu => match fields.optional::<Value>("waitReady")? {
-                Some(_) => Some(ReadyArgs::parse(&fields.object("waitReady")?)?),
-                None => None,
-            },
-            GuestKind::Lxc => None,
+        // A container's start has no such arguments: like zod, ignore them there.
+        let (ready, resume) = match kind {
+            GuestKind::Qemu => (
+                match fields.optional::<Value>("waitReady")? {
+                    Some(_) => Some(ReadyArgs::parse(&fields.object("waitReady")?)?),
+                    None => None,
+                },
+                fields.or("resume", false)?,
+            ),
+            GuestKind::Lxc => (None, false),
         };
         Ok(StartArgs {
             target: GuestRef::parse(&fields)?,
             wait_for_ip: fields.or("waitForIp", false)?,
             allow_no_ip: fields.or("allowNoIp", false)?,
             ready,
+            resume,
         })
     }
 }
@@ -145,16 +153,20 @@ pub async fn bring_up<H: Host>(
     let label = ev.label(run);
     let mut summary = if already(run, ev, Target::Running).await? {
         format!("{label} was already running; no start was sent")
-    } else if ev.status.status == "running" {
-        // PVE refuses to start a guest whose QEMU process exists; resuming is another operation.
-        return Err(format!(
-            "{label} is running but QEMU reports qmpstatus {}, not running: start does not resume a paused or suspended VM — resume it in PVE (qm resume {}), then run start again",
-            ev.status.qmpstatus.as_deref().unwrap_or("(none)"),
-            ev.at.vmid
-        ));
     } else {
-        let request = endpoints::guest_start(&ev.at.node, run.kind, ev.at.vmid);
-        transition(run, ev, &request, "start", Target::Running).await?;
+        // A QEMU process that exists but does not run (paused, suspended by its guest) is resumed,
+        // not started (PVE refuses that); one suspended to disk would resume from its saved state
+        // on a start too (qemu-server `vm_start`): both only when asked.
+        let asleep = ev.status.status == "running" || lock_of(&ev.status) == Some(HIBERNATED);
+        if asleep && !args.resume {
+            return Err(format!(
+                "{label} shows {}: start resumes a paused or suspended VM only with resume: true (or run resume)",
+                describe(&ev.status)
+            ));
+        }
+        let verb = if asleep { "resume" } else { "start" };
+        let request = endpoints::power(&ev.at.node, run.kind, ev.at.vmid, verb);
+        transition(run, ev, &request, verb, Target::Running).await?;
         format!("{label} is running")
     };
     if args.wait_for_ip {
@@ -346,8 +358,51 @@ mod tests {
         let host = ScriptedHost::new();
         cluster(&host, json!({"status": "running", "qmpstatus": "paused"}));
         let outcome = run_start(&host, json!({"vmid": 100}));
-        assert!(!outcome.is_success());
+        assert!(failure_of(&outcome).contains("only with resume: true"));
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
         assert_eq!(record(&outcome)["qmpStatus"], "paused");
+    }
+
+    #[test]
+    fn a_paused_vm_is_resumed_when_asked() {
+        let host = ScriptedHost::new();
+        cluster(&host, json!({"status": "running", "qmpstatus": "paused"}));
+        host.on(
+            "GET /nodes/pve1/qemu/100/status/current",
+            [Answer::Data(
+                json!({"status": "running", "qmpstatus": "running"}),
+            )],
+        );
+        let upid = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmresume:100:root@pam!t:";
+        host.data("POST /nodes/pve1/qemu/100/status/resume", json!(upid));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{upid}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        let outcome = run_start(&host, json!({"vmid": 100, "resume": true}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let posts: Vec<_> = host
+            .routes_called()
+            .into_iter()
+            .filter(|r| r.starts_with("POST"))
+            .collect();
+        assert_eq!(posts, vec!["POST /nodes/pve1/qemu/100/status/resume"]);
+        assert_eq!(record(&outcome)["qmpStatus"], "running");
+    }
+
+    #[test]
+    fn a_vm_suspended_to_disk_is_refused_at_once_without_resume() {
+        let host = ScriptedHost::new();
+        cluster(
+            &host,
+            json!({"status": "stopped", "qmpstatus": "stopped", "lock": "suspended"}),
+        );
+        let outcome = run_start(&host, json!({"vmid": 100}));
+        let message = failure_of(&outcome);
+        assert!(message.contains("lock suspended"), "{message}");
+        assert!(message.contains("resume: true"), "{message}");
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+        assert!(host.elapsed_ms() < 1_000.0, "the lock is not waited out");
     }
 
     #[test]

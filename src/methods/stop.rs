@@ -1,69 +1,26 @@
 //! `stop`: a hard stop of a managed guest (the `swamp` tag; `force: true` overrides), successful
-//! only when `status/current` shows it stopped.
+//! only when `status/current` shows it stopped: the sequence of `guest::power::change_power`.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::evidence::{sight_to_change, Evidence};
-use crate::guest::gates;
-use crate::guest::power::{already, transition, Target};
+use crate::guest::power::{Change, PowerArgs};
 use crate::guest::reference::GuestRef;
-use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
-use crate::run::Run;
+use crate::pve::endpoints::GuestKind;
 use serde_json::Value;
 
-/// The arguments of `stop`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StopArgs {
-    pub target: GuestRef,
-    /// Overrides the safety gate.
-    pub force: bool,
-}
-
-impl StopArgs {
-    pub fn parse(args: &Value) -> Result<Self, ArgError> {
-        let fields = Fields::of(args, "")?;
-        Ok(StopArgs {
-            target: GuestRef::parse(&fields)?,
-            force: fields.or("force", false)?,
-        })
-    }
-}
-
-/// Runs `stop`.
-pub async fn stop<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match StopArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let mut ev = match sight_to_change(run, &args.target, "stop").await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let verdict = power_off(run, &mut ev, args.force).await;
-    ev.outcome(run, verdict).await
-}
-
-async fn power_off<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    force: bool,
-) -> Result<String, String> {
-    ev.pass_gate(run, &gates::STOP, force)?;
-    let label = ev.label(run);
-    if already(run, ev, Target::Stopped).await? {
-        return Ok(format!("{label} was already stopped; no stop was sent"));
-    }
-    let request = endpoints::guest_stop(&ev.at.node, run.kind, ev.at.vmid);
-    transition(run, ev, &request, "stop", Target::Stopped).await?;
-    Ok(format!("{label} is stopped"))
+/// The arguments of `stop` (`force` overrides the safety gate), as `change_power` runs them.
+pub fn power_args(_: GuestKind, args: &Value) -> Result<PowerArgs, ArgError> {
+    let fields = Fields::of(args, "")?;
+    Ok(PowerArgs {
+        target: GuestRef::parse(&fields)?,
+        force: fields.or("force", false)?,
+        change: Change::Stop,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::Verdict;
-    use crate::pve::endpoints::GuestKind;
+    use crate::outcome::{Outcome, Verdict};
     use crate::testing::{api_args, run_method_of, ScriptedHost};
     use serde_json::json;
 

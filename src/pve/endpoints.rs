@@ -201,9 +201,36 @@ pub fn node_tasks(node: &str, since: u64, limit: usize) -> PveRequest {
         .param("limit", limit.to_string())
 }
 
-/// `GET /nodes/{upid.node}/tasks/{upid}/log`.
-pub fn task_log(upid: &Upid) -> PveRequest {
-    PveRequest::get(&["nodes", &upid.node, "tasks", upid.as_str(), "log"]).param("limit", "500")
+/// `GET /nodes/{node}/tasks?source=all&limit=20` with PVE's filters: the node's running and
+/// finished tasks of `typefilter`, of guest `vmid`, started at or after `since` (Unix seconds),
+/// newest first (pve-manager `PVE/API2/Tasks.pm` node_tasks).
+pub fn task_list(
+    node: &str,
+    task_type: Option<&str>,
+    vmid: Option<u32>,
+    since: Option<u64>,
+) -> PveRequest {
+    let mut request = PveRequest::get(&["nodes", node, "tasks"])
+        .param("source", "all")
+        .param("limit", "20");
+    if let Some(task_type) = task_type {
+        request = request.param("typefilter", task_type);
+    }
+    if let Some(vmid) = vmid {
+        request = request.param("vmid", vmid.to_string());
+    }
+    if let Some(since) = since {
+        request = request.param("since", since.to_string());
+    }
+    request
+}
+
+/// `GET /nodes/{upid.node}/tasks/{upid}/log?start=N&limit=M`: M lines after the first N
+/// (pve-manager `PVE/API2/Tasks.pm` read_task_log; PVE's `limit` 0 would mean all of them).
+pub fn task_log(upid: &Upid, start: usize, limit: usize) -> PveRequest {
+    PveRequest::get(&["nodes", &upid.node, "tasks", upid.as_str(), "log"])
+        .param("start", start.to_string())
+        .param("limit", limit.to_string())
 }
 
 /// `POST /nodes/{node}/{kind}/{vmid}/status/start` → UPID. Like every mutation, never re-sent.
@@ -230,7 +257,9 @@ pub fn guest_reboot(node: &str, kind: GuestKind, vmid: u32, timeout_sec: u64) ->
     power(node, kind, vmid, "reboot").param("timeout", timeout_sec.to_string())
 }
 
-fn power(node: &str, kind: GuestKind, vmid: u32, action: &str) -> PveRequest {
+/// `POST /nodes/{node}/{kind}/{vmid}/status/{action}` → UPID: any power action (`suspend`,
+/// `resume`, …); never re-sent.
+pub fn power(node: &str, kind: GuestKind, vmid: u32, action: &str) -> PveRequest {
     PveRequest::new(
         Verb::Create,
         &[

@@ -95,6 +95,13 @@ pub struct ListedTask {
     status: Option<String>,
 }
 
+impl ListedTask {
+    /// The row's UPID, when it is one.
+    pub fn upid(&self) -> Option<Upid> {
+        self.upid.as_deref().and_then(Upid::parse)
+    }
+}
+
 impl FromJson for ListedTask {
     fn from_json(value: &serde_json::Value) -> Result<Self, String> {
         let o = object(value)?;

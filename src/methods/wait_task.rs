@@ -1,0 +1,435 @@
+//! `waitTask`: waits for a PVE task someone else started (a backup job, a replication, another
+//! tool's start) to end — named by its UPID, or the one task a filter finds in its node's task list
+//! (type, guest, started at or after a time). Succeeds when the task ended `OK` or `WARNINGS: n`;
+//! a task that failed fails the method with its exit status and its log's last lines. The task is
+//! followed like every method's own (`task::follow_task`: the shared per-node watcher, the one
+//! budget `taskTimeoutSec`). Recorded as `task-<node>-<pid>-<starttime>`, before the verdict.
+
+use crate::args::{check_segment, ArgError, Fields};
+use crate::clock::iso_time;
+use crate::explain::could_not;
+use crate::guest::reference::parse_vmid;
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints;
+use crate::pve::upid::Upid;
+use crate::run::{write, Run};
+use crate::task::{follow_task, TaskEnd, TaskTrouble};
+use crate::watch::node_tasks::ListedTask;
+use serde::Serialize;
+use serde_json::Value;
+
+/// The arguments of `waitTask`: a UPID, or a filter of the node's task list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitTaskArgs {
+    pub upid: Option<Upid>,
+    /// The node whose task list the filter reads (default: the transport's node).
+    pub node: Option<String>,
+    pub task_type: Option<String>,
+    pub vmid: Option<u32>,
+    /// Unix seconds: tasks started at or after it (PVE's `since`).
+    pub started_after: Option<u64>,
+}
+
+const UPID_RULE: &str = "must be a PVE task id, UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>: (printable ASCII, the node a name of letters, digits, ., _ and -)";
+
+impl WaitTaskArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let upid = match fields.optional::<String>("upid")? {
+            Some(text) => Some(upid_arg(&text).ok_or_else(|| ArgError::new("upid", UPID_RULE))?),
+            None => None,
+        };
+        let node = match fields.optional::<Value>("node")? {
+            Some(_) => Some(fields.segment("node")?),
+            None => None,
+        };
+        let task_type: Option<String> = fields.optional("type")?;
+        if task_type.as_deref().is_some_and(|t| !is_task_type(t)) {
+            return Err(ArgError::new(
+                "type",
+                "must be a PVE task type of letters, digits, ., _ and - (e.g. vzdump, qmstart)",
+            ));
+        }
+        let vmid = match fields.optional::<i64>("vmid")? {
+            Some(_) => Some(parse_vmid(&fields, "vmid")?),
+            None => None,
+        };
+        let started_after = fields.optional_count_in("startedAfter", 0, u32::MAX.into())?;
+        let filtered = task_type.is_some() || vmid.is_some() || started_after.is_some();
+        match (upid.is_some(), filtered, node.is_some()) {
+            (true, false, false) | (false, true, _) => Ok(WaitTaskArgs {
+                upid,
+                node,
+                task_type,
+                vmid,
+                started_after,
+            }),
+            (true, ..) => Err(ArgError::new(
+                "upid",
+                "give either upid or a filter (node, type, vmid, startedAfter), not both",
+            )),
+            (false, false, _) => Err(ArgError::new(
+                "upid",
+                "give upid, or a filter: type, vmid and/or startedAfter (on node)",
+            )),
+        }
+    }
+}
+
+/// A UPID as an argument: PVE's form, in printable ASCII, on a node whose name fits a path.
+fn upid_arg(text: &str) -> Option<Upid> {
+    let upid = Upid::parse(text)?;
+    let starttime = text.split(':').nth(4)?;
+    let printable = text.bytes().all(|b| b.is_ascii_graphic());
+    let fits = printable && starttime.len() <= 16 && upid.as_str() == text;
+    (fits && check_segment("upid", &upid.node).is_ok()).then_some(upid)
+}
+
+fn is_task_type(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// The `task-<node>-<pid>-<starttime>` record: the task as its UPID names it, and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRecord {
+    pub upid: String,
+    pub node: String,
+    #[serde(rename = "type")]
+    pub task_type: String,
+    /// The task's subject: a VMID, a storage, … (empty for some tasks).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    pub user: String,
+    pub started_at: String,
+    /// Whether its end was observed in this run.
+    pub ended: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// A failed task's last log lines (at most 10, 2 KB), as the failure message quotes them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub log_tail: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub last_operation: String,
+    pub recorded_at: String,
+}
+
+/// Runs `waitTask`.
+pub async fn wait_task<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match WaitTaskArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let pve = run.pve();
+    let upid = match &args.upid {
+        Some(upid) => upid.clone(),
+        None => {
+            let node = args.node.as_deref().unwrap_or(run.global.transport.node());
+            let request = endpoints::task_list(
+                node,
+                args.task_type.as_deref(),
+                args.vmid,
+                args.started_after,
+            );
+            let listed = pve.read::<Vec<ListedTask>>(&request, "a task list").await;
+            match listed.map_err(|e| could_not(&format!("list the tasks of node {node}"), &e)) {
+                Ok(rows) => match the_one(node, &args, &rows) {
+                    Ok(upid) => upid,
+                    Err(why) => return Failure::new(why).into(),
+                },
+                Err(failure) => return failure.into(),
+            }
+        }
+    };
+    run.info(&format!("waiting for task {} {upid}", upid.task_type));
+    let ended = follow_task(&pve, &upid).await;
+    verdict(run, &upid, ended)
+}
+
+/// The one listed task the filter matches (checked here too: the filter is the contract, not
+/// PVE's reading of it); none or several is a failure that says what was listed.
+fn the_one(node: &str, args: &WaitTaskArgs, rows: &[ListedTask]) -> Result<Upid, String> {
+    let vmid = args.vmid.map(|v| v.to_string());
+    let matches: Vec<Upid> = rows
+        .iter()
+        .filter_map(ListedTask::upid)
+        .filter(|u| args.task_type.as_ref().is_none_or(|t| *t == u.task_type))
+        .filter(|u| vmid.as_ref().is_none_or(|v| *v == u.id))
+        .filter(|u| args.started_after.is_none_or(|s| u.starttime >= s))
+        .collect();
+    let filter = format!(
+        "type {}, vmid {}, started at or after {}",
+        args.task_type.as_deref().unwrap_or("any"),
+        vmid.as_deref().unwrap_or("any"),
+        args.started_after
+            .map_or("any time".into(), |s| iso_time(s as f64 * 1000.0)),
+    );
+    match matches.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(format!(
+            "no task on node {node} matches the filter ({filter}): nothing to wait for — check the node's task list, or give the task's upid"
+        )),
+        several => Err(format!(
+            "{} tasks on node {node} match the filter ({filter}): {} — narrow it (startedAfter) or give the upid",
+            several.len(),
+            several.iter().take(5).map(Upid::as_str).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+/// The record of how the task ended, written before the verdict.
+fn verdict<H: Host>(run: &Run<'_, H>, upid: &Upid, ended: Result<TaskEnd, TaskTrouble>) -> Outcome {
+    let mut record = TaskRecord {
+        upid: upid.to_string(),
+        node: upid.node.clone(),
+        task_type: upid.task_type.clone(),
+        id: upid.id.clone(),
+        user: upid.user.clone(),
+        started_at: iso_time(upid.starttime as f64 * 1000.0),
+        ended: true,
+        exit_status: None,
+        warnings: Vec::new(),
+        log_tail: Vec::new(),
+        error: None,
+        last_operation: run.method.to_string(),
+        recorded_at: run.now_iso(),
+    };
+    let what = format!("task {} {upid}", upid.task_type);
+    let verdict = match ended {
+        Ok(end) => {
+            let summary = match end.warnings.len() {
+                0 => format!("{what} ended {}", end.exit_status),
+                n => format!(
+                    "{what} ended with {} ({n} warnings recorded)",
+                    end.exit_status
+                ),
+            };
+            record.exit_status = Some(end.exit_status);
+            record.warnings = end.warnings;
+            Ok(summary)
+        }
+        Err(TaskTrouble::Failed(failed)) => {
+            record.exit_status = Some(failed.exit_status);
+            record.log_tail = failed.tail;
+            Err(failed.failure.0)
+        }
+        Err(TaskTrouble::Unknown(why)) => {
+            record.ended = false;
+            Err(why.0)
+        }
+    };
+    record.error = verdict.as_ref().err().cloned();
+    let mut parts = upid.as_str().split(':');
+    let pid = parts.nth(2).unwrap_or_default();
+    let starttime = parts.nth(1).unwrap_or_default();
+    let instance = format!("task-{}-{pid}-{starttime}", upid.node);
+    let writes = vec![write("task", instance, &record)];
+    match verdict {
+        Ok(summary) => Outcome::succeeded(writes, summary),
+        Err(message) => Outcome::failed(writes, message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{failure_of, run_method, summary_of, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const UPID: &str = "UPID:pve2:0000AAAA:0000BBBB:6571E3A1:vzdump:100:backup@pam:";
+
+    fn status_route(upid: &str) -> String {
+        format!("GET /nodes/pve2/tasks/{upid}/status")
+    }
+
+    fn wait(host: &ScriptedHost, args: Value) -> Outcome {
+        let mut args = args;
+        args["taskTimeoutSec"] = json!(30);
+        run_method(host, "qemu", "waitTask", args)
+    }
+
+    fn record(outcome: &Outcome) -> &Value {
+        assert_eq!(outcome.writes[0].spec, "task");
+        assert_eq!(outcome.writes[0].instance, "task-pve2-0000AAAA-6571E3A1");
+        &outcome.writes[0].data
+    }
+
+    #[test]
+    fn a_task_by_its_upid_succeeds_when_it_ends_ok_and_is_recorded() {
+        let host = ScriptedHost::new();
+        host.on(
+            &status_route(UPID),
+            [
+                Answer::Data(json!({"status": "running"})),
+                Answer::Data(json!({"status": "stopped", "exitstatus": "OK"})),
+            ],
+        );
+        let outcome = wait(&host, json!({"upid": UPID}));
+        assert_eq!(summary_of(&outcome), format!("task vzdump {UPID} ended OK"));
+        let record = record(&outcome);
+        assert_eq!(record["ended"], true);
+        assert_eq!(record["exitStatus"], "OK");
+        assert_eq!(record["type"], "vzdump");
+        assert_eq!(record["id"], "100");
+        assert_eq!(record["user"], "backup@pam");
+        assert_eq!(record["startedAt"], "2023-12-07T15:24:17.000Z");
+        assert!(record.get("logTail").is_none());
+    }
+
+    #[test]
+    fn warnings_succeed_and_are_recorded() {
+        let host = ScriptedHost::new();
+        host.data(
+            &status_route(UPID),
+            json!({"status": "stopped", "exitstatus": "WARNINGS: 1"}),
+        );
+        host.data(
+            &format!("GET /nodes/pve2/tasks/{UPID}/log"),
+            json!([{"n": 1, "t": "WARN: guest agent not running"}, {"n": 2, "t": "TASK WARNINGS: 1"}]),
+        );
+        let outcome = wait(&host, json!({"upid": UPID}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(
+            record(&outcome)["warnings"],
+            json!(["WARN: guest agent not running"])
+        );
+    }
+
+    #[test]
+    fn a_failed_task_fails_with_its_exit_status_and_log_tail_in_the_message_and_the_record() {
+        let host = ScriptedHost::new();
+        host.data(
+            &status_route(UPID),
+            json!({"status": "stopped", "exitstatus": "job errors"}),
+        );
+        let log: Vec<Value> = (1..=40)
+            .map(|n| json!({"n": n, "t": format!("INFO: step {n}")}))
+            .chain([json!({"n": 41, "t": "ERROR: token SECRET-in-tests rejected by storage"})])
+            .collect();
+        host.data(&format!("GET /nodes/pve2/tasks/{UPID}/log"), json!(log));
+        let outcome = wait(&host, json!({"upid": UPID}));
+        let message = failure_of(&outcome).to_string();
+        assert!(message.contains("failed: job errors"), "{message}");
+        assert!(message.contains("INFO: step 32 | "), "{message}");
+        assert!(!message.contains("step 31 "), "{message}");
+        assert!(!message.contains("SECRET-in-tests"), "{message}");
+        let record = record(&outcome);
+        assert_eq!(record["exitStatus"], "job errors");
+        let tail = record["logTail"].as_array().unwrap();
+        assert_eq!(tail.len(), 10);
+        assert_eq!(tail[0], "INFO: step 32");
+        let last = tail[9].as_str().unwrap();
+        assert!(last.starts_with("ERROR: token ") && !last.contains("SECRET-in-tests"));
+        assert_eq!(record["error"].as_str(), Some(message.as_str()));
+    }
+
+    #[test]
+    fn a_task_still_running_at_the_budget_is_recorded_as_not_ended() {
+        let host = ScriptedHost::new();
+        host.data(&status_route(UPID), json!({"status": "running"}));
+        let outcome = wait(&host, json!({"upid": UPID}));
+        assert!(failure_of(&outcome).contains("still running after taskTimeoutSec=30s"));
+        assert_eq!(record(&outcome)["ended"], false);
+        assert!(record(&outcome).get("exitStatus").is_none());
+    }
+
+    fn listing(host: &ScriptedHost, rows: Value) {
+        host.data("GET /nodes/pve2/tasks", rows);
+    }
+
+    #[test]
+    fn a_filter_follows_the_one_task_it_finds_on_its_node() {
+        let host = ScriptedHost::new();
+        let old = "UPID:pve2:0000AAA0:0000BBB0:6571E000:vzdump:100:backup@pam:";
+        let other = "UPID:pve2:0000AAA1:0000BBB1:6571E3A2:qmstart:100:root@pam:";
+        listing(
+            &host,
+            json!([{"upid": other, "status": "OK"}, {"upid": UPID, "status": "RUNNING"}, {"upid": old, "status": "OK"}]),
+        );
+        host.data(
+            &status_route(UPID),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        let since = 0x6571_E3A0_u64;
+        let args = json!({"node": "pve2", "type": "vzdump", "vmid": 100, "startedAfter": since});
+        let outcome = wait(&host, args);
+        assert!(outcome.is_success(), "{outcome:?}");
+        let url = &host.requests.borrow()[0].url;
+        assert!(
+            url.contains("typefilter=vzdump")
+                && url.contains("vmid=100")
+                && url.contains(&format!("since={since}"))
+                && url.contains("source=all"),
+            "{url}"
+        );
+        assert_eq!(record(&outcome)["upid"], UPID);
+    }
+
+    #[test]
+    fn a_filter_that_finds_no_task_or_several_fails_without_a_record() {
+        let host = ScriptedHost::new();
+        listing(&host, json!([]));
+        let outcome = wait(&host, json!({"node": "pve2", "type": "vzdump"}));
+        assert!(failure_of(&outcome).starts_with("no task on node pve2 matches"));
+        assert!(outcome.writes.is_empty());
+
+        let host = ScriptedHost::new();
+        let second = "UPID:pve2:0000AAA1:0000BBB1:6571E3A2:vzdump:100:root@pam:";
+        listing(&host, json!([{"upid": UPID}, {"upid": second}]));
+        let outcome = wait(&host, json!({"node": "pve2", "vmid": 100}));
+        let message = failure_of(&outcome);
+        assert!(
+            message.starts_with("2 tasks on node pve2 match"),
+            "{message}"
+        );
+        assert!(message.contains(second) && message.contains("give the upid"));
+        assert!(outcome.writes.is_empty());
+    }
+
+    #[test]
+    fn a_filter_reads_the_transports_node_by_default() {
+        let host = ScriptedHost::new();
+        host.data("GET /nodes/pve1/tasks", json!([]));
+        let outcome = wait(&host, json!({"type": "vzdump"}));
+        assert!(failure_of(&outcome).contains("node pve1"));
+    }
+
+    fn rule(args: Value) -> String {
+        WaitTaskArgs::parse(&args).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_upid_or_a_filter_is_needed_and_not_both() {
+        assert!(rule(json!({})).contains("give upid, or a filter"));
+        assert!(rule(json!({"node": "pve1"})).contains("give upid, or a filter"));
+        assert!(rule(json!({"upid": UPID, "vmid": 100})).contains("not both"));
+        assert!(rule(json!({"upid": UPID, "node": "pve2"})).contains("not both"));
+        assert!(WaitTaskArgs::parse(&json!({"upid": UPID})).is_ok());
+    }
+
+    #[test]
+    fn a_upid_must_be_one_on_a_node_whose_name_fits_a_path() {
+        for bad in [
+            "UPID:pve2:1:2:3:vzdump:100:root@pam",
+            " UPID:pve2:1:2:3:vzdump:100:root@pam:",
+            "UPID:../x:1:2:3:vzdump:100:root@pam:",
+            "UPID:pve2:1:2:3:vz dump:100:root@pam:",
+            "UPID:pve2:1:2:00000000000000003:vzdump:100:root@pam:",
+        ] {
+            assert!(
+                rule(json!({"upid": bad})).contains("`upid`: must be a PVE task id"),
+                "{bad}"
+            );
+        }
+        assert!(rule(json!({"type": "vz dump"})).contains("`type`"));
+        assert!(rule(json!({"vmid": 99})).contains("`vmid`"));
+        assert!(rule(json!({"startedAfter": -1})).contains("`startedAfter`"));
+    }
+}
