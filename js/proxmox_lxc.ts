@@ -47,6 +47,7 @@ import {
   preflightMethod,
   preflightResource,
 } from "./_lib/preflight.ts";
+import { powerMethods, taskResource } from "./_lib/power.ts";
 
 /**
  * Keys `create`'s config bag may not hold: they have their own argument, or change how PVE creates
@@ -131,6 +132,8 @@ const CHANGES = [
   "resize",
   "start",
   "stop",
+  "suspend",
+  "resume",
   "shutdown",
   "delete",
   "snapshot",
@@ -180,6 +183,7 @@ export const model = {
     },
     ...sharedResources("container", "ct"),
     ...backupResources("container", "ct"),
+    ...taskResource,
     ...preflightResource,
   },
   // The default report of every method run (js/reports/observed_method_report.ts).
@@ -295,6 +299,7 @@ export const model = {
       execute: (args: z.infer<typeof TemplateArgs>, ctx: MethodContext) =>
         runOnCore("lxc", "convertToTemplate", args, ctx),
     },
+    ...powerMethods("lxc"),
     ...nodeMethods("lxc"),
     ...storageMethods("lxc"),
     ...snapshotMethods("lxc"),

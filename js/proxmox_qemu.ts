@@ -46,6 +46,7 @@ import {
   preflightMethod,
   preflightResource,
 } from "./_lib/preflight.ts";
+import { powerMethods, taskResource } from "./_lib/power.ts";
 
 /** What waitReady waits for (also the `waitReady` option of `start` and `clone`). */
 const readyFields = {
@@ -192,6 +193,8 @@ const QemuStartArgs = z.object({
   waitForIp: z.boolean().default(false),
   allowNoIp: z.boolean().default(false),
   waitReady: z.object(readyFields).optional(),
+  /** A paused or suspended VM is resumed (without it, refused). */
+  resume: z.boolean().default(false),
 }).refine(requireGuest, provideGuest);
 
 /** What one waitReady saw (instance vm-<vmid>-ready). */
@@ -319,6 +322,8 @@ const MUTATING = [
   "resizeDisk",
   "start",
   "stop",
+  "suspend",
+  "resume",
   "shutdown",
   "delete",
   "guestExec",
@@ -384,6 +389,7 @@ export const model = {
     },
     ...sharedResources("VM", "vm"),
     ...backupResources("VM", "vm"),
+    ...taskResource,
     ...preflightResource,
   },
   // The default report of every method run (js/reports/observed_method_report.ts).
@@ -413,7 +419,7 @@ export const model = {
     },
     start: {
       description:
-        "Start the VM; succeeds when status/current shows it running (qmpstatus running), with waitForIp when the agent reports an IPv4 address (allowNoIp: a missing one only warns), and with waitReady when it is ready as waitReady decides (recorded as vm-<vmid>-ready)",
+        "Start the VM (resume: true resumes a paused or suspended one, which is refused otherwise); succeeds when status/current shows it running (qmpstatus running), with waitForIp when the agent reports an IPv4 address (allowNoIp: a missing one only warns), and with waitReady when it is ready as waitReady decides (recorded as vm-<vmid>-ready)",
       kind: "action" as const,
       arguments: QemuStartArgs,
       execute: (args: z.infer<typeof QemuStartArgs>, ctx: MethodContext) =>
@@ -539,6 +545,7 @@ export const model = {
       execute: (args: z.infer<typeof FileReadArgs>, ctx: MethodContext) =>
         runOnCore("qemu", "fileRead", args, ctx),
     },
+    ...powerMethods("qemu"),
     ...nodeMethods("qemu"),
     ...storageMethods("qemu"),
     ...snapshotMethods("qemu"),

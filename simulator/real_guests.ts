@@ -112,6 +112,25 @@ export class RealGuests {
     }
   }
 
+  /** A suspend to RAM of a real guest: QMP `stop` (qemu-server RunState.pm vm_suspend). */
+  async pause(g: GuestState): Promise<void> {
+    const vm = this.#vms.get(g.vmid);
+    if (!vm?.alive) throw new TaskFailure(`VM ${g.vmid} not running`);
+    await vm.qmp("stop");
+  }
+
+  /**
+   * A resume of a real guest (RunState.pm vm_resume): `system_wakeup` when its guest suspended
+   * itself, else QMP `cont`.
+   */
+  async wake(g: GuestState): Promise<void> {
+    const vm = this.#vms.get(g.vmid);
+    if (!vm?.alive) throw new TaskFailure(`VM ${g.vmid} not running`);
+    const { status } = await vm.qmp("query-status") as { status: string };
+    if (status === "running") return;
+    await vm.qmp(status === "suspended" ? "system_wakeup" : "cont");
+  }
+
   /**
    * What a backup of real guest `g` holds of its disk: a copy of its qcow2 overlay as it is now
    * (a stopped guest's is consistent: its shutdown unmounted /data; a running one's is copied as it

@@ -19,15 +19,20 @@ const OPT_BOOL: ParamSpec = { type: "boolean", optional: true };
 const OPT_STRING: ParamSpec = { type: "string", optional: true };
 const OPT_INT: ParamSpec = { type: "integer", optional: true, minimum: 0 };
 
-/** The guest again at task end (it may have been removed meanwhile). */
-function liveGuest(ctx: Ctx, g: GuestState): GuestState {
+/**
+ * The guest again at task end (it may have been removed meanwhile), its lock checked — but a
+ * start passes the lock `suspended` of a VM suspended to disk: qemu-server `PVE/QemuServer.pm`
+ * vm_start skips check_lock for it and resumes the VM from its saved state.
+ */
+function liveGuest(ctx: Ctx, g: GuestState, action: string): GuestState {
   const live = ctx.core.state.get(g.vmid);
   if (!live || live.node !== g.node) {
     throw new TaskFailure(
       `Configuration file 'nodes/${g.node}/qemu-server/${g.vmid}.conf' does not exist`,
     );
   }
-  if (live.lock && ctx.params.skiplock !== true) {
+  const resumes = action === "start" && live.lock === "suspended";
+  if (live.lock && ctx.params.skiplock !== true && !resumes) {
     throw new TaskFailure(lockedMessage(live));
   }
   return live;
@@ -66,6 +71,28 @@ export function haRequest(
   }).upid;
 }
 
+/** The keys a suspend to disk adds and a resume from it removes (vm_start's `delete`). */
+const STATE_KEYS = [
+  "vmstate",
+  "runningmachine",
+  "runningcpu",
+  "running-nets-host-mtu",
+];
+
+/**
+ * The VM's config once vm_start resumed it from its saved state: the state volume freed, `lock`
+ * and the state keys gone (qemu-server `PVE/QemuServer.pm` vm_start_nolock).
+ */
+export function dropState(g: GuestState): void {
+  for (const key of STATE_KEYS) delete g.config[key];
+  g.lock = undefined;
+}
+
+/** A failed save to disk: the volume freed and `vmstate` dropped, the lock left (RunState.pm). */
+export function dropStateKeys(g: GuestState): void {
+  for (const key of STATE_KEYS) delete g.config[key];
+}
+
 /** A start/stop/shutdown route. */
 function powerRoute(
   action: "start" | "stop" | "shutdown",
@@ -82,21 +109,30 @@ function powerRoute(
         return haRequest(ctx, g, action === "start" ? "started" : "stopped");
       }
       const { state, tasks } = ctx.core;
-      return tasks.start({
+      const task = tasks.start({
         node: g.node,
         type: `qm${action}`,
         id: String(g.vmid),
         user: ctx.user.tokenId,
         run: () => {
-          const live = liveGuest(ctx, g);
+          const live = liveGuest(ctx, g, action);
+          const fromDisk = action === "start" && live.lock === "suspended";
+          if (fromDisk) task.log.push("Resuming suspended VM");
           if (ctx.core.real?.isReal(live)) {
-            return ctx.core.real.power(action, live, ctx.params);
+            return ctx.core.real.power(action, live, ctx.params).then((w) => {
+              if (fromDisk) dropState(live);
+              return w;
+            });
           }
           if (action === "start") {
             if (live.status === "running") {
               throw new TaskFailure(`VM ${g.vmid} already running`);
             }
             state.start(live);
+            if (fromDisk) {
+              task.log.push("Resumed VM, removing state");
+              dropState(live);
+            }
           } else if (
             action === "shutdown" && live.ignoresShutdown &&
             live.status === "running"
@@ -110,7 +146,8 @@ function powerRoute(
             state.stop(live);
           }
         },
-      }).upid;
+      });
+      return task.upid;
     },
   };
 }

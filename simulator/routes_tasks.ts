@@ -72,9 +72,11 @@ export const taskRoutes: Route[] = [
           t: "unable to open file - No such file or directory",
         }], { total: 1 });
       }
+      // pve-common `PVE/Tools.pm` dump_logfile_by_filehandle: `limit` 0 reads to the end.
       const start = (ctx.params.start as number | undefined) ?? 0;
       const limit = (ctx.params.limit as number | undefined) ?? 50;
-      const lines = task.log.slice(start, start + limit).map((t, i) => ({
+      const end = limit === 0 ? undefined : start + limit;
+      const lines = task.log.slice(start, end).map((t, i) => ({
         n: start + i + 1,
         t,
       }));

@@ -32,6 +32,7 @@ import { lifecycleRoutes } from "./routes_lifecycle.ts";
 import { nodeRoutes } from "./routes_node.ts";
 import { containerSetupOf, lxcRoutes } from "./routes_lxc.ts";
 import { powerRoutes } from "./routes_power.ts";
+import { suspendRoutes } from "./routes_suspend.ts";
 import { snapshotRoutes } from "./routes_snapshot.ts";
 import { migrateRoutes } from "./routes_migrate.ts";
 import { agentFileRoutes } from "./routes_agent_files.ts";
@@ -130,6 +131,7 @@ export interface Simulator {
 const ROUTES = [
   ...clusterRoutes,
   ...powerRoutes,
+  ...suspendRoutes,
   ...configRoutes,
   ...lifecycleRoutes,
   ...agentRoutes,

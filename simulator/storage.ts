@@ -300,7 +300,7 @@ function volumeOf(
   const isVolumeKey = isCt
     ? key === "rootfs" || /^mp\d+$/.test(key) || /^unused\d+$/.test(key)
     : (DISK_KEY.test(key) && !value.includes("media=cdrom")) ||
-      /^unused\d+$/.test(key);
+      /^unused\d+$/.test(key) || key === "vmstate";
   if (!isVolumeKey) return undefined;
   const volid = value.split(",")[0];
   if (!volid.startsWith(`${store.storage}:`)) return undefined;
@@ -311,10 +311,20 @@ function volumeOf(
   return {
     volid,
     vmid: g.vmid,
-    size: diskBytes(value),
+    size: key === "vmstate" ? vmstateBytes(g) : diskBytes(value),
     content: isCt ? "rootdir" : "images",
     format,
   };
+}
+
+/**
+ * A suspend's state volume: twice the memory plus 500 MiB (qemu-server `PVE/QemuConfig.pm`
+ * __snapshot_save_vmstate); the config names only its volid.
+ */
+export function vmstateBytes(g: GuestState): number {
+  const memMb =
+    Number(String(g.config.memory ?? "512").replace(/^current=/, "")) || 512;
+  return (memMb * 2 + 500) * 2 ** 20;
 }
 
 /** The template `volid` names on its storage, if it is there. */

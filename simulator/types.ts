@@ -133,6 +133,8 @@ export interface GuestState extends SimGuest {
   cloudinitBooted?: Record<string, ConfigValue>;
   /** How many times the simulator started (booted) it; a guest described as running starts at 0. */
   boots?: number;
+  /** A container's suspend left a checkpoint (`lxc-checkpoint -s`) that its resume restores. */
+  checkpointed?: boolean;
 }
 
 /** An API token the simulator accepts. */

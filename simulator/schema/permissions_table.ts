@@ -88,7 +88,7 @@ const HANDLER_CHECKS: Record<
   },
   "GET /nodes/{node}/tasks": {
     listing:
-      "lists the token's own tasks; every user's with `Sys.Audit` on `/nodes/{node}` (the package follows only its own)",
+      "lists the token's own tasks; every user's with `Sys.Audit` on `/nodes/{node}` (`waitTask`'s filter finds another user's task only with it)",
   },
   "POST /nodes/{node}/qemu": {
     note:
@@ -105,6 +105,11 @@ const HANDLER_CHECKS: Record<
   "DELETE /nodes/{node}/storage/{storage}/content/{volume}": {
     note:
       "`Datastore.Allocate` on `/storage/{storage}`, or for a backup `Datastore.AllocateSpace` there and `VM.Backup` on its guest (pve-storage Content.pm delete)",
+  },
+  // qemu-server PVE/API2/Qemu.pm vm_suspend, before its worker forks.
+  "POST /nodes/{node}/qemu/{vmid}/status/suspend": {
+    note:
+      "with `todisk`, also `VM.Config.Disk` on `/vms/{vmid}` and `Datastore.AllocateSpace` on the state storage (qemu-server vm_suspend)",
   },
   "GET /nodes/{node}/tasks/{upid}/status": {
     note: "the token's own tasks; others' need `Sys.Audit` on `/nodes/{node}`",

@@ -170,6 +170,31 @@ const globalArgs = object({
 });
 
 const vmid = bounded(100, 999999999);
+/** Task ids: PVE's form, and each way of breaking it (src/methods/wait_task.rs `upid_arg`). */
+const upids = fc.oneof(
+  {
+    arbitrary: fc.constantFrom(
+      "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:vzdump:100:root@pam!swamp:",
+      "UPID:pve-2.lan:1A:2B:3C:download:local:ops@pve:",
+      "UPID:N_9:1:2:0000000000000003:aptupdate::root@pam:",
+    ),
+    weight: 8,
+  },
+  {
+    arbitrary: fc.constantFrom(
+      "UPID:pve1:1:2:3:vzdump:100:root@pam",
+      " UPID:pve1:1:2:3:vzdump:100:root@pam:",
+      "UPID:../x:1:2:3:vzdump:100:root@pam:",
+      "UPID:pve1:1:2:3::100:root@pam:",
+      "UPID:pve1:1:2:00000000000000003:vzdump:100:root@pam:",
+      "UPID:pve1:1:2:3:vz dump:100:root@pam:",
+      "UPID:pve1:1:2:3:vzdump:100:röot@pam:",
+      "UPID:pve1:g:2:3:vzdump:100:root@pam:",
+    ),
+    weight: 2,
+  },
+  { arbitrary: fc.string({ maxLength: 8 }), weight: 1 },
+);
 const guestRef = { vmid: opt(vmid), vmName: opt(singleLine) };
 
 /** Snapshot names: valid pve-configid names, each way of breaking the rule, reserved names. */
@@ -412,6 +437,8 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     ...guestRef,
     waitForIp: opt(fc.boolean()),
     allowNoIp: opt(fc.boolean()),
+    // A VM's option, like waitReady.
+    resume: opt(fc.boolean()),
     // A VM's option; the container model has none (zod drops it, the core ignores it).
     waitReady: rarely(object({
       ipv4: opt(fc.boolean()),
@@ -420,6 +447,21 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     })),
   }),
   stop: object({ ...guestRef, force: opt(fc.boolean()) }),
+  // toDisk and stateStorage are a VM's (the container model drops them, the core ignores them).
+  suspend: object({
+    ...guestRef,
+    toDisk: opt(fc.boolean()),
+    stateStorage: rarely(fc.constantFrom("local-lvm", "nfs_1", "a/b", "")),
+    force: opt(fc.boolean()),
+  }),
+  resume: object(guestRef),
+  waitTask: object({
+    upid: rarely(upids),
+    node: rarely(node),
+    type: rarely(fc.constantFrom("vzdump", "qmstart", "move_volume", "vz dump", "")),
+    vmid: rarely(vmid),
+    startedAfter: rarely(bounded(0, 4294967295)),
+  }),
   shutdown: object({
     ...guestRef,
     timeoutSec: opt(seconds(86400)),
@@ -854,6 +896,9 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
       "convertToTemplate",
       "reboot",
       "guestExec",
+      "suspend",
+      "resume",
+      "waitTask",
     ].map((m) => [m, methodArgs[m]]),
   ),
   ...snapshotArgs(false),

@@ -1,0 +1,132 @@
+/**
+ * The methods both models share for suspending and resuming a guest, and for waiting on any PVE
+ * task (`waitTask`), with the `task` record that one writes. The core applies the same argument
+ * rules (src/methods/suspend.rs, resume.rs, wait_task.rs); tests/properties/argument_agreement_test.ts
+ * proves they agree.
+ *
+ * @module
+ */
+import { z } from "npm:zod@4";
+import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
+import {
+  GuestArgs,
+  guestRef,
+  pathSegment,
+  provideGuest,
+  requireGuest,
+  StopArgs,
+  vmid,
+} from "./schemas.ts";
+
+/** suspend of a VM: to RAM, or `toDisk` with the state on `stateStorage` (PVE's choice without it). */
+const QemuSuspendArgs = z.object({
+  ...guestRef,
+  toDisk: z.boolean().default(false),
+  stateStorage: pathSegment("stateStorage").optional(),
+  force: z.boolean().default(false),
+}).refine(requireGuest, provideGuest).refine(
+  // PVE's schema: statestorage `requires => 'todisk'`.
+  (a) => a.stateStorage === undefined || a.toDisk,
+  { message: "stateStorage needs toDisk: true", path: ["stateStorage"] },
+);
+
+/** A UPID in PVE's form, printable ASCII, on a node whose name fits a path (src/methods/wait_task.rs). */
+const UPID =
+  /^UPID:[A-Za-z0-9][A-Za-z0-9._-]*:[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]{1,16}:[!-9;-~]+:[!-9;-~]*:[!-9;-~]*:$/;
+
+/** waitTask: a UPID, or a filter of a node's task list (type, guest, started at or after). */
+const WaitTaskArgs = z.object({
+  upid: z.string().regex(
+    UPID,
+    "upid must be a PVE task id, UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>:",
+  ).optional(),
+  node: pathSegment("node").optional(),
+  type: z.string().regex(
+    /^[A-Za-z0-9._-]+$/,
+    "type must be a PVE task type of letters, digits, ., _ and - (e.g. vzdump, qmstart)",
+  ).optional(),
+  vmid: vmid.optional(),
+  /** Unix seconds: tasks started at or after it (PVE's `since`). */
+  startedAfter: z.number().int().min(0).max(4294967295).optional(),
+}).refine(
+  (a) =>
+    a.upid === undefined ||
+    [a.node, a.type, a.vmid, a.startedAfter].every((f) => f === undefined),
+  {
+    message:
+      "give either upid or a filter (node, type, vmid, startedAfter), not both",
+    path: ["upid"],
+  },
+).refine(
+  (a) =>
+    a.upid !== undefined ||
+    [a.type, a.vmid, a.startedAfter].some((f) => f !== undefined),
+  {
+    message: "give upid, or a filter: type, vmid and/or startedAfter (on node)",
+    path: ["upid"],
+  },
+);
+
+/** What one waitTask saw of its task (instance task-<node>-<pid>-<starttime>). */
+export const TaskRecord = z.object({
+  upid: z.string(),
+  node: z.string(),
+  type: z.string(),
+  id: z.string().optional(),
+  user: z.string(),
+  startedAt: z.string(),
+  /** Whether its end was observed in the run. */
+  ended: z.boolean(),
+  exitStatus: z.string().optional(),
+  warnings: z.array(z.string()).optional(),
+  /** A failed task's last log lines (at most 10, 2 KB), as the failure message quotes them. */
+  logTail: z.array(z.string()).optional(),
+  error: z.string().optional(),
+  lastOperation: z.string(),
+  recordedAt: z.string(),
+});
+
+/** The `task` record spec both models declare. */
+export const taskResource = {
+  task: {
+    description:
+      "One task waitTask followed (instance task-<node>-<pid>-<starttime>): how it ended; a failed one's exit status and log tail",
+    schema: TaskRecord,
+    lifetime: "infinite" as const,
+    garbageCollection: 20,
+  },
+};
+
+/** suspend, resume and waitTask of `model`. */
+export function powerMethods(model: ModelName) {
+  const vm = model === "qemu";
+  const SuspendArgs = vm ? QemuSuspendArgs : StopArgs;
+  return {
+    suspend: {
+      description: vm
+        ? "Suspend a running VM tagged swamp (force overrides): to RAM (QEMU paused), or with toDisk to disk (its state saved to a volume on stateStorage, else where PVE chooses; the VM stopped and locked suspended); succeeds when status/current shows qmpstatus paused, or status stopped with lock suspended. A stopped VM, and an HA-managed one to disk, are refused as PVE refuses them"
+        : "Suspend a running container tagged swamp (force overrides): PVE checkpoints it (lxc-checkpoint) and stops it; succeeds when its task ended OK and status/current shows it stopped (the checkpoint itself is not visible through the API). A stopped container is refused as PVE refuses it",
+      kind: "action" as const,
+      arguments: SuspendArgs,
+      execute: (args: z.infer<typeof SuspendArgs>, ctx: MethodContext) =>
+        runOnCore(model, "suspend", args, ctx),
+    },
+    resume: {
+      description: vm
+        ? "Resume a paused or suspended VM (one suspended to disk starts from its saved state); succeeds when status/current shows it running with qmpstatus running and no lock. A stopped VM is refused as PVE refuses it"
+        : "Restore a suspended container from its checkpoint; succeeds when status/current shows it running",
+      kind: "action" as const,
+      arguments: GuestArgs,
+      execute: (args: z.infer<typeof GuestArgs>, ctx: MethodContext) =>
+        runOnCore(model, "resume", args, ctx),
+    },
+    waitTask: {
+      description:
+        "Wait within taskTimeoutSec for a PVE task someone else started to end — by upid, or the one task of node's list (default the transport's node) matching type, vmid and startedAfter (Unix seconds, at or after); succeeds when it ended OK or WARNINGS; a failed task fails with its exit status and its log's last lines (at most 10, 2 KB). Records task-<node>-<pid>-<starttime>",
+      kind: "action" as const,
+      arguments: WaitTaskArgs,
+      execute: (args: z.infer<typeof WaitTaskArgs>, ctx: MethodContext) =>
+        runOnCore(model, "waitTask", args, ctx),
+    },
+  };
+}
