@@ -9,6 +9,12 @@
  * new QEMU process, and a guest that powers itself off (the guest is then stopped). What stays
  * simulated: the config, storage, tasks, locks, HA and permissions — the PVE side.
  *
+ * Suspend and resume follow qemu-server `PVE/QemuServer/RunState.pm`: to RAM QMP `stop`, resumed
+ * by `cont` (`system_wakeup` for a guest that suspended itself); to disk the VM's state is saved to
+ * a file and QEMU quits, and the next start loads it and runs on — the same guest, the same boot.
+ * PVE saves with its own QEMU's `savevm-start`; upstream QEMU here saves by migrating to a file
+ * (`migrate exec:cat > …`) and loads with `-incoming`.
+ *
  * Power semantics follow qemu-server `PVE/QemuServer.pm` _do_vm_stop (stop: QMP `quit`;
  * shutdown: `guest-shutdown` when the agent is enabled and answers a ping, else
  * `system_powerdown`; then wait `timeout` s — default 60 — for the process to end; stop, or
@@ -45,6 +51,8 @@ export class RealGuests {
   /** Each guest's own directory (disk overlay, sockets); a re-created VMID gets a new one. */
   readonly #dirs = new WeakMap<GuestState, string>();
   readonly #allDirs: string[] = [];
+  /** The state a suspend to disk saved, by VMID: the next start loads it. */
+  readonly #saved = new Map<number, string>();
   #root?: string;
 
   /** @param opts the image; @param state the cluster; @param tasks for the restart after a reboot */
@@ -132,6 +140,34 @@ export class RealGuests {
   }
 
   /**
+   * A suspend to disk of a real guest: its state saved to a file in its directory, then QEMU quits
+   * (RunState.pm vm_suspend: `savevm-start`, `query-savevm` until completed, `quit`).
+   */
+  async hibernate(g: GuestState): Promise<void> {
+    const vm = this.#vms.get(g.vmid);
+    if (!vm?.alive) throw new TaskFailure(`VM ${g.vmid} not running`);
+    const file = `${await this.#dirOf(g)}/vmstate`;
+    await vm.qmp("migrate", { uri: `exec:cat > ${file}` });
+    for (;;) {
+      const s = await vm.qmp("query-migrate") as {
+        status?: string;
+        "error-desc"?: string;
+      };
+      if (s.status === "completed") break;
+      if (s.status === "failed" || s.status === "cancelled") {
+        throw new TaskFailure(
+          `query-savevm failed with error '${s["error-desc"] ?? s.status}'`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    this.#saved.set(g.vmid, file);
+    await vm.qmp("quit", undefined, 60_000).catch(() => {});
+    await vm.waitExit(10_000);
+    this.#onExit(g.vmid, vm);
+  }
+
+  /**
    * What a backup of real guest `g` holds of its disk: a copy of its qcow2 overlay as it is now
    * (a stopped guest's is consistent: its shutdown unmounted /data; a running one's is copied as it
    * stands, without the agent's fs-freeze PVE would ask for). Undefined when the guest never booted:
@@ -184,6 +220,7 @@ export class RealGuests {
   }
 
   async #boot(g: GuestState): Promise<void> {
+    const incoming = this.#saved.get(g.vmid);
     const vm = await RealVm.launch({
       image: this.#opts.image,
       dir: await this.#dirOf(g),
@@ -200,7 +237,13 @@ export class RealGuests {
       // `agent: configured` = enabled in the config but nothing answers inside: boot without it.
       agentInGuest: g.agent !== "configured",
       accel: this.#opts.accel,
+      incoming,
     });
+    // vm_start frees the state volume once the VM runs from it.
+    if (incoming) {
+      this.#saved.delete(g.vmid);
+      vm.exited.then(() => Deno.remove(incoming).catch(() => {}));
+    }
     this.#vms.set(g.vmid, vm);
     this.#state.start(g);
     g.pid = vm.pid;

@@ -51,6 +51,8 @@ export interface RealVmSpec {
   agentInGuest: boolean;
   /** `tcg` (default) or `kvm` (only where a KVM boot was shown to work). */
   accel?: "tcg" | "kvm";
+  /** A state file a suspend to disk saved (real_guests.ts `hibernate`): QEMU loads it and runs on. */
+  incoming?: string;
 }
 
 /** A guest of 512 MiB boots in the same time as one of 8 GiB; more only costs host memory. */
@@ -248,6 +250,7 @@ function qemuArgs(spec: RealVmSpec): string[] {
     "-drive",
     `file=${d}/disk.qcow2,if=virtio,format=qcow2`,
     ...(spec.uuid ? ["-smbios", `type=1,uuid=${spec.uuid}`] : []),
+    ...(spec.incoming ? ["-incoming", `exec:cat ${spec.incoming}`] : []),
   ];
 }
 

@@ -165,9 +165,9 @@ const qemuSuspend: Route = {
         if (g.lock !== "suspending") {
           throw new TaskFailure("lock changed unexpectedly");
         }
-        task.log.push("State saved, quitting");
-        if (real?.isReal(g)) await real.power("stop", g, {});
+        if (real?.isReal(g)) await real.hibernate(g);
         else state.stop(g);
+        task.log.push("State saved, quitting");
         g.lock = "suspended";
       },
       // A failed save: the volume is freed and `vmstate` dropped, `suspending` stays.

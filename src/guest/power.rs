@@ -129,10 +129,11 @@ impl Change {
             Change::Suspend { .. }
                 if stopped && (kind == GuestKind::Lxc || !self.target(kind).reached(kind, s)) =>
             {
-                format!("{noun} {vmid} not running")
+                format!("{noun} {vmid} not running (start it first)")
             }
             Change::Suspend { to_disk: true, .. } if ha => {
-                "Cannot suspend HA managed VM to disk".to_string()
+                "Cannot suspend HA managed VM to disk (suspend it to RAM, or take it out of HA)"
+                    .to_string()
             }
             Change::Resume
                 if kind == GuestKind::Qemu && stopped && lock_of(s) != Some(HIBERNATED) =>

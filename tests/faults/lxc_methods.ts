@@ -42,6 +42,7 @@ import {
   type Where,
   writesOnly,
 } from "./methods.ts";
+import { resumeSpec, suspendSpec, waitTaskSpec } from "./power_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
@@ -383,6 +384,9 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ct(migrateSpec(n, other(n), "lxc", stopped, label(stopped))),
     ct(templateSpec(n, "lxc", stopped, label(stopped))),
     ct(rebootSpec(n, "lxc", running, label(running))),
+    ct(suspendSpec(n, "lxc", running, label(running))),
+    ct(resumeSpec(n, "lxc", running, label(running))),
+    ct(waitTaskSpec(n, "lxc", stopped)),
     ...backupSpecs(n, "lxc", stopped, label(stopped)).map((spec) => ct(spec)),
   ];
   if (where === "pve1") {
@@ -516,6 +520,9 @@ export const EXPECTED_LXC_METHODS = [
   "deleteBackup",
   "restore",
   "preflight",
+  "suspend",
+  "resume",
+  "waitTask",
 ];
 
 /** guestExec of a running container over ssh: `pct exec` on pve1, its output recorded. */

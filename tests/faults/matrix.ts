@@ -71,7 +71,9 @@ function modelRows(
 ): Row[] {
   const out: Row[] = [];
   for (const spec of pve1) {
-    const twin = pve2.find((t) => t.name === spec.name);
+    // A method driven two ways (suspend, suspend (toDisk)) has a twin per way.
+    const twin = pve2.find((t) => t.row === spec.row) ??
+      pve2.find((t) => t.name === spec.name);
     out.push({ spec, twin, present: spec.name in methods });
     // sync's twin is a different way of driving it (scope cluster): a row of its own too.
     if (twin && twin.row !== spec.row) {

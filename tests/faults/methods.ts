@@ -20,6 +20,7 @@ import { fileSpecs } from "./file_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
+import { resumeSpec, suspendSpec, waitTaskSpec } from "./power_rows.ts";
 
 /** What a verdict may be. */
 export type Verdict = "fail" | "ok" | "ok-retried" | "ok-flagged";
@@ -1490,6 +1491,13 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     ...fileSpecs(n, execVmid, label(execVmid)).map(row),
     row(templateSpec(n, "qemu", stopped, label(stopped))),
     row(rebootSpec(n, "qemu", running, label(running))),
+    row(suspendSpec(n, "qemu", running, label(running))),
+    {
+      ...row(suspendSpec(n, "qemu", running, label(running), true)),
+      row: "suspend (toDisk)",
+    },
+    row(resumeSpec(n, "qemu", running, label(running))),
+    row(waitTaskSpec(n, "qemu", stopped)),
     row(cloudInitSpec(n, stopped, label(stopped))),
     row(waitReadySpec(n, running, label(running))),
     // A download lands on the node asked (the transport's): no pve2 twin, no node scenarios.
@@ -1535,4 +1543,7 @@ export const EXPECTED_METHODS = [
   "deleteBackup",
   "restore",
   "preflight",
+  "suspend",
+  "resume",
+  "waitTask",
 ];

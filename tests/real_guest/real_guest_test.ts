@@ -340,6 +340,77 @@ step(
   },
 );
 
+step(
+  "suspend to RAM pauses QEMU (QMP query-status paused); resume runs the same boot on",
+  async () => {
+    const vm = env.sim.realVm(VMID)!;
+    const bootId = await guestSays("cat /proc/sys/kernel/random/boot_id");
+    const t0 = performance.now();
+    const down = await run("suspend", { vmid: VMID });
+    assert.equal(down.status, "succeeded", down.error);
+    assert.equal(written(down, `vm-${VMID}`).qmpStatus, "paused");
+    const qmp = await vm.qmp("query-status") as { status: string };
+    assert.equal(qmp.status, "paused");
+    const up = await run("resume", { vmid: VMID });
+    assert.equal(up.status, "succeeded", up.error);
+    assert.equal(written(up, `vm-${VMID}`).qmpStatus, "running");
+    note(
+      `suspend to RAM and resume: ${
+        ((performance.now() - t0) / 1000).toFixed(1)
+      } s (QEMU pid ${vm.pid} throughout)`,
+    );
+    assert.equal(env.sim.realVm(VMID)?.pid, vm.pid, "the same QEMU");
+    assert.equal(
+      await guestSays("cat /proc/sys/kernel/random/boot_id"),
+      bootId,
+    );
+  },
+);
+
+step(
+  "suspend to disk saves the state and quits QEMU; resume loads it into a new QEMU: the same boot",
+  async () => {
+    const pid = env.sim.realVm(VMID)?.pid ?? 0;
+    const bootId = await guestSays(
+      "echo kept > /tmp/hibernated; cat /proc/sys/kernel/random/boot_id",
+    );
+    const t0 = performance.now();
+    const down = await run("suspend", {
+      vmid: VMID,
+      toDisk: true,
+      stateStorage: "local-lvm",
+    });
+    assert.equal(down.status, "succeeded", down.error);
+    const saved = written(down, `vm-${VMID}`);
+    assert.equal(saved.status, "stopped");
+    assert.equal(saved.lock, "suspended");
+    assert.equal(processExists(pid), false, "QEMU quit after saving");
+    assert.match(
+      String(env.sim.guest(VMID)?.config.vmstate),
+      new RegExp(`^local-lvm:vm-${VMID}-state-suspend-`),
+    );
+    const t1 = performance.now();
+    const up = await run("resume", { vmid: VMID });
+    assert.equal(up.status, "succeeded", up.error);
+    note(
+      `suspend to disk ${((t1 - t0) / 1000).toFixed(1)} s, resume from it ${
+        ((performance.now() - t1) / 1000).toFixed(1)
+      } s (QEMU pid ${pid} → ${env.sim.realVm(VMID)?.pid})`,
+    );
+    const resumed = written(up, `vm-${VMID}`);
+    assert.equal(resumed.qmpStatus, "running");
+    assert.equal(resumed.lock, undefined);
+    assert.notEqual(env.sim.realVm(VMID)?.pid, pid);
+    // What lived only in the guest's RAM (tmpfs) is there again: it resumed, it did not boot.
+    assert.equal(
+      await guestSays(
+        "cat /tmp/hibernated; cat /proc/sys/kernel/random/boot_id",
+      ),
+      `kept\n${bootId}`,
+    );
+  },
+);
+
 step("stop quits QEMU (QMP quit) and the VM is recorded stopped", async () => {
   const pid = env.sim.realVm(VMID)?.pid ?? 0;
   const r = await run("stop", { vmid: VMID });
