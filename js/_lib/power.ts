@@ -41,28 +41,21 @@ const WaitTaskArgs = z.object({
     "upid must be a PVE task id, UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>:",
   ).optional(),
   node: pathSegment("node").optional(),
-  type: z.string().regex(
-    /^[A-Za-z0-9._-]+$/,
-    "type must be a PVE task type of letters, digits, ., _ and - (e.g. vzdump, qmstart)",
-  ).optional(),
+  type: pathSegment("type").optional(),
   vmid: vmid.optional(),
   /** Unix seconds: tasks started at or after it (PVE's `since`). */
   startedAfter: z.number().int().min(0).max(4294967295).optional(),
 }).refine(
-  (a) =>
-    a.upid === undefined ||
-    [a.node, a.type, a.vmid, a.startedAfter].every((f) => f === undefined),
+  // A UPID alone, or a filter (a node alone filters nothing).
+  (a) => {
+    const filtered = [a.type, a.vmid, a.startedAfter].some((f) =>
+      f !== undefined
+    );
+    return a.upid === undefined ? filtered : !filtered && a.node === undefined;
+  },
   {
     message:
-      "give either upid or a filter (node, type, vmid, startedAfter), not both",
-    path: ["upid"],
-  },
-).refine(
-  (a) =>
-    a.upid !== undefined ||
-    [a.type, a.vmid, a.startedAfter].some((f) => f !== undefined),
-  {
-    message: "give upid, or a filter: type, vmid and/or startedAfter (on node)",
+      "give either upid or a filter: type, vmid and/or startedAfter (on node)",
     path: ["upid"],
   },
 );

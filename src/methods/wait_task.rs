@@ -5,6 +5,7 @@
 //! followed like every method's own (`task::follow_task`: the shared per-node watcher, the one
 //! budget `taskTimeoutSec`). Recorded as `task-<node>-<pid>-<starttime>`, before the verdict.
 
+use super::node_status::NodeArgs;
 use crate::args::{check_segment, ArgError, Fields};
 use crate::clock::iso_time;
 use crate::explain::could_not;
@@ -19,37 +20,31 @@ use crate::watch::node_tasks::ListedTask;
 use serde::Serialize;
 use serde_json::Value;
 
-/// The arguments of `waitTask`: a UPID, or a filter of the node's task list.
+/// The arguments of `waitTask`: a UPID, or a filter of a node's task list (PVE applies it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WaitTaskArgs {
     pub upid: Option<Upid>,
     /// The node whose task list the filter reads (default: the transport's node).
-    pub node: Option<String>,
+    pub on: NodeArgs,
     pub task_type: Option<String>,
     pub vmid: Option<u32>,
     /// Unix seconds: tasks started at or after it (PVE's `since`).
     pub started_after: Option<u64>,
 }
 
-const UPID_RULE: &str = "must be a PVE task id, UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>: (printable ASCII, the node a name of letters, digits, ., _ and -)";
-
 impl WaitTaskArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
+        let on = NodeArgs::parse(args)?;
         let upid = match fields.optional::<String>("upid")? {
-            Some(text) => Some(upid_arg(&text).ok_or_else(|| ArgError::new("upid", UPID_RULE))?),
-            None => None,
-        };
-        let node = match fields.optional::<Value>("node")? {
-            Some(_) => Some(fields.segment("node")?),
+            Some(text) => Some(upid_arg(&text).ok_or_else(|| {
+                ArgError::new("upid", "must be a PVE task id, UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>: (printable ASCII, the node a name of letters, digits, ., _ and -)")
+            })?),
             None => None,
         };
         let task_type: Option<String> = fields.optional("type")?;
-        if task_type.as_deref().is_some_and(|t| !is_task_type(t)) {
-            return Err(ArgError::new(
-                "type",
-                "must be a PVE task type of letters, digits, ., _ and - (e.g. vzdump, qmstart)",
-            ));
+        if let Some(task_type) = &task_type {
+            check_segment("type", task_type)?;
         }
         let vmid = match fields.optional::<i64>("vmid")? {
             Some(_) => Some(parse_vmid(&fields, "vmid")?),
@@ -57,23 +52,20 @@ impl WaitTaskArgs {
         };
         let started_after = fields.optional_count_in("startedAfter", 0, u32::MAX.into())?;
         let filtered = task_type.is_some() || vmid.is_some() || started_after.is_some();
-        match (upid.is_some(), filtered, node.is_some()) {
-            (true, false, false) | (false, true, _) => Ok(WaitTaskArgs {
-                upid,
-                node,
-                task_type,
-                vmid,
-                started_after,
-            }),
-            (true, ..) => Err(ArgError::new(
+        // A UPID alone, or a filter (a node alone filters nothing).
+        if upid.is_some() == (filtered || on.node.is_some()) || upid.is_none() && !filtered {
+            return Err(ArgError::new(
                 "upid",
-                "give either upid or a filter (node, type, vmid, startedAfter), not both",
-            )),
-            (false, false, _) => Err(ArgError::new(
-                "upid",
-                "give upid, or a filter: type, vmid and/or startedAfter (on node)",
-            )),
+                "give either upid or a filter: type, vmid and/or startedAfter (on node)",
+            ));
         }
+        Ok(WaitTaskArgs {
+            upid,
+            on,
+            task_type,
+            vmid,
+            started_after,
+        })
     }
 }
 
@@ -84,13 +76,6 @@ fn upid_arg(text: &str) -> Option<Upid> {
     let printable = text.bytes().all(|b| b.is_ascii_graphic());
     let fits = printable && starttime.len() <= 16 && upid.as_str() == text;
     (fits && check_segment("upid", &upid.node).is_ok()).then_some(upid)
-}
-
-fn is_task_type(text: &str) -> bool {
-    !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// The `task-<node>-<pid>-<starttime>` record: the task as its UPID names it, and how it ended.
@@ -128,58 +113,39 @@ pub async fn wait_task<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(e) => return Failure::from(e).into(),
     };
     let pve = run.pve();
-    let upid = match &args.upid {
-        Some(upid) => upid.clone(),
+    let upid = match args.upid {
+        Some(upid) => upid,
         None => {
-            let node = args.node.as_deref().unwrap_or(run.global.transport.node());
+            let node = args.on.node(run);
             let request = endpoints::task_list(
-                node,
+                &node,
                 args.task_type.as_deref(),
                 args.vmid,
                 args.started_after,
             );
             let listed = pve.read::<Vec<ListedTask>>(&request, "a task list").await;
-            match listed.map_err(|e| could_not(&format!("list the tasks of node {node}"), &e)) {
-                Ok(rows) => match the_one(node, &args, &rows) {
-                    Ok(upid) => upid,
-                    Err(why) => return Failure::new(why).into(),
-                },
-                Err(failure) => return failure.into(),
+            let found = listed
+                .map_err(|e| could_not(&format!("list the tasks of node {node}"), &e).0)
+                .and_then(|rows| the_one(&node, &rows));
+            match found {
+                Ok(upid) => upid,
+                Err(why) => return Failure::new(why).into(),
             }
         }
     };
-    run.info(&format!("waiting for task {} {upid}", upid.task_type));
     let ended = follow_task(&pve, &upid).await;
     verdict(run, &upid, ended)
 }
 
-/// The one listed task the filter matches (checked here too: the filter is the contract, not
-/// PVE's reading of it); none or several is a failure that says what was listed.
-fn the_one(node: &str, args: &WaitTaskArgs, rows: &[ListedTask]) -> Result<Upid, String> {
-    let vmid = args.vmid.map(|v| v.to_string());
-    let matches: Vec<Upid> = rows
-        .iter()
-        .filter_map(ListedTask::upid)
-        .filter(|u| args.task_type.as_ref().is_none_or(|t| *t == u.task_type))
-        .filter(|u| vmid.as_ref().is_none_or(|v| *v == u.id))
-        .filter(|u| args.started_after.is_none_or(|s| u.starttime >= s))
-        .collect();
-    let filter = format!(
-        "type {}, vmid {}, started at or after {}",
-        args.task_type.as_deref().unwrap_or("any"),
-        vmid.as_deref().unwrap_or("any"),
-        args.started_after
-            .map_or("any time".into(), |s| iso_time(s as f64 * 1000.0)),
-    );
-    match matches.as_slice() {
+/// The one task the list shows; none or several is a failure naming them.
+fn the_one(node: &str, rows: &[ListedTask]) -> Result<Upid, String> {
+    let found: Vec<Upid> = rows.iter().filter_map(ListedTask::upid).collect();
+    match found.as_slice() {
         [one] => Ok(one.clone()),
-        [] => Err(format!(
-            "no task on node {node} matches the filter ({filter}): nothing to wait for — check the node's task list, or give the task's upid"
-        )),
-        several => Err(format!(
-            "{} tasks on node {node} match the filter ({filter}): {} — narrow it (startedAfter) or give the upid",
-            several.len(),
-            several.iter().take(5).map(Upid::as_str).collect::<Vec<_>>().join(", ")
+        found => Err(format!(
+            "{} tasks on node {node} match the filter ({}), and waitTask waits for exactly one — give its upid, or narrow the filter (type, vmid, startedAfter)",
+            found.len(),
+            found.iter().take(5).map(Upid::as_str).collect::<Vec<_>>().join(", ")
         )),
     }
 }
@@ -201,19 +167,10 @@ fn verdict<H: Host>(run: &Run<'_, H>, upid: &Upid, ended: Result<TaskEnd, TaskTr
         last_operation: run.method.to_string(),
         recorded_at: run.now_iso(),
     };
-    let what = format!("task {} {upid}", upid.task_type);
     let verdict = match ended {
         Ok(end) => {
-            let summary = match end.warnings.len() {
-                0 => format!("{what} ended {}", end.exit_status),
-                n => format!(
-                    "{what} ended with {} ({n} warnings recorded)",
-                    end.exit_status
-                ),
-            };
-            record.exit_status = Some(end.exit_status);
             record.warnings = end.warnings;
-            Ok(summary)
+            Ok(end.exit_status)
         }
         Err(TaskTrouble::Failed(failed)) => {
             record.exit_status = Some(failed.exit_status);
@@ -225,15 +182,23 @@ fn verdict<H: Host>(run: &Run<'_, H>, upid: &Upid, ended: Result<TaskEnd, TaskTr
             Err(why.0)
         }
     };
-    record.error = verdict.as_ref().err().cloned();
     let mut parts = upid.as_str().split(':');
-    let pid = parts.nth(2).unwrap_or_default();
-    let starttime = parts.nth(1).unwrap_or_default();
-    let instance = format!("task-{}-{pid}-{starttime}", upid.node);
-    let writes = vec![write("task", instance, &record)];
+    let instance = format!(
+        "task-{}-{}-{}",
+        upid.node,
+        parts.nth(2).unwrap_or_default(),
+        parts.nth(1).unwrap_or_default()
+    );
     match verdict {
-        Ok(summary) => Outcome::succeeded(writes, summary),
-        Err(message) => Outcome::failed(writes, message),
+        Ok(exit_status) => {
+            let summary = format!("task {} {upid} ended {exit_status}", upid.task_type);
+            record.exit_status = Some(exit_status);
+            Outcome::succeeded(vec![write("task", instance, &record)], summary)
+        }
+        Err(message) => {
+            record.error = Some(message.clone());
+            Outcome::failed(vec![write("task", instance, &record)], message)
+        }
     }
 }
 
@@ -345,14 +310,9 @@ mod tests {
     }
 
     #[test]
-    fn a_filter_follows_the_one_task_it_finds_on_its_node() {
+    fn a_filter_is_pves_and_the_one_task_it_lists_is_followed() {
         let host = ScriptedHost::new();
-        let old = "UPID:pve2:0000AAA0:0000BBB0:6571E000:vzdump:100:backup@pam:";
-        let other = "UPID:pve2:0000AAA1:0000BBB1:6571E3A2:qmstart:100:root@pam:";
-        listing(
-            &host,
-            json!([{"upid": other, "status": "OK"}, {"upid": UPID, "status": "RUNNING"}, {"upid": old, "status": "OK"}]),
-        );
+        listing(&host, json!([{"upid": UPID, "status": "RUNNING"}]));
         host.data(
             &status_route(UPID),
             json!({"status": "stopped", "exitstatus": "OK"}),
@@ -377,7 +337,7 @@ mod tests {
         let host = ScriptedHost::new();
         listing(&host, json!([]));
         let outcome = wait(&host, json!({"node": "pve2", "type": "vzdump"}));
-        assert!(failure_of(&outcome).starts_with("no task on node pve2 matches"));
+        assert!(failure_of(&outcome).starts_with("0 tasks on node pve2 match"));
         assert!(outcome.writes.is_empty());
 
         let host = ScriptedHost::new();
@@ -389,7 +349,7 @@ mod tests {
             message.starts_with("2 tasks on node pve2 match"),
             "{message}"
         );
-        assert!(message.contains(second) && message.contains("give the upid"));
+        assert!(message.contains(second) && message.contains("give its upid"));
         assert!(outcome.writes.is_empty());
     }
 
@@ -407,10 +367,14 @@ mod tests {
 
     #[test]
     fn a_upid_or_a_filter_is_needed_and_not_both() {
-        assert!(rule(json!({})).contains("give upid, or a filter"));
-        assert!(rule(json!({"node": "pve1"})).contains("give upid, or a filter"));
-        assert!(rule(json!({"upid": UPID, "vmid": 100})).contains("not both"));
-        assert!(rule(json!({"upid": UPID, "node": "pve2"})).contains("not both"));
+        for both_or_neither in [
+            json!({}),
+            json!({"node": "pve1"}),
+            json!({"upid": UPID, "vmid": 100}),
+            json!({"upid": UPID, "node": "pve2"}),
+        ] {
+            assert!(rule(both_or_neither).contains("give either upid or a filter"));
+        }
         assert!(WaitTaskArgs::parse(&json!({"upid": UPID})).is_ok());
     }
 
