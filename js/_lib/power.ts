@@ -30,9 +30,12 @@ const QemuSuspendArgs = z.object({
   { message: "stateStorage needs toDisk: true", path: ["stateStorage"] },
 );
 
-/** A UPID in PVE's form, printable ASCII, on a node whose name fits a path (src/methods/wait_task.rs). */
+/**
+ * A UPID in PVE's form, printable ASCII, started by 2106 (at most FFFFFFFF seconds), on a node whose
+ * name fits a path (src/methods/wait_task.rs `upid_arg`).
+ */
 const UPID =
-  /^UPID:[A-Za-z0-9][A-Za-z0-9._-]*:[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]{1,16}:[!-9;-~]+:[!-9;-~]*:[!-9;-~]*:$/;
+  /^UPID:[A-Za-z0-9][A-Za-z0-9._-]*:[0-9A-Fa-f]+:[0-9A-Fa-f]+:0*[0-9A-Fa-f]{1,8}:[!-9;-~]+:[!-9;-~]*:[!-9;-~]*:$/;
 
 /** waitTask: a UPID, or a filter of a node's task list (type, guest, started at or after). */
 const WaitTaskArgs = z.object({
@@ -62,11 +65,10 @@ const WaitTaskArgs = z.object({
 
 /** What one waitTask saw of its task (instance task-<node>-<pid>-<starttime>). */
 export const TaskRecord = z.object({
+  /** Names the task's node and user too. */
   upid: z.string(),
-  node: z.string(),
   type: z.string(),
   id: z.string().optional(),
-  user: z.string(),
   startedAt: z.string(),
   /** Whether its end was observed in the run. */
   ended: z.boolean(),

@@ -23,7 +23,8 @@ use serde_json::Value;
 /// The arguments of `waitTask`: a UPID, or a filter of a node's task list (PVE applies it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WaitTaskArgs {
-    pub upid: Option<Upid>,
+    /// A UPID as `upid_arg` accepts it (kept as text: the run parses it again).
+    pub upid: Option<String>,
     /// The node whose task list the filter reads (default: the transport's node).
     pub on: NodeArgs,
     pub task_type: Option<String>,
@@ -36,12 +37,6 @@ impl WaitTaskArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let on = NodeArgs::parse(args)?;
-        let upid = match fields.optional::<String>("upid")? {
-            Some(text) => Some(upid_arg(&text).ok_or_else(|| {
-                ArgError::new("upid", "must be a PVE task id, UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>: (printable ASCII, the node a name of letters, digits, ., _ and -)")
-            })?),
-            None => None,
-        };
         let task_type: Option<String> = fields.optional("type")?;
         if let Some(task_type) = &task_type {
             check_segment("type", task_type)?;
@@ -51,6 +46,10 @@ impl WaitTaskArgs {
             None => None,
         };
         let started_after = fields.optional_count_in("startedAfter", 0, u32::MAX.into())?;
+        let upid: Option<String> = fields.optional("upid")?;
+        if upid.as_deref().is_some_and(|text| upid_arg(text).is_none()) {
+            return Err(ArgError::new("upid", "must be a PVE task id, UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>: (printable ASCII, the node a name of letters, digits, ., _ and -, the start time at most FFFFFFFF)"));
+        }
         let filtered = task_type.is_some() || vmid.is_some() || started_after.is_some();
         // A UPID alone, or a filter (a node alone filters nothing).
         if upid.is_some() == (filtered || on.node.is_some()) || upid.is_none() && !filtered {
@@ -69,27 +68,28 @@ impl WaitTaskArgs {
     }
 }
 
-/// A UPID as an argument: PVE's form, in printable ASCII, on a node whose name fits a path.
+/// A UPID as an argument: PVE's form, in printable ASCII, started by 2106 (`%08X` seconds), on a
+/// node whose name fits a path.
 fn upid_arg(text: &str) -> Option<Upid> {
-    let upid = Upid::parse(text)?;
-    let starttime = text.split(':').nth(4)?;
-    let printable = text.bytes().all(|b| b.is_ascii_graphic());
-    let fits = printable && starttime.len() <= 16 && upid.as_str() == text;
-    (fits && check_segment("upid", &upid.node).is_ok()).then_some(upid)
+    Upid::parse(text).filter(|upid| {
+        upid.as_str() == text
+            && text.bytes().all(|b| b.is_ascii_graphic())
+            && upid.starttime <= u32::MAX.into()
+            && check_segment("upid", &upid.node).is_ok()
+    })
 }
 
-/// The `task-<node>-<pid>-<starttime>` record: the task as its UPID names it, and how it ended.
+/// The `task-<node>-<pid>-<starttime>` record: the task (its UPID names its node and user), and
+/// how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskRecord {
     pub upid: String,
-    pub node: String,
     #[serde(rename = "type")]
     pub task_type: String,
     /// The task's subject: a VMID, a storage, … (empty for some tasks).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub id: String,
-    pub user: String,
     pub started_at: String,
     /// Whether its end was observed in this run.
     pub ended: bool,
@@ -113,7 +113,8 @@ pub async fn wait_task<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(e) => return Failure::from(e).into(),
     };
     let pve = run.pve();
-    let upid = match args.upid {
+    // A `upid` argument parses (WaitTaskArgs::parse checked it with the same Upid::parse).
+    let upid = match args.upid.as_deref().and_then(Upid::parse) {
         Some(upid) => upid,
         None => {
             let node = args.on.node(run);
@@ -134,30 +135,36 @@ pub async fn wait_task<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
     };
     let ended = follow_task(&pve, &upid).await;
-    verdict(run, &upid, ended)
+    verdict(run, upid, ended)
 }
 
-/// The one task the list shows; none or several is a failure naming them.
+/// The one task the list shows; none or several is a failure naming what was listed.
 fn the_one(node: &str, rows: &[ListedTask]) -> Result<Upid, String> {
-    let found: Vec<Upid> = rows.iter().filter_map(ListedTask::upid).collect();
-    match found.as_slice() {
-        [one] => Ok(one.clone()),
-        found => Err(format!(
-            "{} tasks on node {node} match the filter ({}), and waitTask waits for exactly one — give its upid, or narrow the filter (type, vmid, startedAfter)",
-            found.len(),
-            found.iter().take(5).map(Upid::as_str).collect::<Vec<_>>().join(", ")
-        )),
-    }
+    let mut found = rows.iter().filter_map(ListedTask::upid);
+    let (first, second) = (found.next(), found.next());
+    let listed = match (&first, &second) {
+        (Some(one), None) => return Ok(one.clone()),
+        (None, _) => "none".to_string(),
+        (Some(one), Some(two)) => format!("{one}, {two}, …"),
+    };
+    Err(format!(
+        "waitTask waits for exactly one task, and the tasks of node {node} that match the filter are: {listed} — give the upid, or narrow the filter (type, vmid, startedAfter)"
+    ))
 }
 
 /// The record of how the task ended, written before the verdict.
-fn verdict<H: Host>(run: &Run<'_, H>, upid: &Upid, ended: Result<TaskEnd, TaskTrouble>) -> Outcome {
+fn verdict<H: Host>(run: &Run<'_, H>, upid: Upid, ended: Result<TaskEnd, TaskTrouble>) -> Outcome {
+    let mut parts = upid.as_str().split(':');
+    let instance = format!(
+        "task-{}-{}-{}",
+        upid.node,
+        parts.nth(2).unwrap_or_default(),
+        parts.nth(1).unwrap_or_default()
+    );
     let mut record = TaskRecord {
-        upid: upid.to_string(),
-        node: upid.node.clone(),
-        task_type: upid.task_type.clone(),
-        id: upid.id.clone(),
-        user: upid.user.clone(),
+        upid: upid.as_str().to_owned(),
+        task_type: upid.task_type,
+        id: upid.id,
         started_at: iso_time(upid.starttime as f64 * 1000.0),
         ended: true,
         exit_status: None,
@@ -167,37 +174,31 @@ fn verdict<H: Host>(run: &Run<'_, H>, upid: &Upid, ended: Result<TaskEnd, TaskTr
         last_operation: run.method.to_string(),
         recorded_at: run.now_iso(),
     };
-    let verdict = match ended {
+    match ended {
         Ok(end) => {
             record.warnings = end.warnings;
-            Ok(end.exit_status)
+            record.exit_status = Some(end.exit_status);
         }
         Err(TaskTrouble::Failed(failed)) => {
             record.exit_status = Some(failed.exit_status);
             record.log_tail = failed.tail;
-            Err(failed.failure.0)
+            record.error = Some(failed.failure.0);
         }
         Err(TaskTrouble::Unknown(why)) => {
             record.ended = false;
-            Err(why.0)
+            record.error = Some(why.0);
         }
-    };
-    let mut parts = upid.as_str().split(':');
-    let instance = format!(
-        "task-{}-{}-{}",
-        upid.node,
-        parts.nth(2).unwrap_or_default(),
-        parts.nth(1).unwrap_or_default()
-    );
-    match verdict {
-        Ok(exit_status) => {
-            let summary = format!("task {} {upid} ended {exit_status}", upid.task_type);
-            record.exit_status = Some(exit_status);
-            Outcome::succeeded(vec![write("task", instance, &record)], summary)
-        }
-        Err(message) => {
-            record.error = Some(message.clone());
-            Outcome::failed(vec![write("task", instance, &record)], message)
+    }
+    let writes = vec![write("task", instance, &record)];
+    match record.error {
+        Some(message) => Outcome::failed(writes, message),
+        None => {
+            let exit_status = record.exit_status.unwrap_or_default();
+            let summary = format!(
+                "task {} {} ended {exit_status}",
+                record.task_type, record.upid
+            );
+            Outcome::succeeded(writes, summary)
         }
     }
 }
@@ -243,7 +244,6 @@ mod tests {
         assert_eq!(record["exitStatus"], "OK");
         assert_eq!(record["type"], "vzdump");
         assert_eq!(record["id"], "100");
-        assert_eq!(record["user"], "backup@pam");
         assert_eq!(record["startedAt"], "2023-12-07T15:24:17.000Z");
         assert!(record.get("logTail").is_none());
     }
@@ -337,7 +337,9 @@ mod tests {
         let host = ScriptedHost::new();
         listing(&host, json!([]));
         let outcome = wait(&host, json!({"node": "pve2", "type": "vzdump"}));
-        assert!(failure_of(&outcome).starts_with("0 tasks on node pve2 match"));
+        assert!(
+            failure_of(&outcome).contains("the tasks of node pve2 that match the filter are: none")
+        );
         assert!(outcome.writes.is_empty());
 
         let host = ScriptedHost::new();
@@ -346,10 +348,10 @@ mod tests {
         let outcome = wait(&host, json!({"node": "pve2", "vmid": 100}));
         let message = failure_of(&outcome);
         assert!(
-            message.starts_with("2 tasks on node pve2 match"),
+            message.contains(&format!("are: {UPID}, {second}, …")),
             "{message}"
         );
-        assert!(message.contains(second) && message.contains("give its upid"));
+        assert!(message.contains("give the upid"), "{message}");
         assert!(outcome.writes.is_empty());
     }
 
@@ -385,7 +387,7 @@ mod tests {
             " UPID:pve2:1:2:3:vzdump:100:root@pam:",
             "UPID:../x:1:2:3:vzdump:100:root@pam:",
             "UPID:pve2:1:2:3:vz dump:100:root@pam:",
-            "UPID:pve2:1:2:00000000000000003:vzdump:100:root@pam:",
+            "UPID:pve2:1:2:100000000:vzdump:100:root@pam:",
         ] {
             assert!(
                 rule(json!({"upid": bad})).contains("`upid`: must be a PVE task id"),

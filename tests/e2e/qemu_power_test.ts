@@ -123,14 +123,14 @@ Deno.test("start: task warnings are kept in the record and logged", async () => 
   });
 });
 
-Deno.test("start: a paused VM fails saying start does not resume it", async () => {
+Deno.test("start: a paused VM fails saying start resumes it only with resume: true", async () => {
   await withEnv(
     { guests: withGuest({ status: "running", qmpstatus: "paused" }) },
     async (env) => {
       const r = await env.run("start", { vmid: 120 });
       assert.equal(r.status, "failed");
       assert.match(r.error ?? "", /qmpstatus paused/);
-      assert.match(r.error ?? "", /does not resume/);
+      assert.match(r.error ?? "", /only with resume: true/);
       assert.equal(written(r, "vm-120").qmpStatus, "paused");
       assert.equal(posted(env, "/status/start").length, 0);
     },

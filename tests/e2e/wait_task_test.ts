@@ -76,7 +76,7 @@ Deno.test("waitTask: a filter that matches nothing fails saying so, writing noth
   await withEnv(cluster, async (env) => {
     const r = await env.run("waitTask", { type: "vzdump", vmid: 120 });
     assert.equal(r.status, "failed");
-    assert.match(r.error ?? "", /^0 tasks on node pve1 match the filter/);
+    assert.match(r.error ?? "", /the tasks of node pve1 that match the filter are: none/);
     assert.equal(r.written.length, 0);
   });
 });
