@@ -404,6 +404,44 @@ const SCENARIOS: Scenario[] = [
     }],
   },
   {
+    name: "suspend to RAM, then resume: paused, then running again",
+    steps: [
+      { method: "suspend", args: { vmid: 100 }, status: "succeeded" },
+      { method: "resume", args: { vmid: 100 }, status: "succeeded" },
+    ],
+  },
+  {
+    name:
+      "suspend to disk on another node; start refuses it without resume, resumes it with",
+    steps: [
+      {
+        method: "suspend",
+        args: { vmid: 101, toDisk: true },
+        status: "succeeded",
+      },
+      {
+        method: "start",
+        args: { vmid: 101 },
+        status: "failed",
+        error: /only with resume: true/,
+      },
+      {
+        method: "start",
+        args: { vmid: 101, resume: true },
+        status: "succeeded",
+      },
+    ],
+  },
+  {
+    name: "suspend: a stopped VM is refused with PVE's reason",
+    steps: [{
+      method: "suspend",
+      args: { vmid: 102, force: true },
+      status: "failed",
+      error: /VM 102 not running/,
+    }],
+  },
+  {
     name: "nodeStatus and nodeConfig",
     steps: [
       { method: "nodeStatus", args: {}, status: "succeeded" },

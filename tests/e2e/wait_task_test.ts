@@ -76,7 +76,10 @@ Deno.test("waitTask: a filter that matches nothing fails saying so, writing noth
   await withEnv(cluster, async (env) => {
     const r = await env.run("waitTask", { type: "vzdump", vmid: 120 });
     assert.equal(r.status, "failed");
-    assert.match(r.error ?? "", /the tasks of node pve1 that match the filter are: none/);
+    assert.match(
+      r.error ?? "",
+      /the tasks of node pve1 that match the filter are: none/,
+    );
     assert.equal(r.written.length, 0);
   });
 });
@@ -130,6 +133,16 @@ Deno.test("waitTask: the container model waits on a task the same way", async ()
   await withEnv({ ...cluster, model: lxcModel }, async (env) => {
     const upid = await startedElsewhere(env);
     const r = await env.run("waitTask", { upid });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.equal(written(r, instanceOf(upid)).exitStatus, "OK");
+  });
+});
+
+Deno.test("waitTask: over the ssh transport a filter finds the task and it is followed the same way", async () => {
+  await withEnv({ ...cluster, via: "ssh" }, async (env) => {
+    env.sim.nextTask({ durationMs: 400 });
+    const upid = await startedElsewhere(env);
+    const r = await env.run("waitTask", { type: "qmstart", vmid: 120 });
     assert.equal(r.status, "succeeded", r.error);
     assert.equal(written(r, instanceOf(upid)).exitStatus, "OK");
   });
