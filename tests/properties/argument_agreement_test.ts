@@ -460,7 +460,9 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   waitTask: object({
     upid: rarely(upids),
     node: rarely(node),
-    type: rarely(fc.constantFrom("vzdump", "qmstart", "move_volume", "vz dump", "")),
+    type: rarely(
+      fc.constantFrom("vzdump", "qmstart", "move_volume", "vz dump", ""),
+    ),
     vmid: rarely(vmid),
     startedAfter: rarely(bounded(0, 4294967295)),
   }),
