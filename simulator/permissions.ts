@@ -16,7 +16,8 @@ import type { SimToken } from "./types.ts";
 
 /**
  * Every privilege of PVE 9 (pve-access-control `PVE/AccessControl.pm`
- * `$privgroups`): the `Administrator` role holds them all.
+ * `$privgroups`, and `Permissions.Modify`, which `$valid_privs` holds outside
+ * any group): the `Administrator` role holds them all.
  */
 export const ALL_PRIVILEGES: readonly string[] = [
   "VM.Config.Disk",
@@ -65,6 +66,7 @@ export const ALL_PRIVILEGES: readonly string[] = [
   "Mapping.Modify",
   "Mapping.Use",
   "Mapping.Audit",
+  "Permissions.Modify",
 ];
 
 /** ACLs: path → the privileges granted there (`*`: all of them). */

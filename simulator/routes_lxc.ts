@@ -669,7 +669,14 @@ export const lxcRoutes: Route[] = [
     method: "GET",
     path: "/nodes/{node}/lxc/{vmid}/pending",
     privilege: "VM.Audit",
-    handler: (ctx) => pvePendingRows("lxc", ctPendingRows(ctGuest(ctx))),
+    // With the config's digest as a row (pve-guest-common config_with_pending_array).
+    handler: async (ctx) => {
+      const g = ctGuest(ctx);
+      return [...pvePendingRows("lxc", ctPendingRows(g)), {
+        key: "digest",
+        value: await ctDigest(g),
+      }];
+    },
   },
   {
     method: "PUT",
