@@ -65,9 +65,8 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::ListBackups => list_backups::ListBackupsArgs::parse(args).map(drop),
         Method::DeleteBackup => delete_backup::DeleteBackupArgs::parse(args).map(drop),
         Method::Restore => restore::RestoreArgs::parse(args).map(drop),
-        Method::Preflight | Method::CheckPermissions => {
-            preflight::PreflightArgs::parse(kind, args).map(drop)
-        }
+        Method::Preflight => preflight::PreflightArgs::parse(kind, args).map(drop),
+        Method::CheckPermissions => preflight::CheckArgs::parse(kind, args).map(drop),
         Method::CheckReachable => return Err(no_rules()),
     };
     checked.map_err(|e| e.to_string())
