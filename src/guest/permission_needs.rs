@@ -2,6 +2,7 @@
 //! (`guest::permissions` judges them): the guests, storages, archive, bridges and config options,
 //! and the request parameters the checks' conditions ask about.
 
+use crate::args::Fields;
 use crate::guest::backups::BackupVolid;
 use crate::guest::permissions::{Guest, Role, Subjects};
 use crate::guest::placement::{allocation_of, numbered};
@@ -264,6 +265,28 @@ fn guests(method: &str, vmid: Option<u32>, template: Option<u32>) -> (Option<u32
     }
 }
 
+/// What every run of `method` has: its guests, the conditions it always meets, the options a
+/// create always sends.
+fn base(
+    kind: GuestKind,
+    method: &str,
+    ids: (Option<u32>, Option<u32>),
+    node: &str,
+    major: u64,
+) -> Subjects {
+    let (vmid, newid) = guests(method, ids.0, ids.1);
+    let strings = |list: &[&str]| list.iter().map(|p| p.to_string()).collect();
+    Subjects {
+        node: node.to_string(),
+        vmid,
+        newid,
+        given: strings(condition_params(kind, method).0),
+        options: strings(fixed_options(kind, method)),
+        major,
+        ..Subjects::default()
+    }
+}
+
 /// What `preflight` knows of a run of `method`: its `vmid`, `templateId` and `storage` arguments;
 /// an id not given is read on what every guest or storage inherits, and what only the method's
 /// other arguments would name (bridges, sources, conditions) may be needed.
@@ -275,24 +298,11 @@ pub fn preflight_subjects(
     node: &str,
     major: u64,
 ) -> Subjects {
-    let (vmid, newid) = guests(method, ids.0, ids.1);
-    let (always, optional) = condition_params(kind, method);
-    let mut given: Vec<String> = always.iter().map(|p| p.to_string()).collect();
-    given.extend(storage.map(|_| "storage".to_string()));
-    Subjects {
-        node: node.to_string(),
-        vmid,
-        newid,
-        storages: storage.into_iter().map(str::to_string).collect(),
-        options: fixed_options(kind, method)
-            .iter()
-            .map(|o| o.to_string())
-            .collect(),
-        given,
-        unknown: optional.to_vec(),
-        major,
-        ..Subjects::default()
-    }
+    let mut s = base(kind, method, ids, node, major);
+    s.storages.extend(storage.map(str::to_string));
+    s.given.extend(storage.map(|_| "storage".to_string()));
+    s.unknown = condition_params(kind, method).1.to_vec();
+    s
 }
 
 /// What the check before one run of `method` knows from its arguments (`args`, their plain
@@ -306,101 +316,54 @@ pub fn run_subjects(
 ) -> Subjects {
     let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
     let id = |k: &str| {
-        let n = args.get(k).and_then(Value::as_u64);
-        n.and_then(|n| u32::try_from(n).ok())
+        args.get(k)
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
     };
-    let flag = |k: &str| args.get(k).and_then(Value::as_bool);
-    let config = config_of(args);
-    let (vmid, newid) = guests(method, id("vmid"), id("templateId"));
-    let mut s = Subjects {
-        node: text("node")
-            .filter(|_| method == "downloadUrl")
-            .unwrap_or_else(|| node.into()),
-        vmid,
-        newid,
-        given: condition_params(kind, method)
-            .0
-            .iter()
-            .map(|p| p.to_string())
-            .collect(),
-        options: fixed_options(kind, method)
-            .iter()
-            .map(|o| o.to_string())
-            .collect(),
+    let on = text("node").filter(|_| method == "downloadUrl");
+    let mut s = base(
+        kind,
+        method,
+        (id("vmid"), id("templateId")),
+        on.as_deref().unwrap_or(node),
         major,
-        skip_unknown: true,
-        ..Subjects::default()
-    };
+    );
+    s.skip_unknown = true;
+    // The conditions the arguments decide: a flag given true (`unprivileged` false), a storage.
+    for param in condition_params(kind, method).1 {
+        let arg = if param.starts_with("target") {
+            "targetStorage"
+        } else {
+            param
+        };
+        match args.get(arg) {
+            Some(Value::Bool(true) | Value::String(_)) => s.given.push(param.to_string()),
+            Some(Value::Bool(false)) if *param == "unprivileged" => {
+                s.given.push("unprivileged=0".into())
+            }
+            _ => {}
+        }
+    }
+    s.given
+        .extend(text("storage").map(|_| "storage".to_string()));
     let backup = |field: &str| text(field).and_then(|v| BackupVolid::parse(field, &v).ok());
     match method {
-        "create" => {
-            s.storages
-                .extend(text("storage").filter(|_| kind == GuestKind::Lxc));
-            s.sources
-                .extend(text("ostemplate").and_then(|t| storage_of(&t)));
-            let keys: &[&str] = match kind {
-                GuestKind::Qemu => &["cores", "memory", "agent"],
-                GuestKind::Lxc => &["cores", "memory", "swap", "features"],
-            };
-            let given = keys.iter().filter(|k| args.get(**k).is_some());
-            s.options.extend(given.map(|k| k.to_string()));
-            if flag("unprivileged") == Some(false) {
-                s.given.push("unprivileged=0".into());
+        "create" => create_subjects(kind, args, &mut s),
+        "restore" | "deleteBackup" => {
+            let volume = backup("archive").or_else(|| backup("volid"));
+            s.owner = volume.as_ref().and_then(|v| v.vmid);
+            match method {
+                "restore" => s.archive = volume.map(|v| v.storage),
+                _ => s.storages.extend(volume.map(|v| v.storage)),
             }
-            create_subjects(kind, &config, &mut s);
-        }
-        "restore" => {
-            let archive = backup("archive");
-            s.archive = archive.as_ref().map(|a| a.storage.clone());
-            s.owner = archive.and_then(|a| a.vmid);
-            s.storages.extend(text("storage"));
-        }
-        "deleteBackup" => {
-            let volid = backup("volid");
-            s.storages.extend(volid.as_ref().map(|v| v.storage.clone()));
-            s.owner = volid.and_then(|v| v.vmid);
         }
         "migrate" => s.storages.extend(text("targetStorage")),
-        _ => s.storages.extend(text("storage")),
+        _ => {}
     }
-    let conditions = [
-        ("force", flag("force") == Some(true)),
-        ("storage", text("storage").is_some()),
-        ("start", flag("start") == Some(true) && method == "rollback"),
-        (
-            "targetstorage",
-            text("targetStorage").is_some() && kind == GuestKind::Qemu,
-        ),
-        (
-            "target-storage",
-            text("targetStorage").is_some() && kind == GuestKind::Lxc,
-        ),
-    ];
-    s.given.extend(
-        conditions
-            .iter()
-            .filter(|(_, on)| *on)
-            .map(|(p, _)| p.to_string()),
-    );
+    if !matches!(method, "create" | "migrate" | "deleteBackup") {
+        s.storages.extend(text("storage"));
+    }
     s
-}
-
-/// The `config` bag of create's arguments, its plain values as text.
-fn config_of(args: &Value) -> Vec<(String, String)> {
-    let Some(bag) = args.get("config").and_then(Value::as_object) else {
-        return Vec::new();
-    };
-    bag.iter()
-        .filter_map(|(key, value)| {
-            let text = match value {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                Value::Bool(b) => if *b { "1" } else { "0" }.to_string(),
-                _ => return None,
-            };
-            Some((key.clone(), text))
-        })
-        .collect()
 }
 
 /// The storage of a volume id (`local:iso/x.iso` → `local`).
@@ -409,27 +372,40 @@ fn storage_of(volid: &str) -> Option<String> {
     Some(storage.to_string())
 }
 
-/// A create's config bag: each option it sets, the storages its new disks take (a cloud-init drive
-/// is not checked: qemu-server `$check_storage_access`), the images and ISOs it reads, the bridges
-/// (with a VLAN tag, `vmbr0/20`: pve-guest-common `check_vnet_access`).
-fn create_subjects(kind: GuestKind, config: &[(String, String)], s: &mut Subjects) {
-    for (key, value) in config {
-        s.options.push(key.clone());
-        if kind.is_disk(key) {
+/// A create's arguments: each option it sets, the storages its new disks take (a cloud-init drive
+/// is not checked: qemu-server `$check_storage_access`), the images, ISOs and template it reads,
+/// the bridges (with a VLAN tag, `vmbr0/20`: pve-guest-common `check_vnet_access`).
+fn create_subjects(kind: GuestKind, args: &Value, s: &mut Subjects) {
+    let lxc = kind == GuestKind::Lxc;
+    let text = |k: &str| args.get(k).and_then(Value::as_str);
+    s.storages
+        .extend(text("storage").filter(|_| lxc).map(str::to_string));
+    s.sources.extend(text("ostemplate").and_then(storage_of));
+    let keys: &[&str] = match lxc {
+        false => &["cores", "memory", "agent"],
+        true => &["cores", "memory", "swap", "features"],
+    };
+    let given = keys.iter().filter(|k| args.get(**k).is_some());
+    s.options.extend(given.map(|k| k.to_string()));
+    let fields = Fields::of(args, "").ok();
+    let config = fields.and_then(|f| f.options("config", &[]).ok().flatten());
+    for (key, value) in config.unwrap_or_default() {
+        if kind.is_disk(&key) {
             s.storages
-                .extend(allocation_of(key, value).map(|a| a.storage));
+                .extend(allocation_of(&key, &value).map(|a| a.storage));
             let volume = value.split(',').next().unwrap_or_default();
             let read =
-                property(value, "import-from").or(Some(volume).filter(|v| v.contains(":iso/")));
+                property(&value, "import-from").or(Some(volume).filter(|v| v.contains(":iso/")));
             s.sources.extend(read.and_then(storage_of));
         }
-        if numbered(key, "net") {
-            if let Some(bridge) = property(value, "bridge") {
-                let tag = property(value, "tag").map(|t| format!("/{t}"));
+        if numbered(&key, "net") {
+            if let Some(bridge) = property(&value, "bridge") {
+                let tag = property(&value, "tag").map(|t| format!("/{t}"));
                 s.bridges
                     .push(format!("{bridge}{}", tag.unwrap_or_default()));
             }
         }
+        s.options.push(key);
     }
     s.storages.dedup();
 }

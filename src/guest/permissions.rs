@@ -140,38 +140,32 @@ enum Paths {
 
 impl Subjects {
     fn paths(&self, template: &str, guest: Guest, archive_storage: bool) -> Paths {
-        let one = |v: Option<u32>| v.map(|v| vec![v.to_string()]).unwrap_or_default();
-        let vmid = match guest {
-            Guest::Acted => self.vmid,
-            Guest::Made => self.newid,
-        };
-        let archive: Vec<String> = self.archive.iter().cloned().collect();
-        let storages = match archive_storage {
-            true => archive.clone(),
-            false => self.storages.clone(),
-        };
-        let slots = [
-            ("{vmid}", one(vmid), true),
-            ("{newid}", one(self.newid), true),
-            ("{owner}", one(self.owner), true),
-            ("{storage}", storages, true),
-            ("{archive}", archive, true),
-            ("{source}", self.sources.clone(), false),
-            ("{bridge}", self.bridges.clone(), false),
-        ];
         let base = template.replace("{node}", &self.node);
-        for (key, values, inherit) in slots {
-            if !base.contains(key) {
-                continue;
-            }
-            return match (values.is_empty(), self.skip_unknown, inherit) {
-                (false, _, _) => Paths::Each(values.iter().map(|v| base.replace(key, v)).collect()),
-                (true, true, _) => Paths::Each(Vec::new()),
-                (true, false, true) => Paths::Each(vec![base.replace(&format!("/{key}"), "")]),
-                (true, false, false) => Paths::Unknown(base),
-            };
+        let Some(start) = base.find('{') else {
+            return Paths::Each(vec![base]);
+        };
+        let key = base.get(start..).unwrap_or_default();
+        let id = |v: Option<u32>| v.map(|v| v.to_string()).into_iter().collect();
+        let archive = || self.archive.iter().cloned().collect();
+        let (values, inherit): (Vec<String>, bool) = match key {
+            "{vmid}" if guest == Guest::Made => (id(self.newid), true),
+            "{vmid}" => (id(self.vmid), true),
+            "{newid}" => (id(self.newid), true),
+            "{owner}" => (id(self.owner), true),
+            "{storage}" if archive_storage => (archive(), true),
+            "{storage}" => (self.storages.clone(), true),
+            "{archive}" => (archive(), true),
+            "{source}" => (self.sources.clone(), false),
+            "{bridge}" => (self.bridges.clone(), false),
+            _ => (Vec::new(), false),
+        };
+        let parent = base.get(..start.saturating_sub(1)).unwrap_or_default();
+        match (values.is_empty(), self.skip_unknown, inherit) {
+            (false, _, _) => Paths::Each(values.iter().map(|v| base.replace(key, v)).collect()),
+            (true, true, _) => Paths::Each(Vec::new()),
+            (true, false, true) => Paths::Each(vec![parent.to_string()]),
+            (true, false, false) => Paths::Unknown(base),
         }
-        Paths::Each(vec![base])
     }
 
     /// Whether the request has condition `cond`; `None` when that is not known.

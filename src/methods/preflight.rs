@@ -34,9 +34,9 @@ use crate::guest::permissions::{
 use crate::guest::reference::{VMID_MAX, VMID_MIN};
 use crate::guest::root_only::{root_only_note, Caller};
 use crate::host::Host;
+use crate::methods::check::pve_version;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::flex::string_of;
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::Value;
@@ -62,22 +62,6 @@ fn askable(kind: GuestKind) -> Vec<&'static str> {
         .collect()
 }
 
-/// `methods`' rule: each a method of the model.
-fn known_methods(kind: GuestKind, list: Vec<String>) -> Result<Vec<String>, ArgError> {
-    let own = askable(kind);
-    if let Some(other) = list.iter().find(|m| !own.contains(&m.as_str())) {
-        return Err(ArgError::new(
-            "methods",
-            format!(
-                "{other:?} is not a method of the {} model (its methods: {})",
-                kind.segment(),
-                own.join(", ")
-            ),
-        ));
-    }
-    Ok(dedup(list))
-}
-
 impl PreflightArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
@@ -86,7 +70,20 @@ impl PreflightArgs {
             Some(list) if list.is_empty() => {
                 return Err(ArgError::new("methods", "must name at least one method"))
             }
-            Some(list) => known_methods(kind, list)?,
+            Some(list) => {
+                let own = askable(kind);
+                if let Some(other) = list.iter().find(|m| !own.contains(&m.as_str())) {
+                    return Err(ArgError::new(
+                        "methods",
+                        format!(
+                            "{other:?} is not a method of the {} model (its methods: {})",
+                            kind.segment(),
+                            own.join(", ")
+                        ),
+                    ));
+                }
+                dedup(list)
+            }
         };
         let vmid = |key: &str| -> Result<Option<u32>, ArgError> {
             match fields.optional::<i64>(key)? {
@@ -121,16 +118,21 @@ pub struct CheckArgs {
 
 impl CheckArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
-        let fields = Fields::of(args, "")?;
-        let list: Vec<String> = fields.required("methods")?;
-        let [method] = known_methods(kind, list)?
-            .try_into()
-            .map_err(|_| ArgError::new("methods", "must name the one method about to run"))?;
-        let args = fields.optional::<Value>("methodArgs")?.unwrap_or_default();
+        let one = PreflightArgs::parse(kind, args)?;
+        let (Some(_), [method]) = (args.get("methods"), &one.methods[..]) else {
+            return Err(ArgError::new(
+                "methods",
+                "must name the one method about to run",
+            ));
+        };
+        let args = args.get("methodArgs").cloned().unwrap_or_default();
         if !(args.is_object() || args.is_null()) {
             return Err(ArgError::new("methodArgs", "must be an object"));
         }
-        Ok(CheckArgs { method, args })
+        Ok(CheckArgs {
+            method: method.clone(),
+            args,
+        })
     }
 }
 
@@ -308,20 +310,6 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &BTreeSet<String>) -> Resul
     Ok(held)
 }
 
-/// PVE's version string (`GET /version`), one read shared with the runs that ask it at once.
-async fn read_version<H: Host>(run: &Run<'_, H>) -> Result<String, String> {
-    let node = run.global.transport.node();
-    match run.pve().call_coalesced(&endpoints::version()).await {
-        Ok(data) => data.get("version").and_then(string_of).ok_or_else(|| {
-            format!(
-                "GET /version on node {node} answered {}, without a version: check that apiUrl (or the ssh host) is a PVE node",
-                crate::quote::value(&data)
-            )
-        }),
-        Err(e) => Err(could_not(&format!("reach PVE on node {node} (GET /version)"), &e).0),
-    }
-}
-
 /// "clone needs VM.Clone on /vms/9000 and …: missing" for each method that cannot work.
 fn shortfalls(fitness: &[MethodFitness]) -> Vec<String> {
     fitness
@@ -369,7 +357,7 @@ async fn examine<H: Host>(
     record: &mut PreflightRecord,
 ) -> Result<String, String> {
     let node = record.node.clone();
-    let version = read_version(run).await?;
+    let version = pve_version(run).await?;
     record.reachable = true;
     record.pve_version = Some(version.clone());
     let major = major_of(&version);
@@ -436,7 +424,7 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         .iter()
         .any(|c| version_matters(&c.check, s, c.need.role))
     {
-        match read_version(run).await {
+        match pve_version(run).await {
             Ok(version) => plan.subjects.major = major_of(&version),
             Err(why) => return could_not_run(run, method, &why),
         }

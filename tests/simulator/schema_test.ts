@@ -447,3 +447,27 @@ Deno.test("each version's checks name only privileges that version has (VM.Monit
     !privilegesIn(requirementOf(agent, 9).check).includes("VM.Monitor"),
   );
 });
+
+/** The ACL paths a check expression names. */
+function pathsIn(check: unknown): string[] {
+  if (!Array.isArray(check)) return [];
+  if (check[0] === "perm" || check[0] === "options") {
+    return [check[1] as string];
+  }
+  return check.slice(1).flatMap(pathsIn);
+}
+
+Deno.test("every ACL path of the table ends in at most one placeholder, the core's one rule for filling it", () => {
+  for (const endpoint of sortedEndpoints()) {
+    for (const major of [8, 9] as Major[]) {
+      for (const path of pathsIn(requirementOf(endpoint, major).check)) {
+        const filled = path.replace("{node}", "pve1");
+        assert.match(
+          filled,
+          /^\/[a-z0-9/]*(\/\{[a-z]+\})?$/,
+          `${endpoint}: ${path}`,
+        );
+      }
+    }
+  }
+});
