@@ -419,11 +419,7 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         Err(message) => return Outcome::failed(Vec::new(), message),
     };
     let s = &plan.subjects;
-    if plan
-        .checks
-        .iter()
-        .any(|c| version_matters(&c.check, s, c.need.role))
-    {
+    if plan.checks.iter().any(|c| version_matters(&c.check, s)) {
         match pve_version(run).await {
             Ok(version) => plan.subjects.major = major_of(&version),
             Err(why) => return could_not_run(run, method, &why),
