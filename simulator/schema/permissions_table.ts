@@ -290,6 +290,15 @@ export function privilegesRust(): string {
     ...rows,
     "];",
     "",
+    "/// The privileges only one PVE major version has (pve-access-control `$privgroups`): one the",
+    "/// token holds tells the node's version without asking it.",
+    "#[rustfmt::skip]",
+    `pub const ONLY_IN: &[(u64, &str)] = &[${
+      ([8, 9] as Major[]).flatMap((major) =>
+        FACTS.privileges[major].map((p) => `(${major}, ${JSON.stringify(p)})`)
+      ).join(", ")
+    }];`,
+    "",
     "/// The config option classes of PVE's per-option checks: (table, privileges, keys). Privileges",
     "/// `A|B` any, `A&B` all, `/:A` on `/` instead of the guest, empty: none; keys space-separated,",
     "/// `#` for an index, `*` every key no other class names.",

@@ -11,7 +11,7 @@
 //! arguments name, is `guest::permission_needs`.
 
 use crate::guest::placement::numbered;
-use crate::pve::privileges::{Requirement, ENDPOINTS, OPTIONS};
+use crate::pve::privileges::{Requirement, ENDPOINTS, ONLY_IN, OPTIONS};
 use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -387,6 +387,16 @@ pub fn major_of(version: &str) -> u64 {
     major.unwrap_or(9).clamp(8, 9)
 }
 
+/// PVE's major version as the token's privileges tell it: one only that version has (PVE 9 no
+/// longer knows `VM.Monitor`, PVE 8 not yet `VM.GuestAgent.*`, so neither reports it).
+pub fn major_held(held: &Held) -> Option<u64> {
+    let privileges = held.values().flatten();
+    privileges
+        .filter_map(|p| ONLY_IN.iter().find(|(_, only)| only == p))
+        .map(|(major, _)| *major)
+        .next()
+}
+
 /// What PVE requires to call `endpoint`: its check, `None` when any token may call it, `Err` for an
 /// endpoint the table does not have.
 pub fn requirement(endpoint: &str) -> Result<Option<Check>, String> {
@@ -638,6 +648,17 @@ mod tests {
         };
         assert!(one(&before_one_method, "/vms/{vmid}").is_empty());
         assert_eq!(one(&before_one_method, "/"), ["/"]);
+    }
+
+    #[test]
+    fn a_privilege_only_one_version_has_tells_the_version() {
+        assert_eq!(
+            major_held(&held(&[("/vms/1", &["VM.Audit", "VM.Monitor"])])),
+            Some(8)
+        );
+        let nine = held(&[("/", &["Sys.Audit"]), ("/vms/1", &["VM.GuestAgent.Audit"])]);
+        assert_eq!(major_held(&nine), Some(9));
+        assert_eq!(major_held(&held(&[("/vms/1", &["VM.Audit"])])), None);
     }
 
     #[test]

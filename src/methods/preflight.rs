@@ -18,9 +18,10 @@
 //! work, or when the privileges cannot be read.
 //!
 //! The `permissions` check runs the same for the one method swamp is about to run, with that
-//! method's own arguments (their plain values); it writes nothing. It reads the version only when
-//! the method's checks differ between PVE 8 and 9, as one read shared with the runs that ask it at
-//! once (the `transport-reachable` check). When the privileges cannot be read (a proxy that refuses
+//! method's own arguments (their plain values); it writes nothing. It asks PVE's version only when
+//! its verdict differs between PVE 8 and 9 and the token's privileges do not tell the version (one
+//! only that version has, `VM.Monitor` or `VM.GuestAgent.*`), as one read shared with the runs
+//! that ask it at once (the `transport-reachable` check). When the privileges cannot be read (a proxy that refuses
 //! `GET /access/permissions`, a node that does not answer), the check passes with one warning: the
 //! pre-check is a courtesy, PVE checks every request itself.
 
@@ -29,7 +30,8 @@ use crate::catalog::method_names;
 use crate::explain::could_not;
 use crate::guest::permission_needs::{needs, preflight_subjects, run_subjects, Need};
 use crate::guest::permissions::{
-    holds, judge, major_of, paths_of, requirement, version_matters, Check, Held, Subjects,
+    holds, judge, major_held, major_of, paths_of, requirement, version_matters, Check, Held,
+    Subjects,
 };
 use crate::guest::reference::{VMID_MAX, VMID_MIN};
 use crate::guest::root_only::{root_only_note, Caller};
@@ -419,24 +421,32 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         Err(message) => return Outcome::failed(Vec::new(), message),
     };
     let s = &plan.subjects;
-    if plan.checks.iter().any(|c| version_matters(&c.check, s)) {
-        match pve_version(run).await {
-            Ok(version) => plan.subjects.major = major_of(&version),
-            Err(why) => return could_not_run(run, method, &why),
-        }
-    }
+    let versioned = plan.checks.iter().any(|c| version_matters(&c.check, s));
     let mut paths = BTreeSet::new();
-    plan.paths(&mut paths);
+    for major in [8, 9] {
+        plan.subjects.major = major;
+        plan.paths(&mut paths);
+    }
     let held = match read_held(run, &paths).await {
         Ok(held) => held,
         Err(why) => return could_not_run(run, method, &why),
     };
-    let fit = plan.fitness(
-        run.kind,
-        Caller::of(&run.global.transport),
-        Mode::Check,
-        &held,
-    );
+    let caller = Caller::of(&run.global.transport);
+    let mut on = |major| {
+        plan.subjects.major = major;
+        plan.fitness(run.kind, caller, Mode::Check, &held)
+    };
+    let (eight, nine) = (on(8), on(9));
+    // The version is asked only when the verdict depends on it and the privileges do not tell it.
+    let fit = match (versioned && eight != nine, major_held(&held)) {
+        (false, _) | (true, Some(9)) => nine,
+        (true, Some(_)) => eight,
+        (true, None) => match pve_version(run).await {
+            Ok(version) if major_of(&version) == 8 => eight,
+            Ok(_) => nine,
+            Err(why) => return could_not_run(run, method, &why),
+        },
+    };
     let listed = paths.iter().cloned().collect::<Vec<_>>().join(", ");
     match (fit.ready, listed.is_empty()) {
         (false, _) => Outcome::failed(Vec::new(), shortfalls(&[fit]).join("; ")),
@@ -736,29 +746,42 @@ mod tests {
     }
 
     #[test]
-    fn on_pve_8_the_check_asks_vm_monitor_for_the_agent_and_on_pve_9_never() {
-        for (version, privilege, held_ok) in [
-            ("8.4.1", "VM.Monitor", true),
-            ("9.0.3", "VM.Monitor", false),
+    fn a_privilege_only_pve_8_has_tells_the_check_the_version_without_asking_it() {
+        let host = ScriptedHost::new();
+        let privs = json!({"/vms/100": {"VM.Audit": 1, "VM.Monitor": 1}});
+        host.data("GET /access/permissions", privs);
+        let outcome = check(&host, GuestKind::Qemu, "fileWrite", json!({"vmid": 100}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert!(!host.routes_called().iter().any(|r| r.contains("/version")));
+    }
+
+    #[test]
+    fn when_the_privileges_do_not_tell_the_version_it_is_read_and_names_that_versions_privilege() {
+        for (version, wanted) in [
+            ("8.4.14", "VM.Monitor on /vms/100"),
+            (
+                "9.0.3",
+                "VM.GuestAgent.FileWrite or VM.GuestAgent.Unrestricted on /vms/100",
+            ),
         ] {
             let host = ScriptedHost::new();
             host.data("GET /version", json!({"version": version}));
             host.data(
                 "GET /access/permissions",
-                json!({"/vms/100": {privilege: 1}}),
+                json!({"/vms/100": {"VM.Audit": 1}}),
             );
             let outcome = check(&host, GuestKind::Qemu, "fileWrite", json!({"vmid": 100}));
-            assert_eq!(outcome.is_success(), held_ok, "{version}: {outcome:?}");
-            if !held_ok {
-                let message = failure(&outcome);
-                assert!(
-                    message.contains(
-                        "VM.GuestAgent.FileWrite or VM.GuestAgent.Unrestricted on /vms/100"
-                    ),
-                    "{message}"
-                );
-                assert!(!message.contains("VM.Monitor"), "{message}");
-            }
+            let message = failure(&outcome);
+            assert!(
+                message.starts_with(&format!("fileWrite needs {wanted}")),
+                "{version}: {message}"
+            );
+            let other = if version.starts_with('8') {
+                "GuestAgent"
+            } else {
+                "VM.Monitor"
+            };
+            assert!(!message.contains(other), "{version}: {message}");
         }
     }
 

@@ -85,6 +85,11 @@ pub const ENDPOINTS: &[(&str, Requirement, &str)] = &[
     ("GET /version", Requirement::Anyone, r#""#),
 ];
 
+/// The privileges only one PVE major version has (pve-access-control `$privgroups`): one the
+/// token holds tells the node's version without asking it.
+#[rustfmt::skip]
+pub const ONLY_IN: &[(u64, &str)] = &[(8, "VM.Monitor"), (9, "VM.GuestAgent.Audit"), (9, "VM.GuestAgent.FileRead"), (9, "VM.GuestAgent.FileSystemMgmt"), (9, "VM.GuestAgent.FileWrite"), (9, "VM.GuestAgent.Unrestricted"), (9, "VM.Replicate")];
+
 /// The config option classes of PVE's per-option checks: (table, privileges, keys). Privileges
 /// `A|B` any, `A&B` all, `/:A` on `/` instead of the guest, empty: none; keys space-separated,
 /// `#` for an index, `*` every key no other class names.
