@@ -279,7 +279,8 @@ function checkCreate(ctx: Ctx) {
   if (keys !== undefined) validateSshKeys(keys);
   // vm_start is called from the create worker, so create checks its privilege first.
   if (ctx.params.start === true) checkVmPerm(ctx.user, vmid, "VM.PowerMgmt");
-  if (ctx.user.deny.has(vmid)) {
+  // pve-container PVE/API2/LXC.pm create_vm: VM.Allocate on the VMID, else raise_perm_exc.
+  if (!ctx.user.privilegesOn(`/vms/${vmid}`).has("VM.Allocate")) {
     throw new ApiError(403, "Permission check failed");
   }
   const ostemplate = ctx.params.ostemplate as string;

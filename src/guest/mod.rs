@@ -11,6 +11,7 @@ pub mod gates;
 pub mod identity;
 pub mod locate;
 pub mod observe;
+pub mod permission_needs;
 pub mod permissions;
 pub mod placement;
 pub mod power;
