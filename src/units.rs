@@ -2,15 +2,30 @@
 //! Integer arithmetic only, so the core carries no float formatting (core's `flt2dec`, about
 //! 13 KB of the module, issue 32).
 
-/// `numerator / denominator` with one decimal place, rounded half up ("1.5", "2.0"). A zero
-/// denominator prints "0.0".
-pub fn tenths(numerator: u64, denominator: u64) -> String {
+/// `numerator / denominator` with `places` decimal places (at most 9), rounded half up
+/// (`fixed(3, 2, 1)` = "1.5"). A zero denominator prints zero.
+pub fn fixed(numerator: u64, denominator: u64, places: u32) -> String {
+    let places = places.min(9);
+    let scale = 10u128.pow(places);
     let (n, d) = (u128::from(numerator), u128::from(denominator).max(1));
-    let tenths = match denominator {
+    let scaled = match denominator {
         0 => 0,
-        _ => (n * 20 + d) / (2 * d),
+        _ => (n * scale * 2 + d) / (2 * d),
     };
-    format!("{}.{}", tenths / 10, tenths % 10)
+    match places {
+        0 => scaled.to_string(),
+        _ => format!(
+            "{}.{:0width$}",
+            scaled / scale,
+            scaled % scale,
+            width = places as usize
+        ),
+    }
+}
+
+/// [`fixed`] with one decimal place ("1.5", "2.0").
+pub fn tenths(numerator: u64, denominator: u64) -> String {
+    fixed(numerator, denominator, 1)
 }
 
 /// [`tenths`], but a whole number where the quotient is one ("2", "1.5").
@@ -32,6 +47,13 @@ mod tests {
         assert_eq!(tenths(1050, 1000), "1.1");
         assert_eq!(tenths(2 << 20, 1 << 20), "2.0");
         assert_eq!(tenths(u64::MAX, 3), "6148914691236517205.0");
+    }
+
+    #[test]
+    fn three_places_pad_with_zeros() {
+        assert_eq!(super::fixed(1_048_576, 1_048_576, 3), "1.000");
+        assert_eq!(super::fixed(52_429, 1_048_576, 3), "0.050");
+        assert_eq!(super::fixed(7, 2, 0), "4");
     }
 
     #[test]

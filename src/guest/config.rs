@@ -316,7 +316,9 @@ fn canonical(props: &[Prop], text: &str) -> Vec<(String, Option<String>)> {
         let mbps = format!("m{name}");
         match (prop, value) {
             (Some(_), Some(v)) if BYTE_RATES.contains(&name) && has(&mbps) => {
-                let rate = v.parse::<f64>().map(|b| format!("{:.3}", b / 1_048_576.0));
+                let rate = v
+                    .parse::<u64>()
+                    .map(|b| crate::units::fixed(b, 1_048_576, 3));
                 out.push((mbps, Some(rate.unwrap_or_else(|_| v.to_string()))));
             }
             (Some(p), Some(v)) if p.key_alias.is_some() => {
