@@ -22,6 +22,7 @@ pub mod record;
 pub mod reference;
 pub mod root_only;
 pub mod seen;
+pub mod select;
 pub mod settle;
 pub mod snapshot_change;
 pub mod snapshots;
