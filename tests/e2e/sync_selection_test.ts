@@ -183,7 +183,7 @@ for (
       assert.equal(r.status, "failed");
       assert.match(
         r.error ?? "",
-        /^invalid argument `where`: must be a CEL expression over the guest's fields \(.*vmid\) that yields a bool: /,
+        /^invalid argument `where`: must be a CEL expression over the guest's fields \(vmid, name, node, status, tags, lock, template, [^)]*\) that yields a bool: /,
       );
       assert.match(r.error ?? "", said);
       assert.deepEqual(env.sim.requests.map((q) => q.path), []);
