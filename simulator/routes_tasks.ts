@@ -72,7 +72,8 @@ export const taskRoutes: Route[] = [
           t: "unable to open file - No such file or directory",
         }], { total: 1 });
       }
-      // pve-common `PVE/Tools.pm` dump_logfile_by_filehandle: `limit` 0 reads to the end.
+      // pve-common `PVE/Tools.pm` dump_logfile: `limit` 0 reads to the end; an empty log reads
+      // as one line "no content".
       const start = (ctx.params.start as number | undefined) ?? 0;
       const limit = (ctx.params.limit as number | undefined) ?? 50;
       const end = limit === 0 ? undefined : start + limit;
@@ -80,6 +81,9 @@ export const taskRoutes: Route[] = [
         n: start + i + 1,
         t,
       }));
+      if (task.log.length === 0) {
+        return new Reply([{ n: 1, t: "no content" }], { total: 1 });
+      }
       return new Reply(lines, { total: task.log.length });
     },
   },

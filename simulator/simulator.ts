@@ -190,9 +190,10 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
       opts.broadcastIntervalMs ?? PVESTATD_INTERVAL_MS,
     ),
     conformance: new ConformanceLog(opts.conformance ?? false),
+    major: opts.pveVersion ?? 9,
   };
   const router = new Router(ROUTES);
-  const tokens = new TokenTable(opts.tokens);
+  const tokens = new TokenTable(opts.tokens, core.major);
   const faults = new FaultQueue();
   const requests: RequestRecord[] = [];
   let latencyMs = opts.latencyMs ?? 0;

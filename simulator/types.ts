@@ -234,6 +234,11 @@ export interface SimOptions {
   storages?: SimStorage[];
   /** Bridges per node (`"vmbr0"` or a SimBridge); default `vmbr0` on every node. */
   bridges?: Record<string, (string | SimBridge)[]>;
+  /**
+   * The PVE major version served (default 9): `GET /version`, which privileges exist
+   * (permissions.ts), PVE 8's checks where they differ (router.ts).
+   */
+  pveVersion?: 8 | 9;
 }
 
 /** Outcome override for the next task created (queued, one per task). */

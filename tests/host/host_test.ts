@@ -3,6 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { createHost } from "../../js/_lib/host.ts";
+import { createCelEnvironment } from "../../harness/cel.ts";
 
 const quiet = { logger: { info() {}, error() {} } };
 
@@ -40,4 +41,30 @@ Deno.test("host: a fleet's runs leave nothing that keeps the process alive after
     "the child had to be killed: something held it after the runs",
   );
   assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+});
+
+Deno.test("host: select evaluates in the run's swamp CEL environment, compiling each expression once", () => {
+  let environments = 0;
+  const host = createHost({
+    ...quiet,
+    createCelEnvironment: () => {
+      environments++;
+      return createCelEnvironment();
+    },
+  });
+  const where = 'vmid % 2 == 0 && "web" in tags';
+  assert.equal(host.select(where, '{"vmid":100,"tags":["web"]}'), true);
+  assert.equal(host.select(where, '{"vmid":101,"tags":["web"]}'), false);
+  assert.equal(environments, 1);
+  assert.throws(() => host.select("vmid ==", "{}"), /Unexpected token/);
+  host.close();
+});
+
+Deno.test("host: select without swamp's CEL environment throws saying so", () => {
+  const host = createHost(quiet);
+  assert.throws(
+    () => host.select("true", "{}"),
+    /no CEL environment \(ctx\.createCelEnvironment\)/,
+  );
+  host.close();
 });
