@@ -30,6 +30,7 @@ import { clusterRoutes } from "./routes_cluster.ts";
 import { configRoutes } from "./routes_config.ts";
 import { lifecycleRoutes } from "./routes_lifecycle.ts";
 import { nodeRoutes } from "./routes_node.ts";
+import { nodeFactRoutes } from "./routes_node_facts.ts";
 import { containerSetupOf, lxcRoutes } from "./routes_lxc.ts";
 import { powerRoutes } from "./routes_power.ts";
 import { snapshotRoutes } from "./routes_snapshot.ts";
@@ -135,6 +136,7 @@ const ROUTES = [
   ...agentRoutes,
   ...taskRoutes,
   ...nodeRoutes,
+  ...nodeFactRoutes,
   ...lxcRoutes,
   ...storageRoutes,
   ...downloadRoutes,
@@ -188,6 +190,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
       opts.broadcastIntervalMs ?? PVESTATD_INTERVAL_MS,
     ),
     conformance: new ConformanceLog(opts.conformance ?? false),
+    nodeFacts: opts.nodeFacts,
   };
   const router = new Router(ROUTES);
   const tokens = new TokenTable(opts.tokens);

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { SimBridge, SimStorage } from "./node_types.ts";
+import type { SimBridge, SimNodeFacts, SimStorage } from "./node_types.ts";
 import type { GuestAgent } from "./qga.ts";
 import type { RealGuestOptions } from "./real_guest_options.ts";
 
@@ -232,6 +232,8 @@ export interface SimOptions {
   storages?: SimStorage[];
   /** Bridges per node (`"vmbr0"` or a SimBridge); default `vmbr0` on every node. */
   bridges?: Record<string, (string | SimBridge)[]>;
+  /** Subscription and repositories per node (node_types.ts); default a fresh install's. */
+  nodeFacts?: Record<string, SimNodeFacts>;
 }
 
 /** Outcome override for the next task created (queued, one per task). */

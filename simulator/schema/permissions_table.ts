@@ -106,6 +106,12 @@ const HANDLER_CHECKS: Record<
     note:
       "`Datastore.Allocate` on `/storage/{storage}`, or for a backup `Datastore.AllocateSpace` there and `VM.Backup` on its guest (pve-storage Content.pm delete)",
   },
+  // pve-manager PVE/API2/Subscription.pm get: any user reads the status; the key and the server id
+  // only with Sys.Audit.
+  "GET /nodes/{node}/subscription": {
+    note:
+      "any authenticated user (the key and server id only with `Sys.Audit` on `/nodes/{node}`; the package records neither)",
+  },
   "GET /nodes/{node}/tasks/{upid}/status": {
     note: "the token's own tasks; others' need `Sys.Audit` on `/nodes/{node}`",
   },

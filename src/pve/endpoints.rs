@@ -445,6 +445,18 @@ pub fn node_disks(node: &str) -> PveRequest {
     PveRequest::get(&["nodes", node, "disks", "list"])
 }
 
+/// `GET /nodes/{node}/subscription`: the node's subscription status; any user may read it, the key
+/// and server id come only with `Sys.Audit` (pve-manager `PVE/API2/Subscription.pm` get).
+pub fn node_subscription(node: &str) -> PveRequest {
+    PveRequest::get(&["nodes", node, "subscription"])
+}
+
+/// `GET /nodes/{node}/apt/repositories`: the APT repository files and which standard repositories
+/// are configured (`standard-repos`; needs `Sys.Audit`, pve-manager `PVE/API2/APT.pm` repositories).
+pub fn node_repositories(node: &str) -> PveRequest {
+    PveRequest::get(&["nodes", node, "apt", "repositories"])
+}
+
 /// `GET /nodes/{node}/storage`: the storages the token may audit, with content types and space.
 pub fn node_storage(node: &str) -> PveRequest {
     PveRequest::get(&["nodes", node, "storage"])

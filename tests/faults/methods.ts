@@ -1326,6 +1326,18 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
         "command '/usr/sbin/smartctl' failed: got timeout",
         flaggedOn403("disksAvailable"),
       ),
+      nodeEndpoint(
+        "subscription",
+        "/nodes/<node>/subscription",
+        "got timeout",
+        flaggedOn403("subscriptionStatusAvailable"),
+      ),
+      nodeEndpoint(
+        "apt/repositories",
+        "/nodes/<node>/apt/repositories",
+        "got timeout",
+        flaggedOn403("repositoriesAvailable"),
+      ),
     ],
     names: new RegExp(`node ${n}`),
     task: false,
@@ -1336,11 +1348,32 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     truth: (_env, r) => {
       const problems = writesOnly(r, new RegExp(`^node-${n}$`));
       const rec = lastWrite(r, `node-${n}`);
-      if (rec && r.status === "failed" && rec.disksAvailable !== false) {
-        problems.push("failed but the record claims a disk list");
+      const facts = [
+        ["disksAvailable", "disksUnavailableReason"],
+        ["subscriptionStatusAvailable", "subscriptionStatusUnavailableReason"],
+        ["repositoriesAvailable", "repositoriesUnavailableReason"],
+      ];
+      if (
+        rec && r.status === "failed" &&
+        facts.every(([flag]) => rec[flag] !== false)
+      ) {
+        problems.push("failed but the record claims every node fact");
       }
-      if (rec?.disksAvailable === false && !rec.disksUnavailableReason) {
-        problems.push("disks unavailable without a reason");
+      for (const [flag, reason] of facts) {
+        if (rec?.[flag] === false && !rec[reason]) {
+          problems.push(`${flag} false without a reason`);
+        }
+      }
+      if (
+        rec?.subscriptionStatusAvailable === false &&
+        "subscriptionActive" in rec
+      ) {
+        problems.push("a subscription fact without the subscription read");
+      }
+      if (rec?.repositoriesAvailable === false && "enterpriseRepo" in rec) {
+        problems.push(
+          "an enterprise repository fact without the repository read",
+        );
       }
       return problems;
     },
