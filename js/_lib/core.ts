@@ -11,7 +11,7 @@ import {
   validateArguments,
 } from "./generated/core_glue.ts";
 import { CORE_ID } from "./generated/core_id.ts";
-import { createHost, type HostContext } from "./host.ts";
+import { createHost, type HostContext, log } from "./host.ts";
 
 /** The core's wasm module: a manifest `binaries` entry, relative to the manifest. */
 export const WASM_FILE = "_lib/generated/proxmox_core.wasm";
@@ -114,7 +114,7 @@ export async function runOnCore(
   if (outcome.verdict.status === "failed") {
     throw new Error(outcome.verdict.message);
   }
-  ctx.logger.info(outcome.verdict.summary);
+  log(ctx, "info", outcome.verdict.summary);
   return { dataHandles };
 }
 

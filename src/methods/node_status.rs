@@ -208,12 +208,19 @@ pub async fn node_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
 }
 
-/// `field` of a node's answer as `pick` reads it; a malformed answer names the field without quoting
-/// the answer.
+/// `field` of a node's answer as `pick` reads it. A malformed answer is quoted unless it is an
+/// object — the subscription's may hold the key —, which is named by its fields alone.
 fn fact<T>(data: &Value, field: &str, pick: fn(&Value) -> Option<T>) -> Result<T, PveError> {
-    data.get(field)
-        .and_then(pick)
-        .ok_or_else(|| PveError::malformed(format!("answered without a readable `{field}`")))
+    data.get(field).and_then(pick).ok_or_else(|| {
+        let seen = match data.as_object() {
+            Some(map) => {
+                let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+                format!("an object of {}", keys.join(", "))
+            }
+            None => data.to_string(),
+        };
+        PveError::malformed(format!("answered {seen} without a readable `{field}`"))
+    })
 }
 
 /// Whether the `enterprise` standard repository is configured and enabled: its `status`, absent
@@ -507,12 +514,33 @@ mod tests {
         let Verdict::Failed { message } = &outcome.verdict else {
             panic!("{outcome:?}")
         };
-        assert!(message.contains("without a readable `status`"), "{message}");
+        assert!(
+            message.contains("answered an object of key without a readable `status`"),
+            "{message}"
+        );
         assert!(!message.contains("pve2c-0123456789"), "{message}");
         assert!(!outcome.writes[0]
             .data
             .to_string()
             .contains("pve2c-0123456789"));
+    }
+
+    #[test]
+    fn an_answer_of_another_shape_is_quoted_in_the_failure() {
+        let host = node_with(
+            "pve1",
+            Answer::Data(json!({"status": "notfound"})),
+            Answer::Data(json!("unexpected")),
+        );
+        host.data("GET /nodes/pve1/disks/list", json!([]));
+        let outcome = run_node_status(&host, json!({}));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.contains("answered \"unexpected\" without a readable `standard-repos`"),
+            "{message}"
+        );
     }
 
     #[test]
