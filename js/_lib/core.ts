@@ -92,6 +92,15 @@ export async function decide(
   }
 }
 
+/** What a run acts on, for its first log line: the guest or the node its arguments name. */
+function subject(model: ModelName, args: Record<string, unknown>): string {
+  const guest = args.vmid ?? args.vmName;
+  if (typeof guest === "number" || typeof guest === "string") {
+    return ` on ${model === "qemu" ? "VM" : "container"} ${guest}`;
+  }
+  return typeof args.node === "string" ? ` on node ${args.node}` : "";
+}
+
 /** Runs a method: records first, then the verdict (a throw on failure). */
 export async function runOnCore(
   model: ModelName,
@@ -99,6 +108,7 @@ export async function runOnCore(
   args: Record<string, unknown>,
   ctx: MethodContext,
 ): Promise<{ dataHandles: DataHandle[] }> {
+  log(ctx, "info", `running ${method}${subject(model, args)}`);
   const outcome = await decide(
     model,
     method,
