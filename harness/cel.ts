@@ -1,69 +1,35 @@
 /**
- * swamp's CEL for workflows: the same library and version (cel-js
- * `@marcbachmann/cel-js@7.6.1`, swamp-club/swamp `deno.json`), the same
- * environment options and arithmetic overloads
- * (`src/infrastructure/cel/cel_evaluator.ts` `createExtensionCelEnvironment`),
- * and the `data` namespace as a registered type whose receiver methods read the
- * repository (`CelDataNamespace`: `latest`, `findBySpec`). Results are awaited
- * and ints coerced to numbers (`evaluateAsync`, `coerceBigInts`); a failure is
- * an error naming the expression (`InvalidExpressionError`).
- *
- * `data.latest(model, name)` answers the latest version of `name` in the
- * definition `model`'s store as swamp's DataRecord (`name`, `version`,
- * `specName`, `attributes`, …), or null; `data.findBySpec(model, spec)` the
- * latest version of each of its records of that spec
- * (`src/domain/expressions/model_resolver.ts` `buildDataNamespace`).
+ * `ctx.createCelEnvironment()`, after swamp-club/swamp
+ * `src/infrastructure/cel/cel_evaluator.ts` (`createExtensionCelEnvironment`): each call builds a
+ * fresh cel-js `Environment` from the package and version swamp imports (`cel-js` in swamp's
+ * deno.json: `npm:@marcbachmann/cel-js@7.6.1`) with swamp's options — variables not declared are
+ * `dyn`, optional types on, mixed-type list and map literals allowed — and swamp's only
+ * registrations: the `double`/`int` arithmetic operators in both orders (cel-js keeps CEL ints as
+ * bigint, JSON numbers arrive as doubles). None of swamp's own namespaces (`data`, `file`, …).
  *
  * @module
  */
+import { Environment } from "npm:@marcbachmann/cel-js@7.6.1";
 
-import { Environment, Optional } from "npm:@marcbachmann/cel-js@7.6.1";
+/** The environment an extension gets (swamp's `MethodContext.createCelEnvironment`). */
+export type CelEnvironment = Environment;
 
-/** One record as `data.latest` answers it. */
-export interface DataRecordView {
-  name: string;
-  version: number;
-  modelName: string;
-  specName: string;
-  attributes: Record<string, unknown>;
-  tags: Record<string, string>;
-}
+const ARITHMETIC: Record<string, (a: number, b: number) => number> = {
+  "+": (a, b) => a + b,
+  "-": (a, b) => a - b,
+  "*": (a, b) => a * b,
+  "/": (a, b) => a / b,
+  "%": (a, b) => a % b,
+};
 
-/** What the data namespace reads: a definition's records by name. */
-export interface DataSource {
-  latest(model: string, name: string): DataRecordView | null;
-  bySpec(model: string, spec: string): DataRecordView[];
-}
-
-/** The `data` namespace object (a registered type, so cel-js calls its methods). */
-export class CelDataNamespace {
-  constructor(readonly source: DataSource) {}
-}
-
-/** An expression that could not be evaluated (swamp's message: `Invalid expression: <why>`). */
-export class InvalidExpressionError extends Error {
-  constructor(message: string, readonly expression: string) {
-    super(`Invalid expression: ${message}`);
-  }
-}
-
-function environment(): Environment {
+/** A fresh environment as swamp builds one for an extension. */
+export function createCelEnvironment(): CelEnvironment {
   const env = new Environment({
     unlistedVariablesAreDyn: true,
     enableOptionalTypes: true,
     homogeneousAggregateLiterals: false,
   });
-  for (const op of ["+", "-", "*", "/", "%"]) {
-    const apply = (a: number, b: number) =>
-      op === "+"
-        ? a + b
-        : op === "-"
-        ? a - b
-        : op === "*"
-        ? a * b
-        : op === "/"
-        ? a / b
-        : a % b;
+  for (const [op, apply] of Object.entries(ARITHMETIC)) {
     env.registerOperator(
       `double ${op} int`,
       (a: number, b: bigint) => apply(a, Number(b)),
@@ -73,53 +39,5 @@ function environment(): Environment {
       (a: bigint, b: number) => apply(Number(a), b),
     );
   }
-  env.registerType("CelDataNamespace", CelDataNamespace);
-  env.registerFunction(
-    "CelDataNamespace.latest(string, string): dyn",
-    (ns: CelDataNamespace, model: string, name: string) =>
-      ns.source.latest(model, name),
-  );
-  env.registerFunction(
-    "CelDataNamespace.findBySpec(string, string): dyn",
-    (ns: CelDataNamespace, model: string, spec: string) =>
-      ns.source.bySpec(model, spec),
-  );
   return env;
-}
-
-const ENV = environment();
-
-/** cel-js's ints as numbers where they fit (swamp's `coerceBigInts`). */
-export function coerceBigInts(value: unknown): unknown {
-  if (typeof value === "bigint") {
-    return value >= Number.MIN_SAFE_INTEGER && value <= Number.MAX_SAFE_INTEGER
-      ? Number(value)
-      : value;
-  }
-  if (Array.isArray(value)) return value.map(coerceBigInts);
-  if (value !== null && typeof value === "object") {
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, coerceBigInts(v)]),
-    );
-  }
-  return value;
-}
-
-/** Evaluates `expression` against `context` as swamp's `CelEvaluator.evaluateAsync` does. */
-export async function evaluateCel(
-  expression: string,
-  context: Record<string, unknown>,
-): Promise<unknown> {
-  try {
-    let result = await ENV.evaluate(expression, context);
-    if (result instanceof Optional) {
-      result = result.hasValue() ? result.value() : null;
-    }
-    return coerceBigInts(result);
-  } catch (error) {
-    throw new InvalidExpressionError(
-      error instanceof Error ? error.message : String(error),
-      expression,
-    );
-  }
 }

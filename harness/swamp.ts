@@ -40,6 +40,7 @@ import {
   recordOf,
   type StoredVersion,
 } from "./data_store.ts";
+import { createCelEnvironment } from "./cel.ts";
 import { makeExtensionFile } from "./extension_file.ts";
 import { makeDataRepository } from "./data_repository.ts";
 import { deletedResourceError, writeDeletionMarkers } from "./lifecycle.ts";
@@ -355,6 +356,8 @@ export class SwampRepo {
       extensionFile: makeExtensionFile(
         opts.extensionFiles ?? this.#extensionFiles,
       ),
+      // swamp's buildMethodContext (method_context.ts) hands every run the same factory.
+      createCelEnvironment,
     };
   }
 

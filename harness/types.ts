@@ -5,12 +5,13 @@
  * swamp-club/swamp): `DataHandle`, `MethodContext`, `CheckDefinition`,
  * `ResourceOutputSpec`. Only the parts an extension model can observe are
  * reproduced; swamp-internal plumbing (repositories, tracing, runModel,
- * workflow gates, CEL environments) is left out.
+ * workflow gates, swamp's own CEL namespaces) is left out.
  *
  * @module
  */
 
 import { z } from "npm:zod@4";
+import type { CelEnvironment } from "./cel.ts";
 
 /** Semantic kind of a method (`MethodKind` in swamp's model.ts). */
 export type MethodKind =
@@ -116,6 +117,8 @@ export interface BaseContext {
   unresolvedMethodArgs: Record<string, unknown>;
   /** Absolute path of a file shipped with the extension (`additionalFiles`). */
   extensionFile(relPath: string): string;
+  /** A fresh cel-js environment with swamp's baseline registrations (cel.ts). */
+  createCelEnvironment(): CelEnvironment;
 }
 
 /** What a pre-flight check's `execute` receives: no data writers or readers. */

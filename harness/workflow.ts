@@ -38,7 +38,7 @@ import {
   type DataRecordView,
   type DataSource,
   evaluateCel,
-} from "./cel.ts";
+} from "./workflow_cel.ts";
 import type {
   Condition,
   JobData,

@@ -217,7 +217,7 @@ export const model = {
     },
     sync: {
       description:
-        "Record every container of the node (scope node, one request) or of every online node (scope cluster) as ct-<vmid>; stored containers confirmed gone are recorded absent",
+        "Record every container of the node (scope node, one request), of nodes, or of every online node (scope cluster) as ct-<vmid> — with tags, or a CEL where over its fields, only those selected; stored containers confirmed gone are recorded absent",
       kind: "action" as const,
       arguments: SyncArgs,
       execute: (args: z.infer<typeof SyncArgs>, ctx: MethodContext) =>

@@ -485,7 +485,7 @@ export const model = {
     },
     sync: {
       description:
-        "Record every VM of the node (scope node, one request) or of every online node (scope cluster) as vm-<vmid>; stored VMs confirmed gone are recorded absent",
+        "Record every VM of the node (scope node, one request), of nodes, or of every online node (scope cluster) as vm-<vmid> — with tags, or a CEL where over its fields, only those selected; stored VMs confirmed gone are recorded absent",
       kind: "action" as const,
       arguments: SyncArgs,
       execute: (args: z.infer<typeof SyncArgs>, ctx: MethodContext) =>

@@ -5,7 +5,11 @@
  */
 
 import type { AuthUser } from "./context.ts";
-import { reportedPaths, tokenPrivileges } from "./permissions.ts";
+import {
+  type PveMajor,
+  reportedPaths,
+  tokenPrivileges,
+} from "./permissions.ts";
 import type { SimToken } from "./types.ts";
 
 const PREFIX = /^\s*PVEAPIToken=/;
@@ -13,9 +17,14 @@ const PREFIX = /^\s*PVEAPIToken=/;
 /** The tokens the simulator accepts. */
 export class TokenTable {
   readonly #tokens: readonly SimToken[];
+  readonly #major: PveMajor;
 
-  /** @param tokens accepted tokens (copied) */
-  constructor(tokens: readonly SimToken[]) {
+  /**
+   * @param tokens accepted tokens (copied)
+   * @param major the PVE version served: which privileges exist
+   */
+  constructor(tokens: readonly SimToken[], major: PveMajor = 9) {
+    this.#major = major;
     this.#tokens = tokens.map((t) => ({
       ...t,
       denyVmids: [...(t.denyVmids ?? [])],
@@ -39,7 +48,7 @@ export class TokenTable {
       authuser: token.pvesh ? "root@pam" : token.id,
       decoding: token.pvesh ? "cli" : "http",
       nodeAudit: token.nodeAudit ?? true,
-      privilegesOn: (path) => tokenPrivileges(token, path),
+      privilegesOn: (path) => tokenPrivileges(token, path, this.#major),
       reportedPaths: reportedPaths(token),
     };
   }

@@ -17,6 +17,7 @@ import {
   diskBytes,
   formatSize,
   isCdrom,
+  volumeName,
   withDiskOption,
 } from "./disks.ts";
 import { ApiError } from "./http.ts";
@@ -282,9 +283,12 @@ export function restoredConfig(
     const prefix = store.type === "zfspool" && b.type === "lxc"
       ? "subvol"
       : "vm";
-    const name = /^(dir|nfs|cifs)$/.test(store.type)
-      ? `${vmid}/vm-${vmid}-disk-${n}.raw`
-      : `${prefix}-${vmid}-disk-${n}`;
+    const name = volumeName(
+      store.type,
+      vmid,
+      `${prefix}-${vmid}-disk-${n}`,
+      "raw",
+    );
     n++;
     const size = diskBytes(value);
     const restored = [

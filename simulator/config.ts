@@ -5,7 +5,7 @@
  * @module
  */
 
-import { allocateDisk, DISK_KEY } from "./disks.ts";
+import { allocateDisk, DISK_KEY, type StorageTypeOf } from "./disks.ts";
 import type { ParamSpec } from "./params.ts";
 import type { AgentMode, ConfigValue, GuestState } from "./types.ts";
 
@@ -171,6 +171,8 @@ export interface ConfigChange {
   set: Record<string, string | number | boolean>;
   delete: string[];
   revert: string[];
+  /** The node's storage types, for the volumes a drive value allocates (disks.ts allocateDisk). */
+  typeOf?: StorageTypeOf;
 }
 
 /** Applies a change; on a running guest, non-hotpluggable options go pending instead. */
@@ -181,7 +183,7 @@ export function applyConfigChange(g: GuestState, change: ConfigChange): void {
     g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
   }
   for (const [key, raw] of Object.entries(change.set)) {
-    const value = kept(g, key, normalizeValue(g, key, raw));
+    const value = kept(g, key, normalizeValue(g, key, raw, change.typeOf));
     if (running && HOTPLUG_IMPOSSIBLE.has(key)) {
       g.pending[key] = value;
       g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
@@ -223,13 +225,15 @@ function normalizeValue(
   g: GuestState,
   key: string,
   raw: string | number | boolean,
+  typeOf: StorageTypeOf = () => undefined,
 ): ConfigValue {
   if (typeof raw === "boolean") return raw ? 1 : 0;
   if (INTEGER_KEYS.has(key)) return Number(raw);
+  // update_vm_api: create_disks allocates a new volume and stores every drive as PVE prints it.
   if (DISK_KEY.test(key) && typeof raw === "string") {
     const disks = Object.entries(g.config).filter(([k]) => DISK_KEY.test(k))
       .map(([, v]) => String(v));
-    return allocateDisk(raw, g.vmid, disks);
+    return allocateDisk(raw, g.vmid, disks, typeOf);
   }
   if (key === "tags") return uniqueTags(String(raw));
   if (/^net\d+$/.test(key)) return withMac(String(raw));

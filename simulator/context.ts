@@ -62,6 +62,8 @@ export interface SimCore {
   conformance: ConformanceLog;
   /** Subscription and repositories per node (SimOptions `nodeFacts`). */
   nodeFacts?: Record<string, SimNodeFacts>;
+  /** The PVE major version served. */
+  major: 8 | 9;
 }
 
 /** One request as a handler sees it. */
@@ -79,6 +81,8 @@ export interface Route {
   path: string;
   /** Privilege on `/vms/{vmid}` (checked first, like PVE, before the VMID is even looked up). */
   privilege?: string;
+  /** The PVE major version that added the endpoint: an older one answers 501. */
+  since?: 9;
   /** Declared non-path parameters; path parameters are added automatically. */
   params?: Record<string, ParamSpec>;
   /** Admits further parameters by name (config options). */

@@ -13,59 +13,24 @@
  */
 
 import type { SimToken } from "./types.ts";
+import inside from "./schema/pve_inside_checks.json" with { type: "json" };
+
+/** A PVE major version the simulator serves. */
+export type PveMajor = 8 | 9;
 
 /**
- * Every privilege of PVE 9 (pve-access-control `PVE/AccessControl.pm`
- * `$privgroups`): the `Administrator` role holds them all.
+ * Every privilege of PVE `major` (pve-access-control `PVE/AccessControl.pm`
+ * `$privgroups`, stable-bookworm for 8, master for 9, and `Permissions.Modify`,
+ * which `$valid_privs` holds outside any group; the facts file the privilege
+ * table is made from): the `Administrator` role holds them all.
  */
-export const ALL_PRIVILEGES: readonly string[] = [
-  "VM.Config.Disk",
-  "VM.Config.CPU",
-  "VM.Config.Memory",
-  "VM.Config.Network",
-  "VM.Config.HWType",
-  "VM.Config.Options",
-  "VM.Allocate",
-  "VM.Clone",
-  "VM.GuestAgent.Unrestricted",
-  "VM.Migrate",
-  "VM.Replicate",
-  "VM.Snapshot",
-  "VM.Snapshot.Rollback",
-  "VM.Config.CDROM",
-  "VM.Config.Cloudinit",
-  "VM.Console",
-  "VM.Backup",
-  "VM.GuestAgent.FileRead",
-  "VM.GuestAgent.FileSystemMgmt",
-  "VM.GuestAgent.FileWrite",
-  "VM.PowerMgmt",
-  "VM.Audit",
-  "VM.GuestAgent.Audit",
-  "Sys.PowerMgmt",
-  "Sys.Modify",
-  "Sys.Incoming",
-  "Sys.AccessNetwork",
-  "Sys.Console",
-  "Sys.Syslog",
-  "Sys.Audit",
-  "Datastore.Allocate",
-  "Datastore.AllocateTemplate",
-  "Datastore.AllocateSpace",
-  "Datastore.Audit",
-  "SDN.Allocate",
-  "SDN.Audit",
-  "SDN.Use",
-  "Realm.Allocate",
-  "User.Modify",
-  "Group.Allocate",
-  "Realm.AllocateUser",
-  "Pool.Allocate",
-  "Pool.Audit",
-  "Mapping.Modify",
-  "Mapping.Use",
-  "Mapping.Audit",
-];
+export function allPrivileges(major: PveMajor): readonly string[] {
+  return [
+    ...inside.privileges.both,
+    ...inside.privileges[major],
+    "Permissions.Modify",
+  ];
+}
 
 /** ACLs: path → the privileges granted there (`*`: all of them). */
 export type SimAcl = Record<string, string[]>;
@@ -74,14 +39,18 @@ export type SimAcl = Record<string, string[]>;
 const DEFAULT_USER_ACL: SimAcl = { "/": ["*"] };
 
 /** The privileges `acl` grants on `path`: the deepest ACL at or above it. */
-function granted(acl: SimAcl, path: string): Set<string> {
+function granted(
+  acl: SimAcl,
+  path: string,
+  all: readonly string[],
+): Set<string> {
   let best: string | undefined;
   for (const at of Object.keys(acl)) {
     const covers = at === "/" || path === at || path.startsWith(`${at}/`);
     if (covers && (best === undefined || at.length > best.length)) best = at;
   }
   const privs = best === undefined ? [] : acl[best];
-  return new Set(privs.includes("*") ? ALL_PRIVILEGES : privs);
+  return new Set(privs.includes("*") ? all : privs);
 }
 
 /** The VMID a `/vms/<vmid>` path names, if any. */
@@ -90,18 +59,28 @@ function vmidOf(path: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/** What `token` may do on `path` (an ACL path such as `/vms/100`), as PVE's `permissions` answers. */
-export function tokenPrivileges(token: SimToken, path: string): Set<string> {
+/**
+ * What `token` may do on `path` (an ACL path such as `/vms/100`) on PVE `major`, as PVE's
+ * `permissions` answers: a privilege the version does not have is never held.
+ */
+export function tokenPrivileges(
+  token: SimToken,
+  path: string,
+  major: PveMajor = 9,
+): Set<string> {
   const vmid = vmidOf(path);
   if (vmid !== undefined && token.denyVmids?.includes(vmid)) return new Set();
+  const all = allPrivileges(major);
   // pvesh over ssh runs as root@pam: the root shortcut.
-  if (token.pvesh) return new Set(ALL_PRIVILEGES);
+  if (token.pvesh) return new Set(all);
   const user = token.id.split("!")[0];
+  const exists = (set: Set<string>) =>
+    new Set([...set].filter((p) => all.includes(p)));
   const userPrivs = user === "root@pam"
-    ? new Set(ALL_PRIVILEGES)
-    : granted(token.userAcl ?? DEFAULT_USER_ACL, path);
+    ? new Set(all)
+    : exists(granted(token.userAcl ?? DEFAULT_USER_ACL, path, all));
   if (!token.privsep) return userPrivs;
-  const own = granted(token.tokenAcl ?? {}, path);
+  const own = exists(granted(token.tokenAcl ?? {}, path, all));
   if (user === "root@pam") return own;
   return new Set([...own].filter((p) => userPrivs.has(p)));
 }

@@ -36,6 +36,17 @@ const PATH_PARAM_SPECS: Record<string, ParamSpec> = {
   storage: { type: "string", pattern: /^[a-z][a-z0-9\-_.]*[a-z0-9]$/i },
 };
 
+/**
+ * A route's privilege on PVE `major`: PVE 8's guest agent API checks `VM.Monitor` for every
+ * command (qemu-server stable-bookworm `PVE/API2/Qemu/Agent.pm` register_command's default, and
+ * exec, exec-status, file-read, file-write), where PVE 9 checks the `VM.GuestAgent.*` privileges.
+ */
+function privilegeOn(privilege: string, major: 8 | 9): string {
+  return major === 8 && privilege.includes("VM.GuestAgent.")
+    ? "VM.Monitor"
+    : privilege;
+}
+
 /** Routes compiled for matching. */
 export class Router {
   readonly #routes: { route: Route; segments: string[] }[];
@@ -61,7 +72,7 @@ export class Router {
   ): Promise<Response> {
     const relPath = "/" + segments.join("/");
     const found = this.#match(method, segments);
-    if (!found) {
+    if (!found || core.major < (found.route.since ?? 0)) {
       return errorResponse(
         501,
         `Method '${method} ${relPath}' not implemented`,
@@ -83,7 +94,11 @@ export class Router {
         route.privilege && pathParams.vmid !== undefined &&
         /^\d+$/.test(pathParams.vmid)
       ) {
-        checkVmPerm(user, Number(pathParams.vmid), route.privilege);
+        checkVmPerm(
+          user,
+          Number(pathParams.vmid),
+          privilegeOn(route.privilege, core.major),
+        );
       }
       // The request is proxied to the node in the path: an unknown node fails
       // there, as a name lookup (PVE's text).

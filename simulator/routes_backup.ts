@@ -136,6 +136,18 @@ const vzdumpRoute: Route = {
     if (local.length === 0) return "OK";
     const mode = String(ctx.params.mode ?? "snapshot");
     const storage = String(ctx.params.storage ?? "local");
+    // pve-manager PVE/API2/VZDump.pm vzdump: the handler checks the storage, the worker the
+    // guests (PVE/VZDump.pm exec_backup, each before any is backed up: without `all`, one the
+    // token may not back up fails the whole task).
+    const space = "Datastore.AllocateSpace";
+    if (!ctx.user.privilegesOn(`/storage/${storage}`).has(space)) {
+      throw new ApiError(
+        403,
+        `Permission check failed (/storage/${storage}, ${space})`,
+      );
+    }
+    const mayBackUp = (id: number) =>
+      ctx.user.privilegesOn(`/vms/${id}`).has("VM.Backup");
     const restores: (() => void)[] = [];
     const locked: GuestState[] = [];
     // exec_backup_task (pve-manager PVE/VZDump.pm): a guest that is not running is backed up in
@@ -143,7 +155,7 @@ const vzdumpRoute: Route = {
     const used = new Map<number, string>();
     for (const id of local) {
       const g = state.get(id);
-      if (!g || g.lock || ctx.user.deny.has(id)) continue;
+      if (!g || g.lock || !mayBackUp(id)) continue;
       used.set(id, g.status === "running" ? mode : "stop");
       // lock_vm, then the mode's prepare: the guest is locked and quiesced while the task runs.
       g.lock = "backup";
@@ -176,6 +188,13 @@ const vzdumpRoute: Route = {
             `can't use storage '${storage}' for backups - wrong content type`,
           );
         }
+        const refused = local.find((id) => state.get(id) && !mayBackUp(id));
+        if (refused !== undefined) {
+          unlock();
+          throw new TaskFailure(
+            `Permission check failed (/vms/${refused}, VM.Backup)`,
+          );
+        }
         let errors = 0;
         for (const id of local) {
           const g = state.get(id);
@@ -185,10 +204,6 @@ const vzdumpRoute: Route = {
           };
           if (!g) {
             failed(`unable to find VM '${id}'`);
-            continue;
-          }
-          if (ctx.user.deny.has(id)) {
-            failed(`Permission check failed (/vms/${id}, VM.Backup)`);
             continue;
           }
           if (!locked.includes(g)) {
@@ -330,7 +345,11 @@ export function restoreGuest(ctx: Ctx, type: GuestType, volid: string): string {
       `${emsg} VM ${vmid} already exists on node '${node}'`,
     );
   }
-  if (ctx.user.deny.has(vmid)) {
+  // create_vm (qemu-server PVE/API2/Qemu.pm, pve-container PVE/API2/LXC.pm): VM.Allocate on the
+  // VMID, or VM.Backup there to restore over an existing guest with force; else raise_perm_exc.
+  const held = ctx.user.privilegesOn(`/vms/${vmid}`);
+  const overOwn = force && existing !== undefined && held.has("VM.Backup");
+  if (!held.has("VM.Allocate") && !overOwn) {
     throw new ApiError(403, "Permission check failed");
   }
   if (existing?.lock) {

@@ -22,11 +22,11 @@ export const clusterRoutes: Route[] = [
   {
     method: "GET",
     path: "/version",
-    handler: () => ({
-      version: "9.0.3",
-      release: "9.0",
-      repoid: "025864202ebb6109",
-    }),
+    // pve-manager PVE/API2.pm version; 8.4.14 is the last PVE 8 release's pve-manager.
+    handler: (ctx) =>
+      ctx.core.major === 8
+        ? { version: "8.4.14", release: "8.4", repoid: "b502d23c55afcba1" }
+        : { version: "9.0.3", release: "9.0", repoid: "025864202ebb6109" },
   },
   {
     method: "GET",

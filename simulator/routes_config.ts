@@ -83,6 +83,7 @@ function changeFrom(ctx: Ctx): ConfigChange {
     set,
     delete: splitList(ctx.params.delete),
     revert: splitList(ctx.params.revert),
+    typeOf: (id: string) => ctx.core.resources.config(id)?.type,
   };
   if (
     Object.keys(set).length + change.delete.length + change.revert.length === 0
@@ -165,14 +166,19 @@ export const configRoutes: Route[] = [
     path: "/nodes/{node}/qemu/{vmid}/pending",
     privilege: "VM.Audit",
     // vm_pending masks cipassword: '**********' as value, '********** ' (sic) as pending.
-    handler: (ctx) =>
-      pvePendingRows("qemu", pendingRows(qemuGuest(ctx))).map((row) => {
+    // The config it reads carries its digest, listed as a row (pve-guest-common
+    // `PVE/GuestHelpers.pm` config_with_pending_array).
+    handler: async (ctx) => {
+      const g = qemuGuest(ctx);
+      const rows = pvePendingRows("qemu", pendingRows(g)).map((row) => {
         if (row.key !== "cipassword") return row;
         const out = { ...row };
         if (out.value !== undefined) out.value = "**********";
         if (out.pending !== undefined) out.pending = "********** ";
         return out;
-      }),
+      });
+      return [...rows, { key: "digest", value: await configDigest(g) }];
+    },
   },
   {
     method: "PUT",

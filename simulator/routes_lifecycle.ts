@@ -12,7 +12,7 @@ import {
   qemuGuest,
   type Route,
 } from "./context.ts";
-import { cloneDisk, DISK_KEY, diskBytes } from "./disks.ts";
+import { cloneDisk, DISK_KEY, diskBytes, type StorageTypeOf } from "./disks.ts";
 import { cloneProgress } from "./progress_lines.ts";
 import { storedInstead } from "./faults.ts";
 import { ApiError } from "./http.ts";
@@ -41,6 +41,7 @@ function clonedGuest(
     node: string;
     full: boolean;
     storage?: string;
+    typeOf: StorageTypeOf;
   },
 ): SimGuest {
   const config: Record<string, ConfigValue> = {};
@@ -52,6 +53,7 @@ function clonedGuest(
         src.vmid,
         newid,
         opts.full,
+        opts.typeOf,
         opts.storage,
       );
     } else if (/^net\d+$/.test(k)) config[k] = withNewMac(String(v));
@@ -141,6 +143,7 @@ export const lifecycleRoutes: Route[] = [
         node: target ?? src.node,
         full,
         storage,
+        typeOf: (id: string) => ctx.core.resources.config(id)?.type,
       };
       // qemu-server PVE/API2/Qemu.pm clone_vm: the new config is written with `lock: clone`, the
       // final name and the source's tags (written again after each drive is copied) long before the

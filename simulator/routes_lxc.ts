@@ -279,7 +279,8 @@ function checkCreate(ctx: Ctx) {
   if (keys !== undefined) validateSshKeys(keys);
   // vm_start is called from the create worker, so create checks its privilege first.
   if (ctx.params.start === true) checkVmPerm(ctx.user, vmid, "VM.PowerMgmt");
-  if (ctx.user.deny.has(vmid)) {
+  // pve-container PVE/API2/LXC.pm create_vm: VM.Allocate on the VMID, else raise_perm_exc.
+  if (!ctx.user.privilegesOn(`/vms/${vmid}`).has("VM.Allocate")) {
     throw new ApiError(403, "Permission check failed");
   }
   const ostemplate = ctx.params.ostemplate as string;
@@ -669,7 +670,14 @@ export const lxcRoutes: Route[] = [
     method: "GET",
     path: "/nodes/{node}/lxc/{vmid}/pending",
     privilege: "VM.Audit",
-    handler: (ctx) => pvePendingRows("lxc", ctPendingRows(ctGuest(ctx))),
+    // With the config's digest as a row (pve-guest-common config_with_pending_array).
+    handler: async (ctx) => {
+      const g = ctGuest(ctx);
+      return [...pvePendingRows("lxc", ctPendingRows(g)), {
+        key: "digest",
+        value: await ctDigest(g),
+      }];
+    },
   },
   {
     method: "PUT",

@@ -98,11 +98,15 @@ function unavailableStorages(ctx: Ctx, g: GuestState, node: string): string[] {
   return [...missing].sort();
 }
 
-/** `GET …/migrate`: running, the nodes allowed and why others are not, local disks and devices. */
+/**
+ * `GET …/migrate`: running, the nodes allowed and why others are not, local disks and devices.
+ * PVE 8's pve-container (5.3, stable-bookworm PVE/API2/LXC.pm) has no migrate_vm_precondition.
+ */
 function preconditionRoute(type: GuestType): Route {
   return {
     method: "GET",
     path: `/nodes/{node}/${type}/{vmid}/migrate`,
+    since: type === "lxc" ? 9 : undefined,
     privilege: "VM.Migrate",
     params: { target: { ...TARGET, optional: true } },
     handler: (ctx) => {

@@ -21,11 +21,17 @@ export function nodeStatus(): Record<string, unknown> {
     cpu: 0.0321,
     wait: 0.0012,
     idle: 0,
+    // pve-common `PVE/ProcFSTools.pm` read_cpuinfo.
     cpuinfo: {
       cpus: 16,
       cores: 8,
       sockets: 1,
       model: "AMD EPYC 7302P 16-Core Processor",
+      vendor: "AuthenticAMD",
+      family: "23",
+      flags:
+        "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 " +
+        "clflush mmx fxsr sse sse2 ht syscall nx mmxext fxsr_opt pdpe1gb rdtscp lm svm",
       mhz: "2999.998",
       hvm: "1",
       user_hz: 100,

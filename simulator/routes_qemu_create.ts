@@ -19,7 +19,15 @@ import { isQcow2 } from "./cloud_image.ts";
 import { checkVmPerm, type Ctx, type Route } from "./context.ts";
 import { applyConfigChange, parseTags } from "./config.ts";
 import { configOptionSpec } from "./config.ts";
-import { allocateDisk, DISK_KEY, formatSize, withDiskOption } from "./disks.ts";
+import {
+  allocateDisk,
+  DISK_KEY,
+  formatSize,
+  isCdrom,
+  parseDrive,
+  volumeFormat,
+  withDiskOption,
+} from "./disks.ts";
 import { storedInstead } from "./faults.ts";
 import { ApiError, paramError } from "./http.ts";
 import { VMID_SPEC } from "./params.ts";
@@ -27,6 +35,7 @@ import { qemuCreatePerm } from "./perl_rules.ts";
 import { restoreGuest } from "./routes_backup.ts";
 import { cloudinitValues } from "./routes_config.ts";
 import { withUuid } from "./state.ts";
+import { SIM_QEMU_VERSION } from "./views.ts";
 import { TaskFailure, type TaskRecord } from "./tasks.ts";
 import type { GuestState } from "./types.ts";
 
@@ -107,7 +116,12 @@ function checkCreate(ctx: Ctx) {
   return { node, vmid, options };
 }
 
-/** The config value a new drive gets, made by the task (create_disks). */
+/**
+ * The config value a new drive gets, made by the task (create_disks): a new volume named as its
+ * storage names it (disks.ts allocateDisk), an imported one holding a copy of the image's bytes
+ * and sized by it ($import_from_volid; in the image's format where the storage has a path), any
+ * other drive as PVE prints it.
+ */
 function makeDisk(
   ctx: Ctx,
   task: TaskRecord,
@@ -117,23 +131,25 @@ function makeDisk(
   imported: Uint8Array[],
 ): string {
   const { resources } = ctx.core;
-  const [volume, ...opts] = value.split(",");
-  const store = volume.split(":")[0];
-  if (volume.endsWith(":cloudinit")) {
-    task.log.push(
-      `${key}: successfully created disk '${store}:vm-${g.vmid}-cloudinit,media=cdrom'`,
-    );
-    return [`${store}:vm-${g.vmid}-cloudinit`, ...opts, "media=cdrom"].join(
-      ",",
-    );
-  }
-  const source = opts.find((o) => o.startsWith("import-from="))?.slice(12);
+  const source = parseDrive(value).props["import-from"];
+  const image = source === undefined
+    ? undefined
+    : importSource(ctx, g.node, source);
   const taken = Object.entries(g.config).filter(([k]) => DISK_KEY.test(k))
     .map(([, v]) => String(v));
-  if (source === undefined) return allocateDisk(value, g.vmid, taken);
-  const image = importSource(ctx, g.node, source);
-  const rest = opts.filter((o) => !o.startsWith("import-from="));
-  const made = allocateDisk([`${store}:0`, ...rest].join(","), g.vmid, taken);
+  const made = allocateDisk(
+    value,
+    g.vmid,
+    taken,
+    (id) => resources.config(id)?.type,
+    source && volumeFormat(source),
+  );
+  if (source === undefined || image === undefined) {
+    if (made.split(",")[0] !== value.split(",")[0]) {
+      task.log.push(`${key}: successfully created disk '${made}'`);
+    }
+    return made;
+  }
   const volid = made.split(",")[0];
   // $import_from_volid copies the volume; the config records the source's size.
   const copy = task.truncateTo === undefined
@@ -148,6 +164,41 @@ function makeDisk(
     `Successfully imported disk as '${key}:${volid}'`,
   );
   return withDiskOption(made, "size", formatSize(image.length));
+}
+
+/**
+ * qemu-server `PVE/QemuServer/MetaInfo.pm` new_meta_info_string: the QEMU version the VM was made
+ * with and when (the simulated QEMU is the one `running-qemu` reports).
+ */
+function metaInfo(): string {
+  return `creation-qemu=${SIM_QEMU_VERSION},ctime=${
+    Math.floor(Date.now() / 1000)
+  }`;
+}
+
+/** qemu-server `PVE/QemuServer/Drive.pm` valid_drive_names_for_boot: the order disks are tried in. */
+const BOOT_DRIVES = [
+  ...Array.from({ length: 4 }, (_, i) => `ide${i}`),
+  ...Array.from({ length: 31 }, (_, i) => `scsi${i}`),
+  ...Array.from({ length: 16 }, (_, i) => `virtio${i}`),
+  ...Array.from({ length: 6 }, (_, i) => `sata${i}`),
+];
+
+/**
+ * qemu-server `PVE/QemuServer.pm` get_default_bootdevices and print_bootorder: the first disk,
+ * the first CD-ROM (`Drive.pm` resolve_first_disk) and the first NIC, as `order=a;b;c`; none
+ * without any.
+ */
+function defaultBootOrder(config: GuestState["config"]): string | undefined {
+  const first = (cdrom: boolean) =>
+    BOOT_DRIVES.find((k) =>
+      config[k] !== undefined && isCdrom(String(config[k])) === cdrom
+    );
+  const nic = Array.from({ length: 32 }, (_, i) => `net${i}`).find((k) =>
+    config[k] !== undefined
+  );
+  const order = [first(false), first(true), nic].filter((d) => d);
+  return order.length > 0 ? `order=${order.join(";")}` : undefined;
 }
 
 /**
@@ -220,21 +271,34 @@ export const qemuCreateRoutes: Route[] = [
           }
           const options = { ...change.set };
           const imported: Uint8Array[] = [];
-          for (const [key, value] of Object.entries(options)) {
-            if (!DISK_KEY.test(key)) continue;
-            live.config[key] = makeDisk(
-              ctx,
-              task,
-              live,
-              key,
-              String(value),
-              imported,
+          // create_vm's worker: what create_disks dies with ends the task, after "$emsg".
+          try {
+            for (const [key, value] of Object.entries(options)) {
+              if (!DISK_KEY.test(key)) continue;
+              live.config[key] = makeDisk(
+                ctx,
+                task,
+                live,
+                key,
+                String(value),
+                imported,
+              );
+              delete options[key];
+            }
+          } catch (e) {
+            if (!(e instanceof ApiError || e instanceof TaskFailure)) throw e;
+            throw new TaskFailure(
+              `unable to create VM ${c.vmid} - ${e.message}`,
             );
-            delete options[key];
           }
           await bootFromImage(ctx, live, imported[0]);
           // Enabling the agent assumes qemu-ga in the guest (config.ts): the host's answers it.
           applyConfigChange(live, { ...change, set: options });
+          // create_vm: new meta info (always), a boot order of the disks when none was given
+          // (get_default_bootdevices → print_bootorder), a new smbios1 uuid and vmgenid.
+          live.config.meta = metaInfo();
+          const boot = live.config.boot ?? defaultBootOrder(live.config);
+          if (boot !== undefined) live.config.boot = boot;
           live.config.smbios1 ??= withUuid(undefined, crypto.randomUUID());
           live.config.vmgenid ??= crypto.randomUUID();
           live.config = storedInstead(live.config, stores);

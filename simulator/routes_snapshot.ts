@@ -12,6 +12,9 @@
  */
 
 import { type Ctx, type Route } from "./context.ts";
+import { configDigest } from "./config.ts";
+import { canSnapshot, DISK_KEY, isCdrom } from "./disks.ts";
+import { ctDigest } from "./lxc.ts";
 import { ApiError } from "./http.ts";
 import type { ParamSpec } from "./params.ts";
 import { TaskFailure } from "./tasks.ts";
@@ -62,13 +65,29 @@ function copyState(
   return { name: g.name, tags: [...g.tags], config: { ...g.config } };
 }
 
+/**
+ * has_feature('snapshot') of the guest (qemu-server `PVE/QemuConfig.pm`, pve-container
+ * `PVE/LXC/Config.pm`): every volume but a CD-ROM must support it on its storage.
+ */
+function snapshotFeature(ctx: Ctx, g: GuestState): boolean {
+  const volumes = Object.entries(g.config).filter(([k, v]) =>
+    (g.type === "qemu"
+      ? DISK_KEY.test(k)
+      : k === "rootfs" || /^mp\d+$/.test(k)) &&
+    !isCdrom(String(v))
+  ).map(([, v]) => String(v).split(",")[0]);
+  return volumes.every((volid) =>
+    canSnapshot(ctx.core.resources.config(volid.split(":")[0])?.type, volid)
+  );
+}
+
 /** `GET …/snapshot`: every snapshot, then `current` ("You are here!") with its parent. */
 function listRoute(type: GuestType): Route {
   return {
     method: "GET",
     path: `/nodes/{node}/${type}/{vmid}/snapshot`,
     privilege: "VM.Audit",
-    handler: (ctx) => {
+    handler: async (ctx) => {
       const g = guestOf(ctx, type);
       const out: Record<string, unknown>[] = [];
       for (const [name, s] of Object.entries(g.snapshots)) {
@@ -83,11 +102,13 @@ function listRoute(type: GuestType): Route {
         if (s.snapstate) item.snapstate = s.snapstate;
         out.push(item);
       }
+      // qemu-server `PVE/API2/Qemu.pm` snapshot_list, pve-container `PVE/API2/LXC/Snapshot.pm` list.
       const current: Record<string, unknown> = {
         name: "current",
+        digest: type === "qemu" ? await configDigest(g) : await ctDigest(g),
+        running: g.status === "running" ? 1 : 0,
         description: "You are here!",
       };
-      if (type === "qemu") current.running = g.status === "running" ? 1 : 0;
       if (g.config.parent) current.parent = g.config.parent;
       out.push(current);
       return out;
@@ -134,6 +155,8 @@ function createRoute(type: GuestType): Route {
         : lockError(g) ??
           (g.snapshots[name]
             ? `snapshot name '${name}' already used`
+            : !snapshotFeature(ctx, g)
+            ? "snapshot feature is not available"
             : undefined);
       if (!refusal) {
         g.lock = "snapshot";

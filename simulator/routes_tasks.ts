@@ -72,12 +72,18 @@ export const taskRoutes: Route[] = [
           t: "unable to open file - No such file or directory",
         }], { total: 1 });
       }
+      // pve-common `PVE/Tools.pm` dump_logfile: `limit` 0 reads to the end; an empty log reads
+      // as one line "no content".
       const start = (ctx.params.start as number | undefined) ?? 0;
       const limit = (ctx.params.limit as number | undefined) ?? 50;
-      const lines = task.log.slice(start, start + limit).map((t, i) => ({
+      const end = limit === 0 ? undefined : start + limit;
+      const lines = task.log.slice(start, end).map((t, i) => ({
         n: start + i + 1,
         t,
       }));
+      if (task.log.length === 0) {
+        return new Reply([{ n: 1, t: "no content" }], { total: 1 });
+      }
       return new Reply(lines, { total: task.log.length });
     },
   },

@@ -15,20 +15,11 @@
  */
 
 import { type Ctx, lockedMessage, qemuGuest, type Route } from "./context.ts";
-import { DISK_KEY, isCdrom } from "./disks.ts";
+import { baseVolume, DISK_KEY } from "./disks.ts";
 import { ApiError } from "./http.ts";
 import { ctGuest, ctLockedMessage, liveCt } from "./routes_lxc.ts";
 import { TaskFailure } from "./tasks.ts";
 import type { GuestState } from "./types.ts";
-
-/** `local-lvm:vm-100-disk-0,size=8G` → `local-lvm:base-100-disk-0,size=8G` (vdisk_create_base). */
-function baseVolume(disk: string, vmid: number): string {
-  if (isCdrom(disk)) return disk;
-  return disk.replace(
-    new RegExp(`^([^:,]+):vm-${vmid}-`),
-    `$1:base-${vmid}-`,
-  );
-}
 
 /** Disk keys a template conversion turns into base volumes. */
 function isVolumeKey(g: GuestState, key: string): boolean {
@@ -37,9 +28,11 @@ function isVolumeKey(g: GuestState, key: string): boolean {
     : key === "rootfs" || /^mp\d+$/.test(key);
 }
 
-function convertVolumes(g: GuestState): void {
+/** Every volume of the guest becomes a base volume (vdisk_create_base, see disks.ts baseVolume). */
+function convertVolumes(ctx: Ctx, g: GuestState): void {
+  const typeOf = (id: string) => ctx.core.resources.config(id)?.type;
   for (const [k, v] of Object.entries(g.config)) {
-    if (isVolumeKey(g, k)) g.config[k] = baseVolume(String(v), g.vmid);
+    if (isVolumeKey(g, k)) g.config[k] = baseVolume(String(v), g.vmid, typeOf);
   }
 }
 
@@ -127,7 +120,7 @@ export const templateRoutes: Route[] = [
           const live = liveVm(ctx, g);
           recheck(qemuCheck, live);
           live.config.template = 1;
-          convertVolumes(live);
+          convertVolumes(ctx, live);
         },
       }).upid;
     },
@@ -147,7 +140,7 @@ export const templateRoutes: Route[] = [
         run: () => {
           const live = liveCt(ctx, g.node, g.vmid);
           recheck(ctCheck, live);
-          convertVolumes(live);
+          convertVolumes(ctx, live);
           live.config.template = 1;
         },
       });

@@ -191,9 +191,10 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
     ),
     conformance: new ConformanceLog(opts.conformance ?? false),
     nodeFacts: opts.nodeFacts,
+    major: opts.pveVersion ?? 9,
   };
   const router = new Router(ROUTES);
-  const tokens = new TokenTable(opts.tokens);
+  const tokens = new TokenTable(opts.tokens, core.major);
   const faults = new FaultQueue();
   const requests: RequestRecord[] = [];
   let latencyMs = opts.latencyMs ?? 0;

@@ -15,7 +15,13 @@
  */
 
 import { backupBytes, backupEntries } from "./backups.ts";
-import { DISK_KEY, diskBytes } from "./disks.ts";
+import {
+  BLOCK_TYPES,
+  DISK_KEY,
+  diskBytes,
+  volumeFormat,
+  volumeName,
+} from "./disks.ts";
 import { ApiError } from "./http.ts";
 import type {
   SimBridge,
@@ -40,6 +46,12 @@ export interface VolumeInfo {
   /** `rootdir` (container volume) or `images` (VM disk). */
   content: "rootdir" | "images";
   format: string;
+  /**
+   * A volume that is a file (a storage with a path): the bytes it takes, and its backing file
+   * (`../<base vmid>/<base volume>` for a linked clone, else null) — pve-storage
+   * `PVE/Storage/Plugin.pm` list_images; a block storage lists neither.
+   */
+  file?: { used: number; parent: string | null };
 }
 
 /** The default template every `local` holds. */
@@ -70,9 +82,6 @@ export function defaultStorages(): SimStorage[] {
     },
   ];
 }
-
-/** Storage types whose volumes are not files. */
-const BLOCK_TYPES = ["lvm", "lvmthin", "rbd", "zfspool", "zfs", "iscsidirect"];
 
 /** Template file name pattern (pve-storage's VZTMPL_EXT_RE_1) and its listed format (`tzst`, `tgz`…). */
 const TEMPLATE_FILE = /^[^/]+\.tar\.(gz|xz|zst|bz2)$/;
@@ -235,6 +244,7 @@ export class NodeResources {
         if (!v || this.lostVolumes.has(v.volid)) continue;
         // A volume whose bytes are known (an imported disk) is as large as they are.
         const data = this.volumeData.get(v.volid);
+        if (v.file && data) v.file.used = data.length;
         out.push(data ? { ...v, size: data.length } : v);
       }
     }
@@ -273,20 +283,11 @@ export function fileSize(f: SimFile): number {
   return f.size ?? f.data?.length ?? 2 ** 20;
 }
 
-/** A volume name as the storage plugin allocates it for a container. */
+/** A volume name as the storage plugin allocates it for a container (a ZFS subvolume, else raw). */
 function volname(store: StorageState, vmid: number, n: number): string {
-  switch (store.type) {
-    case "zfspool":
-      return `subvol-${vmid}-disk-${n}`;
-    case "lvm":
-    case "lvmthin":
-    case "rbd":
-    case "iscsidirect":
-    case "zfs":
-      return `vm-${vmid}-disk-${n}`;
-    default:
-      return `${vmid}/vm-${vmid}-disk-${n}.raw`;
-  }
+  return store.type === "zfspool"
+    ? `subvol-${vmid}-disk-${n}`
+    : volumeName(store.type, vmid, `vm-${vmid}-disk-${n}`, "raw");
 }
 
 /** The volume a config entry places on `store`, if any. */
@@ -307,13 +308,19 @@ function volumeOf(
   const name = volid.slice(store.storage.length + 1);
   const format = name.startsWith("subvol-") || name.endsWith(".subvol")
     ? "subvol"
-    : /\.(qcow2|vmdk)$/.exec(name)?.[1] ?? "raw";
+    : volumeFormat(name);
+  // A linked clone's volume names its base: `<base vmid>/<base>/<vmid>/<name>`.
+  const base = /^(\d+\/[^/]+)\/\d+\/[^/]+$/.exec(name)?.[1];
   return {
     volid,
     vmid: g.vmid,
     size: diskBytes(value),
     content: isCt ? "rootdir" : "images",
     format,
+    // A new sparse file takes its first block.
+    file: isFileStorage(store)
+      ? { used: 4096, parent: base ? `../${base}` : null }
+      : undefined,
   };
 }
 
@@ -517,6 +524,7 @@ export function contentList(
       content: v.content,
       vmid: v.vmid,
       ctime: 1730000000,
+      ...v.file,
     });
   }
   return out.sort((a, b) =>

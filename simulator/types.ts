@@ -234,6 +234,11 @@ export interface SimOptions {
   bridges?: Record<string, (string | SimBridge)[]>;
   /** Subscription and repositories per node (node_types.ts); default a fresh install's. */
   nodeFacts?: Record<string, SimNodeFacts>;
+  /**
+   * The PVE major version served (default 9): `GET /version`, which privileges exist
+   * (permissions.ts), PVE 8's checks where they differ (router.ts).
+   */
+  pveVersion?: 8 | 9;
 }
 
 /** Outcome override for the next task created (queued, one per task). */

@@ -54,7 +54,12 @@ function haView(g: GuestState): Record<string, unknown> {
   return g.ha?.managed ? { managed: 1, state: g.ha.state } : { managed: 0 };
 }
 
-/** `GET …/qemu/{vmid}/status/current`. */
+/**
+ * `GET …/qemu/{vmid}/status/current`: qemu-server `PVE/QemuServer.pm` vmstatus with `full` — what
+ * every VM has (`memhost` 0 when stopped), then for a running one its cgroup's pressure averages
+ * and what QMP answers (`query-blockstats` → diskread/diskwrite, `query-machines`,
+ * `query-version`); plus `ha` (`PVE/API2/Qemu.pm` vm_status).
+ */
 export function statusCurrent(g: GuestState): Record<string, unknown> {
   const m = metricsOf(g);
   const out: Record<string, unknown> = {
@@ -71,8 +76,8 @@ export function statusCurrent(g: GuestState): Record<string, unknown> {
     maxdisk: m.maxdisk,
     netin: m.netin,
     netout: m.netout,
-    diskread: 0,
-    diskwrite: 0,
+    // What the VM's cgroup holds (0 without a process).
+    memhost: g.status === "running" ? m.mem : 0,
     uptime: m.uptime,
   };
   if (g.tags.length > 0) out.tags = g.tags.join(";");
@@ -82,11 +87,22 @@ export function statusCurrent(g: GuestState): Record<string, unknown> {
   if (g.config.template) out.template = 1;
   if (g.status === "running") {
     out.pid = g.pid;
-    out["running-qemu"] = "9.0.2";
+    // The process's cgroup pressure stall averages (read_cgroup_pressure), then what QMP tells:
+    // block stats, machine and version.
+    for (const what of ["cpu", "io", "memory"]) {
+      out[`pressure${what}some`] = 0;
+      out[`pressure${what}full`] = 0;
+    }
+    out.diskread = 0;
+    out.diskwrite = 0;
+    out["running-qemu"] = SIM_QEMU_VERSION;
     out["running-machine"] = "pc-i440fx-9.0+pve0";
   }
   return out;
 }
+
+/** The QEMU version the simulated node runs (`running-qemu`, `creation-qemu` of a new VM's meta). */
+export const SIM_QEMU_VERSION = "9.0.2";
 
 /** One entry of `GET /nodes/{node}/qemu` (`full=1` adds the QMP status like PVE). */
 export function listEntry(
@@ -94,11 +110,22 @@ export function listEntry(
   full: boolean,
 ): Record<string, unknown> {
   const out = statusCurrent(g);
+  // vmlist: vmstatus without vm_status's additions; what QMP tells only with `full`.
   delete out.ha;
   delete out.agent;
-  delete out["running-qemu"];
-  delete out["running-machine"];
-  if (!full) delete out.qmpstatus;
+  if (!full) {
+    for (
+      const k of [
+        "qmpstatus",
+        "diskread",
+        "diskwrite",
+        "running-qemu",
+        "running-machine",
+      ]
+    ) {
+      delete out[k];
+    }
+  }
   return out;
 }
 

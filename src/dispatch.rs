@@ -170,9 +170,16 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
             restore::RestoreArgs::parse(args).map(drop),
             Ok(())
         ),
-        Method::Preflight | Method::CheckPermissions => {
-            preflight::PreflightArgs::parse(kind, args).map(drop)
-        }
+        Method::Preflight => kept!(
+            Method::Preflight,
+            preflight::PreflightArgs::parse(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::CheckPermissions => kept!(
+            Method::CheckPermissions,
+            preflight::CheckArgs::parse(kind, args).map(drop),
+            Ok(())
+        ),
         Method::CheckReachable => return Err(no_rules()),
     };
     checked.map_err(|e| e.to_string())

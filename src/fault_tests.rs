@@ -272,6 +272,31 @@ fn exec_script(host: &ScriptedHost, statuses: Vec<Answer>) {
 }
 
 #[test]
+fn a_command_recorded_as_timed_out_was_seen_running_at_its_timeout_sec() {
+    let host = ScriptedHost::new();
+    exec_script(&host, vec![Answer::Data(json!({"exited": 0}))]);
+    let outcome = run(
+        &host,
+        "guestExec",
+        json!({"vmid": 100, "command": ["sleep", "5"], "timeoutSec": 1}),
+    );
+    assert!(
+        message(&outcome).contains("did not finish within timeoutSec=1s"),
+        "{outcome:?}"
+    );
+    let record = &outcome.writes[0].data;
+    assert_eq!(record["timedOut"], true);
+    let duration = record["durationMs"].as_u64().unwrap_or_default();
+    assert!(duration >= 1_000, "seen running only until {duration} ms");
+    // And the wait ended within one read's time after the bound.
+    assert!(
+        host.elapsed_ms() <= 1_000.0 + crate::poll::ANSWER_MS,
+        "{}",
+        host.elapsed_ms()
+    );
+}
+
+#[test]
 fn an_exec_status_without_exited_is_polled_again_like_an_unreadable_one() {
     let host = ScriptedHost::new();
     exec_script(

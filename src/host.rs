@@ -122,6 +122,12 @@ pub trait Host {
     ) -> impl Future<Output = Result<Option<Vec<String>>, HostError>> {
         async { Ok(None) }
     }
+    /// Whether a guest's fields (a JSON object's text) satisfy a selection expression (swamp: CEL,
+    /// evaluated in `ctx.createCelEnvironment()`); `Err` with the evaluator's words when the
+    /// expression does not compile or does not yield a bool. A host without an evaluator refuses.
+    fn select(&self, _expression: &str, _fields: &str) -> Result<bool, String> {
+        Err("this host cannot evaluate selection expressions".into())
+    }
     /// Whether the caller aborted the run (`ctx.signal`).
     fn aborted(&self) -> bool;
 }

@@ -35,6 +35,7 @@ pub mod task;
 #[cfg(test)]
 pub mod testing;
 pub mod transport;
+pub mod units;
 pub mod watch;
 
 #[cfg(target_arch = "wasm32")]

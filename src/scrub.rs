@@ -182,6 +182,9 @@ impl<H: Host> Host for ScrubbedHost<'_, H> {
     async fn list_records(&self, spec: &str) -> Result<Option<Vec<String>>, HostError> {
         self.inner.list_records(spec).await
     }
+    fn select(&self, expression: &str, fields: &str) -> Result<bool, String> {
+        self.inner.select(expression, fields)
+    }
     fn aborted(&self) -> bool {
         self.inner.aborted()
     }

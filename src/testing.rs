@@ -34,6 +34,11 @@ pub struct ScriptedHost {
     pub requests: RefCell<Vec<HttpRequest>>,
     pub logs: RefCell<Vec<(LogLevel, String)>>,
     pub records: RefCell<HashMap<String, Value>>,
+    /// The selection evaluator (a stand-in for swamp's CEL): the expression and a guest's fields.
+    #[allow(clippy::type_complexity)]
+    pub selector: Option<Box<dyn Fn(&str, &Value) -> Result<bool, String>>>,
+    /// The fields each `select` was asked about, in order.
+    pub selections: RefCell<Vec<Value>>,
     clock: RefCell<f64>,
 }
 
@@ -198,6 +203,15 @@ impl Host for ScriptedHost {
         let mut names: Vec<String> = self.records.borrow().keys().cloned().collect();
         names.sort();
         Ok(Some(names))
+    }
+
+    fn select(&self, expression: &str, fields: &str) -> Result<bool, String> {
+        let fields: Value = serde_json::from_str(fields).map_err(|e| e.to_string())?;
+        self.selections.borrow_mut().push(fields.clone());
+        match &self.selector {
+            Some(select) => select(expression, &fields),
+            None => Err("no selector in this test".into()),
+        }
     }
 
     fn aborted(&self) -> bool {

@@ -28,6 +28,8 @@ export interface CoreHost {
   readRecord(instance: string): Promise<unknown>;
   /** Instance names of this definition's stored records of one resource spec; null when unknown. */
   listRecords?(spec: string): Promise<string[] | null>;
+  /** Whether a guest's fields (JSON text) satisfy a selection expression; throws why not. */
+  select?(expression: string, fields: string): unknown;
   aborted(): boolean;
 }
 /** What a method run produced: records to write first, then the verdict (`runMethod` hands it
@@ -58,6 +60,8 @@ extern "C" {
     async fn read_record(this: &JsHost, instance: &str) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method, catch, js_name = listRecords)]
     async fn list_records(this: &JsHost, spec: &str) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch)]
+    fn select(this: &JsHost, expression: &str, fields: &str) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method)]
     fn aborted(this: &JsHost) -> bool;
 }
@@ -151,6 +155,13 @@ fn host_error(value: JsValue) -> HostError {
 
 struct WasmHost(JsHost);
 
+impl WasmHost {
+    /// Whether the host implements an optional function: calling a missing one would trap.
+    fn declares(&self, name: &str) -> bool {
+        js_sys::Reflect::get(&self.0, &JsValue::from_str(name)).is_ok_and(|f| f.is_function())
+    }
+}
+
 impl Host for WasmHost {
     async fn http(&self, request: HttpRequest) -> Result<HttpResponse, HostError> {
         let answer = self.0.http(to_js(&request)?).await.map_err(host_error)?;
@@ -208,10 +219,7 @@ impl Host for WasmHost {
     }
 
     async fn list_records(&self, spec: &str) -> Result<Option<Vec<String>>, HostError> {
-        // `listRecords` is optional in `CoreHost`: calling a missing one would trap the module.
-        let declared = js_sys::Reflect::get(&self.0, &JsValue::from_str("listRecords"))
-            .is_ok_and(|f| f.is_function());
-        if !declared {
+        if !self.declares("listRecords") {
             return Ok(None);
         }
         let value = self.0.list_records(spec).await.map_err(host_error)?;
@@ -228,6 +236,18 @@ impl Host for WasmHost {
             _ => Err(internal(
                 "the host returned a record list the core cannot read".into(),
             )),
+        }
+    }
+
+    fn select(&self, expression: &str, fields: &str) -> Result<bool, String> {
+        if !self.declares("select") {
+            return Err("this host cannot evaluate selection expressions".into());
+        }
+        match self.0.select(expression, fields) {
+            Ok(value) => value
+                .as_bool()
+                .ok_or_else(|| "it does not yield a bool (true or false)".into()),
+            Err(e) => Err(host_error(e).message),
         }
     }
 

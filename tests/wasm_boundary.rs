@@ -34,6 +34,14 @@ export function scriptedHost(routes) {
     aborted() { return false; },
   };
 }
+export function selectingHost(routes, answer) {
+  const host = scriptedHost(routes);
+  host.select = (_expression, fields) => {
+    if (answer === "throw") throw new Error(`Unknown variable: nmae (over ${fields.length} bytes)`);
+    return answer;
+  };
+  return host;
+}
 export function field(object, path) {
   const parsed = typeof object === "string" ? JSON.parse(object) : object;
   return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), parsed);
@@ -42,6 +50,9 @@ export function field(object, path) {
 extern "C" {
     #[wasm_bindgen(js_name = scriptedHost)]
     fn scripted_host(routes: JsValue) -> JsHost;
+    /// The scripted host with a `select` answering `answer` (`"throw"`: throwing an Error).
+    #[wasm_bindgen(js_name = selectingHost)]
+    fn selecting_host(routes: JsValue, answer: JsValue) -> JsHost;
     /// A field of a JS object, or of the object a JSON text (the outcome) makes.
     fn field(object: &JsValue, path: &str) -> JsValue;
 }
@@ -156,4 +167,45 @@ async fn a_bad_vmid_is_refused_naming_the_field() {
         .unwrap();
     let message = field(&outcome, "verdict.message").as_string().unwrap();
     assert!(message.contains("`vmid`"), "{message}");
+}
+
+/// The verdict message of a `sync` with `where` on `host`.
+async fn where_refusal(host: JsHost) -> String {
+    let args = format!(r#"{{{GLOBAL},"where":"nmae == 1"}}"#);
+    let outcome = run_method("qemu".into(), "sync".into(), args, host)
+        .await
+        .map(JsValue::from)
+        .unwrap();
+    field(&outcome, "verdict.message").as_string().unwrap()
+}
+
+#[wasm_bindgen_test]
+async fn a_host_without_select_refuses_where_naming_it() {
+    let message = where_refusal(scripted_host(routes("{}"))).await;
+    assert!(
+        message.starts_with("invalid argument `where`")
+            && message.ends_with("this host cannot evaluate selection expressions"),
+        "{message}"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn a_selector_s_thrown_error_is_the_reason_where_is_refused() {
+    let host = selecting_host(routes("{}"), JsValue::from_str("throw"));
+    let message = where_refusal(host).await;
+    assert!(
+        message.starts_with("invalid argument `where`")
+            && message.contains("Unknown variable: nmae"),
+        "{message}"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn a_selector_answer_that_is_not_a_bool_refuses_where() {
+    let host = selecting_host(routes("{}"), JsValue::from_f64(1.0));
+    let message = where_refusal(host).await;
+    assert!(
+        message.ends_with("it does not yield a bool (true or false)"),
+        "{message}"
+    );
 }

@@ -1,7 +1,7 @@
 /**
  * The effects the Rust core asks for, implemented with Deno: HTTP with `fetch`, the ssh client with
- * `Deno.Command` (argv only, never a shell), sleep, clock, the swamp logger and the record store.
- * Nothing here decides anything; every decision is the core's.
+ * `Deno.Command` (argv only, never a shell), sleep, clock, the swamp logger, the record store and
+ * swamp's CEL environment. Nothing here decides anything; every decision is the core's.
  *
  * @module
  */
@@ -26,6 +26,14 @@ export interface HostContext {
       type: unknown,
       modelId: string,
     ): Promise<{ name: string; tags?: Record<string, string> }[]>;
+  };
+  /**
+   * A fresh cel-js environment with swamp's registrations (swamp's `MethodContext`,
+   * src/domain/models/model.ts; built by `createExtensionCelEnvironment`,
+   * src/infrastructure/cel/cel_evaluator.ts).
+   */
+  createCelEnvironment?(): {
+    parse(expression: string): (context: Record<string, unknown>) => unknown;
   };
 }
 
@@ -73,6 +81,8 @@ export interface Host {
   readRecord(instance: string): Promise<unknown>;
   /** Instance names of this definition's records of one spec; null when the context cannot list. */
   listRecords(spec: string): Promise<string[] | null>;
+  /** What a selection expression yields over a guest's fields (JSON text); throws why it cannot. */
+  select(expression: string, fields: string): unknown;
   aborted(): boolean;
   /** Frees the run's HTTP clients and ends the pauses it left behind. */
   close(): void;
@@ -117,6 +127,7 @@ export function createHost(ctx: HostContext): Host {
     readRecord: async (instance) =>
       (ctx.readResource ? await ctx.readResource(instance) : null) ?? null,
     listRecords: (spec) => listRecords(ctx, spec),
+    select: selector(ctx),
     aborted: () => signal.aborted,
     close: () => {
       mutationClients.forEach((client) => client.close());
@@ -185,6 +196,30 @@ async function listRecords(
   const all = await repo.findAllForModel(ctx.modelType, ctx.modelId);
   const names = all.filter((d) => d.tags?.specName === spec).map((d) => d.name);
   return [...new Set(names)];
+}
+
+/**
+ * Evaluates selection expressions in swamp's CEL environment, each compiled once per run; a
+ * compile or evaluation error is thrown with cel-js's words (the core names the field).
+ */
+function selector(ctx: HostContext): Host["select"] {
+  const compiled = new Map<
+    string,
+    (context: Record<string, unknown>) => unknown
+  >();
+  return (expression, fields) => {
+    if (!ctx.createCelEnvironment) {
+      throw new Error(
+        "this swamp gives extensions no CEL environment (ctx.createCelEnvironment): update swamp",
+      );
+    }
+    let evaluate = compiled.get(expression);
+    if (!evaluate) {
+      evaluate = ctx.createCelEnvironment().parse(expression);
+      compiled.set(expression, evaluate);
+    }
+    return evaluate(JSON.parse(fields));
+  };
 }
 
 function hostError(kind: HostError["kind"], message: string): HostError {

@@ -93,28 +93,39 @@ interface PermissionsCheckContext extends CheckContext {
   unresolvedMethodArgs?: Record<string, unknown>;
 }
 
-/** The method's own arguments the check can use: plain values only (not `${{ … }}` expressions). */
-function plainSubjects(args: Record<string, unknown> = {}) {
-  const out: Record<string, unknown> = {};
-  for (const key of ["vmid", "templateId"]) {
-    if (typeof args[key] === "number") out[key] = args[key];
+/**
+ * The method's own arguments the check can use: their plain values (a `${{ … }}` expression is
+ * left out, and what it names is left to the method), nested in objects such as `config`.
+ */
+export function plainArgs(value: unknown): unknown {
+  if (typeof value === "string") {
+    return value.includes("${{") ? undefined : value;
   }
-  const storage = args.storage;
-  if (typeof storage === "string" && !storage.includes("${{")) {
-    out.storage = storage;
+  if (Array.isArray(value)) return undefined;
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [key, v] of Object.entries(value)) {
+      const plain = plainArgs(v);
+      if (plain !== undefined) out[key] = plain;
+    }
+    return out;
   }
-  return out;
+  return typeof value === "number" || typeof value === "boolean"
+    ? value
+    : undefined;
 }
 
 /**
- * The `permissions` check of `model`: before a method of `appliesTo`, the privileges that method
- * needs on the paths its own arguments name must be held (a guest named by `vmName` only is
- * left to the method).
+ * The `permissions` check of `model`: before a method of `appliesTo`, the privileges PVE checks for
+ * that method's requests — inside its handlers and workers too, on the node's PVE version — must be
+ * held on the paths its own arguments name (a guest named by `vmName` only is left to the method).
+ * When the privileges cannot be read (a proxy refusing `GET /access/permissions`), it passes with
+ * one warning: PVE's own checks apply.
  */
 export function permissionsCheck(model: ModelName, appliesTo: string[]) {
   return {
     description:
-      "The token holds the privileges PVE requires for the method about to run (GET /access/permissions)",
+      "The token holds the privileges PVE checks for the method about to run, with its arguments, on the node's PVE version (GET /access/permissions); passes with a warning when they cannot be read",
     labels: ["live", "permissions"],
     appliesTo,
     execute: (ctx: PermissionsCheckContext) => {
@@ -129,7 +140,7 @@ export function permissionsCheck(model: ModelName, appliesTo: string[]) {
         globalArgs: {
           ...ctx.globalArgs,
           methods: [ctx.methodName],
-          ...plainSubjects(ctx.unresolvedMethodArgs),
+          methodArgs: plainArgs(ctx.unresolvedMethodArgs ?? {}),
         },
       });
     },

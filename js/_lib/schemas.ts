@@ -232,11 +232,12 @@ export const guestStateFields = {
     .optional(),
   warnings: z.array(z.string()).optional(),
   lastTask: z.string().optional(),
-  /** The selection of the sync that wrote it: scope, nodes (none: the cluster), tags. */
+  /** The selection of the sync that wrote it: scope, nodes (none: the cluster), tags, where. */
   selection: z.object({
     scope: z.string(),
     nodes: z.array(z.string()).optional(),
     tags: z.array(z.string()),
+    where: z.string().optional(),
   }).optional(),
   /** On a record the upstream package kept under a guest's name: the record that holds its state now. */
   supersededBy: z.string().optional(),
@@ -346,7 +347,9 @@ const pveTag = z.string().regex(
 
 /**
  * sync: with vmid/vmName just that guest, else every guest of the node (default), of `nodes`, or of
- * the cluster — with `tags`, only those carrying every one (without case, as PVE keeps tags).
+ * the cluster — with `tags`, only those carrying every one (without case, as PVE keeps tags); with
+ * `where`, only those whose fields satisfy the CEL expression (compiled by the core's host in
+ * swamp's CEL environment before anything is sent: src/guest/select.rs).
  */
 export const SyncArgs = z.object({
   ...guestRef,
@@ -359,13 +362,15 @@ export const SyncArgs = z.object({
   )
     .optional(),
   tags: z.array(pveTag).min(1, "tags must name at least one tag").optional(),
+  /** A CEL expression over a guest's fields: vmid, name, node, status, tags, lock, template, … */
+  where: z.string().optional(),
 }).refine(
   (a) =>
     (a.vmid === undefined && a.vmName === undefined) ||
-    (a.nodes === undefined && a.tags === undefined),
+    (a.nodes === undefined && a.tags === undefined && a.where === undefined),
   {
     message:
-      "nodes and tags cannot be given with vmid or vmName (a sync of one guest)",
+      "nodes, tags and where cannot be given with vmid or vmName (a sync of one guest)",
     path: ["tags"],
   },
 ).refine(

@@ -1,16 +1,92 @@
 /**
- * The README's table of the endpoints the package uses, with the privileges
- * PVE 9's schema names for each (`permissions.check`), so an operator can
- * build a token. `deno run --allow-read simulator/schema/permissions_table.ts`
- * prints it; tests/simulator/schema_test.ts checks the README holds exactly it.
+ * The privileges PVE checks for every endpoint the package uses, on PVE 9 and
+ * PVE 8: the API schema's `permissions` (PVE 9's apidata.json) and what the
+ * handlers and their workers check inside, with PVE 8's differences — the facts
+ * of pve_inside_checks.json, read from PVE's Perl. Two products are made from
+ * them, so they cannot disagree: the README's endpoint table
+ * (`deno run --allow-read simulator/schema/permissions_table.ts`; a test keeps
+ * the README equal to it) and the core's table `src/pve/privileges.rs`
+ * (`--rust`; a test regenerates and compares).
  *
  * @module
  */
 
 import { endpointFacts } from "./facts.ts";
 import { packageEndpoints } from "./report.ts";
+import inside from "./pve_inside_checks.json" with { type: "json" };
 
-/** PVE's check expression in words: `perm /vms/{vmid} VM.Audit`, `any`/`and`/`or` lists. */
+/** A PVE major version the table knows. */
+export type Major = 8 | 9;
+
+/** One endpoint's facts beyond the schema (pve_inside_checks.json `endpoints`). */
+interface InsideFacts {
+  /** The handler: repository, file and sub. */
+  at: string;
+  /** PVE 8's schema check where it differs from PVE 9's; `null`: PVE 8 has no such endpoint. */
+  pve8?: unknown;
+  /** The checks inside the handler and its workers, each with where PVE makes it. */
+  inside?: { check: unknown; at: string }[];
+  /** What a listing shows, where the schema says only `user: all`. */
+  listing?: string;
+  /** What else the audit found (checks on parameters the package never sends, what is filtered). */
+  found?: string;
+}
+
+const FACTS = inside as unknown as {
+  privileges: Record<"both" | "8" | "9", string[]>;
+  options: Record<
+    string,
+    { at: string; classes: [string, string][]; found?: string }
+  >;
+  endpoints: Record<string, InsideFacts>;
+};
+
+/** The privileges PVE `major` has (pve-access-control `$privgroups`). */
+export function privilegesOf(major: Major): Set<string> {
+  return new Set([...FACTS.privileges.both, ...FACTS.privileges[major]]);
+}
+
+/** The inside facts of `endpoint`; every endpoint the package uses has them (it was audited). */
+export function insideFacts(endpoint: string): InsideFacts | undefined {
+  return FACTS.endpoints[endpoint];
+}
+
+/** The config option classes of `table` (`qemu`, `lxc`): `[privileges, keys]`. */
+export function optionClasses(table: string): [string, string][] {
+  return FACTS.options[table]?.classes ?? [];
+}
+
+/** `check` as it applies on `major`: `["pve", v, c]` kept (unwrapped) only for `v`. */
+export function forMajor(check: unknown, major: Major): unknown {
+  if (!Array.isArray(check)) return check;
+  const [op, ...rest] = check;
+  if (op === "pve") {
+    return rest[0] === major ? forMajor(rest[1], major) : undefined;
+  }
+  if (op === "when") {
+    const inner = forMajor(rest[1], major);
+    return inner === undefined ? undefined : ["when", rest[0], inner];
+  }
+  if (op === "and" || op === "or") {
+    const parts = rest.map((c) => forMajor(c, major)).filter((c) =>
+      c !== undefined
+    );
+    return parts.length === 0
+      ? undefined
+      : parts.length === 1
+      ? parts[0]
+      : [op, ...parts];
+  }
+  return check;
+}
+
+/** A condition in words: `p` given, `p=v`, `!p` not given. */
+function condition(cond: string): string {
+  if (cond.startsWith("!")) return `without \`${cond.slice(1)}\``;
+  return `with \`${cond}\``;
+}
+
+/** PVE's check expression in words: `` `VM.Audit` on `/vms/{vmid}` ``, `and`/`or` lists. */
 export function describeCheck(check: unknown): string {
   if (!Array.isArray(check)) return "—";
   const [op, ...rest] = check;
@@ -18,131 +94,76 @@ export function describeCheck(check: unknown): string {
     const [path, privs, ...flags] = rest as [string, string[], ...unknown[]];
     const any = flags.includes("any");
     const list = privs.map((p) => `\`${p}\``).join(any ? " or " : " and ");
-    // PVE's `require_param` (the check fails without the argument: used in an `or`), or the
-    // handlers' `when_param` of HANDLER_CHECKS (the check applies only with the argument).
-    const onlyIf = Math.max(
-      flags.indexOf("require_param"),
-      flags.indexOf("when_param"),
-    );
-    const cond = onlyIf >= 0 ? ` (when \`${flags[onlyIf + 1]}\` is given)` : "";
+    const needs = flags.indexOf("require_param");
+    const cond = needs >= 0 ? ` (${condition(String(flags[needs + 1]))})` : "";
     return `${list} on \`${path}\`${cond}`;
   }
   if (op === "and" || op === "or") {
     return rest.map(describeCheck).join(op === "and" ? "; and " : "; or ");
   }
-  if (op === "userid-param" || op === "userid-group") {
-    return `${op} ${JSON.stringify(rest)}`;
+  if (op === "when") return `${condition(rest[0])}: ${describeCheck(rest[1])}`;
+  if (op === "pve") return `PVE ${rest[0]}: ${describeCheck(rest[1])}`;
+  if (op === "options") {
+    return `each config option's privilege on \`${rest[0]}\` (${
+      rest[1]
+    } options, below)`;
   }
   return JSON.stringify(check);
 }
 
-/**
- * What the handler checks beyond the schema's `permissions` — in PVE's own
- * check syntax (`check`, combined with the schema's by `and`), plus one option
- * of ours, `when_param`: the check applies only when that argument is given
- * (PVE's `require_param` instead fails without it) — with a `note` for what
- * the syntax cannot say — and what a listing shows where the schema says only
- * `user: all` (any authenticated user). The README's table and the core's
- * table (`src/pve/privileges.rs`, {@link privilegesRust}) are both made from
- * this and the schema, so they cannot disagree.
- */
-const HANDLER_CHECKS: Record<
-  string,
-  { check?: unknown; note?: string; listing?: string }
-> = {
-  "GET /cluster/resources": {
-    listing: "lists only the guests the token may `VM.Audit`",
-  },
-  "GET /nodes/{node}/qemu": {
-    listing: "lists only the guests the token may `VM.Audit`",
-  },
-  "GET /nodes/{node}/lxc": {
-    listing: "lists only the containers the token may `VM.Audit`",
-  },
-  "GET /nodes/{node}/storage": {
-    listing:
-      "lists only storages the token may `Datastore.Audit` or `Datastore.AllocateSpace`",
-  },
-  // pve-container PVE/API2/LXC.pm create_vm: VM.Allocate on the VMID (or its pool), then
-  // Datastore.AllocateSpace on each volume's storage.
-  "POST /nodes/{node}/lxc": {
-    check: [
-      "and",
-      ["perm", "/vms/{vmid}", ["VM.Allocate"]],
-      ["perm", "/storage/{storage}", ["Datastore.AllocateSpace"]],
-    ],
-    note:
-      "`Datastore.Audit` on the template's storage, `SDN.Use` on each bridge (pve-container create_vm); restoring (`restore=1`) over an existing container with `force`, `VM.Backup` on it suffices",
-  },
-  // qemu-server PVE/API2/Qemu.pm clone_vm → $check_storage_access_clone.
-  "POST /nodes/{node}/qemu/{vmid}/clone": {
-    check: [
-      "perm",
-      "/storage/{storage}",
-      ["Datastore.AllocateSpace"],
-      "when_param",
-      "storage",
-    ],
-    note:
-      "without `storage`, `Datastore.AllocateSpace` on each disk's storage (qemu-server clone_vm)",
-  },
-  "GET /nodes/{node}/tasks": {
-    listing:
-      "lists the token's own tasks; every user's with `Sys.Audit` on `/nodes/{node}` (the package follows only its own)",
-  },
-  "POST /nodes/{node}/qemu": {
-    note:
-      "`VM.Allocate` on `/vms/{vmid}`, `Datastore.AllocateSpace` on each disk's storage, access to each `import-from` image (`check_volume_access`: `Datastore.AllocateSpace` or `Datastore.Audit` on its storage), `SDN.Use` on each bridge, the option groups' `VM.Config.*`; restoring (`archive`): `VM.Backup` on the archive's guest and `Datastore.AllocateSpace` on its storage and on `storage`, and over an existing VM with `force`, `VM.Backup` there (qemu-server create_vm)",
-  },
-  "POST /nodes/{node}/vzdump": {
-    note:
-      "`VM.Backup` on `/vms/{vmid}` and `Datastore.AllocateSpace` on `/storage/{storage}` (pve-manager VZDump.pm vzdump)",
-  },
-  "GET /nodes/{node}/vzdump/extractconfig": {
-    note:
-      "`VM.Backup` on the archive's guest and `Datastore.AllocateSpace` on its storage (pve-manager VZDump.pm extractconfig)",
-  },
-  "DELETE /nodes/{node}/storage/{storage}/content/{volume}": {
-    note:
-      "`Datastore.Allocate` on `/storage/{storage}`, or for a backup `Datastore.AllocateSpace` there and `VM.Backup` on its guest (pve-storage Content.pm delete)",
-  },
-  // pve-manager PVE/API2/Subscription.pm get: any user reads the status; the key and the server id
-  // only with Sys.Audit.
-  "GET /nodes/{node}/subscription": {
-    note:
-      "any authenticated user (the key and server id only with `Sys.Audit` on `/nodes/{node}`; the package records neither)",
-  },
-  "GET /nodes/{node}/tasks/{upid}/status": {
-    note: "the token's own tasks; others' need `Sys.Audit` on `/nodes/{node}`",
-  },
-  "GET /nodes/{node}/tasks/{upid}/log": {
-    note: "the token's own tasks; others' need `Sys.Audit` on `/nodes/{node}`",
-  },
-};
-
-/** What an endpoint requires: PVE's check expression (schema and handler), a listing, or anyone. */
+/** What an endpoint requires on one PVE major version. */
 export interface EndpointRequirement {
   endpoint: string;
   /** PVE's check expression; undefined when any authenticated user may call it. */
   check?: unknown;
   /** What a listing endpoint filters by (no privilege is required to call it). */
   listing?: string;
-  note?: string;
+  /** PVE `major` has no such endpoint. */
+  absent?: boolean;
 }
 
-/** The requirement of one endpoint, from the schema and {@link HANDLER_CHECKS}. */
-export function requirementOf(endpoint: string): EndpointRequirement {
+/** The schema's check of `endpoint` on `major` (PVE 8's from the facts where it differs). */
+function schemaCheck(endpoint: string, major: Major): unknown {
   const [method, template] = endpoint.split(" ");
-  const schema = endpointFacts(method, template)?.permissions?.check;
-  const handler = HANDLER_CHECKS[endpoint] ?? {};
-  const check = schema !== undefined && handler.check !== undefined
-    ? ["and", schema, handler.check]
-    : schema ?? handler.check;
-  return { endpoint, check, listing: handler.listing, note: handler.note };
+  const nine = endpointFacts(method, template)?.permissions?.check;
+  const facts = insideFacts(endpoint);
+  return major === 8 && facts && "pve8" in facts ? facts.pve8 : nine;
+}
+
+/** The schema's check and the inside checks together, for both versions (`pve` where they differ). */
+export function combinedCheck(endpoint: string): unknown {
+  const nine = schemaCheck(endpoint, 9);
+  const eight = schemaCheck(endpoint, 8);
+  const base = JSON.stringify(nine) === JSON.stringify(eight)
+    ? nine
+    : ["and", ["pve", 9, nine], ...(eight === null ? [] : [["pve", 8, eight]])];
+  const parts = [
+    base,
+    ...(insideFacts(endpoint)?.inside ?? []).map((i) => i.check),
+  ].filter((c) => c !== undefined);
+  return parts.length === 0
+    ? undefined
+    : parts.length === 1
+    ? parts[0]
+    : ["and", ...parts];
+}
+
+/** The requirement of `endpoint` on PVE `major`. */
+export function requirementOf(
+  endpoint: string,
+  major: Major = 9,
+): EndpointRequirement {
+  const facts = insideFacts(endpoint);
+  if (major === 8 && facts?.pve8 === null) return { endpoint, absent: true };
+  return {
+    endpoint,
+    check: forMajor(combinedCheck(endpoint), major),
+    listing: facts?.listing,
+  };
 }
 
 /** The endpoints the package uses, sorted by path then method. */
-function sortedEndpoints(): string[] {
+export function sortedEndpoints(): string[] {
   return packageEndpoints().sort((a, b) => {
     const [, pa] = a.split(" ");
     const [, pb] = b.split(" ");
@@ -150,44 +171,106 @@ function sortedEndpoints(): string[] {
   });
 }
 
-/** The markdown table. */
+/** A requirement in words, one part per check (each inside one with where PVE makes it). */
+function words(endpoint: string, major: Major): string[] {
+  const r = requirementOf(endpoint, major);
+  if (r.absent) return ["no such endpoint"];
+  if (r.listing) return [r.listing];
+  const schema = forMajor(schemaCheck(endpoint, major), major);
+  const parts = schema === undefined ? [] : [describeCheck(schema)];
+  for (const i of insideFacts(endpoint)?.inside ?? []) {
+    const check = forMajor(i.check, major);
+    if (check !== undefined) parts.push(`${describeCheck(check)} [${i.at}]`);
+  }
+  return parts.length > 0 ? parts : ["any authenticated user"];
+}
+
+/** PVE 8's cell: `as PVE 9`, `as PVE 9, without …` where it checks less, or its own words. */
+function eightWords(nine: string[], eight: string[]): string {
+  const more = nine.filter((w) => !eight.includes(w));
+  if (!eight.every((w) => nine.includes(w))) return eight.join("; ");
+  return more.length === 0
+    ? "as PVE 9"
+    : `as PVE 9, without ${more.join("; ")}`;
+}
+
+/** The markdown tables: per endpoint PVE 9, PVE 8 and PVE's source; then the option classes. */
 export function permissionsTable(): string {
   const rows = sortedEndpoints().map((endpoint) => {
-    const r = requirementOf(endpoint);
-    const words = r.listing ??
-      [r.check === undefined ? undefined : describeCheck(r.check), r.note]
-        .filter((w) => w !== undefined).join("; ");
-    const who = words || "any authenticated user";
-    return `| \`${endpoint}\` | ${who} |`;
+    const facts = insideFacts(endpoint);
+    const nine = words(endpoint, 9);
+    const found = facts?.found && facts.found !== "no check inside"
+      ? `. Also: ${facts.found}`
+      : "";
+    return `| \`${endpoint}\` | ${nine.join("; ")}${found} | ${
+      eightWords(nine, words(endpoint, 8))
+    } | ${facts?.at ?? "—"} |`;
   });
+  const options = Object.entries(FACTS.options).flatMap(([table, o]) =>
+    o.classes.map(([privs, keys], i) => {
+      const source = i === 0
+        ? o.at
+        : i === o.classes.length - 1 && o.found
+        ? `Also: ${o.found}`
+        : "";
+      return `| ${table} | ${
+        privs ? privilegeWords(privs) : "none (not checked)"
+      } | ${
+        keys === "*"
+          ? "every other key"
+          : keys.split(" ").map((k) => `\`${k.replace("#", "N")}\``).join(", ")
+      } | ${source} |`;
+    })
+  );
   return [
-    "| endpoint | privileges (PVE 9 schema `permissions`) |",
-    "| --- | --- |",
+    "| endpoint | privileges (PVE 9) | PVE 8 | PVE's source |",
+    "| --- | --- | --- | --- |",
     ...rows,
-  ]
-    .join("\n") + "\n";
+    "",
+    "| options | privileges on the guest | config options | PVE's source |",
+    "| --- | --- | --- | --- |",
+    ...options,
+  ].join("\n") + "\n";
+}
+
+/** An option class's privileges (`A|B` any, `A&B` all, `/:A` on `/`) in words. */
+function privilegeWords(privs: string): string {
+  const [path, list] = privs.includes(":")
+    ? privs.split(":")
+    : [undefined, privs];
+  const any = list.includes("|");
+  const names = list.split(/[|&]/).map((p) => `\`${p}\``);
+  const on = path ? ` on \`${path}\`` : "";
+  return names.join(any ? " or " : " and ") + on;
 }
 
 /**
- * `src/pve/privileges.rs`: the same requirements for the core's `preflight`
- * (each check as PVE's JSON expression). `deno run --allow-read --allow-write
- * simulator/schema/permissions_table.ts --rust` rewrites it; a test
- * regenerates and compares.
+ * `src/pve/privileges.rs`: the same requirements for the core's `preflight` and
+ * `permissions` check — each endpoint's check as one JSON expression for both
+ * versions (`["pve", 8, …]` where they differ), and the option classes.
  */
 export function privilegesRust(): string {
   const rows = sortedEndpoints().map((endpoint) => {
-    const r = requirementOf(endpoint);
-    const kind = r.check !== undefined
+    const check = combinedCheck(endpoint);
+    const kind = check !== undefined
       ? "Requirement::Check"
-      : r.listing !== undefined
+      : insideFacts(endpoint)?.listing !== undefined
       ? "Requirement::Listing"
       : "Requirement::Anyone";
-    const check = r.check === undefined ? "" : JSON.stringify(r.check);
-    return `    (${JSON.stringify(endpoint)}, ${kind}, r#"${check}"#),`;
+    const text = check === undefined ? "" : JSON.stringify(check);
+    return `    (${JSON.stringify(endpoint)}, ${kind}, r#"${text}"#),`;
   });
+  const options = Object.entries(FACTS.options).flatMap(([table, o]) =>
+    o.classes.map(([privs, keys]) =>
+      `    (${JSON.stringify(table)}, ${JSON.stringify(privs)}, ${
+        JSON.stringify(keys)
+      }),`
+    )
+  );
   return [
     "//! GENERATED by simulator/schema/permissions_table.ts (`--rust`) from PVE's API schema",
-    "//! (`permissions` of apidata.json) and the handlers' own checks it lists: do not edit. The",
+    "//! (`permissions` of apidata.json) and the checks inside the handlers and their workers, on PVE 8",
+    "//! and 9 (simulator/schema/pve_inside_checks.json, read from PVE's Perl): do not edit. The",
     "//! README's endpoint table is made from the same facts.",
     "",
     "/// What calling an endpoint requires.",
@@ -205,6 +288,23 @@ export function privilegesRust(): string {
     "#[rustfmt::skip]",
     "pub const ENDPOINTS: &[(&str, Requirement, &str)] = &[",
     ...rows,
+    "];",
+    "",
+    "/// The privileges only one PVE major version has (pve-access-control `$privgroups`): one the",
+    "/// token holds tells the node's version without asking it.",
+    "#[rustfmt::skip]",
+    `pub const ONLY_IN: &[(u64, &str)] = &[${
+      ([8, 9] as Major[]).flatMap((major) =>
+        FACTS.privileges[major].map((p) => `(${major}, ${JSON.stringify(p)})`)
+      ).join(", ")
+    }];`,
+    "",
+    "/// The config option classes of PVE's per-option checks: (table, privileges, keys). Privileges",
+    "/// `A|B` any, `A&B` all, `/:A` on `/` instead of the guest, empty: none; keys space-separated,",
+    "/// `#` for an index, `*` every key no other class names.",
+    "#[rustfmt::skip]",
+    "pub const OPTIONS: &[(&str, &str, &str)] = &[",
+    ...options,
     "];",
     "",
   ].join("\n");

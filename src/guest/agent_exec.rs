@@ -6,7 +6,7 @@ use super::exec::{verdict_message, ExecArgs, ExecOutcome};
 use super::locate::Located;
 use crate::explain::hint;
 use crate::host::Host;
-use crate::poll::{Pacer, Stopped};
+use crate::poll::{Pacer, Stopped, ANSWER_MS};
 use crate::progress::Progress;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
@@ -107,7 +107,10 @@ async fn follow_by<H: Host>(
     ));
     let pve = run.pve();
     let now = run.host.now_ms();
-    let own_deadline = now + (args.timeout_sec * 1000) as f64;
+    // The command's bound is `timeoutSec`; the wait reads one read's time past it, so its last
+    // read (which keeps that time to answer: poll.rs) sees the command at the bound itself — a
+    // command recorded as timed out was seen running at `timeoutSec`, not before it.
+    let own_deadline = now + (args.timeout_sec * 1000) as f64 + ANSWER_MS;
     let deadline = deadline_ms.map_or(own_deadline, |d| d.min(own_deadline));
     let mut pacer = Pacer::new(now, (deadline - now).max(0.0) as u64, pve.poll_cap_ms);
     let mut progress = Progress::start(now);

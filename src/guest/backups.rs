@@ -161,7 +161,7 @@ impl Archive {
 }
 
 fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+    format!("{} MiB", crate::units::tenths(bytes, 1 << 20))
 }
 
 /// The archives in a list, for messages: the first few, and how many more.

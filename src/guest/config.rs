@@ -13,8 +13,11 @@
 //!    sizes compare in bytes). A property the request leaves out must be absent from PVE's value —
 //!    a superset is not applied — unless PVE generates it (a NIC's MAC, a volume's `size`, a
 //!    container NIC's `type=veth`) or it is the property's schema default; a requested default that
-//!    PVE drops is applied. `store:N` (a new N GiB volume) matches a volume on `store` of N GiB;
-//!    `store:cloudinit` a cloud-init volume there.
+//!    PVE drops is applied. `store:N` (a new N GiB volume) matches a volume on `store` of N GiB
+//!    (`store:<vmid>/<volume>` or `store:<volume>`); `store:cloudinit` a cloud-init volume there;
+//!    the `format` asked for a new volume is the one its name carries (`….qcow2`; none is raw),
+//!    as qemu-server create_disks drops `format=` once the volume is made, and `import-from` is
+//!    consumed. A drive's byte rate (`bps*`) compares with the MB/s PVE stores (`mbps*`).
 //!
 //! A key PVE's schema does not have compares as exact text. `cipassword` cannot be compared: PVE
 //! only ever shows `**********`; it counts as applied when PVE reports the key.
@@ -280,20 +283,29 @@ fn decoded_keys(text: &str) -> String {
 }
 
 /// Properties PVE fills in itself when the request leaves them out: a NIC's generated MAC, a
-/// volume's size, and pve-container's `type=veth` (`PVE::LXC::Config::parse_lxc_network` sets it).
+/// volume's size, pve-container's `type=veth` (`PVE::LXC::Config::parse_lxc_network` sets it), and
+/// the Microsoft certificates an EFI disk with pre-enrolled keys gets (qemu-server
+/// `PVE/QemuServer/OVMF.pm` create_efidisk sets `ms-cert`).
 fn generated(kind: GuestKind, key: &str, name: &str, value: &str) -> bool {
     match name {
         "macaddr" | "hwaddr" | "size" => true,
         "type" => kind == GuestKind::Lxc && key.starts_with("net") && value == "veth",
+        "ms-cert" => key.starts_with("efidisk"),
         _ => false,
     }
 }
 
+/// A drive's byte-rate limits, which qemu-server stores as MB/s (`PVE/QemuServer/Drive.pm`
+/// parse_drive turns `bps*` into `mbps*` with three decimals).
+const BYTE_RATES: [&str; 3] = ["bps", "bps_rd", "bps_wr"];
+
 /// A property string read into canonical `name → value` pairs: a bare word is the default key's
 /// value (`virtio` → `model=virtio`), an alias is its target, `virtio=<mac>` is `model=virtio` plus
-/// `macaddr=<mac>` (PVE's `keyAlias`). Without a property list the parts stay as written.
+/// `macaddr=<mac>` (PVE's `keyAlias`), a drive's byte rate is its MB/s. Without a property list
+/// the parts stay as written.
 fn canonical(props: &[Prop], text: &str) -> Vec<(String, Option<String>)> {
     let default_key = props.iter().find(|p| p.default_key).map(|p| p.name);
+    let has = |name: &str| props.iter().any(|p| p.name == name);
     let mut out: Vec<(String, Option<String>)> = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (name, value) = match part.split_once('=') {
@@ -301,7 +313,14 @@ fn canonical(props: &[Prop], text: &str) -> Vec<(String, Option<String>)> {
             None => (part, None),
         };
         let prop = props.iter().find(|p| p.name == name);
+        let mbps = format!("m{name}");
         match (prop, value) {
+            (Some(_), Some(v)) if BYTE_RATES.contains(&name) && has(&mbps) => {
+                let rate = v
+                    .parse::<u64>()
+                    .map(|b| crate::units::fixed(b, 1_048_576, 3));
+                out.push((mbps, Some(rate.unwrap_or_else(|_| v.to_string()))));
+            }
             (Some(p), Some(v)) if p.key_alias.is_some() => {
                 out.push((
                     p.key_alias.unwrap_or_default().to_string(),
@@ -329,7 +348,10 @@ fn canonical(props: &[Prop], text: &str) -> Vec<(String, Option<String>)> {
 
 /// The whole set of properties compares: every requested property with PVE's value for it (or
 /// left out by PVE because it is the default), and no property PVE holds that the request left
-/// out — except what PVE generates ([`generated`]) or writes as its default.
+/// out — except what PVE generates ([`generated`]) or writes as its default. A volume PVE
+/// allocated for the request ([`allocation_matches`]) stands in for `<storage>:<GiB>`: its `size`
+/// is PVE's, the `format` asked is the one its name carries (qemu-server create_disks drops
+/// `format` once the volume is made), and `import-from` is consumed.
 fn same_properties(kind: GuestKind, t: &KeyType, requested: &str, observed: &str) -> bool {
     let props = properties(t);
     let prop = |name: &str| props.iter().find(|p| p.name == name);
@@ -342,37 +364,31 @@ fn same_properties(kind: GuestKind, t: &KeyType, requested: &str, observed: &str
         .or(prop("volume"))
         .filter(|p| p.default_key)
         .map(|p| p.name);
-    let mut allocated = false;
-    for (index, (name, want)) in asked.iter().enumerate() {
+    let volume = volume_key.and_then(|k| value_of(&seen, k)).flatten();
+    let allocated = volume_key
+        .and_then(|k| value_of(&asked, k))
+        .flatten()
+        .is_some_and(|w| allocation_matches(t.name, &w, volume.as_deref(), &seen));
+    let made = |name: &str, want: &Option<String>| match name {
+        // An action, not a property: PVE imports the volume and does not keep the source.
+        "import-from" => true,
+        "format" => allocated && want.as_deref() == volume.as_deref().map(volume_format),
+        _ => allocated && Some(name) == volume_key,
+    };
+    for (name, want) in &asked {
         let got = value_of(&seen, name);
         let same = match (want, &got) {
             (Some(w), Some(Some(g))) => same_value(prop(name), w, g),
             (None, Some(None)) => true,
             _ => false,
         };
-        if same {
-            continue;
-        }
-        if index == 0 && Some(name.as_str()) == volume_key {
-            if let Some(w) = want {
-                if allocation_matches(t.name, w, got.clone().flatten().as_deref(), &seen) {
-                    allocated = true;
-                    continue;
-                }
-            }
-        }
-        // An action, not a property: PVE imports the volume and does not keep the source.
-        if name == "import-from" && got.is_none() {
-            continue;
-        }
         let is_default = want
             .as_deref()
             .zip(prop(name).and_then(|p| p.default))
             .is_some_and(|(w, d)| same_value(prop(name), w, d));
-        if got.is_none() && is_default {
-            continue;
+        if !(same || made(name, want) || (got.is_none() && is_default)) {
+            return false;
         }
-        return false;
     }
     seen.iter().all(|(name, value)| {
         asked.iter().any(|(n, _)| n == name)
@@ -389,6 +405,16 @@ fn same_properties(kind: GuestKind, t: &KeyType, requested: &str, observed: &str
                     .iter()
                     .any(|(_, v)| v.as_deref().is_some_and(|v| v.ends_with(":cloudinit"))))
     })
+}
+
+/// The format a volume's name carries (`local:902/vm-902-disk-0.qcow2`); a name without one is a
+/// raw block device (LVM, ZFS, RBD) — pve-storage's parse_volname.
+fn volume_format(volid: &str) -> &str {
+    let name = volid.rsplit(['/', ':']).next().unwrap_or_default();
+    match name.rsplit_once('.') {
+        Some((_, ext)) if matches!(ext, "raw" | "qcow2" | "vmdk" | "qcow" | "qed" | "cloop") => ext,
+        _ => "raw",
+    }
 }
 
 fn same_value(prop: Option<&Prop>, a: &str, b: &str) -> bool {
@@ -432,7 +458,9 @@ fn allocation_matches(
     else {
         return false;
     };
-    if gib == 0.0 || matches!(key, "efidisk" | "tpmstate") {
+    // EFI vars and TPM state volumes get the size qemu-server chooses (create_efidisk,
+    // TPMSTATE_DISK_SIZE), whatever the request said.
+    if gib == 0.0 || key.starts_with("efidisk") || key.starts_with("tpmstate") {
         return true;
     }
     let bytes = (gib * (1u64 << 30) as f64).round() as u64;
@@ -637,6 +665,215 @@ mod tests {
             "local-lvm:cloudinit",
             "local-lvm:vm-100-cloudinit,media=cdrom"
         ));
+    }
+
+    /// What a real PVE 9.2 node stored for `scsi0: local:1` and `local:1,format=qcow2` on its
+    /// dir storage `local` (../shared/realpve/transcript-2026-12-03.jsonl).
+    const DIR_RAW: &str = "local:900/vm-900-disk-0.raw,size=1G";
+    const DIR_QCOW2: &str = "local:902/vm-902-disk-0.qcow2,size=1G";
+
+    #[test]
+    fn a_new_disk_reads_back_as_the_volume_pve_made_on_that_storage_with_that_size() {
+        assert!(shows(Q, "scsi0", "local:1", DIR_RAW));
+        assert!(shows(Q, "scsi0", "volume=local:1", DIR_RAW));
+        assert!(shows(
+            Q,
+            "scsi0",
+            "local:1",
+            "local:902/base-902-disk-0.qcow2/903/vm-903-disk-0.qcow2,size=1G"
+        ));
+        assert!(!shows(Q, "scsi0", "local:2", DIR_RAW));
+        assert!(!shows(Q, "scsi0", "other:1", DIR_RAW));
+        assert!(!shows(Q, "scsi0", "local:1", "local:900/vm-900-disk-0.raw"));
+    }
+
+    #[test]
+    fn the_format_of_a_new_disk_reads_back_from_the_volume_name() {
+        assert!(shows(Q, "scsi0", "local:1,format=qcow2", DIR_QCOW2));
+        assert!(shows(Q, "scsi0", "local:1,format=raw", DIR_RAW));
+        assert!(shows(
+            Q,
+            "virtio1",
+            "format=vmdk,file=local:1",
+            "local:900/vm-900-disk-1.vmdk,size=1G"
+        ));
+        // A block storage's volume names no format: it is raw.
+        assert!(shows(
+            Q,
+            "scsi1",
+            "local-lvm:4,format=raw",
+            "local-lvm:vm-100-disk-1,size=4G"
+        ));
+        assert!(!shows(Q, "scsi0", "local:1,format=qcow2", DIR_RAW));
+        assert!(!shows(
+            Q,
+            "scsi1",
+            "local-lvm:4,format=qcow2",
+            "local-lvm:vm-100-disk-1,size=4G"
+        ));
+        // PVE keeps `format` beside a volume that already exists.
+        let kept = "local:902/vm-902-disk-0.qcow2,format=qcow2,size=1G";
+        assert!(shows(
+            Q,
+            "scsi0",
+            "local:902/vm-902-disk-0.qcow2,format=qcow2",
+            kept
+        ));
+        assert!(!shows(
+            Q,
+            "scsi0",
+            "local:902/vm-902-disk-0.qcow2,format=qcow2",
+            DIR_QCOW2
+        ));
+    }
+
+    #[test]
+    fn an_import_and_a_cloud_init_drive_read_back_as_the_volume_pve_made() {
+        let imported = "local:500/vm-500-disk-0.qcow2,discard=on,size=2252M";
+        assert!(shows(
+            Q,
+            "scsi0",
+            "local:0,import-from=local:import/cloud.qcow2,format=qcow2,discard=on",
+            imported
+        ));
+        assert!(!shows(
+            Q,
+            "scsi0",
+            "local:0,import-from=local:import/cloud.qcow2,format=raw,discard=on",
+            imported
+        ));
+        let cloudinit = "local:900/vm-900-cloudinit.qcow2,media=cdrom";
+        assert!(shows(Q, "ide2", "local:cloudinit,format=qcow2", cloudinit));
+        assert!(!shows(Q, "ide2", "local:cloudinit,format=raw", cloudinit));
+    }
+
+    #[test]
+    fn boolean_drive_options_read_back_by_meaning() {
+        let stored = "local:900/vm-900-disk-0.raw,backup=0,iothread=1,size=1G,ssd=1";
+        assert!(shows(
+            Q,
+            "scsi0",
+            "local:1,iothread=on,ssd=true,backup=no",
+            stored
+        ));
+        assert!(shows(
+            Q,
+            "scsi0",
+            "local:1,iothread=1,ssd=yes,backup=off",
+            stored
+        ));
+        assert!(!shows(
+            Q,
+            "scsi0",
+            "local:1,iothread=on,ssd=true,backup=yes",
+            stored
+        ));
+        assert!(!shows(Q, "scsi0", "local:1,iothread=on,backup=no", stored));
+    }
+
+    #[test]
+    fn enumerated_drive_options_read_back_as_the_same_word() {
+        let stored = "local:900/vm-900-disk-0.raw,aio=io_uring,cache=writeback,discard=on,size=1G";
+        assert!(shows(
+            Q,
+            "scsi0",
+            "local:1,cache=writeback,discard=on,aio=io_uring",
+            stored
+        ));
+        assert!(!shows(
+            Q,
+            "scsi0",
+            "local:1,cache=none,discard=on,aio=io_uring",
+            stored
+        ));
+        // `discard` is a word (`ignore`/`on`), not a boolean.
+        assert!(!shows(
+            Q,
+            "scsi0",
+            "local:1,cache=writeback,discard=1,aio=io_uring",
+            stored
+        ));
+    }
+
+    #[test]
+    fn drive_limits_read_back_by_value() {
+        let stored = "local-lvm:vm-1-disk-0,iops_rd=100,mbps=10.5,queues=4,size=8G";
+        assert!(shows(
+            Q,
+            "scsi0",
+            "local-lvm:8,mbps=10.50,iops_rd=100,queues=4",
+            stored
+        ));
+        assert!(!shows(
+            Q,
+            "scsi0",
+            "local-lvm:8,mbps=10,iops_rd=100,queues=4",
+            stored
+        ));
+        // The legacy burst length is an alias of its `_max_` name.
+        assert!(shows(
+            Q,
+            "scsi0",
+            "local-lvm:8,iops_rd=100,iops_rd_max=200,iops_rd_length=5",
+            "local-lvm:vm-1-disk-0,iops_rd=100,iops_rd_max=200,iops_rd_max_length=5,size=8G"
+        ));
+    }
+
+    #[test]
+    fn a_byte_rate_reads_back_as_the_megabytes_pve_stores() {
+        let asked = "local-lvm:8,bps_rd=10485760";
+        assert!(shows(
+            Q,
+            "scsi0",
+            asked,
+            "local-lvm:vm-1-disk-0,mbps_rd=10.000,size=8G"
+        ));
+        // What qemu-server 9's parse_drive stores for any `bps*` (it takes `defined(…)` as the
+        // rate): not the requested limit.
+        assert!(!shows(
+            Q,
+            "scsi0",
+            asked,
+            "local-lvm:vm-1-disk-0,mbps_rd=0.000,size=8G"
+        ));
+    }
+
+    #[test]
+    fn efi_and_tpm_volumes_read_back_with_the_size_and_certificates_pve_gives_them() {
+        assert!(shows(
+            Q,
+            "efidisk0",
+            "local-lvm:1,efitype=4m,pre-enrolled-keys=1",
+            "local-lvm:vm-900-disk-0,efitype=4m,ms-cert=2023k,pre-enrolled-keys=1,size=4M"
+        ));
+        assert!(shows(
+            Q,
+            "tpmstate0",
+            "local:1,version=v2.0",
+            "local:900/vm-900-disk-1.raw,size=4M,version=v2.0"
+        ));
+        assert!(!shows(
+            Q,
+            "tpmstate0",
+            "local:1,version=v2.0",
+            "local:900/vm-900-disk-1.raw,size=4M,version=v1.2"
+        ));
+    }
+
+    #[test]
+    fn a_new_disk_set_by_a_config_change_reads_back_applied() {
+        let s = ConfigSnapshot::from_rows(&json!([{"key": "scsi1", "value": DIR_QCOW2}])).unwrap();
+        assert_eq!(
+            s.reading(Q, "scsi1", "local:1,format=qcow2,cache=none"),
+            Reading::NotApplied {
+                current: Some(json!(DIR_QCOW2)),
+                pending: None
+            }
+        );
+        assert_eq!(
+            s.reading(Q, "scsi1", "local:1,format=qcow2"),
+            Reading::Applied
+        );
     }
 
     #[test]

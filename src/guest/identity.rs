@@ -2,11 +2,11 @@
 
 use crate::pve::flex;
 use crate::pve::property::property;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 /// Built-in fingerprints read from the guest's config.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Identity {
     /// `smbios1: uuid=…`: regenerated on every clone, the best built-in identity of a VM.
@@ -43,9 +43,20 @@ impl Identity {
 
 /// The identity stored in a previous record, if it has one.
 pub fn stored_identity(record: &Value) -> Option<Identity> {
-    Identity::deserialize(record.get("identity")?)
-        .ok()
-        .filter(|i| !i.is_empty())
+    let stored = record.get("identity")?.as_object()?;
+    // A field of another type makes the whole identity unreadable: nothing to compare with.
+    let field = |key: &str| stored.get(key).filter(|v| !v.is_null());
+    let identity = Identity {
+        smbios_uuid: match field("smbiosUuid") {
+            Some(uuid) => Some(uuid.as_str()?.to_string()),
+            None => None,
+        },
+        ctime: match field("ctime") {
+            Some(ctime) => Some(ctime.as_u64()?),
+            None => None,
+        },
+    };
+    Some(identity).filter(|i| !i.is_empty())
 }
 
 #[cfg(test)]

@@ -1,137 +1,91 @@
-//! What a method needs the token to hold, and whether it holds it.
+//! Whether the token holds what PVE checks for an endpoint, for one run's arguments.
 //!
-//! The privileges each endpoint requires are PVE's own (`pve::privileges`, generated from the API
-//! schema's `permissions` and the handlers' extra checks — the same facts the README's endpoint table
-//! is made from). What this module adds is which endpoints each method calls ([`needs`]) and the
-//! evaluation of PVE's check expressions (`["perm", path, [privs], "any", 1]`, `["and", …]`,
-//! `["or", …]`, as pve-access-control `PVE/RPCEnvironment.pm` `check_api2_permissions` reads them)
-//! against the privileges `GET /access/permissions` reported for each path.
+//! The checks are PVE's own (`pve::privileges`, generated from the API schema's `permissions` and
+//! the checks inside the handlers and their workers, on PVE 8 and 9 — the same facts the README's
+//! endpoint table is made from). This module reads PVE's check expressions (`["perm", path, [privs],
+//! "any", 1]`, `["and", …]`, `["or", …]`, as pve-access-control `PVE/RPCEnvironment.pm`
+//! `check_api2_permissions` reads them) and the table's own forms — `["when", cond, c]` (only for a
+//! request with that parameter), `["pve", major, c]` (only on that version), `["options", path,
+//! table]` (each config option's class) — and judges them against the privileges `GET
+//! /access/permissions` reported per ACL path. Which endpoints a method calls, and what its
+//! arguments name, is `guest::permission_needs`.
 
-use crate::pve::endpoints::GuestKind;
-use crate::pve::privileges::{Requirement, ENDPOINTS};
+use crate::guest::placement::numbered;
+use crate::pve::privileges::{Requirement, ENDPOINTS, ONLY_IN, OPTIONS};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// PVE's check expression, parsed.
+/// A check expression, parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Check {
-    /// `["perm", path, [privs], "any", 1, "require_param", "p"]`: all (or, with `any`, one) of
-    /// `privs` on `path`; with PVE's `require_param`, false unless that parameter is given; with
-    /// `when_param` (the handlers' checks the table adds), true unless it is given.
+    /// All (with `any`, one) of `privs` on `path`; with PVE's `require_param`, false unless that
+    /// parameter is given.
     Perm {
         path: String,
         privs: Vec<String>,
         any: bool,
         require_param: Option<String>,
-        when_param: Option<String>,
     },
     And(Vec<Check>),
     Or(Vec<Check>),
+    /// Applies only to a request with parameter `p` (`p=v`: with that value; `!p`: without it).
+    When(String, Box<Check>),
+    /// Applies only on PVE major version `.0`.
+    Pve(u64, Box<Check>),
+    /// Each config option the request sets needs its class's privileges (`OPTIONS` of `table`).
+    Options {
+        path: String,
+        table: String,
+    },
 }
 
 impl Check {
-    /// Reads PVE's JSON expression; `None` for a shape it does not have.
+    /// Reads the JSON expression; `None` for a shape it does not have.
     pub fn parse(value: &Value) -> Option<Check> {
         let list = value.as_array()?;
-        let op = list.first()?.as_str()?;
-        match op {
+        let text = |i: usize| list.get(i).and_then(Value::as_str).map(str::to_string);
+        let inner = |i: usize| list.get(i).and_then(Check::parse).map(Box::new);
+        match list.first()?.as_str()? {
             "perm" => {
-                let path = list.get(1)?.as_str()?.to_string();
-                let privs = list
-                    .get(2)?
-                    .as_array()?
-                    .iter()
+                let privs = list.get(2)?.as_array()?.iter();
+                let privs = privs
                     .map(|p| p.as_str().map(str::to_string))
                     .collect::<Option<Vec<_>>>()?;
                 // The options are key/value pairs (`any => 1`, `require_param => 'pool'`).
-                let options: Vec<&Value> = list.iter().skip(3).collect();
-                let mut any = false;
-                let mut require_param = None;
-                let mut when_param = None;
-                for pair in options.chunks(2) {
+                let (mut any, mut require_param) = (false, None);
+                for pair in list.get(3..).unwrap_or_default().chunks(2) {
                     match (pair[0].as_str(), pair.get(1)) {
-                        (Some("any"), Some(v)) => {
-                            any = v.as_i64() == Some(1) || v.as_str() == Some("1")
-                        }
+                        (Some("any"), Some(v)) => any = v.as_i64() == Some(1),
                         (Some("require_param"), Some(v)) => {
-                            require_param = Some(v.as_str()?.to_string())
+                            require_param = Some(v.as_str()?.into())
                         }
-                        (Some("when_param"), Some(v)) => when_param = Some(v.as_str()?.to_string()),
                         _ => return None,
                     }
                 }
                 Some(Check::Perm {
-                    path,
+                    path: text(1)?,
                     privs,
                     any,
                     require_param,
-                    when_param,
                 })
             }
-            "and" | "or" => {
-                let parts = list
-                    .iter()
-                    .skip(1)
-                    .map(Check::parse)
-                    .collect::<Option<Vec<_>>>()?;
-                Some(match op {
-                    "and" => Check::And(parts),
-                    _ => Check::Or(parts),
+            op @ ("and" | "or") => {
+                let parts = list.get(1..)?.iter().map(Check::parse);
+                let parts = parts.collect::<Option<Vec<_>>>()?;
+                Some(if op == "and" {
+                    Check::And(parts)
+                } else {
+                    Check::Or(parts)
                 })
             }
+            "when" => Some(Check::When(text(1)?, inner(2)?)),
+            "pve" => Some(Check::Pve(list.get(1)?.as_u64()?, inner(2)?)),
+            "options" => Some(Check::Options {
+                path: text(1)?,
+                table: text(2)?,
+            }),
             _ => None,
-        }
-    }
-}
-
-/// The values a method's paths are made of: `{vmid}`, `{newid}`, `{storage}`, `{node}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Subjects {
-    /// The guest the endpoint acts on (for `clone`: the template). `None`: `/vms`.
-    pub vmid: Option<u32>,
-    /// The guest a clone or create makes. `None`: `/vms`.
-    pub newid: Option<u32>,
-    /// The storage a method allocates on. `None`: `/storage`.
-    pub storage: Option<String>,
-    pub node: String,
-    /// An unknown guest or storage leaves its checks out (`path` is `None`) instead of reading
-    /// them on the parent path: for a check before one method, whose `vmName` names no VMID yet.
-    pub skip_unknown: bool,
-}
-
-impl Subjects {
-    /// The ACL path of a check's path template: an unknown guest or storage is its parent
-    /// (`/vms`, `/storage`: what every guest or storage inherits), or, with `skip_unknown`, `None`.
-    pub fn path(&self, template: &str, guest: Guest) -> Option<String> {
-        let vmid = match guest {
-            Guest::Acted => self.vmid,
-            Guest::Made => self.newid,
-        };
-        let id = |v: Option<u32>| v.map(|v| v.to_string());
-        let mut path = template.replace("{node}", &self.node);
-        for (key, value) in [
-            ("{vmid}", id(vmid)),
-            ("{newid}", id(self.newid)),
-            ("{storage}", self.storage.clone()),
-        ] {
-            if !path.contains(key) {
-                continue;
-            }
-            path = match value {
-                Some(v) => path.replace(key, &v),
-                None if self.skip_unknown => return None,
-                None => path.replace(&format!("/{key}"), ""),
-            };
-        }
-        Some(path)
-    }
-
-    /// Whether a request parameter a check's `require_param` names is given (the package never
-    /// sends `pool`).
-    fn given(&self, param: &str) -> bool {
-        match param {
-            "storage" => self.storage.is_some(),
-            _ => false,
         }
     }
 }
@@ -141,207 +95,306 @@ impl Subjects {
 pub enum Guest {
     /// The guest the method acts on (the template, for `clone`).
     Acted,
-    /// The guest a clone makes.
+    /// The guest a create, clone or restore makes.
     Made,
 }
 
-/// One endpoint a method calls: always, or only in some runs (`when`).
+/// What one run's request names, as far as it is known: the values of a check's path placeholders,
+/// the parameters its conditions ask about, the config options it sets, PVE's major version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subjects {
+    pub node: String,
+    /// The guest acted on (`clone`: the template).
+    pub vmid: Option<u32>,
+    /// The guest made.
+    pub newid: Option<u32>,
+    /// `{storage}`: each storage the request allocates on (or reads, for a listing).
+    pub storages: Vec<String>,
+    /// `{source}`: each storage an image, ISO or template is read from.
+    pub sources: Vec<String>,
+    /// `{archive}`, `{owner}`: a backup archive's storage and guest.
+    pub archive: Option<String>,
+    pub owner: Option<u32>,
+    /// `{bridge}`: each bridge a NIC names (`vmbr0`, or `vmbr0/20` with a VLAN tag).
+    pub bridges: Vec<String>,
+    /// The config options the request sets.
+    pub options: Vec<String>,
+    /// The condition parameters the request has (`storage`, `force`, `unprivileged=0`).
+    pub given: Vec<String>,
+    /// Condition parameters the run may have that are not known here (preflight): their checks
+    /// are "may need", not missing.
+    pub unknown: Vec<&'static str>,
+    /// PVE's major version (8 or 9).
+    pub major: u64,
+    /// An unknown guest or storage leaves its checks out (the check before one method) instead of
+    /// reading them on the parent path, what every one inherits (preflight).
+    pub skip_unknown: bool,
+}
+
+/// The ACL paths of a path template.
+enum Paths {
+    Each(Vec<String>),
+    /// A list only the method's arguments name (bridges, sources), not given: the template.
+    Unknown(String),
+}
+
+impl Subjects {
+    fn paths(&self, template: &str, guest: Guest, archive_storage: bool) -> Paths {
+        let base = template.replace("{node}", &self.node);
+        let Some(start) = base.find('{') else {
+            return Paths::Each(vec![base]);
+        };
+        let key = base.get(start..).unwrap_or_default();
+        let id = |v: Option<u32>| v.map(|v| v.to_string()).into_iter().collect();
+        let archive = || self.archive.iter().cloned().collect();
+        let (values, inherit): (Vec<String>, bool) = match key {
+            "{vmid}" if guest == Guest::Made => (id(self.newid), true),
+            "{vmid}" => (id(self.vmid), true),
+            "{newid}" => (id(self.newid), true),
+            "{owner}" => (id(self.owner), true),
+            "{storage}" if archive_storage => (archive(), true),
+            "{storage}" => (self.storages.clone(), true),
+            "{archive}" => (archive(), true),
+            "{source}" => (self.sources.clone(), false),
+            "{bridge}" => (self.bridges.clone(), false),
+            _ => (Vec::new(), false),
+        };
+        let parent = base.get(..start.saturating_sub(1)).unwrap_or_default();
+        match (values.is_empty(), self.skip_unknown, inherit) {
+            (false, _, _) => Paths::Each(values.iter().map(|v| base.replace(key, v)).collect()),
+            (true, true, _) => Paths::Each(Vec::new()),
+            (true, false, true) => Paths::Each(vec![parent.to_string()]),
+            (true, false, false) => Paths::Unknown(base),
+        }
+    }
+
+    /// Whether the request has condition `cond`; `None` when that is not known.
+    fn condition(&self, cond: &str) -> Option<bool> {
+        let (negated, name) = match cond.strip_prefix('!') {
+            Some(name) => (true, name),
+            None => (false, cond),
+        };
+        let param = name.split('=').next().unwrap_or(name);
+        let has = match self.given.iter().any(|g| g == name) {
+            true => Some(true),
+            false if self.unknown.contains(&param) => None,
+            false => Some(false),
+        };
+        has.map(|h| h != negated)
+    }
+}
+
+/// What a check lacks: for certain (`missing`), and what only some runs need (`may`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judged {
+    pub missing: Vec<String>,
+    pub may: Vec<String>,
+}
+
+impl Judged {
+    fn add(&mut self, other: Judged) {
+        self.missing.extend(other.missing);
+        self.may.extend(other.may);
+    }
+
+    fn holds(&self) -> bool {
+        self.missing.is_empty() && self.may.is_empty()
+    }
+}
+
+/// Whether the token holds `privilege` on `path`.
+pub type Has<'a> = &'a dyn Fn(&str, &str) -> bool;
+
+/// An endpoint's check, for one need of a run: its `{vmid}` and whether its `{storage}` is the
+/// backup archive's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Need {
-    /// `"<METHOD> <template>"` with `{kind}` for `qemu`/`lxc`.
-    pub endpoint: &'static str,
+pub struct Role {
     pub guest: Guest,
-    /// `None`: every run calls it; else when (e.g. "when the guest runs").
-    pub when: Option<&'static str>,
+    pub archive: bool,
 }
 
-const fn always(endpoint: &'static str) -> Need {
-    Need {
-        endpoint,
-        guest: Guest::Acted,
-        when: None,
-    }
-}
-
-const fn sometimes(endpoint: &'static str, when: &'static str) -> Need {
-    Need {
-        endpoint,
-        guest: Guest::Acted,
-        when: Some(when),
-    }
-}
-
-const fn made(endpoint: &'static str, when: Option<&'static str>) -> Need {
-    Need {
-        endpoint,
-        guest: Guest::Made,
-        when,
-    }
-}
-
-const STATUS: &str = "GET /nodes/{node}/{kind}/{vmid}/status/current";
-const CONFIG: &str = "GET /nodes/{node}/{kind}/{vmid}/config";
-const PENDING: &str = "GET /nodes/{node}/{kind}/{vmid}/pending";
-const SET_CONFIG: &str = "PUT /nodes/{node}/{kind}/{vmid}/config";
-const STOP: &str = "POST /nodes/{node}/{kind}/{vmid}/status/stop";
-const SNAPSHOTS: &str = "GET /nodes/{node}/{kind}/{vmid}/snapshot";
-const EXEC: &str = "POST /nodes/{node}/qemu/{vmid}/agent/exec";
-const EXEC_STATUS: &str = "GET /nodes/{node}/qemu/{vmid}/agent/exec-status";
-const FILE_READ: &str = "GET /nodes/{node}/qemu/{vmid}/agent/file-read";
-const INTERFACES: &str = "GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces";
-
-/// The endpoints method `method` of `kind` guests calls; `None` for a method the model lacks.
-/// `Some(&[])` for one that needs no privilege (lists filter by what the token may audit).
-pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
-    use GuestKind::{Lxc, Qemu};
-    let list: &[Need] = match (kind, method) {
-        (_, "lookup") => &[always(STATUS), always(CONFIG)],
-        (_, "sync") => &[always("GET /nodes/{node}/{kind}")],
-        (_, "getConfig") => &[always(PENDING)],
-        (_, "setConfig") => &[always(STATUS), always(SET_CONFIG), always(PENDING)],
-        (Qemu, "start") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/{kind}/{vmid}/status/start"),
-            sometimes(INTERFACES, "with waitForIp or waitReady"),
-        ],
-        (Lxc, "start") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/{kind}/{vmid}/status/start"),
-        ],
-        (_, "stop") => &[always(STATUS), always(STOP)],
-        (_, "shutdown") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/{kind}/{vmid}/status/shutdown"),
-            sometimes(STOP, "with forceStopAfter"),
-        ],
-        (_, "reboot") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/{kind}/{vmid}/status/reboot"),
-        ],
-        (_, "delete") => &[
-            always(STATUS),
-            always("DELETE /nodes/{node}/{kind}/{vmid}"),
-            sometimes(STOP, "when the guest runs"),
-        ],
-        (_, "convertToTemplate") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/{kind}/{vmid}/template"),
-        ],
-        (_, "migrate") => &[
-            always(STATUS),
-            always("GET /nodes/{node}/{kind}/{vmid}/migrate"),
-            always("POST /nodes/{node}/{kind}/{vmid}/migrate"),
-        ],
-        (_, "snapshot") => &[
-            always(SNAPSHOTS),
-            always("POST /nodes/{node}/{kind}/{vmid}/snapshot"),
-        ],
-        (_, "rollback") => &[
-            always(SNAPSHOTS),
-            always("POST /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/rollback"),
-        ],
-        (_, "deleteSnapshot") => &[
-            always(SNAPSHOTS),
-            always("DELETE /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}"),
-        ],
-        (_, "listSnapshots") => &[always(SNAPSHOTS)],
-        (_, "nodeStatus") => &[
-            always("GET /nodes/{node}/status"),
-            sometimes(
-                "GET /nodes/{node}/disks/list",
-                "for the disks (without it they are recorded unavailable)",
-            ),
-            always("GET /nodes/{node}/subscription"),
-            sometimes(
-                "GET /nodes/{node}/apt/repositories",
-                "for the enterprise repository (without it recorded unavailable)",
-            ),
-        ],
-        (_, "nodeConfig") => &[
-            always("GET /nodes/{node}/storage"),
-            always("GET /nodes/{node}/network"),
-        ],
-        (_, "preflight") => &[always("GET /version"), always("GET /access/permissions")],
-        (Qemu, "guestExec") => &[always(EXEC), always(EXEC_STATUS)],
-        (Qemu, "clone") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/qemu/{vmid}/clone"),
-            made(CONFIG, None),
-            made(SET_CONFIG, Some("when the template lacks the swamp tag")),
-        ],
-        (Qemu, "cloudInit") => &[
-            always(SET_CONFIG),
-            always("PUT /nodes/{node}/qemu/{vmid}/cloudinit"),
-            always("GET /nodes/{node}/qemu/{vmid}/cloudinit/dump"),
-            always("GET /nodes/{node}/qemu/{vmid}/cloudinit"),
-        ],
-        (Qemu, "waitReady") => &[
-            always("GET /nodes/{node}/qemu/{vmid}/agent/info"),
-            always(INTERFACES),
-            sometimes(EXEC, "with cloudInit"),
-        ],
-        (Qemu, "resizeDisk") | (Lxc, "resize") => &[
-            always(CONFIG),
-            always("PUT /nodes/{node}/{kind}/{vmid}/resize"),
-        ],
-        (Qemu, "fileWrite") => &[
-            always("POST /nodes/{node}/qemu/{vmid}/agent/file-write"),
-            always(FILE_READ),
-            sometimes(EXEC, "for a file over 46,080 bytes or a mode"),
-        ],
-        (Qemu, "fileRead") => &[always(FILE_READ)],
-        (Lxc, "create") => &[
-            made("POST /nodes/{node}/lxc", None),
-            always("GET /nodes/{node}/storage/{storage}/content"),
-            always("GET /nodes/{node}/network"),
-        ],
-        // `pct exec` over ssh runs as root@pam: no API privilege (preflight says it needs ssh).
-        (Lxc, "guestExec") => &[],
-        (Qemu, "create") => &[
-            made("POST /nodes/{node}/qemu", None),
-            always("GET /nodes/{node}/storage/{storage}/content"),
-            always("GET /nodes/{node}/network"),
-        ],
-        (_, "downloadUrl") => &[
-            always("GET /nodes/{node}/storage"),
-            always("GET /nodes/{node}/storage/{storage}/content"),
-            always("POST /nodes/{node}/storage/{storage}/download-url"),
-        ],
-        (_, "backup") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/vzdump"),
-            always("GET /nodes/{node}/storage/{storage}/content"),
-        ],
-        (_, "listBackups") => &[always("GET /nodes/{node}/storage/{storage}/content")],
-        (_, "deleteBackup") => &[
-            always("GET /nodes/{node}/storage/{storage}/content"),
-            always("DELETE /nodes/{node}/storage/{storage}/content/{volume}"),
-        ],
-        (_, "restore") => &[
-            always("GET /nodes/{node}/storage/{storage}/content"),
-            always("GET /nodes/{node}/vzdump/extractconfig"),
-            made("POST /nodes/{node}/{kind}", None),
-        ],
-        _ => return None,
-    };
-    let prefix = kind.segment();
-    Some(
-        list.iter()
-            .map(|need| Need {
-                endpoint: table_endpoint(need.endpoint, prefix),
-                ..*need
+/// What `check` lacks for `s`; `None` where it does not apply (a condition the request does not
+/// meet, another PVE version).
+pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged> {
+    match check {
+        Check::Perm {
+            path,
+            privs,
+            any,
+            require_param,
+        } => {
+            if let Some(param) = require_param {
+                s.condition(param).filter(|given| *given)?;
+            }
+            let words = privs.join(if *any { " or " } else { " and " });
+            Some(match s.paths(path, role.guest, role.archive) {
+                Paths::Unknown(template) => Judged {
+                    missing: Vec::new(),
+                    may: vec![format!(
+                        "{words} on {template} (each one the arguments name)"
+                    )],
+                },
+                Paths::Each(paths) => Judged {
+                    missing: paths
+                        .into_iter()
+                        .filter_map(|path| lacking(&path, privs, *any, has))
+                        .collect(),
+                    may: Vec::new(),
+                },
             })
-            .collect(),
-    )
+        }
+        Check::And(parts) => parts
+            .iter()
+            .filter_map(|part| judge(part, s, role, has))
+            .reduce(|mut all, one| {
+                all.add(one);
+                all
+            }),
+        Check::Or(parts) => {
+            let each: Vec<Judged> = parts
+                .iter()
+                .filter_map(|p| judge(p, s, role, has))
+                .collect();
+            if each.is_empty() || each.iter().any(Judged::holds) {
+                return (!each.is_empty()).then(Judged::default);
+            }
+            if let Some(maybe) = each.iter().find(|j| j.missing.is_empty()) {
+                return Some(maybe.clone());
+            }
+            // Every way is closed: name each.
+            let ways: Vec<String> = each.iter().map(|j| j.missing.join(" and ")).collect();
+            Some(Judged {
+                missing: vec![ways.join(", or ")],
+                may: Vec::new(),
+            })
+        }
+        Check::When(cond, inner) => match s.condition(cond) {
+            Some(true) => judge(inner, s, role, has),
+            Some(false) => None,
+            None => {
+                let found = judge(inner, s, role, has)?;
+                let shown = cond.trim_start_matches('!');
+                let when = match cond.starts_with('!') {
+                    true => format!("without `{shown}`"),
+                    false => format!("with `{shown}`"),
+                };
+                let may = found.missing.into_iter().chain(found.may);
+                Some(Judged {
+                    missing: Vec::new(),
+                    may: may.map(|m| format!("{m} ({when})")).collect(),
+                })
+            }
+        },
+        Check::Pve(major, inner) if *major == s.major => judge(inner, s, role, has),
+        Check::Pve(..) => None,
+        Check::Options { path, table } => {
+            let perms = option_checks(table, path, &s.options);
+            judge(&Check::And(perms), s, role, has)
+        }
+    }
 }
 
-/// `{kind}` replaced by `qemu`/`lxc`, as one of the table's own `'static` strings.
-fn table_endpoint(template: &'static str, kind: &str) -> &'static str {
-    let wanted = template.replace("{kind}", kind);
-    ENDPOINTS
-        .iter()
-        .find(|(endpoint, _, _)| *endpoint == wanted)
-        .map_or(template, |(endpoint, _, _)| endpoint)
+/// "`VM.Clone` on /vms/9000" when the privileges are not held there.
+fn lacking(path: &str, privs: &[String], any: bool, has: Has) -> Option<String> {
+    let holds = |p: &&String| has(path, p);
+    let lacking: Vec<&str> = match any {
+        true if privs.iter().any(|p| holds(&p)) => return None,
+        true => privs.iter().map(String::as_str).collect(),
+        false => privs
+            .iter()
+            .filter(|p| !holds(p))
+            .map(String::as_str)
+            .collect(),
+    };
+    match lacking.is_empty() {
+        true => None,
+        false => Some(format!(
+            "{} on {path}",
+            lacking.join(if any { " or " } else { " and " })
+        )),
+    }
+}
+
+/// The checks of the config options `keys` per the classes of `table` (pve::privileges `OPTIONS`):
+/// every class naming a key applies; `*` only to a key no class names; an empty class needs none.
+fn option_checks(table: &str, path: &str, keys: &[String]) -> Vec<Check> {
+    let classes = || OPTIONS.iter().filter(|(t, _, _)| *t == table);
+    let names = |pattern: &str, key: &str| match pattern.strip_suffix('#') {
+        Some(prefix) => numbered(key, prefix),
+        None => pattern == key,
+    };
+    let mut checks = Vec::new();
+    for key in keys {
+        let named: Vec<&str> = classes()
+            .filter(|(_, _, list)| list.split(' ').any(|p| names(p, key)))
+            .map(|(_, privs, _)| *privs)
+            .collect();
+        let privs: Vec<&str> = match named.is_empty() {
+            true => classes()
+                .filter(|(_, _, list)| *list == "*")
+                .map(|(_, privs, _)| *privs)
+                .collect(),
+            false => named,
+        };
+        for class in privs.into_iter().filter(|p| !p.is_empty()) {
+            let (on, list) = class.split_once(':').unwrap_or((path, class));
+            let any = list.contains('|');
+            let privs = list.split(['|', '&']).map(str::to_string).collect();
+            let check = Check::Perm {
+                path: on.to_string(),
+                privs,
+                any,
+                require_param: None,
+            };
+            checks.push(check);
+        }
+    }
+    checks
+}
+
+/// The ACL paths judging `check` for `s` reads (every path it would look a privilege up on).
+pub fn paths_of(check: &Check, s: &Subjects, role: Role, out: &mut BTreeSet<String>) {
+    let asked = RefCell::new(BTreeSet::new());
+    let record = |path: &str, _: &str| {
+        asked.borrow_mut().insert(path.to_string());
+        false
+    };
+    let _ = judge(check, s, role, &record);
+    out.extend(asked.into_inner());
+}
+
+/// Whether `check` has a part of one PVE version that applies to `s` (then the version is read).
+pub fn version_matters(check: &Check, s: &Subjects) -> bool {
+    applies(check, s, false)
+}
+
+/// Whether a part of `check` (within a `pve` part, if `versioned`) may apply to `s`.
+fn applies(check: &Check, s: &Subjects, versioned: bool) -> bool {
+    match check {
+        Check::Pve(_, inner) => applies(inner, s, true),
+        Check::When(cond, inner) => {
+            s.condition(cond) != Some(false) && applies(inner, s, versioned)
+        }
+        Check::And(parts) | Check::Or(parts) => parts.iter().any(|c| applies(c, s, versioned)),
+        Check::Perm { .. } | Check::Options { .. } => versioned,
+    }
+}
+
+/// PVE's major version from its `version` (`9.1.3` → 9); the table knows 8 and 9, so an older
+/// node is held to 8's and a newer one to 9's.
+pub fn major_of(version: &str) -> u64 {
+    let major = version.split('.').next().and_then(|m| m.parse().ok());
+    major.unwrap_or(9).clamp(8, 9)
+}
+
+/// PVE's major version as the token's privileges tell it: one only that version has (PVE 9 no
+/// longer knows `VM.Monitor`, PVE 8 not yet `VM.GuestAgent.*`, so neither reports it).
+pub fn major_held(held: &Held) -> Option<u64> {
+    let privileges = held.values().flatten();
+    privileges
+        .filter_map(|p| ONLY_IN.iter().find(|(_, only)| only == p))
+        .map(|(major, _)| *major)
+        .next()
 }
 
 /// What PVE requires to call `endpoint`: its check, `None` when any token may call it, `Err` for an
@@ -362,109 +415,33 @@ pub fn requirement(endpoint: &str) -> Result<Option<Check>, String> {
     }
 }
 
-/// The ACL paths a check reads, for `subjects`.
-pub fn paths_of(check: &Check, subjects: &Subjects, guest: Guest, out: &mut BTreeSet<String>) {
-    match check {
-        Check::Perm {
-            path,
-            require_param,
-            when_param,
-            ..
-        } => {
-            let given = |p: &Option<String>| p.as_deref().is_none_or(|p| subjects.given(p));
-            if given(require_param) && given(when_param) {
-                out.extend(subjects.path(path, guest));
-            }
-        }
-        Check::And(parts) | Check::Or(parts) => {
-            for part in parts {
-                paths_of(part, subjects, guest, out);
-            }
-        }
-    }
-}
-
 /// The privileges held per ACL path, as `GET /access/permissions` reported them.
 pub type Held = BTreeMap<String, BTreeSet<String>>;
 
-/// What `check` lacks on `held`, in words ("`VM.Clone` on /vms/9000"); empty when it holds.
-pub fn missing(check: &Check, subjects: &Subjects, guest: Guest, held: &Held) -> Vec<String> {
-    match check {
-        Check::Perm {
-            path,
-            privs,
-            any,
-            require_param,
-            when_param,
-        } => {
-            if let Some(param) = require_param {
-                if !subjects.given(param) {
-                    return vec![format!("`{param}` (not given)")];
-                }
-            }
-            if when_param.as_deref().is_some_and(|p| !subjects.given(p)) {
-                return Vec::new();
-            }
-            let Some(path) = subjects.path(path, guest) else {
-                return Vec::new();
-            };
-            let has = held.get(&path);
-            let holds = |p: &String| has.is_some_and(|set| set.contains(p));
-            let ok = match any {
-                true => privs.iter().any(holds),
-                false => privs.iter().all(holds),
-            };
-            match ok {
-                true => Vec::new(),
-                false => {
-                    let lacking: Vec<&String> = match any {
-                        true => privs.iter().collect(),
-                        false => privs.iter().filter(|p| !holds(p)).collect(),
-                    };
-                    let words: Vec<String> = lacking.iter().map(|p| p.to_string()).collect();
-                    let joined = words.join(if *any { " or " } else { " and " });
-                    vec![format!("{joined} on {path}")]
-                }
-            }
-        }
-        Check::And(parts) => parts
-            .iter()
-            .flat_map(|part| missing(part, subjects, guest, held))
-            .collect(),
-        Check::Or(parts) => {
-            let each: Vec<Vec<String>> = parts
-                .iter()
-                .map(|part| missing(part, subjects, guest, held))
-                .collect();
-            match each.iter().any(Vec::is_empty) {
-                true => Vec::new(),
-                false => {
-                    // Every way is closed: name the first, the one PVE's own message names.
-                    let alternatives: Vec<String> = each
-                        .iter()
-                        .filter(|m| !m.iter().any(|w| w.ends_with("(not given)")))
-                        .map(|m| m.join(" and "))
-                        .collect();
-                    vec![alternatives.join(", or ")]
-                }
-            }
-        }
-    }
+/// [`Has`] of `held`.
+pub fn holds(held: &Held) -> impl Fn(&str, &str) -> bool + '_ {
+    |path, privilege| held.get(path).is_some_and(|set| set.contains(privilege))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::method_names;
     use serde_json::json;
+
+    const ACTED: Role = Role {
+        guest: Guest::Acted,
+        archive: false,
+    };
 
     fn subjects() -> Subjects {
         Subjects {
             vmid: Some(9000),
             newid: Some(123),
-            storage: Some("local-zfs".into()),
+            storages: vec!["local-zfs".into()],
             node: "pve1".into(),
-            skip_unknown: false,
+            given: vec!["storage".into()],
+            major: 9,
+            ..Subjects::default()
         }
     }
 
@@ -478,21 +455,18 @@ mod tests {
             .collect()
     }
 
+    fn check(endpoint: &str) -> Check {
+        requirement(endpoint).unwrap().unwrap()
+    }
+
+    fn missing(c: &Check, s: &Subjects, h: &Held) -> Vec<String> {
+        judge(c, s, ACTED, &holds(h)).unwrap_or_default().missing
+    }
+
     #[test]
-    fn every_method_of_a_model_has_needs_whose_endpoints_are_in_the_privilege_table() {
-        for kind in [GuestKind::Qemu, GuestKind::Lxc] {
-            for method in method_names(kind) {
-                let Some(list) = needs(kind, method) else {
-                    panic!("{kind:?} {method}: a method of the model with no permission needs");
-                };
-                for need in list {
-                    assert!(
-                        requirement(need.endpoint).is_ok(),
-                        "{kind:?} {method}: {}",
-                        need.endpoint
-                    );
-                }
-            }
+    fn every_check_of_the_table_parses() {
+        for (endpoint, _, _) in ENDPOINTS {
+            assert!(requirement(endpoint).is_ok(), "{endpoint}");
         }
     }
 
@@ -510,19 +484,17 @@ mod tests {
         assert!(
             matches!(pool, Some(Check::Perm { require_param: Some(ref p), .. }) if p == "pool")
         );
-        assert_eq!(Check::parse(&json!(["perm", "/", "A"])), None);
-        assert_eq!(Check::parse(&json!(["xor"])), None);
+        assert!(Check::parse(&json!(["perm", "/", "A"])).is_none());
+        assert!(Check::parse(&json!(["xor"])).is_none());
+        assert!(Check::parse(&json!(["pve", "9", ["and"]])).is_none());
     }
 
     #[test]
     fn clone_names_each_privilege_it_lacks_on_its_path() {
-        let check = requirement("POST /nodes/{node}/qemu/{vmid}/clone")
-            .unwrap()
-            .unwrap();
+        let c = check("POST /nodes/{node}/qemu/{vmid}/clone");
         let s = subjects();
-        let none = missing(&check, &s, Guest::Acted, &held(&[]));
         assert_eq!(
-            none,
+            missing(&c, &s, &held(&[])),
             [
                 "VM.Clone on /vms/9000",
                 "VM.Allocate on /vms/123",
@@ -534,35 +506,31 @@ mod tests {
             ("/vms/123", &["VM.Allocate"]),
             ("/storage/local-zfs", &["Datastore.AllocateSpace"]),
         ]);
-        assert!(missing(&check, &s, Guest::Acted, &all).is_empty());
+        assert!(missing(&c, &s, &all).is_empty());
         let mut paths = BTreeSet::new();
-        paths_of(&check, &s, Guest::Acted, &mut paths);
+        paths_of(&c, &s, ACTED, &mut paths);
         let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
         assert_eq!(paths, ["/storage/local-zfs", "/vms/123", "/vms/9000"]);
     }
 
     #[test]
     fn clone_without_storage_is_not_held_to_a_storage() {
-        let check = requirement("POST /nodes/{node}/qemu/{vmid}/clone")
-            .unwrap()
-            .unwrap();
+        let c = check("POST /nodes/{node}/qemu/{vmid}/clone");
         let s = Subjects {
-            storage: None,
+            given: Vec::new(),
             ..subjects()
         };
         let held = held(&[("/vms/9000", &["VM.Clone"]), ("/vms/123", &["VM.Allocate"])]);
-        assert!(missing(&check, &s, Guest::Acted, &held).is_empty());
+        assert!(missing(&c, &s, &held).is_empty());
     }
 
     #[test]
     fn any_of_several_privileges_is_enough_and_all_are_named_when_none_is_held() {
-        let check = requirement("PUT /nodes/{node}/qemu/{vmid}/config")
-            .unwrap()
-            .unwrap();
+        let c = check("PUT /nodes/{node}/qemu/{vmid}/config");
         let s = subjects();
         let some = held(&[("/vms/9000", &["VM.Config.Options"])]);
-        assert!(missing(&check, &s, Guest::Acted, &some).is_empty());
-        let none = missing(&check, &s, Guest::Acted, &held(&[]));
+        assert!(missing(&c, &s, &some).is_empty());
+        let none = missing(&c, &s, &held(&[]));
         assert!(
             none[0].starts_with("VM.Config.Disk or VM.Config.CDROM"),
             "{none:?}"
@@ -571,32 +539,133 @@ mod tests {
     }
 
     #[test]
+    fn create_needs_vm_allocate_on_the_new_vmid_and_each_option_its_class() {
+        let c = check("POST /nodes/{node}/qemu");
+        let s = Subjects {
+            vmid: None,
+            options: vec!["name".into(), "cores".into(), "net0".into()],
+            ..subjects()
+        };
+        let made = Role {
+            guest: Guest::Made,
+            archive: false,
+        };
+        let lacks = judge(&c, &s, made, &holds(&held(&[]))).unwrap().missing;
+        assert_eq!(
+            lacks,
+            [
+                "VM.Allocate on /vms/123",
+                "Datastore.AllocateSpace on /storage/local-zfs",
+                "VM.Config.Options on /vms/123",
+                "VM.Config.CPU on /vms/123",
+                "VM.Config.Network on /vms/123"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_option_of_two_classes_needs_both_and_startup_needs_sys_modify_on_the_root() {
+        let checks = option_checks("qemu", "/vms/1", &["startup".into()]);
+        let paths: Vec<String> = checks
+            .iter()
+            .map(|c| match c {
+                Check::Perm { path, privs, .. } => format!("{} {path}", privs.join(",")),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(paths, ["VM.Config.Options /vms/1", "Sys.Modify /"]);
+        // lxc: a key no class names is VM.Config.Options; what create_vm extracts needs none.
+        let lxc = option_checks("lxc", "/vms/1", &["onboot".into(), "ostemplate".into()]);
+        assert_eq!(lxc.len(), 1);
+        assert!(matches!(&lxc[0], Check::Perm { privs, .. } if privs == &["VM.Config.Options"]));
+    }
+
+    #[test]
+    fn a_check_of_one_version_applies_only_on_that_version() {
+        let c = check("POST /nodes/{node}/qemu/{vmid}/agent/file-write");
+        let nine = subjects();
+        let eight = Subjects {
+            major: 8,
+            ..subjects()
+        };
+        assert_eq!(
+            missing(&c, &nine, &held(&[])),
+            ["VM.GuestAgent.FileWrite or VM.GuestAgent.Unrestricted on /vms/9000"]
+        );
+        assert_eq!(missing(&c, &eight, &held(&[])), ["VM.Monitor on /vms/9000"]);
+        let monitor = held(&[("/vms/9000", &["VM.Monitor"])]);
+        assert!(missing(&c, &eight, &monitor).is_empty());
+        assert!(!missing(&c, &nine, &monitor).is_empty());
+        assert!(version_matters(&c, &nine));
+        let status = check("POST /nodes/{node}/qemu/{vmid}/status/start");
+        assert!(!version_matters(&status, &nine));
+        // create's one PVE 9 check applies only with `start`, which the package never sends.
+        assert!(!version_matters(&check("POST /nodes/{node}/qemu"), &nine));
+    }
+
+    #[test]
+    fn a_condition_not_known_makes_a_check_one_that_may_be_needed() {
+        let c = check("POST /nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback");
+        let holding = held(&[("/vms/9000", &["VM.Snapshot"])]);
+        let known = Subjects {
+            given: vec!["start".into()],
+            ..subjects()
+        };
+        assert_eq!(missing(&c, &known, &holding), ["VM.PowerMgmt on /vms/9000"]);
+        let preflight = Subjects {
+            unknown: vec!["start"],
+            ..subjects()
+        };
+        let judged = judge(&c, &preflight, ACTED, &holds(&holding)).unwrap();
+        assert!(judged.missing.is_empty());
+        assert_eq!(judged.may, ["VM.PowerMgmt on /vms/9000 (with `start`)"]);
+        assert!(
+            missing(&c, &subjects(), &holding).is_empty(),
+            "without start"
+        );
+    }
+
+    #[test]
     fn an_unknown_guest_or_storage_is_checked_on_what_every_one_inherits() {
         let s = Subjects {
             node: "pve1".into(),
             ..Subjects::default()
         };
-        assert_eq!(s.path("/vms/{vmid}", Guest::Acted).unwrap(), "/vms");
+        let one = |s: &Subjects, t: &str| match s.paths(t, Guest::Acted, false) {
+            Paths::Each(list) => list,
+            Paths::Unknown(t) => vec![format!("unknown {t}")],
+        };
+        assert_eq!(one(&s, "/vms/{vmid}"), ["/vms"]);
+        assert_eq!(one(&s, "/storage/{storage}"), ["/storage"]);
+        assert_eq!(one(&s, "/nodes/{node}"), ["/nodes/pve1"]);
         assert_eq!(
-            s.path("/storage/{storage}", Guest::Acted).unwrap(),
-            "/storage"
-        );
-        assert_eq!(
-            s.path("/nodes/{node}", Guest::Acted).unwrap(),
-            "/nodes/pve1"
+            one(&s, "/sdn/zones/localnetwork/{bridge}"),
+            ["unknown /sdn/zones/localnetwork/{bridge}"]
         );
         let before_one_method = Subjects {
             skip_unknown: true,
             ..s
         };
-        assert_eq!(before_one_method.path("/vms/{vmid}", Guest::Acted), None);
-        assert!(before_one_method.path("/", Guest::Acted).is_some());
+        assert!(one(&before_one_method, "/vms/{vmid}").is_empty());
+        assert_eq!(one(&before_one_method, "/"), ["/"]);
     }
 
     #[test]
-    fn a_method_the_model_lacks_has_no_needs() {
-        assert!(needs(GuestKind::Lxc, "clone").is_none());
-        assert!(needs(GuestKind::Lxc, "cloudInit").is_none());
-        assert!(needs(GuestKind::Qemu, "lookup").is_some());
+    fn a_privilege_only_one_version_has_tells_the_version() {
+        assert_eq!(
+            major_held(&held(&[("/vms/1", &["VM.Audit", "VM.Monitor"])])),
+            Some(8)
+        );
+        let nine = held(&[("/", &["Sys.Audit"]), ("/vms/1", &["VM.GuestAgent.Audit"])]);
+        assert_eq!(major_held(&nine), Some(9));
+        assert_eq!(major_held(&held(&[("/vms/1", &["VM.Audit"])])), None);
+    }
+
+    #[test]
+    fn the_major_version_is_read_from_pves_version() {
+        assert_eq!(major_of("9.1.3"), 9);
+        assert_eq!(major_of("8.4.14"), 8);
+        assert_eq!(major_of("7.4"), 8);
+        assert_eq!(major_of("10.0"), 9);
     }
 }

@@ -182,11 +182,7 @@ pub fn refusal(what: &str, node: &str, found: &[String]) -> Failure {
 }
 
 fn gib(bytes: u64) -> String {
-    let value = bytes as f64 / GIB as f64;
-    match value.fract() == 0.0 {
-        true => format!("{value:.0} GiB"),
-        false => format!("{value:.1} GiB"),
-    }
+    format!("{} GiB", crate::units::whole_or_tenths(bytes, GIB))
 }
 
 fn volume_problems(

@@ -23,13 +23,16 @@ pub struct IdentityChange {
 }
 
 /// Which guests the `sync` that wrote a record selected: its scope (`node`, `nodes`, `cluster`), the
-/// nodes it asked for (none for the whole cluster) and the tags every selected guest carries.
+/// nodes it asked for (none for the whole cluster), the tags every selected guest carries and the
+/// `where` expression its fields satisfy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SyncSelection {
     pub scope: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nodes: Option<Vec<String>>,
     pub tags: Vec<String>,
+    #[serde(rename = "where", skip_serializing_if = "Option::is_none")]
+    pub r#where: Option<String>,
 }
 
 /// The record of one guest. `present: false` is an observed absence, never a default.

@@ -205,10 +205,7 @@ pub fn describe(s: &GuestStatus) -> String {
 
 /// A budget in seconds as users set it (`taskTimeoutSec=300s`-style messages say the knob).
 pub fn seconds(ms: u64) -> String {
-    match ms % 1000 {
-        0 => format!("{}s", ms / 1000),
-        _ => format!("{:.1}s", ms as f64 / 1000.0),
-    }
+    format!("{}s", crate::units::whole_or_tenths(ms, 1000))
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use crate::host::Host;
 use crate::methods::start::start_and_wait;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
+use crate::pve::property::storage_volume;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -107,8 +108,10 @@ pub async fn clone<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
 }
 
-/// A full clone to `storage` must have every disk there (PVE's clone_vm moves each drive to the
-/// target storage); a CD-ROM or an empty drive is not a disk.
+/// A full clone to `storage` must have every volume there, as PVE writes it
+/// (`<storage>:<vmid>/<volume>` or `<storage>:<volume>`): qemu-server clone_vm copies each drive —
+/// disks, EFI vars, TPM state — to the target storage; a CD-ROM (a cloud-init drive included) or
+/// an empty drive holds no volume to move.
 fn verify_storage<H: Host>(
     run: &Run<'_, H>,
     ev: &crate::guest::evidence::Evidence,
@@ -121,10 +124,11 @@ fn verify_storage<H: Host>(
     let elsewhere: Vec<String> = ev
         .config
         .iter()
-        .filter(|(key, _)| run.kind.is_disk(key))
+        .filter(|(key, _)| run.kind.is_volume_key(key))
         .filter_map(|(key, value)| Some((key, value.as_str()?)))
-        .filter(|(_, value)| !value.contains("media=cdrom") && !value.starts_with("none"))
-        .filter(|(_, value)| !value.starts_with(&format!("{storage}:")))
+        .filter(|(_, value)| {
+            storage_volume(value).is_some_and(|v| v.split(':').next() != Some(storage))
+        })
         .map(|(key, value)| format!("{key} is {value:?}"))
         .collect();
     match elsewhere.is_empty() {
@@ -261,6 +265,16 @@ mod tests {
     /// `template_locks` are the template's locks as its successive status reads show them (the last
     /// one repeats).
     fn free_claim_fixture(host: &ScriptedHost, next_id: &str, template_locks: &[Option<&str>]) {
+        clone_fixture(host, next_id, template_locks, json!({}));
+    }
+
+    /// [`free_claim_fixture`] with the config PVE wrote for the clone.
+    fn clone_fixture(
+        host: &ScriptedHost,
+        next_id: &str,
+        template_locks: &[Option<&str>],
+        config: Value,
+    ) {
         host.data("GET /cluster/nextid", json!(next_id));
         host.on(
             TEMPLATE_STATUS,
@@ -275,7 +289,7 @@ mod tests {
             &format!("GET /nodes/pve1/tasks/{CLONE_UPID}/status"),
             json!({"status": "stopped", "exitstatus": "OK"}),
         );
-        host.data("GET /nodes/pve1/qemu/301/config", json!({}));
+        host.data("GET /nodes/pve1/qemu/301/config", config);
         host.data(
             "GET /nodes/pve1/qemu/301/status/current",
             json!({"status": "stopped", "name": "web2", "tags": "swamp"}),
@@ -420,5 +434,42 @@ mod tests {
         assert_eq!(CloneArgs::parse(&args).unwrap_err().field, "storage");
         let full = json!({"templateId": 9000, "vmid": 300, "name": "x", "storage": "local-lvm"});
         assert!(CloneArgs::parse(&full).is_ok());
+    }
+
+    /// A full clone of template 9000 to storage `local` (dir) at 301, whose config PVE wrote as
+    /// `config`.
+    fn clone_to_local(config: Value) -> Outcome {
+        let host = ScriptedHost::new();
+        clone_fixture(&host, "301", &[None], config);
+        host.data("POST /nodes/pve1/qemu/9000/clone", json!(CLONE_UPID));
+        let args = api_args(json!({"templateId": 9000, "name": "web2", "storage": "local"}));
+        run_method_of(GuestKind::Qemu, &host, "clone", &args)
+    }
+
+    #[test]
+    fn a_full_clone_to_a_storage_has_every_volume_there_as_pve_names_it() {
+        let outcome = clone_to_local(json!({
+            "scsi0": "local:301/vm-301-disk-0.qcow2,iothread=1,size=8G",
+            "efidisk0": "local:301/vm-301-disk-1.raw,efitype=4m,size=528K",
+            "ide2": "local:301/vm-301-cloudinit.qcow2,media=cdrom",
+            "ide0": "none,media=cdrom"
+        }));
+        assert!(outcome.is_success(), "{outcome:?}");
+    }
+
+    #[test]
+    fn a_full_clone_with_a_volume_left_elsewhere_fails_naming_it() {
+        let outcome = clone_to_local(json!({
+            "scsi0": "local:301/vm-301-disk-0.qcow2,size=8G",
+            "efidisk0": "local-lvm:vm-301-disk-1,efitype=4m,size=4M",
+            "scsi1": "localbackup:vm-301-disk-2,size=1G"
+        }));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.contains("not every disk is on the requested storage \"local\": efidisk0 is \"local-lvm:vm-301-disk-1,efitype=4m,size=4M\"; scsi1 is \"localbackup:vm-301-disk-2,size=1G\""),
+            "{message}"
+        );
     }
 }

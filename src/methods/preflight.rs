@@ -2,64 +2,78 @@
 //! method fails halfway for want of a privilege.
 //!
 //! For each method asked about (`methods`, default: every method of the model) the endpoints it
-//! calls (`guest::permissions::needs`) give PVE's own checks (`pve::privileges`, from the API
-//! schema); the ACL paths they name — `/vms/<vmid>`, `/storage/<storage>`, `/nodes/<node>`, `/` —
+//! calls (`guest::permission_needs`) give PVE's own checks (`pve::privileges`: the API schema's and
+//! those inside the handlers and their workers, on PVE 8 and 9); the ACL paths they name —
+//! `/vms/<vmid>`, `/storage/<storage>`, `/sdn/zones/localnetwork/<bridge>`, `/nodes/<node>`, `/` —
 //! are each read with `GET /access/permissions?path=…` (what PVE computes for the token itself: for
-//! a privilege-separated token its own ACLs intersected with its user's, pve-access-control
+//! a privilege-separated token its own ACLs intersected with its user's, the deepest ACL on a path
+//! replacing what it inherits, pve-access-control `PVE/AccessControl.pm` `roles`,
 //! `PVE/RPCEnvironment.pm` `permissions`), and every privilege a method's every run needs must be
 //! held: "clone needs VM.Clone on /vms/9000 and Datastore.AllocateSpace on /storage/local-zfs:
-//! missing". What only some runs need (a stop before a delete, the disks of nodeStatus) is reported
-//! as `mayNeed`, not failed. The method also records PVE's version (the node answered: it is
-//! reachable), and, on the api transport, what only root@pam may do (`guest::root_only`), and that a
-//! container's `guestExec` needs the ssh transport. It writes `preflight-<node>` and fails when a
-//! method asked about cannot work.
+//! missing". What only some runs need (a stop before a delete, the disks of nodeStatus, what
+//! depends on arguments preflight does not take) is reported as `mayNeed`, not failed. PVE's
+//! version (`GET /version`) picks PVE 8's checks or 9's. The method also records, on the api
+//! transport, what only root@pam may do (`guest::root_only`), and that a container's `guestExec`
+//! needs the ssh transport. It writes `preflight-<node>` and fails when a method asked about cannot
+//! work, or when the privileges cannot be read.
 //!
 //! The `permissions` check runs the same for the one method swamp is about to run, with that
-//! method's own `vmid`/`templateId`/`storage` when they are plain values; it writes nothing.
+//! method's own arguments (their plain values); it writes nothing. It asks PVE's version only when
+//! its verdict differs between PVE 8 and 9 and the token's privileges do not tell the version (one
+//! only that version has, `VM.Monitor` or `VM.GuestAgent.*`), as one read shared with the runs
+//! that ask it at once (the `transport-reachable` check). When the privileges cannot be read (a proxy that refuses
+//! `GET /access/permissions`, a node that does not answer), the check passes with one warning: the
+//! pre-check is a courtesy, PVE checks every request itself.
 
 use crate::args::{check_segment, ArgError, Fields};
 use crate::catalog::method_names;
 use crate::explain::could_not;
+use crate::guest::permission_needs::{needs, preflight_subjects, run_subjects, Need};
 use crate::guest::permissions::{
-    missing, needs, paths_of, requirement, Check, Guest, Held, Need, Subjects,
+    holds, judge, major_held, major_of, paths_of, requirement, version_matters, Check, Held,
+    Subjects,
 };
 use crate::guest::reference::{VMID_MAX, VMID_MIN};
 use crate::guest::root_only::{root_only_note, Caller};
 use crate::host::Host;
+use crate::methods::check::pve_version;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::flex::string_of;
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The arguments of `preflight` (and of the `permissions` check): the methods to ask about, and
-/// the values their paths are made of, as those methods take them.
+/// The arguments of `preflight`: the methods to ask about, and the values their paths are made of,
+/// as those methods take them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreflightArgs {
     pub methods: Vec<String>,
-    /// The guest the methods act on (for `clone` and `create`: the VMID they make).
+    /// The guest the methods act on (for `clone`, `create` and `restore`: the VMID they make).
     pub vmid: Option<u32>,
     /// `clone`'s template.
     pub template_id: Option<u32>,
-    /// The storage `clone`/`create` allocate on.
+    /// The storage the methods allocate on (or list).
     pub storage: Option<String>,
+}
+
+/// The methods of `kind` preflight may ask about (what it needs itself any token may do).
+fn askable(kind: GuestKind) -> Vec<&'static str> {
+    method_names(kind)
+        .filter(|m| *m != "preflight" && needs(kind, m).is_some())
+        .collect()
 }
 
 impl PreflightArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        // preflight asks about the other methods; what it needs itself any token may do.
-        let own: Vec<&str> = method_names(kind)
-            .filter(|m| *m != "preflight" && needs(kind, m).is_some())
-            .collect();
         let methods = match fields.optional::<Vec<String>>("methods")? {
-            None => dedup(own.iter().map(|m| m.to_string()).collect()),
+            None => askable(kind).iter().map(|m| m.to_string()).collect(),
             Some(list) if list.is_empty() => {
                 return Err(ArgError::new("methods", "must name at least one method"))
             }
             Some(list) => {
+                let own = askable(kind);
                 if let Some(other) = list.iter().find(|m| !own.contains(&m.as_str())) {
                     return Err(ArgError::new(
                         "methods",
@@ -94,32 +108,34 @@ impl PreflightArgs {
             storage,
         })
     }
-
-    /// The values of `method`'s paths: a clone acts on its template and makes `vmid`; a create
-    /// makes `vmid`; every other method acts on `vmid`.
-    fn subjects(&self, method: &str, node: &str, mode: Mode) -> Subjects {
-        let (vmid, newid) = match method {
-            "clone" => (self.template_id, self.vmid),
-            "create" => (None, self.vmid),
-            _ => (self.vmid, None),
-        };
-        Subjects {
-            vmid,
-            newid,
-            storage: self.storage.clone(),
-            node: node.to_string(),
-            skip_unknown: mode == Mode::Check,
-        }
-    }
 }
 
-/// Who asks: the `preflight` method, or the check before one method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// Everything: an unknown guest is read on `/vms`; the transport's limits are named.
-    Preflight,
-    /// The privileges of the known paths only (the method itself says the rest, in its own words).
-    Check,
+/// The arguments of the `permissions` check: the method about to run (`methods: [name]`) and its
+/// own arguments (`methodArgs`, their plain values).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckArgs {
+    pub method: String,
+    pub args: Value,
+}
+
+impl CheckArgs {
+    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
+        let one = PreflightArgs::parse(kind, args)?;
+        let (Some(_), [method]) = (args.get("methods"), &one.methods[..]) else {
+            return Err(ArgError::new(
+                "methods",
+                "must name the one method about to run",
+            ));
+        };
+        let args = args.get("methodArgs").cloned().unwrap_or_default();
+        if !(args.is_object() || args.is_null()) {
+            return Err(ArgError::new("methodArgs", "must be an object"));
+        }
+        Ok(CheckArgs {
+            method: method.clone(),
+            args,
+        })
+    }
 }
 
 fn dedup(list: Vec<String>) -> Vec<String> {
@@ -167,21 +183,98 @@ pub struct PreflightRecord {
     pub recorded_at: String,
 }
 
-/// One need with its check, for a method.
+/// One need with its check.
 struct Checked {
     need: Need,
     check: Check,
 }
 
-/// The checks of the endpoints `method` calls (listing and open endpoints need none).
-fn checks_of(kind: GuestKind, method: &str) -> Result<Vec<Checked>, String> {
-    let mut out = Vec::new();
-    for need in needs(kind, method).unwrap_or_default() {
-        if let Some(check) = requirement(need.endpoint)? {
-            out.push(Checked { need, check });
+/// One method, what its run names, and its checks.
+struct Plan {
+    method: String,
+    subjects: Subjects,
+    checks: Vec<Checked>,
+}
+
+impl Plan {
+    fn new(kind: GuestKind, method: &str, subjects: Subjects) -> Result<Plan, String> {
+        let mut checks = Vec::new();
+        for need in needs(kind, method).unwrap_or_default() {
+            if let Some(check) = requirement(need.endpoint)? {
+                checks.push(Checked { need, check });
+            }
+        }
+        Ok(Plan {
+            method: method.to_string(),
+            subjects,
+            checks,
+        })
+    }
+
+    fn paths(&self, out: &mut BTreeSet<String>) {
+        for c in &self.checks {
+            paths_of(&c.check, &self.subjects, c.need.role, out);
         }
     }
-    Ok(out)
+
+    /// What the method lacks on `held`.
+    fn fitness(&self, kind: GuestKind, caller: Caller, mode: Mode, held: &Held) -> MethodFitness {
+        let has = holds(held);
+        let mut fit = MethodFitness {
+            method: self.method.clone(),
+            ready: true,
+            missing: Vec::new(),
+            may_need: Vec::new(),
+            notes: Vec::new(),
+        };
+        for c in &self.checks {
+            let judged = judge(&c.check, &self.subjects, c.need.role, &has).unwrap_or_default();
+            match c.need.when {
+                None => {
+                    fit.missing.extend(judged.missing);
+                    fit.may_need.extend(judged.may);
+                }
+                Some(when) => fit.may_need.extend(
+                    judged
+                        .missing
+                        .into_iter()
+                        .chain(judged.may)
+                        .map(|m| format!("{m} ({when})")),
+                ),
+            }
+        }
+        fit.missing = dedup(fit.missing);
+        fit.may_need = dedup(fit.may_need);
+        let container_exec = kind == GuestKind::Lxc && self.method == "guestExec";
+        if container_exec && caller == Caller::Token && mode == Mode::Preflight {
+            fit.missing.push(
+                "the ssh transport (PVE's API has no exec for containers: pct exec runs on the node)"
+                    .to_string(),
+            );
+        }
+        let mut paths = BTreeSet::new();
+        self.paths(&mut paths);
+        if paths.contains("/vms") {
+            fit.notes
+                .push("no vmid given: checked on /vms, what every guest inherits".to_string());
+        }
+        fit.notes.extend(root_only_note(
+            caller,
+            kind == GuestKind::Qemu,
+            &self.method,
+        ));
+        fit.ready = fit.missing.is_empty();
+        fit
+    }
+}
+
+/// Who asks: the `preflight` method, or the check before one method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Everything: an unknown guest is read on `/vms`; the transport's limits are named.
+    Preflight,
+    /// The privileges of the known paths only (the method itself says the rest, in its own words).
+    Check,
 }
 
 /// Reads what the token holds on each of `paths`.
@@ -217,65 +310,6 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &BTreeSet<String>) -> Resul
         held.insert(path.clone(), privs);
     }
     Ok(held)
-}
-
-/// Judges every method of `args` against what the token holds.
-async fn judge<H: Host>(
-    run: &Run<'_, H>,
-    args: &PreflightArgs,
-    mode: Mode,
-) -> Result<(Vec<MethodFitness>, Held), String> {
-    let node = run.global.transport.node().to_string();
-    let caller = Caller::of(&run.global.transport);
-    let mut planned = Vec::new();
-    let mut paths = BTreeSet::new();
-    for method in &args.methods {
-        let subjects = args.subjects(method, &node, mode);
-        let checks = checks_of(run.kind, method)?;
-        for c in &checks {
-            paths_of(&c.check, &subjects, c.need.guest, &mut paths);
-        }
-        planned.push((method, subjects, checks));
-    }
-    let held = read_held(run, &paths).await?;
-    let fitness = planned
-        .into_iter()
-        .map(|(method, subjects, checks)| {
-            let mut fit = MethodFitness {
-                method: method.clone(),
-                ready: true,
-                missing: Vec::new(),
-                may_need: Vec::new(),
-                notes: Vec::new(),
-            };
-            for c in &checks {
-                for lack in missing(&c.check, &subjects, c.need.guest, &held) {
-                    match c.need.when {
-                        None => fit.missing.push(lack),
-                        Some(when) => fit.may_need.push(format!("{lack} ({when})")),
-                    }
-                }
-            }
-            fit.missing.dedup();
-            let container_exec = run.kind == GuestKind::Lxc && method == "guestExec";
-            if container_exec && caller == Caller::Token && mode == Mode::Preflight {
-                fit.missing.push(
-                    "the ssh transport (PVE's API has no exec for containers: pct exec runs on the node)"
-                        .to_string(),
-                );
-            }
-            if subjects.vmid.is_none() && checks.iter().any(|c| c.need.guest == Guest::Acted) {
-                fit.notes.push(
-                    "no vmid given: checked on /vms, what every guest inherits".to_string(),
-                );
-            }
-            fit.notes
-                .extend(root_only_note(caller, run.kind == GuestKind::Qemu, method));
-            fit.ready = fit.missing.is_empty();
-            fit
-        })
-        .collect();
-    Ok((fitness, held))
 }
 
 /// "clone needs VM.Clone on /vms/9000 and …: missing" for each method that cannot work.
@@ -325,21 +359,28 @@ async fn examine<H: Host>(
     record: &mut PreflightRecord,
 ) -> Result<String, String> {
     let node = record.node.clone();
-    let version = match run.pve().call(&endpoints::version()).await {
-        Ok(data) => match data.get("version").and_then(string_of) {
-            Some(version) => version,
-            None => {
-                return Err(format!(
-                    "GET /version on node {node} answered {}, without a version: check that apiUrl (or the ssh host) is a PVE node",
-                    crate::quote::value(&data)
-                ))
-            }
-        },
-        Err(e) => return Err(could_not(&format!("reach PVE on node {node} (GET /version)"), &e).0),
-    };
+    let version = pve_version(run).await?;
     record.reachable = true;
     record.pve_version = Some(version.clone());
-    let (fitness, held) = judge(run, args, Mode::Preflight).await?;
+    let major = major_of(&version);
+    let ids = (args.vmid, args.template_id);
+    let mut plans = Vec::new();
+    let mut paths = BTreeSet::new();
+    for method in &args.methods {
+        let subjects =
+            preflight_subjects(run.kind, method, ids, args.storage.as_deref(), &node, major);
+        let plan = Plan::new(run.kind, method, subjects)?;
+        plan.paths(&mut paths);
+        plans.push(plan);
+    }
+    let held = read_held(run, &paths).await.map_err(|e| {
+        format!("{e}: the token's privileges were not checked (PVE's own checks still apply to every request a method sends)")
+    })?;
+    let caller = Caller::of(&run.global.transport);
+    let fitness: Vec<MethodFitness> = plans
+        .iter()
+        .map(|p| p.fitness(run.kind, caller, Mode::Preflight, &held))
+        .collect();
     record.privileges = held
         .into_iter()
         .map(|(path, privs)| (path, privs.into_iter().collect()))
@@ -365,37 +406,76 @@ async fn examine<H: Host>(
     }
 }
 
-/// The `permissions` check: the method swamp is about to run (`methods: [name]`) with its own
-/// arguments. Writes nothing.
+/// The `permissions` check: the method swamp is about to run, with its own arguments. Writes
+/// nothing.
 pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match PreflightArgs::parse(run.kind, args) {
+    let args = match CheckArgs::parse(run.kind, args) {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    match judge(run, &args, Mode::Check).await {
-        Ok((fitness, held)) => {
-            let short = shortfalls(&fitness);
-            let methods = args.methods.join(", ");
-            let paths = held.keys().cloned().collect::<Vec<_>>().join(", ");
-            match short.is_empty() {
-                true if paths.is_empty() => Outcome::succeeded(
-                    Vec::new(),
-                    format!("no ACL path {methods} reads is known before it runs (no vmid given)"),
-                ),
-                true => Outcome::succeeded(
-                    Vec::new(),
-                    format!("the token holds what {methods} needs on {paths}"),
-                ),
-                false => Outcome::failed(Vec::new(), short.join("; ")),
-            }
-        }
-        Err(message) => Outcome::failed(Vec::new(), message),
+    let method = args.method.as_str();
+    let node = run.global.transport.node().to_string();
+    let subjects = run_subjects(run.kind, method, &args.args, &node, 9);
+    let mut plan = match Plan::new(run.kind, method, subjects) {
+        Ok(plan) => plan,
+        Err(message) => return Outcome::failed(Vec::new(), message),
+    };
+    let s = &plan.subjects;
+    let versioned = plan.checks.iter().any(|c| version_matters(&c.check, s));
+    let mut paths = BTreeSet::new();
+    for major in [8, 9] {
+        plan.subjects.major = major;
+        plan.paths(&mut paths);
     }
+    let held = match read_held(run, &paths).await {
+        Ok(held) => held,
+        Err(why) => return could_not_run(run, method, &why),
+    };
+    let caller = Caller::of(&run.global.transport);
+    let mut on = |major| {
+        plan.subjects.major = major;
+        plan.fitness(run.kind, caller, Mode::Check, &held)
+    };
+    let (eight, nine) = (on(8), on(9));
+    // The version is asked only when the verdict depends on it and the privileges do not tell it.
+    let fit = match (versioned && eight != nine, major_held(&held)) {
+        (false, _) | (true, Some(9)) => nine,
+        (true, Some(_)) => eight,
+        (true, None) => match pve_version(run).await {
+            Ok(version) if major_of(&version) == 8 => eight,
+            Ok(_) => nine,
+            Err(why) => return could_not_run(run, method, &why),
+        },
+    };
+    let listed = paths.iter().cloned().collect::<Vec<_>>().join(", ");
+    match (fit.ready, listed.is_empty()) {
+        (false, _) => Outcome::failed(Vec::new(), shortfalls(&[fit]).join("; ")),
+        (true, true) => Outcome::succeeded(
+            Vec::new(),
+            format!("no ACL path {method} reads is known before it runs (no vmid given)"),
+        ),
+        (true, false) => Outcome::succeeded(
+            Vec::new(),
+            format!("the token holds what {method} needs on {listed}"),
+        ),
+    }
+}
+
+/// The check passes when the privileges cannot be read: the method runs, PVE checks each request
+/// itself. One warning says so.
+fn could_not_run<H: Host>(run: &Run<'_, H>, method: &str, why: &str) -> Outcome {
+    let message = format!(
+        "the permission pre-check could not run ({why}); {method} runs without it, and PVE's own permission checks apply to each of its requests"
+    );
+    run.warn(&message);
+    Outcome::succeeded(Vec::new(), message)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::CHECK_PERMISSIONS;
+    use crate::host::LogLevel;
     use crate::outcome::Verdict;
     use crate::testing::{api_args, run_method_of, Answer, ScriptedHost};
     use serde_json::json;
@@ -576,6 +656,194 @@ mod tests {
             "{message}"
         );
         assert!(!message.contains("missing"), "{message}");
+    }
+
+    /// The `permissions` check before `method` with its own arguments.
+    fn check(host: &ScriptedHost, kind: GuestKind, method: &str, args: Value) -> Outcome {
+        let all = json!({"methods": [method], "methodArgs": args});
+        run_method_of(kind, host, CHECK_PERMISSIONS, &api_args(all))
+    }
+
+    #[test]
+    fn preflight_of_create_with_a_vmid_checks_vm_allocate_on_that_vmid() {
+        let host = ScriptedHost::new();
+        script(
+            &host,
+            &[
+                (
+                    "/storage/local-lvm",
+                    json!({"/storage/local-lvm": {"Datastore.AllocateSpace": 1}}),
+                ),
+                (
+                    "/vms/150",
+                    json!({"/vms/150": {"VM.Audit": 1, "VM.Config.Options": 1}}),
+                ),
+            ],
+        );
+        let outcome = run(
+            &host,
+            GuestKind::Qemu,
+            json!({"methods": ["create"], "vmid": 150, "storage": "local-lvm"}),
+        );
+        assert_eq!(
+            failure(&outcome),
+            "PVE 9.1.3 on node pve1: create needs VM.Allocate on /vms/150: missing"
+        );
+        let notes = outcome.writes[0].data["methods"][0]["notes"].to_string();
+        assert!(!notes.contains("no vmid given"), "{notes}");
+    }
+
+    #[test]
+    fn the_check_refuses_a_create_without_vm_allocate_on_its_vmid_before_anything_is_sent() {
+        let host = ScriptedHost::new();
+        let answers = [
+            json!({"/storage/local-lvm": {"Datastore.AllocateSpace": 1}}),
+            json!({"/vms/150": {"VM.Audit": 1, "VM.Config.Options": 1}}),
+        ];
+        host.on("GET /access/permissions", answers.map(Answer::Data));
+        let outcome = check(
+            &host,
+            GuestKind::Qemu,
+            "create",
+            json!({"vmid": 150, "name": "web", "config": {"scsi0": "local-lvm:8"}}),
+        );
+        assert_eq!(
+            failure(&outcome),
+            "create needs VM.Allocate on /vms/150: missing"
+        );
+        assert_eq!(asked(&host), ["/storage/local-lvm", "/vms/150"]);
+        let sent: Vec<String> = host
+            .requests
+            .borrow()
+            .iter()
+            .map(|r| r.method.to_string())
+            .collect();
+        assert!(sent.iter().all(|m| m == "GET"), "{sent:?}");
+        assert!(
+            !host.routes_called().iter().any(|r| r.contains("/version")),
+            "no version read"
+        );
+    }
+
+    #[test]
+    fn the_check_refuses_a_backup_of_a_guest_whose_deeper_acl_lacks_vm_backup() {
+        let host = ScriptedHost::new();
+        let answers = [
+            json!({"/storage/local": {"Datastore.AllocateSpace": 1, "Datastore.Audit": 1}}),
+            json!({"/vms/102": {"VM.Audit": 1}}),
+        ];
+        host.on("GET /access/permissions", answers.map(Answer::Data));
+        let outcome = check(
+            &host,
+            GuestKind::Qemu,
+            "backup",
+            json!({"vmid": 102, "storage": "local"}),
+        );
+        assert_eq!(
+            failure(&outcome),
+            "backup needs VM.Backup on /vms/102: missing"
+        );
+    }
+
+    #[test]
+    fn a_privilege_only_pve_8_has_tells_the_check_the_version_without_asking_it() {
+        let host = ScriptedHost::new();
+        let privs = json!({"/vms/100": {"VM.Audit": 1, "VM.Monitor": 1}});
+        host.data("GET /access/permissions", privs);
+        let outcome = check(&host, GuestKind::Qemu, "fileWrite", json!({"vmid": 100}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert!(!host.routes_called().iter().any(|r| r.contains("/version")));
+    }
+
+    #[test]
+    fn when_the_privileges_do_not_tell_the_version_it_is_read_and_names_that_versions_privilege() {
+        for (version, wanted) in [
+            ("8.4.14", "VM.Monitor on /vms/100"),
+            (
+                "9.0.3",
+                "VM.GuestAgent.FileWrite or VM.GuestAgent.Unrestricted on /vms/100",
+            ),
+        ] {
+            let host = ScriptedHost::new();
+            host.data("GET /version", json!({"version": version}));
+            host.data(
+                "GET /access/permissions",
+                json!({"/vms/100": {"VM.Audit": 1}}),
+            );
+            let outcome = check(&host, GuestKind::Qemu, "fileWrite", json!({"vmid": 100}));
+            let message = failure(&outcome);
+            assert!(
+                message.starts_with(&format!("fileWrite needs {wanted}")),
+                "{version}: {message}"
+            );
+            let other = if version.starts_with('8') {
+                "GuestAgent"
+            } else {
+                "VM.Monitor"
+            };
+            assert!(!message.contains(other), "{version}: {message}");
+        }
+    }
+
+    #[test]
+    fn a_permission_read_that_cannot_happen_lets_the_method_run_with_one_warning() {
+        let host = ScriptedHost::new();
+        host.on(
+            "GET /access/permissions",
+            [Answer::Error(501, "Not Implemented".into())],
+        );
+        let outcome = check(&host, GuestKind::Qemu, "delete", json!({"vmid": 100}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let warnings: Vec<String> = host
+            .logs
+            .borrow()
+            .iter()
+            .filter(|(level, _)| *level == LogLevel::Warning)
+            .map(|(_, line)| line.clone())
+            .collect();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("the permission pre-check could not run"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[0].contains("PVE's own permission checks apply"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn preflight_fails_saying_the_privileges_were_not_checked_when_they_cannot_be_read() {
+        let host = ScriptedHost::new();
+        host.data("GET /version", json!({"version": "9.1.3"}));
+        host.on(
+            "GET /access/permissions",
+            [Answer::Error(501, "Not Implemented".into())],
+        );
+        let outcome = run(
+            &host,
+            GuestKind::Qemu,
+            json!({"methods": ["lookup"], "vmid": 100}),
+        );
+        let message = failure(&outcome);
+        assert!(
+            message.contains("the token's privileges were not checked"),
+            "{message}"
+        );
+        assert_eq!(outcome.writes[0].data["reachable"], true);
+        assert_eq!(outcome.writes[0].data["ready"], false);
+    }
+
+    #[test]
+    fn the_check_takes_one_method_and_an_object_of_its_arguments() {
+        let two = CheckArgs::parse(GuestKind::Qemu, &json!({"methods": ["create", "clone"]}));
+        assert_eq!(two.unwrap_err().field, "methods");
+        let bad = CheckArgs::parse(
+            GuestKind::Qemu,
+            &json!({"methods": ["create"], "methodArgs": 3}),
+        );
+        assert_eq!(bad.unwrap_err().field, "methodArgs");
+        assert!(CheckArgs::parse(GuestKind::Lxc, &json!({"methods": ["create"]})).is_ok());
     }
 
     #[test]

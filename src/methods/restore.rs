@@ -29,7 +29,7 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
-use crate::pve::property::size_bytes;
+use crate::pve::property::{size_bytes, storage_volume};
 use crate::pve::request::PveRequest;
 use crate::pve::responses::{list_of, StorageVolume};
 use crate::run::Run;
@@ -111,15 +111,7 @@ impl ArchiveConfig {
 /// Whether `key: value` is a volume a restore allocates anew (a disk, a container mount point),
 /// rather than a setting kept as text (a CD-ROM, a bind mount, `none`).
 fn allocated(kind: GuestKind, key: &str, value: &str) -> bool {
-    let volume = value.split(',').next().unwrap_or_default();
-    let is_volume = volume.contains(':') && !volume.starts_with('/') && volume != "none";
-    let disk_key = match kind {
-        GuestKind::Qemu => {
-            kind.is_disk(key) || key.starts_with("efidisk") || key.starts_with("tpmstate")
-        }
-        GuestKind::Lxc => kind.is_disk(key),
-    };
-    disk_key && is_volume && !value.split(',').any(|p| p == "media=cdrom")
+    kind.is_volume_key(key) && storage_volume(value).is_some()
 }
 
 /// A NIC's properties without its MAC (`virtio=BC:24:…` keeps `virtio`; `hwaddr=…` goes).

@@ -12,7 +12,12 @@
 //!   recorded (compared without case, as PVE's datacenter default `tag-style` keeps tags:
 //!   pve-guest-common `PVE/GuestHelpers.pm` get_unique_tags lower-cases them); a stored guest whose
 //!   record lacks one of them is out of the selection. Every record a selection writes says which
-//!   (`selection`: scope, nodes, tags).
+//!   (`selection`: scope, nodes, tags, where).
+//! - `where` (a CEL expression over a guest's fields, guest/select.rs): only the listed guests whose
+//!   fields satisfy it are recorded, judged by the host (swamp's CEL environment); a stored guest
+//!   whose record does not satisfy it is out of the selection. It is checked before anything is
+//!   sent; a guest it cannot be evaluated over is not recorded and fails the sync after the others
+//!   are written.
 //! - With a guest reference (`vmid`/`vmName`): only that guest, read like `lookup`.
 //!
 //! Identity: the lists carry no `smbios1`. A guest's config is read only when a cheap signal says
@@ -34,6 +39,7 @@ use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{next_id_free, Located};
 use crate::guest::observe::record_for;
 use crate::guest::record::{GuestRecord, SyncSelection};
+use crate::guest::select;
 use crate::guest::settle::lock_of;
 use crate::guest::upstream::{vmid_of_instance, with_superseded, written_by_upstream};
 use crate::host::Host;
@@ -68,6 +74,8 @@ pub struct SyncArgs {
     pub nodes: Option<Vec<String>>,
     /// Tags every recorded guest must carry, lower-cased.
     pub tags: Vec<String>,
+    /// The expression every recorded guest's fields must satisfy.
+    pub r#where: Option<String>,
 }
 
 impl SyncArgs {
@@ -88,8 +96,14 @@ impl SyncArgs {
         }
         let nodes = parse_nodes(&fields)?;
         let tags = parse_tags(&fields)?;
-        if one_guest && (nodes.is_some() || !tags.is_empty()) {
-            let field = if nodes.is_some() { "nodes" } else { "tags" };
+        // Whether it compiles is the host's to judge (guest/select.rs), before anything is sent.
+        let r#where: Option<String> = fields.optional("where")?;
+        if one_guest && (nodes.is_some() || !tags.is_empty() || r#where.is_some()) {
+            let field = match (&nodes, tags.is_empty()) {
+                (Some(_), _) => "nodes",
+                (None, false) => "tags",
+                (None, true) => "where",
+            };
             return Err(ArgError::new(
                 field,
                 "cannot be given with vmid or vmName (a sync of one guest selects nothing more)",
@@ -107,6 +121,7 @@ impl SyncArgs {
             node,
             nodes,
             tags,
+            r#where,
         })
     }
 }
@@ -171,8 +186,10 @@ struct Sweep {
     writes: Vec<RecordWrite>,
     /// VMIDs found in a list.
     seen: Vec<u32>,
-    /// Listed guests left out for lacking a selected tag.
+    /// Listed guests left out of the selection.
     unselected: usize,
+    /// Listed guests `where` could not be evaluated over (not recorded).
+    unjudged: usize,
     /// Nodes whose list was read.
     read: Vec<String>,
     running: usize,
@@ -186,15 +203,29 @@ struct Sweep {
 }
 
 impl Sweep {
-    /// Whether a guest with these tags is in the selection: it carries every selected tag.
-    fn selects<S: AsRef<str>>(&self, tags: &[S]) -> bool {
-        let wanted = self.selection.as_ref().map(|s| s.tags.as_slice());
-        carries_all(tags, wanted.unwrap_or_default())
+    /// Whether a guest is in the selection: its tags carry every selected tag and its record (the
+    /// one listed, or the one stored) satisfies `where`; `Err`: `where` cannot be evaluated over it.
+    fn selects<H: Host, S: AsRef<str>>(
+        &self,
+        host: &H,
+        tags: &[S],
+        record: impl FnOnce() -> Value,
+    ) -> Result<bool, String> {
+        let Some(selection) = &self.selection else {
+            return Ok(true);
+        };
+        if !carries_all(tags, &selection.tags) {
+            return Ok(false);
+        }
+        match &selection.r#where {
+            Some(expression) => select::selects(host, expression, &record()),
+            None => Ok(true),
+        }
     }
 }
 
-/// The selection a record states: the scope, its nodes, the tags.
-fn selection_of(scope: &Scope, tags: &[String]) -> Option<SyncSelection> {
+/// The selection a record states: the scope, its nodes, the tags, the expression.
+fn selection_of(scope: &Scope, args: &SyncArgs) -> Option<SyncSelection> {
     let (name, nodes) = match scope {
         Scope::Node(node) => ("node", Some(vec![node.clone()])),
         Scope::Nodes(nodes) => ("nodes", Some(nodes.clone())),
@@ -203,7 +234,8 @@ fn selection_of(scope: &Scope, tags: &[String]) -> Option<SyncSelection> {
     Some(SyncSelection {
         scope: name.to_string(),
         nodes,
-        tags: tags.to_vec(),
+        tags: args.tags.clone(),
+        r#where: args.r#where.clone(),
     })
 }
 
@@ -229,18 +261,23 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             Err(failure) => failure.into(),
         };
     }
-    let scope = match (parsed.nodes, parsed.scope.as_str()) {
+    if let Some(expression) = &parsed.r#where {
+        if let Err(e) = select::check(run.host, expression) {
+            return Failure::from(e).into();
+        }
+    }
+    let scope = match (parsed.nodes.clone(), parsed.scope.as_str()) {
         (Some(nodes), _) => Scope::Nodes(nodes),
         (None, "cluster") => Scope::Cluster,
         _ => Scope::Node(
             parsed
                 .node
+                .clone()
                 .unwrap_or_else(|| run.global.transport.node().to_string()),
         ),
     };
-    let selection = selection_of(&scope, &parsed.tags);
     let mut sweep = Sweep {
-        selection: selection.clone(),
+        selection: selection_of(&scope, &parsed),
         ..Sweep::default()
     };
     if let Err(failure) = read_scope(run, &scope, &mut sweep).await {
@@ -248,13 +285,16 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
     record_vanished(run, &scope, &mut sweep).await;
     let writes = with_superseded(run, std::mem::take(&mut sweep.writes)).await;
-    let tagged = match parsed.tags.is_empty() {
+    let mut tagged = match parsed.tags.is_empty() {
         true => String::new(),
         false => format!(" with the tags {}", parsed.tags.join(", ")),
     };
+    if let Some(expression) = &parsed.r#where {
+        tagged.push_str(&format!(" where {expression}"));
+    }
     let mut summary = format!(
         "synced {} {}s{tagged} in {} ({} running); {} confirmed absent",
-        sweep.seen.len() - sweep.unselected,
+        sweep.seen.len() - sweep.unselected - sweep.unjudged,
         run.kind.noun(),
         match &scope {
             Scope::Node(node) => format!("node {node}"),
@@ -264,8 +304,12 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         sweep.absent
     );
     if sweep.unselected > 0 {
+        let outside = match parsed.r#where {
+            None => "without every selected tag",
+            Some(_) => "outside the selection",
+        };
         summary.push_str(&format!(
-            "; {} listed without every selected tag (not recorded)",
+            "; {} listed {outside} (not recorded)",
             sweep.unselected
         ));
     }
@@ -412,9 +456,24 @@ async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, swe
         .as_deref()
         .map(flex::split_tags)
         .unwrap_or_default();
-    if !sweep.selects(&tags) {
-        sweep.unselected += 1;
-        return;
+    let listed = || {
+        let record = GuestRecord::observed(vmid, node, &status, run.method, run.now_iso());
+        serde_json::to_value(&record).unwrap_or(Value::Null)
+    };
+    match sweep.selects(run.host, &tags, listed) {
+        Ok(true) => {}
+        Ok(false) => {
+            sweep.unselected += 1;
+            return;
+        }
+        Err(e) => {
+            let noun = run.kind.noun();
+            sweep.unjudged += 1;
+            sweep.problems.push(format!(
+                "{noun} {vmid} was not recorded: where cannot be evaluated over its fields: {e}"
+            ));
+            return;
+        }
     }
     sweep.running += usize::from(status.status == "running");
     if let Some(lock) = lock_of(&status) {
@@ -529,17 +588,38 @@ async fn record_vanished<H: Host>(run: &Run<'_, H>, scope: &Scope, sweep: &mut S
             continue;
         };
         if let Ok(Some(stored)) = run.host.read_record(&name).await {
-            if in_scope(&stored, scope, sweep) {
-                let node = stored.get("node").and_then(Value::as_str);
-                confirm_absent(run, scope, vmid, node, sweep).await;
+            match in_scope(run.host, &stored, scope, sweep) {
+                Ok(true) => {
+                    let node = stored.get("node").and_then(Value::as_str);
+                    confirm_absent(run, scope, vmid, node, sweep).await;
+                }
+                Ok(false) => {}
+                Err(e) => sweep.problems.push(format!(
+                    "whether stored {} {vmid} is in the selection could not be judged: where cannot be evaluated over its record: {e}",
+                    run.kind.noun()
+                )),
             }
         }
     }
 }
 
-/// A stored record that says present, on a node this sweep read, with every selected tag.
-fn in_scope(stored: &Value, scope: &Scope, sweep: &Sweep) -> bool {
+/// A stored record that says present, on a node this sweep read, in the selection.
+fn in_scope<H: Host>(
+    host: &H,
+    stored: &Value,
+    scope: &Scope,
+    sweep: &Sweep,
+) -> Result<bool, String> {
     let node = stored.get("node").and_then(Value::as_str);
+    // Upstream's records (no `present`: unknown, deleted or tombstoned) claim a guest there too.
+    let present = stored.get("present") == Some(&Value::Bool(true)) || written_by_upstream(stored);
+    let on_a_read_node = match scope {
+        Scope::Node(scope_node) => node == Some(scope_node.as_str()),
+        Scope::Nodes(_) | Scope::Cluster => node.is_some_and(|n| sweep.read.iter().any(|r| r == n)),
+    };
+    if !present || !on_a_read_node {
+        return Ok(false);
+    }
     let tags: Vec<&str> = stored
         .get("tags")
         .and_then(Value::as_array)
@@ -547,18 +627,7 @@ fn in_scope(stored: &Value, scope: &Scope, sweep: &Sweep) -> bool {
         .flatten()
         .filter_map(Value::as_str)
         .collect();
-    if !sweep.selects(&tags) {
-        return false;
-    }
-    // Upstream's records (no `present`: unknown, deleted or tombstoned) claim a guest there too.
-    let present = stored.get("present") == Some(&Value::Bool(true)) || written_by_upstream(stored);
-    present
-        && match scope {
-            Scope::Node(scope_node) => node == Some(scope_node.as_str()),
-            Scope::Nodes(_) | Scope::Cluster => {
-                node.is_some_and(|n| sweep.read.iter().any(|r| r == n))
-            }
-        }
+    sweep.selects(host, &tags, || stored.clone())
 }
 
 async fn confirm_absent<H: Host>(
@@ -709,6 +778,135 @@ mod tests {
             summary.contains("2 listed without every selected tag"),
             "{summary}"
         );
+    }
+
+    /// A host whose selector stands in for swamp's CEL: a guest is selected when every `field=value`
+    /// pair of the expression (space-separated) matches its fields; an unknown field fails.
+    fn selecting_host() -> ScriptedHost {
+        let mut host = ScriptedHost::new();
+        host.selector = Some(Box::new(|expression, fields| {
+            let mut all = true;
+            for pair in expression.split(' ') {
+                let (key, want) = pair.split_once('=').ok_or("Unexpected token")?;
+                all &= match &fields[key] {
+                    Value::String(got) => got == want,
+                    Value::Null => return Err(format!("Unknown variable: {key}")),
+                    other => serde_json::from_str::<Value>(want).ok().as_ref() == Some(other),
+                };
+            }
+            Ok(all)
+        }));
+        host
+    }
+
+    #[test]
+    fn where_is_refused_naming_it_before_anything_is_sent_when_it_cannot_select() {
+        assert_eq!(
+            selection_rule(json!({"vmid": 100, "where": "node=pve1"})),
+            Some("where".into())
+        );
+        let host = selecting_host();
+        let outcome = run_sync(&host, json!({"where": "nmae=web"}));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.starts_with("invalid argument `where`: must be a CEL expression over the guest's fields (vmid, name, node, status, tags, lock, template, cpus, maxMemBytes, maxDiskBytes) that yields a bool: Unknown variable: nmae"),
+            "{message}"
+        );
+        assert!(host.requests.borrow().is_empty());
+        assert_eq!(host.selections.borrow()[0]["status"], "");
+    }
+
+    #[test]
+    fn a_where_selection_records_only_the_listed_guests_whose_fields_satisfy_it_with_the_tags() {
+        let host = selecting_host();
+        let mut stopped = tagged(101, "db", "web");
+        stopped["status"] = json!("stopped");
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([tagged(100, "web", "web"), stopped, tagged(102, "x", "db")]),
+        );
+        let outcome = run_sync(&host, json!({"tags": ["web"], "where": "status=running"}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let written: Vec<&str> = outcome.writes.iter().map(|w| w.instance.as_str()).collect();
+        assert_eq!(written, vec!["vm-100"]);
+        assert_eq!(
+            outcome.writes[0].data["selection"],
+            json!({"scope": "node", "nodes": ["pve1"], "tags": ["web"], "where": "status=running"})
+        );
+        let asked: Vec<Value> = host
+            .selections
+            .borrow()
+            .iter()
+            .map(|s| s["vmid"].clone())
+            .collect();
+        assert_eq!(
+            asked,
+            vec![json!(0), json!(100), json!(101)],
+            "the untagged 102 is not asked about"
+        );
+        assert_eq!(host.selections.borrow()[1]["node"], "pve1");
+        assert_eq!(host.selections.borrow()[1]["tags"], json!(["web"]));
+        let Verdict::Succeeded { summary } = &outcome.verdict else {
+            unreachable!()
+        };
+        assert!(
+            summary.starts_with("synced 1 VMs with the tags web where status=running in node pve1")
+                && summary.contains("2 listed outside the selection"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn a_stored_guest_whose_record_does_not_satisfy_where_is_left_alone() {
+        let host = selecting_host();
+        host.data("GET /nodes/pve1/qemu", json!([]));
+        for (vmid, status) in [(105, "running"), (106, "stopped")] {
+            host.records.borrow_mut().insert(
+                format!("vm-{vmid}"),
+                json!({"vmid": vmid, "present": true, "node": "pve1", "status": status, "tags": []}),
+            );
+        }
+        host.data("GET /cluster/nextid", json!("105"));
+        let outcome = run_sync(&host, json!({"where": "status=running"}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let written: Vec<&str> = outcome.writes.iter().map(|w| w.instance.as_str()).collect();
+        assert_eq!(written, vec!["vm-105"]);
+        assert_eq!(outcome.writes[0].data["present"], false);
+        assert_eq!(
+            outcome.writes[0].data["selection"]["where"],
+            "status=running"
+        );
+        assert_eq!(
+            host.routes_called(),
+            vec!["GET /nodes/pve1/qemu", "GET /cluster/nextid"]
+        );
+    }
+
+    #[test]
+    fn a_guest_where_cannot_be_evaluated_over_fails_the_sync_after_the_others_are_written() {
+        let mut host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([guest(100, "web", "running"), guest(101, "db", "running")]),
+        );
+        // The stand-in evaluates over the blank guest and 100, and fails over 101.
+        host.selector = Some(Box::new(|_, fields| match fields["vmid"].as_u64() {
+            Some(101) => Err("no such overload: dyn<string> > int".into()),
+            _ => Ok(true),
+        }));
+        let outcome = run_sync(&host, json!({"where": "name > 5 || true"}));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.contains("VM 101 was not recorded: where cannot be evaluated over its fields: no such overload"),
+            "{message}"
+        );
+        assert!(message.starts_with("synced 1 VMs where"), "{message}");
+        let written: Vec<&str> = outcome.writes.iter().map(|w| w.instance.as_str()).collect();
+        assert_eq!(written, vec!["vm-100"]);
     }
 
     #[test]

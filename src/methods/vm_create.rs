@@ -711,6 +711,74 @@ mod tests {
         assert!(!posted(&host));
     }
 
+    /// The answers of a real PVE 9.2 node to `create` with `scsi0: local:1,format=qcow2` on its dir
+    /// storage `local` (../shared/realpve/transcript-2026-12-03.jsonl): it stores the disk as
+    /// `local:902/vm-902-disk-0.qcow2,size=1G`, without `format=`.
+    fn real_node_made(host: &ScriptedHost, scsi0: &str) {
+        let upid = "UPID:pve1:00004387:001C01B0:6B115316:qmcreate:902:root@pam!probe:";
+        host.data(
+            "GET /nodes/pve1/storage",
+            json!([{"storage": "local", "type": "dir", "enabled": 1, "active": 1,
+                    "content": "rootdir,images,backup,vztmpl,iso,snippets", "avail": 79394811904u64}]),
+        );
+        host.data("GET /cluster/nextid", json!("902"));
+        host.data("POST /nodes/pve1/qemu", json!(upid));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{upid}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/902/status/current",
+            json!({"status": "stopped", "name": "probe902", "tags": "swamp", "vmid": 902}),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/902/config",
+            json!({"cores": 1, "memory": "256", "tags": "swamp", "name": "probe902",
+                   "boot": "order=scsi0", "scsi0": scsi0,
+                   "meta": "creation-qemu=7.2.22,ctime=1796297494",
+                   "smbios1": "uuid=1da25882-39dd-4346-a536-ea05775feb70"}),
+        );
+        let volid = scsi0.split(',').next().unwrap();
+        host.data(
+            "GET /nodes/pve1/storage/local/content",
+            json!([{"volid": volid, "format": "qcow2", "size": 1u64 << 30, "vmid": 902}]),
+        );
+    }
+
+    fn create_902(host: &ScriptedHost, scsi0: &str) -> Outcome {
+        let args = json!({"vmid": 902, "name": "probe902", "cores": 1, "memory": 256,
+                          "config": {"scsi0": scsi0}});
+        run_method(host, "qemu", "create", args)
+    }
+
+    #[test]
+    fn a_qcow2_disk_on_a_dir_storage_succeeds_as_the_real_node_stores_it() {
+        let host = ScriptedHost::new();
+        real_node_made(&host, "local:902/vm-902-disk-0.qcow2,size=1G");
+        let outcome = create_902(&host, "local:1,format=qcow2");
+        assert!(outcome.is_success(), "{outcome:?}");
+        let Verdict::Succeeded { summary } = &outcome.verdict else {
+            unreachable!()
+        };
+        assert!(
+            summary.contains("scsi0 is local:902/vm-902-disk-0.qcow2 (1073741824 bytes)"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn a_disk_pve_made_in_another_format_than_asked_fails_naming_both() {
+        let host = ScriptedHost::new();
+        real_node_made(&host, "local:902/vm-902-disk-0.raw,size=1G");
+        let message = failure_of(&create_902(&host, "local:1,format=qcow2")).to_string();
+        assert!(
+            message.contains(
+                "`scsi0` is \"local:902/vm-902-disk-0.raw,size=1G\", not the requested \"local:1,format=qcow2\""
+            ),
+            "{message}"
+        );
+    }
+
     #[test]
     fn root_only_options_are_refused_for_a_token() {
         let host = ScriptedHost::new();

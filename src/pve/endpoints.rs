@@ -68,6 +68,12 @@ impl GuestKind {
             GuestKind::Lxc => key == "rootfs" || (numbered && base == "mp"),
         }
     }
+
+    /// Whether `key` may hold a volume of this kind of guest: a disk ([`GuestKind::is_disk`]), or
+    /// a VM's EFI vars or TPM state (qemu-server `PVE/QemuServer/Drive.pm` valid_drive_names).
+    pub fn is_volume_key(self, key: &str) -> bool {
+        self.is_disk(key) || (self == GuestKind::Qemu && matches!(key, "efidisk0" | "tpmstate0"))
+    }
 }
 
 /// `GET /version`.

@@ -8,6 +8,22 @@ pub fn property<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     })
 }
 
+/// The volume a guest's drive or mount point holds on a storage (`local-lvm:vm-100-disk-0,size=32G`
+/// → `local-lvm:vm-100-disk-0`): `None` for a CD-ROM (`media=cdrom`, a cloud-init drive included —
+/// qemu-server `PVE/QemuServer/Drive.pm` drive_is_cdrom), an empty drive (`none`) or a path.
+pub fn storage_volume(value: &str) -> Option<&str> {
+    if property(value, "media") == Some("cdrom") {
+        return None;
+    }
+    let volume = value
+        .split(',')
+        .map(str::trim)
+        .find(|p| !p.contains('='))
+        .or_else(|| property(value, "file"))
+        .or_else(|| property(value, "volume"))?;
+    (volume.contains(':') && !volume.starts_with('/')).then_some(volume)
+}
+
 /// A size such as `32G`, `512M`, `1.5T` or a bare byte count, in bytes.
 pub fn size_bytes(text: &str) -> Option<u64> {
     let text = text.trim();
@@ -51,6 +67,27 @@ mod tests {
             Some("52G")
         );
         assert_eq!(property("local-zfs:vm-100-disk-0", "size"), None);
+    }
+
+    #[test]
+    fn a_drive_holds_a_storage_volume_unless_it_is_a_cd_rom_empty_or_a_path() {
+        let volume = storage_volume;
+        assert_eq!(
+            volume("local:902/vm-902-disk-0.qcow2,size=1G"),
+            Some("local:902/vm-902-disk-0.qcow2")
+        );
+        assert_eq!(
+            volume("iothread=1,file=local-lvm:vm-1-disk-0"),
+            Some("local-lvm:vm-1-disk-0")
+        );
+        assert_eq!(volume("local-lvm:vm-1-cloudinit,media=cdrom"), None);
+        assert_eq!(volume("none,media=cdrom"), None);
+        assert_eq!(volume("none"), None);
+        assert_eq!(volume("/dev/sdb"), None);
+        assert_eq!(
+            volume("nonvolatile:vm-1-disk-0"),
+            Some("nonvolatile:vm-1-disk-0")
+        );
     }
 
     #[test]

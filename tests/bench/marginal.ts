@@ -13,12 +13,16 @@ import budget from "../../size_budget.json" with { type: "json" };
 /** The methods weighed: a small one and a large one (issue 32). */
 export const WEIGHED = ["snapshot", "restore"] as const;
 
-/** Bytes of the optimised module built without `omit` (comma-separated names; "" = full). */
+/**
+ * Bytes of the optimised module built without `omit` (comma-separated names; "" = full). The
+ * builds share one cargo folder (only the core is rebuilt when `PROXMOX_CORE_OMIT` changes).
+ */
 export async function moduleBytes(root: string, omit: string): Promise<number> {
-  const dir = join(root, "target", omit ? `size-without-${omit}` : "size-full");
-  const script = 'source scripts/tools.sh && build_wasm "$1/cargo" "$1/out"';
+  const cargo = join(root, "target", "size-weigh");
+  const dir = join(cargo, omit ? `without-${omit}` : "full");
+  const script = 'source scripts/tools.sh && build_wasm "$1" "$2/out"';
   const out = await new Deno.Command("bash", {
-    args: ["-c", script, "build", dir],
+    args: ["-c", script, "build", cargo, dir],
     cwd: root,
     env: { PROXMOX_CORE_OMIT: omit },
     stdout: "inherit",

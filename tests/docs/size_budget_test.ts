@@ -33,3 +33,16 @@ Deno.test("size budget: README's Size section states the budget size_budget.json
     new RegExp(`size budget is \\*\\*${figure(budget.wasmBytes)} bytes\\*\\*`),
   );
 });
+
+Deno.test("size budget: the core formats no floating-point numbers (core's flt2dec weighs 13 KB; src/units.rs prints quantities)", async () => {
+  // The build keeps function names in wasm-bindgen's output (before wasm-opt strips them).
+  const named = await Deno.readFile(
+    new URL("target/wasm-bindgen/proxmox_core_bg.wasm", root),
+  );
+  const names = new TextDecoder("latin1").decode(named);
+  assert.ok(names.includes("proxmox_core"), "the names section is there");
+  assert.ok(
+    !names.includes("flt2dec"),
+    "a float is formatted somewhere (a `{:.N}` or `{}` of an f64): print it with src/units.rs",
+  );
+});

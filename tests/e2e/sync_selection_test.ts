@@ -1,7 +1,9 @@
 /**
  * sync's selection end to end, both models and both transports: `tags` records only the guests that
- * carry every tag (PVE's tags, compared without case), `nodes` reads just those nodes' lists, and
- * every record says which selection wrote it.
+ * carry every tag (PVE's tags, compared without case), `nodes` reads just those nodes' lists,
+ * `where` (a CEL expression, evaluated in the harness's stand-in for swamp's
+ * `ctx.createCelEnvironment()`) only the guests whose fields satisfy it, and every record says
+ * which selection wrote it.
  */
 import assert from "node:assert/strict";
 import { model as lxcModel } from "../../js/proxmox_lxc.ts";
@@ -37,6 +39,7 @@ const FLEET = [
   vm(501, "pve1", ["web", "prod"]),
   vm(502, "pve1", ["web"]),
   vm(503, "pve2", ["Web", "prod"]),
+  { ...vm(504, "pve2", ["web"]), status: "running" as const },
   ct(601, "pve1", ["web", "prod"]),
   ct(602, "pve2", ["db", "prod"]),
 ];
@@ -114,5 +117,110 @@ Deno.test("sync: nodes with an unreadable node writes the others, then fails nam
       "vm-501",
       "vm-502",
     ]);
+  });
+});
+
+Deno.test("sync: where over the cluster records only the guests whose fields satisfy it, with the selection", async () => {
+  await withEnv({ guests: FLEET }, async (env) => {
+    const where =
+      'tags.exists(t, t == "web") && node == "pve2" && status == "running"';
+    const r = await env.run("sync", { scope: "cluster", where });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.deepEqual(r.written.map((w) => w.instance), ["vm-504"]);
+    assert.deepEqual(written(r, "vm-504").selection, {
+      scope: "cluster",
+      tags: [],
+      where,
+    });
+    assert.match(
+      r.logs.map((l) => l.message).join("\n"),
+      /listed outside the selection/,
+    );
+  });
+});
+
+Deno.test("sync (lxc): where sees vmid as a number and the record's fields by their names", async () => {
+  await withEnv({ guests: FLEET, model: lxcModel }, async (env) => {
+    const r = await env.run("sync", {
+      scope: "cluster",
+      where: 'vmid % 2 == 0 && "prod" in tags && lock == "" && !template',
+    });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.deepEqual(r.written.map((w) => w.instance), ["ct-602"]);
+  });
+});
+
+Deno.test("sync: where combined with nodes and tags records only the guests every one selects", async () => {
+  await withEnv({ guests: FLEET }, async (env) => {
+    const r = await env.run("sync", {
+      nodes: ["pve2"],
+      tags: ["web"],
+      where: 'status != "stopped"',
+    });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.deepEqual(r.written.map((w) => w.instance), ["vm-504"]);
+    assert.deepEqual(written(r, "vm-504").selection, {
+      scope: "nodes",
+      nodes: ["pve2"],
+      tags: ["web"],
+      where: 'status != "stopped"',
+    });
+  });
+});
+
+for (
+  const [why, where, said] of [
+    ["does not compile", "tags.exists(t, t ==", /Unexpected token/],
+    ["is empty", " ", /Unexpected token/],
+    ["names no field of a guest", 'nmae == "web"', /Unknown variable: nmae/],
+    ["yields no bool", "vmid + 1", /does not yield a bool/],
+    ["compares a string with a number", "name > 5", /no such overload/],
+  ] as const
+) {
+  Deno.test(`sync: a where that ${why} is refused naming where, with nothing sent to PVE`, async () => {
+    await withEnv({ guests: FLEET }, async (env) => {
+      const r = await env.run("sync", { scope: "cluster", where });
+      assert.equal(r.status, "failed");
+      assert.match(
+        r.error ?? "",
+        /^invalid argument `where`: must be a CEL expression over the guest's fields \(vmid, name, node, status, tags, lock, template, [^)]*\) that yields a bool: /,
+      );
+      assert.match(r.error ?? "", said);
+      assert.deepEqual(env.sim.requests.map((q) => q.path), []);
+      assert.equal(r.written.length, 0);
+    });
+  });
+}
+
+Deno.test("sync: where with a vmid is refused naming where, as tags and nodes are", async () => {
+  await withEnv({ guests: FLEET }, async (env) => {
+    const r = await env.run("sync", { vmid: 501, where: "true" });
+    assert.equal(r.status, "failed");
+    assert.match(r.error ?? "", /where cannot be given with vmid or vmName/);
+    assert.deepEqual(env.sim.requests, []);
+  });
+});
+
+Deno.test("sync: a stored guest whose record does not satisfy where is left alone when it vanishes", async () => {
+  await withEnv({ guests: FLEET }, async (env) => {
+    const first = await env.run("sync", { scope: "cluster" });
+    assert.equal(first.status, "succeeded", first.error);
+    env.sim.removeGuest(501); // recorded stopped
+    env.sim.removeGuest(504); // recorded running
+    const r = await env.run("sync", {
+      scope: "cluster",
+      where: 'status == "running"',
+    });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.equal(written(r, "vm-504").present, false);
+    assert.ok(!r.written.some((w) => w.instance === "vm-501"));
+    assert.equal(
+      (env.repo.latest("vm-501") as { status: string }).status,
+      "stopped",
+    );
+    const confirmed = env.sim.requests.filter((q) =>
+      q.path.endsWith("/cluster/nextid")
+    ).map((q) => q.query.vmid);
+    assert.deepEqual(confirmed, ["504"]);
   });
 });

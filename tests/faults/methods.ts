@@ -10,7 +10,7 @@ import type { RunResult } from "../../harness/types.ts";
 import type { Env } from "../e2e/env.ts";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
 import type { ConfigValue, SimGuest } from "../../simulator/types.ts";
-import type { FaultId } from "./faults.ts";
+import { FAULT_IDS, type FaultId, FAULTS } from "./faults.ts";
 import { readsOf } from "./records.ts";
 import type { FileScenario, ScenarioPlan } from "./cell.ts";
 import { downloadSpec } from "./download_rows.ts";
@@ -243,6 +243,29 @@ export const version: Endpoint = {
   names:
     /Pre-flight checks failed for "fleet" → \w+:\s+transport-reachable:[\s\S]*on node pve1/,
 };
+
+/**
+ * The `permissions` check's read of what the token may do on guest `vmid`: a courtesy, so whatever
+ * it meets the method runs — one warning says the pre-check could not run, PVE's own checks apply
+ * (src/methods/preflight.rs `could_not_run`); a transient fault is retried like any read.
+ */
+export const permissionsRead = (vmid: number): Endpoint => ({
+  id: "GET /access/permissions (pre-flight check)",
+  method: "GET",
+  path: "^/api2/json/access/permissions$",
+  sample: `/access/permissions?path=/vms/${vmid}`,
+  kind: "check",
+  pve500: "cluster not ready - no quorum?",
+  privilege: "/access, Sys.Audit",
+  expect: Object.fromEntries(
+    FAULT_IDS.map((id) => [id, {
+      // A transient fault is retried like any read's; one that persists (reset∞) is given up.
+      verdict: FAULTS[id].transient ? "ok-retried" : "ok",
+      note:
+        "the permission pre-check could not run: the method runs with one warning, PVE checks each request",
+    }]),
+  ),
+});
 
 export const resources = (phase = "", skip = 0): Endpoint => ({
   id: `GET /cluster/resources${phase}`,
@@ -548,6 +571,7 @@ export function deleteSpec(
     args: { vmid },
     endpoints: [
       version,
+      permissionsRead(vmid),
       ...findIt(n as Where, vmid, status(n, vmid, "", 0, type)),
       status(n, vmid, "", 0, type),
       {

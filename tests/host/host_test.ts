@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { createHost, log } from "../../js/_lib/host.ts";
+import { createCelEnvironment } from "../../harness/cel.ts";
 
 const quiet = { logger: { info() {}, error() {} } };
 
@@ -56,4 +57,30 @@ Deno.test("host: a log message with braces goes as a property, not as a template
     ["info", "{message}", { message: 'VM 100: started ["awk", "{print $1}"]' }],
     ["warning", "no braces here"],
   ]);
+});
+
+Deno.test("host: select evaluates in the run's swamp CEL environment, compiling each expression once", () => {
+  let environments = 0;
+  const host = createHost({
+    ...quiet,
+    createCelEnvironment: () => {
+      environments++;
+      return createCelEnvironment();
+    },
+  });
+  const where = 'vmid % 2 == 0 && "web" in tags';
+  assert.equal(host.select(where, '{"vmid":100,"tags":["web"]}'), true);
+  assert.equal(host.select(where, '{"vmid":101,"tags":["web"]}'), false);
+  assert.equal(environments, 1);
+  assert.throws(() => host.select("vmid ==", "{}"), /Unexpected token/);
+  host.close();
+});
+
+Deno.test("host: select without swamp's CEL environment throws saying so", () => {
+  const host = createHost(quiet);
+  assert.throws(
+    () => host.select("true", "{}"),
+    /no CEL environment \(ctx\.createCelEnvironment\)/,
+  );
+  host.close();
 });

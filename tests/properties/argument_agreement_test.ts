@@ -604,6 +604,15 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
         },
       ),
     ),
+    // Only the argument rules (a string); whether it compiles is for the host's CEL to judge.
+    where: rarely(
+      fc.constantFrom(
+        'node == "pve2" && status == "running"',
+        "tags.exists(t, t ==",
+        " ",
+        "",
+      ),
+    ),
   }),
   nodeStatus: object({ node: opt(node) }),
   nodeConfig: object({ node: opt(node) }),

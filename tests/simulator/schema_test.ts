@@ -17,9 +17,15 @@ import { readApidata } from "../../simulator/schema/apidata.ts";
 import { endpointFacts } from "../../simulator/schema/facts.ts";
 import { checkParameters } from "../../simulator/schema/check.ts";
 import {
+  insideFacts,
+  type Major,
+  optionClasses,
   permissionsTable,
   PRIVILEGES_RS,
+  privilegesOf,
   privilegesRust,
+  requirementOf,
+  sortedEndpoints,
 } from "../../simulator/schema/permissions_table.ts";
 
 const TOKEN = { id: "root@pam!ci", secret: "schema-secret" };
@@ -376,13 +382,94 @@ Deno.test("the core's privilege table (src/pve/privileges.rs) is the one the sch
   );
 });
 
-Deno.test("the README's endpoint table is the schema's permissions for every endpoint the package uses", async () => {
+Deno.test("the README's endpoint and option tables are the ones the schema and the handlers' checks generate", async () => {
   const readme = await Deno.readTextFile(
     new URL("../../README.md", import.meta.url),
   );
-  const header = "| endpoint | privileges";
-  assert.deepEqual(
-    tableCells(readme, header),
-    tableCells(permissionsTable(), header),
+  for (const header of ["| endpoint | privileges", "| options | privileges"]) {
+    assert.deepEqual(
+      tableCells(readme, header),
+      tableCells(permissionsTable(), header),
+    );
+  }
+});
+
+/** The privileges a check expression names. */
+function privilegesIn(check: unknown): string[] {
+  if (!Array.isArray(check)) return [];
+  if (check[0] === "perm") return check[2] as string[];
+  return check.slice(1).flatMap(privilegesIn);
+}
+
+Deno.test("every endpoint the package uses was audited for the checks inside its handler, citing it", () => {
+  for (const endpoint of sortedEndpoints()) {
+    const facts = insideFacts(endpoint);
+    assert.ok(facts, `${endpoint}: not in pve_inside_checks.json`);
+    assert.match(
+      facts.at,
+      /^(qemu-server|pve-container|pve-manager|pve-storage|pve-access-control) \S+\.pm \S/,
+    );
+    for (const i of facts.inside ?? []) {
+      assert.ok(i.at, `${endpoint}: a check without its source`);
+    }
+  }
+});
+
+Deno.test("each version's checks name only privileges that version has (VM.Monitor on 8, VM.GuestAgent.* on 9)", () => {
+  for (const major of [8, 9] as Major[]) {
+    const has = privilegesOf(major);
+    for (const endpoint of sortedEndpoints()) {
+      for (
+        const privilege of privilegesIn(requirementOf(endpoint, major).check)
+      ) {
+        assert.ok(
+          has.has(privilege),
+          `PVE ${major}: ${endpoint} names ${privilege}`,
+        );
+      }
+    }
+    for (const table of ["qemu", "lxc"]) {
+      for (const [privs] of optionClasses(table)) {
+        for (
+          const privilege of privs.replace(/^\/:/, "").split(/[|&]/).filter((
+            p,
+          ) => p)
+        ) {
+          assert.ok(
+            has.has(privilege),
+            `PVE ${major}: ${table} option class ${privilege}`,
+          );
+        }
+      }
+    }
+  }
+  const agent = "POST /nodes/{node}/qemu/{vmid}/agent/file-write";
+  assert.deepEqual(privilegesIn(requirementOf(agent, 8).check), ["VM.Monitor"]);
+  assert.ok(
+    !privilegesIn(requirementOf(agent, 9).check).includes("VM.Monitor"),
   );
+});
+
+/** The ACL paths a check expression names. */
+function pathsIn(check: unknown): string[] {
+  if (!Array.isArray(check)) return [];
+  if (check[0] === "perm" || check[0] === "options") {
+    return [check[1] as string];
+  }
+  return check.slice(1).flatMap(pathsIn);
+}
+
+Deno.test("every ACL path of the table ends in at most one placeholder, the core's one rule for filling it", () => {
+  for (const endpoint of sortedEndpoints()) {
+    for (const major of [8, 9] as Major[]) {
+      for (const path of pathsIn(requirementOf(endpoint, major).check)) {
+        const filled = path.replace("{node}", "pve1");
+        assert.match(
+          filled,
+          /^\/[a-z0-9/]*(\/\{[a-z]+\})?$/,
+          `${endpoint}: ${path}`,
+        );
+      }
+    }
+  }
 });

@@ -1,0 +1,503 @@
+//! Which endpoints each method calls, and what a run's arguments name for their checks
+//! (`guest::permissions` judges them): the guests, storages, archive, bridges and config options,
+//! and the request parameters the checks' conditions ask about.
+
+use crate::args::Fields;
+use crate::guest::backups::BackupVolid;
+use crate::guest::permissions::{Guest, Role, Subjects};
+use crate::guest::placement::{allocation_of, numbered};
+use crate::pve::endpoints::GuestKind;
+use crate::pve::privileges::ENDPOINTS;
+use crate::pve::property::property;
+use serde_json::Value;
+
+/// One endpoint a method calls: always, or only in some runs (`when`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    /// `"<METHOD> <template>"` with `{kind}` for `qemu`/`lxc`.
+    pub endpoint: &'static str,
+    /// Its `{vmid}`, and whether its `{storage}` is the backup archive's.
+    pub role: Role,
+    /// `None`: every run calls it; else when (e.g. "when the guest runs").
+    pub when: Option<&'static str>,
+}
+
+const ACTED: Role = Role {
+    guest: Guest::Acted,
+    archive: false,
+};
+
+const MADE: Role = Role {
+    guest: Guest::Made,
+    archive: false,
+};
+
+const fn always(endpoint: &'static str) -> Need {
+    Need {
+        endpoint,
+        role: ACTED,
+        when: None,
+    }
+}
+
+const fn sometimes(endpoint: &'static str, when: &'static str) -> Need {
+    Need {
+        endpoint,
+        role: ACTED,
+        when: Some(when),
+    }
+}
+
+const fn made(endpoint: &'static str, when: Option<&'static str>) -> Need {
+    Need {
+        endpoint,
+        role: MADE,
+        when,
+    }
+}
+
+/// A read on the backup archive's storage.
+const fn on_archive(endpoint: &'static str) -> Need {
+    Need {
+        endpoint,
+        role: Role {
+            guest: Guest::Acted,
+            archive: true,
+        },
+        when: None,
+    }
+}
+
+const STATUS: &str = "GET /nodes/{node}/{kind}/{vmid}/status/current";
+const CONFIG: &str = "GET /nodes/{node}/{kind}/{vmid}/config";
+const PENDING: &str = "GET /nodes/{node}/{kind}/{vmid}/pending";
+const SET_CONFIG: &str = "PUT /nodes/{node}/{kind}/{vmid}/config";
+const STOP: &str = "POST /nodes/{node}/{kind}/{vmid}/status/stop";
+const SNAPSHOTS: &str = "GET /nodes/{node}/{kind}/{vmid}/snapshot";
+const EXEC: &str = "POST /nodes/{node}/qemu/{vmid}/agent/exec";
+const EXEC_STATUS: &str = "GET /nodes/{node}/qemu/{vmid}/agent/exec-status";
+const FILE_READ: &str = "GET /nodes/{node}/qemu/{vmid}/agent/file-read";
+const INTERFACES: &str = "GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces";
+const START: &str = "POST /nodes/{node}/{kind}/{vmid}/status/start";
+
+/// The endpoints method `method` of `kind` guests calls; `None` for a method the model lacks.
+/// `Some(&[])` for one that needs no privilege (lists filter by what the token may audit).
+pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
+    use GuestKind::{Lxc, Qemu};
+    let list: &[Need] = match (kind, method) {
+        (_, "lookup") => &[always(STATUS), always(CONFIG)],
+        (_, "sync") => &[always("GET /nodes/{node}/{kind}")],
+        (_, "getConfig") => &[always(PENDING)],
+        (_, "setConfig") => &[always(STATUS), always(SET_CONFIG), always(PENDING)],
+        (Qemu, "start") => &[
+            always(STATUS),
+            always(START),
+            sometimes(INTERFACES, "with waitForIp or waitReady"),
+        ],
+        (Lxc, "start") => &[always(STATUS), always(START)],
+        (_, "stop") => &[always(STATUS), always(STOP)],
+        (_, "shutdown") => &[
+            always(STATUS),
+            always("POST /nodes/{node}/{kind}/{vmid}/status/shutdown"),
+            sometimes(STOP, "with forceStopAfter"),
+        ],
+        (_, "reboot") => &[
+            always(STATUS),
+            always("POST /nodes/{node}/{kind}/{vmid}/status/reboot"),
+        ],
+        (_, "delete") => &[
+            always(STATUS),
+            always("DELETE /nodes/{node}/{kind}/{vmid}"),
+            sometimes(STOP, "when the guest runs"),
+        ],
+        (_, "convertToTemplate") => &[
+            always(STATUS),
+            always("POST /nodes/{node}/{kind}/{vmid}/template"),
+        ],
+        (_, "migrate") => &[
+            always(STATUS),
+            always("GET /nodes/{node}/{kind}/{vmid}/migrate"),
+            always("POST /nodes/{node}/{kind}/{vmid}/migrate"),
+        ],
+        (_, "snapshot") => &[
+            always(SNAPSHOTS),
+            always("POST /nodes/{node}/{kind}/{vmid}/snapshot"),
+        ],
+        (_, "rollback") => &[
+            always(SNAPSHOTS),
+            always("POST /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/rollback"),
+        ],
+        (_, "deleteSnapshot") => &[
+            always(SNAPSHOTS),
+            always("DELETE /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}"),
+        ],
+        (_, "listSnapshots") => &[always(SNAPSHOTS)],
+        (_, "nodeStatus") => &[
+            always("GET /nodes/{node}/status"),
+            sometimes(
+                "GET /nodes/{node}/disks/list",
+                "for the disks (without it they are recorded unavailable)",
+            ),
+            always("GET /nodes/{node}/subscription"),
+            sometimes(
+                "GET /nodes/{node}/apt/repositories",
+                "for the enterprise repository (without it recorded unavailable)",
+            ),
+        ],
+        (_, "nodeConfig") => &[
+            always("GET /nodes/{node}/storage"),
+            always("GET /nodes/{node}/network"),
+        ],
+        (_, "preflight") => &[always("GET /version"), always("GET /access/permissions")],
+        (Qemu, "guestExec") => &[always(EXEC), always(EXEC_STATUS)],
+        (Qemu, "clone") => &[
+            always(STATUS),
+            always("POST /nodes/{node}/qemu/{vmid}/clone"),
+            made(CONFIG, None),
+            made(SET_CONFIG, Some("when the template lacks the swamp tag")),
+            made(START, Some("with waitReady")),
+        ],
+        (Qemu, "cloudInit") => &[
+            always(SET_CONFIG),
+            always("PUT /nodes/{node}/qemu/{vmid}/cloudinit"),
+            always("GET /nodes/{node}/qemu/{vmid}/cloudinit/dump"),
+            always("GET /nodes/{node}/qemu/{vmid}/cloudinit"),
+        ],
+        (Qemu, "waitReady") => &[
+            always("GET /nodes/{node}/qemu/{vmid}/agent/info"),
+            always(INTERFACES),
+            sometimes(EXEC, "with cloudInit"),
+        ],
+        (Qemu, "resizeDisk") | (Lxc, "resize") => &[
+            always(CONFIG),
+            always("PUT /nodes/{node}/{kind}/{vmid}/resize"),
+        ],
+        (Qemu, "fileWrite") => &[
+            always("POST /nodes/{node}/qemu/{vmid}/agent/file-write"),
+            always(FILE_READ),
+            sometimes(EXEC, "for a file over 46,080 bytes or a mode"),
+        ],
+        (Qemu, "fileRead") => &[always(FILE_READ)],
+        (Lxc, "create") => &[
+            made("POST /nodes/{node}/lxc", None),
+            always("GET /nodes/{node}/storage/{storage}/content"),
+            always("GET /nodes/{node}/network"),
+            made(START, Some("with start")),
+        ],
+        // `pct exec` over ssh runs as root@pam: no API privilege (preflight says it needs ssh).
+        (Lxc, "guestExec") => &[],
+        (Qemu, "create") => &[
+            made("POST /nodes/{node}/qemu", None),
+            always("GET /nodes/{node}/storage/{storage}/content"),
+            always("GET /nodes/{node}/network"),
+            made(START, Some("with start or waitReady")),
+        ],
+        (_, "downloadUrl") => &[
+            always("GET /nodes/{node}/storage"),
+            always("GET /nodes/{node}/storage/{storage}/content"),
+            always("POST /nodes/{node}/storage/{storage}/download-url"),
+        ],
+        (_, "backup") => &[
+            always(STATUS),
+            always("POST /nodes/{node}/vzdump"),
+            always("GET /nodes/{node}/storage/{storage}/content"),
+        ],
+        (_, "listBackups") => &[always("GET /nodes/{node}/storage/{storage}/content")],
+        (_, "deleteBackup") => &[
+            always("GET /nodes/{node}/storage/{storage}/content"),
+            always("DELETE /nodes/{node}/storage/{storage}/content/{volume}"),
+        ],
+        (_, "restore") => &[
+            on_archive("GET /nodes/{node}/storage/{storage}/content"),
+            always("GET /nodes/{node}/vzdump/extractconfig"),
+            made("POST /nodes/{node}/{kind}", None),
+        ],
+        _ => return None,
+    };
+    let prefix = kind.segment();
+    Some(
+        list.iter()
+            .map(|need| Need {
+                endpoint: table_endpoint(need.endpoint, prefix),
+                ..*need
+            })
+            .collect(),
+    )
+}
+
+/// `{kind}` replaced by `qemu`/`lxc`, as one of the table's own `'static` strings.
+fn table_endpoint(template: &'static str, kind: &str) -> &'static str {
+    let wanted = template.replace("{kind}", kind);
+    ENDPOINTS
+        .iter()
+        .find(|(endpoint, _, _)| *endpoint == wanted)
+        .map_or(template, |(endpoint, _, _)| endpoint)
+}
+
+/// The request parameters of `method` that the checks' conditions ask about: those it always
+/// sends, and those its arguments decide (known to the check before the method, not to preflight).
+fn condition_params(
+    kind: GuestKind,
+    method: &str,
+) -> (&'static [&'static str], &'static [&'static str]) {
+    use GuestKind::{Lxc, Qemu};
+    match (kind, method) {
+        (Qemu, "restore") => (&["archive"], &["force"]),
+        (Lxc, "restore") => (&["restore"], &["force"]),
+        (Lxc, "create") => (&[], &["unprivileged"]),
+        (Qemu, "rollback") => (&[], &["start"]),
+        (Qemu, "migrate") => (&[], &["targetstorage"]),
+        (Lxc, "migrate") => (&[], &["target-storage"]),
+        _ => (&[], &[]),
+    }
+}
+
+/// The config options a create always sends (qemu-server and pve-container check each).
+fn fixed_options(kind: GuestKind, method: &str) -> &'static [&'static str] {
+    match (kind, method) {
+        (GuestKind::Qemu, "create") => &["name", "tags"],
+        (GuestKind::Lxc, "create") => &["hostname", "rootfs", "tags"],
+        _ => &[],
+    }
+}
+
+/// The guest acted on and the guest made, by how `method` names them.
+fn guests(method: &str, vmid: Option<u32>, template: Option<u32>) -> (Option<u32>, Option<u32>) {
+    match method {
+        "clone" => (template, vmid),
+        "create" | "restore" => (None, vmid),
+        _ => (vmid, None),
+    }
+}
+
+/// What every run of `method` has: its guests, the conditions it always meets, the options a
+/// create always sends.
+fn base(
+    kind: GuestKind,
+    method: &str,
+    ids: (Option<u32>, Option<u32>),
+    node: &str,
+    major: u64,
+) -> Subjects {
+    let (vmid, newid) = guests(method, ids.0, ids.1);
+    let strings = |list: &[&str]| list.iter().map(|p| p.to_string()).collect();
+    Subjects {
+        node: node.to_string(),
+        vmid,
+        newid,
+        given: strings(condition_params(kind, method).0),
+        options: strings(fixed_options(kind, method)),
+        major,
+        ..Subjects::default()
+    }
+}
+
+/// What `preflight` knows of a run of `method`: its `vmid`, `templateId` and `storage` arguments;
+/// an id not given is read on what every guest or storage inherits, and what only the method's
+/// other arguments would name (bridges, sources, conditions) may be needed.
+pub fn preflight_subjects(
+    kind: GuestKind,
+    method: &str,
+    ids: (Option<u32>, Option<u32>),
+    storage: Option<&str>,
+    node: &str,
+    major: u64,
+) -> Subjects {
+    let mut s = base(kind, method, ids, node, major);
+    s.storages.extend(storage.map(str::to_string));
+    s.given.extend(storage.map(|_| "storage".to_string()));
+    s.unknown = condition_params(kind, method).1.to_vec();
+    s
+}
+
+/// What the check before one run of `method` knows from its arguments (`args`, their plain
+/// values): what it leaves out, the method itself finds (a guest named by `vmName`).
+pub fn run_subjects(
+    kind: GuestKind,
+    method: &str,
+    args: &Value,
+    node: &str,
+    major: u64,
+) -> Subjects {
+    let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+    let id = |k: &str| {
+        args.get(k)
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+    };
+    let on = text("node").filter(|_| method == "downloadUrl");
+    let mut s = base(
+        kind,
+        method,
+        (id("vmid"), id("templateId")),
+        on.as_deref().unwrap_or(node),
+        major,
+    );
+    s.skip_unknown = true;
+    // The conditions the arguments decide: a flag given true (`unprivileged` false), a storage.
+    for param in condition_params(kind, method).1 {
+        let arg = if param.starts_with("target") {
+            "targetStorage"
+        } else {
+            param
+        };
+        match args.get(arg) {
+            Some(Value::Bool(true) | Value::String(_)) => s.given.push(param.to_string()),
+            Some(Value::Bool(false)) if *param == "unprivileged" => {
+                s.given.push("unprivileged=0".into())
+            }
+            _ => {}
+        }
+    }
+    s.given
+        .extend(text("storage").map(|_| "storage".to_string()));
+    let backup = |field: &str| text(field).and_then(|v| BackupVolid::parse(field, &v).ok());
+    match method {
+        "create" => create_subjects(kind, args, &mut s),
+        "restore" | "deleteBackup" => {
+            let volume = backup("archive").or_else(|| backup("volid"));
+            s.owner = volume.as_ref().and_then(|v| v.vmid);
+            match method {
+                "restore" => s.archive = volume.map(|v| v.storage),
+                _ => s.storages.extend(volume.map(|v| v.storage)),
+            }
+        }
+        "migrate" => s.storages.extend(text("targetStorage")),
+        _ => {}
+    }
+    if !matches!(method, "create" | "migrate" | "deleteBackup") {
+        s.storages.extend(text("storage"));
+    }
+    s
+}
+
+/// The storage of a volume id (`local:iso/x.iso` → `local`).
+fn storage_of(volid: &str) -> Option<String> {
+    let (storage, _) = volid.split_once(':')?;
+    Some(storage.to_string())
+}
+
+/// A create's arguments: each option it sets, the storages its new disks take (a cloud-init drive
+/// is not checked: qemu-server `$check_storage_access`), the images, ISOs and template it reads,
+/// the bridges (with a VLAN tag, `vmbr0/20`: pve-guest-common `check_vnet_access`).
+fn create_subjects(kind: GuestKind, args: &Value, s: &mut Subjects) {
+    let lxc = kind == GuestKind::Lxc;
+    let text = |k: &str| args.get(k).and_then(Value::as_str);
+    s.storages
+        .extend(text("storage").filter(|_| lxc).map(str::to_string));
+    s.sources.extend(text("ostemplate").and_then(storage_of));
+    let keys: &[&str] = match lxc {
+        false => &["cores", "memory", "agent"],
+        true => &["cores", "memory", "swap", "features"],
+    };
+    let given = keys.iter().filter(|k| args.get(**k).is_some());
+    s.options.extend(given.map(|k| k.to_string()));
+    let fields = Fields::of(args, "").ok();
+    let config = fields.and_then(|f| f.options("config", &[]).ok().flatten());
+    for (key, value) in config.unwrap_or_default() {
+        if kind.is_disk(&key) {
+            s.storages
+                .extend(allocation_of(&key, &value).map(|a| a.storage));
+            let volume = value.split(',').next().unwrap_or_default();
+            let read =
+                property(&value, "import-from").or(Some(volume).filter(|v| v.contains(":iso/")));
+            s.sources.extend(read.and_then(storage_of));
+        }
+        if numbered(&key, "net") {
+            if let Some(bridge) = property(&value, "bridge") {
+                let tag = property(&value, "tag").map(|t| format!("/{t}"));
+                s.bridges
+                    .push(format!("{bridge}{}", tag.unwrap_or_default()));
+            }
+        }
+        s.options.push(key);
+    }
+    s.storages.dedup();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::method_names;
+    use crate::guest::permissions::requirement;
+    use serde_json::json;
+
+    #[test]
+    fn every_method_of_a_model_has_needs_whose_endpoints_are_in_the_privilege_table() {
+        for kind in [GuestKind::Qemu, GuestKind::Lxc] {
+            for method in method_names(kind) {
+                let Some(list) = needs(kind, method) else {
+                    panic!("{kind:?} {method}: a method of the model with no permission needs");
+                };
+                for need in list {
+                    assert!(
+                        requirement(need.endpoint).is_ok(),
+                        "{kind:?} {method}: {}",
+                        need.endpoint
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_method_the_model_lacks_has_no_needs() {
+        assert!(needs(GuestKind::Lxc, "clone").is_none());
+        assert!(needs(GuestKind::Lxc, "cloudInit").is_none());
+        assert!(needs(GuestKind::Qemu, "lookup").is_some());
+    }
+
+    #[test]
+    fn a_vm_creates_arguments_name_its_options_storages_images_and_bridges() {
+        let args = json!({"vmid": 150, "name": "web", "cores": 2, "config": {
+            "scsi0": "local-lvm:0,import-from=local:import/cloud.qcow2",
+            "ide2": "local:iso/debian.iso,media=cdrom",
+            "ide0": "local-zfs:cloudinit",
+            "net0": "virtio,bridge=vmbr0,tag=20",
+            "net1": "virtio,bridge=vmbr1",
+            "ciuser": "admin"}});
+        let s = run_subjects(GuestKind::Qemu, "create", &args, "pve1", 9);
+        assert_eq!((s.vmid, s.newid), (None, Some(150)));
+        assert_eq!(s.storages, ["local-lvm"]);
+        assert_eq!(s.sources, ["local", "local"]);
+        assert_eq!(s.bridges, ["vmbr0/20", "vmbr1"]);
+        for key in ["name", "tags", "cores", "scsi0", "net0", "ciuser"] {
+            assert!(s.options.iter().any(|o| o == key), "{key}: {:?}", s.options);
+        }
+        assert!(s.skip_unknown);
+    }
+
+    #[test]
+    fn a_containers_create_names_its_rootfs_storage_template_and_privileged_flag() {
+        let args = json!({"vmid": 300, "hostname": "ct", "storage": "local-lvm",
+            "ostemplate": "local:vztmpl/debian-12.tar.zst", "unprivileged": false,
+            "config": {"mp0": "local-zfs:4", "net0": "name=eth0,bridge=vmbr0"}});
+        let s = run_subjects(GuestKind::Lxc, "create", &args, "pve1", 9);
+        assert_eq!(s.storages, ["local-lvm", "local-zfs"]);
+        assert_eq!(s.sources, ["local"]);
+        assert!(s.given.iter().any(|g| g == "unprivileged=0"));
+        assert!(s.options.iter().any(|o| o == "hostname"));
+    }
+
+    #[test]
+    fn a_restore_names_its_archive_and_the_archives_guest() {
+        let args = json!({"archive": "nas:backup/vzdump-qemu-102-2026_01_01-00_00_00.vma.zst",
+            "vmid": 130, "storage": "local-lvm", "force": true});
+        let s = run_subjects(GuestKind::Qemu, "restore", &args, "pve1", 9);
+        assert_eq!(s.archive.as_deref(), Some("nas"));
+        assert_eq!((s.owner, s.newid), (Some(102), Some(130)));
+        assert_eq!(s.storages, ["local-lvm"]);
+        for given in ["archive", "force", "storage"] {
+            assert!(s.given.iter().any(|g| g == given), "{given}");
+        }
+    }
+
+    #[test]
+    fn preflight_knows_only_its_ids_and_storage_and_leaves_the_methods_other_choices_unknown() {
+        let s = preflight_subjects(GuestKind::Lxc, "create", (Some(300), None), None, "pve1", 8);
+        assert_eq!((s.vmid, s.newid), (None, Some(300)));
+        assert!(s.storages.is_empty() && !s.skip_unknown);
+        assert_eq!(s.unknown, ["unprivileged"]);
+        assert_eq!(s.options, ["hostname", "rootfs", "tags"]);
+    }
+}

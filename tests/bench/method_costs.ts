@@ -1,0 +1,74 @@
+/**
+ * What each method costs in the shipped module, measured: the core built without it
+ * (`PROXMOX_CORE_OMIT`, see marginal.ts) against the full build, for every method of both models.
+ * `deno run -A tests/bench/method_costs.ts` builds once per method (about a minute each), writes
+ * `method_costs.json` and README's table between its markers; tests/docs/method_costs_test.ts holds
+ * the two equal and the list complete.
+ *
+ * @module
+ */
+import { model as qemu } from "../../js/proxmox_qemu.ts";
+import { model as lxc } from "../../js/proxmox_lxc.ts";
+import { moduleBytes } from "./marginal.ts";
+
+const ROOT = new URL("../../", import.meta.url);
+export const COSTS_FILE = new URL("method_costs.json", ROOT);
+
+/** The measurement: the full module's bytes, and what leaving each method out saves. */
+export interface MethodCosts {
+  measuredOn: string;
+  moduleBytes: number;
+  methods: Record<string, number>;
+}
+
+/** Every method name of both models, once, sorted (a name both models use is weighed once: leaving it out leaves it out of both). */
+export function methodNames(): string[] {
+  return [
+    ...new Set([...Object.keys(qemu.methods), ...Object.keys(lxc.methods)]),
+  ].sort();
+}
+
+/** README's table of `costs`: one row per method, largest first. */
+export function costTable(costs: MethodCosts): string {
+  const rows = Object.entries(costs.methods)
+    .sort(([a, x], [b, y]) => y - x || a.localeCompare(b))
+    .map(([name, bytes]) => `| \`${name}\` | ${bytes.toLocaleString("en")} |`);
+  return ["| method | bytes it adds |", "| --- | ---: |", ...rows].join("\n");
+}
+
+/** README's markers around the table. */
+export const MARKERS = [
+  "<!-- method costs: tests/bench/method_costs.ts -->",
+  "<!-- /method costs -->",
+] as const;
+
+if (import.meta.main) {
+  const root = ROOT.pathname;
+  const full = await moduleBytes(root, "");
+  const methods: Record<string, number> = {};
+  for (const name of methodNames()) {
+    methods[name] = full - await moduleBytes(root, name);
+    console.error(`${name}: ${methods[name]} bytes`);
+  }
+  const costs: MethodCosts = {
+    measuredOn: new Date().toISOString().slice(0, 10),
+    moduleBytes: full,
+    methods,
+  };
+  await Deno.writeTextFile(COSTS_FILE, JSON.stringify(costs, null, 2) + "\n");
+  const readme = new URL("README.md", ROOT);
+  const text = await Deno.readTextFile(readme);
+  const [open, close] = MARKERS;
+  const at = text.indexOf(open);
+  const end = text.indexOf(close);
+  if (at < 0 || end < at) {
+    throw new Error("README.md lacks the method-cost markers");
+  }
+  await Deno.writeTextFile(
+    readme,
+    `${text.slice(0, at + open.length)}\n\n${costTable(costs)}\n\n${
+      text.slice(end)
+    }`,
+  );
+  console.log(costTable(costs));
+}
