@@ -936,6 +936,23 @@ mod tests {
     }
 
     #[test]
+    fn the_whole_task_log_is_read_so_a_long_download_s_checksum_line_counts() {
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![json!([]), listed(1024)]);
+        // wget's dot:giga progress: one line per 32 MiB, 600 of them before the check (19 GiB).
+        let mut log = vec!["........ ........ ........ ........ 1% 12M 3s"; 600];
+        log.extend(["calculating checksum...OK, checksum verified", "TASK OK"]);
+        task(&host, "OK", &log);
+        let args = request(json!({"checksum": SHA, "checksumAlgorithm": "sha256"}));
+        let outcome = run_method(&host, "qemu", "downloadUrl", args);
+        assert!(outcome.is_success(), "{outcome:?}");
+        let asked = host.requests.borrow();
+        let log_read = asked.iter().find(|r| r.url.contains("/log")).unwrap();
+        assert!(log_read.url.ends_with("/log?limit=0"), "{}", log_read.url);
+    }
+
+    #[test]
     fn an_unreadable_task_log_is_no_proof_of_the_checksum_check() {
         let host = ScriptedHost::new();
         node(&host, json!({"size": 1024}));

@@ -207,9 +207,11 @@ pub fn node_tasks(node: &str, since: u64, limit: usize) -> PveRequest {
         .param("limit", limit.to_string())
 }
 
-/// `GET /nodes/{upid.node}/tasks/{upid}/log`.
+/// `GET /nodes/{upid.node}/tasks/{upid}/log?limit=0`: the whole log — `limit: 0` reads to the end
+/// (pve-common `PVE/Tools.pm` dump_logfile), and what a method looks for often comes last (a
+/// download's checksum check after one line per 32 MiB of wget's progress, a failed task's reason).
 pub fn task_log(upid: &Upid) -> PveRequest {
-    PveRequest::get(&["nodes", &upid.node, "tasks", upid.as_str(), "log"]).param("limit", "500")
+    PveRequest::get(&["nodes", &upid.node, "tasks", upid.as_str(), "log"]).param("limit", "0")
 }
 
 /// `POST /nodes/{node}/{kind}/{vmid}/status/start` → UPID. Like every mutation, never re-sent.
