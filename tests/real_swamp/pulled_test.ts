@@ -181,11 +181,11 @@ Deno.test(
         listed.json.results.map((w: { name: string }) => w.name).sort(),
         shipped.sort(),
       );
-      // No tool named (`swamp init --tool none`): pulled skills land in swamp's own folder.
+      // No tool named (`swamp init --tool none`): pull, like push, takes Claude's skills folder.
       for (const skill of manifestList(MANIFEST, "skills")) {
         const at = join(
           env.cli.dir,
-          ".swamp/pulled-extensions/skills",
+          ".claude/skills",
           skill,
           "SKILL.md",
         );
