@@ -41,3 +41,20 @@ export function manifestFiles(
   }
   return files;
 }
+
+/** The entries of one list of a manifest (`workflows`, `skills`, …), as written. */
+export function manifestList(
+  manifestPath: string | URL,
+  list: string,
+): string[] {
+  const path = manifestPath instanceof URL
+    ? fileURLToPath(manifestPath)
+    : manifestPath;
+  const manifest = parse(Deno.readTextFileSync(path)) as Record<
+    string,
+    unknown
+  >;
+  const listed = manifest[list] ?? [];
+  if (!Array.isArray(listed)) throw new Error(`${path}: ${list} is not a list`);
+  return listed.map(String);
+}

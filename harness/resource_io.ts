@@ -32,6 +32,7 @@ import type {
   ResourceWriteOverrides,
 } from "./types.ts";
 import { formatWriterIssues } from "./zod_introspect.ts";
+import { noteFields } from "./record_fields.ts";
 import {
   type MemoryVault,
   resolveVaultRefs,
@@ -105,6 +106,12 @@ export function makeWriteResource(scope: ResourceScope) {
         );
       }
       const check = spec.schema.safeParse(data);
+      noteFields(
+        scope.modelType,
+        specName,
+        data,
+        check.success ? undefined : formatWriterIssues(check.error.issues),
+      );
       if (!check.success) {
         const error = formatWriterIssues(check.error.issues);
         scope.logs.push(

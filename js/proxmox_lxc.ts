@@ -106,7 +106,17 @@ const ResizeArgs = z.object({
 }).refine(requireGuest, provideGuest);
 
 /** A container's observed state: the fields every guest record has (no qmpstatus, no agent). */
-const ContainerRecord = z.object(guestStateFields);
+const ContainerRecord = z.object(guestStateFields).omit({
+  // A container's config has no smbios1 or meta (pve-container's config schema): no identity.
+  identity: true,
+  identityObservedAt: true,
+  identityChanged: true,
+  // The upstream package, whose name-keyed records these point from, had no container model.
+  supersededBy: true,
+});
+
+/** A command's run in a container: `pct exec` reports neither a pid nor a signal (its exit status). */
+const ContainerExecRecord = ExecRecord.omit({ pid: true, signal: true });
 
 /** The methods that change a container: the reachability check runs before them. */
 /**
@@ -177,7 +187,7 @@ export const model = {
     exec: {
       description:
         "One guestExec run (instance ct-<vmid>-exec): outcome, exit code, output",
-      schema: ExecRecord,
+      schema: ContainerExecRecord,
       lifetime: "infinite" as const,
       garbageCollection: 20,
     },

@@ -3,6 +3,11 @@
  * violation: allowed file types, no hidden files or symlinks, per-file and total sizes, file count,
  * forbidden substrings, no dynamic import, literal `type` and `version`, manifest entries present.
  * The manifest's `binaries` are exempt from the file-type rule, as push exempts them.
+ * The manifest's keys are those swamp's manifest schema knows (`extension_manifest.ts`: any other
+ * would be dropped silently), `releaseNotes` at most 5000 characters; each `workflows:` entry is a
+ * workflow file in js/workflows/ named in the package's collective (`extension_collective_validator
+ * .ts`), each `skills:` entry a folder in js/skills/ with a SKILL.md whose frontmatter has `name` and
+ * `description`, files within 500 KB and 2 MB in all (`extension_skill_validator.ts`).
  * (`deno fmt --check`, `deno lint` and `deno check` on js/ run as separate gates in test.sh.)
  *
  * Usage: deno run --allow-read --allow-env=LOG_TOKENS,LOG_STREAM scripts/push_check.ts [package dir]
@@ -108,23 +113,109 @@ const manifestVersion = manifest.match(/^version:\s*"?([^"\n]+)"?/m)?.[1];
 if (!manifestVersion || !CALVER.test(manifestVersion)) {
   problems.push("manifest.yaml: version is not CalVer");
 }
-// `reports:` entries resolve in the reports folder (swamp's extensions/reports/, shipped as
-// js/reports/); the other .ts entries (models) beside the manifest.
-const entries = [...manifest.matchAll(/^(\w+):|^\s+-\s+(\S+\.ts)\s*$/gm)];
-let key = "";
-for (const entry of entries) {
-  if (entry[1]) {
-    key = entry[1];
+const fields = (() => {
+  try {
+    return (parse(manifest) ?? {}) as Record<string, unknown>;
+  } catch {
+    return {}; // reported by declaredBinaries
+  }
+})();
+const KNOWN_KEYS = [
+  "manifestVersion",
+  "name",
+  "version",
+  "description",
+  "repository",
+  "paths",
+  "workflows",
+  "models",
+  "vaults",
+  "drivers",
+  "datastores",
+  "reports",
+  "skills",
+  "include",
+  "additionalFiles",
+  "binaries",
+  "platforms",
+  "labels",
+  "releaseNotes",
+  "dependencies",
+];
+for (const key of Object.keys(fields)) {
+  if (!KNOWN_KEYS.includes(key)) {
+    problems.push(`manifest.yaml: ${key} is not a manifest key`);
+  }
+}
+const notes = fields.releaseNotes;
+if (notes !== undefined && (typeof notes !== "string" || notes.length > 5000)) {
+  problems.push(
+    "manifest.yaml: releaseNotes must be text of at most 5000 characters",
+  );
+}
+const list = (key: string) =>
+  Array.isArray(fields[key]) ? (fields[key] as unknown[]).map(String) : [];
+const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+
+// Where each kind's entries are kept in js/: models beside the manifest, reports in reports/
+// (swamp's extensions/reports/), workflows in workflows/ (extensions/workflows/), skills in
+// skills/ (a tool's skills folder); the tests install them there.
+for (const [key, dir] of [["models", root], ["reports", `${root}/reports`]]) {
+  for (const entry of list(key)) {
+    if (!(await exists(`${dir}/${entry}`))) {
+      problems.push(`manifest.yaml lists ${entry}, which does not exist`);
+    }
+  }
+}
+const collective = String(fields.name ?? "").split("/")[0] + "/";
+for (const entry of list("workflows")) {
+  const path = `${root}/workflows/${entry}`;
+  if (!(await exists(path))) {
+    problems.push(
+      `manifest.yaml lists workflow ${entry}, which does not exist`,
+    );
     continue;
   }
-  const dir = key === "reports" ? `${root}/reports` : root;
-  const exists = await Deno.stat(`${dir}/${entry[2]}`).then(
-    () => true,
-    () => false,
-  );
-  if (!exists) {
-    problems.push(`manifest.yaml lists ${entry[2]}, which does not exist`);
+  const name = (parse(await Deno.readTextFile(path)) as { name?: unknown })
+    ?.name;
+  if (typeof name !== "string" || !name.startsWith(collective)) {
+    problems.push(
+      `workflows/${entry}: its name ${name} is not in the collective ${collective}`,
+    );
   }
+}
+for (const entry of list("skills")) {
+  problems.push(...await skillProblems(entry, `${root}/skills/${entry}`));
+}
+
+/** swamp's push-time checks of one skill folder (extension_skill_validator.ts). */
+async function skillProblems(name: string, dir: string): Promise<string[]> {
+  const text = await Deno.readTextFile(`${dir}/SKILL.md`).catch(() => null);
+  if (text === null) return [`skills/${name}: no SKILL.md`];
+  const out: string[] = [];
+  const front = text.match(/^---\n([\s\S]*?)\n---/)?.[1];
+  const meta = front ? parse(front) as Record<string, unknown> : null;
+  for (const field of ["name", "description"]) {
+    const value = meta?.[field];
+    if (typeof value !== "string" || value.trim() === "") {
+      out.push(`skills/${name}/SKILL.md: frontmatter lacks ${field}`);
+    }
+  }
+  let size = 0;
+  const walkSkill = async (at: string): Promise<void> => {
+    for await (const e of Deno.readDir(at)) {
+      const path = `${at}/${e.name}`;
+      if (e.isDirectory) await walkSkill(path);
+      else {
+        const bytes = (await Deno.stat(path)).size;
+        size += bytes;
+        if (bytes > 500 * 1024) out.push(`${path}: over 500 KB`);
+      }
+    }
+  };
+  await walkSkill(dir);
+  if (size > 2 * 1024 * 1024) out.push(`skills/${name}: over 2 MB in all`);
+  return out;
 }
 
 for (const w of warnings) console.log(`push warning: ${w}`);

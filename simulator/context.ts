@@ -13,6 +13,7 @@ import type { ConformanceLog } from "./schema/conformance.ts";
 import type { GuestAgent } from "./qga.ts";
 import type { RealGuests } from "./real_guests.ts";
 import type { ClusterState } from "./state.ts";
+import type { SimNodeFacts } from "./node_types.ts";
 import type { NodeResources } from "./storage.ts";
 import type { TaskManager } from "./tasks.ts";
 import type { Timers } from "./timers.ts";
@@ -59,6 +60,8 @@ export interface SimCore {
   broadcast: Broadcast;
   /** Where every schema verdict goes (the conformance layer reads it). */
   conformance: ConformanceLog;
+  /** Subscription and repositories per node (SimOptions `nodeFacts`). */
+  nodeFacts?: Record<string, SimNodeFacts>;
   /** The PVE major version served. */
   major: 8 | 9;
 }

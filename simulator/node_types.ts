@@ -99,3 +99,19 @@ export interface ContainerSetup {
   /** The template the root filesystem was unpacked from. */
   ostemplate: string;
 }
+
+/**
+ * What a node says of its support (nodeStatus's `subscriptionActive` and `enterpriseRepo`):
+ * the subscription status `GET /nodes/{node}/subscription` answers (default `notfound`, no key),
+ * and whether the enterprise repository is configured (`enabled`, default; `disabled`; `absent`).
+ */
+export interface SimNodeFacts {
+  subscription?:
+    | "new"
+    | "notfound"
+    | "active"
+    | "invalid"
+    | "expired"
+    | "suspended";
+  enterpriseRepo?: "enabled" | "disabled" | "absent";
+}

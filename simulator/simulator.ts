@@ -30,6 +30,7 @@ import { clusterRoutes } from "./routes_cluster.ts";
 import { configRoutes } from "./routes_config.ts";
 import { lifecycleRoutes } from "./routes_lifecycle.ts";
 import { nodeRoutes } from "./routes_node.ts";
+import { nodeFactRoutes } from "./routes_node_facts.ts";
 import { containerSetupOf, lxcRoutes } from "./routes_lxc.ts";
 import { powerRoutes } from "./routes_power.ts";
 import { suspendRoutes } from "./routes_suspend.ts";
@@ -137,6 +138,7 @@ const ROUTES = [
   ...agentRoutes,
   ...taskRoutes,
   ...nodeRoutes,
+  ...nodeFactRoutes,
   ...lxcRoutes,
   ...storageRoutes,
   ...downloadRoutes,
@@ -190,6 +192,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
       opts.broadcastIntervalMs ?? PVESTATD_INTERVAL_MS,
     ),
     conformance: new ConformanceLog(opts.conformance ?? false),
+    nodeFacts: opts.nodeFacts,
     major: opts.pveVersion ?? 9,
   };
   const router = new Router(ROUTES);

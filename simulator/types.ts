@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { SimBridge, SimStorage } from "./node_types.ts";
+import type { SimBridge, SimNodeFacts, SimStorage } from "./node_types.ts";
 import type { GuestAgent } from "./qga.ts";
 import type { RealGuestOptions } from "./real_guest_options.ts";
 
@@ -234,6 +234,8 @@ export interface SimOptions {
   storages?: SimStorage[];
   /** Bridges per node (`"vmbr0"` or a SimBridge); default `vmbr0` on every node. */
   bridges?: Record<string, (string | SimBridge)[]>;
+  /** Subscription and repositories per node (node_types.ts); default a fresh install's. */
+  nodeFacts?: Record<string, SimNodeFacts>;
   /**
    * The PVE major version served (default 9): `GET /version`, which privileges exist
    * (permissions.ts), PVE 8's checks where they differ (router.ts).

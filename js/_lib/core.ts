@@ -11,7 +11,7 @@ import {
   validateArguments,
 } from "./generated/core_glue.ts";
 import { CORE_ID } from "./generated/core_id.ts";
-import { createHost, type HostContext } from "./host.ts";
+import { createHost, type HostContext, log } from "./host.ts";
 
 /** The core's wasm module: a manifest `binaries` entry, relative to the manifest. */
 export const WASM_FILE = "_lib/generated/proxmox_core.wasm";
@@ -92,6 +92,15 @@ export async function decide(
   }
 }
 
+/** What a run acts on, for its first log line: the guest or the node its arguments name. */
+function subject(model: ModelName, args: Record<string, unknown>): string {
+  const guest = args.vmid ?? args.vmName;
+  if (typeof guest === "number" || typeof guest === "string") {
+    return ` on ${model === "qemu" ? "VM" : "container"} ${guest}`;
+  }
+  return typeof args.node === "string" ? ` on node ${args.node}` : "";
+}
+
 /** Runs a method: records first, then the verdict (a throw on failure). */
 export async function runOnCore(
   model: ModelName,
@@ -99,6 +108,7 @@ export async function runOnCore(
   args: Record<string, unknown>,
   ctx: MethodContext,
 ): Promise<{ dataHandles: DataHandle[] }> {
+  log(ctx, "info", `running ${method}${subject(model, args)}`);
   const outcome = await decide(
     model,
     method,
@@ -114,7 +124,7 @@ export async function runOnCore(
   if (outcome.verdict.status === "failed") {
     throw new Error(outcome.verdict.message);
   }
-  ctx.logger.info(outcome.verdict.summary);
+  log(ctx, "info", outcome.verdict.summary);
   return { dataHandles };
 }
 

@@ -351,15 +351,23 @@ function sleep(
   });
 }
 
-function log(
+/**
+ * Logs `message`. swamp's logger (LogTape) reads `{…}` in a message as a placeholder and would
+ * blank the braces of a command, a config or a JSON value quoted in it, so such a message goes as
+ * the property of a fixed template (the run's log file then shows it quoted); any other as is.
+ */
+export function log(
   ctx: HostContext,
   level: "debug" | "info" | "warning" | "error",
   message: string,
 ) {
   const logger = ctx.logger;
-  if (level === "debug") logger.debug?.(message);
-  else if (level === "info") logger.info(message);
+  const args: [string, Record<string, unknown>?] = /[{}]/.test(message)
+    ? ["{message}", { message }]
+    : [message];
+  if (level === "debug") logger.debug?.(...args);
+  else if (level === "info") logger.info(...args);
   else if (level === "warning") {
-    (logger.warning ?? logger.warn)?.call(logger, message);
-  } else logger.error(message);
+    (logger.warning ?? logger.warn)?.call(logger, ...args);
+  } else logger.error(...args);
 }

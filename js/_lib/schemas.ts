@@ -257,7 +257,10 @@ export const ConfigRecord = z.object({
   recordedAt: z.string(),
 });
 
-/** The `nodeStatus` record (`node-<node>`): the node's status and its disks' SMART health. */
+/**
+ * The `nodeStatus` record (`node-<node>`): the node's status, its disks' SMART health, its
+ * subscription status and whether the enterprise repository is configured.
+ */
 export const NodeStatusRecord = z.object({
   node: z.string(),
   cpuPct: z.number().optional(),
@@ -287,6 +290,16 @@ export const NodeStatusRecord = z.object({
     wearoutPct: z.number().optional(),
     usedBy: z.string().optional(),
   })),
+  /** PVE's subscription status (`active`, `notfound`, `expired`, …); never the key. */
+  subscriptionStatus: z.string().optional(),
+  /** Whether the subscription is `active` (`@stateless/syscheck`'s `proxmox.subscriptionActive`). */
+  subscriptionActive: z.boolean().optional(),
+  subscriptionStatusAvailable: z.boolean().optional(),
+  subscriptionStatusUnavailableReason: z.string().optional(),
+  /** Whether the enterprise repository is configured and enabled (syscheck's `proxmox.enterpriseRepo`). */
+  enterpriseRepo: z.boolean().optional(),
+  repositoriesAvailable: z.boolean().optional(),
+  repositoriesUnavailableReason: z.string().optional(),
   recordedAt: z.string(),
 });
 

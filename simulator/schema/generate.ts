@@ -31,6 +31,9 @@ const NODE_SUBTREES: readonly string[] = [
   "storage",
   "network",
   "disks/list",
+  // nodeStatus's facts for @stateless/syscheck: the subscription status and the APT repositories.
+  "subscription",
+  "apt/repositories",
   "query-url-metadata",
   // vzdump (backup) and its extractconfig (what an archive holds): the backup methods.
   "vzdump",

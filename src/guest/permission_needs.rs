@@ -149,6 +149,11 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 "GET /nodes/{node}/disks/list",
                 "for the disks (without it they are recorded unavailable)",
             ),
+            always("GET /nodes/{node}/subscription"),
+            sometimes(
+                "GET /nodes/{node}/apt/repositories",
+                "for the enterprise repository (without it recorded unavailable)",
+            ),
         ],
         (_, "nodeConfig") => &[
             always("GET /nodes/{node}/storage"),

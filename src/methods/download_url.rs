@@ -670,8 +670,9 @@ async fn send_and_follow<H: Host>(
         return Err(format!("download to {volid}: {}", trouble.into_failure().0));
     }
     // The log is where PVE says whether its checksum check ran: unreadable is not "it did not".
+    // Whole (`limit` 0): the check comes after one line of wget's progress per 32 MiB.
     match pve
-        .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid, 0, 500), "a task log")
+        .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid, 0, 0), "a task log")
         .await
     {
         Ok(lines) => Ok(lines.into_iter().filter_map(|l| l.t).collect()),
@@ -931,6 +932,23 @@ mod tests {
             failure_of(&outcome).contains("does not show PVE's sha256 check"),
             "{outcome:?}"
         );
+    }
+
+    #[test]
+    fn the_whole_task_log_is_read_so_a_long_download_s_checksum_line_counts() {
+        let host = ScriptedHost::new();
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![json!([]), listed(1024)]);
+        // wget's dot:giga progress: one line per 32 MiB, 600 of them before the check (19 GiB).
+        let mut log = vec!["........ ........ ........ ........ 1% 12M 3s"; 600];
+        log.extend(["calculating checksum...OK, checksum verified", "TASK OK"]);
+        task(&host, "OK", &log);
+        let args = request(json!({"checksum": SHA, "checksumAlgorithm": "sha256"}));
+        let outcome = run_method(&host, "qemu", "downloadUrl", args);
+        assert!(outcome.is_success(), "{outcome:?}");
+        let asked = host.requests.borrow();
+        let log_read = asked.iter().find(|r| r.url.contains("/log")).unwrap();
+        assert!(log_read.url.ends_with("/log?start=0&limit=0"), "{}", log_read.url);
     }
 
     #[test]

@@ -1,7 +1,11 @@
-//! `nodeStatus`: a node's status and its physical disks, recorded as `node-<node>`.
+//! `nodeStatus`: a node's status, its physical disks, its subscription status and whether the
+//! enterprise repository is configured, recorded as `node-<node>`.
 //!
-//! The disk list needs `Sys.Audit` on the node. Without it the record says so (`disksAvailable:
-//! false` and PVE's reason) and the method still succeeds; an empty list would read as "no disks".
+//! The disk list and the repositories need `Sys.Audit` on the node. Without it the record says so
+//! (`disksAvailable: false` / `repositoriesAvailable: false` and PVE's reason) and the method still
+//! succeeds; an empty list would read as "no disks", a missing fact as "not configured". The
+//! subscription and repository facts are the ones `@stateless/syscheck` reads
+//! (`proxmox.subscriptionActive`, `proxmox.enterpriseRepo`).
 
 use crate::args::{check_segment, ArgError, Fields};
 use crate::explain::{could_not, hint};
@@ -99,6 +103,22 @@ pub struct NodeStatusRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disks_unavailable_reason: Option<String>,
     pub disks: Vec<DiskRecord>,
+    /// PVE's subscription status (`active`, `notfound`, `expired`, …); never the key or server id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscription_status: Option<String>,
+    /// Whether the subscription is `active` (syscheck's `proxmox.subscriptionActive`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscription_active: Option<bool>,
+    pub subscription_status_available: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscription_status_unavailable_reason: Option<String>,
+    /// Whether the `enterprise` standard repository is configured and enabled (syscheck's
+    /// `proxmox.enterpriseRepo`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enterprise_repo: Option<bool>,
+    pub repositories_available: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repositories_unavailable_reason: Option<String>,
     pub recorded_at: String,
 }
 
@@ -118,57 +138,123 @@ pub async fn node_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(e) => return could_not(&format!("read the status of node {node}"), &e).into(),
     };
     let mut record = status_record(&node, &status, run.now_iso());
-    let disks = pve.call(&endpoints::node_disks(&node)).await;
-    let verdict = match disks.as_ref().map(|data| data.as_array()) {
-        Ok(Some(list)) => {
-            record.disks_available = true;
-            record.disks = list.iter().filter_map(disk_record).collect();
-            Ok(format!(
-                "node {node}: status and {} disks recorded",
-                record.disks.len()
-            ))
-        }
-        Ok(None) => {
-            let answer = disks.as_ref().map(Value::to_string).unwrap_or_default();
-            let e = PveError::malformed(format!(
-                "answered {answer} where a list of disks was expected"
+    let mut failures = Vec::new();
+    let disks = pve
+        .call(&endpoints::node_disks(&node))
+        .await
+        .and_then(|data| {
+            let list = data.as_array().ok_or_else(|| {
+                PveError::malformed(format!(
+                    "answered {data} where a list of disks was expected"
+                ))
+            })?;
+            Ok(list.iter().filter_map(disk_record).collect())
+        });
+    match disks {
+        Ok(list) => (record.disks, record.disks_available) = (list, true),
+        Err(e) => {
+            let what = "disks and SMART health";
+            record.disks_unavailable_reason = Some(unavailable(
+                run,
+                &node,
+                what,
+                "disks/list",
+                &e,
+                &mut failures,
             ));
-            unavailable(run, &mut record, &e)
         }
-        Err(e) => unavailable(run, &mut record, e),
-    };
+    }
+    // The subscription answer may hold the key: only its status is kept, the answer never quoted.
+    let subscription = pve.call(&endpoints::node_subscription(&node)).await;
+    match subscription.and_then(|data| fact(&data, "status", flex::string_of)) {
+        Ok(status) => {
+            record.subscription_active = Some(status == "active");
+            record.subscription_status = Some(status);
+            record.subscription_status_available = true;
+        }
+        Err(e) => {
+            let what = "the subscription status";
+            record.subscription_status_unavailable_reason = Some(unavailable(
+                run,
+                &node,
+                what,
+                "subscription",
+                &e,
+                &mut failures,
+            ));
+        }
+    }
+    let repositories = pve.call(&endpoints::node_repositories(&node)).await;
+    match repositories.and_then(|data| fact(&data, "standard-repos", enterprise)) {
+        Ok(configured) => {
+            (record.enterprise_repo, record.repositories_available) = (Some(configured), true)
+        }
+        Err(e) => {
+            let what = "the APT repositories";
+            record.repositories_unavailable_reason = Some(unavailable(
+                run,
+                &node,
+                what,
+                "apt/repositories",
+                &e,
+                &mut failures,
+            ));
+        }
+    }
     let writes = vec![write("nodeStatus", format!("node-{node}"), &record)];
-    match verdict {
-        Ok(summary) => Outcome::succeeded(writes, summary),
-        Err(message) => Outcome::failed(writes, message),
+    match failures.is_empty() {
+        true => Outcome::succeeded(writes, format!("node {node}: status recorded")),
+        false => Outcome::failed(writes, failures.join("; ")),
     }
 }
 
-/// Marks the disks unavailable. A missing privilege is expected (success, said in the record and the
-/// log); any other error fails the method after the record is written.
+/// `field` of a node's answer as `pick` reads it. A malformed answer is quoted unless it is an
+/// object — the subscription's may hold the key —, which is named by its fields alone.
+fn fact<T>(data: &Value, field: &str, pick: fn(&Value) -> Option<T>) -> Result<T, PveError> {
+    data.get(field).and_then(pick).ok_or_else(|| {
+        let seen = match data.as_object() {
+            Some(map) => {
+                let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+                format!("an object of {}", keys.join(", "))
+            }
+            None => data.to_string(),
+        };
+        PveError::malformed(format!("answered {seen} without a readable `{field}`"))
+    })
+}
+
+/// Whether the `enterprise` standard repository is configured and enabled: its `status`, absent
+/// when it is not configured (pve-manager `PVE/API2/APT.pm` repositories, `standard-repos`).
+fn enterprise(repos: &Value) -> Option<bool> {
+    let is_enterprise = |r: &&Value| r.get("handle").and_then(Value::as_str) == Some("enterprise");
+    let entry = repos.as_array()?.iter().find(is_enterprise);
+    Some(entry.and_then(|r| r.get("status")).and_then(flex::bool_of) == Some(true))
+}
+
+/// Why `what` is not in the record. A missing privilege is expected (said in the record and the log;
+/// the method still succeeds); any other error adds to `failures`, raised after the record is
+/// written.
 fn unavailable<H: Host>(
     run: &Run<'_, H>,
-    record: &mut NodeStatusRecord,
+    node: &str,
+    what: &str,
+    path: &str,
     error: &PveError,
-) -> Result<String, String> {
-    let node = record.node.clone();
+    failures: &mut Vec<String>,
+) -> String {
     let reason = format!(
-        "GET /nodes/{node}/disks/list failed: {error} — {}",
+        "GET /nodes/{node}/{path} failed: {error} — {}",
         hint(error.kind)
     );
-    record.disks_available = false;
-    record.disks_unavailable_reason = Some(reason.clone());
-    if error.kind == ErrorKind::Forbidden {
-        run.warn(&format!(
-            "node {node}: disks and SMART health are not recorded: {reason} (grant Sys.Audit on /nodes/{node})"
-        ));
-        return Ok(format!(
-            "node {node}: status recorded; disks unavailable (the token lacks Sys.Audit)"
-        ));
+    match error.kind == ErrorKind::Forbidden {
+        true => run.warn(&format!(
+            "node {node}: {what} not recorded: {reason} (grant Sys.Audit on /nodes/{node})"
+        )),
+        false => failures.push(format!(
+            "node {node}: the status was recorded but {what} could not be read: {reason}"
+        )),
     }
-    Err(format!(
-        "node {node}: the status was recorded but the disk list could not be read: {reason}"
-    ))
+    reason
 }
 
 fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusRecord {
@@ -233,6 +319,38 @@ mod tests {
         run_method_of(GuestKind::Qemu, host, "nodeStatus", &args)
     }
 
+    /// A node without a subscription, its enterprise repository configured (a fresh PVE install).
+    fn node(name: &str) -> ScriptedHost {
+        let standard =
+            json!([{"handle": "enterprise", "status": 1}, {"handle": "no-subscription"}]);
+        let repositories = Answer::Data(repos(standard));
+        node_with(
+            name,
+            Answer::Data(json!({"status": "notfound"})),
+            repositories,
+        )
+    }
+
+    /// A node whose subscription and repository reads answer `subscription` and `repositories`
+    /// (every time: a retried read gets the same answer).
+    fn node_with(name: &str, subscription: Answer, repositories: Answer) -> ScriptedHost {
+        let host = ScriptedHost::new();
+        host.data(&format!("GET /nodes/{name}/status"), status());
+        host.on(
+            &format!("GET /nodes/{name}/subscription"),
+            vec![subscription; 5],
+        );
+        host.on(
+            &format!("GET /nodes/{name}/apt/repositories"),
+            vec![repositories; 5],
+        );
+        host
+    }
+
+    fn repos(standard: Value) -> Value {
+        json!({"files": [], "errors": [], "digest": "0", "infos": [], "standard-repos": standard})
+    }
+
     fn status() -> Value {
         json!({"cpu": 0.125, "cpuinfo": {"cpus": 8}, "loadavg": ["0.50", "0.25", "0.10"],
             "memory": {"total": 1000, "used": 250}, "swap": {"total": 0, "used": 0},
@@ -242,8 +360,7 @@ mod tests {
 
     #[test]
     fn status_and_disks_are_recorded_with_percentages() {
-        let host = ScriptedHost::new();
-        host.data("GET /nodes/pve1/status", status());
+        let host = node("pve1");
         host.data(
             "GET /nodes/pve1/disks/list",
             json!([{"devpath": "/dev/sda", "type": "ssd", "size": 512, "health": "PASSED", "wearout": 98},
@@ -266,8 +383,7 @@ mod tests {
 
     #[test]
     fn a_403_on_the_disk_list_degrades_to_an_explicit_flag() {
-        let host = ScriptedHost::new();
-        host.data("GET /nodes/pve2/status", status());
+        let host = node("pve2");
         host.on(
             "GET /nodes/pve2/disks/list",
             [Answer::Error(
@@ -287,8 +403,7 @@ mod tests {
 
     #[test]
     fn another_disk_list_error_records_then_fails() {
-        let host = ScriptedHost::new();
-        host.data("GET /nodes/pve1/status", status());
+        let host = node("pve1");
         host.on(
             "GET /nodes/pve1/disks/list",
             [Answer::Error(500, "boom".into())],
@@ -299,6 +414,133 @@ mod tests {
         };
         assert!(message.contains("boom"), "{message}");
         assert_eq!(outcome.writes.len(), 1);
+    }
+
+    #[test]
+    fn the_subscription_status_and_the_enterprise_repository_are_recorded() {
+        let host = node("pve1");
+        host.data("GET /nodes/pve1/disks/list", json!([]));
+        let outcome = run_node_status(&host, json!({}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let data = &outcome.writes[0].data;
+        assert_eq!(data["subscriptionStatus"], "notfound");
+        assert_eq!(data["subscriptionActive"], json!(false));
+        assert_eq!(data["subscriptionStatusAvailable"], json!(true));
+        assert_eq!(data["enterpriseRepo"], json!(true));
+        assert_eq!(data["repositoriesAvailable"], json!(true));
+    }
+
+    #[test]
+    fn an_active_subscription_is_recorded_without_its_key_or_server_id() {
+        let active =
+            json!({"status": "active", "key": "pve2c-0123456789", "serverid": "ABCDEF0123456789"});
+        let host = node_with("pve1", Answer::Data(active), Answer::Data(repos(json!([]))));
+        host.data("GET /nodes/pve1/disks/list", json!([]));
+        let outcome = run_node_status(&host, json!({}));
+        let data = &outcome.writes[0].data;
+        assert_eq!(data["subscriptionActive"], json!(true));
+        let text = data.to_string();
+        assert!(
+            !text.contains("pve2c-0123456789") && !text.contains("ABCDEF0123456789"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_enterprise_repository_that_is_disabled_or_not_configured_is_not_the_enterprise_repo() {
+        for standard in [
+            json!([{"handle": "enterprise", "status": 0}]),
+            json!([{"handle": "enterprise"}, {"handle": "no-subscription", "status": true}]),
+            json!([]),
+        ] {
+            let subscription = Answer::Data(json!({"status": "notfound"}));
+            let host = node_with("pve1", subscription, Answer::Data(repos(standard.clone())));
+            host.data("GET /nodes/pve1/disks/list", json!([]));
+            let outcome = run_node_status(&host, json!({}));
+            assert_eq!(
+                outcome.writes[0].data["enterpriseRepo"],
+                json!(false),
+                "{standard}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_403_on_the_repositories_degrades_to_an_explicit_flag() {
+        let denied = Answer::Error(
+            403,
+            "Permission check failed (/nodes/pve1, Sys.Audit)".into(),
+        );
+        let host = node_with("pve1", Answer::Data(json!({"status": "active"})), denied);
+        host.data("GET /nodes/pve1/disks/list", json!([]));
+        let outcome = run_node_status(&host, json!({}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let data = &outcome.writes[0].data;
+        assert_eq!(data["repositoriesAvailable"], json!(false));
+        assert_eq!(data["enterpriseRepo"], Value::Null);
+        let reason = data["repositoriesUnavailableReason"].as_str().unwrap();
+        assert!(reason.contains("Sys.Audit"), "{reason}");
+    }
+
+    #[test]
+    fn a_subscription_read_that_fails_otherwise_records_then_fails() {
+        let repositories = Answer::Data(repos(json!([{"handle": "enterprise", "status": 1}])));
+        let host = node_with("pve1", Answer::Error(500, "boom".into()), repositories);
+        host.data("GET /nodes/pve1/disks/list", json!([]));
+        let outcome = run_node_status(&host, json!({}));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.contains("the subscription status could not be read"),
+            "{message}"
+        );
+        let data = &outcome.writes[0].data;
+        assert_eq!(data["subscriptionStatusAvailable"], json!(false));
+        assert_eq!(data["subscriptionActive"], Value::Null);
+        assert_eq!(
+            data["enterpriseRepo"],
+            json!(true),
+            "the other facts still recorded"
+        );
+    }
+
+    #[test]
+    fn a_subscription_answer_without_a_status_fails_without_quoting_it() {
+        let keyed = Answer::Data(json!({"key": "pve2c-0123456789"}));
+        let host = node_with("pve1", keyed, Answer::Data(repos(json!([]))));
+        host.data("GET /nodes/pve1/disks/list", json!([]));
+        let outcome = run_node_status(&host, json!({}));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.contains("answered an object of key without a readable `status`"),
+            "{message}"
+        );
+        assert!(!message.contains("pve2c-0123456789"), "{message}");
+        assert!(!outcome.writes[0]
+            .data
+            .to_string()
+            .contains("pve2c-0123456789"));
+    }
+
+    #[test]
+    fn an_answer_of_another_shape_is_quoted_in_the_failure() {
+        let host = node_with(
+            "pve1",
+            Answer::Data(json!({"status": "notfound"})),
+            Answer::Data(json!("unexpected")),
+        );
+        host.data("GET /nodes/pve1/disks/list", json!([]));
+        let outcome = run_node_status(&host, json!({}));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.contains("answered \"unexpected\" without a readable `standard-repos`"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -232,7 +232,8 @@ pub fn task_list(
 }
 
 /// `GET /nodes/{upid.node}/tasks/{upid}/log?start=N&limit=M`: M lines after the first N
-/// (pve-manager `PVE/API2/Tasks.pm` read_task_log; PVE's `limit` 0 would mean all of them).
+/// (pve-manager `PVE/API2/Tasks.pm` read_task_log); `limit` 0 reads to the end (pve-common
+/// `PVE/Tools.pm` dump_logfile).
 pub fn task_log(upid: &Upid, start: usize, limit: usize) -> PveRequest {
     PveRequest::get(&["nodes", &upid.node, "tasks", upid.as_str(), "log"])
         .param("start", start.to_string())
@@ -478,6 +479,18 @@ pub fn node_status(node: &str) -> PveRequest {
 /// `GET /nodes/{node}/disks/list`: physical disks with their SMART health (needs `Sys.Audit`).
 pub fn node_disks(node: &str) -> PveRequest {
     PveRequest::get(&["nodes", node, "disks", "list"])
+}
+
+/// `GET /nodes/{node}/subscription`: the node's subscription status; any user may read it, the key
+/// and server id come only with `Sys.Audit` (pve-manager `PVE/API2/Subscription.pm` get).
+pub fn node_subscription(node: &str) -> PveRequest {
+    PveRequest::get(&["nodes", node, "subscription"])
+}
+
+/// `GET /nodes/{node}/apt/repositories`: the APT repository files and which standard repositories
+/// are configured (`standard-repos`; needs `Sys.Audit`, pve-manager `PVE/API2/APT.pm` repositories).
+pub fn node_repositories(node: &str) -> PveRequest {
+    PveRequest::get(&["nodes", node, "apt", "repositories"])
 }
 
 /// `GET /nodes/{node}/storage`: the storages the token may audit, with content types and space.

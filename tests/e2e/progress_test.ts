@@ -1,7 +1,8 @@
 /**
- * Progress on long work, end to end: a clone whose task runs 6.5 s logs one progress line (after 5
- * s, at info) naming the task and PVE's own progress from the task log, which the simulator writes
- * as qemu-server's qemu-img convert does; a short clone logs none.
+ * Progress, end to end: every method logs what it runs on first and what it observed last; a clone
+ * whose task runs 6.5 s logs one progress line (after 5 s, at info) naming the task and PVE's own
+ * progress from the task log, which the simulator writes as qemu-server's qemu-img convert does; a
+ * short clone logs none.
  */
 import assert from "node:assert/strict";
 import { demoGuests } from "../../simulator/demo_cluster.ts";
@@ -44,5 +45,21 @@ Deno.test("progress: a short clone logs no progress line", async () => {
     });
     assert.equal(r.status, "succeeded", r.error);
     assert.deepEqual(progressLines(r.logs), []);
+  });
+});
+
+Deno.test("progress: a method's first info line says what it runs on, its last what it observed", async () => {
+  await withEnv({}, async (env) => {
+    const r = await env.run("stop", { vmid: 100 });
+    const info = r.logs.filter((l) => l.level === "info").map((l) => l.message);
+    assert.equal(
+      info.find((m) => m.startsWith("running")),
+      "running stop on VM 100",
+    );
+    assert.equal(info.at(-1), "VM 100 on node pve1 is stopped");
+    const node = await env.run("nodeStatus", { node: "pve2" });
+    assert.ok(
+      node.logs.some((l) => l.message === "running nodeStatus on node pve2"),
+    );
   });
 });

@@ -1,6 +1,7 @@
 /**
  * getConfig, nodeStatus and nodeConfig end to end: a read that succeeded is recorded; a missing
- * privilege for disks or bridges degrades to an explicit flag in the record, never silence.
+ * privilege for disks, bridges or the repositories degrades to an explicit flag in the record,
+ * never silence.
  */
 import assert from "node:assert/strict";
 import { withEnv, written } from "./env.ts";
@@ -144,6 +145,76 @@ Deno.test("nodeStatus: another disk-list error records the status, then fails", 
     assert.equal(r.status, "failed");
     assert.match(r.error ?? "", /smartctl hung/);
     assert.equal(written(r, "node-pve1").disksAvailable, false);
+  });
+});
+
+Deno.test("nodeStatus: a fresh install's facts are recorded: no subscription, the enterprise repository configured", async () => {
+  await withEnv({}, async (env) => {
+    const r = await env.run("nodeStatus", {});
+    assert.equal(r.status, "succeeded", r.error);
+    const rec = written(r, "node-pve1");
+    assert.equal(rec.subscriptionStatus, "notfound");
+    assert.equal(rec.subscriptionActive, false);
+    assert.equal(rec.subscriptionStatusAvailable, true);
+    assert.equal(rec.enterpriseRepo, true);
+    assert.equal(rec.repositoriesAvailable, true);
+  });
+});
+
+Deno.test("nodeStatus: an active subscription and a disabled enterprise repository are recorded, never the key", async () => {
+  await withEnv({
+    sim: {
+      nodeFacts: {
+        pve2: { subscription: "active", enterpriseRepo: "disabled" },
+      },
+    },
+  }, async (env) => {
+    const r = await env.run("nodeStatus", { node: "pve2" });
+    assert.equal(r.status, "succeeded", r.error);
+    const rec = written(r, "node-pve2");
+    assert.equal(rec.subscriptionStatus, "active");
+    assert.equal(rec.subscriptionActive, true);
+    assert.equal(rec.enterpriseRepo, false);
+    // The simulator's answer carries the key (the token holds Sys.Audit): kept out of everything.
+    assert.doesNotMatch(JSON.stringify(r), /pve2c-0123456789/);
+  });
+});
+
+Deno.test("nodeStatus: without Sys.Audit for the repositories the record says repositoriesAvailable false and why", async () => {
+  await withEnv({}, async (env) => {
+    env.sim.fault({ ...SYS_AUDIT_403, pathRegex: "/apt/repositories$" });
+    const r = await env.run("nodeStatus", {});
+    assert.equal(r.status, "succeeded", r.error);
+    const rec = written(r, "node-pve1");
+    assert.equal(rec.repositoriesAvailable, false);
+    assert.equal(rec.enterpriseRepo, undefined, "no fact without the read");
+    assert.match(String(rec.repositoriesUnavailableReason), /Sys\.Audit/);
+    assert.equal(rec.subscriptionActive, false, "the other facts recorded");
+    assert.ok(
+      r.logs.some((l) =>
+        l.level === "warning" && /APT repositories/.test(l.message)
+      ),
+    );
+  });
+});
+
+Deno.test("nodeStatus: a failed subscription read records the other facts, then fails", async () => {
+  await withEnv({}, async (env) => {
+    env.sim.fault({
+      pathRegex: "/subscription$",
+      kind: "status",
+      status: 500,
+      message: "subscription file unreadable",
+      times: Infinity,
+    });
+    const r = await env.run("nodeStatus", {});
+    assert.equal(r.status, "failed");
+    assert.match(r.error ?? "", /subscription status could not be read/);
+    assert.match(r.error ?? "", /subscription file unreadable/);
+    const rec = written(r, "node-pve1");
+    assert.equal(rec.subscriptionStatusAvailable, false);
+    assert.equal(rec.subscriptionActive, undefined);
+    assert.equal(rec.enterpriseRepo, true);
   });
 });
 

@@ -167,8 +167,12 @@ function classify(r: RunResult, retried: boolean): Verdict {
   if (r.status === "failed") return "fail";
   const flagged = r.written.some((w) => {
     const d = w.data as Record<string, unknown>;
+    // A fact the token may not read is flagged `<fact>Available: false` (disks, bridges, the
+    // subscription status, the repositories).
     return (Array.isArray(d.warnings) && d.warnings.length > 0) ||
-      d.disksAvailable === false || d.bridgesAvailable === false;
+      Object.entries(d).some(([k, v]) =>
+        k.endsWith("Available") && v === false
+      );
   });
   if (flagged) return "ok-flagged";
   return retried ? "ok-retried" : "ok";

@@ -1332,10 +1332,13 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     privilege: `/nodes/${n}, Sys.Audit`,
     expect,
   });
-  const flaggedOn403 = (flag: string): Partial<Record<FaultId, Expect>> => ({
+  const flaggedOn403 = (
+    flag: string,
+    refused = "without Sys.Audit",
+  ): Partial<Record<FaultId, Expect>> => ({
     "403": {
       verdict: "ok-flagged",
-      note: `without Sys.Audit the record says ${flag}: false and why`,
+      note: `${refused} the record says ${flag}: false and why`,
     },
   });
 
@@ -1351,6 +1354,19 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
         "command '/usr/sbin/smartctl' failed: got timeout",
         flaggedOn403("disksAvailable"),
       ),
+      nodeEndpoint(
+        "subscription",
+        "/nodes/<node>/subscription",
+        "got timeout",
+        // Any user may read it (Subscription.pm get): a 403 here is a proxy's or a policy's.
+        flaggedOn403("subscriptionStatusAvailable", "refused,"),
+      ),
+      nodeEndpoint(
+        "apt/repositories",
+        "/nodes/<node>/apt/repositories",
+        "got timeout",
+        flaggedOn403("repositoriesAvailable"),
+      ),
     ],
     names: new RegExp(`node ${n}`),
     task: false,
@@ -1361,11 +1377,32 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     truth: (_env, r) => {
       const problems = writesOnly(r, new RegExp(`^node-${n}$`));
       const rec = lastWrite(r, `node-${n}`);
-      if (rec && r.status === "failed" && rec.disksAvailable !== false) {
-        problems.push("failed but the record claims a disk list");
+      const facts = [
+        ["disksAvailable", "disksUnavailableReason"],
+        ["subscriptionStatusAvailable", "subscriptionStatusUnavailableReason"],
+        ["repositoriesAvailable", "repositoriesUnavailableReason"],
+      ];
+      if (
+        rec && r.status === "failed" &&
+        facts.every(([flag]) => rec[flag] !== false)
+      ) {
+        problems.push("failed but the record claims every node fact");
       }
-      if (rec?.disksAvailable === false && !rec.disksUnavailableReason) {
-        problems.push("disks unavailable without a reason");
+      for (const [flag, reason] of facts) {
+        if (rec?.[flag] === false && !rec[reason]) {
+          problems.push(`${flag} false without a reason`);
+        }
+      }
+      if (
+        rec?.subscriptionStatusAvailable === false &&
+        "subscriptionActive" in rec
+      ) {
+        problems.push("a subscription fact without the subscription read");
+      }
+      if (rec?.repositoriesAvailable === false && "enterpriseRepo" in rec) {
+        problems.push(
+          "an enterprise repository fact without the repository read",
+        );
       }
       return problems;
     },

@@ -1,8 +1,9 @@
 /**
- * The wrapper's host (js/_lib/host.ts): what a run leaves behind once it has ended.
+ * The wrapper's host (js/_lib/host.ts): what a run leaves behind once it has ended, and how it
+ * hands log lines to swamp's logger.
  */
 import assert from "node:assert/strict";
-import { createHost } from "../../js/_lib/host.ts";
+import { createHost, log } from "../../js/_lib/host.ts";
 import { createCelEnvironment } from "../../harness/cel.ts";
 
 const quiet = { logger: { info() {}, error() {} } };
@@ -41,6 +42,21 @@ Deno.test("host: a fleet's runs leave nothing that keeps the process alive after
     "the child had to be killed: something held it after the runs",
   );
   assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+});
+
+Deno.test("host: a log message with braces goes as a property, not as a template swamp's logger would blank", () => {
+  const calls: unknown[][] = [];
+  const logger = {
+    info: (...args: unknown[]) => void calls.push(["info", ...args]),
+    warning: (...args: unknown[]) => void calls.push(["warning", ...args]),
+    error: (...args: unknown[]) => void calls.push(["error", ...args]),
+  };
+  log({ logger }, "info", 'VM 100: started ["awk", "{print $1}"]');
+  log({ logger }, "warning", "no braces here");
+  assert.deepEqual(calls, [
+    ["info", "{message}", { message: 'VM 100: started ["awk", "{print $1}"]' }],
+    ["warning", "no braces here"],
+  ]);
 });
 
 Deno.test("host: select evaluates in the run's swamp CEL environment, compiling each expression once", () => {

@@ -193,3 +193,26 @@ Deno.test(
     });
   },
 );
+
+Deno.test(
+  "real swamp: a log line quoting braces reaches the method's log file whole",
+  opts,
+  async () => {
+    await withRealSwamp({}, async (env) => {
+      await runMethod(env, "guestExec", {
+        vmid: 100,
+        command: ["sh", "-c", "echo '{a}'"],
+      });
+      const dir =
+        `${env.cli.dir}/.swamp/outputs/@stateless/proxmox/qemu/guestExec`;
+      const logs = [...Deno.readDirSync(dir)].filter((e) =>
+        e.name.endsWith(".log")
+      );
+      assert.equal(logs.length, 1);
+      const text = Deno.readTextFileSync(`${dir}/${logs[0].name}`);
+      // LogTape reads `{a}` in a template as a placeholder: left there it would log `undefined`.
+      assert.match(text, /started \["sh", "-c", "echo '\{a\}'"\]/);
+      assert.doesNotMatch(text, /undefined/);
+    });
+  },
+);

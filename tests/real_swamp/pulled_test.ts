@@ -22,7 +22,8 @@ import {
 import { PublishedPackage, tarGzEntries } from "./registry.ts";
 import { SwampServe } from "./serve.ts";
 import { SwampCli } from "./swamp_cli.ts";
-import { manifestFiles } from "../../harness/manifest_files.ts";
+import { manifestFiles, manifestList } from "../../harness/manifest_files.ts";
+import { parse } from "npm:yaml@2";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -157,6 +158,48 @@ Deno.test(
   async () => {
     await withRealSwamp({ install: "pull" }, async (env) => {
       await assertLookupStoresVm100(env);
+    });
+  },
+);
+
+Deno.test(
+  "real swamp: a pulled package brings its workflows and its skill, and a pulled workflow runs",
+  opts,
+  async () => {
+    await withRealSwamp({ install: "pull" }, async (env) => {
+      const shipped = manifestList(MANIFEST, "workflows").map((file) =>
+        String(
+          (parse(
+            Deno.readTextFileSync(join(OUR_PACKAGE, "workflows", file)),
+          ) as {
+            name: string;
+          }).name,
+        )
+      );
+      const listed = await env.cli.json(["workflow", "list"]);
+      assert.deepEqual(
+        listed.json.results.map((w: { name: string }) => w.name).sort(),
+        shipped.sort(),
+      );
+      // No tool named (`swamp init --tool none`): pull, like push, takes Claude's skills folder.
+      for (const skill of manifestList(MANIFEST, "skills")) {
+        const at = join(
+          env.cli.dir,
+          ".claude/skills",
+          skill,
+          "SKILL.md",
+        );
+        assert.match(await Deno.readTextFile(at), new RegExp(`name: ${skill}`));
+      }
+      const run = await env.cli.json([
+        "workflow",
+        "run",
+        "@stateless/proxmox/drift-check",
+        ...inputs({ model: "fleet" }),
+        "--input",
+        'declared:json=[{"vmid":100,"status":"running"}]',
+      ]);
+      assert.equal(run.json.status, "succeeded");
     });
   },
 );

@@ -1,5 +1,7 @@
 /**
- * README's workflow recipes, run as written through the real swamp CLI against the simulator.
+ * The workflow recipes, run as written through the real swamp CLI against the simulator: README's
+ * (read out of it) and the package's own provisioning workflows (js/workflows/, installed with
+ * the package), which README points to.
  *
  * @module
  */
@@ -149,30 +151,38 @@ function claimed(records: Map<string, Record<string, unknown>>): number {
   return vmid;
 }
 
+/** The package's provision-vm on the `fleet` definition: template 9000 into 200–299, memory changed. */
 const provisionInputs = (change: string[]) => [
+  "--input",
+  "model=fleet",
+  "--input",
+  "templateId=9000",
   "--input",
   "name=web1",
   "--input",
+  'vmidRange:json={"min":200,"max":299}',
+  "--input",
   "sshKey=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOpsRecipeKey ops@example",
   "--input",
-  "ip=10.0.0.41",
+  "ipconfig0=ip=10.0.0.41/24,gw=10.0.0.1",
+  "--input",
+  'config:json={"memory":4096}',
   "--input",
   `change:json=${JSON.stringify(change)}`,
 ];
 
 Deno.test(
-  "recipe provision-vm: clone, cloud-init, ready, checked, snapshot; a failed change is rolled back by its own job",
+  "workflow provision-vm: clone, cloud-init, ready, checked, snapshot; a failed change is rolled back by its own job",
   opts,
   async () => {
     await withRealSwamp(
       { guests: [...demoGuests(), CLOUD_TEMPLATE] },
       async (env) => {
-        await writeRecipe(env, "provision-vm");
         const r = await env.cli.json(
           [
             "workflow",
             "run",
-            "provision-vm",
+            "@stateless/proxmox/provision-vm",
             ...provisionInputs(["sh", "-c", "exit 3"]),
           ],
           1,
@@ -184,8 +194,8 @@ Deno.test(
           start: "succeeded",
           check: "succeeded",
           "pre-change": "succeeded",
-          memory: "succeeded",
-          upgrade: "failed",
+          config: "succeeded",
+          command: "failed",
           "to-pre-change": "succeeded",
         });
         const records = await env.cli.latest('modelName == "fleet"');
@@ -205,22 +215,21 @@ Deno.test(
 );
 
 Deno.test(
-  "recipe provision-vm: a change that succeeds leaves the rollback job skipped",
+  "workflow provision-vm: a change that succeeds leaves the rollback job skipped",
   opts,
   async () => {
     await withRealSwamp(
       { guests: [...demoGuests(), CLOUD_TEMPLATE] },
       async (env) => {
-        await writeRecipe(env, "provision-vm");
         const r = await env.cli.json([
           "workflow",
           "run",
-          "provision-vm",
+          "@stateless/proxmox/provision-vm",
           ...provisionInputs(["true"]),
         ]);
         assert.equal(r.json.status, "succeeded");
         const statuses = stepStatuses(r.json);
-        assert.equal(statuses.upgrade, "succeeded");
+        assert.equal(statuses.command, "succeeded");
         assert.notEqual(statuses["to-pre-change"], "succeeded");
         const records = await env.cli.latest('modelName == "fleet"');
         const vm = env.sim.guest(claimed(records));
@@ -255,7 +264,7 @@ function claimedCt(records: Map<string, Record<string, unknown>>): number {
 }
 
 Deno.test(
-  "recipe provision-ct: create, start with its address, checked, snapshot; a failed change is rolled back by its own job",
+  "workflow provision-ct: create, start with its address, checked, snapshot; a failed change is rolled back by its own job",
   opts,
   async () => {
     await withRealSwamp(
@@ -270,18 +279,25 @@ Deno.test(
             "containers",
             ...sshGlobalArgs("containers", ssh),
           ]);
-          await writeRecipe(env, "provision-ct");
           const r = await env.cli.json(
             [
               "workflow",
               "run",
-              "provision-ct",
+              "@stateless/proxmox/provision-ct",
+              "--input",
+              "model=containers",
+              "--input",
+              "ostemplate=local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
               "--input",
               "hostname=web-ct1",
               "--input",
+              'vmidRange:json={"min":300,"max":399}',
+              "--input",
               "sshKey=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOpsRecipeKey ops@example",
               "--input",
-              "ip=10.0.0.51",
+              "net0=name=eth0,bridge=vmbr0,ip=10.0.0.51/24,gw=10.0.0.1",
+              "--input",
+              'config:json={"memory":1024}',
               "--input",
               'change:json=["sh","-c","exit 3"]',
             ],
@@ -293,8 +309,8 @@ Deno.test(
             start: "succeeded",
             check: "succeeded",
             "pre-change": "succeeded",
-            memory: "succeeded",
-            upgrade: "failed",
+            config: "succeeded",
+            command: "failed",
             "to-pre-change": "succeeded",
           });
           const records = await env.cli.latest('modelName == "containers"');

@@ -119,20 +119,30 @@ export class SwampCli {
   }
 
   /**
-   * Installs a package (a folder holding manifest.yaml, its model files and a `reports/` folder)
-   * as this repository's local extension, replacing whatever package was installed before.
+   * Installs a package (a folder holding manifest.yaml, its model files, and `reports/`,
+   * `workflows/` and `skills/` folders) as this repository's local extension, replacing whatever
+   * package was installed before.
    */
   async install(packageDir: string): Promise<void> {
-    const models = join(this.dir, "extensions", "models");
-    const reports = join(this.dir, "extensions", "reports");
-    for (const dir of [models, reports]) {
+    const at = (...path: string[]) => join(this.dir, ...path);
+    // Where swamp looks for each kind with the manifest's default `paths.base` (typedDir): reports
+    // in extensions/reports/, workflows in extensions/workflows/ (or workflows/), skills in an
+    // enrolled tool's skill folder (.claude/skills/ when the repository names no tool).
+    const folders: [string, string][] = [
+      ["reports", at("extensions", "reports")],
+      ["workflows", at("extensions", "workflows")],
+      ["skills", at(".claude", "skills")],
+    ];
+    const models = at("extensions", "models");
+    for (const dir of [models, ...folders.map(([, to]) => to)]) {
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
     await copyTree(packageDir, models);
-    // swamp loads reports from extensions/reports/ (the manifest's `reports:` resolve there).
-    const shipped = join(packageDir, "reports");
-    if (await Deno.stat(shipped).then((s) => s.isDirectory, () => false)) {
-      await copyTree(shipped, reports);
+    for (const [from, to] of folders) {
+      const shipped = join(packageDir, from);
+      if (await Deno.stat(shipped).then((s) => s.isDirectory, () => false)) {
+        await copyTree(shipped, to);
+      }
     }
   }
 

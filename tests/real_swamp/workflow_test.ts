@@ -129,3 +129,41 @@ Deno.test(
     });
   },
 );
+
+Deno.test(
+  "real swamp: a value made of two expressions that starts and ends with one stays as written (the harness's rule)",
+  opts,
+  async () => {
+    await withRealSwamp({}, async ({ cli }) => {
+      await cli.write(
+        "workflows/workflow-two-expressions.yaml",
+        `id: 6f1c2a9e-0d4b-4c1e-9a57-3b8e2f4d6a99
+name: two-expressions
+inputs:
+  properties:
+    a: { type: string }
+jobs:
+  - name: j
+    steps:
+      - name: echo
+        task:
+          type: model_method
+          modelIdOrName: fleet
+          methodName: guestExec
+          inputs:
+            vmid: 100
+            command: ["echo", "\${{ inputs.a }}-\${{ inputs.a }}", "x-\${{ inputs.a }}"]
+`,
+      );
+      await cli.json(["workflow", "run", "two-expressions", "--input", "a=y"]);
+      const exec = (await cli.latest('modelName == "fleet"')).get(
+        "vm-100-exec",
+      );
+      assert.deepEqual(exec?.command, [
+        "echo",
+        "${{ inputs.a }}-${{ inputs.a }}",
+        "x-y",
+      ]);
+    });
+  },
+);

@@ -337,6 +337,8 @@ Deno.test("the simulator's answers to the package's reads pass PVE's returns sch
         "/nodes/pve1/storage",
         "/nodes/pve1/network",
         "/nodes/pve1/disks/list",
+        "/nodes/pve1/subscription",
+        "/nodes/pve1/apt/repositories",
         "/nodes/pve1/tasks",
       ]
     ) {
