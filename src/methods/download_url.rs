@@ -948,7 +948,11 @@ mod tests {
         assert!(outcome.is_success(), "{outcome:?}");
         let asked = host.requests.borrow();
         let log_read = asked.iter().find(|r| r.url.contains("/log")).unwrap();
-        assert!(log_read.url.ends_with("/log?start=0&limit=0"), "{}", log_read.url);
+        assert!(
+            log_read.url.ends_with("/log?start=0&limit=0"),
+            "{}",
+            log_read.url
+        );
     }
 
     #[test]
