@@ -1,6 +1,6 @@
 /**
  * The real-guest image for this machine: built (once, cached outside the work tree) by
- * scripts/guest_image.sh from Debian packages. See README "Real guests".
+ * scripts/guest_image.sh from Debian packages. See docs/real-guests.md.
  *
  * @module
  */

@@ -1,7 +1,7 @@
 //! Whether the token holds what PVE checks for an endpoint, for one run's arguments.
 //!
 //! The checks are PVE's own (`pve::privileges`, generated from the API schema's `permissions` and
-//! the checks inside the handlers and their workers, on PVE 8 and 9 — the same facts the README's
+//! the checks inside the handlers and their workers, on PVE 8 and 9 — the same facts docs/pve.md's
 //! endpoint table is made from). This module reads PVE's check expressions (`["perm", path, [privs],
 //! "any", 1]`, `["and", …]`, `["or", …]`, as pve-access-control `PVE/RPCEnvironment.pm`
 //! `check_api2_permissions` reads them) and the table's own forms — `["when", cond, c]` (only for a

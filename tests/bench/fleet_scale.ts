@@ -1,6 +1,6 @@
 /**
  * A fleet on a node of PVE's real capacity: N stopped guests started at once (one definition each,
- * as the README's fleet recipe runs them), start tasks of 2.5–3.5 s spread so that no poll period
+ * as docs/recipes.md's fleet recipe runs them), start tasks of 2.5–3.5 s spread so that no poll period
  * lines up with every end, a node that serves 3 requests at a time at 10 ms each (pvedaemon's 3
  * workers, pve-manager `PVE/Service/pvedaemon.pm`), keep-alive connections as pveproxy keeps
  * them, a task list that shows an ended task for 50 ms more (the daemon's reaping), and another

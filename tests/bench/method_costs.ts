@@ -2,7 +2,7 @@
  * What each method costs in the shipped module, measured: the core built without it
  * (`PROXMOX_CORE_OMIT`, see marginal.ts) against the full build, for every method of both models.
  * `deno run -A tests/bench/method_costs.ts` builds once per method (about a minute each), writes
- * `method_costs.json` and README's table between its markers; tests/docs/method_costs_test.ts holds
+ * `method_costs.json` and docs/performance.md's table between its markers; tests/docs/method_costs_test.ts holds
  * the two equal and the list complete.
  *
  * @module
@@ -28,7 +28,7 @@ export function methodNames(): string[] {
   ].sort();
 }
 
-/** README's table of `costs`: one row per method, largest first. */
+/** The performance page's table of `costs`: one row per method, largest first. */
 export function costTable(costs: MethodCosts): string {
   const rows = Object.entries(costs.methods)
     .sort(([a, x], [b, y]) => y - x || a.localeCompare(b))
@@ -36,7 +36,7 @@ export function costTable(costs: MethodCosts): string {
   return ["| method | bytes it adds |", "| --- | ---: |", ...rows].join("\n");
 }
 
-/** README's markers around the table. */
+/** The markers around the table on docs/performance.md. */
 export const MARKERS = [
   "<!-- method costs: tests/bench/method_costs.ts -->",
   "<!-- /method costs -->",
@@ -56,13 +56,13 @@ if (import.meta.main) {
     methods,
   };
   await Deno.writeTextFile(COSTS_FILE, JSON.stringify(costs, null, 2) + "\n");
-  const readme = new URL("README.md", ROOT);
+  const readme = new URL("docs/performance.md", ROOT);
   const text = await Deno.readTextFile(readme);
   const [open, close] = MARKERS;
   const at = text.indexOf(open);
   const end = text.indexOf(close);
   if (at < 0 || end < at) {
-    throw new Error("README.md lacks the method-cost markers");
+    throw new Error("docs/performance.md lacks the method-cost markers");
   }
   await Deno.writeTextFile(
     readme,

@@ -1,5 +1,5 @@
 /**
- * Measures README's two fleet shapes in real swamp against the simulator: the same `guestExec` on
+ * Measures docs/recipes.md's two fleet shapes in real swamp against the simulator: the same `guestExec` on
  * N guests through one definition (swamp's per-definition lock: one step at a time) and through one
  * definition per guest (side by side). Prints the wall time of each `swamp workflow run`.
  *

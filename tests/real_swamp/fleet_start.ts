@@ -1,5 +1,5 @@
 /**
- * A fleet through the real swamp CLI: README's fleet-per-guest recipe with `start` instead of
+ * A fleet through the real swamp CLI: docs/recipes.md's fleet-per-guest recipe with `start` instead of
  * `guestExec`, N stopped guests (default 40), one definition each, against a simulator of PVE's
  * capacity (3 workers × 10 ms, keep-alive, a 50 ms reaping lag in the task list) with start tasks
  * of 2.5–3.5 s. Prints, per package, the requests the node served (swamp's pre-flight checks

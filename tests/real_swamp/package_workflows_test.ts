@@ -2,7 +2,7 @@
  * The package's own workflows (js/workflows/, installed with the package) through the real swamp
  * CLI against the simulator: fleet-power, vm-from-cloud-image, backup-verify and drift-check (with
  * its schedule overridden in `.swamp/serve.yaml`). provision-vm and provision-ct run in
- * recipes_test.ts, which README points to.
+ * recipes_test.ts, which docs/recipes.md points to.
  *
  * @module
  */

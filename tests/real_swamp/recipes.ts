@@ -1,6 +1,6 @@
 /**
- * The workflow recipes of README.md ("Workflow recipes"), read out of the file so that what the
- * README shows is what the real-swamp layer runs: each is a ```yaml block whose first line is
+ * The workflow recipes of docs/recipes.md, read out of the file so that what the
+ * page shows is what the real-swamp layer runs: each is a ```yaml block whose first line is
  * `# recipe: <name>`.
  *
  * @module
@@ -9,9 +9,11 @@ import { join } from "node:path";
 import type { RealSwamp } from "./fixture.ts";
 import { PROJECT_ROOT } from "./swamp_cli.ts";
 
-/** The README's recipes by name. */
+/** docs/recipes.md's recipes by name. */
 export async function readmeRecipes(): Promise<Map<string, string>> {
-  const readme = await Deno.readTextFile(join(PROJECT_ROOT, "README.md"));
+  const readme = await Deno.readTextFile(
+    join(PROJECT_ROOT, "docs", "recipes.md"),
+  );
   const recipes = new Map<string, string>();
   for (const [, body] of readme.matchAll(/```yaml\n([\s\S]*?)```/g)) {
     const name = body.match(/^# recipe: (\S+)\n/)?.[1];
@@ -27,7 +29,7 @@ export async function writeRecipe(
   edit: (text: string) => string = (t) => t,
 ): Promise<void> {
   const text = (await readmeRecipes()).get(name);
-  if (!text) throw new Error(`README.md has no recipe ${name}`);
+  if (!text) throw new Error(`docs/recipes.md has no recipe ${name}`);
   await env.cli.write(`workflows/workflow-${name}.yaml`, edit(text));
 }
 

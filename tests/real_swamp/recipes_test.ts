@@ -1,7 +1,7 @@
 /**
- * The workflow recipes, run as written through the real swamp CLI against the simulator: README's
- * (read out of it) and the package's own provisioning workflows (js/workflows/, installed with
- * the package), which README points to.
+ * The workflow recipes, run as written through the real swamp CLI against the simulator:
+ * docs/recipes.md's (read out of it) and the package's own provisioning workflows (js/workflows/,
+ * installed with the package), which that page points to.
  *
  * @module
  */

@@ -1,6 +1,6 @@
 /**
  * Workflows through the real swamp CLI: a failing step fails the run and holds back what depends on
- * it, and the workflow recipes in README run as written.
+ * it, and the workflow recipes of docs/recipes.md run as written.
  *
  * @module
  */

@@ -382,9 +382,9 @@ Deno.test("the core's privilege table (src/pve/privileges.rs) is the one the sch
   );
 });
 
-Deno.test("the README's endpoint and option tables are the ones the schema and the handlers' checks generate", async () => {
+Deno.test("docs/pve.md's endpoint and option tables are the ones the schema and the handlers' checks generate", async () => {
   const readme = await Deno.readTextFile(
-    new URL("../../README.md", import.meta.url),
+    new URL("../../docs/pve.md", import.meta.url),
   );
   for (const header of ["| endpoint | privileges", "| options | privileges"]) {
     assert.deepEqual(
