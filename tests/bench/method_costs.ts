@@ -1,7 +1,8 @@
 /**
  * What each method costs in the shipped module, measured: the core built without it
  * (`PROXMOX_CORE_OMIT`, see marginal.ts) against the full build, for every method of both models.
- * `deno run -A tests/bench/method_costs.ts` builds once per method (about a minute each), writes
+ * `deno run -A tests/bench/method_costs.ts [method ...]` builds once per method (about a minute each;
+ * named methods alone when given, the others kept), writes
  * `method_costs.json` and docs/performance.md's table between its markers; tests/docs/method_costs_test.ts holds
  * the two equal and the list complete.
  *
@@ -45,8 +46,13 @@ export const MARKERS = [
 if (import.meta.main) {
   const root = ROOT.pathname;
   const full = await moduleBytes(root, "");
-  const methods: Record<string, number> = {};
-  for (const name of methodNames()) {
+  // Names on the command line weigh only those, keeping the other figures of method_costs.json.
+  const only = Deno.args.length > 0;
+  const methods: Record<string, number> = only
+    ? (JSON.parse(await Deno.readTextFile(COSTS_FILE)) as MethodCosts).methods
+    : {};
+  for (const name of only ? Deno.args : methodNames()) {
+    if (!methodNames().includes(name)) throw new Error(`no method ${name}`);
     methods[name] = full - await moduleBytes(root, name);
     console.error(`${name}: ${methods[name]} bytes`);
   }
