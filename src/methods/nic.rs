@@ -43,7 +43,7 @@ fn ident_keys(kind: GuestKind) -> (&'static str, &'static str) {
 fn nic_key(fields: &Fields) -> Result<String, ArgError> {
     let nic: String = fields.required("nic")?;
     let n = nic.strip_prefix("net").unwrap_or_default();
-    let canonical = n.len() < 3 && !n.starts_with('0') || n == "0";
+    let canonical = n.bytes().all(|b| b.is_ascii_digit()) && (n == "0" || !n.starts_with('0'));
     match n.parse::<u8>() {
         Ok(i) if i < 32 && canonical => Ok(nic),
         _ => Err(ArgError::new("nic", "must be net0 … net31")),
@@ -81,12 +81,17 @@ fn is_unicast_mac(text: &str) -> bool {
         && matches!(bytes.first(), Some(Some(b)) if b & 1 == 0)
 }
 
-/// `dhcp`, `manual` or an IPv4 address with its prefix (pve-common `pve-ipv4-config`).
+/// `dhcp`, `manual` or an IPv4 address with a prefix of 8 to 32 (pve-common `PVE/JSONSchema.pm`
+/// pve_verify_ipv4_config, pve_verify_cidrv4).
 fn is_ipv4_config(text: &str) -> bool {
+    let prefix = |p: &str| {
+        p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u8>().is_ok_and(|p| (8..=32).contains(&p))
+    };
     matches!(text, "dhcp" | "manual")
-        || text.split_once('/').is_some_and(|(ip, prefix)| {
-            ip.parse::<Ipv4Addr>().is_ok() && prefix.parse::<u8>().is_ok_and(|p| p <= 32)
-        })
+        || text
+            .split_once('/')
+            .is_some_and(|(ip, p)| ip.parse::<Ipv4Addr>().is_ok() && prefix(p))
 }
 
 impl NicArgs {
@@ -156,7 +161,7 @@ impl NicArgs {
             if ip.as_deref().is_some_and(|ip| !is_ipv4_config(ip)) {
                 return Err(ArgError::new(
                     "ip",
-                    "must be dhcp, manual or an IPv4 address with its prefix (10.0.0.5/24)",
+                    "must be dhcp, manual or an IPv4 address with a prefix of 8 to 32 (10.0.0.5/24)",
                 ));
             }
             let gw: Option<String> = fields.optional("gw")?;
@@ -388,6 +393,7 @@ mod tests {
         let cases = [
             ("qemu", json!({"nic": "net32"}), "nic"),
             ("qemu", json!({"nic": "net01"}), "nic"),
+            ("qemu", json!({"nic": "net+1"}), "nic"),
             ("lxc", json!({"nic": "eth0"}), "nic"),
             ("qemu", json!({"tag": 0}), "tag"),
             ("lxc", json!({"tag": 4095}), "tag"),
@@ -400,6 +406,7 @@ mod tests {
             ("qemu", json!({"model": "virtio2"}), "model"),
             ("lxc", json!({"ifname": "eth/0"}), "ifname"),
             ("lxc", json!({"ip": "10.0.0.5"}), "ip"),
+            ("lxc", json!({"ip": "10.0.0.5/+8"}), "ip"),
             ("lxc", json!({"gw": "10.0.0.256"}), "gw"),
         ];
         for (model, bad, field) in cases {
