@@ -50,24 +50,65 @@ fn nic_key(fields: &Fields) -> Result<String, ArgError> {
     }
 }
 
-/// `name`, `bridge`: PVE's `[-_.\w\d]+` (pve-common `PVE/JSONSchema.pm` parse_bridge_id).
-fn word(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
+/// A text argument's name, the rule it must pass, and the words refusing it.
+type Check = (&'static str, fn(&str) -> bool, &'static str);
+
+/// An optional text argument, refused naming it when it breaks its rule.
+fn text(fields: &Fields, (key, ok, rule): Check) -> Result<Option<String>, ArgError> {
     let value: Option<String> = fields.optional(key)?;
     match value {
-        Some(v)
-            if v.is_empty()
-                || !v
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) =>
-        {
-            Err(ArgError::new(
-                key,
-                "must be letters, digits, '-', '_' and '.' (PVE's rule)",
-            ))
-        }
+        Some(v) if !ok(&v) => Err(ArgError::new(key, rule)),
         v => Ok(v),
     }
 }
+
+/// A bridge or an interface name: PVE's `[-_.\w\d]+` (pve-common `PVE/JSONSchema.pm`
+/// parse_bridge_id, pve-container's `name` pattern).
+fn is_word(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+/// One of qemu-server's NIC models: the schema's `<model>=<mac>` aliases of `model`.
+fn is_model(text: &str) -> bool {
+    key_type(GuestKind::Qemu, "net0").is_some_and(|t| {
+        properties(t)
+            .iter()
+            .any(|p| p.key_alias == Some("model") && p.name == text)
+    })
+}
+
+fn is_ipv4(text: &str) -> bool {
+    text.parse::<Ipv4Addr>().is_ok()
+}
+
+const WORD: &str = "must be letters, digits, '-', '_' and '.' (PVE's rule)";
+const MAC: Check = (
+    "macaddr",
+    is_unicast_mac,
+    "must be a unicast MAC address XX:XX:XX:XX:XX:XX (hex; the first byte even)",
+);
+/// The text arguments of each kind; the first names the interface (`model`, `ifname`).
+const VM_TEXT: [Check; 2] = [
+    (
+        "model",
+        is_model,
+        "must be one of PVE's NIC models (virtio, e1000, e1000e, rtl8139, vmxnet3, …)",
+    ),
+    ("bridge", is_word, WORD),
+];
+const CT_TEXT: [Check; 4] = [
+    ("ifname", is_word, WORD),
+    ("bridge", is_word, WORD),
+    (
+        "ip",
+        is_ipv4_config,
+        "must be dhcp, manual or an IPv4 address with a prefix of 8 to 32 (10.0.0.5/24)",
+    ),
+    ("gw", is_ipv4, "must be an IPv4 address"),
+];
 
 /// A unicast MAC, `XX:XX:XX:XX:XX:XX` (pve-common pve_verify_mac_addr: the I/G bit clear).
 fn is_unicast_mac(text: &str) -> bool {
@@ -109,70 +150,37 @@ impl NicArgs {
 
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let (fields, base, nic) = Self::target(args)?;
-        let (ident_key, _) = ident_keys(kind);
-        let ident = match kind {
-            GuestKind::Qemu => fields.optional::<String>("model")?,
-            GuestKind::Lxc => word(&fields, "ifname")?,
+        let checks: &[Check] = match kind {
+            GuestKind::Qemu => &VM_TEXT,
+            GuestKind::Lxc => &CT_TEXT,
         };
-        let models: Vec<&str> = key_type(kind, "net0")
-            .map(properties)
-            .unwrap_or_default()
-            .iter()
-            .filter(|p| p.key_alias == Some("model"))
-            .map(|p| p.name)
-            .collect();
-        if let Some(model) = ident
-            .as_deref()
-            .filter(|m| ident_key == "model" && !models.contains(m))
-        {
-            let rule = format!(
-                "must be one of PVE's NIC models ({}), not {model:?}",
-                models.join(", ")
-            );
-            return Err(ArgError::new("model", rule));
+        let mut ident = None;
+        let mut rest = Vec::new();
+        for (at, check) in checks.iter().enumerate() {
+            match (at, text(&fields, *check)?) {
+                (_, None) => {}
+                (0, given) => ident = given,
+                (_, Some(v)) => rest.push(format!("{}={v}", check.0)),
+            }
         }
-        let mac = fields.optional::<String>("macaddr")?;
-        if mac.as_deref().is_some_and(|m| !is_unicast_mac(m)) {
-            let rule = "must be a unicast MAC address XX:XX:XX:XX:XX:XX (hex; the first byte even)";
-            return Err(ArgError::new("macaddr", rule));
+        if !rest.iter().any(|p| p.starts_with("bridge=")) {
+            return Err(ArgError::new("bridge", "is required"));
         }
-        let bridge =
-            word(&fields, "bridge")?.ok_or_else(|| ArgError::new("bridge", "is required"))?;
-        let mut rest = vec![format!("bridge={bridge}")];
+        let mac = text(&fields, MAC)?;
         if let Some(on) = fields.optional::<bool>("firewall")? {
             rest.push(format!("firewall={}", u8::from(on)));
         }
         if let Some(rate) = fields.optional::<Value>("rate")? {
-            match rate.as_f64() {
-                Some(r) if r >= 0.0 => rest.push(format!("rate={rate}")),
-                _ => {
-                    return Err(ArgError::new(
-                        "rate",
-                        "must be a number of MB/s, at least 0",
-                    ))
-                }
+            if !rate.as_f64().is_some_and(|r| r >= 0.0) {
+                return Err(ArgError::new(
+                    "rate",
+                    "must be a number of MB/s, at least 0",
+                ));
             }
+            rest.push(format!("rate={rate}"));
         }
         if fields.optional::<i64>("tag")?.is_some() {
             rest.push(format!("tag={}", fields.int_in("tag", 1, 4094)?));
-        }
-        if kind == GuestKind::Lxc {
-            let ip: Option<String> = fields.optional("ip")?;
-            if ip.as_deref().is_some_and(|ip| !is_ipv4_config(ip)) {
-                return Err(ArgError::new(
-                    "ip",
-                    "must be dhcp, manual or an IPv4 address with a prefix of 8 to 32 (10.0.0.5/24)",
-                ));
-            }
-            let gw: Option<String> = fields.optional("gw")?;
-            if gw
-                .as_deref()
-                .is_some_and(|gw| gw.parse::<Ipv4Addr>().is_err())
-            {
-                return Err(ArgError::new("gw", "must be an IPv4 address"));
-            }
-            rest.extend(ip.map(|ip| format!("ip={ip}")));
-            rest.extend(gw.map(|gw| format!("gw={gw}")));
         }
         Ok(NicArgs {
             base,

@@ -87,6 +87,9 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     change(run, args, &|_, _| {}, &|_| String::new()).await
 }
 
+/// Completes a change's options from the config the sighting read (`change`'s `fill`).
+pub type Fill<'a> = dyn Fn(&Map<String, Value>, &mut Vec<(String, String)>) + 'a;
+
 /// The steps after the arguments, shared by the methods built on `setConfig` (setNic, removeNic):
 /// find the guest, let `fill` complete the changes from the config the sighting read (a NIC keeps
 /// its MAC), apply and judge them, reboot when asked, record. `shown` adds what the read-back
@@ -94,7 +97,7 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 pub async fn change<H: Host>(
     run: &Run<'_, H>,
     mut args: SetConfigArgs,
-    fill: &dyn Fn(&Map<String, Value>, &mut Vec<(String, String)>),
+    fill: &Fill<'_>,
     shown: &dyn Fn(&ConfigSnapshot) -> String,
 ) -> Outcome {
     let absent = |vmid| {
