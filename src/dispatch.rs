@@ -141,7 +141,7 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         ),
         Method::RemoveNic => kept!(
             Method::RemoveNic,
-            nic::NicArgs::target(args).map(drop),
+            nic::NicArgs::removal(kind, args).map(drop),
             Ok(())
         ),
         Method::Sync => kept!(Method::Sync, sync::SyncArgs::parse(args).map(drop), Ok(())),
@@ -325,12 +325,12 @@ async fn run_scrubbed<H: Host>(
         ),
         Method::SetNic => kept!(
             Method::SetNic,
-            boxed(nic::set_nic(&run, args)),
+            boxed(nic::change_nic(&run, args, nic::NicArgs::parse)),
             boxed(left_out(method))
         ),
         Method::RemoveNic => kept!(
             Method::RemoveNic,
-            boxed(nic::remove_nic(&run, args)),
+            boxed(nic::change_nic(&run, args, nic::NicArgs::removal)),
             boxed(left_out(method))
         ),
         Method::Sync => kept!(

@@ -1,10 +1,11 @@
 //! `setNic` and `removeNic`: one network interface (`netN`) set or removed through `setConfig`'s
 //! engine (`set_config::change`), so it is judged, reported pending and recorded as a config change
 //! is. `setNic` writes the whole interface from its arguments; what identifies it — a VM's `model`,
-//! a container's `name` (argument `ifname`: `name` is the definition's), and its MAC — is kept from the interface it replaces when not given (PVE
-//! would otherwise generate a new MAC: qemu-server `PVE/QemuServer/Network.pm` parse_net,
-//! pve-container `PVE/LXC/Config.pm` parse_lxc_network), and a new one gets `virtio` / `eth<N>` and
-//! the MAC PVE generates. The summary quotes the interface as PVE stores it, its MAC included.
+//! a container's `name` (argument `ifname`: `name` is the definition's), and its MAC — is kept from
+//! the interface it replaces when not given (PVE would otherwise generate a new MAC: qemu-server
+//! `PVE/QemuServer/Network.pm` parse_net, pve-container `PVE/LXC/Config.pm` parse_lxc_network),
+//! and a new one gets `virtio` / `eth<N>` and the MAC PVE generates. The summary quotes the
+//! interface as PVE stores it, its MAC included.
 
 use crate::args::{ArgError, Fields};
 use crate::guest::config::{canonical, key_type, properties, ConfigSnapshot};
@@ -24,11 +25,13 @@ use std::net::Ipv4Addr;
 pub struct NicArgs {
     pub base: SetConfigArgs,
     pub nic: String,
-    /// `model` (a VM) or `name` (a container), when given.
+    /// `model` (a VM) or `ifname` (a container's `name`), when given.
     pub ident: Option<String>,
     pub mac: Option<String>,
     /// The other properties as PVE's property string writes them.
     pub rest: Vec<String>,
+    /// `removeNic`: `delete=netN` instead.
+    pub remove: bool,
 }
 
 /// The property naming a `kind` interface, and the one holding its MAC.
@@ -112,14 +115,14 @@ const CT_TEXT: [Check; 4] = [
 
 /// A unicast MAC, `XX:XX:XX:XX:XX:XX` (pve-common pve_verify_mac_addr: the I/G bit clear).
 fn is_unicast_mac(text: &str) -> bool {
-    let hex = |p: &str| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit());
-    let bytes: Vec<Option<u8>> = text
-        .split(':')
-        .map(|p| u8::from_str_radix(p, 16).ok().filter(|_| hex(p)))
-        .collect();
-    bytes.len() == 6
-        && bytes.iter().all(Option::is_some)
-        && matches!(bytes.first(), Some(Some(b)) if b & 1 == 0)
+    let hex = |c: &u8| (*c as char).to_digit(16);
+    let bytes = text.as_bytes();
+    bytes.len() == 17
+        && bytes.iter().enumerate().all(|(at, c)| match at % 3 {
+            2 => *c == b':',
+            _ => hex(c).is_some(),
+        })
+        && bytes.get(1).and_then(hex).is_some_and(|d| d % 2 == 0)
 }
 
 /// `dhcp`, `manual` or an IPv4 address with a prefix of 8 to 32 (pve-common `PVE/JSONSchema.pm`
@@ -137,7 +140,7 @@ fn is_ipv4_config(text: &str) -> bool {
 
 impl NicArgs {
     /// The guest and `nic`, as both methods take them.
-    pub fn target(args: &Value) -> Result<(Fields<'_>, SetConfigArgs, String), ArgError> {
+    fn target(args: &Value) -> Result<(Fields<'_>, SetConfigArgs, String), ArgError> {
         let fields = Fields::of(args, "")?;
         let base = SetConfigArgs {
             target: GuestRef::parse(&fields)?,
@@ -188,6 +191,20 @@ impl NicArgs {
             ident,
             mac,
             rest,
+            remove: false,
+        })
+    }
+
+    /// `removeNic`'s arguments: the guest and `nic`.
+    pub fn removal(_: GuestKind, args: &Value) -> Result<Self, ArgError> {
+        let (_, base, nic) = Self::target(args)?;
+        Ok(NicArgs {
+            base,
+            nic,
+            ident: None,
+            mac: None,
+            rest: Vec::new(),
+            remove: true,
         })
     }
 
@@ -238,26 +255,24 @@ fn shown(nic: &str, snapshot: &ConfigSnapshot) -> String {
     }
 }
 
-/// Runs `setNic`.
-pub async fn set_nic<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match NicArgs::parse(run.kind, args) {
+/// Runs `setNic` or `removeNic` (`read` reads its arguments: [`NicArgs::parse`] or
+/// [`NicArgs::removal`]). A removal is `delete=netN`, which must read back gone or pending.
+pub async fn change_nic<H: Host>(
+    run: &Run<'_, H>,
+    args: &Value,
+    read: fn(GuestKind, &Value) -> Result<NicArgs, ArgError>,
+) -> Outcome {
+    let args = match read(run.kind, args) {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
     let fill = |config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
-        changes.push((args.nic.clone(), args.value(run.kind, config)))
+        changes.push(match args.remove {
+            true => ("delete".to_string(), args.nic.clone()),
+            false => (args.nic.clone(), args.value(run.kind, config)),
+        })
     };
     change(run, args.base.clone(), &fill, &|s| shown(&args.nic, s)).await
-}
-
-/// Runs `removeNic`: `delete=netN`, which must read back gone or its deletion pending.
-pub async fn remove_nic<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let (mut base, nic) = match NicArgs::target(args) {
-        Ok((_, base, nic)) => (base, nic),
-        Err(e) => return Failure::from(e).into(),
-    };
-    base.changes.push(("delete".to_string(), nic.clone()));
-    change(run, base, &|_, _| {}, &|s| shown(&nic, s)).await
 }
 
 #[cfg(test)]
