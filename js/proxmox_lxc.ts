@@ -47,6 +47,7 @@ import {
   preflightMethod,
   preflightResource,
 } from "./_lib/preflight.ts";
+import { nicMethods } from "./_lib/nic.ts";
 import { powerMethods, taskResource } from "./_lib/power.ts";
 
 /**
@@ -139,6 +140,8 @@ const MULTI_STEP = [
 const CHANGES = [
   "create",
   "setConfig",
+  "setNic",
+  "removeNic",
   "resize",
   "start",
   "stop",
@@ -310,6 +313,7 @@ export const model = {
         runOnCore("lxc", "convertToTemplate", args, ctx),
     },
     ...powerMethods("lxc"),
+    ...nicMethods("lxc"),
     ...nodeMethods("lxc"),
     ...storageMethods("lxc"),
     ...snapshotMethods("lxc"),

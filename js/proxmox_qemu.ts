@@ -46,6 +46,7 @@ import {
   preflightMethod,
   preflightResource,
 } from "./_lib/preflight.ts";
+import { nicMethods } from "./_lib/nic.ts";
 import { powerMethods, taskResource } from "./_lib/power.ts";
 
 /** What waitReady waits for (also the `waitReady` option of `start` and `clone`). */
@@ -319,6 +320,8 @@ const MUTATING = [
   "clone",
   "create",
   "setConfig",
+  "setNic",
+  "removeNic",
   "resizeDisk",
   "start",
   "stop",
@@ -546,6 +549,7 @@ export const model = {
         runOnCore("qemu", "fileRead", args, ctx),
     },
     ...powerMethods("qemu"),
+    ...nicMethods("qemu"),
     ...nodeMethods("qemu"),
     ...storageMethods("qemu"),
     ...snapshotMethods("qemu"),

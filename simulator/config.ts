@@ -6,6 +6,7 @@
  */
 
 import { allocateDisk, DISK_KEY, type StorageTypeOf } from "./disks.ts";
+import { randomMac } from "./macs.ts";
 import type { ParamSpec } from "./params.ts";
 import type { AgentMode, ConfigValue, GuestState } from "./types.ts";
 
@@ -184,7 +185,8 @@ export function applyConfigChange(g: GuestState, change: ConfigChange): void {
   }
   for (const [key, raw] of Object.entries(change.set)) {
     const value = kept(g, key, normalizeValue(g, key, raw, change.typeOf));
-    if (running && HOTPLUG_IMPOSSIBLE.has(key)) {
+    const nicLater = NIC_KEY.test(key) && !nicHotplugged(g, key, value);
+    if (running && (HOTPLUG_IMPOSSIBLE.has(key) || nicLater)) {
       g.pending[key] = value;
       g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
     } else {
@@ -192,7 +194,9 @@ export function applyConfigChange(g: GuestState, change: ConfigChange): void {
     }
   }
   for (const key of change.delete) {
-    if (running && HOTPLUG_IMPOSSIBLE.has(key)) {
+    // vmconfig_hotplug_pending: a NIC is unplugged only with network hot-plug.
+    const nicLater = NIC_KEY.test(key) && !hotplugs(g, "network");
+    if (running && (HOTPLUG_IMPOSSIBLE.has(key) || nicLater)) {
       delete g.pending[key];
       if (!g.pendingDelete.includes(key)) g.pendingDelete.push(key);
     } else {
@@ -236,7 +240,7 @@ function normalizeValue(
     return allocateDisk(raw, g.vmid, disks, typeOf);
   }
   if (key === "tags") return uniqueTags(String(raw));
-  if (/^net\d+$/.test(key)) return withMac(String(raw));
+  if (NIC_KEY.test(key)) return printNic(String(raw));
   return raw;
 }
 
@@ -253,16 +257,96 @@ function uniqueTags(text: string): string {
     .map(([, t]) => t).join(";");
 }
 
-const NIC_MODELS =
-  /^(virtio|e1000|e1000e|rtl8139|vmxnet3|i82551|i82557b|i82559er|ne2k_isa|ne2k_pci|pcnet)$/;
+const NIC_KEY = /^net\d+$/;
 
-/** A NIC given without a MAC (`virtio,bridge=vmbr0`) gets one, as PVE generates it (Proxmox's OUI). */
-function withMac(value: string): string {
-  const [model, ...rest] = value.split(",");
-  if (!NIC_MODELS.test(model)) return value;
-  const byte = () =>
-    Math.floor(Math.random() * 256).toString(16).toUpperCase().padStart(2, "0");
-  return [`${model}=BC:24:11:${byte()}:${byte()}:${byte()}`, ...rest].join(",");
+/** qemu-server's NIC models (`PVE/QemuServer/Network.pm` `$nic_model_list`). */
+const NIC_MODELS = new Set([
+  "e1000",
+  "e1000-82540em",
+  "e1000-82544gc",
+  "e1000-82545em",
+  "e1000e",
+  "i82551",
+  "i82557b",
+  "i82559er",
+  "ne2k_isa",
+  "ne2k_pci",
+  "pcnet",
+  "rtl8139",
+  "virtio",
+  "vmxnet3",
+]);
+
+/**
+ * A netN value read as qemu-server's parse_net reads it (`PVE/QemuServer/Network.pm`): the model
+ * is a bare first word, `model=<m>` or `<m>=<mac>` (the format's keyAlias); a flag given as
+ * yes/on/true reads 1 (pve-common parse_property_string → parse_boolean).
+ */
+export function parseNic(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of text.split(",").filter((p) => p !== "")) {
+    const eq = part.indexOf("=");
+    const [key, value] = eq < 0
+      ? ["model", part]
+      : [part.slice(0, eq), part.slice(eq + 1)];
+    if (NIC_MODELS.has(key)) {
+      out.model = key;
+      out.macaddr = value;
+    } else if (key === "firewall" || key === "link_down") {
+      out[key] = /^(1|yes|on|true)$/i.test(value) ? "1" : "0";
+    } else out[key] = value;
+  }
+  return out;
+}
+
+/**
+ * A NIC as update_vm_api stores it (`PVE/API2/Qemu.pm`: parse_net then print_net): a NIC without
+ * a MAC gets a new one — also when it replaces a NIC that had one — and it prints `<model>=<mac>`
+ * first, the rest sorted (pve-common print_property_string). A value without a known model passes
+ * unchanged (the simulator's subset leaves its refusal to the schema).
+ */
+function printNic(value: string): string {
+  const net = parseNic(value);
+  if (!NIC_MODELS.has(net.model ?? "")) return value;
+  const rest = Object.keys(net).filter((k) => k !== "model" && k !== "macaddr")
+    .sort();
+  return [
+    `${net.model}=${net.macaddr || randomMac()}`,
+    ...rest.map((k) => `${k}=${net[k]}`),
+  ].join(",");
+}
+
+/**
+ * Whether the VM's `hotplug` option holds `feature` (qemu-server parse_hotplug_features: unset or
+ * `1` is the default `network,disk,usb`, `0` none).
+ */
+function hotplugs(g: GuestState, feature: string): boolean {
+  const value = String(g.config.hotplug ?? "1");
+  const list = value === "1" ? "network,disk,usb" : value === "0" ? "" : value;
+  return list.split(",").includes(feature);
+}
+
+/**
+ * Whether a running VM takes NIC `key`'s new value at once (qemu-server `PVE/QemuServer.pm`
+ * vmconfig_update_net): a NIC that keeps its model, MAC, queues and MTU and stays on a bridge is
+ * re-plugged on the host (bridge, tag, trunks, firewall, rate, link_down) without hot-plug; a new
+ * NIC or any other change needs `network` hot-plug (an unplug and a plug), else it waits pending.
+ */
+function nicHotplugged(
+  g: GuestState,
+  key: string,
+  value: ConfigValue,
+): boolean {
+  if (hotplugs(g, "network")) return true;
+  if (g.config[key] === undefined) return false;
+  const [was, next] = [
+    parseNic(String(g.config[key])),
+    parseNic(String(value)),
+  ];
+  const same = ["model", "macaddr", "queues", "mtu"].every((k) =>
+    was[k] === next[k]
+  );
+  return same && Boolean(was.bridge) && Boolean(next.bridge);
 }
 
 function setNow(g: GuestState, key: string, value: ConfigValue): void {

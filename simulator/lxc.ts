@@ -428,11 +428,9 @@ function applyOrThrow(
     if (/^net\d+$/.test(key)) {
       const { net, error } = parseNet(String(value));
       if (error !== undefined) throw paramError({ [key]: error });
-      const old = g.config[key] !== undefined
-        ? parseNet(String(g.config[key])).net
-        : undefined;
-      // A changed interface keeps its MAC unless a new one is given.
-      if (old && !net.hwaddr) net.hwaddr = old.hwaddr;
+      // parse_lxc_network gives an interface without hwaddr a new MAC, also one that replaces
+      // an interface that had one (pve-container `PVE/LXC/Config.pm`, applied by
+      // vmconfig_hotplug_pending and vmconfig_apply_pending).
       value = printNet(net);
     }
     sets.push([key, value]);
@@ -440,8 +438,10 @@ function applyOrThrow(
 
   const errors: Record<string, string> = {};
   for (const key of deletes) {
+    // vmconfig_hotplug_pending unplugs `^net(\d)$` only: net10 … net31 wait for the next start.
     const live = !running || FASTPLUG.has(key) || key === "swap" ||
-      key === "cpulimit" || key === "cpuunits" || /^(unused|net)\d+$/.test(key);
+      key === "cpulimit" || key === "cpuunits" ||
+      /^(unused\d+|net\d)$/.test(key);
     if (live) deleteNow(g, key);
     else {
       delete g.pending[key];

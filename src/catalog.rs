@@ -51,6 +51,8 @@ pub enum Method {
     Suspend,
     Resume,
     WaitTask,
+    SetNic,
+    RemoveNic,
 }
 
 /// Which models offer a name.
@@ -78,6 +80,8 @@ const TABLE: &[(Models, &str, Method)] = &[
     (Models::Both, "sync", Method::Sync),
     (Models::Both, "getConfig", Method::GetConfig),
     (Models::Both, "setConfig", Method::SetConfig),
+    (Models::Both, "setNic", Method::SetNic),
+    (Models::Both, "removeNic", Method::RemoveNic),
     (Models::Both, "start", Method::Start),
     (Models::Both, "stop", Method::Stop),
     (Models::Both, "shutdown", Method::Shutdown),

@@ -9,7 +9,7 @@ use crate::host::Host;
 use crate::methods::{
     backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
     delete_snapshot, download_url, file_read, file_write, get_config, guest_exec, list_backups,
-    list_snapshots, lookup, migrate, node_config, node_status, preflight, reboot, resize_disk,
+    list_snapshots, lookup, migrate, nic, node_config, node_status, preflight, reboot, resize_disk,
     restore, resume, rollback, set_config, shutdown, snapshot, start, stop, suspend, sync,
     template, vm_create, wait_ready, wait_task,
 };
@@ -132,6 +132,16 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::Resize => kept!(
             Method::Resize,
             resize_disk::ResizeArgs::parse(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::SetNic => kept!(
+            Method::SetNic,
+            nic::NicArgs::parse(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::RemoveNic => kept!(
+            Method::RemoveNic,
+            nic::NicArgs::removal(kind, args).map(drop),
             Ok(())
         ),
         Method::Sync => kept!(Method::Sync, sync::SyncArgs::parse(args).map(drop), Ok(())),
@@ -311,6 +321,16 @@ async fn run_scrubbed<H: Host>(
         Method::SetConfig => kept!(
             Method::SetConfig,
             boxed(set_config::set_config(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::SetNic => kept!(
+            Method::SetNic,
+            boxed(nic::change_nic(&run, args, nic::NicArgs::parse)),
+            boxed(left_out(method))
+        ),
+        Method::RemoveNic => kept!(
+            Method::RemoveNic,
+            boxed(nic::change_nic(&run, args, nic::NicArgs::removal)),
             boxed(left_out(method))
         ),
         Method::Sync => kept!(

@@ -303,7 +303,7 @@ const BYTE_RATES: [&str; 3] = ["bps", "bps_rd", "bps_wr"];
 /// value (`virtio` → `model=virtio`), an alias is its target, `virtio=<mac>` is `model=virtio` plus
 /// `macaddr=<mac>` (PVE's `keyAlias`), a drive's byte rate is its MB/s. Without a property list
 /// the parts stay as written.
-fn canonical(props: &[Prop], text: &str) -> Vec<(String, Option<String>)> {
+pub fn canonical(props: &[Prop], text: &str) -> Vec<(String, Option<String>)> {
     let default_key = props.iter().find(|p| p.default_key).map(|p| p.name);
     let has = |name: &str| props.iter().any(|p| p.name == name);
     let mut out: Vec<(String, Option<String>)> = Vec::new();

@@ -89,7 +89,9 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
         (_, "lookup") => &[always(STATUS), always(CONFIG)],
         (_, "sync") => &[always("GET /nodes/{node}/{kind}")],
         (_, "getConfig") => &[always(PENDING)],
-        (_, "setConfig") => &[always(STATUS), always(SET_CONFIG), always(PENDING)],
+        (_, "setConfig" | "setNic" | "removeNic") => {
+            &[always(STATUS), always(SET_CONFIG), always(PENDING)]
+        }
         (Qemu, "start") => &[
             always(STATUS),
             always(START),

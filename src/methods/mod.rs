@@ -18,6 +18,7 @@ pub mod list_backups;
 pub mod list_snapshots;
 pub mod lookup;
 pub mod migrate;
+pub mod nic;
 pub mod node_config;
 pub mod node_status;
 pub mod preflight;

@@ -32,7 +32,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
 use crate::run::Run;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Parameters of `PUT …/config` that are not config keys: passing them through `config` would
 /// change how PVE applies the change rather than the config.
@@ -84,6 +84,22 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(changes) => changes,
         Err(e) => return Failure::from(e).into(),
     };
+    change(run, args, &|_, _| {}, &|_| String::new()).await
+}
+
+/// Completes a change's options from the config the sighting read (`change`'s `fill`).
+pub type Fill<'a> = dyn Fn(&Map<String, Value>, &mut Vec<(String, String)>) + 'a;
+
+/// The steps after the arguments, shared by the methods built on `setConfig` (setNic, removeNic):
+/// find the guest, let `fill` complete the changes from the config the sighting read (a NIC keeps
+/// its MAC), apply and judge them, reboot when asked, record. `shown` adds what the read-back
+/// shows to a success's summary.
+pub async fn change<H: Host>(
+    run: &Run<'_, H>,
+    mut args: SetConfigArgs,
+    fill: &Fill<'_>,
+    shown: &dyn Fn(&ConfigSnapshot) -> String,
+) -> Outcome {
     let absent = |vmid| {
         let noun = run.kind.noun();
         format!("{noun} {vmid} does not exist on any node: there is no config to change")
@@ -92,6 +108,7 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
+    fill(&ev.config, &mut args.changes);
     let (mut verdict, mut snapshot) = apply(run, &mut ev, &args).await;
     if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
         if args.apply_pending == ApplyPending::Reboot && taken.has_pending() {
@@ -100,6 +117,9 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             // What was pending before a reboot is no observation of after it.
             snapshot = after;
         }
+    }
+    if let (Ok(summary), Some(taken)) = (&mut verdict, &snapshot) {
+        summary.push_str(&shown(taken));
     }
     ev.outcome_with(run, verdict, |record| {
         if let Some(snapshot) = snapshot {

@@ -43,6 +43,7 @@ import {
   writesOnly,
 } from "./methods.ts";
 import { resumeSpec, suspendSpec, waitTaskSpec } from "./power_rows.ts";
+import { removeNicSpec, setNicSpec } from "./nic_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
@@ -372,6 +373,8 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     lookup,
     sync,
     setConfig,
+    ct(setNicSpec(n, "lxc", stopped, label(stopped))),
+    ct(removeNicSpec(n, "lxc", stopped, label(stopped))),
     resize,
     start,
     stop,
@@ -498,6 +501,8 @@ export const EXPECTED_LXC_METHODS = [
   "sync",
   "create",
   "setConfig",
+  "setNic",
+  "removeNic",
   "resize",
   "start",
   "stop",

@@ -21,6 +21,7 @@ import { migrateSpec } from "./migrate_rows.ts";
 import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
 import { resumeSpec, suspendSpec, waitTaskSpec } from "./power_rows.ts";
+import { removeNicSpec, setNicSpec } from "./nic_rows.ts";
 
 /** What a verdict may be. */
 export type Verdict = "fail" | "ok" | "ok-retried" | "ok-flagged";
@@ -1542,6 +1543,8 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     del,
     clone,
     setConfig,
+    row(setNicSpec(n, "qemu", stopped, label(stopped))),
+    row(removeNicSpec(n, "qemu", stopped, label(stopped))),
     resizeDisk,
     sync,
     getConfig,
@@ -1581,6 +1584,8 @@ export const EXPECTED_METHODS = [
   "delete",
   "clone",
   "setConfig",
+  "setNic",
+  "removeNic",
   "resizeDisk",
   "sync",
   "getConfig",

@@ -411,7 +411,77 @@ const preflightArgs = (own: string[]) =>
     storage: opt(fc.constantFrom("local-zfs", "a/b", "..", "")),
   });
 
+/** Mostly one of `valid`, now and then one of `invalid` (the edges PVE's rules draw). */
+const edges = <T>(valid: T[], invalid: T[]) =>
+  fc.oneof({ arbitrary: fc.constantFrom(...valid), weight: 15 }, {
+    arbitrary: fc.constantFrom(...invalid),
+    weight: 1,
+  });
+/** setNic's and removeNic's interface: net0 … net31, and each way of missing it. */
+const nics = edges(["net0", "net9", "net10", "net31"], [
+  "net32",
+  "net01",
+  "net+1",
+  "net",
+  "eth0",
+  "NET1",
+]);
+/** A MAC: unicast ones; a group address, short, signed, dashed and non-hex ones. */
+const macs = edges(["BC:24:11:AA:bb:0c", "02:00:00:00:00:0A"], [
+  "01:00:5E:00:00:01",
+  "BC:24:11:00:00",
+  "BC:24:11:00:00:+1",
+  "BC-24-11-00-00-01",
+  "GC:24:11:00:00:01",
+]);
+const nicWords = edges(["vmbr0", "vmbr_1.2", "eth-0"], [
+  "",
+  "vm br",
+  "a/b",
+  "ü",
+]);
+/** setNic of `kind`: a VM's NIC has a model, a container's a name and an address. */
+function setNicArgs(kind: "qemu" | "lxc") {
+  const common = {
+    ...guestRef,
+    nic: mix(nics),
+    bridge: mix(nicWords),
+    tag: opt(bounded(1, 4094)),
+    macaddr: opt(macs),
+    firewall: opt(fc.boolean()),
+    rate: opt(edges([0, 12.5, 1000], [-1, -0.5])),
+    applyPending: rarely(edges(["none", "reboot"], ["later"])),
+  };
+  return kind === "qemu"
+    ? object({
+      ...common,
+      model: opt(edges(["virtio", "e1000", "vmxnet3"], ["virtio2", ""])),
+    })
+    : object({
+      ...common,
+      ifname: opt(nicWords),
+      ip: opt(
+        edges(["dhcp", "manual", "10.0.0.5/24", "10.0.0.5/8", "10.0.0.5/32"], [
+          "10.0.0.5/7",
+          "10.0.0.5/33",
+          "10.0.0.5/+8",
+          "10.0.0.05/24",
+          "10.0.0.5",
+          "auto",
+        ]),
+      ),
+      gw: opt(edges(["10.0.0.1"], ["10.0.0.256", "010.0.0.1", "::1"])),
+    });
+}
+const removeNicArgs = object({
+  ...guestRef,
+  nic: mix(nics),
+  applyPending: rarely(edges(["none", "reboot"], ["later"])),
+});
+
 const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
+  setNic: setNicArgs("qemu"),
+  removeNic: removeNicArgs,
   lookup: object(guestRef),
   guestExec: object({
     ...guestRef,
@@ -836,6 +906,8 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
 
 /** What the lxc model adds, and the methods it shares with the qemu model. */
 const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
+  setNic: setNicArgs("lxc"),
+  removeNic: removeNicArgs,
   create: object({
     vmid: fc.option(mix(vmid), { nil: undefined, freq: 2 }),
     vmidRange: rarely(vmidRangeArb),

@@ -1022,3 +1022,27 @@ Deno.test("network any_bridge lists the node's bridges", async () => {
     },
   });
 });
+
+Deno.test("PUT config of a container NIC without hwaddr gives it a new MAC, as parse_lxc_network does", async () => {
+  await withSim(async (sim) => {
+    await call(sim, "PUT", "/nodes/pve1/lxc/301/config", {
+      net0: "name=eth0,bridge=vmbr0,ip=dhcp",
+    });
+    const net0 = String(sim.guest(301)?.config.net0);
+    assert.match(net0, /^name=eth0,bridge=vmbr0,hwaddr=BC:24:11:/);
+    assert.ok(!net0.includes("hwaddr=BC:24:11:00:03:01,"), net0);
+  });
+});
+
+Deno.test("PUT config deleting net10 of a running container leaves it pending; net0 is unplugged at once", async () => {
+  await withSim(async (sim) => {
+    const ct = sim.guest(300)!;
+    ct.config.net10 =
+      "name=eth10,bridge=vmbr0,hwaddr=BC:24:11:00:03:10,type=veth";
+    await call(sim, "PUT", "/nodes/pve1/lxc/300/config", {
+      delete: "net0,net10",
+    });
+    assert.equal(ct.config.net0, undefined);
+    assert.deepEqual(ct.pendingDelete, ["net10"]);
+  });
+});

@@ -903,3 +903,41 @@ Deno.test("HTTPS with a CA-signed certificate", async () => {
     client.close();
   }
 });
+
+Deno.test("PUT config stores a NIC as qemu-server prints it, with a new MAC whenever none is given", async () => {
+  await withSim(async (sim) => {
+    const stored = async () => {
+      await call(sim, "PUT", "/nodes/pve1/qemu/100/config", {
+        net1: "bridge=vmbr0,model=e1000,firewall=yes",
+      });
+      return String(sim.guest(100)!.config.net1);
+    };
+    const first = await stored();
+    assert.match(
+      first,
+      /^e1000=BC:24:11:[0-9A-F]{2}:[0-9A-F]{2}:[0-9A-F]{2},bridge=vmbr0,firewall=1$/,
+    );
+    // parse_net generates a MAC for a value without one, also one replacing a NIC that had one.
+    assert.notEqual(await stored(), first);
+  });
+});
+
+Deno.test("PUT config on a running VM without network hot-plug: a NIC's tag applies at once, a model change and a removal wait", async () => {
+  await withSim(async (sim) => {
+    sim.guest(100)!.config.hotplug = "disk,usb";
+    const put = (params: ApiParams) =>
+      call(sim, "PUT", "/nodes/pve1/qemu/100/config", params);
+    await put({ net0: "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0,tag=5" });
+    assert.equal(
+      sim.guest(100)!.config.net0,
+      "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0,tag=5",
+    );
+    await put({ net0: "e1000=BC:24:11:AA:BB:CC,bridge=vmbr0" });
+    assert.equal(
+      sim.guest(100)!.pending.net0,
+      "e1000=BC:24:11:AA:BB:CC,bridge=vmbr0",
+    );
+    await put({ delete: "net0" });
+    assert.deepEqual(sim.guest(100)!.pendingDelete, ["net0"]);
+  });
+});

@@ -1,0 +1,111 @@
+/**
+ * setNic and removeNic, both models: one network interface (`netN`) set or removed, judged like a
+ * setConfig change. The core applies the same argument rules (src/methods/nic.rs);
+ * tests/properties/argument_agreement_test.ts proves they agree.
+ *
+ * @module
+ */
+import { z } from "npm:zod@4";
+import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
+import {
+  applyPending,
+  guestRef,
+  provideGuest,
+  requireGuest,
+} from "./schemas.ts";
+
+/** qemu-server's NIC models (`PVE/QemuServer/Network.pm` `$nic_model_list`). */
+const MODELS = [
+  "e1000",
+  "e1000-82540em",
+  "e1000-82544gc",
+  "e1000-82545em",
+  "e1000e",
+  "i82551",
+  "i82557b",
+  "i82559er",
+  "ne2k_isa",
+  "ne2k_pci",
+  "pcnet",
+  "rtl8139",
+  "virtio",
+  "vmxnet3",
+] as const;
+
+const OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+const IPV4 = `${OCTET}(\\.${OCTET}){3}`;
+
+/** PVE's `[-_.\w\d]+` for a bridge or an interface name (pve-common parse_bridge_id). */
+const word = (field: string) =>
+  z.string().regex(
+    /^[-_.A-Za-z0-9]+$/,
+    `${field} must be letters, digits, '-', '_' and '.'`,
+  );
+
+/** The interface both methods name: net0 … net31 (32 on both kinds). */
+const nicRef = {
+  ...guestRef,
+  nic: z.string().regex(
+    /^net([0-9]|[12][0-9]|3[01])$/,
+    "nic must be net0 … net31",
+  ),
+  applyPending,
+};
+
+/** setNic's arguments of `model`: a VM's NIC has a model, a container's a name and an address. */
+function setNicArgs(model: ModelName) {
+  const common = {
+    ...nicRef,
+    bridge: word("bridge"),
+    tag: z.number().int().min(1).max(4094).optional(),
+    /** Kept from the NIC it replaces when not given; PVE generates one for a new NIC. */
+    macaddr: z.string().regex(
+      /^[0-9A-Fa-f][02468ACEace](:[0-9A-Fa-f]{2}){5}$/,
+      "macaddr must be a unicast MAC address XX:XX:XX:XX:XX:XX",
+    ).optional(),
+    firewall: z.boolean().optional(),
+    /** MB/s. */
+    rate: z.number().min(0).optional(),
+  };
+  const vm = z.object({ ...common, model: z.enum(MODELS).optional() });
+  const ct = z.object({
+    ...common,
+    /** The interface's name in the container (PVE's `name`); kept, or eth<N> for a new one. */
+    ifname: word("ifname").optional(),
+    ip: z.string().regex(
+      new RegExp(`^(dhcp|manual|${IPV4}/0*([89]|[12][0-9]|3[0-2]))$`),
+      "ip must be dhcp, manual or an IPv4 address with a prefix of 8 to 32",
+    ).optional(),
+    gw: z.string().regex(new RegExp(`^${IPV4}$`), "gw must be an IPv4 address")
+      .optional(),
+  });
+  return model === "qemu"
+    ? vm.refine(requireGuest, provideGuest)
+    : ct.refine(requireGuest, provideGuest);
+}
+
+/** setNic and removeNic of `model`. */
+export function nicMethods(model: ModelName) {
+  const vm = model === "qemu";
+  const SetNicArgs = setNicArgs(model);
+  const RemoveNicArgs = z.object(nicRef).refine(requireGuest, provideGuest);
+  return {
+    setNic: {
+      description: vm
+        ? "Set one NIC (nic: net0…net31) to model (default: the NIC's, or virtio), bridge, tag, firewall, rate and macaddr (default: the NIC's own; PVE generates one for a new NIC); succeeds when the config read back shows each as PVE stores it, or pending until a restart (a running VM takes a new NIC or a model or MAC change only with network hot-plug); the summary quotes the NIC, its MAC included. applyPending: reboot as setConfig's"
+        : "Set one NIC (nic: net0…net31) to ifname (default: the NIC's, or eth<N>), bridge, tag, firewall, rate, ip, gw and macaddr (default: the NIC's own; PVE generates one for a new NIC); succeeds when the config read back shows each as PVE stores it (a running container takes it at once); the summary quotes the NIC, its MAC included",
+      kind: "action" as const,
+      arguments: SetNicArgs,
+      execute: (args: z.infer<typeof SetNicArgs>, ctx: MethodContext) =>
+        runOnCore(model, "setNic", args, ctx),
+    },
+    removeNic: {
+      description:
+        "Remove one NIC (nic: net0…net31, delete=netN); succeeds when the config read back no longer has it, or shows its removal pending until a restart (recorded as pendingDelete)",
+      kind: "action" as const,
+      arguments: RemoveNicArgs,
+      execute: (args: z.infer<typeof RemoveNicArgs>, ctx: MethodContext) =>
+        runOnCore(model, "removeNic", args, ctx),
+    },
+  };
+}

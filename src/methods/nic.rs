@@ -1,0 +1,458 @@
+//! `setNic` and `removeNic`: one network interface (`netN`) set or removed through `setConfig`'s
+//! engine (`set_config::change`), so it is judged, reported pending and recorded as a config change
+//! is. `setNic` writes the whole interface from its arguments; what identifies it — a VM's `model`,
+//! a container's `name` (argument `ifname`: `name` is the definition's), and its MAC — is kept from
+//! the interface it replaces when not given (PVE would otherwise generate a new MAC: qemu-server
+//! `PVE/QemuServer/Network.pm` parse_net, pve-container `PVE/LXC/Config.pm` parse_lxc_network),
+//! and a new one gets `virtio` / `eth<N>` and the MAC PVE generates. The summary quotes the
+//! interface as PVE stores it, its MAC included.
+
+use crate::args::{ArgError, Fields};
+use crate::guest::config::{canonical, key_type, properties, ConfigSnapshot};
+use crate::guest::reboot::ApplyPending;
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::methods::set_config::{change, SetConfigArgs};
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints::GuestKind;
+use crate::pve::flex;
+use crate::run::Run;
+use serde_json::{Map, Value};
+use std::net::Ipv4Addr;
+
+/// The arguments of `setNic` (`removeNic` reads only the guest and `nic`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NicArgs {
+    pub base: SetConfigArgs,
+    pub nic: String,
+    /// `model` (a VM) or `ifname` (a container's `name`), when given.
+    pub ident: Option<String>,
+    pub mac: Option<String>,
+    /// The other properties as PVE's property string writes them.
+    pub rest: Vec<String>,
+    /// `removeNic`: `delete=netN` instead.
+    pub remove: bool,
+}
+
+/// The property naming a `kind` interface, and the one holding its MAC.
+fn ident_keys(kind: GuestKind) -> (&'static str, &'static str) {
+    match kind {
+        GuestKind::Qemu => ("model", "macaddr"),
+        GuestKind::Lxc => ("name", "hwaddr"),
+    }
+}
+
+/// `net0`…`net31`: both kinds have 32 (qemu-server `$MAX_NETS`, pve-container `$MAX_LXC_NETWORKS`).
+fn nic_key(fields: &Fields) -> Result<String, ArgError> {
+    let nic: String = fields.required("nic")?;
+    let n = nic.strip_prefix("net").unwrap_or_default();
+    let canonical = n.bytes().all(|b| b.is_ascii_digit()) && (n == "0" || !n.starts_with('0'));
+    match n.parse::<u8>() {
+        Ok(i) if i < 32 && canonical => Ok(nic),
+        _ => Err(ArgError::new("nic", "must be net0 … net31")),
+    }
+}
+
+/// A text argument's name, the rule it must pass, and the words refusing it.
+type Check = (&'static str, fn(&str) -> bool, &'static str);
+
+/// An optional text argument, refused naming it when it breaks its rule.
+fn text(fields: &Fields, (key, ok, rule): Check) -> Result<Option<String>, ArgError> {
+    let value: Option<String> = fields.optional(key)?;
+    match value {
+        Some(v) if !ok(&v) => Err(ArgError::new(key, rule)),
+        v => Ok(v),
+    }
+}
+
+/// A bridge or an interface name: PVE's `[-_.\w\d]+` (pve-common `PVE/JSONSchema.pm`
+/// parse_bridge_id, pve-container's `name` pattern).
+fn is_word(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+/// One of qemu-server's NIC models: the schema's `<model>=<mac>` aliases of `model`.
+fn is_model(text: &str) -> bool {
+    key_type(GuestKind::Qemu, "net0").is_some_and(|t| {
+        properties(t)
+            .iter()
+            .any(|p| p.key_alias == Some("model") && p.name == text)
+    })
+}
+
+fn is_ipv4(text: &str) -> bool {
+    text.parse::<Ipv4Addr>().is_ok()
+}
+
+const WORD: &str = "must be letters, digits, '-', '_' and '.' (PVE's rule)";
+const MAC: Check = (
+    "macaddr",
+    is_unicast_mac,
+    "must be a unicast MAC address XX:XX:XX:XX:XX:XX (hex; the first byte even)",
+);
+/// The text arguments of each kind; the first names the interface (`model`, `ifname`).
+const VM_TEXT: [Check; 2] = [
+    (
+        "model",
+        is_model,
+        "must be one of PVE's NIC models (virtio, e1000, e1000e, rtl8139, vmxnet3, …)",
+    ),
+    ("bridge", is_word, WORD),
+];
+const CT_TEXT: [Check; 4] = [
+    ("ifname", is_word, WORD),
+    ("bridge", is_word, WORD),
+    (
+        "ip",
+        is_ipv4_config,
+        "must be dhcp, manual or an IPv4 address with a prefix of 8 to 32 (10.0.0.5/24)",
+    ),
+    ("gw", is_ipv4, "must be an IPv4 address"),
+];
+
+/// A unicast MAC, `XX:XX:XX:XX:XX:XX` (pve-common pve_verify_mac_addr: the I/G bit clear).
+fn is_unicast_mac(text: &str) -> bool {
+    let hex = |c: &u8| (*c as char).to_digit(16);
+    let bytes = text.as_bytes();
+    bytes.len() == 17
+        && bytes.iter().enumerate().all(|(at, c)| match at % 3 {
+            2 => *c == b':',
+            _ => hex(c).is_some(),
+        })
+        && bytes.get(1).and_then(hex).is_some_and(|d| d % 2 == 0)
+}
+
+/// `dhcp`, `manual` or an IPv4 address with a prefix of 8 to 32 (pve-common `PVE/JSONSchema.pm`
+/// pve_verify_ipv4_config, pve_verify_cidrv4).
+fn is_ipv4_config(text: &str) -> bool {
+    let prefix = |p: &str| {
+        p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u8>().is_ok_and(|p| (8..=32).contains(&p))
+    };
+    matches!(text, "dhcp" | "manual")
+        || text
+            .split_once('/')
+            .is_some_and(|(ip, p)| ip.parse::<Ipv4Addr>().is_ok() && prefix(p))
+}
+
+impl NicArgs {
+    /// The guest and `nic`, as both methods take them.
+    fn target(args: &Value) -> Result<(Fields<'_>, SetConfigArgs, String), ArgError> {
+        let fields = Fields::of(args, "")?;
+        let base = SetConfigArgs {
+            target: GuestRef::parse(&fields)?,
+            changes: Vec::new(),
+            apply_pending: ApplyPending::parse(&fields)?,
+        };
+        let nic = nic_key(&fields)?;
+        Ok((fields, base, nic))
+    }
+
+    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
+        let (fields, base, nic) = Self::target(args)?;
+        let checks: &[Check] = match kind {
+            GuestKind::Qemu => &VM_TEXT,
+            GuestKind::Lxc => &CT_TEXT,
+        };
+        let mut ident = None;
+        let mut rest = Vec::new();
+        for (at, check) in checks.iter().enumerate() {
+            match (at, text(&fields, *check)?) {
+                (_, None) => {}
+                (0, given) => ident = given,
+                (_, Some(v)) => rest.push(format!("{}={v}", check.0)),
+            }
+        }
+        if !rest.iter().any(|p| p.starts_with("bridge=")) {
+            return Err(ArgError::new("bridge", "is required"));
+        }
+        let mac = text(&fields, MAC)?;
+        if let Some(on) = fields.optional::<bool>("firewall")? {
+            rest.push(format!("firewall={}", u8::from(on)));
+        }
+        if let Some(rate) = fields.optional::<Value>("rate")? {
+            if !rate.as_f64().is_some_and(|r| r >= 0.0) {
+                return Err(ArgError::new(
+                    "rate",
+                    "must be a number of MB/s, at least 0",
+                ));
+            }
+            rest.push(format!("rate={rate}"));
+        }
+        if fields.optional::<i64>("tag")?.is_some() {
+            rest.push(format!("tag={}", fields.int_in("tag", 1, 4094)?));
+        }
+        Ok(NicArgs {
+            base,
+            nic,
+            ident,
+            mac,
+            rest,
+            remove: false,
+        })
+    }
+
+    /// `removeNic`'s arguments: the guest and `nic`.
+    pub fn removal(_: GuestKind, args: &Value) -> Result<Self, ArgError> {
+        let (_, base, nic) = Self::target(args)?;
+        Ok(NicArgs {
+            base,
+            nic,
+            ident: None,
+            mac: None,
+            rest: Vec::new(),
+            remove: true,
+        })
+    }
+
+    /// The `netN` value: the arguments, with the identity of the interface `config` holds (or a
+    /// new one's defaults) where they leave it out.
+    fn value(&self, kind: GuestKind, config: &Map<String, Value>) -> String {
+        let (ident_key, mac_key) = ident_keys(kind);
+        let old = config
+            .get(&self.nic)
+            .and_then(flex::string_of)
+            .unwrap_or_default();
+        let seen =
+            key_type(kind, &self.nic).map_or_else(Vec::new, |t| canonical(&properties(t), &old));
+        let kept = |key: &str| {
+            seen.iter()
+                .find(|(k, _)| k == key)
+                .and_then(|(_, v)| v.clone())
+        };
+        let default = match kind {
+            GuestKind::Qemu => "virtio".to_string(),
+            GuestKind::Lxc => self.nic.replace("net", "eth"),
+        };
+        let ident = self
+            .ident
+            .clone()
+            .or_else(|| kept(ident_key))
+            .unwrap_or(default);
+        let mut parts = vec![format!("{ident_key}={ident}")];
+        parts.extend(
+            self.mac
+                .clone()
+                .or_else(|| kept(mac_key))
+                .map(|m| format!("{mac_key}={m}")),
+        );
+        parts.extend(self.rest.iter().cloned());
+        parts.join(",")
+    }
+}
+
+/// Where `nic` stands in the config read back, for the summary.
+fn shown(nic: &str, snapshot: &ConfigSnapshot) -> String {
+    let quoted = |v: &Value| flex::string_of(v).unwrap_or_default();
+    match (snapshot.current.get(nic), snapshot.pending.get(nic)) {
+        _ if snapshot.pending_delete.iter().any(|k| k == nic) => String::new(),
+        (_, Some(next)) => format!("; {nic} will read {}", quoted(next)),
+        (Some(now), None) => format!("; {nic} reads {}", quoted(now)),
+        (None, None) => format!("; {nic} is not in the config"),
+    }
+}
+
+/// Runs `setNic` or `removeNic` (`read` reads its arguments: [`NicArgs::parse`] or
+/// [`NicArgs::removal`]). A removal is `delete=netN`, which must read back gone or pending.
+pub async fn change_nic<H: Host>(
+    run: &Run<'_, H>,
+    args: &Value,
+    read: fn(GuestKind, &Value) -> Result<NicArgs, ArgError>,
+) -> Outcome {
+    let args = match read(run.kind, args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let fill = |config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
+        changes.push(match args.remove {
+            true => ("delete".to_string(), args.nic.clone()),
+            false => (args.nic.clone(), args.value(run.kind, config)),
+        })
+    };
+    change(run, args.base.clone(), &fill, &|s| shown(&args.nic, s)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{failure_of, run_method, summary_of, ScriptedHost};
+    use percent_encoding::percent_decode_str;
+    use serde_json::json;
+
+    /// Guest 100 of `model` on pve1, running, whose config holds `config` and whose read-back
+    /// after the change shows `rows`.
+    fn guest(model: &str, config: Value, rows: Value) -> ScriptedHost {
+        let host = ScriptedHost::new();
+        let base = format!("/nodes/pve1/{model}/100");
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": model, "node": "pve1"}]),
+        );
+        host.data(
+            &format!("GET {base}/status/current"),
+            json!({"status": "running", "qmpstatus": "running"}),
+        );
+        host.data(&format!("GET {base}/config"), config);
+        host.data(&format!("PUT {base}/config"), Value::Null);
+        host.data(&format!("GET {base}/pending"), rows);
+        host
+    }
+
+    fn sent(host: &ScriptedHost) -> String {
+        let body = host.body_of("PUT");
+        percent_decode_str(&body).decode_utf8_lossy().into_owned()
+    }
+
+    #[test]
+    fn a_new_nic_goes_out_without_a_mac_and_its_generated_one_is_quoted() {
+        let stored = "virtio=BC:24:11:2A:3B:4C,bridge=vmbr0,firewall=1,tag=20";
+        let host = guest("qemu", json!({}), json!([{"key": "net0", "value": stored}]));
+        let args =
+            json!({"vmid": 100, "nic": "net0", "bridge": "vmbr0", "firewall": true, "tag": 20});
+        let outcome = run_method(&host, "qemu", "setNic", args);
+        assert!(summary_of(&outcome).contains(stored), "{outcome:?}");
+        assert_eq!(
+            sent(&host),
+            "net0=model=virtio,bridge=vmbr0,firewall=1,tag=20"
+        );
+    }
+
+    #[test]
+    fn a_changed_nic_keeps_its_model_and_mac_when_none_is_given() {
+        let old = "e1000=BC:24:11:00:00:01,bridge=vmbr0";
+        let stored = "e1000=BC:24:11:00:00:01,bridge=vmbr0,tag=7";
+        let host = guest(
+            "qemu",
+            json!({"net1": old}),
+            json!([{"key": "net1", "value": stored}]),
+        );
+        let args = json!({"vmid": 100, "nic": "net1", "bridge": "vmbr0", "tag": 7});
+        assert!(run_method(&host, "qemu", "setNic", args).is_success());
+        assert_eq!(
+            sent(&host),
+            "net1=model=e1000,macaddr=BC:24:11:00:00:01,bridge=vmbr0,tag=7"
+        );
+    }
+
+    #[test]
+    fn a_container_nic_is_named_after_its_key_unless_it_has_a_name() {
+        let stored = "name=eth2,bridge=vmbr1,hwaddr=BC:24:11:00:00:02,ip=dhcp,type=veth";
+        let host = guest("lxc", json!({}), json!([{"key": "net2", "value": stored}]));
+        let args = json!({"vmid": 100, "nic": "net2", "bridge": "vmbr1", "ip": "dhcp"});
+        let outcome = run_method(&host, "lxc", "setNic", args);
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(sent(&host), "net2=name=eth2,bridge=vmbr1,ip=dhcp");
+        let old = "name=lan,bridge=vmbr0,hwaddr=BC:24:11:00:00:03,type=veth";
+        let host = guest("lxc", json!({"net0": old}), json!([]));
+        let args = json!({"vmid": 100, "nic": "net0", "bridge": "vmbr0"});
+        run_method(&host, "lxc", "setNic", args);
+        assert_eq!(
+            sent(&host),
+            "net0=name=lan,hwaddr=BC:24:11:00:00:03,bridge=vmbr0"
+        );
+    }
+
+    #[test]
+    fn a_nic_pve_did_not_store_as_asked_fails_naming_it() {
+        let host = guest(
+            "qemu",
+            json!({}),
+            json!([{"key": "net0", "value": "virtio=BC:24:11:2A:3B:4C,bridge=vmbr0"}]),
+        );
+        let args = json!({"vmid": 100, "nic": "net0", "bridge": "vmbr0", "tag": 5});
+        let outcome = run_method(&host, "qemu", "setNic", args);
+        assert!(failure_of(&outcome).contains("`net0`"), "{outcome:?}");
+    }
+
+    #[test]
+    fn a_pending_nic_is_reported_pending_and_recorded() {
+        let next = "e1000=BC:24:11:2A:3B:4C,bridge=vmbr0";
+        let host = guest("qemu", json!({}), json!([{"key": "net0", "pending": next}]));
+        let args = json!({"vmid": 100, "nic": "net0", "model": "e1000", "bridge": "vmbr0"});
+        let outcome = run_method(&host, "qemu", "setNic", args);
+        let summary = summary_of(&outcome);
+        assert!(
+            summary.contains("pending until a restart: net0"),
+            "{summary}"
+        );
+        assert!(summary.contains(next), "{summary}");
+        assert_eq!(outcome.writes[0].data["pending"], json!({"net0": next}));
+    }
+
+    #[test]
+    fn remove_nic_deletes_the_key_and_a_pending_deletion_is_reported() {
+        let host = guest(
+            "qemu",
+            json!({"net1": "virtio=BC:24:11:00:00:01,bridge=vmbr0"}),
+            json!([{"key": "net1", "value": "virtio=BC:24:11:00:00:01,bridge=vmbr0", "delete": 1}]),
+        );
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "removeNic",
+            json!({"vmid": 100, "nic": "net1"}),
+        );
+        assert!(
+            summary_of(&outcome).contains("net1 (delete)"),
+            "{outcome:?}"
+        );
+        assert_eq!(sent(&host), "delete=net1");
+        assert_eq!(outcome.writes[0].data["pendingDelete"], json!(["net1"]));
+        let host = guest("lxc", json!({}), json!([]));
+        let outcome = run_method(
+            &host,
+            "lxc",
+            "removeNic",
+            json!({"vmid": 100, "nic": "net1"}),
+        );
+        assert!(summary_of(&outcome).contains("net1 is not in the config"));
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_naming_the_field_before_anything_is_sent() {
+        let cases = [
+            ("qemu", json!({"nic": "net32"}), "nic"),
+            ("qemu", json!({"nic": "net01"}), "nic"),
+            ("qemu", json!({"nic": "net+1"}), "nic"),
+            ("lxc", json!({"nic": "eth0"}), "nic"),
+            ("qemu", json!({"tag": 0}), "tag"),
+            ("lxc", json!({"tag": 4095}), "tag"),
+            ("qemu", json!({"macaddr": "01:24:11:00:00:01"}), "macaddr"),
+            ("qemu", json!({"macaddr": "BC:24:11:00:00"}), "macaddr"),
+            ("lxc", json!({"macaddr": "BC:24:11:00:00:+1"}), "macaddr"),
+            ("qemu", json!({"bridge": "vmbr 0"}), "bridge"),
+            ("qemu", json!({"bridge": null}), "bridge"),
+            ("qemu", json!({"rate": -1}), "rate"),
+            ("qemu", json!({"model": "virtio2"}), "model"),
+            ("lxc", json!({"ifname": "eth/0"}), "ifname"),
+            ("lxc", json!({"ip": "10.0.0.5"}), "ip"),
+            ("lxc", json!({"ip": "10.0.0.5/+8"}), "ip"),
+            ("lxc", json!({"gw": "10.0.0.256"}), "gw"),
+        ];
+        for (model, bad, field) in cases {
+            let mut args = json!({"vmid": 100, "nic": "net0", "bridge": "vmbr0"});
+            for (k, v) in bad.as_object().unwrap() {
+                match v {
+                    Value::Null => args.as_object_mut().unwrap().remove(k),
+                    v => args.as_object_mut().unwrap().insert(k.clone(), v.clone()),
+                };
+            }
+            let host = ScriptedHost::new();
+            let outcome = run_method(&host, model, "setNic", args);
+            let message = failure_of(&outcome);
+            assert!(message.contains(&format!("`{field}`")), "{bad}: {message}");
+            assert!(host.requests.borrow().is_empty(), "{bad}: nothing is sent");
+        }
+        let host = ScriptedHost::new();
+        let outcome = run_method(
+            &host,
+            "lxc",
+            "removeNic",
+            json!({"vmid": 100, "nic": "net"}),
+        );
+        assert!(failure_of(&outcome).contains("`nic`"));
+    }
+}
