@@ -47,7 +47,7 @@ import {
   preflightMethod,
   preflightResource,
 } from "./_lib/preflight.ts";
-import { powerMethods, taskResource } from "./_lib/power.ts";
+import { powerMethods, taskLogFile, taskResource } from "./_lib/power.ts";
 
 /**
  * Keys `create`'s config bag may not hold: they have their own argument, or change how PVE creates
@@ -196,6 +196,7 @@ export const model = {
     ...taskResource,
     ...preflightResource,
   },
+  files: taskLogFile,
   // The default report of every method run (js/reports/observed_method_report.ts).
   reports: ["@stateless/proxmox/method-observed"],
   checks: {

@@ -46,7 +46,7 @@ import {
   preflightMethod,
   preflightResource,
 } from "./_lib/preflight.ts";
-import { powerMethods, taskResource } from "./_lib/power.ts";
+import { powerMethods, taskLogFile, taskResource } from "./_lib/power.ts";
 
 /** What waitReady waits for (also the `waitReady` option of `start` and `clone`). */
 const readyFields = {
@@ -392,6 +392,7 @@ export const model = {
     ...taskResource,
     ...preflightResource,
   },
+  files: taskLogFile,
   // The default report of every method run (js/reports/observed_method_report.ts).
   reports: ["@stateless/proxmox/method-observed"],
   checks: {
