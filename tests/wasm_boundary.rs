@@ -238,7 +238,7 @@ async fn failed_wait(fails: bool) -> (JsValue, JsValue) {
         )),
         fails,
     );
-    let host_object = JsValue::from(host.clone());
+    let host_object = host.clone();
     let args = format!(r#"{{{GLOBAL},"upid":"{UPID}","taskTimeoutSec":5}}"#);
     let outcome = run_method("qemu".into(), "waitTask".into(), args, host)
         .await
