@@ -85,6 +85,16 @@ impl TaskFailed {
     }
 }
 
+/// Where a record points to a followed task's log ([`TaskFailed::log_ref`]; an end with warnings:
+/// its file; an unobserved end: nowhere).
+pub fn log_ref_of(followed: &Result<TaskEnd, TaskTrouble>) -> (Option<String>, Vec<String>) {
+    match followed {
+        Ok(end) => (end.log_file.clone(), Vec::new()),
+        Err(TaskTrouble::Failed(failed)) => failed.log_ref(),
+        Err(TaskTrouble::Unknown(_)) => Default::default(),
+    }
+}
+
 impl TaskTrouble {
     pub fn into_failure(self) -> Failure {
         match self {

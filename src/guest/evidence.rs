@@ -22,7 +22,7 @@ use crate::pve::request::{PveRequest, Repeat};
 use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
-use crate::task::{follow_task, upid_of, TaskTrouble};
+use crate::task::{follow_task, log_ref_of, upid_of, TaskTrouble};
 use serde_json::{Map, Value};
 
 /// The tasks a run followed: their warnings (kept in the record) and the last UPID — and what is
@@ -32,7 +32,7 @@ pub struct TaskTrail {
     pub warnings: Vec<String>,
     pub last_task: Option<String>,
     /// Where the last followed task's log is kept when it did not end plainly `OK`: a file
-    /// output's name, or (no file stored) a failed task's tail ([`crate::task::TaskFailed::log_ref`]).
+    /// output's name, or (no file stored) a failed task's tail ([`log_ref_of`]).
     pub last_task_log: (Option<String>, Vec<String>),
     /// How many mutations this run has sent.
     pub mutations_sent: u32,
@@ -149,14 +149,10 @@ impl TaskTrail {
         upid: &Upid,
     ) -> Result<(), TaskTrouble> {
         let followed = follow_task(pve, upid).await;
-        self.last_task_log = match &followed {
-            Ok(end) => (end.log_file.clone(), Vec::new()),
-            Err(TaskTrouble::Failed(failed)) => failed.log_ref(),
-            Err(TaskTrouble::Unknown(_)) => {
-                self.outcome_unknown = true;
-                Default::default()
-            }
-        };
+        self.last_task_log = log_ref_of(&followed);
+        if let Err(TaskTrouble::Unknown(_)) = followed {
+            self.outcome_unknown = true;
+        }
         self.warnings.extend(followed?.warnings);
         Ok(())
     }

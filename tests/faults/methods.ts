@@ -454,17 +454,29 @@ function noUnobservedTarget(
   ];
 }
 
+/** `tasklog-<node>-<pid>-<starttime>`: the file holding the log of the task `upid` names. */
+function taskLogOf(upid: unknown): string | undefined {
+  const [, node, pid, , starttime] = String(upid).split(":");
+  return starttime ? `tasklog-${node}-${pid}-${starttime}` : undefined;
+}
+
 /**
- * Only these instances may be written — and the file holding a task's log (spec `taskLog`) that a
- * record of the run names (`lastTaskLog`, `logFile`).
+ * Only these instances may be written — and the file holding a task's log (spec `taskLog`): a
+ * record of the run that names the task (`lastTask`, `upid`) must point to it (`lastTaskLog`,
+ * `logFile`); a run whose records name no task (a failed create records nothing) may leave it.
  */
 export function writesOnly(r: RunResult, allowed: RegExp): string[] {
-  const named = new Set(r.written.flatMap((w) => {
-    const rec = w.data as Rec | null;
-    return typeof rec === "object" ? [rec?.lastTaskLog, rec?.logFile] : [];
-  }));
+  const recs = r.written.map((w) => w.data as Rec)
+    .filter((rec) => rec !== null && typeof rec === "object");
+  const pointed = new Set(
+    recs.flatMap((rec) => [rec.lastTaskLog, rec.logFile]),
+  );
+  const tasks = new Set(
+    recs.flatMap((rec) => [rec.lastTask, rec.upid].map(taskLogOf)),
+  );
   const taskLog = (w: RunResult["written"][number]) =>
-    w.spec === "taskLog" && named.has(w.instance);
+    w.spec === "taskLog" &&
+    (pointed.has(w.instance) || !tasks.has(w.instance));
   return r.written.filter((w) => !allowed.test(w.instance) && !taskLog(w))
     .map((w) => `unexpected record ${w.instance}`);
 }
