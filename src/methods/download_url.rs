@@ -886,6 +886,26 @@ mod tests {
     }
 
     #[test]
+    fn a_download_task_ending_with_warnings_records_the_file_holding_its_log() {
+        let mut host = ScriptedHost::new();
+        host.files = Some(Default::default());
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![json!([]), listed(1024)]);
+        task(
+            &host,
+            "WARNINGS: 1",
+            &["WARN: slow mirror", "TASK WARNINGS: 1"],
+        );
+        let outcome = run_method(&host, "qemu", "downloadUrl", request(json!({})));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let record = &outcome.writes[0].data;
+        assert_eq!(record["lastTask"], UPID);
+        assert_eq!(record["lastTaskLog"], "tasklog-pve1-0000AAAA-6571E3A1");
+        let files = host.files.unwrap().into_inner();
+        assert_eq!(files[0].2, "WARN: slow mirror\nTASK WARNINGS: 1\n");
+    }
+
+    #[test]
     fn a_volume_never_seen_is_not_recorded_as_downloaded_or_verified() {
         let host = ScriptedHost::new();
         node(&host, json!({"size": 1024}));
