@@ -116,7 +116,7 @@ export class DataStore {
 /** The `DataHandle` swamp builds for a stored version. */
 export function handleOf(stored: StoredVersion): DataHandle {
   const metadata: DataHandle["metadata"] = {
-    contentType: "application/json",
+    contentType: stored.contentType ?? "application/json",
     lifetime: stored.lifetime,
     garbageCollection: stored.garbageCollection,
     streaming: false,
@@ -131,7 +131,7 @@ export function handleOf(stored: StoredVersion): DataHandle {
   return {
     name: stored.name,
     specName: stored.specName,
-    kind: "resource",
+    kind: stored.kind ?? "resource",
     dataId: stored.dataId,
     version: stored.version,
     size: new TextEncoder().encode(stored.content).byteLength,
@@ -146,7 +146,7 @@ export function recordOf(stored: StoredVersion): RecordVersion {
     spec: stored.specName,
     instance: stored.name,
     version: stored.version,
-    data: JSON.parse(stored.content),
+    data: stored.kind === "file" ? stored.content : JSON.parse(stored.content),
     writtenBy: stored.writtenBy,
     tombstone: stored.lifecycle === "deleted",
   };

@@ -78,6 +78,17 @@ export function modelProblems(model: ModelLike): string[] {
     const gc = gcProblem(spec.garbageCollection);
     if (gc) problems.push(`resources.${key}: ${gc}`);
   }
+  // swamp's `FileOutputSpecSchema` (model.ts): a content type, lifetime and garbage collection.
+  for (const [key, spec] of Object.entries(model.files ?? {})) {
+    if (key.includes("-")) problems.push(`file spec '${key}' contains '-'`);
+    if (typeof spec.contentType !== "string") {
+      problems.push(`files.${key}.contentType must be a string`);
+    }
+    const lifetime = lifetimeProblem(spec.lifetime);
+    if (lifetime) problems.push(`files.${key}: ${lifetime}`);
+    const gc = gcProblem(spec.garbageCollection);
+    if (gc) problems.push(`files.${key}: ${gc}`);
+  }
   for (const [name, method] of Object.entries(model.methods ?? {})) {
     if (!isZodSchema(method.arguments)) {
       problems.push(`methods.${name}.arguments must be a zod schema`);

@@ -66,7 +66,12 @@ function asPromise<T>(body: () => T): Promise<T> {
   }
 }
 
-function checkInstanceName(name: string, specName: string, type: string) {
+/** Throws when swamp refuses `name` as a data name (empty, reserved, a path). */
+export function checkInstanceName(
+  name: string,
+  specName: string,
+  type: string,
+) {
   if (name.trim() === "") {
     throw new Error(
       `Resource name must be a non-empty string for spec '${specName}' ` +

@@ -43,6 +43,7 @@ import {
 import { createCelEnvironment } from "./cel.ts";
 import { makeExtensionFile } from "./extension_file.ts";
 import { makeDataRepository } from "./data_repository.ts";
+import { makeCreateFileWriter } from "./file_writer.ts";
 import { deletedResourceError, writeDeletionMarkers } from "./lifecycle.ts";
 import { LogCollector } from "./log_collector.ts";
 import { inferMethodKind, isMutatingKind } from "./method_kind.ts";
@@ -124,6 +125,7 @@ export class SwampRepo {
   readonly #modelType: { raw: string; normalized: string };
   readonly #definitionId: string;
   readonly #extensionFiles?: Record<string, string>;
+  readonly #fileWriters: boolean;
 
   /**
    * @param model the extension's `model` export
@@ -158,6 +160,7 @@ export class SwampRepo {
     };
     this.#definitionId = definition.id ?? crypto.randomUUID();
     this.#extensionFiles = options.extensionFiles;
+    this.#fileWriters = options.fileWriters ?? true;
     if (options.vault) {
       this.#vault = new MemoryVault(
         typeof options.vault === "string" ? options.vault : "default",
@@ -251,10 +254,11 @@ export class SwampRepo {
     }
   }
 
-  /** Latest data of an instance (tombstone JSON when deleted), or null. */
+  /** Latest data of an instance (tombstone JSON when deleted; a file's text), or null. */
   latest(instance: string): unknown | null {
     const stored = this.#store.get(instance);
     if (!stored) return null;
+    if (stored.kind === "file") return stored.content;
     const data: unknown = JSON.parse(stored.content);
     return this.#vault ? resolveVaultRefs(data, this.#vault) : data;
   }
@@ -371,27 +375,38 @@ export class SwampRepo {
   ): Promise<ExecOutcome> {
     const writerHandles: DataHandle[] = [];
     const saved: StoredVersion[] = [];
-    const deferred = methodDef.rollbackOnFailure === true;
+    const scope = {
+      store: this.#store,
+      modelType: this.#modelType.normalized,
+      modelId: this.#definitionId,
+      definitionName: this.definition.name,
+      definitionTags: this.definition.tags ?? {},
+      methodName: base.methodName,
+      deferred: methodDef.rollbackOnFailure === true,
+      onSaved: (stored: StoredVersion, handle: DataHandle) => {
+        saved.push(stored);
+        state.written.push(recordOf(stored));
+        writerHandles.push(handle);
+      },
+    };
+    const deferred = scope.deferred;
     const ctx: MethodContext = {
       ...base,
       globalArgs: { ...base.globalArgs },
       writeResource: makeWriteResource({
-        store: this.#store,
+        ...scope,
         resources: this.model.resources ?? {},
-        modelType: this.#modelType.normalized,
-        modelId: this.#definitionId,
-        definitionName: this.definition.name,
-        definitionTags: this.definition.tags ?? {},
-        methodName: base.methodName,
         logs: state.logs,
         vault: this.#vault,
-        deferred,
-        onSaved: (stored, handle) => {
-          saved.push(stored);
-          state.written.push(recordOf(stored));
-          writerHandles.push(handle);
-        },
       }),
+      ...(this.#fileWriters
+        ? {
+          createFileWriter: makeCreateFileWriter({
+            ...scope,
+            files: this.model.files ?? {},
+          }),
+        }
+        : {}),
       readResource: makeReadResource(this.#store, this.#vault),
       deleteResource: makeDeleteResource(this.#store),
       dataRepository: makeDataRepository(this.#store, this.#definitionId),

@@ -47,7 +47,7 @@ export interface DataHandle {
   name: string;
   /** Declared spec name (key in `resources`). */
   specName: string;
-  /** Always `"resource"` here: the harness does not implement file writers. */
+  /** `"file"` for what `createFileWriter` wrote (file_writer.ts). */
   kind: "resource" | "file";
   /** UUID shared by every version of one instance name. */
   dataId: string;
@@ -140,6 +140,32 @@ export interface MethodContext extends BaseContext {
   deleteResource(instanceName: string): Promise<void>;
   /** swamp's data repository, as far as extensions list their own records with it. */
   dataRepository: DataRepositoryLike;
+  /**
+   * A writer of one file output of a spec the model declares in `files` (file_writer.ts);
+   * absent under `RepoOptions.fileWriters: false`, as in a swamp that predates it.
+   */
+  createFileWriter?(
+    specName: string,
+    name: string,
+    overrides?: { contentType?: string; tags?: Record<string, string> },
+  ): FileWriterLike;
+}
+
+/** The part of swamp's `DataWriter` the harness reproduces (no streaming). */
+export interface FileWriterLike {
+  readonly name: string;
+  writeAll(content: Uint8Array): Promise<DataHandle>;
+  writeText(text: string): Promise<DataHandle>;
+}
+
+/** A declared file output (swamp's `FileOutputSpec`). */
+export interface FileSpecLike {
+  description?: string;
+  contentType: string;
+  lifetime: string;
+  garbageCollection: number | string;
+  streaming?: boolean;
+  tags?: Record<string, string>;
 }
 
 /** The listing part of swamp's `UnifiedDataRepository`. */
@@ -209,6 +235,8 @@ export interface ModelLike {
   version: string;
   globalArguments?: z.ZodType;
   resources: Record<string, ResourceSpecLike>;
+  /** File outputs (swamp's `files`), written with `ctx.createFileWriter`. */
+  files?: Record<string, FileSpecLike>;
   checks?: Record<string, CheckLike>;
   methods: Record<string, MethodLike>;
   /** Oldest first; the last one's `toVersion` is `version`. */
@@ -250,6 +278,8 @@ export interface RepoOptions {
    * repository's files by `readDataDirectory` (repo_files.ts); each name's versions oldest first.
    */
   data?: readonly StoredVersionLike[];
+  /** `false`: methods get no `ctx.createFileWriter` (a swamp that predates file outputs). */
+  fileWriters?: boolean;
 }
 
 /**
@@ -261,7 +291,11 @@ export interface StoredVersionLike {
   version: number;
   dataId: string;
   specName: string;
-  /** Serialised JSON, exactly what swamp writes to the version's `raw` file. */
+  /** `file`: a file output's version (its text in `content`); omitted: a resource's. */
+  kind?: "file";
+  /** A file's content type (a resource's is `application/json`). */
+  contentType?: string;
+  /** Serialised JSON, exactly what swamp writes to the version's `raw` file (a file's text). */
   content: string;
   tags: Record<string, string>;
   lifetime: string;
@@ -295,7 +329,7 @@ export interface RecordVersion {
   spec: string;
   instance: string;
   version: number;
-  /** The stored JSON (vault references stay unresolved here). */
+  /** The stored JSON (vault references stay unresolved here); a file's text. */
   data: unknown;
   /** Method whose run wrote this version. */
   writtenBy: string;

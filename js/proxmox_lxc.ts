@@ -48,7 +48,7 @@ import {
   preflightResource,
 } from "./_lib/preflight.ts";
 import { nicMethods } from "./_lib/nic.ts";
-import { powerMethods, taskResource } from "./_lib/power.ts";
+import { powerMethods, taskLogFile, taskResource } from "./_lib/power.ts";
 
 /**
  * Keys `create`'s config bag may not hold: they have their own argument, or change how PVE creates
@@ -199,6 +199,7 @@ export const model = {
     ...taskResource,
     ...preflightResource,
   },
+  files: taskLogFile,
   // The default report of every method run (js/reports/observed_method_report.ts).
   reports: ["@stateless/proxmox/method-observed"],
   checks: {

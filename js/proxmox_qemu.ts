@@ -47,7 +47,7 @@ import {
   preflightResource,
 } from "./_lib/preflight.ts";
 import { nicMethods } from "./_lib/nic.ts";
-import { powerMethods, taskResource } from "./_lib/power.ts";
+import { powerMethods, taskLogFile, taskResource } from "./_lib/power.ts";
 
 /** What waitReady waits for (also the `waitReady` option of `start` and `clone`). */
 const readyFields = {
@@ -395,6 +395,7 @@ export const model = {
     ...taskResource,
     ...preflightResource,
   },
+  files: taskLogFile,
   // The default report of every method run (js/reports/observed_method_report.ts).
   reports: ["@stateless/proxmox/method-observed"],
   checks: {

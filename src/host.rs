@@ -128,6 +128,17 @@ pub trait Host {
     fn select(&self, _expression: &str, _fields: &str) -> Result<bool, String> {
         Err("this host cannot evaluate selection expressions".into())
     }
+    /// Stores `text` as a file output of the model's file spec `spec` named `name` (swamp:
+    /// `ctx.createFileWriter(spec, name).writeText(text)`); the name it was stored under, or `None`
+    /// from a host that cannot store files (a swamp without `createFileWriter`).
+    fn write_file(
+        &self,
+        _spec: &str,
+        _name: &str,
+        _text: &str,
+    ) -> impl Future<Output = Result<Option<String>, HostError>> {
+        async { Ok(None) }
+    }
     /// Whether the caller aborted the run (`ctx.signal`).
     fn aborted(&self) -> bool;
 }

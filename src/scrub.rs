@@ -185,6 +185,17 @@ impl<H: Host> Host for ScrubbedHost<'_, H> {
     fn select(&self, expression: &str, fields: &str) -> Result<bool, String> {
         self.inner.select(expression, fields)
     }
+    /// A file's text is scrubbed like a log line: it may quote what PVE said.
+    async fn write_file(
+        &self,
+        spec: &str,
+        name: &str,
+        text: &str,
+    ) -> Result<Option<String>, HostError> {
+        self.inner
+            .write_file(spec, name, &self.scrub.text(text))
+            .await
+    }
     fn aborted(&self) -> bool {
         self.inner.aborted()
     }

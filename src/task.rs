@@ -26,6 +26,10 @@ pub const TAIL_BYTES: usize = 2048;
 /// log's end is where a task says why it failed, and the first page may not reach it.
 const LOG_PAGE_LINES: usize = 500;
 const LOG_PAGES: usize = 20;
+/// A log that did not end plainly `OK` is kept as a file output of this spec (the model's `files`)…
+pub const LOG_FILE_SPEC: &str = "taskLog";
+/// …of at most this many bytes: its end, where the cause is (and at most the lines read above).
+pub const LOG_FILE_BYTES: usize = 1 << 20;
 
 /// A task that ended successfully.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +39,8 @@ pub struct TaskEnd {
     pub exit_status: String,
     /// The task log's `WARN` lines (empty for `OK`).
     pub warnings: Vec<String>,
+    /// The name of the file output holding its log ([`keep_log`]; `WARNINGS: n` only).
+    pub log_file: Option<String>,
 }
 
 /// Reads a UPID out of a mutation's answer; `what` names the call in the error.
@@ -62,8 +68,31 @@ pub struct TaskFailed {
     pub exit_status: String,
     /// The log's last lines ([`log_tail`]; already scrubbed like everything PVE answers).
     pub tail: Vec<String>,
+    /// The name of the file output holding its log ([`keep_log`]), when the host stored one.
+    pub log_file: Option<String>,
     /// The message: the task, its exit status, its log's tail, what to check.
     pub failure: Failure,
+}
+
+impl TaskFailed {
+    /// Where a record points to its log: the file's name, or (a host that stores no files) the
+    /// log's tail.
+    pub fn log_ref(&self) -> (Option<String>, Vec<String>) {
+        match &self.log_file {
+            Some(file) => (Some(file.clone()), Vec::new()),
+            None => (None, self.tail.clone()),
+        }
+    }
+}
+
+/// Where a record points to a followed task's log ([`TaskFailed::log_ref`]; an end with warnings:
+/// its file; an unobserved end: nowhere).
+pub fn log_ref_of(followed: &Result<TaskEnd, TaskTrouble>) -> (Option<String>, Vec<String>) {
+    match followed {
+        Ok(end) => (end.log_file.clone(), Vec::new()),
+        Err(TaskTrouble::Failed(failed)) => failed.log_ref(),
+        Err(TaskTrouble::Unknown(_)) => Default::default(),
+    }
 }
 
 impl TaskTrouble {
@@ -92,11 +121,63 @@ pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskE
     let status = watch_for_end(pve, upid).await?;
     let exit_status = status.exitstatus.unwrap_or_default();
     // Only a task that did not end plainly OK has a log worth reading: its warnings or its cause.
-    let log = match exit_status.as_str() {
-        "OK" => Vec::new(),
-        _ => read_log(pve, upid).await,
+    let (log, log_file) = match exit_status.as_str() {
+        "OK" => (Vec::new(), None),
+        _ => {
+            let log = read_log(pve, upid).await;
+            let file = keep_log(pve, upid, &log).await;
+            (log, file)
+        }
     };
-    judge(pve, upid, exit_status, log).map_err(|f| TaskTrouble::Failed(Box::new(f)))
+    judge(pve, upid, exit_status, log, log_file).map_err(|f| TaskTrouble::Failed(Box::new(f)))
+}
+
+/// Asks the host to keep a task's log (not empty) as the file `tasklog-<node>-<pid>-<starttime>`
+/// ([`log_file_text`]); the name it was stored under, or `None` when the host stores no files or
+/// could not (logged: only the file is lost, never the verdict).
+async fn keep_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid, log: &[String]) -> Option<String> {
+    if log.is_empty() {
+        return None;
+    }
+    let name = format!("tasklog-{}", upid.key());
+    let text = log_file_text(log);
+    match pve.host.write_file(LOG_FILE_SPEC, &name, &text).await {
+        Ok(stored) => stored,
+        Err(e) => {
+            pve.host.log(
+                LogLevel::Warning,
+                &format!(
+                    "the log of task {upid} could not be kept as a file: {}",
+                    e.message
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// A log as a file's text, one line each: its last lines within [`LOG_FILE_BYTES`], after a first
+/// line saying how many earlier ones were left out.
+pub fn log_file_text(log: &[String]) -> String {
+    let mut bytes = 0;
+    let kept = log
+        .iter()
+        .rev()
+        .take_while(|line| {
+            bytes += line.len() + 1;
+            bytes <= LOG_FILE_BYTES
+        })
+        .count();
+    let skipped = log.len() - kept;
+    let mut text = match skipped {
+        0 => String::new(),
+        n => format!("… {n} earlier lines left out (this file keeps the log's end)\n"),
+    };
+    for line in log.iter().skip(skipped) {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
 }
 
 /// The probe loop of [`follow_task`]: the task's final status, or why its end was not observed.
@@ -293,14 +374,16 @@ fn judge<H: Host>(
     upid: &Upid,
     exit_status: String,
     log: Vec<String>,
+    log_file: Option<String>,
 ) -> Result<TaskEnd, TaskFailed> {
-    let ended = |warnings| TaskEnd {
+    let ended = |warnings, log_file| TaskEnd {
         upid: upid.clone(),
         exit_status: exit_status.clone(),
         warnings,
+        log_file,
     };
     if exit_status == "OK" {
-        return Ok(ended(Vec::new()));
+        return Ok(ended(Vec::new(), None));
     }
     if exit_status.starts_with("WARNINGS") {
         let warnings: Vec<String> = log
@@ -314,7 +397,7 @@ fn judge<H: Host>(
                 &format!("task {} ({}): {warning}", upid.task_type, upid.id),
             );
         }
-        return Ok(ended(warnings));
+        return Ok(ended(warnings, log_file));
     }
     let reason = if exit_status.is_empty() {
         "no exit status"
@@ -341,6 +424,7 @@ fn judge<H: Host>(
     Err(TaskFailed {
         exit_status,
         tail,
+        log_file,
         failure,
     })
 }
@@ -698,6 +782,110 @@ mod tests {
             .collect();
         assert_eq!(urls.len(), 2, "{urls:?}");
         assert!(urls[1].contains("start=500"), "{}", urls[1]);
+    }
+
+    /// Follows UPID (its log: `lines` lines) to `exit_status` on a host that stores files or not.
+    fn follow_logged(
+        exit_status: &str,
+        lines: usize,
+        files: bool,
+    ) -> (ScriptedHost, Result<TaskEnd, TaskTrouble>) {
+        let mut host = ScriptedHost::new();
+        host.files = files.then(Default::default);
+        host.data(
+            &status_route(),
+            json!({"status": "stopped", "exitstatus": exit_status}),
+        );
+        let log: Vec<Value> = (1..=lines)
+            .map(|n| json!({"n": n, "t": format!("WARN: line {n}")}))
+            .collect();
+        host.data(&format!("GET /nodes/pve2/tasks/{UPID}/log"), json!(log));
+        let global = GlobalArgs::parse(&api_args(json!({}))).unwrap();
+        let pve = Pve {
+            host: &host,
+            settings: &global.transport,
+            task_timeout_ms: 10_000,
+            poll_cap_ms: 1000,
+            request_timeout_ms: 30_000,
+            scrub: &crate::scrub::Scrubber::default(),
+            budget: &crate::poll::WaitBudget::new(10_000),
+            shared: &crate::watch::Shared::default(),
+        };
+        let followed = block_on(follow_task(&pve, &Upid::parse(UPID).unwrap()));
+        (host, followed)
+    }
+
+    fn failed(followed: Result<TaskEnd, TaskTrouble>) -> TaskFailed {
+        match followed {
+            Err(TaskTrouble::Failed(failed)) => *failed,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_failed_tasks_whole_log_is_kept_as_a_file_named_after_the_task() {
+        let (host, followed) = follow_logged("command 'vma' failed: exit code 1", 450, true);
+        let failed = failed(followed);
+        let name = "tasklog-pve2-0000AAAA-6571E3A1";
+        assert_eq!(failed.log_file.as_deref(), Some(name));
+        assert_eq!(failed.log_ref(), (Some(name.to_string()), Vec::new()));
+        let files = host.files.unwrap().into_inner();
+        assert_eq!(files.len(), 1);
+        assert_eq!(
+            (files[0].0.as_str(), files[0].1.as_str()),
+            (LOG_FILE_SPEC, name)
+        );
+        let lines: Vec<&str> = files[0].2.lines().collect();
+        assert_eq!(lines.len(), 450);
+        assert_eq!((lines[0], lines[449]), ("WARN: line 1", "WARN: line 450"));
+    }
+
+    #[test]
+    fn a_host_that_stores_no_files_leaves_a_failed_task_its_tail_for_the_record() {
+        let (_, followed) = follow_logged("job errors", 30, false);
+        let failed = failed(followed);
+        assert_eq!(failed.log_file, None);
+        let (file, tail) = failed.log_ref();
+        assert_eq!(file, None);
+        assert_eq!(tail.len(), TAIL_LINES);
+        assert_eq!(tail.last().map(String::as_str), Some("WARN: line 30"));
+    }
+
+    #[test]
+    fn a_log_ending_in_warnings_is_kept_as_a_file_and_an_ok_one_is_not() {
+        let (_, warned) = follow_logged("WARNINGS: 3", 3, true);
+        let end = warned.unwrap();
+        assert_eq!(end.warnings.len(), 3);
+        assert_eq!(
+            end.log_file.as_deref(),
+            Some("tasklog-pve2-0000AAAA-6571E3A1")
+        );
+        let (host, ok) = follow_logged("OK", 3, true);
+        assert_eq!(ok.unwrap().log_file, None);
+        assert!(host.files.unwrap().into_inner().is_empty());
+    }
+
+    #[test]
+    fn a_log_file_keeps_the_end_of_a_log_beyond_a_mebibyte_saying_what_it_left_out() {
+        let log: Vec<String> = (1..=3000).map(|n| format!("{n:>1023}")).collect();
+        let text = log_file_text(&log);
+        assert!(text.len() <= LOG_FILE_BYTES + 100, "{}", text.len());
+        let kept = LOG_FILE_BYTES / 1024;
+        let first = text.lines().next().unwrap();
+        assert_eq!(
+            first,
+            format!(
+                "… {} earlier lines left out (this file keeps the log's end)",
+                3000 - kept
+            )
+        );
+        assert!(text.ends_with(&format!("{}\n", log[2999])));
+        assert_eq!(text.lines().count(), kept + 1);
+        assert_eq!(
+            log_file_text(&log[..3]).lines().count(),
+            3,
+            "a short log whole"
+        );
     }
 
     #[test]

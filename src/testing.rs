@@ -39,6 +39,8 @@ pub struct ScriptedHost {
     pub selector: Option<Box<dyn Fn(&str, &Value) -> Result<bool, String>>>,
     /// The fields each `select` was asked about, in order.
     pub selections: RefCell<Vec<Value>>,
+    /// The files stored (spec, name, text); `None`: a host that stores no files.
+    pub files: Option<RefCell<Vec<(String, String, String)>>>,
     clock: RefCell<f64>,
 }
 
@@ -212,6 +214,20 @@ impl Host for ScriptedHost {
             Some(select) => select(expression, &fields),
             None => Err("no selector in this test".into()),
         }
+    }
+
+    async fn write_file(
+        &self,
+        spec: &str,
+        name: &str,
+        text: &str,
+    ) -> Result<Option<String>, HostError> {
+        let Some(files) = &self.files else {
+            return Ok(None);
+        };
+        let file = (spec.to_string(), name.to_string(), text.to_string());
+        files.borrow_mut().push(file);
+        Ok(Some(name.to_string()))
     }
 
     fn aborted(&self) -> bool {

@@ -30,6 +30,9 @@ export interface CoreHost {
   listRecords?(spec: string): Promise<string[] | null>;
   /** Whether a guest's fields (JSON text) satisfy a selection expression; throws why not. */
   select?(expression: string, fields: string): unknown;
+  /** Stores a text as a file output of the model's file spec; the name stored under, or null
+   * when the host stores no files. */
+  writeFile?(spec: string, name: string, text: string): Promise<string | null>;
   aborted(): boolean;
 }
 /** What a method run produced: records to write first, then the verdict (`runMethod` hands it
@@ -62,6 +65,13 @@ extern "C" {
     async fn list_records(this: &JsHost, spec: &str) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method, catch)]
     fn select(this: &JsHost, expression: &str, fields: &str) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = writeFile)]
+    async fn write_file(
+        this: &JsHost,
+        spec: &str,
+        name: &str,
+        text: &str,
+    ) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method)]
     fn aborted(this: &JsHost) -> bool;
 }
@@ -249,6 +259,19 @@ impl Host for WasmHost {
                 .ok_or_else(|| "it does not yield a bool (true or false)".into()),
             Err(e) => Err(host_error(e).message),
         }
+    }
+
+    async fn write_file(
+        &self,
+        spec: &str,
+        name: &str,
+        text: &str,
+    ) -> Result<Option<String>, HostError> {
+        if !self.declares("writeFile") {
+            return Ok(None);
+        }
+        let stored = self.0.write_file(spec, name, text).await;
+        Ok(stored.map_err(host_error)?.as_string())
     }
 
     fn aborted(&self) -> bool {

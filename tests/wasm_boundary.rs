@@ -12,7 +12,7 @@ export function scriptedHost(routes) {
   return {
     log,
     async http(req) {
-      const path = new URL(req.url).pathname.replace("/api2/json", "");
+      const path = decodeURIComponent(new URL(req.url).pathname.replace("/api2/json", ""));
       const route = routes[`${req.method} ${path}`];
       // A guest path nobody scripted: PVE's answer for a guest that is not on that node.
       const guest = /^\/nodes\/([^/]+)\/(qemu|lxc)\/(\d+)(\/|$)/.exec(path);
@@ -42,6 +42,20 @@ export function selectingHost(routes, answer) {
   };
   return host;
 }
+export function filingHost(routes, fails) {
+  const host = scriptedHost(routes);
+  // A task is followed by the clock: a pause moves it on.
+  let clock = 1700000000000;
+  host.now = () => clock;
+  host.sleep = async (ms) => { clock += ms; };
+  host.files = [];
+  host.writeFile = async (spec, name, text) => {
+    if (fails) throw new Error("disk full");
+    host.files.push([spec, name, text]);
+    return name;
+  };
+  return host;
+}
 export function field(object, path) {
   const parsed = typeof object === "string" ? JSON.parse(object) : object;
   return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), parsed);
@@ -53,6 +67,9 @@ extern "C" {
     /// The scripted host with a `select` answering `answer` (`"throw"`: throwing an Error).
     #[wasm_bindgen(js_name = selectingHost)]
     fn selecting_host(routes: JsValue, answer: JsValue) -> JsHost;
+    /// The scripted host with a `writeFile` keeping each file in `files` (`fails`: rejecting).
+    #[wasm_bindgen(js_name = filingHost)]
+    fn filing_host(routes: JsValue, fails: bool) -> JsHost;
     /// A field of a JS object, or of the object a JSON text (the outcome) makes.
     fn field(object: &JsValue, path: &str) -> JsValue;
 }
@@ -207,5 +224,62 @@ async fn a_selector_answer_that_is_not_a_bool_refuses_where() {
     assert!(
         message.ends_with("it does not yield a bool (true or false)"),
         "{message}"
+    );
+}
+
+const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:vzdump:100:root@pam!t:";
+
+/// waitTask of a task that failed logging a line with the token secret, on a filing host.
+async fn failed_wait(fails: bool) -> (JsValue, JsValue) {
+    let host = filing_host(
+        routes(&format!(
+            r#"{{"GET /nodes/pve1/tasks/{UPID}/status": {{"body": {{"data": {{"status": "stopped", "exitstatus": "job errors"}}}}}},
+                "GET /nodes/pve1/tasks/{UPID}/log": {{"body": {{"data": [{{"n": 1, "t": "auth secret-xyz rejected"}}]}}}}}}"#
+        )),
+        fails,
+    );
+    let host_object = host.clone();
+    let args = format!(r#"{{{GLOBAL},"upid":"{UPID}","taskTimeoutSec":5}}"#);
+    let outcome = run_method("qemu".into(), "waitTask".into(), args, host)
+        .await
+        .map(JsValue::from)
+        .unwrap();
+    (outcome, host_object)
+}
+
+#[wasm_bindgen_test]
+async fn a_failed_tasks_log_crosses_to_the_hosts_write_file_scrubbed_and_the_record_names_it() {
+    let (outcome, host) = failed_wait(false).await;
+    let name = "tasklog-pve1-0000AAAA-6571E3A1";
+    assert_eq!(
+        field(&outcome, "writes.0.data.logFile")
+            .as_string()
+            .as_deref(),
+        Some(name)
+    );
+    assert_eq!(
+        field(&host, "files.0.0").as_string().as_deref(),
+        Some("taskLog")
+    );
+    assert_eq!(field(&host, "files.0.1").as_string().as_deref(), Some(name));
+    assert_eq!(
+        field(&host, "files.0.2").as_string().as_deref(),
+        Some("auth *** rejected\n")
+    );
+}
+
+#[wasm_bindgen_test]
+async fn a_write_file_that_rejects_leaves_the_record_the_tail_and_the_verdict_as_it_was() {
+    let (outcome, _) = failed_wait(true).await;
+    assert_eq!(
+        field(&outcome, "verdict.status").as_string().as_deref(),
+        Some("failed")
+    );
+    assert!(field(&outcome, "writes.0.data.logFile").is_undefined());
+    assert_eq!(
+        field(&outcome, "writes.0.data.logTail.0")
+            .as_string()
+            .as_deref(),
+        Some("auth *** rejected")
     );
 }

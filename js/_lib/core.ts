@@ -42,6 +42,8 @@ export interface MethodContext extends HostContext, PackageFiles {
 
 interface CoreOutcome {
   writes: { spec: string; instance: string; data: unknown }[];
+  /** The handles of the files the run stored (the host's, not the core's answer). */
+  files: DataHandle[];
   verdict: { status: "succeeded"; summary: string } | {
     status: "failed";
     message: string;
@@ -84,9 +86,10 @@ export async function decide(
   const host = createHost(ctx);
   try {
     // The outcome crosses as its JSON text: one string, parsed once (src/wasm.rs).
-    return JSON.parse(
+    const outcome = JSON.parse(
       await core.runMethod(model, method, JSON.stringify(args), host),
     ) as CoreOutcome;
+    return { ...outcome, files: host.files };
   } finally {
     host.close();
   }
@@ -115,7 +118,8 @@ export async function runOnCore(
     { ...ctx.globalArgs, ...args },
     ctx,
   );
-  const dataHandles: DataHandle[] = [];
+  // The files (a task's log) were stored during the run; they are outputs as the records are.
+  const dataHandles: DataHandle[] = [...outcome.files];
   for (const write of outcome.writes) {
     dataHandles.push(
       await ctx.writeResource(write.spec, write.instance, write.data),

@@ -35,6 +35,15 @@ export interface HostContext {
   createCelEnvironment?(): {
     parse(expression: string): (context: Record<string, unknown>) => unknown;
   };
+  /**
+   * A writer of one file output of a spec the model declares in `files` (swamp's `MethodContext`,
+   * src/domain/models/model.ts; `createFileWriterFactory`, data_writer.ts). Absent in a check's
+   * context and in a swamp that predates file outputs.
+   */
+  createFileWriter?(
+    spec: string,
+    name: string,
+  ): { writeText(text: string): Promise<{ name: string }> };
 }
 
 /** An HTTP exchange assembled by the core. */
@@ -83,6 +92,10 @@ export interface Host {
   listRecords(spec: string): Promise<string[] | null>;
   /** What a selection expression yields over a guest's fields (JSON text); throws why it cannot. */
   select(expression: string, fields: string): unknown;
+  /** Stores a text as a file output; the name swamp stored it under, null when it stores no files. */
+  writeFile(spec: string, name: string, text: string): Promise<string | null>;
+  /** The handles of the files this run stored, in order. */
+  files: unknown[];
   aborted(): boolean;
   /** Frees the run's HTTP clients and ends the pauses it left behind. */
   close(): void;
@@ -118,6 +131,7 @@ export function createHost(ctx: HostContext): Host {
     reads.add(caCert);
     return readClient(caCert, join);
   };
+  const files: unknown[] = [];
   return {
     http: (request) => sendHttp(request, signal, clientFor(request)),
     run: (request) => runProcess(request, signal),
@@ -128,6 +142,13 @@ export function createHost(ctx: HostContext): Host {
       (ctx.readResource ? await ctx.readResource(instance) : null) ?? null,
     listRecords: (spec) => listRecords(ctx, spec),
     select: selector(ctx),
+    writeFile: async (spec, name, text) => {
+      if (!ctx.createFileWriter) return null;
+      const handle = await ctx.createFileWriter(spec, name).writeText(text);
+      files.push(handle);
+      return handle.name;
+    },
+    files,
     aborted: () => signal.aborted,
     close: () => {
       mutationClients.forEach((client) => client.close());

@@ -74,7 +74,12 @@ export const TaskRecord = z.object({
   ended: z.boolean(),
   exitStatus: z.string().optional(),
   warnings: z.array(z.string()).optional(),
-  /** A failed task's last log lines (at most 10, 2 KB), as the failure message quotes them. */
+  /** The file output (spec taskLog) holding its log, when it did not end plainly OK. */
+  logFile: z.string().optional(),
+  /**
+   * A failed task's last log lines (at most 10, 2 KB), as the failure message quotes them, when
+   * no file holds its log (a swamp without file outputs).
+   */
   logTail: z.array(z.string()).optional(),
   error: z.string().optional(),
   lastOperation: z.string(),
@@ -85,8 +90,22 @@ export const TaskRecord = z.object({
 export const taskResource = {
   task: {
     description:
-      "One task waitTask followed (instance task-<node>-<pid>-<starttime>): how it ended; a failed one's exit status and log tail",
+      "One task waitTask followed (instance task-<node>-<pid>-<starttime>): how it ended; a failed one's exit status and its log file (logFile), or its log's tail where swamp stores no files",
     schema: TaskRecord,
+    lifetime: "infinite" as const,
+    garbageCollection: 20,
+  },
+};
+
+/**
+ * The file output both models declare: the log of a task a method followed that did not end
+ * plainly OK (src/task.rs `keep_log`).
+ */
+export const taskLogFile = {
+  taskLog: {
+    description:
+      "The log of a task a method followed that failed or ended with warnings (name tasklog-<node>-<pid>-<starttime>): one line each, its end within 1 MiB, secrets scrubbed; the record points to it (lastTaskLog; waitTask's logFile)",
+    contentType: "text/plain",
     lifetime: "infinite" as const,
     garbageCollection: 20,
   },

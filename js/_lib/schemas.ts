@@ -232,6 +232,10 @@ export const guestStateFields = {
     .optional(),
   warnings: z.array(z.string()).optional(),
   lastTask: z.string().optional(),
+  /** The file output (spec taskLog) holding that task's log, when it did not end plainly OK. */
+  lastTaskLog: z.string().optional(),
+  /** That task's last log lines when it failed and no file holds its log (at most 10, 2 KB). */
+  lastTaskLogTail: z.array(z.string()).optional(),
   /** The selection of the sync that wrote it: scope, nodes (none: the cluster), tags, where. */
   selection: z.object({
     scope: z.string(),
@@ -560,6 +564,10 @@ export const VolumeRecord = z.object({
   checksum: z.string().optional(),
   checksumVerified: z.boolean(),
   lastTask: z.string().optional(),
+  /** The file output (spec taskLog) holding that task's log, when it did not end plainly OK. */
+  lastTaskLog: z.string().optional(),
+  /** That task's last log lines when it failed and no file holds its log (at most 10, 2 KB). */
+  lastTaskLogTail: z.array(z.string()).optional(),
   observedAt: z.string(),
 });
 

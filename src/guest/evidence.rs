@@ -22,7 +22,7 @@ use crate::pve::request::{PveRequest, Repeat};
 use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
-use crate::task::{follow_task, upid_of, TaskTrouble};
+use crate::task::{follow_task, log_ref_of, upid_of, TaskTrouble};
 use serde_json::{Map, Value};
 
 /// The tasks a run followed: their warnings (kept in the record) and the last UPID — and what is
@@ -31,6 +31,9 @@ use serde_json::{Map, Value};
 pub struct TaskTrail {
     pub warnings: Vec<String>,
     pub last_task: Option<String>,
+    /// Where the last followed task's log is kept when it did not end plainly `OK`: a file
+    /// output's name, or (no file stored) a failed task's tail ([`log_ref_of`]).
+    pub last_task_log: (Option<String>, Vec<String>),
     /// How many mutations this run has sent.
     pub mutations_sent: u32,
     /// Whether PVE may or may not have carried out a mutation of this run: its answer was lost or
@@ -145,12 +148,12 @@ impl TaskTrail {
         pve: &Pve<'_, H>,
         upid: &Upid,
     ) -> Result<(), TaskTrouble> {
-        let end = follow_task(pve, upid).await.inspect_err(|trouble| {
-            if matches!(trouble, TaskTrouble::Unknown(_)) {
-                self.outcome_unknown = true;
-            }
-        })?;
-        self.warnings.extend(end.warnings);
+        let followed = follow_task(pve, upid).await;
+        self.last_task_log = log_ref_of(&followed);
+        if let Err(TaskTrouble::Unknown(_)) = followed {
+            self.outcome_unknown = true;
+        }
+        self.warnings.extend(followed?.warnings);
         Ok(())
     }
 
@@ -372,6 +375,7 @@ impl Evidence {
         record.ipv4 = self.ipv4.clone();
         record.warnings = self.trail.warnings.clone();
         record.last_task = self.trail.last_task.clone();
+        (record.last_task_log, record.last_task_log_tail) = self.trail.last_task_log.clone();
         record.marks = Marks::of(self.reading(), self.trail.changes());
         record
     }

@@ -98,6 +98,13 @@ pub struct GuestRecord {
     /// The UPID of the last task this run followed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_task: Option<String>,
+    /// The file output (spec `taskLog`) holding that task's log, when it did not end plainly `OK`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_task_log: Option<String>,
+    /// That task's last log lines when it failed and no file holds its log (a swamp without file
+    /// outputs): at most 10 lines, 2 KB, as the failure message quotes them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub last_task_log_tail: Vec<String>,
     /// The selection of the `sync` that wrote the record (a sync of a node, nodes or the cluster).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selection: Option<SyncSelection>,

@@ -33,7 +33,7 @@ use crate::pve::flex;
 use crate::pve::responses::NodeStorage;
 use crate::pve::responses::TaskLogLine;
 use crate::run::{write, Run};
-use crate::task::{follow_task, upid_of};
+use crate::task::{follow_task, log_ref_of, upid_of};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -321,6 +321,12 @@ pub struct VolumeRecord {
     pub checksum_verified: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_task: Option<String>,
+    /// The file output (spec `taskLog`) holding that task's log, when it did not end plainly `OK`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_task_log: Option<String>,
+    /// That task's last log lines when it failed and no file holds its log.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub last_task_log_tail: Vec<String>,
     pub observed_at: String,
 }
 
@@ -358,6 +364,8 @@ struct Findings<'a> {
     downloaded: bool,
     checksum_verified: bool,
     last_task: Option<String>,
+    /// Where that task's log is kept ([`log_ref_of`]).
+    last_task_log: (Option<String>, Vec<String>),
 }
 
 impl Findings<'_> {
@@ -380,6 +388,8 @@ impl Findings<'_> {
             checksum: args.checksum.as_ref().map(|(_, d)| d.clone()),
             checksum_verified: self.checksum_verified && volume.is_some(),
             last_task: self.last_task.clone(),
+            last_task_log: self.last_task_log.0.clone(),
+            last_task_log_tail: self.last_task_log.1.clone(),
             observed_at: run.now_iso(),
         }
     }
@@ -442,6 +452,7 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         downloaded: false,
         checksum_verified: false,
         last_task: None,
+        last_task_log: Default::default(),
     };
     match existing {
         Some(volume) => already_there(run, &mut findings, volume).await,
@@ -666,7 +677,9 @@ async fn send_and_follow<H: Host>(
         format!("download to {volid}: {why}; whether PVE started it is unknown — it was not sent again: check the {} content of storage {} on node {node}", args.content.name(), args.storage)
     })?;
     findings.last_task = Some(upid.to_string());
-    if let Err(trouble) = follow_task(&pve, &upid).await {
+    let followed = follow_task(&pve, &upid).await;
+    findings.last_task_log = log_ref_of(&followed);
+    if let Err(trouble) = followed {
         return Err(format!("download to {volid}: {}", trouble.into_failure().0));
     }
     // The log is where PVE says whether its checksum check ran: unreadable is not "it did not".
@@ -870,6 +883,26 @@ mod tests {
             "{outcome:?}"
         );
         assert_eq!(outcome.writes[0].data["present"], false);
+    }
+
+    #[test]
+    fn a_download_task_ending_with_warnings_records_the_file_holding_its_log() {
+        let mut host = ScriptedHost::new();
+        host.files = Some(Default::default());
+        node(&host, json!({"size": 1024}));
+        content(&host, vec![json!([]), listed(1024)]);
+        task(
+            &host,
+            "WARNINGS: 1",
+            &["WARN: slow mirror", "TASK WARNINGS: 1"],
+        );
+        let outcome = run_method(&host, "qemu", "downloadUrl", request(json!({})));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let record = &outcome.writes[0].data;
+        assert_eq!(record["lastTask"], UPID);
+        assert_eq!(record["lastTaskLog"], "tasklog-pve1-0000AAAA-6571E3A1");
+        let files = host.files.unwrap().into_inner();
+        assert_eq!(files[0].2, "WARN: slow mirror\nTASK WARNINGS: 1\n");
     }
 
     #[test]

@@ -405,6 +405,50 @@ mod tests {
         assert!(host.elapsed_ms() < 1_000.0, "the lock is not waited out");
     }
 
+    /// A start whose task fails with a log, on a host that stores files or not.
+    fn failed_start(files: bool) -> (ScriptedHost, Outcome) {
+        let mut host = ScriptedHost::new();
+        host.files = files.then(Default::default);
+        cluster(&host, json!({"status": "stopped", "qmpstatus": "stopped"}));
+        host.data("POST /nodes/pve1/qemu/100/status/start", json!(UPID));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
+            json!({"status": "stopped", "exitstatus": "start failed: QEMU exited with code 1"}),
+        );
+        let log = json!([{"n": 1, "t": "kvm: cannot open disk"}, {"n": 2, "t": "TASK ERROR: start failed"}]);
+        host.data(&format!("GET /nodes/pve1/tasks/{UPID}/log"), log);
+        let outcome = run_start(&host, json!({"vmid": 100}));
+        assert!(!outcome.is_success(), "{outcome:?}");
+        (host, outcome)
+    }
+
+    #[test]
+    fn a_failed_start_task_records_the_file_holding_its_log() {
+        let (host, outcome) = failed_start(true);
+        let record = record(&outcome);
+        assert_eq!(record["lastTask"], UPID);
+        let name = "tasklog-pve1-0000AAAA-6571E3A1";
+        assert_eq!(record["lastTaskLog"], name);
+        assert!(record.get("lastTaskLogTail").is_none());
+        let files = host.files.unwrap().into_inner();
+        assert_eq!(files[0].1, name);
+        assert_eq!(
+            files[0].2,
+            "kvm: cannot open disk\nTASK ERROR: start failed\n"
+        );
+    }
+
+    #[test]
+    fn a_failed_start_task_records_its_log_tail_where_no_file_can_be_stored() {
+        let (_, outcome) = failed_start(false);
+        let record = record(&outcome);
+        assert!(record.get("lastTaskLog").is_none());
+        assert_eq!(
+            record["lastTaskLogTail"],
+            json!(["kvm: cannot open disk", "TASK ERROR: start failed"])
+        );
+    }
+
     #[test]
     fn a_task_ok_without_the_state_fails_naming_the_ha_state() {
         let host = ScriptedHost::new();

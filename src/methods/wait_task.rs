@@ -97,7 +97,11 @@ pub struct TaskRecord {
     pub exit_status: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// A failed task's last log lines (at most 10, 2 KB), as the failure message quotes them.
+    /// The file output (spec `taskLog`) holding the task's log, when it did not end plainly `OK`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<String>,
+    /// A failed task's last log lines (at most 10, 2 KB), as the failure message quotes them, when
+    /// no file holds its log (a swamp without file outputs).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub log_tail: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -154,13 +158,7 @@ fn the_one(node: &str, rows: &[ListedTask]) -> Result<Upid, String> {
 
 /// The record of how the task ended, written before the verdict.
 fn verdict<H: Host>(run: &Run<'_, H>, upid: Upid, ended: Result<TaskEnd, TaskTrouble>) -> Outcome {
-    let mut parts = upid.as_str().split(':');
-    let instance = format!(
-        "task-{}-{}-{}",
-        upid.node,
-        parts.nth(2).unwrap_or_default(),
-        parts.nth(1).unwrap_or_default()
-    );
+    let instance = format!("task-{}", upid.key());
     let mut record = TaskRecord {
         upid: upid.as_str().to_owned(),
         task_type: upid.task_type,
@@ -169,6 +167,7 @@ fn verdict<H: Host>(run: &Run<'_, H>, upid: Upid, ended: Result<TaskEnd, TaskTro
         ended: true,
         exit_status: None,
         warnings: Vec::new(),
+        log_file: None,
         log_tail: Vec::new(),
         error: None,
         last_operation: run.method.to_string(),
@@ -177,11 +176,12 @@ fn verdict<H: Host>(run: &Run<'_, H>, upid: Upid, ended: Result<TaskEnd, TaskTro
     match ended {
         Ok(end) => {
             record.warnings = end.warnings;
+            record.log_file = end.log_file;
             record.exit_status = Some(end.exit_status);
         }
         Err(TaskTrouble::Failed(failed)) => {
+            (record.log_file, record.log_tail) = failed.log_ref();
             record.exit_status = Some(failed.exit_status);
-            record.log_tail = failed.tail;
             record.error = Some(failed.failure.0);
         }
         Err(TaskTrouble::Unknown(why)) => {
@@ -293,6 +293,40 @@ mod tests {
         let last = tail[9].as_str().unwrap();
         assert!(last.starts_with("ERROR: token ") && !last.contains("SECRET-in-tests"));
         assert_eq!(record["error"].as_str(), Some(message.as_str()));
+    }
+
+    #[test]
+    fn a_failed_task_record_points_to_its_log_file_which_holds_the_whole_log_scrubbed() {
+        let mut host = ScriptedHost::new();
+        host.files = Some(Default::default());
+        host.data(
+            &status_route(UPID),
+            json!({"status": "stopped", "exitstatus": "job errors"}),
+        );
+        let log: Vec<Value> = (1..=40)
+            .map(|n| json!({"n": n, "t": format!("INFO: step {n}")}))
+            .chain([json!({"n": 41, "t": "ERROR: token SECRET-in-tests rejected by storage"})])
+            .collect();
+        host.data(&format!("GET /nodes/pve2/tasks/{UPID}/log"), json!(log));
+        let outcome = wait(&host, json!({"upid": UPID}));
+        assert!(failure_of(&outcome).contains("INFO: step 32 | "));
+        let record = record(&outcome);
+        assert_eq!(record["logFile"], "tasklog-pve2-0000AAAA-6571E3A1");
+        assert!(record.get("logTail").is_none(), "the file holds it");
+        let files = host.files.as_ref().unwrap().borrow();
+        let [(spec, name, text)] = files.as_slice() else {
+            panic!("{files:?}")
+        };
+        assert_eq!(
+            (spec.as_str(), name.as_str()),
+            ("taskLog", "tasklog-pve2-0000AAAA-6571E3A1")
+        );
+        assert!(text.starts_with("INFO: step 1\nINFO: step 2\n"), "{text}");
+        assert!(
+            text.ends_with("ERROR: token *** rejected by storage\n"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 41);
     }
 
     #[test]

@@ -46,6 +46,14 @@ impl Upid {
         })
     }
 
+    /// `<node>-<pid>-<starttime>`: what names the task uniquely, for a record's or a file's name.
+    pub fn key(&self) -> String {
+        let mut parts = self.raw.split(':');
+        let pid = parts.nth(2).unwrap_or_default();
+        let starttime = parts.nth(1).unwrap_or_default();
+        format!("{}-{pid}-{starttime}", self.node)
+    }
+
     /// The UPID exactly as PVE wrote it.
     pub fn as_str(&self) -> &str {
         &self.raw

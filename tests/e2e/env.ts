@@ -65,6 +65,8 @@ export interface EnvOptions {
   ) => Definition;
   /** Records the repository's data store holds before the first run. */
   data?: readonly StoredVersionLike[];
+  /** `false`: methods get no `ctx.createFileWriter`, as in a swamp that predates file outputs. */
+  fileWriters?: boolean;
 }
 
 /** Starts qemu-ga, the simulator and a repository holding one qemu model definition. */
@@ -151,7 +153,12 @@ function makeRepo(options: EnvOptions, sim: Simulator, ssh?: SshNode) {
   const repo = new SwampRepo(
     options.model ?? qemuModel,
     definition ?? { name: "fleet", globalArgs },
-    { vault: true, extensionFiles: PACKAGE_FILES, data: options.data },
+    {
+      vault: true,
+      extensionFiles: PACKAGE_FILES,
+      data: options.data,
+      fileWriters: options.fileWriters,
+    },
   );
   return { repo, globalArgs };
 }

@@ -1,7 +1,8 @@
 /**
  * waitTask end to end: a task another client started, named by its UPID or found by a filter of
  * its node's task list, is followed to its end; a failed one fails with its exit status and its
- * log's last lines, which the `task-…` record holds too — scrubbed of the token secret.
+ * log's last lines, and the `task-…` record points to the file holding its whole log (or, where
+ * swamp stores no files, holds those lines) — scrubbed of the token secret.
  */
 import assert from "node:assert/strict";
 import { model as lxcModel } from "../../js/proxmox_lxc.ts";
@@ -84,8 +85,8 @@ Deno.test("waitTask: a filter that matches nothing fails saying so, writing noth
   });
 });
 
-Deno.test("waitTask: a failed task fails with its exit status and the last lines of a long log, in the message and the record", async () => {
-  await withEnv(cluster, async (env) => {
+Deno.test("waitTask: a failed task fails with its exit status and the last lines of a long log, in the message and (where swamp stores no files) the record", async () => {
+  await withEnv({ ...cluster, fileWriters: false }, async (env) => {
     env.sim.nextTask({
       durationMs: 800,
       exitstatus: "start failed: QEMU exited with code 1",
@@ -109,7 +110,31 @@ Deno.test("waitTask: a failed task fails with its exit status and the last lines
     assert.equal(tail[0], "line 693");
     assert.match(tail[9], /^TASK ERROR: start failed/);
     assert.match(tail[8], /^kvm: auth .* rejected$/);
+    assert.equal(rec.logFile, undefined);
     assert.equal(rec.error, r.error);
+  });
+});
+
+Deno.test("waitTask: a failed task's record points to the taskLog file holding its whole log, the token secret scrubbed", async () => {
+  await withEnv(cluster, async (env) => {
+    env.sim.nextTask({ durationMs: 800, exitstatus: "start failed" });
+    const upid = await startedElsewhere(env);
+    const task = env.sim.task(upid)!;
+    for (let n = 1; n <= 700; n++) task.log.push(`line ${n}`);
+    task.log.push(`kvm: auth ${TOKEN_SECRET} rejected`);
+    const r = await env.run("waitTask", { upid });
+    assert.equal(r.status, "failed");
+    const rec = written(r, instanceOf(upid));
+    const name = instanceOf(upid).replace(/^task-/, "tasklog-");
+    assert.equal(rec.logFile, name);
+    assert.equal(rec.logTail, undefined);
+    const file = r.written.find((w) => w.spec === "taskLog");
+    assert.equal(file?.instance, name);
+    const lines = String(file?.data).trimEnd().split("\n");
+    assert.equal(lines[0], "line 1");
+    assert.equal(lines[699], "line 700");
+    assert.equal(lines[700], "kvm: auth *** rejected");
+    assert.ok(!String(file?.data).includes(TOKEN_SECRET));
   });
 });
 

@@ -455,11 +455,31 @@ function noUnobservedTarget(
   ];
 }
 
-/** Only these instances may be written. */
+/** `tasklog-<node>-<pid>-<starttime>`: the file holding the log of the task `upid` names. */
+function taskLogOf(upid: unknown): string | undefined {
+  const [, node, pid, , starttime] = String(upid).split(":");
+  return starttime ? `tasklog-${node}-${pid}-${starttime}` : undefined;
+}
+
+/**
+ * Only these instances may be written — and the file holding a task's log (spec `taskLog`): a
+ * record of the run that names the task (`lastTask`, `upid`) must point to it (`lastTaskLog`,
+ * `logFile`); a run whose records name no task (a failed create records nothing) may leave it.
+ */
 export function writesOnly(r: RunResult, allowed: RegExp): string[] {
-  return r.written.filter((w) => !allowed.test(w.instance)).map((w) =>
-    `unexpected record ${w.instance}`
+  const recs = r.written.map((w) => w.data as Rec)
+    .filter((rec) => rec !== null && typeof rec === "object");
+  const pointed = new Set(
+    recs.flatMap((rec) => [rec.lastTaskLog, rec.logFile]),
   );
+  const tasks = new Set(
+    recs.flatMap((rec) => [rec.lastTask, rec.upid].map(taskLogOf)),
+  );
+  const taskLog = (w: RunResult["written"][number]) =>
+    w.spec === "taskLog" &&
+    (pointed.has(w.instance) || !tasks.has(w.instance));
+  return r.written.filter((w) => !allowed.test(w.instance) && !taskLog(w))
+    .map((w) => `unexpected record ${w.instance}`);
 }
 
 export function powerEffect(

@@ -860,3 +860,72 @@ Deno.test("formatRun prints the outcome and the records written", async () => {
     /^Completed {2}recordThenFail on pve-lab failed in \d+ms\n {2}error \[method_execution_failed\]: guest vm-2 exited 1\n {2}vm-2 v1 guest$/,
   );
 });
+
+/** A model declaring a text file output `log`, whose `note` method writes one. */
+function fileModel(): ModelLike {
+  return {
+    ...standInModel(),
+    files: {
+      log: {
+        contentType: "text/plain",
+        lifetime: "infinite",
+        garbageCollection: 10,
+      },
+    },
+    methods: {
+      note: {
+        description: "writes a text file, or says there is no file writer",
+        arguments: z.object({ spec: z.string().default("log") }),
+        execute: async (args: { spec: string }, ctx: MethodContext) => {
+          if (!ctx.createFileWriter) throw new Error("no createFileWriter");
+          const h = await ctx.createFileWriter(args.spec, "note-1")
+            .writeText("one\ntwo\n");
+          return { dataHandles: [h] };
+        },
+      },
+    },
+  };
+}
+
+Deno.test("createFileWriter stores a text as a version of a file output and returns its file handle", async () => {
+  const r = repo(fileModel());
+  const run = await r.run("note");
+  assert.equal(run.status, "succeeded", run.error);
+  const handle = run.dataHandles[0];
+  assert.equal(handle.name, "note-1");
+  assert.equal(handle.kind, "file");
+  assert.equal(handle.specName, "log");
+  assert.equal(handle.size, 8);
+  assert.equal(handle.metadata.contentType, "text/plain");
+  assert.equal(handle.tags.type, "file");
+  assert.equal(r.latest("note-1"), "one\ntwo\n");
+  assert.deepEqual(
+    run.written.map((w) => [w.spec, w.instance, w.data]),
+    [["log", "note-1", "one\ntwo\n"]],
+  );
+});
+
+Deno.test("createFileWriter refuses a file spec the model does not declare, naming the declared ones", async () => {
+  const run = await repo(fileModel()).run("note", { spec: "other" });
+  assert.equal(run.status, "failed");
+  assert.match(
+    run.error ?? "",
+    /Undeclared file spec 'other' .* Declared file specs: log/,
+  );
+});
+
+Deno.test("with fileWriters: false a method's context has no createFileWriter", async () => {
+  const r = new SwampRepo(fileModel(), definition, { fileWriters: false });
+  const run = await r.run("note");
+  assert.equal(run.status, "failed");
+  assert.equal(run.error, "no createFileWriter");
+});
+
+Deno.test("a file spec without a content type is refused at load", () => {
+  const model = fileModel();
+  const bad = { ...model, files: { log: { lifetime: "infinite" } } };
+  assert.throws(
+    () => new SwampRepo(bad as unknown as ModelLike, definition),
+    /files\.log\.contentType must be a string/,
+  );
+});

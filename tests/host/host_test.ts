@@ -84,3 +84,33 @@ Deno.test("host: select without swamp's CEL environment throws saying so", () =>
   );
   host.close();
 });
+
+Deno.test("host: writeFile stores the text with swamp's file writer, returns the stored name and keeps the handle", async () => {
+  const written: [string, string, string][] = [];
+  const host = createHost({
+    ...quiet,
+    createFileWriter: (spec, name) => ({
+      writeText: (text) => {
+        written.push([spec, name, text]);
+        return Promise.resolve({ name: `${name}-stored` });
+      },
+    }),
+  });
+  assert.equal(
+    await host.writeFile("taskLog", "tasklog-pve1-1-2", "a\nb\n"),
+    "tasklog-pve1-1-2-stored",
+  );
+  assert.deepEqual(written, [["taskLog", "tasklog-pve1-1-2", "a\nb\n"]]);
+  assert.deepEqual(host.files, [{ name: "tasklog-pve1-1-2-stored" }]);
+  host.close();
+});
+
+Deno.test("host: writeFile without swamp's file writer stores nothing and answers null", async () => {
+  const host = createHost(quiet);
+  assert.equal(
+    await host.writeFile("taskLog", "tasklog-pve1-1-2", "a\n"),
+    null,
+  );
+  assert.deepEqual(host.files, []);
+  host.close();
+});

@@ -119,6 +119,42 @@ Deno.test(
 );
 
 Deno.test(
+  "real swamp: a failed start keeps its task's log as a taskLog file swamp lists, the record naming it",
+  opts,
+  async () => {
+    const guests = [...demoGuests(), extraGuest({})];
+    await withRealSwamp({ guests }, async (env) => {
+      const { cli } = env;
+      env.sim.nextTask({ exitstatus: "start failed: QEMU exited with code 1" });
+      const r = await runMethod(env, "start", { vmid: 120 }, 1);
+      assert.match(r.json.error, /start failed: QEMU exited with code 1/);
+      const stored = await cli.latest(
+        'modelName == "fleet" && name == "vm-120"',
+      );
+      const name = String(stored.get("vm-120")?.lastTaskLog);
+      assert.match(name, /^tasklog-pve1-[0-9A-F]+-[0-9A-F]+$/);
+      const listed = await cli.json(["data", "list", "fleet"]);
+      const files = listed.json.groups.find((g: { type: string }) =>
+        g.type === "file"
+      );
+      assert.deepEqual(
+        files?.items.map((f: { name: string; contentType: string }) => [
+          f.name,
+          f.contentType,
+        ]),
+        [[name, "text/plain"]],
+      );
+      const got = await cli.json(["data", "get", "fleet", name]);
+      assert.equal(got.json.tags.specName, "taskLog");
+      assert.equal(
+        got.json.content,
+        "TASK ERROR: start failed: QEMU exited with code 1\n",
+      );
+    });
+  },
+);
+
+Deno.test(
   "real swamp: data query returns the latest record of each guest a sync wrote",
   opts,
   async () => {
