@@ -453,11 +453,13 @@ pub fn log_tail(log: &[String]) -> Vec<String> {
 }
 
 /// The task's log lines (its non-empty ones), read page by page to its end (at most
-/// `LOG_PAGES` pages); an unreadable log only loses context, never the verdict.
+/// `LOG_PAGES` pages; a longer log ends with a line saying its end was not read, so neither the
+/// tail nor the file passes its first lines off as its end); an unreadable log only loses
+/// context, never the verdict.
 pub async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
     let mut lines = Vec::new();
     let mut start = 0;
-    for _ in 0..LOG_PAGES {
+    for page_number in 1..=LOG_PAGES {
         let request = endpoints::task_log(upid, start, LOG_PAGE_LINES);
         match pve.read::<Vec<TaskLogLine>>(&request, "a task log").await {
             Ok(page) => {
@@ -467,6 +469,11 @@ pub async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
                 lines.extend(text.filter(|t| !t.trim().is_empty()));
                 if last {
                     break;
+                }
+                if page_number == LOG_PAGES {
+                    lines.push(format!(
+                        "(the log goes on past its first {start} lines; its end was not read)"
+                    ));
                 }
             }
             Err(e) => {
@@ -863,6 +870,17 @@ mod tests {
         let (host, ok) = follow_logged("OK", 3, true);
         assert_eq!(ok.unwrap().log_file, None);
         assert!(host.files.unwrap().into_inner().is_empty());
+    }
+
+    #[test]
+    fn a_log_longer_than_the_pages_read_says_its_end_was_not_read() {
+        // Every page answers full, as a log past LOG_PAGES pages does.
+        let failed = failed(follow_logged("exit code 1", LOG_PAGE_LINES, true).1);
+        let tail = failed.tail;
+        assert_eq!(
+            tail.last().map(String::as_str),
+            Some("(the log goes on past its first 10000 lines; its end was not read)")
+        );
     }
 
     #[test]

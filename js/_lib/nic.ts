@@ -67,9 +67,35 @@ function setNicArgs(model: ModelName) {
     /** MB/s. */
     rate: z.number().min(0).optional(),
   };
-  const vm = z.object({ ...common, model: z.enum(MODELS).optional() });
+  /** Properties of the NIC it replaces to leave out; every other one not given is kept. */
+  const clear = (names: readonly [string, ...string[]]) =>
+    z.array(z.enum(names)).optional();
+  const vm = z.object({
+    ...common,
+    model: z.enum(MODELS).optional(),
+    clear: clear([
+      "tag",
+      "firewall",
+      "rate",
+      "mtu",
+      "queues",
+      "trunks",
+      "link_down",
+    ]),
+  });
   const ct = z.object({
     ...common,
+    clear: clear([
+      "tag",
+      "firewall",
+      "rate",
+      "ip",
+      "gw",
+      "ip6",
+      "gw6",
+      "mtu",
+      "link_down",
+    ]),
     /** The interface's name in the container (PVE's `name`); kept, or eth<N> for a new one. */
     ifname: word("ifname").optional(),
     ip: z.string().regex(
@@ -92,8 +118,8 @@ export function nicMethods(model: ModelName) {
   return {
     setNic: {
       description: vm
-        ? "Set one NIC (nic: net0…net31) to model (default: the NIC's, or virtio), bridge, tag, firewall, rate and macaddr (default: the NIC's own; PVE generates one for a new NIC); succeeds when the config read back shows each as PVE stores it, or pending until a restart (a running VM takes a new NIC or a model or MAC change only with network hot-plug); the summary quotes the NIC, its MAC included. applyPending: reboot as setConfig's"
-        : "Set one NIC (nic: net0…net31) to ifname (default: the NIC's, or eth<N>), bridge, tag, firewall, rate, ip, gw and macaddr (default: the NIC's own; PVE generates one for a new NIC); succeeds when the config read back shows each as PVE stores it (a running container takes it at once); the summary quotes the NIC, its MAC included",
+        ? "Set one NIC (nic: net0…net31) to model (default: the NIC's, or virtio), bridge, tag, firewall, rate and macaddr (default: the NIC's own; PVE generates one for a new NIC); every other property of the NIC it replaces is kept unless named in clear; succeeds when the config read back shows each as PVE stores it, or pending until a restart (a running VM takes a new NIC or a model or MAC change only with network hot-plug); the summary quotes the NIC, its MAC included. applyPending: reboot as setConfig's"
+        : "Set one NIC (nic: net0…net31) to ifname (default: the NIC's, or eth<N>), bridge, tag, firewall, rate, ip, gw and macaddr (default: the NIC's own; PVE generates one for a new NIC); every other property of the NIC it replaces is kept unless named in clear; succeeds when the config read back shows each as PVE stores it (a running container takes it at once); the summary quotes the NIC, its MAC included",
       kind: "action" as const,
       arguments: SetNicArgs,
       execute: (args: z.infer<typeof SetNicArgs>, ctx: MethodContext) =>

@@ -1,8 +1,9 @@
 //! `setNic` and `removeNic`: one network interface (`netN`) set or removed through `setConfig`'s
 //! engine (`set_config::change`), so it is judged, reported pending and recorded as a config change
-//! is. `setNic` writes the whole interface from its arguments; what identifies it — a VM's `model`,
-//! a container's `name` (argument `ifname`: `name` is the definition's), and its MAC — is kept from
-//! the interface it replaces when not given (PVE would otherwise generate a new MAC: qemu-server
+//! is. `setNic` writes the interface from its arguments over the one it replaces: every property
+//! not given is kept (a tag change must not drop a container's address), unless named in `clear`;
+//! what identifies it — a VM's `model`, a container's `name` (argument `ifname`: `name` is the
+//! definition's), and its MAC — is kept likewise (PVE would otherwise generate a new MAC: qemu-server
 //! `PVE/QemuServer/Network.pm` parse_net, pve-container `PVE/LXC/Config.pm` parse_lxc_network),
 //! and a new one gets `virtio` / `eth<N>` and the MAC PVE generates. The summary quotes the
 //! interface as PVE stores it, its MAC included.
@@ -30,6 +31,8 @@ pub struct NicArgs {
     pub mac: Option<String>,
     /// The other properties as PVE's property string writes them.
     pub rest: Vec<String>,
+    /// Properties of the NIC it replaces to leave out (`clear`); every other one is kept.
+    pub clear: Vec<String>,
     /// `removeNic`: `delete=netN` instead.
     pub remove: bool,
 }
@@ -113,6 +116,53 @@ const CT_TEXT: [Check; 4] = [
     ("gw", is_ipv4, "must be an IPv4 address"),
 ];
 
+/// What `clear` may name: the optional properties of each kind's NIC (qemu-server
+/// `PVE/QemuServer/Network.pm` $net_fmt, pve-container `PVE/LXC/Config.pm` $netconf_desc).
+const VM_CLEARABLE: [&str; 7] = [
+    "tag",
+    "firewall",
+    "rate",
+    "mtu",
+    "queues",
+    "trunks",
+    "link_down",
+];
+const CT_CLEARABLE: [&str; 9] = [
+    "tag",
+    "firewall",
+    "rate",
+    "ip",
+    "gw",
+    "ip6",
+    "gw6",
+    "mtu",
+    "link_down",
+];
+
+/// `clear`: properties of `kind`'s NIC to leave out, none of them also given.
+fn clear_list(kind: GuestKind, fields: &Fields, given: &[String]) -> Result<Vec<String>, ArgError> {
+    let clearable: &[&str] = match kind {
+        GuestKind::Qemu => &VM_CLEARABLE,
+        GuestKind::Lxc => &CT_CLEARABLE,
+    };
+    let names: Vec<String> = fields.optional("clear")?.unwrap_or_default();
+    for name in &names {
+        if !clearable.contains(&name.as_str()) {
+            return Err(ArgError::new(
+                "clear",
+                format!("may name only {}", clearable.join(", ")),
+            ));
+        }
+        if given.iter().any(|p| p.split('=').next() == Some(name)) {
+            return Err(ArgError::new(
+                "clear",
+                format!("names {name}, which is also given"),
+            ));
+        }
+    }
+    Ok(names)
+}
+
 /// A unicast MAC, `XX:XX:XX:XX:XX:XX` (pve-common pve_verify_mac_addr: the I/G bit clear).
 fn is_unicast_mac(text: &str) -> bool {
     let hex = |c: &u8| (*c as char).to_digit(16);
@@ -185,12 +235,14 @@ impl NicArgs {
         if fields.optional::<i64>("tag")?.is_some() {
             rest.push(format!("tag={}", fields.int_in("tag", 1, 4094)?));
         }
+        let clear = clear_list(kind, &fields, &rest)?;
         Ok(NicArgs {
             base,
             nic,
             ident,
             mac,
             rest,
+            clear,
             remove: false,
         })
     }
@@ -204,12 +256,13 @@ impl NicArgs {
             ident: None,
             mac: None,
             rest: Vec::new(),
+            clear: Vec::new(),
             remove: true,
         })
     }
 
-    /// The `netN` value: the arguments, with the identity of the interface `config` holds (or a
-    /// new one's defaults) where they leave it out.
+    /// The `netN` value: the arguments over the interface `config` holds — its identity (or a
+    /// new one's defaults) and every property they leave out and `clear` does not name.
     fn value(&self, kind: GuestKind, config: &Map<String, Value>) -> String {
         let (ident_key, mac_key) = ident_keys(kind);
         let old = config
@@ -239,6 +292,19 @@ impl NicArgs {
                 .or_else(|| kept(mac_key))
                 .map(|m| format!("{mac_key}={m}")),
         );
+        let given = |k: &str| self.rest.iter().any(|p| p.split('=').next() == Some(k));
+        for (key, value) in &seen {
+            if [ident_key, mac_key].contains(&key.as_str())
+                || given(key)
+                || self.clear.contains(key)
+            {
+                continue;
+            }
+            parts.push(match value {
+                Some(v) => format!("{key}={v}"),
+                None => key.clone(),
+            });
+        }
         parts.extend(self.rest.iter().cloned());
         parts.join(",")
     }
@@ -351,7 +417,40 @@ mod tests {
         run_method(&host, "lxc", "setNic", args);
         assert_eq!(
             sent(&host),
-            "net0=name=lan,hwaddr=BC:24:11:00:00:03,bridge=vmbr0"
+            "net0=name=lan,hwaddr=BC:24:11:00:00:03,type=veth,bridge=vmbr0"
+        );
+    }
+
+    #[test]
+    fn a_changed_nic_keeps_every_property_not_given_so_a_tag_change_keeps_the_address() {
+        let old =
+            "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:04,ip=192.0.2.5/24,gw=192.0.2.1,tag=10";
+        let host = guest("lxc", json!({"net0": old}), json!([]));
+        let args = json!({"vmid": 100, "nic": "net0", "bridge": "vmbr0", "tag": 30});
+        run_method(&host, "lxc", "setNic", args);
+        assert_eq!(
+            sent(&host),
+            "net0=name=eth0,hwaddr=BC:24:11:00:00:04,ip=192.0.2.5/24,gw=192.0.2.1,bridge=vmbr0,tag=30"
+        );
+        let old = "virtio=BC:24:11:00:00:05,bridge=vmbr0,mtu=9000,queues=4";
+        let host = guest("qemu", json!({"net0": old}), json!([]));
+        let args = json!({"vmid": 100, "nic": "net0", "bridge": "vmbr1"});
+        run_method(&host, "qemu", "setNic", args);
+        assert_eq!(
+            sent(&host),
+            "net0=model=virtio,macaddr=BC:24:11:00:00:05,mtu=9000,queues=4,bridge=vmbr1"
+        );
+    }
+
+    #[test]
+    fn clear_leaves_out_the_properties_it_names() {
+        let old = "virtio=BC:24:11:00:00:06,bridge=vmbr0,tag=10,rate=5";
+        let host = guest("qemu", json!({"net0": old}), json!([]));
+        let args = json!({"vmid": 100, "nic": "net0", "bridge": "vmbr0", "clear": ["tag"]});
+        run_method(&host, "qemu", "setNic", args);
+        assert_eq!(
+            sent(&host),
+            "net0=model=virtio,macaddr=BC:24:11:00:00:06,rate=5,bridge=vmbr0"
         );
     }
 
@@ -431,6 +530,11 @@ mod tests {
             ("lxc", json!({"ip": "10.0.0.5"}), "ip"),
             ("lxc", json!({"ip": "10.0.0.5/+8"}), "ip"),
             ("lxc", json!({"gw": "10.0.0.256"}), "gw"),
+            ("qemu", json!({"clear": ["bridge"]}), "clear"),
+            ("lxc", json!({"clear": ["macaddr"]}), "clear"),
+            ("qemu", json!({"clear": ["ip"]}), "clear"),
+            ("qemu", json!({"tag": 5, "clear": ["tag"]}), "clear"),
+            ("lxc", json!({"clear": "tag"}), "clear"),
         ];
         for (model, bad, field) in cases {
             let mut args = json!({"vmid": 100, "nic": "net0", "bridge": "vmbr0"});
