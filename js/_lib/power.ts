@@ -92,7 +92,8 @@ export const taskResource = {
     description:
       "One task waitTask followed (instance task-<node>-<pid>-<starttime>): how it ended; a failed one's exit status and its log file (logFile), or its log's tail where swamp stores no files",
     schema: TaskRecord,
-    lifetime: "infinite" as const,
+    // One instance per task, never written again: versions alone would never expire it.
+    lifetime: "90d" as const,
     garbageCollection: 20,
   },
 };
@@ -106,7 +107,8 @@ export const taskLogFile = {
     description:
       "The log of a task a method followed that failed or ended with warnings (name tasklog-<node>-<pid>-<starttime>): one line each, its end within 1 MiB, secrets scrubbed; the record points to it (lastTaskLog; waitTask's logFile)",
     contentType: "text/plain",
-    lifetime: "infinite" as const,
+    // One file per task, never written again: kept 90 days rather than forever.
+    lifetime: "90d" as const,
     garbageCollection: 20,
   },
 };
