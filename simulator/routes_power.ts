@@ -10,6 +10,7 @@
  */
 
 import { type Ctx, lockedMessage, qemuGuest, type Route } from "./context.ts";
+import { ApiError } from "./http.ts";
 import type { ParamSpec } from "./params.ts";
 import { TaskFailure } from "./tasks.ts";
 import type { GuestState } from "./types.ts";
@@ -22,7 +23,8 @@ const OPT_INT: ParamSpec = { type: "integer", optional: true, minimum: 0 };
 /**
  * The guest again at task end (it may have been removed meanwhile), its lock checked — but a
  * start passes the lock `suspended` of a VM suspended to disk: qemu-server `PVE/QemuServer.pm`
- * vm_start skips check_lock for it and resumes the VM from its saved state.
+ * vm_start skips check_lock for it and resumes the VM from its saved state; and a stop or
+ * shutdown of a VM that does not run ends before any lock check (_do_vm_stop).
  */
 function liveGuest(ctx: Ctx, g: GuestState, action: string): GuestState {
   const live = ctx.core.state.get(g.vmid);
@@ -32,7 +34,8 @@ function liveGuest(ctx: Ctx, g: GuestState, action: string): GuestState {
     );
   }
   const resumes = action === "start" && live.lock === "suspended";
-  if (live.lock && ctx.params.skiplock !== true && !resumes) {
+  const idle = action !== "start" && live.status !== "running";
+  if (live.lock && ctx.params.skiplock !== true && !resumes && !idle) {
     throw new TaskFailure(lockedMessage(live));
   }
   return live;
@@ -105,6 +108,13 @@ function powerRoute(
     params,
     handler: (ctx) => {
       const g = qemuGuest(ctx);
+      // A graceful shutdown of a paused VM is refused before any task (its request would be
+      // delivered on a later resume); with forceStop it is a stop (qemu-server
+      // `PVE/API2/Qemu.pm` vm_shutdown, vm_is_paused).
+      const paused = g.status === "running" && g.qmpstatus === "paused";
+      if (action === "shutdown" && paused && ctx.params.forceStop !== true) {
+        throw new ApiError(500, "VM is paused - cannot shutdown");
+      }
       if (g.ha?.managed) {
         return haRequest(ctx, g, action === "start" ? "started" : "stopped");
       }

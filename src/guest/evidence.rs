@@ -9,7 +9,8 @@ use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::seen::{Changes, Marks, Reading};
 use super::settle::{
-    busy_lock, describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen, UNREADABLE,
+    busy_lock, describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen,
+    HIBERNATED, UNREADABLE,
 };
 use crate::client::Pve;
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
@@ -511,12 +512,25 @@ pub fn absent_outcome<H: Host>(
     }
 }
 
+/// The methods PVE lets act on a VM suspended to disk (lock [`HIBERNATED`]); every other change
+/// meets `check_lock`. qemu-server `PVE/QemuServer.pm` vm_start skips it for that lock (and
+/// resumes), destroy_vm skips it, and _do_vm_stop (stop, shutdown) returns before it when QEMU is
+/// not running; `PVE/API2/Qemu.pm` vm_resume starts such a VM, vm_suspend refuses it as not
+/// running (its own refusal, `Change::refusal`).
+const HIBERNATED_ALLOWS: [&str; 6] = ["start", "resume", "stop", "shutdown", "delete", "suspend"];
+
 /// A lock PVE holds on a guest (a backup, a migration, a snapshot being taken…) makes PVE refuse
 /// changes to it (PVE::AbstractConfig `check_lock`): a state that is not yet a result. A method
 /// that changes the guest waits it out within what is left of its one budget (`taskTimeoutSec`);
 /// a lock that outlasts the budget fails the method, naming it, before anything is sent.
 pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
-    // A VM suspended to disk stays locked until it is resumed: PVE itself decides what it allows then.
+    // A VM suspended to disk stays locked until it is resumed: no wait ends that lock.
+    if lock_of(&ev.status) == Some(HIBERNATED) && !HIBERNATED_ALLOWS.contains(&run.method) {
+        return Err(format!(
+            "{} is locked ({HIBERNATED}) and PVE refuses to change it (\"VM is locked ({HIBERNATED})\"): it is suspended to disk: resume it (resume, or start with resume: true) first; nothing was sent",
+            ev.label(run)
+        ));
+    }
     let Some(lock) = busy_lock(&ev.status).map(str::to_owned) else {
         return Ok(());
     };

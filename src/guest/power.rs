@@ -129,7 +129,12 @@ impl Change {
             Change::Suspend { .. }
                 if stopped && (kind == GuestKind::Lxc || !self.target(kind).reached(kind, s)) =>
             {
-                format!("{noun} {vmid} not running (start it first)")
+                match lock_of(s) == Some(HIBERNATED) {
+                    true => {
+                        format!("{noun} {vmid} not running (suspended to disk: resume it first)")
+                    }
+                    false => format!("{noun} {vmid} not running (start it first)"),
+                }
             }
             Change::Suspend { to_disk: true, .. } if ha => {
                 "Cannot suspend HA managed VM to disk (suspend it to RAM, or take it out of HA)"
@@ -203,10 +208,7 @@ async fn apply<H: Host>(
     }
     let (label, verb) = (ev.label(run), change.verb());
     if let Some(why) = change.refusal(run.kind, ev.at.vmid, &ev.status) {
-        return Err(format!(
-            "{label} shows {}, and PVE refuses to {verb} it: {why}; nothing was sent",
-            describe(&ev.status)
-        ));
+        return Err(refused(&label, &ev.status, verb, &why));
     }
     let target = change.target(run.kind);
     if already(run, ev, target).await? {
@@ -224,6 +226,29 @@ async fn apply<H: Host>(
         _ => "",
     };
     Ok(format!("{label} is {}{checkpointed}", target.state()))
+}
+
+fn refused(label: &str, s: &GuestStatus, verb: &str, why: &str) -> String {
+    format!(
+        "{label} shows {}, and PVE refuses to {verb} it: {why}; nothing was sent",
+        describe(s)
+    )
+}
+
+/// qemu-server `PVE/API2/Qemu.pm` vm_shutdown and vm_reboot refuse a paused VM before any task
+/// (`vm_is_paused`): a shutdown request would stay queued and power it off once resumed.
+/// vm_shutdown turns one carrying `forceStop` into a stop, but `shutdown` never sends forceStop
+/// (its `forceStopAfter` is a separate stop request), so both are refused whatever the arguments.
+pub fn refuse_paused<H: Host>(run: &Run<'_, H>, ev: &Evidence, verb: &str) -> Result<(), String> {
+    match run.kind == GuestKind::Qemu && Target::Paused.reached(run.kind, &ev.status) {
+        true => Err(refused(
+            &ev.label(run),
+            &ev.status,
+            verb,
+            "VM is paused - cannot shutdown (resume it first, or stop it)",
+        )),
+        false => Ok(()),
+    }
 }
 
 /// Sends a power request (`verb` names it: "start", "stop", …), follows its task, and waits for

@@ -7,6 +7,7 @@
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::gates;
+use crate::guest::power::refuse_paused;
 use crate::guest::reboot::reboot_verified;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
@@ -55,6 +56,7 @@ async fn gated_reboot<H: Host>(
     args: &RebootArgs,
 ) -> Result<String, String> {
     ev.pass_gate(run, &gates::REBOOT, args.force)?;
+    refuse_paused(run, ev, "reboot")?;
     reboot_verified(run, ev, args.timeout_sec).await
 }
 
@@ -112,6 +114,27 @@ mod tests {
             message.contains("still running the same boot (pid 10)"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn a_paused_vm_is_refused_with_pves_reason_before_anything_is_sent() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        );
+        host.data("GET /nodes/pve1/qemu/100/config", json!({}));
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "running", "qmpstatus": "paused", "tags": "swamp"}),
+        );
+        let outcome = run_method(&host, "qemu", "reboot", json!({"vmid": 100}));
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("VM is paused - cannot shutdown (resume it first, or stop it)"),
+            "{message}"
+        );
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
     }
 
     #[test]

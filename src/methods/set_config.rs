@@ -457,6 +457,35 @@ mod tests {
     }
 
     #[test]
+    fn a_vm_suspended_to_disk_is_refused_naming_its_lock_before_anything_is_sent() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "stopped", "qmpstatus": "stopped", "lock": "suspended"}),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/config",
+            json!({"smbios1": "uuid=a", "lock": "suspended"}),
+        );
+        let outcome = run_set(&host, json!({"cores": 2}));
+        let message = failure(&outcome);
+        assert!(message.contains("is locked (suspended)"), "{message}");
+        assert!(
+            message.contains(
+                "suspended to disk: resume it (resume, or start with resume: true) first"
+            ),
+            "{message}"
+        );
+        let requests = host.requests.borrow();
+        assert!(requests.iter().all(|r| r.method == "GET"), "nothing sent");
+        assert!(host.elapsed_ms() < 1_000.0, "the lock is not waited out");
+    }
+
+    #[test]
     fn applied_and_pending_keys_succeed_and_pending_is_recorded() {
         let host = ScriptedHost::new();
         script(

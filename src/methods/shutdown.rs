@@ -5,7 +5,7 @@
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::gates;
-use crate::guest::power::{already, reach, transition, Target};
+use crate::guest::power::{already, reach, refuse_paused, transition, Target};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -65,6 +65,7 @@ pub async fn shut_down<H: Host>(
     args: &ShutdownArgs,
 ) -> Result<String, String> {
     ev.pass_gate(run, &gates::SHUTDOWN, args.force)?;
+    refuse_paused(run, ev, "shut down")?;
     let label = ev.label(run);
     if already(run, ev, Target::Stopped).await? {
         return Ok(format!("{label} was already stopped; no shutdown was sent"));
@@ -133,4 +134,48 @@ async fn graceful<H: Host>(
         ),
     };
     Ok(reach(run, ev, Target::Stopped, settle_ms, &context).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{failure_of, run_method, ScriptedHost};
+    use serde_json::{json, Value};
+
+    /// VM 100 on pve1 tagged swamp, paused (suspended to RAM).
+    fn paused_vm() -> ScriptedHost {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        );
+        host.data("GET /nodes/pve1/qemu/100/config", json!({}));
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "running", "qmpstatus": "paused", "tags": "swamp"}),
+        );
+        host
+    }
+
+    fn refused_before_anything_is_sent(args: Value) {
+        let host = paused_vm();
+        let outcome = run_method(&host, "qemu", "shutdown", args);
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("VM is paused - cannot shutdown (resume it first, or stop it)"),
+            "{message}"
+        );
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+    }
+
+    #[test]
+    fn a_paused_vm_is_refused_with_pves_reason_before_anything_is_sent() {
+        refused_before_anything_is_sent(json!({"vmid": 100}));
+    }
+
+    /// forceStopAfter is a stop sent after a graceful request, which PVE refuses first: the
+    /// request itself never carries forceStop.
+    #[test]
+    fn a_paused_vm_is_refused_even_with_force_stop_after() {
+        refused_before_anything_is_sent(json!({"vmid": 100, "forceStopAfter": true}));
+    }
 }

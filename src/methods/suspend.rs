@@ -136,6 +136,19 @@ mod tests {
     }
 
     #[test]
+    fn suspending_a_vm_suspended_to_disk_to_ram_advises_resuming_it() {
+        let saved = json!({"status": "stopped", "qmpstatus": "stopped", "lock": "suspended"});
+        let host = vm(&[saved]);
+        let message = failure_of(&suspend(&host, json!({}))).to_string();
+        assert!(
+            message.contains("not running (suspended to disk: resume it first)"),
+            "{message}"
+        );
+        assert!(!message.contains("start it first"), "{message}");
+        assert!(posted(&host).is_empty());
+    }
+
+    #[test]
     fn an_ha_managed_vm_is_not_suspended_to_disk() {
         let ha = json!({"status": "running", "qmpstatus": "running", "ha": {"managed": 1, "state": "started"}});
         let host = vm(&[ha]);

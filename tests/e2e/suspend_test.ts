@@ -195,6 +195,48 @@ Deno.test("start: a VM suspended to disk is refused at once without resume, resu
   });
 });
 
+Deno.test("shutdown: a paused VM is refused with PVE's reason before anything is sent", async () => {
+  await withEnv(withVm({ qmpstatus: "paused" }), async (env) => {
+    const r = await env.run("shutdown", { vmid: 120, forceStopAfter: true });
+    assert.equal(r.status, "failed");
+    assert.match(r.error ?? "", /VM is paused - cannot shutdown/);
+    assert.match(r.error ?? "", /resume it first, or stop it/);
+    assert.equal(env.sim.requests.filter((q) => q.method !== "GET").length, 0);
+    assert.equal(env.sim.guest(120)?.qmpstatus, "paused");
+  });
+});
+
+Deno.test("setConfig: a VM suspended to disk is refused naming its lock before anything is sent", async () => {
+  await withEnv(withVm(), async (env) => {
+    const down = await env.run("suspend", { vmid: 120, toDisk: true });
+    assert.equal(down.status, "succeeded", down.error);
+    const before = env.sim.requests.length;
+    const r = await env.run("setConfig", { vmid: 120, config: { cores: 2 } });
+    assert.equal(r.status, "failed");
+    assert.match(r.error ?? "", /is locked \(suspended\)/);
+    assert.match(
+      r.error ?? "",
+      /suspended to disk: resume it \(resume, or start with resume: true\) first/,
+    );
+    const sent = env.sim.requests.slice(before).filter((q) =>
+      q.method !== "GET"
+    );
+    assert.equal(sent.length, 0);
+  });
+});
+
+Deno.test("suspend: a VM suspended to disk is told to resume, not start", async () => {
+  await withEnv(withVm(), async (env) => {
+    const down = await env.run("suspend", { vmid: 120, toDisk: true });
+    assert.equal(down.status, "succeeded", down.error);
+    const r = await env.run("suspend", { vmid: 120 });
+    assert.equal(r.status, "failed");
+    assert.match(r.error ?? "", /suspended to disk: resume it first/);
+    assert.doesNotMatch(r.error ?? "", /start it first/);
+    assert.equal(posted(env, "/status/suspend").length, 1);
+  });
+});
+
 // ── containers ───────────────────────────────────────────────────────────────
 
 const ct = {

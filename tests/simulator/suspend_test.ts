@@ -152,6 +152,26 @@ Deno.test("sim resume: a stopped VM without the suspended lock is refused (VM â€
   });
 });
 
+Deno.test("sim shutdown: a paused VM is refused before any task (VM is paused - cannot shutdown)", async () => {
+  await withSim(async (sim) => {
+    sim.setGuest(100, { qmpstatus: "paused" });
+    const r = await post(sim, "/qemu/100/status/shutdown");
+    assert.equal(r.status, 500);
+    assert.match(JSON.stringify(r.body), /VM is paused - cannot shutdown/);
+    assert.equal(sim.tasks().length, 0);
+  });
+});
+
+Deno.test("sim shutdown: with forceStop a paused VM is stopped instead", async () => {
+  await withSim(async (sim) => {
+    sim.setGuest(100, { qmpstatus: "paused" });
+    const r = await post(sim, "/qemu/100/status/shutdown", { forceStop: 1 });
+    assert.equal(r.status, 200);
+    await waitTask(sim.url, r.body.data, AUTH);
+    assert.equal(sim.guest(100)?.status, "stopped");
+  });
+});
+
 Deno.test("sim lxc: suspend needs a running container; resume restores only a checkpoint", async () => {
   await withSim(async (sim) => {
     const refused = await post(sim, "/lxc/300/status/suspend");
