@@ -205,7 +205,9 @@ async function startedByAlice(env: Env): Promise<string> {
 const taskReads = (env: Env) =>
   env.sim.requests.filter((q) => q.path.includes("/tasks"));
 
-Deno.test("waitTask: another user's task, by its UPID, is refused by the permissions check when the token lacks Sys.Audit on its node, before any task read", async () => {
+// waitTask reads only: the `permissions` check does not run before it (MULTI_STEP), so PVE's own
+// check on the first status read refuses, with PVE's reason.
+Deno.test("waitTask: another user's task, by its UPID, fails on the first status read naming Sys.Audit on its node when the token lacks it", async () => {
   await withEnv(beside({ "/vms": ["VM.Audit"] }), async (env) => {
     env.sim.nextTask({ durationMs: 400 });
     const upid = await startedByAlice(env);
@@ -213,9 +215,13 @@ Deno.test("waitTask: another user's task, by its UPID, is refused by the permiss
     assert.equal(r.status, "failed");
     assert.match(
       r.error ?? "",
-      /permissions:[\s\S]*waitTask needs Sys\.Audit on \/nodes\/pve1: missing/,
+      /could not read the status of task .*alice@pve!ci.*: Permission check failed \(\/nodes\/pve1, Sys\.Audit\) \(HTTP 403\)/,
     );
-    assert.deepEqual(taskReads(env), []);
+    const reads = taskReads(env).map((q) => q.path);
+    assert.deepEqual(reads, [
+      `/api2/json/nodes/pve1/tasks/${upid}/status`,
+    ]);
+    assert.equal(written(r, instanceOf(upid)).ended, false);
   });
 });
 
