@@ -47,8 +47,14 @@ export class TokenTable {
       deny: new Set(token.denyVmids),
       authuser: token.pvesh ? "root@pam" : token.id,
       decoding: token.pvesh ? "cli" : "http",
-      nodeAudit: token.nodeAudit ?? true,
-      privilegesOn: (path) => tokenPrivileges(token, path, this.#major),
+      privilegesOn: (path) => {
+        const privs = tokenPrivileges(token, path, this.#major);
+        // `nodeAudit: false` withholds Sys.Audit on the nodes, whatever the ACLs grant.
+        if (token.nodeAudit === false && path.startsWith("/nodes")) {
+          privs.delete("Sys.Audit");
+        }
+        return privs;
+      },
       reportedPaths: reportedPaths(token),
     };
   }

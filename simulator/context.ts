@@ -33,8 +33,6 @@ export interface AuthUser {
   authuser: string;
   /** How the node decoded the parameters: an HTTP form, or pvesh's options. */
   decoding: Decoding;
-  /** Whether it holds Sys.Audit on the nodes (sees every user's tasks in the task list). */
-  nodeAudit: boolean;
   /** The privileges the caller holds on an ACL path (`/vms/100`), as PVE computes them. */
   privilegesOn(path: string): ReadonlySet<string>;
   /** The paths `GET /access/permissions` reports without `path`: the top-level ones and the ACLs'. */

@@ -14,7 +14,7 @@
  * @module
  */
 
-import type { Route } from "./context.ts";
+import type { Ctx, Route } from "./context.ts";
 import { Reply } from "./http.ts";
 import { isSuccess, type TaskRecord } from "./tasks.ts";
 
@@ -33,8 +33,17 @@ function archived(t: TaskRecord, lagMs: number, now: number): boolean {
 }
 
 /** `check_task_user`: a token sees its own tasks; a user its own and its tokens'. */
-function ownTask(t: TaskRecord, caller: string): boolean {
-  return t.user === caller || t.user.split("!")[0] === caller;
+function ownTask(user: string, caller: string): boolean {
+  return user === caller || user.split("!")[0] === caller;
+}
+
+/**
+ * Whether the caller may read a task of `user` on `node`: its own, or any with Sys.Audit on the
+ * node (pve-manager `PVE/API2/Tasks.pm` node_tasks `$auditor`, read_task_status, read_task_log).
+ */
+export function readsTask(ctx: Ctx, user: string, node: string): boolean {
+  return ownTask(user, ctx.user.tokenId) ||
+    ctx.user.privilegesOn(`/nodes/${node}`).has("Sys.Audit");
 }
 
 /** The task list route. */
@@ -74,7 +83,8 @@ export const taskListRoutes: Route[] = [
       const ended = (t: TaskRecord) => archived(t, lag, now);
       const matching = ctx.core.tasks.all().reverse().filter((t) => {
         if (t.node !== p.node) return false;
-        if (!ctx.user.nodeAudit && !ownTask(t, ctx.user.tokenId)) return false;
+        // Another user's task is left out, not refused.
+        if (!readsTask(ctx, t.user, p.node as string)) return false;
         if (source === "archive" && !ended(t)) return false;
         if (source === "active" && ended(t)) return false;
         if (

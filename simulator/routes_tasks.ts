@@ -4,13 +4,16 @@
  * A task's files live on the node that ran it. A read sent to another node is
  * proxied there, finds no file, and answers like an unknown task: status → 400
  * "no such task" (raise_param_exc), log → 200 with PVE's "unable to open file"
- * line (the log reader does not check that the file exists).
+ * line (the log reader does not check that the file exists). Another user's
+ * task needs Sys.Audit on the node: 403 (pve-manager `PVE/API2/Tasks.pm`
+ * read_task_status after its "no such task", read_task_log before reading).
  *
  * @module
  */
 
 import type { Ctx, Route } from "./context.ts";
-import { paramError, Reply } from "./http.ts";
+import { ApiError, paramError, Reply } from "./http.ts";
+import { readsTask } from "./routes_tasklist.ts";
 import { parseUpid, type TaskRecord } from "./tasks.ts";
 
 /** The task this read may see, or undefined when PVE would find no task file. */
@@ -26,6 +29,16 @@ function visibleTask(ctx: Ctx): TaskRecord | undefined {
   return task;
 }
 
+/** 403 unless the caller may read a task of `user` (its own, or Sys.Audit on the node). */
+function mayRead(ctx: Ctx, user: string): void {
+  const node = ctx.params.node as string;
+  if (readsTask(ctx, user, node)) return;
+  throw new ApiError(
+    403,
+    `Permission check failed (/nodes/${node}, Sys.Audit)`,
+  );
+}
+
 /** The task routes. */
 export const taskRoutes: Route[] = [
   {
@@ -35,6 +48,7 @@ export const taskRoutes: Route[] = [
       const task = visibleTask(ctx);
       // Right after dispatch PVE may not have written the task file yet.
       if (!task) throw paramError({ upid: "no such task" });
+      mayRead(ctx, task.user);
       const out: Record<string, unknown> = {
         upid: task.upid,
         node: task.node,
@@ -66,6 +80,8 @@ export const taskRoutes: Route[] = [
     },
     handler: (ctx) => {
       const task = visibleTask(ctx);
+      // read_task_log checks before it opens the file: the task's user is the UPID's.
+      mayRead(ctx, parseUpid(ctx.params.upid as string)?.user ?? "");
       if (!task) {
         return new Reply([{
           n: 1,

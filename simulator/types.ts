@@ -145,8 +145,9 @@ export interface SimToken {
   /** VMIDs the token holds no privilege on: 403 on their paths, left out of lists. */
   denyVmids?: number[];
   /**
-   * Whether the token holds `Sys.Audit` on `/nodes/{node}`; default true. Without it the task
-   * list shows only the token's own tasks (pve-manager `PVE/API2/Tasks.pm` `check_task_user`).
+   * Whether the token may hold `Sys.Audit` on `/nodes/{node}` (as its ACLs grant); false
+   * withholds it. Without it the task list shows only the token's own tasks, and another user's
+   * task's status and log are refused (pve-manager `PVE/API2/Tasks.pm` `check_task_user`).
    */
   nodeAudit?: boolean;
   /**

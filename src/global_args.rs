@@ -49,6 +49,14 @@ impl TransportSettings {
             TransportSettings::Ssh(ssh) => &ssh.node,
         }
     }
+
+    /// Who PVE sees as the caller (`$rpcenv->get_user()`): the token id, or root@pam for pvesh.
+    pub fn caller(&self) -> &str {
+        match self {
+            TransportSettings::Api(api) => &api.token_id,
+            TransportSettings::Ssh(_) => "root@pam",
+        }
+    }
 }
 
 /// A secret value whose `Debug` output never shows it.

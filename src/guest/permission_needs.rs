@@ -9,6 +9,7 @@ use crate::guest::placement::{allocation_of, numbered};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::privileges::ENDPOINTS;
 use crate::pve::property::property;
+use crate::pve::upid::Upid;
 use serde_json::Value;
 
 /// One endpoint a method calls: always, or only in some runs (`when`).
@@ -21,6 +22,10 @@ pub struct Need {
     /// `None`: every run calls it; else when (e.g. "when the guest runs").
     pub when: Option<&'static str>,
 }
+
+/// The condition of the task endpoints' check (pve_inside_checks.json): the task was started by
+/// another user than the caller (pve-manager `PVE/API2/Tasks.pm` $check_task_user).
+pub const ANOTHER_USERS_TASK: &str = "another user's task";
 
 const ACTED: Role = Role {
     guest: Guest::Acted,
@@ -262,6 +267,7 @@ fn condition_params(
         (Qemu, "migrate") => (&[], &["targetstorage"]),
         (Lxc, "migrate") => (&[], &["target-storage"]),
         (Qemu, "suspend") => (&[], &["todisk"]),
+        (_, "waitTask") => (&[], &[ANOTHER_USERS_TASK]),
         _ => (&[], &[]),
     }
 }
@@ -324,13 +330,14 @@ pub fn preflight_subjects(
     s
 }
 
-/// What the check before one run of `method` knows from its arguments (`args`, their plain
-/// values): what it leaves out, the method itself finds (a guest named by `vmName`).
+/// What the check before one run of `method` by `caller` (the token id) knows from its arguments
+/// (`args`, their plain values): what it leaves out, the method itself finds (a guest named by
+/// `vmName`).
 pub fn run_subjects(
     kind: GuestKind,
     method: &str,
     args: &Value,
-    node: &str,
+    (node, caller): (&str, &str),
     major: u64,
 ) -> Subjects {
     let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
@@ -339,7 +346,12 @@ pub fn run_subjects(
             .and_then(Value::as_u64)
             .and_then(|n| u32::try_from(n).ok())
     };
-    let on = text("node").filter(|_| method == "downloadUrl");
+    let upid = text("upid").filter(|_| method == "waitTask");
+    let upid = upid.as_deref().and_then(Upid::parse);
+    let on = match &upid {
+        Some(upid) => Some(upid.node.clone()),
+        None => text("node").filter(|_| matches!(method, "downloadUrl" | "waitTask")),
+    };
     let mut s = base(
         kind,
         method,
@@ -365,6 +377,12 @@ pub fn run_subjects(
     }
     s.given
         .extend(text("storage").map(|_| "storage".to_string()));
+    // Whose task a filter finds is not known before the list is read.
+    match &upid {
+        Some(upid) if !upid.started_by(caller) => s.given.push(ANOTHER_USERS_TASK.into()),
+        None if method == "waitTask" => s.unknown = vec![ANOTHER_USERS_TASK],
+        _ => {}
+    }
     let backup = |field: &str| text(field).and_then(|v| BackupVolid::parse(field, &v).ok());
     match method {
         "create" => create_subjects(kind, args, &mut s),
@@ -471,7 +489,13 @@ mod tests {
             "net0": "virtio,bridge=vmbr0,tag=20",
             "net1": "virtio,bridge=vmbr1",
             "ciuser": "admin"}});
-        let s = run_subjects(GuestKind::Qemu, "create", &args, "pve1", 9);
+        let s = run_subjects(
+            GuestKind::Qemu,
+            "create",
+            &args,
+            ("pve1", "root@pam!swamp"),
+            9,
+        );
         assert_eq!((s.vmid, s.newid), (None, Some(150)));
         assert_eq!(s.storages, ["local-lvm"]);
         assert_eq!(s.sources, ["local", "local"]);
@@ -487,7 +511,13 @@ mod tests {
         let args = json!({"vmid": 300, "hostname": "ct", "storage": "local-lvm",
             "ostemplate": "local:vztmpl/debian-12.tar.zst", "unprivileged": false,
             "config": {"mp0": "local-zfs:4", "net0": "name=eth0,bridge=vmbr0"}});
-        let s = run_subjects(GuestKind::Lxc, "create", &args, "pve1", 9);
+        let s = run_subjects(
+            GuestKind::Lxc,
+            "create",
+            &args,
+            ("pve1", "root@pam!swamp"),
+            9,
+        );
         assert_eq!(s.storages, ["local-lvm", "local-zfs"]);
         assert_eq!(s.sources, ["local"]);
         assert!(s.given.iter().any(|g| g == "unprivileged=0"));
@@ -498,7 +528,13 @@ mod tests {
     fn a_restore_names_its_archive_and_the_archives_guest() {
         let args = json!({"archive": "nas:backup/vzdump-qemu-102-2026_01_01-00_00_00.vma.zst",
             "vmid": 130, "storage": "local-lvm", "force": true});
-        let s = run_subjects(GuestKind::Qemu, "restore", &args, "pve1", 9);
+        let s = run_subjects(
+            GuestKind::Qemu,
+            "restore",
+            &args,
+            ("pve1", "root@pam!swamp"),
+            9,
+        );
         assert_eq!(s.archive.as_deref(), Some("nas"));
         assert_eq!((s.owner, s.newid), (Some(102), Some(130)));
         assert_eq!(s.storages, ["local-lvm"]);

@@ -415,7 +415,8 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
     };
     let method = args.method.as_str();
     let node = run.global.transport.node().to_string();
-    let subjects = run_subjects(run.kind, method, &args.args, &node, 9);
+    let caller = run.global.transport.caller();
+    let subjects = run_subjects(run.kind, method, &args.args, (&node, caller), 9);
     let mut plan = match Plan::new(run.kind, method, subjects) {
         Ok(plan) => plan,
         Err(message) => return Outcome::failed(Vec::new(), message),
@@ -722,6 +723,68 @@ mod tests {
         assert!(
             !host.routes_called().iter().any(|r| r.contains("/version")),
             "no version read"
+        );
+    }
+
+    const ALICES_TASK: &str = "UPID:pve2:0000AAA1:0000BBB1:6571E3A2:vzdump:100:alice@pve:";
+
+    #[test]
+    fn the_check_refuses_waiting_for_another_users_task_without_sys_audit_on_its_node() {
+        let host = ScriptedHost::new();
+        host.data("GET /access/permissions", json!({}));
+        let outcome = check(
+            &host,
+            GuestKind::Qemu,
+            "waitTask",
+            json!({"upid": ALICES_TASK}),
+        );
+        assert_eq!(
+            failure(&outcome),
+            "waitTask needs Sys.Audit on /nodes/pve2: missing"
+        );
+        assert_eq!(asked(&host), ["/nodes/pve2"]);
+    }
+
+    #[test]
+    fn the_check_passes_waiting_for_another_users_task_with_sys_audit_on_its_node() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /access/permissions",
+            json!({"/nodes/pve2": {"Sys.Audit": 1}}),
+        );
+        let outcome = check(
+            &host,
+            GuestKind::Qemu,
+            "waitTask",
+            json!({"upid": ALICES_TASK}),
+        );
+        assert!(outcome.is_success(), "{outcome:?}");
+    }
+
+    #[test]
+    fn the_check_asks_nothing_to_wait_for_the_tokens_own_task() {
+        let host = ScriptedHost::new();
+        let own = "UPID:pve2:0000AAA1:0000BBB1:6571E3A2:vzdump:100:root@pam!t:";
+        host.data("GET /access/permissions", json!({}));
+        let outcome = check(&host, GuestKind::Qemu, "waitTask", json!({"upid": own}));
+        assert!(outcome.is_success(), "{outcome:?}");
+    }
+
+    #[test]
+    fn waiting_by_a_filter_may_need_sys_audit_and_is_not_refused_for_it() {
+        let host = ScriptedHost::new();
+        host.data("GET /access/permissions", json!({}));
+        let args = json!({"node": "pve2", "vmid": 100});
+        let outcome = check(&host, GuestKind::Qemu, "waitTask", args);
+        assert!(outcome.is_success(), "{outcome:?}");
+        let host = ScriptedHost::new();
+        script(&host, &[("/nodes/pve1", json!({}))]);
+        let outcome = run(&host, GuestKind::Qemu, json!({"methods": ["waitTask"]}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let may = outcome.writes[0].data["methods"][0]["mayNeed"].to_string();
+        assert!(
+            may.contains("Sys.Audit on /nodes/pve1 (with `another user's task`)"),
+            "{may}"
         );
     }
 

@@ -148,7 +148,11 @@ fn the_one(node: &str, rows: &[ListedTask]) -> Result<Upid, String> {
     let (first, second) = (found.next(), found.next());
     let listed = match (&first, &second) {
         (Some(one), None) => return Ok(one.clone()),
-        (None, _) => "none".to_string(),
+        // pve-manager `PVE/API2/Tasks.pm` node_tasks leaves out, silently, the tasks the caller
+        // does not own unless it holds Sys.Audit on the node.
+        (None, _) => format!(
+            "none (tasks started by other users are listed only with Sys.Audit on /nodes/{node})"
+        ),
         (Some(one), Some(two)) => format!("{one}, {two}, …"),
     };
     Err(format!(
@@ -387,6 +391,20 @@ mod tests {
         );
         assert!(message.contains("give the upid"), "{message}");
         assert!(outcome.writes.is_empty());
+    }
+
+    #[test]
+    fn a_filter_that_finds_no_task_says_other_users_tasks_are_listed_only_with_sys_audit() {
+        let host = ScriptedHost::new();
+        listing(&host, json!([]));
+        let outcome = wait(&host, json!({"node": "pve2", "vmid": 100}));
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains(
+                "none (tasks started by other users are listed only with Sys.Audit on /nodes/pve2)"
+            ),
+            "{message}"
+        );
     }
 
     #[test]

@@ -54,6 +54,18 @@ impl Upid {
         format!("{}-{pid}-{starttime}", self.node)
     }
 
+    /// Whether `caller` (a user, or a token `user@realm!name`) owns the task, as pve-manager
+    /// `PVE/API2/Tasks.pm` $check_task_user decides: the task's user is the caller, or the task was
+    /// started by a token and the caller is that token's user (a token never owns its user's tasks).
+    /// Another user's task is read only with Sys.Audit on its node.
+    pub fn started_by(&self, caller: &str) -> bool {
+        self.user == caller
+            || self
+                .user
+                .split_once('!')
+                .is_some_and(|(user, _)| user == caller)
+    }
+
     /// The UPID exactly as PVE wrote it.
     pub fn as_str(&self) -> &str {
         &self.raw
@@ -69,6 +81,17 @@ impl fmt::Display for Upid {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_is_its_users_and_a_tokens_task_also_its_users_but_not_the_other_way() {
+        let by = |user: &str| Upid::parse(&format!("UPID:pve:1:2:3:qmstart:100:{user}:")).unwrap();
+        assert!(by("alice@pve").started_by("alice@pve"));
+        assert!(by("alice@pve!ci").started_by("alice@pve!ci"));
+        assert!(by("alice@pve!ci").started_by("alice@pve"));
+        assert!(!by("alice@pve").started_by("alice@pve!ci"));
+        assert!(!by("alice@pve!ci").started_by("alice@pve!other"));
+        assert!(!by("root@pam").started_by("alice@pve"));
+    }
 
     #[test]
     fn parses_node_type_and_id() {

@@ -172,3 +172,79 @@ Deno.test("waitTask: over the ssh transport a filter finds the task and it is fo
     assert.equal(written(r, instanceOf(upid)).exitStatus, "OK");
   });
 });
+
+/** Another user's token, which starts VM 120 (its UPID's user is `alice@pve!ci`). */
+const ALICE = { id: "alice@pve!ci", secret: "alice-secret-1" };
+
+/** The package's token, privilege-separated, holding `tokenAcl`; and Alice's. */
+const beside = (tokenAcl: Record<string, string[]>) => ({
+  ...cluster,
+  sim: {
+    tokens: [
+      { id: "ops@pve!swamp", secret: TOKEN_SECRET, privsep: true, tokenAcl },
+      ALICE,
+    ],
+  },
+  transport: { tokenId: "ops@pve!swamp" },
+});
+
+/** Alice starts VM 120; returns the UPID. */
+async function startedByAlice(env: Env): Promise<string> {
+  const r = await api(
+    env.sim.url,
+    "POST",
+    "/nodes/pve1/qemu/120/status/start",
+    {},
+    { auth: tokenHeader(ALICE.id, ALICE.secret) },
+  );
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.data as string;
+}
+
+/** The package's reads of a task's status, log or list. */
+const taskReads = (env: Env) =>
+  env.sim.requests.filter((q) => q.path.includes("/tasks"));
+
+// waitTask reads only: the `permissions` check does not run before it (MULTI_STEP), so PVE's own
+// check on the first status read refuses, with PVE's reason.
+Deno.test("waitTask: another user's task, by its UPID, fails on the first status read naming Sys.Audit on its node when the token lacks it", async () => {
+  await withEnv(beside({ "/vms": ["VM.Audit"] }), async (env) => {
+    env.sim.nextTask({ durationMs: 400 });
+    const upid = await startedByAlice(env);
+    const r = await env.run("waitTask", { upid });
+    assert.equal(r.status, "failed");
+    assert.match(
+      r.error ?? "",
+      /could not read the status of task .*alice@pve!ci.*: Permission check failed \(\/nodes\/pve1, Sys\.Audit\) \(HTTP 403\)/,
+    );
+    const reads = taskReads(env).map((q) => q.path);
+    assert.deepEqual(reads, [
+      `/api2/json/nodes/pve1/tasks/${upid}/status`,
+    ]);
+    assert.equal(written(r, instanceOf(upid)).ended, false);
+  });
+});
+
+Deno.test("waitTask: another user's task, by its UPID, is followed when the token holds Sys.Audit on its node", async () => {
+  await withEnv(beside({ "/nodes": ["Sys.Audit"] }), async (env) => {
+    env.sim.nextTask({ durationMs: 400 });
+    const upid = await startedByAlice(env);
+    const r = await env.run("waitTask", { upid });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.equal(written(r, instanceOf(upid)).exitStatus, "OK");
+  });
+});
+
+Deno.test("waitTask: a filter whose only match is another user's task, without Sys.Audit, finds none and says such tasks are listed only with Sys.Audit", async () => {
+  await withEnv(beside({ "/vms": ["VM.Audit"] }), async (env) => {
+    env.sim.nextTask({ durationMs: 400 });
+    await startedByAlice(env);
+    const r = await env.run("waitTask", { type: "qmstart", vmid: 120 });
+    assert.equal(r.status, "failed");
+    assert.match(
+      r.error ?? "",
+      /match the filter are: none \(tasks started by other users are listed only with Sys\.Audit on \/nodes\/pve1\)/,
+    );
+    assert.equal(r.written.length, 0);
+  });
+});

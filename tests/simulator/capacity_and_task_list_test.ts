@@ -95,6 +95,27 @@ Deno.test("task list: a token without Sys.Audit on the node sees only its own ta
   });
 });
 
+Deno.test("task status and log: another user's task is refused without Sys.Audit on the node, the token's own is read", async () => {
+  await withSim({}, async (url) => {
+    const mine = await startTask(url, 100, ours);
+    const theirTask = await startTask(url, 101, theirs);
+    const read = (upid: string, what: string) =>
+      api(
+        url,
+        "GET",
+        `/nodes/pve1/tasks/${encodeURIComponent(upid)}/${what}`,
+        {},
+        ours,
+      );
+    for (const what of ["status", "log"]) {
+      assert.equal((await read(mine, what)).status, 200, what);
+      const refused = await read(theirTask, what);
+      assert.equal(refused.status, 403, what);
+      assert.match(JSON.stringify(refused.body), /\/nodes\/pve1, Sys\.Audit/);
+    }
+  });
+});
+
 Deno.test("capacity: a node of 2 workers × 50 ms serves 6 requests at once in three rounds, in arrival order", async () => {
   const sim = await startSimulator({
     nodes: ["pve1"],
