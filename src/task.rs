@@ -807,9 +807,15 @@ mod tests {
             .map(|n| json!({"n": n, "t": format!("WARN: line {n}")}))
             .collect();
         host.data(&format!("GET /nodes/pve2/tasks/{UPID}/log"), json!(log));
+        let followed = follow_alone(&host);
+        (host, followed)
+    }
+
+    /// `follow_task` of UPID on `host`, alone on its node, with a 10 s budget.
+    fn follow_alone(host: &ScriptedHost) -> Result<TaskEnd, TaskTrouble> {
         let global = GlobalArgs::parse(&api_args(json!({}))).unwrap();
         let pve = Pve {
-            host: &host,
+            host,
             settings: &global.transport,
             task_timeout_ms: 10_000,
             poll_cap_ms: 1000,
@@ -818,8 +824,7 @@ mod tests {
             budget: &crate::poll::WaitBudget::new(10_000),
             shared: &crate::watch::Shared::default(),
         };
-        let followed = block_on(follow_task(&pve, &Upid::parse(UPID).unwrap()));
-        (host, followed)
+        block_on(follow_task(&pve, &Upid::parse(UPID).unwrap()))
     }
 
     fn failed(followed: Result<TaskEnd, TaskTrouble>) -> TaskFailed {
@@ -1000,20 +1005,7 @@ mod tests {
 
     #[test]
     fn a_failed_task_is_told_from_an_end_that_was_not_observed() {
-        let global = GlobalArgs::parse(&api_args(json!({}))).unwrap();
-        let follow = |host: &ScriptedHost| {
-            let pve = Pve {
-                host,
-                settings: &global.transport,
-                task_timeout_ms: 10_000,
-                poll_cap_ms: 1000,
-                request_timeout_ms: 30_000,
-                scrub: &crate::scrub::Scrubber::default(),
-                budget: &crate::poll::WaitBudget::new(10_000),
-                shared: &crate::watch::Shared::default(),
-            };
-            block_on(follow_task(&pve, &Upid::parse(UPID).unwrap()))
-        };
+        let follow = follow_alone;
         let failed = ScriptedHost::new();
         failed.data(
             &status_route(),
