@@ -244,6 +244,22 @@ fn check_range(field: &str, value: i64, min: i64, max: i64) -> Result<(), ArgErr
     Ok(())
 }
 
+/// PVE's `pve-storage-id` (pve-common `PVE/JSONSchema.pm` parse_storage_id):
+/// `^[a-z][a-z0-9\-_.]*[a-z0-9]$`, case-insensitive.
+pub fn is_storage_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    match (b.first(), b.last()) {
+        (Some(first), Some(last)) => {
+            b.len() >= 2
+                && first.is_ascii_alphabetic()
+                && last.is_ascii_alphanumeric()
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        }
+        _ => false,
+    }
+}
+
 /// PVE's `dns-name` format (pve-common `pve_verify_dns_name`): labels of letters, digits and inner
 /// hyphens, joined by dots. The 255-character bound is a container hostname's `maxLength`.
 pub fn is_dns_name(text: &str) -> bool {

@@ -53,6 +53,9 @@ pub enum Method {
     WaitTask,
     SetNic,
     RemoveNic,
+    MoveDisk,
+    AttachDisk,
+    DetachDisk,
 }
 
 /// Which models offer a name.
@@ -98,6 +101,9 @@ const TABLE: &[(Models, &str, Method)] = &[
     (Models::Qemu, "waitReady", Method::WaitReady),
     (Models::Qemu, "resizeDisk", Method::Resize),
     (Models::Lxc, "resize", Method::Resize),
+    (Models::Both, "moveDisk", Method::MoveDisk),
+    (Models::Both, "attachDisk", Method::AttachDisk),
+    (Models::Both, "detachDisk", Method::DetachDisk),
     (Models::Both, "convertToTemplate", Method::Template),
     (Models::Both, "migrate", Method::Migrate),
     (Models::Both, "snapshot", Method::Snapshot),

@@ -7,11 +7,11 @@ use crate::guest::power::change_power;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
-    backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
-    delete_snapshot, download_url, file_read, file_write, get_config, guest_exec, list_backups,
-    list_snapshots, lookup, migrate, nic, node_config, node_status, preflight, reboot, resize_disk,
-    restore, resume, rollback, set_config, shutdown, snapshot, start, stop, suspend, sync,
-    template, vm_create, wait_ready, wait_task,
+    attach_disk, backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
+    delete_snapshot, detach_disk, download_url, file_read, file_write, get_config, guest_exec,
+    list_backups, list_snapshots, lookup, migrate, move_disk, nic, node_config, node_status,
+    preflight, reboot, resize_disk, restore, resume, rollback, set_config, shutdown, snapshot,
+    start, stop, suspend, sync, template, vm_create, wait_ready, wait_task,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -142,6 +142,21 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::RemoveNic => kept!(
             Method::RemoveNic,
             nic::NicArgs::removal(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::MoveDisk => kept!(
+            Method::MoveDisk,
+            move_disk::MoveArgs::parse(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::AttachDisk => kept!(
+            Method::AttachDisk,
+            attach_disk::AttachArgs::parse(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::DetachDisk => kept!(
+            Method::DetachDisk,
+            detach_disk::DetachArgs::parse(kind, args).map(drop),
             Ok(())
         ),
         Method::Sync => kept!(Method::Sync, sync::SyncArgs::parse(args).map(drop), Ok(())),
@@ -331,6 +346,21 @@ async fn run_scrubbed<H: Host>(
         Method::RemoveNic => kept!(
             Method::RemoveNic,
             boxed(nic::change_nic(&run, args, nic::NicArgs::removal)),
+            boxed(left_out(method))
+        ),
+        Method::MoveDisk => kept!(
+            Method::MoveDisk,
+            boxed(move_disk::move_disk(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::AttachDisk => kept!(
+            Method::AttachDisk,
+            boxed(attach_disk::attach_disk(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::DetachDisk => kept!(
+            Method::DetachDisk,
+            boxed(detach_disk::detach_disk(&run, args)),
             boxed(left_out(method))
         ),
         Method::Sync => kept!(

@@ -29,3 +29,4 @@ pub mod snapshots;
 pub mod storage;
 pub mod upstream;
 pub mod vmid_claim;
+pub mod volumes;

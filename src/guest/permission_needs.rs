@@ -85,6 +85,7 @@ const FILE_READ: &str = "GET /nodes/{node}/qemu/{vmid}/agent/file-read";
 const INTERFACES: &str = "GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces";
 const START: &str = "POST /nodes/{node}/{kind}/{vmid}/status/start";
 const RESUME: &str = "POST /nodes/{node}/{kind}/{vmid}/status/resume";
+const STORAGE_CONTENT: &str = "GET /nodes/{node}/storage/{storage}/content";
 
 /// The endpoints method `method` of `kind` guests calls; `None` for a method the model lacks.
 /// `Some(&[])` for one that needs no privilege (lists filter by what the token may audit).
@@ -94,9 +95,27 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
         (_, "lookup") => &[always(STATUS), always(CONFIG)],
         (_, "sync") => &[always("GET /nodes/{node}/{kind}")],
         (_, "getConfig") => &[always(PENDING)],
-        (_, "setConfig" | "setNic" | "removeNic") => {
+        (_, "setConfig" | "setNic" | "removeNic" | "attachDisk") => {
             &[always(STATUS), always(SET_CONFIG), always(PENDING)]
         }
+        (_, "detachDisk") => &[
+            always(STATUS),
+            always(SET_CONFIG),
+            always(PENDING),
+            sometimes(STORAGE_CONTENT, "with destroy, or of an unusedN"),
+        ],
+        (Qemu, "moveDisk") => &[
+            always(STATUS),
+            always("POST /nodes/{node}/qemu/{vmid}/move_disk"),
+            always(CONFIG),
+            sometimes(STORAGE_CONTENT, "with delete"),
+        ],
+        (Lxc, "moveDisk") => &[
+            always(STATUS),
+            always("POST /nodes/{node}/lxc/{vmid}/move_volume"),
+            always(CONFIG),
+            sometimes(STORAGE_CONTENT, "with delete"),
+        ],
         (Qemu, "start") => &[
             always(STATUS),
             always(START),

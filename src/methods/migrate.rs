@@ -5,7 +5,7 @@
 //! migrate task only queues a request to the HA manager (`hamigrate`): the move is waited for the
 //! same way within taskTimeoutSec. The task is followed on the source node.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{is_storage_id, ArgError, Fields};
 use crate::explain::could_not;
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::locate::{locate, Found, Located};
@@ -71,18 +71,10 @@ impl MigrateArgs {
 /// PVE's `storage-pair-list`: `1`, or comma-separated `<id>` / `<source>:<target>` of
 /// `pve-storage-id`s (`^[a-z][a-z0-9\-_.]*[a-z0-9]$`, case-insensitive).
 fn check_storage_map(map: &str) -> Result<(), ArgError> {
-    let storage_id = |id: &str| {
-        let b = id.as_bytes();
-        b.len() >= 2
-            && b[0].is_ascii_alphabetic()
-            && b[b.len() - 1].is_ascii_alphanumeric()
-            && b.iter()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-    };
     let ok = map == "1"
         || map.split(',').all(|pair| match pair.split_once(':') {
-            Some((from, to)) => storage_id(from) && storage_id(to),
-            None => storage_id(pair),
+            Some((from, to)) => is_storage_id(from) && is_storage_id(to),
+            None => is_storage_id(pair),
         });
     match ok {
         true => Ok(()),

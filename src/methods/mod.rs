@@ -1,5 +1,6 @@
 //! One module per method: where each method's decision lives.
 
+pub mod attach_disk;
 pub mod backup;
 pub mod check;
 pub mod clone;
@@ -9,6 +10,7 @@ pub mod create;
 pub mod delete;
 pub mod delete_backup;
 pub mod delete_snapshot;
+pub mod detach_disk;
 pub mod download_url;
 pub mod file_read;
 pub mod file_write;
@@ -18,6 +20,7 @@ pub mod list_backups;
 pub mod list_snapshots;
 pub mod lookup;
 pub mod migrate;
+pub mod move_disk;
 pub mod nic;
 pub mod node_config;
 pub mod node_status;

@@ -13,7 +13,7 @@ use crate::guest::config::{canonical, key_type, properties, ConfigSnapshot};
 use crate::guest::reboot::ApplyPending;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
-use crate::methods::set_config::{change, SetConfigArgs};
+use crate::methods::set_config::{change, ReadBack, SetConfigArgs};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
@@ -336,9 +336,16 @@ pub async fn change_nic<H: Host>(
         changes.push(match args.remove {
             true => ("delete".to_string(), args.nic.clone()),
             false => (args.nic.clone(), args.value(run.kind, config)),
+        });
+        Ok(())
+    };
+    let words = |_: &Map<String, Value>, s: &ConfigSnapshot| {
+        Ok(ReadBack {
+            words: shown(&args.nic, s),
+            freed: None,
         })
     };
-    change(run, args.base.clone(), &fill, &|s| shown(&args.nic, s)).await
+    change(run, args.base.clone(), &fill, &words).await
 }
 
 #[cfg(test)]

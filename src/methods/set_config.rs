@@ -26,6 +26,7 @@ use crate::guest::power::Target;
 use crate::guest::reboot::{reboot_verified, ApplyPending};
 use crate::guest::reference::GuestRef;
 use crate::guest::root_only::{ct_refusal, qemu_refusal, Caller, CtState};
+use crate::guest::volumes::{listed_on_storage, storage_of};
 use crate::host::Host;
 use crate::methods::get_config::read_snapshot;
 use crate::outcome::{Failure, Outcome};
@@ -84,21 +85,36 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(changes) => changes,
         Err(e) => return Failure::from(e).into(),
     };
-    change(run, args, &|_, _| {}, &|_| String::new()).await
+    change(run, args, &|_, _| Ok(()), &|_, _| Ok(ReadBack::default())).await
 }
 
-/// Completes a change's options from the config the sighting read (`change`'s `fill`).
-pub type Fill<'a> = dyn Fn(&Map<String, Value>, &mut Vec<(String, String)>) + 'a;
+/// Completes a change's options from the config the sighting read (`change`'s `fill`), or says
+/// why the change cannot be made (nothing is sent then).
+pub type Fill<'a> =
+    dyn Fn(&Map<String, Value>, &mut Vec<(String, String)>) -> Result<(), String> + 'a;
 
-/// The steps after the arguments, shared by the methods built on `setConfig` (setNic, removeNic):
-/// find the guest, let `fill` complete the changes from the config the sighting read (a NIC keeps
-/// its MAC), apply and judge them, reboot when asked, record. `shown` adds what the read-back
-/// shows to a success's summary.
+/// What a change's read-back shows beyond its keys (`change`'s `shown`, given the config the
+/// sighting read and the snapshot after the change): words for the summary, and a volume the
+/// change freed, which its storage must no longer list — or why the change did not do what it
+/// was for.
+pub type Shown<'a> = dyn Fn(&Map<String, Value>, &ConfigSnapshot) -> Result<ReadBack, String> + 'a;
+
+/// A read-back's words for the summary and the volume the change freed ([`Shown`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadBack {
+    pub words: String,
+    pub freed: Option<String>,
+}
+
+/// The steps after the arguments, shared by the methods built on `setConfig` (setNic, removeNic,
+/// attachDisk, detachDisk): find the guest, let `fill` complete the changes from the config the
+/// sighting read (a NIC keeps its MAC), apply and judge them, reboot when asked, judge what
+/// `shown` reads from the result, record.
 pub async fn change<H: Host>(
     run: &Run<'_, H>,
     mut args: SetConfigArgs,
     fill: &Fill<'_>,
-    shown: &dyn Fn(&ConfigSnapshot) -> String,
+    shown: &Shown<'_>,
 ) -> Outcome {
     let absent = |vmid| {
         let noun = run.kind.noun();
@@ -108,8 +124,10 @@ pub async fn change<H: Host>(
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    fill(&ev.config, &mut args.changes);
-    let (mut verdict, mut snapshot) = apply(run, &mut ev, &args).await;
+    let (mut verdict, mut snapshot) = match fill(&ev.config, &mut args.changes) {
+        Ok(()) => apply(run, &mut ev, &args).await,
+        Err(refusal) => (Err(format!("{refusal}; nothing was changed")), None),
+    };
     if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
         if args.apply_pending == ApplyPending::Reboot && taken.has_pending() {
             let (rebooted, after) = reboot_to_apply(run, &mut ev, summary).await;
@@ -118,8 +136,8 @@ pub async fn change<H: Host>(
             snapshot = after;
         }
     }
-    if let (Ok(summary), Some(taken)) = (&mut verdict, &snapshot) {
-        summary.push_str(&shown(taken));
+    if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
+        verdict = read_back(run, &ev, shown(&ev.config, taken), summary).await;
     }
     ev.outcome_with(run, verdict, |record| {
         if let Some(snapshot) = snapshot {
@@ -128,6 +146,29 @@ pub async fn change<H: Host>(
         }
     })
     .await
+}
+
+/// The summary with what the read-back shows, once a freed volume is seen gone from its storage.
+async fn read_back<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    shown: Result<ReadBack, String>,
+    summary: &str,
+) -> Result<String, String> {
+    let seen = shown.map_err(|why| format!("{summary}, but {why}"))?;
+    if let Some(volid) = &seen.freed {
+        let storage = storage_of(volid);
+        match listed_on_storage(run, &ev.at.node, ev.at.vmid, volid).await {
+            Ok(false) => {}
+            Ok(true) => {
+                return Err(format!(
+                    "{summary}, but storage {storage} still lists {volid}: it was not destroyed"
+                ))
+            }
+            Err(why) => return Err(format!("{summary}, but {why}")),
+        }
+    }
+    Ok(format!("{summary}{}", seen.words))
 }
 
 /// `applyPending: "reboot"` with changes pending: a verified reboot (the guest must run), then the
@@ -339,6 +380,8 @@ fn judge<H: Host>(
     let (mut applied, mut pending, mut missed) = (0, Vec::new(), Vec::new());
     for (key, value) in &args.changes {
         let readings: Vec<(String, Reading)> = match key.as_str() {
+            // A request flag (destroy the deleted disks' volumes), not a key.
+            "force" => Vec::new(),
             "delete" => value
                 .split([',', ';', ' '])
                 .filter(|k| !k.is_empty())

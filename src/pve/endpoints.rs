@@ -418,6 +418,35 @@ pub fn guest_resize(node: &str, kind: GuestKind, vmid: u32, disk: &str, size: &s
     .param("size", size)
 }
 
+/// `POST /nodes/{node}/qemu/{vmid}/move_disk` (`disk`) or `…/lxc/{vmid}/move_volume` (`volume`) →
+/// UPID: the volume copied (a running VM's mirrored) to `storage`, the source kept as `unusedN`
+/// unless `delete` (qemu-server `PVE/API2/Qemu.pm` move_vm_disk, pve-container `PVE/API2/LXC.pm`
+/// move_volume). Never re-sent.
+pub fn move_volume(
+    node: &str,
+    kind: GuestKind,
+    vmid: u32,
+    (disk, storage): (&str, &str),
+    delete: bool,
+    format: Option<&str>,
+) -> PveRequest {
+    let (path, key) = match kind {
+        GuestKind::Qemu => ("move_disk", "disk"),
+        GuestKind::Lxc => ("move_volume", "volume"),
+    };
+    let segments = ["nodes", node, kind.segment(), &vmid.to_string(), path];
+    let mut request = PveRequest::new(Verb::Create, &segments, Repeat::Never)
+        .param(key, disk)
+        .param("storage", storage);
+    if delete {
+        request = request.param("delete", "1");
+    }
+    request
+        .params
+        .extend(format.map(|f| ("format".to_string(), f.to_string())));
+    request
+}
+
 /// `POST /nodes/{node}/lxc` → UPID: creates a container from a template with these parameters
 /// (`vmid`, `ostemplate`, `hostname`, `rootfs`, netN, …). Never re-sent.
 pub fn lxc_create(node: &str, params: Vec<(String, String)>) -> PveRequest {

@@ -1,0 +1,68 @@
+//! A guest's volumes as its config and its storages show them — what the disk methods (moveDisk,
+//! attachDisk, detachDisk) judge: the volume a key holds, the `unusedN` PVE keeps a detached or
+//! moved-away volume as (pve-guest-common `PVE/AbstractConfig.pm` add_unused_volume), and whether
+//! a storage still lists a volume (a freed one must be gone from it, not only from the config).
+
+use crate::explain::could_not;
+use crate::host::Host;
+use crate::pve::flex;
+use crate::pve::property::storage_volume;
+use crate::pve::request::PveRequest;
+use crate::run::Run;
+use serde_json::{Map, Value};
+
+/// The volume config key `key` holds; `None` for no such key, a CD-ROM, an empty drive or a path.
+pub fn volume_at(config: &Map<String, Value>, key: &str) -> Option<String> {
+    let value = flex::string_of(config.get(key)?)?;
+    storage_volume(&value).map(str::to_string)
+}
+
+/// Whether `key` is an `unusedN` entry (0 … 255: qemu-server `$MAX_UNUSED_DISKS`,
+/// pve-container `$MAX_UNUSED_DISKS`).
+pub fn is_unused(key: &str) -> bool {
+    key.strip_prefix("unused").is_some_and(|n| {
+        n.bytes().all(|b| b.is_ascii_digit())
+            && (n == "0" || !n.starts_with('0'))
+            && n.parse::<u16>().is_ok_and(|n| n < 256)
+    })
+}
+
+/// The `unusedN` key holding `volid`.
+pub fn unused_holding(config: &Map<String, Value>, volid: &str) -> Option<String> {
+    config
+        .iter()
+        .find(|(key, value)| {
+            key.starts_with("unused") && flex::string_of(value).as_deref() == Some(volid)
+        })
+        .map(|(key, _)| key.clone())
+}
+
+/// The storage of a volume id (`local-lvm:vm-100-disk-0` → `local-lvm`).
+pub fn storage_of(volid: &str) -> &str {
+    volid.split_once(':').map_or(volid, |(storage, _)| storage)
+}
+
+/// Whether `volid`'s storage on `node` lists it among guest `vmid`'s volumes
+/// (`GET /nodes/{node}/storage/{storage}/content?vmid=…`, every content type).
+pub async fn listed_on_storage<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    vmid: u32,
+    volid: &str,
+) -> Result<bool, String> {
+    let storage = storage_of(volid);
+    let request = PveRequest::get(&["nodes", node, "storage", storage, "content"])
+        .param("vmid", vmid.to_string());
+    let action = format!("list storage {storage} on node {node} to see whether {volid} is there");
+    let answer = run
+        .pve()
+        .call(&request)
+        .await
+        .map_err(|e| could_not(&action, &e).0)?;
+    let volumes = answer.as_array().ok_or_else(|| {
+        format!("could not {action}: PVE answered {answer} where a list was expected")
+    })?;
+    Ok(volumes
+        .iter()
+        .any(|v| v.get("volid").and_then(Value::as_str) == Some(volid)))
+}

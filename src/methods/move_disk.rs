@@ -1,0 +1,403 @@
+//! `moveDisk`: one volume of a guest moved to another storage — a VM's disk (mirrored while it
+//! runs), a container's `rootfs`/`mpN` (only while it is stopped: pve-container `PVE/API2/LXC.pm`
+//! move_volume refuses a running one) or either kind's `unusedN`. It succeeds only when the config
+//! read back after the task holds the key on a new volume of the target storage and the source is
+//! where the request put it: kept as an `unusedN` entry, or — with `delete` — in no config key and
+//! no longer listed by its storage (qemu-server `PVE/API2/Qemu.pm` move_vm_disk keeps a volume it
+//! failed to free as `unusedN` and warns, so the task still ends OK).
+
+use crate::args::{is_storage_id, ArgError, Fields};
+use crate::guest::evidence::{sight_config_to_change, unlocked_after, Evidence};
+use crate::guest::reference::GuestRef;
+use crate::guest::volumes::{is_unused, listed_on_storage, storage_of, unused_holding, volume_at};
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::flex;
+use crate::pve::property::property;
+use crate::run::Run;
+use serde_json::Value;
+
+/// The arguments of `moveDisk`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MoveArgs {
+    pub target: GuestRef,
+    pub disk: String,
+    pub storage: String,
+    /// Free the source volume instead of keeping it as `unusedN`.
+    pub delete: bool,
+    /// A VM disk's format on the target (`raw`, `qcow2`, `vmdk`); the storage's default otherwise.
+    pub format: Option<String>,
+}
+
+/// Whether `key` names a volume `kind` can move: a disk, a VM's EFI or TPM volume, an `unusedN`
+/// (qemu-server `PVE/QemuServer/Drive.pm` valid_drive_names_with_unused; pve-container's
+/// `rootfs`, `mpN`, `unusedN`).
+fn movable(kind: GuestKind, key: &str) -> bool {
+    is_unused(key) || kind.is_volume_key(key)
+}
+
+impl MoveArgs {
+    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let target = GuestRef::parse(&fields)?;
+        let disk: String = fields.or("disk", kind.default_disk().to_string())?;
+        if !movable(kind, &disk) {
+            let rule = format!("must match {} or unusedN", kind.disk_rule());
+            return Err(ArgError::new("disk", rule));
+        }
+        let storage: String = fields.required("storage")?;
+        if !is_storage_id(&storage) {
+            return Err(ArgError::new(
+                "storage",
+                "must be a storage id (^[a-z][a-z0-9-_.]*[a-z0-9]$, PVE's pve-storage-id)",
+            ));
+        }
+        let format: Option<String> = fields.optional("format")?;
+        match (&format, kind) {
+            (None, _) => {}
+            (Some(_), GuestKind::Lxc) => {
+                return Err(ArgError::new(
+                    "format",
+                    "is a VM disk's; a container volume keeps the storage's",
+                ));
+            }
+            (Some(f), GuestKind::Qemu) if !["raw", "qcow2", "vmdk"].contains(&f.as_str()) => {
+                return Err(ArgError::new("format", "must be raw, qcow2 or vmdk"));
+            }
+            _ => {}
+        }
+        Ok(MoveArgs {
+            target,
+            disk,
+            storage,
+            delete: fields.or("delete", false)?,
+            format,
+        })
+    }
+}
+
+/// Runs `moveDisk`.
+pub async fn move_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match MoveArgs::parse(run.kind, args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let absent = |vmid| {
+        let noun = run.kind.noun();
+        format!("{noun} {vmid} does not exist on any node: there is no disk to move")
+    };
+    let mut ev = match sight_config_to_change(run, &args.target, absent).await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
+    };
+    let verdict = match source(run, &ev, &args) {
+        Ok(Some(from)) => moved(run, &mut ev, &args, &from).await,
+        Ok(None) => Ok(format!(
+            "{} of {} is already on storage {} in that format; nothing was sent",
+            args.disk,
+            ev.label(run),
+            args.storage
+        )),
+        Err(refusal) => Err(refusal),
+    };
+    ev.outcome(run, verdict).await
+}
+
+/// The volume to move, from the config the sighting read; `None` when it is already where asked.
+/// What PVE would refuse is refused here with its reason, before anything is sent.
+fn source<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    args: &MoveArgs,
+) -> Result<Option<String>, String> {
+    let label = ev.label(run);
+    let refuse = |why: String| {
+        Err(format!(
+            "cannot move {} of {label}: {why}; nothing was sent",
+            args.disk
+        ))
+    };
+    let value = ev.config.get(&args.disk).and_then(flex::string_of);
+    let Some(value) = value else {
+        // qemu-server move_vm_disk: "disk '…' does not exist"; pve-container: "volume not found".
+        return refuse(format!("its config has no {}", args.disk));
+    };
+    let Some(volid) = volume_at(&ev.config, &args.disk) else {
+        // qemu-server move_vm_disk: "you can't move a cdrom" (an empty drive or a path neither).
+        return refuse(format!("{} holds no storage volume ({value})", args.disk));
+    };
+    if run.kind == GuestKind::Lxc && ev.status.status == "running" {
+        // pve-container PVE/API2/LXC.pm move_volume: a running container's volume is not moved.
+        return refuse(
+            "the container is running, and PVE moves a container's volume only while it is stopped"
+                .into(),
+        );
+    }
+    let format = property(&value, "format").map_or_else(|| format_of(&volid), str::to_string);
+    let same_format = args.format.as_ref().is_none_or(|f| *f == format);
+    match storage_of(&volid) == args.storage && same_format {
+        true => Ok(None),
+        false => Ok(Some(volid)),
+    }
+}
+
+/// A volume's format as its name shows it (`….qcow2`), raw for a block storage's.
+fn format_of(volid: &str) -> String {
+    match volid.rsplit_once('.') {
+        Some((_, ext)) if ["qcow2", "vmdk", "raw"].contains(&ext) => ext.to_string(),
+        _ => "raw".to_string(),
+    }
+}
+
+/// Sends the move, follows its task, and judges the config and the source's storage after it.
+async fn moved<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &MoveArgs,
+    from: &str,
+) -> Result<String, String> {
+    let label = format!("{} of {}", args.disk, ev.label(run));
+    let action = format!("move {label} to storage {}", args.storage);
+    let request = endpoints::move_volume(
+        &ev.at.node,
+        run.kind,
+        ev.at.vmid,
+        (&args.disk, &args.storage),
+        args.delete,
+        args.format.as_deref(),
+    );
+    ev.trail.run(&run.pve(), &request, &action).await?;
+    match ev.refresh(run).await {
+        Ok(()) => unlocked_after(run, ev, "the move task ended successfully").await?,
+        Err(e) => ev.warn(run, e),
+    }
+    ev.reread_config(run).await?;
+    let done = "the move task ended successfully";
+    let now = volume_at(&ev.config, &args.disk);
+    let to = match now {
+        Some(to) if storage_of(&to) == args.storage && to != from => to,
+        other => {
+            let seen = other.unwrap_or_else(|| "no volume".into());
+            return Err(format!(
+                "{done}, but {label} still reads {seen} — it is not on storage {}",
+                args.storage
+            ));
+        }
+    };
+    let size = ev
+        .config
+        .get(&args.disk)
+        .and_then(flex::string_of)
+        .and_then(|v| property(&v, "size").map(|s| format!(" ({s})")))
+        .unwrap_or_default();
+    let kept = unused_holding(&ev.config, from);
+    let source = match (args.delete, kept) {
+        (false, Some(key)) => format!("the source {from} is kept as {key}"),
+        (false, None) => {
+            return Err(format!(
+                "{done} and {label} is on {to}, but the source {from} is in no unusedN entry of the config: where it went is unknown"
+            ))
+        }
+        (true, Some(key)) => {
+            return Err(format!(
+                "{done} and {label} is on {to}, but the source {from} was not removed: PVE kept it as {key} (see the task's warnings)"
+            ))
+        }
+        (true, None) => match listed_on_storage(run, &ev.at.node, ev.at.vmid, from).await {
+            Ok(false) => format!("the source {from} is gone from storage {}", storage_of(from)),
+            Ok(true) => {
+                return Err(format!(
+                    "{done} and {label} is on {to}, but storage {} still lists the source {from}",
+                    storage_of(from)
+                ))
+            }
+            Err(why) => return Err(format!("{done} and {label} is on {to}, but {why}")),
+        },
+    };
+    Ok(format!("{label} moved to {to}{size}; {source}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{failure_of, run_method, summary_of, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const UPID: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmmove:100:root@pam!t:";
+    const OLD: &str = "local-lvm:vm-100-disk-0";
+    const NEW: &str = "local-zfs:vm-100-disk-0";
+
+    /// VM 100 on pve1 in `status`, whose config reads `before` and then `after`; the move's task
+    /// ends OK and storage local-lvm lists `listed`.
+    fn vm(status: &str, before: Value, after: Value, listed: Value) -> ScriptedHost {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": status}),
+        );
+        host.on(
+            "GET /nodes/pve1/qemu/100/config",
+            [Answer::Data(before), Answer::Data(after)],
+        );
+        host.data("POST /nodes/pve1/qemu/100/move_disk", json!(UPID));
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/status"),
+            json!({"status": "stopped", "exitstatus": "OK"}),
+        );
+        host.data("GET /nodes/pve1/storage/local-lvm/content", listed);
+        host
+    }
+
+    fn disk(volid: &str) -> String {
+        format!("{volid},iothread=1,size=8G")
+    }
+
+    fn sent(host: &ScriptedHost) -> String {
+        host.body_of("POST")
+    }
+
+    #[test]
+    fn a_moved_disk_reads_back_on_the_target_with_the_source_kept_as_unused() {
+        let before = json!({"scsi0": disk(OLD)});
+        let after = json!({"scsi0": disk(NEW), "unused0": OLD});
+        let host = vm("running", before, after, json!([]));
+        let args = json!({"vmid": 100, "disk": "scsi0", "storage": "local-zfs"});
+        let outcome = run_method(&host, "qemu", "moveDisk", args);
+        let summary = summary_of(&outcome);
+        assert!(
+            summary.contains(&format!("moved to {NEW} (8G)")),
+            "{summary}"
+        );
+        assert!(
+            summary.contains(&format!("{OLD} is kept as unused0")),
+            "{summary}"
+        );
+        assert_eq!(sent(&host), "disk=scsi0&storage=local-zfs");
+    }
+
+    #[test]
+    fn with_delete_the_source_must_be_gone_from_its_storage() {
+        let before = json!({"scsi0": disk(OLD)});
+        let after = json!({"scsi0": disk(NEW)});
+        let host = vm("stopped", before.clone(), after.clone(), json!([]));
+        let args = json!({"vmid": 100, "storage": "local-zfs", "delete": true});
+        let outcome = run_method(&host, "qemu", "moveDisk", args.clone());
+        assert!(summary_of(&outcome).contains("is gone from storage local-lvm"));
+        assert_eq!(sent(&host), "disk=scsi0&storage=local-zfs&delete=1");
+        let listed = json!([{"volid": OLD, "size": 8}]);
+        let host = vm("stopped", before, after, listed);
+        let outcome = run_method(&host, "qemu", "moveDisk", args);
+        assert!(
+            failure_of(&outcome).contains("still lists the source"),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn a_source_pve_failed_to_free_fails_the_move_with_delete() {
+        let before = json!({"scsi0": disk(OLD)});
+        let after = json!({"scsi0": disk(NEW), "unused0": OLD});
+        let host = vm("stopped", before, after, json!([]));
+        let args = json!({"vmid": 100, "storage": "local-zfs", "delete": true});
+        let outcome = run_method(&host, "qemu", "moveDisk", args);
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("was not removed: PVE kept it as unused0"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_task_that_ends_ok_with_the_disk_still_on_the_source_fails() {
+        let before = json!({"scsi0": disk(OLD)});
+        let host = vm("stopped", before.clone(), before, json!([]));
+        let args = json!({"vmid": 100, "storage": "local-zfs"});
+        let outcome = run_method(&host, "qemu", "moveDisk", args);
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("it is not on storage local-zfs"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_disk_already_on_the_target_succeeds_without_a_request() {
+        let host = vm("stopped", json!({"scsi0": disk(NEW)}), json!({}), json!([]));
+        let args = json!({"vmid": 100, "storage": "local-zfs"});
+        let outcome = run_method(&host, "qemu", "moveDisk", args);
+        assert!(summary_of(&outcome).contains("nothing was sent"));
+        assert!(!host.requests.borrow().iter().any(|r| r.method == "POST"));
+    }
+
+    #[test]
+    fn what_pve_refuses_is_refused_before_anything_is_sent() {
+        let cdrom = json!({"ide2": "local:iso/d.iso,media=cdrom"});
+        let cases = [
+            (
+                "qemu",
+                "running",
+                json!({}),
+                "scsi0",
+                "its config has no scsi0",
+            ),
+            ("qemu", "stopped", cdrom, "ide2", "holds no storage volume"),
+            (
+                "lxc",
+                "running",
+                json!({"rootfs": OLD}),
+                "rootfs",
+                "only while it is stopped",
+            ),
+        ];
+        for (model, status, config, key, words) in cases {
+            let host = ScriptedHost::new();
+            host.data(
+                "GET /cluster/resources",
+                json!([{"vmid": 100, "type": model, "node": "pve1"}]),
+            );
+            host.data(
+                &format!("GET /nodes/pve1/{model}/100/status/current"),
+                json!({"status": status}),
+            );
+            host.data(&format!("GET /nodes/pve1/{model}/100/config"), config);
+            let args = json!({"vmid": 100, "disk": key, "storage": "local-zfs"});
+            let outcome = run_method(&host, model, "moveDisk", args);
+            let message = failure_of(&outcome);
+            assert!(message.contains(words), "{model} {key}: {message}");
+            assert!(!host.requests.borrow().iter().any(|r| r.method == "POST"));
+        }
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_naming_the_field() {
+        let cases = [
+            ("qemu", json!({"disk": "net0"}), "disk"),
+            ("qemu", json!({"disk": "unused01"}), "disk"),
+            ("lxc", json!({"disk": "scsi0"}), "disk"),
+            ("qemu", json!({"storage": "local lvm"}), "storage"),
+            ("qemu", json!({"storage": null}), "storage"),
+            ("qemu", json!({"format": "vdi"}), "format"),
+            ("lxc", json!({"format": "raw"}), "format"),
+            ("qemu", json!({"delete": "yes"}), "delete"),
+        ];
+        for (model, bad, field) in cases {
+            let mut args = json!({"vmid": 100, "storage": "local-zfs"});
+            for (k, v) in bad.as_object().unwrap() {
+                match v {
+                    Value::Null => args.as_object_mut().unwrap().remove(k),
+                    v => args.as_object_mut().unwrap().insert(k.clone(), v.clone()),
+                };
+            }
+            let host = ScriptedHost::new();
+            let outcome = run_method(&host, model, "moveDisk", args);
+            let message = failure_of(&outcome);
+            assert!(message.contains(&format!("`{field}`")), "{bad}: {message}");
+            assert!(host.requests.borrow().is_empty());
+        }
+    }
+}
