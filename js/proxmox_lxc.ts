@@ -47,6 +47,7 @@ import {
   preflightMethod,
   preflightResource,
 } from "./_lib/preflight.ts";
+import { diskMethods } from "./_lib/disks.ts";
 import { nicMethods } from "./_lib/nic.ts";
 import { powerMethods, taskLogFile, taskResource } from "./_lib/power.ts";
 
@@ -142,6 +143,9 @@ const CHANGES = [
   "setConfig",
   "setNic",
   "removeNic",
+  "moveDisk",
+  "attachDisk",
+  "detachDisk",
   "resize",
   "start",
   "stop",
@@ -315,6 +319,7 @@ export const model = {
     },
     ...powerMethods("lxc"),
     ...nicMethods("lxc"),
+    ...diskMethods("lxc"),
     ...nodeMethods("lxc"),
     ...storageMethods("lxc"),
     ...snapshotMethods("lxc"),

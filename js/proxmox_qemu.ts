@@ -46,6 +46,7 @@ import {
   preflightMethod,
   preflightResource,
 } from "./_lib/preflight.ts";
+import { diskMethods } from "./_lib/disks.ts";
 import { nicMethods } from "./_lib/nic.ts";
 import { powerMethods, taskLogFile, taskResource } from "./_lib/power.ts";
 
@@ -322,6 +323,9 @@ const MUTATING = [
   "setConfig",
   "setNic",
   "removeNic",
+  "moveDisk",
+  "attachDisk",
+  "detachDisk",
   "resizeDisk",
   "start",
   "stop",
@@ -551,6 +555,7 @@ export const model = {
     },
     ...powerMethods("qemu"),
     ...nicMethods("qemu"),
+    ...diskMethods("qemu"),
     ...nodeMethods("qemu"),
     ...storageMethods("qemu"),
     ...snapshotMethods("qemu"),

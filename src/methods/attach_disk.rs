@@ -5,7 +5,7 @@
 //! `PVE/API2/Qemu.pm` $update_vm_api, pve-container `PVE/LXC/Config.pm` update_pct_config), which
 //! the read-back must show once the attachment applied.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{is_storage_id, ArgError, Fields};
 use crate::guest::config::ConfigSnapshot;
 use crate::guest::reboot::ApplyPending;
 use crate::guest::reference::GuestRef;
@@ -14,7 +14,6 @@ use crate::host::Host;
 use crate::methods::set_config::{change, ReadBack, SetConfigArgs};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
-use crate::pve::property::storage_volume;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -67,8 +66,12 @@ impl AttachArgs {
             apply_pending: ApplyPending::parse(&fields)?,
         };
         let volume: String = fields.required("volume")?;
-        if storage_volume(&volume) != Some(volume.as_str()) || volume.contains(char::is_whitespace)
-        {
+        let named = volume.split_once(':').is_some_and(|(storage, name)| {
+            is_storage_id(storage)
+                && !name.is_empty()
+                && !name.contains(|c: char| c == ',' || c.is_whitespace())
+        });
+        if !named {
             return Err(ArgError::new(
                 "volume",
                 "must be a volume id <storage>:<volume> (local-lvm:vm-100-disk-1)",

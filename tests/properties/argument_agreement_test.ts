@@ -479,9 +479,95 @@ const removeNicArgs = object({
   applyPending: rarely(edges(["none", "reboot"], ["later"])),
 });
 
+/** The disk methods' keys: each kind's volumes and unusedN, and near misses. */
+const diskKeys = edges([
+  "scsi0",
+  "virtio15",
+  "efidisk0",
+  "unused0",
+  "unused255",
+  "rootfs",
+  "mp0",
+  "mp255",
+], ["unused256", "unused01", "net0", "scsi", "mp", "", "sata+1", "Scsi0"]);
+const storageIds = edges(["local-zfs", "nfs.b_1", "Ceph2"], [
+  "l",
+  "local lvm",
+  "1local",
+  "local-",
+  "",
+]);
+const volumes = edges([
+  "local-lvm:vm-100-disk-1",
+  "nfs:100/vm-100-disk-0.qcow2",
+], [
+  "vm-100-disk-1",
+  ":x",
+  "local lvm:x",
+  "local:",
+  "local:a,b",
+  "local:a b",
+]);
+/** moveDisk of `kind`; a container volume has no format. */
+function moveDiskArgs(kind: "qemu" | "lxc") {
+  return object({
+    ...guestRef,
+    disk: opt(diskKeys),
+    storage: mix(storageIds),
+    delete: opt(edges<unknown>([true, false], ["yes", 1])),
+    ...(kind === "qemu"
+      ? { format: opt(edges(["raw", "qcow2", "vmdk"], ["vdi", ""])) }
+      : {}),
+  });
+}
+/** attachDisk of `kind`: a VM's slot or bus, a container's slot and mount path. */
+function attachDiskArgs(kind: "qemu" | "lxc") {
+  const common = {
+    ...guestRef,
+    volume: mix(volumes),
+    applyPending: rarely(edges(["none", "reboot"], ["later"])),
+  };
+  return kind === "qemu"
+    ? object({
+      ...common,
+      disk: opt(
+        edges(["scsi1", "scsi30", "sata5", "virtio15", "ide3"], [
+          "scsi31",
+          "ide4",
+          "mp0",
+          "scsi01",
+        ]),
+      ),
+      bus: opt(edges(["scsi", "sata", "virtio", "ide"], ["nvme", "mp"])),
+    })
+    : object({
+      ...common,
+      disk: opt(edges(["mp0", "mp255"], ["mp256", "scsi0", "mp01"])),
+      mp: mix(edges(["/data", "/srv/a b"], ["data", "/a,b", "/a/../b", "/.."])),
+    });
+}
+/** detachDisk of `kind`: a VM's disks, a container's mount points; both kinds' unusedN. */
+const detachDiskArgs = (kind: "qemu" | "lxc") =>
+  object({
+    ...guestRef,
+    disk: mix(
+      kind === "qemu" ? diskKeys : edges(["mp0", "mp255", "unused0"], [
+        "rootfs",
+        "scsi0",
+        "mp256",
+        "unused01",
+      ]),
+    ),
+    destroy: opt(edges<unknown>([true, false], ["yes"])),
+    applyPending: rarely(edges(["none", "reboot"], ["later"])),
+  });
+
 const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   setNic: setNicArgs("qemu"),
   removeNic: removeNicArgs,
+  moveDisk: moveDiskArgs("qemu"),
+  attachDisk: attachDiskArgs("qemu"),
+  detachDisk: detachDiskArgs("qemu"),
   lookup: object(guestRef),
   guestExec: object({
     ...guestRef,
@@ -908,6 +994,9 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
 const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   setNic: setNicArgs("lxc"),
   removeNic: removeNicArgs,
+  moveDisk: moveDiskArgs("lxc"),
+  attachDisk: attachDiskArgs("lxc"),
+  detachDisk: detachDiskArgs("lxc"),
   create: object({
     vmid: fc.option(mix(vmid), { nil: undefined, freq: 2 }),
     vmidRange: rarely(vmidRangeArb),
