@@ -16,7 +16,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::run::Run;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The arguments of `moveDisk`.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,49 +173,42 @@ async fn moved<H: Host>(
         Err(e) => ev.warn(run, e),
     }
     ev.reread_config(run).await?;
-    let done = "the move task ended successfully";
-    let now = volume_at(&ev.config, &args.disk);
-    let to = match now {
-        Some(to) if storage_of(&to) == args.storage && to != from => to,
-        other => {
-            let seen = other.unwrap_or_else(|| "no volume".into());
-            return Err(format!(
-                "{done}, but {label} still reads {seen} — it is not on storage {}",
-                args.storage
-            ));
+    let but = |why: String| format!("the move task ended successfully, but {why}");
+    let landed = landed(&ev.config, args, from).map_err(but)?;
+    if args.delete {
+        let listed = listed_on_storage(run, &ev.at.node, ev.at.vmid, from).await;
+        if listed.map_err(but)? {
+            let storage = storage_of(from);
+            return Err(but(format!(
+                "storage {storage} still lists the source {from}"
+            )));
         }
-    };
-    let size = ev
-        .config
+    }
+    Ok(format!("{label} moved to {landed}"))
+}
+
+/// Where the config read back after the move puts the disk and its source: the target volume
+/// (with its size) and the source kept as `unusedN`, or in no key when `delete` freed it.
+fn landed(config: &Map<String, Value>, args: &MoveArgs, from: &str) -> Result<String, String> {
+    let to = volume_at(config, &args.disk)
+        .filter(|to| storage_of(to) == args.storage && to != from)
+        .ok_or_else(|| format!("{} is not on storage {}", args.disk, args.storage))?;
+    let size = config
         .get(&args.disk)
         .and_then(flex::string_of)
         .and_then(|v| property(&v, "size").map(|s| format!(" ({s})")))
         .unwrap_or_default();
-    let kept = unused_holding(&ev.config, from);
-    let source = match (args.delete, kept) {
-        (false, Some(key)) => format!("the source {from} is kept as {key}"),
-        (false, None) => {
-            return Err(format!(
-                "{done} and {label} is on {to}, but the source {from} is in no unusedN entry of the config: where it went is unknown"
-            ))
-        }
-        (true, Some(key)) => {
-            return Err(format!(
-                "{done} and {label} is on {to}, but the source {from} was not removed: PVE kept it as {key} (see the task's warnings)"
-            ))
-        }
-        (true, None) => match listed_on_storage(run, &ev.at.node, ev.at.vmid, from).await {
-            Ok(false) => format!("the source {from} is gone from storage {}", storage_of(from)),
-            Ok(true) => {
-                return Err(format!(
-                    "{done} and {label} is on {to}, but storage {} still lists the source {from}",
-                    storage_of(from)
-                ))
-            }
-            Err(why) => return Err(format!("{done} and {label} is on {to}, but {why}")),
-        },
-    };
-    Ok(format!("{label} moved to {to}{size}; {source}"))
+    let moved = format!("{to}{size}; the source {from}");
+    match (args.delete, unused_holding(config, from)) {
+        (false, Some(key)) => Ok(format!("{moved} is kept as {key}")),
+        (false, None) => Err(format!(
+            "{moved} is in no unusedN entry: where it went is unknown"
+        )),
+        (true, Some(key)) => Err(format!(
+            "{moved} was not removed: PVE kept it as {key} (see the task's warnings)"
+        )),
+        (true, None) => Ok(format!("{moved} is gone from storage {}", storage_of(from))),
+    }
 }
 
 #[cfg(test)]
@@ -320,7 +313,7 @@ mod tests {
         let outcome = run_method(&host, "qemu", "moveDisk", args);
         let message = failure_of(&outcome);
         assert!(
-            message.contains("it is not on storage local-zfs"),
+            message.contains("scsi0 is not on storage local-zfs"),
             "{message}"
         );
     }
