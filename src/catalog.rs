@@ -56,6 +56,8 @@ pub enum Method {
     MoveDisk,
     AttachDisk,
     DetachDisk,
+    FirewallOptions,
+    FirewallRules,
 }
 
 /// Which models offer a name.
@@ -104,6 +106,8 @@ const TABLE: &[(Models, &str, Method)] = &[
     (Models::Both, "moveDisk", Method::MoveDisk),
     (Models::Both, "attachDisk", Method::AttachDisk),
     (Models::Both, "detachDisk", Method::DetachDisk),
+    (Models::Both, "firewallOptions", Method::FirewallOptions),
+    (Models::Both, "firewallRules", Method::FirewallRules),
     (Models::Both, "convertToTemplate", Method::Template),
     (Models::Both, "migrate", Method::Migrate),
     (Models::Both, "snapshot", Method::Snapshot),

@@ -8,10 +8,11 @@ use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
     attach_disk, backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
-    delete_snapshot, detach_disk, download_url, file_read, file_write, get_config, guest_exec,
-    list_backups, list_snapshots, lookup, migrate, move_disk, nic, node_config, node_status,
-    preflight, reboot, resize_disk, restore, resume, rollback, set_config, shutdown, snapshot,
-    start, stop, suspend, sync, template, vm_create, wait_ready, wait_task,
+    delete_snapshot, detach_disk, download_url, file_read, file_write, firewall_options,
+    firewall_rules, get_config, guest_exec, list_backups, list_snapshots, lookup, migrate,
+    move_disk, nic, node_config, node_status, preflight, reboot, resize_disk, restore, resume,
+    rollback, set_config, shutdown, snapshot, start, stop, suspend, sync, template, vm_create,
+    wait_ready, wait_task,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -157,6 +158,16 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::DetachDisk => kept!(
             Method::DetachDisk,
             detach_disk::DetachArgs::parse(kind, args).map(drop),
+            Ok(())
+        ),
+        Method::FirewallOptions => kept!(
+            Method::FirewallOptions,
+            firewall_options::OptionsArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::FirewallRules => kept!(
+            Method::FirewallRules,
+            firewall_rules::RulesArgs::parse(args).map(drop),
             Ok(())
         ),
         Method::Sync => kept!(Method::Sync, sync::SyncArgs::parse(args).map(drop), Ok(())),
@@ -361,6 +372,16 @@ async fn run_scrubbed<H: Host>(
         Method::DetachDisk => kept!(
             Method::DetachDisk,
             boxed(detach_disk::detach_disk(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::FirewallOptions => kept!(
+            Method::FirewallOptions,
+            boxed(firewall_options::firewall_options(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::FirewallRules => kept!(
+            Method::FirewallRules,
+            boxed(firewall_rules::firewall_rules(&run, args)),
             boxed(left_out(method))
         ),
         Method::Sync => kept!(

@@ -7,6 +7,7 @@ pub mod config;
 pub mod evidence;
 pub mod exec;
 pub mod files;
+pub mod firewall;
 pub mod gates;
 pub mod identity;
 pub mod locate;

@@ -85,6 +85,7 @@ const FILE_READ: &str = "GET /nodes/{node}/qemu/{vmid}/agent/file-read";
 const INTERFACES: &str = "GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces";
 const START: &str = "POST /nodes/{node}/{kind}/{vmid}/status/start";
 const RESUME: &str = "POST /nodes/{node}/{kind}/{vmid}/status/resume";
+const FIREWALL_OPTIONS: &str = "GET /nodes/{node}/{kind}/{vmid}/firewall/options";
 const STORAGE_CONTENT: &str = "GET /nodes/{node}/storage/{storage}/content";
 
 /// The endpoints method `method` of `kind` guests calls; `None` for a method the model lacks.
@@ -103,6 +104,35 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
             always(SET_CONFIG),
             always(PENDING),
             sometimes(STORAGE_CONTENT, "with destroy, or of an unusedN"),
+        ],
+        (_, "firewallOptions") => &[
+            always(STATUS),
+            always(CONFIG),
+            always(FIREWALL_OPTIONS),
+            sometimes(
+                "PUT /nodes/{node}/{kind}/{vmid}/firewall/options",
+                "when an option differs",
+            ),
+            always("GET /cluster/firewall/options"),
+        ],
+        (_, "firewallRules") => &[
+            always(STATUS),
+            always(CONFIG),
+            always("GET /nodes/{node}/{kind}/{vmid}/firewall/rules"),
+            sometimes(
+                "PUT /nodes/{node}/{kind}/{vmid}/firewall/rules/{pos}",
+                "for a rule that differs",
+            ),
+            sometimes(
+                "POST /nodes/{node}/{kind}/{vmid}/firewall/rules",
+                "for a rule to add",
+            ),
+            sometimes(
+                "DELETE /nodes/{node}/{kind}/{vmid}/firewall/rules/{pos}",
+                "for a rule too many",
+            ),
+            always(FIREWALL_OPTIONS),
+            always("GET /cluster/firewall/options"),
         ],
         (Qemu, "moveDisk") => &[
             always(STATUS),

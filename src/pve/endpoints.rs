@@ -447,6 +447,34 @@ pub fn move_volume(
     request
 }
 
+/// A request under `/nodes/{node}/{kind}/{vmid}/firewall/` (`at`: the segments after it — `options`,
+/// `rules`/`<pos>`, `ipset`/`<name>`/`<cidr>`, `aliases`/`<name>`): synchronous, answers null on a
+/// write (pve-firewall `PVE/API2/Firewall/VM.pm`, `Rules.pm`, `IPSet.pm`, `Aliases.pm`). A write
+/// is never re-sent; a read is.
+pub fn guest_firewall(
+    node: &str,
+    kind: GuestKind,
+    vmid: u32,
+    verb: Verb,
+    at: &[String],
+) -> PveRequest {
+    let vmid = vmid.to_string();
+    let mut segments = vec![node, kind.segment(), &vmid, "firewall"];
+    segments.extend(at.iter().map(String::as_str));
+    segments.insert(0, "nodes");
+    let repeat = match verb {
+        Verb::Get => Repeat::Safe,
+        _ => Repeat::Never,
+    };
+    PveRequest::new(verb, &segments, repeat)
+}
+
+/// `GET /cluster/firewall/options`: whether the cluster's firewall is enabled (`enable`; PVE's
+/// default is off, and then no guest's rules apply: pve-firewall `PVE/Firewall.pm` compile).
+pub fn cluster_firewall_options() -> PveRequest {
+    PveRequest::get(&["cluster", "firewall", "options"])
+}
+
 /// `POST /nodes/{node}/lxc` → UPID: creates a container from a template with these parameters
 /// (`vmid`, `ostemplate`, `hostname`, `rootfs`, netN, …). Never re-sent.
 pub fn lxc_create(node: &str, params: Vec<(String, String)>) -> PveRequest {

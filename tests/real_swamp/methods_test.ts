@@ -155,6 +155,34 @@ Deno.test(
 );
 
 Deno.test(
+  "real swamp: moveDisk of a running VM with delete stores the guest it observed, the disk on the target",
+  opts,
+  async () => {
+    const config = {
+      smbios1: "uuid=00000000-0000-4000-8000-000000000120",
+      scsi0: "local-lvm:vm-120-disk-0,size=4G",
+    };
+    const guests = [
+      ...demoGuests(),
+      extraGuest({ status: "running", config }),
+    ];
+    await withRealSwamp({ guests }, async (env) => {
+      const args = { vmid: 120, storage: "local-zfs", delete: true };
+      const r = await runMethod(env, "moveDisk", args);
+      assert.equal(r.json.status, "succeeded", JSON.stringify(r.json));
+      const scsi0 = String(env.sim.guest(120)?.config.scsi0);
+      assert.match(scsi0, /^local-zfs:vm-120-disk-\d+,/);
+      assert.equal(env.sim.guest(120)?.config.unused0, undefined);
+      const stored = await env.cli.latest(
+        'modelName == "fleet" && name == "vm-120"',
+      );
+      assert.equal(stored.get("vm-120")?.lastOperation, "moveDisk");
+      assert.equal(stored.get("vm-120")?.status, "running");
+    });
+  },
+);
+
+Deno.test(
   "real swamp: data query returns the latest record of each guest a sync wrote",
   opts,
   async () => {

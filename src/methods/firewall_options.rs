@@ -1,0 +1,205 @@
+//! `firewallOptions`: a guest's firewall options — `enable`, the in/out policies and log levels,
+//! the IP/MAC filters, DHCP, NDP and router advertisements — through the firewall engine
+//! (guest/firewall.rs). Only the options given are written, in one `PUT …/firewall/options` of
+//! those that differ from what was read (none: nothing is sent), and each must read back as given.
+
+use crate::args::{ArgError, Fields};
+use crate::guest::firewall::{change_firewall, FirewallChange, Write};
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::flex;
+use crate::pve::request::Verb;
+use crate::run::Run;
+use serde_json::Value;
+
+const POLICIES: &[&str] = &["ACCEPT", "REJECT", "DROP"];
+/// PVE's log levels (pve-firewall `PVE/Firewall.pm` $log_level_hash).
+pub const LOG_LEVELS: &[&str] = &[
+    "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug", "nolog",
+];
+
+/// Each option: its argument, PVE's name, and its values (`None`: a flag).
+const OPTIONS: [(&str, &str, Option<&[&str]>); 10] = [
+    ("enable", "enable", None),
+    ("policyIn", "policy_in", Some(POLICIES)),
+    ("policyOut", "policy_out", Some(POLICIES)),
+    ("logLevelIn", "log_level_in", Some(LOG_LEVELS)),
+    ("logLevelOut", "log_level_out", Some(LOG_LEVELS)),
+    ("ipfilter", "ipfilter", None),
+    ("macfilter", "macfilter", None),
+    ("dhcp", "dhcp", None),
+    ("ndp", "ndp", None),
+    ("radv", "radv", None),
+];
+
+/// The arguments of `firewallOptions`: the guest and PVE's name and value of each option given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptionsArgs {
+    pub target: GuestRef,
+    pub options: Vec<(&'static str, String)>,
+}
+
+impl OptionsArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let target = GuestRef::parse(&fields)?;
+        let mut options = Vec::new();
+        for (arg, name, values) in OPTIONS {
+            let value = match values {
+                None => fields
+                    .optional::<bool>(arg)?
+                    .map(|on| u8::from(on).to_string()),
+                Some(values) => match fields.optional::<String>(arg)? {
+                    Some(v) if !values.contains(&v.as_str()) => {
+                        let rule = format!("must be one of {}", values.join(", "));
+                        return Err(ArgError::new(arg, rule));
+                    }
+                    v => v,
+                },
+            };
+            options.extend(value.map(|v| (name, v)));
+        }
+        if options.is_empty() {
+            let all: Vec<&str> = OPTIONS.iter().map(|(arg, _, _)| *arg).collect();
+            return Err(ArgError::new(
+                "enable",
+                format!("or another option is required: {}", all.join(", ")),
+            ));
+        }
+        Ok(OptionsArgs { target, options })
+    }
+}
+
+/// The options whose value `read` does not show as asked, with what it shows.
+fn differing<'a>(
+    asked: &'a [(&'static str, String)],
+    read: Option<&Value>,
+) -> Vec<(&'a str, &'a str, String)> {
+    asked
+        .iter()
+        .filter_map(|(name, want)| {
+            let seen = read
+                .and_then(|r| r.get(*name))
+                .and_then(flex::string_of)
+                .unwrap_or_default();
+            (seen != *want).then_some((*name, want.as_str(), seen))
+        })
+        .collect()
+}
+
+/// Runs `firewallOptions`.
+pub async fn firewall_options<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match OptionsArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let plan = |read: Option<&Value>| {
+        let params: Vec<(String, String)> = differing(&args.options, read)
+            .into_iter()
+            .map(|(name, want, _)| (name.to_string(), want.to_string()))
+            .collect();
+        Ok(match params.is_empty() {
+            true => Vec::new(),
+            false => vec![Write::new(Verb::Set, &["options"], params)],
+        })
+    };
+    let judge = |read: Option<&Value>| match differing(&args.options, read).as_slice() {
+        [] => {
+            let set: Vec<String> = args
+                .options
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            Ok(format!("{} read back", set.join(", ")))
+        }
+        wrong => {
+            let seen: Vec<String> = wrong
+                .iter()
+                .map(|(k, want, seen)| format!("`{k}` reads {seen:?}, asked {want}"))
+                .collect();
+            Err(seen.join("; "))
+        }
+    };
+    let change = FirewallChange {
+        what: "the firewall options".into(),
+        section: vec!["options".into()],
+        missing: None,
+        plan: &plan,
+        judge: &judge,
+    };
+    change_firewall(run, &args.target, &change).await
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{failure_of, run_method, summary_of, Answer, ScriptedHost};
+    use serde_json::{json, Value};
+
+    fn ct(before: Value, after: Value) -> ScriptedHost {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "lxc", "node": "pve1"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/lxc/100/status/current",
+            json!({"status": "stopped"}),
+        );
+        host.data("GET /nodes/pve1/lxc/100/config", json!({}));
+        host.on(
+            "GET /nodes/pve1/lxc/100/firewall/options",
+            [
+                Answer::Data(before),
+                Answer::Data(after.clone()),
+                Answer::Data(after),
+            ],
+        );
+        host.data("PUT /nodes/pve1/lxc/100/firewall/options", Value::Null);
+        host.data("GET /cluster/firewall/options", json!({"enable": 1}));
+        host
+    }
+
+    #[test]
+    fn only_the_options_that_differ_are_sent_and_each_must_read_back() {
+        let host = ct(
+            json!({"enable": 0, "policy_in": "DROP"}),
+            json!({"enable": 1, "policy_in": "DROP"}),
+        );
+        let args = json!({"vmid": 100, "enable": true, "policyIn": "DROP"});
+        let outcome = run_method(&host, "lxc", "firewallOptions", args);
+        assert!(
+            summary_of(&outcome).contains("enable=1, policy_in=DROP read back"),
+            "{outcome:?}"
+        );
+        assert_eq!(host.body_of("PUT"), "enable=1");
+    }
+
+    #[test]
+    fn an_option_that_does_not_read_back_fails_naming_it() {
+        let host = ct(json!({}), json!({"policy_out": "ACCEPT"}));
+        let args = json!({"vmid": 100, "policyOut": "REJECT"});
+        let outcome = run_method(&host, "lxc", "firewallOptions", args);
+        assert!(
+            failure_of(&outcome).contains("`policy_out` reads \"ACCEPT\", asked REJECT"),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn bad_or_missing_options_are_refused_naming_the_field() {
+        for (args, field) in [
+            (json!({"vmid": 100}), "enable"),
+            (json!({"vmid": 100, "policyIn": "allow"}), "policyIn"),
+            (json!({"vmid": 100, "logLevelOut": "loud"}), "logLevelOut"),
+            (json!({"vmid": 100, "ndp": "yes"}), "ndp"),
+        ] {
+            let host = ScriptedHost::new();
+            let outcome = run_method(&host, "lxc", "firewallOptions", args);
+            assert!(
+                failure_of(&outcome).contains(&format!("`{field}`")),
+                "{outcome:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,474 @@
+//! `firewallRules`: a guest's whole ordered rule set, declared. Through the firewall engine
+//! (guest/firewall.rs) the method reads PVE's list, keeps each rule that already reads as declared
+//! at its position, updates the others in place (`PUT …/rules/<pos>`, with `delete` for the fields
+//! the declaration leaves out), appends what is missing (`POST …/rules` with `pos`), deletes the
+//! rest from the end (`DELETE …/rules/<pos>`), then reads the list back: it must equal the
+//! declaration, rule by rule. The first write carries the list's digest, so a list another client
+//! changed meanwhile is refused by PVE rather than overwritten (pve-firewall
+//! `PVE/API2/Firewall/Rules.pm`, `PVE/Firewall.pm` verify_rule for what PVE refuses).
+
+use crate::args::{check_line, ArgError, Fields};
+use crate::guest::firewall::{change_firewall, FirewallChange, Write};
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::methods::firewall_options::LOG_LEVELS;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::flex;
+use crate::pve::request::Verb;
+use crate::run::Run;
+use serde_json::Value;
+
+/// A rule's fields in PVE's names, in the order they are compared and sent, with the argument
+/// naming each (`icmpType` is PVE's `icmp-type`).
+const FIELDS: [(&str, &str); 13] = [
+    ("type", "type"),
+    ("action", "action"),
+    ("enable", "enable"),
+    ("source", "source"),
+    ("dest", "dest"),
+    ("proto", "proto"),
+    ("dport", "dport"),
+    ("sport", "sport"),
+    ("iface", "iface"),
+    ("macro", "macro"),
+    ("log", "log"),
+    ("comment", "comment"),
+    ("icmpType", "icmp-type"),
+];
+/// Protocols whose rules may name ports (pve-firewall `PVE/Firewall.pm` verify_rule: "protocol …
+/// does not support ports" otherwise).
+const PORT_PROTOCOLS: [&str; 4] = ["tcp", "udp", "dccp", "sctp"];
+const ICMP_PROTOCOLS: [&str; 4] = ["icmp", "icmpv6", "ipv6-icmp", "1"];
+
+/// One declared rule: PVE's value of each field it sets, in [`FIELDS`] order.
+pub type Rule = Vec<(&'static str, String)>;
+
+/// The arguments of `firewallRules`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RulesArgs {
+    pub target: GuestRef,
+    pub rules: Vec<Rule>,
+}
+
+/// A group name or an action's word: PVE's `[A-Za-z][A-Za-z0-9\-_]+`, 2 to 20 characters.
+fn is_name(text: &str) -> bool {
+    let b = text.as_bytes();
+    (2..=20).contains(&b.len())
+        && b.first().is_some_and(u8::is_ascii_alphabetic)
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
+}
+
+/// One rule's arguments (`at`: its path, `rules[3]`), checked as pve-firewall's verify_rule would.
+fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
+    let fields = Fields::of(value, at)?;
+    let mut rule = Rule::new();
+    for (arg, name) in FIELDS {
+        let text = match arg {
+            "enable" => Some(u8::from(fields.or("enable", true)?).to_string()),
+            _ => fields.optional::<String>(arg)?,
+        };
+        if let Some(text) = text {
+            check_line(&fields.path(arg), &text)?;
+            rule.push((name, text));
+        }
+    }
+    let get = |name: &str| {
+        rule.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let refuse = |arg: &str, why: &str| Err(ArgError::new(fields.path(arg), why));
+    match (get("type"), get("action")) {
+        (Some("in" | "out"), Some("ACCEPT" | "DROP" | "REJECT")) => {}
+        (Some("in" | "out"), _) => return refuse("action", "must be ACCEPT, DROP or REJECT"),
+        (Some("group"), Some(group)) if is_name(group) => {}
+        (Some("group"), _) => {
+            return refuse(
+                "action",
+                "must name a security group ([A-Za-z][A-Za-z0-9-_]+, 2 to 20)",
+            )
+        }
+        _ => return refuse("type", "must be in, out or group"),
+    }
+    let proto = get("proto").map(str::to_ascii_lowercase);
+    let ports = get("dport").or(get("sport")).is_some();
+    if ports
+        && !proto
+            .as_deref()
+            .is_some_and(|p| PORT_PROTOCOLS.contains(&p))
+    {
+        return refuse(
+            "proto",
+            "must be tcp, udp, dccp or sctp when a port (dport, sport) is given",
+        );
+    }
+    if get("icmp-type").is_some()
+        && !proto
+            .as_deref()
+            .is_some_and(|p| ICMP_PROTOCOLS.contains(&p))
+    {
+        return refuse("proto", "must be icmp or icmpv6 when icmpType is given");
+    }
+    if get("log").is_some_and(|l| !LOG_LEVELS.contains(&l)) {
+        return refuse("log", "must be a log level (emerg … debug, nolog)");
+    }
+    let iface_ok = |i: &str| {
+        i.strip_prefix("net")
+            .is_some_and(|n| n.parse::<u8>().is_ok_and(|n| n < 32) && !n.starts_with('+'))
+    };
+    if get("iface").is_some_and(|i| !iface_ok(i)) {
+        return refuse(
+            "iface",
+            "must be one of the guest's interfaces, net0 … net31",
+        );
+    }
+    let word = |v: &str| !v.is_empty() && !v.contains(char::is_whitespace);
+    for (arg, name) in [
+        ("source", "source"),
+        ("dest", "dest"),
+        ("proto", "proto"),
+        ("dport", "dport"),
+        ("sport", "sport"),
+        ("macro", "macro"),
+        ("icmpType", "icmp-type"),
+    ] {
+        if get(name).is_some_and(|v| !word(v) || v.len() > 512) {
+            return refuse(
+                arg,
+                "must be one word without spaces, at most 512 characters",
+            );
+        }
+    }
+    Ok(rule)
+}
+
+impl RulesArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let target = GuestRef::parse(&fields)?;
+        let list: Vec<Value> = fields.required("rules")?;
+        let rules = list
+            .iter()
+            .enumerate()
+            .map(|(i, r)| rule(r, &format!("rules[{i}]")))
+            .collect::<Result<_, _>>()?;
+        Ok(RulesArgs { target, rules })
+    }
+}
+
+/// PVE's listed rules, in position order.
+fn listed(read: Option<&Value>) -> Result<Vec<&Value>, String> {
+    let list = read
+        .and_then(Value::as_array)
+        .ok_or_else(|| "PVE's rule list is not a list".to_string())?;
+    let mut rules: Vec<&Value> = list.iter().collect();
+    let pos = |r: &&Value| r.get("pos").and_then(flex::u64_of).unwrap_or(u64::MAX);
+    crate::order::sort_by(&mut rules, |a, b| pos(a).cmp(&pos(b)));
+    Ok(rules)
+}
+
+/// The fields `seen` (a listed rule) differs in from `rule`: those to set and those to delete.
+fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static str>) {
+    let value = |name: &str| seen.get(name).and_then(flex::string_of);
+    let mut set = Vec::new();
+    let mut clear = Vec::new();
+    for (_, name) in FIELDS {
+        let want = rule
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str());
+        let have = match (name, value(name)) {
+            // A rule PVE lists without `enable` is disabled.
+            ("enable", None) => Some("0".to_string()),
+            (_, have) => have,
+        };
+        match (want, have.as_deref()) {
+            (Some(w), Some(h)) if w == h => {}
+            (Some(w), _) => set.push((name.to_string(), w.to_string())),
+            (None, Some(_)) => clear.push(name),
+            (None, None) => {}
+        }
+    }
+    (set, clear)
+}
+
+/// The writes that make `read` the declared list.
+fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
+    let seen = listed(read)?;
+    let mut writes = Vec::new();
+    for (pos, rule) in rules.iter().enumerate() {
+        let at = pos.to_string();
+        match seen.get(pos) {
+            Some(old) => {
+                let (mut params, clear) = difference(rule, old);
+                if params.is_empty() && clear.is_empty() {
+                    continue;
+                }
+                if !clear.is_empty() {
+                    params.push(("delete".into(), clear.join(",")));
+                }
+                writes.push(Write::new(Verb::Set, &["rules", &at], params));
+            }
+            None => {
+                let mut params: Vec<(String, String)> = rule
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect();
+                params.push(("pos".into(), at));
+                writes.push(Write::new(Verb::Create, &["rules"], params));
+            }
+        }
+    }
+    for pos in (rules.len()..seen.len()).rev() {
+        writes.push(Write::new(
+            Verb::Delete,
+            &["rules", &pos.to_string()],
+            Vec::new(),
+        ));
+    }
+    // The first write is refused if the list changed since it was read.
+    let digest = seen
+        .first()
+        .and_then(|r| r.get("digest"))
+        .and_then(flex::string_of);
+    if let (Some(first), Some(digest)) = (writes.first_mut(), digest) {
+        first.params.push(("digest".into(), digest));
+    }
+    Ok(writes)
+}
+
+/// The list read back against the declaration, rule by rule.
+fn judge(rules: &[Rule], read: Option<&Value>) -> Result<String, String> {
+    let seen = listed(read)?;
+    if seen.len() != rules.len() {
+        return Err(format!(
+            "PVE lists {} rules where {} were declared",
+            seen.len(),
+            rules.len()
+        ));
+    }
+    for (pos, (rule, old)) in rules.iter().zip(&seen).enumerate() {
+        let (set, clear) = difference(rule, old);
+        if let Some((name, want)) = set.first() {
+            let have = old
+                .get(name.as_str())
+                .map_or("nothing".into(), Value::to_string);
+            return Err(format!(
+                "rule {pos} reads {name} {have} where {want:?} was declared"
+            ));
+        }
+        if let Some(name) = clear.first() {
+            return Err(format!("rule {pos} has {name}, which was not declared"));
+        }
+    }
+    Ok(format!(
+        "{} rules read back in the declared order",
+        rules.len()
+    ))
+}
+
+/// Runs `firewallRules`.
+pub async fn firewall_rules<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match RulesArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let change = FirewallChange {
+        what: "the firewall rules".into(),
+        section: vec!["rules".into()],
+        missing: None,
+        plan: &|read| plan(&args.rules, read),
+        judge: &|read| judge(&args.rules, read),
+    };
+    change_firewall(run, &args.target, &change).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{failure_of, run_method, summary_of, Answer, ScriptedHost};
+    use serde_json::json;
+
+    const BASE: &str = "/nodes/pve1/qemu/100/firewall";
+
+    /// VM 100 on pve1 whose rule list reads `before`, then `after`; guest and cluster firewall on.
+    fn vm(before: Value, after: Value) -> ScriptedHost {
+        vm_with(before, after, true)
+    }
+
+    /// [`vm`] with the cluster firewall and net0's `firewall=1` both on or both off.
+    fn vm_with(before: Value, after: Value, on: bool) -> ScriptedHost {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "running"}),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/config",
+            json!({"net0": format!("virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall={}", u8::from(on))}),
+        );
+        host.on(
+            &format!("GET {BASE}/rules"),
+            [Answer::Data(before), Answer::Data(after)],
+        );
+        for route in [
+            "PUT {BASE}/rules/1",
+            "POST {BASE}/rules",
+            "DELETE {BASE}/rules/2",
+        ] {
+            host.data(&route.replace("{BASE}", BASE), Value::Null);
+        }
+        host.data(&format!("GET {BASE}/options"), json!({"enable": 1}));
+        host.data(
+            "GET /cluster/firewall/options",
+            json!({"enable": u8::from(on)}),
+        );
+        host
+    }
+
+    fn ssh(pos: u64) -> Value {
+        json!({"pos": pos, "type": "in", "action": "ACCEPT", "enable": 1, "proto": "tcp", "dport": "22", "digest": "d1"})
+    }
+
+    fn writes(host: &ScriptedHost) -> Vec<String> {
+        host.requests
+            .borrow()
+            .iter()
+            .filter(|r| r.method != "GET")
+            .map(|r| {
+                format!(
+                    "{} {} {}",
+                    r.method,
+                    r.url,
+                    r.body.clone().unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_declared_list_is_made_by_updating_in_place_appending_and_deleting_from_the_end() {
+        let web = json!({"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "443"});
+        let drop = json!({"pos": 1, "type": "in", "action": "DROP", "enable": 1, "source": "10.0.0.0/8", "digest": "d1"});
+        let after = json!([ssh(0), {"pos": 1, "type": "in", "action": "ACCEPT", "enable": 1, "proto": "tcp", "dport": "443"}]);
+        let host = vm(json!([ssh(0), drop, ssh(2)]), after);
+        let args = json!({"vmid": 100, "rules": [{"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22"}, web]});
+        let outcome = run_method(&host, "qemu", "firewallRules", args);
+        assert!(
+            summary_of(&outcome).contains("2 rules read back in the declared order"),
+            "{outcome:?}"
+        );
+        let sent = writes(&host);
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert!(
+            sent[0].starts_with("PUT") && sent[0].contains(&format!("{BASE}/rules/1 ")),
+            "{sent:?}"
+        );
+        assert!(
+            sent[0].contains("action=ACCEPT")
+                && sent[0].contains("delete=source")
+                && sent[0].contains("digest=d1"),
+            "{sent:?}"
+        );
+        assert!(
+            sent[1].starts_with("DELETE") && sent[1].contains(&format!("{BASE}/rules/2")),
+            "{sent:?}"
+        );
+    }
+
+    #[test]
+    fn a_list_that_reads_back_otherwise_fails_naming_the_rule() {
+        let host = vm(
+            json!([]),
+            json!([{"pos": 0, "type": "in", "action": "ACCEPT", "enable": 1, "proto": "tcp", "dport": "2222"}]),
+        );
+        let args = json!({"vmid": 100, "rules": [{"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22"}]});
+        let outcome = run_method(&host, "qemu", "firewallRules", args);
+        assert!(
+            failure_of(&outcome).contains("rule 0 reads dport \"2222\""),
+            "{outcome:?}"
+        );
+        assert!(writes(&host)[0].contains("pos=0"));
+    }
+
+    #[test]
+    fn a_list_already_as_declared_sends_nothing() {
+        let host = vm(json!([ssh(0)]), json!([ssh(0)]));
+        let args = json!({"vmid": 100, "rules": [{"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22"}]});
+        let outcome = run_method(&host, "qemu", "firewallRules", args);
+        assert!(
+            summary_of(&outcome).contains("(0 writes sent)"),
+            "{outcome:?}"
+        );
+        assert!(summary_of(&outcome).contains("in effect"), "{outcome:?}");
+        assert!(writes(&host).is_empty());
+    }
+
+    #[test]
+    fn what_keeps_the_rules_from_applying_is_reported() {
+        let host = vm_with(json!([ssh(0)]), json!([ssh(0)]), false);
+        let args = json!({"vmid": 100, "rules": [{"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22"}]});
+        let summary = summary_of(&run_method(&host, "qemu", "firewallRules", args)).to_string();
+        assert!(
+            summary.contains(
+                "not in effect: the cluster's firewall is disabled, net0 has no firewall=1"
+            ),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn rules_pve_would_refuse_are_refused_naming_the_field() {
+        let cases = [
+            (json!({"type": "in", "action": "ALLOW"}), "rules[0].action"),
+            (
+                json!({"type": "forward", "action": "ACCEPT"}),
+                "rules[0].type",
+            ),
+            (
+                json!({"type": "in", "action": "ACCEPT", "dport": "22"}),
+                "rules[0].proto",
+            ),
+            (
+                json!({"type": "in", "action": "ACCEPT", "proto": "icmp", "dport": "22"}),
+                "rules[0].proto",
+            ),
+            (
+                json!({"type": "in", "action": "ACCEPT", "icmpType": "echo-request"}),
+                "rules[0].proto",
+            ),
+            (
+                json!({"type": "in", "action": "ACCEPT", "iface": "eth0"}),
+                "rules[0].iface",
+            ),
+            (
+                json!({"type": "in", "action": "ACCEPT", "log": "loud"}),
+                "rules[0].log",
+            ),
+            (
+                json!({"type": "in", "action": "ACCEPT", "source": "10.0.0.1 10.0.0.2"}),
+                "rules[0].source",
+            ),
+            (
+                json!({"type": "in", "action": "ACCEPT", "comment": "a\nb"}),
+                "rules[0].comment",
+            ),
+            (json!({"type": "group", "action": "x"}), "rules[0].action"),
+        ];
+        for (bad, field) in cases {
+            let host = ScriptedHost::new();
+            let args = json!({"vmid": 100, "rules": [bad]});
+            let outcome = run_method(&host, "qemu", "firewallRules", args);
+            assert!(
+                failure_of(&outcome).contains(&format!("`{field}`")),
+                "{field}: {outcome:?}"
+            );
+            assert!(host.requests.borrow().is_empty());
+        }
+    }
+}
