@@ -48,6 +48,7 @@ import {
   preflightResource,
 } from "./_lib/preflight.ts";
 import { diskMethods } from "./_lib/disks.ts";
+import { firewallMethods } from "./_lib/firewall.ts";
 import { nicMethods } from "./_lib/nic.ts";
 import { powerMethods, taskLogFile, taskResource } from "./_lib/power.ts";
 
@@ -146,6 +147,8 @@ const CHANGES = [
   "moveDisk",
   "attachDisk",
   "detachDisk",
+  "firewallOptions",
+  "firewallRules",
   "resize",
   "start",
   "stop",
@@ -320,6 +323,7 @@ export const model = {
     ...powerMethods("lxc"),
     ...nicMethods("lxc"),
     ...diskMethods("lxc"),
+    ...firewallMethods("lxc"),
     ...nodeMethods("lxc"),
     ...storageMethods("lxc"),
     ...snapshotMethods("lxc"),

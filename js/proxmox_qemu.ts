@@ -47,6 +47,7 @@ import {
   preflightResource,
 } from "./_lib/preflight.ts";
 import { diskMethods } from "./_lib/disks.ts";
+import { firewallMethods } from "./_lib/firewall.ts";
 import { nicMethods } from "./_lib/nic.ts";
 import { powerMethods, taskLogFile, taskResource } from "./_lib/power.ts";
 
@@ -326,6 +327,8 @@ const MUTATING = [
   "moveDisk",
   "attachDisk",
   "detachDisk",
+  "firewallOptions",
+  "firewallRules",
   "resizeDisk",
   "start",
   "stop",
@@ -556,6 +559,7 @@ export const model = {
     ...powerMethods("qemu"),
     ...nicMethods("qemu"),
     ...diskMethods("qemu"),
+    ...firewallMethods("qemu"),
     ...nodeMethods("qemu"),
     ...storageMethods("qemu"),
     ...snapshotMethods("qemu"),

@@ -114,8 +114,11 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
         return refuse("log", "must be a log level (emerg … debug, nolog)");
     }
     let iface_ok = |i: &str| {
-        i.strip_prefix("net")
-            .is_some_and(|n| n.parse::<u8>().is_ok_and(|n| n < 32) && !n.starts_with('+'))
+        i.strip_prefix("net").is_some_and(|n| {
+            n.bytes().all(|b| b.is_ascii_digit())
+                && (n == "0" || !n.starts_with('0'))
+                && n.parse::<u8>().is_ok_and(|n| n < 32)
+        })
     };
     if get("iface").is_some_and(|i| !iface_ok(i)) {
         return refuse(

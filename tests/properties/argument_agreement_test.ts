@@ -562,12 +562,59 @@ const detachDiskArgs = (kind: "qemu" | "lxc") =>
     applyPending: rarely(edges(["none", "reboot"], ["later"])),
   });
 
+const logLevels = edges(["info", "nolog", "debug"], ["loud", "INFO"]);
+const firewallOptionsArgs = object({
+  ...guestRef,
+  enable: opt(edges<unknown>([true, false], ["yes"])),
+  policyIn: opt(edges(["ACCEPT", "DROP", "REJECT"], ["allow", "drop"])),
+  policyOut: opt(edges(["ACCEPT", "DROP"], ["PASS"])),
+  logLevelIn: opt(logLevels),
+  logLevelOut: opt(logLevels),
+  ipfilter: opt(fc.boolean()),
+  macfilter: opt(fc.boolean()),
+  dhcp: opt(fc.boolean()),
+  ndp: opt(edges<unknown>([true], [1])),
+  radv: opt(fc.boolean()),
+});
+/** One firewall rule: the fields PVE checks, with each near miss. */
+const firewallRule = object({
+  type: mix(edges(["in", "out", "group"], ["forward", "IN", ""])),
+  action: mix(
+    edges(["ACCEPT", "DROP", "REJECT", "webservers"], [
+      "ALLOW",
+      "x",
+      "a b",
+      "accept",
+      "",
+      "a\nb",
+      "web-servers-for-the-lab",
+    ]),
+  ),
+  enable: opt(edges<unknown>([true, false], ["1"])),
+  source: opt(edges(["10.0.0.0/8", "+trusted", "myalias"], ["10.0.0.1 x", ""])),
+  dest: opt(edges(["192.0.2.1"], [" "])),
+  proto: opt(edges(["tcp", "udp", "icmp", "TCP", "sctp", "1"], ["", "t cp"])),
+  dport: opt(edges(["22", "80,443", "1000:2000", "ssh"], ["2 2"])),
+  sport: opt(edges(["1024:65535"], [""])),
+  iface: opt(edges(["net0", "net31"], ["net32", "net01", "eth0"])),
+  macro: opt(edges(["SSH", "HTTP"], ["S SH"])),
+  log: opt(logLevels),
+  comment: opt(edges(["web", "ünï"], ["a\nb", ""])),
+  icmpType: opt(edges(["echo-request"], ["echo request"])),
+});
+const firewallRulesArgs = object({
+  ...guestRef,
+  rules: mix(fc.array(mix(firewallRule), { maxLength: 3 })),
+});
+
 const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   setNic: setNicArgs("qemu"),
   removeNic: removeNicArgs,
   moveDisk: moveDiskArgs("qemu"),
   attachDisk: attachDiskArgs("qemu"),
   detachDisk: detachDiskArgs("qemu"),
+  firewallOptions: firewallOptionsArgs,
+  firewallRules: firewallRulesArgs,
   lookup: object(guestRef),
   guestExec: object({
     ...guestRef,
@@ -997,6 +1044,8 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   moveDisk: moveDiskArgs("lxc"),
   attachDisk: attachDiskArgs("lxc"),
   detachDisk: detachDiskArgs("lxc"),
+  firewallOptions: firewallOptionsArgs,
+  firewallRules: firewallRulesArgs,
   create: object({
     vmid: fc.option(mix(vmid), { nil: undefined, freq: 2 }),
     vmidRange: rarely(vmidRangeArb),

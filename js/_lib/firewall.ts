@@ -1,0 +1,120 @@
+/**
+ * firewallOptions and firewallRules, both models: a guest's firewall options set and read back,
+ * and its whole ordered rule set declared and made so. The core applies the same argument rules
+ * (src/methods/firewall_options.rs, firewall_rules.rs); tests/properties/argument_agreement_test.ts
+ * proves they agree.
+ *
+ * @module
+ */
+import { z } from "npm:zod@4";
+import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
+import { guestRef, provideGuest, requireGuest } from "./schemas.ts";
+
+const LOG_LEVELS = [
+  "emerg",
+  "alert",
+  "crit",
+  "err",
+  "warning",
+  "notice",
+  "info",
+  "debug",
+  "nolog",
+] as const;
+const POLICY = z.enum(["ACCEPT", "REJECT", "DROP"]);
+const FLAGS = ["enable", "ipfilter", "macfilter", "dhcp", "ndp", "radv"];
+const CHOICES = ["policyIn", "policyOut", "logLevelIn", "logLevelOut"];
+
+const OptionsArgs = z.object({
+  ...guestRef,
+  enable: z.boolean().optional(),
+  policyIn: POLICY.optional(),
+  policyOut: POLICY.optional(),
+  logLevelIn: z.enum(LOG_LEVELS).optional(),
+  logLevelOut: z.enum(LOG_LEVELS).optional(),
+  ipfilter: z.boolean().optional(),
+  macfilter: z.boolean().optional(),
+  dhcp: z.boolean().optional(),
+  ndp: z.boolean().optional(),
+  radv: z.boolean().optional(),
+}).refine(requireGuest, provideGuest)
+  .refine(
+    (a) =>
+      [...FLAGS, ...CHOICES].some((k) =>
+        (a as Record<string, unknown>)[k] !== undefined
+      ),
+    { message: "give at least one option", path: ["enable"] },
+  );
+
+/** A line: no newline, carriage return or NUL, not empty. */
+const line = z.string().regex(/^[^\n\r\0]+$/, "must be one line, not empty");
+/** One word without spaces, at most 512 characters. */
+const word = z.string().regex(/^\S{1,512}$/, "must be one word, at most 512");
+
+const PORT_PROTOCOLS = ["tcp", "udp", "dccp", "sctp"];
+const ICMP_PROTOCOLS = ["icmp", "icmpv6", "ipv6-icmp", "1"];
+
+/** One rule, checked as pve-firewall's verify_rule would. */
+const Rule = z.object({
+  type: z.enum(["in", "out", "group"]),
+  /** ACCEPT, DROP or REJECT; for a group rule, the security group's name. */
+  action: line,
+  enable: z.boolean().default(true),
+  source: word.optional(),
+  dest: word.optional(),
+  proto: word.optional(),
+  dport: word.optional(),
+  sport: word.optional(),
+  iface: z.string().regex(
+    /^net([0-9]|[12][0-9]|3[01])$/,
+    "iface must be net0 … net31",
+  ).optional(),
+  macro: word.optional(),
+  log: z.enum(LOG_LEVELS).optional(),
+  comment: line.optional(),
+  icmpType: word.optional(),
+}).refine(
+  (r) =>
+    r.type === "group"
+      ? /^[A-Za-z][A-Za-z0-9\-_]{1,19}$/.test(r.action)
+      : ["ACCEPT", "DROP", "REJECT"].includes(r.action),
+  { message: "action must be ACCEPT, DROP or REJECT (a group's name)" },
+).refine(
+  (r) =>
+    (r.dport === undefined && r.sport === undefined) ||
+    PORT_PROTOCOLS.includes((r.proto ?? "").toLowerCase()),
+  { message: "proto must be tcp, udp, dccp or sctp with a port" },
+).refine(
+  (r) =>
+    r.icmpType === undefined ||
+    ICMP_PROTOCOLS.includes((r.proto ?? "").toLowerCase()),
+  { message: "proto must be icmp or icmpv6 with icmpType" },
+);
+
+const RulesArgs = z.object({
+  ...guestRef,
+  /** The whole ordered list: PVE's is made equal to it (an empty list removes every rule). */
+  rules: z.array(Rule),
+}).refine(requireGuest, provideGuest);
+
+/** The firewall methods of `model`. */
+export function firewallMethods(model: ModelName) {
+  return {
+    firewallOptions: {
+      description:
+        "Set the guest's firewall options given (enable, policyIn/policyOut, logLevelIn/logLevelOut, ipfilter, macfilter, dhcp, ndp, radv); only those that differ are sent; succeeds when each reads back as given. The summary says whether the firewall is in effect (the guest's enable, the cluster's firewall, firewall=1 on each NIC)",
+      kind: "action" as const,
+      arguments: OptionsArgs,
+      execute: (args: z.infer<typeof OptionsArgs>, ctx: MethodContext) =>
+        runOnCore(model, "firewallOptions", args, ctx),
+    },
+    firewallRules: {
+      description:
+        "Declare the guest's whole ordered firewall rule set: rules already as declared are kept, others updated in place, missing ones appended, extra ones deleted (the first write carries the list's digest, so a concurrent change is refused, not overwritten); succeeds when PVE's list reads back equal to the declaration, rule by rule. The summary says whether the rules are in effect",
+      kind: "action" as const,
+      arguments: RulesArgs,
+      execute: (args: z.infer<typeof RulesArgs>, ctx: MethodContext) =>
+        runOnCore(model, "firewallRules", args, ctx),
+    },
+  };
+}
