@@ -67,10 +67,13 @@ function route(
   };
 }
 
-/** The guest's firewall config (an absent file reads as empty). */
+/**
+ * The guest's firewall config as read from its file (an absent file reads as empty): a copy,
+ * so a request refused half-way leaves the config as it was, as PVE's re-read per request does.
+ */
 function load(ctx: Ctx): GuestFirewall {
-  return ctx.core.state.firewalls.get(ctx.params.vmid as number) ??
-    emptyFirewall();
+  const fw = ctx.core.state.firewalls.get(ctx.params.vmid as number);
+  return fw ? structuredClone(fw) : emptyFirewall();
 }
 
 /** save_vmfw_conf, then what the parser reads back; an empty config removes the file. */

@@ -222,6 +222,21 @@ Deno.test("a rule updated by pos changes only the fields given; delete clears fi
   });
 });
 
+Deno.test("a refused rule update leaves the rule as it was", async () => {
+  await withSim(async (call) => {
+    await addRules(call, ["a"]);
+    const r = await call("PUT", `${FW}/rules/0`, { dport: "22", comment: "b" });
+    assert.equal(r.status, 400);
+    assert.equal(
+      r.body.errors.proto,
+      "missing property - 'dport' requires this property",
+    );
+    const rule = (await call("GET", `${FW}/rules/0`)).body.data;
+    assert.equal(rule.comment, "a");
+    assert.equal(rule.dport, undefined);
+  });
+});
+
 Deno.test("deleting a rule's type is refused with PVE's words", async () => {
   await withSim(async (call) => {
     await addRules(call, ["a"]);
