@@ -34,6 +34,10 @@ const PATH_PARAM_SPECS: Record<string, ParamSpec> = {
   volume: { type: "string" },
   // pve-storage-id
   storage: { type: "string", pattern: /^[a-z][a-z0-9\-_.]*[a-z0-9]$/i },
+  // The firewall's rule position, IP set or alias name and IP set entry: the schema checks them.
+  pos: { type: "integer", minimum: 0 },
+  name: { type: "string" },
+  cidr: { type: "string" },
 };
 
 /**

@@ -25,6 +25,8 @@ import { Router } from "./router.ts";
 import { Broadcast, PVESTATD_INTERVAL_MS } from "./broadcast.ts";
 import { ConformanceLog } from "./schema/conformance.ts";
 import { accessRoutes } from "./routes_access.ts";
+import { firewallRoutes } from "./routes_firewall.ts";
+import type { GuestFirewall } from "./firewall.ts";
 import { agentRoutes } from "./routes_agent.ts";
 import { clusterRoutes } from "./routes_cluster.ts";
 import { configRoutes } from "./routes_config.ts";
@@ -95,6 +97,11 @@ export interface Simulator {
   connections(): number;
   /** The live state of a guest (mutable), or undefined. */
   guest(vmid: number): GuestState | undefined;
+  /**
+   * Guest `vmid`'s firewall config as PVE last wrote it (options, rules, aliases, IP sets), or
+   * undefined when it has none (no `.fw` file).
+   */
+  firewall(vmid: number): GuestFirewall | undefined;
   /** Adds a guest (throws if the VMID exists). */
   addGuest(g: SimGuest): GuestState;
   /** Removes a guest; no-op when absent. */
@@ -152,6 +159,7 @@ const ROUTES = [
   ...migrateRoutes,
   ...agentFileRoutes,
   ...accessRoutes,
+  ...firewallRoutes,
 ];
 
 /** Every endpoint the simulator serves, as `"<METHOD> <template>"`. */
@@ -163,6 +171,7 @@ export function simulatorEndpoints(): string[] {
 export async function startSimulator(opts: SimOptions): Promise<Simulator> {
   const timers = new Timers();
   const state = new ClusterState(opts.nodes, opts.guests ?? []);
+  if (opts.clusterFirewall) state.clusterFirewall = { enable: 1 };
   const tasks = new TaskManager(timers, opts.taskDurationMs ?? 50);
   tasks.listLagMs = opts.taskListLagMs ?? 0;
   tasks.guestOf = (vmid) => state.get(vmid);
@@ -368,6 +377,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
     connections: () => front.accepted,
     conformance: core.conformance,
     guest: (vmid) => state.get(vmid),
+    firewall: (vmid) => state.firewalls.get(vmid),
     addGuest: (g) => {
       if (g.real && !real) {
         throw new Error(

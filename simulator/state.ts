@@ -7,6 +7,7 @@
 
 import { regenerate } from "./cloudinit.ts";
 import { applyPending, parseTags } from "./config.ts";
+import type { FwEntry, GuestFirewall } from "./firewall.ts";
 import type { AgentMode, ConfigValue, GuestState, SimGuest } from "./types.ts";
 
 /** Whether a `smbios1` value carries a uuid. */
@@ -86,6 +87,10 @@ export class ClusterState {
    * create or clone handler takes them for the config its worker writes (faults.ts `storedInstead`).
    */
   stores?: Record<string, ConfigValue>;
+  /** Each guest's firewall config (`/etc/pve/firewall/<vmid>.fw`), by VMID; absent = no file. */
+  readonly firewalls = new Map<number, GuestFirewall>();
+  /** The cluster firewall's options (`cluster.fw` `[OPTIONS]`); `enable` absent = disabled. */
+  clusterFirewall: FwEntry = {};
 
   /** Takes the request's `stores` values (once). */
   takeStores(): Record<string, ConfigValue> | undefined {
@@ -128,9 +133,12 @@ export class ClusterState {
     return state;
   }
 
-  /** Removes a guest (no-op when absent) and forgets its agent pids. */
+  /** Removes a guest (no-op when absent), its firewall config, and forgets its agent pids. */
   remove(vmid: number): void {
     this.#guests.delete(vmid);
+    // Destroying a guest removes its firewall config too (pve-firewall
+    // `src/PVE/Firewall/Helpers.pm` remove_vmfw_conf, called by the destroy handlers).
+    this.firewalls.delete(vmid);
     this.#forgetExecPids(vmid);
   }
 

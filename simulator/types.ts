@@ -242,6 +242,11 @@ export interface SimOptions {
    * (permissions.ts), PVE 8's checks where they differ (router.ts).
    */
   pveVersion?: 8 | 9;
+  /**
+   * The cluster firewall switch (`cluster.fw` option `enable`, `GET /cluster/firewall/options`).
+   * Default false, like a fresh PVE install.
+   */
+  clusterFirewall?: boolean;
 }
 
 /** Outcome override for the next task created (queued, one per task). */

@@ -12,6 +12,7 @@
  */
 
 import type { PropSchema } from "./facts.ts";
+import { FIREWALL_FORMATS } from "./fw_formats.ts";
 
 /** A named format's check: PVE's message, or undefined when valid. */
 type FormatCheck = (value: string) => string | undefined;
@@ -102,6 +103,7 @@ function volumeId(value: string): string | undefined {
 }
 
 const FORMATS: Record<string, FormatCheck> = {
+  ...FIREWALL_FORMATS,
   "pve-node": test(
     whole(DNS_LABEL),
     "value does not look like a valid node name\n",

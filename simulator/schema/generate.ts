@@ -20,6 +20,8 @@ const KEPT_PREFIXES: readonly string[] = [
   "/cluster/nextid",
   "/cluster/ha",
   "/access/permissions",
+  // The cluster firewall switch a guest's firewall depends on.
+  "/cluster/firewall/options",
 ];
 
 /** Under `/nodes/{node}`, only these subtrees (the rest is node administration). */
