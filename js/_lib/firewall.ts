@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { isIP } from "node:net";
 import { z } from "npm:zod@4";
 import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
 import { guestRef, provideGuest, requireGuest } from "./schemas.ts";
@@ -54,14 +55,65 @@ const word = z.string().regex(/^\S{1,512}$/, "must be one word, at most 512");
 const PORT_PROTOCOLS = ["tcp", "udp", "dccp", "sctp"];
 const ICMP_PROTOCOLS = ["icmp", "icmpv6", "ipv6-icmp", "1"];
 
+/** An IP address as a number (IPv4 in the low 32 bits), or undefined. */
+function ipValue(text: string): bigint | undefined {
+  const version = isIP(text);
+  if (version === 4) {
+    return text.split(".").reduce((n, o) => (n << 8n) + BigInt(o), 0n);
+  }
+  if (version !== 6 || text.includes(".")) return undefined;
+  const [head, tail] = text.includes("::") ? text.split("::") : [text, ""];
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups = [
+    ...left,
+    ...Array(8 - left.length - right.length).fill("0"),
+    ...right,
+  ];
+  return groups.reduce((n, g) => (n << 16n) + BigInt(`0x${g}`), 0n);
+}
+
+/**
+ * An address list as pve-firewall parses it (parse_address_list): an IP set (`+name`) or alias
+ * alone, or IPs, CIDRs with the host bits clear and ranges of one IP version (as the core checks).
+ */
+function isAddressList(text: string): boolean {
+  if (/^\+/.test(text) || (/^[A-Za-z]/.test(text) && !text.includes(":"))) {
+    return !text.includes(",");
+  }
+  const versions = text.split(",").map((item) => {
+    const range = item.split("-");
+    if (range.length === 2) {
+      const [a, b] = range.map((r) => isIP(r));
+      return a !== 0 && a === b ? a : 0;
+    }
+    const [ip, bits, extra] = item.split("/");
+    const version = isIP(ip);
+    const max = version === 4 ? 32 : 128;
+    const value = ipValue(ip);
+    if (version === 0 || extra !== undefined || value === undefined) return 0;
+    if (bits === undefined) return version;
+    if (!/^[0-9]+$/.test(bits) || Number(bits) > max) return 0;
+    const mask = (1n << BigInt(max - Number(bits))) - 1n;
+    return (value & mask) === 0n ? version : 0;
+  });
+  return versions.every((v) => v !== 0 && v === versions[0]);
+}
+
+/** An address list (`source`, `dest`). */
+const addresses = z.string().refine(isAddressList, {
+  message:
+    "must be an IP set (+name), an alias, or IPs, CIDRs with the host bits clear and ranges of one IP version",
+});
+
 /** One rule, checked as pve-firewall's verify_rule would. */
 const Rule = z.object({
   type: z.enum(["in", "out", "group"]),
   /** ACCEPT, DROP or REJECT; for a group rule, the security group's name. */
   action: line,
   enable: z.boolean().default(true),
-  source: word.optional(),
-  dest: word.optional(),
+  source: addresses.pipe(word).optional(),
+  dest: addresses.pipe(word).optional(),
   proto: word.optional(),
   dport: word.optional(),
   sport: word.optional(),

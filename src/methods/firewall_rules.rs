@@ -1,7 +1,8 @@
 //! `firewallRules`: a guest's whole ordered rule set, declared. Through the firewall engine
 //! (guest/firewall.rs) the method reads PVE's list, keeps each rule that already reads as declared
 //! at its position, updates the others in place (`PUT …/rules/<pos>`, with `delete` for the fields
-//! the declaration leaves out), appends what is missing (`POST …/rules` with `pos`), deletes the
+//! the declaration leaves out), appends what is missing (`POST …/rules`, which puts a rule first,
+//! then `moveto` the end), deletes the
 //! rest from the end (`DELETE …/rules/<pos>`), then reads the list back: it must equal the
 //! declaration, rule by rule. The first write carries the list's digest, so a list another client
 //! changed meanwhile is refused by PVE rather than overwritten (pve-firewall
@@ -126,6 +127,11 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
             "must be one of the guest's interfaces, net0 … net31",
         );
     }
+    for (arg, name) in [("source", "source"), ("dest", "dest")] {
+        if get(name).is_some_and(|v| !is_address_list(v)) {
+            return refuse(arg, "must be an IP set (+name), an alias, or IPs, CIDRs with the host bits clear (10.0.0.0/24) and ranges of one IP version");
+        }
+    }
     let word = |v: &str| !v.is_empty() && !v.contains(char::is_whitespace);
     for (arg, name) in [
         ("source", "source"),
@@ -144,6 +150,49 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
         }
     }
     Ok(rule)
+}
+
+/// An address list as pve-firewall parses it (`PVE/Firewall.pm` parse_address_list): an IP set
+/// (`+name`) or alias (a name) alone, or addresses, CIDRs (host bits clear: PVE refuses
+/// `10.0.0.1/24`) and ranges of one IP version. References are left to PVE, which knows them.
+fn is_address_list(text: &str) -> bool {
+    use std::net::IpAddr;
+    if text.starts_with('+')
+        || text.starts_with(|c: char| c.is_ascii_alphabetic()) && !text.contains(':')
+    {
+        return !text.contains(',');
+    }
+    let cidr = |item: &str| -> Option<IpAddr> {
+        let (ip, bits) = item.split_once('/').unwrap_or((item, ""));
+        let ip: IpAddr = ip.parse().ok()?;
+        let max = if ip.is_ipv4() { 32 } else { 128 };
+        let bits: u32 = match bits {
+            "" => max,
+            b if b.bytes().all(|c| c.is_ascii_digit()) => b.parse().ok().filter(|b| *b <= max)?,
+            _ => return None,
+        };
+        let value = match ip {
+            IpAddr::V4(v4) => u128::from(u32::from(v4)),
+            IpAddr::V6(v6) => u128::from(v6),
+        };
+        let host_bits = max - bits;
+        let mask = match host_bits {
+            128.. => u128::MAX,
+            n => (1u128 << n) - 1,
+        };
+        (value & mask == 0).then_some(ip)
+    };
+    let item = |item: &str| match item.split_once('-') {
+        Some((a, b)) => Some((a.parse::<IpAddr>().ok()?, b.parse::<IpAddr>().ok()?))
+            .filter(|(a, b)| a.is_ipv4() == b.is_ipv4())
+            .map(|(a, _)| a),
+        None => cidr(item),
+    };
+    let items: Option<Vec<IpAddr>> = text.split(',').map(item).collect();
+    items.is_some_and(|ips| {
+        ips.iter()
+            .all(|ip| Some(ip.is_ipv4()) == ips.first().map(IpAddr::is_ipv4))
+    })
 }
 
 impl RulesArgs {
@@ -186,8 +235,14 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
             ("enable", None) => Some("0".to_string()),
             (_, have) => have,
         };
+        // PVE spells a macro its own way (`ssh` reads `SSH`) and trims a comment.
+        let same = |w: &str, h: &str| match name {
+            "macro" | "proto" => w.eq_ignore_ascii_case(h),
+            "comment" => w.trim() == h,
+            _ => w == h,
+        };
         match (want, have.as_deref()) {
-            (Some(w), Some(h)) if w == h => {}
+            (Some(w), Some(h)) if same(w, h) => {}
             (Some(w), _) => set.push((name.to_string(), w.to_string())),
             (None, Some(_)) => clear.push(name),
             (None, None) => {}
@@ -213,13 +268,16 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
                 }
                 writes.push(Write::new(Verb::Set, &["rules", &at], params));
             }
+            // PVE inserts a new rule at the top whatever `pos` says (pve-firewall
+            // `PVE/API2/Firewall/Rules.pm` create_rule): it is moved to the end after.
             None => {
-                let mut params: Vec<(String, String)> = rule
+                let params = rule
                     .iter()
                     .map(|(k, v)| (k.to_string(), v.clone()))
                     .collect();
-                params.push(("pos".into(), at));
                 writes.push(Write::new(Verb::Create, &["rules"], params));
+                let last = vec![("moveto".to_string(), (pos + 1).to_string())];
+                writes.push(Write::new(Verb::Set, &["rules", "0"], last));
             }
         }
     }
@@ -323,6 +381,7 @@ mod tests {
             "PUT {BASE}/rules/1",
             "POST {BASE}/rules",
             "DELETE {BASE}/rules/2",
+            "PUT {BASE}/rules/0",
         ] {
             host.data(&route.replace("{BASE}", BASE), Value::Null);
         }
@@ -396,7 +455,12 @@ mod tests {
             failure_of(&outcome).contains("rule 0 reads dport \"2222\""),
             "{outcome:?}"
         );
-        assert!(writes(&host)[0].contains("pos=0"));
+        let sent = writes(&host);
+        assert!(
+            sent[0].starts_with("POST") && sent[0].contains("enable=1"),
+            "{sent:?}"
+        );
+        assert!(sent[1].contains("/rules/0 moveto=1"), "{sent:?}");
     }
 
     #[test]
@@ -423,6 +487,35 @@ mod tests {
             ),
             "{summary}"
         );
+    }
+
+    #[test]
+    fn addresses_are_read_as_pve_parses_them() {
+        for ok in [
+            "10.0.0.0/8",
+            "10.0.0.1",
+            "10.0.0.1-10.0.0.9",
+            "10.0.0.0/24,192.0.2.1",
+            "+trusted",
+            "gateway",
+            "fd00::/8",
+            "0.0.0.0/0",
+            "2001:db8::1",
+        ] {
+            assert!(is_address_list(ok), "{ok}");
+        }
+        for bad in [
+            "10.0.0.1/24",
+            "10.0.0.0/33",
+            "10.0.0.0/+8",
+            "10.0.0.1,fd00::1",
+            "10.0.0.256",
+            "+a,+b",
+            "10.0.0.1-fd00::1",
+            "",
+        ] {
+            assert!(!is_address_list(bad), "{bad}");
+        }
     }
 
     #[test]

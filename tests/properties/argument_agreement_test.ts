@@ -591,8 +591,18 @@ const firewallRule = object({
     ]),
   ),
   enable: opt(edges<unknown>([true, false], ["1"])),
-  source: opt(edges(["10.0.0.0/8", "+trusted", "myalias"], ["10.0.0.1 x", ""])),
-  dest: opt(edges(["192.0.2.1"], [" "])),
+  source: opt(
+    edges(["10.0.0.0/8", "+trusted", "myalias", "10.0.0.1-10.0.0.9"], [
+      "10.0.0.1 x",
+      "",
+      "10.0.0.1/24",
+      "10.0.0.1,fd00::1",
+      "10.0.0.0/33",
+    ]),
+  ),
+  dest: opt(
+    edges(["192.0.2.1", "fd00::/8", "2001:db8::1"], [" ", "fd00::1/8"]),
+  ),
   proto: opt(edges(["tcp", "udp", "icmp", "TCP", "sctp", "1"], ["", "t cp"])),
   dport: opt(edges(["22", "80,443", "1000:2000", "ssh"], ["2 2"])),
   sport: opt(edges(["1024:65535"], [""])),
