@@ -135,6 +135,11 @@ export interface GuestState extends SimGuest {
   boots?: number;
   /** A container's suspend left a checkpoint (`lxc-checkpoint -s`) that its resume restores. */
   checkpointed?: boolean;
+  /**
+   * Bytes of volumes whose config entry carries no `size=` (an `unusedN` holds a bare volid), by
+   * volid: what the storage still reports for them (disk_config.ts).
+   */
+  volumeSizes?: Record<string, number>;
 }
 
 /** An API token the simulator accepts. */
