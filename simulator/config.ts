@@ -259,7 +259,9 @@ function later(g: GuestState, key: string, value: ConfigValue | undefined) {
 /** vmconfig_update_disk / vmconfig_apply_pending: a drive given another volume leaves the old one unused. */
 function replaceDrive(g: GuestState, key: string, value: string): void {
   const old = g.config[key];
-  if (old !== undefined && parseDrive(String(old)).file !== parseDrive(value).file) {
+  if (
+    old !== undefined && parseDrive(String(old)).file !== parseDrive(value).file
+  ) {
     registerUnused(g, String(old));
   }
 }
@@ -305,7 +307,12 @@ function normalizeValue(
     const disks = [...Object.entries(g.config), ...Object.entries(g.pending)]
       .filter(([k]) => DISK_KEY.test(k) || /^unused\d+$/.test(k))
       .map(([, v]) => String(v));
-    const value = allocateDisk(raw, g.vmid, disks, change.typeOf ?? (() => undefined));
+    const value = allocateDisk(
+      raw,
+      g.vmid,
+      disks,
+      change.typeOf ?? (() => undefined),
+    );
     const file = parseDrive(value).file;
     return file === parseDrive(raw).file ? existingSize(value, change) : value;
   }
