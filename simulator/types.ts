@@ -93,6 +93,11 @@ export interface SimGuest {
   cloudInit?: "done" | "error" | "degraded";
   /** Snapshots by name (the config key `parent` names the one the guest descends from). */
   snapshots?: Record<string, SimSnapshot>;
+  /**
+   * Bytes of volumes whose config entry carries no `size=` (an `unusedN` holds a bare volid), by
+   * volid: what the storage still reports for them (disk_config.ts).
+   */
+  volumeSizes?: Record<string, number>;
 }
 
 /** A snapshot: a copy of the guest's config when it was taken (its `parent` key included). */
@@ -135,11 +140,6 @@ export interface GuestState extends SimGuest {
   boots?: number;
   /** A container's suspend left a checkpoint (`lxc-checkpoint -s`) that its resume restores. */
   checkpointed?: boolean;
-  /**
-   * Bytes of volumes whose config entry carries no `size=` (an `unusedN` holds a bare volid), by
-   * volid: what the storage still reports for them (disk_config.ts).
-   */
-  volumeSizes?: Record<string, number>;
 }
 
 /** An API token the simulator accepts. */
