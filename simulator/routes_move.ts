@@ -187,25 +187,27 @@ function targetFormat(store: StorageState, file: string, asked?: string) {
   return { format, warning };
 }
 
-/** The worker of a qemu move: the lines it logs and the config it leaves. */
-async function runMove(
+/** What a qemu move does, decided as its worker starts: the new volume and how the data goes. */
+interface MovePlan {
+  disk: string;
+  /** The drive as configured, and its volume. */
+  value: string;
+  file: string;
+  newVolid: string;
+  name: string;
+  store: StorageState;
+  bytes: number;
+  /** A running VM's configured drive is mirrored (clone_disk `$use_drive_mirror`). */
+  mirror: boolean;
+  warnings: string[];
+}
+
+/** clone_disk's choices for a checked move: format, the target's next free name, the size. */
+function planMove(
   ctx: Ctx,
-  vmid: number,
-  storage: string,
-  log: string[],
-): Promise<string[]> {
-  const g = ctx.core.state.get(vmid);
-  if (!g) {
-    throw new TaskFailure(
-      `Configuration file 'nodes/${ctx.params.node}/qemu-server/${vmid}.conf' does not exist`,
-    );
-  }
-  let checked;
-  try {
-    checked = await checkMove(ctx, g, storage, false);
-  } catch (err) {
-    throw new TaskFailure((err as Error).message);
-  }
+  g: GuestState,
+  checked: Awaited<ReturnType<typeof checkMove>>,
+): MovePlan {
   const { disk, value, file, store, snapshotted } = checked;
   const warnings = snapshotted
     ? ["moving disk with snapshots, snapshots will not be moved!"]
@@ -216,35 +218,93 @@ async function runMove(
     ctx.params.format as string | undefined,
   );
   if (warning) warnings.push(warning);
-  const name = `vm-${vmid}-disk-${freeName(ctx, g.node, store, vmid)}`;
-  const newVolid = `${storage}:${volumeName(store.type, vmid, name, format)}`;
-  const bytes = diskBytes(value) || (g.volumeSizes?.[file] ?? 0);
-  checkSpace(ctx, g.node, store, name, bytes);
-  const unused = UNUSED.test(disk);
-  const mirror = g.status === "running" && !unused;
-  const job = `mirror-${disk}`;
-  log.push(`allocated target volume '${newVolid}'`);
-  if (mirror) {
-    log.push(
-      `${job}: transferred ${renderBytes(bytes)} of ${
-        renderBytes(bytes)
-      } (100.00%) in 0s, ready`,
+  const name = `vm-${g.vmid}-disk-${freeName(ctx, g.node, store, g.vmid)}`;
+  return {
+    disk,
+    value,
+    file,
+    name,
+    store,
+    newVolid: `${store.storage}:${
+      volumeName(store.type, g.vmid, name, format)
+    }`,
+    bytes: diskBytes(value) || (g.volumeSizes?.[file] ?? 0),
+    mirror: g.status === "running" && !UNUSED.test(disk),
+    warnings,
+  };
+}
+
+/** The lines move_vm_disk's worker prints before the copy runs. */
+function startLines(plan: MovePlan, storage: string, bwlimit?: number) {
+  const { disk, file, mirror, newVolid } = plan;
+  const limit = bwlimit === undefined
+    ? ""
+    : ` with bandwidth limit: ${bwlimit} KiB/s`;
+  return [
+    `copying volume '${file}' from current storage '${
+      file.split(":")[0]
+    }' to target storage '${storage}'`,
+    `create full clone of drive ${disk} (${file})`,
+    `allocated target volume '${newVolid}'`,
+    ...(mirror ? [`drive mirror is starting for drive-${disk}${limit}`] : []),
+  ];
+}
+
+/** The lines the copy ends with: qemu-img's last progress, or the mirror job's completion. */
+function endLines(plan: MovePlan): string[] {
+  const all = `transferred ${renderBytes(plan.bytes)} of ${
+    renderBytes(plan.bytes)
+  } (100.00%)`;
+  const job = `mirror-${plan.disk}`;
+  return plan.mirror
+    ? [
+      `${job}: ${all} in 0s, ready`,
       "all 'mirror' jobs are ready",
       `${job}: Completing block job...`,
       `${job}: Completed successfully.`,
       `${job}: mirror-job finished`,
+    ]
+    : [all];
+}
+
+/**
+ * The worker of a qemu move: the checks again (the config may have changed while the task was
+ * queued), the copy, then the config: the drive on the new volume with its other options, the old
+ * volume unusedN or freed. Returns the warnings.
+ */
+async function runMove(
+  ctx: Ctx,
+  vmid: number,
+  plan: MovePlan,
+  log: string[],
+): Promise<string[]> {
+  const g = ctx.core.state.get(vmid);
+  if (!g) {
+    throw new TaskFailure(
+      `Configuration file 'nodes/${ctx.params.node}/qemu-server/${vmid}.conf' does not exist`,
     );
-  } else {log.push(
-      `transferred ${renderBytes(bytes)} of ${renderBytes(bytes)} (100.00%)`,
-    );}
+  }
+  try {
+    await checkMove(ctx, g, plan.store.storage, false);
+  } catch (err) {
+    throw new TaskFailure((err as Error).message);
+  }
+  const { disk, value, file, newVolid, bytes } = plan;
+  checkSpace(ctx, g.node, plan.store, plan.name, bytes);
   // A real guest's QEMU has one disk: its first drive that is no CD-ROM.
   const realDisk = Object.keys(g.config).find((k) =>
     DISK_KEY.test(k) && !isCdrom(String(g.config[k]))
   );
   if (ctx.core.real?.isReal(g) && disk === realDisk) {
-    await ctx.core.real.moveDisk(g, storage, ctx.params.delete === true);
+    await ctx.core.real.moveDisk(
+      g,
+      plan.store.storage,
+      ctx.params.delete === true,
+    );
   }
-  // clone_disk: the drive keeps its options, gets the new volume and (not for an unused) its size.
+  log.push(...endLines(plan));
+  // clone_disk: the drive keeps its options, gets the new volume and (not an unused) its size.
+  const unused = UNUSED.test(disk);
   const drive = parseDrive(value);
   drive.file = newVolid;
   delete drive.props.format;
@@ -257,7 +317,7 @@ async function runMove(
     const key = addUnused(g, file, bytes);
     log.push(`adding source volume '${file}' as '${key}' to config`);
   }
-  return warnings;
+  return plan.warnings;
 }
 
 /** The move endpoints. */
@@ -288,32 +348,22 @@ export const moveRoutes: Route[] = [
       const storage = storageOf(ctx, false);
       checkAllocate(ctx, storage);
       const g = qemuGuest(ctx);
-      const { disk, value, file } = await checkMove(ctx, g, storage);
-      const bytes = diskBytes(value) || (g.volumeSizes?.[file] ?? 0);
-      const mirror = g.status === "running" && !UNUSED.test(disk);
-      const bwlimit = ctx.params.bwlimit as number | undefined;
+      const plan = planMove(ctx, g, await checkMove(ctx, g, storage));
       const task = ctx.core.tasks.start({
         node: g.node,
         type: "qmmove",
         id: String(g.vmid),
         user: ctx.user.tokenId,
-        log: [
-          `copying volume '${file}' from current storage '${
-            file.split(":")[0]
-          }' to target storage '${storage}'`,
-          `create full clone of drive ${disk} (${file})`,
-          ...(mirror
-            ? [
-              `drive mirror is starting for drive-${disk}${
-                bwlimit === undefined
-                  ? ""
-                  : ` with bandwidth limit: ${bwlimit} KiB/s`
-              }`,
-            ]
-            : []),
-        ],
-        progress: cloneProgress(bytes, mirror ? `mirror-${disk}` : undefined),
-        run: () => runMove(ctx, g.vmid, storage, task.log),
+        log: startLines(
+          plan,
+          storage,
+          ctx.params.bwlimit as number | undefined,
+        ),
+        progress: cloneProgress(
+          plan.bytes,
+          plan.mirror ? `mirror-${plan.disk}` : undefined,
+        ),
+        run: () => runMove(ctx, g.vmid, plan, task.log),
       });
       return task.upid;
     },

@@ -249,6 +249,16 @@ Deno.test("move_disk: a running VM's disk is mirrored, and the log says so as qe
         "mirror-scsi0: Completed successfully.",
       ]
     ) assert.ok(lines.includes(line), `${line}\n---\n${lines.join("\n")}`);
+    // In the worker's order: allocate, start the mirror, wait until ready, complete.
+    const at = (l: string) => lines.indexOf(l);
+    assert.ok(
+      at("allocated target volume 'local-zfs:vm-101-disk-0'") <
+        at("drive mirror is starting for drive-scsi0"),
+    );
+    assert.ok(
+      at("drive mirror is starting for drive-scsi0") <
+        at("all 'mirror' jobs are ready"),
+    );
   });
 });
 
