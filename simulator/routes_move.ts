@@ -1,5 +1,6 @@
 /**
- * Moving a guest's disk to another storage: `POST …/qemu/{vmid}/move_disk` (task `qmmove`) and
+ * Moving a guest's disk to another storage: `POST …/qemu/{vmid}/move_disk` (task `qmmove`; with
+ * `target-vmid` a reassign to another VM, reassign.ts) and
  * `POST …/lxc/{vmid}/move_volume` (task `move_volume`). The new volume is allocated on the target
  * (the next free `vm-<vmid>-disk-N` there), the data copied (a running VM's by a drive mirror),
  * the config key pointed at it with its other options kept, and the old volume kept as the next
@@ -33,6 +34,7 @@ import {
 import { ApiError, paramError } from "./http.ts";
 import { type ParamSpec, VMID_SPEC } from "./params.ts";
 import { cloneProgress, renderBytes } from "./progress_lines.ts";
+import { reassignDisk } from "./reassign.ts";
 import { ctGuest, ctLockedMessage, liveCt } from "./routes_lxc.ts";
 import {
   offersContent,
@@ -68,11 +70,11 @@ function checkAllocate(ctx: Ctx, storage: string): void {
 }
 
 /**
- * The handlers' choice between a move and a reassign: both or neither of `storage` and
- * `target-vmid` is PVE's 400 (a container's "both" a plain 500); the reassign to another guest
- * (`target-vmid`) is not simulated and answers 501.
+ * The handlers' choice between a move (the storage returned) and a reassign to another guest
+ * (undefined): both or neither of `storage` and `target-vmid` is PVE's 400 (a container's "both" a
+ * plain 500). A container's reassign is not simulated and answers 501.
  */
-function storageOf(ctx: Ctx, ct: boolean): string {
+function storageOf(ctx: Ctx, ct: boolean): string | undefined {
   const storage = ctx.params.storage as string | undefined;
   const target = ctx.params["target-vmid"];
   if (storage !== undefined && target !== undefined) {
@@ -85,10 +87,11 @@ function storageOf(ctx: Ctx, ct: boolean): string {
     const msg = "either set 'storage' or 'target-vmid', but not both";
     throw paramError({ "target-vmid": msg, storage: msg });
   }
+  if (target !== undefined && !ct) return undefined;
   if (target !== undefined) {
     throw new ApiError(
       501,
-      "the simulator does not reassign disks to another guest",
+      "the simulator does not reassign volumes to another container",
     );
   }
   if (storage === undefined) {
@@ -346,6 +349,7 @@ export const moveRoutes: Route[] = [
     },
     handler: async (ctx) => {
       const storage = storageOf(ctx, false);
+      if (storage === undefined) return await reassignDisk(ctx);
       checkAllocate(ctx, storage);
       const g = qemuGuest(ctx);
       const plan = planMove(ctx, g, await checkMove(ctx, g, storage));
@@ -384,7 +388,7 @@ export const moveRoutes: Route[] = [
       },
     },
     handler: async (ctx) => {
-      const storage = storageOf(ctx, true);
+      const storage = storageOf(ctx, true) as string;
       checkAllocate(ctx, storage);
       const g = ctGuest(ctx);
       const key = ctx.params.volume as string;

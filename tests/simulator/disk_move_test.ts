@@ -532,3 +532,49 @@ Deno.test("move_volume: a locked container is refused with its lock", async () =
     },
   });
 });
+
+Deno.test("move_disk with target-vmid: the volume is renamed for the target VM, leaves the source without an unusedN and is attached under target-disk", async () => {
+  await withSim(async (sim) => {
+    const { status, upid } = await moved(sim, `${QM}/100/move_disk`, {
+      disk: "scsi0",
+      "target-vmid": 101,
+      "target-disk": "scsi5",
+    });
+    assert.equal(status.exitstatus, "OK");
+    assert.match(upid, /:qmmove:100-scsi0>101-scsi5:/);
+    const source = await config(sim, `${QM}/100/config`);
+    assert.equal(source.scsi0, undefined);
+    assert.ok(!Object.keys(source).some((k) => k.startsWith("unused")));
+    const target = await config(sim, `${QM}/101/config`);
+    assert.equal(
+      target.scsi5,
+      "local-lvm:vm-101-disk-1,cache=writeback,discard=on,size=32G",
+    );
+  });
+});
+
+Deno.test("move_disk with target-vmid: a running source VM is refused: detach first", async () => {
+  await withSim(async (sim) => {
+    const r = await moveDisk(sim, 101, {
+      disk: "scsi0",
+      "target-vmid": 100,
+      "target-disk": "scsi1",
+    });
+    assert.equal(r.status, 500);
+    assert.equal(
+      r.body.message.trim(),
+      "Cannot move disk to another VM while the source VM is running - detach first",
+    );
+  });
+});
+
+Deno.test("move_disk with target-vmid: a target key already in use is refused", async () => {
+  await withSim(async (sim) => {
+    const r = await moveDisk(sim, 100, { disk: "scsi0", "target-vmid": 101 });
+    assert.equal(r.status, 500);
+    assert.equal(
+      r.body.message.trim(),
+      "Target disk key 'scsi0' is already in use for VM '101'",
+    );
+  });
+});
