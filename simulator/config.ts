@@ -167,7 +167,10 @@ export function pendingRows(g: GuestState): PendingRow[] {
     const row: PendingRow = { key };
     if (key in current) row.value = current[key];
     if (key in g.pending) row.pending = g.pending[key];
-    if (g.pendingDelete.includes(key)) row.delete = 1;
+    // config_with_pending_array: 2 for a forced delete.
+    if (g.pendingDelete.includes(key)) {
+      row.delete = g.pendingForce?.includes(key) ? 2 : 1;
+    }
     return row;
   });
 }
@@ -209,6 +212,7 @@ export function applyConfigChange(g: GuestState, change: ConfigChange): void {
   for (const key of change.revert) {
     delete g.pending[key];
     g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
+    g.pendingForce = g.pendingForce?.filter((k) => k !== key);
   }
   for (const key of change.delete) {
     const disk = DISK_KEY.test(key);
@@ -220,6 +224,9 @@ export function applyConfigChange(g: GuestState, change: ConfigChange): void {
     if (running && later(g, key, undefined)) {
       delete g.pending[key];
       if (!g.pendingDelete.includes(key)) g.pendingDelete.push(key);
+      // add_to_pending_delete keeps the request's force with the key (`!scsi1`).
+      g.pendingForce = (g.pendingForce ?? []).filter((k) => k !== key);
+      if (disk && change.force) g.pendingForce.push(key);
     } else {
       if (disk) detachDrive(g, key, change.force === true);
       deleteNow(g, key);
@@ -233,6 +240,7 @@ export function applyConfigChange(g: GuestState, change: ConfigChange): void {
     if (running && later(g, key, value)) {
       g.pending[key] = value;
       g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
+      g.pendingForce = g.pendingForce?.filter((k) => k !== key);
     } else {
       if (DISK_KEY.test(key)) replaceDrive(g, key, String(value));
       setNow(g, key, value);
@@ -282,9 +290,12 @@ function kept(g: GuestState, key: string, value: ConfigValue): ConfigValue {
 export function applyPending(g: GuestState): void {
   const pending = Object.entries(g.pending);
   const deletes = [...g.pendingDelete];
-  // vmconfig_apply_pending: deletes first; a drive's volume is detached to unusedN either way.
+  // vmconfig_apply_pending: deletes first; a drive's volume is detached to unusedN, or freed
+  // when the delete was forced.
   for (const k of deletes) {
-    if (DISK_KEY.test(k)) detachDrive(g, k, false);
+    if (DISK_KEY.test(k)) {
+      detachDrive(g, k, g.pendingForce?.includes(k) === true);
+    }
     deleteNow(g, k);
   }
   for (const [k, v] of pending) {
@@ -438,6 +449,7 @@ function nicHotplugged(
 function setNow(g: GuestState, key: string, value: ConfigValue): void {
   delete g.pending[key];
   g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
+  g.pendingForce = g.pendingForce?.filter((k) => k !== key);
   if (key === "name") g.name = String(value);
   else if (key === "tags") g.tags = parseTags(String(value));
   else {
@@ -449,6 +461,7 @@ function setNow(g: GuestState, key: string, value: ConfigValue): void {
 function deleteNow(g: GuestState, key: string): void {
   delete g.pending[key];
   g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
+  g.pendingForce = g.pendingForce?.filter((k) => k !== key);
   if (key === "name") g.name = "";
   else if (key === "tags") g.tags = [];
   else {

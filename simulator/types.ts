@@ -125,6 +125,8 @@ export interface GuestState extends SimGuest {
   pending: Record<string, ConfigValue>;
   /** Keys whose deletion waits for the next start. */
   pendingDelete: string[];
+  /** Of those, the drives whose deletion was forced (`force=1`: the volume is freed, not kept). */
+  pendingForce?: string[];
   metrics: Partial<SimMetrics>;
   ips: string[];
   snapshots: Record<string, SimSnapshot>;

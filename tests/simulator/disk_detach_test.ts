@@ -289,3 +289,27 @@ Deno.test("container: a mount point set to its unused volume takes it out of unu
     l[2].volumeSizes = { "local-lvm:vm-200-disk-1": 3 * 2 ** 30 };
   });
 });
+
+Deno.test("running VM: a forced delete that waits pending shows delete 2 and frees the volume when applied", async () => {
+  await withSim(async (sim) => {
+    await put(sim, VM101, { delete: "ide0", force: 1 });
+    const pending = await get(sim, "/nodes/pve1/qemu/101/pending");
+    const row = (pending as { key: string; delete?: number }[])
+      .find((r) => r.key === "ide0");
+    assert.equal(row?.delete, 2);
+    for (const action of ["stop", "start"]) {
+      const r = await api(
+        sim.url,
+        "POST",
+        `/nodes/pve1/qemu/101/status/${action}`,
+        {},
+        AUTH,
+      );
+      await waitTask(sim.url, r.body.data, AUTH);
+    }
+    const c = await get(sim, VM101, { current: 1 });
+    assert.equal(c.ide0, undefined);
+    assert.equal(c.unused0, undefined);
+    assert.ok(!(await volids(sim)).includes("local-lvm:vm-101-disk-2"));
+  });
+});
