@@ -405,10 +405,13 @@ export const moveRoutes: Route[] = [
       }
       const value = g.config[key];
       if (value === undefined) {
-        throw new ApiError(
-          500,
-          `volume '${key}' for container '${g.vmid}' does not exist`,
-        );
+        // parse_volume of an absent key: parse_property_string of '' misses the required
+        // properties (pve-common `PVE/JSONSchema.pm`, raised as "format error" with them).
+        const missing = "property is missing and it is not optional";
+        throw new ApiError(500, "format error", {
+          ...(key === "rootfs" ? {} : { mp: missing }),
+          volume: missing,
+        });
       }
       const file = String(value).split(",")[0];
       if (ctx.params.delete === true && inSnapshots(g, file)) {

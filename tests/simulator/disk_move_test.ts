@@ -578,3 +578,18 @@ Deno.test("move_disk with target-vmid: a target key already in use is refused", 
     );
   });
 });
+
+Deno.test("move_volume: a mount point the container lacks is PVE's format error naming the missing properties", async () => {
+  await withSim(async (sim) => {
+    const r = await moveVolume(sim, 200, {
+      volume: "mp7",
+      storage: "local-zfs",
+    });
+    assert.equal(r.status, 500);
+    assert.equal(r.body.message.trim(), "format error");
+    assert.equal(
+      r.body.errors?.volume,
+      "property is missing and it is not optional",
+    );
+  });
+});
