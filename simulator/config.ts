@@ -5,7 +5,23 @@
  * @module
  */
 
-import { allocateDisk, DISK_KEY, type StorageTypeOf } from "./disks.ts";
+import {
+  checkDiskProtection,
+  detachDrive,
+  diskHotplugged,
+  dropReattached,
+  hotplugs,
+  registerUnused,
+} from "./disk_config.ts";
+import {
+  allocateDisk,
+  DISK_KEY,
+  formatSize,
+  parseDrive,
+  printDrive,
+  type StorageTypeOf,
+} from "./disks.ts";
+import { ApiError } from "./http.ts";
 import { randomMac } from "./macs.ts";
 import type { ParamSpec } from "./params.ts";
 import type { AgentMode, ConfigValue, GuestState } from "./types.ts";
@@ -151,7 +167,10 @@ export function pendingRows(g: GuestState): PendingRow[] {
     const row: PendingRow = { key };
     if (key in current) row.value = current[key];
     if (key in g.pending) row.pending = g.pending[key];
-    if (g.pendingDelete.includes(key)) row.delete = 1;
+    // config_with_pending_array: 2 for a forced delete.
+    if (g.pendingDelete.includes(key)) {
+      row.delete = g.pendingForce?.includes(key) ? 2 : 1;
+    }
     return row;
   });
 }
@@ -174,34 +193,84 @@ export interface ConfigChange {
   revert: string[];
   /** The node's storage types, for the volumes a drive value allocates (disks.ts allocateDisk). */
   typeOf?: StorageTypeOf;
+  /**
+   * The bytes of an existing volume a drive value names (NodeResources.volumeBytes): null when
+   * its storage lacks it, undefined when the storage is not the simulator's to judge.
+   */
+  volumeBytes?: (volid: string) => number | null | undefined;
+  /** The request's `force`: a deleted drive's volume is destroyed, not kept as unusedN. */
+  force?: boolean;
 }
 
-/** Applies a change; on a running guest, non-hotpluggable options go pending instead. */
+/**
+ * Applies a change; on a running guest, what cannot be hot-plugged goes pending instead. Deletes
+ * come first, as $update_vm_api makes them; a drive removed or replaced leaves its volume as an
+ * `unusedN` (disk_config.ts).
+ */
 export function applyConfigChange(g: GuestState, change: ConfigChange): void {
   const running = g.status === "running";
   for (const key of change.revert) {
     delete g.pending[key];
     g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
+    g.pendingForce = g.pendingForce?.filter((k) => k !== key);
+  }
+  for (const key of change.delete) {
+    const disk = DISK_KEY.test(key);
+    if (disk || /^unused\d+$/.test(key)) checkDiskProtection(g, key);
+    // $update_vm_api: a drive's pending value dropped by the delete is registered as unused.
+    if (disk && g.pending[key] !== undefined) {
+      registerUnused(g, String(g.pending[key]));
+    }
+    if (running && later(g, key, undefined)) {
+      delete g.pending[key];
+      if (!g.pendingDelete.includes(key)) g.pendingDelete.push(key);
+      // add_to_pending_delete keeps the request's force with the key (`!scsi1`).
+      g.pendingForce = (g.pendingForce ?? []).filter((k) => k !== key);
+      if (disk && change.force) g.pendingForce.push(key);
+    } else {
+      if (disk) detachDrive(g, key, change.force === true);
+      deleteNow(g, key);
+    }
   }
   for (const [key, raw] of Object.entries(change.set)) {
-    const value = kept(g, key, normalizeValue(g, key, raw, change.typeOf));
-    const nicLater = NIC_KEY.test(key) && !nicHotplugged(g, key, value);
-    if (running && (HOTPLUG_IMPOSSIBLE.has(key) || nicLater)) {
+    const value = kept(g, key, normalizeValue(g, key, raw, change));
+    if (DISK_KEY.test(key) && g.pending[key] !== undefined) {
+      registerUnused(g, String(g.pending[key]));
+    }
+    if (running && later(g, key, value)) {
       g.pending[key] = value;
       g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
+      g.pendingForce = g.pendingForce?.filter((k) => k !== key);
     } else {
+      if (DISK_KEY.test(key)) replaceDrive(g, key, String(value));
       setNow(g, key, value);
     }
   }
-  for (const key of change.delete) {
-    // vmconfig_hotplug_pending: a NIC is unplugged only with network hot-plug.
-    const nicLater = NIC_KEY.test(key) && !hotplugs(g, "network");
-    if (running && (HOTPLUG_IMPOSSIBLE.has(key) || nicLater)) {
-      delete g.pending[key];
-      if (!g.pendingDelete.includes(key)) g.pendingDelete.push(key);
-    } else {
-      deleteNow(g, key);
-    }
+  dropReattached(g, (k) => DISK_KEY.test(k));
+}
+
+/** Whether a running guest takes the change of `key` (a removal when `value` is undefined) later. */
+function later(g: GuestState, key: string, value: ConfigValue | undefined) {
+  if (HOTPLUG_IMPOSSIBLE.has(key)) return true;
+  // vmconfig_hotplug_pending: a NIC is (un)plugged only with network hot-plug.
+  if (NIC_KEY.test(key)) {
+    return value === undefined
+      ? !hotplugs(g, "network")
+      : !nicHotplugged(g, key, value);
+  }
+  if (DISK_KEY.test(key)) {
+    return !diskHotplugged(g, key, value === undefined ? value : String(value));
+  }
+  return false;
+}
+
+/** vmconfig_update_disk / vmconfig_apply_pending: a drive given another volume leaves the old one unused. */
+function replaceDrive(g: GuestState, key: string, value: string): void {
+  const old = g.config[key];
+  if (
+    old !== undefined && parseDrive(String(old)).file !== parseDrive(value).file
+  ) {
+    registerUnused(g, String(old));
   }
 }
 
@@ -221,27 +290,65 @@ function kept(g: GuestState, key: string, value: ConfigValue): ConfigValue {
 export function applyPending(g: GuestState): void {
   const pending = Object.entries(g.pending);
   const deletes = [...g.pendingDelete];
-  for (const [k, v] of pending) setNow(g, k, v);
-  for (const k of deletes) deleteNow(g, k);
+  // vmconfig_apply_pending: deletes first; a drive's volume is detached to unusedN, or freed
+  // when the delete was forced.
+  for (const k of deletes) {
+    if (DISK_KEY.test(k)) {
+      detachDrive(g, k, g.pendingForce?.includes(k) === true);
+    }
+    deleteNow(g, k);
+  }
+  for (const [k, v] of pending) {
+    if (DISK_KEY.test(k)) replaceDrive(g, k, String(v));
+    setNow(g, k, v);
+  }
+  dropReattached(g, (k) => DISK_KEY.test(k));
 }
 
 function normalizeValue(
   g: GuestState,
   key: string,
   raw: string | number | boolean,
-  typeOf: StorageTypeOf = () => undefined,
+  change: ConfigChange,
 ): ConfigValue {
   if (typeof raw === "boolean") return raw ? 1 : 0;
   if (INTEGER_KEYS.has(key)) return Number(raw);
   // update_vm_api: create_disks allocates a new volume and stores every drive as PVE prints it.
   if (DISK_KEY.test(key) && typeof raw === "string") {
-    const disks = Object.entries(g.config).filter(([k]) => DISK_KEY.test(k))
+    const disks = [...Object.entries(g.config), ...Object.entries(g.pending)]
+      .filter(([k]) => DISK_KEY.test(k) || /^unused\d+$/.test(k))
       .map(([, v]) => String(v));
-    return allocateDisk(raw, g.vmid, disks, typeOf);
+    const value = allocateDisk(
+      raw,
+      g.vmid,
+      disks,
+      change.typeOf ?? (() => undefined),
+    );
+    const file = parseDrive(value).file;
+    return file === parseDrive(raw).file ? existingSize(value, change) : value;
   }
   if (key === "tags") return uniqueTags(String(raw));
   if (NIC_KEY.test(key)) return printNic(String(raw));
   return raw;
+}
+
+/**
+ * create_disks for a drive naming an existing volume of a guest: it must exist ("volume <volid>
+ * does not exist") and gets the storage's size for it (volume_size_info). CD-ROMs, cloud-init
+ * drives and volumes the simulator's storages do not hold a guest image of are left as they are.
+ */
+function existingSize(value: string, change: ConfigChange): string {
+  const file = parseDrive(value).file;
+  if (
+    !change.volumeBytes || /media=cdrom/.test(value) ||
+    !/^[^:]+:(.*\/)?(vm|base)-\d+-disk-\d+(\.\w+)?$/.test(file)
+  ) return value;
+  const bytes = change.volumeBytes(file);
+  if (bytes === null) throw new ApiError(500, `volume ${file} does not exist`);
+  if (!bytes) return value;
+  const drive = parseDrive(value);
+  drive.props.size = formatSize(bytes);
+  return printDrive(drive);
 }
 
 /**
@@ -317,16 +424,6 @@ function printNic(value: string): string {
 }
 
 /**
- * Whether the VM's `hotplug` option holds `feature` (qemu-server parse_hotplug_features: unset or
- * `1` is the default `network,disk,usb`, `0` none).
- */
-function hotplugs(g: GuestState, feature: string): boolean {
-  const value = String(g.config.hotplug ?? "1");
-  const list = value === "1" ? "network,disk,usb" : value === "0" ? "" : value;
-  return list.split(",").includes(feature);
-}
-
-/**
  * Whether a running VM takes NIC `key`'s new value at once (qemu-server `PVE/QemuServer.pm`
  * vmconfig_update_net): a NIC that keeps its model, MAC, queues and MTU and stays on a bridge is
  * re-plugged on the host (bridge, tag, trunks, firewall, rate, link_down) without hot-plug; a new
@@ -352,6 +449,7 @@ function nicHotplugged(
 function setNow(g: GuestState, key: string, value: ConfigValue): void {
   delete g.pending[key];
   g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
+  g.pendingForce = g.pendingForce?.filter((k) => k !== key);
   if (key === "name") g.name = String(value);
   else if (key === "tags") g.tags = parseTags(String(value));
   else {
@@ -363,6 +461,7 @@ function setNow(g: GuestState, key: string, value: ConfigValue): void {
 function deleteNow(g: GuestState, key: string): void {
   delete g.pending[key];
   g.pendingDelete = g.pendingDelete.filter((k) => k !== key);
+  g.pendingForce = g.pendingForce?.filter((k) => k !== key);
   if (key === "name") g.name = "";
   else if (key === "tags") g.tags = [];
   else {

@@ -18,7 +18,8 @@
 
 import { randomMac } from "./macs.ts";
 import { parseTags, type PendingRow } from "./config.ts";
-import { formatSize, withDiskOption } from "./disks.ts";
+import { addUnused } from "./disk_config.ts";
+import { diskBytes, formatSize, withDiskOption } from "./disks.ts";
 import { ApiError, paramError } from "./http.ts";
 import type { ParamSpec } from "./params.ts";
 import type { NodeResources } from "./storage.ts";
@@ -496,7 +497,12 @@ function checkMountpoint(
     );
   }
   const size = /^\d+(\.\d+)?$/.exec(m[2]);
-  if (!size) return value;
+  if (!size) {
+    // update_pct_config's $rescan_volume: an existing volume gets the storage's size for it (a
+    // volume it cannot size is only warned about).
+    const bytes = resources.volumeBytes(g.node, volume);
+    return bytes ? withDiskOption(value, "size", formatSize(bytes)) : value;
+  }
   const here = resources.usable(g.node, m[1]);
   const name = resources.nextVolname(g.node, here, g.vmid);
   const rest = value.slice(volume.length);
@@ -513,7 +519,30 @@ function setNow(g: GuestState, key: string, value: ConfigValue): void {
   if (key === "hostname") g.name = String(value);
   else if (key === "tags") g.tags = parseTags(String(value));
   else if (key === "lock") g.lock = String(value);
-  else g.config[key] = value;
+  else {
+    const old = g.config[key];
+    g.config[key] = value;
+    if (/^(rootfs|mp\d+)$/.test(key)) remountVolumes(g, old);
+  }
+}
+
+/**
+ * After a mount point changed (pve-container `PVE/LXC/Config.pm` vmconfig_apply_pending and
+ * write_pct_config): the volume it held before is kept as unusedN unless still mounted, and an
+ * unusedN naming a volume a mount point now uses is dropped.
+ */
+function remountVolumes(g: GuestState, old: ConfigValue | undefined): void {
+  const mounted = new Set(
+    Object.entries(g.config).filter(([k]) => /^(rootfs|mp\d+)$/.test(k))
+      .map(([, v]) => String(v).split(",")[0]),
+  );
+  const was = old === undefined ? "" : String(old).split(",")[0];
+  if (was && !was.startsWith("/") && !mounted.has(was)) {
+    addUnused(g, was, diskBytes(String(old)));
+  }
+  for (const [k, v] of Object.entries(g.config)) {
+    if (/^unused\d+$/.test(k) && mounted.has(String(v))) delete g.config[k];
+  }
 }
 
 function deleteNow(g: GuestState, key: string): void {
@@ -528,11 +557,7 @@ function deleteNow(g: GuestState, key: string): void {
     // A removed mount point's volume is kept as unusedN (add_unused_volume).
     if (/^mp\d+$/.test(key) && old !== undefined) {
       const volid = String(old).split(",")[0];
-      if (!volid.startsWith("/")) {
-        let n = 0;
-        while (g.config[`unused${n}`] !== undefined) n++;
-        g.config[`unused${n}`] = volid;
-      }
+      if (!volid.startsWith("/")) addUnused(g, volid, diskBytes(String(old)));
     }
   }
 }

@@ -29,7 +29,7 @@ import type { ClusterState } from "./state.ts";
 import type { TaskManager } from "./tasks.ts";
 import { TaskFailure } from "./tasks.ts";
 import type { GuestState } from "./types.ts";
-import { RealVm } from "./real_vm.ts";
+import { DRIVE_ID, RealVm } from "./real_vm.ts";
 import type { VirtioAgent } from "./virtio_agent.ts";
 import type { Params } from "./params.ts";
 import type { RealGuestOptions } from "./real_guest_options.ts";
@@ -51,6 +51,8 @@ export class RealGuests {
   /** Each guest's own directory (disk overlay, sockets); a re-created VMID gets a new one. */
   readonly #dirs = new WeakMap<GuestState, string>();
   readonly #allDirs: string[] = [];
+  /** Each guest's disk file where a move put it elsewhere than `<dir>/disk.qcow2`. */
+  readonly #disks = new WeakMap<GuestState, string>();
   /** The state a suspend to disk saved, by VMID: the next start loads it. */
   readonly #saved = new Map<number, string>();
   #root?: string;
@@ -176,7 +178,7 @@ export class RealGuests {
   async archiveDisk(g: GuestState): Promise<string | undefined> {
     const dir = this.#dirs.get(g);
     if (!dir) return undefined;
-    const disk = `${dir}/disk.qcow2`;
+    const disk = this.#diskOf(g, dir);
     const exists = await Deno.stat(disk).then(() => true, () => false);
     if (!exists) return undefined;
     this.#root ??= await Deno.makeTempDir({ prefix: "sim-real-guests-" });
@@ -188,14 +190,54 @@ export class RealGuests {
 
   /** Gives guest `g` (restored, not running) the archived disk `path` as its own overlay. */
   async restoreDisk(g: GuestState, path: string): Promise<void> {
-    const dir = await this.#dirOf(g);
-    await Deno.copyFile(path, `${dir}/disk.qcow2`);
+    await Deno.copyFile(path, this.#diskOf(g, await this.#dirOf(g)));
   }
 
   /** Gives guest `g` (created, not yet booted) the disk image `bytes` (a qcow2) as its own. */
   async adoptDisk(g: GuestState, bytes: Uint8Array): Promise<void> {
+    await Deno.writeFile(this.#diskOf(g, await this.#dirOf(g)), bytes);
+  }
+
+  /**
+   * Moves real guest `g`'s disk to a new file standing for its volume on `storage` (a directory of
+   * that name in the guest's own): a running VM's by a QMP `drive-mirror` that is completed once
+   * ready (qemu-server `PVE/QemuServer/BlockJob.pm` qemu_drive_mirror and monitor), so QEMU runs
+   * on the new file from then on; a stopped one's by `qemu-img convert` (`QemuImage.pm` convert).
+   * The VM boots from the new file afterwards; with `dropOld` the old file is removed.
+   */
+  async moveDisk(
+    g: GuestState,
+    storage: string,
+    dropOld: boolean,
+  ): Promise<void> {
     const dir = await this.#dirOf(g);
-    await Deno.writeFile(`${dir}/disk.qcow2`, bytes);
+    const from = this.#diskOf(g, dir);
+    await Deno.mkdir(`${dir}/${storage}`, { recursive: true });
+    const to =
+      `${dir}/${storage}/disk-${this.#allDirs.length}-${Date.now()}.qcow2`;
+    const vm = this.#vms.get(g.vmid);
+    const had = await Deno.stat(from).then(() => true, () => false);
+    try {
+      if (vm?.alive) await mirror(vm, to);
+      else if (had) await convert(from, to);
+    } catch (err) {
+      await Deno.remove(to).catch(() => {});
+      throw new TaskFailure(
+        `storage migration failed: ${(err as Error).message}`,
+      );
+    }
+    this.#disks.set(g, to);
+    if (dropOld && had) await Deno.remove(from);
+  }
+
+  /** The file the guest's disk is in now. */
+  diskFile(g: GuestState): string | undefined {
+    const dir = this.#dirs.get(g);
+    return dir && this.#diskOf(g, dir);
+  }
+
+  #diskOf(g: GuestState, dir: string): string {
+    return this.#disks.get(g) ?? `${dir}/disk.qcow2`;
   }
 
   /** Kills every VM and removes their directories. */
@@ -224,6 +266,7 @@ export class RealGuests {
     const vm = await RealVm.launch({
       image: this.#opts.image,
       dir: await this.#dirOf(g),
+      disk: this.#disks.get(g),
       vmid: g.vmid,
       name: g.name,
       memoryMb:
@@ -338,6 +381,58 @@ export class RealGuests {
     this.#dirs.set(g, dir);
     this.#allDirs.push(dir);
     return dir;
+  }
+}
+
+/** How long a drive mirror of the test guest's small disk may take to become ready. */
+const MIRROR_READY_MS = 60_000;
+
+/** A block job as `query-block-jobs` lists it. */
+interface BlockJob {
+  device: string;
+  ready?: boolean;
+}
+
+/**
+ * A full `drive-mirror` of the VM's disk to a new qcow2 `to` (QEMU creates it), completed once
+ * the job is ready: QEMU then runs on `to`. Throws QEMU's error or a timeout.
+ */
+async function mirror(vm: RealVm, to: string): Promise<void> {
+  const job = "mirror-virtio0";
+  await vm.qmp("drive-mirror", {
+    device: DRIVE_ID,
+    "job-id": job,
+    target: to,
+    format: "qcow2",
+    sync: "full",
+    mode: "absolute-paths",
+  });
+  const jobs = async () => (await vm.qmp("query-block-jobs")) as BlockJob[];
+  const until = async (done: (j?: BlockJob) => boolean, what: string) => {
+    const deadline = Date.now() + MIRROR_READY_MS;
+    while (!done((await jobs()).find((j) => j.device === job))) {
+      if (Date.now() > deadline) {
+        throw new Error(`block job (mirror) ${what}: got timeout`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  await until((j) => j?.ready === true, "ready");
+  await vm.qmp("block-job-complete", { device: job });
+  await until((j) => j === undefined, "complete");
+}
+
+/** A stopped VM's disk copied to a standalone qcow2 `to` (`qemu-img convert`). */
+async function convert(from: string, to: string): Promise<void> {
+  const out = await new Deno.Command("qemu-img", {
+    args: ["convert", "-O", "qcow2", from, to],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new Error(
+      `copy failed: ${new TextDecoder().decode(out.stderr).trim()}`,
+    );
   }
 }
 

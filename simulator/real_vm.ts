@@ -40,6 +40,8 @@ export interface RealVmSpec {
   image: GuestImage;
   /** This VM's own directory: its disk overlay (kept across boots), sockets, console log. */
   dir: string;
+  /** The VM's disk file (default `<dir>/disk.qcow2`; a moved disk lives elsewhere). */
+  disk?: string;
   vmid: number;
   name: string;
   memoryMb: number;
@@ -54,6 +56,9 @@ export interface RealVmSpec {
   /** A state file a suspend to disk saved (real_guests.ts `hibernate`): QEMU loads it and runs on. */
   incoming?: string;
 }
+
+/** The block backend of the VM's one disk (the guest's `virtio0`). */
+export const DRIVE_ID = "drive-virtio0";
 
 /** A guest of 512 MiB boots in the same time as one of 8 GiB; more only costs host memory. */
 const MAX_MEMORY_MB = 512;
@@ -201,6 +206,11 @@ export class RealVm {
   }
 }
 
+/** Where the VM's disk is. */
+function diskPath(spec: RealVmSpec): string {
+  return spec.disk ?? `${spec.dir}/disk.qcow2`;
+}
+
 function qemuArgs(spec: RealVmSpec): string[] {
   const d = spec.dir;
   const append = [
@@ -248,7 +258,8 @@ function qemuArgs(spec: RealVmSpec): string[] {
     "-device",
     `virtio-net-pci,netdev=net0${spec.mac ? `,mac=${spec.mac}` : ""}`,
     "-drive",
-    `file=${d}/disk.qcow2,if=virtio,format=qcow2`,
+    // The drive's id as qemu-server names it (`drive-<key>`): block jobs address it by that.
+    `file=${diskPath(spec)},if=virtio,format=qcow2,id=${DRIVE_ID}`,
     ...(spec.uuid ? ["-smbios", `type=1,uuid=${spec.uuid}`] : []),
     ...(spec.incoming ? ["-incoming", `exec:cat ${spec.incoming}`] : []),
   ];
@@ -256,7 +267,7 @@ function qemuArgs(spec: RealVmSpec): string[] {
 
 /** The VM's own disk: a qcow2 overlay on the image's base disk, made at first boot, kept after. */
 async function ensureOverlay(spec: RealVmSpec): Promise<void> {
-  const path = `${spec.dir}/disk.qcow2`;
+  const path = diskPath(spec);
   try {
     await Deno.stat(path);
     return;

@@ -57,6 +57,7 @@ const UPDATE_PARAMS: Record<string, ParamSpec> = {
   revert: { type: "string", optional: true },
   digest: { type: "string", optional: true, maxLength: 64 },
   skiplock: { type: "boolean", optional: true },
+  force: { type: "boolean", optional: true },
   background_delay: {
     type: "integer",
     optional: true,
@@ -84,6 +85,9 @@ function changeFrom(ctx: Ctx): ConfigChange {
     delete: splitList(ctx.params.delete),
     revert: splitList(ctx.params.revert),
     typeOf: (id: string) => ctx.core.resources.config(id)?.type,
+    volumeBytes: (volid: string) =>
+      ctx.core.resources.volumeBytes(ctx.params.node as string, volid),
+    force: ctx.params.force === true,
   };
   if (
     Object.keys(set).length + change.delete.length + change.revert.length === 0

@@ -31,6 +31,7 @@ import { agentRoutes } from "./routes_agent.ts";
 import { clusterRoutes } from "./routes_cluster.ts";
 import { configRoutes } from "./routes_config.ts";
 import { lifecycleRoutes } from "./routes_lifecycle.ts";
+import { moveRoutes } from "./routes_move.ts";
 import { nodeRoutes } from "./routes_node.ts";
 import { nodeFactRoutes } from "./routes_node_facts.ts";
 import { containerSetupOf, lxcRoutes } from "./routes_lxc.ts";
@@ -142,6 +143,7 @@ const ROUTES = [
   ...suspendRoutes,
   ...configRoutes,
   ...lifecycleRoutes,
+  ...moveRoutes,
   ...agentRoutes,
   ...taskRoutes,
   ...nodeRoutes,

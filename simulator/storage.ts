@@ -239,9 +239,12 @@ export class NodeResources {
     const out: VolumeInfo[] = [];
     for (const g of this.#state.all()) {
       if (!store.shared && g.node !== node) continue;
-      for (const [key, value] of Object.entries(g.config)) {
+      const seen = new Set<string>();
+      // A volume a pending drive names exists already (create_disks allocated it).
+      for (const [key, value] of guestVolumeEntries(g)) {
         const v = volumeOf(g, key, String(value), store);
-        if (!v || this.lostVolumes.has(v.volid)) continue;
+        if (!v || this.lostVolumes.has(v.volid) || seen.has(v.volid)) continue;
+        seen.add(v.volid);
         // A volume whose bytes are known (an imported disk) is as large as they are.
         const data = this.volumeData.get(v.volid);
         if (v.file && data) v.file.used = data.length;
@@ -249,6 +252,17 @@ export class NodeResources {
       }
     }
     return out;
+  }
+
+  /**
+   * The bytes of volume `volid` as seen from `node` (pve-storage volume_size_info); null when its
+   * storage has no such volume, undefined when the storage is not one the simulator knows.
+   */
+  volumeBytes(node: string, volid: string): number | null | undefined {
+    const store = this.get(node, volid.split(":")[0]);
+    if (!store) return undefined;
+    return this.volumes(node, store).find((v) => v.volid === volid)?.size ??
+      null;
   }
 
   /** Bytes used on `store`: its own `used`, templates and guest volumes. */
@@ -290,6 +304,11 @@ function volname(store: StorageState, vmid: number, n: number): string {
     : volumeName(store.type, vmid, `vm-${vmid}-disk-${n}`, "raw");
 }
 
+/** A guest's config entries, then its pending values. */
+function guestVolumeEntries(g: GuestState): [string, unknown][] {
+  return [...Object.entries(g.config), ...Object.entries(g.pending ?? {})];
+}
+
 /** The volume a config entry places on `store`, if any. */
 function volumeOf(
   g: GuestState,
@@ -314,7 +333,9 @@ function volumeOf(
   return {
     volid,
     vmid: g.vmid,
-    size: key === "vmstate" ? vmstateBytes(g) : diskBytes(value),
+    size: key === "vmstate"
+      ? vmstateBytes(g)
+      : diskBytes(value) || (g.volumeSizes?.[volid] ?? 0),
     content: isCt ? "rootdir" : "images",
     format,
     // A new sparse file takes its first block.

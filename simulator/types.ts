@@ -93,6 +93,11 @@ export interface SimGuest {
   cloudInit?: "done" | "error" | "degraded";
   /** Snapshots by name (the config key `parent` names the one the guest descends from). */
   snapshots?: Record<string, SimSnapshot>;
+  /**
+   * Bytes of volumes whose config entry carries no `size=` (an `unusedN` holds a bare volid), by
+   * volid: what the storage still reports for them (disk_config.ts).
+   */
+  volumeSizes?: Record<string, number>;
 }
 
 /** A snapshot: a copy of the guest's config when it was taken (its `parent` key included). */
@@ -120,6 +125,8 @@ export interface GuestState extends SimGuest {
   pending: Record<string, ConfigValue>;
   /** Keys whose deletion waits for the next start. */
   pendingDelete: string[];
+  /** Of those, the drives whose deletion was forced (`force=1`: the volume is freed, not kept). */
+  pendingForce?: string[];
   metrics: Partial<SimMetrics>;
   ips: string[];
   snapshots: Record<string, SimSnapshot>;
