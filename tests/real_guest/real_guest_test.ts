@@ -18,7 +18,7 @@ import {
   TOKEN_SECRET,
   written,
 } from "../e2e/env.ts";
-import { note, runGuarded, step } from "./steps.ts";
+import { note, runGuarded, secondsSince, step } from "./steps.ts";
 
 const GUEST = realDemoGuest();
 const VMID = GUEST.vmid;
@@ -407,6 +407,48 @@ step(
         "cat /tmp/hibernated; cat /proc/sys/kernel/random/boot_id",
       ),
       `kept\n${bootId}`,
+    );
+  },
+);
+
+step(
+  "moveDisk mirrors the running VM's disk to another storage: the same QEMU runs on from the new file, the old one is gone",
+  async () => {
+    const vm = env.sim.realVm(VMID)!;
+    const file = async () => {
+      const blocks = await vm.qmp("query-block") as {
+        device: string;
+        inserted?: { file: string };
+      }[];
+      return blocks.find((b) => b.device === "drive-virtio0")?.inserted?.file;
+    };
+    const before = await file();
+    const t0 = performance.now();
+    const r = await run("moveDisk", {
+      vmid: VMID,
+      disk: "virtio0",
+      storage: "local-zfs",
+      delete: true,
+    });
+    assert.equal(r.status, "succeeded", r.error);
+    note(
+      `moveDisk of the running VM's virtio0 to local-zfs (drive-mirror, delete): ${
+        secondsSince(t0)
+      } s`,
+    );
+    assert.match(
+      String(env.sim.guest(VMID)?.config.virtio0),
+      new RegExp(`^local-zfs:vm-${VMID}-disk-\\d+,`),
+    );
+    assert.equal(env.sim.realVm(VMID)?.pid, vm.pid, "the same QEMU");
+    const after = await file();
+    assert.match(after ?? "", /\/local-zfs\//);
+    assert.notEqual(after, before);
+    await assert.rejects(Deno.stat(String(before)), Deno.errors.NotFound);
+    // What the guest wrote before the move reads back from the new file, past its page cache.
+    assert.equal(
+      await guestSays("echo 3 > /proc/sys/vm/drop_caches; cat /data/note.txt"),
+      "kept on disk",
     );
   },
 );
