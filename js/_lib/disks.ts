@@ -39,7 +39,11 @@ export function diskMethods(model: ModelName) {
     );
   const MoveDiskArgs = z.object({
     ...guestRef,
-    disk: key(VOLUME_KEY[model]).default(vm ? "scsi0" : "rootfs"),
+    // pve-container moves only configured volumes, never an unusedN.
+    disk: (vm ? key(VOLUME_KEY.qemu) : z.string().regex(
+      /^(rootfs|mp\d+)$/,
+      "disk must be rootfs or mpN",
+    )).default(vm ? "scsi0" : "rootfs"),
     storage: storageId,
     /** Free the source instead of keeping it as unusedN. */
     delete: z.boolean().default(false),
@@ -98,7 +102,7 @@ export function diskMethods(model: ModelName) {
     moveDisk: {
       description: vm
         ? "Move a VM volume (disk: default scsi0; efidisk0, tpmstate0, unusedN too) to storage, mirrored while the VM runs; succeeds when the config read back holds it on a new volume of that storage (its size quoted) and the source is kept as an unusedN entry, or — with delete — is in no config key and no longer listed by its storage"
-        : "Move a stopped container's volume (disk: default rootfs; mpN, unusedN) to storage; succeeds when the config read back holds it on a new volume of that storage and the source is kept as an unusedN entry, or — with delete — is in no config key and no longer listed by its storage (PVE does not move a running container's volume: refused up front)",
+        : "Move a stopped container's volume (disk: default rootfs or mpN) to storage; succeeds when the config read back holds it on a new volume of that storage and the source is kept as an unusedN entry, or — with delete — is in no config key and no longer listed by its storage (PVE does not move a running container's volume: refused up front)",
       kind: "action" as const,
       arguments: MoveDiskArgs,
       execute: (args: z.infer<typeof MoveDiskArgs>, ctx: MethodContext) =>

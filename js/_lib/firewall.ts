@@ -52,8 +52,43 @@ const line = z.string().regex(/^[^\n\r\0]+$/, "must be one line, not empty");
 /** One word without spaces, at most 512 characters. */
 const word = z.string().regex(/^\S{1,512}$/, "must be one word, at most 512");
 
-const PORT_PROTOCOLS = ["tcp", "udp", "dccp", "sctp"];
-const ICMP_PROTOCOLS = ["icmp", "icmpv6", "ipv6-icmp", "1"];
+/** pve-firewall's $PROTOCOLS_WITH_PORTS and $proto_is_icmp. */
+const PORT_PROTOCOLS = [
+  "tcp",
+  "6",
+  "udp",
+  "17",
+  "udplite",
+  "136",
+  "dccp",
+  "33",
+  "sctp",
+  "132",
+];
+const ICMP_PROTOCOLS = ["icmp", "icmpv6", "ipv6-icmp"];
+/** What PVE writes of a group rule ($format_rules drops the rest). */
+const GROUP_FIELDS = ["type", "action", "enable", "iface", "comment"];
+
+/** Ports 0…65535, ranges a:b with a ≤ b, service names; at most 15 ports (a range counts two). */
+function isPortList(text: string): boolean {
+  const port = (p: string) =>
+    (/^[0-9]+$/.test(p) && Number(p) <= 65535) ||
+    /^[A-Za-z][A-Za-z0-9\-_]*$/.test(p);
+  let count = 0;
+  const ok = text.split(",").every((item) => {
+    const range = item.split(":");
+    if (range.length === 1) {
+      count += 1;
+      return port(item);
+    }
+    count += 2;
+    const [a, b] = range;
+    const numbers = /^[0-9]+$/.test(a) && /^[0-9]+$/.test(b);
+    return range.length === 2 && port(a) && port(b) &&
+      !(numbers && Number(a) > Number(b));
+  });
+  return ok && count <= 15;
+}
 
 /** An IP address as a number (IPv4 in the low 32 bits), or undefined. */
 function ipValue(text: string): bigint | undefined {
@@ -81,6 +116,8 @@ function isAddressList(text: string): boolean {
   if (/^\+/.test(text) || (/^[A-Za-z]/.test(text) && !text.includes(":"))) {
     return !text.includes(",");
   }
+  // "you can't use a range in a list"
+  if (text.includes(",") && text.includes("-")) return false;
   const versions = text.split(",").map((item) => {
     const range = item.split("-");
     if (range.length === 2) {
@@ -133,15 +170,31 @@ const Rule = z.object({
   { message: "action must be ACCEPT, DROP or REJECT (a group's name)" },
 ).refine(
   (r) =>
+    r.type !== "group" ||
+    Object.keys(r).every((k) =>
+      GROUP_FIELDS.includes(k) ||
+      (r as Record<string, unknown>)[k] === undefined
+    ),
+  { message: "a group rule keeps only its group, iface, comment and enable" },
+).refine((r) => !/[A-Z]/.test(r.proto ?? ""), {
+  message: "proto must be lower case",
+}).refine(
+  (r) =>
     (r.dport === undefined && r.sport === undefined) ||
-    PORT_PROTOCOLS.includes((r.proto ?? "").toLowerCase()),
-  { message: "proto must be tcp, udp, dccp or sctp with a port" },
+    PORT_PROTOCOLS.includes(r.proto ?? "") ||
+    (ICMP_PROTOCOLS.includes(r.proto ?? "") && r.sport === undefined),
+  { message: "proto must take ports when a port is given" },
+).refine(
+  (r) => r.icmpType === undefined || ICMP_PROTOCOLS.includes(r.proto ?? ""),
+  { message: "proto must be icmp or icmpv6 with icmpType" },
 ).refine(
   (r) =>
-    r.icmpType === undefined ||
-    ICMP_PROTOCOLS.includes((r.proto ?? "").toLowerCase()),
-  { message: "proto must be icmp or icmpv6 with icmpType" },
-);
+    ICMP_PROTOCOLS.includes(r.proto ?? "") ||
+    [r.dport, r.sport].every((p) => p === undefined || isPortList(p)),
+  { message: "ports must be 0…65535, ranges a:b with a ≤ b, at most 15" },
+).refine((r) => !["", "-"].includes((r.comment ?? "x").trim()), {
+  message: "comment must hold text",
+});
 
 const RulesArgs = z.object({
   ...guestRef,

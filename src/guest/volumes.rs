@@ -37,13 +37,25 @@ pub fn unused_holding(config: &Map<String, Value>, volid: &str) -> Option<String
         .map(|(key, _)| key.clone())
 }
 
+/// The guest a volume belongs to by its name, as pve-storage's parse_volname reads it
+/// (`vm-<vmid>-…`, `base-<vmid>-…`, `subvol-<vmid>-…`, `basevol-<vmid>-…`; a directory storage's
+/// `<vmid>/vm-<vmid>-disk-0.qcow2`); `None` for a name of no guest.
+pub fn owner_of(volid: &str) -> Option<u32> {
+    let name = volid.split_once(':')?.1.rsplit('/').next()?;
+    ["vm-", "base-", "subvol-", "basevol-"]
+        .iter()
+        .find_map(|prefix| name.strip_prefix(prefix))
+        .and_then(|rest| rest.split('-').next()?.parse().ok())
+}
+
 /// The storage of a volume id (`local-lvm:vm-100-disk-0` → `local-lvm`).
 pub fn storage_of(volid: &str) -> &str {
     volid.split_once(':').map_or(volid, |(storage, _)| storage)
 }
 
-/// Whether `volid`'s storage on `node` lists it among guest `vmid`'s volumes
-/// (`GET /nodes/{node}/storage/{storage}/content?vmid=…`, every content type).
+/// Whether `volid`'s storage on `node` lists it among its owner's volumes
+/// (`GET /nodes/{node}/storage/{storage}/content?vmid=…`, every content type; the owner by the
+/// volume's name, else `vmid`: the listing filters by the name's owner).
 pub async fn listed_on_storage<H: Host>(
     run: &Run<'_, H>,
     node: &str,
@@ -52,7 +64,7 @@ pub async fn listed_on_storage<H: Host>(
 ) -> Result<bool, String> {
     let storage = storage_of(volid);
     let request = PveRequest::get(&["nodes", node, "storage", storage, "content"])
-        .param("vmid", vmid.to_string());
+        .param("vmid", owner_of(volid).unwrap_or(vmid).to_string());
     let action = format!("list storage {storage} on node {node} to see whether {volid} is there");
     let answer = run
         .pve()
@@ -65,4 +77,19 @@ pub async fn listed_on_storage<H: Host>(
     Ok(volumes
         .iter()
         .any(|v| v.get("volid").and_then(Value::as_str) == Some(volid)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_volumes_owner_is_read_from_its_name() {
+        assert_eq!(owner_of("local-lvm:vm-101-disk-0"), Some(101));
+        assert_eq!(owner_of("local:100/vm-100-disk-1.qcow2"), Some(100));
+        assert_eq!(owner_of("local-zfs:base-9000-disk-0"), Some(9000));
+        assert_eq!(owner_of("local-zfs:subvol-300-disk-0"), Some(300));
+        assert_eq!(owner_of("local:iso/debian.iso"), None);
+        assert_eq!(owner_of("vm-100-disk-0"), None);
+    }
 }

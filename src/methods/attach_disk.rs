@@ -202,7 +202,7 @@ pub async fn attach_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let fill = |config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
+    let fill = |_: u32, config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
         let key = args
             .key(config)
             .map_err(|why| format!("cannot attach to the {}: {why}", run.kind.noun()))?;
@@ -213,7 +213,8 @@ pub async fn attach_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         changes.push((key, value));
         Ok(())
     };
-    let shown = |_: &Map<String, Value>, after: &ConfigSnapshot| judged(&args.volume, after);
+    let shown =
+        |_: u32, _: &Map<String, Value>, after: &ConfigSnapshot| judged(&args.volume, after);
     change(run, args.base.clone(), &fill, &shown).await
 }
 

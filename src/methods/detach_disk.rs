@@ -10,7 +10,7 @@ use crate::args::{ArgError, Fields};
 use crate::guest::config::ConfigSnapshot;
 use crate::guest::reboot::ApplyPending;
 use crate::guest::reference::GuestRef;
-use crate::guest::volumes::{is_unused, unused_holding, volume_at};
+use crate::guest::volumes::{is_unused, owner_of, unused_holding, volume_at};
 use crate::host::Host;
 use crate::methods::set_config::{change, ReadBack, SetConfigArgs};
 use crate::outcome::{Failure, Outcome};
@@ -69,9 +69,17 @@ impl DetachArgs {
     }
 }
 
-/// What the read-back shows of the detached volume (`volid`: what the key held before).
+/// Whether guest `vmid` owns `volid` (a name of no guest counts as its own).
+fn owns(vmid: u32, volid: &str) -> bool {
+    owner_of(volid).is_none_or(|owner| owner == vmid)
+}
+
+/// What the read-back shows of the detached volume (`volid`: what the key held before) of guest
+/// `vmid`. PVE keeps only a guest's own volume as `unusedN` (qemu-server
+/// vmconfig_register_unused_drive); another guest's is only taken out of the config.
 fn judged(
     args: &DetachArgs,
+    vmid: u32,
     volid: Option<&str>,
     after: &ConfigSnapshot,
 ) -> Result<ReadBack, String> {
@@ -82,6 +90,17 @@ fn judged(
     if after.pending_delete.contains(&args.disk) {
         let words = format!("; {volid} stays attached until then");
         return Ok(ReadBack { words, freed: None });
+    }
+    if !owns(vmid, volid) {
+        return match unused_holding(&after.current, volid) {
+            None => Ok(ReadBack {
+                words: format!("; {volid} belongs to another guest and is left to it"),
+                freed: None,
+            }),
+            Some(key) => Err(format!(
+                "{volid} of another guest is still in the config as {key}"
+            )),
+        };
     }
     let kept = unused_holding(&after.current, volid);
     match (args.destroy || is_unused(&args.disk), kept) {
@@ -106,12 +125,19 @@ pub async fn detach_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let fill = |config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
+    let fill = |vmid: u32, config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
         if !config.contains_key(&args.disk) {
             return Err(format!(
                 "{} is not in the config of the {}",
                 args.disk,
                 run.kind.noun()
+            ));
+        }
+        // qemu-server try_deallocate_drive frees only the guest's own volume.
+        let foreign = volume_at(config, &args.disk).filter(|v| !owns(vmid, v));
+        if let (true, Some(volid)) = (args.destroy, foreign) {
+            return Err(format!(
+                "{volid} belongs to another guest, and PVE destroys only a guest's own volumes (qemu-server try_deallocate_drive): detach it without destroy"
             ));
         }
         changes.push(("delete".to_string(), args.disk.clone()));
@@ -120,8 +146,8 @@ pub async fn detach_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
         Ok(())
     };
-    let shown = |before: &Map<String, Value>, after: &ConfigSnapshot| {
-        judged(&args, volume_at(before, &args.disk).as_deref(), after)
+    let shown = |vmid: u32, before: &Map<String, Value>, after: &ConfigSnapshot| {
+        judged(&args, vmid, volume_at(before, &args.disk).as_deref(), after)
     };
     change(run, args.base.clone(), &fill, &shown).await
 }
@@ -223,6 +249,31 @@ mod tests {
         );
         assert!(failure_of(&outcome).contains("`destroy`"));
         assert!(host.requests.borrow().is_empty());
+    }
+
+    #[test]
+    fn another_guests_volume_is_left_to_it_and_never_destroyed() {
+        let theirs = "local-lvm:vm-101-disk-0";
+        let config = json!({"scsi1": theirs});
+        let host = guest("qemu", config.clone(), json!([]), json!([]));
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "detachDisk",
+            json!({"vmid": 100, "disk": "scsi1"}),
+        );
+        assert!(
+            summary_of(&outcome).contains("belongs to another guest and is left to it"),
+            "{outcome:?}"
+        );
+        let host = guest("qemu", config, json!([]), json!([]));
+        let args = json!({"vmid": 100, "disk": "scsi1", "destroy": true});
+        let outcome = run_method(&host, "qemu", "detachDisk", args);
+        assert!(
+            failure_of(&outcome).contains("try_deallocate_drive"),
+            "{outcome:?}"
+        );
+        assert!(!host.requests.borrow().iter().any(|r| r.method == "PUT"));
     }
 
     #[test]

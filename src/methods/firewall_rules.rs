@@ -36,10 +36,40 @@ const FIELDS: [(&str, &str); 13] = [
     ("comment", "comment"),
     ("icmpType", "icmp-type"),
 ];
-/// Protocols whose rules may name ports (pve-firewall `PVE/Firewall.pm` verify_rule: "protocol …
-/// does not support ports" otherwise).
-const PORT_PROTOCOLS: [&str; 4] = ["tcp", "udp", "dccp", "sctp"];
-const ICMP_PROTOCOLS: [&str; 4] = ["icmp", "icmpv6", "ipv6-icmp", "1"];
+/// Protocols whose rules may name ports (pve-firewall `PVE/Firewall.pm` $PROTOCOLS_WITH_PORTS;
+/// verify_rule: "protocol … does not support ports" otherwise).
+const PORT_PROTOCOLS: [&str; 10] = [
+    "tcp", "6", "udp", "17", "udplite", "136", "dccp", "33", "sctp", "132",
+];
+/// Protocols whose rules take an ICMP type, in `icmpType` or (legacy) `dport` ($proto_is_icmp).
+const ICMP_PROTOCOLS: [&str; 3] = ["icmp", "icmpv6", "ipv6-icmp"];
+/// The fields PVE writes for a group rule: its group, iface, comment and whether it is enabled
+/// (`PVE/Firewall.pm` $format_rules drops the rest, so they would never read back).
+const GROUP_FIELDS: [&str; 5] = ["type", "action", "enable", "iface", "comment"];
+
+/// A port list as pve-firewall parses it (parse_port_name_number_or_range): ports 0…65535, ranges
+/// `a:b` with a ≤ b, service names; at most 15 ports, a range counting two (iptables multiport).
+fn is_port_list(text: &str) -> bool {
+    let port = |p: &str| {
+        (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok())
+            || (p.starts_with(|c: char| c.is_ascii_alphabetic())
+                && p.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')))
+    };
+    let mut count = 0;
+    let items = text.split(',').all(|item| match item.split_once(':') {
+        Some((a, b)) => {
+            count += 2;
+            let numbers = (a.parse::<u16>(), b.parse::<u16>());
+            port(a) && port(b) && !matches!(numbers, (Ok(a), Ok(b)) if a > b)
+        }
+        None => {
+            count += 1;
+            port(item)
+        }
+    });
+    items && count <= 15
+}
 
 /// One declared rule: PVE's value of each field it sets, in [`FIELDS`] order.
 pub type Rule = Vec<(&'static str, String)>;
@@ -92,24 +122,44 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
         }
         _ => return refuse("type", "must be in, out or group"),
     }
-    let proto = get("proto").map(str::to_ascii_lowercase);
-    let ports = get("dport").or(get("sport")).is_some();
-    if ports
-        && !proto
-            .as_deref()
-            .is_some_and(|p| PORT_PROTOCOLS.contains(&p))
-    {
+    if get("type") == Some("group") {
+        if let Some((name, _)) = rule.iter().find(|(k, _)| !GROUP_FIELDS.contains(k)) {
+            let arg = FIELDS
+                .iter()
+                .find(|(_, n)| n == name)
+                .map_or(*name, |(a, _)| *a);
+            return refuse(arg, "is not kept for a group rule: PVE writes only its group, iface, comment and enable");
+        }
+    }
+    let proto = get("proto");
+    if proto.is_some_and(|p| p.bytes().any(|b| b.is_ascii_uppercase())) {
         return refuse(
             "proto",
-            "must be tcp, udp, dccp or sctp when a port (dport, sport) is given",
+            "must be lower case, as /etc/protocols names it (PVE refuses TCP)",
         );
     }
-    if get("icmp-type").is_some()
-        && !proto
-            .as_deref()
-            .is_some_and(|p| ICMP_PROTOCOLS.contains(&p))
-    {
+    let icmp = proto.is_some_and(|p| ICMP_PROTOCOLS.contains(&p));
+    let ports_ok =
+        proto.is_some_and(|p| PORT_PROTOCOLS.contains(&p)) || (icmp && get("sport").is_none());
+    if get("dport").or(get("sport")).is_some() && !ports_ok {
+        return refuse(
+            "proto",
+            "must take ports (tcp, udp, udplite, dccp, sctp or their numbers; icmp: dport only) when a port is given",
+        );
+    }
+    if get("icmp-type").is_some() && !icmp {
         return refuse("proto", "must be icmp or icmpv6 when icmpType is given");
+    }
+    for (arg, name) in [("dport", "dport"), ("sport", "sport")] {
+        if !icmp && get(name).is_some_and(|p| !is_port_list(p)) {
+            return refuse(arg, "must be ports 0…65535, ranges a:b with a ≤ b or service names, at most 15 ports (a range counts two)");
+        }
+    }
+    if get("comment").is_some_and(|c| matches!(c.trim(), "" | "-")) {
+        return refuse(
+            "comment",
+            "must hold text: PVE drops an empty or `-` comment",
+        );
     }
     if get("log").is_some_and(|l| !LOG_LEVELS.contains(&l)) {
         return refuse("log", "must be a log level (emerg … debug, nolog)");
@@ -188,6 +238,10 @@ fn is_address_list(text: &str) -> bool {
             .map(|(a, _)| a),
         None => cidr(item),
     };
+    // "you can't use a range in a list"
+    if text.contains(',') && text.contains('-') {
+        return false;
+    }
     let items: Option<Vec<IpAddr>> = text.split(',').map(item).collect();
     items.is_some_and(|ips| {
         ips.iter()
@@ -237,7 +291,7 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
         };
         // PVE spells a macro its own way (`ssh` reads `SSH`) and trims a comment.
         let same = |w: &str, h: &str| match name {
-            "macro" | "proto" => w.eq_ignore_ascii_case(h),
+            "macro" => w.eq_ignore_ascii_case(h),
             "comment" => w.trim() == h,
             _ => w == h,
         };
@@ -310,6 +364,13 @@ fn judge(rules: &[Rule], read: Option<&Value>) -> Result<String, String> {
         ));
     }
     for (pos, (rule, old)) in rules.iter().zip(&seen).enumerate() {
+        // PVE lists a rule that no longer verifies (an alias or IP set gone) with `errors`, and
+        // compiles none of it (pve-firewall `PVE/Firewall.pm` parse_fw_rule, ruleset_generate_rule).
+        if let Some(errors) = old.get("errors").filter(|e| !e.is_null()) {
+            return Err(format!(
+                "rule {pos} reads back, but PVE marks it with errors {errors}: it is not applied"
+            ));
+        }
         let (set, clear) = difference(rule, old);
         if let Some((name, want)) = set.first() {
             let have = old
@@ -490,6 +551,36 @@ mod tests {
     }
 
     #[test]
+    fn a_rule_pve_lists_with_errors_fails_the_method() {
+        let broken = json!({"pos": 0, "type": "in", "action": "ACCEPT", "enable": 1, "source": "gw", "errors": {"source": "no such alias 'gw'"}});
+        let host = vm(json!([broken.clone()]), json!([broken]));
+        let args =
+            json!({"vmid": 100, "rules": [{"type": "in", "action": "ACCEPT", "source": "gw"}]});
+        let outcome = run_method(&host, "qemu", "firewallRules", args);
+        assert!(
+            failure_of(&outcome).contains("no such alias 'gw'"),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn ports_are_read_as_pve_parses_them() {
+        for ok in ["22", "80,443", "1000:2000", "ssh", "0", "65535"] {
+            assert!(is_port_list(ok), "{ok}");
+        }
+        for bad in [
+            "70000",
+            "22:21",
+            "",
+            "2 2",
+            "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16",
+            "1:2,3:4,5:6,7:8,9:10,11:12,13:14,15:16",
+        ] {
+            assert!(!is_port_list(bad), "{bad}");
+        }
+    }
+
+    #[test]
     fn addresses_are_read_as_pve_parses_them() {
         for ok in [
             "10.0.0.0/8",
@@ -531,7 +622,7 @@ mod tests {
                 "rules[0].proto",
             ),
             (
-                json!({"type": "in", "action": "ACCEPT", "proto": "icmp", "dport": "22"}),
+                json!({"type": "in", "action": "ACCEPT", "proto": "icmp", "sport": "22"}),
                 "rules[0].proto",
             ),
             (
@@ -555,6 +646,34 @@ mod tests {
                 "rules[0].comment",
             ),
             (json!({"type": "group", "action": "x"}), "rules[0].action"),
+            (
+                json!({"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "70000"}),
+                "rules[0].dport",
+            ),
+            (
+                json!({"type": "in", "action": "ACCEPT", "proto": "tcp", "sport": "22:21"}),
+                "rules[0].sport",
+            ),
+            (
+                json!({"type": "in", "action": "ACCEPT", "proto": "TCP"}),
+                "rules[0].proto",
+            ),
+            (
+                json!({"type": "in", "action": "ACCEPT", "proto": "1", "icmpType": "echo-request"}),
+                "rules[0].proto",
+            ),
+            (
+                json!({"type": "group", "action": "web", "source": "10.0.0.0/8"}),
+                "rules[0].source",
+            ),
+            (
+                json!({"type": "in", "action": "ACCEPT", "comment": "  "}),
+                "rules[0].comment",
+            ),
+            (
+                json!({"type": "in", "action": "ACCEPT", "source": "10.0.0.1-10.0.0.9,10.0.1.1"}),
+                "rules[0].source",
+            ),
         ];
         for (bad, field) in cases {
             let host = ScriptedHost::new();

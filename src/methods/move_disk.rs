@@ -1,10 +1,12 @@
 //! `moveDisk`: one volume of a guest moved to another storage — a VM's disk (mirrored while it
-//! runs), a container's `rootfs`/`mpN` (only while it is stopped: pve-container `PVE/API2/LXC.pm`
-//! move_volume refuses a running one) or either kind's `unusedN`. It succeeds only when the config
+//! runs) or `unusedN`, a container's `rootfs`/`mpN` (only while it is stopped: pve-container
+//! `PVE/API2/LXC.pm` move_volume refuses a running one, and an `unusedN`). It succeeds only when the config
 //! read back after the task holds the key on a new volume of the target storage and the source is
 //! where the request put it: kept as an `unusedN` entry, or — with `delete` — in no config key and
-//! no longer listed by its storage (qemu-server `PVE/API2/Qemu.pm` move_vm_disk keeps a volume it
-//! failed to free as `unusedN` and warns, so the task still ends OK).
+//! no longer listed by its storage (a source PVE failed to free is only a warning in the task:
+//! qemu-server `PVE/API2/Qemu.pm` move_vm_disk leaves it orphaned, pve-container's move_volume
+//! keeps it as `unusedN`). A `format` asked for must be the one the volume got: qemu-server's
+//! resolve_dst_disk_format falls back to the storage's default without refusing.
 
 use crate::args::{is_storage_id, ArgError, Fields};
 use crate::guest::evidence::{sight_config_to_change, unlocked_after, Evidence};
@@ -32,9 +34,10 @@ pub struct MoveArgs {
 
 /// Whether `key` names a volume `kind` can move: a disk, a VM's EFI or TPM volume, an `unusedN`
 /// (qemu-server `PVE/QemuServer/Drive.pm` valid_drive_names_with_unused; pve-container's
-/// `rootfs`, `mpN`, `unusedN`).
+/// `rootfs`, `mpN`).
 fn movable(kind: GuestKind, key: &str) -> bool {
-    is_unused(key) || kind.is_volume_key(key)
+    // pve-container move_volume moves only configured volumes, never an unusedN.
+    (is_unused(key) && kind == GuestKind::Qemu) || kind.is_volume_key(key)
 }
 
 impl MoveArgs {
@@ -193,6 +196,16 @@ fn landed(config: &Map<String, Value>, args: &MoveArgs, from: &str) -> Result<St
     let to = volume_at(config, &args.disk)
         .filter(|to| storage_of(to) == args.storage && to != from)
         .ok_or_else(|| format!("{} is not on storage {}", args.disk, args.storage))?;
+    let value = config
+        .get(&args.disk)
+        .and_then(flex::string_of)
+        .unwrap_or_default();
+    let got = property(&value, "format").map_or_else(|| format_of(&to), str::to_string);
+    if let Some(asked) = args.format.as_ref().filter(|f| **f != got) {
+        return Err(format!(
+            "{to} is {got}, not {asked}: PVE used the storage's format instead (qemu-server resolve_dst_disk_format)"
+        ));
+    }
     let size = config
         .get(&args.disk)
         .and_then(flex::string_of)
@@ -306,6 +319,19 @@ mod tests {
     }
 
     #[test]
+    fn a_format_pve_did_not_give_the_volume_fails_the_move() {
+        let before = json!({"scsi0": disk(OLD)});
+        let after = json!({"scsi0": disk(NEW), "unused0": OLD});
+        let host = vm("stopped", before, after, json!([]));
+        let args = json!({"vmid": 100, "storage": "local-zfs", "format": "qcow2"});
+        let outcome = run_method(&host, "qemu", "moveDisk", args);
+        assert!(
+            failure_of(&outcome).contains("is raw, not qcow2"),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
     fn a_task_that_ends_ok_with_the_disk_still_on_the_source_fails() {
         let before = json!({"scsi0": disk(OLD)});
         let host = vm("stopped", before.clone(), before, json!([]));
@@ -372,6 +398,7 @@ mod tests {
             ("qemu", json!({"disk": "net0"}), "disk"),
             ("qemu", json!({"disk": "unused01"}), "disk"),
             ("lxc", json!({"disk": "scsi0"}), "disk"),
+            ("lxc", json!({"disk": "unused0"}), "disk"),
             ("qemu", json!({"storage": "local lvm"}), "storage"),
             ("qemu", json!({"storage": null}), "storage"),
             ("qemu", json!({"format": "vdi"}), "format"),

@@ -332,14 +332,14 @@ pub async fn change_nic<H: Host>(
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let fill = |config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
+    let fill = |_: u32, config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
         changes.push(match args.remove {
             true => ("delete".to_string(), args.nic.clone()),
             false => (args.nic.clone(), args.value(run.kind, config)),
         });
         Ok(())
     };
-    let words = |_: &Map<String, Value>, s: &ConfigSnapshot| {
+    let words = |_: u32, _: &Map<String, Value>, s: &ConfigSnapshot| {
         Ok(ReadBack {
             words: shown(&args.nic, s),
             freed: None,

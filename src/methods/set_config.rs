@@ -85,19 +85,24 @@ pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(changes) => changes,
         Err(e) => return Failure::from(e).into(),
     };
-    change(run, args, &|_, _| Ok(()), &|_, _| Ok(ReadBack::default())).await
+    change(run, args, &|_, _, _| Ok(()), &|_, _, _| {
+        Ok(ReadBack::default())
+    })
+    .await
 }
 
-/// Completes a change's options from the config the sighting read (`change`'s `fill`), or says
+/// Completes a change's options from the guest's id and the config the sighting read (`change`'s
+/// `fill`), or says
 /// why the change cannot be made (nothing is sent then).
 pub type Fill<'a> =
-    dyn Fn(&Map<String, Value>, &mut Vec<(String, String)>) -> Result<(), String> + 'a;
+    dyn Fn(u32, &Map<String, Value>, &mut Vec<(String, String)>) -> Result<(), String> + 'a;
 
 /// What a change's read-back shows beyond its keys (`change`'s `shown`, given the config the
 /// sighting read and the snapshot after the change): words for the summary, and a volume the
 /// change freed, which its storage must no longer list — or why the change did not do what it
 /// was for.
-pub type Shown<'a> = dyn Fn(&Map<String, Value>, &ConfigSnapshot) -> Result<ReadBack, String> + 'a;
+pub type Shown<'a> =
+    dyn Fn(u32, &Map<String, Value>, &ConfigSnapshot) -> Result<ReadBack, String> + 'a;
 
 /// A read-back's words for the summary and the volume the change freed ([`Shown`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -124,7 +129,7 @@ pub async fn change<H: Host>(
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let (mut verdict, mut snapshot) = match fill(&ev.config, &mut args.changes) {
+    let (mut verdict, mut snapshot) = match fill(ev.at.vmid, &ev.config, &mut args.changes) {
         Ok(()) => apply(run, &mut ev, &args).await,
         Err(refusal) => (Err(format!("{refusal}; nothing was changed")), None),
     };
@@ -137,7 +142,7 @@ pub async fn change<H: Host>(
         }
     }
     if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
-        verdict = read_back(run, &ev, shown(&ev.config, taken), summary).await;
+        verdict = read_back(run, &ev, shown(ev.at.vmid, &ev.config, taken), summary).await;
     }
     ev.outcome_with(run, verdict, |record| {
         if let Some(snapshot) = snapshot {

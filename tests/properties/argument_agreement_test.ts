@@ -603,13 +603,17 @@ const firewallRule = object({
   dest: opt(
     edges(["192.0.2.1", "fd00::/8", "2001:db8::1"], [" ", "fd00::1/8"]),
   ),
-  proto: opt(edges(["tcp", "udp", "icmp", "TCP", "sctp", "1"], ["", "t cp"])),
-  dport: opt(edges(["22", "80,443", "1000:2000", "ssh"], ["2 2"])),
-  sport: opt(edges(["1024:65535"], [""])),
+  proto: opt(
+    edges(["tcp", "udp", "icmp", "sctp", "6", "udplite"], ["", "t cp", "TCP"]),
+  ),
+  dport: opt(
+    edges(["22", "80,443", "1000:2000", "ssh"], ["2 2", "70000", "22:21"]),
+  ),
+  sport: opt(edges(["1024:65535"], ["", "1:2:3"])),
   iface: opt(edges(["net0", "net31"], ["net32", "net01", "eth0"])),
   macro: opt(edges(["SSH", "HTTP"], ["S SH"])),
   log: opt(logLevels),
-  comment: opt(edges(["web", "ünï"], ["a\nb", ""])),
+  comment: opt(edges(["web", "ünï"], ["a\nb", "", "  ", "-"])),
   icmpType: opt(edges(["echo-request"], ["echo request"])),
 });
 const firewallRulesArgs = object({
