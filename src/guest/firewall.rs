@@ -14,6 +14,7 @@ use crate::explain::{hint, outcome_unknown};
 use crate::host::Host;
 use crate::outcome::Outcome;
 use crate::pve::endpoints;
+use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::pve::request::Verb;
@@ -101,7 +102,7 @@ async fn apply<H: Host>(
             return Err(match e.outcome_unknown() {
                 true => outcome_unknown(&action, &e, check).0,
                 false => format!(
-                    "PVE refused to {action}: {e} — {}; {done} earlier writes were applied",
+                    "PVE refused to {action}: {e} — {}; {done} earlier writes were accepted",
                     hint(e.kind)
                 ),
             });
@@ -116,9 +117,12 @@ async fn apply<H: Host>(
             ));
         }
     };
-    let shown = (change.judge)(after.as_ref())
-        .map_err(|why| format!("{label}: {total} writes were accepted, but {why}"))?;
-    let effect = in_effect(run, ev).await;
+    let shown = (change.judge)(after.as_ref()).map_err(|why| {
+        format!("{label}: {total} writes were accepted, but {why} — check what PVE kept with the method's read (run it again: it plans from what it reads)")
+    })?;
+    // The options just read back are the guest's `enable` now: not asked for again.
+    let options = (change.section == ["options"]).then_some(after).flatten();
+    let effect = in_effect(run, ev, options).await;
     Ok(format!("{label}: {shown} ({total} writes sent){effect}"))
 }
 
@@ -131,7 +135,12 @@ async fn read<H: Host>(
     let (node, vmid) = (&ev.at.node, ev.at.vmid);
     let request = endpoints::guest_firewall(node, run.kind, vmid, Verb::Get, &change.section);
     match run.pve().call(&request).await {
-        Ok(value) => Ok(Some(value)),
+        // Every section is an object (options) or a list (rules, IP sets, aliases).
+        Ok(value) if value.is_object() || value.is_array() => Ok(Some(value)),
+        Ok(other) => {
+            let what = format!("PVE answered {other} where {} were expected", change.what);
+            Err(format!("{what} — {}", hint(ErrorKind::Malformed)))
+        }
         Err(e)
             if change
                 .missing
@@ -145,13 +154,17 @@ async fn read<H: Host>(
 
 /// What keeps the guest's firewall from applying, read now: its `enable` option, the cluster's,
 /// its NICs without `firewall=1` — as a warning and words for the summary.
-async fn in_effect<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> String {
+async fn in_effect<H: Host>(run: &Run<'_, H>, ev: &mut Evidence, options: Option<Value>) -> String {
     let (node, vmid) = (&ev.at.node, ev.at.vmid);
-    let options = [String::from("options")];
-    let guest = endpoints::guest_firewall(node, run.kind, vmid, Verb::Get, &options);
+    let section = [String::from("options")];
+    let guest = endpoints::guest_firewall(node, run.kind, vmid, Verb::Get, &section);
     let on = |v: &Value| v.get("enable").and_then(flex::bool_of) == Some(true);
     let mut off = Vec::new();
-    match run.pve().call(&guest).await {
+    let read = match options {
+        Some(options) => Ok(options),
+        None => run.pve().call(&guest).await,
+    };
+    match read {
         Ok(v) if !on(&v) => off.push("its firewall option enable is off".to_string()),
         Ok(_) => {}
         Err(e) => off.push(format!("its firewall options could not be read ({e})")),

@@ -5,6 +5,7 @@
 
 use crate::explain::could_not;
 use crate::host::Host;
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::storage_volume;
 use crate::pve::request::PveRequest;
@@ -72,7 +73,8 @@ pub async fn listed_on_storage<H: Host>(
         .await
         .map_err(|e| could_not(&action, &e).0)?;
     let volumes = answer.as_array().ok_or_else(|| {
-        format!("could not {action}: PVE answered {answer} where a list was expected")
+        let wrong = PveError::malformed(format!("PVE answered {answer} where a list was expected"));
+        could_not(&action, &wrong).0
     })?;
     Ok(volumes
         .iter()

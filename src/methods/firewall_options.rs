@@ -176,6 +176,28 @@ mod tests {
     }
 
     #[test]
+    fn the_options_read_back_say_whether_the_firewall_is_on_without_a_third_read() {
+        let host = ct(json!({}), json!({"enable": 1}));
+        let args = json!({"vmid": 100, "enable": true});
+        let outcome = run_method(&host, "lxc", "firewallOptions", args);
+        assert!(summary_of(&outcome).contains("in effect"), "{outcome:?}");
+        let reads = host.routes_called();
+        let options = "GET /nodes/pve1/lxc/100/firewall/options";
+        assert_eq!(reads.iter().filter(|r| *r == options).count(), 2);
+    }
+
+    #[test]
+    fn options_of_the_wrong_shape_are_not_read_as_unset() {
+        let host = ct(json!("unexpected"), json!({}));
+        let args = json!({"vmid": 100, "enable": true});
+        let outcome = run_method(&host, "lxc", "firewallOptions", args);
+        let message = failure_of(&outcome);
+        let quoted = "answered \"unexpected\" where the firewall options were expected";
+        assert!(message.contains(quoted), "{message}");
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("PUT")));
+    }
+
+    #[test]
     fn an_option_that_does_not_read_back_fails_naming_it() {
         let host = ct(json!({}), json!({"policy_out": "ACCEPT"}));
         let args = json!({"vmid": 100, "policyOut": "REJECT"});

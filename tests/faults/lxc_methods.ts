@@ -44,6 +44,8 @@ import {
 } from "./methods.ts";
 import { resumeSpec, suspendSpec, waitTaskSpec } from "./power_rows.ts";
 import { removeNicSpec, setNicSpec } from "./nic_rows.ts";
+import { attachDiskSpec, detachDiskSpec, moveDiskSpec } from "./disk_rows.ts";
+import { firewallOptionsSpec, firewallRulesSpec } from "./firewall_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
@@ -376,6 +378,11 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ct(setNicSpec(n, "lxc", stopped, label(stopped))),
     ct(removeNicSpec(n, "lxc", stopped, label(stopped))),
     resize,
+    ct(moveDiskSpec(n, "lxc", stopped, label(stopped))),
+    ct(attachDiskSpec(n, "lxc", stopped, label(stopped))),
+    ct(detachDiskSpec(n, "lxc", stopped, label(stopped))),
+    ct(firewallOptionsSpec(n, "lxc", stopped, label(stopped))),
+    ct(firewallRulesSpec(n, "lxc", stopped, label(stopped))),
     start,
     stop,
     shutdown,
@@ -504,6 +511,11 @@ export const EXPECTED_LXC_METHODS = [
   "setNic",
   "removeNic",
   "resize",
+  "moveDisk",
+  "attachDisk",
+  "detachDisk",
+  "firewallOptions",
+  "firewallRules",
   "start",
   "stop",
   "shutdown",

@@ -22,6 +22,8 @@ import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
 import { resumeSpec, suspendSpec, waitTaskSpec } from "./power_rows.ts";
 import { removeNicSpec, setNicSpec } from "./nic_rows.ts";
+import { attachDiskSpec, detachDiskSpec, moveDiskSpec } from "./disk_rows.ts";
+import { firewallOptionsSpec, firewallRulesSpec } from "./firewall_rows.ts";
 
 /** What a verdict may be. */
 export type Verdict = "fail" | "ok" | "ok-retried" | "ok-flagged";
@@ -1566,6 +1568,11 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     row(setNicSpec(n, "qemu", stopped, label(stopped))),
     row(removeNicSpec(n, "qemu", stopped, label(stopped))),
     resizeDisk,
+    row(moveDiskSpec(n, "qemu", stopped, label(stopped))),
+    row(attachDiskSpec(n, "qemu", stopped, label(stopped))),
+    row(detachDiskSpec(n, "qemu", stopped, label(stopped))),
+    row(firewallOptionsSpec(n, "qemu", stopped, label(stopped))),
+    row(firewallRulesSpec(n, "qemu", stopped, label(stopped))),
     sync,
     getConfig,
     nodeStatus,
@@ -1607,6 +1614,11 @@ export const EXPECTED_METHODS = [
   "setNic",
   "removeNic",
   "resizeDisk",
+  "moveDisk",
+  "attachDisk",
+  "detachDisk",
+  "firewallOptions",
+  "firewallRules",
   "sync",
   "getConfig",
   "nodeStatus",

@@ -65,8 +65,11 @@ function endpoints(
   ];
 }
 
-/** What every run may record: only its guest, a status it had, no pending change PVE lacks. */
-function truth(type: GuestType, vmid: number) {
+/**
+ * What every config-changing run may record: only its guest, a status it had, no pending change
+ * PVE lacks (also the disk rows' judgement: attachDisk and detachDisk run setConfig's engine).
+ */
+export function configTruth(type: GuestType, vmid: number) {
   return (env: Env, r: RunResult, before: Snapshot): string[] => {
     const problems = [
       ...writesOnly(r, new RegExp(`^${prefixOf(type)}-${vmid}$`)),
@@ -110,7 +113,7 @@ export function setNicSpec(
         ? []
         : [`succeeded but ${NIC} is ${stored(env) || "absent"}`],
     truth: (env, r, before) => {
-      const problems = truth(type, vmid)(env, r, before);
+      const problems = configTruth(type, vmid)(env, r, before);
       // The NIC a success quotes (its MAC above all) is the one PVE stores.
       const quoted = r.logs.some((l) =>
         l.message.includes(`${NIC} reads ${stored(env)}`)
@@ -152,6 +155,6 @@ export function removeNicSpec(
       env.sim.guest(vmid)?.config[NIC] === undefined
         ? []
         : [`succeeded but ${NIC} is still in the config`],
-    truth: truth(type, vmid),
+    truth: configTruth(type, vmid),
   };
 }
