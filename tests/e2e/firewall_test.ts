@@ -125,7 +125,7 @@ Deno.test("firewallOptions: the options given read back as given; only those tha
   });
 });
 
-Deno.test("firewallRules (lxc): a container's rules are declared and read back", async () => {
+Deno.test("firewallRules (lxc): a container's rules are declared, read back, and trimmed", async () => {
   await withCt({}, async (env) => {
     const r = await env.run("firewallRules", {
       vmid: 300,
@@ -134,5 +134,8 @@ Deno.test("firewallRules (lxc): a container's rules are declared and read back",
     assert.equal(r.status, "succeeded", r.error);
     assert.deepEqual(held(env, 300), ["ACCEPT 22", "DROP 10.0.0.0/8"]);
     assert.equal(written(r, "ct-300").lastOperation, "firewallRules");
+    const fewer = await env.run("firewallRules", { vmid: 300, rules: [SSH] });
+    assert.equal(fewer.status, "succeeded", fewer.error);
+    assert.deepEqual(held(env, 300), ["ACCEPT 22"]);
   });
 });
