@@ -116,6 +116,35 @@ function listRoute(type: GuestType): Route {
   };
 }
 
+/**
+ * `GET …/snapshot/{snapname}/config`: the config the snapshot keeps, with its own keys
+ * (qemu-server `PVE/API2/Qemu.pm` and pve-container `PVE/API2/LXC/Snapshot.pm`
+ * get_snapshot_config: the snapshot's section, without `lock`; 500 when it does not exist).
+ */
+function configRoute(type: GuestType): Route {
+  return {
+    method: "GET",
+    path: `/nodes/{node}/${type}/{vmid}/snapshot/{snapname}/config`,
+    privilege: "VM.Audit",
+    handler: (ctx) => {
+      const g = guestOf(ctx, type);
+      const name = ctx.params.snapname as string;
+      const snap = g.snapshots[name];
+      if (!snap) throw new ApiError(500, `snapshot '${name}' does not exist`);
+      // name and tags are kept beside the config (types.ts); PVE's section holds them. The
+      // simulator keeps no RAM state volume, so a `vmstate` volid is not shown.
+      const out: Record<string, unknown> = { ...snap.config };
+      delete out.lock;
+      if (snap.name) out.name = snap.name;
+      if (snap.tags.length > 0) out.tags = snap.tags.join(";");
+      out.snaptime = snap.snaptime;
+      if (snap.description) out.description = snap.description;
+      if (snap.snapstate) out.snapstate = snap.snapstate;
+      return out;
+    },
+  };
+}
+
 /** `POST …/snapshot` → `qmsnapshot`/`vzsnapshot`. */
 function createRoute(type: GuestType): Route {
   return {
@@ -288,6 +317,7 @@ export const snapshotRoutes: Route[] = (["qemu", "lxc"] as const).flatMap((
   type,
 ) => [
   listRoute(type),
+  configRoute(type),
   createRoute(type),
   rollbackRoute(type),
   deleteRoute(type),

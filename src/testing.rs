@@ -66,6 +66,12 @@ impl ScriptedHost {
         self.on(route, [Answer::Data(value)])
     }
 
+    /// Answers `route` with `value` only, in place of what was scripted for it before.
+    pub fn set(&self, route: &str, value: Value) -> &Self {
+        self.routes.borrow_mut().remove(route);
+        self.data(route, value)
+    }
+
     /// The form body of the first request sent with `method` (e.g. `"POST"`); empty when none.
     pub fn first_body(&self, method: &str) -> String {
         self.requests

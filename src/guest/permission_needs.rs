@@ -138,13 +138,25 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
             always(STATUS),
             always("POST /nodes/{node}/qemu/{vmid}/move_disk"),
             always(CONFIG),
+            always("GET /nodes/{node}/storage"),
             sometimes(STORAGE_CONTENT, "with delete"),
+            sometimes(SNAPSHOTS, "with delete"),
+            sometimes(
+                "GET /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/config",
+                "with delete, per snapshot",
+            ),
         ],
         (Lxc, "moveDisk") => &[
             always(STATUS),
             always("POST /nodes/{node}/lxc/{vmid}/move_volume"),
             always(CONFIG),
+            always("GET /nodes/{node}/storage"),
             sometimes(STORAGE_CONTENT, "with delete"),
+            sometimes(SNAPSHOTS, "with delete"),
+            sometimes(
+                "GET /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/config",
+                "with delete, per snapshot",
+            ),
         ],
         (Qemu, "start") => &[
             always(STATUS),
@@ -445,12 +457,26 @@ pub fn run_subjects(
         }
         "migrate" => s.storages.extend(text("targetStorage")),
         "suspend" => s.storages.extend(text("stateStorage")),
+        "attachDisk" => foreign_volume(text("volume"), &mut s),
         _ => {}
     }
     if !matches!(method, "create" | "migrate" | "deleteBackup") {
         s.storages.extend(text("storage"));
     }
     s
+}
+
+/// An attached volume another guest owns (its name says whose): PVE's check_volume_access asks
+/// for rights on its storage and its owner, not only on the guest it joins.
+fn foreign_volume(volid: Option<String>, s: &mut Subjects) {
+    let Some(volid) = volid else { return };
+    let owner = crate::guest::volumes::owner_of(&volid);
+    if owner.is_none() || s.vmid.is_none() || owner == s.vmid {
+        return;
+    }
+    s.sources.extend(storage_of(&volid));
+    s.owner = owner;
+    s.given.push("foreignVolume".into());
 }
 
 /// The storage of a volume id (`local:iso/x.iso` → `local`).
@@ -590,6 +616,52 @@ mod tests {
         for given in ["archive", "force", "storage"] {
             assert!(s.given.iter().any(|g| g == given), "{given}");
         }
+    }
+
+    #[test]
+    fn attaching_another_guests_volume_needs_rights_on_its_storage_and_its_owner() {
+        use crate::guest::permissions::{holds, judge, Held, Role};
+        let subjects = |volume: &str| {
+            let args = json!({"vmid": 100, "volume": volume});
+            run_subjects(GuestKind::Qemu, "attachDisk", &args, ("pve1", "u@pve!t"), 9)
+        };
+        let foreign = subjects("local-lvm:vm-101-disk-1");
+        assert_eq!(
+            (foreign.owner, foreign.sources.clone()),
+            (Some(101), vec!["local-lvm".into()])
+        );
+        let own = subjects("local-lvm:vm-100-disk-1");
+        assert!(!own.given.iter().any(|g| g == "foreignVolume"));
+        let check = requirement("PUT /nodes/{node}/qemu/{vmid}/config")
+            .unwrap()
+            .unwrap();
+        let on_guest: Held = [(
+            "/vms/100".to_string(),
+            ["VM.Config.Disk".to_string()].into(),
+        )]
+        .into();
+        let role = Role {
+            guest: Guest::Acted,
+            archive: false,
+        };
+        let missing = |s: &Subjects, held: &Held| {
+            judge(&check, s, role, &holds(held))
+                .unwrap_or_default()
+                .missing
+        };
+        assert!(missing(&own, &on_guest).is_empty());
+        let lacking = missing(&foreign, &on_guest).join("; ");
+        assert!(
+            lacking.contains("/vms/101") && lacking.contains("/storage/local-lvm"),
+            "{lacking}"
+        );
+        let mut both = on_guest.clone();
+        both.insert("/vms/101".into(), ["VM.Config.Disk".to_string()].into());
+        both.insert(
+            "/storage/local-lvm".into(),
+            ["Datastore.Audit".to_string()].into(),
+        );
+        assert!(missing(&foreign, &both).is_empty());
     }
 
     #[test]

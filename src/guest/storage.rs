@@ -3,8 +3,11 @@
 //! node lists it, and list answers read tolerantly.
 
 use crate::explain::hint;
+use crate::host::Host;
+use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{list_of, NodeStorage};
+use crate::run::Run;
 use serde_json::Value;
 
 /// A list answer as `T`s, or why it could not be read.
@@ -24,11 +27,8 @@ pub fn listed<T: crate::pve::read::FromJson>(
 
 /// Why a storage cannot take content of type `content`; `None` when it can.
 pub fn storage_refusal(store: &NodeStorage, content: &str) -> Option<String> {
-    if store.enabled == Some(false) {
-        return Some("is disabled".to_string());
-    }
-    if store.active == Some(false) {
-        return Some("is not active (offline?)".to_string());
+    if let Some(why) = unusable(store) {
+        return Some(why);
     }
     if !store.offers(content) {
         let offered = store.content_types();
@@ -41,6 +41,34 @@ pub fn storage_refusal(store: &NodeStorage, content: &str) -> Option<String> {
         ));
     }
     None
+}
+
+/// Why a storage can take nothing now (disabled, or not active on the node); `None` when it can.
+pub fn unusable(store: &NodeStorage) -> Option<String> {
+    match (store.enabled, store.active) {
+        (Some(false), _) => Some("is disabled".to_string()),
+        (_, Some(false)) => Some("is not active (offline?)".to_string()),
+        _ => None,
+    }
+}
+
+/// Storage `id` as `node` lists it (`GET /nodes/{node}/storage`), or why it cannot be used: the
+/// list could not be read, or it does not hold the storage.
+pub async fn read_storage<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    id: &str,
+) -> Result<NodeStorage, String> {
+    let mut storages: Vec<NodeStorage> =
+        listed(run.pve().call(&endpoints::node_storage(node)).await).map_err(|why| {
+            format!(
+            "the storages of node {node} could not be listed (GET /nodes/{node}/storage): {why}"
+        )
+        })?;
+    match storages.iter().position(|s| s.storage == id) {
+        Some(at) => Ok(storages.swap_remove(at)),
+        None => Err(missing_storage(id, node, &storages)),
+    }
 }
 
 /// A storage the node's list does not hold: it does not exist there, or the token may not audit it.

@@ -24,13 +24,12 @@
 
 use crate::args::{check_segment, ArgError, Fields};
 use crate::explain::{could_not, hint, mutation_failed};
-use crate::guest::storage::{listed, missing_storage, storage_refusal};
+use crate::guest::storage::{read_storage, storage_refusal};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
-use crate::pve::responses::NodeStorage;
 use crate::pve::responses::TaskLogLine;
 use crate::run::{write, Run};
 use crate::task::{follow_task, log_ref_of, upid_of};
@@ -466,16 +465,8 @@ async fn check_storage<H: Host>(
     node: &str,
     args: &DownloadUrlArgs,
 ) -> Result<(), String> {
-    let storages: Vec<NodeStorage> = listed(run.pve().call(&endpoints::node_storage(node)).await)
-        .map_err(|why| {
-        format!(
-            "the storages of node {node} could not be listed (GET /nodes/{node}/storage): {why}"
-        )
-    })?;
-    let Some(store) = storages.iter().find(|s| s.storage == args.storage) else {
-        return Err(missing_storage(&args.storage, node, &storages));
-    };
-    match storage_refusal(store, args.content.name()) {
+    let store = read_storage(run, node, &args.storage).await?;
+    match storage_refusal(&store, args.content.name()) {
         Some(why) => Err(format!("storage {} {why}", args.storage)),
         None => Ok(()),
     }

@@ -11,12 +11,15 @@
 use crate::args::{is_storage_id, ArgError, Fields};
 use crate::guest::evidence::{sight_config_to_change, unlocked_after, Evidence};
 use crate::guest::reference::GuestRef;
+use crate::guest::snapshots::snapshot_holding;
+use crate::guest::storage::{read_storage, storage_refusal, unusable};
 use crate::guest::volumes::{is_unused, listed_on_storage, storage_of, unused_holding, volume_at};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
 use crate::pve::property::property;
+use crate::pve::responses::NodeStorage;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -95,7 +98,10 @@ pub async fn move_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(outcome) => return outcome,
     };
     let verdict = match source(run, &ev, &args) {
-        Ok(Some(from)) => moved(run, &mut ev, &args, &from).await,
+        Ok(Some(from)) => match refused_by_node(run, &ev, &args, &from).await {
+            Ok(()) => moved(run, &mut ev, &args, &from).await,
+            Err(refusal) => Err(refusal),
+        },
         Ok(None) => Ok(format!(
             "{} of {} is already on storage {} in that format; nothing was sent",
             args.disk,
@@ -142,6 +148,51 @@ fn source<H: Host>(
     match storage_of(&volid) == args.storage && same_format {
         true => Ok(None),
         false => Ok(Some(volid)),
+    }
+}
+
+/// What PVE refuses before it changes anything, read from the node: a target storage that cannot
+/// take the volume, and — with `delete` — a source a snapshot still uses (qemu-server
+/// `PVE/API2/Qemu.pm` move_vm_disk, pve-container `PVE/API2/LXC.pm` move_volume: "you can't move
+/// a disk with snapshots and delete the source").
+async fn refused_by_node<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    args: &MoveArgs,
+    from: &str,
+) -> Result<(), String> {
+    let label = ev.label(run);
+    let refuse = |why: String| {
+        format!(
+            "cannot move {} of {label}: {why}; nothing was sent",
+            args.disk
+        )
+    };
+    let store = read_storage(run, &ev.at.node, &args.storage)
+        .await
+        .map_err(refuse)?;
+    if let Some(why) = target_refusal(run.kind, &store) {
+        return Err(refuse(format!("storage {} {why}", args.storage)));
+    }
+    if !args.delete {
+        return Ok(());
+    }
+    match snapshot_holding(run, ev, from).await? {
+        Some(name) => Err(refuse(format!(
+            "snapshot {name:?} uses {from}, and PVE does not move a disk with snapshots and delete the source"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Why `store` cannot take the moved volume: a VM disk needs content `images` (qemu-server
+/// move_vm_disk: "storage '…' does not support vm images"); a container volume `rootdir`, or a
+/// zfspool, which takes a subvolume whatever its content (pve-container `PVE/LXC.pm` alloc_disk).
+fn target_refusal(kind: GuestKind, store: &NodeStorage) -> Option<String> {
+    match kind {
+        GuestKind::Qemu => storage_refusal(store, "images"),
+        GuestKind::Lxc if store.kind.as_deref() == Some("zfspool") => unusable(store),
+        GuestKind::Lxc => storage_refusal(store, "rootdir"),
     }
 }
 
@@ -227,6 +278,7 @@ fn landed(config: &Map<String, Value>, args: &MoveArgs, from: &str) -> Result<St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pve::read::FromJson;
     use crate::testing::{failure_of, run_method, summary_of, Answer, ScriptedHost};
     use serde_json::json;
 
@@ -256,7 +308,20 @@ mod tests {
             json!({"status": "stopped", "exitstatus": "OK"}),
         );
         host.data("GET /nodes/pve1/storage/local-lvm/content", listed);
+        host.data("GET /nodes/pve1/storage", storages("images"));
+        host.data(
+            "GET /nodes/pve1/qemu/100/snapshot",
+            json!([{"name": "current"}]),
+        );
         host
+    }
+
+    /// The node's storages: local-lvm with images, local-zfs (a zfspool) with `zfs_content`.
+    fn storages(zfs_content: &str) -> Value {
+        json!([
+            {"storage": "local-lvm", "type": "lvmthin", "content": "images,rootdir", "enabled": 1, "active": 1},
+            {"storage": "local-zfs", "type": "zfspool", "content": zfs_content, "enabled": 1, "active": 1},
+        ])
     }
 
     fn disk(volid: &str) -> String {
@@ -390,6 +455,69 @@ mod tests {
             assert!(message.contains(words), "{model} {key}: {message}");
             assert!(!host.requests.borrow().iter().any(|r| r.method == "POST"));
         }
+    }
+
+    #[test]
+    fn a_target_storage_that_takes_no_vm_images_is_refused_before_anything_is_sent() {
+        let before = json!({"scsi0": disk(OLD)});
+        let host = vm("stopped", before.clone(), before, json!([]));
+        host.set("GET /nodes/pve1/storage", storages("rootdir"));
+        let args = json!({"vmid": 100, "storage": "local-zfs"});
+        let outcome = run_method(&host, "qemu", "moveDisk", args);
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("storage local-zfs does not allow content images"),
+            "{message}"
+        );
+        assert!(!host.requests.borrow().iter().any(|r| r.method == "POST"));
+    }
+
+    #[test]
+    fn a_container_volume_may_move_to_a_zfspool_without_rootdir_content() {
+        let store = json!({"storage": "local-zfs", "type": "zfspool", "content": "images"});
+        let zfspool = NodeStorage::from_json(&store).unwrap();
+        assert_eq!(target_refusal(GuestKind::Lxc, &zfspool), None);
+        assert!(target_refusal(GuestKind::Qemu, &zfspool).is_none());
+    }
+
+    #[test]
+    fn delete_of_a_source_a_snapshot_uses_is_refused_before_anything_is_sent() {
+        let before = json!({"scsi0": disk(OLD)});
+        let host = vm("stopped", before.clone(), before, json!([]));
+        host.set(
+            "GET /nodes/pve1/qemu/100/snapshot",
+            json!([{"name": "early"}, {"name": "current", "parent": "early"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/snapshot/early/config",
+            json!({"scsi0": disk(OLD), "snaptime": 1}),
+        );
+        let args = json!({"vmid": 100, "storage": "local-zfs", "delete": true});
+        let outcome = run_method(&host, "qemu", "moveDisk", args);
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("snapshot \"early\" uses local-lvm:vm-100-disk-0"),
+            "{message}"
+        );
+        assert!(!host.requests.borrow().iter().any(|r| r.method == "POST"));
+    }
+
+    #[test]
+    fn delete_goes_ahead_when_no_snapshot_uses_the_source() {
+        let before = json!({"scsi0": disk(OLD)});
+        let after = json!({"scsi0": disk(NEW)});
+        let host = vm("stopped", before, after, json!([]));
+        host.set(
+            "GET /nodes/pve1/qemu/100/snapshot",
+            json!([{"name": "early"}, {"name": "current", "parent": "early"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/snapshot/early/config",
+            json!({"scsi0": "local-lvm:vm-100-disk-7,size=8G"}),
+        );
+        let args = json!({"vmid": 100, "storage": "local-zfs", "delete": true});
+        let outcome = run_method(&host, "qemu", "moveDisk", args);
+        assert!(summary_of(&outcome).contains("is gone from storage local-lvm"));
     }
 
     #[test]

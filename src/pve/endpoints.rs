@@ -573,6 +573,12 @@ pub fn snapshot_list(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
     PveRequest::get(&guest_path(node, kind, &id, &["snapshot"]))
 }
 
+/// `GET /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/config`: the config a snapshot keeps.
+pub fn snapshot_config(node: &str, kind: GuestKind, vmid: u32, name: &str) -> PveRequest {
+    let id = vmid.to_string();
+    PveRequest::get(&guest_path(node, kind, &id, &["snapshot", name, "config"]))
+}
+
 /// `POST /nodes/{node}/{kind}/{vmid}/snapshot` → UPID (`qmsnapshot` / `vzsnapshot`).
 /// `vmstate` exists for VMs only.
 pub fn snapshot_create(

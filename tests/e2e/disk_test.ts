@@ -88,6 +88,40 @@ Deno.test("moveDisk: a disk the config lacks is refused before any request", asy
   });
 });
 
+Deno.test("moveDisk: a target storage that takes no VM images is refused before any request", async () => {
+  await withEnv({}, async (env) => {
+    withDisk(env);
+    const r = await env.run("moveDisk", { vmid: 102, storage: "local" });
+    assert.equal(r.status, "failed");
+    assert.match(
+      r.error ?? "",
+      /storage local does not allow content images .*nothing was sent/,
+    );
+    assert.deepEqual(mutations(env), []);
+  });
+});
+
+Deno.test("moveDisk: delete of a disk a snapshot uses is refused before any request", async () => {
+  await withEnv({}, async (env) => {
+    withDisk(env);
+    const snap = await env.run("snapshot", { vmid: 102, name: "before" });
+    assert.equal(snap.status, "succeeded", snap.error);
+    const moves = mutations(env).length;
+    const r = await env.run("moveDisk", {
+      vmid: 102,
+      storage: "local-zfs",
+      delete: true,
+    });
+    assert.equal(r.status, "failed");
+    assert.match(
+      r.error ?? "",
+      /snapshot "before" uses local-lvm:vm-102-disk-0, and PVE does not move a disk with snapshots and delete the source; nothing was sent/,
+    );
+    assert.equal(mutations(env).length, moves);
+    assert.match(String(env.sim.guest(102)!.config.scsi0), /^local-lvm:/);
+  });
+});
+
 Deno.test("moveDisk (lxc): a running container's volume is refused up front, a stopped one's moves", async () => {
   await withCt({}, async (env) => {
     const running = await env.run("moveDisk", {
