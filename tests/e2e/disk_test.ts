@@ -122,6 +122,26 @@ Deno.test("moveDisk: delete of a disk a snapshot uses is refused before any requ
   });
 });
 
+Deno.test("moveDisk (lxc): delete of a volume a snapshot uses is refused before any request", async () => {
+  await withCt({}, async (env) => {
+    const snap = await env.run("snapshot", { vmid: 301, name: "before" });
+    assert.equal(snap.status, "succeeded", snap.error);
+    const moves = mutations(env).length;
+    const r = await env.run("moveDisk", {
+      vmid: 301,
+      storage: "local-zfs",
+      delete: true,
+    });
+    assert.equal(r.status, "failed");
+    assert.match(
+      r.error ?? "",
+      /snapshot "before" uses local-lvm:vm-301-disk-0, .*nothing was sent/,
+    );
+    assert.equal(mutations(env).length, moves);
+    assert.match(String(env.sim.guest(301)!.config.rootfs), /^local-lvm:/);
+  });
+});
+
 Deno.test("moveDisk (lxc): a running container's volume is refused up front, a stopped one's moves", async () => {
   await withCt({}, async (env) => {
     const running = await env.run("moveDisk", {
