@@ -57,11 +57,10 @@ pub fn named(fields: &Fields, others: &[&str]) -> Result<(String, Option<String>
         check_comment("comment", c)?;
     }
     let delete = fields.or("delete", false)?;
-    if let Some(extra) = others
-        .iter()
-        .find(|k| delete && fields.optional::<Value>(k).is_ok_and(|v| v.is_some()))
-    {
-        return Err(ArgError::new(*extra, "must not be given with delete: true"));
+    for key in others {
+        if delete && fields.optional::<Value>(key)?.is_some() {
+            return Err(ArgError::new(*key, "must not be given with delete: true"));
+        }
     }
     Ok((name, comment, delete))
 }
