@@ -34,6 +34,17 @@ impl Write {
         let at = at.iter().map(|s| s.to_string()).collect();
         Write { verb, at, params }
     }
+
+    /// A write of the parameters given (`None`: left out).
+    pub fn of(verb: Verb, at: &[&str], params: &[(&str, Option<&str>)]) -> Self {
+        let mut given = Vec::new();
+        for (k, v) in params {
+            if let Some(v) = v {
+                given.push((k.to_string(), v.to_string()));
+            }
+        }
+        Write::new(verb, at, given)
+    }
 }
 
 /// The sections as read, in the order the change names them (`None`: it does not exist).

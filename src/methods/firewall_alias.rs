@@ -12,16 +12,14 @@ use crate::args::{ArgError, Fields};
 use crate::guest::firewall::{change_firewall, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
-use crate::methods::firewall_ipset::{comment_in, named, same_comment};
+use crate::methods::firewall_ipset::{comment_of, named, named_in, same_comment};
 use crate::methods::firewall_rules::cidr;
 use crate::outcome::{Failure, Outcome};
-use crate::pve::flex;
 use crate::pve::request::Verb;
 use crate::run::Run;
 use serde_json::Value;
 
 /// The arguments of `firewallAlias`; `cidr: None` deletes the alias.
-#[derive(Debug, Clone, PartialEq)]
 pub struct AliasArgs {
     pub target: GuestRef,
     pub name: String,
@@ -51,58 +49,36 @@ impl AliasArgs {
     }
 }
 
-/// The alias PVE lists under the declared name (compared without case): name, cidr, comment.
-fn found(args: &AliasArgs, read: &Read) -> Result<Option<[Option<String>; 3]>, String> {
-    let list = read[0]
-        .as_ref()
-        .and_then(Value::as_array)
-        .ok_or("PVE's alias list is not a list")?;
-    let text = |v: &Value, k: &str| v.get(k).and_then(flex::string_of);
-    let alias = list
-        .iter()
-        .find(|v| text(v, "name").is_some_and(|n| n.eq_ignore_ascii_case(&args.name)));
-    Ok(alias.map(|v| [text(v, "name"), text(v, "cidr"), text(v, "comment")]))
-}
-
-/// What of the alias read differs from the declaration (nothing: `None`).
-fn differs(args: &AliasArgs, [name, have, comment]: &[Option<String>; 3]) -> Option<String> {
+/// What of the alias listed differs from the declaration (nothing: `None`).
+fn differs(args: &AliasArgs, alias: &Value) -> Option<String> {
     let key = |c: &str| cidr(c).map(|(ip, bits, _)| (ip, bits));
+    let [name, have] = ["name", "cidr"].map(|k| alias.get(k).and_then(Value::as_str));
     let want = args.cidr.as_deref().unwrap_or_default();
-    if name.as_deref() != Some(&args.name) {
-        return Some(format!("it is named {name:?}"));
-    }
-    if have.as_deref().and_then(key) != key(want) {
-        return Some(format!("its cidr reads {have:?}, declared {want}"));
-    }
-    (!same_comment(&args.comment, comment))
-        .then(|| format!("its comment reads {comment:?}, declared {:?}", args.comment))
+    let comment = comment_of(Some(alias));
+    let same = name == Some(&args.name)
+        && have.and_then(key) == key(want)
+        && same_comment(&args.comment, &comment);
+    (!same).then(|| format!("reads name {name:?}, cidr {have:?}, comment {comment:?}"))
 }
 
 fn plan(args: &AliasArgs, read: &Read) -> Result<Vec<Write>, String> {
     let name = args.name.as_str();
-    let (_, digest) = comment_in(read[0].as_ref(), name);
-    let digest = digest.map(|d| ("digest".to_string(), d));
-    let mut params: Vec<(String, String)> = Vec::new();
-    params.extend(args.cidr.iter().map(|c| ("cidr".to_string(), c.clone())));
-    params.extend(
-        args.comment
-            .iter()
-            .map(|c| ("comment".to_string(), c.clone())),
+    let (found, digest) = named_in(read[0].as_ref(), name);
+    let (cidr, comment, digest) = (
+        args.cidr.as_deref(),
+        args.comment.as_deref(),
+        digest.as_deref(),
     );
-    Ok(match (&args.cidr, found(args, read)?) {
+    let p = [("cidr", cidr), ("comment", comment), ("digest", digest)];
+    Ok(match (cidr, found) {
         (None, None) => Vec::new(),
-        (None, Some(_)) => vec![Write::new(
-            Verb::Delete,
-            &["aliases", name],
-            digest.into_iter().collect(),
-        )],
+        (None, Some(_)) => vec![Write::of(Verb::Delete, &["aliases", name], &p[2..])],
         (Some(_), None) => {
-            params.insert(0, ("name".into(), name.into()));
-            vec![Write::new(Verb::Create, &["aliases"], params)]
+            let p = [("name", Some(name)), ("cidr", cidr), ("comment", comment)];
+            vec![Write::of(Verb::Create, &["aliases"], &p)]
         }
-        (Some(_), Some(seen)) if differs(args, &seen).is_some() => {
-            params.extend(digest);
-            vec![Write::new(Verb::Set, &["aliases", name], params)]
+        (Some(_), Some(alias)) if differs(args, alias).is_some() => {
+            vec![Write::of(Verb::Set, &["aliases", name], &p)]
         }
         (Some(_), Some(_)) => Vec::new(),
     })
@@ -110,15 +86,16 @@ fn plan(args: &AliasArgs, read: &Read) -> Result<Vec<Write>, String> {
 
 fn judge(args: &AliasArgs, read: &Read) -> Result<String, String> {
     let name = &args.name;
-    match (&args.cidr, found(args, read)?) {
-        (None, None) => Ok(format!("alias {name} is gone")),
-        (None, Some(_)) => Err(format!("PVE still lists alias {name}")),
-        (Some(_), None) => Err(format!("PVE lists no alias {name}")),
-        (Some(cidr), Some(seen)) => match differs(args, &seen) {
-            Some(why) => Err(format!("alias {name} reads back, but {why}")),
-            None => Ok(format!("alias {name} reads back as {cidr}")),
+    let why = match (&args.cidr, named_in(read[0].as_ref(), name).0) {
+        (None, None) => return Ok(format!("alias {name} is gone")),
+        (None, Some(_)) => "is still listed".to_string(),
+        (Some(_), None) => "is not listed".to_string(),
+        (Some(cidr), Some(alias)) => match differs(args, alias) {
+            None => return Ok(format!("alias {name} reads back as {cidr}")),
+            Some(why) => why,
         },
-    }
+    };
+    Err(format!("alias {name} {why}"))
 }
 
 /// Runs `firewallAlias`.
@@ -213,7 +190,7 @@ mod tests {
             ["PUT aliases/Gw cidr=10.0.0.2&comment=router&digest=d1"]
         );
         assert!(
-            failure_of(&outcome).contains("it is named Some(\"gw\")"),
+            failure_of(&outcome).contains("alias Gw reads name Some(\"gw\")"),
             "{outcome:?}"
         );
     }

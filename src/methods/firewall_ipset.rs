@@ -21,8 +21,7 @@ use crate::run::Run;
 use serde_json::Value;
 use std::net::IpAddr;
 
-/// An entry as declared or listed: its address and prefix, nomatch, comment.
-#[derive(Debug, Clone, PartialEq)]
+/// An entry as declared or listed: its address, nomatch, comment.
 pub struct Entry {
     pub cidr: String,
     pub nomatch: bool,
@@ -30,7 +29,6 @@ pub struct Entry {
 }
 
 /// The arguments of `firewallIpset`; `entries: None` deletes the set.
-#[derive(Debug, Clone, PartialEq)]
 pub struct IpsetArgs {
     pub target: GuestRef,
     pub name: String,
@@ -52,10 +50,7 @@ pub fn named(fields: &Fields, others: &[&str]) -> Result<(String, Option<String>
         let rule = "must be a letter, then letters, digits, - or _ (2 to 64 characters)";
         return Err(ArgError::new("name", rule));
     }
-    let comment = fields.optional::<String>("comment")?;
-    if let Some(c) = &comment {
-        check_comment("comment", c)?;
-    }
+    let comment = comment_arg(fields, "comment")?;
     let delete = fields.or("delete", false)?;
     for key in others {
         if delete && fields.optional::<Value>(key)?.is_some() {
@@ -65,6 +60,14 @@ pub fn named(fields: &Fields, others: &[&str]) -> Result<(String, Option<String>
     Ok((name, comment, delete))
 }
 
+fn comment_arg(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
+    let comment = fields.optional::<String>(key)?;
+    if let Some(c) = &comment {
+        check_comment(&fields.path(key), c)?;
+    }
+    Ok(comment)
+}
+
 impl IpsetArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
@@ -72,53 +75,42 @@ impl IpsetArgs {
         let (name, comment, delete) = named(&fields, &["cidrs", "comment"])?;
         // PVE reads `[IPSET Web]` as `web` (`PVE/Firewall.pm` generic_fw_config_parser: lc).
         let name = name.to_ascii_lowercase();
-        if delete {
-            return Ok(IpsetArgs {
-                target,
-                name,
-                comment,
-                entries: None,
-            });
-        }
-        let list: Vec<Value> = fields.required("cidrs")?;
-        let mut entries: Vec<Entry> = Vec::new();
-        for (i, value) in list.iter().enumerate() {
-            let item = Fields::of(value, &format!("cidrs[{i}]"))?;
-            let text: String = item.line("cidr")?;
-            let refuse = |why: &str| Err(ArgError::new(item.path("cidr"), why));
-            match cidr(&text) {
-                None => return refuse("must be an IPv4 or IPv6 address or CIDR network"),
-                Some((_, _, false)) => {
-                    return refuse(
-                        "must have its host bits clear (PVE stores 10.0.0.1/24 as 10.0.0.0/24)",
-                    )
-                }
-                Some((_, 0, _)) => {
-                    return refuse("must not have a zero prefix: PVE refuses it in IP sets")
-                }
-                Some(_) => {}
-            }
-            if entries.iter().any(|e| key(&e.cidr) == key(&text)) {
-                return refuse("is declared twice: PVE keeps one entry per address");
-            }
-            let comment = item.optional::<String>("comment")?;
-            if let Some(c) = &comment {
-                check_comment(&item.path("comment"), c)?;
-            }
-            let nomatch = item.or("nomatch", false)?;
-            entries.push(Entry {
-                cidr: text,
-                nomatch,
-                comment,
-            });
-        }
+        let list = fields.optional::<Vec<Value>>("cidrs")?;
+        let entries = match (delete, list) {
+            (true, _) => None,
+            (false, None) => return Err(ArgError::new("cidrs", "is required")),
+            (false, Some(list)) => Some(entries(&list)?),
+        };
         Ok(IpsetArgs {
             target,
             name,
             comment,
-            entries: Some(entries),
+            entries,
         })
     }
+}
+
+/// The declared entries (`cidrs`), each checked as pve-firewall's create_ip would take it.
+fn entries(list: &[Value]) -> Result<Vec<Entry>, ArgError> {
+    let mut entries = Vec::new();
+    for (i, value) in list.iter().enumerate() {
+        let item = Fields::of(value, &format!("cidrs[{i}]"))?;
+        let text: String = item.line("cidr")?;
+        // PVE stores 10.0.0.1/24 as 10.0.0.0/24 (clean_cidr) and refuses a zero prefix.
+        let twice = entries.iter().any(|e: &Entry| key(&e.cidr) == key(&text));
+        if twice || !cidr(&text).is_some_and(|(_, bits, clear)| clear && bits > 0) {
+            let rule = "must be an IP address or network, its host bits clear, its prefix not 0, declared once";
+            return Err(ArgError::new(item.path("cidr"), rule));
+        }
+        let comment = comment_arg(&item, "comment")?;
+        let nomatch = item.or("nomatch", false)?;
+        entries.push(Entry {
+            cidr: text,
+            nomatch,
+            comment,
+        });
+    }
+    Ok(entries)
 }
 
 /// The entries PVE lists (with their `errors`, if any), or why they cannot be read.
@@ -138,18 +130,29 @@ fn listed(read: &Value) -> Result<Vec<(Entry, Option<&Value>)>, String> {
         .collect())
 }
 
-/// The comment a comment-bearing list (`name`, `comment`) gives `name`, and the list's digest.
-pub fn comment_in(read: Option<&Value>, name: &str) -> (Option<String>, Option<String>) {
+/// The item a named list (IP sets, aliases) lists as `name` (PVE's names compared without case),
+/// and the list's digest.
+pub fn named_in<'a>(read: Option<&'a Value>, name: &str) -> (Option<&'a Value>, Option<String>) {
     let list = read
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let text = |v: &Value, k: &str| v.get(k).and_then(flex::string_of);
-    let found = list
-        .iter()
-        .find(|v| text(v, "name").is_some_and(|n| n.eq_ignore_ascii_case(name)));
-    let digest = list.first().and_then(|v| text(v, "digest"));
-    (found.and_then(|v| text(v, "comment")), digest)
+    let found = list.iter().find(|v| {
+        v.get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| n.eq_ignore_ascii_case(name))
+    });
+    let digest = list
+        .first()
+        .and_then(|v| v.get("digest"))
+        .and_then(flex::string_of);
+    (found, digest)
+}
+
+/// The comment of a listed item.
+pub fn comment_of(item: Option<&Value>) -> Option<String> {
+    item.and_then(|v| v.get("comment"))
+        .and_then(flex::string_of)
 }
 
 /// Whether a comment read is the one declared (PVE trims it).
@@ -157,104 +160,73 @@ pub fn same_comment(want: &Option<String>, have: &Option<String>) -> bool {
     want.as_deref().map(str::trim) == have.as_deref()
 }
 
-fn same(want: &Entry, have: &Entry) -> bool {
-    want.nomatch == have.nomatch && same_comment(&want.comment, &have.comment)
-}
-
-/// The entry's parameters for a create or an update.
-fn params(entry: &Entry, cidr: bool) -> Vec<(String, String)> {
-    let mut p = Vec::new();
-    if cidr {
-        p.push(("cidr".to_string(), entry.cidr.clone()));
-    }
-    if entry.nomatch {
-        p.push(("nomatch".to_string(), "1".to_string()));
-    }
-    p.extend(
-        entry
-            .comment
-            .iter()
-            .map(|c| ("comment".to_string(), c.clone())),
-    );
-    p
+/// Whether a listed entry differs from the declared one with its address.
+fn differs(want: &Entry, have: &Entry) -> bool {
+    want.nomatch != have.nomatch || !same_comment(&want.comment, &have.comment)
 }
 
 fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
     let name = args.name.as_str();
-    let force = || vec![("force".to_string(), "1".to_string())];
+    let comment = args.comment.as_deref();
     let Some(declared) = &args.entries else {
-        return Ok(match &read[1] {
-            Some(_) => vec![Write::new(Verb::Delete, &["ipset", name], force())],
-            None => Vec::new(),
-        });
+        let delete = Write::of(Verb::Delete, &["ipset", name], &[("force", Some("1"))]);
+        return Ok(read[1].iter().map(|_| delete.clone()).collect());
     };
     let mut writes = Vec::new();
-    let mut comment = Vec::new();
-    comment.extend(
-        args.comment
-            .iter()
-            .map(|c| ("comment".to_string(), c.clone())),
-    );
     let seen = match &read[1] {
         None => {
-            comment.insert(0, ("name".into(), name.into()));
-            writes.push(Write::new(Verb::Create, &["ipset"], comment));
+            let made = [("name", Some(name)), ("comment", comment)];
+            writes.push(Write::of(Verb::Create, &["ipset"], &made));
             Vec::new()
         }
         Some(set) => {
-            let (have, digest) = comment_in(read[0].as_ref(), name);
-            if !same_comment(&args.comment, &have) {
-                let mut p = vec![("name".into(), name.into()), ("rename".into(), name.into())];
-                p.push(("comment".into(), args.comment.clone().unwrap_or_default()));
-                p.extend(digest.map(|d| ("digest".to_string(), d)));
-                writes.push(Write::new(Verb::Create, &["ipset"], p));
+            let (item, digest) = named_in(read[0].as_ref(), name);
+            if !same_comment(&args.comment, &comment_of(item)) {
+                // create_ipset with `rename` = `name` sets the comment of the set.
+                let p = [
+                    ("name", Some(name)),
+                    ("rename", Some(name)),
+                    ("comment", Some(comment.unwrap_or_default())),
+                    ("digest", digest.as_deref()),
+                ];
+                writes.push(Write::of(Verb::Create, &["ipset"], &p));
             }
             listed(set)?
         }
     };
     let first = writes.len();
-    let find = |e: &Entry| declared.iter().find(|d| key(&d.cidr) == key(&e.cidr));
+    let nomatch = |e: &Entry| e.nomatch.then_some("1");
     for (have, _) in &seen {
-        if find(have).is_none() {
-            writes.push(Write::new(
-                Verb::Delete,
-                &["ipset", name, &have.cidr],
-                Vec::new(),
-            ));
+        let at = ["ipset", name, &have.cidr];
+        match declared.iter().find(|d| key(&d.cidr) == key(&have.cidr)) {
+            None => writes.push(Write::of(Verb::Delete, &at, &[])),
+            Some(want) if differs(want, have) => {
+                let p = [
+                    ("nomatch", nomatch(want)),
+                    ("comment", want.comment.as_deref()),
+                ];
+                writes.push(Write::of(Verb::Set, &at, &p));
+            }
+            Some(_) => {}
         }
     }
-    for (have, _) in &seen {
-        match find(have) {
-            Some(want) if !same(want, have) => {
-                writes.push(Write::new(
-                    Verb::Set,
-                    &["ipset", name, &have.cidr],
-                    params(want, false),
-                ));
-            }
-            _ => {}
-        }
+    // The first entry write is refused if the set changed since it was read (create_ip takes none).
+    let digest = read[1].as_ref().and_then(|s| s.get(0)?.get("digest"));
+    let digest = digest.and_then(flex::string_of);
+    if let (Some(w), Some(d)) = (writes.get_mut(first), digest) {
+        w.params.push(("digest".into(), d));
     }
     for want in declared {
         if !seen
             .iter()
             .any(|(have, _)| key(&have.cidr) == key(&want.cidr))
         {
-            writes.push(Write::new(
-                Verb::Create,
-                &["ipset", name],
-                params(want, true),
-            ));
-        }
-    }
-    // The first entry write is refused if the set changed since it was read (create_ip takes none).
-    let digest = read[1]
-        .as_ref()
-        .and_then(|s| s.get(0))
-        .and_then(|e| e.get("digest"));
-    if let (Some(w), Some(d)) = (writes.get_mut(first), digest.and_then(flex::string_of)) {
-        if w.verb != Verb::Create {
-            w.params.push(("digest".into(), d));
+            let p = [
+                ("cidr", Some(want.cidr.as_str())),
+                ("nomatch", nomatch(want)),
+                ("comment", want.comment.as_deref()),
+            ];
+            writes.push(Write::of(Verb::Create, &["ipset", name], &p));
         }
     }
     Ok(writes)
@@ -263,55 +235,42 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
 fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
     let name = &args.name;
     let (Some(declared), Some(set)) = (&args.entries, &read[1]) else {
-        return match read[1] {
-            None if args.entries.is_none() => Ok(format!("IP set {name} is gone")),
-            None => Err(format!("PVE has no IP set {name}")),
-            Some(_) => Err(format!("PVE still has IP set {name}")),
+        return match (&read[1], &args.entries) {
+            (None, None) => Ok(format!("IP set {name} is gone")),
+            _ => Err(format!("IP set {name} does not read back as declared")),
         };
     };
-    let (have, _) = comment_in(read[0].as_ref(), name);
+    let have = comment_of(named_in(read[0].as_ref(), name).0);
     if !same_comment(&args.comment, &have) {
-        return Err(format!(
-            "IP set {name} has the comment {have:?}, declared {:?}",
-            args.comment
-        ));
+        return Err(format!("IP set {name} has the comment {have:?}"));
     }
     let seen = listed(set)?;
     for (entry, errors) in &seen {
+        let cidr = &entry.cidr;
+        // PVE lists an entry it cannot use with `errors` (`PVE/Firewall.pm` generic_fw_config_parser).
         if let Some(errors) = errors {
             return Err(format!(
-                "PVE marks entry {} with errors {errors}: it is not applied",
-                entry.cidr
+                "PVE marks {cidr} with errors {errors}: it is not applied"
             ));
         }
-        match declared.iter().find(|d| key(&d.cidr) == key(&entry.cidr)) {
-            None => {
-                return Err(format!(
-                    "IP set {name} holds {}, which was not declared",
-                    entry.cidr
-                ))
-            }
-            Some(want) if !same(want, entry) => {
-                let (n, c) = (entry.nomatch, &entry.comment);
-                let (wn, wc) = (want.nomatch, &want.comment);
-                return Err(format!(
-                    "entry {} reads nomatch {n}, comment {c:?} where nomatch {wn}, comment {wc:?} was declared",
-                    entry.cidr
-                ));
-            }
-            Some(_) => {}
+        let want = declared.iter().find(|d| key(&d.cidr) == key(cidr));
+        if want.is_none_or(|want| differs(want, entry)) {
+            let (n, c) = (entry.nomatch, &entry.comment);
+            return Err(format!(
+                "IP set {name} lists {cidr} (nomatch {n}, comment {c:?}), not as declared"
+            ));
         }
     }
-    if let Some(want) = declared
+    match declared
         .iter()
         .find(|d| !seen.iter().any(|(e, _)| key(&e.cidr) == key(&d.cidr)))
     {
-        return Err(format!("IP set {name} lacks {}", want.cidr));
+        Some(want) => Err(format!("IP set {name} lacks {}", want.cidr)),
+        None => Ok(format!(
+            "IP set {name} reads back with its {} declared entries",
+            declared.len()
+        )),
     }
-    Ok(format!(
-        "IP set {name} reads back with its {} declared entries",
-        declared.len()
-    ))
 }
 
 /// Runs `firewallIpset`.
@@ -426,8 +385,8 @@ mod tests {
             sent,
             [
                 "POST ipset name=web&rename=web&comment=&digest=l1",
-                "DELETE ipset/192.0.2.1?digest=d1 ",
-                "PUT ipset/10.0.0.0%2F8 ",
+                "PUT ipset/10.0.0.0%2F8 digest=d1",
+                "DELETE ipset/192.0.2.1 ",
             ]
             .map(|s| s
                 .replace("ipset/", "ipset/web/")

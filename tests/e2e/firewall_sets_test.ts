@@ -59,8 +59,8 @@ async function ipsetCourse(env: Env, vmid: number, prefix: string) {
   assert.equal(changed.status, "succeeded", changed.error);
   assert.deepEqual(writes(env, before), [
     "POST ipset",
-    "DELETE ipset/web/192.0.2.1",
     "PUT ipset/web/10.0.0.0/8",
+    "DELETE ipset/web/192.0.2.1",
     "POST ipset/web",
   ]);
   assert.deepEqual(held(env, vmid), [

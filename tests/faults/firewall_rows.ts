@@ -297,14 +297,14 @@ export function firewallIpsetSpec(
       },
       {
         ...fwWrite(n, type, vmid, "DELETE", "ipset/web/192.0.2.1"),
-        expect: readBackShows(/holds 192\.0\.2\.1, which was not declared/),
+        expect: readBackShows(/lists 192\.0\.2\.1 .*not as declared/),
       },
       {
         ...fwWrite(n, type, vmid, "PUT", "ipset/web/10.0.0.0/8"),
         // The cidr travels as one path segment, its slash encoded.
         path: guestPath(n, vmid, "/firewall/ipset/web/10.0.0.0(/|%2F)8", type),
         expect: readBackShows(
-          /entry 10\.0\.0\.0\/8 reads nomatch false, comment Some\("old"\)/,
+          /lists 10\.0\.0\.0\/8 \(nomatch false, comment Some\("old"\)/,
         ),
       },
       {
@@ -358,7 +358,7 @@ export function firewallAliasSpec(
       {
         ...fwWrite(n, type, vmid, "PUT", "aliases/gateway"),
         expect: readBackShows(
-          /its cidr reads Some\("10\.0\.0\.1"\), declared 10\.0\.0\.2/,
+          /cidr Some\("10\.0\.0\.1"\)/,
         ),
       },
       fwRead(n, type, vmid, "aliases", " (read back)", 1),
