@@ -149,6 +149,8 @@ const CHANGES = [
   "detachDisk",
   "firewallOptions",
   "firewallRules",
+  "firewallIpset",
+  "firewallAlias",
   "resize",
   "start",
   "stop",

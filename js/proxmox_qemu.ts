@@ -329,6 +329,8 @@ const MUTATING = [
   "detachDisk",
   "firewallOptions",
   "firewallRules",
+  "firewallIpset",
+  "firewallAlias",
   "resizeDisk",
   "start",
   "stop",

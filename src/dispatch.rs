@@ -8,11 +8,11 @@ use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::{
     attach_disk, backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
-    delete_snapshot, detach_disk, download_url, file_read, file_write, firewall_options,
-    firewall_rules, get_config, guest_exec, list_backups, list_snapshots, lookup, migrate,
-    move_disk, nic, node_config, node_status, preflight, reboot, resize_disk, restore, resume,
-    rollback, set_config, shutdown, snapshot, start, stop, suspend, sync, template, vm_create,
-    wait_ready, wait_task,
+    delete_snapshot, detach_disk, download_url, file_read, file_write, firewall_alias,
+    firewall_ipset, firewall_options, firewall_rules, get_config, guest_exec, list_backups,
+    list_snapshots, lookup, migrate, move_disk, nic, node_config, node_status, preflight, reboot,
+    resize_disk, restore, resume, rollback, set_config, shutdown, snapshot, start, stop, suspend,
+    sync, template, vm_create, wait_ready, wait_task,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -168,6 +168,16 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::FirewallRules => kept!(
             Method::FirewallRules,
             firewall_rules::RulesArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::FirewallIpset => kept!(
+            Method::FirewallIpset,
+            firewall_ipset::IpsetArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::FirewallAlias => kept!(
+            Method::FirewallAlias,
+            firewall_alias::AliasArgs::parse(args).map(drop),
             Ok(())
         ),
         Method::Sync => kept!(Method::Sync, sync::SyncArgs::parse(args).map(drop), Ok(())),
@@ -382,6 +392,16 @@ async fn run_scrubbed<H: Host>(
         Method::FirewallRules => kept!(
             Method::FirewallRules,
             boxed(firewall_rules::firewall_rules(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::FirewallIpset => kept!(
+            Method::FirewallIpset,
+            boxed(firewall_ipset::firewall_ipset(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::FirewallAlias => kept!(
+            Method::FirewallAlias,
+            boxed(firewall_alias::firewall_alias(&run, args)),
             boxed(left_out(method))
         ),
         Method::Sync => kept!(

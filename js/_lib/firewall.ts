@@ -1,8 +1,9 @@
 /**
- * firewallOptions and firewallRules, both models: a guest's firewall options set and read back,
- * and its whole ordered rule set declared and made so. The core applies the same argument rules
- * (src/methods/firewall_options.rs, firewall_rules.rs); tests/properties/argument_agreement_test.ts
- * proves they agree.
+ * firewallOptions, firewallRules, firewallIpset and firewallAlias, both models: a guest's firewall
+ * options set and read back, its whole ordered rule set, one IP set or one alias declared and made
+ * so. The core applies the same argument rules (src/methods/firewall_options.rs, firewall_rules.rs,
+ * firewall_ipset.rs, firewall_alias.rs); tests/properties/argument_agreement_test.ts proves they
+ * agree.
  *
  * @module
  */
@@ -49,6 +50,9 @@ const OptionsArgs = z.object({
 
 /** A line: no newline, carriage return or NUL, not empty. */
 const line = z.string().regex(/^[^\n\r\0]+$/, "must be one line, not empty");
+/** Only white space (Rust's char::is_whitespace), with at most a `-`. */
+const BLANK_OR_DASH =
+  /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*-?[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
 /** One word without spaces, at most 512 characters. */
 const word = z.string().regex(/^\S{1,512}$/, "must be one word, at most 512");
 
@@ -109,6 +113,28 @@ function ipValue(text: string): bigint | undefined {
 }
 
 /**
+ * An IP or CIDR as pve-firewall's `IPorCIDR` reads it (pve_verify_ip_or_cidr): its version,
+ * prefix (the full length when none is given), value and whether the host bits are clear.
+ */
+function cidrOf(
+  item: string,
+):
+  | { version: number; bits: number; value: bigint; clear: boolean }
+  | undefined {
+  const [ip, bits, extra] = item.split("/");
+  const version = isIP(ip);
+  const max = version === 4 ? 32 : 128;
+  const value = ipValue(ip);
+  if (version === 0 || extra !== undefined || value === undefined) return;
+  if (bits !== undefined && (!/^[0-9]+$/.test(bits) || Number(bits) > max)) {
+    return;
+  }
+  const length = bits === undefined ? max : Number(bits);
+  const mask = (1n << BigInt(max - length)) - 1n;
+  return { version, bits: length, value, clear: (value & mask) === 0n };
+}
+
+/**
  * An address list as pve-firewall parses it (parse_address_list): an IP set (`+name`) or alias
  * alone, or IPs, CIDRs with the host bits clear and ranges of one IP version (as the core checks).
  */
@@ -124,15 +150,8 @@ function isAddressList(text: string): boolean {
       const [a, b] = range.map((r) => isIP(r));
       return a !== 0 && a === b ? a : 0;
     }
-    const [ip, bits, extra] = item.split("/");
-    const version = isIP(ip);
-    const max = version === 4 ? 32 : 128;
-    const value = ipValue(ip);
-    if (version === 0 || extra !== undefined || value === undefined) return 0;
-    if (bits === undefined) return version;
-    if (!/^[0-9]+$/.test(bits) || Number(bits) > max) return 0;
-    const mask = (1n << BigInt(max - Number(bits))) - 1n;
-    return (value & mask) === 0n ? version : 0;
+    const c = cidrOf(item);
+    return c?.clear ? c.version : 0;
   });
   return versions.every((v) => v !== 0 && v === versions[0]);
 }
@@ -192,7 +211,7 @@ const Rule = z.object({
     ICMP_PROTOCOLS.includes(r.proto ?? "") ||
     [r.dport, r.sport].every((p) => p === undefined || isPortList(p)),
   { message: "ports must be 0…65535, ranges a:b with a ≤ b, at most 15" },
-).refine((r) => !["", "-"].includes((r.comment ?? "x").trim()), {
+).refine((r) => !BLANK_OR_DASH.test(r.comment ?? "x"), {
   message: "comment must hold text",
 });
 
@@ -201,6 +220,77 @@ const RulesArgs = z.object({
   /** The whole ordered list: PVE's is made equal to it (an empty list removes every rule). */
   rules: z.array(Rule),
 }).refine(requireGuest, provideGuest);
+
+/** An IP set or alias name: pve-firewall's `ipset-name`, `pve-fw-alias` (2 to 64). */
+const fwName = z.string().regex(
+  /^[A-Za-z][A-Za-z0-9\-_]{1,63}$/,
+  "must be a letter, then letters, digits, - or _ (2 to 64 characters)",
+);
+/** A comment PVE keeps: one line with text (it drops an empty or `-` one; blank as Rust's trim). */
+const comment = line.refine((c) => !BLANK_OR_DASH.test(c), {
+  message: "comment must hold text",
+});
+/** Nothing but the name with `delete: true`; `what` is required without it. */
+const declaredOrDeleted =
+  (what: string) => (a: Record<string, unknown>, ctx: z.RefinementCtx) => {
+    for (const key of [what, "comment"]) {
+      if (a.delete === true && a[key] !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: [key],
+          message: "must not be given with delete: true",
+        });
+      }
+    }
+    if (a.delete !== true && a[what] === undefined) {
+      ctx.addIssue({ code: "custom", path: [what], message: "is required" });
+    }
+  };
+
+/** One IP set entry: an address or network (host bits clear, no zero prefix). */
+const IpsetEntry = z.object({
+  cidr: line.refine((c) => {
+    const parsed = cidrOf(c);
+    return parsed !== undefined && parsed.clear && parsed.bits > 0;
+  }, {
+    message:
+      "cidr must be an IP or CIDR network with the host bits clear, not a zero prefix",
+  }),
+  nomatch: z.boolean().optional(),
+  comment: comment.optional(),
+});
+
+/** An entry's address as PVE compares it. */
+const entryKey = (cidr: string) => {
+  const c = cidrOf(cidr);
+  return `${c?.version}/${c?.value}/${c?.bits}`;
+};
+
+const IpsetArgs = z.object({
+  ...guestRef,
+  /** PVE keeps IP set names lower-cased: `Web` is the set `web`. */
+  name: fwName,
+  comment: comment.optional(),
+  /** Every entry of the set: PVE's is made equal to it. */
+  cidrs: z.array(IpsetEntry).refine(
+    (list) => new Set(list.map((e) => entryKey(e.cidr))).size === list.length,
+    { message: "an address is declared twice" },
+  ).optional(),
+  /** Remove the set and its entries. */
+  delete: z.boolean().optional(),
+}).refine(requireGuest, provideGuest).superRefine(declaredOrDeleted("cidrs"));
+
+const AliasArgs = z.object({
+  ...guestRef,
+  name: fwName,
+  /** The address or network the alias names (PVE keeps host bits as given). */
+  cidr: line.refine((c) => cidrOf(c) !== undefined, {
+    message: "cidr must be an IPv4 or IPv6 address or CIDR network",
+  }).optional(),
+  comment: comment.optional(),
+  /** Remove the alias. */
+  delete: z.boolean().optional(),
+}).refine(requireGuest, provideGuest).superRefine(declaredOrDeleted("cidr"));
 
 /** The firewall methods of `model`. */
 export function firewallMethods(model: ModelName) {
@@ -220,6 +310,22 @@ export function firewallMethods(model: ModelName) {
       arguments: RulesArgs,
       execute: (args: z.infer<typeof RulesArgs>, ctx: MethodContext) =>
         runOnCore(model, "firewallRules", args, ctx),
+    },
+    firewallIpset: {
+      description:
+        "Declare one of the guest's firewall IP sets by name: its comment and every entry (cidr, nomatch, comment). The set is made if missing, entries not declared deleted, changed ones updated (under the set's digest), missing ones added; delete: true removes the set with its entries. Succeeds when the set reads back equal to the declaration (or gone). The summary says whether the firewall is in effect",
+      kind: "action" as const,
+      arguments: IpsetArgs,
+      execute: (args: z.infer<typeof IpsetArgs>, ctx: MethodContext) =>
+        runOnCore(model, "firewallIpset", args, ctx),
+    },
+    firewallAlias: {
+      description:
+        "Declare one of the guest's firewall aliases (name, cidr, comment): created if missing, updated if it differs (under the list's digest); delete: true removes it. Succeeds when PVE lists it as declared (or no longer). The summary says whether the firewall is in effect",
+      kind: "action" as const,
+      arguments: AliasArgs,
+      execute: (args: z.infer<typeof AliasArgs>, ctx: MethodContext) =>
+        runOnCore(model, "firewallAlias", args, ctx),
     },
   };
 }

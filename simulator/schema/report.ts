@@ -26,25 +26,14 @@ const NOT_THE_PACKAGES: ReadonlySet<string> = new Set([
   "GET /nodes/{node}/lxc/{vmid}",
   "GET /nodes/{node}/lxc/{vmid}/interfaces",
   "GET /nodes/{node}/storage/{storage}/status",
-  // The firewall's IP sets and aliases, one rule by position and the cluster switch's write: served
-  // for the simulator's own tests; no method of the package calls them (yet).
+  // The firewall's single rule, IP set entry and alias reads (the methods read whole lists) and the
+  // cluster switch's write: served for the simulator's own tests; no method of the package calls them.
   "PUT /cluster/firewall/options",
   ...["qemu", "lxc"].flatMap((kind) =>
     [
       "GET rules/{pos}",
-      "GET ipset",
-      "POST ipset",
-      "GET ipset/{name}",
-      "POST ipset/{name}",
-      "DELETE ipset/{name}",
       "GET ipset/{name}/{cidr}",
-      "PUT ipset/{name}/{cidr}",
-      "DELETE ipset/{name}/{cidr}",
-      "GET aliases",
-      "POST aliases",
       "GET aliases/{name}",
-      "PUT aliases/{name}",
-      "DELETE aliases/{name}",
     ].map((e) => e.replace(" ", ` /nodes/{node}/${kind}/{vmid}/firewall/`))
   ),
 ]);

@@ -34,21 +34,34 @@ impl Write {
         let at = at.iter().map(|s| s.to_string()).collect();
         Write { verb, at, params }
     }
+
+    /// A write of the parameters given (`None`: left out).
+    pub fn of(verb: Verb, at: &[&str], params: &[(&str, Option<&str>)]) -> Self {
+        let mut given = Vec::new();
+        for (k, v) in params {
+            if let Some(v) = v {
+                given.push((k.to_string(), v.to_string()));
+            }
+        }
+        Write::new(verb, at, given)
+    }
 }
 
-/// Makes the writes that turn the section read (`None`: it does not exist) into what was asked,
-/// or says why it cannot be done (then nothing is sent).
-pub type Plan<'a> = dyn Fn(Option<&Value>) -> Result<Vec<Write>, String> + 'a;
-/// Judges the section read back: what it shows, or why it is not what was asked.
-pub type Judge<'a> = dyn Fn(Option<&Value>) -> Result<String, String> + 'a;
+/// The sections as read, in the order the change names them (`None`: it does not exist).
+pub type Read = [Option<Value>];
+/// Makes the writes that turn the sections read into what was asked, or says why it cannot be
+/// done (then nothing is sent).
+pub type Plan<'a> = dyn Fn(&Read) -> Result<Vec<Write>, String> + 'a;
+/// Judges the sections read back: what they show, or why they are not what was asked.
+pub type Judge<'a> = dyn Fn(&Read) -> Result<String, String> + 'a;
 
 /// One firewall method as data.
 pub struct FirewallChange<'a> {
     /// What is changed, for messages (`the firewall rules`).
     pub what: String,
-    /// The section read before and after, under `…/firewall/`.
-    pub section: Vec<String>,
-    /// PVE's words when the section does not exist (an IP set not made yet): it reads as absent.
+    /// The sections read before and after, each the segments under `…/firewall/`.
+    pub sections: Vec<Vec<String>>,
+    /// PVE's words when a section does not exist (an IP set not made yet): it reads as absent.
     pub missing: Option<&'static str>,
     pub plan: &'a Plan<'a>,
     pub judge: &'a Judge<'a>,
@@ -82,7 +95,7 @@ async fn apply<H: Host>(
     let before = read(run, ev, change)
         .await
         .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
-    let writes = (change.plan)(before.as_ref())
+    let writes = (change.plan)(&before)
         .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
     let total = writes.len();
     for (done, write) in writes.iter().enumerate() {
@@ -117,23 +130,39 @@ async fn apply<H: Host>(
             ));
         }
     };
-    let shown = (change.judge)(after.as_ref()).map_err(|why| {
+    let shown = (change.judge)(&after).map_err(|why| {
         format!("{label}: {total} writes were accepted, but {why} — check what PVE kept with the method's read (run it again: it plans from what it reads)")
     })?;
     // The options just read back are the guest's `enable` now: not asked for again.
-    let options = (change.section == ["options"]).then_some(after).flatten();
+    let options = match change.sections == [["options"]] {
+        true => after.into_iter().next().flatten(),
+        false => None,
+    };
     let effect = in_effect(run, ev, options).await;
     Ok(format!("{label}: {shown} ({total} writes sent){effect}"))
 }
 
-/// The section, or `None` when PVE says (`missing`) it does not exist.
+/// The sections, each `None` when PVE says (`missing`) it does not exist.
 async fn read<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
     change: &FirewallChange<'_>,
+) -> Result<Vec<Option<Value>>, String> {
+    let mut read = Vec::new();
+    for section in &change.sections {
+        read.push(read_one(run, ev, change, section).await?);
+    }
+    Ok(read)
+}
+
+async fn read_one<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    change: &FirewallChange<'_>,
+    section: &[String],
 ) -> Result<Option<Value>, String> {
     let (node, vmid) = (&ev.at.node, ev.at.vmid);
-    let request = endpoints::guest_firewall(node, run.kind, vmid, Verb::Get, &change.section);
+    let request = endpoints::guest_firewall(node, run.kind, vmid, Verb::Get, section);
     match run.pve().call(&request).await {
         // Every section is an object (options) or a list (rules, IP sets, aliases).
         Ok(value) if value.is_object() || value.is_array() => Ok(Some(value)),

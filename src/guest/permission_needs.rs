@@ -134,6 +134,53 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
             always(FIREWALL_OPTIONS),
             always("GET /cluster/firewall/options"),
         ],
+        (_, "firewallIpset") => &[
+            always(STATUS),
+            always(CONFIG),
+            always("GET /nodes/{node}/{kind}/{vmid}/firewall/ipset"),
+            always("GET /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}"),
+            sometimes(
+                "POST /nodes/{node}/{kind}/{vmid}/firewall/ipset",
+                "for a set to make, or its comment",
+            ),
+            sometimes(
+                "DELETE /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}",
+                "with delete",
+            ),
+            sometimes(
+                "POST /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}",
+                "for an entry to add",
+            ),
+            sometimes(
+                "PUT /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}/{cidr}",
+                "for an entry that differs",
+            ),
+            sometimes(
+                "DELETE /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}/{cidr}",
+                "for an entry not declared",
+            ),
+            always(FIREWALL_OPTIONS),
+            always("GET /cluster/firewall/options"),
+        ],
+        (_, "firewallAlias") => &[
+            always(STATUS),
+            always(CONFIG),
+            always("GET /nodes/{node}/{kind}/{vmid}/firewall/aliases"),
+            sometimes(
+                "POST /nodes/{node}/{kind}/{vmid}/firewall/aliases",
+                "for an alias to make",
+            ),
+            sometimes(
+                "PUT /nodes/{node}/{kind}/{vmid}/firewall/aliases/{name}",
+                "for an alias that differs",
+            ),
+            sometimes(
+                "DELETE /nodes/{node}/{kind}/{vmid}/firewall/aliases/{name}",
+                "with delete",
+            ),
+            always(FIREWALL_OPTIONS),
+            always("GET /cluster/firewall/options"),
+        ],
         (Qemu, "moveDisk") => &[
             always(STATUS),
             always("POST /nodes/{node}/qemu/{vmid}/move_disk"),

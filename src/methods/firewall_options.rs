@@ -4,7 +4,7 @@
 //! those that differ from what was read (none: nothing is sent), and each must read back as given.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::firewall::{change_firewall, FirewallChange, Write};
+use crate::guest::firewall::{change_firewall, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -94,8 +94,8 @@ pub async fn firewall_options<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcom
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let plan = |read: Option<&Value>| {
-        let params: Vec<(String, String)> = differing(&args.options, read)
+    let plan = |read: &Read| {
+        let params: Vec<(String, String)> = differing(&args.options, read[0].as_ref())
             .into_iter()
             .map(|(name, want, _)| (name.to_string(), want.to_string()))
             .collect();
@@ -104,7 +104,7 @@ pub async fn firewall_options<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcom
             false => vec![Write::new(Verb::Set, &["options"], params)],
         })
     };
-    let judge = |read: Option<&Value>| match differing(&args.options, read).as_slice() {
+    let judge = |read: &Read| match differing(&args.options, read[0].as_ref()).as_slice() {
         [] => {
             let set: Vec<String> = args
                 .options
@@ -123,7 +123,7 @@ pub async fn firewall_options<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcom
     };
     let change = FirewallChange {
         what: "the firewall options".into(),
-        section: vec!["options".into()],
+        sections: vec![vec!["options".into()]],
         missing: None,
         plan: &plan,
         judge: &judge,

@@ -81,10 +81,11 @@ pub struct RulesArgs {
     pub rules: Vec<Rule>,
 }
 
-/// A group name or an action's word: PVE's `[A-Za-z][A-Za-z0-9\-_]+`, 2 to 20 characters.
-fn is_name(text: &str) -> bool {
+/// A group, IP set or alias name: PVE's `[A-Za-z][A-Za-z0-9\-_]+`, 2 to `max` characters
+/// (`PVE/Firewall.pm` $security_group_name_pattern, $ipset_name_pattern, $ip_alias_pattern).
+pub fn is_name(text: &str, max: usize) -> bool {
     let b = text.as_bytes();
-    (2..=20).contains(&b.len())
+    (2..=max).contains(&b.len())
         && b.first().is_some_and(u8::is_ascii_alphabetic)
         && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
@@ -113,7 +114,7 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
     match (get("type"), get("action")) {
         (Some("in" | "out"), Some("ACCEPT" | "DROP" | "REJECT")) => {}
         (Some("in" | "out"), _) => return refuse("action", "must be ACCEPT, DROP or REJECT"),
-        (Some("group"), Some(group)) if is_name(group) => {}
+        (Some("group"), Some(group)) if is_name(group, 20) => {}
         (Some("group"), _) => {
             return refuse(
                 "action",
@@ -155,11 +156,8 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
             return refuse(arg, "must be ports 0…65535, ranges a:b with a ≤ b or service names, at most 15 ports (a range counts two)");
         }
     }
-    if get("comment").is_some_and(|c| matches!(c.trim(), "" | "-")) {
-        return refuse(
-            "comment",
-            "must hold text: PVE drops an empty or `-` comment",
-        );
+    if let Some(c) = get("comment") {
+        check_comment(&fields.path("comment"), c)?;
     }
     if get("log").is_some_and(|l| !LOG_LEVELS.contains(&l)) {
         return refuse("log", "must be a log level (emerg … debug, nolog)");
@@ -202,6 +200,48 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
     Ok(rule)
 }
 
+/// A comment PVE keeps: one line with text (it drops an empty or `-` comment, and trims it).
+pub fn check_comment(path: &str, text: &str) -> Result<(), ArgError> {
+    check_line(path, text)?;
+    match matches!(text.trim(), "" | "-") {
+        true => Err(ArgError::new(
+            path,
+            "must hold text: PVE drops an empty or `-` comment",
+        )),
+        false => Ok(()),
+    }
+}
+
+/// An IP or CIDR as pve-firewall's `IPorCIDR` format reads it (`PVE/Firewall.pm`
+/// pve_verify_ip_or_cidr: `^(?:$IPV6RE|$IPV4RE)(?:/\d+)?$`, then Net::IP): the address, its prefix
+/// length (the address's full length when none is given) and whether the host bits are clear.
+/// firewallRules, firewallIpset and firewallAlias share it.
+pub fn cidr(item: &str) -> Option<(std::net::IpAddr, u32, bool)> {
+    use std::net::IpAddr;
+    let (ip, bits) = match item.split_once('/') {
+        Some((ip, bits)) => (ip, Some(bits)),
+        None => (item, None),
+    };
+    let ip: IpAddr = ip.parse().ok()?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    let bits: u32 = match bits {
+        None => max,
+        Some(b) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => {
+            b.parse().ok().filter(|b| *b <= max)?
+        }
+        _ => return None,
+    };
+    let value = match ip {
+        IpAddr::V4(v4) => u128::from(u32::from(v4)),
+        IpAddr::V6(v6) => u128::from(v6),
+    };
+    let mask = match max - bits {
+        128.. => u128::MAX,
+        n => (1u128 << n) - 1,
+    };
+    Some((ip, bits, value & mask == 0))
+}
+
 /// An address list as pve-firewall parses it (`PVE/Firewall.pm` parse_address_list): an IP set
 /// (`+name`) or alias (a name) alone, or addresses, CIDRs (host bits clear: PVE refuses
 /// `10.0.0.1/24`) and ranges of one IP version. References are left to PVE, which knows them.
@@ -212,31 +252,11 @@ fn is_address_list(text: &str) -> bool {
     {
         return !text.contains(',');
     }
-    let cidr = |item: &str| -> Option<IpAddr> {
-        let (ip, bits) = item.split_once('/').unwrap_or((item, ""));
-        let ip: IpAddr = ip.parse().ok()?;
-        let max = if ip.is_ipv4() { 32 } else { 128 };
-        let bits: u32 = match bits {
-            "" => max,
-            b if b.bytes().all(|c| c.is_ascii_digit()) => b.parse().ok().filter(|b| *b <= max)?,
-            _ => return None,
-        };
-        let value = match ip {
-            IpAddr::V4(v4) => u128::from(u32::from(v4)),
-            IpAddr::V6(v6) => u128::from(v6),
-        };
-        let host_bits = max - bits;
-        let mask = match host_bits {
-            128.. => u128::MAX,
-            n => (1u128 << n) - 1,
-        };
-        (value & mask == 0).then_some(ip)
-    };
     let item = |item: &str| match item.split_once('-') {
         Some((a, b)) => Some((a.parse::<IpAddr>().ok()?, b.parse::<IpAddr>().ok()?))
             .filter(|(a, b)| a.is_ipv4() == b.is_ipv4())
             .map(|(a, _)| a),
-        None => cidr(item),
+        None => cidr(item).filter(|c| c.2).map(|c| c.0),
     };
     // "you can't use a range in a list"
     if text.contains(',') && text.contains('-') {
@@ -398,10 +418,10 @@ pub async fn firewall_rules<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome 
     };
     let change = FirewallChange {
         what: "the firewall rules".into(),
-        section: vec!["rules".into()],
+        sections: vec![vec!["rules".into()]],
         missing: None,
-        plan: &|read| plan(&args.rules, read),
-        judge: &|read| judge(&args.rules, read),
+        plan: &|read| plan(&args.rules, read[0].as_ref()),
+        judge: &|read| judge(&args.rules, read[0].as_ref()),
     };
     change_firewall(run, &args.target, &change).await
 }

@@ -14,6 +14,8 @@ pub mod detach_disk;
 pub mod download_url;
 pub mod file_read;
 pub mod file_write;
+pub mod firewall_alias;
+pub mod firewall_ipset;
 pub mod firewall_options;
 pub mod firewall_rules;
 pub mod get_config;

@@ -1,7 +1,8 @@
 /**
- * The fault matrix's firewallOptions and firewallRules rows, one builder each for both models, with
- * the oracles that decide whether a verdict told the truth: after a success the guest's `.fw` holds
- * the options (the one rule) asked for, and no record claims what PVE did not show. The fixture
+ * The fault matrix's firewallOptions, firewallRules, firewallIpset and firewallAlias rows, one
+ * builder each for both models, with the oracles that decide whether a verdict told the truth: after
+ * a success the guest's `.fw` holds the options (the one rule, the IP set, the alias) asked for, and
+ * no record claims what PVE did not show. The fixture
  * puts the firewall in effect (the cluster's on, net0 with `firewall=1`), so a clean run has
  * nothing to warn about and a failed in-effect read shows as a flagged success.
  *
@@ -32,7 +33,7 @@ const prefixOf = (type: GuestType) => type === "qemu" ? "vm" : "ct";
 
 /** Why a config lock does not bar a firewall method. */
 const FIREWALL_LOCK_FREE =
-  "pve-firewall `PVE/API2/Firewall/VM.pm` and `Rules.pm` write `<vmid>.fw` under the firewall's own cluster lock (`PVE/Firewall.pm` lock_vmfw_conf), never checking the guest config's `lock`";
+  "pve-firewall `PVE/API2/Firewall/VM.pm`, `Rules.pm`, `IPSet.pm` and `Aliases.pm` write `<vmid>.fw` under the firewall's own cluster lock (`PVE/Firewall.pm` lock_vmfw_conf), never checking the guest config's `lock`";
 
 /** A write PVE answers null: its answer is not needed, the read-back decides. */
 const readBackShows = (
@@ -73,7 +74,7 @@ function fwWrite(
   n: Where,
   type: GuestType,
   vmid: number,
-  method: "POST" | "PUT",
+  method: "POST" | "PUT" | "DELETE",
   rest: string,
 ): Endpoint {
   return {
@@ -140,15 +141,23 @@ async function inEffectFixture(
   const guest = env.sim.guest(vmid);
   if (!guest) return;
   guest.config.net0 = `${guest.config.net0},firewall=1`;
-  const auth = tokenHeader(TOKEN_ID, TOKEN_SECRET);
-  const put = async (path: string) => {
-    const r = await api(env.sim.url, "PUT", path, { enable: 1 }, { auth });
-    if (r.status !== 200) throw new Error(`${path}: ${JSON.stringify(r)}`);
-  };
-  await put("/cluster/firewall/options");
+  await send(env, "PUT", "/cluster/firewall/options", { enable: 1 });
   if (enable) {
-    await put(`/nodes/${guest.node}/${type}/${vmid}/firewall/options`);
+    const path = `/nodes/${guest.node}/${type}/${vmid}/firewall/options`;
+    await send(env, "PUT", path, { enable: 1 });
   }
+}
+
+/** One request to the simulator as the package's token, before the fault is armed. */
+async function send(
+  env: Env,
+  method: "PUT" | "POST",
+  path: string,
+  params: Record<string, string | number>,
+): Promise<void> {
+  const auth = tokenHeader(TOKEN_ID, TOKEN_SECRET);
+  const r = await api(env.sim.url, method, path, params, { auth });
+  if (r.status !== 200) throw new Error(`${path}: ${JSON.stringify(r)}`);
 }
 
 /** What every firewall run may record: only its guest, a status it had. */
@@ -240,6 +249,129 @@ export function firewallRulesSpec(
           rule.dport === "22"
         ? []
         : [`succeeded but the rules are ${JSON.stringify(rules)}`];
+    },
+    truth: truth(type, vmid),
+  };
+}
+
+/**
+ * firewallIpset of a stopped guest whose set `web` holds 10.0.0.0/8 (commented) and 192.0.2.1:
+ * its comment set, 192.0.2.1 deleted, 10.0.0.0/8 updated, 198.51.100.0/24 added.
+ */
+export function firewallIpsetSpec(
+  n: Where,
+  type: GuestType,
+  vmid: number,
+  names: RegExp,
+): RowSpec {
+  const sets = (phase: string, skip: number) =>
+    fwRead(n, type, vmid, "ipset", phase, skip);
+  const set = (phase: string, skip: number) =>
+    fwRead(n, type, vmid, "ipset/web", phase, skip);
+  return {
+    name: "firewallIpset",
+    args: {
+      vmid,
+      name: "web",
+      comment: "lab",
+      cidrs: [{ cidr: "10.0.0.0/8" }, { cidr: "198.51.100.0/24" }],
+    },
+    prepare: async (env) => {
+      await inEffectFixture(env, type, vmid, true);
+      const guest = env.sim.guest(vmid)!;
+      const base = `/nodes/${guest.node}/${type}/${vmid}/firewall/ipset`;
+      await send(env, "POST", base, { name: "web" });
+      await send(env, "POST", `${base}/web`, { cidr: "192.0.2.1" });
+      await send(env, "POST", `${base}/web`, {
+        cidr: "10.0.0.0/8",
+        comment: "old",
+      });
+    },
+    endpoints: [
+      ...sighting(n, type, vmid),
+      sets("", 0),
+      set("", 0),
+      {
+        ...fwWrite(n, type, vmid, "POST", "ipset"),
+        expect: readBackShows(/IP set web has the comment None/),
+      },
+      {
+        ...fwWrite(n, type, vmid, "DELETE", "ipset/web/192.0.2.1"),
+        expect: readBackShows(/lists 192\.0\.2\.1 .*not as declared/),
+      },
+      {
+        ...fwWrite(n, type, vmid, "PUT", "ipset/web/10.0.0.0/8"),
+        // The cidr travels as one path segment, its slash encoded.
+        path: guestPath(n, vmid, "/firewall/ipset/web/10.0.0.0(/|%2F)8", type),
+        expect: readBackShows(
+          /lists 10\.0\.0\.0\/8 \(nomatch false, comment Some\("old"\)/,
+        ),
+      },
+      {
+        ...fwWrite(n, type, vmid, "POST", "ipset/web"),
+        expect: readBackShows(/IP set web lacks 198\.51\.100\.0\/24/),
+      },
+      sets(" (read back)", 1),
+      set(" (read back)", 1),
+      ...inEffect(n, type, vmid, 0),
+    ],
+    names,
+    task: false,
+    lockFree: FIREWALL_LOCK_FREE,
+    effect: (env) => {
+      const f = env.sim.firewall(vmid);
+      const held = (f?.ipsets.web ?? []).map((e) =>
+        `${e.nomatch ? "!" : ""}${e.cidr}${e.comment ? ` # ${e.comment}` : ""}`
+      );
+      return f?.ipsetComments.web === "lab" &&
+          held.join(",") === "10.0.0.0/8,198.51.100.0/24"
+        ? []
+        : [
+          `succeeded but the set is ${
+            JSON.stringify(held)
+          }, ${f?.ipsetComments.web}`,
+        ];
+    },
+    truth: truth(type, vmid),
+  };
+}
+
+/** firewallAlias of a stopped guest whose alias `gateway` names 10.0.0.1: moved to 10.0.0.2. */
+export function firewallAliasSpec(
+  n: Where,
+  type: GuestType,
+  vmid: number,
+  names: RegExp,
+): RowSpec {
+  return {
+    name: "firewallAlias",
+    args: { vmid, name: "gateway", cidr: "10.0.0.2", comment: "router" },
+    prepare: async (env) => {
+      await inEffectFixture(env, type, vmid, true);
+      const guest = env.sim.guest(vmid)!;
+      const path = `/nodes/${guest.node}/${type}/${vmid}/firewall/aliases`;
+      await send(env, "POST", path, { name: "gateway", cidr: "10.0.0.1" });
+    },
+    endpoints: [
+      ...sighting(n, type, vmid),
+      fwRead(n, type, vmid, "aliases", "", 0),
+      {
+        ...fwWrite(n, type, vmid, "PUT", "aliases/gateway"),
+        expect: readBackShows(
+          /cidr Some\("10\.0\.0\.1"\)/,
+        ),
+      },
+      fwRead(n, type, vmid, "aliases", " (read back)", 1),
+      ...inEffect(n, type, vmid, 0),
+    ],
+    names,
+    task: false,
+    lockFree: FIREWALL_LOCK_FREE,
+    effect: (env) => {
+      const alias = env.sim.firewall(vmid)?.aliases.gateway;
+      return alias?.cidr === "10.0.0.2" && alias?.comment === "router"
+        ? []
+        : [`succeeded but the alias is ${JSON.stringify(alias)}`];
     },
     truth: truth(type, vmid),
   };

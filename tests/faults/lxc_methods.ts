@@ -45,7 +45,12 @@ import {
 import { resumeSpec, suspendSpec, waitTaskSpec } from "./power_rows.ts";
 import { removeNicSpec, setNicSpec } from "./nic_rows.ts";
 import { attachDiskSpec, detachDiskSpec, moveDiskSpec } from "./disk_rows.ts";
-import { firewallOptionsSpec, firewallRulesSpec } from "./firewall_rows.ts";
+import {
+  firewallAliasSpec,
+  firewallIpsetSpec,
+  firewallOptionsSpec,
+  firewallRulesSpec,
+} from "./firewall_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
@@ -383,6 +388,8 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ct(detachDiskSpec(n, "lxc", stopped, label(stopped))),
     ct(firewallOptionsSpec(n, "lxc", stopped, label(stopped))),
     ct(firewallRulesSpec(n, "lxc", stopped, label(stopped))),
+    ct(firewallIpsetSpec(n, "lxc", stopped, label(stopped))),
+    ct(firewallAliasSpec(n, "lxc", stopped, label(stopped))),
     start,
     stop,
     shutdown,
@@ -516,6 +523,8 @@ export const EXPECTED_LXC_METHODS = [
   "detachDisk",
   "firewallOptions",
   "firewallRules",
+  "firewallIpset",
+  "firewallAlias",
   "start",
   "stop",
   "shutdown",

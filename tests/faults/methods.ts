@@ -23,7 +23,12 @@ import { snapshotSpecs } from "./snapshot_rows.ts";
 import { resumeSpec, suspendSpec, waitTaskSpec } from "./power_rows.ts";
 import { removeNicSpec, setNicSpec } from "./nic_rows.ts";
 import { attachDiskSpec, detachDiskSpec, moveDiskSpec } from "./disk_rows.ts";
-import { firewallOptionsSpec, firewallRulesSpec } from "./firewall_rows.ts";
+import {
+  firewallAliasSpec,
+  firewallIpsetSpec,
+  firewallOptionsSpec,
+  firewallRulesSpec,
+} from "./firewall_rows.ts";
 
 /** What a verdict may be. */
 export type Verdict = "fail" | "ok" | "ok-retried" | "ok-flagged";
@@ -1573,6 +1578,8 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     row(detachDiskSpec(n, "qemu", stopped, label(stopped))),
     row(firewallOptionsSpec(n, "qemu", stopped, label(stopped))),
     row(firewallRulesSpec(n, "qemu", stopped, label(stopped))),
+    row(firewallIpsetSpec(n, "qemu", stopped, label(stopped))),
+    row(firewallAliasSpec(n, "qemu", stopped, label(stopped))),
     sync,
     getConfig,
     nodeStatus,
@@ -1619,6 +1626,8 @@ export const EXPECTED_METHODS = [
   "detachDisk",
   "firewallOptions",
   "firewallRules",
+  "firewallIpset",
+  "firewallAlias",
   "sync",
   "getConfig",
   "nodeStatus",

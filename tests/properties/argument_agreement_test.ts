@@ -620,6 +620,53 @@ const firewallRulesArgs = object({
   ...guestRef,
   rules: mix(fc.array(mix(firewallRule), { maxLength: 3 })),
 });
+/** IP set and alias names: pve-firewall's pattern, 2 to 64, and each near miss. */
+const fwName = mix(
+  edges(["web", "Web-1", "a_b", "x".repeat(64)], [
+    "w",
+    "1web",
+    "we b",
+    "x".repeat(65),
+    "web.1",
+    "",
+  ]),
+);
+const fwComment = opt(edges(["front", "ünï"], ["a\nb", "", "  ", "-"]));
+const cidrs = edges(
+  ["10.0.0.0/8", "192.0.2.1", "192.0.2.1/32", "fd00::/8", "2001:db8::1"],
+  [
+    "10.0.0.1/8",
+    "0.0.0.0/0",
+    "10.0.0.0/",
+    "10.0.0.0/33",
+    "gw",
+    "10.0.0.1-10.0.0.9",
+    "",
+  ],
+);
+const firewallIpsetArgs = object({
+  ...guestRef,
+  name: fwName,
+  comment: fwComment,
+  cidrs: opt(
+    fc.array(
+      mix(object({
+        cidr: mix(cidrs),
+        nomatch: opt(edges<unknown>([true, false], ["1"])),
+        comment: fwComment,
+      })),
+      { maxLength: 3 },
+    ),
+  ),
+  delete: rarely(edges<unknown>([true, false], ["yes"])),
+});
+const firewallAliasArgs = object({
+  ...guestRef,
+  name: fwName,
+  cidr: opt(cidrs),
+  comment: fwComment,
+  delete: opt(edges<unknown>([true, false], ["yes"])),
+});
 
 const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   setNic: setNicArgs("qemu"),
@@ -629,6 +676,8 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   detachDisk: detachDiskArgs("qemu"),
   firewallOptions: firewallOptionsArgs,
   firewallRules: firewallRulesArgs,
+  firewallIpset: firewallIpsetArgs,
+  firewallAlias: firewallAliasArgs,
   lookup: object(guestRef),
   guestExec: object({
     ...guestRef,
@@ -1060,6 +1109,8 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   detachDisk: detachDiskArgs("lxc"),
   firewallOptions: firewallOptionsArgs,
   firewallRules: firewallRulesArgs,
+  firewallIpset: firewallIpsetArgs,
+  firewallAlias: firewallAliasArgs,
   create: object({
     vmid: fc.option(mix(vmid), { nil: undefined, freq: 2 }),
     vmidRange: rarely(vmidRangeArb),

@@ -183,6 +183,32 @@ Deno.test(
 );
 
 Deno.test(
+  "real swamp: firewallIpset and firewallAlias declare a VM's IP set and alias and store the guest they observed",
+  opts,
+  async () => {
+    await withRealSwamp({}, async (env) => {
+      const set = {
+        vmid: 100,
+        name: "web",
+        cidrs: [{ cidr: "10.0.0.0/8" }, { cidr: "fd00::/8", nomatch: true }],
+      };
+      const r = await runMethod(env, "firewallIpset", set);
+      assert.equal(r.json.status, "succeeded", JSON.stringify(r.json));
+      const entries = env.sim.firewall(100)?.ipsets.web ?? [];
+      assert.deepEqual(entries.map((e) => e.cidr), ["10.0.0.0/8", "fd00::/8"]);
+      const alias = { vmid: 100, name: "gateway", cidr: "10.0.0.1" };
+      const a = await runMethod(env, "firewallAlias", alias);
+      assert.equal(a.json.status, "succeeded", JSON.stringify(a.json));
+      assert.equal(env.sim.firewall(100)?.aliases.gateway?.cidr, "10.0.0.1");
+      const stored = await env.cli.latest(
+        'modelName == "fleet" && name == "vm-100"',
+      );
+      assert.equal(stored.get("vm-100")?.lastOperation, "firewallAlias");
+    });
+  },
+);
+
+Deno.test(
   "real swamp: data query returns the latest record of each guest a sync wrote",
   opts,
   async () => {

@@ -1,0 +1,476 @@
+//! `firewallIpset`: one of a guest's IP sets, declared (its comment and every entry), or deleted,
+//! through the firewall engine (guest/firewall.rs). It reads the set list (`…/firewall/ipset`, the
+//! sets' comments) and the set (`…/ipset/<name>`; PVE's "no such IPSet" reads as absent), then
+//! makes the set (`POST …/ipset`) or its comment (the same with `rename` = its name), deletes
+//! the entries not declared (`DELETE …/ipset/<name>/<cidr>`), updates the changed ones (`PUT`:
+//! PVE replaces both nomatch and comment) and adds the missing (`POST …/ipset/<name>`); the first
+//! entry write carries the set's digest. `delete` removes the set and its entries in one
+//! `DELETE …/ipset/<name>` with `force` (pve-firewall `PVE/API2/Firewall/IPSet.pm`).
+//! Entries are compared by address and prefix, as PVE stores them normalized (`PVE/Firewall.pm`
+//! clean_cidr, parse_ip_or_cidr drop a host's `/32`, `/128`).
+
+use crate::args::{ArgError, Fields};
+use crate::guest::firewall::{change_firewall, FirewallChange, Read, Write};
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::methods::firewall_rules::{check_comment, cidr, is_name};
+use crate::outcome::{Failure, Outcome};
+use crate::pve::flex;
+use crate::pve::request::Verb;
+use crate::run::Run;
+use serde_json::Value;
+use std::net::IpAddr;
+
+/// An entry as declared or listed: its address, nomatch, comment.
+pub struct Entry {
+    pub cidr: String,
+    pub nomatch: bool,
+    pub comment: Option<String>,
+}
+
+/// The arguments of `firewallIpset`; `entries: None` deletes the set.
+pub struct IpsetArgs {
+    pub target: GuestRef,
+    pub name: String,
+    pub comment: Option<String>,
+    pub entries: Option<Vec<Entry>>,
+}
+
+/// An address as PVE compares it.
+fn key(text: &str) -> Option<(IpAddr, u32)> {
+    cidr(text).map(|(ip, bits, _)| (ip, bits))
+}
+
+/// A name and optional comment of an IP set or alias, checked as pve-firewall's schema does
+/// (`ipset-name`, `pve-fw-alias`: the pattern, 2 to 64 characters), and whether it is deleted
+/// (then nothing but the name may be given, `others` naming the rest).
+pub fn named(fields: &Fields, others: &[&str]) -> Result<(String, Option<String>, bool), ArgError> {
+    let name: String = fields.line("name")?;
+    if !is_name(&name, 64) {
+        let rule = "must be a letter, then letters, digits, - or _ (2 to 64 characters)";
+        return Err(ArgError::new("name", rule));
+    }
+    let comment = comment_arg(fields, "comment")?;
+    let delete = fields.or("delete", false)?;
+    for key in others {
+        if delete && fields.optional::<Value>(key)?.is_some() {
+            return Err(ArgError::new(*key, "must not be given with delete: true"));
+        }
+    }
+    Ok((name, comment, delete))
+}
+
+fn comment_arg(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
+    let comment = fields.optional::<String>(key)?;
+    if let Some(c) = &comment {
+        check_comment(&fields.path(key), c)?;
+    }
+    Ok(comment)
+}
+
+impl IpsetArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let target = GuestRef::parse(&fields)?;
+        let (name, comment, delete) = named(&fields, &["cidrs", "comment"])?;
+        // PVE reads `[IPSET Web]` as `web` (`PVE/Firewall.pm` generic_fw_config_parser: lc).
+        let name = name.to_ascii_lowercase();
+        let list = fields.optional::<Vec<Value>>("cidrs")?;
+        let entries = match (delete, list) {
+            (true, _) => None,
+            (false, None) => return Err(ArgError::new("cidrs", "is required")),
+            (false, Some(list)) => Some(entries(&list)?),
+        };
+        Ok(IpsetArgs {
+            target,
+            name,
+            comment,
+            entries,
+        })
+    }
+}
+
+/// The declared entries (`cidrs`), each checked as pve-firewall's create_ip would take it.
+fn entries(list: &[Value]) -> Result<Vec<Entry>, ArgError> {
+    let mut entries = Vec::new();
+    for (i, value) in list.iter().enumerate() {
+        let item = Fields::of(value, &format!("cidrs[{i}]"))?;
+        let text: String = item.line("cidr")?;
+        // PVE stores 10.0.0.1/24 as 10.0.0.0/24 (clean_cidr) and refuses a zero prefix.
+        let twice = entries.iter().any(|e: &Entry| key(&e.cidr) == key(&text));
+        if twice || !cidr(&text).is_some_and(|(_, bits, clear)| clear && bits > 0) {
+            let rule = "must be an IP address or network, its host bits clear, its prefix not 0, declared once";
+            return Err(ArgError::new(item.path("cidr"), rule));
+        }
+        let comment = comment_arg(&item, "comment")?;
+        let nomatch = item.or("nomatch", false)?;
+        entries.push(Entry {
+            cidr: text,
+            nomatch,
+            comment,
+        });
+    }
+    Ok(entries)
+}
+
+/// The entries PVE lists (with their `errors`, if any), or why they cannot be read.
+fn listed(read: &Value) -> Result<Vec<(Entry, Option<&Value>)>, String> {
+    let list = read.as_array().ok_or("PVE's IP set is not a list")?;
+    let text = |v: &Value, k: &str| v.get(k).and_then(flex::string_of);
+    Ok(list
+        .iter()
+        .map(|v| {
+            let entry = Entry {
+                cidr: text(v, "cidr").unwrap_or_default(),
+                nomatch: v.get("nomatch").and_then(flex::bool_of) == Some(true),
+                comment: text(v, "comment"),
+            };
+            (entry, v.get("errors").filter(|e| !e.is_null()))
+        })
+        .collect())
+}
+
+/// The item a named list (IP sets, aliases) lists as `name` (PVE's names compared without case),
+/// and the list's digest.
+pub fn named_in<'a>(read: Option<&'a Value>, name: &str) -> (Option<&'a Value>, Option<String>) {
+    let list = read
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let found = list.iter().find(|v| {
+        v.get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| n.eq_ignore_ascii_case(name))
+    });
+    let digest = list
+        .first()
+        .and_then(|v| v.get("digest"))
+        .and_then(flex::string_of);
+    (found, digest)
+}
+
+/// The comment of a listed item.
+pub fn comment_of(item: Option<&Value>) -> Option<String> {
+    item.and_then(|v| v.get("comment"))
+        .and_then(flex::string_of)
+}
+
+/// Whether a comment read is the one declared (PVE trims it).
+pub fn same_comment(want: &Option<String>, have: &Option<String>) -> bool {
+    want.as_deref().map(str::trim) == have.as_deref()
+}
+
+/// Whether a listed entry differs from the declared one with its address.
+fn differs(want: &Entry, have: &Entry) -> bool {
+    want.nomatch != have.nomatch || !same_comment(&want.comment, &have.comment)
+}
+
+fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
+    let name = args.name.as_str();
+    let comment = args.comment.as_deref();
+    let Some(declared) = &args.entries else {
+        let delete = Write::of(Verb::Delete, &["ipset", name], &[("force", Some("1"))]);
+        return Ok(read[1].iter().map(|_| delete.clone()).collect());
+    };
+    let mut writes = Vec::new();
+    let seen = match &read[1] {
+        None => {
+            let made = [("name", Some(name)), ("comment", comment)];
+            writes.push(Write::of(Verb::Create, &["ipset"], &made));
+            Vec::new()
+        }
+        Some(set) => {
+            let (item, digest) = named_in(read[0].as_ref(), name);
+            if !same_comment(&args.comment, &comment_of(item)) {
+                // create_ipset with `rename` = `name` sets the comment of the set.
+                let p = [
+                    ("name", Some(name)),
+                    ("rename", Some(name)),
+                    ("comment", Some(comment.unwrap_or_default())),
+                    ("digest", digest.as_deref()),
+                ];
+                writes.push(Write::of(Verb::Create, &["ipset"], &p));
+            }
+            listed(set)?
+        }
+    };
+    let first = writes.len();
+    let nomatch = |e: &Entry| e.nomatch.then_some("1");
+    for (have, _) in &seen {
+        let at = ["ipset", name, &have.cidr];
+        match declared.iter().find(|d| key(&d.cidr) == key(&have.cidr)) {
+            None => writes.push(Write::of(Verb::Delete, &at, &[])),
+            Some(want) if differs(want, have) => {
+                let p = [
+                    ("nomatch", nomatch(want)),
+                    ("comment", want.comment.as_deref()),
+                ];
+                writes.push(Write::of(Verb::Set, &at, &p));
+            }
+            Some(_) => {}
+        }
+    }
+    // The first entry write is refused if the set changed since it was read (create_ip takes none).
+    let digest = read[1].as_ref().and_then(|s| s.get(0)?.get("digest"));
+    let digest = digest.and_then(flex::string_of);
+    if let (Some(w), Some(d)) = (writes.get_mut(first), digest) {
+        w.params.push(("digest".into(), d));
+    }
+    for want in declared {
+        if !seen
+            .iter()
+            .any(|(have, _)| key(&have.cidr) == key(&want.cidr))
+        {
+            let p = [
+                ("cidr", Some(want.cidr.as_str())),
+                ("nomatch", nomatch(want)),
+                ("comment", want.comment.as_deref()),
+            ];
+            writes.push(Write::of(Verb::Create, &["ipset", name], &p));
+        }
+    }
+    Ok(writes)
+}
+
+fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
+    let name = &args.name;
+    let (Some(declared), Some(set)) = (&args.entries, &read[1]) else {
+        return match (&read[1], &args.entries) {
+            (None, None) => Ok(format!("IP set {name} is gone")),
+            _ => Err(format!("IP set {name} does not read back as declared")),
+        };
+    };
+    let have = comment_of(named_in(read[0].as_ref(), name).0);
+    if !same_comment(&args.comment, &have) {
+        return Err(format!("IP set {name} has the comment {have:?}"));
+    }
+    let seen = listed(set)?;
+    for (entry, errors) in &seen {
+        let cidr = &entry.cidr;
+        // PVE lists an entry it cannot use with `errors` (`PVE/Firewall.pm` generic_fw_config_parser).
+        if let Some(errors) = errors {
+            return Err(format!(
+                "PVE marks {cidr} with errors {errors}: it is not applied"
+            ));
+        }
+        let want = declared.iter().find(|d| key(&d.cidr) == key(cidr));
+        if want.is_none_or(|want| differs(want, entry)) {
+            let (n, c) = (entry.nomatch, &entry.comment);
+            return Err(format!(
+                "IP set {name} lists {cidr} (nomatch {n}, comment {c:?}), not as declared"
+            ));
+        }
+    }
+    match declared
+        .iter()
+        .find(|d| !seen.iter().any(|(e, _)| key(&e.cidr) == key(&d.cidr)))
+    {
+        Some(want) => Err(format!("IP set {name} lacks {}", want.cidr)),
+        None => Ok(format!(
+            "IP set {name} reads back with its {} declared entries",
+            declared.len()
+        )),
+    }
+}
+
+/// Runs `firewallIpset`.
+pub async fn firewall_ipset<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match IpsetArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let change = FirewallChange {
+        what: format!("the firewall IP set {}", args.name),
+        sections: vec![
+            vec!["ipset".into()],
+            vec!["ipset".into(), args.name.clone()],
+        ],
+        missing: Some("no such IPSet"),
+        plan: &|read| plan(&args, read),
+        judge: &|read| judge(&args, read),
+    };
+    change_firewall(run, &args.target, &change).await
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{failure_of, run_method, summary_of, Answer, ScriptedHost};
+    use serde_json::{json, Value};
+
+    const BASE: &str = "/nodes/pve1/lxc/100/firewall";
+
+    /// CT 100 whose set list and set `web` read `sets`/`set` before, then `after`; `None`: no set.
+    fn ct(sets: Value, set: Option<Value>, after: Option<Value>) -> ScriptedHost {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "lxc", "node": "pve1"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/lxc/100/status/current",
+            json!({"status": "stopped"}),
+        );
+        host.data("GET /nodes/pve1/lxc/100/config", json!({}));
+        host.data(&format!("GET {BASE}/ipset"), sets);
+        let answer = |v: Option<Value>| match v {
+            Some(v) => Answer::Data(v),
+            None => Answer::Error(500, "no such IPSet 'web'".into()),
+        };
+        host.on(
+            &format!("GET {BASE}/ipset/web"),
+            [answer(set), answer(after)],
+        );
+        for route in [
+            "POST {B}/ipset",
+            "POST {B}/ipset/web",
+            "DELETE {B}/ipset/web",
+            "PUT {B}/ipset/web/10.0.0.0/8",
+            "DELETE {B}/ipset/web/192.0.2.1",
+        ] {
+            host.data(&route.replace("{B}", BASE), Value::Null);
+        }
+        host.data(&format!("GET {BASE}/options"), json!({"enable": 1}));
+        host.data("GET /cluster/firewall/options", json!({"enable": 1}));
+        host
+    }
+
+    fn writes(host: &ScriptedHost) -> Vec<String> {
+        let requests = host.requests.borrow();
+        let sent = requests.iter().filter(|r| r.method != "GET");
+        sent.map(|r| {
+            format!(
+                "{} {} {}",
+                r.method,
+                r.url.rsplit("/firewall/").next().unwrap_or_default(),
+                r.body.clone().unwrap_or_default()
+            )
+        })
+        .collect()
+    }
+
+    #[test]
+    fn a_missing_set_is_made_with_its_entries_and_must_read_back_equal() {
+        let after = json!([{"cidr": "10.0.0.0/8", "nomatch": 1, "digest": "d"}, {"cidr": "fd00::", "digest": "d"}]);
+        let host = ct(json!([]), None, Some(after));
+        let args = json!({"vmid": 100, "name": "Web", "cidrs": [{"cidr": "10.0.0.0/8", "nomatch": true}, {"cidr": "fd00::/128"}]});
+        let outcome = run_method(&host, "lxc", "firewallIpset", args);
+        let sent = writes(&host);
+        assert!(
+            summary_of(&outcome).contains("IP set web reads back"),
+            "{outcome:?} {sent:?}"
+        );
+        assert_eq!(
+            sent,
+            [
+                "POST ipset name=web",
+                "POST ipset/web cidr=10.0.0.0%2F8&nomatch=1",
+                "POST ipset/web cidr=fd00%3A%3A%2F128"
+            ]
+        );
+    }
+
+    #[test]
+    fn extras_are_deleted_changes_put_under_the_digest_and_a_comment_renamed_onto_itself() {
+        let set = json!([{"cidr": "10.0.0.0/8", "comment": "old", "digest": "d1"}, {"cidr": "192.0.2.1", "digest": "d1"}]);
+        let after = json!([{"cidr": "10.0.0.0/8", "digest": "d2"}]);
+        let host = ct(
+            json!([{"name": "web", "comment": "x", "digest": "l1"}]),
+            Some(set),
+            Some(after),
+        );
+        let args = json!({"vmid": 100, "name": "web", "cidrs": [{"cidr": "10.0.0.0/8"}]});
+        let outcome = run_method(&host, "lxc", "firewallIpset", args);
+        let sent = writes(&host);
+        assert_eq!(
+            sent,
+            [
+                "POST ipset name=web&rename=web&comment=&digest=l1",
+                "PUT ipset/10.0.0.0%2F8 digest=d1",
+                "DELETE ipset/192.0.2.1 ",
+            ]
+            .map(|s| s
+                .replace("ipset/", "ipset/web/")
+                .replace("ipset/web/web", "ipset/web")),
+            "{outcome:?}"
+        );
+        // The list read back still names the comment: the set does not read as declared.
+        assert!(
+            failure_of(&outcome).contains("has the comment Some(\"x\")"),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn delete_removes_the_set_with_its_entries_in_one_request() {
+        let host = ct(
+            json!([{"name": "web", "digest": "l"}]),
+            Some(json!([{"cidr": "10.0.0.0/8"}])),
+            None,
+        );
+        let outcome = run_method(
+            &host,
+            "lxc",
+            "firewallIpset",
+            json!({"vmid": 100, "name": "web", "delete": true}),
+        );
+        assert!(
+            summary_of(&outcome).contains("IP set web is gone"),
+            "{outcome:?}"
+        );
+        assert_eq!(writes(&host), ["DELETE ipset/web?force=1 "]);
+    }
+
+    #[test]
+    fn an_entry_pve_lists_with_errors_fails_the_method() {
+        let set = json!([{"cidr": "10.0.0.0/8", "nomatch": 1, "errors": {"nomatch": "nomatch not supported by kernel"}}]);
+        let host = ct(json!([{"name": "web"}]), Some(set.clone()), Some(set));
+        let args =
+            json!({"vmid": 100, "name": "web", "cidrs": [{"cidr": "10.0.0.0/8", "nomatch": true}]});
+        let outcome = run_method(&host, "lxc", "firewallIpset", args);
+        assert!(
+            failure_of(&outcome).contains("nomatch not supported by kernel"),
+            "{outcome:?}"
+        );
+        assert!(writes(&host).is_empty());
+    }
+
+    #[test]
+    fn sets_pve_would_refuse_are_refused_naming_the_field() {
+        for (args, field) in [
+            (json!({"name": "w"}), "name"),
+            (json!({"name": "1web", "cidrs": []}), "name"),
+            (json!({"name": "web"}), "cidrs"),
+            (
+                json!({"name": "web", "cidrs": [{"cidr": "10.0.0.1/8"}]}),
+                "cidrs[0].cidr",
+            ),
+            (
+                json!({"name": "web", "cidrs": [{"cidr": "0.0.0.0/0"}]}),
+                "cidrs[0].cidr",
+            ),
+            (
+                json!({"name": "web", "cidrs": [{"cidr": "10.0.0.0/"}]}),
+                "cidrs[0].cidr",
+            ),
+            (
+                json!({"name": "web", "cidrs": [{"cidr": "10.0.0.1"}, {"cidr": "10.0.0.1/32"}]}),
+                "cidrs[1].cidr",
+            ),
+            (
+                json!({"name": "web", "cidrs": [{"cidr": "10.0.0.1", "comment": " "}]}),
+                "cidrs[0].comment",
+            ),
+            (json!({"name": "web", "delete": true, "cidrs": []}), "cidrs"),
+        ] {
+            let mut args = args;
+            args["vmid"] = json!(100);
+            let host = ScriptedHost::new();
+            let outcome = run_method(&host, "lxc", "firewallIpset", args);
+            assert!(
+                failure_of(&outcome).contains(&format!("`{field}`")),
+                "{field}: {outcome:?}"
+            );
+            assert!(host.requests.borrow().is_empty());
+        }
+    }
+}
