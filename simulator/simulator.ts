@@ -26,6 +26,7 @@ import { Broadcast, PVESTATD_INTERVAL_MS } from "./broadcast.ts";
 import { ConformanceLog } from "./schema/conformance.ts";
 import { accessRoutes } from "./routes_access.ts";
 import { firewallRoutes } from "./routes_firewall.ts";
+import { haRoutes } from "./routes_ha.ts";
 import type { GuestFirewall } from "./firewall.ts";
 import { agentRoutes } from "./routes_agent.ts";
 import { clusterRoutes } from "./routes_cluster.ts";
@@ -162,6 +163,7 @@ const ROUTES = [
   ...agentFileRoutes,
   ...accessRoutes,
   ...firewallRoutes,
+  ...haRoutes,
 ];
 
 /** Every endpoint the simulator serves, as `"<METHOD> <template>"`. */

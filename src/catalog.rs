@@ -58,6 +58,8 @@ pub enum Method {
     DetachDisk,
     FirewallOptions,
     FirewallRules,
+    HaResource,
+    HaStatus,
 }
 
 /// Which models offer a name.
@@ -108,6 +110,8 @@ const TABLE: &[(Models, &str, Method)] = &[
     (Models::Both, "detachDisk", Method::DetachDisk),
     (Models::Both, "firewallOptions", Method::FirewallOptions),
     (Models::Both, "firewallRules", Method::FirewallRules),
+    (Models::Both, "haResource", Method::HaResource),
+    (Models::Both, "haStatus", Method::HaStatus),
     (Models::Both, "convertToTemplate", Method::Template),
     (Models::Both, "migrate", Method::Migrate),
     (Models::Both, "snapshot", Method::Snapshot),

@@ -9,10 +9,10 @@ use crate::host::Host;
 use crate::methods::{
     attach_disk, backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
     delete_snapshot, detach_disk, download_url, file_read, file_write, firewall_options,
-    firewall_rules, get_config, guest_exec, list_backups, list_snapshots, lookup, migrate,
-    move_disk, nic, node_config, node_status, preflight, reboot, resize_disk, restore, resume,
-    rollback, set_config, shutdown, snapshot, start, stop, suspend, sync, template, vm_create,
-    wait_ready, wait_task,
+    firewall_rules, get_config, guest_exec, ha_resource, ha_status, list_backups, list_snapshots,
+    lookup, migrate, move_disk, nic, node_config, node_status, preflight, reboot, resize_disk,
+    restore, resume, rollback, set_config, shutdown, snapshot, start, stop, suspend, sync,
+    template, vm_create, wait_ready, wait_task,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -48,7 +48,7 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
     let fields = Fields::of(args, "").map_err(|e| e.to_string())?;
     let known = method_of(kind, method).ok_or_else(no_rules)?;
     let checked = match known {
-        Method::Lookup | Method::GetConfig | Method::ListSnapshots => {
+        Method::Lookup | Method::GetConfig | Method::ListSnapshots | Method::HaStatus => {
             GuestRef::parse(&fields).map(drop)
         }
         Method::Migrate => kept!(
@@ -170,6 +170,12 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
             firewall_rules::RulesArgs::parse(args).map(drop),
             Ok(())
         ),
+        Method::HaResource => kept!(
+            Method::HaResource,
+            ha_resource::HaResourceArgs::parse(args).map(drop),
+            Ok(())
+        ),
+
         Method::Sync => kept!(Method::Sync, sync::SyncArgs::parse(args).map(drop), Ok(())),
         Method::Template => kept!(
             Method::Template,
@@ -382,6 +388,16 @@ async fn run_scrubbed<H: Host>(
         Method::FirewallRules => kept!(
             Method::FirewallRules,
             boxed(firewall_rules::firewall_rules(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::HaResource => kept!(
+            Method::HaResource,
+            boxed(ha_resource::ha_resource(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::HaStatus => kept!(
+            Method::HaStatus,
+            boxed(ha_status::ha_status(&run, args)),
             boxed(left_out(method))
         ),
         Method::Sync => kept!(

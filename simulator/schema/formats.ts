@@ -112,6 +112,11 @@ const FORMATS: Record<string, FormatCheck> = {
     /^[1-9][0-9]{2,8}$/,
     "value does not look like a valid VM ID\n",
   ),
+  // pve-ha-manager src/PVE/HA/Tools.pm pve_verify_ha_resource_or_vm_id.
+  "pve-ha-resource-or-vm-id": test(
+    /^([a-z]+:\S+|\d+)$/,
+    "value does not look like a valid ha resource id\n",
+  ),
   "pve-configid": (id) =>
     /^[a-z][a-z0-9_-]+$/i.test(id)
       ? undefined
