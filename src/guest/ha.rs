@@ -13,8 +13,7 @@
 //! verbose state (`PVE/HA/Tools.pm` get_verbose_service_state: `starting` until the LRM reports
 //! it running, `queued` before the first round, `deleting` once the config is gone).
 
-use super::evidence::{sight_or_absent, Evidence};
-use super::record::HaRecord;
+use super::evidence::{sight_config_to_change, sight_or_absent, Evidence};
 use super::reference::GuestRef;
 use super::settle::seconds;
 use crate::explain::{hint, outcome_unknown};
@@ -26,7 +25,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
 use crate::pve::request::Verb;
 use crate::run::Run;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The HA resource id of a guest: `vm:<vmid>` or `ct:<vmid>` (pve-ha-manager `PVE/HA/Config.pm`
 /// parse_sid; PVEVM / PVECT `type`).
@@ -82,22 +81,35 @@ pub fn describe(service: Option<&Value>) -> String {
         .join(", ")
 }
 
-/// The record's view of the HA resource: managed when configured, with the manager's state.
-pub fn record_of(view: &HaView) -> HaRecord {
-    let s = view.service.as_ref();
-    let c = view.config.as_ref();
-    let num = |key| c.and_then(|c| c.get(key)).and_then(flex::u64_of);
-    HaRecord {
-        managed: view.config.is_some(),
-        state: field(s, "state"),
-        requested: field(c, "state").or_else(|| c.map(|_| "started".into())),
-        crm_state: field(s, "crm_state"),
-        node: field(s, "node"),
-        max_restart: num("max_restart"),
-        max_relocate: num("max_relocate"),
-        failback: c.and_then(|c| c.get("failback")).and_then(flex::bool_of),
-        comment: field(c, "comment"),
+/// The record's `ha`: managed when configured, the manager's `state`, `crmState` and `node`, the
+/// config's `requested` state (PVE's default `started`) and options, as read last.
+pub fn record_of(view: &HaView) -> Value {
+    let (s, c) = (view.service.as_ref(), view.config.as_ref());
+    let mut out = Map::new();
+    out.insert("managed".into(), Value::Bool(c.is_some()));
+    let text = [
+        ("state", s, "state"),
+        ("crmState", s, "crm_state"),
+        ("node", s, "node"),
+        ("requested", c, "state"),
+        ("comment", c, "comment"),
+    ];
+    for (key, from, name) in text {
+        out.extend(field(from, name).map(|v| (key.to_string(), Value::from(v))));
     }
+    if c.is_some() && !out.contains_key("requested") {
+        out.insert("requested".into(), Value::from("started"));
+    }
+    for (key, name) in [
+        ("maxRestart", "max_restart"),
+        ("maxRelocate", "max_relocate"),
+    ] {
+        let n = c.and_then(|c| c.get(name)).and_then(flex::u64_of);
+        out.extend(n.map(|n| (key.to_string(), Value::from(n))));
+    }
+    let failback = c.and_then(|c| c.get("failback")).and_then(flex::bool_of);
+    out.extend(failback.map(|b| ("failback".to_string(), Value::Bool(b))));
+    Value::Object(out)
 }
 
 /// Runs an HA change on the guest `target` names; the guest record (with the HA view last read)
@@ -108,14 +120,28 @@ pub async fn change_ha<H: Host>(
     change: &HaChange<'_>,
 ) -> Outcome {
     let absent = |vmid| format!("{} {vmid} does not exist on any node", run.kind.noun());
-    let mut ev = match sight_or_absent(run, target, absent).await {
+    // A change waits out a lock on the guest: the LRM's start or stop of a locked guest fails
+    // (qemu-server / pve-container check_lock), so the manager could not apply the state asked.
+    let sighted = match change.reads_only {
+        true => sight_or_absent(run, target, absent).await,
+        false => sight_config_to_change(run, target, absent).await,
+    };
+    let mut ev = match sighted {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
     let mut view = HaView::default();
     let verdict = apply(run, &mut ev, &mut view, change).await;
-    let record = record_of(&view);
-    ev.outcome_with(run, verdict, |r| r.ha = Some(record)).await
+    let mut outcome = ev.outcome(run, verdict).await;
+    // The guest record's `ha` is what the HA endpoints showed, not the guest status's summary.
+    if let Some(record) = outcome
+        .writes
+        .first_mut()
+        .and_then(|w| w.data.as_object_mut())
+    {
+        record.insert("ha".into(), record_of(&view));
+    }
+    outcome
 }
 
 async fn apply<H: Host>(
@@ -146,17 +172,25 @@ async fn apply<H: Host>(
             });
         }
     }
-    let shown = wait_manager(run, &sid, view, change.judge)
-        .await
-        .map_err(|why| match sent {
-            true => format!("{label}: the config was written, but the HA manager did not apply it: {why} — check `ha-manager status` and the CRM's log (journalctl -u pve-ha-crm) on the master node"),
-            false => format!("{label}: nothing needed writing, but the HA manager does not show it as asked: {why} — check `ha-manager status`"),
-        })?;
-    if sent {
-        view.config = read_config(run, &sid).await.map_err(|why| {
-            format!("{label}: the HA manager shows {shown}, but the config could not be read back ({why})")
-        })?;
-    }
+    // What was just read may already show it (nothing sent, or a read): no second read then.
+    let waited = match (sent, (change.judge)(view.service.as_ref())) {
+        (false, Ok(shown)) => Ok(shown),
+        _ => wait_manager(run, &sid, view, change.judge).await,
+    };
+    // The config after a write is read back whatever the manager did: the record says what it holds.
+    let back = match sent {
+        true => read_config(run, &sid).await.map(|c| view.config = c),
+        false => Ok(()),
+    };
+    let shown = waited.map_err(|why| match sent {
+        true => format!("{label}: the config was written, but the HA manager did not apply it: {why} — check `ha-manager status` and the CRM's log (journalctl -u pve-ha-crm) on the master node"),
+        false => format!("{label}: nothing needed writing, but the HA manager does not show it as asked: {why} — check `ha-manager status`"),
+    })?;
+    back.map_err(|why| {
+        format!(
+            "{label}: the HA manager shows {shown}, but the config could not be read back ({why})"
+        )
+    })?;
     (change.read_back)(view.config.as_ref()).map_err(|why| {
         format!("{label}: the HA manager shows {shown}, but the config reads back otherwise: {why}")
     })?;

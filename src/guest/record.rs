@@ -7,30 +7,12 @@ use crate::pve::responses::GuestStatus;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// HA state as recorded: the guest status's `ha` (managed, state), and what haResource and
-/// haStatus read besides (the resource's config and the manager's `status/current` entry).
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
-#[serde(rename_all = "camelCase")]
+/// HA state as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HaRecord {
     pub managed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
-    /// The config's requested state.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub requested: Option<String>,
-    /// The manager's (CRM's) state of the service.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub crm_state: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_restart: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_relocate: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failback: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comment: Option<String>,
 }
 
 /// A detected VMID reuse: the stored record described another guest.
@@ -156,7 +138,6 @@ impl GuestRecord {
             ha: status.ha.as_ref().map(|ha| HaRecord {
                 managed: ha.managed.unwrap_or(false),
                 state: ha.state.clone(),
-                ..HaRecord::default()
             }),
             tags: status.tags.as_deref().map(split_tags).unwrap_or_default(),
             template: status.template,

@@ -788,6 +788,30 @@ pub fn qemu_restore(node: &str, params: Vec<(String, String)>) -> PveRequest {
     request
 }
 
+/// An HA resource request (pve-ha-manager `PVE/API2/HA/Resources.pm`): `POST /cluster/ha/resources`
+/// with `sid` (create), else `GET`/`PUT`/`DELETE /cluster/ha/resources/{sid}`. Synchronous: a
+/// write answers null once `resources.cfg` is written; the manager applies it later. A write is
+/// never re-sent; a read is.
+pub fn ha_resource(verb: Verb, sid: &str, params: Vec<(String, String)>) -> PveRequest {
+    let (segments, repeat) = match verb {
+        Verb::Get => (vec!["cluster", "ha", "resources", sid], Repeat::Safe),
+        Verb::Create => (vec!["cluster", "ha", "resources"], Repeat::Never),
+        _ => (vec!["cluster", "ha", "resources", sid], Repeat::Never),
+    };
+    let mut request = PveRequest::new(verb, &segments, repeat);
+    if verb == Verb::Create {
+        request = request.param("sid", sid);
+    }
+    request.params.extend(params);
+    request
+}
+
+/// `GET /cluster/ha/status/current`: the HA manager's view, one entry per service
+/// (`service:<sid>`: `state`, `crm_state`, `request_state`, `node`; `PVE/API2/HA/Status.pm`).
+pub fn ha_status_current() -> PveRequest {
+    PveRequest::get(&["cluster", "ha", "status", "current"])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -870,28 +894,4 @@ mod tests {
             format!("/nodes/pve3/tasks/{upid}/status")
         );
     }
-}
-
-/// An HA resource request (pve-ha-manager `PVE/API2/HA/Resources.pm`): `POST /cluster/ha/resources`
-/// with `sid` (create), else `GET`/`PUT`/`DELETE /cluster/ha/resources/{sid}`. Synchronous: a
-/// write answers null once `resources.cfg` is written; the manager applies it later. A write is
-/// never re-sent; a read is.
-pub fn ha_resource(verb: Verb, sid: &str, params: Vec<(String, String)>) -> PveRequest {
-    let (segments, repeat) = match verb {
-        Verb::Get => (vec!["cluster", "ha", "resources", sid], Repeat::Safe),
-        Verb::Create => (vec!["cluster", "ha", "resources"], Repeat::Never),
-        _ => (vec!["cluster", "ha", "resources", sid], Repeat::Never),
-    };
-    let mut request = PveRequest::new(verb, &segments, repeat);
-    if verb == Verb::Create {
-        request = request.param("sid", sid);
-    }
-    request.params.extend(params);
-    request
-}
-
-/// `GET /cluster/ha/status/current`: the HA manager's view, one entry per service
-/// (`service:<sid>`: `state`, `crm_state`, `request_state`, `node`; `PVE/API2/HA/Status.pm`).
-pub fn ha_status_current() -> PveRequest {
-    PveRequest::get(&["cluster", "ha", "status", "current"])
 }

@@ -46,6 +46,7 @@ import { resumeSpec, suspendSpec, waitTaskSpec } from "./power_rows.ts";
 import { removeNicSpec, setNicSpec } from "./nic_rows.ts";
 import { attachDiskSpec, detachDiskSpec, moveDiskSpec } from "./disk_rows.ts";
 import { firewallOptionsSpec, firewallRulesSpec } from "./firewall_rows.ts";
+import { haResourceSpec, haStatusSpec } from "./ha_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
@@ -383,6 +384,8 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ct(detachDiskSpec(n, "lxc", stopped, label(stopped))),
     ct(firewallOptionsSpec(n, "lxc", stopped, label(stopped))),
     ct(firewallRulesSpec(n, "lxc", stopped, label(stopped))),
+    ct(haResourceSpec(n, "lxc", stopped, label(stopped))),
+    ct(haStatusSpec(n, "lxc", stopped, label(stopped))),
     start,
     stop,
     shutdown,
@@ -516,6 +519,8 @@ export const EXPECTED_LXC_METHODS = [
   "detachDisk",
   "firewallOptions",
   "firewallRules",
+  "haResource",
+  "haStatus",
   "start",
   "stop",
   "shutdown",

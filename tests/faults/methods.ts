@@ -24,6 +24,7 @@ import { resumeSpec, suspendSpec, waitTaskSpec } from "./power_rows.ts";
 import { removeNicSpec, setNicSpec } from "./nic_rows.ts";
 import { attachDiskSpec, detachDiskSpec, moveDiskSpec } from "./disk_rows.ts";
 import { firewallOptionsSpec, firewallRulesSpec } from "./firewall_rows.ts";
+import { haResourceSpec, haStatusSpec } from "./ha_rows.ts";
 
 /** What a verdict may be. */
 export type Verdict = "fail" | "ok" | "ok-retried" | "ok-flagged";
@@ -1573,6 +1574,8 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     row(detachDiskSpec(n, "qemu", stopped, label(stopped))),
     row(firewallOptionsSpec(n, "qemu", stopped, label(stopped))),
     row(firewallRulesSpec(n, "qemu", stopped, label(stopped))),
+    row(haResourceSpec(n, "qemu", stopped, label(stopped))),
+    row(haStatusSpec(n, "qemu", stopped, label(stopped))),
     sync,
     getConfig,
     nodeStatus,
@@ -1619,6 +1622,8 @@ export const EXPECTED_METHODS = [
   "detachDisk",
   "firewallOptions",
   "firewallRules",
+  "haResource",
+  "haStatus",
   "sync",
   "getConfig",
   "nodeStatus",

@@ -562,6 +562,17 @@ const detachDiskArgs = (kind: "qemu" | "lxc") =>
     applyPending: rarely(edges(["none", "reboot"], ["later"])),
   });
 
+const haResourceArgs = object({
+  ...guestRef,
+  state: opt(
+    edges(["started", "stopped", "disabled", "ignored"], ["enabled", "on"]),
+  ),
+  maxRestart: opt(bounded(0, 10)),
+  maxRelocate: opt(bounded(0, 10)),
+  failback: opt(edges<unknown>([true, false], ["yes"])),
+  comment: opt(edges(["web tier", "x"], ["", "a\nb", "x".repeat(4097)])),
+  delete: rarely(edges<unknown>([true, false], ["yes"])),
+});
 const logLevels = edges(["info", "nolog", "debug"], ["loud", "INFO"]);
 const firewallOptionsArgs = object({
   ...guestRef,
@@ -629,6 +640,8 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   detachDisk: detachDiskArgs("qemu"),
   firewallOptions: firewallOptionsArgs,
   firewallRules: firewallRulesArgs,
+  haResource: haResourceArgs,
+  haStatus: object(guestRef),
   lookup: object(guestRef),
   guestExec: object({
     ...guestRef,
@@ -1060,6 +1073,8 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   detachDisk: detachDiskArgs("lxc"),
   firewallOptions: firewallOptionsArgs,
   firewallRules: firewallRulesArgs,
+  haResource: haResourceArgs,
+  haStatus: object(guestRef),
   create: object({
     vmid: fc.option(mix(vmid), { nil: undefined, freq: 2 }),
     vmidRange: rarely(vmidRangeArb),
