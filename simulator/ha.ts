@@ -143,3 +143,63 @@ function applyRound(core: SimCore, g: GuestState): void {
   ha.crm = "stopped";
   if (g.status !== "stopped") core.state.stop(g);
 }
+
+/** One HA rule as `rules.cfg` holds it (pve-ha-manager `src/PVE/HA/Rules.pm`, PVE 9). */
+export interface SimRule {
+  type: "node-affinity" | "resource-affinity";
+  /** `vm:100,ct:101`, sorted (Rules.pm encode_value). */
+  resources: string;
+  /** node-affinity: `node[:priority],…` (NodeAffinity.pm encode_plugin_value). */
+  nodes?: string;
+  strict?: boolean;
+  affinity?: "positive" | "negative";
+  comment?: string;
+  disable?: boolean;
+  order: number;
+}
+
+const RULES = new WeakMap<object, Map<string, SimRule>>();
+
+/** The cluster's HA rules (one set per simulated cluster). */
+export function rulesOf(core: SimCore): Map<string, SimRule> {
+  let rules = RULES.get(core.state);
+  if (!rules) RULES.set(core.state, rules = new Map());
+  return rules;
+}
+
+/**
+ * Rules.pm check_feasibility, the two checks the simulator models: a resource in more than one
+ * node-affinity rule (NodeAffinity.pm check_single_resource_reference), a resource-affinity rule
+ * with fewer than two resources (ResourceAffinity.pm). Per rule id: option → messages.
+ */
+export function feasibility(
+  rules: Map<string, SimRule>,
+): Map<string, Record<string, string[]>> {
+  const errors = new Map<string, Record<string, string[]>>();
+  const add = (id: string, key: string, message: string) => {
+    const e = errors.get(id) ?? {};
+    (e[key] ??= []).push(message);
+    errors.set(id, e);
+  };
+  const used = new Map<string, string[]>();
+  for (const [id, r] of rules) {
+    if (r.disable) continue;
+    const sids = r.resources.split(",");
+    if (r.type === "node-affinity") {
+      for (const sid of sids) used.set(sid, [...(used.get(sid) ?? []), id]);
+    } else if (sids.length < 2) {
+      add(id, "resources", "rule must specify at least two resources");
+    }
+  }
+  for (const [sid, ids] of used) {
+    if (ids.length < 2) continue;
+    for (const id of ids) {
+      add(
+        id,
+        "resources",
+        `resource '${sid}' is already used in another node affinity rule`,
+      );
+    }
+  }
+  return errors;
+}

@@ -15,10 +15,13 @@ import { splitList } from "./schema/formats.ts";
 import {
   configView,
   crmOf,
+  feasibility,
   freeze,
+  rulesOf,
   scheduleRound,
   serviceEntry,
   sidOf,
+  type SimRule,
 } from "./ha.ts";
 import type { GuestState, SimHa } from "./types.ts";
 
@@ -244,3 +247,164 @@ export const haRoutes: Route[] = [
     },
   },
 ];
+
+const RULES_PATH = "/cluster/ha/rules";
+const RULE = `${RULES_PATH}/{rule}`;
+const RULE_OPTIONS = [
+  "resources",
+  "nodes",
+  "strict",
+  "affinity",
+  "comment",
+  "disable",
+];
+
+/** Rules.pm $get_api_ha_rule: the rule with its id, digest, order and (when infeasible) errors. */
+function ruleView(ctx: Ctx, id: string): Record<string, unknown> {
+  const rules = rulesOf(ctx.core);
+  const r = rules.get(id);
+  if (!r) throw die(`no such ha rule '${id}'`);
+  const out: Record<string, unknown> = {
+    rule: id,
+    type: r.type,
+    resources: r.resources,
+    order: r.order,
+    digest: JSON.stringify([...rules]).length.toString(16).padStart(40, "0"),
+  };
+  if (r.nodes !== undefined) out.nodes = r.nodes;
+  if (r.strict !== undefined) out.strict = r.strict ? 1 : 0;
+  if (r.affinity !== undefined) out.affinity = r.affinity;
+  if (r.comment !== undefined) out.comment = r.comment;
+  if (r.disable) out.disable = 1;
+  const errors = feasibility(rules).get(id);
+  if (errors) {
+    out.errors = Object.fromEntries(
+      Object.entries(errors).map(([k, v]) => [k, v.join(", ")]),
+    );
+  }
+  return out;
+}
+
+/** The options a create or update sets; the resources and nodes checks of Rules.pm. */
+function setRule(ctx: Ctx, r: SimRule): void {
+  const p = ctx.params;
+  if (p.resources !== undefined) {
+    const sids = [...new Set(splitList(String(p.resources)))].sort();
+    if (sids.length === 0) throw die("no resources were specified");
+    const unmanaged = sids.filter((sid) => {
+      const g = /^(vm|ct):(\d+)$/.exec(sid) &&
+        ctx.core.state.get(Number(sid.split(":")[1]));
+      return !g || !g.ha?.managed || sidOf(g) !== sid;
+    });
+    if (unmanaged.length > 0) {
+      throw die(`cannot use unmanaged resource(s) ${unmanaged.join(", ")}.`);
+    }
+    r.resources = sids.join(",");
+  }
+  if (p.nodes !== undefined) {
+    const nodes = splitList(String(p.nodes));
+    if (nodes.length === 0) throw die("no nodes were specified");
+    const missing = nodes.map((n) => n.split(":")[0])
+      .filter((n) => !ctx.core.state.nodes.includes(n));
+    if (missing.length > 0) {
+      throw die(`cannot use non-existent node(s) ${missing.join(", ")}.`);
+    }
+    r.nodes = nodes.join(",");
+  }
+  if (p.strict !== undefined) r.strict = Boolean(p.strict);
+  if (p.affinity !== undefined) r.affinity = p.affinity as SimRule["affinity"];
+  if (p.comment !== undefined) r.comment = String(p.comment);
+  // `delete $param->{disable} if !$param->{disable}`
+  if (p.disable) r.disable = true;
+}
+
+/** Rules.pm $assert_feasibility: an infeasible rule is refused (400), nothing written. */
+function assertFeasible(ctx: Ctx, id: string, rules: Map<string, SimRule>) {
+  const errors = feasibility(rules).get(id);
+  if (!errors) return;
+  const flat = Object.fromEntries(
+    Object.entries(errors).map(([k, v]) => [k, v.join(", ")]),
+  );
+  throw new ApiError(400, `Rule '${id}' is invalid.`, flat);
+}
+
+haRoutes.push(
+  {
+    method: "GET",
+    path: RULE,
+    since: 9,
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Audit");
+      return ruleView(ctx, String(ctx.params.rule));
+    },
+  },
+  {
+    method: "POST",
+    path: RULES_PATH,
+    since: 9,
+    dynamic: fromSchema("POST", RULES_PATH),
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Console");
+      const id = String(ctx.params.rule);
+      const rules = rulesOf(ctx.core);
+      if (rules.has(id)) throw die(`HA rule '${id}' already defined`);
+      const type = ctx.params.type as SimRule["type"];
+      if (type === "node-affinity" && ctx.params.nodes === undefined) {
+        throw new ApiError(400, "Parameter verification failed.", {
+          nodes: "property is missing and it is not optional",
+        });
+      }
+      const order = Math.max(0, ...[...rules.values()].map((r) => r.order)) + 1;
+      const rule: SimRule = { type, resources: "", order };
+      setRule(ctx, rule);
+      const next = new Map(rules).set(id, rule);
+      assertFeasible(ctx, id, next);
+      rules.set(id, rule);
+      return null;
+    },
+  },
+  {
+    method: "PUT",
+    path: RULE,
+    since: 9,
+    dynamic: fromSchema("PUT", RULE),
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Console");
+      const id = String(ctx.params.rule);
+      const rules = rulesOf(ctx.core);
+      const old = rules.get(id);
+      if (!old) throw die(`HA rule '${id}' does not exist`);
+      if (
+        ctx.params.digest !== undefined &&
+        ctx.params.digest !== ruleView(ctx, id).digest
+      ) {
+        throw die(
+          "detected modified configuration - file changed by other user? Try again.",
+        );
+      }
+      const rule: SimRule = { ...old };
+      setRule(ctx, rule);
+      for (const key of splitList(String(ctx.params.delete ?? ""))) {
+        if (!RULE_OPTIONS.includes(key) || key === "resources") {
+          throw die(`no such option '${key}'`);
+        }
+        delete (rule as unknown as Record<string, unknown>)[key];
+      }
+      const next = new Map(rules).set(id, rule);
+      assertFeasible(ctx, id, next);
+      rules.set(id, rule);
+      return null;
+    },
+  },
+  {
+    method: "DELETE",
+    path: RULE,
+    since: 9,
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Console");
+      // Rules.pm delete_rule: a rule that does not exist is no error.
+      rulesOf(ctx.core).delete(String(ctx.params.rule));
+      return null;
+    },
+  },
+);

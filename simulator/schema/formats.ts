@@ -117,6 +117,15 @@ const FORMATS: Record<string, FormatCheck> = {
     /^([a-z]+:\S+|\d+)$/,
     "value does not look like a valid ha resource id\n",
   ),
+  // pve-ha-manager src/PVE/HA/Tools.pm pve_verify_ha_resource_id and pve_verify_ha_node.
+  "pve-ha-resource-id": test(
+    /^[a-z]+:\S+$/,
+    "value does not look like a valid ha resource id\n",
+  ),
+  "pve-ha-node": test(
+    /^([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)(:\d+)?$/,
+    "value does not look like a valid ha node\n",
+  ),
   "pve-configid": (id) =>
     /^[a-z][a-z0-9_-]+$/i.test(id)
       ? undefined

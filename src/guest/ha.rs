@@ -13,7 +13,7 @@
 //! verbose state (`PVE/HA/Tools.pm` get_verbose_service_state: `starting` until the LRM reports
 //! it running, `queued` before the first round, `deleting` once the config is gone).
 
-use super::evidence::{sight_config_to_change, sight_or_absent, Evidence};
+use super::evidence::{sight_or_absent, unlocked, Evidence};
 use super::reference::GuestRef;
 use super::settle::seconds;
 use crate::explain::{hint, outcome_unknown};
@@ -122,11 +122,11 @@ pub async fn change_ha<H: Host>(
     let absent = |vmid| format!("{} {vmid} does not exist on any node", run.kind.noun());
     // A change waits out a lock on the guest: the LRM's start or stop of a locked guest fails
     // (qemu-server / pve-container check_lock), so the manager could not apply the state asked.
-    let sighted = match change.reads_only {
-        true => sight_or_absent(run, target, absent).await,
-        false => sight_config_to_change(run, target, absent).await,
-    };
-    let mut ev = match sighted {
+    let mut ev = match sight_or_absent(run, target, absent).await {
+        Ok(ev) if !change.reads_only => match unlocked(run, ev).await {
+            Ok(ev) => ev,
+            Err(outcome) => return outcome,
+        },
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

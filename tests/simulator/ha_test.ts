@@ -167,3 +167,68 @@ Deno.test("an ignored resource is dropped from the manager's services but listed
     assert.equal(s.request_state, "ignored");
   }, { managed: true, state: "started" });
 });
+
+Deno.test("HA rules (PVE 9): made, read back with their order, refused as Rules.pm does, deleted", async () => {
+  await withSim(async (call) => {
+    const unmanaged = await call("POST", "/cluster/ha/rules", {
+      rule: "pin",
+      type: "node-affinity",
+      resources: "vm:100,ct:300",
+      nodes: "pve1:2",
+    });
+    assert.match(
+      unmanaged.body.message,
+      /cannot use unmanaged resource\(s\) ct:300\./,
+    );
+    const nowhere = await call("POST", "/cluster/ha/rules", {
+      rule: "pin",
+      type: "node-affinity",
+      resources: "vm:100",
+      nodes: "pve9",
+    });
+    assert.match(
+      nowhere.body.message,
+      /cannot use non-existent node\(s\) pve9\./,
+    );
+    const made = await call("POST", "/cluster/ha/rules", {
+      rule: "pin",
+      type: "node-affinity",
+      resources: "vm:100",
+      nodes: "pve1:2",
+      strict: 1,
+    });
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const read = await call("GET", "/cluster/ha/rules/pin");
+    assert.equal(read.body.data.nodes, "pve1:2");
+    assert.equal(read.body.data.strict, 1);
+    assert.equal(read.body.data.errors, undefined);
+    const twice = await call("POST", "/cluster/ha/rules", {
+      rule: "pin2",
+      type: "node-affinity",
+      resources: "vm:100",
+      nodes: "pve1",
+    });
+    assert.equal(twice.status, 400);
+    assert.match(twice.body.message, /Rule 'pin2' is invalid/);
+    const lonely = await call("POST", "/cluster/ha/rules", {
+      rule: "apart",
+      type: "resource-affinity",
+      resources: "vm:100",
+      affinity: "negative",
+    });
+    assert.equal(lonely.status, 400);
+    const updated = await call("PUT", "/cluster/ha/rules/pin", {
+      type: "node-affinity",
+      comment: "web",
+      delete: "strict",
+    });
+    assert.equal(updated.status, 200, JSON.stringify(updated.body));
+    assert.equal(
+      (await call("GET", "/cluster/ha/rules/pin")).body.data.strict,
+      undefined,
+    );
+    assert.equal((await call("DELETE", "/cluster/ha/rules/pin")).status, 200);
+    const gone = await call("GET", "/cluster/ha/rules/pin");
+    assert.match(gone.body.message, /no such ha rule 'pin'/);
+  }, { managed: true, state: "started" });
+});
