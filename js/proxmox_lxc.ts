@@ -151,6 +151,7 @@ const CHANGES = [
   "firewallOptions",
   "firewallRules",
   "haResource",
+  "haRule",
   "resize",
   "start",
   "stop",

@@ -331,6 +331,7 @@ const MUTATING = [
   "firewallOptions",
   "firewallRules",
   "haResource",
+  "haRule",
   "resizeDisk",
   "start",
   "stop",

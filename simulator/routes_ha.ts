@@ -319,7 +319,7 @@ function setRule(ctx: Ctx, r: SimRule): void {
 }
 
 /** Rules.pm $assert_feasibility: an infeasible rule is refused (400), nothing written. */
-function assertFeasible(ctx: Ctx, id: string, rules: Map<string, SimRule>) {
+function assertFeasible(id: string, rules: Map<string, SimRule>) {
   const errors = feasibility(rules).get(id);
   if (!errors) return;
   const flat = Object.fromEntries(
@@ -358,7 +358,7 @@ haRoutes.push(
       const rule: SimRule = { type, resources: "", order };
       setRule(ctx, rule);
       const next = new Map(rules).set(id, rule);
-      assertFeasible(ctx, id, next);
+      assertFeasible(id, next);
       rules.set(id, rule);
       return null;
     },
@@ -391,7 +391,7 @@ haRoutes.push(
         delete (rule as unknown as Record<string, unknown>)[key];
       }
       const next = new Map(rules).set(id, rule);
-      assertFeasible(ctx, id, next);
+      assertFeasible(id, next);
       rules.set(id, rule);
       return null;
     },

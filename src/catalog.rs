@@ -60,6 +60,7 @@ pub enum Method {
     FirewallRules,
     HaResource,
     HaStatus,
+    HaRule,
 }
 
 /// Which models offer a name.
@@ -112,6 +113,7 @@ const TABLE: &[(Models, &str, Method)] = &[
     (Models::Both, "firewallRules", Method::FirewallRules),
     (Models::Both, "haResource", Method::HaResource),
     (Models::Both, "haStatus", Method::HaStatus),
+    (Models::Both, "haRule", Method::HaRule),
     (Models::Both, "convertToTemplate", Method::Template),
     (Models::Both, "migrate", Method::Migrate),
     (Models::Both, "snapshot", Method::Snapshot),

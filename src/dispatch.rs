@@ -9,10 +9,10 @@ use crate::host::Host;
 use crate::methods::{
     attach_disk, backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
     delete_snapshot, detach_disk, download_url, file_read, file_write, firewall_options,
-    firewall_rules, get_config, guest_exec, ha_resource, ha_status, list_backups, list_snapshots,
-    lookup, migrate, move_disk, nic, node_config, node_status, preflight, reboot, resize_disk,
-    restore, resume, rollback, set_config, shutdown, snapshot, start, stop, suspend, sync,
-    template, vm_create, wait_ready, wait_task,
+    firewall_rules, get_config, guest_exec, ha_resource, ha_rule, ha_status, list_backups,
+    list_snapshots, lookup, migrate, move_disk, nic, node_config, node_status, preflight, reboot,
+    resize_disk, restore, resume, rollback, set_config, shutdown, snapshot, start, stop, suspend,
+    sync, template, vm_create, wait_ready, wait_task,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -173,6 +173,11 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         Method::HaResource => kept!(
             Method::HaResource,
             ha_resource::HaResourceArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::HaRule => kept!(
+            Method::HaRule,
+            ha_rule::HaRuleArgs::parse(args).map(drop),
             Ok(())
         ),
 
@@ -398,6 +403,11 @@ async fn run_scrubbed<H: Host>(
         Method::HaStatus => kept!(
             Method::HaStatus,
             boxed(ha_status::ha_status(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::HaRule => kept!(
+            Method::HaRule,
+            boxed(ha_rule::ha_rule(&run, args)),
             boxed(left_out(method))
         ),
         Method::Sync => kept!(

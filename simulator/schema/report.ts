@@ -47,11 +47,6 @@ const NOT_THE_PACKAGES: ReadonlySet<string> = new Set([
       "DELETE aliases/{name}",
     ].map((e) => e.replace(" ", ` /nodes/{node}/${kind}/{vmid}/firewall/`))
   ),
-  // PVE 9's HA rules: served for the simulator's own tests until a method (haRule) calls them.
-  "GET /cluster/ha/rules/{rule}",
-  "POST /cluster/ha/rules",
-  "PUT /cluster/ha/rules/{rule}",
-  "DELETE /cluster/ha/rules/{rule}",
 ]);
 
 /** The problems found in `entries`, one line each. */

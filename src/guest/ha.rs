@@ -23,7 +23,7 @@ use crate::poll::Pacer;
 use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
-use crate::pve::request::Verb;
+use crate::pve::request::{PveRequest, Verb};
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -40,8 +40,17 @@ pub fn sid(kind: GuestKind, vmid: u32) -> String {
 /// service's entry in `status/current` (`None`: the manager's view does not list it).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HaView {
+    /// The guest's VMID (its sid is `sid(kind, vmid)`).
+    pub vmid: u32,
     pub config: Option<Value>,
     pub service: Option<Value>,
+}
+
+/// What an HA method reads and writes: the guest's HA resource, or an HA rule (PVE 9) naming it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HaObject {
+    Resource,
+    Rule(String),
 }
 
 /// The one write a plan makes: verb and parameters (`sid` is the path's for PUT and DELETE).
@@ -52,11 +61,12 @@ pub type Plan<'a> = dyn Fn(&HaView) -> Result<Option<Write>, String> + 'a;
 /// Judges the service's entry in the manager's view (`None`: not listed): what it shows, or what
 /// it shows instead (not yet).
 pub type Judge<'a> = dyn Fn(Option<&Value>) -> Result<String, String> + 'a;
-/// Judges the config read back after the manager applied it.
-pub type ReadBack<'a> = dyn Fn(Option<&Value>) -> Result<(), String> + 'a;
+/// Judges the config (`view.config`) read back after the manager applied it.
+pub type ReadBack<'a> = dyn Fn(&HaView) -> Result<(), String> + 'a;
 
 /// One HA method as data.
 pub struct HaChange<'a> {
+    pub object: HaObject,
     pub plan: &'a Plan<'a>,
     pub judge: &'a Judge<'a>,
     pub read_back: &'a ReadBack<'a>,
@@ -122,23 +132,27 @@ pub async fn change_ha<H: Host>(
     let absent = |vmid| format!("{} {vmid} does not exist on any node", run.kind.noun());
     // A change waits out a lock on the guest: the LRM's start or stop of a locked guest fails
     // (qemu-server / pve-container check_lock), so the manager could not apply the state asked.
+    let waits = change.object == HaObject::Resource && !change.reads_only;
     let mut ev = match sight_or_absent(run, target, absent).await {
-        Ok(ev) if !change.reads_only => match unlocked(run, ev).await {
+        Ok(ev) if waits => match unlocked(run, ev).await {
             Ok(ev) => ev,
             Err(outcome) => return outcome,
         },
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let mut view = HaView::default();
+    let mut view = HaView {
+        vmid: ev.at.vmid,
+        ..HaView::default()
+    };
     let verdict = apply(run, &mut ev, &mut view, change).await;
     let mut outcome = ev.outcome(run, verdict).await;
     // The guest record's `ha` is what the HA endpoints showed, not the guest status's summary.
-    if let Some(record) = outcome
+    let record = outcome
         .writes
         .first_mut()
-        .and_then(|w| w.data.as_object_mut())
-    {
+        .and_then(|w| w.data.as_object_mut());
+    if let (HaObject::Resource, Some(record)) = (&change.object, record) {
         record.insert("ha".into(), record_of(&view));
     }
     outcome
@@ -151,15 +165,30 @@ async fn apply<H: Host>(
     change: &HaChange<'_>,
 ) -> Result<String, String> {
     let sid = sid(run.kind, ev.at.vmid);
-    let label = format!("HA resource {sid} of {}", ev.label(run));
-    *view = read_view(run, &sid)
+    let obj = &change.object;
+    let label = match obj {
+        HaObject::Resource => format!("HA resource {sid} of {}", ev.label(run)),
+        HaObject::Rule(id) => format!("HA rule {id} ({sid}, {})", ev.label(run)),
+    };
+    if let HaObject::Rule(_) = obj {
+        rules_exist(run)
+            .await
+            .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
+    }
+    view.config = read_config(run, obj, &sid)
         .await
         .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
+    view.service = service_of(
+        &read_current(run, None)
+            .await
+            .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?,
+        &sid,
+    );
     let write = (change.plan)(view)
         .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
     let sent = write.is_some();
     if let Some((verb, params)) = write {
-        let request = endpoints::ha_resource(verb, &sid, params);
+        let request = request_of(obj, verb, &sid, params);
         ev.trail.sending();
         let answer = run.pve().call(&request).await;
         ev.trail.answered(&answer);
@@ -179,7 +208,7 @@ async fn apply<H: Host>(
     };
     // The config after a write is read back whatever the manager did: the record says what it holds.
     let back = match sent {
-        true => read_config(run, &sid).await.map(|c| view.config = c),
+        true => read_config(run, obj, &sid).await.map(|c| view.config = c),
         false => Ok(()),
     };
     let shown = waited.map_err(|why| match sent {
@@ -191,8 +220,8 @@ async fn apply<H: Host>(
             "{label}: the HA manager shows {shown}, but the config could not be read back ({why})"
         )
     })?;
-    (change.read_back)(view.config.as_ref()).map_err(|why| {
-        format!("{label}: the HA manager shows {shown}, but the config reads back otherwise: {why}")
+    (change.read_back)(view).map_err(|why| {
+        format!("{label}: the HA manager shows {shown}, but the config reads back otherwise: {why} — check it with the method's read (run it again: it plans from what it reads)")
     })?;
     let what = match (change.reads_only, sent) {
         (true, _) => "",
@@ -202,27 +231,53 @@ async fn apply<H: Host>(
     Ok(format!("{label}: {shown}{what}"))
 }
 
-/// The config and the manager's entry of `sid`.
-pub async fn read_view<H: Host>(run: &Run<'_, H>, sid: &str) -> Result<HaView, String> {
-    let config = read_config(run, sid).await?;
-    let service = service_of(&read_current(run, None).await?, sid);
-    Ok(HaView { config, service })
+/// PVE 9 has HA rules; PVE 8 (`GET /version` 8.x) has HA groups instead, which PVE 9 migrates to
+/// rules (pve-ha-manager `PVE/HA/Groups.pm` migrate_groups_to_rules): a rule is refused there.
+async fn rules_exist<H: Host>(run: &Run<'_, H>) -> Result<(), String> {
+    let answer = run.pve().call_coalesced(&endpoints::version()).await;
+    let data = answer.map_err(|e| format!("GET /version failed ({e} — {})", hint(e.kind)))?;
+    let version = data.get("version").and_then(flex::string_of).ok_or_else(|| {
+        format!(
+            "GET /version answered {}, without a version: check that apiUrl (or the ssh host) is a PVE node",
+            crate::quote::value(&data)
+        )
+    })?;
+    match version.starts_with("8.") {
+        true => Err(format!("PVE {version} has no HA rules (they came with PVE 9, which migrates HA groups to rules); on PVE 8 an HA group (/cluster/ha/groups) places resources on nodes: create one and set it as the resource's group — haRule does not map a rule onto a group")),
+        false => Ok(()),
+    }
 }
 
-/// `GET /cluster/ha/resources/{sid}`; `None` when PVE has no such resource (Resources.pm read:
-/// `no such resource '<sid>'`).
-pub async fn read_config<H: Host>(run: &Run<'_, H>, sid: &str) -> Result<Option<Value>, String> {
+/// The request of `verb` on the object: the guest's resource `sid`, or the rule.
+fn request_of(obj: &HaObject, verb: Verb, sid: &str, params: Vec<(String, String)>) -> PveRequest {
+    match obj {
+        HaObject::Resource => endpoints::ha_resource(verb, sid, params),
+        HaObject::Rule(id) => endpoints::ha_rule(verb, id, params),
+    }
+}
+
+/// `GET /cluster/ha/resources/{sid}` or `…/rules/{rule}`; `None` when PVE has no such object
+/// (Resources.pm read: `no such resource '<sid>'`; Rules.pm: `no such ha rule '<rule>'`).
+async fn read_config<H: Host>(
+    run: &Run<'_, H>,
+    obj: &HaObject,
+    sid: &str,
+) -> Result<Option<Value>, String> {
     match run
         .pve()
-        .call(&endpoints::ha_resource(Verb::Get, sid, Vec::new()))
+        .call(&request_of(obj, Verb::Get, sid, Vec::new()))
         .await
     {
         Ok(v) if v.is_object() => Ok(Some(v)),
         Ok(other) => Err(format!(
-            "PVE answered {other} where an HA resource was expected — {}",
+            "PVE answered {other} where an HA config was expected — {}",
             hint(crate::pve::error::ErrorKind::Malformed)
         )),
-        Err(e) if e.message.contains("no such resource") => Ok(None),
+        Err(e)
+            if e.message.contains("no such resource") || e.message.contains("no such ha rule") =>
+        {
+            Ok(None)
+        }
         Err(e) => Err(format!("{e} — {}", hint(e.kind))),
     }
 }

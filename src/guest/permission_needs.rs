@@ -132,6 +132,16 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 "with delete, of an HA resource",
             ),
         ],
+        (_, "haRule") => &[
+            always("GET /version"),
+            always(STATUS),
+            always(CONFIG),
+            always("GET /cluster/ha/rules/{rule}"),
+            always(HA_CURRENT),
+            sometimes("POST /cluster/ha/rules", "when the rule does not exist yet"),
+            sometimes("PUT /cluster/ha/rules/{rule}", "when the rule differs"),
+            sometimes("DELETE /cluster/ha/rules/{rule}", "with delete, of a rule"),
+        ],
         (_, "haStatus") => &[
             always(STATUS),
             always(CONFIG),

@@ -5,7 +5,7 @@
 //! given.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::ha::{change_ha, describe, HaChange, HaView, Write};
+use crate::guest::ha::{change_ha, describe, HaChange, HaObject, HaView, Write};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -180,7 +180,7 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         (true, Some(_)) => Err(format!("still listed: {}", describe(service))),
         (false, _) => applied(&target.borrow(), service),
     };
-    let read_back = |config: Option<&Value>| match (args.delete, config) {
+    let read_back = |view: &HaView| match (args.delete, view.config.as_ref()) {
         (true, None) => Ok(()),
         (true, Some(_)) => Err("the resource is still configured".to_string()),
         (false, None) => Err("no such resource".to_string()),
@@ -194,6 +194,7 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         },
     };
     let change = HaChange {
+        object: HaObject::Resource,
         plan: &plan,
         judge: &judge,
         read_back: &read_back,

@@ -4,7 +4,7 @@
 //! guest that is not an HA resource is recorded `managed: false`.
 
 use crate::args::Fields;
-use crate::guest::ha::{change_ha, describe, HaChange, HaView, Write};
+use crate::guest::ha::{change_ha, describe, HaChange, HaObject, HaView, Write};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -19,8 +19,9 @@ pub async fn ha_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let plan = |_: &HaView| -> Result<Option<Write>, String> { Ok(None) };
     let judge = |service: Option<&Value>| Ok(describe(service));
-    let read_back = |_: Option<&Value>| Ok(());
+    let read_back = |_: &HaView| Ok(());
     let change = HaChange {
+        object: HaObject::Resource,
         plan: &plan,
         judge: &judge,
         read_back: &read_back,

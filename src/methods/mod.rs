@@ -19,6 +19,7 @@ pub mod firewall_rules;
 pub mod get_config;
 pub mod guest_exec;
 pub mod ha_resource;
+pub mod ha_rule;
 pub mod ha_status;
 pub mod list_backups;
 pub mod list_snapshots;

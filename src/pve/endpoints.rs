@@ -806,6 +806,23 @@ pub fn ha_resource(verb: Verb, sid: &str, params: Vec<(String, String)>) -> PveR
     request
 }
 
+/// An HA rule request (PVE 9; pve-ha-manager `PVE/API2/HA/Rules.pm`): `POST /cluster/ha/rules`
+/// with `rule` (create), else `GET`/`PUT`/`DELETE /cluster/ha/rules/{rule}`. Synchronous, like
+/// the resources' requests; a write is never re-sent.
+pub fn ha_rule(verb: Verb, rule: &str, params: Vec<(String, String)>) -> PveRequest {
+    let (segments, repeat) = match verb {
+        Verb::Get => (vec!["cluster", "ha", "rules", rule], Repeat::Safe),
+        Verb::Create => (vec!["cluster", "ha", "rules"], Repeat::Never),
+        _ => (vec!["cluster", "ha", "rules", rule], Repeat::Never),
+    };
+    let mut request = PveRequest::new(verb, &segments, repeat);
+    if verb == Verb::Create {
+        request = request.param("rule", rule);
+    }
+    request.params.extend(params);
+    request
+}
+
 /// `GET /cluster/ha/status/current`: the HA manager's view, one entry per service
 /// (`service:<sid>`: `state`, `crm_state`, `request_state`, `node`; `PVE/API2/HA/Status.pm`).
 pub fn ha_status_current() -> PveRequest {

@@ -5,7 +5,15 @@
  * succeeds once the service is gone from the manager's list. PVE's refusals come before any write.
  */
 import assert from "node:assert/strict";
-import { type Env, isCheckRequest, withEnv, written } from "./env.ts";
+import {
+  type Env,
+  isCheckRequest,
+  TOKEN_ID,
+  TOKEN_SECRET,
+  withEnv,
+  written,
+} from "./env.ts";
+import { api, tokenHeader } from "../../simulator/sim_client.ts";
 import { withCt } from "./lxc_fixture.ts";
 import type { SimHa } from "../../simulator/types.ts";
 import type { RunResult } from "../../harness/types.ts";
@@ -144,6 +152,104 @@ Deno.test("haResource and haStatus of a container: ct:<vmid>, started, updated, 
       2,
     );
     const d = await env.run("haResource", { vmid: 303, delete: true });
+    assert.equal(d.status, "succeeded", d.error);
+    assert.deepEqual(haWrites(env), ["POST", "PUT", "DELETE"]);
+  });
+});
+
+/** The HA rules the simulator holds. */
+async function rule(env: Env, id: string) {
+  const r = await api(env.sim.url, "GET", `/cluster/ha/rules/${id}`, {}, {
+    auth: tokenHeader(TOKEN_ID, TOKEN_SECRET),
+  });
+  return r.status === 200 ? r.body.data : undefined;
+}
+
+Deno.test("haRule: a node-affinity rule is made with the VM among its resources, updated, deleted", async () => {
+  await withEnv({}, async (env) => {
+    ha(env, 100, { managed: true, state: "started" });
+    const r = await env.run("haRule", {
+      vmid: 100,
+      rule: "pin",
+      type: "node-affinity",
+      nodes: ["pve1:2", "pve2"],
+      strict: true,
+    });
+    assert.equal(r.status, "succeeded", r.error);
+    const made = await rule(env, "pin");
+    assert.equal(made.resources, "vm:100");
+    assert.equal(made.nodes, "pve1:2,pve2");
+    const again = await env.run("haRule", {
+      vmid: 100,
+      rule: "pin",
+      type: "node-affinity",
+      nodes: ["pve1:2", "pve2"],
+      strict: false,
+    });
+    assert.equal(again.status, "succeeded", again.error);
+    assert.equal((await rule(env, "pin")).strict, 0);
+    const gone = await env.run("haRule", {
+      vmid: 100,
+      rule: "pin",
+      delete: true,
+    });
+    assert.equal(gone.status, "succeeded", gone.error);
+    assert.equal(await rule(env, "pin"), undefined);
+    assert.deepEqual(haWrites(env), ["POST", "PUT", "DELETE"]);
+  });
+});
+
+Deno.test("haRule: PVE's refusal of an unmanaged resource comes back with its reason; PVE 8 is refused before any HA request", async () => {
+  await withEnv({}, async (env) => {
+    const r = await env.run("haRule", {
+      vmid: 101,
+      rule: "pin",
+      type: "node-affinity",
+      nodes: ["pve1"],
+    });
+    assert.equal(r.status, "failed");
+    assert.match(r.error ?? "", /cannot use unmanaged resource\(s\) vm:101/);
+  });
+  await withEnv({ sim: { pveVersion: 8 } }, async (env) => {
+    const r = await env.run("haRule", {
+      vmid: 100,
+      rule: "pin",
+      type: "node-affinity",
+      nodes: ["pve1"],
+    });
+    assert.equal(r.status, "failed");
+    assert.match(r.error ?? "", /PVE 8\.4\.14 has no HA rules/);
+    assert.deepEqual(haWrites(env), []);
+  });
+});
+
+Deno.test("haRule of containers: a negative resource-affinity rule between two HA containers", async () => {
+  await withCt({}, async (env) => {
+    ha(env, 300, { managed: true, state: "started" });
+    ha(env, 303, { managed: true, state: "started" });
+    const r = await env.run("haRule", {
+      vmid: 303,
+      rule: "apart",
+      type: "resource-affinity",
+      resources: ["ct:300"],
+      affinity: "negative",
+    });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.equal((await rule(env, "apart")).resources, "ct:300,ct:303");
+    const u = await env.run("haRule", {
+      vmid: 303,
+      rule: "apart",
+      type: "resource-affinity",
+      resources: ["ct:300"],
+      affinity: "negative",
+      comment: "spread",
+    });
+    assert.equal(u.status, "succeeded", u.error);
+    const d = await env.run("haRule", {
+      vmid: 303,
+      rule: "apart",
+      delete: true,
+    });
     assert.equal(d.status, "succeeded", d.error);
     assert.deepEqual(haWrites(env), ["POST", "PUT", "DELETE"]);
   });

@@ -181,3 +181,77 @@ export function haStatusSpec(
     truth: truth(type, vmid),
   };
 }
+
+/** A read of rule `pin` (`phase`: the `skip`-th such read). */
+function ruleRead(phase: string, skip: number): Endpoint {
+  return {
+    id: `GET /cluster/ha/rules/{rule}${phase}`,
+    method: "GET",
+    path: "^/api2/json/cluster/ha/rules/pin$",
+    sample: "/cluster/ha/rules/pin",
+    skip,
+    kind: "read",
+    pve500: "cfs-lock 'domain-ha' error: got lock request timeout",
+    privilege: "/, Sys.Audit",
+  };
+}
+
+/** Why a config lock does not bar haRule: a rule is the cluster's, not the guest's config. */
+const HA_RULE_LOCK_FREE =
+  "pve-ha-manager `PVE/API2/HA/Rules.pm` writes rules.cfg under the HA domain lock (Config.pm lock_ha_domain), never checking the guest config's `lock`";
+
+/** haRule of an HA guest: a node-affinity rule pinning it to its node, made and read back. */
+export function haRuleSpec(
+  n: Where,
+  type: GuestType,
+  vmid: number,
+  names: RegExp,
+): RowSpec {
+  return {
+    name: "haRule",
+    args: { vmid, rule: "pin", type: "node-affinity", nodes: [n] },
+    prepare: knobs(vmid, { managed: true, state: "stopped" }),
+    endpoints: [
+      version,
+      ...sighting(n, type, vmid),
+      {
+        ...version,
+        id: "GET /version (PVE 9 has rules)",
+        skip: 1,
+        kind: "read",
+        names: /GET \/version/,
+      },
+      ruleRead("", 0),
+      { ...haCurrent("", 0), expect: NOT_A_LIST },
+      {
+        id: "POST /cluster/ha/rules",
+        method: "POST",
+        path: "^/api2/json/cluster/ha/rules$",
+        sample: "/cluster/ha/rules",
+        kind: "mutation",
+        pve500:
+          "create ha rule failed: cfs-lock 'domain-ha' error: got lock request timeout",
+        privilege: "/, Sys.Console",
+        expect: {
+          shape: {
+            verdict: "fail",
+            happened: /no such ha rule/,
+            readBack: true,
+            note:
+              "PVE answers null to a rule write; the rule read back is missing",
+          },
+        },
+      },
+      { ...haCurrent(" (after the write)", 1, true), expect: NOT_A_LIST },
+      ruleRead(" (read back)", 1),
+    ],
+    names,
+    task: false,
+    lockFree: HA_RULE_LOCK_FREE,
+    effect: (env) => {
+      const made = env.sim.guest(vmid) !== undefined;
+      return made ? [] : ["succeeded but the guest is gone"];
+    },
+    truth: truth(type, vmid),
+  };
+}

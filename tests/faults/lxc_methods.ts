@@ -46,7 +46,7 @@ import { resumeSpec, suspendSpec, waitTaskSpec } from "./power_rows.ts";
 import { removeNicSpec, setNicSpec } from "./nic_rows.ts";
 import { attachDiskSpec, detachDiskSpec, moveDiskSpec } from "./disk_rows.ts";
 import { firewallOptionsSpec, firewallRulesSpec } from "./firewall_rows.ts";
-import { haResourceSpec, haStatusSpec } from "./ha_rows.ts";
+import { haResourceSpec, haRuleSpec, haStatusSpec } from "./ha_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
@@ -386,6 +386,7 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ct(firewallRulesSpec(n, "lxc", stopped, label(stopped))),
     ct(haResourceSpec(n, "lxc", stopped, label(stopped))),
     ct(haStatusSpec(n, "lxc", stopped, label(stopped))),
+    ct(haRuleSpec(n, "lxc", stopped, label(stopped))),
     start,
     stop,
     shutdown,
@@ -521,6 +522,7 @@ export const EXPECTED_LXC_METHODS = [
   "firewallRules",
   "haResource",
   "haStatus",
+  "haRule",
   "start",
   "stop",
   "shutdown",

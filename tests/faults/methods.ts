@@ -24,7 +24,7 @@ import { resumeSpec, suspendSpec, waitTaskSpec } from "./power_rows.ts";
 import { removeNicSpec, setNicSpec } from "./nic_rows.ts";
 import { attachDiskSpec, detachDiskSpec, moveDiskSpec } from "./disk_rows.ts";
 import { firewallOptionsSpec, firewallRulesSpec } from "./firewall_rows.ts";
-import { haResourceSpec, haStatusSpec } from "./ha_rows.ts";
+import { haResourceSpec, haRuleSpec, haStatusSpec } from "./ha_rows.ts";
 
 /** What a verdict may be. */
 export type Verdict = "fail" | "ok" | "ok-retried" | "ok-flagged";
@@ -1576,6 +1576,7 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     row(firewallRulesSpec(n, "qemu", stopped, label(stopped))),
     row(haResourceSpec(n, "qemu", stopped, label(stopped))),
     row(haStatusSpec(n, "qemu", stopped, label(stopped))),
+    row(haRuleSpec(n, "qemu", stopped, label(stopped))),
     sync,
     getConfig,
     nodeStatus,
@@ -1624,6 +1625,7 @@ export const EXPECTED_METHODS = [
   "firewallRules",
   "haResource",
   "haStatus",
+  "haRule",
   "sync",
   "getConfig",
   "nodeStatus",

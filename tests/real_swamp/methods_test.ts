@@ -328,3 +328,23 @@ Deno.test(
     );
   },
 );
+
+Deno.test(
+  "real swamp: haRule makes a node-affinity rule naming the HA guest",
+  opts,
+  async () => {
+    const guests = [
+      ...demoGuests(),
+      extraGuest({ ha: { managed: true, state: "stopped" } }),
+    ];
+    await withRealSwamp({ guests }, async (env) => {
+      const r = await runMethod(env, "haRule", {
+        vmid: 120,
+        rule: "pin",
+        type: "node-affinity",
+        nodes: ["pve1"],
+      });
+      assert.equal(r.json.status, "succeeded");
+    });
+  },
+);
