@@ -249,8 +249,11 @@ export function haRuleSpec(
     task: false,
     lockFree: HA_RULE_LOCK_FREE,
     effect: (env) => {
-      const made = env.sim.guest(vmid) !== undefined;
-      return made ? [] : ["succeeded but the guest is gone"];
+      const rule = env.sim.haRule("pin");
+      return rule?.type === "node-affinity" && rule.nodes === n &&
+          rule.resources === sidOf(type, vmid) && !rule.disable
+        ? []
+        : [`succeeded but rule pin is ${JSON.stringify(rule)}`];
     },
     truth: truth(type, vmid),
   };
