@@ -254,3 +254,17 @@ Deno.test("haRule of containers: a negative resource-affinity rule between two H
     assert.deepEqual(haWrites(env), ["POST", "PUT", "DELETE"]);
   });
 });
+
+Deno.test("haResource and haStatus over the ssh transport: the sid in pvesh's path", async () => {
+  await withEnv({ via: "ssh" }, async (env) => {
+    ha(env, 101, { managed: false, state: "stopped", applyDelayMs: 100 });
+    const r = await env.run("haResource", { vmid: 101, state: "started" });
+    assert.equal(r.status, "succeeded", r.error);
+    const s = await env.run("haStatus", { vmid: 101 });
+    assert.equal(s.status, "succeeded", s.error);
+    assert.equal(
+      (written(s, "vm-101").ha as { crmState: string }).crmState,
+      "started",
+    );
+  });
+});
