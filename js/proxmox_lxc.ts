@@ -49,6 +49,7 @@ import {
 } from "./_lib/preflight.ts";
 import { diskMethods } from "./_lib/disks.ts";
 import { firewallMethods } from "./_lib/firewall.ts";
+import { haMethods } from "./_lib/ha.ts";
 import { nicMethods } from "./_lib/nic.ts";
 import { powerMethods, taskLogFile, taskResource } from "./_lib/power.ts";
 
@@ -151,6 +152,8 @@ const CHANGES = [
   "firewallRules",
   "firewallIpset",
   "firewallAlias",
+  "haResource",
+  "haRule",
   "resize",
   "start",
   "stop",
@@ -326,6 +329,7 @@ export const model = {
     ...nicMethods("lxc"),
     ...diskMethods("lxc"),
     ...firewallMethods("lxc"),
+    ...haMethods("lxc"),
     ...nodeMethods("lxc"),
     ...storageMethods("lxc"),
     ...snapshotMethods("lxc"),

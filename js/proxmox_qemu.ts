@@ -48,6 +48,7 @@ import {
 } from "./_lib/preflight.ts";
 import { diskMethods } from "./_lib/disks.ts";
 import { firewallMethods } from "./_lib/firewall.ts";
+import { haMethods } from "./_lib/ha.ts";
 import { nicMethods } from "./_lib/nic.ts";
 import { powerMethods, taskLogFile, taskResource } from "./_lib/power.ts";
 
@@ -331,6 +332,8 @@ const MUTATING = [
   "firewallRules",
   "firewallIpset",
   "firewallAlias",
+  "haResource",
+  "haRule",
   "resizeDisk",
   "start",
   "stop",
@@ -562,6 +565,7 @@ export const model = {
     ...nicMethods("qemu"),
     ...diskMethods("qemu"),
     ...firewallMethods("qemu"),
+    ...haMethods("qemu"),
     ...nodeMethods("qemu"),
     ...storageMethods("qemu"),
     ...snapshotMethods("qemu"),

@@ -38,6 +38,9 @@ const PATH_PARAM_SPECS: Record<string, ParamSpec> = {
   pos: { type: "integer", minimum: 0 },
   name: { type: "string" },
   cidr: { type: "string" },
+  // An HA resource id (`vm:100`, `ct:100` or a VMID): the schema checks it.
+  sid: { type: "string" },
+  rule: { type: "string" },
 };
 
 /**

@@ -67,6 +67,7 @@ export function haRequest(
       timers.after(live.ha.applyDelayMs ?? 0, () => {
         const now = state.get(g.vmid);
         if (!now?.ha?.managed || now.ha.state !== target) return; // a later request won
+        now.ha.crm = undefined; // the manager holds the service as requested (ha.ts crmOf)
         if (target === "started" && now.status !== "running") state.start(now);
         if (target === "stopped" && now.status !== "stopped") state.stop(now);
       });

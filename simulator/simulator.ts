@@ -26,6 +26,8 @@ import { Broadcast, PVESTATD_INTERVAL_MS } from "./broadcast.ts";
 import { ConformanceLog } from "./schema/conformance.ts";
 import { accessRoutes } from "./routes_access.ts";
 import { firewallRoutes } from "./routes_firewall.ts";
+import { haRoutes } from "./routes_ha.ts";
+import { rulesOf, type SimRule } from "./ha.ts";
 import type { GuestFirewall } from "./firewall.ts";
 import { agentRoutes } from "./routes_agent.ts";
 import { clusterRoutes } from "./routes_cluster.ts";
@@ -103,6 +105,8 @@ export interface Simulator {
    * undefined when it has none (no `.fw` file).
    */
   firewall(vmid: number): GuestFirewall | undefined;
+  /** HA rule `id` as rules.cfg holds it (PVE 9), or undefined. */
+  haRule(id: string): SimRule | undefined;
   /** Adds a guest (throws if the VMID exists). */
   addGuest(g: SimGuest): GuestState;
   /** Removes a guest; no-op when absent. */
@@ -162,6 +166,7 @@ const ROUTES = [
   ...agentFileRoutes,
   ...accessRoutes,
   ...firewallRoutes,
+  ...haRoutes,
 ];
 
 /** Every endpoint the simulator serves, as `"<METHOD> <template>"`. */
@@ -380,6 +385,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
     conformance: core.conformance,
     guest: (vmid) => state.get(vmid),
     firewall: (vmid) => state.firewalls.get(vmid),
+    haRule: (id) => rulesOf(core).get(id),
     addGuest: (g) => {
       if (g.real && !real) {
         throw new Error(

@@ -34,6 +34,20 @@ export interface SimHa {
   applyDelayMs?: number;
   /** The HA manager never acts (e.g. no quorum): the state request stays unfulfilled. */
   neverApplies?: boolean;
+  /** The HA manager's round applies this state instead of the requested one (a fault). */
+  appliesAs?: string;
+  /**
+   * The manager's (CRM's) state of the service (ha.ts): `null` while it does not hold it;
+   * undefined: as requested (a fixture's resource the manager applied long ago).
+   */
+  crm?: string | null;
+  /** The last config write's round (a later write supersedes an earlier round). */
+  round?: number;
+  /** The resource config's options (pve-ha-manager PVE/HA/Resources.pm), when set. */
+  maxRestart?: number;
+  maxRelocate?: number;
+  failback?: boolean;
+  comment?: string;
 }
 
 /** Usage figures as PVE reports them (bytes, fractions of a CPU, seconds). */

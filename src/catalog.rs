@@ -60,6 +60,9 @@ pub enum Method {
     FirewallRules,
     FirewallIpset,
     FirewallAlias,
+    HaResource,
+    HaStatus,
+    HaRule,
 }
 
 /// Which models offer a name.
@@ -112,6 +115,9 @@ const TABLE: &[(Models, &str, Method)] = &[
     (Models::Both, "firewallRules", Method::FirewallRules),
     (Models::Both, "firewallIpset", Method::FirewallIpset),
     (Models::Both, "firewallAlias", Method::FirewallAlias),
+    (Models::Both, "haResource", Method::HaResource),
+    (Models::Both, "haStatus", Method::HaStatus),
+    (Models::Both, "haRule", Method::HaRule),
     (Models::Both, "convertToTemplate", Method::Template),
     (Models::Both, "migrate", Method::Migrate),
     (Models::Both, "snapshot", Method::Snapshot),

@@ -9,10 +9,10 @@ use crate::host::Host;
 use crate::methods::{
     attach_disk, backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
     delete_snapshot, detach_disk, download_url, file_read, file_write, firewall_alias,
-    firewall_ipset, firewall_options, firewall_rules, get_config, guest_exec, list_backups,
-    list_snapshots, lookup, migrate, move_disk, nic, node_config, node_status, preflight, reboot,
-    resize_disk, restore, resume, rollback, set_config, shutdown, snapshot, start, stop, suspend,
-    sync, template, vm_create, wait_ready, wait_task,
+    firewall_ipset, firewall_options, firewall_rules, get_config, guest_exec, ha_resource, ha_rule,
+    ha_status, list_backups, list_snapshots, lookup, migrate, move_disk, nic, node_config,
+    node_status, preflight, reboot, resize_disk, restore, resume, rollback, set_config, shutdown,
+    snapshot, start, stop, suspend, sync, template, vm_create, wait_ready, wait_task,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -48,7 +48,7 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
     let fields = Fields::of(args, "").map_err(|e| e.to_string())?;
     let known = method_of(kind, method).ok_or_else(no_rules)?;
     let checked = match known {
-        Method::Lookup | Method::GetConfig | Method::ListSnapshots => {
+        Method::Lookup | Method::GetConfig | Method::ListSnapshots | Method::HaStatus => {
             GuestRef::parse(&fields).map(drop)
         }
         Method::Migrate => kept!(
@@ -180,6 +180,17 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
             firewall_alias::AliasArgs::parse(args).map(drop),
             Ok(())
         ),
+        Method::HaResource => kept!(
+            Method::HaResource,
+            ha_resource::HaResourceArgs::parse(args).map(drop),
+            Ok(())
+        ),
+        Method::HaRule => kept!(
+            Method::HaRule,
+            ha_rule::HaRuleArgs::parse(args).map(drop),
+            Ok(())
+        ),
+
         Method::Sync => kept!(Method::Sync, sync::SyncArgs::parse(args).map(drop), Ok(())),
         Method::Template => kept!(
             Method::Template,
@@ -402,6 +413,21 @@ async fn run_scrubbed<H: Host>(
         Method::FirewallAlias => kept!(
             Method::FirewallAlias,
             boxed(firewall_alias::firewall_alias(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::HaResource => kept!(
+            Method::HaResource,
+            boxed(ha_resource::ha_resource(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::HaStatus => kept!(
+            Method::HaStatus,
+            boxed(ha_status::ha_status(&run, args)),
+            boxed(left_out(method))
+        ),
+        Method::HaRule => kept!(
+            Method::HaRule,
+            boxed(ha_rule::ha_rule(&run, args)),
             boxed(left_out(method))
         ),
         Method::Sync => kept!(

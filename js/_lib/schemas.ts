@@ -204,8 +204,18 @@ export const guestStateFields = {
   name: z.string().optional(),
   node: z.string().optional(),
   lock: z.string().optional(),
-  ha: z.object({ managed: z.boolean(), state: z.string().optional() })
-    .optional(),
+  ha: z.object({
+    managed: z.boolean(),
+    state: z.string().optional(),
+    // haResource and haStatus: the resource's config and the HA manager's entry.
+    requested: z.string().optional(),
+    crmState: z.string().optional(),
+    node: z.string().optional(),
+    maxRestart: z.number().optional(),
+    maxRelocate: z.number().optional(),
+    failback: z.boolean().optional(),
+    comment: z.string().optional(),
+  }).optional(),
   tags: z.array(z.string()),
   template: z.boolean().optional(),
   ipv4: z.string().optional(),

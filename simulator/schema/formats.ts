@@ -112,6 +112,20 @@ const FORMATS: Record<string, FormatCheck> = {
     /^[1-9][0-9]{2,8}$/,
     "value does not look like a valid VM ID\n",
   ),
+  // pve-ha-manager src/PVE/HA/Tools.pm pve_verify_ha_resource_or_vm_id.
+  "pve-ha-resource-or-vm-id": test(
+    /^([a-z]+:\S+|\d+)$/,
+    "value does not look like a valid ha resource id\n",
+  ),
+  // pve-ha-manager src/PVE/HA/Tools.pm pve_verify_ha_resource_id and pve_verify_ha_node.
+  "pve-ha-resource-id": test(
+    /^[a-z]+:\S+$/,
+    "value does not look like a valid ha resource id\n",
+  ),
+  "pve-ha-node": test(
+    /^([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)(:\d+)?$/,
+    "value does not look like a valid ha node\n",
+  ),
   "pve-configid": (id) =>
     /^[a-z][a-z0-9_-]+$/i.test(id)
       ? undefined

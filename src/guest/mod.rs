@@ -9,6 +9,7 @@ pub mod exec;
 pub mod files;
 pub mod firewall;
 pub mod gates;
+pub mod ha;
 pub mod identity;
 pub mod locate;
 pub mod observe;

@@ -86,6 +86,8 @@ const INTERFACES: &str = "GET /nodes/{node}/qemu/{vmid}/agent/network-get-interf
 const START: &str = "POST /nodes/{node}/{kind}/{vmid}/status/start";
 const RESUME: &str = "POST /nodes/{node}/{kind}/{vmid}/status/resume";
 const FIREWALL_OPTIONS: &str = "GET /nodes/{node}/{kind}/{vmid}/firewall/options";
+const HA_RESOURCE: &str = "GET /cluster/ha/resources/{sid}";
+const HA_CURRENT: &str = "GET /cluster/ha/status/current";
 const STORAGE_CONTENT: &str = "GET /nodes/{node}/storage/{storage}/content";
 
 /// The endpoints method `method` of `kind` guests calls; `None` for a method the model lacks.
@@ -114,6 +116,37 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 "when an option differs",
             ),
             always("GET /cluster/firewall/options"),
+        ],
+        (_, "haResource") => &[
+            always(STATUS),
+            always(CONFIG),
+            always(HA_RESOURCE),
+            always(HA_CURRENT),
+            sometimes(
+                "POST /cluster/ha/resources",
+                "when it is no HA resource yet",
+            ),
+            sometimes("PUT /cluster/ha/resources/{sid}", "when an option differs"),
+            sometimes(
+                "DELETE /cluster/ha/resources/{sid}",
+                "with delete, of an HA resource",
+            ),
+        ],
+        (_, "haRule") => &[
+            always("GET /version"),
+            always(STATUS),
+            always(CONFIG),
+            always("GET /cluster/ha/rules/{rule}"),
+            always(HA_CURRENT),
+            sometimes("POST /cluster/ha/rules", "when the rule does not exist yet"),
+            sometimes("PUT /cluster/ha/rules/{rule}", "when the rule differs"),
+            sometimes("DELETE /cluster/ha/rules/{rule}", "with delete, of a rule"),
+        ],
+        (_, "haStatus") => &[
+            always(STATUS),
+            always(CONFIG),
+            always(HA_RESOURCE),
+            always(HA_CURRENT),
         ],
         (_, "firewallRules") => &[
             always(STATUS),

@@ -788,6 +788,47 @@ pub fn qemu_restore(node: &str, params: Vec<(String, String)>) -> PveRequest {
     request
 }
 
+/// An HA resource request (pve-ha-manager `PVE/API2/HA/Resources.pm`): `POST /cluster/ha/resources`
+/// with `sid` (create), else `GET`/`PUT`/`DELETE /cluster/ha/resources/{sid}`. Synchronous: a
+/// write answers null once `resources.cfg` is written; the manager applies it later. A write is
+/// never re-sent; a read is.
+pub fn ha_resource(verb: Verb, sid: &str, params: Vec<(String, String)>) -> PveRequest {
+    let (segments, repeat) = match verb {
+        Verb::Get => (vec!["cluster", "ha", "resources", sid], Repeat::Safe),
+        Verb::Create => (vec!["cluster", "ha", "resources"], Repeat::Never),
+        _ => (vec!["cluster", "ha", "resources", sid], Repeat::Never),
+    };
+    let mut request = PveRequest::new(verb, &segments, repeat);
+    if verb == Verb::Create {
+        request = request.param("sid", sid);
+    }
+    request.params.extend(params);
+    request
+}
+
+/// An HA rule request (PVE 9; pve-ha-manager `PVE/API2/HA/Rules.pm`): `POST /cluster/ha/rules`
+/// with `rule` (create), else `GET`/`PUT`/`DELETE /cluster/ha/rules/{rule}`. Synchronous, like
+/// the resources' requests; a write is never re-sent.
+pub fn ha_rule(verb: Verb, rule: &str, params: Vec<(String, String)>) -> PveRequest {
+    let (segments, repeat) = match verb {
+        Verb::Get => (vec!["cluster", "ha", "rules", rule], Repeat::Safe),
+        Verb::Create => (vec!["cluster", "ha", "rules"], Repeat::Never),
+        _ => (vec!["cluster", "ha", "rules", rule], Repeat::Never),
+    };
+    let mut request = PveRequest::new(verb, &segments, repeat);
+    if verb == Verb::Create {
+        request = request.param("rule", rule);
+    }
+    request.params.extend(params);
+    request
+}
+
+/// `GET /cluster/ha/status/current`: the HA manager's view, one entry per service
+/// (`service:<sid>`: `state`, `crm_state`, `request_state`, `node`; `PVE/API2/HA/Status.pm`).
+pub fn ha_status_current() -> PveRequest {
+    PveRequest::get(&["cluster", "ha", "status", "current"])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

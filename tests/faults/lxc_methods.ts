@@ -51,6 +51,7 @@ import {
   firewallOptionsSpec,
   firewallRulesSpec,
 } from "./firewall_rows.ts";
+import { haResourceSpec, haRuleSpec, haStatusSpec } from "./ha_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
@@ -390,6 +391,9 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ct(firewallRulesSpec(n, "lxc", stopped, label(stopped))),
     ct(firewallIpsetSpec(n, "lxc", stopped, label(stopped))),
     ct(firewallAliasSpec(n, "lxc", stopped, label(stopped))),
+    ct(haResourceSpec(n, "lxc", stopped, label(stopped))),
+    ct(haStatusSpec(n, "lxc", stopped, label(stopped))),
+    ct(haRuleSpec(n, "lxc", stopped, label(stopped))),
     start,
     stop,
     shutdown,
@@ -525,6 +529,9 @@ export const EXPECTED_LXC_METHODS = [
   "firewallRules",
   "firewallIpset",
   "firewallAlias",
+  "haResource",
+  "haStatus",
+  "haRule",
   "start",
   "stop",
   "shutdown",

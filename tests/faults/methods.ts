@@ -29,6 +29,7 @@ import {
   firewallOptionsSpec,
   firewallRulesSpec,
 } from "./firewall_rows.ts";
+import { haResourceSpec, haRuleSpec, haStatusSpec } from "./ha_rows.ts";
 
 /** What a verdict may be. */
 export type Verdict = "fail" | "ok" | "ok-retried" | "ok-flagged";
@@ -1580,6 +1581,9 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     row(firewallRulesSpec(n, "qemu", stopped, label(stopped))),
     row(firewallIpsetSpec(n, "qemu", stopped, label(stopped))),
     row(firewallAliasSpec(n, "qemu", stopped, label(stopped))),
+    row(haResourceSpec(n, "qemu", stopped, label(stopped))),
+    row(haStatusSpec(n, "qemu", stopped, label(stopped))),
+    row(haRuleSpec(n, "qemu", stopped, label(stopped))),
     sync,
     getConfig,
     nodeStatus,
@@ -1628,6 +1632,9 @@ export const EXPECTED_METHODS = [
   "firewallRules",
   "firewallIpset",
   "firewallAlias",
+  "haResource",
+  "haStatus",
+  "haRule",
   "sync",
   "getConfig",
   "nodeStatus",

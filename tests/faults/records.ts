@@ -51,8 +51,10 @@ const SLACK_MS = 5;
 
 /** Whether a request changes something on PVE (not a command inside a guest). */
 function isChange(q: RequestRecord): boolean {
-  return q.method !== "GET" && q.path.startsWith("/api2/json/nodes/") &&
-    !q.path.includes("/agent/");
+  // An HA resource write changes the guest too: the HA manager starts or stops it.
+  const guestWide = q.path.startsWith("/api2/json/nodes/") ||
+    q.path.startsWith("/api2/json/cluster/ha/");
+  return q.method !== "GET" && guestWide && !q.path.includes("/agent/");
 }
 
 /** Epoch ms of a request's arrival (the simulator runs in this process). */

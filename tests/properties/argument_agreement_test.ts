@@ -562,6 +562,58 @@ const detachDiskArgs = (kind: "qemu" | "lxc") =>
     applyPending: rarely(edges(["none", "reboot"], ["later"])),
   });
 
+const haResourceArgs = object({
+  ...guestRef,
+  state: opt(
+    edges(["started", "stopped", "disabled", "ignored"], ["enabled", "on"]),
+  ),
+  maxRestart: opt(bounded(0, 10)),
+  maxRelocate: opt(bounded(0, 10)),
+  failback: opt(edges<unknown>([true, false], ["yes"])),
+  comment: opt(edges(["web tier", "x"], ["", "a\nb", "x".repeat(4097)])),
+  delete: rarely(edges<unknown>([true, false], ["yes"])),
+});
+const ruleId = edges(["pin", "web-pin", "a_1"], ["1x", "x", "a b", ""]);
+const haNodes = fc.array(
+  edges(["pve1", "pve2:2", "a"], ["pve1:", "-x", "a:b"]),
+  {
+    maxLength: 2,
+  },
+);
+const haSids = fc.array(
+  edges(["vm:101", "ct:300"], ["vm:0100", "lxc:1", "vm:1"]),
+  {
+    maxLength: 2,
+  },
+);
+/** haRule: each type's shape (with the other type's fields now and then), and removal. */
+const haRuleArgs = fc.oneof(
+  object({
+    ...guestRef,
+    rule: ruleId,
+    type: edges(["node-affinity"], ["group", "resource-affinity"]),
+    nodes: haNodes,
+    strict: opt(edges<unknown>([true, false], ["yes"])),
+    affinity: rarely(edges(["positive"], ["neutral"])),
+    comment: opt(edges(["web", "x"], ["", "a\nb"])),
+    disable: opt(fc.boolean()),
+  }),
+  object({
+    ...guestRef,
+    rule: ruleId,
+    type: edges(["resource-affinity"], ["location"]),
+    resources: opt(haSids),
+    affinity: edges(["positive", "negative"], ["neutral"]),
+    nodes: rarely(haNodes),
+    strict: rarely(fc.boolean()),
+  }),
+  object({
+    ...guestRef,
+    rule: ruleId,
+    delete: edges<unknown>([true], ["yes", false]),
+    type: rarely(edges(["node-affinity"], ["x"])),
+  }),
+);
 const logLevels = edges(["info", "nolog", "debug"], ["loud", "INFO"]);
 const firewallOptionsArgs = object({
   ...guestRef,
@@ -678,6 +730,9 @@ const methodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   firewallRules: firewallRulesArgs,
   firewallIpset: firewallIpsetArgs,
   firewallAlias: firewallAliasArgs,
+  haResource: haResourceArgs,
+  haStatus: object(guestRef),
+  haRule: haRuleArgs,
   lookup: object(guestRef),
   guestExec: object({
     ...guestRef,
@@ -1111,6 +1166,9 @@ const lxcMethodArgs: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   firewallRules: firewallRulesArgs,
   firewallIpset: firewallIpsetArgs,
   firewallAlias: firewallAliasArgs,
+  haResource: haResourceArgs,
+  haStatus: object(guestRef),
+  haRule: haRuleArgs,
   create: object({
     vmid: fc.option(mix(vmid), { nil: undefined, freq: 2 }),
     vmidRange: rarely(vmidRangeArb),

@@ -306,3 +306,71 @@ Deno.test(
     });
   },
 );
+
+Deno.test(
+  "real swamp: haResource succeeds once the HA manager shows the guest started, and haStatus records it",
+  opts,
+  async () => {
+    const guests = [
+      ...demoGuests(),
+      extraGuest({
+        ha: { managed: false, state: "stopped", applyDelayMs: 200 },
+      }),
+    ];
+    await withRealSwamp({ guests }, async (env) => {
+      const r = await runMethod(env, "haResource", {
+        vmid: 120,
+        state: "started",
+      });
+      assert.equal(r.json.status, "succeeded");
+      assert.equal(env.sim.guest(120)?.status, "running");
+      const s = await runMethod(env, "haStatus", { vmid: 120 });
+      assert.equal(s.json.status, "succeeded");
+      const record = s.json.dataArtifacts.find((a: { name: string }) =>
+        a.name === "vm-120"
+      );
+      assert.equal(record.attributes.ha.managed, true);
+      assert.equal(record.attributes.ha.crmState, "started");
+    });
+  },
+);
+
+Deno.test(
+  "real swamp: haResource whose request the HA manager never applies fails",
+  opts,
+  async () => {
+    const guests = [
+      ...demoGuests(),
+      extraGuest({
+        ha: { managed: false, state: "stopped", neverApplies: true },
+      }),
+    ];
+    await withRealSwamp(
+      { guests, fleetArgs: { taskTimeoutSec: 2 } },
+      async (env) => {
+        const r = await runMethod(env, "haResource", { vmid: 120 }, 1);
+        assert.match(r.json.error, /the HA manager did not apply it/);
+      },
+    );
+  },
+);
+
+Deno.test(
+  "real swamp: haRule makes a node-affinity rule naming the HA guest",
+  opts,
+  async () => {
+    const guests = [
+      ...demoGuests(),
+      extraGuest({ ha: { managed: true, state: "stopped" } }),
+    ];
+    await withRealSwamp({ guests }, async (env) => {
+      const r = await runMethod(env, "haRule", {
+        vmid: 120,
+        rule: "pin",
+        type: "node-affinity",
+        nodes: ["pve1"],
+      });
+      assert.equal(r.json.status, "succeeded");
+    });
+  },
+);

@@ -1,0 +1,410 @@
+/**
+ * The HA endpoints the package calls, as pve-ha-manager serves them: `src/PVE/API2/HA/Resources.pm`
+ * (read, create, update, delete) and `src/PVE/API2/HA/Status.pm` (status → `status/current`).
+ * Every write only edits the resources config; the simulated CRM (ha.ts) applies it later. A
+ * plain die is PVE's 500; privileges are on `/` (Sys.Audit to read, Sys.Console to write).
+ *
+ * @module
+ */
+
+import type { Ctx, Route } from "./context.ts";
+import { ApiError } from "./http.ts";
+import type { ParamSpec } from "./params.ts";
+import { endpointFacts } from "./schema/facts.ts";
+import { splitList } from "./schema/formats.ts";
+import {
+  configView,
+  crmOf,
+  feasibility,
+  freeze,
+  rulesOf,
+  scheduleRound,
+  serviceEntry,
+  sidOf,
+  type SimRule,
+} from "./ha.ts";
+import type { GuestState, SimHa } from "./types.ts";
+
+/** The route's parameters as the schema layer already checked them (router.ts runs it first). */
+function fromSchema(method: string, path: string): (key: string) => ParamSpec {
+  const props = endpointFacts(method, path)?.parameters?.properties ?? {};
+  return (key) => {
+    const type = props[key]?.type;
+    return {
+      type: type === "integer" || type === "boolean" ? type : "string",
+      optional: true,
+    };
+  };
+}
+
+function checkRoot(ctx: Ctx, privilege: string): void {
+  if (!ctx.user.privilegesOn("/").has(privilege)) {
+    throw new ApiError(403, `Permission check failed (/, ${privilege})`);
+  }
+}
+
+const die = (message: string) => new ApiError(500, message);
+
+/** Config.pm parse_sid, then the plugin's verify_name and exists (PVEVM.pm, PVECT.pm). */
+function guestOf(ctx: Ctx, raw: string, mustExist = true): GuestState {
+  let type: string;
+  let name: string;
+  const numeric = /^(\d+)$/.exec(raw);
+  if (numeric) {
+    const g = ctx.core.state.get(Number(raw));
+    if (!g) {
+      throw die(`unable to detect SID from VMID - VM/CT ${raw} does not exist`);
+    }
+    [type, name] = [g.type === "qemu" ? "vm" : "ct", raw];
+  } else {
+    const m = /^(\S+):(\S+)$/.exec(raw);
+    if (!m) throw die(`unable to parse service id '${raw}'`);
+    [type, name] = [m[1], m[2]];
+  }
+  if (type !== "vm" && type !== "ct") {
+    throw die(`unknown resource type '${type}'`);
+  }
+  if (!/^[1-9][0-9]+$/.test(name)) throw die("invalid VMID");
+  const g = ctx.core.state.get(Number(name));
+  if (mustExist && !g) {
+    throw die(`resource '${type}:${name}' does not exist in cluster`);
+  }
+  const want = type === "vm" ? "qemu" : "lxc";
+  if (g && g.type !== want) {
+    throw die(
+      `resource '${type}:${name}' - guest with ID ${name} is not a ${
+        type === "vm" ? "VM" : "container"
+      }`,
+    );
+  }
+  return g!;
+}
+
+/** The options a create or update sets (PVEVM.pm / PVECT.pm options). */
+function setOptions(ha: SimHa, p: Ctx["params"]): void {
+  if (p.state !== undefined) {
+    // Config.pm read_and_check_resources_config: `enabled` is `started`.
+    ha.state = p.state === "enabled" ? "started" : String(p.state);
+  }
+  if (p.max_restart !== undefined) ha.maxRestart = Number(p.max_restart);
+  if (p.max_relocate !== undefined) ha.maxRelocate = Number(p.max_relocate);
+  if (p.failback !== undefined) ha.failback = Boolean(p.failback);
+  if (p.comment !== undefined) ha.comment = String(p.comment);
+}
+
+/** PVE 9 refuses `group` once groups were migrated to rules (Resources.pm create/update). */
+function noGroup(ctx: Ctx): void {
+  if (ctx.params.group !== undefined && ctx.core.major === 9) {
+    throw die(
+      "invalid parameter 'group': ha groups have been migrated to rules",
+    );
+  }
+}
+
+const RESOURCES = "/cluster/ha/resources";
+const ONE = `${RESOURCES}/{sid}`;
+const DELETABLE = [
+  "comment",
+  "failback",
+  "max_restart",
+  "max_relocate",
+  "state",
+];
+
+export const haRoutes: Route[] = [
+  {
+    method: "GET",
+    path: ONE,
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Audit");
+      const g = guestOf(ctx, String(ctx.params.sid), false);
+      if (!g?.ha?.managed) {
+        throw die(`no such resource '${String(ctx.params.sid)}'`);
+      }
+      return configView(g);
+    },
+  },
+  {
+    method: "POST",
+    path: RESOURCES,
+    dynamic: fromSchema("POST", RESOURCES),
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Console");
+      const g = guestOf(ctx, String(ctx.params.sid));
+      const type = g.type === "qemu" ? "vm" : "ct";
+      if (ctx.params.type !== undefined && ctx.params.type !== type) {
+        throw die("types does not match");
+      }
+      noGroup(ctx);
+      if (g.ha?.managed) throw die(`resource ID '${sidOf(g)}' already defined`);
+      // The fault knobs stay; the options start from PVE's defaults.
+      freeze(g);
+      g.ha = {
+        applyDelayMs: g.ha?.applyDelayMs,
+        neverApplies: g.ha?.neverApplies,
+        appliesAs: g.ha?.appliesAs,
+        crm: g.ha?.crm ?? null,
+        round: g.ha?.round,
+        managed: true,
+        state: "started",
+      };
+      setOptions(g.ha, ctx.params);
+      scheduleRound(ctx.core, g);
+      return null;
+    },
+  },
+  {
+    method: "PUT",
+    path: ONE,
+    dynamic: fromSchema("PUT", ONE),
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Console");
+      const raw = String(ctx.params.sid);
+      const g = guestOf(ctx, raw, false);
+      if (ctx.params.type !== undefined && g) {
+        const type = g.type === "qemu" ? "vm" : "ct";
+        if (ctx.params.type !== type) throw die("types does not match");
+      }
+      noGroup(ctx);
+      const ha = g?.ha;
+      // Resources.pm check_service_state: a service in error takes only `disabled`.
+      if (
+        ha?.managed && crmOf(ha) === "error" && ctx.params.state !== "disabled"
+      ) {
+        throw die(
+          `service '${
+            sidOf(g)
+          }' in error state, must be disabled and fixed first`,
+        );
+      }
+      if (!ha?.managed) throw die(`no such resource '${raw}'`);
+      freeze(g);
+      setOptions(ha, ctx.params);
+      for (const key of splitList(String(ctx.params.delete ?? ""))) {
+        if (!DELETABLE.includes(key)) throw die(`no such option '${key}'`);
+        if (key === "state") ha.state = "started";
+        if (key === "comment") ha.comment = undefined;
+        if (key === "failback") ha.failback = undefined;
+        if (key === "max_restart") ha.maxRestart = undefined;
+        if (key === "max_relocate") ha.maxRelocate = undefined;
+      }
+      scheduleRound(ctx.core, g);
+      return null;
+    },
+  },
+  {
+    method: "DELETE",
+    path: ONE,
+    dynamic: fromSchema("DELETE", ONE),
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Console");
+      const raw = String(ctx.params.sid);
+      const g = guestOf(ctx, raw, false);
+      if (!g?.ha?.managed) {
+        throw die(`cannot delete service '${raw}', not HA managed!`);
+      }
+      freeze(g);
+      g.ha.managed = false;
+      scheduleRound(ctx.core, g);
+      return null;
+    },
+  },
+  {
+    method: "GET",
+    path: "/cluster/ha/status/current",
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Audit");
+      const nodes = ctx.core.state.nodes;
+      const now = Math.floor(Date.now() / 1000);
+      const out: Record<string, unknown>[] = [
+        {
+          id: "quorum",
+          type: "quorum",
+          node: nodes[0],
+          status: "OK",
+          quorate: true,
+        },
+        {
+          id: "master",
+          type: "master",
+          node: nodes[0],
+          status: `${nodes[0]} (active, ${new Date(now * 1000).toString()})`,
+          timestamp: now,
+        },
+        ...nodes.map((node) => ({
+          id: `lrm:${node}`,
+          type: "lrm",
+          node,
+          status: `${node} (active, watchdog active)`,
+          timestamp: now,
+        })),
+      ];
+      const services = ctx.core.state.all()
+        .map(serviceEntry)
+        .filter((e) => e !== undefined)
+        .sort((a, b) => String(a.sid).localeCompare(String(b.sid)));
+      return [...out, ...services];
+    },
+  },
+];
+
+const RULES_PATH = "/cluster/ha/rules";
+const RULE = `${RULES_PATH}/{rule}`;
+const RULE_OPTIONS = [
+  "resources",
+  "nodes",
+  "strict",
+  "affinity",
+  "comment",
+  "disable",
+];
+
+/** Rules.pm $get_api_ha_rule: the rule with its id, digest, order and (when infeasible) errors. */
+function ruleView(ctx: Ctx, id: string): Record<string, unknown> {
+  const rules = rulesOf(ctx.core);
+  const r = rules.get(id);
+  if (!r) throw die(`no such ha rule '${id}'`);
+  const out: Record<string, unknown> = {
+    rule: id,
+    type: r.type,
+    resources: r.resources,
+    order: r.order,
+    digest: JSON.stringify([...rules]).length.toString(16).padStart(40, "0"),
+  };
+  if (r.nodes !== undefined) out.nodes = r.nodes;
+  if (r.strict !== undefined) out.strict = r.strict ? 1 : 0;
+  if (r.affinity !== undefined) out.affinity = r.affinity;
+  if (r.comment !== undefined) out.comment = r.comment;
+  if (r.disable) out.disable = 1;
+  const errors = feasibility(rules).get(id);
+  if (errors) {
+    out.errors = Object.fromEntries(
+      Object.entries(errors).map(([k, v]) => [k, v.join(", ")]),
+    );
+  }
+  return out;
+}
+
+/** The options a create or update sets; the resources and nodes checks of Rules.pm. */
+function setRule(ctx: Ctx, r: SimRule): void {
+  const p = ctx.params;
+  if (p.resources !== undefined) {
+    const sids = [...new Set(splitList(String(p.resources)))].sort();
+    if (sids.length === 0) throw die("no resources were specified");
+    const unmanaged = sids.filter((sid) => {
+      const g = /^(vm|ct):(\d+)$/.exec(sid) &&
+        ctx.core.state.get(Number(sid.split(":")[1]));
+      return !g || !g.ha?.managed || sidOf(g) !== sid;
+    });
+    if (unmanaged.length > 0) {
+      throw die(`cannot use unmanaged resource(s) ${unmanaged.join(", ")}.`);
+    }
+    r.resources = sids.join(",");
+  }
+  if (p.nodes !== undefined) {
+    const nodes = splitList(String(p.nodes));
+    if (nodes.length === 0) throw die("no nodes were specified");
+    const missing = nodes.map((n) => n.split(":")[0])
+      .filter((n) => !ctx.core.state.nodes.includes(n));
+    if (missing.length > 0) {
+      throw die(`cannot use non-existent node(s) ${missing.join(", ")}.`);
+    }
+    r.nodes = nodes.join(",");
+  }
+  if (p.strict !== undefined) r.strict = Boolean(p.strict);
+  if (p.affinity !== undefined) r.affinity = p.affinity as SimRule["affinity"];
+  if (p.comment !== undefined) r.comment = String(p.comment);
+  // `delete $param->{disable} if !$param->{disable}`
+  if (p.disable) r.disable = true;
+}
+
+/** Rules.pm $assert_feasibility: an infeasible rule is refused (400), nothing written. */
+function assertFeasible(id: string, rules: Map<string, SimRule>) {
+  const errors = feasibility(rules).get(id);
+  if (!errors) return;
+  const flat = Object.fromEntries(
+    Object.entries(errors).map(([k, v]) => [k, v.join(", ")]),
+  );
+  throw new ApiError(400, `Rule '${id}' is invalid.`, flat);
+}
+
+haRoutes.push(
+  {
+    method: "GET",
+    path: RULE,
+    since: 9,
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Audit");
+      return ruleView(ctx, String(ctx.params.rule));
+    },
+  },
+  {
+    method: "POST",
+    path: RULES_PATH,
+    since: 9,
+    dynamic: fromSchema("POST", RULES_PATH),
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Console");
+      const id = String(ctx.params.rule);
+      const rules = rulesOf(ctx.core);
+      if (rules.has(id)) throw die(`HA rule '${id}' already defined`);
+      const type = ctx.params.type as SimRule["type"];
+      if (type === "node-affinity" && ctx.params.nodes === undefined) {
+        throw new ApiError(400, "Parameter verification failed.", {
+          nodes: "property is missing and it is not optional",
+        });
+      }
+      const order = Math.max(0, ...[...rules.values()].map((r) => r.order)) + 1;
+      const rule: SimRule = { type, resources: "", order };
+      setRule(ctx, rule);
+      const next = new Map(rules).set(id, rule);
+      assertFeasible(id, next);
+      rules.set(id, rule);
+      return null;
+    },
+  },
+  {
+    method: "PUT",
+    path: RULE,
+    since: 9,
+    dynamic: fromSchema("PUT", RULE),
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Console");
+      const id = String(ctx.params.rule);
+      const rules = rulesOf(ctx.core);
+      const old = rules.get(id);
+      if (!old) throw die(`HA rule '${id}' does not exist`);
+      if (
+        ctx.params.digest !== undefined &&
+        ctx.params.digest !== ruleView(ctx, id).digest
+      ) {
+        throw die(
+          "detected modified configuration - file changed by other user? Try again.",
+        );
+      }
+      const rule: SimRule = { ...old };
+      setRule(ctx, rule);
+      for (const key of splitList(String(ctx.params.delete ?? ""))) {
+        if (!RULE_OPTIONS.includes(key) || key === "resources") {
+          throw die(`no such option '${key}'`);
+        }
+        delete (rule as unknown as Record<string, unknown>)[key];
+      }
+      const next = new Map(rules).set(id, rule);
+      assertFeasible(id, next);
+      rules.set(id, rule);
+      return null;
+    },
+  },
+  {
+    method: "DELETE",
+    path: RULE,
+    since: 9,
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Console");
+      // Rules.pm delete_rule: a rule that does not exist is no error.
+      rulesOf(ctx.core).delete(String(ctx.params.rule));
+      return null;
+    },
+  },
+);

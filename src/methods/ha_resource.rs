@@ -1,0 +1,377 @@
+//! `haResource`: makes the guest an HA resource with the state and options asked, updates it, or
+//! (`delete: true`) removes it, through the HA engine (guest/ha.rs). Succeeds only once the HA
+//! manager's `status/current` shows the requested state applied — for `started` the service
+//! started on a node, for removal the service gone from its list — and the config reads back as
+//! given.
+
+use crate::args::{ArgError, Fields};
+use crate::guest::ha::{change_ha, describe, HaChange, HaObject, HaView, Write};
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::flex;
+use crate::pve::request::Verb;
+use crate::run::Run;
+use serde_json::Value;
+use std::cell::RefCell;
+
+/// The states a request may ask (pve-ha-manager `PVE/HA/Resources.pm` `state` enum; `enabled` is
+/// only an alias of `started` there, and not offered here).
+pub const STATES: &[&str] = &["started", "stopped", "disabled", "ignored"];
+
+/// Each option: its argument, PVE's name and its default when the config leaves it out
+/// (`PVE/HA/Config.pm` read_and_check_resources_config).
+const OPTIONS: [(&str, &str, &str); 5] = [
+    ("state", "state", "started"),
+    ("maxRestart", "max_restart", "1"),
+    ("maxRelocate", "max_relocate", "1"),
+    ("failback", "failback", "1"),
+    ("comment", "comment", ""),
+];
+
+/// The arguments of `haResource`: the guest, PVE's name and value of each option given, removal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HaResourceArgs {
+    pub target: GuestRef,
+    pub options: Vec<(&'static str, String)>,
+    pub delete: bool,
+}
+
+impl HaResourceArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let target = GuestRef::parse(&fields)?;
+        let delete = fields.or("delete", false)?;
+        let mut options = Vec::new();
+        if let Some(state) = fields.optional::<String>("state")? {
+            if !STATES.contains(&state.as_str()) {
+                let rule = format!("must be one of {}", STATES.join(", "));
+                return Err(ArgError::new("state", rule));
+            }
+            options.push(("state", state));
+        }
+        for (arg, name) in [
+            ("maxRestart", "max_restart"),
+            ("maxRelocate", "max_relocate"),
+        ] {
+            let n = fields.optional_count_in(arg, 0, i64::from(u32::MAX))?;
+            options.extend(n.map(|n| (name, n.to_string())));
+        }
+        let failback = fields.optional::<bool>("failback")?;
+        options.extend(failback.map(|on| ("failback", u8::from(on).to_string())));
+        if let Some(comment) = fields.optional_line("comment")? {
+            // PVE/HA/Resources.pm: maxLength 4096.
+            if comment.len() > 4096 {
+                return Err(ArgError::new("comment", "must be at most 4096 bytes"));
+            }
+            options.push(("comment", comment));
+        }
+        if delete && !options.is_empty() {
+            let rule = "removes the HA resource: give no state or option with it";
+            return Err(ArgError::new("delete", rule));
+        }
+        Ok(HaResourceArgs {
+            target,
+            options,
+            delete,
+        })
+    }
+}
+
+/// What the config shows for PVE's option `name` (its default when left out).
+fn configured(config: &Value, name: &str) -> String {
+    let default = OPTIONS
+        .iter()
+        .find(|(_, n, _)| *n == name)
+        .map_or("", |o| o.2);
+    match config.get(name).and_then(flex::string_of) {
+        // `enabled` is read as `started` (read_and_check_resources_config).
+        Some(v) if name == "state" && v == "enabled" => "started".into(),
+        Some(_) if name == "failback" => {
+            let on = config.get(name).and_then(flex::bool_of).unwrap_or(true);
+            (if on { "1" } else { "0" }).to_string()
+        }
+        Some(v) => v,
+        None => default.to_string(),
+    }
+}
+
+/// The options asked whose value the config does not show, with what it shows.
+fn differing<'a>(
+    asked: &'a [(&'static str, String)],
+    config: &Value,
+) -> Vec<(&'a str, &'a str, String)> {
+    asked
+        .iter()
+        .map(|(name, want)| (*name, want.as_str(), configured(config, name)))
+        .filter(|(_, want, seen)| want != seen)
+        .collect()
+}
+
+/// Whether the manager's entry shows `target` applied (Manager.pm: a started service is
+/// `crm_state started` and, once the LRM reports it running, verbose `state started`; a stopped
+/// or disabled one `crm_state stopped`; an ignored one is dropped from the manager's services, so
+/// its entry comes from the config alone, without `crm_state`).
+pub fn applied(target: &str, service: Option<&Value>) -> Result<String, String> {
+    let Some(s) = service else {
+        return Err(describe(None));
+    };
+    let get = |k: &str| s.get(k).and_then(Value::as_str);
+    let crm = get("crm_state");
+    let ok = get("request_state") == Some(target)
+        && match target {
+            "ignored" => crm.is_none() && get("state") == Some("ignored"),
+            "started" => crm == Some("started") && get("state") == Some("started"),
+            other => crm == Some("stopped") && get("state") == Some(other),
+        };
+    match ok {
+        true => Ok(describe(service)),
+        false => Err(describe(service)),
+    }
+}
+
+/// Runs `haResource`.
+pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match HaResourceArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    // The state the manager must show: asked, else the config's (PVE's default `started`).
+    let target = RefCell::new(String::from("started"));
+    let plan = |view: &HaView| -> Result<Option<Write>, String> {
+        let Some(config) = view.config.as_ref() else {
+            if args.delete {
+                return Ok(None);
+            }
+            let params = args.options.iter().map(|(k, v)| (k.to_string(), v.clone()));
+            let state = args.options.iter().find(|(k, _)| *k == "state");
+            *target.borrow_mut() = state.map_or("started".into(), |(_, v)| v.clone());
+            return Ok(Some((Verb::Create, params.collect())));
+        };
+        if args.delete {
+            return Ok(Some((Verb::Delete, Vec::new())));
+        }
+        *target.borrow_mut() = args
+            .options
+            .iter()
+            .find(|(k, _)| *k == "state")
+            .map_or_else(|| configured(config, "state"), |(_, v)| v.clone());
+        // Resources.pm update → check_service_state: a service in error state takes only `disabled`.
+        let crm = view.service.as_ref().and_then(|s| s.get("crm_state"));
+        if crm.and_then(Value::as_str) == Some("error") && *target.borrow() != "disabled" {
+            let sid = view
+                .service
+                .as_ref()
+                .and_then(|s| s.get("sid"))
+                .and_then(Value::as_str);
+            return Err(format!(
+                "PVE refuses it: \"service '{}' in error state, must be disabled and fixed first\" (Resources.pm check_service_state) — set state disabled, fix the guest, then ask again",
+                sid.unwrap_or("?")
+            ));
+        }
+        let params: Vec<(String, String)> = differing(&args.options, config)
+            .into_iter()
+            .map(|(k, want, _)| (k.to_string(), want.to_string()))
+            .collect();
+        Ok((!params.is_empty()).then_some((Verb::Set, params)))
+    };
+    let judge = |service: Option<&Value>| match (args.delete, service) {
+        (true, None) => Ok("gone from the HA manager's service list".to_string()),
+        (true, Some(_)) => Err(format!("still listed: {}", describe(service))),
+        (false, _) => applied(&target.borrow(), service),
+    };
+    let read_back = |view: &HaView| match (args.delete, view.config.as_ref()) {
+        (true, None) => Ok(()),
+        (true, Some(_)) => Err("the resource is still configured".to_string()),
+        (false, None) => Err("no such resource".to_string()),
+        (false, Some(config)) => match differing(&args.options, config).as_slice() {
+            [] => Ok(()),
+            wrong => Err(wrong
+                .iter()
+                .map(|(k, want, seen)| format!("`{k}` reads {seen:?}, asked {want}"))
+                .collect::<Vec<_>>()
+                .join("; ")),
+        },
+    };
+    let change = HaChange {
+        object: HaObject::Resource,
+        plan: &plan,
+        judge: &judge,
+        read_back: &read_back,
+        reads_only: false,
+    };
+    change_ha(run, &args.target, &change).await
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{failure_of, run_method, summary_of, Answer, ScriptedHost};
+    use serde_json::{json, Value};
+
+    const CONFIG: &str = "GET /cluster/ha/resources/vm:100";
+    const CURRENT: &str = "GET /cluster/ha/status/current";
+
+    fn vm() -> ScriptedHost {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "stopped"}),
+        );
+        host.data("GET /nodes/pve1/qemu/100/config", json!({}));
+        host
+    }
+
+    fn service(state: &str, crm: Option<&str>, request: &str) -> Value {
+        let mut s = json!({"id": "service:vm:100", "sid": "vm:100", "type": "service",
+            "node": "pve1", "state": state, "request_state": request, "status": "x"});
+        if let Some(crm) = crm {
+            s["crm_state"] = json!(crm);
+        }
+        json!([{"id": "quorum", "type": "quorum", "status": "OK"}, s])
+    }
+
+    fn missing() -> Answer {
+        Answer::Error(500, "no such resource 'vm:100'\n".into())
+    }
+
+    #[test]
+    fn a_new_resource_succeeds_only_once_the_manager_shows_it_started() {
+        let host = vm();
+        host.on(
+            CONFIG,
+            [
+                missing(),
+                Answer::Data(
+                    json!({"sid": "vm:100", "type": "vm", "state": "started", "max_restart": 2}),
+                ),
+            ],
+        );
+        host.on(
+            CURRENT,
+            [
+                Answer::Data(json!([])),
+                Answer::Data(service("queued", None, "started")),
+                Answer::Data(service("starting", Some("started"), "started")),
+                Answer::Data(service("started", Some("started"), "started")),
+            ],
+        );
+        host.data("POST /cluster/ha/resources", Value::Null);
+        let args = json!({"vmid": 100, "state": "started", "maxRestart": 2});
+        let outcome = run_method(&host, "qemu", "haResource", args);
+        assert!(
+            summary_of(&outcome).contains("state started, crm_state started"),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            host.body_of("POST"),
+            "sid=vm%3A100&state=started&max_restart=2"
+        );
+    }
+
+    #[test]
+    fn a_manager_that_applies_another_state_fails_saying_what_it_showed() {
+        let host = vm();
+        host.on(
+            CONFIG,
+            [Answer::Data(json!({"sid": "vm:100", "state": "stopped"}))],
+        );
+        host.data(CURRENT, service("stopped", Some("stopped"), "stopped"));
+        host.data("PUT /cluster/ha/resources/vm:100", Value::Null);
+        let args = json!({"vmid": 100, "state": "started"});
+        let outcome = run_method(&host, "qemu", "haResource", args);
+        let message = failure_of(&outcome);
+        assert!(message.contains("did not apply it"), "{message}");
+        assert!(
+            message.contains("last observed: state stopped, crm_state stopped"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn removal_succeeds_once_the_service_is_gone_and_nothing_is_sent_when_not_managed() {
+        let host = vm();
+        host.on(
+            CONFIG,
+            [
+                Answer::Data(json!({"sid": "vm:100", "state": "started"})),
+                missing(),
+            ],
+        );
+        host.on(
+            CURRENT,
+            [
+                Answer::Data(service("started", Some("started"), "started")),
+                Answer::Data(service("deleting", Some("started"), "started")),
+                Answer::Data(json!([])),
+            ],
+        );
+        host.data("DELETE /cluster/ha/resources/vm:100", Value::Null);
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "haResource",
+            json!({"vmid": 100, "delete": true}),
+        );
+        assert!(
+            summary_of(&outcome).contains("gone from the HA manager"),
+            "{outcome:?}"
+        );
+
+        let host = vm();
+        host.on(CONFIG, [missing()]);
+        host.data(CURRENT, json!([]));
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "haResource",
+            json!({"vmid": 100, "delete": true}),
+        );
+        assert!(summary_of(&outcome).contains("nothing sent"), "{outcome:?}");
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("DELETE")));
+    }
+
+    #[test]
+    fn a_service_in_error_state_is_refused_up_front_unless_disabled() {
+        let host = vm();
+        host.on(
+            CONFIG,
+            [Answer::Data(json!({"sid": "vm:100", "state": "started"}))],
+        );
+        host.data(CURRENT, service("error", Some("error"), "started"));
+        let outcome = run_method(
+            &host,
+            "qemu",
+            "haResource",
+            json!({"vmid": 100, "state": "stopped"}),
+        );
+        assert!(
+            failure_of(&outcome).contains("in error state, must be disabled"),
+            "{outcome:?}"
+        );
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("PUT")));
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_naming_the_field() {
+        for (args, field) in [
+            (json!({"vmid": 100, "state": "enabledd"}), "state"),
+            (json!({"vmid": 100, "maxRestart": -1}), "maxRestart"),
+            (
+                json!({"vmid": 100, "delete": true, "state": "started"}),
+                "delete",
+            ),
+            (json!({"vmid": 100, "failback": "yes"}), "failback"),
+        ] {
+            let host = ScriptedHost::new();
+            let outcome = run_method(&host, "qemu", "haResource", args);
+            assert!(
+                failure_of(&outcome).contains(&format!("`{field}`")),
+                "{outcome:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! `haRule`: creates, updates or deletes a PVE 9 HA rule naming the guest — node affinity
+//! (`nodes` with priorities, `strict`) or resource affinity (`affinity` positive|negative with
+//! other resources) — through the HA engine (guest/ha.rs), on `/cluster/ha/rules`
+//! (pve-ha-manager `src/PVE/API2/HA/Rules.pm`). What PVE 9 shows of a rule in effect is its
+//! config: `GET …/rules/{rule}` adds `errors` to a rule the manager would drop as infeasible
+//! (Rules.pm check_feasibility, the same check the CRM runs before applying the rules:
+//! `PVE/HA/Manager.pm` update_crs_scheduler_mode/compute via `PVE::HA::Rules` canonicalize), and a
+//! disabled rule is not applied. So the method succeeds when the rule reads back as declared,
+//! without `errors` and not disabled (unless asked); where the manager places the services is not
+//! judged. PVE 8 has no rules (its HA groups place resources): refused there after one read of
+//! `GET /version`.
+
+use crate::args::{check_line, ArgError, Fields};
+use crate::guest::ha::{change_ha, describe, sid, HaChange, HaObject, HaView, Write};
+use crate::guest::reference::GuestRef;
+use crate::host::Host;
+use crate::outcome::{Failure, Outcome};
+use crate::pve::flex;
+use crate::pve::request::Verb;
+use crate::run::Run;
+use serde_json::Value;
+
+/// The rule types (Rules.pm lookup_types) and what each takes besides `resources`.
+const TYPES: [&str; 2] = ["node-affinity", "resource-affinity"];
+
+/// The arguments of `haRule`: the guest, the rule's id, type and PVE's parameters, or removal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HaRuleArgs {
+    pub target: GuestRef,
+    pub rule: String,
+    pub kind: String,
+    /// `resources` (without the guest's own sid, added at run time), `nodes`, `strict`,
+    /// `affinity`, `comment`, `disable`, as PVE spells them.
+    pub params: Vec<(&'static str, String)>,
+    pub delete: bool,
+}
+
+/// `node[:priority]` as NodeAffinity.pm stores it: without `:0`, sorted by node.
+fn nodes_of(list: &str) -> String {
+    let mut nodes: Vec<String> = list
+        .split(',')
+        .filter(|n| !n.is_empty())
+        .map(|n| n.strip_suffix(":0").unwrap_or(n).to_string())
+        .collect();
+    nodes.sort();
+    nodes.join(",")
+}
+
+/// Rules.pm encode_value: the resources sorted, without duplicates.
+fn resources_of(list: &str) -> String {
+    let mut sids: Vec<&str> = list.split(',').filter(|s| !s.is_empty()).collect();
+    sids.sort();
+    sids.dedup();
+    sids.join(",")
+}
+
+impl HaRuleArgs {
+    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+        let fields = Fields::of(args, "")?;
+        let target = GuestRef::parse(&fields)?;
+        let rule: String = fields.line("rule")?;
+        // pve-configid (PVE::JSONSchema pve_verify_configid).
+        let id_ok = rule.len() > 1
+            && rule.starts_with(|c: char| c.is_ascii_alphabetic())
+            && rule
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !id_ok {
+            return Err(ArgError::new(
+                "rule",
+                "must be a letter then letters, digits, - or _",
+            ));
+        }
+        let delete = fields.or("delete", false)?;
+        let kind = fields.optional::<String>("type")?.unwrap_or_default();
+        let mut params = Vec::new();
+        let given = [
+            "type",
+            "resources",
+            "nodes",
+            "strict",
+            "affinity",
+            "comment",
+            "disable",
+        ];
+        if delete {
+            if let Some(k) = given
+                .iter()
+                .find(|k| fields.optional::<Value>(k).ok().flatten().is_some())
+            {
+                return Err(ArgError::new(
+                    *k,
+                    "deletes the rule: give nothing else with delete",
+                ));
+            }
+            return Ok(HaRuleArgs {
+                target,
+                rule,
+                kind,
+                params,
+                delete,
+            });
+        }
+        if !TYPES.contains(&kind.as_str()) {
+            return Err(ArgError::new(
+                "type",
+                format!("must be one of {}", TYPES.join(", ")),
+            ));
+        }
+        let node = kind == "node-affinity";
+        let list = |key: &str, valid: &dyn Fn(&str) -> bool| -> Result<Option<String>, ArgError> {
+            let Some(items) = fields.optional::<Vec<String>>(key)? else {
+                return Ok(None);
+            };
+            if let Some(bad) = items.iter().find(|i| !valid(i)) {
+                return Err(ArgError::new(key, format!("{bad:?} is not valid")));
+            }
+            Ok(Some(items.join(",")))
+        };
+        // PVE/HA/Tools.pm pve_verify_ha_resource_id (a guest's: vm:<vmid>, ct:<vmid>).
+        let is_sid = |s: &str| {
+            let id = s.strip_prefix("vm:").or_else(|| s.strip_prefix("ct:"));
+            id.is_some_and(|id| {
+                (3..=9).contains(&id.len())
+                    && !id.starts_with('0')
+                    && id.bytes().all(|b| b.is_ascii_digit())
+            })
+        };
+        // parse_node_priority: a node name, then an optional `:<priority>`.
+        let is_node = |s: &str| {
+            let (name, prio) = s.split_once(':').unwrap_or((s, "0"));
+            let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+            edge(name.chars().next())
+                && edge(name.chars().last())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                && !prio.is_empty()
+                && prio.chars().all(|c| c.is_ascii_digit())
+        };
+        params.extend(list("resources", &is_sid)?.map(|r| ("resources", r)));
+        match (node, list("nodes", &is_node)?) {
+            (true, Some(n)) if !n.is_empty() => params.push(("nodes", nodes_of(&n))),
+            (true, _) => {
+                return Err(ArgError::new(
+                    "nodes",
+                    "is required for a node-affinity rule",
+                ))
+            }
+            (false, Some(_)) => {
+                return Err(ArgError::new("nodes", "is for node-affinity rules only"))
+            }
+            (false, None) => {}
+        }
+        if let Some(strict) = fields.optional::<bool>("strict")? {
+            if !node {
+                return Err(ArgError::new("strict", "is for node-affinity rules only"));
+            }
+            params.push(("strict", u8::from(strict).to_string()));
+        }
+        match (node, fields.optional::<String>("affinity")?) {
+            (false, Some(a)) if a == "positive" || a == "negative" => params.push(("affinity", a)),
+            (false, _) => {
+                return Err(ArgError::new(
+                    "affinity",
+                    "must be positive or negative for a resource-affinity rule",
+                ))
+            }
+            (true, Some(_)) => {
+                return Err(ArgError::new(
+                    "affinity",
+                    "is for resource-affinity rules only",
+                ))
+            }
+            (true, None) => {}
+        }
+        if let Some(comment) = fields.optional::<String>("comment")? {
+            check_line("comment", &comment)?;
+            if comment.len() > 4096 {
+                return Err(ArgError::new("comment", "must be at most 4096 bytes"));
+            }
+            params.push(("comment", comment));
+        }
+        let disable = fields.optional::<bool>("disable")?;
+        params.extend(disable.map(|d| ("disable", u8::from(d).to_string())));
+        Ok(HaRuleArgs {
+            target,
+            rule,
+            kind,
+            params,
+            delete,
+        })
+    }
+}
+
+/// What the rule read shows for PVE's parameter `name`, as the arguments spell it.
+fn shown(rule: &Value, name: &str) -> String {
+    let raw = rule.get(name);
+    match name {
+        "strict" | "disable" => u8::from(raw.and_then(flex::bool_of).unwrap_or(false)).to_string(),
+        "nodes" => nodes_of(&raw.and_then(flex::string_of).unwrap_or_default()),
+        "resources" => resources_of(&raw.and_then(flex::string_of).unwrap_or_default()),
+        _ => raw.and_then(flex::string_of).unwrap_or_default(),
+    }
+}
+
+/// Runs `haRule`.
+pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match HaRuleArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    // The params with the guest's own sid among the resources, as PVE stores them.
+    let with_guest = |vmid: u32| -> Vec<(&'static str, String)> {
+        let own = sid(run.kind, vmid);
+        let mut params = args.params.clone();
+        match params.iter_mut().find(|(k, _)| *k == "resources") {
+            Some((_, list)) => *list = resources_of(&format!("{list},{own}")),
+            None => params.insert(0, ("resources", own)),
+        }
+        params
+    };
+    let plan = |view: &HaView| -> Result<Option<Write>, String> {
+        let vmid = view.vmid;
+        let Some(rule) = view.config.as_ref() else {
+            if args.delete {
+                return Ok(None);
+            }
+            let mut params = vec![("type".to_string(), args.kind.clone())];
+            let fresh = with_guest(vmid)
+                .into_iter()
+                .filter(|(k, v)| *k != "disable" || v == "1");
+            params.extend(fresh.map(|(k, v)| (k.to_string(), v)));
+            return Ok(Some((Verb::Create, params)));
+        };
+        if args.delete {
+            return Ok(Some((Verb::Delete, Vec::new())));
+        }
+        let kind = shown(rule, "type");
+        if kind != args.kind {
+            return Err(format!(
+                "it is a {kind} rule; delete it first to make it a {} rule",
+                args.kind
+            ));
+        }
+        let mut params: Vec<(String, String)> = Vec::new();
+        for (k, want) in with_guest(vmid) {
+            if shown(rule, k) == want {
+                continue;
+            }
+            // Rules.pm: `disable` 0 is dropped from a request; it is cleared with `delete`.
+            params.push(match (k, want.as_str()) {
+                ("disable", "0") => ("delete".into(), "disable".into()),
+                _ => (k.to_string(), want),
+            });
+        }
+        if params.is_empty() {
+            return Ok(None);
+        }
+        params.insert(0, ("type".into(), args.kind.clone()));
+        Ok(Some((Verb::Set, params)))
+    };
+    let judge = |service: Option<&Value>| Ok(describe(service));
+    let read_back = |view: &HaView| -> Result<(), String> {
+        let vmid = view.vmid;
+        let Some(rule) = view.config.as_ref() else {
+            return match args.delete {
+                true => Ok(()),
+                false => Err("no such ha rule".into()),
+            };
+        };
+        if args.delete {
+            return Err("the rule is still configured".into());
+        }
+        if let Some(errors) = rule.get("errors").filter(|e| !e.is_null()) {
+            return Err(format!(
+                "PVE reports it infeasible, so the HA manager drops it: {errors}"
+            ));
+        }
+        let mut wrong: Vec<String> = with_guest(vmid)
+            .into_iter()
+            .filter(|(k, want)| shown(rule, k) != *want)
+            .map(|(k, want)| format!("`{k}` reads {:?}, asked {want}", shown(rule, k)))
+            .collect();
+        if shown(rule, "disable") == "1" && !args.params.contains(&("disable", "1".into())) {
+            wrong.push("it is disabled: the HA manager does not apply it".into());
+        }
+        match wrong.is_empty() {
+            true => Ok(()),
+            false => Err(wrong.join("; ")),
+        }
+    };
+    let change = HaChange {
+        object: HaObject::Rule(args.rule.clone()),
+        plan: &plan,
+        judge: &judge,
+        read_back: &read_back,
+        reads_only: false,
+    };
+    change_ha(run, &args.target, &change).await
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{failure_of, run_method, summary_of, Answer, ScriptedHost};
+    use serde_json::{json, Value};
+
+    const RULE: &str = "GET /cluster/ha/rules/pin";
+
+    fn vm(version: &str) -> ScriptedHost {
+        let host = ScriptedHost::new();
+        host.data("GET /version", json!({"version": version}));
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "running"}),
+        );
+        host.data("GET /nodes/pve1/qemu/100/config", json!({}));
+        host.data("GET /cluster/ha/status/current", json!([]));
+        host
+    }
+
+    fn missing() -> Answer {
+        Answer::Error(500, "no such ha rule 'pin'\n".into())
+    }
+
+    #[test]
+    fn a_node_affinity_rule_is_made_with_the_guest_and_read_back_without_errors() {
+        let host = vm("9.0.3");
+        let made = json!({"rule": "pin", "type": "node-affinity", "resources": "vm:100,vm:101",
+            "nodes": "pve1:2,pve2", "strict": 1});
+        host.on(RULE, [missing(), Answer::Data(made)]);
+        host.data("POST /cluster/ha/rules", Value::Null);
+        let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity",
+            "resources": ["vm:101"], "nodes": ["pve2:0", "pve1:2"], "strict": true});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(summary_of(&outcome).contains("HA rule pin"), "{outcome:?}");
+        assert_eq!(
+            host.body_of("POST"),
+            "rule=pin&type=node-affinity&resources=vm%3A100%2Cvm%3A101&nodes=pve1%3A2%2Cpve2&strict=1"
+        );
+    }
+
+    #[test]
+    fn a_rule_pve_reports_infeasible_fails_saying_so() {
+        let host = vm("9.0.3");
+        let bad = json!({"rule": "pin", "type": "node-affinity", "resources": "vm:100",
+            "nodes": "pve1", "errors": {"resources": "resource 'vm:100' is already used"}});
+        host.on(RULE, [Answer::Data(bad)]);
+        let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity", "nodes": ["pve1"]});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(failure_of(&outcome).contains("infeasible"), "{outcome:?}");
+    }
+
+    #[test]
+    fn pve_8_has_no_rules_and_nothing_is_sent() {
+        let host = vm("8.4.14");
+        let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity", "nodes": ["pve1"]});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(failure_of(&outcome).contains("HA group"), "{outcome:?}");
+        assert!(!host
+            .routes_called()
+            .iter()
+            .any(|r| r.contains("/cluster/ha/")));
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_naming_the_field() {
+        for (args, field) in [
+            (
+                json!({"vmid": 100, "rule": "1x", "type": "node-affinity"}),
+                "rule",
+            ),
+            (json!({"vmid": 100, "rule": "pin", "type": "group"}), "type"),
+            (
+                json!({"vmid": 100, "rule": "pin", "type": "node-affinity"}),
+                "nodes",
+            ),
+            (
+                json!({"vmid": 100, "rule": "pin", "type": "resource-affinity"}),
+                "affinity",
+            ),
+            (
+                json!({"vmid": 100, "rule": "pin", "delete": true, "nodes": ["a"]}),
+                "nodes",
+            ),
+            (
+                json!({"vmid": 100, "rule": "pin", "type": "node-affinity", "nodes": ["a"],
+                "resources": ["vm:0100"]}),
+                "resources",
+            ),
+        ] {
+            let host = ScriptedHost::new();
+            let outcome = run_method(&host, "qemu", "haRule", args);
+            assert!(
+                failure_of(&outcome).contains(&format!("`{field}`")),
+                "{outcome:?}"
+            );
+        }
+    }
+}
