@@ -111,7 +111,15 @@ function ipValue(text: string): bigint | undefined {
   if (version === 4) {
     return text.split(".").reduce((n, o) => (n << 8n) + BigInt(o), 0n);
   }
-  if (version !== 6 || text.includes(".")) return undefined;
+  // A zone (`%eth0`) is no address to PVE's $IPV6RE, nor to Rust; a trailing IPv4 is two groups.
+  if (version !== 6 || text.includes("%")) return undefined;
+  const v4 = /[0-9.]+$/.exec(text);
+  if (v4?.[0].includes(".")) {
+    const n = ipValue(v4[0]);
+    if (n === undefined) return undefined;
+    const hex = (g: bigint) => g.toString(16);
+    text = `${text.slice(0, v4.index)}${hex(n >> 16n)}:${hex(n & 0xffffn)}`;
+  }
   const [head, tail] = text.includes("::") ? text.split("::") : [text, ""];
   const left = head ? head.split(":") : [];
   const right = tail ? tail.split(":") : [];
