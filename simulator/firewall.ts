@@ -291,7 +291,7 @@ function referenceVersion(
 /**
  * A rule as save_vmfw_conf writes it and parse_fw_rule reads it back: `enable` 0 only when given
  * and false, the type in lower case, only the fields the line holds (a group rule keeps only its
- * interface), a blank comment dropped, then verified again (without raising) for `ipversion`.
+ * interface), its comment as the parser reads it back, then verified again (without raising) for `ipversion`.
  */
 function reread(rule: FwEntry, fw: GuestFirewall, env: "vm" | "ct"): FwEntry {
   const out: FwEntry = {
@@ -304,10 +304,40 @@ function reread(rule: FwEntry, fw: GuestFirewall, env: "vm" | "ct"): FwEntry {
   if (out.type !== "group") {
     for (const k of RULE_FIELDS) if (rule[k]) out[k] = rule[k];
   }
-  const comment = String(rule.comment ?? "").trim();
-  if (comment) out.comment = comment;
+  const comment = rereadComment(rule.comment, false, true);
+  if (comment !== undefined) out.comment = comment;
   verifyRule(out, fw, env, true);
   return out;
+}
+
+/** Perl's `\s` on a decoded string: Unicode White_Space. */
+const PERL_BLANK =
+  /^[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+
+/**
+ * A comment as save_vmfw_conf writes it and the parser reads it back: written when Perl-true and,
+ * but for an IP set's (`header`), not blank (`$format_rules`, `$format_aliases`,
+ * `$format_ipsets`); read from the file's bytes (generic_fw_config_parser, parse_alias,
+ * parse_fw_rule): the line's trailing `\h` (space, tab, byte 0xA0 — `à` is C3 A0 and reads back
+ * as U+FFFD), then `#\s*(.*?)\s*$` (ASCII white space), decoded; a false `0` is dropped but by
+ * parse_fw_rule (`rule`).
+ */
+export function rereadComment(
+  c: unknown,
+  header = false,
+  rule = false,
+): string | undefined {
+  const text = c === undefined || c === null ? "" : String(c);
+  if (!text || text === "0" || (!header && PERL_BLANK.test(text))) return;
+  const b = new TextEncoder().encode(text);
+  const ascii = (x: number) => x === 0x20 || (x >= 0x09 && x <= 0x0d);
+  let end = b.length;
+  while (end > 0 && [0x20, 0x09, 0xa0].includes(b[end - 1])) end--;
+  while (end > 0 && ascii(b[end - 1])) end--;
+  let start = 0;
+  while (start < end && ascii(b[start])) start++;
+  const read = new TextDecoder().decode(b.subarray(start, end));
+  return read && (rule || read !== "0") ? read : undefined;
 }
 
 /** An IP set entry or alias cidr as the parser reads it: a host's `/32`, `/128` dropped. */
@@ -329,9 +359,8 @@ export function persist(fw: GuestFirewall, env: "vm" | "ct"): GuestFirewall {
     const a = fw.aliases[key];
     const { cidr, v } = parseIpOrCidr(String(a.cidr));
     const entry: FwEntry = { name: a.name, cidr, ipversion: v };
-    if (String(a.comment ?? "").trim()) {
-      entry.comment = String(a.comment).trim();
-    }
+    const comment = rereadComment(a.comment);
+    if (comment !== undefined) entry.comment = comment;
     out.aliases[String(a.name).toLowerCase()] = entry;
   }
   for (const name of Object.keys(fw.ipsets).sort()) {
@@ -344,14 +373,13 @@ export function persist(fw: GuestFirewall, env: "vm" | "ct"): GuestFirewall {
       const e = byCidr.get(cidr)!;
       const entry: FwEntry = { cidr: rereadCidr(cidr) };
       if (e.nomatch) entry.nomatch = 1;
-      if (String(e.comment ?? "").trim()) {
-        entry.comment = String(e.comment).trim();
-      }
+      const comment = rereadComment(e.comment);
+      if (comment !== undefined) entry.comment = comment;
       return entry;
     });
-    const comment = fw.ipsetComments[name];
     // The parser notes a section's comment only when it has one.
-    if (comment) out.ipsetComments[lc] = comment;
+    const comment = rereadComment(fw.ipsetComments[name], true);
+    if (comment !== undefined) out.ipsetComments[lc] = comment;
   }
   out.rules = fw.rules.map((r) => reread(r, out, env));
   return out;

@@ -50,9 +50,20 @@ const OptionsArgs = z.object({
 
 /** A line: no newline, carriage return or NUL, not empty. */
 const line = z.string().regex(/^[^\n\r\0]+$/, "must be one line, not empty");
-/** Only white space (Rust's char::is_whitespace), with at most a `-`. */
-const BLANK_OR_DASH =
-  /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*-?[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+/** Only white space (Rust's char::is_whitespace: PVE writes no such comment). */
+const BLANK =
+  /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+/**
+ * A comment PVE reads back as given (the core's kept_comment): not blank, not `-` or `0` once
+ * trimmed of ASCII white space (PVE's parser on the file's bytes), and not ending in a character
+ * whose UTF-8 ends in byte 0xA0 (`à`, a no-break space), which the parser's `\h` cuts.
+ */
+function keptComment(c: string): boolean {
+  const kept = c.replace(/^[\t-\r ]+|[\t-\r ]+$/g, "");
+  const last = [...kept].pop()?.codePointAt(0) ?? 0;
+  return !BLANK.test(c) && kept !== "-" && kept !== "0" &&
+    !(last >= 0x80 && (last & 0x3f) === 0x20);
+}
 /** One word without spaces, at most 512 characters. */
 const word = z.string().regex(/^\S{1,512}$/, "must be one word, at most 512");
 
@@ -100,7 +111,15 @@ function ipValue(text: string): bigint | undefined {
   if (version === 4) {
     return text.split(".").reduce((n, o) => (n << 8n) + BigInt(o), 0n);
   }
-  if (version !== 6 || text.includes(".")) return undefined;
+  // A zone (`%eth0`) is no address to PVE's $IPV6RE, nor to Rust; a trailing IPv4 is two groups.
+  if (version !== 6 || text.includes("%")) return undefined;
+  const v4 = /[0-9.]+$/.exec(text);
+  if (v4?.[0].includes(".")) {
+    const n = ipValue(v4[0]);
+    if (n === undefined) return undefined;
+    const hex = (g: bigint) => g.toString(16);
+    text = `${text.slice(0, v4.index)}${hex(n >> 16n)}:${hex(n & 0xffffn)}`;
+  }
   const [head, tail] = text.includes("::") ? text.split("::") : [text, ""];
   const left = head ? head.split(":") : [];
   const right = tail ? tail.split(":") : [];
@@ -211,8 +230,8 @@ const Rule = z.object({
     ICMP_PROTOCOLS.includes(r.proto ?? "") ||
     [r.dport, r.sport].every((p) => p === undefined || isPortList(p)),
   { message: "ports must be 0…65535, ranges a:b with a ≤ b, at most 15" },
-).refine((r) => !BLANK_OR_DASH.test(r.comment ?? "x"), {
-  message: "comment must hold text",
+).refine((r) => keptComment(r.comment ?? "x"), {
+  message: "comment must hold text PVE keeps as given",
 });
 
 const RulesArgs = z.object({
@@ -226,9 +245,9 @@ const fwName = z.string().regex(
   /^[A-Za-z][A-Za-z0-9\-_]{1,63}$/,
   "must be a letter, then letters, digits, - or _ (2 to 64 characters)",
 );
-/** A comment PVE keeps: one line with text (it drops an empty or `-` one; blank as Rust's trim). */
-const comment = line.refine((c) => !BLANK_OR_DASH.test(c), {
-  message: "comment must hold text",
+/** A comment PVE keeps as given: one line with text. */
+const comment = line.refine(keptComment, {
+  message: "comment must hold text PVE keeps as given",
 });
 /** Nothing but the name with `delete: true`; `what` is required without it. */
 const declaredOrDeleted =

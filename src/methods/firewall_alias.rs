@@ -224,6 +224,19 @@ mod tests {
     }
 
     #[test]
+    fn a_comment_is_compared_as_pve_reads_it_back_trimmed_of_ascii_space_only() {
+        let gw = json!([{"name": "gw", "cidr": "10.0.0.1", "comment": "a\u{3000}", "digest": "d"}]);
+        let host = vm(gw.clone(), gw);
+        let args =
+            json!({"vmid": 100, "name": "gw", "cidr": "10.0.0.1", "comment": " a\u{3000}\t"});
+        let outcome = run_method(&host, "qemu", "firewallAlias", args);
+        assert!(
+            summary_of(&outcome).contains("(0 writes sent)"),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
     fn aliases_pve_would_refuse_are_refused_naming_the_field() {
         for (args, field) in [
             (json!({"name": "g", "cidr": "10.0.0.1"}), "name"),
@@ -233,6 +246,20 @@ mod tests {
             (
                 json!({"name": "gw", "delete": true, "cidr": "10.0.0.1"}),
                 "cidr",
+            ),
+            // PVE drops a comment `0` (false to Perl) and reads `voilà` back as `voil\u{fffd}`:
+            // its parser trims the line's `\h`, byte 0xA0 included (perl on pve-firewall's regexes).
+            (
+                json!({"name": "gw", "cidr": "10.0.0.1", "comment": "0"}),
+                "comment",
+            ),
+            (
+                json!({"name": "gw", "cidr": "10.0.0.1", "comment": "voil\u{e0} "}),
+                "comment",
+            ),
+            (
+                json!({"name": "gw", "cidr": "10.0.0.1", "comment": "x\u{a0}"}),
+                "comment",
             ),
         ] {
             let mut args = args;

@@ -13,7 +13,7 @@ use crate::args::{ArgError, Fields};
 use crate::guest::firewall::{change_firewall, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
-use crate::methods::firewall_rules::{check_comment, cidr, is_name};
+use crate::methods::firewall_rules::{check_comment, cidr, is_name, kept_comment};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::flex;
 use crate::pve::request::Verb;
@@ -155,9 +155,9 @@ pub fn comment_of(item: Option<&Value>) -> Option<String> {
         .and_then(flex::string_of)
 }
 
-/// Whether a comment read is the one declared (PVE trims it).
+/// Whether a comment read is the one declared, as PVE keeps it.
 pub fn same_comment(want: &Option<String>, have: &Option<String>) -> bool {
-    want.as_deref().map(str::trim) == have.as_deref()
+    want.as_deref().and_then(kept_comment) == have.as_deref()
 }
 
 /// Whether a listed entry differs from the declared one with its address.

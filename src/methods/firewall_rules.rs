@@ -200,15 +200,27 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
     Ok(rule)
 }
 
-/// A comment PVE keeps: one line with text (it drops an empty or `-` comment, and trims it).
+/// The comment PVE reads back of `text`, or `None` if it keeps none or not this text. PVE writes
+/// no blank comment (`$format_rules`, `$format_aliases`, `$format_ipsets`: Unicode `\s`) and reads
+/// the file's bytes (generic_fw_config_parser, parse_fw_rule, parse_alias): the line's trailing
+/// `\h` (space, tab, byte 0xA0: `à` loses half of itself), then `#\s*(.*?)\s*$` (ASCII white
+/// space: `\t`…`\r`, space); a comment `0` is false to Perl and dropped. A byte 0xA0 before
+/// trailing `\x0B`, `\x0C` would survive: refused all the same.
+pub fn kept_comment(text: &str) -> Option<&str> {
+    let kept = text.trim_matches(|c| matches!(c, '\t'..='\r' | ' '));
+    let cut = kept.as_bytes().last() == Some(&0xA0);
+    (!cut && !text.trim().is_empty() && !matches!(kept, "-" | "0")).then_some(kept)
+}
+
+/// A comment PVE keeps as given: one line with text.
 pub fn check_comment(path: &str, text: &str) -> Result<(), ArgError> {
     check_line(path, text)?;
-    match matches!(text.trim(), "" | "-") {
-        true => Err(ArgError::new(
+    match kept_comment(text) {
+        None => Err(ArgError::new(
             path,
-            "must hold text: PVE drops an empty or `-` comment",
+            "must be text PVE keeps: not blank, - or 0, not ending in a byte 0xA0 (à, no-break space)",
         )),
-        false => Ok(()),
+        Some(_) => Ok(()),
     }
 }
 
@@ -312,7 +324,7 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
         // PVE spells a macro its own way (`ssh` reads `SSH`) and trims a comment.
         let same = |w: &str, h: &str| match name {
             "macro" => w.eq_ignore_ascii_case(h),
-            "comment" => w.trim() == h,
+            "comment" => kept_comment(w) == Some(h),
             _ => w == h,
         };
         match (want, have.as_deref()) {

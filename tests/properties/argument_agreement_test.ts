@@ -629,6 +629,26 @@ const firewallOptionsArgs = object({
   radv: opt(fc.boolean()),
 });
 /** One firewall rule: the fields PVE checks, with each near miss. */
+/**
+ * Firewall comments: PVE reads back a comment trimmed of ASCII space only, drops `0`, and cuts a
+ * trailing byte 0xA0 (`à`, a no-break space) — each near miss.
+ */
+function fwCommentOf() {
+  return opt(
+    edges(["front", "ünï", " a\u3000\t", "voilà!", "00"], [
+      "a\nb",
+      "",
+      "  ",
+      "-",
+      "0",
+      " 0 ",
+      "voilà",
+      "x\u00a0",
+      "déjà \t",
+      "\u3000",
+    ]),
+  );
+}
 const firewallRule = object({
   type: mix(edges(["in", "out", "group"], ["forward", "IN", ""])),
   action: mix(
@@ -653,7 +673,11 @@ const firewallRule = object({
     ]),
   ),
   dest: opt(
-    edges(["192.0.2.1", "fd00::/8", "2001:db8::1"], [" ", "fd00::1/8"]),
+    edges(["192.0.2.1", "fd00::/8", "2001:db8::1", "::ffff:192.0.2.1"], [
+      " ",
+      "fd00::1/8",
+      "fe80::1%eth0",
+    ]),
   ),
   proto: opt(
     edges(["tcp", "udp", "icmp", "sctp", "6", "udplite"], ["", "t cp", "TCP"]),
@@ -665,7 +689,7 @@ const firewallRule = object({
   iface: opt(edges(["net0", "net31"], ["net32", "net01", "eth0"])),
   macro: opt(edges(["SSH", "HTTP"], ["S SH"])),
   log: opt(logLevels),
-  comment: opt(edges(["web", "ünï"], ["a\nb", "", "  ", "-"])),
+  comment: fwCommentOf(),
   icmpType: opt(edges(["echo-request"], ["echo request"])),
 });
 const firewallRulesArgs = object({
@@ -683,10 +707,21 @@ const fwName = mix(
     "",
   ]),
 );
-const fwComment = opt(edges(["front", "ünï"], ["a\nb", "", "  ", "-"]));
+const fwComment = fwCommentOf();
 const cidrs = edges(
-  ["10.0.0.0/8", "192.0.2.1", "192.0.2.1/32", "fd00::/8", "2001:db8::1"],
   [
+    "10.0.0.0/8",
+    "192.0.2.1",
+    "192.0.2.1/32",
+    "fd00::/8",
+    "2001:db8::1",
+    "::ffff:192.0.2.1",
+    "::ffff:192.0.2.0/120",
+    "64:ff9b::192.0.2.0/120",
+  ],
+  [
+    "fe80::1%eth0",
+    "::ffff:192.0.2.1/120",
     "10.0.0.1/8",
     "0.0.0.0/0",
     "10.0.0.0/",

@@ -660,3 +660,42 @@ Deno.test("switching the cluster firewall needs Sys.Modify on /", async () => {
     assert.equal(r.body.message, "Permission check failed (/, Sys.Modify)\n");
   });
 });
+
+Deno.test("comments read back as pve-firewall's parser reads the file's bytes", async () => {
+  // perl on generic_fw_config_parser's, parse_alias's and parse_fw_rule's regexes: the line's
+  // trailing `\h` takes byte 0xA0 (`à` is C3 A0: decoded, U+FFFD), the comment is trimmed of
+  // ASCII white space only (U+3000 stays), a `0` is false and dropped, the header is trimmed.
+  await withSim(async (call) => {
+    await call("POST", `${FW}/ipset`, { name: "web", comment: " 0 " });
+    await call("POST", `${FW}/ipset`, { name: "lan", comment: " a\u3000 " });
+    const sets = (await call("GET", `${FW}/ipset`)).body.data;
+    assert.deepEqual(sets.map((s: { comment?: string }) => s.comment), [
+      "a\u3000",
+      undefined,
+    ]);
+    await call("POST", `${FW}/ipset/web`, { cidr: "10.0.0.0/8", comment: "0" });
+    await call("POST", `${FW}/ipset/web`, {
+      cidr: "10.0.0.1",
+      comment: "voilà",
+    });
+    const entries = (await call("GET", `${FW}/ipset/web`)).body.data;
+    assert.deepEqual(entries.map((e: { comment?: string }) => e.comment), [
+      undefined,
+      "voil\ufffd",
+    ]);
+    await call("POST", `${FW}/aliases`, {
+      name: "gw",
+      cidr: "10.0.0.1",
+      comment: "\tx\u3000\t",
+    });
+    const aliases = (await call("GET", `${FW}/aliases`)).body.data;
+    assert.equal(aliases[0].comment, "x\u3000");
+    await call("POST", `${FW}/rules`, {
+      type: "in",
+      action: "ACCEPT",
+      comment: "x\u00a0",
+    });
+    const rules = (await call("GET", `${FW}/rules`)).body.data;
+    assert.equal(rules[0].comment, "x\ufffd");
+  });
+});
