@@ -216,6 +216,9 @@ export const haRoutes: Route[] = [
       checkRoot(ctx, "Sys.Audit");
       const nodes = ctx.core.state.nodes;
       const now = Math.floor(Date.now() / 1000);
+      // A CRM that never applies is dead: Status.pm shows its master's last timestamp as old.
+      const dead = ctx.core.state.all().some((g) => g.ha?.neverApplies);
+      const stamp = dead ? now - 60 : now;
       const out: Record<string, unknown>[] = [
         {
           id: "quorum",
@@ -228,8 +231,10 @@ export const haRoutes: Route[] = [
           id: "master",
           type: "master",
           node: nodes[0],
-          status: `${nodes[0]} (active, ${new Date(now * 1000).toString()})`,
-          timestamp: now,
+          status: `${nodes[0]} (${dead ? "old timestamp - dead?" : "active"}, ${
+            new Date(stamp * 1000).toString()
+          })`,
+          timestamp: stamp,
         },
         ...nodes.map((node) => ({
           id: `lrm:${node}`,

@@ -231,7 +231,12 @@ mod tests {
         if let Some(crm) = crm {
             s["crm_state"] = json!(crm);
         }
-        json!([{"id": "quorum", "type": "quorum", "status": "OK"}, s])
+        json!([master(), s])
+    }
+
+    /// Status.pm's entry of a master whose timestamp is current.
+    fn master() -> Value {
+        json!({"id": "master", "type": "master", "node": "pve1", "status": "pve1 (active, now)"})
     }
 
     fn missing() -> Answer {
@@ -253,7 +258,7 @@ mod tests {
         host.on(
             CURRENT,
             [
-                Answer::Data(json!([])),
+                Answer::Data(json!([master()])),
                 Answer::Data(service("queued", None, "started")),
                 Answer::Data(service("starting", Some("started"), "started")),
                 Answer::Data(service("started", Some("started"), "started")),
@@ -306,7 +311,7 @@ mod tests {
             [
                 Answer::Data(service("started", Some("started"), "started")),
                 Answer::Data(service("deleting", Some("started"), "started")),
-                Answer::Data(json!([])),
+                Answer::Data(json!([master()])),
             ],
         );
         host.data("DELETE /cluster/ha/resources/vm:100", Value::Null);
@@ -323,7 +328,7 @@ mod tests {
 
         let host = vm();
         host.on(CONFIG, [missing()]);
-        host.data(CURRENT, json!([]));
+        host.data(CURRENT, json!([master()]));
         let outcome = run_method(
             &host,
             "qemu",
@@ -373,5 +378,58 @@ mod tests {
                 "{outcome:?}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod review {
+    use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
+    use serde_json::{json, Value};
+
+    fn host(config: Value, current: Value) -> ScriptedHost {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "stopped"}),
+        );
+        host.data("GET /nodes/pve1/qemu/100/config", json!({}));
+        host.on("GET /cluster/ha/resources/vm:100", [Answer::Data(config)]);
+        host.data("GET /cluster/ha/status/current", current);
+        host.data("PUT /cluster/ha/resources/vm:100", Value::Null);
+        host
+    }
+
+    fn dead(state: &str, crm: &str, request: &str) -> Value {
+        json!([{"id": "quorum", "type": "quorum", "status": "OK", "quorate": 1},
+            {"id": "master", "type": "master", "node": "pve1", "timestamp": 1,
+             "status": "pve1 (old timestamp - dead?, Thu Jan  1 00:00:01 1970)"},
+            {"id": "service:vm:100", "sid": "vm:100", "type": "service", "node": "pve1",
+             "state": state, "crm_state": crm, "request_state": request}])
+    }
+
+    #[test]
+    fn a_dead_manager_is_no_evidence() {
+        // Written: disabled → stopped; the dead CRM's last round already says stopped.
+        let h = host(
+            json!({"sid": "vm:100", "state": "disabled"}),
+            dead("stopped", "stopped", "stopped"),
+        );
+        let args = json!({"vmid": 100, "state": "stopped"});
+        let outcome = run_method(&h, "qemu", "haResource", args);
+        let message = failure_of(&outcome);
+        assert!(message.contains("old timestamp"), "{message}");
+        // Nothing to write: still no evidence without an active manager.
+        let h = host(
+            json!({"sid": "vm:100", "state": "stopped"}),
+            dead("stopped", "stopped", "stopped"),
+        );
+        let args = json!({"vmid": 100, "state": "stopped"});
+        let outcome = run_method(&h, "qemu", "haResource", args);
+        let message = failure_of(&outcome);
+        assert!(message.contains("old timestamp"), "{message}");
     }
 }

@@ -96,6 +96,9 @@ Deno.test("a manager that never applies leaves the service queued; one that appl
     const s = await service(call, "vm:100");
     assert.equal(s.state, "queued");
     assert.equal(s.crm_state, undefined);
+    const list = (await call("GET", "/cluster/ha/status/current")).body.data;
+    const master = list.find((e: { id: string }) => e.id === "master");
+    assert.match(master.status, /\(old timestamp - dead\?, /);
   }, { managed: false, state: "stopped", neverApplies: true });
   await withSim(async (call) => {
     await call("POST", "/cluster/ha/resources", { sid: "vm:100" });
