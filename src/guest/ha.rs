@@ -357,6 +357,13 @@ async fn wait_manager<H: Host>(
             Ok(shown) => return Ok(shown),
             Err(last) => last,
         };
+        // Manager.pm: `error` is final until the config asks `disabled`; waiting changes nothing.
+        let s = view.service.as_ref().unwrap_or(&Value::Null);
+        if s["crm_state"] == "error" && s["request_state"] != "disabled" {
+            return Err(format!(
+                "{last} (error is final: only state disabled clears it)"
+            ));
+        }
         progress.tick(run.host, || {
             format!("the HA manager to apply {sid} (now: {last})")
         });

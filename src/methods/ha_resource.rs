@@ -411,6 +411,35 @@ mod review {
              "state": state, "crm_state": crm, "request_state": request}])
     }
 
+    fn active(state: &str, crm: &str, request: &str) -> Value {
+        let mut list = dead(state, crm, request);
+        list[1]["status"] = json!("pve1 (active, now)");
+        list
+    }
+
+    #[test]
+    fn an_error_state_ends_the_wait_at_once() {
+        let h = host(
+            json!({"sid": "vm:100", "state": "stopped"}),
+            active("stopped", "stopped", "stopped"),
+        );
+        // The write's round ends in error (the LRM could not start it).
+        h.on(
+            "GET /cluster/ha/status/current",
+            [Answer::Data(active("error", "error", "started"))],
+        );
+        let args = json!({"vmid": 100, "state": "started"});
+        let outcome = run_method(&h, "qemu", "haResource", args);
+        let message = failure_of(&outcome);
+        assert!(message.contains("error"), "{message}");
+        let reads = h
+            .routes_called()
+            .iter()
+            .filter(|r| r.contains("ha/status"))
+            .count();
+        assert!(reads <= 3, "{reads} status reads: {message}");
+    }
+
     #[test]
     fn a_dead_manager_is_no_evidence() {
         // Written: disabled → stopped; the dead CRM's last round already says stopped.
