@@ -167,9 +167,11 @@ export const haRoutes: Route[] = [
       }
       noGroup(ctx);
       const ha = g?.ha;
-      // Resources.pm check_service_state: a service in error takes only `disabled`.
+      // Resources.pm check_service_state: a service in error takes only `disabled` (sent); an
+      // ignored one counts as not managed (Config.pm service_check_ha_state).
       if (
-        ha?.managed && crmOf(ha) === "error" && ctx.params.state !== "disabled"
+        ha?.managed && ha.state !== "ignored" && crmOf(ha) === "error" &&
+        ctx.params.state !== "disabled"
       ) {
         throw die(
           `service '${

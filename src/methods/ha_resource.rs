@@ -156,9 +156,13 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             .iter()
             .find(|(k, _)| *k == "state")
             .map_or_else(|| configured(config, "state"), |(_, v)| v.clone());
-        // Resources.pm update → check_service_state: a service in error state takes only `disabled`.
+        // Resources.pm update → check_service_state: a managed (not ignored) service in error
+        // state takes a write only with `state` disabled sent.
         let crm = view.service.as_ref().and_then(|s| s.get("crm_state"));
-        if crm.and_then(Value::as_str) == Some("error") && *target.borrow() != "disabled" {
+        let asked = args.options.iter().find(|(k, _)| *k == "state");
+        let error = crm.and_then(Value::as_str) == Some("error")
+            && configured(config, "state") != "ignored";
+        if error && asked.map(|(_, v)| v.as_str()) != Some("disabled") {
             let sid = view
                 .service
                 .as_ref()
@@ -169,10 +173,13 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 sid.unwrap_or("?")
             ));
         }
-        let params: Vec<(String, String)> = differing(&args.options, config)
+        let mut params: Vec<(String, String)> = differing(&args.options, config)
             .into_iter()
             .map(|(k, want, _)| (k.to_string(), want.to_string()))
             .collect();
+        if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {
+            params.push(("state".into(), "disabled".into()));
+        }
         Ok((!params.is_empty()).then_some((Verb::Set, params)))
     };
     let judge = |service: Option<&Value>| match (args.delete, service) {
@@ -438,6 +445,32 @@ mod review {
             .filter(|r| r.contains("ha/status"))
             .count();
         assert!(reads <= 3, "{reads} status reads: {message}");
+    }
+
+    #[test]
+    fn an_error_state_takes_a_put_only_with_state_disabled() {
+        // Resources.pm check_service_state looks at the state sent, not the configured one.
+        let h = host(
+            json!({"sid": "vm:100", "state": "disabled"}),
+            active("clearing error flag", "error", "disabled"),
+        );
+        let args = json!({"vmid": 100, "state": "disabled", "maxRestart": 3});
+        run_method(&h, "qemu", "haResource", args);
+        assert!(
+            h.body_of("PUT").contains("state=disabled"),
+            "{}",
+            h.body_of("PUT")
+        );
+        let h = host(
+            json!({"sid": "vm:100", "state": "disabled"}),
+            active("clearing error flag", "error", "disabled"),
+        );
+        let args = json!({"vmid": 100, "maxRestart": 3});
+        let outcome = run_method(&h, "qemu", "haResource", args);
+        assert!(
+            failure_of(&outcome).contains("must be disabled"),
+            "{outcome:?}"
+        );
     }
 
     #[test]
