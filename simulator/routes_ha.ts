@@ -207,6 +207,17 @@ export const haRoutes: Route[] = [
       }
       freeze(g);
       g.ha.managed = false;
+      // Config.pm delete_service_from_config: `purge` (default 1) drops the sid from every rule,
+      // and a rule left without resources (PVE 9; PVE 8 has no rules).
+      const purge = ctx.params.purge;
+      if (ctx.core.major === 9 && purge !== false && purge !== 0) {
+        const rules = rulesOf(ctx.core);
+        for (const [id, r] of rules) {
+          const rest = r.resources.split(",").filter((s) => s !== sidOf(g));
+          if (rest.length) r.resources = rest.join(",");
+          else rules.delete(id);
+        }
+      }
       scheduleRound(ctx.core, g);
       return null;
     },

@@ -233,5 +233,18 @@ Deno.test("HA rules (PVE 9): made, read back with their order, refused as Rules.
     assert.equal((await call("DELETE", "/cluster/ha/rules/pin")).status, 200);
     const gone = await call("GET", "/cluster/ha/rules/pin");
     assert.match(gone.body.message, /no such ha rule 'pin'/);
+    // Removing the resource purges it from the rules (Config.pm delete_service_from_config).
+    await call("POST", "/cluster/ha/rules", {
+      rule: "pin",
+      type: "node-affinity",
+      resources: "vm:100",
+      nodes: "pve1",
+    });
+    assert.equal(
+      (await call("DELETE", "/cluster/ha/resources/vm:100")).status,
+      200,
+    );
+    const purged = await call("GET", "/cluster/ha/rules/pin");
+    assert.match(purged.body.message, /no such ha rule 'pin'/);
   }, { managed: true, state: "started" });
 });
