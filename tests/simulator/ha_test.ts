@@ -248,3 +248,11 @@ Deno.test("HA rules (PVE 9): made, read back with their order, refused as Rules.
     assert.match(purged.body.message, /no such ha rule 'pin'/);
   }, { managed: true, state: "started" });
 });
+
+Deno.test("a service in error whose config asks disabled reads 'clearing error flag' until the round", async () => {
+  await withSim(async (call) => {
+    const s = await service(call, "vm:100");
+    assert.equal(s.crm_state, "error");
+    assert.equal(s.state, "clearing error flag");
+  }, { managed: true, state: "disabled", crm: "error", neverApplies: true });
+});
