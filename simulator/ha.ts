@@ -44,6 +44,8 @@ function verbose(g: GuestState, ha: SimHa, crm: string | null): string {
     if (g.status !== "running") return "starting";
     return req === "stopped" || req === "disabled" ? "stopping" : "started";
   }
+  // The manager clears an error once the config asks `disabled` (next_state_error).
+  if (crm === "error" && req === "disabled") return "clearing error flag";
   return crm;
 }
 

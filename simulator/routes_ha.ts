@@ -167,9 +167,11 @@ export const haRoutes: Route[] = [
       }
       noGroup(ctx);
       const ha = g?.ha;
-      // Resources.pm check_service_state: a service in error takes only `disabled`.
+      // Resources.pm check_service_state: a service in error takes only `disabled` (sent); an
+      // ignored one counts as not managed (Config.pm service_check_ha_state).
       if (
-        ha?.managed && crmOf(ha) === "error" && ctx.params.state !== "disabled"
+        ha?.managed && ha.state !== "ignored" && crmOf(ha) === "error" &&
+        ctx.params.state !== "disabled"
       ) {
         throw die(
           `service '${
@@ -205,6 +207,17 @@ export const haRoutes: Route[] = [
       }
       freeze(g);
       g.ha.managed = false;
+      // Config.pm delete_service_from_config: `purge` (default 1) drops the sid from every rule,
+      // and a rule left without resources (PVE 9; PVE 8 has no rules).
+      const purge = ctx.params.purge;
+      if (ctx.core.major === 9 && purge !== false && purge !== 0) {
+        const rules = rulesOf(ctx.core);
+        for (const [id, r] of rules) {
+          const rest = r.resources.split(",").filter((s) => s !== sidOf(g));
+          if (rest.length) r.resources = rest.join(",");
+          else rules.delete(id);
+        }
+      }
       scheduleRound(ctx.core, g);
       return null;
     },
@@ -216,6 +229,9 @@ export const haRoutes: Route[] = [
       checkRoot(ctx, "Sys.Audit");
       const nodes = ctx.core.state.nodes;
       const now = Math.floor(Date.now() / 1000);
+      // A CRM that never applies is dead: Status.pm shows its master's last timestamp as old.
+      const dead = ctx.core.state.all().some((g) => g.ha?.neverApplies);
+      const stamp = dead ? now - 60 : now;
       const out: Record<string, unknown>[] = [
         {
           id: "quorum",
@@ -228,8 +244,10 @@ export const haRoutes: Route[] = [
           id: "master",
           type: "master",
           node: nodes[0],
-          status: `${nodes[0]} (active, ${new Date(now * 1000).toString()})`,
-          timestamp: now,
+          status: `${nodes[0]} (${dead ? "old timestamp - dead?" : "active"}, ${
+            new Date(stamp * 1000).toString()
+          })`,
+          timestamp: stamp,
         },
         ...nodes.map((node) => ({
           id: `lrm:${node}`,

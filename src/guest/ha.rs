@@ -37,13 +37,15 @@ pub fn sid(kind: GuestKind, vmid: u32) -> String {
 }
 
 /// What a method reads and acts on: the resource's config (`None`: not an HA resource) and the
-/// service's entry in `status/current` (`None`: the manager's view does not list it).
+/// service's entry in `status/current` (`None`: the manager's view does not list it), and why
+/// that view is no evidence of a change (`None`: an active master wrote it).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HaView {
     /// The guest's VMID (its sid is `sid(kind, vmid)`).
     pub vmid: u32,
     pub config: Option<Value>,
     pub service: Option<Value>,
+    pub idle: Option<String>,
 }
 
 /// What an HA method reads and writes: the guest's HA resource, or an HA rule (PVE 9) naming it.
@@ -178,12 +180,13 @@ async fn apply<H: Host>(
     view.config = read_config(run, obj, &sid)
         .await
         .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
-    view.service = service_of(
-        &read_current(run, None)
-            .await
-            .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?,
-        &sid,
-    );
+    let list = read_current(run, None)
+        .await
+        .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
+    view.service = service_of(&list, &sid);
+    // A resource's state is the manager's work: only an active master's view shows it.
+    let gate = *obj == HaObject::Resource && !change.reads_only;
+    view.idle = idle(&list).filter(|_| gate);
     let write = (change.plan)(view)
         .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
     let sent = write.is_some();
@@ -202,9 +205,13 @@ async fn apply<H: Host>(
         }
     }
     // What was just read may already show it (nothing sent, or a read): no second read then.
-    let waited = match (sent, (change.judge)(view.service.as_ref())) {
+    let first = match &view.idle {
+        Some(why) => Err(why.clone()),
+        None => (change.judge)(view.service.as_ref()),
+    };
+    let waited = match (sent, first) {
         (false, Ok(shown)) => Ok(shown),
-        _ => wait_manager(run, &sid, view, change.judge).await,
+        _ => wait_manager(run, &sid, view, change.judge, gate).await,
     };
     // The config after a write is read back whatever the manager did: the record says what it holds.
     let back = match sent {
@@ -245,6 +252,18 @@ async fn rules_exist<H: Host>(run: &Run<'_, H>) -> Result<(), String> {
     match version.starts_with("8.") {
         true => Err(format!("PVE {version} has no HA rules (they came with PVE 9, which migrates HA groups to rules); on PVE 8 an HA group (/cluster/ha/groups) places resources on nodes: create one and set it as the resource's group — haRule does not map a rule onto a group")),
         false => Ok(()),
+    }
+}
+
+/// Why the list is no evidence of the manager's work: Status.pm lists `master` only once a CRM
+/// holds the manager lock, its status `<node> (active, <time>)` only while its timestamp is within
+/// 30 s; otherwise the services' `crm_state` is a dead manager's last round.
+fn idle(list: &Value) -> Option<String> {
+    let master = list.as_array()?.iter().find(|e| e["type"] == "master");
+    match master.and_then(|m| m["status"].as_str()) {
+        Some(s) if s.contains("(active,") => None,
+        Some(s) => Some(format!("the HA manager is not active (master {s})")),
+        None => Some("no HA master (no CRM is active)".into()),
     }
 }
 
@@ -313,12 +332,14 @@ fn service_of(list: &Value, sid: &str) -> Option<Value> {
 
 /// Polls `status/current` until `judge` accepts the service's entry, within what is left of the
 /// method's budget (reading at least once), with progress lines; a timeout says what was observed
-/// last. `view.service` keeps the last entry read.
+/// last. `view.service` keeps the last entry read. With `gate`, a list without an active master
+/// is not judged (see `idle`).
 async fn wait_manager<H: Host>(
     run: &Run<'_, H>,
     sid: &str,
     view: &mut HaView,
     judge: &Judge<'_>,
+    gate: bool,
 ) -> Result<String, String> {
     let pve = run.pve();
     let now = run.host.now_ms();
@@ -328,10 +349,21 @@ async fn wait_manager<H: Host>(
     loop {
         let list = read_current(run, Some(pacer.deadline_ms())).await?;
         view.service = service_of(&list, sid);
-        let last = match judge(view.service.as_ref()) {
+        let seen = match idle(&list).filter(|_| gate) {
+            Some(why) => Err(why),
+            None => judge(view.service.as_ref()),
+        };
+        let last = match seen {
             Ok(shown) => return Ok(shown),
             Err(last) => last,
         };
+        // Manager.pm: `error` is final until the config asks `disabled`; waiting changes nothing.
+        let s = view.service.as_ref().unwrap_or(&Value::Null);
+        if s["crm_state"] == "error" && s["request_state"] != "disabled" {
+            return Err(format!(
+                "{last} (error is final: only state disabled clears it)"
+            ));
+        }
         progress.tick(run.host, || {
             format!("the HA manager to apply {sid} (now: {last})")
         });

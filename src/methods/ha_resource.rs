@@ -156,9 +156,13 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             .iter()
             .find(|(k, _)| *k == "state")
             .map_or_else(|| configured(config, "state"), |(_, v)| v.clone());
-        // Resources.pm update → check_service_state: a service in error state takes only `disabled`.
+        // Resources.pm update → check_service_state: a managed (not ignored) service in error
+        // state takes a write only with `state` disabled sent.
         let crm = view.service.as_ref().and_then(|s| s.get("crm_state"));
-        if crm.and_then(Value::as_str) == Some("error") && *target.borrow() != "disabled" {
+        let asked = args.options.iter().find(|(k, _)| *k == "state");
+        let error = crm.and_then(Value::as_str) == Some("error")
+            && configured(config, "state") != "ignored";
+        if error && asked.map(|(_, v)| v.as_str()) != Some("disabled") {
             let sid = view
                 .service
                 .as_ref()
@@ -169,10 +173,13 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 sid.unwrap_or("?")
             ));
         }
-        let params: Vec<(String, String)> = differing(&args.options, config)
+        let mut params: Vec<(String, String)> = differing(&args.options, config)
             .into_iter()
             .map(|(k, want, _)| (k.to_string(), want.to_string()))
             .collect();
+        if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {
+            params.push(("state".into(), "disabled".into()));
+        }
         Ok((!params.is_empty()).then_some((Verb::Set, params)))
     };
     let judge = |service: Option<&Value>| match (args.delete, service) {
@@ -231,7 +238,12 @@ mod tests {
         if let Some(crm) = crm {
             s["crm_state"] = json!(crm);
         }
-        json!([{"id": "quorum", "type": "quorum", "status": "OK"}, s])
+        json!([master(), s])
+    }
+
+    /// Status.pm's entry of a master whose timestamp is current.
+    fn master() -> Value {
+        json!({"id": "master", "type": "master", "node": "pve1", "status": "pve1 (active, now)"})
     }
 
     fn missing() -> Answer {
@@ -253,7 +265,7 @@ mod tests {
         host.on(
             CURRENT,
             [
-                Answer::Data(json!([])),
+                Answer::Data(json!([master()])),
                 Answer::Data(service("queued", None, "started")),
                 Answer::Data(service("starting", Some("started"), "started")),
                 Answer::Data(service("started", Some("started"), "started")),
@@ -306,7 +318,7 @@ mod tests {
             [
                 Answer::Data(service("started", Some("started"), "started")),
                 Answer::Data(service("deleting", Some("started"), "started")),
-                Answer::Data(json!([])),
+                Answer::Data(json!([master()])),
             ],
         );
         host.data("DELETE /cluster/ha/resources/vm:100", Value::Null);
@@ -323,7 +335,7 @@ mod tests {
 
         let host = vm();
         host.on(CONFIG, [missing()]);
-        host.data(CURRENT, json!([]));
+        host.data(CURRENT, json!([master()]));
         let outcome = run_method(
             &host,
             "qemu",
@@ -373,5 +385,113 @@ mod tests {
                 "{outcome:?}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod review {
+    use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
+    use serde_json::{json, Value};
+
+    fn host(config: Value, current: Value) -> ScriptedHost {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "stopped"}),
+        );
+        host.data("GET /nodes/pve1/qemu/100/config", json!({}));
+        host.on("GET /cluster/ha/resources/vm:100", [Answer::Data(config)]);
+        host.data("GET /cluster/ha/status/current", current);
+        host.data("PUT /cluster/ha/resources/vm:100", Value::Null);
+        host
+    }
+
+    fn dead(state: &str, crm: &str, request: &str) -> Value {
+        json!([{"id": "quorum", "type": "quorum", "status": "OK", "quorate": 1},
+            {"id": "master", "type": "master", "node": "pve1", "timestamp": 1,
+             "status": "pve1 (old timestamp - dead?, Thu Jan  1 00:00:01 1970)"},
+            {"id": "service:vm:100", "sid": "vm:100", "type": "service", "node": "pve1",
+             "state": state, "crm_state": crm, "request_state": request}])
+    }
+
+    fn active(state: &str, crm: &str, request: &str) -> Value {
+        let mut list = dead(state, crm, request);
+        list[1]["status"] = json!("pve1 (active, now)");
+        list
+    }
+
+    #[test]
+    fn an_error_state_ends_the_wait_at_once() {
+        let h = host(
+            json!({"sid": "vm:100", "state": "stopped"}),
+            active("stopped", "stopped", "stopped"),
+        );
+        // The write's round ends in error (the LRM could not start it).
+        h.on(
+            "GET /cluster/ha/status/current",
+            [Answer::Data(active("error", "error", "started"))],
+        );
+        let args = json!({"vmid": 100, "state": "started"});
+        let outcome = run_method(&h, "qemu", "haResource", args);
+        let message = failure_of(&outcome);
+        assert!(message.contains("error"), "{message}");
+        let reads = h
+            .routes_called()
+            .iter()
+            .filter(|r| r.contains("ha/status"))
+            .count();
+        assert!(reads <= 3, "{reads} status reads: {message}");
+    }
+
+    #[test]
+    fn an_error_state_takes_a_put_only_with_state_disabled() {
+        // Resources.pm check_service_state looks at the state sent, not the configured one.
+        let h = host(
+            json!({"sid": "vm:100", "state": "disabled"}),
+            active("clearing error flag", "error", "disabled"),
+        );
+        let args = json!({"vmid": 100, "state": "disabled", "maxRestart": 3});
+        run_method(&h, "qemu", "haResource", args);
+        assert!(
+            h.body_of("PUT").contains("state=disabled"),
+            "{}",
+            h.body_of("PUT")
+        );
+        let h = host(
+            json!({"sid": "vm:100", "state": "disabled"}),
+            active("clearing error flag", "error", "disabled"),
+        );
+        let args = json!({"vmid": 100, "maxRestart": 3});
+        let outcome = run_method(&h, "qemu", "haResource", args);
+        assert!(
+            failure_of(&outcome).contains("must be disabled"),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn a_dead_manager_is_no_evidence() {
+        // Written: disabled → stopped; the dead CRM's last round already says stopped.
+        let h = host(
+            json!({"sid": "vm:100", "state": "disabled"}),
+            dead("stopped", "stopped", "stopped"),
+        );
+        let args = json!({"vmid": 100, "state": "stopped"});
+        let outcome = run_method(&h, "qemu", "haResource", args);
+        let message = failure_of(&outcome);
+        assert!(message.contains("old timestamp"), "{message}");
+        // Nothing to write: still no evidence without an active manager.
+        let h = host(
+            json!({"sid": "vm:100", "state": "stopped"}),
+            dead("stopped", "stopped", "stopped"),
+        );
+        let args = json!({"vmid": 100, "state": "stopped"});
+        let outcome = run_method(&h, "qemu", "haResource", args);
+        let message = failure_of(&outcome);
+        assert!(message.contains("old timestamp"), "{message}");
     }
 }

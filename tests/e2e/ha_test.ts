@@ -79,10 +79,24 @@ Deno.test("haResource: a manager that never applies fails, saying what it showed
     });
     assert.equal(r.status, "failed");
     assert.match(r.error ?? "", /did not apply it/);
-    assert.match(r.error ?? "", /last observed: state queued/);
+    assert.match(r.error ?? "", /last observed: the HA manager is not active/);
     const h = written(r, "vm-101").ha as Record<string, unknown>;
     assert.equal(h.managed, true);
     assert.equal(h.crmState, undefined);
+  });
+});
+
+Deno.test("haResource: a dead manager's last round is no evidence, written or not", async () => {
+  await withEnv({ globalArgs: { taskTimeoutSec: 2 } }, async (env) => {
+    // Its last round left the service stopped; disabled → stopped reads as applied at once.
+    const dead = { crm: "stopped", neverApplies: true } as const;
+    ha(env, 101, { managed: true, state: "disabled", ...dead });
+    const r = await env.run("haResource", { vmid: 101, state: "stopped" });
+    assert.equal(r.status, "failed");
+    assert.match(r.error ?? "", /HA manager is not active \(master .*dead/);
+    const again = await env.run("haResource", { vmid: 101, state: "stopped" });
+    assert.equal(again.status, "failed");
+    assert.match(again.error ?? "", /nothing needed writing/);
   });
 });
 

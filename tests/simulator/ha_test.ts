@@ -96,6 +96,9 @@ Deno.test("a manager that never applies leaves the service queued; one that appl
     const s = await service(call, "vm:100");
     assert.equal(s.state, "queued");
     assert.equal(s.crm_state, undefined);
+    const list = (await call("GET", "/cluster/ha/status/current")).body.data;
+    const master = list.find((e: { id: string }) => e.id === "master");
+    assert.match(master.status, /\(old timestamp - dead\?, /);
   }, { managed: false, state: "stopped", neverApplies: true });
   await withSim(async (call) => {
     await call("POST", "/cluster/ha/resources", { sid: "vm:100" });
@@ -230,5 +233,26 @@ Deno.test("HA rules (PVE 9): made, read back with their order, refused as Rules.
     assert.equal((await call("DELETE", "/cluster/ha/rules/pin")).status, 200);
     const gone = await call("GET", "/cluster/ha/rules/pin");
     assert.match(gone.body.message, /no such ha rule 'pin'/);
+    // Removing the resource purges it from the rules (Config.pm delete_service_from_config).
+    await call("POST", "/cluster/ha/rules", {
+      rule: "pin",
+      type: "node-affinity",
+      resources: "vm:100",
+      nodes: "pve1",
+    });
+    assert.equal(
+      (await call("DELETE", "/cluster/ha/resources/vm:100")).status,
+      200,
+    );
+    const purged = await call("GET", "/cluster/ha/rules/pin");
+    assert.match(purged.body.message, /no such ha rule 'pin'/);
   }, { managed: true, state: "started" });
+});
+
+Deno.test("a service in error whose config asks disabled reads 'clearing error flag' until the round", async () => {
+  await withSim(async (call) => {
+    const s = await service(call, "vm:100");
+    assert.equal(s.crm_state, "error");
+    assert.equal(s.state, "clearing error flag");
+  }, { managed: true, state: "disabled", crm: "error", neverApplies: true });
 });
