@@ -13,6 +13,19 @@ import { guestRef, provideGuest, requireGuest } from "./schemas.ts";
 
 /** pve-ha-manager PVE/HA/Resources.pm `state` (its alias `enabled` left out). */
 export const HA_STATES = ["started", "stopped", "disabled", "ignored"] as const;
+/**
+ * An HA resource's or rule's comment as PVE keeps it (src/guest/ha.rs `comment`): one line of at
+ * most 4096 bytes, no white space at either end (PVE's section config drops it on reading back).
+ */
+const haComment = z.string()
+  .regex(/^[^\n\r\0]+$/, "must be one line, not empty")
+  .refine((c) => new TextEncoder().encode(c).length <= 4096, {
+    message: "must be at most 4096 bytes",
+  })
+  .refine((c) => !/^[ \t\v\f]|[ \t\v\f]$/.test(c), {
+    message: "must not begin or end with white space (PVE drops it)",
+  });
+
 const OPTIONS = ["state", "maxRestart", "maxRelocate", "failback", "comment"];
 const count = z.number().int().min(0).max(4294967295);
 
@@ -22,10 +35,7 @@ const ResourceArgs = z.object({
   maxRestart: count.optional(),
   maxRelocate: count.optional(),
   failback: z.boolean().optional(),
-  comment: z.string().regex(/^[^\n\r\0]+$/, "must be one line, not empty")
-    .refine((c) => new TextEncoder().encode(c).length <= 4096, {
-      message: "must be at most 4096 bytes",
-    }).optional(),
+  comment: haComment.optional(),
   delete: z.boolean().optional(),
 }).refine(requireGuest, provideGuest)
   .refine(
@@ -76,10 +86,7 @@ const RuleArgs = z.object({
   nodes: z.array(node).optional(),
   strict: z.boolean().optional(),
   affinity: z.enum(["positive", "negative"]).optional(),
-  comment: z.string().regex(/^[^\n\r\0]+$/, "must be one line, not empty")
-    .refine((c) => new TextEncoder().encode(c).length <= 4096, {
-      message: "must be at most 4096 bytes",
-    }).optional(),
+  comment: haComment.optional(),
   disable: z.boolean().optional(),
   delete: z.boolean().optional(),
 }).refine(requireGuest, provideGuest)

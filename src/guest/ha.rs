@@ -16,6 +16,7 @@
 use super::evidence::{sight_or_absent, unlocked, Evidence};
 use super::reference::GuestRef;
 use super::settle::seconds;
+use crate::args::{ArgError, Fields};
 use crate::explain::{hint, outcome_unknown};
 use crate::host::Host;
 use crate::outcome::Outcome;
@@ -26,6 +27,27 @@ use crate::pve::flex;
 use crate::pve::request::{PveRequest, Verb};
 use crate::run::Run;
 use serde_json::{Map, Value};
+
+/// An HA resource's or rule's `comment`, as PVE keeps it: one line of at most 4096 bytes
+/// (Resources.pm, Rules.pm `maxLength`), without white space at either end — PVE's section config
+/// writes `\tcomment <text>` and reads back `(.*\S)` after the key (PVE/SectionConfig.pm
+/// parse_config), so an edge space would be dropped and the read-back never equal.
+pub fn comment(fields: &Fields) -> Result<Option<String>, ArgError> {
+    let Some(text) = fields.optional_line("comment")? else {
+        return Ok(None);
+    };
+    if text.len() > 4096 {
+        return Err(ArgError::new("comment", "must be at most 4096 bytes"));
+    }
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_whitespace() || c == '\x0b');
+    if edge(text.chars().next()) || edge(text.chars().last()) {
+        return Err(ArgError::new(
+            "comment",
+            "must not begin or end with white space (PVE drops it)",
+        ));
+    }
+    Ok(Some(text))
+}
 
 /// The HA resource id of a guest: `vm:<vmid>` or `ct:<vmid>` (pve-ha-manager `PVE/HA/Config.pm`
 /// parse_sid; PVEVM / PVECT `type`).

@@ -5,7 +5,7 @@
 //! given.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::ha::{change_ha, describe, HaChange, HaObject, HaView, Write};
+use crate::guest::ha::{self, change_ha, describe, HaChange, HaObject, HaView, Write};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -59,13 +59,7 @@ impl HaResourceArgs {
         }
         let failback = fields.optional::<bool>("failback")?;
         options.extend(failback.map(|on| ("failback", u8::from(on).to_string())));
-        if let Some(comment) = fields.optional_line("comment")? {
-            // PVE/HA/Resources.pm: maxLength 4096.
-            if comment.len() > 4096 {
-                return Err(ArgError::new("comment", "must be at most 4096 bytes"));
-            }
-            options.push(("comment", comment));
-        }
+        options.extend(ha::comment(&fields)?.map(|c| ("comment", c)));
         if delete && !options.is_empty() {
             let rule = "removes the HA resource: give no state or option with it";
             return Err(ArgError::new("delete", rule));
@@ -377,6 +371,7 @@ mod tests {
                 "delete",
             ),
             (json!({"vmid": 100, "failback": "yes"}), "failback"),
+            (json!({"vmid": 100, "comment": "\tweb"}), "comment"),
         ] {
             let host = ScriptedHost::new();
             let outcome = run_method(&host, "qemu", "haResource", args);

@@ -10,8 +10,8 @@
 //! judged. PVE 8 has no rules (its HA groups place resources): refused there after one read of
 //! `GET /version`.
 
-use crate::args::{check_line, ArgError, Fields};
-use crate::guest::ha::{change_ha, describe, sid, HaChange, HaObject, HaView, Write};
+use crate::args::{ArgError, Fields};
+use crate::guest::ha::{self, change_ha, describe, sid, HaChange, HaObject, HaView, Write};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -172,13 +172,7 @@ impl HaRuleArgs {
             }
             (true, None) => {}
         }
-        if let Some(comment) = fields.optional::<String>("comment")? {
-            check_line("comment", &comment)?;
-            if comment.len() > 4096 {
-                return Err(ArgError::new("comment", "must be at most 4096 bytes"));
-            }
-            params.push(("comment", comment));
-        }
+        params.extend(ha::comment(&fields)?.map(|c| ("comment", c)));
         let disable = fields.optional::<bool>("disable")?;
         params.extend(disable.map(|d| ("disable", u8::from(d).to_string())));
         Ok(HaRuleArgs {
@@ -384,6 +378,11 @@ mod tests {
             (
                 json!({"vmid": 100, "rule": "pin", "delete": true, "nodes": ["a"]}),
                 "nodes",
+            ),
+            (
+                json!({"vmid": 100, "rule": "pin", "type": "node-affinity", "nodes": ["a"],
+                "comment": "pinned "}),
+                "comment",
             ),
             (
                 json!({"vmid": 100, "rule": "pin", "type": "node-affinity", "nodes": ["a"],

@@ -570,7 +570,9 @@ const haResourceArgs = object({
   maxRestart: opt(bounded(0, 10)),
   maxRelocate: opt(bounded(0, 10)),
   failback: opt(edges<unknown>([true, false], ["yes"])),
-  comment: opt(edges(["web tier", "x"], ["", "a\nb", "x".repeat(4097)])),
+  comment: opt(
+    edges(["web tier", "x"], ["", "a\nb", "x".repeat(4097), " web", "web\t"]),
+  ),
   delete: rarely(edges<unknown>([true, false], ["yes"])),
 });
 const ruleId = edges(["pin", "web-pin", "a_1"], ["1x", "x", "a b", ""]);
@@ -595,7 +597,7 @@ const haRuleArgs = fc.oneof(
     nodes: haNodes,
     strict: opt(edges<unknown>([true, false], ["yes"])),
     affinity: rarely(edges(["positive"], ["neutral"])),
-    comment: opt(edges(["web", "x"], ["", "a\nb"])),
+    comment: opt(edges(["web", "x"], ["", "a\nb", "web "])),
     disable: opt(fc.boolean()),
   }),
   object({
