@@ -3,7 +3,7 @@
  * (`PROXMOX_CORE_OMIT`, see marginal.ts) against the full build, for every method of both models.
  * `deno run -A tests/bench/method_costs.ts [method ...]` builds once per method (about a minute each;
  * named methods alone when given, the others kept), writes
- * `method_costs.json` and docs/performance.md's table between its markers; tests/docs/method_costs_test.ts holds
+ * `method_costs.json` and README.md's table between its markers; tests/docs/method_costs_test.ts holds
  * the two equal and the list complete.
  *
  * @module
@@ -29,15 +29,26 @@ export function methodNames(): string[] {
   ].sort();
 }
 
-/** The performance page's table of `costs`: one row per method, largest first. */
+/** How many methods share a row of README's table (it keeps the front page short). */
+const PER_ROW = 4;
+
+/** README's table of `costs`: largest first, read across, {@link PER_ROW} methods to a row. */
 export function costTable(costs: MethodCosts): string {
-  const rows = Object.entries(costs.methods)
+  const cells = Object.entries(costs.methods)
     .sort(([a, x], [b, y]) => y - x || a.localeCompare(b))
-    .map(([name, bytes]) => `| \`${name}\` | ${bytes.toLocaleString("en")} |`);
-  return ["| method | bytes it adds |", "| --- | ---: |", ...rows].join("\n");
+    .map(([name, bytes]) => `\`${name}\` | ${bytes.toLocaleString("en")}`);
+  const rows = [];
+  for (let i = 0; i < cells.length; i += PER_ROW) {
+    const row = cells.slice(i, i + PER_ROW);
+    while (row.length < PER_ROW) row.push(" | ");
+    rows.push(`| ${row.join(" | ")} |`);
+  }
+  const head = Array(PER_ROW).fill("method | bytes it adds").join(" | ");
+  const rule = Array(PER_ROW).fill("--- | ---:").join(" | ");
+  return [`| ${head} |`, `| ${rule} |`, ...rows].join("\n");
 }
 
-/** The markers around the table on docs/performance.md. */
+/** The markers around the table in README.md. */
 export const MARKERS = [
   "<!-- method costs: tests/bench/method_costs.ts -->",
   "<!-- /method costs -->",
@@ -62,13 +73,13 @@ if (import.meta.main) {
     methods,
   };
   await Deno.writeTextFile(COSTS_FILE, JSON.stringify(costs, null, 2) + "\n");
-  const readme = new URL("docs/performance.md", ROOT);
+  const readme = new URL("README.md", ROOT);
   const text = await Deno.readTextFile(readme);
   const [open, close] = MARKERS;
   const at = text.indexOf(open);
   const end = text.indexOf(close);
   if (at < 0 || end < at) {
-    throw new Error("docs/performance.md lacks the method-cost markers");
+    throw new Error("README.md lacks the method-cost markers");
   }
   await Deno.writeTextFile(
     readme,
