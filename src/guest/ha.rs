@@ -68,6 +68,9 @@ pub struct HaView {
     pub config: Option<Value>,
     pub service: Option<Value>,
     pub idle: Option<String>,
+    /// The sids `status/current` lists: every configured HA resource (Status.pm lists the
+    /// resources config's ids whether or not the manager processed them).
+    pub listed: Vec<String>,
 }
 
 /// What an HA method reads and writes: the guest's HA resource, or an HA rule (PVE 9) naming it.
@@ -206,6 +209,13 @@ async fn apply<H: Host>(
         .await
         .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
     view.service = service_of(&list, &sid);
+    view.listed = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["id"].as_str()?.strip_prefix("service:"))
+        .map(String::from)
+        .collect();
     // A resource's state is the manager's work: only an active master's view shows it.
     let gate = *obj == HaObject::Resource && !change.reads_only;
     view.idle = idle(&list).filter(|_| gate);

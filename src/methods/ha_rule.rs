@@ -212,6 +212,23 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
         params
     };
+    // API2/HA/Rules.pm create/update (assert_valid_resources_param): `cannot use unmanaged
+    // resource(s)` — every resource sent must be an HA resource.
+    let managed = |view: &HaView, params: &[(String, String)]| -> Result<(), String> {
+        let sent = params.iter().find(|(k, _)| k == "resources");
+        let unmanaged: Vec<&str> = sent
+            .map(|(_, list)| {
+                list.split(',')
+                    .filter(|s| !view.listed.iter().any(|l| l == s))
+            })
+            .into_iter()
+            .flatten()
+            .collect();
+        match unmanaged.is_empty() {
+            true => Ok(()),
+            false => Err(format!("PVE uses only HA resources in a rule and {} is not one (add it with haResource first)", unmanaged.join(", "))),
+        }
+    };
     let plan = |view: &HaView| -> Result<Option<Write>, String> {
         let vmid = view.vmid;
         let Some(rule) = view.config.as_ref() else {
@@ -223,6 +240,7 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 .into_iter()
                 .filter(|(k, v)| *k != "disable" || v == "1");
             params.extend(fresh.map(|(k, v)| (k.to_string(), v)));
+            managed(view, &params)?;
             return Ok(Some((Verb::Create, params)));
         };
         if args.delete {
@@ -249,6 +267,7 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         if params.is_empty() {
             return Ok(None);
         }
+        managed(view, &params)?;
         params.insert(0, ("type".into(), args.kind.clone()));
         Ok(Some((Verb::Set, params)))
     };
@@ -311,7 +330,10 @@ mod tests {
             json!({"status": "running"}),
         );
         host.data("GET /nodes/pve1/qemu/100/config", json!({}));
-        host.data("GET /cluster/ha/status/current", json!([]));
+        host.data(
+            "GET /cluster/ha/status/current",
+            json!([{"id": "service:vm:100"}, {"id": "service:vm:101"}]),
+        );
         host
     }
 
@@ -345,6 +367,20 @@ mod tests {
         let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity", "nodes": ["pve1"]});
         let outcome = run_method(&host, "qemu", "haRule", args);
         assert!(failure_of(&outcome).contains("infeasible"), "{outcome:?}");
+    }
+
+    #[test]
+    fn a_resource_that_is_not_an_ha_resource_is_refused_before_sending() {
+        let host = vm("9.0.3");
+        host.on(RULE, [missing()]);
+        let args = json!({"vmid": 100, "rule": "pin", "type": "resource-affinity",
+            "resources": ["vm:102"], "affinity": "negative"});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(
+            failure_of(&outcome).contains("vm:102 is not one"),
+            "{outcome:?}"
+        );
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
     }
 
     #[test]
