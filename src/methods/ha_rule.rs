@@ -231,6 +231,12 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let plan = |view: &HaView| -> Result<Option<Write>, String> {
         let vmid = view.vmid;
+        // ResourceAffinity.pm check_feasibility: `rule is ineffective as there are less than two
+        // resources` — Rules.pm create/update refuse it (assert_feasibility).
+        let alone = |(k, v): &(&str, String)| *k == "resources" && !v.contains(',');
+        if args.kind == "resource-affinity" && with_guest(vmid).iter().any(alone) {
+            return Err("a resource-affinity rule needs another resource besides the guest".into());
+        }
         let Some(rule) = view.config.as_ref() else {
             if args.delete {
                 return Ok(None);
@@ -378,6 +384,20 @@ mod tests {
         let outcome = run_method(&host, "qemu", "haRule", args);
         assert!(
             failure_of(&outcome).contains("vm:102 is not one"),
+            "{outcome:?}"
+        );
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+    }
+
+    #[test]
+    fn a_resource_affinity_rule_with_the_guest_alone_is_refused_before_sending() {
+        let host = vm("9.0.3");
+        host.on(RULE, [missing()]);
+        let args = json!({"vmid": 100, "rule": "pin", "type": "resource-affinity",
+            "resources": ["vm:100"], "affinity": "positive"});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(
+            failure_of(&outcome).contains("another resource"),
             "{outcome:?}"
         );
         assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
