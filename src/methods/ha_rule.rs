@@ -35,15 +35,19 @@ pub struct HaRuleArgs {
     pub delete: bool,
 }
 
-/// `node[:priority]` as NodeAffinity.pm stores it: without `:0`, sorted by node.
+/// `node[:priority]` as NodeAffinity.pm stores it: one entry per node (the last given: a hash),
+/// the priority as a number (`int`) and without `:0`, sorted by node (encode_plugin_value).
 fn nodes_of(list: &str) -> String {
-    let mut nodes: Vec<String> = list
-        .split(',')
-        .filter(|n| !n.is_empty())
-        .map(|n| n.strip_suffix(":0").unwrap_or(n).to_string())
-        .collect();
-    nodes.sort();
-    nodes.join(",")
+    let mut nodes = std::collections::BTreeMap::new();
+    for n in list.split(',').filter(|n| !n.is_empty()) {
+        let (name, prio) = n.split_once(':').unwrap_or((n, ""));
+        nodes.insert(name, prio.trim_start_matches('0'));
+    }
+    let entry = |(n, p): (&str, &str)| match p {
+        "" => n.to_string(),
+        _ => format!("{n}:{p}"),
+    };
+    nodes.into_iter().map(entry).collect::<Vec<_>>().join(",")
 }
 
 /// Rules.pm encode_value: the resources sorted, without duplicates.
@@ -401,6 +405,18 @@ mod tests {
             "{outcome:?}"
         );
         assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+    }
+
+    #[test]
+    fn nodes_given_twice_or_with_leading_zeros_compare_as_pve_stores_them() {
+        let host = vm("9.0.3");
+        let stored = json!({"rule": "pin", "type": "node-affinity", "resources": "vm:100",
+            "nodes": "pve1:2,pve2"});
+        host.on(RULE, [Answer::Data(stored)]);
+        let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity",
+            "nodes": ["pve2:00", "pve1:1", "pve1:02"]});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(summary_of(&outcome).contains("nothing sent"), "{outcome:?}");
     }
 
     #[test]
