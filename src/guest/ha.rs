@@ -99,6 +99,8 @@ pub struct HaChange<'a> {
     pub read_back: &'a ReadBack<'a>,
     /// A read (haStatus): the summary is what was read, without what was sent.
     pub reads_only: bool,
+    /// The guest's lock is waited out first: only a state the LRM acts on needs it.
+    pub waits_lock: bool,
 }
 
 /// A field of a status entry or config as text (`-` when absent), for messages.
@@ -157,9 +159,10 @@ pub async fn change_ha<H: Host>(
     change: &HaChange<'_>,
 ) -> Outcome {
     let absent = |vmid| format!("{} {vmid} does not exist on any node", run.kind.noun());
-    // A change waits out a lock on the guest: the LRM's start or stop of a locked guest fails
-    // (qemu-server / pve-container check_lock), so the manager could not apply the state asked.
-    let waits = change.object == HaObject::Resource && !change.reads_only;
+    // A change to started/stopped/disabled waits out a lock on the guest: the LRM's start or stop
+    // of a locked guest fails (qemu-server / pve-container check_lock), so the manager could not
+    // apply it. A removal or `ignored` needs no LRM: PVE takes it at once (Resources.pm).
+    let waits = change.waits_lock;
     let mut ev = match sight_or_absent(run, target, absent).await {
         Ok(ev) if waits => match unlocked(run, ev).await {
             Ok(ev) => ev,

@@ -200,6 +200,7 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         judge: &judge,
         read_back: &read_back,
         reads_only: false,
+        waits_lock: !args.delete && !args.options.contains(&("state", "ignored".into())),
     };
     change_ha(run, &args.target, &change).await
 }
@@ -338,6 +339,38 @@ mod tests {
         );
         assert!(summary_of(&outcome).contains("nothing sent"), "{outcome:?}");
         assert!(!host.routes_called().iter().any(|r| r.starts_with("DELETE")));
+    }
+
+    #[test]
+    fn a_removal_of_a_locked_guest_is_sent_at_once() {
+        let host = vm();
+        host.set(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "running", "lock": "backup"}),
+        );
+        host.on(
+            CONFIG,
+            [
+                Answer::Data(json!({"sid": "vm:100", "state": "started"})),
+                missing(),
+            ],
+        );
+        host.on(
+            CURRENT,
+            [
+                Answer::Data(service("started", Some("started"), "started")),
+                Answer::Data(json!([master()])),
+            ],
+        );
+        host.data("DELETE /cluster/ha/resources/vm:100", Value::Null);
+        let args = json!({"vmid": 100, "delete": true});
+        let outcome = run_method(&host, "qemu", "haResource", args);
+        assert!(summary_of(&outcome).contains("gone"), "{outcome:?}");
+        let status = "GET /nodes/pve1/qemu/100/status/current";
+        assert_eq!(
+            host.routes_called().iter().filter(|r| *r == status).count(),
+            1
+        );
     }
 
     #[test]

@@ -317,6 +317,7 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         judge: &judge,
         read_back: &read_back,
         reads_only: false,
+        waits_lock: false,
     };
     change_ha(run, &args.target, &change).await
 }
