@@ -182,13 +182,8 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let judge = |service: Option<&Value>| {
         match (args.delete, service) {
-        (true, None) => Ok(format!(
-            "gone from the HA manager's service list{}",
-            match purged.get() {
-                true => "; on PVE 9, PVE also removed it from every HA rule naming it and deleted any rule it left without resources",
-                false => "",
-            }
-        )),
+        (true, None) => Ok(String::from("gone from the HA manager's service list")
+            + ["", "; on PVE 9, PVE also removed it from every HA rule naming it and deleted any rule it left without resources"][usize::from(purged.get())]),
         (true, Some(_)) => Err(format!("still listed: {}", describe(service))),
         (false, _) => applied(&target.borrow(), service),
     }

@@ -36,18 +36,20 @@ pub struct HaRuleArgs {
 }
 
 /// `node[:priority]` as NodeAffinity.pm stores it: one entry per node (the last given: a hash),
-/// the priority as a number (`int`) and without `:0`, sorted by node (encode_plugin_value).
+/// the priority as a number (`int`) and without `:0`, sorted (encode_plugin_value sorts by node;
+/// both sides of a comparison pass through here).
 fn nodes_of(list: &str) -> String {
-    let mut nodes = std::collections::BTreeMap::new();
+    let mut nodes: Vec<String> = Vec::new();
     for n in list.split(',').filter(|n| !n.is_empty()) {
-        let (name, prio) = n.split_once(':').unwrap_or((n, ""));
-        nodes.insert(name, prio.trim_start_matches('0'));
+        let (name, prio) = n.split_once(':').unwrap_or((n, "0"));
+        nodes.retain(|e| e.split(':').next() != Some(name));
+        nodes.push(match prio.trim_start_matches('0') {
+            "" => name.to_string(),
+            p => format!("{name}:{p}"),
+        });
     }
-    let entry = |(n, p): (&str, &str)| match p {
-        "" => n.to_string(),
-        _ => format!("{n}:{p}"),
-    };
-    nodes.into_iter().map(entry).collect::<Vec<_>>().join(",")
+    nodes.sort();
+    nodes.join(",")
 }
 
 /// Rules.pm encode_value: the resources sorted, without duplicates.
@@ -220,17 +222,10 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     // resource(s)` — every resource sent must be an HA resource.
     let managed = |view: &HaView, params: &[(String, String)]| -> Result<(), String> {
         let sent = params.iter().find(|(k, _)| k == "resources");
-        let unmanaged: Vec<&str> = sent
-            .map(|(_, list)| {
-                list.split(',')
-                    .filter(|s| !view.listed.iter().any(|l| l == s))
-            })
-            .into_iter()
-            .flatten()
-            .collect();
-        match unmanaged.is_empty() {
-            true => Ok(()),
-            false => Err(format!("PVE uses only HA resources in a rule and {} is not one (add it with haResource first)", unmanaged.join(", "))),
+        let listed = |s: &&str| view.listed.iter().any(|l| l == s);
+        match sent.and_then(|(_, list)| list.split(',').find(|s| !listed(s))) {
+            Some(sid) => Err(format!("PVE uses only HA resources in a rule and {sid} is not one (add it with haResource first)")),
+            None => Ok(()),
         }
     };
     let plan = |view: &HaView| -> Result<Option<Write>, String> {
