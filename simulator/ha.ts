@@ -172,7 +172,7 @@ export function rulesOf(core: SimCore): Map<string, SimRule> {
 /**
  * Rules.pm check_feasibility, the two checks the simulator models: a resource in more than one
  * node-affinity rule (NodeAffinity.pm check_single_resource_reference), a resource-affinity rule
- * with fewer than two resources (ResourceAffinity.pm). Per rule id: option → messages.
+ * with fewer than two resources (ResourceAffinity.pm check_resource_affinity_resources_count). Per rule id: option → messages.
  */
 export function feasibility(
   rules: Map<string, SimRule>,
@@ -190,7 +190,11 @@ export function feasibility(
     if (r.type === "node-affinity") {
       for (const sid of sids) used.set(sid, [...(used.get(sid) ?? []), id]);
     } else if (sids.length < 2) {
-      add(id, "resources", "rule must specify at least two resources");
+      add(
+        id,
+        "resources",
+        "rule is ineffective as there are less than two resources",
+      );
     }
   }
   for (const [sid, ids] of used) {

@@ -327,7 +327,14 @@ function setRule(ctx: Ctx, r: SimRule): void {
     if (missing.length > 0) {
       throw die(`cannot use non-existent node(s) ${missing.join(", ")}.`);
     }
-    r.nodes = nodes.join(",");
+    // NodeAffinity.pm decode_plugin_value / encode_plugin_value: a hash by node (the last
+    // wins), the priority `int`, without `:0`, sorted by node.
+    const byNode = new Map(nodes.map((n) => {
+      const [name, prio] = n.split(":");
+      return [name, Number(prio ?? 0)] as const;
+    }));
+    r.nodes = [...byNode].sort(([a], [b]) => a < b ? -1 : 1)
+      .map(([n, p]) => p ? `${n}:${p}` : n).join(",");
   }
   if (p.strict !== undefined) r.strict = Boolean(p.strict);
   if (p.affinity !== undefined) r.affinity = p.affinity as SimRule["affinity"];

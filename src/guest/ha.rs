@@ -68,6 +68,9 @@ pub struct HaView {
     pub config: Option<Value>,
     pub service: Option<Value>,
     pub idle: Option<String>,
+    /// The sids `status/current` lists: every configured HA resource (Status.pm lists the
+    /// resources config's ids whether or not the manager processed them).
+    pub listed: Vec<String>,
 }
 
 /// What an HA method reads and writes: the guest's HA resource, or an HA rule (PVE 9) naming it.
@@ -96,6 +99,8 @@ pub struct HaChange<'a> {
     pub read_back: &'a ReadBack<'a>,
     /// A read (haStatus): the summary is what was read, without what was sent.
     pub reads_only: bool,
+    /// The guest's lock is waited out first: only a state the LRM acts on needs it.
+    pub waits_lock: bool,
 }
 
 /// A field of a status entry or config as text (`-` when absent), for messages.
@@ -154,9 +159,10 @@ pub async fn change_ha<H: Host>(
     change: &HaChange<'_>,
 ) -> Outcome {
     let absent = |vmid| format!("{} {vmid} does not exist on any node", run.kind.noun());
-    // A change waits out a lock on the guest: the LRM's start or stop of a locked guest fails
-    // (qemu-server / pve-container check_lock), so the manager could not apply the state asked.
-    let waits = change.object == HaObject::Resource && !change.reads_only;
+    // A change to started/stopped/disabled waits out a lock on the guest: the LRM's start or stop
+    // of a locked guest fails (qemu-server / pve-container check_lock), so the manager could not
+    // apply it. A removal or `ignored` needs no LRM: PVE takes it at once (Resources.pm).
+    let waits = change.waits_lock;
     let mut ev = match sight_or_absent(run, target, absent).await {
         Ok(ev) if waits => match unlocked(run, ev).await {
             Ok(ev) => ev,
@@ -206,6 +212,13 @@ async fn apply<H: Host>(
         .await
         .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
     view.service = service_of(&list, &sid);
+    view.listed = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["id"].as_str()?.strip_prefix("service:"))
+        .map(String::from)
+        .collect();
     // A resource's state is the manager's work: only an active master's view shows it.
     let gate = *obj == HaObject::Resource && !change.reads_only;
     view.idle = idle(&list).filter(|_| gate);

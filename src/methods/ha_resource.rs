@@ -132,6 +132,9 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     // The state the manager must show: asked, else the config's (PVE's default `started`).
     let target = RefCell::new(String::from("started"));
+    // PVE 9's delete purges the sid from the HA rules (Config.pm delete_service_from_config,
+    // `purge` 1 by default): the summary says so (the rules are not read for it).
+    let purged = std::cell::Cell::new(false);
     let plan = |view: &HaView| -> Result<Option<Write>, String> {
         let Some(config) = view.config.as_ref() else {
             if args.delete {
@@ -143,6 +146,7 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             return Ok(Some((Verb::Create, params.collect())));
         };
         if args.delete {
+            purged.set(true);
             return Ok(Some((Verb::Delete, Vec::new())));
         }
         *target.borrow_mut() = args
@@ -176,10 +180,13 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
         Ok((!params.is_empty()).then_some((Verb::Set, params)))
     };
-    let judge = |service: Option<&Value>| match (args.delete, service) {
-        (true, None) => Ok("gone from the HA manager's service list".to_string()),
+    let judge = |service: Option<&Value>| {
+        match (args.delete, service) {
+        (true, None) => Ok(String::from("gone from the HA manager's service list")
+            + ["", "; on PVE 9, PVE also removed it from every HA rule naming it and deleted any rule it left without resources"][usize::from(purged.get())]),
         (true, Some(_)) => Err(format!("still listed: {}", describe(service))),
         (false, _) => applied(&target.borrow(), service),
+    }
     };
     let read_back = |view: &HaView| match (args.delete, view.config.as_ref()) {
         (true, None) => Ok(()),
@@ -200,6 +207,7 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         judge: &judge,
         read_back: &read_back,
         reads_only: false,
+        waits_lock: !args.delete && !args.options.contains(&("state", "ignored".into())),
     };
     change_ha(run, &args.target, &change).await
 }
@@ -323,7 +331,7 @@ mod tests {
             json!({"vmid": 100, "delete": true}),
         );
         assert!(
-            summary_of(&outcome).contains("gone from the HA manager"),
+            summary_of(&outcome).contains("removed it from every HA rule naming it"),
             "{outcome:?}"
         );
 
@@ -338,6 +346,38 @@ mod tests {
         );
         assert!(summary_of(&outcome).contains("nothing sent"), "{outcome:?}");
         assert!(!host.routes_called().iter().any(|r| r.starts_with("DELETE")));
+    }
+
+    #[test]
+    fn a_removal_of_a_locked_guest_is_sent_at_once() {
+        let host = vm();
+        host.set(
+            "GET /nodes/pve1/qemu/100/status/current",
+            json!({"status": "running", "lock": "backup"}),
+        );
+        host.on(
+            CONFIG,
+            [
+                Answer::Data(json!({"sid": "vm:100", "state": "started"})),
+                missing(),
+            ],
+        );
+        host.on(
+            CURRENT,
+            [
+                Answer::Data(service("started", Some("started"), "started")),
+                Answer::Data(json!([master()])),
+            ],
+        );
+        host.data("DELETE /cluster/ha/resources/vm:100", Value::Null);
+        let args = json!({"vmid": 100, "delete": true});
+        let outcome = run_method(&host, "qemu", "haResource", args);
+        assert!(summary_of(&outcome).contains("gone"), "{outcome:?}");
+        let status = "GET /nodes/pve1/qemu/100/status/current";
+        assert_eq!(
+            host.routes_called().iter().filter(|r| *r == status).count(),
+            1
+        );
     }
 
     #[test]

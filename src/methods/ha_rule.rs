@@ -35,13 +35,19 @@ pub struct HaRuleArgs {
     pub delete: bool,
 }
 
-/// `node[:priority]` as NodeAffinity.pm stores it: without `:0`, sorted by node.
+/// `node[:priority]` as NodeAffinity.pm stores it: one entry per node (the last given: a hash),
+/// the priority as a number (`int`) and without `:0`, sorted (encode_plugin_value sorts by node;
+/// both sides of a comparison pass through here).
 fn nodes_of(list: &str) -> String {
-    let mut nodes: Vec<String> = list
-        .split(',')
-        .filter(|n| !n.is_empty())
-        .map(|n| n.strip_suffix(":0").unwrap_or(n).to_string())
-        .collect();
+    let mut nodes: Vec<String> = Vec::new();
+    for n in list.split(',').filter(|n| !n.is_empty()) {
+        let (name, prio) = n.split_once(':').unwrap_or((n, "0"));
+        nodes.retain(|e| e.split(':').next() != Some(name));
+        nodes.push(match prio.trim_start_matches('0') {
+            "" => name.to_string(),
+            p => format!("{name}:{p}"),
+        });
+    }
     nodes.sort();
     nodes.join(",")
 }
@@ -212,8 +218,24 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
         params
     };
+    // API2/HA/Rules.pm create/update (assert_valid_resources_param): `cannot use unmanaged
+    // resource(s)` — every resource sent must be an HA resource.
+    let managed = |view: &HaView, params: &[(String, String)]| -> Result<(), String> {
+        let sent = params.iter().find(|(k, _)| k == "resources");
+        let listed = |s: &&str| view.listed.iter().any(|l| l == s);
+        match sent.and_then(|(_, list)| list.split(',').find(|s| !listed(s))) {
+            Some(sid) => Err(format!("PVE uses only HA resources in a rule and {sid} is not one (add it with haResource first)")),
+            None => Ok(()),
+        }
+    };
     let plan = |view: &HaView| -> Result<Option<Write>, String> {
         let vmid = view.vmid;
+        // ResourceAffinity.pm check_feasibility: `rule is ineffective as there are less than two
+        // resources` — Rules.pm create/update refuse it (assert_feasibility).
+        let alone = |(k, v): &(&str, String)| *k == "resources" && !v.contains(',');
+        if args.kind == "resource-affinity" && with_guest(vmid).iter().any(alone) {
+            return Err("a resource-affinity rule needs another resource besides the guest".into());
+        }
         let Some(rule) = view.config.as_ref() else {
             if args.delete {
                 return Ok(None);
@@ -223,6 +245,7 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 .into_iter()
                 .filter(|(k, v)| *k != "disable" || v == "1");
             params.extend(fresh.map(|(k, v)| (k.to_string(), v)));
+            managed(view, &params)?;
             return Ok(Some((Verb::Create, params)));
         };
         if args.delete {
@@ -249,6 +272,7 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         if params.is_empty() {
             return Ok(None);
         }
+        managed(view, &params)?;
         params.insert(0, ("type".into(), args.kind.clone()));
         Ok(Some((Verb::Set, params)))
     };
@@ -288,6 +312,7 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         judge: &judge,
         read_back: &read_back,
         reads_only: false,
+        waits_lock: false,
     };
     change_ha(run, &args.target, &change).await
 }
@@ -311,7 +336,10 @@ mod tests {
             json!({"status": "running"}),
         );
         host.data("GET /nodes/pve1/qemu/100/config", json!({}));
-        host.data("GET /cluster/ha/status/current", json!([]));
+        host.data(
+            "GET /cluster/ha/status/current",
+            json!([{"id": "service:vm:100"}, {"id": "service:vm:101"}]),
+        );
         host
     }
 
@@ -345,6 +373,46 @@ mod tests {
         let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity", "nodes": ["pve1"]});
         let outcome = run_method(&host, "qemu", "haRule", args);
         assert!(failure_of(&outcome).contains("infeasible"), "{outcome:?}");
+    }
+
+    #[test]
+    fn a_resource_that_is_not_an_ha_resource_is_refused_before_sending() {
+        let host = vm("9.0.3");
+        host.on(RULE, [missing()]);
+        let args = json!({"vmid": 100, "rule": "pin", "type": "resource-affinity",
+            "resources": ["vm:102"], "affinity": "negative"});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(
+            failure_of(&outcome).contains("vm:102 is not one"),
+            "{outcome:?}"
+        );
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+    }
+
+    #[test]
+    fn a_resource_affinity_rule_with_the_guest_alone_is_refused_before_sending() {
+        let host = vm("9.0.3");
+        host.on(RULE, [missing()]);
+        let args = json!({"vmid": 100, "rule": "pin", "type": "resource-affinity",
+            "resources": ["vm:100"], "affinity": "positive"});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(
+            failure_of(&outcome).contains("another resource"),
+            "{outcome:?}"
+        );
+        assert!(!host.routes_called().iter().any(|r| r.starts_with("POST")));
+    }
+
+    #[test]
+    fn nodes_given_twice_or_with_leading_zeros_compare_as_pve_stores_them() {
+        let host = vm("9.0.3");
+        let stored = json!({"rule": "pin", "type": "node-affinity", "resources": "vm:100",
+            "nodes": "pve1:2,pve2"});
+        host.on(RULE, [Answer::Data(stored)]);
+        let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity",
+            "nodes": ["pve2:00", "pve1:1", "pve1:02"]});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(summary_of(&outcome).contains("nothing sent"), "{outcome:?}");
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub async fn ha_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         judge: &judge,
         read_back: &read_back,
         reads_only: true,
+        waits_lock: false,
     };
     change_ha(run, &target, &change).await
 }

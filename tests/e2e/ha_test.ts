@@ -213,7 +213,7 @@ Deno.test("haRule: a node-affinity rule is made with the VM among its resources,
   });
 });
 
-Deno.test("haRule: PVE's refusal of an unmanaged resource comes back with its reason; PVE 8 is refused before any HA request", async () => {
+Deno.test("haRule: a resource that is not an HA resource is refused up front as Rules.pm refuses it; PVE 8 is refused before any HA request", async () => {
   await withEnv({}, async (env) => {
     const r = await env.run("haRule", {
       vmid: 101,
@@ -222,7 +222,11 @@ Deno.test("haRule: PVE's refusal of an unmanaged resource comes back with its re
       nodes: ["pve1"],
     });
     assert.equal(r.status, "failed");
-    assert.match(r.error ?? "", /cannot use unmanaged resource\(s\) vm:101/);
+    assert.match(
+      r.error ?? "",
+      /only HA resources in a rule and vm:101 is not one/,
+    );
+    assert.deepEqual(haWrites(env), []);
   });
   await withEnv({ sim: { pveVersion: 8 } }, async (env) => {
     const r = await env.run("haRule", {

@@ -197,7 +197,7 @@ Deno.test("HA rules (PVE 9): made, read back with their order, refused as Rules.
       rule: "pin",
       type: "node-affinity",
       resources: "vm:100",
-      nodes: "pve1:2",
+      nodes: "pve1:5,pve1:02", // NodeAffinity.pm: one entry per node, the priority `int`
       strict: 1,
     });
     assert.equal(made.status, 200, JSON.stringify(made.body));
