@@ -30,10 +30,19 @@ const QM = `/nodes/pve1/qemu/${VMID}`;
 
 /** The image, or why this machine cannot run a real guest. */
 async function image(): Promise<GuestImage | string> {
-  const qemu = await new Deno.Command("qemu-system-x86_64", {
-    args: ["--version"],
-  })
-    .output().then((o) => o.success, () => false);
+  // Spawning a program that is not there throws before any promise exists (Deno's spawn is
+  // synchronous): on a machine where the real-guest layer has not installed QEMU yet, that is
+  // "not run", not a crash of this file.
+  const qemu = await (async () => {
+    try {
+      const o = await new Deno.Command("qemu-system-x86_64", {
+        args: ["--version"],
+      }).output();
+      return o.success;
+    } catch {
+      return false;
+    }
+  })();
   if (!qemu) return "qemu-system-x86_64 is not installed";
   try {
     return await ensureGuestImage();

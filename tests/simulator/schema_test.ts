@@ -407,7 +407,7 @@ Deno.test("every endpoint the package uses was audited for the checks inside its
     assert.ok(facts, `${endpoint}: not in pve_inside_checks.json`);
     assert.match(
       facts.at,
-      /^(qemu-server|pve-container|pve-manager|pve-storage|pve-access-control|pve-firewall) \S+\.pm \S/,
+      /^(qemu-server|pve-container|pve-manager|pve-storage|pve-access-control|pve-firewall|pve-ha-manager) \S+\.pm \S/,
     );
     for (const i of facts.inside ?? []) {
       assert.ok(i.at, `${endpoint}: a check without its source`);
