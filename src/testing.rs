@@ -82,6 +82,19 @@ impl ScriptedHost {
             .unwrap_or_default()
     }
 
+    /// Every request but the reads, as `"<METHOD> <path after marker> <body>"`, in order: what a
+    /// method wrote, with the part of the URL its tests hold constant cut off.
+    pub fn writes_after(&self, marker: &str) -> Vec<String> {
+        let requests = self.requests.borrow();
+        let sent = requests.iter().filter(|r| r.method != "GET");
+        sent.map(|r| {
+            let path = r.url.rsplit(marker).next().unwrap_or_default();
+            let body = r.body.clone().unwrap_or_default();
+            format!("{} {path} {body}", r.method)
+        })
+        .collect()
+    }
+
     /// The `"GET /path"` routes requested, in order.
     pub fn routes_called(&self) -> Vec<String> {
         self.requests.borrow().iter().map(route_of).collect()

@@ -335,17 +335,7 @@ mod tests {
     }
 
     fn writes(host: &ScriptedHost) -> Vec<String> {
-        let requests = host.requests.borrow();
-        let sent = requests.iter().filter(|r| r.method != "GET");
-        sent.map(|r| {
-            format!(
-                "{} {} {}",
-                r.method,
-                r.url.rsplit("/firewall/").next().unwrap_or_default(),
-                r.body.clone().unwrap_or_default()
-            )
-        })
-        .collect()
+        host.writes_after("/firewall/")
     }
 
     #[test]
