@@ -246,7 +246,7 @@ pub fn shows(kind: GuestKind, key: &str, requested: &str, observed: &str) -> boo
 
 /// Text compares as text; numbers and flags as what they mean, only where PVE types them so.
 fn same_scalar(kind: Kind, a: &str, b: &str) -> bool {
-    let number = |t: &str| t.trim().parse::<f64>().ok().filter(|f| f.is_finite());
+    let number = crate::pve::flex::number_in;
     a == b
         || match kind {
             Kind::Integer | Kind::Number => {
@@ -451,11 +451,7 @@ fn allocation_matches(
     if amount == "cloudinit" {
         return volume.contains("cloudinit");
     }
-    let Some(gib) = amount
-        .parse::<f64>()
-        .ok()
-        .filter(|g| g.is_finite() && *g >= 0.0)
-    else {
+    let Some(gib) = crate::pve::flex::number_in(amount).filter(|g| *g >= 0.0) else {
         return false;
     };
     // EFI vars and TPM state volumes get the size qemu-server chooses (create_efidisk,

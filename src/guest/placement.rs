@@ -102,10 +102,7 @@ pub fn numbered(key: &str, prefix: &str) -> bool {
 pub fn allocation_of(key: &str, value: &str) -> Option<Allocation> {
     let volume = value.split(',').next().unwrap_or_default();
     let (storage, size) = volume.split_once(':')?;
-    let gib = size
-        .parse::<f64>()
-        .ok()
-        .filter(|g| g.is_finite() && *g >= 0.0)?;
+    let gib = crate::pve::flex::number_in(size).filter(|g| *g >= 0.0)?;
     Some(Allocation {
         key: key.to_string(),
         storage: storage.to_string(),

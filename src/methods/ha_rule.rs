@@ -48,15 +48,14 @@ fn nodes_of(list: &str) -> String {
             p => format!("{name}:{p}"),
         });
     }
-    nodes.sort();
+    crate::order::sort_by(&mut nodes, Ord::cmp);
     nodes.join(",")
 }
 
 /// Rules.pm encode_value: the resources sorted, without duplicates.
 fn resources_of(list: &str) -> String {
     let mut sids: Vec<&str> = list.split(',').filter(|s| !s.is_empty()).collect();
-    sids.sort();
-    sids.dedup();
+    crate::order::sort_dedup(&mut sids);
     sids.join(",")
 }
 

@@ -304,7 +304,11 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &BTreeSet<String>) -> Resul
         };
         let privs = match map.get(path.as_str()) {
             None if map.is_empty() => BTreeSet::new(),
-            Some(Value::Object(privs)) => privs.keys().cloned().collect(),
+            // Inserted one by one, as in `preflight` below: no sort compiled for it.
+            Some(Value::Object(privs)) => privs.keys().fold(BTreeSet::new(), |mut set, p| {
+                set.insert(p.clone());
+                set
+            }),
             _ => return Err(shape_error(&data)),
         };
         held.insert(path.clone(), privs);
@@ -381,10 +385,10 @@ async fn examine<H: Host>(
         .iter()
         .map(|p| p.fitness(run.kind, caller, Mode::Preflight, &held))
         .collect();
-    record.privileges = held
-        .into_iter()
-        .map(|(path, privs)| (path, privs.into_iter().collect()))
-        .collect();
+    // Inserted one by one: `collect` into a map would compile std's sort once more (issue 32).
+    for (path, privs) in held {
+        record.privileges.insert(path, privs.into_iter().collect());
+    }
     for fit in &fitness {
         for note in fit.notes.iter().chain(&fit.may_need) {
             run.info(&format!("preflight: {}: {note}", fit.method));

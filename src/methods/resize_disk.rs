@@ -88,7 +88,7 @@ fn amount(text: &str) -> Option<u64> {
         return None;
     }
     // `as` saturates: an absurd size still reaches PVE, which refuses it in its own words.
-    Some((number.parse::<f64>().ok()? * factor as f64).floor() as u64)
+    Some((crate::pve::flex::number_in(number)? * factor as f64).floor() as u64)
 }
 
 /// Runs `resizeDisk` (qemu) or `resize` (lxc).

@@ -237,7 +237,7 @@ fn is_new_volume(value: &str, gib: Option<f64>) -> bool {
         Some((whole, fraction)) => digits(whole) && digits(fraction),
         None => digits(size),
     };
-    let size = size.parse::<f64>().ok().filter(|_| plain);
+    let size = crate::pve::flex::number_in(size).filter(|_| plain);
     !storage.is_empty() && size.is_some() && gib.is_none_or(|want| size == Some(want))
 }
 

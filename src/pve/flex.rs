@@ -23,10 +23,32 @@ pub fn bool_of(value: &Value) -> Option<bool> {
 pub fn f64_of(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse().ok(),
+        Value::String(s) => number_in(s),
         _ => None,
     }
     .filter(|f: &f64| f.is_finite())
+}
+
+/// A decimal written as text (`1.5`, `-2`, `007`, `2e3`), read by serde_json's number reader: the
+/// core carries no second float parser (std's, with its tables, weighed about 15 KB of the module;
+/// issue 32). JSON forbids leading zeros, which PVE's text may carry: they are dropped first.
+pub fn number_in(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(digits) => ("-", digits),
+        None => ("", text),
+    };
+    let unpadded = digits.trim_start_matches('0');
+    let zero = match unpadded.chars().next() {
+        None if !digits.is_empty() => "0",
+        Some('.' | 'e' | 'E') => "0",
+        _ => "",
+    };
+    let json = format!("{sign}{zero}{unpadded}");
+    serde_json::from_str::<Value>(&json)
+        .ok()?
+        .as_f64()
+        .filter(|f| f.is_finite())
 }
 
 /// A non-negative integer, or a string holding one.
@@ -101,6 +123,21 @@ mod tests {
         assert_eq!(f64_of(&json!("0.5")), Some(0.5));
         assert_eq!(u64_of(&json!(-1)), None);
         assert_eq!(i64_of(&json!(-9)), Some(-9));
+    }
+
+    #[test]
+    fn decimals_written_as_text_are_read_as_pve_writes_them() {
+        assert_eq!(number_in("1.5"), Some(1.5));
+        assert_eq!(number_in(" 007 "), Some(7.0));
+        assert_eq!(number_in("-0.25"), Some(-0.25));
+        assert_eq!(number_in("0"), Some(0.0));
+        assert_eq!(number_in("00.5"), Some(0.5));
+        assert_eq!(number_in("2e3"), Some(2000.0));
+        for text in [
+            "", "-", "abc", "1.5G", "inf", "NaN", "1e999", "[1]", "\"1\"", "true",
+        ] {
+            assert_eq!(number_in(text), None, "{text:?}");
+        }
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub fn size_bytes(text: &str) -> Option<u64> {
         'T' => 1024.0_f64.powi(4),
         _ => return None,
     };
-    let value: f64 = number.parse().ok()?;
+    let value = crate::pve::flex::number_in(number)?;
     if !value.is_finite() || value < 0.0 {
         return None;
     }
