@@ -12,14 +12,12 @@ pub fn fixed(numerator: u64, denominator: u64, places: u32) -> String {
         0 => 0,
         _ => (n * scale * 2 + d) / (2 * d),
     };
+    // Both parts fit in u64 (the whole part is at most `numerator`, the fraction below 10^9):
+    // printed as u64, the module carries no u128 formatting (issue 32).
+    let (whole, fraction) = ((scaled / scale) as u64, (scaled % scale) as u64);
     match places {
-        0 => scaled.to_string(),
-        _ => format!(
-            "{}.{:0width$}",
-            scaled / scale,
-            scaled % scale,
-            width = places as usize
-        ),
+        0 => whole.to_string(),
+        _ => format!("{whole}.{fraction:0width$}", width = places as usize),
     }
 }
 
