@@ -230,12 +230,37 @@ function ipsetOf(fw: GuestFirewall, name: string): FwEntry[] {
   return set;
 }
 
-/** resolve_alias for a guest (no cluster aliases in the simulator): die unless it exists. */
-function resolveAlias(fw: GuestFirewall, ref: string): void {
+/**
+ * resolve_alias (Firewall.pm): the guest's aliases unless the scope is `dc/`, then the
+ * datacenter's unless it is `guest/`; die unless one holds the name (without case).
+ */
+function resolveAlias(ctx: Ctx, fw: GuestFirewall, ref: string): void {
   const m = ALIAS_REF.exec(ref)!;
-  if (m[1] === "dc/" || !fw.aliases[m[2].toLowerCase()]) {
-    throw new ApiError(500, `no such alias '${m[2]}'`);
-  }
+  const name = m[2].toLowerCase();
+  const found = (m[1] !== "dc/" && fw.aliases[name]) ||
+    (m[1] !== "guest/" && ctx.core.state.clusterAliases[name]);
+  if (!found) throw new ApiError(500, `no such alias '${m[2]}'`);
+}
+
+/**
+ * A set's entries as parse_fw_config lists them: one naming an alias that resolves to none carries
+ * `errors` (its `cidr`), and pve-firewall leaves it out of the rules it compiles.
+ */
+function listedEntries(
+  ctx: Ctx,
+  fw: GuestFirewall,
+  set: FwEntry[],
+): Record<string, unknown>[] {
+  return set.map((e) => {
+    const cidr = String(e.cidr);
+    if (!ALIAS_REF.test(cidr)) return e;
+    try {
+      resolveAlias(ctx, fw, cidr);
+      return e;
+    } catch (error) {
+      return { ...e, errors: { cidr: (error as Error).message } };
+    }
+  });
 }
 
 /** `…/firewall/ipset` (BaseIPSetList) and `…/ipset/{name}[/{cidr}]` (IPSetBase). */
@@ -281,8 +306,10 @@ function ipsetRoutes(base: string, env: "vm" | "ct"): Route[] {
     }),
     route("GET", set, "VM.Audit", async (ctx) => {
       const fw = load(ctx);
-      return (await listWithDigest(ipsetOf(fw, ctx.params.name as string)))
-        .data;
+      const entries = ipsetOf(fw, ctx.params.name as string);
+      // The digest is the config's, whatever the parser marks.
+      const { digest } = await listWithDigest(entries);
+      return listedEntries(ctx, fw, entries).map((e) => ({ ...e, digest }));
     }),
     // delete_ipset: a set with entries only with `force`.
     route("DELETE", set, "VM.Config.Network", (ctx) => {
@@ -300,7 +327,7 @@ function ipsetRoutes(base: string, env: "vm" | "ct"): Route[] {
       const fw = load(ctx);
       const list = ipsetOf(fw, ctx.params.name as string);
       let cidr = ctx.params.cidr as string;
-      if (ALIAS_REF.test(cidr)) resolveAlias(fw, cidr);
+      if (ALIAS_REF.test(cidr)) resolveAlias(ctx, fw, cidr);
       else cidr = parseIpOrCidr(cleanCidr(cidr)).cidr;
       if (list.some((e) => e.cidr === cidr)) {
         throw paramError("cidr", `address '${cidr}' already exists`);
@@ -456,10 +483,23 @@ function clusterOptions(ctx: Ctx): FwEntry {
   return options;
 }
 
-/** `GET/PUT /cluster/firewall/options` (Cluster.pm get_options, set_options). */
+/**
+ * `GET/PUT /cluster/firewall/options` (Cluster.pm get_options, set_options) and
+ * `GET /cluster/firewall/aliases` (Aliases.pm ClusterAliases: Sys.Audit on /, by lower-cased name).
+ */
 function clusterRoutes(): Route[] {
   const path = "/cluster/firewall/options";
   return [
+    {
+      method: "GET",
+      path: "/cluster/firewall/aliases",
+      handler: async (ctx) => {
+        checkRoot(ctx, "Sys.Audit");
+        const aliases = ctx.core.state.clusterAliases;
+        const list = Object.keys(aliases).sort().map((k) => aliases[k]);
+        return (await listWithDigest(list)).data;
+      },
+    },
     {
       method: "GET",
       path,

@@ -179,6 +179,9 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
   const timers = new Timers();
   const state = new ClusterState(opts.nodes, opts.guests ?? []);
   if (opts.clusterFirewall) state.clusterFirewall = { enable: 1 };
+  for (const alias of opts.clusterAliases ?? []) {
+    state.clusterAliases[alias.name.toLowerCase()] = { ...alias };
+  }
   const tasks = new TaskManager(timers, opts.taskDurationMs ?? 50);
   tasks.listLagMs = opts.taskListLagMs ?? 0;
   tasks.guestOf = (vmid) => state.get(vmid);

@@ -91,6 +91,8 @@ export class ClusterState {
   readonly firewalls = new Map<number, GuestFirewall>();
   /** The cluster firewall's options (`cluster.fw` `[OPTIONS]`); `enable` absent = disabled. */
   clusterFirewall: FwEntry = {};
+  /** The datacenter's aliases (`cluster.fw` `[ALIASES]`), by lower-cased name. */
+  clusterAliases: Record<string, FwEntry> = {};
 
   /** Takes the request's `stores` values (once). */
   takeStores(): Record<string, ConfigValue> | undefined {

@@ -268,6 +268,8 @@ export interface SimOptions {
    * Default false, like a fresh PVE install.
    */
   clusterFirewall?: boolean;
+  /** The datacenter's firewall aliases (`cluster.fw` `[ALIASES]`), e.g. `{name: "lan", cidr: "10.0.0.0/8"}`. */
+  clusterAliases?: { name: string; cidr: string; comment?: string }[];
 }
 
 /** Outcome override for the next task created (queued, one per task). */

@@ -278,21 +278,26 @@ const declaredOrDeleted =
     }
   };
 
-/** One IP set entry: an address or network (host bits clear, no zero prefix). */
+/** An alias an IP set entry names (pve-firewall `(dc/|guest/)?$ip_alias_pattern`), kept as written. */
+const ALIAS_REF = /^(dc\/|guest\/)?[A-Za-z][A-Za-z0-9\-_]{1,63}$/;
+
+/** One IP set entry: an address or network (host bits clear, no zero prefix), or an alias. */
 const IpsetEntry = z.object({
   cidr: line.refine((c) => {
+    if (ALIAS_REF.test(c)) return true;
     const parsed = cidrOf(c);
     return parsed !== undefined && parsed.clear && parsed.bits > 0;
   }, {
     message:
-      "cidr must be an IP or CIDR network with the host bits clear, not a zero prefix",
+      "cidr must be an IP or CIDR network with the host bits clear, not a zero prefix, or an alias ([dc/|guest/]name)",
   }),
   nomatch: z.boolean().optional(),
   comment: comment.optional(),
 });
 
-/** An entry's address as PVE compares it. */
+/** An entry as PVE compares it: an address with its prefix, an alias by name without case. */
 const entryKey = (cidr: string) => {
+  if (ALIAS_REF.test(cidr)) return cidr.toLowerCase();
   const c = cidrOf(cidr);
   return `${c?.version}/${c?.value}/${c?.bits}`;
 };

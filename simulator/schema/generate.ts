@@ -20,8 +20,10 @@ const KEPT_PREFIXES: readonly string[] = [
   "/cluster/nextid",
   "/cluster/ha",
   "/access/permissions",
-  // The cluster firewall switch a guest's firewall depends on.
+  // The cluster firewall switch a guest's firewall depends on, and the datacenter's aliases an IP
+  // set entry may name.
   "/cluster/firewall/options",
+  "/cluster/firewall/aliases",
 ];
 
 /** Under `/nodes/{node}`, only these subtrees (the rest is node administration). */

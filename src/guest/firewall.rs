@@ -47,6 +47,10 @@ impl Write {
     }
 }
 
+/// The first segment of a section that is the datacenter's (`/cluster/firewall/…`), not the
+/// guest's — as pve-firewall names the scope of an alias reference (`dc/web`).
+pub const DATACENTER: &str = "dc/";
+
 /// The sections as read, in the order the change names them (`None`: it does not exist).
 pub type Read = [Option<Value>];
 /// Makes the writes that turn the sections read into what was asked, or says why it cannot be
@@ -59,7 +63,8 @@ pub type Judge<'a> = dyn Fn(&Read) -> Result<String, String> + 'a;
 pub struct FirewallChange<'a> {
     /// What is changed, for messages (`the firewall rules`).
     pub what: String,
-    /// The sections read before and after, each the segments under `…/firewall/`.
+    /// The sections read before and after, each the segments under `…/firewall/` (the guest's, or
+    /// the datacenter's after [`DATACENTER`]).
     pub sections: Vec<Vec<String>>,
     /// PVE's words when a section does not exist (an IP set not made yet): it reads as absent.
     pub missing: Option<&'static str>,
@@ -162,7 +167,10 @@ async fn read_one<H: Host>(
     section: &[String],
 ) -> Result<Option<Value>, String> {
     let (node, vmid) = (&ev.at.node, ev.at.vmid);
-    let request = endpoints::guest_firewall(node, run.kind, vmid, Verb::Get, section);
+    let request = match section.split_first() {
+        Some((dc, at)) if dc == DATACENTER => endpoints::cluster_firewall(at),
+        _ => endpoints::guest_firewall(node, run.kind, vmid, Verb::Get, section),
+    };
     match run.pve().call(&request).await {
         // Every section is an object (options) or a list (rules, IP sets, aliases).
         Ok(value) if value.is_object() || value.is_array() => Ok(Some(value)),

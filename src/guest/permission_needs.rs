@@ -192,6 +192,14 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 "DELETE /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}/{cidr}",
                 "for an entry not declared",
             ),
+            sometimes(
+                "GET /nodes/{node}/{kind}/{vmid}/firewall/aliases",
+                "for an entry naming an alias (not dc/)",
+            ),
+            sometimes(
+                "GET /cluster/firewall/aliases",
+                "for an entry naming an alias (not guest/)",
+            ),
             always(FIREWALL_OPTIONS),
             always("GET /cluster/firewall/options"),
         ],

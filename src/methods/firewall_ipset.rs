@@ -7,10 +7,14 @@
 //! entry write carries the set's digest. `delete` removes the set and its entries in one
 //! `DELETE …/ipset/<name>` with `force` (pve-firewall `PVE/API2/Firewall/IPSet.pm`).
 //! Entries are compared by address and prefix, as PVE stores them normalized (`PVE/Firewall.pm`
-//! clean_cidr, parse_ip_or_cidr drop a host's `/32`, `/128`).
+//! clean_cidr, parse_ip_or_cidr drop a host's `/32`, `/128`). An entry may name an alias
+//! (`web`, `guest/web`, `dc/web`: IPSet.pm create_ip's `IPorCIDRorAlias`), kept as written; PVE
+//! refuses one that resolves to no alias (Firewall.pm resolve_alias: the guest's aliases, then the
+//! datacenter's, unless the scope names one), so the aliases it may name are read first and an
+//! entry to add that names none is refused before anything is sent.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::firewall::{change_firewall, FirewallChange, Read, Write};
+use crate::guest::firewall::{change_firewall, FirewallChange, Read, Write, DATACENTER};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::firewall_rules::{check_comment, cidr, is_name, kept_comment};
@@ -36,9 +40,30 @@ pub struct IpsetArgs {
     pub entries: Option<Vec<Entry>>,
 }
 
-/// An address as PVE compares it.
-fn key(text: &str) -> Option<(IpAddr, u32)> {
-    cidr(text).map(|(ip, bits, _)| (ip, bits))
+/// An entry as PVE compares it: an address with its prefix, or an alias reference (its name
+/// without case, as resolve_alias looks it up, under its scope).
+#[derive(PartialEq)]
+enum Key {
+    Address(IpAddr, u32),
+    Alias(String),
+}
+
+fn key(text: &str) -> Option<Key> {
+    match alias_ref(text) {
+        Some(_) => Some(Key::Alias(text.to_ascii_lowercase())),
+        None => cidr(text).map(|(ip, bits, _)| Key::Address(ip, bits)),
+    }
+}
+
+/// The scope (`""`, `guest/`, `dc/`) and name of an alias reference (Firewall.pm
+/// `(dc/|guest/)?$ip_alias_pattern`; a name PVE can make is at most 64 characters).
+fn alias_ref(text: &str) -> Option<(&str, &str)> {
+    let (scope, name) = match text.split_once('/') {
+        Some((scope @ ("dc" | "guest"), name)) => (&text[..=scope.len()], name),
+        Some(_) => return None,
+        None => ("", text),
+    };
+    is_name(name, 64).then_some((scope, name))
 }
 
 /// A name and optional comment of an IP set or alias, checked as pve-firewall's schema does
@@ -98,8 +123,9 @@ fn entries(list: &[Value]) -> Result<Vec<Entry>, ArgError> {
         let text: String = item.line("cidr")?;
         // PVE stores 10.0.0.1/24 as 10.0.0.0/24 (clean_cidr) and refuses a zero prefix.
         let twice = entries.iter().any(|e: &Entry| key(&e.cidr) == key(&text));
-        if twice || !cidr(&text).is_some_and(|(_, bits, clear)| clear && bits > 0) {
-            let rule = "must be an IP address or network, its host bits clear, its prefix not 0, declared once";
+        let address = || cidr(&text).is_some_and(|(_, bits, clear)| clear && bits > 0);
+        if twice || !(alias_ref(&text).is_some() || address()) {
+            let rule = "must be an IP address or network (its host bits clear, its prefix not 0) or an alias ([dc/|guest/]name), declared once";
             return Err(ArgError::new(item.path("cidr"), rule));
         }
         let comment = comment_arg(&item, "comment")?;
@@ -216,11 +242,12 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
     if let (Some(w), Some(d)) = (writes.get_mut(first), digest) {
         w.params.push(("digest".into(), d));
     }
-    for want in declared {
+    for (i, want) in declared.iter().enumerate() {
         if !seen
             .iter()
             .any(|(have, _)| key(&have.cidr) == key(&want.cidr))
         {
+            resolves(args, read, &want.cidr).map_err(|why| format!("cidrs[{i}].cidr: {why}"))?;
             let p = [
                 ("cidr", Some(want.cidr.as_str())),
                 ("nomatch", nomatch(want)),
@@ -230,6 +257,47 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
         }
     }
     Ok(writes)
+}
+
+/// The alias sections an IP set's entries make the method read: the guest's when an entry names
+/// an alias without scope or under `guest/`, the datacenter's without scope or under `dc/` (they
+/// follow the set list and the set in the sections read).
+fn alias_sections(args: &IpsetArgs) -> (bool, bool) {
+    let scopes = args.entries.iter().flatten();
+    let scopes: Vec<&str> = scopes
+        .filter_map(|e| alias_ref(&e.cidr))
+        .map(|r| r.0)
+        .collect();
+    let guest = scopes.iter().any(|s| *s != DATACENTER);
+    let dc = scopes.iter().any(|s| *s != "guest/");
+    (guest, dc)
+}
+
+/// Whether an entry to add resolves as resolve_alias would: an address always; an alias when the
+/// guest's aliases (unless under `dc/`) or the datacenter's (unless under `guest/`) list it.
+fn resolves(args: &IpsetArgs, read: &Read, entry: &str) -> Result<(), String> {
+    let Some((scope, name)) = alias_ref(entry) else {
+        return Ok(());
+    };
+    let (guest, _) = alias_sections(args);
+    let guest_list = guest
+        .then(|| read.get(2))
+        .flatten()
+        .and_then(Option::as_ref);
+    let dc_list = read.get(2 + usize::from(guest)).and_then(Option::as_ref);
+    let lists = match scope {
+        "guest/" => [guest_list, None],
+        DATACENTER => [dc_list, None],
+        _ => [guest_list, dc_list],
+    };
+    match lists.iter().any(|list| named_in(*list, name).0.is_some()) {
+        true => Ok(()),
+        false => Err(format!("PVE has no such alias '{name}' for it to name (resolve_alias: {}); make it first (firewallAlias for the guest's)", match scope {
+            "guest/" => "the guest's aliases",
+            DATACENTER => "the datacenter's aliases",
+            _ => "the guest's aliases, then the datacenter's",
+        })),
+    }
 }
 
 fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
@@ -279,12 +347,20 @@ pub async fn firewall_ipset<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome 
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
+    let mut sections = vec![
+        vec!["ipset".into()],
+        vec!["ipset".into(), args.name.clone()],
+    ];
+    let (guest, dc) = alias_sections(&args);
+    if guest {
+        sections.push(vec!["aliases".into()]);
+    }
+    if dc {
+        sections.push(vec![DATACENTER.into(), "aliases".into()]);
+    }
     let change = FirewallChange {
         what: format!("the firewall IP set {}", args.name),
-        sections: vec![
-            vec!["ipset".into()],
-            vec!["ipset".into(), args.name.clone()],
-        ],
+        sections,
         missing: Some("no such IPSet"),
         plan: &|read| plan(&args, read),
         judge: &|read| judge(&args, read),
@@ -410,6 +486,76 @@ mod tests {
         assert_eq!(writes(&host), ["DELETE ipset/web?force=1 "]);
     }
 
+    /// [`ct`] with the guest's aliases and the datacenter's as given.
+    fn with_aliases(host: ScriptedHost, guest: Value, dc: Value) -> ScriptedHost {
+        host.data(&format!("GET {BASE}/aliases"), guest);
+        host.data("GET /cluster/firewall/aliases", dc);
+        host
+    }
+
+    #[test]
+    fn an_entry_naming_an_alias_is_added_as_written_once_the_alias_is_seen() {
+        let after = json!([{"cidr": "dc/LAN", "digest": "d"}, {"cidr": "web", "digest": "d"}]);
+        let host = with_aliases(
+            ct(json!([{"name": "web"}]), Some(json!([])), Some(after)),
+            json!([{"name": "web", "cidr": "192.0.2.1"}]),
+            json!([{"name": "lan", "cidr": "10.0.0.0/8"}]),
+        );
+        let args =
+            json!({"vmid": 100, "name": "web", "cidrs": [{"cidr": "dc/LAN"}, {"cidr": "web"}]});
+        let outcome = run_method(&host, "lxc", "firewallIpset", args);
+        assert!(
+            summary_of(&outcome).contains("its 2 declared entries"),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            writes(&host),
+            ["POST ipset/web cidr=dc%2FLAN", "POST ipset/web cidr=web"]
+        );
+    }
+
+    #[test]
+    fn an_entry_naming_an_alias_pve_cannot_resolve_is_refused_before_any_write() {
+        // `guest/lan` looks only at the guest's aliases; the datacenter's `lan` does not count.
+        let host = with_aliases(
+            ct(
+                json!([{"name": "web"}]),
+                Some(json!([{"cidr": "192.0.2.9"}])),
+                None,
+            ),
+            json!([]),
+            json!([{"name": "lan", "cidr": "10.0.0.0/8"}]),
+        );
+        let args = json!({"vmid": 100, "name": "web", "cidrs": [{"cidr": "10.0.0.0/8"}, {"cidr": "guest/lan"}]});
+        let outcome = run_method(&host, "lxc", "firewallIpset", args);
+        let message = failure_of(&outcome);
+        assert!(
+            message.contains("cidrs[1].cidr: PVE has no such alias 'lan'")
+                && message.contains("nothing was sent"),
+            "{message}"
+        );
+        assert!(writes(&host).is_empty());
+    }
+
+    #[test]
+    fn only_the_alias_lists_an_entry_may_name_are_read() {
+        let host = with_aliases(
+            ct(json!([]), None, Some(json!([{"cidr": "dc/lan"}]))),
+            json!([]),
+            json!([{"name": "lan", "cidr": "10.0.0.0/8"}]),
+        );
+        let args = json!({"vmid": 100, "name": "web", "cidrs": [{"cidr": "dc/lan"}]});
+        let outcome = run_method(&host, "lxc", "firewallIpset", args);
+        summary_of(&outcome);
+        let reads = host.requests.borrow();
+        assert!(reads
+            .iter()
+            .any(|r| r.url.ends_with("/cluster/firewall/aliases")));
+        assert!(!reads
+            .iter()
+            .any(|r| r.url.ends_with("/100/firewall/aliases")));
+    }
+
     #[test]
     fn an_entry_pve_lists_with_errors_fails_the_method() {
         let set = json!([{"cidr": "10.0.0.0/8", "nomatch": 1, "errors": {"nomatch": "nomatch not supported by kernel"}}]);
@@ -441,6 +587,14 @@ mod tests {
             (
                 json!({"name": "web", "cidrs": [{"cidr": "10.0.0.0/"}]}),
                 "cidrs[0].cidr",
+            ),
+            (
+                json!({"name": "web", "cidrs": [{"cidr": "lan/web"}]}),
+                "cidrs[0].cidr",
+            ),
+            (
+                json!({"name": "web", "cidrs": [{"cidr": "Web"}, {"cidr": "web"}]}),
+                "cidrs[1].cidr",
             ),
             (
                 json!({"name": "web", "cidrs": [{"cidr": "10.0.0.1"}, {"cidr": "10.0.0.1/32"}]}),

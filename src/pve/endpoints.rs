@@ -472,7 +472,14 @@ pub fn guest_firewall(
 /// `GET /cluster/firewall/options`: whether the cluster's firewall is enabled (`enable`; PVE's
 /// default is off, and then no guest's rules apply: pve-firewall `PVE/Firewall.pm` compile).
 pub fn cluster_firewall_options() -> PveRequest {
-    PveRequest::get(&["cluster", "firewall", "options"])
+    cluster_firewall(&["options".to_string()])
+}
+
+/// `GET /cluster/firewall/<at>`: a section of the datacenter's firewall (`aliases`).
+pub fn cluster_firewall(at: &[String]) -> PveRequest {
+    let mut segments = vec!["cluster", "firewall"];
+    segments.extend(at.iter().map(String::as_str));
+    PveRequest::get(&segments)
 }
 
 /// `POST /nodes/{node}/lxc` → UPID: creates a container from a template with these parameters

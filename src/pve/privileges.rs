@@ -18,6 +18,7 @@ pub enum Requirement {
 #[rustfmt::skip]
 pub const ENDPOINTS: &[(&str, Requirement, &str)] = &[
     ("GET /access/permissions", Requirement::Anyone, r#""#),
+    ("GET /cluster/firewall/aliases", Requirement::Check, r#"["perm","/",["Sys.Audit"]]"#),
     ("GET /cluster/firewall/options", Requirement::Check, r#"["perm","/",["Sys.Audit"]]"#),
     ("POST /cluster/ha/resources", Requirement::Check, r#"["perm","/",["Sys.Console"]]"#),
     ("DELETE /cluster/ha/resources/{sid}", Requirement::Check, r#"["perm","/",["Sys.Console"]]"#),

@@ -129,6 +129,56 @@ async function aliasCourse(env: Env, vmid: number) {
   ]);
 }
 
+/** The datacenter's aliases the alias course names. */
+const DC_ALIASES = { clusterAliases: [{ name: "lan", cidr: "10.0.0.0/8" }] };
+
+/**
+ * IP set entries naming aliases on `vmid`: the guest's (made first), the datacenter's, kept as
+ * written; one PVE cannot resolve is refused before the set changes.
+ */
+async function aliasEntriesCourse(env: Env, vmid: number) {
+  const alias = await env.run("firewallAlias", {
+    vmid,
+    name: "gateway",
+    cidr: "192.0.2.1",
+  });
+  assert.equal(alias.status, "succeeded", alias.error);
+  const made = await env.run("firewallIpset", {
+    vmid,
+    name: "edge",
+    cidrs: [{ cidr: "gateway" }, { cidr: "dc/LAN" }, {
+      cidr: "198.51.100.0/24",
+    }],
+  });
+  assert.equal(made.status, "succeeded", made.error);
+  assert.deepEqual(held(env, vmid, "edge"), [
+    "198.51.100.0/24",
+    "dc/LAN",
+    "gateway",
+  ]);
+  const before = env.sim.requests.length;
+  const refused = await env.run("firewallIpset", {
+    vmid,
+    name: "edge",
+    cidrs: [{ cidr: "gateway" }, { cidr: "guest/lan" }],
+  });
+  assert.equal(refused.status, "failed");
+  assert.match(
+    refused.error ?? "",
+    /cidrs\[1\]\.cidr: PVE has no such alias 'lan'/,
+  );
+  assert.deepEqual(writes(env, before), []);
+  assert.equal(held(env, vmid, "edge")?.length, 3);
+}
+
+Deno.test("firewallIpset: entries naming the guest's and the datacenter's aliases are kept as written; one naming no alias is refused first", async () => {
+  await withEnv({ sim: DC_ALIASES }, (env) => aliasEntriesCourse(env, 100));
+});
+
+Deno.test("firewallIpset (lxc): entries naming aliases, as for a VM", async () => {
+  await withCt({ sim: DC_ALIASES }, (env) => aliasEntriesCourse(env, 300));
+});
+
 Deno.test("firewallIpset: a set is made, changed entry by entry, left alone when as declared, and deleted", async () => {
   await withEnv({}, (env) => ipsetCourse(env, 100, "vm"));
 });
