@@ -71,20 +71,28 @@ pub struct HaView {
     /// The sids `status/current` lists: every configured HA resource (Status.pm lists the
     /// resources config's ids whether or not the manager processed them).
     pub listed: Vec<String>,
+    /// Where the object is an HA group (PVE 8): every HA resource's config, as `GET
+    /// /cluster/ha/resources` lists them (Resources.pm index: `sid`, `group`, …).
+    pub resources: Option<Vec<Value>>,
 }
 
-/// What an HA method reads and writes: the guest's HA resource, or an HA rule (PVE 9) naming it.
+/// What an HA method reads and writes: the guest's HA resource, or an HA rule naming it — on PVE 8
+/// (`GET /version` 8.x) an HA group of that id, the rule's node-affinity as PVE 8 had it (PVE 9
+/// migrates a group to the rule `ha-group-<id>`: pve-ha-manager `src/PVE/HA/Groups.pm`
+/// migrate_groups_to_rules — nodes, strict = restricted, comment, the resources naming it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HaObject {
     Resource,
     Rule(String),
+    Group(String),
 }
 
-/// The one write a plan makes: verb and parameters (`sid` is the path's for PUT and DELETE).
-pub type Write = (Verb, Vec<(String, String)>);
-/// Makes the write that turns what was read into what was asked (`None`: nothing to send), or
-/// says why PVE would refuse it (then nothing is sent).
-pub type Plan<'a> = dyn Fn(&HaView) -> Result<Option<Write>, String> + 'a;
+/// A write a plan makes: on the object (`None`) or on the HA resource `Some(sid)`, verb and
+/// parameters (the guest's `sid` is the path's for PUT and DELETE).
+pub type Write = (Option<String>, Verb, Vec<(String, String)>);
+/// Makes the writes, in order, that turn what was read into what was asked (none: nothing to
+/// send), or says why PVE would refuse one (then nothing is sent).
+pub type Plan<'a> = dyn Fn(&HaView) -> Result<Vec<Write>, String> + 'a;
 /// Judges the service's entry in the manager's view (`None`: not listed): what it shows, or what
 /// it shows instead (not yet).
 pub type Judge<'a> = dyn Fn(Option<&Value>) -> Result<String, String> + 'a;
@@ -195,17 +203,26 @@ async fn apply<H: Host>(
     change: &HaChange<'_>,
 ) -> Result<String, String> {
     let sid = sid(run.kind, ev.at.vmid);
-    let obj = &change.object;
+    let mut obj = change.object.clone();
+    if let HaObject::Rule(id) = &obj {
+        let label = format!("HA rule {id} ({sid}, {})", ev.label(run));
+        if pve8(run)
+            .await
+            .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?
+        {
+            obj = HaObject::Group(id.clone());
+        }
+    }
+    let obj = &obj;
     let label = match obj {
         HaObject::Resource => format!("HA resource {sid} of {}", ev.label(run)),
         HaObject::Rule(id) => format!("HA rule {id} ({sid}, {})", ev.label(run)),
+        HaObject::Group(id) => format!(
+            "HA rule {id} as PVE 8's HA group {id} ({sid}, {})",
+            ev.label(run)
+        ),
     };
-    if let HaObject::Rule(_) = obj {
-        rules_exist(run)
-            .await
-            .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
-    }
-    view.config = read_config(run, obj, &sid)
+    read_configs(run, obj, &sid, view)
         .await
         .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
     let list = read_current(run, None)
@@ -222,22 +239,30 @@ async fn apply<H: Host>(
     // A resource's state is the manager's work: only an active master's view shows it.
     let gate = *obj == HaObject::Resource && !change.reads_only;
     view.idle = idle(&list).filter(|_| gate);
-    let write = (change.plan)(view)
+    let writes = (change.plan)(view)
         .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
-    let sent = write.is_some();
-    if let Some((verb, params)) = write {
-        let request = request_of(obj, verb, &sid, params);
+    let sent = !writes.is_empty();
+    let mut done: Vec<String> = Vec::new();
+    for (to, verb, params) in writes {
+        let request = match &to {
+            Some(other) => endpoints::ha_resource(verb, other, params),
+            None => request_of(obj, verb, &sid, params),
+        };
         ev.trail.sending();
         let answer = run.pve().call(&request).await;
         ev.trail.answered(&answer);
         if let Err(e) = answer {
-            let action = format!("change {label} ({})", request.label());
+            let mut action = format!("change {label} ({})", request.label());
+            if !done.is_empty() {
+                action = format!("{action} after {} was made", done.join(", "));
+            }
             let check = "the HA resource with haStatus (run it again: it plans from what it reads)";
             return Err(match e.outcome_unknown() {
                 true => outcome_unknown(&action, &e, check).0,
                 false => format!("PVE refused to {action}: {e} — {}", hint(e.kind)),
             });
         }
+        done.push(request.label());
     }
     // What was just read may already show it (nothing sent, or a read): no second read then.
     let first = match &view.idle {
@@ -250,7 +275,7 @@ async fn apply<H: Host>(
     };
     // The config after a write is read back whatever the manager did: the record says what it holds.
     let back = match sent {
-        true => read_config(run, obj, &sid).await.map(|c| view.config = c),
+        true => read_configs(run, obj, &sid, view).await,
         false => Ok(()),
     };
     let shown = waited.map_err(|why| match sent {
@@ -273,9 +298,8 @@ async fn apply<H: Host>(
     Ok(format!("{label}: {shown}{what}"))
 }
 
-/// PVE 9 has HA rules; PVE 8 (`GET /version` 8.x) has HA groups instead, which PVE 9 migrates to
-/// rules (pve-ha-manager `PVE/HA/Groups.pm` migrate_groups_to_rules): a rule is refused there.
-async fn rules_exist<H: Host>(run: &Run<'_, H>) -> Result<(), String> {
+/// Whether PVE is 8 (`GET /version` 8.x): HA groups there, rules on PVE 9.
+async fn pve8<H: Host>(run: &Run<'_, H>) -> Result<bool, String> {
     let answer = run.pve().call_coalesced(&endpoints::version()).await;
     let data = answer.map_err(|e| format!("GET /version failed ({e} — {})", hint(e.kind)))?;
     let version = data.get("version").and_then(flex::string_of).ok_or_else(|| {
@@ -284,10 +308,7 @@ async fn rules_exist<H: Host>(run: &Run<'_, H>) -> Result<(), String> {
             crate::quote::value(&data)
         )
     })?;
-    match version.starts_with("8.") {
-        true => Err(format!("PVE {version} has no HA rules (they came with PVE 9, which migrates HA groups to rules); on PVE 8 an HA group (/cluster/ha/groups) places resources on nodes: create one and set it as the resource's group — haRule does not map a rule onto a group")),
-        false => Ok(()),
-    }
+    Ok(version.starts_with("8."))
 }
 
 /// Why the list is no evidence of the manager's work: Status.pm lists `master` only once a CRM
@@ -302,38 +323,55 @@ fn idle(list: &Value) -> Option<String> {
     }
 }
 
-/// The request of `verb` on the object: the guest's resource `sid`, or the rule.
+/// The request of `verb` on the object: the guest's resource `sid`, the rule or the group.
 fn request_of(obj: &HaObject, verb: Verb, sid: &str, params: Vec<(String, String)>) -> PveRequest {
     match obj {
         HaObject::Resource => endpoints::ha_resource(verb, sid, params),
         HaObject::Rule(id) => endpoints::ha_rule(verb, id, params),
+        HaObject::Group(id) => endpoints::ha_group(verb, id, params),
     }
 }
 
-/// `GET /cluster/ha/resources/{sid}` or `…/rules/{rule}`; `None` when PVE has no such object
-/// (Resources.pm read: `no such resource '<sid>'`; Rules.pm: `no such ha rule '<rule>'`).
-async fn read_config<H: Host>(
+/// Reads the object into `view.config` — `GET /cluster/ha/resources/{sid}`, `…/rules/{rule}` or
+/// `…/groups/{group}`, `None` when PVE has no such object (Resources.pm read: `no such resource
+/// '<sid>'`; Rules.pm: `no such ha rule '<rule>'`; PVE 8 Groups.pm: `no such ha group
+/// '<group>'`) — and, for a group, every HA resource into `view.resources`.
+async fn read_configs<H: Host>(
     run: &Run<'_, H>,
     obj: &HaObject,
     sid: &str,
-) -> Result<Option<Value>, String> {
-    match run
+    view: &mut HaView,
+) -> Result<(), String> {
+    let malformed = |other: Value, what: &str| {
+        format!(
+            "PVE answered {other} where {what} was expected — {}",
+            hint(crate::pve::error::ErrorKind::Malformed)
+        )
+    };
+    view.config = match run
         .pve()
         .call(&request_of(obj, Verb::Get, sid, Vec::new()))
         .await
     {
-        Ok(v) if v.is_object() => Ok(Some(v)),
-        Ok(other) => Err(format!(
-            "PVE answered {other} where an HA config was expected — {}",
-            hint(crate::pve::error::ErrorKind::Malformed)
-        )),
+        Ok(v) if v.is_object() => Some(v),
+        Ok(other) => return Err(malformed(other, "an HA config")),
         Err(e)
-            if e.message.contains("no such resource") || e.message.contains("no such ha rule") =>
+            if ["no such resource", "no such ha "]
+                .iter()
+                .any(|m| e.message.contains(m)) =>
         {
-            Ok(None)
+            None
         }
-        Err(e) => Err(format!("{e} — {}", hint(e.kind))),
+        Err(e) => return Err(format!("{e} — {}", hint(e.kind))),
+    };
+    if let HaObject::Group(_) = obj {
+        let list = run.pve().call(&endpoints::ha_resources()).await;
+        view.resources = match list.map_err(|e| format!("{e} — {}", hint(e.kind)))? {
+            Value::Array(list) => Some(list),
+            other => return Err(malformed(other, "the HA resources list")),
+        };
     }
+    Ok(())
 }
 
 /// `GET /cluster/ha/status/current` (by `deadline` when given): the entries, a list.
