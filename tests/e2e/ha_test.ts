@@ -251,7 +251,7 @@ Deno.test("haRule on PVE 8: a node-affinity rule is the HA group of its id, set 
       comment: "near the disks",
     });
     assert.equal(r.status, "succeeded", r.error);
-    assert.match(said(r), /HA rule pin as PVE 8's HA group pin/);
+    assert.match(said(r), /HA rule pin as PVE 8's HA group/);
     assert.deepEqual(env.sim.haGroup("pin"), {
       nodes: ["pve1:2", "pve2"],
       restricted: true,
