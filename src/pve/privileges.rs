@@ -19,6 +19,11 @@ pub enum Requirement {
 pub const ENDPOINTS: &[(&str, Requirement, &str)] = &[
     ("GET /access/permissions", Requirement::Anyone, r#""#),
     ("GET /cluster/firewall/options", Requirement::Check, r#"["perm","/",["Sys.Audit"]]"#),
+    ("POST /cluster/ha/groups", Requirement::Check, r#"["perm","/",["Sys.Console"]]"#),
+    ("DELETE /cluster/ha/groups/{group}", Requirement::Check, r#"["perm","/",["Sys.Console"]]"#),
+    ("GET /cluster/ha/groups/{group}", Requirement::Check, r#"["perm","/",["Sys.Audit"]]"#),
+    ("PUT /cluster/ha/groups/{group}", Requirement::Check, r#"["perm","/",["Sys.Console"]]"#),
+    ("GET /cluster/ha/resources", Requirement::Check, r#"["perm","/",["Sys.Audit"]]"#),
     ("POST /cluster/ha/resources", Requirement::Check, r#"["perm","/",["Sys.Console"]]"#),
     ("DELETE /cluster/ha/resources/{sid}", Requirement::Check, r#"["perm","/",["Sys.Console"]]"#),
     ("GET /cluster/ha/resources/{sid}", Requirement::Check, r#"["perm","/",["Sys.Audit"]]"#),
