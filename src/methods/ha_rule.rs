@@ -380,7 +380,10 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             for s in members(vmid) {
                 let g = group_of(all, &s);
                 if g.as_ref() != Some(&args.rule) {
-                    wrong.push(format!("{s}'s `group` reads {g:?}"));
+                    wrong.push(format!(
+                        "{s}'s `group` reads {}",
+                        g.as_deref().unwrap_or("nothing")
+                    ));
                 }
             }
         }

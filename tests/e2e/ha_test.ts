@@ -333,11 +333,21 @@ Deno.test("haRule on PVE 8 of a container: the group pins ct:<vmid>, then goes",
     });
     assert.equal(r.status, "succeeded", r.error);
     assert.equal(env.sim.guest(303)?.ha?.group, "pin");
+    const u = await env.run("haRule", {
+      vmid: 303,
+      rule: "pin",
+      type: "node-affinity",
+      nodes: ["pve1"],
+      comment: "pinned",
+    });
+    assert.equal(u.status, "succeeded", u.error);
+    assert.equal(env.sim.haGroup("pin")?.comment, "pinned");
     const d = await env.run("haRule", { vmid: 303, rule: "pin", delete: true });
     assert.equal(d.status, "succeeded", d.error);
     assert.deepEqual(haSent(env), [
       "POST groups",
       "PUT resources/ct:303",
+      "PUT groups/pin",
       "PUT resources/ct:303",
       "DELETE groups/pin",
     ]);
