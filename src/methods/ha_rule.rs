@@ -372,50 +372,41 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let judge = |service: Option<&Value>| Ok(describe(service));
     let read_back = |view: &HaView| -> Result<(), String> {
         let vmid = view.vmid;
-        let mut wrong: Vec<String> = strays(view)
-            .into_iter()
-            .map(|s| format!("{s} still names the group"))
-            .collect();
-        if let (Some(all), false) = (&view.resources, args.delete) {
-            for s in members(vmid) {
-                let g = group_of(all, &s);
-                if g.as_ref() != Some(&args.rule) {
-                    wrong.push(format!(
-                        "{s}'s `group` reads {}",
-                        g.as_deref().unwrap_or("nothing")
-                    ));
-                }
-            }
+        // PVE 8: read back as asked when a new plan finds nothing left to write.
+        if let Some(all) = &view.resources {
+            let left: Vec<String> = group_plan(view, all)?
+                .into_iter()
+                .map(|(to, verb, params)| {
+                    let params: Vec<String> =
+                        params.iter().map(|(k, v)| format!(" {k}={v}")).collect();
+                    let to = to.unwrap_or_else(|| format!("group {}", args.rule));
+                    format!("{} {to}{}", verb.http_method(), params.concat())
+                })
+                .collect();
+            return match left.is_empty() {
+                true => Ok(()),
+                false => Err(format!("it still needs {}", left.join("; "))),
+            };
         }
-        let what = ["rule", "group"][usize::from(view.resources.is_some())];
         let Some(rule) = view.config.as_ref() else {
-            return match (args.delete, wrong.is_empty()) {
-                (true, true) => Ok(()),
-                (true, false) => Err(wrong.join("; ")),
-                (false, _) => Err(format!("no such ha {what}")),
+            return match args.delete {
+                true => Ok(()),
+                false => Err("no such ha rule".into()),
             };
         };
         if args.delete {
-            return Err(format!("the {what} is still configured"));
+            return Err("the rule is still configured".into());
         }
-        let wanted = match view.resources {
-            Some(_) => grouped(vmid),
-            None => with_guest(vmid)
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-        };
         if let Some(errors) = rule.get("errors").filter(|e| !e.is_null()) {
             return Err(format!(
                 "PVE reports it infeasible, so the HA manager drops it: {errors}"
             ));
         }
-        wrong.extend(
-            wanted
-                .into_iter()
-                .filter(|(k, want)| shown(rule, k) != *want)
-                .map(|(k, want)| format!("`{k}` reads {:?}, asked {want}", shown(rule, &k))),
-        );
+        let mut wrong: Vec<String> = with_guest(vmid)
+            .into_iter()
+            .filter(|(k, want)| shown(rule, k) != *want)
+            .map(|(k, want)| format!("`{k}` reads {:?}, asked {want}", shown(rule, k)))
+            .collect();
         if shown(rule, "disable") == "1" && !args.params.contains(&("disable", "1".into())) {
             wrong.push("it is disabled: the HA manager does not apply it".into());
         }

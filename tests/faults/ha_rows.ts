@@ -346,10 +346,10 @@ export function haGroupSpec(
         expect: {
           shape: {
             verdict: "fail",
-            happened: /`group` reads nothing/,
+            happened: /it still needs PUT (vm|ct):\d+ group=pin/,
             readBack: true,
             note:
-              "PVE answers null to a resource write; the resource read back names no group",
+              "PVE answers null to a resource write; the resource read back names no group, so a new plan would still set it",
           },
         },
       },
