@@ -203,17 +203,14 @@ async fn apply<H: Host>(
     change: &HaChange<'_>,
 ) -> Result<String, String> {
     let sid = sid(run.kind, ev.at.vmid);
-    let mut obj = change.object.clone();
-    if let HaObject::Rule(id) = &obj {
-        let label = format!("HA rule {id} ({sid}, {})", ev.label(run));
-        if pve8(run)
-            .await
-            .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?
-        {
-            obj = HaObject::Group(id.clone());
-        }
-    }
-    let obj = &obj;
+    let version = match &change.object {
+        HaObject::Rule(_) => pve8(run).await,
+        _ => Ok(false),
+    };
+    let obj = &match (&change.object, &version) {
+        (HaObject::Rule(id), Ok(true)) => HaObject::Group(id.clone()),
+        (other, _) => other.clone(),
+    };
     let label = match obj {
         HaObject::Resource => format!("HA resource {sid} of {}", ev.label(run)),
         HaObject::Rule(id) => format!("HA rule {id} ({sid}, {})", ev.label(run)),
@@ -222,6 +219,7 @@ async fn apply<H: Host>(
             ev.label(run)
         ),
     };
+    version.map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
     read_configs(run, obj, &sid, view)
         .await
         .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
@@ -362,7 +360,10 @@ async fn read_configs<H: Host>(
     };
     if let HaObject::Group(_) = obj {
         let list = read_list(run, &endpoints::ha_resources(), None, "HA resources").await?;
-        view.resources = list.as_array().cloned();
+        view.resources = match list {
+            Value::Array(list) => Some(list),
+            _ => None,
+        };
     }
     Ok(())
 }

@@ -276,7 +276,7 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let group_plan = |view: &HaView, all: &[Value]| -> Result<Vec<Write>, String> {
         let id = &args.rule;
         if args.kind == "resource-affinity" {
-            return Err("`type` resource-affinity: PVE 8 has none (it came with PVE 9's HA rules; PVE 8's HA groups only place resources on nodes)".into());
+            return Err("`type` resource-affinity: PVE 8 has none (its HA groups only place resources on nodes)".into());
         }
         if args.params.iter().any(|(k, _)| *k == "disable") {
             return Err("`disable`: PVE 8's HA groups cannot be disabled".into());
@@ -285,11 +285,11 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let mut writes = Vec::new();
         for s in members(view.vmid) {
             if !view.listed.contains(&s) {
-                return Err(format!("{s} is not an HA resource, and PVE 8 sets a `group` only on one (Resources.pm update: no such resource) — add it with haResource first"));
+                return Err(format!("{s} is not an HA resource (Resources.pm update: no such resource) — add it with haResource first"));
             }
             match group_of(all, &s) {
                 Some(g) if g == *id => {}
-                Some(g) => return Err(format!("{s} is in HA group {g}, and a PVE 8 resource has one `group`: take it out of {g} (delete that rule) first")),
+                Some(g) => return Err(format!("{s} is in HA group {g}, and a PVE 8 resource has one `group` — delete rule {g} first")),
                 None => writes.push((Some(s), Verb::Set, vec![("group".into(), id.clone())])),
             }
         }
