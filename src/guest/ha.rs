@@ -1,8 +1,9 @@
 //! A guest as an HA resource (`vm:<vmid>` / `ct:<vmid>`), as haResource and haStatus see it: one
 //! engine configured by each method with a plan and a judge — find the guest, read its HA resource
 //! config (`GET /cluster/ha/resources/{sid}`) and the manager's view (`GET
-//! /cluster/ha/status/current`), `plan` the one write, send it, then wait (bounded, with progress
-//! lines) until the manager's view satisfies `judge`, and read the config back.
+//! /cluster/ha/status/current`), `plan` the writes (the object's, and other HA resources' for a
+//! PVE 8 group), send them in order, then wait (bounded, with progress lines) until the manager's
+//! view satisfies `judge`, and read the config back.
 //!
 //! Writing the config proves nothing: pve-ha-manager's API only edits `/etc/pve/ha/resources.cfg`
 //! (`PVE/API2/HA/Resources.pm` create/update/delete); the CRM applies it on its next round

@@ -285,11 +285,11 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let mut writes = Vec::new();
         for s in members(view.vmid) {
             if !view.listed.contains(&s) {
-                return Err(format!("{s} is not an HA resource (Resources.pm update: no such resource) — add it with haResource first"));
+                return Err(format!("`resources`: {s} is not an HA resource (Resources.pm update: no such resource) — add it with haResource first"));
             }
             match group_of(all, &s) {
                 Some(g) if g == *id => {}
-                Some(g) => return Err(format!("{s} is in HA group {g}, and a PVE 8 resource has one `group` — delete rule {g} first")),
+                Some(g) => return Err(format!("`resources`: {s} is in HA group {g}, and a PVE 8 resource has one `group` — take it out of {g} first")),
                 None => writes.push((Some(s), Verb::Set, vec![("group".into(), id.clone())])),
             }
         }
