@@ -72,6 +72,8 @@ pub struct HaView {
     /// The sids `status/current` lists: every configured HA resource (Status.pm lists the
     /// resources config's ids whether or not the manager processed them).
     pub listed: Vec<String>,
+    /// The listed sids whose `crm_state` is `error`.
+    pub failed: Vec<String>,
     /// Where the object is an HA group (PVE 8): every HA resource's config, as `GET
     /// /cluster/ha/resources` lists them (Resources.pm index: `sid`, `group`, …).
     pub resources: Option<Vec<Value>>,
@@ -228,13 +230,14 @@ async fn apply<H: Host>(
         .await
         .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
     view.service = service_of(&list, &sid);
-    view.listed = list
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e["id"].as_str()?.strip_prefix("service:"))
-        .map(String::from)
-        .collect();
+    for e in list.as_array().into_iter().flatten() {
+        if let Some(s) = e["id"].as_str().and_then(|i| i.strip_prefix("service:")) {
+            view.listed.push(s.into());
+            if e["crm_state"] == "error" {
+                view.failed.push(s.into());
+            }
+        }
+    }
     // A resource's state is the manager's work: only an active master's view shows it.
     let gate = *obj == HaObject::Resource && !change.reads_only;
     view.idle = idle(&list).filter(|_| gate);

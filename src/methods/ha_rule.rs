@@ -309,6 +309,14 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 (!set.is_empty()).then_some((None, Verb::Set, set))
             }
         };
+        // Resources.pm update → check_service_state: a service in error state takes no write
+        // but `state` disabled.
+        if let Some(s) = writes
+            .iter()
+            .find_map(|w| w.0.as_ref().filter(|s| view.failed.contains(s)))
+        {
+            return Err(format!("`resources`: {s} is in error state, and PVE refuses to change it until it is disabled and fixed (Resources.pm check_service_state) — set it disabled with haResource first"));
+        }
         // A resource names only an existing group (Resources.pm update: `HA group '<group>' does
         // not exist`); a group in use is not deleted (Groups.pm delete).
         match (group, args.delete) {
@@ -568,6 +576,22 @@ mod tests {
                 "PUT resources/vm%3A102 delete=group",
             ]
         );
+    }
+
+    #[test]
+    fn pve_8_refuses_a_resource_in_error_state_before_any_write() {
+        let host = vm("8.4.14");
+        let current = json!([{"id": "service:vm:100", "crm_state": "error"}]);
+        host.set("GET /cluster/ha/status/current", current);
+        host.on(GROUP, [missing_group()]);
+        host.data(LIST, json!([{"sid": "vm:100"}]));
+        let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity", "nodes": ["pve1"]});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(
+            failure_of(&outcome).contains("vm:100 is in error state"),
+            "{outcome:?}"
+        );
+        assert_eq!(host.writes_after("/"), Vec::<String>::new());
     }
 
     #[test]

@@ -319,6 +319,16 @@ Deno.test("haRule on PVE 8: what a group cannot be is refused before any write, 
       assert.match(r.error ?? "", /HA rule pin/);
     }
     assert.deepEqual(haWrites(env), []);
+    // Resources.pm check_service_state: a service in error state takes no group.
+    ha(env, 100, { managed: true, state: "started", crm: "error" });
+    const r = await env.run("haRule", {
+      vmid: 100,
+      rule: "pin",
+      type: "node-affinity",
+      nodes: ["pve1"],
+    });
+    assert.match(r.error ?? "", /`resources`: vm:100 is in error state/);
+    assert.deepEqual(haWrites(env), []);
   });
 });
 
