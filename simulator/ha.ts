@@ -93,6 +93,7 @@ export function configView(g: GuestState): Record<string, unknown> {
   if (ha.maxRelocate !== undefined) out.max_relocate = ha.maxRelocate;
   if (ha.failback !== undefined) out.failback = ha.failback ? 1 : 0;
   if (ha.comment !== undefined) out.comment = ha.comment;
+  if (ha.group !== undefined) out.group = ha.group;
   return out;
 }
 
@@ -161,6 +162,27 @@ export interface SimRule {
 }
 
 const RULES = new WeakMap<object, Map<string, SimRule>>();
+
+/**
+ * One HA group as PVE 8's `groups.cfg` holds it (pve-ha-manager stable-4 `src/PVE/HA/Groups.pm`):
+ * `nodes` a hash of the `node[:prio]` entries as given (decode_value), listed joined by `,` in
+ * the hash's order (encode_value).
+ */
+export interface SimGroup {
+  nodes: string[];
+  restricted?: boolean;
+  nofailback?: boolean;
+  comment?: string;
+}
+
+const GROUPS = new WeakMap<object, Map<string, SimGroup>>();
+
+/** The cluster's HA groups (PVE 8; one set per simulated cluster). */
+export function groupsOf(core: SimCore): Map<string, SimGroup> {
+  let groups = GROUPS.get(core.state);
+  if (!groups) GROUPS.set(core.state, groups = new Map());
+  return groups;
+}
 
 /** The cluster's HA rules (one set per simulated cluster). */
 export function rulesOf(core: SimCore): Map<string, SimRule> {

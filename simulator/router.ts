@@ -41,6 +41,7 @@ const PATH_PARAM_SPECS: Record<string, ParamSpec> = {
   // An HA resource id (`vm:100`, `ct:100` or a VMID): the schema checks it.
   sid: { type: "string" },
   rule: { type: "string" },
+  group: { type: "string" },
 };
 
 /**

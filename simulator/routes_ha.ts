@@ -1,6 +1,8 @@
 /**
  * The HA endpoints the package calls, as pve-ha-manager serves them: `src/PVE/API2/HA/Resources.pm`
- * (read, create, update, delete) and `src/PVE/API2/HA/Status.pm` (status → `status/current`).
+ * (index, read, create, update, delete), `src/PVE/API2/HA/Status.pm` (status → `status/current`),
+ * PVE 9's `Rules.pm` and PVE 8's `Groups.pm` (branch stable-4; PVE 9 refuses it once the groups
+ * were migrated to rules, which the simulator's PVE 9 always has).
  * Every write only edits the resources config; the simulated CRM (ha.ts) applies it later. A
  * plain die is PVE's 500; privileges are on `/` (Sys.Audit to read, Sys.Console to write).
  *
@@ -17,10 +19,12 @@ import {
   crmOf,
   feasibility,
   freeze,
+  groupsOf,
   rulesOf,
   scheduleRound,
   serviceEntry,
   sidOf,
+  type SimGroup,
   type SimRule,
 } from "./ha.ts";
 import type { GuestState, SimHa } from "./types.ts";
@@ -90,14 +94,23 @@ function setOptions(ha: SimHa, p: Ctx["params"]): void {
   if (p.max_relocate !== undefined) ha.maxRelocate = Number(p.max_relocate);
   if (p.failback !== undefined) ha.failback = Boolean(p.failback);
   if (p.comment !== undefined) ha.comment = String(p.comment);
+  if (p.group !== undefined) ha.group = String(p.group);
 }
 
-/** PVE 9 refuses `group` once groups were migrated to rules (Resources.pm create/update). */
+/**
+ * PVE 9 refuses `group` once groups were migrated to rules; PVE 8 takes only an existing group
+ * (stable-4 Resources.pm create/update: `HA group '<group>' does not exist`).
+ */
 function noGroup(ctx: Ctx): void {
-  if (ctx.params.group !== undefined && ctx.core.major === 9) {
+  const group = ctx.params.group;
+  if (group === undefined) return;
+  if (ctx.core.major === 9) {
     throw die(
       "invalid parameter 'group': ha groups have been migrated to rules",
     );
+  }
+  if (!groupsOf(ctx.core).has(String(group))) {
+    throw die(`HA group '${String(group)}' does not exist`);
   }
 }
 
@@ -106,12 +119,29 @@ const ONE = `${RESOURCES}/{sid}`;
 const DELETABLE = [
   "comment",
   "failback",
+  "group",
   "max_restart",
   "max_relocate",
   "state",
 ];
 
 export const haRoutes: Route[] = [
+  {
+    // Resources.pm index: every resource's config (an `errors.group` for a missing group).
+    method: "GET",
+    path: RESOURCES,
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Audit");
+      return ctx.core.state.all().filter((g) => g.ha?.managed).map((g) => {
+        const view = configView(g);
+        const group = g.ha?.group;
+        if (group !== undefined && !groupsOf(ctx.core).has(group)) {
+          view.errors = { group: `group '${group}' does not exist` };
+        }
+        return view;
+      });
+    },
+  },
   {
     method: "GET",
     path: ONE,
@@ -187,6 +217,7 @@ export const haRoutes: Route[] = [
         if (key === "state") ha.state = "started";
         if (key === "comment") ha.comment = undefined;
         if (key === "failback") ha.failback = undefined;
+        if (key === "group") ha.group = undefined;
         if (key === "max_restart") ha.maxRestart = undefined;
         if (key === "max_relocate") ha.maxRelocate = undefined;
       }
@@ -429,6 +460,113 @@ haRoutes.push(
       checkRoot(ctx, "Sys.Console");
       // Rules.pm delete_rule: a rule that does not exist is no error.
       rulesOf(ctx.core).delete(String(ctx.params.rule));
+      return null;
+    },
+  },
+);
+
+const GROUPS_PATH = "/cluster/ha/groups";
+const GROUP = `${GROUPS_PATH}/{group}`;
+
+/** PVE 9's Groups.pm, fully migrated: every call dies (`cannot <what> group: …`). */
+function migrated(ctx: Ctx, what: string): void {
+  if (ctx.core.major === 9) {
+    throw die(`cannot ${what} group: ha groups have been migrated to rules`);
+  }
+}
+
+/** The options a group create or update sets (Groups.pm, PVE 8: check_config then copy). */
+function setGroup(ctx: Ctx, g: SimGroup): void {
+  const p = ctx.params;
+  if (p.type !== undefined && p.type !== "group") {
+    throw die("types does not match");
+  }
+  // decode_value: a hash of the entries as given (one per distinct text).
+  if (p.nodes !== undefined) g.nodes = [...new Set(splitList(String(p.nodes)))];
+  if (p.restricted !== undefined) g.restricted = Boolean(p.restricted);
+  if (p.nofailback !== undefined) g.nofailback = Boolean(p.nofailback);
+  if (p.comment !== undefined) g.comment = String(p.comment);
+}
+
+haRoutes.push(
+  {
+    method: "GET",
+    path: GROUP,
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Audit");
+      migrated(ctx, "read");
+      // $api_copy_config: `no such ha group`, else the section with `group`, `digest` and the
+      // nodes encoded.
+      const id = String(ctx.params.group);
+      const g = groupsOf(ctx.core).get(id);
+      if (!g) throw die(`no such ha group '${id}'`);
+      const out: Record<string, unknown> = {
+        group: id,
+        type: "group",
+        nodes: g.nodes.join(","),
+        digest: JSON.stringify(g).length.toString(16).padStart(40, "0"),
+      };
+      if (g.restricted !== undefined) out.restricted = g.restricted ? 1 : 0;
+      if (g.nofailback !== undefined) out.nofailback = g.nofailback ? 1 : 0;
+      if (g.comment !== undefined) out.comment = g.comment;
+      return out;
+    },
+  },
+  {
+    method: "POST",
+    path: GROUPS_PATH,
+    dynamic: fromSchema("POST", GROUPS_PATH),
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Console");
+      migrated(ctx, "create");
+      const id = String(ctx.params.group);
+      const groups = groupsOf(ctx.core);
+      if (groups.has(id)) throw die(`ha group ID '${id}' already defined`);
+      const g: SimGroup = { nodes: [] };
+      setGroup(ctx, g);
+      groups.set(id, g);
+      return null;
+    },
+  },
+  {
+    method: "PUT",
+    path: GROUP,
+    dynamic: fromSchema("PUT", GROUP),
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Console");
+      migrated(ctx, "update");
+      const id = String(ctx.params.group);
+      const old = groupsOf(ctx.core).get(id);
+      if (!old) throw die(`no such ha group '${id}'`);
+      const g: SimGroup = { ...old };
+      setGroup(ctx, g);
+      for (const key of splitList(String(ctx.params.delete ?? ""))) {
+        if (!["nodes", "restricted", "nofailback", "comment"].includes(key)) {
+          throw die(`no such option '${key}'`);
+        }
+        if (key === "nodes") {
+          throw die(`unable to delete required option '${key}'`);
+        }
+        delete (g as unknown as Record<string, unknown>)[key];
+      }
+      groupsOf(ctx.core).set(id, g);
+      return null;
+    },
+  },
+  {
+    method: "DELETE",
+    path: GROUP,
+    handler: (ctx) => {
+      checkRoot(ctx, "Sys.Console");
+      migrated(ctx, "delete");
+      // Groups.pm delete: refused while a resource names the group; a missing group is no error.
+      const id = String(ctx.params.group);
+      for (const g of ctx.core.state.all()) {
+        if (g.ha?.managed && g.ha.group === id) {
+          throw die(`ha group is used by service '${sidOf(g)}'`);
+        }
+      }
+      groupsOf(ctx.core).delete(id);
       return null;
     },
   },

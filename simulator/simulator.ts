@@ -27,7 +27,7 @@ import { ConformanceLog } from "./schema/conformance.ts";
 import { accessRoutes } from "./routes_access.ts";
 import { firewallRoutes } from "./routes_firewall.ts";
 import { haRoutes } from "./routes_ha.ts";
-import { rulesOf, type SimRule } from "./ha.ts";
+import { groupsOf, rulesOf, type SimGroup, type SimRule } from "./ha.ts";
 import type { GuestFirewall } from "./firewall.ts";
 import { agentRoutes } from "./routes_agent.ts";
 import { clusterRoutes } from "./routes_cluster.ts";
@@ -107,6 +107,8 @@ export interface Simulator {
   firewall(vmid: number): GuestFirewall | undefined;
   /** HA rule `id` as rules.cfg holds it (PVE 9), or undefined. */
   haRule(id: string): SimRule | undefined;
+  /** HA group `id` as groups.cfg holds it (PVE 8), or undefined. */
+  haGroup(id: string): SimGroup | undefined;
   /** Adds a guest (throws if the VMID exists). */
   addGuest(g: SimGuest): GuestState;
   /** Removes a guest; no-op when absent. */
@@ -389,6 +391,7 @@ export async function startSimulator(opts: SimOptions): Promise<Simulator> {
     guest: (vmid) => state.get(vmid),
     firewall: (vmid) => state.firewalls.get(vmid),
     haRule: (id) => rulesOf(core).get(id),
+    haGroup: (id) => groupsOf(core).get(id),
     addGuest: (g) => {
       if (g.real && !real) {
         throw new Error(

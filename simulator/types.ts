@@ -48,6 +48,8 @@ export interface SimHa {
   maxRelocate?: number;
   failback?: boolean;
   comment?: string;
+  /** PVE 8: the HA group the resource belongs to (Resources.pm `group`). */
+  group?: string;
 }
 
 /** Usage figures as PVE reports them (bytes, fractions of a CPU, seconds). */

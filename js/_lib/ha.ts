@@ -141,7 +141,7 @@ export function haMethods(model: ModelName) {
     },
     haRule: {
       description:
-        "Create, update or delete (delete: true) a PVE 9 HA rule naming the guest (its vm:<vmid> / ct:<vmid> always among the resources): node-affinity (nodes ['pve1:2', 'pve2'], strict) or resource-affinity (other resources, affinity positive|negative); only what differs is sent. Succeeds when the rule reads back as declared, without PVE 9's infeasibility errors and not disabled unless asked (placement is not judged). PVE 8 has only HA groups: refused",
+        "Create, update or delete (delete: true) an HA rule naming the guest (its vm:<vmid> / ct:<vmid> always among the resources): node-affinity (nodes ['pve1:2', 'pve2'], strict) or resource-affinity (other resources, affinity positive|negative); only what differs is sent. Succeeds when the rule reads back as declared, without PVE 9's infeasibility errors, not disabled unless asked. PVE 8 (no rules): a node-affinity rule is the HA group of its id, set as each resource's group",
       kind: "action" as const,
       arguments: RuleArgs,
       execute: (args: z.infer<typeof RuleArgs>, ctx: MethodContext) =>

@@ -1,8 +1,9 @@
 //! A guest as an HA resource (`vm:<vmid>` / `ct:<vmid>`), as haResource and haStatus see it: one
 //! engine configured by each method with a plan and a judge — find the guest, read its HA resource
 //! config (`GET /cluster/ha/resources/{sid}`) and the manager's view (`GET
-//! /cluster/ha/status/current`), `plan` the one write, send it, then wait (bounded, with progress
-//! lines) until the manager's view satisfies `judge`, and read the config back.
+//! /cluster/ha/status/current`), `plan` the writes (the object's, and other HA resources' for a
+//! PVE 8 group), send them in order, then wait (bounded, with progress lines) until the manager's
+//! view satisfies `judge`, and read the config back.
 //!
 //! Writing the config proves nothing: pve-ha-manager's API only edits `/etc/pve/ha/resources.cfg`
 //! (`PVE/API2/HA/Resources.pm` create/update/delete); the CRM applies it on its next round
@@ -71,20 +72,30 @@ pub struct HaView {
     /// The sids `status/current` lists: every configured HA resource (Status.pm lists the
     /// resources config's ids whether or not the manager processed them).
     pub listed: Vec<String>,
+    /// The listed sids whose `crm_state` is `error`.
+    pub failed: Vec<String>,
+    /// Where the object is an HA group (PVE 8): every HA resource's config, as `GET
+    /// /cluster/ha/resources` lists them (Resources.pm index: `sid`, `group`, …).
+    pub resources: Option<Vec<Value>>,
 }
 
-/// What an HA method reads and writes: the guest's HA resource, or an HA rule (PVE 9) naming it.
+/// What an HA method reads and writes: the guest's HA resource, or an HA rule naming it — on PVE 8
+/// (`GET /version` 8.x) an HA group of that id, the rule's node-affinity as PVE 8 had it (PVE 9
+/// migrates a group to the rule `ha-group-<id>`: pve-ha-manager `src/PVE/HA/Groups.pm`
+/// migrate_groups_to_rules — nodes, strict = restricted, comment, the resources naming it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HaObject {
     Resource,
     Rule(String),
+    Group(String),
 }
 
-/// The one write a plan makes: verb and parameters (`sid` is the path's for PUT and DELETE).
-pub type Write = (Verb, Vec<(String, String)>);
-/// Makes the write that turns what was read into what was asked (`None`: nothing to send), or
-/// says why PVE would refuse it (then nothing is sent).
-pub type Plan<'a> = dyn Fn(&HaView) -> Result<Option<Write>, String> + 'a;
+/// A write a plan makes: on the object (`None`) or on the HA resource `Some(sid)`, verb and
+/// parameters (the guest's `sid` is the path's for PUT and DELETE).
+pub type Write = (Option<String>, Verb, Vec<(String, String)>);
+/// Makes the writes, in order, that turn what was read into what was asked (none: nothing to
+/// send), or says why PVE would refuse one (then nothing is sent).
+pub type Plan<'a> = dyn Fn(&HaView) -> Result<Vec<Write>, String> + 'a;
 /// Judges the service's entry in the manager's view (`None`: not listed): what it shows, or what
 /// it shows instead (not yet).
 pub type Judge<'a> = dyn Fn(Option<&Value>) -> Result<String, String> + 'a;
@@ -195,43 +206,56 @@ async fn apply<H: Host>(
     change: &HaChange<'_>,
 ) -> Result<String, String> {
     let sid = sid(run.kind, ev.at.vmid);
-    let obj = &change.object;
+    let version = match &change.object {
+        HaObject::Rule(_) => pve8(run).await,
+        _ => Ok(false),
+    };
+    let obj = &match (&change.object, &version) {
+        (HaObject::Rule(id), Ok(true)) => HaObject::Group(id.clone()),
+        (other, _) => other.clone(),
+    };
     let label = match obj {
         HaObject::Resource => format!("HA resource {sid} of {}", ev.label(run)),
         HaObject::Rule(id) => format!("HA rule {id} ({sid}, {})", ev.label(run)),
+        HaObject::Group(id) => format!(
+            "HA rule {id} as PVE 8's HA group ({sid}, {})",
+            ev.label(run)
+        ),
     };
-    if let HaObject::Rule(_) = obj {
-        rules_exist(run)
-            .await
-            .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
-    }
-    view.config = read_config(run, obj, &sid)
+    version.map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
+    read_configs(run, obj, &sid, view)
         .await
         .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
     let list = read_current(run, None)
         .await
         .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
     view.service = service_of(&list, &sid);
-    view.listed = list
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e["id"].as_str()?.strip_prefix("service:"))
-        .map(String::from)
-        .collect();
+    for e in list.as_array().into_iter().flatten() {
+        if let Some(s) = e["id"].as_str().and_then(|i| i.strip_prefix("service:")) {
+            view.listed.push(s.into());
+            if e["crm_state"] == "error" {
+                view.failed.push(s.into());
+            }
+        }
+    }
     // A resource's state is the manager's work: only an active master's view shows it.
     let gate = *obj == HaObject::Resource && !change.reads_only;
     view.idle = idle(&list).filter(|_| gate);
-    let write = (change.plan)(view)
+    let writes = (change.plan)(view)
         .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
-    let sent = write.is_some();
-    if let Some((verb, params)) = write {
-        let request = request_of(obj, verb, &sid, params);
+    let sent = !writes.is_empty();
+    for (i, (to, verb, params)) in writes.into_iter().enumerate() {
+        let request = match &to {
+            Some(other) => endpoints::ha_resource(verb, other, params),
+            None => request_of(obj, verb, &sid, params),
+        };
         ev.trail.sending();
         let answer = run.pve().call(&request).await;
         ev.trail.answered(&answer);
         if let Err(e) = answer {
-            let action = format!("change {label} ({})", request.label());
+            // The plan's writes before this one were made (PVE answered them).
+            let before = ["", ", after the writes before it"][usize::from(i > 0)];
+            let action = format!("change {label} ({}{before})", request.label());
             let check = "the HA resource with haStatus (run it again: it plans from what it reads)";
             return Err(match e.outcome_unknown() {
                 true => outcome_unknown(&action, &e, check).0,
@@ -250,7 +274,7 @@ async fn apply<H: Host>(
     };
     // The config after a write is read back whatever the manager did: the record says what it holds.
     let back = match sent {
-        true => read_config(run, obj, &sid).await.map(|c| view.config = c),
+        true => read_configs(run, obj, &sid, view).await,
         false => Ok(()),
     };
     let shown = waited.map_err(|why| match sent {
@@ -273,9 +297,8 @@ async fn apply<H: Host>(
     Ok(format!("{label}: {shown}{what}"))
 }
 
-/// PVE 9 has HA rules; PVE 8 (`GET /version` 8.x) has HA groups instead, which PVE 9 migrates to
-/// rules (pve-ha-manager `PVE/HA/Groups.pm` migrate_groups_to_rules): a rule is refused there.
-async fn rules_exist<H: Host>(run: &Run<'_, H>) -> Result<(), String> {
+/// Whether PVE is 8 (`GET /version` 8.x): HA groups there, rules on PVE 9.
+async fn pve8<H: Host>(run: &Run<'_, H>) -> Result<bool, String> {
     let answer = run.pve().call_coalesced(&endpoints::version()).await;
     let data = answer.map_err(|e| format!("GET /version failed ({e} — {})", hint(e.kind)))?;
     let version = data.get("version").and_then(flex::string_of).ok_or_else(|| {
@@ -284,10 +307,7 @@ async fn rules_exist<H: Host>(run: &Run<'_, H>) -> Result<(), String> {
             crate::quote::value(&data)
         )
     })?;
-    match version.starts_with("8.") {
-        true => Err(format!("PVE {version} has no HA rules (they came with PVE 9, which migrates HA groups to rules); on PVE 8 an HA group (/cluster/ha/groups) places resources on nodes: create one and set it as the resource's group — haRule does not map a rule onto a group")),
-        false => Ok(()),
-    }
+    Ok(version.starts_with("8."))
 }
 
 /// Why the list is no evidence of the manager's work: Status.pm lists `master` only once a CRM
@@ -302,55 +322,80 @@ fn idle(list: &Value) -> Option<String> {
     }
 }
 
-/// The request of `verb` on the object: the guest's resource `sid`, or the rule.
+/// The request of `verb` on the object: the guest's resource `sid`, the rule or the group.
 fn request_of(obj: &HaObject, verb: Verb, sid: &str, params: Vec<(String, String)>) -> PveRequest {
     match obj {
         HaObject::Resource => endpoints::ha_resource(verb, sid, params),
         HaObject::Rule(id) => endpoints::ha_rule(verb, id, params),
+        HaObject::Group(id) => endpoints::ha_group(verb, id, params),
     }
 }
 
-/// `GET /cluster/ha/resources/{sid}` or `…/rules/{rule}`; `None` when PVE has no such object
-/// (Resources.pm read: `no such resource '<sid>'`; Rules.pm: `no such ha rule '<rule>'`).
-async fn read_config<H: Host>(
+/// Reads the object into `view.config` — `GET /cluster/ha/resources/{sid}`, `…/rules/{rule}` or
+/// `…/groups/{group}`, `None` when PVE has no such object (Resources.pm read: `no such resource
+/// '<sid>'`; Rules.pm: `no such ha rule '<rule>'`; PVE 8 Groups.pm: `no such ha group
+/// '<group>'`) — and, for a group, every HA resource into `view.resources`.
+async fn read_configs<H: Host>(
     run: &Run<'_, H>,
     obj: &HaObject,
     sid: &str,
-) -> Result<Option<Value>, String> {
-    match run
+    view: &mut HaView,
+) -> Result<(), String> {
+    view.config = match run
         .pve()
         .call(&request_of(obj, Verb::Get, sid, Vec::new()))
         .await
     {
-        Ok(v) if v.is_object() => Ok(Some(v)),
-        Ok(other) => Err(format!(
-            "PVE answered {other} where an HA config was expected — {}",
-            hint(crate::pve::error::ErrorKind::Malformed)
-        )),
-        Err(e)
-            if e.message.contains("no such resource") || e.message.contains("no such ha rule") =>
-        {
-            Ok(None)
+        Ok(v) if v.is_object() => Some(v),
+        Ok(other) => {
+            return Err(format!(
+                "PVE answered {other} where an HA config was expected — {}",
+                hint(crate::pve::error::ErrorKind::Malformed)
+            ))
         }
-        Err(e) => Err(format!("{e} — {}", hint(e.kind))),
+        Err(e)
+            if ["no such resource", "no such ha "]
+                .iter()
+                .any(|m| e.message.contains(m)) =>
+        {
+            None
+        }
+        Err(e) => return Err(format!("{e} — {}", hint(e.kind))),
+    };
+    if let HaObject::Group(_) = obj {
+        let list = read_list(run, &endpoints::ha_resources(), None, "HA resources").await?;
+        view.resources = match list {
+            Value::Array(list) => Some(list),
+            _ => None,
+        };
     }
+    Ok(())
 }
 
 /// `GET /cluster/ha/status/current` (by `deadline` when given): the entries, a list.
 async fn read_current<H: Host>(run: &Run<'_, H>, deadline: Option<f64>) -> Result<Value, String> {
-    let request = endpoints::ha_status_current();
+    read_list(run, &endpoints::ha_status_current(), deadline, "HA status").await
+}
+
+/// A list PVE answers to `request` (by `deadline` when given), `what` naming it in messages.
+async fn read_list<H: Host>(
+    run: &Run<'_, H>,
+    request: &PveRequest,
+    deadline: Option<f64>,
+    what: &str,
+) -> Result<Value, String> {
     let answer = match deadline {
-        Some(d) => run.pve().call_by(&request, d).await,
-        None => run.pve().call(&request).await,
+        Some(d) => run.pve().call_by(request, d).await,
+        None => run.pve().call(request).await,
     };
     match answer {
         Ok(v) if v.is_array() => Ok(v),
         Ok(other) => Err(format!(
-            "PVE answered {other} where the HA status list was expected — {}",
+            "PVE answered {other} where the {what} list was expected — {}",
             hint(crate::pve::error::ErrorKind::Malformed)
         )),
         Err(e) => Err(format!(
-            "the HA status could not be read ({e} — {})",
+            "the {what} could not be read ({e} — {})",
             hint(e.kind)
         )),
     }

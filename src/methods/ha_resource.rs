@@ -135,19 +135,19 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     // PVE 9's delete purges the sid from the HA rules (Config.pm delete_service_from_config,
     // `purge` 1 by default): the summary says so (the rules are not read for it).
     let purged = std::cell::Cell::new(false);
-    let plan = |view: &HaView| -> Result<Option<Write>, String> {
+    let plan = |view: &HaView| -> Result<Vec<Write>, String> {
         let Some(config) = view.config.as_ref() else {
             if args.delete {
-                return Ok(None);
+                return Ok(vec![]);
             }
             let params = args.options.iter().map(|(k, v)| (k.to_string(), v.clone()));
             let state = args.options.iter().find(|(k, _)| *k == "state");
             *target.borrow_mut() = state.map_or("started".into(), |(_, v)| v.clone());
-            return Ok(Some((Verb::Create, params.collect())));
+            return Ok(vec![(None, Verb::Create, params.collect())]);
         };
         if args.delete {
             purged.set(true);
-            return Ok(Some((Verb::Delete, Vec::new())));
+            return Ok(vec![(None, Verb::Delete, Vec::new())]);
         }
         *target.borrow_mut() = args
             .options
@@ -178,7 +178,10 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {
             params.push(("state".into(), "disabled".into()));
         }
-        Ok((!params.is_empty()).then_some((Verb::Set, params)))
+        Ok((!params.is_empty())
+            .then_some((None, Verb::Set, params))
+            .into_iter()
+            .collect())
     };
     let judge = |service: Option<&Value>| {
         match (args.delete, service) {

@@ -7,8 +7,12 @@
 //! `PVE/HA/Manager.pm` update_crs_scheduler_mode/compute via `PVE::HA::Rules` canonicalize), and a
 //! disabled rule is not applied. So the method succeeds when the rule reads back as declared,
 //! without `errors` and not disabled (unless asked); where the manager places the services is not
-//! judged. PVE 8 has no rules (its HA groups place resources): refused there after one read of
-//! `GET /version`.
+//! judged. PVE 8 (`GET /version` 8.x) has no rules: a node-affinity rule is made there as the HA
+//! group PVE 9 would migrate into it (guest/ha.rs `HaObject::Group`) — the group `<rule>` with
+//! `nodes`, `restricted` = `strict` and `comment` (PVE 8 `src/PVE/API2/HA/Groups.pm`), and every
+//! resource of the rule naming it as its `group` (`Resources.pm` update); a removal clears the
+//! resources' `group` first, as Groups.pm delete refuses a group in use (`ha group is used by
+//! service '<sid>'`), then deletes the group.
 
 use crate::args::{ArgError, Fields};
 use crate::guest::ha::{self, change_ha, describe, sid, HaChange, HaObject, HaView, Write};
@@ -194,11 +198,21 @@ impl HaRuleArgs {
 fn shown(rule: &Value, name: &str) -> String {
     let raw = rule.get(name);
     match name {
-        "strict" | "disable" => u8::from(raw.and_then(flex::bool_of).unwrap_or(false)).to_string(),
+        "strict" | "disable" | "restricted" => {
+            u8::from(raw.and_then(flex::bool_of).unwrap_or(false)).to_string()
+        }
         "nodes" => nodes_of(&raw.and_then(flex::string_of).unwrap_or_default()),
         "resources" => resources_of(&raw.and_then(flex::string_of).unwrap_or_default()),
         _ => raw.and_then(flex::string_of).unwrap_or_default(),
     }
+}
+
+/// The `group` of HA resource `sid` in the resources list (PVE 8).
+fn group_of(all: &[Value], sid: &str) -> Option<String> {
+    let entry = all
+        .iter()
+        .find(|r| r.get("sid").and_then(Value::as_str) == Some(sid));
+    entry.and_then(|r| r.get("group")).and_then(flex::string_of)
 }
 
 /// Runs `haRule`.
@@ -217,6 +231,36 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
         params
     };
+    // PVE 8: the resources the group's rule names (none for a removal), the group's parameters
+    // as Groups.pm names them (`strict` is `restricted`), a resource's `group`, and the
+    // resources naming the group that are not the rule's.
+    let members = |vmid: u32| -> Vec<String> {
+        let params = with_guest(vmid);
+        let list = params.iter().find(|(k, _)| *k == "resources");
+        let list = list
+            .filter(|_| !args.delete)
+            .map_or("", |(_, v)| v.as_str());
+        list.split(',')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    let grouped = |vmid: u32| -> Vec<(String, String)> {
+        let params = with_guest(vmid)
+            .into_iter()
+            .filter(|(k, _)| *k != "resources");
+        params
+            .map(|(k, v)| (if k == "strict" { "restricted" } else { k }.to_string(), v))
+            .collect()
+    };
+    let strays = |view: &HaView| -> Vec<String> {
+        let all = view.resources.as_deref().unwrap_or_default();
+        let ours = members(view.vmid);
+        all.iter()
+            .filter_map(|r| r.get("sid").and_then(flex::string_of))
+            .filter(|s| group_of(all, s).as_ref() == Some(&args.rule) && !ours.contains(s))
+            .collect()
+    };
     // API2/HA/Rules.pm create/update (assert_valid_resources_param): `cannot use unmanaged
     // resource(s)` — every resource sent must be an HA resource.
     let managed = |view: &HaView, params: &[(String, String)]| -> Result<(), String> {
@@ -227,7 +271,64 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             None => Ok(()),
         }
     };
-    let plan = |view: &HaView| -> Result<Option<Write>, String> {
+    // PVE 8: the group's writes, in order (see the module's comment).
+    let group_plan = |view: &HaView, all: &[Value]| -> Result<Vec<Write>, String> {
+        let id = &args.rule;
+        if args.kind == "resource-affinity" {
+            return Err("`type` resource-affinity: PVE 8 has none (its HA groups only place resources on nodes)".into());
+        }
+        if args.params.iter().any(|(k, _)| *k == "disable") {
+            return Err("`disable`: PVE 8's HA groups cannot be disabled".into());
+        }
+        let want = grouped(view.vmid);
+        let mut writes = Vec::new();
+        for s in members(view.vmid) {
+            if !view.listed.contains(&s) {
+                return Err(format!("`resources`: {s} is not an HA resource (Resources.pm update: no such resource) — add it with haResource first"));
+            }
+            match group_of(all, &s) {
+                Some(g) if g == *id => {}
+                Some(g) => return Err(format!("`resources`: {s} is in HA group {g}, and a PVE 8 resource has one `group` — take it out of {g} first")),
+                None => writes.push((Some(s), Verb::Set, vec![("group".into(), id.clone())])),
+            }
+        }
+        // A resource naming the group that the rule leaves out is taken out of it.
+        for s in strays(view) {
+            writes.push((Some(s), Verb::Set, vec![("delete".into(), "group".into())]));
+        }
+        let group = match (view.config.as_ref(), args.delete) {
+            (None, true) => None,
+            (Some(_), true) => Some((None, Verb::Delete, Vec::new())),
+            (None, false) => Some((None, Verb::Create, want.clone())),
+            (Some(g), false) => {
+                let set: Vec<_> = want
+                    .into_iter()
+                    .filter(|(k, v)| shown(g, k) != *v)
+                    .collect();
+                (!set.is_empty()).then_some((None, Verb::Set, set))
+            }
+        };
+        // Resources.pm update → check_service_state: a service in error state takes no write
+        // but `state` disabled.
+        if let Some(s) = writes
+            .iter()
+            .find_map(|w| w.0.as_ref().filter(|s| view.failed.contains(s)))
+        {
+            return Err(format!("`resources`: {s} is in error state, and PVE refuses to change it until it is disabled and fixed (Resources.pm check_service_state) — set it disabled with haResource first"));
+        }
+        // A resource names only an existing group (Resources.pm update: `HA group '<group>' does
+        // not exist`); a group in use is not deleted (Groups.pm delete).
+        match (group, args.delete) {
+            (Some(g), true) => writes.push(g),
+            (Some(g), false) => writes.insert(0, g),
+            _ => {}
+        }
+        Ok(writes)
+    };
+    let plan = |view: &HaView| -> Result<Vec<Write>, String> {
+        if let Some(all) = &view.resources {
+            return group_plan(view, all);
+        }
         let vmid = view.vmid;
         // ResourceAffinity.pm check_feasibility: `rule is ineffective as there are less than two
         // resources` — Rules.pm create/update refuse it (assert_feasibility).
@@ -237,7 +338,7 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
         let Some(rule) = view.config.as_ref() else {
             if args.delete {
-                return Ok(None);
+                return Ok(vec![]);
             }
             let mut params = vec![("type".to_string(), args.kind.clone())];
             let fresh = with_guest(vmid)
@@ -245,10 +346,10 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 .filter(|(k, v)| *k != "disable" || v == "1");
             params.extend(fresh.map(|(k, v)| (k.to_string(), v)));
             managed(view, &params)?;
-            return Ok(Some((Verb::Create, params)));
+            return Ok(vec![(None, Verb::Create, params)]);
         };
         if args.delete {
-            return Ok(Some((Verb::Delete, Vec::new())));
+            return Ok(vec![(None, Verb::Delete, Vec::new())]);
         }
         let kind = shown(rule, "type");
         if kind != args.kind {
@@ -269,15 +370,31 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             });
         }
         if params.is_empty() {
-            return Ok(None);
+            return Ok(vec![]);
         }
         managed(view, &params)?;
         params.insert(0, ("type".into(), args.kind.clone()));
-        Ok(Some((Verb::Set, params)))
+        Ok(vec![(None, Verb::Set, params)])
     };
     let judge = |service: Option<&Value>| Ok(describe(service));
     let read_back = |view: &HaView| -> Result<(), String> {
         let vmid = view.vmid;
+        // PVE 8: read back as asked when a new plan finds nothing left to write.
+        if let Some(all) = &view.resources {
+            let left: Vec<String> = group_plan(view, all)?
+                .into_iter()
+                .map(|(to, verb, params)| {
+                    let params: Vec<String> =
+                        params.iter().map(|(k, v)| format!(" {k}={v}")).collect();
+                    let to = to.unwrap_or_else(|| format!("group {}", args.rule));
+                    format!("{} {to}{}", verb.http_method(), params.concat())
+                })
+                .collect();
+            return match left.is_empty() {
+                true => Ok(()),
+                false => Err(format!("it still needs {}", left.join("; "))),
+            };
+        }
         let Some(rule) = view.config.as_ref() else {
             return match args.delete {
                 true => Ok(()),
@@ -414,16 +531,133 @@ mod tests {
         assert!(summary_of(&outcome).contains("nothing sent"), "{outcome:?}");
     }
 
+    const GROUP: &str = "GET /cluster/ha/groups/pin";
+    const LIST: &str = "GET /cluster/ha/resources";
+
+    fn missing_group() -> Answer {
+        Answer::Error(500, "no such ha group 'pin'\n".into())
+    }
+
     #[test]
-    fn pve_8_has_no_rules_and_nothing_is_sent() {
+    fn pve_8_makes_the_group_then_sets_it_on_each_resource_and_reads_both_back() {
         let host = vm("8.4.14");
+        let made =
+            json!({"group": "pin", "type": "group", "nodes": "pve2,pve1:2", "restricted": 1});
+        host.on(GROUP, [missing_group(), Answer::Data(made)]);
+        let before =
+            json!([{"sid": "vm:100"}, {"sid": "vm:101"}, {"sid": "vm:102", "group": "pin"}]);
+        let after = json!([{"sid": "vm:100", "group": "pin"}, {"sid": "vm:101", "group": "pin"}, {"sid": "vm:102"}]);
+        host.on(LIST, [Answer::Data(before), Answer::Data(after)]);
+        for w in [
+            "POST /cluster/ha/groups",
+            "PUT /cluster/ha/resources/vm:100",
+        ] {
+            host.data(w, Value::Null);
+        }
+        host.on(
+            "PUT /cluster/ha/resources/vm:101",
+            [Answer::Data(Value::Null)],
+        );
+        host.on(
+            "PUT /cluster/ha/resources/vm:102",
+            [Answer::Data(Value::Null)],
+        );
+        let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity",
+            "resources": ["vm:101"], "nodes": ["pve1:2", "pve2"], "strict": true});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(summary_of(&outcome).contains("HA group"), "{outcome:?}");
+        assert_eq!(
+            host.writes_after("/cluster/ha/"),
+            [
+                "POST groups group=pin&nodes=pve1%3A2%2Cpve2&restricted=1",
+                "PUT resources/vm%3A100 group=pin",
+                "PUT resources/vm%3A101 group=pin",
+                "PUT resources/vm%3A102 delete=group",
+            ]
+        );
+    }
+
+    #[test]
+    fn pve_8_refuses_a_resource_in_error_state_before_any_write() {
+        let host = vm("8.4.14");
+        let current = json!([{"id": "service:vm:100", "crm_state": "error"}]);
+        host.set("GET /cluster/ha/status/current", current);
+        host.on(GROUP, [missing_group()]);
+        host.data(LIST, json!([{"sid": "vm:100"}]));
         let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity", "nodes": ["pve1"]});
         let outcome = run_method(&host, "qemu", "haRule", args);
-        assert!(failure_of(&outcome).contains("HA group"), "{outcome:?}");
-        assert!(!host
-            .routes_called()
-            .iter()
-            .any(|r| r.contains("/cluster/ha/")));
+        assert!(
+            failure_of(&outcome).contains("vm:100 is in error state"),
+            "{outcome:?}"
+        );
+        assert_eq!(host.writes_after("/"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn pve_8_removal_clears_the_resources_group_before_deleting_it() {
+        let host = vm("8.4.14");
+        host.on(
+            GROUP,
+            [
+                Answer::Data(json!({"group": "pin", "nodes": "pve1"})),
+                missing_group(),
+            ],
+        );
+        host.on(
+            LIST,
+            [
+                Answer::Data(json!([{"sid": "vm:100", "group": "pin"}])),
+                Answer::Data(json!([{"sid": "vm:100"}])),
+            ],
+        );
+        host.data("PUT /cluster/ha/resources/vm:100", Value::Null);
+        host.data("DELETE /cluster/ha/groups/pin", Value::Null);
+        let args = json!({"vmid": 100, "rule": "pin", "delete": true});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(
+            summary_of(&outcome).contains("written and applied"),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            host.writes_after("/cluster/ha/"),
+            ["PUT resources/vm%3A100 delete=group", "DELETE groups/pin "]
+        );
+    }
+
+    #[test]
+    fn pve_8_refuses_before_any_write_what_a_group_cannot_be() {
+        for (args, why) in [
+            (
+                json!({"type": "resource-affinity", "resources": ["vm:101"], "affinity": "positive"}),
+                "PVE 8 has none",
+            ),
+            (
+                json!({"type": "node-affinity", "nodes": ["pve1"], "disable": true}),
+                "cannot be disabled",
+            ),
+            (
+                json!({"type": "node-affinity", "nodes": ["pve1"], "resources": ["vm:101"]}),
+                "vm:101 is in HA group web",
+            ),
+            (
+                json!({"type": "node-affinity", "nodes": ["pve1"], "resources": ["vm:102"]}),
+                "vm:102 is not an HA resource",
+            ),
+        ] {
+            let host = vm("8.4.14");
+            host.on(GROUP, [missing_group()]);
+            host.data(
+                LIST,
+                json!([{"sid": "vm:100"}, {"sid": "vm:101", "group": "web"}]),
+            );
+            let mut args = args;
+            args["vmid"] = json!(100);
+            args["rule"] = json!("pin");
+            let outcome = run_method(&host, "qemu", "haRule", args);
+            assert!(failure_of(&outcome).contains(why), "{outcome:?}");
+            assert!(failure_of(&outcome).contains("HA rule pin"), "{outcome:?}");
+            assert_eq!(host.writes_after("/"), Vec::<String>::new());
+        }
     }
 
     #[test]

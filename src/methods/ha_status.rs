@@ -17,7 +17,7 @@ pub async fn ha_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(target) => target,
         Err(e) => return Failure::from(e).into(),
     };
-    let plan = |_: &HaView| -> Result<Option<Write>, String> { Ok(None) };
+    let plan = |_: &HaView| -> Result<Vec<Write>, String> { Ok(Vec::new()) };
     let judge = |service: Option<&Value>| Ok(describe(service));
     let read_back = |_: &HaView| Ok(());
     let change = HaChange {

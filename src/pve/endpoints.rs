@@ -795,39 +795,48 @@ pub fn qemu_restore(node: &str, params: Vec<(String, String)>) -> PveRequest {
     request
 }
 
-/// An HA resource request (pve-ha-manager `PVE/API2/HA/Resources.pm`): `POST /cluster/ha/resources`
-/// with `sid` (create), else `GET`/`PUT`/`DELETE /cluster/ha/resources/{sid}`. Synchronous: a
-/// write answers null once `resources.cfg` is written; the manager applies it later. A write is
-/// never re-sent; a read is.
-pub fn ha_resource(verb: Verb, sid: &str, params: Vec<(String, String)>) -> PveRequest {
+/// An HA config request (pve-ha-manager `PVE/API2/HA/Resources.pm`, `Rules.pm`, PVE 8's
+/// `Groups.pm`): `POST /cluster/ha/<list>` with `<key>` (create), else `GET`/`PUT`/`DELETE
+/// /cluster/ha/<list>/{id}`. Synchronous: a write answers null once the config file is written;
+/// the manager applies it later. A write is never re-sent; a read is.
+fn ha_config(
+    list: &str,
+    key: &str,
+    verb: Verb,
+    id: &str,
+    params: Vec<(String, String)>,
+) -> PveRequest {
     let (segments, repeat) = match verb {
-        Verb::Get => (vec!["cluster", "ha", "resources", sid], Repeat::Safe),
-        Verb::Create => (vec!["cluster", "ha", "resources"], Repeat::Never),
-        _ => (vec!["cluster", "ha", "resources", sid], Repeat::Never),
+        Verb::Get => (vec!["cluster", "ha", list, id], Repeat::Safe),
+        Verb::Create => (vec!["cluster", "ha", list], Repeat::Never),
+        _ => (vec!["cluster", "ha", list, id], Repeat::Never),
     };
     let mut request = PveRequest::new(verb, &segments, repeat);
     if verb == Verb::Create {
-        request = request.param("sid", sid);
+        request = request.param(key, id);
     }
     request.params.extend(params);
     request
 }
 
-/// An HA rule request (PVE 9; pve-ha-manager `PVE/API2/HA/Rules.pm`): `POST /cluster/ha/rules`
-/// with `rule` (create), else `GET`/`PUT`/`DELETE /cluster/ha/rules/{rule}`. Synchronous, like
-/// the resources' requests; a write is never re-sent.
+/// An HA resource request, `…/resources/{sid}`.
+pub fn ha_resource(verb: Verb, sid: &str, params: Vec<(String, String)>) -> PveRequest {
+    ha_config("resources", "sid", verb, sid, params)
+}
+
+/// An HA rule request (PVE 9), `…/rules/{rule}`.
 pub fn ha_rule(verb: Verb, rule: &str, params: Vec<(String, String)>) -> PveRequest {
-    let (segments, repeat) = match verb {
-        Verb::Get => (vec!["cluster", "ha", "rules", rule], Repeat::Safe),
-        Verb::Create => (vec!["cluster", "ha", "rules"], Repeat::Never),
-        _ => (vec!["cluster", "ha", "rules", rule], Repeat::Never),
-    };
-    let mut request = PveRequest::new(verb, &segments, repeat);
-    if verb == Verb::Create {
-        request = request.param("rule", rule);
-    }
-    request.params.extend(params);
-    request
+    ha_config("rules", "rule", verb, rule, params)
+}
+
+/// An HA group request (PVE 8; PVE 9 refuses it once groups were migrated to rules), `…/groups/{group}`.
+pub fn ha_group(verb: Verb, group: &str, params: Vec<(String, String)>) -> PveRequest {
+    ha_config("groups", "group", verb, group, params)
+}
+
+/// `GET /cluster/ha/resources`: every HA resource's config (Resources.pm index).
+pub fn ha_resources() -> PveRequest {
+    PveRequest::get(&["cluster", "ha", "resources"])
 }
 
 /// `GET /cluster/ha/status/current`: the HA manager's view, one entry per service

@@ -213,7 +213,7 @@ Deno.test("haRule: a node-affinity rule is made with the VM among its resources,
   });
 });
 
-Deno.test("haRule: a resource that is not an HA resource is refused up front as Rules.pm refuses it; PVE 8 is refused before any HA request", async () => {
+Deno.test("haRule: a resource that is not an HA resource is refused up front as Rules.pm refuses it", async () => {
   await withEnv({}, async (env) => {
     const r = await env.run("haRule", {
       vmid: 101,
@@ -228,16 +228,139 @@ Deno.test("haRule: a resource that is not an HA resource is refused up front as 
     );
     assert.deepEqual(haWrites(env), []);
   });
+});
+
+/** The HA write requests, as `<METHOD> <path after /cluster/ha/>`. */
+const haSent = (env: Env) =>
+  env.sim.requests.filter((q) =>
+    !isCheckRequest(q.path) && q.method !== "GET" &&
+    q.path.includes("/cluster/ha/")
+  ).map((q) => `${q.method} ${q.path.split("/cluster/ha/")[1]}`);
+
+Deno.test("haRule on PVE 8: a node-affinity rule is the HA group of its id, set as each resource's group; updated; deleted after its resources are cleared", async () => {
   await withEnv({ sim: { pveVersion: 8 } }, async (env) => {
+    ha(env, 100, { managed: true, state: "started" });
+    ha(env, 101, { managed: true, state: "started" });
+    const r = await env.run("haRule", {
+      vmid: 100,
+      rule: "pin",
+      type: "node-affinity",
+      resources: ["vm:101"],
+      nodes: ["pve2", "pve1:2"],
+      strict: true,
+      comment: "near the disks",
+    });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.match(said(r), /HA rule pin as PVE 8's HA group/);
+    assert.deepEqual(env.sim.haGroup("pin"), {
+      nodes: ["pve1:2", "pve2"],
+      restricted: true,
+      comment: "near the disks",
+    });
+    assert.equal(env.sim.guest(100)?.ha?.group, "pin");
+    assert.equal(env.sim.guest(101)?.ha?.group, "pin");
+    // The rule without vm:101, and not strict: the group is updated, vm:101 taken out of it.
+    const u = await env.run("haRule", {
+      vmid: 100,
+      rule: "pin",
+      type: "node-affinity",
+      nodes: ["pve2", "pve1:2"],
+      strict: false,
+    });
+    assert.equal(u.status, "succeeded", u.error);
+    assert.equal(env.sim.haGroup("pin")?.restricted, false);
+    assert.equal(env.sim.guest(101)?.ha?.group, undefined);
+    const d = await env.run("haRule", { vmid: 100, rule: "pin", delete: true });
+    assert.equal(d.status, "succeeded", d.error);
+    assert.equal(env.sim.haGroup("pin"), undefined);
+    assert.equal(env.sim.guest(100)?.ha?.group, undefined);
+    assert.deepEqual(haSent(env), [
+      "POST groups",
+      "PUT resources/vm:100",
+      "PUT resources/vm:101",
+      "PUT groups/pin",
+      "PUT resources/vm:101",
+      "PUT resources/vm:100",
+      "DELETE groups/pin",
+    ]);
+  });
+});
+
+Deno.test("haRule on PVE 8: what a group cannot be is refused before any write, naming the field", async () => {
+  await withEnv({ sim: { pveVersion: 8 } }, async (env) => {
+    ha(env, 100, { managed: true, state: "started" });
+    ha(env, 101, { managed: true, state: "started", group: "web" });
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [
+        {
+          type: "resource-affinity",
+          resources: ["vm:101"],
+          affinity: "positive",
+        },
+        /`type` resource-affinity: PVE 8 has none/,
+      ],
+      [
+        { type: "node-affinity", nodes: ["pve1"], disable: true },
+        /`disable`: PVE 8's HA groups cannot be disabled/,
+      ],
+      [
+        { type: "node-affinity", nodes: ["pve1"], resources: ["vm:101"] },
+        /vm:101 is in HA group web/,
+      ],
+      [
+        { type: "node-affinity", nodes: ["pve1"], resources: ["vm:102"] },
+        /vm:102 is not an HA resource/,
+      ],
+    ];
+    for (const [args, why] of cases) {
+      const r = await env.run("haRule", { vmid: 100, rule: "pin", ...args });
+      assert.equal(r.status, "failed");
+      assert.match(r.error ?? "", why);
+      assert.match(r.error ?? "", /HA rule pin/);
+    }
+    assert.deepEqual(haWrites(env), []);
+    // Resources.pm check_service_state: a service in error state takes no group.
+    ha(env, 100, { managed: true, state: "started", crm: "error" });
     const r = await env.run("haRule", {
       vmid: 100,
       rule: "pin",
       type: "node-affinity",
       nodes: ["pve1"],
     });
-    assert.equal(r.status, "failed");
-    assert.match(r.error ?? "", /PVE 8\.4\.14 has no HA rules/);
+    assert.match(r.error ?? "", /`resources`: vm:100 is in error state/);
     assert.deepEqual(haWrites(env), []);
+  });
+});
+
+Deno.test("haRule on PVE 8 of a container: the group pins ct:<vmid>, then goes", async () => {
+  await withCt({ sim: { pveVersion: 8 } }, async (env) => {
+    ha(env, 303, { managed: true, state: "started" });
+    const r = await env.run("haRule", {
+      vmid: 303,
+      rule: "pin",
+      type: "node-affinity",
+      nodes: ["pve1"],
+    });
+    assert.equal(r.status, "succeeded", r.error);
+    assert.equal(env.sim.guest(303)?.ha?.group, "pin");
+    const u = await env.run("haRule", {
+      vmid: 303,
+      rule: "pin",
+      type: "node-affinity",
+      nodes: ["pve1"],
+      comment: "pinned",
+    });
+    assert.equal(u.status, "succeeded", u.error);
+    assert.equal(env.sim.haGroup("pin")?.comment, "pinned");
+    const d = await env.run("haRule", { vmid: 303, rule: "pin", delete: true });
+    assert.equal(d.status, "succeeded", d.error);
+    assert.deepEqual(haSent(env), [
+      "POST groups",
+      "PUT resources/ct:303",
+      "PUT groups/pin",
+      "PUT resources/ct:303",
+      "DELETE groups/pin",
+    ]);
   });
 });
 

@@ -201,11 +201,12 @@ function attempts(env: Env, e: Endpoint, from: number): number {
 export function matrixEnv(
   type: GuestType = "qemu",
   via: "api" | "ssh" = "api",
+  pve?: 8,
 ): Promise<Env> {
   return startEnv({
     guests: type === "qemu" ? fleet() : lxcFleet(),
     globalArgs: GLOBAL_ARGS,
-    sim: { taskDurationMs: 20 },
+    sim: { taskDurationMs: 20, ...(pve ? { pveVersion: pve } : {}) },
     via,
     ...(type === "lxc" ? { model: lxcModel } : {}),
   });
@@ -259,7 +260,7 @@ export async function faultCell(
   const started = performance.now();
   const { verdict: expected, happened, note } = expectation(endpoint, id);
   const fault = FAULTS[id];
-  const env = await matrixEnv(spec.model, spec.via);
+  const env = await matrixEnv(spec.model, spec.via, spec.pve);
   try {
     await spec.prepare?.(env);
     await endpoint.prepare?.(env);
@@ -363,7 +364,7 @@ export async function scenarioCell(
   args?: Record<string, unknown>,
 ): Promise<CellResult> {
   const started = performance.now();
-  const env = await matrixEnv(spec.model, spec.via);
+  const env = await matrixEnv(spec.model, spec.via, spec.pve);
   try {
     await spec.prepare?.(env);
     const before = snapshot(env);

@@ -258,3 +258,113 @@ export function haRuleSpec(
     truth: truth(type, vmid),
   };
 }
+
+/** A read of group `pin` (`phase`: the `skip`-th such read). */
+function groupRead(phase: string, skip: number): Endpoint {
+  return {
+    ...ruleRead(phase, skip),
+    id: `GET /cluster/ha/groups/{group}${phase}`,
+    path: "^/api2/json/cluster/ha/groups/pin$",
+    sample: "/cluster/ha/groups/pin",
+  };
+}
+
+/** A read of every HA resource's config (`phase`: the `skip`-th such read). */
+function resourcesRead(phase: string, skip: number): Endpoint {
+  return {
+    ...haCurrent(phase, skip),
+    id: `GET /cluster/ha/resources${phase}`,
+    path: "^/api2/json/cluster/ha/resources$",
+    sample: "/cluster/ha/resources",
+    pve500: "cfs-lock 'domain-ha' error: got lock request timeout",
+    expect: {
+      "status?": {
+        verdict: "fail" as const,
+        happened: /where the HA resources list was expected/,
+        note:
+          "Resources.pm index answers a list: an object in its place is unreadable",
+      },
+    },
+  };
+}
+
+/**
+ * haRule on PVE 8 (pve-ha-manager stable-4 `src/PVE/API2/HA/Groups.pm`): the node-affinity rule
+ * made as the HA group `pin`, then set as the guest's `group`; both read back.
+ */
+export function haGroupSpec(
+  n: Where,
+  type: GuestType,
+  vmid: number,
+  names: RegExp,
+): RowSpec {
+  const sid = sidOf(type, vmid);
+  return {
+    ...haRuleSpec(n, type, vmid, names),
+    pve: 8,
+    endpoints: [
+      version,
+      ...sighting(n, type, vmid),
+      {
+        ...version,
+        id: "GET /version (PVE 8 has groups)",
+        skip: 1,
+        kind: "read",
+        names: /GET \/version/,
+      },
+      groupRead("", 0),
+      resourcesRead("", 0),
+      { ...haCurrent("", 0), expect: NOT_A_LIST },
+      {
+        id: "POST /cluster/ha/groups",
+        method: "POST",
+        path: "^/api2/json/cluster/ha/groups$",
+        sample: "/cluster/ha/groups",
+        kind: "mutation",
+        pve500:
+          "create ha group failed: cfs-lock 'domain-ha' error: got lock request timeout",
+        privilege: "/, Sys.Console",
+        expect: {
+          shape: {
+            verdict: "fail",
+            happened: /HA group 'pin' does not exist/,
+            readBack: true,
+            note:
+              "PVE answers null to a group write; the next write, the resource's `group`, is refused as the group is missing (Resources.pm update)",
+          },
+        },
+      },
+      {
+        id: "PUT /cluster/ha/resources/{sid} (group)",
+        method: "PUT",
+        path: `^/api2/json/cluster/ha/resources/${sid}$`,
+        sample: `/cluster/ha/resources/${sid}`,
+        kind: "mutation",
+        pve500:
+          "update resource failed: cfs-lock 'domain-ha' error: got lock request timeout",
+        privilege: "/, Sys.Console",
+        expect: {
+          shape: {
+            verdict: "fail",
+            happened: /it still needs PUT (vm|ct):\d+ group=pin/,
+            readBack: true,
+            note:
+              "PVE answers null to a resource write; the resource read back names no group, so a new plan would still set it",
+          },
+        },
+      },
+      { ...haCurrent(" (after the writes)", 1, true), expect: NOT_A_LIST },
+      groupRead(" (read back)", 1),
+      resourcesRead(" (read back)", 1),
+    ],
+    effect: (env) => {
+      const group = env.sim.haGroup("pin");
+      const member = env.sim.guest(vmid)?.ha?.group;
+      return group?.nodes.join(",") === n && member === "pin" ? [] : [
+        `succeeded but group pin is ${
+          JSON.stringify(group)
+        }, ${sid}'s group ${member}`,
+      ];
+    },
+  };
+}

@@ -51,7 +51,12 @@ import {
   firewallOptionsSpec,
   firewallRulesSpec,
 } from "./firewall_rows.ts";
-import { haResourceSpec, haRuleSpec, haStatusSpec } from "./ha_rows.ts";
+import {
+  haGroupSpec,
+  haResourceSpec,
+  haRuleSpec,
+  haStatusSpec,
+} from "./ha_rows.ts";
 import { migrateSpec } from "./migrate_rows.ts";
 import { preflightSpec } from "./preflight_rows.ts";
 import { snapshotSpecs } from "./snapshot_rows.ts";
@@ -394,6 +399,7 @@ export function lxcMethodSpecs(where: Where = "pve1"): MethodSpec[] {
     ct(haResourceSpec(n, "lxc", stopped, label(stopped))),
     ct(haStatusSpec(n, "lxc", stopped, label(stopped))),
     ct(haRuleSpec(n, "lxc", stopped, label(stopped))),
+    ct(haGroupSpec(n, "lxc", stopped, label(stopped)), "haRule (PVE 8)"),
     start,
     stop,
     shutdown,

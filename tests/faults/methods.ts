@@ -29,7 +29,12 @@ import {
   firewallOptionsSpec,
   firewallRulesSpec,
 } from "./firewall_rows.ts";
-import { haResourceSpec, haRuleSpec, haStatusSpec } from "./ha_rows.ts";
+import {
+  haGroupSpec,
+  haResourceSpec,
+  haRuleSpec,
+  haStatusSpec,
+} from "./ha_rows.ts";
 
 /** What a verdict may be. */
 export type Verdict = "fail" | "ok" | "ok-retried" | "ok-flagged";
@@ -107,6 +112,8 @@ export interface MethodSpec {
    * through the node's pvesh.
    */
   via?: "api" | "ssh";
+  /** The PVE major version the row's simulator serves (default 9). */
+  pve?: 8;
   /**
    * The fault columns that reach this row (default all). Over ssh the HTTP faults between the
    * node's pvesh and PVE (a reset, a truncated or non-JSON body, a hang) reach the client as
@@ -1584,6 +1591,10 @@ export function methodSpecs(where: Where = "pve1"): MethodSpec[] {
     row(haResourceSpec(n, "qemu", stopped, label(stopped))),
     row(haStatusSpec(n, "qemu", stopped, label(stopped))),
     row(haRuleSpec(n, "qemu", stopped, label(stopped))),
+    {
+      ...row(haGroupSpec(n, "qemu", stopped, label(stopped))),
+      row: "haRule (PVE 8)",
+    },
     sync,
     getConfig,
     nodeStatus,

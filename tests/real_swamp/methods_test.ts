@@ -374,3 +374,24 @@ Deno.test(
     });
   },
 );
+
+Deno.test(
+  "real swamp: haRule on PVE 8 makes the rule's HA group, set as the HA guest's group",
+  opts,
+  async () => {
+    const guests = [
+      ...demoGuests(),
+      extraGuest({ ha: { managed: true, state: "stopped" } }),
+    ];
+    await withRealSwamp({ guests, sim: { pveVersion: 8 } }, async (env) => {
+      const r = await runMethod(env, "haRule", {
+        vmid: 120,
+        rule: "pin",
+        type: "node-affinity",
+        nodes: ["pve1"],
+      });
+      assert.equal(r.json.status, "succeeded");
+      assert.equal(env.sim.guest(120)?.ha?.group, "pin");
+    });
+  },
+);

@@ -33,8 +33,10 @@ type Call = (
 async function withSim(
   fn: (call: Call, sim: Simulator) => Promise<void>,
   ha?: SimHa,
+  pveVersion?: 8,
 ): Promise<void> {
   const sim = await startSimulator({
+    pveVersion,
     nodes: ["pve1"],
     guests: [
       {
@@ -255,4 +257,55 @@ Deno.test("a service in error whose config asks disabled reads 'clearing error f
     assert.equal(s.crm_state, "error");
     assert.equal(s.state, "clearing error flag");
   }, { managed: true, state: "disabled", crm: "error", neverApplies: true });
+});
+
+Deno.test("HA groups (PVE 8, Groups.pm of stable-4): made, set as a resource's group, refused while in use, deleted; PVE 9 refuses them", async () => {
+  await withSim(
+    async (call, sim) => {
+      const missing = await call("PUT", "/cluster/ha/resources/vm:100", {
+        group: "pin",
+      });
+      assert.match(missing.body.message, /HA group 'pin' does not exist/);
+      const made = await call("POST", "/cluster/ha/groups", {
+        group: "pin",
+        nodes: "pve1:2,pve1:2,pve2",
+        restricted: 1,
+      });
+      assert.equal(made.status, 200, JSON.stringify(made.body));
+      const again = await call("POST", "/cluster/ha/groups", {
+        group: "pin",
+        nodes: "pve1",
+      });
+      assert.match(again.body.message, /ha group ID 'pin' already defined/);
+      const read = await call("GET", "/cluster/ha/groups/pin");
+      assert.equal(read.body.data.nodes, "pve1:2,pve2");
+      assert.equal(read.body.data.restricted, 1);
+      const set = await call("PUT", "/cluster/ha/resources/vm:100", {
+        group: "pin",
+      });
+      assert.equal(set.status, 200, JSON.stringify(set.body));
+      const list = await call("GET", "/cluster/ha/resources");
+      assert.equal(list.body.data[0].group, "pin");
+      const used = await call("DELETE", "/cluster/ha/groups/pin");
+      assert.match(used.body.message, /ha group is used by service 'vm:100'/);
+      await call("PUT", "/cluster/ha/resources/vm:100", { delete: "group" });
+      const gone = await call("DELETE", "/cluster/ha/groups/pin");
+      assert.equal(gone.status, 200, JSON.stringify(gone.body));
+      assert.equal(sim.haGroup("pin"), undefined);
+      const none = await call("GET", "/cluster/ha/groups/pin");
+      assert.match(none.body.message, /no such ha group 'pin'/);
+    },
+    { managed: true, state: "stopped" },
+    8,
+  );
+  await withSim(async (call) => {
+    const r = await call("POST", "/cluster/ha/groups", {
+      group: "pin",
+      nodes: "pve1",
+    });
+    assert.match(
+      r.body.message,
+      /cannot create group: ha groups have been migrated to rules/,
+    );
+  });
 });
