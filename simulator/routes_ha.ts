@@ -496,7 +496,8 @@ haRoutes.push(
       checkRoot(ctx, "Sys.Audit");
       migrated(ctx, "read");
       // $api_copy_config: `no such ha group`, else the section with `group`, `digest` and the
-      // nodes encoded.
+      // nodes encoded. The digest is a stand-in (PVE's is the SHA-1 of the whole groups config):
+      // the package only passes it back, so any value that changes with the group serves.
       const id = String(ctx.params.group);
       const g = groupsOf(ctx.core).get(id);
       if (!g) throw die(`no such ha group '${id}'`);
