@@ -44,33 +44,52 @@ impl<'a, H: Host> Pve<'a, H> {
     /// of the same node, as the same identity, before it is sent (swamp's reachability check
     /// before each mutating run: a fleet asks it at once).
     pub async fn call_coalesced(&self, request: &PveRequest) -> Result<Value, PveError> {
+        self.call_coalesced_part(request, &Value::clone).await
+    }
+
+    /// [`Pve::call_coalesced`] of which the run needs only `part` (its own entry of a node's
+    /// guest list): only that part of the one answer is copied and scrubbed for the run, so a
+    /// fleet of N runs costs N entries, not N lists.
+    pub async fn call_coalesced_part(
+        &self,
+        request: &PveRequest,
+        part: &dyn Fn(&Value) -> Value,
+    ) -> Result<Value, PveError> {
+        let mine =
+            |answer: &Result<Value, PveError>| answer.as_ref().map(part).map_err(Clone::clone);
         match self.shared.flight(self.settings, request) {
-            (flight, FlightKey::Joined) => match flight.answer().await {
-                Some(answer) => {
-                    self.host.log(
-                        LogLevel::Debug,
-                        &format!(
-                            "{} → one answer for the runs that asked at once",
-                            request.label()
-                        ),
-                    );
-                    answer.map(|mut data| {
-                        self.scrub.value(&mut data);
-                        data
-                    })
+            (flight, FlightKey::Joined) => {
+                flight.landed().await;
+                match flight.read(mine) {
+                    Some(answer) => {
+                        self.host.log(
+                            LogLevel::Debug,
+                            &format!(
+                                "{} → one answer for the runs that asked at once",
+                                request.label()
+                            ),
+                        );
+                        answer.map(|mut data| {
+                            self.scrub.value(&mut data);
+                            data
+                        })
+                    }
+                    // The sending run gave up without an answer: ask ourselves.
+                    None => self.send(request, None, None).await.map(|data| part(&data)),
                 }
-                // The sending run gave up without an answer: ask ourselves.
-                None => self.send(request, None, None).await,
-            },
+            }
             (flight, FlightKey::Sends(key)) => {
                 let landing = Landing {
                     shared: self.shared,
                     key,
                     flight,
                 };
-                let answer = self.send(request, None, Some(&landing.flight)).await;
-                landing.flight.land(answer.clone());
-                answer
+                let answer = self
+                    .send(request, None, Some(&|_| landing.flight.mark_sent()))
+                    .await;
+                let taken = mine(&answer);
+                landing.flight.land(answer);
+                taken
             }
         }
     }
@@ -84,12 +103,12 @@ impl<'a, H: Host> Pve<'a, H> {
     }
 
     /// Sends one request (retrying a safe read, within `deadline_ms` if given), within the node's
-    /// cap on requests in flight; `flight` is marked sent as the request leaves.
+    /// cap on requests in flight; `leaving` is told the time each attempt leaves (past the cap).
     async fn send(
         &self,
         request: &PveRequest,
         deadline_ms: Option<f64>,
-        flight: Option<&Flight>,
+        leaving: Option<&dyn Fn(f64)>,
     ) -> Result<Value, PveError> {
         let foreground = transport::blocks_for_task(self.settings, request);
         let budget_ms = match foreground {
@@ -109,10 +128,10 @@ impl<'a, H: Host> Pve<'a, H> {
             if self.host.aborted() {
                 return Err(aborted());
             }
-            if let Some(flight) = flight {
-                flight.mark_sent();
-            }
             let started = self.host.now_ms();
+            if let Some(leaving) = leaving {
+                leaving(started);
+            }
             let left = deadline_ms.map(|d| (d - started).max(ANSWER_MS).ceil() as u64);
             let timeout_ms = left.map_or(budget_ms, |left| left.min(budget_ms));
             let cut = timeout_ms < budget_ms;
@@ -162,6 +181,18 @@ impl<'a, H: Host> Pve<'a, H> {
     /// Sends a request and reads its `data` as `T`; `what` names the expected shape in errors.
     pub async fn read<T: FromJson>(&self, request: &PveRequest, what: &str) -> Result<T, PveError> {
         let data = self.call(request).await?;
+        self.shaped(request, data, what)
+    }
+
+    /// [`Pve::read`] telling `leaving` when the request left, past the node's cap on requests in
+    /// flight: the node's own pace, without the time spent queued behind the process's other runs.
+    pub async fn read_noting<T: FromJson>(
+        &self,
+        request: &PveRequest,
+        what: &str,
+        leaving: &dyn Fn(f64),
+    ) -> Result<T, PveError> {
+        let data = self.send(request, None, Some(leaving)).await?;
         self.shaped(request, data, what)
     }
 

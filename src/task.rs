@@ -14,6 +14,7 @@ use crate::pve::upid::Upid;
 use crate::watch::node_tasks::{own_read_due, ListStep, ListedTask, NodeTasks, Sighting};
 use crate::watch::signal::first_of;
 use serde_json::Value;
+use std::cell::Cell;
 
 /// Right after dispatch PVE may not know the task yet ("no such task"): tolerated this long.
 const NO_SUCH_TASK_GRACE_MS: f64 = 5_000.0;
@@ -195,6 +196,8 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
         // A task is a forked worker: none ends within a round trip, so even the first probe waits.
         let stopped = match pacer.next_probe(pve.host.now_ms()) {
             Ok((due, pause)) => {
+                let shared = watcher.map_or(pause, |w| w.fleet_pause(pause));
+                let (due, pause) = (due - (pause - shared) as f64, shared);
                 wait_until(pve, due, watcher, upid).await;
                 if pve.host.aborted() {
                     return Err(stopped_waiting(pve, upid, Stopped::Aborted));
@@ -207,8 +210,9 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
                 }
                 let verify = pve.host.now_ms() >= own_read_due(read_own_at, pacer.last_probe_ms());
                 if let Some(watcher) = watcher.filter(|w| w.worth_reading() && !verify) {
-                    // A list read sent within half a pause before this probe was due answers it too.
-                    let fresh_since = due - pause as f64 / 2.0;
+                    // A list read sent within half a pause before this probe was due answers it
+                    // too — but not one sent before the task was: it cannot show the task.
+                    let fresh_since = (due - pause as f64 / 2.0).max(started);
                     if read_list_since(pve, watcher, &upid.node, fresh_since).await {
                         if let Some(ended) = listed_end(watcher, upid) {
                             return Ok(ended);
@@ -269,10 +273,15 @@ async fn read_list_since<H: Host>(
 
 /// Sends one list read of `node` for every task followed there, and publishes what it says.
 async fn read_list<H: Host>(pve: &Pve<'_, H>, watcher: &NodeTasks, node: &str) {
-    let sent = pve.host.now_ms();
-    let (request, in_flight) = watcher.begin_read(node, sent);
-    match pve.read::<Vec<ListedTask>>(&request, "a task list").await {
-        Ok(rows) => watcher.publish(&rows, sent, pve.host.now_ms()),
+    let asked = pve.host.now_ms();
+    let (request, in_flight) = watcher.begin_read(node, asked);
+    let left = Cell::new(asked);
+    let note_left = |at| left.set(at);
+    match pve
+        .read_noting::<Vec<ListedTask>>(&request, "a task list", &note_left)
+        .await
+    {
+        Ok(rows) => watcher.publish(&rows, asked, left.get(), pve.host.now_ms()),
         // Our run was aborted: the list is fine, another run reads it next.
         Err(e) if e.kind == ErrorKind::Aborted => {}
         Err(e) => {

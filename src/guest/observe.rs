@@ -99,13 +99,16 @@ async fn state_before_acting<H: Host>(
     let pve = run.pve();
     let list = endpoints::node_guests(&at.node, run.kind);
     if pve.shared.crowded(pve.settings, &list) {
-        if let Ok(data) = pve.call_coalesced(&list).await {
-            let listed = data.as_array().and_then(|guests| {
-                guests
-                    .iter()
-                    .find(|g| g.get("vmid").and_then(flex::u64_of) == Some(u64::from(at.vmid)))
-            });
-            if let Some(status) = listed.and_then(parse::<GuestStatus>) {
+        let vmid = Some(u64::from(at.vmid));
+        let entry = |data: &Value| {
+            let guests = data.as_array().map(Vec::as_slice).unwrap_or_default();
+            let listed = guests
+                .iter()
+                .find(|g| g.get("vmid").and_then(flex::u64_of) == vmid);
+            listed.cloned().unwrap_or(Value::Null)
+        };
+        if let Ok(listed) = pve.call_coalesced_part(&list, &entry).await {
+            if let Some(status) = parse::<GuestStatus>(&listed) {
                 return Ok(status);
             }
         }

@@ -33,11 +33,16 @@ impl Flight {
         self.landed.raise();
     }
 
-    /// The answer, once the sending run gave it; `None` when it gave up without one (aborted),
-    /// so the joined run sends the request itself.
-    pub async fn answer(self: &Rc<Self>) -> Option<Result<Value, PveError>> {
+    /// Waits until the sending run handed over the answer or gave up without one.
+    pub async fn landed(self: &Rc<Self>) {
         self.landed.after(0).await;
-        self.answer.borrow().clone()
+    }
+
+    /// What `look` makes of the answer, once it landed; `None` when the sending run gave up
+    /// without one (aborted), so the joined run sends the request itself. The answer is lent, not
+    /// copied: a fleet's runs each take only their part of one list.
+    pub fn read<T>(&self, look: impl FnOnce(&Result<Value, PveError>) -> T) -> Option<T> {
+        self.answer.borrow().as_ref().map(look)
     }
 
     /// The sending run left without an answer (its run was aborted or dropped).

@@ -27,9 +27,12 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 /// Requests one process keeps in flight to one PVE endpoint: pveproxy and pvedaemon each serve the
-/// API with 3 workers by default, so a 4th request would only queue inside the node, ahead of
-/// everyone else who uses it.
-pub const API_REQUESTS_IN_FLIGHT: usize = 3;
+/// API with 3 workers by default (pve-manager `PVE/Service/pvedaemon.pm`), and one request more
+/// keeps them busy while an answer travels back and the next request is made (with 3, the node
+/// sat idle about half of a 200-guest fleet's admission: `tests/bench/fleet_scale.ts`). Any more
+/// would only queue inside the node, ahead of everyone else who uses it; this one waits there at
+/// most one request's time.
+pub const API_REQUESTS_IN_FLIGHT: usize = 4;
 /// Reads one process runs at once over ssh to one node: each is an ssh connection, and sshd starts
 /// refusing connections once more than 10 are unauthenticated at a time (`MaxStartups 10:30:100`).
 pub const SSH_READS_IN_FLIGHT: usize = 8;

@@ -69,7 +69,8 @@ struct Followed {
     upid: String,
     starttime: u64,
     sighting: Sighting,
-    /// Runs following this UPID (two runs may follow one task).
+    /// Runs following this UPID (two runs may follow one task); 0 once all left, kept while a
+    /// followed task older than it is: the list still holds it, so the list's `limit` counts it.
     runs: usize,
 }
 
@@ -131,16 +132,42 @@ impl NodeTasks {
     pub fn unfollow(&self, upid: &str) -> bool {
         let mut followed = self.followed.borrow_mut();
         if let Some(entry) = followed.iter_mut().find(|f| f.upid == upid) {
-            entry.runs -= 1;
+            entry.runs = entry.runs.saturating_sub(1);
         }
-        followed.retain(|f| f.runs > 0);
+        match followed
+            .iter()
+            .filter(|f| f.runs > 0)
+            .map(|f| f.starttime)
+            .min()
+        {
+            Some(oldest) => followed.retain(|f| f.runs > 0 || f.starttime >= oldest),
+            None => followed.clear(),
+        }
         followed.is_empty()
+    }
+
+    /// The tasks some run still follows.
+    fn live(&self) -> u64 {
+        self.followed.borrow().iter().filter(|f| f.runs > 0).count() as u64
     }
 
     /// Whether one list read is worth it: two tasks or more are followed and the list answers.
     /// A run alone reads its own task's status, as cheap and never lagging.
     pub fn worth_reading(&self) -> bool {
-        !self.unusable.get() && self.followed.borrow().len() >= 2
+        !self.unusable.get() && self.live() >= 2
+    }
+
+    /// A run's pause before its next probe while the list answers for every followed task: the
+    /// list is read as often as their own probes would have been in all (one task's `pause` over
+    /// the tasks followed), never more often than the shortest pause. So each end of a fleet is
+    /// seen about as soon as a task alone would see it, for no more reads than polling each task.
+    pub fn fleet_pause(&self, pause: u64) -> u64 {
+        if !self.worth_reading() {
+            return pause;
+        }
+        (pause / self.live())
+            .max(SHORTEST_PAUSE_MS as u64)
+            .min(pause)
     }
 
     /// What the latest list read said of `upid`.
@@ -187,21 +214,26 @@ impl NodeTasks {
     }
 
     /// A run sends the list read for everyone, now: the request to send (holding every followed
-    /// task: from the oldest one's start, with room for others' tasks of that window) and the
-    /// mark that clears the read in flight however the run leaves.
+    /// task: from the oldest one's start, with room for the process's tasks since then that ended
+    /// and for others' tasks of that window) and the mark that clears the read in flight however
+    /// the run leaves.
     pub fn begin_read(&self, node: &str, now: f64) -> (PveRequest, InFlight<'_>) {
         self.in_flight.set(Some(now));
         let followed = self.followed.borrow();
-        let since = followed.iter().map(|f| f.starttime).min().unwrap_or(0);
+        let live = followed.iter().filter(|f| f.runs > 0);
+        let since = live.map(|f| f.starttime).min().unwrap_or(0);
         let request = endpoints::node_tasks(node, since, followed.len() + LIST_SLACK);
         (request, InFlight(self))
     }
 
-    /// Publishes the answer of the list read sent at `sent`, read back at `now`.
-    pub fn publish(&self, rows: &[ListedTask], sent: f64, now: f64) {
+    /// Publishes the answer of the list read asked for at `asked`, which left the process (past
+    /// the cap on requests in flight) at `left` and was read back at `now`. Its freshness counts
+    /// from `asked`; the node's pace from `left`, since time queued behind the process's own
+    /// requests says nothing of the node.
+    pub fn publish(&self, rows: &[ListedTask], asked: f64, left: f64, now: f64) {
         self.apply(rows);
-        self.read_at.set(Some(sent));
-        self.round_trip_ms.set(now - sent);
+        self.read_at.set(Some(asked));
+        self.round_trip_ms.set(now - left);
     }
 
     /// The list could not be read: every run reads its own task from now on.
@@ -243,6 +275,7 @@ mod tests {
 
     const A: &str = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmstart:100:root@pam!t:";
     const B: &str = "UPID:pve1:0000AAAC:0000BBBC:6571E3A5:qmstart:101:root@pam!t:";
+    const C: &str = "UPID:pve1:0000AAAD:0000BBBD:6571E3A9:qmstart:102:root@pam!t:";
 
     fn row(upid: &str, status: Option<&str>) -> ListedTask {
         ListedTask {
@@ -287,13 +320,23 @@ mod tests {
         assert_eq!(watcher.next_step(100.0, 100.0), ListStep::Send);
         let (_, in_flight) = watcher.begin_read("pve1", 100.0);
         assert_eq!(watcher.next_step(100.0, 105.0), ListStep::AwaitInFlight);
-        watcher.publish(&[], 100.0, 130.0);
+        watcher.publish(&[], 100.0, 100.0, 130.0);
         drop(in_flight);
         assert_eq!(watcher.next_step(90.0, 131.0), ListStep::Fresh);
         // The next read waits twice the 30 ms round trip, at least the shortest pause (40 ms).
         assert_eq!(watcher.next_step(150.0, 150.0), ListStep::NotBefore(160.0));
         watcher.give_up();
         assert_eq!(watcher.next_step(150.0, 170.0), ListStep::Unusable);
+    }
+
+    #[test]
+    fn beside_other_tasks_the_pause_is_shared_among_them_down_to_the_shortest() {
+        let alone = watching(&[A]);
+        assert_eq!(alone.fleet_pause(340), 340, "a run alone keeps its pause");
+        let two = watching(&[A, B]);
+        assert_eq!(two.fleet_pause(340), 170);
+        assert_eq!(two.fleet_pause(60), 40, "never below the shortest pause");
+        assert_eq!(two.fleet_pause(30), 30, "never longer than the run's own");
     }
 
     #[test]
@@ -331,6 +374,38 @@ mod tests {
             7_000.0,
             "at the last probe: now"
         );
+    }
+
+    #[test]
+    fn the_pace_counts_from_when_the_read_left_not_from_its_wait_in_the_queue() {
+        let watcher = watching(&[A, B]);
+        let (_, in_flight) = watcher.begin_read("pve1", 100.0);
+        watcher.publish(&[], 100.0, 900.0, 910.0);
+        drop(in_flight);
+        // Paced by the node's 10 ms, not the 800 ms the read waited behind the process's own.
+        assert_eq!(watcher.next_step(150.0, 150.0), ListStep::Send);
+    }
+
+    #[test]
+    fn an_ended_task_newer_than_a_followed_one_still_counts_toward_the_lists_limit() {
+        let watcher = watching(&[A, B]);
+        watcher.follow(&Upid::parse(C).unwrap());
+        assert!(!watcher.unfollow(B));
+        let (request, _in_flight) = watcher.begin_read("pve1", 0.0);
+        assert!(request
+            .params
+            .contains(&("limit".to_string(), (3 + LIST_SLACK).to_string())));
+        assert!(!watcher.unfollow(A), "C is still followed");
+        let (request, _in_flight) = watcher.begin_read("pve1", 0.0);
+        assert!(
+            request
+                .params
+                .contains(&("since".to_string(), 0x6571E3A9u64.to_string())),
+            "the window starts at the oldest task still followed"
+        );
+        assert!(request
+            .params
+            .contains(&("limit".to_string(), (1 + LIST_SLACK).to_string())));
     }
 
     #[test]
