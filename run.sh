@@ -5,4 +5,6 @@ set -euo pipefail
 source "$(dirname "$0")/scripts/tools.sh"
 cd "$PROJECT_ROOT"
 [ -f js/_lib/generated/proxmox_core.wasm ] || ./build.sh
+# deno comes from tools/ (a built tree whose tools were removed still gets them back).
+ensure_node_tools
 exec deno run --allow-all cli/run.ts "$@"

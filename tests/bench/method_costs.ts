@@ -87,5 +87,12 @@ if (import.meta.main) {
       text.slice(end)
     }`,
   );
+  // The table as written is what `deno fmt` would leave (the gate checks README too).
+  const fmt = new Deno.Command(Deno.execPath(), {
+    args: ["fmt", "--quiet", readme.pathname],
+  });
+  if (!(await fmt.output()).success) {
+    throw new Error("deno fmt could not format README.md's new table");
+  }
   console.log(costTable(costs));
 }
