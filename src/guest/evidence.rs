@@ -103,11 +103,11 @@ impl TaskTrail {
         pve: &Pve<'_, H>,
         request: &PveRequest,
         action: &str,
-        skipped: impl Fn(&Value) -> bool,
+        skipped: &dyn Fn(&Value) -> bool,
     ) -> Result<Option<Upid>, String> {
         self.sending();
         let answer = pve.call(request).await;
-        if answer.as_ref().is_ok_and(&skipped) {
+        if answer.as_ref().is_ok_and(skipped) {
             self.mutations_sent -= 1;
             return Ok(None);
         }
@@ -387,7 +387,7 @@ impl Evidence {
         run: &Run<'_, H>,
         verdict: Result<String, String>,
     ) -> Outcome {
-        self.outcome_with(run, verdict, |_| {}).await
+        self.outcome_with(run, verdict, &|_| {}).await
     }
 
     /// [`Evidence::outcome`] of a method whose record holds more than the guest's state (the
@@ -396,7 +396,7 @@ impl Evidence {
         &self,
         run: &Run<'_, H>,
         verdict: Result<String, String>,
-        extend: impl FnOnce(&mut GuestRecord),
+        extend: &dyn Fn(&mut GuestRecord),
     ) -> Outcome {
         let mut ev = self.clone();
         if verdict.is_err() {
@@ -434,7 +434,7 @@ pub async fn sight_present<H: Host>(
             run.kind.noun()
         )
     };
-    present_or_absent(run, sight_with(run, target, Look::ToAct).await, absent)
+    present_or_absent(run, sight_with(run, target, Look::ToAct).await, &absent)
 }
 
 /// Finds a guest a method changes ([`sight_present`]) and waits out a lock on it ([`unlocked`]).
@@ -452,7 +452,7 @@ pub async fn sight_to_change<H: Host>(
 pub async fn sight_config_to_change<H: Host>(
     run: &Run<'_, H>,
     target: &GuestRef,
-    absent: impl FnOnce(u32) -> String,
+    absent: &dyn Fn(u32) -> String,
 ) -> Result<Box<Evidence>, Outcome> {
     let ev = sight_or_absent(run, target, absent).await?;
     unlocked(run, ev).await
@@ -481,7 +481,7 @@ pub async fn unlocked<H: Host>(
 pub async fn sight_or_absent<H: Host>(
     run: &Run<'_, H>,
     target: &GuestRef,
-    absent: impl FnOnce(u32) -> String,
+    absent: &dyn Fn(u32) -> String,
 ) -> Result<Box<Evidence>, Outcome> {
     present_or_absent(run, sight(run, target).await, absent)
 }
@@ -489,7 +489,7 @@ pub async fn sight_or_absent<H: Host>(
 fn present_or_absent<H: Host>(
     run: &Run<'_, H>,
     sighting: Result<Sighting, Failure>,
-    absent: impl FnOnce(u32) -> String,
+    absent: &dyn Fn(u32) -> String,
 ) -> Result<Box<Evidence>, Outcome> {
     match sighting {
         Ok(Sighting::Present(ev)) => Ok(ev),
@@ -534,7 +534,7 @@ pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Resu
     let Some(lock) = busy_lock(&ev.status).map(str::to_owned) else {
         return Ok(());
     };
-    unlock_wait(run, ev, |_| true, "its lock released")
+    unlock_wait(run, ev, &|_| true, "its lock released")
         .await
         .map_err(|why| format!("{why} — {}", locked_advice(run.kind, &lock, "change")))
 }
@@ -553,7 +553,7 @@ pub async fn unlocked_after<H: Host>(
     if lock_of(&ev.status).is_none() {
         return Ok(());
     }
-    await_unlocked(run, ev, |_| true, "its lock released")
+    await_unlocked(run, ev, &|_| true, "its lock released")
         .await
         .map_err(|why| format!("{done}, but {why}"))?;
     match ev.config.is_empty() {
@@ -568,7 +568,7 @@ pub async fn settle_evidence<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     budget_ms: u64,
-    reached: impl Fn(&GuestStatus) -> bool,
+    reached: &dyn Fn(&GuestStatus) -> bool,
 ) -> Result<(), String> {
     let seen = &mut Seen {
         status: &mut ev.status,
@@ -590,7 +590,7 @@ pub async fn settle_evidence<H: Host>(
 pub async fn await_unlocked<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    also: impl Fn(&GuestStatus) -> bool,
+    also: &dyn Fn(&GuestStatus) -> bool,
     wanted: &str,
 ) -> Result<(), String> {
     unlock_wait(run, ev, also, wanted)
@@ -605,7 +605,7 @@ pub async fn await_unlocked<H: Host>(
 async fn unlock_wait<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    also: impl Fn(&GuestStatus) -> bool,
+    also: &dyn Fn(&GuestStatus) -> bool,
     wanted: &str,
 ) -> Result<(), String> {
     let waited = settle_evidence(run, ev, run.wait_budget_ms(), also).await;

@@ -83,7 +83,7 @@ pub async fn change_firewall<H: Host>(
         let noun = run.kind.noun();
         format!("{noun} {vmid} does not exist on any node: there is no firewall to change")
     };
-    let mut ev = match sight_or_absent(run, target, absent).await {
+    let mut ev = match sight_or_absent(run, target, &absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

@@ -174,7 +174,7 @@ pub async fn change_ha<H: Host>(
     // of a locked guest fails (qemu-server / pve-container check_lock), so the manager could not
     // apply it. A removal or `ignored` needs no LRM: PVE takes it at once (Resources.pm).
     let waits = change.waits_lock;
-    let mut ev = match sight_or_absent(run, target, absent).await {
+    let mut ev = match sight_or_absent(run, target, &absent).await {
         Ok(ev) if waits => match unlocked(run, ev).await {
             Ok(ev) => ev,
             Err(outcome) => return outcome,

@@ -305,7 +305,7 @@ pub async fn reach<H: Host>(
     context: &str,
 ) -> Result<(), String> {
     let kind = run.kind;
-    let waited = settle_evidence(run, ev, budget_ms, |s| target.reached(kind, s)).await;
+    let waited = settle_evidence(run, ev, budget_ms, &|s| target.reached(kind, s)).await;
     waited.map_err(|why| {
         format!(
             "{context}, but {} {} did not reach {}: {why}; last observed: {} — {}",

@@ -88,7 +88,7 @@ pub async fn claim_vmid<H: Host>(
                 "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
                 ev.label(run)
             ));
-            let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), |_| true).await;
+            let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
             // The config read while locked was unfinished: read what the finished guest holds.
             let waited = match waited {
                 Ok(()) => ev.reread_config(run).await,
@@ -152,7 +152,7 @@ pub async fn sight_new<H: Host>(
         vmid: Some(vmid),
         name: None,
     };
-    let mut ev = sight_or_absent(run, &target, |vmid| {
+    let mut ev = sight_or_absent(run, &target, &|vmid| {
         format!(
             "the {task} task ended successfully, but {} {vmid} does not exist on any node — check the {task} task's log",
             run.kind.noun()

@@ -103,7 +103,7 @@ pub async fn reboot_verified<H: Host>(
     let new_boot = |s: &GuestStatus| {
         Target::Running.reached(kind, s) && before.replaced_by(s, host.now_ms()) == Some(true)
     };
-    let waited = settle_evidence(run, ev, budget_ms, new_boot).await;
+    let waited = settle_evidence(run, ev, budget_ms, &new_boot).await;
     waited.map_err(|why| not_rebooted(run, ev, &before, &why, budget_ms))?;
     Ok(format!(
         "{label} rebooted: running again with a new boot ({})",

@@ -79,7 +79,7 @@ pub async fn wait_out_source_lock<H: Host>(
         mutations: 0,
     };
     let budget_ms = run.wait_budget_ms();
-    settle(&run.pve(), run.kind, at, budget_ms, |_| true, seen)
+    settle(&run.pve(), run.kind, at, budget_ms, &|_| true, seen)
         .await
         .map_err(|why| {
             format!(
@@ -118,7 +118,7 @@ pub async fn settle<H: Host>(
     kind: GuestKind,
     at: &Located,
     budget_ms: u64,
-    reached: impl Fn(&GuestStatus) -> bool,
+    reached: &dyn Fn(&GuestStatus) -> bool,
     seen: &mut Seen<'_>,
 ) -> Result<(), String> {
     let mut pacer = Pacer::new(pve.host.now_ms(), budget_ms, pve.poll_cap_ms);
@@ -252,7 +252,7 @@ mod tests {
             GuestKind::Qemu,
             &at,
             budget_ms,
-            |s| s.status == "running",
+            &|s| s.status == "running",
             &mut Seen {
                 status: &mut seen,
                 at_ms: &mut at_ms,

@@ -99,7 +99,13 @@ async fn apply<H: Host>(
     let kind = run.kind;
     let wanted = change.settled_text(&plan, kind);
     let end = plan.end;
-    await_unlocked(run, ev, |s| end.is_none_or(|t| t.reached(kind, s)), &wanted).await?;
+    await_unlocked(
+        run,
+        ev,
+        &|s| end.is_none_or(|t| t.reached(kind, s)),
+        &wanted,
+    )
+    .await?;
     let after = TreeSeen::read(run, ev).await.inspect_err(|_| {
         if let Some(before) = tree.as_mut() {
             before.unreadable = true;

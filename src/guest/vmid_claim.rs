@@ -84,8 +84,8 @@ pub async fn create_guest<H: Host>(
     run: &Run<'_, H>,
     choice: VmidChoice,
     trail: &mut TaskTrail,
-    request: impl Fn(u32) -> PveRequest,
-    action: impl Fn(u32) -> String,
+    request: &dyn Fn(u32) -> PveRequest,
+    action: &dyn Fn(u32) -> String,
 ) -> Result<(u32, String), String> {
     match choice {
         VmidChoice::Given(vmid) => {
@@ -106,8 +106,8 @@ pub async fn claim_free<H: Host>(
     run: &Run<'_, H>,
     (min, max): (u32, u32),
     trail: &mut TaskTrail,
-    request: impl Fn(u32) -> PveRequest,
-    action: impl Fn(u32) -> String,
+    request: &dyn Fn(u32) -> PveRequest,
+    action: &dyn Fn(u32) -> String,
 ) -> Result<u32, String> {
     let pve = run.pve();
     let proposed = lowest_free(run).await?;

@@ -243,7 +243,7 @@ async fn back_up<H: Host>(
     let pve = run.pve();
     let Some(upid) = ev
         .trail
-        .dispatch_unless(&pve, &request, &action, skipped)
+        .dispatch_unless(&pve, &request, &action, &skipped)
         .await?
     else {
         return Err(format!(
@@ -264,7 +264,7 @@ async fn back_up<H: Host>(
     });
     let kind = run.kind;
     let wanted = format!("its state before the backup ({})", describe(&state_before));
-    await_unlocked(run, ev, |s| same_state(kind, &state_before, s), &wanted).await?;
+    await_unlocked(run, ev, &|s| same_state(kind, &state_before, s), &wanted).await?;
     let after = list_archives(run, &node, &args.storage, Some(vmid))
         .await
         .map_err(of_guest)?;

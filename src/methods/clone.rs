@@ -164,7 +164,7 @@ async fn make_clone<H: Host>(
             args.template_id
         )
     };
-    create_guest(run, args.vmid, trail, request, action).await
+    create_guest(run, args.vmid, trail, &request, &action).await
 }
 
 /// The node the template lives on (the clone lands there), once PVE would accept a clone of it: a

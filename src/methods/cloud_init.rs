@@ -148,7 +148,7 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let mut pending = Map::new();
     let verdict = configure(run, &mut ev, &args, &mut pending).await;
-    ev.outcome_with(run, verdict, |record| record.pending = pending)
+    ev.outcome_with(run, verdict, &|record| record.pending = pending.clone())
         .await
 }
 

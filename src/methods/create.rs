@@ -270,7 +270,7 @@ async fn make_container<H: Host>(
 ) -> Result<(u32, String), String> {
     let request = |vmid: u32| endpoints::lxc_create(node, args.params(vmid));
     let action = |vmid: u32| format!("create container {vmid} on node {node}");
-    create_guest(run, args.vmid, trail, request, action).await
+    create_guest(run, args.vmid, trail, &request, &action).await
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ pub async fn move_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let noun = run.kind.noun();
         format!("{noun} {vmid} does not exist on any node: there is no disk to move")
     };
-    let mut ev = match sight_config_to_change(run, &args.target, absent).await {
+    let mut ev = match sight_config_to_change(run, &args.target, &absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

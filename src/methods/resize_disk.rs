@@ -101,7 +101,7 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let noun = run.kind.noun();
         format!("{noun} {vmid} does not exist on any node: there is no disk to resize")
     };
-    let mut ev = match sight_config_to_change(run, &args.target, absent).await {
+    let mut ev = match sight_config_to_change(run, &args.target, &absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

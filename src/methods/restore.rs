@@ -397,7 +397,7 @@ async fn send<H: Host>(
         Target::New => {
             let request =
                 |vmid: u32| restore_request(kind, node, params(kind, args, config, vmid, false));
-            return create_guest(run, args.vmid, trail, request, action)
+            return create_guest(run, args.vmid, trail, &request, &action)
                 .await
                 .map_err(|m| Failure::new(m).into());
         }

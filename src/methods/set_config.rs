@@ -125,7 +125,7 @@ pub async fn change<H: Host>(
         let noun = run.kind.noun();
         format!("{noun} {vmid} does not exist on any node: there is no config to change")
     };
-    let mut ev = match sight_config_to_change(run, &args.target, absent).await {
+    let mut ev = match sight_config_to_change(run, &args.target, &absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
@@ -144,10 +144,10 @@ pub async fn change<H: Host>(
     if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
         verdict = read_back(run, &ev, shown(ev.at.vmid, &ev.config, taken), summary).await;
     }
-    ev.outcome_with(run, verdict, |record| {
-        if let Some(snapshot) = snapshot {
-            record.pending = snapshot.pending;
-            record.pending_delete = snapshot.pending_delete;
+    ev.outcome_with(run, verdict, &|record| {
+        if let Some(snapshot) = &snapshot {
+            record.pending = snapshot.pending.clone();
+            record.pending_delete = snapshot.pending_delete.clone();
         }
     })
     .await

@@ -301,7 +301,7 @@ pub async fn vm_create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let mut trail = TaskTrail::default();
     let request = |vmid: u32| endpoints::qemu_create(&node, args.params(vmid));
     let action = |vmid: u32| format!("create VM {vmid} on node {node}");
-    let (vmid, claimed) = match create_guest(run, args.vmid, &mut trail, request, action).await {
+    let (vmid, claimed) = match create_guest(run, args.vmid, &mut trail, &request, &action).await {
         Ok(made) => made,
         Err(message) => return Failure::new(message).into(),
     };
