@@ -11,7 +11,11 @@ use crate::transport;
 use crate::watch::flight::Flight;
 use crate::watch::{FlightKey, Shared};
 use serde_json::Value;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 
 /// How many times a safe read is re-sent after a transient fault.
 const READ_RETRIES: u32 = 2;
@@ -179,46 +183,81 @@ impl<'a, H: Host> Pve<'a, H> {
     }
 
     /// Sends a request and reads its `data` as `T`; `what` names the expected shape in errors.
-    pub async fn read<T: FromJson>(&self, request: &PveRequest, what: &str) -> Result<T, PveError> {
-        let data = self.call(request).await?;
-        self.shaped(request, data, what)
+    pub fn read<'r, T: FromJson>(
+        &'r self,
+        request: &'r PveRequest,
+        what: &'r str,
+    ) -> Shaped<'r, T> {
+        Shaped::new(Box::pin(self.call(request)), request, what)
     }
 
     /// [`Pve::read`] telling `leaving` when the request left, past the node's cap on requests in
     /// flight: the node's own pace, without the time spent queued behind the process's other runs.
-    pub async fn read_noting<T: FromJson>(
-        &self,
-        request: &PveRequest,
-        what: &str,
-        leaving: &dyn Fn(f64),
-    ) -> Result<T, PveError> {
-        let data = self.send(request, None, Some(leaving)).await?;
-        self.shaped(request, data, what)
+    pub fn read_noting<'r, T: FromJson>(
+        &'r self,
+        request: &'r PveRequest,
+        what: &'r str,
+        leaving: &'r dyn Fn(f64),
+    ) -> Shaped<'r, T> {
+        Shaped::new(
+            Box::pin(self.send(request, None, Some(leaving))),
+            request,
+            what,
+        )
     }
 
     /// [`Pve::read`] by a wait's deadline ([`Pve::call_by`]).
-    pub async fn read_by<T: FromJson>(
-        &self,
-        request: &PveRequest,
+    pub fn read_by<'r, T: FromJson>(
+        &'r self,
+        request: &'r PveRequest,
         deadline_ms: f64,
-        what: &str,
-    ) -> Result<T, PveError> {
-        let data = self.call_by(request, deadline_ms).await?;
-        self.shaped(request, data, what)
+        what: &'r str,
+    ) -> Shaped<'r, T> {
+        Shaped::new(Box::pin(self.call_by(request, deadline_ms)), request, what)
     }
+}
 
-    fn shaped<T: FromJson>(
-        &self,
-        request: &PveRequest,
-        data: Value,
-        what: &str,
-    ) -> Result<T, PveError> {
-        T::from_json(&data).map_err(|e| {
-            PveError::malformed(format!(
-                "{} answered with data that is not {what} ({e})",
-                request.label()
-            ))
-        })
+/// An answer read as `T`: the request's future (one for every `T`: the reads of every shape share
+/// one copy of the request's code) and the shaping of its `data`.
+pub struct Shaped<'r, T> {
+    answer: Pin<Box<dyn Future<Output = Result<Value, PveError>> + 'r>>,
+    request: &'r PveRequest,
+    what: &'r str,
+    shape: PhantomData<fn() -> T>,
+}
+
+impl<'r, T: FromJson> Shaped<'r, T> {
+    fn new(
+        answer: Pin<Box<dyn Future<Output = Result<Value, PveError>> + 'r>>,
+        request: &'r PveRequest,
+        what: &'r str,
+    ) -> Self {
+        Shaped {
+            answer,
+            request,
+            what,
+            shape: PhantomData,
+        }
+    }
+}
+
+impl<T: FromJson> Future for Shaped<'_, T> {
+    type Output = Result<T, PveError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let data = match self.answer.as_mut().poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(answer) => answer,
+        };
+        Poll::Ready(data.and_then(|data| {
+            T::from_json(&data).map_err(|e| {
+                PveError::malformed(format!(
+                    "{} answered with data that is not {} ({e})",
+                    self.request.label(),
+                    self.what
+                ))
+            })
+        }))
     }
 }
 
