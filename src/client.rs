@@ -40,15 +40,21 @@ pub struct Pve<'a, H: Host> {
 
 impl<'a, H: Host> Pve<'a, H> {
     /// Sends one request; safe reads are retried on transient faults, mutations never.
-    pub async fn call(&self, request: &PveRequest) -> Result<Value, PveError> {
-        self.send(request, None, None).await
+    pub fn call<'r>(
+        &'r self,
+        request: &'r PveRequest,
+    ) -> impl Future<Output = Result<Value, PveError>> + 'r {
+        self.send(request, None, None)
     }
 
     /// [`Pve::call`] of a read whose one answer may serve every run of the process that asks it
     /// of the same node, as the same identity, before it is sent (swamp's reachability check
     /// before each mutating run: a fleet asks it at once).
-    pub async fn call_coalesced(&self, request: &PveRequest) -> Result<Value, PveError> {
-        self.call_coalesced_part(request, &Value::clone).await
+    pub fn call_coalesced<'r>(
+        &'r self,
+        request: &'r PveRequest,
+    ) -> impl Future<Output = Result<Value, PveError>> + 'r {
+        self.call_coalesced_part(request, &Value::clone)
     }
 
     /// [`Pve::call_coalesced`] of which the run needs only `part` (its own entry of a node's
@@ -102,8 +108,12 @@ impl<'a, H: Host> Pve<'a, H> {
     /// left, but never less than one read's time ([`ANSWER_MS`]: no read goes out without time to
     /// answer, so a wait ends within that of its bound), and a retry is made only while time is
     /// left for it.
-    pub async fn call_by(&self, request: &PveRequest, deadline_ms: f64) -> Result<Value, PveError> {
-        self.send(request, Some(deadline_ms), None).await
+    pub fn call_by<'r>(
+        &'r self,
+        request: &'r PveRequest,
+        deadline_ms: f64,
+    ) -> impl Future<Output = Result<Value, PveError>> + 'r {
+        self.send(request, Some(deadline_ms), None)
     }
 
     /// Sends one request (retrying a safe read, within `deadline_ms` if given), within the node's

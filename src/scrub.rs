@@ -19,6 +19,7 @@ use crate::outcome::{Outcome, Verdict};
 use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 use base64::Engine;
 use serde_json::Value;
+use std::future::Future;
 
 /// What replaces a secret.
 pub const REDACTED: &str = "***";
@@ -161,14 +162,17 @@ pub struct ScrubbedHost<'a, H: Host> {
 }
 
 impl<H: Host> Host for ScrubbedHost<'_, H> {
-    async fn http(&self, request: HttpRequest) -> Result<HttpResponse, HostError> {
-        self.inner.http(request).await
+    fn http(&self, request: HttpRequest) -> impl Future<Output = Result<HttpResponse, HostError>> {
+        self.inner.http(request)
     }
-    async fn run(&self, request: ProcessRequest) -> Result<ProcessOutput, HostError> {
-        self.inner.run(request).await
+    fn run(
+        &self,
+        request: ProcessRequest,
+    ) -> impl Future<Output = Result<ProcessOutput, HostError>> {
+        self.inner.run(request)
     }
-    async fn sleep(&self, ms: u64) {
-        self.inner.sleep(ms).await
+    fn sleep(&self, ms: u64) -> impl Future<Output = ()> {
+        self.inner.sleep(ms)
     }
     fn now_ms(&self) -> f64 {
         self.inner.now_ms()
@@ -176,11 +180,17 @@ impl<H: Host> Host for ScrubbedHost<'_, H> {
     fn log(&self, level: LogLevel, message: &str) {
         self.inner.log(level, &self.scrub.text(message));
     }
-    async fn read_record(&self, instance: &str) -> Result<Option<Value>, HostError> {
-        self.inner.read_record(instance).await
+    fn read_record(
+        &self,
+        instance: &str,
+    ) -> impl Future<Output = Result<Option<Value>, HostError>> {
+        self.inner.read_record(instance)
     }
-    async fn list_records(&self, spec: &str) -> Result<Option<Vec<String>>, HostError> {
-        self.inner.list_records(spec).await
+    fn list_records(
+        &self,
+        spec: &str,
+    ) -> impl Future<Output = Result<Option<Vec<String>>, HostError>> {
+        self.inner.list_records(spec)
     }
     fn select(&self, expression: &str, fields: &str) -> Result<bool, String> {
         self.inner.select(expression, fields)
