@@ -89,22 +89,26 @@ impl Scrubber {
     /// a node's name) are ruled out by their length alone.
     fn holds(&self, text: &str) -> bool {
         let fits = |form: &String| form.len() <= text.len();
+        let raw = only_raw(text);
         self.needles
             .iter()
             .filter(|n| fits(n))
             .any(|n| text.contains(n.as_str()))
-            || self
-                .plain
-                .iter()
-                .filter(|p| fits(p))
-                .any(|p| (0..text.len()).any(|at| encoded_at(text, at, p).is_some()))
+            || self.plain.iter().filter(|p| fits(p)).any(|p| match raw {
+                true => text.contains(p.as_str()),
+                false => (0..text.len()).any(|at| encoded_at(text, at, p).is_some()),
+            })
     }
 
     /// `text` with every form of every secret replaced by [`REDACTED`].
     pub fn text(&self, text: &str) -> String {
         let mut out = text.to_string();
         for secret in &self.plain {
-            out = redact_encoded(&out, secret);
+            out = match only_raw(&out) {
+                true if out.contains(secret.as_str()) => out.replace(secret.as_str(), REDACTED),
+                true => out,
+                false => redact_encoded(&out, secret),
+            };
         }
         for needle in &self.needles {
             if out.contains(needle.as_str()) {
@@ -286,6 +290,13 @@ fn encoded_at(text: &str, at: usize, secret: &str) -> Option<usize> {
 
 /// The first bytes of every spelling but the byte itself.
 const SPELLING_STARTS: &[u8] = b"+%\\'&";
+
+/// Whether every byte of `text` can only spell itself (it holds none of [`SPELLING_STARTS`]): then
+/// a secret is in it only as it is, and a substring search finds it — most texts (a task id, a
+/// status, a record's key) are such, and the byte-by-byte search of [`encoded_at`] is not needed.
+fn only_raw(text: &str) -> bool {
+    !text.bytes().any(|b| SPELLING_STARTS.contains(&b))
+}
 
 /// The lengths of the spellings of byte `want` that `rest` starts with: the byte itself; a form
 /// body's `+` for a space; `%XX` (percent-encoding, either hex case); `\xXX` (C, Perl, Python,
@@ -487,6 +498,38 @@ mod tests {
             "a&amp;b &lt;c",
             "a part is no secret"
         );
+    }
+
+    #[test]
+    fn a_text_without_escape_bytes_is_scrubbed_as_the_byte_by_byte_search_would() {
+        let s = scrubber();
+        let upid = "UPID:pve1:0000AAAA:0000BBBB:6571E3A1:qmstart:100:root@pam!swamp:";
+        for text in [
+            upid.to_string(),
+            format!("{SECRET}{SECRET}"),
+            format!("é{SECRET}é and ct root pw, twice: ct root pwct root pw"),
+            format!("root@pam!swamp={SECRET}"),
+            "hunter2 and mor".to_string(),
+            String::new(),
+        ] {
+            assert!(only_raw(&text), "{text}");
+            let mut by_bytes = text.clone();
+            for secret in &s.plain {
+                by_bytes = redact_encoded(&by_bytes, secret);
+            }
+            for needle in &s.needles {
+                by_bytes = by_bytes.replace(needle.as_str(), REDACTED);
+            }
+            assert_eq!(s.text(&text), by_bytes, "{text}");
+            let held = s
+                .plain
+                .iter()
+                .any(|p| (0..text.len()).any(|at| encoded_at(&text, at, p).is_some()))
+                || s.needles.iter().any(|n| text.contains(n.as_str()));
+            assert_eq!(s.holds(&text), held, "{text}");
+        }
+        assert!(!s.holds(upid));
+        assert!(!only_raw("a+b") && !only_raw("100%") && !only_raw("it's"));
     }
 
     #[test]
