@@ -94,7 +94,8 @@ try {
   );
   Deno.exit(1);
 }
-pkgs[0].label = `this package (${pkgs[0].model.version})`;
+// The manifest's name and version (what swamp would push), not the model's own version field.
+pkgs[0].label = `this package (${pkgs[0].label})`;
 
 const machine = await machineInfo();
 const started = new Date();
