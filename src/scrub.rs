@@ -88,14 +88,10 @@ impl Scrubber {
     /// byte, so a text shorter than a secret cannot hold it: most of a record's strings (a status,
     /// a node's name) are ruled out by their length alone.
     fn holds(&self, text: &str) -> bool {
-        let fits = |form: &String| form.len() <= text.len();
         let raw = only_raw(text);
-        self.needles
-            .iter()
-            .filter(|n| fits(n))
-            .any(|n| text.contains(n.as_str()))
-            || self.plain.iter().filter(|p| fits(p)).any(|p| match raw {
-                true => text.contains(p.as_str()),
+        self.needles.iter().any(|n| holds_as_is(text, n))
+            || self.plain.iter().any(|p| match raw {
+                true => holds_as_is(text, p),
                 false => (0..text.len()).any(|at| encoded_at(text, at, p).is_some()),
             })
     }
@@ -290,6 +286,23 @@ fn encoded_at(text: &str, at: usize, secret: &str) -> Option<usize> {
 
 /// The first bytes of every spelling but the byte itself.
 const SPELLING_STARTS: &[u8] = b"+%\\'&";
+
+/// Whether `text` holds `form` as it is. Most texts scrubbed are short (a record's keys and values,
+/// a task id): for them a plain scan beats `str::contains`, whose searcher is set up anew for every
+/// text and form; a form longer than the text is ruled out by its length alone.
+fn holds_as_is(text: &str, form: &str) -> bool {
+    if form.len() > text.len() {
+        return false;
+    }
+    if form.is_empty() || text.len() > SHORT_TEXT {
+        return text.contains(form);
+    }
+    let form = form.as_bytes();
+    text.as_bytes().windows(form.len()).any(|w| w == form)
+}
+
+/// Texts up to this long are searched by a plain scan ([`holds_as_is`]).
+const SHORT_TEXT: usize = 256;
 
 /// Whether every byte of `text` can only spell itself (it holds none of [`SPELLING_STARTS`]): then
 /// a secret is in it only as it is, and a substring search finds it — most texts (a task id, a
@@ -530,6 +543,32 @@ mod tests {
         }
         assert!(!s.holds(upid));
         assert!(!only_raw("a+b") && !only_raw("100%") && !only_raw("it's"));
+    }
+
+    #[test]
+    fn a_form_is_found_in_short_and_long_texts_alike() {
+        let form = "bench-secret";
+        for len in [
+            0,
+            11,
+            12,
+            13,
+            SHORT_TEXT - 1,
+            SHORT_TEXT,
+            SHORT_TEXT + 1,
+            4096,
+        ] {
+            for at in [0, len / 2, len.saturating_sub(form.len())] {
+                let mut text = "é".repeat(len / 2) + &"x".repeat(len % 2);
+                let without = text.clone();
+                if at + form.len() <= text.len() && text.is_char_boundary(at) {
+                    text.replace_range(at..at, form);
+                }
+                assert_eq!(holds_as_is(&text, form), text.contains(form), "{len} {at}");
+                assert!(!holds_as_is(&without, form), "{len} {at}");
+            }
+        }
+        assert!(holds_as_is("abc", ""));
     }
 
     #[test]
