@@ -90,10 +90,14 @@ impl Scrubber {
     fn holds(&self, text: &str) -> bool {
         let raw = only_raw(text);
         self.needles.iter().any(|n| holds_as_is(text, n))
-            || self.plain.iter().any(|p| match raw {
-                true => holds_as_is(text, p),
-                false => (0..text.len()).any(|at| encoded_at(text, at, p).is_some()),
-            })
+            || self
+                .plain
+                .iter()
+                .filter(|p| p.len() <= text.len())
+                .any(|p| match raw {
+                    true => holds_as_is(text, p),
+                    false => (0..text.len()).any(|at| encoded_at(text, at, p).is_some()),
+                })
     }
 
     /// `text` with every form of every secret replaced by [`REDACTED`].

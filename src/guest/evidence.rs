@@ -387,7 +387,7 @@ impl Evidence {
         run: &Run<'_, H>,
         verdict: Result<String, String>,
     ) -> Outcome {
-        self.outcome_with(run, verdict, &|_| {}).await
+        self.outcome_with(run, verdict, &mut |_| {}).await
     }
 
     /// [`Evidence::outcome`] of a method whose record holds more than the guest's state (the
@@ -396,7 +396,7 @@ impl Evidence {
         &self,
         run: &Run<'_, H>,
         verdict: Result<String, String>,
-        extend: &dyn Fn(&mut GuestRecord),
+        extend: &mut dyn FnMut(&mut GuestRecord),
     ) -> Outcome {
         let mut ev = self.clone();
         if verdict.is_err() {

@@ -148,8 +148,10 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let mut pending = Map::new();
     let verdict = configure(run, &mut ev, &args, &mut pending).await;
-    ev.outcome_with(run, verdict, &|record| record.pending = pending.clone())
-        .await
+    ev.outcome_with(run, verdict, &mut |record| {
+        record.pending = std::mem::take(&mut pending)
+    })
+    .await
 }
 
 async fn configure<H: Host>(

@@ -144,10 +144,10 @@ pub async fn change<H: Host>(
     if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
         verdict = read_back(run, &ev, shown(ev.at.vmid, &ev.config, taken), summary).await;
     }
-    ev.outcome_with(run, verdict, &|record| {
-        if let Some(snapshot) = &snapshot {
-            record.pending = snapshot.pending.clone();
-            record.pending_delete = snapshot.pending_delete.clone();
+    ev.outcome_with(run, verdict, &mut |record| {
+        if let Some(snapshot) = snapshot.take() {
+            record.pending = snapshot.pending;
+            record.pending_delete = snapshot.pending_delete;
         }
     })
     .await
