@@ -70,7 +70,11 @@ async function service(call: Call, sid: string): Promise<any> {
   return r.body.data.find((e: any) => e.id === `service:${sid}`);
 }
 
-const settle = () => new Promise((r) => setTimeout(r, 30));
+const settle = (ms = 30) => new Promise((r) => setTimeout(r, ms));
+
+/** A manager round long enough that a read sent right after a write always lands before it, on a
+ * loaded machine too (with 10 ms, a slow first request saw the round already done). */
+const SLOW_ROUND_MS = 500;
 
 Deno.test("a new resource is queued, then started by the manager's round", async () => {
   await withSim(async (call, sim) => {
@@ -157,9 +161,9 @@ Deno.test("a removed resource shows `deleting` until the manager's round drops i
     assert.equal(r.status, 200);
     const s = await service(call, "vm:100");
     assert.equal(s.state, "deleting");
-    await settle();
+    await settle(SLOW_ROUND_MS + 30);
     assert.equal(await service(call, "vm:100"), undefined);
-  }, { managed: true, state: "started", applyDelayMs: 10 });
+  }, { managed: true, state: "started", applyDelayMs: SLOW_ROUND_MS });
 });
 
 Deno.test("an ignored resource is dropped from the manager's services but listed from its config", async () => {
