@@ -189,6 +189,8 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
     let following = pve.shared.follow_task(pve.settings, upid);
     let watcher = following.as_ref().map(|f| &*f.watcher);
     let mut read_own_at = started;
+    // The last probe (or the start): what the run's own pace would have probed since is banked.
+    let mut probed_at = started;
     // None yet: a budget spent before the first probe still ends with one read of the task.
     let mut last_probe_own = false;
     let mut progress = Progress::start(started);
@@ -197,12 +199,18 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
         let stopped = match pacer.next_probe(pve.host.now_ms()) {
             Ok((due, pause)) => {
                 let shared = watcher.map_or(pause, |w| w.fleet_pause(pause));
-                let (due, pause) = (due - (pause - shared) as f64, shared);
+                let (due, own_pause) = (due - (pause - shared) as f64, pause);
+                let pause = shared;
                 wait_until(pve, due, watcher, upid).await;
                 if pve.host.aborted() {
                     return Err(stopped_waiting(pve, upid, Stopped::Aborted));
                 }
-                pacer.probed(pve.host.now_ms());
+                let now = pve.host.now_ms();
+                if let Some(watcher) = watcher {
+                    watcher.credit((now - probed_at) / own_pause.max(1) as f64);
+                }
+                probed_at = now;
+                pacer.probed(now);
                 // A long task says how far it got (its log, read at the progress cadence only).
                 progress.tick_task(pve, upid).await;
                 if let Some(ended) = watcher.and_then(|w| listed_end(w, upid)) {

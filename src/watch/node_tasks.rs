@@ -38,6 +38,11 @@ pub fn own_read_due(read_own_ms: f64, last_probe_ms: f64) -> f64 {
 }
 /// Tasks of other runs or users that may share the list's time window, read beyond our own.
 const LIST_SLACK: usize = 50;
+/// The most list reads a fleet banks for its tail ([`NodeTasks::credit`]): two seconds of reads at
+/// the shortest pause. Enough for the last tasks of a fleet started together (their ends spread
+/// over about a second) to be seen as soon as its middle ones; not enough to keep a long task of
+/// the fleet's last run on the list's pace for long.
+const BANK_CAP: f64 = 50.0;
 
 /// What a run that wants a fresh list read does next ([`NodeTasks::next_step`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,6 +92,9 @@ pub struct NodeTasks {
     round_trip_ms: Cell<f64>,
     /// The list could not be read: every run reads its own task's status.
     unusable: Cell<bool>,
+    /// Reads the followers' own probes would have made while the list answered for them, less
+    /// the list reads made since: what the fleet's tail may still spend ([`NodeTasks::credit`]).
+    bank: Cell<f64>,
     published: Signal,
 }
 
@@ -151,23 +159,39 @@ impl NodeTasks {
         self.followed.borrow().iter().filter(|f| f.runs > 0).count() as u64
     }
 
-    /// Whether one list read is worth it: two tasks or more are followed and the list answers.
-    /// A run alone reads its own task's status, as cheap and never lagging.
+    /// Whether one list read is worth it: two tasks or more are followed and the list answers, or
+    /// the last runs of a fleet still have reads banked. A run alone reads its own task's status,
+    /// as cheap and never lagging.
     pub fn worth_reading(&self) -> bool {
-        !self.unusable.get() && self.live() >= 2
+        let live = self.live();
+        !self.unusable.get() && (live >= 2 || (live == 1 && self.bank.get() >= 1.0))
     }
 
     /// A run's pause before its next probe while the list answers for every followed task: the
     /// list is read as often as their own probes would have been in all (one task's `pause` over
     /// the tasks followed), never more often than the shortest pause. So each end of a fleet is
     /// seen about as soon as a task alone would see it, for no more reads than polling each task.
+    /// While reads are banked the shortest pause holds: the fleet's last tasks are seen ending as
+    /// soon as its middle ones, on reads its runs would have made anyway.
     pub fn fleet_pause(&self, pause: u64) -> u64 {
         if !self.worth_reading() {
             return pause;
         }
-        (pause / self.live())
-            .max(SHORTEST_PAUSE_MS as u64)
-            .min(pause)
+        let shared = match self.bank.get() >= 1.0 {
+            true => SHORTEST_PAUSE_MS as u64,
+            false => pause / self.live(),
+        };
+        shared.max(SHORTEST_PAUSE_MS as u64).min(pause)
+    }
+
+    /// Banks `own_probes`: the probes a follower's own pace would have made since its last probe,
+    /// while the list answered for it (two runs or more), up to [`BANK_CAP`]. Each list read
+    /// spends one. So a fleet never reads the list more often, in all, than its runs would have
+    /// polled their own tasks, yet keeps the list's pace to its end.
+    pub fn credit(&self, own_probes: f64) {
+        if !self.unusable.get() && self.live() >= 2 {
+            self.bank.set((self.bank.get() + own_probes).min(BANK_CAP));
+        }
     }
 
     /// What the latest list read said of `upid`.
@@ -219,6 +243,7 @@ impl NodeTasks {
     /// the run leaves.
     pub fn begin_read(&self, node: &str, now: f64) -> (PveRequest, InFlight<'_>) {
         self.in_flight.set(Some(now));
+        self.bank.set((self.bank.get() - 1.0).max(0.0));
         let followed = self.followed.borrow();
         let live = followed.iter().filter(|f| f.runs > 0);
         let since = live.map(|f| f.starttime).min().unwrap_or(0);
@@ -337,6 +362,41 @@ mod tests {
         assert_eq!(two.fleet_pause(340), 170);
         assert_eq!(two.fleet_pause(60), 40, "never below the shortest pause");
         assert_eq!(two.fleet_pause(30), 30, "never longer than the run's own");
+    }
+
+    #[test]
+    fn a_fleets_last_run_keeps_the_shortest_pause_on_the_reads_its_fleet_banked() {
+        let watcher = watching(&[A, B]);
+        watcher.credit(2.5);
+        assert_eq!(
+            watcher.fleet_pause(340),
+            40,
+            "reads banked: the shortest pause"
+        );
+        assert!(!watcher.unfollow(A));
+        assert!(
+            watcher.worth_reading(),
+            "the last run reads the list on the bank"
+        );
+        let (_, first) = watcher.begin_read("pve1", 0.0);
+        drop(first);
+        let (_, second) = watcher.begin_read("pve1", 50.0);
+        drop(second);
+        assert!(
+            !watcher.worth_reading(),
+            "the bank is spent: its own reads again"
+        );
+        assert_eq!(watcher.fleet_pause(340), 340);
+    }
+
+    #[test]
+    fn a_run_alone_banks_nothing_and_a_bank_holds_two_seconds_of_reads_at_most() {
+        let alone = watching(&[A]);
+        alone.credit(5.0);
+        assert!(!alone.worth_reading());
+        let fleet = watching(&[A, B]);
+        fleet.credit(1_000.0);
+        assert_eq!(fleet.bank.get(), BANK_CAP);
     }
 
     #[test]
