@@ -239,6 +239,9 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
         };
         read_own_at = pve.host.now_ms();
         last_probe_own = true;
+        if let Some(watcher) = watcher {
+            watcher.read_own();
+        }
         match read_own(pve, upid, started).await {
             Probe::Ended(status) => return Ok(status),
             Probe::Running => {}

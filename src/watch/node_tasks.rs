@@ -159,29 +159,36 @@ impl NodeTasks {
         self.followed.borrow().iter().filter(|f| f.runs > 0).count() as u64
     }
 
-    /// Whether one list read is worth it: two tasks or more are followed and the list answers, or
-    /// the last runs of a fleet still have reads banked. A run alone reads its own task's status,
-    /// as cheap and never lagging.
+    /// Whether one list read is worth it: two tasks or more are followed and the list answers.
+    /// A run alone reads its own task's status, as cheap and never lagging.
     pub fn worth_reading(&self) -> bool {
-        let live = self.live();
-        !self.unusable.get() && (live >= 2 || (live == 1 && self.bank.get() >= 1.0))
+        !self.unusable.get() && self.live() >= 2
     }
 
     /// A run's pause before its next probe while the list answers for every followed task: the
     /// list is read as often as their own probes would have been in all (one task's `pause` over
     /// the tasks followed), never more often than the shortest pause. So each end of a fleet is
     /// seen about as soon as a task alone would see it, for no more reads than polling each task.
-    /// While reads are banked the shortest pause holds: the fleet's last tasks are seen ending as
-    /// soon as its middle ones, on reads its runs would have made anyway.
+    /// While reads are banked the shortest pause holds, down to the fleet's last run (which reads
+    /// its own task on the bank): the fleet's last tasks are seen ending as soon as its middle
+    /// ones, on reads its runs would have made anyway.
     pub fn fleet_pause(&self, pause: u64) -> u64 {
-        if !self.worth_reading() {
-            return pause;
-        }
-        let shared = match self.bank.get() >= 1.0 {
-            true => SHORTEST_PAUSE_MS as u64,
-            false => pause / self.live(),
+        let shared = match (self.unusable.get(), self.bank.get() >= 1.0, self.live()) {
+            (true, _, _) => pause,
+            (false, true, _) => SHORTEST_PAUSE_MS as u64,
+            (false, false, live) if live >= 2 => pause / live,
+            (false, false, _) => pause,
         };
         shared.max(SHORTEST_PAUSE_MS as u64).min(pause)
+    }
+
+    /// A read of one run's own task, which spends a banked read as a list read does.
+    pub fn read_own(&self) {
+        self.spend();
+    }
+
+    fn spend(&self) {
+        self.bank.set((self.bank.get() - 1.0).max(0.0));
     }
 
     /// Banks `own_probes`: the probes a follower's own pace would have made since its last probe,
@@ -243,7 +250,7 @@ impl NodeTasks {
     /// the run leaves.
     pub fn begin_read(&self, node: &str, now: f64) -> (PveRequest, InFlight<'_>) {
         self.in_flight.set(Some(now));
-        self.bank.set((self.bank.get() - 1.0).max(0.0));
+        self.spend();
         let followed = self.followed.borrow();
         let live = followed.iter().filter(|f| f.runs > 0);
         let since = live.map(|f| f.starttime).min().unwrap_or(0);
@@ -374,19 +381,16 @@ mod tests {
             "reads banked: the shortest pause"
         );
         assert!(!watcher.unfollow(A));
-        assert!(
-            watcher.worth_reading(),
-            "the last run reads the list on the bank"
+        assert!(!watcher.worth_reading(), "the last run reads its own task");
+        assert_eq!(watcher.fleet_pause(340), 40, "on the bank");
+        let (_, list_read) = watcher.begin_read("pve1", 0.0);
+        drop(list_read);
+        watcher.read_own();
+        assert_eq!(
+            watcher.fleet_pause(340),
+            340,
+            "the bank is spent: its own pace again"
         );
-        let (_, first) = watcher.begin_read("pve1", 0.0);
-        drop(first);
-        let (_, second) = watcher.begin_read("pve1", 50.0);
-        drop(second);
-        assert!(
-            !watcher.worth_reading(),
-            "the bank is spent: its own reads again"
-        );
-        assert_eq!(watcher.fleet_pause(340), 340);
     }
 
     #[test]
