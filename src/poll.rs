@@ -166,6 +166,11 @@ impl Pacer {
         Ok((now + pause as f64, pause))
     }
 
+    /// When the last probe went out; `None` before the first.
+    pub fn probed_at(&self) -> Option<f64> {
+        self.probed_ms
+    }
+
     /// Notes that a probe went out at `at` (the next pause counts from it).
     pub fn probed(&mut self, at: f64) {
         self.probed_ms = Some(at);

@@ -189,27 +189,25 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
     let following = pve.shared.follow_task(pve.settings, upid);
     let watcher = following.as_ref().map(|f| &*f.watcher);
     let mut read_own_at = started;
-    // The last probe (or the start): what the run's own pace would have probed since is banked.
-    let mut probed_at = started;
     // None yet: a budget spent before the first probe still ends with one read of the task.
     let mut last_probe_own = false;
     let mut progress = Progress::start(started);
     loop {
         // A task is a forked worker: none ends within a round trip, so even the first probe waits.
         let stopped = match pacer.next_probe(pve.host.now_ms()) {
-            Ok((due, pause)) => {
-                let shared = watcher.map_or(pause, |w| w.fleet_pause(pause));
-                let (due, own_pause) = (due - (pause - shared) as f64, pause);
-                let pause = shared;
+            Ok((due, own_pause)) => {
+                let pause = watcher.map_or(own_pause, |w| w.fleet_pause(own_pause));
+                let due = due - (own_pause - pause) as f64;
+                // What the run's own pace would have probed since its last probe is banked.
+                let since = pacer.probed_at().unwrap_or(started);
                 wait_until(pve, due, watcher, upid).await;
                 if pve.host.aborted() {
                     return Err(stopped_waiting(pve, upid, Stopped::Aborted));
                 }
                 let now = pve.host.now_ms();
                 if let Some(watcher) = watcher {
-                    watcher.credit((now - probed_at) / own_pause.max(1) as f64);
+                    watcher.credit((now - since) / own_pause.max(1) as f64);
                 }
-                probed_at = now;
                 pacer.probed(now);
                 // A long task says how far it got (its log, read at the progress cadence only).
                 progress.tick_task(pve, upid).await;
@@ -240,7 +238,7 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
         read_own_at = pve.host.now_ms();
         last_probe_own = true;
         if let Some(watcher) = watcher {
-            watcher.read_own();
+            watcher.spend_read();
         }
         match read_own(pve, upid, started).await {
             Probe::Ended(status) => return Ok(status),

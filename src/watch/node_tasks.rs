@@ -38,7 +38,7 @@ pub fn own_read_due(read_own_ms: f64, last_probe_ms: f64) -> f64 {
 }
 /// Tasks of other runs or users that may share the list's time window, read beyond our own.
 const LIST_SLACK: usize = 50;
-/// The most list reads a fleet banks for its tail ([`NodeTasks::credit`]): two seconds of reads at
+/// The most reads a fleet banks for its tail ([`NodeTasks::credit`]): two seconds of reads at
 /// the shortest pause. Enough for the last tasks of a fleet started together (their ends spread
 /// over about a second) to be seen as soon as its middle ones; not enough to keep a long task of
 /// the fleet's last run on the list's pace for long.
@@ -93,7 +93,8 @@ pub struct NodeTasks {
     /// The list could not be read: every run reads its own task's status.
     unusable: Cell<bool>,
     /// Reads the followers' own probes would have made while the list answered for them, less
-    /// the list reads made since: what the fleet's tail may still spend ([`NodeTasks::credit`]).
+    /// the reads made on the fleet's pace since: what its tail may still spend
+    /// ([`NodeTasks::credit`]).
     bank: Cell<f64>,
     published: Signal,
 }
@@ -173,30 +174,29 @@ impl NodeTasks {
     /// its own task on the bank): the fleet's last tasks are seen ending as soon as its middle
     /// ones, on reads its runs would have made anyway.
     pub fn fleet_pause(&self, pause: u64) -> u64 {
-        let shared = match (self.unusable.get(), self.bank.get() >= 1.0, self.live()) {
-            (true, _, _) => pause,
-            (false, true, _) => SHORTEST_PAUSE_MS as u64,
-            (false, false, live) if live >= 2 => pause / live,
-            (false, false, _) => pause,
+        let shared = if self.unusable.get() {
+            pause
+        } else if self.bank.get() >= 1.0 {
+            SHORTEST_PAUSE_MS as u64
+        } else if self.worth_reading() {
+            pause / self.live()
+        } else {
+            pause
         };
         shared.max(SHORTEST_PAUSE_MS as u64).min(pause)
     }
 
-    /// A read of one run's own task, which spends a banked read as a list read does.
-    pub fn read_own(&self) {
-        self.spend();
-    }
-
-    fn spend(&self) {
+    /// Spends a banked read: a list read, or a run's read of its own task.
+    pub fn spend_read(&self) {
         self.bank.set((self.bank.get() - 1.0).max(0.0));
     }
 
     /// Banks `own_probes`: the probes a follower's own pace would have made since its last probe,
-    /// while the list answered for it (two runs or more), up to [`BANK_CAP`]. Each list read
-    /// spends one. So a fleet never reads the list more often, in all, than its runs would have
+    /// while the list answered for it (two runs or more), up to [`BANK_CAP`]. Each read on the
+    /// fleet's pace spends one ([`NodeTasks::spend_read`]). So a fleet never reads the list more often, in all, than its runs would have
     /// polled their own tasks, yet keeps the list's pace to its end.
     pub fn credit(&self, own_probes: f64) {
-        if !self.unusable.get() && self.live() >= 2 {
+        if self.worth_reading() {
             self.bank.set((self.bank.get() + own_probes).min(BANK_CAP));
         }
     }
@@ -250,7 +250,7 @@ impl NodeTasks {
     /// the run leaves.
     pub fn begin_read(&self, node: &str, now: f64) -> (PveRequest, InFlight<'_>) {
         self.in_flight.set(Some(now));
-        self.spend();
+        self.spend_read();
         let followed = self.followed.borrow();
         let live = followed.iter().filter(|f| f.runs > 0);
         let since = live.map(|f| f.starttime).min().unwrap_or(0);
@@ -385,7 +385,7 @@ mod tests {
         assert_eq!(watcher.fleet_pause(340), 40, "on the bank");
         let (_, list_read) = watcher.begin_read("pve1", 0.0);
         drop(list_read);
-        watcher.read_own();
+        watcher.spend_read();
         assert_eq!(
             watcher.fleet_pause(340),
             340,
