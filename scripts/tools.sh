@@ -21,6 +21,15 @@ ensure_rust_wasm() {
     say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 4 minutes, once per machine)"
     cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked >&2
   fi
+  ensure_rust_src
+}
+
+# The toolchain's std sources, for the size build of the shipped module (build_wasm). Optional: without
+# them build_wasm falls back to a larger build, and the size budget test says so.
+ensure_rust_src() {
+  [ -d "$(rustc --print sysroot)/lib/rustlib/src/rust/library" ] && return 0
+  say "adding the rust-src component (std's sources, to rebuild std for size)"
+  rustup component add rust-src >&2 || say "could not add rust-src: the module will be built without rebuilding std"
 }
 
 ensure_node_tools() {
@@ -52,25 +61,35 @@ ensure_test_services() {
 # PROXMOX_CORE_OMIT (comma-separated method names), when set, builds the core without those methods: the size
 # bench weighs a method by the difference (src/catalog.rs `omitted`).
 #
-# -Zlocation-detail=none drops the file, line and column of every panic site in the core's own code
-# (13 KB of the shipped module, issue 32). The core is built with panic = "abort" for
-# wasm32-unknown-unknown, where a panic traps without printing anything: the locations were never
-# shown to anyone. The flag is unstable; RUSTC_BOOTSTRAP=proxmox_core lets the machine's stable
-# toolchain take it for this crate alone (`cargo rustc` passes it to the core, not to its
-# dependencies), in this build only: tests, clippy and the native build do not use it. If a
-# toolchain ever refuses it, the build falls back to one without it, says so, and the size budget
-# test judges the result.
+# The shipped module is built for size beyond what the release profile can ask (issue 32):
+# - std itself is rebuilt (-Zbuild-std) with its `optimize_for_size` feature (its smaller sorts
+#   and collections) and panic = "immediate-abort": a panic traps at once, with no formatting
+#   machinery behind it. On wasm32-unknown-unknown a panic prints nothing anyway, and the core
+#   has no panic reachable from input (the fuzz and bounds tests).
+# - -Zlocation-detail=none drops the file, line and column of every panic site.
+# These flags are unstable: RUSTC_BOOTSTRAP=1 lets the machine's stable toolchain take them, in
+# this build only (tests, clippy and the native build use none of them). Rebuilding std needs
+# the toolchain's rust-src component (`ensure_rust_src`). Whatever a toolchain refuses, the build
+# falls back a step — the core crate alone with -Zlocation-detail=none, then a plain release
+# build — says so, and the size budget test judges the result.
 build_wasm() {
-  local target_dir=$1 out=$2
-  if ! RUSTC_BOOTSTRAP=proxmox_core CARGO_TARGET_DIR=$target_dir cargo rustc --quiet --release \
-    --lib --target wasm32-unknown-unknown -- -Zlocation-detail=none 2>/dev/null; then
-    echo "build_wasm: the build with -Zlocation-detail=none failed; building without it" >&2
-    CARGO_TARGET_DIR=$target_dir cargo build --quiet --release --lib --target wasm32-unknown-unknown ||
-      return 1
+  local target_dir=$1 out=$2 wasm
+  wasm="$target_dir/wasm32-unknown-unknown/release/proxmox_core.wasm"
+  if ! RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$target_dir \
+    RUSTFLAGS="-Zlocation-detail=none -Zunstable-options -Cpanic=immediate-abort" \
+    cargo build --quiet --release --lib --target wasm32-unknown-unknown \
+    -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size 2>/dev/null; then
+    echo "build_wasm: rebuilding std for size failed (is rust-src installed?); building without it" >&2
+    if ! RUSTC_BOOTSTRAP=proxmox_core CARGO_TARGET_DIR=$target_dir cargo rustc --quiet --release \
+      --lib --target wasm32-unknown-unknown -- -Zlocation-detail=none 2>/dev/null; then
+      echo "build_wasm: the build with -Zlocation-detail=none failed; building without it" >&2
+      CARGO_TARGET_DIR=$target_dir cargo build --quiet --release --lib --target wasm32-unknown-unknown ||
+        return 1
+    fi
   fi
   rm -rf "$out" && mkdir -p "$out"
   wasm-bindgen --target web --out-dir "$out" --out-name proxmox_core \
-    "$target_dir/wasm32-unknown-unknown/release/proxmox_core.wasm" || return 1
+    "$wasm" || return 1
   wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue \
     "$out/proxmox_core_bg.wasm" -o "$out/proxmox_core.opt.wasm"
