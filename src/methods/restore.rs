@@ -117,27 +117,26 @@ fn allocated(kind: GuestKind, key: &str, value: &str) -> bool {
 /// A NIC's properties without its MAC (`virtio=BC:24:…` keeps `virtio`; `hwaddr=…` goes).
 fn without_mac(value: &str) -> Vec<String> {
     let is_mac = |v: &str| v.len() == 17 && v.split(':').count() == 6;
-    let mut parts: Vec<String> = value
-        .split(',')
-        .filter_map(|part| match part.split_once('=') {
-            Some((key, v)) if is_mac(v) => match key {
-                "hwaddr" | "macaddr" => None,
-                model => Some(model.to_string()),
-            },
-            _ => Some(part.to_string()),
-        })
-        .collect();
+    let mut parts = Vec::new();
+    for part in value.split(',') {
+        match part.split_once('=') {
+            Some(("hwaddr" | "macaddr", v)) if is_mac(v) => {}
+            Some((model, v)) if is_mac(v) => parts.push(model.to_string()),
+            _ => parts.push(part.to_string()),
+        }
+    }
     crate::order::sort_by(&mut parts, Ord::cmp);
     parts
 }
 
 /// A disk's options besides its volume and size, as a sorted set.
 fn disk_options(value: &str) -> Vec<&str> {
-    let mut parts: Vec<&str> = value
-        .split(',')
-        .skip(1)
-        .filter(|p| !p.starts_with("size="))
-        .collect();
+    let mut parts = Vec::new();
+    for part in value.split(',').skip(1) {
+        if !part.starts_with("size=") {
+            parts.push(part);
+        }
+    }
     crate::order::sort_by(&mut parts, Ord::cmp);
     parts
 }
@@ -459,7 +458,10 @@ async fn verify<H: Host>(
         )
     })?;
     check_disks_listed(run, ev, &disks).await?;
-    let listed: Vec<String> = disks.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let mut listed = Vec::new();
+    for (key, volid) in &disks {
+        listed.push(format!("{key} {volid}"));
+    }
     Ok(format!(
         "{label} is restored from {}: {} settings read back as the archive holds them; disks {}",
         args.archive.volid,
@@ -482,10 +484,10 @@ async fn check_disks_listed<H: Host>(
         GuestKind::Qemu => "images",
         GuestKind::Lxc => "rootdir",
     };
-    let mut stores: Vec<&str> = disks
-        .iter()
-        .filter_map(|(_, volid)| volid.split(':').next())
-        .collect();
+    let mut stores = Vec::new();
+    for (_, volid) in disks {
+        stores.extend(volid.split(':').next());
+    }
     crate::order::sort_dedup(&mut stores);
     for store in stores {
         let request = endpoints::storage_content(&ev.at.node, store, content)

@@ -55,11 +55,13 @@ impl<T: FromJson> FromJson for Vec<T> {
         let items = value
             .as_array()
             .ok_or_else(|| format!("expected a list, got {}", crate::quote::value(value)))?;
-        items
-            .iter()
-            .enumerate()
-            .map(|(at, item)| T::from_json(item).map_err(|e| format!("entry {at}: {e}")))
-            .collect()
+        // A loop, not an adapter chain collected: this is instantiated for every type read as a
+        // list, and each chain would bring its own collecting machinery (issue 32).
+        let mut read = Vec::with_capacity(items.len());
+        for (at, item) in items.iter().enumerate() {
+            read.push(T::from_json(item).map_err(|e| format!("entry {at}: {e}"))?);
+        }
+        Ok(read)
     }
 }
 
