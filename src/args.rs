@@ -59,29 +59,48 @@ impl<'a> Fields<'a> {
     pub fn object(&self, key: &str) -> Result<Fields<'a>, ArgError> {
         match self.object.get(key) {
             Some(value) => Fields::of(value, &self.path(key)),
-            None => Err(ArgError::new(self.path(key), "is required")),
+            None => Err(self.missing(key)),
         }
     }
 
     /// An optional field of any deserializable type. `null` is refused, as zod refuses it: an
     /// absent field is omitted, not null.
     pub fn optional<T: FromJson>(&self, key: &str) -> Result<Option<T>, ArgError> {
-        match self.object.get(key) {
+        // The generic part is the read alone: the rest is one copy for every type (issue 32).
+        match self.present(key)? {
             None => Ok(None),
+            Some(value) => match T::from_json(value) {
+                Ok(read) => Ok(Some(read)),
+                Err(why) => Err(self.wrong_type(key, why)),
+            },
+        }
+    }
+
+    /// The field's value, unless it is absent; `null` is refused ([`Fields::optional`]).
+    fn present(&self, key: &str) -> Result<Option<&'a Value>, ArgError> {
+        match self.object.get(key) {
             Some(Value::Null) => Err(ArgError::new(
                 self.path(key),
                 "must not be null (omit the field instead)",
             )),
-            Some(value) => T::from_json(value)
-                .map(Some)
-                .map_err(|e| ArgError::new(self.path(key), format!("has the wrong type ({e})"))),
+            found => Ok(found),
         }
+    }
+
+    fn wrong_type(&self, key: &str, why: String) -> ArgError {
+        ArgError::new(self.path(key), format!("has the wrong type ({why})"))
+    }
+
+    fn missing(&self, key: &str) -> ArgError {
+        ArgError::new(self.path(key), "is required")
     }
 
     /// A required field.
     pub fn required<T: FromJson>(&self, key: &str) -> Result<T, ArgError> {
-        self.optional(key)?
-            .ok_or_else(|| ArgError::new(self.path(key), "is required"))
+        match self.optional(key)? {
+            Some(read) => Ok(read),
+            None => Err(self.missing(key)),
+        }
     }
 
     /// An optional field with a default.

@@ -259,16 +259,20 @@ impl<T: FromJson> Future for Shaped<'_, T> {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(answer) => answer,
         };
-        Poll::Ready(data.and_then(|data| {
-            T::from_json(&data).map_err(|e| {
-                PveError::malformed(format!(
-                    "{} answered with data that is not {} ({e})",
-                    self.request.label(),
-                    self.what
-                ))
-            })
-        }))
+        Poll::Ready(match data {
+            Ok(data) => T::from_json(&data).map_err(|e| misshapen(self.request, self.what, e)),
+            Err(e) => Err(e),
+        })
     }
+}
+
+/// An answer that is not the shape asked for. Apart from [`Shaped`]'s poll, which is instantiated
+/// for every shape read, so that the message is built by one copy of the code (issue 32).
+fn misshapen(request: &PveRequest, what: &str, why: String) -> PveError {
+    PveError::malformed(format!(
+        "{} answered with data that is not {what} ({why})",
+        request.label()
+    ))
 }
 
 /// A coalesced read's sending side: forgets the flight however the run leaves, and lets the runs
