@@ -14,12 +14,16 @@ pub fn sort_by<T>(items: &mut Vec<T>, compare: impl Fn(&T, &T) -> Ordering) {
             _ => Ordering::Equal,
         })
     };
-    let mut slots: Vec<Option<T>> = items.drain(..).map(Some).collect();
-    items.extend(
-        order
-            .into_iter()
-            .filter_map(|at| slots.get_mut(at).and_then(Option::take)),
-    );
+    // Loops rather than collected adapter chains: this is instantiated for every type sorted.
+    let mut slots: Vec<Option<T>> = Vec::with_capacity(items.len());
+    for item in items.drain(..) {
+        slots.push(Some(item));
+    }
+    for at in order {
+        if let Some(item) = slots.get_mut(at).and_then(Option::take) {
+            items.push(item);
+        }
+    }
 }
 
 /// Sorts `items` in their natural order and drops repeats.
