@@ -48,10 +48,10 @@ impl Check {
         let inner = |i: usize| list.get(i).and_then(Check::parse).map(Box::new);
         match list.first()?.as_str()? {
             "perm" => {
-                let privs = list.get(2)?.as_array()?.iter();
-                let privs = privs
-                    .map(|p| p.as_str().map(str::to_string))
-                    .collect::<Option<Vec<_>>>()?;
+                let mut privs = Vec::new();
+                for p in list.get(2)?.as_array()? {
+                    privs.push(p.as_str()?.to_string());
+                }
                 // The options are key/value pairs (`any => 1`, `require_param => 'pool'`).
                 let (mut any, mut require_param) = (false, None);
                 for pair in list.get(3..).unwrap_or_default().chunks(2) {
@@ -71,8 +71,10 @@ impl Check {
                 })
             }
             op @ ("and" | "or") => {
-                let parts = list.get(1..)?.iter().map(Check::parse);
-                let parts = parts.collect::<Option<Vec<_>>>()?;
+                let mut parts = Vec::new();
+                for part in list.get(1..)? {
+                    parts.push(Check::parse(part)?);
+                }
                 Some(if op == "and" {
                     Check::And(parts)
                 } else {
@@ -161,7 +163,13 @@ impl Subjects {
         };
         let parent = base.get(..start.saturating_sub(1)).unwrap_or_default();
         match (values.is_empty(), self.skip_unknown, inherit) {
-            (false, _, _) => Paths::Each(values.iter().map(|v| base.replace(key, v)).collect()),
+            (false, _, _) => {
+                let mut each = Vec::with_capacity(values.len());
+                for value in &values {
+                    each.push(base.replace(key, value));
+                }
+                Paths::Each(each)
+            }
             (true, true, _) => Paths::Each(Vec::new()),
             (true, false, true) => Paths::Each(vec![parent.to_string()]),
             (true, false, false) => Paths::Unknown(base),
@@ -234,13 +242,16 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
                         "{words} on {template} (each one the arguments name)"
                     )],
                 },
-                Paths::Each(paths) => Judged {
-                    missing: paths
-                        .into_iter()
-                        .filter_map(|path| lacking(&path, privs, *any, has))
-                        .collect(),
-                    may: Vec::new(),
-                },
+                Paths::Each(paths) => {
+                    let mut missing = Vec::new();
+                    for path in paths {
+                        missing.extend(lacking(&path, privs, *any, has));
+                    }
+                    Judged {
+                        missing,
+                        may: Vec::new(),
+                    }
+                }
             })
         }
         Check::And(parts) => parts
@@ -251,10 +262,10 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
                 all
             }),
         Check::Or(parts) => {
-            let each: Vec<Judged> = parts
-                .iter()
-                .filter_map(|p| judge(p, s, role, has))
-                .collect();
+            let mut each = Vec::new();
+            for part in parts {
+                each.extend(judge(part, s, role, has));
+            }
             if each.is_empty() || each.iter().any(Judged::holds) {
                 return (!each.is_empty()).then(Judged::default);
             }
@@ -262,7 +273,10 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
                 return Some(maybe.clone());
             }
             // Every way is closed: name each.
-            let ways: Vec<String> = each.iter().map(|j| j.missing.join(" and ")).collect();
+            let mut ways = Vec::new();
+            for way in &each {
+                ways.push(way.missing.join(" and "));
+            }
             Some(Judged {
                 missing: vec![ways.join(", or ")],
                 may: Vec::new(),
@@ -278,10 +292,13 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
                     true => format!("without `{shown}`"),
                     false => format!("with `{shown}`"),
                 };
-                let may = found.missing.into_iter().chain(found.may);
+                let mut may = Vec::new();
+                for need in found.missing.into_iter().chain(found.may) {
+                    may.push(format!("{need} ({when})"));
+                }
                 Some(Judged {
                     missing: Vec::new(),
-                    may: may.map(|m| format!("{m} ({when})")).collect(),
+                    may,
                 })
             }
         },
@@ -296,16 +313,14 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
 
 /// "`VM.Clone` on /vms/9000" when the privileges are not held there.
 fn lacking(path: &str, privs: &[String], any: bool, has: Has) -> Option<String> {
-    let holds = |p: &&String| has(path, p);
-    let lacking: Vec<&str> = match any {
-        true if privs.iter().any(|p| holds(&p)) => return None,
-        true => privs.iter().map(String::as_str).collect(),
-        false => privs
-            .iter()
-            .filter(|p| !holds(p))
-            .map(String::as_str)
-            .collect(),
-    };
+    let mut lacking = Vec::new();
+    for privilege in privs {
+        match (any, has(path, privilege)) {
+            (true, true) => return None,
+            (false, true) => {}
+            (_, false) => lacking.push(privilege.as_str()),
+        }
+    }
     match lacking.is_empty() {
         true => None,
         false => Some(format!(
@@ -325,18 +340,20 @@ fn option_checks(table: &str, path: &str, keys: &[String]) -> Vec<Check> {
     };
     let mut checks = Vec::new();
     for key in keys {
-        let named: Vec<&str> = classes()
-            .filter(|(_, _, list)| list.split(' ').any(|p| names(p, key)))
-            .map(|(_, privs, _)| *privs)
-            .collect();
-        let privs: Vec<&str> = match named.is_empty() {
-            true => classes()
-                .filter(|(_, _, list)| *list == "*")
-                .map(|(_, privs, _)| *privs)
-                .collect(),
-            false => named,
-        };
-        for class in privs.into_iter().filter(|p| !p.is_empty()) {
+        let mut named = Vec::new();
+        for (_, privs, list) in classes() {
+            if list.split(' ').any(|p| names(p, key)) {
+                named.push(*privs);
+            }
+        }
+        if named.is_empty() {
+            for (_, privs, list) in classes() {
+                if *list == "*" {
+                    named.push(*privs);
+                }
+            }
+        }
+        for class in named.into_iter().filter(|p| !p.is_empty()) {
             let (on, list) = class.split_once(':').unwrap_or((path, class));
             let any = list.contains('|');
             let privs = list.split(['|', '&']).map(str::to_string).collect();
