@@ -274,11 +274,14 @@ fn is_address_list(text: &str) -> bool {
     if text.contains(',') && text.contains('-') {
         return false;
     }
-    let items: Option<Vec<IpAddr>> = text.split(',').map(item).collect();
-    items.is_some_and(|ips| {
-        ips.iter()
-            .all(|ip| Some(ip.is_ipv4()) == ips.first().map(IpAddr::is_ipv4))
-    })
+    let mut version = None;
+    for ip in text.split(',').map(item) {
+        let Some(ip) = ip else { return false };
+        if *version.get_or_insert(ip.is_ipv4()) != ip.is_ipv4() {
+            return false;
+        }
+    }
+    true
 }
 
 impl RulesArgs {
@@ -286,11 +289,10 @@ impl RulesArgs {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
         let list: Vec<Value> = fields.required("rules")?;
-        let rules = list
-            .iter()
-            .enumerate()
-            .map(|(i, r)| rule(r, &format!("rules[{i}]")))
-            .collect::<Result<_, _>>()?;
+        let mut rules = Vec::with_capacity(list.len());
+        for (i, r) in list.iter().enumerate() {
+            rules.push(rule(r, &format!("rules[{i}]"))?);
+        }
         Ok(RulesArgs { target, rules })
     }
 }
@@ -357,10 +359,10 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
             // PVE inserts a new rule at the top whatever `pos` says (pve-firewall
             // `PVE/API2/Firewall/Rules.pm` create_rule): it is moved to the end after.
             None => {
-                let params = rule
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.clone()))
-                    .collect();
+                let mut params = Vec::with_capacity(rule.len());
+                for (key, value) in rule {
+                    params.push((key.to_string(), value.clone()));
+                }
                 writes.push(Write::new(Verb::Create, &["rules"], params));
                 let last = vec![("moveto".to_string(), (pos + 1).to_string())];
                 writes.push(Write::new(Verb::Set, &["rules", "0"], last));

@@ -58,7 +58,12 @@ fn nodes_of(list: &str) -> String {
 
 /// Rules.pm encode_value: the resources sorted, without duplicates.
 fn resources_of(list: &str) -> String {
-    let mut sids: Vec<&str> = list.split(',').filter(|s| !s.is_empty()).collect();
+    let mut sids = Vec::new();
+    for sid in list.split(',') {
+        if !sid.is_empty() {
+            sids.push(sid);
+        }
+    }
     crate::order::sort_dedup(&mut sids);
     sids.join(",")
 }
@@ -240,26 +245,38 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let list = list
             .filter(|_| !args.delete)
             .map_or("", |(_, v)| v.as_str());
-        list.split(',')
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .collect()
+        let mut sids = Vec::new();
+        for sid in list.split(',') {
+            if !sid.is_empty() {
+                sids.push(sid.to_string());
+            }
+        }
+        sids
     };
     let grouped = |vmid: u32| -> Vec<(String, String)> {
-        let params = with_guest(vmid)
-            .into_iter()
-            .filter(|(k, _)| *k != "resources");
+        let mut params = Vec::new();
+        for (key, value) in with_guest(vmid) {
+            match key {
+                "resources" => {}
+                "strict" => params.push(("restricted".to_string(), value)),
+                _ => params.push((key.to_string(), value)),
+            }
+        }
         params
-            .map(|(k, v)| (if k == "strict" { "restricted" } else { k }.to_string(), v))
-            .collect()
     };
     let strays = |view: &HaView| -> Vec<String> {
         let all = view.resources.as_deref().unwrap_or_default();
         let ours = members(view.vmid);
-        all.iter()
-            .filter_map(|r| r.get("sid").and_then(flex::string_of))
-            .filter(|s| group_of(all, s).as_ref() == Some(&args.rule) && !ours.contains(s))
-            .collect()
+        let mut strays = Vec::new();
+        for resource in all {
+            let Some(sid) = resource.get("sid").and_then(flex::string_of) else {
+                continue;
+            };
+            if group_of(all, &sid).as_ref() == Some(&args.rule) && !ours.contains(&sid) {
+                strays.push(sid);
+            }
+        }
+        strays
     };
     // API2/HA/Rules.pm create/update (assert_valid_resources_param): `cannot use unmanaged
     // resource(s)` — every resource sent must be an HA resource.
@@ -301,10 +318,12 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             (Some(_), true) => Some((None, Verb::Delete, Vec::new())),
             (None, false) => Some((None, Verb::Create, want.clone())),
             (Some(g), false) => {
-                let set: Vec<_> = want
-                    .into_iter()
-                    .filter(|(k, v)| shown(g, k) != *v)
-                    .collect();
+                let mut set = Vec::new();
+                for (key, value) in want {
+                    if shown(g, &key) != value {
+                        set.push((key, value));
+                    }
+                }
                 (!set.is_empty()).then_some((None, Verb::Set, set))
             }
         };
@@ -381,15 +400,15 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let vmid = view.vmid;
         // PVE 8: read back as asked when a new plan finds nothing left to write.
         if let Some(all) = &view.resources {
-            let left: Vec<String> = group_plan(view, all)?
-                .into_iter()
-                .map(|(to, verb, params)| {
-                    let params: Vec<String> =
-                        params.iter().map(|(k, v)| format!(" {k}={v}")).collect();
-                    let to = to.unwrap_or_else(|| format!("group {}", args.rule));
-                    format!("{} {to}{}", verb.http_method(), params.concat())
-                })
-                .collect();
+            let mut left = Vec::new();
+            for (to, verb, params) in group_plan(view, all)? {
+                let to = to.unwrap_or_else(|| format!("group {}", args.rule));
+                let mut write = format!("{} {to}", verb.http_method());
+                for (key, value) in &params {
+                    write.push_str(&format!(" {key}={value}"));
+                }
+                left.push(write);
+            }
             return match left.is_empty() {
                 true => Ok(()),
                 false => Err(format!("it still needs {}", left.join("; "))),
@@ -409,11 +428,13 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 "PVE reports it infeasible, so the HA manager drops it: {errors}"
             ));
         }
-        let mut wrong: Vec<String> = with_guest(vmid)
-            .into_iter()
-            .filter(|(k, want)| shown(rule, k) != *want)
-            .map(|(k, want)| format!("`{k}` reads {:?}, asked {want}", shown(rule, k)))
-            .collect();
+        let mut wrong = Vec::new();
+        for (key, want) in with_guest(vmid) {
+            let seen = shown(rule, key);
+            if seen != want {
+                wrong.push(format!("`{key}` reads {seen:?}, asked {want}"));
+            }
+        }
         if shown(rule, "disable") == "1" && !args.params.contains(&("disable", "1".into())) {
             wrong.push("it is disabled: the HA manager does not apply it".into());
         }
