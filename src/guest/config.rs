@@ -159,12 +159,12 @@ pub fn wire_options(
     field: &str,
     options: &[(String, String)],
 ) -> Result<Vec<(String, String)>, ArgError> {
-    options
-        .iter()
-        .map(|(key, value)| match key_type(kind, key).map(|t| t.kind) {
+    let mut wire = Vec::with_capacity(options.len());
+    for (key, value) in options {
+        wire.push(match key_type(kind, key).map(|t| t.kind) {
             Some(Kind::Boolean) => match flag(value) {
-                Some(on) => Ok((key.clone(), if on { "1" } else { "0" }.to_string())),
-                None => Err(ArgError::new(
+                Some(on) => (key.clone(), if on { "1" } else { "0" }.to_string()),
+                None => return Err(ArgError::new(
                     format!("{field}.{key}"),
                     format!(
                         "is a boolean in PVE's schema: give 1/0, true/false, yes/no or on/off (got {:?})",
@@ -172,9 +172,10 @@ pub fn wire_options(
                     ),
                 )),
             },
-            _ => Ok((key.clone(), value.clone())),
-        })
-        .collect()
+            _ => (key.clone(), value.clone()),
+        });
+    }
+    Ok(wire)
 }
 
 /// The `sshkeys` parameter: PVE wants the keys URL-encoded; text that already is passes unchanged.
@@ -206,29 +207,29 @@ pub fn key_type(kind: GuestKind, key: &str) -> Option<&'static KeyType> {
 /// The properties of a property-string key, read from the schema table's compact list.
 pub fn properties(t: &KeyType) -> Vec<Prop> {
     let field = |f: Option<&'static str>| f.filter(|f| !f.is_empty());
-    t.properties
-        .unwrap_or_default()
-        .split('|')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let mut f = p.split(';');
-            let mut next = || f.next();
-            Prop {
-                name: next().unwrap_or_default(),
-                kind: match next() {
-                    Some("i") => Kind::Integer,
-                    Some("n") => Kind::Number,
-                    Some("b") => Kind::Boolean,
-                    _ => Kind::Text,
-                },
-                format: field(next()),
-                default_key: next() == Some("1"),
-                default: field(next()),
-                alias: field(next()),
-                key_alias: field(next()),
-            }
-        })
-        .collect()
+    let mut props = Vec::new();
+    for p in t.properties.unwrap_or_default().split('|') {
+        if p.is_empty() {
+            continue;
+        }
+        let mut f = p.split(';');
+        let mut next = || f.next();
+        props.push(Prop {
+            name: next().unwrap_or_default(),
+            kind: match next() {
+                Some("i") => Kind::Integer,
+                Some("n") => Kind::Number,
+                Some("b") => Kind::Boolean,
+                _ => Kind::Text,
+            },
+            format: field(next()),
+            default_key: next() == Some("1"),
+            default: field(next()),
+            alias: field(next()),
+            key_alias: field(next()),
+        });
+    }
+    props
 }
 
 /// Whether `observed`, as PVE reports `key`, shows `requested` applied (the rule in the module doc).

@@ -84,11 +84,13 @@ impl Survey {
 
 /// `(netN, bridge)` for every `netN` option of `config` that names a bridge.
 pub fn bridges_of(config: &[(String, String)]) -> Vec<(String, String)> {
-    config
-        .iter()
-        .filter(|(key, _)| numbered(key, "net"))
-        .filter_map(|(key, value)| Some((key.clone(), property(value, "bridge")?.to_string())))
-        .collect()
+    let mut bridges = Vec::new();
+    for (key, value) in config {
+        if let Some(bridge) = property(value, "bridge").filter(|_| numbered(key, "net")) {
+            bridges.push((key.clone(), bridge.to_string()));
+        }
+    }
+    bridges
 }
 
 /// Whether `key` is `<prefix><digits>` (`net0`, `mp12`).
@@ -163,11 +165,10 @@ pub fn problems(placement: &Placement, node: &str, survey: &Survey) -> Vec<Strin
 /// The one message of a create the node cannot take: `cannot create <what> on node <node>;
 /// nothing was changed. 2 problems found: (1) …; (2) …`.
 pub fn refusal(what: &str, node: &str, found: &[String]) -> Failure {
-    let listed: Vec<String> = found
-        .iter()
-        .enumerate()
-        .map(|(i, p)| format!("({}) {p}", i + 1))
-        .collect();
+    let mut listed = Vec::with_capacity(found.len());
+    for (i, problem) in found.iter().enumerate() {
+        listed.push(format!("({}) {problem}", i + 1));
+    }
     Failure::new(format!(
         "cannot create {what} on node {node}; nothing was changed. {} found: {}",
         match found.len() {

@@ -268,17 +268,18 @@ async fn addresses<H: Host>(
             Ok(data) => {
                 answered = true;
                 seen.interfaces = interfaces(&data);
-                let counted: Vec<&NicSeen> = seen
-                    .interfaces
-                    .iter()
-                    .filter(|n| mac.is_none_or(|m| n.mac.as_deref() == Some(m)))
-                    .collect();
                 let find = |v6: bool| {
-                    counted
-                        .iter()
-                        .flat_map(|n| &n.addresses)
-                        .find(|a| a.contains(':') == v6 && (!v6 || is_global_v6(a)))
-                        .cloned()
+                    for nic in &seen.interfaces {
+                        if mac.is_some_and(|m| nic.mac.as_deref() != Some(m)) {
+                            continue;
+                        }
+                        for address in &nic.addresses {
+                            if address.contains(':') == v6 && (!v6 || is_global_v6(address)) {
+                                return Some(address.clone());
+                            }
+                        }
+                    }
+                    None
                 };
                 seen.ipv4 = find(false);
                 seen.ipv6 = find(true);
@@ -336,9 +337,12 @@ pub fn interfaces(data: &Value) -> Vec<NicSeen> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    list.iter()
-        .filter(|i| i.get("name").and_then(Value::as_str) != Some("lo"))
-        .map(|i| {
+    let mut nics = Vec::new();
+    for i in &list {
+        if i.get("name").and_then(Value::as_str) == Some("lo") {
+            continue;
+        }
+        nics.push({
             let mut nic = NicSeen {
                 name: i
                     .get("name")
@@ -369,8 +373,9 @@ pub fn interfaces(data: &Value) -> Vec<NicSeen> {
                 }
             }
             nic
-        })
-        .collect()
+        });
+    }
+    nics
 }
 
 /// A global unicast IPv6 address (2000::/3).
@@ -383,9 +388,9 @@ fn is_global_v6(address: &str) -> bool {
 fn described(nics: &[NicSeen]) -> String {
     match nics.is_empty() {
         true => "no interfaces besides lo".to_string(),
-        false => nics
-            .iter()
-            .map(|n| {
+        false => {
+            let mut described = Vec::new();
+            for n in nics {
                 let addresses = match n.addresses.is_empty() {
                     true => "no address".to_string(),
                     false => n.addresses.join(", "),
@@ -394,14 +399,14 @@ fn described(nics: &[NicSeen]) -> String {
                     true => String::new(),
                     false => format!(" (skipped: {})", describe_skipped(&n.skipped)),
                 };
-                format!(
+                described.push(format!(
                     "{} {}: {addresses}{skipped}",
                     n.name,
                     n.mac.as_deref().unwrap_or("(no MAC)")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
+                ));
+            }
+            described.join("; ")
+        }
     }
 }
 

@@ -201,12 +201,10 @@ async fn reboot_to_apply<H: Host>(
     let label = ev.label(run);
     match read_snapshot(run, &ev.at).await {
         Ok(after) if after.has_pending() => {
-            let keys: Vec<&str> = after
-                .pending
-                .keys()
-                .chain(&after.pending_delete)
-                .map(String::as_str)
-                .collect();
+            let mut keys = Vec::new();
+            for key in after.pending.keys().chain(&after.pending_delete) {
+                keys.push(key.as_str());
+            }
             let message = format!(
                 "{summary}; {rebooted}, but {} still pending after the reboot: {}",
                 match keys.len() {
@@ -262,14 +260,13 @@ pub async fn apply<H: Host>(
     args: &SetConfigArgs,
 ) -> (Result<String, String>, Option<ConfigSnapshot>) {
     let label = ev.label(run);
-    let options: Vec<(String, String)> = args
-        .changes
-        .iter()
-        .map(|(key, value)| match key.as_str() {
+    let mut options = Vec::with_capacity(args.changes.len());
+    for (key, value) in &args.changes {
+        options.push(match key.as_str() {
             "sshkeys" => (key.clone(), ssh_keys_param(value)),
             _ => (key.clone(), value.clone()),
-        })
-        .collect();
+        });
+    }
     match identity_refusal(run, ev, &options).await {
         Ok(None) => {}
         Ok(Some(refusal)) => {
@@ -324,23 +321,20 @@ async fn identity_refusal<H: Host>(
     if caller == Caller::RootPam {
         return Ok(None);
     }
-    let deleted: Vec<&str> = options
-        .iter()
-        .filter(|(k, _)| k == "delete")
-        .flat_map(|(_, v)| v.split([',', ';', ' ']).filter(|k| !k.is_empty()))
-        .collect();
-    let set: Vec<(String, String)> = options
-        .iter()
-        .filter(|(k, _)| k != "delete")
-        .cloned()
-        .collect();
+    let (mut deleted, mut set) = (Vec::new(), Vec::new());
+    for (key, value) in options {
+        match key.as_str() {
+            "delete" => deleted.extend(value.split([',', ';', ' ']).filter(|k| !k.is_empty())),
+            _ => set.push((key.clone(), value.clone())),
+        }
+    }
     match run.kind {
         GuestKind::Qemu => {
-            let keys: Vec<&str> = set
-                .iter()
-                .map(|(k, _)| k.as_str())
-                .chain(deleted.iter().copied())
-                .collect();
+            let mut keys = Vec::new();
+            for (key, _) in &set {
+                keys.push(key.as_str());
+            }
+            keys.extend(deleted.iter().copied());
             Ok(qemu_refusal(caller, &keys))
         }
         GuestKind::Lxc => {
@@ -387,11 +381,15 @@ fn judge<H: Host>(
         let readings: Vec<(String, Reading)> = match key.as_str() {
             // A request flag (destroy the deleted disks' volumes), not a key.
             "force" => Vec::new(),
-            "delete" => value
-                .split([',', ';', ' '])
-                .filter(|k| !k.is_empty())
-                .map(|k| (format!("{k} (delete)"), snapshot.deletion(k)))
-                .collect(),
+            "delete" => {
+                let mut readings = Vec::new();
+                for deleted in value.split([',', ';', ' ']) {
+                    if !deleted.is_empty() {
+                        readings.push((format!("{deleted} (delete)"), snapshot.deletion(deleted)));
+                    }
+                }
+                readings
+            }
             _ => vec![(key.clone(), snapshot.reading(run.kind, key, value))],
         };
         for (name, reading) in readings {
