@@ -169,11 +169,10 @@ pub fn describe_all(archives: &[Archive]) -> String {
     if archives.is_empty() {
         return "none".to_string();
     }
-    let mut listed: Vec<String> = archives
-        .iter()
-        .take(LISTED)
-        .map(Archive::describe)
-        .collect();
+    let mut listed = Vec::new();
+    for archive in archives.iter().take(LISTED) {
+        listed.push(archive.describe());
+    }
     if archives.len() > LISTED {
         listed.push(format!("{} more", archives.len() - LISTED));
     }
@@ -196,13 +195,14 @@ pub async fn read_archives<H: Host>(
             "the backup content of storage {storage} is not a list: {data}"
         ))
     })?;
-    let mut archives: Vec<Archive> = entries
-        .iter()
-        .filter_map(Archive::from_value)
-        .filter(|a| a.is_of(kind))
+    let mut archives = Vec::new();
+    for archive in entries.iter().filter_map(Archive::from_value) {
         // PVE's vmid filter matches the number anywhere in the name: keep that guest's only.
-        .filter(|a| vmid.is_none_or(|id| a.vmid.is_none_or(|own| own == id as u64)))
-        .collect();
+        let its = vmid.is_none_or(|id| archive.vmid.is_none_or(|own| own == id as u64));
+        if archive.is_of(kind) && its {
+            archives.push(archive);
+        }
+    }
     crate::order::sort_by(&mut archives, |a, b| {
         (a.ctime, &a.volid).cmp(&(b.ctime, &b.volid))
     });

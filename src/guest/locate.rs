@@ -219,11 +219,12 @@ async fn by_name<H: Host>(
     guests: &[ClusterGuest],
     name: &str,
 ) -> Result<Found, Failure> {
-    let listed: Vec<Located> = guests
-        .iter()
-        .filter(|g| g.kind == kind.segment() && g.name.as_deref() == Some(name))
-        .filter_map(located)
-        .collect();
+    let mut listed = Vec::new();
+    for guest in guests {
+        if guest.kind == kind.segment() && guest.name.as_deref() == Some(name) {
+            listed.extend(located(guest));
+        }
+    }
     let mut confirmed = Vec::new();
     for at in &listed {
         if live_name(pve, kind, &at.node, at.vmid).await?.as_deref() == Some(name) {
@@ -240,7 +241,10 @@ async fn by_name<H: Host>(
         ))),
         [one] => Ok(Found::Present(one.clone())),
         many => {
-            let ids: Vec<String> = many.iter().map(|g| g.vmid.to_string()).collect();
+            let mut ids = Vec::new();
+            for guest in many {
+                ids.push(guest.vmid.to_string());
+            }
             Err(Failure::new(format!("{} name {name:?} is ambiguous (vmids {})", kind.noun(), ids.join(", "))))
         }
     }
@@ -281,11 +285,12 @@ async fn by_live_lists<H: Host>(
     guests: &[ClusterGuest],
     name: &str,
 ) -> Result<Vec<Located>, Failure> {
-    let mut nodes: Vec<&str> = guests
-        .iter()
-        .filter(|g| g.kind == kind.segment())
-        .map(|g| g.node.as_str())
-        .collect();
+    let mut nodes = Vec::new();
+    for guest in guests {
+        if guest.kind == kind.segment() {
+            nodes.push(guest.node.as_str());
+        }
+    }
     crate::order::sort_dedup(&mut nodes);
     let mut found = Vec::new();
     for node in nodes {

@@ -184,14 +184,15 @@ async fn configure<H: Host>(
     })?;
     verify_dump(run, ev, args).await?;
     let stale = drive_pending(run, ev).await?;
-    let asked: Vec<&String> = stale
-        .iter()
-        .filter(|k| args.options.iter().any(|(key, _)| key == *k))
-        .collect();
+    let mut asked = String::new();
+    for key in &stale {
+        if args.options.iter().any(|(option, _)| option == key) {
+            listed(&mut asked, key);
+        }
+    }
     if !asked.is_empty() {
         return Err(format!(
-            "the cloud-init drive of {label} was regenerated, but GET …/cloudinit still lists {} as pending against it — check the drive's storage and the task log",
-            join(&asked)
+            "the cloud-init drive of {label} was regenerated, but GET …/cloudinit still lists {asked} as pending against it — check the drive's storage and the task log"
         ));
     }
     let mut summary = format!(
@@ -201,7 +202,7 @@ async fn configure<H: Host>(
     if !stale.is_empty() {
         summary.push_str(&format!(
             "; pending against the drive (not asked here): {}",
-            join(&stale.iter().collect::<Vec<_>>())
+            stale.join(", ")
         ));
     }
     apply_at_boot(run, ev, args, pending, summary).await
@@ -248,14 +249,12 @@ async fn apply_at_boot<H: Host>(
     })?;
     *pending = snapshot.pending.clone();
     if snapshot.has_pending() {
-        let keys: Vec<&String> = snapshot
-            .pending
-            .keys()
-            .chain(&snapshot.pending_delete)
-            .collect();
+        let mut keys = String::new();
+        for key in snapshot.pending.keys().chain(&snapshot.pending_delete) {
+            listed(&mut keys, key);
+        }
         return Err(format!(
-            "{summary}; {rebooted}, but changes are still pending after the reboot: {}",
-            join(&keys)
+            "{summary}; {rebooted}, but changes are still pending after the reboot: {keys}"
         ));
     }
     Ok(format!("{summary}; {rebooted}; nothing is pending"))
@@ -378,11 +377,13 @@ fn lacks(part: &str, text: &str, args: &CloudInitArgs) -> Vec<String> {
         }
         _ => want(&["instance-id: ", "\"uuid\""], "instance id".into()),
     }
-    expected
-        .into_iter()
-        .filter(|(needles, _)| !needles.iter().any(|n| text.contains(n.as_str())))
-        .map(|(_, what)| format!("{part} config has no {what}"))
-        .collect()
+    let mut lacking = Vec::new();
+    for (needles, what) in expected {
+        if !needles.iter().any(|n| text.contains(n.as_str())) {
+            lacking.push(format!("{part} config has no {what}"));
+        }
+    }
+    lacking
 }
 
 /// The keys `GET …/cloudinit` lists with a pending value or deletion.
@@ -402,30 +403,34 @@ async fn drive_pending<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<Vec<S
             )
             .0
         })?;
-    Ok(rows
-        .iter()
-        .filter(|row| row.contains_key("pending") || row.contains_key("delete"))
-        .filter_map(|row| row.get("key").and_then(Value::as_str).map(str::to_string))
-        .collect())
+    let mut pending = Vec::new();
+    for row in &rows {
+        if row.contains_key("pending") || row.contains_key("delete") {
+            pending.extend(row.get("key").and_then(Value::as_str).map(str::to_string));
+        }
+    }
+    Ok(pending)
 }
 
 fn described(args: &CloudInitArgs) -> String {
     match args.options.is_empty() {
         true => "the VM's current cloud-init options".to_string(),
-        false => args
-            .options
-            .iter()
-            .map(|(k, _)| k.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
+        false => {
+            let mut keys = String::new();
+            for (key, _) in &args.options {
+                listed(&mut keys, key);
+            }
+            keys
+        }
     }
 }
 
-fn join(keys: &[&String]) -> String {
-    keys.iter()
-        .map(|k| k.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+/// Appends `item` to a `, `-separated list.
+fn listed(list: &mut String, item: &str) {
+    if !list.is_empty() {
+        list.push_str(", ");
+    }
+    list.push_str(item);
 }
 
 #[cfg(test)]

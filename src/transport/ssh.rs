@@ -59,11 +59,7 @@ pub fn assemble_pct_exec(
         "--".to_string(),
     ];
     words.extend(argv.iter().cloned());
-    let attach = words
-        .iter()
-        .map(|w| single_quote(w))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let attach = quoted_words(&words);
     let remote = match input {
         Some(data) => format!("printf '%s' {} | {attach}", single_quote(data)),
         None => format!("{attach} </dev/null"),
@@ -145,11 +141,19 @@ pub fn remote_command(settings: &SshSettings, request: &PveRequest) -> String {
     // `--key=value` in one word, so a value starting with `-` is never read as an option.
     words.extend(request.params.iter().map(|(k, v)| format!("--{k}={v}")));
     words.push("--output-format=json".to_string());
-    words
-        .iter()
-        .map(|w| single_quote(w))
-        .collect::<Vec<_>>()
-        .join(" ")
+    quoted_words(&words)
+}
+
+/// Each word single-quoted ([`single_quote`]), joined by spaces: one shell command line.
+fn quoted_words(words: &[String]) -> String {
+    let mut line = String::new();
+    for word in words {
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&single_quote(word));
+    }
+    line
 }
 
 /// POSIX single quoting: `'` becomes `'\''`; everything else is literal inside quotes.
@@ -254,23 +258,28 @@ fn pvesh_error(settings: &SshSettings, code: i32, stderr: &str) -> PveError {
 
 /// Non-empty lines joined with `; `.
 fn one_line(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ")
+    let mut joined = String::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if !joined.is_empty() {
+            joined.push_str("; ");
+        }
+        joined.push_str(line);
+    }
+    joined
 }
 
 /// Names which ssh failure it was and what to check; never hides ssh's own words (the host key
 /// warning's banner and boilerplate are left out, its verdict lines kept).
 fn connection_error(settings: &SshSettings, stderr: &str) -> PveError {
-    let lines = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| {
-            !l.is_empty() && !l.starts_with('@') && !l.starts_with("Warning: Permanently added")
-        })
-        .collect::<Vec<_>>();
+    let mut lines = Vec::new();
+    for line in stderr.lines().map(str::trim) {
+        if !line.is_empty()
+            && !line.starts_with('@')
+            && !line.starts_with("Warning: Permanently added")
+        {
+            lines.push(line);
+        }
+    }
     let lower = lines.join("\n").to_ascii_lowercase();
     let has = |needle: &str| lower.contains(needle);
     let target = format!("{}@{}:{}", settings.user, settings.host, settings.port);
@@ -340,16 +349,17 @@ fn connection_error(settings: &SshSettings, stderr: &str) -> PveError {
     };
     let said = if host_key {
         // The verdict lines only: "Host key for … has changed …", "Offending … key in …", "… failed."
-        lines
-            .iter()
-            .filter(|l| {
-                let l = l.to_ascii_lowercase();
-                l.starts_with("host key")
-                    || l.starts_with("offending")
-                    || (l.starts_with("no ") && l.contains("host key is known"))
-            })
-            .copied()
-            .collect::<Vec<_>>()
+        let mut verdicts = Vec::new();
+        for line in lines {
+            let l = line.to_ascii_lowercase();
+            if l.starts_with("host key")
+                || l.starts_with("offending")
+                || (l.starts_with("no ") && l.contains("host key is known"))
+            {
+                verdicts.push(line);
+            }
+        }
+        verdicts
     } else {
         lines
     };
