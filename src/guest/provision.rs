@@ -204,20 +204,18 @@ pub fn verify_settings<H: Host>(
     settings: &[(String, String)],
     task: &str,
 ) -> Result<(), String> {
-    let missed: Vec<String> = settings
-        .iter()
-        .filter_map(|(key, wanted)| {
-            let observed = match key.as_str() {
-                "tags" => ev.status.tags.clone(),
-                _ => ev.config.get(key).and_then(flex::string_of),
-            };
-            match &observed {
-                Some(seen) if shows(run.kind, key, wanted, seen) => None,
-                Some(seen) => Some(format!("`{key}` is {seen:?}, not the requested {wanted:?}")),
-                None => Some(format!("`{key}` is not set (requested {wanted:?})")),
-            }
-        })
-        .collect();
+    let mut missed = Vec::new();
+    for (key, wanted) in settings {
+        let observed = match key.as_str() {
+            "tags" => ev.status.tags.clone(),
+            _ => ev.config.get(key).and_then(flex::string_of),
+        };
+        match &observed {
+            Some(seen) if shows(run.kind, key, wanted, seen) => {}
+            Some(seen) => missed.push(format!("`{key}` is {seen:?}, not the requested {wanted:?}")),
+            None => missed.push(format!("`{key}` is not set (requested {wanted:?})")),
+        }
+    }
     match missed.is_empty() {
         true => Ok(()),
         false => Err(format!(
@@ -260,18 +258,23 @@ pub fn settings_of(
     params: Vec<(String, String)>,
     skip: &[&str],
 ) -> Vec<(String, String)> {
-    params
-        .into_iter()
-        .filter(|(key, _)| !skip.contains(&key.as_str()) && key_type(kind, key).is_some())
-        .collect()
+    let mut settings = Vec::new();
+    for (key, value) in params {
+        if !skip.contains(&key.as_str()) && key_type(kind, &key).is_some() {
+            settings.push((key, value));
+        }
+    }
+    settings
 }
 
 /// `tags` with the managed tag added (PVE's `;`-separated list), unless it is there already.
 pub fn with_managed_tag(tags: &str) -> String {
-    let mut list: Vec<&str> = tags
-        .split([';', ',', ' '])
-        .filter(|t| !t.is_empty())
-        .collect();
+    let mut list = Vec::new();
+    for tag in tags.split([';', ',', ' ']) {
+        if !tag.is_empty() {
+            list.push(tag);
+        }
+    }
     if !list.iter().any(|t| t.eq_ignore_ascii_case(MANAGED_TAG)) {
         list.push(MANAGED_TAG);
     }

@@ -143,17 +143,16 @@ fn entries(list: &[Value]) -> Result<Vec<Entry>, ArgError> {
 fn listed(read: &Value) -> Result<Vec<(Entry, Option<&Value>)>, String> {
     let list = read.as_array().ok_or("PVE's IP set is not a list")?;
     let text = |v: &Value, k: &str| v.get(k).and_then(flex::string_of);
-    Ok(list
-        .iter()
-        .map(|v| {
-            let entry = Entry {
-                cidr: text(v, "cidr").unwrap_or_default(),
-                nomatch: v.get("nomatch").and_then(flex::bool_of) == Some(true),
-                comment: text(v, "comment"),
-            };
-            (entry, v.get("errors").filter(|e| !e.is_null()))
-        })
-        .collect())
+    let mut entries = Vec::with_capacity(list.len());
+    for v in list {
+        let entry = Entry {
+            cidr: text(v, "cidr").unwrap_or_default(),
+            nomatch: v.get("nomatch").and_then(flex::bool_of) == Some(true),
+            comment: text(v, "comment"),
+        };
+        entries.push((entry, v.get("errors").filter(|e| !e.is_null())));
+    }
+    Ok(entries)
 }
 
 /// The item a named list (IP sets, aliases) lists as `name` (PVE's names compared without case),
@@ -196,7 +195,11 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
     let comment = args.comment.as_deref();
     let Some(declared) = &args.entries else {
         let delete = Write::of(Verb::Delete, &["ipset", name], &[("force", Some("1"))]);
-        return Ok(read[1].iter().map(|_| delete.clone()).collect());
+        // The set is deleted when it is listed.
+        return Ok(match read[1] {
+            Some(_) => vec![delete],
+            None => Vec::new(),
+        });
     };
     let mut writes = Vec::new();
     let seen = match &read[1] {
@@ -263,13 +266,13 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
 /// an alias without scope or under `guest/`, the datacenter's without scope or under `dc/` (they
 /// follow the set list and the set in the sections read).
 fn alias_sections(args: &IpsetArgs) -> (bool, bool) {
-    let scopes = args.entries.iter().flatten();
-    let scopes: Vec<&str> = scopes
-        .filter_map(|e| alias_ref(&e.cidr))
-        .map(|r| r.0)
-        .collect();
-    let guest = scopes.iter().any(|s| *s != DATACENTER);
-    let dc = scopes.iter().any(|s| *s != "guest/");
+    let (mut guest, mut dc) = (false, false);
+    for entry in args.entries.iter().flatten() {
+        if let Some((scope, _)) = alias_ref(&entry.cidr) {
+            guest |= scope != DATACENTER;
+            dc |= scope != "guest/";
+        }
+    }
     (guest, dc)
 }
 

@@ -95,11 +95,14 @@ fn differing<'a>(
     asked: &'a [(&'static str, String)],
     config: &Value,
 ) -> Vec<(&'a str, &'a str, String)> {
-    asked
-        .iter()
-        .map(|(name, want)| (*name, want.as_str(), configured(config, name)))
-        .filter(|(_, want, seen)| want != seen)
-        .collect()
+    let mut differing = Vec::new();
+    for (name, want) in asked {
+        let seen = configured(config, name);
+        if *want != seen {
+            differing.push((*name, want.as_str(), seen));
+        }
+    }
+    differing
 }
 
 /// Whether the manager's entry shows `target` applied (Manager.pm: a started service is
@@ -140,10 +143,13 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             if args.delete {
                 return Ok(vec![]);
             }
-            let params = args.options.iter().map(|(k, v)| (k.to_string(), v.clone()));
+            let mut params = Vec::with_capacity(args.options.len());
+            for (key, value) in &args.options {
+                params.push((key.to_string(), value.clone()));
+            }
             let state = args.options.iter().find(|(k, _)| *k == "state");
             *target.borrow_mut() = state.map_or("started".into(), |(_, v)| v.clone());
-            return Ok(vec![(None, Verb::Create, params.collect())]);
+            return Ok(vec![(None, Verb::Create, params)]);
         };
         if args.delete {
             purged.set(true);
@@ -171,10 +177,10 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 sid.unwrap_or("?")
             ));
         }
-        let mut params: Vec<(String, String)> = differing(&args.options, config)
-            .into_iter()
-            .map(|(k, want, _)| (k.to_string(), want.to_string()))
-            .collect();
+        let mut params = Vec::new();
+        for (key, want, _) in differing(&args.options, config) {
+            params.push((key.to_string(), want.to_string()));
+        }
         if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {
             params.push(("state".into(), "disabled".into()));
         }
@@ -197,11 +203,13 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         (false, None) => Err("no such resource".to_string()),
         (false, Some(config)) => match differing(&args.options, config).as_slice() {
             [] => Ok(()),
-            wrong => Err(wrong
-                .iter()
-                .map(|(k, want, seen)| format!("`{k}` reads {seen:?}, asked {want}"))
-                .collect::<Vec<_>>()
-                .join("; ")),
+            wrong => {
+                let mut said = Vec::new();
+                for (key, want, seen) in wrong {
+                    said.push(format!("`{key}` reads {seen:?}, asked {want}"));
+                }
+                Err(said.join("; "))
+            }
         },
     };
     let change = HaChange {

@@ -59,16 +59,26 @@ pub struct PreflightArgs {
 
 /// The methods of `kind` preflight may ask about (what it needs itself any token may do).
 fn askable(kind: GuestKind) -> Vec<&'static str> {
-    method_names(kind)
-        .filter(|m| *m != "preflight" && needs(kind, m).is_some())
-        .collect()
+    let mut askable = Vec::new();
+    for method in method_names(kind) {
+        if method != "preflight" && needs(kind, method).is_some() {
+            askable.push(method);
+        }
+    }
+    askable
 }
 
 impl PreflightArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let methods = match fields.optional::<Vec<String>>("methods")? {
-            None => askable(kind).iter().map(|m| m.to_string()).collect(),
+            None => {
+                let mut all = Vec::new();
+                for method in askable(kind) {
+                    all.push(method.to_string());
+                }
+                all
+            }
             Some(list) if list.is_empty() => {
                 return Err(ArgError::new("methods", "must name at least one method"))
             }
@@ -140,9 +150,13 @@ impl CheckArgs {
 
 fn dedup(list: Vec<String>) -> Vec<String> {
     let mut seen = BTreeSet::new();
-    list.into_iter()
-        .filter(|m| seen.insert(m.clone()))
-        .collect()
+    let mut once = Vec::new();
+    for method in list {
+        if seen.insert(method.clone()) {
+            once.push(method);
+        }
+    }
+    once
 }
 
 /// What one method was found to need and lack.
@@ -318,11 +332,17 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &BTreeSet<String>) -> Resul
 
 /// "clone needs VM.Clone on /vms/9000 and …: missing" for each method that cannot work.
 fn shortfalls(fitness: &[MethodFitness]) -> Vec<String> {
-    fitness
-        .iter()
-        .filter(|f| !f.ready)
-        .map(|f| format!("{} needs {}: missing", f.method, f.missing.join(" and ")))
-        .collect()
+    let mut shortfalls = Vec::new();
+    for fit in fitness {
+        if !fit.ready {
+            shortfalls.push(format!(
+                "{} needs {}: missing",
+                fit.method,
+                fit.missing.join(" and ")
+            ));
+        }
+    }
+    shortfalls
 }
 
 /// Runs `preflight`.
@@ -381,10 +401,10 @@ async fn examine<H: Host>(
         format!("{e}: the token's privileges were not checked (PVE's own checks still apply to every request a method sends)")
     })?;
     let caller = Caller::of(&run.global.transport);
-    let fitness: Vec<MethodFitness> = plans
-        .iter()
-        .map(|p| p.fitness(run.kind, caller, Mode::Preflight, &held))
-        .collect();
+    let mut fitness = Vec::with_capacity(plans.len());
+    for plan in &plans {
+        fitness.push(plan.fitness(run.kind, caller, Mode::Preflight, &held));
+    }
     // Inserted one by one: `collect` into a map would compile std's sort once more (issue 32).
     for (path, privs) in held {
         record.privileges.insert(path, privs.into_iter().collect());

@@ -168,15 +168,17 @@ impl VmCreateArgs {
 
     /// The disks the request makes: `(key, storage, import-from source)`, cloud-init drives aside.
     pub fn new_disks(&self) -> Vec<NewDisk> {
-        self.config
-            .iter()
-            .filter(|(key, value)| GuestKind::Qemu.is_disk(key) && is_new_volume(value, None))
-            .map(|(key, value)| NewDisk {
-                key: key.clone(),
-                storage: value.split(':').next().unwrap_or_default().to_string(),
-                import_from: property(value, "import-from").map(str::to_string),
-            })
-            .collect()
+        let mut disks = Vec::new();
+        for (key, value) in &self.config {
+            if GuestKind::Qemu.is_disk(key) && is_new_volume(value, None) {
+                disks.push(NewDisk {
+                    key: key.clone(),
+                    storage: value.split(':').next().unwrap_or_default().to_string(),
+                    import_from: property(value, "import-from").map(str::to_string),
+                });
+            }
+        }
+        disks
     }
 
     /// What create places on the node: each new disk and cloud-init drive on a storage taking
@@ -251,7 +253,10 @@ fn asks_import(value: &str) -> bool {
 
 /// What PVE would refuse this caller (an API token) among the new VM's options.
 fn identity_refusal<H: Host>(run: &Run<'_, H>, args: &VmCreateArgs) -> Option<String> {
-    let keys: Vec<&str> = args.config.iter().map(|(k, _)| k.as_str()).collect();
+    let mut keys = Vec::with_capacity(args.config.len());
+    for (key, _) in &args.config {
+        keys.push(key.as_str());
+    }
     qemu_refusal(Caller::of(&run.global.transport), &keys)
 }
 
