@@ -127,7 +127,12 @@ impl Scrubber {
             Value::String(s) if self.holds(s) => *s = self.text(s),
             Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
             Value::Object(map) => {
-                let dirty: Vec<String> = map.keys().filter(|k| self.holds(k)).cloned().collect();
+                let mut dirty = Vec::new();
+                for key in map.keys() {
+                    if self.holds(key) {
+                        dirty.push(key.clone());
+                    }
+                }
                 for key in dirty {
                     if let Some(v) = map.remove(&key) {
                         map.insert(self.text(&key), v);
@@ -267,16 +272,13 @@ fn encoded_at(text: &str, at: usize, secret: &str) -> Option<usize> {
     }
     let mut ends = vec![at];
     for &want in secret.as_bytes() {
-        let mut next: Vec<usize> = ends
-            .iter()
-            .flat_map(|&pos| {
-                let rest = bytes.get(pos..).unwrap_or_default();
-                spellings(rest, want)
-                    .into_iter()
-                    .flatten()
-                    .map(move |len| pos + len)
-            })
-            .collect();
+        let mut next = Vec::new();
+        for &pos in &ends {
+            let rest = bytes.get(pos..).unwrap_or_default();
+            for len in spellings(rest, want).into_iter().flatten() {
+                next.push(pos + len);
+            }
+        }
         if next.is_empty() {
             return None;
         }

@@ -388,17 +388,25 @@ fn accepted_codes(policy: &ExitPolicy) -> String {
     match policy {
         ExitPolicy::ZeroOnly | ExitPolicy::AnyCode => "exit code 0".to_string(),
         ExitPolicy::Listed(codes) => {
-            let list: Vec<String> = codes.iter().map(i64::to_string).collect();
-            format!("exit codes 0, {}", list.join(", "))
+            format!("exit codes 0, {}", listed_codes(codes))
         }
-        ExitPolicy::Exactly(codes) => {
-            let list: Vec<String> = codes.iter().map(i64::to_string).collect();
-            match list.len() {
-                1 => format!("exit code {} (okExitCodes)", list[0]),
-                _ => format!("exit codes {} (okExitCodes)", list.join(", ")),
-            }
-        }
+        ExitPolicy::Exactly(codes) => match codes.as_slice() {
+            [one] => format!("exit code {one} (okExitCodes)"),
+            _ => format!("exit codes {} (okExitCodes)", listed_codes(codes)),
+        },
     }
+}
+
+/// `1, 2, 3`.
+fn listed_codes(codes: &[i64]) -> String {
+    let mut list = String::new();
+    for code in codes {
+        if !list.is_empty() {
+            list.push_str(", ");
+        }
+        list.push_str(&code.to_string());
+    }
+    list
 }
 
 /// The last ~300 characters of a stream, on one line.
@@ -406,7 +414,13 @@ fn tail(text: &str) -> String {
     let trimmed = text.trim();
     let count = trimmed.chars().count();
     let tail: String = trimmed.chars().skip(count.saturating_sub(300)).collect();
-    let flat = tail.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut flat = String::with_capacity(tail.len());
+    for word in tail.split_whitespace() {
+        if !flat.is_empty() {
+            flat.push(' ');
+        }
+        flat.push_str(word);
+    }
     if count > 300 {
         format!("…{flat}")
     } else {

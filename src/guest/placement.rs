@@ -190,11 +190,17 @@ fn volume_problems(
     found: &mut Vec<String>,
 ) {
     let allocations = &placement.allocations;
-    let mut ids: Vec<&str> = allocations.iter().map(|a| a.storage.as_str()).collect();
+    let mut ids = Vec::with_capacity(allocations.len());
+    for allocation in allocations {
+        ids.push(allocation.storage.as_str());
+    }
     crate::order::sort_dedup(&mut ids);
     for id in ids {
-        let on_it: Vec<&Allocation> = allocations.iter().filter(|a| a.storage == id).collect();
-        let keys: Vec<&str> = on_it.iter().map(|a| a.key.as_str()).collect();
+        let (mut keys, mut needed) = (Vec::new(), 0u64);
+        for allocation in allocations.iter().filter(|a| a.storage == id) {
+            keys.push(allocation.key.as_str());
+            needed = needed.saturating_add(allocation.bytes);
+        }
         let what = format!("{} storage {id}", keys.join(" and "));
         let Some(store) = storages.iter().find(|s| s.storage == id) else {
             found.push(format!(
@@ -208,9 +214,6 @@ fn volume_problems(
             found.push(format!("{what} {why} on node {node}"));
             continue;
         }
-        let needed = on_it
-            .iter()
-            .fold(0u64, |sum, a| sum.saturating_add(a.bytes));
         if let Some(avail) = store.avail.filter(|avail| *avail < needed) {
             found.push(format!(
                 "{what} has {} free on node {node}, but {} are needed",
@@ -247,11 +250,10 @@ fn source_problems(
     match survey.contents.iter().find(|(read, _)| read == id) {
         Some((_, Ok(volumes))) if volumes.iter().any(|v| v.volid == *volid) => {}
         Some((_, Ok(volumes))) => {
-            let mut listed: Vec<&str> = volumes
-                .iter()
-                .map(|v| v.volid.as_str())
-                .take(LISTED_VOLUMES)
-                .collect();
+            let mut listed = Vec::new();
+            for volume in volumes.iter().take(LISTED_VOLUMES) {
+                listed.push(volume.volid.as_str());
+            }
             if volumes.len() > LISTED_VOLUMES {
                 listed.push("…");
             }

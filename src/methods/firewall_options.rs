@@ -61,7 +61,10 @@ impl OptionsArgs {
             options.extend(value.map(|v| (name, v)));
         }
         if options.is_empty() {
-            let all: Vec<&str> = OPTIONS.iter().map(|(arg, _, _)| *arg).collect();
+            let mut all = Vec::new();
+            for (arg, _, _) in OPTIONS {
+                all.push(arg);
+            }
             return Err(ArgError::new(
                 "enable",
                 format!("or another option is required: {}", all.join(", ")),
@@ -76,16 +79,17 @@ fn differing<'a>(
     asked: &'a [(&'static str, String)],
     read: Option<&Value>,
 ) -> Vec<(&'a str, &'a str, String)> {
-    asked
-        .iter()
-        .filter_map(|(name, want)| {
-            let seen = read
-                .and_then(|r| r.get(*name))
-                .and_then(flex::string_of)
-                .unwrap_or_default();
-            (seen != *want).then_some((*name, want.as_str(), seen))
-        })
-        .collect()
+    let mut differing = Vec::new();
+    for (name, want) in asked {
+        let seen = read
+            .and_then(|r| r.get(*name))
+            .and_then(flex::string_of)
+            .unwrap_or_default();
+        if seen != *want {
+            differing.push((*name, want.as_str(), seen));
+        }
+    }
+    differing
 }
 
 /// Runs `firewallOptions`.
@@ -95,10 +99,10 @@ pub async fn firewall_options<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcom
         Err(e) => return Failure::from(e).into(),
     };
     let plan = |read: &Read| {
-        let params: Vec<(String, String)> = differing(&args.options, read[0].as_ref())
-            .into_iter()
-            .map(|(name, want, _)| (name.to_string(), want.to_string()))
-            .collect();
+        let mut params = Vec::new();
+        for (name, want, _) in differing(&args.options, read[0].as_ref()) {
+            params.push((name.to_string(), want.to_string()));
+        }
         Ok(match params.is_empty() {
             true => Vec::new(),
             false => vec![Write::new(Verb::Set, &["options"], params)],
@@ -106,19 +110,18 @@ pub async fn firewall_options<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcom
     };
     let judge = |read: &Read| match differing(&args.options, read[0].as_ref()).as_slice() {
         [] => {
-            let set: Vec<String> = args
-                .options
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
+            let mut set = Vec::new();
+            for (key, value) in &args.options {
+                set.push(format!("{key}={value}"));
+            }
             Ok(format!("{} read back", set.join(", ")))
         }
         wrong => {
-            let seen: Vec<String> = wrong
-                .iter()
-                .map(|(k, want, seen)| format!("`{k}` reads {seen:?}, asked {want}"))
-                .collect();
-            Err(seen.join("; "))
+            let mut said = Vec::new();
+            for (key, want, seen) in wrong {
+                said.push(format!("`{key}` reads {seen:?}, asked {want}"));
+            }
+            Err(said.join("; "))
         }
     };
     let change = FirewallChange {
