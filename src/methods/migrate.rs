@@ -18,7 +18,7 @@ use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::ErrorKind;
-use crate::pve::responses::{GuestStatus, LocalDisk, MigratePreconditions};
+use crate::pve::responses::{GuestStatus, MigratePreconditions};
 use crate::run::Run;
 use serde_json::Value;
 
@@ -190,22 +190,24 @@ async fn preconditions<H: Host>(
         ));
     }
     // A cloud-init drive is regenerated on the target (QemuMigrate scan_local_volumes: `generated`).
-    let local: Vec<&LocalDisk> = pre
-        .local_disks
-        .iter()
-        .filter(|d| !is_cloudinit(&d.volid))
-        .collect();
+    let mut local = Vec::new();
+    for disk in &pre.local_disks {
+        if !is_cloudinit(&disk.volid) {
+            local.push(disk);
+        }
+    }
     if let Some(cdrom) = local.iter().find(|d| d.cdrom == Some(true)) {
         return refuse(format!(
             "can't migrate local disk '{}': local cdrom image (PVE's rule) — eject it (ide2: none,media=cdrom) first",
             cdrom.volid
         ));
     }
-    let attached: Vec<&str> = local
-        .iter()
-        .filter(|d| d.is_unused != Some(true) && d.cdrom != Some(true))
-        .map(|d| d.volid.as_str())
-        .collect();
+    let mut attached = Vec::new();
+    for disk in &local {
+        if disk.is_unused != Some(true) && disk.cdrom != Some(true) {
+            attached.push(disk.volid.as_str());
+        }
+    }
     if running && !args.with_local_disks && !attached.is_empty() {
         return refuse(format!(
             "can't live migrate attached local disks without with-local-disks option ({}; PVE's rule) — set withLocalDisks: true to copy them along",

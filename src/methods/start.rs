@@ -215,13 +215,13 @@ async fn static_ipv4<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String,
 /// The first static IPv4 address (`ip=10.0.0.5/24` → `10.0.0.5`) of the netN keys, in index order;
 /// `Err` says what the interfaces hold instead.
 pub fn config_ipv4(config: &Map<String, Value>) -> Result<String, String> {
-    let mut nets: Vec<(u32, &str, String)> = config
-        .iter()
-        .filter_map(|(key, value)| {
-            let index = key.strip_prefix("net")?.parse::<u32>().ok()?;
-            Some((index, key.as_str(), flex::string_of(value)?))
-        })
-        .collect();
+    let mut nets = Vec::new();
+    for (key, value) in config {
+        let index = key.strip_prefix("net").and_then(|n| n.parse::<u32>().ok());
+        if let (Some(index), Some(value)) = (index, flex::string_of(value)) {
+            nets.push((index, key.as_str(), value));
+        }
+    }
     crate::order::sort_by(&mut nets, |a, b| a.0.cmp(&b.0));
     let mut seen = Vec::new();
     for (_, key, value) in &nets {
@@ -259,7 +259,10 @@ fn first_usable_ipv4(data: &Value) -> Result<String, String> {
     if let Some(ip) = usable.clone().find(|a| !a.contains(':')) {
         return Ok(ip.clone());
     }
-    let skipped: Vec<_> = nics.iter().flat_map(|n| n.skipped.clone()).collect();
+    let mut skipped = Vec::new();
+    for nic in &nics {
+        skipped.extend_from_slice(&nic.skipped);
+    }
     Err(match skipped.is_empty() {
         true => "the agent reported no IPv4 address".to_string(),
         false => format!(

@@ -362,15 +362,11 @@ async fn read_scope<H: Host>(
 
 fn list_failure<H: Host>(run: &Run<'_, H>, node: &str, e: &PveError) -> String {
     let request = endpoints::node_guests(node, run.kind);
-    let query: Vec<String> = request
-        .params
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    let query = match query.is_empty() {
-        true => String::new(),
-        false => format!("?{}", query.join("&")),
-    };
+    let mut query = String::new();
+    for (key, value) in &request.params {
+        query.push(if query.is_empty() { '?' } else { '&' });
+        query.push_str(&format!("{key}={value}"));
+    }
     format!(
         "could not list the {}s of node {node} ({}{query}): {e} — {}",
         run.kind.noun(),
@@ -620,13 +616,15 @@ fn in_scope<H: Host>(
     if !present || !on_a_read_node {
         return Ok(false);
     }
-    let tags: Vec<&str> = stored
+    let mut tags = Vec::new();
+    for tag in stored
         .get("tags")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    {
+        tags.extend(tag.as_str());
+    }
     sweep.selects(host, &tags, || stored.clone())
 }
 

@@ -30,13 +30,18 @@ pub struct GuestOutput {
     pub already_text: bool,
 }
 
+/// Each character's code as one byte; `None` when one is above U+00FF (not one byte per character).
+fn byte_per_char(data: &str) -> Option<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(data.len());
+    for c in data.chars() {
+        bytes.push(u8::try_from(u32::from(c)).ok()?);
+    }
+    Some(bytes)
+}
+
 /// Reads an `out-data`/`err-data` value of `exec-status` back into the guest's output.
 pub fn output_from_pve(data: &str) -> GuestOutput {
-    let bytes: Option<Vec<u8>> = data
-        .chars()
-        .map(|c| u8::try_from(u32::from(c)).ok())
-        .collect();
-    let Some(bytes) = bytes else {
+    let Some(bytes) = byte_per_char(data) else {
         return GuestOutput {
             text: data.to_string(),
             bytes: data.len(),
