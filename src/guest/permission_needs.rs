@@ -382,14 +382,14 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
         _ => return None,
     };
     let prefix = kind.segment();
-    Some(
-        list.iter()
-            .map(|need| Need {
-                endpoint: table_endpoint(need.endpoint, prefix),
-                ..*need
-            })
-            .collect(),
-    )
+    let mut needs = Vec::with_capacity(list.len());
+    for need in list {
+        needs.push(Need {
+            endpoint: table_endpoint(need.endpoint, prefix),
+            ..*need
+        });
+    }
+    Some(needs)
 }
 
 /// `{kind}` replaced by `qemu`/`lxc`, as one of the table's own `'static` strings.
@@ -449,7 +449,13 @@ fn base(
     major: u64,
 ) -> Subjects {
     let (vmid, newid) = guests(method, ids.0, ids.1);
-    let strings = |list: &[&str]| list.iter().map(|p| p.to_string()).collect();
+    let strings = |list: &[&str]| {
+        let mut owned = Vec::with_capacity(list.len());
+        for item in list {
+            owned.push(item.to_string());
+        }
+        owned
+    };
     Subjects {
         node: node.to_string(),
         vmid,

@@ -182,11 +182,11 @@ async fn listed_ids<H: Host>(run: &Run<'_, H>) -> Result<Vec<u32>, String> {
         .read(&endpoints::cluster_guests(), "a list of guests")
         .await
         .map_err(|e| could_not("list the VMIDs in use (GET /cluster/resources)", &e).0)?;
-    Ok(guests
-        .iter()
-        .filter_map(|g| g.vmid)
-        .filter_map(|id| u32::try_from(id).ok())
-        .collect())
+    let mut ids = Vec::with_capacity(guests.len());
+    for guest in &guests {
+        ids.extend(guest.vmid.and_then(|id| u32::try_from(id).ok()));
+    }
+    Ok(ids)
 }
 
 fn exhausted(min: u32, max: u32, proposed: u32, taken: &[u32]) -> String {
@@ -202,10 +202,14 @@ fn exhausted(min: u32, max: u32, proposed: u32, taken: &[u32]) -> String {
 }
 
 fn list(ids: &[u32]) -> String {
-    ids.iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
+    let mut list = String::new();
+    for id in ids {
+        if !list.is_empty() {
+            list.push_str(", ");
+        }
+        list.push_str(&id.to_string());
+    }
+    list
 }
 
 #[cfg(test)]

@@ -679,7 +679,13 @@ async fn send_and_follow<H: Host>(
         .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid, 0, 0), "a task log")
         .await
     {
-        Ok(lines) => Ok(lines.into_iter().filter_map(|l| l.t).collect()),
+        Ok(lines) => {
+            let mut texts = Vec::with_capacity(lines.len());
+            for line in lines {
+                texts.extend(line.t);
+            }
+            Ok(texts)
+        }
         Err(e) => Err(could_not(
             &format!("read the log of task {upid}, which ended OK, to see PVE's checks of {volid}"),
             &e,

@@ -113,9 +113,10 @@ async fn write_verified<H: Host>(
     if chunks.len() == 1 {
         put(run, at, &args.path, chunks[0], &label, record).await?;
     } else {
-        let parts: Vec<String> = (0..chunks.len())
-            .map(|i| format!("{}.swamp-part-{i:04}", args.path))
-            .collect();
+        let mut parts = Vec::with_capacity(chunks.len());
+        for i in 0..chunks.len() {
+            parts.push(format!("{}.swamp-part-{i:04}", args.path));
+        }
         for (part, chunk) in parts.iter().zip(&chunks) {
             put(run, at, part, chunk, &label, record).await?;
         }

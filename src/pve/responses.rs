@@ -175,14 +175,19 @@ pub struct NodeStorage {
 impl NodeStorage {
     /// The content types, split.
     pub fn content_types(&self) -> Vec<String> {
-        self.content
+        let mut types = Vec::new();
+        for content in self
+            .content
             .as_deref()
             .unwrap_or_default()
             .split([',', ';', ' '])
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .map(str::to_string)
-            .collect()
+        {
+            let content = content.trim();
+            if !content.is_empty() {
+                types.push(content.to_string());
+            }
+        }
+        types
     }
 
     /// Whether it may hold content type `content`.
@@ -246,25 +251,20 @@ impl MigratePreconditions {
     pub fn not_allowed(&self, node: &str) -> Option<String> {
         let why = self.not_allowed_nodes.get(node)?;
         let list = |key: &str| -> Vec<String> {
-            why.get(key)
-                .and_then(Value::as_array)
-                .map(|items| {
-                    items
-                        .iter()
-                        .map(|i| match i {
-                            Value::Object(o) => {
-                                let sid =
-                                    o.get("sid").and_then(flex::string_of).unwrap_or_default();
-                                match o.get("cause").and_then(flex::string_of) {
-                                    Some(cause) => format!("{sid} ({cause})"),
-                                    None => sid,
-                                }
-                            }
-                            other => flex::string_of(other).unwrap_or_else(|| other.to_string()),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
+            let mut list = Vec::new();
+            for item in why.get(key).and_then(Value::as_array).into_iter().flatten() {
+                list.push(match item {
+                    Value::Object(o) => {
+                        let sid = o.get("sid").and_then(flex::string_of).unwrap_or_default();
+                        match o.get("cause").and_then(flex::string_of) {
+                            Some(cause) => format!("{sid} ({cause})"),
+                            None => sid,
+                        }
+                    }
+                    other => flex::string_of(other).unwrap_or_else(|| other.to_string()),
+                });
+            }
+            list
         };
         let mut reasons = Vec::new();
         for (key, what) in [
