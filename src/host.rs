@@ -114,6 +114,21 @@ pub trait Host {
     /// The latest stored version of a record of this model definition, if any.
     fn read_record(&self, instance: &str)
         -> impl Future<Output = Result<Option<Value>, HostError>>;
+    /// The latest stored versions of several records, in order: `None` for one that is not stored
+    /// or cannot be read. `Err` when none could be read. A host that can read them together
+    /// overrides this; the default reads them one by one.
+    fn read_records(
+        &self,
+        instances: &[String],
+    ) -> impl Future<Output = Result<Vec<Option<Value>>, HostError>> {
+        async move {
+            let mut records = Vec::with_capacity(instances.len());
+            for instance in instances {
+                records.push(self.read_record(instance).await.ok().flatten());
+            }
+            Ok(records)
+        }
+    }
     /// The instance names of this model definition's stored records of resource spec `spec`
     /// (swamp: `ctx.dataRepository.findAllForModel`); `None` when the host cannot list them.
     fn list_records(

@@ -195,6 +195,12 @@ impl<H: Host> Host for ScrubbedHost<'_, H> {
     ) -> impl Future<Output = Result<Option<Value>, HostError>> {
         self.inner.read_record(instance)
     }
+    fn read_records(
+        &self,
+        instances: &[String],
+    ) -> impl Future<Output = Result<Vec<Option<Value>>, HostError>> {
+        self.inner.read_records(instances)
+    }
     fn list_records(
         &self,
         spec: &str,

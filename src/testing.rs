@@ -41,6 +41,8 @@ pub struct ScriptedHost {
     pub selections: RefCell<Vec<Value>>,
     /// The files stored (spec, name, text); `None`: a host that stores no files.
     pub files: Option<RefCell<Vec<(String, String, String)>>>,
+    /// The instances of each `read_records` call, in order.
+    pub record_batches: RefCell<Vec<Vec<String>>>,
     clock: RefCell<f64>,
 }
 
@@ -218,6 +220,12 @@ impl Host for ScriptedHost {
 
     async fn read_record(&self, instance: &str) -> Result<Option<Value>, HostError> {
         Ok(self.records.borrow().get(instance).cloned())
+    }
+
+    async fn read_records(&self, instances: &[String]) -> Result<Vec<Option<Value>>, HostError> {
+        self.record_batches.borrow_mut().push(instances.to_vec());
+        let records = self.records.borrow();
+        Ok(instances.iter().map(|i| records.get(i).cloned()).collect())
     }
 
     async fn list_records(&self, _spec: &str) -> Result<Option<Vec<String>>, HostError> {

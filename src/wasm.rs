@@ -26,6 +26,9 @@ export interface CoreHost {
   now(): number;
   log(level: "debug" | "info" | "warning" | "error", message: string): void;
   readRecord(instance: string): Promise<unknown>;
+  /** The latest stored versions of several records, in order (null for one not stored or not
+   * readable). Optional: without it the core reads them one by one. */
+  readRecords?(instances: string[]): Promise<unknown[]>;
   /** Instance names of this definition's stored records of one resource spec; null when unknown. */
   listRecords?(spec: string): Promise<string[] | null>;
   /** Whether a guest's fields (JSON text) satisfy a selection expression; throws why not. */
@@ -61,6 +64,8 @@ extern "C" {
     fn log(this: &JsHost, level: &str, message: &str);
     #[wasm_bindgen(method, catch, js_name = readRecord)]
     async fn read_record(this: &JsHost, instance: &str) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = readRecords)]
+    async fn read_records(this: &JsHost, instances: JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method, catch, js_name = listRecords)]
     async fn list_records(this: &JsHost, spec: &str) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method, catch)]
@@ -226,6 +231,36 @@ impl Host for WasmHost {
             return Ok(None);
         }
         json_of(&value, "record").map(Some)
+    }
+
+    /// One crossing for all of them: the records come back as one array, read as one JSON text.
+    async fn read_records(&self, instances: &[String]) -> Result<Vec<Option<Value>>, HostError> {
+        if !self.declares("readRecords") {
+            let mut records = Vec::with_capacity(instances.len());
+            for instance in instances {
+                records.push(self.read_record(instance).await.ok().flatten());
+            }
+            return Ok(records);
+        }
+        let names = js_sys::Array::new();
+        for instance in instances {
+            names.push(&JsValue::from_str(instance));
+        }
+        let value = self
+            .0
+            .read_records(names.into())
+            .await
+            .map_err(host_error)?;
+        let Value::Array(list) = json_of(&value, "record list")? else {
+            return Err(internal(
+                "the host returned records that are not a list".into(),
+            ));
+        };
+        let mut records = Vec::with_capacity(list.len());
+        for record in list {
+            records.push(Some(record).filter(|r| !r.is_null()));
+        }
+        Ok(records)
     }
 
     async fn list_records(&self, spec: &str) -> Result<Option<Vec<String>>, HostError> {

@@ -347,9 +347,7 @@ async fn read_scope<H: Host>(
         match read_list(run, &node).await {
             Ok(list) => {
                 sweep.read.push(node.clone());
-                for entry in &list {
-                    record_listed(run, &node, entry, sweep).await;
-                }
+                record_node(run, &node, &list, sweep).await;
             }
             Err(e) if matches!(scope, Scope::Node(_)) => {
                 return Err(Failure::new(list_failure(run, &node, &e)))
@@ -434,8 +432,42 @@ async fn read_list<H: Host>(run: &Run<'_, H>, node: &str) -> Result<Vec<Value>, 
     }
 }
 
-/// Records one entry of a node's list.
-async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, sweep: &mut Sweep) {
+/// Records the guests a node listed that the selection takes. Their stored records are read in
+/// one host call (`Host::read_records`): a 1,000-guest node is one read of the repository, not
+/// 1,000 in a row.
+async fn record_node<H: Host>(run: &Run<'_, H>, node: &str, list: &[Value], sweep: &mut Sweep) {
+    let mut chosen = Vec::new();
+    for entry in list {
+        chosen.extend(select_listed(run, node, entry, sweep));
+    }
+    let mut instances = Vec::with_capacity(chosen.len());
+    for (vmid, _) in &chosen {
+        instances.push(run.guest_instance(*vmid));
+    }
+    // A stored record that cannot be read only costs a config read (`with_identity`).
+    let mut stored = run.host.read_records(&instances).await.unwrap_or_default();
+    stored.resize(chosen.len(), None);
+    for ((vmid, status), stored) in chosen.into_iter().zip(stored) {
+        let at = Located {
+            vmid,
+            node: node.to_string(),
+        };
+        let mut record = with_identity(run, &at, &status, stored).await;
+        record.selection = sweep.selection.clone();
+        sweep
+            .writes
+            .push(write(run.guest_spec(), run.guest_instance(vmid), &record));
+    }
+}
+
+/// One entry of a node's list, counted in the sweep: its VMID and state when the selection takes
+/// it.
+fn select_listed<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    entry: &Value,
+    sweep: &mut Sweep,
+) -> Option<(u32, GuestStatus)> {
     let vmid = entry
         .get("vmid")
         .and_then(flex::u64_of)
@@ -444,7 +476,7 @@ async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, swe
         sweep.problems.push(format!(
             "node {node} listed a guest whose state cannot be read: {entry}"
         ));
-        return;
+        return None;
     };
     sweep.seen.push(vmid);
     let tags = status
@@ -460,7 +492,7 @@ async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, swe
         Ok(true) => {}
         Ok(false) => {
             sweep.unselected += 1;
-            return;
+            return None;
         }
         Err(e) => {
             let noun = run.kind.noun();
@@ -468,22 +500,14 @@ async fn record_listed<H: Host>(run: &Run<'_, H>, node: &str, entry: &Value, swe
             sweep.problems.push(format!(
                 "{noun} {vmid} was not recorded: where cannot be evaluated over its fields: {e}"
             ));
-            return;
+            return None;
         }
     }
     sweep.running += usize::from(status.status == "running");
     if let Some(lock) = lock_of(&status) {
         sweep.locked.push(format!("{vmid} ({lock})"));
     }
-    let at = Located {
-        vmid,
-        node: node.to_string(),
-    };
-    let mut record = with_identity(run, &at, &status).await;
-    record.selection = sweep.selection.clone();
-    sweep
-        .writes
-        .push(write(run.guest_spec(), run.guest_instance(vmid), &record));
+    Some((vmid, status))
 }
 
 /// Carries a stored identity forward without re-reading it: with the time it was read
@@ -506,10 +530,8 @@ async fn with_identity<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     status: &GuestStatus,
+    stored: Option<Value>,
 ) -> GuestRecord {
-    let instance = run.guest_instance(at.vmid);
-    // A stored record that cannot be read only costs a config read.
-    let stored = run.host.read_record(&instance).await.ok().flatten();
     let may_be_another_guest = stored.as_ref().is_some_and(|s| {
         s.get("present") != Some(&Value::Bool(true))
             || s.get("name").and_then(Value::as_str) != status.name.as_deref()
@@ -969,6 +991,28 @@ mod tests {
             "a carried identity keeps the time it was read"
         );
         assert_eq!(outcome.writes[1].data["status"], "stopped");
+    }
+
+    #[test]
+    fn the_stored_records_of_a_nodes_selected_guests_are_read_in_one_host_call() {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /nodes/pve1/qemu",
+            json!([
+                tagged(100, "web", "prod"),
+                tagged(101, "db", ""),
+                tagged(102, "api", "prod")
+            ]),
+        );
+        stored(&host, 100, "web", "pve1");
+        let outcome = run_sync(&host, json!({"tags": ["prod"]}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        assert_eq!(
+            *host.record_batches.borrow(),
+            vec![vec!["vm-100".to_string(), "vm-102".to_string()]],
+            "one call, for the guests the selection takes"
+        );
+        assert_eq!(outcome.writes[0].data["identity"]["smbiosUuid"], "uuid-100");
     }
 
     #[test]

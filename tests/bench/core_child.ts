@@ -65,6 +65,8 @@ const host = {
   now: () => Date.now(),
   log: () => {},
   readRecord: () => Promise.resolve(null),
+  readRecords: (instances: string[]) =>
+    Promise.resolve(instances.map(() => null)),
   listRecords: () => Promise.resolve(null),
   aborted: () => false,
 };

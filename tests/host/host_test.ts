@@ -114,3 +114,43 @@ Deno.test("host: writeFile without swamp's file writer stores nothing and answer
   assert.deepEqual(host.files, []);
   host.close();
 });
+
+Deno.test("host: readRecords reads the records in order, a few at a time, with null for one missing or unreadable", async () => {
+  let inFlight = 0;
+  let most = 0;
+  const stored: Record<string, unknown> = {
+    "vm-1": { name: "a" },
+    "vm-3": { name: "c" },
+  };
+  const host = createHost({
+    ...quiet,
+    async readResource(instance: string) {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      inFlight--;
+      if (instance === "vm-4") throw new Error("unreadable");
+      return stored[instance] ?? null;
+    },
+  });
+  const names = Array.from({ length: 40 }, (_, i) => `vm-${i + 1}`);
+  const records = await host.readRecords(names);
+  assert.equal(records.length, 40);
+  assert.deepEqual(records.slice(0, 4), [
+    { name: "a" },
+    null,
+    { name: "c" },
+    null,
+  ]);
+  assert.ok(
+    most > 1 && most <= 8,
+    `at most 8 reads at once, and more than one: ${most}`,
+  );
+  host.close();
+});
+
+Deno.test("host: readRecords without swamp's readResource answers null for each", async () => {
+  const host = createHost(quiet);
+  assert.deepEqual(await host.readRecords(["vm-1", "vm-2"]), [null, null]);
+  host.close();
+});
