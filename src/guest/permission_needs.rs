@@ -95,290 +95,426 @@ const STORAGE_CONTENT: &str = "GET /nodes/{node}/storage/{storage}/content";
 pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
     use GuestKind::{Lxc, Qemu};
     let list: &[Need] = match (kind, method) {
-        (_, "lookup") => &[always(STATUS), always(CONFIG)],
-        (_, "sync") => &[always("GET /nodes/{node}/{kind}")],
-        (_, "getConfig") => &[always(PENDING)],
+        (_, "lookup") => const { &[always(STATUS), always(CONFIG)] },
+        (_, "sync") => const { &[always("GET /nodes/{node}/{kind}")] },
+        (_, "getConfig") => const { &[always(PENDING)] },
         (_, "setConfig" | "setNic" | "removeNic" | "attachDisk") => {
-            &[always(STATUS), always(SET_CONFIG), always(PENDING)]
+            const { &[always(STATUS), always(SET_CONFIG), always(PENDING)] }
         }
-        (_, "detachDisk") => &[
-            always(STATUS),
-            always(SET_CONFIG),
-            always(PENDING),
-            sometimes(STORAGE_CONTENT, "with destroy, or of an unusedN"),
-        ],
-        (_, "firewallOptions") => &[
-            always(STATUS),
-            always(CONFIG),
-            always(FIREWALL_OPTIONS),
-            sometimes(
-                "PUT /nodes/{node}/{kind}/{vmid}/firewall/options",
-                "when an option differs",
-            ),
-            always("GET /cluster/firewall/options"),
-        ],
-        (_, "haResource") => &[
-            always(STATUS),
-            always(CONFIG),
-            always(HA_RESOURCE),
-            always(HA_CURRENT),
-            sometimes(
-                "POST /cluster/ha/resources",
-                "when it is no HA resource yet",
-            ),
-            sometimes("PUT /cluster/ha/resources/{sid}", "when an option differs"),
-            sometimes(
-                "DELETE /cluster/ha/resources/{sid}",
-                "with delete, of an HA resource",
-            ),
-        ],
-        (_, "haRule") => &[
-            always("GET /version"),
-            always(STATUS),
-            always(CONFIG),
-            always("GET /cluster/ha/rules/{rule}"),
-            always(HA_CURRENT),
-            sometimes("POST /cluster/ha/rules", "when the rule does not exist yet"),
-            sometimes("PUT /cluster/ha/rules/{rule}", "when the rule differs"),
-            sometimes("DELETE /cluster/ha/rules/{rule}", "with delete, of a rule"),
-        ],
-        (_, "haStatus") => &[
-            always(STATUS),
-            always(CONFIG),
-            always(HA_RESOURCE),
-            always(HA_CURRENT),
-        ],
-        (_, "firewallRules") => &[
-            always(STATUS),
-            always(CONFIG),
-            always("GET /nodes/{node}/{kind}/{vmid}/firewall/rules"),
-            sometimes(
-                "PUT /nodes/{node}/{kind}/{vmid}/firewall/rules/{pos}",
-                "for a rule that differs",
-            ),
-            sometimes(
-                "POST /nodes/{node}/{kind}/{vmid}/firewall/rules",
-                "for a rule to add",
-            ),
-            sometimes(
-                "DELETE /nodes/{node}/{kind}/{vmid}/firewall/rules/{pos}",
-                "for a rule too many",
-            ),
-            always(FIREWALL_OPTIONS),
-            always("GET /cluster/firewall/options"),
-        ],
-        (_, "firewallIpset") => &[
-            always(STATUS),
-            always(CONFIG),
-            always("GET /nodes/{node}/{kind}/{vmid}/firewall/ipset"),
-            always("GET /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}"),
-            sometimes(
-                "POST /nodes/{node}/{kind}/{vmid}/firewall/ipset",
-                "for a set to make, or its comment",
-            ),
-            sometimes(
-                "DELETE /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}",
-                "with delete",
-            ),
-            sometimes(
-                "POST /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}",
-                "for an entry to add",
-            ),
-            sometimes(
-                "PUT /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}/{cidr}",
-                "for an entry that differs",
-            ),
-            sometimes(
-                "DELETE /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}/{cidr}",
-                "for an entry not declared",
-            ),
-            sometimes(
-                "GET /nodes/{node}/{kind}/{vmid}/firewall/aliases",
-                "for an entry naming an alias (not dc/)",
-            ),
-            sometimes(
-                "GET /cluster/firewall/aliases",
-                "for an entry naming an alias (not guest/)",
-            ),
-            always(FIREWALL_OPTIONS),
-            always("GET /cluster/firewall/options"),
-        ],
-        (_, "firewallAlias") => &[
-            always(STATUS),
-            always(CONFIG),
-            always("GET /nodes/{node}/{kind}/{vmid}/firewall/aliases"),
-            sometimes(
-                "POST /nodes/{node}/{kind}/{vmid}/firewall/aliases",
-                "for an alias to make",
-            ),
-            sometimes(
-                "PUT /nodes/{node}/{kind}/{vmid}/firewall/aliases/{name}",
-                "for an alias that differs",
-            ),
-            sometimes(
-                "DELETE /nodes/{node}/{kind}/{vmid}/firewall/aliases/{name}",
-                "with delete",
-            ),
-            always(FIREWALL_OPTIONS),
-            always("GET /cluster/firewall/options"),
-        ],
-        (Qemu, "moveDisk") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/qemu/{vmid}/move_disk"),
-            always(CONFIG),
-            always("GET /nodes/{node}/storage"),
-            sometimes(STORAGE_CONTENT, "with delete"),
-            sometimes(SNAPSHOTS, "with delete"),
-            sometimes(
-                "GET /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/config",
-                "with delete, per snapshot",
-            ),
-        ],
-        (Lxc, "moveDisk") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/lxc/{vmid}/move_volume"),
-            always(CONFIG),
-            always("GET /nodes/{node}/storage"),
-            sometimes(STORAGE_CONTENT, "with delete"),
-            sometimes(SNAPSHOTS, "with delete"),
-            sometimes(
-                "GET /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/config",
-                "with delete, per snapshot",
-            ),
-        ],
-        (Qemu, "start") => &[
-            always(STATUS),
-            always(START),
-            sometimes(INTERFACES, "with waitForIp or waitReady"),
-            sometimes(RESUME, "with resume: true, for a paused or suspended VM"),
-        ],
-        (Lxc, "start") => &[always(STATUS), always(START)],
-        (_, "stop") => &[always(STATUS), always(STOP)],
-        (_, "suspend") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/{kind}/{vmid}/status/suspend"),
-        ],
-        (_, "resume") => &[always(STATUS), always(RESUME)],
-        (_, "waitTask") => &[
-            always("GET /nodes/{node}/tasks/{upid}/status"),
-            sometimes("GET /nodes/{node}/tasks", "with a filter instead of a upid"),
-        ],
-        (_, "shutdown") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/{kind}/{vmid}/status/shutdown"),
-            sometimes(STOP, "with forceStopAfter"),
-        ],
-        (_, "reboot") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/{kind}/{vmid}/status/reboot"),
-        ],
-        (_, "delete") => &[
-            always(STATUS),
-            always("DELETE /nodes/{node}/{kind}/{vmid}"),
-            sometimes(STOP, "when the guest runs"),
-        ],
-        (_, "convertToTemplate") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/{kind}/{vmid}/template"),
-        ],
-        (_, "migrate") => &[
-            always(STATUS),
-            always("GET /nodes/{node}/{kind}/{vmid}/migrate"),
-            always("POST /nodes/{node}/{kind}/{vmid}/migrate"),
-        ],
-        (_, "snapshot") => &[
-            always(SNAPSHOTS),
-            always("POST /nodes/{node}/{kind}/{vmid}/snapshot"),
-        ],
-        (_, "rollback") => &[
-            always(SNAPSHOTS),
-            always("POST /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/rollback"),
-        ],
-        (_, "deleteSnapshot") => &[
-            always(SNAPSHOTS),
-            always("DELETE /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}"),
-        ],
-        (_, "listSnapshots") => &[always(SNAPSHOTS)],
-        (_, "nodeStatus") => &[
-            always("GET /nodes/{node}/status"),
-            sometimes(
-                "GET /nodes/{node}/disks/list",
-                "for the disks (without it they are recorded unavailable)",
-            ),
-            always("GET /nodes/{node}/subscription"),
-            sometimes(
-                "GET /nodes/{node}/apt/repositories",
-                "for the enterprise repository (without it recorded unavailable)",
-            ),
-        ],
-        (_, "nodeConfig") => &[
-            always("GET /nodes/{node}/storage"),
-            always("GET /nodes/{node}/network"),
-        ],
-        (_, "preflight") => &[always("GET /version"), always("GET /access/permissions")],
-        (Qemu, "guestExec") => &[always(EXEC), always(EXEC_STATUS)],
-        (Qemu, "clone") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/qemu/{vmid}/clone"),
-            made(CONFIG, None),
-            made(SET_CONFIG, Some("when the template lacks the swamp tag")),
-            made(START, Some("with waitReady")),
-        ],
-        (Qemu, "cloudInit") => &[
-            always(SET_CONFIG),
-            always("PUT /nodes/{node}/qemu/{vmid}/cloudinit"),
-            always("GET /nodes/{node}/qemu/{vmid}/cloudinit/dump"),
-            always("GET /nodes/{node}/qemu/{vmid}/cloudinit"),
-        ],
-        (Qemu, "waitReady") => &[
-            always("GET /nodes/{node}/qemu/{vmid}/agent/info"),
-            always(INTERFACES),
-            sometimes(EXEC, "with cloudInit"),
-        ],
-        (Qemu, "resizeDisk") | (Lxc, "resize") => &[
-            always(CONFIG),
-            always("PUT /nodes/{node}/{kind}/{vmid}/resize"),
-        ],
-        (Qemu, "fileWrite") => &[
-            always("POST /nodes/{node}/qemu/{vmid}/agent/file-write"),
-            always(FILE_READ),
-            sometimes(EXEC, "for a file over 46,080 bytes or a mode"),
-        ],
-        (Qemu, "fileRead") => &[always(FILE_READ)],
-        (Lxc, "create") => &[
-            made("POST /nodes/{node}/lxc", None),
-            always("GET /nodes/{node}/storage/{storage}/content"),
-            always("GET /nodes/{node}/network"),
-            made(START, Some("with start")),
-        ],
+        (_, "detachDisk") => {
+            const {
+                &[
+                    always(STATUS),
+                    always(SET_CONFIG),
+                    always(PENDING),
+                    sometimes(STORAGE_CONTENT, "with destroy, or of an unusedN"),
+                ]
+            }
+        }
+        (_, "firewallOptions") => {
+            const {
+                &[
+                    always(STATUS),
+                    always(CONFIG),
+                    always(FIREWALL_OPTIONS),
+                    sometimes(
+                        "PUT /nodes/{node}/{kind}/{vmid}/firewall/options",
+                        "when an option differs",
+                    ),
+                    always("GET /cluster/firewall/options"),
+                ]
+            }
+        }
+        (_, "haResource") => {
+            const {
+                &[
+                    always(STATUS),
+                    always(CONFIG),
+                    always(HA_RESOURCE),
+                    always(HA_CURRENT),
+                    sometimes(
+                        "POST /cluster/ha/resources",
+                        "when it is no HA resource yet",
+                    ),
+                    sometimes("PUT /cluster/ha/resources/{sid}", "when an option differs"),
+                    sometimes(
+                        "DELETE /cluster/ha/resources/{sid}",
+                        "with delete, of an HA resource",
+                    ),
+                ]
+            }
+        }
+        (_, "haRule") => {
+            const {
+                &[
+                    always("GET /version"),
+                    always(STATUS),
+                    always(CONFIG),
+                    always("GET /cluster/ha/rules/{rule}"),
+                    always(HA_CURRENT),
+                    sometimes("POST /cluster/ha/rules", "when the rule does not exist yet"),
+                    sometimes("PUT /cluster/ha/rules/{rule}", "when the rule differs"),
+                    sometimes("DELETE /cluster/ha/rules/{rule}", "with delete, of a rule"),
+                ]
+            }
+        }
+        (_, "haStatus") => {
+            const {
+                &[
+                    always(STATUS),
+                    always(CONFIG),
+                    always(HA_RESOURCE),
+                    always(HA_CURRENT),
+                ]
+            }
+        }
+        (_, "firewallRules") => {
+            const {
+                &[
+                    always(STATUS),
+                    always(CONFIG),
+                    always("GET /nodes/{node}/{kind}/{vmid}/firewall/rules"),
+                    sometimes(
+                        "PUT /nodes/{node}/{kind}/{vmid}/firewall/rules/{pos}",
+                        "for a rule that differs",
+                    ),
+                    sometimes(
+                        "POST /nodes/{node}/{kind}/{vmid}/firewall/rules",
+                        "for a rule to add",
+                    ),
+                    sometimes(
+                        "DELETE /nodes/{node}/{kind}/{vmid}/firewall/rules/{pos}",
+                        "for a rule too many",
+                    ),
+                    always(FIREWALL_OPTIONS),
+                    always("GET /cluster/firewall/options"),
+                ]
+            }
+        }
+        (_, "firewallIpset") => {
+            const {
+                &[
+                    always(STATUS),
+                    always(CONFIG),
+                    always("GET /nodes/{node}/{kind}/{vmid}/firewall/ipset"),
+                    always("GET /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}"),
+                    sometimes(
+                        "POST /nodes/{node}/{kind}/{vmid}/firewall/ipset",
+                        "for a set to make, or its comment",
+                    ),
+                    sometimes(
+                        "DELETE /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}",
+                        "with delete",
+                    ),
+                    sometimes(
+                        "POST /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}",
+                        "for an entry to add",
+                    ),
+                    sometimes(
+                        "PUT /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}/{cidr}",
+                        "for an entry that differs",
+                    ),
+                    sometimes(
+                        "DELETE /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}/{cidr}",
+                        "for an entry not declared",
+                    ),
+                    sometimes(
+                        "GET /nodes/{node}/{kind}/{vmid}/firewall/aliases",
+                        "for an entry naming an alias (not dc/)",
+                    ),
+                    sometimes(
+                        "GET /cluster/firewall/aliases",
+                        "for an entry naming an alias (not guest/)",
+                    ),
+                    always(FIREWALL_OPTIONS),
+                    always("GET /cluster/firewall/options"),
+                ]
+            }
+        }
+        (_, "firewallAlias") => {
+            const {
+                &[
+                    always(STATUS),
+                    always(CONFIG),
+                    always("GET /nodes/{node}/{kind}/{vmid}/firewall/aliases"),
+                    sometimes(
+                        "POST /nodes/{node}/{kind}/{vmid}/firewall/aliases",
+                        "for an alias to make",
+                    ),
+                    sometimes(
+                        "PUT /nodes/{node}/{kind}/{vmid}/firewall/aliases/{name}",
+                        "for an alias that differs",
+                    ),
+                    sometimes(
+                        "DELETE /nodes/{node}/{kind}/{vmid}/firewall/aliases/{name}",
+                        "with delete",
+                    ),
+                    always(FIREWALL_OPTIONS),
+                    always("GET /cluster/firewall/options"),
+                ]
+            }
+        }
+        (Qemu, "moveDisk") => {
+            const {
+                &[
+                    always(STATUS),
+                    always("POST /nodes/{node}/qemu/{vmid}/move_disk"),
+                    always(CONFIG),
+                    always("GET /nodes/{node}/storage"),
+                    sometimes(STORAGE_CONTENT, "with delete"),
+                    sometimes(SNAPSHOTS, "with delete"),
+                    sometimes(
+                        "GET /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/config",
+                        "with delete, per snapshot",
+                    ),
+                ]
+            }
+        }
+        (Lxc, "moveDisk") => {
+            const {
+                &[
+                    always(STATUS),
+                    always("POST /nodes/{node}/lxc/{vmid}/move_volume"),
+                    always(CONFIG),
+                    always("GET /nodes/{node}/storage"),
+                    sometimes(STORAGE_CONTENT, "with delete"),
+                    sometimes(SNAPSHOTS, "with delete"),
+                    sometimes(
+                        "GET /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/config",
+                        "with delete, per snapshot",
+                    ),
+                ]
+            }
+        }
+        (Qemu, "start") => {
+            const {
+                &[
+                    always(STATUS),
+                    always(START),
+                    sometimes(INTERFACES, "with waitForIp or waitReady"),
+                    sometimes(RESUME, "with resume: true, for a paused or suspended VM"),
+                ]
+            }
+        }
+        (Lxc, "start") => const { &[always(STATUS), always(START)] },
+        (_, "stop") => const { &[always(STATUS), always(STOP)] },
+        (_, "suspend") => {
+            const {
+                &[
+                    always(STATUS),
+                    always("POST /nodes/{node}/{kind}/{vmid}/status/suspend"),
+                ]
+            }
+        }
+        (_, "resume") => const { &[always(STATUS), always(RESUME)] },
+        (_, "waitTask") => {
+            const {
+                &[
+                    always("GET /nodes/{node}/tasks/{upid}/status"),
+                    sometimes("GET /nodes/{node}/tasks", "with a filter instead of a upid"),
+                ]
+            }
+        }
+        (_, "shutdown") => {
+            const {
+                &[
+                    always(STATUS),
+                    always("POST /nodes/{node}/{kind}/{vmid}/status/shutdown"),
+                    sometimes(STOP, "with forceStopAfter"),
+                ]
+            }
+        }
+        (_, "reboot") => {
+            const {
+                &[
+                    always(STATUS),
+                    always("POST /nodes/{node}/{kind}/{vmid}/status/reboot"),
+                ]
+            }
+        }
+        (_, "delete") => {
+            const {
+                &[
+                    always(STATUS),
+                    always("DELETE /nodes/{node}/{kind}/{vmid}"),
+                    sometimes(STOP, "when the guest runs"),
+                ]
+            }
+        }
+        (_, "convertToTemplate") => {
+            const {
+                &[
+                    always(STATUS),
+                    always("POST /nodes/{node}/{kind}/{vmid}/template"),
+                ]
+            }
+        }
+        (_, "migrate") => {
+            const {
+                &[
+                    always(STATUS),
+                    always("GET /nodes/{node}/{kind}/{vmid}/migrate"),
+                    always("POST /nodes/{node}/{kind}/{vmid}/migrate"),
+                ]
+            }
+        }
+        (_, "snapshot") => {
+            const {
+                &[
+                    always(SNAPSHOTS),
+                    always("POST /nodes/{node}/{kind}/{vmid}/snapshot"),
+                ]
+            }
+        }
+        (_, "rollback") => {
+            const {
+                &[
+                    always(SNAPSHOTS),
+                    always("POST /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/rollback"),
+                ]
+            }
+        }
+        (_, "deleteSnapshot") => {
+            const {
+                &[
+                    always(SNAPSHOTS),
+                    always("DELETE /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}"),
+                ]
+            }
+        }
+        (_, "listSnapshots") => const { &[always(SNAPSHOTS)] },
+        (_, "nodeStatus") => {
+            const {
+                &[
+                    always("GET /nodes/{node}/status"),
+                    sometimes(
+                        "GET /nodes/{node}/disks/list",
+                        "for the disks (without it they are recorded unavailable)",
+                    ),
+                    always("GET /nodes/{node}/subscription"),
+                    sometimes(
+                        "GET /nodes/{node}/apt/repositories",
+                        "for the enterprise repository (without it recorded unavailable)",
+                    ),
+                ]
+            }
+        }
+        (_, "nodeConfig") => {
+            const {
+                &[
+                    always("GET /nodes/{node}/storage"),
+                    always("GET /nodes/{node}/network"),
+                ]
+            }
+        }
+        (_, "preflight") => const { &[always("GET /version"), always("GET /access/permissions")] },
+        (Qemu, "guestExec") => const { &[always(EXEC), always(EXEC_STATUS)] },
+        (Qemu, "clone") => {
+            const {
+                &[
+                    always(STATUS),
+                    always("POST /nodes/{node}/qemu/{vmid}/clone"),
+                    made(CONFIG, None),
+                    made(SET_CONFIG, Some("when the template lacks the swamp tag")),
+                    made(START, Some("with waitReady")),
+                ]
+            }
+        }
+        (Qemu, "cloudInit") => {
+            const {
+                &[
+                    always(SET_CONFIG),
+                    always("PUT /nodes/{node}/qemu/{vmid}/cloudinit"),
+                    always("GET /nodes/{node}/qemu/{vmid}/cloudinit/dump"),
+                    always("GET /nodes/{node}/qemu/{vmid}/cloudinit"),
+                ]
+            }
+        }
+        (Qemu, "waitReady") => {
+            const {
+                &[
+                    always("GET /nodes/{node}/qemu/{vmid}/agent/info"),
+                    always(INTERFACES),
+                    sometimes(EXEC, "with cloudInit"),
+                ]
+            }
+        }
+        (Qemu, "resizeDisk") | (Lxc, "resize") => {
+            const {
+                &[
+                    always(CONFIG),
+                    always("PUT /nodes/{node}/{kind}/{vmid}/resize"),
+                ]
+            }
+        }
+        (Qemu, "fileWrite") => {
+            const {
+                &[
+                    always("POST /nodes/{node}/qemu/{vmid}/agent/file-write"),
+                    always(FILE_READ),
+                    sometimes(EXEC, "for a file over 46,080 bytes or a mode"),
+                ]
+            }
+        }
+        (Qemu, "fileRead") => const { &[always(FILE_READ)] },
+        (Lxc, "create") => {
+            const {
+                &[
+                    made("POST /nodes/{node}/lxc", None),
+                    always("GET /nodes/{node}/storage/{storage}/content"),
+                    always("GET /nodes/{node}/network"),
+                    made(START, Some("with start")),
+                ]
+            }
+        }
         // `pct exec` over ssh runs as root@pam: no API privilege (preflight says it needs ssh).
-        (Lxc, "guestExec") => &[],
-        (Qemu, "create") => &[
-            made("POST /nodes/{node}/qemu", None),
-            always("GET /nodes/{node}/storage/{storage}/content"),
-            always("GET /nodes/{node}/network"),
-            made(START, Some("with start or waitReady")),
-        ],
-        (_, "downloadUrl") => &[
-            always("GET /nodes/{node}/storage"),
-            always("GET /nodes/{node}/storage/{storage}/content"),
-            always("POST /nodes/{node}/storage/{storage}/download-url"),
-        ],
-        (_, "backup") => &[
-            always(STATUS),
-            always("POST /nodes/{node}/vzdump"),
-            always("GET /nodes/{node}/storage/{storage}/content"),
-        ],
-        (_, "listBackups") => &[always("GET /nodes/{node}/storage/{storage}/content")],
-        (_, "deleteBackup") => &[
-            always("GET /nodes/{node}/storage/{storage}/content"),
-            always("DELETE /nodes/{node}/storage/{storage}/content/{volume}"),
-        ],
-        (_, "restore") => &[
-            on_archive("GET /nodes/{node}/storage/{storage}/content"),
-            always("GET /nodes/{node}/vzdump/extractconfig"),
-            made("POST /nodes/{node}/{kind}", None),
-        ],
+        (Lxc, "guestExec") => const { &[] },
+        (Qemu, "create") => {
+            const {
+                &[
+                    made("POST /nodes/{node}/qemu", None),
+                    always("GET /nodes/{node}/storage/{storage}/content"),
+                    always("GET /nodes/{node}/network"),
+                    made(START, Some("with start or waitReady")),
+                ]
+            }
+        }
+        (_, "downloadUrl") => {
+            const {
+                &[
+                    always("GET /nodes/{node}/storage"),
+                    always("GET /nodes/{node}/storage/{storage}/content"),
+                    always("POST /nodes/{node}/storage/{storage}/download-url"),
+                ]
+            }
+        }
+        (_, "backup") => {
+            const {
+                &[
+                    always(STATUS),
+                    always("POST /nodes/{node}/vzdump"),
+                    always("GET /nodes/{node}/storage/{storage}/content"),
+                ]
+            }
+        }
+        (_, "listBackups") => const { &[always("GET /nodes/{node}/storage/{storage}/content")] },
+        (_, "deleteBackup") => {
+            const {
+                &[
+                    always("GET /nodes/{node}/storage/{storage}/content"),
+                    always("DELETE /nodes/{node}/storage/{storage}/content/{volume}"),
+                ]
+            }
+        }
+        (_, "restore") => {
+            const {
+                &[
+                    on_archive("GET /nodes/{node}/storage/{storage}/content"),
+                    always("GET /nodes/{node}/vzdump/extractconfig"),
+                    made("POST /nodes/{node}/{kind}", None),
+                ]
+            }
+        }
         _ => return None,
     };
     let prefix = kind.segment();
