@@ -178,7 +178,7 @@ export async function runBenchmarks(
   }
   if (opts.groups.includes("marginal")) {
     say("marginal cost of a method (builds the core without it)");
-    rows.push(...await marginalRows(opts.root));
+    rows.push(...await marginalRows(opts.root, pkgs.length));
   }
   if (opts.groups.includes("fleet")) {
     say(`fleet: ${FLEET_SIZE} guests started together`);
