@@ -23,6 +23,16 @@ pub fn bounded_to(text: &str, max: usize) -> String {
     }
 }
 
+/// Appends `item` to a list a message names (`a, b, c`), `separator` between items. Built in
+/// place rather than collected and joined: each collected chain costs the module its own copy of
+/// the collecting code (issue 32).
+pub fn push_item(list: &mut String, separator: &str, item: &str) {
+    if !list.is_empty() {
+        list.push_str(separator);
+    }
+    list.push_str(item);
+}
+
 /// A JSON answer as messages quote it (compact JSON, bounded).
 pub fn value(data: &Value) -> String {
     bounded(&data.to_string())

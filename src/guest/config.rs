@@ -138,6 +138,20 @@ impl ConfigSnapshot {
     }
 }
 
+/// "`key` reads "seen", asked want; …": each option, as `(key, asked, seen)`, that did not read
+/// back as asked.
+pub fn not_as_asked(wrong: &[(&str, &str, String)]) -> String {
+    let mut said = String::new();
+    for (key, want, seen) in wrong {
+        crate::quote::push_item(
+            &mut said,
+            "; ",
+            &format!("`{key}` reads {seen:?}, asked {want}"),
+        );
+    }
+    said
+}
+
 /// A config value as records hold it: a string or a number (PVE's flags become 0/1).
 pub fn record_value(value: &Value) -> Value {
     match value {

@@ -401,10 +401,7 @@ fn accepted_codes(policy: &ExitPolicy) -> String {
 fn listed_codes(codes: &[i64]) -> String {
     let mut list = String::new();
     for code in codes {
-        if !list.is_empty() {
-            list.push_str(", ");
-        }
-        list.push_str(&code.to_string());
+        crate::quote::push_item(&mut list, ", ", &code.to_string());
     }
     list
 }
@@ -416,10 +413,7 @@ fn tail(text: &str) -> String {
     let tail: String = trimmed.chars().skip(count.saturating_sub(300)).collect();
     let mut flat = String::with_capacity(tail.len());
     for word in tail.split_whitespace() {
-        if !flat.is_empty() {
-            flat.push(' ');
-        }
-        flat.push_str(word);
+        crate::quote::push_item(&mut flat, " ", word);
     }
     if count > 300 {
         format!("…{flat}")

@@ -204,10 +204,7 @@ fn exhausted(min: u32, max: u32, proposed: u32, taken: &[u32]) -> String {
 fn list(ids: &[u32]) -> String {
     let mut list = String::new();
     for id in ids {
-        if !list.is_empty() {
-            list.push_str(", ");
-        }
-        list.push_str(&id.to_string());
+        crate::quote::push_item(&mut list, ", ", &id.to_string());
     }
     list
 }

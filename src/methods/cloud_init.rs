@@ -19,6 +19,7 @@ use crate::methods::get_config::read_snapshot;
 use crate::methods::set_config::{apply, pending_after_reboot, SetConfigArgs};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
+use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -187,7 +188,7 @@ async fn configure<H: Host>(
     let mut asked = String::new();
     for key in &stale {
         if args.options.iter().any(|(option, _)| option == key) {
-            listed(&mut asked, key);
+            push_item(&mut asked, ", ", key);
         }
     }
     if !asked.is_empty() {
@@ -251,7 +252,7 @@ async fn apply_at_boot<H: Host>(
     if snapshot.has_pending() {
         let mut keys = String::new();
         for key in snapshot.pending.keys().chain(&snapshot.pending_delete) {
-            listed(&mut keys, key);
+            push_item(&mut keys, ", ", key);
         }
         return Err(format!(
             "{summary}; {rebooted}, but changes are still pending after the reboot: {keys}"
@@ -418,19 +419,11 @@ fn described(args: &CloudInitArgs) -> String {
         false => {
             let mut keys = String::new();
             for (key, _) in &args.options {
-                listed(&mut keys, key);
+                push_item(&mut keys, ", ", key);
             }
             keys
         }
     }
-}
-
-/// Appends `item` to a `, `-separated list.
-fn listed(list: &mut String, item: &str) {
-    if !list.is_empty() {
-        list.push_str(", ");
-    }
-    list.push_str(item);
 }
 
 #[cfg(test)]

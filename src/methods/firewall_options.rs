@@ -4,6 +4,7 @@
 //! those that differ from what was read (none: nothing is sent), and each must read back as given.
 
 use crate::args::{ArgError, Fields};
+use crate::guest::config::not_as_asked;
 use crate::guest::firewall::{change_firewall, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
@@ -116,13 +117,7 @@ pub async fn firewall_options<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcom
             }
             Ok(format!("{} read back", set.join(", ")))
         }
-        wrong => {
-            let mut said = Vec::new();
-            for (key, want, seen) in wrong {
-                said.push(format!("`{key}` reads {seen:?}, asked {want}"));
-            }
-            Err(said.join("; "))
-        }
+        wrong => Err(not_as_asked(wrong)),
     };
     let change = FirewallChange {
         what: "the firewall options".into(),

@@ -5,6 +5,7 @@
 //! given.
 
 use crate::args::{ArgError, Fields};
+use crate::guest::config::not_as_asked;
 use crate::guest::ha::{self, change_ha, describe, HaChange, HaObject, HaView, Write};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
@@ -203,13 +204,7 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         (false, None) => Err("no such resource".to_string()),
         (false, Some(config)) => match differing(&args.options, config).as_slice() {
             [] => Ok(()),
-            wrong => {
-                let mut said = Vec::new();
-                for (key, want, seen) in wrong {
-                    said.push(format!("`{key}` reads {seen:?}, asked {want}"));
-                }
-                Err(said.join("; "))
-            }
+            wrong => Err(not_as_asked(wrong)),
         },
     };
     let change = HaChange {

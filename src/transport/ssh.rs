@@ -148,10 +148,7 @@ pub fn remote_command(settings: &SshSettings, request: &PveRequest) -> String {
 fn quoted_words(words: &[String]) -> String {
     let mut line = String::new();
     for word in words {
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(&single_quote(word));
+        crate::quote::push_item(&mut line, " ", &single_quote(word));
     }
     line
 }
@@ -260,10 +257,7 @@ fn pvesh_error(settings: &SshSettings, code: i32, stderr: &str) -> PveError {
 fn one_line(text: &str) -> String {
     let mut joined = String::new();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if !joined.is_empty() {
-            joined.push_str("; ");
-        }
-        joined.push_str(line);
+        crate::quote::push_item(&mut joined, "; ", line);
     }
     joined
 }
