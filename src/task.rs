@@ -404,11 +404,13 @@ fn judge<H: Host>(
         return Ok(ended(Vec::new(), None));
     }
     if exit_status.starts_with("WARNINGS") {
-        let warnings: Vec<String> = log
-            .into_iter()
+        let mut warnings = Vec::new();
+        for line in log {
             // PVE prints `WARN: <text>`; the closing `TASK WARNINGS: n` line is not a warning.
-            .filter(|line| line.trim_start().starts_with("WARN"))
-            .collect();
+            if line.trim_start().starts_with("WARN") {
+                warnings.push(line);
+            }
+        }
         for warning in &warnings {
             pve.host.log(
                 LogLevel::Warning,

@@ -272,12 +272,13 @@ impl Host for WasmHost {
             return Ok(None);
         }
         match json_of(&value, "record list")? {
-            Value::Array(names) if names.iter().all(Value::is_string) => Ok(Some(
-                names
-                    .into_iter()
-                    .filter_map(|n| n.as_str().map(str::to_string))
-                    .collect(),
-            )),
+            Value::Array(names) if names.iter().all(Value::is_string) => {
+                let mut listed = Vec::with_capacity(names.len());
+                for name in &names {
+                    listed.extend(name.as_str().map(str::to_string));
+                }
+                Ok(Some(listed))
+            }
             _ => Err(internal(
                 "the host returned a record list the core cannot read".into(),
             )),

@@ -70,11 +70,11 @@ fn unusable_v4(v4: Ipv4Addr, prefix: Option<u8>) -> Option<&'static str> {
 
 /// `0.0.0.0 (unspecified), fe80::1 (link-local)`, for messages.
 pub fn describe_skipped(skipped: &[Skipped]) -> String {
-    skipped
-        .iter()
-        .map(|s| format!("{} ({})", s.address, s.why))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let mut described = String::new();
+    for s in skipped {
+        crate::quote::push_item(&mut described, ", ", &format!("{} ({})", s.address, s.why));
+    }
+    described
 }
 
 #[cfg(test)]

@@ -241,10 +241,8 @@ pub async fn check_backup_storage<H: Host>(
         .await
         .map_err(|e| could_not(&format!("list the storages of node {node}"), &e).0)?;
     let Some(store) = stores.iter().find(|s| s.storage == storage) else {
-        let ids: Vec<&str> = stores.iter().map(|s| s.storage.as_str()).collect();
-        return Err(format!(
-            "storage {storage} does not exist on node {node}, or the token may not audit it (storages listed: {})",
-            if ids.is_empty() { "none".to_string() } else { ids.join(", ") }
+        return Err(crate::guest::storage::missing_storage(
+            storage, node, &stores,
         ));
     };
     if !store.offers("backup") {

@@ -67,13 +67,17 @@ impl ExitPolicy {
         match ok {
             Value::String(word) if word == "any" => Ok(ExitPolicy::AnyCode),
             Value::Array(items) => {
-                let codes: Vec<i64> = items
-                    .iter()
-                    .map(|v| v.as_i64().filter(|c| (0..=255).contains(c)))
-                    .collect::<Option<_>>()
-                    .filter(|c: &Vec<i64>| !c.is_empty())
-                    .ok_or_else(|| ArgError::new("okExitCodes", RULE))?;
-                Ok(ExitPolicy::Exactly(codes))
+                let mut codes = Vec::with_capacity(items.len());
+                for item in items {
+                    match item.as_i64().filter(|c| (0..=255).contains(c)) {
+                        Some(code) => codes.push(code),
+                        None => return Err(ArgError::new("okExitCodes", RULE)),
+                    }
+                }
+                match codes.is_empty() {
+                    true => Err(ArgError::new("okExitCodes", RULE)),
+                    false => Ok(ExitPolicy::Exactly(codes)),
+                }
             }
             _ => Err(ArgError::new("okExitCodes", RULE)),
         }
@@ -410,7 +414,11 @@ fn listed_codes(codes: &[i64]) -> String {
 fn tail(text: &str) -> String {
     let trimmed = text.trim();
     let count = trimmed.chars().count();
-    let tail: String = trimmed.chars().skip(count.saturating_sub(300)).collect();
+    let start = trimmed
+        .char_indices()
+        .nth(count.saturating_sub(300))
+        .map_or(trimmed.len(), |(at, _)| at);
+    let tail = &trimmed[start..];
     let mut flat = String::with_capacity(tail.len());
     for word in tail.split_whitespace() {
         crate::quote::push_item(&mut flat, " ", word);

@@ -31,8 +31,15 @@ pub struct Write {
 
 impl Write {
     pub fn new(verb: Verb, at: &[&str], params: Vec<(String, String)>) -> Self {
-        let at = at.iter().map(|s| s.to_string()).collect();
-        Write { verb, at, params }
+        let mut owned = Vec::with_capacity(at.len());
+        for segment in at {
+            owned.push(segment.to_string());
+        }
+        Write {
+            verb,
+            at: owned,
+            params,
+        }
     }
 
     /// A write of the parameters given (`None`: left out).

@@ -124,11 +124,12 @@ pub fn describe(service: Option<&Value>) -> String {
     let Some(s) = service else {
         return "not listed by the HA manager".to_string();
     };
-    ["state", "crm_state", "request_state", "node"]
-        .iter()
-        .map(|k| format!("{k} {}", field(Some(s), k).unwrap_or_else(|| "-".into())))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let mut described = String::new();
+    for key in ["state", "crm_state", "request_state", "node"] {
+        let value = field(Some(s), key).unwrap_or_else(|| "-".into());
+        crate::quote::push_item(&mut described, ", ", &format!("{key} {value}"));
+    }
+    described
 }
 
 /// The record's `ha`: managed when configured, the manager's `state`, `crmState` and `node`, the

@@ -147,8 +147,14 @@ impl Subjects {
             return Paths::Each(vec![base]);
         };
         let key = base.get(start..).unwrap_or_default();
-        let id = |v: Option<u32>| v.map(|v| v.to_string()).into_iter().collect();
-        let archive = || self.archive.iter().cloned().collect();
+        let id = |v: Option<u32>| match v {
+            Some(v) => vec![v.to_string()],
+            None => Vec::new(),
+        };
+        let archive = || match &self.archive {
+            Some(archive) => vec![archive.clone()],
+            None => Vec::new(),
+        };
         let (values, inherit): (Vec<String>, bool) = match key {
             "{vmid}" if guest == Guest::Made => (id(self.newid), true),
             "{vmid}" => (id(self.vmid), true),
@@ -356,7 +362,10 @@ fn option_checks(table: &str, path: &str, keys: &[String]) -> Vec<Check> {
         for class in named.into_iter().filter(|p| !p.is_empty()) {
             let (on, list) = class.split_once(':').unwrap_or((path, class));
             let any = list.contains('|');
-            let privs = list.split(['|', '&']).map(str::to_string).collect();
+            let mut privs = Vec::new();
+            for privilege in list.split(['|', '&']) {
+                privs.push(privilege.to_string());
+            }
             let check = Check::Perm {
                 path: on.to_string(),
                 privs,

@@ -162,6 +162,15 @@ pub fn problems(placement: &Placement, node: &str, survey: &Survey) -> Vec<Strin
     found
 }
 
+/// `net0, net1`: the keys of `(key, value)` pairs.
+fn keys_of(pairs: &[(String, String)]) -> String {
+    let mut keys = String::new();
+    for (key, _) in pairs {
+        crate::quote::push_item(&mut keys, ", ", key);
+    }
+    keys
+}
+
 /// The one message of a create the node cannot take: `cannot create <what> on node <node>;
 /// nothing was changed. 2 problems found: (1) …; (2) …`.
 pub fn refusal(what: &str, node: &str, found: &[String]) -> Failure {
@@ -282,7 +291,7 @@ fn bridge_problems(placement: &Placement, node: &str, survey: &Survey, found: &m
         Some(Err(why)) => {
             found.push(format!(
                 "the bridges of node {node} could not be listed to check {} (GET /nodes/{node}/network needs Sys.Audit on /nodes/{node}): {why}",
-                wanted.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ")
+                keys_of(wanted)
             ));
             return;
         }
@@ -298,10 +307,15 @@ fn bridge_problems(placement: &Placement, node: &str, survey: &Survey, found: &m
                 "{key}: bridge {bridge} exists on node {node} but is not active (down, or its configuration not applied)"
             )),
             None => {
-                let names: Vec<&str> = interfaces.iter().map(|i| i.iface.as_str()).collect();
+                let mut names = String::new();
+                for interface in interfaces {
+                    crate::quote::push_item(&mut names, ", ", &interface.iface);
+                }
+                if names.is_empty() {
+                    names.push_str("none");
+                }
                 found.push(format!(
-                    "{key}: bridge {bridge} does not exist on node {node} (its bridges: {})",
-                    if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                    "{key}: bridge {bridge} does not exist on node {node} (its bridges: {names})"
                 ));
             }
         }

@@ -89,11 +89,14 @@ pub fn qemu_refusal(caller: Caller, keys: &[&str]) -> Option<String> {
 
 /// The feature flags of a `features` value (`nesting=1,keyctl=1`).
 fn feature_flags(text: &str) -> Vec<(String, String)> {
-    text.split(',')
-        .filter_map(|part| part.split_once('='))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .filter(|(k, _)| !k.is_empty())
-        .collect()
+    let mut flags = Vec::new();
+    for (key, value) in text.split(',').filter_map(|part| part.split_once('=')) {
+        let key = key.trim();
+        if !key.is_empty() {
+            flags.push((key.to_string(), value.trim().to_string()));
+        }
+    }
+    flags
 }
 
 /// Whether going from `old` to `new` features changes a flag other than `nesting`

@@ -147,15 +147,15 @@ impl SnapshotTree {
         if self.snapshots.is_empty() {
             return "no snapshots".to_string();
         }
-        let names: Vec<String> = self
-            .snapshots
-            .iter()
-            .map(|s| match &s.parent {
+        let mut names = String::new();
+        for s in &self.snapshots {
+            let name = match &s.parent {
                 Some(parent) => format!("{} (parent {parent})", s.name),
                 None => s.name.clone(),
-            })
-            .collect();
-        names.join(", ")
+            };
+            crate::quote::push_item(&mut names, ", ", &name);
+        }
+        names
     }
 }
 

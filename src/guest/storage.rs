@@ -73,9 +73,14 @@ pub async fn read_storage<H: Host>(
 
 /// A storage the node's list does not hold: it does not exist there, or the token may not audit it.
 pub fn missing_storage(id: &str, node: &str, storages: &[NodeStorage]) -> String {
-    let listed: Vec<&str> = storages.iter().map(|s| s.storage.as_str()).collect();
+    let mut listed = String::new();
+    for storage in storages {
+        crate::quote::push_item(&mut listed, ", ", &storage.storage);
+    }
+    if listed.is_empty() {
+        listed.push_str("none");
+    }
     format!(
-        "storage {id} does not exist on node {node}, or the token may not audit it (storages listed: {})",
-        if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
+        "storage {id} does not exist on node {node}, or the token may not audit it (storages listed: {listed})"
     )
 }

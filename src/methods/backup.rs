@@ -268,10 +268,12 @@ async fn back_up<H: Host>(
     let after = list_archives(run, &node, &args.storage, Some(vmid))
         .await
         .map_err(of_guest)?;
-    let new: Vec<&Archive> = after
-        .iter()
-        .filter(|a| !before.iter().any(|b| b.volid == a.volid))
-        .collect();
+    let mut new = Vec::new();
+    for archive in &after {
+        if !before.iter().any(|b| b.volid == archive.volid) {
+            new.push(archive);
+        }
+    }
     let archive = match new.as_slice() {
         [one] => (*one).clone(),
         [] => {

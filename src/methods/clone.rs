@@ -121,16 +121,15 @@ fn verify_storage<H: Host>(
         return Ok(());
     };
     let label = ev.label(run);
-    let elsewhere: Vec<String> = ev
-        .config
-        .iter()
-        .filter(|(key, _)| run.kind.is_volume_key(key))
-        .filter_map(|(key, value)| Some((key, value.as_str()?)))
-        .filter(|(_, value)| {
-            storage_volume(value).is_some_and(|v| v.split(':').next() != Some(storage))
-        })
-        .map(|(key, value)| format!("{key} is {value:?}"))
-        .collect();
+    let mut elsewhere = Vec::new();
+    for (key, value) in &ev.config {
+        let Some(value) = value.as_str().filter(|_| run.kind.is_volume_key(key)) else {
+            continue;
+        };
+        if storage_volume(value).is_some_and(|v| v.split(':').next() != Some(storage)) {
+            elsewhere.push(format!("{key} is {value:?}"));
+        }
+    }
     match elsewhere.is_empty() {
         true => Ok(()),
         false => Err(format!(

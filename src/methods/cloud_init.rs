@@ -332,7 +332,11 @@ async fn verify_dump<H: Host>(
 fn lacks(part: &str, text: &str, args: &CloudInitArgs) -> Vec<String> {
     let mut expected: Vec<(Vec<String>, String)> = Vec::new();
     let mut want = |needles: &[&str], what: String| {
-        expected.push((needles.iter().map(|n| n.to_string()).collect(), what))
+        let mut owned = Vec::with_capacity(needles.len());
+        for needle in needles {
+            owned.push(needle.to_string());
+        }
+        expected.push((owned, what))
     };
     match part {
         "user" => {
@@ -345,7 +349,8 @@ fn lacks(part: &str, text: &str, args: &CloudInitArgs) -> Vec<String> {
             for key in args.value("sshkeys").unwrap_or_default().split('\n') {
                 let key = key.trim();
                 if !key.is_empty() {
-                    let shown: String = key.chars().take(32).collect();
+                    let end = key.char_indices().nth(32).map_or(key.len(), |(at, _)| at);
+                    let shown = &key[..end];
                     want(&[&format!("  - {key}\n")], format!("ssh key {shown}…"));
                 }
             }

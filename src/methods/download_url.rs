@@ -219,15 +219,13 @@ fn parse_filename(name: &str, content: Content) -> Result<String, ArgError> {
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
     {
-        let normalized: String = name
-            .chars()
-            .map(
-                |c| match c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
-                    true => c,
-                    false => '_',
-                },
-            )
-            .collect();
+        let mut normalized = String::with_capacity(name.len());
+        for c in name.chars() {
+            match c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                true => normalized.push(c),
+                false => normalized.push('_'),
+            }
+        }
         return Err(ArgError::new(
             "filename",
             format!("must hold only letters, digits, _, . and - (PVE would replace {bad:?} with _ and store {normalized:?})"),

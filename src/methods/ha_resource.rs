@@ -185,10 +185,10 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {
             params.push(("state".into(), "disabled".into()));
         }
-        Ok((!params.is_empty())
-            .then_some((None, Verb::Set, params))
-            .into_iter()
-            .collect())
+        Ok(match params.is_empty() {
+            true => Vec::new(),
+            false => vec![(None, Verb::Set, params)],
+        })
     };
     let judge = |service: Option<&Value>| {
         match (args.delete, service) {

@@ -53,7 +53,13 @@ pub async fn node_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let pve = run.pve();
     let storages = match pve.call(&endpoints::node_storage(&node)).await {
-        Ok(Value::Array(list)) => list.iter().filter_map(storage_record).collect(),
+        Ok(Value::Array(list)) => {
+            let mut storages = Vec::with_capacity(list.len());
+            for entry in &list {
+                storages.extend(storage_record(entry));
+            }
+            storages
+        }
         Ok(other) => {
             let e = PveError::malformed(format!("GET /nodes/{node}/storage answered {other}"));
             return could_not(&format!("list the storages of node {node}"), &e).into();
@@ -70,10 +76,11 @@ pub async fn node_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let verdict = match pve.call(&endpoints::node_bridges(&node)).await {
         Ok(Value::Array(list)) => {
-            record.bridges = list
-                .iter()
-                .filter_map(|i| i.get("iface").and_then(flex::string_of))
-                .collect();
+            for interface in &list {
+                record
+                    .bridges
+                    .extend(interface.get("iface").and_then(flex::string_of));
+            }
             record.bridges_available = true;
             Ok(format!(
                 "node {node}: {} storages and {} bridges recorded",
@@ -129,11 +136,13 @@ fn storage_record(entry: &Value) -> Option<StorageRecord> {
         kind: text("type"),
         content: text("content")
             .map(|c| {
-                c.split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect()
+                let mut types = Vec::new();
+                for content in c.split(',').map(str::trim) {
+                    if !content.is_empty() {
+                        types.push(content.to_string());
+                    }
+                }
+                types
             })
             .unwrap_or_default(),
         avail: entry.get("avail").and_then(flex::u64_of),

@@ -148,7 +148,11 @@ pub async fn node_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     "answered {data} where a list of disks was expected"
                 ))
             })?;
-            Ok(list.iter().filter_map(disk_record).collect())
+            let mut disks = Vec::with_capacity(list.len());
+            for entry in list {
+                disks.extend(disk_record(entry));
+            }
+            Ok(disks)
         });
     match disks {
         Ok(list) => (record.disks, record.disks_available) = (list, true),
@@ -214,8 +218,11 @@ fn fact<T>(data: &Value, field: &str, pick: fn(&Value) -> Option<T>) -> Result<T
     data.get(field).and_then(pick).ok_or_else(|| {
         let seen = match data.as_object() {
             Some(map) => {
-                let keys: Vec<&str> = map.keys().map(String::as_str).collect();
-                format!("an object of {}", keys.join(", "))
+                let mut keys = String::new();
+                for key in map.keys() {
+                    crate::quote::push_item(&mut keys, ", ", key);
+                }
+                format!("an object of {keys}")
             }
             None => data.to_string(),
         };

@@ -472,7 +472,10 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
             Err(why) => return could_not_run(run, method, &why),
         },
     };
-    let listed = paths.iter().cloned().collect::<Vec<_>>().join(", ");
+    let mut listed = String::new();
+    for path in &paths {
+        crate::quote::push_item(&mut listed, ", ", path);
+    }
     match (fit.ready, listed.is_empty()) {
         (false, _) => Outcome::failed(Vec::new(), shortfalls(&[fit]).join("; ")),
         (true, true) => Outcome::succeeded(

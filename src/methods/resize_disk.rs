@@ -221,14 +221,15 @@ async fn disk_size<H: Host>(
 }
 
 fn disks_of(kind: GuestKind, config: &Value) -> String {
-    let mut disks: Vec<&str> = config
-        .as_object()
-        .map(|o| o.keys().map(String::as_str).collect())
-        .unwrap_or_default();
-    disks.retain(|k| kind.is_disk(k));
+    let mut disks = String::new();
+    for key in config.as_object().into_iter().flat_map(|o| o.keys()) {
+        if kind.is_disk(key) {
+            crate::quote::push_item(&mut disks, ", ", key);
+        }
+    }
     match disks.is_empty() {
         true => "none".to_string(),
-        false => disks.join(", "),
+        false => disks,
     }
 }
 

@@ -244,11 +244,14 @@ pub fn config_ipv4(config: &Map<String, Value>) -> Result<String, String> {
 }
 
 fn is_ipv4(text: &str) -> bool {
-    let parts: Vec<&str> = text.split('.').collect();
-    parts.len() == 4
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.len() <= 3 && p.parse::<u8>().is_ok())
+    let mut parts = 0;
+    for part in text.split('.') {
+        parts += 1;
+        if part.is_empty() || part.len() > 3 || part.parse::<u8>().is_err() {
+            return false;
+        }
+    }
+    parts == 4
 }
 
 /// The first usable IPv4 address the agent reports (guest/addresses.rs, as `waitReady` counts

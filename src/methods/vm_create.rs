@@ -122,13 +122,13 @@ impl VmCreateArgs {
             }
         }
         // `sshkeys` goes URL-encoded, as PVE requires (and reads back decoded).
-        let config: Vec<(String, String)> = options
-            .into_iter()
-            .map(|(key, value)| match key.as_str() {
+        let mut config = Vec::with_capacity(options.len());
+        for (key, value) in options {
+            config.push(match key.as_str() {
                 "sshkeys" => (key, ssh_keys_param(&value)),
                 _ => (key, value),
-            })
-            .collect();
+            });
+        }
         Ok(VmCreateArgs {
             vmid: VmidChoice::parse(&fields)?,
             name,

@@ -23,7 +23,12 @@ pub fn encode(bytes: &[u8]) -> String {
 
 /// Decodes padded base64, pieces joined or not; whitespace is skipped. `None` for anything else.
 pub fn decode(text: &str) -> Option<Vec<u8>> {
-    let clean: Vec<u8> = text.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
+    let mut clean = Vec::with_capacity(text.len());
+    for byte in text.bytes() {
+        if !byte.is_ascii_whitespace() {
+            clean.push(byte);
+        }
+    }
     if clean.len() % 4 != 0 {
         return None;
     }

@@ -98,10 +98,14 @@ pub fn percent(part: Option<u64>, whole: Option<u64>) -> Option<f64> {
 
 /// Splits PVE's tag list (`;`-separated; `,` and spaces also seen) into lowercase tags.
 pub fn split_tags(text: &str) -> Vec<String> {
-    text.split([';', ',', ' '])
-        .map(|t| t.trim().to_ascii_lowercase())
-        .filter(|t| !t.is_empty())
-        .collect()
+    let mut tags = Vec::new();
+    for tag in text.split([';', ',', ' ']) {
+        let tag = tag.trim();
+        if !tag.is_empty() {
+            tags.push(tag.to_ascii_lowercase());
+        }
+    }
+    tags
 }
 
 #[cfg(test)]

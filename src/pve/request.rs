@@ -62,9 +62,13 @@ impl PveRequest {
 
     /// A request of any verb; `repeat` says whether it may be re-sent.
     pub fn new(verb: Verb, segments: &[&str], repeat: Repeat) -> Self {
+        let mut owned = Vec::with_capacity(segments.len());
+        for segment in segments {
+            owned.push(segment.to_string());
+        }
         PveRequest {
             verb,
-            segments: segments.iter().map(|s| s.to_string()).collect(),
+            segments: owned,
             params: Vec::new(),
             repeat,
         }

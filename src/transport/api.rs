@@ -104,10 +104,13 @@ fn error_message(response: &HttpResponse, parsed: Option<&Value>) -> String {
         .and_then(|v| v.get("errors"))
         .and_then(Value::as_object)
     {
-        let details: Vec<String> = errors
-            .iter()
-            .map(|(k, v)| format!("{k}: {}", v.as_str().unwrap_or("invalid").trim()))
-            .collect();
+        let mut details = Vec::new();
+        for (key, why) in errors {
+            details.push(format!(
+                "{key}: {}",
+                why.as_str().unwrap_or("invalid").trim()
+            ));
+        }
         if !details.is_empty() {
             message = format!("{message} ({})", details.join("; "));
         }

@@ -15,10 +15,10 @@ pub fn extract_json(stdout: &str) -> Option<Value> {
         return Some(value);
     }
     // The JSON starts at some line start; the progress lines before it are free text.
-    let starts = text
-        .match_indices('\n')
-        .map(|(i, _)| i + 1)
-        .collect::<Vec<_>>();
+    let mut starts = Vec::new();
+    for (newline, _) in text.match_indices('\n') {
+        starts.push(newline + 1);
+    }
     starts
         .iter()
         .rev()
