@@ -115,19 +115,13 @@ pub trait Host {
     fn read_record(&self, instance: &str)
         -> impl Future<Output = Result<Option<Value>, HostError>>;
     /// The latest stored versions of several records, in order: `None` for one that is not stored
-    /// or cannot be read. `Err` when none could be read. A host that can read them together
-    /// overrides this; the default reads them one by one.
+    /// or cannot be read. `Err` only when the host could not answer for them at all (a host that
+    /// reads them together and failed). The default reads them one by one and never errs.
     fn read_records(
         &self,
         instances: &[String],
     ) -> impl Future<Output = Result<Vec<Option<Value>>, HostError>> {
-        async move {
-            let mut records = Vec::with_capacity(instances.len());
-            for instance in instances {
-                records.push(self.read_record(instance).await.ok().flatten());
-            }
-            Ok(records)
-        }
+        async move { Ok(read_one_by_one(self, instances).await) }
     }
     /// The instance names of this model definition's stored records of resource spec `spec`
     /// (swamp: `ctx.dataRepository.findAllForModel`); `None` when the host cannot list them.
@@ -156,4 +150,17 @@ pub trait Host {
     }
     /// Whether the caller aborted the run (`ctx.signal`).
     fn aborted(&self) -> bool;
+}
+
+/// Records read one `read_record` at a time, in order; one that cannot be read counts as not
+/// stored (`None`), as a sync treats it.
+pub async fn read_one_by_one<H: Host + ?Sized>(
+    host: &H,
+    instances: &[String],
+) -> Vec<Option<Value>> {
+    let mut records = Vec::with_capacity(instances.len());
+    for instance in instances {
+        records.push(host.read_record(instance).await.ok().flatten());
+    }
+    records
 }

@@ -236,11 +236,7 @@ impl Host for WasmHost {
     /// One crossing for all of them: the records come back as one array, read as one JSON text.
     async fn read_records(&self, instances: &[String]) -> Result<Vec<Option<Value>>, HostError> {
         if !self.declares("readRecords") {
-            let mut records = Vec::with_capacity(instances.len());
-            for instance in instances {
-                records.push(self.read_record(instance).await.ok().flatten());
-            }
-            return Ok(records);
+            return Ok(crate::host::read_one_by_one(self, instances).await);
         }
         let names = js_sys::Array::new();
         for instance in instances {

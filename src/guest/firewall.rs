@@ -17,7 +17,7 @@ use crate::pve::endpoints;
 use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::property::property;
-use crate::pve::request::Verb;
+use crate::pve::request::{owned_segments, Verb};
 use crate::run::Run;
 use serde_json::Value;
 
@@ -31,13 +31,9 @@ pub struct Write {
 
 impl Write {
     pub fn new(verb: Verb, at: &[&str], params: Vec<(String, String)>) -> Self {
-        let mut owned = Vec::with_capacity(at.len());
-        for segment in at {
-            owned.push(segment.to_string());
-        }
         Write {
             verb,
-            at: owned,
+            at: owned_segments(at),
             params,
         }
     }

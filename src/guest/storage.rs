@@ -15,14 +15,17 @@ pub fn listed<T: crate::pve::read::FromJson>(
     answer: Result<Value, PveError>,
 ) -> Result<Vec<T>, String> {
     match answer {
-        Ok(data) => list_of(&data).ok_or_else(|| {
-            format!(
-                "PVE answered {data} where a list was expected — {}",
-                hint(ErrorKind::Malformed)
-            )
-        }),
+        Ok(data) => list_of(&data).ok_or_else(|| not_a_list(&data)),
         Err(e) => Err(format!("{e} — {}", hint(e.kind))),
     }
+}
+
+/// Why an answer is not the list asked for: one copy for every type `listed` reads.
+fn not_a_list(data: &Value) -> String {
+    format!(
+        "PVE answered {data} where a list was expected — {}",
+        hint(ErrorKind::Malformed)
+    )
 }
 
 /// Why a storage cannot take content of type `content`; `None` when it can.

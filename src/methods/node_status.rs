@@ -215,19 +215,24 @@ pub async fn node_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 /// `field` of a node's answer as `pick` reads it. A malformed answer is quoted unless it is an
 /// object — the subscription's may hold the key —, which is named by its fields alone.
 fn fact<T>(data: &Value, field: &str, pick: fn(&Value) -> Option<T>) -> Result<T, PveError> {
-    data.get(field).and_then(pick).ok_or_else(|| {
-        let seen = match data.as_object() {
-            Some(map) => {
-                let mut keys = String::new();
-                for key in map.keys() {
-                    crate::quote::push_item(&mut keys, ", ", key);
-                }
-                format!("an object of {keys}")
+    data.get(field)
+        .and_then(pick)
+        .ok_or_else(|| without_fact(data, field))
+}
+
+/// Why `field` could not be read from `data`: one copy for every type [`fact`] picks.
+fn without_fact(data: &Value, field: &str) -> PveError {
+    let seen = match data.as_object() {
+        Some(map) => {
+            let mut keys = String::new();
+            for key in map.keys() {
+                crate::quote::push_item(&mut keys, ", ", key);
             }
-            None => data.to_string(),
-        };
-        PveError::malformed(format!("answered {seen} without a readable `{field}`"))
-    })
+            format!("an object of {keys}")
+        }
+        None => data.to_string(),
+    };
+    PveError::malformed(format!("answered {seen} without a readable `{field}`"))
 }
 
 /// Whether the `enterprise` standard repository is configured and enabled: its `status`, absent

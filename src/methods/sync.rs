@@ -447,7 +447,8 @@ async fn record_node<H: Host>(run: &Run<'_, H>, node: &str, list: &[Value], swee
     // A stored record that cannot be read only costs a config read (`with_identity`).
     let mut stored = run.host.read_records(&instances).await.unwrap_or_default();
     stored.resize(chosen.len(), None);
-    for ((vmid, status), stored) in chosen.into_iter().zip(stored) {
+    let guests = chosen.into_iter().zip(instances).zip(stored);
+    for (((vmid, status), instance), stored) in guests {
         let at = Located {
             vmid,
             node: node.to_string(),
@@ -456,7 +457,7 @@ async fn record_node<H: Host>(run: &Run<'_, H>, node: &str, list: &[Value], swee
         record.selection = sweep.selection.clone();
         sweep
             .writes
-            .push(write(run.guest_spec(), run.guest_instance(vmid), &record));
+            .push(write(run.guest_spec(), instance, &record));
     }
 }
 

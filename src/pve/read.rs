@@ -97,8 +97,8 @@ impl Obj<'_> {
     /// A field that must be there, read strictly as `T`.
     pub fn required<T: FromJson>(&self, key: &str) -> Result<T, String> {
         match self.0.get(key) {
-            Some(value) => T::from_json(value).map_err(|e| format!("`{key}`: {e}")),
-            None => Err(format!("missing field `{key}`")),
+            Some(value) => T::from_json(value).map_err(|e| field_error(key, Some(e))),
+            None => Err(field_error(key, None)),
         }
     }
 
@@ -116,6 +116,15 @@ impl Obj<'_> {
             Some(key) => self.required(key),
             None => Ok(T::default()),
         }
+    }
+}
+
+/// Why field `key` could not be read: missing (`None`) or not readable as asked. One copy for
+/// every type `Obj::required` reads.
+fn field_error(key: &str, why: Option<String>) -> String {
+    match why {
+        None => format!("missing field `{key}`"),
+        Some(why) => format!("`{key}`: {why}"),
     }
 }
 

@@ -62,13 +62,9 @@ impl PveRequest {
 
     /// A request of any verb; `repeat` says whether it may be re-sent.
     pub fn new(verb: Verb, segments: &[&str], repeat: Repeat) -> Self {
-        let mut owned = Vec::with_capacity(segments.len());
-        for segment in segments {
-            owned.push(segment.to_string());
-        }
         PveRequest {
             verb,
-            segments: owned,
+            segments: owned_segments(segments),
             params: Vec::new(),
             repeat,
         }
@@ -94,4 +90,13 @@ impl PveRequest {
     pub fn label(&self) -> String {
         format!("{} {}", self.verb.http_method(), self.display_path())
     }
+}
+
+/// A path's segments, owned (a request or a planned write keeps them past its builder's borrows).
+pub fn owned_segments(segments: &[&str]) -> Vec<String> {
+    let mut owned = Vec::with_capacity(segments.len());
+    for segment in segments {
+        owned.push(segment.to_string());
+    }
+    owned
 }
