@@ -1,11 +1,15 @@
 //! A guest's volumes as its config and its storages show them — what the disk methods (moveDisk,
 //! attachDisk, detachDisk) judge: the volume a key holds, the `unusedN` PVE keeps a detached or
 //! moved-away volume as (pve-guest-common `PVE/AbstractConfig.pm` add_unused_volume), and whether
-//! a storage still lists a volume (a freed one must be gone from it, not only from the config).
+//! a storage still lists a volume (a freed one must be gone from it, not only from the config) —
+//! and what the methods that make disks (vmCreate, restore) hold them to: the guest's disks a
+//! storage lists.
 
-use crate::explain::could_not;
+use super::evidence::Evidence;
+use crate::explain::{could_not, hint};
 use crate::host::Host;
-use crate::pve::error::PveError;
+use crate::pve::endpoints;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::property::storage_volume;
 use crate::pve::request::PveRequest;
@@ -76,9 +80,40 @@ pub async fn listed_on_storage<H: Host>(
         let wrong = PveError::malformed(format!("PVE answered {answer} where a list was expected"));
         could_not(&action, &wrong).0
     })?;
-    Ok(volumes
+    Ok(lists(volumes, volid))
+}
+
+/// The guest's disk volumes on `storage` as that storage on the guest's node lists them, one
+/// request per storage (`GET /nodes/{node}/storage/{storage}/content?content=images|rootdir&vmid=…`,
+/// [`GuestKind::disk_content`](crate::pve::endpoints::GuestKind::disk_content)).
+pub async fn disks_on_storage<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    storage: &str,
+) -> Result<Vec<Value>, String> {
+    let content = run.kind.disk_content();
+    let request = endpoints::storage_content_of(&ev.at.node, storage, content, ev.at.vmid);
+    match run.pve().call(&request).await {
+        Ok(Value::Array(list)) => Ok(list),
+        Ok(other) => Err(format!(
+            "{} exists, but its disks on storage {storage} could not be listed: PVE answered {other} where a list was expected — {}",
+            ev.label(run),
+            hint(ErrorKind::Malformed)
+        )),
+        Err(e) => Err(format!(
+            "{} exists, but its disks on storage {storage} could not be listed (GET /nodes/{}/storage/{storage}/content): {e} — {}",
+            ev.label(run),
+            ev.at.node,
+            hint(e.kind)
+        )),
+    }
+}
+
+/// Whether a storage's content list (as [`disks_on_storage`] answers it) holds `volid`.
+pub fn lists(volumes: &[Value], volid: &str) -> bool {
+    volumes
         .iter()
-        .any(|v| v.get("volid").and_then(Value::as_str) == Some(volid)))
+        .any(|v| v.get("volid").and_then(Value::as_str) == Some(volid))
 }
 
 #[cfg(test)]

@@ -25,15 +25,17 @@ use crate::guest::config::shows;
 use crate::guest::evidence::{unlocked, Evidence, TaskTrail};
 use crate::guest::provision::{holder_of, sight_new};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
+use crate::guest::volumes::{disks_on_storage, lists, storage_of};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::{size_bytes, storage_volume};
 use crate::pve::request::PveRequest;
-use crate::pve::responses::{list_of, StorageVolume};
+use crate::quote::push_item;
 use crate::run::Run;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Keys a restore does not carry over as they were: PVE's bookkeeping, regenerated on restore.
 const NOT_RESTORED: [&str; 9] = [
@@ -100,11 +102,26 @@ impl ArchiveConfig {
         ArchiveConfig(entries)
     }
 
+    /// The config in extractconfig's answer; `Err` when it holds none.
+    fn extracted(volid: &str, answer: Result<Value, PveError>) -> Result<ArchiveConfig, String> {
+        let data = answer
+            .map_err(|e| could_not(&format!("read the config backup {volid} holds"), &e).0)?;
+        let config = ArchiveConfig::parse(data.as_str().unwrap_or_default());
+        match config.0.is_empty() {
+            true => Err(format!(
+                "backup {volid} holds no guest config PVE could extract (extractconfig answered {data}); nothing was changed — check the archive on its storage (listBackups) and the node's vzdump tools"
+            )),
+            false => Ok(config),
+        }
+    }
+
     fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        for (k, v) in &self.0 {
+            if k == key {
+                return Some(v);
+            }
+        }
+        None
     }
 }
 
@@ -141,47 +158,55 @@ fn disk_options(value: &str) -> Vec<&str> {
     parts
 }
 
-/// What a restored guest shows that its archive's config does not: `Err` holds each difference;
-/// `Ok` the disks `(key, volume id)` to look for on their storages.
+/// What a restored guest shows that its archive's config does not: `Err` names each difference;
+/// `Ok` the disks `(key, volume id)` to look for on their storages. `storage` is where the restore
+/// put every volume, when not where the archive had them ([`target_storage`]).
 fn compare(
     kind: GuestKind,
     archive: &ArchiveConfig,
-    restored: &serde_json::Map<String, Value>,
-    args: &RestoreArgs,
-) -> Result<Vec<(String, String)>, Vec<String>> {
-    let mut problems = Vec::new();
+    restored: &Map<String, Value>,
+    storage: Option<&str>,
+    unique: bool,
+) -> Result<Vec<(String, String)>, String> {
+    let mut problems = String::new();
     let mut disks = Vec::new();
     for (key, wanted) in &archive.0 {
         if NOT_RESTORED.contains(&key.as_str()) || key.starts_with("unused") {
             continue;
         }
         let Some(seen) = restored.get(key).and_then(flex::string_of) else {
-            problems.push(format!("`{key}` is not set (the archive holds {wanted:?})"));
+            push_item(
+                &mut problems,
+                "; ",
+                &format!("`{key}` is not set (the archive holds {wanted:?})"),
+            );
             continue;
         };
         if allocated(kind, key, wanted) {
-            let storage = target_storage(kind, args, archive);
-            match disk_problem(key, wanted, &seen, storage.as_deref()) {
-                Some(problem) => problems.push(problem),
-                None => disks.push((
-                    key.clone(),
-                    seen.split(',').next().unwrap_or_default().to_string(),
-                )),
+            match disk_problem(key, wanted, &seen, storage) {
+                Some(problem) => push_item(&mut problems, "; ", &problem),
+                None => disks.push((key.clone(), volume_of(&seen).to_string())),
             }
             continue;
         }
-        let same = match key.starts_with("net") && args.unique {
+        let same = match key.starts_with("net") && unique {
             true => without_mac(wanted) == without_mac(&seen),
             false => shows(kind, key, wanted, &seen),
         };
         if !same {
-            problems.push(format!("`{key}` is {seen:?}, not the archive's {wanted:?}"));
+            let problem = format!("`{key}` is {seen:?}, not the archive's {wanted:?}");
+            push_item(&mut problems, "; ", &problem);
         }
     }
     match problems.is_empty() {
         true => Ok(disks),
         false => Err(problems),
     }
+}
+
+/// The volume id a disk's value starts with (`local-lvm:vm-1-disk-0,size=8G` → its first part).
+fn volume_of(value: &str) -> &str {
+    value.split(',').next().unwrap_or_default()
 }
 
 /// Why a restored disk is not the archive's: on another storage than asked, another size, other
@@ -212,53 +237,89 @@ fn disk_problem(key: &str, wanted: &str, seen: &str, storage: Option<&str>) -> O
     None
 }
 
-/// Runs `restore`.
+/// How a run ends: the guest whose record it writes and the verdict; `Err` an outcome already
+/// made (nothing seen to record, or the record a shared step wrote).
+type Ending = Result<(Box<Evidence>, Result<String, String>), Outcome>;
+
+/// Runs `restore`: the module doc's steps, every one that ends the run after a guest was seen
+/// ending in that guest's record — one place that writes it.
 pub async fn restore<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match RestoreArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    if let Some(kind) = args.archive.kind.filter(|k| *k != run.kind) {
-        return Failure::new(format!(
-            "{} is a backup of a {}: restore it with that model; nothing was changed",
-            args.archive.volid,
-            kind.noun()
-        ))
-        .into();
+    match steps(run, args).await {
+        Ok((ev, verdict)) => ev.outcome(run, verdict).await,
+        Err(outcome) => outcome,
     }
-    let target = match choose_target(run, &args).await {
-        Ok(target) => target,
-        Err(outcome) => return outcome,
+}
+
+/// locate the VMID's holder → gate → read the archive → send and follow → read back → judge.
+async fn steps<H: Host>(run: &Run<'_, H>, args: &Value) -> Ending {
+    let args = RestoreArgs::parse(args).map_err(Failure::from)?;
+    if let Some(refusal) = other_kind(run.kind, &args.archive) {
+        return Err(Failure::new(refusal).into());
+    }
+    let over = match args.vmid {
+        VmidChoice::Given(vmid) => holder_of(run, vmid).await?,
+        VmidChoice::Free { .. } => None,
+    };
+    let over = match over {
+        None => None,
+        Some(ev) => match refusal(&ev.label(run), &ev, args.force) {
+            Some(message) => return Ok((ev, Err(message))),
+            None => Some(unlocked(run, ev).await?),
+        },
     };
     // The archive is read where the restore runs: a storage local to a node holds that node's.
-    let node = match &target {
-        Target::New => run.global.transport.node().to_string(),
-        Target::Over(ev) => ev.at.node.clone(),
+    let node = match &over {
+        None => run.global.transport.node().to_string(),
+        Some(ev) => ev.at.node.clone(),
     };
     let config = match read_archive(run, &node, &args.archive).await {
         Ok(config) => config,
-        Err(why) => {
-            let message = format!(
-                "cannot restore {} as {} {}: {why}",
-                args.archive.volid,
-                run.kind.noun(),
-                args.vmid.describe()
-            );
-            return refused(run, target, message).await;
-        }
+        Err(why) => return ended(over, cannot_restore(run.kind, &args, &why)),
     };
+    let (kind, replaces) = (run.kind, over.is_some());
+    let request = |vmid| restore_request(kind, &node, params(kind, &args, &config, vmid, replaces));
+    let action = |vmid| action(kind, &args.archive.volid, vmid, replaces.then_some(&*node));
     let mut trail = TaskTrail::default();
-    let (vmid, how) = match send(run, &node, &args, &mut trail, &config, target).await {
+    let (vmid, how) = match create_guest(run, args.vmid, &mut trail, &request, &action).await {
         Ok(made) => made,
-        Err(outcome) => return outcome,
+        Err(message) => return ended(over, message),
     };
-    let mut ev = match sight_new(run, vmid, trail, "restore").await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
+    let ev = sight_new(run, vmid, trail, "restore").await?;
+    let verdict = verify(run, &ev, &args, &config).await;
+    let how = match replaces {
+        true => "restored over the existing guest: ",
+        false => &how,
     };
-    let verdict = verify(run, &mut ev, &args, &config).await;
-    let verdict = verdict.map(|summary| format!("{how}{summary}"));
-    ev.outcome(run, verdict).await
+    Ok((ev, verdict.map(|summary| format!("{how}{summary}"))))
+}
+
+/// A step's failure as the run's end: on the record of the guest the restore would have
+/// replaced, when there is one.
+fn ended(over: Option<Box<Evidence>>, message: String) -> Ending {
+    match over {
+        Some(ev) => Ok((ev, Err(message))),
+        None => Err(Failure::new(message).into()),
+    }
+}
+
+/// Why an archive of the other kind of guest is not restored by this model.
+fn other_kind(kind: GuestKind, archive: &BackupVolid) -> Option<String> {
+    let theirs = archive.kind.filter(|k| *k != kind)?;
+    Some(format!(
+        "{} is a backup of a {}: restore it with that model; nothing was changed",
+        archive.volid,
+        theirs.noun()
+    ))
+}
+
+/// An archive that cannot be restored, and `why`.
+fn cannot_restore(kind: GuestKind, args: &RestoreArgs, why: &str) -> String {
+    format!(
+        "cannot restore {} as {} {}: {why}",
+        args.archive.volid,
+        kind.noun(),
+        args.vmid.describe()
+    )
 }
 
 /// The archive as listed (a size above 0 required) and the config it holds.
@@ -285,21 +346,7 @@ async fn read_archive<H: Host>(
         ));
     }
     let request = endpoints::vzdump_extract_config(node, &archive.volid);
-    let data = run.pve().call(&request).await.map_err(|e| {
-        could_not(
-            &format!("read the config backup {} holds", archive.volid),
-            &e,
-        )
-        .0
-    })?;
-    let config = ArchiveConfig::parse(data.as_str().unwrap_or_default());
-    match config.0.is_empty() {
-        true => Err(format!(
-            "backup {} holds no guest config PVE could extract (extractconfig answered {data}); nothing was changed — check the archive on its storage (listBackups) and the node's vzdump tools",
-            archive.volid
-        )),
-        false => Ok(config),
-    }
+    ArchiveConfig::extracted(&archive.volid, run.pve().call(&request).await)
 }
 
 /// The storage the restore allocates every volume on, when not where the archive had them: the
@@ -352,171 +399,111 @@ fn restore_request(kind: GuestKind, node: &str, params: Vec<(String, String)>) -
     }
 }
 
-/// Where a restore goes: a new guest (the given VMID is free, or a free one is to be claimed) on
-/// the transport's node, or over the guest that holds the given VMID, on its node.
-enum Target {
-    New,
-    Over(Box<Evidence>),
-}
-
-/// The outcome of a restore refused before anything was sent: the guest it would have replaced
-/// is recorded as seen.
-async fn refused<H: Host>(run: &Run<'_, H>, target: Target, message: String) -> Outcome {
-    match target {
-        Target::New => Failure::new(message).into(),
-        Target::Over(ev) => ev.outcome(run, Err(message)).await,
+/// The restore as messages name it: `restore <volid> as VM <vmid>`, and ` over the existing guest
+/// on node <node>` when it replaces one.
+fn action(kind: GuestKind, volid: &str, vmid: u32, over_on: Option<&str>) -> String {
+    let mut action = format!("restore {volid} as {} {vmid}", kind.noun());
+    if let Some(node) = over_on {
+        action.push_str(" over the existing guest on node ");
+        action.push_str(node);
     }
+    action
 }
 
-/// Decides the [`Target`]: a `vmid` that holds a guest is restored over only as the module doc
-/// says; `Err` is the run's outcome (that guest's record when it was seen).
-async fn choose_target<H: Host>(run: &Run<'_, H>, args: &RestoreArgs) -> Result<Target, Outcome> {
-    let VmidChoice::Given(vmid) = args.vmid else {
-        return Ok(Target::New);
-    };
-    match holder_of(run, vmid).await? {
-        None => Ok(Target::New),
-        Some(ev) => overwritable(run, ev, args).await.map(Target::Over),
-    }
-}
-
-/// Sends the restore to `node` and follows its task: the VMID the guest got, and how it was chosen
-/// (a prefix for the summary).
-async fn send<H: Host>(
-    run: &Run<'_, H>,
-    node: &str,
-    args: &RestoreArgs,
-    trail: &mut TaskTrail,
-    config: &ArchiveConfig,
-    target: Target,
-) -> Result<(u32, String), Outcome> {
-    let kind = run.kind;
-    let action = |vmid: u32| format!("restore {} as {} {vmid}", args.archive.volid, kind.noun());
-    let ev = match target {
-        Target::New => {
-            let request =
-                |vmid: u32| restore_request(kind, node, params(kind, args, config, vmid, false));
-            return create_guest(run, args.vmid, trail, &request, &action)
-                .await
-                .map_err(|m| Failure::new(m).into());
-        }
-        Target::Over(ev) => ev,
-    };
-    let vmid = ev.at.vmid;
-    let request = restore_request(kind, node, params(kind, args, config, vmid, true));
-    let over = format!("{} over the existing guest on node {node}", action(vmid));
-    match trail.run(&run.pve(), &request, &over).await {
-        Ok(()) => Ok((vmid, "restored over the existing guest: ".to_string())),
-        Err(message) => Err(ev.outcome(run, Err(message)).await),
-    }
-}
-
-/// The guest already holding the VMID, when the restore may replace it: `force: true`, stopped,
-/// not protected, its lock waited out. Otherwise the run's outcome, with that guest's record.
-async fn overwritable<H: Host>(
-    run: &Run<'_, H>,
-    ev: Box<Evidence>,
-    args: &RestoreArgs,
-) -> Result<Box<Evidence>, Outcome> {
-    let label = ev.label(run);
-    let name = ev.status.name.clone().unwrap_or_default();
-    let refusal = if !args.force {
-        Some(format!(
+/// Why the guest holding the VMID may not be restored over (the module doc's rule: `force: true`,
+/// stopped, not protected); `None` when it may — its lock is waited out then.
+fn refusal(label: &str, ev: &Evidence, force: bool) -> Option<String> {
+    if !force {
+        let name = ev.status.name.as_deref().unwrap_or_default();
+        return Some(format!(
             "VMID {} holds {label} ({name:?}): a restore replaces its config and disks with the archive's — pass force: true to restore over it; nothing was changed",
             ev.at.vmid
-        ))
-    } else if ev.status.status != "stopped" {
-        Some(format!(
+        ));
+    }
+    if ev.status.status != "stopped" {
+        return Some(format!(
             "{label} is {}: PVE refuses to restore over a running guest — stop it first; nothing was changed",
             ev.status.status
-        ))
-    } else if ev.config.get("protection").and_then(flex::bool_of) == Some(true) {
-        Some(format!(
-            "{label} has protection enabled: PVE refuses to restore over it (check_protection) — clear `protection` first; nothing was changed"
-        ))
-    } else {
-        None
-    };
-    match refusal {
-        Some(message) => Err(ev.outcome(run, Err(message)).await),
-        None => unlocked(run, ev).await,
+        ));
     }
+    if ev.config.get("protection").and_then(flex::bool_of) == Some(true) {
+        return Some(format!(
+            "{label} has protection enabled: PVE refuses to restore over it (check_protection) — clear `protection` first; nothing was changed"
+        ));
+    }
+    None
 }
 
-/// Holds the restored guest (seen unlocked: `sight_new`) to the archive's config and disks.
+/// Holds the restored guest (seen unlocked: `sight_new`) to the archive's config ([`compare`]),
+/// then every disk to its storage's listing: one request per storage.
 async fn verify<H: Host>(
     run: &Run<'_, H>,
-    ev: &mut Evidence,
+    ev: &Evidence,
     args: &RestoreArgs,
     config: &ArchiveConfig,
 ) -> Result<String, String> {
     let label = ev.label(run);
-    let disks = compare(run.kind, config, &ev.config, args).map_err(|problems| {
-        format!(
-            "the restore task ended successfully, but {label} is not the archive's guest: {} — check the restore task's log",
-            problems.join("; ")
-        )
-    })?;
-    check_disks_listed(run, ev, &disks).await?;
-    let mut listed = Vec::new();
-    for (key, volid) in &disks {
-        listed.push(format!("{key} {volid}"));
-    }
-    Ok(format!(
-        "{label} is restored from {}: {} settings read back as the archive holds them; disks {}",
-        args.archive.volid,
-        config.0.len(),
-        if listed.is_empty() {
-            "none".to_string()
-        } else {
-            listed.join(", ")
-        }
-    ))
-}
-
-/// Every restored disk volume is listed by its storage on the guest's node.
-async fn check_disks_listed<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    disks: &[(String, String)],
-) -> Result<(), String> {
-    let content = match run.kind {
-        GuestKind::Qemu => "images",
-        GuestKind::Lxc => "rootdir",
-    };
+    let storage = target_storage(run.kind, args, config);
+    let disks = compare(run.kind, config, &ev.config, storage.as_deref(), args.unique)
+        .map_err(|problems| {
+            format!(
+                "the restore task ended successfully, but {label} is not the archive's guest: {problems} — check the restore task's log"
+            )
+        })?;
     let mut stores = Vec::new();
-    for (_, volid) in disks {
-        stores.extend(volid.split(':').next());
+    for (_, volid) in &disks {
+        stores.push(storage_of(volid));
     }
     crate::order::sort_dedup(&mut stores);
     for store in stores {
-        let request = endpoints::storage_content(&ev.at.node, store, content)
-            .param("vmid", ev.at.vmid.to_string());
-        let what = format!(
-            "list the disks of the restored {} on storage {store}",
-            ev.label(run)
-        );
-        let data = run
-            .pve()
-            .call(&request)
-            .await
-            .map_err(|e| could_not(&what, &e).0)?;
-        let volumes: Vec<StorageVolume> = list_of(&data).ok_or_else(|| {
-            format!("could not {what}: PVE answered {data} where a list was expected — check the storage")
-        })?;
-        for (key, volid) in disks
-            .iter()
-            .filter(|(_, v)| v.starts_with(&format!("{store}:")))
-        {
-            if !volumes.iter().any(|v| &v.volid == volid) {
-                return Err(format!(
-                    "the restore task ended successfully, but disk `{key}` ({volid}) of {} is not on storage {store} — check the restore task's log",
-                    ev.label(run)
-                ));
-            }
+        let volumes = disks_on_storage(run, ev, store).await?;
+        if let Some((key, volid)) = unlisted(&disks, store, &volumes) {
+            return Err(format!(
+                "the restore task ended successfully, but disk `{key}` ({volid}) of {label} is not on storage {store} — check the restore task's log"
+            ));
         }
     }
-    Ok(())
+    Ok(summary(&label, args, config, &disks))
+}
+
+/// The first of `disks` on `store` that its listing `volumes` does not hold.
+fn unlisted<'a>(
+    disks: &'a [(String, String)],
+    store: &str,
+    volumes: &[Value],
+) -> Option<&'a (String, String)> {
+    for disk in disks {
+        let on_store = disk
+            .1
+            .strip_prefix(store)
+            .is_some_and(|v| v.starts_with(':'));
+        if on_store && !lists(volumes, &disk.1) {
+            return Some(disk);
+        }
+    }
+    None
+}
+
+/// What a restore that held: `VM 130 on node pve1 is restored from …: 8 settings read back as the
+/// archive holds them; disks scsi0 local-lvm:vm-130-disk-0`.
+fn summary(
+    label: &str,
+    args: &RestoreArgs,
+    config: &ArchiveConfig,
+    disks: &[(String, String)],
+) -> String {
+    let mut listed = String::new();
+    for (key, volid) in disks {
+        push_item(&mut listed, ", ", &format!("{key} {volid}"));
+    }
+    if listed.is_empty() {
+        listed.push_str("none");
+    }
+    format!(
+        "{label} is restored from {}: {} settings read back as the archive holds them; disks {listed}",
+        args.archive.volid,
+        config.0.len()
+    )
 }
 
 #[cfg(test)]

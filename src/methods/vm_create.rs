@@ -21,7 +21,6 @@
 //! 5. `start: true` is `start`'s verified start; `waitReady` starts it and waits (as `clone` does).
 
 use crate::args::{is_dns_name, ArgError, Fields};
-use crate::explain::hint;
 use crate::guest::config::{ssh_keys_param, wire_options};
 use crate::guest::evidence::{Evidence, TaskTrail};
 use crate::guest::gates::MANAGED_TAG;
@@ -35,11 +34,11 @@ use crate::guest::provision::{
 use crate::guest::readiness::ReadyArgs;
 use crate::guest::root_only::{qemu_refusal, Caller};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
+use crate::guest::volumes::disks_on_storage;
 use crate::host::Host;
 use crate::methods::start::{start_and_wait, start_created};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::run::Run;
@@ -363,7 +362,7 @@ async fn check_made<H: Host>(
     let mut seen = Vec::new();
     for disk in &disks {
         if !listed.iter().any(|(s, _)| *s == disk.storage) {
-            let volumes = list_images(run, ev, &disk.storage).await?;
+            let volumes = disks_on_storage(run, ev, &disk.storage).await?;
             listed.push((disk.storage.clone(), volumes));
         }
         let volumes = listed
@@ -374,29 +373,6 @@ async fn check_made<H: Host>(
         seen.push(check_disk(run, ev, disk, volumes, facts)?);
     }
     Ok(seen.join("; "))
-}
-
-/// The VM's volumes on `storage`, as the storage lists them.
-async fn list_images<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    storage: &str,
-) -> Result<Vec<Value>, String> {
-    let request = endpoints::storage_content_of(&ev.at.node, storage, "images", ev.at.vmid);
-    match run.pve().call(&request).await {
-        Ok(Value::Array(list)) => Ok(list),
-        Ok(other) => Err(format!(
-            "{} exists, but its disks on storage {storage} could not be listed: PVE answered {other} where a list was expected — {}",
-            ev.label(run),
-            hint(ErrorKind::Malformed)
-        )),
-        Err(e) => Err(format!(
-            "{} exists, but its disks on storage {storage} could not be listed (GET /nodes/{}/storage/{storage}/content): {e} — {}",
-            ev.label(run),
-            ev.at.node,
-            hint(e.kind)
-        )),
-    }
 }
 
 /// One disk the request made: its volume is listed on its storage with a size, an imported one

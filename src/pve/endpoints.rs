@@ -69,6 +69,15 @@ impl GuestKind {
         }
     }
 
+    /// The storage content type its disks are allocated as: `images` for a VM, `rootdir` for a
+    /// container (pve-storage `PVE/Storage/Plugin.pm` `$default_config`'s content types).
+    pub fn disk_content(self) -> &'static str {
+        match self {
+            GuestKind::Qemu => "images",
+            GuestKind::Lxc => "rootdir",
+        }
+    }
+
     /// Whether `key` may hold a volume of this kind of guest: a disk ([`GuestKind::is_disk`]), or
     /// a VM's EFI vars or TPM state (qemu-server `PVE/QemuServer/Drive.pm` valid_drive_names).
     pub fn is_volume_key(self, key: &str) -> bool {
