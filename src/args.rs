@@ -131,6 +131,14 @@ impl<'a> Fields<'a> {
         Ok(value)
     }
 
+    /// An optional [`Fields::segment`]: absent is `None`, `null` refused ([`Fields::optional`]).
+    pub fn optional_segment(&self, key: &str) -> Result<Option<String>, ArgError> {
+        match self.present(key)? {
+            Some(_) => self.segment(key).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// An optional bag of PVE options (`config`: key → string or number), as text in key order.
     /// Keys follow PVE's option names (`^[a-zA-Z][a-zA-Z0-9_-]*$`: PVE's schema has `allow-ksm`,
     /// `amd-sev`, `intel-tdx`, …); `refused` names keys the bag may not hold, with the reason.

@@ -64,10 +64,7 @@ impl RestoreArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let archive: String = fields.required("archive")?;
-        let storage = match fields.optional::<Value>("storage")? {
-            Some(_) => Some(fields.segment("storage")?),
-            None => None,
-        };
+        let storage = fields.optional_segment("storage")?;
         Ok(RestoreArgs {
             archive: BackupVolid::parse("archive", &archive)?,
             vmid: VmidChoice::parse(&fields)?,
@@ -132,14 +129,14 @@ fn allocated(kind: GuestKind, key: &str, value: &str) -> bool {
 }
 
 /// A NIC's properties without its MAC (`virtio=BC:24:…` keeps `virtio`; `hwaddr=…` goes).
-fn without_mac(value: &str) -> Vec<String> {
+fn without_mac(value: &str) -> Vec<&str> {
     let is_mac = |v: &str| v.len() == 17 && v.split(':').count() == 6;
     let mut parts = Vec::new();
     for part in value.split(',') {
         match part.split_once('=') {
             Some(("hwaddr" | "macaddr", v)) if is_mac(v) => {}
-            Some((model, v)) if is_mac(v) => parts.push(model.to_string()),
-            _ => parts.push(part.to_string()),
+            Some((model, v)) if is_mac(v) => parts.push(model),
+            _ => parts.push(part),
         }
     }
     crate::order::sort_by(&mut parts, Ord::cmp);
@@ -212,9 +209,8 @@ fn volume_of(value: &str) -> &str {
 /// Why a restored disk is not the archive's: on another storage than asked, another size, other
 /// options.
 fn disk_problem(key: &str, wanted: &str, seen: &str, storage: Option<&str>) -> Option<String> {
-    let store = |v: &str| v.split(':').next().unwrap_or_default().to_string();
-    let expected_store = storage.map_or_else(|| store(wanted), str::to_string);
-    if store(seen) != expected_store {
+    let expected_store = storage.unwrap_or_else(|| storage_of(wanted));
+    if storage_of(seen) != expected_store {
         return Some(format!(
             "disk `{key}` is {seen:?}, not on storage {expected_store}"
         ));
@@ -224,17 +220,15 @@ fn disk_problem(key: &str, wanted: &str, seen: &str, storage: Option<&str>) -> O
             .find_map(|p| p.strip_prefix("size="))
             .and_then(size_bytes)
     };
-    if size(wanted).is_some() && size(seen) != size(wanted) {
-        return Some(format!(
-            "disk `{key}` is {seen:?}, not the archive's size ({wanted:?})"
-        ));
-    }
-    if disk_options(wanted) != disk_options(seen) {
-        return Some(format!(
-            "disk `{key}` is {seen:?}, not with the archive's options ({wanted:?})"
-        ));
-    }
-    None
+    let wanted_size = size(wanted);
+    let differs = match wanted_size.is_some() && size(seen) != wanted_size {
+        true => "the archive's size",
+        false if disk_options(wanted) != disk_options(seen) => "with the archive's options",
+        false => return None,
+    };
+    Some(format!(
+        "disk `{key}` is {seen:?}, not {differs} ({wanted:?})"
+    ))
 }
 
 /// How a run ends: the guest whose record it writes and the verdict; `Err` an outcome already
@@ -244,15 +238,18 @@ type Ending = Result<(Box<Evidence>, Result<String, String>), Outcome>;
 /// Runs `restore`: the module doc's steps, every one that ends the run after a guest was seen
 /// ending in that guest's record — one place that writes it.
 pub async fn restore<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    match steps(run, args).await {
+    let args = match RestoreArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    match steps(run, &args).await {
         Ok((ev, verdict)) => ev.outcome(run, verdict).await,
         Err(outcome) => outcome,
     }
 }
 
 /// locate the VMID's holder → gate → read the archive → send and follow → read back → judge.
-async fn steps<H: Host>(run: &Run<'_, H>, args: &Value) -> Ending {
-    let args = RestoreArgs::parse(args).map_err(Failure::from)?;
+async fn steps<H: Host>(run: &Run<'_, H>, args: &RestoreArgs) -> Ending {
     if let Some(refusal) = other_kind(run.kind, &args.archive) {
         return Err(Failure::new(refusal).into());
     }
@@ -274,23 +271,23 @@ async fn steps<H: Host>(run: &Run<'_, H>, args: &Value) -> Ending {
     };
     let config = match read_archive(run, &node, &args.archive).await {
         Ok(config) => config,
-        Err(why) => return ended(over, cannot_restore(run.kind, &args, &why)),
+        Err(why) => return ended(over, cannot_restore(run.kind, args, &why)),
     };
     let (kind, replaces) = (run.kind, over.is_some());
-    let request = |vmid| restore_request(kind, &node, params(kind, &args, &config, vmid, replaces));
+    let request = |vmid| restore_request(kind, &node, params(kind, args, &config, vmid, replaces));
     let action = |vmid| action(kind, &args.archive.volid, vmid, replaces.then_some(&*node));
     let mut trail = TaskTrail::default();
     let (vmid, how) = match create_guest(run, args.vmid, &mut trail, &request, &action).await {
         Ok(made) => made,
         Err(message) => return ended(over, message),
     };
-    let ev = sight_new(run, vmid, trail, "restore").await?;
-    let verdict = verify(run, &ev, &args, &config).await;
     let how = match replaces {
         true => "restored over the existing guest: ",
         false => &how,
     };
-    Ok((ev, verdict.map(|summary| format!("{how}{summary}"))))
+    let ev = sight_new(run, vmid, trail, "restore").await?;
+    let verdict = verify(run, &ev, args, &config, how).await;
+    Ok((ev, verdict))
 }
 
 /// A step's failure as the run's end: on the record of the guest the restore would have
@@ -353,14 +350,15 @@ async fn read_archive<H: Host>(
 /// `storage` asked for; for a container always one — pve-container restores every mount point
 /// onto `storage`, default `local` (PVE/API2/LXC.pm `create`, "storage only mode"), so without one
 /// asked, the archive's rootfs storage keeps them where the root disk was.
-fn target_storage(kind: GuestKind, args: &RestoreArgs, config: &ArchiveConfig) -> Option<String> {
-    let rootfs_store = || {
-        let rootfs = config.get("rootfs")?;
-        rootfs.split(':').next().map(str::to_string)
-    };
+fn target_storage<'a>(
+    kind: GuestKind,
+    args: &'a RestoreArgs,
+    config: &'a ArchiveConfig,
+) -> Option<&'a str> {
+    let asked = args.storage.as_deref();
     match kind {
-        GuestKind::Lxc => args.storage.clone().or_else(rootfs_store),
-        GuestKind::Qemu => args.storage.clone(),
+        GuestKind::Lxc => asked.or_else(|| config.get("rootfs").map(storage_of)),
+        GuestKind::Qemu => asked,
     }
 }
 
@@ -372,22 +370,26 @@ fn params(
     vmid: u32,
     over: bool,
 ) -> Vec<(String, String)> {
-    let mut params = vec![("vmid".to_string(), vmid.to_string())];
+    let mut params = Vec::new();
+    // One copy of the pushing code for every parameter.
+    let mut add = |key: &str, value: &str| params.push((key.to_string(), value.to_string()));
+    add("vmid", &vmid.to_string());
+    let volid = &args.archive.volid;
     match kind {
-        GuestKind::Qemu => params.push(("archive".into(), args.archive.volid.clone())),
+        GuestKind::Qemu => add("archive", volid),
         GuestKind::Lxc => {
-            params.push(("ostemplate".into(), args.archive.volid.clone()));
-            params.push(("restore".into(), "1".into()));
+            add("ostemplate", volid);
+            add("restore", "1");
         }
     }
     if let Some(storage) = target_storage(kind, args, config) {
-        params.push(("storage".into(), storage));
+        add("storage", storage);
     }
     if over {
-        params.push(("force".into(), "1".into()));
+        add("force", "1");
     }
     if args.unique {
-        params.push(("unique".into(), "1".into()));
+        add("unique", "1");
     }
     params
 }
@@ -441,10 +443,11 @@ async fn verify<H: Host>(
     ev: &Evidence,
     args: &RestoreArgs,
     config: &ArchiveConfig,
+    how: &str,
 ) -> Result<String, String> {
     let label = ev.label(run);
     let storage = target_storage(run.kind, args, config);
-    let disks = compare(run.kind, config, &ev.config, storage.as_deref(), args.unique)
+    let disks = compare(run.kind, config, &ev.config, storage, args.unique)
         .map_err(|problems| {
             format!(
                 "the restore task ended successfully, but {label} is not the archive's guest: {problems} — check the restore task's log"
@@ -463,7 +466,7 @@ async fn verify<H: Host>(
             ));
         }
     }
-    Ok(summary(&label, args, config, &disks))
+    Ok(summary(how, &label, args, config, &disks))
 }
 
 /// The first of `disks` on `store` that its listing `volumes` does not hold.
@@ -484,9 +487,10 @@ fn unlisted<'a>(
     None
 }
 
-/// What a restore that held: `VM 130 on node pve1 is restored from …: 8 settings read back as the
-/// archive holds them; disks scsi0 local-lvm:vm-130-disk-0`.
+/// What a restore that held: `<how>VM 130 on node pve1 is restored from …: 8 settings read back
+/// as the archive holds them; disks scsi0 local-lvm:vm-130-disk-0`.
 fn summary(
+    how: &str,
     label: &str,
     args: &RestoreArgs,
     config: &ArchiveConfig,
@@ -494,13 +498,15 @@ fn summary(
 ) -> String {
     let mut listed = String::new();
     for (key, volid) in disks {
-        push_item(&mut listed, ", ", &format!("{key} {volid}"));
+        push_item(&mut listed, ", ", key);
+        listed.push(' ');
+        listed.push_str(volid);
     }
     if listed.is_empty() {
         listed.push_str("none");
     }
     format!(
-        "{label} is restored from {}: {} settings read back as the archive holds them; disks {listed}",
+        "{how}{label} is restored from {}: {} settings read back as the archive holds them; disks {listed}",
         args.archive.volid,
         config.0.len()
     )
@@ -682,11 +688,11 @@ mod tests {
         let archive = json!({"archive": "local:backup/vzdump-lxc-300-2026_12_01-10_00_00.tar"});
         let args = RestoreArgs::parse(&archive).unwrap();
         let lxc = target_storage(GuestKind::Lxc, &args, &config);
-        assert_eq!(lxc.as_deref(), Some("local-lvm"));
+        assert_eq!(lxc, Some("local-lvm"));
         assert_eq!(target_storage(GuestKind::Qemu, &args, &config), None);
         let restored = "local-lvm:vm-310-disk-1,mp=/data,size=2G";
         let wanted = "local-zfs:subvol-300-disk-1,mp=/data,size=2G";
-        assert_eq!(disk_problem("mp0", wanted, restored, lxc.as_deref()), None);
+        assert_eq!(disk_problem("mp0", wanted, restored, lxc), None);
         assert!(disk_problem("mp0", wanted, restored, None).is_some());
     }
 

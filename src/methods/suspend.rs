@@ -18,10 +18,7 @@ pub fn power_args(kind: GuestKind, args: &Value) -> Result<PowerArgs, ArgError> 
     let (to_disk, storage) = match kind {
         GuestKind::Qemu => (
             fields.or("toDisk", false)?,
-            match fields.optional::<Value>("stateStorage")? {
-                Some(_) => Some(fields.segment("stateStorage")?),
-                None => None,
-            },
+            fields.optional_segment("stateStorage")?,
         ),
         GuestKind::Lxc => (false, None),
     };
