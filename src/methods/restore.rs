@@ -447,12 +447,14 @@ async fn verify<H: Host>(
 ) -> Result<String, String> {
     let label = ev.label(run);
     let storage = target_storage(run.kind, args, config);
-    let disks = compare(run.kind, config, &ev.config, storage, args.unique)
-        .map_err(|problems| {
-            format!(
-                "the restore task ended successfully, but {label} is not the archive's guest: {problems} — check the restore task's log"
-            )
-        })?;
+    let disks = match compare(run.kind, config, &ev.config, storage, args.unique) {
+        Ok(disks) => disks,
+        Err(problems) => {
+            return Err(not_restored(&format!(
+                "{label} is not the archive's guest: {problems}"
+            )))
+        }
+    };
     let mut stores = Vec::new();
     for (_, volid) in &disks {
         stores.push(storage_of(volid));
@@ -461,12 +463,17 @@ async fn verify<H: Host>(
     for store in stores {
         let volumes = disks_on_storage(run, ev, store).await?;
         if let Some((key, volid)) = unlisted(&disks, store, &volumes) {
-            return Err(format!(
-                "the restore task ended successfully, but disk `{key}` ({volid}) of {label} is not on storage {store} — check the restore task's log"
-            ));
+            return Err(not_restored(&format!(
+                "disk `{key}` ({volid}) of {label} is not on storage {store}"
+            )));
         }
     }
     Ok(summary(how, &label, args, config, &disks))
+}
+
+/// A restore whose task ended well without its effect: `what` the restored guest shows instead.
+fn not_restored(what: &str) -> String {
+    format!("the restore task ended successfully, but {what} — check the restore task's log")
 }
 
 /// The first of `disks` on `store` that its listing `volumes` does not hold.
