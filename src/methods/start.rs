@@ -125,6 +125,26 @@ pub async fn start_and_wait<H: Host>(
     ready_outcome(run, ev, seen, since, verdict).await
 }
 
+/// A guest a `create` made (or found made by an earlier run): the start its request asks for after
+/// what was `done` — `waitReady`'s start and wait, or `start: true`'s verified start — and the
+/// outcome with its records.
+pub async fn finish_created<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    start: bool,
+    ready: Option<&ReadyArgs>,
+    verdict: Result<String, String>,
+) -> Outcome {
+    match (ready, verdict) {
+        (Some(ready), Ok(done)) => start_and_wait(run, ev, ready, done).await,
+        (None, Ok(done)) => {
+            let verdict = start_created(run, ev, start, done).await;
+            ev.outcome(run, verdict).await
+        }
+        (_, Err(message)) => ev.outcome(run, Err(message)).await,
+    }
+}
+
 /// A guest a `create` just made, started when `start` asks it: the verified start of `start`
 /// follows what was `done`.
 pub async fn start_created<H: Host>(
