@@ -16,13 +16,13 @@
 
 use crate::args::{is_dns_name, ArgError, Fields};
 use crate::guest::config::wire_options;
-use crate::guest::create_course::{create_course, NewDisk, NewGuest};
+use crate::guest::create_course::{NewDisk, NewGuest};
 use crate::guest::placement::{allocation_of, bridges_of, numbered, Allocation, Placement, Source};
 use crate::guest::provision::{push_create_options, settings_of};
 use crate::guest::root_only::{ct_refusal, Caller, CtState};
 use crate::guest::vmid_claim::VmidChoice;
 use crate::host::Host;
-use crate::methods::start::finish_created;
+use crate::methods::start::create_then_start;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::PveRequest;
@@ -237,11 +237,7 @@ pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let (mut ev, verdict) = match create_course(run, &args).await {
-        Ok(made) => made,
-        Err(outcome) => return outcome,
-    };
-    finish_created(run, &mut ev, args.start, None, verdict).await
+    create_then_start(run, &args, args.start, None).await
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::guest::addresses::{describe_skipped, unusable};
+use crate::guest::create_course::{create_course, NewGuest};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::power::{already, transition, Target};
 use crate::guest::readiness::{await_ready, interfaces, Readiness, ReadyArgs};
@@ -123,6 +124,20 @@ pub async fn start_and_wait<H: Host>(
         .map(|ready| format!("{done}; {started}; {ready}"))
         .map_err(|why| format!("{done}; {started}, but {why}"));
     ready_outcome(run, ev, seen, since, verdict).await
+}
+
+/// `create` of either model: the one course (`guest::create_course`), then the start its request
+/// asks for.
+pub async fn create_then_start<H: Host>(
+    run: &Run<'_, H>,
+    guest: &dyn NewGuest,
+    start: bool,
+    ready: Option<&ReadyArgs>,
+) -> Outcome {
+    match create_course(run, guest).await {
+        Ok((mut ev, verdict)) => finish_created(run, &mut ev, start, ready, verdict).await,
+        Err(outcome) => outcome,
+    }
 }
 
 /// A guest a `create` made (or found made by an earlier run): the start its request asks for after

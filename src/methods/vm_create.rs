@@ -22,14 +22,14 @@
 
 use crate::args::{is_dns_name, ArgError, Fields};
 use crate::guest::config::{ssh_keys_param, wire_options};
-use crate::guest::create_course::{create_course, NewDisk, NewGuest};
+use crate::guest::create_course::{NewDisk, NewGuest};
 use crate::guest::placement::{allocation_of, bridges_of, Allocation, Placement, Source};
 use crate::guest::provision::{option, push_create_options, settings_of};
 use crate::guest::readiness::ReadyArgs;
 use crate::guest::root_only::{qemu_refusal, Caller};
 use crate::guest::vmid_claim::VmidChoice;
 use crate::host::Host;
-use crate::methods::start::finish_created;
+use crate::methods::start::create_then_start;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::property::property;
@@ -294,11 +294,7 @@ pub async fn vm_create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let (mut ev, verdict) = match create_course(run, &args).await {
-        Ok(made) => made,
-        Err(outcome) => return outcome,
-    };
-    finish_created(run, &mut ev, args.start, args.ready.as_ref(), verdict).await
+    create_then_start(run, &args, args.start, args.ready.as_ref()).await
 }
 
 #[cfg(test)]
