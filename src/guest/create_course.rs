@@ -14,14 +14,14 @@ use super::gates::MANAGED_TAG;
 use super::placement::{problems, refusal, survey, Placement, Survey};
 use super::provision::{claim_vmid, complete, sight_new, verify_settings, Claim};
 use super::root_only::Caller;
+use super::storage::listed;
 use super::vmid_claim::{create_guest, VmidChoice};
-use crate::explain::hint;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
-use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
+use crate::pve::responses::StorageVolume;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -148,14 +148,14 @@ async fn check_made<H: Host>(
     if disks.is_empty() {
         return Ok(Some("no disks were requested".to_string()));
     }
-    let mut listed: Vec<(String, Vec<Value>)> = Vec::new();
+    let mut lists: Vec<(String, Vec<StorageVolume>)> = Vec::new();
     let mut seen = Vec::new();
     for disk in &disks {
-        if !listed.iter().any(|(s, _)| *s == disk.storage) {
+        if !lists.iter().any(|(s, _)| *s == disk.storage) {
             let volumes = list_images(run, ev, &label, &disk.storage).await?;
-            listed.push((disk.storage.clone(), volumes));
+            lists.push((disk.storage.clone(), volumes));
         }
-        let volumes = listed
+        let volumes = lists
             .iter()
             .find(|(s, _)| *s == disk.storage)
             .map(|(_, v)| v.as_slice())
@@ -173,20 +173,14 @@ async fn list_images<H: Host>(
     ev: &Evidence,
     label: &str,
     storage: &str,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<StorageVolume>, String> {
     let request = endpoints::storage_content_of(&ev.at.node, storage, "images", ev.at.vmid);
-    match run.pve().call(&request).await {
-        Ok(Value::Array(list)) => Ok(list),
-        Ok(other) => Err(format!(
-            "{label} exists, but its disks on storage {storage} could not be listed: PVE answered {other} where a list was expected — {}",
-            hint(ErrorKind::Malformed)
-        )),
-        Err(e) => Err(format!(
-            "{label} exists, but its disks on storage {storage} could not be listed (GET /nodes/{}/storage/{storage}/content): {e} — {}",
-            ev.at.node,
-            hint(e.kind)
-        )),
-    }
+    listed(run.pve().call(&request).await).map_err(|why| {
+        format!(
+            "{label} exists, but its disks on storage {storage} could not be listed (GET /nodes/{}/storage/{storage}/content): {why}",
+            ev.at.node
+        )
+    })
 }
 
 /// One disk the request made: its volume is listed on its storage with a size, an imported one
@@ -195,7 +189,7 @@ fn judge_disk(
     label: &str,
     config: &Map<String, Value>,
     disk: &NewDisk,
-    volumes: &[Value],
+    volumes: &[StorageVolume],
     image_size: Option<u64>,
 ) -> Result<String, String> {
     let key = &disk.key;
@@ -206,8 +200,8 @@ fn judge_disk(
     let volid = value.split(',').next().unwrap_or_default().to_string();
     let size = volumes
         .iter()
-        .find(|v| v.get("volid").and_then(flex::string_of).as_deref() == Some(volid.as_str()))
-        .map(|v| v.get("size").and_then(flex::u64_of).unwrap_or(0));
+        .find(|v| v.volid == volid)
+        .map(|v| v.size.unwrap_or(0));
     let check = "check the create task's log and the storage";
     let Some(size) = size else {
         return Err(format!(
