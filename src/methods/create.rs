@@ -167,12 +167,11 @@ impl CreateArgs {
             storage: self.storage.clone(),
             bytes: self.rootfs_gib.saturating_mul(GIB),
         }];
-        allocations.extend(
-            self.config
-                .iter()
-                .filter(|(key, _)| numbered(key, "mp"))
-                .filter_map(|(key, value)| allocation_of(key, value)),
-        );
+        for (key, value) in &self.config {
+            if numbered(key, "mp") {
+                allocations.extend(allocation_of(key, value));
+            }
+        }
         Placement {
             content: "rootdir",
             allocations,
