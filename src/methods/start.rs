@@ -60,13 +60,7 @@ impl StartArgs {
         let fields = Fields::of(args, "")?;
         // A container's start has no such arguments: like zod, ignore them there.
         let (ready, resume) = match kind {
-            GuestKind::Qemu => (
-                match fields.optional::<Value>("waitReady")? {
-                    Some(_) => Some(ReadyArgs::parse(&fields.object("waitReady")?)?),
-                    None => None,
-                },
-                fields.or("resume", false)?,
-            ),
+            GuestKind::Qemu => (ReadyArgs::wait_ready(&fields)?, fields.or("resume", false)?),
             GuestKind::Lxc => (None, false),
         };
         Ok(StartArgs {

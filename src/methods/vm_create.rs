@@ -128,10 +128,7 @@ impl VmCreateArgs {
             memory: fields.optional_count_in("memory", 16, 268_435_456)?,
             agent: fields.optional("agent")?,
             start: fields.or("start", false)?,
-            ready: match fields.optional::<Value>("waitReady")? {
-                Some(_) => Some(ReadyArgs::parse(&fields.object("waitReady")?)?),
-                None => None,
-            },
+            ready: ReadyArgs::wait_ready(&fields)?,
             config,
         })
     }
