@@ -144,14 +144,12 @@ pub async fn finish_created<H: Host>(
     ready: Option<&ReadyArgs>,
     verdict: Result<String, String>,
 ) -> Outcome {
-    match (ready, verdict) {
-        (Some(ready), Ok(done)) => start_and_wait(run, ev, ready, done).await,
-        (None, Ok(done)) => {
-            let verdict = start_created(run, ev, start, done).await;
-            ev.outcome(run, verdict).await
-        }
-        (_, Err(message)) => ev.outcome(run, Err(message)).await,
-    }
+    let verdict = match (ready, verdict) {
+        (Some(ready), Ok(done)) => return start_and_wait(run, ev, ready, done).await,
+        (None, Ok(done)) => start_created(run, ev, start, done).await,
+        (_, Err(message)) => Err(message),
+    };
+    ev.outcome(run, verdict).await
 }
 
 /// A guest a `create` just made, started when `start` asks it: the verified start of `start`
