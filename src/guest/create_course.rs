@@ -13,6 +13,7 @@ use super::evidence::{Evidence, TaskTrail};
 use super::gates::MANAGED_TAG;
 use super::placement::{problems, refusal, survey, Placement, Survey};
 use super::provision::{claim_vmid, complete, sight_new, verify_settings, Claim};
+use super::readiness::ReadyArgs;
 use super::root_only::Caller;
 use super::storage::listed;
 use super::vmid_claim::{create_guest, VmidChoice};
@@ -54,6 +55,14 @@ pub trait NewGuest {
     /// The disks whose new volumes must be listed on their storages (a VM's); `None`: the model
     /// judges its volumes by the settings that read back alone (a container's rootfs and mpN).
     fn disks(&self) -> Option<Vec<NewDisk>>;
+
+    /// Whether it is to be started once made (`start: true`).
+    fn start(&self) -> bool;
+
+    /// `waitReady`: start it and wait until it is usable (a VM's).
+    fn ready(&self) -> Option<&ReadyArgs> {
+        None
+    }
 }
 
 /// A disk the create makes: its config key, its storage, the image it imports.

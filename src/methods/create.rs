@@ -23,11 +23,12 @@ use crate::guest::root_only::{ct_refusal, Caller, CtState};
 use crate::guest::vmid_claim::VmidChoice;
 use crate::host::Host;
 use crate::methods::start::create_then_start;
-use crate::outcome::{Failure, Outcome};
+use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde_json::Value;
+use std::future::Future;
 
 const GIB: u64 = 1 << 30;
 
@@ -228,15 +229,21 @@ impl NewGuest for CreateArgs {
     fn disks(&self) -> Option<Vec<NewDisk>> {
         None
     }
+
+    fn start(&self) -> bool {
+        self.start
+    }
 }
 
 /// Runs `create`.
-pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match CreateArgs::wired(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    create_then_start(run, &args, args.start, None).await
+pub fn create<'a, H: Host>(
+    run: &'a Run<'a, H>,
+    args: &Value,
+) -> impl Future<Output = Outcome> + use<'a, H> {
+    // Read before the course is polled: the same moment as a first step of it, since dispatch
+    // awaits the future at once.
+    let parsed = CreateArgs::wired(args).map(|args| Box::new(args) as Box<dyn NewGuest>);
+    create_then_start(run, parsed)
 }
 
 #[cfg(test)]

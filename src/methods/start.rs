@@ -120,16 +120,20 @@ pub async fn start_and_wait<H: Host>(
     ready_outcome(run, ev, seen, since, verdict).await
 }
 
-/// `create` of either model: the one course (`guest::create_course`), then the start its request
-/// asks for.
+/// `create` of either model, its arguments read: the one course (`guest::create_course`), then the
+/// start its request asks for.
 pub async fn create_then_start<H: Host>(
     run: &Run<'_, H>,
-    guest: &dyn NewGuest,
-    start: bool,
-    ready: Option<&ReadyArgs>,
+    parsed: Result<Box<dyn NewGuest + '_>, ArgError>,
 ) -> Outcome {
-    match create_course(run, guest).await {
-        Ok((mut ev, verdict)) => finish_created(run, &mut ev, start, ready, verdict).await,
+    let guest = match parsed {
+        Ok(guest) => guest,
+        Err(e) => return Failure::from(e).into(),
+    };
+    match create_course(run, &*guest).await {
+        Ok((mut ev, verdict)) => {
+            finish_created(run, &mut ev, guest.start(), guest.ready(), verdict).await
+        }
         Err(outcome) => outcome,
     }
 }

@@ -30,12 +30,13 @@ use crate::guest::root_only::{qemu_refusal, Caller};
 use crate::guest::vmid_claim::VmidChoice;
 use crate::host::Host;
 use crate::methods::start::create_then_start;
-use crate::outcome::{Failure, Outcome};
+use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::property::property;
 use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde_json::{Map, Value};
+use std::future::Future;
 
 /// What a cloud-init drive takes (qemu-server `CLOUDINIT_DISK_SIZE`: 4 MiB).
 const CLOUDINIT_BYTES: u64 = 4 << 20;
@@ -283,15 +284,25 @@ impl NewGuest for VmCreateArgs {
     fn disks(&self) -> Option<Vec<NewDisk>> {
         Some(self.new_disks())
     }
+
+    fn start(&self) -> bool {
+        self.start
+    }
+
+    fn ready(&self) -> Option<&ReadyArgs> {
+        self.ready.as_ref()
+    }
 }
 
 /// Runs the qemu model's `create`.
-pub async fn vm_create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match VmCreateArgs::wired(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    create_then_start(run, &args, args.start, args.ready.as_ref()).await
+pub fn vm_create<'a, H: Host>(
+    run: &'a Run<'a, H>,
+    args: &Value,
+) -> impl Future<Output = Outcome> + use<'a, H> {
+    // Read before the course is polled: the same moment as a first step of it, since dispatch
+    // awaits the future at once.
+    let parsed = VmCreateArgs::wired(args).map(|args| Box::new(args) as Box<dyn NewGuest>);
+    create_then_start(run, parsed)
 }
 
 #[cfg(test)]
