@@ -211,28 +211,29 @@ fn judge_disk(
         .iter()
         .find(|v| v.volid == volid)
         .map(|v| v.size.unwrap_or(0));
-    let check = "check the create task's log and the storage";
     let Some(size) = size else {
-        return Err(format!(
-            "{label} exists, but its disk {key} ({volid}) is not on storage {} — {check}",
-            disk.storage
-        ));
+        let missing = format!("is not on storage {}", disk.storage);
+        return Err(disk_failed(label, key, &volid, &missing));
     };
+    let made = format!("{key} is {volid}");
     let Some(image) = &disk.import_from else {
-        return Ok(format!("{key} is {volid} ({size} bytes)"));
+        return Ok(format!("{made} ({size} bytes)"));
     };
     match image_size {
         Some(want) if size == want && size > 0 => Ok(format!(
-            "{key} is {volid}, imported from {image} ({size} bytes, the image's size)"
+            "{made}, imported from {image} ({size} bytes, the image's size)"
         )),
-        Some(want) => Err(format!(
-            "{label} exists, but its disk {key} ({volid}) imported from {image} holds {size} bytes where the image has {want} (an empty or short import) — {check}"
-        )),
+        Some(want) => Err(disk_failed(label, key, &volid, &format!(
+            "imported from {image} holds {size} bytes where the image has {want} (an empty or short import)"
+        ))),
         None if size > 0 => Ok(format!(
-            "{key} is {volid}, imported from {image} ({size} bytes; the image's size was not listed)"
+            "{made}, imported from {image} ({size} bytes; the image's size was not listed)"
         )),
-        None => Err(format!(
-            "{label} exists, but its disk {key} ({volid}) imported from {image} is empty — {check}"
-        )),
+        None => Err(disk_failed(label, key, &volid, &format!("imported from {image} is empty"))),
     }
+}
+
+/// Why a disk the create made is not as it should be: `what` it shows.
+fn disk_failed(label: &str, key: &str, volid: &str, what: &str) -> String {
+    format!("{label} exists, but its disk {key} ({volid}) {what} — check the create task's log and the storage")
 }

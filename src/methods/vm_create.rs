@@ -100,18 +100,8 @@ impl VmCreateArgs {
             .options("config", &REFUSED_CONFIG_KEYS)?
             .unwrap_or_default();
         for (key, value) in &options {
-            if value.contains('\0') {
-                return Err(ArgError::new(
-                    format!("config.{key}"),
-                    "must not contain NUL",
-                ));
-            }
-            if asks_import(value) && !is_new_volume(value, Some(0.0)) {
-                // qemu-server `$check_drive_param`: "'import-from' requires special syntax".
-                return Err(ArgError::new(
-                    format!("config.{key}"),
-                    "import-from needs the volume <storage>:0 (PVE sizes the disk by the image), e.g. local-lvm:0,import-from=local:import/cloud.qcow2",
-                ));
+            if let Some(rule) = value_rule(value) {
+                return Err(ArgError::new(format!("config.{key}"), rule));
             }
         }
         // `sshkeys` goes URL-encoded, as PVE requires (and reads back decoded).
@@ -214,6 +204,18 @@ impl VmCreateArgs {
             sources,
             bridges: bridges_of(&self.config),
         }
+    }
+}
+
+/// The rule a `config` value breaks, if any.
+fn value_rule(value: &str) -> Option<&'static str> {
+    if value.contains('\0') {
+        return Some("must not contain NUL");
+    }
+    // qemu-server `$check_drive_param`: "'import-from' requires special syntax".
+    match asks_import(value) && !is_new_volume(value, Some(0.0)) {
+        true => Some("import-from needs the volume <storage>:0 (PVE sizes the disk by the image), e.g. local-lvm:0,import-from=local:import/cloud.qcow2"),
+        false => None,
     }
 }
 
