@@ -170,7 +170,9 @@ impl CreateArgs {
         }];
         for (key, value) in &self.config {
             if numbered(key, "mp") {
-                allocations.extend(allocation_of(key, value));
+                if let Some(allocation) = allocation_of(key, value) {
+                    allocations.push(allocation);
+                }
             }
         }
         Placement {

@@ -187,7 +187,9 @@ impl VmCreateArgs {
                 });
                 continue;
             }
-            allocations.extend(allocation_of(key, value));
+            if let Some(allocation) = allocation_of(key, value) {
+                allocations.push(allocation);
+            }
             if let Some(image) = property(value, "import-from").filter(|v| v.contains(":import/")) {
                 sources.push(Source {
                     label: format!("{key} import-from"),
