@@ -96,21 +96,17 @@ impl VmCreateArgs {
                 "must be a DNS name (letters, digits and inner hyphens, labels joined by dots), as PVE requires of a VM name",
             ));
         }
-        let options = fields
+        let mut config = fields
             .options("config", &REFUSED_CONFIG_KEYS)?
             .unwrap_or_default();
-        for (key, value) in &options {
+        for (key, value) in &mut config {
             if let Some(rule) = value_rule(value) {
                 return Err(ArgError::new(format!("config.{key}"), rule));
             }
-        }
-        // `sshkeys` goes URL-encoded, as PVE requires (and reads back decoded).
-        let mut config = Vec::with_capacity(options.len());
-        for (key, value) in options {
-            config.push(match key.as_str() {
-                "sshkeys" => (key, ssh_keys_param(&value)),
-                _ => (key, value),
-            });
+            // `sshkeys` goes URL-encoded, as PVE requires (and reads back decoded).
+            if key == "sshkeys" {
+                *value = ssh_keys_param(value);
+            }
         }
         Ok(VmCreateArgs {
             vmid: VmidChoice::parse(&fields)?,
