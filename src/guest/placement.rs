@@ -74,11 +74,15 @@ pub struct Survey {
 impl Survey {
     /// The listed volume `volid` (its size: an image's), when a content list holds it.
     pub fn volume(&self, volid: &str) -> Option<&StorageVolume> {
-        self.contents
-            .iter()
-            .filter_map(|(_, list)| list.as_ref().ok())
-            .flatten()
-            .find(|v| v.volid == volid)
+        for (_, list) in &self.contents {
+            let Ok(volumes) = list else { continue };
+            for volume in volumes {
+                if volume.volid == volid {
+                    return Some(volume);
+                }
+            }
+        }
+        None
     }
 }
 

@@ -228,10 +228,12 @@ pub fn verify_settings<H: Host>(
 
 /// The value of option `key` in a create's `config` bag.
 pub fn option<'a>(config: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    config
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
+    for (k, value) in config {
+        if k == key {
+            return Some(value);
+        }
+    }
+    None
 }
 
 /// Appends a create request's numbers that were given, then its `config` bag with the managed tag
@@ -248,7 +250,11 @@ pub fn push_create_options(
     }
     let tags = option(config, "tags").unwrap_or_default();
     params.push(("tags".into(), with_managed_tag(tags)));
-    params.extend(config.iter().filter(|(k, _)| k != "tags").cloned());
+    for (key, value) in config {
+        if key != "tags" {
+            params.push((key.clone(), value.clone()));
+        }
+    }
 }
 
 /// The create parameters that are config keys of `kind`'s schema and must read back as requested,

@@ -35,6 +35,14 @@ pub struct ReadyArgs {
 }
 
 impl ReadyArgs {
+    /// The `waitReady` object of a method's arguments (`start`, `clone`, `create`), when given.
+    pub fn wait_ready(fields: &Fields) -> Result<Option<Self>, ArgError> {
+        match fields.optional::<serde_json::Value>("waitReady")? {
+            Some(_) => Ok(Some(ReadyArgs::parse(&fields.object("waitReady")?)?)),
+            None => Ok(None),
+        }
+    }
+
     /// Reads the readiness fields of `fields` (`ipv4`, `ipv6`, `nic`, `cloudInit`, `timeoutSec`).
     pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
         let nic = fields.optional_line("nic")?;

@@ -43,10 +43,7 @@ impl CloneArgs {
             name: fields.line("name")?,
             full: fields.or("full", true)?,
             storage: fields.optional_line("storage")?,
-            ready: match fields.optional::<Value>("waitReady")? {
-                Some(_) => Some(ReadyArgs::parse(&fields.object("waitReady")?)?),
-                None => None,
-            },
+            ready: ReadyArgs::wait_ready(&fields)?,
         };
         if parsed.vmid == VmidChoice::Given(parsed.template_id) {
             return Err(ArgError::new("vmid", "must differ from templateId"));

@@ -16,22 +16,19 @@
 
 use crate::args::{is_dns_name, ArgError, Fields};
 use crate::guest::config::wire_options;
-use crate::guest::evidence::TaskTrail;
-use crate::guest::gates::MANAGED_TAG;
-use crate::guest::placement::{
-    allocation_of, bridges_of, numbered, problems, refusal, survey, Allocation, Placement, Source,
-};
-use crate::guest::provision::{
-    claim_vmid, complete, push_create_options, settings_of, sight_new, verify_settings, Claim,
-};
+use crate::guest::create_course::{NewDisk, NewGuest};
+use crate::guest::placement::{allocation_of, bridges_of, numbered, Allocation, Placement, Source};
+use crate::guest::provision::{push_create_options, settings_of};
 use crate::guest::root_only::{ct_refusal, Caller, CtState};
-use crate::guest::vmid_claim::{create_guest, VmidChoice};
+use crate::guest::vmid_claim::VmidChoice;
 use crate::host::Host;
-use crate::methods::start::start_created;
-use crate::outcome::{Failure, Outcome};
+use crate::methods::start::create_then_start;
+use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde_json::Value;
+use std::future::Future;
 
 const GIB: u64 = 1 << 30;
 
@@ -117,6 +114,13 @@ impl CreateArgs {
         })
     }
 
+    /// The arguments as they go out: a boolean option as PVE's 1/0 whatever the user wrote.
+    pub fn wired(args: &Value) -> Result<Self, ArgError> {
+        let mut args = CreateArgs::parse(args)?;
+        args.config = wire_options(GuestKind::Lxc, "config", &args.config)?;
+        Ok(args)
+    }
+
     /// The parameters of `POST /nodes/{node}/lxc` for `vmid`: the `swamp` tag is added to the
     /// config's tags.
     pub fn params(&self, vmid: u32) -> Vec<(String, String)> {
@@ -164,12 +168,13 @@ impl CreateArgs {
             storage: self.storage.clone(),
             bytes: self.rootfs_gib.saturating_mul(GIB),
         }];
-        allocations.extend(
-            self.config
-                .iter()
-                .filter(|(key, _)| numbered(key, "mp"))
-                .filter_map(|(key, value)| allocation_of(key, value)),
-        );
+        for (key, value) in &self.config {
+            if numbered(key, "mp") {
+                if let Some(allocation) = allocation_of(key, value) {
+                    allocations.push(allocation);
+                }
+            }
+        }
         Placement {
             content: "rootdir",
             allocations,
@@ -188,95 +193,65 @@ impl CreateArgs {
     }
 }
 
-/// Runs `create`.
-/// What PVE would refuse this caller (an API token) in the new container's config.
-fn identity_refusal<H: Host>(run: &Run<'_, H>, args: &CreateArgs) -> Option<String> {
-    let mut options = args.config.clone();
-    if let Some(features) = &args.features {
-        options.push(("features".into(), features.clone()));
+impl NewGuest for CreateArgs {
+    fn vmid(&self) -> VmidChoice {
+        self.vmid
     }
-    let state = CtState {
-        unprivileged: args.unprivileged,
-        features: None,
-    };
-    ct_refusal(Caller::of(&run.global.transport), &options, &[], state)
-}
 
-pub async fn create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let mut args = match CreateArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    args.config = match wire_options(GuestKind::Lxc, "config", &args.config) {
-        Ok(config) => config,
-        Err(e) => return Failure::from(e).into(),
-    };
-    if let Some(refusal) = identity_refusal(run, &args) {
-        return Failure::new(format!(
-            "cannot create container: {refusal}; nothing was changed"
-        ))
-        .into();
+    fn name(&self) -> &str {
+        &self.hostname
     }
-    if let VmidChoice::Given(vmid) = args.vmid {
-        match claim_vmid(run, vmid, &args.hostname).await {
-            Ok(Claim::Free) => {}
-            Ok(Claim::Done(mut ev)) => {
-                let done = format!(
-                    "{} already is the requested container {:?} with the `{MANAGED_TAG}` tag; nothing was created",
-                    ev.label(run),
-                    args.hostname
-                );
-                let verdict = match verify_settings(run, &ev, &args.settings(), "create") {
-                    Ok(()) => start_created(run, &mut ev, args.start, done).await,
-                    Err(message) => Err(message),
-                };
-                return ev.outcome(run, verdict).await;
-            }
-            Err(outcome) => return outcome,
+
+    /// What PVE would refuse this caller (an API token) in the new container's config.
+    fn refusal(&self, caller: Caller) -> Option<String> {
+        let mut options = self.config.clone();
+        if let Some(features) = &self.features {
+            options.push(("features".into(), features.clone()));
         }
+        let state = CtState {
+            unprivileged: self.unprivileged,
+            features: None,
+        };
+        ct_refusal(caller, &options, &[], state)
     }
-    let node = run.global.transport.node().to_string();
-    let placement = args.placement();
-    let found = problems(&placement, &node, &survey(run, &node, &placement).await);
-    if !found.is_empty() {
-        let what = format!("container {}", args.vmid.describe());
-        return refusal(&what, &node, &found).into();
+
+    fn request(&self, node: &str, vmid: u32) -> PveRequest {
+        endpoints::lxc_create(node, self.params(vmid))
     }
-    let mut trail = TaskTrail::default();
-    let (vmid, claimed) = match make_container(run, &node, &args, &mut trail).await {
-        Ok(made) => made,
-        Err(message) => return Failure::new(message).into(),
-    };
-    let mut ev = match sight_new(run, vmid, trail, "create").await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let verdict = match complete(run, &mut ev, &args.hostname, "create").await {
-        Ok(summary) => match verify_settings(run, &ev, &args.settings(), "create") {
-            Ok(()) => start_created(run, &mut ev, args.start, format!("{claimed}{summary}")).await,
-            Err(message) => Err(message),
-        },
-        Err(message) => Err(message),
-    };
-    ev.outcome(run, verdict).await
+
+    fn placement(&self) -> Placement {
+        CreateArgs::placement(self)
+    }
+
+    fn settings(&self) -> Vec<(String, String)> {
+        CreateArgs::settings(self)
+    }
+
+    /// Its volumes are judged by the settings that read back (rootfs, mpN).
+    fn disks(&self) -> Option<Vec<NewDisk>> {
+        None
+    }
+
+    fn start(&self) -> bool {
+        self.start
+    }
 }
 
-/// Sends the create and follows its task: the container's VMID, and how it was chosen.
-async fn make_container<H: Host>(
-    run: &Run<'_, H>,
-    node: &str,
-    args: &CreateArgs,
-    trail: &mut TaskTrail,
-) -> Result<(u32, String), String> {
-    let request = |vmid: u32| endpoints::lxc_create(node, args.params(vmid));
-    let action = |vmid: u32| format!("create container {vmid} on node {node}");
-    create_guest(run, args.vmid, trail, &request, &action).await
+/// Runs `create`.
+pub fn create<'a, H: Host>(
+    run: &'a Run<'a, H>,
+    args: &Value,
+) -> impl Future<Output = Outcome> + use<'a, H> {
+    // Read before the course is polled: the same moment as a first step of it, since dispatch
+    // awaits the future at once.
+    let parsed = CreateArgs::wired(args).map(|args| Box::new(args) as Box<dyn NewGuest>);
+    create_then_start(run, parsed)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guest::placement::Survey;
+    use crate::guest::placement::{problems, Survey};
     use crate::pve::responses::{NodeInterface, NodeStorage, StorageVolume};
     use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
     use serde_json::json;

@@ -10,6 +10,7 @@
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::guest::addresses::{describe_skipped, unusable};
+use crate::guest::create_course::{create_course, NewGuest};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::power::{already, transition, Target};
 use crate::guest::readiness::{await_ready, interfaces, Readiness, ReadyArgs};
@@ -59,13 +60,7 @@ impl StartArgs {
         let fields = Fields::of(args, "")?;
         // A container's start has no such arguments: like zod, ignore them there.
         let (ready, resume) = match kind {
-            GuestKind::Qemu => (
-                match fields.optional::<Value>("waitReady")? {
-                    Some(_) => Some(ReadyArgs::parse(&fields.object("waitReady")?)?),
-                    None => None,
-                },
-                fields.or("resume", false)?,
-            ),
+            GuestKind::Qemu => (ReadyArgs::wait_ready(&fields)?, fields.or("resume", false)?),
             GuestKind::Lxc => (None, false),
         };
         Ok(StartArgs {
@@ -123,6 +118,42 @@ pub async fn start_and_wait<H: Host>(
         .map(|ready| format!("{done}; {started}; {ready}"))
         .map_err(|why| format!("{done}; {started}, but {why}"));
     ready_outcome(run, ev, seen, since, verdict).await
+}
+
+/// `create` of either model, its arguments read: the one course (`guest::create_course`), then the
+/// start its request asks for.
+pub async fn create_then_start<H: Host>(
+    run: &Run<'_, H>,
+    parsed: Result<Box<dyn NewGuest + '_>, ArgError>,
+) -> Outcome {
+    let guest = match parsed {
+        Ok(guest) => guest,
+        Err(e) => return Failure::from(e).into(),
+    };
+    match create_course(run, &*guest).await {
+        Ok((mut ev, verdict)) => {
+            finish_created(run, &mut ev, guest.start(), guest.ready(), verdict).await
+        }
+        Err(outcome) => outcome,
+    }
+}
+
+/// A guest a `create` made (or found made by an earlier run): the start its request asks for after
+/// what was `done` — `waitReady`'s start and wait, or `start: true`'s verified start — and the
+/// outcome with its records.
+pub async fn finish_created<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    start: bool,
+    ready: Option<&ReadyArgs>,
+    verdict: Result<String, String>,
+) -> Outcome {
+    let verdict = match (ready, verdict) {
+        (Some(ready), Ok(done)) => return start_and_wait(run, ev, ready, done).await,
+        (None, Ok(done)) => start_created(run, ev, start, done).await,
+        (_, Err(message)) => Err(message),
+    };
+    ev.outcome(run, verdict).await
 }
 
 /// A guest a `create` just made, started when `start` asks it: the verified start of `start`

@@ -22,27 +22,21 @@
 
 use crate::args::{is_dns_name, ArgError, Fields};
 use crate::guest::config::{ssh_keys_param, wire_options};
-use crate::guest::evidence::{Evidence, TaskTrail};
-use crate::guest::gates::MANAGED_TAG;
-use crate::guest::placement::{
-    allocation_of, bridges_of, problems, refusal, survey, Allocation, Placement, Source, Survey,
-};
-use crate::guest::provision::{
-    claim_vmid, complete, option, push_create_options, settings_of, sight_new, verify_settings,
-    Claim,
-};
+use crate::guest::create_course::{NewDisk, NewGuest};
+use crate::guest::placement::{allocation_of, bridges_of, Allocation, Placement, Source};
+use crate::guest::provision::{option, push_create_options, settings_of};
 use crate::guest::readiness::ReadyArgs;
 use crate::guest::root_only::{qemu_refusal, Caller};
-use crate::guest::vmid_claim::{create_guest, VmidChoice};
-use crate::guest::volumes::disks_on_storage;
+use crate::guest::vmid_claim::VmidChoice;
 use crate::host::Host;
-use crate::methods::start::{start_and_wait, start_created};
-use crate::outcome::{Failure, Outcome};
+use crate::methods::start::create_then_start;
+use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::flex;
 use crate::pve::property::property;
+use crate::pve::request::PveRequest;
 use crate::run::Run;
-use serde_json::Value;
+use serde_json::{Map, Value};
+use std::future::Future;
 
 /// What a cloud-init drive takes (qemu-server `CLOUDINIT_DISK_SIZE`: 4 MiB).
 const CLOUDINIT_BYTES: u64 = 4 << 20;
@@ -102,31 +96,17 @@ impl VmCreateArgs {
                 "must be a DNS name (letters, digits and inner hyphens, labels joined by dots), as PVE requires of a VM name",
             ));
         }
-        let options = fields
+        let mut config = fields
             .options("config", &REFUSED_CONFIG_KEYS)?
             .unwrap_or_default();
-        for (key, value) in &options {
-            if value.contains('\0') {
-                return Err(ArgError::new(
-                    format!("config.{key}"),
-                    "must not contain NUL",
-                ));
+        for (key, value) in &mut config {
+            if let Some(rule) = value_rule(value) {
+                return Err(ArgError::new(format!("config.{key}"), rule));
             }
-            if asks_import(value) && !is_new_volume(value, Some(0.0)) {
-                // qemu-server `$check_drive_param`: "'import-from' requires special syntax".
-                return Err(ArgError::new(
-                    format!("config.{key}"),
-                    "import-from needs the volume <storage>:0 (PVE sizes the disk by the image), e.g. local-lvm:0,import-from=local:import/cloud.qcow2",
-                ));
+            // `sshkeys` goes URL-encoded, as PVE requires (and reads back decoded).
+            if key == "sshkeys" {
+                *value = ssh_keys_param(value);
             }
-        }
-        // `sshkeys` goes URL-encoded, as PVE requires (and reads back decoded).
-        let mut config = Vec::with_capacity(options.len());
-        for (key, value) in options {
-            config.push(match key.as_str() {
-                "sshkeys" => (key, ssh_keys_param(&value)),
-                _ => (key, value),
-            });
         }
         Ok(VmCreateArgs {
             vmid: VmidChoice::parse(&fields)?,
@@ -135,12 +115,17 @@ impl VmCreateArgs {
             memory: fields.optional_count_in("memory", 16, 268_435_456)?,
             agent: fields.optional("agent")?,
             start: fields.or("start", false)?,
-            ready: match fields.optional::<Value>("waitReady")? {
-                Some(_) => Some(ReadyArgs::parse(&fields.object("waitReady")?)?),
-                None => None,
-            },
+            ready: ReadyArgs::wait_ready(&fields)?,
             config,
         })
+    }
+
+    /// The arguments as they go out: a boolean option as PVE's 1/0 whatever the user wrote (yes,
+    /// on, true …).
+    pub fn wired(args: &Value) -> Result<Self, ArgError> {
+        let mut args = VmCreateArgs::parse(args)?;
+        args.config = wire_options(GuestKind::Qemu, "config", &args.config)?;
+        Ok(args)
     }
 
     /// The parameters of `POST /nodes/{node}/qemu` for `vmid`: the `swamp` tag is added to the
@@ -198,7 +183,9 @@ impl VmCreateArgs {
                 });
                 continue;
             }
-            allocations.extend(allocation_of(key, value));
+            if let Some(allocation) = allocation_of(key, value) {
+                allocations.push(allocation);
+            }
             if let Some(image) = property(value, "import-from").filter(|v| v.contains(":import/")) {
                 sources.push(Source {
                     label: format!("{key} import-from"),
@@ -218,12 +205,16 @@ impl VmCreateArgs {
     }
 }
 
-/// A disk the create makes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewDisk {
-    pub key: String,
-    pub storage: String,
-    pub import_from: Option<String>,
+/// The rule a `config` value breaks, if any.
+fn value_rule(value: &str) -> Option<&'static str> {
+    if value.contains('\0') {
+        return Some("must not contain NUL");
+    }
+    // qemu-server `$check_drive_param`: "'import-from' requires special syntax".
+    match asks_import(value) && !is_new_volume(value, Some(0.0)) {
+        true => Some("import-from needs the volume <storage>:0 (PVE sizes the disk by the image), e.g. local-lvm:0,import-from=local:import/cloud.qcow2"),
+        false => None,
+    }
 }
 
 /// Whether a drive value asks for a new volume (`<storage>:<GiB>`, the GiB as digits with an
@@ -250,177 +241,68 @@ fn asks_import(value: &str) -> bool {
     })
 }
 
-/// What PVE would refuse this caller (an API token) among the new VM's options.
-fn identity_refusal<H: Host>(run: &Run<'_, H>, args: &VmCreateArgs) -> Option<String> {
-    let mut keys = Vec::with_capacity(args.config.len());
-    for (key, _) in &args.config {
-        keys.push(key.as_str());
+impl NewGuest for VmCreateArgs {
+    fn vmid(&self) -> VmidChoice {
+        self.vmid
     }
-    qemu_refusal(Caller::of(&run.global.transport), &keys)
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What PVE would refuse this caller (an API token) among the new VM's options.
+    fn refusal(&self, caller: Caller) -> Option<String> {
+        let mut keys = Vec::with_capacity(self.config.len());
+        for (key, _) in &self.config {
+            keys.push(key.as_str());
+        }
+        qemu_refusal(caller, &keys)
+    }
+
+    fn request(&self, node: &str, vmid: u32) -> PveRequest {
+        endpoints::qemu_create(node, self.params(vmid))
+    }
+
+    fn placement(&self) -> Placement {
+        VmCreateArgs::placement(self)
+    }
+
+    fn settings(&self) -> Vec<(String, String)> {
+        VmCreateArgs::settings(self)
+    }
+
+    /// A `cipassword` that was sent is set (PVE keeps only its hash: checked by presence).
+    fn judge_config(&self, label: &str, config: &Map<String, Value>) -> Result<(), String> {
+        match option(&self.config, "cipassword").is_some() && !config.contains_key("cipassword") {
+            true => Err(format!(
+                "{label} exists, but its config holds no cipassword although one was sent — check the create task's log"
+            )),
+            false => Ok(()),
+        }
+    }
+
+    fn disks(&self) -> Option<Vec<NewDisk>> {
+        Some(self.new_disks())
+    }
+
+    fn start(&self) -> bool {
+        self.start
+    }
+
+    fn ready(&self) -> Option<&ReadyArgs> {
+        self.ready.as_ref()
+    }
 }
 
 /// Runs the qemu model's `create`.
-pub async fn vm_create<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let mut args = match VmCreateArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    // A boolean goes out as PVE's 1/0 whatever the user wrote (yes, on, true …).
-    args.config = match wire_options(GuestKind::Qemu, "config", &args.config) {
-        Ok(config) => config,
-        Err(e) => return Failure::from(e).into(),
-    };
-    if let Some(refusal) = identity_refusal(run, &args) {
-        return Failure::new(format!("cannot create VM: {refusal}; nothing was changed")).into();
-    }
-    let node = run.global.transport.node().to_string();
-    let placement = args.placement();
-    let facts = survey(run, &node, &placement).await;
-    if let VmidChoice::Given(vmid) = args.vmid {
-        match claim_vmid(run, vmid, &args.name).await {
-            Ok(Claim::Free) => {}
-            Ok(Claim::Done(mut ev)) => {
-                let done = format!(
-                    "{} already is the requested VM {:?} with the `{MANAGED_TAG}` tag; nothing was created",
-                    ev.label(run),
-                    args.name
-                );
-                let checked = check_made(run, &ev, &args, &facts).await;
-                return finish(
-                    run,
-                    &mut ev,
-                    &args,
-                    checked.map(|disks| format!("{done}; {disks}")),
-                )
-                .await;
-            }
-            Err(outcome) => return outcome,
-        }
-    }
-    let found = problems(&placement, &node, &facts);
-    if !found.is_empty() {
-        let what = format!("VM {}", args.vmid.describe());
-        return refusal(&what, &node, &found).into();
-    }
-    let mut trail = TaskTrail::default();
-    let request = |vmid: u32| endpoints::qemu_create(&node, args.params(vmid));
-    let action = |vmid: u32| format!("create VM {vmid} on node {node}");
-    let (vmid, claimed) = match create_guest(run, args.vmid, &mut trail, &request, &action).await {
-        Ok(made) => made,
-        Err(message) => return Failure::new(message).into(),
-    };
-    let mut ev = match sight_new(run, vmid, trail, "create").await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let verdict = match complete(run, &mut ev, &args.name, "create").await {
-        Ok(summary) => check_made(run, &ev, &args, &facts)
-            .await
-            .map(|disks| format!("{claimed}{summary}; {disks}")),
-        Err(message) => Err(message),
-    };
-    finish(run, &mut ev, &args, verdict).await
-}
-
-/// The start the request asks for, after what was done; the outcome with its records.
-async fn finish<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &VmCreateArgs,
-    verdict: Result<String, String>,
-) -> Outcome {
-    match (&args.ready, verdict) {
-        (Some(ready), Ok(done)) => start_and_wait(run, ev, ready, done).await,
-        (None, Ok(done)) => {
-            let verdict = start_created(run, ev, args.start, done).await;
-            ev.outcome(run, verdict).await
-        }
-        (_, Err(message)) => ev.outcome(run, Err(message)).await,
-    }
-}
-
-/// Every setting reads back as requested, a `cipassword` is set, and every disk the request made
-/// is on its storage — an imported one with the image's size.
-async fn check_made<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    args: &VmCreateArgs,
-    facts: &Survey,
-) -> Result<String, String> {
-    verify_settings(run, ev, &args.settings(), "create")?;
-    if option(&args.config, "cipassword").is_some() && !ev.config.contains_key("cipassword") {
-        return Err(format!(
-            "{} exists, but its config holds no cipassword although one was sent — check the create task's log",
-            ev.label(run)
-        ));
-    }
-    let disks = args.new_disks();
-    if disks.is_empty() {
-        return Ok("no disks were requested".to_string());
-    }
-    let mut listed: Vec<(String, Vec<Value>)> = Vec::new();
-    let mut seen = Vec::new();
-    for disk in &disks {
-        if !listed.iter().any(|(s, _)| *s == disk.storage) {
-            let volumes = disks_on_storage(run, ev, &disk.storage).await?;
-            listed.push((disk.storage.clone(), volumes));
-        }
-        let volumes = listed
-            .iter()
-            .find(|(s, _)| *s == disk.storage)
-            .map(|(_, v)| v.as_slice())
-            .unwrap_or_default();
-        seen.push(check_disk(run, ev, disk, volumes, facts)?);
-    }
-    Ok(seen.join("; "))
-}
-
-/// One disk the request made: its volume is listed on its storage with a size, an imported one
-/// with the image's.
-fn check_disk<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    disk: &NewDisk,
-    volumes: &[Value],
-    facts: &Survey,
-) -> Result<String, String> {
-    let label = ev.label(run);
-    let key = &disk.key;
-    let value = ev
-        .config
-        .get(key)
-        .and_then(flex::string_of)
-        .unwrap_or_default();
-    let volid = value.split(',').next().unwrap_or_default().to_string();
-    let size = volumes
-        .iter()
-        .find(|v| v.get("volid").and_then(flex::string_of).as_deref() == Some(volid.as_str()))
-        .map(|v| v.get("size").and_then(flex::u64_of).unwrap_or(0));
-    let check = "check the create task's log and the storage";
-    let Some(size) = size else {
-        return Err(format!(
-            "{label} exists, but its disk {key} ({volid}) is not on storage {} — {check}",
-            disk.storage
-        ));
-    };
-    let Some(image) = &disk.import_from else {
-        return Ok(format!("{key} is {volid} ({size} bytes)"));
-    };
-    let want = facts.volume(image).and_then(|v| v.size);
-    match want {
-        Some(want) if size == want && size > 0 => Ok(format!(
-            "{key} is {volid}, imported from {image} ({size} bytes, the image's size)"
-        )),
-        Some(want) => Err(format!(
-            "{label} exists, but its disk {key} ({volid}) imported from {image} holds {size} bytes where the image has {want} (an empty or short import) — {check}"
-        )),
-        None if size > 0 => Ok(format!(
-            "{key} is {volid}, imported from {image} ({size} bytes; the image's size was not listed)"
-        )),
-        None => Err(format!(
-            "{label} exists, but its disk {key} ({volid}) imported from {image} is empty — {check}"
-        )),
-    }
+pub fn vm_create<'a, H: Host>(
+    run: &'a Run<'a, H>,
+    args: &Value,
+) -> impl Future<Output = Outcome> + use<'a, H> {
+    // Read before the course is polled: the same moment as a first step of it, since dispatch
+    // awaits the future at once.
+    let parsed = VmCreateArgs::wired(args).map(|args| Box::new(args) as Box<dyn NewGuest>);
+    create_then_start(run, parsed)
 }
 
 #[cfg(test)]

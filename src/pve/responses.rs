@@ -215,10 +215,13 @@ pub struct StorageVolume {
 /// The entries of a list answer that have the shape `T`; `None` when the answer is not a list.
 /// Entries of another shape are skipped: one odd row must not hide the rest.
 pub fn list_of<T: FromJson>(data: &Value) -> Option<Vec<T>> {
-    // A loop for the reason `Vec<T>: FromJson` is one (pve::read).
+    // A loop for the reason `Vec<T>: FromJson` is one (pve::read); a push, not an `extend` from
+    // an `Option`, which brings its own extending code for every `T`.
     let mut read = Vec::new();
     for item in data.as_array()? {
-        read.extend(parse(item));
+        if let Ok(row) = T::from_json(item) {
+            read.push(row);
+        }
     }
     Some(read)
 }
