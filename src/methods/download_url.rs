@@ -24,15 +24,18 @@
 
 use crate::args::{check_segment, ArgError, Fields};
 use crate::explain::{could_not, hint, mutation_failed};
+use crate::guest::evidence::TaskTrail;
 use crate::guest::storage::{read_storage, storage_refusal};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
-use crate::pve::responses::TaskLogLine;
+use crate::pve::request::PveRequest;
+use crate::pve::responses::{NodeStorage, TaskLogLine};
+use crate::pve::upid::Upid;
 use crate::run::{write, Run};
-use crate::task::{follow_task, log_ref_of, upid_of};
+use crate::task::upid_of;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -360,9 +363,8 @@ struct Findings<'a> {
     url_size: Option<u64>,
     downloaded: bool,
     checksum_verified: bool,
-    last_task: Option<String>,
-    /// Where that task's log is kept ([`log_ref_of`]).
-    last_task_log: (Option<String>, Vec<String>),
+    /// The download task and where its log is kept ([`TaskTrail::follow_outcome`]).
+    trail: TaskTrail,
 }
 
 impl Findings<'_> {
@@ -384,9 +386,9 @@ impl Findings<'_> {
             checksum_algorithm: args.checksum.as_ref().map(|(a, _)| a.clone()),
             checksum: args.checksum.as_ref().map(|(_, d)| d.clone()),
             checksum_verified: self.checksum_verified && volume.is_some(),
-            last_task: self.last_task.clone(),
-            last_task_log: self.last_task_log.0.clone(),
-            last_task_log_tail: self.last_task_log.1.clone(),
+            last_task: self.trail.last_task.clone(),
+            last_task_log: self.trail.last_task_log.0.clone(),
+            last_task_log_tail: self.trail.last_task_log.1.clone(),
             observed_at: run.now_iso(),
         }
     }
@@ -404,6 +406,17 @@ impl Findings<'_> {
             Ok(summary) => Outcome::succeeded(writes, summary),
             Err(message) => Outcome::failed(writes, message),
         }
+    }
+
+    /// `the <content> content of storage <storage> on node <node>`, as messages name it.
+    fn content_text(&self) -> String {
+        let args = self.args;
+        format!(
+            "the {} content of storage {} on node {}",
+            args.content.name(),
+            args.storage,
+            self.node
+        )
     }
 }
 
@@ -423,84 +436,95 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let node = args
-        .node
-        .clone()
-        .unwrap_or_else(|| run.global.transport.node().to_string());
-    if let Err(why) = check_storage(run, &node, &args).await {
-        return Failure::new(format!(
-            "cannot download to {} on node {node}: {why}; nothing was downloaded",
-            args.volid()
-        ))
-        .into();
-    }
-    let existing = match list_volume(run, &node, &args).await {
-        Ok(found) => found,
-        Err(failure) => return failure.into(),
-    };
-    let url_size = match url_size(run, &node, &args).await {
-        Ok(size) => size,
-        Err(failure) => return failure.into(),
-    };
     let mut findings = Findings {
+        node: match &args.node {
+            Some(node) => node.clone(),
+            None => run.global.transport.node().to_string(),
+        },
         args: &args,
-        node: node.clone(),
-        url_size,
+        url_size: None,
         downloaded: false,
         checksum_verified: false,
-        last_task: None,
-        last_task_log: Default::default(),
+        trail: TaskTrail::default(),
     };
-    match existing {
-        Some(volume) => already_there(run, &mut findings, volume).await,
-        None => download(run, &mut findings).await,
-    }
+    course(run, &mut findings).await
 }
 
-/// The storage exists on `node`, is enabled and active and takes the content type.
-async fn check_storage<H: Host>(
+/// The course: what is there before, the download when it is needed, what is there after.
+async fn course<H: Host>(run: &Run<'_, H>, findings: &mut Findings<'_>) -> Outcome {
+    let args = findings.args;
+    let list = endpoints::storage_content(&findings.node, &args.storage, args.content.name());
+    let existing = match up_front(run, findings, &list).await {
+        Ok(existing) => existing,
+        Err(failure) => return failure.into(),
+    };
+    if let Some(volume) = &existing {
+        if let Some(verdict) = unsent_verdict(findings, volume) {
+            return findings.outcome(run, Some(volume), verdict);
+        }
+    }
+    let sent = send_and_follow(run, findings).await;
+    let verdict = match read_task_log(findings, existing.as_ref(), sent) {
+        Ok(verdict) => verdict,
+        Err(failure) => return failure.into(),
+    };
+    let after = volume_listed(run.pve().call(&list).await, findings);
+    conclude(run, findings, verdict, after)
+}
+
+/// Step 1: the storage takes the download, the volume as the storage lists it (if there), and the
+/// URL's size as the node sees it.
+async fn up_front<H: Host>(
     run: &Run<'_, H>,
-    node: &str,
-    args: &DownloadUrlArgs,
-) -> Result<(), String> {
-    let store = read_storage(run, node, &args.storage).await?;
-    match storage_refusal(&store, args.content.name()) {
+    findings: &mut Findings<'_>,
+    list: &PveRequest,
+) -> Result<Option<Volume>, Failure> {
+    let args = findings.args;
+    let node = &findings.node;
+    let store = read_storage(run, node, &args.storage).await;
+    if let Err(why) = store_takes(store, args) {
+        return Err(Failure::new(format!(
+            "cannot download to {} on node {node}: {why}; nothing was downloaded",
+            args.volid()
+        )));
+    }
+    let existing = volume_listed(run.pve().call(list).await, findings)?;
+    let metadata = endpoints::url_metadata(node, &args.url, args.verify_certificates);
+    findings.url_size = url_size_of(run.pve().call(&metadata).await, findings)?;
+    Ok(existing)
+}
+
+/// The storage exists on the node, is enabled and active and takes the content type.
+fn store_takes(store: Result<NodeStorage, String>, args: &DownloadUrlArgs) -> Result<(), String> {
+    match storage_refusal(&store?, args.content.name()) {
         Some(why) => Err(format!("storage {} {why}", args.storage)),
         None => Ok(()),
     }
 }
 
 /// The volume as the storage's content list shows it, if it is there.
-async fn list_volume<H: Host>(
-    run: &Run<'_, H>,
-    node: &str,
-    args: &DownloadUrlArgs,
+fn volume_listed(
+    answer: Result<Value, PveError>,
+    findings: &Findings<'_>,
 ) -> Result<Option<Volume>, Failure> {
-    let request = endpoints::storage_content(node, &args.storage, args.content.name());
-    let what = format!(
-        "list the {} content of storage {} on node {node} (to see {})",
-        args.content.name(),
-        args.storage,
-        args.volid()
-    );
-    match run.pve().call(&request).await {
-        Ok(list) if list.is_array() => Ok(volume_in(&list, &args.volid())),
-        Ok(other) => Err(could_not(
-            &what,
-            &PveError::malformed(format!("PVE answered {other} where a list was expected")),
-        )),
-        Err(e) => Err(could_not(&what, &e)),
-    }
+    let volid = findings.args.volid();
+    let error = match answer {
+        Ok(list) if list.is_array() => return Ok(volume_in(&list, &volid)),
+        Ok(other) => PveError::malformed(format!("PVE answered {other} where a list was expected")),
+        Err(e) => e,
+    };
+    let what = format!("list {} (to see {volid})", findings.content_text());
+    Err(could_not(&what, &error))
 }
 
 /// The size the URL's server reports, asked from the node (the download comes from there).
-async fn url_size<H: Host>(
-    run: &Run<'_, H>,
-    node: &str,
-    args: &DownloadUrlArgs,
+fn url_size_of(
+    answer: Result<Value, PveError>,
+    findings: &Findings<'_>,
 ) -> Result<Option<u64>, Failure> {
-    let request = endpoints::url_metadata(node, &args.url, args.verify_certificates);
-    match run.pve().call(&request).await {
+    let args = findings.args;
+    let node = &findings.node;
+    match answer {
         Ok(meta) if meta.is_object() => Ok(meta.get("size").and_then(flex::u64_of)),
         Ok(other) => Err(could_not(
             &format!(
@@ -520,14 +544,12 @@ async fn url_size<H: Host>(
     }
 }
 
-/// A volume of that name is there: done without a download only when it is the URL's file.
-async fn already_there<H: Host>(
-    run: &Run<'_, H>,
-    findings: &mut Findings<'_>,
-    volume: Volume,
-) -> Outcome {
+/// Step 2, a volume of that name there: the verdict without a download — unless a checksum was
+/// given and the sizes agree, for then PVE checks the existing file itself (`None`).
+fn unsent_verdict(findings: &Findings<'_>, volume: &Volume) -> Option<Result<String, String>> {
     let args = findings.args;
     let volid = args.volid();
+    let node = &findings.node;
     let have = volume.size.unwrap_or(0);
     let mismatch = match (findings.url_size, &args.compression) {
         (_, Some(c)) => Some(format!(
@@ -538,22 +560,37 @@ async fn already_there<H: Host>(
         _ => None,
     };
     if let Some(why) = mismatch {
-        let message = format!(
-            "volume {volid} already exists on node {} with {have} bytes, and {why}; nothing was downloaded — delete it or choose another filename",
-            findings.node
-        );
-        return findings.outcome(run, Some(&volume), Err(message));
+        return Some(Err(format!(
+            "volume {volid} already exists on node {node} with {have} bytes, and {why}; nothing was downloaded — delete it or choose another filename"
+        )));
     }
-    if args.checksum.is_none() {
-        let summary = format!(
-            "{volid} is already on node {} with the URL's size ({have} bytes); nothing was downloaded",
-            findings.node
-        );
-        return findings.outcome(run, Some(&volume), Ok(summary));
+    match args.checksum {
+        None => Some(Ok(format!(
+            "{volid} is already on node {node} with the URL's size ({have} bytes); nothing was downloaded"
+        ))),
+        Some(_) => None,
     }
-    // PVE checks an existing file's checksum itself and then downloads nothing.
-    let sent = send_and_follow(run, findings).await;
-    let verdict = match sent {
+}
+
+/// What the task's log says: for a volume that was there, the verdict on PVE's check of it
+/// (`Some`); for a download, what it did (`None`: the storage decides), or the failure that ends
+/// the run before the storage is looked at again.
+fn read_task_log(
+    findings: &mut Findings<'_>,
+    existing: Option<&Volume>,
+    sent: Result<Vec<String>, String>,
+) -> Result<Option<Result<String, String>>, Failure> {
+    let volid = findings.args.volid();
+    let Some(volume) = existing else {
+        let log = sent.map_err(Failure)?;
+        findings.downloaded = !log.iter().any(|l| l.contains(ALREADY_THERE));
+        findings.checksum_verified = log
+            .iter()
+            .any(|l| l.contains(CHECKSUM_VERIFIED) || l.contains(ALREADY_THERE));
+        return Ok(None);
+    };
+    let have = volume.size.unwrap_or(0);
+    Ok(Some(match sent {
         Ok(log) if log.iter().any(|l| l.contains(ALREADY_THERE)) => {
             findings.checksum_verified = true;
             Ok(format!(
@@ -565,36 +602,29 @@ async fn already_there<H: Host>(
             "the download task for the existing {volid} ended OK, but its log does not show PVE's check of the existing file ({ALREADY_THERE:?})"
         )),
         Err(message) => Err(format!("volume {volid} already exists: {message}")),
-    };
-    let after = match list_volume(run, &findings.node, args).await {
-        Ok(found) => found,
-        Err(failure) => return failure.into(),
-    };
-    findings.outcome(run, after.as_ref(), verdict)
+    }))
 }
 
-/// Downloads, then judges what the storage holds.
-async fn download<H: Host>(run: &Run<'_, H>, findings: &mut Findings<'_>) -> Outcome {
-    let args = findings.args;
-    let log = match send_and_follow(run, findings).await {
-        Ok(log) => log,
-        Err(message) => return Failure::new(message).into(),
-    };
-    findings.downloaded = !log.iter().any(|l| l.contains(ALREADY_THERE));
-    findings.checksum_verified = log
-        .iter()
-        .any(|l| l.contains(CHECKSUM_VERIFIED) || l.contains(ALREADY_THERE));
-    let volume = match list_volume(run, &findings.node, args).await {
-        Ok(found) => found,
+/// Step 3's end: the verdict the log gave, or [`judge`]'s on what the storage lists after a
+/// download, with the volume listed.
+fn conclude<H: Host>(
+    run: &Run<'_, H>,
+    findings: &Findings<'_>,
+    verdict: Option<Result<String, String>>,
+    after: Result<Option<Volume>, Failure>,
+) -> Outcome {
+    let volume = match after {
+        Ok(volume) => volume,
+        Err(failure) if verdict.is_some() => return failure.into(),
         Err(Failure(why)) => {
             return Failure::new(format!(
                 "the download task ended OK, but whether {} is there is unknown: {why}",
-                args.volid()
+                findings.args.volid()
             ))
             .into()
         }
     };
-    let verdict = judge(findings, volume.as_ref());
+    let verdict = verdict.unwrap_or_else(|| judge(findings, volume.as_ref()));
     findings.outcome(run, volume.as_ref(), verdict)
 }
 
@@ -603,13 +633,16 @@ fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, Str
     let args = findings.args;
     let volid = args.volid();
     let node = &findings.node;
-    let task = findings.last_task.as_deref().unwrap_or("the download task");
+    let task = findings
+        .trail
+        .last_task
+        .as_deref()
+        .unwrap_or("the download task");
     let check = format!("check the task's log on node {node} and the URL's file");
     let Some(volume) = volume else {
         return Err(format!(
-            "task {task} ended OK, but {volid} is not in the {} content of storage {} on node {node} — {check}",
-            args.content.name(),
-            args.storage
+            "task {task} ended OK, but {volid} is not in {} — {check}",
+            findings.content_text()
         ));
     };
     let size = volume.size.unwrap_or(0);
@@ -643,40 +676,57 @@ async fn send_and_follow<H: Host>(
     findings: &mut Findings<'_>,
 ) -> Result<Vec<String>, String> {
     let args = findings.args;
-    let node = findings.node.clone();
-    let volid = args.volid();
     let pve = run.pve();
-    let request = endpoints::storage_download_url(&node, &args.storage, args.params());
-    let answer = match pve.call(&request).await {
+    let request = endpoints::storage_download_url(&findings.node, &args.storage, args.params());
+    let upid = accepted(findings, pve.call(&request).await)?;
+    if let Err(trouble) = findings.trail.follow_outcome(&pve, &upid).await {
+        let volid = args.volid();
+        return Err(format!("download to {volid}: {}", trouble.into_failure().0));
+    }
+    // The log is where PVE says whether its checksum check ran: unreadable is not "it did not".
+    // Whole (`limit` 0): the check comes after one line of wget's progress per 32 MiB.
+    let log = pve
+        .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid, 0, 0), "a task log")
+        .await;
+    log_lines(log, &upid, &args.volid())
+}
+
+/// The download's task, from PVE's answer to the request; or why there is none to follow.
+fn accepted(findings: &mut Findings<'_>, answer: Result<Value, PveError>) -> Result<Upid, String> {
+    let args = findings.args;
+    let node = &findings.node;
+    let volid = args.volid();
+    let answer = match answer {
         Ok(answer) => answer,
         Err(e) if e.kind == ErrorKind::Forbidden => {
-            return Err(refused(&volid, &e, &node, &args.storage).0)
+            return Err(refused(&volid, &e, node, &args.storage).0)
         }
         Err(e) => {
             let check = format!(
-                "the {} content of storage {} on node {node} (nodeConfig, or the node's task list)",
-                args.content.name(),
-                args.storage
+                "{} (nodeConfig, or the node's task list)",
+                findings.content_text()
             );
             let action = format!("download {} to {volid}", args.url);
             return Err(mutation_failed(&action, &e, &check).0);
         }
     };
     let upid = upid_of(&answer, "POST …/download-url").map_err(|Failure(why)| {
-        format!("download to {volid}: {why}; whether PVE started it is unknown — it was not sent again: check the {} content of storage {} on node {node}", args.content.name(), args.storage)
+        format!(
+            "download to {volid}: {why}; whether PVE started it is unknown — it was not sent again: check {}",
+            findings.content_text()
+        )
     })?;
-    findings.last_task = Some(upid.to_string());
-    let followed = follow_task(&pve, &upid).await;
-    findings.last_task_log = log_ref_of(&followed);
-    if let Err(trouble) = followed {
-        return Err(format!("download to {volid}: {}", trouble.into_failure().0));
-    }
-    // The log is where PVE says whether its checksum check ran: unreadable is not "it did not".
-    // Whole (`limit` 0): the check comes after one line of wget's progress per 32 MiB.
-    match pve
-        .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid, 0, 0), "a task log")
-        .await
-    {
+    findings.trail.last_task = Some(upid.to_string());
+    Ok(upid)
+}
+
+/// The task log's lines, or why they could not be read.
+fn log_lines(
+    log: Result<Vec<TaskLogLine>, PveError>,
+    upid: &Upid,
+    volid: &str,
+) -> Result<Vec<String>, String> {
+    match log {
         Ok(lines) => {
             let mut texts = Vec::with_capacity(lines.len());
             for line in lines {
