@@ -79,17 +79,26 @@ impl Content {
     /// download_url with PVE::Storage's `$ISO_EXT_RE_0`, `$VZTMPL_EXT_RE_1` — both ignore case —
     /// and `$UPLOAD_IMPORT_EXT_RE_1`, which does not), after at least one character.
     fn takes(self, filename: &str) -> bool {
+        let (extensions, any_case): (&[&str], bool) = match self {
+            Content::Iso => (&[".iso", ".img"], true),
+            Content::Vztmpl => (
+                &[".tar", ".tar.gz", ".tar.xz", ".tar.zst", ".tar.bz2"],
+                true,
+            ),
+            Content::Import => (&[".ova", ".qcow2", ".raw", ".vmdk"], false),
+        };
         let lower = filename.to_ascii_lowercase();
-        let ends = |name: &str, ext: &str| name.len() > ext.len() && name.ends_with(ext);
-        match self {
-            Content::Iso => [".iso", ".img"].iter().any(|e| ends(&lower, e)),
-            Content::Vztmpl => [".tar", ".tar.gz", ".tar.xz", ".tar.zst", ".tar.bz2"]
-                .iter()
-                .any(|e| ends(&lower, e)),
-            Content::Import => [".ova", ".qcow2", ".raw", ".vmdk"]
-                .iter()
-                .any(|e| ends(filename, e)),
+        let name = match any_case {
+            true => lower.as_bytes(),
+            false => filename.as_bytes(),
+        };
+        for extension in extensions {
+            let extension = extension.as_bytes();
+            if name.len() > extension.len() && name.ends_with(extension) {
+                return true;
+            }
         }
+        false
     }
 
     fn extensions(self) -> &'static str {
@@ -218,21 +227,8 @@ fn parse_filename(name: &str, content: Content) -> Result<String, ArgError> {
             "must be at most 255 characters (PVE's limit)",
         ));
     }
-    if let Some(bad) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
-    {
-        let mut normalized = String::with_capacity(name.len());
-        for c in name.chars() {
-            match c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
-                true => normalized.push(c),
-                false => normalized.push('_'),
-            }
-        }
-        return Err(ArgError::new(
-            "filename",
-            format!("must hold only letters, digits, _, . and - (PVE would replace {bad:?} with _ and store {normalized:?})"),
-        ));
+    if let Some(renamed) = normalized(name) {
+        return Err(ArgError::new("filename", renamed));
     }
     if name.contains("..") {
         return Err(ArgError::new(
@@ -251,6 +247,26 @@ fn parse_filename(name: &str, content: Content) -> Result<String, ArgError> {
         ));
     }
     Ok(name.to_string())
+}
+
+/// The rule a name PVE would normalize breaks, naming its first such character and the name PVE
+/// would store (`normalize_content_filename`); `None` when PVE keeps the name as given.
+fn normalized(name: &str) -> Option<String> {
+    let mut stored = String::with_capacity(name.len());
+    let mut first = None;
+    for c in name.chars() {
+        match c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+            true => stored.push(c),
+            false => {
+                first.get_or_insert(c);
+                stored.push('_');
+            }
+        }
+    }
+    let bad = first?;
+    Some(format!(
+        "must hold only letters, digits, _, . and - (PVE would replace {bad:?} with _ and store {stored:?})"
+    ))
 }
 
 /// `checksum` and `checksumAlgorithm` come together (PVE's `requires`); the digest must be the
@@ -352,8 +368,14 @@ fn volume_in(list: &Value, volid: &str) -> Option<Volume> {
 /// maybe a password): `https://me:pw@host/…`.
 fn has_credentials(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    rest[..authority_end].contains('@')
+    for byte in rest.bytes() {
+        match byte {
+            b'/' | b'?' | b'#' => return false,
+            b'@' => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// What one run found and did, for the record.
