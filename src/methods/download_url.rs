@@ -381,6 +381,8 @@ fn has_credentials(url: &str) -> bool {
 /// What one run found and did, for the record.
 struct Findings<'a> {
     args: &'a DownloadUrlArgs,
+    /// The volume the download makes ([`DownloadUrlArgs::volid`]), as every message names it.
+    volid: String,
     node: String,
     url_size: Option<u64>,
     downloaded: bool,
@@ -397,7 +399,7 @@ impl Findings<'_> {
             storage: args.storage.clone(),
             content: args.content.name().to_string(),
             filename: args.filename.clone(),
-            volid: args.volid(),
+            volid: self.volid.clone(),
             present: volume.is_some(),
             size: volume.and_then(|v| v.size),
             format: volume.and_then(|v| v.format.clone()),
@@ -463,6 +465,7 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             Some(node) => node.clone(),
             None => run.global.transport.node().to_string(),
         },
+        volid: args.volid(),
         args: &args,
         url_size: None,
         downloaded: false,
@@ -507,7 +510,7 @@ async fn up_front<H: Host>(
     if let Err(why) = store_takes(store, args) {
         return Err(Failure::new(format!(
             "cannot download to {} on node {node}: {why}; nothing was downloaded",
-            args.volid()
+            findings.volid
         )));
     }
     let existing = volume_listed(run.pve().call(list).await, findings)?;
@@ -529,9 +532,9 @@ fn volume_listed(
     answer: Result<Value, PveError>,
     findings: &Findings<'_>,
 ) -> Result<Option<Volume>, Failure> {
-    let volid = findings.args.volid();
+    let volid = &findings.volid;
     let error = match answer {
-        Ok(list) if list.is_array() => return Ok(volume_in(&list, &volid)),
+        Ok(list) if list.is_array() => return Ok(volume_in(&list, volid)),
         Ok(other) => PveError::malformed(format!("PVE answered {other} where a list was expected")),
         Err(e) => e,
     };
@@ -551,16 +554,16 @@ fn url_size_of(
         Ok(other) => Err(could_not(
             &format!(
                 "query the URL for {} from node {node} (GET /nodes/{node}/query-url-metadata)",
-                args.volid()
+                findings.volid
             ),
             &PveError::malformed(format!("PVE answered {other} where an object was expected")),
         )),
         Err(e) if e.kind == ErrorKind::Forbidden => {
-            Err(refused(&args.volid(), &e, node, &args.storage))
+            Err(refused(&findings.volid, &e, node, &args.storage))
         }
         Err(e) => Err(Failure::new(format!(
             "cannot download to {}: node {node} could not query the URL (GET /nodes/{node}/query-url-metadata): {e} — {}; nothing was downloaded",
-            args.volid(),
+            findings.volid,
             hint(e.kind)
         ))),
     }
@@ -570,7 +573,7 @@ fn url_size_of(
 /// given and the sizes agree, for then PVE checks the existing file itself (`None`).
 fn unsent_verdict(findings: &Findings<'_>, volume: &Volume) -> Option<Result<String, String>> {
     let args = findings.args;
-    let volid = args.volid();
+    let volid = &findings.volid;
     let node = &findings.node;
     let have = volume.size.unwrap_or(0);
     let mismatch = match (findings.url_size, &args.compression) {
@@ -602,7 +605,6 @@ fn read_task_log(
     existing: Option<&Volume>,
     sent: Result<Vec<String>, String>,
 ) -> Result<Option<Result<String, String>>, Failure> {
-    let volid = findings.args.volid();
     let Some(volume) = existing else {
         let log = sent.map_err(Failure)?;
         findings.downloaded = !log.iter().any(|l| l.contains(ALREADY_THERE));
@@ -611,20 +613,20 @@ fn read_task_log(
             .any(|l| l.contains(CHECKSUM_VERIFIED) || l.contains(ALREADY_THERE));
         return Ok(None);
     };
+    let (volid, node) = (&findings.volid, &findings.node);
     let have = volume.size.unwrap_or(0);
-    Ok(Some(match sent {
-        Ok(log) if log.iter().any(|l| l.contains(ALREADY_THERE)) => {
-            findings.checksum_verified = true;
-            Ok(format!(
-                "{volid} is already on node {} with the URL's size ({have} bytes) and PVE found its checksum correct; nothing was downloaded",
-                findings.node
-            ))
-        }
+    let verdict = match sent {
+        Ok(log) if log.iter().any(|l| l.contains(ALREADY_THERE)) => Ok(format!(
+            "{volid} is already on node {node} with the URL's size ({have} bytes) and PVE found its checksum correct; nothing was downloaded"
+        )),
         Ok(_) => Err(format!(
             "the download task for the existing {volid} ended OK, but its log does not show PVE's check of the existing file ({ALREADY_THERE:?})"
         )),
         Err(message) => Err(format!("volume {volid} already exists: {message}")),
-    }))
+    };
+    // Only PVE's check of the file it found passes.
+    findings.checksum_verified = verdict.is_ok();
+    Ok(Some(verdict))
 }
 
 /// Step 3's end: the verdict the log gave, or [`judge`]'s on what the storage lists after a
@@ -641,7 +643,7 @@ fn conclude<H: Host>(
         Err(Failure(why)) => {
             return Failure::new(format!(
                 "the download task ended OK, but whether {} is there is unknown: {why}",
-                findings.args.volid()
+                findings.volid
             ))
             .into()
         }
@@ -653,7 +655,7 @@ fn conclude<H: Host>(
 /// Whether what the storage shows after an OK task is the URL's file.
 fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, String> {
     let args = findings.args;
-    let volid = args.volid();
+    let volid = &findings.volid;
     let node = &findings.node;
     let task = findings
         .trail
@@ -702,7 +704,7 @@ async fn send_and_follow<H: Host>(
     let request = endpoints::storage_download_url(&findings.node, &args.storage, args.params());
     let upid = accepted(findings, pve.call(&request).await)?;
     if let Err(trouble) = findings.trail.follow_outcome(&pve, &upid).await {
-        let volid = args.volid();
+        let volid = &findings.volid;
         return Err(format!("download to {volid}: {}", trouble.into_failure().0));
     }
     // The log is where PVE says whether its checksum check ran: unreadable is not "it did not".
@@ -710,18 +712,18 @@ async fn send_and_follow<H: Host>(
     let log = pve
         .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid, 0, 0), "a task log")
         .await;
-    log_lines(log, &upid, &args.volid())
+    log_lines(log, &upid, &findings.volid)
 }
 
 /// The download's task, from PVE's answer to the request; or why there is none to follow.
 fn accepted(findings: &mut Findings<'_>, answer: Result<Value, PveError>) -> Result<Upid, String> {
     let args = findings.args;
     let node = &findings.node;
-    let volid = args.volid();
+    let volid = &findings.volid;
     let answer = match answer {
         Ok(answer) => answer,
         Err(e) if e.kind == ErrorKind::Forbidden => {
-            return Err(refused(&volid, &e, node, &args.storage).0)
+            return Err(refused(volid, &e, node, &args.storage).0)
         }
         Err(e) => {
             let check = format!(
