@@ -603,20 +603,18 @@ fn unsent_verdict(findings: &Findings<'_>, volume: &Volume) -> Option<Result<Str
 fn read_task_log(
     findings: &mut Findings<'_>,
     existing: Option<&Volume>,
-    sent: Result<Vec<String>, String>,
+    sent: Result<LogSays, String>,
 ) -> Result<Option<Result<String, String>>, Failure> {
     let Some(volume) = existing else {
-        let log = sent.map_err(Failure)?;
-        findings.downloaded = !log.iter().any(|l| l.contains(ALREADY_THERE));
-        findings.checksum_verified = log
-            .iter()
-            .any(|l| l.contains(CHECKSUM_VERIFIED) || l.contains(ALREADY_THERE));
+        let says = sent.map_err(Failure)?;
+        findings.downloaded = !says.already_there;
+        findings.checksum_verified = says.verified || says.already_there;
         return Ok(None);
     };
     let (volid, node) = (&findings.volid, &findings.node);
     let have = volume.size.unwrap_or(0);
     let verdict = match sent {
-        Ok(log) if log.iter().any(|l| l.contains(ALREADY_THERE)) => Ok(format!(
+        Ok(says) if says.already_there => Ok(format!(
             "{volid} is already on node {node} with the URL's size ({have} bytes) and PVE found its checksum correct; nothing was downloaded"
         )),
         Ok(_) => Err(format!(
@@ -694,11 +692,11 @@ fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, Str
     Ok(summary)
 }
 
-/// Sends the download request and follows its task; the task's log lines when it ended OK.
+/// Sends the download request and follows its task; what its log says when it ended OK.
 async fn send_and_follow<H: Host>(
     run: &Run<'_, H>,
     findings: &mut Findings<'_>,
-) -> Result<Vec<String>, String> {
+) -> Result<LogSays, String> {
     let args = findings.args;
     let pve = run.pve();
     let request = endpoints::storage_download_url(&findings.node, &args.storage, args.params());
@@ -712,7 +710,7 @@ async fn send_and_follow<H: Host>(
     let log = pve
         .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid, 0, 0), "a task log")
         .await;
-    log_lines(log, &upid, &findings.volid)
+    log_says(log, &upid, &findings.volid)
 }
 
 /// The download's task, from PVE's answer to the request; or why there is none to follow.
@@ -744,26 +742,35 @@ fn accepted(findings: &mut Findings<'_>, answer: Result<Value, PveError>) -> Res
     Ok(upid)
 }
 
-/// The task log's lines, or why they could not be read.
-fn log_lines(
+/// What a download task's log says of PVE's checks (pve-common download_file_from_url).
+#[derive(Debug, Default)]
+struct LogSays {
+    /// The file was there with the right checksum, and nothing was downloaded.
+    already_there: bool,
+    /// The downloaded file's checksum was verified.
+    verified: bool,
+}
+
+/// What the task log says, or why it could not be read.
+fn log_says(
     log: Result<Vec<TaskLogLine>, PveError>,
     upid: &Upid,
     volid: &str,
-) -> Result<Vec<String>, String> {
-    match log {
-        Ok(lines) => {
-            let mut texts = Vec::with_capacity(lines.len());
-            for line in lines {
-                texts.extend(line.t);
-            }
-            Ok(texts)
-        }
-        Err(e) => Err(could_not(
+) -> Result<LogSays, String> {
+    let lines = log.map_err(|e| {
+        could_not(
             &format!("read the log of task {upid}, which ended OK, to see PVE's checks of {volid}"),
             &e,
         )
-        .0),
+        .0
+    })?;
+    let mut says = LogSays::default();
+    for line in &lines {
+        let text = line.t.as_deref().unwrap_or("");
+        says.already_there |= text.contains(ALREADY_THERE);
+        says.verified |= text.contains(CHECKSUM_VERIFIED);
     }
+    Ok(says)
 }
 
 #[cfg(test)]
