@@ -24,15 +24,18 @@
 
 use crate::args::{check_segment, ArgError, Fields};
 use crate::explain::{could_not, hint, mutation_failed};
+use crate::guest::evidence::TaskTrail;
 use crate::guest::storage::{read_storage, storage_refusal};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
-use crate::pve::responses::TaskLogLine;
+use crate::pve::request::PveRequest;
+use crate::pve::responses::{NodeStorage, TaskLogLine};
+use crate::pve::upid::Upid;
 use crate::run::{write, Run};
-use crate::task::{follow_task, log_ref_of, upid_of};
+use crate::task::upid_of;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -76,17 +79,26 @@ impl Content {
     /// download_url with PVE::Storage's `$ISO_EXT_RE_0`, `$VZTMPL_EXT_RE_1` — both ignore case —
     /// and `$UPLOAD_IMPORT_EXT_RE_1`, which does not), after at least one character.
     fn takes(self, filename: &str) -> bool {
+        let (extensions, any_case): (&[&str], bool) = match self {
+            Content::Iso => (&[".iso", ".img"], true),
+            Content::Vztmpl => (
+                &[".tar", ".tar.gz", ".tar.xz", ".tar.zst", ".tar.bz2"],
+                true,
+            ),
+            Content::Import => (&[".ova", ".qcow2", ".raw", ".vmdk"], false),
+        };
         let lower = filename.to_ascii_lowercase();
-        let ends = |name: &str, ext: &str| name.len() > ext.len() && name.ends_with(ext);
-        match self {
-            Content::Iso => [".iso", ".img"].iter().any(|e| ends(&lower, e)),
-            Content::Vztmpl => [".tar", ".tar.gz", ".tar.xz", ".tar.zst", ".tar.bz2"]
-                .iter()
-                .any(|e| ends(&lower, e)),
-            Content::Import => [".ova", ".qcow2", ".raw", ".vmdk"]
-                .iter()
-                .any(|e| ends(filename, e)),
+        let name = match any_case {
+            true => lower.as_bytes(),
+            false => filename.as_bytes(),
+        };
+        for extension in extensions {
+            let extension = extension.as_bytes();
+            if name.len() > extension.len() && name.ends_with(extension) {
+                return true;
+            }
         }
+        false
     }
 
     fn extensions(self) -> &'static str {
@@ -215,21 +227,8 @@ fn parse_filename(name: &str, content: Content) -> Result<String, ArgError> {
             "must be at most 255 characters (PVE's limit)",
         ));
     }
-    if let Some(bad) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
-    {
-        let mut normalized = String::with_capacity(name.len());
-        for c in name.chars() {
-            match c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
-                true => normalized.push(c),
-                false => normalized.push('_'),
-            }
-        }
-        return Err(ArgError::new(
-            "filename",
-            format!("must hold only letters, digits, _, . and - (PVE would replace {bad:?} with _ and store {normalized:?})"),
-        ));
+    if let Some(renamed) = normalized(name) {
+        return Err(ArgError::new("filename", renamed));
     }
     if name.contains("..") {
         return Err(ArgError::new(
@@ -248,6 +247,26 @@ fn parse_filename(name: &str, content: Content) -> Result<String, ArgError> {
         ));
     }
     Ok(name.to_string())
+}
+
+/// The rule a name PVE would normalize breaks, naming its first such character and the name PVE
+/// would store (`normalize_content_filename`); `None` when PVE keeps the name as given.
+fn normalized(name: &str) -> Option<String> {
+    let mut stored = String::with_capacity(name.len());
+    let mut first = None;
+    for c in name.chars() {
+        match c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+            true => stored.push(c),
+            false => {
+                first.get_or_insert(c);
+                stored.push('_');
+            }
+        }
+    }
+    let bad = first?;
+    Some(format!(
+        "must hold only letters, digits, _, . and - (PVE would replace {bad:?} with _ and store {stored:?})"
+    ))
 }
 
 /// `checksum` and `checksumAlgorithm` come together (PVE's `requires`); the digest must be the
@@ -349,20 +368,27 @@ fn volume_in(list: &Value, volid: &str) -> Option<Volume> {
 /// maybe a password): `https://me:pw@host/…`.
 fn has_credentials(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    rest[..authority_end].contains('@')
+    for byte in rest.bytes() {
+        match byte {
+            b'/' | b'?' | b'#' => return false,
+            b'@' => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// What one run found and did, for the record.
 struct Findings<'a> {
     args: &'a DownloadUrlArgs,
+    /// The volume the download makes ([`DownloadUrlArgs::volid`]), as every message names it.
+    volid: String,
     node: String,
     url_size: Option<u64>,
     downloaded: bool,
     checksum_verified: bool,
-    last_task: Option<String>,
-    /// Where that task's log is kept ([`log_ref_of`]).
-    last_task_log: (Option<String>, Vec<String>),
+    /// The download task and where its log is kept ([`TaskTrail::follow_outcome`]).
+    trail: TaskTrail,
 }
 
 impl Findings<'_> {
@@ -373,7 +399,7 @@ impl Findings<'_> {
             storage: args.storage.clone(),
             content: args.content.name().to_string(),
             filename: args.filename.clone(),
-            volid: args.volid(),
+            volid: self.volid.clone(),
             present: volume.is_some(),
             size: volume.and_then(|v| v.size),
             format: volume.and_then(|v| v.format.clone()),
@@ -384,9 +410,9 @@ impl Findings<'_> {
             checksum_algorithm: args.checksum.as_ref().map(|(a, _)| a.clone()),
             checksum: args.checksum.as_ref().map(|(_, d)| d.clone()),
             checksum_verified: self.checksum_verified && volume.is_some(),
-            last_task: self.last_task.clone(),
-            last_task_log: self.last_task_log.0.clone(),
-            last_task_log_tail: self.last_task_log.1.clone(),
+            last_task: self.trail.last_task.clone(),
+            last_task_log: self.trail.last_task_log.0.clone(),
+            last_task_log_tail: self.trail.last_task_log.1.clone(),
             observed_at: run.now_iso(),
         }
     }
@@ -404,6 +430,17 @@ impl Findings<'_> {
             Ok(summary) => Outcome::succeeded(writes, summary),
             Err(message) => Outcome::failed(writes, message),
         }
+    }
+
+    /// `the <content> content of storage <storage> on node <node>`, as messages name it.
+    fn content_text(&self) -> String {
+        let args = self.args;
+        format!(
+            "the {} content of storage {} on node {}",
+            args.content.name(),
+            args.storage,
+            self.node
+        )
     }
 }
 
@@ -423,111 +460,121 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let node = args
-        .node
-        .clone()
-        .unwrap_or_else(|| run.global.transport.node().to_string());
-    if let Err(why) = check_storage(run, &node, &args).await {
-        return Failure::new(format!(
-            "cannot download to {} on node {node}: {why}; nothing was downloaded",
-            args.volid()
-        ))
-        .into();
-    }
-    let existing = match list_volume(run, &node, &args).await {
-        Ok(found) => found,
-        Err(failure) => return failure.into(),
-    };
-    let url_size = match url_size(run, &node, &args).await {
-        Ok(size) => size,
-        Err(failure) => return failure.into(),
-    };
     let mut findings = Findings {
+        node: match &args.node {
+            Some(node) => node.clone(),
+            None => run.global.transport.node().to_string(),
+        },
+        volid: args.volid(),
         args: &args,
-        node: node.clone(),
-        url_size,
+        url_size: None,
         downloaded: false,
         checksum_verified: false,
-        last_task: None,
-        last_task_log: Default::default(),
+        trail: TaskTrail::default(),
     };
-    match existing {
-        Some(volume) => already_there(run, &mut findings, volume).await,
-        None => download(run, &mut findings).await,
-    }
+    course(run, &mut findings).await
 }
 
-/// The storage exists on `node`, is enabled and active and takes the content type.
-async fn check_storage<H: Host>(
+/// The course: what is there before, the download when it is needed, what is there after.
+async fn course<H: Host>(run: &Run<'_, H>, findings: &mut Findings<'_>) -> Outcome {
+    let args = findings.args;
+    let list = endpoints::storage_content(&findings.node, &args.storage, args.content.name());
+    let existing = match up_front(run, findings, &list).await {
+        Ok(existing) => existing,
+        Err(failure) => return failure.into(),
+    };
+    if let Some(volume) = &existing {
+        if let Some(verdict) = unsent_verdict(findings, volume) {
+            return findings.outcome(run, Some(volume), verdict);
+        }
+    }
+    let sent = send_and_follow(run, findings).await;
+    let verdict = match read_task_log(findings, existing.as_ref(), sent) {
+        Ok(verdict) => verdict,
+        Err(failure) => return failure.into(),
+    };
+    let after = volume_listed(run.pve().call(&list).await, findings);
+    conclude(run, findings, verdict, after)
+}
+
+/// Step 1: the storage takes the download, the volume as the storage lists it (if there), and the
+/// URL's size as the node sees it.
+async fn up_front<H: Host>(
     run: &Run<'_, H>,
-    node: &str,
-    args: &DownloadUrlArgs,
-) -> Result<(), String> {
-    let store = read_storage(run, node, &args.storage).await?;
-    match storage_refusal(&store, args.content.name()) {
+    findings: &mut Findings<'_>,
+    list: &PveRequest,
+) -> Result<Option<Volume>, Failure> {
+    let args = findings.args;
+    let node = &findings.node;
+    let store = read_storage(run, node, &args.storage).await;
+    if let Err(why) = store_takes(store, args) {
+        return Err(Failure::new(format!(
+            "cannot download to {} on node {node}: {why}; nothing was downloaded",
+            findings.volid
+        )));
+    }
+    let existing = volume_listed(run.pve().call(list).await, findings)?;
+    let metadata = endpoints::url_metadata(node, &args.url, args.verify_certificates);
+    findings.url_size = url_size_of(run.pve().call(&metadata).await, findings)?;
+    Ok(existing)
+}
+
+/// The storage exists on the node, is enabled and active and takes the content type.
+fn store_takes(store: Result<NodeStorage, String>, args: &DownloadUrlArgs) -> Result<(), String> {
+    match storage_refusal(&store?, args.content.name()) {
         Some(why) => Err(format!("storage {} {why}", args.storage)),
         None => Ok(()),
     }
 }
 
 /// The volume as the storage's content list shows it, if it is there.
-async fn list_volume<H: Host>(
-    run: &Run<'_, H>,
-    node: &str,
-    args: &DownloadUrlArgs,
+fn volume_listed(
+    answer: Result<Value, PveError>,
+    findings: &Findings<'_>,
 ) -> Result<Option<Volume>, Failure> {
-    let request = endpoints::storage_content(node, &args.storage, args.content.name());
-    let what = format!(
-        "list the {} content of storage {} on node {node} (to see {})",
-        args.content.name(),
-        args.storage,
-        args.volid()
-    );
-    match run.pve().call(&request).await {
-        Ok(list) if list.is_array() => Ok(volume_in(&list, &args.volid())),
-        Ok(other) => Err(could_not(
-            &what,
-            &PveError::malformed(format!("PVE answered {other} where a list was expected")),
-        )),
-        Err(e) => Err(could_not(&what, &e)),
-    }
+    let volid = &findings.volid;
+    let error = match answer {
+        Ok(list) if list.is_array() => return Ok(volume_in(&list, volid)),
+        Ok(other) => PveError::malformed(format!("PVE answered {other} where a list was expected")),
+        Err(e) => e,
+    };
+    let what = format!("list {} (to see {volid})", findings.content_text());
+    Err(could_not(&what, &error))
 }
 
 /// The size the URL's server reports, asked from the node (the download comes from there).
-async fn url_size<H: Host>(
-    run: &Run<'_, H>,
-    node: &str,
-    args: &DownloadUrlArgs,
+fn url_size_of(
+    answer: Result<Value, PveError>,
+    findings: &Findings<'_>,
 ) -> Result<Option<u64>, Failure> {
-    let request = endpoints::url_metadata(node, &args.url, args.verify_certificates);
-    match run.pve().call(&request).await {
+    let args = findings.args;
+    let node = &findings.node;
+    match answer {
         Ok(meta) if meta.is_object() => Ok(meta.get("size").and_then(flex::u64_of)),
         Ok(other) => Err(could_not(
             &format!(
                 "query the URL for {} from node {node} (GET /nodes/{node}/query-url-metadata)",
-                args.volid()
+                findings.volid
             ),
             &PveError::malformed(format!("PVE answered {other} where an object was expected")),
         )),
         Err(e) if e.kind == ErrorKind::Forbidden => {
-            Err(refused(&args.volid(), &e, node, &args.storage))
+            Err(refused(&findings.volid, &e, node, &args.storage))
         }
         Err(e) => Err(Failure::new(format!(
             "cannot download to {}: node {node} could not query the URL (GET /nodes/{node}/query-url-metadata): {e} — {}; nothing was downloaded",
-            args.volid(),
+            findings.volid,
             hint(e.kind)
         ))),
     }
 }
 
-/// A volume of that name is there: done without a download only when it is the URL's file.
-async fn already_there<H: Host>(
-    run: &Run<'_, H>,
-    findings: &mut Findings<'_>,
-    volume: Volume,
-) -> Outcome {
+/// Step 2, a volume of that name there: the verdict without a download — unless a checksum was
+/// given and the sizes agree, for then PVE checks the existing file itself (`None`).
+fn unsent_verdict(findings: &Findings<'_>, volume: &Volume) -> Option<Result<String, String>> {
     let args = findings.args;
-    let volid = args.volid();
+    let volid = &findings.volid;
+    let node = &findings.node;
     let have = volume.size.unwrap_or(0);
     let mismatch = match (findings.url_size, &args.compression) {
         (_, Some(c)) => Some(format!(
@@ -538,78 +585,86 @@ async fn already_there<H: Host>(
         _ => None,
     };
     if let Some(why) = mismatch {
-        let message = format!(
-            "volume {volid} already exists on node {} with {have} bytes, and {why}; nothing was downloaded — delete it or choose another filename",
-            findings.node
-        );
-        return findings.outcome(run, Some(&volume), Err(message));
+        return Some(Err(format!(
+            "volume {volid} already exists on node {node} with {have} bytes, and {why}; nothing was downloaded — delete it or choose another filename"
+        )));
     }
-    if args.checksum.is_none() {
-        let summary = format!(
-            "{volid} is already on node {} with the URL's size ({have} bytes); nothing was downloaded",
-            findings.node
-        );
-        return findings.outcome(run, Some(&volume), Ok(summary));
+    match args.checksum {
+        None => Some(Ok(format!(
+            "{volid} is already on node {node} with the URL's size ({have} bytes); nothing was downloaded"
+        ))),
+        Some(_) => None,
     }
-    // PVE checks an existing file's checksum itself and then downloads nothing.
-    let sent = send_and_follow(run, findings).await;
+}
+
+/// What the task's log says: for a volume that was there, the verdict on PVE's check of it
+/// (`Some`); for a download, what it did (`None`: the storage decides), or the failure that ends
+/// the run before the storage is looked at again.
+fn read_task_log(
+    findings: &mut Findings<'_>,
+    existing: Option<&Volume>,
+    sent: Result<LogSays, String>,
+) -> Result<Option<Result<String, String>>, Failure> {
+    let Some(volume) = existing else {
+        let says = sent.map_err(Failure)?;
+        findings.downloaded = !says.already_there;
+        findings.checksum_verified = says.verified || says.already_there;
+        return Ok(None);
+    };
+    let (volid, node) = (&findings.volid, &findings.node);
+    let have = volume.size.unwrap_or(0);
     let verdict = match sent {
-        Ok(log) if log.iter().any(|l| l.contains(ALREADY_THERE)) => {
-            findings.checksum_verified = true;
-            Ok(format!(
-                "{volid} is already on node {} with the URL's size ({have} bytes) and PVE found its checksum correct; nothing was downloaded",
-                findings.node
-            ))
-        }
+        Ok(says) if says.already_there => Ok(format!(
+            "{volid} is already on node {node} with the URL's size ({have} bytes) and PVE found its checksum correct; nothing was downloaded"
+        )),
         Ok(_) => Err(format!(
             "the download task for the existing {volid} ended OK, but its log does not show PVE's check of the existing file ({ALREADY_THERE:?})"
         )),
         Err(message) => Err(format!("volume {volid} already exists: {message}")),
     };
-    let after = match list_volume(run, &findings.node, args).await {
-        Ok(found) => found,
-        Err(failure) => return failure.into(),
-    };
-    findings.outcome(run, after.as_ref(), verdict)
+    // Only PVE's check of the file it found passes.
+    findings.checksum_verified = verdict.is_ok();
+    Ok(Some(verdict))
 }
 
-/// Downloads, then judges what the storage holds.
-async fn download<H: Host>(run: &Run<'_, H>, findings: &mut Findings<'_>) -> Outcome {
-    let args = findings.args;
-    let log = match send_and_follow(run, findings).await {
-        Ok(log) => log,
-        Err(message) => return Failure::new(message).into(),
-    };
-    findings.downloaded = !log.iter().any(|l| l.contains(ALREADY_THERE));
-    findings.checksum_verified = log
-        .iter()
-        .any(|l| l.contains(CHECKSUM_VERIFIED) || l.contains(ALREADY_THERE));
-    let volume = match list_volume(run, &findings.node, args).await {
-        Ok(found) => found,
+/// Step 3's end: the verdict the log gave, or [`judge`]'s on what the storage lists after a
+/// download, with the volume listed.
+fn conclude<H: Host>(
+    run: &Run<'_, H>,
+    findings: &Findings<'_>,
+    verdict: Option<Result<String, String>>,
+    after: Result<Option<Volume>, Failure>,
+) -> Outcome {
+    let volume = match after {
+        Ok(volume) => volume,
+        Err(failure) if verdict.is_some() => return failure.into(),
         Err(Failure(why)) => {
             return Failure::new(format!(
                 "the download task ended OK, but whether {} is there is unknown: {why}",
-                args.volid()
+                findings.volid
             ))
             .into()
         }
     };
-    let verdict = judge(findings, volume.as_ref());
+    let verdict = verdict.unwrap_or_else(|| judge(findings, volume.as_ref()));
     findings.outcome(run, volume.as_ref(), verdict)
 }
 
 /// Whether what the storage shows after an OK task is the URL's file.
 fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, String> {
     let args = findings.args;
-    let volid = args.volid();
+    let volid = &findings.volid;
     let node = &findings.node;
-    let task = findings.last_task.as_deref().unwrap_or("the download task");
+    let task = findings
+        .trail
+        .last_task
+        .as_deref()
+        .unwrap_or("the download task");
     let check = format!("check the task's log on node {node} and the URL's file");
     let Some(volume) = volume else {
         return Err(format!(
-            "task {task} ended OK, but {volid} is not in the {} content of storage {} on node {node} — {check}",
-            args.content.name(),
-            args.storage
+            "task {task} ended OK, but {volid} is not in {} — {check}",
+            findings.content_text()
         ));
     };
     let size = volume.size.unwrap_or(0);
@@ -637,59 +692,85 @@ fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, Str
     Ok(summary)
 }
 
-/// Sends the download request and follows its task; the task's log lines when it ended OK.
+/// Sends the download request and follows its task; what its log says when it ended OK.
 async fn send_and_follow<H: Host>(
     run: &Run<'_, H>,
     findings: &mut Findings<'_>,
-) -> Result<Vec<String>, String> {
+) -> Result<LogSays, String> {
     let args = findings.args;
-    let node = findings.node.clone();
-    let volid = args.volid();
     let pve = run.pve();
-    let request = endpoints::storage_download_url(&node, &args.storage, args.params());
-    let answer = match pve.call(&request).await {
+    let request = endpoints::storage_download_url(&findings.node, &args.storage, args.params());
+    let upid = accepted(findings, pve.call(&request).await)?;
+    if let Err(trouble) = findings.trail.follow_outcome(&pve, &upid).await {
+        let volid = &findings.volid;
+        return Err(format!("download to {volid}: {}", trouble.into_failure().0));
+    }
+    // The log is where PVE says whether its checksum check ran: unreadable is not "it did not".
+    // Whole (`limit` 0): the check comes after one line of wget's progress per 32 MiB.
+    let log = pve
+        .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid, 0, 0), "a task log")
+        .await;
+    log_says(log, &upid, &findings.volid)
+}
+
+/// The download's task, from PVE's answer to the request; or why there is none to follow.
+fn accepted(findings: &mut Findings<'_>, answer: Result<Value, PveError>) -> Result<Upid, String> {
+    let args = findings.args;
+    let node = &findings.node;
+    let volid = &findings.volid;
+    let answer = match answer {
         Ok(answer) => answer,
         Err(e) if e.kind == ErrorKind::Forbidden => {
-            return Err(refused(&volid, &e, &node, &args.storage).0)
+            return Err(refused(volid, &e, node, &args.storage).0)
         }
         Err(e) => {
             let check = format!(
-                "the {} content of storage {} on node {node} (nodeConfig, or the node's task list)",
-                args.content.name(),
-                args.storage
+                "{} (nodeConfig, or the node's task list)",
+                findings.content_text()
             );
             let action = format!("download {} to {volid}", args.url);
             return Err(mutation_failed(&action, &e, &check).0);
         }
     };
     let upid = upid_of(&answer, "POST …/download-url").map_err(|Failure(why)| {
-        format!("download to {volid}: {why}; whether PVE started it is unknown — it was not sent again: check the {} content of storage {} on node {node}", args.content.name(), args.storage)
+        format!(
+            "download to {volid}: {why}; whether PVE started it is unknown — it was not sent again: check {}",
+            findings.content_text()
+        )
     })?;
-    findings.last_task = Some(upid.to_string());
-    let followed = follow_task(&pve, &upid).await;
-    findings.last_task_log = log_ref_of(&followed);
-    if let Err(trouble) = followed {
-        return Err(format!("download to {volid}: {}", trouble.into_failure().0));
-    }
-    // The log is where PVE says whether its checksum check ran: unreadable is not "it did not".
-    // Whole (`limit` 0): the check comes after one line of wget's progress per 32 MiB.
-    match pve
-        .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid, 0, 0), "a task log")
-        .await
-    {
-        Ok(lines) => {
-            let mut texts = Vec::with_capacity(lines.len());
-            for line in lines {
-                texts.extend(line.t);
-            }
-            Ok(texts)
-        }
-        Err(e) => Err(could_not(
+    findings.trail.last_task = Some(upid.to_string());
+    Ok(upid)
+}
+
+/// What a download task's log says of PVE's checks (pve-common download_file_from_url).
+#[derive(Debug, Default)]
+struct LogSays {
+    /// The file was there with the right checksum, and nothing was downloaded.
+    already_there: bool,
+    /// The downloaded file's checksum was verified.
+    verified: bool,
+}
+
+/// What the task log says, or why it could not be read.
+fn log_says(
+    log: Result<Vec<TaskLogLine>, PveError>,
+    upid: &Upid,
+    volid: &str,
+) -> Result<LogSays, String> {
+    let lines = log.map_err(|e| {
+        could_not(
             &format!("read the log of task {upid}, which ended OK, to see PVE's checks of {volid}"),
             &e,
         )
-        .0),
+        .0
+    })?;
+    let mut says = LogSays::default();
+    for line in &lines {
+        let text = line.t.as_deref().unwrap_or("");
+        says.already_there |= text.contains(ALREADY_THERE);
+        says.verified |= text.contains(CHECKSUM_VERIFIED);
     }
+    Ok(says)
 }
 
 #[cfg(test)]
