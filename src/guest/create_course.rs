@@ -15,11 +15,10 @@ use super::placement::{problems, refusal, survey, Placement, Survey};
 use super::provision::{claim_vmid, complete, sight_new, verify_settings, Claim};
 use super::readiness::ReadyArgs;
 use super::root_only::Caller;
-use super::storage::listed;
 use super::vmid_claim::{create_guest, VmidChoice};
+use super::volumes::disks_on_storage;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::StorageVolume;
@@ -161,7 +160,7 @@ async fn check_made<H: Host>(
     let mut seen = Vec::new();
     for disk in &disks {
         if !lists.iter().any(|(s, _)| *s == disk.storage) {
-            let volumes = list_images(run, ev, &label, &disk.storage).await?;
+            let volumes = disks_on_storage(run, ev, &label, &disk.storage).await?;
             lists.push((disk.storage.clone(), volumes));
         }
         let volumes = lists
@@ -174,22 +173,6 @@ async fn check_made<H: Host>(
         seen.push(judge_disk(&label, &ev.config, disk, volumes, image_size)?);
     }
     Ok(Some(seen.join("; ")))
-}
-
-/// The guest's volumes on `storage`, as the storage lists them.
-async fn list_images<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    label: &str,
-    storage: &str,
-) -> Result<Vec<StorageVolume>, String> {
-    let request = endpoints::storage_content_of(&ev.at.node, storage, "images", ev.at.vmid);
-    listed(run.pve().call(&request).await).map_err(|why| {
-        format!(
-            "{label} exists, but its disks on storage {storage} could not be listed (GET /nodes/{}/storage/{storage}/content): {why}",
-            ev.at.node
-        )
-    })
 }
 
 /// One disk the request made: its volume is listed on its storage with a size, an imported one

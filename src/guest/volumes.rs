@@ -6,13 +6,15 @@
 //! storage lists.
 
 use super::evidence::Evidence;
-use crate::explain::{could_not, hint};
+use super::storage::listed;
+use crate::explain::could_not;
 use crate::host::Host;
 use crate::pve::endpoints;
-use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::storage_volume;
 use crate::pve::request::PveRequest;
+use crate::pve::responses::StorageVolume;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -85,31 +87,25 @@ pub async fn listed_on_storage<H: Host>(
 
 /// The guest's disk volumes on `storage` as that storage on the guest's node lists them, one
 /// request per storage (`GET /nodes/{node}/storage/{storage}/content?content=images|rootdir&vmid=…`,
-/// [`GuestKind::disk_content`](crate::pve::endpoints::GuestKind::disk_content)).
+/// [`GuestKind::disk_content`](crate::pve::endpoints::GuestKind::disk_content)); `label` names
+/// the guest in the message when they cannot be listed.
 pub async fn disks_on_storage<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
+    label: &str,
     storage: &str,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<StorageVolume>, String> {
     let content = run.kind.disk_content();
     let request = endpoints::storage_content_of(&ev.at.node, storage, content, ev.at.vmid);
-    match run.pve().call(&request).await {
-        Ok(Value::Array(list)) => Ok(list),
-        Ok(other) => Err(format!(
-            "{} exists, but its disks on storage {storage} could not be listed: PVE answered {other} where a list was expected — {}",
-            ev.label(run),
-            hint(ErrorKind::Malformed)
-        )),
-        Err(e) => Err(format!(
-            "{} exists, but its disks on storage {storage} could not be listed (GET /nodes/{}/storage/{storage}/content): {e} — {}",
-            ev.label(run),
-            ev.at.node,
-            hint(e.kind)
-        )),
-    }
+    listed(run.pve().call(&request).await).map_err(|why| {
+        format!(
+            "{label} exists, but its disks on storage {storage} could not be listed (GET /nodes/{}/storage/{storage}/content): {why}",
+            ev.at.node
+        )
+    })
 }
 
-/// Whether a storage's content list (as [`disks_on_storage`] answers it) holds `volid`.
+/// Whether a storage's content list holds `volid`.
 pub fn lists(volumes: &[Value], volid: &str) -> bool {
     volumes
         .iter()

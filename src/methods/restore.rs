@@ -25,7 +25,7 @@ use crate::guest::config::shows;
 use crate::guest::evidence::{unlocked, Evidence, TaskTrail};
 use crate::guest::provision::{holder_of, sight_new};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
-use crate::guest::volumes::{disks_on_storage, lists, storage_of};
+use crate::guest::volumes::{disks_on_storage, storage_of};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
@@ -33,6 +33,7 @@ use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::{size_bytes, storage_volume};
 use crate::pve::request::PveRequest;
+use crate::pve::responses::StorageVolume;
 use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::{Map, Value};
@@ -396,7 +397,7 @@ fn params(
 
 fn restore_request(kind: GuestKind, node: &str, params: Vec<(String, String)>) -> PveRequest {
     match kind {
-        GuestKind::Qemu => endpoints::qemu_restore(node, params),
+        GuestKind::Qemu => endpoints::qemu_create(node, params),
         GuestKind::Lxc => endpoints::lxc_create(node, params),
     }
 }
@@ -461,7 +462,7 @@ async fn verify<H: Host>(
     }
     crate::order::sort_dedup(&mut stores);
     for store in stores {
-        let volumes = disks_on_storage(run, ev, store).await?;
+        let volumes = disks_on_storage(run, ev, &label, store).await?;
         if let Some((key, volid)) = unlisted(&disks, store, &volumes) {
             return Err(not_restored(&format!(
                 "disk `{key}` ({volid}) of {label} is not on storage {store}"
@@ -480,14 +481,14 @@ fn not_restored(what: &str) -> String {
 fn unlisted<'a>(
     disks: &'a [(String, String)],
     store: &str,
-    volumes: &[Value],
+    volumes: &[StorageVolume],
 ) -> Option<&'a (String, String)> {
     for disk in disks {
         let on_store = disk
             .1
             .strip_prefix(store)
             .is_some_and(|v| v.starts_with(':'));
-        if on_store && !lists(volumes, &disk.1) {
+        if on_store && !volumes.iter().any(|v| v.volid == disk.1) {
             return Some(disk);
         }
     }

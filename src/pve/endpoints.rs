@@ -500,7 +500,8 @@ pub fn lxc_create(node: &str, params: Vec<(String, String)>) -> PveRequest {
 }
 
 /// `POST /nodes/{node}/qemu` → UPID: creates a VM with these parameters (`vmid`, `name`, disks,
-/// NICs, …; qemu-server `PVE/API2/Qemu.pm` create_vm). Never re-sent.
+/// NICs, …; qemu-server `PVE/API2/Qemu.pm` create_vm; with `archive=<volid>` it restores a
+/// backup, `qmrestore`). Never re-sent.
 pub fn qemu_create(node: &str, params: Vec<(String, String)>) -> PveRequest {
     let mut request = PveRequest::new(Verb::Create, &["nodes", node, "qemu"], Repeat::Never);
     request.params = params;
@@ -794,14 +795,6 @@ pub fn storage_volume_delete(node: &str, storage: &str, volid: &str) -> PveReque
         &["nodes", node, "storage", storage, "content", volid],
         Repeat::Never,
     )
-}
-
-/// `POST /nodes/{node}/qemu` with `archive=<volid>` → UPID (`qmrestore`): a VM restored from a
-/// backup (qemu-server PVE/API2/Qemu.pm `create_vm`).
-pub fn qemu_restore(node: &str, params: Vec<(String, String)>) -> PveRequest {
-    let mut request = PveRequest::new(Verb::Create, &["nodes", node, "qemu"], Repeat::Never);
-    request.params = params;
-    request
 }
 
 /// An HA config request (pve-ha-manager `PVE/API2/HA/Resources.pm`, `Rules.pm`, PVE 8's
