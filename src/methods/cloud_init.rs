@@ -20,7 +20,7 @@ use crate::host::Host;
 use crate::methods::get_config::read_snapshot;
 use crate::methods::set_config::{apply, pending_read_after_reboot, SetConfigArgs};
 use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
+use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::quote::push_item;
 use crate::run::Run;
@@ -171,9 +171,10 @@ async fn configure<H: Host>(
     args: &CloudInitArgs,
     pending: &mut Map<String, Value>,
 ) -> Result<String, String> {
-    let (label, node, vmid) = (ev.label(run), ev.at.node.clone(), ev.at.vmid);
-    let request = endpoints::guest_config_current(&node, run.kind, vmid);
-    let answer = run.pve().call(&request).await;
+    let (label, vmid) = (ev.label(run), ev.at.vmid);
+    let pve = run.pve();
+    let request = endpoints::guest_config_current(&ev.at.node, run.kind, vmid);
+    let answer = pve.call(&request).await;
     require_drive(&label, vmid, shaped(&request, "a guest config", answer))?;
     if !args.options.is_empty() {
         let change = SetConfigArgs {
@@ -187,9 +188,9 @@ async fn configure<H: Host>(
         }
         applied?;
     }
-    let request = endpoints::cloudinit_regenerate(&node, vmid);
+    let request = endpoints::cloudinit_regenerate(&ev.at.node, vmid);
     ev.trail.sending();
-    let answer = run.pve().call(&request).await;
+    let answer = pve.call(&request).await;
     ev.trail.answered(&answer);
     answer.map_err(|e| {
         let action = format!("regenerate the cloud-init drive of {label}");
@@ -197,8 +198,8 @@ async fn configure<H: Host>(
     })?;
     let mut missing = Vec::new();
     for part in ["user", "network", "meta"] {
-        let request = endpoints::cloudinit_dump(&node, vmid, part);
-        let answer = run.pve().call(&request).await;
+        let request = endpoints::cloudinit_dump(&ev.at.node, vmid, part);
+        let answer = pve.call(&request).await;
         let text: String = shaped(&request, "a cloud-init config", answer).map_err(|e| {
             let action = format!("read the generated cloud-init {part} config of {label}");
             could_not(&action, &e).0
@@ -211,8 +212,8 @@ async fn configure<H: Host>(
             missing.join("; ")
         ));
     }
-    let request = endpoints::cloudinit_pending(&node, vmid);
-    let answer = run.pve().call(&request).await;
+    let request = endpoints::cloudinit_pending(&ev.at.node, vmid);
+    let answer = pve.call(&request).await;
     let rows = shaped(&request, "a cloud-init pending list", answer);
     let summary = drive_current(&label, args, rows)?;
     apply_at_boot(run, ev, args, pending, summary).await
@@ -295,10 +296,10 @@ fn require_drive(
 }
 
 /// Whether `key: value` is a cloud-init drive (qemu-server `drive_is_cloudinit`): an ide, sata or
-/// scsi disk whose volume is named `own` (`vm-<vmid>-cloudinit`) or `cloudinit`, any extension.
+/// scsi disk (a VM's disk bus but virtio) whose volume is named `own` (`vm-<vmid>-cloudinit`) or
+/// `cloudinit`, any extension.
 fn is_cloudinit_drive(own: &str, key: &str, value: &str) -> bool {
-    let bus = key.trim_end_matches(|c: char| c.is_ascii_digit());
-    let disk = bus.len() < key.len() && matches!(bus, "ide" | "sata" | "scsi");
+    let disk = GuestKind::Qemu.is_disk(key) && !key.starts_with("virtio");
     let volume = value.split(',').next().unwrap_or_default();
     let base = volume.rsplit([':', '/']).next().unwrap_or_default();
     let stem = base.split('.').next().unwrap_or_default();
