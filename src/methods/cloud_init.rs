@@ -162,7 +162,8 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 }
 
 /// gate (a cloud-init drive) → set the options → regenerate the drive → read back what PVE
-/// generates from it and what it lists pending against it → apply at boot. Each answer is judged
+/// generates from it and what it lists pending against it → apply at boot (at the next one, see
+/// `without_reboot`; else a verified reboot, then nothing may be pending). Each answer is judged
 /// by a plain function below.
 async fn configure<H: Host>(
     run: &Run<'_, H>,
@@ -215,27 +216,8 @@ async fn configure<H: Host>(
     let answer = pve.call(&request).await;
     let rows = shaped(&request, "a cloud-init pending list", answer);
     let summary = drive_current(&label, args, rows)?;
-    apply_at_boot(run, ev, args, pending, summary).await
-}
-
-/// A running VM takes its cloud-init config at boot: reboot when asked, else say so.
-async fn apply_at_boot<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &CloudInitArgs,
-    pending: &mut Map<String, Value>,
-    summary: String,
-) -> Result<String, String> {
-    if !Target::Running.reached(run.kind, &ev.status) {
-        return Ok(format!("{summary}; the VM reads it at its next start"));
-    }
-    let label = ev.label(run);
-    if args.apply_pending == ApplyPending::Later {
-        let note = format!(
-            "{label} is running: the guest applies the new cloud-init config at its next boot (applyPending: \"reboot\" reboots it now)"
-        );
-        ev.warn(run, note);
-        return Ok(summary);
+    if let Some(verdict) = without_reboot(run, ev, args, &summary) {
+        return Ok(verdict);
     }
     let rebooted = reboot_verified(run, ev, args.timeout_sec).await;
     // What was pending before a reboot is no observation of after it: read again either way.
@@ -248,6 +230,29 @@ async fn apply_at_boot<H: Host>(
             Err(why)
         }
     }
+}
+
+/// A running VM takes its cloud-init config at boot: the summary when no reboot applies it now (a
+/// VM not running reads it at its next start; a running one is left to its next boot, with a
+/// warning, unless `applyPending: "reboot"`), `None` when the VM is to be rebooted.
+fn without_reboot<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &CloudInitArgs,
+    summary: &str,
+) -> Option<String> {
+    if !Target::Running.reached(run.kind, &ev.status) {
+        return Some(format!("{summary}; the VM reads it at its next start"));
+    }
+    if args.apply_pending == ApplyPending::Reboot {
+        return None;
+    }
+    let note = format!(
+        "{} is running: the guest applies the new cloud-init config at its next boot (applyPending: \"reboot\" reboots it now)",
+        ev.label(run)
+    );
+    ev.warn(run, note);
+    Some(summary.to_string())
 }
 
 /// After a verified reboot nothing may be pending; `pending` becomes what is.
