@@ -259,11 +259,18 @@ impl<T: FromJson> Future for Shaped<'_, T> {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(answer) => answer,
         };
-        Poll::Ready(match data {
-            Ok(data) => T::from_json(&data).map_err(|e| misshapen(self.request, self.what, e)),
-            Err(e) => Err(e),
-        })
+        Poll::Ready(shaped(self.request, self.what, data))
     }
+}
+
+/// An answer to `request` read as `T` ([`Pve::read`]'s end): for a caller that sent it with
+/// [`Pve::call`] and judges it in a plain function, the same reading and the same message.
+pub fn shaped<T: FromJson>(
+    request: &PveRequest,
+    what: &str,
+    answer: Result<Value, PveError>,
+) -> Result<T, PveError> {
+    T::from_json(&answer?).map_err(|e| misshapen(request, what, e))
 }
 
 /// An answer that is not the shape asked for. Apart from [`Shaped`]'s poll, which is instantiated

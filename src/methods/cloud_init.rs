@@ -9,16 +9,19 @@
 //! summary says so. `cipassword` is never echoed: PVE dumps only its hash, checked by presence.
 
 use crate::args::{ArgError, Fields};
+use crate::client::shaped;
 use crate::explain::{could_not, mutation_failed};
+use crate::guest::config::ConfigSnapshot;
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::power::Target;
 use crate::guest::reboot::{reboot_verified, ApplyPending};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::get_config::read_snapshot;
-use crate::methods::set_config::{apply, pending_after_reboot, SetConfigArgs};
+use crate::methods::set_config::{apply, pending_read_after_reboot, SetConfigArgs};
 use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::PveError;
 use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::{Map, Value};
@@ -90,10 +93,12 @@ impl CloudInitArgs {
     }
 
     fn value(&self, key: &str) -> Option<&str> {
-        self.options
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        for (k, v) in &self.options {
+            if k == key {
+                return Some(v);
+            }
+        }
+        None
     }
 }
 
@@ -137,7 +142,8 @@ fn check_ssh_keys(keys: &str) -> Result<(), ArgError> {
     Ok(())
 }
 
-/// Runs `cloudInit`.
+/// Runs `cloudInit`: the module doc's steps, ending in the guest's record with what it left
+/// pending.
 pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let args = match CloudInitArgs::parse(args) {
         Ok(args) => args,
@@ -155,14 +161,21 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     .await
 }
 
+/// gate (a cloud-init drive) → set the options → regenerate the drive → read back what PVE
+/// generates from it and what it lists pending against it → apply at boot (at the next one, see
+/// `without_reboot`; else a verified reboot, then nothing may be pending). Each answer is judged
+/// by a plain function below.
 async fn configure<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     args: &CloudInitArgs,
     pending: &mut Map<String, Value>,
 ) -> Result<String, String> {
-    let label = ev.label(run);
-    require_drive(run, ev).await?;
+    let (label, vmid) = (ev.label(run), ev.at.vmid);
+    let pve = run.pve();
+    let request = endpoints::guest_config_current(&ev.at.node, run.kind, vmid);
+    let answer = pve.call(&request).await;
+    require_drive(&label, vmid, shaped(&request, "a guest config", answer))?;
     if !args.options.is_empty() {
         let change = SetConfigArgs {
             target: args.target.clone(),
@@ -175,19 +188,214 @@ async fn configure<H: Host>(
         }
         applied?;
     }
-    let request = endpoints::cloudinit_regenerate(&ev.at.node, ev.at.vmid);
+    let request = endpoints::cloudinit_regenerate(&ev.at.node, vmid);
     ev.trail.sending();
-    let answer = run.pve().call(&request).await;
+    let answer = pve.call(&request).await;
     ev.trail.answered(&answer);
     answer.map_err(|e| {
         let action = format!("regenerate the cloud-init drive of {label}");
         mutation_failed(&action, &e, "GET …/cloudinit (run cloudInit again)").0
     })?;
-    verify_dump(run, ev, args).await?;
-    let stale = drive_pending(run, ev).await?;
-    let mut asked = String::new();
-    for key in &stale {
-        if args.options.iter().any(|(option, _)| option == key) {
+    let mut missing = Vec::new();
+    for part in ["user", "network", "meta"] {
+        let request = endpoints::cloudinit_dump(&ev.at.node, vmid, part);
+        let answer = pve.call(&request).await;
+        let text: String = shaped(&request, "a cloud-init config", answer).map_err(|e| {
+            let action = format!("read the generated cloud-init {part} config of {label}");
+            could_not(&action, &e).0
+        })?;
+        missing.append(&mut lacks(part, &text, args));
+    }
+    if !missing.is_empty() {
+        return Err(format!(
+            "the cloud-init config PVE generates for {label} lacks what was asked: {} — check the options' format (and cicustom, whose files replace the generated parts)",
+            missing.join("; ")
+        ));
+    }
+    let request = endpoints::cloudinit_pending(&ev.at.node, vmid);
+    let answer = pve.call(&request).await;
+    let rows = shaped(&request, "a cloud-init pending list", answer);
+    let summary = drive_current(&label, args, rows)?;
+    if let Some(verdict) = without_reboot(run, ev, args, &summary) {
+        return Ok(verdict);
+    }
+    let rebooted = reboot_verified(run, ev, args.timeout_sec).await;
+    // What was pending before a reboot is no observation of after it: read again either way.
+    let after = read_snapshot(run, &ev.at).await;
+    match rebooted {
+        Ok(rebooted) => after_reboot(&label, &summary, &rebooted, after, pending),
+        Err(why) => {
+            let after = pending_read_after_reboot(run, ev, after);
+            *pending = after.map(|a| a.pending).unwrap_or_default();
+            Err(why)
+        }
+    }
+}
+
+/// A running VM takes its cloud-init config at boot: the summary when no reboot applies it now (a
+/// VM not running reads it at its next start; a running one is left to its next boot, with a
+/// warning, unless `applyPending: "reboot"`), `None` when the VM is to be rebooted.
+fn without_reboot<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &CloudInitArgs,
+    summary: &str,
+) -> Option<String> {
+    if !Target::Running.reached(run.kind, &ev.status) {
+        return Some(format!("{summary}; the VM reads it at its next start"));
+    }
+    if args.apply_pending == ApplyPending::Reboot {
+        return None;
+    }
+    let note = format!(
+        "{} is running: the guest applies the new cloud-init config at its next boot (applyPending: \"reboot\" reboots it now)",
+        ev.label(run)
+    );
+    ev.warn(run, note);
+    Some(summary.to_string())
+}
+
+/// After a verified reboot nothing may be pending; `pending` becomes what is.
+fn after_reboot(
+    label: &str,
+    summary: &str,
+    rebooted: &str,
+    after: Result<ConfigSnapshot, PveError>,
+    pending: &mut Map<String, Value>,
+) -> Result<String, String> {
+    let after = after.map_err(|e| {
+        pending.clear();
+        let action = format!("read the pending changes of {label} after the reboot");
+        could_not(&action, &e).0
+    })?;
+    let mut keys = String::new();
+    for key in after.pending.keys().chain(&after.pending_delete) {
+        push_item(&mut keys, ", ", key);
+    }
+    *pending = after.pending;
+    match keys.is_empty() {
+        true => Ok(format!("{summary}; {rebooted}; nothing is pending")),
+        false => Err(format!(
+            "{summary}; {rebooted}, but changes are still pending after the reboot: {keys}"
+        )),
+    }
+}
+
+/// The config must hold a cloud-init drive; without one PVE generates nothing.
+fn require_drive(
+    label: &str,
+    vmid: u32,
+    config: Result<Map<String, Value>, PveError>,
+) -> Result<(), String> {
+    let config = config.map_err(|e| could_not(&format!("read the config of {label}"), &e).0)?;
+    let own = format!("vm-{vmid}-cloudinit");
+    for (key, value) in &config {
+        if is_cloudinit_drive(&own, key, value.as_str().unwrap_or_default()) {
+            return Ok(());
+        }
+    }
+    Err(format!(
+        "{label} has no cloud-init drive, so PVE would generate nothing: add one first, e.g. setConfig with {{\"ide2\": \"<storage>:cloudinit\"}} (a storage with images content), then run cloudInit again; nothing was changed"
+    ))
+}
+
+/// Whether `key: value` is a cloud-init drive (qemu-server `drive_is_cloudinit`): an ide, sata or
+/// scsi disk (a VM's disk bus but virtio) whose volume is named `own` (`vm-<vmid>-cloudinit`) or
+/// `cloudinit`, any extension.
+fn is_cloudinit_drive(own: &str, key: &str, value: &str) -> bool {
+    let disk = GuestKind::Qemu.is_disk(key) && !key.starts_with("virtio");
+    let volume = value.split(',').next().unwrap_or_default();
+    let base = volume.rsplit([':', '/']).next().unwrap_or_default();
+    let stem = base.split('.').next().unwrap_or_default();
+    disk && volume.contains(':') && (stem == "cloudinit" || stem == own)
+}
+
+/// What `part` of the generated config lacks of the asked values (cipassword by presence only).
+/// Each expectation is met by any one of its needles (nocloud and configdrive2 word it apart).
+fn lacks(part: &str, text: &str, args: &CloudInitArgs) -> Vec<String> {
+    let mut lacking = Vec::new();
+    // `what` in pieces: one copy of the code that words every expectation.
+    let mut want = |needles: &[&str], what: &[&str]| {
+        let mut met = false;
+        for needle in needles {
+            met |= text.contains(needle);
+        }
+        if !met {
+            let mut line = format!("{part} config has no ");
+            for piece in what {
+                line.push_str(piece);
+            }
+            lacking.push(line);
+        }
+    };
+    match part {
+        "user" => {
+            if let Some(user) = args.value("ciuser") {
+                want(&[&format!("\nuser: {user}\n")], &["`user: ", user, "`"]);
+            }
+            if args.value("cipassword").is_some() {
+                want(&["\npassword: "], &["password"]);
+            }
+            for key in args.value("sshkeys").unwrap_or_default().split('\n') {
+                let key = key.trim();
+                if !key.is_empty() {
+                    let end = key.char_indices().nth(32).map_or(key.len(), |(at, _)| at);
+                    let shown = &key[..end];
+                    want(&[&format!("  - {key}\n")], &["ssh key ", shown, "…"]);
+                }
+            }
+        }
+        "network" => {
+            for (key, value) in &args.options {
+                if !key.starts_with("ipconfig") {
+                    continue;
+                }
+                for setting in value.split(',') {
+                    let Some((name, setting)) = setting.split_once('=') else {
+                        continue;
+                    };
+                    let needles: &[&str] = match (name, setting) {
+                        ("ip", "dhcp") => &["dhcp4", "inet dhcp"],
+                        ("ip6", "dhcp") => &["dhcp6", "inet6 dhcp"],
+                        ("ip6", "auto") => &["ipv6_slaac", "inet6 auto"],
+                        ("ip" | "ip6", address) => &[address.split('/').next().unwrap_or_default()],
+                        ("gw" | "gw6", gateway) => &[gateway],
+                        _ => continue,
+                    };
+                    want(needles, &[key, "'s ", name, "=", setting]);
+                }
+            }
+            for option in ["nameserver", "searchdomain"] {
+                for item in args.value(option).unwrap_or_default().split_whitespace() {
+                    want(&[item], &[option, " ", item]);
+                }
+            }
+        }
+        _ => want(&["instance-id: ", "\"uuid\""], &["instance id"]),
+    }
+    lacking
+}
+
+/// The summary, once `GET …/cloudinit` lists none of the asked options pending against the
+/// regenerated drive (a row with a `pending` value or a `delete`); other pending keys are named.
+fn drive_current(
+    label: &str,
+    args: &CloudInitArgs,
+    rows: Result<Vec<Map<String, Value>>, PveError>,
+) -> Result<String, String> {
+    let rows = rows.map_err(|e| {
+        let action = format!("read what is pending against the cloud-init drive of {label}");
+        could_not(&action, &e).0
+    })?;
+    let (mut stale, mut asked) = (String::new(), String::new());
+    for row in &rows {
+        let key = row.get("key").and_then(Value::as_str);
+        let Some(key) = key.filter(|_| row.contains_key("pending") || row.contains_key("delete"))
+        else {
+            continue;
+        };
+        push_item(&mut stale, ", ", key);
+        if args.value(key).is_some() {
             push_item(&mut asked, ", ", key);
         }
     }
@@ -201,221 +409,10 @@ async fn configure<H: Host>(
         described(args)
     );
     if !stale.is_empty() {
-        summary.push_str(&format!(
-            "; pending against the drive (not asked here): {}",
-            stale.join(", ")
-        ));
+        summary.push_str("; pending against the drive (not asked here): ");
+        summary.push_str(&stale);
     }
-    apply_at_boot(run, ev, args, pending, summary).await
-}
-
-/// A running VM takes its cloud-init config at boot: reboot when asked, else say so.
-async fn apply_at_boot<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &CloudInitArgs,
-    pending: &mut Map<String, Value>,
-    summary: String,
-) -> Result<String, String> {
-    if !Target::Running.reached(run.kind, &ev.status) {
-        return Ok(format!("{summary}; the VM reads it at its next start"));
-    }
-    if args.apply_pending == ApplyPending::Later {
-        let note = format!(
-            "{} is running: the guest applies the new cloud-init config at its next boot (applyPending: \"reboot\" reboots it now)",
-            ev.label(run)
-        );
-        ev.warn(run, note);
-        return Ok(summary);
-    }
-    let rebooted = match reboot_verified(run, ev, args.timeout_sec).await {
-        Ok(rebooted) => rebooted,
-        Err(why) => {
-            // What was pending before a reboot is no observation of after it.
-            let after = pending_after_reboot(run, ev).await;
-            *pending = after.map(|a| a.pending).unwrap_or_default();
-            return Err(why);
-        }
-    };
-    let snapshot = read_snapshot(run, &ev.at).await.map_err(|e| {
-        pending.clear();
-        could_not(
-            &format!(
-                "read the pending changes of {} after the reboot",
-                ev.label(run)
-            ),
-            &e,
-        )
-        .0
-    })?;
-    *pending = snapshot.pending.clone();
-    if snapshot.has_pending() {
-        let mut keys = String::new();
-        for key in snapshot.pending.keys().chain(&snapshot.pending_delete) {
-            push_item(&mut keys, ", ", key);
-        }
-        return Err(format!(
-            "{summary}; {rebooted}, but changes are still pending after the reboot: {keys}"
-        ));
-    }
-    Ok(format!("{summary}; {rebooted}; nothing is pending"))
-}
-
-/// The config must hold a cloud-init drive (`drive_is_cloudinit`: a volume named
-/// `vm-<vmid>-cloudinit` or `cloudinit`).
-async fn require_drive<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
-    let label = ev.label(run);
-    let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
-    let config: Map<String, Value> = run
-        .pve()
-        .read(&request, "a guest config")
-        .await
-        .map_err(|e| could_not(&format!("read the config of {label}"), &e).0)?;
-    let has_drive = config.iter().any(|(key, value)| {
-        let volume = value
-            .as_str()
-            .unwrap_or_default()
-            .split(',')
-            .next()
-            .unwrap_or_default();
-        let base = volume.rsplit([':', '/']).next().unwrap_or_default();
-        let stem = base.split('.').next().unwrap_or_default();
-        let disk = ["ide", "sata", "scsi"].iter().any(|bus| {
-            key.strip_prefix(bus)
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-        });
-        disk && volume.contains(':')
-            && (stem == "cloudinit" || stem == format!("vm-{}-cloudinit", ev.at.vmid))
-    });
-    match has_drive {
-        true => Ok(()),
-        false => Err(format!(
-            "{label} has no cloud-init drive, so PVE would generate nothing: add one first, e.g. setConfig with {{\"ide2\": \"<storage>:cloudinit\"}} (a storage with images content), then run cloudInit again; nothing was changed"
-        )),
-    }
-}
-
-/// Every asked value must appear in the config PVE generates.
-async fn verify_dump<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    args: &CloudInitArgs,
-) -> Result<(), String> {
-    let label = ev.label(run);
-    let mut missing = Vec::new();
-    for part in ["user", "network", "meta"] {
-        let request = endpoints::cloudinit_dump(&ev.at.node, ev.at.vmid, part);
-        let text: String = run
-            .pve()
-            .read(&request, "a cloud-init config")
-            .await
-            .map_err(|e| {
-                could_not(
-                    &format!("read the generated cloud-init {part} config of {label}"),
-                    &e,
-                )
-                .0
-            })?;
-        missing.extend(lacks(part, &text, args));
-    }
-    match missing.is_empty() {
-        true => Ok(()),
-        false => Err(format!(
-            "the cloud-init config PVE generates for {label} lacks what was asked: {} — check the options' format (and cicustom, whose files replace the generated parts)",
-            missing.join("; ")
-        )),
-    }
-}
-
-/// What `part` of the generated config lacks of the asked values (cipassword by presence only).
-/// Each expectation is met by any one of its needles (nocloud and configdrive2 word it apart).
-fn lacks(part: &str, text: &str, args: &CloudInitArgs) -> Vec<String> {
-    let mut expected: Vec<(Vec<String>, String)> = Vec::new();
-    let mut want = |needles: &[&str], what: String| {
-        let mut owned = Vec::with_capacity(needles.len());
-        for needle in needles {
-            owned.push(needle.to_string());
-        }
-        expected.push((owned, what))
-    };
-    match part {
-        "user" => {
-            if let Some(user) = args.value("ciuser") {
-                want(&[&format!("\nuser: {user}\n")], format!("`user: {user}`"));
-            }
-            if args.value("cipassword").is_some() {
-                want(&["\npassword: "], "password".into());
-            }
-            for key in args.value("sshkeys").unwrap_or_default().split('\n') {
-                let key = key.trim();
-                if !key.is_empty() {
-                    let end = key.char_indices().nth(32).map_or(key.len(), |(at, _)| at);
-                    let shown = &key[..end];
-                    want(&[&format!("  - {key}\n")], format!("ssh key {shown}…"));
-                }
-            }
-        }
-        "network" => {
-            for (key, value) in args
-                .options
-                .iter()
-                .filter(|(k, _)| k.starts_with("ipconfig"))
-            {
-                for (name, setting) in value.split(',').filter_map(|p| p.split_once('=')) {
-                    let what = format!("{key}'s {name}={setting}");
-                    match (name, setting) {
-                        ("ip", "dhcp") => want(&["dhcp4", "inet dhcp"], what),
-                        ("ip6", "dhcp") => want(&["dhcp6", "inet6 dhcp"], what),
-                        ("ip6", "auto") => want(&["ipv6_slaac", "inet6 auto"], what),
-                        ("ip" | "ip6", address) => {
-                            want(&[address.split('/').next().unwrap_or_default()], what)
-                        }
-                        ("gw" | "gw6", gateway) => want(&[gateway], what),
-                        _ => {}
-                    }
-                }
-            }
-            for option in ["nameserver", "searchdomain"] {
-                for item in args.value(option).unwrap_or_default().split_whitespace() {
-                    want(&[item], format!("{option} {item}"));
-                }
-            }
-        }
-        _ => want(&["instance-id: ", "\"uuid\""], "instance id".into()),
-    }
-    let mut lacking = Vec::new();
-    for (needles, what) in expected {
-        if !needles.iter().any(|n| text.contains(n.as_str())) {
-            lacking.push(format!("{part} config has no {what}"));
-        }
-    }
-    lacking
-}
-
-/// The keys `GET …/cloudinit` lists with a pending value or deletion.
-async fn drive_pending<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<Vec<String>, String> {
-    let request = endpoints::cloudinit_pending(&ev.at.node, ev.at.vmid);
-    let rows: Vec<Map<String, Value>> = run
-        .pve()
-        .read(&request, "a cloud-init pending list")
-        .await
-        .map_err(|e| {
-            could_not(
-                &format!(
-                    "read what is pending against the cloud-init drive of {}",
-                    ev.label(run)
-                ),
-                &e,
-            )
-            .0
-        })?;
-    let mut pending = Vec::new();
-    for row in &rows {
-        if row.contains_key("pending") || row.contains_key("delete") {
-            pending.extend(row.get("key").and_then(Value::as_str).map(str::to_string));
-        }
-    }
-    Ok(pending)
+    Ok(summary)
 }
 
 fn described(args: &CloudInitArgs) -> String {

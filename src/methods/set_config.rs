@@ -31,6 +31,7 @@ use crate::host::Host;
 use crate::methods::get_config::read_snapshot;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::run::Run;
 use serde_json::{Map, Value};
@@ -237,7 +238,18 @@ pub async fn pending_after_reboot<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
 ) -> Option<ConfigSnapshot> {
-    match read_snapshot(run, &ev.at).await {
+    let read = read_snapshot(run, &ev.at).await;
+    pending_read_after_reboot(run, ev, read)
+}
+
+/// [`pending_after_reboot`] of a read already made: the snapshot, or (unreadable) none and a
+/// warning in the record saying why.
+pub fn pending_read_after_reboot<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    read: Result<ConfigSnapshot, PveError>,
+) -> Option<ConfigSnapshot> {
+    match read {
         Ok(after) => Some(after),
         Err(e) => {
             let why = format!(
