@@ -12,13 +12,15 @@ use super::exec::{ExecArgs, ExitPolicy};
 use super::locate::Located;
 use super::reference::GuestRef;
 use crate::args::{ArgError, Fields};
+use crate::client::shaped;
 use crate::explain::could_not;
 use crate::host::Host;
 use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
-use crate::pve::endpoints;
+use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::property::property;
+use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -104,151 +106,339 @@ pub struct Readiness {
     pub ipv6: Option<String>,
 }
 
-/// Waits until the VM at `at` is ready as `args` asks; `seen` keeps what was observed.
+/// Waits until the VM at `at` is ready as `args` asks; `seen` keeps what was observed. The agent's
+/// phases are one course over [`poll_agent`] (each judged by [`Readying`] in plain code); then, when
+/// asked, cloud-init.
 pub async fn await_ready<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ReadyArgs,
     seen: &mut Readiness,
 ) -> Result<String, String> {
-    let label = format!("VM {} on node {}", at.vmid, at.node);
     let mut pacer = Pacer::new(
         run.host.now_ms(),
         args.timeout_sec * 1000,
         run.global.poll_interval_sec * 1000,
     );
-    let after = format!("after {} s (timeoutSec)", args.timeout_sec);
     let mut progress = Progress::start(run.host.now_ms());
-    ping(run, at, &mut pacer, &mut progress)
-        .await
-        .map_err(|why| {
-            format!("{label} is not ready: the guest agent does not answer ping {after} ({why})")
-        })?;
-    seen.agent_up = true;
-    seen.agent_version = agent_version(run, at, pacer.deadline_ms()).await;
-    let agent = match &seen.agent_version {
-        Some(version) => format!("agent {version} up"),
-        None => "agent up".to_string(),
-    };
-    let mac = match &args.nic {
-        Some(nic) => Some(nic_mac(run, at, nic, pacer.deadline_ms()).await?),
-        None => None,
-    };
-    let scope = match (&args.nic, &mac) {
-        (Some(nic), Some(mac)) => format!("{nic} ({mac})"),
-        _ => "any interface".to_string(),
-    };
-    addresses(
-        run,
+    let mut course = Readying {
+        phase: Some(Phase::Ping),
         at,
         args,
-        mac.as_deref(),
-        (&mut pacer, &mut progress),
         seen,
-    )
-    .await
-    .map_err(|missing| {
-        format!(
-            "{label} is not ready: {agent}; no {missing} on {scope} {after} (seen: {})",
-            described(&seen.interfaces)
-        )
-    })?;
-    let mut summary = format!("{label} is ready: {agent}");
-    for (kind, address) in [("IPv4", &seen.ipv4), ("IPv6", &seen.ipv6)] {
-        if let Some(address) = address {
-            summary.push_str(&format!("; {kind} {address} on {scope}"));
-        }
+        mac: None,
+        last: String::new(),
+        stalled: None,
+        answered: false,
+    };
+    while let Some(request) = course.request(run.kind) {
+        let heard = poll_agent(run, &request, (&mut pacer, &mut progress), &mut course).await;
+        course.next(heard)?;
     }
+    let mut summary = course.summary();
     if args.cloud_init {
         let ended = cloud_init_done(run, at, pacer.deadline_ms(), seen).await;
-        ended.map_err(|why| {
-            format!(
-                "{label} is not ready: {agent}, addresses up; cloud-init did not end well: {why}"
-            )
-        })?;
+        ended.map_err(|why| cloud_init_failed(at, seen, &why))?;
         summary.push_str("; cloud-init status --wait exited 0");
     }
     Ok(summary)
 }
 
-/// `POST …/agent/ping` until it answers. No agent configured: at once, it never will.
-async fn ping<H: Host>(
+/// What an answer means to the wait that asked for it.
+pub enum Heard {
+    /// The wait is over; what it found.
+    Done(String),
+    /// Ask again after a pause; `tick`: a progress line may be logged meanwhile.
+    Again { tick: bool },
+    /// The wait cannot end well: why.
+    Failed(String),
+}
+
+/// One wait on the guest agent (or one read on the way to one), judged in plain code so that
+/// every such wait shares one loop ([`poll_agent`]).
+pub trait AgentWatch {
+    /// Judges one answer to `request`; `cut`: it is a timeout the wait's deadline cut short.
+    fn heard(&mut self, request: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard;
+    /// What the progress line says is waited for.
+    fn waiting(&self) -> String;
+    /// Why the wait failed once its pacer stopped it.
+    fn stopped(&self, stop: Stopped) -> String;
+}
+
+/// Sends `request` by the pacer's deadline until `watch` is done with its answers, pausing between
+/// them: the one loop of every agent wait.
+pub async fn poll_agent<H: Host>(
     run: &Run<'_, H>,
-    at: &Located,
-    pacer: &mut Pacer,
-    progress: &mut Progress,
-) -> Result<(), String> {
-    let request = endpoints::agent_ping(&at.node, at.vmid);
+    request: &PveRequest,
+    (pacer, progress): (&mut Pacer, &mut Progress),
+    watch: &mut dyn AgentWatch,
+) -> Result<String, String> {
     loop {
-        let last = match run.pve().call_by(&request, pacer.deadline_ms()).await {
-            // The agent's answer is `{"result": {}}`: anything else is not its answer.
-            Ok(data) if data.get("result").is_some() => return Ok(()),
-            Ok(data) => format!("the ping answered {data}, not the agent's result"),
-            Err(e) if e.message.contains("No QEMU guest agent configured") => {
-                return Err(e.to_string())
-            }
-            Err(e) if waits_for_agent(&e) || out_of_time(run, pacer, &e) => e.to_string(),
-            Err(e) => return Err(could_not("ping the guest agent", &e).0),
-        };
-        progress.tick(run.host, || {
-            format!(
-                "the guest agent of VM {} on node {} to answer — not answering yet",
-                at.vmid, at.node
-            )
-        });
-        pace(run, pacer, &last).await?;
+        let answer = run.pve().call_by(request, pacer.deadline_ms()).await;
+        // A request the wait's deadline cut short: the wait is over, not broken.
+        let cut = matches!(&answer, Err(e) if e.kind == ErrorKind::Timeout)
+            && run.host.now_ms() >= pacer.deadline_ms();
+        match watch.heard(request, answer, cut) {
+            Heard::Done(found) => return Ok(found),
+            Heard::Failed(why) => return Err(why),
+            Heard::Again { tick: true } => progress.tick(run.host, || watch.waiting()),
+            Heard::Again { tick: false } => {}
+        }
+        if let Err(stop) = pacer.pause(run.host).await {
+            return Err(watch.stopped(stop));
+        }
     }
 }
 
-/// A request the wait's deadline cut short: the wait is over, not broken.
-fn out_of_time<H: Host>(run: &Run<'_, H>, pacer: &Pacer, e: &PveError) -> bool {
-    e.kind == ErrorKind::Timeout && run.host.now_ms() >= pacer.deadline_ms()
+/// No agent configured: no answer can ever come, so waiting would only burn the budget.
+pub fn no_agent(e: &PveError) -> bool {
+    e.message.contains("No QEMU guest agent configured")
 }
 
 /// An agent that is not up yet (the guest still boots) or a guest not running yet.
-fn waits_for_agent(e: &PveError) -> bool {
+pub fn waits_for_agent(e: &PveError) -> bool {
     e.kind == ErrorKind::Agent || e.kind == ErrorKind::GuestNotRunning
 }
 
-async fn pace<H: Host>(run: &Run<'_, H>, pacer: &mut Pacer, last: &str) -> Result<(), String> {
-    pacer.pause(run.host).await.map_err(|stop| match stop {
+/// The pacer's end of a wait that keeps the last answer: what it said, or the abort.
+pub fn stopped_after(stop: Stopped, last: &str) -> String {
+    match stop {
         Stopped::OutOfTime => format!("last answer: {last}"),
         Stopped::Aborted => "the run was aborted while waiting".to_string(),
-    })
+    }
 }
 
-/// `GET …/agent/info` → the agent's version; what cannot be read is left out of the record.
-async fn agent_version<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    deadline_ms: f64,
-) -> Option<String> {
-    let request = endpoints::agent_info(&at.node, at.vmid);
-    let data = run.pve().call_by(&request, deadline_ms).await.ok()?;
+/// The agent's phases of a readiness wait, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// `POST …/agent/ping` until it answers.
+    Ping,
+    /// `GET …/agent/info` once: the agent's version (what cannot be read is left out).
+    Info,
+    /// The config once: the MAC of the NIC asked for.
+    Mac,
+    /// The interfaces until the asked addresses are there.
+    Addresses,
+}
+
+/// A readiness wait's course through its agent phases, and what it saw.
+struct Readying<'a> {
+    phase: Option<Phase>,
+    at: &'a Located,
+    args: &'a ReadyArgs,
+    seen: &'a mut Readiness,
+    mac: Option<String>,
+    /// The ping's last answer.
+    last: String,
+    /// In the address phase: the agent's error, when the last answer was one.
+    stalled: Option<String>,
+    /// Whether the agent has listed its interfaces in this wait (the list may hold only `lo`).
+    answered: bool,
+}
+
+impl Readying<'_> {
+    /// The request of the phase the course is in; `None` once it is through.
+    fn request(&self, kind: GuestKind) -> Option<PveRequest> {
+        let (node, vmid) = (&self.at.node, self.at.vmid);
+        Some(match self.phase? {
+            Phase::Ping => endpoints::agent_ping(node, vmid),
+            Phase::Info => endpoints::agent_info(node, vmid),
+            Phase::Mac => endpoints::guest_config_current(node, kind, vmid),
+            Phase::Addresses => endpoints::agent_interfaces(node, vmid),
+        })
+    }
+
+    /// Moves on after a phase, or says why the VM is not ready.
+    fn next(&mut self, heard: Result<String, String>) -> Result<(), String> {
+        let Some(phase) = self.phase else {
+            return Ok(());
+        };
+        let label = format!("VM {} on node {}", self.at.vmid, self.at.node);
+        let after = format!("after {} s (timeoutSec)", self.args.timeout_sec);
+        let found = match (phase, heard) {
+            (Phase::Ping, Err(why)) => {
+                return Err(format!(
+                    "{label} is not ready: the guest agent does not answer ping {after} ({why})"
+                ))
+            }
+            (Phase::Addresses, Err(missing)) => {
+                return Err(format!(
+                    "{label} is not ready: {}; no {missing} on {} {after} (seen: {})",
+                    agent(self.seen),
+                    self.scope(),
+                    described(&self.seen.interfaces)
+                ))
+            }
+            (_, Err(why)) => return Err(why),
+            (_, Ok(found)) => found,
+        };
+        self.phase = match phase {
+            Phase::Ping => {
+                self.seen.agent_up = true;
+                Some(Phase::Info)
+            }
+            Phase::Info if self.args.nic.is_some() => Some(Phase::Mac),
+            Phase::Info => Some(Phase::Addresses),
+            Phase::Mac => {
+                self.mac = Some(found);
+                Some(Phase::Addresses)
+            }
+            Phase::Addresses => None,
+        };
+        Ok(())
+    }
+
+    /// Where the addresses must be: "net0 (bc:24:…)", or any interface.
+    fn scope(&self) -> String {
+        match (&self.args.nic, &self.mac) {
+            (Some(nic), Some(mac)) => format!("{nic} ({mac})"),
+            _ => "any interface".to_string(),
+        }
+    }
+
+    /// The verdict of a VM whose agent phases all ended well.
+    fn summary(&self) -> String {
+        let mut summary = format!(
+            "VM {} on node {} is ready: {}",
+            self.at.vmid,
+            self.at.node,
+            agent(self.seen)
+        );
+        let scope = self.scope();
+        for (kind, address) in [("IPv4", &self.seen.ipv4), ("IPv6", &self.seen.ipv6)] {
+            if let Some(address) = address {
+                summary.push_str(&format!("; {kind} {address} on {scope}"));
+            }
+        }
+        summary
+    }
+
+    /// The interfaces the agent listed: what is missing, or nothing.
+    fn listed(&mut self, data: &Value) -> Vec<&'static str> {
+        self.answered = true;
+        self.seen.interfaces = interfaces(data);
+        self.seen.ipv4 = self.find(false);
+        self.seen.ipv6 = self.find(true);
+        missing(self.args, self.seen)
+    }
+
+    /// The first usable address of the family asked (IPv6: a global one) on the NIC asked.
+    fn find(&self, v6: bool) -> Option<String> {
+        for nic in &self.seen.interfaces {
+            if self
+                .mac
+                .as_ref()
+                .is_some_and(|m| nic.mac.as_ref() != Some(m))
+            {
+                continue;
+            }
+            for address in &nic.addresses {
+                if address.contains(':') == v6 && (!v6 || is_global_v6(address)) {
+                    return Some(address.clone());
+                }
+            }
+        }
+        None
+    }
+
+    fn ping(&mut self, answer: Result<Value, PveError>, cut: bool) -> Heard {
+        self.last = match answer {
+            // The agent's answer is `{"result": {}}`: anything else is not its answer.
+            Ok(data) if data.get("result").is_some() => return Heard::Done(String::new()),
+            Ok(data) => format!("the ping answered {data}, not the agent's result"),
+            Err(e) if no_agent(&e) => return Heard::Failed(e.to_string()),
+            Err(e) if waits_for_agent(&e) || cut => e.to_string(),
+            Err(e) => return Heard::Failed(could_not("ping the guest agent", &e).0),
+        };
+        Heard::Again { tick: true }
+    }
+
+    fn addresses(&mut self, answer: Result<Value, PveError>, cut: bool) -> Heard {
+        match answer {
+            Ok(data) => {
+                self.stalled = None;
+                match self.listed(&data).is_empty() {
+                    true => Heard::Done(String::new()),
+                    false => Heard::Again { tick: true },
+                }
+            }
+            // The wait's end cut a slow answer short: what is missing is what the last answer lacked.
+            Err(_) if cut && self.answered => {
+                Heard::Failed(missing(self.args, self.seen).join(" and "))
+            }
+            Err(e) if waits_for_agent(&e) || cut => {
+                self.stalled = Some(e.to_string());
+                Heard::Again { tick: false }
+            }
+            Err(e) => Heard::Failed(format!(
+                "address readable ({})",
+                could_not("read the guest agent's interfaces", &e).0
+            )),
+        }
+    }
+}
+
+impl AgentWatch for Readying<'_> {
+    fn heard(&mut self, request: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard {
+        match self.phase {
+            Some(Phase::Ping) => self.ping(answer, cut),
+            Some(Phase::Info) => {
+                self.seen.agent_version = answer.ok().and_then(|data| version_of(&data));
+                Heard::Done(String::new())
+            }
+            Some(Phase::Mac) => match nic_mac(request, answer, self.at.vmid, self.args) {
+                Ok(mac) => Heard::Done(mac),
+                Err(why) => Heard::Failed(why),
+            },
+            _ => self.addresses(answer, cut),
+        }
+    }
+
+    fn waiting(&self) -> String {
+        let (vmid, node) = (self.at.vmid, &self.at.node);
+        match self.phase {
+            Some(Phase::Addresses) => {
+                let on = self.args.nic.as_deref().unwrap_or("any interface");
+                let wanted = missing(self.args, self.seen).join(" and ");
+                format!("VM {vmid} on node {node}: agent up; no {wanted} on {on} yet")
+            }
+            _ => {
+                format!("the guest agent of VM {vmid} on node {node} to answer — not answering yet")
+            }
+        }
+    }
+
+    fn stopped(&self, stop: Stopped) -> String {
+        match (self.phase, &self.stalled) {
+            (Some(Phase::Addresses), None) => missing(self.args, self.seen).join(" and "),
+            (Some(Phase::Addresses), Some(e)) => {
+                format!("address (the agent stopped answering: {e})")
+            }
+            _ => stopped_after(stop, &self.last),
+        }
+    }
+}
+
+/// The agent's version in `GET …/agent/info`'s answer.
+fn version_of(data: &Value) -> Option<String> {
     data.get("result")?
         .get("version")?
         .as_str()
         .map(str::to_string)
 }
 
-/// The MAC of `nic` (`virtio=BC:24:11:…,bridge=…`) in the config the VM runs with.
-async fn nic_mac<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    nic: &str,
-    deadline_ms: f64,
+/// The MAC of the NIC asked (`virtio=BC:24:11:…,bridge=…`) in the config the VM runs with.
+fn nic_mac(
+    request: &PveRequest,
+    answer: Result<Value, PveError>,
+    vmid: u32,
+    args: &ReadyArgs,
 ) -> Result<String, String> {
-    let request = endpoints::guest_config_current(&at.node, run.kind, at.vmid);
-    let config: Map<String, Value> = run
-        .pve()
-        .read_by(&request, deadline_ms, "a guest config")
-        .await
-        .map_err(|e| could_not(&format!("read the config of VM {}", at.vmid), &e).0)?;
+    let nic = args.nic.as_deref().unwrap_or_default();
+    let config: Map<String, Value> = shaped(request, "a guest config", answer)
+        .map_err(|e| could_not(&format!("read the config of VM {vmid}"), &e).0)?;
     let value = config.get(nic).and_then(Value::as_str).ok_or_else(|| {
-        format!(
-            "VM {} has no {nic} in its config: nic names a network device of the VM",
-            at.vmid
-        )
+        format!("VM {vmid} has no {nic} in its config: nic names a network device of the VM")
     })?;
     let model = value.split(',').next().unwrap_or_default();
     let mac = model
@@ -256,73 +446,24 @@ async fn nic_mac<H: Host>(
         .map(|(_, mac)| mac)
         .or_else(|| property(value, "macaddr"));
     mac.map(str::to_ascii_lowercase)
-        .ok_or_else(|| format!("{nic} of VM {} has no MAC address ({value})", at.vmid))
+        .ok_or_else(|| format!("{nic} of VM {vmid} has no MAC address ({value})"))
 }
 
-/// Polls the interfaces until the asked addresses are there; `Err` names what is missing.
-async fn addresses<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    args: &ReadyArgs,
-    mac: Option<&str>,
-    (pacer, progress): (&mut Pacer, &mut Progress),
-    seen: &mut Readiness,
-) -> Result<(), String> {
-    let request = endpoints::agent_interfaces(&at.node, at.vmid);
-    // Whether the agent has listed its interfaces in this wait (the list may hold only `lo`).
-    let mut answered = false;
-    loop {
-        match run.pve().call_by(&request, pacer.deadline_ms()).await {
-            Ok(data) => {
-                answered = true;
-                seen.interfaces = interfaces(&data);
-                let find = |v6: bool| {
-                    for nic in &seen.interfaces {
-                        if mac.is_some_and(|m| nic.mac.as_deref() != Some(m)) {
-                            continue;
-                        }
-                        for address in &nic.addresses {
-                            if address.contains(':') == v6 && (!v6 || is_global_v6(address)) {
-                                return Some(address.clone());
-                            }
-                        }
-                    }
-                    None
-                };
-                seen.ipv4 = find(false);
-                seen.ipv6 = find(true);
-                let missing = missing(args, seen);
-                if missing.is_empty() {
-                    return Ok(());
-                }
-                progress.tick(run.host, || {
-                    let on = args.nic.as_deref().unwrap_or("any interface");
-                    let wanted = missing.join(" and ");
-                    format!(
-                        "VM {} on node {}: agent up; no {wanted} on {on} yet",
-                        at.vmid, at.node
-                    )
-                });
-                if pacer.pause(run.host).await.is_err() {
-                    return Err(missing.join(" and "));
-                }
-            }
-            // The wait's end cut a slow answer short: what is missing is what the last answer lacked.
-            Err(e) if out_of_time(run, pacer, &e) && answered => {
-                return Err(missing(args, seen).join(" and "))
-            }
-            Err(e) if waits_for_agent(&e) || out_of_time(run, pacer, &e) => {
-                if pacer.pause(run.host).await.is_err() {
-                    return Err(format!("address (the agent stopped answering: {e})"));
-                }
-            }
-            Err(e) => {
-                return Err(format!(
-                    "address readable ({})",
-                    could_not("read the guest agent's interfaces", &e).0
-                ))
-            }
-        }
+/// Why a VM whose addresses are up is not ready: how cloud-init ended.
+fn cloud_init_failed(at: &Located, seen: &Readiness, why: &str) -> String {
+    format!(
+        "VM {} on node {} is not ready: {}, addresses up; cloud-init did not end well: {why}",
+        at.vmid,
+        at.node,
+        agent(seen)
+    )
+}
+
+/// "agent 5.2.0 up", or "agent up" when its version could not be read.
+fn agent(seen: &Readiness) -> String {
+    match &seen.agent_version {
+        Some(version) => format!("agent {version} up"),
+        None => "agent up".to_string(),
     }
 }
 

@@ -15,7 +15,7 @@ use crate::guest::reference::{parse_vmid, GuestRef};
 use crate::guest::settle::{read_status, wait_out_source_lock};
 use crate::guest::vmid_claim::{create_guest, VmidChoice};
 use crate::host::Host;
-use crate::methods::start::start_and_wait;
+use crate::methods::start::finish_created;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::property::storage_volume;
@@ -99,10 +99,7 @@ pub async fn clone<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(done) => verify_storage(run, &ev, &args).map(|()| format!("{claimed}{done}")),
         Err(message) => Err(message),
     };
-    match (&args.ready, verdict) {
-        (Some(ready), Ok(done)) => start_and_wait(run, &mut ev, ready, done).await,
-        (_, verdict) => ev.outcome(run, verdict).await,
-    }
+    finish_created(run, &mut ev, false, args.ready.as_ref(), verdict).await
 }
 
 /// A full clone to `storage` must have every volume there, as PVE writes it

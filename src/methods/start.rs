@@ -13,7 +13,10 @@ use crate::guest::addresses::{describe_skipped, unusable};
 use crate::guest::create_course::{create_course, NewGuest};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::power::{already, transition, Target};
-use crate::guest::readiness::{await_ready, interfaces, Readiness, ReadyArgs};
+use crate::guest::readiness::{
+    await_ready, interfaces, no_agent, poll_agent, stopped_after, waits_for_agent, AgentWatch,
+    Heard, Readiness, ReadyArgs,
+};
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::{describe, lock_of, HIBERNATED};
 use crate::host::Host;
@@ -22,9 +25,10 @@ use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::ErrorKind;
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::property;
+use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -83,41 +87,7 @@ pub async fn start<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let verdict = bring_up(run, &mut ev, &args).await;
-    match (&args.ready, verdict) {
-        (Some(ready), Ok(started)) => {
-            let since = run.host.now_ms();
-            let mut seen = Readiness::default();
-            let ready = await_ready(run, &ev.at, ready, &mut seen).await;
-            let verdict = ready.map(|ready| format!("{started}; {ready}"));
-            ready_outcome(run, &mut ev, seen, since, verdict).await
-        }
-        (_, verdict) => ev.outcome(run, verdict).await,
-    }
-}
-
-/// `waitReady`: the verified start of `start`, then the readiness wait; both records written.
-pub async fn start_and_wait<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    ready: &ReadyArgs,
-    done: String,
-) -> Outcome {
-    let start = StartArgs::plain(ev.at.vmid);
-    let started = match bring_up(run, ev, &start).await {
-        Ok(started) => started,
-        Err(why) => {
-            let message = format!("{done}, but the start for waitReady failed: {why}");
-            return ev.outcome(run, Err(message)).await;
-        }
-    };
-    let since = run.host.now_ms();
-    let mut seen = Readiness::default();
-    let verdict = await_ready(run, &ev.at, ready, &mut seen)
-        .await
-        .map(|ready| format!("{done}; {started}; {ready}"))
-        .map_err(|why| format!("{done}; {started}, but {why}"));
-    ready_outcome(run, ev, seen, since, verdict).await
+    up(run, &mut ev, &args, args.ready.as_ref(), None).await
 }
 
 /// `create` of either model, its arguments read: the one course (`guest::create_course`), then the
@@ -138,9 +108,9 @@ pub async fn create_then_start<H: Host>(
     }
 }
 
-/// A guest a `create` made (or found made by an earlier run): the start its request asks for after
-/// what was `done` — `waitReady`'s start and wait, or `start: true`'s verified start — and the
-/// outcome with its records.
+/// A guest a `create` or `clone` made (or found made by an earlier run): the start its request
+/// asks for after what was `done` — `waitReady`'s start and wait, or `start: true`'s verified
+/// start — and the outcome with its records.
 pub async fn finish_created<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
@@ -148,29 +118,67 @@ pub async fn finish_created<H: Host>(
     ready: Option<&ReadyArgs>,
     verdict: Result<String, String>,
 ) -> Outcome {
-    let verdict = match (ready, verdict) {
-        (Some(ready), Ok(done)) => return start_and_wait(run, ev, ready, done).await,
-        (None, Ok(done)) => start_created(run, ev, start, done).await,
-        (_, Err(message)) => Err(message),
-    };
-    ev.outcome(run, verdict).await
+    match verdict {
+        Ok(done) if start || ready.is_some() => {
+            let args = StartArgs::plain(ev.at.vmid);
+            up(run, ev, &args, ready, Some(&done)).await
+        }
+        verdict => ev.outcome(run, verdict).await,
+    }
 }
 
-/// A guest a `create` just made, started when `start` asks it: the verified start of `start`
-/// follows what was `done`.
-pub async fn start_created<H: Host>(
+/// The verified start of `start`, then (`ready`) the readiness wait, after what was `done` (a
+/// `create`, a `clone`; nothing for `start` itself); the outcome with its records (with the wait:
+/// the state record and the `-ready` record).
+async fn up<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    start: bool,
-    done: String,
+    args: &StartArgs,
+    ready: Option<&ReadyArgs>,
+    done: Option<&str>,
+) -> Outcome {
+    let (ready, started) = match (ready, bring_up(run, ev, args).await) {
+        (Some(ready), Ok(started)) => (ready, started),
+        (ready, verdict) => {
+            let verdict = started_words(done, ready.is_some(), verdict);
+            return ev.outcome(run, verdict).await;
+        }
+    };
+    let since = run.host.now_ms();
+    let mut seen = Readiness::default();
+    let verdict = await_ready(run, &ev.at, ready, &mut seen).await;
+    let verdict = ready_words(done, &started, verdict);
+    ready_outcome(run, ev, seen, since, verdict).await
+}
+
+/// The verdict of a start without a readiness wait after it (or of a start that failed), after
+/// what was `done`.
+fn started_words(
+    done: Option<&str>,
+    ready: bool,
+    verdict: Result<String, String>,
 ) -> Result<String, String> {
-    if !start {
-        return Ok(done);
+    match (done, verdict) {
+        (None, verdict) => verdict,
+        (Some(done), Ok(started)) => Ok(format!("{done}; {started}")),
+        (Some(done), Err(why)) if ready => {
+            Err(format!("{done}, but the start for waitReady failed: {why}"))
+        }
+        (Some(done), Err(why)) => Err(format!("{done}, but start: true failed: {why}")),
     }
-    let args = StartArgs::plain(ev.at.vmid);
-    match bring_up(run, ev, &args).await {
-        Ok(started) => Ok(format!("{done}; {started}")),
-        Err(why) => Err(format!("{done}, but start: true failed: {why}")),
+}
+
+/// The verdict of a start and its readiness wait, after what was `done`.
+fn ready_words(
+    done: Option<&str>,
+    started: &str,
+    verdict: Result<String, String>,
+) -> Result<String, String> {
+    match (done, verdict) {
+        (None, Ok(ready)) => Ok(format!("{started}; {ready}")),
+        (None, Err(why)) => Err(why),
+        (Some(done), Ok(ready)) => Ok(format!("{done}; {started}; {ready}")),
+        (Some(done), Err(why)) => Err(format!("{done}; {started}, but {why}")),
     }
 }
 
@@ -185,17 +193,7 @@ pub async fn bring_up<H: Host>(
     let mut summary = if already(run, ev, Target::Running).await? {
         format!("{label} was already running; no start was sent")
     } else {
-        // A QEMU process that exists but does not run (paused, suspended by its guest) is resumed,
-        // not started (PVE refuses that); one suspended to disk would resume from its saved state
-        // on a start too (qemu-server `vm_start`): both only when asked.
-        let asleep = ev.status.status == "running" || lock_of(&ev.status) == Some(HIBERNATED);
-        if asleep && !args.resume {
-            return Err(format!(
-                "{label} shows {}: start resumes a paused or suspended VM only with resume: true (or run resume)",
-                describe(&ev.status)
-            ));
-        }
-        let verb = if asleep { "resume" } else { "start" };
+        let verb = wake_verb(ev, args, &label)?;
         let request = endpoints::power(&ev.at.node, run.kind, ev.at.vmid, verb);
         transition(run, ev, &request, verb, Target::Running).await?;
         format!("{label} is running")
@@ -205,22 +203,52 @@ pub async fn bring_up<H: Host>(
             GuestKind::Qemu => wait_for_ip(run, ev).await,
             GuestKind::Lxc => static_ipv4(run, ev).await,
         };
-        match found {
-            Ok(ip) => {
-                summary.push_str(&format!(" with IPv4 address {ip}"));
-                ev.ipv4 = Some(ip);
-            }
-            Err(why) if args.allow_no_ip => ev.warn(
-                run,
-                format!("waitForIp found no IPv4 address ({why}); allowNoIp: true accepts that"),
-            ),
-            Err(why) => return Err(format!(
-                "{label} is running, but waitForIp found no IPv4 address: {why} — {}, or set allowNoIp: true",
-                no_ip_advice(run.kind)
-            )),
-        }
+        took_ip(run, ev, args, &label, found, &mut summary)?;
     }
     Ok(summary)
+}
+
+/// The call that brings a guest that does not run up. A QEMU process that exists but does not run
+/// (paused, suspended by its guest) is resumed, not started (PVE refuses that); one suspended to
+/// disk would resume from its saved state on a start too (qemu-server `vm_start`): both only when
+/// asked.
+fn wake_verb(ev: &Evidence, args: &StartArgs, label: &str) -> Result<&'static str, String> {
+    let asleep = ev.status.status == "running" || lock_of(&ev.status) == Some(HIBERNATED);
+    match (asleep, args.resume) {
+        (true, false) => Err(format!(
+            "{label} shows {}: start resumes a paused or suspended VM only with resume: true (or run resume)",
+            describe(&ev.status)
+        )),
+        (true, true) => Ok("resume"),
+        (false, _) => Ok("start"),
+    }
+}
+
+/// What `waitForIp` found: the address, added to the record and the summary; none, warned of
+/// (`allowNoIp`) or the start's failure.
+fn took_ip<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &StartArgs,
+    label: &str,
+    found: Result<String, String>,
+    summary: &mut String,
+) -> Result<(), String> {
+    match found {
+        Ok(ip) => {
+            summary.push_str(&format!(" with IPv4 address {ip}"));
+            ev.ipv4 = Some(ip);
+        }
+        Err(why) if args.allow_no_ip => ev.warn(
+            run,
+            format!("waitForIp found no IPv4 address ({why}); allowNoIp: true accepts that"),
+        ),
+        Err(why) => return Err(format!(
+            "{label} is running, but waitForIp found no IPv4 address: {why} — {}, or set allowNoIp: true",
+            no_ip_advice(run.kind)
+        )),
+    }
+    Ok(())
 }
 
 /// What to do about a missing address, by where the address comes from.
@@ -289,12 +317,13 @@ fn is_ipv4(text: &str) -> bool {
 /// them); `Err` says there is none, naming the addresses seen and skipped.
 fn first_usable_ipv4(data: &Value) -> Result<String, String> {
     let nics = interfaces(data);
-    let usable = nics.iter().flat_map(|n| &n.addresses);
-    if let Some(ip) = usable.clone().find(|a| !a.contains(':')) {
-        return Ok(ip.clone());
-    }
     let mut skipped = Vec::new();
     for nic in &nics {
+        for ip in &nic.addresses {
+            if !ip.contains(':') {
+                return Ok(ip.clone());
+            }
+        }
         skipped.extend_from_slice(&nic.skipped);
     }
     Err(match skipped.is_empty() {
@@ -308,42 +337,55 @@ fn first_usable_ipv4(data: &Value) -> Result<String, String> {
 
 /// Polls the guest agent's interfaces until a usable IPv4 address appears, within taskTimeoutSec.
 async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String, String> {
-    let pve = run.pve();
     let request = endpoints::agent_interfaces(&ev.at.node, ev.at.vmid);
     // What the start left of the method's one budget.
     let deadline = run.budget.deadline(run.host.now_ms());
-    let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
+    let mut pacer = Pacer::until(deadline, run.pve().poll_cap_ms);
     let mut progress = Progress::start(run.host.now_ms());
-    let mut last = "no answer yet".to_string();
-    loop {
-        last = match pve.call_by(&request, deadline).await {
+    let mut watch = IpWatch {
+        vmid: ev.at.vmid,
+        timeout_sec: run.global.task_timeout_sec,
+        last: "no answer yet".to_string(),
+    };
+    poll_agent(run, &request, (&mut pacer, &mut progress), &mut watch).await
+}
+
+/// `waitForIp`'s wait on a VM's agent: what its last answer said.
+struct IpWatch {
+    vmid: u32,
+    timeout_sec: u64,
+    last: String,
+}
+
+impl AgentWatch for IpWatch {
+    fn heard(&mut self, _: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard {
+        self.last = match answer {
             Ok(data) => match first_usable_ipv4(&data) {
-                Ok(ip) => return Ok(ip),
+                Ok(ip) => return Heard::Done(ip),
                 Err(none) => none,
             },
             // The budget's end cut the read short: what the last answer said stands.
-            Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => last,
-            // No agent configured: no address can ever be read, so waiting would only burn the budget.
-            Err(e) if e.message.contains("No QEMU guest agent configured") => {
-                return Err(e.to_string())
-            }
+            Err(_) if cut => return Heard::Again { tick: true },
+            Err(e) if no_agent(&e) => return Heard::Failed(e.to_string()),
             // The agent comes up some time after the guest boots.
-            Err(e) if e.kind == ErrorKind::Agent || e.kind == ErrorKind::GuestNotRunning => {
-                e.to_string()
-            }
-            Err(e) => return Err(could_not("read the guest agent's interfaces", &e).0),
+            Err(e) if waits_for_agent(&e) => e.to_string(),
+            Err(e) => return Heard::Failed(could_not("read the guest agent's interfaces", &e).0),
         };
-        progress.tick(run.host, || {
-            format!("an IPv4 address of VM {} — {last}", ev.at.vmid)
-        });
-        if let Err(stop) = pacer.pause(run.host).await {
-            return Err(match stop {
-                Stopped::OutOfTime => format!(
-                    "none within taskTimeoutSec={}s (last answer: {last})",
-                    run.global.task_timeout_sec
-                ),
-                Stopped::Aborted => "the run was aborted while waiting".to_string(),
-            });
+        Heard::Again { tick: true }
+    }
+
+    fn waiting(&self) -> String {
+        format!("an IPv4 address of VM {} — {}", self.vmid, self.last)
+    }
+
+    fn stopped(&self, stop: Stopped) -> String {
+        match stop {
+            Stopped::OutOfTime => format!(
+                "none within taskTimeoutSec={}s ({})",
+                self.timeout_sec,
+                stopped_after(stop, &self.last)
+            ),
+            Stopped::Aborted => stopped_after(stop, &self.last),
         }
     }
 }
