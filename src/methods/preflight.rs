@@ -243,18 +243,15 @@ impl Plan {
         };
         for c in &self.checks {
             let judged = judge(&c.check, &self.subjects, c.need.role, &has).unwrap_or_default();
-            match c.need.when {
-                None => {
-                    fit.missing.extend(judged.missing);
-                    fit.may_need.extend(judged.may);
+            let Some(when) = c.need.when else {
+                fit.missing.extend(judged.missing);
+                fit.may_need.extend(judged.may);
+                continue;
+            };
+            for lacked in [judged.missing, judged.may] {
+                for m in lacked {
+                    fit.may_need.push(format!("{m} ({when})"));
                 }
-                Some(when) => fit.may_need.extend(
-                    judged
-                        .missing
-                        .into_iter()
-                        .chain(judged.may)
-                        .map(|m| format!("{m} ({when})")),
-                ),
             }
         }
         fit.missing = dedup(fit.missing);

@@ -278,10 +278,12 @@ pub fn config_ipv4(config: &Map<String, Value>) -> Result<String, String> {
     for (key, value) in config {
         let index = key.strip_prefix("net").and_then(|n| n.parse::<u32>().ok());
         if let (Some(index), Some(value)) = (index, flex::string_of(value)) {
-            nets.push((index, key.as_str(), value));
+            // Placed in index order as they come (the keys come in text order: net10 before net2),
+            // after any of the same index: no sort compiled for this one list.
+            let at = nets.iter().position(|n: &(u32, _, _)| n.0 > index);
+            nets.insert(at.unwrap_or(nets.len()), (index, key.as_str(), value));
         }
     }
-    crate::order::sort_by(&mut nets, |a, b| a.0.cmp(&b.0));
     let mut seen = Vec::new();
     for (_, key, value) in &nets {
         match property(value, "ip") {
