@@ -253,24 +253,10 @@ impl Readying<'_> {
         let Some(phase) = self.phase else {
             return Ok(());
         };
-        let label = format!("VM {} on node {}", self.at.vmid, self.at.node);
-        let after = format!("after {} s (timeoutSec)", self.args.timeout_sec);
         let found = match (phase, heard) {
-            (Phase::Ping, Err(why)) => {
-                return Err(format!(
-                    "{label} is not ready: the guest agent does not answer ping {after} ({why})"
-                ))
-            }
-            (Phase::Addresses, Err(missing)) => {
-                return Err(format!(
-                    "{label} is not ready: {}; no {missing} on {} {after} (seen: {})",
-                    agent(self.seen),
-                    self.scope(),
-                    described(&self.seen.interfaces)
-                ))
-            }
-            (_, Err(why)) => return Err(why),
             (_, Ok(found)) => found,
+            (Phase::Ping | Phase::Addresses, Err(why)) => return Err(self.not_ready(phase, &why)),
+            (_, Err(why)) => return Err(why),
         };
         self.phase = match phase {
             Phase::Ping => {
@@ -286,6 +272,24 @@ impl Readying<'_> {
             Phase::Addresses => None,
         };
         Ok(())
+    }
+
+    /// Why the VM is not ready: the ping got no answer, or (the address phase) `why` names the
+    /// addresses missing.
+    fn not_ready(&self, phase: Phase, why: &str) -> String {
+        let (vmid, node) = (self.at.vmid, &self.at.node);
+        let after = format!("after {} s (timeoutSec)", self.args.timeout_sec);
+        match phase {
+            Phase::Ping => format!(
+                "VM {vmid} on node {node} is not ready: the guest agent does not answer ping {after} ({why})"
+            ),
+            _ => format!(
+                "VM {vmid} on node {node} is not ready: {}; no {why} on {} {after} (seen: {})",
+                agent(self.seen),
+                self.scope(),
+                described(&self.seen.interfaces)
+            ),
+        }
     }
 
     /// Where the addresses must be: "net0 (bc:24:…)", or any interface.
@@ -538,7 +542,7 @@ fn described(nics: &[NicSeen]) -> String {
     match nics.is_empty() {
         true => "no interfaces besides lo".to_string(),
         false => {
-            let mut described = Vec::new();
+            let mut described = String::new();
             for n in nics {
                 let addresses = match n.addresses.is_empty() {
                     true => "no address".to_string(),
@@ -548,13 +552,14 @@ fn described(nics: &[NicSeen]) -> String {
                     true => String::new(),
                     false => format!(" (skipped: {})", describe_skipped(&n.skipped)),
                 };
-                described.push(format!(
+                let nic = format!(
                     "{} {}: {addresses}{skipped}",
                     n.name,
                     n.mac.as_deref().unwrap_or("(no MAC)")
-                ));
+                );
+                crate::quote::push_item(&mut described, "; ", &nic);
             }
-            described.join("; ")
+            described
         }
     }
 }
