@@ -71,10 +71,11 @@ fn askable(kind: GuestKind) -> Vec<&'static str> {
 impl PreflightArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
+        let own = askable(kind);
         let methods = match fields.optional::<Vec<String>>("methods")? {
             None => {
                 let mut all = Vec::new();
-                for method in askable(kind) {
+                for method in &own {
                     all.push(method.to_string());
                 }
                 all
@@ -83,7 +84,6 @@ impl PreflightArgs {
                 return Err(ArgError::new("methods", "must name at least one method"))
             }
             Some(list) => {
-                let own = askable(kind);
                 if let Some(other) = list.iter().find(|m| !own.contains(&m.as_str())) {
                     return Err(ArgError::new(
                         "methods",
@@ -404,7 +404,11 @@ async fn examine<H: Host>(
     }
     // Inserted one by one: `collect` into a map would compile std's sort once more (issue 32).
     for (path, privs) in held {
-        record.privileges.insert(path, privs.into_iter().collect());
+        let mut listed = Vec::with_capacity(privs.len());
+        for p in privs {
+            listed.push(p);
+        }
+        record.privileges.insert(path, listed);
     }
     for fit in &fitness {
         for note in fit.notes.iter().chain(&fit.may_need) {
