@@ -485,23 +485,16 @@ fn missing(args: &ReadyArgs, seen: &Readiness) -> Vec<&'static str> {
 /// The agent's `network-get-interfaces` (its `lo` left out), each address sorted into usable and
 /// skipped.
 pub fn interfaces(data: &Value) -> Vec<NicSeen> {
-    let list = data
-        .get("result")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let list = data.get("result").and_then(Value::as_array);
     let mut nics = Vec::new();
-    for i in &list {
-        if i.get("name").and_then(Value::as_str) == Some("lo") {
+    for i in list.into_iter().flatten() {
+        let name = i.get("name").and_then(Value::as_str);
+        if name == Some("lo") {
             continue;
         }
         nics.push({
             let mut nic = NicSeen {
-                name: i
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
+                name: name.unwrap_or_default().to_string(),
                 mac: i
                     .get("hardware-address")
                     .and_then(Value::as_str)
