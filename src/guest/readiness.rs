@@ -572,19 +572,18 @@ async fn cloud_init_done<H: Host>(
             vmid: Some(at.vmid),
             name: None,
         },
-        command: ["cloud-init", "status", "--wait"]
-            .map(String::from)
-            .to_vec(),
+        command: vec![
+            "cloud-init".to_string(),
+            "status".to_string(),
+            "--wait".to_string(),
+        ],
         timeout_sec,
         policy: ExitPolicy::ZeroOnly,
         input: None,
     };
     let (outcome, status, verdict) = run_in_guest(run, at, &args, deadline_ms).await;
-    let stdout = status
-        .as_ref()
-        .and_then(|s| s.stdout.as_ref())
-        .map(|out| out.text.clone())
-        .unwrap_or_default();
+    let stdout = status.as_ref().and_then(|s| s.stdout.as_ref());
+    let stdout = stdout.map_or("", |out| out.text.as_str());
     seen.cloud_init = Some(CloudInitSeen {
         outcome: outcome.label().to_string(),
         exit_code: status.as_ref().and_then(|s| s.exit_code),
