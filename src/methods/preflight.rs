@@ -148,12 +148,13 @@ impl CheckArgs {
     }
 }
 
+/// `list` without its repeats, in the order each first came. A scan rather than a set: the lists
+/// are a model's methods or what one method lacks, a few dozen at most.
 fn dedup(list: Vec<String>) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    let mut once = Vec::new();
-    for method in list {
-        if seen.insert(method.clone()) {
-            once.push(method);
+    let mut once = Vec::with_capacity(list.len());
+    for item in list {
+        if !once.contains(&item) {
+            once.push(item);
         }
     }
     once
