@@ -147,7 +147,9 @@ pub fn record_of(view: &HaView) -> Value {
         ("comment", c, "comment"),
     ];
     for (key, from, name) in text {
-        out.extend(field(from, name).map(|v| (key.to_string(), Value::from(v))));
+        if let Some(v) = field(from, name) {
+            out.insert(key.into(), Value::from(v));
+        }
     }
     if c.is_some() && !out.contains_key("requested") {
         out.insert("requested".into(), Value::from("started"));
@@ -156,11 +158,13 @@ pub fn record_of(view: &HaView) -> Value {
         ("maxRestart", "max_restart"),
         ("maxRelocate", "max_relocate"),
     ] {
-        let n = c.and_then(|c| c.get(name)).and_then(flex::u64_of);
-        out.extend(n.map(|n| (key.to_string(), Value::from(n))));
+        if let Some(n) = c.and_then(|c| c.get(name)).and_then(flex::u64_of) {
+            out.insert(key.into(), Value::from(n));
+        }
     }
-    let failback = c.and_then(|c| c.get("failback")).and_then(flex::bool_of);
-    out.extend(failback.map(|b| ("failback".to_string(), Value::Bool(b))));
+    if let Some(b) = c.and_then(|c| c.get("failback")).and_then(flex::bool_of) {
+        out.insert("failback".into(), Value::Bool(b));
+    }
     Value::Object(out)
 }
 
@@ -462,7 +466,7 @@ impl<'c, 'a> Course<'c, 'a> {
             Err(why) => return self.read(false, Err(why)),
         };
         self.view.service = service_of(&list, &self.sid);
-        for e in list.as_array().into_iter().flatten() {
+        for e in list.as_array().map_or(&[][..], Vec::as_slice) {
             if let Some(s) = e["id"].as_str().and_then(|i| i.strip_prefix("service:")) {
                 self.view.listed.push(s.into());
                 if e["crm_state"] == "error" {
