@@ -51,6 +51,16 @@ pub fn comment(fields: &Fields) -> Result<Option<String>, ArgError> {
     Ok(Some(text))
 }
 
+/// Reads one optional argument of an HA method (the field's name given) as PVE's parameter.
+pub type Reader = fn(&Fields, &str) -> Result<Option<String>, ArgError>;
+
+/// An optional boolean argument as PVE's wire takes it: `1` or `0`.
+pub fn flag(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
+    Ok(fields
+        .optional::<bool>(key)?
+        .map(|on| u8::from(on).to_string()))
+}
+
 /// The HA resource id of a guest: `vm:<vmid>` or `ct:<vmid>` (pve-ha-manager `PVE/HA/Config.pm`
 /// parse_sid; PVEVM / PVECT `type`).
 pub fn sid(kind: GuestKind, vmid: u32) -> String {

@@ -38,32 +38,35 @@ pub struct HaResourceArgs {
     pub delete: bool,
 }
 
+/// The state asked, one of [`STATES`].
+fn state(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
+    let state = fields.optional::<String>(key)?;
+    if state.as_deref().is_some_and(|s| !STATES.contains(&s)) {
+        let rule = "must be one of started, stopped, disabled, ignored";
+        return Err(ArgError::new(key, rule));
+    }
+    Ok(state)
+}
+
 impl HaResourceArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
         let delete = fields.or("delete", false)?;
         let mut options = Vec::new();
-        if let Some(state) = fields.optional::<String>("state")? {
-            if !STATES.contains(&state.as_str()) {
-                let rule = "must be one of started, stopped, disabled, ignored";
-                return Err(ArgError::new("state", rule));
+        for (arg, name, _) in OPTIONS {
+            let read: ha::Reader = match arg {
+                "state" => state,
+                "failback" => ha::flag,
+                "comment" => |f, _| ha::comment(f),
+                _ => |f, k| {
+                    Ok(f.optional_count_in(k, 0, i64::from(u32::MAX))?
+                        .map(|n| n.to_string()))
+                },
+            };
+            if let Some(value) = read(&fields, arg)? {
+                options.push((name, value));
             }
-            options.push(("state", state));
-        }
-        for (arg, name) in [
-            ("maxRestart", "max_restart"),
-            ("maxRelocate", "max_relocate"),
-        ] {
-            if let Some(n) = fields.optional_count_in(arg, 0, i64::from(u32::MAX))? {
-                options.push((name, n.to_string()));
-            }
-        }
-        if let Some(on) = fields.optional::<bool>("failback")? {
-            options.push(("failback", u8::from(on).to_string()));
-        }
-        if let Some(c) = ha::comment(&fields)? {
-            options.push(("comment", c));
         }
         if delete && !options.is_empty() {
             let rule = "removes the HA resource: give no state or option with it";

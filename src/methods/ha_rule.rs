@@ -141,6 +141,33 @@ fn alone_with_delete(fields: &Fields) -> Result<(), ArgError> {
     Ok(())
 }
 
+/// What a parameter must be where its rule type needs it, and the rule it breaks otherwise.
+type Needed = Option<(fn(&str) -> bool, &'static str)>;
+
+/// A rule's parameters in the order they are read: the field, how it is read, the one rule type
+/// that takes it (`Some(true)`: node-affinity), and, where that type needs it, what it must be.
+const PARAMS: [(&str, ha::Reader, Option<bool>, Needed); 6] = [
+    ("resources", |f, k| list(f, k, is_sid), None, None),
+    (
+        "nodes",
+        |f, k| Ok(list(f, k, is_node)?.map(|n| nodes_of(&n))),
+        Some(true),
+        Some((|n| !n.is_empty(), "is required for a node-affinity rule")),
+    ),
+    ("strict", ha::flag, Some(true), None),
+    (
+        "affinity",
+        |f, k| f.optional::<String>(k),
+        Some(false),
+        Some((
+            |a| a == "positive" || a == "negative",
+            "must be positive or negative for a resource-affinity rule",
+        )),
+    ),
+    ("comment", |f, _| ha::comment(f), None, None),
+    ("disable", ha::flag, None, None),
+];
+
 /// The rule's parameters as PVE spells them, for a rule of type `kind`.
 fn params_of(fields: &Fields, kind: &str) -> Result<Vec<(&'static str, String)>, ArgError> {
     if !TYPES.contains(&kind) {
@@ -148,43 +175,24 @@ fn params_of(fields: &Fields, kind: &str) -> Result<Vec<(&'static str, String)>,
         return Err(ArgError::new("type", rule));
     }
     let node = kind == "node-affinity";
-    let only = |key: &str, node: bool| {
-        let kind = ["resource-affinity", "node-affinity"][usize::from(node)];
-        Err(ArgError::new(key, format!("is for {kind} rules only")))
-    };
     let mut params = Vec::new();
-    if let Some(r) = list(fields, "resources", is_sid)? {
-        params.push(("resources", r));
-    }
-    match (node, list(fields, "nodes", is_node)?) {
-        (true, Some(n)) if !n.is_empty() => params.push(("nodes", nodes_of(&n))),
-        (true, _) => {
-            let rule = "is required for a node-affinity rule";
-            return Err(ArgError::new("nodes", rule));
+    for (key, read, only, needed) in PARAMS {
+        let value = read(fields, key)?;
+        match (only, &value, needed) {
+            (Some(only), Some(_), _) if only != node => {
+                let kind = ["resource-affinity", "node-affinity"][usize::from(only)];
+                return Err(ArgError::new(key, format!("is for {kind} rules only")));
+            }
+            (Some(only), _, Some((valid, rule)))
+                if only == node && !value.as_deref().is_some_and(valid) =>
+            {
+                return Err(ArgError::new(key, rule));
+            }
+            _ => {}
         }
-        (false, Some(_)) => return only("nodes", true),
-        (false, None) => {}
-    }
-    if let Some(strict) = fields.optional::<bool>("strict")? {
-        if !node {
-            return only("strict", true);
+        if let Some(value) = value {
+            params.push((key, value));
         }
-        params.push(("strict", u8::from(strict).to_string()));
-    }
-    match (node, fields.optional::<String>("affinity")?) {
-        (false, Some(a)) if a == "positive" || a == "negative" => params.push(("affinity", a)),
-        (false, _) => {
-            let rule = "must be positive or negative for a resource-affinity rule";
-            return Err(ArgError::new("affinity", rule));
-        }
-        (true, Some(_)) => return only("affinity", false),
-        (true, None) => {}
-    }
-    if let Some(c) = ha::comment(fields)? {
-        params.push(("comment", c));
-    }
-    if let Some(d) = fields.optional::<bool>("disable")? {
-        params.push(("disable", u8::from(d).to_string()));
     }
     Ok(params)
 }
