@@ -116,6 +116,16 @@ impl<'a, H: Host> Pve<'a, H> {
         self.send(request, Some(deadline_ms), None)
     }
 
+    /// [`Pve::call_by`] when `deadline_ms` is given, else [`Pve::call`]: one future for a caller
+    /// that sends both kinds from one place (one await point instead of two).
+    pub fn call_within<'r>(
+        &'r self,
+        request: &'r PveRequest,
+        deadline_ms: Option<f64>,
+    ) -> impl Future<Output = Result<Value, PveError>> + 'r {
+        self.send(request, deadline_ms, None)
+    }
+
     /// Sends one request (retrying a safe read, within `deadline_ms` if given), within the node's
     /// cap on requests in flight; `leaving` is told the time each attempt leaves (past the cap).
     async fn send(

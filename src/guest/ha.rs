@@ -21,9 +21,10 @@ use crate::args::{ArgError, Fields};
 use crate::explain::{hint, outcome_unknown};
 use crate::host::Host;
 use crate::outcome::Outcome;
-use crate::poll::Pacer;
+use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::{PveRequest, Verb};
 use crate::run::Run;
@@ -48,6 +49,16 @@ pub fn comment(fields: &Fields) -> Result<Option<String>, ArgError> {
         ));
     }
     Ok(Some(text))
+}
+
+/// Reads one optional argument of an HA method (the field's name given) as PVE's parameter.
+pub type Reader = fn(&Fields, &str) -> Result<Option<String>, ArgError>;
+
+/// An optional boolean argument as PVE's wire takes it: `1` or `0`.
+pub fn flag(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
+    Ok(fields
+        .optional::<bool>(key)?
+        .map(|on| u8::from(on).to_string()))
 }
 
 /// The HA resource id of a guest: `vm:<vmid>` or `ct:<vmid>` (pve-ha-manager `PVE/HA/Config.pm`
@@ -146,7 +157,9 @@ pub fn record_of(view: &HaView) -> Value {
         ("comment", c, "comment"),
     ];
     for (key, from, name) in text {
-        out.extend(field(from, name).map(|v| (key.to_string(), Value::from(v))));
+        if let Some(v) = field(from, name) {
+            out.insert(key.into(), Value::from(v));
+        }
     }
     if c.is_some() && !out.contains_key("requested") {
         out.insert("requested".into(), Value::from("started"));
@@ -155,11 +168,13 @@ pub fn record_of(view: &HaView) -> Value {
         ("maxRestart", "max_restart"),
         ("maxRelocate", "max_relocate"),
     ] {
-        let n = c.and_then(|c| c.get(name)).and_then(flex::u64_of);
-        out.extend(n.map(|n| (key.to_string(), Value::from(n))));
+        if let Some(n) = c.and_then(|c| c.get(name)).and_then(flex::u64_of) {
+            out.insert(key.into(), Value::from(n));
+        }
     }
-    let failback = c.and_then(|c| c.get("failback")).and_then(flex::bool_of);
-    out.extend(failback.map(|b| ("failback".to_string(), Value::Bool(b))));
+    if let Some(b) = c.and_then(|c| c.get("failback")).and_then(flex::bool_of) {
+        out.insert("failback".into(), Value::Bool(b));
+    }
     Value::Object(out)
 }
 
@@ -174,133 +189,421 @@ pub async fn change_ha<H: Host>(
     // A change to started/stopped/disabled waits out a lock on the guest: the LRM's start or stop
     // of a locked guest fails (qemu-server / pve-container check_lock), so the manager could not
     // apply it. A removal or `ignored` needs no LRM: PVE takes it at once (Resources.pm).
-    let waits = change.waits_lock;
-    let mut ev = match sight_or_absent(run, target, &absent).await {
-        Ok(ev) if waits => match unlocked(run, ev).await {
-            Ok(ev) => ev,
-            Err(outcome) => return outcome,
-        },
+    let sighted = sight_or_absent(run, target, &absent).await;
+    let sighted = match sighted {
+        Ok(ev) if change.waits_lock => unlocked(run, ev).await,
+        other => other,
+    };
+    let mut ev = match sighted {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let mut view = HaView {
-        vmid: ev.at.vmid,
-        ..HaView::default()
-    };
-    let verdict = apply(run, &mut ev, &mut view, change).await;
+    let sid = sid(run.kind, ev.at.vmid);
+    let mut course = Course::new(change, sid, ev.label(run), ev.at.vmid);
+    let verdict = drive(run, &mut ev, &mut course).await;
     let mut outcome = ev.outcome(run, verdict).await;
-    // The guest record's `ha` is what the HA endpoints showed, not the guest status's summary.
+    record_ha(&mut outcome, change, &course.view);
+    outcome
+}
+
+/// The guest record's `ha` is what the HA endpoints showed, not the guest status's summary.
+fn record_ha(outcome: &mut Outcome, change: &HaChange<'_>, view: &HaView) {
     let record = outcome
         .writes
         .first_mut()
         .and_then(|w| w.data.as_object_mut());
     if let (HaObject::Resource, Some(record)) = (&change.object, record) {
-        record.insert("ha".into(), record_of(&view));
+        record.insert("ha".into(), record_of(view));
     }
-    outcome
 }
 
-async fn apply<H: Host>(
+/// Sends what the course asks, in turn, until it has a verdict: the one place an HA change
+/// awaits PVE or the clock.
+async fn drive<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    view: &mut HaView,
-    change: &HaChange<'_>,
+    course: &mut Course<'_, '_>,
 ) -> Result<String, String> {
-    let sid = sid(run.kind, ev.at.vmid);
-    let version = match &change.object {
-        HaObject::Rule(_) => pve8(run).await,
-        _ => Ok(false),
-    };
-    let obj = &match (&change.object, &version) {
-        (HaObject::Rule(id), Ok(true)) => HaObject::Group(id.clone()),
-        (other, _) => other.clone(),
-    };
-    let label = match obj {
-        HaObject::Resource => format!("HA resource {sid} of {}", ev.label(run)),
-        HaObject::Rule(id) => format!("HA rule {id} ({sid}, {})", ev.label(run)),
-        HaObject::Group(id) => format!(
-            "HA rule {id} as PVE 8's HA group ({sid}, {})",
-            ev.label(run)
-        ),
-    };
-    version.map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
-    read_configs(run, obj, &sid, view)
-        .await
-        .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
-    let list = read_current(run, None)
-        .await
-        .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
-    view.service = service_of(&list, &sid);
-    for e in list.as_array().into_iter().flatten() {
-        if let Some(s) = e["id"].as_str().and_then(|i| i.strip_prefix("service:")) {
-            view.listed.push(s.into());
-            if e["crm_state"] == "error" {
-                view.failed.push(s.into());
+    let pve = run.pve();
+    let mut wait = None;
+    let mut input = Input::Start;
+    loop {
+        input = match course.next(input) {
+            Next::Done(verdict) => return verdict,
+            Next::Send(request, via) => {
+                let by = match via {
+                    Via::Wait => Some(wait.get_or_insert_with(|| start_wait(run)).0.deadline_ms()),
+                    _ => None,
+                };
+                if via == Via::Write {
+                    ev.trail.sending();
+                }
+                let answer = match via {
+                    Via::Coalesced => pve.call_coalesced(&request).await,
+                    _ => pve.call_within(&request, by).await,
+                };
+                if via == Via::Write {
+                    ev.trail.answered(&answer);
+                }
+                Input::Answer(answer)
+            }
+            Next::Pause(now) => {
+                let (pacer, progress, budget_ms) = wait.get_or_insert_with(|| start_wait(run));
+                progress.tick(run.host, || now);
+                match pacer.pause(run.host).await {
+                    Ok(()) => Input::Paused,
+                    Err(stop) => Input::Stopped(stopped(stop, *budget_ms)),
+                }
+            }
+        };
+    }
+}
+
+/// The wait for the manager, within what is left of the method's budget: its pace, its progress
+/// lines and that budget.
+fn start_wait<H: Host>(run: &Run<'_, H>) -> (Pacer, Progress, u64) {
+    let now = run.host.now_ms();
+    let budget_ms = run.wait_budget_ms();
+    let pacer = Pacer::new(now, budget_ms, run.pve().poll_cap_ms);
+    (pacer, Progress::start(now), budget_ms)
+}
+
+/// Why the wait for the manager ended without its verdict.
+fn stopped(stop: Stopped, budget_ms: u64) -> String {
+    match stop {
+        Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
+        Stopped::Aborted => "the run was aborted while waiting".into(),
+    }
+}
+
+/// How a request of the course is sent.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// Shared with the process's other runs asking it at once (`GET /version`).
+    Coalesced,
+    /// A read.
+    Read,
+    /// A write of the plan, traced in the guest's trail.
+    Write,
+    /// A read of the wait, by its deadline.
+    Wait,
+}
+
+/// What the driver tells the course.
+enum Input {
+    Start,
+    Answer(Result<Value, PveError>),
+    /// The pause before the next read of the wait is over.
+    Paused,
+    /// The wait ended (why).
+    Stopped(String),
+}
+
+/// What the course asks of the driver.
+enum Next {
+    Send(PveRequest, Via),
+    /// A pause before the next read of the wait, with its progress line (`waiting for …`).
+    Pause(String),
+    Done(Result<String, String>),
+}
+
+/// Which request the course waits the answer of.
+#[derive(Clone, Copy)]
+enum Step {
+    Version,
+    /// The object's config; `true`: read back after the writes.
+    Config(bool),
+    /// Every HA resource (for a group); `true`: read back.
+    Resources(bool),
+    /// The manager's view, before planning.
+    Current,
+    /// The plan's write of that index.
+    Write(usize),
+    /// The manager's view, while waiting for it to apply the writes.
+    Wait,
+}
+
+/// An HA change as plain steps: read the object and the manager's view, `plan` the writes, send
+/// them in order, wait (bounded) until the manager's view satisfies `judge`, and read the config
+/// back. It decides each request from the answers; `drive` sends them.
+struct Course<'c, 'a> {
+    change: &'c HaChange<'a>,
+    sid: String,
+    /// The guest, as messages name it.
+    guest: String,
+    /// The object acted on: the change's, or the group a rule is on PVE 8.
+    obj: HaObject,
+    /// The object, as messages name it.
+    label: String,
+    step: Step,
+    view: HaView,
+    writes: Vec<Write>,
+    /// Whether the manager's view is judged only when an active master wrote it (see `idle`).
+    gate: bool,
+    /// The write being sent, as messages name it.
+    asked: String,
+    /// What the wait observed last.
+    last: String,
+    waited: Result<String, String>,
+}
+
+impl<'c, 'a> Course<'c, 'a> {
+    fn new(change: &'c HaChange<'a>, sid: String, guest: String, vmid: u32) -> Self {
+        let mut course = Course {
+            change,
+            sid,
+            guest,
+            obj: change.object.clone(),
+            label: String::new(),
+            step: Step::Version,
+            view: HaView {
+                vmid,
+                ..HaView::default()
+            },
+            writes: Vec::new(),
+            // A resource's state is the manager's work: only an active master's view shows it.
+            gate: change.object == HaObject::Resource && !change.reads_only,
+            asked: String::new(),
+            last: String::new(),
+            waited: Err(String::new()),
+        };
+        course.label = course.label_of();
+        course
+    }
+
+    fn label_of(&self) -> String {
+        let (sid, guest) = (&self.sid, &self.guest);
+        match &self.obj {
+            HaObject::Resource => format!("HA resource {sid} of {guest}"),
+            HaObject::Rule(id) => format!("HA rule {id} ({sid}, {guest})"),
+            HaObject::Group(id) => format!("HA rule {id} as PVE 8's HA group ({sid}, {guest})"),
+        }
+    }
+
+    fn next(&mut self, input: Input) -> Next {
+        let answer = match input {
+            Input::Start => return self.begin(),
+            Input::Paused => return self.probe(),
+            Input::Stopped(why) => {
+                let last = format!("{why}; last observed: {}", self.last);
+                return self.waited(Err(last));
+            }
+            Input::Answer(answer) => answer,
+        };
+        match self.step {
+            Step::Version => self.versioned(answer),
+            Step::Config(back) => match config_of(answer) {
+                Ok(config) => {
+                    self.view.config = config;
+                    match self.obj {
+                        HaObject::Group(_) => {
+                            let request = endpoints::ha_resources();
+                            self.send(Step::Resources(back), request, Via::Read)
+                        }
+                        _ => self.read(back, Ok(())),
+                    }
+                }
+                Err(why) => self.read(back, Err(why)),
+            },
+            Step::Resources(back) => {
+                let read = list_of(answer, "HA resources").map(|list| {
+                    self.view.resources = match list {
+                        Value::Array(list) => Some(list),
+                        _ => None,
+                    };
+                });
+                self.read(back, read)
+            }
+            Step::Current => self.current(answer),
+            Step::Write(i) => self.written(i, answer),
+            Step::Wait => self.judged(answer),
+        }
+    }
+
+    fn send(&mut self, step: Step, request: PveRequest, via: Via) -> Next {
+        self.step = step;
+        Next::Send(request, via)
+    }
+
+    /// A rule asks PVE's version first (PVE 8: a group); anything else reads its config.
+    fn begin(&mut self) -> Next {
+        match self.obj {
+            HaObject::Rule(_) => self.send(Step::Version, endpoints::version(), Via::Coalesced),
+            _ => self.read_config(false),
+        }
+    }
+
+    fn versioned(&mut self, answer: Result<Value, PveError>) -> Next {
+        let version = pve8(answer);
+        if let (HaObject::Rule(id), Ok(true)) = (&self.obj, &version) {
+            self.obj = HaObject::Group(id.clone());
+            self.label = self.label_of();
+        }
+        match version {
+            Ok(_) => self.read_config(false),
+            Err(why) => Next::Done(Err(self.cannot(&why))),
+        }
+    }
+
+    fn cannot(&self, why: &str) -> String {
+        format!("cannot change {}: {why}; nothing was sent", self.label)
+    }
+
+    /// Reads the object into `view.config` (`back`: after the writes) — and, for a group, every
+    /// HA resource into `view.resources` (see `config_of`).
+    fn read_config(&mut self, back: bool) -> Next {
+        let request = request_of(&self.obj, Verb::Get, &self.sid, Vec::new());
+        self.send(Step::Config(back), request, Via::Read)
+    }
+
+    /// The object was read (or not): before the writes, the manager's view is read next; after
+    /// them, the verdict.
+    fn read(&mut self, back: bool, read: Result<(), String>) -> Next {
+        match (back, read) {
+            (false, Ok(())) => self.send(Step::Current, endpoints::ha_status_current(), Via::Read),
+            (false, Err(why)) => Next::Done(Err(format!(
+                "could not read {}: {why}; nothing was changed",
+                self.label
+            ))),
+            (true, back) => Next::Done(self.verdict(back)),
+        }
+    }
+
+    /// The manager's view before any write: what the plan plans from.
+    fn current(&mut self, answer: Result<Value, PveError>) -> Next {
+        let list = match list_of(answer, "HA status") {
+            Ok(list) => list,
+            Err(why) => return self.read(false, Err(why)),
+        };
+        self.view.service = service_of(&list, &self.sid);
+        for e in list.as_array().map_or(&[][..], Vec::as_slice) {
+            if let Some(s) = e["id"].as_str().and_then(|i| i.strip_prefix("service:")) {
+                self.view.listed.push(s.into());
+                if e["crm_state"] == "error" {
+                    self.view.failed.push(s.into());
+                }
             }
         }
-    }
-    // A resource's state is the manager's work: only an active master's view shows it.
-    let gate = *obj == HaObject::Resource && !change.reads_only;
-    view.idle = idle(&list).filter(|_| gate);
-    let writes = (change.plan)(view)
-        .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
-    let sent = !writes.is_empty();
-    for (i, (to, verb, params)) in writes.into_iter().enumerate() {
-        let request = match &to {
-            Some(other) => endpoints::ha_resource(verb, other, params),
-            None => request_of(obj, verb, &sid, params),
-        };
-        ev.trail.sending();
-        let answer = run.pve().call(&request).await;
-        ev.trail.answered(&answer);
-        if let Err(e) = answer {
-            // The plan's writes before this one were made (PVE answered them).
-            let before = ["", ", after the writes before it"][usize::from(i > 0)];
-            let action = format!("change {label} ({}{before})", request.label());
-            let check = "the HA resource with haStatus (run it again: it plans from what it reads)";
-            return Err(match e.outcome_unknown() {
-                true => outcome_unknown(&action, &e, check).0,
-                false => format!("PVE refused to {action}: {e} — {}", hint(e.kind)),
-            });
+        self.view.idle = idle(&list).filter(|_| self.gate);
+        match (self.change.plan)(&self.view) {
+            Ok(writes) => {
+                self.writes = writes;
+                self.write(0)
+            }
+            Err(why) => Next::Done(Err(self.cannot(&why))),
         }
     }
-    // What was just read may already show it (nothing sent, or a read): no second read then.
-    let first = match &view.idle {
-        Some(why) => Err(why.clone()),
-        None => (change.judge)(view.service.as_ref()),
-    };
-    let waited = match (sent, first) {
-        (false, Ok(shown)) => Ok(shown),
-        _ => wait_manager(run, &sid, view, change.judge, gate).await,
-    };
-    // The config after a write is read back whatever the manager did: the record says what it holds.
-    let back = match sent {
-        true => read_configs(run, obj, &sid, view).await,
-        false => Ok(()),
-    };
-    let shown = waited.map_err(|why| match sent {
-        true => format!("{label}: the config was written, but the HA manager did not apply it: {why} — check `ha-manager status` and the CRM's log (journalctl -u pve-ha-crm) on the master node"),
-        false => format!("{label}: nothing needed writing, but the HA manager does not show it as asked: {why} — check `ha-manager status`"),
-    })?;
-    back.map_err(|why| {
-        format!(
-            "{label}: the HA manager shows {shown}, but the config could not be read back ({why})"
-        )
-    })?;
-    (change.read_back)(view).map_err(|why| {
-        format!("{label}: the HA manager shows {shown}, but the config reads back otherwise: {why} — check it with the method's read (run it again: it plans from what it reads)")
-    })?;
-    let what = match (change.reads_only, sent) {
-        (true, _) => "",
-        (false, true) => " (written and applied)",
-        (false, false) => " (already so, nothing sent)",
-    };
-    Ok(format!("{label}: {shown}{what}"))
+
+    /// Sends the plan's write `i`; past the last, judges what was read.
+    fn write(&mut self, i: usize) -> Next {
+        let Some((to, verb, params)) = self.writes.get_mut(i) else {
+            return self.settled();
+        };
+        let params = std::mem::take(params);
+        let request = match to {
+            Some(other) => endpoints::ha_resource(*verb, other, params),
+            None => request_of(&self.obj, *verb, &self.sid, params),
+        };
+        self.asked = request.label();
+        self.send(Step::Write(i), request, Via::Write)
+    }
+
+    fn written(&mut self, i: usize, answer: Result<Value, PveError>) -> Next {
+        let Err(e) = answer else {
+            return self.write(i + 1);
+        };
+        // The plan's writes before this one were made (PVE answered them).
+        let before = ["", ", after the writes before it"][usize::from(i > 0)];
+        let action = format!("change {} ({}{before})", self.label, self.asked);
+        let check = "the HA resource with haStatus (run it again: it plans from what it reads)";
+        Next::Done(Err(match e.outcome_unknown() {
+            true => outcome_unknown(&action, &e, check).0,
+            false => format!("PVE refused to {action}: {e} — {}", hint(e.kind)),
+        }))
+    }
+
+    /// After the writes: what was just read may already show it (nothing sent, or a read): no
+    /// second read then; otherwise the wait.
+    fn settled(&mut self) -> Next {
+        let first = match &self.view.idle {
+            Some(why) => Err(why.clone()),
+            None => (self.change.judge)(self.view.service.as_ref()),
+        };
+        match (self.writes.is_empty(), first) {
+            (true, Ok(shown)) => self.waited(Ok(shown)),
+            _ => self.probe(),
+        }
+    }
+
+    fn probe(&mut self) -> Next {
+        self.send(Step::Wait, endpoints::ha_status_current(), Via::Wait)
+    }
+
+    /// Judges a read of the wait: `judge` accepts the service's entry, or the wait goes on (with
+    /// a progress line), or ends on what cannot change. With `gate`, a list without an active
+    /// master is not judged (see `idle`).
+    fn judged(&mut self, answer: Result<Value, PveError>) -> Next {
+        let list = match list_of(answer, "HA status") {
+            Ok(list) => list,
+            Err(why) => return self.waited(Err(why)),
+        };
+        self.view.service = service_of(&list, &self.sid);
+        let seen = match idle(&list).filter(|_| self.gate) {
+            Some(why) => Err(why),
+            None => (self.change.judge)(self.view.service.as_ref()),
+        };
+        let last = match seen {
+            Ok(shown) => return self.waited(Ok(shown)),
+            Err(last) => last,
+        };
+        // Manager.pm: `error` is final until the config asks `disabled`; waiting changes nothing.
+        let s = self.view.service.as_ref().unwrap_or(&Value::Null);
+        if s["crm_state"] == "error" && s["request_state"] != "disabled" {
+            let why = format!("{last} (error is final: only state disabled clears it)");
+            return self.waited(Err(why));
+        }
+        let now = format!("the HA manager to apply {} (now: {last})", self.sid);
+        self.last = last;
+        Next::Pause(now)
+    }
+
+    /// The wait's end: the config after a write is read back whatever the manager did (the record
+    /// says what it holds).
+    fn waited(&mut self, waited: Result<String, String>) -> Next {
+        self.waited = waited;
+        match self.writes.is_empty() {
+            true => Next::Done(self.verdict(Ok(()))),
+            false => self.read_config(true),
+        }
+    }
+
+    /// The verdict from the wait, the read-back (`back`) and the method's judgement of it.
+    fn verdict(&mut self, back: Result<(), String>) -> Result<String, String> {
+        let (label, sent) = (&self.label, !self.writes.is_empty());
+        let waited = std::mem::replace(&mut self.waited, Err(String::new()));
+        let shown = waited.map_err(|why| match sent {
+            true => format!("{label}: the config was written, but the HA manager did not apply it: {why} — check `ha-manager status` and the CRM's log (journalctl -u pve-ha-crm) on the master node"),
+            false => format!("{label}: nothing needed writing, but the HA manager does not show it as asked: {why} — check `ha-manager status`"),
+        })?;
+        back.map_err(|why| {
+            format!(
+                "{label}: the HA manager shows {shown}, but the config could not be read back ({why})"
+            )
+        })?;
+        (self.change.read_back)(&self.view).map_err(|why| {
+            format!("{label}: the HA manager shows {shown}, but the config reads back otherwise: {why} — check it with the method's read (run it again: it plans from what it reads)")
+        })?;
+        let what = match (self.change.reads_only, sent) {
+            (true, _) => "",
+            (false, true) => " (written and applied)",
+            (false, false) => " (already so, nothing sent)",
+        };
+        Ok(format!("{label}: {shown}{what}"))
+    }
 }
 
 /// Whether PVE is 8 (`GET /version` 8.x): HA groups there, rules on PVE 9.
-async fn pve8<H: Host>(run: &Run<'_, H>) -> Result<bool, String> {
-    let answer = run.pve().call_coalesced(&endpoints::version()).await;
+fn pve8(answer: Result<Value, PveError>) -> Result<bool, String> {
     let data = answer.map_err(|e| format!("GET /version failed ({e} — {})", hint(e.kind)))?;
     let version = data.get("version").and_then(flex::string_of).ok_or_else(|| {
         format!(
@@ -332,68 +635,35 @@ fn request_of(obj: &HaObject, verb: Verb, sid: &str, params: Vec<(String, String
     }
 }
 
-/// Reads the object into `view.config` — `GET /cluster/ha/resources/{sid}`, `…/rules/{rule}` or
-/// `…/groups/{group}`, `None` when PVE has no such object (Resources.pm read: `no such resource
-/// '<sid>'`; Rules.pm: `no such ha rule '<rule>'`; PVE 8 Groups.pm: `no such ha group
-/// '<group>'`) — and, for a group, every HA resource into `view.resources`.
-async fn read_configs<H: Host>(
-    run: &Run<'_, H>,
-    obj: &HaObject,
-    sid: &str,
-    view: &mut HaView,
-) -> Result<(), String> {
-    view.config = match run
-        .pve()
-        .call(&request_of(obj, Verb::Get, sid, Vec::new()))
-        .await
-    {
-        Ok(v) if v.is_object() => Some(v),
-        Ok(other) => {
-            return Err(format!(
-                "PVE answered {other} where an HA config was expected — {}",
-                hint(crate::pve::error::ErrorKind::Malformed)
-            ))
-        }
+/// The object's config from PVE's answer to `GET /cluster/ha/resources/{sid}`, `…/rules/{rule}`
+/// or `…/groups/{group}`: `None` when PVE has no such object (Resources.pm read: `no such
+/// resource '<sid>'`; Rules.pm: `no such ha rule '<rule>'`; PVE 8 Groups.pm: `no such ha group
+/// '<group>'`).
+fn config_of(answer: Result<Value, PveError>) -> Result<Option<Value>, String> {
+    match answer {
+        Ok(v) if v.is_object() => Ok(Some(v)),
+        Ok(other) => Err(format!(
+            "PVE answered {other} where an HA config was expected — {}",
+            hint(ErrorKind::Malformed)
+        )),
         Err(e)
             if ["no such resource", "no such ha "]
                 .iter()
                 .any(|m| e.message.contains(m)) =>
         {
-            None
+            Ok(None)
         }
-        Err(e) => return Err(format!("{e} — {}", hint(e.kind))),
-    };
-    if let HaObject::Group(_) = obj {
-        let list = read_list(run, &endpoints::ha_resources(), None, "HA resources").await?;
-        view.resources = match list {
-            Value::Array(list) => Some(list),
-            _ => None,
-        };
+        Err(e) => Err(format!("{e} — {}", hint(e.kind))),
     }
-    Ok(())
 }
 
-/// `GET /cluster/ha/status/current` (by `deadline` when given): the entries, a list.
-async fn read_current<H: Host>(run: &Run<'_, H>, deadline: Option<f64>) -> Result<Value, String> {
-    read_list(run, &endpoints::ha_status_current(), deadline, "HA status").await
-}
-
-/// A list PVE answers to `request` (by `deadline` when given), `what` naming it in messages.
-async fn read_list<H: Host>(
-    run: &Run<'_, H>,
-    request: &PveRequest,
-    deadline: Option<f64>,
-    what: &str,
-) -> Result<Value, String> {
-    let answer = match deadline {
-        Some(d) => run.pve().call_by(request, d).await,
-        None => run.pve().call(request).await,
-    };
+/// A list from PVE's answer, `what` naming it in messages.
+fn list_of(answer: Result<Value, PveError>, what: &str) -> Result<Value, String> {
     match answer {
         Ok(v) if v.is_array() => Ok(v),
         Ok(other) => Err(format!(
             "PVE answered {other} where the {what} list was expected — {}",
-            hint(crate::pve::error::ErrorKind::Malformed)
+            hint(ErrorKind::Malformed)
         )),
         Err(e) => Err(format!(
             "the {what} could not be read ({e} — {})",
@@ -409,51 +679,4 @@ fn service_of(list: &Value, sid: &str) -> Option<Value> {
         .iter()
         .find(|e| e.get("id").and_then(Value::as_str) == Some(id.as_str()))
         .cloned()
-}
-
-/// Polls `status/current` until `judge` accepts the service's entry, within what is left of the
-/// method's budget (reading at least once), with progress lines; a timeout says what was observed
-/// last. `view.service` keeps the last entry read. With `gate`, a list without an active master
-/// is not judged (see `idle`).
-async fn wait_manager<H: Host>(
-    run: &Run<'_, H>,
-    sid: &str,
-    view: &mut HaView,
-    judge: &Judge<'_>,
-    gate: bool,
-) -> Result<String, String> {
-    let pve = run.pve();
-    let now = run.host.now_ms();
-    let budget_ms = run.wait_budget_ms();
-    let mut pacer = Pacer::new(now, budget_ms, pve.poll_cap_ms);
-    let mut progress = Progress::start(now);
-    loop {
-        let list = read_current(run, Some(pacer.deadline_ms())).await?;
-        view.service = service_of(&list, sid);
-        let seen = match idle(&list).filter(|_| gate) {
-            Some(why) => Err(why),
-            None => judge(view.service.as_ref()),
-        };
-        let last = match seen {
-            Ok(shown) => return Ok(shown),
-            Err(last) => last,
-        };
-        // Manager.pm: `error` is final until the config asks `disabled`; waiting changes nothing.
-        let s = view.service.as_ref().unwrap_or(&Value::Null);
-        if s["crm_state"] == "error" && s["request_state"] != "disabled" {
-            return Err(format!(
-                "{last} (error is final: only state disabled clears it)"
-            ));
-        }
-        progress.tick(run.host, || {
-            format!("the HA manager to apply {sid} (now: {last})")
-        });
-        if let Err(stop) = pacer.pause(run.host).await {
-            let why = match stop {
-                crate::poll::Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
-                crate::poll::Stopped::Aborted => "the run was aborted while waiting".into(),
-            };
-            return Err(format!("{why}; last observed: {last}"));
-        }
-    }
 }

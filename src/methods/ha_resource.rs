@@ -14,7 +14,7 @@ use crate::pve::flex;
 use crate::pve::request::Verb;
 use crate::run::Run;
 use serde_json::Value;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 /// The states a request may ask (pve-ha-manager `PVE/HA/Resources.pm` `state` enum; `enabled` is
 /// only an alias of `started` there, and not offered here).
@@ -38,29 +38,36 @@ pub struct HaResourceArgs {
     pub delete: bool,
 }
 
+/// The state asked, one of [`STATES`].
+fn state(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
+    let state = fields.optional::<String>(key)?;
+    if state.as_deref().is_some_and(|s| !STATES.contains(&s)) {
+        let rule = "must be one of started, stopped, disabled, ignored";
+        return Err(ArgError::new(key, rule));
+    }
+    Ok(state)
+}
+
 impl HaResourceArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
         let delete = fields.or("delete", false)?;
         let mut options = Vec::new();
-        if let Some(state) = fields.optional::<String>("state")? {
-            if !STATES.contains(&state.as_str()) {
-                let rule = format!("must be one of {}", STATES.join(", "));
-                return Err(ArgError::new("state", rule));
+        for (arg, name, _) in OPTIONS {
+            let read: ha::Reader = match arg {
+                "state" => state,
+                "failback" => ha::flag,
+                "comment" => |f, _| ha::comment(f),
+                _ => |f, k| {
+                    Ok(f.optional_count_in(k, 0, i64::from(u32::MAX))?
+                        .map(|n| n.to_string()))
+                },
+            };
+            if let Some(value) = read(&fields, arg)? {
+                options.push((name, value));
             }
-            options.push(("state", state));
         }
-        for (arg, name) in [
-            ("maxRestart", "max_restart"),
-            ("maxRelocate", "max_relocate"),
-        ] {
-            let n = fields.optional_count_in(arg, 0, i64::from(u32::MAX))?;
-            options.extend(n.map(|n| (name, n.to_string())));
-        }
-        let failback = fields.optional::<bool>("failback")?;
-        options.extend(failback.map(|on| ("failback", u8::from(on).to_string())));
-        options.extend(ha::comment(&fields)?.map(|c| ("comment", c)));
         if delete && !options.is_empty() {
             let rule = "removes the HA resource: give no state or option with it";
             return Err(ArgError::new("delete", rule));
@@ -70,6 +77,16 @@ impl HaResourceArgs {
             options,
             delete,
         })
+    }
+
+    /// The state asked, if any.
+    fn state(&self) -> Option<&str> {
+        for (key, value) in &self.options {
+            if *key == "state" {
+                return Some(value);
+            }
+        }
+        None
     }
 }
 
@@ -138,67 +155,87 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let target = RefCell::new(String::from("started"));
     // PVE 9's delete purges the sid from the HA rules (Config.pm delete_service_from_config,
     // `purge` 1 by default): the summary says so (the rules are not read for it).
-    let purged = std::cell::Cell::new(false);
-    let plan = |view: &HaView| -> Result<Vec<Write>, String> {
-        let Some(config) = view.config.as_ref() else {
-            if args.delete {
-                return Ok(vec![]);
-            }
-            let mut params = Vec::with_capacity(args.options.len());
-            for (key, value) in &args.options {
-                params.push((key.to_string(), value.clone()));
-            }
-            let state = args.options.iter().find(|(k, _)| *k == "state");
-            *target.borrow_mut() = state.map_or("started".into(), |(_, v)| v.clone());
-            return Ok(vec![(None, Verb::Create, params)]);
-        };
+    let purged = Cell::new(false);
+    let change = HaChange {
+        object: HaObject::Resource,
+        plan: &|view| plan(&args, view, &target, &purged),
+        judge: &|service| judge(&args, service, &target.borrow(), purged.get()),
+        read_back: &|view| read_back(&args, view),
+        reads_only: false,
+        waits_lock: !args.delete && args.state() != Some("ignored"),
+    };
+    change_ha(run, &args.target, &change).await
+}
+
+/// The writes that make the HA resource as asked; `target` becomes the state the manager must
+/// show, `purged` whether the resource is deleted.
+fn plan(
+    args: &HaResourceArgs,
+    view: &HaView,
+    target: &RefCell<String>,
+    purged: &Cell<bool>,
+) -> Result<Vec<Write>, String> {
+    let Some(config) = view.config.as_ref() else {
         if args.delete {
-            purged.set(true);
-            return Ok(vec![(None, Verb::Delete, Vec::new())]);
+            return Ok(vec![]);
         }
-        *target.borrow_mut() = args
-            .options
-            .iter()
-            .find(|(k, _)| *k == "state")
-            .map_or_else(|| configured(config, "state"), |(_, v)| v.clone());
-        // Resources.pm update → check_service_state: a managed (not ignored) service in error
-        // state takes a write only with `state` disabled sent.
-        let crm = view.service.as_ref().and_then(|s| s.get("crm_state"));
-        let asked = args.options.iter().find(|(k, _)| *k == "state");
-        let error = crm.and_then(Value::as_str) == Some("error")
-            && configured(config, "state") != "ignored";
-        if error && asked.map(|(_, v)| v.as_str()) != Some("disabled") {
-            let sid = view
-                .service
-                .as_ref()
-                .and_then(|s| s.get("sid"))
-                .and_then(Value::as_str);
-            return Err(format!(
-                "PVE refuses it: \"service '{}' in error state, must be disabled and fixed first\" (Resources.pm check_service_state) — set state disabled, fix the guest, then ask again",
-                sid.unwrap_or("?")
-            ));
+        let mut params = Vec::with_capacity(args.options.len());
+        for (key, value) in &args.options {
+            params.push((key.to_string(), value.clone()));
         }
-        let mut params = Vec::new();
-        for (key, want, _) in differing(&args.options, config) {
-            params.push((key.to_string(), want.to_string()));
-        }
-        if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {
-            params.push(("state".into(), "disabled".into()));
-        }
-        Ok(match params.is_empty() {
-            true => Vec::new(),
-            false => vec![(None, Verb::Set, params)],
-        })
+        *target.borrow_mut() = args.state().unwrap_or("started").into();
+        return Ok(vec![(None, Verb::Create, params)]);
     };
-    let judge = |service: Option<&Value>| {
-        match (args.delete, service) {
-        (true, None) => Ok(String::from("gone from the HA manager's service list")
-            + ["", "; on PVE 9, PVE also removed it from every HA rule naming it and deleted any rule it left without resources"][usize::from(purged.get())]),
-        (true, Some(_)) => Err(format!("still listed: {}", describe(service))),
-        (false, _) => applied(&target.borrow(), service),
+    if args.delete {
+        purged.set(true);
+        return Ok(vec![(None, Verb::Delete, Vec::new())]);
     }
-    };
-    let read_back = |view: &HaView| match (args.delete, view.config.as_ref()) {
+    let configured_state = configured(config, "state");
+    *target.borrow_mut() = args.state().unwrap_or(&configured_state).into();
+    // Resources.pm update → check_service_state: a managed (not ignored) service in error
+    // state takes a write only with `state` disabled sent.
+    let service = view.service.as_ref();
+    let crm = service.and_then(|s| s.get("crm_state"));
+    let error = crm.and_then(Value::as_str) == Some("error") && configured_state != "ignored";
+    if error && args.state() != Some("disabled") {
+        let sid = service.and_then(|s| s.get("sid")).and_then(Value::as_str);
+        return Err(format!(
+            "PVE refuses it: \"service '{}' in error state, must be disabled and fixed first\" (Resources.pm check_service_state) — set state disabled, fix the guest, then ask again",
+            sid.unwrap_or("?")
+        ));
+    }
+    let mut params = Vec::new();
+    for (key, want, _) in differing(&args.options, config) {
+        params.push((key.to_string(), want.to_string()));
+    }
+    if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {
+        params.push(("state".into(), "disabled".into()));
+    }
+    Ok(match params.is_empty() {
+        true => Vec::new(),
+        false => vec![(None, Verb::Set, params)],
+    })
+}
+
+/// Whether the manager's entry shows the change: a removal gone from its list, else `target`
+/// applied.
+fn judge(
+    args: &HaResourceArgs,
+    service: Option<&Value>,
+    target: &str,
+    purged: bool,
+) -> Result<String, String> {
+    match (args.delete, service) {
+        (true, None) => Ok(String::from("gone from the HA manager's service list")
+            + ["", "; on PVE 9, PVE also removed it from every HA rule naming it and deleted any rule it left without resources"][usize::from(purged)]),
+        (true, Some(_)) => Err(format!("still listed: {}", describe(service))),
+        (false, _) => applied(target, service),
+    }
+}
+
+/// Whether the config reads back as asked.
+fn read_back(args: &HaResourceArgs, view: &HaView) -> Result<(), String> {
+    match (args.delete, view.config.as_ref()) {
         (true, None) => Ok(()),
         (true, Some(_)) => Err("the resource is still configured".to_string()),
         (false, None) => Err("no such resource".to_string()),
@@ -206,16 +243,7 @@ pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             [] => Ok(()),
             wrong => Err(not_as_asked(wrong)),
         },
-    };
-    let change = HaChange {
-        object: HaObject::Resource,
-        plan: &plan,
-        judge: &judge,
-        read_back: &read_back,
-        reads_only: false,
-        waits_lock: !args.delete && !args.options.contains(&("state", "ignored".into())),
-    };
-    change_ha(run, &args.target, &change).await
+    }
 }
 
 #[cfg(test)]

@@ -15,12 +15,15 @@
 //! service '<sid>'`), then deletes the group.
 
 use crate::args::{ArgError, Fields};
+use crate::guest::config::not_as_asked;
 use crate::guest::ha::{self, change_ha, describe, sid, HaChange, HaObject, HaView, Write};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::request::Verb;
+use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -46,7 +49,10 @@ fn nodes_of(list: &str) -> String {
     let mut nodes: Vec<String> = Vec::new();
     for n in list.split(',').filter(|n| !n.is_empty()) {
         let (name, prio) = n.split_once(':').unwrap_or((n, "0"));
-        nodes.retain(|e| e.split(':').next() != Some(name));
+        // The list holds each node once: a node given again replaces its entry.
+        if let Some(i) = nodes.iter().position(|e| e.split(':').next() == Some(name)) {
+            nodes.remove(i);
+        }
         nodes.push(match prio.trim_start_matches('0') {
             "" => name.to_string(),
             p => format!("{name}:{p}"),
@@ -56,16 +62,139 @@ fn nodes_of(list: &str) -> String {
     nodes.join(",")
 }
 
-/// Rules.pm encode_value: the resources sorted, without duplicates.
-fn resources_of(list: &str) -> String {
-    let mut sids = Vec::new();
-    for sid in list.split(',') {
-        if !sid.is_empty() {
-            sids.push(sid);
+/// The entries of a comma-separated list, without empty ones.
+fn items_of(list: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    for item in list.split(',') {
+        if !item.is_empty() {
+            items.push(item);
         }
     }
+    items
+}
+
+/// Rules.pm encode_value: the resources sorted, without duplicates.
+fn resources_of(list: &str) -> String {
+    let mut sids = items_of(list);
     crate::order::sort_dedup(&mut sids);
     sids.join(",")
+}
+
+/// pve-configid (PVE::JSONSchema pve_verify_configid).
+fn is_config_id(id: &str) -> bool {
+    id.len() > 1
+        && id.starts_with(|c: char| c.is_ascii_alphabetic())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// PVE/HA/Tools.pm pve_verify_ha_resource_id (a guest's: vm:<vmid>, ct:<vmid>).
+fn is_sid(s: &str) -> bool {
+    let id = s.strip_prefix("vm:").or_else(|| s.strip_prefix("ct:"));
+    id.is_some_and(|id| {
+        (3..=9).contains(&id.len())
+            && !id.starts_with('0')
+            && id.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// parse_node_priority: a node name, then an optional `:<priority>`.
+fn is_node(s: &str) -> bool {
+    let (name, prio) = s.split_once(':').unwrap_or((s, "0"));
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    edge(name.chars().next())
+        && edge(name.chars().last())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && !prio.is_empty()
+        && prio.chars().all(|c| c.is_ascii_digit())
+}
+
+/// An optional list of strings that each pass `valid`, joined with commas.
+fn list(fields: &Fields, key: &str, valid: fn(&str) -> bool) -> Result<Option<String>, ArgError> {
+    let Some(items) = fields.optional::<Vec<String>>(key)? else {
+        return Ok(None);
+    };
+    if let Some(bad) = items.iter().find(|i| !valid(i)) {
+        return Err(ArgError::new(key, format!("{bad:?} is not valid")));
+    }
+    Ok(Some(items.join(",")))
+}
+
+/// A removal takes nothing but the guest and the rule.
+fn alone_with_delete(fields: &Fields) -> Result<(), ArgError> {
+    let given = [
+        "type",
+        "resources",
+        "nodes",
+        "strict",
+        "affinity",
+        "comment",
+        "disable",
+    ];
+    for k in given {
+        if fields.optional::<Value>(k).ok().flatten().is_some() {
+            let rule = "deletes the rule: give nothing else with delete";
+            return Err(ArgError::new(k, rule));
+        }
+    }
+    Ok(())
+}
+
+/// What a parameter must be where its rule type needs it, and the rule it breaks otherwise.
+type Needed = Option<(fn(&str) -> bool, &'static str)>;
+
+/// A rule's parameters in the order they are read: the field, how it is read, the one rule type
+/// that takes it (`Some(true)`: node-affinity), and, where that type needs it, what it must be.
+const PARAMS: [(&str, ha::Reader, Option<bool>, Needed); 6] = [
+    ("resources", |f, k| list(f, k, is_sid), None, None),
+    (
+        "nodes",
+        |f, k| Ok(list(f, k, is_node)?.map(|n| nodes_of(&n))),
+        Some(true),
+        Some((|n| !n.is_empty(), "is required for a node-affinity rule")),
+    ),
+    ("strict", ha::flag, Some(true), None),
+    (
+        "affinity",
+        |f, k| f.optional::<String>(k),
+        Some(false),
+        Some((
+            |a| a == "positive" || a == "negative",
+            "must be positive or negative for a resource-affinity rule",
+        )),
+    ),
+    ("comment", |f, _| ha::comment(f), None, None),
+    ("disable", ha::flag, None, None),
+];
+
+/// The rule's parameters as PVE spells them, for a rule of type `kind`.
+fn params_of(fields: &Fields, kind: &str) -> Result<Vec<(&'static str, String)>, ArgError> {
+    if !TYPES.contains(&kind) {
+        let rule = "must be one of node-affinity, resource-affinity";
+        return Err(ArgError::new("type", rule));
+    }
+    let node = kind == "node-affinity";
+    let mut params = Vec::new();
+    for (key, read, only, needed) in PARAMS {
+        let value = read(fields, key)?;
+        match (only, &value, needed) {
+            (Some(only), Some(_), _) if only != node => {
+                let kind = ["resource-affinity", "node-affinity"][usize::from(only)];
+                return Err(ArgError::new(key, format!("is for {kind} rules only")));
+            }
+            (Some(only), _, Some((valid, rule)))
+                if only == node && !value.as_deref().is_some_and(valid) =>
+            {
+                return Err(ArgError::new(key, rule));
+            }
+            _ => {}
+        }
+        if let Some(value) = value {
+            params.push((key, value));
+        }
+    }
+    Ok(params)
 }
 
 impl HaRuleArgs {
@@ -73,122 +202,16 @@ impl HaRuleArgs {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
         let rule: String = fields.line("rule")?;
-        // pve-configid (PVE::JSONSchema pve_verify_configid).
-        let id_ok = rule.len() > 1
-            && rule.starts_with(|c: char| c.is_ascii_alphabetic())
-            && rule
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !id_ok {
-            return Err(ArgError::new(
-                "rule",
-                "must be a letter then letters, digits, - or _",
-            ));
+        if !is_config_id(&rule) {
+            let why = "must be a letter then letters, digits, - or _";
+            return Err(ArgError::new("rule", why));
         }
         let delete = fields.or("delete", false)?;
         let kind = fields.optional::<String>("type")?.unwrap_or_default();
-        let mut params = Vec::new();
-        let given = [
-            "type",
-            "resources",
-            "nodes",
-            "strict",
-            "affinity",
-            "comment",
-            "disable",
-        ];
-        if delete {
-            if let Some(k) = given
-                .iter()
-                .find(|k| fields.optional::<Value>(k).ok().flatten().is_some())
-            {
-                return Err(ArgError::new(
-                    *k,
-                    "deletes the rule: give nothing else with delete",
-                ));
-            }
-            return Ok(HaRuleArgs {
-                target,
-                rule,
-                kind,
-                params,
-                delete,
-            });
-        }
-        if !TYPES.contains(&kind.as_str()) {
-            return Err(ArgError::new(
-                "type",
-                format!("must be one of {}", TYPES.join(", ")),
-            ));
-        }
-        let node = kind == "node-affinity";
-        let list = |key: &str, valid: &dyn Fn(&str) -> bool| -> Result<Option<String>, ArgError> {
-            let Some(items) = fields.optional::<Vec<String>>(key)? else {
-                return Ok(None);
-            };
-            if let Some(bad) = items.iter().find(|i| !valid(i)) {
-                return Err(ArgError::new(key, format!("{bad:?} is not valid")));
-            }
-            Ok(Some(items.join(",")))
+        let params = match delete {
+            true => alone_with_delete(&fields).map(|()| Vec::new())?,
+            false => params_of(&fields, &kind)?,
         };
-        // PVE/HA/Tools.pm pve_verify_ha_resource_id (a guest's: vm:<vmid>, ct:<vmid>).
-        let is_sid = |s: &str| {
-            let id = s.strip_prefix("vm:").or_else(|| s.strip_prefix("ct:"));
-            id.is_some_and(|id| {
-                (3..=9).contains(&id.len())
-                    && !id.starts_with('0')
-                    && id.bytes().all(|b| b.is_ascii_digit())
-            })
-        };
-        // parse_node_priority: a node name, then an optional `:<priority>`.
-        let is_node = |s: &str| {
-            let (name, prio) = s.split_once(':').unwrap_or((s, "0"));
-            let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-            edge(name.chars().next())
-                && edge(name.chars().last())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-                && !prio.is_empty()
-                && prio.chars().all(|c| c.is_ascii_digit())
-        };
-        params.extend(list("resources", &is_sid)?.map(|r| ("resources", r)));
-        match (node, list("nodes", &is_node)?) {
-            (true, Some(n)) if !n.is_empty() => params.push(("nodes", nodes_of(&n))),
-            (true, _) => {
-                return Err(ArgError::new(
-                    "nodes",
-                    "is required for a node-affinity rule",
-                ))
-            }
-            (false, Some(_)) => {
-                return Err(ArgError::new("nodes", "is for node-affinity rules only"))
-            }
-            (false, None) => {}
-        }
-        if let Some(strict) = fields.optional::<bool>("strict")? {
-            if !node {
-                return Err(ArgError::new("strict", "is for node-affinity rules only"));
-            }
-            params.push(("strict", u8::from(strict).to_string()));
-        }
-        match (node, fields.optional::<String>("affinity")?) {
-            (false, Some(a)) if a == "positive" || a == "negative" => params.push(("affinity", a)),
-            (false, _) => {
-                return Err(ArgError::new(
-                    "affinity",
-                    "must be positive or negative for a resource-affinity rule",
-                ))
-            }
-            (true, Some(_)) => {
-                return Err(ArgError::new(
-                    "affinity",
-                    "is for resource-affinity rules only",
-                ))
-            }
-            (true, None) => {}
-        }
-        params.extend(ha::comment(&fields)?.map(|c| ("comment", c)));
-        let disable = fields.optional::<bool>("disable")?;
-        params.extend(disable.map(|d| ("disable", u8::from(d).to_string())));
         Ok(HaRuleArgs {
             target,
             rule,
@@ -220,42 +243,55 @@ fn group_of(all: &[Value], sid: &str) -> Option<String> {
     entry.and_then(|r| r.get("group")).and_then(flex::string_of)
 }
 
-/// Runs `haRule`.
-pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match HaRuleArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    // The params with the guest's own sid among the resources, as PVE stores them.
-    let with_guest = |vmid: u32| -> Vec<(&'static str, String)> {
-        let own = sid(run.kind, vmid);
-        let mut params = args.params.clone();
+/// API2/HA/Rules.pm create/update (assert_valid_resources_param): `cannot use unmanaged
+/// resource(s)` — every resource sent must be an HA resource.
+fn managed(view: &HaView, params: &[(String, String)]) -> Result<(), String> {
+    let sent = params.iter().find(|(k, _)| k == "resources");
+    let listed = |s: &&str| view.listed.iter().any(|l| l == s);
+    match sent.and_then(|(_, list)| list.split(',').find(|s| !listed(s))) {
+        Some(sid) => Err(format!("PVE uses only HA resources in a rule and {sid} is not one (add it with haResource first)")),
+        None => Ok(()),
+    }
+}
+
+/// The rule asked, on the guest of kind `kind`: what the engine's plan and read-back judge by.
+struct Asked<'a> {
+    args: &'a HaRuleArgs,
+    kind: GuestKind,
+}
+
+impl Asked<'_> {
+    /// The params with the guest's own sid among the resources, as PVE stores them.
+    fn with_guest(&self, vmid: u32) -> Vec<(&'static str, String)> {
+        let own = sid(self.kind, vmid);
+        let mut params = self.args.params.clone();
         match params.iter_mut().find(|(k, _)| *k == "resources") {
             Some((_, list)) => *list = resources_of(&format!("{list},{own}")),
             None => params.insert(0, ("resources", own)),
         }
         params
-    };
-    // PVE 8: the resources the group's rule names (none for a removal), the group's parameters
-    // as Groups.pm names them (`strict` is `restricted`), a resource's `group`, and the
-    // resources naming the group that are not the rule's.
-    let members = |vmid: u32| -> Vec<String> {
-        let params = with_guest(vmid);
-        let list = params.iter().find(|(k, _)| *k == "resources");
-        let list = list
-            .filter(|_| !args.delete)
-            .map_or("", |(_, v)| v.as_str());
+    }
+
+    /// PVE 8: the resources the group's rule names (none for a removal).
+    fn members(&self, vmid: u32) -> Vec<String> {
         let mut sids = Vec::new();
-        for sid in list.split(',') {
-            if !sid.is_empty() {
-                sids.push(sid.to_string());
+        if self.args.delete {
+            return sids;
+        }
+        for (key, list) in self.with_guest(vmid) {
+            if key == "resources" {
+                for sid in items_of(&list) {
+                    sids.push(sid.to_string());
+                }
             }
         }
         sids
-    };
-    let grouped = |vmid: u32| -> Vec<(String, String)> {
+    }
+
+    /// PVE 8: the group's parameters as Groups.pm names them (`strict` is `restricted`).
+    fn grouped(&self, vmid: u32) -> Vec<(String, String)> {
         let mut params = Vec::new();
-        for (key, value) in with_guest(vmid) {
+        for (key, value) in self.with_guest(vmid) {
             match key {
                 "resources" => {}
                 "strict" => params.push(("restricted".to_string(), value)),
@@ -263,109 +299,106 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             }
         }
         params
-    };
-    let strays = |view: &HaView| -> Vec<String> {
-        let all = view.resources.as_deref().unwrap_or_default();
-        let ours = members(view.vmid);
+    }
+
+    /// PVE 8: the resources naming the group that are not the rule's.
+    fn strays(&self, all: &[Value], ours: &[String]) -> Vec<String> {
         let mut strays = Vec::new();
         for resource in all {
             let Some(sid) = resource.get("sid").and_then(flex::string_of) else {
                 continue;
             };
-            if group_of(all, &sid).as_ref() == Some(&args.rule) && !ours.contains(&sid) {
+            if group_of(all, &sid).as_ref() == Some(&self.args.rule) && !ours.contains(&sid) {
                 strays.push(sid);
             }
         }
         strays
-    };
-    // API2/HA/Rules.pm create/update (assert_valid_resources_param): `cannot use unmanaged
-    // resource(s)` — every resource sent must be an HA resource.
-    let managed = |view: &HaView, params: &[(String, String)]| -> Result<(), String> {
-        let sent = params.iter().find(|(k, _)| k == "resources");
-        let listed = |s: &&str| view.listed.iter().any(|l| l == s);
-        match sent.and_then(|(_, list)| list.split(',').find(|s| !listed(s))) {
-            Some(sid) => Err(format!("PVE uses only HA resources in a rule and {sid} is not one (add it with haResource first)")),
-            None => Ok(()),
-        }
-    };
-    // PVE 8: the group's writes, in order (see the module's comment).
-    let group_plan = |view: &HaView, all: &[Value]| -> Result<Vec<Write>, String> {
-        let id = &args.rule;
+    }
+
+    /// PVE 8: the group's writes, in order (see the module's comment).
+    fn group_plan(&self, view: &HaView, all: &[Value]) -> Result<Vec<Write>, String> {
+        let (id, args) = (&self.args.rule, self.args);
         if args.kind == "resource-affinity" {
             return Err("`type` resource-affinity: PVE 8 has none (its HA groups only place resources on nodes)".into());
         }
         if args.params.iter().any(|(k, _)| *k == "disable") {
             return Err("`disable`: PVE 8's HA groups cannot be disabled".into());
         }
-        let want = grouped(view.vmid);
+        let ours = self.members(view.vmid);
         let mut writes = Vec::new();
-        for s in members(view.vmid) {
-            if !view.listed.contains(&s) {
+        for s in &ours {
+            if !view.listed.contains(s) {
                 return Err(format!("`resources`: {s} is not an HA resource (Resources.pm update: no such resource) — add it with haResource first"));
             }
-            match group_of(all, &s) {
+            match group_of(all, s) {
                 Some(g) if g == *id => {}
                 Some(g) => return Err(format!("`resources`: {s} is in HA group {g}, and a PVE 8 resource has one `group` — take it out of {g} first")),
-                None => writes.push((Some(s), Verb::Set, vec![("group".into(), id.clone())])),
+                None => writes.push((Some(s.clone()), Verb::Set, vec![("group".into(), id.clone())])),
             }
         }
         // A resource naming the group that the rule leaves out is taken out of it.
-        for s in strays(view) {
+        for s in self.strays(all, &ours) {
             writes.push((Some(s), Verb::Set, vec![("delete".into(), "group".into())]));
         }
-        let group = match (view.config.as_ref(), args.delete) {
+        // Resources.pm update → check_service_state: a service in error state takes no write
+        // but `state` disabled.
+        for (to, _, _) in &writes {
+            if let Some(s) = to.as_ref().filter(|s| view.failed.contains(s)) {
+                return Err(format!("`resources`: {s} is in error state, and PVE refuses to change it until it is disabled and fixed (Resources.pm check_service_state) — set it disabled with haResource first"));
+            }
+        }
+        // A resource names only an existing group (Resources.pm update: `HA group '<group>' does
+        // not exist`); a group in use is not deleted (Groups.pm delete).
+        match (self.group_write(view), args.delete) {
+            (Some(g), true) => writes.push(g),
+            (Some(g), false) => writes.insert(0, g),
+            _ => {}
+        }
+        Ok(writes)
+    }
+
+    /// PVE 8: the write on the group itself, if any.
+    fn group_write(&self, view: &HaView) -> Option<Write> {
+        match (view.config.as_ref(), self.args.delete) {
             (None, true) => None,
             (Some(_), true) => Some((None, Verb::Delete, Vec::new())),
-            (None, false) => Some((None, Verb::Create, want.clone())),
+            (None, false) => Some((None, Verb::Create, self.grouped(view.vmid))),
             (Some(g), false) => {
                 let mut set = Vec::new();
-                for (key, value) in want {
+                for (key, value) in self.grouped(view.vmid) {
                     if shown(g, &key) != value {
                         set.push((key, value));
                     }
                 }
                 (!set.is_empty()).then_some((None, Verb::Set, set))
             }
-        };
-        // Resources.pm update → check_service_state: a service in error state takes no write
-        // but `state` disabled.
-        if let Some(s) = writes
-            .iter()
-            .find_map(|w| w.0.as_ref().filter(|s| view.failed.contains(s)))
-        {
-            return Err(format!("`resources`: {s} is in error state, and PVE refuses to change it until it is disabled and fixed (Resources.pm check_service_state) — set it disabled with haResource first"));
         }
-        // A resource names only an existing group (Resources.pm update: `HA group '<group>' does
-        // not exist`); a group in use is not deleted (Groups.pm delete).
-        match (group, args.delete) {
-            (Some(g), true) => writes.push(g),
-            (Some(g), false) => writes.insert(0, g),
-            _ => {}
-        }
-        Ok(writes)
-    };
-    let plan = |view: &HaView| -> Result<Vec<Write>, String> {
+    }
+
+    fn plan(&self, view: &HaView) -> Result<Vec<Write>, String> {
         if let Some(all) = &view.resources {
-            return group_plan(view, all);
+            return self.group_plan(view, all);
         }
-        let vmid = view.vmid;
+        let args = self.args;
+        let params = self.with_guest(view.vmid);
         // ResourceAffinity.pm check_feasibility: `rule is ineffective as there are less than two
         // resources` — Rules.pm create/update refuse it (assert_feasibility).
         let alone = |(k, v): &(&str, String)| *k == "resources" && !v.contains(',');
-        if args.kind == "resource-affinity" && with_guest(vmid).iter().any(alone) {
+        if args.kind == "resource-affinity" && params.iter().any(alone) {
             return Err("a resource-affinity rule needs another resource besides the guest".into());
         }
         let Some(rule) = view.config.as_ref() else {
             if args.delete {
                 return Ok(vec![]);
             }
-            let mut params = vec![("type".to_string(), args.kind.clone())];
-            let fresh = with_guest(vmid)
-                .into_iter()
-                .filter(|(k, v)| *k != "disable" || v == "1");
-            params.extend(fresh.map(|(k, v)| (k.to_string(), v)));
-            managed(view, &params)?;
-            return Ok(vec![(None, Verb::Create, params)]);
+            let mut fresh = vec![("type".to_string(), args.kind.clone())];
+            for (k, v) in params {
+                if k != "disable" || v == "1" {
+                    fresh.push((k.to_string(), v));
+                }
+            }
+            managed(view, &fresh)?;
+            return Ok(vec![(None, Verb::Create, fresh)]);
         };
         if args.delete {
             return Ok(vec![(None, Verb::Delete, Vec::new())]);
@@ -377,41 +410,41 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 args.kind
             ));
         }
-        let mut params: Vec<(String, String)> = Vec::new();
-        for (k, want) in with_guest(vmid) {
+        let mut set: Vec<(String, String)> = Vec::new();
+        for (k, want) in params {
             if shown(rule, k) == want {
                 continue;
             }
             // Rules.pm: `disable` 0 is dropped from a request; it is cleared with `delete`.
-            params.push(match (k, want.as_str()) {
+            set.push(match (k, want.as_str()) {
                 ("disable", "0") => ("delete".into(), "disable".into()),
                 _ => (k.to_string(), want),
             });
         }
-        if params.is_empty() {
+        if set.is_empty() {
             return Ok(vec![]);
         }
-        managed(view, &params)?;
-        params.insert(0, ("type".into(), args.kind.clone()));
-        Ok(vec![(None, Verb::Set, params)])
-    };
-    let judge = |service: Option<&Value>| Ok(describe(service));
-    let read_back = |view: &HaView| -> Result<(), String> {
-        let vmid = view.vmid;
+        managed(view, &set)?;
+        set.insert(0, ("type".into(), args.kind.clone()));
+        Ok(vec![(None, Verb::Set, set)])
+    }
+
+    fn read_back(&self, view: &HaView) -> Result<(), String> {
+        let args = self.args;
         // PVE 8: read back as asked when a new plan finds nothing left to write.
         if let Some(all) = &view.resources {
-            let mut left = Vec::new();
-            for (to, verb, params) in group_plan(view, all)? {
+            let mut left = String::new();
+            for (to, verb, params) in self.group_plan(view, all)? {
                 let to = to.unwrap_or_else(|| format!("group {}", args.rule));
                 let mut write = format!("{} {to}", verb.http_method());
                 for (key, value) in &params {
                     write.push_str(&format!(" {key}={value}"));
                 }
-                left.push(write);
+                push_item(&mut left, "; ", &write);
             }
             return match left.is_empty() {
                 true => Ok(()),
-                false => Err(format!("it still needs {}", left.join("; "))),
+                false => Err(format!("it still needs {left}")),
             };
         }
         let Some(rule) = view.config.as_ref() else {
@@ -428,26 +461,44 @@ pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 "PVE reports it infeasible, so the HA manager drops it: {errors}"
             ));
         }
+        let params = self.with_guest(view.vmid);
         let mut wrong = Vec::new();
-        for (key, want) in with_guest(vmid) {
+        for (key, want) in &params {
             let seen = shown(rule, key);
-            if seen != want {
-                wrong.push(format!("`{key}` reads {seen:?}, asked {want}"));
+            if seen != *want {
+                wrong.push((*key, want.as_str(), seen));
             }
         }
+        let mut said = not_as_asked(&wrong);
         if shown(rule, "disable") == "1" && !args.params.contains(&("disable", "1".into())) {
-            wrong.push("it is disabled: the HA manager does not apply it".into());
+            push_item(
+                &mut said,
+                "; ",
+                "it is disabled: the HA manager does not apply it",
+            );
         }
-        match wrong.is_empty() {
+        match said.is_empty() {
             true => Ok(()),
-            false => Err(wrong.join("; ")),
+            false => Err(said),
         }
+    }
+}
+
+/// Runs `haRule`.
+pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let args = match HaRuleArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let asked = Asked {
+        args: &args,
+        kind: run.kind,
     };
     let change = HaChange {
         object: HaObject::Rule(args.rule.clone()),
-        plan: &plan,
-        judge: &judge,
-        read_back: &read_back,
+        plan: &|view| asked.plan(view),
+        judge: &|service| Ok(describe(service)),
+        read_back: &|view| asked.read_back(view),
         reads_only: false,
         waits_lock: false,
     };
