@@ -9,14 +9,11 @@
 //! host's `/32`, `/128` dropped (parse_alias, parse_ip_or_cidr), so it is compared by address.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::firewall::{change_firewall, FirewallChange, Read, Write};
+use crate::guest::firewall::{FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
-use crate::host::Host;
 use crate::methods::firewall_ipset::{comment_of, named, named_in, same_comment};
 use crate::methods::firewall_rules::cidr;
-use crate::outcome::{Failure, Outcome};
 use crate::pve::request::Verb;
-use crate::run::Run;
 use serde_json::Value;
 
 /// The arguments of `firewallAlias`; `cidr: None` deletes the alias.
@@ -98,20 +95,27 @@ fn judge(args: &AliasArgs, read: &Read) -> Result<String, String> {
     Err(format!("alias {name} {why}"))
 }
 
-/// Runs `firewallAlias`.
-pub async fn firewall_alias<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match AliasArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let change = FirewallChange {
-        what: format!("the firewall alias {}", args.name),
-        sections: vec![vec!["aliases".into()]],
-        missing: None,
-        plan: &|read| plan(&args, read),
-        judge: &|read| judge(&args, read),
-    };
-    change_firewall(run, &args.target, &change).await
+impl FirewallChange for AliasArgs {
+    fn target(&self) -> &GuestRef {
+        &self.target
+    }
+    fn what(&self) -> String {
+        format!("the firewall alias {}", self.name)
+    }
+    fn sections(&self) -> Vec<Vec<String>> {
+        vec![vec!["aliases".into()]]
+    }
+    fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {
+        plan(self, read)
+    }
+    fn judge(&self, read: &Read) -> Result<String, String> {
+        judge(self, read)
+    }
+}
+
+/// `firewallAlias`'s change, from its arguments (run by guest/firewall.rs `change_firewall`).
+pub fn change(args: &Value) -> Result<Box<dyn FirewallChange>, ArgError> {
+    Ok(Box::new(AliasArgs::parse(args)?))
 }
 
 #[cfg(test)]

@@ -14,14 +14,11 @@
 //! entry to add that names none is refused before anything is sent.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::firewall::{change_firewall, FirewallChange, Read, Write, DATACENTER};
+use crate::guest::firewall::{FirewallChange, Read, Write, DATACENTER};
 use crate::guest::reference::GuestRef;
-use crate::host::Host;
 use crate::methods::firewall_rules::{check_comment, cidr, is_name, kept_comment};
-use crate::outcome::{Failure, Outcome};
 use crate::pve::flex;
 use crate::pve::request::Verb;
-use crate::run::Run;
 use serde_json::Value;
 use std::net::IpAddr;
 
@@ -344,31 +341,41 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
     }
 }
 
-/// Runs `firewallIpset`.
-pub async fn firewall_ipset<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match IpsetArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let mut sections = vec![
-        vec!["ipset".into()],
-        vec!["ipset".into(), args.name.clone()],
-    ];
-    let (guest, dc) = alias_sections(&args);
-    if guest {
-        sections.push(vec!["aliases".into()]);
+impl FirewallChange for IpsetArgs {
+    fn target(&self) -> &GuestRef {
+        &self.target
     }
-    if dc {
-        sections.push(vec![DATACENTER.into(), "aliases".into()]);
+    fn what(&self) -> String {
+        format!("the firewall IP set {}", self.name)
     }
-    let change = FirewallChange {
-        what: format!("the firewall IP set {}", args.name),
-        sections,
-        missing: Some("no such IPSet"),
-        plan: &|read| plan(&args, read),
-        judge: &|read| judge(&args, read),
-    };
-    change_firewall(run, &args.target, &change).await
+    fn sections(&self) -> Vec<Vec<String>> {
+        let mut sections = vec![
+            vec!["ipset".into()],
+            vec!["ipset".into(), self.name.clone()],
+        ];
+        let (guest, dc) = alias_sections(self);
+        if guest {
+            sections.push(vec!["aliases".into()]);
+        }
+        if dc {
+            sections.push(vec![DATACENTER.into(), "aliases".into()]);
+        }
+        sections
+    }
+    fn missing(&self) -> Option<&'static str> {
+        Some("no such IPSet")
+    }
+    fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {
+        plan(self, read)
+    }
+    fn judge(&self, read: &Read) -> Result<String, String> {
+        judge(self, read)
+    }
+}
+
+/// `firewallIpset`'s change, from its arguments (run by guest/firewall.rs `change_firewall`).
+pub fn change(args: &Value) -> Result<Box<dyn FirewallChange>, ArgError> {
+    Ok(Box::new(IpsetArgs::parse(args)?))
 }
 
 #[cfg(test)]

@@ -9,14 +9,11 @@
 //! `PVE/API2/Firewall/Rules.pm`, `PVE/Firewall.pm` verify_rule for what PVE refuses).
 
 use crate::args::{check_line, ArgError, Fields};
-use crate::guest::firewall::{change_firewall, FirewallChange, Write};
+use crate::guest::firewall::{FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
-use crate::host::Host;
 use crate::methods::firewall_options::LOG_LEVELS;
-use crate::outcome::{Failure, Outcome};
 use crate::pve::flex;
 use crate::pve::request::Verb;
-use crate::run::Run;
 use serde_json::Value;
 
 /// A rule's fields in PVE's names, in the order they are compared and sent, with the argument
@@ -424,20 +421,27 @@ fn judge(rules: &[Rule], read: Option<&Value>) -> Result<String, String> {
     ))
 }
 
-/// Runs `firewallRules`.
-pub async fn firewall_rules<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match RulesArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let change = FirewallChange {
-        what: "the firewall rules".into(),
-        sections: vec![vec!["rules".into()]],
-        missing: None,
-        plan: &|read| plan(&args.rules, read[0].as_ref()),
-        judge: &|read| judge(&args.rules, read[0].as_ref()),
-    };
-    change_firewall(run, &args.target, &change).await
+impl FirewallChange for RulesArgs {
+    fn target(&self) -> &GuestRef {
+        &self.target
+    }
+    fn what(&self) -> String {
+        "the firewall rules".into()
+    }
+    fn sections(&self) -> Vec<Vec<String>> {
+        vec![vec!["rules".into()]]
+    }
+    fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {
+        plan(&self.rules, read[0].as_ref())
+    }
+    fn judge(&self, read: &Read) -> Result<String, String> {
+        judge(&self.rules, read[0].as_ref())
+    }
+}
+
+/// `firewallRules`'s change, from its arguments (run by guest/firewall.rs `change_firewall`).
+pub fn change(args: &Value) -> Result<Box<dyn FirewallChange>, ArgError> {
+    Ok(Box::new(RulesArgs::parse(args)?))
 }
 
 #[cfg(test)]
