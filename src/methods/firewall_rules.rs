@@ -102,62 +102,74 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
             rule.push((name, text));
         }
     }
-    let get = |name: &str| {
-        rule.iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.as_str())
-    };
-    let refuse = |arg: &str, why: &str| Err(ArgError::new(fields.path(arg), why));
+    // The argument naming the field refused (`icmp-type` is `icmpType`).
+    verify(&rule).map_err(|(name, why)| {
+        let arg = FIELDS
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map_or(name, |f| f.0);
+        ArgError::new(fields.path(arg), why)
+    })?;
+    Ok(rule)
+}
+
+/// PVE's value of a rule's field `name`, if it is set.
+fn get<'r>(rule: &'r Rule, name: &str) -> Option<&'r str> {
+    rule.iter()
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// The rule checked as pve-firewall's verify_rule would: the field (PVE's name) and rule it
+/// breaks first.
+fn verify(rule: &Rule) -> Result<(), (&'static str, &'static str)> {
+    let get = |name| get(rule, name);
     match (get("type"), get("action")) {
         (Some("in" | "out"), Some("ACCEPT" | "DROP" | "REJECT")) => {}
-        (Some("in" | "out"), _) => return refuse("action", "must be ACCEPT, DROP or REJECT"),
+        (Some("in" | "out"), _) => return Err(("action", "must be ACCEPT, DROP or REJECT")),
         (Some("group"), Some(group)) if is_name(group, 20) => {}
         (Some("group"), _) => {
-            return refuse(
+            return Err((
                 "action",
                 "must name a security group ([A-Za-z][A-Za-z0-9-_]+, 2 to 20)",
-            )
+            ))
         }
-        _ => return refuse("type", "must be in, out or group"),
+        _ => return Err(("type", "must be in, out or group")),
     }
     if get("type") == Some("group") {
         if let Some((name, _)) = rule.iter().find(|(k, _)| !GROUP_FIELDS.contains(k)) {
-            let arg = FIELDS
-                .iter()
-                .find(|(_, n)| n == name)
-                .map_or(*name, |(a, _)| *a);
-            return refuse(arg, "is not kept for a group rule: PVE writes only its group, iface, comment and enable");
+            return Err((name, "is not kept for a group rule: PVE writes only its group, iface, comment and enable"));
         }
     }
     let proto = get("proto");
     if proto.is_some_and(|p| p.bytes().any(|b| b.is_ascii_uppercase())) {
-        return refuse(
+        return Err((
             "proto",
             "must be lower case, as /etc/protocols names it (PVE refuses TCP)",
-        );
+        ));
     }
     let icmp = proto.is_some_and(|p| ICMP_PROTOCOLS.contains(&p));
     let ports_ok =
         proto.is_some_and(|p| PORT_PROTOCOLS.contains(&p)) || (icmp && get("sport").is_none());
     if get("dport").or(get("sport")).is_some() && !ports_ok {
-        return refuse(
+        return Err((
             "proto",
             "must take ports (tcp, udp, udplite, dccp, sctp or their numbers; icmp: dport only) when a port is given",
-        );
+        ));
     }
     if get("icmp-type").is_some() && !icmp {
-        return refuse("proto", "must be icmp or icmpv6 when icmpType is given");
+        return Err(("proto", "must be icmp or icmpv6 when icmpType is given"));
     }
-    for (arg, name) in [("dport", "dport"), ("sport", "sport")] {
+    for name in ["dport", "sport"] {
         if !icmp && get(name).is_some_and(|p| !is_port_list(p)) {
-            return refuse(arg, "must be ports 0…65535, ranges a:b with a ≤ b or service names, at most 15 ports (a range counts two)");
+            return Err((name, "must be ports 0…65535, ranges a:b with a ≤ b or service names, at most 15 ports (a range counts two)"));
         }
     }
-    if let Some(c) = get("comment") {
-        check_comment(&fields.path("comment"), c)?;
+    if get("comment").is_some_and(|c| kept_comment(c).is_none()) {
+        return Err(("comment", UNKEPT_COMMENT));
     }
     if get("log").is_some_and(|l| !LOG_LEVELS.contains(&l)) {
-        return refuse("log", "must be a log level (emerg … debug, nolog)");
+        return Err(("log", "must be a log level (emerg … debug, nolog)"));
     }
     let iface_ok = |i: &str| {
         i.strip_prefix("net").is_some_and(|n| {
@@ -167,34 +179,34 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
         })
     };
     if get("iface").is_some_and(|i| !iface_ok(i)) {
-        return refuse(
+        return Err((
             "iface",
             "must be one of the guest's interfaces, net0 … net31",
-        );
+        ));
     }
-    for (arg, name) in [("source", "source"), ("dest", "dest")] {
+    for name in ["source", "dest"] {
         if get(name).is_some_and(|v| !is_address_list(v)) {
-            return refuse(arg, "must be an IP set (+name), an alias, or IPs, CIDRs with the host bits clear (10.0.0.0/24) and ranges of one IP version");
+            return Err((name, "must be an IP set (+name), an alias, or IPs, CIDRs with the host bits clear (10.0.0.0/24) and ranges of one IP version"));
         }
     }
     let word = |v: &str| !v.is_empty() && !v.contains(char::is_whitespace);
-    for (arg, name) in [
-        ("source", "source"),
-        ("dest", "dest"),
-        ("proto", "proto"),
-        ("dport", "dport"),
-        ("sport", "sport"),
-        ("macro", "macro"),
-        ("icmpType", "icmp-type"),
+    for name in [
+        "source",
+        "dest",
+        "proto",
+        "dport",
+        "sport",
+        "macro",
+        "icmp-type",
     ] {
         if get(name).is_some_and(|v| !word(v) || v.len() > 512) {
-            return refuse(
-                arg,
+            return Err((
+                name,
                 "must be one word without spaces, at most 512 characters",
-            );
+            ));
         }
     }
-    Ok(rule)
+    Ok(())
 }
 
 /// The comment PVE reads back of `text`, or `None` if it keeps none or not this text. PVE writes
@@ -209,14 +221,15 @@ pub fn kept_comment(text: &str) -> Option<&str> {
     (!cut && !text.trim().is_empty() && !matches!(kept, "-" | "0")).then_some(kept)
 }
 
+/// Why a comment is refused that PVE would not keep as given ([`kept_comment`]).
+const UNKEPT_COMMENT: &str =
+    "must be text PVE keeps: not blank, - or 0, not ending in a byte 0xA0 (à, no-break space)";
+
 /// A comment PVE keeps as given: one line with text.
 pub fn check_comment(path: &str, text: &str) -> Result<(), ArgError> {
     check_line(path, text)?;
     match kept_comment(text) {
-        None => Err(ArgError::new(
-            path,
-            "must be text PVE keeps: not blank, - or 0, not ending in a byte 0xA0 (à, no-break space)",
-        )),
+        None => Err(ArgError::new(path, UNKEPT_COMMENT)),
         Some(_) => Ok(()),
     }
 }
