@@ -78,6 +78,11 @@ pub trait FirewallChange {
     fn judge(&self, read: &Read) -> Result<String, String>;
 }
 
+/// The sections of a method that reads one, `name` (`rules`, `aliases`, `options`).
+pub fn one_section(name: &str) -> Vec<Vec<String>> {
+    vec![vec![name.to_string()]]
+}
+
 /// Reads a firewall method's arguments into its change.
 pub type Parse = fn(&Value) -> Result<Box<dyn FirewallChange>, ArgError>;
 

@@ -9,7 +9,7 @@
 //! host's `/32`, `/128` dropped (parse_alias, parse_ip_or_cidr), so it is compared by address.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::firewall::{FirewallChange, Read, Write};
+use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::methods::firewall_ipset::{comment_of, named, named_in, same_comment};
 use crate::methods::firewall_rules::cidr;
@@ -49,7 +49,8 @@ impl AliasArgs {
 /// What of the alias listed differs from the declaration (nothing: `None`).
 fn differs(args: &AliasArgs, alias: &Value) -> Option<String> {
     let key = |c: &str| cidr(c).map(|(ip, bits, _)| (ip, bits));
-    let [name, have] = ["name", "cidr"].map(|k| alias.get(k).and_then(Value::as_str));
+    let name = alias.get("name").and_then(Value::as_str);
+    let have = alias.get("cidr").and_then(Value::as_str);
     let want = args.cidr.as_deref().unwrap_or_default();
     let comment = comment_of(Some(alias));
     let same = name == Some(&args.name)
@@ -103,7 +104,7 @@ impl FirewallChange for AliasArgs {
         format!("the firewall alias {}", self.name)
     }
     fn sections(&self) -> Vec<Vec<String>> {
-        vec![vec!["aliases".into()]]
+        one_section("aliases")
     }
     fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {
         plan(self, read)

@@ -52,6 +52,21 @@ fn key(text: &str) -> Option<Key> {
     }
 }
 
+/// Whether two entries are the same to PVE ([`Key`]).
+fn same(a: &str, b: &str) -> bool {
+    key(a) == key(b)
+}
+
+/// The entry of `entries` that is the same to PVE as `cidr`.
+fn entry_of<'e>(entries: &'e [Entry], cidr: &str) -> Option<&'e Entry> {
+    entries.iter().find(|e| same(&e.cidr, cidr))
+}
+
+/// Whether the listed entries hold one that is the same to PVE as `cidr`.
+fn lists(seen: &[(Entry, Option<&Value>)], cidr: &str) -> bool {
+    seen.iter().any(|(e, _)| same(&e.cidr, cidr))
+}
+
 /// The scope (`""`, `guest/`, `dc/`) and name of an alias reference (Firewall.pm
 /// `(dc/|guest/)?$ip_alias_pattern`; a name PVE can make is at most 64 characters).
 fn alias_ref(text: &str) -> Option<(&str, &str)> {
@@ -119,7 +134,7 @@ fn entries(list: &[Value]) -> Result<Vec<Entry>, ArgError> {
         let item = Fields::of(value, &format!("cidrs[{i}]"))?;
         let text: String = item.line("cidr")?;
         // PVE stores 10.0.0.1/24 as 10.0.0.0/24 (clean_cidr) and refuses a zero prefix.
-        let twice = entries.iter().any(|e: &Entry| key(&e.cidr) == key(&text));
+        let twice = entry_of(&entries, &text).is_some();
         let address = || cidr(&text).is_some_and(|(_, bits, clear)| clear && bits > 0);
         if twice || !(alias_ref(&text).is_some() || address()) {
             let rule = "must be an IP address or network (its host bits clear, its prefix not 0) or an alias ([dc/|guest/]name), declared once";
@@ -224,7 +239,7 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
     let nomatch = |e: &Entry| e.nomatch.then_some("1");
     for (have, _) in &seen {
         let at = ["ipset", name, &have.cidr];
-        match declared.iter().find(|d| key(&d.cidr) == key(&have.cidr)) {
+        match entry_of(declared, &have.cidr) {
             None => writes.push(Write::of(Verb::Delete, &at, &[])),
             Some(want) if differs(want, have) => {
                 let p = [
@@ -243,10 +258,7 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
         w.params.push(("digest".into(), d));
     }
     for (i, want) in declared.iter().enumerate() {
-        if !seen
-            .iter()
-            .any(|(have, _)| key(&have.cidr) == key(&want.cidr))
-        {
+        if !lists(&seen, &want.cidr) {
             resolves(args, read, &want.cidr).map_err(|why| format!("cidrs[{i}].cidr: {why}"))?;
             let p = [
                 ("cidr", Some(want.cidr.as_str())),
@@ -321,7 +333,7 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
                 "PVE marks {cidr} with errors {errors}: it is not applied"
             ));
         }
-        let want = declared.iter().find(|d| key(&d.cidr) == key(cidr));
+        let want = entry_of(declared, cidr);
         if want.is_none_or(|want| differs(want, entry)) {
             let (n, c) = (entry.nomatch, &entry.comment);
             return Err(format!(
@@ -329,10 +341,7 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
             ));
         }
     }
-    match declared
-        .iter()
-        .find(|d| !seen.iter().any(|(e, _)| key(&e.cidr) == key(&d.cidr)))
-    {
+    match declared.iter().find(|d| !lists(&seen, &d.cidr)) {
         Some(want) => Err(format!("IP set {name} lacks {}", want.cidr)),
         None => Ok(format!(
             "IP set {name} reads back with its {} declared entries",

@@ -5,7 +5,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::config::not_as_asked;
-use crate::guest::firewall::{FirewallChange, Read, Write};
+use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::pve::flex;
 use crate::pve::request::Verb;
@@ -48,13 +48,7 @@ impl OptionsArgs {
                 None => fields
                     .optional::<bool>(arg)?
                     .map(|on| u8::from(on).to_string()),
-                Some(values) => match fields.optional::<String>(arg)? {
-                    Some(v) if !values.contains(&v.as_str()) => {
-                        let rule = format!("must be one of {}", values.join(", "));
-                        return Err(ArgError::new(arg, rule));
-                    }
-                    v => v,
-                },
+                Some(values) => fields.optional_one_of(arg, values)?,
             };
             options.extend(value.map(|v| (name, v)));
         }
@@ -98,7 +92,7 @@ impl FirewallChange for OptionsArgs {
         "the firewall options".into()
     }
     fn sections(&self) -> Vec<Vec<String>> {
-        vec![vec!["options".into()]]
+        one_section("options")
     }
     /// One write of the options that differ from what was read (none: nothing is sent).
     fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {

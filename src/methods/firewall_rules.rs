@@ -9,7 +9,7 @@
 //! `PVE/API2/Firewall/Rules.pm`, `PVE/Firewall.pm` verify_rule for what PVE refuses).
 
 use crate::args::{check_line, ArgError, Fields};
-use crate::guest::firewall::{FirewallChange, Read, Write};
+use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::methods::firewall_options::LOG_LEVELS;
 use crate::pve::flex;
@@ -442,7 +442,7 @@ impl FirewallChange for RulesArgs {
         "the firewall rules".into()
     }
     fn sections(&self) -> Vec<Vec<String>> {
-        vec![vec!["rules".into()]]
+        one_section("rules")
     }
     fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {
         plan(&self.rules, read[0].as_ref())

@@ -44,11 +44,7 @@ impl HaResourceArgs {
         let target = GuestRef::parse(&fields)?;
         let delete = fields.or("delete", false)?;
         let mut options = Vec::new();
-        if let Some(state) = fields.optional::<String>("state")? {
-            if !STATES.contains(&state.as_str()) {
-                let rule = format!("must be one of {}", STATES.join(", "));
-                return Err(ArgError::new("state", rule));
-            }
+        if let Some(state) = fields.optional_one_of("state", STATES)? {
             options.push(("state", state));
         }
         for (arg, name) in [
