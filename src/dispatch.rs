@@ -163,22 +163,22 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         ),
         Method::FirewallOptions => kept!(
             Method::FirewallOptions,
-            firewall_options::OptionsArgs::parse(args).map(drop),
+            firewall_options::change(args).map(drop),
             Ok(())
         ),
         Method::FirewallRules => kept!(
             Method::FirewallRules,
-            firewall_rules::RulesArgs::parse(args).map(drop),
+            firewall_rules::change(args).map(drop),
             Ok(())
         ),
         Method::FirewallIpset => kept!(
             Method::FirewallIpset,
-            firewall_ipset::IpsetArgs::parse(args).map(drop),
+            firewall_ipset::change(args).map(drop),
             Ok(())
         ),
         Method::FirewallAlias => kept!(
             Method::FirewallAlias,
-            firewall_alias::AliasArgs::parse(args).map(drop),
+            firewall_alias::change(args).map(drop),
             Ok(())
         ),
         Method::HaResource => kept!(

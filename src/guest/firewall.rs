@@ -176,21 +176,10 @@ impl<'c> Course<'c> {
             self.take(run, ev, answer)?;
         }
         loop {
-            let at = &ev.at;
             match self.stage {
                 Stage::Before | Stage::After if self.read.len() < self.sections.len() => {
                     let section = &self.sections[self.read.len()];
-                    let request = match section.split_first() {
-                        Some((dc, at)) if dc == DATACENTER => endpoints::cluster_firewall(at),
-                        _ => endpoints::guest_firewall(
-                            &at.node,
-                            run.kind,
-                            at.vmid,
-                            Verb::Get,
-                            section,
-                        ),
-                    };
-                    return Ok((request, false));
+                    return Ok((read_request(run, ev, section), false));
                 }
                 Stage::Before => {
                     let planned = self.change.plan(&self.read);
@@ -214,20 +203,13 @@ impl<'c> Course<'c> {
                     };
                     match options {
                         Some(options) => {
-                            self.guest_options(Ok(options));
+                            self.note(false, Ok(options));
                             self.stage = Stage::ClusterOptions;
                         }
                         None => {
                             self.stage = Stage::GuestOptions;
                             let section = [String::from("options")];
-                            let request = endpoints::guest_firewall(
-                                &at.node,
-                                run.kind,
-                                at.vmid,
-                                Verb::Get,
-                                &section,
-                            );
-                            return Ok((request, false));
+                            return Ok((read_request(run, ev, &section), false));
                         }
                     }
                 }
@@ -263,10 +245,13 @@ impl<'c> Course<'c> {
                 self.sent += 1;
             }
             Stage::GuestOptions => {
-                self.guest_options(answer);
+                self.note(false, answer);
                 self.stage = Stage::ClusterOptions;
             }
-            Stage::ClusterOptions => return Err(Ok(self.in_effect(run, ev, answer))),
+            Stage::ClusterOptions => {
+                self.note(true, answer);
+                return Err(Ok(self.in_effect(run, ev)));
+            }
         }
         Ok(())
     }
@@ -311,36 +296,28 @@ impl<'c> Course<'c> {
         }
     }
 
-    /// Notes whether the guest's firewall options (as read) keep it from applying.
-    fn guest_options(&mut self, read: Result<Value, PveError>) {
+    /// Notes whether firewall options read (the guest's, or the `cluster`'s) keep the guest's
+    /// firewall from applying.
+    fn note(&mut self, cluster: bool, read: Result<Value, PveError>) {
+        let (disabled, options) = match cluster {
+            true => (
+                "the cluster's firewall is disabled",
+                "the cluster's firewall options",
+            ),
+            false => ("its firewall option enable is off", "its firewall options"),
+        };
         match read {
-            Ok(v) if !on(&v) => self
-                .off
-                .push("its firewall option enable is off".to_string()),
+            Ok(v) if !on(&v) => self.off.push(disabled.to_string()),
             Ok(_) => {}
-            Err(e) => self
-                .off
-                .push(format!("its firewall options could not be read ({e})")),
+            Err(e) => self.off.push(format!("{options} could not be read ({e})")),
         }
     }
 
-    /// The summary, once the cluster's firewall options are read: what keeps the guest's firewall
-    /// from applying (its `enable` option, the cluster's, its NICs without `firewall=1`) as a
-    /// warning and words for the summary.
-    fn in_effect<H: Host>(
-        &mut self,
-        run: &Run<'_, H>,
-        ev: &mut Evidence,
-        cluster: Result<Value, PveError>,
-    ) -> String {
+    /// The summary, once the options are read: what keeps the guest's firewall from applying
+    /// (its `enable` option, the cluster's, its NICs without `firewall=1`) as a warning and words
+    /// for the summary.
+    fn in_effect<H: Host>(&mut self, run: &Run<'_, H>, ev: &mut Evidence) -> String {
         let off = &mut self.off;
-        match cluster {
-            Ok(v) if !on(&v) => off.push("the cluster's firewall is disabled".to_string()),
-            Ok(_) => {}
-            Err(e) => off.push(format!(
-                "the cluster's firewall options could not be read ({e})"
-            )),
-        }
         for (key, value) in &ev.config {
             let without = |v: String| property(&v, "firewall").is_none_or(|f| f != "1");
             if key.starts_with("net") && flex::string_of(value).is_some_and(without) {
@@ -365,6 +342,15 @@ impl<'c> Course<'c> {
 /// Whether firewall options read show `enable` on.
 fn on(options: &Value) -> bool {
     options.get("enable").and_then(flex::bool_of) == Some(true)
+}
+
+/// The request that reads a section: the guest's, or the datacenter's after [`DATACENTER`].
+fn read_request<H: Host>(run: &Run<'_, H>, ev: &Evidence, section: &[String]) -> PveRequest {
+    let guest = &ev.at;
+    match section.split_first() {
+        Some((dc, at)) if dc == DATACENTER => endpoints::cluster_firewall(at),
+        _ => endpoints::guest_firewall(&guest.node, run.kind, guest.vmid, Verb::Get, section),
+    }
 }
 
 /// The request that sends one write of the plan.
