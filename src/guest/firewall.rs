@@ -80,7 +80,7 @@ pub trait FirewallChange {
 
 /// The sections of a method that reads one, `name` (`rules`, `aliases`, `options`).
 pub fn one_section(name: &str) -> Vec<Vec<String>> {
-    vec![vec![name.to_string()]]
+    vec![owned_segments(&[name])]
 }
 
 /// Reads a firewall method's arguments into its change.

@@ -14,11 +14,11 @@
 //! entry to add that names none is refused before anything is sent.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::firewall::{FirewallChange, Read, Write, DATACENTER};
+use crate::guest::firewall::{one_section, FirewallChange, Read, Write, DATACENTER};
 use crate::guest::reference::GuestRef;
 use crate::methods::firewall_rules::{check_comment, cidr, is_name, kept_comment};
 use crate::pve::flex;
-use crate::pve::request::Verb;
+use crate::pve::request::{owned_segments, Verb};
 use serde_json::Value;
 use std::net::IpAddr;
 
@@ -358,16 +358,14 @@ impl FirewallChange for IpsetArgs {
         format!("the firewall IP set {}", self.name)
     }
     fn sections(&self) -> Vec<Vec<String>> {
-        let mut sections = vec![
-            vec!["ipset".into()],
-            vec!["ipset".into(), self.name.clone()],
-        ];
+        let mut sections = one_section("ipset");
+        sections.push(owned_segments(&["ipset", &self.name]));
         let (guest, dc) = alias_sections(self);
         if guest {
-            sections.push(vec!["aliases".into()]);
+            sections.push(owned_segments(&["aliases"]));
         }
         if dc {
-            sections.push(vec![DATACENTER.into(), "aliases".into()]);
+            sections.push(owned_segments(&[DATACENTER, "aliases"]));
         }
         sections
     }

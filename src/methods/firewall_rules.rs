@@ -312,9 +312,16 @@ fn listed(read: Option<&Value>) -> Result<Vec<&Value>, String> {
     let list = read
         .and_then(Value::as_array)
         .ok_or_else(|| "PVE's rule list is not a list".to_string())?;
-    let mut rules: Vec<&Value> = list.iter().collect();
-    let pos = |r: &&Value| r.get("pos").and_then(flex::u64_of).unwrap_or(u64::MAX);
-    crate::order::sort_by(&mut rules, |a, b| pos(a).cmp(&pos(b)));
+    let pos = |i: usize| {
+        let pos = list.get(i).and_then(|r| r.get("pos"));
+        pos.and_then(flex::u64_of).unwrap_or(u64::MAX)
+    };
+    let mut rules = Vec::with_capacity(list.len());
+    for i in crate::order::positions(list.len(), &|a, b| pos(a).cmp(&pos(b))) {
+        if let Some(rule) = list.get(i) {
+            rules.push(rule);
+        }
+    }
     Ok(rules)
 }
 
