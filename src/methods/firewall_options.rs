@@ -43,7 +43,7 @@ impl OptionsArgs {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
         let mut options = Vec::new();
-        for (arg, name, values) in OPTIONS {
+        for &(arg, name, values) in &OPTIONS {
             let value = match values {
                 None => fields
                     .optional::<bool>(arg)?
@@ -54,7 +54,7 @@ impl OptionsArgs {
         }
         if options.is_empty() {
             let mut all = Vec::new();
-            for (arg, _, _) in OPTIONS {
+            for &(arg, _, _) in &OPTIONS {
                 all.push(arg);
             }
             return Err(ArgError::new(

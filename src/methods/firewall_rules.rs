@@ -92,7 +92,7 @@ pub fn is_name(text: &str, max: usize) -> bool {
 fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
     let fields = Fields::of(value, at)?;
     let mut rule = Rule::new();
-    for (arg, name) in FIELDS {
+    for &(arg, name) in &FIELDS {
         let text = match arg {
             "enable" => Some(u8::from(fields.or("enable", true)?).to_string()),
             _ => fields.optional::<String>(arg)?,
@@ -160,7 +160,7 @@ fn verify(rule: &Rule) -> Result<(), (&'static str, &'static str)> {
     if get("icmp-type").is_some() && !icmp {
         return Err(("proto", "must be icmp or icmpv6 when icmpType is given"));
     }
-    for name in ["dport", "sport"] {
+    for &name in &["dport", "sport"] {
         if !icmp && get(name).is_some_and(|p| !is_port_list(p)) {
             return Err((name, "must be ports 0…65535, ranges a:b with a ≤ b or service names, at most 15 ports (a range counts two)"));
         }
@@ -184,13 +184,13 @@ fn verify(rule: &Rule) -> Result<(), (&'static str, &'static str)> {
             "must be one of the guest's interfaces, net0 … net31",
         ));
     }
-    for name in ["source", "dest"] {
+    for &name in &["source", "dest"] {
         if get(name).is_some_and(|v| !is_address_list(v)) {
             return Err((name, "must be an IP set (+name), an alias, or IPs, CIDRs with the host bits clear (10.0.0.0/24) and ranges of one IP version"));
         }
     }
     let word = |v: &str| !v.is_empty() && !v.contains(char::is_whitespace);
-    for name in [
+    for &name in &[
         "source",
         "dest",
         "proto",
@@ -330,7 +330,7 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
     let value = |name: &str| seen.get(name).and_then(flex::string_of);
     let mut set = Vec::new();
     let mut clear = Vec::new();
-    for (_, name) in FIELDS {
+    for &(_, name) in &FIELDS {
         let want = rule
             .iter()
             .find(|(k, _)| *k == name)
