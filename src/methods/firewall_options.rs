@@ -50,17 +50,17 @@ impl OptionsArgs {
                     .map(|on| u8::from(on).to_string()),
                 Some(values) => fields.optional_one_of(arg, values)?,
             };
-            options.extend(value.map(|v| (name, v)));
+            if let Some(value) = value {
+                options.push((name, value));
+            }
         }
         if options.is_empty() {
-            let mut all = Vec::new();
-            for &(arg, _, _) in &OPTIONS {
-                all.push(arg);
+            let mut rule = String::from("or another option is required: ");
+            for (i, &(arg, _, _)) in OPTIONS.iter().enumerate() {
+                rule.push_str(if i == 0 { "" } else { ", " });
+                rule.push_str(arg);
             }
-            return Err(ArgError::new(
-                "enable",
-                format!("or another option is required: {}", all.join(", ")),
-            ));
+            return Err(ArgError::new("enable", rule));
         }
         Ok(OptionsArgs { target, options })
     }

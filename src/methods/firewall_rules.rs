@@ -331,10 +331,7 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
     let mut set = Vec::new();
     let mut clear = Vec::new();
     for &(_, name) in &FIELDS {
-        let want = rule
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.as_str());
+        let want = get(rule, name);
         let have = match (name, value(name)) {
             // A rule PVE lists without `enable` is disabled.
             ("enable", None) => Some("0".to_string()),
