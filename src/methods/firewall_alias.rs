@@ -68,18 +68,17 @@ fn plan(args: &AliasArgs, read: &Read) -> Result<Vec<Write>, String> {
         digest.as_deref(),
     );
     let p = [("cidr", cidr), ("comment", comment), ("digest", digest)];
-    Ok(match (cidr, found) {
-        (None, None) => Vec::new(),
-        (None, Some(_)) => vec![Write::of(Verb::Delete, &["aliases", name], &p[2..])],
-        (Some(_), None) => {
-            let p = [("name", Some(name)), ("cidr", cidr), ("comment", comment)];
-            vec![Write::of(Verb::Create, &["aliases"], &p)]
+    let create = [("name", Some(name)), ("cidr", cidr), ("comment", comment)];
+    let alias = ["aliases", name];
+    let (verb, at, params) = match (cidr, found) {
+        (None, Some(_)) => (Verb::Delete, &alias[..], &p[2..]),
+        (Some(_), None) => (Verb::Create, &alias[..1], &create[..]),
+        (Some(_), Some(listed)) if differs(args, listed).is_some() => {
+            (Verb::Set, &alias[..], &p[..])
         }
-        (Some(_), Some(alias)) if differs(args, alias).is_some() => {
-            vec![Write::of(Verb::Set, &["aliases", name], &p)]
-        }
-        (Some(_), Some(_)) => Vec::new(),
-    })
+        _ => return Ok(Vec::new()),
+    };
+    Ok(vec![Write::of(verb, at, params)])
 }
 
 fn judge(args: &AliasArgs, read: &Read) -> Result<String, String> {

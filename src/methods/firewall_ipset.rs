@@ -206,12 +206,13 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
     let name = args.name.as_str();
     let comment = args.comment.as_deref();
     let Some(declared) = &args.entries else {
-        let delete = Write::of(Verb::Delete, &["ipset", name], &[("force", Some("1"))]);
+        let mut writes = Vec::new();
         // The set is deleted when it is listed.
-        return Ok(match read[1] {
-            Some(_) => vec![delete],
-            None => Vec::new(),
-        });
+        if read[1].is_some() {
+            let force = [("force", Some("1"))];
+            writes.push(Write::of(Verb::Delete, &["ipset", name], &force));
+        }
+        return Ok(writes);
     };
     let mut writes = Vec::new();
     let seen = match &read[1] {

@@ -100,10 +100,11 @@ impl FirewallChange for OptionsArgs {
         for (name, want, _) in differing(&self.options, read[0].as_ref()) {
             params.push((name.to_string(), want.to_string()));
         }
-        Ok(match params.is_empty() {
-            true => Vec::new(),
-            false => vec![Write::new(Verb::Set, &["options"], params)],
-        })
+        let mut writes = Vec::new();
+        if !params.is_empty() {
+            writes.push(Write::new(Verb::Set, &["options"], params));
+        }
+        Ok(writes)
     }
     fn judge(&self, read: &Read) -> Result<String, String> {
         match differing(&self.options, read[0].as_ref()).as_slice() {
