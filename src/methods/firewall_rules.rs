@@ -378,8 +378,9 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
                     params.push((key.to_string(), value.clone()));
                 }
                 writes.push(Write::new(Verb::Create, &["rules"], params));
-                let last = vec![("moveto".to_string(), (pos + 1).to_string())];
-                writes.push(Write::new(Verb::Set, &["rules", "0"], last));
+                let last = (pos + 1).to_string();
+                let moveto = [("moveto", Some(last.as_str()))];
+                writes.push(Write::of(Verb::Set, &["rules", "0"], &moveto));
             }
         }
     }
