@@ -237,20 +237,17 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
         }
     };
     let first = writes.len();
-    let nomatch = |e: &Entry| e.nomatch.then_some("1");
     for (have, _) in &seen {
-        let at = ["ipset", name, &have.cidr];
-        match entry_of(declared, &have.cidr) {
-            None => writes.push(Write::of(Verb::Delete, &at, &[])),
-            Some(want) if differs(want, have) => {
-                let p = [
-                    ("nomatch", nomatch(want)),
-                    ("comment", want.comment.as_deref()),
-                ];
-                writes.push(Write::of(Verb::Set, &at, &p));
-            }
-            Some(_) => {}
+        let want = entry_of(declared, &have.cidr);
+        if want.is_some_and(|want| !differs(want, have)) {
+            continue;
         }
+        // An entry not declared is deleted (no parameters), a changed one updated.
+        let (verb, p) = match want {
+            Some(want) => (Verb::Set, entry_params(want)),
+            None => (Verb::Delete, Default::default()),
+        };
+        writes.push(Write::of(verb, &["ipset", name, &have.cidr], &p[1..]));
     }
     // The first entry write is refused if the set changed since it was read (create_ip takes none).
     let digest = read[1].as_ref().and_then(|s| s.get(0)?.get("digest"));
@@ -261,15 +258,24 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
     for (i, want) in declared.iter().enumerate() {
         if !lists(&seen, &want.cidr) {
             resolves(args, read, &want.cidr).map_err(|why| format!("cidrs[{i}].cidr: {why}"))?;
-            let p = [
-                ("cidr", Some(want.cidr.as_str())),
-                ("nomatch", nomatch(want)),
-                ("comment", want.comment.as_deref()),
-            ];
-            writes.push(Write::of(Verb::Create, &["ipset", name], &p));
+            writes.push(Write::of(
+                Verb::Create,
+                &["ipset", name],
+                &entry_params(want),
+            ));
         }
     }
     Ok(writes)
+}
+
+/// An entry's parameters as create_ip takes them; update_ip takes all but `cidr` (PVE replaces
+/// both nomatch and comment).
+fn entry_params(entry: &Entry) -> [(&'static str, Option<&str>); 3] {
+    [
+        ("cidr", Some(&entry.cidr)),
+        ("nomatch", entry.nomatch.then_some("1")),
+        ("comment", entry.comment.as_deref()),
+    ]
 }
 
 /// The alias sections an IP set's entries make the method read: the guest's when an entry names
