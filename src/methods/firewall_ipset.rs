@@ -16,7 +16,7 @@
 use crate::args::{ArgError, Fields};
 use crate::guest::firewall::{one_section, FirewallChange, Read, Write, DATACENTER};
 use crate::guest::reference::GuestRef;
-use crate::methods::firewall_rules::{check_comment, cidr, is_name, kept_comment};
+use crate::methods::firewall_rules::{cidr, comment_arg, is_name, kept_comment};
 use crate::pve::flex;
 use crate::pve::request::{owned_segments, Verb};
 use serde_json::Value;
@@ -95,14 +95,6 @@ pub fn named(fields: &Fields, others: &[&str]) -> Result<(String, Option<String>
         }
     }
     Ok((name, comment, delete))
-}
-
-fn comment_arg(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
-    let comment = fields.optional::<String>(key)?;
-    if let Some(c) = &comment {
-        check_comment(&fields.path(key), c)?;
-    }
-    Ok(comment)
 }
 
 impl IpsetArgs {

@@ -225,13 +225,16 @@ pub fn kept_comment(text: &str) -> Option<&str> {
 const UNKEPT_COMMENT: &str =
     "must be text PVE keeps: not blank, - or 0, not ending in a byte 0xA0 (à, no-break space)";
 
-/// A comment PVE keeps as given: one line with text.
-pub fn check_comment(path: &str, text: &str) -> Result<(), ArgError> {
-    check_line(path, text)?;
-    match kept_comment(text) {
-        None => Err(ArgError::new(path, UNKEPT_COMMENT)),
-        Some(_) => Ok(()),
+/// An optional comment (the field `key`) PVE keeps as given: one line with text.
+pub fn comment_arg(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
+    let comment = fields.optional_line(key)?;
+    if comment
+        .as_deref()
+        .is_some_and(|c| kept_comment(c).is_none())
+    {
+        return Err(ArgError::new(fields.path(key), UNKEPT_COMMENT));
     }
+    Ok(comment)
 }
 
 /// An IP or CIDR as pve-firewall's `IPorCIDR` format reads it (`PVE/Firewall.pm`
