@@ -79,6 +79,16 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// An optional string that must be one of `values`.
+    pub fn optional_one_of(&self, key: &str, values: &[&str]) -> Result<Option<String>, ArgError> {
+        let value: Option<String> = self.optional(key)?;
+        if value.as_deref().is_some_and(|v| !values.contains(&v)) {
+            let rule = format!("must be one of {}", values.join(", "));
+            return Err(ArgError::new(self.path(key), rule));
+        }
+        Ok(value)
+    }
+
     /// The field's value, unless it is absent; `null` is refused ([`Fields::optional`]).
     fn present(&self, key: &str) -> Result<Option<&'a Value>, ArgError> {
         match self.object.get(key) {

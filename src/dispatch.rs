@@ -3,6 +3,7 @@
 use crate::args::Fields;
 use crate::catalog::{method_of, Method};
 use crate::global_args::GlobalArgs;
+use crate::guest::firewall::change_firewall;
 use crate::guest::power::change_power;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
@@ -162,22 +163,22 @@ pub fn validate_arguments(model: &str, method: &str, args: &Value) -> Result<(),
         ),
         Method::FirewallOptions => kept!(
             Method::FirewallOptions,
-            firewall_options::OptionsArgs::parse(args).map(drop),
+            firewall_options::change(args).map(drop),
             Ok(())
         ),
         Method::FirewallRules => kept!(
             Method::FirewallRules,
-            firewall_rules::RulesArgs::parse(args).map(drop),
+            firewall_rules::change(args).map(drop),
             Ok(())
         ),
         Method::FirewallIpset => kept!(
             Method::FirewallIpset,
-            firewall_ipset::IpsetArgs::parse(args).map(drop),
+            firewall_ipset::change(args).map(drop),
             Ok(())
         ),
         Method::FirewallAlias => kept!(
             Method::FirewallAlias,
-            firewall_alias::AliasArgs::parse(args).map(drop),
+            firewall_alias::change(args).map(drop),
             Ok(())
         ),
         Method::HaResource => kept!(
@@ -397,22 +398,22 @@ async fn run_scrubbed<H: Host>(
         ),
         Method::FirewallOptions => kept!(
             Method::FirewallOptions,
-            boxed(firewall_options::firewall_options(&run, args)),
+            boxed(change_firewall(&run, args, firewall_options::change)),
             boxed(left_out(method))
         ),
         Method::FirewallRules => kept!(
             Method::FirewallRules,
-            boxed(firewall_rules::firewall_rules(&run, args)),
+            boxed(change_firewall(&run, args, firewall_rules::change)),
             boxed(left_out(method))
         ),
         Method::FirewallIpset => kept!(
             Method::FirewallIpset,
-            boxed(firewall_ipset::firewall_ipset(&run, args)),
+            boxed(change_firewall(&run, args, firewall_ipset::change)),
             boxed(left_out(method))
         ),
         Method::FirewallAlias => kept!(
             Method::FirewallAlias,
-            boxed(firewall_alias::firewall_alias(&run, args)),
+            boxed(change_firewall(&run, args, firewall_alias::change)),
             boxed(left_out(method))
         ),
         Method::HaResource => kept!(

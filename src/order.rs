@@ -32,8 +32,9 @@ pub fn sort_dedup<T: Ord>(items: &mut Vec<T>) {
     items.dedup();
 }
 
-/// The positions `0..n` in sorted order: a bottom-up merge sort, stable.
-fn positions(n: usize, compare: &dyn Fn(usize, usize) -> Ordering) -> Vec<usize> {
+/// The positions `0..n` in sorted order: a bottom-up merge sort, stable. A caller that only reads
+/// its items in order uses it as it is (no copy of [`sort_by`] for their type).
+pub fn positions(n: usize, compare: &dyn Fn(usize, usize) -> Ordering) -> Vec<usize> {
     let mut order: Vec<usize> = (0..n).collect();
     let mut merged = order.clone();
     let mut width = 1;

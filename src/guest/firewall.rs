@@ -10,14 +10,15 @@
 
 use super::evidence::{sight_or_absent, Evidence};
 use super::reference::GuestRef;
+use crate::args::ArgError;
 use crate::explain::{hint, outcome_unknown};
 use crate::host::Host;
-use crate::outcome::Outcome;
+use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
-use crate::pve::error::ErrorKind;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::property::property;
-use crate::pve::request::{owned_segments, Verb};
+use crate::pve::request::{owned_segments, PveRequest, Verb};
 use crate::run::Run;
 use serde_json::Value;
 
@@ -56,181 +57,329 @@ pub const DATACENTER: &str = "dc/";
 
 /// The sections as read, in the order the change names them (`None`: it does not exist).
 pub type Read = [Option<Value>];
-/// Makes the writes that turn the sections read into what was asked, or says why it cannot be
-/// done (then nothing is sent).
-pub type Plan<'a> = dyn Fn(&Read) -> Result<Vec<Write>, String> + 'a;
-/// Judges the sections read back: what they show, or why they are not what was asked.
-pub type Judge<'a> = dyn Fn(&Read) -> Result<String, String> + 'a;
 
-/// One firewall method as data.
-pub struct FirewallChange<'a> {
+/// One firewall method as data and two plain functions: its arguments, read and checked.
+pub trait FirewallChange {
+    /// The guest changed.
+    fn target(&self) -> &GuestRef;
     /// What is changed, for messages (`the firewall rules`).
-    pub what: String,
-    /// The sections read before and after, each the segments under `…/firewall/` (the guest's, or
-    /// the datacenter's after [`DATACENTER`]).
-    pub sections: Vec<Vec<String>>,
+    fn what(&self) -> String;
+    /// The sections read before and after, each the segments under `…/firewall/` (the guest's,
+    /// or the datacenter's after [`DATACENTER`]).
+    fn sections(&self) -> Vec<Vec<String>>;
     /// PVE's words when a section does not exist (an IP set not made yet): it reads as absent.
-    pub missing: Option<&'static str>,
-    pub plan: &'a Plan<'a>,
-    pub judge: &'a Judge<'a>,
+    fn missing(&self) -> Option<&'static str> {
+        None
+    }
+    /// Makes the writes that turn the sections read into what was asked, or says why it cannot
+    /// be done (then nothing is sent).
+    fn plan(&self, read: &Read) -> Result<Vec<Write>, String>;
+    /// Judges the sections read back: what they show, or why they are not what was asked.
+    fn judge(&self, read: &Read) -> Result<String, String>;
 }
 
-/// Runs a firewall change on the guest `target` names; the guest record is written on every path
-/// once it was found.
-pub async fn change_firewall<H: Host>(
-    run: &Run<'_, H>,
-    target: &GuestRef,
-    change: &FirewallChange<'_>,
-) -> Outcome {
+/// The sections of a method that reads one, `name` (`rules`, `aliases`, `options`).
+pub fn one_section(name: &str) -> Vec<Vec<String>> {
+    vec![owned_segments(&[name])]
+}
+
+/// Reads a firewall method's arguments into its change.
+pub type Parse = fn(&Value) -> Result<Box<dyn FirewallChange>, ArgError>;
+
+/// A method's verdict: the summary, or why it failed.
+type Verdict = Result<String, String>;
+
+/// Runs a firewall change on the guest its arguments (read by `parse`) name; the guest record is
+/// written on every path once it was found. The course's steps are plain functions ([`Course`]):
+/// this only sends the requests they ask for, one at a time.
+pub async fn change_firewall<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Outcome {
+    let change = match parse(args) {
+        Ok(change) => change,
+        Err(e) => return Failure::from(e).into(),
+    };
     let absent = |vmid| {
         let noun = run.kind.noun();
         format!("{noun} {vmid} does not exist on any node: there is no firewall to change")
     };
-    let mut ev = match sight_or_absent(run, target, &absent).await {
+    let mut ev = match sight_or_absent(run, change.target(), &absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let verdict = apply(run, &mut ev, change).await;
+    let mut course = Course::new(change.as_ref(), ev.label(run));
+    let mut answer = None;
+    let verdict = loop {
+        let (request, coalesced) = match course.next(run, &mut ev, answer.take()) {
+            Ok(call) => call,
+            Err(verdict) => break verdict,
+        };
+        answer = Some(match coalesced {
+            true => run.pve().call_coalesced(&request).await,
+            false => run.pve().call(&request).await,
+        });
+    };
     ev.outcome(run, verdict).await
 }
 
-async fn apply<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    change: &FirewallChange<'_>,
-) -> Result<String, String> {
-    let label = format!("{} of {}", change.what, ev.label(run));
-    let before = read(run, ev, change)
-        .await
-        .map_err(|why| format!("could not read {label}: {why}; nothing was changed"))?;
-    let writes = (change.plan)(&before)
-        .map_err(|why| format!("cannot change {label}: {why}; nothing was sent"))?;
-    let total = writes.len();
-    for (done, write) in writes.iter().enumerate() {
-        let (node, vmid) = (&ev.at.node, ev.at.vmid);
-        let mut request = endpoints::guest_firewall(node, run.kind, vmid, write.verb, &write.at);
-        request.params.extend(write.params.iter().cloned());
-        ev.trail.sending();
-        let answer = run.pve().call(&request).await;
-        ev.trail.answered(&answer);
-        if let Err(e) = answer {
-            let action = format!(
-                "change {label} (write {} of {total}: {})",
-                done + 1,
-                request.label()
-            );
-            let check = "it with the method's read (run it again: it plans from what it reads)";
-            return Err(match e.outcome_unknown() {
-                true => outcome_unknown(&action, &e, check).0,
-                false => format!(
-                    "PVE refused to {action}: {e} — {}; {done} earlier writes were accepted",
-                    hint(e.kind)
-                ),
-            });
-        }
-    }
-    let after = match read(run, ev, change).await {
-        Ok(after) => after,
-        Err(why) => {
-            ev.trail.outcome_unknown = ev.trail.outcome_unknown || total > 0;
-            return Err(format!(
-                "{label}: {total} writes were accepted, but it could not be read back ({why}): whether they applied is unknown"
-            ));
-        }
-    };
-    let shown = (change.judge)(&after).map_err(|why| {
-        format!("{label}: {total} writes were accepted, but {why} — check what PVE kept with the method's read (run it again: it plans from what it reads)")
-    })?;
-    // The options just read back are the guest's `enable` now: not asked for again.
-    let options = match change.sections == [["options"]] {
-        true => after.into_iter().next().flatten(),
-        false => None,
-    };
-    let effect = in_effect(run, ev, options).await;
-    Ok(format!("{label}: {shown} ({total} writes sent){effect}"))
+/// Where a change stands: reading the sections before, sending the writes, reading the sections
+/// back, reading whether the firewall applies (the guest's options, then the cluster's).
+#[derive(Clone, Copy, PartialEq)]
+enum Stage {
+    Before,
+    Writing,
+    After,
+    GuestOptions,
+    ClusterOptions,
 }
 
-/// The sections, each `None` when PVE says (`missing`) it does not exist.
-async fn read<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    change: &FirewallChange<'_>,
-) -> Result<Vec<Option<Value>>, String> {
-    let mut read = Vec::new();
-    for section in &change.sections {
-        read.push(read_one(run, ev, change, section).await?);
-    }
-    Ok(read)
+/// A firewall change between two requests: what was read and planned so far.
+struct Course<'c> {
+    change: &'c dyn FirewallChange,
+    sections: Vec<Vec<String>>,
+    /// `the firewall rules of VM 100 on node pve1`.
+    label: String,
+    stage: Stage,
+    /// The sections read so far in this stage.
+    read: Vec<Option<Value>>,
+    writes: Vec<Write>,
+    /// How many writes PVE accepted.
+    sent: usize,
+    /// What the sections read back show.
+    shown: String,
+    /// What keeps the firewall from applying.
+    off: Vec<String>,
 }
 
-async fn read_one<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    change: &FirewallChange<'_>,
-    section: &[String],
-) -> Result<Option<Value>, String> {
-    let (node, vmid) = (&ev.at.node, ev.at.vmid);
-    let request = match section.split_first() {
+impl<'c> Course<'c> {
+    fn new(change: &'c dyn FirewallChange, guest: String) -> Self {
+        Course {
+            change,
+            sections: change.sections(),
+            label: format!("{} of {guest}", change.what()),
+            stage: Stage::Before,
+            read: Vec::new(),
+            writes: Vec::new(),
+            sent: 0,
+            shown: String::new(),
+            off: Vec::new(),
+        }
+    }
+
+    /// Takes the answer to the last request (if any) and says what to send next (`true`:
+    /// coalesced), or the verdict.
+    fn next<H: Host>(
+        &mut self,
+        run: &Run<'_, H>,
+        ev: &mut Evidence,
+        answer: Option<Result<Value, PveError>>,
+    ) -> Result<(PveRequest, bool), Verdict> {
+        if let Some(answer) = answer {
+            self.take(run, ev, answer)?;
+        }
+        loop {
+            match self.stage {
+                Stage::Before | Stage::After if self.read.len() < self.sections.len() => {
+                    let section = &self.sections[self.read.len()];
+                    return Ok((read_request(run, ev, section), false));
+                }
+                Stage::Before => {
+                    let planned = self.change.plan(&self.read);
+                    self.writes = planned.map_err(|why| self.refused(&why))?;
+                    self.next_stage(Stage::Writing);
+                }
+                Stage::Writing => match self.writes.get(self.sent) {
+                    Some(write) => {
+                        ev.trail.sending();
+                        return Ok((write_request(run, ev, write), false));
+                    }
+                    None => self.next_stage(Stage::After),
+                },
+                Stage::After => {
+                    let judged = self.change.judge(&self.read);
+                    self.shown = judged.map_err(|why| self.not_kept(&why))?;
+                    // The options just read back are the guest's `enable` now: not asked for again.
+                    let options = match self.sections == [["options"]] {
+                        true => self.read.first_mut().and_then(Option::take),
+                        false => None,
+                    };
+                    match options {
+                        Some(options) => {
+                            self.note(false, Ok(options));
+                            self.stage = Stage::ClusterOptions;
+                        }
+                        None => {
+                            self.stage = Stage::GuestOptions;
+                            let section = [String::from("options")];
+                            return Ok((read_request(run, ev, &section), false));
+                        }
+                    }
+                }
+                Stage::GuestOptions | Stage::ClusterOptions => {
+                    return Ok((endpoints::cluster_firewall_options(), true))
+                }
+            }
+        }
+    }
+
+    fn next_stage(&mut self, stage: Stage) {
+        self.read.clear();
+        self.stage = stage;
+    }
+
+    /// Takes the answer to the request the stage asked for.
+    fn take<H: Host>(
+        &mut self,
+        run: &Run<'_, H>,
+        ev: &mut Evidence,
+        answer: Result<Value, PveError>,
+    ) -> Result<(), Verdict> {
+        match self.stage {
+            Stage::Before | Stage::After => match section(self.change, answer) {
+                Ok(read) => self.read.push(read),
+                Err(why) => return Err(Err(self.unread(ev, &why))),
+            },
+            Stage::Writing => {
+                ev.trail.answered(&answer);
+                if let Err(e) = answer {
+                    return Err(Err(self.write_failed(run, ev, &e)));
+                }
+                self.sent += 1;
+            }
+            Stage::GuestOptions => {
+                self.note(false, answer);
+                self.stage = Stage::ClusterOptions;
+            }
+            Stage::ClusterOptions => {
+                self.note(true, answer);
+                return Err(Ok(self.in_effect(run, ev)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Why a section could not be read: before, nothing was changed; after, whether the writes
+    /// applied is unknown.
+    fn unread(&self, ev: &mut Evidence, why: &str) -> String {
+        let (label, total) = (&self.label, self.writes.len());
+        if self.stage == Stage::Before {
+            return format!("could not read {label}: {why}; nothing was changed");
+        }
+        ev.trail.outcome_unknown = ev.trail.outcome_unknown || total > 0;
+        format!("{label}: {total} writes were accepted, but it could not be read back ({why}): whether they applied is unknown")
+    }
+
+    fn refused(&self, why: &str) -> Verdict {
+        Err(format!(
+            "cannot change {}: {why}; nothing was sent",
+            self.label
+        ))
+    }
+
+    fn not_kept(&self, why: &str) -> Verdict {
+        Err(format!("{}: {} writes were accepted, but {why} — check what PVE kept with the method's read (run it again: it plans from what it reads)", self.label, self.writes.len()))
+    }
+
+    /// Why the write PVE answered `e` failed, with how many before it were accepted.
+    fn write_failed<H: Host>(&self, run: &Run<'_, H>, ev: &Evidence, e: &PveError) -> String {
+        let (label, done, total) = (&self.label, self.sent, self.writes.len());
+        let request = match self.writes.get(done) {
+            Some(write) => write_request(run, ev, write).label(),
+            None => String::new(),
+        };
+        let action = format!("change {label} (write {} of {total}: {request})", done + 1);
+        let check = "it with the method's read (run it again: it plans from what it reads)";
+        match e.outcome_unknown() {
+            true => outcome_unknown(&action, e, check).0,
+            false => format!(
+                "PVE refused to {action}: {e} — {}; {done} earlier writes were accepted",
+                hint(e.kind)
+            ),
+        }
+    }
+
+    /// Notes whether firewall options read (the guest's, or the `cluster`'s) keep the guest's
+    /// firewall from applying.
+    fn note(&mut self, cluster: bool, read: Result<Value, PveError>) {
+        let (disabled, options) = match cluster {
+            true => (
+                "the cluster's firewall is disabled",
+                "the cluster's firewall options",
+            ),
+            false => ("its firewall option enable is off", "its firewall options"),
+        };
+        match read {
+            Ok(v) if !on(&v) => self.off.push(disabled.to_string()),
+            Ok(_) => {}
+            Err(e) => self.off.push(format!("{options} could not be read ({e})")),
+        }
+    }
+
+    /// The summary, once the options are read: what keeps the guest's firewall from applying
+    /// (its `enable` option, the cluster's, its NICs without `firewall=1`) as a warning and words
+    /// for the summary.
+    fn in_effect<H: Host>(&mut self, run: &Run<'_, H>, ev: &mut Evidence) -> String {
+        let off = &mut self.off;
+        for (key, value) in &ev.config {
+            let without = |v: String| property(&v, "firewall").is_none_or(|f| f != "1");
+            if key.starts_with("net") && flex::string_of(value).is_some_and(without) {
+                off.push(format!("{key} has no firewall=1"));
+            }
+        }
+        let (label, shown, total) = (&self.label, &self.shown, self.writes.len());
+        let effect = match off.is_empty() {
+            true => {
+                "; in effect (guest and cluster firewall on, every NIC with firewall=1)".to_string()
+            }
+            false => {
+                let why = format!("not in effect: {}", off.join(", "));
+                ev.warn(run, format!("{}: the firewall is {why}", ev.label(run)));
+                format!("; {why}")
+            }
+        };
+        format!("{label}: {shown} ({total} writes sent){effect}")
+    }
+}
+
+/// Whether firewall options read show `enable` on.
+fn on(options: &Value) -> bool {
+    options.get("enable").and_then(flex::bool_of) == Some(true)
+}
+
+/// The request that reads a section: the guest's, or the datacenter's after [`DATACENTER`].
+fn read_request<H: Host>(run: &Run<'_, H>, ev: &Evidence, section: &[String]) -> PveRequest {
+    let guest = &ev.at;
+    match section.split_first() {
         Some((dc, at)) if dc == DATACENTER => endpoints::cluster_firewall(at),
-        _ => endpoints::guest_firewall(node, run.kind, vmid, Verb::Get, section),
-    };
-    match run.pve().call(&request).await {
+        _ => endpoints::guest_firewall(&guest.node, run.kind, guest.vmid, Verb::Get, section),
+    }
+}
+
+/// The request that sends one write of the plan.
+fn write_request<H: Host>(run: &Run<'_, H>, ev: &Evidence, write: &Write) -> PveRequest {
+    let at = &ev.at;
+    let mut request = endpoints::guest_firewall(&at.node, run.kind, at.vmid, write.verb, &write.at);
+    request.params.extend(write.params.iter().cloned());
+    request
+}
+
+/// A section as PVE answered it: `None` when PVE says (`missing`) it does not exist.
+fn section(
+    change: &dyn FirewallChange,
+    answer: Result<Value, PveError>,
+) -> Result<Option<Value>, String> {
+    match answer {
         // Every section is an object (options) or a list (rules, IP sets, aliases).
         Ok(value) if value.is_object() || value.is_array() => Ok(Some(value)),
         Ok(other) => {
-            let what = format!("PVE answered {other} where {} were expected", change.what);
+            let what = format!("PVE answered {other} where {} were expected", change.what());
             Err(format!("{what} — {}", hint(ErrorKind::Malformed)))
         }
         Err(e)
             if change
-                .missing
+                .missing()
                 .is_some_and(|words| e.message.contains(words)) =>
         {
             Ok(None)
         }
         Err(e) => Err(format!("{e} — {}", hint(e.kind))),
     }
-}
-
-/// What keeps the guest's firewall from applying, read now: its `enable` option, the cluster's,
-/// its NICs without `firewall=1` — as a warning and words for the summary.
-async fn in_effect<H: Host>(run: &Run<'_, H>, ev: &mut Evidence, options: Option<Value>) -> String {
-    let (node, vmid) = (&ev.at.node, ev.at.vmid);
-    let section = [String::from("options")];
-    let guest = endpoints::guest_firewall(node, run.kind, vmid, Verb::Get, &section);
-    let on = |v: &Value| v.get("enable").and_then(flex::bool_of) == Some(true);
-    let mut off = Vec::new();
-    let read = match options {
-        Some(options) => Ok(options),
-        None => run.pve().call(&guest).await,
-    };
-    match read {
-        Ok(v) if !on(&v) => off.push("its firewall option enable is off".to_string()),
-        Ok(_) => {}
-        Err(e) => off.push(format!("its firewall options could not be read ({e})")),
-    }
-    match run
-        .pve()
-        .call_coalesced(&endpoints::cluster_firewall_options())
-        .await
-    {
-        Ok(v) if !on(&v) => off.push("the cluster's firewall is disabled".to_string()),
-        Ok(_) => {}
-        Err(e) => off.push(format!(
-            "the cluster's firewall options could not be read ({e})"
-        )),
-    }
-    let nics = ev.config.iter().filter(|(key, value)| {
-        key.starts_with("net")
-            && flex::string_of(value)
-                .is_some_and(|v| property(&v, "firewall").is_none_or(|f| f != "1"))
-    });
-    off.extend(nics.map(|(key, _)| format!("{key} has no firewall=1")));
-    if off.is_empty() {
-        return "; in effect (guest and cluster firewall on, every NIC with firewall=1)"
-            .to_string();
-    }
-    let why = format!("not in effect: {}", off.join(", "));
-    ev.warn(run, format!("{}: the firewall is {why}", ev.label(run)));
-    format!("; {why}")
 }

@@ -9,14 +9,11 @@
 //! host's `/32`, `/128` dropped (parse_alias, parse_ip_or_cidr), so it is compared by address.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::firewall::{change_firewall, FirewallChange, Read, Write};
+use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
-use crate::host::Host;
 use crate::methods::firewall_ipset::{comment_of, named, named_in, same_comment};
 use crate::methods::firewall_rules::cidr;
-use crate::outcome::{Failure, Outcome};
 use crate::pve::request::Verb;
-use crate::run::Run;
 use serde_json::Value;
 
 /// The arguments of `firewallAlias`; `cidr: None` deletes the alias.
@@ -52,7 +49,8 @@ impl AliasArgs {
 /// What of the alias listed differs from the declaration (nothing: `None`).
 fn differs(args: &AliasArgs, alias: &Value) -> Option<String> {
     let key = |c: &str| cidr(c).map(|(ip, bits, _)| (ip, bits));
-    let [name, have] = ["name", "cidr"].map(|k| alias.get(k).and_then(Value::as_str));
+    let name = alias.get("name").and_then(Value::as_str);
+    let have = alias.get("cidr").and_then(Value::as_str);
     let want = args.cidr.as_deref().unwrap_or_default();
     let comment = comment_of(Some(alias));
     let same = name == Some(&args.name)
@@ -70,18 +68,17 @@ fn plan(args: &AliasArgs, read: &Read) -> Result<Vec<Write>, String> {
         digest.as_deref(),
     );
     let p = [("cidr", cidr), ("comment", comment), ("digest", digest)];
-    Ok(match (cidr, found) {
-        (None, None) => Vec::new(),
-        (None, Some(_)) => vec![Write::of(Verb::Delete, &["aliases", name], &p[2..])],
-        (Some(_), None) => {
-            let p = [("name", Some(name)), ("cidr", cidr), ("comment", comment)];
-            vec![Write::of(Verb::Create, &["aliases"], &p)]
+    let create = [("name", Some(name)), ("cidr", cidr), ("comment", comment)];
+    let alias = ["aliases", name];
+    let (verb, at, params) = match (cidr, found) {
+        (None, Some(_)) => (Verb::Delete, &alias[..], &p[2..]),
+        (Some(_), None) => (Verb::Create, &alias[..1], &create[..]),
+        (Some(_), Some(listed)) if differs(args, listed).is_some() => {
+            (Verb::Set, &alias[..], &p[..])
         }
-        (Some(_), Some(alias)) if differs(args, alias).is_some() => {
-            vec![Write::of(Verb::Set, &["aliases", name], &p)]
-        }
-        (Some(_), Some(_)) => Vec::new(),
-    })
+        _ => return Ok(Vec::new()),
+    };
+    Ok(vec![Write::of(verb, at, params)])
 }
 
 fn judge(args: &AliasArgs, read: &Read) -> Result<String, String> {
@@ -98,20 +95,27 @@ fn judge(args: &AliasArgs, read: &Read) -> Result<String, String> {
     Err(format!("alias {name} {why}"))
 }
 
-/// Runs `firewallAlias`.
-pub async fn firewall_alias<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match AliasArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let change = FirewallChange {
-        what: format!("the firewall alias {}", args.name),
-        sections: vec![vec!["aliases".into()]],
-        missing: None,
-        plan: &|read| plan(&args, read),
-        judge: &|read| judge(&args, read),
-    };
-    change_firewall(run, &args.target, &change).await
+impl FirewallChange for AliasArgs {
+    fn target(&self) -> &GuestRef {
+        &self.target
+    }
+    fn what(&self) -> String {
+        format!("the firewall alias {}", self.name)
+    }
+    fn sections(&self) -> Vec<Vec<String>> {
+        one_section("aliases")
+    }
+    fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {
+        plan(self, read)
+    }
+    fn judge(&self, read: &Read) -> Result<String, String> {
+        judge(self, read)
+    }
+}
+
+/// `firewallAlias`'s change, from its arguments (run by guest/firewall.rs `change_firewall`).
+pub fn change(args: &Value) -> Result<Box<dyn FirewallChange>, ArgError> {
+    Ok(Box::new(AliasArgs::parse(args)?))
 }
 
 #[cfg(test)]

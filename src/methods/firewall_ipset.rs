@@ -14,14 +14,11 @@
 //! entry to add that names none is refused before anything is sent.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::firewall::{change_firewall, FirewallChange, Read, Write, DATACENTER};
+use crate::guest::firewall::{one_section, FirewallChange, Read, Write, DATACENTER};
 use crate::guest::reference::GuestRef;
-use crate::host::Host;
-use crate::methods::firewall_rules::{check_comment, cidr, is_name, kept_comment};
-use crate::outcome::{Failure, Outcome};
+use crate::methods::firewall_rules::{cidr, comment_arg, is_name, kept_comment};
 use crate::pve::flex;
-use crate::pve::request::Verb;
-use crate::run::Run;
+use crate::pve::request::{owned_segments, Verb};
 use serde_json::Value;
 use std::net::IpAddr;
 
@@ -55,6 +52,21 @@ fn key(text: &str) -> Option<Key> {
     }
 }
 
+/// Whether two entries are the same to PVE ([`Key`]).
+fn same(a: &str, b: &str) -> bool {
+    key(a) == key(b)
+}
+
+/// The entry of `entries` that is the same to PVE as `cidr`.
+fn entry_of<'e>(entries: &'e [Entry], cidr: &str) -> Option<&'e Entry> {
+    entries.iter().find(|e| same(&e.cidr, cidr))
+}
+
+/// Whether the listed entries hold one that is the same to PVE as `cidr`.
+fn lists(seen: &[(Entry, Option<&Value>)], cidr: &str) -> bool {
+    seen.iter().any(|(e, _)| same(&e.cidr, cidr))
+}
+
 /// The scope (`""`, `guest/`, `dc/`) and name of an alias reference (Firewall.pm
 /// `(dc/|guest/)?$ip_alias_pattern`; a name PVE can make is at most 64 characters).
 fn alias_ref(text: &str) -> Option<(&str, &str)> {
@@ -83,14 +95,6 @@ pub fn named(fields: &Fields, others: &[&str]) -> Result<(String, Option<String>
         }
     }
     Ok((name, comment, delete))
-}
-
-fn comment_arg(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
-    let comment = fields.optional::<String>(key)?;
-    if let Some(c) = &comment {
-        check_comment(&fields.path(key), c)?;
-    }
-    Ok(comment)
 }
 
 impl IpsetArgs {
@@ -122,7 +126,7 @@ fn entries(list: &[Value]) -> Result<Vec<Entry>, ArgError> {
         let item = Fields::of(value, &format!("cidrs[{i}]"))?;
         let text: String = item.line("cidr")?;
         // PVE stores 10.0.0.1/24 as 10.0.0.0/24 (clean_cidr) and refuses a zero prefix.
-        let twice = entries.iter().any(|e: &Entry| key(&e.cidr) == key(&text));
+        let twice = entry_of(&entries, &text).is_some();
         let address = || cidr(&text).is_some_and(|(_, bits, clear)| clear && bits > 0);
         if twice || !(alias_ref(&text).is_some() || address()) {
             let rule = "must be an IP address or network (its host bits clear, its prefix not 0) or an alias ([dc/|guest/]name), declared once";
@@ -194,12 +198,13 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
     let name = args.name.as_str();
     let comment = args.comment.as_deref();
     let Some(declared) = &args.entries else {
-        let delete = Write::of(Verb::Delete, &["ipset", name], &[("force", Some("1"))]);
+        let mut writes = Vec::new();
         // The set is deleted when it is listed.
-        return Ok(match read[1] {
-            Some(_) => vec![delete],
-            None => Vec::new(),
-        });
+        if read[1].is_some() {
+            let force = [("force", Some("1"))];
+            writes.push(Write::of(Verb::Delete, &["ipset", name], &force));
+        }
+        return Ok(writes);
     };
     let mut writes = Vec::new();
     let seen = match &read[1] {
@@ -224,20 +229,17 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
         }
     };
     let first = writes.len();
-    let nomatch = |e: &Entry| e.nomatch.then_some("1");
     for (have, _) in &seen {
-        let at = ["ipset", name, &have.cidr];
-        match declared.iter().find(|d| key(&d.cidr) == key(&have.cidr)) {
-            None => writes.push(Write::of(Verb::Delete, &at, &[])),
-            Some(want) if differs(want, have) => {
-                let p = [
-                    ("nomatch", nomatch(want)),
-                    ("comment", want.comment.as_deref()),
-                ];
-                writes.push(Write::of(Verb::Set, &at, &p));
-            }
-            Some(_) => {}
+        let want = entry_of(declared, &have.cidr);
+        if want.is_some_and(|want| !differs(want, have)) {
+            continue;
         }
+        // An entry not declared is deleted (no parameters), a changed one updated.
+        let (verb, p) = match want {
+            Some(want) => (Verb::Set, entry_params(want)),
+            None => (Verb::Delete, Default::default()),
+        };
+        writes.push(Write::of(verb, &["ipset", name, &have.cidr], &p[1..]));
     }
     // The first entry write is refused if the set changed since it was read (create_ip takes none).
     let digest = read[1].as_ref().and_then(|s| s.get(0)?.get("digest"));
@@ -246,20 +248,26 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
         w.params.push(("digest".into(), d));
     }
     for (i, want) in declared.iter().enumerate() {
-        if !seen
-            .iter()
-            .any(|(have, _)| key(&have.cidr) == key(&want.cidr))
-        {
+        if !lists(&seen, &want.cidr) {
             resolves(args, read, &want.cidr).map_err(|why| format!("cidrs[{i}].cidr: {why}"))?;
-            let p = [
-                ("cidr", Some(want.cidr.as_str())),
-                ("nomatch", nomatch(want)),
-                ("comment", want.comment.as_deref()),
-            ];
-            writes.push(Write::of(Verb::Create, &["ipset", name], &p));
+            writes.push(Write::of(
+                Verb::Create,
+                &["ipset", name],
+                &entry_params(want),
+            ));
         }
     }
     Ok(writes)
+}
+
+/// An entry's parameters as create_ip takes them; update_ip takes all but `cidr` (PVE replaces
+/// both nomatch and comment).
+fn entry_params(entry: &Entry) -> [(&'static str, Option<&str>); 3] {
+    [
+        ("cidr", Some(&entry.cidr)),
+        ("nomatch", entry.nomatch.then_some("1")),
+        ("comment", entry.comment.as_deref()),
+    ]
 }
 
 /// The alias sections an IP set's entries make the method read: the guest's when an entry names
@@ -324,7 +332,7 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
                 "PVE marks {cidr} with errors {errors}: it is not applied"
             ));
         }
-        let want = declared.iter().find(|d| key(&d.cidr) == key(cidr));
+        let want = entry_of(declared, cidr);
         if want.is_none_or(|want| differs(want, entry)) {
             let (n, c) = (entry.nomatch, &entry.comment);
             return Err(format!(
@@ -332,10 +340,7 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
             ));
         }
     }
-    match declared
-        .iter()
-        .find(|d| !seen.iter().any(|(e, _)| key(&e.cidr) == key(&d.cidr)))
-    {
+    match declared.iter().find(|d| !lists(&seen, &d.cidr)) {
         Some(want) => Err(format!("IP set {name} lacks {}", want.cidr)),
         None => Ok(format!(
             "IP set {name} reads back with its {} declared entries",
@@ -344,31 +349,39 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
     }
 }
 
-/// Runs `firewallIpset`.
-pub async fn firewall_ipset<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match IpsetArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let mut sections = vec![
-        vec!["ipset".into()],
-        vec!["ipset".into(), args.name.clone()],
-    ];
-    let (guest, dc) = alias_sections(&args);
-    if guest {
-        sections.push(vec!["aliases".into()]);
+impl FirewallChange for IpsetArgs {
+    fn target(&self) -> &GuestRef {
+        &self.target
     }
-    if dc {
-        sections.push(vec![DATACENTER.into(), "aliases".into()]);
+    fn what(&self) -> String {
+        format!("the firewall IP set {}", self.name)
     }
-    let change = FirewallChange {
-        what: format!("the firewall IP set {}", args.name),
-        sections,
-        missing: Some("no such IPSet"),
-        plan: &|read| plan(&args, read),
-        judge: &|read| judge(&args, read),
-    };
-    change_firewall(run, &args.target, &change).await
+    fn sections(&self) -> Vec<Vec<String>> {
+        let mut sections = one_section("ipset");
+        sections.push(owned_segments(&["ipset", &self.name]));
+        let (guest, dc) = alias_sections(self);
+        if guest {
+            sections.push(owned_segments(&["aliases"]));
+        }
+        if dc {
+            sections.push(owned_segments(&[DATACENTER, "aliases"]));
+        }
+        sections
+    }
+    fn missing(&self) -> Option<&'static str> {
+        Some("no such IPSet")
+    }
+    fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {
+        plan(self, read)
+    }
+    fn judge(&self, read: &Read) -> Result<String, String> {
+        judge(self, read)
+    }
+}
+
+/// `firewallIpset`'s change, from its arguments (run by guest/firewall.rs `change_firewall`).
+pub fn change(args: &Value) -> Result<Box<dyn FirewallChange>, ArgError> {
+    Ok(Box::new(IpsetArgs::parse(args)?))
 }
 
 #[cfg(test)]

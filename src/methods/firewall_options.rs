@@ -5,13 +5,10 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::config::not_as_asked;
-use crate::guest::firewall::{change_firewall, FirewallChange, Read, Write};
+use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
-use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
 use crate::pve::flex;
 use crate::pve::request::Verb;
-use crate::run::Run;
 use serde_json::Value;
 
 const POLICIES: &[&str] = &["ACCEPT", "REJECT", "DROP"];
@@ -46,30 +43,24 @@ impl OptionsArgs {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
         let mut options = Vec::new();
-        for (arg, name, values) in OPTIONS {
+        for &(arg, name, values) in &OPTIONS {
             let value = match values {
                 None => fields
                     .optional::<bool>(arg)?
                     .map(|on| u8::from(on).to_string()),
-                Some(values) => match fields.optional::<String>(arg)? {
-                    Some(v) if !values.contains(&v.as_str()) => {
-                        let rule = format!("must be one of {}", values.join(", "));
-                        return Err(ArgError::new(arg, rule));
-                    }
-                    v => v,
-                },
+                Some(values) => fields.optional_one_of(arg, values)?,
             };
-            options.extend(value.map(|v| (name, v)));
+            if let Some(value) = value {
+                options.push((name, value));
+            }
         }
         if options.is_empty() {
-            let mut all = Vec::new();
-            for (arg, _, _) in OPTIONS {
-                all.push(arg);
+            let mut rule = String::from("or another option is required: ");
+            for (i, &(arg, _, _)) in OPTIONS.iter().enumerate() {
+                rule.push_str(if i == 0 { "" } else { ", " });
+                rule.push_str(arg);
             }
-            return Err(ArgError::new(
-                "enable",
-                format!("or another option is required: {}", all.join(", ")),
-            ));
+            return Err(ArgError::new("enable", rule));
         }
         Ok(OptionsArgs { target, options })
     }
@@ -93,40 +84,45 @@ fn differing<'a>(
     differing
 }
 
-/// Runs `firewallOptions`.
-pub async fn firewall_options<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match OptionsArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let plan = |read: &Read| {
+impl FirewallChange for OptionsArgs {
+    fn target(&self) -> &GuestRef {
+        &self.target
+    }
+    fn what(&self) -> String {
+        "the firewall options".into()
+    }
+    fn sections(&self) -> Vec<Vec<String>> {
+        one_section("options")
+    }
+    /// One write of the options that differ from what was read (none: nothing is sent).
+    fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {
         let mut params = Vec::new();
-        for (name, want, _) in differing(&args.options, read[0].as_ref()) {
+        for (name, want, _) in differing(&self.options, read[0].as_ref()) {
             params.push((name.to_string(), want.to_string()));
         }
-        Ok(match params.is_empty() {
-            true => Vec::new(),
-            false => vec![Write::new(Verb::Set, &["options"], params)],
-        })
-    };
-    let judge = |read: &Read| match differing(&args.options, read[0].as_ref()).as_slice() {
-        [] => {
-            let mut set = Vec::new();
-            for (key, value) in &args.options {
-                set.push(format!("{key}={value}"));
-            }
-            Ok(format!("{} read back", set.join(", ")))
+        let mut writes = Vec::new();
+        if !params.is_empty() {
+            writes.push(Write::new(Verb::Set, &["options"], params));
         }
-        wrong => Err(not_as_asked(wrong)),
-    };
-    let change = FirewallChange {
-        what: "the firewall options".into(),
-        sections: vec![vec!["options".into()]],
-        missing: None,
-        plan: &plan,
-        judge: &judge,
-    };
-    change_firewall(run, &args.target, &change).await
+        Ok(writes)
+    }
+    fn judge(&self, read: &Read) -> Result<String, String> {
+        match differing(&self.options, read[0].as_ref()).as_slice() {
+            [] => {
+                let mut set = Vec::new();
+                for (key, value) in &self.options {
+                    set.push(format!("{key}={value}"));
+                }
+                Ok(format!("{} read back", set.join(", ")))
+            }
+            wrong => Err(not_as_asked(wrong)),
+        }
+    }
+}
+
+/// `firewallOptions`'s change, from its arguments (run by guest/firewall.rs `change_firewall`).
+pub fn change(args: &Value) -> Result<Box<dyn FirewallChange>, ArgError> {
+    Ok(Box::new(OptionsArgs::parse(args)?))
 }
 
 #[cfg(test)]

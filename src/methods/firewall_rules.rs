@@ -9,14 +9,11 @@
 //! `PVE/API2/Firewall/Rules.pm`, `PVE/Firewall.pm` verify_rule for what PVE refuses).
 
 use crate::args::{check_line, ArgError, Fields};
-use crate::guest::firewall::{change_firewall, FirewallChange, Write};
+use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
-use crate::host::Host;
 use crate::methods::firewall_options::LOG_LEVELS;
-use crate::outcome::{Failure, Outcome};
 use crate::pve::flex;
 use crate::pve::request::Verb;
-use crate::run::Run;
 use serde_json::Value;
 
 /// A rule's fields in PVE's names, in the order they are compared and sent, with the argument
@@ -95,7 +92,7 @@ pub fn is_name(text: &str, max: usize) -> bool {
 fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
     let fields = Fields::of(value, at)?;
     let mut rule = Rule::new();
-    for (arg, name) in FIELDS {
+    for &(arg, name) in &FIELDS {
         let text = match arg {
             "enable" => Some(u8::from(fields.or("enable", true)?).to_string()),
             _ => fields.optional::<String>(arg)?,
@@ -105,62 +102,74 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
             rule.push((name, text));
         }
     }
-    let get = |name: &str| {
-        rule.iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.as_str())
-    };
-    let refuse = |arg: &str, why: &str| Err(ArgError::new(fields.path(arg), why));
+    // The argument naming the field refused (`icmp-type` is `icmpType`).
+    verify(&rule).map_err(|(name, why)| {
+        let arg = FIELDS
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map_or(name, |f| f.0);
+        ArgError::new(fields.path(arg), why)
+    })?;
+    Ok(rule)
+}
+
+/// PVE's value of a rule's field `name`, if it is set.
+fn get<'r>(rule: &'r Rule, name: &str) -> Option<&'r str> {
+    rule.iter()
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// The rule checked as pve-firewall's verify_rule would: the field (PVE's name) and rule it
+/// breaks first.
+fn verify(rule: &Rule) -> Result<(), (&'static str, &'static str)> {
+    let get = |name| get(rule, name);
     match (get("type"), get("action")) {
         (Some("in" | "out"), Some("ACCEPT" | "DROP" | "REJECT")) => {}
-        (Some("in" | "out"), _) => return refuse("action", "must be ACCEPT, DROP or REJECT"),
+        (Some("in" | "out"), _) => return Err(("action", "must be ACCEPT, DROP or REJECT")),
         (Some("group"), Some(group)) if is_name(group, 20) => {}
         (Some("group"), _) => {
-            return refuse(
+            return Err((
                 "action",
                 "must name a security group ([A-Za-z][A-Za-z0-9-_]+, 2 to 20)",
-            )
+            ))
         }
-        _ => return refuse("type", "must be in, out or group"),
+        _ => return Err(("type", "must be in, out or group")),
     }
     if get("type") == Some("group") {
         if let Some((name, _)) = rule.iter().find(|(k, _)| !GROUP_FIELDS.contains(k)) {
-            let arg = FIELDS
-                .iter()
-                .find(|(_, n)| n == name)
-                .map_or(*name, |(a, _)| *a);
-            return refuse(arg, "is not kept for a group rule: PVE writes only its group, iface, comment and enable");
+            return Err((name, "is not kept for a group rule: PVE writes only its group, iface, comment and enable"));
         }
     }
     let proto = get("proto");
     if proto.is_some_and(|p| p.bytes().any(|b| b.is_ascii_uppercase())) {
-        return refuse(
+        return Err((
             "proto",
             "must be lower case, as /etc/protocols names it (PVE refuses TCP)",
-        );
+        ));
     }
     let icmp = proto.is_some_and(|p| ICMP_PROTOCOLS.contains(&p));
     let ports_ok =
         proto.is_some_and(|p| PORT_PROTOCOLS.contains(&p)) || (icmp && get("sport").is_none());
     if get("dport").or(get("sport")).is_some() && !ports_ok {
-        return refuse(
+        return Err((
             "proto",
             "must take ports (tcp, udp, udplite, dccp, sctp or their numbers; icmp: dport only) when a port is given",
-        );
+        ));
     }
     if get("icmp-type").is_some() && !icmp {
-        return refuse("proto", "must be icmp or icmpv6 when icmpType is given");
+        return Err(("proto", "must be icmp or icmpv6 when icmpType is given"));
     }
-    for (arg, name) in [("dport", "dport"), ("sport", "sport")] {
+    for &name in &["dport", "sport"] {
         if !icmp && get(name).is_some_and(|p| !is_port_list(p)) {
-            return refuse(arg, "must be ports 0…65535, ranges a:b with a ≤ b or service names, at most 15 ports (a range counts two)");
+            return Err((name, "must be ports 0…65535, ranges a:b with a ≤ b or service names, at most 15 ports (a range counts two)"));
         }
     }
-    if let Some(c) = get("comment") {
-        check_comment(&fields.path("comment"), c)?;
+    if get("comment").is_some_and(|c| kept_comment(c).is_none()) {
+        return Err(("comment", UNKEPT_COMMENT));
     }
     if get("log").is_some_and(|l| !LOG_LEVELS.contains(&l)) {
-        return refuse("log", "must be a log level (emerg … debug, nolog)");
+        return Err(("log", "must be a log level (emerg … debug, nolog)"));
     }
     let iface_ok = |i: &str| {
         i.strip_prefix("net").is_some_and(|n| {
@@ -170,34 +179,34 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
         })
     };
     if get("iface").is_some_and(|i| !iface_ok(i)) {
-        return refuse(
+        return Err((
             "iface",
             "must be one of the guest's interfaces, net0 … net31",
-        );
+        ));
     }
-    for (arg, name) in [("source", "source"), ("dest", "dest")] {
+    for &name in &["source", "dest"] {
         if get(name).is_some_and(|v| !is_address_list(v)) {
-            return refuse(arg, "must be an IP set (+name), an alias, or IPs, CIDRs with the host bits clear (10.0.0.0/24) and ranges of one IP version");
+            return Err((name, "must be an IP set (+name), an alias, or IPs, CIDRs with the host bits clear (10.0.0.0/24) and ranges of one IP version"));
         }
     }
     let word = |v: &str| !v.is_empty() && !v.contains(char::is_whitespace);
-    for (arg, name) in [
-        ("source", "source"),
-        ("dest", "dest"),
-        ("proto", "proto"),
-        ("dport", "dport"),
-        ("sport", "sport"),
-        ("macro", "macro"),
-        ("icmpType", "icmp-type"),
+    for &name in &[
+        "source",
+        "dest",
+        "proto",
+        "dport",
+        "sport",
+        "macro",
+        "icmp-type",
     ] {
         if get(name).is_some_and(|v| !word(v) || v.len() > 512) {
-            return refuse(
-                arg,
+            return Err((
+                name,
                 "must be one word without spaces, at most 512 characters",
-            );
+            ));
         }
     }
-    Ok(rule)
+    Ok(())
 }
 
 /// The comment PVE reads back of `text`, or `None` if it keeps none or not this text. PVE writes
@@ -212,16 +221,20 @@ pub fn kept_comment(text: &str) -> Option<&str> {
     (!cut && !text.trim().is_empty() && !matches!(kept, "-" | "0")).then_some(kept)
 }
 
-/// A comment PVE keeps as given: one line with text.
-pub fn check_comment(path: &str, text: &str) -> Result<(), ArgError> {
-    check_line(path, text)?;
-    match kept_comment(text) {
-        None => Err(ArgError::new(
-            path,
-            "must be text PVE keeps: not blank, - or 0, not ending in a byte 0xA0 (à, no-break space)",
-        )),
-        Some(_) => Ok(()),
+/// Why a comment is refused that PVE would not keep as given ([`kept_comment`]).
+const UNKEPT_COMMENT: &str =
+    "must be text PVE keeps: not blank, - or 0, not ending in a byte 0xA0 (à, no-break space)";
+
+/// An optional comment (the field `key`) PVE keeps as given: one line with text.
+pub fn comment_arg(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
+    let comment = fields.optional_line(key)?;
+    if comment
+        .as_deref()
+        .is_some_and(|c| kept_comment(c).is_none())
+    {
+        return Err(ArgError::new(fields.path(key), UNKEPT_COMMENT));
     }
+    Ok(comment)
 }
 
 /// An IP or CIDR as pve-firewall's `IPorCIDR` format reads it (`PVE/Firewall.pm`
@@ -302,9 +315,16 @@ fn listed(read: Option<&Value>) -> Result<Vec<&Value>, String> {
     let list = read
         .and_then(Value::as_array)
         .ok_or_else(|| "PVE's rule list is not a list".to_string())?;
-    let mut rules: Vec<&Value> = list.iter().collect();
-    let pos = |r: &&Value| r.get("pos").and_then(flex::u64_of).unwrap_or(u64::MAX);
-    crate::order::sort_by(&mut rules, |a, b| pos(a).cmp(&pos(b)));
+    let pos = |i: usize| {
+        let pos = list.get(i).and_then(|r| r.get("pos"));
+        pos.and_then(flex::u64_of).unwrap_or(u64::MAX)
+    };
+    let mut rules = Vec::with_capacity(list.len());
+    for i in crate::order::positions(list.len(), &|a, b| pos(a).cmp(&pos(b))) {
+        if let Some(rule) = list.get(i) {
+            rules.push(rule);
+        }
+    }
     Ok(rules)
 }
 
@@ -313,11 +333,8 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
     let value = |name: &str| seen.get(name).and_then(flex::string_of);
     let mut set = Vec::new();
     let mut clear = Vec::new();
-    for (_, name) in FIELDS {
-        let want = rule
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.as_str());
+    for &(_, name) in &FIELDS {
+        let want = get(rule, name);
         let have = match (name, value(name)) {
             // A rule PVE lists without `enable` is disabled.
             ("enable", None) => Some("0".to_string()),
@@ -364,8 +381,9 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
                     params.push((key.to_string(), value.clone()));
                 }
                 writes.push(Write::new(Verb::Create, &["rules"], params));
-                let last = vec![("moveto".to_string(), (pos + 1).to_string())];
-                writes.push(Write::new(Verb::Set, &["rules", "0"], last));
+                let last = (pos + 1).to_string();
+                let moveto = [("moveto", Some(last.as_str()))];
+                writes.push(Write::of(Verb::Set, &["rules", "0"], &moveto));
             }
         }
     }
@@ -424,20 +442,27 @@ fn judge(rules: &[Rule], read: Option<&Value>) -> Result<String, String> {
     ))
 }
 
-/// Runs `firewallRules`.
-pub async fn firewall_rules<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match RulesArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let change = FirewallChange {
-        what: "the firewall rules".into(),
-        sections: vec![vec!["rules".into()]],
-        missing: None,
-        plan: &|read| plan(&args.rules, read[0].as_ref()),
-        judge: &|read| judge(&args.rules, read[0].as_ref()),
-    };
-    change_firewall(run, &args.target, &change).await
+impl FirewallChange for RulesArgs {
+    fn target(&self) -> &GuestRef {
+        &self.target
+    }
+    fn what(&self) -> String {
+        "the firewall rules".into()
+    }
+    fn sections(&self) -> Vec<Vec<String>> {
+        one_section("rules")
+    }
+    fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {
+        plan(&self.rules, read[0].as_ref())
+    }
+    fn judge(&self, read: &Read) -> Result<String, String> {
+        judge(&self.rules, read[0].as_ref())
+    }
+}
+
+/// `firewallRules`'s change, from its arguments (run by guest/firewall.rs `change_firewall`).
+pub fn change(args: &Value) -> Result<Box<dyn FirewallChange>, ArgError> {
+    Ok(Box::new(RulesArgs::parse(args)?))
 }
 
 #[cfg(test)]

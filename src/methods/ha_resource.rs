@@ -40,12 +40,7 @@ pub struct HaResourceArgs {
 
 /// The state asked, one of [`STATES`].
 fn state(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
-    let state = fields.optional::<String>(key)?;
-    if state.as_deref().is_some_and(|s| !STATES.contains(&s)) {
-        let rule = "must be one of started, stopped, disabled, ignored";
-        return Err(ArgError::new(key, rule));
-    }
-    Ok(state)
+    fields.optional_one_of(key, STATES)
 }
 
 impl HaResourceArgs {
