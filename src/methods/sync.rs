@@ -34,7 +34,7 @@
 //! node sync warns (it may have migrated), a cluster sync fails after writing everything else.
 
 use crate::args::{check_segment, ArgError, Fields};
-use crate::explain::hint;
+use crate::explain::{could_not, hint};
 use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{next_id_free, Located};
 use crate::guest::observe::{locked_note, record_for};
@@ -81,6 +81,8 @@ pub struct SyncArgs {
 }
 
 impl SyncArgs {
+    /// Each field is read into the arguments as they are built, so a refusal drops them in one
+    /// place (each early return otherwise drops every value read so far, issue 32).
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let one_guest = args.get("vmid").is_some() || args.get("vmName").is_some();
@@ -88,21 +90,37 @@ impl SyncArgs {
             crate::guest::reference::GuestRef::parse(&fields)?;
         }
         let given_scope: Option<String> = fields.optional("scope")?;
-        let scope = given_scope.clone().unwrap_or_else(|| "node".to_string());
+        let scoped = given_scope.is_some();
+        let scope = given_scope.unwrap_or_else(|| "node".to_string());
         if scope != "node" && scope != "cluster" {
             return Err(ArgError::new("scope", "must be \"node\" or \"cluster\""));
         }
-        let node: Option<String> = fields.optional("node")?;
-        if let Some(node) = &node {
+        let mut parsed = SyncArgs {
+            one_guest,
+            scope,
+            node: fields.optional("node")?,
+            nodes: None,
+            tags: Vec::new(),
+            r#where: None,
+        };
+        if let Some(node) = &parsed.node {
             check_segment("node", node)?;
         }
-        let nodes = names(&fields, "nodes", "must name at least one node", &a_node)?;
+        parsed.nodes = names(&fields, "nodes", "must name at least one node", &a_node)?;
         let tags = names(&fields, "tags", "must name at least one tag", &a_tag)?;
-        let tags = tags.unwrap_or_default();
+        parsed.tags = tags.unwrap_or_default();
         // Whether it compiles is the host's to judge (guest/select.rs), before anything is sent.
-        let r#where: Option<String> = fields.optional("where")?;
-        if one_guest && (nodes.is_some() || !tags.is_empty() || r#where.is_some()) {
-            let field = match (&nodes, tags.is_empty()) {
+        parsed.r#where = fields.optional("where")?;
+        parsed.exclusions(scoped)?;
+        Ok(parsed)
+    }
+
+    /// What cannot be given together: a guest reference and a selection; `nodes` and `node` or
+    /// `scope` (`scoped`: it was given).
+    fn exclusions(&self, scoped: bool) -> Result<(), ArgError> {
+        let selects = self.nodes.is_some() || !self.tags.is_empty() || self.r#where.is_some();
+        if self.one_guest && selects {
+            let field = match (&self.nodes, self.tags.is_empty()) {
                 (Some(_), _) => "nodes",
                 (None, false) => "tags",
                 (None, true) => "where",
@@ -112,20 +130,13 @@ impl SyncArgs {
                 "cannot be given with vmid or vmName (a sync of one guest selects nothing more)",
             ));
         }
-        if nodes.is_some() && (node.is_some() || given_scope.is_some()) {
+        if self.nodes.is_some() && (self.node.is_some() || scoped) {
             return Err(ArgError::new(
                 "nodes",
                 "cannot be given with node or scope: nodes is the scope",
             ));
         }
-        Ok(SyncArgs {
-            one_guest,
-            scope,
-            node,
-            nodes,
-            tags,
-            r#where,
-        })
+        Ok(())
     }
 }
 
@@ -362,11 +373,11 @@ impl Sweep {
         let list = match listed.and_then(list_of) {
             Ok(list) => list,
             Err(e) => {
-                let message = list_failure(run.kind.noun(), node, request, &e);
+                let failure = list_failure(run.kind.noun(), node, request, &e);
                 if let Scope::Node(_) = self.scope {
-                    return Err(Failure::new(message));
+                    return Err(failure);
                 }
-                self.problems.push(message);
+                self.problems.push(failure.0);
                 return Ok(None);
             }
         };
@@ -498,24 +509,25 @@ impl Sweep {
         }
     }
 
-    /// The sweep's summary, or its failure when not every guest in scope was read.
+    /// The sweep's summary, or its failure when not every guest in scope was read. Written piece
+    /// by piece into one text.
     fn said(&self, noun: &str, parsed: &SyncArgs) -> Result<String, String> {
-        let mut tagged = match parsed.tags.is_empty() {
-            true => String::new(),
-            false => format!(" with the tags {}", parsed.tags.join(", ")),
-        };
-        if let Some(expression) = &parsed.r#where {
-            let _ = write!(tagged, " where {expression}");
+        let recorded = self.seen.len() - self.unselected - self.unjudged;
+        let mut said = format!("synced {recorded} {noun}s");
+        if !parsed.tags.is_empty() {
+            let _ = write!(said, " with the tags {}", parsed.tags.join(", "));
         }
-        let mut summary = format!(
-            "synced {} {noun}s{tagged} in {} ({} running); {} confirmed absent",
-            self.seen.len() - self.unselected - self.unjudged,
-            match &self.scope {
-                Scope::Node(node) => format!("node {node}"),
-                Scope::Nodes(_) | Scope::Cluster => format!("nodes {}", self.read.join(", ")),
-            },
-            self.running,
-            self.absent
+        if let Some(expression) = &parsed.r#where {
+            let _ = write!(said, " where {expression}");
+        }
+        let _ = match &self.scope {
+            Scope::Node(node) => write!(said, " in node {node}"),
+            Scope::Nodes(_) | Scope::Cluster => write!(said, " in nodes {}", self.read.join(", ")),
+        };
+        let _ = write!(
+            said,
+            " ({} running); {} confirmed absent",
+            self.running, self.absent
         );
         if self.unselected > 0 {
             let outside = match parsed.r#where {
@@ -523,24 +535,28 @@ impl Sweep {
                 Some(_) => "outside the selection",
             };
             let _ = write!(
-                summary,
+                said,
                 "; {} listed {outside} (not recorded)",
                 self.unselected
             );
         }
         if !self.locked.is_empty() {
             let _ = write!(
-                summary,
+                said,
                 "; locked (an operation on them has not finished): {}",
                 self.locked.join(", ")
             );
         }
         match self.problems.is_empty() {
-            true => Ok(summary),
-            false => Err(format!(
-                "{summary}, but not every guest in scope was read: {}",
-                self.problems.join("; ")
-            )),
+            true => Ok(said),
+            false => {
+                let _ = write!(
+                    said,
+                    ", but not every guest in scope was read: {}",
+                    self.problems.join("; ")
+                );
+                Err(said)
+            }
         }
     }
 }
@@ -569,23 +585,19 @@ fn list_of(data: Value) -> Result<Vec<Value>, PveError> {
 }
 
 fn no_nodes(e: &PveError) -> Failure {
-    Failure::new(format!(
-        "could not list the cluster's nodes (GET /nodes): {e} — {}",
-        hint(e.kind)
-    ))
+    could_not("list the cluster's nodes (GET /nodes)", e)
 }
 
-fn list_failure(noun: &str, node: &str, request: &PveRequest, e: &PveError) -> String {
-    let mut query = String::new();
+/// Why a node's list could not be read, naming the request with its query.
+fn list_failure(noun: &str, node: &str, request: &PveRequest, e: &PveError) -> Failure {
+    let mut action = format!("list the {noun}s of node {node} ({}", request.label());
+    let mut separator = '?';
     for (key, value) in &request.params {
-        query.push(if query.is_empty() { '?' } else { '&' });
-        let _ = write!(query, "{key}={value}");
+        let _ = write!(action, "{separator}{key}={value}");
+        separator = '&';
     }
-    format!(
-        "could not list the {noun}s of node {node} ({}{query}): {e} — {}",
-        request.label(),
-        hint(e.kind)
-    )
+    action.push(')');
+    could_not(&action, e)
 }
 
 fn unjudged(noun: &str, vmid: u32, e: &str) -> String {
