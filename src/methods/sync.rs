@@ -54,17 +54,6 @@ use crate::run::{write, Run};
 use serde_json::{Map, Value};
 use std::fmt::Write;
 
-/// Which guests a sync covers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Scope {
-    /// The guests of one node.
-    Node(String),
-    /// The guests of these nodes.
-    Nodes(Vec<String>),
-    /// The guests of every online node.
-    Cluster,
-}
-
 /// The arguments of `sync`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncArgs {
@@ -188,7 +177,9 @@ fn a_tag(field: &str, tag: &str) -> Result<String, ArgError> {
 
 /// What one sync covers, saw and wrote.
 struct Sweep {
-    scope: Scope,
+    /// What this sync selects: its scope (`node`: one node; `nodes`; `cluster`: every online
+    /// node, `nodes` absent), tags and expression. Written into every record.
+    selection: SyncSelection,
     writes: Vec<RecordWrite>,
     /// VMIDs found in a list (as `usize`: the module sorts those already, `order::sort_by`).
     seen: Vec<usize>,
@@ -204,8 +195,6 @@ struct Sweep {
     locked: Vec<String>,
     /// Why the sync cannot claim every guest in scope was read.
     problems: Vec<String>,
-    /// What this sync selects, written into every record.
-    selection: Option<SyncSelection>,
 }
 
 /// What a sync wrote, and its summary (`Err`: the message of a sync that failed after writing).
@@ -222,7 +211,7 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         true => observe(run, args)
             .await
             .map(|record| one_guest(run, &record)),
-        false => sweep(run, &parsed).await,
+        false => sweep(run, parsed).await,
     };
     let (writes, said) = match swept {
         Ok(swept) => swept,
@@ -248,12 +237,11 @@ fn one_guest<H: Host>(run: &Run<'_, H>, record: &GuestRecord) -> Swept {
 }
 
 /// The sweep of a selection: the scope's lists, then the stored guests in it that no list held.
-async fn sweep<H: Host>(run: &Run<'_, H>, parsed: &SyncArgs) -> Result<Swept, Failure> {
+async fn sweep<H: Host>(run: &Run<'_, H>, parsed: SyncArgs) -> Result<Swept, Failure> {
     let mut sweep = Sweep::plan(run, parsed)?;
-    let nodes = match &sweep.scope {
-        Scope::Node(node) => vec![node.clone()],
-        Scope::Nodes(nodes) => nodes.clone(),
-        Scope::Cluster => {
+    let nodes = match sweep.selection.nodes.clone() {
+        Some(nodes) => nodes,
+        None => {
             let listed = run.pve().call(&endpoints::nodes()).await;
             sweep.online_nodes(listed)?
         }
@@ -266,28 +254,36 @@ async fn sweep<H: Host>(run: &Run<'_, H>, parsed: &SyncArgs) -> Result<Swept, Fa
         }
     }
     record_vanished(run, &mut sweep).await;
-    let said = sweep.said(run.kind.noun(), parsed);
+    let said = sweep.said(run.kind.noun());
     Ok((sweep.writes, said))
 }
 
 impl Sweep {
-    /// The sweep a selection asks for: `where` checked before anything is sent, the scope, the
-    /// selection its records state.
-    fn plan<H: Host>(run: &Run<'_, H>, parsed: &SyncArgs) -> Result<Sweep, Failure> {
+    /// The sweep a selection asks for: `where` checked before anything is sent, then the
+    /// selection its records state (the scope, its nodes, the tags, the expression).
+    fn plan<H: Host>(run: &Run<'_, H>, parsed: SyncArgs) -> Result<Sweep, Failure> {
         if let Some(expression) = &parsed.r#where {
             select::check(run.host, expression)?;
         }
-        let scope = match (&parsed.nodes, parsed.scope.as_str()) {
-            (Some(nodes), _) => Scope::Nodes(nodes.clone()),
-            (None, "cluster") => Scope::Cluster,
-            _ => Scope::Node(match &parsed.node {
-                Some(node) => node.clone(),
-                None => run.global.transport.node().to_string(),
-            }),
+        let (scope, nodes) = match (parsed.nodes, parsed.scope.as_str()) {
+            (Some(nodes), _) => ("nodes", Some(nodes)),
+            (None, "cluster") => ("cluster", None),
+            (None, _) => {
+                let node = match parsed.node {
+                    Some(node) => node,
+                    None => run.global.transport.node().to_string(),
+                };
+                ("node", Some(vec![node]))
+            }
+        };
+        let selection = SyncSelection {
+            scope: scope.to_string(),
+            nodes,
+            tags: parsed.tags,
+            r#where: parsed.r#where,
         };
         Ok(Sweep {
-            selection: selection_of(&scope, parsed),
-            scope,
+            selection,
             writes: Vec::new(),
             seen: Vec::new(),
             unselected: 0,
@@ -300,6 +296,11 @@ impl Sweep {
         })
     }
 
+    /// Whether the scope is one node (which fails the sync when its list cannot be read).
+    fn one_node(&self) -> bool {
+        self.selection.scope == "node"
+    }
+
     /// Whether a guest is in the selection: it carries every selected tag and its record (the
     /// one listed, or the one stored) satisfies `where`; `Err`: `where` cannot be evaluated over it.
     fn selects<H: Host>(
@@ -308,9 +309,7 @@ impl Sweep {
         carries: &dyn Fn(&str) -> bool,
         record: &dyn Fn() -> Value,
     ) -> Result<bool, String> {
-        let Some(selection) = &self.selection else {
-            return Ok(true);
-        };
+        let selection = &self.selection;
         for wanted in &selection.tags {
             if !carries(wanted) {
                 return Ok(false);
@@ -374,7 +373,7 @@ impl Sweep {
             Ok(list) => list,
             Err(e) => {
                 let failure = list_failure(run.kind.noun(), node, request, &e);
-                if let Scope::Node(_) = self.scope {
+                if self.one_node() {
                     return Err(failure);
                 }
                 self.problems.push(failure.0);
@@ -441,12 +440,8 @@ impl Sweep {
         // Upstream's records (no `present`: unknown, deleted or tombstoned) claim a guest there too.
         let present =
             stored.get("present") == Some(&Value::Bool(true)) || written_by_upstream(stored);
-        let on_a_read_node = match &self.scope {
-            Scope::Node(scope_node) => node == Some(scope_node.as_str()),
-            Scope::Nodes(_) | Scope::Cluster => {
-                node.is_some_and(|n| self.read.iter().any(|r| r == n))
-            }
-        };
+        // A node sync that got here read its node's list: `read` is that node.
+        let on_a_read_node = node.is_some_and(|n| self.read.iter().any(|r| r == n));
         if !present || !on_a_read_node {
             return false;
         }
@@ -470,7 +465,7 @@ impl Sweep {
 
     /// Writes a guest's record, stating the selection.
     fn record(&mut self, spec: &str, instance: String, mut record: GuestRecord) {
-        record.selection = self.selection.clone();
+        record.selection = Some(self.selection.clone());
         self.writes.push(write(spec, instance, &record));
     }
 
@@ -491,13 +486,13 @@ impl Sweep {
                 self.record(run.guest_spec(), run.guest_instance(vmid), record);
                 self.absent += 1;
             }
-            Err(e) if e.kind == ErrorKind::IdTaken => match self.scope {
+            Err(e) if e.kind == ErrorKind::IdTaken => match self.selection.nodes {
                 // On a node or some nodes of the cluster, it may have moved to another.
-                Scope::Node(_) | Scope::Nodes(_) => run.warn(&format!(
+                Some(_) => run.warn(&format!(
                     "{noun} {vmid} was recorded on node {} but is no longer listed there, and it still exists: it migrated, or the token may no longer audit it — its record was left as it was (run lookup for it)",
                     stored_node.unwrap_or("?")
                 )),
-                Scope::Cluster => self.problems.push(format!(
+                None => self.problems.push(format!(
                     "{noun} {vmid} exists but no node lists it as a {} guest the token may audit — grant VM.Audit on /vms/{vmid} (its record was left as it was)",
                     run.kind.segment()
                 )),
@@ -511,26 +506,28 @@ impl Sweep {
 
     /// The sweep's summary, or its failure when not every guest in scope was read. Written piece
     /// by piece into one text.
-    fn said(&self, noun: &str, parsed: &SyncArgs) -> Result<String, String> {
+    fn said(&self, noun: &str) -> Result<String, String> {
+        let selection = &self.selection;
         let recorded = self.seen.len() - self.unselected - self.unjudged;
         let mut said = format!("synced {recorded} {noun}s");
-        if !parsed.tags.is_empty() {
-            let _ = write!(said, " with the tags {}", parsed.tags.join(", "));
+        if !selection.tags.is_empty() {
+            let _ = write!(said, " with the tags {}", selection.tags.join(", "));
         }
-        if let Some(expression) = &parsed.r#where {
+        if let Some(expression) = &selection.r#where {
             let _ = write!(said, " where {expression}");
         }
-        let _ = match &self.scope {
-            Scope::Node(node) => write!(said, " in node {node}"),
-            Scope::Nodes(_) | Scope::Cluster => write!(said, " in nodes {}", self.read.join(", ")),
+        let places = match self.one_node() {
+            true => "node",
+            false => "nodes",
         };
+        let _ = write!(said, " in {places} {}", self.read.join(", "));
         let _ = write!(
             said,
             " ({} running); {} confirmed absent",
             self.running, self.absent
         );
         if self.unselected > 0 {
-            let outside = match parsed.r#where {
+            let outside = match selection.r#where {
                 None => "without every selected tag",
                 Some(_) => "outside the selection",
             };
@@ -559,21 +556,6 @@ impl Sweep {
             }
         }
     }
-}
-
-/// The selection a record states: the scope, its nodes, the tags, the expression.
-fn selection_of(scope: &Scope, args: &SyncArgs) -> Option<SyncSelection> {
-    let (name, nodes) = match scope {
-        Scope::Node(node) => ("node", Some(vec![node.clone()])),
-        Scope::Nodes(nodes) => ("nodes", Some(nodes.clone())),
-        Scope::Cluster => ("cluster", None),
-    };
-    Some(SyncSelection {
-        scope: name.to_string(),
-        nodes,
-        tags: args.tags.clone(),
-        r#where: args.r#where.clone(),
-    })
 }
 
 /// A node's list: an array, or the answer is wrong.
