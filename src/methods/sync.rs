@@ -95,8 +95,8 @@ impl SyncArgs {
         if let Some(node) = &parsed.node {
             check_segment("node", node)?;
         }
-        parsed.nodes = names(&fields, "nodes", "must name at least one node", &a_node)?;
-        let tags = names(&fields, "tags", "must name at least one tag", &a_tag)?;
+        parsed.nodes = names(&fields, "nodes", "must name at least one node", a_node)?;
+        let tags = names(&fields, "tags", "must name at least one tag", a_tag)?;
         parsed.tags = tags.unwrap_or_default();
         // Whether it compiles is the host's to judge (guest/select.rs), before anything is sent.
         parsed.r#where = fields.optional("where")?;
@@ -135,7 +135,7 @@ fn names(
     fields: &Fields,
     key: &str,
     empty: &str,
-    keep: &dyn Fn(&str, &str) -> Result<String, ArgError>,
+    keep: fn(&str, &str) -> Result<String, ArgError>,
 ) -> Result<Option<Vec<String>>, ArgError> {
     let Some(given) = fields.optional::<Vec<String>>(key)? else {
         return Ok(None);
@@ -601,9 +601,12 @@ async fn record_node<H: Host>(
     }
     // A stored record that cannot be read only costs a config read (`with_identity`).
     let stored = run.host.read_records(&instances).await.unwrap_or_default();
-    // One record for each guest: past the host's answer, none is stored.
+    // One record for each guest: past the host's answer, none is stored. Taken in step, not
+    // zipped: each adapter compiles its own code (issue 32).
     let mut stored = stored.into_iter();
-    for ((vmid, status), instance) in chosen.into_iter().zip(instances) {
+    let mut instances = instances.into_iter();
+    for (vmid, status) in chosen {
+        let instance = instances.next().unwrap_or_default();
         let stored = stored.next().flatten();
         let record = match may_be_another_guest(stored.as_ref(), &status) {
             false => carried(run, vmid, node, &status, stored.as_ref()),
