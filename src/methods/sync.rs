@@ -324,8 +324,8 @@ impl Sweep {
     /// `GET /nodes` as answered: the online nodes; an offline or oddly named node is a problem of
     /// the sweep.
     fn online_nodes(&mut self, listed: Result<Value, PveError>) -> Result<Vec<String>, Failure> {
-        let data = match listed {
-            Ok(data @ Value::Array(_)) => data,
+        let entries = match listed {
+            Ok(Value::Array(entries)) => entries,
             Ok(other) => {
                 return Err(no_nodes(&PveError::malformed(format!(
                     "GET /nodes answered {other} where a list of nodes was expected"
@@ -334,7 +334,7 @@ impl Sweep {
             Err(e) => return Err(no_nodes(&e)),
         };
         let mut online = Vec::new();
-        for entry in data.as_array().into_iter().flatten() {
+        for entry in &entries {
             let name = entry.get("node").and_then(Value::as_str).unwrap_or("");
             let status = entry
                 .get("status")
@@ -352,6 +352,7 @@ impl Sweep {
             }
         }
         if online.is_empty() && self.problems.is_empty() {
+            let data = Value::Array(entries);
             return Err(Failure::new(format!(
                 "GET /nodes answered no nodes: {data}"
             )));
@@ -441,7 +442,7 @@ impl Sweep {
         let present =
             stored.get("present") == Some(&Value::Bool(true)) || written_by_upstream(stored);
         // A node sync that got here read its node's list: `read` is that node.
-        let on_a_read_node = node.is_some_and(|n| self.read.iter().any(|r| r == n));
+        let on_a_read_node = self.read.iter().any(|r| Some(r.as_str()) == node);
         if !present || !on_a_read_node {
             return false;
         }
