@@ -626,10 +626,13 @@ async fn record_node<H: Host>(
 /// The cheap signal that the VMID may now hold another guest: its stored record says absent, or
 /// names another guest.
 fn may_be_another_guest(stored: Option<&Value>, status: &GuestStatus) -> bool {
-    stored.is_some_and(|s| {
-        s.get("present") != Some(&Value::Bool(true))
-            || s.get("name").and_then(Value::as_str) != status.name.as_deref()
-    })
+    match stored {
+        Some(s) => {
+            s.get("present") != Some(&Value::Bool(true))
+                || s.get("name").and_then(Value::as_str) != status.name.as_deref()
+        }
+        None => false,
+    }
 }
 
 /// The record of a listed guest as observed, its stored identity carried forward without
@@ -644,13 +647,14 @@ fn carried<H: Host>(
     stored: Option<&Value>,
 ) -> GuestRecord {
     let mut record = GuestRecord::observed(vmid, node, status, run.method, run.now_iso());
-    let observed_at = stored
-        .and_then(|s| s.get("identityObservedAt"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    if observed_at.is_some() {
-        record.identity = stored.and_then(stored_identity);
-        record.identity_observed_at = observed_at.filter(|_| record.identity.is_some());
+    let Some(stored) = stored else {
+        return record;
+    };
+    if let Some(observed_at) = stored.get("identityObservedAt").and_then(Value::as_str) {
+        record.identity = stored_identity(stored);
+        if record.identity.is_some() {
+            record.identity_observed_at = Some(observed_at.to_string());
+        }
     }
     record
 }
