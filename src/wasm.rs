@@ -134,6 +134,29 @@ fn json_of(value: &JsValue, what: &str) -> Result<Value, HostError> {
     serde_json::from_str(&String::from(text)).map_err(|_| unreadable())
 }
 
+/// Instance names as the host takes them (a JS array), for [`Host::read_records`].
+fn js_names(instances: &[String]) -> JsValue {
+    let names = js_sys::Array::new();
+    for instance in instances {
+        names.push(&JsValue::from_str(instance));
+    }
+    names.into()
+}
+
+/// The records the host read ([`Host::read_records`]): `null` for one it could not.
+fn records_of(value: &JsValue) -> Result<Vec<Option<Value>>, HostError> {
+    let Value::Array(list) = json_of(value, "record list")? else {
+        return Err(internal(
+            "the host returned records that are not a list".into(),
+        ));
+    };
+    let mut records = Vec::with_capacity(list.len());
+    for record in list {
+        records.push(Some(record).filter(|r| !r.is_null()));
+    }
+    Ok(records)
+}
+
 /// A field of an object the host returned.
 fn field(object: &JsValue, name: &str) -> JsValue {
     js_sys::Reflect::get(object, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
@@ -238,25 +261,8 @@ impl Host for WasmHost {
         if !self.declares("readRecords") {
             return Ok(crate::host::read_one_by_one(self, instances).await);
         }
-        let names = js_sys::Array::new();
-        for instance in instances {
-            names.push(&JsValue::from_str(instance));
-        }
-        let value = self
-            .0
-            .read_records(names.into())
-            .await
-            .map_err(host_error)?;
-        let Value::Array(list) = json_of(&value, "record list")? else {
-            return Err(internal(
-                "the host returned records that are not a list".into(),
-            ));
-        };
-        let mut records = Vec::with_capacity(list.len());
-        for record in list {
-            records.push(Some(record).filter(|r| !r.is_null()));
-        }
-        Ok(records)
+        let value = self.0.read_records(js_names(instances)).await;
+        records_of(&value.map_err(host_error)?)
     }
 
     async fn list_records(&self, spec: &str) -> Result<Option<Vec<String>>, HostError> {

@@ -34,34 +34,25 @@
 //! node sync warns (it may have migrated), a cluster sync fails after writing everything else.
 
 use crate::args::{check_segment, ArgError, Fields};
-use crate::explain::hint;
+use crate::explain::{could_not, hint};
 use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{next_id_free, Located};
-use crate::guest::observe::record_for;
+use crate::guest::observe::{locked_note, record_for};
 use crate::guest::record::{GuestRecord, SyncSelection};
 use crate::guest::select;
 use crate::guest::settle::lock_of;
 use crate::guest::upstream::{vmid_of_instance, with_superseded, written_by_upstream};
-use crate::host::Host;
+use crate::host::{Host, HostError};
 use crate::methods::lookup::observe;
 use crate::outcome::{Failure, Outcome, RecordWrite};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
+use crate::pve::request::PveRequest;
 use crate::pve::responses::{parse, GuestStatus};
 use crate::run::{write, Run};
-use serde_json::Value;
-
-/// Which guests a sync covers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Scope {
-    /// The guests of one node.
-    Node(String),
-    /// The guests of these nodes.
-    Nodes(Vec<String>),
-    /// The guests of every online node.
-    Cluster,
-}
+use serde_json::{Map, Value};
+use std::fmt::Write;
 
 /// The arguments of `sync`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,6 +70,8 @@ pub struct SyncArgs {
 }
 
 impl SyncArgs {
+    /// Each field is read into the arguments as they are built, so a refusal drops them in one
+    /// place (each early return otherwise drops every value read so far, issue 32).
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let one_guest = args.get("vmid").is_some() || args.get("vmName").is_some();
@@ -86,20 +79,37 @@ impl SyncArgs {
             crate::guest::reference::GuestRef::parse(&fields)?;
         }
         let given_scope: Option<String> = fields.optional("scope")?;
-        let scope = given_scope.clone().unwrap_or_else(|| "node".to_string());
+        let scoped = given_scope.is_some();
+        let scope = given_scope.unwrap_or_else(|| "node".to_string());
         if scope != "node" && scope != "cluster" {
             return Err(ArgError::new("scope", "must be \"node\" or \"cluster\""));
         }
-        let node: Option<String> = fields.optional("node")?;
-        if let Some(node) = &node {
+        let mut parsed = SyncArgs {
+            one_guest,
+            scope,
+            node: fields.optional("node")?,
+            nodes: None,
+            tags: Vec::new(),
+            r#where: None,
+        };
+        if let Some(node) = &parsed.node {
             check_segment("node", node)?;
         }
-        let nodes = parse_nodes(&fields)?;
-        let tags = parse_tags(&fields)?;
+        parsed.nodes = names(&fields, "nodes", "must name at least one node", a_node)?;
+        let tags = names(&fields, "tags", "must name at least one tag", a_tag)?;
+        parsed.tags = tags.unwrap_or_default();
         // Whether it compiles is the host's to judge (guest/select.rs), before anything is sent.
-        let r#where: Option<String> = fields.optional("where")?;
-        if one_guest && (nodes.is_some() || !tags.is_empty() || r#where.is_some()) {
-            let field = match (&nodes, tags.is_empty()) {
+        parsed.r#where = fields.optional("where")?;
+        parsed.exclusions(scoped)?;
+        Ok(parsed)
+    }
+
+    /// What cannot be given together: a guest reference and a selection; `nodes` and `node` or
+    /// `scope` (`scoped`: it was given).
+    fn exclusions(&self, scoped: bool) -> Result<(), ArgError> {
+        let selects = self.nodes.is_some() || !self.tags.is_empty() || self.r#where.is_some();
+        if self.one_guest && selects {
+            let field = match (&self.nodes, self.tags.is_empty()) {
                 (Some(_), _) => "nodes",
                 (None, false) => "tags",
                 (None, true) => "where",
@@ -109,83 +119,70 @@ impl SyncArgs {
                 "cannot be given with vmid or vmName (a sync of one guest selects nothing more)",
             ));
         }
-        if nodes.is_some() && (node.is_some() || given_scope.is_some()) {
+        if self.nodes.is_some() && (self.node.is_some() || scoped) {
             return Err(ArgError::new(
                 "nodes",
                 "cannot be given with node or scope: nodes is the scope",
             ));
         }
-        Ok(SyncArgs {
-            one_guest,
-            scope,
-            node,
-            nodes,
-            tags,
-            r#where,
-        })
+        Ok(())
     }
 }
 
-/// `nodes`: a non-empty list of node names, each once.
-fn parse_nodes(fields: &Fields) -> Result<Option<Vec<String>>, ArgError> {
-    let Some(nodes) = fields.optional::<Vec<String>>("nodes")? else {
+/// `nodes` or `tags`: a non-empty list (`empty` says so otherwise), each entry checked and kept
+/// (`keep` gets its field, e.g. `tags[1]`) once.
+fn names(
+    fields: &Fields,
+    key: &str,
+    empty: &str,
+    keep: fn(&str, &str) -> Result<String, ArgError>,
+) -> Result<Option<Vec<String>>, ArgError> {
+    let Some(given) = fields.optional::<Vec<String>>(key)? else {
         return Ok(None);
     };
-    if nodes.is_empty() {
-        return Err(ArgError::new("nodes", "must name at least one node"));
+    if given.is_empty() {
+        return Err(ArgError::new(key, empty));
     }
     let mut out: Vec<String> = Vec::new();
-    for (i, node) in nodes.iter().enumerate() {
-        check_segment(&format!("nodes[{i}]"), node)?;
-        if !out.contains(node) {
-            out.push(node.clone());
+    for (i, name) in given.iter().enumerate() {
+        let name = keep(&format!("{key}[{i}]"), name)?;
+        if !out.contains(&name) {
+            out.push(name);
         }
     }
     Ok(Some(out))
 }
 
-/// `tags`: a non-empty list in PVE's tag syntax (pve-common `PVE/JSONSchema.pm` `$PVE_TAG_RE`: a
+/// An entry of `nodes`: a node name.
+fn a_node(field: &str, node: &str) -> Result<String, ArgError> {
+    check_segment(field, node)?;
+    Ok(node.to_string())
+}
+
+/// An entry of `tags`, in PVE's tag syntax (pve-common `PVE/JSONSchema.pm` `$PVE_TAG_RE`: a
 /// letter, digit or `_`, then letters, digits and `_ - + .`), lower-cased.
-fn parse_tags(fields: &Fields) -> Result<Vec<String>, ArgError> {
-    let Some(tags) = fields.optional::<Vec<String>>("tags")? else {
-        return Ok(Vec::new());
-    };
-    if tags.is_empty() {
-        return Err(ArgError::new("tags", "must name at least one tag"));
+fn a_tag(field: &str, tag: &str) -> Result<String, ArgError> {
+    let mut bytes = tag.bytes();
+    let first = bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !first || !bytes.all(|b| b.is_ascii_alphanumeric() || b"_-+.".contains(&b)) {
+        return Err(ArgError::new(
+            field,
+            "must be a PVE tag: a letter, digit or _, then letters, digits, _, -, + or .",
+        ));
     }
-    let mut out: Vec<String> = Vec::new();
-    for (i, tag) in tags.iter().enumerate() {
-        let mut bytes = tag.bytes();
-        let first = bytes
-            .next()
-            .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
-        if !first || !bytes.all(|b| b.is_ascii_alphanumeric() || b"_-+.".contains(&b)) {
-            return Err(ArgError::new(
-                format!("tags[{i}]"),
-                "must be a PVE tag: a letter, digit or _, then letters, digits, _, -, + or .",
-            ));
-        }
-        let tag = tag.to_ascii_lowercase();
-        if !out.contains(&tag) {
-            out.push(tag);
-        }
-    }
-    Ok(out)
+    Ok(tag.to_ascii_lowercase())
 }
 
-/// Whether tags (as PVE lists them) hold every selected tag, without case.
-fn carries_all<S: AsRef<str>>(tags: &[S], wanted: &[String]) -> bool {
-    wanted
-        .iter()
-        .all(|w| tags.iter().any(|t| t.as_ref().eq_ignore_ascii_case(w)))
-}
-
-/// What one sync saw and wrote.
-#[derive(Default)]
+/// What one sync covers, saw and wrote.
 struct Sweep {
+    /// What this sync selects: its scope (`node`: one node; `nodes`; `cluster`: every online
+    /// node, `nodes` absent), tags and expression. Written into every record.
+    selection: SyncSelection,
     writes: Vec<RecordWrite>,
-    /// VMIDs found in a list.
-    seen: Vec<u32>,
+    /// VMIDs found in a list (as `usize`: the module sorts those already, `order::sort_by`).
+    seen: Vec<usize>,
     /// Listed guests left out of the selection.
     unselected: usize,
     /// Listed guests `where` could not be evaluated over (not recorded).
@@ -198,492 +195,564 @@ struct Sweep {
     locked: Vec<String>,
     /// Why the sync cannot claim every guest in scope was read.
     problems: Vec<String>,
-    /// What this sync selects, written into every record.
-    selection: Option<SyncSelection>,
+}
+
+/// What a sync wrote, and its summary (`Err`: the message of a sync that failed after writing).
+type Swept = (Vec<RecordWrite>, Result<String, String>);
+
+/// Runs `sync`. Its reads are one short course of awaits (here and in [`sweep`]); what each read
+/// means is judged by plain functions, so the async state machine holds little (issue 32).
+pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+    let parsed = match SyncArgs::parse(args) {
+        Ok(parsed) => parsed,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let swept = match parsed.one_guest {
+        true => observe(run, args)
+            .await
+            .map(|record| one_guest(run, &record)),
+        false => sweep(run, parsed).await,
+    };
+    let (writes, said) = match swept {
+        Ok(swept) => swept,
+        Err(failure) => return failure.into(),
+    };
+    let writes = with_superseded(run, writes).await;
+    match said {
+        Ok(summary) => Outcome::succeeded(writes, summary),
+        Err(message) => Outcome::failed(writes, message),
+    }
+}
+
+/// A sync of one guest, read like `lookup`: its record and summary.
+fn one_guest<H: Host>(run: &Run<'_, H>, record: &GuestRecord) -> Swept {
+    let summary = format!(
+        "synced {} {}{}",
+        run.kind.noun(),
+        record.vmid,
+        locked_note(record.lock.as_deref())
+    );
+    let instance = run.guest_instance(record.vmid);
+    (vec![write(run.guest_spec(), instance, record)], Ok(summary))
+}
+
+/// The sweep of a selection: the scope's lists, then the stored guests in it that no list held.
+async fn sweep<H: Host>(run: &Run<'_, H>, parsed: SyncArgs) -> Result<Swept, Failure> {
+    let mut sweep = Sweep::plan(run, parsed)?;
+    let nodes = match sweep.selection.nodes.clone() {
+        Some(nodes) => nodes,
+        None => {
+            let listed = run.pve().call(&endpoints::nodes()).await;
+            sweep.online_nodes(listed)?
+        }
+    };
+    for node in nodes {
+        let request = endpoints::node_guests(&node, run.kind);
+        let listed = run.pve().call(&request).await;
+        if let Some(chosen) = sweep.listed(run, &node, &request, listed)? {
+            record_node(run, &node, chosen, &mut sweep).await;
+        }
+    }
+    record_vanished(run, &mut sweep).await;
+    let said = sweep.said(run.kind.noun());
+    Ok((sweep.writes, said))
 }
 
 impl Sweep {
-    /// Whether a guest is in the selection: its tags carry every selected tag and its record (the
+    /// The sweep a selection asks for: `where` checked before anything is sent, then the
+    /// selection its records state (the scope, its nodes, the tags, the expression).
+    fn plan<H: Host>(run: &Run<'_, H>, parsed: SyncArgs) -> Result<Sweep, Failure> {
+        if let Some(expression) = &parsed.r#where {
+            select::check(run.host, expression)?;
+        }
+        let (scope, nodes) = match (parsed.nodes, parsed.scope.as_str()) {
+            (Some(nodes), _) => ("nodes", Some(nodes)),
+            (None, "cluster") => ("cluster", None),
+            (None, _) => {
+                let node = match parsed.node {
+                    Some(node) => node,
+                    None => run.global.transport.node().to_string(),
+                };
+                ("node", Some(vec![node]))
+            }
+        };
+        let selection = SyncSelection {
+            scope: scope.to_string(),
+            nodes,
+            tags: parsed.tags,
+            r#where: parsed.r#where,
+        };
+        Ok(Sweep {
+            selection,
+            writes: Vec::new(),
+            seen: Vec::new(),
+            unselected: 0,
+            unjudged: 0,
+            read: Vec::new(),
+            running: 0,
+            absent: 0,
+            locked: Vec::new(),
+            problems: Vec::new(),
+        })
+    }
+
+    /// Whether the scope is one node (which fails the sync when its list cannot be read).
+    fn one_node(&self) -> bool {
+        self.selection.scope == "node"
+    }
+
+    /// Whether a guest is in the selection: it carries every selected tag and its record (the
     /// one listed, or the one stored) satisfies `where`; `Err`: `where` cannot be evaluated over it.
-    fn selects<H: Host, S: AsRef<str>>(
+    fn selects<H: Host>(
         &self,
         host: &H,
-        tags: &[S],
-        record: impl FnOnce() -> Value,
+        carries: &dyn Fn(&str) -> bool,
+        record: &dyn Fn() -> Value,
     ) -> Result<bool, String> {
-        let Some(selection) = &self.selection else {
-            return Ok(true);
-        };
-        if !carries_all(tags, &selection.tags) {
-            return Ok(false);
+        let selection = &self.selection;
+        for wanted in &selection.tags {
+            if !carries(wanted) {
+                return Ok(false);
+            }
         }
         match &selection.r#where {
             Some(expression) => select::selects(host, expression, &record()),
             None => Ok(true),
         }
     }
-}
 
-/// The selection a record states: the scope, its nodes, the tags, the expression.
-fn selection_of(scope: &Scope, args: &SyncArgs) -> Option<SyncSelection> {
-    let (name, nodes) = match scope {
-        Scope::Node(node) => ("node", Some(vec![node.clone()])),
-        Scope::Nodes(nodes) => ("nodes", Some(nodes.clone())),
-        Scope::Cluster => ("cluster", None),
-    };
-    Some(SyncSelection {
-        scope: name.to_string(),
-        nodes,
-        tags: args.tags.clone(),
-        r#where: args.r#where.clone(),
-    })
-}
-
-/// Runs `sync`.
-pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let parsed = match SyncArgs::parse(args) {
-        Ok(parsed) => parsed,
-        Err(e) => return Failure::from(e).into(),
-    };
-    if parsed.one_guest {
-        return match observe(run, args).await {
-            Ok(record) => {
-                let summary = format!(
-                    "synced {} {}{}",
-                    run.kind.noun(),
-                    record.vmid,
-                    crate::guest::observe::locked_note(record.lock.as_deref())
-                );
-                let instance = run.guest_instance(record.vmid);
-                let writes = vec![write(run.guest_spec(), instance, &record)];
-                Outcome::succeeded(with_superseded(run, writes).await, summary)
+    /// `GET /nodes` as answered: the online nodes; an offline or oddly named node is a problem of
+    /// the sweep.
+    fn online_nodes(&mut self, listed: Result<Value, PveError>) -> Result<Vec<String>, Failure> {
+        let entries = match listed {
+            Ok(Value::Array(entries)) => entries,
+            Ok(other) => {
+                return Err(no_nodes(&PveError::malformed(format!(
+                    "GET /nodes answered {other} where a list of nodes was expected"
+                ))))
             }
-            Err(failure) => failure.into(),
+            Err(e) => return Err(no_nodes(&e)),
         };
-    }
-    if let Some(expression) = &parsed.r#where {
-        if let Err(e) = select::check(run.host, expression) {
-            return Failure::from(e).into();
+        let mut online = Vec::new();
+        for entry in &entries {
+            let name = entry.get("node").and_then(Value::as_str).unwrap_or("");
+            let status = entry
+                .get("status")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown");
+            if check_segment("node", name).is_err() {
+                self.problems.push(format!(
+                    "GET /nodes listed a node named {name:?}, which cannot be read"
+                ));
+            } else if status != "online" {
+                self.problems
+                    .push(format!("node {name} is {status}: its guests were not read"));
+            } else {
+                online.push(name.to_string());
+            }
         }
+        if online.is_empty() && self.problems.is_empty() {
+            let data = Value::Array(entries);
+            return Err(Failure::new(format!(
+                "GET /nodes answered no nodes: {data}"
+            )));
+        }
+        Ok(online)
     }
-    let scope = match (parsed.nodes.clone(), parsed.scope.as_str()) {
-        (Some(nodes), _) => Scope::Nodes(nodes),
-        (None, "cluster") => Scope::Cluster,
-        _ => Scope::Node(
-            parsed
-                .node
-                .clone()
-                .unwrap_or_else(|| run.global.transport.node().to_string()),
-        ),
-    };
-    let mut sweep = Sweep {
-        selection: selection_of(&scope, &parsed),
-        ..Sweep::default()
-    };
-    if let Err(failure) = read_scope(run, &scope, &mut sweep).await {
-        return failure.into();
-    }
-    record_vanished(run, &scope, &mut sweep).await;
-    let writes = with_superseded(run, std::mem::take(&mut sweep.writes)).await;
-    let mut tagged = match parsed.tags.is_empty() {
-        true => String::new(),
-        false => format!(" with the tags {}", parsed.tags.join(", ")),
-    };
-    if let Some(expression) = &parsed.r#where {
-        tagged.push_str(&format!(" where {expression}"));
-    }
-    let mut summary = format!(
-        "synced {} {}s{tagged} in {} ({} running); {} confirmed absent",
-        sweep.seen.len() - sweep.unselected - sweep.unjudged,
-        run.kind.noun(),
-        match &scope {
-            Scope::Node(node) => format!("node {node}"),
-            Scope::Nodes(_) | Scope::Cluster => format!("nodes {}", sweep.read.join(", ")),
-        },
-        sweep.running,
-        sweep.absent
-    );
-    if sweep.unselected > 0 {
-        let outside = match parsed.r#where {
-            None => "without every selected tag",
-            Some(_) => "outside the selection",
+
+    /// A node's list as answered: the guests in it the selection takes (`None`: it could not be
+    /// read). A node scope whose list cannot be read fails without records; in a wider scope, an
+    /// unreadable list is a problem of the sweep.
+    fn listed<H: Host>(
+        &mut self,
+        run: &Run<'_, H>,
+        node: &str,
+        request: &PveRequest,
+        listed: Result<Value, PveError>,
+    ) -> Result<Option<Vec<(u32, GuestStatus)>>, Failure> {
+        let list = match listed.and_then(list_of) {
+            Ok(list) => list,
+            Err(e) => {
+                let failure = list_failure(run.kind.noun(), node, request, &e);
+                if self.one_node() {
+                    return Err(failure);
+                }
+                self.problems.push(failure.0);
+                return Ok(None);
+            }
         };
-        summary.push_str(&format!(
-            "; {} listed {outside} (not recorded)",
-            sweep.unselected
-        ));
-    }
-    if !sweep.locked.is_empty() {
-        summary.push_str(&format!(
-            "; locked (an operation on them has not finished): {}",
-            sweep.locked.join(", ")
-        ));
-    }
-    match sweep.problems.is_empty() {
-        true => Outcome::succeeded(writes, summary),
-        false => Outcome::failed(
-            writes,
-            format!(
-                "{summary}, but not every guest in scope was read: {}",
-                sweep.problems.join("; ")
-            ),
-        ),
-    }
-}
-
-/// Reads the lists of the scope's nodes and records every guest in them. A node scope whose list
-/// cannot be read fails without records; in a cluster, an unreadable node is a problem of the sweep.
-async fn read_scope<H: Host>(
-    run: &Run<'_, H>,
-    scope: &Scope,
-    sweep: &mut Sweep,
-) -> Result<(), Failure> {
-    let nodes = match scope {
-        Scope::Node(node) => vec![node.clone()],
-        Scope::Nodes(nodes) => nodes.clone(),
-        Scope::Cluster => online_nodes(run, sweep).await?,
-    };
-    for node in nodes {
-        match read_list(run, &node).await {
-            Ok(list) => {
-                sweep.read.push(node.clone());
-                record_node(run, &node, &list, sweep).await;
+        self.read.push(node.to_string());
+        let mut chosen = Vec::new();
+        for entry in &list {
+            if let Some(guest) = self.select_listed(run, node, entry) {
+                chosen.push(guest);
             }
-            Err(e) if matches!(scope, Scope::Node(_)) => {
-                return Err(Failure::new(list_failure(run, &node, &e)))
-            }
-            Err(e) => sweep.problems.push(list_failure(run, &node, &e)),
         }
+        Ok(Some(chosen))
     }
-    Ok(())
-}
 
-fn list_failure<H: Host>(run: &Run<'_, H>, node: &str, e: &PveError) -> String {
-    let request = endpoints::node_guests(node, run.kind);
-    let mut query = String::new();
-    for (key, value) in &request.params {
-        query.push(if query.is_empty() { '?' } else { '&' });
-        query.push_str(&format!("{key}={value}"));
-    }
-    format!(
-        "could not list the {}s of node {node} ({}{query}): {e} — {}",
-        run.kind.noun(),
-        request.label(),
-        hint(e.kind)
-    )
-}
-
-/// `GET /nodes`: the online nodes; an offline or oddly named node is a problem of the sweep.
-async fn online_nodes<H: Host>(
-    run: &Run<'_, H>,
-    sweep: &mut Sweep,
-) -> Result<Vec<String>, Failure> {
-    let listed = run
-        .pve()
-        .call(&endpoints::nodes())
-        .await
-        .and_then(|data| match data {
-            Value::Array(_) => Ok(data),
-            other => Err(PveError::malformed(format!(
-                "GET /nodes answered {other} where a list of nodes was expected"
-            ))),
-        });
-    let data = listed.map_err(|e| {
-        Failure::new(format!(
-            "could not list the cluster's nodes (GET /nodes): {e} — {}",
-            hint(e.kind)
-        ))
-    })?;
-    let mut online = Vec::new();
-    for entry in data.as_array().into_iter().flatten() {
-        let name = entry.get("node").and_then(Value::as_str).unwrap_or("");
-        let status = entry
-            .get("status")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown");
-        if check_segment("node", name).is_err() {
-            sweep.problems.push(format!(
-                "GET /nodes listed a node named {name:?}, which cannot be read"
+    /// One entry of a node's list, counted in the sweep: its VMID and state when the selection
+    /// takes it.
+    fn select_listed<H: Host>(
+        &mut self,
+        run: &Run<'_, H>,
+        node: &str,
+        entry: &Value,
+    ) -> Option<(u32, GuestStatus)> {
+        let vmid = entry
+            .get("vmid")
+            .and_then(flex::u64_of)
+            .and_then(|v| u32::try_from(v).ok());
+        let (Some(vmid), Some(status)) = (vmid, parse::<GuestStatus>(entry)) else {
+            self.problems.push(format!(
+                "node {node} listed a guest whose state cannot be read: {entry}"
             ));
-        } else if status != "online" {
-            sweep
-                .problems
-                .push(format!("node {name} is {status}: its guests were not read"));
-        } else {
-            online.push(name.to_string());
+            return None;
+        };
+        self.seen.push(vmid as usize);
+        let tags = status.tags.as_deref().unwrap_or("");
+        let listed = || {
+            let record = GuestRecord::observed(vmid, node, &status, run.method, run.now_iso());
+            serde_json::to_value(&record).unwrap_or(Value::Null)
+        };
+        match self.selects(run.host, &|wanted| flex::has_tag(tags, wanted), &listed) {
+            Ok(true) => {}
+            Ok(false) => {
+                self.unselected += 1;
+                return None;
+            }
+            Err(e) => {
+                self.unjudged += 1;
+                self.problems.push(unjudged(run.kind.noun(), vmid, &e));
+                return None;
+            }
+        }
+        self.running += usize::from(status.status == "running");
+        if let Some(lock) = lock_of(&status) {
+            self.locked.push(format!("{vmid} ({lock})"));
+        }
+        Some((vmid, status))
+    }
+
+    /// A stored record that says present, on a node this sweep read, in the selection; a record
+    /// `where` cannot be evaluated over is a problem of the sweep.
+    fn takes_stored<H: Host>(&mut self, run: &Run<'_, H>, vmid: u32, stored: &Value) -> bool {
+        let node = stored.get("node").and_then(Value::as_str);
+        // Upstream's records (no `present`: unknown, deleted or tombstoned) claim a guest there too.
+        let present =
+            stored.get("present") == Some(&Value::Bool(true)) || written_by_upstream(stored);
+        // A node sync that got here read its node's list: `read` is that node.
+        let on_a_read_node = self.read.iter().any(|r| Some(r.as_str()) == node);
+        if !present || !on_a_read_node {
+            return false;
+        }
+        let tags = stored.get("tags").and_then(Value::as_array);
+        let tags = tags.map(Vec::as_slice).unwrap_or_default();
+        let carries = |wanted: &str| {
+            tags.iter()
+                .any(|t| t.as_str().is_some_and(|t| t.eq_ignore_ascii_case(wanted)))
+        };
+        match self.selects(run.host, &carries, &|| stored.clone()) {
+            Ok(selected) => selected,
+            Err(e) => {
+                self.problems.push(format!(
+                    "whether stored {} {vmid} is in the selection could not be judged: where cannot be evaluated over its record: {e}",
+                    run.kind.noun()
+                ));
+                false
+            }
         }
     }
-    if online.is_empty() && sweep.problems.is_empty() {
-        return Err(Failure::new(format!(
-            "GET /nodes answered no nodes: {data}"
-        )));
+
+    /// Writes a guest's record, stating the selection.
+    fn record(&mut self, spec: &str, instance: String, mut record: GuestRecord) {
+        record.selection = Some(self.selection.clone());
+        self.writes.push(write(spec, instance, &record));
     }
-    Ok(online)
+
+    /// What `GET /cluster/nextid` said of a stored guest no list held: absent (recorded so), still
+    /// there (left as recorded), or unknown.
+    fn confirmed<H: Host>(
+        &mut self,
+        run: &Run<'_, H>,
+        vmid: u32,
+        stored_node: Option<&str>,
+        free: Result<(), PveError>,
+    ) {
+        let noun = run.kind.noun();
+        match free {
+            Ok(()) => {
+                run.info(&format!("{noun} {vmid} no longer exists: recorded as absent"));
+                let record = GuestRecord::absent(vmid, run.method, run.now_iso());
+                self.record(run.guest_spec(), run.guest_instance(vmid), record);
+                self.absent += 1;
+            }
+            Err(e) if e.kind == ErrorKind::IdTaken => match self.selection.nodes {
+                // On a node or some nodes of the cluster, it may have moved to another.
+                Some(_) => run.warn(&format!(
+                    "{noun} {vmid} was recorded on node {} but is no longer listed there, and it still exists: it migrated, or the token may no longer audit it — its record was left as it was (run lookup for it)",
+                    stored_node.unwrap_or("?")
+                )),
+                None => self.problems.push(format!(
+                    "{noun} {vmid} exists but no node lists it as a {} guest the token may audit — grant VM.Audit on /vms/{vmid} (its record was left as it was)",
+                    run.kind.segment()
+                )),
+            },
+            Err(e) => self.problems.push(format!(
+                "whether {noun} {vmid} still exists could not be confirmed (GET /cluster/nextid): {e} — {}",
+                hint(e.kind)
+            )),
+        }
+    }
+
+    /// The sweep's summary, or its failure when not every guest in scope was read. Written piece
+    /// by piece into one text.
+    fn said(&self, noun: &str) -> Result<String, String> {
+        let selection = &self.selection;
+        let recorded = self.seen.len() - self.unselected - self.unjudged;
+        let mut said = format!("synced {recorded} {noun}s");
+        if !selection.tags.is_empty() {
+            let _ = write!(said, " with the tags {}", selection.tags.join(", "));
+        }
+        if let Some(expression) = &selection.r#where {
+            let _ = write!(said, " where {expression}");
+        }
+        let places = match self.one_node() {
+            true => "node",
+            false => "nodes",
+        };
+        let _ = write!(said, " in {places} {}", self.read.join(", "));
+        let _ = write!(
+            said,
+            " ({} running); {} confirmed absent",
+            self.running, self.absent
+        );
+        if self.unselected > 0 {
+            let outside = match selection.r#where {
+                None => "without every selected tag",
+                Some(_) => "outside the selection",
+            };
+            let _ = write!(
+                said,
+                "; {} listed {outside} (not recorded)",
+                self.unselected
+            );
+        }
+        if !self.locked.is_empty() {
+            let _ = write!(
+                said,
+                "; locked (an operation on them has not finished): {}",
+                self.locked.join(", ")
+            );
+        }
+        match self.problems.is_empty() {
+            true => Ok(said),
+            false => {
+                let _ = write!(
+                    said,
+                    ", but not every guest in scope was read: {}",
+                    self.problems.join("; ")
+                );
+                Err(said)
+            }
+        }
+    }
 }
 
-async fn read_list<H: Host>(run: &Run<'_, H>, node: &str) -> Result<Vec<Value>, PveError> {
-    match run
-        .pve()
-        .call(&endpoints::node_guests(node, run.kind))
-        .await?
-    {
+/// A node's list: an array, or the answer is wrong.
+fn list_of(data: Value) -> Result<Vec<Value>, PveError> {
+    match data {
         Value::Array(list) => Ok(list),
         other => Err(PveError::malformed(format!("not a list: {other}"))),
     }
 }
 
-/// Records the guests a node listed that the selection takes. Their stored records are read in
+fn no_nodes(e: &PveError) -> Failure {
+    could_not("list the cluster's nodes (GET /nodes)", e)
+}
+
+/// Why a node's list could not be read, naming the request with its query.
+fn list_failure(noun: &str, node: &str, request: &PveRequest, e: &PveError) -> Failure {
+    let mut action = format!("list the {noun}s of node {node} ({}", request.label());
+    let mut separator = '?';
+    for (key, value) in &request.params {
+        let _ = write!(action, "{separator}{key}={value}");
+        separator = '&';
+    }
+    action.push(')');
+    could_not(&action, e)
+}
+
+fn unjudged(noun: &str, vmid: u32, e: &str) -> String {
+    format!("{noun} {vmid} was not recorded: where cannot be evaluated over its fields: {e}")
+}
+
+/// Records the guests a node listed that the selection took. Their stored records are read in
 /// one host call (`Host::read_records`): a 1,000-guest node is one read of the repository, not
 /// 1,000 in a row.
-async fn record_node<H: Host>(run: &Run<'_, H>, node: &str, list: &[Value], sweep: &mut Sweep) {
-    let mut chosen = Vec::new();
-    for entry in list {
-        chosen.extend(select_listed(run, node, entry, sweep));
-    }
+async fn record_node<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    chosen: Vec<(u32, GuestStatus)>,
+    sweep: &mut Sweep,
+) {
     let mut instances = Vec::with_capacity(chosen.len());
     for (vmid, _) in &chosen {
         instances.push(run.guest_instance(*vmid));
     }
     // A stored record that cannot be read only costs a config read (`with_identity`).
-    let mut stored = run.host.read_records(&instances).await.unwrap_or_default();
-    stored.resize(chosen.len(), None);
-    let guests = chosen.into_iter().zip(instances).zip(stored);
-    for (((vmid, status), instance), stored) in guests {
-        let at = Located {
-            vmid,
-            node: node.to_string(),
+    let stored = run.host.read_records(&instances).await.unwrap_or_default();
+    // One record for each guest: past the host's answer, none is stored. Taken in step, not
+    // zipped: each adapter compiles its own code (issue 32).
+    let mut stored = stored.into_iter();
+    let mut instances = instances.into_iter();
+    for (vmid, status) in chosen {
+        let instance = instances.next().unwrap_or_default();
+        let stored = stored.next().flatten();
+        let record = match may_be_another_guest(stored.as_ref(), &status) {
+            false => carried(run, vmid, node, &status, stored.as_ref()),
+            true => {
+                let at = Located {
+                    vmid,
+                    node: node.to_string(),
+                };
+                with_identity(run, &at, &status, stored).await
+            }
         };
-        let mut record = with_identity(run, &at, &status, stored).await;
-        record.selection = sweep.selection.clone();
-        sweep
-            .writes
-            .push(write(run.guest_spec(), instance, &record));
+        sweep.record(run.guest_spec(), instance, record);
     }
 }
 
-/// One entry of a node's list, counted in the sweep: its VMID and state when the selection takes
-/// it.
-fn select_listed<H: Host>(
+/// The cheap signal that the VMID may now hold another guest: its stored record says absent, or
+/// names another guest.
+fn may_be_another_guest(stored: Option<&Value>, status: &GuestStatus) -> bool {
+    match stored {
+        Some(s) => {
+            s.get("present") != Some(&Value::Bool(true))
+                || s.get("name").and_then(Value::as_str) != status.name.as_deref()
+        }
+        None => false,
+    }
+}
+
+/// The record of a listed guest as observed, its stored identity carried forward without
+/// re-reading it: with the time it was read (`identityObservedAt`), so it is never asserted as
+/// current. A stored identity without that time (an older record) is not carried: nothing would
+/// say how old it is.
+fn carried<H: Host>(
     run: &Run<'_, H>,
+    vmid: u32,
     node: &str,
-    entry: &Value,
-    sweep: &mut Sweep,
-) -> Option<(u32, GuestStatus)> {
-    let vmid = entry
-        .get("vmid")
-        .and_then(flex::u64_of)
-        .and_then(|v| u32::try_from(v).ok());
-    let (Some(vmid), Some(status)) = (vmid, parse::<GuestStatus>(entry)) else {
-        sweep.problems.push(format!(
-            "node {node} listed a guest whose state cannot be read: {entry}"
-        ));
-        return None;
+    status: &GuestStatus,
+    stored: Option<&Value>,
+) -> GuestRecord {
+    let mut record = GuestRecord::observed(vmid, node, status, run.method, run.now_iso());
+    let Some(stored) = stored else {
+        return record;
     };
-    sweep.seen.push(vmid);
-    let tags = status
-        .tags
-        .as_deref()
-        .map(flex::split_tags)
-        .unwrap_or_default();
-    let listed = || {
-        let record = GuestRecord::observed(vmid, node, &status, run.method, run.now_iso());
-        serde_json::to_value(&record).unwrap_or(Value::Null)
-    };
-    match sweep.selects(run.host, &tags, listed) {
-        Ok(true) => {}
-        Ok(false) => {
-            sweep.unselected += 1;
-            return None;
-        }
-        Err(e) => {
-            let noun = run.kind.noun();
-            sweep.unjudged += 1;
-            sweep.problems.push(format!(
-                "{noun} {vmid} was not recorded: where cannot be evaluated over its fields: {e}"
-            ));
-            return None;
+    if let Some(observed_at) = stored.get("identityObservedAt").and_then(Value::as_str) {
+        record.identity = stored_identity(stored);
+        if record.identity.is_some() {
+            record.identity_observed_at = Some(observed_at.to_string());
         }
     }
-    sweep.running += usize::from(status.status == "running");
-    if let Some(lock) = lock_of(&status) {
-        sweep.locked.push(format!("{vmid} ({lock})"));
-    }
-    Some((vmid, status))
+    record
 }
 
-/// Carries a stored identity forward without re-reading it: with the time it was read
-/// (`identityObservedAt`), so it is never asserted as current. A stored identity without that time
-/// (an older record) is not carried: nothing would say how old it is.
-fn carry_identity(record: &mut GuestRecord, stored: Option<&Value>) {
-    let observed_at = stored
-        .and_then(|s| s.get("identityObservedAt"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    if observed_at.is_some() {
-        record.identity = stored.and_then(stored_identity);
-        record.identity_observed_at = observed_at.filter(|_| record.identity.is_some());
-    }
-}
-
-/// The record of a listed guest: its stored identity carried forward while the cheap signals hold,
-/// else its config read and compared (see the module doc).
+/// The record of a listed guest that may be another guest now: its config read and its identity
+/// compared (see the module doc). A config that cannot be read leaves the identity carried.
 async fn with_identity<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     status: &GuestStatus,
     stored: Option<Value>,
 ) -> GuestRecord {
-    let may_be_another_guest = stored.as_ref().is_some_and(|s| {
-        s.get("present") != Some(&Value::Bool(true))
-            || s.get("name").and_then(Value::as_str) != status.name.as_deref()
-    });
-    if !may_be_another_guest {
-        let mut record =
-            GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
-        carry_identity(&mut record, stored.as_ref());
-        return record;
-    }
     let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
-    match run
+    let read = run
         .pve()
-        .read::<serde_json::Map<String, Value>>(&request, "a guest config")
-        .await
-    {
+        .read::<Map<String, Value>>(&request, "a guest config")
+        .await;
+    let (mut record, warning) = match read {
         Ok(config) => {
             let identity = Identity::from_config(&Value::Object(config));
-            let mut record = record_for(run, at, status, identity).await;
-            if stored.as_ref().and_then(stored_identity).is_none() {
-                // No fingerprint was stored, so a reuse cannot be proven either way: say so.
-                let warning = format!(
-                    "{} {}: its record named another guest ({}) but held no identity to compare: the VMID may have been reused; its identity is recorded now",
-                    run.kind.noun(),
-                    at.vmid,
-                    stored.as_ref().and_then(|s| s.get("name")).and_then(Value::as_str).unwrap_or("none")
-                );
-                run.warn(&warning);
-                record.warnings.push(warning);
-            }
-            record
+            let record = record_for(run, at, status, identity).await;
+            (
+                record,
+                unproven_reuse(run.kind.noun(), at.vmid, stored.as_ref()),
+            )
         }
         Err(e) => {
-            let mut record =
-                GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
-            carry_identity(&mut record, stored.as_ref());
+            let record = carried(run, at.vmid, &at.node, status, stored.as_ref());
             let warning = format!(
                 "{} {}: identity not checked, its config could not be read: {e}",
                 run.kind.noun(),
                 at.vmid
             );
-            run.warn(&warning);
-            record.warnings.push(warning);
-            record
+            (record, Some(warning))
+        }
+    };
+    if let Some(warning) = warning {
+        run.warn(&warning);
+        record.warnings.push(warning);
+    }
+    record
+}
+
+/// A guest whose record named another guest but held no fingerprint: a reuse cannot be proven
+/// either way, so the warning says so.
+fn unproven_reuse(noun: &str, vmid: u32, stored: Option<&Value>) -> Option<String> {
+    if stored.and_then(stored_identity).is_some() {
+        return None;
+    }
+    Some(format!(
+        "{noun} {vmid}: its record named another guest ({}) but held no identity to compare: the VMID may have been reused; its identity is recorded now",
+        stored.and_then(|s| s.get("name")).and_then(Value::as_str).unwrap_or("none")
+    ))
+}
+
+/// Stored guests in scope that no list held: absent records for the confirmed absent.
+async fn record_vanished<H: Host>(run: &Run<'_, H>, sweep: &mut Sweep) {
+    let Some(names) = listed_records(run, run.host.list_records(run.guest_spec()).await) else {
+        return;
+    };
+    // Sorted for the lookups below; a VMID is listed by one node only.
+    crate::order::sort_by(&mut sweep.seen, Ord::cmp);
+    for name in names {
+        let vmid = vmid_of_instance(&name, run.kind.record_prefix());
+        let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(&(*v as usize)).is_err()) else {
+            continue;
+        };
+        let Ok(Some(stored)) = run.host.read_record(&name).await else {
+            continue;
+        };
+        if sweep.takes_stored(run, vmid, &stored) {
+            let free = next_id_free(&run.pve(), vmid).await;
+            let node = stored.get("node").and_then(Value::as_str);
+            sweep.confirmed(run, vmid, node, free);
         }
     }
 }
 
-/// Stored guests in scope that no list held: absent records for the confirmed absent.
-async fn record_vanished<H: Host>(run: &Run<'_, H>, scope: &Scope, sweep: &mut Sweep) {
-    let names = match run.host.list_records(run.guest_spec()).await {
-        Ok(Some(names)) => names,
+/// The stored records' names, or why guests that disappeared are not detected (warned).
+fn listed_records<H: Host>(
+    run: &Run<'_, H>,
+    listed: Result<Option<Vec<String>>, HostError>,
+) -> Option<Vec<String>> {
+    match listed {
+        Ok(Some(names)) => Some(names),
         Ok(None) => {
             run.warn(
                 "the host cannot list stored records: guests that disappeared are not detected",
             );
-            return;
+            None
         }
         Err(e) => {
             run.warn(&format!(
                 "stored records could not be listed ({}): guests that disappeared are not detected",
                 e.message
             ));
-            return;
+            None
         }
-    };
-    // Sorted for the lookups below; a VMID is listed by one node only.
-    crate::order::sort_by(&mut sweep.seen, Ord::cmp);
-    for name in names {
-        let vmid = vmid_of_instance(&name, run.kind.record_prefix());
-        let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(v).is_err()) else {
-            continue;
-        };
-        if let Ok(Some(stored)) = run.host.read_record(&name).await {
-            match in_scope(run.host, &stored, scope, sweep) {
-                Ok(true) => {
-                    let node = stored.get("node").and_then(Value::as_str);
-                    confirm_absent(run, scope, vmid, node, sweep).await;
-                }
-                Ok(false) => {}
-                Err(e) => sweep.problems.push(format!(
-                    "whether stored {} {vmid} is in the selection could not be judged: where cannot be evaluated over its record: {e}",
-                    run.kind.noun()
-                )),
-            }
-        }
-    }
-}
-
-/// A stored record that says present, on a node this sweep read, in the selection.
-fn in_scope<H: Host>(
-    host: &H,
-    stored: &Value,
-    scope: &Scope,
-    sweep: &Sweep,
-) -> Result<bool, String> {
-    let node = stored.get("node").and_then(Value::as_str);
-    // Upstream's records (no `present`: unknown, deleted or tombstoned) claim a guest there too.
-    let present = stored.get("present") == Some(&Value::Bool(true)) || written_by_upstream(stored);
-    let on_a_read_node = match scope {
-        Scope::Node(scope_node) => node == Some(scope_node.as_str()),
-        Scope::Nodes(_) | Scope::Cluster => node.is_some_and(|n| sweep.read.iter().any(|r| r == n)),
-    };
-    if !present || !on_a_read_node {
-        return Ok(false);
-    }
-    let mut tags = Vec::new();
-    for tag in stored
-        .get("tags")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        tags.extend(tag.as_str());
-    }
-    sweep.selects(host, &tags, || stored.clone())
-}
-
-async fn confirm_absent<H: Host>(
-    run: &Run<'_, H>,
-    scope: &Scope,
-    vmid: u32,
-    stored_node: Option<&str>,
-    sweep: &mut Sweep,
-) {
-    let noun = run.kind.noun();
-    match next_id_free(&run.pve(), vmid).await {
-        Ok(()) => {
-            run.info(&format!("{noun} {vmid} no longer exists: recorded as absent"));
-            let mut record = GuestRecord::absent(vmid, run.method, run.now_iso());
-            record.selection = sweep.selection.clone();
-            sweep
-                .writes
-                .push(write(run.guest_spec(), run.guest_instance(vmid), &record));
-            sweep.absent += 1;
-        }
-        Err(e) if e.kind == ErrorKind::IdTaken => match scope {
-            // On a node or some nodes of the cluster, it may have moved to another.
-            Scope::Node(_) | Scope::Nodes(_) => run.warn(&format!(
-                "{noun} {vmid} was recorded on node {} but is no longer listed there, and it still exists: it migrated, or the token may no longer audit it — its record was left as it was (run lookup for it)",
-                stored_node.unwrap_or("?")
-            )),
-            Scope::Cluster => sweep.problems.push(format!(
-                "{noun} {vmid} exists but no node lists it as a {} guest the token may audit — grant VM.Audit on /vms/{vmid} (its record was left as it was)",
-                run.kind.segment()
-            )),
-        },
-        Err(e) => sweep.problems.push(format!(
-            "whether {noun} {vmid} still exists could not be confirmed (GET /cluster/nextid): {e} — {}",
-            hint(e.kind)
-        )),
     }
 }
 

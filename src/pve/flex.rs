@@ -96,16 +96,30 @@ pub fn percent(part: Option<u64>, whole: Option<u64>) -> Option<f64> {
     }
 }
 
+/// What separates PVE's tags in its list: `;`, and `,` and spaces also seen.
+const TAG_SEPARATORS: [char; 3] = [';', ',', ' '];
+
 /// Splits PVE's tag list (`;`-separated; `,` and spaces also seen) into lowercase tags.
 pub fn split_tags(text: &str) -> Vec<String> {
     let mut tags = Vec::new();
-    for tag in text.split([';', ',', ' ']) {
+    for tag in text.split(TAG_SEPARATORS) {
         let tag = tag.trim();
         if !tag.is_empty() {
             tags.push(tag.to_ascii_lowercase());
         }
     }
     tags
+}
+
+/// Whether PVE's tag list holds `tag` (not empty), without case: [`split_tags`]'s answer without
+/// building the list (a sync asks it of every listed guest).
+pub fn has_tag(text: &str, tag: &str) -> bool {
+    for listed in text.split(TAG_SEPARATORS) {
+        if listed.trim().eq_ignore_ascii_case(tag) {
+            return true;
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -160,5 +174,15 @@ mod tests {
     fn tags_split_on_semicolons_and_commas() {
         assert_eq!(split_tags("swamp;Prod,web "), vec!["swamp", "prod", "web"]);
         assert!(split_tags("").is_empty());
+    }
+
+    #[test]
+    fn a_tag_is_held_exactly_when_the_split_list_holds_it() {
+        for text in ["swamp;Prod,web ", "", " ;a b;;A+b.c-d,", "\tweb\t;prod"] {
+            for tag in ["web", "prod", "a", "a+b.c-d", "swamp", "we", "b"] {
+                let split = split_tags(text).iter().any(|t| t.eq_ignore_ascii_case(tag));
+                assert_eq!(has_tag(text, tag), split, "{text:?} {tag:?}");
+            }
+        }
     }
 }
