@@ -3,7 +3,7 @@
 
 use super::gates::Gate;
 use super::identity::Identity;
-use super::locate::{read_where_it_lives, GuestRead, Located};
+use super::locate::{absent_message, read_where_it_lives, GuestRead, Located};
 use super::observe::{read_present, read_to_act, record_for};
 use super::record::GuestRecord;
 use super::reference::GuestRef;
@@ -429,10 +429,9 @@ pub async fn sight_present<H: Host>(
     verb: &str,
 ) -> Result<Box<Evidence>, Outcome> {
     let absent = |vmid| {
-        format!(
-            "{} {vmid} does not exist on any node: there is nothing to {verb}",
-            run.kind.noun()
-        )
+        let mut message = absent_message(run.kind, vmid, ": there is nothing to ");
+        message.push_str(verb);
+        message
     };
     present_or_absent(run, sight_with(run, target, Look::ToAct).await, &absent)
 }

@@ -9,6 +9,7 @@
 //! compile_vm_rules / generate_tap_rules_direct).
 
 use super::evidence::{sight_or_absent, Evidence};
+use super::locate::absent_message;
 use super::reference::GuestRef;
 use crate::args::ArgError;
 use crate::explain::{hint, outcome_unknown};
@@ -97,10 +98,7 @@ pub async fn change_firewall<H: Host>(run: &Run<'_, H>, args: &Value, parse: Par
         Ok(change) => change,
         Err(e) => return Failure::from(e).into(),
     };
-    let absent = |vmid| {
-        let noun = run.kind.noun();
-        format!("{noun} {vmid} does not exist on any node: there is no firewall to change")
-    };
+    let absent = |vmid| absent_message(run.kind, vmid, ": there is no firewall to change");
     let mut ev = match sight_or_absent(run, change.target(), &absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,

@@ -15,6 +15,7 @@
 //! it running, `queued` before the first round, `deleting` once the config is gone).
 
 use super::evidence::{sight_or_absent, unlocked, Evidence};
+use super::locate::absent_message;
 use super::reference::GuestRef;
 use super::settle::seconds;
 use crate::args::{ArgError, Fields};
@@ -185,7 +186,7 @@ pub async fn change_ha<H: Host>(
     target: &GuestRef,
     change: &HaChange<'_>,
 ) -> Outcome {
-    let absent = |vmid| format!("{} {vmid} does not exist on any node", run.kind.noun());
+    let absent = |vmid| absent_message(run.kind, vmid, "");
     // A change to started/stopped/disabled waits out a lock on the guest: the LRM's start or stop
     // of a locked guest fails (qemu-server / pve-container check_lock), so the manager could not
     // apply it. A removal or `ignored` needs no LRM: PVE takes it at once (Resources.pm).

@@ -137,6 +137,13 @@ async fn expected_at<H: Host>(run: &Run<'_, H>, vmid: u32) -> Located {
     }
 }
 
+/// `<noun> <vmid> does not exist on any node<rest>`: the one wording of a guest's confirmed absence.
+// Not inlined, for size: one copy of the formatting for a dozen call sites.
+#[inline(never)]
+pub fn absent_message(kind: GuestKind, vmid: u32, rest: &str) -> String {
+    format!("{} {vmid} does not exist on any node{rest}", kind.noun())
+}
+
 /// [`locate`] for a method that needs the guest there: its confirmed absence fails the run.
 pub async fn locate_present<H: Host>(
     pve: &Pve<'_, H>,
@@ -145,10 +152,7 @@ pub async fn locate_present<H: Host>(
 ) -> Result<Located, Failure> {
     match locate(pve, kind, target).await? {
         Found::Present(at) => Ok(at),
-        Found::Absent { vmid } => Err(Failure::new(format!(
-            "{} {vmid} does not exist on any node",
-            kind.noun()
-        ))),
+        Found::Absent { vmid } => Err(Failure(absent_message(kind, vmid, ""))),
     }
 }
 

@@ -11,6 +11,7 @@ use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::guest::evidence::{absent_outcome, sight_with, unlocked, Evidence, Look, Sighting};
 use crate::guest::gates;
+use crate::guest::locate::absent_message;
 use crate::guest::locate::next_id_free_by;
 use crate::guest::power::{transition, Target};
 use crate::guest::record::GuestRecord;
@@ -55,10 +56,7 @@ pub async fn delete<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let present = match sight_with(run, &args.target, Look::ToAct).await {
         Ok(Sighting::Present(ev)) => ev,
         Ok(Sighting::Absent(vmid)) => {
-            let summary = format!(
-                "{} {vmid} does not exist on any node: nothing to delete",
-                run.kind.noun()
-            );
+            let summary = absent_message(run.kind, vmid, ": nothing to delete");
             return absent_outcome(run, vmid, Ok(summary));
         }
         Err(failure) => return failure.into(),

@@ -6,7 +6,7 @@
 
 use crate::args::Fields;
 use crate::guest::config::ConfigSnapshot;
-use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
+use crate::guest::locate::{absent_message, read_where_it_lives, GuestRead, Located};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -56,9 +56,10 @@ async fn read<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<ConfigRecord, F
     let target = GuestRef::parse(&Fields::of(args, "")?)?;
     let config = async |at: &Located| read_snapshot(run, at).await;
     match read_where_it_lives(run, &target, "the config", config).await? {
-        GuestRead::Absent { vmid } => Err(Failure::new(format!(
-            "{} {vmid} does not exist on any node: there is no config to read",
-            run.kind.noun()
+        GuestRead::Absent { vmid } => Err(Failure(absent_message(
+            run.kind,
+            vmid,
+            ": there is no config to read",
         ))),
         GuestRead::Read {
             at,

@@ -4,9 +4,10 @@
 
 use crate::guest::agent_exec::{follow, send_exec};
 use crate::guest::exec::{conclude, ExecArgs, Observed};
-use crate::guest::locate::{act_where_it_lives, Located, Placed};
+use crate::guest::locate::{absent_message, act_where_it_lives, Located, Placed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints::GuestKind;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -23,7 +24,7 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(Placed::Done { at, value }) => (at, Ok(value)),
         Ok(Placed::Refused { at, error }) => (at, Err(error)),
         Ok(Placed::Absent { vmid }) => {
-            return Failure::new(format!("VM {vmid} does not exist on any node")).into()
+            return Failure(absent_message(GuestKind::Qemu, vmid, "")).into()
         }
         Err(failure) => return failure.into(),
     };

@@ -2,7 +2,7 @@
 //! `<vm|ct>-<vmid>-snapshots`.
 
 use crate::args::Fields;
-use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
+use crate::guest::locate::{absent_message, read_where_it_lives, GuestRead, Located};
 use crate::guest::reference::GuestRef;
 use crate::guest::seen::Marks;
 use crate::guest::snapshots::{read_tree, tree_write};
@@ -29,9 +29,10 @@ pub async fn list_snapshots<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome 
             );
             Outcome::succeeded(vec![tree_write(run, &at, &tree, Marks::default())], summary)
         }
-        Ok(GuestRead::Absent { vmid }) => Failure::new(format!(
-            "{} {vmid} does not exist on any node: it has no snapshots to list",
-            run.kind.noun()
+        Ok(GuestRead::Absent { vmid }) => Failure(absent_message(
+            run.kind,
+            vmid,
+            ": it has no snapshots to list",
         ))
         .into(),
         Err(failure) => failure.into(),

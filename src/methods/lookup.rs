@@ -3,7 +3,7 @@
 
 use crate::args::Fields;
 use crate::guest::identity::Identity;
-use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
+use crate::guest::locate::{absent_message, read_where_it_lives, GuestRead, Located};
 use crate::guest::observe::{locked_note, read_present, record_for};
 use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
@@ -26,11 +26,7 @@ pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     record.node.as_deref().unwrap_or("?"),
                     locked_note(record.lock.as_deref())
                 ),
-                false => format!(
-                    "{} {} does not exist on any node",
-                    run.kind.noun(),
-                    record.vmid
-                ),
+                false => absent_message(run.kind, record.vmid, ""),
             };
             let writes = vec![write(
                 run.guest_spec(),

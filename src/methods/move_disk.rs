@@ -10,6 +10,7 @@
 
 use crate::args::{is_storage_id, ArgError, Fields};
 use crate::guest::evidence::{sight_config_to_change, unlocked_after, Evidence};
+use crate::guest::locate::absent_message;
 use crate::guest::reference::GuestRef;
 use crate::guest::snapshots::snapshot_holding;
 use crate::guest::storage::{read_storage, storage_refusal, unusable};
@@ -89,10 +90,7 @@ pub async fn move_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let absent = |vmid| {
-        let noun = run.kind.noun();
-        format!("{noun} {vmid} does not exist on any node: there is no disk to move")
-    };
+    let absent = |vmid| absent_message(run.kind, vmid, ": there is no disk to move");
     let mut ev = match sight_config_to_change(run, &args.target, &absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,

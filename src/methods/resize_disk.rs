@@ -12,6 +12,7 @@
 use crate::args::{ArgError, Fields};
 use crate::explain::{hint, outcome_unknown};
 use crate::guest::evidence::{sight_config_to_change, unlocked_after, Evidence};
+use crate::guest::locate::absent_message;
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
 use crate::host::Host;
@@ -97,10 +98,7 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let absent = |vmid| {
-        let noun = run.kind.noun();
-        format!("{noun} {vmid} does not exist on any node: there is no disk to resize")
-    };
+    let absent = |vmid| absent_message(run.kind, vmid, ": there is no disk to resize");
     let mut ev = match sight_config_to_change(run, &args.target, &absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,

@@ -22,6 +22,7 @@ use crate::guest::config::{
     record_value, ssh_keys_param, wire_options, ConfigSnapshot, Reading, MASKED_KEY,
 };
 use crate::guest::evidence::{sight_config_to_change, Evidence};
+use crate::guest::locate::absent_message;
 use crate::guest::power::Target;
 use crate::guest::reboot::{reboot_verified, ApplyPending};
 use crate::guest::reference::GuestRef;
@@ -122,10 +123,7 @@ pub async fn change<H: Host>(
     fill: &Fill<'_>,
     shown: &Shown<'_>,
 ) -> Outcome {
-    let absent = |vmid| {
-        let noun = run.kind.noun();
-        format!("{noun} {vmid} does not exist on any node: there is no config to change")
-    };
+    let absent = |vmid| absent_message(run.kind, vmid, ": there is no config to change");
     let mut ev = match sight_config_to_change(run, &args.target, &absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
