@@ -6,7 +6,8 @@
 use std::cmp::Ordering;
 
 /// Sorts `items` by `compare`, keeping equal elements in the order they came (stable).
-pub fn sort_by<T>(items: &mut Vec<T>, compare: impl Fn(&T, &T) -> Ordering) {
+/// `compare` is `dyn`, for size: one copy per element type, not one per comparison.
+pub fn sort_by<T>(items: &mut Vec<T>, compare: &dyn Fn(&T, &T) -> Ordering) {
     let order = {
         let items = &*items;
         positions(items.len(), &|a, b| match (items.get(a), items.get(b)) {
@@ -28,7 +29,7 @@ pub fn sort_by<T>(items: &mut Vec<T>, compare: impl Fn(&T, &T) -> Ordering) {
 
 /// Sorts `items` in their natural order and drops repeats.
 pub fn sort_dedup<T: Ord>(items: &mut Vec<T>) {
-    sort_by(items, T::cmp);
+    sort_by(items, &T::cmp);
     items.dedup();
 }
 
@@ -93,7 +94,7 @@ mod tests {
                 .collect();
             let mut expected = items.clone();
             expected.sort_by_key(|a| a.0);
-            sort_by(&mut items, |a, b| a.0.cmp(&b.0));
+            sort_by(&mut items, &|a, b| a.0.cmp(&b.0));
             assert_eq!(items, expected, "length {len}");
         }
     }

@@ -57,7 +57,7 @@ impl Scrubber {
             }
         }
         for list in [&mut scrubber.plain, &mut scrubber.needles] {
-            crate::order::sort_by(list, |a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+            crate::order::sort_by(list, &|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
             list.dedup();
         }
         scrubber

@@ -203,7 +203,7 @@ pub async fn read_archives<H: Host>(
             archives.push(archive);
         }
     }
-    crate::order::sort_by(&mut archives, |a, b| {
+    crate::order::sort_by(&mut archives, &|a, b| {
         (a.ctime, &a.volid).cmp(&(b.ctime, &b.volid))
     });
     Ok(archives)

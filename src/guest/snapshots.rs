@@ -122,7 +122,7 @@ impl SnapshotTree {
             });
         }
         // PVE lists them in hash order: a stable order (oldest first) keeps records comparable.
-        crate::order::sort_by(&mut tree.snapshots, |a, b| {
+        crate::order::sort_by(&mut tree.snapshots, &|a, b| {
             (a.snaptime, &a.name).cmp(&(b.snaptime, &b.name))
         });
         Some(tree)

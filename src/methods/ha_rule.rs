@@ -58,7 +58,7 @@ fn nodes_of(list: &str) -> String {
             p => format!("{name}:{p}"),
         });
     }
-    crate::order::sort_by(&mut nodes, Ord::cmp);
+    crate::order::sort_by(&mut nodes, &Ord::cmp);
     nodes.join(",")
 }
 

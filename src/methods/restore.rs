@@ -140,7 +140,7 @@ fn without_mac(value: &str) -> Vec<&str> {
             _ => parts.push(part),
         }
     }
-    crate::order::sort_by(&mut parts, Ord::cmp);
+    crate::order::sort_by(&mut parts, &Ord::cmp);
     parts
 }
 
@@ -152,7 +152,7 @@ fn disk_options(value: &str) -> Vec<&str> {
             parts.push(part);
         }
     }
-    crate::order::sort_by(&mut parts, Ord::cmp);
+    crate::order::sort_by(&mut parts, &Ord::cmp);
     parts
 }
 

@@ -716,7 +716,7 @@ async fn record_vanished<H: Host>(run: &Run<'_, H>, sweep: &mut Sweep) {
         return;
     };
     // Sorted for the lookups below; a VMID is listed by one node only.
-    crate::order::sort_by(&mut sweep.seen, Ord::cmp);
+    crate::order::sort_by(&mut sweep.seen, &Ord::cmp);
     for name in names {
         let vmid = vmid_of_instance(&name, run.kind.record_prefix());
         let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(&(*v as usize)).is_err()) else {
