@@ -156,26 +156,36 @@ async fn preconditions<H: Host>(
         .await
         .map_err(|e| could_not(&format!("read the migration preconditions of {label}"), &e).0)?;
     let running = pre.running.unwrap_or(was_running);
-    let refuse = |why: String| {
-        Err(format!(
+    match refusal(run.kind, &pre, args, running) {
+        Some(why) => Err(format!(
             "{label} cannot be migrated to node {}: {why}",
             args.node
-        ))
-    };
-    match run.kind {
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Why PVE would refuse the migration its preconditions describe; `None` when it would not.
+fn refusal(
+    kind: GuestKind,
+    pre: &MigratePreconditions,
+    args: &MigrateArgs,
+    running: bool,
+) -> Option<String> {
+    match kind {
         GuestKind::Qemu if running && !args.online => {
-            return refuse("can't migrate running VM without --online (PVE's rule) — set online: true for a live migration, or stop the VM first".into())
+            return Some("can't migrate running VM without --online (PVE's rule) — set online: true for a live migration, or stop the VM first".into())
         }
         GuestKind::Lxc if running && !args.restart => {
-            return refuse("can't migrate running container without --online or --restart (PVE's rule; containers cannot migrate live) — set restart: true, or stop it first".into())
+            return Some("can't migrate running container without --online or --restart (PVE's rule; containers cannot migrate live) — set restart: true, or stop it first".into())
         }
         _ => {}
     }
     if let Some(why) = pre.not_allowed(&args.node) {
-        return refuse(format!("PVE does not allow that node: {why}"));
+        return Some(format!("PVE does not allow that node: {why}"));
     }
     if !pre.allowed_nodes.iter().any(|n| n == &args.node) {
-        return refuse(format!(
+        return Some(format!(
             "it is not among the nodes PVE allows ({}) — check targetNode (is it a cluster node?)",
             match pre.allowed_nodes.is_empty() {
                 true => "none".to_string(),
@@ -184,7 +194,7 @@ async fn preconditions<H: Host>(
         ));
     }
     if !pre.local_resources.is_empty() {
-        return refuse(format!(
+        return Some(format!(
             "can't migrate VM which uses local devices: {} (PVE's rule) — remove them from the config first",
             pre.local_resources.join(", ")
         ));
@@ -197,7 +207,7 @@ async fn preconditions<H: Host>(
         }
     }
     if let Some(cdrom) = local.iter().find(|d| d.cdrom == Some(true)) {
-        return refuse(format!(
+        return Some(format!(
             "can't migrate local disk '{}': local cdrom image (PVE's rule) — eject it (ide2: none,media=cdrom) first",
             cdrom.volid
         ));
@@ -209,12 +219,12 @@ async fn preconditions<H: Host>(
         }
     }
     if running && !args.with_local_disks && !attached.is_empty() {
-        return refuse(format!(
+        return Some(format!(
             "can't live migrate attached local disks without with-local-disks option ({}; PVE's rule) — set withLocalDisks: true to copy them along",
             attached.join(", ")
         ));
     }
-    Ok(())
+    None
 }
 
 /// `…vm-<N>-cloudinit…`: the drive PVE generates from the config (QemuMigrate's pattern).
