@@ -57,11 +57,7 @@ impl MigrateArgs {
             restart: !qemu && fields.or("restart", false)?,
             timeout_sec: match qemu {
                 true => None,
-                false => fields
-                    .optional::<Value>("timeoutSec")?
-                    .map(|_| fields.int_in("timeoutSec", 1, 86_400))
-                    .transpose()?
-                    .map(|t| t as u64),
+                false => fields.optional_count_in("timeoutSec", 1, 86_400)?,
             },
             target_storage,
         })
