@@ -257,11 +257,8 @@ fn landed(config: &Map<String, Value>, args: &MoveArgs, from: &str) -> Result<St
             "{to} is {got}, not {asked}: PVE used the storage's format instead (qemu-server resolve_dst_disk_format)"
         ));
     }
-    let size = config
-        .get(&args.disk)
-        .and_then(flex::string_of)
-        .and_then(|v| property(&v, "size").map(|s| format!(" ({s})")))
-        .unwrap_or_default();
+    let size = property(&value, "size").map(|s| format!(" ({s})"));
+    let size = size.unwrap_or_default();
     let moved = format!("{to}{size}; the source {from}");
     match (args.delete, unused_holding(config, from)) {
         (false, Some(key)) => Ok(format!("{moved} is kept as {key}")),
