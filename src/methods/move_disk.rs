@@ -143,7 +143,7 @@ fn source<H: Host>(
                 .into(),
         );
     }
-    let format = property(&value, "format").map_or_else(|| format_of(&volid), str::to_string);
+    let format = format_of(&value, &volid);
     let same_format = args.format.as_ref().is_none_or(|f| *f == format);
     match storage_of(&volid) == args.storage && same_format {
         true => Ok(None),
@@ -196,8 +196,12 @@ fn target_refusal(kind: GuestKind, store: &NodeStorage) -> Option<String> {
     }
 }
 
-/// A volume's format as its name shows it (`….qcow2`), raw for a block storage's.
-fn format_of(volid: &str) -> String {
+/// A volume's format: its config value's `format=`, else as its name shows it (`….qcow2`), raw
+/// for a block storage's.
+fn format_of(value: &str, volid: &str) -> String {
+    if let Some(format) = property(value, "format") {
+        return format.to_string();
+    }
     match volid.rsplit_once('.') {
         Some((_, ext)) if ["qcow2", "vmdk", "raw"].contains(&ext) => ext.to_string(),
         _ => "raw".to_string(),
@@ -251,7 +255,7 @@ fn landed(config: &Map<String, Value>, args: &MoveArgs, from: &str) -> Result<St
         .get(&args.disk)
         .and_then(flex::string_of)
         .unwrap_or_default();
-    let got = property(&value, "format").map_or_else(|| format_of(&to), str::to_string);
+    let got = format_of(&value, &to);
     if let Some(asked) = args.format.as_ref().filter(|f| **f != got) {
         return Err(format!(
             "{to} is {got}, not {asked}: PVE used the storage's format instead (qemu-server resolve_dst_disk_format)"
