@@ -100,10 +100,10 @@ async fn move_guest<H: Host>(
     ev: &mut Evidence,
     args: &MigrateArgs,
 ) -> Result<String, String> {
-    let label = ev.label(run);
     if ev.at.node == args.node {
         return Ok(format!(
-            "{label} already lives on node {}; no migration was sent",
+            "{} already lives on node {}; no migration was sent",
+            ev.label(run),
             args.node
         ));
     }
@@ -111,21 +111,24 @@ async fn move_guest<H: Host>(
     let was_running = ev.status.status == "running";
     let source = ev.at.node.clone();
     preconditions(run, ev, args, was_running).await?;
-    let request = endpoints::guest_migrate(
-        &ev.at.node,
-        run.kind,
-        ev.at.vmid,
-        &args.node,
-        &endpoints::MigrateOptions {
-            online: args.online,
-            with_local_disks: args.with_local_disks,
-            restart: args.restart,
-            timeout_sec: args.timeout_sec,
-            target_storage: args.target_storage.as_deref(),
-        },
-    );
-    let action = format!("migrate {label} to node {}", args.node);
-    ev.trail.run(&run.pve(), &request, &action).await?;
+    // The request and its action end with their await: the wait after it need not carry them.
+    {
+        let request = endpoints::guest_migrate(
+            &ev.at.node,
+            run.kind,
+            ev.at.vmid,
+            &args.node,
+            &endpoints::MigrateOptions {
+                online: args.online,
+                with_local_disks: args.with_local_disks,
+                restart: args.restart,
+                timeout_sec: args.timeout_sec,
+                target_storage: args.target_storage.as_deref(),
+            },
+        );
+        let action = format!("migrate {} to node {}", ev.label(run), args.node);
+        ev.trail.run(&run.pve(), &request, &action).await?;
+    }
     arrive(run, ev, args, was_running).await?;
     Ok(format!(
         "{} {} moved from node {} to node {} and is {}",

@@ -216,16 +216,19 @@ async fn moved<H: Host>(
     from: &str,
 ) -> Result<String, String> {
     let label = format!("{} of {}", args.disk, ev.label(run));
-    let action = format!("move {label} to storage {}", args.storage);
-    let request = endpoints::move_volume(
-        &ev.at.node,
-        run.kind,
-        ev.at.vmid,
-        (&args.disk, &args.storage),
-        args.delete,
-        args.format.as_deref(),
-    );
-    ev.trail.run(&run.pve(), &request, &action).await?;
+    // The request and its action end with their await: the later ones need not carry them.
+    {
+        let action = format!("move {label} to storage {}", args.storage);
+        let request = endpoints::move_volume(
+            &ev.at.node,
+            run.kind,
+            ev.at.vmid,
+            (&args.disk, &args.storage),
+            args.delete,
+            args.format.as_deref(),
+        );
+        ev.trail.run(&run.pve(), &request, &action).await?;
+    }
     match ev.refresh(run).await {
         Ok(()) => unlocked_after(run, ev, "the move task ended successfully").await?,
         Err(e) => ev.warn(run, e),
