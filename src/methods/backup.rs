@@ -18,6 +18,7 @@ use crate::guest::reference::GuestRef;
 use crate::guest::settle::describe;
 use crate::host::Host;
 use crate::outcome::Outcome;
+use crate::outcome::RecordWrite;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::responses::GuestStatus;
 use crate::run::{write, Run};
@@ -196,25 +197,36 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let verdict = back_up(run, &mut ev, &args, &mut made, &mut mode).await;
     let mut outcome = ev.outcome(run, verdict).await;
     if let Some(archive) = made {
-        let record = BackupRecord {
-            vmid: ev.at.vmid,
-            node: ev.at.node.clone(),
-            storage: args.storage.clone(),
-            mode,
-            volid: archive.volid,
-            size: archive.size,
-            ctime: archive.ctime,
-            format: archive.format,
-            notes: archive.notes,
-            protected: archive.protected,
-            task: ev.trail.last_task.clone(),
-            last_operation: run.method.to_string(),
-            recorded_at: run.now_iso(),
-        };
-        let instance = format!("{}-backup", run.guest_instance(ev.at.vmid));
-        outcome.writes.push(write("backup", instance, &record));
+        outcome.writes.push(record(run, &ev, &args, archive, mode));
     }
     outcome
+}
+
+/// The `backup` record of the archive this run made.
+fn record<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    args: &BackupArgs,
+    archive: Archive,
+    mode: Option<String>,
+) -> RecordWrite {
+    let record = BackupRecord {
+        vmid: ev.at.vmid,
+        node: ev.at.node.clone(),
+        storage: args.storage.clone(),
+        mode,
+        volid: archive.volid,
+        size: archive.size,
+        ctime: archive.ctime,
+        format: archive.format,
+        notes: archive.notes,
+        protected: archive.protected,
+        task: ev.trail.last_task.clone(),
+        last_operation: run.method.to_string(),
+        recorded_at: run.now_iso(),
+    };
+    let instance = format!("{}-backup", run.guest_instance(ev.at.vmid));
+    write("backup", instance, &record)
 }
 
 /// The backup itself; `made` keeps the new archive as listed, and `mode` the mode vzdump reported,
@@ -246,10 +258,7 @@ async fn back_up<H: Host>(
         .dispatch_unless(&pve, &request, &action, &skipped)
         .await?
     else {
-        return Err(format!(
-            "{action}: PVE answered OK without starting a backup task — vzdump skips, silently, a guest that is not on the node it runs on (pve-manager PVE/API2/VZDump.pm); run lookup to see where {} {vmid} is",
-            run.kind.noun()
-        ));
+        return Err(skipped_message(&action, run.kind, vmid));
     };
     ev.trail
         .follow(&pve, &upid)
@@ -258,38 +267,60 @@ async fn back_up<H: Host>(
     // vzdump picks the mode itself: a guest that is not running is backed up in `stop` mode, and a
     // snapshot that cannot be taken falls back to `suspend` (pve-manager PVE/VZDump.pm
     // exec_backup_task, which logs `backup mode: <mode>`). An unreadable log leaves it unknown.
-    *mode = read_log(&pve, &upid).await.iter().find_map(|line| {
-        let (_, used) = line.split_once("backup mode: ")?;
-        Some(used.trim().to_string()).filter(|m| MODES.contains(&m.as_str()))
-    });
+    *mode = mode_logged(&read_log(&pve, &upid).await);
     let kind = run.kind;
     let wanted = format!("its state before the backup ({})", describe(&state_before));
     await_unlocked(run, ev, &|s| same_state(kind, &state_before, s), &wanted).await?;
     let after = list_archives(run, &node, &args.storage, Some(vmid))
         .await
         .map_err(of_guest)?;
-    let mut new = Vec::new();
-    for archive in &after {
-        if !before.iter().any(|b| b.volid == archive.volid) {
-            new.push(archive);
-        }
-    }
-    let archive = match new.as_slice() {
-        [one] => (*one).clone(),
-        [] => {
-            return Err(format!(
-                "the backup task ended successfully, but storage {} on node {node} lists no new backup of {label} (its backups of it: {}) — check the vzdump task's log",
-                args.storage,
-                describe_all(&after)
-            ))
-        }
-        more => {
-            // Another backup of the same guest ended meanwhile: the newest is this run's.
-            more.iter().max_by_key(|a| a.ctime).map(|a| (*a).clone()).unwrap_or_else(|| more[0].clone())
-        }
-    };
+    let archive = made_by_run(&before, &after).ok_or_else(|| {
+        format!(
+            "the backup task ended successfully, but storage {} on node {node} lists no new backup of {label} (its backups of it: {}) — check the vzdump task's log",
+            args.storage,
+            describe_all(&after)
+        )
+    })?;
     *made = Some(archive.clone());
     judge(run, ev, args, &archive, mode.as_deref())
+}
+
+/// The failure of a vzdump PVE skipped: a bare `OK` and no task.
+fn skipped_message(action: &str, kind: GuestKind, vmid: u32) -> String {
+    format!(
+        "{action}: PVE answered OK without starting a backup task — vzdump skips, silently, a guest that is not on the node it runs on (pve-manager PVE/API2/VZDump.pm); run lookup to see where {} {vmid} is",
+        kind.noun()
+    )
+}
+
+/// The mode vzdump used as its log reports it; `None` when no line shows one.
+fn mode_logged(log: &[String]) -> Option<String> {
+    for line in log {
+        let Some((_, used)) = line.split_once("backup mode: ") else {
+            continue;
+        };
+        let used = used.trim();
+        if MODES.contains(&used) {
+            return Some(used.to_string());
+        }
+    }
+    None
+}
+
+/// The archive this run made: the one `after` lists that `before` did not. With more than one,
+/// another backup of the same guest ended meanwhile: the newest (the last listed of equals) is
+/// this run's.
+fn made_by_run(before: &[Archive], after: &[Archive]) -> Option<Archive> {
+    let mut made: Option<&Archive> = None;
+    for archive in after {
+        if before.iter().any(|b| b.volid == archive.volid) {
+            continue;
+        }
+        if made.is_none_or(|m| archive.ctime >= m.ctime) {
+            made = Some(archive);
+        }
+    }
+    made.cloned()
 }
 
 /// A guest is back in its state when its status (and a VM's QEMU run state) is what it was.

@@ -17,7 +17,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::ErrorKind;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{GuestStatus, MigratePreconditions};
 use crate::run::Run;
 use serde_json::Value;
@@ -57,11 +57,7 @@ impl MigrateArgs {
             restart: !qemu && fields.or("restart", false)?,
             timeout_sec: match qemu {
                 true => None,
-                false => fields
-                    .optional::<Value>("timeoutSec")?
-                    .map(|_| fields.int_in("timeoutSec", 1, 86_400))
-                    .transpose()?
-                    .map(|t| t as u64),
+                false => fields.optional_count_in("timeoutSec", 1, 86_400)?,
             },
             target_storage,
         })
@@ -104,10 +100,10 @@ async fn move_guest<H: Host>(
     ev: &mut Evidence,
     args: &MigrateArgs,
 ) -> Result<String, String> {
-    let label = ev.label(run);
     if ev.at.node == args.node {
         return Ok(format!(
-            "{label} already lives on node {}; no migration was sent",
+            "{} already lives on node {}; no migration was sent",
+            ev.label(run),
             args.node
         ));
     }
@@ -115,21 +111,24 @@ async fn move_guest<H: Host>(
     let was_running = ev.status.status == "running";
     let source = ev.at.node.clone();
     preconditions(run, ev, args, was_running).await?;
-    let request = endpoints::guest_migrate(
-        &ev.at.node,
-        run.kind,
-        ev.at.vmid,
-        &args.node,
-        &endpoints::MigrateOptions {
-            online: args.online,
-            with_local_disks: args.with_local_disks,
-            restart: args.restart,
-            timeout_sec: args.timeout_sec,
-            target_storage: args.target_storage.as_deref(),
-        },
-    );
-    let action = format!("migrate {label} to node {}", args.node);
-    ev.trail.run(&run.pve(), &request, &action).await?;
+    // The request and its action end with their await: the wait after it need not carry them.
+    {
+        let request = endpoints::guest_migrate(
+            &ev.at.node,
+            run.kind,
+            ev.at.vmid,
+            &args.node,
+            &endpoints::MigrateOptions {
+                online: args.online,
+                with_local_disks: args.with_local_disks,
+                restart: args.restart,
+                timeout_sec: args.timeout_sec,
+                target_storage: args.target_storage.as_deref(),
+            },
+        );
+        let action = format!("migrate {} to node {}", ev.label(run), args.node);
+        ev.trail.run(&run.pve(), &request, &action).await?;
+    }
     arrive(run, ev, args, was_running).await?;
     Ok(format!(
         "{} {} moved from node {} to node {} and is {}",
@@ -156,26 +155,36 @@ async fn preconditions<H: Host>(
         .await
         .map_err(|e| could_not(&format!("read the migration preconditions of {label}"), &e).0)?;
     let running = pre.running.unwrap_or(was_running);
-    let refuse = |why: String| {
-        Err(format!(
+    match refusal(run.kind, &pre, args, running) {
+        Some(why) => Err(format!(
             "{label} cannot be migrated to node {}: {why}",
             args.node
-        ))
-    };
-    match run.kind {
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Why PVE would refuse the migration its preconditions describe; `None` when it would not.
+fn refusal(
+    kind: GuestKind,
+    pre: &MigratePreconditions,
+    args: &MigrateArgs,
+    running: bool,
+) -> Option<String> {
+    match kind {
         GuestKind::Qemu if running && !args.online => {
-            return refuse("can't migrate running VM without --online (PVE's rule) — set online: true for a live migration, or stop the VM first".into())
+            return Some("can't migrate running VM without --online (PVE's rule) — set online: true for a live migration, or stop the VM first".into())
         }
         GuestKind::Lxc if running && !args.restart => {
-            return refuse("can't migrate running container without --online or --restart (PVE's rule; containers cannot migrate live) — set restart: true, or stop it first".into())
+            return Some("can't migrate running container without --online or --restart (PVE's rule; containers cannot migrate live) — set restart: true, or stop it first".into())
         }
         _ => {}
     }
     if let Some(why) = pre.not_allowed(&args.node) {
-        return refuse(format!("PVE does not allow that node: {why}"));
+        return Some(format!("PVE does not allow that node: {why}"));
     }
     if !pre.allowed_nodes.iter().any(|n| n == &args.node) {
-        return refuse(format!(
+        return Some(format!(
             "it is not among the nodes PVE allows ({}) — check targetNode (is it a cluster node?)",
             match pre.allowed_nodes.is_empty() {
                 true => "none".to_string(),
@@ -184,7 +193,7 @@ async fn preconditions<H: Host>(
         ));
     }
     if !pre.local_resources.is_empty() {
-        return refuse(format!(
+        return Some(format!(
             "can't migrate VM which uses local devices: {} (PVE's rule) — remove them from the config first",
             pre.local_resources.join(", ")
         ));
@@ -197,7 +206,7 @@ async fn preconditions<H: Host>(
         }
     }
     if let Some(cdrom) = local.iter().find(|d| d.cdrom == Some(true)) {
-        return refuse(format!(
+        return Some(format!(
             "can't migrate local disk '{}': local cdrom image (PVE's rule) — eject it (ide2: none,media=cdrom) first",
             cdrom.volid
         ));
@@ -209,12 +218,12 @@ async fn preconditions<H: Host>(
         }
     }
     if running && !args.with_local_disks && !attached.is_empty() {
-        return refuse(format!(
+        return Some(format!(
             "can't live migrate attached local disks without with-local-disks option ({}; PVE's rule) — set withLocalDisks: true to copy them along",
             attached.join(", ")
         ));
     }
-    Ok(())
+    None
 }
 
 /// `…vm-<N>-cloudinit…`: the drive PVE generates from the config (QemuMigrate's pattern).
@@ -238,7 +247,6 @@ async fn arrive<H: Host>(
     // What the migrate task left of the method's one budget (taskTimeoutSec bounds both).
     let deadline = run.budget.deadline(run.host.now_ms());
     let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
-    let status_on = |at: &Located| endpoints::guest_status(&at.node, kind, at.vmid);
     let by_vmid = GuestRef {
         vmid: Some(ev.at.vmid),
         name: None,
@@ -247,49 +255,17 @@ async fn arrive<H: Host>(
     let mut progress = Progress::start(run.host.now_ms());
     loop {
         let last = match locate(&pve, kind, &by_vmid).await {
-            Ok(Found::Present(at)) if at.node == args.node => {
-                match pve
-                    .read_by::<GuestStatus>(&status_on(&at), deadline, "a guest status")
-                    .await
-                {
-                    Ok(status) => {
-                        let unlocked = lock_of(&status).is_none();
-                        let state_ok = !was_running || Target::Running.reached(kind, &status);
-                        ev.saw(run, at, status);
-                        if unlocked && state_ok {
-                            return Ok(());
-                        }
-                        format!("on node {}: {}", args.node, describe(&ev.status))
-                    }
-                    // The budget's end cut the read short: not seen there yet, and the wait is over.
-                    Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
-                        format!("on node {}: no answer before the budget ran out", args.node)
-                    }
-                    // The config reaches the target with the move: until then the node does not know it.
-                    Err(e) if e.kind == ErrorKind::GuestNotOnNode => format!(
-                        "the cluster places it on node {} but that node does not hold its config yet",
-                        args.node
-                    ),
-                    Err(e) => {
-                        let action = format!(
-                            "read the state of {} {} on node {} after the migration",
-                            kind.noun(),
-                            ev.at.vmid,
-                            args.node
-                        );
-                        return Err(could_not(&action, &e).0);
-                    }
-                }
-            }
             Ok(Found::Present(at)) => {
-                let mut seen = format!("the cluster still places it on node {}", at.node);
-                let request = status_on(&at);
+                let request = endpoints::guest_status(&at.node, kind, at.vmid);
                 let read = pve.read_by::<GuestStatus>(&request, deadline, "a guest status");
-                if let Ok(status) = read.await {
-                    ev.saw(run, at, status);
-                    seen.push_str(&format!(" ({})", describe(&ev.status)));
+                let read = read.await;
+                match at.node == args.node {
+                    true => match on_target(run, ev, args, at, read, (was_running, deadline))? {
+                        Some(last) => last,
+                        None => return Ok(()),
+                    },
+                    false => elsewhere(run, ev, at, read),
                 }
-                seen
             }
             Ok(Found::Absent { .. }) => "the cluster lists it on no node".to_string(),
             Err(Failure(why)) => return Err(format!("after the migrate task, {why}")),
@@ -310,26 +286,104 @@ async fn arrive<H: Host>(
                 }
                 Stopped::Aborted => "the run was aborted while waiting".to_string(),
             };
-            let why = naming_lock(why, &ev.status);
-            let ha = ev
-                .status
-                .ha
-                .as_ref()
-                .is_some_and(|ha| ha.managed == Some(true));
-            let check = match (lock_of(&ev.status), ha) {
-                (Some(_), _) => lock_advice(kind, &ev.at.node),
-                (None, true) => "the guest is HA-managed, so its migrate task only queued a request to the HA manager: check `ha-manager status` (quorum, the resource's state, node affinity rules)".to_string(),
-                (None, false) => "check the migrate task's log on the source node and the guest's state (run lookup)".to_string(),
-            };
-            let wanted = match was_running {
-                true => format!("on node {} and running", args.node),
-                false => format!("on node {}", args.node),
-            };
-            return Err(format!(
-                "the migrate task on node {source} ended successfully, but {} {} was not seen {wanted}: {why}; last observed: {last} — {check}",
-                kind.noun(),
-                ev.at.vmid
+            return Err(not_seen(
+                kind,
+                ev,
+                (args, was_running),
+                (&source, &last),
+                why,
             ));
         }
     }
+}
+
+/// One look at the guest on the target node: `None` once it is there (running, if it was) with no
+/// lock, else what was seen; an unreadable state other than the wait's own ends fails the method.
+fn on_target<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &MigrateArgs,
+    at: Located,
+    read: Result<GuestStatus, PveError>,
+    (was_running, deadline): (bool, f64),
+) -> Result<Option<String>, String> {
+    let kind = run.kind;
+    match read {
+        Ok(status) => {
+            let unlocked = lock_of(&status).is_none();
+            let state_ok = !was_running || Target::Running.reached(kind, &status);
+            ev.saw(run, at, status);
+            if unlocked && state_ok {
+                return Ok(None);
+            }
+            Ok(Some(format!(
+                "on node {}: {}",
+                args.node,
+                describe(&ev.status)
+            )))
+        }
+        // The budget's end cut the read short: not seen there yet, and the wait is over.
+        Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => Ok(Some(
+            format!("on node {}: no answer before the budget ran out", args.node),
+        )),
+        // The config reaches the target with the move: until then the node does not know it.
+        Err(e) if e.kind == ErrorKind::GuestNotOnNode => Ok(Some(format!(
+            "the cluster places it on node {} but that node does not hold its config yet",
+            args.node
+        ))),
+        Err(e) => {
+            let action = format!(
+                "read the state of {} {} on node {} after the migration",
+                kind.noun(),
+                ev.at.vmid,
+                args.node
+            );
+            Err(could_not(&action, &e).0)
+        }
+    }
+}
+
+/// What a look at the guest still on another node saw; an unreadable state only goes unsaid.
+fn elsewhere<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    at: Located,
+    read: Result<GuestStatus, PveError>,
+) -> String {
+    let mut seen = format!("the cluster still places it on node {}", at.node);
+    if let Ok(status) = read {
+        ev.saw(run, at, status);
+        seen.push_str(&format!(" ({})", describe(&ev.status)));
+    }
+    seen
+}
+
+/// The failure of a wait that ended before the guest was seen where it should be.
+fn not_seen(
+    kind: GuestKind,
+    ev: &Evidence,
+    (args, was_running): (&MigrateArgs, bool),
+    (source, last): (&str, &str),
+    why: String,
+) -> String {
+    let why = naming_lock(why, &ev.status);
+    let ha = ev
+        .status
+        .ha
+        .as_ref()
+        .is_some_and(|ha| ha.managed == Some(true));
+    let check = match (lock_of(&ev.status), ha) {
+        (Some(_), _) => lock_advice(kind, &ev.at.node),
+        (None, true) => "the guest is HA-managed, so its migrate task only queued a request to the HA manager: check `ha-manager status` (quorum, the resource's state, node affinity rules)".to_string(),
+        (None, false) => "check the migrate task's log on the source node and the guest's state (run lookup)".to_string(),
+    };
+    let wanted = match was_running {
+        true => format!("on node {} and running", args.node),
+        false => format!("on node {}", args.node),
+    };
+    format!(
+        "the migrate task on node {source} ended successfully, but {} {} was not seen {wanted}: {why}; last observed: {last} — {check}",
+        kind.noun(),
+        ev.at.vmid
+    )
 }

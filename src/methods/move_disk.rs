@@ -141,7 +141,7 @@ fn source<H: Host>(
                 .into(),
         );
     }
-    let format = property(&value, "format").map_or_else(|| format_of(&volid), str::to_string);
+    let format = format_of(&value, &volid);
     let same_format = args.format.as_ref().is_none_or(|f| *f == format);
     match storage_of(&volid) == args.storage && same_format {
         true => Ok(None),
@@ -194,8 +194,12 @@ fn target_refusal(kind: GuestKind, store: &NodeStorage) -> Option<String> {
     }
 }
 
-/// A volume's format as its name shows it (`….qcow2`), raw for a block storage's.
-fn format_of(volid: &str) -> String {
+/// A volume's format: its config value's `format=`, else as its name shows it (`….qcow2`), raw
+/// for a block storage's.
+fn format_of(value: &str, volid: &str) -> String {
+    if let Some(format) = property(value, "format") {
+        return format.to_string();
+    }
     match volid.rsplit_once('.') {
         Some((_, ext)) if ["qcow2", "vmdk", "raw"].contains(&ext) => ext.to_string(),
         _ => "raw".to_string(),
@@ -210,16 +214,19 @@ async fn moved<H: Host>(
     from: &str,
 ) -> Result<String, String> {
     let label = format!("{} of {}", args.disk, ev.label(run));
-    let action = format!("move {label} to storage {}", args.storage);
-    let request = endpoints::move_volume(
-        &ev.at.node,
-        run.kind,
-        ev.at.vmid,
-        (&args.disk, &args.storage),
-        args.delete,
-        args.format.as_deref(),
-    );
-    ev.trail.run(&run.pve(), &request, &action).await?;
+    // The request and its action end with their await: the later ones need not carry them.
+    {
+        let action = format!("move {label} to storage {}", args.storage);
+        let request = endpoints::move_volume(
+            &ev.at.node,
+            run.kind,
+            ev.at.vmid,
+            (&args.disk, &args.storage),
+            args.delete,
+            args.format.as_deref(),
+        );
+        ev.trail.run(&run.pve(), &request, &action).await?;
+    }
     match ev.refresh(run).await {
         Ok(()) => unlocked_after(run, ev, "the move task ended successfully").await?,
         Err(e) => ev.warn(run, e),
@@ -249,17 +256,14 @@ fn landed(config: &Map<String, Value>, args: &MoveArgs, from: &str) -> Result<St
         .get(&args.disk)
         .and_then(flex::string_of)
         .unwrap_or_default();
-    let got = property(&value, "format").map_or_else(|| format_of(&to), str::to_string);
+    let got = format_of(&value, &to);
     if let Some(asked) = args.format.as_ref().filter(|f| **f != got) {
         return Err(format!(
             "{to} is {got}, not {asked}: PVE used the storage's format instead (qemu-server resolve_dst_disk_format)"
         ));
     }
-    let size = config
-        .get(&args.disk)
-        .and_then(flex::string_of)
-        .and_then(|v| property(&v, "size").map(|s| format!(" ({s})")))
-        .unwrap_or_default();
+    let size = property(&value, "size").map(|s| format!(" ({s})"));
+    let size = size.unwrap_or_default();
     let moved = format!("{to}{size}; the source {from}");
     match (args.delete, unused_holding(config, from)) {
         (false, Some(key)) => Ok(format!("{moved} is kept as {key}")),
