@@ -343,7 +343,8 @@ fn listed_end(watcher: &NodeTasks, upid: &Upid) -> Option<TaskStatus> {
 }
 
 /// Sleeps until `due`, waking early when a shared list read shows the task's end (or the run is
-/// aborted: the host's sleep returns early then).
+/// aborted: the host's sleep returns early then). Only this task's end wakes the run: a list read
+/// that shows other tasks' ends does not wake every run of a fleet.
 async fn wait_until<H: Host>(pve: &Pve<'_, H>, due: f64, watcher: Option<&NodeTasks>, upid: &Upid) {
     loop {
         let now = pve.host.now_ms();
@@ -353,10 +354,7 @@ async fn wait_until<H: Host>(pve: &Pve<'_, H>, due: f64, watcher: Option<&NodeTa
         let sleep = pve.host.sleep((due - now).ceil() as u64);
         match watcher {
             Some(watcher) if listed_end(watcher, upid).is_some() => return,
-            Some(watcher) => {
-                let seen = watcher.publications();
-                first_of(sleep, watcher.published_after(seen)).await;
-            }
+            Some(watcher) => first_of(sleep, watcher.ended(upid.as_str())).await,
             None => sleep.await,
         }
     }

@@ -126,6 +126,11 @@ export function createHost(ctx: HostContext): Host {
   };
   const reads = new Set<string>();
   const sleeping = new Set<() => void>();
+  // One listener wakes every pause of the run: a fleet's runs pause often, and a listener added
+  // and removed at each pause cost more than the pause itself.
+  signal.addEventListener("abort", () => sleeping.forEach((wake) => wake()), {
+    once: true,
+  });
   const clientFor = (request: HttpRequest) => {
     const caCert = request.caCert ?? "";
     if (request.method !== "GET") return mutationClient(caCert);
@@ -384,7 +389,7 @@ async function runProcess(request: ProcessRequest, runSignal: AbortSignal) {
 
 /**
  * Sleeps `ms`, or less when the run is aborted or its host closed (`sleeping` holds the run's
- * wakers). The core races some pauses against a shared task-list read and drops the pause that
+ * wakers, which the run's one abort listener calls). The core races some pauses against a shared task-list read and drops the pause that
  * lost; its timer is still set, so the run's end clears it rather than let it hold the process
  * for the rest of the run's budget.
  */
@@ -397,12 +402,10 @@ function sleep(
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
-      signal.removeEventListener("abort", done);
       sleeping.delete(done);
       resolve();
     };
     const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
     sleeping.add(done);
   });
 }

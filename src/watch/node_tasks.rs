@@ -23,6 +23,8 @@ use crate::pve::read::{object, FromJson};
 use crate::pve::request::PveRequest;
 use crate::pve::upid::Upid;
 use std::cell::{Cell, RefCell};
+use std::future::{poll_fn, Future};
+use std::task::{Poll, Waker};
 
 /// However well the list answers, a run reads its task's own status at least this often: a list
 /// that stopped moving (a daemon that never reaped its worker) cannot hold a run longer.
@@ -77,12 +79,16 @@ struct Followed {
     /// Runs following this UPID (two runs may follow one task); 0 once all left, kept while a
     /// followed task older than it is: the list still holds it, so the list's `limit` counts it.
     runs: usize,
+    /// The runs waiting for this task's end ([`NodeTasks::ended`]): only they wake when a list
+    /// shows it, not the whole fleet at every list read.
+    waiting: Vec<Waker>,
 }
 
 /// One node's task list as this process last read it, and who reads it next.
 #[derive(Default)]
 pub struct NodeTasks {
-    /// By UPID (a list: a fleet is a few hundred tasks at most, and no hash table in the wasm).
+    /// Sorted by UPID, found by binary search (no hash table in the wasm): a fleet's runs each look
+    /// their task up after every list read, and each list row is looked up once.
     followed: RefCell<Vec<Followed>>,
     /// When the list read in flight was sent, if one is.
     in_flight: Cell<Option<f64>>,
@@ -126,21 +132,26 @@ impl NodeTasks {
     /// Starts following `upid`.
     pub fn follow(&self, upid: &Upid) {
         let mut followed = self.followed.borrow_mut();
-        match followed.iter_mut().find(|f| f.upid == upid.as_str()) {
-            Some(entry) => entry.runs += 1,
-            None => followed.push(Followed {
-                upid: upid.as_str().to_string(),
-                starttime: upid.starttime,
-                sighting: Sighting::Unseen,
-                runs: 1,
-            }),
+        match find(&followed, upid.as_str()) {
+            Ok(at) => followed[at].runs += 1,
+            Err(at) => followed.insert(
+                at,
+                Followed {
+                    upid: upid.as_str().to_string(),
+                    starttime: upid.starttime,
+                    sighting: Sighting::Unseen,
+                    runs: 1,
+                    waiting: Vec::new(),
+                },
+            ),
         }
     }
 
     /// Stops following `upid` (one run's share of it); true when nothing is followed any more.
     pub fn unfollow(&self, upid: &str) -> bool {
         let mut followed = self.followed.borrow_mut();
-        if let Some(entry) = followed.iter_mut().find(|f| f.upid == upid) {
+        if let Ok(at) = find(&followed, upid) {
+            let entry = &mut followed[at];
             entry.runs = entry.runs.saturating_sub(1);
         }
         match followed
@@ -203,11 +214,27 @@ impl NodeTasks {
 
     /// What the latest list read said of `upid`.
     pub fn sighting(&self, upid: &str) -> Sighting {
-        self.followed
-            .borrow()
-            .iter()
-            .find(|f| f.upid == upid)
-            .map_or(Sighting::Unseen, |f| f.sighting.clone())
+        let followed = self.followed.borrow();
+        find(&followed, upid).map_or(Sighting::Unseen, |at| followed[at].sighting.clone())
+    }
+
+    /// Ready once a list read showed `upid` ended. Pending while it does not (or is not followed):
+    /// the caller races it against its own pause.
+    pub fn ended<'a>(&'a self, upid: &'a str) -> impl Future<Output = ()> + 'a {
+        poll_fn(move |cx| {
+            let mut followed = self.followed.borrow_mut();
+            let Ok(at) = find(&followed, upid) else {
+                return Poll::Pending;
+            };
+            let entry = &mut followed[at];
+            if matches!(entry.sighting, Sighting::Ended(_)) {
+                return Poll::Ready(());
+            }
+            if !entry.waiting.iter().any(|w| w.will_wake(cx.waker())) {
+                entry.waiting.push(cx.waker().clone());
+            }
+            Poll::Pending
+        })
     }
 
     /// How many list reads were published so far (see [`NodeTasks::published_after`]).
@@ -274,20 +301,34 @@ impl NodeTasks {
     }
 
     fn apply(&self, rows: &[ListedTask]) {
-        for followed in self.followed.borrow_mut().iter_mut() {
-            if matches!(followed.sighting, Sighting::Ended(_)) {
-                continue; // an end is final; a later list may have cut it off
+        let mut followed = self.followed.borrow_mut();
+        // Every task not ended is unseen unless this list shows it; an end is final (a later
+        // list may have cut it off).
+        for entry in followed.iter_mut() {
+            if !matches!(entry.sighting, Sighting::Ended(_)) {
+                entry.sighting = Sighting::Unseen;
             }
-            let listed = rows
-                .iter()
-                .find(|row| row.upid.as_deref() == Some(followed.upid.as_str()));
-            followed.sighting = match listed.map(|row| row.status.as_deref()) {
-                None => Sighting::Unseen,
-                Some(None | Some("RUNNING")) => Sighting::Running,
-                Some(Some(status)) => Sighting::Ended(status.to_string()),
+        }
+        for row in rows {
+            let Some(Ok(at)) = row.upid.as_deref().map(|upid| find(&followed, upid)) else {
+                continue;
             };
+            let entry = &mut followed[at];
+            entry.sighting = match (&entry.sighting, row.status.as_deref()) {
+                (Sighting::Ended(_), _) => continue,
+                (_, None | Some("RUNNING")) => Sighting::Running,
+                (_, Some(status)) => Sighting::Ended(status.to_string()),
+            };
+            if matches!(entry.sighting, Sighting::Ended(_)) {
+                entry.waiting.drain(..).for_each(Waker::wake);
+            }
         }
     }
+}
+
+/// Where `upid` is in `followed` (sorted by UPID), or where it would go.
+fn find(followed: &[Followed], upid: &str) -> Result<usize, usize> {
+    followed.binary_search_by(|f| f.upid.as_str().cmp(upid))
 }
 
 /// Clears the read in flight however the reading run leaves (answer, error, or dropped), and wakes
@@ -427,6 +468,58 @@ mod tests {
         watcher.apply(&[row(A, Some("OK"))]);
         watcher.apply(&[]);
         assert_eq!(watcher.sighting(A), Sighting::Ended("OK".into()));
+    }
+
+    #[test]
+    fn a_run_waiting_for_its_task_wakes_only_when_a_list_shows_that_task_ended() {
+        use std::pin::pin;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        use std::task::{Context, Wake};
+
+        struct Count(AtomicUsize);
+        impl Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let watcher = watching(&[A, B]);
+        let woken = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut end_of_a = pin!(watcher.ended(A));
+        assert!(end_of_a.as_mut().poll(&mut cx).is_pending());
+        watcher.apply(&[row(A, Some("RUNNING")), row(B, Some("OK"))]);
+        assert_eq!(
+            woken.0.load(Ordering::SeqCst),
+            0,
+            "B's end does not wake A's run"
+        );
+        watcher.apply(&[row(A, Some("OK"))]);
+        assert_eq!(woken.0.load(Ordering::SeqCst), 1);
+        assert!(end_of_a.as_mut().poll(&mut cx).is_ready());
+    }
+
+    #[test]
+    fn a_list_row_finds_its_task_among_many_followed_in_any_order() {
+        let upids: Vec<String> = (0..300)
+            .rev()
+            .map(|n| format!("UPID:pve1:{n:08X}:0000BBBB:6571E3A1:qmstart:{n}:root@pam!t:"))
+            .collect();
+        let watcher = watching(&upids.iter().map(String::as_str).collect::<Vec<_>>());
+        let rows: Vec<ListedTask> = upids
+            .iter()
+            .step_by(3)
+            .map(|u| row(u, Some("OK")))
+            .collect();
+        watcher.apply(&rows);
+        for (n, upid) in upids.iter().enumerate() {
+            let want = match n % 3 {
+                0 => Sighting::Ended("OK".into()),
+                _ => Sighting::Unseen,
+            };
+            assert_eq!(watcher.sighting(upid), want, "{upid}");
+        }
     }
 
     #[test]
