@@ -88,13 +88,12 @@ impl Scrubber {
     /// byte, so a text shorter than a secret cannot hold it: most of a record's strings (a status,
     /// a node's name) are ruled out by their length alone.
     fn holds(&self, text: &str) -> bool {
-        let raw = only_raw(text);
         self.needles.iter().any(|n| holds_as_is(text, n))
             || self
                 .plain
                 .iter()
                 .filter(|p| p.len() <= text.len())
-                .any(|p| match raw {
+                .any(|p| match only_raw(text) {
                     true => holds_as_is(text, p),
                     false => (0..text.len()).any(|at| encoded_at(text, at, p).is_some()),
                 })
