@@ -1,7 +1,8 @@
-//! The one course of `create`, VM and container alike: refuse what PVE would refuse the caller,
+//! The one course of `create`, VM and container alike, and of `clone`: refuse what PVE would refuse the caller,
 //! judge a given VMID (free, or a re-run of this very request), check that the node can take the
-//! new guest, send the create and follow its task, sight the new guest, then judge what it holds.
-//! Each model says only what differs, as a [`NewGuest`]; the start its request may ask for follows
+//! new guest (a clone: find its template's node, its lock waited out), send the create and follow
+//! its task, sight the new guest, then judge what it holds. Each model says only what differs, as a
+//! [`NewGuest`]; the start its request may ask for follows
 //! in `methods::start`. Object-safe: both models run through `&dyn NewGuest`, so the course is
 //! compiled once.
 //!
@@ -11,10 +12,13 @@
 
 use super::evidence::{Evidence, TaskTrail};
 use super::gates::MANAGED_TAG;
+use super::locate::{read_where_it_lives, GuestRead, Located};
 use super::placement::{problems, refusal, survey, Placement, Survey};
 use super::provision::{claim_vmid, complete, sight_new, verify_settings, Claim};
 use super::readiness::ReadyArgs;
+use super::reference::GuestRef;
 use super::root_only::Caller;
+use super::settle::{read_status, wait_out_source_lock};
 use super::vmid_claim::{create_guest, VmidChoice};
 use super::volumes::disks_on_storage;
 use crate::host::Host;
@@ -39,8 +43,31 @@ pub trait NewGuest {
     /// The creating request for `vmid` on `node`.
     fn request(&self, node: &str, vmid: u32) -> PveRequest;
 
-    /// What the create places on the node, checked before anything changes.
-    fn placement(&self) -> Placement;
+    /// The creating request as messages name it (`noun` the guest's kind).
+    fn action(&self, noun: &str, node: &str, vmid: u32) -> String {
+        format!("create {noun} {vmid} on node {node}")
+    }
+
+    /// What the create places on the node, checked before anything changes; `None`: nothing the
+    /// node is surveyed for (a clone lands where its template lives, on the template's storages).
+    fn placement(&self) -> Option<Placement>;
+
+    /// The template a clone is made from: the new guest lands on its node, once it is unlocked.
+    /// `None`: the guest is made on the transport's node.
+    fn template(&self) -> Option<u32> {
+        None
+    }
+
+    /// The step as messages name it: `create`, `clone`.
+    fn task(&self) -> &'static str {
+        "create"
+    }
+
+    /// Whether a guest found made by an earlier run is held to the request again and started as
+    /// asked (a create's); `false`: it is taken as it is (a clone's).
+    fn recheck(&self) -> bool {
+        true
+    }
 
     /// The settings that must read back as requested (`provision::verify_settings`).
     fn settings(&self) -> Vec<(String, String)>;
@@ -72,13 +99,15 @@ pub struct NewDisk {
     pub import_from: Option<String>,
 }
 
-/// Runs the course up to the verdict on what was made: the new (or re-run) guest's evidence and
-/// that verdict, or — before a guest was seen — the run's outcome.
+/// Runs the course up to the verdict on what was made: the new (or re-run) guest's evidence, that
+/// verdict and whether the guest is to be started as asked, or — before a guest was seen — the
+/// run's outcome.
 pub async fn create_course<H: Host>(
     run: &Run<'_, H>,
     guest: &dyn NewGuest,
-) -> Result<(Box<Evidence>, Result<String, String>), Outcome> {
+) -> Result<(Box<Evidence>, Result<String, String>, bool), Outcome> {
     let noun = run.kind.noun();
+    let task = guest.task();
     if let Some(refusal) = guest.refusal(Caller::of(&run.global.transport)) {
         let message = format!("cannot create {noun}: {refusal}; nothing was changed");
         return Err(Failure::new(message).into());
@@ -88,45 +117,83 @@ pub async fn create_course<H: Host>(
     let disks = guest.disks();
     // A re-run checks the disks it made against the images' sizes: the node is surveyed before the
     // VMID is judged when disks are checked, else only when there is something to create.
-    let early = match disks {
-        Some(_) => Some(survey(run, &node, &placement).await),
-        None => None,
+    let early = match (&disks, &placement) {
+        (Some(_), Some(placement)) => Some(survey(run, &node, placement).await),
+        _ => None,
     };
     if let VmidChoice::Given(vmid) = guest.vmid() {
         if let Claim::Done(ev) = claim_vmid(run, vmid, guest.name()).await? {
+            // A create names the guest's kind, a clone the clone: "nothing was created/cloned".
+            let what = if task == "create" { noun } else { task };
             let done = format!(
-                "{} already is the requested {noun} {:?} with the `{MANAGED_TAG}` tag; nothing was created",
+                "{} already is the requested {what} {:?} with the `{MANAGED_TAG}` tag; nothing was {task}d",
                 ev.label(run),
                 guest.name()
             );
+            if !guest.recheck() {
+                return Ok((ev, Ok(done), false));
+            }
             let facts = early.unwrap_or_default();
             let verdict = check_made(run, &ev, guest, disks, &facts).await;
-            return Ok((ev, verdict.map(|disks| joined(done, disks))));
+            return Ok((ev, verdict.map(|disks| joined(done, disks)), true));
         }
     }
-    let facts = match early {
-        Some(facts) => facts,
-        None => survey(run, &node, &placement).await,
+    let facts = match (early, &placement) {
+        (Some(facts), _) => facts,
+        (None, Some(placement)) => survey(run, &node, placement).await,
+        (None, None) => Survey::default(),
     };
-    let found = problems(&placement, &node, &facts);
-    if !found.is_empty() {
-        let what = format!("{noun} {}", guest.vmid().describe());
-        return Err(refusal(&what, &node, &found).into());
+    if let Some(placement) = &placement {
+        let found = problems(placement, &node, &facts);
+        if !found.is_empty() {
+            let what = format!("{noun} {}", guest.vmid().describe());
+            return Err(refusal(&what, &node, &found).into());
+        }
     }
+    let node = match guest.template() {
+        Some(template) => template_node(run, template)
+            .await
+            .map_err(|message| Outcome::from(Failure::new(message)))?,
+        None => node,
+    };
     let mut trail = TaskTrail::default();
     let request = |vmid: u32| guest.request(&node, vmid);
-    let action = |vmid: u32| format!("create {noun} {vmid} on node {node}");
+    let action = |vmid: u32| guest.action(noun, &node, vmid);
     let (vmid, claimed) = create_guest(run, guest.vmid(), &mut trail, &request, &action)
         .await
         .map_err(|message| Outcome::from(Failure::new(message)))?;
-    let mut ev = sight_new(run, vmid, trail, "create").await?;
-    let verdict = match complete(run, &mut ev, guest.name(), "create").await {
+    let mut ev = sight_new(run, vmid, trail, task).await?;
+    let verdict = match complete(run, &mut ev, guest.name(), task).await {
         Ok(summary) => check_made(run, &ev, guest, disks, &facts)
             .await
             .map(|disks| joined(format!("{claimed}{summary}"), disks)),
         Err(message) => Err(message),
     };
-    Ok((ev, verdict))
+    Ok((ev, verdict, true))
+}
+
+/// The node the template lives on (the clone lands there), once PVE would accept a clone of it: a
+/// lock on it (a backup) is waited out within the method's budget. Asked where it is expected first
+/// (the configured node, or where its record saw it), as every read is.
+async fn template_node<H: Host>(run: &Run<'_, H>, template_id: u32) -> Result<String, String> {
+    let template = GuestRef {
+        vmid: Some(template_id),
+        name: None,
+    };
+    let read = async |at: &Located| read_status(&run.pve(), run.kind, at).await;
+    match read_where_it_lives(run, &template, "the state", read)
+        .await
+        .map_err(|f| f.0)?
+    {
+        GuestRead::Absent { vmid } => Err(format!(
+            "template {vmid} does not exist on any node: check templateId"
+        )),
+        GuestRead::Read { at, value: status } => {
+            let label = format!("template VM {} on node {}", at.vmid, at.node);
+            wait_out_source_lock(run, &at, status, &label).await?;
+            Ok(at.node)
+        }
+    }
 }
 
 /// What was done, then what the disks showed (when they were checked).

@@ -219,8 +219,8 @@ impl NewGuest for CreateArgs {
         endpoints::lxc_create(node, self.params(vmid))
     }
 
-    fn placement(&self) -> Placement {
-        CreateArgs::placement(self)
+    fn placement(&self) -> Option<Placement> {
+        Some(CreateArgs::placement(self))
     }
 
     fn settings(&self) -> Vec<(String, String)> {

@@ -263,8 +263,8 @@ impl NewGuest for VmCreateArgs {
         endpoints::qemu_create(node, self.params(vmid))
     }
 
-    fn placement(&self) -> Placement {
-        VmCreateArgs::placement(self)
+    fn placement(&self) -> Option<Placement> {
+        Some(VmCreateArgs::placement(self))
     }
 
     fn settings(&self) -> Vec<(String, String)> {
