@@ -1,10 +1,9 @@
-//! The one course of `create`, VM and container alike, and of `clone`: refuse what PVE would refuse the caller,
-//! judge a given VMID (free, or a re-run of this very request), check that the node can take the
-//! new guest (a clone: find its template's node, its lock waited out), send the create and follow
-//! its task, sight the new guest, then judge what it holds. Each model says only what differs, as a
-//! [`NewGuest`]; the start its request may ask for follows
-//! in `methods::start`. Object-safe: both models run through `&dyn NewGuest`, so the course is
-//! compiled once.
+//! The one course of `create`, VM and container alike, and of `clone`: refuse what PVE would
+//! refuse the caller, judge a given VMID (free, or a re-run of this very request), check that the
+//! node can take the new guest (a clone: find its template's node, its lock waited out), send the
+//! create and follow its task, sight the new guest, then judge what it holds. Each model says only
+//! what differs, as a [`NewGuest`]; the start its request may ask for follows in `methods::start`.
+//! Object-safe: every model runs through `&dyn NewGuest`, so the course is compiled once.
 //!
 //! qemu-server `PVE/API2/Qemu.pm` create_vm and pve-container `src/PVE/API2/LXC.pm` create_vm both
 //! write the config under `lock: create` and leave the volumes to the worker (`qmcreate`,
