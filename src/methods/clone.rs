@@ -6,7 +6,7 @@
 //! (a backup of it) is waited out first: PVE refuses to clone a locked guest.
 
 use crate::args::{is_dns_name, ArgError, Fields};
-use crate::guest::create_course::{NewDisk, NewGuest};
+use crate::guest::create_course::{Before, NewDisk, NewGuest};
 use crate::guest::placement::Placement;
 use crate::guest::readiness::ReadyArgs;
 use crate::guest::reference::parse_vmid;
@@ -80,12 +80,12 @@ impl NewGuest for CloneArgs {
         None
     }
 
-    fn request(&self, node: &str, vmid: u32) -> PveRequest {
+    fn request(&self, node: &str, vmid: u32, _before: &Before) -> PveRequest {
         let storage = self.storage.as_deref();
         endpoints::qemu_clone(node, self.template_id, vmid, &self.name, self.full, storage)
     }
 
-    fn action(&self, _noun: &str, node: &str, vmid: u32) -> String {
+    fn action(&self, _noun: &str, node: &str, vmid: u32, _before: &Before) -> String {
         format!(
             "clone VM {} on node {node} to VMID {vmid}",
             self.template_id
