@@ -15,7 +15,7 @@ use super::evidence::{unlocked, Evidence, TaskTrail};
 use super::gates::MANAGED_TAG;
 use super::locate::{read_where_it_lives, GuestRead, Located};
 use super::placement::{problems, refusal, survey, Placement, Survey};
-use super::provision::{claim_vmid, complete, holder_of, sight_new, verify_settings, Claim};
+use super::provision::{claim_vmid, complete, holder_of, sight_new, verify_settings};
 use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
@@ -186,15 +186,18 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         _ => None,
     };
     let mut over = None;
-    if let VmidChoice::Given(vmid) = guest.vmid() {
+    let holder = match guest.vmid() {
+        VmidChoice::Given(vmid) => holder_of(run, vmid).await?,
+        VmidChoice::Free { .. } => None,
+    };
+    if let Some(ev) = holder {
         if guest.archive().is_some() {
-            if let Some(ev) = holder_of(run, vmid).await? {
-                if let Some(message) = guest.holder_refusal(&ev.label(run), &ev) {
-                    return Ok((ev, Err(message), false));
-                }
-                over = Some(unlocked(run, ev).await?);
+            if let Some(message) = guest.holder_refusal(&ev.label(run), &ev) {
+                return Ok((ev, Err(message), false));
             }
-        } else if let Claim::Done(ev) = claim_vmid(run, vmid, guest.name()).await? {
+            over = Some(unlocked(run, ev).await?);
+        } else {
+            let ev = claim_vmid(run, ev, guest.name()).await?;
             // A create names the guest's kind, a clone the clone: "nothing was created/cloned".
             let what = if task == "create" { noun } else { task };
             let done = format!(
