@@ -296,6 +296,80 @@ pub fn backups_write<H: Host>(
     write("backups", instance, &record)
 }
 
+/// The configuration a backup archive holds: its `key: value` lines before the first snapshot
+/// section (`[name]`), in order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ArchiveConfig(pub Vec<(String, String)>);
+
+impl ArchiveConfig {
+    /// Parses extractconfig's text (the config file format of qemu-server and pve-container).
+    pub fn parse(text: &str) -> ArchiveConfig {
+        let mut entries = Vec::new();
+        for line in text.lines() {
+            let line = line.trim_end();
+            if line.starts_with('[') {
+                break;
+            }
+            if line.starts_with('#') || line.is_empty() {
+                continue;
+            }
+            if let Some((key, value)) = line.split_once(':') {
+                entries.push((key.trim().to_string(), value.trim().to_string()));
+            }
+        }
+        ArchiveConfig(entries)
+    }
+
+    /// The config in extractconfig's answer; `Err` when it holds none.
+    fn extracted(volid: &str, answer: Result<Value, PveError>) -> Result<ArchiveConfig, String> {
+        let data = answer
+            .map_err(|e| could_not(&format!("read the config backup {volid} holds"), &e).0)?;
+        let config = ArchiveConfig::parse(data.as_str().unwrap_or_default());
+        match config.0.is_empty() {
+            true => Err(format!(
+                "backup {volid} holds no guest config PVE could extract (extractconfig answered {data}); nothing was changed — check the archive on its storage (listBackups) and the node's vzdump tools"
+            )),
+            false => Ok(config),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        for (k, v) in &self.0 {
+            if k == key {
+                return Some(v);
+            }
+        }
+        None
+    }
+}
+
+/// The archive as listed (a size above 0 required) and the config it holds.
+pub async fn read_archive<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    archive: &BackupVolid,
+) -> Result<ArchiveConfig, String> {
+    let listed = list_archives(run, node, &archive.storage, archive.vmid).await?;
+    let Some(found) = listed.iter().find(|a| a.volid == archive.volid) else {
+        return Err(format!(
+            "storage {} on node {node} lists no backup {} of a {} (its backups: {}); nothing was changed",
+            archive.storage,
+            archive.volid,
+            run.kind.noun(),
+            describe_all(&listed)
+        ));
+    };
+    if found.size.unwrap_or(0) == 0 {
+        return Err(format!(
+            "backup {} is listed empty ({}): it cannot be restored; nothing was changed",
+            archive.volid,
+            found.describe()
+        ));
+    }
+    let request = endpoints::vzdump_extract_config(node, &archive.volid);
+    ArchiveConfig::extracted(&archive.volid, run.pve().call(&request).await)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,22 +1,27 @@
-//! The one course of `create`, VM and container alike: refuse what PVE would refuse the caller,
-//! judge a given VMID (free, or a re-run of this very request), check that the node can take the
-//! new guest, send the create and follow its task, sight the new guest, then judge what it holds.
-//! Each model says only what differs, as a [`NewGuest`]; the start its request may ask for follows
-//! in `methods::start`. Object-safe: both models run through `&dyn NewGuest`, so the course is
-//! compiled once.
+//! The one course of `create`, VM and container alike, of `clone` and of `restore`: refuse what
+//! PVE would refuse the caller, judge a given VMID (free, or a re-run of this very request; for a
+//! restore, a guest it may replace), check that the node can take the new guest (a clone: find its
+//! template's node, its lock waited out; a restore: read the archive's config), send the create and
+//! follow its task, sight the new guest, then judge what it holds. Each model says only what
+//! differs, as a [`NewGuest`]; the start its request may ask for follows in `methods::start`.
+//! Object-safe: every model runs through `&dyn NewGuest`, so the course is compiled once.
 //!
 //! qemu-server `PVE/API2/Qemu.pm` create_vm and pve-container `src/PVE/API2/LXC.pm` create_vm both
 //! write the config under `lock: create` and leave the volumes to the worker (`qmcreate`,
 //! `vzcreate`), which removes the lock when it is done.
 
-use super::evidence::{Evidence, TaskTrail};
+use super::backups::{read_archive, ArchiveConfig, BackupVolid};
+use super::evidence::{unlocked, Evidence, TaskTrail};
 use super::gates::MANAGED_TAG;
+use super::locate::{read_where_it_lives, GuestRead, Located};
 use super::placement::{problems, refusal, survey, Placement, Survey};
-use super::provision::{claim_vmid, complete, sight_new, verify_settings, Claim};
+use super::provision::{claim_vmid, complete, holder_of, sight_new, verify_settings};
 use super::readiness::ReadyArgs;
+use super::reference::GuestRef;
 use super::root_only::Caller;
+use super::settle::{read_status, wait_out_source_lock};
 use super::vmid_claim::{create_guest, VmidChoice};
-use super::volumes::disks_on_storage;
+use super::volumes::{disks_on_storage, storage_of};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::flex;
@@ -33,14 +38,87 @@ pub trait NewGuest {
     /// The name the guest must carry: a VM's `name`, a container's `hostname`.
     fn name(&self) -> &str;
 
-    /// What PVE would refuse this caller among the new guest's options (root-only keys).
+    /// What PVE would refuse this caller among the new guest's options (root-only keys); for a
+    /// `task` other than `create`, the whole message.
     fn refusal(&self, caller: Caller) -> Option<String>;
 
-    /// The creating request for `vmid` on `node`.
-    fn request(&self, node: &str, vmid: u32) -> PveRequest;
+    /// The creating request for `vmid` on `node`, after what was read `before`.
+    fn request(&self, node: &str, vmid: u32, before: &Before) -> PveRequest;
 
-    /// What the create places on the node, checked before anything changes.
-    fn placement(&self) -> Placement;
+    /// The creating request as messages name it (`noun` the guest's kind).
+    fn action(&self, noun: &str, node: &str, vmid: u32, _before: &Before) -> String {
+        format!("create {noun} {vmid} on node {node}")
+    }
+
+    /// The backup a restore makes the guest from: its config is read where the restore runs, and
+    /// a guest holding the given VMID is restored over rather than judged as a re-run.
+    fn archive(&self) -> Option<&BackupVolid> {
+        None
+    }
+
+    /// Why the guest holding the VMID may not be restored over; `None` when it may.
+    fn holder_refusal(&self, _label: &str, _holder: &Evidence) -> Option<String> {
+        None
+    }
+
+    /// A restore that cannot start, and `why`.
+    fn cannot(&self, why: &str) -> String {
+        why.to_string()
+    }
+
+    /// What a restored guest's config shows against the archive's: `Ok` the disks `(key, volume
+    /// id)` to find on their storages, `Err` the message.
+    fn judge_restored(
+        &self,
+        _label: &str,
+        _config: &Map<String, Value>,
+        _archive: &ArchiveConfig,
+    ) -> Result<Vec<(String, String)>, String> {
+        Ok(Vec::new())
+    }
+
+    /// Whether the disks on `store` are all in its listing `volumes` (a restore's).
+    fn judge_store(
+        &self,
+        _label: &str,
+        _disks: &[(String, String)],
+        _store: &str,
+        _volumes: &[StorageVolume],
+    ) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// What a restore that held did (`how` it got its VMID).
+    fn restored(
+        &self,
+        _how: &str,
+        _label: &str,
+        _archive: &ArchiveConfig,
+        _disks: &[(String, String)],
+    ) -> String {
+        String::new()
+    }
+
+    /// What the create places on the node, checked before anything changes; `None`: nothing the
+    /// node is surveyed for (a clone lands where its template lives, on the template's storages).
+    fn placement(&self) -> Option<Placement>;
+
+    /// The template a clone is made from: the new guest lands on its node, once it is unlocked.
+    /// `None`: the guest is made on the transport's node.
+    fn template(&self) -> Option<u32> {
+        None
+    }
+
+    /// The step as messages name it: `create`, `clone`.
+    fn task(&self) -> &'static str {
+        "create"
+    }
+
+    /// Whether a guest found made by an earlier run is held to the request again and started as
+    /// asked (a create's); `false`: it is taken as it is (a clone's).
+    fn recheck(&self) -> bool {
+        true
+    }
 
     /// The settings that must read back as requested (`provision::verify_settings`).
     fn settings(&self) -> Vec<(String, String)>;
@@ -64,6 +142,14 @@ pub trait NewGuest {
     }
 }
 
+/// What the course read before it sends: the archive's config (a restore's), and whether the
+/// guest holding the VMID is restored over.
+#[derive(Debug, Default)]
+pub struct Before {
+    pub archive: ArchiveConfig,
+    pub over: bool,
+}
+
 /// A disk the create makes: its config key, its storage, the image it imports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewDisk {
@@ -72,15 +158,22 @@ pub struct NewDisk {
     pub import_from: Option<String>,
 }
 
-/// Runs the course up to the verdict on what was made: the new (or re-run) guest's evidence and
-/// that verdict, or — before a guest was seen — the run's outcome.
-pub async fn create_course<H: Host>(
-    run: &Run<'_, H>,
-    guest: &dyn NewGuest,
-) -> Result<(Box<Evidence>, Result<String, String>), Outcome> {
+/// How the course ends: the guest whose record the run writes, the verdict and whether the guest is
+/// to be started as asked; `Err` an outcome already made (nothing seen to record, or the record a
+/// shared step wrote).
+pub type Ending = Result<(Box<Evidence>, Result<String, String>, bool), Outcome>;
+
+/// Runs the course up to the verdict on what was made: the new (or re-run) guest's evidence, that
+/// verdict and whether the guest is to be started as asked, or — before a guest was seen — the
+/// run's outcome.
+pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> Ending {
     let noun = run.kind.noun();
+    let task = guest.task();
     if let Some(refusal) = guest.refusal(Caller::of(&run.global.transport)) {
-        let message = format!("cannot create {noun}: {refusal}; nothing was changed");
+        let message = match task {
+            "create" => format!("cannot create {noun}: {refusal}; nothing was changed"),
+            _ => refusal,
+        };
         return Err(Failure::new(message).into());
     }
     let node = run.global.transport.node().to_string();
@@ -88,45 +181,149 @@ pub async fn create_course<H: Host>(
     let disks = guest.disks();
     // A re-run checks the disks it made against the images' sizes: the node is surveyed before the
     // VMID is judged when disks are checked, else only when there is something to create.
-    let early = match disks {
-        Some(_) => Some(survey(run, &node, &placement).await),
-        None => None,
+    let early = match (&disks, &placement) {
+        (Some(_), Some(placement)) => Some(survey(run, &node, placement).await),
+        _ => None,
     };
-    if let VmidChoice::Given(vmid) = guest.vmid() {
-        if let Claim::Done(ev) = claim_vmid(run, vmid, guest.name()).await? {
+    let mut over = None;
+    let holder = match guest.vmid() {
+        VmidChoice::Given(vmid) => holder_of(run, vmid).await?,
+        VmidChoice::Free { .. } => None,
+    };
+    if let Some(ev) = holder {
+        if guest.archive().is_some() {
+            if let Some(message) = guest.holder_refusal(&ev.label(run), &ev) {
+                return Ok((ev, Err(message), false));
+            }
+            over = Some(unlocked(run, ev).await?);
+        } else {
+            let ev = claim_vmid(run, ev, guest.name()).await?;
+            // A create names the guest's kind, a clone the clone: "nothing was created/cloned".
+            let what = if task == "create" { noun } else { task };
             let done = format!(
-                "{} already is the requested {noun} {:?} with the `{MANAGED_TAG}` tag; nothing was created",
+                "{} already is the requested {what} {:?} with the `{MANAGED_TAG}` tag; nothing was {task}d",
                 ev.label(run),
                 guest.name()
             );
+            if !guest.recheck() {
+                return Ok((ev, Ok(done), false));
+            }
             let facts = early.unwrap_or_default();
             let verdict = check_made(run, &ev, guest, disks, &facts).await;
-            return Ok((ev, verdict.map(|disks| joined(done, disks))));
+            return Ok((ev, verdict.map(|disks| joined(done, disks)), true));
         }
     }
-    let facts = match early {
-        Some(facts) => facts,
-        None => survey(run, &node, &placement).await,
+    let facts = match (early, &placement) {
+        (Some(facts), _) => facts,
+        (None, Some(placement)) => survey(run, &node, placement).await,
+        (None, None) => Survey::default(),
     };
-    let found = problems(&placement, &node, &facts);
-    if !found.is_empty() {
-        let what = format!("{noun} {}", guest.vmid().describe());
-        return Err(refusal(&what, &node, &found).into());
+    if let Some(placement) = &placement {
+        let found = problems(placement, &node, &facts);
+        if !found.is_empty() {
+            let what = format!("{noun} {}", guest.vmid().describe());
+            return Err(refusal(&what, &node, &found).into());
+        }
     }
-    let mut trail = TaskTrail::default();
-    let request = |vmid: u32| guest.request(&node, vmid);
-    let action = |vmid: u32| format!("create {noun} {vmid} on node {node}");
-    let (vmid, claimed) = create_guest(run, guest.vmid(), &mut trail, &request, &action)
-        .await
-        .map_err(|message| Outcome::from(Failure::new(message)))?;
-    let mut ev = sight_new(run, vmid, trail, "create").await?;
-    let verdict = match complete(run, &mut ev, guest.name(), "create").await {
-        Ok(summary) => check_made(run, &ev, guest, disks, &facts)
+    // A restore runs where the guest it replaces lives (its archive read there too: a storage
+    // local to a node holds that node's); a clone where its template lives.
+    let node = match (guest.template(), &over) {
+        (Some(template), _) => template_node(run, template)
             .await
-            .map(|disks| joined(format!("{claimed}{summary}"), disks)),
-        Err(message) => Err(message),
+            .map_err(|message| Outcome::from(Failure::new(message)))?,
+        (None, Some(ev)) => ev.at.node.clone(),
+        (None, None) => node,
     };
-    Ok((ev, verdict))
+    let archive = match guest.archive() {
+        Some(archive) => match read_archive(run, &node, archive).await {
+            Ok(config) => config,
+            Err(why) => return ended(over, guest.cannot(&why)),
+        },
+        None => ArchiveConfig::default(),
+    };
+    let before = Before {
+        archive,
+        over: over.is_some(),
+    };
+    let mut trail = TaskTrail::default();
+    let request = |vmid: u32| guest.request(&node, vmid, &before);
+    let action = |vmid: u32| guest.action(noun, &node, vmid, &before);
+    let (vmid, claimed) = match create_guest(run, guest.vmid(), &mut trail, &request, &action).await
+    {
+        Ok(made) => made,
+        Err(message) => return ended(over, message),
+    };
+    let claimed = match before.over {
+        true => "restored over the existing guest: ".to_string(),
+        false => claimed,
+    };
+    let mut ev = sight_new(run, vmid, trail, task).await?;
+    let verdict = match guest.archive() {
+        Some(_) => check_restored(run, &ev, guest, &before.archive, &claimed).await,
+        None => match complete(run, &mut ev, guest.name(), task).await {
+            Ok(summary) => check_made(run, &ev, guest, disks, &facts)
+                .await
+                .map(|disks| joined(format!("{claimed}{summary}"), disks)),
+            Err(message) => Err(message),
+        },
+    };
+    Ok((ev, verdict, true))
+}
+
+/// A step's failure as the run's end: on the record of the guest a restore would have replaced,
+/// when there is one.
+fn ended(over: Option<Box<Evidence>>, message: String) -> Ending {
+    match over {
+        Some(ev) => Ok((ev, Err(message), false)),
+        None => Err(Failure::new(message).into()),
+    }
+}
+
+/// Holds a restored guest (seen unlocked: `sight_new`) to the archive's config, then every disk to
+/// its storage's listing: one request per storage.
+async fn check_restored<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    guest: &dyn NewGuest,
+    archive: &ArchiveConfig,
+    how: &str,
+) -> Result<String, String> {
+    let label = ev.label(run);
+    let disks = guest.judge_restored(&label, &ev.config, archive)?;
+    let mut stores = Vec::new();
+    for (_, volid) in &disks {
+        stores.push(storage_of(volid));
+    }
+    crate::order::sort_dedup(&mut stores);
+    for store in stores {
+        let volumes = disks_on_storage(run, ev, &label, store).await?;
+        guest.judge_store(&label, &disks, store, &volumes)?;
+    }
+    Ok(guest.restored(how, &label, archive, &disks))
+}
+
+/// The node the template lives on (the clone lands there), once PVE would accept a clone of it: a
+/// lock on it (a backup) is waited out within the method's budget. Asked where it is expected first
+/// (the configured node, or where its record saw it), as every read is.
+async fn template_node<H: Host>(run: &Run<'_, H>, template_id: u32) -> Result<String, String> {
+    let template = GuestRef {
+        vmid: Some(template_id),
+        name: None,
+    };
+    let read = async |at: &Located| read_status(&run.pve(), run.kind, at).await;
+    match read_where_it_lives(run, &template, "the state", read)
+        .await
+        .map_err(|f| f.0)?
+    {
+        GuestRead::Absent { vmid } => Err(format!(
+            "template {vmid} does not exist on any node: check templateId"
+        )),
+        GuestRead::Read { at, value: status } => {
+            let label = format!("template VM {} on node {}", at.vmid, at.node);
+            wait_out_source_lock(run, &at, status, &label).await?;
+            Ok(at.node)
+        }
+    }
 }
 
 /// What was done, then what the disks showed (when they were checked).

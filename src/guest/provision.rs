@@ -24,15 +24,6 @@ use crate::pve::flex::split_tags;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
 
-/// What a requested VMID holds.
-#[derive(Debug)]
-pub enum Claim {
-    /// No guest holds it: create away.
-    Free,
-    /// It already holds the requested guest (a re-run): nothing to create.
-    Done(Box<Evidence>),
-}
-
 /// The guest that holds `vmid`, sighted (status and config); `None` when the VMID is free by PVE's
 /// word (`/cluster/nextid?vmid=N` echoes N). `Err` is the run's outcome: an answer that tells
 /// neither, or an occupant that cannot be read (typically a guest of the other kind).
@@ -68,17 +59,15 @@ pub async fn holder_of<H: Host>(
     }
 }
 
-/// Whether `vmid` is free, or already holds the guest named `name` with the managed tag. `Err` is
-/// the run's outcome: another occupant (recorded when it is one of this model's kind), or a VMID
-/// whose state could not be told.
+/// The guest holding a requested VMID ([`holder_of`]), when it is the guest named `name` with the
+/// managed tag: a re-run, nothing to create. `Err` is the run's outcome: another occupant
+/// (recorded), or one whose state could not be told.
 pub async fn claim_vmid<H: Host>(
     run: &Run<'_, H>,
-    vmid: u32,
+    mut ev: Box<Evidence>,
     name: &str,
-) -> Result<Claim, Outcome> {
-    let Some(mut ev) = holder_of(run, vmid).await? else {
-        return Ok(Claim::Free);
-    };
+) -> Result<Box<Evidence>, Outcome> {
+    let vmid = ev.at.vmid;
     // qemu-server's clone_vm and pve-container's create write the new guest's config (final name,
     // tags) under `lock: clone` / `lock: create` before the work is done: a re-run that finds the
     // requested guest locked has found an unfinished guest. Wait for the lock, then judge.
@@ -104,7 +93,7 @@ pub async fn claim_vmid<H: Host>(
         }
     }
     if is_requested(&ev.status, name) {
-        return Ok(Claim::Done(ev));
+        return Ok(ev);
     }
     let message = format!(
         "VMID {vmid} is in use by another guest ({}), not the requested {name:?} with the `{MANAGED_TAG}` tag — choose a free vmid, or remove that guest first",

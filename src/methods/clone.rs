@@ -6,21 +6,21 @@
 //! (a backup of it) is waited out first: PVE refuses to clone a locked guest.
 
 use crate::args::{is_dns_name, ArgError, Fields};
-use crate::guest::evidence::TaskTrail;
-use crate::guest::gates::MANAGED_TAG;
-use crate::guest::locate::{read_where_it_lives, GuestRead, Located};
-use crate::guest::provision::{claim_vmid, complete, sight_new, Claim};
+use crate::guest::create_course::{Before, NewDisk, NewGuest};
+use crate::guest::placement::Placement;
 use crate::guest::readiness::ReadyArgs;
-use crate::guest::reference::{parse_vmid, GuestRef};
-use crate::guest::settle::{read_status, wait_out_source_lock};
-use crate::guest::vmid_claim::{create_guest, VmidChoice};
+use crate::guest::reference::parse_vmid;
+use crate::guest::root_only::Caller;
+use crate::guest::vmid_claim::VmidChoice;
 use crate::host::Host;
-use crate::methods::start::finish_created;
-use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
+use crate::methods::start::create_then_start;
+use crate::outcome::Outcome;
+use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::property::storage_volume;
+use crate::pve::request::PveRequest;
 use crate::run::Run;
-use serde_json::Value;
+use serde_json::{Map, Value};
+use std::future::Future;
 
 /// The arguments of `clone`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,122 +66,102 @@ impl CloneArgs {
     }
 }
 
-/// Runs `clone`.
-pub async fn clone<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match CloneArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    if let VmidChoice::Given(vmid) = args.vmid {
-        match claim_vmid(run, vmid, &args.name).await {
-            Ok(Claim::Free) => {}
-            Ok(Claim::Done(ev)) => {
-                let summary = format!(
-                    "{} already is the requested clone {:?} with the `{MANAGED_TAG}` tag; nothing was cloned",
-                    ev.label(run),
-                    args.name
-                );
-                return ev.outcome(run, Ok(summary)).await;
-            }
-            Err(outcome) => return outcome,
-        }
+impl NewGuest for CloneArgs {
+    fn vmid(&self) -> VmidChoice {
+        self.vmid
     }
-    let mut trail = TaskTrail::default();
-    let (vmid, claimed) = match make_clone(run, &args, &mut trail).await {
-        Ok(made) => made,
-        Err(message) => return Failure::new(message).into(),
-    };
-    let mut ev = match sight_new(run, vmid, trail, "clone").await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let verdict = match complete(run, &mut ev, &args.name, "clone").await {
-        Ok(done) => verify_storage(run, &ev, &args).map(|()| format!("{claimed}{done}")),
-        Err(message) => Err(message),
-    };
-    finish_created(run, &mut ev, false, args.ready.as_ref(), verdict).await
-}
 
-/// A full clone to `storage` must have every volume there, as PVE writes it
-/// (`<storage>:<vmid>/<volume>` or `<storage>:<volume>`): qemu-server clone_vm copies each drive —
-/// disks, EFI vars, TPM state — to the target storage; a CD-ROM (a cloud-init drive included) or
-/// an empty drive holds no volume to move.
-fn verify_storage<H: Host>(
-    run: &Run<'_, H>,
-    ev: &crate::guest::evidence::Evidence,
-    args: &CloneArgs,
-) -> Result<(), String> {
-    let Some(storage) = args.storage.as_deref().filter(|_| args.full) else {
-        return Ok(());
-    };
-    let label = ev.label(run);
-    let mut elsewhere = Vec::new();
-    for (key, value) in &ev.config {
-        let Some(value) = value.as_str().filter(|_| run.kind.is_volume_key(key)) else {
-            continue;
-        };
-        if storage_volume(value).is_some_and(|v| v.split(':').next() != Some(storage)) {
-            elsewhere.push(format!("{key} is {value:?}"));
-        }
+    fn name(&self) -> &str {
+        &self.name
     }
-    match elsewhere.is_empty() {
-        true => Ok(()),
-        false => Err(format!(
-            "{label} exists, but not every disk is on the requested storage {storage:?}: {} — check the clone task's log",
-            elsewhere.join("; ")
-        )),
-    }
-}
 
-/// Sends the clone to the template's node and follows its task: the VMID cloned to, and how it was
-/// chosen (for the summary).
-async fn make_clone<H: Host>(
-    run: &Run<'_, H>,
-    args: &CloneArgs,
-    trail: &mut TaskTrail,
-) -> Result<(u32, String), String> {
-    let node = template_node(run, args.template_id).await?;
-    let request = |newid: u32| {
-        endpoints::qemu_clone(
-            &node,
-            args.template_id,
-            newid,
-            &args.name,
-            args.full,
-            args.storage.as_deref(),
-        )
-    };
-    let action = |newid: u32| {
+    /// Nothing: a clone's options are the template's.
+    fn refusal(&self, _caller: Caller) -> Option<String> {
+        None
+    }
+
+    fn request(&self, node: &str, vmid: u32, _before: &Before) -> PveRequest {
+        let storage = self.storage.as_deref();
+        endpoints::qemu_clone(node, self.template_id, vmid, &self.name, self.full, storage)
+    }
+
+    fn action(&self, _noun: &str, node: &str, vmid: u32, _before: &Before) -> String {
         format!(
-            "clone VM {} on node {node} to VMID {newid}",
-            args.template_id
+            "clone VM {} on node {node} to VMID {vmid}",
+            self.template_id
         )
-    };
-    create_guest(run, args.vmid, trail, &request, &action).await
-}
+    }
 
-/// The node the template lives on (the clone lands there), once PVE would accept a clone of it: a
-/// lock on it (a backup) is waited out within the method's budget. Asked where it is expected first
-/// (the configured node, or where its record saw it), as every read is.
-async fn template_node<H: Host>(run: &Run<'_, H>, template_id: u32) -> Result<String, String> {
-    let template = GuestRef {
-        vmid: Some(template_id),
-        name: None,
-    };
-    let read = async |at: &Located| read_status(&run.pve(), run.kind, at).await;
-    match read_where_it_lives(run, &template, "the state", read)
-        .await
-        .map_err(|f| f.0)?
-    {
-        GuestRead::Absent { vmid } => Err(format!(
-            "template {vmid} does not exist on any node: check templateId"
-        )),
-        GuestRead::Read { at, value: status } => {
-            let label = format!("template VM {} on node {}", at.vmid, at.node);
-            wait_out_source_lock(run, &at, status, &label).await?;
-            Ok(at.node)
+    fn placement(&self) -> Option<Placement> {
+        None
+    }
+
+    fn template(&self) -> Option<u32> {
+        Some(self.template_id)
+    }
+
+    fn task(&self) -> &'static str {
+        "clone"
+    }
+
+    fn recheck(&self) -> bool {
+        false
+    }
+
+    /// Nothing beyond the name and the tag (`provision::complete`).
+    fn settings(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// A full clone to `storage` must have every volume there, as PVE writes it
+    /// (`<storage>:<vmid>/<volume>` or `<storage>:<volume>`): qemu-server clone_vm copies each
+    /// drive — disks, EFI vars, TPM state — to the target storage; a CD-ROM (a cloud-init drive
+    /// included) or an empty drive holds no volume to move.
+    fn judge_config(&self, label: &str, config: &Map<String, Value>) -> Result<(), String> {
+        let Some(storage) = self.storage.as_deref().filter(|_| self.full) else {
+            return Ok(());
+        };
+        let mut elsewhere = Vec::new();
+        for (key, value) in config {
+            let Some(value) = value
+                .as_str()
+                .filter(|_| GuestKind::Qemu.is_volume_key(key))
+            else {
+                continue;
+            };
+            if storage_volume(value).is_some_and(|v| v.split(':').next() != Some(storage)) {
+                elsewhere.push(format!("{key} is {value:?}"));
+            }
+        }
+        match elsewhere.is_empty() {
+            true => Ok(()),
+            false => Err(format!(
+                "{label} exists, but not every disk is on the requested storage {storage:?}: {} — check the clone task's log",
+                elsewhere.join("; ")
+            )),
         }
     }
+
+    fn disks(&self) -> Option<Vec<NewDisk>> {
+        None
+    }
+
+    fn start(&self) -> bool {
+        false
+    }
+
+    fn ready(&self) -> Option<&ReadyArgs> {
+        self.ready.as_ref()
+    }
+}
+
+/// Runs `clone`: the course of `create` (`guest::create_course`) from the template's node.
+pub fn clone<'a, H: Host>(
+    run: &'a Run<'a, H>,
+    args: &Value,
+) -> impl Future<Output = Outcome> + use<'a, H> {
+    let parsed = CloneArgs::parse(args).map(|args| Box::new(args) as Box<dyn NewGuest>);
+    create_then_start(run, parsed)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 
 use crate::args::{is_dns_name, ArgError, Fields};
 use crate::guest::config::wire_options;
-use crate::guest::create_course::{NewDisk, NewGuest};
+use crate::guest::create_course::{Before, NewDisk, NewGuest};
 use crate::guest::placement::{allocation_of, bridges_of, numbered, Allocation, Placement, Source};
 use crate::guest::provision::{push_create_options, settings_of};
 use crate::guest::root_only::{ct_refusal, Caller, CtState};
@@ -215,12 +215,12 @@ impl NewGuest for CreateArgs {
         ct_refusal(caller, &options, &[], state)
     }
 
-    fn request(&self, node: &str, vmid: u32) -> PveRequest {
+    fn request(&self, node: &str, vmid: u32, _before: &Before) -> PveRequest {
         endpoints::lxc_create(node, self.params(vmid))
     }
 
-    fn placement(&self) -> Placement {
-        CreateArgs::placement(self)
+    fn placement(&self) -> Option<Placement> {
+        Some(CreateArgs::placement(self))
     }
 
     fn settings(&self) -> Vec<(String, String)> {

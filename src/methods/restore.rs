@@ -19,17 +19,18 @@
 //!    in the config — on `storage` when given — with the archive's size and listed by its storage.
 
 use crate::args::{ArgError, Fields};
-use crate::explain::could_not;
-use crate::guest::backups::{describe_all, list_archives, BackupVolid};
+use crate::guest::backups::{ArchiveConfig, BackupVolid};
 use crate::guest::config::shows;
-use crate::guest::evidence::{unlocked, Evidence, TaskTrail};
-use crate::guest::provision::{holder_of, sight_new};
-use crate::guest::vmid_claim::{create_guest, VmidChoice};
-use crate::guest::volumes::{disks_on_storage, storage_of};
+use crate::guest::create_course::{Before, NewDisk, NewGuest};
+use crate::guest::evidence::Evidence;
+use crate::guest::placement::Placement;
+use crate::guest::root_only::Caller;
+use crate::guest::vmid_claim::VmidChoice;
+use crate::guest::volumes::storage_of;
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
+use crate::methods::start::create_then_start;
+use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::{size_bytes, storage_volume};
 use crate::pve::request::PveRequest;
@@ -37,6 +38,7 @@ use crate::pve::responses::StorageVolume;
 use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::{Map, Value};
+use std::future::Future;
 
 /// Keys a restore does not carry over as they were: PVE's bookkeeping, regenerated on restore.
 const NOT_RESTORED: [&str; 9] = [
@@ -73,53 +75,6 @@ impl RestoreArgs {
             force: fields.or("force", false)?,
             unique: fields.or("unique", false)?,
         })
-    }
-}
-
-/// The configuration a backup archive holds: its `key: value` lines before the first snapshot
-/// section (`[name]`), in order.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ArchiveConfig(pub Vec<(String, String)>);
-
-impl ArchiveConfig {
-    /// Parses extractconfig's text (the config file format of qemu-server and pve-container).
-    pub fn parse(text: &str) -> ArchiveConfig {
-        let mut entries = Vec::new();
-        for line in text.lines() {
-            let line = line.trim_end();
-            if line.starts_with('[') {
-                break;
-            }
-            if line.starts_with('#') || line.is_empty() {
-                continue;
-            }
-            if let Some((key, value)) = line.split_once(':') {
-                entries.push((key.trim().to_string(), value.trim().to_string()));
-            }
-        }
-        ArchiveConfig(entries)
-    }
-
-    /// The config in extractconfig's answer; `Err` when it holds none.
-    fn extracted(volid: &str, answer: Result<Value, PveError>) -> Result<ArchiveConfig, String> {
-        let data = answer
-            .map_err(|e| could_not(&format!("read the config backup {volid} holds"), &e).0)?;
-        let config = ArchiveConfig::parse(data.as_str().unwrap_or_default());
-        match config.0.is_empty() {
-            true => Err(format!(
-                "backup {volid} holds no guest config PVE could extract (extractconfig answered {data}); nothing was changed — check the archive on its storage (listBackups) and the node's vzdump tools"
-            )),
-            false => Ok(config),
-        }
-    }
-
-    fn get(&self, key: &str) -> Option<&str> {
-        for (k, v) in &self.0 {
-            if k == key {
-                return Some(v);
-            }
-        }
-        None
     }
 }
 
@@ -232,71 +187,121 @@ fn disk_problem(key: &str, wanted: &str, seen: &str, storage: Option<&str>) -> O
     ))
 }
 
-/// How a run ends: the guest whose record it writes and the verdict; `Err` an outcome already
-/// made (nothing seen to record, or the record a shared step wrote).
-type Ending = Result<(Box<Evidence>, Result<String, String>), Outcome>;
-
-/// Runs `restore`: the module doc's steps, every one that ends the run after a guest was seen
-/// ending in that guest's record — one place that writes it.
-pub async fn restore<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match RestoreArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    match steps(run, &args).await {
-        Ok((ev, verdict)) => ev.outcome(run, verdict).await,
-        Err(outcome) => outcome,
-    }
+/// A restore as the course of `create` runs it (`guest::create_course`): its arguments and the
+/// kind of guest it restores.
+struct Restore {
+    args: RestoreArgs,
+    kind: GuestKind,
 }
 
-/// locate the VMID's holder → gate → read the archive → send and follow → read back → judge.
-async fn steps<H: Host>(run: &Run<'_, H>, args: &RestoreArgs) -> Ending {
-    if let Some(refusal) = other_kind(run.kind, &args.archive) {
-        return Err(Failure::new(refusal).into());
-    }
-    let over = match args.vmid {
-        VmidChoice::Given(vmid) => holder_of(run, vmid).await?,
-        VmidChoice::Free { .. } => None,
-    };
-    let over = match over {
-        None => None,
-        Some(ev) => match refusal(&ev.label(run), &ev, args.force) {
-            Some(message) => return Ok((ev, Err(message))),
-            None => Some(unlocked(run, ev).await?),
-        },
-    };
-    // The archive is read where the restore runs: a storage local to a node holds that node's.
-    let node = match &over {
-        None => run.global.transport.node().to_string(),
-        Some(ev) => ev.at.node.clone(),
-    };
-    let config = match read_archive(run, &node, &args.archive).await {
-        Ok(config) => config,
-        Err(why) => return ended(over, cannot_restore(run.kind, args, &why)),
-    };
-    let (kind, replaces) = (run.kind, over.is_some());
-    let request = |vmid| restore_request(kind, &node, params(kind, args, &config, vmid, replaces));
-    let action = |vmid| action(kind, &args.archive.volid, vmid, replaces.then_some(&*node));
-    let mut trail = TaskTrail::default();
-    let (vmid, how) = match create_guest(run, args.vmid, &mut trail, &request, &action).await {
-        Ok(made) => made,
-        Err(message) => return ended(over, message),
-    };
-    let how = match replaces {
-        true => "restored over the existing guest: ",
-        false => &how,
-    };
-    let ev = sight_new(run, vmid, trail, "restore").await?;
-    let verdict = verify(run, &ev, args, &config, how).await;
-    Ok((ev, verdict))
+/// Runs `restore`: the module doc's steps, through the course of `create`, every one that ends the
+/// run after a guest was seen ending in that guest's record.
+pub fn restore<'a, H: Host>(
+    run: &'a Run<'a, H>,
+    args: &Value,
+) -> impl Future<Output = Outcome> + use<'a, H> {
+    let kind = run.kind;
+    let parsed =
+        RestoreArgs::parse(args).map(|args| Box::new(Restore { args, kind }) as Box<dyn NewGuest>);
+    create_then_start(run, parsed)
 }
 
-/// A step's failure as the run's end: on the record of the guest the restore would have
-/// replaced, when there is one.
-fn ended(over: Option<Box<Evidence>>, message: String) -> Ending {
-    match over {
-        Some(ev) => Ok((ev, Err(message))),
-        None => Err(Failure::new(message).into()),
+impl NewGuest for Restore {
+    fn vmid(&self) -> VmidChoice {
+        self.args.vmid
+    }
+
+    /// Nothing: a restored guest is named as its archive holds it.
+    fn name(&self) -> &str {
+        ""
+    }
+
+    fn refusal(&self, _caller: Caller) -> Option<String> {
+        other_kind(self.kind, &self.args.archive)
+    }
+
+    fn request(&self, node: &str, vmid: u32, before: &Before) -> PveRequest {
+        let (kind, args) = (self.kind, &self.args);
+        restore_request(
+            kind,
+            node,
+            params(kind, args, &before.archive, vmid, before.over),
+        )
+    }
+
+    fn action(&self, _noun: &str, node: &str, vmid: u32, before: &Before) -> String {
+        let over_on = before.over.then_some(node);
+        action(self.kind, &self.args.archive.volid, vmid, over_on)
+    }
+
+    fn placement(&self) -> Option<Placement> {
+        None
+    }
+
+    fn task(&self) -> &'static str {
+        "restore"
+    }
+
+    fn archive(&self) -> Option<&BackupVolid> {
+        Some(&self.args.archive)
+    }
+
+    fn holder_refusal(&self, label: &str, holder: &Evidence) -> Option<String> {
+        refusal(label, holder, self.args.force)
+    }
+
+    fn cannot(&self, why: &str) -> String {
+        cannot_restore(self.kind, &self.args, why)
+    }
+
+    fn judge_restored(
+        &self,
+        label: &str,
+        config: &Map<String, Value>,
+        archive: &ArchiveConfig,
+    ) -> Result<Vec<(String, String)>, String> {
+        let storage = target_storage(self.kind, &self.args, archive);
+        compare(self.kind, archive, config, storage, self.args.unique).map_err(|problems| {
+            not_restored(&format!("{label} is not the archive's guest: {problems}"))
+        })
+    }
+
+    fn judge_store(
+        &self,
+        label: &str,
+        disks: &[(String, String)],
+        store: &str,
+        volumes: &[StorageVolume],
+    ) -> Result<(), String> {
+        match unlisted(disks, store, volumes) {
+            Some((key, volid)) => Err(not_restored(&format!(
+                "disk `{key}` ({volid}) of {label} is not on storage {store}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn restored(
+        &self,
+        how: &str,
+        label: &str,
+        archive: &ArchiveConfig,
+        disks: &[(String, String)],
+    ) -> String {
+        summary(how, label, &self.args, archive, disks)
+    }
+
+    /// Judged against the archive's config instead (`judge_restored`).
+    fn settings(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    fn disks(&self) -> Option<Vec<NewDisk>> {
+        None
+    }
+
+    fn start(&self) -> bool {
+        false
     }
 }
 
@@ -318,33 +323,6 @@ fn cannot_restore(kind: GuestKind, args: &RestoreArgs, why: &str) -> String {
         kind.noun(),
         args.vmid.describe()
     )
-}
-
-/// The archive as listed (a size above 0 required) and the config it holds.
-async fn read_archive<H: Host>(
-    run: &Run<'_, H>,
-    node: &str,
-    archive: &BackupVolid,
-) -> Result<ArchiveConfig, String> {
-    let listed = list_archives(run, node, &archive.storage, archive.vmid).await?;
-    let Some(found) = listed.iter().find(|a| a.volid == archive.volid) else {
-        return Err(format!(
-            "storage {} on node {node} lists no backup {} of a {} (its backups: {}); nothing was changed",
-            archive.storage,
-            archive.volid,
-            run.kind.noun(),
-            describe_all(&listed)
-        ));
-    };
-    if found.size.unwrap_or(0) == 0 {
-        return Err(format!(
-            "backup {} is listed empty ({}): it cannot be restored; nothing was changed",
-            archive.volid,
-            found.describe()
-        ));
-    }
-    let request = endpoints::vzdump_extract_config(node, &archive.volid);
-    ArchiveConfig::extracted(&archive.volid, run.pve().call(&request).await)
 }
 
 /// The storage the restore allocates every volume on, when not where the archive had them: the
@@ -435,41 +413,6 @@ fn refusal(label: &str, ev: &Evidence, force: bool) -> Option<String> {
         ));
     }
     None
-}
-
-/// Holds the restored guest (seen unlocked: `sight_new`) to the archive's config ([`compare`]),
-/// then every disk to its storage's listing: one request per storage.
-async fn verify<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    args: &RestoreArgs,
-    config: &ArchiveConfig,
-    how: &str,
-) -> Result<String, String> {
-    let label = ev.label(run);
-    let storage = target_storage(run.kind, args, config);
-    let disks = match compare(run.kind, config, &ev.config, storage, args.unique) {
-        Ok(disks) => disks,
-        Err(problems) => {
-            return Err(not_restored(&format!(
-                "{label} is not the archive's guest: {problems}"
-            )))
-        }
-    };
-    let mut stores = Vec::new();
-    for (_, volid) in &disks {
-        stores.push(storage_of(volid));
-    }
-    crate::order::sort_dedup(&mut stores);
-    for store in stores {
-        let volumes = disks_on_storage(run, ev, &label, store).await?;
-        if let Some((key, volid)) = unlisted(&disks, store, &volumes) {
-            return Err(not_restored(&format!(
-                "disk `{key}` ({volid}) of {label} is not on storage {store}"
-            )));
-        }
-    }
-    Ok(summary(how, &label, args, config, &disks))
 }
 
 /// A restore whose task ended well without its effect: `what` the restored guest shows instead.

@@ -101,8 +101,12 @@ pub async fn create_then_start<H: Host>(
         Err(e) => return Failure::from(e).into(),
     };
     match create_course(run, &*guest).await {
-        Ok((mut ev, verdict)) => {
-            finish_created(run, &mut ev, guest.start(), guest.ready(), verdict).await
+        Ok((mut ev, verdict, asked)) => {
+            let (start, ready) = match asked {
+                true => (guest.start(), guest.ready()),
+                false => (false, None),
+            };
+            finish_created(run, &mut ev, start, ready, verdict).await
         }
         Err(outcome) => outcome,
     }

@@ -22,7 +22,7 @@
 
 use crate::args::{is_dns_name, ArgError, Fields};
 use crate::guest::config::{ssh_keys_param, wire_options};
-use crate::guest::create_course::{NewDisk, NewGuest};
+use crate::guest::create_course::{Before, NewDisk, NewGuest};
 use crate::guest::placement::{allocation_of, bridges_of, Allocation, Placement, Source};
 use crate::guest::provision::{option, push_create_options, settings_of};
 use crate::guest::readiness::ReadyArgs;
@@ -259,12 +259,12 @@ impl NewGuest for VmCreateArgs {
         qemu_refusal(caller, &keys)
     }
 
-    fn request(&self, node: &str, vmid: u32) -> PveRequest {
+    fn request(&self, node: &str, vmid: u32, _before: &Before) -> PveRequest {
         endpoints::qemu_create(node, self.params(vmid))
     }
 
-    fn placement(&self) -> Placement {
-        VmCreateArgs::placement(self)
+    fn placement(&self) -> Option<Placement> {
+        Some(VmCreateArgs::placement(self))
     }
 
     fn settings(&self) -> Vec<(String, String)> {
