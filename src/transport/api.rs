@@ -69,7 +69,12 @@ pub fn interpret(response: &HttpResponse) -> Result<Value, PveError> {
     let parsed: Option<Value> = serde_json::from_str(&response.body).ok();
     if (200..300).contains(&response.status) {
         return match parsed {
-            Some(Value::Object(mut object)) => Ok(object.remove("data").unwrap_or(Value::Null)),
+            // Taken, not removed: removing a key would bring the map's rebalancing code into
+            // the module (issue 32); the object is dropped either way.
+            Some(Value::Object(mut object)) => Ok(object
+                .get_mut("data")
+                .map(Value::take)
+                .unwrap_or(Value::Null)),
             _ => Err(PveError::malformed(format!(
                 "PVE answered HTTP {} with a body that is not PVE's JSON ({})",
                 response.status,
