@@ -41,8 +41,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::run::{write, Run};
 use serde::Serialize;
-use serde_json::Value;
-use std::collections::BTreeMap;
+use serde_json::{Map, Value};
 
 /// The arguments of `preflight`: the methods to ask about, and the values their paths are made of,
 /// as those methods take them.
@@ -190,8 +189,9 @@ pub struct PreflightRecord {
     /// Every method asked about can work.
     pub ready: bool,
     pub methods: Vec<MethodFitness>,
-    /// The privileges PVE reported per ACL path read.
-    pub privileges: BTreeMap<String, Vec<String>>,
+    /// The privileges PVE reported per ACL path read (a JSON map: the module's one map type, no
+    /// second instantiation of a tree for it, issue 32).
+    pub privileges: Map<String, Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub last_operation: String,
@@ -361,7 +361,7 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         },
         ready: false,
         methods: Vec::new(),
-        privileges: BTreeMap::new(),
+        privileges: Map::new(),
         error: None,
         last_operation: run.method.to_string(),
         recorded_at: run.now_iso(),
@@ -406,7 +406,7 @@ async fn examine<H: Host>(
     }
     // Inserted one by one: `collect` into a map would compile std's sort once more (issue 32).
     for (path, privs) in held {
-        record.privileges.insert(path, privs);
+        record.privileges.insert(path, Value::from(privs));
     }
     for fit in &fitness {
         for note in fit.notes.iter().chain(&fit.may_need) {
