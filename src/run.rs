@@ -93,7 +93,11 @@ impl<'a, H: Host> Run<'a, H> {
 /// A record to write, from any serializable value.
 pub fn write(spec: &str, instance: String, data: &impl Serialize) -> RecordWrite {
     // Records are plain structs of strings and numbers: serialization cannot fail.
-    write_value(spec, instance, serde_json::to_value(data).unwrap_or_default())
+    write_value(
+        spec,
+        instance,
+        serde_json::to_value(data).unwrap_or_default(),
+    )
 }
 
 /// [`write`] of a record already made JSON: one copy of the rest for every record type.
