@@ -69,12 +69,15 @@ pub async fn read_where_it_lives<H: Host, T>(
     match act_where_it_lives(run, target, read).await? {
         Placed::Absent { vmid } => Ok(GuestRead::Absent { vmid }),
         Placed::Done { at, value } => Ok(GuestRead::Read { at, value }),
-        Placed::Refused { at, error } => {
-            let noun = run.kind.noun();
-            let action = format!("read {what} of {noun} {} on node {}", at.vmid, at.node);
-            Err(could_not(&action, &error))
-        }
+        Placed::Refused { at, error } => Err(refused(run.kind, what, &at, &error)),
     }
+}
+
+/// Why [`read_where_it_lives`] could not read: one copy of the message for every `T` (issue 32).
+fn refused(kind: GuestKind, what: &str, at: &Located, error: &PveError) -> Failure {
+    let noun = kind.noun();
+    let action = format!("read {what} of {noun} {} on node {}", at.vmid, at.node);
+    could_not(&action, error)
 }
 
 /// Runs `act` on the node the guest is expected on — where an earlier run recorded it, else the
