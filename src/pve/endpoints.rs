@@ -603,23 +603,29 @@ pub fn node_bridges(node: &str) -> PveRequest {
     PveRequest::get(&["nodes", node, "network"]).param("type", "any_bridge")
 }
 
-fn guest_path<'a>(node: &'a str, kind: GuestKind, vmid: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
-    let mut segments = vec!["nodes", node, kind.segment(), vmid];
-    segments.extend_from_slice(rest);
-    segments
-}
-
 /// `GET /nodes/{node}/{kind}/{vmid}/snapshot`: every snapshot, and a `current` entry ("You are
 /// here!") whose `parent` is the snapshot the guest descends from.
 pub fn snapshot_list(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
-    let id = vmid.to_string();
-    PveRequest::get(&guest_path(node, kind, &id, &["snapshot"]))
+    on_guest(
+        Verb::Get,
+        node,
+        kind.segment(),
+        vmid,
+        &["snapshot"],
+        Repeat::Safe,
+    )
 }
 
 /// `GET /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/config`: the config a snapshot keeps.
 pub fn snapshot_config(node: &str, kind: GuestKind, vmid: u32, name: &str) -> PveRequest {
-    let id = vmid.to_string();
-    PveRequest::get(&guest_path(node, kind, &id, &["snapshot", name, "config"]))
+    on_guest(
+        Verb::Get,
+        node,
+        kind.segment(),
+        vmid,
+        &["snapshot", name, "config"],
+        Repeat::Safe,
+    )
 }
 
 /// `POST /nodes/{node}/{kind}/{vmid}/snapshot` → UPID (`qmsnapshot` / `vzsnapshot`).
@@ -632,10 +638,12 @@ pub fn snapshot_create(
     description: Option<&str>,
     vmstate: bool,
 ) -> PveRequest {
-    let id = vmid.to_string();
-    let mut request = PveRequest::new(
+    let mut request = on_guest(
         Verb::Create,
-        &guest_path(node, kind, &id, &["snapshot"]),
+        node,
+        kind.segment(),
+        vmid,
+        &["snapshot"],
         Repeat::Never,
     )
     .param("snapname", name);
@@ -657,10 +665,12 @@ pub fn snapshot_rollback(
     name: &str,
     start: bool,
 ) -> PveRequest {
-    let id = vmid.to_string();
-    let request = PveRequest::new(
+    let request = on_guest(
         Verb::Create,
-        &guest_path(node, kind, &id, &["snapshot", name, "rollback"]),
+        node,
+        kind.segment(),
+        vmid,
+        &["snapshot", name, "rollback"],
         Repeat::Never,
     );
     match start {
@@ -678,10 +688,12 @@ pub fn snapshot_delete(
     name: &str,
     force: bool,
 ) -> PveRequest {
-    let id = vmid.to_string();
-    let request = PveRequest::new(
+    let request = on_guest(
         Verb::Delete,
-        &guest_path(node, kind, &id, &["snapshot", name]),
+        node,
+        kind.segment(),
+        vmid,
+        &["snapshot", name],
         Repeat::Never,
     );
     match force {
@@ -703,8 +715,15 @@ pub struct MigrateOptions<'a> {
 /// `GET /nodes/{node}/{kind}/{vmid}/migrate?target=T`: PVE's preconditions (allowed nodes, and for
 /// VMs local disks and devices).
 pub fn migrate_preconditions(node: &str, kind: GuestKind, vmid: u32, target: &str) -> PveRequest {
-    let id = vmid.to_string();
-    PveRequest::get(&guest_path(node, kind, &id, &["migrate"])).param("target", target)
+    on_guest(
+        Verb::Get,
+        node,
+        kind.segment(),
+        vmid,
+        &["migrate"],
+        Repeat::Safe,
+    )
+    .param("target", target)
 }
 
 /// `POST /nodes/{node}/{kind}/{vmid}/migrate` → UPID (`qmigrate`/`vzmigrate`, or `hamigrate` for an
@@ -717,10 +736,12 @@ pub fn guest_migrate(
     target: &str,
     options: &MigrateOptions,
 ) -> PveRequest {
-    let id = vmid.to_string();
-    let mut request = PveRequest::new(
+    let mut request = on_guest(
         Verb::Create,
-        &guest_path(node, kind, &id, &["migrate"]),
+        node,
+        kind.segment(),
+        vmid,
+        &["migrate"],
         Repeat::Never,
     )
     .param("target", target);
@@ -753,10 +774,12 @@ pub fn guest_migrate(
 /// `POST /nodes/{node}/qemu/{vmid}/agent/file-write`: truncates `path` and writes `content_b64`
 /// (`encode=0`: already base64, so any bytes pass). Never re-sent.
 pub fn agent_file_write(node: &str, vmid: u32, path: &str, content_b64: &str) -> PveRequest {
-    let id = vmid.to_string();
-    PveRequest::new(
+    on_guest(
         Verb::Create,
-        &guest_path(node, GuestKind::Qemu, &id, &["agent", "file-write"]),
+        node,
+        GuestKind::Qemu.segment(),
+        vmid,
+        &["agent", "file-write"],
         Repeat::Never,
     )
     .param("file", path)
@@ -773,13 +796,14 @@ pub fn agent_file_read(
     offset: usize,
     count: usize,
 ) -> PveRequest {
-    let id = vmid.to_string();
-    let request = PveRequest::get(&guest_path(
+    let request = on_guest(
+        Verb::Get,
         node,
-        GuestKind::Qemu,
-        &id,
+        GuestKind::Qemu.segment(),
+        vmid,
         &["agent", "file-read"],
-    ))
+        Repeat::Safe,
+    )
     .param("file", path)
     .param("count", count.to_string())
     .param("decode", "0");
