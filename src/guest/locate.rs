@@ -20,6 +20,7 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::read::{object, FromJson};
 use crate::pve::responses::ClusterGuest;
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -286,7 +287,7 @@ async fn by_name<H: Host>(
             for guest in many {
                 ids.push(guest.vmid.to_string());
             }
-            Err(Failure::new(format!("{} name {name:?} is ambiguous (vmids {})", kind.noun(), ids.join(", "))))
+            Err(Failure::new(format!("{} name {name:?} is ambiguous (vmids {})", kind.noun(), ids.joined(", "))))
         }
     }
 }

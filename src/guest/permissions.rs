@@ -12,6 +12,7 @@
 
 use crate::guest::placement::numbered;
 use crate::pve::privileges::{Requirement, ENDPOINTS, ONLY_IN, OPTIONS};
+use crate::quote::Joined;
 use serde_json::Value;
 use std::cell::RefCell;
 
@@ -239,7 +240,7 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
             if let Some(param) = require_param {
                 s.condition(param).filter(|given| *given)?;
             }
-            let words = privs.join(if *any { " or " } else { " and " });
+            let words = privs.joined(if *any { " or " } else { " and " });
             Some(match s.paths(path, role.guest, role.archive) {
                 Paths::Unknown(template) => Judged {
                     missing: Vec::new(),
@@ -280,10 +281,10 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
             // Every way is closed: name each.
             let mut ways = Vec::new();
             for way in &each {
-                ways.push(way.missing.join(" and "));
+                ways.push(way.missing.joined(" and "));
             }
             Some(Judged {
-                missing: vec![ways.join(", or ")],
+                missing: vec![ways.joined(", or ")],
                 may: Vec::new(),
             })
         }
@@ -330,7 +331,7 @@ fn lacking(path: &str, privs: &[String], any: bool, has: Has) -> Option<String> 
         true => None,
         false => Some(format!(
             "{} on {path}",
-            lacking.join(if any { " or " } else { " and " })
+            lacking.joined(if any { " or " } else { " and " })
         )),
     }
 }

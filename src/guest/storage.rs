@@ -7,6 +7,7 @@ use crate::host::Host;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{list_of, NodeStorage};
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -37,7 +38,7 @@ pub fn storage_refusal(store: &NodeStorage, content: &str) -> Option<String> {
         let offered = store.content_types();
         let listed = match offered.is_empty() {
             true => "none".to_string(),
-            false => offered.join(", "),
+            false => offered.joined(", "),
         };
         return Some(format!(
             "does not allow content {content} (its content: {listed})"

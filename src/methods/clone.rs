@@ -19,6 +19,7 @@ use crate::methods::start::finish_created;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::property::storage_volume;
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -128,7 +129,7 @@ fn verify_storage<H: Host>(
         true => Ok(()),
         false => Err(format!(
             "{label} exists, but not every disk is on the requested storage {storage:?}: {} — check the clone task's log",
-            elsewhere.join("; ")
+            elsewhere.joined("; ")
         )),
     }
 }

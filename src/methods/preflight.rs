@@ -39,6 +39,7 @@ use crate::host::Host;
 use crate::methods::check::pve_version;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
+use crate::quote::Joined;
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -89,7 +90,7 @@ impl PreflightArgs {
                         format!(
                             "{other:?} is not a method of the {} model (its methods: {})",
                             kind.segment(),
-                            own.join(", ")
+                            own.joined(", ")
                         ),
                     ));
                 }
@@ -337,7 +338,7 @@ fn shortfalls(fitness: &[MethodFitness]) -> Vec<String> {
             shortfalls.push(format!(
                 "{} needs {}: missing",
                 fit.method,
-                fit.missing.join(" and ")
+                fit.missing.joined(" and ")
             ));
         }
     }
@@ -425,7 +426,7 @@ async fn examine<H: Host>(
             },
             record.privileges.len()
         )),
-        false => Err(format!("{pve} on node {node}: {}", short.join("; "))),
+        false => Err(format!("{pve} on node {node}: {}", short.joined("; "))),
     }
 }
 
@@ -476,7 +477,7 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         crate::quote::push_item(&mut listed, ", ", path);
     }
     match (fit.ready, listed.is_empty()) {
-        (false, _) => Outcome::failed(Vec::new(), shortfalls(&[fit]).join("; ")),
+        (false, _) => Outcome::failed(Vec::new(), shortfalls(&[fit]).joined("; ")),
         (true, true) => Outcome::succeeded(
             Vec::new(),
             format!("no ACL path {method} reads is known before it runs (no vmid given)"),

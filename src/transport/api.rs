@@ -4,6 +4,7 @@ use crate::global_args::ApiSettings;
 use crate::host::{HttpRequest, HttpResponse};
 use crate::pve::error::PveError;
 use crate::pve::request::{PveRequest, Verb};
+use crate::quote::Joined;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 
@@ -117,7 +118,7 @@ fn error_message(response: &HttpResponse, parsed: Option<&Value>) -> String {
             ));
         }
         if !details.is_empty() {
-            message = format!("{message} ({})", details.join("; "));
+            message = format!("{message} ({})", details.joined("; "));
         }
     }
     message
