@@ -17,8 +17,13 @@ pub fn listed<T: crate::pve::read::FromJson>(
 ) -> Result<Vec<T>, String> {
     match answer {
         Ok(data) => list_of(&data).ok_or_else(|| not_a_list(&data)),
-        Err(e) => Err(format!("{e} — {}", hint(e.kind))),
+        Err(e) => Err(unanswered(e)),
     }
+}
+
+/// Why a list was not had: the error with its hint, one copy for every type `listed` reads.
+fn unanswered(e: PveError) -> String {
+    format!("{e} — {}", hint(e.kind))
 }
 
 /// Why an answer is not the list asked for: one copy for every type `listed` reads.
