@@ -3,6 +3,7 @@
 //! Every error names the field and the rule, and is raised before any request is sent.
 
 use crate::pve::read::FromJson;
+use crate::quote::Joined;
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -83,7 +84,7 @@ impl<'a> Fields<'a> {
     pub fn optional_one_of(&self, key: &str, values: &[&str]) -> Result<Option<String>, ArgError> {
         let value: Option<String> = self.optional(key)?;
         if value.as_deref().is_some_and(|v| !values.contains(&v)) {
-            let rule = format!("must be one of {}", values.join(", "));
+            let rule = format!("must be one of {}", values.joined(", "));
             return Err(ArgError::new(self.path(key), rule));
         }
         Ok(value)

@@ -15,14 +15,21 @@ pub fn sort_by<T>(items: &mut Vec<T>, compare: &dyn Fn(&T, &T) -> Ordering) {
             _ => Ordering::Equal,
         })
     };
-    // Loops rather than collected adapter chains: this is instantiated for every type sorted.
-    let mut slots: Vec<Option<T>> = Vec::with_capacity(items.len());
-    for item in items.drain(..) {
-        slots.push(Some(item));
-    }
-    for at in order {
-        if let Some(item) = slots.get_mut(at).and_then(Option::take) {
-            items.push(item);
+    // Moved into place by swaps that one non-generic [`permute`] works out: only the swap itself
+    // is instantiated for every type sorted (issue 32).
+    permute(&order, &mut |a, b| items.swap(a, b));
+}
+
+/// Puts the items at `order` (positions, each once) in that order, by swaps `swap(a, b)`: the
+/// item bound for place `k` is found by following where earlier swaps moved it.
+fn permute(order: &[usize], swap: &mut dyn FnMut(usize, usize)) {
+    for (k, &first) in order.iter().enumerate() {
+        let mut from = first;
+        while from < k {
+            from = order.get(from).copied().unwrap_or(k);
+        }
+        if from != k {
+            swap(k, from);
         }
     }
 }

@@ -92,10 +92,20 @@ impl<'a, H: Host> Run<'a, H> {
 
 /// A record to write, from any serializable value.
 pub fn write(spec: &str, instance: String, data: &impl Serialize) -> RecordWrite {
+    // Records are plain structs of strings and numbers: serialization cannot fail.
+    write_value(
+        spec,
+        instance,
+        serde_json::to_value(data).unwrap_or_default(),
+    )
+}
+
+/// [`write`] of a record already made JSON: one copy of the rest for every record type.
+#[inline(never)]
+fn write_value(spec: &str, instance: String, data: serde_json::Value) -> RecordWrite {
     RecordWrite {
         spec: spec.to_string(),
         instance,
-        // Records are plain structs of strings and numbers: serialization cannot fail.
-        data: serde_json::to_value(data).unwrap_or(serde_json::Value::Null),
+        data,
     }
 }

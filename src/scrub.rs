@@ -18,7 +18,7 @@ use crate::host::{
 use crate::outcome::{Outcome, Verdict};
 use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 use base64::Engine;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::future::Future;
 
 /// What replaces a secret.
@@ -126,16 +126,8 @@ impl Scrubber {
             Value::String(s) if self.holds(s) => *s = self.text(s),
             Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
             Value::Object(map) => {
-                let mut dirty = Vec::new();
-                for key in map.keys() {
-                    if self.holds(key) {
-                        dirty.push(key.clone());
-                    }
-                }
-                for key in dirty {
-                    if let Some(v) = map.remove(&key) {
-                        map.insert(self.text(&key), v);
-                    }
+                if map.keys().any(|key| self.holds(key)) {
+                    self.rename_keys(map);
                 }
                 map.values_mut().for_each(|v| self.value(v));
             }
@@ -145,6 +137,23 @@ impl Scrubber {
 }
 
 impl Scrubber {
+    /// `map` with every key that holds a secret scrubbed; a scrubbed key that meets another key
+    /// takes its place. The map is rebuilt rather than each such key removed and put back: no
+    /// map of the core removes a key otherwise, and removal would bring the map's rebalancing
+    /// code into the module (issue 32).
+    fn rename_keys(&self, map: &mut Map<String, Value>) {
+        let mut renamed = Map::new();
+        for (key, value) in std::mem::take(map) {
+            match self.holds(&key) {
+                true => renamed.insert(self.text(&key), value),
+                false => map.insert(key, value),
+            };
+        }
+        for (key, value) in renamed {
+            map.insert(key, value);
+        }
+    }
+
     /// An outcome with every record, summary and message scrubbed: the last line of defence.
     pub fn outcome(&self, mut outcome: Outcome) -> Outcome {
         for write in &mut outcome.writes {

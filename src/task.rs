@@ -11,6 +11,7 @@ use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{TaskLogLine, TaskStatus};
 use crate::pve::upid::Upid;
+use crate::quote::Joined;
 use crate::watch::node_tasks::{own_read_due, ListStep, ListedTask, NodeTasks, Sighting};
 use crate::watch::signal::first_of;
 use serde_json::Value;
@@ -425,7 +426,7 @@ fn judge<H: Host>(
     let tail = log_tail(&log);
     let context = match tail.is_empty() {
         true => String::new(),
-        false => format!(" (task log ends: {})", tail.join(" | ")),
+        false => format!(" (task log ends: {})", tail.joined(" | ")),
     };
     let advice = match reason {
         // PVE's word for a task whose worker vanished (the node crashed or restarted).

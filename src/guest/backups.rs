@@ -15,6 +15,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::responses::NodeStorage;
+use crate::quote::Joined;
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::Value;
@@ -156,7 +157,7 @@ impl Archive {
         if self.protected {
             facts.push("protected".to_string());
         }
-        format!("{} ({})", self.volid, facts.join(", "))
+        format!("{} ({})", self.volid, facts.joined(", "))
     }
 }
 
@@ -176,7 +177,7 @@ pub fn describe_all(archives: &[Archive]) -> String {
     if archives.len() > LISTED {
         listed.push(format!("{} more", archives.len() - LISTED));
     }
-    listed.join(", ")
+    listed.joined(", ")
 }
 
 /// The archives of guests of `kind` on `storage` as `node` lists them (only `vmid`'s, when given),
@@ -248,7 +249,7 @@ pub async fn check_backup_storage<H: Host>(
     if !store.offers("backup") {
         return Err(format!(
             "can't use storage '{storage}' for backups - wrong content type (PVE's words; its content: {})",
-            store.content_types().join(", ")
+            store.content_types().joined(", ")
         ));
     }
     if store.enabled == Some(false) || store.active == Some(false) {

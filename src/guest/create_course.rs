@@ -27,6 +27,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::StorageVolume;
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -369,7 +370,7 @@ async fn check_made<H: Host>(
         let image_size = image.and_then(|image| facts.volume(image)?.size);
         seen.push(judge_disk(&label, &ev.config, disk, volumes, image_size)?);
     }
-    Ok(Some(seen.join("; ")))
+    Ok(Some(seen.joined("; ")))
 }
 
 /// One disk the request made: its volume is listed on its storage with a size, an imported one

@@ -20,6 +20,7 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::pve::request::{owned_segments, PveRequest, Verb};
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -328,7 +329,7 @@ impl<'c> Course<'c> {
                 "; in effect (guest and cluster firewall on, every NIC with firewall=1)".to_string()
             }
             false => {
-                let why = format!("not in effect: {}", off.join(", "));
+                let why = format!("not in effect: {}", off.joined(", "));
                 ev.warn(run, format!("{}: the firewall is {why}", ev.label(run)));
                 format!("; {why}")
             }

@@ -1,6 +1,8 @@
 //! Safety gates: which guests a destructive method may touch, decided by the guest's PVE tags.
 //! Data, not code, so both models (qemu and lxc) apply the same rules; `force: true` overrides them.
 
+use crate::quote::Joined;
+
 /// The tag that marks a guest as managed by this package (`clone`/`create` add it).
 pub const MANAGED_TAG: &str = "swamp";
 
@@ -60,7 +62,7 @@ impl Gate {
         if let Some(missing) = self.required.iter().find(|t| !has(t)) {
             let listed = match tags.is_empty() {
                 true => "none".to_string(),
-                false => tags.join(", "),
+                false => tags.joined(", "),
             };
             return Some(format!(
                 "it does not carry the `{missing}` tag (its tags: {listed}), so this model does not manage it — add the tag in PVE"

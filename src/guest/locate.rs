@@ -20,6 +20,7 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::read::{object, FromJson};
 use crate::pve::responses::ClusterGuest;
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -69,12 +70,15 @@ pub async fn read_where_it_lives<H: Host, T>(
     match act_where_it_lives(run, target, read).await? {
         Placed::Absent { vmid } => Ok(GuestRead::Absent { vmid }),
         Placed::Done { at, value } => Ok(GuestRead::Read { at, value }),
-        Placed::Refused { at, error } => {
-            let noun = run.kind.noun();
-            let action = format!("read {what} of {noun} {} on node {}", at.vmid, at.node);
-            Err(could_not(&action, &error))
-        }
+        Placed::Refused { at, error } => Err(refused(run.kind, what, &at, &error)),
     }
+}
+
+/// Why [`read_where_it_lives`] could not read: one copy of the message for every `T` (issue 32).
+fn refused(kind: GuestKind, what: &str, at: &Located, error: &PveError) -> Failure {
+    let noun = kind.noun();
+    let action = format!("read {what} of {noun} {} on node {}", at.vmid, at.node);
+    could_not(&action, error)
 }
 
 /// Runs `act` on the node the guest is expected on — where an earlier run recorded it, else the
@@ -87,31 +91,65 @@ pub async fn act_where_it_lives<H: Host, T>(
     target: &GuestRef,
     act: impl AsyncFn(&Located) -> Result<T, PveError>,
 ) -> Result<Placed<T>, Failure> {
-    if let (Some(vmid), None) = (target.vmid, &target.name) {
-        let at = expected_at(run, vmid).await;
-        match act(&at).await {
-            Ok(value) => return Ok(Placed::Done { at, value }),
-            Err(e) if e.kind == ErrorKind::GuestNotOnNode => {}
-            Err(error) => return Ok(Placed::Refused { at, error }),
-        }
-    }
-    let pve = run.pve();
-    for attempt in 0..2 {
-        let at = match locate(&pve, run.kind, target).await? {
+    // Only acting and judging its answer is instantiated for every `act`; finding the next node
+    // to try is one copy ([`Placing`], issue 32).
+    let mut placing = Placing::new(target);
+    loop {
+        let at = match placing.next(run, target).await? {
             Found::Absent { vmid } => return Ok(Placed::Absent { vmid }),
             Found::Present(at) => at,
         };
         match act(&at).await {
             Ok(value) => return Ok(Placed::Done { at, value }),
-            Err(e) if e.kind == ErrorKind::GuestNotOnNode && attempt == 0 => continue,
+            Err(e) if placing.may_retry(&e) => {}
             Err(error) => return Ok(Placed::Refused { at, error }),
         }
     }
-    Err(Failure::new(format!(
-        "{} {} moved between nodes twice while being read; try again",
-        run.kind.noun(),
-        target.describe()
-    )))
+}
+
+/// Where [`act_where_it_lives`] tries next: the expected node first (a reference by VMID alone),
+/// then the node the cluster lists the guest on, once more if it moved in between.
+struct Placing {
+    /// The expected node is still to be tried.
+    expected: bool,
+    /// Lookups made.
+    lookups: u32,
+}
+
+impl Placing {
+    fn new(target: &GuestRef) -> Self {
+        Placing {
+            expected: matches!((target.vmid, &target.name), (Some(_), None)),
+            lookups: 0,
+        }
+    }
+
+    /// The node to act on next, or the guest's confirmed absence.
+    async fn next<H: Host>(
+        &mut self,
+        run: &Run<'_, H>,
+        target: &GuestRef,
+    ) -> Result<Found, Failure> {
+        if let (true, Some(vmid)) = (self.expected, target.vmid) {
+            self.expected = false;
+            return Ok(Found::Present(expected_at(run, vmid).await));
+        }
+        if self.lookups == 2 {
+            return Err(Failure::new(format!(
+                "{} {} moved between nodes twice while being read; try again",
+                run.kind.noun(),
+                target.describe()
+            )));
+        }
+        self.lookups += 1;
+        locate(&run.pve(), run.kind, target).await
+    }
+
+    /// Whether `error` of acting where [`Placing::next`] said is "the guest is not here" while
+    /// one more place is left to try: the expected node was wrong, or the guest moved once.
+    fn may_retry(&self, error: &PveError) -> bool {
+        error.kind == ErrorKind::GuestNotOnNode && self.lookups <= 1
+    }
 }
 
 /// Where the guest is expected: the node its stored record last observed it on (what an earlier
@@ -249,7 +287,7 @@ async fn by_name<H: Host>(
             for guest in many {
                 ids.push(guest.vmid.to_string());
             }
-            Err(Failure::new(format!("{} name {name:?} is ambiguous (vmids {})", kind.noun(), ids.join(", "))))
+            Err(Failure::new(format!("{} name {name:?} is ambiguous (vmids {})", kind.noun(), ids.joined(", "))))
         }
     }
 }

@@ -886,11 +886,11 @@ mod tests {
             "{lacking}"
         );
         let mut both = on_guest.clone();
-        both.insert("/vms/101".into(), ["VM.Config.Disk".to_string()].into());
-        both.insert(
+        both.push(("/vms/101".into(), ["VM.Config.Disk".to_string()].into()));
+        both.push((
             "/storage/local-lvm".into(),
             ["Datastore.Audit".to_string()].into(),
-        );
+        ));
         assert!(missing(&foreign, &both).is_empty());
     }
 

@@ -12,9 +12,9 @@
 
 use crate::guest::placement::numbered;
 use crate::pve::privileges::{Requirement, ENDPOINTS, ONLY_IN, OPTIONS};
+use crate::quote::Joined;
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
 
 /// A check expression, parsed.
 #[derive(Debug, Clone, PartialEq)]
@@ -240,7 +240,7 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
             if let Some(param) = require_param {
                 s.condition(param).filter(|given| *given)?;
             }
-            let words = privs.join(if *any { " or " } else { " and " });
+            let words = privs.joined(if *any { " or " } else { " and " });
             Some(match s.paths(path, role.guest, role.archive) {
                 Paths::Unknown(template) => Judged {
                     missing: Vec::new(),
@@ -281,10 +281,10 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
             // Every way is closed: name each.
             let mut ways = Vec::new();
             for way in &each {
-                ways.push(way.missing.join(" and "));
+                ways.push(way.missing.joined(" and "));
             }
             Some(Judged {
-                missing: vec![ways.join(", or ")],
+                missing: vec![ways.joined(", or ")],
                 may: Vec::new(),
             })
         }
@@ -331,7 +331,7 @@ fn lacking(path: &str, privs: &[String], any: bool, has: Has) -> Option<String> 
         true => None,
         false => Some(format!(
             "{} on {path}",
-            lacking.join(if any { " or " } else { " and " })
+            lacking.joined(if any { " or " } else { " and " })
         )),
     }
 }
@@ -379,14 +379,45 @@ fn option_checks(table: &str, path: &str, keys: &[String]) -> Vec<Check> {
 }
 
 /// The ACL paths judging `check` for `s` reads (every path it would look a privilege up on).
-pub fn paths_of(check: &Check, s: &Subjects, role: Role, out: &mut BTreeSet<String>) {
-    let asked = RefCell::new(BTreeSet::new());
+pub fn paths_of(check: &Check, s: &Subjects, role: Role, out: &mut AclPaths) {
+    let asked = RefCell::new(out);
     let record = |path: &str, _: &str| {
-        asked.borrow_mut().insert(path.to_string());
+        asked.borrow_mut().insert(path);
         false
     };
     let _ = judge(check, s, role, &record);
-    out.extend(asked.into_inner());
+}
+
+/// ACL paths, sorted and each once: the order they are read in. A sorted list rather than a
+/// `BTreeSet`: the few paths of a run need no tree, and the tree's node code, instantiated for
+/// its own key and value types, was kilobytes of the module (issue 32).
+#[derive(Debug, Default)]
+pub struct AclPaths(Vec<String>);
+
+impl AclPaths {
+    /// Adds `path` in its place, unless it is there already.
+    pub fn insert(&mut self, path: &str) {
+        if let Err(at) = self.0.binary_search_by(|p| p.as_str().cmp(path)) {
+            self.0.insert(at, path.to_string());
+        }
+    }
+
+    pub fn contains(&self, path: &str) -> bool {
+        self.0.iter().any(|p| p == path)
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, String> {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a AclPaths {
+    type Item = &'a String;
+    type IntoIter = std::slice::Iter<'a, String>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
 }
 
 /// Whether `check` has a part of one PVE version that applies to `s` (then the version is read).
@@ -416,7 +447,7 @@ pub fn major_of(version: &str) -> u64 {
 /// PVE's major version as the token's privileges tell it: one only that version has (PVE 9 no
 /// longer knows `VM.Monitor`, PVE 8 not yet `VM.GuestAgent.*`, so neither reports it).
 pub fn major_held(held: &Held) -> Option<u64> {
-    let privileges = held.values().flatten();
+    let privileges = held.iter().flat_map(|(_, privs)| privs);
     privileges
         .filter_map(|p| ONLY_IN.iter().find(|(_, only)| only == p))
         .map(|(major, _)| *major)
@@ -441,12 +472,17 @@ pub fn requirement(endpoint: &str) -> Result<Option<Check>, String> {
     }
 }
 
-/// The privileges held per ACL path, as `GET /access/permissions` reported them.
-pub type Held = BTreeMap<String, BTreeSet<String>>;
+/// The privileges held per ACL path, as `GET /access/permissions` reported them: each path once,
+/// in the order read. Lists rather than a map of sets, as [`AclPaths`] (issue 32).
+pub type Held = Vec<(String, Vec<String>)>;
 
 /// [`Has`] of `held`.
 pub fn holds(held: &Held) -> impl Fn(&str, &str) -> bool + '_ {
-    |path, privilege| held.get(path).is_some_and(|set| set.contains(privilege))
+    |path, privilege| {
+        held.iter()
+            .find(|(p, _)| p == path)
+            .is_some_and(|(_, privs)| privs.iter().any(|p| p == privilege))
+    }
 }
 
 #[cfg(test)]
@@ -533,7 +569,7 @@ mod tests {
             ("/storage/local-zfs", &["Datastore.AllocateSpace"]),
         ]);
         assert!(missing(&c, &s, &all).is_empty());
-        let mut paths = BTreeSet::new();
+        let mut paths = AclPaths::default();
         paths_of(&c, &s, ACTED, &mut paths);
         let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
         assert_eq!(paths, ["/storage/local-zfs", "/vms/123", "/vms/9000"]);

@@ -13,6 +13,7 @@ use crate::outcome::Failure;
 use crate::pve::endpoints;
 use crate::pve::property::property;
 use crate::pve::responses::{NodeInterface, NodeStorage, StorageVolume};
+use crate::quote::Joined;
 use crate::run::Run;
 
 const GIB: u64 = 1 << 30;
@@ -188,7 +189,7 @@ pub fn refusal(what: &str, node: &str, found: &[String]) -> Failure {
             1 => "1 problem".to_string(),
             n => format!("{n} problems"),
         },
-        listed.join("; ")
+        listed.joined("; ")
     ))
 }
 
@@ -214,11 +215,11 @@ fn volume_problems(
             keys.push(allocation.key.as_str());
             needed = needed.saturating_add(allocation.bytes);
         }
-        let what = format!("{} storage {id}", keys.join(" and "));
+        let what = format!("{} storage {id}", keys.joined(" and "));
         let Some(store) = storages.iter().find(|s| s.storage == id) else {
             found.push(format!(
                 "{}: {}",
-                keys.join(" and "),
+                keys.joined(" and "),
                 missing_storage(id, node, storages)
             ));
             continue;
@@ -272,7 +273,7 @@ fn source_problems(
             }
             found.push(format!(
                 "{label} {volid:?} is not in the content of storage {id} on node {node} (its {noun}s: {}) — {}",
-                if listed.is_empty() { "none".to_string() } else { listed.join(", ") },
+                if listed.is_empty() { "none".to_string() } else { listed.joined(", ") },
                 source.advice
             ));
         }

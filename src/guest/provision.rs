@@ -22,6 +22,7 @@ use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::flex::split_tags;
 use crate::pve::responses::GuestStatus;
+use crate::quote::Joined;
 use crate::run::Run;
 
 /// The guest that holds `vmid`, sighted (status and config); `None` when the VMID is free by PVE's
@@ -210,7 +211,7 @@ pub fn verify_settings<H: Host>(
         false => Err(format!(
             "{} exists, but not as requested: {} — check the {task} task's log and the storage/template defaults",
             ev.label(run),
-            missed.join("; ")
+            missed.joined("; ")
         )),
     }
 }
@@ -273,7 +274,7 @@ pub fn with_managed_tag(tags: &str) -> String {
     if !list.iter().any(|t| t.eq_ignore_ascii_case(MANAGED_TAG)) {
         list.push(MANAGED_TAG);
     }
-    list.join(";")
+    list.joined(";")
 }
 
 /// Adds the managed tag to the guest's own tags and reads it back.

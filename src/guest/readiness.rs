@@ -21,6 +21,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::property::property;
 use crate::pve::request::PveRequest;
+use crate::quote::Joined;
 use crate::run::Run;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -368,7 +369,7 @@ impl Readying<'_> {
             }
             // The wait's end cut a slow answer short: what is missing is what the last answer lacked.
             Err(_) if cut && self.answered => {
-                Heard::Failed(missing(self.args, self.seen).join(" and "))
+                Heard::Failed(missing(self.args, self.seen).joined(" and "))
             }
             Err(e) if waits_for_agent(&e) || cut => {
                 self.stalled = Some(e.to_string());
@@ -403,7 +404,7 @@ impl AgentWatch for Readying<'_> {
         match self.phase {
             Some(Phase::Addresses) => {
                 let on = self.args.nic.as_deref().unwrap_or("any interface");
-                let wanted = missing(self.args, self.seen).join(" and ");
+                let wanted = missing(self.args, self.seen).joined(" and ");
                 format!("VM {vmid} on node {node}: agent up; no {wanted} on {on} yet")
             }
             _ => {
@@ -414,7 +415,7 @@ impl AgentWatch for Readying<'_> {
 
     fn stopped(&self, stop: Stopped) -> String {
         match (self.phase, &self.stalled) {
-            (Some(Phase::Addresses), None) => missing(self.args, self.seen).join(" and "),
+            (Some(Phase::Addresses), None) => missing(self.args, self.seen).joined(" and "),
             (Some(Phase::Addresses), Some(e)) => {
                 format!("address (the agent stopped answering: {e})")
             }
@@ -539,7 +540,7 @@ fn described(nics: &[NicSeen]) -> String {
             for n in nics {
                 let addresses = match n.addresses.is_empty() {
                     true => "no address".to_string(),
-                    false => n.addresses.join(", "),
+                    false => n.addresses.joined(", "),
                 };
                 let skipped = match n.skipped.is_empty() {
                     true => String::new(),

@@ -10,6 +10,7 @@
 //!   passthrough (`devN`) and the hookscript are 403 for a token.
 
 use crate::global_args::TransportSettings;
+use crate::quote::Joined;
 
 /// Who PVE sees behind the configured transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +67,7 @@ pub fn root_only_note(caller: Caller, qemu: bool, method: &str) -> Option<String
     let what = match (qemu, method) {
         (true, "setConfig") => format!(
             "the config keys outside every privilege group ({}, parallelN) need root@pam",
-            QEMU_ROOT_ONLY.join(", ")
+            QEMU_ROOT_ONLY.joined(", ")
         ),
         (false, "setConfig" | "create") => "feature flags other than nesting (any on a privileged container), bind and device mount points, devN and hookscript need root@pam".to_string(),
         _ => return None,

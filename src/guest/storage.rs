@@ -7,6 +7,7 @@ use crate::host::Host;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{list_of, NodeStorage};
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -16,8 +17,13 @@ pub fn listed<T: crate::pve::read::FromJson>(
 ) -> Result<Vec<T>, String> {
     match answer {
         Ok(data) => list_of(&data).ok_or_else(|| not_a_list(&data)),
-        Err(e) => Err(format!("{e} — {}", hint(e.kind))),
+        Err(e) => Err(unanswered(e)),
     }
+}
+
+/// Why a list was not had: the error with its hint, one copy for every type `listed` reads.
+fn unanswered(e: PveError) -> String {
+    format!("{e} — {}", hint(e.kind))
 }
 
 /// Why an answer is not the list asked for: one copy for every type `listed` reads.
@@ -37,7 +43,7 @@ pub fn storage_refusal(store: &NodeStorage, content: &str) -> Option<String> {
         let offered = store.content_types();
         let listed = match offered.is_empty() {
             true => "none".to_string(),
-            false => offered.join(", "),
+            false => offered.joined(", "),
         };
         return Some(format!(
             "does not allow content {content} (its content: {listed})"

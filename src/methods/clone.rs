@@ -18,6 +18,7 @@ use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::property::storage_volume;
 use crate::pve::request::PveRequest;
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -137,7 +138,7 @@ impl NewGuest for CloneArgs {
             true => Ok(()),
             false => Err(format!(
                 "{label} exists, but not every disk is on the requested storage {storage:?}: {} — check the clone task's log",
-                elsewhere.join("; ")
+                elsewhere.joined("; ")
             )),
         }
     }

@@ -23,6 +23,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::quote::push_item;
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -209,7 +210,7 @@ async fn configure<H: Host>(
     if !missing.is_empty() {
         return Err(format!(
             "the cloud-init config PVE generates for {label} lacks what was asked: {} — check the options' format (and cicustom, whose files replace the generated parts)",
-            missing.join("; ")
+            missing.joined("; ")
         ));
     }
     let request = endpoints::cloudinit_pending(&ev.at.node, vmid);

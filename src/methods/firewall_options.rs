@@ -9,6 +9,7 @@ use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::pve::flex;
 use crate::pve::request::Verb;
+use crate::quote::Joined;
 use serde_json::Value;
 
 const POLICIES: &[&str] = &["ACCEPT", "REJECT", "DROP"];
@@ -113,7 +114,7 @@ impl FirewallChange for OptionsArgs {
                 for (key, value) in &self.options {
                     set.push(format!("{key}={value}"));
                 }
-                Ok(format!("{} read back", set.join(", ")))
+                Ok(format!("{} read back", set.joined(", ")))
             }
             wrong => Err(not_as_asked(wrong)),
         }

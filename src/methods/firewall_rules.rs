@@ -14,6 +14,7 @@ use crate::guest::reference::GuestRef;
 use crate::methods::firewall_options::LOG_LEVELS;
 use crate::pve::flex;
 use crate::pve::request::Verb;
+use crate::quote::Joined;
 use serde_json::Value;
 
 /// A rule's fields in PVE's names, in the order they are compared and sent, with the argument
@@ -369,7 +370,7 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
                     continue;
                 }
                 if !clear.is_empty() {
-                    params.push(("delete".into(), clear.join(",")));
+                    params.push(("delete".into(), clear.joined(",")));
                 }
                 writes.push(Write::new(Verb::Set, &["rules", &at], params));
             }

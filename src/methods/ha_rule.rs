@@ -24,6 +24,7 @@ use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::request::Verb;
 use crate::quote::push_item;
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -59,7 +60,7 @@ fn nodes_of(list: &str) -> String {
         });
     }
     crate::order::sort_by(&mut nodes, &Ord::cmp);
-    nodes.join(",")
+    nodes.joined(",")
 }
 
 /// The entries of a comma-separated list, without empty ones.
@@ -77,7 +78,7 @@ fn items_of(list: &str) -> Vec<&str> {
 fn resources_of(list: &str) -> String {
     let mut sids = items_of(list);
     crate::order::sort_dedup(&mut sids);
-    sids.join(",")
+    sids.joined(",")
 }
 
 /// pve-configid (PVE::JSONSchema pve_verify_configid).
@@ -118,7 +119,7 @@ fn list(fields: &Fields, key: &str, valid: fn(&str) -> bool) -> Result<Option<St
     if let Some(bad) = items.iter().find(|i| !valid(i)) {
         return Err(ArgError::new(key, format!("{bad:?} is not valid")));
     }
-    Ok(Some(items.join(",")))
+    Ok(Some(items.joined(",")))
 }
 
 /// A removal takes nothing but the guest and the rule.

@@ -2,9 +2,9 @@
 //! confirmed absence. A state that cannot be determined fails and writes nothing.
 
 use crate::args::Fields;
-use crate::guest::identity::Identity;
-use crate::guest::locate::{absent_message, read_where_it_lives, GuestRead, Located};
-use crate::guest::observe::{locked_note, read_present, record_for};
+use crate::guest::evidence::{sight, Sighting};
+use crate::guest::locate::absent_message;
+use crate::guest::observe::{locked_note, record_for};
 use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
 use crate::guest::upstream::with_superseded;
@@ -39,27 +39,15 @@ pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
 }
 
-/// Reads the guest's live state (or confirms its absence) into a record.
+/// Reads the guest's live state (or confirms its absence) into a record. Through [`sight`]: its
+/// status and config, read where the guest lives, as every method reads them; one copy of that
+/// reading in the module instead of one more of its own (issue 32).
 pub async fn observe<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<GuestRecord, Failure> {
     let target = GuestRef::parse(&Fields::of(args, "")?)?;
-    let state = async |at: &Located| read_present(run, at).await;
-    Ok(
-        match read_where_it_lives(run, &target, "the state", state).await? {
-            GuestRead::Absent { vmid } => GuestRecord::absent(vmid, run.method, run.now_iso()),
-            GuestRead::Read {
-                at,
-                value: (status, config),
-            } => {
-                record_for(
-                    run,
-                    &at,
-                    &status,
-                    Identity::from_config(&Value::Object(config)),
-                )
-                .await
-            }
-        },
-    )
+    Ok(match sight(run, &target).await? {
+        Sighting::Absent(vmid) => GuestRecord::absent(vmid, run.method, run.now_iso()),
+        Sighting::Present(ev) => record_for(run, &ev.at, &ev.status, ev.identity).await,
+    })
 }
 
 #[cfg(test)]

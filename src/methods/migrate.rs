@@ -19,6 +19,7 @@ use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{GuestStatus, MigratePreconditions};
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -188,14 +189,14 @@ fn refusal(
             "it is not among the nodes PVE allows ({}) — check targetNode (is it a cluster node?)",
             match pre.allowed_nodes.is_empty() {
                 true => "none".to_string(),
-                false => pre.allowed_nodes.join(", "),
+                false => pre.allowed_nodes.joined(", "),
             }
         ));
     }
     if !pre.local_resources.is_empty() {
         return Some(format!(
             "can't migrate VM which uses local devices: {} (PVE's rule) — remove them from the config first",
-            pre.local_resources.join(", ")
+            pre.local_resources.joined(", ")
         ));
     }
     // A cloud-init drive is regenerated on the target (QemuMigrate scan_local_volumes: `generated`).
@@ -220,7 +221,7 @@ fn refusal(
     if running && !args.with_local_disks && !attached.is_empty() {
         return Some(format!(
             "can't live migrate attached local disks without with-local-disks option ({}; PVE's rule) — set withLocalDisks: true to copy them along",
-            attached.join(", ")
+            attached.joined(", ")
         ));
     }
     None

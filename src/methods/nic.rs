@@ -17,6 +17,7 @@ use crate::methods::set_config::{change, ReadBack, SetConfigArgs};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::{Map, Value};
 use std::net::Ipv4Addr;
@@ -150,7 +151,7 @@ fn clear_list(kind: GuestKind, fields: &Fields, given: &[String]) -> Result<Vec<
         if !clearable.contains(&name.as_str()) {
             return Err(ArgError::new(
                 "clear",
-                format!("may name only {}", clearable.join(", ")),
+                format!("may name only {}", clearable.joined(", ")),
             ));
         }
         if given.iter().any(|p| p.split('=').next() == Some(name)) {
@@ -306,7 +307,7 @@ impl NicArgs {
             });
         }
         parts.extend(self.rest.iter().cloned());
-        parts.join(",")
+        parts.joined(",")
     }
 }
 

@@ -14,6 +14,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
+use crate::quote::Joined;
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::Value;
@@ -208,7 +209,7 @@ pub async fn node_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let writes = vec![write("nodeStatus", format!("node-{node}"), &record)];
     match failures.is_empty() {
         true => Outcome::succeeded(writes, format!("node {node}: status recorded")),
-        false => Outcome::failed(writes, failures.join("; ")),
+        false => Outcome::failed(writes, failures.joined("; ")),
     }
 }
 

@@ -30,8 +30,8 @@ use crate::catalog::method_names;
 use crate::explain::could_not;
 use crate::guest::permission_needs::{needs, preflight_subjects, run_subjects, Need};
 use crate::guest::permissions::{
-    holds, judge, major_held, major_of, paths_of, requirement, version_matters, Check, Held,
-    Subjects,
+    holds, judge, major_held, major_of, paths_of, requirement, version_matters, AclPaths, Check,
+    Held, Subjects,
 };
 use crate::guest::reference::{VMID_MAX, VMID_MIN};
 use crate::guest::root_only::{root_only_note, Caller};
@@ -39,10 +39,10 @@ use crate::host::Host;
 use crate::methods::check::pve_version;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
+use crate::quote::Joined;
 use crate::run::{write, Run};
 use serde::Serialize;
-use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use serde_json::{Map, Value};
 
 /// The arguments of `preflight`: the methods to ask about, and the values their paths are made of,
 /// as those methods take them.
@@ -90,7 +90,7 @@ impl PreflightArgs {
                         format!(
                             "{other:?} is not a method of the {} model (its methods: {})",
                             kind.segment(),
-                            own.join(", ")
+                            own.joined(", ")
                         ),
                     ));
                 }
@@ -190,8 +190,9 @@ pub struct PreflightRecord {
     /// Every method asked about can work.
     pub ready: bool,
     pub methods: Vec<MethodFitness>,
-    /// The privileges PVE reported per ACL path read.
-    pub privileges: BTreeMap<String, Vec<String>>,
+    /// The privileges PVE reported per ACL path read (a JSON map: the module's one map type, no
+    /// second instantiation of a tree for it, issue 32).
+    pub privileges: Map<String, Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub last_operation: String,
@@ -226,7 +227,7 @@ impl Plan {
         })
     }
 
-    fn paths(&self, out: &mut BTreeSet<String>) {
+    fn paths(&self, out: &mut AclPaths) {
         for c in &self.checks {
             paths_of(&c.check, &self.subjects, c.need.role, out);
         }
@@ -264,7 +265,7 @@ impl Plan {
                     .to_string(),
             );
         }
-        let mut paths = BTreeSet::new();
+        let mut paths = AclPaths::default();
         self.paths(&mut paths);
         if paths.contains("/vms") {
             fit.notes
@@ -290,7 +291,7 @@ enum Mode {
 }
 
 /// Reads what the token holds on each of `paths`.
-async fn read_held<H: Host>(run: &Run<'_, H>, paths: &BTreeSet<String>) -> Result<Held, String> {
+async fn read_held<H: Host>(run: &Run<'_, H>, paths: &AclPaths) -> Result<Held, String> {
     let node = run.global.transport.node();
     let mut held = Held::new();
     for path in paths {
@@ -315,15 +316,16 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &BTreeSet<String>) -> Resul
             return Err(shape_error(&data));
         };
         let privs = match map.get(path.as_str()) {
-            None if map.is_empty() => BTreeSet::new(),
-            // Inserted one by one, as in `preflight` below: no sort compiled for it.
-            Some(Value::Object(privs)) => privs.keys().fold(BTreeSet::new(), |mut set, p| {
-                set.insert(p.clone());
+            None if map.is_empty() => Vec::new(),
+            // Pushed one by one, as in `preflight` below: no collecting machinery compiled for
+            // it. A map's keys come sorted and each once.
+            Some(Value::Object(privs)) => privs.keys().fold(Vec::new(), |mut set, p| {
+                set.push(p.clone());
                 set
             }),
             _ => return Err(shape_error(&data)),
         };
-        held.insert(path.clone(), privs);
+        held.push((path.clone(), privs));
     }
     Ok(held)
 }
@@ -336,7 +338,7 @@ fn shortfalls(fitness: &[MethodFitness]) -> Vec<String> {
             shortfalls.push(format!(
                 "{} needs {}: missing",
                 fit.method,
-                fit.missing.join(" and ")
+                fit.missing.joined(" and ")
             ));
         }
     }
@@ -360,7 +362,7 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         },
         ready: false,
         methods: Vec::new(),
-        privileges: BTreeMap::new(),
+        privileges: Map::new(),
         error: None,
         last_operation: run.method.to_string(),
         recorded_at: run.now_iso(),
@@ -387,7 +389,7 @@ async fn examine<H: Host>(
     let major = major_of(&version);
     let ids = (args.vmid, args.template_id);
     let mut plans = Vec::new();
-    let mut paths = BTreeSet::new();
+    let mut paths = AclPaths::default();
     for method in &args.methods {
         let subjects =
             preflight_subjects(run.kind, method, ids, args.storage.as_deref(), &node, major);
@@ -405,11 +407,7 @@ async fn examine<H: Host>(
     }
     // Inserted one by one: `collect` into a map would compile std's sort once more (issue 32).
     for (path, privs) in held {
-        let mut listed = Vec::with_capacity(privs.len());
-        for p in privs {
-            listed.push(p);
-        }
-        record.privileges.insert(path, listed);
+        record.privileges.insert(path, Value::from(privs));
     }
     for fit in &fitness {
         for note in fit.notes.iter().chain(&fit.may_need) {
@@ -428,7 +426,7 @@ async fn examine<H: Host>(
             },
             record.privileges.len()
         )),
-        false => Err(format!("{pve} on node {node}: {}", short.join("; "))),
+        false => Err(format!("{pve} on node {node}: {}", short.joined("; "))),
     }
 }
 
@@ -449,7 +447,7 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
     };
     let s = &plan.subjects;
     let versioned = plan.checks.iter().any(|c| version_matters(&c.check, s));
-    let mut paths = BTreeSet::new();
+    let mut paths = AclPaths::default();
     for major in [8, 9] {
         plan.subjects.major = major;
         plan.paths(&mut paths);
@@ -479,7 +477,7 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         crate::quote::push_item(&mut listed, ", ", path);
     }
     match (fit.ready, listed.is_empty()) {
-        (false, _) => Outcome::failed(Vec::new(), shortfalls(&[fit]).join("; ")),
+        (false, _) => Outcome::failed(Vec::new(), shortfalls(&[fit]).joined("; ")),
         (true, true) => Outcome::succeeded(
             Vec::new(),
             format!("no ACL path {method} reads is known before it runs (no vmid given)"),

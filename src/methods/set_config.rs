@@ -34,6 +34,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -210,7 +211,7 @@ async fn reboot_to_apply<H: Host>(
                     1 => "is",
                     _ => "are",
                 },
-                keys.join(", ")
+                keys.joined(", ")
             );
             (Err(message), Some(after))
         }
@@ -423,14 +424,14 @@ fn judge<H: Host>(
             format!(
                 "{label}: {} pending until a restart (not applied yet): {}",
                 pending.len(),
-                pending.join(", ")
+                pending.joined(", ")
             ),
         );
     }
     if !missed.is_empty() {
         return Err(format!(
             "config change of {label} did not take effect: {} — check the option's name and format for this PVE version; PVE may have rewritten or ignored it",
-            missed.join("; ")
+            missed.joined("; ")
         ));
     }
     Ok(match pending.is_empty() {
@@ -438,7 +439,7 @@ fn judge<H: Host>(
         false => format!(
             "{label}: {applied} applied, {} pending until a restart: {}",
             pending.len(),
-            pending.join(", ")
+            pending.joined(", ")
         ),
     })
 }

@@ -29,6 +29,7 @@ use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::pve::request::PveRequest;
+use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -304,7 +305,10 @@ pub fn config_ipv4(config: &Map<String, Value>) -> Result<String, String> {
     }
     Err(match seen.is_empty() {
         true => "the container has no network interface (no netN in its config)".to_string(),
-        false => format!("no static IPv4 address in its config ({})", seen.join(", ")),
+        false => format!(
+            "no static IPv4 address in its config ({})",
+            seen.joined(", ")
+        ),
     })
 }
 

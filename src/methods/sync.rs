@@ -50,6 +50,7 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::{parse, GuestStatus};
+use crate::quote::Joined;
 use crate::run::{write, Run};
 use serde_json::{Map, Value};
 use std::fmt::Write;
@@ -512,7 +513,7 @@ impl Sweep {
         let recorded = self.seen.len() - self.unselected - self.unjudged;
         let mut said = format!("synced {recorded} {noun}s");
         if !selection.tags.is_empty() {
-            let _ = write!(said, " with the tags {}", selection.tags.join(", "));
+            let _ = write!(said, " with the tags {}", selection.tags.joined(", "));
         }
         if let Some(expression) = &selection.r#where {
             let _ = write!(said, " where {expression}");
@@ -521,7 +522,7 @@ impl Sweep {
             true => "node",
             false => "nodes",
         };
-        let _ = write!(said, " in {places} {}", self.read.join(", "));
+        let _ = write!(said, " in {places} {}", self.read.joined(", "));
         let _ = write!(
             said,
             " ({} running); {} confirmed absent",
@@ -542,7 +543,7 @@ impl Sweep {
             let _ = write!(
                 said,
                 "; locked (an operation on them has not finished): {}",
-                self.locked.join(", ")
+                self.locked.joined(", ")
             );
         }
         match self.problems.is_empty() {
@@ -551,7 +552,7 @@ impl Sweep {
                 let _ = write!(
                     said,
                     ", but not every guest in scope was read: {}",
-                    self.problems.join("; ")
+                    self.problems.joined("; ")
                 );
                 Err(said)
             }

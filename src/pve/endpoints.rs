@@ -124,27 +124,37 @@ pub fn node_guests(node: &str, kind: GuestKind) -> PveRequest {
 
 /// `GET /nodes/{node}/{kind}/{vmid}/status/current`.
 pub fn guest_status(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
-    PveRequest::get(&[
-        "nodes",
+    on_guest(
+        Verb::Get,
         node,
         kind.segment(),
-        &vmid.to_string(),
-        "status",
-        "current",
-    ])
+        vmid,
+        &["status", "current"],
+        Repeat::Safe,
+    )
 }
 
 /// `GET /nodes/{node}/{kind}/{vmid}/config` (the current config).
 pub fn guest_config(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
-    PveRequest::get(&["nodes", node, kind.segment(), &vmid.to_string(), "config"])
+    on_guest(
+        Verb::Get,
+        node,
+        kind.segment(),
+        vmid,
+        &["config"],
+        Repeat::Safe,
+    )
 }
 
 /// `POST /nodes/{node}/qemu/{vmid}/agent/exec`: starts `argv` in the guest. Never re-sent: a timed-out
 /// call may still have started the command.
 pub fn agent_exec(node: &str, vmid: u32, argv: &[String], input: Option<&str>) -> PveRequest {
-    let mut request = PveRequest::new(
+    let mut request = on_guest(
         Verb::Create,
-        &["nodes", node, "qemu", &vmid.to_string(), "agent", "exec"],
+        node,
+        "qemu",
+        vmid,
+        &["agent", "exec"],
         Repeat::Never,
     );
     for arg in argv {
@@ -159,16 +169,12 @@ pub fn agent_exec(node: &str, vmid: u32, argv: &[String], input: Option<&str>) -
 /// `GET /nodes/{node}/qemu/{vmid}/agent/exec-status?pid=N`: the final answer can be read only once,
 /// so this read is never repeated blindly.
 pub fn agent_exec_status(node: &str, vmid: u32, pid: i64) -> PveRequest {
-    PveRequest::new(
+    on_guest(
         Verb::Get,
-        &[
-            "nodes",
-            node,
-            "qemu",
-            &vmid.to_string(),
-            "agent",
-            "exec-status",
-        ],
+        node,
+        "qemu",
+        vmid,
+        &["agent", "exec-status"],
         Repeat::Never,
     )
     .param("pid", pid.to_string())
@@ -176,29 +182,39 @@ pub fn agent_exec_status(node: &str, vmid: u32, pid: i64) -> PveRequest {
 
 /// `GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces`.
 pub fn agent_interfaces(node: &str, vmid: u32) -> PveRequest {
-    PveRequest::get(&[
-        "nodes",
+    on_guest(
+        Verb::Get,
         node,
         "qemu",
-        &vmid.to_string(),
-        "agent",
-        "network-get-interfaces",
-    ])
+        vmid,
+        &["agent", "network-get-interfaces"],
+        Repeat::Safe,
+    )
 }
 
 /// `POST /nodes/{node}/qemu/{vmid}/agent/ping`: answers once the guest agent is up. A POST with no
 /// effect, so it may be retried.
 pub fn agent_ping(node: &str, vmid: u32) -> PveRequest {
-    PveRequest::new(
+    on_guest(
         Verb::Create,
-        &["nodes", node, "qemu", &vmid.to_string(), "agent", "ping"],
+        node,
+        "qemu",
+        vmid,
+        &["agent", "ping"],
         Repeat::Safe,
     )
 }
 
 /// `GET /nodes/{node}/qemu/{vmid}/agent/info`: the agent's version and its commands.
 pub fn agent_info(node: &str, vmid: u32) -> PveRequest {
-    PveRequest::get(&["nodes", node, "qemu", &vmid.to_string(), "agent", "info"])
+    on_guest(
+        Verb::Get,
+        node,
+        "qemu",
+        vmid,
+        &["agent", "info"],
+        Repeat::Safe,
+    )
 }
 
 /// `GET /nodes/{upid.node}/tasks/{upid}/status`: on the node that runs the task.
@@ -276,16 +292,12 @@ pub fn guest_reboot(node: &str, kind: GuestKind, vmid: u32, timeout_sec: u64) ->
 /// `POST /nodes/{node}/{kind}/{vmid}/status/{action}` → UPID: any power action (`suspend`,
 /// `resume`, …); never re-sent.
 pub fn power(node: &str, kind: GuestKind, vmid: u32, action: &str) -> PveRequest {
-    PveRequest::new(
+    on_guest(
         Verb::Create,
-        &[
-            "nodes",
-            node,
-            kind.segment(),
-            &vmid.to_string(),
-            "status",
-            action,
-        ],
+        node,
+        kind.segment(),
+        vmid,
+        &["status", action],
         Repeat::Never,
     )
 }
@@ -293,11 +305,7 @@ pub fn power(node: &str, kind: GuestKind, vmid: u32, action: &str) -> PveRequest
 /// `DELETE /nodes/{node}/{kind}/{vmid}` → UPID. `purge` also drops the guest from backup jobs, HA
 /// and replication, and destroys disks with its VMID that its config no longer references.
 pub fn guest_delete(node: &str, kind: GuestKind, vmid: u32, purge: bool) -> PveRequest {
-    let request = PveRequest::new(
-        Verb::Delete,
-        &["nodes", node, kind.segment(), &vmid.to_string()],
-        Repeat::Never,
-    );
+    let request = on_guest(Verb::Delete, node, kind.segment(), vmid, &[], Repeat::Never);
     match purge {
         true => request
             .param("purge", "1")
@@ -315,9 +323,12 @@ pub fn qemu_clone(
     full: bool,
     storage: Option<&str>,
 ) -> PveRequest {
-    let request = PveRequest::new(
+    let request = on_guest(
         Verb::Create,
-        &["nodes", node, "qemu", &template.to_string(), "clone"],
+        node,
+        "qemu",
+        template,
+        &["clone"],
         Repeat::Never,
     )
     .param("newid", newid.to_string())
@@ -334,9 +345,12 @@ pub fn qemu_clone(
 /// worker but returns undef instead of its UPID (PVE/API2/LXC.pm `template`), so only the config
 /// shows when it is done. Never re-sent.
 pub fn guest_template(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
-    PveRequest::new(
+    on_guest(
         Verb::Create,
-        &["nodes", node, kind.segment(), &vmid.to_string(), "template"],
+        node,
+        kind.segment(),
+        vmid,
+        &["template"],
         Repeat::Never,
     )
 }
@@ -344,38 +358,37 @@ pub fn guest_template(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
 /// `PUT /nodes/{node}/qemu/{vmid}/cloudinit`: regenerates the VM's cloud-init drive from its config
 /// now (synchronous, null); without a cloud-init drive PVE does nothing and says nothing.
 pub fn cloudinit_regenerate(node: &str, vmid: u32) -> PveRequest {
-    PveRequest::new(
-        Verb::Set,
-        &["nodes", node, "qemu", &vmid.to_string(), "cloudinit"],
-        Repeat::Never,
-    )
+    on_guest(Verb::Set, node, "qemu", vmid, &["cloudinit"], Repeat::Never)
 }
 
 /// `GET /nodes/{node}/qemu/{vmid}/cloudinit`: the cloud-init options with the `value` the drive was
 /// generated from and a `pending` new value (or `delete`) where the config moved on since.
 pub fn cloudinit_pending(node: &str, vmid: u32) -> PveRequest {
-    PveRequest::get(&["nodes", node, "qemu", &vmid.to_string(), "cloudinit"])
+    on_guest(Verb::Get, node, "qemu", vmid, &["cloudinit"], Repeat::Safe)
 }
 
 /// `GET /nodes/{node}/qemu/{vmid}/cloudinit/dump?type=user|network|meta`: the cloud-init config PVE
 /// generates from the VM's config, as text.
 pub fn cloudinit_dump(node: &str, vmid: u32, part: &str) -> PveRequest {
-    PveRequest::get(&[
-        "nodes",
+    on_guest(
+        Verb::Get,
         node,
         "qemu",
-        &vmid.to_string(),
-        "cloudinit",
-        "dump",
-    ])
+        vmid,
+        &["cloudinit", "dump"],
+        Repeat::Safe,
+    )
     .param("type", part)
 }
 
 /// `PUT /nodes/{node}/{kind}/{vmid}/config` setting `tags` (`;`-separated); synchronous.
 pub fn set_guest_tags(node: &str, kind: GuestKind, vmid: u32, tags: &str) -> PveRequest {
-    PveRequest::new(
+    on_guest(
         Verb::Set,
-        &["nodes", node, kind.segment(), &vmid.to_string(), "config"],
+        node,
+        kind.segment(),
+        vmid,
+        &["config"],
         Repeat::Never,
     )
     .param("tags", tags)
@@ -389,7 +402,14 @@ pub fn nodes() -> PveRequest {
 /// `GET /nodes/{node}/{kind}/{vmid}/pending`: every config key with its current `value`, its
 /// `pending` value and a pending `delete` — what runs and what waits for a restart, in one read.
 pub fn guest_pending(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
-    PveRequest::get(&["nodes", node, kind.segment(), &vmid.to_string(), "pending"])
+    on_guest(
+        Verb::Get,
+        node,
+        kind.segment(),
+        vmid,
+        &["pending"],
+        Repeat::Safe,
+    )
 }
 
 /// `GET …/config?current=1`: the config that runs. Plain `GET …/config` shows pending values as if
@@ -406,9 +426,12 @@ pub fn set_guest_config(
     vmid: u32,
     options: &[(String, String)],
 ) -> PveRequest {
-    let mut request = PveRequest::new(
+    let mut request = on_guest(
         Verb::Set,
-        &["nodes", node, kind.segment(), &vmid.to_string(), "config"],
+        node,
+        kind.segment(),
+        vmid,
+        &["config"],
         Repeat::Never,
     );
     request.params.extend(options.iter().cloned());
@@ -418,9 +441,12 @@ pub fn set_guest_config(
 /// `PUT /nodes/{node}/{kind}/{vmid}/resize` with `disk` and `size` (`+20G` grows by, `50G` grows
 /// to): a UPID since PVE 8 (containers: always), null before.
 pub fn guest_resize(node: &str, kind: GuestKind, vmid: u32, disk: &str, size: &str) -> PveRequest {
-    PveRequest::new(
+    on_guest(
         Verb::Set,
-        &["nodes", node, kind.segment(), &vmid.to_string(), "resize"],
+        node,
+        kind.segment(),
+        vmid,
+        &["resize"],
         Repeat::Never,
     )
     .param("disk", disk)
@@ -577,23 +603,29 @@ pub fn node_bridges(node: &str) -> PveRequest {
     PveRequest::get(&["nodes", node, "network"]).param("type", "any_bridge")
 }
 
-fn guest_path<'a>(node: &'a str, kind: GuestKind, vmid: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
-    let mut segments = vec!["nodes", node, kind.segment(), vmid];
-    segments.extend_from_slice(rest);
-    segments
-}
-
 /// `GET /nodes/{node}/{kind}/{vmid}/snapshot`: every snapshot, and a `current` entry ("You are
 /// here!") whose `parent` is the snapshot the guest descends from.
 pub fn snapshot_list(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
-    let id = vmid.to_string();
-    PveRequest::get(&guest_path(node, kind, &id, &["snapshot"]))
+    on_guest(
+        Verb::Get,
+        node,
+        kind.segment(),
+        vmid,
+        &["snapshot"],
+        Repeat::Safe,
+    )
 }
 
 /// `GET /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/config`: the config a snapshot keeps.
 pub fn snapshot_config(node: &str, kind: GuestKind, vmid: u32, name: &str) -> PveRequest {
-    let id = vmid.to_string();
-    PveRequest::get(&guest_path(node, kind, &id, &["snapshot", name, "config"]))
+    on_guest(
+        Verb::Get,
+        node,
+        kind.segment(),
+        vmid,
+        &["snapshot", name, "config"],
+        Repeat::Safe,
+    )
 }
 
 /// `POST /nodes/{node}/{kind}/{vmid}/snapshot` → UPID (`qmsnapshot` / `vzsnapshot`).
@@ -606,10 +638,12 @@ pub fn snapshot_create(
     description: Option<&str>,
     vmstate: bool,
 ) -> PveRequest {
-    let id = vmid.to_string();
-    let mut request = PveRequest::new(
+    let mut request = on_guest(
         Verb::Create,
-        &guest_path(node, kind, &id, &["snapshot"]),
+        node,
+        kind.segment(),
+        vmid,
+        &["snapshot"],
         Repeat::Never,
     )
     .param("snapname", name);
@@ -631,10 +665,12 @@ pub fn snapshot_rollback(
     name: &str,
     start: bool,
 ) -> PveRequest {
-    let id = vmid.to_string();
-    let request = PveRequest::new(
+    let request = on_guest(
         Verb::Create,
-        &guest_path(node, kind, &id, &["snapshot", name, "rollback"]),
+        node,
+        kind.segment(),
+        vmid,
+        &["snapshot", name, "rollback"],
         Repeat::Never,
     );
     match start {
@@ -652,10 +688,12 @@ pub fn snapshot_delete(
     name: &str,
     force: bool,
 ) -> PveRequest {
-    let id = vmid.to_string();
-    let request = PveRequest::new(
+    let request = on_guest(
         Verb::Delete,
-        &guest_path(node, kind, &id, &["snapshot", name]),
+        node,
+        kind.segment(),
+        vmid,
+        &["snapshot", name],
         Repeat::Never,
     );
     match force {
@@ -677,8 +715,15 @@ pub struct MigrateOptions<'a> {
 /// `GET /nodes/{node}/{kind}/{vmid}/migrate?target=T`: PVE's preconditions (allowed nodes, and for
 /// VMs local disks and devices).
 pub fn migrate_preconditions(node: &str, kind: GuestKind, vmid: u32, target: &str) -> PveRequest {
-    let id = vmid.to_string();
-    PveRequest::get(&guest_path(node, kind, &id, &["migrate"])).param("target", target)
+    on_guest(
+        Verb::Get,
+        node,
+        kind.segment(),
+        vmid,
+        &["migrate"],
+        Repeat::Safe,
+    )
+    .param("target", target)
 }
 
 /// `POST /nodes/{node}/{kind}/{vmid}/migrate` → UPID (`qmigrate`/`vzmigrate`, or `hamigrate` for an
@@ -691,10 +736,12 @@ pub fn guest_migrate(
     target: &str,
     options: &MigrateOptions,
 ) -> PveRequest {
-    let id = vmid.to_string();
-    let mut request = PveRequest::new(
+    let mut request = on_guest(
         Verb::Create,
-        &guest_path(node, kind, &id, &["migrate"]),
+        node,
+        kind.segment(),
+        vmid,
+        &["migrate"],
         Repeat::Never,
     )
     .param("target", target);
@@ -727,10 +774,12 @@ pub fn guest_migrate(
 /// `POST /nodes/{node}/qemu/{vmid}/agent/file-write`: truncates `path` and writes `content_b64`
 /// (`encode=0`: already base64, so any bytes pass). Never re-sent.
 pub fn agent_file_write(node: &str, vmid: u32, path: &str, content_b64: &str) -> PveRequest {
-    let id = vmid.to_string();
-    PveRequest::new(
+    on_guest(
         Verb::Create,
-        &guest_path(node, GuestKind::Qemu, &id, &["agent", "file-write"]),
+        node,
+        GuestKind::Qemu.segment(),
+        vmid,
+        &["agent", "file-write"],
         Repeat::Never,
     )
     .param("file", path)
@@ -747,13 +796,14 @@ pub fn agent_file_read(
     offset: usize,
     count: usize,
 ) -> PveRequest {
-    let id = vmid.to_string();
-    let request = PveRequest::get(&guest_path(
+    let request = on_guest(
+        Verb::Get,
         node,
-        GuestKind::Qemu,
-        &id,
+        GuestKind::Qemu.segment(),
+        vmid,
         &["agent", "file-read"],
-    ))
+        Repeat::Safe,
+    )
     .param("file", path)
     .param("count", count.to_string())
     .param("decode", "0");
@@ -845,6 +895,23 @@ pub fn ha_resources() -> PveRequest {
 /// (`service:<sid>`: `state`, `crm_state`, `request_state`, `node`; `PVE/API2/HA/Status.pm`).
 pub fn ha_status_current() -> PveRequest {
     PveRequest::get(&["cluster", "ha", "status", "current"])
+}
+
+/// A request under `/nodes/{node}/{kind}/{vmid}` (`kind`: the path segment), then `tail`: the path
+/// of most guest calls, assembled by one copy of the code rather than at each builder (issue 32).
+fn on_guest(
+    verb: Verb,
+    node: &str,
+    kind: &str,
+    vmid: u32,
+    tail: &[&str],
+    repeat: Repeat,
+) -> PveRequest {
+    let mut request = PveRequest::new(verb, &["nodes", node, kind, &vmid.to_string()], repeat);
+    for segment in tail {
+        request.segments.push(segment.to_string());
+    }
+    request
 }
 
 #[cfg(test)]

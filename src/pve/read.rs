@@ -52,17 +52,30 @@ impl FromJson for i64 {
 
 impl<T: FromJson> FromJson for Vec<T> {
     fn from_json(value: &Value) -> Result<Self, String> {
-        let items = value
-            .as_array()
-            .ok_or_else(|| format!("expected a list, got {}", crate::quote::value(value)))?;
-        // A loop, not an adapter chain collected: this is instantiated for every type read as a
-        // list, and each chain would bring its own collecting machinery (issue 32).
-        let mut read = Vec::with_capacity(items.len());
-        for (at, item) in items.iter().enumerate() {
-            read.push(T::from_json(item).map_err(|e| format!("entry {at}: {e}"))?);
-        }
+        // Only the reading of one entry is instantiated for every type read as a list; the walk
+        // and its messages are one copy ([`each_entry`], issue 32).
+        let mut read = Vec::new();
+        each_entry(value, &mut |item| {
+            read.push(T::from_json(item)?);
+            Ok(())
+        })?;
         Ok(read)
     }
+}
+
+/// Hands each entry of the list `value` to `take`; the first entry it refuses is the error, named
+/// by its place.
+fn each_entry(
+    value: &Value,
+    take: &mut dyn FnMut(&Value) -> Result<(), String>,
+) -> Result<(), String> {
+    let items = value
+        .as_array()
+        .ok_or_else(|| format!("expected a list, got {}", crate::quote::value(value)))?;
+    for (at, item) in items.iter().enumerate() {
+        take(item).map_err(|e| format!("entry {at}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// An answer's object, read field by field.

@@ -4,6 +4,7 @@
 use super::exec_data::{output_from_pve, GuestOutput};
 use super::flex;
 use super::read::{object, FromJson};
+use crate::quote::Joined;
 use serde_json::{Map, Value};
 
 /// One entry of `GET /cluster/resources?type=vm`.
@@ -277,12 +278,12 @@ impl MigratePreconditions {
         ] {
             let items = list(key);
             if !items.is_empty() {
-                reasons.push(format!("{what}: {}", items.join(", ")));
+                reasons.push(format!("{what}: {}", items.joined(", ")));
             }
         }
         Some(match reasons.is_empty() {
             true => format!("{why}"),
-            false => reasons.join("; "),
+            false => reasons.joined("; "),
         })
     }
 }

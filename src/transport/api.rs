@@ -4,6 +4,7 @@ use crate::global_args::ApiSettings;
 use crate::host::{HttpRequest, HttpResponse};
 use crate::pve::error::PveError;
 use crate::pve::request::{PveRequest, Verb};
+use crate::quote::Joined;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 
@@ -69,7 +70,12 @@ pub fn interpret(response: &HttpResponse) -> Result<Value, PveError> {
     let parsed: Option<Value> = serde_json::from_str(&response.body).ok();
     if (200..300).contains(&response.status) {
         return match parsed {
-            Some(Value::Object(mut object)) => Ok(object.remove("data").unwrap_or(Value::Null)),
+            // Taken, not removed: removing a key would bring the map's rebalancing code into
+            // the module (issue 32); the object is dropped either way.
+            Some(Value::Object(mut object)) => Ok(object
+                .get_mut("data")
+                .map(Value::take)
+                .unwrap_or(Value::Null)),
             _ => Err(PveError::malformed(format!(
                 "PVE answered HTTP {} with a body that is not PVE's JSON ({})",
                 response.status,
@@ -112,7 +118,7 @@ fn error_message(response: &HttpResponse, parsed: Option<&Value>) -> String {
             ));
         }
         if !details.is_empty() {
-            message = format!("{message} ({})", details.join("; "));
+            message = format!("{message} ({})", details.joined("; "));
         }
     }
     message

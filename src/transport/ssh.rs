@@ -6,6 +6,7 @@ use crate::global_args::SshSettings;
 use crate::host::{ProcessOutput, ProcessRequest};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::request::PveRequest;
+use crate::quote::Joined;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -274,7 +275,7 @@ fn connection_error(settings: &SshSettings, stderr: &str) -> PveError {
             lines.push(line);
         }
     }
-    let lower = lines.join("\n").to_ascii_lowercase();
+    let lower = lines.joined("\n").to_ascii_lowercase();
     let has = |needle: &str| lower.contains(needle);
     let target = format!("{}@{}:{}", settings.user, settings.host, settings.port);
     let via = match (&settings.proxy_jump, &settings.proxy_command) {
@@ -361,7 +362,7 @@ fn connection_error(settings: &SshSettings, stderr: &str) -> PveError {
         kind,
         message: format!(
             "ssh to {target}{via} failed — {hint} (ssh said: {})",
-            said.join("; ")
+            said.joined("; ")
         ),
         status: None,
     }

@@ -64,10 +64,14 @@ impl<T> Keyed<T> {
             .map(|(_, v)| v.clone())
     }
 
+    /// Puts `value` under `key`, in place of what was there. Keys are each once, so a search
+    /// and a swap do what a `retain` would, without its code copied for every `T` (issue 32).
     fn insert(&self, key: String, value: Rc<T>) {
         let mut all = self.0.borrow_mut();
-        all.retain(|(k, _)| *k != key);
-        all.push((key, value));
+        match all.iter_mut().find(|(k, _)| *k == key) {
+            Some(held) => held.1 = value,
+            None => all.push((key, value)),
+        }
     }
 
     /// The thing under `key`, made by `make` when there is none.
@@ -82,9 +86,13 @@ impl<T> Keyed<T> {
 
     /// Forgets `key` if it still holds `value` (and not a newer one).
     fn remove_if(&self, key: &str, value: &Rc<T>) {
-        self.0
-            .borrow_mut()
-            .retain(|(k, v)| k != key || !Rc::ptr_eq(v, value));
+        let mut all = self.0.borrow_mut();
+        if let Some(at) = all
+            .iter()
+            .position(|(k, v)| k == key && Rc::ptr_eq(v, value))
+        {
+            all.swap_remove(at);
+        }
     }
 }
 
