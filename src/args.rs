@@ -81,12 +81,12 @@ impl<'a> Fields<'a> {
 
     /// An optional string that must be one of `values`.
     pub fn optional_one_of(&self, key: &str, values: &[&str]) -> Result<Option<String>, ArgError> {
-        let value: Option<String> = self.optional(key)?;
-        if value.as_deref().is_some_and(|v| !values.contains(&v)) {
+        let value = self.text(key)?;
+        if value.is_some_and(|v| !values.contains(&v)) {
             let rule = format!("must be one of {}", values.join(", "));
             return Err(ArgError::new(self.path(key), rule));
         }
-        Ok(value)
+        Ok(value.map(str::to_string))
     }
 
     /// The field's value, unless it is absent; `null` is refused ([`Fields::optional`]).
@@ -123,33 +123,110 @@ impl<'a> Fields<'a> {
 
     /// A required string that is non-empty and single-line (no newline, carriage return or NUL).
     pub fn line(&self, key: &str) -> Result<String, ArgError> {
-        let value: String = self.required(key)?;
-        check_line(&self.path(key), &value)?;
-        Ok(value)
+        self.line_str(key).map(str::to_string)
     }
 
     /// An optional single-line string.
     pub fn optional_line(&self, key: &str) -> Result<Option<String>, ArgError> {
-        let value: Option<String> = self.optional(key)?;
-        if let Some(text) = &value {
-            check_line(&self.path(key), text)?;
-        }
-        Ok(value)
+        Ok(self.optional_line_str(key)?.map(str::to_string))
     }
 
     /// A required string that becomes one segment of an API path (node names, storage ids, disk keys).
     pub fn segment(&self, key: &str) -> Result<String, ArgError> {
-        let value = self.line(key)?;
-        check_segment(&self.path(key), &value)?;
-        Ok(value)
+        self.segment_str(key).map(str::to_string)
     }
 
     /// An optional [`Fields::segment`]: absent is `None`, `null` refused ([`Fields::optional`]).
     pub fn optional_segment(&self, key: &str) -> Result<Option<String>, ArgError> {
+        Ok(self.optional_segment_str(key)?.map(str::to_string))
+    }
+
+    // The readers below borrow from the arguments: one copy each, whatever the caller builds, and a
+    // parser that checks every field before it copies any holds nothing to drop on a refusal
+    // (issue 32: each `?` after an owned value costs the module its drop code).
+
+    /// An optional string, borrowed.
+    pub fn text(&self, key: &str) -> Result<Option<&'a str>, ArgError> {
         match self.present(key)? {
-            Some(_) => self.segment(key).map(Some),
+            None => Ok(None),
+            Some(value) => match value.as_str() {
+                Some(text) => Ok(Some(text)),
+                None => Err(self.wrong_kind(key, "a string", value)),
+            },
+        }
+    }
+
+    /// A required string, borrowed.
+    pub fn required_text(&self, key: &str) -> Result<&'a str, ArgError> {
+        match self.text(key)? {
+            Some(text) => Ok(text),
+            None => Err(self.missing(key)),
+        }
+    }
+
+    /// An optional boolean with a default.
+    pub fn flag_or(&self, key: &str, default: bool) -> Result<bool, ArgError> {
+        match self.present(key)? {
+            None => Ok(default),
+            Some(value) => match value.as_bool() {
+                Some(flag) => Ok(flag),
+                None => Err(self.wrong_kind(key, "a boolean", value)),
+            },
+        }
+    }
+
+    /// An optional integer.
+    pub fn int(&self, key: &str) -> Result<Option<i64>, ArgError> {
+        match self.present(key)? {
+            None => Ok(None),
+            Some(value) => match value.as_i64() {
+                Some(int) => Ok(Some(int)),
+                None => Err(self.wrong_kind(key, "an integer", value)),
+            },
+        }
+    }
+
+    /// [`Fields::line`], borrowed.
+    pub fn line_str(&self, key: &str) -> Result<&'a str, ArgError> {
+        let value = self.required_text(key)?;
+        self.rule(key, line_fault(value))?;
+        Ok(value)
+    }
+
+    /// [`Fields::optional_line`], borrowed.
+    pub fn optional_line_str(&self, key: &str) -> Result<Option<&'a str>, ArgError> {
+        match self.present(key)? {
+            Some(_) => self.line_str(key).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// [`Fields::segment`], borrowed.
+    pub fn segment_str(&self, key: &str) -> Result<&'a str, ArgError> {
+        let value = self.line_str(key)?;
+        self.rule(key, segment_fault(value))?;
+        Ok(value)
+    }
+
+    /// [`Fields::optional_segment`], borrowed.
+    pub fn optional_segment_str(&self, key: &str) -> Result<Option<&'a str>, ArgError> {
+        match self.present(key)? {
+            Some(_) => self.segment_str(key).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// `Err` naming the field when `fault` names a broken rule. The path is built only then.
+    pub fn rule(&self, key: &str, fault: Option<&str>) -> Result<(), ArgError> {
+        match fault {
+            Some(rule) => Err(ArgError::new(self.path(key), rule)),
+            None => Ok(()),
+        }
+    }
+
+    fn wrong_kind(&self, key: &str, expected: &str, value: &Value) -> ArgError {
+        let why = format!("expected {expected}, got {}", crate::quote::value(value));
+        self.wrong_type(key, why)
     }
 
     /// An optional bag of PVE options (`config`: key → string or number), as text in key order.
@@ -197,9 +274,10 @@ impl<'a> Fields<'a> {
 
     /// A required integer within `min..=max`.
     pub fn int_in(&self, key: &str, min: i64, max: i64) -> Result<i64, ArgError> {
-        let value: i64 = self.required(key)?;
-        check_range(&self.path(key), value, min, max)?;
-        Ok(value)
+        match self.int(key)? {
+            Some(value) => self.in_range(key, value, min, max),
+            None => Err(self.missing(key)),
+        }
     }
 
     /// An optional integer within `min..=max` (at least 0), as a count.
@@ -209,16 +287,26 @@ impl<'a> Fields<'a> {
         min: i64,
         max: i64,
     ) -> Result<Option<u64>, ArgError> {
-        match self.optional::<i64>(key)? {
-            Some(_) => Ok(Some(self.int_in(key, min.max(0), max)? as u64)),
+        match self.int(key)? {
+            Some(value) => Ok(Some(self.in_range(key, value, min.max(0), max)? as u64)),
             None => Ok(None),
         }
     }
 
     /// An optional integer within `min..=max`, with a default.
     pub fn int_in_or(&self, key: &str, min: i64, max: i64, default: i64) -> Result<i64, ArgError> {
-        let value: i64 = self.or(key, default)?;
-        check_range(&self.path(key), value, min, max)?;
+        let value = self.int(key)?.unwrap_or(default);
+        self.in_range(key, value, min, max)
+    }
+
+    /// `value`, unless it is outside `min..=max`.
+    fn in_range(&self, key: &str, value: i64, min: i64, max: i64) -> Result<i64, ArgError> {
+        if value < min || value > max {
+            return Err(ArgError::new(
+                self.path(key),
+                format!("must be between {min} and {max} (got {value})"),
+            ));
+        }
         Ok(value)
     }
 }
@@ -233,16 +321,21 @@ fn display_path(path: &str) -> &str {
 
 /// Refuses empty strings and strings that could break a line-oriented protocol or log.
 pub fn check_line(field: &str, value: &str) -> Result<(), ArgError> {
+    match line_fault(value) {
+        Some(rule) => Err(ArgError::new(field, rule)),
+        None => Ok(()),
+    }
+}
+
+/// The rule of [`check_line`] that `value` breaks, if any.
+pub fn line_fault(value: &str) -> Option<&'static str> {
     if value.is_empty() {
-        return Err(ArgError::new(field, "must not be empty"));
+        return Some("must not be empty");
     }
     if value.contains(['\n', '\r', '\0']) {
-        return Err(ArgError::new(
-            field,
-            "must not contain a newline, carriage return or NUL",
-        ));
+        return Some("must not contain a newline, carriage return or NUL");
     }
-    Ok(())
+    None
 }
 
 /// Refuses a credential with any control character (a header value cannot carry one, and a
@@ -263,25 +356,20 @@ pub fn check_credential(field: &str, value: &str) -> Result<(), ArgError> {
 /// Refuses values that could change the API path they are placed in: a path segment is a name made
 /// of ASCII letters, digits, `.`, `_` and `-`, starting with a letter or digit (so never `.` or `..`).
 pub fn check_segment(field: &str, value: &str) -> Result<(), ArgError> {
+    match segment_fault(value) {
+        Some(rule) => Err(ArgError::new(field, rule)),
+        None => Ok(()),
+    }
+}
+
+/// The rule of [`check_segment`] that `value` breaks, if any.
+pub fn segment_fault(value: &str) -> Option<&'static str> {
     let mut chars = value.chars();
     let starts_well = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
     if !starts_well || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
-        return Err(ArgError::new(
-            field,
-            "must be a name of letters, digits, `.`, `_` and `-` starting with a letter or digit (it becomes part of an API path)",
-        ));
+        return Some("must be a name of letters, digits, `.`, `_` and `-` starting with a letter or digit (it becomes part of an API path)");
     }
-    Ok(())
-}
-
-fn check_range(field: &str, value: i64, min: i64, max: i64) -> Result<(), ArgError> {
-    if value < min || value > max {
-        return Err(ArgError::new(
-            field,
-            format!("must be between {min} and {max} (got {value})"),
-        ));
-    }
-    Ok(())
+    None
 }
 
 /// PVE's `pve-storage-id` (pve-common `PVE/JSONSchema.pm` parse_storage_id):

@@ -97,10 +97,8 @@ impl GlobalArgs {
     /// Reads and checks the global arguments from the merged argument object.
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let name: String = fields.required("name")?;
-        if name.is_empty() {
-            return Err(ArgError::new("name", "must not be empty"));
-        }
+        let name = fields.required_text("name")?;
+        fields.rule("name", name.is_empty().then_some("must not be empty"))?;
         Ok(GlobalArgs {
             transport: parse_transport(&fields.object("transport")?)?,
             task_timeout_sec: fields.int_in_or("taskTimeoutSec", 1, MAX_SECONDS, 300)? as u64,
@@ -111,8 +109,7 @@ impl GlobalArgs {
 }
 
 fn parse_transport(fields: &Fields) -> Result<TransportSettings, ArgError> {
-    let kind: String = fields.required("kind")?;
-    match kind.as_str() {
+    match fields.required_text("kind")? {
         "api" => parse_api(fields).map(TransportSettings::Api),
         "ssh" => parse_ssh(fields).map(TransportSettings::Ssh),
         other => Err(ArgError::new(
@@ -122,8 +119,10 @@ fn parse_transport(fields: &Fields) -> Result<TransportSettings, ArgError> {
     }
 }
 
+// Both transports check every field, borrowed, before they copy any: a refusal drops nothing.
+
 fn parse_api(fields: &Fields) -> Result<ApiSettings, ArgError> {
-    let api_url = fields.line("apiUrl")?;
+    let api_url = fields.line_str("apiUrl")?;
     let rest = api_url
         .strip_prefix("https://")
         .or_else(|| api_url.strip_prefix("http://"));
@@ -133,66 +132,60 @@ fn parse_api(fields: &Fields) -> Result<ApiSettings, ArgError> {
             "must be an http(s) URL, e.g. https://pve1:8006",
         ));
     }
-    let secret: String = fields.required("tokenSecret")?;
-    check_credential(&fields.path("tokenSecret"), &secret)?;
-    let token_id: String = fields.required("tokenId")?;
-    check_credential(&fields.path("tokenId"), &token_id)?;
+    let secret = fields.required_text("tokenSecret")?;
+    check_credential(&fields.path("tokenSecret"), secret)?;
+    let token_id = fields.required_text("tokenId")?;
+    check_credential(&fields.path("tokenId"), token_id)?;
+    let node = fields.segment_str("node")?;
+    let ca_cert = fields.text("caCert")?;
+    let skip_tls_verify = fields.flag_or("skipTlsVerify", false)?;
     Ok(ApiSettings {
-        node: fields.segment("node")?,
+        node: node.to_string(),
         api_url: api_url.trim_end_matches('/').to_string(),
-        token_id,
-        token_secret: Secret::new(secret),
-        ca_cert: fields.optional("caCert")?,
-        skip_tls_verify: fields.or("skipTlsVerify", false)?,
+        token_id: token_id.to_string(),
+        token_secret: Secret::new(secret.to_string()),
+        ca_cert: ca_cert.map(str::to_string),
+        skip_tls_verify,
     })
 }
 
 fn parse_ssh(fields: &Fields) -> Result<SshSettings, ArgError> {
-    let strict = fields.optional_line("strictHostKeyChecking")?;
-    if let Some(value) = &strict {
-        if !matches!(value.as_str(), "yes" | "accept-new" | "no" | "off") {
-            return Err(ArgError::new(
-                fields.path("strictHostKeyChecking"),
-                "must be one of yes, accept-new, no, off",
-            ));
-        }
-    }
-    let host = fields.line("host")?;
-    if host.starts_with('-') {
-        return Err(ArgError::new(
-            fields.path("host"),
-            "must not start with `-` (ssh would read it as an option)",
-        ));
-    }
-    let user = fields
-        .optional_line("user")?
-        .unwrap_or_else(|| "root".to_string());
-    if user.starts_with('-') || user.contains('@') {
-        return Err(ArgError::new(
-            fields.path("user"),
-            "must not start with `-` or contain `@`",
-        ));
-    }
+    let strict = fields.optional_line_str("strictHostKeyChecking")?;
+    let strict_ok = strict.is_none_or(|v| matches!(v, "yes" | "accept-new" | "no" | "off"));
+    let strict_rule = "must be one of yes, accept-new, no, off";
+    fields.rule("strictHostKeyChecking", (!strict_ok).then_some(strict_rule))?;
+    let host = fields.line_str("host")?;
+    let host_rule = "must not start with `-` (ssh would read it as an option)";
+    fields.rule("host", host.starts_with('-').then_some(host_rule))?;
+    let user = fields.optional_line_str("user")?.unwrap_or("root");
+    let user_rule = "must not start with `-` or contain `@`";
+    let user_bad = user.starts_with('-') || user.contains('@');
+    fields.rule("user", user_bad.then_some(user_rule))?;
+    let node = fields.segment_str("node")?;
+    let port = fields.int_in_or("port", 1, 65535, 22)?;
+    let proxy_jump = fields.optional_line_str("proxyJump")?;
+    let proxy_command = fields.optional_line_str("proxyCommand")?;
+    let identity_file = fields.optional_line_str("identityFile")?;
+    let identity_agent = fields.optional_line_str("identityAgent")?;
+    let connect_timeout_sec = fields.int_in_or("connectTimeoutSec", 1, 3600, 15)?;
+    let ssh_binary = fields.optional_line_str("sshBinary")?.unwrap_or("ssh");
+    let pvesh_binary = fields.optional_line_str("pveshBinary")?.unwrap_or("pvesh");
+    let pct_binary = fields.optional_line_str("pctBinary")?.unwrap_or("pct");
+    let owned = |text: Option<&str>| text.map(str::to_string);
     Ok(SshSettings {
-        node: fields.segment("node")?,
-        host,
-        user,
-        port: fields.int_in_or("port", 1, 65535, 22)? as u16,
-        proxy_jump: fields.optional_line("proxyJump")?,
-        proxy_command: fields.optional_line("proxyCommand")?,
-        identity_file: fields.optional_line("identityFile")?,
-        identity_agent: fields.optional_line("identityAgent")?,
-        strict_host_key_checking: strict,
-        connect_timeout_sec: fields.int_in_or("connectTimeoutSec", 1, 3600, 15)? as u64,
-        ssh_binary: fields
-            .optional_line("sshBinary")?
-            .unwrap_or_else(|| "ssh".to_string()),
-        pvesh_binary: fields
-            .optional_line("pveshBinary")?
-            .unwrap_or_else(|| "pvesh".to_string()),
-        pct_binary: fields
-            .optional_line("pctBinary")?
-            .unwrap_or_else(|| "pct".to_string()),
+        node: node.to_string(),
+        host: host.to_string(),
+        user: user.to_string(),
+        port: port as u16,
+        proxy_jump: owned(proxy_jump),
+        proxy_command: owned(proxy_command),
+        identity_file: owned(identity_file),
+        identity_agent: owned(identity_agent),
+        strict_host_key_checking: owned(strict),
+        connect_timeout_sec: connect_timeout_sec as u64,
+        ssh_binary: ssh_binary.to_string(),
+        pvesh_binary: pvesh_binary.to_string(),
+        pct_binary: pct_binary.to_string(),
     })
 }
 
