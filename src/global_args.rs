@@ -1,6 +1,6 @@
 //! The model's global arguments: which transport reaches PVE, and the time budget of tasks and polls.
 
-use crate::args::{check_credential, ArgError, Fields};
+use crate::args::{credential_fault, ArgError, Fields, Kind, Read, Spec};
 use serde_json::Value;
 
 /// Settings of the HTTPS API transport.
@@ -119,73 +119,90 @@ fn parse_transport(fields: &Fields) -> Result<TransportSettings, ArgError> {
     }
 }
 
-// Both transports check every field, borrowed, before they copy any: a refusal drops nothing.
+// Both transports are a table of their fields, read and checked borrowed, in order, before any is
+// copied: a refusal drops nothing.
+
+const API: [Spec; 6] = [
+    Spec::new("apiUrl", Kind::Line).rule(api_url_fault),
+    Spec::new("tokenSecret", Kind::RequiredText).rule(credential_fault),
+    Spec::new("tokenId", Kind::RequiredText).rule(credential_fault),
+    Spec::new("node", Kind::Segment),
+    Spec::new("caCert", Kind::Text),
+    Spec::new("skipTlsVerify", Kind::Flag(false)),
+];
+
+fn api_url_fault(url: &str) -> Option<&'static str> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let well_formed = rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/'));
+    (!well_formed).then_some("must be an http(s) URL, e.g. https://pve1:8006")
+}
 
 fn parse_api(fields: &Fields) -> Result<ApiSettings, ArgError> {
-    let api_url = fields.line_str("apiUrl")?;
-    let rest = api_url
-        .strip_prefix("https://")
-        .or_else(|| api_url.strip_prefix("http://"));
-    if !rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/')) {
-        return Err(ArgError::new(
-            fields.path("apiUrl"),
-            "must be an http(s) URL, e.g. https://pve1:8006",
-        ));
-    }
-    let secret = fields.required_text("tokenSecret")?;
-    check_credential(&fields.path("tokenSecret"), secret)?;
-    let token_id = fields.required_text("tokenId")?;
-    check_credential(&fields.path("tokenId"), token_id)?;
-    let node = fields.segment_str("node")?;
-    let ca_cert = fields.text("caCert")?;
-    let skip_tls_verify = fields.flag_or("skipTlsVerify", false)?;
+    let mut read = [Read::default(); API.len()];
+    fields.read_all(&API, &mut read)?;
+    let [api_url, secret, token_id, node, ca_cert, skip_tls_verify] = read;
     Ok(ApiSettings {
-        node: node.to_string(),
-        api_url: api_url.trim_end_matches('/').to_string(),
-        token_id: token_id.to_string(),
-        token_secret: Secret::new(secret.to_string()),
-        ca_cert: ca_cert.map(str::to_string),
-        skip_tls_verify,
+        node: node.owned_or(""),
+        api_url: api_url.text.unwrap_or("").trim_end_matches('/').to_string(),
+        token_id: token_id.owned_or(""),
+        token_secret: Secret::new(secret.owned_or("")),
+        ca_cert: ca_cert.owned(),
+        skip_tls_verify: skip_tls_verify.int != 0,
     })
 }
 
+const SSH: [Spec; 13] = [
+    Spec::new("strictHostKeyChecking", Kind::OptionalLine).rule(strict_fault),
+    Spec::new("host", Kind::Line).rule(host_fault),
+    Spec::new("user", Kind::OptionalLine).rule(user_fault),
+    Spec::new("node", Kind::Segment),
+    Spec::new("port", Kind::IntOr(1, 65535, 22)),
+    Spec::new("proxyJump", Kind::OptionalLine),
+    Spec::new("proxyCommand", Kind::OptionalLine),
+    Spec::new("identityFile", Kind::OptionalLine),
+    Spec::new("identityAgent", Kind::OptionalLine),
+    Spec::new("connectTimeoutSec", Kind::IntOr(1, 3600, 15)),
+    Spec::new("sshBinary", Kind::OptionalLine),
+    Spec::new("pveshBinary", Kind::OptionalLine),
+    Spec::new("pctBinary", Kind::OptionalLine),
+];
+
+fn strict_fault(value: &str) -> Option<&'static str> {
+    let known = matches!(value, "yes" | "accept-new" | "no" | "off");
+    (!known).then_some("must be one of yes, accept-new, no, off")
+}
+
+fn host_fault(host: &str) -> Option<&'static str> {
+    let rule = "must not start with `-` (ssh would read it as an option)";
+    host.starts_with('-').then_some(rule)
+}
+
+fn user_fault(user: &str) -> Option<&'static str> {
+    let bad = user.starts_with('-') || user.contains('@');
+    bad.then_some("must not start with `-` or contain `@`")
+}
+
 fn parse_ssh(fields: &Fields) -> Result<SshSettings, ArgError> {
-    let strict = fields.optional_line_str("strictHostKeyChecking")?;
-    let strict_ok = strict.is_none_or(|v| matches!(v, "yes" | "accept-new" | "no" | "off"));
-    let strict_rule = "must be one of yes, accept-new, no, off";
-    fields.rule("strictHostKeyChecking", (!strict_ok).then_some(strict_rule))?;
-    let host = fields.line_str("host")?;
-    let host_rule = "must not start with `-` (ssh would read it as an option)";
-    fields.rule("host", host.starts_with('-').then_some(host_rule))?;
-    let user = fields.optional_line_str("user")?.unwrap_or("root");
-    let user_rule = "must not start with `-` or contain `@`";
-    let user_bad = user.starts_with('-') || user.contains('@');
-    fields.rule("user", user_bad.then_some(user_rule))?;
-    let node = fields.segment_str("node")?;
-    let port = fields.int_in_or("port", 1, 65535, 22)?;
-    let proxy_jump = fields.optional_line_str("proxyJump")?;
-    let proxy_command = fields.optional_line_str("proxyCommand")?;
-    let identity_file = fields.optional_line_str("identityFile")?;
-    let identity_agent = fields.optional_line_str("identityAgent")?;
-    let connect_timeout_sec = fields.int_in_or("connectTimeoutSec", 1, 3600, 15)?;
-    let ssh_binary = fields.optional_line_str("sshBinary")?.unwrap_or("ssh");
-    let pvesh_binary = fields.optional_line_str("pveshBinary")?.unwrap_or("pvesh");
-    let pct_binary = fields.optional_line_str("pctBinary")?.unwrap_or("pct");
-    let owned = |text: Option<&str>| text.map(str::to_string);
+    let mut read = [Read::default(); SSH.len()];
+    fields.read_all(&SSH, &mut read)?;
+    let [strict, host, user, node, port, jump, command, file, agent, timeout, ssh, pvesh, pct] =
+        read;
     Ok(SshSettings {
-        node: node.to_string(),
-        host: host.to_string(),
-        user: user.to_string(),
-        port: port as u16,
-        proxy_jump: owned(proxy_jump),
-        proxy_command: owned(proxy_command),
-        identity_file: owned(identity_file),
-        identity_agent: owned(identity_agent),
-        strict_host_key_checking: owned(strict),
-        connect_timeout_sec: connect_timeout_sec as u64,
-        ssh_binary: ssh_binary.to_string(),
-        pvesh_binary: pvesh_binary.to_string(),
-        pct_binary: pct_binary.to_string(),
+        node: node.owned_or(""),
+        host: host.owned_or(""),
+        user: user.owned_or("root"),
+        port: port.int as u16,
+        proxy_jump: jump.owned(),
+        proxy_command: command.owned(),
+        identity_file: file.owned(),
+        identity_agent: agent.owned(),
+        strict_host_key_checking: strict.owned(),
+        connect_timeout_sec: timeout.int as u64,
+        ssh_binary: ssh.owned_or("ssh"),
+        pvesh_binary: pvesh.owned_or("pvesh"),
+        pct_binary: pct.owned_or("pct"),
     })
 }
 
