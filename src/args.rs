@@ -230,6 +230,17 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A required list, borrowed.
+    pub fn required_list(&self, key: &str) -> Result<&'a [Value], ArgError> {
+        match self.present(key)? {
+            None => Err(self.missing(key)),
+            Some(value) => match value.as_array() {
+                Some(list) => Ok(list),
+                None => Err(self.wrong_kind(key, "a list", value)),
+            },
+        }
+    }
+
     /// An optional boolean with a default.
     pub fn flag_or(&self, key: &str, default: bool) -> Result<bool, ArgError> {
         match self.present(key)? {
