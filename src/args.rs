@@ -241,15 +241,20 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// An optional boolean with a default.
-    pub fn flag_or(&self, key: &str, default: bool) -> Result<bool, ArgError> {
+    /// An optional boolean.
+    pub fn flag(&self, key: &str) -> Result<Option<bool>, ArgError> {
         match self.present(key)? {
-            None => Ok(default),
+            None => Ok(None),
             Some(value) => match value.as_bool() {
-                Some(flag) => Ok(flag),
+                Some(flag) => Ok(Some(flag)),
                 None => Err(self.wrong_kind(key, "a boolean", value)),
             },
         }
+    }
+
+    /// An optional boolean with a default.
+    pub fn flag_or(&self, key: &str, default: bool) -> Result<bool, ArgError> {
+        Ok(self.flag(key)?.unwrap_or(default))
     }
 
     /// An optional integer.

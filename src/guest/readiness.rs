@@ -56,10 +56,10 @@ impl ReadyArgs {
             }
         }
         Ok(ReadyArgs {
-            ipv4: fields.or("ipv4", true)?,
-            ipv6: fields.or("ipv6", false)?,
+            ipv4: fields.flag_or("ipv4", true)?,
+            ipv6: fields.flag_or("ipv6", false)?,
             nic,
-            cloud_init: fields.or("cloudInit", false)?,
+            cloud_init: fields.flag_or("cloudInit", false)?,
             timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 300)? as u64,
         })
     }

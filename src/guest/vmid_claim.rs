@@ -36,7 +36,7 @@ pub enum VmidChoice {
 impl VmidChoice {
     /// Reads `vmid` or `vmidRange {min, max}` (not both); neither means any free id.
     pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
-        let given = match fields.optional::<i64>("vmid")? {
+        let given = match fields.int("vmid")? {
             Some(_) => Some(super::reference::parse_vmid(fields, "vmid")?),
             None => None,
         };

@@ -65,7 +65,7 @@ impl AttachArgs {
             changes: Vec::new(),
             apply_pending: ApplyPending::parse(&fields)?,
         };
-        let volume: String = fields.required("volume")?;
+        let volume = fields.required_text("volume")?;
         let named = volume.split_once(':').is_some_and(|(storage, name)| {
             is_storage_id(storage)
                 && !name.is_empty()
@@ -98,7 +98,7 @@ impl AttachArgs {
                 }
             }
         };
-        let path: Option<String> = fields.optional("mp")?;
+        let path = fields.text("mp")?;
         match (lxc, &path) {
             (true, None) => {
                 return Err(ArgError::new(
@@ -124,9 +124,9 @@ impl AttachArgs {
         }
         Ok(AttachArgs {
             base,
-            volume,
+            volume: volume.to_string(),
             slot,
-            path,
+            path: path.map(str::to_string),
         })
     }
 

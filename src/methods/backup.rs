@@ -51,17 +51,14 @@ impl BackupArgs {
         if !MODES.contains(&mode.as_str()) {
             return Err(ArgError::new("mode", "must be snapshot, suspend or stop"));
         }
-        let compress: Option<String> = fields.optional("compress")?;
-        if compress
-            .as_deref()
-            .is_some_and(|c| !COMPRESSORS.contains(&c))
-        {
+        let compress = fields.text("compress")?;
+        if compress.is_some_and(|c| !COMPRESSORS.contains(&c)) {
             return Err(ArgError::new(
                 "compress",
                 "must be one of \"0\", \"1\", gzip, lzo, zstd",
             ));
         }
-        let notes_template: Option<String> = fields.optional("notesTemplate")?;
+        let notes_template = fields.text("notesTemplate")?;
         if let Some(template) = &notes_template {
             check_notes_template(template)?;
         }
@@ -69,9 +66,9 @@ impl BackupArgs {
             target: GuestRef::parse(&fields)?,
             storage: fields.segment("storage")?,
             mode,
-            compress,
-            notes_template,
-            protected: fields.or("protected", false)?,
+            compress: compress.map(str::to_string),
+            notes_template: notes_template.map(str::to_string),
+            protected: fields.flag_or("protected", false)?,
         })
     }
 

@@ -88,7 +88,7 @@ pub fn named(fields: &Fields, others: &[&str]) -> Result<(String, Option<String>
         return Err(ArgError::new("name", rule));
     }
     let comment = comment_arg(fields, "comment")?;
-    let delete = fields.or("delete", false)?;
+    let delete = fields.flag_or("delete", false)?;
     for key in others {
         if delete && fields.optional::<Value>(key)?.is_some() {
             return Err(ArgError::new(*key, "must not be given with delete: true"));
@@ -133,7 +133,7 @@ fn entries(list: &[Value]) -> Result<Vec<Entry>, ArgError> {
             return Err(ArgError::new(item.path("cidr"), rule));
         }
         let comment = comment_arg(&item, "comment")?;
-        let nomatch = item.or("nomatch", false)?;
+        let nomatch = item.flag_or("nomatch", false)?;
         entries.push(Entry {
             cidr: text,
             nomatch,

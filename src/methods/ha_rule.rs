@@ -206,7 +206,7 @@ impl HaRuleArgs {
             let why = "must be a letter then letters, digits, - or _";
             return Err(ArgError::new("rule", why));
         }
-        let delete = fields.or("delete", false)?;
+        let delete = fields.flag_or("delete", false)?;
         let kind = fields.optional::<String>("type")?.unwrap_or_default();
         let params = match delete {
             true => alone_with_delete(&fields).map(|()| Vec::new())?,

@@ -53,14 +53,14 @@ impl MoveArgs {
             let rule = format!("must match {} or unusedN", kind.disk_rule());
             return Err(ArgError::new("disk", rule));
         }
-        let storage: String = fields.required("storage")?;
-        if !is_storage_id(&storage) {
+        let storage = fields.required_text("storage")?;
+        if !is_storage_id(storage) {
             return Err(ArgError::new(
                 "storage",
                 "must be a storage id (^[a-z][a-z0-9-_.]*[a-z0-9]$, PVE's pve-storage-id)",
             ));
         }
-        let format: Option<String> = fields.optional("format")?;
+        let format = fields.text("format")?;
         match (&format, kind) {
             (None, _) => {}
             (Some(_), GuestKind::Lxc) => {
@@ -69,7 +69,7 @@ impl MoveArgs {
                     "is a VM disk's; a container volume keeps the storage's",
                 ));
             }
-            (Some(f), GuestKind::Qemu) if !["raw", "qcow2", "vmdk"].contains(&f.as_str()) => {
+            (Some(f), GuestKind::Qemu) if !["raw", "qcow2", "vmdk"].contains(f) => {
                 return Err(ArgError::new("format", "must be raw, qcow2 or vmdk"));
             }
             _ => {}
@@ -77,9 +77,9 @@ impl MoveArgs {
         Ok(MoveArgs {
             target,
             disk,
-            storage,
-            delete: fields.or("delete", false)?,
-            format,
+            storage: storage.to_string(),
+            delete: fields.flag_or("delete", false)?,
+            format: format.map(str::to_string),
         })
     }
 }

@@ -59,9 +59,9 @@ impl ResizeArgs {
                 format!("must match {}", kind.disk_rule()),
             ));
         }
-        let size: String = fields.required("size")?;
+        let size = fields.required_text("size")?;
         let grow_by = size.starts_with('+');
-        let bytes = amount(size.strip_prefix('+').unwrap_or(&size)).ok_or_else(|| {
+        let bytes = amount(size.strip_prefix('+').unwrap_or(size)).ok_or_else(|| {
             ArgError::new(
                 "size",
                 "must match ^\\+?\\d+(\\.\\d+)?[KMGT]?$ (e.g. +20G or 50G)",
@@ -70,7 +70,7 @@ impl ResizeArgs {
         Ok(ResizeArgs {
             target,
             disk,
-            size,
+            size: size.to_string(),
             grow_by,
             bytes,
         })
