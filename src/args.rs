@@ -155,8 +155,8 @@ impl<'a> Fields<'a> {
         Ok(value.map(str::to_string))
     }
 
-    /// The field's value, unless it is absent; `null` is refused ([`Fields::optional`]).
-    fn present(&self, key: &str) -> Result<Option<&'a Value>, ArgError> {
+    /// The field's value, borrowed, unless it is absent; `null` is refused ([`Fields::optional`]).
+    pub fn present(&self, key: &str) -> Result<Option<&'a Value>, ArgError> {
         match self.object.get(key) {
             Some(Value::Null) => Err(ArgError::new(
                 self.path(key),

@@ -79,19 +79,16 @@ impl AttachArgs {
         }
         let lxc = kind == GuestKind::Lxc;
         let in_kind = |bus: &str| (bus == "mp") == lxc;
-        let slot = match (
-            fields.optional::<String>("disk")?,
-            fields.optional::<String>("bus")?,
-        ) {
+        let slot = match (fields.text("disk")?, fields.text("bus")?) {
             (Some(_), Some(_)) => {
                 return Err(ArgError::new("bus", "is given with disk: give one of them"))
             }
-            (Some(key), None) => match bus_of(&key) {
-                Some((bus, _)) if in_kind(bus) => Slot::Key(key),
+            (Some(key), None) => match bus_of(key) {
+                Some((bus, _)) if in_kind(bus) => Slot::Key(key.to_string()),
                 _ => return Err(ArgError::new("disk", slot_rule(kind))),
             },
             (None, bus) => {
-                let bus = bus.unwrap_or_else(|| if lxc { "mp" } else { "scsi" }.to_string());
+                let bus = bus.unwrap_or(if lxc { "mp" } else { "scsi" });
                 match BUSES.iter().find(|(b, _)| *b == bus && in_kind(b)) {
                     Some((b, _)) => Slot::FirstFree(b),
                     None => return Err(ArgError::new("bus", "must be scsi, sata, virtio or ide")),

@@ -47,8 +47,8 @@ pub struct BackupArgs {
 impl BackupArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let mode: String = fields.or("mode", "snapshot".to_string())?;
-        if !MODES.contains(&mode.as_str()) {
+        let mode = fields.text("mode")?.unwrap_or("snapshot");
+        if !MODES.contains(&mode) {
             return Err(ArgError::new("mode", "must be snapshot, suspend or stop"));
         }
         let compress = fields.text("compress")?;
@@ -65,7 +65,7 @@ impl BackupArgs {
         Ok(BackupArgs {
             target: GuestRef::parse(&fields)?,
             storage: fields.segment("storage")?,
-            mode,
+            mode: mode.to_string(),
             compress: compress.map(str::to_string),
             notes_template: notes_template.map(str::to_string),
             protected: fields.flag_or("protected", false)?,

@@ -90,7 +90,7 @@ pub fn named(fields: &Fields, others: &[&str]) -> Result<(String, Option<String>
     let comment = comment_arg(fields, "comment")?;
     let delete = fields.flag_or("delete", false)?;
     for key in others {
-        if delete && fields.optional::<Value>(key)?.is_some() {
+        if delete && fields.present(key)?.is_some() {
             return Err(ArgError::new(*key, "must not be given with delete: true"));
         }
     }

@@ -48,8 +48,8 @@ impl MoveArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let disk: String = fields.or("disk", kind.default_disk().to_string())?;
-        if !movable(kind, &disk) {
+        let disk = fields.text("disk")?.unwrap_or(kind.default_disk());
+        if !movable(kind, disk) {
             let rule = format!("must match {} or unusedN", kind.disk_rule());
             return Err(ArgError::new("disk", rule));
         }
@@ -76,7 +76,7 @@ impl MoveArgs {
         }
         Ok(MoveArgs {
             target,
-            disk,
+            disk: disk.to_string(),
             storage: storage.to_string(),
             delete: fields.flag_or("delete", false)?,
             format: format.map(str::to_string),

@@ -52,8 +52,8 @@ impl ResizeArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let disk: String = fields.or("disk", kind.default_disk().to_string())?;
-        if !kind.is_disk(&disk) {
+        let disk = fields.text("disk")?.unwrap_or(kind.default_disk());
+        if !kind.is_disk(disk) {
             return Err(ArgError::new(
                 "disk",
                 format!("must match {}", kind.disk_rule()),
@@ -69,7 +69,7 @@ impl ResizeArgs {
         })?;
         Ok(ResizeArgs {
             target,
-            disk,
+            disk: disk.to_string(),
             size: size.to_string(),
             grow_by,
             bytes,

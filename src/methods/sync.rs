@@ -87,7 +87,7 @@ impl SyncArgs {
         let mut parsed = SyncArgs {
             one_guest,
             scope: scope.to_string(),
-            node: fields.optional("node")?,
+            node: fields.text("node")?.map(str::to_string),
             nodes: None,
             tags: Vec::new(),
             r#where: None,
