@@ -230,14 +230,22 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// A required list, borrowed.
-    pub fn required_list(&self, key: &str) -> Result<&'a [Value], ArgError> {
+    /// An optional list, borrowed.
+    pub fn list(&self, key: &str) -> Result<Option<&'a [Value]>, ArgError> {
         match self.present(key)? {
-            None => Err(self.missing(key)),
+            None => Ok(None),
             Some(value) => match value.as_array() {
-                Some(list) => Ok(list),
+                Some(list) => Ok(Some(list)),
                 None => Err(self.wrong_kind(key, "a list", value)),
             },
+        }
+    }
+
+    /// A required list, borrowed.
+    pub fn required_list(&self, key: &str) -> Result<&'a [Value], ArgError> {
+        match self.list(key)? {
+            Some(list) => Ok(list),
+            None => Err(self.missing(key)),
         }
     }
 
@@ -344,11 +352,14 @@ impl<'a> Fields<'a> {
         key: &str,
         refused: &[(&str, &str)],
     ) -> Result<Option<Vec<(String, String)>>, ArgError> {
-        let Some(bag) = self.optional::<Map<String, Value>>(key)? else {
+        let Some(value) = self.present(key)? else {
             return Ok(None);
         };
+        let Some(bag) = value.as_object() else {
+            return Err(self.wrong_kind(key, "an object", value));
+        };
         let mut options = Vec::with_capacity(bag.len());
-        for (name, value) in &bag {
+        for (name, value) in bag {
             let field = format!("{}.{name}", self.path(key));
             let mut chars = name.chars();
             let well_formed = chars.next().is_some_and(|c| c.is_ascii_alphabetic())

@@ -49,7 +49,7 @@ impl ExitPolicy {
         let listed_given = given.is_some();
         let listed = given.unwrap_or_default();
         check_codes("allowedExitCodes", &listed)?;
-        let ok: Option<Value> = fields.optional("okExitCodes")?;
+        let ok = fields.present("okExitCodes")?;
         let Some(ok) = ok else {
             return Ok(match (allow_any, listed.is_empty()) {
                 (true, _) => ExitPolicy::AnyCode,

@@ -39,7 +39,7 @@ pub struct ReadyArgs {
 impl ReadyArgs {
     /// The `waitReady` object of a method's arguments (`start`, `clone`, `create`), when given.
     pub fn wait_ready(fields: &Fields) -> Result<Option<Self>, ArgError> {
-        match fields.optional::<serde_json::Value>("waitReady")? {
+        match fields.present("waitReady")? {
             Some(_) => Ok(Some(ReadyArgs::parse(&fields.object("waitReady")?)?)),
             None => Ok(None),
         }

@@ -40,7 +40,7 @@ impl VmidChoice {
             Some(_) => Some(super::reference::parse_vmid(fields, "vmid")?),
             None => None,
         };
-        let range = match fields.optional::<serde_json::Value>("vmidRange")? {
+        let range = match fields.present("vmidRange")? {
             Some(_) => {
                 let range = fields.object("vmidRange")?;
                 let min = range.int_in("min", VMID_MIN, VMID_MAX)? as u32;

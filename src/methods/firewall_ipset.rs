@@ -104,11 +104,11 @@ impl IpsetArgs {
         let (name, comment, delete) = named(&fields, &["cidrs", "comment"])?;
         // PVE reads `[IPSET Web]` as `web` (`PVE/Firewall.pm` generic_fw_config_parser: lc).
         let name = name.to_ascii_lowercase();
-        let list = fields.optional::<Vec<Value>>("cidrs")?;
+        let list = fields.list("cidrs")?;
         let entries = match (delete, list) {
             (true, _) => None,
             (false, None) => return Err(ArgError::new("cidrs", "is required")),
-            (false, Some(list)) => Some(entries(&list)?),
+            (false, Some(list)) => Some(entries(list)?),
         };
         Ok(IpsetArgs {
             target,

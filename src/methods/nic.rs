@@ -223,7 +223,7 @@ impl NicArgs {
         if let Some(on) = fields.flag("firewall")? {
             rest.push(format!("firewall={}", u8::from(on)));
         }
-        if let Some(rate) = fields.optional::<Value>("rate")? {
+        if let Some(rate) = fields.present("rate")? {
             if !rate.as_f64().is_some_and(|r| r >= 0.0) {
                 return Err(ArgError::new(
                     "rate",
