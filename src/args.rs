@@ -32,6 +32,72 @@ impl ArgError {
     }
 }
 
+/// How [`Fields::read_all`] reads one field of its table.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    /// An optional string ([`Fields::text`]).
+    Text,
+    /// A required string ([`Fields::required_text`]).
+    RequiredText,
+    /// [`Fields::line_str`].
+    Line,
+    /// [`Fields::optional_line_str`].
+    OptionalLine,
+    /// [`Fields::segment_str`].
+    Segment,
+    /// [`Fields::optional_segment_str`].
+    OptionalSegment,
+    /// A boolean with its default ([`Fields::flag_or`]).
+    Flag(bool),
+    /// An integer within `min..=max` with its default ([`Fields::int_in_or`]).
+    IntOr(i32, i32, i32),
+}
+
+/// One field of a parser's table: its key, how it is read and, for text, the method's own rule
+/// (the rule it breaks, if any).
+#[derive(Clone, Copy)]
+pub struct Spec {
+    pub key: &'static str,
+    pub kind: Kind,
+    pub rule: Option<fn(&str) -> Option<&'static str>>,
+}
+
+impl Spec {
+    pub const fn new(key: &'static str, kind: Kind) -> Self {
+        Spec {
+            key,
+            kind,
+            rule: None,
+        }
+    }
+
+    pub const fn rule(self, rule: fn(&str) -> Option<&'static str>) -> Self {
+        Spec {
+            rule: Some(rule),
+            ..self
+        }
+    }
+}
+
+/// What [`Fields::read_all`] read of one field: its text, or its number (a flag is 0 or 1).
+#[derive(Clone, Copy, Default)]
+pub struct Read<'a> {
+    pub text: Option<&'a str>,
+    pub int: i64,
+}
+
+impl Read<'_> {
+    /// The text, copied (`None` when absent).
+    pub fn owned(&self) -> Option<String> {
+        self.text.map(str::to_string)
+    }
+
+    /// The text, copied, or `default` when absent.
+    pub fn owned_or(&self, default: &str) -> String {
+        self.text.unwrap_or(default).to_string()
+    }
+}
+
 /// Reads the fields of one JSON object, naming each field (with its path) in errors.
 pub struct Fields<'a> {
     object: &'a Map<String, Value>,
@@ -82,16 +148,16 @@ impl<'a> Fields<'a> {
 
     /// An optional string that must be one of `values`.
     pub fn optional_one_of(&self, key: &str, values: &[&str]) -> Result<Option<String>, ArgError> {
-        let value: Option<String> = self.optional(key)?;
-        if value.as_deref().is_some_and(|v| !values.contains(&v)) {
+        let value = self.text(key)?;
+        if value.is_some_and(|v| !values.contains(&v)) {
             let rule = format!("must be one of {}", values.joined(", "));
             return Err(ArgError::new(self.path(key), rule));
         }
-        Ok(value)
+        Ok(value.map(str::to_string))
     }
 
-    /// The field's value, unless it is absent; `null` is refused ([`Fields::optional`]).
-    fn present(&self, key: &str) -> Result<Option<&'a Value>, ArgError> {
+    /// The field's value, borrowed, unless it is absent; `null` is refused ([`Fields::optional`]).
+    pub fn present(&self, key: &str) -> Result<Option<&'a Value>, ArgError> {
         match self.object.get(key) {
             Some(Value::Null) => Err(ArgError::new(
                 self.path(key),
@@ -124,33 +190,159 @@ impl<'a> Fields<'a> {
 
     /// A required string that is non-empty and single-line (no newline, carriage return or NUL).
     pub fn line(&self, key: &str) -> Result<String, ArgError> {
-        let value: String = self.required(key)?;
-        check_line(&self.path(key), &value)?;
-        Ok(value)
+        self.line_str(key).map(str::to_string)
     }
 
     /// An optional single-line string.
     pub fn optional_line(&self, key: &str) -> Result<Option<String>, ArgError> {
-        let value: Option<String> = self.optional(key)?;
-        if let Some(text) = &value {
-            check_line(&self.path(key), text)?;
-        }
-        Ok(value)
+        Ok(self.optional_line_str(key)?.map(str::to_string))
     }
 
     /// A required string that becomes one segment of an API path (node names, storage ids, disk keys).
     pub fn segment(&self, key: &str) -> Result<String, ArgError> {
-        let value = self.line(key)?;
-        check_segment(&self.path(key), &value)?;
-        Ok(value)
+        self.segment_str(key).map(str::to_string)
     }
 
     /// An optional [`Fields::segment`]: absent is `None`, `null` refused ([`Fields::optional`]).
     pub fn optional_segment(&self, key: &str) -> Result<Option<String>, ArgError> {
+        Ok(self.optional_segment_str(key)?.map(str::to_string))
+    }
+
+    // The readers below borrow from the arguments: one copy each, whatever the caller builds, and a
+    // parser that checks every field before it copies any holds nothing to drop on a refusal
+    // (issue 32: each `?` after an owned value costs the module its drop code).
+
+    /// An optional string, borrowed.
+    pub fn text(&self, key: &str) -> Result<Option<&'a str>, ArgError> {
         match self.present(key)? {
-            Some(_) => self.segment(key).map(Some),
+            None => Ok(None),
+            Some(value) => match value.as_str() {
+                Some(text) => Ok(Some(text)),
+                None => Err(self.wrong_kind(key, "a string", value)),
+            },
+        }
+    }
+
+    /// A required string, borrowed.
+    pub fn required_text(&self, key: &str) -> Result<&'a str, ArgError> {
+        match self.text(key)? {
+            Some(text) => Ok(text),
+            None => Err(self.missing(key)),
+        }
+    }
+
+    /// An optional list, borrowed.
+    pub fn list(&self, key: &str) -> Result<Option<&'a [Value]>, ArgError> {
+        match self.present(key)? {
+            None => Ok(None),
+            Some(value) => match value.as_array() {
+                Some(list) => Ok(Some(list)),
+                None => Err(self.wrong_kind(key, "a list", value)),
+            },
+        }
+    }
+
+    /// A required list, borrowed.
+    pub fn required_list(&self, key: &str) -> Result<&'a [Value], ArgError> {
+        match self.list(key)? {
+            Some(list) => Ok(list),
+            None => Err(self.missing(key)),
+        }
+    }
+
+    /// An optional boolean.
+    pub fn flag(&self, key: &str) -> Result<Option<bool>, ArgError> {
+        match self.present(key)? {
+            None => Ok(None),
+            Some(value) => match value.as_bool() {
+                Some(flag) => Ok(Some(flag)),
+                None => Err(self.wrong_kind(key, "a boolean", value)),
+            },
+        }
+    }
+
+    /// An optional boolean with a default.
+    pub fn flag_or(&self, key: &str, default: bool) -> Result<bool, ArgError> {
+        Ok(self.flag(key)?.unwrap_or(default))
+    }
+
+    /// An optional integer.
+    pub fn int(&self, key: &str) -> Result<Option<i64>, ArgError> {
+        match self.present(key)? {
+            None => Ok(None),
+            Some(value) => match value.as_i64() {
+                Some(int) => Ok(Some(int)),
+                None => Err(self.wrong_kind(key, "an integer", value)),
+            },
+        }
+    }
+
+    /// [`Fields::line`], borrowed.
+    pub fn line_str(&self, key: &str) -> Result<&'a str, ArgError> {
+        let value = self.required_text(key)?;
+        self.rule(key, line_fault(value))?;
+        Ok(value)
+    }
+
+    /// [`Fields::optional_line`], borrowed.
+    pub fn optional_line_str(&self, key: &str) -> Result<Option<&'a str>, ArgError> {
+        match self.present(key)? {
+            Some(_) => self.line_str(key).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// [`Fields::segment`], borrowed.
+    pub fn segment_str(&self, key: &str) -> Result<&'a str, ArgError> {
+        let value = self.line_str(key)?;
+        self.rule(key, segment_fault(value))?;
+        Ok(value)
+    }
+
+    /// [`Fields::optional_segment`], borrowed.
+    pub fn optional_segment_str(&self, key: &str) -> Result<Option<&'a str>, ArgError> {
+        match self.present(key)? {
+            Some(_) => self.segment_str(key).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads the fields of `table` in its order into `out` (one entry each), stopping at the
+    /// first refusal. A parser is then mostly its table: one walk here instead of a call and a
+    /// refusal path per field in every parser (issue 32).
+    pub fn read_all(&self, table: &[Spec], out: &mut [Read<'a>]) -> Result<(), ArgError> {
+        for (spec, read) in table.iter().zip(out) {
+            let key = spec.key;
+            match spec.kind {
+                Kind::Text => read.text = self.text(key)?,
+                Kind::RequiredText => read.text = Some(self.required_text(key)?),
+                Kind::Line => read.text = Some(self.line_str(key)?),
+                Kind::OptionalLine => read.text = self.optional_line_str(key)?,
+                Kind::Segment => read.text = Some(self.segment_str(key)?),
+                Kind::OptionalSegment => read.text = self.optional_segment_str(key)?,
+                Kind::Flag(default) => read.int = self.flag_or(key, default)? as i64,
+                Kind::IntOr(min, max, default) => {
+                    read.int = self.int_in_or(key, min.into(), max.into(), default.into())?
+                }
+            }
+            if let (Some(rule), Some(text)) = (spec.rule, read.text) {
+                self.rule(key, rule(text))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `Err` naming the field when `fault` names a broken rule. The path is built only then.
+    pub fn rule(&self, key: &str, fault: Option<&str>) -> Result<(), ArgError> {
+        match fault {
+            Some(rule) => Err(ArgError::new(self.path(key), rule)),
+            None => Ok(()),
+        }
+    }
+
+    fn wrong_kind(&self, key: &str, expected: &str, value: &Value) -> ArgError {
+        let why = format!("expected {expected}, got {}", crate::quote::value(value));
+        self.wrong_type(key, why)
     }
 
     /// An optional bag of PVE options (`config`: key → string or number), as text in key order.
@@ -161,11 +353,14 @@ impl<'a> Fields<'a> {
         key: &str,
         refused: &[(&str, &str)],
     ) -> Result<Option<Vec<(String, String)>>, ArgError> {
-        let Some(bag) = self.optional::<Map<String, Value>>(key)? else {
+        let Some(value) = self.present(key)? else {
             return Ok(None);
         };
+        let Some(bag) = value.as_object() else {
+            return Err(self.wrong_kind(key, "an object", value));
+        };
         let mut options = Vec::with_capacity(bag.len());
-        for (name, value) in &bag {
+        for (name, value) in bag {
             let field = format!("{}.{name}", self.path(key));
             let mut chars = name.chars();
             let well_formed = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
@@ -198,9 +393,10 @@ impl<'a> Fields<'a> {
 
     /// A required integer within `min..=max`.
     pub fn int_in(&self, key: &str, min: i64, max: i64) -> Result<i64, ArgError> {
-        let value: i64 = self.required(key)?;
-        check_range(&self.path(key), value, min, max)?;
-        Ok(value)
+        match self.int(key)? {
+            Some(value) => self.in_range(key, value, min, max),
+            None => Err(self.missing(key)),
+        }
     }
 
     /// An optional integer within `min..=max` (at least 0), as a count.
@@ -210,16 +406,26 @@ impl<'a> Fields<'a> {
         min: i64,
         max: i64,
     ) -> Result<Option<u64>, ArgError> {
-        match self.optional::<i64>(key)? {
-            Some(_) => Ok(Some(self.int_in(key, min.max(0), max)? as u64)),
+        match self.int(key)? {
+            Some(value) => Ok(Some(self.in_range(key, value, min.max(0), max)? as u64)),
             None => Ok(None),
         }
     }
 
     /// An optional integer within `min..=max`, with a default.
     pub fn int_in_or(&self, key: &str, min: i64, max: i64, default: i64) -> Result<i64, ArgError> {
-        let value: i64 = self.or(key, default)?;
-        check_range(&self.path(key), value, min, max)?;
+        let value = self.int(key)?.unwrap_or(default);
+        self.in_range(key, value, min, max)
+    }
+
+    /// `value`, unless it is outside `min..=max`.
+    fn in_range(&self, key: &str, value: i64, min: i64, max: i64) -> Result<i64, ArgError> {
+        if value < min || value > max {
+            return Err(ArgError::new(
+                self.path(key),
+                format!("must be between {min} and {max} (got {value})"),
+            ));
+        }
         Ok(value)
     }
 }
@@ -234,55 +440,60 @@ fn display_path(path: &str) -> &str {
 
 /// Refuses empty strings and strings that could break a line-oriented protocol or log.
 pub fn check_line(field: &str, value: &str) -> Result<(), ArgError> {
+    match line_fault(value) {
+        Some(rule) => Err(ArgError::new(field, rule)),
+        None => Ok(()),
+    }
+}
+
+/// The rule of [`check_line`] that `value` breaks, if any.
+pub fn line_fault(value: &str) -> Option<&'static str> {
     if value.is_empty() {
-        return Err(ArgError::new(field, "must not be empty"));
+        return Some("must not be empty");
     }
     if value.contains(['\n', '\r', '\0']) {
-        return Err(ArgError::new(
-            field,
-            "must not contain a newline, carriage return or NUL",
-        ));
+        return Some("must not contain a newline, carriage return or NUL");
     }
-    Ok(())
+    None
 }
 
 /// Refuses a credential with any control character (a header value cannot carry one, and a
 /// terminal would act on it). The rule is stated without echoing the value: it may be a secret.
 pub fn check_credential(field: &str, value: &str) -> Result<(), ArgError> {
+    match credential_fault(value) {
+        Some(rule) => Err(ArgError::new(field, rule)),
+        None => Ok(()),
+    }
+}
+
+/// The rule of [`check_credential`] that `value` breaks, if any.
+pub fn credential_fault(value: &str) -> Option<&'static str> {
     if value.is_empty() {
-        return Err(ArgError::new(field, "must not be empty"));
+        return Some("must not be empty");
     }
     if value.chars().any(char::is_control) {
-        return Err(ArgError::new(
-            field,
-            "must not contain a control character (newline, tab, NUL, DEL, …)",
-        ));
+        return Some("must not contain a control character (newline, tab, NUL, DEL, …)");
     }
-    Ok(())
+    None
 }
 
 /// Refuses values that could change the API path they are placed in: a path segment is a name made
 /// of ASCII letters, digits, `.`, `_` and `-`, starting with a letter or digit (so never `.` or `..`).
 pub fn check_segment(field: &str, value: &str) -> Result<(), ArgError> {
+    match segment_fault(value) {
+        Some(rule) => Err(ArgError::new(field, rule)),
+        None => Ok(()),
+    }
+}
+
+/// The rule of [`check_segment`] that `value` breaks, if any.
+pub fn segment_fault(value: &str) -> Option<&'static str> {
     let mut chars = value.chars();
     let starts_well = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
     if !starts_well || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
-        return Err(ArgError::new(
-            field,
-            "must be a name of letters, digits, `.`, `_` and `-` starting with a letter or digit (it becomes part of an API path)",
-        ));
+        return Some("must be a name of letters, digits, `.`, `_` and `-` starting with a letter or digit (it becomes part of an API path)");
     }
-    Ok(())
-}
-
-fn check_range(field: &str, value: i64, min: i64, max: i64) -> Result<(), ArgError> {
-    if value < min || value > max {
-        return Err(ArgError::new(
-            field,
-            format!("must be between {min} and {max} (got {value})"),
-        ));
-    }
-    Ok(())
+    None
 }
 
 /// PVE's `pve-storage-id` (pve-common `PVE/JSONSchema.pm` parse_storage_id):

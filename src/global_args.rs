@@ -1,6 +1,6 @@
 //! The model's global arguments: which transport reaches PVE, and the time budget of tasks and polls.
 
-use crate::args::{check_credential, ArgError, Fields};
+use crate::args::{credential_fault, ArgError, Fields, Kind, Read, Spec};
 use serde_json::Value;
 
 /// Settings of the HTTPS API transport.
@@ -97,10 +97,8 @@ impl GlobalArgs {
     /// Reads and checks the global arguments from the merged argument object.
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let name: String = fields.required("name")?;
-        if name.is_empty() {
-            return Err(ArgError::new("name", "must not be empty"));
-        }
+        let name = fields.required_text("name")?;
+        fields.rule("name", name.is_empty().then_some("must not be empty"))?;
         Ok(GlobalArgs {
             transport: parse_transport(&fields.object("transport")?)?,
             task_timeout_sec: fields.int_in_or("taskTimeoutSec", 1, MAX_SECONDS, 300)? as u64,
@@ -111,8 +109,7 @@ impl GlobalArgs {
 }
 
 fn parse_transport(fields: &Fields) -> Result<TransportSettings, ArgError> {
-    let kind: String = fields.required("kind")?;
-    match kind.as_str() {
+    match fields.required_text("kind")? {
         "api" => parse_api(fields).map(TransportSettings::Api),
         "ssh" => parse_ssh(fields).map(TransportSettings::Ssh),
         other => Err(ArgError::new(
@@ -122,77 +119,90 @@ fn parse_transport(fields: &Fields) -> Result<TransportSettings, ArgError> {
     }
 }
 
-fn parse_api(fields: &Fields) -> Result<ApiSettings, ArgError> {
-    let api_url = fields.line("apiUrl")?;
-    let rest = api_url
+// Both transports are a table of their fields, read and checked borrowed, in order, before any is
+// copied: a refusal drops nothing.
+
+const API: [Spec; 6] = [
+    Spec::new("apiUrl", Kind::Line).rule(api_url_fault),
+    Spec::new("tokenSecret", Kind::RequiredText).rule(credential_fault),
+    Spec::new("tokenId", Kind::RequiredText).rule(credential_fault),
+    Spec::new("node", Kind::Segment),
+    Spec::new("caCert", Kind::Text),
+    Spec::new("skipTlsVerify", Kind::Flag(false)),
+];
+
+fn api_url_fault(url: &str) -> Option<&'static str> {
+    let rest = url
         .strip_prefix("https://")
-        .or_else(|| api_url.strip_prefix("http://"));
-    if !rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/')) {
-        return Err(ArgError::new(
-            fields.path("apiUrl"),
-            "must be an http(s) URL, e.g. https://pve1:8006",
-        ));
-    }
-    let secret: String = fields.required("tokenSecret")?;
-    check_credential(&fields.path("tokenSecret"), &secret)?;
-    let token_id: String = fields.required("tokenId")?;
-    check_credential(&fields.path("tokenId"), &token_id)?;
+        .or_else(|| url.strip_prefix("http://"));
+    let well_formed = rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/'));
+    (!well_formed).then_some("must be an http(s) URL, e.g. https://pve1:8006")
+}
+
+fn parse_api(fields: &Fields) -> Result<ApiSettings, ArgError> {
+    let mut read = [Read::default(); API.len()];
+    fields.read_all(&API, &mut read)?;
+    let [api_url, secret, token_id, node, ca_cert, skip_tls_verify] = read;
     Ok(ApiSettings {
-        node: fields.segment("node")?,
-        api_url: api_url.trim_end_matches('/').to_string(),
-        token_id,
-        token_secret: Secret::new(secret),
-        ca_cert: fields.optional("caCert")?,
-        skip_tls_verify: fields.or("skipTlsVerify", false)?,
+        node: node.owned_or(""),
+        api_url: api_url.text.unwrap_or("").trim_end_matches('/').to_string(),
+        token_id: token_id.owned_or(""),
+        token_secret: Secret::new(secret.owned_or("")),
+        ca_cert: ca_cert.owned(),
+        skip_tls_verify: skip_tls_verify.int != 0,
     })
 }
 
+const SSH: [Spec; 13] = [
+    Spec::new("strictHostKeyChecking", Kind::OptionalLine).rule(strict_fault),
+    Spec::new("host", Kind::Line).rule(host_fault),
+    Spec::new("user", Kind::OptionalLine).rule(user_fault),
+    Spec::new("node", Kind::Segment),
+    Spec::new("port", Kind::IntOr(1, 65535, 22)),
+    Spec::new("proxyJump", Kind::OptionalLine),
+    Spec::new("proxyCommand", Kind::OptionalLine),
+    Spec::new("identityFile", Kind::OptionalLine),
+    Spec::new("identityAgent", Kind::OptionalLine),
+    Spec::new("connectTimeoutSec", Kind::IntOr(1, 3600, 15)),
+    Spec::new("sshBinary", Kind::OptionalLine),
+    Spec::new("pveshBinary", Kind::OptionalLine),
+    Spec::new("pctBinary", Kind::OptionalLine),
+];
+
+fn strict_fault(value: &str) -> Option<&'static str> {
+    let known = matches!(value, "yes" | "accept-new" | "no" | "off");
+    (!known).then_some("must be one of yes, accept-new, no, off")
+}
+
+fn host_fault(host: &str) -> Option<&'static str> {
+    let rule = "must not start with `-` (ssh would read it as an option)";
+    host.starts_with('-').then_some(rule)
+}
+
+fn user_fault(user: &str) -> Option<&'static str> {
+    let bad = user.starts_with('-') || user.contains('@');
+    bad.then_some("must not start with `-` or contain `@`")
+}
+
 fn parse_ssh(fields: &Fields) -> Result<SshSettings, ArgError> {
-    let strict = fields.optional_line("strictHostKeyChecking")?;
-    if let Some(value) = &strict {
-        if !matches!(value.as_str(), "yes" | "accept-new" | "no" | "off") {
-            return Err(ArgError::new(
-                fields.path("strictHostKeyChecking"),
-                "must be one of yes, accept-new, no, off",
-            ));
-        }
-    }
-    let host = fields.line("host")?;
-    if host.starts_with('-') {
-        return Err(ArgError::new(
-            fields.path("host"),
-            "must not start with `-` (ssh would read it as an option)",
-        ));
-    }
-    let user = fields
-        .optional_line("user")?
-        .unwrap_or_else(|| "root".to_string());
-    if user.starts_with('-') || user.contains('@') {
-        return Err(ArgError::new(
-            fields.path("user"),
-            "must not start with `-` or contain `@`",
-        ));
-    }
+    let mut read = [Read::default(); SSH.len()];
+    fields.read_all(&SSH, &mut read)?;
+    let [strict, host, user, node, port, jump, command, file, agent, timeout, ssh, pvesh, pct] =
+        read;
     Ok(SshSettings {
-        node: fields.segment("node")?,
-        host,
-        user,
-        port: fields.int_in_or("port", 1, 65535, 22)? as u16,
-        proxy_jump: fields.optional_line("proxyJump")?,
-        proxy_command: fields.optional_line("proxyCommand")?,
-        identity_file: fields.optional_line("identityFile")?,
-        identity_agent: fields.optional_line("identityAgent")?,
-        strict_host_key_checking: strict,
-        connect_timeout_sec: fields.int_in_or("connectTimeoutSec", 1, 3600, 15)? as u64,
-        ssh_binary: fields
-            .optional_line("sshBinary")?
-            .unwrap_or_else(|| "ssh".to_string()),
-        pvesh_binary: fields
-            .optional_line("pveshBinary")?
-            .unwrap_or_else(|| "pvesh".to_string()),
-        pct_binary: fields
-            .optional_line("pctBinary")?
-            .unwrap_or_else(|| "pct".to_string()),
+        node: node.owned_or(""),
+        host: host.owned_or(""),
+        user: user.owned_or("root"),
+        port: port.int as u16,
+        proxy_jump: jump.owned(),
+        proxy_command: command.owned(),
+        identity_file: file.owned(),
+        identity_agent: agent.owned(),
+        strict_host_key_checking: strict.owned(),
+        connect_timeout_sec: timeout.int as u64,
+        ssh_binary: ssh.owned_or("ssh"),
+        pvesh_binary: pvesh.owned_or("pvesh"),
+        pct_binary: pct.owned_or("pct"),
     })
 }
 

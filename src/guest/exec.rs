@@ -44,12 +44,12 @@ impl ExitPolicy {
     /// The policy the arguments ask for: `okExitCodes` (`"any"` or a list replacing `[0]`), or
     /// `allowNonZeroExit` / `allowedExitCodes` — one convention per call, never both.
     fn parse(fields: &Fields) -> Result<Self, ArgError> {
-        let allow_any: bool = fields.or("allowNonZeroExit", false)?;
+        let allow_any: bool = fields.flag_or("allowNonZeroExit", false)?;
         let given: Option<Vec<i64>> = fields.optional("allowedExitCodes")?;
         let listed_given = given.is_some();
         let listed = given.unwrap_or_default();
         check_codes("allowedExitCodes", &listed)?;
-        let ok: Option<Value> = fields.optional("okExitCodes")?;
+        let ok = fields.present("okExitCodes")?;
         let Some(ok) = ok else {
             return Ok(match (allow_any, listed.is_empty()) {
                 (true, _) => ExitPolicy::AnyCode,
@@ -125,7 +125,7 @@ impl ExecArgs {
             ));
         }
         let policy = ExitPolicy::parse(&fields)?;
-        let input: Option<String> = fields.optional("inputData")?;
+        let input = fields.text("inputData")?;
         if input.as_ref().is_some_and(|i| i.len() > MAX_INPUT_BYTES) {
             return Err(ArgError::new(
                 "inputData",
@@ -141,7 +141,7 @@ impl ExecArgs {
             command,
             timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 30)? as u64,
             policy,
-            input,
+            input: input.map(str::to_string),
         })
     }
 }

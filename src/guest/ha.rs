@@ -57,9 +57,7 @@ pub type Reader = fn(&Fields, &str) -> Result<Option<String>, ArgError>;
 
 /// An optional boolean argument as PVE's wire takes it: `1` or `0`.
 pub fn flag(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
-    Ok(fields
-        .optional::<bool>(key)?
-        .map(|on| u8::from(on).to_string()))
+    Ok(fields.flag(key)?.map(|on| u8::from(on).to_string()))
 }
 
 /// The HA resource id of a guest: `vm:<vmid>` or `ct:<vmid>` (pve-ha-manager `PVE/HA/Config.pm`

@@ -40,7 +40,7 @@ pub struct ReadyArgs {
 impl ReadyArgs {
     /// The `waitReady` object of a method's arguments (`start`, `clone`, `create`), when given.
     pub fn wait_ready(fields: &Fields) -> Result<Option<Self>, ArgError> {
-        match fields.optional::<serde_json::Value>("waitReady")? {
+        match fields.present("waitReady")? {
             Some(_) => Ok(Some(ReadyArgs::parse(&fields.object("waitReady")?)?)),
             None => Ok(None),
         }
@@ -57,10 +57,10 @@ impl ReadyArgs {
             }
         }
         Ok(ReadyArgs {
-            ipv4: fields.or("ipv4", true)?,
-            ipv6: fields.or("ipv6", false)?,
+            ipv4: fields.flag_or("ipv4", true)?,
+            ipv6: fields.flag_or("ipv6", false)?,
             nic,
-            cloud_init: fields.or("cloudInit", false)?,
+            cloud_init: fields.flag_or("cloudInit", false)?,
             timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 300)? as u64,
         })
     }

@@ -29,7 +29,7 @@ pub enum ApplyPending {
 
 impl ApplyPending {
     pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
-        match fields.optional::<String>("applyPending")?.as_deref() {
+        match fields.text("applyPending")? {
             None | Some("none") => Ok(ApplyPending::Later),
             Some("reboot") => Ok(ApplyPending::Reboot),
             Some(_) => Err(ArgError::new(

@@ -16,7 +16,7 @@ pub struct GuestRef {
 impl GuestRef {
     /// Reads `vmid` and `vmName`; at least one is required.
     pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
-        let vmid = match fields.optional::<i64>("vmid")? {
+        let vmid = match fields.int("vmid")? {
             Some(_) => Some(parse_vmid(fields, "vmid")?),
             None => None,
         };

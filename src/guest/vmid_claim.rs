@@ -36,11 +36,11 @@ pub enum VmidChoice {
 impl VmidChoice {
     /// Reads `vmid` or `vmidRange {min, max}` (not both); neither means any free id.
     pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
-        let given = match fields.optional::<i64>("vmid")? {
+        let given = match fields.int("vmid")? {
             Some(_) => Some(super::reference::parse_vmid(fields, "vmid")?),
             None => None,
         };
-        let range = match fields.optional::<serde_json::Value>("vmidRange")? {
+        let range = match fields.present("vmidRange")? {
             Some(_) => {
                 let range = fields.object("vmidRange")?;
                 let min = range.int_in("min", VMID_MIN, VMID_MAX)? as u32;

@@ -65,7 +65,7 @@ impl AttachArgs {
             changes: Vec::new(),
             apply_pending: ApplyPending::parse(&fields)?,
         };
-        let volume: String = fields.required("volume")?;
+        let volume = fields.required_text("volume")?;
         let named = volume.split_once(':').is_some_and(|(storage, name)| {
             is_storage_id(storage)
                 && !name.is_empty()
@@ -79,26 +79,23 @@ impl AttachArgs {
         }
         let lxc = kind == GuestKind::Lxc;
         let in_kind = |bus: &str| (bus == "mp") == lxc;
-        let slot = match (
-            fields.optional::<String>("disk")?,
-            fields.optional::<String>("bus")?,
-        ) {
+        let slot = match (fields.text("disk")?, fields.text("bus")?) {
             (Some(_), Some(_)) => {
                 return Err(ArgError::new("bus", "is given with disk: give one of them"))
             }
-            (Some(key), None) => match bus_of(&key) {
-                Some((bus, _)) if in_kind(bus) => Slot::Key(key),
+            (Some(key), None) => match bus_of(key) {
+                Some((bus, _)) if in_kind(bus) => Slot::Key(key.to_string()),
                 _ => return Err(ArgError::new("disk", slot_rule(kind))),
             },
             (None, bus) => {
-                let bus = bus.unwrap_or_else(|| if lxc { "mp" } else { "scsi" }.to_string());
+                let bus = bus.unwrap_or(if lxc { "mp" } else { "scsi" });
                 match BUSES.iter().find(|(b, _)| *b == bus && in_kind(b)) {
                     Some((b, _)) => Slot::FirstFree(b),
                     None => return Err(ArgError::new("bus", "must be scsi, sata, virtio or ide")),
                 }
             }
         };
-        let path: Option<String> = fields.optional("mp")?;
+        let path = fields.text("mp")?;
         match (lxc, &path) {
             (true, None) => {
                 return Err(ArgError::new(
@@ -124,9 +121,9 @@ impl AttachArgs {
         }
         Ok(AttachArgs {
             base,
-            volume,
+            volume: volume.to_string(),
             slot,
-            path,
+            path: path.map(str::to_string),
         })
     }
 

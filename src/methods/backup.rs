@@ -47,31 +47,28 @@ pub struct BackupArgs {
 impl BackupArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let mode: String = fields.or("mode", "snapshot".to_string())?;
-        if !MODES.contains(&mode.as_str()) {
+        let mode = fields.text("mode")?.unwrap_or("snapshot");
+        if !MODES.contains(&mode) {
             return Err(ArgError::new("mode", "must be snapshot, suspend or stop"));
         }
-        let compress: Option<String> = fields.optional("compress")?;
-        if compress
-            .as_deref()
-            .is_some_and(|c| !COMPRESSORS.contains(&c))
-        {
+        let compress = fields.text("compress")?;
+        if compress.is_some_and(|c| !COMPRESSORS.contains(&c)) {
             return Err(ArgError::new(
                 "compress",
                 "must be one of \"0\", \"1\", gzip, lzo, zstd",
             ));
         }
-        let notes_template: Option<String> = fields.optional("notesTemplate")?;
+        let notes_template = fields.text("notesTemplate")?;
         if let Some(template) = &notes_template {
             check_notes_template(template)?;
         }
         Ok(BackupArgs {
             target: GuestRef::parse(&fields)?,
             storage: fields.segment("storage")?,
-            mode,
-            compress,
-            notes_template,
-            protected: fields.or("protected", false)?,
+            mode: mode.to_string(),
+            compress: compress.map(str::to_string),
+            notes_template: notes_template.map(str::to_string),
+            protected: fields.flag_or("protected", false)?,
         })
     }
 

@@ -42,7 +42,7 @@ impl CloneArgs {
             template_id: parse_vmid(&fields, "templateId")?,
             vmid: VmidChoice::parse(&fields)?,
             name: fields.line("name")?,
-            full: fields.or("full", true)?,
+            full: fields.flag_or("full", true)?,
             storage: fields.optional_line("storage")?,
             ready: ReadyArgs::wait_ready(&fields)?,
         };

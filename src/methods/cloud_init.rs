@@ -50,39 +50,39 @@ impl CloudInitArgs {
         let target = GuestRef::parse(&fields)?;
         let mut options = Vec::new();
         for key in ["ciuser", "nameserver", "searchdomain", "cicustom"] {
-            if let Some(value) = fields.optional_line(key)? {
-                options.push((key.to_string(), value));
+            if let Some(value) = fields.optional_line_str(key)? {
+                options.push((key.to_string(), value.to_string()));
             }
         }
-        if let Some(password) = fields.optional::<String>("cipassword")? {
+        if let Some(password) = fields.text("cipassword")? {
             if password.is_empty() || password.contains(['\n', '\r', '\0']) {
                 return Err(ArgError::new(
                     "cipassword",
                     "must be non-empty and single-line",
                 ));
             }
-            options.push(("cipassword".into(), password));
+            options.push(("cipassword".into(), password.to_string()));
         }
-        if let Some(keys) = fields.optional::<String>("sshkeys")? {
-            check_ssh_keys(&keys)?;
-            options.push(("sshkeys".into(), keys));
+        if let Some(keys) = fields.text("sshkeys")? {
+            check_ssh_keys(keys)?;
+            options.push(("sshkeys".into(), keys.to_string()));
         }
         for n in 0..MAX_NETS {
             let key = format!("ipconfig{n}");
-            if let Some(value) = fields.optional_line(&key)? {
-                options.push((key, value));
+            if let Some(value) = fields.optional_line_str(&key)? {
+                options.push((key, value.to_string()));
             }
         }
-        if let Some(citype) = fields.optional::<String>("citype")? {
-            if !CITYPES.contains(&citype.as_str()) {
+        if let Some(citype) = fields.text("citype")? {
+            if !CITYPES.contains(&citype) {
                 return Err(ArgError::new(
                     "citype",
                     "must be one of configdrive2, nocloud, opennebula",
                 ));
             }
-            options.push(("citype".into(), citype));
+            options.push(("citype".into(), citype.to_string()));
         }
-        if let Some(upgrade) = fields.optional::<bool>("ciupgrade")? {
+        if let Some(upgrade) = fields.flag("ciupgrade")? {
             options.push(("ciupgrade".into(), if upgrade { "1" } else { "0" }.into()));
         }
         Ok(CloudInitArgs {

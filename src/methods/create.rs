@@ -91,8 +91,8 @@ impl CreateArgs {
                 "must be a DNS name (letters, digits and inner hyphens, labels joined by dots, at most 255 characters)",
             ));
         }
-        let ssh_public_keys: Option<String> = fields.optional("sshPublicKeys")?;
-        if ssh_public_keys.as_deref().is_some_and(|k| k.contains('\0')) {
+        let ssh_public_keys = fields.text("sshPublicKeys")?;
+        if ssh_public_keys.is_some_and(|k| k.contains('\0')) {
             return Err(ArgError::new("sshPublicKeys", "must not contain NUL"));
         }
         Ok(CreateArgs {
@@ -104,10 +104,10 @@ impl CreateArgs {
             cores: fields.optional_count_in("cores", 1, 8192)?,
             memory: fields.optional_count_in("memory", 16, 67_108_864)?,
             swap: fields.optional_count_in("swap", 0, 67_108_864)?,
-            unprivileged: fields.or("unprivileged", true)?,
+            unprivileged: fields.flag_or("unprivileged", true)?,
             features: fields.optional_line("features")?,
-            ssh_public_keys,
-            start: fields.or("start", false)?,
+            ssh_public_keys: ssh_public_keys.map(str::to_string),
+            start: fields.flag_or("start", false)?,
             config: fields
                 .options("config", &REFUSED_CONFIG_KEYS)?
                 .unwrap_or_default(),

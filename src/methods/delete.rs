@@ -41,8 +41,8 @@ impl DeleteArgs {
         let fields = Fields::of(args, "")?;
         Ok(DeleteArgs {
             target: GuestRef::parse(&fields)?,
-            purge: fields.or("purge", true)?,
-            force: fields.or("force", false)?,
+            purge: fields.flag_or("purge", true)?,
+            force: fields.flag_or("force", false)?,
         })
     }
 }

@@ -24,9 +24,9 @@ pub struct DeleteBackupArgs {
 impl DeleteBackupArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let volid: String = fields.required("volid")?;
+        let volid = fields.required_text("volid")?;
         Ok(DeleteBackupArgs {
-            volid: BackupVolid::parse("volid", &volid)?,
+            volid: BackupVolid::parse("volid", volid)?,
             node: NodeArgs::parse(args)?,
         })
     }

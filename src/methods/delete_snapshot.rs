@@ -26,12 +26,12 @@ pub struct DeleteSnapshotArgs {
 impl DeleteSnapshotArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let name: String = fields.required("name")?;
-        check_name(kind, "name", &name, false)?;
+        let name = fields.required_text("name")?;
+        check_name(kind, "name", name, false)?;
         Ok(DeleteSnapshotArgs {
             target: GuestRef::parse(&fields)?,
-            name,
-            force: fields.or("force", false)?,
+            name: name.to_string(),
+            force: fields.flag_or("force", false)?,
         })
     }
 }

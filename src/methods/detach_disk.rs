@@ -34,9 +34,9 @@ impl DetachArgs {
             changes: Vec::new(),
             apply_pending: ApplyPending::parse(&fields)?,
         };
-        let disk: String = fields.required("disk")?;
+        let disk = fields.required_text("disk")?;
         // A container's root volume is never detached (pve-container: rootfs is not deletable).
-        let detachable = is_unused(&disk) || (kind.is_volume_key(&disk) && disk != "rootfs");
+        let detachable = is_unused(disk) || (kind.is_volume_key(disk) && disk != "rootfs");
         if !detachable {
             let rule = match kind {
                 GuestKind::Qemu => {
@@ -48,14 +48,14 @@ impl DetachArgs {
             };
             return Err(ArgError::new("disk", rule));
         }
-        let destroy = fields.or("destroy", false)?;
-        if is_unused(&disk) && !destroy {
+        let destroy = fields.flag_or("destroy", false)?;
+        if is_unused(disk) && !destroy {
             return Err(ArgError::new(
                 "destroy",
                 format!("must be true to remove {disk}: PVE destroys the volume of an unusedN entry it removes"),
             ));
         }
-        if destroy && kind == GuestKind::Lxc && !is_unused(&disk) {
+        if destroy && kind == GuestKind::Lxc && !is_unused(disk) {
             return Err(ArgError::new(
                 "destroy",
                 "is for a VM disk or an unusedN: a container's mount point is detached first (kept as unusedN), then that unusedN removed with destroy: true (pve-container's config update has no force)",
@@ -63,7 +63,7 @@ impl DetachArgs {
         }
         Ok(DetachArgs {
             base,
-            disk,
+            disk: disk.to_string(),
             destroy,
         })
     }

@@ -141,14 +141,14 @@ pub struct DownloadUrlArgs {
 impl DownloadUrlArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let node: Option<String> = fields.optional("node")?;
-        if let Some(node) = &node {
+        // Every field is checked borrowed before any is copied: a refusal drops nothing (issue 32).
+        let node = fields.text("node")?;
+        if let Some(node) = node {
             check_segment("node", node)?;
         }
-        let content_text: String = fields.required("content")?;
-        let content = Content::parse(&content_text)
+        let content = Content::parse(fields.required_text("content")?)
             .ok_or_else(|| ArgError::new("content", "must be one of iso, vztmpl, import"))?;
-        let url = fields.line("url")?;
+        let url = fields.line_str("url")?;
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(ArgError::new(
                 "url",
@@ -157,16 +157,17 @@ impl DownloadUrlArgs {
         }
         // PVE logs the URL in the task log (download_file_from_url: "downloading <url> to …"),
         // readable by anyone who may audit the node's tasks: a password there is a leaked one.
-        if has_credentials(&url) {
+        if has_credentials(url) {
             return Err(ArgError::new(
                 "url",
                 "must not carry a user name or password (user:password@host): PVE writes the URL into the task log",
             ));
         }
-        let filename = parse_filename(&fields.line("filename")?, content)?;
-        let compression: Option<String> = fields.optional("compression")?;
-        if let Some(c) = &compression {
-            if !COMPRESSIONS.contains(&c.as_str()) {
+        let filename = fields.line_str("filename")?;
+        check_filename(filename, content)?;
+        let compression = fields.text("compression")?;
+        if let Some(c) = compression {
+            if !COMPRESSIONS.contains(&c) {
                 return Err(ArgError::new(
                     "compression",
                     "must be one of gz, lzo, zst, bz2",
@@ -179,15 +180,19 @@ impl DownloadUrlArgs {
                 ));
             }
         }
+        let storage = fields.segment_str("storage")?;
+        let checksum = parse_checksum(&fields)?;
+        let verify_certificates = fields.flag_or("verifyCertificates", true)?;
         Ok(DownloadUrlArgs {
-            node,
-            storage: fields.segment("storage")?,
+            node: node.map(str::to_string),
+            storage: storage.to_string(),
             content,
-            url,
-            filename,
-            checksum: parse_checksum(&fields)?,
-            verify_certificates: fields.or("verifyCertificates", true)?,
-            compression,
+            url: url.to_string(),
+            filename: filename.to_string(),
+            checksum: checksum
+                .map(|(algorithm, digest)| (algorithm.to_string(), digest.to_ascii_lowercase())),
+            verify_certificates,
+            compression: compression.map(str::to_string),
         })
     }
 
@@ -220,7 +225,7 @@ impl DownloadUrlArgs {
 /// A file name PVE keeps as given: within its length, only the characters its normalization keeps
 /// (a name it would rename could never be found under the name asked for), the content type's
 /// extension, and no `..` (a swamp data name cannot hold one).
-fn parse_filename(name: &str, content: Content) -> Result<String, ArgError> {
+fn check_filename(name: &str, content: Content) -> Result<(), ArgError> {
     if name.len() > MAX_FILENAME {
         return Err(ArgError::new(
             "filename",
@@ -246,7 +251,7 @@ fn parse_filename(name: &str, content: Content) -> Result<String, ArgError> {
             ),
         ));
     }
-    Ok(name.to_string())
+    Ok(())
 }
 
 /// The rule a name PVE would normalize breaks, naming its first such character and the name PVE
@@ -271,9 +276,9 @@ fn normalized(name: &str) -> Option<String> {
 
 /// `checksum` and `checksumAlgorithm` come together (PVE's `requires`); the digest must be the
 /// algorithm's hex digits, since PVE compares it with a hex digest and nothing else can match.
-fn parse_checksum(fields: &Fields) -> Result<Option<(String, String)>, ArgError> {
-    let digest: Option<String> = fields.optional("checksum")?;
-    let algorithm: Option<String> = fields.optional("checksumAlgorithm")?;
+fn parse_checksum<'a>(fields: &Fields<'a>) -> Result<Option<(&'static str, &'a str)>, ArgError> {
+    let digest = fields.text("checksum")?;
+    let algorithm = fields.text("checksumAlgorithm")?;
     let (digest, algorithm) = match (digest, algorithm) {
         (None, None) => return Ok(None),
         (Some(_), None) => {
@@ -290,7 +295,7 @@ fn parse_checksum(fields: &Fields) -> Result<Option<(String, String)>, ArgError>
         }
         (Some(d), Some(a)) => (d, a),
     };
-    let Some((_, digits)) = ALGORITHMS.iter().find(|(name, _)| *name == algorithm) else {
+    let Some((name, digits)) = ALGORITHMS.iter().find(|(name, _)| *name == algorithm) else {
         return Err(ArgError::new(
             "checksumAlgorithm",
             "must be one of md5, sha1, sha224, sha256, sha384, sha512",
@@ -302,7 +307,7 @@ fn parse_checksum(fields: &Fields) -> Result<Option<(String, String)>, ArgError>
             format!("must be the {digits} hex digits of a {algorithm} digest"),
         ));
     }
-    Ok(Some((algorithm, digest.to_ascii_lowercase())))
+    Ok(Some((name, digest)))
 }
 
 /// The `volume-<storage>-<filename>` record: what the storage showed of the volume.

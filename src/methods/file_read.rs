@@ -23,11 +23,11 @@ pub struct FileReadArgs {
 impl FileReadArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let path: String = fields.required("path")?;
-        check_path(&path)?;
+        let path = fields.required_text("path")?;
+        check_path(path)?;
         Ok(FileReadArgs {
             target: GuestRef::parse(&fields)?,
-            path,
+            path: path.to_string(),
             max_bytes: fields.int_in_or("maxBytes", 1, MAX_FILE_BYTES as i64, 1024 * 1024)?
                 as usize,
         })

@@ -33,13 +33,13 @@ pub struct FileWriteArgs {
 impl FileWriteArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let path: String = fields.required("path")?;
-        check_path(&path)?;
-        let text: Option<String> = fields.optional("content")?;
-        let encoded: Option<String> = fields.optional("contentBase64")?;
+        let path = fields.required_text("path")?;
+        check_path(path)?;
+        let text = fields.text("content")?;
+        let encoded = fields.text("contentBase64")?;
         let bytes = match (text, encoded) {
-            (Some(text), None) => text.into_bytes(),
-            (None, Some(encoded)) => base64::decode_strict(&encoded)
+            (Some(text), None) => text.as_bytes().to_vec(),
+            (None, Some(encoded)) => base64::decode_strict(encoded)
                 .ok_or_else(|| ArgError::new("contentBase64", "must be padded base64"))?,
             _ => {
                 return Err(ArgError::new(
@@ -54,7 +54,7 @@ impl FileWriteArgs {
                 "must be at most 16777216 bytes (PVE's largest file-read, which verifies it)",
             ));
         }
-        let mode: Option<String> = fields.optional("mode")?;
+        let mode = fields.text("mode")?;
         if let Some(mode) = &mode {
             let octal =
                 (3..=4).contains(&mode.len()) && mode.bytes().all(|b| (b'0'..=b'7').contains(&b));
@@ -67,9 +67,9 @@ impl FileWriteArgs {
         }
         Ok(FileWriteArgs {
             target: GuestRef::parse(&fields)?,
-            path,
+            path: path.to_string(),
             bytes,
-            mode,
+            mode: mode.map(str::to_string),
         })
     }
 }

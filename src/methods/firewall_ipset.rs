@@ -88,9 +88,9 @@ pub fn named(fields: &Fields, others: &[&str]) -> Result<(String, Option<String>
         return Err(ArgError::new("name", rule));
     }
     let comment = comment_arg(fields, "comment")?;
-    let delete = fields.or("delete", false)?;
+    let delete = fields.flag_or("delete", false)?;
     for key in others {
-        if delete && fields.optional::<Value>(key)?.is_some() {
+        if delete && fields.present(key)?.is_some() {
             return Err(ArgError::new(*key, "must not be given with delete: true"));
         }
     }
@@ -104,11 +104,11 @@ impl IpsetArgs {
         let (name, comment, delete) = named(&fields, &["cidrs", "comment"])?;
         // PVE reads `[IPSET Web]` as `web` (`PVE/Firewall.pm` generic_fw_config_parser: lc).
         let name = name.to_ascii_lowercase();
-        let list = fields.optional::<Vec<Value>>("cidrs")?;
+        let list = fields.list("cidrs")?;
         let entries = match (delete, list) {
             (true, _) => None,
             (false, None) => return Err(ArgError::new("cidrs", "is required")),
-            (false, Some(list)) => Some(entries(&list)?),
+            (false, Some(list)) => Some(entries(list)?),
         };
         Ok(IpsetArgs {
             target,
@@ -133,7 +133,7 @@ fn entries(list: &[Value]) -> Result<Vec<Entry>, ArgError> {
             return Err(ArgError::new(item.path("cidr"), rule));
         }
         let comment = comment_arg(&item, "comment")?;
-        let nomatch = item.or("nomatch", false)?;
+        let nomatch = item.flag_or("nomatch", false)?;
         entries.push(Entry {
             cidr: text,
             nomatch,

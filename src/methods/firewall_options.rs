@@ -46,9 +46,7 @@ impl OptionsArgs {
         let mut options = Vec::new();
         for &(arg, name, values) in &OPTIONS {
             let value = match values {
-                None => fields
-                    .optional::<bool>(arg)?
-                    .map(|on| u8::from(on).to_string()),
+                None => fields.flag(arg)?.map(|on| u8::from(on).to_string()),
                 Some(values) => fields.optional_one_of(arg, values)?,
             };
             if let Some(value) = value {

@@ -8,7 +8,7 @@
 //! changed meanwhile is refused by PVE rather than overwritten (pve-firewall
 //! `PVE/API2/Firewall/Rules.pm`, `PVE/Firewall.pm` verify_rule for what PVE refuses).
 
-use crate::args::{check_line, ArgError, Fields};
+use crate::args::{ArgError, Fields};
 use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::methods::firewall_options::LOG_LEVELS;
@@ -94,13 +94,17 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
     let fields = Fields::of(value, at)?;
     let mut rule = Rule::new();
     for &(arg, name) in &FIELDS {
+        // Borrowed and checked first, copied once it is known good.
         let text = match arg {
-            "enable" => Some(u8::from(fields.or("enable", true)?).to_string()),
-            _ => fields.optional::<String>(arg)?,
+            "enable" => Some(if fields.flag_or("enable", true)? {
+                "1"
+            } else {
+                "0"
+            }),
+            _ => fields.optional_line_str(arg)?,
         };
         if let Some(text) = text {
-            check_line(&fields.path(arg), &text)?;
-            rule.push((name, text));
+            rule.push((name, text.to_string()));
         }
     }
     // The argument naming the field refused (`icmp-type` is `icmpType`).
@@ -302,7 +306,7 @@ impl RulesArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let list: Vec<Value> = fields.required("rules")?;
+        let list = fields.required_list("rules")?;
         let mut rules = Vec::with_capacity(list.len());
         for (i, r) in list.iter().enumerate() {
             rules.push(rule(r, &format!("rules[{i}]"))?);

@@ -47,7 +47,7 @@ impl HaResourceArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let delete = fields.or("delete", false)?;
+        let delete = fields.flag_or("delete", false)?;
         let mut options = Vec::new();
         for (arg, name, _) in OPTIONS {
             let read: ha::Reader = match arg {

@@ -134,7 +134,7 @@ fn alone_with_delete(fields: &Fields) -> Result<(), ArgError> {
         "disable",
     ];
     for k in given {
-        if fields.optional::<Value>(k).ok().flatten().is_some() {
+        if fields.present(k).ok().flatten().is_some() {
             let rule = "deletes the rule: give nothing else with delete";
             return Err(ArgError::new(k, rule));
         }
@@ -158,7 +158,7 @@ const PARAMS: [(&str, ha::Reader, Option<bool>, Needed); 6] = [
     ("strict", ha::flag, Some(true), None),
     (
         "affinity",
-        |f, k| f.optional::<String>(k),
+        |f, k| Ok(f.text(k)?.map(str::to_string)),
         Some(false),
         Some((
             |a| a == "positive" || a == "negative",
@@ -207,16 +207,16 @@ impl HaRuleArgs {
             let why = "must be a letter then letters, digits, - or _";
             return Err(ArgError::new("rule", why));
         }
-        let delete = fields.or("delete", false)?;
-        let kind = fields.optional::<String>("type")?.unwrap_or_default();
+        let delete = fields.flag_or("delete", false)?;
+        let kind = fields.text("type")?.unwrap_or_default();
         let params = match delete {
             true => alone_with_delete(&fields).map(|()| Vec::new())?,
-            false => params_of(&fields, &kind)?,
+            false => params_of(&fields, kind)?,
         };
         Ok(HaRuleArgs {
             target,
             rule,
-            kind,
+            kind: kind.to_string(),
             params,
             delete,
         })

@@ -22,7 +22,7 @@ pub struct ListBackupsArgs {
 impl ListBackupsArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let vmid = match fields.optional::<i64>("vmid")? {
+        let vmid = match fields.int("vmid")? {
             Some(_) => Some(parse_vmid(&fields, "vmid")?),
             None => None,
         };

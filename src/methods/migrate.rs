@@ -45,7 +45,7 @@ impl MigrateArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let node = fields.segment("targetNode")?;
-        let target_storage: Option<String> = fields.optional("targetStorage")?;
+        let target_storage = fields.text("targetStorage")?;
         if let Some(map) = &target_storage {
             check_storage_map(map)?;
         }
@@ -53,14 +53,14 @@ impl MigrateArgs {
         Ok(MigrateArgs {
             target: GuestRef::parse(&fields)?,
             node,
-            online: qemu && fields.or("online", false)?,
-            with_local_disks: qemu && fields.or("withLocalDisks", false)?,
-            restart: !qemu && fields.or("restart", false)?,
+            online: qemu && fields.flag_or("online", false)?,
+            with_local_disks: qemu && fields.flag_or("withLocalDisks", false)?,
+            restart: !qemu && fields.flag_or("restart", false)?,
             timeout_sec: match qemu {
                 true => None,
                 false => fields.optional_count_in("timeoutSec", 1, 86_400)?,
             },
-            target_storage,
+            target_storage: target_storage.map(str::to_string),
         })
     }
 }

@@ -48,19 +48,19 @@ impl MoveArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let disk: String = fields.or("disk", kind.default_disk().to_string())?;
-        if !movable(kind, &disk) {
+        let disk = fields.text("disk")?.unwrap_or(kind.default_disk());
+        if !movable(kind, disk) {
             let rule = format!("must match {} or unusedN", kind.disk_rule());
             return Err(ArgError::new("disk", rule));
         }
-        let storage: String = fields.required("storage")?;
-        if !is_storage_id(&storage) {
+        let storage = fields.required_text("storage")?;
+        if !is_storage_id(storage) {
             return Err(ArgError::new(
                 "storage",
                 "must be a storage id (^[a-z][a-z0-9-_.]*[a-z0-9]$, PVE's pve-storage-id)",
             ));
         }
-        let format: Option<String> = fields.optional("format")?;
+        let format = fields.text("format")?;
         match (&format, kind) {
             (None, _) => {}
             (Some(_), GuestKind::Lxc) => {
@@ -69,17 +69,17 @@ impl MoveArgs {
                     "is a VM disk's; a container volume keeps the storage's",
                 ));
             }
-            (Some(f), GuestKind::Qemu) if !["raw", "qcow2", "vmdk"].contains(&f.as_str()) => {
+            (Some(f), GuestKind::Qemu) if !["raw", "qcow2", "vmdk"].contains(f) => {
                 return Err(ArgError::new("format", "must be raw, qcow2 or vmdk"));
             }
             _ => {}
         }
         Ok(MoveArgs {
             target,
-            disk,
-            storage,
-            delete: fields.or("delete", false)?,
-            format,
+            disk: disk.to_string(),
+            storage: storage.to_string(),
+            delete: fields.flag_or("delete", false)?,
+            format: format.map(str::to_string),
         })
     }
 }

@@ -48,11 +48,11 @@ fn ident_keys(kind: GuestKind) -> (&'static str, &'static str) {
 
 /// `net0`…`net31`: both kinds have 32 (qemu-server `$MAX_NETS`, pve-container `$MAX_LXC_NETWORKS`).
 fn nic_key(fields: &Fields) -> Result<String, ArgError> {
-    let nic: String = fields.required("nic")?;
+    let nic = fields.required_text("nic")?;
     let n = nic.strip_prefix("net").unwrap_or_default();
     let canonical = n.bytes().all(|b| b.is_ascii_digit()) && (n == "0" || !n.starts_with('0'));
     match n.parse::<u8>() {
-        Ok(i) if i < 32 && canonical => Ok(nic),
+        Ok(i) if i < 32 && canonical => Ok(nic.to_string()),
         _ => Err(ArgError::new("nic", "must be net0 … net31")),
     }
 }
@@ -62,10 +62,10 @@ type Check = (&'static str, fn(&str) -> bool, &'static str);
 
 /// An optional text argument, refused naming it when it breaks its rule.
 fn text(fields: &Fields, (key, ok, rule): Check) -> Result<Option<String>, ArgError> {
-    let value: Option<String> = fields.optional(key)?;
+    let value = fields.text(key)?;
     match value {
-        Some(v) if !ok(&v) => Err(ArgError::new(key, rule)),
-        v => Ok(v),
+        Some(v) if !ok(v) => Err(ArgError::new(key, rule)),
+        v => Ok(v.map(str::to_string)),
     }
 }
 
@@ -221,10 +221,10 @@ impl NicArgs {
             return Err(ArgError::new("bridge", "is required"));
         }
         let mac = text(&fields, MAC)?;
-        if let Some(on) = fields.optional::<bool>("firewall")? {
+        if let Some(on) = fields.flag("firewall")? {
             rest.push(format!("firewall={}", u8::from(on)));
         }
-        if let Some(rate) = fields.optional::<Value>("rate")? {
+        if let Some(rate) = fields.present("rate")? {
             if !rate.as_f64().is_some_and(|r| r >= 0.0) {
                 return Err(ArgError::new(
                     "rate",
@@ -233,7 +233,7 @@ impl NicArgs {
             }
             rest.push(format!("rate={rate}"));
         }
-        if fields.optional::<i64>("tag")?.is_some() {
+        if fields.int("tag")?.is_some() {
             rest.push(format!("tag={}", fields.int_in("tag", 1, 4094)?));
         }
         let clear = clear_list(kind, &fields, &rest)?;

@@ -28,11 +28,13 @@ pub struct NodeArgs {
 impl NodeArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let node: Option<String> = fields.optional("node")?;
+        let node = fields.text("node")?;
         if let Some(node) = &node {
             check_segment("node", node)?;
         }
-        Ok(NodeArgs { node })
+        Ok(NodeArgs {
+            node: node.map(str::to_string),
+        })
     }
 
     /// The node to read.

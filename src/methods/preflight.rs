@@ -98,7 +98,7 @@ impl PreflightArgs {
             }
         };
         let vmid = |key: &str| -> Result<Option<u32>, ArgError> {
-            match fields.optional::<i64>(key)? {
+            match fields.int(key)? {
                 None => Ok(None),
                 Some(v) if (VMID_MIN..=VMID_MAX).contains(&v) => Ok(Some(v as u32)),
                 Some(_) => Err(ArgError::new(
@@ -107,7 +107,7 @@ impl PreflightArgs {
                 )),
             }
         };
-        let storage: Option<String> = fields.optional("storage")?;
+        let storage = fields.text("storage")?;
         if let Some(storage) = &storage {
             check_segment("storage", storage)?;
         }
@@ -115,7 +115,7 @@ impl PreflightArgs {
             methods,
             vmid: vmid("vmid")?,
             template_id: vmid("templateId")?,
-            storage,
+            storage: storage.map(str::to_string),
         })
     }
 }

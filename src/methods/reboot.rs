@@ -31,7 +31,7 @@ impl RebootArgs {
         Ok(RebootArgs {
             target: GuestRef::parse(&fields)?,
             timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 120)? as u64,
-            force: fields.or("force", false)?,
+            force: fields.flag_or("force", false)?,
         })
     }
 }

@@ -52,16 +52,16 @@ impl ResizeArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let disk: String = fields.or("disk", kind.default_disk().to_string())?;
-        if !kind.is_disk(&disk) {
+        let disk = fields.text("disk")?.unwrap_or(kind.default_disk());
+        if !kind.is_disk(disk) {
             return Err(ArgError::new(
                 "disk",
                 format!("must match {}", kind.disk_rule()),
             ));
         }
-        let size: String = fields.required("size")?;
+        let size = fields.required_text("size")?;
         let grow_by = size.starts_with('+');
-        let bytes = amount(size.strip_prefix('+').unwrap_or(&size)).ok_or_else(|| {
+        let bytes = amount(size.strip_prefix('+').unwrap_or(size)).ok_or_else(|| {
             ArgError::new(
                 "size",
                 "must match ^\\+?\\d+(\\.\\d+)?[KMGT]?$ (e.g. +20G or 50G)",
@@ -69,8 +69,8 @@ impl ResizeArgs {
         })?;
         Ok(ResizeArgs {
             target,
-            disk,
-            size,
+            disk: disk.to_string(),
+            size: size.to_string(),
             grow_by,
             bytes,
         })

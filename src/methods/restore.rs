@@ -66,14 +66,14 @@ pub struct RestoreArgs {
 impl RestoreArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let archive: String = fields.required("archive")?;
+        let archive = fields.required_text("archive")?;
         let storage = fields.optional_segment("storage")?;
         Ok(RestoreArgs {
-            archive: BackupVolid::parse("archive", &archive)?,
+            archive: BackupVolid::parse("archive", archive)?,
             vmid: VmidChoice::parse(&fields)?,
             storage,
-            force: fields.or("force", false)?,
-            unique: fields.or("unique", false)?,
+            force: fields.flag_or("force", false)?,
+            unique: fields.flag_or("unique", false)?,
         })
     }
 }

@@ -28,12 +28,12 @@ pub struct RollbackArgs {
 impl RollbackArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let name: String = fields.required("name")?;
-        check_name(kind, "name", &name, false)?;
+        let name = fields.required_text("name")?;
+        check_name(kind, "name", name, false)?;
         Ok(RollbackArgs {
             target: GuestRef::parse(&fields)?,
-            name,
-            start: fields.or("start", false)?,
+            name: name.to_string(),
+            start: fields.flag_or("start", false)?,
         })
     }
 }

@@ -38,8 +38,8 @@ impl ShutdownArgs {
         Ok(ShutdownArgs {
             target: GuestRef::parse(&fields)?,
             timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 120)? as u64,
-            force_stop_after: fields.or("forceStopAfter", false)?,
-            force: fields.or("force", false)?,
+            force_stop_after: fields.flag_or("forceStopAfter", false)?,
+            force: fields.flag_or("force", false)?,
         })
     }
 }

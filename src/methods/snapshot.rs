@@ -28,21 +28,21 @@ pub struct SnapshotArgs {
 impl SnapshotArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let name: String = fields.required("name")?;
-        check_name(kind, "name", &name, true)?;
+        let name = fields.required_text("name")?;
+        check_name(kind, "name", name, true)?;
         let vmstate = match kind {
-            GuestKind::Qemu => fields.or("vmstate", false)?,
+            GuestKind::Qemu => fields.flag_or("vmstate", false)?,
             GuestKind::Lxc => false,
         };
-        let description: Option<String> = fields.optional("description")?;
+        let description = fields.text("description")?;
         // No argv can carry a NUL, so it could never reach pvesh over ssh: refused on both transports.
         if description.as_ref().is_some_and(|d| d.contains('\0')) {
             return Err(ArgError::new("description", "must not contain NUL"));
         }
         Ok(SnapshotArgs {
             target: GuestRef::parse(&fields)?,
-            name,
-            description,
+            name: name.to_string(),
+            description: description.map(str::to_string),
             vmstate,
         })
     }

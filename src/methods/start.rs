@@ -65,13 +65,16 @@ impl StartArgs {
         let fields = Fields::of(args, "")?;
         // A container's start has no such arguments: like zod, ignore them there.
         let (ready, resume) = match kind {
-            GuestKind::Qemu => (ReadyArgs::wait_ready(&fields)?, fields.or("resume", false)?),
+            GuestKind::Qemu => (
+                ReadyArgs::wait_ready(&fields)?,
+                fields.flag_or("resume", false)?,
+            ),
             GuestKind::Lxc => (None, false),
         };
         Ok(StartArgs {
             target: GuestRef::parse(&fields)?,
-            wait_for_ip: fields.or("waitForIp", false)?,
-            allow_no_ip: fields.or("allowNoIp", false)?,
+            wait_for_ip: fields.flag_or("waitForIp", false)?,
+            allow_no_ip: fields.flag_or("allowNoIp", false)?,
             ready,
             resume,
         })

@@ -12,7 +12,7 @@ pub fn power_args(_: GuestKind, args: &Value) -> Result<PowerArgs, ArgError> {
     let fields = Fields::of(args, "")?;
     Ok(PowerArgs {
         target: GuestRef::parse(&fields)?,
-        force: fields.or("force", false)?,
+        force: fields.flag_or("force", false)?,
         change: Change::Stop,
     })
 }

@@ -14,10 +14,10 @@ use serde_json::Value;
 pub fn power_args(kind: GuestKind, args: &Value) -> Result<PowerArgs, ArgError> {
     let fields = Fields::of(args, "")?;
     let target = GuestRef::parse(&fields)?;
-    let force = fields.or("force", false)?;
+    let force = fields.flag_or("force", false)?;
     let (to_disk, storage) = match kind {
         GuestKind::Qemu => (
-            fields.or("toDisk", false)?,
+            fields.flag_or("toDisk", false)?,
             fields.optional_segment("stateStorage")?,
         ),
         GuestKind::Lxc => (false, None),

@@ -79,16 +79,16 @@ impl SyncArgs {
         if one_guest {
             crate::guest::reference::GuestRef::parse(&fields)?;
         }
-        let given_scope: Option<String> = fields.optional("scope")?;
+        let given_scope = fields.text("scope")?;
         let scoped = given_scope.is_some();
-        let scope = given_scope.unwrap_or_else(|| "node".to_string());
+        let scope = given_scope.unwrap_or("node");
         if scope != "node" && scope != "cluster" {
             return Err(ArgError::new("scope", "must be \"node\" or \"cluster\""));
         }
         let mut parsed = SyncArgs {
             one_guest,
-            scope,
-            node: fields.optional("node")?,
+            scope: scope.to_string(),
+            node: fields.text("node")?.map(str::to_string),
             nodes: None,
             tags: Vec::new(),
             r#where: None,

@@ -47,9 +47,9 @@ impl TemplateArgs {
         let fields = Fields::of(args, "")?;
         Ok(TemplateArgs {
             target: GuestRef::parse(&fields)?,
-            shutdown_first: fields.or("shutdownFirst", false)?,
+            shutdown_first: fields.flag_or("shutdownFirst", false)?,
             timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 120)? as u64,
-            force: fields.or("force", false)?,
+            force: fields.flag_or("force", false)?,
         })
     }
 }

@@ -114,7 +114,7 @@ impl VmCreateArgs {
             cores: fields.optional_count_in("cores", 1, 1024)?,
             memory: fields.optional_count_in("memory", 16, 268_435_456)?,
             agent: fields.optional("agent")?,
-            start: fields.or("start", false)?,
+            start: fields.flag_or("start", false)?,
             ready: ReadyArgs::wait_ready(&fields)?,
             config,
         })

@@ -37,17 +37,17 @@ impl WaitTaskArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let on = NodeArgs::parse(args)?;
-        let task_type: Option<String> = fields.optional("type")?;
+        let task_type = fields.text("type")?;
         if let Some(task_type) = &task_type {
             check_segment("type", task_type)?;
         }
-        let vmid = match fields.optional::<i64>("vmid")? {
+        let vmid = match fields.int("vmid")? {
             Some(_) => Some(parse_vmid(&fields, "vmid")?),
             None => None,
         };
         let started_after = fields.optional_count_in("startedAfter", 0, u32::MAX.into())?;
-        let upid: Option<String> = fields.optional("upid")?;
-        if upid.as_deref().is_some_and(|text| upid_arg(text).is_none()) {
+        let upid = fields.text("upid")?;
+        if upid.is_some_and(|text| upid_arg(text).is_none()) {
             return Err(ArgError::new("upid", "must be a PVE task id, UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>: (printable ASCII, the node a name of letters, digits, ., _ and -, the start time at most FFFFFFFF)"));
         }
         let filtered = task_type.is_some() || vmid.is_some() || started_after.is_some();
@@ -59,9 +59,9 @@ impl WaitTaskArgs {
             ));
         }
         Ok(WaitTaskArgs {
-            upid,
+            upid: upid.map(str::to_string),
             on,
-            task_type,
+            task_type: task_type.map(str::to_string),
             vmid,
             started_after,
         })
