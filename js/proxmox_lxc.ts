@@ -14,6 +14,7 @@ import {
   DeleteArgs,
   dnsName,
   ExecRecord,
+  field,
   fromUpstream,
   GlobalArgs,
   GuestArgs,
@@ -89,13 +90,13 @@ const CreateArgs = z.object({
   memory: z.number().int().min(16).max(67108864).optional(),
   /** MiB. */
   swap: z.number().int().min(0).max(67108864).optional(),
-  unprivileged: z.boolean().default(true),
+  unprivileged: field.trueByDefault,
   features: singleLine("features").optional(),
   /** One key per line. */
   sshPublicKeys: z.string().refine((v) => !v.includes("\0"), {
     message: "sshPublicKeys must not contain NUL",
   }).optional(),
-  start: z.boolean().default(false),
+  start: field.falseByDefault,
   /** Further container options: net0, nameserver, tags, mp0, … */
   config: optionBag(
     CREATE_REFUSED_KEYS,

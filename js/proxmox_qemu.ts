@@ -14,6 +14,7 @@ import {
   DeleteArgs,
   dnsName,
   ExecRecord,
+  field,
   fromUpstream,
   GlobalArgs,
   GuestArgs,
@@ -54,13 +55,13 @@ import { powerMethods, taskLogFile, taskResource } from "./_lib/power.ts";
 
 /** What waitReady waits for (also the `waitReady` option of `start` and `clone`). */
 const readyFields = {
-  ipv4: z.boolean().default(true),
-  ipv6: z.boolean().default(false),
+  ipv4: field.trueByDefault,
+  ipv6: field.falseByDefault,
   nic: z.string().regex(
     /^net([0-9]|[12][0-9]|3[01])$/,
     "nic must be net0 … net31",
   ).optional(),
-  cloudInit: z.boolean().default(false),
+  cloudInit: field.falseByDefault,
   timeoutSec: z.number().int().positive().max(86400).default(300),
 };
 
@@ -68,7 +69,7 @@ const CloneArgs = z.object({
   templateId: vmid,
   ...newVmid,
   name: dnsName("name"),
-  full: z.boolean().default(true),
+  full: field.trueByDefault,
   storage: singleLine("storage").optional(),
   /** Start the clone and wait until it is ready (as waitReady). */
   waitReady: z.object(readyFields).optional(),
@@ -126,8 +127,8 @@ const VmCreateArgs = z.object({
   cores: z.number().int().min(1).max(1024).optional(),
   /** MiB. */
   memory: z.number().int().min(16).max(268435456).optional(),
-  agent: z.boolean().optional(),
-  start: z.boolean().default(false),
+  agent: field.optionalBoolean,
+  start: field.falseByDefault,
   /** Start the VM and wait until it is ready (as waitReady). */
   waitReady: z.object(readyFields).optional(),
   /** The VM's options: scsi0, ide2, net0, ciuser, sshkeys, ipconfig0, tags, … */
@@ -181,7 +182,7 @@ const CloudInitArgs = z.object({
   searchdomain: singleLine("searchdomain").optional(),
   citype: z.enum(["configdrive2", "nocloud", "opennebula"]).optional(),
   cicustom: singleLine("cicustom").optional(),
-  ciupgrade: z.boolean().optional(),
+  ciupgrade: field.optionalBoolean,
   applyPending,
   timeoutSec: z.number().int().positive().max(86400).default(120),
 }).refine(requireGuest, provideGuest);
@@ -194,39 +195,39 @@ const WaitReadyArgs = z.object({ ...guestRef, ...readyFields }).refine(
 /** start of a VM: the shared start arguments and `waitReady` (what to wait for after the start). */
 const QemuStartArgs = z.object({
   ...guestRef,
-  waitForIp: z.boolean().default(false),
-  allowNoIp: z.boolean().default(false),
+  waitForIp: field.falseByDefault,
+  allowNoIp: field.falseByDefault,
   waitReady: z.object(readyFields).optional(),
   /** A paused or suspended VM is resumed (without it, refused). */
-  resume: z.boolean().default(false),
+  resume: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
 
 /** What one waitReady saw (instance vm-<vmid>-ready). */
 const ReadyRecord = z.object({
-  vmid: z.number(),
-  node: z.string(),
-  ready: z.boolean(),
-  agentUp: z.boolean(),
-  agentVersion: z.string().optional(),
+  vmid: field.number,
+  node: field.string,
+  ready: field.boolean,
+  agentUp: field.boolean,
+  agentVersion: field.optionalString,
   interfaces: z.array(z.object({
-    name: z.string(),
-    mac: z.string().optional(),
-    addresses: z.array(z.string()),
+    name: field.string,
+    mac: field.optionalString,
+    addresses: field.strings,
     /** Addresses reported that do not count: unspecified, loopback, link-local, multicast, broadcast. */
-    skipped: z.array(z.object({ address: z.string(), why: z.string() }))
+    skipped: z.array(z.object({ address: field.string, why: z.string() }))
       .optional(),
   })),
   cloudInit: z.object({
-    outcome: z.string(),
-    exitCode: z.number().optional(),
-    status: z.string().optional(),
+    outcome: field.string,
+    exitCode: field.optionalNumber,
+    status: field.optionalString,
   }).optional(),
-  ipv4: z.string().optional(),
-  ipv6: z.string().optional(),
-  error: z.string().optional(),
-  waitedMs: z.number(),
-  lastOperation: z.string(),
-  recordedAt: z.string(),
+  ipv4: field.optionalString,
+  ipv6: field.optionalString,
+  error: field.optionalString,
+  waitedMs: field.number,
+  lastOperation: field.string,
+  recordedAt: field.string,
 });
 
 const ResizeDiskArgs = z.object({
@@ -237,8 +238,8 @@ const ResizeDiskArgs = z.object({
 
 const GuestRecord = z.object({
   ...guestStateFields,
-  qmpStatus: z.string().optional(),
-  agentConfigured: z.boolean().optional(),
+  qmpStatus: field.optionalString,
+  agentConfigured: field.optionalBoolean,
 });
 
 /** The largest file fileWrite/fileRead handle: one PVE file-read (`$MAX_READ_SIZE`, 16 MiB). */
@@ -253,7 +254,7 @@ const guestPath = z.string().min(1, "path must not be empty").refine(
 const FileWriteArgs = z.object({
   ...guestRef,
   path: guestPath,
-  content: z.string().optional(),
+  content: field.optionalString,
   contentBase64: z.string().regex(BASE64, "contentBase64 must be padded base64")
     .optional(),
   mode: z.string().regex(/^[0-7]{3,4}$/, "mode must be 3 or 4 octal digits")
@@ -282,20 +283,20 @@ const FileReadArgs = z.object({
 }).refine(requireGuest, provideGuest);
 
 const FileRecord = z.object({
-  vmid: z.number(),
-  node: z.string(),
-  path: z.string(),
-  bytes: z.number(),
-  truncated: z.boolean(),
-  verified: z.boolean().optional(),
-  chunks: z.number().optional(),
-  mode: z.string().optional(),
+  vmid: field.number,
+  node: field.string,
+  path: field.string,
+  bytes: field.number,
+  truncated: field.boolean,
+  verified: field.optionalBoolean,
+  chunks: field.optionalNumber,
+  mode: field.optionalString,
   encoding: z.enum(["utf8", "base64"]).optional(),
-  content: z.string().optional(),
-  contentBase64: z.string().optional(),
-  error: z.string().optional(),
-  lastOperation: z.string(),
-  recordedAt: z.string(),
+  content: field.optionalString,
+  contentBase64: field.optionalString,
+  error: field.optionalString,
+  lastOperation: field.string,
+  recordedAt: field.string,
 });
 
 /** The methods that change a guest: the reachability check runs before them. */

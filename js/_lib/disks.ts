@@ -10,6 +10,7 @@ import { z } from "npm:zod@4";
 import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
 import {
   applyPending,
+  field,
   guestRef,
   provideGuest,
   requireGuest,
@@ -46,7 +47,7 @@ export function diskMethods(model: ModelName) {
     )).default(vm ? "scsi0" : "rootfs"),
     storage: storageId,
     /** Free the source instead of keeping it as unusedN. */
-    delete: z.boolean().default(false),
+    delete: field.falseByDefault,
     ...(vm ? { format: z.enum(["raw", "qcow2", "vmdk"]).optional() } : {}),
   }).refine(requireGuest, provideGuest);
   const slot = vm
@@ -85,7 +86,7 @@ export function diskMethods(model: ModelName) {
     ...guestRef,
     disk: key(vm ? VOLUME_KEY.qemu : "mp\\d+"),
     /** Free the volume instead of keeping it as unusedN; required for an unusedN. */
-    destroy: z.boolean().default(false),
+    destroy: field.falseByDefault,
     applyPending,
   }).refine(requireGuest, provideGuest)
     .refine((a) => a.destroy || !a.disk.startsWith("unused"), {

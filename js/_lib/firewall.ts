@@ -9,7 +9,7 @@
  */
 import { z } from "npm:zod@4";
 import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
-import { guestRef, provideGuest, requireGuest } from "./schemas.ts";
+import { field, guestRef, provideGuest, requireGuest } from "./schemas.ts";
 
 const LOG_LEVELS = [
   "emerg",
@@ -28,16 +28,16 @@ const CHOICES = ["policyIn", "policyOut", "logLevelIn", "logLevelOut"];
 
 const OptionsArgs = z.object({
   ...guestRef,
-  enable: z.boolean().optional(),
+  enable: field.optionalBoolean,
   policyIn: POLICY.optional(),
   policyOut: POLICY.optional(),
   logLevelIn: z.enum(LOG_LEVELS).optional(),
   logLevelOut: z.enum(LOG_LEVELS).optional(),
-  ipfilter: z.boolean().optional(),
-  macfilter: z.boolean().optional(),
-  dhcp: z.boolean().optional(),
-  ndp: z.boolean().optional(),
-  radv: z.boolean().optional(),
+  ipfilter: field.optionalBoolean,
+  macfilter: field.optionalBoolean,
+  dhcp: field.optionalBoolean,
+  ndp: field.optionalBoolean,
+  radv: field.optionalBoolean,
 }).refine(requireGuest, provideGuest)
   .refine(
     (a) =>
@@ -198,7 +198,7 @@ const Rule = z.object({
   type: z.enum(["in", "out", "group"]),
   /** ACCEPT, DROP or REJECT; for a group rule, the security group's name. */
   action: line,
-  enable: z.boolean().default(true),
+  enable: field.trueByDefault,
   source: addresses.pipe(word).optional(),
   dest: addresses.pipe(word).optional(),
   proto: word.optional(),
@@ -291,7 +291,7 @@ const IpsetEntry = z.object({
     message:
       "cidr must be an IP or CIDR network with the host bits clear, not a zero prefix, or an alias ([dc/|guest/]name)",
   }),
-  nomatch: z.boolean().optional(),
+  nomatch: field.optionalBoolean,
   comment: comment.optional(),
 });
 
@@ -313,7 +313,7 @@ const IpsetArgs = z.object({
     { message: "an address is declared twice" },
   ).optional(),
   /** Remove the set and its entries. */
-  delete: z.boolean().optional(),
+  delete: field.optionalBoolean,
 }).refine(requireGuest, provideGuest).superRefine(declaredOrDeleted("cidrs"));
 
 const AliasArgs = z.object({
@@ -325,7 +325,7 @@ const AliasArgs = z.object({
   }).optional(),
   comment: comment.optional(),
   /** Remove the alias. */
-  delete: z.boolean().optional(),
+  delete: field.optionalBoolean,
 }).refine(requireGuest, provideGuest).superRefine(declaredOrDeleted("cidr"));
 
 /** The firewall methods of `model`. */

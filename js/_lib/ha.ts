@@ -9,7 +9,7 @@
  */
 import { z } from "npm:zod@4";
 import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
-import { guestRef, provideGuest, requireGuest } from "./schemas.ts";
+import { field, guestRef, provideGuest, requireGuest } from "./schemas.ts";
 
 /** pve-ha-manager PVE/HA/Resources.pm `state` (its alias `enabled` left out). */
 export const HA_STATES = ["started", "stopped", "disabled", "ignored"] as const;
@@ -34,9 +34,9 @@ const ResourceArgs = z.object({
   state: z.enum(HA_STATES).optional(),
   maxRestart: count.optional(),
   maxRelocate: count.optional(),
-  failback: z.boolean().optional(),
+  failback: field.optionalBoolean,
   comment: haComment.optional(),
-  delete: z.boolean().optional(),
+  delete: field.optionalBoolean,
 }).refine(requireGuest, provideGuest)
   .refine(
     (a) =>
@@ -84,11 +84,11 @@ const RuleArgs = z.object({
   type: z.enum(["node-affinity", "resource-affinity"]).optional(),
   resources: z.array(sid).optional(),
   nodes: z.array(node).optional(),
-  strict: z.boolean().optional(),
+  strict: field.optionalBoolean,
   affinity: z.enum(["positive", "negative"]).optional(),
   comment: haComment.optional(),
-  disable: z.boolean().optional(),
-  delete: z.boolean().optional(),
+  disable: field.optionalBoolean,
+  delete: field.optionalBoolean,
 }).refine(requireGuest, provideGuest)
   .superRefine((a, ctx) => {
     const given = (k: string) =>

@@ -9,6 +9,7 @@ import { z } from "npm:zod@4";
 import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
 import {
   applyPending,
+  field,
   guestRef,
   provideGuest,
   requireGuest,
@@ -63,7 +64,7 @@ function setNicArgs(model: ModelName) {
       /^[0-9A-Fa-f][02468ACEace](:[0-9A-Fa-f]{2}){5}$/,
       "macaddr must be a unicast MAC address XX:XX:XX:XX:XX:XX",
     ).optional(),
-    firewall: z.boolean().optional(),
+    firewall: field.optionalBoolean,
     /** MB/s. */
     rate: z.number().min(0).optional(),
   };

@@ -9,6 +9,7 @@
 import { z } from "npm:zod@4";
 import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
 import {
+  field,
   GuestArgs,
   guestRef,
   pathSegment,
@@ -21,9 +22,9 @@ import {
 /** suspend of a VM: to RAM, or `toDisk` with the state on `stateStorage` (PVE's choice without it). */
 const QemuSuspendArgs = z.object({
   ...guestRef,
-  toDisk: z.boolean().default(false),
+  toDisk: field.falseByDefault,
   stateStorage: pathSegment("stateStorage").optional(),
-  force: z.boolean().default(false),
+  force: field.falseByDefault,
 }).refine(requireGuest, provideGuest).refine(
   // PVE's schema: statestorage `requires => 'todisk'`.
   (a) => a.stateStorage === undefined || a.toDisk,
@@ -66,24 +67,24 @@ const WaitTaskArgs = z.object({
 /** What one waitTask saw of its task (instance task-<node>-<pid>-<starttime>). */
 export const TaskRecord = z.object({
   /** Names the task's node and user too. */
-  upid: z.string(),
-  type: z.string(),
-  id: z.string().optional(),
-  startedAt: z.string(),
+  upid: field.string,
+  type: field.string,
+  id: field.optionalString,
+  startedAt: field.string,
   /** Whether its end was observed in the run. */
-  ended: z.boolean(),
-  exitStatus: z.string().optional(),
-  warnings: z.array(z.string()).optional(),
+  ended: field.boolean,
+  exitStatus: field.optionalString,
+  warnings: field.optionalStrings,
   /** The file output (spec taskLog) holding its log, when it did not end plainly OK. */
-  logFile: z.string().optional(),
+  logFile: field.optionalString,
   /**
    * A failed task's last log lines (at most 10, 2 KB), as the failure message quotes them, when
    * no file holds its log (a swamp without file outputs).
    */
-  logTail: z.array(z.string()).optional(),
-  error: z.string().optional(),
-  lastOperation: z.string(),
-  recordedAt: z.string(),
+  logTail: field.optionalStrings,
+  error: field.optionalString,
+  lastOperation: field.string,
+  recordedAt: field.string,
 });
 
 /** The `task` record spec both models declare. */

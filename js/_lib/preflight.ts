@@ -13,7 +13,7 @@ import {
   type ModelName,
   runOnCore,
 } from "./core.ts";
-import { pathSegment, vmid } from "./schemas.ts";
+import { field, pathSegment, vmid } from "./schemas.ts";
 
 /**
  * preflight: the methods to ask about (default: all of the model's), and the values their paths are
@@ -22,7 +22,10 @@ import { pathSegment, vmid } from "./schemas.ts";
  */
 export function preflightArgs(methodNames: () => string[]) {
   return z.object({
-    methods: z.array(z.string()).min(1, "methods must name at least one method")
+    methods: z.array(field.string).min(
+      1,
+      "methods must name at least one method",
+    )
       .refine(
         (list) => list.every((m) => methodNames().includes(m)),
         { message: "methods must name methods of this model" },
@@ -35,22 +38,22 @@ export function preflightArgs(methodNames: () => string[]) {
 
 /** The `preflight` record (`preflight-<node>`): what was asked, and what each method lacks. */
 export const PreflightRecord = z.object({
-  node: z.string(),
-  reachable: z.boolean(),
-  pveVersion: z.string().optional(),
+  node: field.string,
+  reachable: field.boolean,
+  pveVersion: field.optionalString,
   caller: z.enum(["token", "root@pam"]),
-  ready: z.boolean(),
+  ready: field.boolean,
   methods: z.array(z.object({
-    method: z.string(),
-    ready: z.boolean(),
-    missing: z.array(z.string()),
-    mayNeed: z.array(z.string()).optional(),
-    notes: z.array(z.string()).optional(),
+    method: field.string,
+    ready: field.boolean,
+    missing: field.strings,
+    mayNeed: field.optionalStrings,
+    notes: field.optionalStrings,
   })),
-  privileges: z.record(z.string(), z.array(z.string())),
-  error: z.string().optional(),
-  lastOperation: z.string(),
-  recordedAt: z.string(),
+  privileges: z.record(field.string, field.strings),
+  error: field.optionalString,
+  lastOperation: field.string,
+  recordedAt: field.string,
 });
 
 /** The record spec of `preflight`. */

@@ -18,6 +18,29 @@ import {
   runOnCore,
 } from "./core.ts";
 
+const string = z.string();
+const number = z.number();
+const boolean = z.boolean();
+const strings = z.array(string);
+
+/**
+ * The plain fields most records and arguments declare, each built once: a zod schema is immutable,
+ * so one instance serves every object that holds it (issue 32: sharing them cut the schema objects
+ * a model's import builds by about a third).
+ */
+export const field = {
+  string,
+  number,
+  boolean,
+  strings,
+  optionalString: string.optional(),
+  optionalNumber: number.optional(),
+  optionalBoolean: boolean.optional(),
+  optionalStrings: strings.optional(),
+  falseByDefault: boolean.default(false),
+  trueByDefault: boolean.default(true),
+};
+
 /** PVE's `dns-name` format (pve-common pve_verify_dns_name): a container hostname, a VM name. */
 const DNS_NAME =
   /^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*$/;
@@ -70,8 +93,8 @@ const ApiTransport = z.object({
   }),
   tokenId: credential("tokenId"),
   tokenSecret: credential("tokenSecret").meta({ sensitive: true }),
-  caCert: z.string().optional(),
-  skipTlsVerify: z.boolean().default(false),
+  caCert: field.optionalString,
+  skipTlsVerify: field.falseByDefault,
 });
 
 const SshTransport = z.object({
@@ -179,18 +202,18 @@ export const optionBag = (refused: readonly string[], why: string) =>
       (k) => !refused.includes(k),
       { message: why },
     ),
-    z.union([z.string(), z.number(), z.boolean()]),
+    z.union([field.string, field.number, field.boolean]),
   );
 
 /** Config values as records hold them. */
 export const ConfigValues = z.record(
-  z.string(),
-  z.union([z.string(), z.number()]),
+  field.string,
+  z.union([field.string, field.number]),
 );
 
 const Identity = z.object({
-  smbiosUuid: z.string().optional(),
-  ctime: z.number().optional(),
+  smbiosUuid: field.optionalString,
+  ctime: field.optionalNumber,
 });
 
 /**
@@ -198,77 +221,77 @@ const Identity = z.object({
  * schema spreads them and adds its own.
  */
 export const guestStateFields = {
-  vmid: z.number(),
-  present: z.boolean(),
-  status: z.string(),
-  name: z.string().optional(),
-  node: z.string().optional(),
-  lock: z.string().optional(),
+  vmid: field.number,
+  present: field.boolean,
+  status: field.string,
+  name: field.optionalString,
+  node: field.optionalString,
+  lock: field.optionalString,
   ha: z.object({
-    managed: z.boolean(),
-    state: z.string().optional(),
+    managed: field.boolean,
+    state: field.optionalString,
     // haResource and haStatus: the resource's config and the HA manager's entry.
-    requested: z.string().optional(),
-    crmState: z.string().optional(),
-    node: z.string().optional(),
-    maxRestart: z.number().optional(),
-    maxRelocate: z.number().optional(),
-    failback: z.boolean().optional(),
-    comment: z.string().optional(),
+    requested: field.optionalString,
+    crmState: field.optionalString,
+    node: field.optionalString,
+    maxRestart: field.optionalNumber,
+    maxRelocate: field.optionalNumber,
+    failback: field.optionalBoolean,
+    comment: field.optionalString,
   }).optional(),
-  tags: z.array(z.string()),
-  template: z.boolean().optional(),
-  ipv4: z.string().optional(),
-  cpuPct: z.number().optional(),
-  cpus: z.number().optional(),
-  memBytes: z.number().optional(),
-  maxMemBytes: z.number().optional(),
-  memPct: z.number().optional(),
-  diskBytes: z.number().optional(),
-  maxDiskBytes: z.number().optional(),
-  netinBytes: z.number().optional(),
-  netoutBytes: z.number().optional(),
-  uptimeSec: z.number().optional(),
+  tags: field.strings,
+  template: field.optionalBoolean,
+  ipv4: field.optionalString,
+  cpuPct: field.optionalNumber,
+  cpus: field.optionalNumber,
+  memBytes: field.optionalNumber,
+  maxMemBytes: field.optionalNumber,
+  memPct: field.optionalNumber,
+  diskBytes: field.optionalNumber,
+  maxDiskBytes: field.optionalNumber,
+  netinBytes: field.optionalNumber,
+  netoutBytes: field.optionalNumber,
+  uptimeSec: field.optionalNumber,
   identity: Identity.optional(),
   /** When `identity` was read from the guest's config (sync carries an older one forward). */
-  identityObservedAt: z.string().optional(),
+  identityObservedAt: field.optionalString,
   /** `unknown`: this run sent a change whose outcome it could not observe. */
   outcome: z.enum(["unknown"]).optional(),
   /** When the state fields were read, when that is not "just now". */
-  observedAt: z.string().optional(),
+  observedAt: field.optionalString,
   /** Whether the state fields were read before this run's last change was sent. */
-  observedBeforeMutation: z.boolean().optional(),
+  observedBeforeMutation: field.optionalBoolean,
   identityChanged: z.object({ previous: Identity, current: Identity })
     .optional(),
-  warnings: z.array(z.string()).optional(),
-  lastTask: z.string().optional(),
+  warnings: field.optionalStrings,
+  lastTask: field.optionalString,
   /** The file output (spec taskLog) holding that task's log, when it did not end plainly OK. */
-  lastTaskLog: z.string().optional(),
+  lastTaskLog: field.optionalString,
   /** That task's last log lines when it failed and no file holds its log (at most 10, 2 KB). */
-  lastTaskLogTail: z.array(z.string()).optional(),
+  lastTaskLogTail: field.optionalStrings,
   /** The selection of the sync that wrote it: scope, nodes (none: the cluster), tags, where. */
   selection: z.object({
-    scope: z.string(),
-    nodes: z.array(z.string()).optional(),
-    tags: z.array(z.string()),
-    where: z.string().optional(),
+    scope: field.string,
+    nodes: field.optionalStrings,
+    tags: field.strings,
+    where: field.optionalString,
   }).optional(),
   /** On a record the upstream package kept under a guest's name: the record that holds its state now. */
-  supersededBy: z.string().optional(),
+  supersededBy: field.optionalString,
   pending: ConfigValues.optional(),
-  pendingDelete: z.array(z.string()).optional(),
-  lastOperation: z.string(),
-  recordedAt: z.string(),
+  pendingDelete: field.optionalStrings,
+  lastOperation: field.string,
+  recordedAt: field.string,
 };
 
 /** The `config` record (`vm-<vmid>-config`, `ct-<vmid>-config`): the running config and what waits. */
 export const ConfigRecord = z.object({
-  vmid: z.number(),
-  node: z.string(),
+  vmid: field.number,
+  node: field.string,
   config: ConfigValues,
   pending: ConfigValues.optional(),
-  pendingDelete: z.array(z.string()).optional(),
-  recordedAt: z.string(),
+  pendingDelete: field.optionalStrings,
+  recordedAt: field.string,
 });
 
 /**
@@ -276,62 +299,62 @@ export const ConfigRecord = z.object({
  * subscription status and whether the enterprise repository is configured.
  */
 export const NodeStatusRecord = z.object({
-  node: z.string(),
-  cpuPct: z.number().optional(),
-  cpus: z.number().optional(),
-  loadavg: z.array(z.number()).optional(),
-  memTotal: z.number().optional(),
-  memUsed: z.number().optional(),
-  memPct: z.number().optional(),
-  swapTotal: z.number().optional(),
-  swapUsed: z.number().optional(),
-  swapPct: z.number().optional(),
-  rootfsTotal: z.number().optional(),
-  rootfsUsed: z.number().optional(),
-  rootfsPct: z.number().optional(),
-  uptimeSec: z.number().optional(),
-  kernelVersion: z.string().optional(),
-  pveVersion: z.string().optional(),
-  disksAvailable: z.boolean().optional(),
-  disksUnavailableReason: z.string().optional(),
+  node: field.string,
+  cpuPct: field.optionalNumber,
+  cpus: field.optionalNumber,
+  loadavg: z.array(field.number).optional(),
+  memTotal: field.optionalNumber,
+  memUsed: field.optionalNumber,
+  memPct: field.optionalNumber,
+  swapTotal: field.optionalNumber,
+  swapUsed: field.optionalNumber,
+  swapPct: field.optionalNumber,
+  rootfsTotal: field.optionalNumber,
+  rootfsUsed: field.optionalNumber,
+  rootfsPct: field.optionalNumber,
+  uptimeSec: field.optionalNumber,
+  kernelVersion: field.optionalString,
+  pveVersion: field.optionalString,
+  disksAvailable: field.optionalBoolean,
+  disksUnavailableReason: field.optionalString,
   disks: z.array(z.object({
-    device: z.string(),
-    type: z.string().optional(),
-    model: z.string().optional(),
-    serial: z.string().optional(),
-    sizeBytes: z.number().optional(),
-    health: z.string(),
-    wearoutPct: z.number().optional(),
-    usedBy: z.string().optional(),
+    device: field.string,
+    type: field.optionalString,
+    model: field.optionalString,
+    serial: field.optionalString,
+    sizeBytes: field.optionalNumber,
+    health: field.string,
+    wearoutPct: field.optionalNumber,
+    usedBy: field.optionalString,
   })),
   /** PVE's subscription status (`active`, `notfound`, `expired`, …); never the key. */
-  subscriptionStatus: z.string().optional(),
+  subscriptionStatus: field.optionalString,
   /** Whether the subscription is `active` (`@stateless/syscheck`'s `proxmox.subscriptionActive`). */
-  subscriptionActive: z.boolean().optional(),
-  subscriptionStatusAvailable: z.boolean().optional(),
-  subscriptionStatusUnavailableReason: z.string().optional(),
+  subscriptionActive: field.optionalBoolean,
+  subscriptionStatusAvailable: field.optionalBoolean,
+  subscriptionStatusUnavailableReason: field.optionalString,
   /** Whether the enterprise repository is configured and enabled (syscheck's `proxmox.enterpriseRepo`). */
-  enterpriseRepo: z.boolean().optional(),
-  repositoriesAvailable: z.boolean().optional(),
-  repositoriesUnavailableReason: z.string().optional(),
-  recordedAt: z.string(),
+  enterpriseRepo: field.optionalBoolean,
+  repositoriesAvailable: field.optionalBoolean,
+  repositoriesUnavailableReason: field.optionalString,
+  recordedAt: field.string,
 });
 
 /** The `nodeConfig` record (`node-<node>-config`): the node's storages and bridges. */
 export const NodeConfigRecord = z.object({
-  node: z.string(),
+  node: field.string,
   storages: z.array(z.object({
-    storage: z.string(),
-    type: z.string().optional(),
-    content: z.array(z.string()),
-    avail: z.number().optional(),
-    total: z.number().optional(),
-    active: z.boolean().optional(),
+    storage: field.string,
+    type: field.optionalString,
+    content: field.strings,
+    avail: field.optionalNumber,
+    total: field.optionalNumber,
+    active: field.optionalBoolean,
   })),
-  bridges: z.array(z.string()),
-  bridgesAvailable: z.boolean().optional(),
-  bridgesUnavailableReason: z.string().optional(),
-  recordedAt: z.string(),
+  bridges: field.strings,
+  bridgesAvailable: field.optionalBoolean,
+  bridgesUnavailableReason: field.optionalString,
+  recordedAt: field.string,
 });
 
 /**
@@ -377,7 +400,7 @@ export const SyncArgs = z.object({
     .optional(),
   tags: z.array(pveTag).min(1, "tags must name at least one tag").optional(),
   /** A CEL expression over a guest's fields: vmid, name, node, status, tags, lock, template, … */
-  where: z.string().optional(),
+  where: field.optionalString,
 }).refine(
   (a) =>
     (a.vmid === undefined && a.vmName === undefined) ||
@@ -414,29 +437,29 @@ export const SetConfigArgs = z.object({
 /** start: waitForIp waits for an address (agent for VMs, static ip= for containers). */
 export const StartArgs = z.object({
   ...guestRef,
-  waitForIp: z.boolean().default(false),
-  allowNoIp: z.boolean().default(false),
+  waitForIp: field.falseByDefault,
+  allowNoIp: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
 
 /** stop: force overrides the safety gate (the swamp tag). */
 export const StopArgs = z.object({
   ...guestRef,
-  force: z.boolean().default(false),
+  force: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
 
 /** shutdown: graceful within timeoutSec, then a hard stop if forceStopAfter. */
 export const ShutdownArgs = z.object({
   ...guestRef,
   timeoutSec: z.number().int().positive().max(86400).default(120),
-  forceStopAfter: z.boolean().default(false),
-  force: z.boolean().default(false),
+  forceStopAfter: field.falseByDefault,
+  force: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
 
 /** delete: purge also destroys unreferenced disks; force overrides the safety gates. */
 export const DeleteArgs = z.object({
   ...guestRef,
-  purge: z.boolean().default(true),
-  force: z.boolean().default(false),
+  purge: field.trueByDefault,
+  force: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
 
 /**
@@ -445,16 +468,16 @@ export const DeleteArgs = z.object({
  */
 export const TemplateArgs = z.object({
   ...guestRef,
-  shutdownFirst: z.boolean().default(false),
+  shutdownFirst: field.falseByDefault,
   timeoutSec: z.number().int().positive().max(86400).default(120),
-  force: z.boolean().default(false),
+  force: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
 
 /** reboot: gated like stop (force overrides); timeoutSec bounds the shutdown half. */
 export const RebootArgs = z.object({
   ...guestRef,
   timeoutSec: z.number().int().positive().max(86400).default(120),
-  force: z.boolean().default(false),
+  force: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
 
 /** Node-scoped reads: the transport's node unless `node` names another. */
@@ -510,7 +533,7 @@ export const DownloadUrlArgs = z.object({
       message:
         "filename must not contain .. (a swamp data name cannot hold it)",
     }),
-  checksum: z.string().optional(),
+  checksum: field.optionalString,
   checksumAlgorithm: z.enum([
     "md5",
     "sha1",
@@ -520,7 +543,7 @@ export const DownloadUrlArgs = z.object({
     "sha512",
   ])
     .optional(),
-  verifyCertificates: z.boolean().default(true),
+  verifyCertificates: field.trueByDefault,
   compression: z.enum(["gz", "lzo", "zst", "bz2"]).optional(),
 }).superRefine((a, ctx) => {
   const ext = DOWNLOAD_EXTENSIONS[a.content];
@@ -559,26 +582,26 @@ export const DownloadUrlArgs = z.object({
 
 /** The `volume-<storage>-<filename>` record: the downloaded volume as the storage lists it. */
 export const VolumeRecord = z.object({
-  node: z.string(),
-  storage: z.string(),
-  content: z.string(),
-  filename: z.string(),
-  volid: z.string(),
-  present: z.boolean(),
-  size: z.number().optional(),
-  format: z.string().optional(),
-  url: z.string(),
-  urlSize: z.number().optional(),
-  downloaded: z.boolean(),
-  checksumAlgorithm: z.string().optional(),
-  checksum: z.string().optional(),
-  checksumVerified: z.boolean(),
-  lastTask: z.string().optional(),
+  node: field.string,
+  storage: field.string,
+  content: field.string,
+  filename: field.string,
+  volid: field.string,
+  present: field.boolean,
+  size: field.optionalNumber,
+  format: field.optionalString,
+  url: field.string,
+  urlSize: field.optionalNumber,
+  downloaded: field.boolean,
+  checksumAlgorithm: field.optionalString,
+  checksum: field.optionalString,
+  checksumVerified: field.boolean,
+  lastTask: field.optionalString,
   /** The file output (spec taskLog) holding that task's log, when it did not end plainly OK. */
-  lastTaskLog: z.string().optional(),
+  lastTaskLog: field.optionalString,
   /** That task's last log lines when it failed and no file holds its log (at most 10, 2 KB). */
-  lastTaskLogTail: z.array(z.string()).optional(),
-  observedAt: z.string(),
+  lastTaskLogTail: field.optionalStrings,
+  observedAt: field.string,
 });
 
 /** The storage methods both models share. */
@@ -679,7 +702,7 @@ export function snapshotArgs(model: ModelName) {
     description: z.string().refine((v) => !v.includes("\0"), {
       message: "description must not contain NUL",
     }).optional(),
-    ...(model === "qemu" ? { vmstate: z.boolean().default(false) } : {}),
+    ...(model === "qemu" ? { vmstate: field.falseByDefault } : {}),
   }).refine(requireGuest, provideGuest);
 }
 
@@ -687,37 +710,37 @@ export function snapshotArgs(model: ModelName) {
 export const RollbackArgs = z.object({
   ...guestRef,
   name: snapshotName,
-  start: z.boolean().default(false),
+  start: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
 
 /** deleteSnapshot: `force` removes it from the config even if a disk snapshot cannot be removed. */
 export const DeleteSnapshotArgs = z.object({
   ...guestRef,
   name: snapshotName,
-  force: z.boolean().default(false),
+  force: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
 
 /** The `snapshots` record (`vm-<vmid>-snapshots`, `ct-<vmid>-snapshots`): the tree as observed. */
 export const SnapshotsRecord = z.object({
-  vmid: z.number(),
-  node: z.string(),
-  currentParent: z.string().optional(),
+  vmid: field.number,
+  node: field.string,
+  currentParent: field.optionalString,
   snapshots: z.array(z.object({
-    name: z.string(),
-    parent: z.string().optional(),
-    description: z.string().optional(),
-    snaptime: z.number().optional(),
-    vmstate: z.boolean(),
-    snapstate: z.string().optional(),
+    name: field.string,
+    parent: field.optionalString,
+    description: field.optionalString,
+    snaptime: field.optionalNumber,
+    vmstate: field.boolean,
+    snapstate: field.optionalString,
   })),
   /** `unknown`: this run sent a change whose outcome it could not observe. */
   outcome: z.enum(["unknown"]).optional(),
   /** When the tree was read, when that is not "just now". */
-  observedAt: z.string().optional(),
+  observedAt: field.optionalString,
   /** Whether the tree was read before this run's last change was sent. */
-  observedBeforeMutation: z.boolean().optional(),
-  lastOperation: z.string(),
-  recordedAt: z.string(),
+  observedBeforeMutation: field.optionalBoolean,
+  lastOperation: field.string,
+  recordedAt: field.string,
 });
 
 /** The snapshot methods both models share. */
@@ -788,7 +811,7 @@ export const GuestExecArgs = z.object({
     ),
   ).min(1, "command must not be empty"),
   timeoutSec: z.number().int().positive().max(86400).default(30),
-  allowNonZeroExit: z.boolean().default(false),
+  allowNonZeroExit: field.falseByDefault,
   allowedExitCodes: z.array(z.number().int().min(0).max(255)).optional(),
   // `@swamp/ssh`'s convention: the exit codes that count as success (replacing [0]), or "any".
   okExitCodes: z.union([
@@ -815,10 +838,10 @@ export const GuestExecArgs = z.object({
 
 /** The `exec` record (`vm-<vmid>-exec`, `ct-<vmid>-exec`): how one command ended. */
 export const ExecRecord = z.object({
-  vmid: z.number(),
-  node: z.string(),
-  command: z.array(z.string()),
-  pid: z.number().optional(),
+  vmid: field.number,
+  node: field.string,
+  command: field.strings,
+  pid: field.optionalNumber,
   outcome: z.enum([
     "exited",
     "signaled",
@@ -828,23 +851,23 @@ export const ExecRecord = z.object({
     "resultLost",
     "aborted",
   ]),
-  exited: z.boolean(),
-  exitCode: z.number().optional(),
-  signal: z.number().optional(),
-  stdout: z.string().optional(),
-  stderr: z.string().optional(),
-  stdoutBytes: z.number(),
-  stderrBytes: z.number(),
-  stdoutInvalidUtf8: z.boolean(),
-  stderrInvalidUtf8: z.boolean(),
-  stdoutTruncated: z.boolean(),
-  stderrTruncated: z.boolean(),
-  durationMs: z.number(),
-  timedOut: z.boolean(),
-  accepted: z.boolean(),
-  error: z.string().optional(),
-  lastOperation: z.string(),
-  recordedAt: z.string(),
+  exited: field.boolean,
+  exitCode: field.optionalNumber,
+  signal: field.optionalNumber,
+  stdout: field.optionalString,
+  stderr: field.optionalString,
+  stdoutBytes: field.number,
+  stderrBytes: field.number,
+  stdoutInvalidUtf8: field.boolean,
+  stderrInvalidUtf8: field.boolean,
+  stdoutTruncated: field.boolean,
+  stderrTruncated: field.boolean,
+  durationMs: field.number,
+  timedOut: field.boolean,
+  accepted: field.boolean,
+  error: field.optionalString,
+  lastOperation: field.string,
+  recordedAt: field.string,
 });
 
 // Migration (both models; online/withLocalDisks for VMs, restart/timeoutSec for containers).
@@ -862,11 +885,11 @@ const storagePairList = z.string().regex(
 export function migrateArgs(model: ModelName) {
   const how = model === "qemu"
     ? {
-      online: z.boolean().default(false),
-      withLocalDisks: z.boolean().default(false),
+      online: field.falseByDefault,
+      withLocalDisks: field.falseByDefault,
     }
     : {
-      restart: z.boolean().default(false),
+      restart: field.falseByDefault,
       timeoutSec: z.number().int().positive().max(86400).optional(),
     };
   return z.object({
@@ -946,7 +969,7 @@ export const BackupArgs = z.object({
     message:
       "notesTemplate must be one line, escape only \\n and \\\\, and use only {{cluster}}, {{guestname}}, {{node}}, {{vmid}} (PVE's rule)",
   }).optional(),
-  protected: z.boolean().default(false),
+  protected: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
 
 /** listBackups: one storage's archives of this model's guests (one guest's with `vmid`). */
@@ -967,49 +990,49 @@ export const RestoreArgs = z.object({
   archive: backupVolid("archive"),
   ...newVmid,
   storage: pathSegment("storage").optional(),
-  force: z.boolean().default(false),
-  unique: z.boolean().default(false),
+  force: field.falseByDefault,
+  unique: field.falseByDefault,
 }).refine(notBothVmidAndRange, oneVmidChoice);
 
 /** One archive as a storage lists it. */
 const ArchiveRecord = z.object({
-  volid: z.string(),
-  vmid: z.number().optional(),
-  subtype: z.string().optional(),
-  size: z.number().optional(),
-  ctime: z.number().optional(),
-  format: z.string().optional(),
-  notes: z.string().optional(),
-  protected: z.boolean(),
-  verification: z.string().optional(),
+  volid: field.string,
+  vmid: field.optionalNumber,
+  subtype: field.optionalString,
+  size: field.optionalNumber,
+  ctime: field.optionalNumber,
+  format: field.optionalString,
+  notes: field.optionalString,
+  protected: field.boolean,
+  verification: field.optionalString,
 });
 
 /** The `backup` record (`vm-<vmid>-backup`, `ct-<vmid>-backup`): the archive one run made. */
 export const BackupRecord = z.object({
-  vmid: z.number(),
-  node: z.string(),
-  storage: z.string(),
+  vmid: field.number,
+  node: field.string,
+  storage: field.string,
   /** The mode vzdump used, as its task log reports it; absent when the log did not show it. */
-  mode: z.string().optional(),
-  volid: z.string(),
-  size: z.number().optional(),
-  ctime: z.number().optional(),
-  format: z.string().optional(),
-  notes: z.string().optional(),
-  protected: z.boolean(),
-  task: z.string().optional(),
-  lastOperation: z.string(),
-  recordedAt: z.string(),
+  mode: field.optionalString,
+  volid: field.string,
+  size: field.optionalNumber,
+  ctime: field.optionalNumber,
+  format: field.optionalString,
+  notes: field.optionalString,
+  protected: field.boolean,
+  task: field.optionalString,
+  lastOperation: field.string,
+  recordedAt: field.string,
 });
 
 /** The `backups` record (`<vm|ct>-<vmid>-backups`, `backups-<node>-<storage>`): a listing. */
 export const BackupsRecord = z.object({
-  node: z.string(),
-  storage: z.string(),
-  vmid: z.number().optional(),
+  node: field.string,
+  storage: field.string,
+  vmid: field.optionalNumber,
   backups: z.array(ArchiveRecord),
-  lastOperation: z.string(),
-  recordedAt: z.string(),
+  lastOperation: field.string,
+  recordedAt: field.string,
 });
 
 /** The record specs of the backup methods. */
