@@ -84,16 +84,16 @@ const CreateArgs = z.object({
   hostname: dnsName("hostname"),
   storage: pathSegment("storage"),
   /** GiB. */
-  rootfsSize: z.number().int().min(1).max(131072).default(8),
-  cores: z.number().int().min(1).max(8192).optional(),
+  rootfsSize: field.number.int().min(1).max(131072).default(8),
+  cores: field.number.int().min(1).max(8192).optional(),
   /** MiB. */
-  memory: z.number().int().min(16).max(67108864).optional(),
+  memory: field.number.int().min(16).max(67108864).optional(),
   /** MiB. */
-  swap: z.number().int().min(0).max(67108864).optional(),
+  swap: field.number.int().min(0).max(67108864).optional(),
   unprivileged: field.trueByDefault,
   features: singleLine("features").optional(),
   /** One key per line. */
-  sshPublicKeys: z.string().refine((v) => !v.includes("\0"), {
+  sshPublicKeys: field.string.refine((v) => !v.includes("\0"), {
     message: "sshPublicKeys must not contain NUL",
   }).optional(),
   start: field.falseByDefault,
@@ -106,8 +106,8 @@ const CreateArgs = z.object({
 
 const ResizeArgs = z.object({
   ...guestRef,
-  disk: z.string().regex(/^(rootfs|mp\d+)$/).default("rootfs"),
-  size: z.string().regex(/^\+?\d+(\.\d+)?[KMGT]?$/),
+  disk: field.string.regex(/^(rootfs|mp\d+)$/).default("rootfs"),
+  size: field.string.regex(/^\+?\d+(\.\d+)?[KMGT]?$/),
 }).refine(requireGuest, provideGuest);
 
 /** A container's observed state: the fields every guest record has (no qmpstatus, no agent). */

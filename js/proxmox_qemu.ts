@@ -57,12 +57,12 @@ import { powerMethods, taskLogFile, taskResource } from "./_lib/power.ts";
 const readyFields = {
   ipv4: field.trueByDefault,
   ipv6: field.falseByDefault,
-  nic: z.string().regex(
+  nic: field.string.regex(
     /^net([0-9]|[12][0-9]|3[01])$/,
     "nic must be net0 … net31",
   ).optional(),
   cloudInit: field.falseByDefault,
-  timeoutSec: z.number().int().positive().max(86400).default(300),
+  timeoutSec: field.number.int().positive().max(86400).default(300),
 };
 
 const CloneArgs = z.object({
@@ -124,9 +124,9 @@ const zeroVolume = (v: string | number | boolean) => {
 const VmCreateArgs = z.object({
   ...newVmid,
   name: dnsName("name"),
-  cores: z.number().int().min(1).max(1024).optional(),
+  cores: field.number.int().min(1).max(1024).optional(),
   /** MiB. */
-  memory: z.number().int().min(16).max(268435456).optional(),
+  memory: field.number.int().min(16).max(268435456).optional(),
   agent: field.optionalBoolean,
   start: field.falseByDefault,
   /** Start the VM and wait until it is ready (as waitReady). */
@@ -165,7 +165,7 @@ const CloudInitArgs = z.object({
   ...guestRef,
   ciuser: singleLine("ciuser").optional(),
   cipassword: singleLine("cipassword").meta({ sensitive: true }).optional(),
-  sshkeys: z.string().refine((v) => !v.includes("\0"), {
+  sshkeys: field.string.refine((v) => !v.includes("\0"), {
     message: "sshkeys must not contain NUL",
   }).refine(
     (v) =>
@@ -184,7 +184,7 @@ const CloudInitArgs = z.object({
   cicustom: singleLine("cicustom").optional(),
   ciupgrade: field.optionalBoolean,
   applyPending,
-  timeoutSec: z.number().int().positive().max(86400).default(120),
+  timeoutSec: field.number.int().positive().max(86400).default(120),
 }).refine(requireGuest, provideGuest);
 
 const WaitReadyArgs = z.object({ ...guestRef, ...readyFields }).refine(
@@ -214,7 +214,7 @@ const ReadyRecord = z.object({
     mac: field.optionalString,
     addresses: field.strings,
     /** Addresses reported that do not count: unspecified, loopback, link-local, multicast, broadcast. */
-    skipped: z.array(z.object({ address: field.string, why: z.string() }))
+    skipped: z.array(z.object({ address: field.string, why: field.string }))
       .optional(),
   })),
   cloudInit: z.object({
@@ -232,8 +232,8 @@ const ReadyRecord = z.object({
 
 const ResizeDiskArgs = z.object({
   ...guestRef,
-  disk: z.string().regex(/^(scsi|sata|virtio|ide)\d+$/).default("scsi0"),
-  size: z.string().regex(/^\+?\d+(\.\d+)?[KMGT]?$/),
+  disk: field.string.regex(/^(scsi|sata|virtio|ide)\d+$/).default("scsi0"),
+  size: field.string.regex(/^\+?\d+(\.\d+)?[KMGT]?$/),
 }).refine(requireGuest, provideGuest);
 
 const GuestRecord = z.object({
@@ -246,7 +246,7 @@ const GuestRecord = z.object({
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
 const BASE64 =
   /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-const guestPath = z.string().min(1, "path must not be empty").refine(
+const guestPath = field.string.min(1, "path must not be empty").refine(
   (p) => !p.includes("\0"),
   { message: "path must not contain NUL" },
 );
@@ -255,9 +255,12 @@ const FileWriteArgs = z.object({
   ...guestRef,
   path: guestPath,
   content: field.optionalString,
-  contentBase64: z.string().regex(BASE64, "contentBase64 must be padded base64")
+  contentBase64: field.string.regex(
+    BASE64,
+    "contentBase64 must be padded base64",
+  )
     .optional(),
-  mode: z.string().regex(/^[0-7]{3,4}$/, "mode must be 3 or 4 octal digits")
+  mode: field.string.regex(/^[0-7]{3,4}$/, "mode must be 3 or 4 octal digits")
     .optional(),
 }).refine(requireGuest, provideGuest).refine(
   (a) => (a.content === undefined) !== (a.contentBase64 === undefined),
@@ -279,7 +282,7 @@ const FileWriteArgs = z.object({
 const FileReadArgs = z.object({
   ...guestRef,
   path: guestPath,
-  maxBytes: z.number().int().min(1).max(MAX_FILE_BYTES).default(1024 * 1024),
+  maxBytes: field.number.int().min(1).max(MAX_FILE_BYTES).default(1024 * 1024),
 }).refine(requireGuest, provideGuest);
 
 const FileRecord = z.object({

@@ -25,7 +25,7 @@ const VOLUME_KEY = {
 };
 
 /** PVE's pve-storage-id. */
-const storageId = z.string().regex(
+const storageId = field.string.regex(
   /^[a-z][a-z0-9\-_.]*[a-z0-9]$/i,
   "storage must be a storage id",
 );
@@ -34,14 +34,14 @@ const storageId = z.string().regex(
 export function diskMethods(model: ModelName) {
   const vm = model === "qemu";
   const key = (extra: string) =>
-    z.string().regex(
+    field.string.regex(
       new RegExp(`^(${extra}|${UNUSED})$`),
       `disk must match ^(${extra})$ or unusedN`,
     );
   const MoveDiskArgs = z.object({
     ...guestRef,
     // pve-container moves only configured volumes, never an unusedN.
-    disk: (vm ? key(VOLUME_KEY.qemu) : z.string().regex(
+    disk: (vm ? key(VOLUME_KEY.qemu) : field.string.regex(
       /^(rootfs|mp\d+)$/,
       "disk must be rootfs or mpN",
     )).default(vm ? "scsi0" : "rootfs"),
@@ -52,26 +52,26 @@ export function diskMethods(model: ModelName) {
   }).refine(requireGuest, provideGuest);
   const slot = vm
     ? {
-      disk: z.string().regex(
+      disk: field.string.regex(
         /^(scsi([0-9]|[12][0-9]|30)|sata[0-5]|virtio([0-9]|1[0-5])|ide[0-3])$/,
         "disk must be scsi0…scsi30, sata0…sata5, virtio0…virtio15 or ide0…ide3",
       ).optional(),
       bus: z.enum(["scsi", "sata", "virtio", "ide"]).optional(),
     }
     : {
-      disk: z.string().regex(
+      disk: field.string.regex(
         /^mp([0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])$/,
         "disk must be mp0 … mp255",
       ).optional(),
       /** The path the volume is mounted at in the container. */
-      mp: z.string().regex(
+      mp: field.string.regex(
         /^(?!.*\/\.\.(\/|$))\/[^,]*$/,
         "mp must be an absolute path without ',' or '..'",
       ),
     };
   const AttachDiskArgs = z.object({
     ...guestRef,
-    volume: z.string().regex(
+    volume: field.string.regex(
       /^[a-z][a-z0-9\-_.]*[a-z0-9]:[^\s,]+$/i,
       "volume must be a volume id <storage>:<volume>",
     ),

@@ -48,7 +48,7 @@ const OptionsArgs = z.object({
   );
 
 /** A line: no newline, carriage return or NUL, not empty. */
-const line = z.string().regex(/^[^\n\r\0]+$/, "must be one line, not empty");
+const line = field.string.regex(/^[^\n\r\0]+$/, "must be one line, not empty");
 /** Only white space (Rust's char::is_whitespace: PVE writes no such comment). */
 const BLANK =
   /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
@@ -64,7 +64,7 @@ function keptComment(c: string): boolean {
     !(last >= 0x80 && (last & 0x3f) === 0x20);
 }
 /** One word without spaces, at most 512 characters. */
-const word = z.string().regex(/^\S{1,512}$/, "must be one word, at most 512");
+const word = field.string.regex(/^\S{1,512}$/, "must be one word, at most 512");
 
 /** pve-firewall's $PROTOCOLS_WITH_PORTS and $proto_is_icmp. */
 const PORT_PROTOCOLS = [
@@ -188,7 +188,7 @@ function isAddressList(text: string): boolean {
 }
 
 /** An address list (`source`, `dest`). */
-const addresses = z.string().refine(isAddressList, {
+const addresses = field.string.refine(isAddressList, {
   message:
     "must be an IP set (+name), an alias, or IPs, CIDRs with the host bits clear and ranges of one IP version",
 });
@@ -204,7 +204,7 @@ const Rule = z.object({
   proto: word.optional(),
   dport: word.optional(),
   sport: word.optional(),
-  iface: z.string().regex(
+  iface: field.string.regex(
     /^net([0-9]|[12][0-9]|3[01])$/,
     "iface must be net0 … net31",
   ).optional(),
@@ -253,7 +253,7 @@ const RulesArgs = z.object({
 }).refine(requireGuest, provideGuest);
 
 /** An IP set or alias name: pve-firewall's `ipset-name`, `pve-fw-alias` (2 to 64). */
-const fwName = z.string().regex(
+const fwName = field.string.regex(
   /^[A-Za-z][A-Za-z0-9\-_]{1,63}$/,
   "must be a letter, then letters, digits, - or _ (2 to 64 characters)",
 );

@@ -17,7 +17,7 @@ export const HA_STATES = ["started", "stopped", "disabled", "ignored"] as const;
  * An HA resource's or rule's comment as PVE keeps it (src/guest/ha.rs `comment`): one line of at
  * most 4096 bytes, no white space at either end (PVE's section config drops it on reading back).
  */
-const haComment = z.string()
+const haComment = field.string
   .regex(/^[^\n\r\0]+$/, "must be one line, not empty")
   .refine((c) => new TextEncoder().encode(c).length <= 4096, {
     message: "must be at most 4096 bytes",
@@ -27,7 +27,7 @@ const haComment = z.string()
   });
 
 const OPTIONS = ["state", "maxRestart", "maxRelocate", "failback", "comment"];
-const count = z.number().int().min(0).max(4294967295);
+const count = field.number.int().min(0).max(4294967295);
 
 const ResourceArgs = z.object({
   ...guestRef,
@@ -54,17 +54,17 @@ const StatusArgs = z.object({ ...guestRef }).refine(
 );
 
 /** pve-configid: a letter, then letters, digits, `-` or `_` (at least two characters). */
-const ruleId = z.string().regex(
+const ruleId = field.string.regex(
   /^[A-Za-z][A-Za-z0-9_-]+$/,
   "must be a letter then letters, digits, - or _",
 );
 /** A guest's HA resource id (pve_verify_ha_resource_id): vm:<vmid> or ct:<vmid>. */
-const sid = z.string().regex(
+const sid = field.string.regex(
   /^(vm|ct):[1-9][0-9]{2,8}$/,
   "must be vm:<vmid> or ct:<vmid>",
 );
 /** A node with an optional priority (parse_node_priority): `pve1`, `pve2:2`. */
-const node = z.string().regex(
+const node = field.string.regex(
   /^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(:[0-9]+)?$/,
   "must be a node name with an optional :priority",
 );

@@ -37,16 +37,16 @@ const OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
 const IPV4 = `${OCTET}(\\.${OCTET}){3}`;
 
 /** PVE's `[-_.\w\d]+` for a bridge or an interface name (pve-common parse_bridge_id). */
-const word = (field: string) =>
-  z.string().regex(
+const word = (name: string) =>
+  field.string.regex(
     /^[-_.A-Za-z0-9]+$/,
-    `${field} must be letters, digits, '-', '_' and '.'`,
+    `${name} must be letters, digits, '-', '_' and '.'`,
   );
 
 /** The interface both methods name: net0 … net31 (32 on both kinds). */
 const nicRef = {
   ...guestRef,
-  nic: z.string().regex(
+  nic: field.string.regex(
     /^net([0-9]|[12][0-9]|3[01])$/,
     "nic must be net0 … net31",
   ),
@@ -58,15 +58,15 @@ function setNicArgs(model: ModelName) {
   const common = {
     ...nicRef,
     bridge: word("bridge"),
-    tag: z.number().int().min(1).max(4094).optional(),
+    tag: field.number.int().min(1).max(4094).optional(),
     /** Kept from the NIC it replaces when not given; PVE generates one for a new NIC. */
-    macaddr: z.string().regex(
+    macaddr: field.string.regex(
       /^[0-9A-Fa-f][02468ACEace](:[0-9A-Fa-f]{2}){5}$/,
       "macaddr must be a unicast MAC address XX:XX:XX:XX:XX:XX",
     ).optional(),
     firewall: field.optionalBoolean,
     /** MB/s. */
-    rate: z.number().min(0).optional(),
+    rate: field.number.min(0).optional(),
   };
   /** Properties of the NIC it replaces to leave out; every other one not given is kept. */
   const clear = (names: readonly [string, ...string[]]) =>
@@ -99,11 +99,14 @@ function setNicArgs(model: ModelName) {
     ]),
     /** The interface's name in the container (PVE's `name`); kept, or eth<N> for a new one. */
     ifname: word("ifname").optional(),
-    ip: z.string().regex(
+    ip: field.string.regex(
       new RegExp(`^(dhcp|manual|${IPV4}/0*([89]|[12][0-9]|3[0-2]))$`),
       "ip must be dhcp, manual or an IPv4 address with a prefix of 8 to 32",
     ).optional(),
-    gw: z.string().regex(new RegExp(`^${IPV4}$`), "gw must be an IPv4 address")
+    gw: field.string.regex(
+      new RegExp(`^${IPV4}$`),
+      "gw must be an IPv4 address",
+    )
       .optional(),
   });
   return model === "qemu"

@@ -40,7 +40,7 @@ const UPID =
 
 /** waitTask: a UPID, or a filter of a node's task list (type, guest, started at or after). */
 const WaitTaskArgs = z.object({
-  upid: z.string().regex(
+  upid: field.string.regex(
     UPID,
     "upid must be a PVE task id, UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>:",
   ).optional(),
@@ -48,7 +48,7 @@ const WaitTaskArgs = z.object({
   type: pathSegment("type").optional(),
   vmid: vmid.optional(),
   /** Unix seconds: tasks started at or after it (PVE's `since`). */
-  startedAfter: z.number().int().min(0).max(4294967295).optional(),
+  startedAfter: field.number.int().min(0).max(4294967295).optional(),
 }).refine(
   // A UPID alone, or a filter (a node alone filters nothing).
   (a) => {

@@ -25,8 +25,9 @@ const strings = z.array(string);
 
 /**
  * The plain fields most records and arguments declare, each built once: a zod schema is immutable,
- * so one instance serves every object that holds it (issue 32: sharing them cut the schema objects
- * a model's import builds by about a third).
+ * so one instance serves every object that holds it, and a chain started from one (`field.string
+ * .regex(…)`) builds a new schema without changing it. Issue 32: sharing them cut the schema
+ * objects a model's import builds by about a third.
  */
 export const field = {
   string,
@@ -47,18 +48,21 @@ const DNS_NAME =
 
 /** A value PVE checks as a `dns-name`. */
 export const dnsName = (what: string) =>
-  z.string().max(255).regex(
-    DNS_NAME,
-    `${what} must be a DNS name (letters, digits and inner hyphens, labels joined by dots)`,
+  field.string.check(
+    z.maxLength(255),
+    z.regex(
+      DNS_NAME,
+      `${what} must be a DNS name (letters, digits and inner hyphens, labels joined by dots)`,
+    ),
   );
 
 /** A single-line value: a newline or NUL could break the ssh command line or a log. */
 export const singleLine = (what: string) =>
-  z.string().min(1, `${what} must not be empty`).refine(
-    (v) => !/[\n\r\0]/.test(v),
-    {
+  field.string.check(
+    z.minLength(1, `${what} must not be empty`),
+    z.refine((v: string) => !/[\n\r\0]/.test(v), {
       message: `${what} must not contain a newline, carriage return or NUL`,
-    },
+    }),
   );
 
 /**
@@ -66,7 +70,7 @@ export const singleLine = (what: string) =>
  * with a letter or digit, so it can never add a segment, a query or `..`.
  */
 export const pathSegment = (what: string) =>
-  z.string().regex(
+  field.string.regex(
     /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
     `${what} must be a name of letters, digits, ., _ and - starting with a letter or digit (it becomes part of an API path)`,
   );
@@ -76,13 +80,13 @@ export const pathSegment = (what: string) =>
  * terminal would act on it). The message never echoes the value.
  */
 export const credential = (what: string) =>
-  z.string().min(1, `${what} must not be empty`).refine(
+  field.string.check(
+    z.minLength(1, `${what} must not be empty`),
     // deno-lint-ignore no-control-regex
-    (v) => !/[\u0000-\u001f\u007f-\u009f]/.test(v),
-    {
+    z.refine((v: string) => !/[\u0000-\u001f\u007f-\u009f]/.test(v), {
       message:
         `${what} must not contain a control character (newline, tab, NUL, DEL, …)`,
-    },
+    }),
   );
 
 const ApiTransport = z.object({
@@ -109,13 +113,13 @@ const SshTransport = z.object({
       message: "user must not start with - or contain @",
     },
   ).default("root"),
-  port: z.number().int().min(1).max(65535).default(22),
+  port: field.number.int().min(1).max(65535).default(22),
   proxyJump: singleLine("proxyJump").optional(),
   proxyCommand: singleLine("proxyCommand").optional(),
   identityFile: singleLine("identityFile").optional(),
   identityAgent: singleLine("identityAgent").optional(),
   strictHostKeyChecking: z.enum(["yes", "accept-new", "no", "off"]).optional(),
-  connectTimeoutSec: z.number().int().positive().max(3600).default(15),
+  connectTimeoutSec: field.number.int().positive().max(3600).default(15),
   sshBinary: singleLine("sshBinary").default("ssh"),
   pveshBinary: singleLine("pveshBinary").default("pvesh"),
   /** `pct` on the node: a container's guestExec runs `pct exec` there. */
@@ -124,16 +128,16 @@ const SshTransport = z.object({
 
 /** The global arguments of both models: the instance label, the transport, the time budgets. */
 export const GlobalArgs = z.object({
-  name: z.string().min(1),
+  name: field.string.min(1),
   transport: z.discriminatedUnion("kind", [ApiTransport, SshTransport]),
-  taskTimeoutSec: z.number().int().positive().max(604800).default(300),
-  pollIntervalSec: z.number().int().positive().max(3600).default(3),
+  taskTimeoutSec: field.number.int().positive().max(604800).default(300),
+  pollIntervalSec: field.number.int().positive().max(3600).default(3),
   /** How long one API request may go unanswered before it counts as lost (not a task's budget). */
-  requestTimeoutSec: z.number().int().positive().max(3600).default(30),
+  requestTimeoutSec: field.number.int().positive().max(3600).default(30),
 });
 
 /** A VMID as PVE accepts it. */
-export const vmid = z.number().int().min(100).max(999999999);
+export const vmid = field.number.int().min(100).max(999999999);
 
 /**
  * Where a new guest's VMID comes from: `vmid` (the caller's), else the lowest free one within
@@ -198,7 +202,7 @@ export const OPTION_KEY = /^[a-zA-Z][a-zA-Z0-9_-]*$/;
  */
 export const optionBag = (refused: readonly string[], why: string) =>
   z.record(
-    z.string().regex(OPTION_KEY).refine(
+    field.string.regex(OPTION_KEY).refine(
       (k) => !refused.includes(k),
       { message: why },
     ),
@@ -377,7 +381,7 @@ export function transportReachable(model: ModelName, appliesTo: string[]) {
 export const GuestArgs = z.object(guestRef).refine(requireGuest, provideGuest);
 
 /** A tag as PVE writes one (pve-common `$PVE_TAG_RE`). */
-const pveTag = z.string().regex(
+const pveTag = field.string.regex(
   /^[A-Za-z0-9_][A-Za-z0-9_+.-]*$/,
   "tags must be PVE tags: a letter, digit or _, then letters, digits, _, -, + or .",
 );
@@ -450,7 +454,7 @@ export const StopArgs = z.object({
 /** shutdown: graceful within timeoutSec, then a hard stop if forceStopAfter. */
 export const ShutdownArgs = z.object({
   ...guestRef,
-  timeoutSec: z.number().int().positive().max(86400).default(120),
+  timeoutSec: field.number.int().positive().max(86400).default(120),
   forceStopAfter: field.falseByDefault,
   force: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
@@ -469,14 +473,14 @@ export const DeleteArgs = z.object({
 export const TemplateArgs = z.object({
   ...guestRef,
   shutdownFirst: field.falseByDefault,
-  timeoutSec: z.number().int().positive().max(86400).default(120),
+  timeoutSec: field.number.int().positive().max(86400).default(120),
   force: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
 
 /** reboot: gated like stop (force overrides); timeoutSec bounds the shutdown half. */
 export const RebootArgs = z.object({
   ...guestRef,
-  timeoutSec: z.number().int().positive().max(86400).default(120),
+  timeoutSec: field.number.int().positive().max(86400).default(120),
   force: field.falseByDefault,
 }).refine(requireGuest, provideGuest);
 
@@ -525,7 +529,7 @@ export const DownloadUrlArgs = z.object({
     message:
       "url must not carry a user name or password: PVE writes the URL into the task log",
   }),
-  filename: z.string().max(255, "filename must be at most 255 characters")
+  filename: field.string.max(255, "filename must be at most 255 characters")
     .regex(
       /^[A-Za-z0-9_.-]+$/,
       "filename must hold only letters, digits, _, . and - (PVE would rename any other character to _)",
@@ -681,7 +685,7 @@ export function nodeMethods(model: ModelName) {
 // Snapshots (both models; `vmstate` only for VMs, reserved names per kind).
 
 /** PVE's `pve-configid` (pve-common `$CONFIGID_RE`) within pve-snapshot-name's 40 characters. */
-const snapshotName = z.string().regex(
+const snapshotName = field.string.regex(
   /^[A-Za-z][A-Za-z0-9_-]+$/,
   "name must be a letter followed by at least one letter, digit, _ or - (PVE's pve-configid format)",
 ).max(40, "name must be at most 40 characters (PVE's limit)");
@@ -699,7 +703,7 @@ export function snapshotArgs(model: ModelName) {
       message: "name is a name PVE reserves",
     }),
     // No argv can carry a NUL, so it could never reach pvesh over ssh; refused on both transports.
-    description: z.string().refine((v) => !v.includes("\0"), {
+    description: field.string.refine((v) => !v.includes("\0"), {
       message: "description must not contain NUL",
     }).optional(),
     ...(model === "qemu" ? { vmstate: field.falseByDefault } : {}),
@@ -805,20 +809,20 @@ export function fromUpstream(
 export const GuestExecArgs = z.object({
   ...guestRef,
   command: z.array(
-    z.string().min(1, "command items must not be empty").refine(
+    field.string.min(1, "command items must not be empty").refine(
       (v) => !v.includes("\0"),
       { message: "command items must not contain NUL" },
     ),
   ).min(1, "command must not be empty"),
-  timeoutSec: z.number().int().positive().max(86400).default(30),
+  timeoutSec: field.number.int().positive().max(86400).default(30),
   allowNonZeroExit: field.falseByDefault,
-  allowedExitCodes: z.array(z.number().int().min(0).max(255)).optional(),
+  allowedExitCodes: z.array(field.number.int().min(0).max(255)).optional(),
   // `@swamp/ssh`'s convention: the exit codes that count as success (replacing [0]), or "any".
   okExitCodes: z.union([
     z.literal("any"),
-    z.array(z.number().int().min(0).max(255)).min(1),
+    z.array(field.number.int().min(0).max(255)).min(1),
   ]).optional(),
-  inputData: z.string().refine(
+  inputData: field.string.refine(
     (v) => new TextEncoder().encode(v).length <= 65536,
     { message: "inputData must be at most 65536 bytes (PVE's limit)" },
   ).refine((v) => !v.includes("\0"), {
@@ -874,7 +878,7 @@ export const ExecRecord = z.object({
 
 /** PVE's `storage-pair-list`: `1`, or comma-separated `<id>` / `<source>:<target>` storage ids. */
 const STORAGE_ID = "[a-zA-Z][a-zA-Z0-9\\-_.]*[a-zA-Z0-9]";
-const storagePairList = z.string().regex(
+const storagePairList = field.string.regex(
   new RegExp(
     `^(1|(${STORAGE_ID}(:${STORAGE_ID})?)(,${STORAGE_ID}(:${STORAGE_ID})?)*)$`,
   ),
@@ -890,7 +894,7 @@ export function migrateArgs(model: ModelName) {
     }
     : {
       restart: field.falseByDefault,
-      timeoutSec: z.number().int().positive().max(86400).optional(),
+      timeoutSec: field.number.int().positive().max(86400).optional(),
     };
   return z.object({
     ...guestRef,
@@ -938,7 +942,7 @@ function isBackupVolid(text: string): boolean {
 
 /** A backup volume id: `<storage>:backup/<file>`. */
 const backupVolid = (what: string) =>
-  z.string().refine(isBackupVolid, {
+  field.string.refine(isBackupVolid, {
     message:
       `${what} must be a backup volume id, <storage>:backup/<file> (e.g. local:backup/vzdump-qemu-100-2026_01_01-00_00_00.vma.zst)`,
   });
@@ -965,7 +969,7 @@ export const BackupArgs = z.object({
   storage: pathSegment("storage"),
   mode: z.enum(["snapshot", "suspend", "stop"]).default("snapshot"),
   compress: z.enum(["0", "1", "gzip", "lzo", "zstd"]).optional(),
-  notesTemplate: z.string().refine(notesTemplateOk, {
+  notesTemplate: field.string.refine(notesTemplateOk, {
     message:
       "notesTemplate must be one line, escape only \\n and \\\\, and use only {{cluster}}, {{guestname}}, {{node}}, {{vmid}} (PVE's rule)",
   }).optional(),
