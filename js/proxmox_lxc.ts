@@ -25,10 +25,7 @@ import {
   newVmid,
   nodeMethods,
   notBothVmidAndRange,
-  oneVmidChoice,
   optionBag,
-  pathSegment,
-  provideGuest,
   RebootArgs,
   requireGuest,
   SetConfigArgs,
@@ -39,6 +36,7 @@ import {
   StartArgs,
   StopArgs,
   storageMethods,
+  storageName,
   SyncArgs,
   TemplateArgs,
   transportReachable,
@@ -82,7 +80,7 @@ const CreateArgs = z.object({
   ...newVmid,
   ostemplate: singleLine("ostemplate"),
   hostname: dnsName("hostname"),
-  storage: pathSegment("storage"),
+  storage: storageName,
   /** GiB. */
   rootfsSize: field.number.int().min(1).max(131072).default(8),
   cores: field.number.int().min(1).max(8192).optional(),
@@ -102,13 +100,13 @@ const CreateArgs = z.object({
     CREATE_REFUSED_KEYS,
     "has its own argument, or is not a container option",
   ).optional(),
-}).refine(notBothVmidAndRange, oneVmidChoice);
+}).check(notBothVmidAndRange);
 
 const ResizeArgs = z.object({
   ...guestRef,
   disk: field.string.regex(/^(rootfs|mp\d+)$/).default("rootfs"),
   size: field.string.regex(/^\+?\d+(\.\d+)?[KMGT]?$/),
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /** A container's observed state: the fields every guest record has (no qmpstatus, no agent). */
 const ContainerRecord = z.object(guestStateFields).omit({

@@ -25,11 +25,10 @@ import {
   newVmid,
   nodeMethods,
   notBothVmidAndRange,
-  oneVmidChoice,
   optionBag,
-  provideGuest,
   RebootArgs,
   requireGuest,
+  secondsUpToADay,
   SetConfigArgs,
   sharedResources,
   ShutdownArgs,
@@ -62,7 +61,7 @@ const readyFields = {
     "nic must be net0 … net31",
   ).optional(),
   cloudInit: field.falseByDefault,
-  timeoutSec: field.number.int().positive().max(86400).default(300),
+  timeoutSec: secondsUpToADay.default(300),
 };
 
 const CloneArgs = z.object({
@@ -81,7 +80,7 @@ const CloneArgs = z.object({
   message:
     "storage cannot be given with full: false (PVE puts a linked clone on its template's storage)",
   path: ["storage"],
-}).refine(notBothVmidAndRange, oneVmidChoice);
+}).check(notBothVmidAndRange);
 
 /**
  * Keys `create`'s config bag may not hold: they have their own argument, or change how PVE creates
@@ -146,7 +145,7 @@ const VmCreateArgs = z.object({
         "import-from needs the volume <storage>:0 (PVE sizes the disk by the image), e.g. local-lvm:0,import-from=local:import/cloud.qcow2",
     },
   ).optional(),
-}).refine(notBothVmidAndRange, oneVmidChoice);
+}).check(notBothVmidAndRange);
 
 /** An ssh public key line as PVE validates keys: `<type> <base64> [comment]`. */
 const SSH_KEY_LINE =
@@ -184,12 +183,11 @@ const CloudInitArgs = z.object({
   cicustom: singleLine("cicustom").optional(),
   ciupgrade: field.optionalBoolean,
   applyPending,
-  timeoutSec: field.number.int().positive().max(86400).default(120),
-}).refine(requireGuest, provideGuest);
+  timeoutSec: secondsUpToADay.default(120),
+}).check(requireGuest);
 
-const WaitReadyArgs = z.object({ ...guestRef, ...readyFields }).refine(
+const WaitReadyArgs = z.object({ ...guestRef, ...readyFields }).check(
   requireGuest,
-  provideGuest,
 );
 
 /** start of a VM: the shared start arguments and `waitReady` (what to wait for after the start). */
@@ -200,7 +198,7 @@ const QemuStartArgs = z.object({
   waitReady: z.object(readyFields).optional(),
   /** A paused or suspended VM is resumed (without it, refused). */
   resume: field.falseByDefault,
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /** What one waitReady saw (instance vm-<vmid>-ready). */
 const ReadyRecord = z.object({
@@ -234,7 +232,7 @@ const ResizeDiskArgs = z.object({
   ...guestRef,
   disk: field.string.regex(/^(scsi|sata|virtio|ide)\d+$/).default("scsi0"),
   size: field.string.regex(/^\+?\d+(\.\d+)?[KMGT]?$/),
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 const GuestRecord = z.object({
   ...guestStateFields,
@@ -262,7 +260,7 @@ const FileWriteArgs = z.object({
     .optional(),
   mode: field.string.regex(/^[0-7]{3,4}$/, "mode must be 3 or 4 octal digits")
     .optional(),
-}).refine(requireGuest, provideGuest).refine(
+}).check(requireGuest).refine(
   (a) => (a.content === undefined) !== (a.contentBase64 === undefined),
   {
     message: "give exactly one of content (text) and contentBase64 (bytes)",
@@ -283,7 +281,7 @@ const FileReadArgs = z.object({
   ...guestRef,
   path: guestPath,
   maxBytes: field.number.int().min(1).max(MAX_FILE_BYTES).default(1024 * 1024),
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 const FileRecord = z.object({
   vmid: field.number,

@@ -8,13 +8,7 @@
  */
 import { z } from "npm:zod@4";
 import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
-import {
-  applyPending,
-  field,
-  guestRef,
-  provideGuest,
-  requireGuest,
-} from "./schemas.ts";
+import { applyPending, field, guestRef, requireGuest } from "./schemas.ts";
 
 const UNUSED = "unused(0|[1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-5])";
 
@@ -49,7 +43,7 @@ export function diskMethods(model: ModelName) {
     /** Free the source instead of keeping it as unusedN. */
     delete: field.falseByDefault,
     ...(vm ? { format: z.enum(["raw", "qcow2", "vmdk"]).optional() } : {}),
-  }).refine(requireGuest, provideGuest);
+  }).check(requireGuest);
   const slot = vm
     ? {
       disk: field.string.regex(
@@ -77,7 +71,7 @@ export function diskMethods(model: ModelName) {
     ),
     ...slot,
     applyPending,
-  }).refine(requireGuest, provideGuest)
+  }).check(requireGuest)
     .refine((a) => !("bus" in a && a.bus && a.disk), {
       message: "bus is given with disk: give one of them",
       path: ["bus"],
@@ -88,7 +82,7 @@ export function diskMethods(model: ModelName) {
     /** Free the volume instead of keeping it as unusedN; required for an unusedN. */
     destroy: field.falseByDefault,
     applyPending,
-  }).refine(requireGuest, provideGuest)
+  }).check(requireGuest)
     .refine((a) => a.destroy || !a.disk.startsWith("unused"), {
       message:
         "destroy must be true to remove an unusedN (PVE destroys its volume)",

@@ -9,7 +9,7 @@
  */
 import { z } from "npm:zod@4";
 import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
-import { field, guestRef, provideGuest, requireGuest } from "./schemas.ts";
+import { field, guestRef, requireGuest } from "./schemas.ts";
 
 const LOG_LEVELS = [
   "emerg",
@@ -38,7 +38,7 @@ const OptionsArgs = z.object({
   dhcp: field.optionalBoolean,
   ndp: field.optionalBoolean,
   radv: field.optionalBoolean,
-}).refine(requireGuest, provideGuest)
+}).check(requireGuest)
   .refine(
     (a) =>
       [...FLAGS, ...CHOICES].some((k) =>
@@ -250,7 +250,7 @@ const RulesArgs = z.object({
   ...guestRef,
   /** The whole ordered list: PVE's is made equal to it (an empty list removes every rule). */
   rules: z.array(Rule),
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /** An IP set or alias name: pve-firewall's `ipset-name`, `pve-fw-alias` (2 to 64). */
 const fwName = field.string.regex(
@@ -314,7 +314,7 @@ const IpsetArgs = z.object({
   ).optional(),
   /** Remove the set and its entries. */
   delete: field.optionalBoolean,
-}).refine(requireGuest, provideGuest).superRefine(declaredOrDeleted("cidrs"));
+}).check(requireGuest).superRefine(declaredOrDeleted("cidrs"));
 
 const AliasArgs = z.object({
   ...guestRef,
@@ -326,7 +326,7 @@ const AliasArgs = z.object({
   comment: comment.optional(),
   /** Remove the alias. */
   delete: field.optionalBoolean,
-}).refine(requireGuest, provideGuest).superRefine(declaredOrDeleted("cidr"));
+}).check(requireGuest).superRefine(declaredOrDeleted("cidr"));
 
 /** The firewall methods of `model`. */
 export function firewallMethods(model: ModelName) {

@@ -9,7 +9,7 @@
  */
 import { z } from "npm:zod@4";
 import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
-import { field, guestRef, provideGuest, requireGuest } from "./schemas.ts";
+import { field, guestRef, requireGuest } from "./schemas.ts";
 
 /** pve-ha-manager PVE/HA/Resources.pm `state` (its alias `enabled` left out). */
 export const HA_STATES = ["started", "stopped", "disabled", "ignored"] as const;
@@ -37,7 +37,7 @@ const ResourceArgs = z.object({
   failback: field.optionalBoolean,
   comment: haComment.optional(),
   delete: field.optionalBoolean,
-}).refine(requireGuest, provideGuest)
+}).check(requireGuest)
   .refine(
     (a) =>
       !a.delete ||
@@ -48,10 +48,7 @@ const ResourceArgs = z.object({
     },
   );
 
-const StatusArgs = z.object({ ...guestRef }).refine(
-  requireGuest,
-  provideGuest,
-);
+const StatusArgs = z.object({ ...guestRef }).check(requireGuest);
 
 /** pve-configid: a letter, then letters, digits, `-` or `_` (at least two characters). */
 const ruleId = field.string.regex(
@@ -89,7 +86,7 @@ const RuleArgs = z.object({
   comment: haComment.optional(),
   disable: field.optionalBoolean,
   delete: field.optionalBoolean,
-}).refine(requireGuest, provideGuest)
+}).check(requireGuest)
   .superRefine((a, ctx) => {
     const given = (k: string) =>
       (a as Record<string, unknown>)[k] !== undefined;

@@ -7,13 +7,7 @@
  */
 import { z } from "npm:zod@4";
 import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
-import {
-  applyPending,
-  field,
-  guestRef,
-  provideGuest,
-  requireGuest,
-} from "./schemas.ts";
+import { applyPending, field, guestRef, requireGuest } from "./schemas.ts";
 
 /** qemu-server's NIC models (`PVE/QemuServer/Network.pm` `$nic_model_list`). */
 const MODELS = [
@@ -109,16 +103,14 @@ function setNicArgs(model: ModelName) {
     )
       .optional(),
   });
-  return model === "qemu"
-    ? vm.refine(requireGuest, provideGuest)
-    : ct.refine(requireGuest, provideGuest);
+  return model === "qemu" ? vm.check(requireGuest) : ct.check(requireGuest);
 }
 
 /** setNic and removeNic of `model`. */
 export function nicMethods(model: ModelName) {
   const vm = model === "qemu";
   const SetNicArgs = setNicArgs(model);
-  const RemoveNicArgs = z.object(nicRef).refine(requireGuest, provideGuest);
+  const RemoveNicArgs = z.object(nicRef).check(requireGuest);
   return {
     setNic: {
       description: vm

@@ -12,11 +12,11 @@ import {
   field,
   GuestArgs,
   guestRef,
+  optionalNodeName,
+  optionalVmid,
   pathSegment,
-  provideGuest,
   requireGuest,
   StopArgs,
-  vmid,
 } from "./schemas.ts";
 
 /** suspend of a VM: to RAM, or `toDisk` with the state on `stateStorage` (PVE's choice without it). */
@@ -25,7 +25,7 @@ const QemuSuspendArgs = z.object({
   toDisk: field.falseByDefault,
   stateStorage: pathSegment("stateStorage").optional(),
   force: field.falseByDefault,
-}).refine(requireGuest, provideGuest).refine(
+}).check(requireGuest).refine(
   // PVE's schema: statestorage `requires => 'todisk'`.
   (a) => a.stateStorage === undefined || a.toDisk,
   { message: "stateStorage needs toDisk: true", path: ["stateStorage"] },
@@ -44,9 +44,9 @@ const WaitTaskArgs = z.object({
     UPID,
     "upid must be a PVE task id, UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>:",
   ).optional(),
-  node: pathSegment("node").optional(),
+  node: optionalNodeName,
   type: pathSegment("type").optional(),
-  vmid: vmid.optional(),
+  vmid: optionalVmid,
   /** Unix seconds: tasks started at or after it (PVE's `since`). */
   startedAfter: field.number.int().min(0).max(4294967295).optional(),
 }).refine(

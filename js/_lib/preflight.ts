@@ -13,7 +13,7 @@ import {
   type ModelName,
   runOnCore,
 } from "./core.ts";
-import { field, pathSegment, vmid } from "./schemas.ts";
+import { field, optionalStorageName, optionalVmid } from "./schemas.ts";
 
 /**
  * preflight: the methods to ask about (default: all of the model's), and the values their paths are
@@ -30,9 +30,9 @@ export function preflightArgs(methodNames: () => string[]) {
         (list) => list.every((m) => methodNames().includes(m)),
         { message: "methods must name methods of this model" },
       ).optional(),
-    vmid: vmid.optional(),
-    templateId: vmid.optional(),
-    storage: pathSegment("storage").optional(),
+    vmid: optionalVmid,
+    templateId: optionalVmid,
+    storage: optionalStorageName,
   });
 }
 

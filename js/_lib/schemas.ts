@@ -75,6 +75,16 @@ export const pathSegment = (what: string) =>
     `${what} must be a name of letters, digits, ., _ and - starting with a letter or digit (it becomes part of an API path)`,
   );
 
+/** The node and storage names arguments take, each built once for every schema that takes one. */
+export const nodeName = pathSegment("node");
+export const optionalNodeName = nodeName.optional();
+export const storageName = pathSegment("storage");
+export const optionalStorageName = storageName.optional();
+
+/** A whole number of seconds, positive, at most an hour or a day (add `.default(…)`). */
+export const secondsUpToAnHour = field.number.int().positive().max(3600);
+export const secondsUpToADay = field.number.int().positive().max(86400);
+
 /**
  * A credential (tokenId, tokenSecret): no control character at all (a header cannot carry one, a
  * terminal would act on it). The message never echoes the value.
@@ -91,7 +101,7 @@ export const credential = (what: string) =>
 
 const ApiTransport = z.object({
   kind: z.literal("api"),
-  node: pathSegment("node"),
+  node: nodeName,
   apiUrl: singleLine("apiUrl").refine((v) => /^https?:\/\/[^/]/.test(v), {
     message: "apiUrl must be an http(s) URL, e.g. https://pve1:8006",
   }),
@@ -103,7 +113,7 @@ const ApiTransport = z.object({
 
 const SshTransport = z.object({
   kind: z.literal("ssh"),
-  node: pathSegment("node"),
+  node: nodeName,
   host: singleLine("host").refine((v) => !v.startsWith("-"), {
     message: "host must not start with -",
   }),
@@ -119,7 +129,7 @@ const SshTransport = z.object({
   identityFile: singleLine("identityFile").optional(),
   identityAgent: singleLine("identityAgent").optional(),
   strictHostKeyChecking: z.enum(["yes", "accept-new", "no", "off"]).optional(),
-  connectTimeoutSec: field.number.int().positive().max(3600).default(15),
+  connectTimeoutSec: secondsUpToAnHour.default(15),
   sshBinary: singleLine("sshBinary").default("ssh"),
   pveshBinary: singleLine("pveshBinary").default("pvesh"),
   /** `pct` on the node: a container's guestExec runs `pct exec` there. */
@@ -131,13 +141,14 @@ export const GlobalArgs = z.object({
   name: field.string.min(1),
   transport: z.discriminatedUnion("kind", [ApiTransport, SshTransport]),
   taskTimeoutSec: field.number.int().positive().max(604800).default(300),
-  pollIntervalSec: field.number.int().positive().max(3600).default(3),
+  pollIntervalSec: secondsUpToAnHour.default(3),
   /** How long one API request may go unanswered before it counts as lost (not a task's budget). */
-  requestTimeoutSec: field.number.int().positive().max(3600).default(30),
+  requestTimeoutSec: secondsUpToAnHour.default(30),
 });
 
 /** A VMID as PVE accepts it. */
 export const vmid = field.number.int().min(100).max(999999999);
+export const optionalVmid = vmid.optional();
 
 /**
  * Where a new guest's VMID comes from: `vmid` (the caller's), else the lowest free one within
@@ -150,36 +161,35 @@ export const vmidRange = z.object({ min: vmid, max: vmid }).refine(
 
 /** The new-guest VMID fields (spread into clone's and create's arguments). */
 export const newVmid = {
-  vmid: vmid.optional(),
+  vmid: optionalVmid,
   vmidRange: vmidRange.optional(),
 };
 
-/** `vmid` and `vmidRange` exclude each other (use with {@link oneVmidChoice} in `.refine`). */
-export const notBothVmidAndRange = (
-  a: { vmid?: number; vmidRange?: unknown },
-) => a.vmid === undefined || a.vmidRange === undefined;
-
-/** The error of giving both `vmid` and `vmidRange`. */
-export const oneVmidChoice = {
+/**
+ * The rule that `vmid` and `vmidRange` exclude each other, as a check (`.check(notBothVmidAndRange)`):
+ * one instance serves every method's arguments.
+ */
+export const notBothVmidAndRange = z.refine<
+  { vmid?: number; vmidRange?: unknown }
+>((a) => a.vmid === undefined || a.vmidRange === undefined, {
   message: "give either vmid or vmidRange, not both",
   path: ["vmidRange"],
-};
+});
 
 /** The guest reference fields: `vmid` and/or `vmName` (spread into a method's arguments). */
 export const guestRef = {
-  vmid: vmid.optional(),
+  vmid: optionalVmid,
   vmName: singleLine("vmName").optional(),
 };
 
-/** Whether a guest reference names a guest (use with {@link provideGuest} in `.refine`). */
-export const requireGuest = (a: { vmid?: number; vmName?: string }) =>
-  a.vmid !== undefined || a.vmName !== undefined;
-
-/** The error of a guest reference that names no guest. */
-export const provideGuest = {
-  message: "Provide vmid or vmName",
-  path: ["vmid"],
-};
+/**
+ * The rule that a guest reference names a guest, as a check (`.check(requireGuest)`): one instance
+ * serves every method's arguments.
+ */
+export const requireGuest = z.refine<{ vmid?: number; vmName?: string }>(
+  (a) => a.vmid !== undefined || a.vmName !== undefined,
+  { message: "Provide vmid or vmName", path: ["vmid"] },
+);
 
 /** Parameters of PVE's config update that are not config keys (they change how it applies). */
 export const NOT_CONFIG_KEYS = [
@@ -378,7 +388,7 @@ export function transportReachable(model: ModelName, appliesTo: string[]) {
 // Method arguments both models share. (Each model file keeps the arguments only it has.)
 
 /** lookup and getConfig: just the guest reference. */
-export const GuestArgs = z.object(guestRef).refine(requireGuest, provideGuest);
+export const GuestArgs = z.object(guestRef).check(requireGuest);
 
 /** A tag as PVE writes one (pve-common `$PVE_TAG_RE`). */
 const pveTag = field.string.regex(
@@ -396,8 +406,8 @@ export const SyncArgs = z.object({
   ...guestRef,
   /** Default "node" (the core's default, so `nodes` can tell it was not given). */
   scope: z.enum(["node", "cluster"]).optional(),
-  node: pathSegment("node").optional(),
-  nodes: z.array(pathSegment("node")).min(
+  node: optionalNodeName,
+  nodes: z.array(nodeName).min(
     1,
     "nodes must name at least one node",
   )
@@ -436,35 +446,35 @@ export const SetConfigArgs = z.object({
   ).refine((c) => Object.keys(c).length > 0, {
     message: "config must hold at least one key",
   }),
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /** start: waitForIp waits for an address (agent for VMs, static ip= for containers). */
 export const StartArgs = z.object({
   ...guestRef,
   waitForIp: field.falseByDefault,
   allowNoIp: field.falseByDefault,
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /** stop: force overrides the safety gate (the swamp tag). */
 export const StopArgs = z.object({
   ...guestRef,
   force: field.falseByDefault,
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /** shutdown: graceful within timeoutSec, then a hard stop if forceStopAfter. */
 export const ShutdownArgs = z.object({
   ...guestRef,
-  timeoutSec: field.number.int().positive().max(86400).default(120),
+  timeoutSec: secondsUpToADay.default(120),
   forceStopAfter: field.falseByDefault,
   force: field.falseByDefault,
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /** delete: purge also destroys unreferenced disks; force overrides the safety gates. */
 export const DeleteArgs = z.object({
   ...guestRef,
   purge: field.trueByDefault,
   force: field.falseByDefault,
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /**
  * convertToTemplate: gated like delete (force overrides); a running guest is refused unless
@@ -473,20 +483,20 @@ export const DeleteArgs = z.object({
 export const TemplateArgs = z.object({
   ...guestRef,
   shutdownFirst: field.falseByDefault,
-  timeoutSec: field.number.int().positive().max(86400).default(120),
+  timeoutSec: secondsUpToADay.default(120),
   force: field.falseByDefault,
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /** reboot: gated like stop (force overrides); timeoutSec bounds the shutdown half. */
 export const RebootArgs = z.object({
   ...guestRef,
-  timeoutSec: field.number.int().positive().max(86400).default(120),
+  timeoutSec: secondsUpToADay.default(120),
   force: field.falseByDefault,
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /** Node-scoped reads: the transport's node unless `node` names another. */
 export const NodeArgs = z.object({
-  node: pathSegment("node").optional(),
+  node: optionalNodeName,
 });
 
 // downloadUrl (both models): PVE fetches a URL into a storage (pve-storage Status.pm download_url).
@@ -520,8 +530,8 @@ const DIGEST_DIGITS = {
  * the digest as the algorithm's hex digits; `compression` only for ISO images.
  */
 export const DownloadUrlArgs = z.object({
-  node: pathSegment("node").optional(),
-  storage: pathSegment("storage"),
+  node: optionalNodeName,
+  storage: storageName,
   content: z.enum(["iso", "vztmpl", "import"]),
   url: singleLine("url").refine((v) => /^https?:\/\//.test(v), {
     message: "url must start with http:// or https:// (PVE's pattern)",
@@ -707,7 +717,7 @@ export function snapshotArgs(model: ModelName) {
       message: "description must not contain NUL",
     }).optional(),
     ...(model === "qemu" ? { vmstate: field.falseByDefault } : {}),
-  }).refine(requireGuest, provideGuest);
+  }).check(requireGuest);
 }
 
 /** rollback: the snapshot to return to; `start` starts the guest afterwards. */
@@ -715,14 +725,14 @@ export const RollbackArgs = z.object({
   ...guestRef,
   name: snapshotName,
   start: field.falseByDefault,
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /** deleteSnapshot: `force` removes it from the config even if a disk snapshot cannot be removed. */
 export const DeleteSnapshotArgs = z.object({
   ...guestRef,
   name: snapshotName,
   force: field.falseByDefault,
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /** The `snapshots` record (`vm-<vmid>-snapshots`, `ct-<vmid>-snapshots`): the tree as observed. */
 export const SnapshotsRecord = z.object({
@@ -814,7 +824,7 @@ export const GuestExecArgs = z.object({
       { message: "command items must not contain NUL" },
     ),
   ).min(1, "command must not be empty"),
-  timeoutSec: field.number.int().positive().max(86400).default(30),
+  timeoutSec: secondsUpToADay.default(30),
   allowNonZeroExit: field.falseByDefault,
   allowedExitCodes: z.array(field.number.int().min(0).max(255)).optional(),
   // `@swamp/ssh`'s convention: the exit codes that count as success (replacing [0]), or "any".
@@ -829,7 +839,7 @@ export const GuestExecArgs = z.object({
     // No argv can carry a NUL, so it could never reach pvesh over ssh; refused on both transports.
     message: "inputData must not contain NUL",
   }).optional(),
-}).refine(requireGuest, provideGuest).refine(
+}).check(requireGuest).refine(
   (a) =>
     a.okExitCodes === undefined ||
     (!a.allowNonZeroExit && a.allowedExitCodes === undefined),
@@ -894,14 +904,14 @@ export function migrateArgs(model: ModelName) {
     }
     : {
       restart: field.falseByDefault,
-      timeoutSec: field.number.int().positive().max(86400).optional(),
+      timeoutSec: secondsUpToADay.optional(),
     };
   return z.object({
     ...guestRef,
     targetNode: pathSegment("targetNode"),
     targetStorage: storagePairList.optional(),
     ...how,
-  }).refine(requireGuest, provideGuest);
+  }).check(requireGuest);
 }
 
 /** The migrate method of a model. */
@@ -966,7 +976,7 @@ function notesTemplateOk(template: string): boolean {
 /** backup: where to, how (vzdump's mode and compressor), notes and protection of the archive. */
 export const BackupArgs = z.object({
   ...guestRef,
-  storage: pathSegment("storage"),
+  storage: storageName,
   mode: z.enum(["snapshot", "suspend", "stop"]).default("snapshot"),
   compress: z.enum(["0", "1", "gzip", "lzo", "zstd"]).optional(),
   notesTemplate: field.string.refine(notesTemplateOk, {
@@ -974,29 +984,29 @@ export const BackupArgs = z.object({
       "notesTemplate must be one line, escape only \\n and \\\\, and use only {{cluster}}, {{guestname}}, {{node}}, {{vmid}} (PVE's rule)",
   }).optional(),
   protected: field.falseByDefault,
-}).refine(requireGuest, provideGuest);
+}).check(requireGuest);
 
 /** listBackups: one storage's archives of this model's guests (one guest's with `vmid`). */
 export const ListBackupsArgs = z.object({
-  storage: pathSegment("storage"),
-  vmid: vmid.optional(),
-  node: pathSegment("node").optional(),
+  storage: storageName,
+  vmid: optionalVmid,
+  node: optionalNodeName,
 });
 
 /** deleteBackup: one archive, by volume id. */
 export const DeleteBackupArgs = z.object({
   volid: backupVolid("volid"),
-  node: pathSegment("node").optional(),
+  node: optionalNodeName,
 });
 
 /** restore: an archive to a new VMID (or a free one), or over a stopped guest with `force`. */
 export const RestoreArgs = z.object({
   archive: backupVolid("archive"),
   ...newVmid,
-  storage: pathSegment("storage").optional(),
+  storage: optionalStorageName,
   force: field.falseByDefault,
   unique: field.falseByDefault,
-}).refine(notBothVmidAndRange, oneVmidChoice);
+}).check(notBothVmidAndRange);
 
 /** One archive as a storage lists it. */
 const ArchiveRecord = z.object({
