@@ -104,8 +104,8 @@ function isPortList(text: string): boolean {
   return ok && count <= 15;
 }
 
-const IPV4 = z.ipv4();
-const IPV6 = z.ipv6();
+/** zod's address checks, built on the first check of an address (the import needs none). */
+let addressFormats: { v4: z.ZodIPv4; v6: z.ZodIPv6 } | undefined;
 
 /**
  * An IP address's version (4 or 6; 0 for none), by zod's address checks. They agree with
@@ -113,8 +113,9 @@ const IPV6 = z.ipv6();
  * $IPV6RE); importing node:net cost 32 ms of every cold start (issue 32).
  */
 function ipVersion(text: string): 0 | 4 | 6 {
-  if (IPV4.safeParse(text).success) return 4;
-  return IPV6.safeParse(text).success ? 6 : 0;
+  addressFormats ??= { v4: z.ipv4(), v6: z.ipv6() };
+  if (addressFormats.v4.safeParse(text).success) return 4;
+  return addressFormats.v6.safeParse(text).success ? 6 : 0;
 }
 
 /** An IP address as a number (IPv4 in the low 32 bits), or undefined. */
