@@ -82,12 +82,12 @@ const CreateArgs = z.object({
   hostname: dnsName("hostname"),
   storage: storageName,
   /** GiB. */
-  rootfsSize: field.number.int().min(1).max(131072).default(8),
-  cores: field.number.int().min(1).max(8192).optional(),
+  rootfsSize: field.integer.min(1).max(131072).default(8),
+  cores: field.integer.min(1).max(8192).optional(),
   /** MiB. */
-  memory: field.number.int().min(16).max(67108864).optional(),
+  memory: field.integer.min(16).max(67108864).optional(),
   /** MiB. */
-  swap: field.number.int().min(0).max(67108864).optional(),
+  swap: field.integer.min(0).max(67108864).optional(),
   unprivileged: field.trueByDefault,
   features: singleLine("features").optional(),
   /** One key per line. */

@@ -64,6 +64,9 @@ const readyFields = {
   timeoutSec: secondsUpToADay.default(300),
 };
 
+/** clone's, create's and start's option: start the VM and wait until it is ready (as waitReady). */
+const waitReadyOption = z.object(readyFields).optional();
+
 const CloneArgs = z.object({
   templateId: vmid,
   ...newVmid,
@@ -71,16 +74,20 @@ const CloneArgs = z.object({
   full: field.trueByDefault,
   storage: singleLine("storage").optional(),
   /** Start the clone and wait until it is ready (as waitReady). */
-  waitReady: z.object(readyFields).optional(),
-}).refine((a) => a.templateId !== a.vmid, {
-  message: "vmid must differ from templateId",
-  path: ["vmid"],
-}).refine((a) => a.full || a.storage === undefined, {
-  // qemu-server clone_vm refuses a target storage for a linked clone.
-  message:
-    "storage cannot be given with full: false (PVE puts a linked clone on its template's storage)",
-  path: ["storage"],
-}).check(notBothVmidAndRange);
+  waitReady: waitReadyOption,
+}).check(
+  z.refine((a) => a.templateId !== a.vmid, {
+    message: "vmid must differ from templateId",
+    path: ["vmid"],
+  }),
+  z.refine((a) => a.full || a.storage === undefined, {
+    // qemu-server clone_vm refuses a target storage for a linked clone.
+    message:
+      "storage cannot be given with full: false (PVE puts a linked clone on its template's storage)",
+    path: ["storage"],
+  }),
+  notBothVmidAndRange,
+);
 
 /**
  * Keys `create`'s config bag may not hold: they have their own argument, or change how PVE creates
@@ -123,27 +130,32 @@ const zeroVolume = (v: string | number | boolean) => {
 const VmCreateArgs = z.object({
   ...newVmid,
   name: dnsName("name"),
-  cores: field.number.int().min(1).max(1024).optional(),
+  cores: field.integer.min(1).max(1024).optional(),
   /** MiB. */
-  memory: field.number.int().min(16).max(268435456).optional(),
+  memory: field.integer.min(16).max(268435456).optional(),
   agent: field.optionalBoolean,
   start: field.falseByDefault,
   /** Start the VM and wait until it is ready (as waitReady). */
-  waitReady: z.object(readyFields).optional(),
+  waitReady: waitReadyOption,
   /** The VM's options: scsi0, ide2, net0, ciuser, sshkeys, ipconfig0, tags, … */
   config: optionBag(
     VM_CREATE_REFUSED_KEYS,
     "has its own argument, or is not a VM option",
-  ).refine(
-    (c) =>
-      Object.values(c).every((v) => typeof v !== "string" || !v.includes("\0")),
-    { message: "config values must not contain NUL" },
-  ).refine(
-    (c) => Object.values(c).every((v) => !asksImport(v) || zeroVolume(v)),
-    {
-      message:
-        "import-from needs the volume <storage>:0 (PVE sizes the disk by the image), e.g. local-lvm:0,import-from=local:import/cloud.qcow2",
-    },
+  ).check(
+    z.refine(
+      (c) =>
+        Object.values(c).every((v) =>
+          typeof v !== "string" || !v.includes("\0")
+        ),
+      { message: "config values must not contain NUL" },
+    ),
+    z.refine(
+      (c) => Object.values(c).every((v) => !asksImport(v) || zeroVolume(v)),
+      {
+        message:
+          "import-from needs the volume <storage>:0 (PVE sizes the disk by the image), e.g. local-lvm:0,import-from=local:import/cloud.qcow2",
+      },
+    ),
   ).optional(),
 }).check(notBothVmidAndRange);
 
@@ -195,7 +207,7 @@ const QemuStartArgs = z.object({
   ...guestRef,
   waitForIp: field.falseByDefault,
   allowNoIp: field.falseByDefault,
-  waitReady: z.object(readyFields).optional(),
+  waitReady: waitReadyOption,
   /** A paused or suspended VM is resumed (without it, refused). */
   resume: field.falseByDefault,
 }).check(requireGuest);
@@ -260,27 +272,34 @@ const FileWriteArgs = z.object({
     .optional(),
   mode: field.string.regex(/^[0-7]{3,4}$/, "mode must be 3 or 4 octal digits")
     .optional(),
-}).check(requireGuest).refine(
-  (a) => (a.content === undefined) !== (a.contentBase64 === undefined),
-  {
-    message: "give exactly one of content (text) and contentBase64 (bytes)",
-    path: ["content"],
-  },
-).refine(
-  (a) =>
-    (a.content !== undefined
-      ? new TextEncoder().encode(a.content).length
-      : a.contentBase64 !== undefined
-      ? a.contentBase64.length / 4 * 3 -
-        (a.contentBase64.match(/=*$/)?.[0].length ?? 0)
-      : 0) <= MAX_FILE_BYTES,
-  { message: "content must be at most 16777216 bytes", path: ["content"] },
+}).check(
+  requireGuest,
+  z.refine(
+    (a) => (a.content === undefined) !== (a.contentBase64 === undefined),
+    {
+      message: "give exactly one of content (text) and contentBase64 (bytes)",
+      path: ["content"],
+    },
+  ),
+  z.refine(
+    (a) =>
+      (a.content !== undefined
+        ? new TextEncoder().encode(a.content).length
+        : a.contentBase64 !== undefined
+        ? a.contentBase64.length / 4 * 3 -
+          (a.contentBase64.match(/=*$/)?.[0].length ?? 0)
+        : 0) <= MAX_FILE_BYTES,
+    {
+      message: "content must be at most 16777216 bytes",
+      path: ["content"],
+    },
+  ),
 );
 
 const FileReadArgs = z.object({
   ...guestRef,
   path: guestPath,
-  maxBytes: field.number.int().min(1).max(MAX_FILE_BYTES).default(1024 * 1024),
+  maxBytes: field.integer.min(1).max(MAX_FILE_BYTES).default(1024 * 1024),
 }).check(requireGuest);
 
 const FileRecord = z.object({

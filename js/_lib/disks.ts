@@ -71,28 +71,32 @@ export function diskMethods(model: ModelName) {
     ),
     ...slot,
     applyPending,
-  }).check(requireGuest)
-    .refine((a) => !("bus" in a && a.bus && a.disk), {
+  }).check(
+    requireGuest,
+    z.refine((a) => !("bus" in a && a.bus && a.disk), {
       message: "bus is given with disk: give one of them",
       path: ["bus"],
-    });
+    }),
+  );
   const DetachDiskArgs = z.object({
     ...guestRef,
     disk: key(vm ? VOLUME_KEY.qemu : "mp\\d+"),
     /** Free the volume instead of keeping it as unusedN; required for an unusedN. */
     destroy: field.falseByDefault,
     applyPending,
-  }).check(requireGuest)
-    .refine((a) => a.destroy || !a.disk.startsWith("unused"), {
+  }).check(
+    requireGuest,
+    z.refine((a) => a.destroy || !a.disk.startsWith("unused"), {
       message:
         "destroy must be true to remove an unusedN (PVE destroys its volume)",
       path: ["destroy"],
-    })
-    .refine((a) => vm || !a.destroy || a.disk.startsWith("unused"), {
+    }),
+    z.refine((a) => vm || !a.destroy || a.disk.startsWith("unused"), {
       message:
         "destroy is for an unusedN on a container: detach the mount point first",
       path: ["destroy"],
-    });
+    }),
+  );
   return {
     moveDisk: {
       description: vm

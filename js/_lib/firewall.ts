@@ -22,30 +22,33 @@ const LOG_LEVELS = [
   "debug",
   "nolog",
 ] as const;
-const POLICY = z.enum(["ACCEPT", "REJECT", "DROP"]);
+const optionalPolicy = z.enum(["ACCEPT", "REJECT", "DROP"]).optional();
+const optionalLogLevel = z.enum(LOG_LEVELS).optional();
 const FLAGS = ["enable", "ipfilter", "macfilter", "dhcp", "ndp", "radv"];
 const CHOICES = ["policyIn", "policyOut", "logLevelIn", "logLevelOut"];
 
 const OptionsArgs = z.object({
   ...guestRef,
   enable: field.optionalBoolean,
-  policyIn: POLICY.optional(),
-  policyOut: POLICY.optional(),
-  logLevelIn: z.enum(LOG_LEVELS).optional(),
-  logLevelOut: z.enum(LOG_LEVELS).optional(),
+  policyIn: optionalPolicy,
+  policyOut: optionalPolicy,
+  logLevelIn: optionalLogLevel,
+  logLevelOut: optionalLogLevel,
   ipfilter: field.optionalBoolean,
   macfilter: field.optionalBoolean,
   dhcp: field.optionalBoolean,
   ndp: field.optionalBoolean,
   radv: field.optionalBoolean,
-}).check(requireGuest)
-  .refine(
+}).check(
+  requireGuest,
+  z.refine(
     (a) =>
       [...FLAGS, ...CHOICES].some((k) =>
         (a as Record<string, unknown>)[k] !== undefined
       ),
     { message: "give at least one option", path: ["enable"] },
-  );
+  ),
+);
 
 /** A line: no newline, carriage return or NUL, not empty. */
 const line = field.string.regex(/^[^\n\r\0]+$/, "must be one line, not empty");
@@ -65,6 +68,7 @@ function keptComment(c: string): boolean {
 }
 /** One word without spaces, at most 512 characters. */
 const word = field.string.regex(/^\S{1,512}$/, "must be one word, at most 512");
+const optionalWord = word.optional();
 
 /** pve-firewall's $PROTOCOLS_WITH_PORTS and $proto_is_icmp. */
 const PORT_PROTOCOLS = [
@@ -188,11 +192,11 @@ function isAddressList(text: string): boolean {
   return versions.every((v) => v !== 0 && v === versions[0]);
 }
 
-/** An address list (`source`, `dest`). */
-const addresses = field.string.refine(isAddressList, {
+/** An address list (a rule's `source`, `dest`), one word. */
+const optionalAddresses = field.string.refine(isAddressList, {
   message:
     "must be an IP set (+name), an alias, or IPs, CIDRs with the host bits clear and ranges of one IP version",
-});
+}).pipe(word).optional();
 
 /** One rule, checked as pve-firewall's verify_rule would. */
 const Rule = z.object({
@@ -200,52 +204,59 @@ const Rule = z.object({
   /** ACCEPT, DROP or REJECT; for a group rule, the security group's name. */
   action: line,
   enable: field.trueByDefault,
-  source: addresses.pipe(word).optional(),
-  dest: addresses.pipe(word).optional(),
-  proto: word.optional(),
-  dport: word.optional(),
-  sport: word.optional(),
+  source: optionalAddresses,
+  dest: optionalAddresses,
+  proto: optionalWord,
+  dport: optionalWord,
+  sport: optionalWord,
   iface: field.string.regex(
     /^net([0-9]|[12][0-9]|3[01])$/,
     "iface must be net0 … net31",
   ).optional(),
-  macro: word.optional(),
-  log: z.enum(LOG_LEVELS).optional(),
+  macro: optionalWord,
+  log: optionalLogLevel,
   comment: line.optional(),
-  icmpType: word.optional(),
-}).refine(
-  (r) =>
-    r.type === "group"
-      ? /^[A-Za-z][A-Za-z0-9\-_]{1,19}$/.test(r.action)
-      : ["ACCEPT", "DROP", "REJECT"].includes(r.action),
-  { message: "action must be ACCEPT, DROP or REJECT (a group's name)" },
-).refine(
-  (r) =>
+  icmpType: optionalWord,
+}).check(
+  z.refine(
+    (r) =>
+      r.type === "group"
+        ? /^[A-Za-z][A-Za-z0-9\-_]{1,19}$/.test(r.action)
+        : ["ACCEPT", "DROP", "REJECT"].includes(r.action),
+    {
+      message: "action must be ACCEPT, DROP or REJECT (a group's name)",
+    },
+  ),
+  z.refine((r) =>
     r.type !== "group" ||
     Object.keys(r).every((k) =>
       GROUP_FIELDS.includes(k) ||
       (r as Record<string, unknown>)[k] === undefined
-    ),
-  { message: "a group rule keeps only its group, iface, comment and enable" },
-).refine((r) => !/[A-Z]/.test(r.proto ?? ""), {
-  message: "proto must be lower case",
-}).refine(
-  (r) =>
+    ), {
+    message: "a group rule keeps only its group, iface, comment and enable",
+  }),
+  z.refine((r) => !/[A-Z]/.test(r.proto ?? ""), {
+    message: "proto must be lower case",
+  }),
+  z.refine((r) =>
     (r.dport === undefined && r.sport === undefined) ||
     PORT_PROTOCOLS.includes(r.proto ?? "") ||
-    (ICMP_PROTOCOLS.includes(r.proto ?? "") && r.sport === undefined),
-  { message: "proto must take ports when a port is given" },
-).refine(
-  (r) => r.icmpType === undefined || ICMP_PROTOCOLS.includes(r.proto ?? ""),
-  { message: "proto must be icmp or icmpv6 with icmpType" },
-).refine(
-  (r) =>
+    (ICMP_PROTOCOLS.includes(r.proto ?? "") && r.sport === undefined), {
+    message: "proto must take ports when a port is given",
+  }),
+  z.refine(
+    (r) => r.icmpType === undefined || ICMP_PROTOCOLS.includes(r.proto ?? ""),
+    { message: "proto must be icmp or icmpv6 with icmpType" },
+  ),
+  z.refine((r) =>
     ICMP_PROTOCOLS.includes(r.proto ?? "") ||
-    [r.dport, r.sport].every((p) => p === undefined || isPortList(p)),
-  { message: "ports must be 0…65535, ranges a:b with a ≤ b, at most 15" },
-).refine((r) => keptComment(r.comment ?? "x"), {
-  message: "comment must hold text PVE keeps as given",
-});
+    [r.dport, r.sport].every((p) => p === undefined || isPortList(p)), {
+    message: "ports must be 0…65535, ranges a:b with a ≤ b, at most 15",
+  }),
+  z.refine((r) => keptComment(r.comment ?? "x"), {
+    message: "comment must hold text PVE keeps as given",
+  }),
+);
 
 const RulesArgs = z.object({
   ...guestRef,
@@ -258,10 +269,10 @@ const fwName = field.string.regex(
   /^[A-Za-z][A-Za-z0-9\-_]{1,63}$/,
   "must be a letter, then letters, digits, - or _ (2 to 64 characters)",
 );
-/** A comment PVE keeps as given: one line with text. */
-const comment = line.refine(keptComment, {
+/** A comment PVE keeps as given: one line with text (every comment field is optional). */
+const optionalComment = line.refine(keptComment, {
   message: "comment must hold text PVE keeps as given",
-});
+}).optional();
 /** Nothing but the name with `delete: true`; `what` is required without it. */
 const declaredOrDeleted =
   (what: string) => (a: Record<string, unknown>, ctx: z.RefinementCtx) => {
@@ -293,7 +304,7 @@ const IpsetEntry = z.object({
       "cidr must be an IP or CIDR network with the host bits clear, not a zero prefix, or an alias ([dc/|guest/]name)",
   }),
   nomatch: field.optionalBoolean,
-  comment: comment.optional(),
+  comment: optionalComment,
 });
 
 /** An entry as PVE compares it: an address with its prefix, an alias by name without case. */
@@ -307,7 +318,7 @@ const IpsetArgs = z.object({
   ...guestRef,
   /** PVE keeps IP set names lower-cased: `Web` is the set `web`. */
   name: fwName,
-  comment: comment.optional(),
+  comment: optionalComment,
   /** Every entry of the set: PVE's is made equal to it. */
   cidrs: z.array(IpsetEntry).refine(
     (list) => new Set(list.map((e) => entryKey(e.cidr))).size === list.length,
@@ -315,7 +326,7 @@ const IpsetArgs = z.object({
   ).optional(),
   /** Remove the set and its entries. */
   delete: field.optionalBoolean,
-}).check(requireGuest).superRefine(declaredOrDeleted("cidrs"));
+}).check(requireGuest, z.superRefine(declaredOrDeleted("cidrs")));
 
 const AliasArgs = z.object({
   ...guestRef,
@@ -324,10 +335,10 @@ const AliasArgs = z.object({
   cidr: line.refine((c) => cidrOf(c) !== undefined, {
     message: "cidr must be an IPv4 or IPv6 address or CIDR network",
   }).optional(),
-  comment: comment.optional(),
+  comment: optionalComment,
   /** Remove the alias. */
   delete: field.optionalBoolean,
-}).check(requireGuest).superRefine(declaredOrDeleted("cidr"));
+}).check(requireGuest, z.superRefine(declaredOrDeleted("cidr")));
 
 /** The firewall methods of `model`. */
 export function firewallMethods(model: ModelName) {

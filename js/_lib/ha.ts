@@ -9,25 +9,27 @@
  */
 import { z } from "npm:zod@4";
 import { type MethodContext, type ModelName, runOnCore } from "./core.ts";
-import { field, guestRef, requireGuest } from "./schemas.ts";
+import { field, GuestArgs, guestRef, requireGuest } from "./schemas.ts";
 
 /** pve-ha-manager PVE/HA/Resources.pm `state` (its alias `enabled` left out). */
 export const HA_STATES = ["started", "stopped", "disabled", "ignored"] as const;
 /**
  * An HA resource's or rule's comment as PVE keeps it (src/guest/ha.rs `comment`): one line of at
  * most 4096 bytes, no white space at either end (PVE's section config drops it on reading back).
+ * Optional wherever it is taken.
  */
-const haComment = field.string
-  .regex(/^[^\n\r\0]+$/, "must be one line, not empty")
-  .refine((c) => new TextEncoder().encode(c).length <= 4096, {
+const optionalHaComment = field.string.check(
+  z.regex(/^[^\n\r\0]+$/, "must be one line, not empty"),
+  z.refine((c: string) => new TextEncoder().encode(c).length <= 4096, {
     message: "must be at most 4096 bytes",
-  })
-  .refine((c) => !/^[ \t\v\f]|[ \t\v\f]$/.test(c), {
+  }),
+  z.refine((c: string) => !/^[ \t\v\f]|[ \t\v\f]$/.test(c), {
     message: "must not begin or end with white space (PVE drops it)",
-  });
+  }),
+).optional();
 
 const OPTIONS = ["state", "maxRestart", "maxRelocate", "failback", "comment"];
-const count = field.number.int().min(0).max(4294967295);
+const count = field.integer.min(0).max(4294967295);
 
 const ResourceArgs = z.object({
   ...guestRef,
@@ -35,20 +37,17 @@ const ResourceArgs = z.object({
   maxRestart: count.optional(),
   maxRelocate: count.optional(),
   failback: field.optionalBoolean,
-  comment: haComment.optional(),
+  comment: optionalHaComment,
   delete: field.optionalBoolean,
-}).check(requireGuest)
-  .refine(
-    (a) =>
-      !a.delete ||
-      OPTIONS.every((k) => (a as Record<string, unknown>)[k] === undefined),
-    {
-      message: "removes the HA resource: give no state or option with it",
-      path: ["delete"],
-    },
-  );
-
-const StatusArgs = z.object({ ...guestRef }).check(requireGuest);
+}).check(
+  requireGuest,
+  z.refine((a) =>
+    !a.delete ||
+    OPTIONS.every((k) => (a as Record<string, unknown>)[k] === undefined), {
+    message: "removes the HA resource: give no state or option with it",
+    path: ["delete"],
+  }),
+);
 
 /** pve-configid: a letter, then letters, digits, `-` or `_` (at least two characters). */
 const ruleId = field.string.regex(
@@ -83,11 +82,12 @@ const RuleArgs = z.object({
   nodes: z.array(node).optional(),
   strict: field.optionalBoolean,
   affinity: z.enum(["positive", "negative"]).optional(),
-  comment: haComment.optional(),
+  comment: optionalHaComment,
   disable: field.optionalBoolean,
   delete: field.optionalBoolean,
-}).check(requireGuest)
-  .superRefine((a, ctx) => {
+}).check(
+  requireGuest,
+  z.superRefine((a, ctx) => {
     const given = (k: string) =>
       (a as Record<string, unknown>)[k] !== undefined;
     const fail = (path: string, message: string) =>
@@ -115,7 +115,8 @@ const RuleArgs = z.object({
     } else if (nodeRule && given("affinity")) {
       fail("affinity", "is for resource-affinity rules only");
     }
-  });
+  }),
+);
 
 /** The HA methods of `model`. */
 export function haMethods(model: ModelName) {
@@ -132,8 +133,8 @@ export function haMethods(model: ModelName) {
       description:
         "Read the guest's HA resource: its config (GET /cluster/ha/resources/{sid}) and the HA manager's view (status/current: state, crm_state, request_state, node), recorded in the guest record's `ha`; a guest that is no HA resource is recorded managed: false",
       kind: "action" as const,
-      arguments: StatusArgs,
-      execute: (args: z.infer<typeof StatusArgs>, ctx: MethodContext) =>
+      arguments: GuestArgs,
+      execute: (args: z.infer<typeof GuestArgs>, ctx: MethodContext) =>
         runOnCore(model, "haStatus", args, ctx),
     },
     haRule: {

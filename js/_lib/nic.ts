@@ -52,7 +52,7 @@ function setNicArgs(model: ModelName) {
   const common = {
     ...nicRef,
     bridge: word("bridge"),
-    tag: field.number.int().min(1).max(4094).optional(),
+    tag: field.integer.min(1).max(4094).optional(),
     /** Kept from the NIC it replaces when not given; PVE generates one for a new NIC. */
     macaddr: field.string.regex(
       /^[0-9A-Fa-f][02468ACEace](:[0-9A-Fa-f]{2}){5}$/,

@@ -25,10 +25,13 @@ const QemuSuspendArgs = z.object({
   toDisk: field.falseByDefault,
   stateStorage: pathSegment("stateStorage").optional(),
   force: field.falseByDefault,
-}).check(requireGuest).refine(
+}).check(
+  requireGuest,
   // PVE's schema: statestorage `requires => 'todisk'`.
-  (a) => a.stateStorage === undefined || a.toDisk,
-  { message: "stateStorage needs toDisk: true", path: ["stateStorage"] },
+  z.refine(
+    (a) => a.stateStorage === undefined || a.toDisk,
+    { message: "stateStorage needs toDisk: true", path: ["stateStorage"] },
+  ),
 );
 
 /**
@@ -48,7 +51,7 @@ const WaitTaskArgs = z.object({
   type: pathSegment("type").optional(),
   vmid: optionalVmid,
   /** Unix seconds: tasks started at or after it (PVE's `since`). */
-  startedAfter: field.number.int().min(0).max(4294967295).optional(),
+  startedAfter: field.integer.min(0).max(4294967295).optional(),
 }).refine(
   // A UPID alone, or a filter (a node alone filters nothing).
   (a) => {

@@ -32,6 +32,7 @@ const strings = z.array(string);
 export const field = {
   string,
   number,
+  integer: number.int(),
   boolean,
   strings,
   optionalString: string.optional(),
@@ -82,8 +83,8 @@ export const storageName = pathSegment("storage");
 export const optionalStorageName = storageName.optional();
 
 /** A whole number of seconds, positive, at most an hour or a day (add `.default(…)`). */
-export const secondsUpToAnHour = field.number.int().positive().max(3600);
-export const secondsUpToADay = field.number.int().positive().max(86400);
+export const secondsUpToAnHour = field.integer.positive().max(3600);
+export const secondsUpToADay = field.integer.positive().max(86400);
 
 /**
  * A credential (tokenId, tokenSecret): no control character at all (a header cannot carry one, a
@@ -123,7 +124,7 @@ const SshTransport = z.object({
       message: "user must not start with - or contain @",
     },
   ).default("root"),
-  port: field.number.int().min(1).max(65535).default(22),
+  port: field.integer.min(1).max(65535).default(22),
   proxyJump: singleLine("proxyJump").optional(),
   proxyCommand: singleLine("proxyCommand").optional(),
   identityFile: singleLine("identityFile").optional(),
@@ -140,14 +141,14 @@ const SshTransport = z.object({
 export const GlobalArgs = z.object({
   name: field.string.min(1),
   transport: z.discriminatedUnion("kind", [ApiTransport, SshTransport]),
-  taskTimeoutSec: field.number.int().positive().max(604800).default(300),
+  taskTimeoutSec: field.integer.positive().max(604800).default(300),
   pollIntervalSec: secondsUpToAnHour.default(3),
   /** How long one API request may go unanswered before it counts as lost (not a task's budget). */
   requestTimeoutSec: secondsUpToAnHour.default(30),
 });
 
 /** A VMID as PVE accepts it. */
-export const vmid = field.number.int().min(100).max(999999999);
+export const vmid = field.integer.min(100).max(999999999);
 export const optionalVmid = vmid.optional();
 
 /**
@@ -224,6 +225,11 @@ export const ConfigValues = z.record(
   field.string,
   z.union([field.string, field.number]),
 );
+/** The changes a guest's config holds pending, when it holds any. */
+const pendingConfig = ConfigValues.optional();
+
+/** A record's `outcome`: `unknown` when its run sent a change whose outcome it could not observe. */
+const unknownOutcome = z.enum(["unknown"]).optional();
 
 const Identity = z.object({
   smbiosUuid: field.optionalString,
@@ -270,7 +276,7 @@ export const guestStateFields = {
   /** When `identity` was read from the guest's config (sync carries an older one forward). */
   identityObservedAt: field.optionalString,
   /** `unknown`: this run sent a change whose outcome it could not observe. */
-  outcome: z.enum(["unknown"]).optional(),
+  outcome: unknownOutcome,
   /** When the state fields were read, when that is not "just now". */
   observedAt: field.optionalString,
   /** Whether the state fields were read before this run's last change was sent. */
@@ -292,7 +298,7 @@ export const guestStateFields = {
   }).optional(),
   /** On a record the upstream package kept under a guest's name: the record that holds its state now. */
   supersededBy: field.optionalString,
-  pending: ConfigValues.optional(),
+  pending: pendingConfig,
   pendingDelete: field.optionalStrings,
   lastOperation: field.string,
   recordedAt: field.string,
@@ -303,7 +309,7 @@ export const ConfigRecord = z.object({
   vmid: field.number,
   node: field.string,
   config: ConfigValues,
-  pending: ConfigValues.optional(),
+  pending: pendingConfig,
   pendingDelete: field.optionalStrings,
   recordedAt: field.string,
 });
@@ -415,22 +421,22 @@ export const SyncArgs = z.object({
   tags: z.array(pveTag).min(1, "tags must name at least one tag").optional(),
   /** A CEL expression over a guest's fields: vmid, name, node, status, tags, lock, template, … */
   where: field.optionalString,
-}).refine(
-  (a) =>
+}).check(
+  z.refine((a) =>
     (a.vmid === undefined && a.vmName === undefined) ||
-    (a.nodes === undefined && a.tags === undefined && a.where === undefined),
-  {
+    (a.nodes === undefined && a.tags === undefined && a.where === undefined), {
     message:
       "nodes, tags and where cannot be given with vmid or vmName (a sync of one guest)",
     path: ["tags"],
-  },
-).refine(
-  (a) =>
-    a.nodes === undefined || (a.node === undefined && a.scope === undefined),
-  {
-    message: "nodes cannot be given with node or scope: nodes is the scope",
-    path: ["nodes"],
-  },
+  }),
+  z.refine(
+    (a) =>
+      a.nodes === undefined || (a.node === undefined && a.scope === undefined),
+    {
+      message: "nodes cannot be given with node or scope: nodes is the scope",
+      path: ["nodes"],
+    },
+  ),
 );
 
 /** `applyPending`: "reboot" reboots (verified) when changes wait for a boot; then none may. */
@@ -533,12 +539,15 @@ export const DownloadUrlArgs = z.object({
   node: optionalNodeName,
   storage: storageName,
   content: z.enum(["iso", "vztmpl", "import"]),
-  url: singleLine("url").refine((v) => /^https?:\/\//.test(v), {
-    message: "url must start with http:// or https:// (PVE's pattern)",
-  }).refine((v) => !/^[^:]*:\/\/[^/?#]*@/.test(v), {
-    message:
-      "url must not carry a user name or password: PVE writes the URL into the task log",
-  }),
+  url: singleLine("url").check(
+    z.refine((v) => /^https?:\/\//.test(v), {
+      message: "url must start with http:// or https:// (PVE's pattern)",
+    }),
+    z.refine((v) => !/^[^:]*:\/\/[^/?#]*@/.test(v), {
+      message:
+        "url must not carry a user name or password: PVE writes the URL into the task log",
+    }),
+  ),
   filename: field.string.max(255, "filename must be at most 255 characters")
     .regex(
       /^[A-Za-z0-9_.-]+$/,
@@ -748,7 +757,7 @@ export const SnapshotsRecord = z.object({
     snapstate: field.optionalString,
   })),
   /** `unknown`: this run sent a change whose outcome it could not observe. */
-  outcome: z.enum(["unknown"]).optional(),
+  outcome: unknownOutcome,
   /** When the tree was read, when that is not "just now". */
   observedAt: field.optionalString,
   /** Whether the tree was read before this run's last change was sent. */
@@ -815,6 +824,9 @@ export function fromUpstream(
 
 // guestExec (VMs through the guest agent, containers through `pct exec` over ssh).
 
+/** A process's exit code. */
+const exitCode = field.integer.min(0).max(255);
+
 /** guestExec: the command (argv), its budget, which exit codes count as success, its stdin. */
 export const GuestExecArgs = z.object({
   ...guestRef,
@@ -826,11 +838,11 @@ export const GuestExecArgs = z.object({
   ).min(1, "command must not be empty"),
   timeoutSec: secondsUpToADay.default(30),
   allowNonZeroExit: field.falseByDefault,
-  allowedExitCodes: z.array(field.number.int().min(0).max(255)).optional(),
+  allowedExitCodes: z.array(exitCode).optional(),
   // `@swamp/ssh`'s convention: the exit codes that count as success (replacing [0]), or "any".
   okExitCodes: z.union([
     z.literal("any"),
-    z.array(field.number.int().min(0).max(255)).min(1),
+    z.array(exitCode).min(1),
   ]).optional(),
   inputData: field.string.refine(
     (v) => new TextEncoder().encode(v).length <= 65536,
@@ -839,15 +851,15 @@ export const GuestExecArgs = z.object({
     // No argv can carry a NUL, so it could never reach pvesh over ssh; refused on both transports.
     message: "inputData must not contain NUL",
   }).optional(),
-}).check(requireGuest).refine(
-  (a) =>
+}).check(
+  requireGuest,
+  z.refine((a) =>
     a.okExitCodes === undefined ||
-    (!a.allowNonZeroExit && a.allowedExitCodes === undefined),
-  {
+    (!a.allowNonZeroExit && a.allowedExitCodes === undefined), {
     message:
       "okExitCodes replaces allowNonZeroExit and allowedExitCodes: give one or the other",
     path: ["okExitCodes"],
-  },
+  }),
 );
 
 /** The `exec` record (`vm-<vmid>-exec`, `ct-<vmid>-exec`): how one command ended. */
