@@ -590,7 +590,8 @@ fn unjudged(noun: &str, vmid: u32, e: &str) -> String {
 
 /// Records the guests a node listed that the selection took. Their stored records are read in
 /// one host call (`Host::read_records`): a 1,000-guest node is one read of the repository, not
-/// 1,000 in a row.
+/// 1,000 in a row. A guest that may be another guest now has its config read and its identity
+/// compared (see the module doc); a config that cannot be read leaves the identity carried.
 async fn record_node<H: Host>(
     run: &Run<'_, H>,
     node: &str,
@@ -601,7 +602,7 @@ async fn record_node<H: Host>(
     for (vmid, _) in &chosen {
         instances.push(run.guest_instance(*vmid));
     }
-    // A stored record that cannot be read only costs a config read (`with_identity`).
+    // A stored record that cannot be read only costs a config read.
     let stored = run.host.read_records(&instances).await.unwrap_or_default();
     // One record for each guest: past the host's answer, none is stored. Taken in step, not
     // zipped: each adapter compiles its own code (issue 32).
@@ -610,16 +611,30 @@ async fn record_node<H: Host>(
     for (vmid, status) in chosen {
         let instance = instances.next().unwrap_or_default();
         let stored = stored.next().flatten();
-        let record = match may_be_another_guest(stored.as_ref(), &status) {
-            false => carried(run, vmid, node, &status, stored.as_ref()),
-            true => {
-                let at = Located {
-                    vmid,
-                    node: node.to_string(),
-                };
-                with_identity(run, &at, &status, stored).await
+        let mut record = carried(run, vmid, node, &status, stored.as_ref());
+        if may_be_another_guest(stored.as_ref(), &status) {
+            let request = endpoints::guest_config(node, run.kind, vmid);
+            let read = run
+                .pve()
+                .read::<Map<String, Value>>(&request, "a guest config")
+                .await;
+            let warning = match read {
+                Ok(config) => {
+                    let identity = Identity::from_config(&Value::Object(config));
+                    let at = Located {
+                        vmid,
+                        node: node.to_string(),
+                    };
+                    record = record_for(run, &at, &status, identity).await;
+                    unproven_reuse(run.kind.noun(), vmid, stored.as_ref())
+                }
+                Err(e) => Some(unchecked(run.kind.noun(), vmid, &e)),
+            };
+            if let Some(warning) = warning {
+                run.warn(&warning);
+                record.warnings.push(warning);
             }
-        };
+        }
         sweep.record(run.guest_spec(), instance, record);
     }
 }
@@ -660,43 +675,9 @@ fn carried<H: Host>(
     record
 }
 
-/// The record of a listed guest that may be another guest now: its config read and its identity
-/// compared (see the module doc). A config that cannot be read leaves the identity carried.
-async fn with_identity<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    status: &GuestStatus,
-    stored: Option<Value>,
-) -> GuestRecord {
-    let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
-    let read = run
-        .pve()
-        .read::<Map<String, Value>>(&request, "a guest config")
-        .await;
-    let (mut record, warning) = match read {
-        Ok(config) => {
-            let identity = Identity::from_config(&Value::Object(config));
-            let record = record_for(run, at, status, identity).await;
-            (
-                record,
-                unproven_reuse(run.kind.noun(), at.vmid, stored.as_ref()),
-            )
-        }
-        Err(e) => {
-            let record = carried(run, at.vmid, &at.node, status, stored.as_ref());
-            let warning = format!(
-                "{} {}: identity not checked, its config could not be read: {e}",
-                run.kind.noun(),
-                at.vmid
-            );
-            (record, Some(warning))
-        }
-    };
-    if let Some(warning) = warning {
-        run.warn(&warning);
-        record.warnings.push(warning);
-    }
-    record
+/// A guest whose config could not be read: its identity carried, not checked.
+fn unchecked(noun: &str, vmid: u32, e: &PveError) -> String {
+    format!("{noun} {vmid}: identity not checked, its config could not be read: {e}")
 }
 
 /// A guest whose record named another guest but held no fingerprint: a reuse cannot be proven
