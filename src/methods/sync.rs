@@ -254,7 +254,26 @@ async fn sweep<H: Host>(run: &Run<'_, H>, parsed: SyncArgs) -> Result<Swept, Fai
             record_node(run, &node, chosen, &mut sweep).await;
         }
     }
-    record_vanished(run, &mut sweep).await;
+    // Stored guests in scope that no list held: absent records for the confirmed absent. Read
+    // here, not in an async fn of their own: each is one more future around its awaits.
+    let listed = run.host.list_records(run.guest_spec()).await;
+    let names = listed_records(run, listed).unwrap_or_default();
+    // Sorted for the lookups below; a VMID is listed by one node only.
+    crate::order::sort_by(&mut sweep.seen, &Ord::cmp);
+    for name in names {
+        let vmid = vmid_of_instance(&name, run.kind.record_prefix());
+        let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(&(*v as usize)).is_err()) else {
+            continue;
+        };
+        let Ok(Some(stored)) = run.host.read_record(&name).await else {
+            continue;
+        };
+        if sweep.takes_stored(run, vmid, &stored) {
+            let free = next_id_free(&run.pve(), vmid).await;
+            let node = stored.get("node").and_then(Value::as_str);
+            sweep.confirmed(run, vmid, node, free);
+        }
+    }
     let said = sweep.said(run.kind.noun());
     Ok((sweep.writes, said))
 }
@@ -690,29 +709,6 @@ fn unproven_reuse(noun: &str, vmid: u32, stored: Option<&Value>) -> Option<Strin
         "{noun} {vmid}: its record named another guest ({}) but held no identity to compare: the VMID may have been reused; its identity is recorded now",
         stored.and_then(|s| s.get("name")).and_then(Value::as_str).unwrap_or("none")
     ))
-}
-
-/// Stored guests in scope that no list held: absent records for the confirmed absent.
-async fn record_vanished<H: Host>(run: &Run<'_, H>, sweep: &mut Sweep) {
-    let Some(names) = listed_records(run, run.host.list_records(run.guest_spec()).await) else {
-        return;
-    };
-    // Sorted for the lookups below; a VMID is listed by one node only.
-    crate::order::sort_by(&mut sweep.seen, &Ord::cmp);
-    for name in names {
-        let vmid = vmid_of_instance(&name, run.kind.record_prefix());
-        let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(&(*v as usize)).is_err()) else {
-            continue;
-        };
-        let Ok(Some(stored)) = run.host.read_record(&name).await else {
-            continue;
-        };
-        if sweep.takes_stored(run, vmid, &stored) {
-            let free = next_id_free(&run.pve(), vmid).await;
-            let node = stored.get("node").and_then(Value::as_str);
-            sweep.confirmed(run, vmid, node, free);
-        }
-    }
 }
 
 /// The stored records' names, or why guests that disappeared are not detected (warned).
