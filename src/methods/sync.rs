@@ -250,8 +250,52 @@ async fn sweep<H: Host>(run: &Run<'_, H>, parsed: SyncArgs) -> Result<Swept, Fai
     for node in nodes {
         let request = endpoints::node_guests(&node, run.kind);
         let listed = run.pve().call(&request).await;
-        if let Some(chosen) = sweep.listed(run, &node, &request, listed)? {
-            record_node(run, &node, chosen, &mut sweep).await;
+        let Some(chosen) = sweep.listed(run, &node, &request, listed)? else {
+            continue;
+        };
+        // The guests the selection took. Their stored records are read in one host call
+        // (`Host::read_records`): a 1,000-guest node is one read of the repository, not 1,000 in
+        // a row. Here, not in an async fn of their own: each is one more future around its awaits.
+        let mut instances = Vec::with_capacity(chosen.len());
+        for (vmid, _) in &chosen {
+            instances.push(run.guest_instance(*vmid));
+        }
+        // A stored record that cannot be read only costs a config read.
+        let stored = run.host.read_records(&instances).await.unwrap_or_default();
+        // One record for each guest: past the host's answer, none is stored. Taken in step, not
+        // zipped: each adapter compiles its own code (issue 32).
+        let mut stored = stored.into_iter();
+        let mut instances = instances.into_iter();
+        for (vmid, status) in chosen {
+            let instance = instances.next().unwrap_or_default();
+            let stored = stored.next().flatten();
+            let mut record = carried(run, vmid, &node, &status, stored.as_ref());
+            // It may be another guest now: its config read and its identity compared (see the
+            // module doc); a config that cannot be read leaves the identity carried.
+            if may_be_another_guest(stored.as_ref(), &status) {
+                let request = endpoints::guest_config(&node, run.kind, vmid);
+                let read = run
+                    .pve()
+                    .read::<Map<String, Value>>(&request, "a guest config")
+                    .await;
+                let warning = match read {
+                    Ok(config) => {
+                        let identity = Identity::from_config(&Value::Object(config));
+                        let at = Located {
+                            vmid,
+                            node: node.clone(),
+                        };
+                        record = record_for(run, &at, &status, identity).await;
+                        unproven_reuse(run.kind.noun(), vmid, stored.as_ref())
+                    }
+                    Err(e) => Some(unchecked(run.kind.noun(), vmid, &e)),
+                };
+                if let Some(warning) = warning {
+                    run.warn(&warning);
+                    record.warnings.push(warning);
+                }
+            }
+            sweep.record(run.guest_spec(), instance, record);
         }
     }
     // Stored guests in scope that no list held: absent records for the confirmed absent. Read
@@ -605,57 +649,6 @@ fn list_failure(noun: &str, node: &str, request: &PveRequest, e: &PveError) -> F
 
 fn unjudged(noun: &str, vmid: u32, e: &str) -> String {
     format!("{noun} {vmid} was not recorded: where cannot be evaluated over its fields: {e}")
-}
-
-/// Records the guests a node listed that the selection took. Their stored records are read in
-/// one host call (`Host::read_records`): a 1,000-guest node is one read of the repository, not
-/// 1,000 in a row. A guest that may be another guest now has its config read and its identity
-/// compared (see the module doc); a config that cannot be read leaves the identity carried.
-async fn record_node<H: Host>(
-    run: &Run<'_, H>,
-    node: &str,
-    chosen: Vec<(u32, GuestStatus)>,
-    sweep: &mut Sweep,
-) {
-    let mut instances = Vec::with_capacity(chosen.len());
-    for (vmid, _) in &chosen {
-        instances.push(run.guest_instance(*vmid));
-    }
-    // A stored record that cannot be read only costs a config read.
-    let stored = run.host.read_records(&instances).await.unwrap_or_default();
-    // One record for each guest: past the host's answer, none is stored. Taken in step, not
-    // zipped: each adapter compiles its own code (issue 32).
-    let mut stored = stored.into_iter();
-    let mut instances = instances.into_iter();
-    for (vmid, status) in chosen {
-        let instance = instances.next().unwrap_or_default();
-        let stored = stored.next().flatten();
-        let mut record = carried(run, vmid, node, &status, stored.as_ref());
-        if may_be_another_guest(stored.as_ref(), &status) {
-            let request = endpoints::guest_config(node, run.kind, vmid);
-            let read = run
-                .pve()
-                .read::<Map<String, Value>>(&request, "a guest config")
-                .await;
-            let warning = match read {
-                Ok(config) => {
-                    let identity = Identity::from_config(&Value::Object(config));
-                    let at = Located {
-                        vmid,
-                        node: node.to_string(),
-                    };
-                    record = record_for(run, &at, &status, identity).await;
-                    unproven_reuse(run.kind.noun(), vmid, stored.as_ref())
-                }
-                Err(e) => Some(unchecked(run.kind.noun(), vmid, &e)),
-            };
-            if let Some(warning) = warning {
-                run.warn(&warning);
-                record.warnings.push(warning);
-            }
-        }
-        sweep.record(run.guest_spec(), instance, record);
-    }
 }
 
 /// The cheap signal that the VMID may now hold another guest: its stored record says absent, or
