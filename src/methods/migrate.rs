@@ -111,7 +111,9 @@ async fn move_guest<H: Host>(
     // PVE's check_running: a QEMU process, paused or not, is a running VM.
     let was_running = ev.status.status == "running";
     let source = ev.at.node.clone();
-    preconditions(run, ev, args, was_running).await?;
+    let request = endpoints::migrate_preconditions(&ev.at.node, run.kind, ev.at.vmid, &args.node);
+    let pre = run.pve().read(&request, "migration preconditions").await;
+    preconditions(run, ev, args, was_running, pre)?;
     // The request and its action end with their await: the wait after it need not carry them.
     {
         let request = endpoints::guest_migrate(
@@ -141,20 +143,18 @@ async fn move_guest<H: Host>(
     ))
 }
 
-/// Reads `GET …/migrate?target=` and refuses what PVE would refuse.
-async fn preconditions<H: Host>(
+/// `GET …/migrate?target=` as answered: refuses what PVE would refuse. A plain function of the
+/// answer, not an async fn reading it: each is one more future around its await (issue 32).
+fn preconditions<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
     args: &MigrateArgs,
     was_running: bool,
+    read: Result<MigratePreconditions, PveError>,
 ) -> Result<(), String> {
     let label = ev.label(run);
-    let request = endpoints::migrate_preconditions(&ev.at.node, run.kind, ev.at.vmid, &args.node);
-    let pre: MigratePreconditions = run
-        .pve()
-        .read(&request, "migration preconditions")
-        .await
-        .map_err(|e| could_not(&format!("read the migration preconditions of {label}"), &e).0)?;
+    let pre =
+        read.map_err(|e| could_not(&format!("read the migration preconditions of {label}"), &e).0)?;
     let running = pre.running.unwrap_or(was_running);
     match refusal(run.kind, &pre, args, running) {
         Some(why) => Err(format!(
