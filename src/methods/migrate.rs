@@ -132,7 +132,61 @@ async fn move_guest<H: Host>(
         let action = format!("migrate {} to node {}", ev.label(run), args.node);
         ev.trail.run(&run.pve(), &request, &action).await?;
     }
-    arrive(run, ev, args, was_running).await?;
+    // Then waits until the cluster places the guest on the target node and the target node shows
+    // it (running, if it was) with no lock. Here, not in an async fn of its own: each is one more
+    // future around its awaits (issue 32).
+    let pve = run.pve();
+    let kind = run.kind;
+    // What the migrate task left of the method's one budget (taskTimeoutSec bounds both).
+    let deadline = run.budget.deadline(run.host.now_ms());
+    let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
+    let by_vmid = GuestRef {
+        vmid: Some(ev.at.vmid),
+        name: None,
+    };
+    let mut progress = Progress::start(run.host.now_ms());
+    loop {
+        let last = match locate(&pve, kind, &by_vmid).await {
+            Ok(Found::Present(at)) => {
+                let request = endpoints::guest_status(&at.node, kind, at.vmid);
+                let read = pve.read_by::<GuestStatus>(&request, deadline, "a guest status");
+                let read = read.await;
+                match at.node == args.node {
+                    true => match on_target(run, ev, args, at, read, (was_running, deadline))? {
+                        Some(last) => last,
+                        None => break,
+                    },
+                    false => elsewhere(run, ev, at, read),
+                }
+            }
+            Ok(Found::Absent { .. }) => "the cluster lists it on no node".to_string(),
+            Err(Failure(why)) => return Err(format!("after the migrate task, {why}")),
+        };
+        let arriving = || {
+            format!(
+                "{} {} to arrive on node {} — {last}",
+                kind.noun(),
+                ev.at.vmid,
+                args.node
+            )
+        };
+        progress.tick(run.host, arriving);
+        if let Err(stop) = pacer.pause(run.host).await {
+            let why = match stop {
+                Stopped::OutOfTime => {
+                    format!("not within taskTimeoutSec={}s", run.global.task_timeout_sec)
+                }
+                Stopped::Aborted => "the run was aborted while waiting".to_string(),
+            };
+            return Err(not_seen(
+                kind,
+                ev,
+                (args, was_running),
+                (&source, &last),
+                why,
+            ));
+        }
+    }
     Ok(format!(
         "{} {} moved from node {} to node {} and is {}",
         run.kind.noun(),
@@ -233,69 +287,6 @@ fn is_cloudinit(volid: &str) -> bool {
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         digits > 0 && rest[digits..].starts_with("-cloudinit")
     })
-}
-
-/// Waits until the cluster places the guest on the target node and the target node shows it
-/// (running, if it was) with no lock.
-async fn arrive<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &MigrateArgs,
-    was_running: bool,
-) -> Result<(), String> {
-    let pve = run.pve();
-    let kind = run.kind;
-    // What the migrate task left of the method's one budget (taskTimeoutSec bounds both).
-    let deadline = run.budget.deadline(run.host.now_ms());
-    let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
-    let by_vmid = GuestRef {
-        vmid: Some(ev.at.vmid),
-        name: None,
-    };
-    let source = ev.at.node.clone();
-    let mut progress = Progress::start(run.host.now_ms());
-    loop {
-        let last = match locate(&pve, kind, &by_vmid).await {
-            Ok(Found::Present(at)) => {
-                let request = endpoints::guest_status(&at.node, kind, at.vmid);
-                let read = pve.read_by::<GuestStatus>(&request, deadline, "a guest status");
-                let read = read.await;
-                match at.node == args.node {
-                    true => match on_target(run, ev, args, at, read, (was_running, deadline))? {
-                        Some(last) => last,
-                        None => return Ok(()),
-                    },
-                    false => elsewhere(run, ev, at, read),
-                }
-            }
-            Ok(Found::Absent { .. }) => "the cluster lists it on no node".to_string(),
-            Err(Failure(why)) => return Err(format!("after the migrate task, {why}")),
-        };
-        let arriving = || {
-            format!(
-                "{} {} to arrive on node {} — {last}",
-                kind.noun(),
-                ev.at.vmid,
-                args.node
-            )
-        };
-        progress.tick(run.host, arriving);
-        if let Err(stop) = pacer.pause(run.host).await {
-            let why = match stop {
-                Stopped::OutOfTime => {
-                    format!("not within taskTimeoutSec={}s", run.global.task_timeout_sec)
-                }
-                Stopped::Aborted => "the run was aborted while waiting".to_string(),
-            };
-            return Err(not_seen(
-                kind,
-                ev,
-                (args, was_running),
-                (&source, &last),
-                why,
-            ));
-        }
-    }
 }
 
 /// One look at the guest on the target node: `None` once it is there (running, if it was) with no
