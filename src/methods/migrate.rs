@@ -92,109 +92,114 @@ pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let verdict = move_guest(run, &mut ev, &args).await;
-    ev.outcome(run, verdict).await
-}
-
-async fn move_guest<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &MigrateArgs,
-) -> Result<String, String> {
-    if ev.at.node == args.node {
-        return Ok(format!(
-            "{} already lives on node {}; no migration was sent",
-            ev.label(run),
-            args.node
-        ));
-    }
-    // PVE's check_running: a QEMU process, paused or not, is a running VM.
-    let was_running = ev.status.status == "running";
-    let source = ev.at.node.clone();
-    let request = endpoints::migrate_preconditions(&ev.at.node, run.kind, ev.at.vmid, &args.node);
-    let pre = run.pve().read(&request, "migration preconditions").await;
-    preconditions(run, ev, args, was_running, pre)?;
-    // The request and its action end with their await: the wait after it need not carry them.
-    {
-        let request = endpoints::guest_migrate(
-            &ev.at.node,
-            run.kind,
-            ev.at.vmid,
-            &args.node,
-            &endpoints::MigrateOptions {
-                online: args.online,
-                with_local_disks: args.with_local_disks,
-                restart: args.restart,
-                timeout_sec: args.timeout_sec,
-                target_storage: args.target_storage.as_deref(),
-            },
-        );
-        let action = format!("migrate {} to node {}", ev.label(run), args.node);
-        ev.trail.run(&run.pve(), &request, &action).await?;
-    }
-    // Then waits until the cluster places the guest on the target node and the target node shows
-    // it (running, if it was) with no lock. Here, not in an async fn of its own: each is one more
-    // future around its awaits (issue 32).
-    let pve = run.pve();
-    let kind = run.kind;
-    // What the migrate task left of the method's one budget (taskTimeoutSec bounds both).
-    let deadline = run.budget.deadline(run.host.now_ms());
-    let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
-    let by_vmid = GuestRef {
-        vmid: Some(ev.at.vmid),
-        name: None,
-    };
-    let mut progress = Progress::start(run.host.now_ms());
-    loop {
-        let last = match locate(&pve, kind, &by_vmid).await {
-            Ok(Found::Present(at)) => {
-                let request = endpoints::guest_status(&at.node, kind, at.vmid);
-                let read = pve.read_by::<GuestStatus>(&request, deadline, "a guest status");
-                let read = read.await;
-                match at.node == args.node {
-                    true => match on_target(run, ev, args, at, read, (was_running, deadline))? {
-                        Some(last) => last,
-                        None => break,
-                    },
-                    false => elsewhere(run, ev, at, read),
-                }
-            }
-            Ok(Found::Absent { .. }) => "the cluster lists it on no node".to_string(),
-            Err(Failure(why)) => return Err(format!("after the migrate task, {why}")),
-        };
-        let arriving = || {
-            format!(
-                "{} {} to arrive on node {} — {last}",
-                kind.noun(),
-                ev.at.vmid,
+    // The move, in this function's course (an async fn around it would be one more future,
+    // issue 32): its verdict, the summary or why it failed.
+    let verdict: Result<String, String> = 'moved: {
+        if ev.at.node == args.node {
+            break 'moved Ok(format!(
+                "{} already lives on node {}; no migration was sent",
+                ev.label(run),
                 args.node
-            )
-        };
-        progress.tick(run.host, arriving);
-        if let Err(stop) = pacer.pause(run.host).await {
-            let why = match stop {
-                Stopped::OutOfTime => {
-                    format!("not within taskTimeoutSec={}s", run.global.task_timeout_sec)
-                }
-                Stopped::Aborted => "the run was aborted while waiting".to_string(),
-            };
-            return Err(not_seen(
-                kind,
-                ev,
-                (args, was_running),
-                (&source, &last),
-                why,
             ));
         }
-    }
-    Ok(format!(
-        "{} {} moved from node {} to node {} and is {}",
-        run.kind.noun(),
-        ev.at.vmid,
-        source,
-        args.node,
-        ev.status.status
-    ))
+        // PVE's check_running: a QEMU process, paused or not, is a running VM.
+        let was_running = ev.status.status == "running";
+        let source = ev.at.node.clone();
+        let request =
+            endpoints::migrate_preconditions(&ev.at.node, run.kind, ev.at.vmid, &args.node);
+        let pre = run.pve().read(&request, "migration preconditions").await;
+        if let Err(why) = preconditions(run, &ev, &args, was_running, pre) {
+            break 'moved Err(why);
+        }
+        // The request and its action end with their await: the wait after it need not carry
+        // them.
+        {
+            let request = endpoints::guest_migrate(
+                &ev.at.node,
+                run.kind,
+                ev.at.vmid,
+                &args.node,
+                &endpoints::MigrateOptions {
+                    online: args.online,
+                    with_local_disks: args.with_local_disks,
+                    restart: args.restart,
+                    timeout_sec: args.timeout_sec,
+                    target_storage: args.target_storage.as_deref(),
+                },
+            );
+            let action = format!("migrate {} to node {}", ev.label(run), args.node);
+            if let Err(why) = ev.trail.run(&run.pve(), &request, &action).await {
+                break 'moved Err(why);
+            }
+        }
+        // Then waits until the cluster places the guest on the target node and the target node
+        // shows it (running, if it was) with no lock.
+        let pve = run.pve();
+        let kind = run.kind;
+        // What the migrate task left of the method's one budget (taskTimeoutSec bounds both).
+        let deadline = run.budget.deadline(run.host.now_ms());
+        let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
+        let by_vmid = GuestRef {
+            vmid: Some(ev.at.vmid),
+            name: None,
+        };
+        let mut progress = Progress::start(run.host.now_ms());
+        loop {
+            let last = match locate(&pve, kind, &by_vmid).await {
+                Ok(Found::Present(at)) => {
+                    let request = endpoints::guest_status(&at.node, kind, at.vmid);
+                    let read = pve.read_by::<GuestStatus>(&request, deadline, "a guest status");
+                    let read = read.await;
+                    match at.node == args.node {
+                        true => {
+                            match on_target(run, &mut ev, &args, at, read, (was_running, deadline))
+                            {
+                                Ok(Some(last)) => last,
+                                Ok(None) => break,
+                                Err(why) => break 'moved Err(why),
+                            }
+                        }
+                        false => elsewhere(run, &mut ev, at, read),
+                    }
+                }
+                Ok(Found::Absent { .. }) => "the cluster lists it on no node".to_string(),
+                Err(Failure(why)) => break 'moved Err(format!("after the migrate task, {why}")),
+            };
+            let arriving = || {
+                format!(
+                    "{} {} to arrive on node {} — {last}",
+                    kind.noun(),
+                    ev.at.vmid,
+                    args.node
+                )
+            };
+            progress.tick(run.host, arriving);
+            if let Err(stop) = pacer.pause(run.host).await {
+                let why = match stop {
+                    Stopped::OutOfTime => {
+                        format!("not within taskTimeoutSec={}s", run.global.task_timeout_sec)
+                    }
+                    Stopped::Aborted => "the run was aborted while waiting".to_string(),
+                };
+                break 'moved Err(not_seen(
+                    kind,
+                    &ev,
+                    (&args, was_running),
+                    (&source, &last),
+                    why,
+                ));
+            }
+        }
+        Ok(format!(
+            "{} {} moved from node {} to node {} and is {}",
+            run.kind.noun(),
+            ev.at.vmid,
+            source,
+            args.node,
+            ev.status.status
+        ))
+    };
+    ev.outcome(run, verdict).await
 }
 
 /// `GET …/migrate?target=` as answered: refuses what PVE would refuse. A plain function of the
