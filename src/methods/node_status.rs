@@ -287,9 +287,14 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
     let at = |pointer: &str| status.pointer(pointer);
     let bytes = |pointer: &str| at(pointer).and_then(flex::u64_of);
     let text = |pointer: &str| at(pointer).and_then(flex::string_of);
-    let loadavg: Option<Vec<f64>> = at("/loadavg")
-        .and_then(Value::as_array)
-        .and_then(|list| list.iter().map(flex::f64_of).collect());
+    // A loop, not a collected chain: each compiles its own collecting code (issue 32).
+    let loadavg = at("/loadavg").and_then(Value::as_array).and_then(|list| {
+        let mut loads = Vec::with_capacity(list.len());
+        for load in list {
+            loads.push(flex::f64_of(load)?);
+        }
+        Some(loads)
+    });
     NodeStatusRecord {
         node: node.to_string(),
         cpu_pct: at("/cpu").and_then(flex::f64_of).and_then(flex::pct),
