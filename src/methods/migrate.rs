@@ -259,21 +259,19 @@ fn refusal(
         ));
     }
     // A cloud-init drive is regenerated on the target (QemuMigrate scan_local_volumes: `generated`).
-    let mut local = Vec::new();
-    for disk in &pre.local_disks {
-        if !is_cloudinit(&disk.volid) {
-            local.push(disk);
-        }
-    }
-    if let Some(cdrom) = local.iter().find(|d| d.cdrom == Some(true)) {
-        return Some(format!(
-            "can't migrate local disk '{}': local cdrom image (PVE's rule) — eject it (ide2: none,media=cdrom) first",
-            cdrom.volid
-        ));
-    }
+    // One walk: the first local cdrom refuses before any attached disk is weighed.
     let mut attached = Vec::new();
-    for disk in &local {
-        if disk.is_unused != Some(true) && disk.cdrom != Some(true) {
+    for disk in &pre.local_disks {
+        if is_cloudinit(&disk.volid) {
+            continue;
+        }
+        if disk.cdrom == Some(true) {
+            return Some(format!(
+                "can't migrate local disk '{}': local cdrom image (PVE's rule) — eject it (ide2: none,media=cdrom) first",
+                disk.volid
+            ));
+        }
+        if disk.is_unused != Some(true) {
             attached.push(disk.volid.as_str());
         }
     }
