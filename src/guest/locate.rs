@@ -405,10 +405,8 @@ pub async fn next_id_free_by<H: Host>(
     deadline_ms: Option<f64>,
 ) -> Result<(), PveError> {
     let request = endpoints::next_id(vmid);
-    let data = match deadline_ms {
-        Some(deadline) => pve.call_by(&request, deadline).await?,
-        None => pve.call(&request).await?,
-    };
+    // One await for both kinds (`Pve::call_within`): each await point is its own state.
+    let data = pve.call_within(&request, deadline_ms).await?;
     match flex::u64_of(&data) == Some(u64::from(vmid)) {
         true => Ok(()),
         false => Err(PveError::malformed(format!(

@@ -92,69 +92,128 @@ pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let verdict = move_guest(run, &mut ev, &args).await;
+    // The move, in this function's course (an async fn around it would be one more future,
+    // issue 32): its verdict, the summary or why it failed.
+    let verdict: Result<String, String> = 'moved: {
+        if ev.at.node == args.node {
+            break 'moved Ok(format!(
+                "{} already lives on node {}; no migration was sent",
+                ev.label(run),
+                args.node
+            ));
+        }
+        // PVE's check_running: a QEMU process, paused or not, is a running VM.
+        let was_running = ev.status.status == "running";
+        let source = ev.at.node.clone();
+        let request =
+            endpoints::migrate_preconditions(&ev.at.node, run.kind, ev.at.vmid, &args.node);
+        let pre = run.pve().read(&request, "migration preconditions").await;
+        if let Err(why) = preconditions(run, &ev, &args, was_running, pre) {
+            break 'moved Err(why);
+        }
+        // The request and its action end with their await: the wait after it need not carry
+        // them.
+        {
+            let request = endpoints::guest_migrate(
+                &ev.at.node,
+                run.kind,
+                ev.at.vmid,
+                &args.node,
+                &endpoints::MigrateOptions {
+                    online: args.online,
+                    with_local_disks: args.with_local_disks,
+                    restart: args.restart,
+                    timeout_sec: args.timeout_sec,
+                    target_storage: args.target_storage.as_deref(),
+                },
+            );
+            let action = format!("migrate {} to node {}", ev.label(run), args.node);
+            if let Err(why) = ev.trail.run(&run.pve(), &request, &action).await {
+                break 'moved Err(why);
+            }
+        }
+        // Then waits until the cluster places the guest on the target node and the target node
+        // shows it (running, if it was) with no lock.
+        let pve = run.pve();
+        let kind = run.kind;
+        // What the migrate task left of the method's one budget (taskTimeoutSec bounds both).
+        let deadline = run.budget.deadline(run.host.now_ms());
+        let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
+        let by_vmid = GuestRef {
+            vmid: Some(ev.at.vmid),
+            name: None,
+        };
+        let mut progress = Progress::start(run.host.now_ms());
+        loop {
+            let last = match locate(&pve, kind, &by_vmid).await {
+                Ok(Found::Present(at)) => {
+                    let request = endpoints::guest_status(&at.node, kind, at.vmid);
+                    let read = pve.read_by::<GuestStatus>(&request, deadline, "a guest status");
+                    let read = read.await;
+                    match at.node == args.node {
+                        true => {
+                            match on_target(run, &mut ev, &args, at, read, (was_running, deadline))
+                            {
+                                Ok(Some(last)) => last,
+                                Ok(None) => break,
+                                Err(why) => break 'moved Err(why),
+                            }
+                        }
+                        false => elsewhere(run, &mut ev, at, read),
+                    }
+                }
+                Ok(Found::Absent { .. }) => "the cluster lists it on no node".to_string(),
+                Err(Failure(why)) => break 'moved Err(format!("after the migrate task, {why}")),
+            };
+            let arriving = || {
+                format!(
+                    "{} {} to arrive on node {} — {last}",
+                    kind.noun(),
+                    ev.at.vmid,
+                    args.node
+                )
+            };
+            progress.tick(run.host, arriving);
+            if let Err(stop) = pacer.pause(run.host).await {
+                let why = match stop {
+                    Stopped::OutOfTime => {
+                        format!("not within taskTimeoutSec={}s", run.global.task_timeout_sec)
+                    }
+                    Stopped::Aborted => "the run was aborted while waiting".to_string(),
+                };
+                break 'moved Err(not_seen(
+                    kind,
+                    &ev,
+                    (&args, was_running),
+                    (&source, &last),
+                    why,
+                ));
+            }
+        }
+        Ok(format!(
+            "{} {} moved from node {} to node {} and is {}",
+            run.kind.noun(),
+            ev.at.vmid,
+            source,
+            args.node,
+            ev.status.status
+        ))
+    };
     ev.outcome(run, verdict).await
 }
 
-async fn move_guest<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &MigrateArgs,
-) -> Result<String, String> {
-    if ev.at.node == args.node {
-        return Ok(format!(
-            "{} already lives on node {}; no migration was sent",
-            ev.label(run),
-            args.node
-        ));
-    }
-    // PVE's check_running: a QEMU process, paused or not, is a running VM.
-    let was_running = ev.status.status == "running";
-    let source = ev.at.node.clone();
-    preconditions(run, ev, args, was_running).await?;
-    // The request and its action end with their await: the wait after it need not carry them.
-    {
-        let request = endpoints::guest_migrate(
-            &ev.at.node,
-            run.kind,
-            ev.at.vmid,
-            &args.node,
-            &endpoints::MigrateOptions {
-                online: args.online,
-                with_local_disks: args.with_local_disks,
-                restart: args.restart,
-                timeout_sec: args.timeout_sec,
-                target_storage: args.target_storage.as_deref(),
-            },
-        );
-        let action = format!("migrate {} to node {}", ev.label(run), args.node);
-        ev.trail.run(&run.pve(), &request, &action).await?;
-    }
-    arrive(run, ev, args, was_running).await?;
-    Ok(format!(
-        "{} {} moved from node {} to node {} and is {}",
-        run.kind.noun(),
-        ev.at.vmid,
-        source,
-        args.node,
-        ev.status.status
-    ))
-}
-
-/// Reads `GET …/migrate?target=` and refuses what PVE would refuse.
-async fn preconditions<H: Host>(
+/// `GET …/migrate?target=` as answered: refuses what PVE would refuse. A plain function of the
+/// answer, not an async fn reading it: each is one more future around its await (issue 32).
+fn preconditions<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
     args: &MigrateArgs,
     was_running: bool,
+    read: Result<MigratePreconditions, PveError>,
 ) -> Result<(), String> {
     let label = ev.label(run);
-    let request = endpoints::migrate_preconditions(&ev.at.node, run.kind, ev.at.vmid, &args.node);
-    let pre: MigratePreconditions = run
-        .pve()
-        .read(&request, "migration preconditions")
-        .await
-        .map_err(|e| could_not(&format!("read the migration preconditions of {label}"), &e).0)?;
+    let pre =
+        read.map_err(|e| could_not(&format!("read the migration preconditions of {label}"), &e).0)?;
     let running = pre.running.unwrap_or(was_running);
     match refusal(run.kind, &pre, args, running) {
         Some(why) => Err(format!(
@@ -200,21 +259,19 @@ fn refusal(
         ));
     }
     // A cloud-init drive is regenerated on the target (QemuMigrate scan_local_volumes: `generated`).
-    let mut local = Vec::new();
-    for disk in &pre.local_disks {
-        if !is_cloudinit(&disk.volid) {
-            local.push(disk);
-        }
-    }
-    if let Some(cdrom) = local.iter().find(|d| d.cdrom == Some(true)) {
-        return Some(format!(
-            "can't migrate local disk '{}': local cdrom image (PVE's rule) — eject it (ide2: none,media=cdrom) first",
-            cdrom.volid
-        ));
-    }
+    // One walk: the first local cdrom refuses before any attached disk is weighed.
     let mut attached = Vec::new();
-    for disk in &local {
-        if disk.is_unused != Some(true) && disk.cdrom != Some(true) {
+    for disk in &pre.local_disks {
+        if is_cloudinit(&disk.volid) {
+            continue;
+        }
+        if disk.cdrom == Some(true) {
+            return Some(format!(
+                "can't migrate local disk '{}': local cdrom image (PVE's rule) — eject it (ide2: none,media=cdrom) first",
+                disk.volid
+            ));
+        }
+        if disk.is_unused != Some(true) {
             attached.push(disk.volid.as_str());
         }
     }
@@ -233,69 +290,6 @@ fn is_cloudinit(volid: &str) -> bool {
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         digits > 0 && rest[digits..].starts_with("-cloudinit")
     })
-}
-
-/// Waits until the cluster places the guest on the target node and the target node shows it
-/// (running, if it was) with no lock.
-async fn arrive<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &MigrateArgs,
-    was_running: bool,
-) -> Result<(), String> {
-    let pve = run.pve();
-    let kind = run.kind;
-    // What the migrate task left of the method's one budget (taskTimeoutSec bounds both).
-    let deadline = run.budget.deadline(run.host.now_ms());
-    let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
-    let by_vmid = GuestRef {
-        vmid: Some(ev.at.vmid),
-        name: None,
-    };
-    let source = ev.at.node.clone();
-    let mut progress = Progress::start(run.host.now_ms());
-    loop {
-        let last = match locate(&pve, kind, &by_vmid).await {
-            Ok(Found::Present(at)) => {
-                let request = endpoints::guest_status(&at.node, kind, at.vmid);
-                let read = pve.read_by::<GuestStatus>(&request, deadline, "a guest status");
-                let read = read.await;
-                match at.node == args.node {
-                    true => match on_target(run, ev, args, at, read, (was_running, deadline))? {
-                        Some(last) => last,
-                        None => return Ok(()),
-                    },
-                    false => elsewhere(run, ev, at, read),
-                }
-            }
-            Ok(Found::Absent { .. }) => "the cluster lists it on no node".to_string(),
-            Err(Failure(why)) => return Err(format!("after the migrate task, {why}")),
-        };
-        let arriving = || {
-            format!(
-                "{} {} to arrive on node {} — {last}",
-                kind.noun(),
-                ev.at.vmid,
-                args.node
-            )
-        };
-        progress.tick(run.host, arriving);
-        if let Err(stop) = pacer.pause(run.host).await {
-            let why = match stop {
-                Stopped::OutOfTime => {
-                    format!("not within taskTimeoutSec={}s", run.global.task_timeout_sec)
-                }
-                Stopped::Aborted => "the run was aborted while waiting".to_string(),
-            };
-            return Err(not_seen(
-                kind,
-                ev,
-                (args, was_running),
-                (&source, &last),
-                why,
-            ));
-        }
-    }
 }
 
 /// One look at the guest on the target node: `None` once it is there (running, if it was) with no

@@ -14,6 +14,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
+use crate::pve::request::PveRequest;
 use crate::quote::Joined;
 use crate::run::{write, Run};
 use serde::Serialize;
@@ -142,70 +143,13 @@ pub async fn node_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let mut record = status_record(&node, &status, run.now_iso());
     let mut failures = Vec::new();
-    let disks = pve
-        .call(&endpoints::node_disks(&node))
-        .await
-        .and_then(|data| {
-            let list = data.as_array().ok_or_else(|| {
-                PveError::malformed(format!(
-                    "answered {data} where a list of disks was expected"
-                ))
-            })?;
-            let mut disks = Vec::with_capacity(list.len());
-            for entry in list {
-                disks.extend(disk_record(entry));
-            }
-            Ok(disks)
-        });
-    match disks {
-        Ok(list) => (record.disks, record.disks_available) = (list, true),
-        Err(e) => {
-            let what = "disks and SMART health";
-            record.disks_unavailable_reason = Some(unavailable(
-                run,
-                &node,
-                what,
-                "disks/list",
-                &e,
-                &mut failures,
-            ));
-        }
-    }
-    // The subscription answer may hold the key: only its status is kept, the answer never quoted.
-    let subscription = pve.call(&endpoints::node_subscription(&node)).await;
-    match subscription.and_then(|data| fact(&data, "status", flex::string_of)) {
-        Ok(status) => {
-            record.subscription_active = Some(status == "active");
-            record.subscription_status = Some(status);
-            record.subscription_status_available = true;
-        }
-        Err(e) => {
-            let what = "the subscription status";
-            record.subscription_status_unavailable_reason = Some(unavailable(
-                run,
-                &node,
-                what,
-                "subscription",
-                &e,
-                &mut failures,
-            ));
-        }
-    }
-    let repositories = pve.call(&endpoints::node_repositories(&node)).await;
-    match repositories.and_then(|data| fact(&data, "standard-repos", enterprise)) {
-        Ok(configured) => {
-            (record.enterprise_repo, record.repositories_available) = (Some(configured), true)
-        }
-        Err(e) => {
-            let what = "the APT repositories";
-            record.repositories_unavailable_reason = Some(unavailable(
-                run,
-                &node,
-                what,
-                "apt/repositories",
-                &e,
-                &mut failures,
-            ));
+    // The facts that need `Sys.Audit`: one await for the three reads (issue 32), each answer filed
+    // by its plain function.
+    for read in &FACTS {
+        let answer = pve.call(&(read.request)(&node)).await;
+        if let Err(e) = answer.and_then(|data| (read.file)(&mut record, data)) {
+            let reason = unavailable(run, &node, read.what, read.path, &e, &mut failures);
+            *(read.reason)(&mut record) = Some(reason);
         }
     }
     let writes = vec![write("nodeStatus", format!("node-{node}"), &record)];
@@ -213,6 +157,73 @@ pub async fn node_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         true => Outcome::succeeded(writes, format!("node {node}: status recorded")),
         false => Outcome::failed(writes, failures.joined("; ")),
     }
+}
+
+/// One read of a fact of the record: its request; what it reads and its path, as the messages
+/// name them when it cannot be read; where its answer is filed, and where the record says why not.
+struct Fact {
+    request: fn(&str) -> PveRequest,
+    what: &'static str,
+    path: &'static str,
+    file: fn(&mut NodeStatusRecord, Value) -> Result<(), PveError>,
+    reason: fn(&mut NodeStatusRecord) -> &mut Option<String>,
+}
+
+/// The facts read after the status, in the order they are asked for.
+const FACTS: [Fact; 3] = [
+    Fact {
+        request: endpoints::node_disks,
+        what: "disks and SMART health",
+        path: "disks/list",
+        file: file_disks,
+        reason: |r| &mut r.disks_unavailable_reason,
+    },
+    Fact {
+        request: endpoints::node_subscription,
+        what: "the subscription status",
+        path: "subscription",
+        file: file_subscription,
+        reason: |r| &mut r.subscription_status_unavailable_reason,
+    },
+    Fact {
+        request: endpoints::node_repositories,
+        what: "the APT repositories",
+        path: "apt/repositories",
+        file: file_repositories,
+        reason: |r| &mut r.repositories_unavailable_reason,
+    },
+];
+
+/// The node's disk list, each disk with its SMART health.
+fn file_disks(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError> {
+    let list = data.as_array().ok_or_else(|| {
+        PveError::malformed(format!(
+            "answered {data} where a list of disks was expected"
+        ))
+    })?;
+    let mut disks = Vec::with_capacity(list.len());
+    for entry in list {
+        disks.extend(disk_record(entry));
+    }
+    (record.disks, record.disks_available) = (disks, true);
+    Ok(())
+}
+
+/// The subscription's status. Its answer may hold the key: only the status is kept, the answer
+/// never quoted.
+fn file_subscription(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError> {
+    let status = fact(&data, "status", flex::string_of)?;
+    record.subscription_active = Some(status == "active");
+    record.subscription_status = Some(status);
+    record.subscription_status_available = true;
+    Ok(())
+}
+
+/// Whether the enterprise repository is configured and enabled.
+fn file_repositories(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError> {
+    let configured = fact(&data, "standard-repos", enterprise)?;
+    (record.enterprise_repo, record.repositories_available) = (Some(configured), true);
+    Ok(())
 }
 
 /// `field` of a node's answer as `pick` reads it. A malformed answer is quoted unless it is an
@@ -276,9 +287,14 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
     let at = |pointer: &str| status.pointer(pointer);
     let bytes = |pointer: &str| at(pointer).and_then(flex::u64_of);
     let text = |pointer: &str| at(pointer).and_then(flex::string_of);
-    let loadavg: Option<Vec<f64>> = at("/loadavg")
-        .and_then(Value::as_array)
-        .and_then(|list| list.iter().map(flex::f64_of).collect());
+    // A loop, not a collected chain: each compiles its own collecting code (issue 32).
+    let loadavg = at("/loadavg").and_then(Value::as_array).and_then(|list| {
+        let mut loads = Vec::with_capacity(list.len());
+        for load in list {
+            loads.push(flex::f64_of(load)?);
+        }
+        Some(loads)
+    });
     NodeStatusRecord {
         node: node.to_string(),
         cpu_pct: at("/cpu").and_then(flex::f64_of).and_then(flex::pct),

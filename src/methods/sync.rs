@@ -201,22 +201,113 @@ struct Sweep {
 /// What a sync wrote, and its summary (`Err`: the message of a sync that failed after writing).
 type Swept = (Vec<RecordWrite>, Result<String, String>);
 
-/// Runs `sync`. Its reads are one short course of awaits (here and in [`sweep`]); what each read
-/// means is judged by plain functions, so the async state machine holds little (issue 32).
+/// Runs `sync`. Its reads are one course of awaits, all in this function (each async fn around
+/// some of them would be one more future, issue 32); what each read means is judged by plain
+/// functions, so the async state machine holds little.
 pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let parsed = match SyncArgs::parse(args) {
         Ok(parsed) => parsed,
         Err(e) => return Failure::from(e).into(),
     };
-    let swept = match parsed.one_guest {
-        true => observe(run, args)
-            .await
-            .map(|record| one_guest(run, &record)),
-        false => sweep(run, parsed).await,
-    };
-    let (writes, said) = match swept {
-        Ok(swept) => swept,
-        Err(failure) => return failure.into(),
+    let (writes, said) = match parsed.one_guest {
+        true => match observe(run, args).await {
+            Ok(record) => one_guest(run, &record),
+            Err(failure) => return failure.into(),
+        },
+        false => {
+            // The sweep of a selection: the scope's lists, then the stored guests in it that no
+            // list held.
+            let mut sweep = match Sweep::plan(run, parsed) {
+                Ok(sweep) => sweep,
+                Err(failure) => return failure.into(),
+            };
+            let nodes = match sweep.selection.nodes.clone() {
+                Some(nodes) => nodes,
+                None => {
+                    let listed = run.pve().call(&endpoints::nodes()).await;
+                    match sweep.online_nodes(listed) {
+                        Ok(nodes) => nodes,
+                        Err(failure) => return failure.into(),
+                    }
+                }
+            };
+            for node in nodes {
+                let request = endpoints::node_guests(&node, run.kind);
+                let listed = run.pve().call(&request).await;
+                let chosen = match sweep.listed(run, &node, &request, listed) {
+                    Ok(Some(chosen)) => chosen,
+                    Ok(None) => continue,
+                    Err(failure) => return failure.into(),
+                };
+                // The guests the selection took. Their stored records are read in one host call
+                // (`Host::read_records`): a 1,000-guest node is one read of the repository, not
+                // 1,000 in a row.
+                let mut instances = Vec::with_capacity(chosen.len());
+                for (vmid, _) in &chosen {
+                    instances.push(run.guest_instance(*vmid));
+                }
+                // A stored record that cannot be read only costs a config read.
+                let stored = run.host.read_records(&instances).await.unwrap_or_default();
+                // One record for each guest: past the host's answer, none is stored. Taken in
+                // step, not zipped: each adapter compiles its own code (issue 32).
+                let mut stored = stored.into_iter();
+                let mut instances = instances.into_iter();
+                for (vmid, status) in chosen {
+                    let instance = instances.next().unwrap_or_default();
+                    let stored = stored.next().flatten();
+                    let mut record = carried(run, vmid, &node, &status, stored.as_ref());
+                    // It may be another guest now: its config read and its identity compared
+                    // (see the module doc); a config that cannot be read leaves it carried.
+                    if may_be_another_guest(stored.as_ref(), &status) {
+                        let request = endpoints::guest_config(&node, run.kind, vmid);
+                        let read = run
+                            .pve()
+                            .read::<Map<String, Value>>(&request, "a guest config")
+                            .await;
+                        let warning = match read {
+                            Ok(config) => {
+                                let identity = Identity::from_config(&Value::Object(config));
+                                let at = Located {
+                                    vmid,
+                                    node: node.clone(),
+                                };
+                                record = record_for(run, &at, &status, identity).await;
+                                unproven_reuse(run.kind.noun(), vmid, stored.as_ref())
+                            }
+                            Err(e) => Some(unchecked(run.kind.noun(), vmid, &e)),
+                        };
+                        if let Some(warning) = warning {
+                            run.warn(&warning);
+                            record.warnings.push(warning);
+                        }
+                    }
+                    sweep.record(run.guest_spec(), instance, record);
+                }
+            }
+            // Stored guests in scope that no list held: absent records for the confirmed
+            // absent.
+            let listed = run.host.list_records(run.guest_spec()).await;
+            let names = listed_records(run, listed).unwrap_or_default();
+            // Sorted for the lookups below; a VMID is listed by one node only.
+            crate::order::sort_by(&mut sweep.seen, &Ord::cmp);
+            for name in names {
+                let vmid = vmid_of_instance(&name, run.kind.record_prefix());
+                let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(&(*v as usize)).is_err())
+                else {
+                    continue;
+                };
+                let Ok(Some(stored)) = run.host.read_record(&name).await else {
+                    continue;
+                };
+                if sweep.takes_stored(run, vmid, &stored) {
+                    let free = next_id_free(&run.pve(), vmid).await;
+                    let node = stored.get("node").and_then(Value::as_str);
+                    sweep.confirmed(run, vmid, node, free);
+                }
+            }
+            let said = sweep.said(run.kind.noun());
+            (sweep.writes, said)
+        }
     };
     let writes = with_superseded(run, writes).await;
     match said {
@@ -235,28 +326,6 @@ fn one_guest<H: Host>(run: &Run<'_, H>, record: &GuestRecord) -> Swept {
     );
     let instance = run.guest_instance(record.vmid);
     (vec![write(run.guest_spec(), instance, record)], Ok(summary))
-}
-
-/// The sweep of a selection: the scope's lists, then the stored guests in it that no list held.
-async fn sweep<H: Host>(run: &Run<'_, H>, parsed: SyncArgs) -> Result<Swept, Failure> {
-    let mut sweep = Sweep::plan(run, parsed)?;
-    let nodes = match sweep.selection.nodes.clone() {
-        Some(nodes) => nodes,
-        None => {
-            let listed = run.pve().call(&endpoints::nodes()).await;
-            sweep.online_nodes(listed)?
-        }
-    };
-    for node in nodes {
-        let request = endpoints::node_guests(&node, run.kind);
-        let listed = run.pve().call(&request).await;
-        if let Some(chosen) = sweep.listed(run, &node, &request, listed)? {
-            record_node(run, &node, chosen, &mut sweep).await;
-        }
-    }
-    record_vanished(run, &mut sweep).await;
-    let said = sweep.said(run.kind.noun());
-    Ok((sweep.writes, said))
 }
 
 impl Sweep {
@@ -588,42 +657,6 @@ fn unjudged(noun: &str, vmid: u32, e: &str) -> String {
     format!("{noun} {vmid} was not recorded: where cannot be evaluated over its fields: {e}")
 }
 
-/// Records the guests a node listed that the selection took. Their stored records are read in
-/// one host call (`Host::read_records`): a 1,000-guest node is one read of the repository, not
-/// 1,000 in a row.
-async fn record_node<H: Host>(
-    run: &Run<'_, H>,
-    node: &str,
-    chosen: Vec<(u32, GuestStatus)>,
-    sweep: &mut Sweep,
-) {
-    let mut instances = Vec::with_capacity(chosen.len());
-    for (vmid, _) in &chosen {
-        instances.push(run.guest_instance(*vmid));
-    }
-    // A stored record that cannot be read only costs a config read (`with_identity`).
-    let stored = run.host.read_records(&instances).await.unwrap_or_default();
-    // One record for each guest: past the host's answer, none is stored. Taken in step, not
-    // zipped: each adapter compiles its own code (issue 32).
-    let mut stored = stored.into_iter();
-    let mut instances = instances.into_iter();
-    for (vmid, status) in chosen {
-        let instance = instances.next().unwrap_or_default();
-        let stored = stored.next().flatten();
-        let record = match may_be_another_guest(stored.as_ref(), &status) {
-            false => carried(run, vmid, node, &status, stored.as_ref()),
-            true => {
-                let at = Located {
-                    vmid,
-                    node: node.to_string(),
-                };
-                with_identity(run, &at, &status, stored).await
-            }
-        };
-        sweep.record(run.guest_spec(), instance, record);
-    }
-}
-
 /// The cheap signal that the VMID may now hold another guest: its stored record says absent, or
 /// names another guest.
 fn may_be_another_guest(stored: Option<&Value>, status: &GuestStatus) -> bool {
@@ -660,43 +693,9 @@ fn carried<H: Host>(
     record
 }
 
-/// The record of a listed guest that may be another guest now: its config read and its identity
-/// compared (see the module doc). A config that cannot be read leaves the identity carried.
-async fn with_identity<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    status: &GuestStatus,
-    stored: Option<Value>,
-) -> GuestRecord {
-    let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
-    let read = run
-        .pve()
-        .read::<Map<String, Value>>(&request, "a guest config")
-        .await;
-    let (mut record, warning) = match read {
-        Ok(config) => {
-            let identity = Identity::from_config(&Value::Object(config));
-            let record = record_for(run, at, status, identity).await;
-            (
-                record,
-                unproven_reuse(run.kind.noun(), at.vmid, stored.as_ref()),
-            )
-        }
-        Err(e) => {
-            let record = carried(run, at.vmid, &at.node, status, stored.as_ref());
-            let warning = format!(
-                "{} {}: identity not checked, its config could not be read: {e}",
-                run.kind.noun(),
-                at.vmid
-            );
-            (record, Some(warning))
-        }
-    };
-    if let Some(warning) = warning {
-        run.warn(&warning);
-        record.warnings.push(warning);
-    }
-    record
+/// A guest whose config could not be read: its identity carried, not checked.
+fn unchecked(noun: &str, vmid: u32, e: &PveError) -> String {
+    format!("{noun} {vmid}: identity not checked, its config could not be read: {e}")
 }
 
 /// A guest whose record named another guest but held no fingerprint: a reuse cannot be proven
@@ -709,29 +708,6 @@ fn unproven_reuse(noun: &str, vmid: u32, stored: Option<&Value>) -> Option<Strin
         "{noun} {vmid}: its record named another guest ({}) but held no identity to compare: the VMID may have been reused; its identity is recorded now",
         stored.and_then(|s| s.get("name")).and_then(Value::as_str).unwrap_or("none")
     ))
-}
-
-/// Stored guests in scope that no list held: absent records for the confirmed absent.
-async fn record_vanished<H: Host>(run: &Run<'_, H>, sweep: &mut Sweep) {
-    let Some(names) = listed_records(run, run.host.list_records(run.guest_spec()).await) else {
-        return;
-    };
-    // Sorted for the lookups below; a VMID is listed by one node only.
-    crate::order::sort_by(&mut sweep.seen, &Ord::cmp);
-    for name in names {
-        let vmid = vmid_of_instance(&name, run.kind.record_prefix());
-        let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(&(*v as usize)).is_err()) else {
-            continue;
-        };
-        let Ok(Some(stored)) = run.host.read_record(&name).await else {
-            continue;
-        };
-        if sweep.takes_stored(run, vmid, &stored) {
-            let free = next_id_free(&run.pve(), vmid).await;
-            let node = stored.get("node").and_then(Value::as_str);
-            sweep.confirmed(run, vmid, node, free);
-        }
-    }
 }
 
 /// The stored records' names, or why guests that disappeared are not detected (warned).
