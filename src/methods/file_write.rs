@@ -106,20 +106,11 @@ async fn write_verified<H: Host>(
     record: &mut FileRecord,
 ) -> Result<String, String> {
     let label = format!("{:?} in VM {} on node {}", args.path, at.vmid, at.node);
-    let chunks: Vec<&[u8]> = match args.bytes.is_empty() {
-        true => vec![&[][..]],
-        false => args.bytes.chunks(WRITE_CHUNK_BYTES).collect(),
-    };
-    if chunks.len() == 1 {
-        put(run, at, &args.path, chunks[0], &label, record).await?;
-    } else {
-        let mut parts = Vec::with_capacity(chunks.len());
-        for i in 0..chunks.len() {
-            parts.push(format!("{}.swamp-part-{i:04}", args.path));
-        }
-        for (part, chunk) in parts.iter().zip(&chunks) {
-            put(run, at, part, chunk, &label, record).await?;
-        }
+    let parts = parts_of(args);
+    for (path, chunk) in &parts {
+        put(run, at, path, chunk, &label, record).await?;
+    }
+    if parts.len() > 1 {
         let mut join = vec![
             "sh".to_string(),
             "-c".to_string(),
@@ -127,7 +118,9 @@ async fn write_verified<H: Host>(
             "sh".to_string(),
             args.path.clone(),
         ];
-        join.extend(parts.iter().cloned());
+        for (part, _) in &parts {
+            join.push(part.clone());
+        }
         helper(
             run,
             at,
@@ -183,8 +176,22 @@ async fn write_verified<H: Host>(
     Ok(format!(
         "wrote {} bytes to {label} in {} file-write call(s); the read-back matches byte for byte",
         args.bytes.len(),
-        chunks.len()
+        parts.len()
     ))
+}
+
+/// What each `file-write` writes, and where: the file itself when it fits one call (an empty file
+/// is one call too), else numbered parts beside it for the join.
+fn parts_of(args: &FileWriteArgs) -> Vec<(String, &[u8])> {
+    if args.bytes.len() <= WRITE_CHUNK_BYTES {
+        return vec![(args.path.clone(), &args.bytes[..])];
+    }
+    let mut parts = Vec::new();
+    for chunk in args.bytes.chunks(WRITE_CHUNK_BYTES) {
+        let path = format!("{}.swamp-part-{:04}", args.path, parts.len());
+        parts.push((path, chunk));
+    }
+    parts
 }
 
 /// One `file-write` (never re-sent); one PVE answered OK counts in the record (its bytes and calls).
