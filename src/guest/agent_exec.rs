@@ -4,6 +4,7 @@
 
 use super::exec::{verdict_message, ExecArgs, ExecOutcome};
 use super::locate::Located;
+use crate::client::shaped;
 use crate::explain::hint;
 use crate::host::Host;
 use crate::poll::{Pacer, Stopped, ANSWER_MS};
@@ -70,12 +71,9 @@ async fn send_exec_by<H: Host>(
     // PVE hands the guest one byte per character of input-data: send the UTF-8 bytes that way.
     let input = args.input.as_deref().map(input_for_pve);
     let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, input.as_deref());
-    let pve = run.pve();
-    let started: ExecStarted = match deadline_ms {
-        Some(deadline) => pve.read_by(&request, deadline, "an exec pid").await?,
-        None => pve.read(&request, "an exec pid").await?,
-    };
-    Ok(started.pid)
+    // One send whether or not a deadline is given (one await point instead of two).
+    let answer = run.pve().call_within(&request, deadline_ms).await;
+    shaped::<ExecStarted>(&request, "an exec pid", answer).map(|started| started.pid)
 }
 
 /// Follows a sent command to its end: asks for its status at once, then at growing pauses;
