@@ -18,24 +18,16 @@ use crate::run::Run;
 /// How often a poll that failed for a transient reason is tried again before the result counts as lost.
 const POLL_RETRIES: u32 = 2;
 
-/// Starts the command on `at` and follows it to its end: the pid (if it started) and what was seen.
+/// Starts the command on `at` and follows it to its end: the pid (if it started) and what was seen,
+/// every request and pause ending by `deadline_ms` when given (an outer wait's).
 pub async fn execute<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    args: &ExecArgs,
-) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
-    execute_by(run, at, args, None).await
-}
-
-/// [`execute`], every request and pause ending by `deadline_ms` when given (an outer wait's).
-async fn execute_by<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ExecArgs,
     deadline_ms: Option<f64>,
 ) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
-    let sent = send_exec_by(run, at, args, deadline_ms).await;
-    follow_by(run, at, args, sent, deadline_ms).await
+    let sent = send_exec(run, at, args, deadline_ms).await;
+    follow(run, at, args, sent, deadline_ms).await
 }
 
 /// Runs a command in the VM exactly as `guestExec` does, without writing its record (`waitReady`'s
@@ -47,22 +39,15 @@ pub async fn run_in_guest<H: Host>(
     args: &ExecArgs,
     deadline_ms: f64,
 ) -> (ExecOutcome, Option<ExecStatus>, Result<(), String>) {
-    let (_, outcome, status) = execute_by(run, at, args, Some(deadline_ms)).await;
+    let (_, outcome, status) = execute(run, at, args, Some(deadline_ms)).await;
     let verdict =
         verdict_message(run.kind, at, args, &outcome, status.as_ref()).map_or(Ok(()), Err);
     (outcome, status, verdict)
 }
 
-/// `POST …/agent/exec` on `at`: the pid, or PVE's refusal (never re-sent).
+/// `POST …/agent/exec` on `at` (by `deadline_ms` when given): the pid, or PVE's refusal (never
+/// re-sent).
 pub async fn send_exec<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    args: &ExecArgs,
-) -> Result<i64, PveError> {
-    send_exec_by(run, at, args, None).await
-}
-
-async fn send_exec_by<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ExecArgs,
@@ -76,19 +61,10 @@ async fn send_exec_by<H: Host>(
     shaped::<ExecStarted>(&request, "an exec pid", answer).map(|started| started.pid)
 }
 
-/// Follows a sent command to its end: asks for its status at once, then at growing pauses;
-/// returns the pid (if it started) and what was seen.
+/// Follows a sent command to its end: asks for its status at once, then at growing pauses, ending
+/// by `deadline_ms` when given (the earlier of it and `timeoutSec`); returns the pid (if it
+/// started) and what was seen.
 pub async fn follow<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    args: &ExecArgs,
-    sent: Result<i64, PveError>,
-) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
-    follow_by(run, at, args, sent, None).await
-}
-
-/// [`follow`], ending by `deadline_ms` when given (the earlier of it and `timeoutSec`).
-async fn follow_by<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ExecArgs,

@@ -234,7 +234,7 @@ async fn helper<H: Host>(
         policy: ExitPolicy::ZeroOnly,
         input: None,
     };
-    let (_, outcome, status) = execute(run, at, &exec).await;
+    let (_, outcome, status) = execute(run, at, &exec, None).await;
     let stderr = status
         .as_ref()
         .and_then(|s| s.stderr.as_ref())
