@@ -23,9 +23,10 @@
 //!    and with a checksum the task log must carry PVE's "checksum verified" line.
 
 use crate::args::{check_segment, ArgError, Fields};
+use crate::client::shaped;
 use crate::explain::{could_not, hint, mutation_failed};
 use crate::guest::evidence::TaskTrail;
-use crate::guest::storage::{read_storage, storage_refusal};
+use crate::guest::storage::{storage_in, storage_refusal};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
@@ -35,7 +36,7 @@ use crate::pve::request::PveRequest;
 use crate::pve::responses::{NodeStorage, TaskLogLine};
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
-use crate::task::upid_of;
+use crate::task::{upid_of, TaskTrouble};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -437,6 +438,12 @@ impl Findings<'_> {
         }
     }
 
+    /// `GET …/storage/<storage>/content?content=<content>`: where the volume is looked for.
+    fn content_list(&self) -> PveRequest {
+        let args = self.args;
+        endpoints::storage_content(&self.node, &args.storage, args.content.name())
+    }
+
     /// `the <content> content of storage <storage> on node <node>`, as messages name it.
     fn content_text(&self) -> String {
         let args = self.args;
@@ -480,48 +487,162 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     course(run, &mut findings).await
 }
 
-/// The course: what is there before, the download when it is needed, what is there after.
+/// The course: what is there before, the download when it is needed, what is there after. The
+/// one place `downloadUrl` awaits PVE: [`Course`] decides each request from the answers.
 async fn course<H: Host>(run: &Run<'_, H>, findings: &mut Findings<'_>) -> Outcome {
-    let args = findings.args;
-    let list = endpoints::storage_content(&findings.node, &args.storage, args.content.name());
-    let existing = match up_front(run, findings, &list).await {
-        Ok(existing) => existing,
-        Err(failure) => return failure.into(),
+    let pve = run.pve();
+    let mut course = Course {
+        step: Step::Storages,
+        existing: None,
+        verdict: None,
     };
-    if let Some(volume) = &existing {
-        if let Some(verdict) = unsent_verdict(findings, volume) {
-            return findings.outcome(run, Some(volume), verdict);
-        }
+    let mut next = Next::Send(endpoints::node_storage(&findings.node));
+    loop {
+        next = match next {
+            Next::Send(request) => {
+                let answer = pve.call(&request).await;
+                course.answered(run, findings, &request, answer)
+            }
+            Next::Follow(upid) => {
+                let followed = findings.trail.follow_outcome(&pve, &upid).await;
+                course.followed(findings, upid, followed)
+            }
+            Next::Done(outcome) => return outcome,
+        };
     }
-    let sent = send_and_follow(run, findings).await;
-    let verdict = match read_task_log(findings, existing.as_ref(), sent) {
-        Ok(verdict) => verdict,
-        Err(failure) => return failure.into(),
-    };
-    let after = volume_listed(run.pve().call(&list).await, findings);
-    conclude(run, findings, verdict, after)
 }
 
-/// Step 1: the storage takes the download, the volume as the storage lists it (if there), and the
-/// URL's size as the node sees it.
-async fn up_front<H: Host>(
-    run: &Run<'_, H>,
-    findings: &mut Findings<'_>,
-    list: &PveRequest,
-) -> Result<Option<Volume>, Failure> {
-    let args = findings.args;
-    let node = &findings.node;
-    let store = read_storage(run, node, &args.storage).await;
-    if let Err(why) = store_takes(store, args) {
-        return Err(Failure::new(format!(
-            "cannot download to {} on node {node}: {why}; nothing was downloaded",
-            findings.volid
-        )));
+/// What the course asks of its driver.
+enum Next {
+    Send(PveRequest),
+    /// Follow the download's task to its end.
+    Follow(Upid),
+    Done(Outcome),
+}
+
+/// Which answer the course waits for.
+enum Step {
+    /// Step 1: the node's storages, then the volume as the storage lists it (if there), and the
+    /// URL's size as the node sees it.
+    Storages,
+    Before,
+    Metadata,
+    /// Step 3: the download request, its task's log, and the storage's list after it.
+    Download,
+    Log(Upid),
+    After,
+}
+
+/// `downloadUrl` as plain steps: each answer judged, and the next request decided from it.
+struct Course {
+    step: Step,
+    /// The volume of that name listed before the download.
+    existing: Option<Volume>,
+    /// The verdict the task's log gave on a volume that was there ([`read_task_log`]).
+    verdict: Option<Result<String, String>>,
+}
+
+impl Course {
+    fn answered<H: Host>(
+        &mut self,
+        run: &Run<'_, H>,
+        findings: &mut Findings<'_>,
+        request: &PveRequest,
+        answer: Result<Value, PveError>,
+    ) -> Next {
+        let args = findings.args;
+        let node = &findings.node;
+        match std::mem::replace(&mut self.step, Step::After) {
+            Step::Storages => match store_takes(storage_in(answer, node, &args.storage), args) {
+                Err(why) => Next::Done(
+                    Failure::new(format!(
+                        "cannot download to {} on node {node}: {why}; nothing was downloaded",
+                        findings.volid
+                    ))
+                    .into(),
+                ),
+                Ok(()) => self.send(Step::Before, findings.content_list()),
+            },
+            Step::Before => match volume_listed(answer, findings) {
+                Err(failure) => Next::Done(failure.into()),
+                Ok(existing) => {
+                    self.existing = existing;
+                    let metadata =
+                        endpoints::url_metadata(node, &args.url, args.verify_certificates);
+                    self.send(Step::Metadata, metadata)
+                }
+            },
+            Step::Metadata => match url_size_of(answer, findings) {
+                Err(failure) => Next::Done(failure.into()),
+                Ok(url_size) => {
+                    findings.url_size = url_size;
+                    self.unsent(run, findings)
+                }
+            },
+            Step::Download => match accepted(findings, answer) {
+                Ok(upid) => Next::Follow(upid),
+                Err(why) => self.sent(findings, Err(why)),
+            },
+            Step::Log(upid) => {
+                // The log is where PVE says whether its checksum check ran: unreadable is not "it
+                // did not".
+                let log = shaped::<Vec<TaskLogLine>>(request, "a task log", answer);
+                let says = log_says(log, &upid, &findings.volid);
+                self.sent(findings, says)
+            }
+            Step::After => {
+                let after = volume_listed(answer, findings);
+                Next::Done(conclude(run, findings, self.verdict.take(), after))
+            }
+        }
     }
-    let existing = volume_listed(run.pve().call(list).await, findings)?;
-    let metadata = endpoints::url_metadata(node, &args.url, args.verify_certificates);
-    findings.url_size = url_size_of(run.pve().call(&metadata).await, findings)?;
-    Ok(existing)
+
+    /// Step 2, the URL's size known: the verdict on a volume already there without a download, or
+    /// the download request.
+    fn unsent<H: Host>(&mut self, run: &Run<'_, H>, findings: &Findings<'_>) -> Next {
+        if let Some(volume) = &self.existing {
+            if let Some(verdict) = unsent_verdict(findings, volume) {
+                return Next::Done(findings.outcome(run, Some(volume), verdict));
+            }
+        }
+        let args = findings.args;
+        let request = endpoints::storage_download_url(&findings.node, &args.storage, args.params());
+        self.send(Step::Download, request)
+    }
+
+    /// The download's task followed: its whole log next (`limit` 0: the check comes after one
+    /// line of wget's progress per 32 MiB).
+    fn followed(
+        &mut self,
+        findings: &mut Findings<'_>,
+        upid: Upid,
+        followed: Result<(), TaskTrouble>,
+    ) -> Next {
+        if let Err(trouble) = followed {
+            let volid = &findings.volid;
+            let why = format!("download to {volid}: {}", trouble.into_failure().0);
+            return self.sent(findings, Err(why));
+        }
+        let request = endpoints::task_log(&upid, 0, 0);
+        self.send(Step::Log(upid), request)
+    }
+
+    /// What the download's task said (or why it says nothing): the verdict it gives, then the
+    /// storage's list after it.
+    fn sent(&mut self, findings: &mut Findings<'_>, sent: Result<LogSays, String>) -> Next {
+        match read_task_log(findings, self.existing.as_ref(), sent) {
+            Err(failure) => Next::Done(failure.into()),
+            Ok(verdict) => {
+                self.verdict = verdict;
+                self.send(Step::After, findings.content_list())
+            }
+        }
+    }
+
+    fn send(&mut self, step: Step, request: PveRequest) -> Next {
+        self.step = step;
+        Next::Send(request)
+    }
 }
 
 /// The storage exists on the node, is enabled and active and takes the content type.
@@ -695,27 +816,6 @@ fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, Str
         summary.push_str(&format!(", {algorithm} verified by PVE"));
     }
     Ok(summary)
-}
-
-/// Sends the download request and follows its task; what its log says when it ended OK.
-async fn send_and_follow<H: Host>(
-    run: &Run<'_, H>,
-    findings: &mut Findings<'_>,
-) -> Result<LogSays, String> {
-    let args = findings.args;
-    let pve = run.pve();
-    let request = endpoints::storage_download_url(&findings.node, &args.storage, args.params());
-    let upid = accepted(findings, pve.call(&request).await)?;
-    if let Err(trouble) = findings.trail.follow_outcome(&pve, &upid).await {
-        let volid = &findings.volid;
-        return Err(format!("download to {volid}: {}", trouble.into_failure().0));
-    }
-    // The log is where PVE says whether its checksum check ran: unreadable is not "it did not".
-    // Whole (`limit` 0): the check comes after one line of wget's progress per 32 MiB.
-    let log = pve
-        .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid, 0, 0), "a task log")
-        .await;
-    log_says(log, &upid, &findings.volid)
 }
 
 /// The download's task, from PVE's answer to the request; or why there is none to follow.
