@@ -112,19 +112,19 @@ async fn write_verified<H: Host>(
     }
     if parts.len() > 1 {
         let mut join = vec![
-            "sh".to_string(),
-            "-c".to_string(),
-            "out=$1; shift; cat -- \"$@\" > \"$out\" && rm -f -- \"$@\"".to_string(),
-            "sh".to_string(),
-            args.path.clone(),
+            "sh",
+            "-c",
+            "out=$1; shift; cat -- \"$@\" > \"$out\" && rm -f -- \"$@\"",
+            "sh",
+            &args.path,
         ];
         for (part, _) in &parts {
-            join.push(part.clone());
+            join.push(part);
         }
         helper(
             run,
             at,
-            join,
+            &join,
             &format!("join the {} parts of {label}", parts.len()),
         )
         .await
@@ -136,15 +136,10 @@ async fn write_verified<H: Host>(
         })?;
     }
     if let Some(mode) = &args.mode {
-        let chmod = vec!["chmod".to_string(), mode.clone(), args.path.clone()];
-        helper(run, at, chmod, &format!("chmod {mode} {label}")).await?;
-        let stat = vec![
-            "stat".to_string(),
-            "-c".to_string(),
-            "%a".to_string(),
-            args.path.clone(),
-        ];
-        let shown = helper(run, at, stat, &format!("read the mode of {label}")).await?;
+        let chmod = ["chmod", mode, &args.path];
+        helper(run, at, &chmod, &format!("chmod {mode} {label}")).await?;
+        let stat = ["stat", "-c", "%a", &args.path];
+        let shown = helper(run, at, &stat, &format!("read the mode of {label}")).await?;
         let want = mode.trim_start_matches('0');
         let shown = shown.trim();
         // The record holds the mode as `stat` showed it (in the request's spelling when equal).
@@ -221,15 +216,19 @@ async fn put<H: Host>(
 async fn helper<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
-    command: Vec<String>,
+    command: &[&str],
     what: &str,
 ) -> Result<String, String> {
+    let mut argv = Vec::with_capacity(command.len());
+    for word in command {
+        argv.push(word.to_string());
+    }
     let exec = ExecArgs {
         target: GuestRef {
             vmid: Some(at.vmid),
             name: None,
         },
-        command,
+        command: argv,
         timeout_sec: HELPER_EXEC_SEC,
         policy: ExitPolicy::ZeroOnly,
         input: None,
