@@ -89,43 +89,11 @@ pub async fn follow<H: Host>(
     let mut pacer = Pacer::new(now, (deadline - now).max(0.0) as u64, pve.poll_cap_ms);
     let mut progress = Progress::start(now);
     let mut failed_polls = 0;
-    loop {
+    let (outcome, status) = loop {
         let status_request = endpoints::agent_exec_status(&at.node, at.vmid, pid);
-        let answer = pve
-            .call_by(&status_request, deadline)
-            .await
-            .and_then(|data| {
-                ExecStatus::from_value(&data).ok_or_else(|| {
-                    PveError::malformed(format!("exec-status answered without `exited`: {data}"))
-                })
-            });
-        match answer {
-            // The agent forgets a finished pid after this answer: it is the one and only final read.
-            Ok(status) if status.exited => {
-                return (Some(pid), final_outcome(&status), Some(status))
-            }
-            Ok(_) => failed_polls = 0,
-            // The wait's end cut the status read short: the command outlived its time.
-            Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
-                return (Some(pid), ExecOutcome::TimedOut, None)
-            }
-            Err(e)
-                if (e.is_transient() || e.kind == ErrorKind::Malformed)
-                    && failed_polls < POLL_RETRIES =>
-            {
-                // Reading status again is safe unless the lost (or unreadable) answer was the final
-                // one; then the next read says "Invalid parameter 'pid'" and the result is reported
-                // lost below.
-                failed_polls += 1;
-                run.warn(&format!(
-                    "VM {}: reading the status of pid {pid} failed ({e}); trying again",
-                    at.vmid
-                ));
-            }
-            Err(e) if e.kind == ErrorKind::Aborted => {
-                return (Some(pid), ExecOutcome::Aborted, None)
-            }
-            Err(e) => return (Some(pid), lost(e, failed_polls > 0), None),
+        let answer = pve.call_by(&status_request, deadline).await;
+        if let Some(ended) = polled(run, at, pid, deadline, answer, &mut failed_polls) {
+            break ended;
         }
         progress.tick(run.host, || {
             format!(
@@ -135,9 +103,55 @@ pub async fn follow<H: Host>(
         });
         match pacer.pause(run.host).await {
             Ok(()) => {}
-            Err(Stopped::OutOfTime) => return (Some(pid), ExecOutcome::TimedOut, None),
-            Err(Stopped::Aborted) => return (Some(pid), ExecOutcome::Aborted, None),
+            Err(Stopped::OutOfTime) => break (ExecOutcome::TimedOut, None),
+            Err(Stopped::Aborted) => break (ExecOutcome::Aborted, None),
         }
+    };
+    (Some(pid), outcome, status)
+}
+
+/// One `exec-status` answer judged: how the command ended (with its final status when read), or
+/// `None` while it runs or a failed read may be tried again (`failed_polls` counts those in a row).
+fn polled<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    pid: i64,
+    deadline: f64,
+    answer: Result<serde_json::Value, PveError>,
+    failed_polls: &mut u32,
+) -> Option<(ExecOutcome, Option<ExecStatus>)> {
+    let answer = answer.and_then(|data| {
+        ExecStatus::from_value(&data).ok_or_else(|| {
+            PveError::malformed(format!("exec-status answered without `exited`: {data}"))
+        })
+    });
+    match answer {
+        // The agent forgets a finished pid after this answer: it is the one and only final read.
+        Ok(status) if status.exited => Some((final_outcome(&status), Some(status))),
+        Ok(_) => {
+            *failed_polls = 0;
+            None
+        }
+        // The wait's end cut the status read short: the command outlived its time.
+        Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
+            Some((ExecOutcome::TimedOut, None))
+        }
+        Err(e)
+            if (e.is_transient() || e.kind == ErrorKind::Malformed)
+                && *failed_polls < POLL_RETRIES =>
+        {
+            // Reading status again is safe unless the lost (or unreadable) answer was the final
+            // one; then the next read says "Invalid parameter 'pid'" and the result is reported
+            // lost below.
+            *failed_polls += 1;
+            run.warn(&format!(
+                "VM {}: reading the status of pid {pid} failed ({e}); trying again",
+                at.vmid
+            ));
+            None
+        }
+        Err(e) if e.kind == ErrorKind::Aborted => Some((ExecOutcome::Aborted, None)),
+        Err(e) => Some((lost(e, *failed_polls > 0), None)),
     }
 }
 
