@@ -778,31 +778,39 @@ fn conclude<H: Host>(
 
 /// Whether what the storage shows after an OK task is the URL's file.
 fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, String> {
-    let args = findings.args;
-    let volid = &findings.volid;
-    let node = &findings.node;
     let task = findings
         .trail
         .last_task
         .as_deref()
         .unwrap_or("the download task");
-    let check = format!("check the task's log on node {node} and the URL's file");
+    // Every failure is worded around what was seen: one message built once.
+    shortfall(findings, volume).map_err(|seen| {
+        format!(
+            "task {task} ended OK{seen} — check the task's log on node {} and the URL's file",
+            findings.node
+        )
+    })
+}
+
+/// [`judge`]'s summary, or what was seen instead of the URL's file (within its message).
+fn shortfall(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, String> {
+    let args = findings.args;
+    let volid = &findings.volid;
+    let node = &findings.node;
     let Some(volume) = volume else {
         return Err(format!(
-            "task {task} ended OK, but {volid} is not in {} — {check}",
+            ", but {volid} is not in {}",
             findings.content_text()
         ));
     };
     let size = volume.size.unwrap_or(0);
     if size == 0 {
-        return Err(format!(
-            "task {task} ended OK, but {volid} on node {node} is empty (size 0) — {check}"
-        ));
+        return Err(format!(", but {volid} on node {node} is empty (size 0)"));
     }
     if let (Some(want), None) = (findings.url_size, &args.compression) {
         if size != want {
             return Err(format!(
-                "task {task} ended OK, but {volid} on node {node} has {size} bytes where the URL's file has {want} (a short or altered download) — {check}"
+                ", but {volid} on node {node} has {size} bytes where the URL's file has {want} (a short or altered download)"
             ));
         }
     }
@@ -810,7 +818,7 @@ fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, Str
     if let Some((algorithm, _)) = &args.checksum {
         if !findings.checksum_verified {
             return Err(format!(
-                "task {task} ended OK and {volid} has {size} bytes, but its log does not show PVE's {algorithm} check ({CHECKSUM_VERIFIED:?}) — {check}"
+                " and {volid} has {size} bytes, but its log does not show PVE's {algorithm} check ({CHECKSUM_VERIFIED:?})"
             ));
         }
         summary.push_str(&format!(", {algorithm} verified by PVE"));
