@@ -15,6 +15,7 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::base64;
 use crate::pve::endpoints;
+use crate::pve::error::PveError;
 use crate::run::{write, Run};
 use serde_json::Value;
 
@@ -107,8 +108,11 @@ async fn write_verified<H: Host>(
 ) -> Result<String, String> {
     let label = format!("{:?} in VM {} on node {}", args.path, at.vmid, at.node);
     let parts = parts_of(args);
-    for (path, chunk) in &parts {
-        put(run, at, path, chunk, &label, record).await?;
+    let pve = run.pve();
+    for (path, bytes) in &parts {
+        let request = endpoints::agent_file_write(&at.node, at.vmid, path, &base64::encode(bytes));
+        let answer = pve.call(&request).await;
+        put(answer, path, bytes, &label, record)?;
     }
     if parts.len() > 1 {
         let mut join = vec![
@@ -189,17 +193,16 @@ fn parts_of(args: &FileWriteArgs) -> Vec<(String, &[u8])> {
     parts
 }
 
-/// One `file-write` (never re-sent); one PVE answered OK counts in the record (its bytes and calls).
-async fn put<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
+/// One `file-write`'s answer (never re-sent); one PVE answered OK counts in the record (its bytes
+/// and calls).
+fn put(
+    answer: Result<Value, PveError>,
     path: &str,
     bytes: &[u8],
     label: &str,
     record: &mut FileRecord,
 ) -> Result<(), String> {
-    let request = endpoints::agent_file_write(&at.node, at.vmid, path, &base64::encode(bytes));
-    run.pve().call(&request).await.map_err(|e| {
+    answer.map_err(|e| {
         mutation_failed(
             &format!("write {path:?} ({} bytes) for {label}", bytes.len()),
             &e,
