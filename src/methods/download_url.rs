@@ -484,12 +484,8 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         checksum_verified: false,
         trail: TaskTrail::default(),
     };
-    course(run, &mut findings).await
-}
-
-/// The course: what is there before, the download when it is needed, what is there after. The
-/// one place `downloadUrl` awaits PVE: [`Course`] decides each request from the answers.
-async fn course<H: Host>(run: &Run<'_, H>, findings: &mut Findings<'_>) -> Outcome {
+    // The course: what is there before, the download when it is needed, what is there after.
+    // The one place `downloadUrl` awaits PVE: [`Course`] decides each request from the answers.
     let pve = run.pve();
     let mut course = Course {
         step: Step::Storages,
@@ -501,11 +497,11 @@ async fn course<H: Host>(run: &Run<'_, H>, findings: &mut Findings<'_>) -> Outco
         next = match next {
             Next::Send(request) => {
                 let answer = pve.call(&request).await;
-                course.answered(run, findings, &request, answer)
+                course.answered(run, &mut findings, &request, answer)
             }
             Next::Follow(upid) => {
                 let followed = findings.trail.follow_outcome(&pve, &upid).await;
-                course.followed(findings, upid, followed)
+                course.followed(&mut findings, upid, followed)
             }
             Next::Done(outcome) => return outcome,
         };
