@@ -501,7 +501,7 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             }
             Next::Follow(upid) => {
                 let followed = findings.trail.follow_outcome(&pve, &upid).await;
-                course.followed(&mut findings, upid, followed)
+                course.followed(&mut findings, &upid, followed)
             }
             Next::Done(outcome) => return outcome,
         };
@@ -517,6 +517,7 @@ enum Next {
 }
 
 /// Which answer the course waits for.
+#[derive(Clone, Copy)]
 enum Step {
     /// Step 1: the node's storages, then the volume as the storage lists it (if there), and the
     /// URL's size as the node sees it.
@@ -525,7 +526,7 @@ enum Step {
     Metadata,
     /// Step 3: the download request, its task's log, and the storage's list after it.
     Download,
-    Log(Upid),
+    Log,
     After,
 }
 
@@ -548,7 +549,7 @@ impl Course {
     ) -> Next {
         let args = findings.args;
         let node = &findings.node;
-        match std::mem::replace(&mut self.step, Step::After) {
+        match self.step {
             Step::Storages => match store_takes(storage_in(answer, node, &args.storage), args) {
                 Err(why) => Next::Done(
                     Failure::new(format!(
@@ -579,11 +580,12 @@ impl Course {
                 Ok(upid) => Next::Follow(upid),
                 Err(why) => self.sent(findings, Err(why)),
             },
-            Step::Log(upid) => {
+            Step::Log => {
                 // The log is where PVE says whether its checksum check ran: unreadable is not "it
-                // did not".
+                // did not". The task is the one `accepted` noted.
                 let log = shaped::<Vec<TaskLogLine>>(request, "a task log", answer);
-                let says = log_says(log, &upid, &findings.volid);
+                let task = findings.trail.last_task.as_deref().unwrap_or_default();
+                let says = log_says(log, task, &findings.volid);
                 self.sent(findings, says)
             }
             Step::After => {
@@ -611,7 +613,7 @@ impl Course {
     fn followed(
         &mut self,
         findings: &mut Findings<'_>,
-        upid: Upid,
+        upid: &Upid,
         followed: Result<(), TaskTrouble>,
     ) -> Next {
         if let Err(trouble) = followed {
@@ -619,8 +621,8 @@ impl Course {
             let why = format!("download to {volid}: {}", trouble.into_failure().0);
             return self.sent(findings, Err(why));
         }
-        let request = endpoints::task_log(&upid, 0, 0);
-        self.send(Step::Log(upid), request)
+        let request = endpoints::task_log(upid, 0, 0);
+        self.send(Step::Log, request)
     }
 
     /// What the download's task said (or why it says nothing): the verdict it gives, then the
@@ -863,12 +865,12 @@ struct LogSays {
 /// What the task log says, or why it could not be read.
 fn log_says(
     log: Result<Vec<TaskLogLine>, PveError>,
-    upid: &Upid,
+    task: &str,
     volid: &str,
 ) -> Result<LogSays, String> {
     let lines = log.map_err(|e| {
         could_not(
-            &format!("read the log of task {upid}, which ended OK, to see PVE's checks of {volid}"),
+            &format!("read the log of task {task}, which ended OK, to see PVE's checks of {volid}"),
             &e,
         )
         .0
@@ -1195,7 +1197,9 @@ mod tests {
         );
         let message = failure_of(&outcome);
         assert!(
-            message.contains("could not read the log of task"),
+            message.contains(&format!(
+                "could not read the log of task {UPID}, which ended OK"
+            )),
             "{message}"
         );
         assert!(message.contains("unable to open file"), "{message}");
