@@ -79,11 +79,15 @@ impl Progress {
     /// Logs `waiting for <what> — <n> s so far` when a line is due.
     pub fn tick<H: Host>(&mut self, host: &H, what: impl FnOnce() -> String) {
         let now = host.now_ms();
-        if !self.due(now) {
-            return;
+        if self.due(now) {
+            self.say(host, now, &what());
         }
+    }
+
+    /// [`Progress::tick`]'s line, once a line is due: one copy for every caller's `what`.
+    fn say<H: Host>(&mut self, host: &H, now: f64, what: &str) {
         self.next_ms = now + EVERY_MS;
-        host.log(LogLevel::Info, &self.line(now, &what(), None));
+        host.log(LogLevel::Info, &self.line(now, what, None));
     }
 
     /// For a followed task: when a line is due, reads the task log written since the last read and

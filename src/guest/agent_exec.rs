@@ -4,6 +4,7 @@
 
 use super::exec::{verdict_message, ExecArgs, ExecOutcome};
 use super::locate::Located;
+use crate::client::shaped;
 use crate::explain::hint;
 use crate::host::Host;
 use crate::poll::{Pacer, Stopped, ANSWER_MS};
@@ -17,24 +18,16 @@ use crate::run::Run;
 /// How often a poll that failed for a transient reason is tried again before the result counts as lost.
 const POLL_RETRIES: u32 = 2;
 
-/// Starts the command on `at` and follows it to its end: the pid (if it started) and what was seen.
+/// Starts the command on `at` and follows it to its end: the pid (if it started) and what was seen,
+/// every request and pause ending by `deadline_ms` when given (an outer wait's).
 pub async fn execute<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    args: &ExecArgs,
-) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
-    execute_by(run, at, args, None).await
-}
-
-/// [`execute`], every request and pause ending by `deadline_ms` when given (an outer wait's).
-async fn execute_by<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ExecArgs,
     deadline_ms: Option<f64>,
 ) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
-    let sent = send_exec_by(run, at, args, deadline_ms).await;
-    follow_by(run, at, args, sent, deadline_ms).await
+    let sent = send_exec(run, at, args, deadline_ms).await;
+    follow(run, at, args, sent, deadline_ms).await
 }
 
 /// Runs a command in the VM exactly as `guestExec` does, without writing its record (`waitReady`'s
@@ -46,22 +39,15 @@ pub async fn run_in_guest<H: Host>(
     args: &ExecArgs,
     deadline_ms: f64,
 ) -> (ExecOutcome, Option<ExecStatus>, Result<(), String>) {
-    let (_, outcome, status) = execute_by(run, at, args, Some(deadline_ms)).await;
+    let (_, outcome, status) = execute(run, at, args, Some(deadline_ms)).await;
     let verdict =
         verdict_message(run.kind, at, args, &outcome, status.as_ref()).map_or(Ok(()), Err);
     (outcome, status, verdict)
 }
 
-/// `POST …/agent/exec` on `at`: the pid, or PVE's refusal (never re-sent).
+/// `POST …/agent/exec` on `at` (by `deadline_ms` when given): the pid, or PVE's refusal (never
+/// re-sent).
 pub async fn send_exec<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    args: &ExecArgs,
-) -> Result<i64, PveError> {
-    send_exec_by(run, at, args, None).await
-}
-
-async fn send_exec_by<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ExecArgs,
@@ -70,27 +56,15 @@ async fn send_exec_by<H: Host>(
     // PVE hands the guest one byte per character of input-data: send the UTF-8 bytes that way.
     let input = args.input.as_deref().map(input_for_pve);
     let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, input.as_deref());
-    let pve = run.pve();
-    let started: ExecStarted = match deadline_ms {
-        Some(deadline) => pve.read_by(&request, deadline, "an exec pid").await?,
-        None => pve.read(&request, "an exec pid").await?,
-    };
-    Ok(started.pid)
+    // One send whether or not a deadline is given (one await point instead of two).
+    let answer = run.pve().call_within(&request, deadline_ms).await;
+    shaped::<ExecStarted>(&request, "an exec pid", answer).map(|started| started.pid)
 }
 
-/// Follows a sent command to its end: asks for its status at once, then at growing pauses;
-/// returns the pid (if it started) and what was seen.
+/// Follows a sent command to its end: asks for its status at once, then at growing pauses, ending
+/// by `deadline_ms` when given (the earlier of it and `timeoutSec`); returns the pid (if it
+/// started) and what was seen.
 pub async fn follow<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    args: &ExecArgs,
-    sent: Result<i64, PveError>,
-) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
-    follow_by(run, at, args, sent, None).await
-}
-
-/// [`follow`], ending by `deadline_ms` when given (the earlier of it and `timeoutSec`).
-async fn follow_by<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ExecArgs,
@@ -115,43 +89,11 @@ async fn follow_by<H: Host>(
     let mut pacer = Pacer::new(now, (deadline - now).max(0.0) as u64, pve.poll_cap_ms);
     let mut progress = Progress::start(now);
     let mut failed_polls = 0;
-    loop {
+    let (outcome, status) = loop {
         let status_request = endpoints::agent_exec_status(&at.node, at.vmid, pid);
-        let answer = pve
-            .call_by(&status_request, deadline)
-            .await
-            .and_then(|data| {
-                ExecStatus::from_value(&data).ok_or_else(|| {
-                    PveError::malformed(format!("exec-status answered without `exited`: {data}"))
-                })
-            });
-        match answer {
-            // The agent forgets a finished pid after this answer: it is the one and only final read.
-            Ok(status) if status.exited => {
-                return (Some(pid), final_outcome(&status), Some(status))
-            }
-            Ok(_) => failed_polls = 0,
-            // The wait's end cut the status read short: the command outlived its time.
-            Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
-                return (Some(pid), ExecOutcome::TimedOut, None)
-            }
-            Err(e)
-                if (e.is_transient() || e.kind == ErrorKind::Malformed)
-                    && failed_polls < POLL_RETRIES =>
-            {
-                // Reading status again is safe unless the lost (or unreadable) answer was the final
-                // one; then the next read says "Invalid parameter 'pid'" and the result is reported
-                // lost below.
-                failed_polls += 1;
-                run.warn(&format!(
-                    "VM {}: reading the status of pid {pid} failed ({e}); trying again",
-                    at.vmid
-                ));
-            }
-            Err(e) if e.kind == ErrorKind::Aborted => {
-                return (Some(pid), ExecOutcome::Aborted, None)
-            }
-            Err(e) => return (Some(pid), lost(e, failed_polls > 0), None),
+        let answer = pve.call_by(&status_request, deadline).await;
+        if let Some(ended) = polled(run, at, pid, deadline, answer, &mut failed_polls) {
+            break ended;
         }
         progress.tick(run.host, || {
             format!(
@@ -161,9 +103,55 @@ async fn follow_by<H: Host>(
         });
         match pacer.pause(run.host).await {
             Ok(()) => {}
-            Err(Stopped::OutOfTime) => return (Some(pid), ExecOutcome::TimedOut, None),
-            Err(Stopped::Aborted) => return (Some(pid), ExecOutcome::Aborted, None),
+            Err(Stopped::OutOfTime) => break (ExecOutcome::TimedOut, None),
+            Err(Stopped::Aborted) => break (ExecOutcome::Aborted, None),
         }
+    };
+    (Some(pid), outcome, status)
+}
+
+/// One `exec-status` answer judged: how the command ended (with its final status when read), or
+/// `None` while it runs or a failed read may be tried again (`failed_polls` counts those in a row).
+fn polled<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    pid: i64,
+    deadline: f64,
+    answer: Result<serde_json::Value, PveError>,
+    failed_polls: &mut u32,
+) -> Option<(ExecOutcome, Option<ExecStatus>)> {
+    let answer = answer.and_then(|data| {
+        ExecStatus::from_value(&data).ok_or_else(|| {
+            PveError::malformed(format!("exec-status answered without `exited`: {data}"))
+        })
+    });
+    match answer {
+        // The agent forgets a finished pid after this answer: it is the one and only final read.
+        Ok(status) if status.exited => Some((final_outcome(&status), Some(status))),
+        Ok(_) => {
+            *failed_polls = 0;
+            None
+        }
+        // The wait's end cut the status read short: the command outlived its time.
+        Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
+            Some((ExecOutcome::TimedOut, None))
+        }
+        Err(e)
+            if (e.is_transient() || e.kind == ErrorKind::Malformed)
+                && *failed_polls < POLL_RETRIES =>
+        {
+            // Reading status again is safe unless the lost (or unreadable) answer was the final
+            // one; then the next read says "Invalid parameter 'pid'" and the result is reported
+            // lost below.
+            *failed_polls += 1;
+            run.warn(&format!(
+                "VM {}: reading the status of pid {pid} failed ({e}); trying again",
+                at.vmid
+            ));
+            None
+        }
+        Err(e) if e.kind == ErrorKind::Aborted => Some((ExecOutcome::Aborted, None)),
+        Err(e) => Some((lost(e, *failed_polls > 0), None)),
     }
 }
 

@@ -355,37 +355,57 @@ pub fn verdict_message(
     outcome: &ExecOutcome,
     status: Option<&ExecStatus>,
 ) -> Option<String> {
-    let what = format!(
-        "guestExec {:?} on {} {} (node {})",
+    // One message built from its parts: the words of each ending, then its detail.
+    let detail: String;
+    let (words, detail, with_stderr) = match outcome {
+        ExecOutcome::Exited { code } if args.policy.accepts(*code) => return None,
+        ExecOutcome::Exited { code } => {
+            detail = format!(
+                "{code}; only {} counts as success (set okExitCodes, allowNonZeroExit or allowedExitCodes to accept it)",
+                accepted_codes(&args.policy)
+            );
+            (" exited with code ", detail.as_str(), true)
+        }
+        ExecOutcome::Signaled { signal } => {
+            detail = signal.to_string();
+            (" was killed by signal ", detail.as_str(), true)
+        }
+        ExecOutcome::TimedOut => {
+            detail = format!(
+                "{}s; it may still be running in the guest",
+                args.timeout_sec
+            );
+            (" did not finish within timeoutSec=", detail.as_str(), false)
+        }
+        ExecOutcome::NotStarted { reason } => (" did not start: ", reason.as_str(), false),
+        ExecOutcome::Unconfirmed { reason } => {
+            (": the start was not confirmed: ", reason.as_str(), false)
+        }
+        ExecOutcome::ResultLost { reason } => {
+            (" started but its result was lost: ", reason.as_str(), false)
+        }
+        ExecOutcome::Aborted => (
+            " was abandoned because the run was aborted; it may still be running in the guest",
+            "",
+            false,
+        ),
+    };
+    let mut message = format!(
+        "guestExec {:?} on {} {} (node {}){words}{detail}",
         args.command,
         kind.noun(),
         at.vmid,
         at.node
     );
-    let stderr_tail = status
-        .and_then(|s| s.stderr.as_ref())
-        .map(|o| tail(&o.text))
-        .filter(|t| !t.is_empty());
-    let with_stderr = |text: String| match &stderr_tail {
-        Some(tail) => format!("{text}; stderr ends: {tail}"),
-        None => text,
-    };
-    match outcome {
-        ExecOutcome::Exited { code } if args.policy.accepts(*code) => None,
-        ExecOutcome::Exited { code } => Some(with_stderr(format!(
-            "{what} exited with code {code}; only {} counts as success (set okExitCodes, allowNonZeroExit or allowedExitCodes to accept it)",
-            accepted_codes(&args.policy)
-        ))),
-        ExecOutcome::Signaled { signal } => Some(with_stderr(format!("{what} was killed by signal {signal}"))),
-        ExecOutcome::TimedOut => Some(format!(
-            "{what} did not finish within timeoutSec={}s; it may still be running in the guest",
-            args.timeout_sec
-        )),
-        ExecOutcome::NotStarted { reason } => Some(format!("{what} did not start: {reason}")),
-        ExecOutcome::Unconfirmed { reason } => Some(format!("{what}: the start was not confirmed: {reason}")),
-        ExecOutcome::ResultLost { reason } => Some(format!("{what} started but its result was lost: {reason}")),
-        ExecOutcome::Aborted => Some(format!("{what} was abandoned because the run was aborted; it may still be running in the guest")),
+    let stderr = status.and_then(|s| s.stderr.as_ref());
+    if let (true, Some(stderr)) = (with_stderr, stderr) {
+        let tail = tail(&stderr.text);
+        if !tail.is_empty() {
+            message.push_str("; stderr ends: ");
+            message.push_str(&tail);
+        }
     }
+    Some(message)
 }
 
 fn accepted_codes(policy: &ExitPolicy) -> String {

@@ -68,12 +68,24 @@ pub async fn read_storage<H: Host>(
     node: &str,
     id: &str,
 ) -> Result<NodeStorage, String> {
-    let mut storages: Vec<NodeStorage> =
-        listed(run.pve().call(&endpoints::node_storage(node)).await).map_err(|why| {
-            format!(
+    storage_in(
+        run.pve().call(&endpoints::node_storage(node)).await,
+        node,
+        id,
+    )
+}
+
+/// [`read_storage`]'s judge of the answer, for a course that sends the request itself.
+pub fn storage_in(
+    answer: Result<Value, PveError>,
+    node: &str,
+    id: &str,
+) -> Result<NodeStorage, String> {
+    let mut storages: Vec<NodeStorage> = listed(answer).map_err(|why| {
+        format!(
             "the storages of node {node} could not be listed (GET /nodes/{node}/storage): {why}"
         )
-        })?;
+    })?;
     match storages.iter().position(|s| s.storage == id) {
         Some(at) => Ok(storages.swap_remove(at)),
         None => Err(missing_storage(id, node, &storages)),

@@ -4,17 +4,18 @@
 //! record and the verdict are guestExec's (guest/exec.rs). Over the api transport it fails saying
 //! it needs ssh, before anything is sent.
 
+use crate::client::shaped;
 use crate::explain::{could_not, hint};
 use crate::global_args::{SshSettings, TransportSettings};
 use crate::guest::exec::{conclude, ExecArgs, ExecOutcome, Observed};
 use crate::guest::locate::{locate_present, Located};
-use crate::guest::settle::read_status;
 use crate::host::Host;
-use crate::host::{HostError, HostErrorKind, ProcessOutput};
+use crate::host::{HostError, HostErrorKind, ProcessOutput, ProcessRequest};
 use crate::outcome::{Failure, Outcome};
-use crate::pve::error::ErrorKind;
+use crate::pve::endpoints;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::exec_data::GuestOutput;
-use crate::pve::responses::{ExecStatus, AGENT_CAPTURE_LIMIT};
+use crate::pve::responses::{ExecStatus, GuestStatus, AGENT_CAPTURE_LIMIT};
 use crate::run::Run;
 use crate::transport::ssh;
 use serde_json::Value;
@@ -42,8 +43,27 @@ pub async fn container_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome 
         ))
         .into();
     }
-    let seen = match ready(run, &at).await {
-        Ok(()) => attach(run, settings, &at, &args).await,
+    // The state read is sent here and judged plain (`ready`), and the ssh command run here too:
+    // one await point each, no futures nested in this one.
+    let request = endpoints::guest_status(&at.node, run.kind, at.vmid);
+    let status = shaped(&request, "a guest status", run.pve().call(&request).await);
+    let seen = match ready(status, &at) {
+        Ok(()) => {
+            let started = run.host.now_ms();
+            let (outcome, status) = match pct_exec(run, settings, &at, &args) {
+                Err(outcome) => (outcome, None),
+                Ok(request) => match run.host.run(request).await {
+                    Ok(output) => ended(settings, output),
+                    Err(e) => (not_ended(e), None),
+                },
+            };
+            Observed {
+                pid: None,
+                outcome,
+                status,
+                duration_ms: (run.host.now_ms() - started).max(0.0).round() as u64,
+            }
+        }
         Err(Ok(reason)) => Observed {
             pid: None,
             outcome: ExecOutcome::NotStarted { reason },
@@ -64,8 +84,11 @@ pub async fn container_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome 
 
 /// The container must run for pct exec to attach to it: `Err(Ok(why))` when it does not,
 /// `Err(Err(failure))` when its state could not be read.
-async fn ready<H: Host>(run: &Run<'_, H>, at: &Located) -> Result<(), Result<String, Failure>> {
-    let status = read_status(&run.pve(), run.kind, at).await.map_err(|e| {
+fn ready(
+    status: Result<GuestStatus, PveError>,
+    at: &Located,
+) -> Result<(), Result<String, Failure>> {
+    let status = status.map_err(|e| {
         Err(could_not(
             &format!(
                 "read the state of container {} on node {}",
@@ -83,46 +106,30 @@ async fn ready<H: Host>(run: &Run<'_, H>, at: &Located) -> Result<(), Result<Str
     }
 }
 
-/// Runs pct exec over ssh and reads how it ended.
-async fn attach<H: Host>(
+/// The ssh command that runs pct exec (said in the log), or why it cannot be made: then the
+/// command did not start.
+fn pct_exec<H: Host>(
     run: &Run<'_, H>,
     settings: &SshSettings,
     at: &Located,
     args: &ExecArgs,
-) -> Observed {
+) -> Result<ProcessRequest, ExecOutcome> {
     let timeout_ms = args.timeout_sec * 1000;
-    let started = run.host.now_ms();
     let request = ssh::assemble_pct_exec(
         settings,
         at.vmid,
         &args.command,
         args.input.as_deref(),
         timeout_ms,
-    );
-    let (outcome, status) = match request {
-        Err(e) => (
-            ExecOutcome::NotStarted {
-                reason: e.to_string(),
-            },
-            None,
-        ),
-        Ok(request) => {
-            run.info(&format!(
-                "container {}: running {:?} with pct exec on node {}",
-                at.vmid, args.command, at.node
-            ));
-            match run.host.run(request).await {
-                Ok(output) => ended(settings, output),
-                Err(e) => (not_ended(e), None),
-            }
-        }
-    };
-    Observed {
-        pid: None,
-        outcome,
-        status,
-        duration_ms: (run.host.now_ms() - started).max(0.0).round() as u64,
-    }
+    )
+    .map_err(|e| ExecOutcome::NotStarted {
+        reason: e.to_string(),
+    })?;
+    run.info(&format!(
+        "container {}: running {:?} with pct exec on node {}",
+        at.vmid, args.command, at.node
+    ));
+    Ok(request)
 }
 
 /// pct's exit status is the command's, unless ssh itself failed (exit 255 with ssh's words).

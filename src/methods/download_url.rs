@@ -23,9 +23,10 @@
 //!    and with a checksum the task log must carry PVE's "checksum verified" line.
 
 use crate::args::{check_segment, ArgError, Fields};
+use crate::client::shaped;
 use crate::explain::{could_not, hint, mutation_failed};
 use crate::guest::evidence::TaskTrail;
-use crate::guest::storage::{read_storage, storage_refusal};
+use crate::guest::storage::{storage_in, storage_refusal};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
@@ -35,7 +36,7 @@ use crate::pve::request::PveRequest;
 use crate::pve::responses::{NodeStorage, TaskLogLine};
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
-use crate::task::upid_of;
+use crate::task::{upid_of, TaskTrouble};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -437,6 +438,12 @@ impl Findings<'_> {
         }
     }
 
+    /// `GET …/storage/<storage>/content?content=<content>`: where the volume is looked for.
+    fn content_list(&self) -> PveRequest {
+        let args = self.args;
+        endpoints::storage_content(&self.node, &args.storage, args.content.name())
+    }
+
     /// `the <content> content of storage <storage> on node <node>`, as messages name it.
     fn content_text(&self) -> String {
         let args = self.args;
@@ -477,51 +484,163 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         checksum_verified: false,
         trail: TaskTrail::default(),
     };
-    course(run, &mut findings).await
+    // The course: what is there before, the download when it is needed, what is there after.
+    // The one place `downloadUrl` awaits PVE: [`Course`] decides each request from the answers.
+    let pve = run.pve();
+    let mut course = Course {
+        step: Step::Storages,
+        existing: None,
+        verdict: None,
+    };
+    let mut next = Next::Send(endpoints::node_storage(&findings.node));
+    loop {
+        next = match next {
+            Next::Send(request) => {
+                let answer = pve.call(&request).await;
+                course.answered(run, &mut findings, &request, answer)
+            }
+            Next::Follow(upid) => {
+                let followed = findings.trail.follow_outcome(&pve, &upid).await;
+                course.followed(&mut findings, &upid, followed)
+            }
+            Next::Done(outcome) => return outcome,
+        };
+    }
 }
 
-/// The course: what is there before, the download when it is needed, what is there after.
-async fn course<H: Host>(run: &Run<'_, H>, findings: &mut Findings<'_>) -> Outcome {
-    let args = findings.args;
-    let list = endpoints::storage_content(&findings.node, &args.storage, args.content.name());
-    let existing = match up_front(run, findings, &list).await {
-        Ok(existing) => existing,
-        Err(failure) => return failure.into(),
-    };
-    if let Some(volume) = &existing {
-        if let Some(verdict) = unsent_verdict(findings, volume) {
-            return findings.outcome(run, Some(volume), verdict);
+/// What the course asks of its driver.
+enum Next {
+    Send(PveRequest),
+    /// Follow the download's task to its end.
+    Follow(Upid),
+    Done(Outcome),
+}
+
+/// Which answer the course waits for.
+#[derive(Clone, Copy)]
+enum Step {
+    /// Step 1: the node's storages, then the volume as the storage lists it (if there), and the
+    /// URL's size as the node sees it.
+    Storages,
+    Before,
+    Metadata,
+    /// Step 3: the download request, its task's log, and the storage's list after it.
+    Download,
+    Log,
+    After,
+}
+
+/// `downloadUrl` as plain steps: each answer judged, and the next request decided from it.
+struct Course {
+    step: Step,
+    /// The volume of that name listed before the download.
+    existing: Option<Volume>,
+    /// The verdict the task's log gave on a volume that was there ([`read_task_log`]).
+    verdict: Option<Result<String, String>>,
+}
+
+impl Course {
+    fn answered<H: Host>(
+        &mut self,
+        run: &Run<'_, H>,
+        findings: &mut Findings<'_>,
+        request: &PveRequest,
+        answer: Result<Value, PveError>,
+    ) -> Next {
+        let args = findings.args;
+        let node = &findings.node;
+        match self.step {
+            Step::Storages => match store_takes(storage_in(answer, node, &args.storage), args) {
+                Err(why) => Next::Done(
+                    Failure::new(format!(
+                        "cannot download to {} on node {node}: {why}; nothing was downloaded",
+                        findings.volid
+                    ))
+                    .into(),
+                ),
+                Ok(()) => self.send(Step::Before, findings.content_list()),
+            },
+            Step::Before => match volume_listed(answer, findings) {
+                Err(failure) => Next::Done(failure.into()),
+                Ok(existing) => {
+                    self.existing = existing;
+                    let metadata =
+                        endpoints::url_metadata(node, &args.url, args.verify_certificates);
+                    self.send(Step::Metadata, metadata)
+                }
+            },
+            Step::Metadata => match url_size_of(answer, findings) {
+                Err(failure) => Next::Done(failure.into()),
+                Ok(url_size) => {
+                    findings.url_size = url_size;
+                    self.unsent(run, findings)
+                }
+            },
+            Step::Download => match accepted(findings, answer) {
+                Ok(upid) => Next::Follow(upid),
+                Err(why) => self.sent(findings, Err(why)),
+            },
+            Step::Log => {
+                // The log is where PVE says whether its checksum check ran: unreadable is not "it
+                // did not". The task is the one `accepted` noted.
+                let log = shaped::<Vec<TaskLogLine>>(request, "a task log", answer);
+                let task = findings.trail.last_task.as_deref().unwrap_or_default();
+                let says = log_says(log, task, &findings.volid);
+                self.sent(findings, says)
+            }
+            Step::After => {
+                let after = volume_listed(answer, findings);
+                Next::Done(conclude(run, findings, self.verdict.take(), after))
+            }
         }
     }
-    let sent = send_and_follow(run, findings).await;
-    let verdict = match read_task_log(findings, existing.as_ref(), sent) {
-        Ok(verdict) => verdict,
-        Err(failure) => return failure.into(),
-    };
-    let after = volume_listed(run.pve().call(&list).await, findings);
-    conclude(run, findings, verdict, after)
-}
 
-/// Step 1: the storage takes the download, the volume as the storage lists it (if there), and the
-/// URL's size as the node sees it.
-async fn up_front<H: Host>(
-    run: &Run<'_, H>,
-    findings: &mut Findings<'_>,
-    list: &PveRequest,
-) -> Result<Option<Volume>, Failure> {
-    let args = findings.args;
-    let node = &findings.node;
-    let store = read_storage(run, node, &args.storage).await;
-    if let Err(why) = store_takes(store, args) {
-        return Err(Failure::new(format!(
-            "cannot download to {} on node {node}: {why}; nothing was downloaded",
-            findings.volid
-        )));
+    /// Step 2, the URL's size known: the verdict on a volume already there without a download, or
+    /// the download request.
+    fn unsent<H: Host>(&mut self, run: &Run<'_, H>, findings: &Findings<'_>) -> Next {
+        if let Some(volume) = &self.existing {
+            if let Some(verdict) = unsent_verdict(findings, volume) {
+                return Next::Done(findings.outcome(run, Some(volume), verdict));
+            }
+        }
+        let args = findings.args;
+        let request = endpoints::storage_download_url(&findings.node, &args.storage, args.params());
+        self.send(Step::Download, request)
     }
-    let existing = volume_listed(run.pve().call(list).await, findings)?;
-    let metadata = endpoints::url_metadata(node, &args.url, args.verify_certificates);
-    findings.url_size = url_size_of(run.pve().call(&metadata).await, findings)?;
-    Ok(existing)
+
+    /// The download's task followed: its whole log next (`limit` 0: the check comes after one
+    /// line of wget's progress per 32 MiB).
+    fn followed(
+        &mut self,
+        findings: &mut Findings<'_>,
+        upid: &Upid,
+        followed: Result<(), TaskTrouble>,
+    ) -> Next {
+        if let Err(trouble) = followed {
+            let volid = &findings.volid;
+            let why = format!("download to {volid}: {}", trouble.into_failure().0);
+            return self.sent(findings, Err(why));
+        }
+        let request = endpoints::task_log(upid, 0, 0);
+        self.send(Step::Log, request)
+    }
+
+    /// What the download's task said (or why it says nothing): the verdict it gives, then the
+    /// storage's list after it.
+    fn sent(&mut self, findings: &mut Findings<'_>, sent: Result<LogSays, String>) -> Next {
+        match read_task_log(findings, self.existing.as_ref(), sent) {
+            Err(failure) => Next::Done(failure.into()),
+            Ok(verdict) => {
+                self.verdict = verdict;
+                self.send(Step::After, findings.content_list())
+            }
+        }
+    }
+
+    fn send(&mut self, step: Step, request: PveRequest) -> Next {
+        self.step = step;
+        Next::Send(request)
+    }
 }
 
 /// The storage exists on the node, is enabled and active and takes the content type.
@@ -657,31 +776,39 @@ fn conclude<H: Host>(
 
 /// Whether what the storage shows after an OK task is the URL's file.
 fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, String> {
-    let args = findings.args;
-    let volid = &findings.volid;
-    let node = &findings.node;
     let task = findings
         .trail
         .last_task
         .as_deref()
         .unwrap_or("the download task");
-    let check = format!("check the task's log on node {node} and the URL's file");
+    // Every failure is worded around what was seen: one message built once.
+    shortfall(findings, volume).map_err(|seen| {
+        format!(
+            "task {task} ended OK{seen} — check the task's log on node {} and the URL's file",
+            findings.node
+        )
+    })
+}
+
+/// [`judge`]'s summary, or what was seen instead of the URL's file (within its message).
+fn shortfall(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, String> {
+    let args = findings.args;
+    let volid = &findings.volid;
+    let node = &findings.node;
     let Some(volume) = volume else {
         return Err(format!(
-            "task {task} ended OK, but {volid} is not in {} — {check}",
+            ", but {volid} is not in {}",
             findings.content_text()
         ));
     };
     let size = volume.size.unwrap_or(0);
     if size == 0 {
-        return Err(format!(
-            "task {task} ended OK, but {volid} on node {node} is empty (size 0) — {check}"
-        ));
+        return Err(format!(", but {volid} on node {node} is empty (size 0)"));
     }
     if let (Some(want), None) = (findings.url_size, &args.compression) {
         if size != want {
             return Err(format!(
-                "task {task} ended OK, but {volid} on node {node} has {size} bytes where the URL's file has {want} (a short or altered download) — {check}"
+                ", but {volid} on node {node} has {size} bytes where the URL's file has {want} (a short or altered download)"
             ));
         }
     }
@@ -689,33 +816,12 @@ fn judge(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String, Str
     if let Some((algorithm, _)) = &args.checksum {
         if !findings.checksum_verified {
             return Err(format!(
-                "task {task} ended OK and {volid} has {size} bytes, but its log does not show PVE's {algorithm} check ({CHECKSUM_VERIFIED:?}) — {check}"
+                " and {volid} has {size} bytes, but its log does not show PVE's {algorithm} check ({CHECKSUM_VERIFIED:?})"
             ));
         }
         summary.push_str(&format!(", {algorithm} verified by PVE"));
     }
     Ok(summary)
-}
-
-/// Sends the download request and follows its task; what its log says when it ended OK.
-async fn send_and_follow<H: Host>(
-    run: &Run<'_, H>,
-    findings: &mut Findings<'_>,
-) -> Result<LogSays, String> {
-    let args = findings.args;
-    let pve = run.pve();
-    let request = endpoints::storage_download_url(&findings.node, &args.storage, args.params());
-    let upid = accepted(findings, pve.call(&request).await)?;
-    if let Err(trouble) = findings.trail.follow_outcome(&pve, &upid).await {
-        let volid = &findings.volid;
-        return Err(format!("download to {volid}: {}", trouble.into_failure().0));
-    }
-    // The log is where PVE says whether its checksum check ran: unreadable is not "it did not".
-    // Whole (`limit` 0): the check comes after one line of wget's progress per 32 MiB.
-    let log = pve
-        .read::<Vec<TaskLogLine>>(&endpoints::task_log(&upid, 0, 0), "a task log")
-        .await;
-    log_says(log, &upid, &findings.volid)
 }
 
 /// The download's task, from PVE's answer to the request; or why there is none to follow.
@@ -759,12 +865,12 @@ struct LogSays {
 /// What the task log says, or why it could not be read.
 fn log_says(
     log: Result<Vec<TaskLogLine>, PveError>,
-    upid: &Upid,
+    task: &str,
     volid: &str,
 ) -> Result<LogSays, String> {
     let lines = log.map_err(|e| {
         could_not(
-            &format!("read the log of task {upid}, which ended OK, to see PVE's checks of {volid}"),
+            &format!("read the log of task {task}, which ended OK, to see PVE's checks of {volid}"),
             &e,
         )
         .0
@@ -1091,7 +1197,9 @@ mod tests {
         );
         let message = failure_of(&outcome);
         assert!(
-            message.contains("could not read the log of task"),
+            message.contains(&format!(
+                "could not read the log of task {UPID}, which ended OK"
+            )),
             "{message}"
         );
         assert!(message.contains("unable to open file"), "{message}");

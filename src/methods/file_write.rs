@@ -15,6 +15,7 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::base64;
 use crate::pve::endpoints;
+use crate::pve::error::PveError;
 use crate::run::{write, Run};
 use serde_json::Value;
 
@@ -106,32 +107,28 @@ async fn write_verified<H: Host>(
     record: &mut FileRecord,
 ) -> Result<String, String> {
     let label = format!("{:?} in VM {} on node {}", args.path, at.vmid, at.node);
-    let chunks: Vec<&[u8]> = match args.bytes.is_empty() {
-        true => vec![&[][..]],
-        false => args.bytes.chunks(WRITE_CHUNK_BYTES).collect(),
-    };
-    if chunks.len() == 1 {
-        put(run, at, &args.path, chunks[0], &label, record).await?;
-    } else {
-        let mut parts = Vec::with_capacity(chunks.len());
-        for i in 0..chunks.len() {
-            parts.push(format!("{}.swamp-part-{i:04}", args.path));
-        }
-        for (part, chunk) in parts.iter().zip(&chunks) {
-            put(run, at, part, chunk, &label, record).await?;
-        }
+    let parts = parts_of(args);
+    let pve = run.pve();
+    for (path, bytes) in &parts {
+        let request = endpoints::agent_file_write(&at.node, at.vmid, path, &base64::encode(bytes));
+        let answer = pve.call(&request).await;
+        put(answer, path, bytes, &label, record)?;
+    }
+    if parts.len() > 1 {
         let mut join = vec![
-            "sh".to_string(),
-            "-c".to_string(),
-            "out=$1; shift; cat -- \"$@\" > \"$out\" && rm -f -- \"$@\"".to_string(),
-            "sh".to_string(),
-            args.path.clone(),
+            "sh",
+            "-c",
+            "out=$1; shift; cat -- \"$@\" > \"$out\" && rm -f -- \"$@\"",
+            "sh",
+            &args.path,
         ];
-        join.extend(parts.iter().cloned());
+        for (part, _) in &parts {
+            join.push(part);
+        }
         helper(
             run,
             at,
-            join,
+            &join,
             &format!("join the {} parts of {label}", parts.len()),
         )
         .await
@@ -143,15 +140,10 @@ async fn write_verified<H: Host>(
         })?;
     }
     if let Some(mode) = &args.mode {
-        let chmod = vec!["chmod".to_string(), mode.clone(), args.path.clone()];
-        helper(run, at, chmod, &format!("chmod {mode} {label}")).await?;
-        let stat = vec![
-            "stat".to_string(),
-            "-c".to_string(),
-            "%a".to_string(),
-            args.path.clone(),
-        ];
-        let shown = helper(run, at, stat, &format!("read the mode of {label}")).await?;
+        let chmod = ["chmod", mode, &args.path];
+        helper(run, at, &chmod, &format!("chmod {mode} {label}")).await?;
+        let stat = ["stat", "-c", "%a", &args.path];
+        let shown = helper(run, at, &stat, &format!("read the mode of {label}")).await?;
         let want = mode.trim_start_matches('0');
         let shown = shown.trim();
         // The record holds the mode as `stat` showed it (in the request's spelling when equal).
@@ -183,21 +175,34 @@ async fn write_verified<H: Host>(
     Ok(format!(
         "wrote {} bytes to {label} in {} file-write call(s); the read-back matches byte for byte",
         args.bytes.len(),
-        chunks.len()
+        parts.len()
     ))
 }
 
-/// One `file-write` (never re-sent); one PVE answered OK counts in the record (its bytes and calls).
-async fn put<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
+/// What each `file-write` writes, and where: the file itself when it fits one call (an empty file
+/// is one call too), else numbered parts beside it for the join.
+fn parts_of(args: &FileWriteArgs) -> Vec<(String, &[u8])> {
+    if args.bytes.len() <= WRITE_CHUNK_BYTES {
+        return vec![(args.path.clone(), &args.bytes[..])];
+    }
+    let mut parts = Vec::new();
+    for chunk in args.bytes.chunks(WRITE_CHUNK_BYTES) {
+        let path = format!("{}.swamp-part-{:04}", args.path, parts.len());
+        parts.push((path, chunk));
+    }
+    parts
+}
+
+/// One `file-write`'s answer (never re-sent); one PVE answered OK counts in the record (its bytes
+/// and calls).
+fn put(
+    answer: Result<Value, PveError>,
     path: &str,
     bytes: &[u8],
     label: &str,
     record: &mut FileRecord,
 ) -> Result<(), String> {
-    let request = endpoints::agent_file_write(&at.node, at.vmid, path, &base64::encode(bytes));
-    run.pve().call(&request).await.map_err(|e| {
+    answer.map_err(|e| {
         mutation_failed(
             &format!("write {path:?} ({} bytes) for {label}", bytes.len()),
             &e,
@@ -214,20 +219,24 @@ async fn put<H: Host>(
 async fn helper<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
-    command: Vec<String>,
+    command: &[&str],
     what: &str,
 ) -> Result<String, String> {
+    let mut argv = Vec::with_capacity(command.len());
+    for word in command {
+        argv.push(word.to_string());
+    }
     let exec = ExecArgs {
         target: GuestRef {
             vmid: Some(at.vmid),
             name: None,
         },
-        command,
+        command: argv,
         timeout_sec: HELPER_EXEC_SEC,
         policy: ExitPolicy::ZeroOnly,
         input: None,
     };
-    let (_, outcome, status) = execute(run, at, &exec).await;
+    let (_, outcome, status) = execute(run, at, &exec, None).await;
     let stderr = status
         .as_ref()
         .and_then(|s| s.stderr.as_ref())

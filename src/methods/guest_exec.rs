@@ -19,7 +19,7 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let started = run.host.now_ms();
     // Sent where the VM is expected; a node that answers "not here" refused before running anything.
-    let send = async |at: &Located| send_exec(run, at, &args).await;
+    let send = async |at: &Located| send_exec(run, at, &args, None).await;
     let (located, sent) = match act_where_it_lives(run, &args.target, send).await {
         Ok(Placed::Done { at, value }) => (at, Ok(value)),
         Ok(Placed::Refused { at, error }) => (at, Err(error)),
@@ -28,7 +28,7 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
         Err(failure) => return failure.into(),
     };
-    let (pid, outcome, status) = follow(run, &located, &args, sent).await;
+    let (pid, outcome, status) = follow(run, &located, &args, sent, None).await;
     let seen = Observed {
         pid,
         outcome,
