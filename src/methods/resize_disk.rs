@@ -189,18 +189,15 @@ async fn disk_size<H: Host>(
     deadline_ms: Option<f64>,
 ) -> Result<Option<u64>, String> {
     let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
-    let pve = run.pve();
-    // Within the wait after the resize, the read ends by the wait's end (`Pve::read_by`).
-    let read = match deadline_ms {
-        Some(deadline) => pve.read_by(&request, deadline, "a guest config").await,
-        None => pve.read(&request, "a guest config").await,
-    };
+    // Within the wait after the resize, the read ends by the wait's end (`Pve::call_within`).
+    let read = run.pve().call_within(&request, deadline_ms).await;
+    let read = crate::client::shaped::<Map<String, Value>>(&request, "a guest config", read);
     // The wait's end cut the read short: no size was seen, and the wait is over.
     let cut = deadline_ms.is_some_and(|d| run.host.now_ms() >= d);
     if cut && read.as_ref().is_err_and(|e| e.kind == ErrorKind::Timeout) {
         return Ok(None);
     }
-    let config: Map<String, Value> = read.map_err(|e| {
+    let config = read.map_err(|e| {
         format!(
             "could not read the config of {}: {e} — {}",
             ev.label(run),
