@@ -165,7 +165,35 @@ async fn resize<H: Host>(
             .await
             .map_err(|why| format!("resize {label} to {}: {why}", args.size))?;
     }
-    let reached = settle(run, ev, &args.disk, target).await?;
+    // The config polled until the disk's size reaches `target`, briefly: the task already ended.
+    let disk = &args.disk;
+    let budget_ms = SETTLE_MS.min(run.wait_budget_ms());
+    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, run.pve().poll_cap_ms);
+    let deadline = pacer.deadline_ms();
+    // The last size seen (a read the wait's end cut short sees none, and keeps this one).
+    let mut last = None;
+    let reached = loop {
+        // The resize is done: a failed read must not invite a second `+N`, which would grow again.
+        let size = disk_size(run, ev, disk, Some(deadline)).await.map_err(|why| {
+            format!(
+                "the resize of disk {disk} ended, but its size could not be read back: {why}; check the size (run getConfig) before resizing again — a relative size (+N) would grow the disk again"
+            )
+        })?;
+        match size {
+            Some(bytes) if bytes >= target => break bytes,
+            Some(bytes) => last = Some(bytes),
+            None => {}
+        }
+        if pacer.pause(run.host).await.is_err() {
+            return Err(format!(
+                "disk {disk} of {} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
+                ev.label(run),
+                human(target),
+                last.map_or("no size".to_string(), human),
+                seconds(budget_ms)
+            ));
+        }
+    };
     // The state after it, for the record: a lock there is "not yet" (the resize holds only the
     // config's flock, PVE/API2/Qemu.pm resize_vm, pve-container PVE/API2/LXC.pm resize_vm: a
     // lock is another operation's); one that cannot be read keeps the earlier state, as a warning.
@@ -225,42 +253,6 @@ fn disks_of(kind: GuestKind, config: &Value) -> String {
     match disks.is_empty() {
         true => "none".to_string(),
         false => disks,
-    }
-}
-
-/// Polls the config until the disk's size reaches `target`, briefly: the task already ended.
-async fn settle<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    disk: &str,
-    target: u64,
-) -> Result<u64, String> {
-    let budget_ms = SETTLE_MS.min(run.wait_budget_ms());
-    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, run.pve().poll_cap_ms);
-    let deadline = pacer.deadline_ms();
-    // The last size seen (a read the wait's end cut short sees none, and keeps this one).
-    let mut last = None;
-    loop {
-        // The resize is done: a failed read must not invite a second `+N`, which would grow again.
-        let size = disk_size(run, ev, disk, Some(deadline)).await.map_err(|why| {
-            format!(
-                "the resize of disk {disk} ended, but its size could not be read back: {why}; check the size (run getConfig) before resizing again — a relative size (+N) would grow the disk again"
-            )
-        })?;
-        match size {
-            Some(bytes) if bytes >= target => return Ok(bytes),
-            Some(bytes) => last = Some(bytes),
-            None => {}
-        }
-        if pacer.pause(run.host).await.is_err() {
-            return Err(format!(
-                "disk {disk} of {} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
-                ev.label(run),
-                human(target),
-                last.map_or("no size".to_string(), human),
-                seconds(budget_ms)
-            ));
-        }
     }
 }
 
