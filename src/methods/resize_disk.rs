@@ -22,6 +22,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::property::{property, size_bytes};
+use crate::pve::request::PveRequest;
 use crate::run::Run;
 use crate::task::upid_of;
 use serde_json::{Map, Value};
@@ -110,7 +111,10 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let args = &args;
     let verdict = 'verdict: {
         let label = format!("disk {} of {}", args.disk, ev.label(run));
-        let before = or_break!('verdict, disk_size(run, ev, &args.disk, None).await);
+        let pve = run.pve();
+        let read_config = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
+        let read = pve.call_within(&read_config, None).await;
+        let before = or_break!('verdict, disk_size(run, ev, &args.disk, &read_config, read, None));
         let target = match (args.grow_by, before) {
             (false, _) => args.bytes,
             (true, Some(now)) => now.saturating_add(args.bytes),
@@ -121,7 +125,6 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 ))
             }
         };
-        let pve = run.pve();
         let request =
             endpoints::guest_resize(&ev.at.node, run.kind, ev.at.vmid, &args.disk, &args.size);
         ev.trail.sending();
@@ -167,7 +170,9 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let mut last = None;
         let reached = loop {
             // The resize is done: a failed read must not invite a second `+N`, which would grow again.
-            let size = disk_size(run, ev, disk, Some(deadline)).await;
+            // Within the wait, each read ends by the wait's end (`Pve::call_within`).
+            let read = pve.call_within(&read_config, Some(deadline)).await;
+            let size = disk_size(run, ev, disk, &read_config, read, Some(deadline));
             let size = or_break!('verdict, size.map_err(|why| {
                 format!(
                     "the resize of disk {disk} ended, but its size could not be read back: {why}; check the size (run getConfig) before resizing again — a relative size (+N) would grow the disk again"
@@ -208,17 +213,17 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     ev.outcome(run, verdict).await
 }
 
-/// The disk's `size=` in bytes (`None` when the config has none); a missing disk is a failure.
-async fn disk_size<H: Host>(
+/// The disk's `size=` in bytes from a read of its config (`request`, read by `deadline_ms` within the
+/// wait): `None` when the config has none; a missing disk is a failure.
+fn disk_size<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
     disk: &str,
+    request: &PveRequest,
+    read: Result<Value, PveError>,
     deadline_ms: Option<f64>,
 ) -> Result<Option<u64>, String> {
-    let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
-    // Within the wait after the resize, the read ends by the wait's end (`Pve::call_within`).
-    let read = run.pve().call_within(&request, deadline_ms).await;
-    let read = crate::client::shaped::<Map<String, Value>>(&request, "a guest config", read);
+    let read = crate::client::shaped::<Map<String, Value>>(request, "a guest config", read);
     // The wait's end cut the read short: no size was seen, and the wait is over.
     let cut = deadline_ms.is_some_and(|d| run.host.now_ms() >= d);
     if cut && read.as_ref().is_err_and(|e| e.kind == ErrorKind::Timeout) {
