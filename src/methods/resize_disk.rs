@@ -130,16 +130,17 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         ev.trail.sending();
         let answer = pve.call(&request).await;
         ev.trail.answered(&answer);
+        // Never re-sent: a second `+N` would grow the disk twice.
+        let unknown = |e: &PveError| {
+            let action = format!("resize {label} to {}", args.size);
+            let check = format!(
+                "the disk's size (run getConfig) and the task list of node {}",
+                ev.at.node
+            );
+            outcome_unknown(&action, e, &check).0
+        };
         let answer = or_break!('verdict, answer.map_err(|e| match e.outcome_unknown() {
-            // Never re-sent: a second `+N` would grow the disk twice.
-            true => {
-                let action = format!("resize {label} to {}", args.size);
-                let check = format!(
-                    "the disk's size (run getConfig) and the task list of node {}",
-                    ev.at.node
-                );
-                outcome_unknown(&action, &e, &check).0
-            }
+            true => unknown(&e),
             false => format!(
                 "PVE refused to resize {label} to {}: {e} — {}",
                 args.size,
@@ -148,15 +149,13 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }));
         // PVE before 8.0 resizes synchronously and answers null.
         if !answer.is_null() {
-            let upid = or_break!('verdict, upid_of(&answer, &request.label()).map_err(|f| {
-                ev.trail.outcome_unknown = true;
-                let action = format!("resize {label} to {}", args.size);
-                let check = format!(
-                    "the disk's size (run getConfig) and the task list of node {}",
-                    ev.at.node
-                );
-                outcome_unknown(&action, &PveError::malformed(f.0), &check).0
-            }));
+            let upid = match upid_of(&answer, &request.label()) {
+                Ok(upid) => upid,
+                Err(unread) => {
+                    ev.trail.outcome_unknown = true;
+                    break 'verdict Err(unknown(&PveError::malformed(unread.0)));
+                }
+            };
             ev.trail.last_task = Some(upid.to_string());
             let followed = ev.trail.follow(&pve, &upid).await;
             or_break!('verdict, followed.map_err(|why| format!("resize {label} to {}: {why}", args.size)));
