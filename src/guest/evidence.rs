@@ -533,9 +533,11 @@ pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Resu
     let Some(lock) = busy_lock(&ev.status).map(str::to_owned) else {
         return Ok(());
     };
-    unlock_wait(run, ev, &|_| true, "its lock released")
-        .await
-        .map_err(|why| format!("{why} — {}", locked_advice(run.kind, &lock, "change")))
+    let waited = settle_evidence(run, ev, run.wait_budget_ms(), &|_| true).await;
+    waited.map_err(|why| {
+        let why = unlock_failed(run, ev, "its lock released", why);
+        format!("{why} — {}", locked_advice(run.kind, &lock, "change"))
+    })
 }
 
 /// After a change that ended OK (`done` says how), the guest's last status must show no lock: one
@@ -552,9 +554,11 @@ pub async fn unlocked_after<H: Host>(
     if lock_of(&ev.status).is_none() {
         return Ok(());
     }
-    await_unlocked(run, ev, &|_| true, "its lock released")
-        .await
-        .map_err(|why| format!("{done}, but {why}"))?;
+    let waited = settle_evidence(run, ev, run.wait_budget_ms(), &|_| true).await;
+    waited.map_err(|why| {
+        let why = locked_out(run, ev, "its lock released", why);
+        format!("{done}, but {why}")
+    })?;
     match ev.config.is_empty() {
         true => Ok(()),
         false => ev.reread_config(run).await,
@@ -592,27 +596,26 @@ pub async fn await_unlocked<H: Host>(
     also: &dyn Fn(&GuestStatus) -> bool,
     wanted: &str,
 ) -> Result<(), String> {
-    unlock_wait(run, ev, also, wanted)
-        .await
-        .map_err(|why| match lock_of(&ev.status) {
-            Some(_) => format!("{why} — {}", lock_advice(run.kind, &ev.at.node)),
-            None => why,
-        })
+    let waited = settle_evidence(run, ev, run.wait_budget_ms(), also).await;
+    waited.map_err(|why| locked_out(run, ev, wanted, why))
 }
 
-/// [`await_unlocked`] without advice: `{guest} did not show {wanted}: {why}; last observed: …`.
-async fn unlock_wait<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    also: &dyn Fn(&GuestStatus) -> bool,
-    wanted: &str,
-) -> Result<(), String> {
-    let waited = settle_evidence(run, ev, run.wait_budget_ms(), also).await;
-    waited.map_err(|why| {
-        format!(
-            "{} did not show {wanted}: {why}; last observed: {}",
-            ev.label(run),
-            describe(&ev.status)
-        )
-    })
+/// An [`await_unlocked`] that ran out: what [`unlock_failed`] says, and what to check when a lock
+/// was last seen.
+fn locked_out<H: Host>(run: &Run<'_, H>, ev: &Evidence, wanted: &str, why: String) -> String {
+    let why = unlock_failed(run, ev, wanted, why);
+    match lock_of(&ev.status) {
+        Some(_) => format!("{why} — {}", lock_advice(run.kind, &ev.at.node)),
+        None => why,
+    }
+}
+
+/// A wait for the guest unlocked that ran out, without advice: `{guest} did not show {wanted}:
+/// {why}; last observed: …`.
+fn unlock_failed<H: Host>(run: &Run<'_, H>, ev: &Evidence, wanted: &str, why: String) -> String {
+    format!(
+        "{} did not show {wanted}: {why}; last observed: {}",
+        ev.label(run),
+        describe(&ev.status)
+    )
 }
