@@ -25,6 +25,7 @@ use crate::pve::upid::Upid;
 use crate::run::{write, Run};
 use crate::task::{follow_task, log_ref_of, upid_of, TaskTrouble};
 use serde_json::{Map, Value};
+use std::future::Future;
 
 /// The tasks a run followed: their warnings (kept in the record) and the last UPID — and what is
 /// known of the run's mutations: when the last one was sent, and whether its outcome is unknown.
@@ -382,12 +383,13 @@ impl Evidence {
     }
 
     /// The outcome: the observed-state record first, then the verdict.
-    pub async fn outcome<H: Host>(
-        &self,
-        run: &Run<'_, H>,
+    pub fn outcome<'a, 'r, H: Host>(
+        &'a self,
+        run: &'a Run<'r, H>,
         verdict: Result<String, String>,
-    ) -> Outcome {
-        self.outcome_with(run, verdict, &mut |_| {}).await
+    ) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+        // Its future is outcome_with's: no wrapper of its own (issue 32).
+        self.outcome_with(run, verdict, None)
     }
 
     /// [`Evidence::outcome`] of a method whose record holds more than the guest's state (the
@@ -396,14 +398,16 @@ impl Evidence {
         &self,
         run: &Run<'_, H>,
         verdict: Result<String, String>,
-        extend: &mut dyn FnMut(&mut GuestRecord),
+        extend: Option<&mut dyn FnMut(&mut GuestRecord)>,
     ) -> Outcome {
         let mut ev = self.clone();
         if verdict.is_err() {
             ev.reread_after_failure(run).await;
         }
         let mut record = ev.record(run).await;
-        extend(&mut record);
+        if let Some(extend) = extend {
+            extend(&mut record);
+        }
         let writes = vec![write(
             run.guest_spec(),
             run.guest_instance(ev.at.vmid),
