@@ -226,8 +226,12 @@ pub enum Look {
 
 /// Finds the guest and reads its state and identity. A guest that migrated between the cluster
 /// listing and the read is looked up once more.
-pub async fn sight<H: Host>(run: &Run<'_, H>, target: &GuestRef) -> Result<Sighting, Failure> {
-    sight_with(run, target, Look::WithConfig).await
+pub fn sight<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    target: &'a GuestRef,
+) -> impl Future<Output = Result<Sighting, Failure>> + use<'a, 'r, H> {
+    // Its future is sight_with's: no wrapper of its own (issue 32).
+    sight_with(run, target, Look::WithConfig)
 }
 
 /// [`sight`], reading as much as `look` says.
