@@ -234,10 +234,9 @@ pub async fn check_backup_storage<H: Host>(
     node: &str,
     storage: &str,
 ) -> Result<(), String> {
-    let stores: Vec<NodeStorage> = run
-        .pve()
-        .read(&endpoints::node_storage(node), "a list of storages")
-        .await
+    let request = endpoints::node_storage(node);
+    let answer = run.pve().call(&request).await;
+    let stores: Vec<NodeStorage> = crate::client::shaped(&request, "a list of storages", answer)
         .map_err(|e| could_not(&format!("list the storages of node {node}"), &e).0)?;
     let Some(store) = stores.iter().find(|s| s.storage == storage) else {
         return Err(crate::guest::storage::missing_storage(
