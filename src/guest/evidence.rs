@@ -465,7 +465,7 @@ pub async fn sight_config_to_change<H: Host>(
     unlocked(run, ev).await
 }
 
-/// Waits out a lock on a sighted guest the method is about to change ([`wait_out_lock`]); one that
+/// Waits out a lock on a sighted guest the method is about to change ([`lock_to_wait`]); one that
 /// outlasts the budget ends the run as a failure recording the state last observed. A config read
 /// while the lock stood is read again: the operation holding it may have changed it.
 pub async fn unlocked<H: Host>(
@@ -473,7 +473,18 @@ pub async fn unlocked<H: Host>(
     mut ev: Box<Evidence>,
 ) -> Result<Box<Evidence>, Outcome> {
     let was_locked = busy_lock(&ev.status).is_some();
-    let mut waited = wait_out_lock(run, &mut ev).await;
+    // The lock waited out here, not in an async function of its own (issue 32).
+    let mut waited = match lock_to_wait(run, &ev) {
+        Ok(Some(lock)) => {
+            let settled = settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
+            settled.map_err(|why| {
+                let why = unlock_failed(run, &ev, "its lock released", why);
+                format!("{why} — {}", locked_advice(run.kind, &lock, "change"))
+            })
+        }
+        Ok(None) => Ok(()),
+        Err(message) => Err(message),
+    };
     if waited.is_ok() && was_locked && !ev.config.is_empty() {
         waited = ev.reread_config(run).await;
     }
@@ -529,8 +540,9 @@ const HIBERNATED_ALLOWS: [&str; 6] = ["start", "resume", "stop", "shutdown", "de
 /// A lock PVE holds on a guest (a backup, a migration, a snapshot being taken…) makes PVE refuse
 /// changes to it (PVE::AbstractConfig `check_lock`): a state that is not yet a result. A method
 /// that changes the guest waits it out within what is left of its one budget (`taskTimeoutSec`);
-/// a lock that outlasts the budget fails the method, naming it, before anything is sent.
-pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
+/// a lock that outlasts the budget fails the method, naming it, before anything is sent
+/// ([`unlocked`]). The lock to wait out (`None`: none), or why no wait ends it.
+fn lock_to_wait<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<Option<String>, String> {
     // A VM suspended to disk stays locked until it is resumed: no wait ends that lock.
     if lock_of(&ev.status) == Some(HIBERNATED) && !HIBERNATED_ALLOWS.contains(&run.method) {
         return Err(format!(
@@ -538,14 +550,7 @@ pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Resu
             ev.label(run)
         ));
     }
-    let Some(lock) = busy_lock(&ev.status).map(str::to_owned) else {
-        return Ok(());
-    };
-    let waited = settle_evidence(run, ev, run.wait_budget_ms(), &|_| true).await;
-    waited.map_err(|why| {
-        let why = unlock_failed(run, ev, "its lock released", why);
-        format!("{why} — {}", locked_advice(run.kind, &lock, "change"))
-    })
+    Ok(busy_lock(&ev.status).map(str::to_owned))
 }
 
 /// After a change that ended OK (`done` says how), the guest's last status must show no lock: one
