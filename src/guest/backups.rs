@@ -13,6 +13,7 @@ use crate::outcome::RecordWrite;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
+use crate::pve::request::PveRequest;
 use crate::pve::responses::NodeStorage;
 use crate::quote::Joined;
 use crate::run::{write, Run};
@@ -228,15 +229,15 @@ fn archives_in(
 
 /// Refuses, before anything is sent, a storage that cannot hold backups on `node` — as vzdump
 /// would (pve-manager PVE/VZDump.pm `storage_info`: "can't use storage '…' for backups - wrong
-/// content type"), or that is disabled or offline there.
-pub async fn check_backup_storage<H: Host>(
-    run: &Run<'_, H>,
+/// content type"), or that is disabled or offline there: judged on `answer`, the node's storage
+/// list (`request`, [`endpoints::node_storage`]).
+pub fn check_backup_storage(
     node: &str,
     storage: &str,
+    request: &PveRequest,
+    answer: Result<Value, PveError>,
 ) -> Result<(), String> {
-    let request = endpoints::node_storage(node);
-    let answer = run.pve().call(&request).await;
-    let stores: Vec<NodeStorage> = crate::client::shaped(&request, "a list of storages", answer)
+    let stores: Vec<NodeStorage> = crate::client::shaped(request, "a list of storages", answer)
         .map_err(|e| could_not(&format!("list the storages of node {node}"), &e).0)?;
     let Some(store) = stores.iter().find(|s| s.storage == storage) else {
         return Err(crate::guest::storage::missing_storage(

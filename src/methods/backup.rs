@@ -200,7 +200,9 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let label = ev.label(run);
         let node = ev.at.node.clone();
         let vmid = ev.at.vmid;
-        let checked = check_backup_storage(run, &node, &args.storage).await;
+        let stores = endpoints::node_storage(&node);
+        let answer = run.pve().call(&stores).await;
+        let checked = check_backup_storage(&node, &args.storage, &stores, answer);
         or_break!(
             'verdict,
             checked.map_err(|why| format!("cannot back up {label}: {why}; nothing was changed"))
