@@ -12,7 +12,7 @@ use crate::args::{is_storage_id, ArgError, Fields};
 use crate::guest::evidence::{sight_config_to_change, unlocked_after, Evidence};
 use crate::guest::locate::absent_message;
 use crate::guest::reference::GuestRef;
-use crate::guest::snapshots::snapshot_holding;
+use crate::guest::snapshots::{read_tree_of, snapshot_holds};
 use crate::guest::storage::{read_storage, storage_refusal, unusable};
 use crate::guest::volumes::{is_unused, listed_on_storage, storage_of, unused_holding, volume_at};
 use crate::host::Host;
@@ -155,11 +155,18 @@ async fn course<H: Host>(
         return Err(refusal(run, ev, args, why));
     }
     if args.delete {
-        if let Some(name) = snapshot_holding(run, ev, &from).await? {
-            let why = format!(
-                "snapshot {name:?} uses {from}, and PVE does not move a disk with snapshots and delete the source"
-            );
-            return Err(refusal(run, ev, args, why));
+        // Each snapshot's config, in turn: the first that holds the source refuses the move.
+        let tree = read_tree_of(run, ev).await?;
+        for snapshot in &tree.snapshots {
+            let name = &snapshot.name;
+            let request = endpoints::snapshot_config(&ev.at.node, run.kind, ev.at.vmid, name);
+            let answer = run.pve().call(&request).await;
+            if snapshot_holds(run, ev, &from, name, answer)? {
+                let why = format!(
+                    "snapshot {name:?} uses {from}, and PVE does not move a disk with snapshots and delete the source"
+                );
+                return Err(refusal(run, ev, args, why));
+            }
         }
     }
     // Then the move, its task, and the config and the source's storage after it.
