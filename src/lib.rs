@@ -3,6 +3,18 @@
 //! It decides what to ask Proxmox VE, whether a method's intended effect happened, and which records
 //! to write. It performs no I/O: every effect goes through the injected [`host::Host`].
 
+/// `expr?` inside a labeled block that makes a verdict: an `Err` ends the block `'label` with it. A
+/// method's course can then sit in the async function that records its outcome, with no future of
+/// its own (issue 32: each async function costs its own state machine).
+macro_rules! or_break {
+    ($label:lifetime, $e:expr) => {
+        match $e {
+            Ok(value) => value,
+            Err(e) => break $label Err(e),
+        }
+    };
+}
+
 pub mod args;
 #[cfg(test)]
 mod bounds_tests;

@@ -7,13 +7,13 @@
 //! `<storage>:backup/<vm|ct>/<vmid>/<time>` (with a `verification` state).
 
 use crate::args::{check_segment, ArgError};
-use crate::client::Pve;
 use crate::explain::could_not;
 use crate::host::Host;
 use crate::outcome::RecordWrite;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
+use crate::pve::request::PveRequest;
 use crate::pve::responses::NodeStorage;
 use crate::quote::Joined;
 use crate::run::{write, Run};
@@ -180,17 +180,34 @@ pub fn describe_all(archives: &[Archive]) -> String {
     listed.joined(", ")
 }
 
-/// The archives of guests of `kind` on `storage` as `node` lists them (only `vmid`'s, when given),
-/// oldest first.
-pub async fn read_archives<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
+/// The archives of the run's kind of guest on `storage` as `node` lists them (only `vmid`'s, when
+/// given), oldest first; `Err` says what could not be listed.
+pub async fn list_archives<H: Host>(
+    run: &Run<'_, H>,
     node: &str,
     storage: &str,
     vmid: Option<u32>,
-) -> Result<Vec<Archive>, PveError> {
+) -> Result<Vec<Archive>, String> {
     let request = endpoints::storage_backups(node, storage, vmid);
-    let data = pve.call(&request).await?;
+    let answer = run.pve().call(&request).await;
+    archives_in(run.kind, storage, vmid, answer).map_err(|e| {
+        could_not(
+            &format!("list the backups on storage {storage} of node {node}"),
+            &e,
+        )
+        .0
+    })
+}
+
+/// The archives of guests of `kind` in a storage's backup content (`answer`; only `vmid`'s, when
+/// given), oldest first.
+fn archives_in(
+    kind: GuestKind,
+    storage: &str,
+    vmid: Option<u32>,
+    answer: Result<Value, PveError>,
+) -> Result<Vec<Archive>, PveError> {
+    let data = answer?;
     let entries = data.as_array().ok_or_else(|| {
         PveError::malformed(format!(
             "the backup content of storage {storage} is not a list: {data}"
@@ -210,36 +227,17 @@ pub async fn read_archives<H: Host>(
     Ok(archives)
 }
 
-/// [`read_archives`] for a method's messages: `Err` says what could not be listed.
-pub async fn list_archives<H: Host>(
-    run: &Run<'_, H>,
-    node: &str,
-    storage: &str,
-    vmid: Option<u32>,
-) -> Result<Vec<Archive>, String> {
-    read_archives(&run.pve(), run.kind, node, storage, vmid)
-        .await
-        .map_err(|e| {
-            could_not(
-                &format!("list the backups on storage {storage} of node {node}"),
-                &e,
-            )
-            .0
-        })
-}
-
 /// Refuses, before anything is sent, a storage that cannot hold backups on `node` — as vzdump
 /// would (pve-manager PVE/VZDump.pm `storage_info`: "can't use storage '…' for backups - wrong
-/// content type"), or that is disabled or offline there.
-pub async fn check_backup_storage<H: Host>(
-    run: &Run<'_, H>,
+/// content type"), or that is disabled or offline there: judged on `answer`, the node's storage
+/// list (`request`, [`endpoints::node_storage`]).
+pub fn check_backup_storage(
     node: &str,
     storage: &str,
+    request: &PveRequest,
+    answer: Result<Value, PveError>,
 ) -> Result<(), String> {
-    let stores: Vec<NodeStorage> = run
-        .pve()
-        .read(&endpoints::node_storage(node), "a list of storages")
-        .await
+    let stores: Vec<NodeStorage> = crate::client::shaped(request, "a list of storages", answer)
         .map_err(|e| could_not(&format!("list the storages of node {node}"), &e).0)?;
     let Some(store) = stores.iter().find(|s| s.storage == storage) else {
         return Err(crate::guest::storage::missing_storage(

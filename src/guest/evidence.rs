@@ -25,6 +25,7 @@ use crate::pve::upid::Upid;
 use crate::run::{write, Run};
 use crate::task::{follow_task, log_ref_of, upid_of, TaskTrouble};
 use serde_json::{Map, Value};
+use std::future::Future;
 
 /// The tasks a run followed: their warnings (kept in the record) and the last UPID — and what is
 /// known of the run's mutations: when the last one was sent, and whether its outcome is unknown.
@@ -225,8 +226,12 @@ pub enum Look {
 
 /// Finds the guest and reads its state and identity. A guest that migrated between the cluster
 /// listing and the read is looked up once more.
-pub async fn sight<H: Host>(run: &Run<'_, H>, target: &GuestRef) -> Result<Sighting, Failure> {
-    sight_with(run, target, Look::WithConfig).await
+pub fn sight<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    target: &'a GuestRef,
+) -> impl Future<Output = Result<Sighting, Failure>> + use<'a, 'r, H> {
+    // Its future is sight_with's: no wrapper of its own (issue 32).
+    sight_with(run, target, Look::WithConfig)
 }
 
 /// [`sight`], reading as much as `look` says.
@@ -382,12 +387,13 @@ impl Evidence {
     }
 
     /// The outcome: the observed-state record first, then the verdict.
-    pub async fn outcome<H: Host>(
-        &self,
-        run: &Run<'_, H>,
+    pub fn outcome<'a, 'r, H: Host>(
+        &'a self,
+        run: &'a Run<'r, H>,
         verdict: Result<String, String>,
-    ) -> Outcome {
-        self.outcome_with(run, verdict, &mut |_| {}).await
+    ) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+        // Its future is outcome_with's: no wrapper of its own (issue 32).
+        self.outcome_with(run, verdict, None)
     }
 
     /// [`Evidence::outcome`] of a method whose record holds more than the guest's state (the
@@ -396,14 +402,16 @@ impl Evidence {
         &self,
         run: &Run<'_, H>,
         verdict: Result<String, String>,
-        extend: &mut dyn FnMut(&mut GuestRecord),
+        extend: Option<&mut dyn FnMut(&mut GuestRecord)>,
     ) -> Outcome {
         let mut ev = self.clone();
         if verdict.is_err() {
             ev.reread_after_failure(run).await;
         }
         let mut record = ev.record(run).await;
-        extend(&mut record);
+        if let Some(extend) = extend {
+            extend(&mut record);
+        }
         let writes = vec![write(
             run.guest_spec(),
             run.guest_instance(ev.at.vmid),
@@ -457,7 +465,7 @@ pub async fn sight_config_to_change<H: Host>(
     unlocked(run, ev).await
 }
 
-/// Waits out a lock on a sighted guest the method is about to change ([`wait_out_lock`]); one that
+/// Waits out a lock on a sighted guest the method is about to change ([`lock_to_wait`]); one that
 /// outlasts the budget ends the run as a failure recording the state last observed. A config read
 /// while the lock stood is read again: the operation holding it may have changed it.
 pub async fn unlocked<H: Host>(
@@ -465,7 +473,18 @@ pub async fn unlocked<H: Host>(
     mut ev: Box<Evidence>,
 ) -> Result<Box<Evidence>, Outcome> {
     let was_locked = busy_lock(&ev.status).is_some();
-    let mut waited = wait_out_lock(run, &mut ev).await;
+    // The lock waited out here, not in an async function of its own (issue 32).
+    let mut waited = match lock_to_wait(run, &ev) {
+        Ok(Some(lock)) => {
+            let settled = settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
+            settled.map_err(|why| {
+                let why = unlock_failed(run, &ev, "its lock released", why);
+                format!("{why} — {}", locked_advice(run.kind, &lock, "change"))
+            })
+        }
+        Ok(None) => Ok(()),
+        Err(message) => Err(message),
+    };
     if waited.is_ok() && was_locked && !ev.config.is_empty() {
         waited = ev.reread_config(run).await;
     }
@@ -521,8 +540,9 @@ const HIBERNATED_ALLOWS: [&str; 6] = ["start", "resume", "stop", "shutdown", "de
 /// A lock PVE holds on a guest (a backup, a migration, a snapshot being taken…) makes PVE refuse
 /// changes to it (PVE::AbstractConfig `check_lock`): a state that is not yet a result. A method
 /// that changes the guest waits it out within what is left of its one budget (`taskTimeoutSec`);
-/// a lock that outlasts the budget fails the method, naming it, before anything is sent.
-pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
+/// a lock that outlasts the budget fails the method, naming it, before anything is sent
+/// ([`unlocked`]). The lock to wait out (`None`: none), or why no wait ends it.
+fn lock_to_wait<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<Option<String>, String> {
     // A VM suspended to disk stays locked until it is resumed: no wait ends that lock.
     if lock_of(&ev.status) == Some(HIBERNATED) && !HIBERNATED_ALLOWS.contains(&run.method) {
         return Err(format!(
@@ -530,12 +550,7 @@ pub async fn wait_out_lock<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Resu
             ev.label(run)
         ));
     }
-    let Some(lock) = busy_lock(&ev.status).map(str::to_owned) else {
-        return Ok(());
-    };
-    unlock_wait(run, ev, &|_| true, "its lock released")
-        .await
-        .map_err(|why| format!("{why} — {}", locked_advice(run.kind, &lock, "change")))
+    Ok(busy_lock(&ev.status).map(str::to_owned))
 }
 
 /// After a change that ended OK (`done` says how), the guest's last status must show no lock: one
@@ -552,9 +567,11 @@ pub async fn unlocked_after<H: Host>(
     if lock_of(&ev.status).is_none() {
         return Ok(());
     }
-    await_unlocked(run, ev, &|_| true, "its lock released")
-        .await
-        .map_err(|why| format!("{done}, but {why}"))?;
+    let waited = settle_evidence(run, ev, run.wait_budget_ms(), &|_| true).await;
+    waited.map_err(|why| {
+        let why = locked_out(run, ev, "its lock released", why);
+        format!("{done}, but {why}")
+    })?;
     match ev.config.is_empty() {
         true => Ok(()),
         false => ev.reread_config(run).await,
@@ -592,27 +609,26 @@ pub async fn await_unlocked<H: Host>(
     also: &dyn Fn(&GuestStatus) -> bool,
     wanted: &str,
 ) -> Result<(), String> {
-    unlock_wait(run, ev, also, wanted)
-        .await
-        .map_err(|why| match lock_of(&ev.status) {
-            Some(_) => format!("{why} — {}", lock_advice(run.kind, &ev.at.node)),
-            None => why,
-        })
+    let waited = settle_evidence(run, ev, run.wait_budget_ms(), also).await;
+    waited.map_err(|why| locked_out(run, ev, wanted, why))
 }
 
-/// [`await_unlocked`] without advice: `{guest} did not show {wanted}: {why}; last observed: …`.
-async fn unlock_wait<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    also: &dyn Fn(&GuestStatus) -> bool,
-    wanted: &str,
-) -> Result<(), String> {
-    let waited = settle_evidence(run, ev, run.wait_budget_ms(), also).await;
-    waited.map_err(|why| {
-        format!(
-            "{} did not show {wanted}: {why}; last observed: {}",
-            ev.label(run),
-            describe(&ev.status)
-        )
-    })
+/// An [`await_unlocked`] that ran out: what [`unlock_failed`] says, and what to check when a lock
+/// was last seen.
+fn locked_out<H: Host>(run: &Run<'_, H>, ev: &Evidence, wanted: &str, why: String) -> String {
+    let why = unlock_failed(run, ev, wanted, why);
+    match lock_of(&ev.status) {
+        Some(_) => format!("{why} — {}", lock_advice(run.kind, &ev.at.node)),
+        None => why,
+    }
+}
+
+/// A wait for the guest unlocked that ran out, without advice: `{guest} did not show {wanted}:
+/// {why}; last observed: …`.
+fn unlock_failed<H: Host>(run: &Run<'_, H>, ev: &Evidence, wanted: &str, why: String) -> String {
+    format!(
+        "{} did not show {wanted}: {why}; last observed: {}",
+        ev.label(run),
+        describe(&ev.status)
+    )
 }

@@ -191,39 +191,30 @@ async fn read_tree_by<H: Host>(
     })
 }
 
-/// The first snapshot of the guest in `ev` whose config holds volume `volid`, by reading each
-/// snapshot's config: PVE refuses to free a volume a snapshot still uses (qemu-server
+/// Whether snapshot `name` of the guest in `ev` holds volume `volid`, judged on `answer`, the read
+/// of its config: PVE refuses to free a volume a snapshot still uses (qemu-server
 /// `PVE/QemuServer/Drive.pm` is_volume_in_use, pve-container `PVE/LXC/Config.pm`
-/// is_volume_in_use_by_snapshots).
-pub async fn snapshot_holding<H: Host>(
+/// is_volume_in_use_by_snapshots). Its caller reads each snapshot of [`read_tree_of`] in turn.
+pub fn snapshot_holds<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
     volid: &str,
-) -> Result<Option<String>, String> {
-    let pve = run.pve();
-    let action = |what: &str| {
-        format!(
+    name: &str,
+    answer: Result<Value, PveError>,
+) -> Result<bool, String> {
+    let config = answer.map_err(|e| {
+        let what = format!("snapshot {name:?}");
+        let action = format!(
             "read {what} of {} to see whether a snapshot uses {volid}",
             ev.label(run)
-        )
-    };
-    let tree = read_tree_of(run, ev).await?;
-    for snapshot in &tree.snapshots {
-        let request = endpoints::snapshot_config(&ev.at.node, run.kind, ev.at.vmid, &snapshot.name);
-        let config = pve
-            .call(&request)
-            .await
-            .map_err(|e| could_not(&action(&format!("snapshot {:?}", snapshot.name)), &e).0)?;
-        let holds = config.as_object().is_some_and(|config| {
-            config
-                .keys()
-                .any(|key| volume_at(config, key).as_deref() == Some(volid))
-        });
-        if holds {
-            return Ok(Some(snapshot.name.clone()));
-        }
-    }
-    Ok(None)
+        );
+        could_not(&action, &e).0
+    })?;
+    Ok(config.as_object().is_some_and(|config| {
+        config
+            .keys()
+            .any(|key| volume_at(config, key).as_deref() == Some(volid))
+    }))
 }
 
 /// Reads the tree of the guest in `ev`, for a method's messages.

@@ -191,10 +191,59 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let mut made = None;
     let mut mode = None;
-    let verdict = back_up(run, &mut ev, &args, &mut made, &mut mode).await;
+    // The backup itself, a labeled block (`or_break!` its `?`), not an async function of its own:
+    // `made` keeps the new archive as listed, and `mode` the mode vzdump reported, for the record,
+    // whatever the verdict.
+    let ev = &mut *ev;
+    let args = &args;
+    let verdict = 'verdict: {
+        let label = ev.label(run);
+        let node = ev.at.node.clone();
+        let vmid = ev.at.vmid;
+        let stores = endpoints::node_storage(&node);
+        let answer = run.pve().call(&stores).await;
+        let checked = check_backup_storage(&node, &args.storage, &stores, answer);
+        or_break!(
+            'verdict,
+            checked.map_err(|why| format!("cannot back up {label}: {why}; nothing was changed"))
+        );
+        let of_guest = |why: String| format!("back up {label}: {why}");
+        let before = list_archives(run, &node, &args.storage, Some(vmid)).await;
+        let before = or_break!('verdict, before.map_err(of_guest));
+        let state_before = ev.status.clone();
+        let action = format!("back up {label} to storage {}", args.storage);
+        let request = endpoints::vzdump(&node, args.params(vmid));
+        let skipped = |data: &Value| data.as_str() == Some("OK");
+        let pve = run.pve();
+        let sent = ev.trail.dispatch_unless(&pve, &request, &action, &skipped);
+        let Some(upid) = or_break!('verdict, sent.await) else {
+            break 'verdict Err(skipped_message(&action, run.kind, vmid));
+        };
+        let followed = ev.trail.follow(&pve, &upid).await;
+        or_break!('verdict, followed.map_err(|why| format!("{action}: {why}")));
+        // vzdump picks the mode itself: a guest that is not running is backed up in `stop` mode,
+        // and a snapshot that cannot be taken falls back to `suspend` (pve-manager PVE/VZDump.pm
+        // exec_backup_task, which logs `backup mode: <mode>`). An unreadable log leaves it unknown.
+        mode = mode_logged(&read_log(&pve, &upid).await);
+        let kind = run.kind;
+        let wanted = format!("its state before the backup ({})", describe(&state_before));
+        let back = &|s: &GuestStatus| same_state(kind, &state_before, s);
+        or_break!('verdict, await_unlocked(run, ev, back, &wanted).await);
+        let after = list_archives(run, &node, &args.storage, Some(vmid)).await;
+        let after = or_break!('verdict, after.map_err(of_guest));
+        let Some(archive) = made_by_run(&before, &after) else {
+            break 'verdict Err(format!(
+                "the backup task ended successfully, but storage {} on node {node} lists no new backup of {label} (its backups of it: {}) — check the vzdump task's log",
+                args.storage,
+                describe_all(&after)
+            ));
+        };
+        made = Some(archive.clone());
+        judge(run, ev, args, &archive, mode.as_deref())
+    };
     let mut outcome = ev.outcome(run, verdict).await;
     if let Some(archive) = made {
-        outcome.writes.push(record(run, &ev, &args, archive, mode));
+        outcome.writes.push(record(run, ev, args, archive, mode));
     }
     outcome
 }
@@ -224,62 +273,6 @@ fn record<H: Host>(
     };
     let instance = format!("{}-backup", run.guest_instance(ev.at.vmid));
     write("backup", instance, &record)
-}
-
-/// The backup itself; `made` keeps the new archive as listed, and `mode` the mode vzdump reported,
-/// for the record, whatever the verdict.
-async fn back_up<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &BackupArgs,
-    made: &mut Option<Archive>,
-    mode: &mut Option<String>,
-) -> Result<String, String> {
-    let label = ev.label(run);
-    let node = ev.at.node.clone();
-    let vmid = ev.at.vmid;
-    check_backup_storage(run, &node, &args.storage)
-        .await
-        .map_err(|why| format!("cannot back up {label}: {why}; nothing was changed"))?;
-    let of_guest = |why: String| format!("back up {label}: {why}");
-    let before = list_archives(run, &node, &args.storage, Some(vmid))
-        .await
-        .map_err(of_guest)?;
-    let state_before = ev.status.clone();
-    let action = format!("back up {label} to storage {}", args.storage);
-    let request = endpoints::vzdump(&node, args.params(vmid));
-    let skipped = |data: &Value| data.as_str() == Some("OK");
-    let pve = run.pve();
-    let Some(upid) = ev
-        .trail
-        .dispatch_unless(&pve, &request, &action, &skipped)
-        .await?
-    else {
-        return Err(skipped_message(&action, run.kind, vmid));
-    };
-    ev.trail
-        .follow(&pve, &upid)
-        .await
-        .map_err(|why| format!("{action}: {why}"))?;
-    // vzdump picks the mode itself: a guest that is not running is backed up in `stop` mode, and a
-    // snapshot that cannot be taken falls back to `suspend` (pve-manager PVE/VZDump.pm
-    // exec_backup_task, which logs `backup mode: <mode>`). An unreadable log leaves it unknown.
-    *mode = mode_logged(&read_log(&pve, &upid).await);
-    let kind = run.kind;
-    let wanted = format!("its state before the backup ({})", describe(&state_before));
-    await_unlocked(run, ev, &|s| same_state(kind, &state_before, s), &wanted).await?;
-    let after = list_archives(run, &node, &args.storage, Some(vmid))
-        .await
-        .map_err(of_guest)?;
-    let archive = made_by_run(&before, &after).ok_or_else(|| {
-        format!(
-            "the backup task ended successfully, but storage {} on node {node} lists no new backup of {label} (its backups of it: {}) — check the vzdump task's log",
-            args.storage,
-            describe_all(&after)
-        )
-    })?;
-    *made = Some(archive.clone());
-    judge(run, ev, args, &archive, mode.as_deref())
 }
 
 /// The failure of a vzdump PVE skipped: a bare `OK` and no task.

@@ -156,9 +156,11 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let mut pending = Map::new();
     let verdict = configure(run, &mut ev, &args, &mut pending).await;
-    ev.outcome_with(run, verdict, &mut |record| {
-        record.pending = std::mem::take(&mut pending)
-    })
+    ev.outcome_with(
+        run,
+        verdict,
+        Some(&mut |record| record.pending = std::mem::take(&mut pending)),
+    )
     .await
 }
 

@@ -12,7 +12,7 @@ use crate::args::{is_storage_id, ArgError, Fields};
 use crate::guest::evidence::{sight_config_to_change, unlocked_after, Evidence};
 use crate::guest::locate::absent_message;
 use crate::guest::reference::GuestRef;
-use crate::guest::snapshots::snapshot_holding;
+use crate::guest::snapshots::{read_tree_of, snapshot_holds};
 use crate::guest::storage::{read_storage, storage_refusal, unusable};
 use crate::guest::volumes::{is_unused, listed_on_storage, storage_of, unused_holding, volume_at};
 use crate::host::Host;
@@ -95,19 +95,7 @@ pub async fn move_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let verdict = match source(run, &ev, &args) {
-        Ok(Some(from)) => match refused_by_node(run, &ev, &args, &from).await {
-            Ok(()) => moved(run, &mut ev, &args, &from).await,
-            Err(refusal) => Err(refusal),
-        },
-        Ok(None) => Ok(format!(
-            "{} of {} is already on storage {} in that format; nothing was sent",
-            args.disk,
-            ev.label(run),
-            args.storage
-        )),
-        Err(refusal) => Err(refusal),
-    };
+    let verdict = course(run, &mut ev, &args).await;
     ev.outcome(run, verdict).await
 }
 
@@ -118,13 +106,7 @@ fn source<H: Host>(
     ev: &Evidence,
     args: &MoveArgs,
 ) -> Result<Option<String>, String> {
-    let label = ev.label(run);
-    let refuse = |why: String| {
-        Err(format!(
-            "cannot move {} of {label}: {why}; nothing was sent",
-            args.disk
-        ))
-    };
+    let refuse = |why: String| Err(refusal(run, ev, args, why));
     let value = ev.config.get(&args.disk).and_then(flex::string_of);
     let Some(value) = value else {
         // qemu-server move_vm_disk: "disk '…' does not exist"; pve-container: "volume not found".
@@ -149,37 +131,98 @@ fn source<H: Host>(
     }
 }
 
-/// What PVE refuses before it changes anything, read from the node: a target storage that cannot
-/// take the volume, and — with `delete` — a source a snapshot still uses (qemu-server
-/// `PVE/API2/Qemu.pm` move_vm_disk, pve-container `PVE/API2/LXC.pm` move_volume: "you can't move
-/// a disk with snapshots and delete the source").
-async fn refused_by_node<H: Host>(
+/// The course: the volume to move (none: already where asked), what PVE would refuse read from the
+/// node, the move and its task, then the config and the source's storage after it.
+async fn course<H: Host>(
     run: &Run<'_, H>,
-    ev: &Evidence,
+    ev: &mut Evidence,
     args: &MoveArgs,
-    from: &str,
-) -> Result<(), String> {
-    let label = ev.label(run);
-    let refuse = |why: String| {
-        format!(
-            "cannot move {} of {label}: {why}; nothing was sent",
-            args.disk
-        )
+) -> Result<String, String> {
+    let Some(from) = source(run, ev, args)? else {
+        return Ok(format!(
+            "{} of {} is already on storage {} in that format; nothing was sent",
+            args.disk,
+            ev.label(run),
+            args.storage
+        ));
     };
-    let store = read_storage(run, &ev.at.node, &args.storage)
-        .await
-        .map_err(refuse)?;
-    if let Some(why) = target_refusal(run.kind, &store) {
-        return Err(refuse(format!("storage {} {why}", args.storage)));
+    // What PVE refuses before it changes anything, read from the node: a target storage that
+    // cannot take the volume, and — with `delete` — a source a snapshot still uses (qemu-server
+    // `PVE/API2/Qemu.pm` move_vm_disk, pve-container `PVE/API2/LXC.pm` move_volume: "you can't
+    // move a disk with snapshots and delete the source").
+    let store = read_storage(run, &ev.at.node, &args.storage).await;
+    if let Some(why) = store_refusal(run.kind, args, store) {
+        return Err(refusal(run, ev, args, why));
     }
-    if !args.delete {
-        return Ok(());
+    if args.delete {
+        // Each snapshot's config, in turn: the first that holds the source refuses the move.
+        let tree = read_tree_of(run, ev).await?;
+        for snapshot in &tree.snapshots {
+            let name = &snapshot.name;
+            let request = endpoints::snapshot_config(&ev.at.node, run.kind, ev.at.vmid, name);
+            let answer = run.pve().call(&request).await;
+            if snapshot_holds(run, ev, &from, name, answer)? {
+                let why = format!(
+                    "snapshot {name:?} uses {from}, and PVE does not move a disk with snapshots and delete the source"
+                );
+                return Err(refusal(run, ev, args, why));
+            }
+        }
     }
-    match snapshot_holding(run, ev, from).await? {
-        Some(name) => Err(refuse(format!(
-            "snapshot {name:?} uses {from}, and PVE does not move a disk with snapshots and delete the source"
-        ))),
-        None => Ok(()),
+    // Then the move, its task, and the config and the source's storage after it.
+    let label = format!("{} of {}", args.disk, ev.label(run));
+    // The request and its action end with their await: the later ones need not carry them.
+    {
+        let action = format!("move {label} to storage {}", args.storage);
+        let request = endpoints::move_volume(
+            &ev.at.node,
+            run.kind,
+            ev.at.vmid,
+            (&args.disk, &args.storage),
+            args.delete,
+            args.format.as_deref(),
+        );
+        ev.trail.run(&run.pve(), &request, &action).await?;
+    }
+    match ev.refresh(run).await {
+        Ok(()) => unlocked_after(run, ev, "the move task ended successfully").await?,
+        Err(e) => ev.warn(run, e),
+    }
+    ev.reread_config(run).await?;
+    let but = |why: String| format!("the move task ended successfully, but {why}");
+    let landed = landed(&ev.config, args, &from).map_err(but)?;
+    if args.delete {
+        let listed = listed_on_storage(run, &ev.at.node, ev.at.vmid, &from).await;
+        if listed.map_err(but)? {
+            let storage = storage_of(&from);
+            return Err(but(format!(
+                "storage {storage} still lists the source {from}"
+            )));
+        }
+    }
+    Ok(format!("{label} moved to {landed}"))
+}
+
+/// What moving the disk is refused with: `cannot move …: {why}; nothing was sent`.
+fn refusal<H: Host>(run: &Run<'_, H>, ev: &Evidence, args: &MoveArgs, why: String) -> String {
+    format!(
+        "cannot move {} of {}: {why}; nothing was sent",
+        args.disk,
+        ev.label(run)
+    )
+}
+
+/// Why the target storage, as the node lists it, cannot take the volume (or could not be read).
+fn store_refusal(
+    kind: GuestKind,
+    args: &MoveArgs,
+    store: Result<NodeStorage, String>,
+) -> Option<String> {
+    match store {
+        Ok(store) => {
+            target_refusal(kind, &store).map(|why| format!("storage {} {why}", args.storage))
+        }
+        Err(why) => Some(why),
     }
 }
 
@@ -204,46 +247,6 @@ fn format_of(value: &str, volid: &str) -> String {
         Some((_, ext)) if ["qcow2", "vmdk", "raw"].contains(&ext) => ext.to_string(),
         _ => "raw".to_string(),
     }
-}
-
-/// Sends the move, follows its task, and judges the config and the source's storage after it.
-async fn moved<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &MoveArgs,
-    from: &str,
-) -> Result<String, String> {
-    let label = format!("{} of {}", args.disk, ev.label(run));
-    // The request and its action end with their await: the later ones need not carry them.
-    {
-        let action = format!("move {label} to storage {}", args.storage);
-        let request = endpoints::move_volume(
-            &ev.at.node,
-            run.kind,
-            ev.at.vmid,
-            (&args.disk, &args.storage),
-            args.delete,
-            args.format.as_deref(),
-        );
-        ev.trail.run(&run.pve(), &request, &action).await?;
-    }
-    match ev.refresh(run).await {
-        Ok(()) => unlocked_after(run, ev, "the move task ended successfully").await?,
-        Err(e) => ev.warn(run, e),
-    }
-    ev.reread_config(run).await?;
-    let but = |why: String| format!("the move task ended successfully, but {why}");
-    let landed = landed(&ev.config, args, from).map_err(but)?;
-    if args.delete {
-        let listed = listed_on_storage(run, &ev.at.node, ev.at.vmid, from).await;
-        if listed.map_err(but)? {
-            let storage = storage_of(from);
-            return Err(but(format!(
-                "storage {storage} still lists the source {from}"
-            )));
-        }
-    }
-    Ok(format!("{label} moved to {landed}"))
 }
 
 /// Where the config read back after the move puts the disk and its source: the target volume

@@ -22,6 +22,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::property::{property, size_bytes};
+use crate::pve::request::PveRequest;
 use crate::run::Run;
 use crate::task::upid_of;
 use serde_json::{Map, Value};
@@ -103,104 +104,131 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    // The record shows the state after the resize (maxDiskBytes): `resize` reads it once the size
-    // is reached, `outcome` after a failure (guest/evidence.rs `reread_after_failure`).
-    let verdict = resize(run, &mut ev, &args).await;
+    // The record shows the state after the resize (maxDiskBytes): the course reads it once the size
+    // is reached, `outcome` after a failure (guest/evidence.rs `reread_after_failure`). The course
+    // is a labeled block (`or_break!` its `?`), not an async function of its own.
+    let ev = &mut *ev;
+    let args = &args;
+    let verdict = 'verdict: {
+        let label = format!("disk {} of {}", args.disk, ev.label(run));
+        let pve = run.pve();
+        let read_config = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
+        let read = pve.call_within(&read_config, None).await;
+        let before = or_break!('verdict, disk_size(run, ev, &args.disk, &read_config, read, None));
+        let target = match (args.grow_by, before) {
+            (false, _) => args.bytes,
+            (true, Some(now)) => now.saturating_add(args.bytes),
+            (true, None) => {
+                break 'verdict Err(format!(
+                    "{label} has no size= in its config, so the target of {} cannot be computed: give an absolute size",
+                    args.size
+                ))
+            }
+        };
+        let request =
+            endpoints::guest_resize(&ev.at.node, run.kind, ev.at.vmid, &args.disk, &args.size);
+        ev.trail.sending();
+        let answer = pve.call(&request).await;
+        ev.trail.answered(&answer);
+        // Never re-sent: a second `+N` would grow the disk twice.
+        let unknown = |e: &PveError| {
+            let action = format!("resize {label} to {}", args.size);
+            let check = format!(
+                "the disk's size (run getConfig) and the task list of node {}",
+                ev.at.node
+            );
+            outcome_unknown(&action, e, &check).0
+        };
+        let answer = or_break!('verdict, answer.map_err(|e| match e.outcome_unknown() {
+            true => unknown(&e),
+            false => format!(
+                "PVE refused to resize {label} to {}: {e} — {}",
+                args.size,
+                hint(e.kind)
+            ),
+        }));
+        // PVE before 8.0 resizes synchronously and answers null.
+        if !answer.is_null() {
+            let upid = match upid_of(&answer, &request.label()) {
+                Ok(upid) => upid,
+                Err(unread) => {
+                    ev.trail.outcome_unknown = true;
+                    break 'verdict Err(unknown(&PveError::malformed(unread.0)));
+                }
+            };
+            ev.trail.last_task = Some(upid.to_string());
+            let followed = ev.trail.follow(&pve, &upid).await;
+            or_break!('verdict, followed.map_err(|why| format!("resize {label} to {}: {why}", args.size)));
+        }
+        // The config polled until the disk's size reaches `target`, briefly: the task already ended.
+        let disk = &args.disk;
+        let budget_ms = SETTLE_MS.min(run.wait_budget_ms());
+        let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, run.pve().poll_cap_ms);
+        let deadline = pacer.deadline_ms();
+        // The last size seen (a read the wait's end cut short sees none, and keeps this one).
+        let mut last = None;
+        let reached = loop {
+            // The resize is done: a failed read must not invite a second `+N`, which would grow again.
+            // Within the wait, each read ends by the wait's end (`Pve::call_within`).
+            let read = pve.call_within(&read_config, Some(deadline)).await;
+            let size = disk_size(run, ev, disk, &read_config, read, Some(deadline));
+            let size = or_break!('verdict, size.map_err(|why| {
+                format!(
+                    "the resize of disk {disk} ended, but its size could not be read back: {why}; check the size (run getConfig) before resizing again — a relative size (+N) would grow the disk again"
+                )
+            }));
+            match size {
+                Some(bytes) if bytes >= target => break bytes,
+                Some(bytes) => last = Some(bytes),
+                None => {}
+            }
+            if pacer.pause(run.host).await.is_err() {
+                break 'verdict Err(format!(
+                    "disk {disk} of {} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
+                    ev.label(run),
+                    human(target),
+                    last.map_or("no size".to_string(), human),
+                    seconds(budget_ms)
+                ));
+            }
+        };
+        // The state after it, for the record: a lock there is "not yet" (the resize holds only the
+        // config's flock, PVE/API2/Qemu.pm resize_vm, pve-container PVE/API2/LXC.pm resize_vm: a
+        // lock is another operation's); one that cannot be read keeps the earlier state, as a warning.
+        match ev.refresh(run).await {
+            Ok(()) => or_break!(
+                'verdict,
+                unlocked_after(run, ev, "the resize task ended successfully").await
+            ),
+            Err(e) => ev.warn(run, e),
+        }
+        Ok(format!(
+            "{label} is {} (target {}, was {})",
+            human(reached),
+            human(target),
+            before.map_or("unknown".to_string(), human)
+        ))
+    };
     ev.outcome(run, verdict).await
 }
 
-async fn resize<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &ResizeArgs,
-) -> Result<String, String> {
-    let label = format!("disk {} of {}", args.disk, ev.label(run));
-    let before = disk_size(run, ev, &args.disk, None).await?;
-    let target = match (args.grow_by, before) {
-        (false, _) => args.bytes,
-        (true, Some(now)) => now.saturating_add(args.bytes),
-        (true, None) => {
-            return Err(format!(
-                "{label} has no size= in its config, so the target of {} cannot be computed: give an absolute size",
-                args.size
-            ))
-        }
-    };
-    let pve = run.pve();
-    let request =
-        endpoints::guest_resize(&ev.at.node, run.kind, ev.at.vmid, &args.disk, &args.size);
-    ev.trail.sending();
-    let answer = pve.call(&request).await;
-    ev.trail.answered(&answer);
-    let answer = answer.map_err(|e| match e.outcome_unknown() {
-        // Never re-sent: a second `+N` would grow the disk twice.
-        true => {
-            let action = format!("resize {label} to {}", args.size);
-            let check = format!(
-                "the disk's size (run getConfig) and the task list of node {}",
-                ev.at.node
-            );
-            outcome_unknown(&action, &e, &check).0
-        }
-        false => format!(
-            "PVE refused to resize {label} to {}: {e} — {}",
-            args.size,
-            hint(e.kind)
-        ),
-    })?;
-    // PVE before 8.0 resizes synchronously and answers null.
-    if !answer.is_null() {
-        let upid = upid_of(&answer, &request.label()).map_err(|f| {
-            ev.trail.outcome_unknown = true;
-            let action = format!("resize {label} to {}", args.size);
-            let check = format!(
-                "the disk's size (run getConfig) and the task list of node {}",
-                ev.at.node
-            );
-            outcome_unknown(&action, &PveError::malformed(f.0), &check).0
-        })?;
-        ev.trail.last_task = Some(upid.to_string());
-        ev.trail
-            .follow(&pve, &upid)
-            .await
-            .map_err(|why| format!("resize {label} to {}: {why}", args.size))?;
-    }
-    let reached = settle(run, ev, &args.disk, target).await?;
-    // The state after it, for the record: a lock there is "not yet" (the resize holds only the
-    // config's flock, PVE/API2/Qemu.pm resize_vm, pve-container PVE/API2/LXC.pm resize_vm: a
-    // lock is another operation's); one that cannot be read keeps the earlier state, as a warning.
-    match ev.refresh(run).await {
-        Ok(()) => unlocked_after(run, ev, "the resize task ended successfully").await?,
-        Err(e) => ev.warn(run, e),
-    }
-    Ok(format!(
-        "{label} is {} (target {}, was {})",
-        human(reached),
-        human(target),
-        before.map_or("unknown".to_string(), human)
-    ))
-}
-
-/// The disk's `size=` in bytes (`None` when the config has none); a missing disk is a failure.
-async fn disk_size<H: Host>(
+/// The disk's `size=` in bytes from a read of its config (`request`, read by `deadline_ms` within the
+/// wait): `None` when the config has none; a missing disk is a failure.
+fn disk_size<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
     disk: &str,
+    request: &PveRequest,
+    read: Result<Value, PveError>,
     deadline_ms: Option<f64>,
 ) -> Result<Option<u64>, String> {
-    let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
-    let pve = run.pve();
-    // Within the wait after the resize, the read ends by the wait's end (`Pve::read_by`).
-    let read = match deadline_ms {
-        Some(deadline) => pve.read_by(&request, deadline, "a guest config").await,
-        None => pve.read(&request, "a guest config").await,
-    };
+    let read = crate::client::shaped::<Map<String, Value>>(request, "a guest config", read);
     // The wait's end cut the read short: no size was seen, and the wait is over.
     let cut = deadline_ms.is_some_and(|d| run.host.now_ms() >= d);
     if cut && read.as_ref().is_err_and(|e| e.kind == ErrorKind::Timeout) {
         return Ok(None);
     }
-    let config: Map<String, Value> = read.map_err(|e| {
+    let config = read.map_err(|e| {
         format!(
             "could not read the config of {}: {e} — {}",
             ev.label(run),
@@ -228,42 +256,6 @@ fn disks_of(kind: GuestKind, config: &Value) -> String {
     match disks.is_empty() {
         true => "none".to_string(),
         false => disks,
-    }
-}
-
-/// Polls the config until the disk's size reaches `target`, briefly: the task already ended.
-async fn settle<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    disk: &str,
-    target: u64,
-) -> Result<u64, String> {
-    let budget_ms = SETTLE_MS.min(run.wait_budget_ms());
-    let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, run.pve().poll_cap_ms);
-    let deadline = pacer.deadline_ms();
-    // The last size seen (a read the wait's end cut short sees none, and keeps this one).
-    let mut last = None;
-    loop {
-        // The resize is done: a failed read must not invite a second `+N`, which would grow again.
-        let size = disk_size(run, ev, disk, Some(deadline)).await.map_err(|why| {
-            format!(
-                "the resize of disk {disk} ended, but its size could not be read back: {why}; check the size (run getConfig) before resizing again — a relative size (+N) would grow the disk again"
-            )
-        })?;
-        match size {
-            Some(bytes) if bytes >= target => return Ok(bytes),
-            Some(bytes) => last = Some(bytes),
-            None => {}
-        }
-        if pacer.pause(run.host).await.is_err() {
-            return Err(format!(
-                "disk {disk} of {} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
-                ev.label(run),
-                human(target),
-                last.map_or("no size".to_string(), human),
-                seconds(budget_ms)
-            ));
-        }
     }
 }
 

@@ -144,12 +144,16 @@ pub async fn change<H: Host>(
     if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
         verdict = read_back(run, &ev, shown(ev.at.vmid, &ev.config, taken), summary).await;
     }
-    ev.outcome_with(run, verdict, &mut |record| {
-        if let Some(snapshot) = snapshot.take() {
-            record.pending = snapshot.pending;
-            record.pending_delete = snapshot.pending_delete;
-        }
-    })
+    ev.outcome_with(
+        run,
+        verdict,
+        Some(&mut |record| {
+            if let Some(snapshot) = snapshot.take() {
+                record.pending = snapshot.pending;
+                record.pending_delete = snapshot.pending_delete;
+            }
+        }),
+    )
     .await
 }
 

@@ -13,6 +13,7 @@
 //! `shutdown` verifies. A guest that already is a template succeeds without a request.
 
 use crate::args::{ArgError, Fields};
+use crate::client::shaped;
 use crate::explain::could_not;
 use crate::guest::evidence::{sight_to_change, unlocked_after, Evidence};
 use crate::guest::gates;
@@ -27,8 +28,9 @@ use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
+use crate::pve::request::PveRequest;
 use crate::run::Run;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The arguments of `convertToTemplate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,14 +76,17 @@ async fn convert<H: Host>(
     args: &TemplateArgs,
 ) -> Result<String, String> {
     let label = ev.label(run);
-    if ev.status.template == Some(true) && is_template(run, ev, None).await? {
+    if ev.status.template == Some(true) && shown_as_template(run, ev, false).await? {
         return Ok(format!(
             "{label} already is a template; nothing was converted"
         ));
     }
     ev.pass_gate(run, &gates::TEMPLATE, args.force)?;
     if !Target::Stopped.reached(run.kind, &ev.status) {
-        stop_first(run, ev, args).await?;
+        let shutdown = stop_first(run, ev, args)?;
+        shut_down(run, ev, &shutdown)
+            .await
+            .map_err(|why| format!("shutdownFirst: {why}; nothing was converted"))?;
     }
     let request = endpoints::guest_template(&ev.at.node, run.kind, ev.at.vmid);
     let action = format!("convert {label} to a template");
@@ -99,7 +104,7 @@ async fn convert<H: Host>(
             })?;
         }
     }
-    await_template(run, ev).await?;
+    shown_as_template(run, ev, true).await?;
     ev.refresh(run).await?;
     unlocked_after(
         run,
@@ -112,12 +117,12 @@ async fn convert<H: Host>(
     ))
 }
 
-/// A running guest: refused, or shut down first (gracefully, verified) with `shutdownFirst`.
-async fn stop_first<H: Host>(
+/// A running guest: refused, or (`shutdownFirst`) the graceful, verified shutdown to send first.
+fn stop_first<H: Host>(
     run: &Run<'_, H>,
-    ev: &mut Evidence,
+    ev: &Evidence,
     args: &TemplateArgs,
-) -> Result<(), String> {
+) -> Result<ShutdownArgs, String> {
     let label = ev.label(run);
     if !args.shutdown_first {
         return Err(format!(
@@ -129,27 +134,48 @@ async fn stop_first<H: Host>(
         "{label} is {}: shutting it down first (shutdownFirst: true)",
         ev.status.status
     ));
-    let shutdown = ShutdownArgs {
+    Ok(ShutdownArgs {
         target: args.target.clone(),
         timeout_sec: args.timeout_sec,
         force_stop_after: false,
         force: args.force,
-    };
-    shut_down(run, ev, &shutdown)
-        .await
-        .map(drop)
-        .map_err(|why| format!("shutdownFirst: {why}; nothing was converted"))
+    })
 }
 
-/// Polls until the config says `template: 1` and the guest's node lists it as a template.
-async fn await_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
-    // What the conversion task left of the method's one budget.
-    let deadline = run.budget.deadline(run.host.now_ms());
-    let mut pacer = Pacer::until(deadline, run.global.poll_interval_sec * 1000);
+/// Whether the config says `template: 1` and the guest's node lists it as a template: looked at
+/// once, or (`waiting`) until both do, within what the conversion task left of the method's one
+/// budget — then its reads end by the wait's end (`Pve::call_within`), and `Err` when it ran out.
+async fn shown_as_template<H: Host>(
+    run: &Run<'_, H>,
+    ev: &Evidence,
+    waiting: bool,
+) -> Result<bool, String> {
+    let pve = run.pve();
+    let config = endpoints::guest_config(&ev.at.node, run.kind, ev.at.vmid);
+    let list = endpoints::node_guests(&ev.at.node, run.kind);
+    let deadline = waiting.then(|| run.budget.deadline(run.host.now_ms()));
+    let poll_ms = run.global.poll_interval_sec * 1000;
+    let mut pacer = deadline.map(|deadline| Pacer::until(deadline, poll_ms));
     loop {
-        if is_template(run, ev, Some(deadline)).await? {
-            return Ok(());
+        let read = pve.call_within(&config, deadline).await;
+        let mut shown = flagged(run, ev, &config, read, deadline)?;
+        if shown {
+            let read = pve.call_within(&list, deadline).await;
+            shown = match listed(run, ev, &list, read, deadline)? {
+                Some(template) => template,
+                None => {
+                    // Gone from its node: look once more, to say where it went.
+                    let target = GuestRef {
+                        vmid: Some(ev.at.vmid),
+                        name: None,
+                    };
+                    still_there(run, locate(&pve, run.kind, &target).await)?
+                }
+            };
         }
+        let Some(pacer) = pacer.as_mut().filter(|_| !shown) else {
+            return Ok(shown);
+        };
         if pacer.pause(run.host).await.is_err() {
             return Err(format!(
                 "the conversion of {} was accepted, but when taskTimeoutSec={} (the method's whole wait) ran out, its config and its node's guest list do not both show it as a template — check the task log ({}) and its disks",
@@ -164,80 +190,66 @@ async fn await_template<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), 
     }
 }
 
-/// Whether the config says `template: 1` and the node's guest list shows the guest as a template;
-/// within a wait, its reads end by the wait's `deadline_ms` (`Pve::read_by`).
-async fn is_template<H: Host>(
+/// Whether the config read says `template: 1`. A lock left with the flag is "not yet" too:
+/// `unlocked_after` waits it out, naming it.
+fn flagged<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
+    request: &PveRequest,
+    read: Result<Value, PveError>,
     deadline_ms: Option<f64>,
 ) -> Result<bool, String> {
-    let pve = run.pve();
-    let label = ev.label(run);
-    let request = endpoints::guest_config(&ev.at.node, run.kind, ev.at.vmid);
-    let read = match deadline_ms {
-        Some(deadline) => pve.read_by(&request, deadline, "a guest config").await,
-        None => pve.read(&request, "a guest config").await,
-    };
     if cut_at_the_end(run, &read, deadline_ms) {
         return Ok(false);
     }
-    let config: serde_json::Map<String, Value> =
-        read.map_err(|e| could_not(&format!("read the config of {label}"), &e).0)?;
-    // A lock left with the flag is "not yet" too: `unlocked_after` waits it out, naming it.
-    if config.get("template").and_then(flex::bool_of) != Some(true) {
-        return Ok(false);
-    }
-    listed_as_template(run, ev, &label, deadline_ms).await
+    let config: Map<String, Value> = shaped(request, "a guest config", read)
+        .map_err(|e| could_not(&format!("read the config of {}", ev.label(run)), &e).0)?;
+    Ok(config.get("template").and_then(flex::bool_of) == Some(true))
 }
 
-async fn listed_as_template<H: Host>(
+/// Whether the node's guest list shows the guest as a template; `None` when it does not list it.
+fn listed<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
-    label: &str,
+    request: &PveRequest,
+    read: Result<Value, PveError>,
     deadline_ms: Option<f64>,
-) -> Result<bool, String> {
-    let pve = run.pve();
-    let vmid = ev.at.vmid;
-    let request = endpoints::node_guests(&ev.at.node, run.kind);
-    let read = match deadline_ms {
-        Some(deadline) => pve.read_by(&request, deadline, "a list of guests").await,
-        None => pve.read(&request, "a list of guests").await,
-    };
+) -> Result<Option<bool>, String> {
     if cut_at_the_end(run, &read, deadline_ms) {
-        return Ok(false);
+        return Ok(Some(false));
     }
-    let guests: Vec<NodeGuest> = read.map_err(|e| {
+    let guests: Vec<NodeGuest> = shaped(request, "a list of guests", read).map_err(|e| {
         let action = format!(
-            "list the guests of node {} to see whether {label} is listed as a template ({})",
+            "list the guests of node {} to see whether {} is listed as a template ({})",
             ev.at.node,
+            ev.label(run),
             request.label()
         );
         could_not(&action, &e).0
     })?;
-    let entry = guests.iter().find(|g| g.vmid == Some(u64::from(vmid)));
-    match entry {
-        Some(g) => Ok(g.template == Some(true)),
-        None => {
-            // Gone from its node: look once more, to say where it went.
-            let target = GuestRef {
-                vmid: Some(vmid),
-                name: None,
-            };
-            match locate(&pve, run.kind, &target).await.map_err(|f| f.0)? {
-                Found::Present(_) => Ok(false),
-                Found::Absent { vmid } => Err(format!(
-                    "{} {vmid} disappeared while it was being converted to a template",
-                    run.kind.noun()
-                )),
-            }
-        }
+    let vmid = Some(u64::from(ev.at.vmid));
+    let entry = guests.iter().find(|g| g.vmid == vmid);
+    Ok(entry.map(|g| g.template == Some(true)))
+}
+
+/// A guest its node no longer lists: not a template yet while it is elsewhere, a failure when gone.
+fn still_there<H: Host>(
+    run: &Run<'_, H>,
+    found: Result<Found, crate::outcome::Failure>,
+) -> Result<bool, String> {
+    match found.map_err(|f| f.0)? {
+        Found::Present(_) => Ok(false),
+        Found::Absent { vmid } => Err(format!(
+            "{} {vmid} disappeared while it was being converted to a template",
+            run.kind.noun()
+        )),
     }
 }
 
 /// Whether a read of the wait was cut short by the wait's end: not shown yet, and the wait is over.
-fn cut_at_the_end<H: Host, T>(
+fn cut_at_the_end<H: Host>(
     run: &Run<'_, H>,
-    read: &Result<T, PveError>,
+    read: &Result<Value, PveError>,
     deadline_ms: Option<f64>,
 ) -> bool {
     let timed_out = read.as_ref().is_err_and(|e| e.kind == ErrorKind::Timeout);
