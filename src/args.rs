@@ -51,6 +51,9 @@ pub enum Kind {
     Flag(bool),
     /// An integer within `min..=max` with its default ([`Fields::int_in_or`]).
     IntOr(i32, i32, i32),
+    /// An optional count within `min..=max` ([`Fields::optional_count_in`]); absent reads as -1,
+    /// so [`Read::count`] is `None`.
+    CountIn(i32, i32),
 }
 
 /// One field of a parser's table: its key, how it is read and, for text, the method's own rule
@@ -90,6 +93,11 @@ impl Read<'_> {
     /// The text, copied (`None` when absent).
     pub fn owned(&self) -> Option<String> {
         self.text.map(str::to_string)
+    }
+
+    /// The count read by [`Kind::CountIn`] (`None` when absent).
+    pub fn count(&self) -> Option<u64> {
+        u64::try_from(self.int).ok()
     }
 
     /// The text, copied, or `default` when absent.
@@ -323,6 +331,10 @@ impl<'a> Fields<'a> {
                 Kind::Flag(default) => read.int = self.flag_or(key, default)? as i64,
                 Kind::IntOr(min, max, default) => {
                     read.int = self.int_in_or(key, min.into(), max.into(), default.into())?
+                }
+                Kind::CountIn(min, max) => {
+                    let count = self.optional_count_in(key, min.into(), max.into())?;
+                    read.int = count.map_or(-1, |c| c as i64)
                 }
             }
             if let (Some(rule), Some(text)) = (spec.rule, read.text) {
