@@ -54,6 +54,8 @@ pub enum Kind {
     /// An optional count within `min..=max` ([`Fields::optional_count_in`]); absent reads as -1,
     /// so [`Read::count`] is `None`.
     CountIn(i32, i32),
+    /// An optional boolean ([`Fields::flag`]); absent reads as -1, so [`Read::flag`] is `None`.
+    OptionalFlag,
 }
 
 /// One field of a parser's table: its key, how it is read and, for text, the method's own rule
@@ -98,6 +100,11 @@ impl Read<'_> {
     /// The count read by [`Kind::CountIn`] (`None` when absent).
     pub fn count(&self) -> Option<u64> {
         u64::try_from(self.int).ok()
+    }
+
+    /// The boolean read by [`Kind::OptionalFlag`] (`None` when absent).
+    pub fn flag(&self) -> Option<bool> {
+        (self.int >= 0).then_some(self.int != 0)
     }
 
     /// The text, copied, or `default` when absent.
@@ -332,6 +339,7 @@ impl<'a> Fields<'a> {
                 Kind::IntOr(min, max, default) => {
                     read.int = self.int_in_or(key, min.into(), max.into(), default.into())?
                 }
+                Kind::OptionalFlag => read.int = self.flag(key)?.map_or(-1, i64::from),
                 Kind::CountIn(min, max) => {
                     let count = self.optional_count_in(key, min.into(), max.into())?;
                     read.int = count.map_or(-1, |c| c as i64)
