@@ -352,6 +352,13 @@ impl<'a> Fields<'a> {
         Ok(())
     }
 
+    /// [`Fields::read_all`] of a whole table, its reads returned in table order.
+    pub fn read_table<const N: usize>(&self, table: &[Spec; N]) -> Result<[Read<'a>; N], ArgError> {
+        let mut read = [Read::default(); N];
+        self.read_all(table, &mut read)?;
+        Ok(read)
+    }
+
     /// `Err` naming the field when `fault` names a broken rule. The path is built only then.
     pub fn rule(&self, key: &str, fault: Option<&str>) -> Result<(), ArgError> {
         match fault {
