@@ -105,7 +105,7 @@ impl SyncArgs {
         let tags = names(&fields, "tags", "must name at least one tag", a_tag)?;
         parsed.tags = tags.unwrap_or_default();
         // Whether it compiles is the host's to judge (guest/select.rs), before anything is sent.
-        parsed.r#where = fields.optional("where")?;
+        parsed.r#where = fields.text("where")?.map(str::to_string);
         parsed.exclusions(scoped)?;
         Ok(parsed)
     }
