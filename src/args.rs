@@ -352,7 +352,9 @@ impl<'a> Fields<'a> {
         Ok(())
     }
 
-    /// [`Fields::read_all`] of a whole table, its reads returned in table order.
+    /// [`Fields::read_all`] of a whole table, its reads returned in table order. Always inlined:
+    /// a copy per table length otherwise, each larger than the call it wraps (issue 32).
+    #[inline(always)]
     pub fn read_table<const N: usize>(&self, table: &[Spec; N]) -> Result<[Read<'a>; N], ArgError> {
         let mut read = [Read::default(); N];
         self.read_all(table, &mut read)?;
