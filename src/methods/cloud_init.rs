@@ -85,7 +85,7 @@ impl CloudInitArgs {
         let (first, rest) = FIELDS.split_at(FIRST);
         let (read_first, read_rest) = read.split_at_mut(FIRST);
         fields.read_all(first, read_first)?;
-        if let Some(keys) = read_first[FIRST - 1].text {
+        if let Some(keys) = read_first.last().and_then(|sshkeys| sshkeys.text) {
             check_ssh_keys(keys)?;
         }
         let mut options = Vec::new();
