@@ -51,6 +51,11 @@ pub enum Kind {
     Flag(bool),
     /// An integer within `min..=max` with its default ([`Fields::int_in_or`]).
     IntOr(i32, i32, i32),
+    /// An optional count within `min..=max` ([`Fields::optional_count_in`]); absent reads as -1,
+    /// so [`Read::count`] is `None`.
+    CountIn(i32, i32),
+    /// An optional boolean ([`Fields::flag`]); absent reads as -1, so [`Read::flag`] is `None`.
+    OptionalFlag,
 }
 
 /// One field of a parser's table: its key, how it is read and, for text, the method's own rule
@@ -90,6 +95,16 @@ impl Read<'_> {
     /// The text, copied (`None` when absent).
     pub fn owned(&self) -> Option<String> {
         self.text.map(str::to_string)
+    }
+
+    /// The count read by [`Kind::CountIn`] (`None` when absent).
+    pub fn count(&self) -> Option<u64> {
+        u64::try_from(self.int).ok()
+    }
+
+    /// The boolean read by [`Kind::OptionalFlag`] (`None` when absent).
+    pub fn flag(&self) -> Option<bool> {
+        (self.int >= 0).then_some(self.int != 0)
     }
 
     /// The text, copied, or `default` when absent.
@@ -324,12 +339,26 @@ impl<'a> Fields<'a> {
                 Kind::IntOr(min, max, default) => {
                     read.int = self.int_in_or(key, min.into(), max.into(), default.into())?
                 }
+                Kind::OptionalFlag => read.int = self.flag(key)?.map_or(-1, i64::from),
+                Kind::CountIn(min, max) => {
+                    let count = self.optional_count_in(key, min.into(), max.into())?;
+                    read.int = count.map_or(-1, |c| c as i64)
+                }
             }
             if let (Some(rule), Some(text)) = (spec.rule, read.text) {
                 self.rule(key, rule(text))?;
             }
         }
         Ok(())
+    }
+
+    /// [`Fields::read_all`] of a whole table, its reads returned in table order. Always inlined:
+    /// a copy per table length otherwise, each larger than the call it wraps (issue 32).
+    #[inline(always)]
+    pub fn read_table<const N: usize>(&self, table: &[Spec; N]) -> Result<[Read<'a>; N], ArgError> {
+        let mut read = [Read::default(); N];
+        self.read_all(table, &mut read)?;
+        Ok(read)
     }
 
     /// `Err` naming the field when `fault` names a broken rule. The path is built only then.

@@ -91,21 +91,39 @@ pub struct GlobalArgs {
     pub request_timeout_sec: u64,
 }
 
-const MAX_SECONDS: i64 = 7 * 24 * 3600;
+const MAX_SECONDS: i32 = 7 * 24 * 3600;
 
 impl GlobalArgs {
     /// Reads and checks the global arguments from the merged argument object.
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let name = fields.required_text("name")?;
-        fields.rule("name", name.is_empty().then_some("must not be empty"))?;
+        // One table in two walks, the transport read between them as before.
+        let mut read = [Read::default(); TOP.len()];
+        let (name, rest) = TOP.split_at(1);
+        let (read_name, read_rest) = read.split_at_mut(1);
+        fields.read_all(name, read_name)?;
+        let transport = parse_transport(&fields.object("transport")?)?;
+        fields.read_all(rest, read_rest)?;
+        let [_, task, poll, request] = read;
         Ok(GlobalArgs {
-            transport: parse_transport(&fields.object("transport")?)?,
-            task_timeout_sec: fields.int_in_or("taskTimeoutSec", 1, MAX_SECONDS, 300)? as u64,
-            poll_interval_sec: fields.int_in_or("pollIntervalSec", 1, 3600, 3)? as u64,
-            request_timeout_sec: fields.int_in_or("requestTimeoutSec", 1, 3600, 30)? as u64,
+            transport,
+            task_timeout_sec: task.int as u64,
+            poll_interval_sec: poll.int as u64,
+            request_timeout_sec: request.int as u64,
         })
     }
+}
+
+/// The top-level fields, in order; the transport comes after the name.
+const TOP: [Spec; 4] = [
+    Spec::new("name", Kind::RequiredText).rule(name_fault),
+    Spec::new("taskTimeoutSec", Kind::IntOr(1, MAX_SECONDS, 300)),
+    Spec::new("pollIntervalSec", Kind::IntOr(1, 3600, 3)),
+    Spec::new("requestTimeoutSec", Kind::IntOr(1, 3600, 30)),
+];
+
+fn name_fault(name: &str) -> Option<&'static str> {
+    name.is_empty().then_some("must not be empty")
 }
 
 fn parse_transport(fields: &Fields) -> Result<TransportSettings, ArgError> {

@@ -36,7 +36,7 @@ use serde_json::{Map, Value};
 /// writes `\tcomment <text>` and reads back `(.*\S)` after the key (PVE/SectionConfig.pm
 /// parse_config), so an edge space would be dropped and the read-back never equal.
 pub fn comment(fields: &Fields) -> Result<Option<String>, ArgError> {
-    let Some(text) = fields.optional_line("comment")? else {
+    let Some(text) = fields.optional_line_str("comment")? else {
         return Ok(None);
     };
     if text.len() > 4096 {
@@ -49,7 +49,7 @@ pub fn comment(fields: &Fields) -> Result<Option<String>, ArgError> {
             "must not begin or end with white space (PVE drops it)",
         ));
     }
-    Ok(Some(text))
+    Ok(Some(text.to_string()))
 }
 
 /// Reads one optional argument of an HA method (the field's name given) as PVE's parameter.

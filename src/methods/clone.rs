@@ -5,7 +5,7 @@
 //! (`guest::vmid_claim`); the summary and the `vm-<vmid>` record say which. A lock on the template
 //! (a backup of it) is waited out first: PVE refuses to clone a locked guest.
 
-use crate::args::{is_dns_name, ArgError, Fields};
+use crate::args::{is_dns_name, ArgError, Fields, Kind, Read, Spec};
 use crate::guest::create_course::{Before, NewDisk, NewGuest};
 use crate::guest::placement::Placement;
 use crate::guest::readiness::ReadyArgs;
@@ -35,35 +35,50 @@ pub struct CloneArgs {
     pub ready: Option<ReadyArgs>,
 }
 
+/// The clone's own fields, in the order they are read (after the template and the VMID).
+const FIELDS: [Spec; 3] = [
+    Spec::new("name", Kind::Line),
+    Spec::new("full", Kind::Flag(true)),
+    Spec::new("storage", Kind::OptionalLine),
+];
+
 impl CloneArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let parsed = CloneArgs {
-            template_id: parse_vmid(&fields, "templateId")?,
-            vmid: VmidChoice::parse(&fields)?,
-            name: fields.line("name")?,
-            full: fields.flag_or("full", true)?,
-            storage: fields.optional_line("storage")?,
-            ready: ReadyArgs::wait_ready(&fields)?,
-        };
-        if parsed.vmid == VmidChoice::Given(parsed.template_id) {
+        let template_id = parse_vmid(&fields, "templateId")?;
+        let vmid = VmidChoice::parse(&fields)?;
+        // Read borrowed by one table walk; copied once every check has passed.
+        let mut read = [Read::default(); FIELDS.len()];
+        fields.read_all(&FIELDS, &mut read)?;
+        let [name, full, storage] = read;
+        let ready = ReadyArgs::wait_ready(&fields)?;
+        if vmid == VmidChoice::Given(template_id) {
             return Err(ArgError::new("vmid", "must differ from templateId"));
         }
         // PVE's clone `name` is a `dns-name` (a 400 there): refused here first.
-        if !is_dns_name(&parsed.name) {
+        let name = name.text.unwrap_or("");
+        if !is_dns_name(name) {
             return Err(ArgError::new(
                 "name",
                 "must be a DNS name (letters, digits and inner hyphens, labels joined by dots), as PVE requires of a VM name",
             ));
         }
         // qemu-server clone_vm: "parameter 'storage' not allowed for linked clones".
-        if !parsed.full && parsed.storage.is_some() {
+        let full = full.int != 0;
+        if !full && storage.text.is_some() {
             return Err(ArgError::new(
                 "storage",
                 "cannot be given with full: false — PVE puts a linked clone on its template's storage and refuses a target storage; drop storage or clone in full",
             ));
         }
-        Ok(parsed)
+        Ok(CloneArgs {
+            template_id,
+            vmid,
+            name: name.to_string(),
+            full,
+            storage: storage.owned(),
+            ready,
+        })
     }
 }
 

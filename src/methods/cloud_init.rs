@@ -8,7 +8,7 @@
 //! reboot, then nothing may be pending), it applies the new config at its next boot, and the
 //! summary says so. `cipassword` is never echoed: PVE dumps only its hash, checked by presence.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{ArgError, Fields, Kind, Read, Spec};
 use crate::client::shaped;
 use crate::explain::{could_not, mutation_failed};
 use crate::guest::config::ConfigSnapshot;
@@ -44,28 +44,55 @@ pub struct CloudInitArgs {
     pub timeout_sec: u64,
 }
 
+/// The options read first, in order: each given one is set, as PVE names it.
+const FIRST: usize = 6;
+/// The fields in the order they are checked: [`FIRST`] options, then (after the ipconfigs) the
+/// rest.
+const FIELDS: [Spec; FIRST + 4] = [
+    Spec::new("ciuser", Kind::OptionalLine),
+    Spec::new("nameserver", Kind::OptionalLine),
+    Spec::new("searchdomain", Kind::OptionalLine),
+    Spec::new("cicustom", Kind::OptionalLine),
+    Spec::new("cipassword", Kind::Text).rule(password_fault),
+    // Checked by `check_ssh_keys`, whose rule names the line.
+    Spec::new("sshkeys", Kind::Text),
+    Spec::new("citype", Kind::Text).rule(citype_fault),
+    Spec::new("ciupgrade", Kind::OptionalFlag),
+    Spec::new("applyPending", Kind::Text).rule(apply_fault),
+    Spec::new("timeoutSec", Kind::IntOr(1, 86_400, 120)),
+];
+
+fn password_fault(password: &str) -> Option<&'static str> {
+    let bad = password.is_empty() || password.contains(['\n', '\r', '\0']);
+    bad.then_some("must be non-empty and single-line")
+}
+
+fn citype_fault(citype: &str) -> Option<&'static str> {
+    (!CITYPES.contains(&citype)).then_some("must be one of configdrive2, nocloud, opennebula")
+}
+
+/// [`ApplyPending::parse`]'s rule.
+fn apply_fault(apply: &str) -> Option<&'static str> {
+    (!matches!(apply, "none" | "reboot")).then_some("must be \"none\" or \"reboot\"")
+}
+
 impl CloudInitArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let mut options = Vec::new();
-        for key in ["ciuser", "nameserver", "searchdomain", "cicustom"] {
-            if let Some(value) = fields.optional_line_str(key)? {
-                options.push((key.to_string(), value.to_string()));
-            }
-        }
-        if let Some(password) = fields.text("cipassword")? {
-            if password.is_empty() || password.contains(['\n', '\r', '\0']) {
-                return Err(ArgError::new(
-                    "cipassword",
-                    "must be non-empty and single-line",
-                ));
-            }
-            options.push(("cipassword".into(), password.to_string()));
-        }
-        if let Some(keys) = fields.text("sshkeys")? {
+        // One table in two walks, borrowed and checked; the ipconfigs (numbered keys) between them.
+        let mut read = [Read::default(); FIELDS.len()];
+        let (first, rest) = FIELDS.split_at(FIRST);
+        let (read_first, read_rest) = read.split_at_mut(FIRST);
+        fields.read_all(first, read_first)?;
+        if let Some(keys) = read_first.last().and_then(|sshkeys| sshkeys.text) {
             check_ssh_keys(keys)?;
-            options.push(("sshkeys".into(), keys.to_string()));
+        }
+        let mut options = Vec::new();
+        for (spec, read) in first.iter().zip(read_first.iter()) {
+            if let Some(value) = read.text {
+                options.push((spec.key.to_string(), value.to_string()));
+            }
         }
         for n in 0..MAX_NETS {
             let key = format!("ipconfig{n}");
@@ -73,23 +100,22 @@ impl CloudInitArgs {
                 options.push((key, value.to_string()));
             }
         }
-        if let Some(citype) = fields.text("citype")? {
-            if !CITYPES.contains(&citype) {
-                return Err(ArgError::new(
-                    "citype",
-                    "must be one of configdrive2, nocloud, opennebula",
-                ));
-            }
+        fields.read_all(rest, read_rest)?;
+        let [.., citype, upgrade, apply, timeout] = read;
+        if let Some(citype) = citype.text {
             options.push(("citype".into(), citype.to_string()));
         }
-        if let Some(upgrade) = fields.flag("ciupgrade")? {
+        if let Some(upgrade) = upgrade.flag() {
             options.push(("ciupgrade".into(), if upgrade { "1" } else { "0" }.into()));
         }
         Ok(CloudInitArgs {
             target,
             options,
-            apply_pending: ApplyPending::parse(&fields)?,
-            timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 120)? as u64,
+            apply_pending: match apply.text {
+                Some("reboot") => ApplyPending::Reboot,
+                _ => ApplyPending::Later,
+            },
+            timeout_sec: timeout.int as u64,
         })
     }
 

@@ -14,7 +14,7 @@
 //! 4. The container is located and its status read: it must carry the hostname and the tag.
 //! 5. `start: true` then goes through `start`'s verified start (status/current shows it running).
 
-use crate::args::{is_dns_name, ArgError, Fields};
+use crate::args::{is_dns_name, ArgError, Fields, Kind, Read, Spec};
 use crate::guest::config::wire_options;
 use crate::guest::create_course::{Before, NewDisk, NewGuest};
 use crate::guest::placement::{allocation_of, bridges_of, numbered, Allocation, Placement, Source};
@@ -81,36 +81,59 @@ pub struct CreateArgs {
     pub config: Vec<(String, String)>,
 }
 
+/// The container's fields in the order they are checked (the VMID comes after the first two).
+const FIELDS: [Spec; 11] = [
+    Spec::new("hostname", Kind::Line).rule(hostname_fault),
+    Spec::new("sshPublicKeys", Kind::Text).rule(keys_fault),
+    Spec::new("ostemplate", Kind::Line),
+    Spec::new("storage", Kind::Segment),
+    Spec::new("rootfsSize", Kind::IntOr(1, 131_072, 8)),
+    Spec::new("cores", Kind::CountIn(1, 8192)),
+    Spec::new("memory", Kind::CountIn(16, 67_108_864)),
+    Spec::new("swap", Kind::CountIn(0, 67_108_864)),
+    Spec::new("unprivileged", Kind::Flag(true)),
+    Spec::new("features", Kind::OptionalLine),
+    Spec::new("start", Kind::Flag(false)),
+];
+
+fn hostname_fault(hostname: &str) -> Option<&'static str> {
+    (!is_dns_name(hostname)).then_some(
+        "must be a DNS name (letters, digits and inner hyphens, labels joined by dots, at most 255 characters)",
+    )
+}
+
+fn keys_fault(keys: &str) -> Option<&'static str> {
+    keys.contains('\0').then_some("must not contain NUL")
+}
+
 impl CreateArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let hostname = fields.line("hostname")?;
-        if !is_dns_name(&hostname) {
-            return Err(ArgError::new(
-                "hostname",
-                "must be a DNS name (letters, digits and inner hyphens, labels joined by dots, at most 255 characters)",
-            ));
-        }
-        let ssh_public_keys = fields.text("sshPublicKeys")?;
-        if ssh_public_keys.is_some_and(|k| k.contains('\0')) {
-            return Err(ArgError::new("sshPublicKeys", "must not contain NUL"));
-        }
+        // Two walks of one table, the VMID read between them as before: every field is checked
+        // borrowed before any is copied, so a refusal drops nothing (issue 32).
+        let mut read = [Read::default(); FIELDS.len()];
+        let (first, rest) = FIELDS.split_at(2);
+        let (read_first, read_rest) = read.split_at_mut(2);
+        fields.read_all(first, read_first)?;
+        let vmid = VmidChoice::parse(&fields)?;
+        fields.read_all(rest, read_rest)?;
+        let [hostname, keys, ostemplate, storage, rootfs, cores, memory, swap, unprivileged, features, start] =
+            read;
+        let config = fields.options("config", &REFUSED_CONFIG_KEYS)?;
         Ok(CreateArgs {
-            vmid: VmidChoice::parse(&fields)?,
-            ostemplate: fields.line("ostemplate")?,
-            hostname,
-            storage: fields.segment("storage")?,
-            rootfs_gib: fields.int_in_or("rootfsSize", 1, 131_072, 8)? as u64,
-            cores: fields.optional_count_in("cores", 1, 8192)?,
-            memory: fields.optional_count_in("memory", 16, 67_108_864)?,
-            swap: fields.optional_count_in("swap", 0, 67_108_864)?,
-            unprivileged: fields.flag_or("unprivileged", true)?,
-            features: fields.optional_line("features")?,
-            ssh_public_keys: ssh_public_keys.map(str::to_string),
-            start: fields.flag_or("start", false)?,
-            config: fields
-                .options("config", &REFUSED_CONFIG_KEYS)?
-                .unwrap_or_default(),
+            vmid,
+            ostemplate: ostemplate.owned_or(""),
+            hostname: hostname.owned_or(""),
+            storage: storage.owned_or(""),
+            rootfs_gib: rootfs.int as u64,
+            cores: cores.count(),
+            memory: memory.count(),
+            swap: swap.count(),
+            unprivileged: unprivileged.int != 0,
+            features: features.owned(),
+            ssh_public_keys: keys.owned(),
+            start: start.int != 0,
+            config: config.unwrap_or_default(),
         })
     }
 

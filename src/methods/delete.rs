@@ -7,7 +7,7 @@
 //! `status: "deleted"` with what was last known of it, or its observed state when the delete failed.
 //! A guest already confirmed absent is success (nothing to delete), recorded as `absent`.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::explain::could_not;
 use crate::guest::evidence::{absent_outcome, sight_with, unlocked, Evidence, Look, Sighting};
 use crate::guest::gates;
@@ -36,13 +36,21 @@ pub struct DeleteArgs {
     pub force: bool,
 }
 
+/// The fields after the guest, in order (one table walk, issue 32).
+const FIELDS: [Spec; 2] = [
+    Spec::new("purge", Kind::Flag(true)),
+    Spec::new("force", Kind::Flag(false)),
+];
+
 impl DeleteArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
+        let target = GuestRef::parse(&fields)?;
+        let [purge, force] = fields.read_table(&FIELDS)?;
         Ok(DeleteArgs {
-            target: GuestRef::parse(&fields)?,
-            purge: fields.flag_or("purge", true)?,
-            force: fields.flag_or("force", false)?,
+            target,
+            purge: purge.int != 0,
+            force: force.int != 0,
         })
     }
 }

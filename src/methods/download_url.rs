@@ -22,7 +22,7 @@
 //!    a size > 0, equal to the URL's size when the server gave one (and nothing decompressed it),
 //!    and with a checksum the task log must carry PVE's "checksum verified" line.
 
-use crate::args::{check_segment, ArgError, Fields};
+use crate::args::{segment_fault, ArgError, Fields, Kind, Read, Spec};
 use crate::client::shaped;
 use crate::explain::{could_not, hint, mutation_failed};
 use crate::guest::evidence::TaskTrail;
@@ -139,32 +139,42 @@ pub struct DownloadUrlArgs {
     pub compression: Option<String>,
 }
 
+/// The fields read first, in order: the node (any text, checked as a path segment), the content,
+/// the URL and the filename, each with its own rule.
+const FIRST: [Spec; 4] = [
+    Spec::new("node", Kind::Text).rule(segment_fault),
+    Spec::new("content", Kind::RequiredText).rule(content_fault),
+    Spec::new("url", Kind::Line).rule(url_fault),
+    Spec::new("filename", Kind::Line),
+];
+
+fn content_fault(text: &str) -> Option<&'static str> {
+    Content::parse(text)
+        .is_none()
+        .then_some("must be one of iso, vztmpl, import")
+}
+
+fn url_fault(url: &str) -> Option<&'static str> {
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Some("must start with http:// or https:// (PVE's pattern)");
+    }
+    // PVE logs the URL in the task log (download_file_from_url: "downloading <url> to …"),
+    // readable by anyone who may audit the node's tasks: a password there is a leaked one.
+    has_credentials(url).then_some(
+        "must not carry a user name or password (user:password@host): PVE writes the URL into the task log",
+    )
+}
+
 impl DownloadUrlArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         // Every field is checked borrowed before any is copied: a refusal drops nothing (issue 32).
-        let node = fields.text("node")?;
-        if let Some(node) = node {
-            check_segment("node", node)?;
-        }
-        let content = Content::parse(fields.required_text("content")?)
-            .ok_or_else(|| ArgError::new("content", "must be one of iso, vztmpl, import"))?;
-        let url = fields.line_str("url")?;
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ArgError::new(
-                "url",
-                "must start with http:// or https:// (PVE's pattern)",
-            ));
-        }
-        // PVE logs the URL in the task log (download_file_from_url: "downloading <url> to …"),
-        // readable by anyone who may audit the node's tasks: a password there is a leaked one.
-        if has_credentials(url) {
-            return Err(ArgError::new(
-                "url",
-                "must not carry a user name or password (user:password@host): PVE writes the URL into the task log",
-            ));
-        }
-        let filename = fields.line_str("filename")?;
+        // The first fields are one table walk; the filename's checks need the content.
+        let mut read = [Read::default(); FIRST.len()];
+        fields.read_all(&FIRST, &mut read)?;
+        let [node, content, url, filename] = read;
+        let content = Content::parse(content.text.unwrap_or("")).unwrap_or(Content::Iso);
+        let (url, filename) = (url.text.unwrap_or(""), filename.text.unwrap_or(""));
         check_filename(filename, content)?;
         let compression = fields.text("compression")?;
         if let Some(c) = compression {
@@ -185,7 +195,7 @@ impl DownloadUrlArgs {
         let checksum = parse_checksum(&fields)?;
         let verify_certificates = fields.flag_or("verifyCertificates", true)?;
         Ok(DownloadUrlArgs {
-            node: node.map(str::to_string),
+            node: node.owned(),
             storage: storage.to_string(),
             content,
             url: url.to_string(),

@@ -31,17 +31,17 @@ impl AliasArgs {
         let (name, comment, delete) = named(&fields, &["cidr", "comment"])?;
         let cidr = match delete {
             true => None,
-            false => Some(fields.line("cidr")?),
+            false => Some(fields.line_str("cidr")?),
         };
-        if cidr.as_deref().is_some_and(|c| self::cidr(c).is_none()) {
+        if cidr.is_some_and(|c| self::cidr(c).is_none()) {
             let rule = "must be an IPv4 or IPv6 address or CIDR network";
             return Err(ArgError::new("cidr", rule));
         }
         Ok(AliasArgs {
             target,
-            name,
-            cidr,
-            comment,
+            name: name.to_string(),
+            cidr: cidr.map(str::to_string),
+            comment: comment.map(str::to_string),
         })
     }
 }

@@ -81,9 +81,12 @@ fn alias_ref(text: &str) -> Option<(&str, &str)> {
 /// A name and optional comment of an IP set or alias, checked as pve-firewall's schema does
 /// (`ipset-name`, `pve-fw-alias`: the pattern, 2 to 64 characters), and whether it is deleted
 /// (then nothing but the name may be given, `others` naming the rest).
-pub fn named(fields: &Fields, others: &[&str]) -> Result<(String, Option<String>, bool), ArgError> {
-    let name: String = fields.line("name")?;
-    if !is_name(&name, 64) {
+pub fn named<'a>(
+    fields: &Fields<'a>,
+    others: &[&str],
+) -> Result<(&'a str, Option<&'a str>, bool), ArgError> {
+    let name = fields.line_str("name")?;
+    if !is_name(name, 64) {
         let rule = "must be a letter, then letters, digits, - or _ (2 to 64 characters)";
         return Err(ArgError::new("name", rule));
     }
@@ -113,7 +116,7 @@ impl IpsetArgs {
         Ok(IpsetArgs {
             target,
             name,
-            comment,
+            comment: comment.map(str::to_string),
             entries,
         })
     }
@@ -124,20 +127,20 @@ fn entries(list: &[Value]) -> Result<Vec<Entry>, ArgError> {
     let mut entries = Vec::new();
     for (i, value) in list.iter().enumerate() {
         let item = Fields::of(value, &format!("cidrs[{i}]"))?;
-        let text: String = item.line("cidr")?;
+        let text = item.line_str("cidr")?;
         // PVE stores 10.0.0.1/24 as 10.0.0.0/24 (clean_cidr) and refuses a zero prefix.
-        let twice = entry_of(&entries, &text).is_some();
-        let address = || cidr(&text).is_some_and(|(_, bits, clear)| clear && bits > 0);
-        if twice || !(alias_ref(&text).is_some() || address()) {
+        let twice = entry_of(&entries, text).is_some();
+        let address = || cidr(text).is_some_and(|(_, bits, clear)| clear && bits > 0);
+        if twice || !(alias_ref(text).is_some() || address()) {
             let rule = "must be an IP address or network (its host bits clear, its prefix not 0) or an alias ([dc/|guest/]name), declared once";
             return Err(ArgError::new(item.path("cidr"), rule));
         }
         let comment = comment_arg(&item, "comment")?;
         let nomatch = item.flag_or("nomatch", false)?;
         entries.push(Entry {
-            cidr: text,
+            cidr: text.to_string(),
             nomatch,
-            comment,
+            comment: comment.map(str::to_string),
         });
     }
     Ok(entries)

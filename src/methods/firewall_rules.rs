@@ -230,13 +230,11 @@ pub fn kept_comment(text: &str) -> Option<&str> {
 const UNKEPT_COMMENT: &str =
     "must be text PVE keeps: not blank, - or 0, not ending in a byte 0xA0 (à, no-break space)";
 
-/// An optional comment (the field `key`) PVE keeps as given: one line with text.
-pub fn comment_arg(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
-    let comment = fields.optional_line(key)?;
-    if comment
-        .as_deref()
-        .is_some_and(|c| kept_comment(c).is_none())
-    {
+/// An optional comment (the field `key`) PVE keeps as given: one line with text. Borrowed: the
+/// caller copies it once every field is checked (issue 32).
+pub fn comment_arg<'a>(fields: &Fields<'a>, key: &str) -> Result<Option<&'a str>, ArgError> {
+    let comment = fields.optional_line_str(key)?;
+    if comment.is_some_and(|c| kept_comment(c).is_none()) {
         return Err(ArgError::new(fields.path(key), UNKEPT_COMMENT));
     }
     Ok(comment)

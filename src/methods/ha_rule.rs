@@ -202,8 +202,8 @@ impl HaRuleArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let rule: String = fields.line("rule")?;
-        if !is_config_id(&rule) {
+        let rule = fields.line_str("rule")?;
+        if !is_config_id(rule) {
             let why = "must be a letter then letters, digits, - or _";
             return Err(ArgError::new("rule", why));
         }
@@ -215,7 +215,7 @@ impl HaRuleArgs {
         };
         Ok(HaRuleArgs {
             target,
-            rule,
+            rule: rule.to_string(),
             kind: kind.to_string(),
             params,
             delete,

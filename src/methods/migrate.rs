@@ -44,7 +44,7 @@ pub struct MigrateArgs {
 impl MigrateArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let node = fields.segment("targetNode")?;
+        let node = fields.segment_str("targetNode")?;
         let target_storage = fields.text("targetStorage")?;
         if let Some(map) = &target_storage {
             check_storage_map(map)?;
@@ -52,7 +52,7 @@ impl MigrateArgs {
         let qemu = kind == GuestKind::Qemu;
         Ok(MigrateArgs {
             target: GuestRef::parse(&fields)?,
-            node,
+            node: node.to_string(),
             online: qemu && fields.flag_or("online", false)?,
             with_local_disks: qemu && fields.flag_or("withLocalDisks", false)?,
             restart: !qemu && fields.flag_or("restart", false)?,

@@ -4,7 +4,7 @@
 //! manager, and the same proof applies. Gated like `stop` (the `swamp` tag; `force` overrides). A
 //! guest that is not running is a failure: there is nothing to reboot.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::gates;
 use crate::guest::power::refuse_paused;
@@ -25,13 +25,21 @@ pub struct RebootArgs {
     pub force: bool,
 }
 
+/// The fields after the guest, in order (one table walk, issue 32).
+const FIELDS: [Spec; 2] = [
+    Spec::new("timeoutSec", Kind::IntOr(1, 86_400, 120)),
+    Spec::new("force", Kind::Flag(false)),
+];
+
 impl RebootArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
+        let target = GuestRef::parse(&fields)?;
+        let [timeout, force] = fields.read_table(&FIELDS)?;
         Ok(RebootArgs {
-            target: GuestRef::parse(&fields)?,
-            timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 120)? as u64,
-            force: fields.flag_or("force", false)?,
+            target,
+            timeout_sec: timeout.int as u64,
+            force: force.int != 0,
         })
     }
 }

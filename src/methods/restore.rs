@@ -18,7 +18,7 @@
 //!    `guest::config`; a NIC's MAC may differ with `unique`), and every disk of the archive must be
 //!    in the config — on `storage` when given — with the archive's size and listed by its storage.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::guest::backups::{ArchiveConfig, BackupVolid};
 use crate::guest::config::shows;
 use crate::guest::create_course::{Before, NewDisk, NewGuest};
@@ -63,17 +63,30 @@ pub struct RestoreArgs {
     pub unique: bool,
 }
 
+/// The fields before the archive's own check, in order (one table walk, issue 32).
+const FIRST: [Spec; 2] = [
+    Spec::new("archive", Kind::RequiredText),
+    Spec::new("storage", Kind::OptionalSegment),
+];
+/// The fields after the VMID, in order.
+const LAST: [Spec; 2] = [
+    Spec::new("force", Kind::Flag(false)),
+    Spec::new("unique", Kind::Flag(false)),
+];
+
 impl RestoreArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let archive = fields.required_text("archive")?;
-        let storage = fields.optional_segment("storage")?;
+        let [archive, storage] = fields.read_table(&FIRST)?;
+        let archive = BackupVolid::parse("archive", archive.text.unwrap_or(""))?;
+        let vmid = VmidChoice::parse(&fields)?;
+        let [force, unique] = fields.read_table(&LAST)?;
         Ok(RestoreArgs {
-            archive: BackupVolid::parse("archive", archive)?,
-            vmid: VmidChoice::parse(&fields)?,
-            storage,
-            force: fields.flag_or("force", false)?,
-            unique: fields.flag_or("unique", false)?,
+            archive,
+            vmid,
+            storage: storage.owned(),
+            force: force.int != 0,
+            unique: unique.int != 0,
         })
     }
 }

@@ -2,7 +2,7 @@
 //! when `status/current` shows it stopped. With `forceStopAfter` a guest that did not go down
 //! gracefully gets a hard stop, which is then verified the same way (and noted as a warning).
 
-use crate::args::{ArgError, Fields};
+use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::gates;
 use crate::guest::power::{already, reach, refuse_paused, transition, Target};
@@ -32,14 +32,23 @@ pub struct ShutdownArgs {
     pub force: bool,
 }
 
+/// The fields after the guest, in order (one table walk, issue 32).
+const FIELDS: [Spec; 3] = [
+    Spec::new("timeoutSec", Kind::IntOr(1, 86_400, 120)),
+    Spec::new("forceStopAfter", Kind::Flag(false)),
+    Spec::new("force", Kind::Flag(false)),
+];
+
 impl ShutdownArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
+        let target = GuestRef::parse(&fields)?;
+        let [timeout, force_stop_after, force] = fields.read_table(&FIELDS)?;
         Ok(ShutdownArgs {
-            target: GuestRef::parse(&fields)?,
-            timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 120)? as u64,
-            force_stop_after: fields.flag_or("forceStopAfter", false)?,
-            force: fields.flag_or("force", false)?,
+            target,
+            timeout_sec: timeout.int as u64,
+            force_stop_after: force_stop_after.int != 0,
+            force: force.int != 0,
         })
     }
 }

@@ -7,7 +7,7 @@
 //! A container that does not live on the node asked still gets a UPID whose task fails
 //! (pve-container does not load the config first): the guest is always located before the start.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::explain::could_not;
 use crate::guest::addresses::{describe_skipped, unusable};
 use crate::guest::create_course::{create_course, NewGuest};
@@ -45,6 +45,12 @@ pub struct StartArgs {
     pub resume: bool,
 }
 
+/// The fields after the guest, in order (one table walk, issue 32).
+const FIELDS: [Spec; 2] = [
+    Spec::new("waitForIp", Kind::Flag(false)),
+    Spec::new("allowNoIp", Kind::Flag(false)),
+];
+
 impl StartArgs {
     /// A plain start of `vmid`: no address or readiness wait.
     pub fn plain(vmid: u32) -> Self {
@@ -71,10 +77,12 @@ impl StartArgs {
             ),
             GuestKind::Lxc => (None, false),
         };
+        let target = GuestRef::parse(&fields)?;
+        let [wait_for_ip, allow_no_ip] = fields.read_table(&FIELDS)?;
         Ok(StartArgs {
-            target: GuestRef::parse(&fields)?,
-            wait_for_ip: fields.flag_or("waitForIp", false)?,
-            allow_no_ip: fields.flag_or("allowNoIp", false)?,
+            target,
+            wait_for_ip: wait_for_ip.int != 0,
+            allow_no_ip: allow_no_ip.int != 0,
             ready,
             resume,
         })

@@ -33,7 +33,7 @@
 //! not audit) before it is recorded `present: false`. One that still exists is left as recorded: a
 //! node sync warns (it may have migrated), a cluster sync fails after writing everything else.
 
-use crate::args::{check_segment, ArgError, Fields};
+use crate::args::{check_segment, segment_fault, ArgError, Fields, Kind, Read, Spec};
 use crate::explain::{could_not, hint};
 use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{next_id_free, Located};
@@ -70,6 +70,16 @@ pub struct SyncArgs {
     pub r#where: Option<String>,
 }
 
+/// The scope and the node, read borrowed and checked by one table walk.
+const FIELDS: [Spec; 2] = [
+    Spec::new("scope", Kind::Text).rule(scope_fault),
+    Spec::new("node", Kind::Text).rule(segment_fault),
+];
+
+fn scope_fault(scope: &str) -> Option<&'static str> {
+    (scope != "node" && scope != "cluster").then_some("must be \"node\" or \"cluster\"")
+}
+
 impl SyncArgs {
     /// Each field is read into the arguments as they are built, so a refusal drops them in one
     /// place (each early return otherwise drops every value read so far, issue 32).
@@ -79,28 +89,23 @@ impl SyncArgs {
         if one_guest {
             crate::guest::reference::GuestRef::parse(&fields)?;
         }
-        let given_scope = fields.text("scope")?;
-        let scoped = given_scope.is_some();
-        let scope = given_scope.unwrap_or("node");
-        if scope != "node" && scope != "cluster" {
-            return Err(ArgError::new("scope", "must be \"node\" or \"cluster\""));
-        }
+        let mut read = [Read::default(); FIELDS.len()];
+        fields.read_all(&FIELDS, &mut read)?;
+        let [scope, node] = read;
+        let scoped = scope.text.is_some();
         let mut parsed = SyncArgs {
             one_guest,
-            scope: scope.to_string(),
-            node: fields.text("node")?.map(str::to_string),
+            scope: scope.owned_or("node"),
+            node: node.owned(),
             nodes: None,
             tags: Vec::new(),
             r#where: None,
         };
-        if let Some(node) = &parsed.node {
-            check_segment("node", node)?;
-        }
         parsed.nodes = names(&fields, "nodes", "must name at least one node", a_node)?;
         let tags = names(&fields, "tags", "must name at least one tag", a_tag)?;
         parsed.tags = tags.unwrap_or_default();
         // Whether it compiles is the host's to judge (guest/select.rs), before anything is sent.
-        parsed.r#where = fields.optional("where")?;
+        parsed.r#where = fields.text("where")?.map(str::to_string);
         parsed.exclusions(scoped)?;
         Ok(parsed)
     }

@@ -12,7 +12,7 @@
 //! VM to template if VM is running") — or, with `shutdownFirst`, shut down gracefully first, which
 //! `shutdown` verifies. A guest that already is a template succeeds without a request.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
 use crate::explain::could_not;
 use crate::guest::evidence::{sight_to_change, unlocked_after, Evidence};
@@ -44,14 +44,23 @@ pub struct TemplateArgs {
     pub force: bool,
 }
 
+/// The fields after the guest, in order (one table walk, issue 32).
+const FIELDS: [Spec; 3] = [
+    Spec::new("shutdownFirst", Kind::Flag(false)),
+    Spec::new("timeoutSec", Kind::IntOr(1, 86_400, 120)),
+    Spec::new("force", Kind::Flag(false)),
+];
+
 impl TemplateArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
+        let target = GuestRef::parse(&fields)?;
+        let [shutdown_first, timeout, force] = fields.read_table(&FIELDS)?;
         Ok(TemplateArgs {
-            target: GuestRef::parse(&fields)?,
-            shutdown_first: fields.flag_or("shutdownFirst", false)?,
-            timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 120)? as u64,
-            force: fields.flag_or("force", false)?,
+            target,
+            shutdown_first: shutdown_first.int != 0,
+            timeout_sec: timeout.int as u64,
+            force: force.int != 0,
         })
     }
 }

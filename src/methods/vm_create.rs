@@ -20,7 +20,7 @@
 //!    its storage (`GET …/content?content=images&vmid=`), an imported one with the image's size.
 //! 5. `start: true` is `start`'s verified start; `waitReady` starts it and waits (as `clone` does).
 
-use crate::args::{is_dns_name, ArgError, Fields};
+use crate::args::{is_dns_name, ArgError, Fields, Kind, Read, Spec};
 use crate::guest::config::{ssh_keys_param, wire_options};
 use crate::guest::create_course::{Before, NewDisk, NewGuest};
 use crate::guest::placement::{allocation_of, bridges_of, Allocation, Placement, Source};
@@ -86,16 +86,29 @@ pub struct VmCreateArgs {
     pub config: Vec<(String, String)>,
 }
 
+/// The VM's own fields in the order they are checked (the config and the VMID after the name).
+const FIELDS: [Spec; 5] = [
+    Spec::new("name", Kind::Line).rule(name_fault),
+    Spec::new("cores", Kind::CountIn(1, 1024)),
+    Spec::new("memory", Kind::CountIn(16, 268_435_456)),
+    Spec::new("agent", Kind::OptionalFlag),
+    Spec::new("start", Kind::Flag(false)),
+];
+
+fn name_fault(name: &str) -> Option<&'static str> {
+    (!is_dns_name(name)).then_some(
+        "must be a DNS name (letters, digits and inner hyphens, labels joined by dots), as PVE requires of a VM name",
+    )
+}
+
 impl VmCreateArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let name = fields.line("name")?;
-        if !is_dns_name(&name) {
-            return Err(ArgError::new(
-                "name",
-                "must be a DNS name (letters, digits and inner hyphens, labels joined by dots), as PVE requires of a VM name",
-            ));
-        }
+        // One table in two walks, the config and the VMID read between them as before.
+        let mut read = [Read::default(); FIELDS.len()];
+        let (first, rest) = FIELDS.split_at(1);
+        let (read_first, read_rest) = read.split_at_mut(1);
+        fields.read_all(first, read_first)?;
         let mut config = fields
             .options("config", &REFUSED_CONFIG_KEYS)?
             .unwrap_or_default();
@@ -108,13 +121,16 @@ impl VmCreateArgs {
                 *value = ssh_keys_param(value);
             }
         }
+        let vmid = VmidChoice::parse(&fields)?;
+        fields.read_all(rest, read_rest)?;
+        let [name, cores, memory, agent, start] = read;
         Ok(VmCreateArgs {
-            vmid: VmidChoice::parse(&fields)?,
-            name,
-            cores: fields.optional_count_in("cores", 1, 1024)?,
-            memory: fields.optional_count_in("memory", 16, 268_435_456)?,
-            agent: fields.optional("agent")?,
-            start: fields.flag_or("start", false)?,
+            vmid,
+            name: name.owned_or(""),
+            cores: cores.count(),
+            memory: memory.count(),
+            agent: agent.flag(),
+            start: start.int != 0,
             ready: ReadyArgs::wait_ready(&fields)?,
             config,
         })
