@@ -72,34 +72,37 @@ pub async fn claim_vmid<H: Host>(
     // qemu-server's clone_vm and pve-container's create write the new guest's config (final name,
     // tags) under `lock: clone` / `lock: create` before the work is done: a re-run that finds the
     // requested guest locked has found an unfinished guest. Wait for the lock, then judge.
-    if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
-        if ev.status.name.as_deref() == Some(name) {
-            run.info(&format!(
-                "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
-                ev.label(run)
-            ));
-            let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
-            // The config read while locked was unfinished: read what the finished guest holds.
-            let waited = match waited {
-                Ok(()) => ev.reread_config(run).await,
-                Err(why) => Err(why),
-            };
-            if let Err(why) = waited {
-                let message = format!(
-                    "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
-                    ev.at.node, run.method
-                );
-                return Err(ev.outcome(run, Err(message)).await);
+    // One record of the refusal for both ways it ends: each await costs the course's state
+    // machine room (docs/performance.md).
+    let message = 'refused: {
+        if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
+            if ev.status.name.as_deref() == Some(name) {
+                run.info(&format!(
+                    "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
+                    ev.label(run)
+                ));
+                let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
+                // The config read while locked was unfinished: read what the finished guest holds.
+                let waited = match waited {
+                    Ok(()) => ev.reread_config(run).await,
+                    Err(why) => Err(why),
+                };
+                if let Err(why) = waited {
+                    break 'refused format!(
+                        "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
+                        ev.at.node, run.method
+                    );
+                }
             }
         }
-    }
-    if is_requested(&ev.status, name) {
-        return Ok(ev);
-    }
-    let message = format!(
-        "VMID {vmid} is in use by another guest ({}), not the requested {name:?} with the `{MANAGED_TAG}` tag — choose a free vmid, or remove that guest first",
-        occupant(&ev.status)
-    );
+        if is_requested(&ev.status, name) {
+            return Ok(ev);
+        }
+        format!(
+            "VMID {vmid} is in use by another guest ({}), not the requested {name:?} with the `{MANAGED_TAG}` tag — choose a free vmid, or remove that guest first",
+            occupant(&ev.status)
+        )
+    };
     Err(ev.outcome(run, Err(message)).await)
 }
 
