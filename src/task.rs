@@ -268,16 +268,20 @@ async fn read_list_since<H: Host>(
         if pve.host.aborted() || remaining == 0 {
             return false;
         }
-        match watcher.next_step(fresh_since, now) {
+        // One await for both pauses: until a read in flight is published (or the budget is
+        // spent), or until a read may be sent.
+        let (pause, seen) = match watcher.next_step(fresh_since, now) {
             ListStep::Fresh => return true,
             ListStep::Unusable => return false,
-            ListStep::AwaitInFlight => {
-                let seen = watcher.publications();
-                first_of(pve.host.sleep(remaining), watcher.published_after(seen)).await;
+            ListStep::AwaitInFlight => (remaining, Some(watcher.publications())),
+            ListStep::NotBefore(at) => ((at - now).ceil() as u64, None),
+            ListStep::Send => {
+                read_list(pve, watcher, node).await;
+                continue;
             }
-            ListStep::NotBefore(at) => pve.host.sleep((at - now).ceil() as u64).await,
-            ListStep::Send => read_list(pve, watcher, node).await,
-        }
+        };
+        let published = seen.map(|seen| watcher.published_after(seen));
+        first_of(pve.host.sleep(pause), published).await;
     }
 }
 
@@ -353,11 +357,12 @@ async fn wait_until<H: Host>(pve: &Pve<'_, H>, due: f64, watcher: Option<&NodeTa
             return;
         }
         let sleep = pve.host.sleep((due - now).ceil() as u64);
-        match watcher {
+        let ended = match watcher {
             Some(watcher) if listed_end(watcher, upid).is_some() => return,
-            Some(watcher) => first_of(sleep, watcher.ended(upid.as_str())).await,
-            None => sleep.await,
-        }
+            Some(watcher) => Some(watcher.ended(upid.as_str())),
+            None => None,
+        };
+        first_of(sleep, ended).await;
     }
 }
 
