@@ -23,6 +23,7 @@ use crate::pve::responses::ClusterGuest;
 use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
+use std::future::Future;
 
 /// A guest that exists, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -394,8 +395,14 @@ impl FromJson for LiveEntry {
 /// `GET /cluster/nextid?vmid=N`: `Ok` when no guest holds N — PVE then echoes N back; any other
 /// answer is unreadable, never "free" (absence is claimed only on PVE's word). A taken id is
 /// `Err` of kind [`ErrorKind::IdTaken`].
-pub async fn next_id_free<H: Host>(pve: &Pve<'_, H>, vmid: u32) -> Result<(), PveError> {
-    next_id_free_by(pve, vmid, None).await
+///
+/// Hands back [`next_id_free_by`]'s future rather than awaiting it: a wrapper's own state machine
+/// would only add room (docs/performance.md).
+pub fn next_id_free<'a, H: Host>(
+    pve: &'a Pve<'_, H>,
+    vmid: u32,
+) -> impl Future<Output = Result<(), PveError>> + 'a {
+    next_id_free_by(pve, vmid, None)
 }
 
 /// [`next_id_free`], its request ending by a wait's `deadline_ms` when given (`Pve::call_by`).
