@@ -212,71 +212,89 @@ pub async fn locate<H: Host>(
             );
             could_not(&action, &e)
         })?;
-    match (target.vmid, &target.name) {
-        (Some(vmid), name) => by_vmid(pve, kind, &guests, vmid, name.as_deref()).await,
-        (None, Some(name)) => by_name(pve, kind, &guests, name).await,
-        (None, None) => Err(Failure::new("Provide vmid or vmName")),
+    // One live-name read for a VMID's and a name's candidates alike: each await point costs the
+    // course room (docs/performance.md).
+    let (listed, name) = match listed_as(kind, &guests, target) {
+        Listed::Known(found) => return found,
+        Listed::Unlisted(vmid) => return confirm_absent(pve, vmid).await,
+        Listed::Confirm(listed, name) => (listed, name),
+    };
+    let mut confirmed = Vec::new();
+    let mut live = None;
+    for at in &listed {
+        live = live_name(pve, kind, &at.node, at.vmid).await?;
+        if live.as_deref() == Some(name) {
+            confirmed.push(at.clone());
+        }
     }
+    if let Some(vmid) = target.vmid {
+        return match confirmed.pop() {
+            Some(at) => Ok(Found::Present(at)),
+            None => Err(Failure::new(format!(
+                "VMID {vmid} is named {:?}, not {name:?}: vmid and vmName point at different guests",
+                live.as_deref().unwrap_or("")
+            ))),
+        };
+    }
+    if confirmed.is_empty() {
+        confirmed = by_live_lists(pve, kind, &guests, name).await?;
+    }
+    one_named(kind, name, confirmed)
 }
 
-async fn by_vmid<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
-    guests: &[ClusterGuest],
-    vmid: u32,
-    name: Option<&str>,
-) -> Result<Found, Failure> {
+/// What the cluster's guest list tells of the target before any live read.
+enum Listed<'t> {
+    /// Found, or refused, by the list alone.
+    Known(Result<Found, Failure>),
+    /// The VMID is not listed: PVE's nextid tells whether it is free.
+    Unlisted(u32),
+    /// The guests whose live name decides (`status/current`): those listed with the name, or the
+    /// one the VMID names when its broadcast name differs from vmName (it may be stale).
+    Confirm(Vec<Located>, &'t str),
+}
+
+fn listed_as<'t>(kind: GuestKind, guests: &[ClusterGuest], target: &'t GuestRef) -> Listed<'t> {
+    let (vmid, name) = match (target.vmid, target.name.as_deref()) {
+        (Some(vmid), name) => (vmid, name),
+        (None, Some(name)) => return Listed::Confirm(listed_named(kind, guests, name), name),
+        (None, None) => return Listed::Known(Err(Failure::new("Provide vmid or vmName"))),
+    };
     let Some(guest) = guests.iter().find(|g| g.vmid == Some(u64::from(vmid))) else {
-        return confirm_absent(pve, vmid).await;
+        return Listed::Unlisted(vmid);
     };
     if guest.kind != kind.segment() {
-        return Err(Failure::new(format!(
+        return Listed::Known(Err(Failure::new(format!(
             "VMID {vmid} is a {} guest on node {}, not a {}: use the @stateless/proxmox/{} model for it",
             guest.kind,
             guest.node,
             kind.segment(),
             guest.kind
-        )));
+        ))));
     }
-    if let Some(wanted) = name {
-        // The broadcast name may be stale: only the live name can refute vmName.
-        if guest.name.as_deref() != Some(wanted) {
-            let live = live_name(pve, kind, &guest.node, vmid).await?;
-            if live.as_deref() != Some(wanted) {
-                return Err(Failure::new(format!(
-                    "VMID {vmid} is named {:?}, not {wanted:?}: vmid and vmName point at different guests",
-                    live.as_deref().unwrap_or("")
-                )));
-            }
-        }
-    }
-    Ok(Found::Present(Located {
+    let at = Located {
         vmid,
         node: guest.node.clone(),
-    }))
+    };
+    match name {
+        // The broadcast name may be stale: only the live name can refute vmName.
+        Some(wanted) if guest.name.as_deref() != Some(wanted) => Listed::Confirm(vec![at], wanted),
+        _ => Listed::Known(Ok(Found::Present(at))),
+    }
 }
 
-async fn by_name<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
-    guests: &[ClusterGuest],
-    name: &str,
-) -> Result<Found, Failure> {
+/// The guests of this kind the list shows named `name`.
+fn listed_named(kind: GuestKind, guests: &[ClusterGuest], name: &str) -> Vec<Located> {
     let mut listed = Vec::new();
     for guest in guests {
         if guest.kind == kind.segment() && guest.name.as_deref() == Some(name) {
             listed.extend(located(guest));
         }
     }
-    let mut confirmed = Vec::new();
-    for at in &listed {
-        if live_name(pve, kind, &at.node, at.vmid).await?.as_deref() == Some(name) {
-            confirmed.push(at.clone());
-        }
-    }
-    if confirmed.is_empty() {
-        confirmed = by_live_lists(pve, kind, guests, name).await?;
-    }
+    listed
+}
+
+/// The one guest confirmed named `name`: none or many is the failure.
+fn one_named(kind: GuestKind, name: &str, confirmed: Vec<Located>) -> Result<Found, Failure> {
     match confirmed.as_slice() {
         [] => Err(Failure::new(format!(
             "no {} named {name:?} is visible (in /cluster/resources or the nodes' live guest lists; a guest the token may not audit is left out; give vmid to be sure)",
