@@ -198,7 +198,10 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             }
             over = Some(unlocked(run, ev).await?);
         } else {
-            let ev = claim_vmid(run, ev, guest.name()).await?;
+            let ev = match claim_vmid(run, ev, guest.name()).await {
+                Ok(ev) => ev,
+                Err((ev, message)) => return Ok((ev, Err(message), false)),
+            };
             // A create names the guest's kind, a clone the clone: "nothing was created/cloned".
             let what = if task == "create" { noun } else { task };
             let done = format!(
@@ -258,7 +261,10 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         true => "restored over the existing guest: ".to_string(),
         false => claimed,
     };
-    let mut ev = sight_new(run, vmid, trail, task).await?;
+    let mut ev = match sight_new(run, vmid, trail, task).await {
+        Ok(ev) => ev,
+        Err(ending) => return ending,
+    };
     let verdict = match guest.archive() {
         Some(_) => check_restored(run, &ev, guest, &before.archive, &claimed).await,
         None => match complete(run, &mut ev, guest.name(), task).await {
