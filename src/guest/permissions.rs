@@ -260,13 +260,7 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
                 }
             })
         }
-        Check::And(parts) => parts
-            .iter()
-            .filter_map(|part| judge(part, s, role, has))
-            .reduce(|mut all, one| {
-                all.add(one);
-                all
-            }),
+        Check::And(parts) => judge_all(parts, s, role, has),
         Check::Or(parts) => {
             let mut each = Vec::new();
             for part in parts {
@@ -311,10 +305,25 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
         Check::Pve(major, inner) if *major == s.major => judge(inner, s, role, has),
         Check::Pve(..) => None,
         Check::Options { path, table } => {
-            let perms = option_checks(table, path, &s.options);
-            judge(&Check::And(perms), s, role, has)
+            judge_all(&option_checks(table, path, &s.options), s, role, has)
         }
     }
+}
+
+/// Every part that applies, its needs added up; `None` when none applies. A loop, not an
+/// iterator chain: smaller in the module (docs/performance.md).
+fn judge_all(parts: &[Check], s: &Subjects, role: Role, has: Has) -> Option<Judged> {
+    let mut all: Option<Judged> = None;
+    for part in parts {
+        let Some(one) = judge(part, s, role, has) else {
+            continue;
+        };
+        match &mut all {
+            Some(all) => all.add(one),
+            None => all = Some(one),
+        }
+    }
+    all
 }
 
 /// "`VM.Clone` on /vms/9000" when the privileges are not held there.
