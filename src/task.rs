@@ -16,6 +16,8 @@ use crate::watch::node_tasks::{own_read_due, ListStep, ListedTask, NodeTasks, Si
 use crate::watch::signal::first_of;
 use serde_json::Value;
 use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
 
 /// Right after dispatch PVE may not know the task yet ("no such task"): tolerated this long.
 const NO_SUCH_TASK_GRACE_MS: f64 = 5_000.0;
@@ -280,8 +282,9 @@ async fn read_list_since<H: Host>(
                 continue;
             }
         };
-        let published = seen.map(|seen| watcher.published_after(seen));
-        first_of(pve.host.sleep(pause), published).await;
+        let mut published = seen.map(|seen| watcher.published_after(seen));
+        let wake = published.as_mut().map(|p| Pin::new(p) as Wake);
+        pause_until(pve, pause, wake).await;
     }
 }
 
@@ -356,14 +359,27 @@ async fn wait_until<H: Host>(pve: &Pve<'_, H>, due: f64, watcher: Option<&NodeTa
         if now >= due || pve.host.aborted() {
             return;
         }
-        let sleep = pve.host.sleep((due - now).ceil() as u64);
-        let ended = match watcher {
+        let mut ended = match watcher {
             Some(watcher) if listed_end(watcher, upid).is_some() => return,
             Some(watcher) => Some(watcher.ended(upid.as_str())),
             None => None,
         };
-        first_of(sleep, ended).await;
+        let wake = ended.as_mut().map(|e| Pin::new(e) as Wake);
+        pause_until(pve, (due - now).ceil() as u64, wake).await;
     }
+}
+
+/// What may end a pause early: a shared list read's news.
+type Wake<'a> = Pin<&'a mut dyn Future<Output = ()>>;
+
+/// Sleeps `ms`, or less when `wake` is ready first: every pause of the watch is this one future
+/// type, so its code is one copy (docs/performance.md).
+fn pause_until<'a, H: Host>(
+    pve: &'a Pve<'_, H>,
+    ms: u64,
+    wake: Option<Wake<'a>>,
+) -> impl Future<Output = ()> + 'a {
+    first_of(pve.host.sleep(ms), wake)
 }
 
 /// The task's end was not observed: out of time, or the run was aborted.
