@@ -11,7 +11,7 @@
 
 use super::reference::GuestRef;
 use crate::args::check_segment;
-use crate::client::Pve;
+use crate::client::{shaped, Pve};
 use crate::explain::could_not;
 use crate::host::Host;
 use crate::outcome::Failure;
@@ -19,6 +19,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::read::{object, FromJson};
+use crate::pve::request::PveRequest;
 use crate::pve::responses::ClusterGuest;
 use crate::quote::Joined;
 use crate::run::Run;
@@ -196,50 +197,141 @@ pub async fn locate_present<H: Host>(
 }
 
 /// Finds the guest's node, or confirms its absence; anything in between is a failure.
+///
+/// Every request of the course (the cluster's list, then nextid, the candidates' live names or
+/// the nodes' live lists) is sent from one await, each answer judged by a plain step: each await
+/// point costs the course room (docs/performance.md).
 pub async fn locate<H: Host>(
     pve: &Pve<'_, H>,
     kind: GuestKind,
     target: &GuestRef,
 ) -> Result<Found, Failure> {
-    let guests: Vec<ClusterGuest> = pve
-        .read(&endpoints::cluster_guests(), "a list of guests")
-        .await
-        .map_err(|e| {
-            let action = format!(
-                "list the cluster's guests to find {} {} (GET /cluster/resources)",
-                kind.noun(),
-                target.describe()
-            );
-            could_not(&action, &e)
-        })?;
-    // One live-name read for a VMID's and a name's candidates alike: each await point costs the
-    // course room (docs/performance.md).
-    let (listed, name) = match listed_as(kind, &guests, target) {
-        Listed::Known(found) => return found,
-        Listed::Unlisted(vmid) => return confirm_absent(pve, vmid).await,
-        Listed::Confirm(listed, name) => (listed, name),
-    };
-    let mut confirmed = Vec::new();
-    let mut live = None;
-    for at in &listed {
-        live = live_name(pve, kind, &at.node, at.vmid).await?;
-        if live.as_deref() == Some(name) {
-            confirmed.push(at.clone());
+    let mut guests: Vec<ClusterGuest> = Vec::new();
+    let (mut listed, mut name): (Vec<Located>, &str) = (Vec::new(), "");
+    let (mut confirmed, mut live, mut nodes) = (Vec::new(), None, Vec::<String>::new());
+    let mut step = Step::List;
+    loop {
+        let request = match step {
+            Step::List => endpoints::cluster_guests(),
+            Step::Absent(vmid) => endpoints::next_id(vmid),
+            Step::Live(i) => endpoints::guest_status(&listed[i].node, kind, listed[i].vmid),
+            Step::Nodes(i) => endpoints::node_guests(&nodes[i], kind),
+        };
+        let answer = pve.call(&request).await;
+        step = match step {
+            Step::List => {
+                guests = shaped(&request, "a list of guests", answer)
+                    .map_err(|e| could_not(&listing(kind, target), &e))?;
+                match listed_as(kind, &guests, target) {
+                    Listed::Known(found) => return found,
+                    Listed::Unlisted(vmid) => Step::Absent(vmid),
+                    Listed::Confirm(candidates, wanted) => {
+                        (listed, name) = (candidates, wanted);
+                        Step::Live(0)
+                    }
+                }
+            }
+            Step::Absent(vmid) => return absent(vmid, id_echoed(&request, vmid, answer)),
+            Step::Live(i) => {
+                let at = &listed[i];
+                let status: LiveName = shaped(&request, "a guest status", answer)
+                    .map_err(|e| could_not(&live_name(kind, at), &e))?;
+                live = status.name;
+                if live.as_deref() == Some(name) {
+                    confirmed.push(at.clone());
+                }
+                Step::Live(i + 1)
+            }
+            Step::Nodes(i) => {
+                let entries: Vec<LiveEntry> = shaped(&request, "a list of guests", answer)
+                    .map_err(|e| could_not(&node_list(kind, &nodes[i], name), &e))?;
+                named_live(&entries, &nodes[i], name, &mut confirmed);
+                Step::Nodes(i + 1)
+            }
+        };
+        if step == Step::Live(listed.len()) {
+            if let Some(vmid) = target.vmid {
+                return confirmed.pop().map(Found::Present).ok_or_else(|| {
+                    Failure::new(format!(
+                        "VMID {vmid} is named {:?}, not {name:?}: vmid and vmName point at different guests",
+                        live.as_deref().unwrap_or("")
+                    ))
+                });
+            }
+            if !confirmed.is_empty() {
+                return one_named(kind, name, confirmed);
+            }
+            // A miss in the broadcast names: the guests of every node holding guests of this
+            // kind, live.
+            nodes = nodes_of(kind, &guests);
+            step = Step::Nodes(0);
+        }
+        if step == Step::Nodes(nodes.len()) {
+            return one_named(kind, name, confirmed);
         }
     }
-    if let Some(vmid) = target.vmid {
-        return match confirmed.pop() {
-            Some(at) => Ok(Found::Present(at)),
-            None => Err(Failure::new(format!(
-                "VMID {vmid} is named {:?}, not {name:?}: vmid and vmName point at different guests",
-                live.as_deref().unwrap_or("")
-            ))),
-        };
+}
+
+/// The request [`locate`] sends next.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// `GET /cluster/resources`.
+    List,
+    /// nextid for a VMID the list does not show.
+    Absent(u32),
+    /// The live name of the `i`th candidate.
+    Live(usize),
+    /// The live guest list of the `i`th node.
+    Nodes(usize),
+}
+
+fn listing(kind: GuestKind, target: &GuestRef) -> String {
+    format!(
+        "list the cluster's guests to find {} {} (GET /cluster/resources)",
+        kind.noun(),
+        target.describe()
+    )
+}
+
+fn live_name(kind: GuestKind, at: &Located) -> String {
+    format!(
+        "read the current name of {} {} on node {}",
+        kind.noun(),
+        at.vmid,
+        at.node
+    )
+}
+
+fn node_list(kind: GuestKind, node: &str, name: &str) -> String {
+    format!(
+        "list the guests of node {node} to find {} {name:?}",
+        kind.noun()
+    )
+}
+
+/// The nodes holding guests of this kind, each once.
+fn nodes_of(kind: GuestKind, guests: &[ClusterGuest]) -> Vec<String> {
+    let mut nodes = Vec::new();
+    for guest in guests {
+        if guest.kind == kind.segment() {
+            nodes.push(guest.node.clone());
+        }
     }
-    if confirmed.is_empty() {
-        confirmed = by_live_lists(pve, kind, &guests, name).await?;
+    crate::order::sort_dedup(&mut nodes);
+    nodes
+}
+
+/// The guests a node's live list shows named `name`.
+fn named_live(entries: &[LiveEntry], node: &str, name: &str, found: &mut Vec<Located>) {
+    for entry in entries {
+        let vmid = entry.vmid.and_then(|vmid| u32::try_from(vmid).ok());
+        if let (Some(vmid), true) = (vmid, entry.name.as_deref() == Some(name)) {
+            found.push(Located {
+                vmid,
+                node: node.to_string(),
+            });
+        }
     }
-    one_named(kind, name, confirmed)
 }
 
 /// What the cluster's guest list tells of the target before any live read.
@@ -319,66 +411,6 @@ fn located(guest: &ClusterGuest) -> Option<Located> {
     })
 }
 
-/// The guest's name as its node says it now (`status/current` reads the config).
-async fn live_name<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
-    node: &str,
-    vmid: u32,
-) -> Result<Option<String>, Failure> {
-    let request = endpoints::guest_status(node, kind, vmid);
-    let status: LiveName = pve.read(&request, "a guest status").await.map_err(|e| {
-        could_not(
-            &format!(
-                "read the current name of {} {vmid} on node {node}",
-                kind.noun()
-            ),
-            &e,
-        )
-    })?;
-    Ok(status.name)
-}
-
-/// A miss in the broadcast names: the guests of every node holding guests of this kind, live.
-async fn by_live_lists<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
-    guests: &[ClusterGuest],
-    name: &str,
-) -> Result<Vec<Located>, Failure> {
-    let mut nodes = Vec::new();
-    for guest in guests {
-        if guest.kind == kind.segment() {
-            nodes.push(guest.node.as_str());
-        }
-    }
-    crate::order::sort_dedup(&mut nodes);
-    let mut found = Vec::new();
-    for node in nodes {
-        let request = endpoints::node_guests(node, kind);
-        let listed: Vec<LiveEntry> = pve.read(&request, "a list of guests").await.map_err(|e| {
-            could_not(
-                &format!(
-                    "list the guests of node {node} to find {} {name:?}",
-                    kind.noun()
-                ),
-                &e,
-            )
-        })?;
-        // A loop, not an iterator chain: smaller in the module (docs/performance.md).
-        for entry in &listed {
-            let vmid = entry.vmid.and_then(|vmid| u32::try_from(vmid).ok());
-            if let (Some(vmid), true) = (vmid, entry.name.as_deref() == Some(name)) {
-                found.push(Located {
-                    vmid,
-                    node: node.to_string(),
-                });
-            }
-        }
-    }
-    Ok(found)
-}
-
 /// The name field of `status/current`.
 #[derive(Debug)]
 struct LiveName {
@@ -431,7 +463,16 @@ pub async fn next_id_free_by<H: Host>(
 ) -> Result<(), PveError> {
     let request = endpoints::next_id(vmid);
     // One await for both kinds (`Pve::call_within`): each await point is its own state.
-    let data = pve.call_within(&request, deadline_ms).await?;
+    id_echoed(&request, vmid, pve.call_within(&request, deadline_ms).await)
+}
+
+/// nextid's answer for `vmid`: `Ok` when PVE echoes it back (no guest holds it).
+fn id_echoed(
+    request: &PveRequest,
+    vmid: u32,
+    answer: Result<Value, PveError>,
+) -> Result<(), PveError> {
+    let data = answer?;
     match flex::u64_of(&data) == Some(u64::from(vmid)) {
         true => Ok(()),
         false => Err(PveError::malformed(format!(
@@ -441,8 +482,9 @@ pub async fn next_id_free_by<H: Host>(
     }
 }
 
-async fn confirm_absent<H: Host>(pve: &Pve<'_, H>, vmid: u32) -> Result<Found, Failure> {
-    match next_id_free(pve, vmid).await {
+/// A VMID the cluster's list leaves out, by nextid's word (`free`).
+fn absent(vmid: u32, free: Result<(), PveError>) -> Result<Found, Failure> {
+    match free {
         Ok(_) => Ok(Found::Absent { vmid }),
         Err(e) if e.kind == ErrorKind::IdTaken => Err(Failure::new(format!(
             "VMID {vmid} exists but this token cannot see it: /cluster/resources leaves it out — grant VM.Audit on /vms/{vmid}"
