@@ -1,7 +1,7 @@
 //! PVE tasks, one mechanism for every mutation: follow the UPID on the node that runs it until it
 //! stops; `OK` and `WARNINGS: n` succeed (warnings kept), anything else fails with PVE's text.
 
-use crate::client::Pve;
+use crate::client::{shaped, Pve};
 use crate::explain::could_not;
 use crate::host::{Host, LogLevel};
 use crate::outcome::Failure;
@@ -323,10 +323,9 @@ enum Probe {
 
 /// `GET …/tasks/{upid}/status`; "no such task" right after dispatch counts as still running.
 async fn read_own<H: Host>(pve: &Pve<'_, H>, upid: &Upid, started: f64) -> Probe {
-    match pve
-        .read::<TaskStatus>(&endpoints::task_status(upid), "a task status")
-        .await
-    {
+    let request = endpoints::task_status(upid);
+    let answer = pve.call(&request).await;
+    match shaped::<TaskStatus>(&request, "a task status", answer) {
         Ok(status) if status.status == "stopped" => Probe::Ended(status),
         Ok(_) => Probe::Running,
         Err(e)
@@ -501,7 +500,10 @@ pub async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
     let mut start = 0;
     for page_number in 1..=LOG_PAGES {
         let request = endpoints::task_log(upid, start, LOG_PAGE_LINES);
-        match pve.read::<Vec<TaskLogLine>>(&request, "a task log").await {
+        // Sent and shaped apart (`client::shaped`): the shape's reading is one copy with
+        // `downloadUrl`'s, not a `Shaped` poll of its own.
+        let answer = pve.call(&request).await;
+        match shaped::<Vec<TaskLogLine>>(&request, "a task log", answer) {
             Ok(page) => {
                 start += page.len();
                 let last = page.len() < LOG_PAGE_LINES;
