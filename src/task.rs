@@ -213,7 +213,11 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
                 }
                 pacer.probed(now);
                 // A long task says how far it got (its log, read at the progress cadence only).
-                progress.tick_task(pve, upid).await;
+                // Sent from this loop's own await: no state machine of `tick_task`'s.
+                if let Some(request) = progress.task_log_due(pve.host.now_ms(), upid) {
+                    let answer = pve.call(&request).await;
+                    progress.heard(pve.host, upid, answer);
+                }
                 if let Some(ended) = watcher.and_then(|w| listed_end(w, upid)) {
                     return Ok(ended);
                 }
