@@ -9,6 +9,7 @@ use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::request::PveRequest;
 use crate::pve::responses::{TaskLogLine, TaskStatus};
 use crate::pve::upid::Upid;
 use crate::quote::Joined;
@@ -247,7 +248,9 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
         if let Some(watcher) = watcher {
             watcher.spend_read();
         }
-        match read_own(pve, upid, started).await {
+        let request = endpoints::task_status(upid);
+        let answer = pve.call(&request).await;
+        match own_probe(pve, upid, started, &request, answer) {
             Probe::Ended(status) => return Ok(status),
             Probe::Running => {}
             Probe::Trouble(trouble) => return Err(trouble),
@@ -325,11 +328,16 @@ enum Probe {
     Trouble(TaskTrouble),
 }
 
-/// `GET …/tasks/{upid}/status`; "no such task" right after dispatch counts as still running.
-async fn read_own<H: Host>(pve: &Pve<'_, H>, upid: &Upid, started: f64) -> Probe {
-    let request = endpoints::task_status(upid);
-    let answer = pve.call(&request).await;
-    match shaped::<TaskStatus>(&request, "a task status", answer) {
+/// The answer to `GET …/tasks/{upid}/status`; "no such task" right after dispatch counts as still
+/// running. Plain: the watch loop sends the read from its own await.
+fn own_probe<H: Host>(
+    pve: &Pve<'_, H>,
+    upid: &Upid,
+    started: f64,
+    request: &PveRequest,
+    answer: Result<Value, PveError>,
+) -> Probe {
+    match shaped::<TaskStatus>(request, "a task status", answer) {
         Ok(status) if status.status == "stopped" => Probe::Ended(status),
         Ok(_) => Probe::Running,
         Err(e)
