@@ -3,7 +3,7 @@
 
 use crate::client::{shaped, Pve};
 use crate::explain::could_not;
-use crate::host::{Host, LogLevel};
+use crate::host::{Host, HostError, LogLevel};
 use crate::outcome::Failure;
 use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
@@ -130,23 +130,29 @@ pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskE
         "OK" => (Vec::new(), None),
         _ => {
             let log = read_log(pve, upid).await;
-            let file = keep_log(pve, upid, &log).await;
+            // Kept from this course's own await: no state machine of a wrapper's.
+            let mut file = None;
+            if !log.is_empty() {
+                let name = format!("tasklog-{}", upid.key());
+                let text = log_file_text(&log);
+                let stored = pve.host.write_file(LOG_FILE_SPEC, &name, &text).await;
+                file = kept(pve, upid, stored);
+            }
             (log, file)
         }
     };
     judge(pve, upid, exit_status, log, log_file).map_err(|f| TaskTrouble::Failed(Box::new(f)))
 }
 
-/// Asks the host to keep a task's log (not empty) as the file `tasklog-<node>-<pid>-<starttime>`
-/// ([`log_file_text`]); the name it was stored under, or `None` when the host stores no files or
-/// could not (logged: only the file is lost, never the verdict).
-async fn keep_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid, log: &[String]) -> Option<String> {
-    if log.is_empty() {
-        return None;
-    }
-    let name = format!("tasklog-{}", upid.key());
-    let text = log_file_text(log);
-    match pve.host.write_file(LOG_FILE_SPEC, &name, &text).await {
+/// What the host said when asked to keep a task's log (not empty) as the file
+/// `tasklog-<node>-<pid>-<starttime>` ([`log_file_text`]): the name it was stored under, or `None`
+/// when the host stores no files or could not (logged: only the file is lost, never the verdict).
+fn kept<H: Host>(
+    pve: &Pve<'_, H>,
+    upid: &Upid,
+    stored: Result<Option<String>, HostError>,
+) -> Option<String> {
+    match stored {
         Ok(stored) => stored,
         Err(e) => {
             pve.host.log(

@@ -13,7 +13,7 @@ use super::reference::GuestRef;
 use crate::args::check_segment;
 use crate::client::{shaped, Pve};
 use crate::explain::could_not;
-use crate::host::Host;
+use crate::host::{Host, HostError};
 use crate::outcome::Failure;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
@@ -134,7 +134,9 @@ impl Placing {
     ) -> Result<Found, Failure> {
         if let (true, Some(vmid)) = (self.expected, target.vmid) {
             self.expected = false;
-            return Ok(Found::Present(expected_at(run, vmid).await));
+            // The record read from this step's own await, judged by a plain step.
+            let stored = run.host.read_record(&run.guest_instance(vmid)).await;
+            return Ok(Found::Present(expected_at(run, vmid, stored)));
         }
         if self.lookups == 2 {
             return Err(Failure::new(format!(
@@ -156,13 +158,12 @@ impl Placing {
 
 /// Where the guest is expected: the node its stored record last observed it on (what an earlier
 /// run learned), else the configured node. A record that cannot be read only costs a lookup.
-async fn expected_at<H: Host>(run: &Run<'_, H>, vmid: u32) -> Located {
-    let stored = run
-        .host
-        .read_record(&run.guest_instance(vmid))
-        .await
-        .ok()
-        .flatten();
+fn expected_at<H: Host>(
+    run: &Run<'_, H>,
+    vmid: u32,
+    stored: Result<Option<Value>, HostError>,
+) -> Located {
+    let stored = stored.ok().flatten();
     let recorded_node = stored
         .as_ref()
         .filter(|r| r.get("present").and_then(Value::as_bool) == Some(true))
