@@ -290,8 +290,18 @@ async fn read_list_since<H: Host>(
             ListStep::Unusable => return false,
             ListStep::AwaitInFlight => (remaining, Some(watcher.publications())),
             ListStep::NotBefore(at) => ((at - now).ceil() as u64, None),
+            // Sent for every task followed there from this loop's own await; what it says is
+            // published by the plain `publish_list`.
             ListStep::Send => {
-                read_list(pve, watcher, node).await;
+                let asked = pve.host.now_ms();
+                let (request, in_flight) = watcher.begin_read(node, asked);
+                let left = Cell::new(asked);
+                let note_left = |at| left.set(at);
+                let answer = pve
+                    .read_noting::<Vec<ListedTask>>(&request, "a task list", &note_left)
+                    .await;
+                publish_list(pve, watcher, node, (asked, left.get()), answer);
+                drop(in_flight);
                 continue;
             }
         };
@@ -301,17 +311,16 @@ async fn read_list_since<H: Host>(
     }
 }
 
-/// Sends one list read of `node` for every task followed there, and publishes what it says.
-async fn read_list<H: Host>(pve: &Pve<'_, H>, watcher: &NodeTasks, node: &str) {
-    let asked = pve.host.now_ms();
-    let (request, in_flight) = watcher.begin_read(node, asked);
-    let left = Cell::new(asked);
-    let note_left = |at| left.set(at);
-    match pve
-        .read_noting::<Vec<ListedTask>>(&request, "a task list", &note_left)
-        .await
-    {
-        Ok(rows) => watcher.publish(&rows, asked, left.get(), pve.host.now_ms()),
+/// Publishes what one list read of `node`, asked at `asked` and gone at `left`, said.
+fn publish_list<H: Host>(
+    pve: &Pve<'_, H>,
+    watcher: &NodeTasks,
+    node: &str,
+    (asked, left): (f64, f64),
+    answer: Result<Vec<ListedTask>, PveError>,
+) {
+    match answer {
+        Ok(rows) => watcher.publish(&rows, asked, left, pve.host.now_ms()),
         // Our run was aborted: the list is fine, another run reads it next.
         Err(e) if e.kind == ErrorKind::Aborted => {}
         Err(e) => {
@@ -324,7 +333,6 @@ async fn read_list<H: Host>(pve: &Pve<'_, H>, watcher: &NodeTasks, node: &str) {
             );
         }
     }
-    drop(in_flight);
 }
 
 /// What one read of a task's own status said.
