@@ -210,7 +210,11 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
                 let due = due - (own_pause - pause) as f64;
                 // What the run's own pace would have probed since its last probe is banked.
                 let since = pacer.probed_at().unwrap_or(started);
-                wait_until(pve, due, watcher, upid).await;
+                while let Some(ms) = pause_left(pve, due, watcher, upid) {
+                    let mut ended = watcher.map(|watcher| watcher.ended(upid.as_str()));
+                    let wake = ended.as_mut().map(|e| Pin::new(e) as Wake);
+                    pause_until(pve, ms, wake).await;
+                }
                 if pve.host.aborted() {
                     return Err(stopped_waiting(pve, upid, Stopped::Aborted));
                 }
@@ -375,23 +379,24 @@ fn listed_end(watcher: &NodeTasks, upid: &Upid) -> Option<TaskStatus> {
     }
 }
 
-/// Sleeps until `due`, waking early when a shared list read shows the task's end (or the run is
-/// aborted: the host's sleep returns early then). Only this task's end wakes the run: a list read
-/// that shows other tasks' ends does not wake every run of a fleet.
-async fn wait_until<H: Host>(pve: &Pve<'_, H>, due: f64, watcher: Option<&NodeTasks>, upid: &Upid) {
-    loop {
-        let now = pve.host.now_ms();
-        if now >= due || pve.host.aborted() {
-            return;
-        }
-        let mut ended = match watcher {
-            Some(watcher) if listed_end(watcher, upid).is_some() => return,
-            Some(watcher) => Some(watcher.ended(upid.as_str())),
-            None => None,
-        };
-        let wake = ended.as_mut().map(|e| Pin::new(e) as Wake);
-        pause_until(pve, (due - now).ceil() as u64, wake).await;
+/// How long the wait until `due` still pauses: `None` once it is due, the run was aborted (the
+/// host's sleep returns early then) or a shared list read shows the task's end. Plain: the watch
+/// loop pauses from its own await, woken early only by this task's end ([`NodeTasks::ended`]: a
+/// list read that shows other tasks' ends does not wake every run of a fleet).
+fn pause_left<H: Host>(
+    pve: &Pve<'_, H>,
+    due: f64,
+    watcher: Option<&NodeTasks>,
+    upid: &Upid,
+) -> Option<u64> {
+    let now = pve.host.now_ms();
+    if now >= due || pve.host.aborted() {
+        return None;
     }
+    if watcher.is_some_and(|watcher| listed_end(watcher, upid).is_some()) {
+        return None;
+    }
+    Some((due - now).ceil() as u64)
 }
 
 /// What may end a pause early: a shared list read's news.
