@@ -44,7 +44,7 @@ pub struct TaskEnd {
     pub exit_status: String,
     /// The task log's `WARN` lines (empty for `OK`).
     pub warnings: Vec<String>,
-    /// The name of the file output holding its log ([`keep_log`]; `WARNINGS: n` only).
+    /// The name of the file output holding its log ([`kept`]; `WARNINGS: n` only).
     pub log_file: Option<String>,
 }
 
@@ -73,7 +73,7 @@ pub struct TaskFailed {
     pub exit_status: String,
     /// The log's last lines ([`log_tail`]; already scrubbed like everything PVE answers).
     pub tail: Vec<String>,
-    /// The name of the file output holding its log ([`keep_log`]), when the host stored one.
+    /// The name of the file output holding its log ([`kept`]), when the host stored one.
     pub log_file: Option<String>,
     /// The message: the task, its exit status, its log's tail, what to check.
     pub failure: Failure,
