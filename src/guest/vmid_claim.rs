@@ -81,27 +81,6 @@ impl VmidChoice {
     }
 }
 
-/// Sends the creating request for the chosen VMID and follows its task: the VMID the guest got, and
-/// how it was chosen (a prefix for the summary). A given VMID was checked by `claim_vmid` before.
-pub async fn create_guest<H: Host>(
-    run: &Run<'_, H>,
-    choice: VmidChoice,
-    trail: &mut TaskTrail,
-    request: &dyn Fn(u32) -> PveRequest,
-    action: &dyn Fn(u32) -> String,
-) -> Result<(u32, String), String> {
-    match choice {
-        VmidChoice::Given(vmid) => {
-            trail.run(&run.pve(), &request(vmid), &action(vmid)).await?;
-            Ok((vmid, String::new()))
-        }
-        VmidChoice::Free { min, max } => {
-            let vmid = claim_free(run, (min, max), trail, request, action).await?;
-            Ok((vmid, format!("claimed the free VMID {vmid}: ")))
-        }
-    }
-}
-
 /// Claims a free VMID in `min..=max` by sending `request(id)` (the creating request) and following
 /// its task: `Ok(id)` once PVE accepted the request for `id` and the task ended well. `action(id)`
 /// names the step in messages ("clone VM 9000 on node pve1 to VMID 123").
