@@ -167,16 +167,15 @@ impl<'a, H: Host> Pve<'a, H> {
                 });
             drop(pass);
             let elapsed = (self.host.now_ms() - started).max(0.0).round() as u64;
-            match &result {
-                Ok(_) => self.host.log(
-                    LogLevel::Debug,
-                    &format!("{} → ok in {elapsed} ms", request.label()),
-                ),
-                Err(e) => self.host.log(
-                    LogLevel::Debug,
-                    &format!("{} → {e} in {elapsed} ms", request.label()),
-                ),
-            }
+            // One line for both ends: the answer's word, then the time it took.
+            let said = match &result {
+                Ok(_) => "ok".to_string(),
+                Err(e) => e.to_string(),
+            };
+            self.host.log(
+                LogLevel::Debug,
+                &format!("{} → {said} in {elapsed} ms", request.label()),
+            );
             let next_pause = retry_pause.next_delay();
             let time_for_retry =
                 deadline_ms.is_none_or(|d| self.host.now_ms() + (next_pause as f64) < d);

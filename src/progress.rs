@@ -39,8 +39,10 @@
 
 use crate::client::Pve;
 use crate::host::{Host, LogLevel};
+use crate::pve::error::PveError;
 use crate::pve::request::PveRequest;
 use crate::pve::upid::Upid;
+use serde_json::Value;
 
 /// A wait logs its first progress line once it has lasted this long.
 pub const FIRST_AFTER_MS: f64 = 5_000.0;
@@ -91,20 +93,36 @@ impl Progress {
     }
 
     /// For a followed task: when a line is due, reads the task log written since the last read and
-    /// logs the task, the time so far and PVE's newest progress line (if the log has one).
+    /// logs the task, the time so far and PVE's newest progress line (if the log has one). A
+    /// caller's loop sends the read itself ([`Progress::task_log_due`], [`Progress::heard`]).
     pub async fn tick_task<H: Host>(&mut self, pve: &Pve<'_, H>, upid: &Upid) {
-        let now = pve.host.now_ms();
+        if let Some(request) = self.task_log_due(pve.host.now_ms(), upid) {
+            let answer = pve.call(&request).await;
+            self.heard(pve.host, upid, answer);
+        }
+    }
+
+    /// When a line is due at `now`: the read of the task log written since the last read. Plain,
+    /// so that a follower's loop sends it from its own await (no state machine of this one's).
+    pub fn task_log_due(&mut self, now: f64, upid: &Upid) -> Option<PveRequest> {
         if !self.due(now) {
-            return;
+            return None;
         }
         self.next_ms = now + EVERY_MS;
-        self.read_log(pve, upid).await;
+        Some(task_log_from(upid, self.log_from))
+    }
+
+    /// The log read's answer: the line on the task, its time so far and PVE's newest progress.
+    pub fn heard<H: Host>(&mut self, host: &H, upid: &Upid, answer: Result<Value, PveError>) {
+        if let Ok(data) = answer {
+            self.read_lines(&data);
+        }
         let what = format!(
             "task {} of {} on node {}",
             upid.task_type, upid.id, upid.node
         );
-        let line = self.line(pve.host.now_ms(), &what, self.pve_said.as_deref());
-        pve.host.log(LogLevel::Info, &line);
+        let line = self.line(host.now_ms(), &what, self.pve_said.as_deref());
+        host.log(LogLevel::Info, &line);
     }
 
     fn line(&self, now_ms: f64, what: &str, pve: Option<&str>) -> String {
@@ -115,12 +133,9 @@ impl Progress {
         }
     }
 
-    /// Reads the log from `log_from`; an unreadable log only loses PVE's progress, never the wait.
-    async fn read_log<H: Host>(&mut self, pve: &Pve<'_, H>, upid: &Upid) {
-        let request = task_log_from(upid, self.log_from);
-        let Ok(data) = pve.call(&request).await else {
-            return;
-        };
+    /// Takes what the log read from `log_from` holds; an unreadable log only loses PVE's
+    /// progress, never the wait.
+    fn read_lines(&mut self, data: &Value) {
         let Some(lines) = data.as_array() else {
             return;
         };

@@ -1,14 +1,15 @@
 //! PVE tasks, one mechanism for every mutation: follow the UPID on the node that runs it until it
 //! stops; `OK` and `WARNINGS: n` succeed (warnings kept), anything else fails with PVE's text.
 
-use crate::client::Pve;
+use crate::client::{shaped, Pve};
 use crate::explain::could_not;
-use crate::host::{Host, LogLevel};
+use crate::host::{Host, HostError, LogLevel};
 use crate::outcome::Failure;
 use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::request::PveRequest;
 use crate::pve::responses::{TaskLogLine, TaskStatus};
 use crate::pve::upid::Upid;
 use crate::quote::Joined;
@@ -16,6 +17,8 @@ use crate::watch::node_tasks::{own_read_due, ListStep, ListedTask, NodeTasks, Si
 use crate::watch::signal::first_of;
 use serde_json::Value;
 use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
 
 /// Right after dispatch PVE may not know the task yet ("no such task"): tolerated this long.
 const NO_SUCH_TASK_GRACE_MS: f64 = 5_000.0;
@@ -41,7 +44,7 @@ pub struct TaskEnd {
     pub exit_status: String,
     /// The task log's `WARN` lines (empty for `OK`).
     pub warnings: Vec<String>,
-    /// The name of the file output holding its log ([`keep_log`]; `WARNINGS: n` only).
+    /// The name of the file output holding its log ([`kept`]; `WARNINGS: n` only).
     pub log_file: Option<String>,
 }
 
@@ -70,7 +73,7 @@ pub struct TaskFailed {
     pub exit_status: String,
     /// The log's last lines ([`log_tail`]; already scrubbed like everything PVE answers).
     pub tail: Vec<String>,
-    /// The name of the file output holding its log ([`keep_log`]), when the host stored one.
+    /// The name of the file output holding its log ([`kept`]), when the host stored one.
     pub log_file: Option<String>,
     /// The message: the task, its exit status, its log's tail, what to check.
     pub failure: Failure,
@@ -127,23 +130,29 @@ pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskE
         "OK" => (Vec::new(), None),
         _ => {
             let log = read_log(pve, upid).await;
-            let file = keep_log(pve, upid, &log).await;
+            // Kept from this course's own await: no state machine of a wrapper's.
+            let mut file = None;
+            if !log.is_empty() {
+                let name = format!("tasklog-{}", upid.key());
+                let text = log_file_text(&log);
+                let stored = pve.host.write_file(LOG_FILE_SPEC, &name, &text).await;
+                file = kept(pve, upid, stored);
+            }
             (log, file)
         }
     };
     judge(pve, upid, exit_status, log, log_file).map_err(|f| TaskTrouble::Failed(Box::new(f)))
 }
 
-/// Asks the host to keep a task's log (not empty) as the file `tasklog-<node>-<pid>-<starttime>`
-/// ([`log_file_text`]); the name it was stored under, or `None` when the host stores no files or
-/// could not (logged: only the file is lost, never the verdict).
-async fn keep_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid, log: &[String]) -> Option<String> {
-    if log.is_empty() {
-        return None;
-    }
-    let name = format!("tasklog-{}", upid.key());
-    let text = log_file_text(log);
-    match pve.host.write_file(LOG_FILE_SPEC, &name, &text).await {
+/// What the host said when asked to keep a task's log (not empty) as the file
+/// `tasklog-<node>-<pid>-<starttime>` ([`log_file_text`]): the name it was stored under, or `None`
+/// when the host stores no files or could not (logged: only the file is lost, never the verdict).
+fn kept<H: Host>(
+    pve: &Pve<'_, H>,
+    upid: &Upid,
+    stored: Result<Option<String>, HostError>,
+) -> Option<String> {
+    match stored {
         Ok(stored) => stored,
         Err(e) => {
             pve.host.log(
@@ -161,15 +170,15 @@ async fn keep_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid, log: &[String]) -> Opt
 /// A log as a file's text, one line each: its last lines within [`LOG_FILE_BYTES`], after a first
 /// line saying how many earlier ones were left out.
 pub fn log_file_text(log: &[String]) -> String {
-    let mut bytes = 0;
-    let kept = log
-        .iter()
-        .rev()
-        .take_while(|line| {
-            bytes += line.len() + 1;
-            bytes <= LOG_FILE_BYTES
-        })
-        .count();
+    // A loop, not an iterator chain: smaller in the module (docs/performance.md).
+    let (mut bytes, mut kept) = (0, 0);
+    for line in log.iter().rev() {
+        bytes += line.len() + 1;
+        if bytes > LOG_FILE_BYTES {
+            break;
+        }
+        kept += 1;
+    }
     let skipped = log.len() - kept;
     let mut text = match skipped {
         0 => String::new(),
@@ -201,7 +210,11 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
                 let due = due - (own_pause - pause) as f64;
                 // What the run's own pace would have probed since its last probe is banked.
                 let since = pacer.probed_at().unwrap_or(started);
-                wait_until(pve, due, watcher, upid).await;
+                while let Some(ms) = pause_left(pve, due, watcher, upid) {
+                    let mut ended = watcher.map(|watcher| watcher.ended(upid.as_str()));
+                    let wake = ended.as_mut().map(|e| Pin::new(e) as Wake);
+                    pause_until(pve, ms, wake).await;
+                }
                 if pve.host.aborted() {
                     return Err(stopped_waiting(pve, upid, Stopped::Aborted));
                 }
@@ -211,7 +224,11 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
                 }
                 pacer.probed(now);
                 // A long task says how far it got (its log, read at the progress cadence only).
-                progress.tick_task(pve, upid).await;
+                // Sent from this loop's own await: no state machine of `tick_task`'s.
+                if let Some(request) = progress.task_log_due(pve.host.now_ms(), upid) {
+                    let answer = pve.call(&request).await;
+                    progress.heard(pve.host, upid, answer);
+                }
                 if let Some(ended) = watcher.and_then(|w| listed_end(w, upid)) {
                     return Ok(ended);
                 }
@@ -241,7 +258,9 @@ async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskSta
         if let Some(watcher) = watcher {
             watcher.spend_read();
         }
-        match read_own(pve, upid, started).await {
+        let request = endpoints::task_status(upid);
+        let answer = pve.call(&request).await;
+        match own_probe(pve, upid, started, &request, answer) {
             Probe::Ended(status) => return Ok(status),
             Probe::Running => {}
             Probe::Trouble(trouble) => return Err(trouble),
@@ -268,30 +287,44 @@ async fn read_list_since<H: Host>(
         if pve.host.aborted() || remaining == 0 {
             return false;
         }
-        match watcher.next_step(fresh_since, now) {
+        // One await for both pauses: until a read in flight is published (or the budget is
+        // spent), or until a read may be sent.
+        let (pause, seen) = match watcher.next_step(fresh_since, now) {
             ListStep::Fresh => return true,
             ListStep::Unusable => return false,
-            ListStep::AwaitInFlight => {
-                let seen = watcher.publications();
-                first_of(pve.host.sleep(remaining), watcher.published_after(seen)).await;
+            ListStep::AwaitInFlight => (remaining, Some(watcher.publications())),
+            ListStep::NotBefore(at) => ((at - now).ceil() as u64, None),
+            // Sent for every task followed there from this loop's own await; what it says is
+            // published by the plain `publish_list`.
+            ListStep::Send => {
+                let asked = pve.host.now_ms();
+                let (request, in_flight) = watcher.begin_read(node, asked);
+                let left = Cell::new(asked);
+                let note_left = |at| left.set(at);
+                let answer = pve
+                    .read_noting::<Vec<ListedTask>>(&request, "a task list", &note_left)
+                    .await;
+                publish_list(pve, watcher, node, (asked, left.get()), answer);
+                drop(in_flight);
+                continue;
             }
-            ListStep::NotBefore(at) => pve.host.sleep((at - now).ceil() as u64).await,
-            ListStep::Send => read_list(pve, watcher, node).await,
-        }
+        };
+        let mut published = seen.map(|seen| watcher.published_after(seen));
+        let wake = published.as_mut().map(|p| Pin::new(p) as Wake);
+        pause_until(pve, pause, wake).await;
     }
 }
 
-/// Sends one list read of `node` for every task followed there, and publishes what it says.
-async fn read_list<H: Host>(pve: &Pve<'_, H>, watcher: &NodeTasks, node: &str) {
-    let asked = pve.host.now_ms();
-    let (request, in_flight) = watcher.begin_read(node, asked);
-    let left = Cell::new(asked);
-    let note_left = |at| left.set(at);
-    match pve
-        .read_noting::<Vec<ListedTask>>(&request, "a task list", &note_left)
-        .await
-    {
-        Ok(rows) => watcher.publish(&rows, asked, left.get(), pve.host.now_ms()),
+/// Publishes what one list read of `node`, asked at `asked` and gone at `left`, said.
+fn publish_list<H: Host>(
+    pve: &Pve<'_, H>,
+    watcher: &NodeTasks,
+    node: &str,
+    (asked, left): (f64, f64),
+    answer: Result<Vec<ListedTask>, PveError>,
+) {
+    match answer {
+        Ok(rows) => watcher.publish(&rows, asked, left, pve.host.now_ms()),
         // Our run was aborted: the list is fine, another run reads it next.
         Err(e) if e.kind == ErrorKind::Aborted => {}
         Err(e) => {
@@ -304,7 +337,6 @@ async fn read_list<H: Host>(pve: &Pve<'_, H>, watcher: &NodeTasks, node: &str) {
             );
         }
     }
-    drop(in_flight);
 }
 
 /// What one read of a task's own status said.
@@ -314,12 +346,16 @@ enum Probe {
     Trouble(TaskTrouble),
 }
 
-/// `GET …/tasks/{upid}/status`; "no such task" right after dispatch counts as still running.
-async fn read_own<H: Host>(pve: &Pve<'_, H>, upid: &Upid, started: f64) -> Probe {
-    match pve
-        .read::<TaskStatus>(&endpoints::task_status(upid), "a task status")
-        .await
-    {
+/// The answer to `GET …/tasks/{upid}/status`; "no such task" right after dispatch counts as still
+/// running. Plain: the watch loop sends the read from its own await.
+fn own_probe<H: Host>(
+    pve: &Pve<'_, H>,
+    upid: &Upid,
+    started: f64,
+    request: &PveRequest,
+    answer: Result<Value, PveError>,
+) -> Probe {
+    match shaped::<TaskStatus>(request, "a task status", answer) {
         Ok(status) if status.status == "stopped" => Probe::Ended(status),
         Ok(_) => Probe::Running,
         Err(e)
@@ -343,22 +379,37 @@ fn listed_end(watcher: &NodeTasks, upid: &Upid) -> Option<TaskStatus> {
     }
 }
 
-/// Sleeps until `due`, waking early when a shared list read shows the task's end (or the run is
-/// aborted: the host's sleep returns early then). Only this task's end wakes the run: a list read
-/// that shows other tasks' ends does not wake every run of a fleet.
-async fn wait_until<H: Host>(pve: &Pve<'_, H>, due: f64, watcher: Option<&NodeTasks>, upid: &Upid) {
-    loop {
-        let now = pve.host.now_ms();
-        if now >= due || pve.host.aborted() {
-            return;
-        }
-        let sleep = pve.host.sleep((due - now).ceil() as u64);
-        match watcher {
-            Some(watcher) if listed_end(watcher, upid).is_some() => return,
-            Some(watcher) => first_of(sleep, watcher.ended(upid.as_str())).await,
-            None => sleep.await,
-        }
+/// How long the wait until `due` still pauses: `None` once it is due, the run was aborted (the
+/// host's sleep returns early then) or a shared list read shows the task's end. Plain: the watch
+/// loop pauses from its own await, woken early only by this task's end ([`NodeTasks::ended`]: a
+/// list read that shows other tasks' ends does not wake every run of a fleet).
+fn pause_left<H: Host>(
+    pve: &Pve<'_, H>,
+    due: f64,
+    watcher: Option<&NodeTasks>,
+    upid: &Upid,
+) -> Option<u64> {
+    let now = pve.host.now_ms();
+    if now >= due || pve.host.aborted() {
+        return None;
     }
+    if watcher.is_some_and(|watcher| listed_end(watcher, upid).is_some()) {
+        return None;
+    }
+    Some((due - now).ceil() as u64)
+}
+
+/// What may end a pause early: a shared list read's news.
+type Wake<'a> = Pin<&'a mut dyn Future<Output = ()>>;
+
+/// Sleeps `ms`, or less when `wake` is ready first: every pause of the watch is this one future
+/// type, so its code is one copy (docs/performance.md).
+fn pause_until<'a, H: Host>(
+    pve: &'a Pve<'_, H>,
+    ms: u64,
+    wake: Option<Wake<'a>>,
+) -> impl Future<Output = ()> + 'a {
+    first_of(pve.host.sleep(ms), wake)
 }
 
 /// The task's end was not observed: out of time, or the run was aborted.
@@ -480,12 +531,20 @@ pub async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
     let mut start = 0;
     for page_number in 1..=LOG_PAGES {
         let request = endpoints::task_log(upid, start, LOG_PAGE_LINES);
-        match pve.read::<Vec<TaskLogLine>>(&request, "a task log").await {
+        // Sent and shaped apart (`client::shaped`): the shape's reading is one copy with
+        // `downloadUrl`'s, not a `Shaped` poll of its own.
+        let answer = pve.call(&request).await;
+        match shaped::<Vec<TaskLogLine>>(&request, "a task log", answer) {
             Ok(page) => {
                 start += page.len();
                 let last = page.len() < LOG_PAGE_LINES;
-                let text = page.into_iter().filter_map(|l| l.t);
-                lines.extend(text.filter(|t| !t.trim().is_empty()));
+                // A loop, not an iterator chain: smaller in the module (docs/performance.md).
+                for line in page {
+                    match line.t {
+                        Some(text) if !text.trim().is_empty() => lines.push(text),
+                        _ => {}
+                    }
+                }
                 if last {
                     break;
                 }

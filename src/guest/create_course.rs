@@ -20,7 +20,7 @@ use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
 use super::settle::{read_status, wait_out_source_lock};
-use super::vmid_claim::{create_guest, VmidChoice};
+use super::vmid_claim::{claim_free, VmidChoice};
 use super::volumes::{disks_on_storage, storage_of};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -198,7 +198,10 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             }
             over = Some(unlocked(run, ev).await?);
         } else {
-            let ev = claim_vmid(run, ev, guest.name()).await?;
+            let ev = match claim_vmid(run, ev, guest.name()).await {
+                Ok(ev) => ev,
+                Err((ev, message)) => return Ok((ev, Err(message), false)),
+            };
             // A create names the guest's kind, a clone the clone: "nothing was created/cloned".
             let what = if task == "create" { noun } else { task };
             let done = format!(
@@ -249,8 +252,19 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
     let mut trail = TaskTrail::default();
     let request = |vmid: u32| guest.request(&node, vmid, &before);
     let action = |vmid: u32| guest.action(noun, &node, vmid, &before);
-    let (vmid, claimed) = match create_guest(run, guest.vmid(), &mut trail, &request, &action).await
-    {
+    // The creating request for the chosen VMID and its task, from the course's own awaits: the
+    // VMID the guest got, and how it was chosen (a prefix for the summary). A given VMID was
+    // checked by `claim_vmid` before.
+    let made = match guest.vmid() {
+        VmidChoice::Given(vmid) => trail
+            .run(&run.pve(), &request(vmid), &action(vmid))
+            .await
+            .map(|()| (vmid, String::new())),
+        VmidChoice::Free { min, max } => claim_free(run, (min, max), &mut trail, &request, &action)
+            .await
+            .map(|vmid| (vmid, format!("claimed the free VMID {vmid}: "))),
+    };
+    let (vmid, claimed) = match made {
         Ok(made) => made,
         Err(message) => return ended(over, message),
     };
@@ -258,7 +272,10 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         true => "restored over the existing guest: ".to_string(),
         false => claimed,
     };
-    let mut ev = sight_new(run, vmid, trail, task).await?;
+    let mut ev = match sight_new(run, vmid, trail, task).await {
+        Ok(ev) => ev,
+        Err(ending) => return ending,
+    };
     let verdict = match guest.archive() {
         Some(_) => check_restored(run, &ev, guest, &before.archive, &claimed).await,
         None => match complete(run, &mut ev, guest.name(), task).await {

@@ -11,18 +11,20 @@
 
 use super::reference::GuestRef;
 use crate::args::check_segment;
-use crate::client::Pve;
+use crate::client::{shaped, Pve};
 use crate::explain::could_not;
-use crate::host::Host;
+use crate::host::{Host, HostError};
 use crate::outcome::Failure;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::read::{object, FromJson};
+use crate::pve::request::PveRequest;
 use crate::pve::responses::ClusterGuest;
 use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
+use std::future::Future;
 
 /// A guest that exists, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +134,9 @@ impl Placing {
     ) -> Result<Found, Failure> {
         if let (true, Some(vmid)) = (self.expected, target.vmid) {
             self.expected = false;
-            return Ok(Found::Present(expected_at(run, vmid).await));
+            // The record read from this step's own await, judged by a plain step.
+            let stored = run.host.read_record(&run.guest_instance(vmid)).await;
+            return Ok(Found::Present(expected_at(run, vmid, stored)));
         }
         if self.lookups == 2 {
             return Err(Failure::new(format!(
@@ -154,13 +158,12 @@ impl Placing {
 
 /// Where the guest is expected: the node its stored record last observed it on (what an earlier
 /// run learned), else the configured node. A record that cannot be read only costs a lookup.
-async fn expected_at<H: Host>(run: &Run<'_, H>, vmid: u32) -> Located {
-    let stored = run
-        .host
-        .read_record(&run.guest_instance(vmid))
-        .await
-        .ok()
-        .flatten();
+fn expected_at<H: Host>(
+    run: &Run<'_, H>,
+    vmid: u32,
+    stored: Result<Option<Value>, HostError>,
+) -> Located {
+    let stored = stored.ok().flatten();
     let recorded_node = stored
         .as_ref()
         .filter(|r| r.get("present").and_then(Value::as_bool) == Some(true))
@@ -195,87 +198,196 @@ pub async fn locate_present<H: Host>(
 }
 
 /// Finds the guest's node, or confirms its absence; anything in between is a failure.
+///
+/// Every request of the course (the cluster's list, then nextid, the candidates' live names or
+/// the nodes' live lists) is sent from one await, each answer judged by a plain step: each await
+/// point costs the course room (docs/performance.md).
 pub async fn locate<H: Host>(
     pve: &Pve<'_, H>,
     kind: GuestKind,
     target: &GuestRef,
 ) -> Result<Found, Failure> {
-    let guests: Vec<ClusterGuest> = pve
-        .read(&endpoints::cluster_guests(), "a list of guests")
-        .await
-        .map_err(|e| {
-            let action = format!(
-                "list the cluster's guests to find {} {} (GET /cluster/resources)",
-                kind.noun(),
-                target.describe()
-            );
-            could_not(&action, &e)
-        })?;
-    match (target.vmid, &target.name) {
-        (Some(vmid), name) => by_vmid(pve, kind, &guests, vmid, name.as_deref()).await,
-        (None, Some(name)) => by_name(pve, kind, &guests, name).await,
-        (None, None) => Err(Failure::new("Provide vmid or vmName")),
+    let mut guests: Vec<ClusterGuest> = Vec::new();
+    let (mut listed, mut name): (Vec<Located>, &str) = (Vec::new(), "");
+    let (mut confirmed, mut live, mut nodes) = (Vec::new(), None, Vec::<String>::new());
+    let mut step = Step::List;
+    loop {
+        let request = match step {
+            Step::List => endpoints::cluster_guests(),
+            Step::Absent(vmid) => endpoints::next_id(vmid),
+            Step::Live(i) => endpoints::guest_status(&listed[i].node, kind, listed[i].vmid),
+            Step::Nodes(i) => endpoints::node_guests(&nodes[i], kind),
+        };
+        let answer = pve.call(&request).await;
+        step = match step {
+            Step::List => {
+                guests = shaped(&request, "a list of guests", answer)
+                    .map_err(|e| could_not(&listing(kind, target), &e))?;
+                match listed_as(kind, &guests, target) {
+                    Listed::Known(found) => return found,
+                    Listed::Unlisted(vmid) => Step::Absent(vmid),
+                    Listed::Confirm(candidates, wanted) => {
+                        (listed, name) = (candidates, wanted);
+                        Step::Live(0)
+                    }
+                }
+            }
+            Step::Absent(vmid) => return absent(vmid, id_echoed(&request, vmid, answer)),
+            Step::Live(i) => {
+                let at = &listed[i];
+                let status: LiveName = shaped(&request, "a guest status", answer)
+                    .map_err(|e| could_not(&live_name(kind, at), &e))?;
+                live = status.name;
+                if live.as_deref() == Some(name) {
+                    confirmed.push(at.clone());
+                }
+                Step::Live(i + 1)
+            }
+            Step::Nodes(i) => {
+                let entries: Vec<LiveEntry> = shaped(&request, "a list of guests", answer)
+                    .map_err(|e| could_not(&node_list(kind, &nodes[i], name), &e))?;
+                named_live(&entries, &nodes[i], name, &mut confirmed);
+                Step::Nodes(i + 1)
+            }
+        };
+        if step == Step::Live(listed.len()) {
+            if let Some(vmid) = target.vmid {
+                return confirmed.pop().map(Found::Present).ok_or_else(|| {
+                    Failure::new(format!(
+                        "VMID {vmid} is named {:?}, not {name:?}: vmid and vmName point at different guests",
+                        live.as_deref().unwrap_or("")
+                    ))
+                });
+            }
+            if !confirmed.is_empty() {
+                return one_named(kind, name, confirmed);
+            }
+            // A miss in the broadcast names: the guests of every node holding guests of this
+            // kind, live.
+            nodes = nodes_of(kind, &guests);
+            step = Step::Nodes(0);
+        }
+        if step == Step::Nodes(nodes.len()) {
+            return one_named(kind, name, confirmed);
+        }
     }
 }
 
-async fn by_vmid<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
-    guests: &[ClusterGuest],
-    vmid: u32,
-    name: Option<&str>,
-) -> Result<Found, Failure> {
+/// The request [`locate`] sends next.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// `GET /cluster/resources`.
+    List,
+    /// nextid for a VMID the list does not show.
+    Absent(u32),
+    /// The live name of the `i`th candidate.
+    Live(usize),
+    /// The live guest list of the `i`th node.
+    Nodes(usize),
+}
+
+fn listing(kind: GuestKind, target: &GuestRef) -> String {
+    format!(
+        "list the cluster's guests to find {} {} (GET /cluster/resources)",
+        kind.noun(),
+        target.describe()
+    )
+}
+
+fn live_name(kind: GuestKind, at: &Located) -> String {
+    format!(
+        "read the current name of {} {} on node {}",
+        kind.noun(),
+        at.vmid,
+        at.node
+    )
+}
+
+fn node_list(kind: GuestKind, node: &str, name: &str) -> String {
+    format!(
+        "list the guests of node {node} to find {} {name:?}",
+        kind.noun()
+    )
+}
+
+/// The nodes holding guests of this kind, each once.
+fn nodes_of(kind: GuestKind, guests: &[ClusterGuest]) -> Vec<String> {
+    let mut nodes = Vec::new();
+    for guest in guests {
+        if guest.kind == kind.segment() {
+            nodes.push(guest.node.clone());
+        }
+    }
+    crate::order::sort_dedup(&mut nodes);
+    nodes
+}
+
+/// The guests a node's live list shows named `name`.
+fn named_live(entries: &[LiveEntry], node: &str, name: &str, found: &mut Vec<Located>) {
+    for entry in entries {
+        let vmid = entry.vmid.and_then(|vmid| u32::try_from(vmid).ok());
+        if let (Some(vmid), true) = (vmid, entry.name.as_deref() == Some(name)) {
+            found.push(Located {
+                vmid,
+                node: node.to_string(),
+            });
+        }
+    }
+}
+
+/// What the cluster's guest list tells of the target before any live read.
+enum Listed<'t> {
+    /// Found, or refused, by the list alone.
+    Known(Result<Found, Failure>),
+    /// The VMID is not listed: PVE's nextid tells whether it is free.
+    Unlisted(u32),
+    /// The guests whose live name decides (`status/current`): those listed with the name, or the
+    /// one the VMID names when its broadcast name differs from vmName (it may be stale).
+    Confirm(Vec<Located>, &'t str),
+}
+
+fn listed_as<'t>(kind: GuestKind, guests: &[ClusterGuest], target: &'t GuestRef) -> Listed<'t> {
+    let (vmid, name) = match (target.vmid, target.name.as_deref()) {
+        (Some(vmid), name) => (vmid, name),
+        (None, Some(name)) => return Listed::Confirm(listed_named(kind, guests, name), name),
+        (None, None) => return Listed::Known(Err(Failure::new("Provide vmid or vmName"))),
+    };
     let Some(guest) = guests.iter().find(|g| g.vmid == Some(u64::from(vmid))) else {
-        return confirm_absent(pve, vmid).await;
+        return Listed::Unlisted(vmid);
     };
     if guest.kind != kind.segment() {
-        return Err(Failure::new(format!(
+        return Listed::Known(Err(Failure::new(format!(
             "VMID {vmid} is a {} guest on node {}, not a {}: use the @stateless/proxmox/{} model for it",
             guest.kind,
             guest.node,
             kind.segment(),
             guest.kind
-        )));
+        ))));
     }
-    if let Some(wanted) = name {
-        // The broadcast name may be stale: only the live name can refute vmName.
-        if guest.name.as_deref() != Some(wanted) {
-            let live = live_name(pve, kind, &guest.node, vmid).await?;
-            if live.as_deref() != Some(wanted) {
-                return Err(Failure::new(format!(
-                    "VMID {vmid} is named {:?}, not {wanted:?}: vmid and vmName point at different guests",
-                    live.as_deref().unwrap_or("")
-                )));
-            }
-        }
-    }
-    Ok(Found::Present(Located {
+    let at = Located {
         vmid,
         node: guest.node.clone(),
-    }))
+    };
+    match name {
+        // The broadcast name may be stale: only the live name can refute vmName.
+        Some(wanted) if guest.name.as_deref() != Some(wanted) => Listed::Confirm(vec![at], wanted),
+        _ => Listed::Known(Ok(Found::Present(at))),
+    }
 }
 
-async fn by_name<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
-    guests: &[ClusterGuest],
-    name: &str,
-) -> Result<Found, Failure> {
+/// The guests of this kind the list shows named `name`.
+fn listed_named(kind: GuestKind, guests: &[ClusterGuest], name: &str) -> Vec<Located> {
     let mut listed = Vec::new();
     for guest in guests {
         if guest.kind == kind.segment() && guest.name.as_deref() == Some(name) {
             listed.extend(located(guest));
         }
     }
-    let mut confirmed = Vec::new();
-    for at in &listed {
-        if live_name(pve, kind, &at.node, at.vmid).await?.as_deref() == Some(name) {
-            confirmed.push(at.clone());
-        }
-    }
-    if confirmed.is_empty() {
-        confirmed = by_live_lists(pve, kind, guests, name).await?;
-    }
+    listed
+}
+
+/// The one guest confirmed named `name`: none or many is the failure.
+fn one_named(kind: GuestKind, name: &str, confirmed: Vec<Located>) -> Result<Found, Failure> {
     match confirmed.as_slice() {
         [] => Err(Failure::new(format!(
             "no {} named {name:?} is visible (in /cluster/resources or the nodes' live guest lists; a guest the token may not audit is left out; give vmid to be sure)",
@@ -298,66 +410,6 @@ fn located(guest: &ClusterGuest) -> Option<Located> {
         vmid,
         node: guest.node.clone(),
     })
-}
-
-/// The guest's name as its node says it now (`status/current` reads the config).
-async fn live_name<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
-    node: &str,
-    vmid: u32,
-) -> Result<Option<String>, Failure> {
-    let request = endpoints::guest_status(node, kind, vmid);
-    let status: LiveName = pve.read(&request, "a guest status").await.map_err(|e| {
-        could_not(
-            &format!(
-                "read the current name of {} {vmid} on node {node}",
-                kind.noun()
-            ),
-            &e,
-        )
-    })?;
-    Ok(status.name)
-}
-
-/// A miss in the broadcast names: the guests of every node holding guests of this kind, live.
-async fn by_live_lists<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
-    guests: &[ClusterGuest],
-    name: &str,
-) -> Result<Vec<Located>, Failure> {
-    let mut nodes = Vec::new();
-    for guest in guests {
-        if guest.kind == kind.segment() {
-            nodes.push(guest.node.as_str());
-        }
-    }
-    crate::order::sort_dedup(&mut nodes);
-    let mut found = Vec::new();
-    for node in nodes {
-        let request = endpoints::node_guests(node, kind);
-        let listed: Vec<LiveEntry> = pve.read(&request, "a list of guests").await.map_err(|e| {
-            could_not(
-                &format!(
-                    "list the guests of node {node} to find {} {name:?}",
-                    kind.noun()
-                ),
-                &e,
-            )
-        })?;
-        found.extend(
-            listed
-                .iter()
-                .filter(|g| g.name.as_deref() == Some(name))
-                .filter_map(|g| u32::try_from(g.vmid?).ok())
-                .map(|vmid| Located {
-                    vmid,
-                    node: node.to_string(),
-                }),
-        );
-    }
-    Ok(found)
 }
 
 /// The name field of `status/current`.
@@ -394,8 +446,14 @@ impl FromJson for LiveEntry {
 /// `GET /cluster/nextid?vmid=N`: `Ok` when no guest holds N — PVE then echoes N back; any other
 /// answer is unreadable, never "free" (absence is claimed only on PVE's word). A taken id is
 /// `Err` of kind [`ErrorKind::IdTaken`].
-pub async fn next_id_free<H: Host>(pve: &Pve<'_, H>, vmid: u32) -> Result<(), PveError> {
-    next_id_free_by(pve, vmid, None).await
+///
+/// Hands back [`next_id_free_by`]'s future rather than awaiting it: a wrapper's own state machine
+/// would only add room (docs/performance.md).
+pub fn next_id_free<'a, H: Host>(
+    pve: &'a Pve<'_, H>,
+    vmid: u32,
+) -> impl Future<Output = Result<(), PveError>> + 'a {
+    next_id_free_by(pve, vmid, None)
 }
 
 /// [`next_id_free`], its request ending by a wait's `deadline_ms` when given (`Pve::call_by`).
@@ -406,7 +464,16 @@ pub async fn next_id_free_by<H: Host>(
 ) -> Result<(), PveError> {
     let request = endpoints::next_id(vmid);
     // One await for both kinds (`Pve::call_within`): each await point is its own state.
-    let data = pve.call_within(&request, deadline_ms).await?;
+    id_echoed(&request, vmid, pve.call_within(&request, deadline_ms).await)
+}
+
+/// nextid's answer for `vmid`: `Ok` when PVE echoes it back (no guest holds it).
+fn id_echoed(
+    request: &PveRequest,
+    vmid: u32,
+    answer: Result<Value, PveError>,
+) -> Result<(), PveError> {
+    let data = answer?;
     match flex::u64_of(&data) == Some(u64::from(vmid)) {
         true => Ok(()),
         false => Err(PveError::malformed(format!(
@@ -416,8 +483,9 @@ pub async fn next_id_free_by<H: Host>(
     }
 }
 
-async fn confirm_absent<H: Host>(pve: &Pve<'_, H>, vmid: u32) -> Result<Found, Failure> {
-    match next_id_free(pve, vmid).await {
+/// A VMID the cluster's list leaves out, by nextid's word (`free`).
+fn absent(vmid: u32, free: Result<(), PveError>) -> Result<Found, Failure> {
+    match free {
         Ok(_) => Ok(Found::Absent { vmid }),
         Err(e) if e.kind == ErrorKind::IdTaken => Err(Failure::new(format!(
             "VMID {vmid} exists but this token cannot see it: /cluster/resources leaves it out — grant VM.Audit on /vms/{vmid}"

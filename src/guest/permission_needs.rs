@@ -728,8 +728,11 @@ fn create_subjects(kind: GuestKind, args: &Value, s: &mut Subjects) {
         false => &["cores", "memory", "agent"],
         true => &["cores", "memory", "swap", "features"],
     };
-    let given = keys.iter().filter(|k| args.get(**k).is_some());
-    s.options.extend(given.map(|k| k.to_string()));
+    for key in keys {
+        if args.get(*key).is_some() {
+            s.options.push(key.to_string());
+        }
+    }
     let fields = Fields::of(args, "").ok();
     let config = fields.and_then(|f| f.options("config", &[]).ok().flatten());
     for (key, value) in config.unwrap_or_default() {

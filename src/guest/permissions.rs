@@ -260,13 +260,7 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
                 }
             })
         }
-        Check::And(parts) => parts
-            .iter()
-            .filter_map(|part| judge(part, s, role, has))
-            .reduce(|mut all, one| {
-                all.add(one);
-                all
-            }),
+        Check::And(parts) => judge_all(parts, s, role, has),
         Check::Or(parts) => {
             let mut each = Vec::new();
             for part in parts {
@@ -298,9 +292,12 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
                     true => format!("without `{shown}`"),
                     false => format!("with `{shown}`"),
                 };
+                // Over both lists by slices, not a chained iterator: smaller in the module.
                 let mut may = Vec::new();
-                for need in found.missing.into_iter().chain(found.may) {
-                    may.push(format!("{need} ({when})"));
+                for list in [&found.missing, &found.may] {
+                    for need in list {
+                        may.push(format!("{need} ({when})"));
+                    }
                 }
                 Some(Judged {
                     missing: Vec::new(),
@@ -311,10 +308,25 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
         Check::Pve(major, inner) if *major == s.major => judge(inner, s, role, has),
         Check::Pve(..) => None,
         Check::Options { path, table } => {
-            let perms = option_checks(table, path, &s.options);
-            judge(&Check::And(perms), s, role, has)
+            judge_all(&option_checks(table, path, &s.options), s, role, has)
         }
     }
+}
+
+/// Every part that applies, its needs added up; `None` when none applies. A loop, not an
+/// iterator chain: smaller in the module (docs/performance.md).
+fn judge_all(parts: &[Check], s: &Subjects, role: Role, has: Has) -> Option<Judged> {
+    let mut all: Option<Judged> = None;
+    for part in parts {
+        let Some(one) = judge(part, s, role, has) else {
+            continue;
+        };
+        match &mut all {
+            Some(all) => all.add(one),
+            None => all = Some(one),
+        }
+    }
+    all
 }
 
 /// "`VM.Clone` on /vms/9000" when the privileges are not held there.
@@ -447,11 +459,15 @@ pub fn major_of(version: &str) -> u64 {
 /// PVE's major version as the token's privileges tell it: one only that version has (PVE 9 no
 /// longer knows `VM.Monitor`, PVE 8 not yet `VM.GuestAgent.*`, so neither reports it).
 pub fn major_held(held: &Held) -> Option<u64> {
-    let privileges = held.iter().flat_map(|(_, privs)| privs);
-    privileges
-        .filter_map(|p| ONLY_IN.iter().find(|(_, only)| only == p))
-        .map(|(major, _)| *major)
-        .next()
+    // Loops, not a flat_map/filter_map chain: smaller in the module (docs/performance.md).
+    for (_, privs) in held {
+        for privilege in privs {
+            if let Some((major, _)) = ONLY_IN.iter().find(|(_, only)| only == privilege) {
+                return Some(*major);
+            }
+        }
+    }
+    None
 }
 
 /// What PVE requires to call `endpoint`: its check, `None` when any token may call it, `Err` for an

@@ -7,6 +7,7 @@
 //!   requested name, and carry the managed tag — added and read back when it is missing.
 
 use super::config::{key_type, shows};
+use super::create_course::Ending;
 use super::evidence::{
     settle_evidence, sight, sight_or_absent, unlocked_after, Evidence, Sighting, TaskTrail,
 };
@@ -61,46 +62,49 @@ pub async fn holder_of<H: Host>(
 }
 
 /// The guest holding a requested VMID ([`holder_of`]), when it is the guest named `name` with the
-/// managed tag: a re-run, nothing to create. `Err` is the run's outcome: another occupant
-/// (recorded), or one whose state could not be told.
+/// managed tag: a re-run, nothing to create. `Err` is the refusal on the record of the guest that
+/// holds the VMID: another occupant, or one whose state could not be told. The course writes that
+/// record (`methods::start::finish_created`), so no outcome is awaited here.
 pub async fn claim_vmid<H: Host>(
     run: &Run<'_, H>,
     mut ev: Box<Evidence>,
     name: &str,
-) -> Result<Box<Evidence>, Outcome> {
+) -> Result<Box<Evidence>, (Box<Evidence>, String)> {
     let vmid = ev.at.vmid;
     // qemu-server's clone_vm and pve-container's create write the new guest's config (final name,
     // tags) under `lock: clone` / `lock: create` before the work is done: a re-run that finds the
     // requested guest locked has found an unfinished guest. Wait for the lock, then judge.
-    if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
-        if ev.status.name.as_deref() == Some(name) {
-            run.info(&format!(
-                "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
-                ev.label(run)
-            ));
-            let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
-            // The config read while locked was unfinished: read what the finished guest holds.
-            let waited = match waited {
-                Ok(()) => ev.reread_config(run).await,
-                Err(why) => Err(why),
-            };
-            if let Err(why) = waited {
-                let message = format!(
-                    "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
-                    ev.at.node, run.method
-                );
-                return Err(ev.outcome(run, Err(message)).await);
+    // One refusal for both ways a re-run is refused, handed to the course that records it.
+    let message = 'refused: {
+        if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
+            if ev.status.name.as_deref() == Some(name) {
+                run.info(&format!(
+                    "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
+                    ev.label(run)
+                ));
+                let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
+                // The config read while locked was unfinished: read what the finished guest holds.
+                let waited = match waited {
+                    Ok(()) => ev.reread_config(run).await,
+                    Err(why) => Err(why),
+                };
+                if let Err(why) = waited {
+                    break 'refused format!(
+                        "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
+                        ev.at.node, run.method
+                    );
+                }
             }
         }
-    }
-    if is_requested(&ev.status, name) {
-        return Ok(ev);
-    }
-    let message = format!(
-        "VMID {vmid} is in use by another guest ({}), not the requested {name:?} with the `{MANAGED_TAG}` tag — choose a free vmid, or remove that guest first",
-        occupant(&ev.status)
-    );
-    Err(ev.outcome(run, Err(message)).await)
+        if is_requested(&ev.status, name) {
+            return Ok(ev);
+        }
+        format!(
+            "VMID {vmid} is in use by another guest ({}), not the requested {name:?} with the `{MANAGED_TAG}` tag — choose a free vmid, or remove that guest first",
+            occupant(&ev.status)
+        )
+    };
+    Err((ev, message))
 }
 
 fn is_requested(status: &GuestStatus, name: &str) -> bool {
@@ -131,13 +135,14 @@ fn occupant(status: &GuestStatus) -> String {
 /// After the creating `task` (`clone`, `create`, `restore`) ended successfully: the new guest,
 /// located and read, carrying the run's task trail, and unlocked ([`unlocked_after`]: a lock still
 /// there is an unfinished guest). A guest absent after all, or still locked when the budget runs
-/// out, is the run's (recorded) failure.
+/// out, is the course's end: the run's failure, on the guest's record when it was seen (the course
+/// writes it, as every verdict).
 pub async fn sight_new<H: Host>(
     run: &Run<'_, H>,
     vmid: u32,
     trail: TaskTrail,
     task: &str,
-) -> Result<Box<Evidence>, Outcome> {
+) -> Result<Box<Evidence>, Ending> {
     let target = GuestRef {
         vmid: Some(vmid),
         name: None,
@@ -148,14 +153,15 @@ pub async fn sight_new<H: Host>(
             run.kind.noun()
         )
     })
-    .await?;
+    .await
+    .map_err(Err)?;
     // Read after the creating task: not stale.
     ev.observed_after = trail.mutations_sent;
     ev.trail = trail;
     let done = format!("the {task} task ended successfully");
     match unlocked_after(run, &mut ev, &done).await {
         Ok(()) => Ok(ev),
-        Err(message) => Err(ev.outcome(run, Err(message)).await),
+        Err(message) => Err(Ok((ev, Err(message), false))),
     }
 }
 

@@ -13,13 +13,16 @@
 use super::evidence::{Dispatched, TaskTrail};
 use super::reference::{VMID_MAX, VMID_MIN};
 use crate::args::{ArgError, Fields};
+use crate::client::shaped;
 use crate::explain::could_not;
 use crate::host::Host;
 use crate::pve::endpoints;
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::ClusterGuest;
 use crate::run::Run;
+use serde_json::Value;
 
 /// How many ids a free claim tries before it gives up (each refusal means another run won one).
 pub const CLAIM_ATTEMPTS: u32 = 16;
@@ -78,27 +81,6 @@ impl VmidChoice {
     }
 }
 
-/// Sends the creating request for the chosen VMID and follows its task: the VMID the guest got, and
-/// how it was chosen (a prefix for the summary). A given VMID was checked by `claim_vmid` before.
-pub async fn create_guest<H: Host>(
-    run: &Run<'_, H>,
-    choice: VmidChoice,
-    trail: &mut TaskTrail,
-    request: &dyn Fn(u32) -> PveRequest,
-    action: &dyn Fn(u32) -> String,
-) -> Result<(u32, String), String> {
-    match choice {
-        VmidChoice::Given(vmid) => {
-            trail.run(&run.pve(), &request(vmid), &action(vmid)).await?;
-            Ok((vmid, String::new()))
-        }
-        VmidChoice::Free { min, max } => {
-            let vmid = claim_free(run, (min, max), trail, request, action).await?;
-            Ok((vmid, format!("claimed the free VMID {vmid}: ")))
-        }
-    }
-}
-
 /// Claims a free VMID in `min..=max` by sending `request(id)` (the creating request) and following
 /// its task: `Ok(id)` once PVE accepted the request for `id` and the task ended well. `action(id)`
 /// names the step in messages ("clone VM 9000 on node pve1 to VMID 123").
@@ -110,13 +92,25 @@ pub async fn claim_free<H: Host>(
     action: &dyn Fn(u32) -> String,
 ) -> Result<u32, String> {
     let pve = run.pve();
-    let proposed = lowest_free(run).await?;
     // nextid proposes the lowest free id of the whole cluster; a range above it starts past the
-    // ids the listing shows in use (the token may not see all: PVE's refusal still decides).
-    let listed = match proposed < min {
-        true => listed_ids(run).await?,
-        false => Vec::new(),
-    };
+    // ids the listing shows in use (the token may not see all: PVE's refusal still decides). One
+    // await for both requests, each answer judged by a plain step: each await point costs the
+    // course room (docs/performance.md).
+    let (mut proposed, mut listed) = (0, Vec::new());
+    for listing in [false, true] {
+        let request = match listing {
+            false => endpoints::next_free_id(),
+            true => endpoints::cluster_guests(),
+        };
+        let answer = pve.call(&request).await;
+        match listing {
+            false => proposed = lowest_free(&request, answer)?,
+            true => listed = listed_ids(&request, answer)?,
+        }
+        if proposed >= min {
+            break;
+        }
+    }
     let skip_listed = |mut id: u32| {
         while listed.contains(&id) {
             id += 1;
@@ -158,14 +152,9 @@ pub async fn claim_free<H: Host>(
     ))
 }
 
-/// `GET /cluster/nextid`: the lowest free VMID (PVE's proposal, not a reservation).
-async fn lowest_free<H: Host>(run: &Run<'_, H>) -> Result<u32, String> {
-    let request = endpoints::next_free_id();
-    let data = run
-        .pve()
-        .call(&request)
-        .await
-        .map_err(|e| could_not("find a free VMID (GET /cluster/nextid)", &e).0)?;
+/// `GET /cluster/nextid`'s answer: the lowest free VMID (PVE's proposal, not a reservation).
+fn lowest_free(request: &PveRequest, answer: Result<Value, PveError>) -> Result<u32, String> {
+    let data = answer.map_err(|e| could_not("find a free VMID (GET /cluster/nextid)", &e).0)?;
     match flex::u64_of(&data) {
         Some(id) if (VMID_MIN as u64..=VMID_MAX as u64).contains(&id) => Ok(id as u32),
         _ => Err(format!(
@@ -175,12 +164,9 @@ async fn lowest_free<H: Host>(run: &Run<'_, H>) -> Result<u32, String> {
     }
 }
 
-/// The VMIDs `/cluster/resources` shows in use.
-async fn listed_ids<H: Host>(run: &Run<'_, H>) -> Result<Vec<u32>, String> {
-    let guests: Vec<ClusterGuest> = run
-        .pve()
-        .read(&endpoints::cluster_guests(), "a list of guests")
-        .await
+/// The VMIDs `/cluster/resources` shows in use, from its answer.
+fn listed_ids(request: &PveRequest, answer: Result<Value, PveError>) -> Result<Vec<u32>, String> {
+    let guests: Vec<ClusterGuest> = shaped(request, "a list of guests", answer)
         .map_err(|e| could_not("list the VMIDs in use (GET /cluster/resources)", &e).0)?;
     let mut ids = Vec::with_capacity(guests.len());
     for guest in &guests {

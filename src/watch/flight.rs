@@ -6,6 +6,7 @@ use super::signal::Signal;
 use crate::pve::error::PveError;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::rc::Rc;
 
 /// A request some run will send, and its answer once it came.
@@ -34,8 +35,10 @@ impl Flight {
     }
 
     /// Waits until the sending run handed over the answer or gave up without one.
-    pub async fn landed(self: &Rc<Self>) {
-        self.landed.after(0).await;
+    /// The signal's own future, handed back rather than awaited: a wrapper's state machine would
+    /// only add room.
+    pub fn landed(self: &Rc<Self>) -> impl Future<Output = ()> + '_ {
+        self.landed.after(0)
     }
 
     /// What `look` makes of the answer, once it landed; `None` when the sending run gave up

@@ -243,8 +243,10 @@ impl NodeTasks {
     }
 
     /// Ready once a list read newer than `seen` was published (or given up).
-    pub async fn published_after(&self, seen: u64) {
-        self.published.after(seen).await
+    /// The signal's own future, handed back rather than awaited: a wrapper's state machine would
+    /// only add room.
+    pub fn published_after(&self, seen: u64) -> impl Future<Output = ()> + '_ {
+        self.published.after(seen)
     }
 
     /// What a run whose probe wants a list read sent at or after `fresh_since` (epoch ms) does now.

@@ -43,12 +43,15 @@ impl Signal {
     }
 }
 
-/// Awaits whichever of two futures ends first; the other is dropped.
-pub async fn first_of<A: Future, B: Future>(a: A, b: B) {
+/// Awaits whichever of two futures ends first, the other dropped; with no `b`, `a` alone. The
+/// `Option` lets a caller that waits on one or on two await once: each await point costs its state
+/// machine room (docs/performance.md).
+pub async fn first_of<A: Future, B: Future>(a: A, b: Option<B>) {
     let mut a = pin!(a);
     let mut b = pin!(b);
     poll_fn(move |cx| {
-        if a.as_mut().poll(cx).is_ready() || b.as_mut().poll(cx).is_ready() {
+        let b = b.as_mut().as_pin_mut();
+        if a.as_mut().poll(cx).is_ready() || b.is_some_and(|b| b.poll(cx).is_ready()) {
             return Poll::Ready(());
         }
         Poll::Pending
@@ -75,7 +78,10 @@ mod tests {
     #[test]
     fn first_of_ends_with_the_first_ready_future() {
         let signal = Signal::default();
-        let mut both = pin!(first_of(signal.after(0), std::future::pending::<()>()));
+        let mut both = pin!(first_of(
+            signal.after(0),
+            Some(std::future::pending::<()>())
+        ));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(both.as_mut().poll(&mut cx).is_pending());
         signal.raise();
