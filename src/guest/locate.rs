@@ -212,6 +212,8 @@ pub async fn locate<H: Host>(
     let (mut confirmed, mut live, mut nodes) = (Vec::new(), None, Vec::<String>::new());
     let mut step = Step::List;
     loop {
+        // `i` is always in range: the checks at the loop's end leave it (or move on) once a step
+        // reaches its list's length, before any request for that index is made.
         let request = match step {
             Step::List => endpoints::cluster_guests(),
             Step::Absent(vmid) => endpoints::next_id(vmid),
