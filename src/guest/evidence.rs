@@ -599,23 +599,12 @@ pub async fn settle_evidence<H: Host>(
     settled
 }
 
-/// Waits until `status/current` shows no lock (and `also`: the state a task's change implies)
-/// after a task, within what is left of the method's one budget (`taskTimeoutSec`): a lock left
-/// behind is a transitional state, not a result (`settle` holds out for no lock by itself). A lock
-/// that outlasts the budget is named, with what to check.
-pub async fn await_unlocked<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    also: &dyn Fn(&GuestStatus) -> bool,
-    wanted: &str,
-) -> Result<(), String> {
-    let waited = settle_evidence(run, ev, run.wait_budget_ms(), also).await;
-    waited.map_err(|why| locked_out(run, ev, wanted, why))
-}
-
-/// An [`await_unlocked`] that ran out: what [`unlock_failed`] says, and what to check when a lock
-/// was last seen.
-fn locked_out<H: Host>(run: &Run<'_, H>, ev: &Evidence, wanted: &str, why: String) -> String {
+/// A wait until `status/current` shows no lock (and the state a task's change implies) that ran
+/// out, after a task: a lock left behind is a transitional state, not a result (`settle` holds out
+/// for no lock by itself). What [`unlock_failed`] says, and what to check when a lock was last
+/// seen. Plain: each course awaits [`settle_evidence`] itself, within what is left of the method's
+/// one budget (`run.wait_budget_ms()`), so no wrapper's state machine sits between (issue 32).
+pub fn locked_out<H: Host>(run: &Run<'_, H>, ev: &Evidence, wanted: &str, why: String) -> String {
     let why = unlock_failed(run, ev, wanted, why);
     match lock_of(&ev.status) {
         Some(_) => format!("{why} — {}", lock_advice(run.kind, &ev.at.node)),

@@ -3,7 +3,7 @@
 //! and follow its task, wait until the guest is unlocked and in the state the change implies, read
 //! the tree again and judge it. Each method says only what differs, as a [`SnapshotChange`].
 
-use super::evidence::{await_unlocked, sight_to_change, Evidence};
+use super::evidence::{locked_out, settle_evidence, sight_to_change, Evidence};
 use super::locate::Located;
 use super::power::Target;
 use super::reference::GuestRef;
@@ -99,13 +99,9 @@ async fn apply<H: Host>(
     let kind = run.kind;
     let wanted = change.settled_text(&plan, kind);
     let end = plan.end;
-    await_unlocked(
-        run,
-        ev,
-        &|s| end.is_none_or(|t| t.reached(kind, s)),
-        &wanted,
-    )
-    .await?;
+    let settled = &|s: &_| end.is_none_or(|t| t.reached(kind, s));
+    let waited = settle_evidence(run, ev, run.wait_budget_ms(), settled).await;
+    waited.map_err(|why| locked_out(run, ev, &wanted, why))?;
     let after = TreeSeen::read(run, ev).await.inspect_err(|_| {
         if let Some(before) = tree.as_mut() {
             before.unreadable = true;

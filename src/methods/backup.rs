@@ -12,7 +12,7 @@
 
 use crate::args::{ArgError, Fields, Kind, Read, Spec};
 use crate::guest::backups::{check_backup_storage, describe_all, list_archives, Archive};
-use crate::guest::evidence::await_unlocked;
+use crate::guest::evidence::{locked_out, settle_evidence};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::describe;
@@ -232,7 +232,8 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let kind = run.kind;
         let wanted = format!("its state before the backup ({})", describe(&state_before));
         let back = &|s: &GuestStatus| same_state(kind, &state_before, s);
-        or_break!('verdict, await_unlocked(run, ev, back, &wanted).await);
+        let waited = settle_evidence(run, ev, run.wait_budget_ms(), back).await;
+        or_break!('verdict, waited.map_err(|why| locked_out(run, ev, &wanted, why)));
         let after = list_archives(run, &node, &args.storage, Some(vmid)).await;
         let after = or_break!('verdict, after.map_err(of_guest));
         let Some(archive) = made_by_run(&before, &after) else {
