@@ -69,49 +69,42 @@ pub async fn run_change<H: Host>(
     }
 }
 
-/// The course itself, the same code for every method.
+/// The course itself, the same code for every method. The change is a labeled block, not a nested
+/// async fn: `tree` keeps the last tree observed, for the record, whatever the verdict.
 async fn change_course<H: Host>(run: &Run<'_, H>, change: &dyn SnapshotChange) -> Outcome {
     let mut ev = match sight_to_change(run, change.target(), change.does()).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
     let mut tree = None;
-    let verdict = apply(run, &mut ev, change, &mut tree).await;
-    snapshot_outcome(run, &ev, tree, verdict).await
-}
-
-/// The change itself; `tree` keeps the last tree observed, for the record, whatever the verdict.
-async fn apply<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    change: &dyn SnapshotChange,
-    tree: &mut Option<TreeSeen>,
-) -> Result<String, String> {
     let label = ev.label(run);
-    let before = TreeSeen::read(run, ev).await?;
-    let plan = change.plan(&label, ev, &before.tree);
-    *tree = Some(before);
-    let plan = plan?;
-    let request = change.request(run.kind, &ev.at);
-    ev.trail
-        .run(&run.pve(), &request, &change.action(&label))
-        .await?;
-    let kind = run.kind;
-    let wanted = change.settled_text(&plan, kind);
-    let end = plan.end;
-    let settled = &|s: &_| end.is_none_or(|t| t.reached(kind, s));
-    let waited = settle_evidence(run, ev, run.wait_budget_ms(), settled).await;
-    waited.map_err(|why| locked_out(run, ev, &wanted, why))?;
-    let after = TreeSeen::read(run, ev).await.inspect_err(|_| {
-        if let Some(before) = tree.as_mut() {
-            before.unreadable = true;
+    let verdict = 'change: {
+        let before = or_break!('change, TreeSeen::read(run, &ev).await);
+        let plan = change.plan(&label, &ev, &before.tree);
+        tree = Some(before);
+        let plan = or_break!('change, plan);
+        let request = change.request(run.kind, &ev.at);
+        let action = change.action(&label);
+        or_break!('change, ev.trail.run(&run.pve(), &request, &action).await);
+        let kind = run.kind;
+        let wanted = change.settled_text(&plan, kind);
+        let end = plan.end;
+        let settled = &|s: &_| end.is_none_or(|t| t.reached(kind, s));
+        let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), settled).await;
+        or_break!('change, waited.map_err(|why| locked_out(run, &ev, &wanted, why)));
+        let after = TreeSeen::read(run, &ev).await.inspect_err(|_| {
+            if let Some(before) = tree.as_mut() {
+                before.unreadable = true;
+            }
+        });
+        let after = or_break!('change, after);
+        let warned = ev.trail.warnings.len();
+        let verdict = change.judge(&mut ev, &label, plan, &after.tree);
+        for warning in ev.trail.warnings.iter().skip(warned) {
+            run.warn(warning);
         }
-    })?;
-    let warned = ev.trail.warnings.len();
-    let verdict = change.judge(ev, &label, plan, &after.tree);
-    for warning in ev.trail.warnings.iter().skip(warned) {
-        run.warn(warning);
-    }
-    *tree = Some(after);
-    verdict
+        tree = Some(after);
+        verdict
+    };
+    snapshot_outcome(run, &ev, tree, verdict).await
 }
