@@ -21,7 +21,7 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;
 use crate::pve::endpoints;
-use crate::pve::error::ErrorKind;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
 use crate::run::{write, Run};
 use serde_json::Value;
@@ -73,81 +73,95 @@ pub async fn delete<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    match destroy(run, &mut ev, &args).await {
+    // The destroying itself, a labeled block rather than a nested async fn (issue 32).
+    let destroyed = 'destroy: {
+        or_break!('destroy, ev.pass_gate(run, &gates::DELETE, args.force));
+        let label = ev.label(run);
+        if !Target::Stopped.reached(run.kind, &ev.status) {
+            run.info(&format!(
+                "{label} is {}: stopping it first (PVE does not destroy a running guest)",
+                ev.status.status
+            ));
+            let request = endpoints::guest_stop(&ev.at.node, run.kind, ev.at.vmid);
+            let stopped = transition(run, &mut ev, &request, "stop", Target::Stopped).await;
+            or_break!('destroy, stopped);
+        }
+        let request = endpoints::guest_delete(&ev.at.node, run.kind, ev.at.vmid, args.purge);
+        let action = format!("delete {label}");
+        or_break!('destroy, ev.trail.run(&run.pve(), &request, &action).await);
+        // Polls `GET /cluster/nextid?vmid=N` until PVE says no guest holds the VMID on any node
+        // (the cluster's own list of guests, whatever the token may audit, in one request), within
+        // what the stop and the delete task left of the method's one budget; `gone_judged` judges
+        // each answer.
+        let pve = run.pve();
+        let deadline = run.budget.deadline(run.host.now_ms());
+        let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
+        let mut seen_taken = false;
+        let gone = loop {
+            let answer = next_id_free_by(&pve, ev.at.vmid, Some(deadline)).await;
+            if let Some(gone) = gone_judged(run, &ev, deadline, &mut seen_taken, answer) {
+                break gone;
+            }
+            if pacer.pause(run.host).await.is_err() {
+                break Err(still_there(run, &ev));
+            }
+        };
+        or_break!('destroy, gone);
+        Ok(format!(
+            "{label} was deleted and is confirmed gone from every node"
+        ))
+    };
+    match destroyed {
         Ok(summary) => deleted(run, &ev, summary),
         Err(message) => ev.outcome(run, Err(message)).await,
     }
 }
 
-async fn destroy<H: Host>(
+/// One nextid answer of the wait for the guest gone (`deadline`: the budget's end): `Some` verdict
+/// when it settles the wait, `None` to ask again; `seen_taken` keeps whether PVE said the VMID is
+/// still held.
+fn gone_judged<H: Host>(
     run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &DeleteArgs,
-) -> Result<String, String> {
-    ev.pass_gate(run, &gates::DELETE, args.force)?;
-    let label = ev.label(run);
-    if !Target::Stopped.reached(run.kind, &ev.status) {
-        run.info(&format!(
-            "{label} is {}: stopping it first (PVE does not destroy a running guest)",
-            ev.status.status
-        ));
-        let request = endpoints::guest_stop(&ev.at.node, run.kind, ev.at.vmid);
-        transition(run, ev, &request, "stop", Target::Stopped).await?;
+    ev: &Evidence,
+    deadline: f64,
+    seen_taken: &mut bool,
+    answer: Result<(), PveError>,
+) -> Option<Result<(), String>> {
+    let vmid = ev.at.vmid;
+    match answer {
+        Ok(()) => Some(Ok(())),
+        Err(e) if e.kind == ErrorKind::IdTaken => {
+            *seen_taken = true;
+            None
+        }
+        // The budget's end cut the check short: the last answer (if any) is what was seen.
+        Err(e) if e.kind == ErrorKind::Timeout && *seen_taken && run.host.now_ms() >= deadline => {
+            Some(Err(still_there(run, ev)))
+        }
+        Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
+            Some(Err(format!(
+                "the delete task ended successfully, but the guest's absence could not be confirmed before taskTimeoutSec={} (the method's whole wait) ran out: {e} — check the guest's state (run lookup)",
+                seconds(run.budget.total_ms)
+            )))
+        }
+        Err(e) => {
+            let action = format!("confirm that VMID {vmid} is gone (GET /cluster/nextid)");
+            Some(Err(format!(
+                "the delete task ended successfully, but the guest's absence could not be confirmed: {}",
+                could_not(&action, &e).0
+            )))
+        }
     }
-    let request = endpoints::guest_delete(&ev.at.node, run.kind, ev.at.vmid, args.purge);
-    ev.trail
-        .run(&run.pve(), &request, &format!("delete {label}"))
-        .await?;
-    confirm_gone(run, ev).await?;
-    Ok(format!(
-        "{label} was deleted and is confirmed gone from every node"
-    ))
 }
 
-/// Polls `GET /cluster/nextid?vmid=N` until PVE says no guest holds the VMID on any node (the
-/// cluster's own list of guests, whatever the token may audit, in one request), within what the
-/// stop and the delete task left of the method's one budget.
-async fn confirm_gone<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
-    let pve = run.pve();
-    let vmid = ev.at.vmid;
-    let deadline = run.budget.deadline(run.host.now_ms());
-    let mut pacer = Pacer::until(deadline, pve.poll_cap_ms);
-    let still_there = || {
-        format!(
-            "the delete task ended successfully, but VMID {vmid} still exists (GET /cluster/nextid says so) when taskTimeoutSec={} (the method's whole wait) ran out — check the task log and the guest's config on node {}",
-            seconds(run.budget.total_ms),
-            ev.at.node
-        )
-    };
-    let mut seen_taken = false;
-    loop {
-        match next_id_free_by(&pve, vmid, Some(deadline)).await {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind == ErrorKind::IdTaken => seen_taken = true,
-            // The budget's end cut the check short: the last answer (if any) is what was seen.
-            Err(e)
-                if e.kind == ErrorKind::Timeout && seen_taken && run.host.now_ms() >= deadline =>
-            {
-                return Err(still_there())
-            }
-            Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
-                return Err(format!(
-                    "the delete task ended successfully, but the guest's absence could not be confirmed before taskTimeoutSec={} (the method's whole wait) ran out: {e} — check the guest's state (run lookup)",
-                    seconds(run.budget.total_ms)
-                ));
-            }
-            Err(e) => {
-                let action = format!("confirm that VMID {vmid} is gone (GET /cluster/nextid)");
-                return Err(format!(
-                    "the delete task ended successfully, but the guest's absence could not be confirmed: {}",
-                    could_not(&action, &e).0
-                ));
-            }
-        }
-        if pacer.pause(run.host).await.is_err() {
-            return Err(still_there());
-        }
-    }
+/// The guest still there when the budget ran out.
+fn still_there<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> String {
+    format!(
+        "the delete task ended successfully, but VMID {} still exists (GET /cluster/nextid says so) when taskTimeoutSec={} (the method's whole wait) ran out — check the task log and the guest's config on node {}",
+        ev.at.vmid,
+        seconds(run.budget.total_ms),
+        ev.at.node
+    )
 }
 
 /// The `deleted` record: what was last known of the guest, marked gone.
