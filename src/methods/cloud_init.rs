@@ -181,84 +181,78 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(outcome) => return outcome,
     };
     let mut pending = Map::new();
-    let verdict = configure(run, &mut ev, &args, &mut pending).await;
+    // gate (a cloud-init drive) → set the options → regenerate the drive → read back what PVE
+    // generates from it and what it lists pending against it → apply at boot (at the next one, see
+    // `without_reboot`; else a verified reboot, then nothing may be pending). Each answer is judged
+    // by a plain function below; a labeled block, not a nested async fn (issue 32).
+    let verdict = 'configure: {
+        let (label, vmid) = (ev.label(run), ev.at.vmid);
+        let pve = run.pve();
+        let request = endpoints::guest_config_current(&ev.at.node, run.kind, vmid);
+        let answer = pve.call(&request).await;
+        let config = shaped(&request, "a guest config", answer);
+        or_break!('configure, require_drive(&label, vmid, config));
+        if !args.options.is_empty() {
+            let change = SetConfigArgs {
+                target: args.target.clone(),
+                changes: args.options.clone(),
+                apply_pending: ApplyPending::Later,
+            };
+            let (applied, snapshot) = apply(run, &mut ev, &change).await;
+            if let Some(snapshot) = snapshot {
+                pending = snapshot.pending;
+            }
+            or_break!('configure, applied);
+        }
+        let request = endpoints::cloudinit_regenerate(&ev.at.node, vmid);
+        ev.trail.sending();
+        let answer = pve.call(&request).await;
+        ev.trail.answered(&answer);
+        or_break!('configure, answer.map_err(|e| {
+            let action = format!("regenerate the cloud-init drive of {label}");
+            mutation_failed(&action, &e, "GET …/cloudinit (run cloudInit again)").0
+        }));
+        let mut missing = Vec::new();
+        for part in ["user", "network", "meta"] {
+            let request = endpoints::cloudinit_dump(&ev.at.node, vmid, part);
+            let answer = pve.call(&request).await;
+            let text: String = or_break!('configure, shaped(&request, "a cloud-init config", answer).map_err(|e| {
+                let action = format!("read the generated cloud-init {part} config of {label}");
+                could_not(&action, &e).0
+            }));
+            missing.append(&mut lacks(part, &text, &args));
+        }
+        if !missing.is_empty() {
+            break 'configure Err(format!(
+                "the cloud-init config PVE generates for {label} lacks what was asked: {} — check the options' format (and cicustom, whose files replace the generated parts)",
+                missing.joined("; ")
+            ));
+        }
+        let request = endpoints::cloudinit_pending(&ev.at.node, vmid);
+        let answer = pve.call(&request).await;
+        let rows = shaped(&request, "a cloud-init pending list", answer);
+        let summary = or_break!('configure, drive_current(&label, &args, rows));
+        if let Some(verdict) = without_reboot(run, &mut ev, &args, &summary) {
+            break 'configure Ok(verdict);
+        }
+        let rebooted = reboot_verified(run, &mut ev, args.timeout_sec).await;
+        // What was pending before a reboot is no observation of after it: read again either way.
+        let after = read_snapshot(run, &ev.at).await;
+        match rebooted {
+            Ok(rebooted) => after_reboot(&label, &summary, &rebooted, after, &mut pending),
+            Err(why) => {
+                let after = pending_read_after_reboot(run, &mut ev, after);
+                pending = after.map(|a| a.pending).unwrap_or_default();
+                Err(why)
+            }
+        }
+    };
     ev.outcome_with(
         run,
         verdict,
         Some(&mut |record| record.pending = std::mem::take(&mut pending)),
     )
     .await
-}
-
-/// gate (a cloud-init drive) → set the options → regenerate the drive → read back what PVE
-/// generates from it and what it lists pending against it → apply at boot (at the next one, see
-/// `without_reboot`; else a verified reboot, then nothing may be pending). Each answer is judged
-/// by a plain function below.
-async fn configure<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &CloudInitArgs,
-    pending: &mut Map<String, Value>,
-) -> Result<String, String> {
-    let (label, vmid) = (ev.label(run), ev.at.vmid);
-    let pve = run.pve();
-    let request = endpoints::guest_config_current(&ev.at.node, run.kind, vmid);
-    let answer = pve.call(&request).await;
-    require_drive(&label, vmid, shaped(&request, "a guest config", answer))?;
-    if !args.options.is_empty() {
-        let change = SetConfigArgs {
-            target: args.target.clone(),
-            changes: args.options.clone(),
-            apply_pending: ApplyPending::Later,
-        };
-        let (applied, snapshot) = apply(run, ev, &change).await;
-        if let Some(snapshot) = snapshot {
-            *pending = snapshot.pending;
-        }
-        applied?;
-    }
-    let request = endpoints::cloudinit_regenerate(&ev.at.node, vmid);
-    ev.trail.sending();
-    let answer = pve.call(&request).await;
-    ev.trail.answered(&answer);
-    answer.map_err(|e| {
-        let action = format!("regenerate the cloud-init drive of {label}");
-        mutation_failed(&action, &e, "GET …/cloudinit (run cloudInit again)").0
-    })?;
-    let mut missing = Vec::new();
-    for part in ["user", "network", "meta"] {
-        let request = endpoints::cloudinit_dump(&ev.at.node, vmid, part);
-        let answer = pve.call(&request).await;
-        let text: String = shaped(&request, "a cloud-init config", answer).map_err(|e| {
-            let action = format!("read the generated cloud-init {part} config of {label}");
-            could_not(&action, &e).0
-        })?;
-        missing.append(&mut lacks(part, &text, args));
-    }
-    if !missing.is_empty() {
-        return Err(format!(
-            "the cloud-init config PVE generates for {label} lacks what was asked: {} — check the options' format (and cicustom, whose files replace the generated parts)",
-            missing.joined("; ")
-        ));
-    }
-    let request = endpoints::cloudinit_pending(&ev.at.node, vmid);
-    let answer = pve.call(&request).await;
-    let rows = shaped(&request, "a cloud-init pending list", answer);
-    let summary = drive_current(&label, args, rows)?;
-    if let Some(verdict) = without_reboot(run, ev, args, &summary) {
-        return Ok(verdict);
-    }
-    let rebooted = reboot_verified(run, ev, args.timeout_sec).await;
-    // What was pending before a reboot is no observation of after it: read again either way.
-    let after = read_snapshot(run, &ev.at).await;
-    match rebooted {
-        Ok(rebooted) => after_reboot(&label, &summary, &rebooted, after, pending),
-        Err(why) => {
-            let after = pending_read_after_reboot(run, ev, after);
-            *pending = after.map(|a| a.pending).unwrap_or_default();
-            Err(why)
-        }
-    }
 }
 
 /// A running VM takes its cloud-init config at boot: the summary when no reboot applies it now (a
