@@ -133,16 +133,36 @@ pub async fn change<H: Host>(
         Ok(()) => apply(run, &mut ev, &args).await,
         Err(refusal) => (Err(format!("{refusal}; nothing was changed")), None),
     };
+    // `applyPending: "reboot"` with changes pending: a verified reboot (the guest must run), then
+    // the pending set must be empty. The reboot and the read after it are awaited here, each
+    // answer judged by a plain function (issue 32).
     if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
         if args.apply_pending == ApplyPending::Reboot && taken.has_pending() {
-            let (rebooted, after) = reboot_to_apply(run, &mut ev, summary).await;
-            verdict = rebooted;
+            let summary = summary.clone();
             // What was pending before a reboot is no observation of after it.
-            snapshot = after;
+            (verdict, snapshot) = match not_running(run, &ev, &summary) {
+                Some(message) => (Err(message), None),
+                None => {
+                    let rebooted = reboot_verified(run, &mut ev, REBOOT_SHUTDOWN_SEC).await;
+                    let after = read_snapshot(run, &ev.at).await;
+                    rebooted_judged(run, &mut ev, &summary, rebooted, after)
+                }
+            };
         }
     }
+    // The summary with what the read-back shows, once a freed volume is seen gone from its
+    // storage.
     if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
-        verdict = read_back(run, &ev, shown(ev.at.vmid, &ev.config, taken), summary).await;
+        verdict = match shown(ev.at.vmid, &ev.config, taken) {
+            Err(why) => Err(format!("{summary}, but {why}")),
+            Ok(seen) => match &seen.freed {
+                None => Ok(format!("{summary}{}", seen.words)),
+                Some(volid) => {
+                    let listed = listed_on_storage(run, &ev.at.node, ev.at.vmid, volid).await;
+                    freed_judged(summary, &seen, volid, listed)
+                }
+            },
+        };
     }
     ev.outcome_with(
         run,
@@ -157,53 +177,55 @@ pub async fn change<H: Host>(
     .await
 }
 
-/// The summary with what the read-back shows, once a freed volume is seen gone from its storage.
-async fn read_back<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    shown: Result<ReadBack, String>,
+/// A read-back's freed volume `volid` against its storage's list (`listed`): the summary with
+/// what the read-back shows once the volume is gone, or why not.
+fn freed_judged(
     summary: &str,
+    seen: &ReadBack,
+    volid: &str,
+    listed: Result<bool, String>,
 ) -> Result<String, String> {
-    let seen = shown.map_err(|why| format!("{summary}, but {why}"))?;
-    if let Some(volid) = &seen.freed {
-        let storage = storage_of(volid);
-        match listed_on_storage(run, &ev.at.node, ev.at.vmid, volid).await {
-            Ok(false) => {}
-            Ok(true) => {
-                return Err(format!(
-                    "{summary}, but storage {storage} still lists {volid}: it was not destroyed"
-                ))
-            }
-            Err(why) => return Err(format!("{summary}, but {why}")),
-        }
+    match listed {
+        Ok(false) => Ok(format!("{summary}{}", seen.words)),
+        Ok(true) => Err(format!(
+            "{summary}, but storage {} still lists {volid}: it was not destroyed",
+            storage_of(volid)
+        )),
+        Err(why) => Err(format!("{summary}, but {why}")),
     }
-    Ok(format!("{summary}{}", seen.words))
 }
 
-/// `applyPending: "reboot"` with changes pending: a verified reboot (the guest must run), then the
-/// pending set must be empty. Returns the verdict and the snapshot read after the reboot.
-async fn reboot_to_apply<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    summary: &str,
-) -> (Result<String, String>, Option<ConfigSnapshot>) {
-    if !Target::Running.reached(run.kind, &ev.status) {
-        let message = format!(
+/// `applyPending: "reboot"` needs a running guest: why not, when it is not.
+fn not_running<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: &str) -> Option<String> {
+    match Target::Running.reached(run.kind, &ev.status) {
+        true => None,
+        false => Some(format!(
             "{summary}, but applyPending: \"reboot\" needs a running guest and {} is {} — it applies them at its next start",
             ev.label(run),
             ev.status.status
-        );
-        return (Err(message), None);
+        )),
     }
-    let rebooted = match reboot_verified(run, ev, REBOOT_SHUTDOWN_SEC).await {
+}
+
+/// An `applyPending` reboot (`rebooted`) and the config read after it (`after`): the verdict
+/// (nothing may be pending) and the snapshot the record shows.
+fn rebooted_judged<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    summary: &str,
+    rebooted: Result<String, String>,
+    after: Result<ConfigSnapshot, PveError>,
+) -> (Result<String, String>, Option<ConfigSnapshot>) {
+    let rebooted = match rebooted {
         Ok(rebooted) => rebooted,
         Err(why) => {
-            let after = pending_after_reboot(run, ev).await;
+            // A reboot may have applied them: the read after it is what is pending.
+            let after = pending_read_after_reboot(run, ev, after);
             return (Err(format!("{summary}; applyPending: {why}")), after);
         }
     };
     let label = ev.label(run);
-    match read_snapshot(run, &ev.at).await {
+    match after {
         Ok(after) if after.has_pending() => {
             let mut keys = Vec::new();
             for key in after.pending.keys().chain(&after.pending_delete) {
@@ -235,18 +257,8 @@ async fn reboot_to_apply<H: Host>(
     }
 }
 
-/// The pending changes after a reboot attempt that failed (a reboot may have applied them): read
-/// once more; when they cannot be, none are recorded and the record says why.
-pub async fn pending_after_reboot<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-) -> Option<ConfigSnapshot> {
-    let read = read_snapshot(run, &ev.at).await;
-    pending_read_after_reboot(run, ev, read)
-}
-
-/// [`pending_after_reboot`] of a read already made: the snapshot, or (unreadable) none and a
-/// warning in the record saying why.
+/// The pending changes after a reboot attempt that failed (a reboot may have applied them), read
+/// once more: the snapshot, or (unreadable) none and a warning in the record saying why.
 pub fn pending_read_after_reboot<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
