@@ -35,44 +35,44 @@ pub struct ConfigRecord {
 
 /// Runs `getConfig`.
 pub async fn get_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    match read(run, args).await {
-        Ok(record) => {
-            let summary = format!(
-                "{} {} on node {}: {} keys, {} pending",
-                run.kind.noun(),
-                record.vmid,
-                record.node,
-                record.config.len(),
-                record.pending.len() + record.pending_delete.len()
-            );
-            let instance = format!("{}-config", run.guest_instance(record.vmid));
-            Outcome::succeeded(vec![write("config", instance, &record)], summary)
-        }
+    let target = match Fields::of(args, "").and_then(|f| GuestRef::parse(&f)) {
+        Ok(target) => target,
+        Err(e) => return Failure::from(e).into(),
+    };
+    // Awaited here, not in a nested async fn: each layer is its own state machine (issue 32).
+    let config = async |at: &Located| read_snapshot(run, at).await;
+    match read_where_it_lives(run, &target, "the config", config).await {
+        Ok(GuestRead::Read { at, value }) => recorded(run, at, value),
+        Ok(GuestRead::Absent { vmid }) => Failure(absent_message(
+            run.kind,
+            vmid,
+            ": there is no config to read",
+        ))
+        .into(),
         Err(failure) => failure.into(),
     }
 }
 
-async fn read<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<ConfigRecord, Failure> {
-    let target = GuestRef::parse(&Fields::of(args, "")?)?;
-    let config = async |at: &Located| read_snapshot(run, at).await;
-    match read_where_it_lives(run, &target, "the config", config).await? {
-        GuestRead::Absent { vmid } => Err(Failure(absent_message(
-            run.kind,
-            vmid,
-            ": there is no config to read",
-        ))),
-        GuestRead::Read {
-            at,
-            value: snapshot,
-        } => Ok(ConfigRecord {
-            vmid: at.vmid,
-            node: at.node,
-            config: snapshot.current,
-            pending: snapshot.pending,
-            pending_delete: snapshot.pending_delete,
-            recorded_at: run.now_iso(),
-        }),
-    }
+/// The config record of the guest at `at`, from its snapshot.
+fn recorded<H: Host>(run: &Run<'_, H>, at: Located, snapshot: ConfigSnapshot) -> Outcome {
+    let record = ConfigRecord {
+        vmid: at.vmid,
+        node: at.node,
+        config: snapshot.current,
+        pending: snapshot.pending,
+        pending_delete: snapshot.pending_delete,
+        recorded_at: run.now_iso(),
+    };
+    let summary = format!(
+        "{} {} on node {}: {} keys, {} pending",
+        run.kind.noun(),
+        record.vmid,
+        record.node,
+        record.config.len(),
+        record.pending.len() + record.pending_delete.len()
+    );
+    let instance = format!("{}-config", run.guest_instance(record.vmid));
+    Outcome::succeeded(vec![write("config", instance, &record)], summary)
 }
 
 /// `GET …/pending` of a located guest, as a snapshot.
