@@ -198,7 +198,8 @@ async fn reboot_to_apply<H: Host>(
     let rebooted = match reboot_verified(run, ev, REBOOT_SHUTDOWN_SEC).await {
         Ok(rebooted) => rebooted,
         Err(why) => {
-            let after = pending_after_reboot(run, ev).await;
+            let read = read_snapshot(run, &ev.at).await;
+            let after = pending_read_after_reboot(run, ev, read);
             return (Err(format!("{summary}; applyPending: {why}")), after);
         }
     };
@@ -235,17 +236,8 @@ async fn reboot_to_apply<H: Host>(
     }
 }
 
-/// The pending changes after a reboot attempt that failed (a reboot may have applied them): read
-/// once more; when they cannot be, none are recorded and the record says why.
-pub async fn pending_after_reboot<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-) -> Option<ConfigSnapshot> {
-    let read = read_snapshot(run, &ev.at).await;
-    pending_read_after_reboot(run, ev, read)
-}
-
-/// [`pending_after_reboot`] of a read already made: the snapshot, or (unreadable) none and a
+/// The pending changes after a reboot attempt that failed (a reboot may have applied them), from
+/// a read made once more: the snapshot, or (unreadable) none and a
 /// warning in the record saying why.
 pub fn pending_read_after_reboot<H: Host>(
     run: &Run<'_, H>,
