@@ -22,17 +22,8 @@ pub fn locked_note(lock: Option<&str>) -> String {
     }
 }
 
-/// Reads a located guest's status and its config (where its identity is).
-pub async fn read_present<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-) -> Result<(GuestStatus, Map<String, Value>), PveError> {
-    let status = read_status(&run.pve(), run.kind, at).await?;
-    Ok((status, read_config(run, at).await?))
-}
-
 /// An object, or the answer is wrong: a config read as "nothing" would skip the reuse check.
-async fn read_config<H: Host>(
+pub async fn read_config<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
 ) -> Result<Map<String, Value>, PveError> {
