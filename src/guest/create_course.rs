@@ -19,7 +19,7 @@ use super::provision::{claim_vmid, complete, holder_of, sight_new, verify_settin
 use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
-use super::settle::{read_status, wait_out_source_lock};
+use super::settle::{lock_of, locked_advice, read_status, settle, Seen};
 use super::vmid_claim::{claim_free, VmidChoice};
 use super::volumes::{disks_on_storage, storage_of};
 use crate::host::Host;
@@ -336,9 +336,33 @@ async fn template_node<H: Host>(run: &Run<'_, H>, template_id: u32) -> Result<St
         GuestRead::Absent { vmid } => Err(format!(
             "template {vmid} does not exist on any node: check templateId"
         )),
-        GuestRead::Read { at, value: status } => {
-            let label = format!("template VM {} on node {}", at.vmid, at.node);
-            wait_out_source_lock(run, &at, status, &label).await?;
+        GuestRead::Read {
+            at,
+            value: mut status,
+        } => {
+            // qemu-server's clone_vm refuses while the template is locked (`check_lock` in
+            // `$load_and_check`, before the worker forks) — one vzdump is backing up, say: the lock
+            // is waited out here, from this course's own await (no wrapper's state machine).
+            let Some(lock) = lock_of(&status).map(str::to_owned) else {
+                return Ok(at.node);
+            };
+            let (mut at_ms, mut after) = (0.0, 0);
+            let seen = &mut Seen {
+                status: &mut status,
+                at_ms: &mut at_ms,
+                after: &mut after,
+                mutations: 0,
+            };
+            let budget_ms = run.wait_budget_ms();
+            let settled = settle(&run.pve(), run.kind, &at, budget_ms, &|_| true, seen).await;
+            settled.map_err(|why| {
+                format!(
+                    "template VM {} on node {} did not show its lock released: {why} — {}",
+                    at.vmid,
+                    at.node,
+                    locked_advice(run.kind, &lock, "clone")
+                )
+            })?;
             Ok(at.node)
         }
     }
