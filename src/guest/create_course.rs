@@ -277,7 +277,30 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         Err(ending) => return ending,
     };
     let verdict = match guest.archive() {
-        Some(_) => check_restored(run, &ev, guest, &before.archive, &claimed).await,
+        // A restored guest (seen unlocked: `sight_new`) held to the archive's config, then every
+        // disk to its storage's listing: one request per storage, from this course's own await.
+        Some(_) => 'restored: {
+            let label = ev.label(run);
+            let disks = match guest.judge_restored(&label, &ev.config, &before.archive) {
+                Ok(disks) => disks,
+                Err(message) => break 'restored Err(message),
+            };
+            let mut stores = Vec::new();
+            for (_, volid) in &disks {
+                stores.push(storage_of(volid));
+            }
+            crate::order::sort_dedup(&mut stores);
+            for store in stores {
+                let judged = match disks_on_storage(run, &ev, &label, store).await {
+                    Ok(volumes) => guest.judge_store(&label, &disks, store, &volumes),
+                    Err(message) => Err(message),
+                };
+                if let Err(message) = judged {
+                    break 'restored Err(message);
+                }
+            }
+            Ok(guest.restored(&claimed, &label, &before.archive, &disks))
+        }
         None => match complete(run, &mut ev, guest.name(), task).await {
             Ok(summary) => check_made(run, &ev, guest, disks, &facts)
                 .await
@@ -295,29 +318,6 @@ fn ended(over: Option<Box<Evidence>>, message: String) -> Ending {
         Some(ev) => Ok((ev, Err(message), false)),
         None => Err(Failure::new(message).into()),
     }
-}
-
-/// Holds a restored guest (seen unlocked: `sight_new`) to the archive's config, then every disk to
-/// its storage's listing: one request per storage.
-async fn check_restored<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    guest: &dyn NewGuest,
-    archive: &ArchiveConfig,
-    how: &str,
-) -> Result<String, String> {
-    let label = ev.label(run);
-    let disks = guest.judge_restored(&label, &ev.config, archive)?;
-    let mut stores = Vec::new();
-    for (_, volid) in &disks {
-        stores.push(storage_of(volid));
-    }
-    crate::order::sort_dedup(&mut stores);
-    for store in stores {
-        let volumes = disks_on_storage(run, ev, &label, store).await?;
-        guest.judge_store(&label, &disks, store, &volumes)?;
-    }
-    Ok(guest.restored(how, &label, archive, &disks))
 }
 
 /// The node the template lives on (the clone lands there), once PVE would accept a clone of it: a
