@@ -15,7 +15,9 @@ use super::evidence::{unlocked, Evidence, TaskTrail};
 use super::gates::MANAGED_TAG;
 use super::locate::{read_where_it_lives, GuestRead, Located};
 use super::placement::{problems, refusal, survey, Placement, Survey};
-use super::provision::{claim_vmid, complete, holder_of, sight_new, verify_settings};
+use super::provision::{
+    add_managed_tag, claim_vmid, has_managed_tag, holder_of, sight_new, verify_settings,
+};
 use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
@@ -301,12 +303,29 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             }
             Ok(guest.restored(&claimed, &label, &before.archive, &disks))
         }
-        None => match complete(run, &mut ev, guest.name(), task).await {
-            Ok(summary) => check_made(run, &ev, guest, disks, &facts)
+        // The new guest must carry the requested name and the managed tag (added when missing),
+        // judged in the course's own labeled block (no wrapper's state machine).
+        None => 'made: {
+            let (name, label) = (guest.name(), ev.label(run));
+            if ev.status.name.as_deref() != Some(name) {
+                break 'made Err(format!(
+                    "the {task} task ended successfully, but {label} is named {:?}, not {name:?} — check the {task} task's log",
+                    ev.status.name.as_deref().unwrap_or(""),
+                ));
+            }
+            let summary = match has_managed_tag(&ev.status) {
+                true => format!("{label} exists as {name:?} with the `{MANAGED_TAG}` tag"),
+                false => match add_managed_tag(run, &mut ev).await {
+                    Ok(()) => format!(
+                        "{label} exists as {name:?}; the `{MANAGED_TAG}` tag was added and read back"
+                    ),
+                    Err(message) => break 'made Err(message),
+                },
+            };
+            check_made(run, &ev, guest, disks, &facts)
                 .await
-                .map(|disks| joined(format!("{claimed}{summary}"), disks)),
-            Err(message) => Err(message),
-        },
+                .map(|disks| joined(format!("{claimed}{summary}"), disks))
+        }
     };
     Ok((ev, verdict, true))
 }

@@ -165,31 +165,6 @@ pub async fn sight_new<H: Host>(
     }
 }
 
-/// The new guest must carry the requested `name` and the managed tag (added when missing).
-pub async fn complete<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    name: &str,
-    task: &str,
-) -> Result<String, String> {
-    let label = ev.label(run);
-    if ev.status.name.as_deref() != Some(name) {
-        return Err(format!(
-            "the {task} task ended successfully, but {label} is named {:?}, not {name:?} — check the {task} task's log",
-            ev.status.name.as_deref().unwrap_or(""),
-        ));
-    }
-    if has_managed_tag(&ev.status) {
-        return Ok(format!(
-            "{label} exists as {name:?} with the `{MANAGED_TAG}` tag"
-        ));
-    }
-    add_managed_tag(run, ev).await?;
-    Ok(format!(
-        "{label} exists as {name:?}; the `{MANAGED_TAG}` tag was added and read back"
-    ))
-}
-
 /// Every resource setting the request asked for (`key`, `value` as sent) reads back as requested,
 /// by the read-back rule of `guest::config` (exact, typed by PVE's schema), in the config read when
 /// the new guest was found after its task (`tags` in its last status, which the managed tag may have
@@ -284,7 +259,7 @@ pub fn with_managed_tag(tags: &str) -> String {
 }
 
 /// Adds the managed tag to the guest's own tags and reads it back.
-async fn add_managed_tag<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
+pub async fn add_managed_tag<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
     let label = ev.label(run);
     let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
     let request = endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
