@@ -64,7 +64,7 @@ pub async fn holder_of<H: Host>(
 /// The guest holding a requested VMID ([`holder_of`]), when it is the guest named `name` with the
 /// managed tag: a re-run, nothing to create. `Err` is the refusal on the record of the guest that
 /// holds the VMID: another occupant, or one whose state could not be told. The course writes that
-/// record (`methods::start::finish_created`), so no outcome is awaited here.
+/// record (`methods::start::create_then_start`), so no outcome is awaited here.
 pub async fn claim_vmid<H: Host>(
     run: &Run<'_, H>,
     mut ev: Box<Evidence>,

@@ -118,28 +118,18 @@ pub async fn create_then_start<H: Host>(
                 true => (guest.start(), guest.ready()),
                 false => (false, None),
             };
-            finish_created(run, &mut ev, start, ready, verdict).await
+            // The start its request asks for after what was `done` — `waitReady`'s start and
+            // wait, or `start: true`'s verified start — and the outcome with its records, awaited
+            // here (no wrapper's state machine, issue 32).
+            match verdict {
+                Ok(done) if start || ready.is_some() => {
+                    let args = StartArgs::plain(ev.at.vmid);
+                    up(run, &mut ev, &args, ready, Some(&done)).await
+                }
+                verdict => ev.outcome(run, verdict).await,
+            }
         }
         Err(outcome) => outcome,
-    }
-}
-
-/// A guest a `create` or `clone` made (or found made by an earlier run): the start its request
-/// asks for after what was `done` — `waitReady`'s start and wait, or `start: true`'s verified
-/// start — and the outcome with its records.
-pub async fn finish_created<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    start: bool,
-    ready: Option<&ReadyArgs>,
-    verdict: Result<String, String>,
-) -> Outcome {
-    match verdict {
-        Ok(done) if start || ready.is_some() => {
-            let args = StartArgs::plain(ev.at.vmid);
-            up(run, ev, &args, ready, Some(&done)).await
-        }
-        verdict => ev.outcome(run, verdict).await,
     }
 }
 
