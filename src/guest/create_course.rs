@@ -11,13 +11,11 @@
 //! `vzcreate`), which removes the lock when it is done.
 
 use super::backups::{read_archive, ArchiveConfig, BackupVolid};
-use super::evidence::{unlocked, Evidence, TaskTrail};
+use super::evidence::{sight_or_absent, unlocked, unlocked_after, Evidence, TaskTrail};
 use super::gates::MANAGED_TAG;
 use super::locate::{read_where_it_lives, GuestRead, Located};
 use super::placement::{problems, refusal, survey, Placement, Survey};
-use super::provision::{
-    add_managed_tag, claim_vmid, has_managed_tag, holder_of, sight_new, verify_settings,
-};
+use super::provision::{add_managed_tag, claim_vmid, has_managed_tag, holder_of, verify_settings};
 use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
@@ -274,12 +272,30 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         true => "restored over the existing guest: ".to_string(),
         false => claimed,
     };
-    let mut ev = match sight_new(run, vmid, trail, task).await {
-        Ok(ev) => ev,
-        Err(ending) => return ending,
+    // The new guest, located and read, carrying the run's task trail, and unlocked
+    // ([`unlocked_after`]: a lock still there is an unfinished guest), from the course's own
+    // awaits. A guest absent after all, or still locked when the budget runs out, is the course's
+    // end: the run's failure, on the guest's record when it was seen.
+    let target = GuestRef {
+        vmid: Some(vmid),
+        name: None,
     };
+    let absent = |vmid| {
+        format!(
+            "the {task} task ended successfully, but {} {vmid} does not exist on any node — check the {task} task's log",
+            run.kind.noun()
+        )
+    };
+    let mut ev = sight_or_absent(run, &target, &absent).await?;
+    // Read after the creating task: not stale.
+    ev.observed_after = trail.mutations_sent;
+    ev.trail = trail;
+    let done = format!("the {task} task ended successfully");
+    if let Err(message) = unlocked_after(run, &mut ev, &done).await {
+        return Ok((ev, Err(message), false));
+    }
     let verdict = match guest.archive() {
-        // A restored guest (seen unlocked: `sight_new`) held to the archive's config, then every
+        // A restored guest (seen unlocked above) held to the archive's config, then every
         // disk to its storage's listing: one request per storage, from this course's own await.
         Some(_) => 'restored: {
             let label = ev.label(run);

@@ -7,10 +7,7 @@
 //!   requested name, and carry the managed tag — added and read back when it is missing.
 
 use super::config::{key_type, shows};
-use super::create_course::Ending;
-use super::evidence::{
-    settle_evidence, sight, sight_or_absent, unlocked_after, Evidence, Sighting, TaskTrail,
-};
+use super::evidence::{settle_evidence, sight, Evidence, Sighting};
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
 use super::reference::GuestRef;
@@ -130,39 +127,6 @@ fn occupant(status: &GuestStatus) -> String {
         ));
     }
     text
-}
-
-/// After the creating `task` (`clone`, `create`, `restore`) ended successfully: the new guest,
-/// located and read, carrying the run's task trail, and unlocked ([`unlocked_after`]: a lock still
-/// there is an unfinished guest). A guest absent after all, or still locked when the budget runs
-/// out, is the course's end: the run's failure, on the guest's record when it was seen (the course
-/// writes it, as every verdict).
-pub async fn sight_new<H: Host>(
-    run: &Run<'_, H>,
-    vmid: u32,
-    trail: TaskTrail,
-    task: &str,
-) -> Result<Box<Evidence>, Ending> {
-    let target = GuestRef {
-        vmid: Some(vmid),
-        name: None,
-    };
-    let mut ev = sight_or_absent(run, &target, &|vmid| {
-        format!(
-            "the {task} task ended successfully, but {} {vmid} does not exist on any node — check the {task} task's log",
-            run.kind.noun()
-        )
-    })
-    .await
-    .map_err(Err)?;
-    // Read after the creating task: not stale.
-    ev.observed_after = trail.mutations_sent;
-    ev.trail = trail;
-    let done = format!("the {task} task ended successfully");
-    match unlocked_after(run, &mut ev, &done).await {
-        Ok(()) => Ok(ev),
-        Err(message) => Err(Ok((ev, Err(message), false))),
-    }
 }
 
 /// Every resource setting the request asked for (`key`, `value` as sent) reads back as requested,
