@@ -11,19 +11,24 @@
 //! `vzcreate`), which removes the lock when it is done.
 
 use super::backups::{read_archive, ArchiveConfig, BackupVolid};
-use super::evidence::{sight_or_absent, unlocked, unlocked_after, Evidence, TaskTrail};
+use super::evidence::{
+    sight, sight_or_absent, unlocked, unlocked_after, Evidence, Sighting, TaskTrail,
+};
 use super::gates::MANAGED_TAG;
+use super::locate::next_id_free;
 use super::locate::{read_where_it_lives, GuestRead, Located};
 use super::placement::{problems, refusal, survey, Placement, Survey};
-use super::provision::{add_managed_tag, claim_vmid, has_managed_tag, holder_of, verify_settings};
+use super::provision::{add_managed_tag, claim_vmid, has_managed_tag, verify_settings};
 use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
 use super::settle::{lock_of, locked_advice, read_status, settle, Seen};
 use super::vmid_claim::{claim_free, VmidChoice};
 use super::volumes::{disks_on_storage, storage_of};
+use crate::explain::could_not;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
+use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::StorageVolume;
@@ -187,8 +192,37 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         _ => None,
     };
     let mut over = None;
+    // The guest holding a given VMID, if any (`GET /cluster/nextid?vmid=…` says whether one does),
+    // found from the course's own awaits.
     let holder = match guest.vmid() {
-        VmidChoice::Given(vmid) => holder_of(run, vmid).await?,
+        VmidChoice::Given(vmid) => 'holder: {
+            match next_id_free(&run.pve(), vmid).await {
+                Ok(()) => break 'holder None,
+                Err(e) if e.kind == ErrorKind::IdTaken => {}
+                Err(e) => {
+                    let action = format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
+                    return Err(could_not(&action, &e).into());
+                }
+            }
+            let target = GuestRef {
+                vmid: Some(vmid),
+                name: None,
+            };
+            match sight(run, &target).await {
+                Ok(Sighting::Present(ev)) => Some(ev),
+                Ok(Sighting::Absent(vmid)) => return Err(Failure::new(format!(
+                    "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run {} again",
+                    run.method
+                ))
+                .into()),
+                // Typically a guest of the other kind (or one this token may not audit).
+                Err(failure) => return Err(Failure::new(format!(
+                    "VMID {vmid} is in use by another guest: {}",
+                    failure.0
+                ))
+                .into()),
+            }
+        }
         VmidChoice::Free { .. } => None,
     };
     if let Some(ev) = holder {

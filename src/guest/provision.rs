@@ -7,58 +7,19 @@
 //!   requested name, and carry the managed tag — added and read back when it is missing.
 
 use super::config::{key_type, shows};
-use super::evidence::{settle_evidence, sight, Evidence, Sighting};
+use super::evidence::{settle_evidence, Evidence};
 use super::gates::MANAGED_TAG;
-use super::locate::next_id_free;
-use super::reference::GuestRef;
 use super::settle::lock_of;
-use crate::explain::{could_not, mutation_failed};
+use crate::explain::mutation_failed;
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::flex::split_tags;
 use crate::pve::responses::GuestStatus;
 use crate::quote::Joined;
 use crate::run::Run;
 
-/// The guest that holds `vmid`, sighted (status and config); `None` when the VMID is free by PVE's
-/// word (`/cluster/nextid?vmid=N` echoes N). `Err` is the run's outcome: an answer that tells
-/// neither, or an occupant that cannot be read (typically a guest of the other kind).
-pub async fn holder_of<H: Host>(
-    run: &Run<'_, H>,
-    vmid: u32,
-) -> Result<Option<Box<Evidence>>, Outcome> {
-    match next_id_free(&run.pve(), vmid).await {
-        Ok(()) => return Ok(None),
-        Err(e) if e.kind == ErrorKind::IdTaken => {}
-        Err(e) => {
-            let action = format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
-            return Err(could_not(&action, &e).into());
-        }
-    }
-    let target = GuestRef {
-        vmid: Some(vmid),
-        name: None,
-    };
-    match sight(run, &target).await {
-        Ok(Sighting::Present(ev)) => Ok(Some(ev)),
-        Ok(Sighting::Absent(vmid)) => Err(Failure::new(format!(
-            "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run {} again",
-            run.method
-        ))
-        .into()),
-        // Typically a guest of the other kind (or one this token may not audit).
-        Err(failure) => Err(Failure::new(format!(
-            "VMID {vmid} is in use by another guest: {}",
-            failure.0
-        ))
-        .into()),
-    }
-}
-
-/// The guest holding a requested VMID ([`holder_of`]), when it is the guest named `name` with the
+/// The guest holding a requested VMID (found by `create_course`), when it is the guest named `name` with the
 /// managed tag: a re-run, nothing to create. `Err` is the refusal on the record of the guest that
 /// holds the VMID: another occupant, or one whose state could not be told. The course writes that
 /// record (`methods::start::create_then_start`), so no outcome is awaited here.
