@@ -10,7 +10,7 @@
 //! write the config under `lock: create` and leave the volumes to the worker (`qmcreate`,
 //! `vzcreate`), which removes the lock when it is done.
 
-use super::backups::{read_archive, ArchiveConfig, BackupVolid};
+use super::backups::{archive_listed, list_archives, ArchiveConfig, BackupVolid};
 use super::evidence::{
     sight, sight_or_absent, unlocked, unlocked_after, Evidence, Sighting, TaskTrail,
 };
@@ -28,6 +28,7 @@ use super::volumes::{disks_on_storage, storage_of};
 use crate::explain::could_not;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints;
 use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
@@ -273,10 +274,23 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         (None, None) => node,
     };
     let archive = match guest.archive() {
-        Some(archive) => match read_archive(run, &node, archive).await {
-            Ok(config) => config,
-            Err(why) => return ended(over, guest.cannot(&why)),
-        },
+        // The archive as listed (a size above 0 required), then the config it holds, each read
+        // from the course's own await.
+        Some(archive) => {
+            let listed = list_archives(run, &node, &archive.storage, archive.vmid).await;
+            let listed = listed.and_then(|l| archive_listed(run.kind, &node, archive, &l));
+            let read = match listed {
+                Ok(()) => {
+                    let request = endpoints::vzdump_extract_config(&node, &archive.volid);
+                    ArchiveConfig::extracted(&archive.volid, run.pve().call(&request).await)
+                }
+                Err(why) => Err(why),
+            };
+            match read {
+                Ok(config) => config,
+                Err(why) => return ended(over, guest.cannot(&why)),
+            }
+        }
         None => ArchiveConfig::default(),
     };
     let before = Before {
