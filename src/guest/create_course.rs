@@ -18,14 +18,14 @@ use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
 use super::locate::{read_where_it_lives, GuestRead, Located};
 use super::placement::{problems, refusal, survey, Placement, Survey};
-use super::provision::{add_managed_tag, claim_vmid, has_managed_tag, verify_settings};
+use super::provision::{claim_vmid, has_managed_tag, verify_settings, with_managed_tag};
 use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
 use super::settle::{lock_of, locked_advice, read_status, settle, Seen};
 use super::vmid_claim::{claim_free, VmidChoice};
 use super::volumes::{disks_on_storage, storage_of};
-use crate::explain::could_not;
+use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
@@ -379,12 +379,31 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             }
             let summary = match has_managed_tag(&ev.status) {
                 true => format!("{label} exists as {name:?} with the `{MANAGED_TAG}` tag"),
-                false => match add_managed_tag(run, &mut ev).await {
-                    Ok(()) => format!(
+                // Added to the guest's own tags and read back, from the course's own awaits.
+                false => {
+                    let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
+                    let request =
+                        endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
+                    ev.trail.sending();
+                    let answer = run.pve().call(&request).await;
+                    ev.trail.answered(&answer);
+                    if let Err(e) = answer {
+                        let action = format!("add the `{MANAGED_TAG}` tag to {label}");
+                        break 'made Err(mutation_failed(&action, &e, "its tags (run lookup)").0);
+                    }
+                    if let Err(message) = ev.refresh(run).await {
+                        break 'made Err(message);
+                    }
+                    if !has_managed_tag(&ev.status) {
+                        break 'made Err(format!(
+                            "the `{MANAGED_TAG}` tag was set on {label}, but its tags read back as {:?} — check the token's VM.Config.Options privilege and the cluster's tag settings",
+                            ev.status.tags.as_deref().unwrap_or("")
+                        ));
+                    }
+                    format!(
                         "{label} exists as {name:?}; the `{MANAGED_TAG}` tag was added and read back"
-                    ),
-                    Err(message) => break 'made Err(message),
-                },
+                    )
+                }
             };
             check_made(run, &ev, guest, disks, &facts)
                 .await

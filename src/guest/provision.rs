@@ -10,9 +10,8 @@ use super::config::{key_type, shows};
 use super::evidence::{settle_evidence, Evidence};
 use super::gates::MANAGED_TAG;
 use super::settle::lock_of;
-use crate::explain::mutation_failed;
 use crate::host::Host;
-use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::flex::split_tags;
 use crate::pve::responses::GuestStatus;
@@ -181,29 +180,6 @@ pub fn with_managed_tag(tags: &str) -> String {
         list.push(MANAGED_TAG);
     }
     list.joined(";")
-}
-
-/// Adds the managed tag to the guest's own tags and reads it back.
-pub async fn add_managed_tag<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
-    let label = ev.label(run);
-    let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
-    let request = endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
-    let pve = run.pve();
-    ev.trail.sending();
-    let answer = pve.call(&request).await;
-    ev.trail.answered(&answer);
-    answer.map_err(|e| {
-        let action = format!("add the `{MANAGED_TAG}` tag to {label}");
-        mutation_failed(&action, &e, "its tags (run lookup)").0
-    })?;
-    ev.refresh(run).await?;
-    match has_managed_tag(&ev.status) {
-        true => Ok(()),
-        false => Err(format!(
-            "the `{MANAGED_TAG}` tag was set on {label}, but its tags read back as {:?} — check the token's VM.Config.Options privilege and the cluster's tag settings",
-            ev.status.tags.as_deref().unwrap_or("")
-        )),
-    }
 }
 
 #[cfg(test)]
