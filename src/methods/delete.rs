@@ -98,16 +98,10 @@ async fn destroy<H: Host>(
     ev.trail
         .run(&run.pve(), &request, &format!("delete {label}"))
         .await?;
-    confirm_gone(run, ev).await?;
-    Ok(format!(
-        "{label} was deleted and is confirmed gone from every node"
-    ))
-}
-
-/// Polls `GET /cluster/nextid?vmid=N` until PVE says no guest holds the VMID on any node (the
-/// cluster's own list of guests, whatever the token may audit, in one request), within what the
-/// stop and the delete task left of the method's one budget.
-async fn confirm_gone<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), String> {
+    // Polls `GET /cluster/nextid?vmid=N` until PVE says no guest holds the VMID on any node (the
+    // cluster's own list of guests, whatever the token may audit, in one request), within what the
+    // stop and the delete task left of the method's one budget.
+    // From this course's own awaits (no wrapper's state machine, issue 32).
     let pve = run.pve();
     let vmid = ev.at.vmid;
     let deadline = run.budget.deadline(run.host.now_ms());
@@ -120,34 +114,38 @@ async fn confirm_gone<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<(), St
         )
     };
     let mut seen_taken = false;
-    loop {
+    let gone = loop {
         match next_id_free_by(&pve, vmid, Some(deadline)).await {
-            Ok(()) => return Ok(()),
+            Ok(()) => break Ok(()),
             Err(e) if e.kind == ErrorKind::IdTaken => seen_taken = true,
             // The budget's end cut the check short: the last answer (if any) is what was seen.
             Err(e)
                 if e.kind == ErrorKind::Timeout && seen_taken && run.host.now_ms() >= deadline =>
             {
-                return Err(still_there())
+                break Err(still_there())
             }
             Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
-                return Err(format!(
+                break Err(format!(
                     "the delete task ended successfully, but the guest's absence could not be confirmed before taskTimeoutSec={} (the method's whole wait) ran out: {e} — check the guest's state (run lookup)",
                     seconds(run.budget.total_ms)
                 ));
             }
             Err(e) => {
                 let action = format!("confirm that VMID {vmid} is gone (GET /cluster/nextid)");
-                return Err(format!(
+                break Err(format!(
                     "the delete task ended successfully, but the guest's absence could not be confirmed: {}",
                     could_not(&action, &e).0
                 ));
             }
         }
         if pacer.pause(run.host).await.is_err() {
-            return Err(still_there());
+            break Err(still_there());
         }
-    }
+    };
+    gone?;
+    Ok(format!(
+        "{label} was deleted and is confirmed gone from every node"
+    ))
 }
 
 /// The `deleted` record: what was last known of the guest, marked gone.
