@@ -12,13 +12,16 @@
 
 use super::backups::{archive_listed, list_archives, ArchiveConfig, BackupVolid};
 use super::evidence::{
-    sight, sight_or_absent, unlocked, unlocked_after, Evidence, Sighting, TaskTrail,
+    settle_evidence, sight, sight_or_absent, unlocked, unlocked_after, Evidence, Sighting,
+    TaskTrail,
 };
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
 use super::locate::{read_where_it_lives, GuestRead, Located};
 use super::placement::{problems, refusal, survey, Placement, Survey};
-use super::provision::{claim_vmid, has_managed_tag, verify_settings, with_managed_tag};
+use super::provision::{
+    has_managed_tag, is_requested, occupant, verify_settings, with_managed_tag,
+};
 use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
@@ -233,10 +236,48 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             }
             over = Some(unlocked(run, ev).await?);
         } else {
-            let ev = match claim_vmid(run, ev, guest.name()).await {
-                Ok(ev) => ev,
-                Err((ev, message)) => return Ok((ev, Err(message), false)),
+            // The guest holding the requested VMID is a re-run, nothing to create, when it is the
+            // guest named as asked with the managed tag; else the refusal, on its record (the
+            // course writes that record), judged from the course's own awaits.
+            let mut ev = ev;
+            let (vmid, name) = (ev.at.vmid, guest.name());
+            // qemu-server's clone_vm and pve-container's create write the new guest's config (final name,
+            // tags) under `lock: clone` / `lock: create` before the work is done: a re-run that finds the
+            // requested guest locked has found an unfinished guest. Wait for the lock, then judge.
+            // One refusal for both ways a re-run is refused, handed to the course that records it.
+            let refused = 'refused: {
+                if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
+                    if ev.status.name.as_deref() == Some(name) {
+                        run.info(&format!(
+                            "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
+                            ev.label(run)
+                        ));
+                        let waited =
+                            settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
+                        // The config read while locked was unfinished: read what the finished guest holds.
+                        let waited = match waited {
+                            Ok(()) => ev.reread_config(run).await,
+                            Err(why) => Err(why),
+                        };
+                        if let Err(why) = waited {
+                            break 'refused Some(format!(
+                                "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
+                                ev.at.node, run.method
+                            ));
+                        }
+                    }
+                }
+                if is_requested(&ev.status, name) {
+                    break 'refused None;
+                }
+                Some(format!(
+                    "VMID {vmid} is in use by another guest ({}), not the requested {name:?} with the `{MANAGED_TAG}` tag — choose a free vmid, or remove that guest first",
+                    occupant(&ev.status)
+                ))
             };
+            if let Some(message) = refused {
+                return Ok((ev, Err(message), false));
+            }
             // A create names the guest's kind, a clone the clone: "nothing was created/cloned".
             let what = if task == "create" { noun } else { task };
             let done = format!(
@@ -302,7 +343,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
     let action = |vmid: u32| guest.action(noun, &node, vmid, &before);
     // The creating request for the chosen VMID and its task, from the course's own awaits: the
     // VMID the guest got, and how it was chosen (a prefix for the summary). A given VMID was
-    // checked by `claim_vmid` before.
+    // judged as a re-run above.
     let made = match guest.vmid() {
         VmidChoice::Given(vmid) => trail
             .run(&run.pve(), &request(vmid), &action(vmid))

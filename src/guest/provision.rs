@@ -7,7 +7,7 @@
 //!   requested name, and carry the managed tag — added and read back when it is missing.
 
 use super::config::{key_type, shows};
-use super::evidence::{settle_evidence, Evidence};
+use super::evidence::Evidence;
 use super::gates::MANAGED_TAG;
 use super::settle::lock_of;
 use crate::host::Host;
@@ -18,53 +18,7 @@ use crate::pve::responses::GuestStatus;
 use crate::quote::Joined;
 use crate::run::Run;
 
-/// The guest holding a requested VMID (found by `create_course`), when it is the guest named `name` with the
-/// managed tag: a re-run, nothing to create. `Err` is the refusal on the record of the guest that
-/// holds the VMID: another occupant, or one whose state could not be told. The course writes that
-/// record (`methods::start::create_then_start`), so no outcome is awaited here.
-pub async fn claim_vmid<H: Host>(
-    run: &Run<'_, H>,
-    mut ev: Box<Evidence>,
-    name: &str,
-) -> Result<Box<Evidence>, (Box<Evidence>, String)> {
-    let vmid = ev.at.vmid;
-    // qemu-server's clone_vm and pve-container's create write the new guest's config (final name,
-    // tags) under `lock: clone` / `lock: create` before the work is done: a re-run that finds the
-    // requested guest locked has found an unfinished guest. Wait for the lock, then judge.
-    // One refusal for both ways a re-run is refused, handed to the course that records it.
-    let message = 'refused: {
-        if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
-            if ev.status.name.as_deref() == Some(name) {
-                run.info(&format!(
-                    "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
-                    ev.label(run)
-                ));
-                let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
-                // The config read while locked was unfinished: read what the finished guest holds.
-                let waited = match waited {
-                    Ok(()) => ev.reread_config(run).await,
-                    Err(why) => Err(why),
-                };
-                if let Err(why) = waited {
-                    break 'refused format!(
-                        "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
-                        ev.at.node, run.method
-                    );
-                }
-            }
-        }
-        if is_requested(&ev.status, name) {
-            return Ok(ev);
-        }
-        format!(
-            "VMID {vmid} is in use by another guest ({}), not the requested {name:?} with the `{MANAGED_TAG}` tag — choose a free vmid, or remove that guest first",
-            occupant(&ev.status)
-        )
-    };
-    Err((ev, message))
-}
-
-fn is_requested(status: &GuestStatus, name: &str) -> bool {
+pub fn is_requested(status: &GuestStatus, name: &str) -> bool {
     status.name.as_deref() == Some(name) && has_managed_tag(status)
 }
 
@@ -75,7 +29,7 @@ pub fn has_managed_tag(status: &GuestStatus) -> bool {
 }
 
 /// `named "db", tags "prod", locked (create)`, for messages.
-fn occupant(status: &GuestStatus) -> String {
+pub fn occupant(status: &GuestStatus) -> String {
     let mut text = format!(
         "named {:?}, tags {:?}",
         status.name.as_deref().unwrap_or(""),
