@@ -241,10 +241,10 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             // course writes that record), judged from the course's own awaits.
             let mut ev = ev;
             let (vmid, name) = (ev.at.vmid, guest.name());
-            // qemu-server's clone_vm and pve-container's create write the new guest's config (final name,
-            // tags) under `lock: clone` / `lock: create` before the work is done: a re-run that finds the
-            // requested guest locked has found an unfinished guest. Wait for the lock, then judge.
-            // One refusal for both ways a re-run is refused, handed to the course that records it.
+            // qemu-server's clone_vm and pve-container's create write the new guest's config
+            // (final name, tags) under `lock: clone` / `lock: create` before the work is done: a
+            // re-run that finds the requested guest locked has found an unfinished guest. Wait for
+            // the lock, then judge. One refusal for both ways a re-run is refused.
             let refused = 'refused: {
                 if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
                     if ev.status.name.as_deref() == Some(name) {
@@ -254,7 +254,8 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                         ));
                         let waited =
                             settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
-                        // The config read while locked was unfinished: read what the finished guest holds.
+                        // The config read while locked was unfinished: read what the finished
+                        // guest holds.
                         let waited = match waited {
                             Ok(()) => ev.reread_config(run).await,
                             Err(why) => Err(why),

@@ -43,14 +43,14 @@ pub async fn read_to_act<H: Host>(
     at: &Located,
 ) -> Result<(GuestStatus, Identity, Option<String>), PveError> {
     // The guest's state before an action. Alone on its node, a run reads the guest's own
-    // `status/current`. When the node is busy with the process's other runs — a fleet started at
-    // once — it reads the node's guest list instead, joining the one list read already waiting to be
-    // sent if there is one: one answer admits the whole fleet, where one read each would queue
-    // hundreds of requests ahead of the first start (issue 32). A read joined before it was sent was
-    // made after this run began, so it is this run's observation. The list has no HA state and no
-    // `agent` flag (pve-manager's `PVE/API2/Qemu.pm` vmlist is `vmstatus` without the HA service
-    // status `status/current` adds); those fields stay unrecorded until the run's next read. A guest
-    // the list does not hold is read on its own.
+    // `status/current`. When the node is busy with the process's other runs — a fleet started
+    // at once — it reads the node's guest list instead, joining the one list read already
+    // waiting to be sent if there is one: one answer admits the whole fleet, where one read each
+    // would queue hundreds of requests ahead of the first start (issue 32). A read joined before
+    // it was sent was made after this run began, so it is this run's observation. The list has
+    // no HA state and no `agent` flag (pve-manager's `PVE/API2/Qemu.pm` vmlist is `vmstatus`
+    // without the HA service status `status/current` adds); those fields stay unrecorded until
+    // the run's next read. A guest the list does not hold is read on its own.
     // Read from this function's own awaits (no wrapper's state machine, issue 32).
     let status = 'status: {
         let pve = run.pve();
