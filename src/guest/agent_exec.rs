@@ -2,7 +2,7 @@
 //! then `exec-status` at growing pauses until its one final answer. Shared by `guestExec`,
 //! `fileWrite`'s joins and `waitReady`'s `cloud-init status --wait`.
 
-use super::exec::{verdict_message, ExecArgs, ExecOutcome};
+use super::exec::{ExecArgs, ExecOutcome};
 use super::locate::Located;
 use crate::client::shaped;
 use crate::explain::hint;
@@ -28,21 +28,6 @@ pub async fn execute<H: Host>(
 ) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
     let sent = send_exec(run, at, args, deadline_ms).await;
     follow(run, at, args, sent, deadline_ms).await
-}
-
-/// Runs a command in the VM exactly as `guestExec` does, without writing its record (`waitReady`'s
-/// `cloud-init status --wait`), all of it by `deadline_ms` (the outer wait's): how it ended, its final status, and `Err` saying why it does not
-/// count as success under `args.policy`.
-pub async fn run_in_guest<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    args: &ExecArgs,
-    deadline_ms: f64,
-) -> (ExecOutcome, Option<ExecStatus>, Result<(), String>) {
-    let (_, outcome, status) = execute(run, at, args, Some(deadline_ms)).await;
-    let verdict =
-        verdict_message(run.kind, at, args, &outcome, status.as_ref()).map_or(Ok(()), Err);
-    (outcome, status, verdict)
 }
 
 /// `POST …/agent/exec` on `at` (by `deadline_ms` when given): the pid, or PVE's refusal (never

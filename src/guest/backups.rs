@@ -320,7 +320,10 @@ impl ArchiveConfig {
     }
 
     /// The config in extractconfig's answer; `Err` when it holds none.
-    fn extracted(volid: &str, answer: Result<Value, PveError>) -> Result<ArchiveConfig, String> {
+    pub fn extracted(
+        volid: &str,
+        answer: Result<Value, PveError>,
+    ) -> Result<ArchiveConfig, String> {
         let data = answer
             .map_err(|e| could_not(&format!("read the config backup {volid} holds"), &e).0)?;
         let config = ArchiveConfig::parse(data.as_str().unwrap_or_default());
@@ -342,20 +345,23 @@ impl ArchiveConfig {
     }
 }
 
-/// The archive as listed (a size above 0 required) and the config it holds.
-pub async fn read_archive<H: Host>(
-    run: &Run<'_, H>,
+/// Whether the archive is among those its storage on `node` lists (`listed`, [`list_archives`]),
+/// with a size above 0: a restore's course then reads the config it holds
+/// ([`endpoints::vzdump_extract_config`]). Plain, so that the course sends both reads from its
+/// own awaits (issue 32).
+pub fn archive_listed(
+    kind: GuestKind,
     node: &str,
     archive: &BackupVolid,
-) -> Result<ArchiveConfig, String> {
-    let listed = list_archives(run, node, &archive.storage, archive.vmid).await?;
+    listed: &[Archive],
+) -> Result<(), String> {
     let Some(found) = listed.iter().find(|a| a.volid == archive.volid) else {
         return Err(format!(
             "storage {} on node {node} lists no backup {} of a {} (its backups: {}); nothing was changed",
             archive.storage,
             archive.volid,
-            run.kind.noun(),
-            describe_all(&listed)
+            kind.noun(),
+            describe_all(listed)
         ));
     };
     if found.size.unwrap_or(0) == 0 {
@@ -365,8 +371,7 @@ pub async fn read_archive<H: Host>(
             found.describe()
         ));
     }
-    let request = endpoints::vzdump_extract_config(node, &archive.volid);
-    ArchiveConfig::extracted(&archive.volid, run.pve().call(&request).await)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -10,20 +10,29 @@
 //! write the config under `lock: create` and leave the volumes to the worker (`qmcreate`,
 //! `vzcreate`), which removes the lock when it is done.
 
-use super::backups::{read_archive, ArchiveConfig, BackupVolid};
-use super::evidence::{unlocked, Evidence, TaskTrail};
+use super::backups::{archive_listed, list_archives, ArchiveConfig, BackupVolid};
+use super::evidence::{
+    settle_evidence, sight, sight_or_absent, unlocked, unlocked_after, Evidence, Sighting,
+    TaskTrail,
+};
 use super::gates::MANAGED_TAG;
+use super::locate::next_id_free;
 use super::locate::{read_where_it_lives, GuestRead, Located};
 use super::placement::{problems, refusal, survey, Placement, Survey};
-use super::provision::{claim_vmid, complete, holder_of, sight_new, verify_settings};
+use super::provision::{
+    has_managed_tag, is_requested, occupant, verify_settings, with_managed_tag,
+};
 use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
-use super::settle::{read_status, wait_out_source_lock};
+use super::settle::{lock_of, locked_advice, read_status, settle, Seen};
 use super::vmid_claim::{claim_free, VmidChoice};
 use super::volumes::{disks_on_storage, storage_of};
+use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints;
+use crate::pve::error::ErrorKind;
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::StorageVolume;
@@ -187,8 +196,37 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         _ => None,
     };
     let mut over = None;
+    // The guest holding a given VMID, if any (`GET /cluster/nextid?vmid=…` says whether one does),
+    // found from the course's own awaits.
     let holder = match guest.vmid() {
-        VmidChoice::Given(vmid) => holder_of(run, vmid).await?,
+        VmidChoice::Given(vmid) => 'holder: {
+            match next_id_free(&run.pve(), vmid).await {
+                Ok(()) => break 'holder None,
+                Err(e) if e.kind == ErrorKind::IdTaken => {}
+                Err(e) => {
+                    let action = format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
+                    return Err(could_not(&action, &e).into());
+                }
+            }
+            let target = GuestRef {
+                vmid: Some(vmid),
+                name: None,
+            };
+            match sight(run, &target).await {
+                Ok(Sighting::Present(ev)) => Some(ev),
+                Ok(Sighting::Absent(vmid)) => return Err(Failure::new(format!(
+                    "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run {} again",
+                    run.method
+                ))
+                .into()),
+                // Typically a guest of the other kind (or one this token may not audit).
+                Err(failure) => return Err(Failure::new(format!(
+                    "VMID {vmid} is in use by another guest: {}",
+                    failure.0
+                ))
+                .into()),
+            }
+        }
         VmidChoice::Free { .. } => None,
     };
     if let Some(ev) = holder {
@@ -198,10 +236,49 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             }
             over = Some(unlocked(run, ev).await?);
         } else {
-            let ev = match claim_vmid(run, ev, guest.name()).await {
-                Ok(ev) => ev,
-                Err((ev, message)) => return Ok((ev, Err(message), false)),
+            // The guest holding the requested VMID is a re-run, nothing to create, when it is the
+            // guest named as asked with the managed tag; else the refusal, on its record (the
+            // course writes that record), judged from the course's own awaits.
+            let mut ev = ev;
+            let (vmid, name) = (ev.at.vmid, guest.name());
+            // qemu-server's clone_vm and pve-container's create write the new guest's config
+            // (final name, tags) under `lock: clone` / `lock: create` before the work is done: a
+            // re-run that finds the requested guest locked has found an unfinished guest. Wait for
+            // the lock, then judge. One refusal for both ways a re-run is refused.
+            let refused = 'refused: {
+                if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
+                    if ev.status.name.as_deref() == Some(name) {
+                        run.info(&format!(
+                            "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
+                            ev.label(run)
+                        ));
+                        let waited =
+                            settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
+                        // The config read while locked was unfinished: read what the finished
+                        // guest holds.
+                        let waited = match waited {
+                            Ok(()) => ev.reread_config(run).await,
+                            Err(why) => Err(why),
+                        };
+                        if let Err(why) = waited {
+                            break 'refused Some(format!(
+                                "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
+                                ev.at.node, run.method
+                            ));
+                        }
+                    }
+                }
+                if is_requested(&ev.status, name) {
+                    break 'refused None;
+                }
+                Some(format!(
+                    "VMID {vmid} is in use by another guest ({}), not the requested {name:?} with the `{MANAGED_TAG}` tag — choose a free vmid, or remove that guest first",
+                    occupant(&ev.status)
+                ))
             };
+            if let Some(message) = refused {
+                return Ok((ev, Err(message), false));
+            }
             // A create names the guest's kind, a clone the clone: "nothing was created/cloned".
             let what = if task == "create" { noun } else { task };
             let done = format!(
@@ -239,10 +316,23 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         (None, None) => node,
     };
     let archive = match guest.archive() {
-        Some(archive) => match read_archive(run, &node, archive).await {
-            Ok(config) => config,
-            Err(why) => return ended(over, guest.cannot(&why)),
-        },
+        // The archive as listed (a size above 0 required), then the config it holds, each read
+        // from the course's own await.
+        Some(archive) => {
+            let listed = list_archives(run, &node, &archive.storage, archive.vmid).await;
+            let listed = listed.and_then(|l| archive_listed(run.kind, &node, archive, &l));
+            let read = match listed {
+                Ok(()) => {
+                    let request = endpoints::vzdump_extract_config(&node, &archive.volid);
+                    ArchiveConfig::extracted(&archive.volid, run.pve().call(&request).await)
+                }
+                Err(why) => Err(why),
+            };
+            match read {
+                Ok(config) => config,
+                Err(why) => return ended(over, guest.cannot(&why)),
+            }
+        }
         None => ArchiveConfig::default(),
     };
     let before = Before {
@@ -254,7 +344,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
     let action = |vmid: u32| guest.action(noun, &node, vmid, &before);
     // The creating request for the chosen VMID and its task, from the course's own awaits: the
     // VMID the guest got, and how it was chosen (a prefix for the summary). A given VMID was
-    // checked by `claim_vmid` before.
+    // judged as a re-run above.
     let made = match guest.vmid() {
         VmidChoice::Given(vmid) => trail
             .run(&run.pve(), &request(vmid), &action(vmid))
@@ -272,18 +362,95 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         true => "restored over the existing guest: ".to_string(),
         false => claimed,
     };
-    let mut ev = match sight_new(run, vmid, trail, task).await {
-        Ok(ev) => ev,
-        Err(ending) => return ending,
+    // The new guest, located and read, carrying the run's task trail, and unlocked
+    // ([`unlocked_after`]: a lock still there is an unfinished guest), from the course's own
+    // awaits. A guest absent after all, or still locked when the budget runs out, is the course's
+    // end: the run's failure, on the guest's record when it was seen.
+    let target = GuestRef {
+        vmid: Some(vmid),
+        name: None,
     };
+    let absent = |vmid| {
+        format!(
+            "the {task} task ended successfully, but {} {vmid} does not exist on any node — check the {task} task's log",
+            run.kind.noun()
+        )
+    };
+    let mut ev = sight_or_absent(run, &target, &absent).await?;
+    // Read after the creating task: not stale.
+    ev.observed_after = trail.mutations_sent;
+    ev.trail = trail;
+    let done = format!("the {task} task ended successfully");
+    if let Err(message) = unlocked_after(run, &mut ev, &done).await {
+        return Ok((ev, Err(message), false));
+    }
     let verdict = match guest.archive() {
-        Some(_) => check_restored(run, &ev, guest, &before.archive, &claimed).await,
-        None => match complete(run, &mut ev, guest.name(), task).await {
-            Ok(summary) => check_made(run, &ev, guest, disks, &facts)
+        // A restored guest (seen unlocked above) held to the archive's config, then every
+        // disk to its storage's listing: one request per storage, from this course's own await.
+        Some(_) => 'restored: {
+            let label = ev.label(run);
+            let disks = match guest.judge_restored(&label, &ev.config, &before.archive) {
+                Ok(disks) => disks,
+                Err(message) => break 'restored Err(message),
+            };
+            let mut stores = Vec::new();
+            for (_, volid) in &disks {
+                stores.push(storage_of(volid));
+            }
+            crate::order::sort_dedup(&mut stores);
+            for store in stores {
+                let judged = match disks_on_storage(run, &ev, &label, store).await {
+                    Ok(volumes) => guest.judge_store(&label, &disks, store, &volumes),
+                    Err(message) => Err(message),
+                };
+                if let Err(message) = judged {
+                    break 'restored Err(message);
+                }
+            }
+            Ok(guest.restored(&claimed, &label, &before.archive, &disks))
+        }
+        // The new guest must carry the requested name and the managed tag (added when missing),
+        // judged in the course's own labeled block (no wrapper's state machine).
+        None => 'made: {
+            let (name, label) = (guest.name(), ev.label(run));
+            if ev.status.name.as_deref() != Some(name) {
+                break 'made Err(format!(
+                    "the {task} task ended successfully, but {label} is named {:?}, not {name:?} — check the {task} task's log",
+                    ev.status.name.as_deref().unwrap_or(""),
+                ));
+            }
+            let summary = match has_managed_tag(&ev.status) {
+                true => format!("{label} exists as {name:?} with the `{MANAGED_TAG}` tag"),
+                // Added to the guest's own tags and read back, from the course's own awaits.
+                false => {
+                    let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
+                    let request =
+                        endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
+                    ev.trail.sending();
+                    let answer = run.pve().call(&request).await;
+                    ev.trail.answered(&answer);
+                    if let Err(e) = answer {
+                        let action = format!("add the `{MANAGED_TAG}` tag to {label}");
+                        break 'made Err(mutation_failed(&action, &e, "its tags (run lookup)").0);
+                    }
+                    if let Err(message) = ev.refresh(run).await {
+                        break 'made Err(message);
+                    }
+                    if !has_managed_tag(&ev.status) {
+                        break 'made Err(format!(
+                            "the `{MANAGED_TAG}` tag was set on {label}, but its tags read back as {:?} — check the token's VM.Config.Options privilege and the cluster's tag settings",
+                            ev.status.tags.as_deref().unwrap_or("")
+                        ));
+                    }
+                    format!(
+                        "{label} exists as {name:?}; the `{MANAGED_TAG}` tag was added and read back"
+                    )
+                }
+            };
+            check_made(run, &ev, guest, disks, &facts)
                 .await
-                .map(|disks| joined(format!("{claimed}{summary}"), disks)),
-            Err(message) => Err(message),
-        },
+                .map(|disks| joined(format!("{claimed}{summary}"), disks))
+        }
     };
     Ok((ev, verdict, true))
 }
@@ -295,29 +462,6 @@ fn ended(over: Option<Box<Evidence>>, message: String) -> Ending {
         Some(ev) => Ok((ev, Err(message), false)),
         None => Err(Failure::new(message).into()),
     }
-}
-
-/// Holds a restored guest (seen unlocked: `sight_new`) to the archive's config, then every disk to
-/// its storage's listing: one request per storage.
-async fn check_restored<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    guest: &dyn NewGuest,
-    archive: &ArchiveConfig,
-    how: &str,
-) -> Result<String, String> {
-    let label = ev.label(run);
-    let disks = guest.judge_restored(&label, &ev.config, archive)?;
-    let mut stores = Vec::new();
-    for (_, volid) in &disks {
-        stores.push(storage_of(volid));
-    }
-    crate::order::sort_dedup(&mut stores);
-    for store in stores {
-        let volumes = disks_on_storage(run, ev, &label, store).await?;
-        guest.judge_store(&label, &disks, store, &volumes)?;
-    }
-    Ok(guest.restored(how, &label, archive, &disks))
 }
 
 /// The node the template lives on (the clone lands there), once PVE would accept a clone of it: a
@@ -336,9 +480,33 @@ async fn template_node<H: Host>(run: &Run<'_, H>, template_id: u32) -> Result<St
         GuestRead::Absent { vmid } => Err(format!(
             "template {vmid} does not exist on any node: check templateId"
         )),
-        GuestRead::Read { at, value: status } => {
-            let label = format!("template VM {} on node {}", at.vmid, at.node);
-            wait_out_source_lock(run, &at, status, &label).await?;
+        GuestRead::Read {
+            at,
+            value: mut status,
+        } => {
+            // qemu-server's clone_vm refuses while the template is locked (`check_lock` in
+            // `$load_and_check`, before the worker forks) — one vzdump is backing up, say: the lock
+            // is waited out here, from this course's own await (no wrapper's state machine).
+            let Some(lock) = lock_of(&status).map(str::to_owned) else {
+                return Ok(at.node);
+            };
+            let (mut at_ms, mut after) = (0.0, 0);
+            let seen = &mut Seen {
+                status: &mut status,
+                at_ms: &mut at_ms,
+                after: &mut after,
+                mutations: 0,
+            };
+            let budget_ms = run.wait_budget_ms();
+            let settled = settle(&run.pve(), run.kind, &at, budget_ms, &|_| true, seen).await;
+            settled.map_err(|why| {
+                format!(
+                    "template VM {} on node {} did not show its lock released: {why} — {}",
+                    at.vmid,
+                    at.node,
+                    locked_advice(run.kind, &lock, "clone")
+                )
+            })?;
             Ok(at.node)
         }
     }

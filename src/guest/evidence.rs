@@ -4,7 +4,7 @@
 use super::gates::Gate;
 use super::identity::Identity;
 use super::locate::{absent_message, read_where_it_lives, GuestRead, Located};
-use super::observe::{read_present, read_to_act, record_for};
+use super::observe::{read_config, read_to_act, record_for};
 use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::seen::{Changes, Marks, Reading};
@@ -242,10 +242,14 @@ pub async fn sight_with<H: Host>(
 ) -> Result<Sighting, Failure> {
     // Acting needs no config: its identity is carried from the stored record (see `read_to_act`).
     let state = async |at: &Located| match look {
-        Look::WithConfig => read_present(run, at).await.map(|(status, config)| {
+        // The status, then the config (where its identity is), each from this closure's own
+        // await: no wrapper's state machine between (issue 32).
+        Look::WithConfig => {
+            let status = read_status(&run.pve(), run.kind, at).await?;
+            let config = read_config(run, at).await?;
             let identity = Identity::from_config(&Value::Object(config.clone()));
-            (status, config, identity, Some(run.now_iso()))
-        }),
+            Ok((status, config, identity, Some(run.now_iso())))
+        }
         Look::ToAct => read_to_act(run, at)
             .await
             .map(|(status, identity, read_at)| (status, Map::new(), identity, read_at)),

@@ -22,17 +22,8 @@ pub fn locked_note(lock: Option<&str>) -> String {
     }
 }
 
-/// Reads a located guest's status and its config (where its identity is).
-pub async fn read_present<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-) -> Result<(GuestStatus, Map<String, Value>), PveError> {
-    let status = read_status(&run.pve(), run.kind, at).await?;
-    Ok((status, read_config(run, at).await?))
-}
-
 /// An object, or the answer is wrong: a config read as "nothing" would skip the reuse check.
-async fn read_config<H: Host>(
+pub async fn read_config<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
 ) -> Result<Map<String, Value>, PveError> {
@@ -51,7 +42,36 @@ pub async fn read_to_act<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
 ) -> Result<(GuestStatus, Identity, Option<String>), PveError> {
-    let status = state_before_acting(run, at).await?;
+    // The guest's state before an action. Alone on its node, a run reads the guest's own
+    // `status/current`. When the node is busy with the process's other runs — a fleet started
+    // at once — it reads the node's guest list instead, joining the one list read already
+    // waiting to be sent if there is one: one answer admits the whole fleet, where one read each
+    // would queue hundreds of requests ahead of the first start (issue 32). A read joined before
+    // it was sent was made after this run began, so it is this run's observation. The list has
+    // no HA state and no `agent` flag (pve-manager's `PVE/API2/Qemu.pm` vmlist is `vmstatus`
+    // without the HA service status `status/current` adds); those fields stay unrecorded until
+    // the run's next read. A guest the list does not hold is read on its own.
+    // Read from this function's own awaits (no wrapper's state machine, issue 32).
+    let status = 'status: {
+        let pve = run.pve();
+        let list = endpoints::node_guests(&at.node, run.kind);
+        if pve.shared.crowded(pve.settings, &list) {
+            let vmid = Some(u64::from(at.vmid));
+            let entry = |data: &Value| {
+                let guests = data.as_array().map(Vec::as_slice).unwrap_or_default();
+                let listed = guests
+                    .iter()
+                    .find(|g| g.get("vmid").and_then(flex::u64_of) == vmid);
+                listed.cloned().unwrap_or(Value::Null)
+            };
+            if let Ok(listed) = pve.call_coalesced_part(&list, &entry).await {
+                if let Some(status) = parse::<GuestStatus>(&listed) {
+                    break 'status status;
+                }
+            }
+        }
+        read_status(&pve, run.kind, at).await?
+    };
     let stored = run
         .host
         .read_record(&run.guest_instance(at.vmid))
@@ -81,39 +101,6 @@ pub async fn read_to_act<H: Host>(
     let config = read_config(run, at).await?;
     let identity = Identity::from_config(&Value::Object(config));
     Ok((status, identity, Some(run.now_iso())))
-}
-
-/// The guest's state before an action. Alone on its node, a run reads the guest's own
-/// `status/current`. When the node is busy with the process's other runs — a fleet started at
-/// once — it reads the node's guest list instead, joining the one list read already waiting to be
-/// sent if there is one: one answer admits the whole fleet, where one read each would queue
-/// hundreds of requests ahead of the first start (issue 32). A read joined before it was sent was
-/// made after this run began, so it is this run's observation. The list has no HA state and no
-/// `agent` flag (pve-manager's `PVE/API2/Qemu.pm` vmlist is `vmstatus` without the HA service
-/// status `status/current` adds); those fields stay unrecorded until the run's next read. A guest
-/// the list does not hold is read on its own.
-async fn state_before_acting<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-) -> Result<GuestStatus, PveError> {
-    let pve = run.pve();
-    let list = endpoints::node_guests(&at.node, run.kind);
-    if pve.shared.crowded(pve.settings, &list) {
-        let vmid = Some(u64::from(at.vmid));
-        let entry = |data: &Value| {
-            let guests = data.as_array().map(Vec::as_slice).unwrap_or_default();
-            let listed = guests
-                .iter()
-                .find(|g| g.get("vmid").and_then(flex::u64_of) == vmid);
-            listed.cloned().unwrap_or(Value::Null)
-        };
-        if let Ok(listed) = pve.call_coalesced_part(&list, &entry).await {
-            if let Some(status) = parse::<GuestStatus>(&listed) {
-                return Ok(status);
-            }
-        }
-    }
-    read_status(&pve, run.kind, at).await
 }
 
 /// The record of an observed guest, flagging a reused VMID against the stored record; its identity

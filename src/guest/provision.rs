@@ -7,107 +7,18 @@
 //!   requested name, and carry the managed tag — added and read back when it is missing.
 
 use super::config::{key_type, shows};
-use super::create_course::Ending;
-use super::evidence::{
-    settle_evidence, sight, sight_or_absent, unlocked_after, Evidence, Sighting, TaskTrail,
-};
+use super::evidence::Evidence;
 use super::gates::MANAGED_TAG;
-use super::locate::next_id_free;
-use super::reference::GuestRef;
 use super::settle::lock_of;
-use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::ErrorKind;
+use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::flex::split_tags;
 use crate::pve::responses::GuestStatus;
 use crate::quote::Joined;
 use crate::run::Run;
 
-/// The guest that holds `vmid`, sighted (status and config); `None` when the VMID is free by PVE's
-/// word (`/cluster/nextid?vmid=N` echoes N). `Err` is the run's outcome: an answer that tells
-/// neither, or an occupant that cannot be read (typically a guest of the other kind).
-pub async fn holder_of<H: Host>(
-    run: &Run<'_, H>,
-    vmid: u32,
-) -> Result<Option<Box<Evidence>>, Outcome> {
-    match next_id_free(&run.pve(), vmid).await {
-        Ok(()) => return Ok(None),
-        Err(e) if e.kind == ErrorKind::IdTaken => {}
-        Err(e) => {
-            let action = format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
-            return Err(could_not(&action, &e).into());
-        }
-    }
-    let target = GuestRef {
-        vmid: Some(vmid),
-        name: None,
-    };
-    match sight(run, &target).await {
-        Ok(Sighting::Present(ev)) => Ok(Some(ev)),
-        Ok(Sighting::Absent(vmid)) => Err(Failure::new(format!(
-            "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run {} again",
-            run.method
-        ))
-        .into()),
-        // Typically a guest of the other kind (or one this token may not audit).
-        Err(failure) => Err(Failure::new(format!(
-            "VMID {vmid} is in use by another guest: {}",
-            failure.0
-        ))
-        .into()),
-    }
-}
-
-/// The guest holding a requested VMID ([`holder_of`]), when it is the guest named `name` with the
-/// managed tag: a re-run, nothing to create. `Err` is the refusal on the record of the guest that
-/// holds the VMID: another occupant, or one whose state could not be told. The course writes that
-/// record (`methods::start::finish_created`), so no outcome is awaited here.
-pub async fn claim_vmid<H: Host>(
-    run: &Run<'_, H>,
-    mut ev: Box<Evidence>,
-    name: &str,
-) -> Result<Box<Evidence>, (Box<Evidence>, String)> {
-    let vmid = ev.at.vmid;
-    // qemu-server's clone_vm and pve-container's create write the new guest's config (final name,
-    // tags) under `lock: clone` / `lock: create` before the work is done: a re-run that finds the
-    // requested guest locked has found an unfinished guest. Wait for the lock, then judge.
-    // One refusal for both ways a re-run is refused, handed to the course that records it.
-    let message = 'refused: {
-        if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
-            if ev.status.name.as_deref() == Some(name) {
-                run.info(&format!(
-                    "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
-                    ev.label(run)
-                ));
-                let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
-                // The config read while locked was unfinished: read what the finished guest holds.
-                let waited = match waited {
-                    Ok(()) => ev.reread_config(run).await,
-                    Err(why) => Err(why),
-                };
-                if let Err(why) = waited {
-                    break 'refused format!(
-                        "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
-                        ev.at.node, run.method
-                    );
-                }
-            }
-        }
-        if is_requested(&ev.status, name) {
-            return Ok(ev);
-        }
-        format!(
-            "VMID {vmid} is in use by another guest ({}), not the requested {name:?} with the `{MANAGED_TAG}` tag — choose a free vmid, or remove that guest first",
-            occupant(&ev.status)
-        )
-    };
-    Err((ev, message))
-}
-
-fn is_requested(status: &GuestStatus, name: &str) -> bool {
+pub fn is_requested(status: &GuestStatus, name: &str) -> bool {
     status.name.as_deref() == Some(name) && has_managed_tag(status)
 }
 
@@ -118,7 +29,7 @@ pub fn has_managed_tag(status: &GuestStatus) -> bool {
 }
 
 /// `named "db", tags "prod", locked (create)`, for messages.
-fn occupant(status: &GuestStatus) -> String {
+pub fn occupant(status: &GuestStatus) -> String {
     let mut text = format!(
         "named {:?}, tags {:?}",
         status.name.as_deref().unwrap_or(""),
@@ -130,64 +41,6 @@ fn occupant(status: &GuestStatus) -> String {
         ));
     }
     text
-}
-
-/// After the creating `task` (`clone`, `create`, `restore`) ended successfully: the new guest,
-/// located and read, carrying the run's task trail, and unlocked ([`unlocked_after`]: a lock still
-/// there is an unfinished guest). A guest absent after all, or still locked when the budget runs
-/// out, is the course's end: the run's failure, on the guest's record when it was seen (the course
-/// writes it, as every verdict).
-pub async fn sight_new<H: Host>(
-    run: &Run<'_, H>,
-    vmid: u32,
-    trail: TaskTrail,
-    task: &str,
-) -> Result<Box<Evidence>, Ending> {
-    let target = GuestRef {
-        vmid: Some(vmid),
-        name: None,
-    };
-    let mut ev = sight_or_absent(run, &target, &|vmid| {
-        format!(
-            "the {task} task ended successfully, but {} {vmid} does not exist on any node — check the {task} task's log",
-            run.kind.noun()
-        )
-    })
-    .await
-    .map_err(Err)?;
-    // Read after the creating task: not stale.
-    ev.observed_after = trail.mutations_sent;
-    ev.trail = trail;
-    let done = format!("the {task} task ended successfully");
-    match unlocked_after(run, &mut ev, &done).await {
-        Ok(()) => Ok(ev),
-        Err(message) => Err(Ok((ev, Err(message), false))),
-    }
-}
-
-/// The new guest must carry the requested `name` and the managed tag (added when missing).
-pub async fn complete<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    name: &str,
-    task: &str,
-) -> Result<String, String> {
-    let label = ev.label(run);
-    if ev.status.name.as_deref() != Some(name) {
-        return Err(format!(
-            "the {task} task ended successfully, but {label} is named {:?}, not {name:?} — check the {task} task's log",
-            ev.status.name.as_deref().unwrap_or(""),
-        ));
-    }
-    if has_managed_tag(&ev.status) {
-        return Ok(format!(
-            "{label} exists as {name:?} with the `{MANAGED_TAG}` tag"
-        ));
-    }
-    add_managed_tag(run, ev).await?;
-    Ok(format!(
-        "{label} exists as {name:?}; the `{MANAGED_TAG}` tag was added and read back"
-    ))
 }
 
 /// Every resource setting the request asked for (`key`, `value` as sent) reads back as requested,
@@ -281,29 +134,6 @@ pub fn with_managed_tag(tags: &str) -> String {
         list.push(MANAGED_TAG);
     }
     list.joined(";")
-}
-
-/// Adds the managed tag to the guest's own tags and reads it back.
-async fn add_managed_tag<H: Host>(run: &Run<'_, H>, ev: &mut Evidence) -> Result<(), String> {
-    let label = ev.label(run);
-    let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
-    let request = endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
-    let pve = run.pve();
-    ev.trail.sending();
-    let answer = pve.call(&request).await;
-    ev.trail.answered(&answer);
-    answer.map_err(|e| {
-        let action = format!("add the `{MANAGED_TAG}` tag to {label}");
-        mutation_failed(&action, &e, "its tags (run lookup)").0
-    })?;
-    ev.refresh(run).await?;
-    match has_managed_tag(&ev.status) {
-        true => Ok(()),
-        false => Err(format!(
-            "the `{MANAGED_TAG}` tag was set on {label}, but its tags read back as {:?} — check the token's VM.Config.Options privilege and the cluster's tag settings",
-            ev.status.tags.as_deref().unwrap_or("")
-        )),
-    }
 }
 
 #[cfg(test)]

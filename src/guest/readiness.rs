@@ -7,8 +7,8 @@
 //! whatever the verdict.
 
 use super::addresses::{describe_skipped, unusable, Skipped};
-use super::agent_exec::run_in_guest;
-use super::exec::{ExecArgs, ExitPolicy};
+use super::agent_exec::execute;
+use super::exec::{verdict_message, ExecArgs, ExitPolicy};
 use super::locate::Located;
 use super::reference::GuestRef;
 use crate::args::{ArgError, Fields, Kind, Spec};
@@ -590,7 +590,12 @@ async fn cloud_init_done<H: Host>(
         policy: ExitPolicy::ZeroOnly,
         input: None,
     };
-    let (outcome, status, verdict) = run_in_guest(run, at, &args, deadline_ms).await;
+    // Run exactly as `guestExec` does, without writing its record, all of it by the outer wait's
+    // deadline; the verdict says why it does not count as success under `args.policy`. Awaited
+    // here rather than through a wrapper of its own (one state machine less, issue 32).
+    let (_, outcome, status) = execute(run, at, &args, Some(deadline_ms)).await;
+    let verdict =
+        verdict_message(run.kind, at, &args, &outcome, status.as_ref()).map_or(Ok(()), Err);
     let stdout = status.as_ref().and_then(|s| s.stdout.as_ref());
     let stdout = stdout.map_or("", |out| out.text.as_str());
     seen.cloud_init = Some(CloudInitSeen {

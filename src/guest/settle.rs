@@ -16,7 +16,6 @@ use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::GuestStatus;
-use crate::run::Run;
 
 /// How a wait's error begins when the state could not be read (not when it was read and wrong).
 pub const UNREADABLE: &str = "its state could not be read";
@@ -56,37 +55,6 @@ pub const HIBERNATED: &str = "suspended";
 /// The guest's lock when it is an operation in progress: every lock but [`HIBERNATED`].
 pub fn busy_lock(s: &GuestStatus) -> Option<&str> {
     lock_of(s).filter(|l| *l != HIBERNATED)
-}
-
-/// The same wait for a guest a method reads from but does not change: a clone's source, which
-/// qemu-server's clone_vm refuses while locked (`check_lock` in `$load_and_check`, before the worker
-/// forks) — a template vzdump is backing up, say. `status` is the read that found it; `label`
-/// names it in messages.
-pub async fn wait_out_source_lock<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    mut status: GuestStatus,
-    label: &str,
-) -> Result<(), String> {
-    let Some(lock) = lock_of(&status).map(str::to_owned) else {
-        return Ok(());
-    };
-    let (mut at_ms, mut after) = (0.0, 0);
-    let seen = &mut Seen {
-        status: &mut status,
-        at_ms: &mut at_ms,
-        after: &mut after,
-        mutations: 0,
-    };
-    let budget_ms = run.wait_budget_ms();
-    settle(&run.pve(), run.kind, at, budget_ms, &|_| true, seen)
-        .await
-        .map_err(|why| {
-            format!(
-                "{label} did not show its lock released: {why} — {}",
-                locked_advice(run.kind, &lock, "clone")
-            )
-        })
 }
 
 /// Why a lock stops a method, and what the user can do about it.

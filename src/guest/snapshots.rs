@@ -13,7 +13,7 @@ use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
-use crate::pve::request::{PveRequest, Repeat};
+use crate::pve::request::Repeat;
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::Value;
@@ -159,31 +159,19 @@ impl SnapshotTree {
     }
 }
 
-/// `GET …/snapshot` of a located guest.
+/// `GET …/snapshot` of a located guest; `once`: with one attempt (a read again after a failure,
+/// whose reads had their retries). One function for both, so one await (issue 32).
 pub async fn read_tree<H: Host>(
     pve: &Pve<'_, H>,
     kind: GuestKind,
     at: &Located,
-) -> Result<SnapshotTree, PveError> {
-    read_tree_by(pve, &endpoints::snapshot_list(&at.node, kind, at.vmid)).await
-}
-
-/// [`read_tree`] with one attempt (a read again after a failure, whose reads had their retries).
-pub async fn read_tree_once<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
-    at: &Located,
+    once: bool,
 ) -> Result<SnapshotTree, PveError> {
     let mut request = endpoints::snapshot_list(&at.node, kind, at.vmid);
-    request.repeat = Repeat::Never;
-    read_tree_by(pve, &request).await
-}
-
-async fn read_tree_by<H: Host>(
-    pve: &Pve<'_, H>,
-    request: &PveRequest,
-) -> Result<SnapshotTree, PveError> {
-    let data = pve.call(request).await?;
+    if once {
+        request.repeat = Repeat::Never;
+    }
+    let data = pve.call(&request).await?;
     SnapshotTree::from_value(&data).ok_or_else(|| {
         PveError::malformed(format!(
             "the snapshot list is not a list of named entries: {data}"
@@ -222,7 +210,7 @@ pub async fn read_tree_of<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
 ) -> Result<SnapshotTree, String> {
-    read_tree(&run.pve(), run.kind, &ev.at)
+    read_tree(&run.pve(), run.kind, &ev.at, false)
         .await
         .map_err(|e| could_not(&format!("list the snapshots of {}", ev.label(run)), &e).0)
 }
@@ -302,7 +290,7 @@ pub async fn snapshot_outcome<H: Host>(
     if let Some(mut seen) = tree {
         let stale = seen.reading.predates(changes);
         if failed && stale && !seen.unreadable && has_budget_left(run) {
-            if let Ok(tree) = read_tree_once(&run.pve(), run.kind, &ev.at).await {
+            if let Ok(tree) = read_tree(&run.pve(), run.kind, &ev.at, true).await {
                 let reading = Reading::at(run.host.now_ms(), changes.sent);
                 seen = TreeSeen {
                     tree,

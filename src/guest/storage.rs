@@ -3,12 +3,9 @@
 //! node lists it, and list answers read tolerantly.
 
 use crate::explain::hint;
-use crate::host::Host;
-use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{list_of, NodeStorage};
 use crate::quote::Joined;
-use crate::run::Run;
 use serde_json::Value;
 
 /// A list answer as `T`s, or why it could not be read.
@@ -61,21 +58,9 @@ pub fn unusable(store: &NodeStorage) -> Option<String> {
     }
 }
 
-/// Storage `id` as `node` lists it (`GET /nodes/{node}/storage`), or why it cannot be used: the
-/// list could not be read, or it does not hold the storage.
-pub async fn read_storage<H: Host>(
-    run: &Run<'_, H>,
-    node: &str,
-    id: &str,
-) -> Result<NodeStorage, String> {
-    storage_in(
-        run.pve().call(&endpoints::node_storage(node)).await,
-        node,
-        id,
-    )
-}
-
-/// [`read_storage`]'s judge of the answer, for a course that sends the request itself.
+/// Storage `id` as `node` lists it, judged on `answer` to `GET /nodes/{node}/storage` (sent by
+/// the course itself), or why it cannot be used: the list could not be read, or it does not hold
+/// the storage.
 pub fn storage_in(
     answer: Result<Value, PveError>,
     node: &str,

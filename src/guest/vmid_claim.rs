@@ -1,7 +1,7 @@
 //! Which VMID a new guest gets — qemu `clone` and lxc `create` alike.
 //!
 //! With `vmid` the caller chose it (a taken one counts only as a re-run of the same request, see
-//! `provision::claim_vmid`). Without it, a free one is claimed: `GET /cluster/nextid` proposes the
+//! `create_course`). Without it, a free one is claimed: `GET /cluster/nextid` proposes the
 //! lowest free id, but reserves nothing (two runs are told the same id), so the creating request
 //! itself is the atomic claim — PVE writes the new config file before it forks the task and refuses
 //! a second request for the same id ("unable to create VM n: config file already exists",

@@ -124,7 +124,7 @@ impl NewGuest for CloneArgs {
         false
     }
 
-    /// Nothing beyond the name and the tag (`provision::complete`).
+    /// Nothing beyond the name and the tag (checked by `create_course`).
     fn settings(&self) -> Vec<(String, String)> {
         Vec::new()
     }

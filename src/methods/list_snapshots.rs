@@ -17,7 +17,7 @@ pub async fn list_snapshots<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome 
         Ok(target) => target,
         Err(e) => return Failure::from(e).into(),
     };
-    let read = async |at: &Located| read_tree(&run.pve(), run.kind, at).await;
+    let read = async |at: &Located| read_tree(&run.pve(), run.kind, at, false).await;
     match read_where_it_lives(run, &target, "the snapshots", read).await {
         Ok(GuestRead::Read { at, value: tree }) => {
             let summary = format!(

@@ -13,7 +13,7 @@ use crate::guest::evidence::{sight_config_to_change, unlocked_after, Evidence};
 use crate::guest::locate::absent_message;
 use crate::guest::reference::GuestRef;
 use crate::guest::snapshots::{read_tree_of, snapshot_holds};
-use crate::guest::storage::{read_storage, storage_refusal, unusable};
+use crate::guest::storage::{storage_in, storage_refusal, unusable};
 use crate::guest::volumes::{is_unused, listed_on_storage, storage_of, unused_holding, volume_at};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -150,7 +150,9 @@ async fn course<H: Host>(
     // cannot take the volume, and — with `delete` — a source a snapshot still uses (qemu-server
     // `PVE/API2/Qemu.pm` move_vm_disk, pve-container `PVE/API2/LXC.pm` move_volume: "you can't
     // move a disk with snapshots and delete the source").
-    let store = read_storage(run, &ev.at.node, &args.storage).await;
+    // Sent from this course's own await, judged by a plain step (no wrapper's state machine).
+    let answer = run.pve().call(&endpoints::node_storage(&ev.at.node)).await;
+    let store = storage_in(answer, &ev.at.node, &args.storage);
     if let Some(why) = store_refusal(run.kind, args, store) {
         return Err(refusal(run, ev, args, why));
     }

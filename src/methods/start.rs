@@ -118,28 +118,18 @@ pub async fn create_then_start<H: Host>(
                 true => (guest.start(), guest.ready()),
                 false => (false, None),
             };
-            finish_created(run, &mut ev, start, ready, verdict).await
+            // The start its request asks for after what was `done` — `waitReady`'s start and
+            // wait, or `start: true`'s verified start — and the outcome with its records, awaited
+            // here (no wrapper's state machine, issue 32).
+            match verdict {
+                Ok(done) if start || ready.is_some() => {
+                    let args = StartArgs::plain(ev.at.vmid);
+                    up(run, &mut ev, &args, ready, Some(&done)).await
+                }
+                verdict => ev.outcome(run, verdict).await,
+            }
         }
         Err(outcome) => outcome,
-    }
-}
-
-/// A guest a `create` or `clone` made (or found made by an earlier run): the start its request
-/// asks for after what was `done` — `waitReady`'s start and wait, or `start: true`'s verified
-/// start — and the outcome with its records.
-pub async fn finish_created<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    start: bool,
-    ready: Option<&ReadyArgs>,
-    verdict: Result<String, String>,
-) -> Outcome {
-    match verdict {
-        Ok(done) if start || ready.is_some() => {
-            let args = StartArgs::plain(ev.at.vmid);
-            up(run, ev, &args, ready, Some(&done)).await
-        }
-        verdict => ev.outcome(run, verdict).await,
     }
 }
 
@@ -217,7 +207,14 @@ pub async fn bring_up<H: Host>(
     if args.wait_for_ip {
         let found = match run.kind {
             GuestKind::Qemu => wait_for_ip(run, ev).await,
-            GuestKind::Lxc => static_ipv4(run, ev).await,
+            // A container's address: the first static IPv4 `ip=` of its netN, in index order, from
+            // the config it runs with; read from this course's own await (no wrapper's state machine).
+            GuestKind::Lxc => {
+                let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
+                let read = run.pve().read(&request, "a guest config").await;
+                read.map_err(|e| could_not(&format!("read the config of {}", ev.label(run)), &e).0)
+                    .and_then(|config: Map<String, Value>| config_ipv4(&config))
+            }
         };
         took_ip(run, ev, args, &label, found, &mut summary)?;
     }
@@ -273,18 +270,6 @@ fn no_ip_advice(kind: GuestKind) -> &'static str {
         GuestKind::Qemu => "check that the QEMU guest agent runs in the guest and that the guest got an address (DHCP, cloud-init)",
         GuestKind::Lxc => "give the container a static address in its config (net0: …,ip=<address>/<prefix>); an address from DHCP cannot be read without a guest agent",
     }
-}
-
-/// A container's address: the first static IPv4 `ip=` of its netN, in index order, from the config it
-/// runs with.
-async fn static_ipv4<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String, String> {
-    let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
-    let config: Map<String, Value> = run
-        .pve()
-        .read(&request, "a guest config")
-        .await
-        .map_err(|e| could_not(&format!("read the config of {}", ev.label(run)), &e).0)?;
-    config_ipv4(&config)
 }
 
 /// The first static IPv4 address (`ip=10.0.0.5/24` → `10.0.0.5`) of the netN keys, in index order;
