@@ -13,15 +13,17 @@
 //! loop {
 //!     … probe …
 //!     progress.tick(host, || format!("VM 100 on node pve1 to stop (now: {state})"));  // any wait
-//!     progress.tick_task(pve, &upid).await;                                         // a PVE task
+//!     if let Some(read) = progress.task_log_due(host.now_ms(), &upid) {           // a PVE task
+//!         progress.heard(host, &upid, pve.call(&read).await);
+//!     }
 //!     … pause …
 //! }
 //! ```
-//! `tick` is synchronous and does no I/O; `what` is built only when a line is due. `tick_task`
-//! describes the task itself (type, id, node) and adds PVE's progress when its log has some. Both
-//! may be called at every probe: the cadence is the module's. A shared per-node watcher can keep
-//! one `Progress` per followed task and call `tick_task` from its loop (the log read is its own
-//! request, at most every 15 s per task).
+//! `tick` is synchronous and does no I/O; `what` is built only when a line is due. For a task,
+//! `task_log_due` says when the log is to be read (the caller sends the read from its own await:
+//! no state machine of this module's, issue 32) and `heard` logs the task itself (type, id, node)
+//! with PVE's progress when its log has some. Both may be called at every probe: the cadence is
+//! the module's (the log read is its own request, at most every 15 s per task).
 //!
 //! # What PVE prints (parsed by [`pve_progress`])
 //! - a clone or disk move of a stopped guest, qemu-server `PVE/QemuServer/QemuImage.pm`
@@ -37,7 +39,6 @@
 //!
 //! The last such line read is kept and repeated while no newer one arrives.
 
-use crate::client::Pve;
 use crate::host::{Host, LogLevel};
 use crate::pve::error::PveError;
 use crate::pve::request::PveRequest;
@@ -92,10 +93,11 @@ impl Progress {
         host.log(LogLevel::Info, &self.line(now, what, None));
     }
 
-    /// For a followed task: when a line is due, reads the task log written since the last read and
-    /// logs the task, the time so far and PVE's newest progress line (if the log has one). A
-    /// caller's loop sends the read itself ([`Progress::task_log_due`], [`Progress::heard`]).
-    pub async fn tick_task<H: Host>(&mut self, pve: &Pve<'_, H>, upid: &Upid) {
+    /// The task follower's steps in one, for the tests: when a line is due, reads the task log
+    /// written since the last read and logs the task, the time so far and PVE's newest progress
+    /// line. The follower (`task::watch_for_end`) sends the read from its own await instead.
+    #[cfg(test)]
+    pub async fn tick_task<H: Host>(&mut self, pve: &crate::client::Pve<'_, H>, upid: &Upid) {
         if let Some(request) = self.task_log_due(pve.host.now_ms(), upid) {
             let answer = pve.call(&request).await;
             self.heard(pve.host, upid, answer);
