@@ -216,6 +216,7 @@ fn vzdump_status(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::Pve;
     use crate::global_args::GlobalArgs;
     use crate::poll::WaitBudget;
     use crate::scrub::Scrubber;
