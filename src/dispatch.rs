@@ -302,289 +302,290 @@ pub async fn run_method_in<H: Host>(
         inner: host,
         scrub: &scrub,
     };
-    let outcome = run_scrubbed(&host, &scrub, shared, model, method, args).await;
+    // The run's course in this function's own state machine, not a wrapper's (issue 32).
+    let outcome = 'run: {
+        let kind = match model_kind(model) {
+            Ok(kind) => kind,
+            Err(failure) => break 'run failure.into(),
+        };
+        let global = match GlobalArgs::parse(args) {
+            Ok(global) => global,
+            Err(e) => break 'run Failure::from(e).into(),
+        };
+        let run = Run::new(&host, &global, kind, method, &scrub, shared);
+        let Some(known) = method_of(kind, method) else {
+            break 'run Failure::new(format!(
+                "method {method:?} of the {model} model is not implemented by the core"
+            ))
+            .into();
+        };
+        method_future(known, &run, method, args).await
+    };
     scrub.outcome(outcome).with_js_numbers()
 }
 
-async fn run_scrubbed<H: Host>(
-    host: &H,
-    scrub: &Scrubber,
-    shared: &Shared,
-    model: &str,
-    method: &str,
-    args: &Value,
-) -> Outcome {
-    let kind = match model_kind(model) {
-        Ok(kind) => kind,
-        Err(failure) => return failure.into(),
-    };
-    let global = match GlobalArgs::parse(args) {
-        Ok(global) => global,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let run = Run::new(host, &global, kind, method, scrub, shared);
-    let Some(known) = method_of(kind, method) else {
-        return Failure::new(format!(
-            "method {method:?} of the {model} model is not implemented by the core"
-        ))
-        .into();
-    };
+/// The future of the method `known` names (`method`, as the caller spelled it).
+fn method_future<'a, H: Host>(
+    known: Method,
+    run: &'a Run<'a, H>,
+    method: &'a str,
+    args: &'a Value,
+) -> Pin<Box<dyn Future<Output = Outcome> + 'a>> {
     // One boxed future per method: each gets its own poll function instead of one state machine
     // inlining all 27, so a process's first run compiles (wasm lazy compilation) only the method
     // it runs — 9 ms off a cold lookup, measured by `deno task bench --only cold`.
-    let method: Pin<Box<dyn Future<Output = Outcome> + '_>> = match known {
+    match known {
         Method::Lookup => kept!(
             Method::Lookup,
-            boxed(lookup::lookup(&run, args)),
+            boxed(lookup::lookup(run, args)),
             boxed(left_out(method))
         ),
         Method::Start => kept!(
             Method::Start,
-            boxed(start::start(&run, args)),
+            boxed(start::start(run, args)),
             boxed(left_out(method))
         ),
         Method::Stop => kept!(
             Method::Stop,
-            boxed(change_power(&run, args, stop::power_args)),
+            boxed(change_power(run, args, stop::power_args)),
             boxed(left_out(method))
         ),
         Method::Suspend => kept!(
             Method::Suspend,
-            boxed(change_power(&run, args, suspend::power_args)),
+            boxed(change_power(run, args, suspend::power_args)),
             boxed(left_out(method))
         ),
         Method::Resume => kept!(
             Method::Resume,
-            boxed(change_power(&run, args, resume::power_args)),
+            boxed(change_power(run, args, resume::power_args)),
             boxed(left_out(method))
         ),
         Method::WaitTask => kept!(
             Method::WaitTask,
-            boxed(wait_task::wait_task(&run, args)),
+            boxed(wait_task::wait_task(run, args)),
             boxed(left_out(method))
         ),
         Method::Shutdown => kept!(
             Method::Shutdown,
-            boxed(shutdown::shutdown(&run, args)),
+            boxed(shutdown::shutdown(run, args)),
             boxed(left_out(method))
         ),
         Method::Delete => kept!(
             Method::Delete,
-            boxed(delete::delete(&run, args)),
+            boxed(delete::delete(run, args)),
             boxed(left_out(method))
         ),
         Method::GetConfig => kept!(
             Method::GetConfig,
-            boxed(get_config::get_config(&run, args)),
+            boxed(get_config::get_config(run, args)),
             boxed(left_out(method))
         ),
         Method::SetConfig => kept!(
             Method::SetConfig,
-            boxed(set_config::set_config(&run, args)),
+            boxed(set_config::set_config(run, args)),
             boxed(left_out(method))
         ),
         Method::SetNic => kept!(
             Method::SetNic,
-            boxed(nic::change_nic(&run, args, nic::NicArgs::parse)),
+            boxed(nic::change_nic(run, args, nic::NicArgs::parse)),
             boxed(left_out(method))
         ),
         Method::RemoveNic => kept!(
             Method::RemoveNic,
-            boxed(nic::change_nic(&run, args, nic::NicArgs::removal)),
+            boxed(nic::change_nic(run, args, nic::NicArgs::removal)),
             boxed(left_out(method))
         ),
         Method::MoveDisk => kept!(
             Method::MoveDisk,
-            boxed(move_disk::move_disk(&run, args)),
+            boxed(move_disk::move_disk(run, args)),
             boxed(left_out(method))
         ),
         Method::AttachDisk => kept!(
             Method::AttachDisk,
-            boxed(attach_disk::attach_disk(&run, args)),
+            boxed(attach_disk::attach_disk(run, args)),
             boxed(left_out(method))
         ),
         Method::DetachDisk => kept!(
             Method::DetachDisk,
-            boxed(detach_disk::detach_disk(&run, args)),
+            boxed(detach_disk::detach_disk(run, args)),
             boxed(left_out(method))
         ),
         Method::FirewallOptions => kept!(
             Method::FirewallOptions,
-            boxed(change_firewall(&run, args, firewall_options::change)),
+            boxed(change_firewall(run, args, firewall_options::change)),
             boxed(left_out(method))
         ),
         Method::FirewallRules => kept!(
             Method::FirewallRules,
-            boxed(change_firewall(&run, args, firewall_rules::change)),
+            boxed(change_firewall(run, args, firewall_rules::change)),
             boxed(left_out(method))
         ),
         Method::FirewallIpset => kept!(
             Method::FirewallIpset,
-            boxed(change_firewall(&run, args, firewall_ipset::change)),
+            boxed(change_firewall(run, args, firewall_ipset::change)),
             boxed(left_out(method))
         ),
         Method::FirewallAlias => kept!(
             Method::FirewallAlias,
-            boxed(change_firewall(&run, args, firewall_alias::change)),
+            boxed(change_firewall(run, args, firewall_alias::change)),
             boxed(left_out(method))
         ),
         Method::HaResource => kept!(
             Method::HaResource,
-            boxed(ha_resource::ha_resource(&run, args)),
+            boxed(ha_resource::ha_resource(run, args)),
             boxed(left_out(method))
         ),
         Method::HaStatus => kept!(
             Method::HaStatus,
-            boxed(ha_status::ha_status(&run, args)),
+            boxed(ha_status::ha_status(run, args)),
             boxed(left_out(method))
         ),
         Method::HaRule => kept!(
             Method::HaRule,
-            boxed(ha_rule::ha_rule(&run, args)),
+            boxed(ha_rule::ha_rule(run, args)),
             boxed(left_out(method))
         ),
         Method::Sync => kept!(
             Method::Sync,
-            boxed(sync::sync(&run, args)),
+            boxed(sync::sync(run, args)),
             boxed(left_out(method))
         ),
         Method::GuestExec => kept!(
             Method::GuestExec,
-            boxed(guest_exec::guest_exec(&run, args)),
+            boxed(guest_exec::guest_exec(run, args)),
             boxed(left_out(method))
         ),
         Method::ContainerExec => kept!(
             Method::ContainerExec,
-            boxed(container_exec::container_exec(&run, args)),
+            boxed(container_exec::container_exec(run, args)),
             boxed(left_out(method))
         ),
         Method::Clone => kept!(
             Method::Clone,
-            boxed(clone::clone(&run, args)),
+            boxed(clone::clone(run, args)),
             boxed(left_out(method))
         ),
         Method::Create => kept!(
             Method::Create,
-            boxed(create::create(&run, args)),
+            boxed(create::create(run, args)),
             boxed(left_out(method))
         ),
         Method::Resize => kept!(
             Method::Resize,
-            boxed(resize_disk::resize_disk(&run, args)),
+            boxed(resize_disk::resize_disk(run, args)),
             boxed(left_out(method))
         ),
         Method::NodeStatus => kept!(
             Method::NodeStatus,
-            boxed(node_status::node_status(&run, args)),
+            boxed(node_status::node_status(run, args)),
             boxed(left_out(method))
         ),
         Method::NodeConfig => kept!(
             Method::NodeConfig,
-            boxed(node_config::node_config(&run, args)),
+            boxed(node_config::node_config(run, args)),
             boxed(left_out(method))
         ),
         Method::Migrate => kept!(
             Method::Migrate,
-            boxed(migrate::migrate(&run, args)),
+            boxed(migrate::migrate(run, args)),
             boxed(left_out(method))
         ),
         Method::FileWrite => kept!(
             Method::FileWrite,
-            boxed(file_write::file_write(&run, args)),
+            boxed(file_write::file_write(run, args)),
             boxed(left_out(method))
         ),
         Method::FileRead => kept!(
             Method::FileRead,
-            boxed(file_read::file_read(&run, args)),
+            boxed(file_read::file_read(run, args)),
             boxed(left_out(method))
         ),
         Method::Snapshot => kept!(
             Method::Snapshot,
-            boxed(snapshot::snapshot(&run, args)),
+            boxed(snapshot::snapshot(run, args)),
             boxed(left_out(method))
         ),
         Method::ListSnapshots => kept!(
             Method::ListSnapshots,
-            boxed(list_snapshots::list_snapshots(&run, args)),
+            boxed(list_snapshots::list_snapshots(run, args)),
             boxed(left_out(method))
         ),
         Method::Rollback => kept!(
             Method::Rollback,
-            boxed(rollback::rollback(&run, args)),
+            boxed(rollback::rollback(run, args)),
             boxed(left_out(method))
         ),
         Method::DeleteSnapshot => kept!(
             Method::DeleteSnapshot,
-            boxed(delete_snapshot::delete_snapshot(&run, args)),
+            boxed(delete_snapshot::delete_snapshot(run, args)),
             boxed(left_out(method))
         ),
         Method::Template => kept!(
             Method::Template,
-            boxed(template::convert_to_template(&run, args)),
+            boxed(template::convert_to_template(run, args)),
             boxed(left_out(method))
         ),
         Method::Reboot => kept!(
             Method::Reboot,
-            boxed(reboot::reboot(&run, args)),
+            boxed(reboot::reboot(run, args)),
             boxed(left_out(method))
         ),
         Method::CloudInit => kept!(
             Method::CloudInit,
-            boxed(cloud_init::cloud_init(&run, args)),
+            boxed(cloud_init::cloud_init(run, args)),
             boxed(left_out(method))
         ),
         Method::WaitReady => kept!(
             Method::WaitReady,
-            boxed(wait_ready::wait_ready(&run, args)),
+            boxed(wait_ready::wait_ready(run, args)),
             boxed(left_out(method))
         ),
         Method::DownloadUrl => kept!(
             Method::DownloadUrl,
-            boxed(download_url::download_url(&run, args)),
+            boxed(download_url::download_url(run, args)),
             boxed(left_out(method))
         ),
         Method::VmCreate => kept!(
             Method::VmCreate,
-            boxed(vm_create::vm_create(&run, args)),
+            boxed(vm_create::vm_create(run, args)),
             boxed(left_out(method))
         ),
         Method::CheckReachable => kept!(
             Method::CheckReachable,
-            boxed(check::transport_reachable(&run)),
+            boxed(check::transport_reachable(run)),
             boxed(left_out(method))
         ),
         Method::Backup => kept!(
             Method::Backup,
-            boxed(backup::backup(&run, args)),
+            boxed(backup::backup(run, args)),
             boxed(left_out(method))
         ),
         Method::ListBackups => kept!(
             Method::ListBackups,
-            boxed(list_backups::list_backups(&run, args)),
+            boxed(list_backups::list_backups(run, args)),
             boxed(left_out(method))
         ),
         Method::DeleteBackup => kept!(
             Method::DeleteBackup,
-            boxed(delete_backup::delete_backup(&run, args)),
+            boxed(delete_backup::delete_backup(run, args)),
             boxed(left_out(method))
         ),
         Method::Restore => kept!(
             Method::Restore,
-            boxed(restore::restore(&run, args)),
+            boxed(restore::restore(run, args)),
             boxed(left_out(method))
         ),
         Method::Preflight => kept!(
             Method::Preflight,
-            boxed(preflight::preflight(&run, args)),
+            boxed(preflight::preflight(run, args)),
             boxed(left_out(method))
         ),
         Method::CheckPermissions => kept!(
             Method::CheckPermissions,
-            boxed(preflight::permissions_check(&run, args)),
+            boxed(preflight::permissions_check(run, args)),
             boxed(left_out(method))
         ),
-    };
-    method.await
+    }
 }
 
 /// A method this build leaves out ([`kept!`]).
