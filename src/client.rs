@@ -210,19 +210,14 @@ impl<'a, H: Host> Pve<'a, H> {
         Shaped::new(Box::pin(self.call(request)), request, what)
     }
 
-    /// [`Pve::read`] telling `leaving` when the request left, past the node's cap on requests in
+    /// [`Pve::call`] telling `leaving` when the request left, past the node's cap on requests in
     /// flight: the node's own pace, without the time spent queued behind the process's other runs.
-    pub fn read_noting<'r, T: FromJson>(
+    pub fn call_noting<'r>(
         &'r self,
         request: &'r PveRequest,
-        what: &'r str,
         leaving: &'r dyn Fn(f64),
-    ) -> Shaped<'r, T> {
-        Shaped::new(
-            Box::pin(self.send(request, None, Some(leaving))),
-            request,
-            what,
-        )
+    ) -> impl Future<Output = Result<Value, PveError>> + 'r {
+        self.send(request, None, Some(leaving))
     }
 
     /// [`Pve::read`] by a wait's deadline ([`Pve::call_by`]).

@@ -301,9 +301,8 @@ async fn read_list_since<H: Host>(
                 let (request, in_flight) = watcher.begin_read(node, asked);
                 let left = Cell::new(asked);
                 let note_left = |at| left.set(at);
-                let answer = pve
-                    .read_noting::<Vec<ListedTask>>(&request, "a task list", &note_left)
-                    .await;
+                let answer = pve.call_noting(&request, &note_left).await;
+                let answer = shaped::<Vec<ListedTask>>(&request, "a task list", answer);
                 publish_list(pve, watcher, node, (asked, left.get()), answer);
                 drop(in_flight);
                 continue;

@@ -7,6 +7,7 @@
 
 use super::node_status::NodeArgs;
 use crate::args::{check_segment, ArgError, Fields};
+use crate::client::shaped;
 use crate::clock::iso_time;
 use crate::explain::could_not;
 use crate::guest::reference::parse_vmid;
@@ -128,7 +129,9 @@ pub async fn wait_task<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 args.vmid,
                 args.started_after,
             );
-            let listed = pve.read::<Vec<ListedTask>>(&request, "a task list").await;
+            // Sent and shaped apart (`client::shaped`): no boxed reader of its own (issue 32).
+            let answer = pve.call(&request).await;
+            let listed = shaped::<Vec<ListedTask>>(&request, "a task list", answer);
             let found = listed
                 .map_err(|e| could_not(&format!("list the tasks of node {node}"), &e).0)
                 .and_then(|rows| the_one(&node, &rows));
