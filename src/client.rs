@@ -12,10 +12,7 @@ use crate::watch::flight::Flight;
 use crate::watch::{FlightKey, Shared};
 use serde_json::Value;
 use std::future::Future;
-use std::marker::PhantomData;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
 
 /// How many times a safe read is re-sent after a transient fault.
 const READ_RETRIES: u32 = 2;
@@ -201,15 +198,6 @@ impl<'a, H: Host> Pve<'a, H> {
         }
     }
 
-    /// Sends a request and reads its `data` as `T`; `what` names the expected shape in errors.
-    pub fn read<'r, T: FromJson>(
-        &'r self,
-        request: &'r PveRequest,
-        what: &'r str,
-    ) -> Shaped<'r, T> {
-        Shaped::new(Box::pin(self.call(request)), request, what)
-    }
-
     /// [`Pve::call`] telling `leaving` when the request left, past the node's cap on requests in
     /// flight: the node's own pace, without the time spent queued behind the process's other runs.
     pub fn call_noting<'r>(
@@ -219,56 +207,11 @@ impl<'a, H: Host> Pve<'a, H> {
     ) -> impl Future<Output = Result<Value, PveError>> + 'r {
         self.send(request, None, Some(leaving))
     }
-
-    /// [`Pve::read`] by a wait's deadline ([`Pve::call_by`]).
-    pub fn read_by<'r, T: FromJson>(
-        &'r self,
-        request: &'r PveRequest,
-        deadline_ms: f64,
-        what: &'r str,
-    ) -> Shaped<'r, T> {
-        Shaped::new(Box::pin(self.call_by(request, deadline_ms)), request, what)
-    }
 }
 
-/// An answer read as `T`: the request's future (one for every `T`: the reads of every shape share
-/// one copy of the request's code) and the shaping of its `data`.
-pub struct Shaped<'r, T> {
-    answer: Pin<Box<dyn Future<Output = Result<Value, PveError>> + 'r>>,
-    request: &'r PveRequest,
-    what: &'r str,
-    shape: PhantomData<fn() -> T>,
-}
-
-impl<'r, T: FromJson> Shaped<'r, T> {
-    fn new(
-        answer: Pin<Box<dyn Future<Output = Result<Value, PveError>> + 'r>>,
-        request: &'r PveRequest,
-        what: &'r str,
-    ) -> Self {
-        Shaped {
-            answer,
-            request,
-            what,
-            shape: PhantomData,
-        }
-    }
-}
-
-impl<T: FromJson> Future for Shaped<'_, T> {
-    type Output = Result<T, PveError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let data = match self.answer.as_mut().poll(cx) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(answer) => answer,
-        };
-        Poll::Ready(shaped(self.request, self.what, data))
-    }
-}
-
-/// An answer to `request` read as `T` ([`Pve::read`]'s end): for a caller that sent it with
-/// [`Pve::call`] and judges it in a plain function, the same reading and the same message.
+/// An answer to `request` read as `T`: for a caller that sent it with [`Pve::call`] from its own
+/// await and judges it in a plain function. One copy of the sending code for every shape read, and
+/// no boxed reader per shape (issue 32).
 pub fn shaped<T: FromJson>(
     request: &PveRequest,
     what: &str,
@@ -277,8 +220,8 @@ pub fn shaped<T: FromJson>(
     T::from_json(&answer?).map_err(|e| misshapen(request, what, e))
 }
 
-/// An answer that is not the shape asked for. Apart from [`Shaped`]'s poll, which is instantiated
-/// for every shape read, so that the message is built by one copy of the code (issue 32).
+/// An answer that is not the shape asked for. Apart from [`shaped`], which is instantiated for
+/// every shape read, so that the message is built by one copy of the code (issue 32).
 fn misshapen(request: &PveRequest, what: &str, why: String) -> PveError {
     PveError::malformed(format!(
         "{} answered with data that is not {what} ({why})",

@@ -531,7 +531,7 @@ pub async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
     for page_number in 1..=LOG_PAGES {
         let request = endpoints::task_log(upid, start, LOG_PAGE_LINES);
         // Sent and shaped apart (`client::shaped`): the shape's reading is one copy with
-        // `downloadUrl`'s, not a `Shaped` poll of its own.
+        // `downloadUrl`'s.
         let answer = pve.call(&request).await;
         match shaped::<Vec<TaskLogLine>>(&request, "a task log", answer) {
             Ok(page) => {

@@ -12,7 +12,7 @@ use super::settle::{
     busy_lock, describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen,
     HIBERNATED, UNREADABLE,
 };
-use crate::client::Pve;
+use crate::client::{shaped, Pve};
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::{Host, LogLevel};
 use crate::outcome::{Failure, Outcome};
@@ -311,7 +311,8 @@ impl Evidence {
         // One attempt: a read that failed on the way has had its retries.
         let mut request = endpoints::guest_status(&self.at.node, run.kind, self.at.vmid);
         request.repeat = Repeat::Never;
-        match run.pve().read(&request, "a guest status").await {
+        let answer = run.pve().call(&request).await;
+        match shaped::<GuestStatus>(&request, "a guest status", answer) {
             Ok(status) => self.saw(run, self.at.clone(), status),
             Err(e) => run.host.log(
                 LogLevel::Debug,
@@ -323,10 +324,8 @@ impl Evidence {
     /// Reads the guest's config again into the evidence (and its identity with it).
     pub async fn reread_config<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
         let request = endpoints::guest_config(&self.at.node, run.kind, self.at.vmid);
-        self.config = run
-            .pve()
-            .read(&request, "a guest config")
-            .await
+        let answer = run.pve().call(&request).await;
+        self.config = shaped(&request, "a guest config", answer)
             .map_err(|e| could_not(&format!("read the config of {}", self.label(run)), &e).0)?;
         self.identity = Identity::from_config(&Value::Object(self.config.clone()));
         self.identity_at = Some(run.now_iso());

@@ -6,6 +6,7 @@ use super::identity::{stored_identity, Identity};
 use super::locate::Located;
 use super::record::{GuestRecord, IdentityChange};
 use super::settle::read_status;
+use crate::client::shaped;
 use crate::host::Host;
 use crate::pve::endpoints;
 use crate::pve::error::PveError;
@@ -28,7 +29,8 @@ pub async fn read_config<H: Host>(
     at: &Located,
 ) -> Result<Map<String, Value>, PveError> {
     let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
-    run.pve().read(&request, "a guest config").await
+    let answer = run.pve().call(&request).await;
+    shaped(&request, "a guest config", answer)
 }
 
 /// Reads a located guest's status and its identity by `sync`'s rule: carried from the stored record

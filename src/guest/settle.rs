@@ -8,7 +8,7 @@
 //! the target AND no lock, and a wait that runs out while locked names the lock.
 
 use super::locate::Located;
-use crate::client::Pve;
+use crate::client::{shaped, Pve};
 use crate::explain::hint;
 use crate::host::Host;
 use crate::poll::{Pacer, Stopped};
@@ -26,11 +26,9 @@ pub async fn read_status<H: Host>(
     kind: GuestKind,
     at: &Located,
 ) -> Result<GuestStatus, PveError> {
-    pve.read(
-        &endpoints::guest_status(&at.node, kind, at.vmid),
-        "a guest status",
-    )
-    .await
+    let request = endpoints::guest_status(&at.node, kind, at.vmid);
+    let answer = pve.call(&request).await;
+    shaped(&request, "a guest status", answer)
 }
 
 /// Where a wait keeps the last status it read, when it read it, and after how many of the run's
@@ -95,10 +93,8 @@ pub async fn settle<H: Host>(
     let out_of_time = |last: &GuestStatus| stopped(Stopped::OutOfTime, budget_ms, last);
     loop {
         // Each read ends by the wait's end (`Pve::call_by`): the budget is met within one request.
-        match pve
-            .read_by(&request, pacer.deadline_ms(), "a guest status")
-            .await
-        {
+        let answer = pve.call_by(&request, pacer.deadline_ms()).await;
+        match shaped::<GuestStatus>(&request, "a guest status", answer) {
             Ok(status) => *seen.status = status,
             // The wait's end cut the read short: the wait ran out, the last status stands.
             Err(e) if e.kind == ErrorKind::Timeout && pve.host.now_ms() >= pacer.deadline_ms() => {

@@ -6,6 +6,7 @@
 //! same way within taskTimeoutSec. The task is followed on the source node.
 
 use crate::args::{is_storage_id, ArgError, Fields};
+use crate::client::shaped;
 use crate::explain::could_not;
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::locate::{locate, Found, Located};
@@ -107,7 +108,8 @@ pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let source = ev.at.node.clone();
         let request =
             endpoints::migrate_preconditions(&ev.at.node, run.kind, ev.at.vmid, &args.node);
-        let pre = run.pve().read(&request, "migration preconditions").await;
+        let pre = run.pve().call(&request).await;
+        let pre = shaped(&request, "migration preconditions", pre);
         if let Err(why) = preconditions(run, &ev, &args, was_running, pre) {
             break 'moved Err(why);
         }
@@ -148,8 +150,8 @@ pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             let last = match locate(&pve, kind, &by_vmid).await {
                 Ok(Found::Present(at)) => {
                     let request = endpoints::guest_status(&at.node, kind, at.vmid);
-                    let read = pve.read_by::<GuestStatus>(&request, deadline, "a guest status");
-                    let read = read.await;
+                    let read = pve.call_by(&request, deadline).await;
+                    let read = shaped::<GuestStatus>(&request, "a guest status", read);
                     match at.node == args.node {
                         true => {
                             match on_target(run, &mut ev, &args, at, read, (was_running, deadline))

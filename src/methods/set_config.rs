@@ -16,6 +16,7 @@
 //! `sshkeys` is URL-encoded on the way (PVE's format for it) unless it already is.
 
 use crate::args::{ArgError, Fields};
+use crate::client::shaped;
 use crate::explain::could_not;
 use crate::explain::{hint, outcome_unknown};
 use crate::guest::config::{
@@ -371,19 +372,14 @@ async fn identity_refusal<H: Host>(
                 false => serde_json::Map::new(),
                 true => {
                     let request = endpoints::guest_config(&ev.at.node, run.kind, ev.at.vmid);
-                    run.pve()
-                        .read(&request, "a guest config")
-                        .await
-                        .map_err(|e| {
-                            could_not(
-                                &format!(
-                                    "read the config of {} to check its features",
-                                    ev.label(run)
-                                ),
-                                &e,
-                            )
-                            .0
-                        })?
+                    let answer = run.pve().call(&request).await;
+                    shaped(&request, "a guest config", answer).map_err(|e| {
+                        could_not(
+                            &format!("read the config of {} to check its features", ev.label(run)),
+                            &e,
+                        )
+                        .0
+                    })?
                 }
             };
             let state = CtState {

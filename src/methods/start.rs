@@ -8,6 +8,7 @@
 //! (pve-container does not load the config first): the guest is always located before the start.
 
 use crate::args::{ArgError, Fields, Kind, Spec};
+use crate::client::shaped;
 use crate::explain::could_not;
 use crate::guest::addresses::{describe_skipped, unusable};
 use crate::guest::create_course::{create_course, NewGuest};
@@ -211,7 +212,8 @@ pub async fn bring_up<H: Host>(
             // the config it runs with; read from this course's own await (no wrapper's state machine).
             GuestKind::Lxc => {
                 let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
-                let read = run.pve().read(&request, "a guest config").await;
+                let read = run.pve().call(&request).await;
+                let read = shaped(&request, "a guest config", read);
                 read.map_err(|e| could_not(&format!("read the config of {}", ev.label(run)), &e).0)
                     .and_then(|config: Map<String, Value>| config_ipv4(&config))
             }

@@ -34,6 +34,7 @@
 //! node sync warns (it may have migrated), a cluster sync fails after writing everything else.
 
 use crate::args::{check_segment, segment_fault, ArgError, Fields, Kind, Read, Spec};
+use crate::client::shaped;
 use crate::explain::{could_not, hint};
 use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{next_id_free, Located};
@@ -265,10 +266,8 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     // (see the module doc); a config that cannot be read leaves it carried.
                     if may_be_another_guest(stored.as_ref(), &status) {
                         let request = endpoints::guest_config(&node, run.kind, vmid);
-                        let read = run
-                            .pve()
-                            .read::<Map<String, Value>>(&request, "a guest config")
-                            .await;
+                        let read = run.pve().call(&request).await;
+                        let read = shaped::<Map<String, Value>>(&request, "a guest config", read);
                         let warning = match read {
                             Ok(config) => {
                                 let identity = Identity::from_config(&Value::Object(config));
