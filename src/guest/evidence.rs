@@ -4,7 +4,7 @@
 use super::gates::Gate;
 use super::identity::Identity;
 use super::locate::{absent_message, read_where_it_lives, GuestRead, Located};
-use super::observe::{read_config, read_to_act, record_for};
+use super::observe::{read_guest, record_for};
 use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::seen::{Changes, Marks, Reading};
@@ -220,7 +220,7 @@ pub enum Look {
     /// Its config too, for its identity (and whatever the method reads from it).
     WithConfig,
     /// Its identity from the stored record while that still describes the guest (see
-    /// [`read_to_act`]): the state before an action, in one request.
+    /// [`read_guest`]): the state before an action, in one request.
     ToAct,
 }
 
@@ -240,20 +240,8 @@ pub async fn sight_with<H: Host>(
     target: &GuestRef,
     look: Look,
 ) -> Result<Sighting, Failure> {
-    // Acting needs no config: its identity is carried from the stored record (see `read_to_act`).
-    let state = async |at: &Located| match look {
-        // The status, then the config (where its identity is), each from this closure's own
-        // await: no wrapper's state machine between (issue 32).
-        Look::WithConfig => {
-            let status = read_status(&run.pve(), run.kind, at).await?;
-            let config = read_config(run, at).await?;
-            let identity = Identity::from_config(&Value::Object(config.clone()));
-            Ok((status, config, identity, Some(run.now_iso())))
-        }
-        Look::ToAct => read_to_act(run, at)
-            .await
-            .map(|(status, identity, read_at)| (status, Map::new(), identity, read_at)),
-    };
+    // Acting needs no config: its identity is carried from the stored record (see `read_guest`).
+    let state = async |at: &Located| read_guest(run, at, look).await;
     Ok(
         match read_where_it_lives(run, target, "the state", state).await? {
             GuestRead::Absent { vmid } => Sighting::Absent(vmid),

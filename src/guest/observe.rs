@@ -2,6 +2,7 @@
 //! with the identity carried from its stored record (an action), and the record of what was read —
 //! flagging a VMID that now holds another guest.
 
+use super::evidence::Look;
 use super::identity::{stored_identity, Identity};
 use super::locate::Located;
 use super::record::{GuestRecord, IdentityChange};
@@ -23,27 +24,23 @@ pub fn locked_note(lock: Option<&str>) -> String {
     }
 }
 
-/// An object, or the answer is wrong: a config read as "nothing" would skip the reuse check.
-pub async fn read_config<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-) -> Result<Map<String, Value>, PveError> {
-    let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
-    let answer = run.pve().call(&request).await;
-    shaped(&request, "a guest config", answer)
-}
-
-/// Reads a located guest's status and its identity by `sync`'s rule: carried from the stored record
-/// while that record says the guest is present under the same name — with the time it was read
+/// Reads a located guest as `look` says: its status, and its identity with when it was read (ISO
+/// time) — and, for [`Look::WithConfig`], its config (where that identity is; empty otherwise).
+///
+/// [`Look::ToAct`] takes the identity by `sync`'s rule: carried from the stored record while that
+/// record says the guest is present under the same name — with the time it was read
 /// (`identityObservedAt`), never as read now; without that time it is not carried — read from its
 /// config when the record says absent or names another guest (the VMID may hold another guest
 /// now); none when nothing is stored (nothing to compare with; `lookup` establishes it). So the
-/// state before an action is one request in the common case. The identity comes with when it was
-/// read (ISO time).
-pub async fn read_to_act<H: Host>(
+/// state before an action is one request in the common case.
+///
+/// Both looks in one course: one await of each read, not one per look (issue 32).
+pub async fn read_guest<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
-) -> Result<(GuestStatus, Identity, Option<String>), PveError> {
+    look: Look,
+) -> Result<(GuestStatus, Map<String, Value>, Identity, Option<String>), PveError> {
+    let to_act = look == Look::ToAct;
     // The guest's state before an action. Alone on its node, a run reads the guest's own
     // `status/current`. When the node is busy with the process's other runs — a fleet started
     // at once — it reads the node's guest list instead, joining the one list read already
@@ -57,7 +54,7 @@ pub async fn read_to_act<H: Host>(
     let status = 'status: {
         let pve = run.pve();
         let list = endpoints::node_guests(&at.node, run.kind);
-        if pve.shared.crowded(pve.settings, &list) {
+        if to_act && pve.shared.crowded(pve.settings, &list) {
             let vmid = Some(u64::from(at.vmid));
             let entry = |data: &Value| {
                 let guests = data.as_array().map(Vec::as_slice).unwrap_or_default();
@@ -74,35 +71,55 @@ pub async fn read_to_act<H: Host>(
         }
         read_status(&pve, run.kind, at).await?
     };
-    let stored = run
-        .host
-        .read_record(&run.guest_instance(at.vmid))
-        .await
-        .ok()
-        .flatten();
-    let same_guest = |s: &Value| {
-        s.get("present") == Some(&Value::Bool(true))
-            && s.get("name").and_then(Value::as_str) == status.name.as_deref()
+    if to_act {
+        let stored = run
+            .host
+            .read_record(&run.guest_instance(at.vmid))
+            .await
+            .ok()
+            .flatten();
+        if let Some(carried) = carried_identity(&status, stored.as_ref()) {
+            return Ok((status, Map::new(), carried.0, carried.1));
+        }
+    }
+    // An object, or the answer is wrong: a config read as "nothing" would skip the reuse check.
+    let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
+    let answer = run.pve().call(&request).await;
+    let config = Value::Object(shaped(&request, "a guest config", answer)?);
+    let identity = Identity::from_config(&config);
+    let config = match (look, config) {
+        (Look::WithConfig, Value::Object(config)) => config,
+        _ => Map::new(),
     };
+    Ok((status, config, identity, Some(run.now_iso())))
+}
+
+/// The identity an action takes from the stored record ([`read_guest`]), with when it was read;
+/// `None` when the record says absent or names another guest: the config is read then.
+fn carried_identity(
+    status: &GuestStatus,
+    stored: Option<&Value>,
+) -> Option<(Identity, Option<String>)> {
     let no_identity = Identity {
         smbios_uuid: None,
         ctime: None,
     };
-    match &stored {
+    let same_guest = |s: &Value| {
+        s.get("present") == Some(&Value::Bool(true))
+            && s.get("name").and_then(Value::as_str) == status.name.as_deref()
+    };
+    match stored {
         // Nothing stored to compare with: `lookup` establishes the identity.
-        None => return Ok((status, no_identity, None)),
+        None => Some((no_identity, None)),
         Some(s) if same_guest(s) => {
             let read_at = s.get("identityObservedAt").and_then(Value::as_str);
             let carried = read_at.and_then(|_| stored_identity(s));
             let read_at = read_at.filter(|_| carried.is_some()).map(str::to_string);
-            return Ok((status, carried.unwrap_or(no_identity), read_at));
+            Some((carried.unwrap_or(no_identity), read_at))
         }
         // Recorded absent, or under another name: the VMID may hold another guest now.
-        Some(_) => {}
+        Some(_) => None,
     }
-    let config = read_config(run, at).await?;
-    let identity = Identity::from_config(&Value::Object(config));
-    Ok((status, identity, Some(run.now_iso())))
 }
 
 /// The record of an observed guest, flagging a reused VMID against the stored record; its identity
