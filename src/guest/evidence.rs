@@ -23,7 +23,7 @@ use crate::pve::request::{PveRequest, Repeat};
 use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
-use crate::task::{follow_task, log_ref_of, upid_of, TaskTrouble};
+use crate::task::{follow_task, log_ref_of, upid_of, TaskEnd, TaskTrouble};
 use serde_json::{Map, Value};
 use std::future::Future;
 
@@ -137,20 +137,19 @@ impl TaskTrail {
         Ok(upid)
     }
 
-    /// Follows a task to its end; `WARNINGS: n` counts as success and its warnings are kept.
-    pub async fn follow<H: Host>(&mut self, pve: &Pve<'_, H>, upid: &Upid) -> Result<(), String> {
-        self.follow_outcome(pve, upid)
-            .await
+    /// Keeps what a task followed to its end ([`follow_task`]) left: `WARNINGS: n` counts as
+    /// success and its warnings are kept. Plain: each course awaits `follow_task` itself, so no
+    /// wrapper's state machine sits between (issue 32).
+    pub fn followed(&mut self, followed: Result<TaskEnd, TaskTrouble>) -> Result<(), String> {
+        self.followed_outcome(followed)
             .map_err(|trouble| trouble.into_failure().0)
     }
 
-    /// [`TaskTrail::follow`], telling a failed task from one whose end was not observed.
-    pub async fn follow_outcome<H: Host>(
+    /// [`TaskTrail::followed`], telling a failed task from one whose end was not observed.
+    pub fn followed_outcome(
         &mut self,
-        pve: &Pve<'_, H>,
-        upid: &Upid,
+        followed: Result<TaskEnd, TaskTrouble>,
     ) -> Result<(), TaskTrouble> {
-        let followed = follow_task(pve, upid).await;
         self.last_task_log = log_ref_of(&followed);
         if let Err(TaskTrouble::Unknown(_)) = followed {
             self.outcome_unknown = true;
@@ -167,9 +166,9 @@ impl TaskTrail {
         action: &str,
     ) -> Result<(), String> {
         let upid = self.dispatch(pve, request, action).await?;
+        let followed = follow_task(pve, &upid).await;
         // The task's own words name it by UPID only: say which action it was.
-        self.follow(pve, &upid)
-            .await
+        self.followed(followed)
             .map_err(|why| format!("{action}: {why}"))
     }
 }

@@ -22,6 +22,7 @@ use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::ClusterGuest;
 use crate::run::Run;
+use crate::task::follow_task;
 use serde_json::Value;
 
 /// How many ids a free claim tries before it gives up (each refusal means another run won one).
@@ -129,9 +130,9 @@ pub async fn claim_free<H: Host>(
             .await?
         {
             Dispatched::Task(upid) => {
+                let followed = follow_task(&pve, &upid).await;
                 trail
-                    .follow(&pve, &upid)
-                    .await
+                    .followed(followed)
                     .map_err(|why| format!("{step}: {why}"))?;
                 return Ok(candidate);
             }

@@ -22,7 +22,7 @@ use crate::outcome::RecordWrite;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::responses::GuestStatus;
 use crate::run::{write, Run};
-use crate::task::read_log;
+use crate::task::{follow_task, read_log};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -223,7 +223,8 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let Some(upid) = or_break!('verdict, sent.await) else {
             break 'verdict Err(skipped_message(&action, run.kind, vmid));
         };
-        let followed = ev.trail.follow(&pve, &upid).await;
+        let followed = follow_task(&pve, &upid).await;
+        let followed = ev.trail.followed(followed);
         or_break!('verdict, followed.map_err(|why| format!("{action}: {why}")));
         // vzdump picks the mode itself: a guest that is not running is backed up in `stop` mode,
         // and a snapshot that cannot be taken falls back to `suspend` (pve-manager PVE/VZDump.pm

@@ -36,7 +36,7 @@ use crate::pve::request::PveRequest;
 use crate::pve::responses::{NodeStorage, TaskLogLine};
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
-use crate::task::{upid_of, TaskTrouble};
+use crate::task::{follow_task, upid_of, TaskTrouble};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -403,7 +403,7 @@ struct Findings<'a> {
     url_size: Option<u64>,
     downloaded: bool,
     checksum_verified: bool,
-    /// The download task and where its log is kept ([`TaskTrail::follow_outcome`]).
+    /// The download task and where its log is kept ([`TaskTrail::followed_outcome`]).
     trail: TaskTrail,
 }
 
@@ -510,7 +510,8 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 course.answered(run, &mut findings, &request, answer)
             }
             Next::Follow(upid) => {
-                let followed = findings.trail.follow_outcome(&pve, &upid).await;
+                let followed = follow_task(&pve, &upid).await;
+                let followed = findings.trail.followed_outcome(followed);
                 course.followed(&mut findings, &upid, followed)
             }
             Next::Done(outcome) => return outcome,

@@ -24,7 +24,7 @@ use crate::pve::flex;
 use crate::pve::property::{property, size_bytes};
 use crate::pve::request::PveRequest;
 use crate::run::Run;
-use crate::task::upid_of;
+use crate::task::{follow_task, upid_of};
 use serde_json::{Map, Value};
 
 /// How long the config may lag behind a finished resize before the method gives up.
@@ -157,7 +157,8 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 }
             };
             ev.trail.last_task = Some(upid.to_string());
-            let followed = ev.trail.follow(&pve, &upid).await;
+            let followed = follow_task(&pve, &upid).await;
+            let followed = ev.trail.followed(followed);
             or_break!('verdict, followed.map_err(|why| format!("resize {label} to {}: {why}", args.size)));
         }
         // The config polled until the disk's size reaches `target`, briefly: the task already ended.

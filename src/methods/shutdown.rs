@@ -12,7 +12,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::poll::WaitBudget;
 use crate::pve::endpoints;
 use crate::run::Run;
-use crate::task::TaskTrouble;
+use crate::task::{follow_task, TaskTrouble};
 use serde_json::Value;
 
 /// How long the task is followed beyond `timeoutSec` (PVE's own wait inside the task).
@@ -117,7 +117,8 @@ async fn graceful<H: Host>(
     let request = endpoints::guest_shutdown(&ev.at.node, run.kind, ev.at.vmid, args.timeout_sec);
     let action = format!("shut down {}", ev.label(run));
     let upid = ev.trail.dispatch(&pve, &request, &action).await?;
-    let followed = ev.trail.follow_outcome(&pve, &upid).await;
+    let followed = follow_task(&pve, &upid).await;
+    let followed = ev.trail.followed_outcome(followed);
     // Only the guest's state decides. After a task that succeeded the state may still follow (an
     // HA-managed guest stops once the HA manager acts) within what is left of timeoutSec; so may
     // it after a task whose end was not observed (its status unreadable): it may still be shutting
