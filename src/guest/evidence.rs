@@ -361,12 +361,21 @@ impl Evidence {
             .filter(|_| !self.identity.is_empty())
     }
 
-    /// The observed-state record, with what the run's tasks left behind. It never presents a state
-    /// read before this run's last mutation as current: such a record says when its state was read
-    /// (`observedAt`) and that it predates the mutation (`observedBeforeMutation`); after a mutation
-    /// whose outcome is unknown it says `outcome: "unknown"`.
-    pub async fn record<H: Host>(&self, run: &Run<'_, H>) -> GuestRecord {
-        let mut record = record_for(run, &self.at, &self.status, self.identity.clone()).await;
+    /// The record of the guest as last read ([`record_for`]), before [`Evidence::record_of`]. A
+    /// course awaits it itself and completes the record in plain code: no wrapper's state machine
+    /// (issue 32).
+    pub fn observed<'a, 'r, H: Host>(
+        &'a self,
+        run: &'a Run<'r, H>,
+    ) -> impl Future<Output = GuestRecord> + use<'a, 'r, H> {
+        record_for(run, &self.at, &self.status, self.identity.clone())
+    }
+
+    /// `record` ([`Evidence::observed`]) with what the run's tasks left behind. It never presents a
+    /// state read before this run's last mutation as current: such a record says when its state was
+    /// read (`observedAt`) and that it predates the mutation (`observedBeforeMutation`); after a
+    /// mutation whose outcome is unknown it says `outcome: "unknown"`.
+    pub fn record_of(&self, mut record: GuestRecord) -> GuestRecord {
         record.identity_observed_at = self.identity_seen_at();
         record.ipv4 = self.ipv4.clone();
         record.warnings = self.trail.warnings.clone();
@@ -398,7 +407,8 @@ impl Evidence {
         if verdict.is_err() {
             ev.reread_after_failure(run).await;
         }
-        let mut record = ev.record(run).await;
+        let record = ev.observed(run).await;
+        let mut record = ev.record_of(record);
         if let Some(extend) = extend {
             extend(&mut record);
         }

@@ -123,7 +123,7 @@ fn carried_identity(
 }
 
 /// The record of an observed guest, flagging a reused VMID against the stored record; its identity
-/// is taken as read just now (an action's record says when it really was: `Evidence::record`).
+/// is taken as read just now (an action's record says when it really was: `Evidence::record_of`).
 pub async fn record_for<H: Host>(
     run: &Run<'_, H>,
     at: &Located,

@@ -82,7 +82,8 @@ pub async fn ready_outcome<H: Host>(
     if seen.ipv4.is_some() {
         ev.ipv4 = seen.ipv4.clone();
     }
-    let state = ev.record(run).await;
+    let state = ev.observed(run).await;
+    let state = ev.record_of(state);
     let record = ReadyRecord {
         vmid: ev.at.vmid,
         node: ev.at.node.clone(),
