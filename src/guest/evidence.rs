@@ -431,38 +431,77 @@ pub fn has_budget_left<H: Host>(run: &Run<'_, H>) -> bool {
 
 /// Finds a guest a method must act on ([`Look::ToAct`]); a confirmed absence ends the run as a
 /// failure (recorded as `absent`) saying there is nothing to `verb`.
-pub async fn sight_present<H: Host>(
-    run: &Run<'_, H>,
-    target: &GuestRef,
-    verb: &str,
-) -> Result<Box<Evidence>, Outcome> {
-    let absent = |vmid| {
-        let mut message = absent_message(run.kind, vmid, ": there is nothing to ");
-        message.push_str(verb);
-        message
-    };
-    present_or_absent(run, sight_with(run, target, Look::ToAct).await, &absent)
+pub fn sight_present<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    target: &'a GuestRef,
+    verb: &'a str,
+) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
+    sight_for(run, target, Look::ToAct, Absent::NothingTo(verb), false)
 }
 
 /// Finds a guest a method changes ([`sight_present`]) and waits out a lock on it ([`unlocked`]).
-pub async fn sight_to_change<H: Host>(
-    run: &Run<'_, H>,
-    target: &GuestRef,
-    verb: &str,
-) -> Result<Box<Evidence>, Outcome> {
-    let ev = sight_present(run, target, verb).await?;
-    unlocked(run, ev).await
+pub fn sight_to_change<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    target: &'a GuestRef,
+    verb: &'a str,
+) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
+    sight_for(run, target, Look::ToAct, Absent::NothingTo(verb), true)
 }
 
 /// [`sight_or_absent`] (state and config) for a method that changes the guest's config or disks:
 /// a lock on it is waited out ([`unlocked`]).
-pub async fn sight_config_to_change<H: Host>(
+pub fn sight_config_to_change<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    target: &'a GuestRef,
+    absent: &'a dyn Fn(u32) -> String,
+) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
+    sight_for(run, target, Look::WithConfig, Absent::Said(absent), true)
+}
+
+/// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
+/// `absent`) with the message `absent(vmid)`.
+pub fn sight_or_absent<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    target: &'a GuestRef,
+    absent: &'a dyn Fn(u32) -> String,
+) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
+    sight_for(run, target, Look::WithConfig, Absent::Said(absent), false)
+}
+
+/// What a method says of a guest confirmed absent.
+enum Absent<'a> {
+    /// `… does not exist on any node …: there is nothing to <verb>`.
+    NothingTo(&'a str),
+    /// The method's own words for the VMID.
+    Said(&'a dyn Fn(u32) -> String),
+}
+
+/// The one course of the four sightings above (one state machine for all, issue 32): the guest
+/// sighted as `look` says, its absence the failure `absent` words, and — for a change — a lock
+/// on it waited out.
+async fn sight_for<H: Host>(
     run: &Run<'_, H>,
     target: &GuestRef,
-    absent: &dyn Fn(u32) -> String,
+    look: Look,
+    absent: Absent<'_>,
+    change: bool,
 ) -> Result<Box<Evidence>, Outcome> {
-    let ev = sight_or_absent(run, target, absent).await?;
-    unlocked(run, ev).await
+    let nothing_to = |vmid| {
+        let mut message = absent_message(run.kind, vmid, ": there is nothing to ");
+        if let Absent::NothingTo(verb) = absent {
+            message.push_str(verb);
+        }
+        message
+    };
+    let absent = match absent {
+        Absent::NothingTo(_) => &nothing_to,
+        Absent::Said(said) => said,
+    };
+    let ev = present_or_absent(run, sight_with(run, target, look).await, absent)?;
+    match change {
+        true => unlocked(run, ev).await,
+        false => Ok(ev),
+    }
 }
 
 /// Waits out a lock on a sighted guest the method is about to change ([`lock_to_wait`]); one that
@@ -492,16 +531,6 @@ pub async fn unlocked<H: Host>(
         Ok(()) => Ok(ev),
         Err(message) => Err(ev.outcome(run, Err(message)).await),
     }
-}
-
-/// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
-/// `absent`) with the message `absent(vmid)`.
-pub async fn sight_or_absent<H: Host>(
-    run: &Run<'_, H>,
-    target: &GuestRef,
-    absent: &dyn Fn(u32) -> String,
-) -> Result<Box<Evidence>, Outcome> {
-    present_or_absent(run, sight(run, target).await, absent)
 }
 
 fn present_or_absent<H: Host>(
