@@ -64,58 +64,11 @@ impl TaskTrail {
         }
     }
 
-    /// Sends a task-creating request (never re-sent). `Err` when PVE refused it — no task started —
-    /// or when its answer was lost or unreadable: then the task may run, and the message says so.
-    pub async fn dispatch<H: Host>(
-        &mut self,
-        pve: &Pve<'_, H>,
-        request: &PveRequest,
-        action: &str,
-    ) -> Result<Upid, String> {
-        self.sending();
-        let answer = pve.call(request).await;
-        self.accepted(answer, request, action)
-    }
-
-    /// [`TaskTrail::dispatch`] of a request that claims a VMID: PVE's refusal because another guest
-    /// holds the id is not a failure but [`Dispatched::IdTaken`] (nothing started).
-    pub async fn dispatch_claim<H: Host>(
-        &mut self,
-        pve: &Pve<'_, H>,
-        request: &PveRequest,
-        action: &str,
-    ) -> Result<Dispatched, String> {
-        self.sending();
-        match pve.call(request).await {
-            Err(e) if e.kind == ErrorKind::IdTaken => {
-                // PVE refused it: nothing was changed.
-                self.mutations_sent -= 1;
-                Ok(Dispatched::IdTaken(e.message))
-            }
-            answer => self.accepted(answer, request, action).map(Dispatched::Task),
-        }
-    }
-
-    /// [`TaskTrail::dispatch`] of a request PVE may answer without starting a task (vzdump answers
-    /// a bare `OK` when it skipped the guest): `Ok(None)` when `skipped` says the answer is such a
-    /// one — nothing started, nothing changed.
-    pub async fn dispatch_unless<H: Host>(
-        &mut self,
-        pve: &Pve<'_, H>,
-        request: &PveRequest,
-        action: &str,
-        skipped: &dyn Fn(&Value) -> bool,
-    ) -> Result<Option<Upid>, String> {
-        self.sending();
-        let answer = pve.call(request).await;
-        if answer.as_ref().is_ok_and(skipped) {
-            self.mutations_sent -= 1;
-            return Ok(None);
-        }
-        self.accepted(answer, request, action).map(Some)
-    }
-
-    fn accepted(
+    /// The answer to a task-creating request (sent once, never re-sent, after
+    /// [`TaskTrail::sending`]): its task. `Err` when PVE refused it — no task started — or when
+    /// its answer was lost or unreadable: then the task may run, and the message says so. Plain:
+    /// each course sends the request from its own await (issue 32).
+    pub fn accepted(
         &mut self,
         answer: Result<Value, PveError>,
         request: &PveRequest,
@@ -135,6 +88,41 @@ impl TaskTrail {
         })?;
         self.last_task = Some(upid.to_string());
         Ok(upid)
+    }
+
+    /// [`TaskTrail::accepted`] of a request that claims a VMID: PVE's refusal because another
+    /// guest holds the id is not a failure but [`Dispatched::IdTaken`] (nothing started).
+    pub fn claimed(
+        &mut self,
+        answer: Result<Value, PveError>,
+        request: &PveRequest,
+        action: &str,
+    ) -> Result<Dispatched, String> {
+        match answer {
+            Err(e) if e.kind == ErrorKind::IdTaken => {
+                // PVE refused it: nothing was changed.
+                self.mutations_sent -= 1;
+                Ok(Dispatched::IdTaken(e.message))
+            }
+            answer => self.accepted(answer, request, action).map(Dispatched::Task),
+        }
+    }
+
+    /// [`TaskTrail::accepted`] of a request PVE may answer without starting a task (vzdump answers
+    /// a bare `OK` when it skipped the guest): `Ok(None)` when `skipped` says the answer is such a
+    /// one — nothing started, nothing changed.
+    pub fn accepted_unless(
+        &mut self,
+        answer: Result<Value, PveError>,
+        request: &PveRequest,
+        action: &str,
+        skipped: &dyn Fn(&Value) -> bool,
+    ) -> Result<Option<Upid>, String> {
+        if answer.as_ref().is_ok_and(skipped) {
+            self.mutations_sent -= 1;
+            return Ok(None);
+        }
+        self.accepted(answer, request, action).map(Some)
     }
 
     /// Keeps what a task followed to its end ([`follow_task`]) left: `WARNINGS: n` counts as
@@ -165,7 +153,9 @@ impl TaskTrail {
         request: &PveRequest,
         action: &str,
     ) -> Result<(), String> {
-        let upid = self.dispatch(pve, request, action).await?;
+        self.sending();
+        let answer = pve.call(request).await;
+        let upid = self.accepted(answer, request, action)?;
         let followed = follow_task(pve, &upid).await;
         // The task's own words name it by UPID only: say which action it was.
         self.followed(followed)

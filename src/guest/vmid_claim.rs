@@ -125,10 +125,10 @@ pub async fn claim_free<H: Host>(
             return Err(exhausted(min, max, proposed, &taken));
         }
         let step = action(candidate);
-        match trail
-            .dispatch_claim(&pve, &request(candidate), &step)
-            .await?
-        {
+        let claim = request(candidate);
+        trail.sending();
+        let answer = pve.call(&claim).await;
+        match trail.claimed(answer, &claim, &step)? {
             Dispatched::Task(upid) => {
                 let followed = follow_task(&pve, &upid).await;
                 trail

@@ -219,8 +219,12 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let request = endpoints::vzdump(&node, args.params(vmid));
         let skipped = |data: &Value| data.as_str() == Some("OK");
         let pve = run.pve();
-        let sent = ev.trail.dispatch_unless(&pve, &request, &action, &skipped);
-        let Some(upid) = or_break!('verdict, sent.await) else {
+        ev.trail.sending();
+        let answer = pve.call(&request).await;
+        let sent = ev
+            .trail
+            .accepted_unless(answer, &request, &action, &skipped);
+        let Some(upid) = or_break!('verdict, sent) else {
             break 'verdict Err(skipped_message(&action, run.kind, vmid));
         };
         let followed = follow_task(&pve, &upid).await;

@@ -116,7 +116,9 @@ async fn graceful<H: Host>(
     pve.budget = &graceful_budget;
     let request = endpoints::guest_shutdown(&ev.at.node, run.kind, ev.at.vmid, args.timeout_sec);
     let action = format!("shut down {}", ev.label(run));
-    let upid = ev.trail.dispatch(&pve, &request, &action).await?;
+    ev.trail.sending();
+    let answer = pve.call(&request).await;
+    let upid = ev.trail.accepted(answer, &request, &action)?;
     let followed = follow_task(&pve, &upid).await;
     let followed = ev.trail.followed_outcome(followed);
     // Only the guest's state decides. After a task that succeeded the state may still follow (an
