@@ -95,7 +95,7 @@ impl Progress {
 
     /// The task follower's steps in one, for the tests: when a line is due, reads the task log
     /// written since the last read and logs the task, the time so far and PVE's newest progress
-    /// line. The follower (`task::watch_for_end`) sends the read from its own await instead.
+    /// line. The follower (`task::follow_task`) sends the read from its own await instead.
     #[cfg(test)]
     pub async fn tick_task<H: Host>(&mut self, pve: &crate::client::Pve<'_, H>, upid: &Upid) {
         if let Some(request) = self.task_log_due(pve.host.now_ms(), upid) {

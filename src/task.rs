@@ -123,7 +123,88 @@ pub async fn await_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEn
 /// shows this task's end ends the wait early; otherwise — alone, the list unusable, this task not in
 /// it, or when [`own_read_due`] — a probe reads this task's own status, and it has the last word.
 pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEnd, TaskTrouble> {
-    let status = watch_for_end(pve, upid).await?;
+    // The probe loop, in this function's own state machine (issue 32): the task's final status,
+    // or why its end was not observed.
+    let status = 'watch: {
+        let started = pve.host.now_ms();
+        // The method's one budget: what earlier waits spent is not given back.
+        let mut pacer = Pacer::until(pve.budget.deadline(started), pve.poll_cap_ms);
+        let following = pve.shared.follow_task(pve.settings, upid);
+        let watcher = following.as_ref().map(|f| &*f.watcher);
+        let mut read_own_at = started;
+        // None yet: a budget spent before the first probe still ends with one read of the task.
+        let mut last_probe_own = false;
+        let mut progress = Progress::start(started);
+        loop {
+            // A task is a forked worker: none ends within a round trip, so even the first probe
+            // waits.
+            let stopped = match pacer.next_probe(pve.host.now_ms()) {
+                Ok((due, own_pause)) => {
+                    let pause = watcher.map_or(own_pause, |w| w.fleet_pause(own_pause));
+                    let due = due - (own_pause - pause) as f64;
+                    // What the run's own pace would have probed since its last probe is banked.
+                    let since = pacer.probed_at().unwrap_or(started);
+                    while let Some(ms) = pause_left(pve, due, watcher, upid) {
+                        let mut ended = watcher.map(|watcher| watcher.ended(upid.as_str()));
+                        let wake = ended.as_mut().map(|e| Pin::new(e) as Wake);
+                        pause_until(pve, ms, wake).await;
+                    }
+                    if pve.host.aborted() {
+                        break 'watch Err(stopped_waiting(pve, upid, Stopped::Aborted));
+                    }
+                    let now = pve.host.now_ms();
+                    if let Some(watcher) = watcher {
+                        watcher.credit((now - since) / own_pause.max(1) as f64);
+                    }
+                    pacer.probed(now);
+                    // A long task says how far it got (its log, read at the progress cadence only).
+                    // Sent from this loop's own await: no state machine of `tick_task`'s.
+                    if let Some(request) = progress.task_log_due(pve.host.now_ms(), upid) {
+                        let answer = pve.call(&request).await;
+                        progress.heard(pve.host, upid, answer);
+                    }
+                    if let Some(ended) = watcher.and_then(|w| listed_end(w, upid)) {
+                        break 'watch Ok(ended);
+                    }
+                    let verify =
+                        pve.host.now_ms() >= own_read_due(read_own_at, pacer.last_probe_ms());
+                    if let Some(watcher) = watcher.filter(|w| w.worth_reading() && !verify) {
+                        // A list read sent within half a pause before this probe was due answers it
+                        // too — but not one sent before the task was: it cannot show the task.
+                        let fresh_since = (due - pause as f64 / 2.0).max(started);
+                        if read_list_since(pve, watcher, &upid.node, fresh_since).await {
+                            if let Some(ended) = listed_end(watcher, upid) {
+                                break 'watch Ok(ended);
+                            }
+                            if watcher.sighting(upid.as_str()) == Sighting::Running {
+                                last_probe_own = false;
+                                continue;
+                            }
+                        }
+                    }
+                    None
+                }
+                Err(stop) if last_probe_own => break 'watch Err(stopped_waiting(pve, upid, stop)),
+                // The budget is spent on list reads only: the task's own status has the last word.
+                Err(stop) => Some(stop),
+            };
+            read_own_at = pve.host.now_ms();
+            last_probe_own = true;
+            if let Some(watcher) = watcher {
+                watcher.spend_read();
+            }
+            let request = endpoints::task_status(upid);
+            let answer = pve.call(&request).await;
+            match own_probe(pve, upid, started, &request, answer) {
+                Probe::Ended(status) => break 'watch Ok(status),
+                Probe::Running => {}
+                Probe::Trouble(trouble) => break 'watch Err(trouble),
+            }
+            if let Some(stop) = stopped {
+                break 'watch Err(stopped_waiting(pve, upid, stop));
+            }
+        }
+    }?;
     let exit_status = status.exitstatus.unwrap_or_default();
     // Only a task that did not end plainly OK has a log worth reading: its warnings or its cause.
     let (log, log_file) = match exit_status.as_str() {
@@ -189,86 +270,6 @@ pub fn log_file_text(log: &[String]) -> String {
         text.push('\n');
     }
     text
-}
-
-/// The probe loop of [`follow_task`]: the task's final status, or why its end was not observed.
-async fn watch_for_end<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskStatus, TaskTrouble> {
-    let started = pve.host.now_ms();
-    // The method's one budget: what earlier waits spent is not given back.
-    let mut pacer = Pacer::until(pve.budget.deadline(started), pve.poll_cap_ms);
-    let following = pve.shared.follow_task(pve.settings, upid);
-    let watcher = following.as_ref().map(|f| &*f.watcher);
-    let mut read_own_at = started;
-    // None yet: a budget spent before the first probe still ends with one read of the task.
-    let mut last_probe_own = false;
-    let mut progress = Progress::start(started);
-    loop {
-        // A task is a forked worker: none ends within a round trip, so even the first probe waits.
-        let stopped = match pacer.next_probe(pve.host.now_ms()) {
-            Ok((due, own_pause)) => {
-                let pause = watcher.map_or(own_pause, |w| w.fleet_pause(own_pause));
-                let due = due - (own_pause - pause) as f64;
-                // What the run's own pace would have probed since its last probe is banked.
-                let since = pacer.probed_at().unwrap_or(started);
-                while let Some(ms) = pause_left(pve, due, watcher, upid) {
-                    let mut ended = watcher.map(|watcher| watcher.ended(upid.as_str()));
-                    let wake = ended.as_mut().map(|e| Pin::new(e) as Wake);
-                    pause_until(pve, ms, wake).await;
-                }
-                if pve.host.aborted() {
-                    return Err(stopped_waiting(pve, upid, Stopped::Aborted));
-                }
-                let now = pve.host.now_ms();
-                if let Some(watcher) = watcher {
-                    watcher.credit((now - since) / own_pause.max(1) as f64);
-                }
-                pacer.probed(now);
-                // A long task says how far it got (its log, read at the progress cadence only).
-                // Sent from this loop's own await: no state machine of `tick_task`'s.
-                if let Some(request) = progress.task_log_due(pve.host.now_ms(), upid) {
-                    let answer = pve.call(&request).await;
-                    progress.heard(pve.host, upid, answer);
-                }
-                if let Some(ended) = watcher.and_then(|w| listed_end(w, upid)) {
-                    return Ok(ended);
-                }
-                let verify = pve.host.now_ms() >= own_read_due(read_own_at, pacer.last_probe_ms());
-                if let Some(watcher) = watcher.filter(|w| w.worth_reading() && !verify) {
-                    // A list read sent within half a pause before this probe was due answers it
-                    // too — but not one sent before the task was: it cannot show the task.
-                    let fresh_since = (due - pause as f64 / 2.0).max(started);
-                    if read_list_since(pve, watcher, &upid.node, fresh_since).await {
-                        if let Some(ended) = listed_end(watcher, upid) {
-                            return Ok(ended);
-                        }
-                        if watcher.sighting(upid.as_str()) == Sighting::Running {
-                            last_probe_own = false;
-                            continue;
-                        }
-                    }
-                }
-                None
-            }
-            Err(stop) if last_probe_own => return Err(stopped_waiting(pve, upid, stop)),
-            // The budget is spent on list reads only: the task's own status has the last word.
-            Err(stop) => Some(stop),
-        };
-        read_own_at = pve.host.now_ms();
-        last_probe_own = true;
-        if let Some(watcher) = watcher {
-            watcher.spend_read();
-        }
-        let request = endpoints::task_status(upid);
-        let answer = pve.call(&request).await;
-        match own_probe(pve, upid, started, &request, answer) {
-            Probe::Ended(status) => return Ok(status),
-            Probe::Running => {}
-            Probe::Trouble(trouble) => return Err(trouble),
-        }
-        if let Some(stop) = stopped {
-            return Err(stopped_waiting(pve, upid, stop));
-        }
-    }
 }
 
 /// Makes sure a list read of `node` sent at or after `fresh_since` (epoch ms) was published: waits
