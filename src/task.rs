@@ -172,7 +172,48 @@ pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskE
                         // A list read sent within half a pause before this probe was due answers it
                         // too — but not one sent before the task was: it cannot show the task.
                         let fresh_since = (due - pause as f64 / 2.0).max(started);
-                        if read_list_since(pve, watcher, &upid.node, fresh_since).await {
+                        // Makes sure a list read of the node sent at or after `fresh_since` (epoch
+                        // ms) was published: waits for another run's read in flight, or sends one
+                        // for everyone. `false` when no such read could be had (the list is
+                        // unusable, the run was aborted, the budget ran out): this run reads its
+                        // own task's status. In this loop's state machine, not a function's of its
+                        // own (issue 32).
+                        let node = &upid.node;
+                        let fresh = 'list: loop {
+                            let now = pve.host.now_ms();
+                            let remaining = pve.budget.remaining_ms(now);
+                            if pve.host.aborted() || remaining == 0 {
+                                break 'list false;
+                            }
+                            // One await for both pauses: until a read in flight is published (or
+                            // the budget is spent), or until a read may be sent.
+                            let (pause, seen) = match watcher.next_step(fresh_since, now) {
+                                ListStep::Fresh => break 'list true,
+                                ListStep::Unusable => break 'list false,
+                                ListStep::AwaitInFlight => {
+                                    (remaining, Some(watcher.publications()))
+                                }
+                                ListStep::NotBefore(at) => ((at - now).ceil() as u64, None),
+                                // Sent for every task followed there from this loop's own await;
+                                // what it says is published by the plain `publish_list`.
+                                ListStep::Send => {
+                                    let asked = pve.host.now_ms();
+                                    let (request, in_flight) = watcher.begin_read(node, asked);
+                                    let left = Cell::new(asked);
+                                    let note_left = |at| left.set(at);
+                                    let answer = pve.call_noting(&request, &note_left).await;
+                                    let answer =
+                                        shaped::<Vec<ListedTask>>(&request, "a task list", answer);
+                                    publish_list(pve, watcher, node, (asked, left.get()), answer);
+                                    drop(in_flight);
+                                    continue;
+                                }
+                            };
+                            let mut published = seen.map(|seen| watcher.published_after(seen));
+                            let wake = published.as_mut().map(|p| Pin::new(p) as Wake);
+                            pause_until(pve, pause, wake).await;
+                        };
+                        if fresh {
                             if let Some(ended) = listed_end(watcher, upid) {
                                 break 'watch Ok(ended);
                             }
@@ -270,49 +311,6 @@ pub fn log_file_text(log: &[String]) -> String {
         text.push('\n');
     }
     text
-}
-
-/// Makes sure a list read of `node` sent at or after `fresh_since` (epoch ms) was published: waits
-/// for another run's read in flight, or sends one for everyone. `false` when no such read could be
-/// had (the list is unusable, the run was aborted, the budget ran out): the caller reads its own
-/// task's status.
-async fn read_list_since<H: Host>(
-    pve: &Pve<'_, H>,
-    watcher: &NodeTasks,
-    node: &str,
-    fresh_since: f64,
-) -> bool {
-    loop {
-        let now = pve.host.now_ms();
-        let remaining = pve.budget.remaining_ms(now);
-        if pve.host.aborted() || remaining == 0 {
-            return false;
-        }
-        // One await for both pauses: until a read in flight is published (or the budget is
-        // spent), or until a read may be sent.
-        let (pause, seen) = match watcher.next_step(fresh_since, now) {
-            ListStep::Fresh => return true,
-            ListStep::Unusable => return false,
-            ListStep::AwaitInFlight => (remaining, Some(watcher.publications())),
-            ListStep::NotBefore(at) => ((at - now).ceil() as u64, None),
-            // Sent for every task followed there from this loop's own await; what it says is
-            // published by the plain `publish_list`.
-            ListStep::Send => {
-                let asked = pve.host.now_ms();
-                let (request, in_flight) = watcher.begin_read(node, asked);
-                let left = Cell::new(asked);
-                let note_left = |at| left.set(at);
-                let answer = pve.call_noting(&request, &note_left).await;
-                let answer = shaped::<Vec<ListedTask>>(&request, "a task list", answer);
-                publish_list(pve, watcher, node, (asked, left.get()), answer);
-                drop(in_flight);
-                continue;
-            }
-        };
-        let mut published = seen.map(|seen| watcher.published_after(seen));
-        let wake = published.as_mut().map(|p| Pin::new(p) as Wake);
-        pause_until(pve, pause, wake).await;
-    }
 }
 
 /// Publishes what one list read of `node`, asked at `asked` and gone at `left`, said.
