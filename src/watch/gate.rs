@@ -6,9 +6,10 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use std::future::poll_fn;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 
 /// A first-come, first-served limit on requests in flight to one node.
 pub struct Gate {
@@ -50,6 +51,39 @@ impl Drop for Ticket<'_> {
     }
 }
 
+/// A run waiting at the gate ([`Gate::enter`]): a future of its own, not an async function's
+/// state machine (issue 32: the request engine awaits it on every request).
+pub struct Entering<'a> {
+    gate: &'a Rc<Gate>,
+    ticket: Ticket<'a>,
+}
+
+impl Future for Entering<'_> {
+    type Output = Pass;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Pass> {
+        let Entering { gate, ticket } = self.get_mut();
+        {
+            let mut queue = gate.queue.borrow_mut();
+            let first = queue.front().map(|(n, _)| *n);
+            if first != Some(ticket.number) || gate.in_flight.get() >= gate.capacity {
+                if let Some(entry) = queue.iter_mut().find(|(n, _)| *n == ticket.number) {
+                    entry.1 = Some(cx.waker().clone());
+                }
+                return Poll::Pending;
+            }
+            queue.pop_front();
+            gate.in_flight.set(gate.in_flight.get() + 1);
+            ticket.admitted = true;
+        }
+        // The next in line may fit too (several slots freed while it slept).
+        gate.wake_first();
+        Poll::Ready(Pass {
+            gate: Rc::clone(gate),
+        })
+    }
+}
+
 impl Gate {
     /// A gate letting `capacity` requests (at least one) through at once.
     pub fn new(capacity: usize) -> Rc<Self> {
@@ -71,35 +105,19 @@ impl Gate {
         self.in_flight.get() >= self.capacity || !self.queue.borrow().is_empty()
     }
 
-    /// Waits for a free slot, after every run that asked earlier.
-    pub async fn enter(self: &Rc<Self>) -> Pass {
+    /// Waits for a free slot, after every run that asked earlier (in the queue from this call).
+    pub fn enter(self: &Rc<Self>) -> Entering<'_> {
         let number = self.next_ticket.get();
         self.next_ticket.set(number + 1);
         self.queue.borrow_mut().push_back((number, None));
-        let mut ticket = Ticket {
+        Entering {
             gate: self,
-            number,
-            admitted: false,
-        };
-        poll_fn(|cx| {
-            let mut queue = self.queue.borrow_mut();
-            let first = queue.front().map(|(n, _)| *n);
-            if first == Some(number) && self.in_flight.get() < self.capacity {
-                queue.pop_front();
-                self.in_flight.set(self.in_flight.get() + 1);
-                ticket.admitted = true;
-                return Poll::Ready(());
-            }
-            if let Some(entry) = queue.iter_mut().find(|(n, _)| *n == number) {
-                entry.1 = Some(cx.waker().clone());
-            }
-            Poll::Pending
-        })
-        .await;
-        drop(ticket);
-        // The next in line may fit too (several slots freed while it slept).
-        self.wake_first();
-        Pass { gate: self.clone() }
+            ticket: Ticket {
+                gate: self,
+                number,
+                admitted: false,
+            },
+        }
     }
 
     fn wake_first(&self) {
