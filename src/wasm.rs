@@ -13,8 +13,12 @@ use crate::host::{
 use crate::watch::Shared;
 use serde::Serialize;
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_HOST: &'static str = r#"
@@ -56,8 +60,9 @@ extern "C" {
     async fn http(this: &JsHost, request: JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method, catch)]
     async fn run(this: &JsHost, request: JsValue) -> Result<JsValue, JsValue>;
+    /// The host's promise itself: [`Pause`] awaits it with no state machine around it.
     #[wasm_bindgen(method, catch)]
-    async fn sleep(this: &JsHost, ms: f64) -> Result<JsValue, JsValue>;
+    fn sleep(this: &JsHost, ms: f64) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(method)]
     fn now(this: &JsHost) -> f64;
     #[wasm_bindgen(method)]
@@ -191,6 +196,23 @@ fn host_error(value: JsValue) -> HostError {
     internal(message)
 }
 
+/// A host pause ([`Host::sleep`]): the host's promise awaited as it is — every wait of the core
+/// pauses through it, so it is a plain poll, not an async function's state machine (issue 32).
+struct Pause(Option<JsFuture>);
+
+impl Future for Pause {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.0.as_mut() {
+            // A failed sleep (a rejection, or a throw: no promise) only shortens a pause; the poll
+            // loop checks the clock and abort itself.
+            Some(promise) => Pin::new(promise).poll(cx).map(drop),
+            None => Poll::Ready(()),
+        }
+    }
+}
+
 struct WasmHost(JsHost);
 
 impl WasmHost {
@@ -229,9 +251,8 @@ impl Host for WasmHost {
         })
     }
 
-    async fn sleep(&self, ms: u64) {
-        // A failed sleep only shortens a pause; the poll loop checks the clock and abort itself.
-        let _ = self.0.sleep(ms as f64).await;
+    fn sleep(&self, ms: u64) -> impl Future<Output = ()> {
+        Pause(self.0.sleep(ms as f64).ok().map(JsFuture::from))
     }
 
     fn now_ms(&self) -> f64 {
