@@ -56,10 +56,11 @@ extern "C" {
     #[wasm_bindgen(typescript_type = "CoreHost")]
     pub type JsHost;
 
+    /// The host's promise itself, awaited by a [`HostCall`] (as `run`'s).
     #[wasm_bindgen(method, catch)]
-    async fn http(this: &JsHost, request: JsValue) -> Result<JsValue, JsValue>;
+    fn http(this: &JsHost, request: JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(method, catch)]
-    async fn run(this: &JsHost, request: JsValue) -> Result<JsValue, JsValue>;
+    fn run(this: &JsHost, request: JsValue) -> Result<js_sys::Promise, JsValue>;
     /// The host's promise itself: [`Pause`] awaits it with no state machine around it.
     #[wasm_bindgen(method, catch)]
     fn sleep(this: &JsHost, ms: f64) -> Result<js_sys::Promise, JsValue>;
@@ -196,6 +197,74 @@ fn host_error(value: JsValue) -> HostError {
     internal(message)
 }
 
+/// The host's answer to an HTTP request ([`Host::http`]).
+fn response_of(answer: &JsValue) -> Result<HttpResponse, HostError> {
+    let status = field(answer, "status").as_f64();
+    let Some(status) = status.filter(|s| (0.0..=999.0).contains(s)) else {
+        return Err(internal(
+            "the host returned an HTTP response without a status".into(),
+        ));
+    };
+    Ok(HttpResponse {
+        status: status as u16,
+        status_text: field(answer, "statusText").as_string().unwrap_or_default(),
+        body: field(answer, "body").as_string().unwrap_or_default(),
+    })
+}
+
+/// What the host's run of a process returned ([`Host::run`]).
+fn output_of(output: &JsValue) -> Result<ProcessOutput, HostError> {
+    let count = |name: &str| field(output, name).as_f64().map(|n| n as usize);
+    let code = field(output, "code");
+    Ok(ProcessOutput {
+        code: code.as_f64().map(|c| c as i32),
+        stdout: field(output, "stdout").as_string().unwrap_or_default(),
+        stderr: field(output, "stderr").as_string().unwrap_or_default(),
+        stdout_bytes: count("stdoutBytes"),
+        stderr_bytes: count("stderrBytes"),
+    })
+}
+
+/// A host call's promise and how its value reads ([`Host::http`], [`Host::run`]): polled as it
+/// is, not through an async function's state machine (the request engine awaits one for every
+/// request, issue 32). A call the host refused at once is its error, handed over on the first poll.
+struct HostCall<T> {
+    promise: Result<JsFuture, Option<HostError>>,
+    read: fn(&JsValue) -> Result<T, HostError>,
+}
+
+impl<T> HostCall<T> {
+    fn new(
+        promise: Result<js_sys::Promise, HostError>,
+        read: fn(&JsValue) -> Result<T, HostError>,
+    ) -> Self {
+        HostCall {
+            promise: promise.map(JsFuture::from).map_err(Some),
+            read,
+        }
+    }
+}
+
+impl<T> Future for HostCall<T> {
+    type Output = Result<T, HostError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let call = self.get_mut();
+        let promise = match &mut call.promise {
+            Ok(promise) => promise,
+            Err(refused) => {
+                let polled_again = || internal("a host call was awaited after it ended".into());
+                return Poll::Ready(Err(refused.take().unwrap_or_else(polled_again)));
+            }
+        };
+        match Pin::new(promise).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(value)) => Poll::Ready((call.read)(&value)),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(host_error(e))),
+        }
+    }
+}
+
 /// A host pause ([`Host::sleep`]): the host's promise awaited as it is — every wait of the core
 /// pauses through it, so it is a plain poll, not an async function's state machine (issue 32).
 struct Pause(Option<JsFuture>);
@@ -223,32 +292,17 @@ impl WasmHost {
 }
 
 impl Host for WasmHost {
-    async fn http(&self, request: HttpRequest) -> Result<HttpResponse, HostError> {
-        let answer = self.0.http(to_js(&request)?).await.map_err(host_error)?;
-        let status = field(&answer, "status").as_f64();
-        let Some(status) = status.filter(|s| (0.0..=999.0).contains(s)) else {
-            return Err(internal(
-                "the host returned an HTTP response without a status".into(),
-            ));
-        };
-        Ok(HttpResponse {
-            status: status as u16,
-            status_text: field(&answer, "statusText").as_string().unwrap_or_default(),
-            body: field(&answer, "body").as_string().unwrap_or_default(),
-        })
+    fn http(&self, request: HttpRequest) -> impl Future<Output = Result<HttpResponse, HostError>> {
+        let promise = to_js(&request).and_then(|js| self.0.http(js).map_err(host_error));
+        HostCall::new(promise, response_of)
     }
 
-    async fn run(&self, request: ProcessRequest) -> Result<ProcessOutput, HostError> {
-        let output = self.0.run(to_js(&request)?).await.map_err(host_error)?;
-        let count = |name: &str| field(&output, name).as_f64().map(|n| n as usize);
-        let code = field(&output, "code");
-        Ok(ProcessOutput {
-            code: code.as_f64().map(|c| c as i32),
-            stdout: field(&output, "stdout").as_string().unwrap_or_default(),
-            stderr: field(&output, "stderr").as_string().unwrap_or_default(),
-            stdout_bytes: count("stdoutBytes"),
-            stderr_bytes: count("stderrBytes"),
-        })
+    fn run(
+        &self,
+        request: ProcessRequest,
+    ) -> impl Future<Output = Result<ProcessOutput, HostError>> {
+        let promise = to_js(&request).and_then(|js| self.0.run(js).map_err(host_error));
+        HostCall::new(promise, output_of)
     }
 
     fn sleep(&self, ms: u64) -> impl Future<Output = ()> {
