@@ -367,66 +367,64 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         last_operation: run.method.to_string(),
         recorded_at: run.now_iso(),
     };
-    let verdict = examine(run, &args, &mut record).await;
+    // The course in a labeled block (`or_break!` its `?`), not an async function of its own: each
+    // async function costs its own state machine (issue 32).
+    let verdict = 'verdict: {
+        let version = or_break!('verdict, pve_version(run).await);
+        record.reachable = true;
+        record.pve_version = Some(version.clone());
+        let major = major_of(&version);
+        let ids = (args.vmid, args.template_id);
+        let mut plans = Vec::new();
+        let mut paths = AclPaths::default();
+        for method in &args.methods {
+            let subjects =
+                preflight_subjects(run.kind, method, ids, args.storage.as_deref(), &node, major);
+            let plan = or_break!('verdict, Plan::new(run.kind, method, subjects));
+            plan.paths(&mut paths);
+            plans.push(plan);
+        }
+        let held = or_break!(
+            'verdict,
+            read_held(run, &paths).await.map_err(|e| {
+                format!("{e}: the token's privileges were not checked (PVE's own checks still apply to every request a method sends)")
+            })
+        );
+        let caller = Caller::of(&run.global.transport);
+        let mut fitness = Vec::with_capacity(plans.len());
+        for plan in &plans {
+            fitness.push(plan.fitness(run.kind, caller, Mode::Preflight, &held));
+        }
+        // Inserted one by one: `collect` into a map would compile std's sort once more (issue 32).
+        for (path, privs) in held {
+            record.privileges.insert(path, Value::from(privs));
+        }
+        for fit in &fitness {
+            for note in fit.notes.iter().chain(&fit.may_need) {
+                run.info(&format!("preflight: {}: {note}", fit.method));
+            }
+        }
+        let short = shortfalls(&fitness);
+        record.methods = fitness;
+        let pve = format!("PVE {version}");
+        match short.is_empty() {
+            true => Ok(format!(
+                "{pve} on node {node}: the token may run {} ({} ACL paths checked)",
+                match args.methods.len() {
+                    1 => args.methods[0].clone(),
+                    n => format!("all {n} methods asked about"),
+                },
+                record.privileges.len()
+            )),
+            false => Err(format!("{pve} on node {node}: {}", short.joined("; "))),
+        }
+    };
     record.ready = verdict.is_ok();
     record.error = verdict.as_ref().err().cloned();
     let writes = vec![write("preflight", format!("preflight-{node}"), &record)];
     match verdict {
         Ok(summary) => Outcome::succeeded(writes, summary),
         Err(message) => Outcome::failed(writes, message),
-    }
-}
-
-async fn examine<H: Host>(
-    run: &Run<'_, H>,
-    args: &PreflightArgs,
-    record: &mut PreflightRecord,
-) -> Result<String, String> {
-    let node = record.node.clone();
-    let version = pve_version(run).await?;
-    record.reachable = true;
-    record.pve_version = Some(version.clone());
-    let major = major_of(&version);
-    let ids = (args.vmid, args.template_id);
-    let mut plans = Vec::new();
-    let mut paths = AclPaths::default();
-    for method in &args.methods {
-        let subjects =
-            preflight_subjects(run.kind, method, ids, args.storage.as_deref(), &node, major);
-        let plan = Plan::new(run.kind, method, subjects)?;
-        plan.paths(&mut paths);
-        plans.push(plan);
-    }
-    let held = read_held(run, &paths).await.map_err(|e| {
-        format!("{e}: the token's privileges were not checked (PVE's own checks still apply to every request a method sends)")
-    })?;
-    let caller = Caller::of(&run.global.transport);
-    let mut fitness = Vec::with_capacity(plans.len());
-    for plan in &plans {
-        fitness.push(plan.fitness(run.kind, caller, Mode::Preflight, &held));
-    }
-    // Inserted one by one: `collect` into a map would compile std's sort once more (issue 32).
-    for (path, privs) in held {
-        record.privileges.insert(path, Value::from(privs));
-    }
-    for fit in &fitness {
-        for note in fit.notes.iter().chain(&fit.may_need) {
-            run.info(&format!("preflight: {}: {note}", fit.method));
-        }
-    }
-    let short = shortfalls(&fitness);
-    record.methods = fitness;
-    let pve = format!("PVE {version}");
-    match short.is_empty() {
-        true => Ok(format!(
-            "{pve} on node {node}: the token may run {} ({} ACL paths checked)",
-            match args.methods.len() {
-                1 => args.methods[0].clone(),
-                n => format!("all {n} methods asked about"),
-            },
-            record.privileges.len()
-        )),
-        false => Err(format!("{pve} on node {node}: {}", short.joined("; "))),
     }
 }
 
