@@ -544,36 +544,40 @@ fn table_endpoint(template: &'static str, kind: &str) -> &'static str {
 /// sends, and those its arguments decide (known to the check before the method, not to preflight).
 fn condition_params(
     kind: GuestKind,
-    method: &str,
+    method: Option<Method>,
 ) -> (&'static [&'static str], &'static [&'static str]) {
     use GuestKind::{Lxc, Qemu};
     match (kind, method) {
-        (Qemu, "restore") => (&["archive"], &["force"]),
-        (Lxc, "restore") => (&["restore"], &["force"]),
-        (Lxc, "create") => (&[], &["unprivileged"]),
-        (Qemu, "rollback") => (&[], &["start"]),
-        (Qemu, "migrate") => (&[], &["targetstorage"]),
-        (Lxc, "migrate") => (&[], &["target-storage"]),
-        (Qemu, "suspend") => (&[], &["todisk"]),
-        (_, "waitTask") => (&[], &[ANOTHER_USERS_TASK]),
+        (Qemu, Some(Method::Restore)) => (&["archive"], &["force"]),
+        (Lxc, Some(Method::Restore)) => (&["restore"], &["force"]),
+        (_, Some(Method::Create)) => (&[], &["unprivileged"]),
+        (Qemu, Some(Method::Rollback)) => (&[], &["start"]),
+        (Qemu, Some(Method::Migrate)) => (&[], &["targetstorage"]),
+        (Lxc, Some(Method::Migrate)) => (&[], &["target-storage"]),
+        (Qemu, Some(Method::Suspend)) => (&[], &["todisk"]),
+        (_, Some(Method::WaitTask)) => (&[], &[ANOTHER_USERS_TASK]),
         _ => (&[], &[]),
     }
 }
 
 /// The config options a create always sends (qemu-server and pve-container check each).
-fn fixed_options(kind: GuestKind, method: &str) -> &'static [&'static str] {
-    match (kind, method) {
-        (GuestKind::Qemu, "create") => &["name", "tags"],
-        (GuestKind::Lxc, "create") => &["hostname", "rootfs", "tags"],
+fn fixed_options(method: Option<Method>) -> &'static [&'static str] {
+    match method {
+        Some(Method::VmCreate) => &["name", "tags"],
+        Some(Method::Create) => &["hostname", "rootfs", "tags"],
         _ => &[],
     }
 }
 
 /// The guest acted on and the guest made, by how `method` names them.
-fn guests(method: &str, vmid: Option<u32>, template: Option<u32>) -> (Option<u32>, Option<u32>) {
+fn guests(
+    method: Option<Method>,
+    vmid: Option<u32>,
+    template: Option<u32>,
+) -> (Option<u32>, Option<u32>) {
     match method {
-        "clone" => (template, vmid),
-        "create" | "restore" => (None, vmid),
+        Some(Method::Clone) => (template, vmid),
+        Some(Method::Create | Method::VmCreate | Method::Restore) => (None, vmid),
         _ => (vmid, None),
     }
 }
@@ -582,7 +586,7 @@ fn guests(method: &str, vmid: Option<u32>, template: Option<u32>) -> (Option<u32
 /// create always sends.
 fn base(
     kind: GuestKind,
-    method: &str,
+    method: Option<Method>,
     ids: (Option<u32>, Option<u32>),
     node: &str,
     major: u64,
@@ -600,7 +604,7 @@ fn base(
         vmid,
         newid,
         given: strings(condition_params(kind, method).0),
-        options: strings(fixed_options(kind, method)),
+        options: strings(fixed_options(method)),
         major,
         ..Subjects::default()
     }
@@ -617,6 +621,8 @@ pub fn preflight_subjects(
     node: &str,
     major: u64,
 ) -> Subjects {
+    // The catalog's method, found once: matched below as one jump, not a comparison per name.
+    let method = method_of(kind, method);
     let mut s = base(kind, method, ids, node, major);
     s.storages.extend(storage.map(str::to_string));
     s.given.extend(storage.map(|_| "storage".to_string()));
@@ -640,22 +646,25 @@ pub fn run_subjects(
             .and_then(Value::as_u64)
             .and_then(|n| u32::try_from(n).ok())
     };
-    let upid = text("upid").filter(|_| method == "waitTask");
+    // The catalog's method, found once: matched below as one jump, not a comparison per name.
+    let known = method_of(kind, method);
+    let waits = known == Some(Method::WaitTask);
+    let upid = text("upid").filter(|_| waits);
     let upid = upid.as_deref().and_then(Upid::parse);
     let on = match &upid {
         Some(upid) => Some(upid.node.clone()),
-        None => text("node").filter(|_| matches!(method, "downloadUrl" | "waitTask")),
+        None => text("node").filter(|_| waits || known == Some(Method::DownloadUrl)),
     };
     let mut s = base(
         kind,
-        method,
+        known,
         (id("vmid"), id("templateId")),
         on.as_deref().unwrap_or(node),
         major,
     );
     s.skip_unknown = true;
     // The conditions the arguments decide: a flag given true (`unprivileged` false), a storage.
-    for param in condition_params(kind, method).1 {
+    for param in condition_params(kind, known).1 {
         let arg = match *param {
             p if p.starts_with("target") => "targetStorage",
             "todisk" => "toDisk",
@@ -674,26 +683,29 @@ pub fn run_subjects(
     // Whose task a filter finds is not known before the list is read.
     match &upid {
         Some(upid) if !upid.started_by(caller) => s.given.push(ANOTHER_USERS_TASK.into()),
-        None if method == "waitTask" => s.unknown = vec![ANOTHER_USERS_TASK],
+        None if waits => s.unknown = vec![ANOTHER_USERS_TASK],
         _ => {}
     }
     let backup = |field: &str| text(field).and_then(|v| BackupVolid::parse(field, &v).ok());
-    match method {
-        "create" => create_subjects(kind, args, &mut s),
-        "restore" | "deleteBackup" => {
+    match known {
+        Some(Method::Create | Method::VmCreate) => create_subjects(kind, args, &mut s),
+        Some(which @ (Method::Restore | Method::DeleteBackup)) => {
             let volume = backup("archive").or_else(|| backup("volid"));
             s.owner = volume.as_ref().and_then(|v| v.vmid);
-            match method {
-                "restore" => s.archive = volume.map(|v| v.storage),
+            match which {
+                Method::Restore => s.archive = volume.map(|v| v.storage),
                 _ => s.storages.extend(volume.map(|v| v.storage)),
             }
         }
-        "migrate" => s.storages.extend(text("targetStorage")),
-        "suspend" => s.storages.extend(text("stateStorage")),
-        "attachDisk" => foreign_volume(text("volume"), &mut s),
+        Some(Method::Migrate) => s.storages.extend(text("targetStorage")),
+        Some(Method::Suspend) => s.storages.extend(text("stateStorage")),
+        Some(Method::AttachDisk) => foreign_volume(text("volume"), &mut s),
         _ => {}
     }
-    if !matches!(method, "create" | "migrate" | "deleteBackup") {
+    if !matches!(
+        known,
+        Some(Method::Create | Method::VmCreate | Method::Migrate | Method::DeleteBackup)
+    ) {
         s.storages.extend(text("storage"));
     }
     s
