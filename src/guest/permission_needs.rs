@@ -640,7 +640,9 @@ pub fn run_subjects(
     (node, caller): (&str, &str),
     major: u64,
 ) -> Subjects {
-    let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+    // Read borrowed: copied only where a subject keeps it.
+    let text = |k: &str| args.get(k).and_then(Value::as_str);
+    let owned = |k: &str| text(k).map(str::to_string);
     let id = |k: &str| {
         args.get(k)
             .and_then(Value::as_u64)
@@ -650,16 +652,16 @@ pub fn run_subjects(
     let known = method_of(kind, method);
     let waits = known == Some(Method::WaitTask);
     let upid = text("upid").filter(|_| waits);
-    let upid = upid.as_deref().and_then(Upid::parse);
+    let upid = upid.and_then(Upid::parse);
     let on = match &upid {
-        Some(upid) => Some(upid.node.clone()),
+        Some(upid) => Some(upid.node.as_str()),
         None => text("node").filter(|_| waits || known == Some(Method::DownloadUrl)),
     };
     let mut s = base(
         kind,
         known,
         (id("vmid"), id("templateId")),
-        on.as_deref().unwrap_or(node),
+        on.unwrap_or(node),
         major,
     );
     s.skip_unknown = true;
@@ -686,7 +688,7 @@ pub fn run_subjects(
         None if waits => s.unknown = vec![ANOTHER_USERS_TASK],
         _ => {}
     }
-    let backup = |field: &str| text(field).and_then(|v| BackupVolid::parse(field, &v).ok());
+    let backup = |field: &str| text(field).and_then(|v| BackupVolid::parse(field, v).ok());
     match known {
         Some(Method::Create | Method::VmCreate) => create_subjects(kind, args, &mut s),
         Some(which @ (Method::Restore | Method::DeleteBackup)) => {
@@ -697,8 +699,8 @@ pub fn run_subjects(
                 _ => s.storages.extend(volume.map(|v| v.storage)),
             }
         }
-        Some(Method::Migrate) => s.storages.extend(text("targetStorage")),
-        Some(Method::Suspend) => s.storages.extend(text("stateStorage")),
+        Some(Method::Migrate) => s.storages.extend(owned("targetStorage")),
+        Some(Method::Suspend) => s.storages.extend(owned("stateStorage")),
         Some(Method::AttachDisk) => foreign_volume(text("volume"), &mut s),
         _ => {}
     }
@@ -706,20 +708,20 @@ pub fn run_subjects(
         known,
         Some(Method::Create | Method::VmCreate | Method::Migrate | Method::DeleteBackup)
     ) {
-        s.storages.extend(text("storage"));
+        s.storages.extend(owned("storage"));
     }
     s
 }
 
 /// An attached volume another guest owns (its name says whose): PVE's check_volume_access asks
 /// for rights on its storage and its owner, not only on the guest it joins.
-fn foreign_volume(volid: Option<String>, s: &mut Subjects) {
+fn foreign_volume(volid: Option<&str>, s: &mut Subjects) {
     let Some(volid) = volid else { return };
-    let owner = crate::guest::volumes::owner_of(&volid);
+    let owner = crate::guest::volumes::owner_of(volid);
     if owner.is_none() || s.vmid.is_none() || owner == s.vmid {
         return;
     }
-    s.sources.extend(storage_of(&volid));
+    s.sources.extend(storage_of(volid));
     s.owner = owner;
     s.given.push("foreignVolume".into());
 }
