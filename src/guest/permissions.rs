@@ -213,6 +213,17 @@ impl Judged {
     fn holds(&self) -> bool {
         self.missing.is_empty() && self.may.is_empty()
     }
+
+    /// Pushes onto `out` everything lacked, with the condition it depends on: "VM.PowerMgmt on
+    /// /vms/100 (when the guest runs)". One function for the conditions of a check and of a need.
+    pub fn push_when(&self, when: &str, out: &mut Vec<String>) {
+        // Over both lists by slices, not a chained iterator: smaller in the module.
+        for list in [&self.missing, &self.may] {
+            for need in list {
+                out.push(format!("{need} ({when})"));
+            }
+        }
+    }
 }
 
 /// Whether the token holds `privilege` on `path`.
@@ -293,13 +304,8 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
                     true => format!("without `{shown}`"),
                     false => format!("with `{shown}`"),
                 };
-                // Over both lists by slices, not a chained iterator: smaller in the module.
                 let mut may = Vec::new();
-                for list in [&found.missing, &found.may] {
-                    for need in list {
-                        may.push(format!("{need} ({when})"));
-                    }
-                }
+                found.push_when(&when, &mut may);
                 Some(Judged {
                     missing: Vec::new(),
                     may,

@@ -250,11 +250,7 @@ impl Plan {
                 fit.may_need.extend(judged.may);
                 continue;
             };
-            for lacked in [judged.missing, judged.may] {
-                for m in lacked {
-                    fit.may_need.push(format!("{m} ({when})"));
-                }
-            }
+            judged.push_when(when, &mut fit.may_need);
         }
         fit.missing = dedup(fit.missing);
         fit.may_need = dedup(fit.may_need);
