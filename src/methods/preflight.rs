@@ -455,16 +455,21 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         plan.subjects.major = major;
         plan.fitness(run.kind, caller, Mode::Check, &held)
     };
-    let (eight, nine) = (on(8), on(9));
+    let nine = on(9);
     // The version is asked only when the verdict depends on it and the privileges do not tell it.
-    let fit = match (versioned && eight != nine, major_held(&held)) {
-        (false, _) | (true, Some(9)) => nine,
-        (true, Some(_)) => eight,
+    // PVE 8's verdict is worked out again when it is the one given (a plain judge of the same
+    // values): one verdict is kept across the await, not two (issue 32).
+    let major = match (versioned && on(8) != nine, major_held(&held)) {
+        (false, _) => 9,
+        (true, Some(major)) => major,
         (true, None) => match pve_version(run).await {
-            Ok(version) if major_of(&version) == 8 => eight,
-            Ok(_) => nine,
+            Ok(version) => major_of(&version),
             Err(why) => return could_not_run(run, method, &why),
         },
+    };
+    let fit = match major {
+        9 => nine,
+        _ => on(8),
     };
     let mut listed = String::new();
     for path in &paths {
