@@ -189,7 +189,9 @@ pub struct PreflightRecord {
     pub caller: String,
     /// Every method asked about can work.
     pub ready: bool,
-    pub methods: Vec<MethodFitness>,
+    /// Each method's [`MethodFitness`], made JSON one by one: no serializer of a list of them is
+    /// compiled (issue 32).
+    pub methods: Vec<Value>,
     /// The privileges PVE reported per ACL path read (a JSON map: the module's one map type, no
     /// second instantiation of a tree for it, issue 32).
     pub privileges: Map<String, Value>,
@@ -401,7 +403,11 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             }
         }
         let short = shortfalls(&fitness);
-        record.methods = fitness;
+        for fit in &fitness {
+            // A plain struct of strings and lists of them: serializing it cannot fail.
+            let json = serde_json::to_value(fit).unwrap_or_default();
+            record.methods.push(json);
+        }
         let pve = format!("PVE {version}");
         match short.is_empty() {
             true => Ok(format!(
