@@ -8,7 +8,6 @@ use crate::guest::backups::BackupVolid;
 use crate::guest::permissions::{Guest, Role, Subjects};
 use crate::guest::placement::{allocation_of, numbered};
 use crate::pve::endpoints::GuestKind;
-use crate::pve::privileges::ENDPOINTS;
 use crate::pve::property::property;
 use crate::pve::upid::Upid;
 use serde_json::Value;
@@ -91,9 +90,10 @@ const HA_RESOURCE: &str = "GET /cluster/ha/resources/{sid}";
 const HA_CURRENT: &str = "GET /cluster/ha/status/current";
 const STORAGE_CONTENT: &str = "GET /nodes/{node}/storage/{storage}/content";
 
-/// The endpoints method `method` of `kind` guests calls; `None` for a method the model lacks.
-/// `Some(&[])` for one that needs no privilege (lists filter by what the token may audit).
-pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
+/// The endpoints method `method` of `kind` guests calls (as templates: [`Need::endpoint_of`]
+/// names each as the privilege table does); `None` for a method the model lacks. `Some(&[])` for
+/// one that needs no privilege (lists filter by what the token may audit).
+pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
     use GuestKind::{Lxc, Qemu};
     use Method as M;
     // Matched on the catalog's method, not its name: one jump, not a comparison per name (issue 32).
@@ -520,24 +520,15 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
         }
         _ => return None,
     };
-    let prefix = kind.segment();
-    let mut needs = Vec::with_capacity(list.len());
-    for need in list {
-        needs.push(Need {
-            endpoint: table_endpoint(need.endpoint, prefix),
-            ..*need
-        });
-    }
-    Some(needs)
+    Some(list)
 }
 
-/// `{kind}` replaced by `qemu`/`lxc`, as one of the table's own `'static` strings.
-fn table_endpoint(template: &'static str, kind: &str) -> &'static str {
-    let wanted = template.replace("{kind}", kind);
-    ENDPOINTS
-        .iter()
-        .find(|(endpoint, _, _)| *endpoint == wanted)
-        .map_or(template, |(endpoint, _, _)| endpoint)
+impl Need {
+    /// The endpoint as the privilege table names it: `{kind}` replaced by `qemu`/`lxc`. Worked out
+    /// where it is looked up, so that [`needs`] hands back its static list as it is (issue 32).
+    pub fn endpoint_of(&self, kind: GuestKind) -> String {
+        self.endpoint.replace("{kind}", kind.segment())
+    }
 }
 
 /// The request parameters of `method` that the checks' conditions ask about: those it always
@@ -789,7 +780,7 @@ mod tests {
                 };
                 for need in list {
                     assert!(
-                        requirement(need.endpoint).is_ok(),
+                        requirement(&need.endpoint_of(kind)).is_ok(),
                         "{kind:?} {method}: {}",
                         need.endpoint
                     );

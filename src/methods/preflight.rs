@@ -218,8 +218,8 @@ impl Plan {
     fn new(kind: GuestKind, method: &str, subjects: Subjects) -> Result<Plan, String> {
         let mut checks = Vec::new();
         for need in needs(kind, method).unwrap_or_default() {
-            if let Some(check) = requirement(need.endpoint)? {
-                checks.push(Checked { need, check });
+            if let Some(check) = requirement(&need.endpoint_of(kind))? {
+                checks.push(Checked { need: *need, check });
             }
         }
         Ok(Plan {
