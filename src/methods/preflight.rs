@@ -123,13 +123,17 @@ impl PreflightArgs {
 /// The arguments of the `permissions` check: the method about to run (`methods: [name]`) and its
 /// own arguments (`methodArgs`, their plain values).
 #[derive(Debug, Clone, PartialEq)]
-pub struct CheckArgs {
+pub struct CheckArgs<'a> {
     pub method: String,
-    pub args: Value,
+    /// Borrowed from the check's own arguments: never copied (issue 32).
+    pub args: &'a Value,
 }
 
-impl CheckArgs {
-    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
+/// The `methodArgs` of a check that names none.
+static NO_ARGS: Value = Value::Null;
+
+impl<'a> CheckArgs<'a> {
+    pub fn parse(kind: GuestKind, args: &'a Value) -> Result<Self, ArgError> {
         let one = PreflightArgs::parse(kind, args)?;
         let (Some(_), [method]) = (args.get("methods"), &one.methods[..]) else {
             return Err(ArgError::new(
@@ -137,7 +141,7 @@ impl CheckArgs {
                 "must name the one method about to run",
             ));
         };
-        let args = args.get("methodArgs").cloned().unwrap_or_default();
+        let args = args.get("methodArgs").unwrap_or(&NO_ARGS);
         if !(args.is_object() || args.is_null()) {
             return Err(ArgError::new("methodArgs", "must be an object"));
         }
@@ -440,7 +444,7 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
     let method = args.method.as_str();
     let node = run.global.transport.node().to_string();
     let caller = run.global.transport.caller();
-    let subjects = run_subjects(run.kind, method, &args.args, (&node, caller), 9);
+    let subjects = run_subjects(run.kind, method, args.args, (&node, caller), 9);
     let mut plan = match Plan::new(run.kind, method, subjects) {
         Ok(plan) => plan,
         Err(message) => return Outcome::failed(Vec::new(), message),
@@ -931,12 +935,11 @@ mod tests {
 
     #[test]
     fn the_check_takes_one_method_and_an_object_of_its_arguments() {
-        let two = CheckArgs::parse(GuestKind::Qemu, &json!({"methods": ["create", "clone"]}));
+        let two = json!({"methods": ["create", "clone"]});
+        let two = CheckArgs::parse(GuestKind::Qemu, &two);
         assert_eq!(two.unwrap_err().field, "methods");
-        let bad = CheckArgs::parse(
-            GuestKind::Qemu,
-            &json!({"methods": ["create"], "methodArgs": 3}),
-        );
+        let bad = json!({"methods": ["create"], "methodArgs": 3});
+        let bad = CheckArgs::parse(GuestKind::Qemu, &bad);
         assert_eq!(bad.unwrap_err().field, "methodArgs");
         assert!(CheckArgs::parse(GuestKind::Lxc, &json!({"methods": ["create"]})).is_ok());
     }
