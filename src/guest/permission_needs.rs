@@ -590,14 +590,22 @@ fn base(
         }
         owned
     };
+    // Every field written out: `..Subjects::default()` builds a whole default value and drops
+    // what it overwrites (issue 32).
     Subjects {
         node: node.to_string(),
         vmid,
         newid,
+        storages: Vec::new(),
+        sources: Vec::new(),
+        archive: None,
+        owner: None,
+        bridges: Vec::new(),
         given: strings(condition_params(kind, method).0),
         options: strings(fixed_options(method)),
+        unknown: Vec::new(),
         major,
-        ..Subjects::default()
+        skip_unknown: false,
     }
 }
 
