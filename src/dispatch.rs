@@ -60,215 +60,184 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
     let Some(known) = method_of(kind, method) else {
         return Ok(false);
     };
-    let checked = match known {
+    // Each parser's refusal, if any (`.err()`): an `Option` of the one error type, whatever each
+    // parser's result holds, is smaller in the module than each result mapped to `()` (issue 32).
+    let refused = match known {
         Method::Lookup | Method::GetConfig | Method::ListSnapshots | Method::HaStatus => {
-            GuestRef::parse(&fields).map(drop)
+            GuestRef::parse(&fields).err()
         }
         Method::Migrate => kept!(
             Method::Migrate,
-            migrate::MigrateArgs::parse(kind, args).map(drop),
-            Ok(())
+            migrate::MigrateArgs::parse(kind, args).err(),
+            None
         ),
         Method::FileWrite => kept!(
             Method::FileWrite,
-            file_write::FileWriteArgs::parse(args).map(drop),
-            Ok(())
+            file_write::FileWriteArgs::parse(args).err(),
+            None
         ),
         Method::FileRead => kept!(
             Method::FileRead,
-            file_read::FileReadArgs::parse(args).map(drop),
-            Ok(())
+            file_read::FileReadArgs::parse(args).err(),
+            None
         ),
         Method::Snapshot => kept!(
             Method::Snapshot,
-            snapshot::SnapshotArgs::parse(kind, args).map(drop),
-            Ok(())
+            snapshot::SnapshotArgs::parse(kind, args).err(),
+            None
         ),
         Method::Rollback => kept!(
             Method::Rollback,
-            rollback::RollbackArgs::parse(kind, args).map(drop),
-            Ok(())
+            rollback::RollbackArgs::parse(kind, args).err(),
+            None
         ),
         Method::DeleteSnapshot => kept!(
             Method::DeleteSnapshot,
-            delete_snapshot::DeleteSnapshotArgs::parse(kind, args).map(drop),
-            Ok(())
+            delete_snapshot::DeleteSnapshotArgs::parse(kind, args).err(),
+            None
         ),
         Method::GuestExec | Method::ContainerExec => {
-            crate::guest::exec::ExecArgs::parse(args).map(drop)
+            crate::guest::exec::ExecArgs::parse(args).err()
         }
         Method::Start => kept!(
             Method::Start,
-            start::StartArgs::parse_for(kind, args).map(drop),
-            Ok(())
+            start::StartArgs::parse_for(kind, args).err(),
+            None
         ),
-        Method::Stop => kept!(Method::Stop, stop::power_args(kind, args).map(drop), Ok(())),
-        Method::Suspend => kept!(
-            Method::Suspend,
-            suspend::power_args(kind, args).map(drop),
-            Ok(())
-        ),
-        Method::Resume => kept!(
-            Method::Resume,
-            resume::power_args(kind, args).map(drop),
-            Ok(())
-        ),
+        Method::Stop => kept!(Method::Stop, stop::power_args(kind, args).err(), None),
+        Method::Suspend => kept!(Method::Suspend, suspend::power_args(kind, args).err(), None),
+        Method::Resume => kept!(Method::Resume, resume::power_args(kind, args).err(), None),
         Method::WaitTask => kept!(
             Method::WaitTask,
-            wait_task::WaitTaskArgs::parse(args).map(drop),
-            Ok(())
+            wait_task::WaitTaskArgs::parse(args).err(),
+            None
         ),
         Method::Shutdown => kept!(
             Method::Shutdown,
-            shutdown::ShutdownArgs::parse(args).map(drop),
-            Ok(())
+            shutdown::ShutdownArgs::parse(args).err(),
+            None
         ),
-        Method::Delete => kept!(
-            Method::Delete,
-            delete::DeleteArgs::parse(args).map(drop),
-            Ok(())
-        ),
-        Method::Clone => kept!(
-            Method::Clone,
-            clone::CloneArgs::parse(args).map(drop),
-            Ok(())
-        ),
-        Method::Create => kept!(
-            Method::Create,
-            create::CreateArgs::parse(args).map(drop),
-            Ok(())
-        ),
+        Method::Delete => kept!(Method::Delete, delete::DeleteArgs::parse(args).err(), None),
+        Method::Clone => kept!(Method::Clone, clone::CloneArgs::parse(args).err(), None),
+        Method::Create => kept!(Method::Create, create::CreateArgs::parse(args).err(), None),
         Method::SetConfig => kept!(
             Method::SetConfig,
-            set_config::SetConfigArgs::parse(args).map(drop),
-            Ok(())
+            set_config::SetConfigArgs::parse(args).err(),
+            None
         ),
         Method::Resize => kept!(
             Method::Resize,
-            resize_disk::ResizeArgs::parse(kind, args).map(drop),
-            Ok(())
+            resize_disk::ResizeArgs::parse(kind, args).err(),
+            None
         ),
-        Method::SetNic => kept!(
-            Method::SetNic,
-            nic::NicArgs::parse(kind, args).map(drop),
-            Ok(())
-        ),
+        Method::SetNic => kept!(Method::SetNic, nic::NicArgs::parse(kind, args).err(), None),
         Method::RemoveNic => kept!(
             Method::RemoveNic,
-            nic::NicArgs::removal(kind, args).map(drop),
-            Ok(())
+            nic::NicArgs::removal(kind, args).err(),
+            None
         ),
         Method::MoveDisk => kept!(
             Method::MoveDisk,
-            move_disk::MoveArgs::parse(kind, args).map(drop),
-            Ok(())
+            move_disk::MoveArgs::parse(kind, args).err(),
+            None
         ),
         Method::AttachDisk => kept!(
             Method::AttachDisk,
-            attach_disk::AttachArgs::parse(kind, args).map(drop),
-            Ok(())
+            attach_disk::AttachArgs::parse(kind, args).err(),
+            None
         ),
         Method::DetachDisk => kept!(
             Method::DetachDisk,
-            detach_disk::DetachArgs::parse(kind, args).map(drop),
-            Ok(())
+            detach_disk::DetachArgs::parse(kind, args).err(),
+            None
         ),
         Method::FirewallOptions => kept!(
             Method::FirewallOptions,
-            firewall_options::change(args).map(drop),
-            Ok(())
+            firewall_options::change(args).err(),
+            None
         ),
         Method::FirewallRules => kept!(
             Method::FirewallRules,
-            firewall_rules::change(args).map(drop),
-            Ok(())
+            firewall_rules::change(args).err(),
+            None
         ),
         Method::FirewallIpset => kept!(
             Method::FirewallIpset,
-            firewall_ipset::change(args).map(drop),
-            Ok(())
+            firewall_ipset::change(args).err(),
+            None
         ),
         Method::FirewallAlias => kept!(
             Method::FirewallAlias,
-            firewall_alias::change(args).map(drop),
-            Ok(())
+            firewall_alias::change(args).err(),
+            None
         ),
         Method::HaResource => kept!(
             Method::HaResource,
-            ha_resource::HaResourceArgs::parse(args).map(drop),
-            Ok(())
+            ha_resource::HaResourceArgs::parse(args).err(),
+            None
         ),
-        Method::HaRule => kept!(
-            Method::HaRule,
-            ha_rule::HaRuleArgs::parse(args).map(drop),
-            Ok(())
-        ),
+        Method::HaRule => kept!(Method::HaRule, ha_rule::HaRuleArgs::parse(args).err(), None),
 
-        Method::Sync => kept!(Method::Sync, sync::SyncArgs::parse(args).map(drop), Ok(())),
+        Method::Sync => kept!(Method::Sync, sync::SyncArgs::parse(args).err(), None),
         Method::Template => kept!(
             Method::Template,
-            template::TemplateArgs::parse(args).map(drop),
-            Ok(())
+            template::TemplateArgs::parse(args).err(),
+            None
         ),
-        Method::Reboot => kept!(
-            Method::Reboot,
-            reboot::RebootArgs::parse(args).map(drop),
-            Ok(())
-        ),
+        Method::Reboot => kept!(Method::Reboot, reboot::RebootArgs::parse(args).err(), None),
         Method::CloudInit => kept!(
             Method::CloudInit,
-            cloud_init::CloudInitArgs::parse(args).map(drop),
-            Ok(())
+            cloud_init::CloudInitArgs::parse(args).err(),
+            None
         ),
         Method::WaitReady => kept!(
             Method::WaitReady,
-            wait_ready::WaitReadyArgs::parse(args).map(drop),
-            Ok(())
+            wait_ready::WaitReadyArgs::parse(args).err(),
+            None
         ),
-        Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).map(drop),
+        Method::NodeStatus | Method::NodeConfig => node_status::NodeArgs::parse(args).err(),
         Method::DownloadUrl => kept!(
             Method::DownloadUrl,
-            download_url::DownloadUrlArgs::parse(args).map(drop),
-            Ok(())
+            download_url::DownloadUrlArgs::parse(args).err(),
+            None
         ),
         Method::VmCreate => kept!(
             Method::VmCreate,
-            vm_create::VmCreateArgs::parse(args).map(drop),
-            Ok(())
+            vm_create::VmCreateArgs::parse(args).err(),
+            None
         ),
-        Method::Backup => kept!(
-            Method::Backup,
-            backup::BackupArgs::parse(args).map(drop),
-            Ok(())
-        ),
+        Method::Backup => kept!(Method::Backup, backup::BackupArgs::parse(args).err(), None),
         Method::ListBackups => kept!(
             Method::ListBackups,
-            list_backups::ListBackupsArgs::parse(args).map(drop),
-            Ok(())
+            list_backups::ListBackupsArgs::parse(args).err(),
+            None
         ),
         Method::DeleteBackup => kept!(
             Method::DeleteBackup,
-            delete_backup::DeleteBackupArgs::parse(args).map(drop),
-            Ok(())
+            delete_backup::DeleteBackupArgs::parse(args).err(),
+            None
         ),
         Method::Restore => kept!(
             Method::Restore,
-            restore::RestoreArgs::parse(args).map(drop),
-            Ok(())
+            restore::RestoreArgs::parse(args).err(),
+            None
         ),
         Method::Preflight => kept!(
             Method::Preflight,
-            preflight::PreflightArgs::parse(kind, args).map(drop),
-            Ok(())
+            preflight::PreflightArgs::parse(kind, args).err(),
+            None
         ),
         Method::CheckPermissions => kept!(
             Method::CheckPermissions,
-            preflight::CheckArgs::parse(kind, args).map(drop),
-            Ok(())
+            preflight::CheckArgs::parse(kind, args).err(),
+            None
         ),
         Method::CheckReachable => return Ok(false),
     };
-    checked.map(|()| true)
+    match refused {
+        None => Ok(true),
+        Some(refusal) => Err(refusal),
+    }
 }
 
 fn model_kind(model: &str) -> Result<GuestKind, Failure> {

@@ -3,11 +3,11 @@
 //! and the request parameters the checks' conditions ask about.
 
 use crate::args::Fields;
+use crate::catalog::{method_of, Method};
 use crate::guest::backups::BackupVolid;
 use crate::guest::permissions::{Guest, Role, Subjects};
 use crate::guest::placement::{allocation_of, numbered};
 use crate::pve::endpoints::GuestKind;
-use crate::pve::privileges::ENDPOINTS;
 use crate::pve::property::property;
 use crate::pve::upid::Upid;
 use serde_json::Value;
@@ -90,18 +90,21 @@ const HA_RESOURCE: &str = "GET /cluster/ha/resources/{sid}";
 const HA_CURRENT: &str = "GET /cluster/ha/status/current";
 const STORAGE_CONTENT: &str = "GET /nodes/{node}/storage/{storage}/content";
 
-/// The endpoints method `method` of `kind` guests calls; `None` for a method the model lacks.
-/// `Some(&[])` for one that needs no privilege (lists filter by what the token may audit).
-pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
+/// The endpoints method `method` of `kind` guests calls (as templates: [`Need::endpoint_of`]
+/// names each as the privilege table does); `None` for a method the model lacks. `Some(&[])` for
+/// one that needs no privilege (lists filter by what the token may audit).
+pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
     use GuestKind::{Lxc, Qemu};
-    let list: &[Need] = match (kind, method) {
-        (_, "lookup") => const { &[always(STATUS), always(CONFIG)] },
-        (_, "sync") => const { &[always("GET /nodes/{node}/{kind}")] },
-        (_, "getConfig") => const { &[always(PENDING)] },
-        (_, "setConfig" | "setNic" | "removeNic" | "attachDisk") => {
+    use Method as M;
+    // Matched on the catalog's method, not its name: one jump, not a comparison per name (issue 32).
+    let list: &[Need] = match (kind, method_of(kind, method)?) {
+        (_, M::Lookup) => const { &[always(STATUS), always(CONFIG)] },
+        (_, M::Sync) => const { &[always("GET /nodes/{node}/{kind}")] },
+        (_, M::GetConfig) => const { &[always(PENDING)] },
+        (_, M::SetConfig | M::SetNic | M::RemoveNic | M::AttachDisk) => {
             const { &[always(STATUS), always(SET_CONFIG), always(PENDING)] }
         }
-        (_, "detachDisk") => {
+        (_, M::DetachDisk) => {
             const {
                 &[
                     always(STATUS),
@@ -111,7 +114,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "firewallOptions") => {
+        (_, M::FirewallOptions) => {
             const {
                 &[
                     always(STATUS),
@@ -125,7 +128,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "haResource") => {
+        (_, M::HaResource) => {
             const {
                 &[
                     always(STATUS),
@@ -144,7 +147,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "haRule") => {
+        (_, M::HaRule) => {
             const {
                 &[
                     always("GET /version"),
@@ -158,7 +161,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "haStatus") => {
+        (_, M::HaStatus) => {
             const {
                 &[
                     always(STATUS),
@@ -168,7 +171,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "firewallRules") => {
+        (_, M::FirewallRules) => {
             const {
                 &[
                     always(STATUS),
@@ -191,7 +194,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "firewallIpset") => {
+        (_, M::FirewallIpset) => {
             const {
                 &[
                     always(STATUS),
@@ -231,7 +234,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "firewallAlias") => {
+        (_, M::FirewallAlias) => {
             const {
                 &[
                     always(STATUS),
@@ -254,7 +257,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (Qemu, "moveDisk") => {
+        (Qemu, M::MoveDisk) => {
             const {
                 &[
                     always(STATUS),
@@ -270,7 +273,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (Lxc, "moveDisk") => {
+        (Lxc, M::MoveDisk) => {
             const {
                 &[
                     always(STATUS),
@@ -286,7 +289,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (Qemu, "start") => {
+        (Qemu, M::Start) => {
             const {
                 &[
                     always(STATUS),
@@ -296,9 +299,9 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (Lxc, "start") => const { &[always(STATUS), always(START)] },
-        (_, "stop") => const { &[always(STATUS), always(STOP)] },
-        (_, "suspend") => {
+        (Lxc, M::Start) => const { &[always(STATUS), always(START)] },
+        (_, M::Stop) => const { &[always(STATUS), always(STOP)] },
+        (_, M::Suspend) => {
             const {
                 &[
                     always(STATUS),
@@ -306,8 +309,8 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "resume") => const { &[always(STATUS), always(RESUME)] },
-        (_, "waitTask") => {
+        (_, M::Resume) => const { &[always(STATUS), always(RESUME)] },
+        (_, M::WaitTask) => {
             const {
                 &[
                     always("GET /nodes/{node}/tasks/{upid}/status"),
@@ -315,7 +318,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "shutdown") => {
+        (_, M::Shutdown) => {
             const {
                 &[
                     always(STATUS),
@@ -324,7 +327,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "reboot") => {
+        (_, M::Reboot) => {
             const {
                 &[
                     always(STATUS),
@@ -332,7 +335,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "delete") => {
+        (_, M::Delete) => {
             const {
                 &[
                     always(STATUS),
@@ -341,7 +344,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "convertToTemplate") => {
+        (_, M::Template) => {
             const {
                 &[
                     always(STATUS),
@@ -349,7 +352,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "migrate") => {
+        (_, M::Migrate) => {
             const {
                 &[
                     always(STATUS),
@@ -358,7 +361,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "snapshot") => {
+        (_, M::Snapshot) => {
             const {
                 &[
                     always(SNAPSHOTS),
@@ -366,7 +369,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "rollback") => {
+        (_, M::Rollback) => {
             const {
                 &[
                     always(SNAPSHOTS),
@@ -374,7 +377,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "deleteSnapshot") => {
+        (_, M::DeleteSnapshot) => {
             const {
                 &[
                     always(SNAPSHOTS),
@@ -382,8 +385,8 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "listSnapshots") => const { &[always(SNAPSHOTS)] },
-        (_, "nodeStatus") => {
+        (_, M::ListSnapshots) => const { &[always(SNAPSHOTS)] },
+        (_, M::NodeStatus) => {
             const {
                 &[
                     always("GET /nodes/{node}/status"),
@@ -399,7 +402,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "nodeConfig") => {
+        (_, M::NodeConfig) => {
             const {
                 &[
                     always("GET /nodes/{node}/storage"),
@@ -407,9 +410,9 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "preflight") => const { &[always("GET /version"), always("GET /access/permissions")] },
-        (Qemu, "guestExec") => const { &[always(EXEC), always(EXEC_STATUS)] },
-        (Qemu, "clone") => {
+        (_, M::Preflight) => const { &[always("GET /version"), always("GET /access/permissions")] },
+        (_, M::GuestExec) => const { &[always(EXEC), always(EXEC_STATUS)] },
+        (_, M::Clone) => {
             const {
                 &[
                     always(STATUS),
@@ -420,7 +423,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (Qemu, "cloudInit") => {
+        (_, M::CloudInit) => {
             const {
                 &[
                     always(SET_CONFIG),
@@ -430,7 +433,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (Qemu, "waitReady") => {
+        (_, M::WaitReady) => {
             const {
                 &[
                     always("GET /nodes/{node}/qemu/{vmid}/agent/info"),
@@ -439,7 +442,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (Qemu, "resizeDisk") | (Lxc, "resize") => {
+        (_, M::Resize) => {
             const {
                 &[
                     always(CONFIG),
@@ -447,7 +450,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (Qemu, "fileWrite") => {
+        (_, M::FileWrite) => {
             const {
                 &[
                     always("POST /nodes/{node}/qemu/{vmid}/agent/file-write"),
@@ -456,8 +459,8 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (Qemu, "fileRead") => const { &[always(FILE_READ)] },
-        (Lxc, "create") => {
+        (_, M::FileRead) => const { &[always(FILE_READ)] },
+        (_, M::Create) => {
             const {
                 &[
                     made("POST /nodes/{node}/lxc", None),
@@ -468,8 +471,8 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
             }
         }
         // `pct exec` over ssh runs as root@pam: no API privilege (preflight says it needs ssh).
-        (Lxc, "guestExec") => const { &[] },
-        (Qemu, "create") => {
+        (_, M::ContainerExec) => const { &[] },
+        (_, M::VmCreate) => {
             const {
                 &[
                     made("POST /nodes/{node}/qemu", None),
@@ -479,7 +482,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "downloadUrl") => {
+        (_, M::DownloadUrl) => {
             const {
                 &[
                     always("GET /nodes/{node}/storage"),
@@ -488,7 +491,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "backup") => {
+        (_, M::Backup) => {
             const {
                 &[
                     always(STATUS),
@@ -497,8 +500,8 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "listBackups") => const { &[always("GET /nodes/{node}/storage/{storage}/content")] },
-        (_, "deleteBackup") => {
+        (_, M::ListBackups) => const { &[always("GET /nodes/{node}/storage/{storage}/content")] },
+        (_, M::DeleteBackup) => {
             const {
                 &[
                     always("GET /nodes/{node}/storage/{storage}/content"),
@@ -506,7 +509,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
                 ]
             }
         }
-        (_, "restore") => {
+        (_, M::Restore) => {
             const {
                 &[
                     on_archive("GET /nodes/{node}/storage/{storage}/content"),
@@ -517,60 +520,55 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<Vec<Need>> {
         }
         _ => return None,
     };
-    let prefix = kind.segment();
-    let mut needs = Vec::with_capacity(list.len());
-    for need in list {
-        needs.push(Need {
-            endpoint: table_endpoint(need.endpoint, prefix),
-            ..*need
-        });
-    }
-    Some(needs)
+    Some(list)
 }
 
-/// `{kind}` replaced by `qemu`/`lxc`, as one of the table's own `'static` strings.
-fn table_endpoint(template: &'static str, kind: &str) -> &'static str {
-    let wanted = template.replace("{kind}", kind);
-    ENDPOINTS
-        .iter()
-        .find(|(endpoint, _, _)| *endpoint == wanted)
-        .map_or(template, |(endpoint, _, _)| endpoint)
+impl Need {
+    /// The endpoint as the privilege table names it: `{kind}` replaced by `qemu`/`lxc`. Worked out
+    /// where it is looked up, so that [`needs`] hands back its static list as it is (issue 32).
+    pub fn endpoint_of(&self, kind: GuestKind) -> String {
+        self.endpoint.replace("{kind}", kind.segment())
+    }
 }
 
 /// The request parameters of `method` that the checks' conditions ask about: those it always
 /// sends, and those its arguments decide (known to the check before the method, not to preflight).
 fn condition_params(
     kind: GuestKind,
-    method: &str,
+    method: Option<Method>,
 ) -> (&'static [&'static str], &'static [&'static str]) {
     use GuestKind::{Lxc, Qemu};
     match (kind, method) {
-        (Qemu, "restore") => (&["archive"], &["force"]),
-        (Lxc, "restore") => (&["restore"], &["force"]),
-        (Lxc, "create") => (&[], &["unprivileged"]),
-        (Qemu, "rollback") => (&[], &["start"]),
-        (Qemu, "migrate") => (&[], &["targetstorage"]),
-        (Lxc, "migrate") => (&[], &["target-storage"]),
-        (Qemu, "suspend") => (&[], &["todisk"]),
-        (_, "waitTask") => (&[], &[ANOTHER_USERS_TASK]),
+        (Qemu, Some(Method::Restore)) => (&["archive"], &["force"]),
+        (Lxc, Some(Method::Restore)) => (&["restore"], &["force"]),
+        (_, Some(Method::Create)) => (&[], &["unprivileged"]),
+        (Qemu, Some(Method::Rollback)) => (&[], &["start"]),
+        (Qemu, Some(Method::Migrate)) => (&[], &["targetstorage"]),
+        (Lxc, Some(Method::Migrate)) => (&[], &["target-storage"]),
+        (Qemu, Some(Method::Suspend)) => (&[], &["todisk"]),
+        (_, Some(Method::WaitTask)) => (&[], &[ANOTHER_USERS_TASK]),
         _ => (&[], &[]),
     }
 }
 
 /// The config options a create always sends (qemu-server and pve-container check each).
-fn fixed_options(kind: GuestKind, method: &str) -> &'static [&'static str] {
-    match (kind, method) {
-        (GuestKind::Qemu, "create") => &["name", "tags"],
-        (GuestKind::Lxc, "create") => &["hostname", "rootfs", "tags"],
+fn fixed_options(method: Option<Method>) -> &'static [&'static str] {
+    match method {
+        Some(Method::VmCreate) => &["name", "tags"],
+        Some(Method::Create) => &["hostname", "rootfs", "tags"],
         _ => &[],
     }
 }
 
 /// The guest acted on and the guest made, by how `method` names them.
-fn guests(method: &str, vmid: Option<u32>, template: Option<u32>) -> (Option<u32>, Option<u32>) {
+fn guests(
+    method: Option<Method>,
+    vmid: Option<u32>,
+    template: Option<u32>,
+) -> (Option<u32>, Option<u32>) {
     match method {
-        "clone" => (template, vmid),
-        "create" | "restore" => (None, vmid),
+        Some(Method::Clone) => (template, vmid),
+        Some(Method::Create | Method::VmCreate | Method::Restore) => (None, vmid),
         _ => (vmid, None),
     }
 }
@@ -579,7 +577,7 @@ fn guests(method: &str, vmid: Option<u32>, template: Option<u32>) -> (Option<u32
 /// create always sends.
 fn base(
     kind: GuestKind,
-    method: &str,
+    method: Option<Method>,
     ids: (Option<u32>, Option<u32>),
     node: &str,
     major: u64,
@@ -592,14 +590,22 @@ fn base(
         }
         owned
     };
+    // Every field written out: `..Subjects::default()` builds a whole default value and drops
+    // what it overwrites (issue 32).
     Subjects {
         node: node.to_string(),
         vmid,
         newid,
+        storages: Vec::new(),
+        sources: Vec::new(),
+        archive: None,
+        owner: None,
+        bridges: Vec::new(),
         given: strings(condition_params(kind, method).0),
-        options: strings(fixed_options(kind, method)),
+        options: strings(fixed_options(method)),
+        unknown: Vec::new(),
         major,
-        ..Subjects::default()
+        skip_unknown: false,
     }
 }
 
@@ -614,6 +620,8 @@ pub fn preflight_subjects(
     node: &str,
     major: u64,
 ) -> Subjects {
+    // The catalog's method, found once: matched below as one jump, not a comparison per name.
+    let method = method_of(kind, method);
     let mut s = base(kind, method, ids, node, major);
     s.storages.extend(storage.map(str::to_string));
     s.given.extend(storage.map(|_| "storage".to_string()));
@@ -631,28 +639,33 @@ pub fn run_subjects(
     (node, caller): (&str, &str),
     major: u64,
 ) -> Subjects {
-    let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+    // Read borrowed: copied only where a subject keeps it.
+    let text = |k: &str| args.get(k).and_then(Value::as_str);
+    let owned = |k: &str| text(k).map(str::to_string);
     let id = |k: &str| {
         args.get(k)
             .and_then(Value::as_u64)
             .and_then(|n| u32::try_from(n).ok())
     };
-    let upid = text("upid").filter(|_| method == "waitTask");
-    let upid = upid.as_deref().and_then(Upid::parse);
+    // The catalog's method, found once: matched below as one jump, not a comparison per name.
+    let known = method_of(kind, method);
+    let waits = known == Some(Method::WaitTask);
+    let upid = text("upid").filter(|_| waits);
+    let upid = upid.and_then(Upid::parse);
     let on = match &upid {
-        Some(upid) => Some(upid.node.clone()),
-        None => text("node").filter(|_| matches!(method, "downloadUrl" | "waitTask")),
+        Some(upid) => Some(upid.node.as_str()),
+        None => text("node").filter(|_| waits || known == Some(Method::DownloadUrl)),
     };
     let mut s = base(
         kind,
-        method,
+        known,
         (id("vmid"), id("templateId")),
-        on.as_deref().unwrap_or(node),
+        on.unwrap_or(node),
         major,
     );
     s.skip_unknown = true;
     // The conditions the arguments decide: a flag given true (`unprivileged` false), a storage.
-    for param in condition_params(kind, method).1 {
+    for param in condition_params(kind, known).1 {
         let arg = match *param {
             p if p.starts_with("target") => "targetStorage",
             "todisk" => "toDisk",
@@ -671,40 +684,43 @@ pub fn run_subjects(
     // Whose task a filter finds is not known before the list is read.
     match &upid {
         Some(upid) if !upid.started_by(caller) => s.given.push(ANOTHER_USERS_TASK.into()),
-        None if method == "waitTask" => s.unknown = vec![ANOTHER_USERS_TASK],
+        None if waits => s.unknown = vec![ANOTHER_USERS_TASK],
         _ => {}
     }
-    let backup = |field: &str| text(field).and_then(|v| BackupVolid::parse(field, &v).ok());
-    match method {
-        "create" => create_subjects(kind, args, &mut s),
-        "restore" | "deleteBackup" => {
+    let backup = |field: &str| text(field).and_then(|v| BackupVolid::parse(field, v).ok());
+    match known {
+        Some(Method::Create | Method::VmCreate) => create_subjects(kind, args, &mut s),
+        Some(which @ (Method::Restore | Method::DeleteBackup)) => {
             let volume = backup("archive").or_else(|| backup("volid"));
             s.owner = volume.as_ref().and_then(|v| v.vmid);
-            match method {
-                "restore" => s.archive = volume.map(|v| v.storage),
+            match which {
+                Method::Restore => s.archive = volume.map(|v| v.storage),
                 _ => s.storages.extend(volume.map(|v| v.storage)),
             }
         }
-        "migrate" => s.storages.extend(text("targetStorage")),
-        "suspend" => s.storages.extend(text("stateStorage")),
-        "attachDisk" => foreign_volume(text("volume"), &mut s),
+        Some(Method::Migrate) => s.storages.extend(owned("targetStorage")),
+        Some(Method::Suspend) => s.storages.extend(owned("stateStorage")),
+        Some(Method::AttachDisk) => foreign_volume(text("volume"), &mut s),
         _ => {}
     }
-    if !matches!(method, "create" | "migrate" | "deleteBackup") {
-        s.storages.extend(text("storage"));
+    if !matches!(
+        known,
+        Some(Method::Create | Method::VmCreate | Method::Migrate | Method::DeleteBackup)
+    ) {
+        s.storages.extend(owned("storage"));
     }
     s
 }
 
 /// An attached volume another guest owns (its name says whose): PVE's check_volume_access asks
 /// for rights on its storage and its owner, not only on the guest it joins.
-fn foreign_volume(volid: Option<String>, s: &mut Subjects) {
+fn foreign_volume(volid: Option<&str>, s: &mut Subjects) {
     let Some(volid) = volid else { return };
-    let owner = crate::guest::volumes::owner_of(&volid);
+    let owner = crate::guest::volumes::owner_of(volid);
     if owner.is_none() || s.vmid.is_none() || owner == s.vmid {
         return;
     }
-    s.sources.extend(storage_of(&volid));
+    s.sources.extend(storage_of(volid));
     s.owner = owner;
     s.given.push("foreignVolume".into());
 }
@@ -772,7 +788,7 @@ mod tests {
                 };
                 for need in list {
                     assert!(
-                        requirement(need.endpoint).is_ok(),
+                        requirement(&need.endpoint_of(kind)).is_ok(),
                         "{kind:?} {method}: {}",
                         need.endpoint
                     );

@@ -147,31 +147,30 @@ impl Subjects {
             return Paths::Each(vec![base]);
         };
         let key = base.get(start..).unwrap_or_default();
-        let id = |v: Option<u32>| match v {
-            Some(v) => vec![v.to_string()],
-            None => Vec::new(),
+        // One value (a guest's id, the archive's storage) or a list borrowed from the subjects: no
+        // list is copied to be read (issue 32).
+        let (one, list, inherit): (Option<u32>, &[String], bool) = match key {
+            "{vmid}" if guest == Guest::Made => (self.newid, &[], true),
+            "{vmid}" => (self.vmid, &[], true),
+            "{newid}" => (self.newid, &[], true),
+            "{owner}" => (self.owner, &[], true),
+            "{storage}" if archive_storage => (None, self.archive.as_slice(), true),
+            "{storage}" => (None, &self.storages, true),
+            "{archive}" => (None, self.archive.as_slice(), true),
+            "{source}" => (None, &self.sources, false),
+            "{bridge}" => (None, &self.bridges, false),
+            _ => (None, &[], false),
         };
-        let archive = || match &self.archive {
-            Some(archive) => vec![archive.clone()],
-            None => Vec::new(),
-        };
-        let (values, inherit): (Vec<String>, bool) = match key {
-            "{vmid}" if guest == Guest::Made => (id(self.newid), true),
-            "{vmid}" => (id(self.vmid), true),
-            "{newid}" => (id(self.newid), true),
-            "{owner}" => (id(self.owner), true),
-            "{storage}" if archive_storage => (archive(), true),
-            "{storage}" => (self.storages.clone(), true),
-            "{archive}" => (archive(), true),
-            "{source}" => (self.sources.clone(), false),
-            "{bridge}" => (self.bridges.clone(), false),
-            _ => (Vec::new(), false),
+        let id = one.map(|id| id.to_string());
+        let values = match &id {
+            Some(id) => std::slice::from_ref(id),
+            None => list,
         };
         let parent = base.get(..start.saturating_sub(1)).unwrap_or_default();
         match (values.is_empty(), self.skip_unknown, inherit) {
             (false, _, _) => {
                 let mut each = Vec::with_capacity(values.len());
-                for value in &values {
+                for value in values {
                     each.push(base.replace(key, value));
                 }
                 Paths::Each(each)
@@ -213,6 +212,17 @@ impl Judged {
 
     fn holds(&self) -> bool {
         self.missing.is_empty() && self.may.is_empty()
+    }
+
+    /// Pushes onto `out` everything lacked, with the condition it depends on: "VM.PowerMgmt on
+    /// /vms/100 (when the guest runs)". One function for the conditions of a check and of a need.
+    pub fn push_when(&self, when: &str, out: &mut Vec<String>) {
+        // Over both lists by slices, not a chained iterator: smaller in the module.
+        for list in [&self.missing, &self.may] {
+            for need in list {
+                out.push(format!("{need} ({when})"));
+            }
+        }
     }
 }
 
@@ -264,7 +274,9 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
         Check::Or(parts) => {
             let mut each = Vec::new();
             for part in parts {
-                each.extend(judge(part, s, role, has));
+                if let Some(one) = judge(part, s, role, has) {
+                    each.push(one);
+                }
             }
             if each.is_empty() || each.iter().any(Judged::holds) {
                 return (!each.is_empty()).then(Judged::default);
@@ -292,13 +304,8 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
                     true => format!("without `{shown}`"),
                     false => format!("with `{shown}`"),
                 };
-                // Over both lists by slices, not a chained iterator: smaller in the module.
                 let mut may = Vec::new();
-                for list in [&found.missing, &found.may] {
-                    for need in list {
-                        may.push(format!("{need} ({when})"));
-                    }
-                }
+                found.push_when(&when, &mut may);
                 Some(Judged {
                     missing: Vec::new(),
                     may,

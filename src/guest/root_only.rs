@@ -10,6 +10,7 @@
 //!   passthrough (`devN`) and the hookscript are 403 for a token.
 
 use crate::global_args::TransportSettings;
+use crate::guest::placement::numbered;
 use crate::quote::Joined;
 
 /// Who PVE sees behind the configured transport.
@@ -49,10 +50,7 @@ const QEMU_ROOT_ONLY: &[&str] = &[
 ];
 
 fn qemu_root_only(key: &str) -> bool {
-    QEMU_ROOT_ONLY.contains(&key)
-        || key
-            .strip_prefix("parallel")
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    QEMU_ROOT_ONLY.contains(&key) || numbered(key, "parallel")
 }
 
 const USE_SSH: &str = "use the ssh transport, where pvesh runs as root@pam";
@@ -154,10 +152,7 @@ pub fn ct_refusal(
     };
     for (key, value) in options {
         let key = key.as_str();
-        let is_mount = key == "rootfs"
-            || key
-                .strip_prefix("mp")
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let is_mount = key == "rootfs" || numbered(key, "mp");
         if is_mount && mount_type(value) != "volume" {
             let kind = mount_type(value);
             return flagged(
@@ -181,11 +176,7 @@ fn ct_key_refusal(
     state: CtState<'_>,
     flagged: &dyn Fn(&str, &str, &str) -> Option<String>,
 ) -> Option<String> {
-    let numbered = |prefix: &str| {
-        key.strip_prefix(prefix)
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    };
-    if numbered("dev") {
+    if numbered(key, "dev") {
         return flagged(
             &format!("`{key}`"),
             "configuring device passthrough is only allowed for root@pam",

@@ -123,13 +123,17 @@ impl PreflightArgs {
 /// The arguments of the `permissions` check: the method about to run (`methods: [name]`) and its
 /// own arguments (`methodArgs`, their plain values).
 #[derive(Debug, Clone, PartialEq)]
-pub struct CheckArgs {
+pub struct CheckArgs<'a> {
     pub method: String,
-    pub args: Value,
+    /// Borrowed from the check's own arguments: never copied (issue 32).
+    pub args: &'a Value,
 }
 
-impl CheckArgs {
-    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
+/// The `methodArgs` of a check that names none.
+static NO_ARGS: Value = Value::Null;
+
+impl<'a> CheckArgs<'a> {
+    pub fn parse(kind: GuestKind, args: &'a Value) -> Result<Self, ArgError> {
         let one = PreflightArgs::parse(kind, args)?;
         let (Some(_), [method]) = (args.get("methods"), &one.methods[..]) else {
             return Err(ArgError::new(
@@ -137,7 +141,7 @@ impl CheckArgs {
                 "must name the one method about to run",
             ));
         };
-        let args = args.get("methodArgs").cloned().unwrap_or_default();
+        let args = args.get("methodArgs").unwrap_or(&NO_ARGS);
         if !(args.is_object() || args.is_null()) {
             return Err(ArgError::new("methodArgs", "must be an object"));
         }
@@ -189,7 +193,9 @@ pub struct PreflightRecord {
     pub caller: String,
     /// Every method asked about can work.
     pub ready: bool,
-    pub methods: Vec<MethodFitness>,
+    /// Each method's [`MethodFitness`], made JSON one by one: no serializer of a list of them is
+    /// compiled (issue 32).
+    pub methods: Vec<Value>,
     /// The privileges PVE reported per ACL path read (a JSON map: the module's one map type, no
     /// second instantiation of a tree for it, issue 32).
     pub privileges: Map<String, Value>,
@@ -216,8 +222,8 @@ impl Plan {
     fn new(kind: GuestKind, method: &str, subjects: Subjects) -> Result<Plan, String> {
         let mut checks = Vec::new();
         for need in needs(kind, method).unwrap_or_default() {
-            if let Some(check) = requirement(need.endpoint)? {
-                checks.push(Checked { need, check });
+            if let Some(check) = requirement(&need.endpoint_of(kind))? {
+                checks.push(Checked { need: *need, check });
             }
         }
         Ok(Plan {
@@ -250,11 +256,7 @@ impl Plan {
                 fit.may_need.extend(judged.may);
                 continue;
             };
-            for lacked in [judged.missing, judged.may] {
-                for m in lacked {
-                    fit.may_need.push(format!("{m} ({when})"));
-                }
-            }
+            judged.push_when(when, &mut fit.may_need);
         }
         fit.missing = dedup(fit.missing);
         fit.may_need = dedup(fit.may_need);
@@ -367,66 +369,68 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         last_operation: run.method.to_string(),
         recorded_at: run.now_iso(),
     };
-    let verdict = examine(run, &args, &mut record).await;
+    // The course in a labeled block (`or_break!` its `?`), not an async function of its own: each
+    // async function costs its own state machine (issue 32).
+    let verdict = 'verdict: {
+        let version = or_break!('verdict, pve_version(run).await);
+        record.reachable = true;
+        record.pve_version = Some(version.clone());
+        let major = major_of(&version);
+        let ids = (args.vmid, args.template_id);
+        let mut plans = Vec::new();
+        let mut paths = AclPaths::default();
+        for method in &args.methods {
+            let subjects =
+                preflight_subjects(run.kind, method, ids, args.storage.as_deref(), &node, major);
+            let plan = or_break!('verdict, Plan::new(run.kind, method, subjects));
+            plan.paths(&mut paths);
+            plans.push(plan);
+        }
+        let held = or_break!(
+            'verdict,
+            read_held(run, &paths).await.map_err(|e| {
+                format!("{e}: the token's privileges were not checked (PVE's own checks still apply to every request a method sends)")
+            })
+        );
+        let caller = Caller::of(&run.global.transport);
+        let mut fitness = Vec::with_capacity(plans.len());
+        for plan in &plans {
+            fitness.push(plan.fitness(run.kind, caller, Mode::Preflight, &held));
+        }
+        // Inserted one by one: `collect` into a map would compile std's sort once more (issue 32).
+        for (path, privs) in held {
+            record.privileges.insert(path, Value::from(privs));
+        }
+        for fit in &fitness {
+            for note in fit.notes.iter().chain(&fit.may_need) {
+                run.info(&format!("preflight: {}: {note}", fit.method));
+            }
+        }
+        let short = shortfalls(&fitness);
+        for fit in &fitness {
+            // A plain struct of strings and lists of them: serializing it cannot fail.
+            let json = serde_json::to_value(fit).unwrap_or_default();
+            record.methods.push(json);
+        }
+        let pve = format!("PVE {version}");
+        match short.is_empty() {
+            true => Ok(format!(
+                "{pve} on node {node}: the token may run {} ({} ACL paths checked)",
+                match args.methods.len() {
+                    1 => args.methods[0].clone(),
+                    n => format!("all {n} methods asked about"),
+                },
+                record.privileges.len()
+            )),
+            false => Err(format!("{pve} on node {node}: {}", short.joined("; "))),
+        }
+    };
     record.ready = verdict.is_ok();
     record.error = verdict.as_ref().err().cloned();
     let writes = vec![write("preflight", format!("preflight-{node}"), &record)];
     match verdict {
         Ok(summary) => Outcome::succeeded(writes, summary),
         Err(message) => Outcome::failed(writes, message),
-    }
-}
-
-async fn examine<H: Host>(
-    run: &Run<'_, H>,
-    args: &PreflightArgs,
-    record: &mut PreflightRecord,
-) -> Result<String, String> {
-    let node = record.node.clone();
-    let version = pve_version(run).await?;
-    record.reachable = true;
-    record.pve_version = Some(version.clone());
-    let major = major_of(&version);
-    let ids = (args.vmid, args.template_id);
-    let mut plans = Vec::new();
-    let mut paths = AclPaths::default();
-    for method in &args.methods {
-        let subjects =
-            preflight_subjects(run.kind, method, ids, args.storage.as_deref(), &node, major);
-        let plan = Plan::new(run.kind, method, subjects)?;
-        plan.paths(&mut paths);
-        plans.push(plan);
-    }
-    let held = read_held(run, &paths).await.map_err(|e| {
-        format!("{e}: the token's privileges were not checked (PVE's own checks still apply to every request a method sends)")
-    })?;
-    let caller = Caller::of(&run.global.transport);
-    let mut fitness = Vec::with_capacity(plans.len());
-    for plan in &plans {
-        fitness.push(plan.fitness(run.kind, caller, Mode::Preflight, &held));
-    }
-    // Inserted one by one: `collect` into a map would compile std's sort once more (issue 32).
-    for (path, privs) in held {
-        record.privileges.insert(path, Value::from(privs));
-    }
-    for fit in &fitness {
-        for note in fit.notes.iter().chain(&fit.may_need) {
-            run.info(&format!("preflight: {}: {note}", fit.method));
-        }
-    }
-    let short = shortfalls(&fitness);
-    record.methods = fitness;
-    let pve = format!("PVE {version}");
-    match short.is_empty() {
-        true => Ok(format!(
-            "{pve} on node {node}: the token may run {} ({} ACL paths checked)",
-            match args.methods.len() {
-                1 => args.methods[0].clone(),
-                n => format!("all {n} methods asked about"),
-            },
-            record.privileges.len()
-        )),
-        false => Err(format!("{pve} on node {node}: {}", short.joined("; "))),
     }
 }
 
@@ -440,7 +444,7 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
     let method = args.method.as_str();
     let node = run.global.transport.node().to_string();
     let caller = run.global.transport.caller();
-    let subjects = run_subjects(run.kind, method, &args.args, (&node, caller), 9);
+    let subjects = run_subjects(run.kind, method, args.args, (&node, caller), 9);
     let mut plan = match Plan::new(run.kind, method, subjects) {
         Ok(plan) => plan,
         Err(message) => return Outcome::failed(Vec::new(), message),
@@ -461,16 +465,21 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         plan.subjects.major = major;
         plan.fitness(run.kind, caller, Mode::Check, &held)
     };
-    let (eight, nine) = (on(8), on(9));
+    let nine = on(9);
     // The version is asked only when the verdict depends on it and the privileges do not tell it.
-    let fit = match (versioned && eight != nine, major_held(&held)) {
-        (false, _) | (true, Some(9)) => nine,
-        (true, Some(_)) => eight,
+    // PVE 8's verdict is worked out again when it is the one given (a plain judge of the same
+    // values): one verdict is kept across the await, not two (issue 32).
+    let major = match (versioned && on(8) != nine, major_held(&held)) {
+        (false, _) => 9,
+        (true, Some(major)) => major,
         (true, None) => match pve_version(run).await {
-            Ok(version) if major_of(&version) == 8 => eight,
-            Ok(_) => nine,
+            Ok(version) => major_of(&version),
             Err(why) => return could_not_run(run, method, &why),
         },
+    };
+    let fit = match major {
+        9 => nine,
+        _ => on(8),
     };
     let mut listed = String::new();
     for path in &paths {
@@ -926,12 +935,11 @@ mod tests {
 
     #[test]
     fn the_check_takes_one_method_and_an_object_of_its_arguments() {
-        let two = CheckArgs::parse(GuestKind::Qemu, &json!({"methods": ["create", "clone"]}));
+        let two = json!({"methods": ["create", "clone"]});
+        let two = CheckArgs::parse(GuestKind::Qemu, &two);
         assert_eq!(two.unwrap_err().field, "methods");
-        let bad = CheckArgs::parse(
-            GuestKind::Qemu,
-            &json!({"methods": ["create"], "methodArgs": 3}),
-        );
+        let bad = json!({"methods": ["create"], "methodArgs": 3});
+        let bad = CheckArgs::parse(GuestKind::Qemu, &bad);
         assert_eq!(bad.unwrap_err().field, "methodArgs");
         assert!(CheckArgs::parse(GuestKind::Lxc, &json!({"methods": ["create"]})).is_ok());
     }
