@@ -4,6 +4,7 @@ use crate::args::{ArgError, Fields};
 use crate::catalog::{method_of, Method};
 use crate::global_args::GlobalArgs;
 use crate::guest::firewall::change_firewall;
+use crate::guest::ha::change_ha;
 use crate::guest::power::change_power;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
@@ -430,17 +431,17 @@ async fn run_scrubbed<H: Host>(
         ),
         Method::HaResource => kept!(
             Method::HaResource,
-            boxed(ha_resource::ha_resource(&run, args)),
+            boxed(change_ha(&run, args, ha_resource::change)),
             boxed(left_out(method))
         ),
         Method::HaStatus => kept!(
             Method::HaStatus,
-            boxed(ha_status::ha_status(&run, args)),
+            boxed(change_ha(&run, args, ha_status::change)),
             boxed(left_out(method))
         ),
         Method::HaRule => kept!(
             Method::HaRule,
-            boxed(ha_rule::ha_rule(&run, args)),
+            boxed(change_ha(&run, args, ha_rule::change)),
             boxed(left_out(method))
         ),
         Method::Sync => kept!(
