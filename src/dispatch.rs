@@ -8,6 +8,7 @@ use crate::guest::ha::change_ha;
 use crate::guest::power::change_power;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
+use crate::methods::node_status::read_node;
 use crate::methods::{
     attach_disk, backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
     delete_snapshot, detach_disk, download_url, file_read, file_write, firewall_alias,
@@ -476,12 +477,12 @@ async fn run_scrubbed<H: Host>(
         ),
         Method::NodeStatus => kept!(
             Method::NodeStatus,
-            boxed(node_status::node_status(&run, args)),
+            boxed(read_node(&run, args, &node_status::NODE_STATUS)),
             boxed(left_out(method))
         ),
         Method::NodeConfig => kept!(
             Method::NodeConfig,
-            boxed(node_config::node_config(&run, args)),
+            boxed(read_node(&run, args, &node_config::NODE_CONFIG)),
             boxed(left_out(method))
         ),
         Method::Migrate => kept!(
