@@ -374,26 +374,28 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
         }
         Some(loads)
     });
-    NodeStatusRecord {
+    let mut record = NodeStatusRecord {
         node: node.to_string(),
         cpu_pct: at("/cpu").and_then(flex::f64_of).and_then(flex::pct),
         cpus: bytes("/cpuinfo/cpus"),
         loadavg,
         mem_total: bytes("/memory/total"),
         mem_used: bytes("/memory/used"),
-        mem_pct: flex::percent(bytes("/memory/used"), bytes("/memory/total")),
         swap_total: bytes("/swap/total"),
         swap_used: bytes("/swap/used"),
-        swap_pct: flex::percent(bytes("/swap/used"), bytes("/swap/total")),
         rootfs_total: bytes("/rootfs/total"),
         rootfs_used: bytes("/rootfs/used"),
-        rootfs_pct: flex::percent(bytes("/rootfs/used"), bytes("/rootfs/total")),
         uptime_sec: bytes("/uptime"),
         kernel_version: text("/kversion").or_else(|| text("/current-kernel/release")),
         pve_version: text("/pveversion"),
         recorded_at,
         ..NodeStatusRecord::default()
-    }
+    };
+    // Each percentage from the two counts already read, not from reading them again.
+    record.mem_pct = flex::percent(record.mem_used, record.mem_total);
+    record.swap_pct = flex::percent(record.swap_used, record.swap_total);
+    record.rootfs_pct = flex::percent(record.rootfs_used, record.rootfs_total);
+    record
 }
 
 fn disk_record(entry: &Value) -> Option<DiskRecord> {
