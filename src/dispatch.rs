@@ -4,9 +4,11 @@ use crate::args::{ArgError, Fields};
 use crate::catalog::{method_of, Method};
 use crate::global_args::GlobalArgs;
 use crate::guest::firewall::change_firewall;
+use crate::guest::ha::change_ha;
 use crate::guest::power::change_power;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
+use crate::methods::node_status::read_node;
 use crate::methods::{
     attach_disk, backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
     delete_snapshot, detach_disk, download_url, file_read, file_write, firewall_alias,
@@ -401,17 +403,17 @@ fn method_future<'a, H: Host>(
         ),
         Method::HaResource => kept!(
             Method::HaResource,
-            boxed(ha_resource::ha_resource(run, args)),
+            boxed(change_ha(run, args, ha_resource::change)),
             boxed(left_out(method))
         ),
         Method::HaStatus => kept!(
             Method::HaStatus,
-            boxed(ha_status::ha_status(run, args)),
+            boxed(change_ha(run, args, ha_status::change)),
             boxed(left_out(method))
         ),
         Method::HaRule => kept!(
             Method::HaRule,
-            boxed(ha_rule::ha_rule(run, args)),
+            boxed(change_ha(run, args, ha_rule::change)),
             boxed(left_out(method))
         ),
         Method::Sync => kept!(
@@ -446,12 +448,12 @@ fn method_future<'a, H: Host>(
         ),
         Method::NodeStatus => kept!(
             Method::NodeStatus,
-            boxed(node_status::node_status(run, args)),
+            boxed(read_node(run, args, &node_status::NODE_STATUS)),
             boxed(left_out(method))
         ),
         Method::NodeConfig => kept!(
             Method::NodeConfig,
-            boxed(node_config::node_config(run, args)),
+            boxed(read_node(run, args, &node_config::NODE_CONFIG)),
             boxed(left_out(method))
         ),
         Method::Migrate => kept!(

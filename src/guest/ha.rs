@@ -21,7 +21,7 @@ use super::settle::seconds;
 use crate::args::{ArgError, Fields};
 use crate::explain::{hint, outcome_unknown};
 use crate::host::Host;
-use crate::outcome::Outcome;
+use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
@@ -103,26 +103,38 @@ pub enum HaObject {
 /// A write a plan makes: on the object (`None`) or on the HA resource `Some(sid)`, verb and
 /// parameters (the guest's `sid` is the path's for PUT and DELETE).
 pub type Write = (Option<String>, Verb, Vec<(String, String)>);
-/// Makes the writes, in order, that turn what was read into what was asked (none: nothing to
-/// send), or says why PVE would refuse one (then nothing is sent).
-pub type Plan<'a> = dyn Fn(&HaView) -> Result<Vec<Write>, String> + 'a;
-/// Judges the service's entry in the manager's view (`None`: not listed): what it shows, or what
-/// it shows instead (not yet).
-pub type Judge<'a> = dyn Fn(Option<&Value>) -> Result<String, String> + 'a;
-/// Judges the config (`view.config`) read back after the manager applied it.
-pub type ReadBack<'a> = dyn Fn(&HaView) -> Result<(), String> + 'a;
 
-/// One HA method as data.
-pub struct HaChange<'a> {
-    pub object: HaObject,
-    pub plan: &'a Plan<'a>,
-    pub judge: &'a Judge<'a>,
-    pub read_back: &'a ReadBack<'a>,
+/// One HA method as the engine asks it: each method's arguments implement it, so that one future
+/// is compiled for every HA method (issue 32).
+pub trait HaChange {
+    /// The guest acted on.
+    fn target(&self) -> &GuestRef;
+    /// What is read and written.
+    fn object(&self) -> HaObject {
+        HaObject::Resource
+    }
+    /// Makes the writes, in order, that turn what was read into what was asked (none: nothing to
+    /// send), or says why PVE would refuse one (then nothing is sent).
+    fn plan(&self, view: &HaView) -> Result<Vec<Write>, String>;
+    /// Judges the service's entry in the manager's view (`None`: not listed): what it shows, or
+    /// what it shows instead (not yet).
+    fn judge(&self, service: Option<&Value>) -> Result<String, String> {
+        Ok(describe(service))
+    }
+    /// Judges the config (`view.config`) read back after the manager applied it.
+    fn read_back(&self, view: &HaView) -> Result<(), String>;
     /// A read (haStatus): the summary is what was read, without what was sent.
-    pub reads_only: bool,
+    fn reads_only(&self) -> bool {
+        false
+    }
     /// The guest's lock is waited out first: only a state the LRM acts on needs it.
-    pub waits_lock: bool,
+    fn waits_lock(&self) -> bool {
+        false
+    }
 }
+
+/// Reads an HA method's arguments (for a guest of the kind given) as its change.
+pub type Parse = fn(&Value, GuestKind) -> Result<Box<dyn HaChange>, ArgError>;
 
 /// A field of a status entry or config as text (`-` when absent), for messages.
 fn field(v: Option<&Value>, key: &str) -> Option<String> {
@@ -177,20 +189,21 @@ pub fn record_of(view: &HaView) -> Value {
     Value::Object(out)
 }
 
-/// Runs an HA change on the guest `target` names; the guest record (with the HA view last read)
-/// is written on every path once it was found.
-pub async fn change_ha<H: Host>(
-    run: &Run<'_, H>,
-    target: &GuestRef,
-    change: &HaChange<'_>,
-) -> Outcome {
+/// Runs an HA change on the guest its arguments (read by `parse`) name; the guest record (with the
+/// HA view last read) is written on every path once it was found.
+pub async fn change_ha<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Outcome {
+    let change = match parse(args, run.kind) {
+        Ok(change) => change,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let change = change.as_ref();
     let absent = |vmid| absent_message(run.kind, vmid, "");
     // A change to started/stopped/disabled waits out a lock on the guest: the LRM's start or stop
     // of a locked guest fails (qemu-server / pve-container check_lock), so the manager could not
     // apply it. A removal or `ignored` needs no LRM: PVE takes it at once (Resources.pm).
-    let sighted = sight_or_absent(run, target, &absent).await;
+    let sighted = sight_or_absent(run, change.target(), &absent).await;
     let sighted = match sighted {
-        Ok(ev) if change.waits_lock => unlocked(run, ev).await,
+        Ok(ev) if change.waits_lock() => unlocked(run, ev).await,
         other => other,
     };
     let mut ev = match sighted {
@@ -206,12 +219,12 @@ pub async fn change_ha<H: Host>(
 }
 
 /// The guest record's `ha` is what the HA endpoints showed, not the guest status's summary.
-fn record_ha(outcome: &mut Outcome, change: &HaChange<'_>, view: &HaView) {
+fn record_ha(outcome: &mut Outcome, change: &dyn HaChange, view: &HaView) {
     let record = outcome
         .writes
         .first_mut()
         .and_then(|w| w.data.as_object_mut());
-    if let (HaObject::Resource, Some(record)) = (&change.object, record) {
+    if let (HaObject::Resource, Some(record)) = (change.object(), record) {
         record.insert("ha".into(), record_of(view));
     }
 }
@@ -221,7 +234,7 @@ fn record_ha(outcome: &mut Outcome, change: &HaChange<'_>, view: &HaView) {
 async fn drive<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    course: &mut Course<'_, '_>,
+    course: &mut Course<'_>,
 ) -> Result<String, String> {
     let pve = run.pve();
     let mut wait = None;
@@ -325,8 +338,8 @@ enum Step {
 /// An HA change as plain steps: read the object and the manager's view, `plan` the writes, send
 /// them in order, wait (bounded) until the manager's view satisfies `judge`, and read the config
 /// back. It decides each request from the answers; `drive` sends them.
-struct Course<'c, 'a> {
-    change: &'c HaChange<'a>,
+struct Course<'c> {
+    change: &'c dyn HaChange,
     sid: String,
     /// The guest, as messages name it.
     guest: String,
@@ -346,13 +359,13 @@ struct Course<'c, 'a> {
     waited: Result<String, String>,
 }
 
-impl<'c, 'a> Course<'c, 'a> {
-    fn new(change: &'c HaChange<'a>, sid: String, guest: String, vmid: u32) -> Self {
+impl<'c> Course<'c> {
+    fn new(change: &'c dyn HaChange, sid: String, guest: String, vmid: u32) -> Self {
         let mut course = Course {
             change,
             sid,
             guest,
-            obj: change.object.clone(),
+            obj: change.object(),
             label: String::new(),
             step: Step::Version,
             view: HaView {
@@ -361,7 +374,7 @@ impl<'c, 'a> Course<'c, 'a> {
             },
             writes: Vec::new(),
             // A resource's state is the manager's work: only an active master's view shows it.
-            gate: change.object == HaObject::Resource && !change.reads_only,
+            gate: change.object() == HaObject::Resource && !change.reads_only(),
             asked: String::new(),
             last: String::new(),
             waited: Err(String::new()),
@@ -484,7 +497,7 @@ impl<'c, 'a> Course<'c, 'a> {
             }
         }
         self.view.idle = idle(&list).filter(|_| self.gate);
-        match (self.change.plan)(&self.view) {
+        match self.change.plan(&self.view) {
             Ok(writes) => {
                 self.writes = writes;
                 self.write(0)
@@ -526,7 +539,7 @@ impl<'c, 'a> Course<'c, 'a> {
     fn settled(&mut self) -> Next {
         let first = match &self.view.idle {
             Some(why) => Err(why.clone()),
-            None => (self.change.judge)(self.view.service.as_ref()),
+            None => self.change.judge(self.view.service.as_ref()),
         };
         match (self.writes.is_empty(), first) {
             (true, Ok(shown)) => self.waited(Ok(shown)),
@@ -549,7 +562,7 @@ impl<'c, 'a> Course<'c, 'a> {
         self.view.service = service_of(&list, &self.sid);
         let seen = match idle(&list).filter(|_| self.gate) {
             Some(why) => Err(why),
-            None => (self.change.judge)(self.view.service.as_ref()),
+            None => self.change.judge(self.view.service.as_ref()),
         };
         let last = match seen {
             Ok(shown) => return self.waited(Ok(shown)),
@@ -589,10 +602,10 @@ impl<'c, 'a> Course<'c, 'a> {
                 "{label}: the HA manager shows {shown}, but the config could not be read back ({why})"
             )
         })?;
-        (self.change.read_back)(&self.view).map_err(|why| {
+        self.change.read_back(&self.view).map_err(|why| {
             format!("{label}: the HA manager shows {shown}, but the config reads back otherwise: {why} — check it with the method's read (run it again: it plans from what it reads)")
         })?;
-        let what = match (self.change.reads_only, sent) {
+        let what = match (self.change.reads_only(), sent) {
             (true, _) => "",
             (false, true) => " (written and applied)",
             (false, false) => " (already so, nothing sent)",

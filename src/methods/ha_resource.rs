@@ -6,13 +6,11 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::config::not_as_asked;
-use crate::guest::ha::{self, change_ha, describe, HaChange, HaObject, HaView, Write};
+use crate::guest::ha::{self, describe, HaChange, HaView, Write};
 use crate::guest::reference::GuestRef;
-use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::request::Verb;
-use crate::run::Run;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 
@@ -140,26 +138,50 @@ pub fn applied(target: &str, service: Option<&Value>) -> Result<String, String> 
     }
 }
 
-/// Runs `haResource`.
-pub async fn ha_resource<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match HaResourceArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    // The state the manager must show: asked, else the config's (PVE's default `started`).
-    let target = RefCell::new(String::from("started"));
-    // PVE 9's delete purges the sid from the HA rules (Config.pm delete_service_from_config,
-    // `purge` 1 by default): the summary says so (the rules are not read for it).
-    let purged = Cell::new(false);
-    let change = HaChange {
-        object: HaObject::Resource,
-        plan: &|view| plan(&args, view, &target, &purged),
-        judge: &|service| judge(&args, service, &target.borrow(), purged.get()),
-        read_back: &|view| read_back(&args, view),
-        reads_only: false,
-        waits_lock: !args.delete && args.state() != Some("ignored"),
-    };
-    change_ha(run, &args.target, &change).await
+/// haResource's change: the arguments, and what the plan found.
+struct ResourceChange {
+    args: HaResourceArgs,
+    /// The state the manager must show: asked, else the config's (PVE's default `started`).
+    target: RefCell<String>,
+    /// PVE 9's delete purges the sid from the HA rules (Config.pm delete_service_from_config,
+    /// `purge` 1 by default): the summary says so (the rules are not read for it).
+    purged: Cell<bool>,
+}
+
+impl HaChange for ResourceChange {
+    fn target(&self) -> &GuestRef {
+        &self.args.target
+    }
+
+    fn plan(&self, view: &HaView) -> Result<Vec<Write>, String> {
+        plan(&self.args, view, &self.target, &self.purged)
+    }
+
+    fn judge(&self, service: Option<&Value>) -> Result<String, String> {
+        judge(
+            &self.args,
+            service,
+            &self.target.borrow(),
+            self.purged.get(),
+        )
+    }
+
+    fn read_back(&self, view: &HaView) -> Result<(), String> {
+        read_back(&self.args, view)
+    }
+
+    fn waits_lock(&self) -> bool {
+        !self.args.delete && self.args.state() != Some("ignored")
+    }
+}
+
+/// haResource's arguments as its change.
+pub fn change(args: &Value, _: GuestKind) -> Result<Box<dyn HaChange>, ArgError> {
+    Ok(Box::new(ResourceChange {
+        args: HaResourceArgs::parse(args)?,
+        target: RefCell::new(String::from("started")),
+        purged: Cell::new(false),
+    }))
 }
 
 /// The writes that make the HA resource as asked; `target` becomes the state the manager must

@@ -16,16 +16,13 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::config::not_as_asked;
-use crate::guest::ha::{self, change_ha, describe, sid, HaChange, HaObject, HaView, Write};
+use crate::guest::ha::{self, sid, HaChange, HaObject, HaView, Write};
 use crate::guest::reference::GuestRef;
-use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::request::Verb;
 use crate::quote::push_item;
 use crate::quote::Joined;
-use crate::run::Run;
 use serde_json::Value;
 
 /// The rule types (Rules.pm lookup_types) and what each takes besides `resources`.
@@ -256,12 +253,12 @@ fn managed(view: &HaView, params: &[(String, String)]) -> Result<(), String> {
 }
 
 /// The rule asked, on the guest of kind `kind`: what the engine's plan and read-back judge by.
-struct Asked<'a> {
-    args: &'a HaRuleArgs,
+struct Asked {
+    args: HaRuleArgs,
     kind: GuestKind,
 }
 
-impl Asked<'_> {
+impl Asked {
     /// The params with the guest's own sid among the resources, as PVE stores them.
     fn with_guest(&self, vmid: u32) -> Vec<(&'static str, String)> {
         let own = sid(self.kind, vmid);
@@ -318,7 +315,7 @@ impl Asked<'_> {
 
     /// PVE 8: the group's writes, in order (see the module's comment).
     fn group_plan(&self, view: &HaView, all: &[Value]) -> Result<Vec<Write>, String> {
-        let (id, args) = (&self.args.rule, self.args);
+        let (id, args) = (&self.args.rule, &self.args);
         if args.kind == "resource-affinity" {
             return Err("`type` resource-affinity: PVE 8 has none (its HA groups only place resources on nodes)".into());
         }
@@ -380,7 +377,7 @@ impl Asked<'_> {
         if let Some(all) = &view.resources {
             return self.group_plan(view, all);
         }
-        let args = self.args;
+        let args = &self.args;
         let params = self.with_guest(view.vmid);
         // ResourceAffinity.pm check_feasibility: `rule is ineffective as there are less than two
         // resources` — Rules.pm create/update refuse it (assert_feasibility).
@@ -431,7 +428,7 @@ impl Asked<'_> {
     }
 
     fn read_back(&self, view: &HaView) -> Result<(), String> {
-        let args = self.args;
+        let args = &self.args;
         // PVE 8: read back as asked when a new plan finds nothing left to write.
         if let Some(all) = &view.resources {
             let mut left = String::new();
@@ -485,25 +482,31 @@ impl Asked<'_> {
     }
 }
 
-/// Runs `haRule`.
-pub async fn ha_rule<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match HaRuleArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let asked = Asked {
-        args: &args,
-        kind: run.kind,
-    };
-    let change = HaChange {
-        object: HaObject::Rule(args.rule.clone()),
-        plan: &|view| asked.plan(view),
-        judge: &|service| Ok(describe(service)),
-        read_back: &|view| asked.read_back(view),
-        reads_only: false,
-        waits_lock: false,
-    };
-    change_ha(run, &args.target, &change).await
+/// haRule's change: the rule asked, on the guest of kind `kind`.
+struct RuleChange(Asked);
+
+impl HaChange for RuleChange {
+    fn target(&self) -> &GuestRef {
+        &self.0.args.target
+    }
+
+    fn object(&self) -> HaObject {
+        HaObject::Rule(self.0.args.rule.clone())
+    }
+
+    fn plan(&self, view: &HaView) -> Result<Vec<Write>, String> {
+        self.0.plan(view)
+    }
+
+    fn read_back(&self, view: &HaView) -> Result<(), String> {
+        self.0.read_back(view)
+    }
+}
+
+/// haRule's arguments as its change.
+pub fn change(args: &Value, kind: GuestKind) -> Result<Box<dyn HaChange>, ArgError> {
+    let args = HaRuleArgs::parse(args)?;
+    Ok(Box::new(RuleChange(Asked { args, kind })))
 }
 
 #[cfg(test)]

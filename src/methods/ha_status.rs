@@ -3,32 +3,37 @@
 //! record's `ha` through the HA engine (guest/ha.rs) with nothing to write. Succeeds when read; a
 //! guest that is not an HA resource is recorded `managed: false`.
 
-use crate::args::Fields;
-use crate::guest::ha::{change_ha, describe, HaChange, HaObject, HaView, Write};
+use crate::args::{ArgError, Fields};
+use crate::guest::ha::{HaChange, HaView, Write};
 use crate::guest::reference::GuestRef;
-use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
-use crate::run::Run;
+use crate::pve::endpoints::GuestKind;
 use serde_json::Value;
 
-/// Runs `haStatus`.
-pub async fn ha_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let target = match Fields::of(args, "").and_then(|f| GuestRef::parse(&f)) {
-        Ok(target) => target,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let plan = |_: &HaView| -> Result<Vec<Write>, String> { Ok(Vec::new()) };
-    let judge = |service: Option<&Value>| Ok(describe(service));
-    let read_back = |_: &HaView| Ok(());
-    let change = HaChange {
-        object: HaObject::Resource,
-        plan: &plan,
-        judge: &judge,
-        read_back: &read_back,
-        reads_only: true,
-        waits_lock: false,
-    };
-    change_ha(run, &target, &change).await
+/// haStatus's change: the guest's HA resource read, nothing written.
+struct StatusRead(GuestRef);
+
+impl HaChange for StatusRead {
+    fn target(&self) -> &GuestRef {
+        &self.0
+    }
+
+    fn plan(&self, _: &HaView) -> Result<Vec<Write>, String> {
+        Ok(Vec::new())
+    }
+
+    fn read_back(&self, _: &HaView) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn reads_only(&self) -> bool {
+        true
+    }
+}
+
+/// haStatus's arguments: the guest.
+pub fn change(args: &Value, _: GuestKind) -> Result<Box<dyn HaChange>, ArgError> {
+    let target = GuestRef::parse(&Fields::of(args, "")?)?;
+    Ok(Box::new(StatusRead(target)))
 }
 
 #[cfg(test)]

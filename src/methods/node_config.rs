@@ -3,14 +3,13 @@
 //! PVE lists only the storages the token may audit (no error for the others). The bridge list needs
 //! `Sys.Audit`: without it the record says so (`bridgesAvailable: false` and why), never `[]`.
 
-use super::node_status::NodeArgs;
-use crate::explain::{could_not, hint};
-use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
+use super::node_status::{NodeMethod, NodeRecord};
+use crate::outcome::RecordWrite;
 use crate::pve::endpoints;
-use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::error::PveError;
 use crate::pve::flex;
-use crate::run::{write, Run};
+use crate::pve::request::PveRequest;
+use crate::run::write;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -45,88 +44,76 @@ pub struct NodeConfigRecord {
     pub recorded_at: String,
 }
 
-/// Runs `nodeConfig`.
-pub async fn node_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let node = match NodeArgs::parse(args) {
-        Ok(args) => args.node(run),
-        Err(e) => return Failure::from(e).into(),
-    };
-    let pve = run.pve();
-    let storages = match pve.call(&endpoints::node_storage(&node)).await {
-        Ok(Value::Array(list)) => {
-            let mut storages = Vec::with_capacity(list.len());
-            for entry in &list {
-                storages.extend(storage_record(entry));
-            }
-            storages
+/// nodeConfig: the node's storages, then its bridges (which need `Sys.Audit`).
+pub const NODE_CONFIG: NodeMethod = NodeMethod {
+    request: endpoints::node_storage,
+    path: "storage",
+    action: "list the storages",
+    start: |node, answer, recorded_at| {
+        let Value::Array(list) = answer else {
+            return Err(answer);
+        };
+        let mut storages = Vec::with_capacity(list.len());
+        for entry in &list {
+            storages.extend(storage_record(entry));
         }
-        Ok(other) => {
-            let e = PveError::malformed(format!("GET /nodes/{node}/storage answered {other}"));
-            return could_not(&format!("list the storages of node {node}"), &e).into();
-        }
-        Err(e) => return could_not(&format!("list the storages of node {node}"), &e).into(),
-    };
-    let mut record = NodeConfigRecord {
-        node: node.clone(),
-        storages,
-        bridges: Vec::new(),
-        bridges_available: false,
-        bridges_unavailable_reason: None,
-        recorded_at: run.now_iso(),
-    };
-    let verdict = match pve.call(&endpoints::node_bridges(&node)).await {
-        Ok(Value::Array(list)) => {
-            for interface in &list {
-                record
-                    .bridges
-                    .extend(interface.get("iface").and_then(flex::string_of));
-            }
-            record.bridges_available = true;
-            Ok(format!(
-                "node {node}: {} storages and {} bridges recorded",
-                record.storages.len(),
-                record.bridges.len()
-            ))
-        }
-        Ok(other) => {
-            let e = PveError::malformed(format!(
-                "answered {other} where a list of interfaces was expected"
-            ));
-            no_bridges(run, &mut record, &e)
-        }
-        Err(e) => no_bridges(run, &mut record, &e),
-    };
-    let writes = vec![write("nodeConfig", format!("node-{node}-config"), &record)];
-    match verdict {
-        Ok(summary) => Outcome::succeeded(writes, summary),
-        Err(message) => Outcome::failed(writes, message),
-    }
-}
+        Ok(Box::new(NodeConfigRecord {
+            node: node.to_string(),
+            storages,
+            bridges: Vec::new(),
+            bridges_available: false,
+            bridges_unavailable_reason: None,
+            recorded_at,
+        }))
+    },
+};
 
-/// Marks the bridges unavailable: a missing privilege succeeds (said in the record and the log), any
-/// other error fails after the record is written.
-fn no_bridges<H: Host>(
-    run: &Run<'_, H>,
-    record: &mut NodeConfigRecord,
-    error: &PveError,
-) -> Result<String, String> {
-    let node = record.node.clone();
-    let reason = format!(
-        "GET /nodes/{node}/network failed: {error} — {}",
-        hint(error.kind)
-    );
-    record.bridges_unavailable_reason = Some(reason.clone());
-    if error.kind == ErrorKind::Forbidden {
-        run.warn(&format!(
-            "node {node}: bridges are not recorded: {reason} (grant Sys.Audit on /nodes/{node})"
-        ));
-        return Ok(format!(
-            "node {node}: storages recorded; bridges unavailable (the token lacks Sys.Audit)"
-        ));
+impl NodeRecord for NodeConfigRecord {
+    fn fact(&self, i: usize, node: &str) -> Option<PveRequest> {
+        (i == 0).then(|| endpoints::node_bridges(node))
     }
-    Err(format!(
-        "node {node}: the storages were recorded but the bridges could not be read: {reason}"
-    ))
+
+    fn file(&mut self, _: usize, data: Value) -> Result<(), PveError> {
+        let Value::Array(list) = data else {
+            return Err(PveError::malformed(format!(
+                "answered {data} where a list of interfaces was expected"
+            )));
+        };
+        for interface in &list {
+            self.bridges
+                .extend(interface.get("iface").and_then(flex::string_of));
+        }
+        self.bridges_available = true;
+        Ok(())
+    }
+
+    fn names(&self, _: usize) -> [&'static str; 4] {
+        ["bridges are", "the bridges", "network", "the storages were"]
+    }
+
+    fn unavailable(&mut self, _: usize, reason: String) {
+        self.bridges_unavailable_reason = Some(reason);
+    }
+
+    fn write(&self) -> RecordWrite {
+        write("nodeConfig", format!("node-{}-config", self.node), self)
+    }
+
+    /// The bridges read, or unavailable for want of `Sys.Audit` (any other error fails the method
+    /// after the record is written).
+    fn summary(&self) -> String {
+        let node = &self.node;
+        match self.bridges_available {
+            true => format!(
+                "node {node}: {} storages and {} bridges recorded",
+                self.storages.len(),
+                self.bridges.len()
+            ),
+            false => format!(
+                "node {node}: storages recorded; bridges unavailable (the token lacks Sys.Audit)"
+            ),
+        }
+    }
 }
 
 fn storage_record(entry: &Value) -> Option<StorageRecord> {
@@ -153,7 +140,7 @@ fn storage_record(entry: &Value) -> Option<StorageRecord> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::outcome::Outcome;
     use crate::pve::endpoints::GuestKind;
     use crate::testing::{api_args, run_method_of, Answer, ScriptedHost};
     use serde_json::json;

@@ -10,6 +10,7 @@
 use crate::args::{check_segment, ArgError, Fields};
 use crate::explain::{could_not, hint};
 use crate::host::Host;
+use crate::outcome::RecordWrite;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
@@ -126,36 +127,114 @@ pub struct NodeStatusRecord {
     pub recorded_at: String,
 }
 
-/// Runs `nodeStatus`.
-pub async fn node_status<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+/// A node method whose record a first read starts (without it, there is no record) and facts
+/// read after it fill in: nodeStatus and nodeConfig, one future for both (issue 32).
+pub struct NodeMethod {
+    /// The first read.
+    pub request: fn(&str) -> PveRequest,
+    /// Its path under `/nodes/<node>/` and what the method does with it, as messages name them.
+    pub path: &'static str,
+    pub action: &'static str,
+    pub start: Start,
+}
+
+/// The record from the first read's answer (for the node given, with the time it is recorded
+/// at); the answer back when it is not of the shape PVE gives.
+pub type Start = fn(&str, Value, String) -> Result<Box<dyn NodeRecord>, Value>;
+
+/// A node method's record as the course fills it in.
+pub trait NodeRecord {
+    /// The request of fact `i`, read after the first read (`None`: past the last).
+    fn fact(&self, i: usize, node: &str) -> Option<PveRequest>;
+    /// Files fact `i` from its answer.
+    fn file(&mut self, i: usize, data: Value) -> Result<(), PveError>;
+    /// How messages name fact `i` where it is not recorded, and where it could not be read: what
+    /// is not recorded, what could not be read, its path under `/nodes/<node>/`; and what the
+    /// first read recorded.
+    fn names(&self, i: usize) -> [&'static str; 4];
+    /// Says in the record why fact `i` is not in it.
+    fn unavailable(&mut self, i: usize, reason: String);
+    /// The record's write.
+    fn write(&self) -> RecordWrite;
+    /// The summary when every fact was recorded or said unavailable for want of a privilege.
+    fn summary(&self) -> String;
+}
+
+/// Runs a node method: the first read, then each fact, each answer filed by a plain function.
+pub async fn read_node<H: Host>(run: &Run<'_, H>, args: &Value, method: &NodeMethod) -> Outcome {
     let node = match NodeArgs::parse(args) {
         Ok(args) => args.node(run),
         Err(e) => return Failure::from(e).into(),
     };
     let pve = run.pve();
-    let status = match pve.call(&endpoints::node_status(&node)).await {
-        Ok(data) if data.is_object() => data,
-        Ok(data) => {
-            let e = PveError::malformed(format!("GET /nodes/{node}/status answered {data}"));
-            return could_not(&format!("read the status of node {node}"), &e).into();
+    let answer = pve.call(&(method.request)(&node)).await;
+    let action = || format!("{} of node {node}", method.action);
+    let mut record = match answer.map(|data| (method.start)(&node, data, run.now_iso())) {
+        Ok(Ok(record)) => record,
+        Ok(Err(data)) => {
+            let e =
+                PveError::malformed(format!("GET /nodes/{node}/{} answered {data}", method.path));
+            return could_not(&action(), &e).into();
         }
-        Err(e) => return could_not(&format!("read the status of node {node}"), &e).into(),
+        Err(e) => return could_not(&action(), &e).into(),
     };
-    let mut record = status_record(&node, &status, run.now_iso());
     let mut failures = Vec::new();
-    // The facts that need `Sys.Audit`: one await for the three reads (issue 32), each answer filed
-    // by its plain function.
-    for read in &FACTS {
-        let answer = pve.call(&(read.request)(&node)).await;
-        if let Err(e) = answer.and_then(|data| (read.file)(&mut record, data)) {
-            let reason = unavailable(run, &node, read.what, read.path, &e, &mut failures);
-            *(read.reason)(&mut record) = Some(reason);
+    let mut i = 0;
+    while let Some(request) = record.fact(i, &node) {
+        let answer = pve.call(&request).await;
+        if let Err(e) = answer.and_then(|data| record.file(i, data)) {
+            let reason = unavailable(run, &node, record.names(i), &e, &mut failures);
+            record.unavailable(i, reason);
+        }
+        i += 1;
+    }
+    let writes = vec![record.write()];
+    match failures.is_empty() {
+        true => Outcome::succeeded(writes, record.summary()),
+        false => Outcome::failed(writes, failures.joined("; ")),
+    }
+}
+
+/// nodeStatus: the node's status, then the facts that need `Sys.Audit`.
+pub const NODE_STATUS: NodeMethod = NodeMethod {
+    request: endpoints::node_status,
+    path: "status",
+    action: "read the status",
+    start: |node, status, recorded_at| match status.is_object() {
+        true => Ok(Box::new(status_record(node, &status, recorded_at))),
+        false => Err(status),
+    },
+};
+
+impl NodeRecord for NodeStatusRecord {
+    fn fact(&self, i: usize, node: &str) -> Option<PveRequest> {
+        FACTS.get(i).map(|read| (read.request)(node))
+    }
+
+    fn file(&mut self, i: usize, data: Value) -> Result<(), PveError> {
+        match FACTS.get(i) {
+            Some(read) => (read.file)(self, data),
+            None => Ok(()),
         }
     }
-    let writes = vec![write("nodeStatus", format!("node-{node}"), &record)];
-    match failures.is_empty() {
-        true => Outcome::succeeded(writes, format!("node {node}: status recorded")),
-        false => Outcome::failed(writes, failures.joined("; ")),
+
+    fn names(&self, i: usize) -> [&'static str; 4] {
+        let (what, path) = FACTS.get(i).map_or(("", ""), |read| (read.what, read.path));
+        [what, what, path, "the status was"]
+    }
+
+    fn unavailable(&mut self, i: usize, reason: String) {
+        if let Some(read) = FACTS.get(i) {
+            *(read.reason)(self) = Some(reason);
+        }
+    }
+
+    fn write(&self) -> RecordWrite {
+        write("nodeStatus", format!("node-{}", self.node), self)
+    }
+
+    fn summary(&self) -> String {
+        format!("node {}: status recorded", self.node)
     }
 }
 
@@ -257,27 +336,27 @@ fn enterprise(repos: &Value) -> Option<bool> {
     Some(entry.and_then(|r| r.get("status")).and_then(flex::bool_of) == Some(true))
 }
 
-/// Why `what` is not in the record. A missing privilege is expected (said in the record and the log;
-/// the method still succeeds); any other error adds to `failures`, raised after the record is
-/// written.
+/// Why a fact is not in the record (`names` as [`NodeRecord::names`] gives them). A missing
+/// privilege is expected (said in the record and the log; the method still succeeds); any other
+/// error adds to `failures`, raised after the record is written.
 fn unavailable<H: Host>(
     run: &Run<'_, H>,
     node: &str,
-    what: &str,
-    path: &str,
+    names: [&str; 4],
     error: &PveError,
     failures: &mut Vec<String>,
 ) -> String {
+    let [not_recorded, not_read, path, recorded] = names;
     let reason = format!(
         "GET /nodes/{node}/{path} failed: {error} — {}",
         hint(error.kind)
     );
     match error.kind == ErrorKind::Forbidden {
         true => run.warn(&format!(
-            "node {node}: {what} not recorded: {reason} (grant Sys.Audit on /nodes/{node})"
+            "node {node}: {not_recorded} not recorded: {reason} (grant Sys.Audit on /nodes/{node})"
         )),
         false => failures.push(format!(
-            "node {node}: the status was recorded but {what} could not be read: {reason}"
+            "node {node}: {recorded} recorded but {not_read} could not be read: {reason}"
         )),
     }
     reason
@@ -295,26 +374,28 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
         }
         Some(loads)
     });
-    NodeStatusRecord {
+    let mut record = NodeStatusRecord {
         node: node.to_string(),
         cpu_pct: at("/cpu").and_then(flex::f64_of).and_then(flex::pct),
         cpus: bytes("/cpuinfo/cpus"),
         loadavg,
         mem_total: bytes("/memory/total"),
         mem_used: bytes("/memory/used"),
-        mem_pct: flex::percent(bytes("/memory/used"), bytes("/memory/total")),
         swap_total: bytes("/swap/total"),
         swap_used: bytes("/swap/used"),
-        swap_pct: flex::percent(bytes("/swap/used"), bytes("/swap/total")),
         rootfs_total: bytes("/rootfs/total"),
         rootfs_used: bytes("/rootfs/used"),
-        rootfs_pct: flex::percent(bytes("/rootfs/used"), bytes("/rootfs/total")),
         uptime_sec: bytes("/uptime"),
         kernel_version: text("/kversion").or_else(|| text("/current-kernel/release")),
         pve_version: text("/pveversion"),
         recorded_at,
         ..NodeStatusRecord::default()
-    }
+    };
+    // Each percentage from the two counts already read, not from reading them again.
+    record.mem_pct = flex::percent(record.mem_used, record.mem_total);
+    record.swap_pct = flex::percent(record.swap_used, record.swap_total);
+    record.rootfs_pct = flex::percent(record.rootfs_used, record.rootfs_total);
+    record
 }
 
 fn disk_record(entry: &Value) -> Option<DiskRecord> {
