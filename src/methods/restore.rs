@@ -38,6 +38,7 @@ use crate::pve::responses::StorageVolume;
 use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::{Map, Value};
+use std::fmt::{self, Write};
 use std::future::Future;
 
 /// Keys a restore does not carry over as they were: PVE's bookkeeping, regenerated on restore.
@@ -97,31 +98,41 @@ fn allocated(kind: GuestKind, key: &str, value: &str) -> bool {
     kind.is_volume_key(key) && storage_volume(value).is_some()
 }
 
-/// A NIC's properties without its MAC (`virtio=BC:24:…` keeps `virtio`; `hwaddr=…` goes).
-fn without_mac(value: &str) -> Vec<&str> {
+/// A NIC's property as compared across a restore with `unique`, which gives the NIC a new MAC:
+/// `virtio=BC:24:…` keeps `virtio`, `hwaddr=…` goes.
+fn nic_part(part: &str) -> Option<&str> {
     let is_mac = |v: &str| v.len() == 17 && v.split(':').count() == 6;
+    match part.split_once('=') {
+        Some(("hwaddr" | "macaddr", v)) if is_mac(v) => None,
+        Some((model, v)) if is_mac(v) => Some(model),
+        _ => Some(part),
+    }
+}
+
+/// A disk's option as compared across a restore: all but its size (judged on its own).
+fn disk_option(part: &str) -> Option<&str> {
+    (!part.starts_with("size=")).then_some(part)
+}
+
+/// A property string's parts after the first `skip`, each as `part_of` keeps it, as a sorted set.
+/// One function for NICs and disks: each copy of the sorting code costs the module (issue 32).
+fn sorted_parts(value: &str, skip: usize, part_of: fn(&str) -> Option<&str>) -> Vec<&str> {
     let mut parts = Vec::new();
-    for part in value.split(',') {
-        match part.split_once('=') {
-            Some(("hwaddr" | "macaddr", v)) if is_mac(v) => {}
-            Some((model, v)) if is_mac(v) => parts.push(model),
-            _ => parts.push(part),
+    for part in value.split(',').skip(skip) {
+        if let Some(part) = part_of(part) {
+            parts.push(part);
         }
     }
     crate::order::sort_by(&mut parts, &Ord::cmp);
     parts
 }
 
-/// A disk's options besides its volume and size, as a sorted set.
-fn disk_options(value: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    for part in value.split(',').skip(1) {
-        if !part.starts_with("size=") {
-            parts.push(part);
-        }
-    }
-    crate::order::sort_by(&mut parts, &Ord::cmp);
-    parts
+/// Appends one difference to the list a message names, `; ` between them: written in place, not
+/// formatted apart and copied (issue 32).
+fn note(problems: &mut String, what: fmt::Arguments) {
+    push_item(problems, "; ", "");
+    // Writing to a String cannot fail.
+    let _ = problems.write_fmt(what);
 }
 
 /// What a restored guest shows that its archive's config does not: `Err` names each difference;
@@ -141,27 +152,23 @@ fn compare(
             continue;
         }
         let Some(seen) = restored.get(key).and_then(flex::string_of) else {
-            push_item(
-                &mut problems,
-                "; ",
-                &format!("`{key}` is not set (the archive holds {wanted:?})"),
-            );
+            let what = format_args!("`{key}` is not set (the archive holds {wanted:?})");
+            note(&mut problems, what);
             continue;
         };
         if allocated(kind, key, wanted) {
-            match disk_problem(key, wanted, &seen, storage) {
-                Some(problem) => push_item(&mut problems, "; ", &problem),
-                None => disks.push((key.clone(), volume_of(&seen).to_string())),
+            if !disk_problem(&mut problems, key, wanted, &seen, storage) {
+                disks.push((key.clone(), volume_of(&seen).to_string()));
             }
             continue;
         }
         let same = match key.starts_with("net") && unique {
-            true => without_mac(wanted) == without_mac(&seen),
+            true => sorted_parts(wanted, 0, nic_part) == sorted_parts(&seen, 0, nic_part),
             false => shows(kind, key, wanted, &seen),
         };
         if !same {
-            let problem = format!("`{key}` is {seen:?}, not the archive's {wanted:?}");
-            push_item(&mut problems, "; ", &problem);
+            let what = format_args!("`{key}` is {seen:?}, not the archive's {wanted:?}");
+            note(&mut problems, what);
         }
     }
     match problems.is_empty() {
@@ -175,29 +182,42 @@ fn volume_of(value: &str) -> &str {
     value.split(',').next().unwrap_or_default()
 }
 
-/// Why a restored disk is not the archive's: on another storage than asked, another size, other
-/// options.
-fn disk_problem(key: &str, wanted: &str, seen: &str, storage: Option<&str>) -> Option<String> {
+/// The size a disk's value gives (`size=8G`), in bytes.
+fn disk_size(value: &str) -> Option<u64> {
+    value
+        .split(',')
+        .find_map(|p| p.strip_prefix("size="))
+        .and_then(size_bytes)
+}
+
+/// Notes in `problems` why a restored disk is not the archive's — on another storage than asked,
+/// another size, other options — and says whether it noted one.
+fn disk_problem(
+    problems: &mut String,
+    key: &str,
+    wanted: &str,
+    seen: &str,
+    storage: Option<&str>,
+) -> bool {
     let expected_store = storage.unwrap_or_else(|| storage_of(wanted));
     if storage_of(seen) != expected_store {
-        return Some(format!(
-            "disk `{key}` is {seen:?}, not on storage {expected_store}"
-        ));
+        let what = format_args!("disk `{key}` is {seen:?}, not on storage {expected_store}");
+        note(problems, what);
+        return true;
     }
-    let size = |v: &str| {
-        v.split(',')
-            .find_map(|p| p.strip_prefix("size="))
-            .and_then(size_bytes)
-    };
-    let wanted_size = size(wanted);
-    let differs = match wanted_size.is_some() && size(seen) != wanted_size {
+    let wanted_size = disk_size(wanted);
+    let differs = match wanted_size.is_some() && disk_size(seen) != wanted_size {
         true => "the archive's size",
-        false if disk_options(wanted) != disk_options(seen) => "with the archive's options",
-        false => return None,
+        false if sorted_parts(wanted, 1, disk_option) != sorted_parts(seen, 1, disk_option) => {
+            "with the archive's options"
+        }
+        false => return false,
     };
-    Some(format!(
-        "disk `{key}` is {seen:?}, not {differs} ({wanted:?})"
-    ))
+    note(
+        problems,
+        format_args!("disk `{key}` is {seen:?}, not {differs} ({wanted:?})"),
+    );
+    true
 }
 
 /// A restore as the course of `create` runs it (`guest::create_course`): its arguments and the
@@ -275,7 +295,9 @@ impl NewGuest for Restore {
     ) -> Result<Vec<(String, String)>, String> {
         let storage = target_storage(self.kind, &self.args, archive);
         compare(self.kind, archive, config, storage, self.args.unique).map_err(|problems| {
-            not_restored(&format!("{label} is not the archive's guest: {problems}"))
+            not_restored(format_args!(
+                "{label} is not the archive's guest: {problems}"
+            ))
         })
     }
 
@@ -287,7 +309,7 @@ impl NewGuest for Restore {
         volumes: &[StorageVolume],
     ) -> Result<(), String> {
         match unlisted(disks, store, volumes) {
-            Some((key, volid)) => Err(not_restored(&format!(
+            Some((key, volid)) => Err(not_restored(format_args!(
                 "disk `{key}` ({volid}) of {label} is not on storage {store}"
             ))),
             None => Ok(()),
@@ -429,7 +451,7 @@ fn refusal(label: &str, ev: &Evidence, force: bool) -> Option<String> {
 }
 
 /// A restore whose task ended well without its effect: `what` the restored guest shows instead.
-fn not_restored(what: &str) -> String {
+fn not_restored(what: fmt::Arguments) -> String {
     format!("the restore task ended successfully, but {what} — check the restore task's log")
 }
 
@@ -656,8 +678,9 @@ mod tests {
         assert_eq!(target_storage(GuestKind::Qemu, &args, &config), None);
         let restored = "local-lvm:vm-310-disk-1,mp=/data,size=2G";
         let wanted = "local-zfs:subvol-300-disk-1,mp=/data,size=2G";
-        assert_eq!(disk_problem("mp0", wanted, restored, lxc), None);
-        assert!(disk_problem("mp0", wanted, restored, None).is_some());
+        let mut noted = String::new();
+        assert!(!disk_problem(&mut noted, "mp0", wanted, restored, lxc));
+        assert!(disk_problem(&mut noted, "mp0", wanted, restored, None));
     }
 
     #[test]
@@ -673,7 +696,7 @@ mod tests {
         assert!(!allocated(GuestKind::Qemu, "ide2", "none,media=cdrom"));
         assert!(!allocated(GuestKind::Lxc, "mp0", "/srv,mp=/srv"));
         assert_eq!(
-            without_mac("virtio=BC:24:11:00:01:20,bridge=vmbr0"),
+            sorted_parts("virtio=BC:24:11:00:01:20,bridge=vmbr0", 0, nic_part),
             vec!["bridge=vmbr0", "virtio"]
         );
     }
