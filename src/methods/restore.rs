@@ -18,7 +18,7 @@
 //!    `guest::config`; a NIC's MAC may differ with `unique`), and every disk of the archive must be
 //!    in the config — on `storage` when given — with the archive's size and listed by its storage.
 
-use crate::args::{ArgError, Fields, Kind, Spec};
+use crate::args::{ArgError, Fields, Kind, Read, Spec};
 use crate::guest::backups::{ArchiveConfig, BackupVolid};
 use crate::guest::config::shows;
 use crate::guest::create_course::{Before, NewDisk, NewGuest};
@@ -64,13 +64,11 @@ pub struct RestoreArgs {
     pub unique: bool,
 }
 
-/// The fields before the archive's own check, in order (one table walk, issue 32).
-const FIRST: [Spec; 2] = [
+/// The fields in the order they are checked: the archive's own check and the VMID after the
+/// first two (one table in two walks, issue 32).
+const FIELDS: [Spec; 4] = [
     Spec::new("archive", Kind::RequiredText),
     Spec::new("storage", Kind::OptionalSegment),
-];
-/// The fields after the VMID, in order.
-const LAST: [Spec; 2] = [
     Spec::new("force", Kind::Flag(false)),
     Spec::new("unique", Kind::Flag(false)),
 ];
@@ -78,10 +76,15 @@ const LAST: [Spec; 2] = [
 impl RestoreArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let [archive, storage] = fields.read_table(&FIRST)?;
-        let archive = BackupVolid::parse("archive", archive.text.unwrap_or(""))?;
+        let mut read = [Read::default(); FIELDS.len()];
+        let (first, last) = FIELDS.split_at(2);
+        let (read_first, read_last) = read.split_at_mut(2);
+        fields.read_all(first, read_first)?;
+        let archive = read_first.first().and_then(|read| read.text).unwrap_or("");
+        let archive = BackupVolid::parse("archive", archive)?;
         let vmid = VmidChoice::parse(&fields)?;
-        let [force, unique] = fields.read_table(&LAST)?;
+        fields.read_all(last, read_last)?;
+        let [_, storage, force, unique] = read;
         Ok(RestoreArgs {
             archive,
             vmid,
@@ -101,7 +104,8 @@ fn allocated(kind: GuestKind, key: &str, value: &str) -> bool {
 /// A NIC's property as compared across a restore with `unique`, which gives the NIC a new MAC:
 /// `virtio=BC:24:…` keeps `virtio`, `hwaddr=…` goes.
 fn nic_part(part: &str) -> Option<&str> {
-    let is_mac = |v: &str| v.len() == 17 && v.split(':').count() == 6;
+    // Six parts joined by five colons (`BC:24:11:00:01:20`), counted by a plain loop.
+    let is_mac = |v: &str| v.len() == 17 && v.bytes().filter(|b| *b == b':').count() == 5;
     match part.split_once('=') {
         Some(("hwaddr" | "macaddr", v)) if is_mac(v) => None,
         Some((model, v)) if is_mac(v) => Some(model),
@@ -125,6 +129,11 @@ fn sorted_parts(value: &str, skip: usize, part_of: fn(&str) -> Option<&str>) -> 
     }
     crate::order::sort_by(&mut parts, &Ord::cmp);
     parts
+}
+
+/// Whether two property strings hold the same parts ([`sorted_parts`]).
+fn same_parts(a: &str, b: &str, skip: usize, part_of: fn(&str) -> Option<&str>) -> bool {
+    sorted_parts(a, skip, part_of) == sorted_parts(b, skip, part_of)
 }
 
 /// Appends one difference to the list a message names, `; ` between them: written in place, not
@@ -163,7 +172,7 @@ fn compare(
             continue;
         }
         let same = match key.starts_with("net") && unique {
-            true => sorted_parts(wanted, 0, nic_part) == sorted_parts(&seen, 0, nic_part),
+            true => same_parts(wanted, &seen, 0, nic_part),
             false => shows(kind, key, wanted, &seen),
         };
         if !same {
@@ -208,9 +217,7 @@ fn disk_problem(
     let wanted_size = disk_size(wanted);
     let differs = match wanted_size.is_some() && disk_size(seen) != wanted_size {
         true => "the archive's size",
-        false if sorted_parts(wanted, 1, disk_option) != sorted_parts(seen, 1, disk_option) => {
-            "with the archive's options"
-        }
+        false if !same_parts(wanted, seen, 1, disk_option) => "with the archive's options",
         false => return false,
     };
     note(
