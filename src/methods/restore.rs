@@ -104,13 +104,23 @@ fn allocated(kind: GuestKind, key: &str, value: &str) -> bool {
 /// A NIC's property as compared across a restore with `unique`, which gives the NIC a new MAC:
 /// `virtio=BC:24:…` keeps `virtio`, `hwaddr=…` goes.
 fn nic_part(part: &str) -> Option<&str> {
-    // Six parts joined by five colons (`BC:24:11:00:01:20`), counted by a plain loop.
-    let is_mac = |v: &str| v.len() == 17 && v.bytes().filter(|b| *b == b':').count() == 5;
     match part.split_once('=') {
         Some(("hwaddr" | "macaddr", v)) if is_mac(v) => None,
         Some((model, v)) if is_mac(v) => Some(model),
         _ => Some(part),
     }
+}
+
+/// Whether `v` is a MAC address: six parts joined by five colons (`BC:24:11:00:01:20`), counted
+/// by a plain loop (an iterator chain compiles its own folding code, issue 32).
+fn is_mac(v: &str) -> bool {
+    let mut colons = 0;
+    for byte in v.bytes() {
+        if byte == b':' {
+            colons += 1;
+        }
+    }
+    v.len() == 17 && colons == 5
 }
 
 /// A disk's option as compared across a restore: all but its size (judged on its own).
@@ -133,7 +143,12 @@ fn sorted_parts(value: &str, skip: usize, part_of: fn(&str) -> Option<&str>) -> 
 
 /// Whether two property strings hold the same parts ([`sorted_parts`]).
 fn same_parts(a: &str, b: &str, skip: usize, part_of: fn(&str) -> Option<&str>) -> bool {
-    sorted_parts(a, skip, part_of) == sorted_parts(b, skip, part_of)
+    let (a, b) = (
+        sorted_parts(a, skip, part_of),
+        sorted_parts(b, skip, part_of),
+    );
+    // Part by part: std's slice comparison is a generic copy of its own (issue 32).
+    a.len() == b.len() && (0..a.len()).all(|i| a.get(i) == b.get(i))
 }
 
 /// Appends one difference to the list a message names, `; ` between them: written in place, not
@@ -489,20 +504,25 @@ fn summary(
     config: &ArchiveConfig,
     disks: &[(String, String)],
 ) -> String {
-    let mut listed = String::new();
-    for (key, volid) in disks {
-        push_item(&mut listed, ", ", key);
-        listed.push(' ');
-        listed.push_str(volid);
-    }
-    if listed.is_empty() {
-        listed.push_str("none");
-    }
-    format!(
-        "{how}{label} is restored from {}: {} settings read back as the archive holds them; disks {listed}",
+    let mut summary = format!(
+        "{how}{label} is restored from {}: {} settings read back as the archive holds them; disks ",
         args.archive.volid,
         config.0.len()
-    )
+    );
+    // The disks appended in place, not listed apart and copied (issue 32).
+    let start = summary.len();
+    for (key, volid) in disks {
+        if summary.len() > start {
+            summary.push_str(", ");
+        }
+        summary.push_str(key);
+        summary.push(' ');
+        summary.push_str(volid);
+    }
+    if summary.len() == start {
+        summary.push_str("none");
+    }
+    summary
 }
 
 #[cfg(test)]
