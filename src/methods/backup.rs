@@ -83,19 +83,20 @@ impl BackupArgs {
     }
 
     fn params(&self, vmid: u32) -> Vec<(String, String)> {
-        let mut params = vec![
-            ("vmid".to_string(), vmid.to_string()),
-            ("storage".to_string(), self.storage.clone()),
-            ("mode".to_string(), self.mode.clone()),
-        ];
+        let mut params = Vec::new();
+        // One copy of the pushing code for every parameter (issue 32).
+        let mut add = |key: &str, value: &str| params.push((key.to_string(), value.to_string()));
+        add("vmid", &vmid.to_string());
+        add("storage", &self.storage);
+        add("mode", &self.mode);
         if let Some(compress) = &self.compress {
-            params.push(("compress".into(), compress.clone()));
+            add("compress", compress);
         }
         if let Some(template) = self.notes_template.as_deref().filter(|t| !t.is_empty()) {
-            params.push(("notes-template".into(), template.to_string()));
+            add("notes-template", template);
         }
         if self.protected {
-            params.push(("protected".into(), "1".into()));
+            add("protected", "1");
         }
         params
     }

@@ -203,7 +203,7 @@ fn compare(
 
 /// The volume id a disk's value starts with (`local-lvm:vm-1-disk-0,size=8G` → its first part).
 fn volume_of(value: &str) -> &str {
-    value.split(',').next().unwrap_or_default()
+    value.split_once(',').map_or(value, |(volume, _)| volume)
 }
 
 /// The size a disk's value gives (`size=8G`), in bytes.
@@ -224,21 +224,26 @@ fn disk_problem(
     storage: Option<&str>,
 ) -> bool {
     let expected_store = storage.unwrap_or_else(|| storage_of(wanted));
-    if storage_of(seen) != expected_store {
-        let what = format_args!("disk `{key}` is {seen:?}, not on storage {expected_store}");
-        note(problems, what);
-        return true;
-    }
     let wanted_size = disk_size(wanted);
-    let differs = match wanted_size.is_some() && disk_size(seen) != wanted_size {
-        true => "the archive's size",
-        false if !same_parts(wanted, seen, 1, disk_option) => "with the archive's options",
-        false => return false,
+    // One note for every way it differs: `disk `scsi0` is "…", not <how>`.
+    let note_disk = |problems: &mut String, how: fmt::Arguments| {
+        note(
+            problems,
+            format_args!("disk `{key}` is {seen:?}, not {how}"),
+        );
     };
-    note(
-        problems,
-        format_args!("disk `{key}` is {seen:?}, not {differs} ({wanted:?})"),
-    );
+    if storage_of(seen) != expected_store {
+        note_disk(problems, format_args!("on storage {expected_store}"));
+    } else if wanted_size.is_some() && disk_size(seen) != wanted_size {
+        note_disk(problems, format_args!("the archive's size ({wanted:?})"));
+    } else if !same_parts(wanted, seen, 1, disk_option) {
+        note_disk(
+            problems,
+            format_args!("with the archive's options ({wanted:?})"),
+        );
+    } else {
+        return false;
+    }
     true
 }
 
