@@ -105,8 +105,10 @@ fn allocated(kind: GuestKind, key: &str, value: &str) -> bool {
 /// `virtio=BC:24:…` keeps `virtio`, `hwaddr=…` goes.
 fn nic_part(part: &str) -> Option<&str> {
     match part.split_once('=') {
-        Some(("hwaddr" | "macaddr", v)) if is_mac(v) => None,
-        Some((model, v)) if is_mac(v) => Some(model),
+        Some((name, v)) if is_mac(v) => match name {
+            "hwaddr" | "macaddr" => None,
+            model => Some(model),
+        },
         _ => Some(part),
     }
 }
@@ -397,9 +399,9 @@ fn target_storage<'a>(
     config: &'a ArchiveConfig,
 ) -> Option<&'a str> {
     let asked = args.storage.as_deref();
-    match kind {
-        GuestKind::Lxc => asked.or_else(|| config.get("rootfs").map(storage_of)),
-        GuestKind::Qemu => asked,
+    match (kind, asked) {
+        (GuestKind::Lxc, None) => config.get("rootfs").map(storage_of),
+        _ => asked,
     }
 }
 
