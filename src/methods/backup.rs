@@ -83,19 +83,20 @@ impl BackupArgs {
     }
 
     fn params(&self, vmid: u32) -> Vec<(String, String)> {
-        let mut params = vec![
-            ("vmid".to_string(), vmid.to_string()),
-            ("storage".to_string(), self.storage.clone()),
-            ("mode".to_string(), self.mode.clone()),
-        ];
+        let mut params = Vec::new();
+        // One copy of the pushing code for every parameter (issue 32).
+        let mut add = |key: &str, value: &str| params.push((key.to_string(), value.to_string()));
+        add("vmid", &vmid.to_string());
+        add("storage", &self.storage);
+        add("mode", &self.mode);
         if let Some(compress) = &self.compress {
-            params.push(("compress".into(), compress.clone()));
+            add("compress", compress);
         }
         if let Some(template) = self.notes_template.as_deref().filter(|t| !t.is_empty()) {
-            params.push(("notes-template".into(), template.to_string()));
+            add("notes-template", template);
         }
         if self.protected {
-            params.push(("protected".into(), "1".into()));
+            add("protected", "1");
         }
         params
     }
@@ -125,20 +126,19 @@ fn notes_fault(template: &str) -> Option<&'static str> {
             }
         }
     }
-    for name in template_variables(template) {
-        if !NOTES_VARIABLES.contains(&name) {
-            return Some(
-                "may use only the variables {{cluster}}, {{guestname}}, {{node}} and {{vmid}}",
-            );
-        }
+    if names_unknown_variable(template) {
+        return Some(
+            "may use only the variables {{cluster}}, {{guestname}}, {{node}} and {{vmid}}",
+        );
     }
     None
 }
 
-/// The names of Perl's `/\{\{([^\s{}]+)\}\}/g` matches, left to right (`\s` as ASCII whitespace).
-fn template_variables(template: &str) -> Vec<&str> {
+/// Whether a name of Perl's `/\{\{([^\s{}]+)\}\}/g` matches, left to right (`\s` as ASCII
+/// whitespace), is not among [`NOTES_VARIABLES`]: judged as each is found, not listed first (issue
+/// 32).
+fn names_unknown_variable(template: &str) -> bool {
     let bytes = template.as_bytes();
-    let mut found = Vec::new();
     let mut i = 0;
     while i + 1 < bytes.len() {
         if bytes[i] == b'{' && bytes[i + 1] == b'{' {
@@ -147,14 +147,16 @@ fn template_variables(template: &str) -> Vec<&str> {
                 .find(|c: char| c.is_ascii_whitespace() || c == '\x0b' || c == '{' || c == '}')
                 .unwrap_or(rest.len());
             if len > 0 && rest[len..].starts_with("}}") {
-                found.push(&rest[..len]);
+                if !NOTES_VARIABLES.contains(&&rest[..len]) {
+                    return true;
+                }
                 i += 2 + len + 2;
                 continue;
             }
         }
         i += 1;
     }
-    found
+    false
 }
 
 /// The `backup` record (`<vm|ct>-<vmid>-backup`): the archive this run made, as the storage lists it.
@@ -248,8 +250,9 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 describe_all(&after)
             ));
         };
-        made = Some(archive.clone());
-        judge(run, ev, args, &archive, mode.as_deref())
+        let verdict = judge(run, ev, args, &archive, mode.as_deref());
+        made = Some(archive);
+        verdict
     };
     let mut outcome = ev.outcome(run, verdict).await;
     if let Some(archive) = made {

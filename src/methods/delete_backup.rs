@@ -54,13 +54,14 @@ pub async fn delete_backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(list) => list,
         Err(message) => return Failure::new(message).into(),
     };
-    let record = |list: &[Archive]| backups_write(run, &node, &storage, volid.vmid, list);
+    // The writes of a listing: its record alone (one copy of the list's making, issue 32).
+    let record = |list: &[Archive]| vec![backups_write(run, &node, &storage, volid.vmid, list)];
     let Some(archive) = before.iter().find(|a| a.volid == volid.volid) else {
         let summary = format!(
             "storage {storage} on node {node} does not list {}: there is nothing to delete",
             volid.volid
         );
-        return Outcome::succeeded(vec![record(&before)], summary);
+        return Outcome::succeeded(record(&before), summary);
     };
     if archive.protected {
         let volname = volid.volid.split_once(':').map_or("", |(_, name)| name);
@@ -68,7 +69,7 @@ pub async fn delete_backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             "cannot remove protected volume '{volname}' on '{storage}' (PVE's refusal) — remove its protection first (PUT /nodes/{node}/storage/{storage}/content/{} with protected=0); nothing was changed",
             volid.volid
         );
-        return Outcome::failed(vec![record(&before)], message);
+        return Outcome::failed(record(&before), message);
     }
     let mut trail = TaskTrail::default();
     let request = endpoints::storage_volume_delete(&node, &storage, &volid.volid);
@@ -77,7 +78,7 @@ pub async fn delete_backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     // an observation of now: a failure from then on writes no record.
     let stale = |trail: &TaskTrail| match trail.last_task.is_some() || trail.outcome_unknown {
         true => Vec::new(),
-        false => vec![record(&before)],
+        false => record(&before),
     };
     if let Err(message) = trail.run(&run.pve(), &request, &action).await {
         return Outcome::failed(stale(&trail), message);
@@ -86,7 +87,7 @@ pub async fn delete_backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(list) => list,
         Err(message) => return Outcome::failed(stale(&trail), message),
     };
-    let writes = vec![record(&after)];
+    let writes = record(&after);
     match after.iter().any(|a| a.volid == volid.volid) {
         true => Outcome::failed(
             writes,

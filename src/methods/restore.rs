@@ -18,7 +18,7 @@
 //!    `guest::config`; a NIC's MAC may differ with `unique`), and every disk of the archive must be
 //!    in the config — on `storage` when given — with the archive's size and listed by its storage.
 
-use crate::args::{ArgError, Fields, Kind, Spec};
+use crate::args::{ArgError, Fields, Kind, Read, Spec};
 use crate::guest::backups::{ArchiveConfig, BackupVolid};
 use crate::guest::config::shows;
 use crate::guest::create_course::{Before, NewDisk, NewGuest};
@@ -38,6 +38,7 @@ use crate::pve::responses::StorageVolume;
 use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::{Map, Value};
+use std::fmt::{self, Write};
 use std::future::Future;
 
 /// Keys a restore does not carry over as they were: PVE's bookkeeping, regenerated on restore.
@@ -63,13 +64,11 @@ pub struct RestoreArgs {
     pub unique: bool,
 }
 
-/// The fields before the archive's own check, in order (one table walk, issue 32).
-const FIRST: [Spec; 2] = [
+/// The fields in the order they are checked: the archive's own check and the VMID after the
+/// first two (one table in two walks, issue 32).
+const FIELDS: [Spec; 4] = [
     Spec::new("archive", Kind::RequiredText),
     Spec::new("storage", Kind::OptionalSegment),
-];
-/// The fields after the VMID, in order.
-const LAST: [Spec; 2] = [
     Spec::new("force", Kind::Flag(false)),
     Spec::new("unique", Kind::Flag(false)),
 ];
@@ -77,10 +76,15 @@ const LAST: [Spec; 2] = [
 impl RestoreArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let [archive, storage] = fields.read_table(&FIRST)?;
-        let archive = BackupVolid::parse("archive", archive.text.unwrap_or(""))?;
+        let mut read = [Read::default(); FIELDS.len()];
+        let (first, last) = FIELDS.split_at(2);
+        let (read_first, read_last) = read.split_at_mut(2);
+        fields.read_all(first, read_first)?;
+        let archive = read_first.first().and_then(|read| read.text).unwrap_or("");
+        let archive = BackupVolid::parse("archive", archive)?;
         let vmid = VmidChoice::parse(&fields)?;
-        let [force, unique] = fields.read_table(&LAST)?;
+        fields.read_all(last, read_last)?;
+        let [_, storage, force, unique] = read;
         Ok(RestoreArgs {
             archive,
             vmid,
@@ -97,31 +101,64 @@ fn allocated(kind: GuestKind, key: &str, value: &str) -> bool {
     kind.is_volume_key(key) && storage_volume(value).is_some()
 }
 
-/// A NIC's properties without its MAC (`virtio=BC:24:…` keeps `virtio`; `hwaddr=…` goes).
-fn without_mac(value: &str) -> Vec<&str> {
-    let is_mac = |v: &str| v.len() == 17 && v.split(':').count() == 6;
+/// A NIC's property as compared across a restore with `unique`, which gives the NIC a new MAC:
+/// `virtio=BC:24:…` keeps `virtio`, `hwaddr=…` goes.
+fn nic_part(part: &str) -> Option<&str> {
+    match part.split_once('=') {
+        Some((name, v)) if is_mac(v) => match name {
+            "hwaddr" | "macaddr" => None,
+            model => Some(model),
+        },
+        _ => Some(part),
+    }
+}
+
+/// Whether `v` is a MAC address: six parts joined by five colons (`BC:24:11:00:01:20`), counted
+/// by a plain loop (an iterator chain compiles its own folding code, issue 32).
+fn is_mac(v: &str) -> bool {
+    let mut colons = 0;
+    for byte in v.bytes() {
+        if byte == b':' {
+            colons += 1;
+        }
+    }
+    v.len() == 17 && colons == 5
+}
+
+/// A disk's option as compared across a restore: all but its size (judged on its own).
+fn disk_option(part: &str) -> Option<&str> {
+    (!part.starts_with("size=")).then_some(part)
+}
+
+/// A property string's parts after the first `skip`, each as `part_of` keeps it, as a sorted set.
+/// One function for NICs and disks: each copy of the sorting code costs the module (issue 32).
+fn sorted_parts(value: &str, skip: usize, part_of: fn(&str) -> Option<&str>) -> Vec<&str> {
     let mut parts = Vec::new();
-    for part in value.split(',') {
-        match part.split_once('=') {
-            Some(("hwaddr" | "macaddr", v)) if is_mac(v) => {}
-            Some((model, v)) if is_mac(v) => parts.push(model),
-            _ => parts.push(part),
+    for part in value.split(',').skip(skip) {
+        if let Some(part) = part_of(part) {
+            parts.push(part);
         }
     }
     crate::order::sort_by(&mut parts, &Ord::cmp);
     parts
 }
 
-/// A disk's options besides its volume and size, as a sorted set.
-fn disk_options(value: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    for part in value.split(',').skip(1) {
-        if !part.starts_with("size=") {
-            parts.push(part);
-        }
-    }
-    crate::order::sort_by(&mut parts, &Ord::cmp);
-    parts
+/// Whether two property strings hold the same parts ([`sorted_parts`]).
+fn same_parts(a: &str, b: &str, skip: usize, part_of: fn(&str) -> Option<&str>) -> bool {
+    let (a, b) = (
+        sorted_parts(a, skip, part_of),
+        sorted_parts(b, skip, part_of),
+    );
+    // Part by part: std's slice comparison is a generic copy of its own (issue 32).
+    a.len() == b.len() && (0..a.len()).all(|i| a.get(i) == b.get(i))
+}
+
+/// Appends one difference to the list a message names, `; ` between them: written in place, not
+/// formatted apart and copied (issue 32).
+fn note(problems: &mut String, what: fmt::Arguments) {
+    push_item(problems, "; ", "");
+    // Writing to a String cannot fail.
+    let _ = problems.write_fmt(what);
 }
 
 /// What a restored guest shows that its archive's config does not: `Err` names each difference;
@@ -141,27 +178,23 @@ fn compare(
             continue;
         }
         let Some(seen) = restored.get(key).and_then(flex::string_of) else {
-            push_item(
-                &mut problems,
-                "; ",
-                &format!("`{key}` is not set (the archive holds {wanted:?})"),
-            );
+            let what = format_args!("`{key}` is not set (the archive holds {wanted:?})");
+            note(&mut problems, what);
             continue;
         };
         if allocated(kind, key, wanted) {
-            match disk_problem(key, wanted, &seen, storage) {
-                Some(problem) => push_item(&mut problems, "; ", &problem),
-                None => disks.push((key.clone(), volume_of(&seen).to_string())),
+            if !disk_problem(&mut problems, key, wanted, &seen, storage) {
+                disks.push((key.clone(), volume_of(&seen).to_string()));
             }
             continue;
         }
         let same = match key.starts_with("net") && unique {
-            true => without_mac(wanted) == without_mac(&seen),
+            true => same_parts(wanted, &seen, 0, nic_part),
             false => shows(kind, key, wanted, &seen),
         };
         if !same {
-            let problem = format!("`{key}` is {seen:?}, not the archive's {wanted:?}");
-            push_item(&mut problems, "; ", &problem);
+            let what = format_args!("`{key}` is {seen:?}, not the archive's {wanted:?}");
+            note(&mut problems, what);
         }
     }
     match problems.is_empty() {
@@ -172,32 +205,48 @@ fn compare(
 
 /// The volume id a disk's value starts with (`local-lvm:vm-1-disk-0,size=8G` → its first part).
 fn volume_of(value: &str) -> &str {
-    value.split(',').next().unwrap_or_default()
+    value.split_once(',').map_or(value, |(volume, _)| volume)
 }
 
-/// Why a restored disk is not the archive's: on another storage than asked, another size, other
-/// options.
-fn disk_problem(key: &str, wanted: &str, seen: &str, storage: Option<&str>) -> Option<String> {
+/// The size a disk's value gives (`size=8G`), in bytes.
+fn disk_size(value: &str) -> Option<u64> {
+    value
+        .split(',')
+        .find_map(|p| p.strip_prefix("size="))
+        .and_then(size_bytes)
+}
+
+/// Notes in `problems` why a restored disk is not the archive's — on another storage than asked,
+/// another size, other options — and says whether it noted one.
+fn disk_problem(
+    problems: &mut String,
+    key: &str,
+    wanted: &str,
+    seen: &str,
+    storage: Option<&str>,
+) -> bool {
     let expected_store = storage.unwrap_or_else(|| storage_of(wanted));
+    let wanted_size = disk_size(wanted);
+    // One note for every way it differs: `disk `scsi0` is "…", not <how>`.
+    let note_disk = |problems: &mut String, how: fmt::Arguments| {
+        note(
+            problems,
+            format_args!("disk `{key}` is {seen:?}, not {how}"),
+        );
+    };
     if storage_of(seen) != expected_store {
-        return Some(format!(
-            "disk `{key}` is {seen:?}, not on storage {expected_store}"
-        ));
+        note_disk(problems, format_args!("on storage {expected_store}"));
+    } else if wanted_size.is_some() && disk_size(seen) != wanted_size {
+        note_disk(problems, format_args!("the archive's size ({wanted:?})"));
+    } else if !same_parts(wanted, seen, 1, disk_option) {
+        note_disk(
+            problems,
+            format_args!("with the archive's options ({wanted:?})"),
+        );
+    } else {
+        return false;
     }
-    let size = |v: &str| {
-        v.split(',')
-            .find_map(|p| p.strip_prefix("size="))
-            .and_then(size_bytes)
-    };
-    let wanted_size = size(wanted);
-    let differs = match wanted_size.is_some() && size(seen) != wanted_size {
-        true => "the archive's size",
-        false if disk_options(wanted) != disk_options(seen) => "with the archive's options",
-        false => return None,
-    };
-    Some(format!(
-        "disk `{key}` is {seen:?}, not {differs} ({wanted:?})"
-    ))
+    true
 }
 
 /// A restore as the course of `create` runs it (`guest::create_course`): its arguments and the
@@ -275,7 +324,9 @@ impl NewGuest for Restore {
     ) -> Result<Vec<(String, String)>, String> {
         let storage = target_storage(self.kind, &self.args, archive);
         compare(self.kind, archive, config, storage, self.args.unique).map_err(|problems| {
-            not_restored(&format!("{label} is not the archive's guest: {problems}"))
+            not_restored(format_args!(
+                "{label} is not the archive's guest: {problems}"
+            ))
         })
     }
 
@@ -287,7 +338,7 @@ impl NewGuest for Restore {
         volumes: &[StorageVolume],
     ) -> Result<(), String> {
         match unlisted(disks, store, volumes) {
-            Some((key, volid)) => Err(not_restored(&format!(
+            Some((key, volid)) => Err(not_restored(format_args!(
                 "disk `{key}` ({volid}) of {label} is not on storage {store}"
             ))),
             None => Ok(()),
@@ -348,9 +399,9 @@ fn target_storage<'a>(
     config: &'a ArchiveConfig,
 ) -> Option<&'a str> {
     let asked = args.storage.as_deref();
-    match kind {
-        GuestKind::Lxc => asked.or_else(|| config.get("rootfs").map(storage_of)),
-        GuestKind::Qemu => asked,
+    match (kind, asked) {
+        (GuestKind::Lxc, None) => config.get("rootfs").map(storage_of),
+        _ => asked,
     }
 }
 
@@ -429,7 +480,7 @@ fn refusal(label: &str, ev: &Evidence, force: bool) -> Option<String> {
 }
 
 /// A restore whose task ended well without its effect: `what` the restored guest shows instead.
-fn not_restored(what: &str) -> String {
+fn not_restored(what: fmt::Arguments) -> String {
     format!("the restore task ended successfully, but {what} — check the restore task's log")
 }
 
@@ -460,20 +511,25 @@ fn summary(
     config: &ArchiveConfig,
     disks: &[(String, String)],
 ) -> String {
-    let mut listed = String::new();
-    for (key, volid) in disks {
-        push_item(&mut listed, ", ", key);
-        listed.push(' ');
-        listed.push_str(volid);
-    }
-    if listed.is_empty() {
-        listed.push_str("none");
-    }
-    format!(
-        "{how}{label} is restored from {}: {} settings read back as the archive holds them; disks {listed}",
+    let mut summary = format!(
+        "{how}{label} is restored from {}: {} settings read back as the archive holds them; disks ",
         args.archive.volid,
         config.0.len()
-    )
+    );
+    // The disks appended in place, not listed apart and copied (issue 32).
+    let start = summary.len();
+    for (key, volid) in disks {
+        if summary.len() > start {
+            summary.push_str(", ");
+        }
+        summary.push_str(key);
+        summary.push(' ');
+        summary.push_str(volid);
+    }
+    if summary.len() == start {
+        summary.push_str("none");
+    }
+    summary
 }
 
 #[cfg(test)]
@@ -656,8 +712,9 @@ mod tests {
         assert_eq!(target_storage(GuestKind::Qemu, &args, &config), None);
         let restored = "local-lvm:vm-310-disk-1,mp=/data,size=2G";
         let wanted = "local-zfs:subvol-300-disk-1,mp=/data,size=2G";
-        assert_eq!(disk_problem("mp0", wanted, restored, lxc), None);
-        assert!(disk_problem("mp0", wanted, restored, None).is_some());
+        let mut noted = String::new();
+        assert!(!disk_problem(&mut noted, "mp0", wanted, restored, lxc));
+        assert!(disk_problem(&mut noted, "mp0", wanted, restored, None));
     }
 
     #[test]
@@ -673,7 +730,7 @@ mod tests {
         assert!(!allocated(GuestKind::Qemu, "ide2", "none,media=cdrom"));
         assert!(!allocated(GuestKind::Lxc, "mp0", "/srv,mp=/srv"));
         assert_eq!(
-            without_mac("virtio=BC:24:11:00:01:20,bridge=vmbr0"),
+            sorted_parts("virtio=BC:24:11:00:01:20,bridge=vmbr0", 0, nic_part),
             vec!["bridge=vmbr0", "virtio"]
         );
     }
