@@ -77,17 +77,19 @@ impl TaskTrail {
         self.accepted(answer, request, action)
     }
 
-    /// [`TaskTrail::dispatch`] of a request that claims a VMID: PVE's refusal because another guest
-    /// holds the id is not a failure but [`Dispatched::IdTaken`] (nothing started).
+    /// [`TaskTrail::dispatch`] of a request that makes a guest: when it is `claiming` a free VMID,
+    /// PVE's refusal because another guest holds the id is not a failure but
+    /// [`Dispatched::IdTaken`] (nothing started).
     pub async fn dispatch_claim<H: Host>(
         &mut self,
         pve: &Pve<'_, H>,
         request: &PveRequest,
         action: &str,
+        claiming: bool,
     ) -> Result<Dispatched, String> {
         self.sending();
         match pve.call(request).await {
-            Err(e) if e.kind == ErrorKind::IdTaken => {
+            Err(e) if claiming && e.kind == ErrorKind::IdTaken => {
                 // PVE refused it: nothing was changed.
                 self.mutations_sent -= 1;
                 Ok(Dispatched::IdTaken(e.message))

@@ -81,23 +81,32 @@ impl VmidChoice {
     }
 }
 
-/// Claims a free VMID in `min..=max` by sending `request(id)` (the creating request) and following
-/// its task: `Ok(id)` once PVE accepted the request for `id` and the task ended well. `action(id)`
-/// names the step in messages ("clone VM 9000 on node pve1 to VMID 123").
-pub async fn claim_free<H: Host>(
+/// Sends `request(id)` (the creating request) and follows its task: `Ok(id)` once PVE accepted the
+/// request for `id` and the task ended well. A given VMID is sent as it is (PVE's refusal is the
+/// failure: `create_course` judged a taken one before); a free one in `min..=max` is claimed.
+/// `action(id)` names the step in messages ("clone VM 9000 on node pve1 to VMID 123"). One course
+/// for both, so the creating request and its task are one await each in the create course.
+pub async fn claim<H: Host>(
     run: &Run<'_, H>,
-    (min, max): (u32, u32),
+    choice: VmidChoice,
     trail: &mut TaskTrail,
     request: &dyn Fn(u32) -> PveRequest,
     action: &dyn Fn(u32) -> String,
 ) -> Result<u32, String> {
     let pve = run.pve();
+    let (min, max, claiming) = match choice {
+        VmidChoice::Given(vmid) => (vmid, vmid, false),
+        VmidChoice::Free { min, max } => (min, max, true),
+    };
     // nextid proposes the lowest free id of the whole cluster; a range above it starts past the
     // ids the listing shows in use (the token may not see all: PVE's refusal still decides). One
     // await for both requests, each answer judged by a plain step: each await point costs the
-    // course room (docs/performance.md).
-    let (mut proposed, mut listed) = (0, Vec::new());
+    // course room (docs/performance.md). A given VMID is the proposal itself: nothing is read.
+    let (mut proposed, mut listed) = (if claiming { 0 } else { min }, Vec::new());
     for listing in [false, true] {
+        if proposed >= min {
+            break;
+        }
         let request = match listing {
             false => endpoints::next_free_id(),
             true => endpoints::cluster_guests(),
@@ -106,9 +115,6 @@ pub async fn claim_free<H: Host>(
         match listing {
             false => proposed = lowest_free(&request, answer)?,
             true => listed = listed_ids(&request, answer)?,
-        }
-        if proposed >= min {
-            break;
         }
     }
     let skip_listed = |mut id: u32| {
@@ -125,7 +131,7 @@ pub async fn claim_free<H: Host>(
         }
         let step = action(candidate);
         match trail
-            .dispatch_claim(&pve, &request(candidate), &step)
+            .dispatch_claim(&pve, &request(candidate), &step, claiming)
             .await?
         {
             Dispatched::Task(upid) => {
