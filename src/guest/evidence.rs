@@ -17,7 +17,7 @@ use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::{Host, LogLevel};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
-use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::error::PveError;
 use crate::pve::flex::split_tags;
 use crate::pve::request::{PveRequest, Repeat};
 use crate::pve::responses::GuestStatus;
@@ -77,27 +77,6 @@ impl TaskTrail {
         self.accepted(answer, request, action)
     }
 
-    /// [`TaskTrail::dispatch`] of a request that makes a guest: when it is `claiming` a free VMID,
-    /// PVE's refusal because another guest holds the id is not a failure but
-    /// [`Dispatched::IdTaken`] (nothing started).
-    pub async fn dispatch_claim<H: Host>(
-        &mut self,
-        pve: &Pve<'_, H>,
-        request: &PveRequest,
-        action: &str,
-        claiming: bool,
-    ) -> Result<Dispatched, String> {
-        self.sending();
-        match pve.call(request).await {
-            Err(e) if claiming && e.kind == ErrorKind::IdTaken => {
-                // PVE refused it: nothing was changed.
-                self.mutations_sent -= 1;
-                Ok(Dispatched::IdTaken(e.message))
-            }
-            answer => self.accepted(answer, request, action).map(Dispatched::Task),
-        }
-    }
-
     /// [`TaskTrail::dispatch`] of a request PVE may answer without starting a task (vzdump answers
     /// a bare `OK` when it skipped the guest): `Ok(None)` when `skipped` says the answer is such a
     /// one — nothing started, nothing changed.
@@ -117,7 +96,10 @@ impl TaskTrail {
         self.accepted(answer, request, action).map(Some)
     }
 
-    fn accepted(
+    /// The task a mutation's answer started (`request` sent for `action`); `Err` when PVE refused
+    /// it, or when its answer was lost or unreadable: then the task may run, and the message says
+    /// so.
+    pub fn accepted(
         &mut self,
         answer: Result<Value, PveError>,
         request: &PveRequest,
@@ -174,15 +156,6 @@ impl TaskTrail {
             .await
             .map_err(|why| format!("{action}: {why}"))
     }
-}
-
-/// What PVE did with a request that claims a VMID.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Dispatched {
-    /// Accepted: the task that creates the guest.
-    Task(Upid),
-    /// Refused because another guest holds the id (PVE's words); no task started.
-    IdTaken(String),
 }
 
 /// A guest that was found, and everything seen of it since.

@@ -10,14 +10,14 @@
 //! bounded number of times. A guest another run claimed is never looked at, let alone counted: the
 //! VMID is ours only once PVE accepted OUR request for it.
 
-use super::evidence::{Dispatched, TaskTrail};
+use super::evidence::TaskTrail;
 use super::reference::{VMID_MAX, VMID_MIN};
 use crate::args::{ArgError, Fields};
 use crate::client::shaped;
 use crate::explain::could_not;
 use crate::host::Host;
 use crate::pve::endpoints;
-use crate::pve::error::PveError;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::ClusterGuest;
@@ -99,63 +99,97 @@ pub async fn claim<H: Host>(
         VmidChoice::Free { min, max } => (min, max, true),
     };
     // nextid proposes the lowest free id of the whole cluster; a range above it starts past the
-    // ids the listing shows in use (the token may not see all: PVE's refusal still decides). One
-    // await for both requests, each answer judged by a plain step: each await point costs the
-    // course room (docs/performance.md). A given VMID is the proposal itself: nothing is read.
-    let (mut proposed, mut listed) = (if claiming { 0 } else { min }, Vec::new());
-    for listing in [false, true] {
-        if proposed >= min {
-            break;
-        }
-        let request = match listing {
-            false => endpoints::next_free_id(),
-            true => endpoints::cluster_guests(),
+    // ids the listing shows in use (the token may not see all: PVE's refusal still decides). A
+    // given VMID is the proposal itself: nothing is read. Every request — the reads and each
+    // creating request — is sent from one await, each answer judged by a plain step: each await
+    // point costs the course room (docs/performance.md).
+    let mut phase = match claiming {
+        true => Phase::Proposal,
+        false => Phase::Claim,
+    };
+    let (mut proposed, mut listed, mut candidate) = (min, Vec::new(), min);
+    let mut taken: Vec<u32> = Vec::new();
+    loop {
+        let request = match phase {
+            Phase::Proposal => endpoints::next_free_id(),
+            Phase::Listing => endpoints::cluster_guests(),
+            Phase::Claim => {
+                if taken.len() >= CLAIM_ATTEMPTS as usize {
+                    return Err(format!(
+                        "no VMID could be claimed: {} were each taken by another guest between /cluster/nextid and the request ({}) — many creates at once? run again, or give vmidRange with more room",
+                        taken.len(),
+                        list(&taken)
+                    ));
+                }
+                if candidate > max {
+                    return Err(exhausted(min, max, proposed, &taken));
+                }
+                trail.sending();
+                request(candidate)
+            }
         };
         let answer = pve.call(&request).await;
-        match listing {
-            false => proposed = lowest_free(&request, answer)?,
-            true => listed = listed_ids(&request, answer)?,
+        phase = match phase {
+            Phase::Proposal => {
+                proposed = lowest_free(&request, answer)?;
+                match proposed >= min {
+                    true => Phase::Claim,
+                    false => Phase::Listing,
+                }
+            }
+            Phase::Listing => {
+                listed = listed_ids(&request, answer)?;
+                Phase::Claim
+            }
+            Phase::Claim => {
+                let step = action(candidate);
+                match answer {
+                    // PVE refused it because another guest holds the id: nothing was changed.
+                    Err(e) if claiming && e.kind == ErrorKind::IdTaken => {
+                        trail.mutations_sent -= 1;
+                        run.info(&format!(
+                            "VMID {candidate} was claimed by another guest after /cluster/nextid proposed it ({}); trying {}",
+                            e.message,
+                            candidate + 1
+                        ));
+                        taken.push(candidate);
+                        candidate = skip_listed(&listed, candidate + 1);
+                        continue;
+                    }
+                    answer => {
+                        let upid = trail.accepted(answer, &request, &step)?;
+                        trail
+                            .follow(&pve, &upid)
+                            .await
+                            .map_err(|why| format!("{step}: {why}"))?;
+                        return Ok(candidate);
+                    }
+                }
+            }
+        };
+        if phase == Phase::Claim {
+            candidate = skip_listed(&listed, proposed.max(min));
         }
     }
-    let skip_listed = |mut id: u32| {
-        while listed.contains(&id) {
-            id += 1;
-        }
-        id
-    };
-    let mut candidate = skip_listed(proposed.max(min));
-    let mut taken: Vec<u32> = Vec::new();
-    while taken.len() < CLAIM_ATTEMPTS as usize {
-        if candidate > max {
-            return Err(exhausted(min, max, proposed, &taken));
-        }
-        let step = action(candidate);
-        match trail
-            .dispatch_claim(&pve, &request(candidate), &step, claiming)
-            .await?
-        {
-            Dispatched::Task(upid) => {
-                trail
-                    .follow(&pve, &upid)
-                    .await
-                    .map_err(|why| format!("{step}: {why}"))?;
-                return Ok(candidate);
-            }
-            Dispatched::IdTaken(why) => {
-                run.info(&format!(
-                    "VMID {candidate} was claimed by another guest after /cluster/nextid proposed it ({why}); trying {}",
-                    candidate + 1
-                ));
-                taken.push(candidate);
-                candidate = skip_listed(candidate + 1);
-            }
-        }
+}
+
+/// What [`claim`] sends next.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// `GET /cluster/nextid`.
+    Proposal,
+    /// `GET /cluster/resources`, the VMIDs in use.
+    Listing,
+    /// The creating request for the candidate.
+    Claim,
+}
+
+/// `id`, or the first id above it that the listing does not show in use.
+fn skip_listed(listed: &[u32], mut id: u32) -> u32 {
+    while listed.contains(&id) {
+        id += 1;
     }
-    Err(format!(
-        "no VMID could be claimed: {} were each taken by another guest between /cluster/nextid and the request ({}) — many creates at once? run again, or give vmidRange with more room",
-        taken.len(),
-        list(&taken)
-    ))
+    id
 }
 
 /// `GET /cluster/nextid`'s answer: the lowest free VMID (PVE's proposal, not a reservation).
