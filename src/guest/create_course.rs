@@ -310,9 +310,50 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             // A restore runs where the guest it replaces lives (its archive read there too: a
             // storage local to a node holds that node's); a clone where its template lives.
             let node = match (guest.template(), &over) {
-                (Some(template), _) => template_node(run, template)
-                    .await
-                    .map_err(|message| Outcome::from(Failure::new(message)))?,
+                // The node the template lives on, once PVE would accept a clone of it: a lock on
+                // it (a backup) is waited out within the method's budget. Asked where it is
+                // expected first (the configured node, or where its record saw it), as every read
+                // is; from the course's own awaits (no wrapper's state machine).
+                (Some(template_id), _) => 'template: {
+                    let template = GuestRef {
+                        vmid: Some(template_id),
+                        name: None,
+                    };
+                    let read = async |at: &Located| read_status(&run.pve(), run.kind, at).await;
+                    let found = read_where_it_lives(run, &template, "the state", read).await?;
+                    let (at, mut status) = match found {
+                        GuestRead::Absent { vmid } => {
+                            break 'template Err(format!(
+                                "template {vmid} does not exist on any node: check templateId"
+                            ))
+                        }
+                        GuestRead::Read { at, value } => (at, value),
+                    };
+                    // qemu-server's clone_vm refuses while the template is locked (`check_lock`
+                    // in `$load_and_check`, before the worker forks) — one vzdump is backing up,
+                    // say.
+                    let Some(lock) = lock_of(&status).map(str::to_owned) else {
+                        break 'template Ok(at.node);
+                    };
+                    let (mut at_ms, mut after) = (0.0, 0);
+                    let seen = &mut Seen {
+                        status: &mut status,
+                        at_ms: &mut at_ms,
+                        after: &mut after,
+                        mutations: 0,
+                    };
+                    let budget_ms = run.wait_budget_ms();
+                    match settle(&run.pve(), run.kind, &at, budget_ms, &|_| true, seen).await {
+                        Ok(()) => Ok(at.node),
+                        Err(why) => Err(format!(
+                            "template VM {} on node {} did not show its lock released: {why} — {}",
+                            at.vmid,
+                            at.node,
+                            locked_advice(run.kind, &lock, "clone")
+                        )),
+                    }
+                }
+                .map_err(|message| Outcome::from(Failure::new(message)))?,
                 (None, Some(ev)) => ev.at.node.clone(),
                 (None, None) => node,
             };
@@ -556,54 +597,6 @@ fn ended(over: Option<Box<Evidence>>, message: String) -> Ending {
     match over {
         Some(ev) => Ok((ev, Err(message), false)),
         None => Err(Failure::new(message).into()),
-    }
-}
-
-/// The node the template lives on (the clone lands there), once PVE would accept a clone of it: a
-/// lock on it (a backup) is waited out within the method's budget. Asked where it is expected first
-/// (the configured node, or where its record saw it), as every read is.
-async fn template_node<H: Host>(run: &Run<'_, H>, template_id: u32) -> Result<String, String> {
-    let template = GuestRef {
-        vmid: Some(template_id),
-        name: None,
-    };
-    let read = async |at: &Located| read_status(&run.pve(), run.kind, at).await;
-    match read_where_it_lives(run, &template, "the state", read)
-        .await
-        .map_err(|f| f.0)?
-    {
-        GuestRead::Absent { vmid } => Err(format!(
-            "template {vmid} does not exist on any node: check templateId"
-        )),
-        GuestRead::Read {
-            at,
-            value: mut status,
-        } => {
-            // qemu-server's clone_vm refuses while the template is locked (`check_lock` in
-            // `$load_and_check`, before the worker forks) — one vzdump is backing up, say: the lock
-            // is waited out here, from this course's own await (no wrapper's state machine).
-            let Some(lock) = lock_of(&status).map(str::to_owned) else {
-                return Ok(at.node);
-            };
-            let (mut at_ms, mut after) = (0.0, 0);
-            let seen = &mut Seen {
-                status: &mut status,
-                at_ms: &mut at_ms,
-                after: &mut after,
-                mutations: 0,
-            };
-            let budget_ms = run.wait_budget_ms();
-            let settled = settle(&run.pve(), run.kind, &at, budget_ms, &|_| true, seen).await;
-            settled.map_err(|why| {
-                format!(
-                    "template VM {} on node {} did not show its lock released: {why} — {}",
-                    at.vmid,
-                    at.node,
-                    locked_advice(run.kind, &lock, "clone")
-                )
-            })?;
-            Ok(at.node)
-        }
     }
 }
 
