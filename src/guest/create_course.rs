@@ -26,7 +26,7 @@ use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
 use super::settle::{lock_of, locked_advice, read_status, settle, Seen};
-use super::vmid_claim::{claim, VmidChoice};
+use super::vmid_claim::{Claim, VmidChoice};
 use super::volumes::{disks_on_storage, storage_of};
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
@@ -385,9 +385,23 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             let request = |vmid: u32| guest.request(&node, vmid, &before);
             let action = |vmid: u32| guest.action(noun, &node, vmid, &before);
             // The creating request for the chosen VMID and its task, a given VMID and a free one
-            // alike through one `claim`: the VMID the guest got, and how it was chosen (a prefix
-            // for the summary). A given VMID was judged as a re-run above.
-            let made = claim(run, guest.vmid(), &mut trail, &request, &action).await;
+            // alike through one [`Claim`] (its requests sent from this course's own await): the
+            // VMID the guest got, and how it was chosen (a prefix for the summary). A given VMID
+            // was judged as a re-run above.
+            let mut claim = Claim::new(guest.vmid());
+            let made = 'claim: loop {
+                let sent = or_break!('claim, claim.next(&mut trail, &request));
+                let answer = run.pve().call(&sent).await;
+                let heard = claim.heard(run, &mut trail, &sent, answer, &action);
+                if let Some(upid) = or_break!('claim, heard) {
+                    let vmid = claim.candidate;
+                    // The task's own words name it by UPID only: say which action it was.
+                    let followed = trail.follow(&run.pve(), &upid).await;
+                    break followed
+                        .map(|()| vmid)
+                        .map_err(|why| format!("{}: {why}", action(vmid)));
+                }
+            };
             let made = made.map(|vmid| match guest.vmid() {
                 VmidChoice::Given(_) => (vmid, String::new()),
                 VmidChoice::Free { .. } => (vmid, format!("claimed the free VMID {vmid}: ")),

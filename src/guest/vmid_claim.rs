@@ -21,6 +21,7 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::ClusterGuest;
+use crate::pve::upid::Upid;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -81,36 +82,58 @@ impl VmidChoice {
     }
 }
 
-/// Sends `request(id)` (the creating request) and follows its task: `Ok(id)` once PVE accepted the
-/// request for `id` and the task ended well. A given VMID is sent as it is (PVE's refusal is the
-/// failure: `create_course` judged a taken one before); a free one in `min..=max` is claimed.
-/// `action(id)` names the step in messages ("clone VM 9000 on node pve1 to VMID 123"). One course
-/// for both, so the creating request and its task are one await each in the create course.
-pub async fn claim<H: Host>(
-    run: &Run<'_, H>,
-    choice: VmidChoice,
-    trail: &mut TaskTrail,
-    request: &dyn Fn(u32) -> PveRequest,
-    action: &dyn Fn(u32) -> String,
-) -> Result<u32, String> {
-    let pve = run.pve();
-    let (min, max, claiming) = match choice {
-        VmidChoice::Given(vmid) => (vmid, vmid, false),
-        VmidChoice::Free { min, max } => (min, max, true),
-    };
-    // nextid proposes the lowest free id of the whole cluster; a range above it starts past the
-    // ids the listing shows in use (the token may not see all: PVE's refusal still decides). A
-    // given VMID is the proposal itself: nothing is read. Every request — the reads and each
-    // creating request — is sent from one await, each answer judged by a plain step: each await
-    // point costs the course room (docs/performance.md).
-    let mut phase = match claiming {
-        true => Phase::Proposal,
-        false => Phase::Claim,
-    };
-    let (mut proposed, mut listed, mut candidate) = (min, Vec::new(), min);
-    let mut taken: Vec<u32> = Vec::new();
-    loop {
-        let request = match phase {
+/// The VMID a new guest gets, decided request by request: the create course sends each request
+/// [`Claim::next`] plans from its own await and hands the answer to [`Claim::heard`], then follows
+/// the task of the request PVE accepted (plain steps: each await point costs the course room,
+/// docs/performance.md). A given VMID is sent as it is (PVE's refusal is the failure:
+/// `create_course` judged a taken one before); a free one in `min..=max` is claimed: nextid
+/// proposes the lowest free id of the whole cluster; a range above it starts past the ids the
+/// listing shows in use (the token may not see all: PVE's refusal still decides).
+pub struct Claim {
+    phase: Phase,
+    min: u32,
+    max: u32,
+    /// A free VMID is being claimed (not a given one).
+    claiming: bool,
+    proposed: u32,
+    listed: Vec<u32>,
+    /// The VMID the creating request is (or was last) sent for.
+    pub candidate: u32,
+    taken: Vec<u32>,
+}
+
+impl Claim {
+    pub fn new(choice: VmidChoice) -> Claim {
+        let (min, max, claiming) = match choice {
+            VmidChoice::Given(vmid) => (vmid, vmid, false),
+            VmidChoice::Free { min, max } => (min, max, true),
+        };
+        Claim {
+            // A given VMID is the proposal itself: nothing is read.
+            phase: if claiming {
+                Phase::Proposal
+            } else {
+                Phase::Claim
+            },
+            min,
+            max,
+            claiming,
+            proposed: min,
+            listed: Vec::new(),
+            candidate: min,
+            taken: Vec::new(),
+        }
+    }
+
+    /// The next request: nextid, the listing, or the creating request `request(id)` for the
+    /// candidate (noted as a mutation in `trail`); `Err` when no VMID is left to try.
+    pub fn next(
+        &self,
+        trail: &mut TaskTrail,
+        request: &dyn Fn(u32) -> PveRequest,
+    ) -> Result<PveRequest, String> {
+        let (min, max, taken) = (self.min, self.max, &self.taken);
+        Ok(match self.phase {
             Phase::Proposal => endpoints::next_free_id(),
             Phase::Listing => endpoints::cluster_guests(),
             Phase::Claim => {
@@ -118,62 +141,70 @@ pub async fn claim<H: Host>(
                     return Err(format!(
                         "no VMID could be claimed: {} were each taken by another guest between /cluster/nextid and the request ({}) — many creates at once? run again, or give vmidRange with more room",
                         taken.len(),
-                        list(&taken)
+                        list(taken)
                     ));
                 }
-                if candidate > max {
-                    return Err(exhausted(min, max, proposed, &taken));
+                if self.candidate > max {
+                    return Err(exhausted(min, max, self.proposed, taken));
                 }
                 trail.sending();
-                request(candidate)
+                request(self.candidate)
             }
-        };
-        let answer = pve.call(&request).await;
-        phase = match phase {
+        })
+    }
+
+    /// The answer to `request` ([`Claim::next`]'s): `Some` the task PVE started for the candidate
+    /// (`action(id)` names the step in messages: "clone VM 9000 on node pve1 to VMID 123"); `None`
+    /// when another request is to be sent.
+    pub fn heard<H: Host>(
+        &mut self,
+        run: &Run<'_, H>,
+        trail: &mut TaskTrail,
+        request: &PveRequest,
+        answer: Result<Value, PveError>,
+        action: &dyn Fn(u32) -> String,
+    ) -> Result<Option<Upid>, String> {
+        self.phase = match self.phase {
             Phase::Proposal => {
-                proposed = lowest_free(&request, answer)?;
-                match proposed >= min {
+                self.proposed = lowest_free(request, answer)?;
+                match self.proposed >= self.min {
                     true => Phase::Claim,
                     false => Phase::Listing,
                 }
             }
             Phase::Listing => {
-                listed = listed_ids(&request, answer)?;
+                self.listed = listed_ids(request, answer)?;
                 Phase::Claim
             }
             Phase::Claim => {
-                let step = action(candidate);
-                match answer {
+                let candidate = self.candidate;
+                return match answer {
                     // PVE refused it because another guest holds the id: nothing was changed.
-                    Err(e) if claiming && e.kind == ErrorKind::IdTaken => {
+                    Err(e) if self.claiming && e.kind == ErrorKind::IdTaken => {
                         trail.mutations_sent -= 1;
                         run.info(&format!(
                             "VMID {candidate} was claimed by another guest after /cluster/nextid proposed it ({}); trying {}",
                             e.message,
                             candidate + 1
                         ));
-                        taken.push(candidate);
-                        candidate = skip_listed(&listed, candidate + 1);
-                        continue;
+                        self.taken.push(candidate);
+                        self.candidate = skip_listed(&self.listed, candidate + 1);
+                        Ok(None)
                     }
-                    answer => {
-                        let upid = trail.accepted(answer, &request, &step)?;
-                        trail
-                            .follow(&pve, &upid)
-                            .await
-                            .map_err(|why| format!("{step}: {why}"))?;
-                        return Ok(candidate);
-                    }
-                }
+                    answer => trail
+                        .accepted(answer, request, &action(candidate))
+                        .map(Some),
+                };
             }
         };
-        if phase == Phase::Claim {
-            candidate = skip_listed(&listed, proposed.max(min));
+        if self.phase == Phase::Claim {
+            self.candidate = skip_listed(&self.listed, self.proposed.max(self.min));
         }
+        Ok(None)
     }
 }
 
-/// What [`claim`] sends next.
+/// What a [`Claim`] sends next.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
     /// `GET /cluster/nextid`.
