@@ -26,7 +26,7 @@ use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
 use super::settle::{lock_of, locked_advice, read_status, settle, Seen};
-use super::vmid_claim::{claim_free, VmidChoice};
+use super::vmid_claim::{Claim, VmidChoice};
 use super::volumes::{disks_on_storage, storage_of};
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
@@ -38,6 +38,7 @@ use crate::pve::request::PveRequest;
 use crate::pve::responses::StorageVolume;
 use crate::quote::Joined;
 use crate::run::Run;
+use crate::task::follow_task;
 use serde_json::{Map, Value};
 
 /// What one model's `create` asks for, and what of it must read back.
@@ -195,7 +196,6 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         (Some(_), Some(placement)) => Some(survey(run, &node, placement).await),
         _ => None,
     };
-    let mut over = None;
     // The guest holding a given VMID, if any (`GET /cluster/nextid?vmid=…` says whether one does),
     // found from the course's own awaits.
     let holder = match guest.vmid() {
@@ -229,13 +229,10 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         }
         VmidChoice::Free { .. } => None,
     };
-    if let Some(ev) = holder {
-        if guest.archive().is_some() {
-            if let Some(message) = guest.holder_refusal(&ev.label(run), &ev) {
-                return Ok((ev, Err(message), false));
-            }
-            over = Some(unlocked(run, ev).await?);
-        } else {
+    // The guest the verdict is on, what it is held to, and what the summary starts with: a re-run
+    // found holding the VMID, or the guest this run makes.
+    let (ev, facts, before, prefix) = match holder {
+        Some(ev) if guest.archive().is_none() => {
             // The guest holding the requested VMID is a re-run, nothing to create, when it is the
             // guest named as asked with the managed tag; else the refusal, on its record (the
             // course writes that record), judged from the course's own awaits.
@@ -289,170 +286,325 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             if !guest.recheck() {
                 return Ok((ev, Ok(done), false));
             }
-            let facts = early.unwrap_or_default();
-            let verdict = check_made(run, &ev, guest, disks, &facts).await;
-            return Ok((ev, verdict.map(|disks| joined(done, disks)), true));
+            (ev, early.unwrap_or_default(), Before::default(), Ok(done))
         }
-    }
-    let facts = match (early, &placement) {
-        (Some(facts), _) => facts,
-        (None, Some(placement)) => survey(run, &node, placement).await,
-        (None, None) => Survey::default(),
-    };
-    if let Some(placement) = &placement {
-        let found = problems(placement, &node, &facts);
-        if !found.is_empty() {
-            let what = format!("{noun} {}", guest.vmid().describe());
-            return Err(refusal(&what, &node, &found).into());
-        }
-    }
-    // A restore runs where the guest it replaces lives (its archive read there too: a storage
-    // local to a node holds that node's); a clone where its template lives.
-    let node = match (guest.template(), &over) {
-        (Some(template), _) => template_node(run, template)
-            .await
-            .map_err(|message| Outcome::from(Failure::new(message)))?,
-        (None, Some(ev)) => ev.at.node.clone(),
-        (None, None) => node,
-    };
-    let archive = match guest.archive() {
-        // The archive as listed (a size above 0 required), then the config it holds, each read
-        // from the course's own await.
-        Some(archive) => {
-            let listed = list_archives(run, &node, &archive.storage, archive.vmid).await;
-            let listed = listed.and_then(|l| archive_listed(run.kind, &node, archive, &l));
-            let read = match listed {
-                Ok(()) => {
-                    let request = endpoints::vzdump_extract_config(&node, &archive.volid);
-                    ArchiveConfig::extracted(&archive.volid, run.pve().call(&request).await)
-                }
-                Err(why) => Err(why),
+        holder => {
+            let over = match holder {
+                Some(ev) => match guest.holder_refusal(&ev.label(run), &ev) {
+                    Some(message) => return Ok((ev, Err(message), false)),
+                    None => Some(unlocked(run, ev).await?),
+                },
+                None => None,
             };
-            match read {
-                Ok(config) => config,
-                Err(why) => return ended(over, guest.cannot(&why)),
-            }
-        }
-        None => ArchiveConfig::default(),
-    };
-    let before = Before {
-        archive,
-        over: over.is_some(),
-    };
-    let mut trail = TaskTrail::default();
-    let request = |vmid: u32| guest.request(&node, vmid, &before);
-    let action = |vmid: u32| guest.action(noun, &node, vmid, &before);
-    // The creating request for the chosen VMID and its task, from the course's own awaits: the
-    // VMID the guest got, and how it was chosen (a prefix for the summary). A given VMID was
-    // judged as a re-run above.
-    let made = match guest.vmid() {
-        VmidChoice::Given(vmid) => trail
-            .run(&run.pve(), &request(vmid), &action(vmid))
-            .await
-            .map(|()| (vmid, String::new())),
-        VmidChoice::Free { min, max } => claim_free(run, (min, max), &mut trail, &request, &action)
-            .await
-            .map(|vmid| (vmid, format!("claimed the free VMID {vmid}: "))),
-    };
-    let (vmid, claimed) = match made {
-        Ok(made) => made,
-        Err(message) => return ended(over, message),
-    };
-    let claimed = match before.over {
-        true => "restored over the existing guest: ".to_string(),
-        false => claimed,
-    };
-    // The new guest, located and read, carrying the run's task trail, and unlocked
-    // ([`unlocked_after`]: a lock still there is an unfinished guest), from the course's own
-    // awaits. A guest absent after all, or still locked when the budget runs out, is the course's
-    // end: the run's failure, on the guest's record when it was seen.
-    let target = GuestRef {
-        vmid: Some(vmid),
-        name: None,
-    };
-    let absent = |vmid| {
-        format!(
-            "the {task} task ended successfully, but {} {vmid} does not exist on any node — check the {task} task's log",
-            run.kind.noun()
-        )
-    };
-    let mut ev = sight_or_absent(run, &target, &absent).await?;
-    // Read after the creating task: not stale.
-    ev.observed_after = trail.mutations_sent;
-    ev.trail = trail;
-    let done = format!("the {task} task ended successfully");
-    if let Err(message) = unlocked_after(run, &mut ev, &done).await {
-        return Ok((ev, Err(message), false));
-    }
-    let verdict = match guest.archive() {
-        // A restored guest (seen unlocked above) held to the archive's config, then every
-        // disk to its storage's listing: one request per storage, from this course's own await.
-        Some(_) => 'restored: {
-            let label = ev.label(run);
-            let disks = match guest.judge_restored(&label, &ev.config, &before.archive) {
-                Ok(disks) => disks,
-                Err(message) => break 'restored Err(message),
+            let facts = match (early, &placement) {
+                (Some(facts), _) => facts,
+                (None, Some(placement)) => survey(run, &node, placement).await,
+                (None, None) => Survey::default(),
             };
-            let mut stores = Vec::new();
-            for (_, volid) in &disks {
-                stores.push(storage_of(volid));
-            }
-            crate::order::sort_dedup(&mut stores);
-            for store in stores {
-                let judged = match disks_on_storage(run, &ev, &label, store).await {
-                    Ok(volumes) => guest.judge_store(&label, &disks, store, &volumes),
-                    Err(message) => Err(message),
-                };
-                if let Err(message) = judged {
-                    break 'restored Err(message);
+            if let Some(placement) = &placement {
+                let found = problems(placement, &node, &facts);
+                if !found.is_empty() {
+                    let what = format!("{noun} {}", guest.vmid().describe());
+                    return Err(refusal(&what, &node, &found).into());
                 }
             }
-            Ok(guest.restored(&claimed, &label, &before.archive, &disks))
-        }
-        // The new guest must carry the requested name and the managed tag (added when missing),
-        // judged in the course's own labeled block (no wrapper's state machine).
-        None => 'made: {
-            let (name, label) = (guest.name(), ev.label(run));
-            if ev.status.name.as_deref() != Some(name) {
-                break 'made Err(format!(
-                    "the {task} task ended successfully, but {label} is named {:?}, not {name:?} — check the {task} task's log",
-                    ev.status.name.as_deref().unwrap_or(""),
-                ));
+            // A restore runs where the guest it replaces lives (its archive read there too: a
+            // storage local to a node holds that node's); a clone where its template lives.
+            let node = match (guest.template(), &over) {
+                // The node the template lives on, once PVE would accept a clone of it: a lock on
+                // it (a backup) is waited out within the method's budget. Asked where it is
+                // expected first (the configured node, or where its record saw it), as every read
+                // is; from the course's own awaits (no wrapper's state machine).
+                (Some(template_id), _) => 'template: {
+                    let template = GuestRef {
+                        vmid: Some(template_id),
+                        name: None,
+                    };
+                    let read = async |at: &Located| read_status(&run.pve(), run.kind, at).await;
+                    let found = read_where_it_lives(run, &template, "the state", read).await?;
+                    let (at, mut status) = match found {
+                        GuestRead::Absent { vmid } => {
+                            break 'template Err(format!(
+                                "template {vmid} does not exist on any node: check templateId"
+                            ))
+                        }
+                        GuestRead::Read { at, value } => (at, value),
+                    };
+                    // qemu-server's clone_vm refuses while the template is locked (`check_lock`
+                    // in `$load_and_check`, before the worker forks) — one vzdump is backing up,
+                    // say.
+                    let Some(lock) = lock_of(&status).map(str::to_owned) else {
+                        break 'template Ok(at.node);
+                    };
+                    let (mut at_ms, mut after) = (0.0, 0);
+                    let seen = &mut Seen {
+                        status: &mut status,
+                        at_ms: &mut at_ms,
+                        after: &mut after,
+                        mutations: 0,
+                    };
+                    let budget_ms = run.wait_budget_ms();
+                    match settle(&run.pve(), run.kind, &at, budget_ms, &|_| true, seen).await {
+                        Ok(()) => Ok(at.node),
+                        Err(why) => Err(format!(
+                            "template VM {} on node {} did not show its lock released: {why} — {}",
+                            at.vmid,
+                            at.node,
+                            locked_advice(run.kind, &lock, "clone")
+                        )),
+                    }
+                }
+                .map_err(|message| Outcome::from(Failure::new(message)))?,
+                (None, Some(ev)) => ev.at.node.clone(),
+                (None, None) => node,
+            };
+            let archive = match guest.archive() {
+                // The archive as listed (a size above 0 required), then the config it holds, each
+                // read from the course's own await.
+                Some(archive) => {
+                    let listed = list_archives(run, &node, &archive.storage, archive.vmid).await;
+                    let listed = listed.and_then(|l| archive_listed(run.kind, &node, archive, &l));
+                    let read = match listed {
+                        Ok(()) => {
+                            let request = endpoints::vzdump_extract_config(&node, &archive.volid);
+                            ArchiveConfig::extracted(&archive.volid, run.pve().call(&request).await)
+                        }
+                        Err(why) => Err(why),
+                    };
+                    match read {
+                        Ok(config) => config,
+                        Err(why) => return ended(over, guest.cannot(&why)),
+                    }
+                }
+                None => ArchiveConfig::default(),
+            };
+            let before = Before {
+                archive,
+                over: over.is_some(),
+            };
+            let mut trail = TaskTrail::default();
+            let request = |vmid: u32| guest.request(&node, vmid, &before);
+            let action = |vmid: u32| guest.action(noun, &node, vmid, &before);
+            // The creating request for the chosen VMID and its task, a given VMID and a free one
+            // alike through one [`Claim`] (its requests sent from this course's own await): the
+            // VMID the guest got, and how it was chosen (a prefix for the summary). A given VMID
+            // was judged as a re-run above.
+            let mut claim = Claim::new(guest.vmid());
+            let made = 'claim: loop {
+                let sent = or_break!('claim, claim.next(&mut trail, &request));
+                let answer = run.pve().call(&sent).await;
+                let heard = claim.heard(run, &mut trail, &sent, answer, &action);
+                if let Some(upid) = or_break!('claim, heard) {
+                    let vmid = claim.candidate;
+                    // The task's own words name it by UPID only: say which action it was.
+                    let followed = follow_task(&run.pve(), &upid).await;
+                    break trail
+                        .followed(followed)
+                        .map(|()| vmid)
+                        .map_err(|why| format!("{}: {why}", action(vmid)));
+                }
+            };
+            let made = made.map(|vmid| match guest.vmid() {
+                VmidChoice::Given(_) => (vmid, String::new()),
+                VmidChoice::Free { .. } => (vmid, format!("claimed the free VMID {vmid}: ")),
+            });
+            let (vmid, claimed) = match made {
+                Ok(made) => made,
+                Err(message) => return ended(over, message),
+            };
+            let claimed = match before.over {
+                true => "restored over the existing guest: ".to_string(),
+                false => claimed,
+            };
+            // The new guest, located and read, carrying the run's task trail, and unlocked
+            // ([`unlocked_after`]: a lock still there is an unfinished guest), from the course's
+            // own awaits. A guest absent after all, or still locked when the budget runs out, is
+            // the course's end: the run's failure, on the guest's record when it was seen.
+            let target = GuestRef {
+                vmid: Some(vmid),
+                name: None,
+            };
+            let absent = |vmid| {
+                format!(
+                    "the {task} task ended successfully, but {} {vmid} does not exist on any node — check the {task} task's log",
+                    run.kind.noun()
+                )
+            };
+            let mut ev = sight_or_absent(run, &target, &absent).await?;
+            // Read after the creating task: not stale.
+            ev.observed_after = trail.mutations_sent;
+            ev.trail = trail;
+            let done = format!("the {task} task ended successfully");
+            if let Err(message) = unlocked_after(run, &mut ev, &done).await {
+                return Ok((ev, Err(message), false));
             }
-            let summary = match has_managed_tag(&ev.status) {
-                true => format!("{label} exists as {name:?} with the `{MANAGED_TAG}` tag"),
+            // A restored guest is held to the archive below; a made one must carry the requested
+            // name and the managed tag (added when missing), judged in the course's own labeled
+            // block (no wrapper's state machine).
+            let named = 'named: {
+                if guest.archive().is_some() {
+                    break 'named Ok(claimed);
+                }
+                let (name, label) = (guest.name(), ev.label(run));
+                if ev.status.name.as_deref() != Some(name) {
+                    break 'named Err(format!(
+                        "{done}, but {label} is named {:?}, not {name:?} — check the {task} task's log",
+                        ev.status.name.as_deref().unwrap_or(""),
+                    ));
+                }
+                if has_managed_tag(&ev.status) {
+                    break 'named Ok(format!(
+                        "{claimed}{label} exists as {name:?} with the `{MANAGED_TAG}` tag"
+                    ));
+                }
                 // Added to the guest's own tags and read back, from the course's own awaits.
-                false => {
-                    let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
-                    let request =
-                        endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
-                    ev.trail.sending();
-                    let answer = run.pve().call(&request).await;
-                    ev.trail.answered(&answer);
-                    if let Err(e) = answer {
-                        let action = format!("add the `{MANAGED_TAG}` tag to {label}");
-                        break 'made Err(mutation_failed(&action, &e, "its tags (run lookup)").0);
-                    }
-                    if let Err(message) = ev.refresh(run).await {
-                        break 'made Err(message);
-                    }
-                    if !has_managed_tag(&ev.status) {
-                        break 'made Err(format!(
-                            "the `{MANAGED_TAG}` tag was set on {label}, but its tags read back as {:?} — check the token's VM.Config.Options privilege and the cluster's tag settings",
-                            ev.status.tags.as_deref().unwrap_or("")
-                        ));
-                    }
-                    format!(
-                        "{label} exists as {name:?}; the `{MANAGED_TAG}` tag was added and read back"
-                    )
+                let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
+                let request = endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
+                ev.trail.sending();
+                let answer = run.pve().call(&request).await;
+                ev.trail.answered(&answer);
+                if let Err(e) = answer {
+                    let action = format!("add the `{MANAGED_TAG}` tag to {label}");
+                    break 'named Err(mutation_failed(&action, &e, "its tags (run lookup)").0);
                 }
+                or_break!('named, ev.refresh(run).await);
+                if !has_managed_tag(&ev.status) {
+                    break 'named Err(format!(
+                        "the `{MANAGED_TAG}` tag was set on {label}, but its tags read back as {:?} — check the token's VM.Config.Options privilege and the cluster's tag settings",
+                        ev.status.tags.as_deref().unwrap_or("")
+                    ));
+                }
+                Ok(format!(
+                    "{claimed}{label} exists as {name:?}; the `{MANAGED_TAG}` tag was added and read back"
+                ))
             };
-            check_made(run, &ev, guest, disks, &facts)
-                .await
-                .map(|disks| joined(format!("{claimed}{summary}"), disks))
+            (ev, facts, before, named)
         }
+    };
+    // What the guest is held to (a restored one: the archive's config; a made one or a re-run: the
+    // settings, the config and the disks the request made), then every disk it names against its
+    // storage's listing: each storage listed once, from this course's own await.
+    let verdict = 'verdict: {
+        let prefix = or_break!('verdict, prefix);
+        let label = ev.label(run);
+        let held = or_break!('verdict, Held::of(run, &ev, &label, guest, &before, disks));
+        let stores = held.storages();
+        let mut lists: Vec<(&str, Vec<StorageVolume>)> = Vec::new();
+        let mut seen = Vec::new();
+        for (i, store) in stores.iter().enumerate() {
+            if !lists.iter().any(|(listed, _)| listed == store) {
+                let volumes = or_break!('verdict, disks_on_storage(run, &ev, &label, store).await);
+                lists.push((store, volumes));
+            }
+            let volumes = lists
+                .iter()
+                .find(|(listed, _)| listed == store)
+                .map(|(_, volumes)| volumes.as_slice())
+                .unwrap_or_default();
+            let judged = held.judge(guest, &label, &ev.config, i, store, volumes, &facts);
+            seen.extend(or_break!('verdict, judged));
+        }
+        Ok(held.summary(guest, prefix, &label, &before.archive, &seen))
     };
     Ok((ev, verdict, true))
+}
+
+/// What the verdict holds a guest's disks to, besides what the course judged itself.
+enum Held {
+    /// A restored guest's disks `(key, volume id)`, each on its storage's listing.
+    Restored(Vec<(String, String)>),
+    /// The disks the request made, each on its storage's listing (`None`: not checked by listing).
+    Made(Option<Vec<NewDisk>>),
+}
+
+impl Held {
+    /// A restored guest's config against the archive's; a made one's settings read back as
+    /// requested and its config showing what the model asks of it.
+    fn of<H: Host>(
+        run: &Run<'_, H>,
+        ev: &Evidence,
+        label: &str,
+        guest: &dyn NewGuest,
+        before: &Before,
+        disks: Option<Vec<NewDisk>>,
+    ) -> Result<Held, String> {
+        if guest.archive().is_some() {
+            return guest
+                .judge_restored(label, &ev.config, &before.archive)
+                .map(Held::Restored);
+        }
+        verify_settings(run, ev, &guest.settings(), "create")?;
+        guest.judge_config(label, &ev.config)?;
+        Ok(Held::Made(disks))
+    }
+
+    /// The storages to list, in the order their disks are judged: a restore's each once, sorted;
+    /// a create's one per disk, in the request's order.
+    fn storages(&self) -> Vec<&str> {
+        let mut stores = Vec::new();
+        match self {
+            Held::Restored(disks) => {
+                for (_, volid) in disks {
+                    stores.push(storage_of(volid));
+                }
+                crate::order::sort_dedup(&mut stores);
+            }
+            Held::Made(disks) => {
+                for disk in disks.iter().flatten() {
+                    stores.push(disk.storage.as_str());
+                }
+            }
+        }
+        stores
+    }
+
+    /// The `i`th judgment of [`Held::storages`]: `store`'s listing `volumes` holds what it should.
+    /// `Ok` holds what a made disk showed.
+    #[allow(clippy::too_many_arguments)]
+    fn judge(
+        &self,
+        guest: &dyn NewGuest,
+        label: &str,
+        config: &Map<String, Value>,
+        i: usize,
+        store: &str,
+        volumes: &[StorageVolume],
+        facts: &Survey,
+    ) -> Result<Option<String>, String> {
+        match self {
+            Held::Restored(disks) => guest
+                .judge_store(label, disks, store, volumes)
+                .map(|()| None),
+            Held::Made(disks) => match disks.as_deref().and_then(|disks| disks.get(i)) {
+                Some(disk) => {
+                    let image = disk.import_from.as_deref();
+                    let image_size = image.and_then(|image| facts.volume(image)?.size);
+                    judge_disk(label, config, disk, volumes, image_size).map(Some)
+                }
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// The summary: `prefix` (what was done) then what the disks showed (`seen`), when they were
+    /// checked; a restore's from the model.
+    fn summary(
+        &self,
+        guest: &dyn NewGuest,
+        prefix: String,
+        label: &str,
+        archive: &ArchiveConfig,
+        seen: &[String],
+    ) -> String {
+        match self {
+            Held::Restored(disks) => guest.restored(&prefix, label, archive, disks),
+            Held::Made(None) => prefix,
+            Held::Made(Some(disks)) if disks.is_empty() => {
+                format!("{prefix}; no disks were requested")
+            }
+            Held::Made(Some(_)) => format!("{prefix}; {}", seen.joined("; ")),
+        }
+    }
 }
 
 /// A step's failure as the run's end: on the record of the guest a restore would have replaced,
@@ -462,100 +614,6 @@ fn ended(over: Option<Box<Evidence>>, message: String) -> Ending {
         Some(ev) => Ok((ev, Err(message), false)),
         None => Err(Failure::new(message).into()),
     }
-}
-
-/// The node the template lives on (the clone lands there), once PVE would accept a clone of it: a
-/// lock on it (a backup) is waited out within the method's budget. Asked where it is expected first
-/// (the configured node, or where its record saw it), as every read is.
-async fn template_node<H: Host>(run: &Run<'_, H>, template_id: u32) -> Result<String, String> {
-    let template = GuestRef {
-        vmid: Some(template_id),
-        name: None,
-    };
-    let read = async |at: &Located| read_status(&run.pve(), run.kind, at).await;
-    match read_where_it_lives(run, &template, "the state", read)
-        .await
-        .map_err(|f| f.0)?
-    {
-        GuestRead::Absent { vmid } => Err(format!(
-            "template {vmid} does not exist on any node: check templateId"
-        )),
-        GuestRead::Read {
-            at,
-            value: mut status,
-        } => {
-            // qemu-server's clone_vm refuses while the template is locked (`check_lock` in
-            // `$load_and_check`, before the worker forks) — one vzdump is backing up, say: the lock
-            // is waited out here, from this course's own await (no wrapper's state machine).
-            let Some(lock) = lock_of(&status).map(str::to_owned) else {
-                return Ok(at.node);
-            };
-            let (mut at_ms, mut after) = (0.0, 0);
-            let seen = &mut Seen {
-                status: &mut status,
-                at_ms: &mut at_ms,
-                after: &mut after,
-                mutations: 0,
-            };
-            let budget_ms = run.wait_budget_ms();
-            let settled = settle(&run.pve(), run.kind, &at, budget_ms, &|_| true, seen).await;
-            settled.map_err(|why| {
-                format!(
-                    "template VM {} on node {} did not show its lock released: {why} — {}",
-                    at.vmid,
-                    at.node,
-                    locked_advice(run.kind, &lock, "clone")
-                )
-            })?;
-            Ok(at.node)
-        }
-    }
-}
-
-/// What was done, then what the disks showed (when they were checked).
-fn joined(done: String, disks: Option<String>) -> String {
-    match disks {
-        Some(disks) => format!("{done}; {disks}"),
-        None => done,
-    }
-}
-
-/// Every setting reads back as requested, the config shows what the model asks of it, and every
-/// disk the request made is on its storage — an imported one with the image's size. `Ok` holds
-/// what the disks showed, when they were checked.
-async fn check_made<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    guest: &dyn NewGuest,
-    disks: Option<Vec<NewDisk>>,
-    facts: &Survey,
-) -> Result<Option<String>, String> {
-    verify_settings(run, ev, &guest.settings(), "create")?;
-    let label = ev.label(run);
-    guest.judge_config(&label, &ev.config)?;
-    let Some(disks) = disks else {
-        return Ok(None);
-    };
-    if disks.is_empty() {
-        return Ok(Some("no disks were requested".to_string()));
-    }
-    let mut lists: Vec<(String, Vec<StorageVolume>)> = Vec::new();
-    let mut seen = Vec::new();
-    for disk in &disks {
-        if !lists.iter().any(|(s, _)| *s == disk.storage) {
-            let volumes = disks_on_storage(run, ev, &label, &disk.storage).await?;
-            lists.push((disk.storage.clone(), volumes));
-        }
-        let volumes = lists
-            .iter()
-            .find(|(s, _)| *s == disk.storage)
-            .map(|(_, v)| v.as_slice())
-            .unwrap_or_default();
-        let image = disk.import_from.as_deref();
-        let image_size = image.and_then(|image| facts.volume(image)?.size);
-        seen.push(judge_disk(&label, &ev.config, disk, volumes, image_size)?);
-    }
-    Ok(Some(seen.joined("; ")))
 }
 
 /// One disk the request made: its volume is listed on its storage with a size, an imported one

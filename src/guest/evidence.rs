@@ -17,7 +17,7 @@ use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::{Host, LogLevel};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
-use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::error::PveError;
 use crate::pve::flex::split_tags;
 use crate::pve::request::{PveRequest, Repeat};
 use crate::pve::responses::GuestStatus;
@@ -90,24 +90,6 @@ impl TaskTrail {
         Ok(upid)
     }
 
-    /// [`TaskTrail::accepted`] of a request that claims a VMID: PVE's refusal because another
-    /// guest holds the id is not a failure but [`Dispatched::IdTaken`] (nothing started).
-    pub fn claimed(
-        &mut self,
-        answer: Result<Value, PveError>,
-        request: &PveRequest,
-        action: &str,
-    ) -> Result<Dispatched, String> {
-        match answer {
-            Err(e) if e.kind == ErrorKind::IdTaken => {
-                // PVE refused it: nothing was changed.
-                self.mutations_sent -= 1;
-                Ok(Dispatched::IdTaken(e.message))
-            }
-            answer => self.accepted(answer, request, action).map(Dispatched::Task),
-        }
-    }
-
     /// [`TaskTrail::accepted`] of a request PVE may answer without starting a task (vzdump answers
     /// a bare `OK` when it skipped the guest): `Ok(None)` when `skipped` says the answer is such a
     /// one — nothing started, nothing changed.
@@ -161,15 +143,6 @@ impl TaskTrail {
         self.followed(followed)
             .map_err(|why| format!("{action}: {why}"))
     }
-}
-
-/// What PVE did with a request that claims a VMID.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Dispatched {
-    /// Accepted: the task that creates the guest.
-    Task(Upid),
-    /// Refused because another guest holds the id (PVE's words); no task started.
-    IdTaken(String),
 }
 
 /// A guest that was found, and everything seen of it since.

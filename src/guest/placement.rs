@@ -215,27 +215,39 @@ fn volume_problems(
             keys.push(allocation.key.as_str());
             needed = needed.saturating_add(allocation.bytes);
         }
-        let what = format!("{} storage {id}", keys.joined(" and "));
-        let Some(store) = storages.iter().find(|s| s.storage == id) else {
-            found.push(format!(
-                "{}: {}",
-                keys.joined(" and "),
-                missing_storage(id, node, storages)
-            ));
+        let keys = keys.joined(" and ");
+        let Some(store) = usable(&keys, id, placement.content, node, storages, found) else {
             continue;
         };
-        if let Some(why) = storage_refusal(store, placement.content) {
-            found.push(format!("{what} {why} on node {node}"));
-            continue;
-        }
         if let Some(avail) = store.avail.filter(|avail| *avail < needed) {
             found.push(format!(
-                "{what} has {} free on node {node}, but {} are needed",
+                "{keys} storage {id} has {} free on node {node}, but {} are needed",
                 gib(avail),
                 gib(needed)
             ));
         }
     }
+}
+
+/// Storage `id` of `node` when it exists there and takes `content`; else `None`, the problem
+/// pushed onto `found` naming it by `who` (the keys that place volumes on it, or a source).
+fn usable<'a>(
+    who: &str,
+    id: &str,
+    content: &str,
+    node: &str,
+    storages: &'a [NodeStorage],
+    found: &mut Vec<String>,
+) -> Option<&'a NodeStorage> {
+    let Some(store) = storages.iter().find(|s| s.storage == id) else {
+        found.push(format!("{who}: {}", missing_storage(id, node, storages)));
+        return None;
+    };
+    if let Some(why) = storage_refusal(store, content) {
+        found.push(format!("{who} storage {id} {why} on node {node}"));
+        return None;
+    }
+    Some(store)
 }
 
 fn source_problems(
@@ -253,12 +265,7 @@ fn source_problems(
         ));
         return;
     };
-    let Some(store) = storages.iter().find(|s| s.storage == id) else {
-        found.push(format!("{label}: {}", missing_storage(id, node, storages)));
-        return;
-    };
-    if let Some(why) = storage_refusal(store, source.content) {
-        found.push(format!("{label} storage {id} {why} on node {node}"));
+    if usable(label, id, source.content, node, storages, found).is_none() {
         return;
     }
     match survey.contents.iter().find(|(read, _)| read == id) {

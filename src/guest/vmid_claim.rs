@@ -10,19 +10,19 @@
 //! bounded number of times. A guest another run claimed is never looked at, let alone counted: the
 //! VMID is ours only once PVE accepted OUR request for it.
 
-use super::evidence::{Dispatched, TaskTrail};
+use super::evidence::TaskTrail;
 use super::reference::{VMID_MAX, VMID_MIN};
 use crate::args::{ArgError, Fields};
 use crate::client::shaped;
 use crate::explain::could_not;
 use crate::host::Host;
 use crate::pve::endpoints;
-use crate::pve::error::PveError;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::ClusterGuest;
+use crate::pve::upid::Upid;
 use crate::run::Run;
-use crate::task::follow_task;
 use serde_json::Value;
 
 /// How many ids a free claim tries before it gives up (each refusal means another run won one).
@@ -82,75 +82,145 @@ impl VmidChoice {
     }
 }
 
-/// Claims a free VMID in `min..=max` by sending `request(id)` (the creating request) and following
-/// its task: `Ok(id)` once PVE accepted the request for `id` and the task ended well. `action(id)`
-/// names the step in messages ("clone VM 9000 on node pve1 to VMID 123").
-pub async fn claim_free<H: Host>(
-    run: &Run<'_, H>,
-    (min, max): (u32, u32),
-    trail: &mut TaskTrail,
-    request: &dyn Fn(u32) -> PveRequest,
-    action: &dyn Fn(u32) -> String,
-) -> Result<u32, String> {
-    let pve = run.pve();
-    // nextid proposes the lowest free id of the whole cluster; a range above it starts past the
-    // ids the listing shows in use (the token may not see all: PVE's refusal still decides). One
-    // await for both requests, each answer judged by a plain step: each await point costs the
-    // course room (docs/performance.md).
-    let (mut proposed, mut listed) = (0, Vec::new());
-    for listing in [false, true] {
-        let request = match listing {
-            false => endpoints::next_free_id(),
-            true => endpoints::cluster_guests(),
+/// The VMID a new guest gets, decided request by request: the create course sends each request
+/// [`Claim::next`] plans from its own await and hands the answer to [`Claim::heard`], then follows
+/// the task of the request PVE accepted (plain steps: each await point costs the course room,
+/// docs/performance.md). A given VMID is sent as it is (PVE's refusal is the failure:
+/// `create_course` judged a taken one before); a free one in `min..=max` is claimed: nextid
+/// proposes the lowest free id of the whole cluster; a range above it starts past the ids the
+/// listing shows in use (the token may not see all: PVE's refusal still decides).
+pub struct Claim {
+    phase: Phase,
+    min: u32,
+    max: u32,
+    /// A free VMID is being claimed (not a given one).
+    claiming: bool,
+    proposed: u32,
+    listed: Vec<u32>,
+    /// The VMID the creating request is (or was last) sent for.
+    pub candidate: u32,
+    taken: Vec<u32>,
+}
+
+impl Claim {
+    pub fn new(choice: VmidChoice) -> Claim {
+        let (min, max, claiming) = match choice {
+            VmidChoice::Given(vmid) => (vmid, vmid, false),
+            VmidChoice::Free { min, max } => (min, max, true),
         };
-        let answer = pve.call(&request).await;
-        match listing {
-            false => proposed = lowest_free(&request, answer)?,
-            true => listed = listed_ids(&request, answer)?,
-        }
-        if proposed >= min {
-            break;
-        }
-    }
-    let skip_listed = |mut id: u32| {
-        while listed.contains(&id) {
-            id += 1;
-        }
-        id
-    };
-    let mut candidate = skip_listed(proposed.max(min));
-    let mut taken: Vec<u32> = Vec::new();
-    while taken.len() < CLAIM_ATTEMPTS as usize {
-        if candidate > max {
-            return Err(exhausted(min, max, proposed, &taken));
-        }
-        let step = action(candidate);
-        let claim = request(candidate);
-        trail.sending();
-        let answer = pve.call(&claim).await;
-        match trail.claimed(answer, &claim, &step)? {
-            Dispatched::Task(upid) => {
-                let followed = follow_task(&pve, &upid).await;
-                trail
-                    .followed(followed)
-                    .map_err(|why| format!("{step}: {why}"))?;
-                return Ok(candidate);
-            }
-            Dispatched::IdTaken(why) => {
-                run.info(&format!(
-                    "VMID {candidate} was claimed by another guest after /cluster/nextid proposed it ({why}); trying {}",
-                    candidate + 1
-                ));
-                taken.push(candidate);
-                candidate = skip_listed(candidate + 1);
-            }
+        Claim {
+            // A given VMID is the proposal itself: nothing is read.
+            phase: if claiming {
+                Phase::Proposal
+            } else {
+                Phase::Claim
+            },
+            min,
+            max,
+            claiming,
+            proposed: min,
+            listed: Vec::new(),
+            candidate: min,
+            taken: Vec::new(),
         }
     }
-    Err(format!(
-        "no VMID could be claimed: {} were each taken by another guest between /cluster/nextid and the request ({}) — many creates at once? run again, or give vmidRange with more room",
-        taken.len(),
-        list(&taken)
-    ))
+
+    /// The next request: nextid, the listing, or the creating request `request(id)` for the
+    /// candidate (noted as a mutation in `trail`); `Err` when no VMID is left to try.
+    pub fn next(
+        &self,
+        trail: &mut TaskTrail,
+        request: &dyn Fn(u32) -> PveRequest,
+    ) -> Result<PveRequest, String> {
+        let (min, max, taken) = (self.min, self.max, &self.taken);
+        Ok(match self.phase {
+            Phase::Proposal => endpoints::next_free_id(),
+            Phase::Listing => endpoints::cluster_guests(),
+            Phase::Claim => {
+                if taken.len() >= CLAIM_ATTEMPTS as usize {
+                    return Err(format!(
+                        "no VMID could be claimed: {} were each taken by another guest between /cluster/nextid and the request ({}) — many creates at once? run again, or give vmidRange with more room",
+                        taken.len(),
+                        list(taken)
+                    ));
+                }
+                if self.candidate > max {
+                    return Err(exhausted(min, max, self.proposed, taken));
+                }
+                trail.sending();
+                request(self.candidate)
+            }
+        })
+    }
+
+    /// The answer to `request` ([`Claim::next`]'s): `Some` the task PVE started for the candidate
+    /// (`action(id)` names the step in messages: "clone VM 9000 on node pve1 to VMID 123"); `None`
+    /// when another request is to be sent.
+    pub fn heard<H: Host>(
+        &mut self,
+        run: &Run<'_, H>,
+        trail: &mut TaskTrail,
+        request: &PveRequest,
+        answer: Result<Value, PveError>,
+        action: &dyn Fn(u32) -> String,
+    ) -> Result<Option<Upid>, String> {
+        self.phase = match self.phase {
+            Phase::Proposal => {
+                self.proposed = lowest_free(request, answer)?;
+                match self.proposed >= self.min {
+                    true => Phase::Claim,
+                    false => Phase::Listing,
+                }
+            }
+            Phase::Listing => {
+                self.listed = listed_ids(request, answer)?;
+                Phase::Claim
+            }
+            Phase::Claim => {
+                let candidate = self.candidate;
+                return match answer {
+                    // PVE refused it because another guest holds the id: nothing was changed.
+                    Err(e) if self.claiming && e.kind == ErrorKind::IdTaken => {
+                        trail.mutations_sent -= 1;
+                        run.info(&format!(
+                            "VMID {candidate} was claimed by another guest after /cluster/nextid proposed it ({}); trying {}",
+                            e.message,
+                            candidate + 1
+                        ));
+                        self.taken.push(candidate);
+                        self.candidate = skip_listed(&self.listed, candidate + 1);
+                        Ok(None)
+                    }
+                    answer => trail
+                        .accepted(answer, request, &action(candidate))
+                        .map(Some),
+                };
+            }
+        };
+        if self.phase == Phase::Claim {
+            self.candidate = skip_listed(&self.listed, self.proposed.max(self.min));
+        }
+        Ok(None)
+    }
+}
+
+/// What a [`Claim`] sends next.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// `GET /cluster/nextid`.
+    Proposal,
+    /// `GET /cluster/resources`, the VMIDs in use.
+    Listing,
+    /// The creating request for the candidate.
+    Claim,
+}
+
+/// `id`, or the first id above it that the listing does not show in use.
+fn skip_listed(listed: &[u32], mut id: u32) -> u32 {
+    while listed.contains(&id) {
+        id += 1;
+    }
+    id
 }
 
 /// `GET /cluster/nextid`'s answer: the lowest free VMID (PVE's proposal, not a reservation).
