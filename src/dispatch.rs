@@ -380,17 +380,17 @@ async fn run_scrubbed<H: Host>(
         ),
         Method::SetConfig => kept!(
             Method::SetConfig,
-            boxed(set_config::set_config(&run, args)),
+            boxed(set_config::change(&run, args, set_config::set_config)),
             boxed(left_out(method))
         ),
         Method::SetNic => kept!(
             Method::SetNic,
-            boxed(nic::change_nic(&run, args, nic::NicArgs::parse)),
+            boxed(set_config::change(&run, args, nic::set_nic)),
             boxed(left_out(method))
         ),
         Method::RemoveNic => kept!(
             Method::RemoveNic,
-            boxed(nic::change_nic(&run, args, nic::NicArgs::removal)),
+            boxed(set_config::change(&run, args, nic::remove_nic)),
             boxed(left_out(method))
         ),
         Method::MoveDisk => kept!(
@@ -400,12 +400,12 @@ async fn run_scrubbed<H: Host>(
         ),
         Method::AttachDisk => kept!(
             Method::AttachDisk,
-            boxed(attach_disk::attach_disk(&run, args)),
+            boxed(set_config::change(&run, args, attach_disk::attach_disk)),
             boxed(left_out(method))
         ),
         Method::DetachDisk => kept!(
             Method::DetachDisk,
-            boxed(detach_disk::detach_disk(&run, args)),
+            boxed(set_config::change(&run, args, detach_disk::detach_disk)),
             boxed(left_out(method))
         ),
         Method::FirewallOptions => kept!(

@@ -10,11 +10,8 @@ use crate::guest::config::ConfigSnapshot;
 use crate::guest::reboot::ApplyPending;
 use crate::guest::reference::GuestRef;
 use crate::guest::volumes::{is_unused, unused_holding, volume_at};
-use crate::host::Host;
-use crate::methods::set_config::{change, ReadBack, SetConfigArgs};
-use crate::outcome::{Failure, Outcome};
+use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
-use crate::run::Run;
 use serde_json::{Map, Value};
 
 /// The slots of each VM bus (qemu-server `PVE/QemuServer/Drive.pm` $MAX_IDE_DISKS, $MAX_SATA_DISKS,
@@ -193,26 +190,42 @@ fn judged(volume: &str, after: &ConfigSnapshot) -> Result<ReadBack, String> {
     }
 }
 
-/// Runs `attachDisk`.
-pub async fn attach_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match AttachArgs::parse(run.kind, args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let fill = |_: u32, config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
-        let key = args
+impl ConfigChange for AttachArgs {
+    fn base(&self) -> &SetConfigArgs {
+        &self.base
+    }
+
+    fn fill(
+        &self,
+        kind: GuestKind,
+        _: u32,
+        config: &Map<String, Value>,
+        changes: &mut Vec<(String, String)>,
+    ) -> Result<(), String> {
+        let key = self
             .key(config)
-            .map_err(|why| format!("cannot attach to the {}: {why}", run.kind.noun()))?;
-        let value = match &args.path {
-            Some(path) => format!("{},mp={path}", args.volume),
-            None => args.volume.clone(),
+            .map_err(|why| format!("cannot attach to the {}: {why}", kind.noun()))?;
+        let value = match &self.path {
+            Some(path) => format!("{},mp={path}", self.volume),
+            None => self.volume.clone(),
         };
         changes.push((key, value));
         Ok(())
-    };
-    let shown =
-        |_: u32, _: &Map<String, Value>, after: &ConfigSnapshot| judged(&args.volume, after);
-    change(run, args.base.clone(), &fill, &shown).await
+    }
+
+    fn shown(
+        &self,
+        _: u32,
+        _: &Map<String, Value>,
+        after: &ConfigSnapshot,
+    ) -> Result<ReadBack, String> {
+        judged(&self.volume, after)
+    }
+}
+
+/// `attachDisk`'s change, from its arguments (run by `set_config::change`).
+pub fn attach_disk(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
+    Ok(Box::new(AttachArgs::parse(kind, args)?))
 }
 
 #[cfg(test)]

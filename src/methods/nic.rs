@@ -12,13 +12,10 @@ use crate::args::{ArgError, Fields};
 use crate::guest::config::{canonical, key_type, properties, ConfigSnapshot};
 use crate::guest::reboot::ApplyPending;
 use crate::guest::reference::GuestRef;
-use crate::host::Host;
-use crate::methods::set_config::{change, ReadBack, SetConfigArgs};
-use crate::outcome::{Failure, Outcome};
+use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::quote::Joined;
-use crate::run::Run;
 use serde_json::{Map, Value};
 use std::net::Ipv4Addr;
 
@@ -322,31 +319,47 @@ fn shown(nic: &str, snapshot: &ConfigSnapshot) -> String {
     }
 }
 
-/// Runs `setNic` or `removeNic` (`read` reads its arguments: [`NicArgs::parse`] or
-/// [`NicArgs::removal`]). A removal is `delete=netN`, which must read back gone or pending.
-pub async fn change_nic<H: Host>(
-    run: &Run<'_, H>,
-    args: &Value,
-    read: fn(GuestKind, &Value) -> Result<NicArgs, ArgError>,
-) -> Outcome {
-    let args = match read(run.kind, args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let fill = |_: u32, config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
-        changes.push(match args.remove {
-            true => ("delete".to_string(), args.nic.clone()),
-            false => (args.nic.clone(), args.value(run.kind, config)),
+/// A removal is `delete=netN`, which must read back gone or pending.
+impl ConfigChange for NicArgs {
+    fn base(&self) -> &SetConfigArgs {
+        &self.base
+    }
+
+    fn fill(
+        &self,
+        kind: GuestKind,
+        _: u32,
+        config: &Map<String, Value>,
+        changes: &mut Vec<(String, String)>,
+    ) -> Result<(), String> {
+        changes.push(match self.remove {
+            true => ("delete".to_string(), self.nic.clone()),
+            false => (self.nic.clone(), self.value(kind, config)),
         });
         Ok(())
-    };
-    let words = |_: u32, _: &Map<String, Value>, s: &ConfigSnapshot| {
+    }
+
+    fn shown(
+        &self,
+        _: u32,
+        _: &Map<String, Value>,
+        after: &ConfigSnapshot,
+    ) -> Result<ReadBack, String> {
         Ok(ReadBack {
-            words: shown(&args.nic, s),
+            words: shown(&self.nic, after),
             freed: None,
         })
-    };
-    change(run, args.base.clone(), &fill, &words).await
+    }
+}
+
+/// `setNic`'s change, from its arguments (run by `set_config::change`).
+pub fn set_nic(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
+    Ok(Box::new(NicArgs::parse(kind, args)?))
+}
+
+/// `removeNic`'s change, from its arguments (run by `set_config::change`).
+pub fn remove_nic(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
+    Ok(Box::new(NicArgs::removal(kind, args)?))
 }
 
 #[cfg(test)]
