@@ -7,8 +7,6 @@
 
 use crate::args::{is_storage_id, ArgError, Fields};
 use crate::guest::config::ConfigSnapshot;
-use crate::guest::reboot::ApplyPending;
-use crate::guest::reference::GuestRef;
 use crate::guest::volumes::{is_unused, unused_holding, volume_at};
 use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
@@ -57,11 +55,7 @@ fn bus_of(key: &str) -> Option<(&'static str, u16)> {
 impl AttachArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let base = SetConfigArgs {
-            target: GuestRef::parse(&fields)?,
-            changes: Vec::new(),
-            apply_pending: ApplyPending::parse(&fields)?,
-        };
+        let base = SetConfigArgs::of_guest(&fields)?;
         let volume = fields.required_text("volume")?;
         let named = volume.split_once(':').is_some_and(|(storage, name)| {
             is_storage_id(storage)

@@ -8,8 +8,6 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::config::ConfigSnapshot;
-use crate::guest::reboot::ApplyPending;
-use crate::guest::reference::GuestRef;
 use crate::guest::volumes::{is_unused, owner_of, unused_holding, volume_at};
 use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
@@ -26,11 +24,7 @@ pub struct DetachArgs {
 impl DetachArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let base = SetConfigArgs {
-            target: GuestRef::parse(&fields)?,
-            changes: Vec::new(),
-            apply_pending: ApplyPending::parse(&fields)?,
-        };
+        let base = SetConfigArgs::of_guest(&fields)?;
         let disk = fields.required_text("disk")?;
         // A container's root volume is never detached (pve-container: rootfs is not deletable).
         let detachable = is_unused(disk) || (kind.is_volume_key(disk) && disk != "rootfs");

@@ -10,8 +10,6 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::config::{canonical, key_type, properties, ConfigSnapshot};
-use crate::guest::reboot::ApplyPending;
-use crate::guest::reference::GuestRef;
 use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
@@ -190,11 +188,7 @@ impl NicArgs {
     /// The guest and `nic`, as both methods take them.
     fn target(args: &Value) -> Result<(Fields<'_>, SetConfigArgs, String), ArgError> {
         let fields = Fields::of(args, "")?;
-        let base = SetConfigArgs {
-            target: GuestRef::parse(&fields)?,
-            changes: Vec::new(),
-            apply_pending: ApplyPending::parse(&fields)?,
-        };
+        let base = SetConfigArgs::of_guest(&fields)?;
         let nic = nic_key(&fields)?;
         Ok((fields, base, nic))
     }

@@ -78,6 +78,18 @@ impl SetConfigArgs {
     }
 }
 
+impl SetConfigArgs {
+    /// The guest and `applyPending`, as each method built on `setConfig` but `setConfig` itself
+    /// reads them, its changes still to fill: one reader for them all (issue 32).
+    pub fn of_guest(fields: &Fields) -> Result<Self, ArgError> {
+        Ok(SetConfigArgs {
+            target: GuestRef::parse(fields)?,
+            changes: Vec::new(),
+            apply_pending: ApplyPending::parse(fields)?,
+        })
+    }
+}
+
 /// `setConfig`'s change, from its arguments: the options as given, in PVE's wire form.
 pub fn set_config(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
     let mut args = SetConfigArgs::parse(args)?;
