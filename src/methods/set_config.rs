@@ -434,29 +434,32 @@ fn judge<H: Host>(
 ) -> Result<String, String> {
     let label = ev.label(run);
     let (mut applied, mut pending, mut missed) = (0, Vec::new(), Vec::new());
+    // Each reading counted as it is made: no list of them per key (issue 32).
+    let mut tally = |name: String, key: &str, value: &str, reading: Reading| match reading {
+        Reading::Applied => applied += 1,
+        Reading::Pending => pending.push(name),
+        Reading::NotApplied { current, pending } => {
+            missed.push(not_applied(&name, key, value, current, pending))
+        }
+    };
     for (key, value) in &args.changes {
-        let readings: Vec<(String, Reading)> = match key.as_str() {
+        match key.as_str() {
             // A request flag (destroy the deleted disks' volumes), not a key.
-            "force" => Vec::new(),
+            "force" => {}
             "delete" => {
-                let mut readings = Vec::new();
                 for deleted in value.split([',', ';', ' ']) {
                     if !deleted.is_empty() {
-                        readings.push((format!("{deleted} (delete)"), snapshot.deletion(deleted)));
+                        let reading = snapshot.deletion(deleted);
+                        tally(format!("{deleted} (delete)"), key, value, reading);
                     }
                 }
-                readings
             }
-            _ => vec![(key.clone(), snapshot.reading(run.kind, key, value))],
-        };
-        for (name, reading) in readings {
-            match reading {
-                Reading::Applied => applied += 1,
-                Reading::Pending => pending.push(name),
-                Reading::NotApplied { current, pending } => {
-                    missed.push(not_applied(&name, key, value, current, pending))
-                }
-            }
+            _ => tally(
+                key.clone(),
+                key,
+                value,
+                snapshot.reading(run.kind, key, value),
+            ),
         }
     }
     if args.changes.iter().any(|(k, _)| k == MASKED_KEY) {
