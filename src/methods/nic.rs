@@ -42,12 +42,13 @@ fn ident_keys(kind: GuestKind) -> (&'static str, &'static str) {
 }
 
 /// `net0`…`net31`: both kinds have 32 (qemu-server `$MAX_NETS`, pve-container `$MAX_LXC_NETWORKS`).
-fn nic_key(fields: &Fields) -> Result<String, ArgError> {
+/// Borrowed: copied once every field is checked (issue 32).
+fn nic_key<'a>(fields: &Fields<'a>) -> Result<&'a str, ArgError> {
     let nic = fields.required_text("nic")?;
     let n = nic.strip_prefix("net").unwrap_or_default();
     let canonical = n.bytes().all(|b| b.is_ascii_digit()) && (n == "0" || !n.starts_with('0'));
     match n.parse::<u8>() {
-        Ok(i) if i < 32 && canonical => Ok(nic.to_string()),
+        Ok(i) if i < 32 && canonical => Ok(nic),
         _ => Err(ArgError::new("nic", "must be net0 … net31")),
     }
 }
@@ -56,11 +57,11 @@ fn nic_key(fields: &Fields) -> Result<String, ArgError> {
 type Check = (&'static str, fn(&str) -> bool, &'static str);
 
 /// An optional text argument, refused naming it when it breaks its rule.
-fn text(fields: &Fields, (key, ok, rule): Check) -> Result<Option<String>, ArgError> {
+fn text<'a>(fields: &Fields<'a>, (key, ok, rule): Check) -> Result<Option<&'a str>, ArgError> {
     let value = fields.text(key)?;
     match value {
         Some(v) if !ok(v) => Err(ArgError::new(key, rule)),
-        v => Ok(v.map(str::to_string)),
+        v => Ok(v),
     }
 }
 
@@ -185,16 +186,10 @@ fn is_ipv4_config(text: &str) -> bool {
 }
 
 impl NicArgs {
-    /// The guest and `nic`, as both methods take them.
-    fn target(args: &Value) -> Result<(Fields<'_>, SetConfigArgs, String), ArgError> {
+    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let base = SetConfigArgs::of_guest(&fields)?;
         let nic = nic_key(&fields)?;
-        Ok((fields, base, nic))
-    }
-
-    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
-        let (fields, base, nic) = Self::target(args)?;
         let checks: &[Check] = match kind {
             GuestKind::Qemu => &VM_TEXT,
             GuestKind::Lxc => &CT_TEXT,
@@ -230,9 +225,9 @@ impl NicArgs {
         let clear = clear_list(kind, &fields, &rest)?;
         Ok(NicArgs {
             base,
-            nic,
-            ident,
-            mac,
+            nic: nic.to_string(),
+            ident: ident.map(str::to_string),
+            mac: mac.map(str::to_string),
             rest,
             clear,
             remove: false,
@@ -241,10 +236,12 @@ impl NicArgs {
 
     /// `removeNic`'s arguments: the guest and `nic`.
     pub fn removal(_: GuestKind, args: &Value) -> Result<Self, ArgError> {
-        let (_, base, nic) = Self::target(args)?;
+        let fields = Fields::of(args, "")?;
+        let base = SetConfigArgs::of_guest(&fields)?;
+        let nic = nic_key(&fields)?;
         Ok(NicArgs {
             base,
-            nic,
+            nic: nic.to_string(),
             ident: None,
             mac: None,
             rest: Vec::new(),
