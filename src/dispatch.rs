@@ -148,14 +148,10 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
             resize_disk::ResizeArgs::parse(kind, args).map(drop),
             Ok(())
         ),
-        Method::SetNic => kept!(
-            Method::SetNic,
-            nic::NicArgs::parse(kind, args).map(drop),
-            Ok(())
-        ),
+        Method::SetNic => kept!(Method::SetNic, nic::set_nic(kind, args).map(drop), Ok(())),
         Method::RemoveNic => kept!(
             Method::RemoveNic,
-            nic::NicArgs::removal(kind, args).map(drop),
+            nic::remove_nic(kind, args).map(drop),
             Ok(())
         ),
         Method::MoveDisk => kept!(
@@ -165,12 +161,12 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
         ),
         Method::AttachDisk => kept!(
             Method::AttachDisk,
-            attach_disk::AttachArgs::parse(kind, args).map(drop),
+            attach_disk::attach_disk(kind, args).map(drop),
             Ok(())
         ),
         Method::DetachDisk => kept!(
             Method::DetachDisk,
-            detach_disk::DetachArgs::parse(kind, args).map(drop),
+            detach_disk::detach_disk(kind, args).map(drop),
             Ok(())
         ),
         Method::FirewallOptions => kept!(
