@@ -70,18 +70,20 @@ impl AttachArgs {
         }
         let lxc = kind == GuestKind::Lxc;
         let in_kind = |bus: &str| (bus == "mp") == lxc;
+        // `Ok`: the slot named, borrowed and copied once every field is checked (issue 32);
+        // `Err`: the bus whose first free slot it takes.
         let slot = match (fields.text("disk")?, fields.text("bus")?) {
             (Some(_), Some(_)) => {
                 return Err(ArgError::new("bus", "is given with disk: give one of them"))
             }
             (Some(key), None) => match bus_of(key) {
-                Some((bus, _)) if in_kind(bus) => Slot::Key(key.to_string()),
+                Some((bus, _)) if in_kind(bus) => Ok(key),
                 _ => return Err(ArgError::new("disk", slot_rule(kind))),
             },
             (None, bus) => {
                 let bus = bus.unwrap_or(if lxc { "mp" } else { "scsi" });
                 match BUSES.iter().find(|(b, _)| *b == bus && in_kind(b)) {
-                    Some((b, _)) => Slot::FirstFree(b),
+                    Some((b, _)) => Err(*b),
                     None => return Err(ArgError::new("bus", "must be scsi, sata, virtio or ide")),
                 }
             }
@@ -113,7 +115,10 @@ impl AttachArgs {
         Ok(AttachArgs {
             base,
             volume: volume.to_string(),
-            slot,
+            slot: match slot {
+                Ok(key) => Slot::Key(key.to_string()),
+                Err(bus) => Slot::FirstFree(bus),
+            },
             path: path.map(str::to_string),
         })
     }

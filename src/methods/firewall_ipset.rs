@@ -105,8 +105,6 @@ impl IpsetArgs {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
         let (name, comment, delete) = named(&fields, &["cidrs", "comment"])?;
-        // PVE reads `[IPSET Web]` as `web` (`PVE/Firewall.pm` generic_fw_config_parser: lc).
-        let name = name.to_ascii_lowercase();
         let list = fields.list("cidrs")?;
         let entries = match (delete, list) {
             (true, _) => None,
@@ -115,7 +113,8 @@ impl IpsetArgs {
         };
         Ok(IpsetArgs {
             target,
-            name,
+            // PVE reads `[IPSET Web]` as `web` (`PVE/Firewall.pm` generic_fw_config_parser: lc).
+            name: name.to_ascii_lowercase(),
             comment: comment.map(str::to_string),
             entries,
         })
