@@ -263,7 +263,7 @@ impl NicArgs {
         let kept = |key: &str| {
             seen.iter()
                 .find(|(k, _)| k == key)
-                .and_then(|(_, v)| v.clone())
+                .and_then(|(_, v)| v.as_deref())
         };
         let default = match kind {
             GuestKind::Qemu => "virtio".to_string(),
@@ -271,31 +271,36 @@ impl NicArgs {
         };
         let ident = self
             .ident
-            .clone()
+            .as_deref()
             .or_else(|| kept(ident_key))
-            .unwrap_or(default);
-        let mut parts = vec![format!("{ident_key}={ident}")];
-        parts.extend(
-            self.mac
-                .clone()
-                .or_else(|| kept(mac_key))
-                .map(|m| format!("{mac_key}={m}")),
-        );
+            .unwrap_or(&default);
+        // Written part by part, borrowed: no copies, no list of parts to join (issue 32).
+        let mut value = format!("{ident_key}={ident}");
+        let mut part = |name: &str, set: Option<&str>| {
+            value.push(',');
+            value.push_str(name);
+            if let Some(set) = set {
+                value.push('=');
+                value.push_str(set);
+            }
+        };
+        if let Some(mac) = self.mac.as_deref().or_else(|| kept(mac_key)) {
+            part(mac_key, Some(mac));
+        }
         let given = |k: &str| self.rest.iter().any(|p| p.split('=').next() == Some(k));
-        for (key, value) in &seen {
+        for (key, set) in &seen {
             if [ident_key, mac_key].contains(&key.as_str())
                 || given(key)
                 || self.clear.contains(key)
             {
                 continue;
             }
-            parts.push(match value {
-                Some(v) => format!("{key}={v}"),
-                None => key.clone(),
-            });
+            part(key, set.as_deref());
         }
-        parts.extend(self.rest.iter().cloned());
-        parts.joined(",")
+        for given in &self.rest {
+            part(given, None);
+        }
+        value
     }
 }
 
