@@ -140,15 +140,17 @@ impl AttachArgs {
             Slot::Key(key) => Ok(key.clone()),
             Slot::FirstFree(bus) => {
                 let max = BUSES.iter().find(|(b, _)| b == bus).map_or(0, |(_, m)| *m);
-                (0..max)
-                    .map(|n| format!("{bus}{n}"))
-                    .find(|key| !config.contains_key(key))
-                    .ok_or_else(|| {
-                        format!(
-                            "every {bus} slot is taken ({bus}0 … {bus}{})",
-                            max.saturating_sub(1)
-                        )
-                    })
+                // A loop, not an adapter chain: no iterator code of its own (issue 32).
+                for n in 0..max {
+                    let key = format!("{bus}{n}");
+                    if !config.contains_key(&key) {
+                        return Ok(key);
+                    }
+                }
+                Err(format!(
+                    "every {bus} slot is taken ({bus}0 … {bus}{})",
+                    max.saturating_sub(1)
+                ))
             }
         }
     }
