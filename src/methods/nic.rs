@@ -186,6 +186,9 @@ fn is_ipv4_config(text: &str) -> bool {
 }
 
 impl NicArgs {
+    /// Always inlined into its one caller, the method's boxed change: the arguments are then
+    /// built in their box, with no result of their own to match and move (issue 32).
+    #[inline(always)]
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let base = SetConfigArgs::of_guest(&fields)?;
@@ -235,6 +238,10 @@ impl NicArgs {
     }
 
     /// `removeNic`'s arguments: the guest and `nic`.
+    ///
+    /// Always inlined into its one caller, the method's boxed change: the arguments are then
+    /// built in their box, with no result of their own to match and move (issue 32).
+    #[inline(always)]
     pub fn removal(_: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let base = SetConfigArgs::of_guest(&fields)?;
