@@ -132,10 +132,10 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
             resize_disk::ResizeArgs::parse(kind, args).err(),
             None
         ),
-        Method::SetNic => kept!(Method::SetNic, nic::NicArgs::parse(kind, args).err(), None),
+        Method::SetNic => kept!(Method::SetNic, nic::set_nic(kind, args).err(), None),
         Method::RemoveNic => kept!(
             Method::RemoveNic,
-            nic::NicArgs::removal(kind, args).err(),
+            nic::remove_nic(kind, args).err(),
             None
         ),
         Method::MoveDisk => kept!(
@@ -145,12 +145,12 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
         ),
         Method::AttachDisk => kept!(
             Method::AttachDisk,
-            attach_disk::AttachArgs::parse(kind, args).err(),
+            attach_disk::attach_disk(kind, args).err(),
             None
         ),
         Method::DetachDisk => kept!(
             Method::DetachDisk,
-            detach_disk::DetachArgs::parse(kind, args).err(),
+            detach_disk::detach_disk(kind, args).err(),
             None
         ),
         Method::FirewallOptions => kept!(
@@ -353,17 +353,17 @@ fn method_future<'a, H: Host>(
         ),
         Method::SetConfig => kept!(
             Method::SetConfig,
-            boxed(set_config::set_config(run, args)),
+            boxed(set_config::change(run, args, set_config::set_config)),
             boxed(left_out(method))
         ),
         Method::SetNic => kept!(
             Method::SetNic,
-            boxed(nic::change_nic(run, args, nic::NicArgs::parse)),
+            boxed(set_config::change(run, args, nic::set_nic)),
             boxed(left_out(method))
         ),
         Method::RemoveNic => kept!(
             Method::RemoveNic,
-            boxed(nic::change_nic(run, args, nic::NicArgs::removal)),
+            boxed(set_config::change(run, args, nic::remove_nic)),
             boxed(left_out(method))
         ),
         Method::MoveDisk => kept!(
@@ -373,12 +373,12 @@ fn method_future<'a, H: Host>(
         ),
         Method::AttachDisk => kept!(
             Method::AttachDisk,
-            boxed(attach_disk::attach_disk(run, args)),
+            boxed(set_config::change(run, args, attach_disk::attach_disk)),
             boxed(left_out(method))
         ),
         Method::DetachDisk => kept!(
             Method::DetachDisk,
-            boxed(detach_disk::detach_disk(run, args)),
+            boxed(set_config::change(run, args, detach_disk::detach_disk)),
             boxed(left_out(method))
         ),
         Method::FirewallOptions => kept!(

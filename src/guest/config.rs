@@ -372,27 +372,24 @@ fn same_properties(kind: GuestKind, t: &KeyType, requested: &str, observed: &str
     let prop = |name: &str| props.iter().find(|p| p.name == name);
     let asked = canonical(&props, requested);
     let seen = canonical(&props, observed);
-    let value_of = |set: &[(String, Option<String>)], name: &str| {
-        set.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
-    };
     let volume_key = prop("file")
         .or(prop("volume"))
         .filter(|p| p.default_key)
         .map(|p| p.name);
-    let volume = volume_key.and_then(|k| value_of(&seen, k)).flatten();
+    let volume = volume_key.and_then(|k| value_in(&seen, k)).flatten();
     let allocated = volume_key
-        .and_then(|k| value_of(&asked, k))
+        .and_then(|k| value_in(&asked, k))
         .flatten()
-        .is_some_and(|w| allocation_matches(t.name, &w, volume.as_deref(), &seen));
+        .is_some_and(|w| allocation_matches(t.name, w, volume, &seen));
     let made = |name: &str, want: &Option<String>| match name {
         // An action, not a property: PVE imports the volume and does not keep the source.
         "import-from" => true,
-        "format" => allocated && want.as_deref() == volume.as_deref().map(volume_format),
+        "format" => allocated && want.as_deref() == volume.map(volume_format),
         _ => allocated && Some(name) == volume_key,
     };
     for (name, want) in &asked {
-        let got = value_of(&seen, name);
-        let same = match (want, &got) {
+        let got = value_in(&seen, name);
+        let same = match (want, got) {
             (Some(w), Some(Some(g))) => same_value(prop(name), w, g),
             (None, Some(None)) => true,
             _ => false,
@@ -420,6 +417,14 @@ fn same_properties(kind: GuestKind, t: &KeyType, requested: &str, observed: &str
                     .iter()
                     .any(|(_, v)| v.as_deref().is_some_and(|v| v.ends_with(":cloudinit"))))
     })
+}
+
+/// The value of property `name` in a canonical set (`Some(None)`: a bare flag), borrowed: no copy
+/// to drop on each way out of [`same_properties`] (issue 32).
+fn value_in<'s>(set: &'s [(String, Option<String>)], name: &str) -> Option<Option<&'s str>> {
+    set.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_deref())
 }
 
 /// The format a volume's name carries (`local:902/vm-902-disk-0.qcow2`); a name without one is a

@@ -7,14 +7,9 @@
 
 use crate::args::{is_storage_id, ArgError, Fields};
 use crate::guest::config::ConfigSnapshot;
-use crate::guest::reboot::ApplyPending;
-use crate::guest::reference::GuestRef;
 use crate::guest::volumes::{is_unused, unused_holding, volume_at};
-use crate::host::Host;
-use crate::methods::set_config::{change, ReadBack, SetConfigArgs};
-use crate::outcome::{Failure, Outcome};
+use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
-use crate::run::Run;
 use serde_json::{Map, Value};
 
 /// The slots of each VM bus (qemu-server `PVE/QemuServer/Drive.pm` $MAX_IDE_DISKS, $MAX_SATA_DISKS,
@@ -58,13 +53,12 @@ fn bus_of(key: &str) -> Option<(&'static str, u16)> {
 }
 
 impl AttachArgs {
+    /// Always inlined into its one caller, the method's boxed change: the arguments are then
+    /// built in their box, with no result of their own to match and move (issue 32).
+    #[inline(always)]
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let base = SetConfigArgs {
-            target: GuestRef::parse(&fields)?,
-            changes: Vec::new(),
-            apply_pending: ApplyPending::parse(&fields)?,
-        };
+        let base = SetConfigArgs::of_guest(&fields)?;
         let volume = fields.required_text("volume")?;
         let named = volume.split_once(':').is_some_and(|(storage, name)| {
             is_storage_id(storage)
@@ -79,18 +73,20 @@ impl AttachArgs {
         }
         let lxc = kind == GuestKind::Lxc;
         let in_kind = |bus: &str| (bus == "mp") == lxc;
+        // `Ok`: the slot named, borrowed and copied once every field is checked (issue 32);
+        // `Err`: the bus whose first free slot it takes.
         let slot = match (fields.text("disk")?, fields.text("bus")?) {
             (Some(_), Some(_)) => {
                 return Err(ArgError::new("bus", "is given with disk: give one of them"))
             }
             (Some(key), None) => match bus_of(key) {
-                Some((bus, _)) if in_kind(bus) => Slot::Key(key.to_string()),
+                Some((bus, _)) if in_kind(bus) => Ok(key),
                 _ => return Err(ArgError::new("disk", slot_rule(kind))),
             },
             (None, bus) => {
                 let bus = bus.unwrap_or(if lxc { "mp" } else { "scsi" });
                 match BUSES.iter().find(|(b, _)| *b == bus && in_kind(b)) {
-                    Some((b, _)) => Slot::FirstFree(b),
+                    Some((b, _)) => Err(*b),
                     None => return Err(ArgError::new("bus", "must be scsi, sata, virtio or ide")),
                 }
             }
@@ -122,7 +118,10 @@ impl AttachArgs {
         Ok(AttachArgs {
             base,
             volume: volume.to_string(),
-            slot,
+            slot: match slot {
+                Ok(key) => Slot::Key(key.to_string()),
+                Err(bus) => Slot::FirstFree(bus),
+            },
             path: path.map(str::to_string),
         })
     }
@@ -144,15 +143,17 @@ impl AttachArgs {
             Slot::Key(key) => Ok(key.clone()),
             Slot::FirstFree(bus) => {
                 let max = BUSES.iter().find(|(b, _)| b == bus).map_or(0, |(_, m)| *m);
-                (0..max)
-                    .map(|n| format!("{bus}{n}"))
-                    .find(|key| !config.contains_key(key))
-                    .ok_or_else(|| {
-                        format!(
-                            "every {bus} slot is taken ({bus}0 … {bus}{})",
-                            max.saturating_sub(1)
-                        )
-                    })
+                // A loop, not an adapter chain: no iterator code of its own (issue 32).
+                for n in 0..max {
+                    let key = format!("{bus}{n}");
+                    if !config.contains_key(&key) {
+                        return Ok(key);
+                    }
+                }
+                Err(format!(
+                    "every {bus} slot is taken ({bus}0 … {bus}{})",
+                    max.saturating_sub(1)
+                ))
             }
         }
     }
@@ -193,26 +194,42 @@ fn judged(volume: &str, after: &ConfigSnapshot) -> Result<ReadBack, String> {
     }
 }
 
-/// Runs `attachDisk`.
-pub async fn attach_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match AttachArgs::parse(run.kind, args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let fill = |_: u32, config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
-        let key = args
+impl ConfigChange for AttachArgs {
+    fn base(&self) -> &SetConfigArgs {
+        &self.base
+    }
+
+    fn fill(
+        &self,
+        kind: GuestKind,
+        _: u32,
+        config: &Map<String, Value>,
+        changes: &mut Vec<(String, String)>,
+    ) -> Result<(), String> {
+        let key = self
             .key(config)
-            .map_err(|why| format!("cannot attach to the {}: {why}", run.kind.noun()))?;
-        let value = match &args.path {
-            Some(path) => format!("{},mp={path}", args.volume),
-            None => args.volume.clone(),
+            .map_err(|why| format!("cannot attach to the {}: {why}", kind.noun()))?;
+        let value = match &self.path {
+            Some(path) => format!("{},mp={path}", self.volume),
+            None => self.volume.clone(),
         };
         changes.push((key, value));
         Ok(())
-    };
-    let shown =
-        |_: u32, _: &Map<String, Value>, after: &ConfigSnapshot| judged(&args.volume, after);
-    change(run, args.base.clone(), &fill, &shown).await
+    }
+
+    fn shown(
+        &self,
+        _: u32,
+        _: &Map<String, Value>,
+        after: &ConfigSnapshot,
+    ) -> Result<ReadBack, String> {
+        judged(&self.volume, after)
+    }
+}
+
+/// `attachDisk`'s change, from its arguments (run by `set_config::change`).
+pub fn attach_disk(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
+    Ok(Box::new(AttachArgs::parse(kind, args)?))
 }
 
 #[cfg(test)]

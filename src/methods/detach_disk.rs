@@ -8,14 +8,9 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::config::ConfigSnapshot;
-use crate::guest::reboot::ApplyPending;
-use crate::guest::reference::GuestRef;
 use crate::guest::volumes::{is_unused, owner_of, unused_holding, volume_at};
-use crate::host::Host;
-use crate::methods::set_config::{change, ReadBack, SetConfigArgs};
-use crate::outcome::{Failure, Outcome};
+use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
-use crate::run::Run;
 use serde_json::{Map, Value};
 
 /// The arguments of `detachDisk`.
@@ -27,13 +22,12 @@ pub struct DetachArgs {
 }
 
 impl DetachArgs {
+    /// Always inlined into its one caller, the method's boxed change: the arguments are then
+    /// built in their box, with no result of their own to match and move (issue 32).
+    #[inline(always)]
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let base = SetConfigArgs {
-            target: GuestRef::parse(&fields)?,
-            changes: Vec::new(),
-            apply_pending: ApplyPending::parse(&fields)?,
-        };
+        let base = SetConfigArgs::of_guest(&fields)?;
         let disk = fields.required_text("disk")?;
         // A container's root volume is never detached (pve-container: rootfs is not deletable).
         let detachable = is_unused(disk) || (kind.is_volume_key(disk) && disk != "rootfs");
@@ -119,37 +113,52 @@ fn judged(
     }
 }
 
-/// Runs `detachDisk`.
-pub async fn detach_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match DetachArgs::parse(run.kind, args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let fill = |vmid: u32, config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
-        if !config.contains_key(&args.disk) {
+impl ConfigChange for DetachArgs {
+    fn base(&self) -> &SetConfigArgs {
+        &self.base
+    }
+
+    fn fill(
+        &self,
+        kind: GuestKind,
+        vmid: u32,
+        config: &Map<String, Value>,
+        changes: &mut Vec<(String, String)>,
+    ) -> Result<(), String> {
+        if !config.contains_key(&self.disk) {
             return Err(format!(
                 "{} is not in the config of the {}",
-                args.disk,
-                run.kind.noun()
+                self.disk,
+                kind.noun()
             ));
         }
         // qemu-server try_deallocate_drive frees only the guest's own volume.
-        let foreign = volume_at(config, &args.disk).filter(|v| !owns(vmid, v));
-        if let (true, Some(volid)) = (args.destroy, foreign) {
+        let foreign = volume_at(config, &self.disk).filter(|v| !owns(vmid, v));
+        if let (true, Some(volid)) = (self.destroy, foreign) {
             return Err(format!(
                 "{volid} belongs to another guest, and PVE destroys only a guest's own volumes (qemu-server try_deallocate_drive): detach it without destroy"
             ));
         }
-        changes.push(("delete".to_string(), args.disk.clone()));
-        if args.destroy && !is_unused(&args.disk) {
+        changes.push(("delete".to_string(), self.disk.clone()));
+        if self.destroy && !is_unused(&self.disk) {
             changes.push(("force".to_string(), "1".to_string()));
         }
         Ok(())
-    };
-    let shown = |vmid: u32, before: &Map<String, Value>, after: &ConfigSnapshot| {
-        judged(&args, vmid, volume_at(before, &args.disk).as_deref(), after)
-    };
-    change(run, args.base.clone(), &fill, &shown).await
+    }
+
+    fn shown(
+        &self,
+        vmid: u32,
+        before: &Map<String, Value>,
+        after: &ConfigSnapshot,
+    ) -> Result<ReadBack, String> {
+        judged(self, vmid, volume_at(before, &self.disk).as_deref(), after)
+    }
+}
+
+/// `detachDisk`'s change, from its arguments (run by `set_config::change`).
+pub fn detach_disk(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
+    Ok(Box::new(DetachArgs::parse(kind, args)?))
 }
 
 #[cfg(test)]

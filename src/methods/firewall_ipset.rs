@@ -101,12 +101,13 @@ pub fn named<'a>(
 }
 
 impl IpsetArgs {
+    /// Always inlined into its one caller, the method's boxed change: the arguments are then
+    /// built in their box, with no result of their own to match and move (issue 32).
+    #[inline(always)]
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
         let (name, comment, delete) = named(&fields, &["cidrs", "comment"])?;
-        // PVE reads `[IPSET Web]` as `web` (`PVE/Firewall.pm` generic_fw_config_parser: lc).
-        let name = name.to_ascii_lowercase();
         let list = fields.list("cidrs")?;
         let entries = match (delete, list) {
             (true, _) => None,
@@ -115,7 +116,8 @@ impl IpsetArgs {
         };
         Ok(IpsetArgs {
             target,
-            name,
+            // PVE reads `[IPSET Web]` as `web` (`PVE/Firewall.pm` generic_fw_config_parser: lc).
+            name: name.to_ascii_lowercase(),
             comment: comment.map(str::to_string),
             entries,
         })

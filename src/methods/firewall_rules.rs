@@ -301,6 +301,9 @@ fn is_address_list(text: &str) -> bool {
 }
 
 impl RulesArgs {
+    /// Always inlined into its one caller, the method's boxed change: the arguments are then
+    /// built in their box, with no result of their own to match and move (issue 32).
+    #[inline(always)]
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;

@@ -10,15 +10,10 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::config::{canonical, key_type, properties, ConfigSnapshot};
-use crate::guest::reboot::ApplyPending;
-use crate::guest::reference::GuestRef;
-use crate::host::Host;
-use crate::methods::set_config::{change, ReadBack, SetConfigArgs};
-use crate::outcome::{Failure, Outcome};
+use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::quote::Joined;
-use crate::run::Run;
 use serde_json::{Map, Value};
 use std::net::Ipv4Addr;
 
@@ -47,12 +42,13 @@ fn ident_keys(kind: GuestKind) -> (&'static str, &'static str) {
 }
 
 /// `net0`…`net31`: both kinds have 32 (qemu-server `$MAX_NETS`, pve-container `$MAX_LXC_NETWORKS`).
-fn nic_key(fields: &Fields) -> Result<String, ArgError> {
+/// Borrowed: copied once every field is checked (issue 32).
+fn nic_key<'a>(fields: &Fields<'a>) -> Result<&'a str, ArgError> {
     let nic = fields.required_text("nic")?;
     let n = nic.strip_prefix("net").unwrap_or_default();
     let canonical = n.bytes().all(|b| b.is_ascii_digit()) && (n == "0" || !n.starts_with('0'));
     match n.parse::<u8>() {
-        Ok(i) if i < 32 && canonical => Ok(nic.to_string()),
+        Ok(i) if i < 32 && canonical => Ok(nic),
         _ => Err(ArgError::new("nic", "must be net0 … net31")),
     }
 }
@@ -61,11 +57,11 @@ fn nic_key(fields: &Fields) -> Result<String, ArgError> {
 type Check = (&'static str, fn(&str) -> bool, &'static str);
 
 /// An optional text argument, refused naming it when it breaks its rule.
-fn text(fields: &Fields, (key, ok, rule): Check) -> Result<Option<String>, ArgError> {
+fn text<'a>(fields: &Fields<'a>, (key, ok, rule): Check) -> Result<Option<&'a str>, ArgError> {
     let value = fields.text(key)?;
     match value {
         Some(v) if !ok(v) => Err(ArgError::new(key, rule)),
-        v => Ok(v.map(str::to_string)),
+        v => Ok(v),
     }
 }
 
@@ -190,20 +186,13 @@ fn is_ipv4_config(text: &str) -> bool {
 }
 
 impl NicArgs {
-    /// The guest and `nic`, as both methods take them.
-    fn target(args: &Value) -> Result<(Fields<'_>, SetConfigArgs, String), ArgError> {
-        let fields = Fields::of(args, "")?;
-        let base = SetConfigArgs {
-            target: GuestRef::parse(&fields)?,
-            changes: Vec::new(),
-            apply_pending: ApplyPending::parse(&fields)?,
-        };
-        let nic = nic_key(&fields)?;
-        Ok((fields, base, nic))
-    }
-
+    /// Always inlined into its one caller, the method's boxed change: the arguments are then
+    /// built in their box, with no result of their own to match and move (issue 32).
+    #[inline(always)]
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
-        let (fields, base, nic) = Self::target(args)?;
+        let fields = Fields::of(args, "")?;
+        let base = SetConfigArgs::of_guest(&fields)?;
+        let nic = nic_key(&fields)?;
         let checks: &[Check] = match kind {
             GuestKind::Qemu => &VM_TEXT,
             GuestKind::Lxc => &CT_TEXT,
@@ -239,9 +228,9 @@ impl NicArgs {
         let clear = clear_list(kind, &fields, &rest)?;
         Ok(NicArgs {
             base,
-            nic,
-            ident,
-            mac,
+            nic: nic.to_string(),
+            ident: ident.map(str::to_string),
+            mac: mac.map(str::to_string),
             rest,
             clear,
             remove: false,
@@ -249,11 +238,17 @@ impl NicArgs {
     }
 
     /// `removeNic`'s arguments: the guest and `nic`.
+    ///
+    /// Always inlined into its one caller, the method's boxed change: the arguments are then
+    /// built in their box, with no result of their own to match and move (issue 32).
+    #[inline(always)]
     pub fn removal(_: GuestKind, args: &Value) -> Result<Self, ArgError> {
-        let (_, base, nic) = Self::target(args)?;
+        let fields = Fields::of(args, "")?;
+        let base = SetConfigArgs::of_guest(&fields)?;
+        let nic = nic_key(&fields)?;
         Ok(NicArgs {
             base,
-            nic,
+            nic: nic.to_string(),
             ident: None,
             mac: None,
             rest: Vec::new(),
@@ -275,7 +270,7 @@ impl NicArgs {
         let kept = |key: &str| {
             seen.iter()
                 .find(|(k, _)| k == key)
-                .and_then(|(_, v)| v.clone())
+                .and_then(|(_, v)| v.as_deref())
         };
         let default = match kind {
             GuestKind::Qemu => "virtio".to_string(),
@@ -283,31 +278,36 @@ impl NicArgs {
         };
         let ident = self
             .ident
-            .clone()
+            .as_deref()
             .or_else(|| kept(ident_key))
-            .unwrap_or(default);
-        let mut parts = vec![format!("{ident_key}={ident}")];
-        parts.extend(
-            self.mac
-                .clone()
-                .or_else(|| kept(mac_key))
-                .map(|m| format!("{mac_key}={m}")),
-        );
+            .unwrap_or(&default);
+        // Written part by part, borrowed: no copies, no list of parts to join (issue 32).
+        let mut value = format!("{ident_key}={ident}");
+        let mut part = |name: &str, set: Option<&str>| {
+            value.push(',');
+            value.push_str(name);
+            if let Some(set) = set {
+                value.push('=');
+                value.push_str(set);
+            }
+        };
+        if let Some(mac) = self.mac.as_deref().or_else(|| kept(mac_key)) {
+            part(mac_key, Some(mac));
+        }
         let given = |k: &str| self.rest.iter().any(|p| p.split('=').next() == Some(k));
-        for (key, value) in &seen {
+        for (key, set) in &seen {
             if [ident_key, mac_key].contains(&key.as_str())
                 || given(key)
                 || self.clear.contains(key)
             {
                 continue;
             }
-            parts.push(match value {
-                Some(v) => format!("{key}={v}"),
-                None => key.clone(),
-            });
+            part(key, set.as_deref());
         }
-        parts.extend(self.rest.iter().cloned());
-        parts.joined(",")
+        for given in &self.rest {
+            part(given, None);
+        }
+        value
     }
 }
 
@@ -322,31 +322,47 @@ fn shown(nic: &str, snapshot: &ConfigSnapshot) -> String {
     }
 }
 
-/// Runs `setNic` or `removeNic` (`read` reads its arguments: [`NicArgs::parse`] or
-/// [`NicArgs::removal`]). A removal is `delete=netN`, which must read back gone or pending.
-pub async fn change_nic<H: Host>(
-    run: &Run<'_, H>,
-    args: &Value,
-    read: fn(GuestKind, &Value) -> Result<NicArgs, ArgError>,
-) -> Outcome {
-    let args = match read(run.kind, args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let fill = |_: u32, config: &Map<String, Value>, changes: &mut Vec<(String, String)>| {
-        changes.push(match args.remove {
-            true => ("delete".to_string(), args.nic.clone()),
-            false => (args.nic.clone(), args.value(run.kind, config)),
+/// A removal is `delete=netN`, which must read back gone or pending.
+impl ConfigChange for NicArgs {
+    fn base(&self) -> &SetConfigArgs {
+        &self.base
+    }
+
+    fn fill(
+        &self,
+        kind: GuestKind,
+        _: u32,
+        config: &Map<String, Value>,
+        changes: &mut Vec<(String, String)>,
+    ) -> Result<(), String> {
+        changes.push(match self.remove {
+            true => ("delete".to_string(), self.nic.clone()),
+            false => (self.nic.clone(), self.value(kind, config)),
         });
         Ok(())
-    };
-    let words = |_: u32, _: &Map<String, Value>, s: &ConfigSnapshot| {
+    }
+
+    fn shown(
+        &self,
+        _: u32,
+        _: &Map<String, Value>,
+        after: &ConfigSnapshot,
+    ) -> Result<ReadBack, String> {
         Ok(ReadBack {
-            words: shown(&args.nic, s),
+            words: shown(&self.nic, after),
             freed: None,
         })
-    };
-    change(run, args.base.clone(), &fill, &words).await
+    }
+}
+
+/// `setNic`'s change, from its arguments (run by `set_config::change`).
+pub fn set_nic(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
+    Ok(Box::new(NicArgs::parse(kind, args)?))
+}
+
+/// `removeNic`'s change, from its arguments (run by `set_config::change`).
+pub fn remove_nic(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
+    Ok(Box::new(NicArgs::removal(kind, args)?))
 }
 
 #[cfg(test)]

@@ -79,58 +79,88 @@ impl SetConfigArgs {
     }
 }
 
-/// Runs `setConfig`.
-pub async fn set_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let mut args = match SetConfigArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    args.changes = match wire_options(run.kind, "config", &args.changes) {
-        Ok(changes) => changes,
-        Err(e) => return Failure::from(e).into(),
-    };
-    change(run, args, &|_, _, _| Ok(()), &|_, _, _| {
-        Ok(ReadBack::default())
-    })
-    .await
+impl SetConfigArgs {
+    /// The guest and `applyPending`, as each method built on `setConfig` but `setConfig` itself
+    /// reads them, its changes still to fill: one reader for them all (issue 32).
+    pub fn of_guest(fields: &Fields) -> Result<Self, ArgError> {
+        Ok(SetConfigArgs {
+            target: GuestRef::parse(fields)?,
+            changes: Vec::new(),
+            apply_pending: ApplyPending::parse(fields)?,
+        })
+    }
 }
 
-/// Completes a change's options from the guest's id and the config the sighting read (`change`'s
-/// `fill`), or says
-/// why the change cannot be made (nothing is sent then).
-pub type Fill<'a> =
-    dyn Fn(u32, &Map<String, Value>, &mut Vec<(String, String)>) -> Result<(), String> + 'a;
+/// `setConfig`'s change, from its arguments: the options as given, in PVE's wire form.
+pub fn set_config(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
+    let mut args = SetConfigArgs::parse(args)?;
+    args.changes = wire_options(kind, "config", &args.changes)?;
+    Ok(Box::new(args))
+}
 
-/// What a change's read-back shows beyond its keys (`change`'s `shown`, given the config the
-/// sighting read and the snapshot after the change): words for the summary, and a volume the
-/// change freed, which its storage must no longer list — or why the change did not do what it
-/// was for.
-pub type Shown<'a> =
-    dyn Fn(u32, &Map<String, Value>, &ConfigSnapshot) -> Result<ReadBack, String> + 'a;
+/// `setConfig` changes only the keys it is given: nothing to complete, nothing more to read back.
+impl ConfigChange for SetConfigArgs {
+    fn base(&self) -> &SetConfigArgs {
+        self
+    }
+}
 
-/// A read-back's words for the summary and the volume the change freed ([`Shown`]).
+/// One method built on `setConfig` (setConfig, setNic, removeNic, attachDisk, detachDisk) as
+/// data and two plain functions, so that one course ([`change`]) is compiled for all of them
+/// (issue 32: a wrapper future per method cost its own state machine).
+pub trait ConfigChange {
+    /// The guest, the changes given and what to do with pending ones.
+    fn base(&self) -> &SetConfigArgs;
+    /// Completes a change's options (`changes`) from the guest's kind and id and the config the
+    /// sighting read, or says why the change cannot be made (nothing is sent then).
+    fn fill(
+        &self,
+        _kind: GuestKind,
+        _vmid: u32,
+        _config: &Map<String, Value>,
+        _changes: &mut Vec<(String, String)>,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+    /// What a change's read-back shows beyond its keys, given the config the sighting read and
+    /// the snapshot after the change: words for the summary, and a volume the change freed, which
+    /// its storage must no longer list — or why the change did not do what it was for.
+    fn shown(
+        &self,
+        _vmid: u32,
+        _config: &Map<String, Value>,
+        _after: &ConfigSnapshot,
+    ) -> Result<ReadBack, String> {
+        Ok(ReadBack::default())
+    }
+}
+
+/// Reads a method's arguments into its change ([`ConfigChange`]).
+pub type Parse = fn(GuestKind, &Value) -> Result<Box<dyn ConfigChange>, ArgError>;
+
+/// A read-back's words for the summary and the volume the change freed ([`ConfigChange::shown`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReadBack {
     pub words: String,
     pub freed: Option<String>,
 }
 
-/// The steps after the arguments, shared by the methods built on `setConfig` (setNic, removeNic,
-/// attachDisk, detachDisk): find the guest, let `fill` complete the changes from the config the
-/// sighting read (a NIC keeps its MAC), apply and judge them, reboot when asked, judge what
-/// `shown` reads from the result, record.
-pub async fn change<H: Host>(
-    run: &Run<'_, H>,
-    mut args: SetConfigArgs,
-    fill: &Fill<'_>,
-    shown: &Shown<'_>,
-) -> Outcome {
+/// Runs a method built on `setConfig` (its arguments read by `parse`): find the guest, let the
+/// change complete its options from the config the sighting read (a NIC keeps its MAC), apply
+/// and judge them, reboot when asked, judge what the change reads from the result, record.
+pub async fn change<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Outcome {
+    let method = match parse(run.kind, args) {
+        Ok(method) => method,
+        Err(e) => return Failure::from(e).into(),
+    };
+    let mut args = method.base().clone();
     let absent = |vmid| absent_message(run.kind, vmid, ": there is no config to change");
     let mut ev = match sight_config_to_change(run, &args.target, &absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let (mut verdict, mut snapshot) = match fill(ev.at.vmid, &ev.config, &mut args.changes) {
+    let filled = method.fill(run.kind, ev.at.vmid, &ev.config, &mut args.changes);
+    let (mut verdict, mut snapshot) = match filled {
         Ok(()) => apply(run, &mut ev, &args).await,
         Err(refusal) => (Err(format!("{refusal}; nothing was changed")), None),
     };
@@ -154,7 +184,7 @@ pub async fn change<H: Host>(
     // The summary with what the read-back shows, once a freed volume is seen gone from its
     // storage.
     if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
-        verdict = match shown(ev.at.vmid, &ev.config, taken) {
+        verdict = match method.shown(ev.at.vmid, &ev.config, taken) {
             Err(why) => Err(format!("{summary}, but {why}")),
             Ok(seen) => match &seen.freed {
                 None => Ok(format!("{summary}{}", seen.words)),
@@ -400,29 +430,32 @@ fn judge<H: Host>(
 ) -> Result<String, String> {
     let label = ev.label(run);
     let (mut applied, mut pending, mut missed) = (0, Vec::new(), Vec::new());
+    // Each reading counted as it is made: no list of them per key (issue 32).
+    let mut tally = |name: String, key: &str, value: &str, reading: Reading| match reading {
+        Reading::Applied => applied += 1,
+        Reading::Pending => pending.push(name),
+        Reading::NotApplied { current, pending } => {
+            missed.push(not_applied(&name, key, value, current, pending))
+        }
+    };
     for (key, value) in &args.changes {
-        let readings: Vec<(String, Reading)> = match key.as_str() {
+        match key.as_str() {
             // A request flag (destroy the deleted disks' volumes), not a key.
-            "force" => Vec::new(),
+            "force" => {}
             "delete" => {
-                let mut readings = Vec::new();
                 for deleted in value.split([',', ';', ' ']) {
                     if !deleted.is_empty() {
-                        readings.push((format!("{deleted} (delete)"), snapshot.deletion(deleted)));
+                        let reading = snapshot.deletion(deleted);
+                        tally(format!("{deleted} (delete)"), key, value, reading);
                     }
                 }
-                readings
             }
-            _ => vec![(key.clone(), snapshot.reading(run.kind, key, value))],
-        };
-        for (name, reading) in readings {
-            match reading {
-                Reading::Applied => applied += 1,
-                Reading::Pending => pending.push(name),
-                Reading::NotApplied { current, pending } => {
-                    missed.push(not_applied(&name, key, value, current, pending))
-                }
-            }
+            _ => tally(
+                key.clone(),
+                key,
+                value,
+                snapshot.reading(run.kind, key, value),
+            ),
         }
     }
     if args.changes.iter().any(|(k, _)| k == MASKED_KEY) {
