@@ -133,11 +133,7 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
             None
         ),
         Method::SetNic => kept!(Method::SetNic, nic::set_nic(kind, args).err(), None),
-        Method::RemoveNic => kept!(
-            Method::RemoveNic,
-            nic::remove_nic(kind, args).err(),
-            None
-        ),
+        Method::RemoveNic => kept!(Method::RemoveNic, nic::remove_nic(kind, args).err(), None),
         Method::MoveDisk => kept!(
             Method::MoveDisk,
             move_disk::MoveArgs::parse(kind, args).err(),

@@ -4,6 +4,7 @@
 use super::gates::Gate;
 use super::identity::Identity;
 use super::locate::{absent_message, read_where_it_lives, GuestRead, Located};
+pub use super::observe::Look;
 use super::observe::{read_guest, record_for};
 use super::record::GuestRecord;
 use super::reference::GuestRef;
@@ -174,16 +175,6 @@ pub enum Sighting {
     Present(Box<Evidence>),
     /// Confirmed absent on every node.
     Absent(u32),
-}
-
-/// How much a sighting reads of the guest besides its state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Look {
-    /// Its config too, for its identity (and whatever the method reads from it).
-    WithConfig,
-    /// Its identity from the stored record while that still describes the guest (see
-    /// [`read_guest`]): the state before an action, in one request.
-    ToAct,
 }
 
 /// Finds the guest and reads its state and identity. A guest that migrated between the cluster

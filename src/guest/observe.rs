@@ -2,7 +2,6 @@
 //! with the identity carried from its stored record (an action), and the record of what was read —
 //! flagging a VMID that now holds another guest.
 
-use super::evidence::Look;
 use super::identity::{stored_identity, Identity};
 use super::locate::Located;
 use super::record::{GuestRecord, IdentityChange};
@@ -15,6 +14,16 @@ use crate::pve::flex;
 use crate::pve::responses::{parse, GuestStatus};
 use crate::run::Run;
 use serde_json::{Map, Value};
+
+/// How much a sighting reads of the guest besides its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    /// Its config too, for its identity (and whatever the method reads from it).
+    WithConfig,
+    /// Its identity from the stored record while that still describes the guest (see
+    /// [`read_guest`]): the state before an action, in one request.
+    ToAct,
+}
 
 /// `, locked (clone): an operation on it has not finished` for a summary; empty without a lock.
 pub fn locked_note(lock: Option<&str>) -> String {
