@@ -207,7 +207,21 @@ pub async fn bring_up<H: Host>(
     };
     if args.wait_for_ip {
         let found = match run.kind {
-            GuestKind::Qemu => wait_for_ip(run, ev).await,
+            // A VM's: the guest agent's interfaces polled until a usable IPv4 address appears,
+            // within what the start left of the method's one budget (taskTimeoutSec); in this
+            // course, not an async fn of its own (issue 32).
+            GuestKind::Qemu => {
+                let request = endpoints::agent_interfaces(&ev.at.node, ev.at.vmid);
+                let deadline = run.budget.deadline(run.host.now_ms());
+                let mut pacer = Pacer::until(deadline, run.pve().poll_cap_ms);
+                let mut progress = Progress::start(run.host.now_ms());
+                let mut watch = IpWatch {
+                    vmid: ev.at.vmid,
+                    timeout_sec: run.global.task_timeout_sec,
+                    last: "no answer yet".to_string(),
+                };
+                poll_agent(run, &request, (&mut pacer, &mut progress), &mut watch).await
+            }
             // A container's address: the first static IPv4 `ip=` of its netN, in index order, from
             // the config it runs with; read from this course's own await (no wrapper's state machine).
             GuestKind::Lxc => {
@@ -341,21 +355,6 @@ fn first_usable_ipv4(data: &Value) -> Result<String, String> {
             describe_skipped(&skipped)
         ),
     })
-}
-
-/// Polls the guest agent's interfaces until a usable IPv4 address appears, within taskTimeoutSec.
-async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String, String> {
-    let request = endpoints::agent_interfaces(&ev.at.node, ev.at.vmid);
-    // What the start left of the method's one budget.
-    let deadline = run.budget.deadline(run.host.now_ms());
-    let mut pacer = Pacer::until(deadline, run.pve().poll_cap_ms);
-    let mut progress = Progress::start(run.host.now_ms());
-    let mut watch = IpWatch {
-        vmid: ev.at.vmid,
-        timeout_sec: run.global.task_timeout_sec,
-        last: "no answer yet".to_string(),
-    };
-    poll_agent(run, &request, (&mut pacer, &mut progress), &mut watch).await
 }
 
 /// `waitForIp`'s wait on a VM's agent: what its last answer said.
