@@ -368,9 +368,16 @@ impl<'c> Course<'c> {
             obj: change.object(),
             label: String::new(),
             step: Step::Version,
+            // Written out, not `..HaView::default()`, which builds a whole default value and
+            // drops what it overwrites (issue 32).
             view: HaView {
                 vmid,
-                ..HaView::default()
+                config: None,
+                service: None,
+                idle: None,
+                listed: Vec::new(),
+                failed: Vec::new(),
+                resources: None,
             },
             writes: Vec::new(),
             // A resource's state is the manager's work: only an active master's view shows it.

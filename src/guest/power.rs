@@ -193,39 +193,35 @@ pub async fn change_power<H: Host>(run: &Run<'_, H>, args: &Value, parse: ParseP
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    let verdict = apply(run, &mut ev, args.force, &args.change).await;
-    ev.outcome(run, verdict).await
-}
-
-async fn apply<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    force: bool,
-    change: &Change,
-) -> Result<String, String> {
-    if let Some(gate) = change.gate() {
-        ev.pass_gate(run, gate, force)?;
-    }
-    let (label, verb) = (ev.label(run), change.verb());
-    if let Some(why) = change.refusal(run.kind, ev.at.vmid, &ev.status) {
-        return Err(refused(&label, &ev.status, verb, &why));
-    }
-    let target = change.target(run.kind);
-    if already(run, ev, target).await? {
-        return Ok(format!(
-            "{label} was already {}; no {verb} was sent",
-            target.state()
-        ));
-    }
-    let request = change.request(&ev.at.node, run.kind, ev.at.vmid);
-    transition(run, ev, &request, verb, target).await?;
-    let checkpointed = match (run.kind, change) {
-        (GuestKind::Lxc, Change::Suspend { .. }) => {
-            ", checkpointed by its suspend task (the checkpoint is not visible through the API)"
+    // The change, in this function's course (an async fn around it would be one more future,
+    // issue 32): the gate, PVE's refusals, then the request unless the target shows already.
+    let (force, change) = (args.force, &args.change);
+    let verdict = 'change: {
+        if let Some(gate) = change.gate() {
+            or_break!('change, ev.pass_gate(run, gate, force));
         }
-        _ => "",
+        let (label, verb) = (ev.label(run), change.verb());
+        if let Some(why) = change.refusal(run.kind, ev.at.vmid, &ev.status) {
+            break 'change Err(refused(&label, &ev.status, verb, &why));
+        }
+        let target = change.target(run.kind);
+        if or_break!('change, already(run, &mut ev, target).await) {
+            break 'change Ok(format!(
+                "{label} was already {}; no {verb} was sent",
+                target.state()
+            ));
+        }
+        let request = change.request(&ev.at.node, run.kind, ev.at.vmid);
+        or_break!('change, transition(run, &mut ev, &request, verb, target).await);
+        let checkpointed = match (run.kind, change) {
+            (GuestKind::Lxc, Change::Suspend { .. }) => {
+                ", checkpointed by its suspend task (the checkpoint is not visible through the API)"
+            }
+            _ => "",
+        };
+        Ok(format!("{label} is {}{checkpointed}", target.state()))
     };
-    Ok(format!("{label} is {}{checkpointed}", target.state()))
+    ev.outcome(run, verdict).await
 }
 
 fn refused(label: &str, s: &GuestStatus, verb: &str, why: &str) -> String {

@@ -508,7 +508,10 @@ pub fn interfaces(data: &Value) -> Vec<NicSeen> {
                     .get("hardware-address")
                     .and_then(Value::as_str)
                     .map(str::to_ascii_lowercase),
-                ..NicSeen::default()
+                // Written out, not `..NicSeen::default()`, which builds a whole default value
+                // and drops what it overwrites (issue 32).
+                addresses: Vec::new(),
+                skipped: Vec::new(),
             };
             let reported = i.get("ip-addresses").and_then(Value::as_array);
             for entry in reported.into_iter().flatten() {

@@ -152,9 +152,22 @@ impl GuestRecord {
             netin_bytes: status.netin,
             netout_bytes: status.netout,
             uptime_sec: status.uptime,
+            // Every field written out: `..GuestRecord::default()` builds a whole default value
+            // and drops what it overwrites (issue 32).
             last_operation: operation.to_string(),
             recorded_at,
-            ..GuestRecord::default()
+            ipv4: None,
+            identity: None,
+            identity_observed_at: None,
+            marks: Marks::default(),
+            identity_changed: None,
+            warnings: Vec::new(),
+            last_task: None,
+            last_task_log: None,
+            last_task_log_tail: Vec::new(),
+            selection: None,
+            pending: Map::new(),
+            pending_delete: Vec::new(),
         }
     }
 
@@ -166,7 +179,37 @@ impl GuestRecord {
             status: "absent".to_string(),
             last_operation: operation.to_string(),
             recorded_at,
-            ..GuestRecord::default()
+            // Every field written out, as in `observed`.
+            name: None,
+            node: None,
+            qmp_status: None,
+            lock: None,
+            ha: None,
+            tags: Vec::new(),
+            template: None,
+            agent_configured: None,
+            ipv4: None,
+            cpu_pct: None,
+            cpus: None,
+            mem_bytes: None,
+            max_mem_bytes: None,
+            mem_pct: None,
+            disk_bytes: None,
+            max_disk_bytes: None,
+            netin_bytes: None,
+            netout_bytes: None,
+            uptime_sec: None,
+            identity: None,
+            identity_observed_at: None,
+            marks: Marks::default(),
+            identity_changed: None,
+            warnings: Vec::new(),
+            last_task: None,
+            last_task_log: None,
+            last_task_log_tail: Vec::new(),
+            selection: None,
+            pending: Map::new(),
+            pending_delete: Vec::new(),
         }
     }
 }

@@ -40,12 +40,15 @@ fn fields_of(record: &Value) -> Value {
 /// over a guest with every field blank it fails or yields no bool (an unknown field, a type
 /// mismatch, a number for a verdict).
 pub fn check<H: Host>(host: &H, expression: &str) -> Result<(), ArgError> {
-    selects(host, expression, &blank()).map(drop).map_err(|e| {
-        ArgError::new(
+    // Only the failure matters: `.err()` keeps one Option, where `.map(drop)` built a second
+    // Result (issue 32).
+    match selects(host, expression, &blank()).err() {
+        None => Ok(()),
+        Some(e) => Err(ArgError::new(
             "where",
             format!("must be a CEL expression over the guest's fields ({FIELDS}) that yields a bool: {e}"),
-        )
-    })
+        )),
+    }
 }
 
 /// Whether the guest a record describes satisfies the expression; `Err` with the evaluator's

@@ -16,6 +16,7 @@ use crate::guest::locate::next_id_free_by;
 use crate::guest::power::{transition, Target};
 use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
+use crate::guest::seen::Marks;
 use crate::guest::settle::seconds;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -24,7 +25,7 @@ use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
 use crate::run::{write, Run};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The arguments of `delete`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,7 +185,31 @@ fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome
         last_task: ev.trail.last_task.clone(),
         last_operation: run.method.to_string(),
         recorded_at: run.now_iso(),
-        ..GuestRecord::default()
+        // Every field written out: `..GuestRecord::default()` builds a whole default value and
+        // drops what it overwrites (issue 32).
+        qmp_status: None,
+        lock: None,
+        ha: None,
+        template: None,
+        agent_configured: None,
+        ipv4: None,
+        cpu_pct: None,
+        cpus: None,
+        mem_bytes: None,
+        max_mem_bytes: None,
+        mem_pct: None,
+        disk_bytes: None,
+        max_disk_bytes: None,
+        netin_bytes: None,
+        netout_bytes: None,
+        uptime_sec: None,
+        marks: Marks::default(),
+        identity_changed: None,
+        last_task_log: None,
+        last_task_log_tail: Vec::new(),
+        selection: None,
+        pending: Map::new(),
+        pending_delete: Vec::new(),
     };
     let instance = run.guest_instance(ev.at.vmid);
     Outcome::succeeded(vec![write(run.guest_spec(), instance, &record)], summary)

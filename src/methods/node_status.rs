@@ -389,7 +389,21 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
         kernel_version: text("/kversion").or_else(|| text("/current-kernel/release")),
         pve_version: text("/pveversion"),
         recorded_at,
-        ..NodeStatusRecord::default()
+        // Written out, not `..NodeStatusRecord::default()`, which builds a whole default value
+        // and drops what it overwrites (issue 32); the percentages follow.
+        mem_pct: None,
+        swap_pct: None,
+        rootfs_pct: None,
+        disks_available: false,
+        disks_unavailable_reason: None,
+        disks: Vec::new(),
+        subscription_status: None,
+        subscription_active: None,
+        subscription_status_available: false,
+        subscription_status_unavailable_reason: None,
+        enterprise_repo: None,
+        repositories_available: false,
+        repositories_unavailable_reason: None,
     };
     // Each percentage from the two counts already read, not from reading them again.
     record.mem_pct = flex::percent(record.mem_used, record.mem_total);

@@ -144,7 +144,54 @@ async fn up<H: Host>(
     ready: Option<&ReadyArgs>,
     done: Option<&str>,
 ) -> Outcome {
-    let (ready, started) = match (ready, bring_up(run, ev, args).await) {
+    // The verified start: the guest started unless it already runs, then (`waitForIp`) its
+    // address read; in this course, not an async fn of its own (issue 32).
+    let brought_up = 'up: {
+        let label = ev.label(run);
+        let mut summary = if or_break!('up, already(run, ev, Target::Running).await) {
+            format!("{label} was already running; no start was sent")
+        } else {
+            let verb = or_break!('up, wake_verb(ev, args, &label));
+            let request = endpoints::power(&ev.at.node, run.kind, ev.at.vmid, verb);
+            or_break!('up, transition(run, ev, &request, verb, Target::Running).await);
+            format!("{label} is running")
+        };
+        if args.wait_for_ip {
+            let found = match run.kind {
+                // A VM's: the guest agent's interfaces polled until a usable IPv4 address appears,
+                // within what the start left of the method's one budget (taskTimeoutSec); in this
+                // course, not an async fn of its own (issue 32).
+                GuestKind::Qemu => {
+                    let request = endpoints::agent_interfaces(&ev.at.node, ev.at.vmid);
+                    let deadline = run.budget.deadline(run.host.now_ms());
+                    let mut pacer = Pacer::until(deadline, run.pve().poll_cap_ms);
+                    let mut progress = Progress::start(run.host.now_ms());
+                    let mut watch = IpWatch {
+                        vmid: ev.at.vmid,
+                        timeout_sec: run.global.task_timeout_sec,
+                        last: "no answer yet".to_string(),
+                    };
+                    poll_agent(run, &request, (&mut pacer, &mut progress), &mut watch).await
+                }
+                // A container's address: the first static IPv4 `ip=` of its netN, in index order,
+                // from the config it runs with; read from this course's own await (no wrapper's
+                // state machine).
+                GuestKind::Lxc => {
+                    let request =
+                        endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
+                    let read = run.pve().call(&request).await;
+                    let read = shaped(&request, "a guest config", read);
+                    read.map_err(|e| {
+                        could_not(&format!("read the config of {}", ev.label(run)), &e).0
+                    })
+                    .and_then(|config: Map<String, Value>| config_ipv4(&config))
+                }
+            };
+            or_break!('up, took_ip(run, ev, args, &label, found, &mut summary));
+        }
+        Ok(summary)
+    };
+    let (ready, started) = match (ready, brought_up) {
         (Some(ready), Ok(started)) => (ready, started),
         (ready, verdict) => {
             let verdict = started_words(done, ready.is_some(), verdict);
@@ -187,40 +234,6 @@ fn ready_words(
         (Some(done), Ok(ready)) => Ok(format!("{done}; {started}; {ready}")),
         (Some(done), Err(why)) => Err(format!("{done}; {started}, but {why}")),
     }
-}
-
-/// Starts a sighted guest unless it already runs, then (`waitForIp`) reads its address: the verified
-/// start that `create` with `start: true` goes through too.
-pub async fn bring_up<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &StartArgs,
-) -> Result<String, String> {
-    let label = ev.label(run);
-    let mut summary = if already(run, ev, Target::Running).await? {
-        format!("{label} was already running; no start was sent")
-    } else {
-        let verb = wake_verb(ev, args, &label)?;
-        let request = endpoints::power(&ev.at.node, run.kind, ev.at.vmid, verb);
-        transition(run, ev, &request, verb, Target::Running).await?;
-        format!("{label} is running")
-    };
-    if args.wait_for_ip {
-        let found = match run.kind {
-            GuestKind::Qemu => wait_for_ip(run, ev).await,
-            // A container's address: the first static IPv4 `ip=` of its netN, in index order, from
-            // the config it runs with; read from this course's own await (no wrapper's state machine).
-            GuestKind::Lxc => {
-                let request = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
-                let read = run.pve().call(&request).await;
-                let read = shaped(&request, "a guest config", read);
-                read.map_err(|e| could_not(&format!("read the config of {}", ev.label(run)), &e).0)
-                    .and_then(|config: Map<String, Value>| config_ipv4(&config))
-            }
-        };
-        took_ip(run, ev, args, &label, found, &mut summary)?;
-    }
-    Ok(summary)
 }
 
 /// The call that brings a guest that does not run up. A QEMU process that exists but does not run
@@ -341,21 +354,6 @@ fn first_usable_ipv4(data: &Value) -> Result<String, String> {
             describe_skipped(&skipped)
         ),
     })
-}
-
-/// Polls the guest agent's interfaces until a usable IPv4 address appears, within taskTimeoutSec.
-async fn wait_for_ip<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<String, String> {
-    let request = endpoints::agent_interfaces(&ev.at.node, ev.at.vmid);
-    // What the start left of the method's one budget.
-    let deadline = run.budget.deadline(run.host.now_ms());
-    let mut pacer = Pacer::until(deadline, run.pve().poll_cap_ms);
-    let mut progress = Progress::start(run.host.now_ms());
-    let mut watch = IpWatch {
-        vmid: ev.at.vmid,
-        timeout_sec: run.global.task_timeout_sec,
-        last: "no answer yet".to_string(),
-    };
-    poll_agent(run, &request, (&mut pacer, &mut progress), &mut watch).await
 }
 
 /// `waitForIp`'s wait on a VM's agent: what its last answer said.
