@@ -136,14 +136,14 @@ fn gone_judged<H: Host>(
             None
         }
         // The budget's end cut the check short: the last answer (if any) is what was seen.
-        Err(e) if e.kind == ErrorKind::Timeout && *seen_taken && run.host.now_ms() >= deadline => {
-            Some(Err(still_there(run, ev)))
-        }
         Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
-            Some(Err(format!(
-                "the delete task ended successfully, but the guest's absence could not be confirmed before taskTimeoutSec={} (the method's whole wait) ran out: {e} — check the guest's state (run lookup)",
-                seconds(run.budget.total_ms)
-            )))
+            Some(Err(match *seen_taken {
+                true => still_there(run, ev),
+                false => format!(
+                    "the delete task ended successfully, but the guest's absence could not be confirmed before taskTimeoutSec={} (the method's whole wait) ran out: {e} — check the guest's state (run lookup)",
+                    seconds(run.budget.total_ms)
+                ),
+            }))
         }
         Err(e) => {
             let action = format!("confirm that VMID {vmid} is gone (GET /cluster/nextid)");

@@ -185,8 +185,7 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             }
             if pacer.pause(run.host).await.is_err() {
                 break 'verdict Err(format!(
-                    "disk {disk} of {} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
-                    ev.label(run),
+                    "{label} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
                     human(target),
                     last.map_or("no size".to_string(), human),
                     seconds(budget_ms)
