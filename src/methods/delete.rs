@@ -197,7 +197,7 @@ fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome
         netin_bytes: None,
         netout_bytes: None,
         uptime_sec: None,
-        identity: Some(ev.identity.clone()).filter(|i| !i.is_empty()),
+        identity: (!ev.identity.is_empty()).then(|| ev.identity.clone()),
         identity_observed_at: ev.identity_seen_at(),
         marks: Marks {
             outcome: None,
