@@ -20,8 +20,9 @@ use serde_json::{Map, Value};
 
 /// The volume config key `key` holds; `None` for no such key, a CD-ROM, an empty drive or a path.
 pub fn volume_at(config: &Map<String, Value>, key: &str) -> Option<String> {
-    let value = flex::string_of(config.get(key)?)?;
-    storage_volume(&value).map(str::to_string)
+    // Borrowed, not `flex::string_of`'s copy: a number (its only other form) never names a volume,
+    // which has a `storage:` prefix.
+    storage_volume(config.get(key)?.as_str()?).map(str::to_string)
 }
 
 /// Whether `key` is an `unusedN` entry (0 … 255: qemu-server `$MAX_UNUSED_DISKS`,

@@ -25,7 +25,7 @@ use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
 use crate::run::{write, Run};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The arguments of `delete`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,14 +136,14 @@ fn gone_judged<H: Host>(
             None
         }
         // The budget's end cut the check short: the last answer (if any) is what was seen.
-        Err(e) if e.kind == ErrorKind::Timeout && *seen_taken && run.host.now_ms() >= deadline => {
-            Some(Err(still_there(run, ev)))
-        }
         Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
-            Some(Err(format!(
-                "the delete task ended successfully, but the guest's absence could not be confirmed before taskTimeoutSec={} (the method's whole wait) ran out: {e} — check the guest's state (run lookup)",
-                seconds(run.budget.total_ms)
-            )))
+            Some(Err(match *seen_taken {
+                true => still_there(run, ev),
+                false => format!(
+                    "the delete task ended successfully, but the guest's absence could not be confirmed before taskTimeoutSec={} (the method's whole wait) ran out: {e} — check the guest's state (run lookup)",
+                    seconds(run.budget.total_ms)
+                ),
+            }))
         }
         Err(e) => {
             let action = format!("confirm that VMID {vmid} is gone (GET /cluster/nextid)");
@@ -167,29 +167,23 @@ fn still_there<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> String {
 
 /// The `deleted` record: what was last known of the guest, marked gone.
 fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome {
+    // Every field written, none from `..GuestRecord::default()`: the spread builds a whole default
+    // record only to drop most of it, which costs module bytes (issue 32).
     let record = GuestRecord {
         vmid: ev.at.vmid,
         present: false,
         status: "deleted".to_string(),
         name: ev.status.name.clone(),
         node: Some(ev.at.node.clone()),
+        qmp_status: None,
+        lock: None,
+        ha: None,
         tags: ev
             .status
             .tags
             .as_deref()
             .map(split_tags)
             .unwrap_or_default(),
-        identity: Some(ev.identity.clone()).filter(|i| !i.is_empty()),
-        identity_observed_at: ev.identity_seen_at(),
-        warnings: ev.trail.warnings.clone(),
-        last_task: ev.trail.last_task.clone(),
-        last_operation: run.method.to_string(),
-        recorded_at: run.now_iso(),
-        // Every field written out: `..GuestRecord::default()` builds a whole default value and
-        // drops what it overwrites (issue 32).
-        qmp_status: None,
-        lock: None,
-        ha: None,
         template: None,
         agent_configured: None,
         ipv4: None,
@@ -203,13 +197,23 @@ fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome
         netin_bytes: None,
         netout_bytes: None,
         uptime_sec: None,
-        marks: Marks::default(),
+        identity: (!ev.identity.is_empty()).then(|| ev.identity.clone()),
+        identity_observed_at: ev.identity_seen_at(),
+        marks: Marks {
+            outcome: None,
+            observed_at: None,
+            observed_before_mutation: None,
+        },
         identity_changed: None,
+        warnings: ev.trail.warnings.clone(),
+        last_task: ev.trail.last_task.clone(),
         last_task_log: None,
         last_task_log_tail: Vec::new(),
         selection: None,
-        pending: Map::new(),
+        pending: serde_json::Map::new(),
         pending_delete: Vec::new(),
+        last_operation: run.method.to_string(),
+        recorded_at: run.now_iso(),
     };
     let instance = run.guest_instance(ev.at.vmid);
     Outcome::succeeded(vec![write(run.guest_spec(), instance, &record)], summary)

@@ -241,13 +241,13 @@ fn target_refusal(kind: GuestKind, store: &NodeStorage) -> Option<String> {
 
 /// A volume's format: its config value's `format=`, else as its name shows it (`….qcow2`), raw
 /// for a block storage's.
-fn format_of(value: &str, volid: &str) -> String {
+fn format_of<'a>(value: &'a str, volid: &'a str) -> &'a str {
     if let Some(format) = property(value, "format") {
-        return format.to_string();
+        return format;
     }
     match volid.rsplit_once('.') {
-        Some((_, ext)) if ["qcow2", "vmdk", "raw"].contains(&ext) => ext.to_string(),
-        _ => "raw".to_string(),
+        Some((_, ext)) if ["qcow2", "vmdk", "raw"].contains(&ext) => ext,
+        _ => "raw",
     }
 }
 
@@ -257,17 +257,18 @@ fn landed(config: &Map<String, Value>, args: &MoveArgs, from: &str) -> Result<St
     let to = volume_at(config, &args.disk)
         .filter(|to| storage_of(to) == args.storage && to != from)
         .ok_or_else(|| format!("{} is not on storage {}", args.disk, args.storage))?;
+    // Borrowed: `to` was found in it, so it is text.
     let value = config
         .get(&args.disk)
-        .and_then(flex::string_of)
+        .and_then(Value::as_str)
         .unwrap_or_default();
-    let got = format_of(&value, &to);
+    let got = format_of(value, &to);
     if let Some(asked) = args.format.as_ref().filter(|f| **f != got) {
         return Err(format!(
             "{to} is {got}, not {asked}: PVE used the storage's format instead (qemu-server resolve_dst_disk_format)"
         ));
     }
-    let size = property(&value, "size").map(|s| format!(" ({s})"));
+    let size = property(value, "size").map(|s| format!(" ({s})"));
     let size = size.unwrap_or_default();
     let moved = format!("{to}{size}; the source {from}");
     match (args.delete, unused_holding(config, from)) {

@@ -185,8 +185,7 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             }
             if pacer.pause(run.host).await.is_err() {
                 break 'verdict Err(format!(
-                    "disk {disk} of {} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
-                    ev.label(run),
+                    "{label} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
                     human(target),
                     last.map_or("no size".to_string(), human),
                     seconds(budget_ms)
@@ -236,7 +235,6 @@ fn disk_size<H: Host>(
             hint(e.kind)
         )
     })?;
-    let config = Value::Object(config);
     let Some(value) = config.get(disk).and_then(flex::string_of) else {
         return Err(format!(
             "{} has no disk {disk} (its disks: {})",
@@ -247,9 +245,9 @@ fn disk_size<H: Host>(
     Ok(property(&value, "size").and_then(size_bytes))
 }
 
-fn disks_of(kind: GuestKind, config: &Value) -> String {
+fn disks_of(kind: GuestKind, config: &Map<String, Value>) -> String {
     let mut disks = String::new();
-    for key in config.as_object().into_iter().flat_map(|o| o.keys()) {
+    for key in config.keys() {
         if kind.is_disk(key) {
             crate::quote::push_item(&mut disks, ", ", key);
         }
