@@ -171,10 +171,10 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
         ),
         Method::HaResource => kept!(
             Method::HaResource,
-            ha_resource::HaResourceArgs::parse(args).err(),
+            ha_resource::change(args, kind).err(),
             None
         ),
-        Method::HaRule => kept!(Method::HaRule, ha_rule::HaRuleArgs::parse(args).err(), None),
+        Method::HaRule => kept!(Method::HaRule, ha_rule::change(args, kind).err(), None),
 
         Method::Sync => kept!(Method::Sync, sync::SyncArgs::parse(args).err(), None),
         Method::Template => kept!(

@@ -42,6 +42,8 @@ fn state(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
 }
 
 impl HaResourceArgs {
+    // Always inlined into its one caller, `change`: the arguments are built in their box.
+    #[inline(always)]
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;

@@ -196,6 +196,8 @@ fn params_of(fields: &Fields, kind: &str) -> Result<Vec<(&'static str, String)>,
 }
 
 impl HaRuleArgs {
+    // Always inlined into its one caller, `change`: the arguments are built in their box.
+    #[inline(always)]
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
