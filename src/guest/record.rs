@@ -127,48 +127,33 @@ impl GuestRecord {
         operation: &str,
         recorded_at: String,
     ) -> Self {
-        GuestRecord {
-            vmid,
-            present: true,
-            status: status.status.clone(),
-            name: status.name.clone(),
-            node: Some(node.to_string()),
-            qmp_status: status.qmpstatus.clone(),
-            lock: status.lock.clone().filter(|l| !l.is_empty()),
-            ha: status.ha.as_ref().map(|ha| HaRecord {
-                managed: ha.managed.unwrap_or(false),
-                state: ha.state.clone(),
-            }),
-            tags: status.tags.as_deref().map(split_tags).unwrap_or_default(),
-            template: status.template,
-            agent_configured: status.agent,
-            cpu_pct: status.cpu.and_then(flex::pct),
-            cpus: status.cpus,
-            mem_bytes: status.mem,
-            max_mem_bytes: status.maxmem,
-            mem_pct: flex::percent(status.mem, status.maxmem),
-            disk_bytes: status.disk,
-            max_disk_bytes: status.maxdisk,
-            netin_bytes: status.netin,
-            netout_bytes: status.netout,
-            uptime_sec: status.uptime,
-            // Every field written out: `..GuestRecord::default()` builds a whole default value
-            // and drops what it overwrites (issue 32).
-            last_operation: operation.to_string(),
-            recorded_at,
-            ipv4: None,
-            identity: None,
-            identity_observed_at: None,
-            marks: Marks::default(),
-            identity_changed: None,
-            warnings: Vec::new(),
-            last_task: None,
-            last_task_log: None,
-            last_task_log_tail: Vec::new(),
-            selection: None,
-            pending: Map::new(),
-            pending_delete: Vec::new(),
-        }
+        // The absent record's fields, then what the read showed (`absent` writes every field:
+        // no default record built only to be dropped, issue 32).
+        let mut record = GuestRecord::absent(vmid, operation, recorded_at);
+        record.present = true;
+        record.status = status.status.clone();
+        record.name = status.name.clone();
+        record.node = Some(node.to_string());
+        record.qmp_status = status.qmpstatus.clone();
+        record.lock = status.lock.clone().filter(|l| !l.is_empty());
+        record.ha = status.ha.as_ref().map(|ha| HaRecord {
+            managed: ha.managed.unwrap_or(false),
+            state: ha.state.clone(),
+        });
+        record.tags = status.tags.as_deref().map(split_tags).unwrap_or_default();
+        record.template = status.template;
+        record.agent_configured = status.agent;
+        record.cpu_pct = status.cpu.and_then(flex::pct);
+        record.cpus = status.cpus;
+        record.mem_bytes = status.mem;
+        record.max_mem_bytes = status.maxmem;
+        record.mem_pct = flex::percent(status.mem, status.maxmem);
+        record.disk_bytes = status.disk;
+        record.max_disk_bytes = status.maxdisk;
+        record.netin_bytes = status.netin;
+        record.netout_bytes = status.netout;
+        record.uptime_sec = status.uptime;
+        record
     }
 
     /// A guest confirmed absent on every node.
@@ -179,7 +164,8 @@ impl GuestRecord {
             status: "absent".to_string(),
             last_operation: operation.to_string(),
             recorded_at,
-            // Every field written out, as in `observed`.
+            // Every field written out: `..GuestRecord::default()` builds a whole default value
+            // and drops what it overwrites (issue 32).
             name: None,
             node: None,
             qmp_status: None,

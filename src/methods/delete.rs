@@ -16,7 +16,6 @@ use crate::guest::locate::next_id_free_by;
 use crate::guest::power::{transition, Target};
 use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
-use crate::guest::seen::Marks;
 use crate::guest::settle::seconds;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -167,54 +166,22 @@ fn still_there<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> String {
 
 /// The `deleted` record: what was last known of the guest, marked gone.
 fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome {
-    // Every field written, none from `..GuestRecord::default()`: the spread builds a whole default
-    // record only to drop most of it, which costs module bytes (issue 32).
-    let record = GuestRecord {
-        vmid: ev.at.vmid,
-        present: false,
-        status: "deleted".to_string(),
-        name: ev.status.name.clone(),
-        node: Some(ev.at.node.clone()),
-        qmp_status: None,
-        lock: None,
-        ha: None,
-        tags: ev
-            .status
-            .tags
-            .as_deref()
-            .map(split_tags)
-            .unwrap_or_default(),
-        template: None,
-        agent_configured: None,
-        ipv4: None,
-        cpu_pct: None,
-        cpus: None,
-        mem_bytes: None,
-        max_mem_bytes: None,
-        mem_pct: None,
-        disk_bytes: None,
-        max_disk_bytes: None,
-        netin_bytes: None,
-        netout_bytes: None,
-        uptime_sec: None,
-        identity: (!ev.identity.is_empty()).then(|| ev.identity.clone()),
-        identity_observed_at: ev.identity_seen_at(),
-        marks: Marks {
-            outcome: None,
-            observed_at: None,
-            observed_before_mutation: None,
-        },
-        identity_changed: None,
-        warnings: ev.trail.warnings.clone(),
-        last_task: ev.trail.last_task.clone(),
-        last_task_log: None,
-        last_task_log_tail: Vec::new(),
-        selection: None,
-        pending: serde_json::Map::new(),
-        pending_delete: Vec::new(),
-        last_operation: run.method.to_string(),
-        recorded_at: run.now_iso(),
-    };
+    // The absent record's fields, then what was last known of the guest (`GuestRecord::absent`
+    // writes every field: no default record built only to be dropped, issue 32).
+    let mut record = GuestRecord::absent(ev.at.vmid, run.method, run.now_iso());
+    record.status = "deleted".to_string();
+    record.name = ev.status.name.clone();
+    record.node = Some(ev.at.node.clone());
+    record.tags = ev
+        .status
+        .tags
+        .as_deref()
+        .map(split_tags)
+        .unwrap_or_default();
+    record.identity = (!ev.identity.is_empty()).then(|| ev.identity.clone());
+    record.identity_observed_at = ev.identity_seen_at();
+    record.warnings = ev.trail.warnings.clone();
+    record.last_task = ev.trail.last_task.clone();
     let instance = run.guest_instance(ev.at.vmid);
     Outcome::succeeded(vec![write(run.guest_spec(), instance, &record)], summary)
 }
