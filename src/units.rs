@@ -4,21 +4,62 @@
 
 /// `numerator / denominator` with `places` decimal places (at most 9), rounded half up
 /// (`fixed(3, 2, 1)` = "1.5"). A zero denominator prints zero.
+///
+/// Long division in u64: no u128 arithmetic (its division routine is 1 KB of the module, issue 32)
+/// and exact for every u64 pair.
 pub fn fixed(numerator: u64, denominator: u64, places: u32) -> String {
-    let places = places.min(9);
-    let scale = 10u128.pow(places);
-    let (n, d) = (u128::from(numerator), u128::from(denominator).max(1));
-    let scaled = match denominator {
-        0 => 0,
-        _ => (n * scale * 2 + d) / (2 * d),
+    let places = places.min(9) as usize;
+    let (mut whole, mut rest) = match denominator {
+        0 => (0, 0),
+        d => (numerator / d, numerator % d),
     };
-    // Both parts fit in u64 (the whole part is at most `numerator`, the fraction below 10^9):
-    // printed as u64, the module carries no u128 formatting (issue 32).
-    let (whole, fraction) = ((scaled / scale) as u64, (scaled % scale) as u64);
-    match places {
-        0 => whole.to_string(),
-        _ => format!("{whole}.{fraction:0width$}", width = places as usize),
+    let d = denominator.max(1);
+    let mut digits = [0u8; 9];
+    for digit in digits.iter_mut().take(places) {
+        (*digit, rest) = next_digit(rest, d);
     }
+    // Half up: what is left is at least half the denominator (`rest < d`, so no overflow).
+    if rest >= d - rest {
+        whole += carry(&mut digits[..places]);
+    }
+    let mut text = whole.to_string();
+    if places > 0 {
+        text.push('.');
+        text.extend(
+            digits[..places]
+                .iter()
+                .map(|&digit| char::from(b'0' + digit)),
+        );
+    }
+    text
+}
+
+/// The next decimal digit of `rest / d` and the new remainder (`rest < d`): `10 × rest` taken
+/// as ten additions reduced below `d`, so nothing overflows for any `d`.
+fn next_digit(rest: u64, d: u64) -> (u8, u64) {
+    let (mut digit, mut sum) = (0, 0);
+    for _ in 0..10 {
+        // sum + rest >= d exactly when sum >= d - rest (both are below d).
+        if sum >= d - rest {
+            sum -= d - rest;
+            digit += 1;
+        } else {
+            sum += rest;
+        }
+    }
+    (digit, sum)
+}
+
+/// Adds one in the last decimal place; 1 when it carries into the whole part.
+fn carry(digits: &mut [u8]) -> u64 {
+    for digit in digits.iter_mut().rev() {
+        if *digit < 9 {
+            *digit += 1;
+            return 0;
+        }
+        *digit = 0;
+    }
+    1
 }
 
 /// [`fixed`] with one decimal place ("1.5", "2.0").
@@ -52,6 +93,19 @@ mod tests {
         assert_eq!(super::fixed(1_048_576, 1_048_576, 3), "1.000");
         assert_eq!(super::fixed(52_429, 1_048_576, 3), "0.050");
         assert_eq!(super::fixed(7, 2, 0), "4");
+    }
+
+    #[test]
+    fn rounding_carries_through_nines_into_the_whole_part() {
+        assert_eq!(super::fixed(19_999, 10_000, 3), "2.000");
+        assert_eq!(
+            super::fixed(19_999_999_995, 10_000_000_000, 9),
+            "2.000000000"
+        );
+        assert_eq!(super::fixed(u64::MAX, u64::MAX - 1, 9), "1.000000000");
+        assert_eq!(super::fixed(u64::MAX - 1, u64::MAX, 9), "1.000000000");
+        assert_eq!(super::fixed(1, u64::MAX, 9), "0.000000000");
+        assert_eq!(super::fixed(2, 3, 9), "0.666666667");
     }
 
     #[test]
