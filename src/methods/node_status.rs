@@ -172,8 +172,11 @@ pub async fn read_node<H: Host>(run: &Run<'_, H>, args: &Value, method: &NodeMet
     let mut record = match answer.map(|data| (method.start)(&node, data, run.now_iso())) {
         Ok(Ok(record)) => record,
         Ok(Err(data)) => {
-            let e =
-                PveError::malformed(format!("GET /nodes/{node}/{} answered {data}", method.path));
+            let e = PveError::malformed(format!(
+                "GET /nodes/{node}/{} answered {data}",
+                method.path,
+                data = crate::quote::json(&data)
+            ));
             return could_not(&action(), &e).into();
         }
         Err(e) => return could_not(&action(), &e).into(),
@@ -277,7 +280,8 @@ const FACTS: [Fact; 3] = [
 fn file_disks(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError> {
     let list = data.as_array().ok_or_else(|| {
         PveError::malformed(format!(
-            "answered {data} where a list of disks was expected"
+            "answered {data} where a list of disks was expected",
+            data = crate::quote::json(&data)
         ))
     })?;
     let mut disks = Vec::with_capacity(list.len());
@@ -323,7 +327,7 @@ fn without_fact(data: &Value, field: &str) -> PveError {
             }
             format!("an object of {keys}")
         }
-        None => data.to_string(),
+        None => crate::quote::json(data),
     };
     PveError::malformed(format!("answered {seen} without a readable `{field}`"))
 }
