@@ -3,6 +3,7 @@
 //! The core never performs I/O itself: every request, pause, clock read, log line and stored-record read
 //! goes through [`Host`], so each decision can be tested without a network.
 
+use crate::json_text::{self, Object};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::future::Future;
@@ -22,6 +23,25 @@ pub struct HttpRequest {
     pub skip_tls_verify: bool,
 }
 
+impl HttpRequest {
+    /// The request as the JSON text the host is handed: what its derived `Serialize` writes,
+    /// written by [`crate::json_text`].
+    pub fn json(&self) -> String {
+        let headers = self.headers.iter().map(|(name, value)| {
+            format!("[{},{}]", json_text::string(name), json_text::string(value))
+        });
+        Object::new()
+            .str("method", self.method)
+            .str("url", &self.url)
+            .raw("headers", &json_text::array(&mut { headers }))
+            .opt_str("body", self.body.as_deref())
+            .u64("timeoutMs", self.timeout_ms)
+            .opt_str("caCert", self.ca_cert.as_deref())
+            .bool("skipTlsVerify", self.skip_tls_verify)
+            .end()
+    }
+}
+
 /// What came back over HTTP, whatever the status.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -39,6 +59,17 @@ pub struct HttpResponse {
 pub struct ProcessRequest {
     pub argv: Vec<String>,
     pub timeout_ms: u64,
+}
+
+impl ProcessRequest {
+    /// The request as the JSON text the host is handed (as [`HttpRequest::json`]).
+    pub fn json(&self) -> String {
+        let argv = self.argv.iter().map(|arg| json_text::string(arg));
+        Object::new()
+            .raw("argv", &json_text::array(&mut { argv }))
+            .u64("timeoutMs", self.timeout_ms)
+            .end()
+    }
 }
 
 /// How a local program ended.
@@ -163,4 +194,42 @@ pub async fn read_one_by_one<H: Host + ?Sized>(
         records.push(host.read_record(instance).await.ok().flatten());
     }
     records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_json_text_is_what_serde_derives() {
+        let mut request = HttpRequest {
+            method: "POST",
+            url: "https://pve:8006/api2/json/nodes?x=\"1\"".into(),
+            headers: vec![
+                ("Authorization".into(), "PVEAPIToken=a@pam!t=s\\é".into()),
+                (
+                    "Content-Type".into(),
+                    "application/x-www-form-urlencoded".into(),
+                ),
+            ],
+            body: Some("a=1&b=\n".into()),
+            timeout_ms: 30_000,
+            ca_cert: Some("-----BEGIN CERTIFICATE-----\nMII\n".into()),
+            skip_tls_verify: true,
+        };
+        assert_eq!(request.json(), serde_json::to_string(&request).unwrap());
+        (request.body, request.ca_cert, request.skip_tls_verify) = (None, None, false);
+        request.headers.clear();
+        assert_eq!(request.json(), serde_json::to_string(&request).unwrap());
+        for argv in [
+            vec![],
+            vec!["ssh".to_string(), "-o".into(), "a \"b\"\u{7f}".into()],
+        ] {
+            let run = ProcessRequest {
+                argv,
+                timeout_ms: u64::MAX,
+            };
+            assert_eq!(run.json(), serde_json::to_string(&run).unwrap());
+        }
+    }
 }

@@ -28,6 +28,7 @@ mod fault_tests;
 pub mod global_args;
 pub mod guest;
 pub mod host;
+pub mod json_text;
 #[cfg(test)]
 mod lock_after_ok_tests;
 #[cfg(test)]

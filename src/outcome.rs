@@ -1,5 +1,6 @@
 //! What a method run produces: the records to write (always written first) and the verdict.
 
+use crate::json_text::{array, Object};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -59,6 +60,30 @@ impl Outcome {
 
     pub fn is_success(&self) -> bool {
         matches!(self.verdict, Verdict::Succeeded { .. })
+    }
+
+    /// The outcome as the JSON text `runMethod` hands over: what its derived `Serialize` writes,
+    /// written by [`crate::json_text`].
+    pub fn json(&self) -> String {
+        let writes = self.writes.iter().map(|write| {
+            Object::new()
+                .str("spec", &write.spec)
+                .str("instance", &write.instance)
+                .value("data", &write.data)
+                .end()
+        });
+        let verdict = match &self.verdict {
+            Verdict::Succeeded { summary } => Object::new()
+                .str("status", "succeeded")
+                .str("summary", summary),
+            Verdict::Failed { message } => Object::new()
+                .str("status", "failed")
+                .str("message", message),
+        };
+        Object::new()
+            .raw("writes", &array(&mut { writes }))
+            .raw("verdict", &verdict.end())
+            .end()
     }
 }
 
@@ -126,5 +151,21 @@ mod tests {
         assert!(data["maxMemBytes"].as_u64().is_none());
         assert_eq!(data["vmid"], 100);
         assert!(data["list"][0].is_f64());
+    }
+
+    #[test]
+    fn json_text_is_what_serde_derives() {
+        let write = |instance: &str| RecordWrite {
+            spec: "guest".into(),
+            instance: instance.into(),
+            data: json!({"name": "w\"eb\n", "cpuPct": 12.35, "tags": [], "x": {"b": null}}),
+        };
+        for outcome in [
+            Outcome::succeeded(vec![write("vm-1"), write("vm-2")], "ok \"quoted\" é"),
+            Outcome::failed(vec![write("vm-\u{1}")], "failed:\n\twhy"),
+            Outcome::failed(Vec::new(), ""),
+        ] {
+            assert_eq!(outcome.json(), serde_json::to_string(&outcome).unwrap());
+        }
     }
 }

@@ -59,12 +59,29 @@ fn join(items: &mut dyn Iterator<Item = &str>, separator: &str) -> String {
 
 /// A JSON answer as messages quote it (compact JSON, bounded).
 pub fn value(data: &Value) -> String {
-    bounded(&data.to_string())
+    bounded(&json(data))
+}
+
+/// `data` as compact JSON text, as its `Display` prints it, but through the serializer the
+/// outcome's hand-over carries anyway: `Display` writes through a serializer of its own (with a
+/// pretty one for `{:#}`), about 2 KB of the module (issue 32). A `Value` always serializes.
+pub fn json(data: &Value) -> String {
+    serde_json::to_string(data).unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_text_is_what_display_prints() {
+        let data = serde_json::json!({
+            "name": "a \"quoted\" é\n\u{1}", "n": [1, -2, 1.5, 1e300, u64::MAX],
+            "empty": {}, "none": null, "flag": true
+        });
+        assert_eq!(json(&data), data.to_string());
+        assert_eq!(json(&Value::String("x".into())), "\"x\"");
+    }
 
     #[test]
     fn short_text_is_quoted_whole() {

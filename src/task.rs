@@ -52,7 +52,8 @@ pub struct TaskEnd {
 pub fn upid_of(data: &Value, what: &str) -> Result<Upid, Failure> {
     data.as_str().and_then(Upid::parse).ok_or_else(|| {
         Failure::new(format!(
-            "{what} answered {data} where a task id (UPID) was expected"
+            "{what} answered {data} where a task id (UPID) was expected",
+            data = crate::quote::json(data)
         ))
     })
 }

@@ -11,7 +11,6 @@ use crate::host::{
     ProcessRequest,
 };
 use crate::watch::Shared;
-use serde::Serialize;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -107,8 +106,7 @@ pub async fn run_method(
         .map_err(|e| JsError::new(&format!("arguments are not JSON: {e}")))?;
     let shared = PROCESS.with(Rc::clone);
     let outcome = dispatch::run_method_in(&WasmHost(host), &shared, &model, &method, &args).await;
-    serde_json::to_string(&outcome)
-        .map_err(|e| JsError::new(&format!("could not hand the outcome to JavaScript: {e}")))
+    Ok(outcome.json())
 }
 
 /// Applies a method's argument rules without running it: the error, or `undefined` when valid.
@@ -127,10 +125,9 @@ pub fn core_version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 
-/// A value as the JS object its JSON text makes.
-fn to_js(value: &impl Serialize) -> Result<JsValue, HostError> {
-    let text = serde_json::to_string(value).map_err(|e| internal(e.to_string()))?;
-    js_sys::JSON::parse(&text).map_err(|_| internal("request not serializable".into()))
+/// A request as the JS object its JSON text makes.
+fn to_js(text: &str) -> Result<JsValue, HostError> {
+    js_sys::JSON::parse(text).map_err(|_| internal("request not serializable".into()))
 }
 
 /// A JS value the host returned, as JSON (`JSON.stringify`, then parsed here).
@@ -293,7 +290,7 @@ impl WasmHost {
 
 impl Host for WasmHost {
     fn http(&self, request: HttpRequest) -> impl Future<Output = Result<HttpResponse, HostError>> {
-        let promise = to_js(&request).and_then(|js| self.0.http(js).map_err(host_error));
+        let promise = to_js(&request.json()).and_then(|js| self.0.http(js).map_err(host_error));
         HostCall::new(promise, response_of)
     }
 
@@ -301,7 +298,7 @@ impl Host for WasmHost {
         &self,
         request: ProcessRequest,
     ) -> impl Future<Output = Result<ProcessOutput, HostError>> {
-        let promise = to_js(&request).and_then(|js| self.0.run(js).map_err(host_error));
+        let promise = to_js(&request.json()).and_then(|js| self.0.run(js).map_err(host_error));
         HostCall::new(promise, output_of)
     }
 

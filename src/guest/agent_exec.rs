@@ -107,7 +107,10 @@ fn polled<H: Host>(
 ) -> Option<(ExecOutcome, Option<ExecStatus>)> {
     let answer = answer.and_then(|data| {
         ExecStatus::from_value(&data).ok_or_else(|| {
-            PveError::malformed(format!("exec-status answered without `exited`: {data}"))
+            PveError::malformed(format!(
+                "exec-status answered without `exited`: {data}",
+                data = crate::quote::json(&data)
+            ))
         })
     });
     match answer {

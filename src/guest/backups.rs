@@ -210,7 +210,8 @@ fn archives_in(
     let data = answer?;
     let entries = data.as_array().ok_or_else(|| {
         PveError::malformed(format!(
-            "the backup content of storage {storage} is not a list: {data}"
+            "the backup content of storage {storage} is not a list: {data}",
+            data = crate::quote::json(&data)
         ))
     })?;
     let mut archives = Vec::new();
@@ -329,7 +330,8 @@ impl ArchiveConfig {
         let config = ArchiveConfig::parse(data.as_str().unwrap_or_default());
         match config.0.is_empty() {
             true => Err(format!(
-                "backup {volid} holds no guest config PVE could extract (extractconfig answered {data}); nothing was changed — check the archive on its storage (listBackups) and the node's vzdump tools"
+                "backup {volid} holds no guest config PVE could extract (extractconfig answered {}); nothing was changed — check the archive on its storage (listBackups) and the node's vzdump tools",
+                crate::quote::json(&data)
             )),
             false => Ok(config),
         }

@@ -157,7 +157,7 @@ pub fn record_value(value: &Value) -> Value {
     match value {
         Value::String(_) | Value::Number(_) => value.clone(),
         Value::Bool(b) => Value::from(u8::from(*b)),
-        other => Value::String(other.to_string()),
+        other => Value::String(crate::quote::json(other)),
     }
 }
 

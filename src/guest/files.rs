@@ -36,7 +36,10 @@ pub async fn read_bytes<H: Host>(
             .get("content")
             .and_then(|c| c.as_str())
             .ok_or_else(|| {
-                PveError::malformed(format!("file-read answered without content: {data}"))
+                PveError::malformed(format!(
+                    "file-read answered without content: {data}",
+                    data = crate::quote::json(&data)
+                ))
             })?;
         let bytes = base64::decode(content).ok_or_else(|| {
             PveError::malformed("file-read (decode=0) answered content that is not base64")

@@ -369,7 +369,11 @@ fn section(
         // Every section is an object (options) or a list (rules, IP sets, aliases).
         Ok(value) if value.is_object() || value.is_array() => Ok(Some(value)),
         Ok(other) => {
-            let what = format!("PVE answered {other} where {} were expected", change.what());
+            let what = format!(
+                "PVE answered {other} where {} were expected",
+                change.what(),
+                other = crate::quote::json(&other)
+            );
             Err(format!("{what} — {}", hint(ErrorKind::Malformed)))
         }
         Err(e)

@@ -663,7 +663,8 @@ fn config_of(answer: Result<Value, PveError>) -> Result<Option<Value>, String> {
         Ok(v) if v.is_object() => Ok(Some(v)),
         Ok(other) => Err(format!(
             "PVE answered {other} where an HA config was expected — {}",
-            hint(ErrorKind::Malformed)
+            hint(ErrorKind::Malformed),
+            other = crate::quote::json(&other)
         )),
         Err(e)
             if ["no such resource", "no such ha "]
@@ -682,7 +683,8 @@ fn list_of(answer: Result<Value, PveError>, what: &str) -> Result<Value, String>
         Ok(v) if v.is_array() => Ok(v),
         Ok(other) => Err(format!(
             "PVE answered {other} where the {what} list was expected — {}",
-            hint(ErrorKind::Malformed)
+            hint(ErrorKind::Malformed),
+            other = crate::quote::json(&other)
         )),
         Err(e) => Err(format!(
             "the {what} could not be read ({e} — {})",

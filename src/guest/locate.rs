@@ -480,7 +480,8 @@ fn id_echoed(
         true => Ok(()),
         false => Err(PveError::malformed(format!(
             "{} answered {data} where VMID {vmid} was expected back",
-            request.label()
+            request.label(),
+            data = crate::quote::json(&data)
         ))),
     }
 }

@@ -358,7 +358,10 @@ impl Readying<'_> {
         self.last = match answer {
             // The agent's answer is `{"result": {}}`: anything else is not its answer.
             Ok(data) if data.get("result").is_some() => return Heard::Done(String::new()),
-            Ok(data) => format!("the ping answered {data}, not the agent's result"),
+            Ok(data) => format!(
+                "the ping answered {data}, not the agent's result",
+                data = crate::quote::json(&data)
+            ),
             Err(e) if no_agent(&e) => return Heard::Failed(e.to_string()),
             Err(e) if waits_for_agent(&e) || cut => e.to_string(),
             Err(e) => return Heard::Failed(could_not("ping the guest agent", &e).0),

@@ -54,7 +54,7 @@ pub fn check<H: Host>(host: &H, expression: &str) -> Result<(), ArgError> {
 /// Whether the guest a record describes satisfies the expression; `Err` with the evaluator's
 /// words when it cannot be evaluated over this guest.
 pub fn selects<H: Host>(host: &H, expression: &str, record: &Value) -> Result<bool, String> {
-    host.select(expression, &fields_of(record).to_string())
+    host.select(expression, &crate::quote::json(&fields_of(record)))
 }
 
 #[cfg(test)]

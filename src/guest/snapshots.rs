@@ -174,7 +174,8 @@ pub async fn read_tree<H: Host>(
     let data = pve.call(&request).await?;
     SnapshotTree::from_value(&data).ok_or_else(|| {
         PveError::malformed(format!(
-            "the snapshot list is not a list of named entries: {data}"
+            "the snapshot list is not a list of named entries: {data}",
+            data = crate::quote::json(&data)
         ))
     })
 }

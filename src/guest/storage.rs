@@ -27,7 +27,8 @@ fn unanswered(e: PveError) -> String {
 fn not_a_list(data: &Value) -> String {
     format!(
         "PVE answered {data} where a list was expected — {}",
-        hint(ErrorKind::Malformed)
+        hint(ErrorKind::Malformed),
+        data = crate::quote::json(data)
     )
 }
 

@@ -16,8 +16,8 @@
 
 use crate::host::Host;
 use crate::outcome::RecordWrite;
-use crate::run::{write, Run};
-use serde_json::{json, Value};
+use crate::run::{write_value, Run};
+use serde_json::{Map, Value};
 
 /// Whether a stored state record was written by the upstream package (it never wrote `present`).
 pub fn written_by_upstream(stored: &Value) -> bool {
@@ -86,22 +86,25 @@ fn supersede<H: Host>(run: &Run<'_, H>, instance: String, vmid: u32, truth: &Val
         run.kind.noun()
     );
     run.info(&format!("{instance}: superseded by {holder}"));
-    let mut record = json!({
-        "vmid": vmid,
-        "present": truth.get("present").cloned().unwrap_or(Value::Bool(false)),
-        "status": "superseded",
-        "supersededBy": holder,
-        "tags": [],
-        "warnings": [note],
-        "lastOperation": run.method,
-        "recordedAt": run.now_iso(),
-    });
+    // Built field by field, not with `json!`, which serializes each field through serde_json's
+    // value serializer (a copy for each field's type), and then the whole map once more (issue 32).
+    let mut record = Map::new();
+    let mut put = |key: &str, value: Value| record.insert(key.to_string(), value);
+    put("vmid", Value::from(vmid));
+    let present = truth.get("present").cloned();
+    put("present", present.unwrap_or(Value::Bool(false)));
+    put("status", Value::from("superseded"));
+    put("supersededBy", Value::from(holder));
+    put("tags", Value::Array(Vec::new()));
+    put("warnings", Value::Array(vec![Value::from(note)]));
+    put("lastOperation", Value::from(run.method));
+    put("recordedAt", Value::from(run.now_iso()));
     for field in ["name", "node"] {
-        if let (Some(value), Some(map)) = (truth.get(field), record.as_object_mut()) {
-            map.insert(field.to_string(), value.clone());
+        if let Some(value) = truth.get(field) {
+            put(field, value.clone());
         }
     }
-    write(run.guest_spec(), instance, &record)
+    write_value(run.guest_spec(), instance, Value::Object(record))
 }
 
 #[cfg(test)]
@@ -109,6 +112,7 @@ mod tests {
     use super::*;
     use crate::outcome::Verdict;
     use crate::testing::{run_method, Answer, ScriptedHost};
+    use serde_json::json;
 
     /// A cluster of one node holding VM 100 `web`, running.
     fn cluster() -> ScriptedHost {

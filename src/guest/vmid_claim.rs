@@ -230,7 +230,8 @@ fn lowest_free(request: &PveRequest, answer: Result<Value, PveError>) -> Result<
         Some(id) if (VMID_MIN as u64..=VMID_MAX as u64).contains(&id) => Ok(id as u32),
         _ => Err(format!(
             "could not find a free VMID: {} answered {data} where a VMID was expected",
-            request.label()
+            request.label(),
+            data = crate::quote::json(&data)
         )),
     }
 }

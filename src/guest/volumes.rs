@@ -80,7 +80,10 @@ pub async fn listed_on_storage<H: Host>(
         .await
         .map_err(|e| could_not(&action, &e).0)?;
     let volumes = answer.as_array().ok_or_else(|| {
-        let wrong = PveError::malformed(format!("PVE answered {answer} where a list was expected"));
+        let wrong = PveError::malformed(format!(
+            "PVE answered {answer} where a list was expected",
+            answer = crate::quote::json(&answer)
+        ));
         could_not(&action, &wrong).0
     })?;
     Ok(lists(volumes, volid))

@@ -138,7 +138,7 @@ impl AttachArgs {
         match &self.slot {
             Slot::Key(key) if config.contains_key(key) => Err(format!(
                 "{key} holds {} already: detach it first, or name a free slot",
-                config.get(key).map(Value::to_string).unwrap_or_default()
+                config.get(key).map(crate::quote::json).unwrap_or_default()
             )),
             Slot::Key(key) => Ok(key.clone()),
             Slot::FirstFree(bus) => {

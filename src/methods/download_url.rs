@@ -670,7 +670,10 @@ fn volume_listed(
     let volid = &findings.volid;
     let error = match answer {
         Ok(list) if list.is_array() => return Ok(volume_in(&list, volid)),
-        Ok(other) => PveError::malformed(format!("PVE answered {other} where a list was expected")),
+        Ok(other) => PveError::malformed(format!(
+            "PVE answered {other} where a list was expected",
+            other = crate::quote::json(&other)
+        )),
         Err(e) => e,
     };
     let what = format!("list {} (to see {volid})", findings.content_text());
@@ -691,7 +694,10 @@ fn url_size_of(
                 "query the URL for {} from node {node} (GET /nodes/{node}/query-url-metadata)",
                 findings.volid
             ),
-            &PveError::malformed(format!("PVE answered {other} where an object was expected")),
+            &PveError::malformed(format!(
+                "PVE answered {} where an object was expected",
+                crate::quote::json(&other)
+            )),
         )),
         Err(e) if e.kind == ErrorKind::Forbidden => {
             Err(refused(&findings.volid, &e, node, &args.storage))

@@ -334,7 +334,8 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
         // PVE lists an entry it cannot use with `errors` (`PVE/Firewall.pm` generic_fw_config_parser).
         if let Some(errors) = errors {
             return Err(format!(
-                "PVE marks {cidr} with errors {errors}: it is not applied"
+                "PVE marks {cidr} with errors {errors}: it is not applied",
+                errors = crate::quote::json(errors)
             ));
         }
         let want = entry_of(declared, cidr);

@@ -426,14 +426,15 @@ fn judge(rules: &[Rule], read: Option<&Value>) -> Result<String, String> {
         // compiles none of it (pve-firewall `PVE/Firewall.pm` parse_fw_rule, ruleset_generate_rule).
         if let Some(errors) = old.get("errors").filter(|e| !e.is_null()) {
             return Err(format!(
-                "rule {pos} reads back, but PVE marks it with errors {errors}: it is not applied"
+                "rule {pos} reads back, but PVE marks it with errors {errors}: it is not applied",
+                errors = crate::quote::json(errors)
             ));
         }
         let (set, clear) = difference(rule, old);
         if let Some((name, want)) = set.first() {
             let have = old
                 .get(name.as_str())
-                .map_or("nothing".into(), Value::to_string);
+                .map_or("nothing".into(), crate::quote::json);
             return Err(format!(
                 "rule {pos} reads {name} {have} where {want:?} was declared"
             ));

@@ -85,7 +85,8 @@ pub async fn read_snapshot<H: Host>(
     ConfigSnapshot::from_rows(&data).ok_or_else(|| {
         PveError::malformed(format!(
             "{} answered {data} where a list of config keys was expected",
-            request.label()
+            request.label(),
+            data = crate::quote::json(&data)
         ))
     })
 }

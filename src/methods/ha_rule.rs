@@ -458,7 +458,8 @@ impl Asked {
         }
         if let Some(errors) = rule.get("errors").filter(|e| !e.is_null()) {
             return Err(format!(
-                "PVE reports it infeasible, so the HA manager drops it: {errors}"
+                "PVE reports it infeasible, so the HA manager drops it: {errors}",
+                errors = crate::quote::json(errors)
             ));
         }
         let params = self.with_guest(view.vmid);

@@ -220,7 +220,7 @@ impl NicArgs {
                     "must be a number of MB/s, at least 0",
                 ));
             }
-            rest.push(format!("rate={rate}"));
+            rest.push(format!("rate={rate}", rate = crate::quote::json(rate)));
         }
         if fields.int("tag")?.is_some() {
             rest.push(format!("tag={}", fields.int_in("tag", 1, 4094)?));

@@ -76,7 +76,8 @@ impl NodeRecord for NodeConfigRecord {
     fn file(&mut self, _: usize, data: Value) -> Result<(), PveError> {
         let Value::Array(list) = data else {
             return Err(PveError::malformed(format!(
-                "answered {data} where a list of interfaces was expected"
+                "answered {data} where a list of interfaces was expected",
+                data = crate::quote::json(&data)
             )));
         };
         for interface in &list {

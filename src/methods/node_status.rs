@@ -172,8 +172,11 @@ pub async fn read_node<H: Host>(run: &Run<'_, H>, args: &Value, method: &NodeMet
     let mut record = match answer.map(|data| (method.start)(&node, data, run.now_iso())) {
         Ok(Ok(record)) => record,
         Ok(Err(data)) => {
-            let e =
-                PveError::malformed(format!("GET /nodes/{node}/{} answered {data}", method.path));
+            let e = PveError::malformed(format!(
+                "GET /nodes/{node}/{} answered {data}",
+                method.path,
+                data = crate::quote::json(&data)
+            ));
             return could_not(&action(), &e).into();
         }
         Err(e) => return could_not(&action(), &e).into(),
@@ -277,7 +280,8 @@ const FACTS: [Fact; 3] = [
 fn file_disks(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError> {
     let list = data.as_array().ok_or_else(|| {
         PveError::malformed(format!(
-            "answered {data} where a list of disks was expected"
+            "answered {data} where a list of disks was expected",
+            data = crate::quote::json(&data)
         ))
     })?;
     let mut disks = Vec::with_capacity(list.len());
@@ -323,7 +327,7 @@ fn without_fact(data: &Value, field: &str) -> PveError {
             }
             format!("an object of {keys}")
         }
-        None => data.to_string(),
+        None => crate::quote::json(data),
     };
     PveError::malformed(format!("answered {seen} without a readable `{field}`"))
 }
@@ -363,11 +367,16 @@ fn unavailable<H: Host>(
 }
 
 fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusRecord {
-    let at = |pointer: &str| status.pointer(pointer);
-    let bytes = |pointer: &str| at(pointer).and_then(flex::u64_of);
-    let text = |pointer: &str| at(pointer).and_then(flex::string_of);
+    // `key` or `outer/inner`, walked by `get`: `Value::pointer` (with its array indexes and
+    // escapes) would be compiled in for this function alone (issue 32).
+    let at = |path: &str| match path.split_once('/') {
+        Some((outer, inner)) => status.get(outer).and_then(|value| value.get(inner)),
+        None => status.get(path),
+    };
+    let bytes = |path: &str| at(path).and_then(flex::u64_of);
+    let text = |path: &str| at(path).and_then(flex::string_of);
     // A loop, not a collected chain: each compiles its own collecting code (issue 32).
-    let loadavg = at("/loadavg").and_then(Value::as_array).and_then(|list| {
+    let loadavg = at("loadavg").and_then(Value::as_array).and_then(|list| {
         let mut loads = Vec::with_capacity(list.len());
         for load in list {
             loads.push(flex::f64_of(load)?);
@@ -376,18 +385,18 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
     });
     let mut record = NodeStatusRecord {
         node: node.to_string(),
-        cpu_pct: at("/cpu").and_then(flex::f64_of).and_then(flex::pct),
-        cpus: bytes("/cpuinfo/cpus"),
+        cpu_pct: at("cpu").and_then(flex::f64_of).and_then(flex::pct),
+        cpus: bytes("cpuinfo/cpus"),
         loadavg,
-        mem_total: bytes("/memory/total"),
-        mem_used: bytes("/memory/used"),
-        swap_total: bytes("/swap/total"),
-        swap_used: bytes("/swap/used"),
-        rootfs_total: bytes("/rootfs/total"),
-        rootfs_used: bytes("/rootfs/used"),
-        uptime_sec: bytes("/uptime"),
-        kernel_version: text("/kversion").or_else(|| text("/current-kernel/release")),
-        pve_version: text("/pveversion"),
+        mem_total: bytes("memory/total"),
+        mem_used: bytes("memory/used"),
+        swap_total: bytes("swap/total"),
+        swap_used: bytes("swap/used"),
+        rootfs_total: bytes("rootfs/total"),
+        rootfs_used: bytes("rootfs/used"),
+        uptime_sec: bytes("uptime"),
+        kernel_version: text("kversion").or_else(|| text("current-kernel/release")),
+        pve_version: text("pveversion"),
         recorded_at,
         // Written out, not `..NodeStatusRecord::default()`, which builds a whole default value
         // and drops what it overwrites (issue 32); the percentages follow.

@@ -498,12 +498,12 @@ fn not_applied(
 ) -> String {
     let shown = |value: &Value| match key {
         MASKED_KEY => "(hidden)".to_string(),
-        _ => record_value(value).to_string(),
+        _ => crate::quote::json(&record_value(value)),
     };
     let requested = match key {
         MASKED_KEY => "(hidden)".to_string(),
         "delete" => "deleted".to_string(),
-        _ => Value::String(requested.to_string()).to_string(),
+        _ => crate::quote::json(&Value::String(requested.to_string())),
     };
     let observed = current.as_ref().map_or("no value".to_string(), shown);
     let pending = pending

@@ -402,7 +402,8 @@ impl Sweep {
             Ok(Value::Array(entries)) => entries,
             Ok(other) => {
                 return Err(no_nodes(&PveError::malformed(format!(
-                    "GET /nodes answered {other} where a list of nodes was expected"
+                    "GET /nodes answered {other} where a list of nodes was expected",
+                    other = crate::quote::json(&other)
                 ))))
             }
             Err(e) => return Err(no_nodes(&e)),
@@ -428,7 +429,8 @@ impl Sweep {
         if online.is_empty() && self.problems.is_empty() {
             let data = Value::Array(entries);
             return Err(Failure::new(format!(
-                "GET /nodes answered no nodes: {data}"
+                "GET /nodes answered no nodes: {data}",
+                data = crate::quote::json(&data)
             )));
         }
         Ok(online)
@@ -479,7 +481,8 @@ impl Sweep {
             .and_then(|v| u32::try_from(v).ok());
         let (Some(vmid), Some(status)) = (vmid, parse::<GuestStatus>(entry)) else {
             self.problems.push(format!(
-                "node {node} listed a guest whose state cannot be read: {entry}"
+                "node {node} listed a guest whose state cannot be read: {entry}",
+                entry = crate::quote::json(entry)
             ));
             return None;
         };
@@ -637,7 +640,10 @@ impl Sweep {
 fn list_of(data: Value) -> Result<Vec<Value>, PveError> {
     match data {
         Value::Array(list) => Ok(list),
-        other => Err(PveError::malformed(format!("not a list: {other}"))),
+        other => Err(PveError::malformed(format!(
+            "not a list: {other}",
+            other = crate::quote::json(&other)
+        ))),
     }
 }
 

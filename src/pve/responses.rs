@@ -265,7 +265,7 @@ impl MigratePreconditions {
                             None => sid,
                         }
                     }
-                    other => flex::string_of(other).unwrap_or_else(|| other.to_string()),
+                    other => flex::string_of(other).unwrap_or_else(|| crate::quote::json(other)),
                 });
             }
             list
@@ -282,7 +282,7 @@ impl MigratePreconditions {
             }
         }
         Some(match reasons.is_empty() {
-            true => format!("{why}"),
+            true => crate::quote::json(why),
             false => reasons.joined("; "),
         })
     }
