@@ -182,7 +182,7 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
             template::TemplateArgs::parse(args).err(),
             None
         ),
-        Method::Reboot => kept!(Method::Reboot, reboot::RebootArgs::parse(args).err(), None),
+        Method::Reboot => kept!(Method::Reboot, reboot::power_args(kind, args).err(), None),
         Method::CloudInit => kept!(
             Method::CloudInit,
             cloud_init::CloudInitArgs::parse(args).err(),
@@ -494,7 +494,7 @@ fn method_future<'a, H: Host>(
         ),
         Method::Reboot => kept!(
             Method::Reboot,
-            boxed(reboot::reboot(run, args)),
+            boxed(change_power(run, args, reboot::power_args)),
             boxed(left_out(method))
         ),
         Method::CloudInit => kept!(

@@ -1,9 +1,10 @@
 //! Power transitions shared by start, stop, shutdown, suspend and resume of both models: send the
 //! request, follow its task, then wait until `status/current` shows the target state. `stop`,
-//! `suspend` and `resume` are one sequence ([`change_power`]) configured by a [`Change`].
+//! `suspend`, `resume` and `reboot` are one sequence ([`change_power`]) configured by a [`Change`].
 
 use super::evidence::{settle_evidence, sight_to_change, Evidence};
 use super::gates::{self, Gate};
+use super::reboot::reboot_verified;
 use super::reference::GuestRef;
 use super::settle::{busy_lock, describe, lock_of, HIBERNATED};
 use crate::args::ArgError;
@@ -15,60 +16,10 @@ use crate::pve::responses::GuestStatus;
 use crate::run::Run;
 use serde_json::Value;
 
-/// The power state a method must observe before it may succeed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    Running,
-    Stopped,
-    /// A VM's QEMU paused: what a suspend to RAM leaves (qemu-server `PVE/QemuServer/RunState.pm`
-    /// vm_suspend sends QMP `stop`).
-    Paused,
-    /// A VM suspended to disk: stopped, its state saved, locked [`HIBERNATED`] until resumed.
-    Hibernated,
-}
+use super::target::Target;
 
-impl Target {
-    /// Whether a status shows this target.
-    pub fn reached(self, kind: GuestKind, s: &GuestStatus) -> bool {
-        let hibernated = lock_of(s) == Some(HIBERNATED);
-        match self {
-            Target::Stopped => s.status == "stopped",
-            // A QEMU process can exist paused or in prelaunch: only qmpstatus says it really runs. A
-            // VM resumed from disk keeps its lock until PVE has removed the saved state.
-            Target::Running => {
-                s.status == "running"
-                    && (kind == GuestKind::Lxc || s.qmpstatus.as_deref() == Some("running"))
-                    && !hibernated
-            }
-            Target::Paused => s.status == "running" && s.qmpstatus.as_deref() == Some("paused"),
-            Target::Hibernated => s.status == "stopped" && hibernated,
-        }
-    }
-
-    /// The target as messages name it.
-    pub fn describe(self, kind: GuestKind) -> &'static str {
-        match (self, kind) {
-            (Target::Stopped, _) => "status stopped",
-            (Target::Running, GuestKind::Qemu) => "status running with qmpstatus running",
-            (Target::Running, GuestKind::Lxc) => "status running",
-            (Target::Paused, _) => "status running with qmpstatus paused",
-            (Target::Hibernated, _) => "status stopped with lock suspended",
-        }
-    }
-
-    /// The state in a summary: `VM 100 on node pve1 is <state>`.
-    pub fn state(self) -> &'static str {
-        match self {
-            Target::Running => "running",
-            Target::Stopped => "stopped",
-            Target::Paused => "paused (suspended to RAM)",
-            Target::Hibernated => "suspended to disk (its state saved, lock suspended)",
-        }
-    }
-}
-
-/// A power change of `stop`, `suspend` or `resume`: which request, which target, which gate, and
-/// what PVE refuses before any task starts.
+/// A power change of `stop`, `suspend`, `resume` or `reboot`: which request, which target, which
+/// gate, and what PVE refuses before any task starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     Stop,
@@ -82,6 +33,11 @@ pub enum Change {
     /// Back to running: a paused VM continues; one suspended to disk starts from its saved state
     /// (qemu-server `PVE/API2/Qemu.pm` vm_resume); a container is restored from its checkpoint.
     Resume,
+    /// A running guest rebooted and proven to run a new boot (`guest::reboot`); PVE's shutdown
+    /// inside the task may take `timeout_sec`.
+    Reboot {
+        timeout_sec: u64,
+    },
 }
 
 impl Change {
@@ -90,6 +46,7 @@ impl Change {
             Change::Stop => "stop",
             Change::Suspend { .. } => "suspend",
             Change::Resume => "resume",
+            Change::Reboot { .. } => "reboot",
         }
     }
 
@@ -101,7 +58,7 @@ impl Change {
             Change::Suspend { .. } if kind == GuestKind::Lxc => Target::Stopped,
             Change::Suspend { to_disk: true, .. } => Target::Hibernated,
             Change::Suspend { .. } => Target::Paused,
-            Change::Resume => Target::Running,
+            Change::Resume | Change::Reboot { .. } => Target::Running,
         }
     }
 
@@ -109,6 +66,7 @@ impl Change {
         match self {
             Change::Stop => Some(&gates::STOP),
             Change::Suspend { .. } => Some(&gates::SUSPEND),
+            Change::Reboot { .. } => Some(&gates::REBOOT),
             Change::Resume => None,
         }
     }
@@ -168,7 +126,7 @@ impl Change {
     }
 }
 
-/// What `stop`, `suspend` and `resume` are asked: the guest, the change, whether `force` overrides
+/// What `stop`, `suspend`, `resume` and `reboot` are asked: the guest, the change, whether `force` overrides
 /// the gate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PowerArgs {
@@ -180,10 +138,11 @@ pub struct PowerArgs {
 /// A method's argument rules for [`change_power`].
 pub type ParsePower = fn(GuestKind, &Value) -> Result<PowerArgs, ArgError>;
 
-/// `stop`, `suspend`, `resume` — one future for all three, each method only its `parse`: finds the
-/// guest (a lock waited out), passes its gate, refuses up front what PVE would refuse, sends
-/// nothing when it already shows the target, else sends the request, follows its task and waits
-/// for the target.
+/// `stop`, `suspend`, `resume`, `reboot` — one future for all four, each method only its `parse`:
+/// finds the guest (a lock waited out), passes its gate, refuses up front what PVE would refuse,
+/// sends nothing when it already shows the target, else sends the request, follows its task and
+/// waits for the target. A reboot, past its gate and PVE's refusal of a paused VM, is
+/// `guest::reboot`'s: it has no target to find already reached, only a new boot to prove.
 pub async fn change_power<H: Host>(run: &Run<'_, H>, args: &Value, parse: ParsePower) -> Outcome {
     let args = match parse(run.kind, args) {
         Ok(args) => args,
@@ -201,6 +160,10 @@ pub async fn change_power<H: Host>(run: &Run<'_, H>, args: &Value, parse: ParseP
             or_break!('change, ev.pass_gate(run, gate, force));
         }
         let (label, verb) = (ev.label(run), change.verb());
+        if let Change::Reboot { timeout_sec } = *change {
+            or_break!('change, refuse_paused(run, &ev, verb));
+            break 'change reboot_verified(run, &mut ev, timeout_sec).await;
+        }
         if let Some(why) = change.refusal(run.kind, ev.at.vmid, &ev.status) {
             break 'change Err(refused(&label, &ev.status, verb, &why));
         }

@@ -9,8 +9,8 @@
 //! an `uptime` that restarted; all within `taskTimeoutSec`.
 
 use super::evidence::{settle_evidence, Evidence};
-use super::power::Target;
 use super::settle::{describe, seconds};
+use super::target::Target;
 use crate::args::{ArgError, Fields};
 use crate::host::Host;
 use crate::poll::WaitBudget;

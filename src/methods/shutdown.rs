@@ -5,8 +5,9 @@
 use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::gates;
-use crate::guest::power::{already, reach, refuse_paused, transition, Target};
+use crate::guest::power::{already, reach, refuse_paused, transition};
 use crate::guest::reference::GuestRef;
+use crate::guest::target::Target;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::WaitBudget;

@@ -13,13 +13,14 @@ use crate::explain::could_not;
 use crate::guest::addresses::{describe_skipped, unusable};
 use crate::guest::create_course::{create_course, NewGuest};
 use crate::guest::evidence::{sight_to_change, Evidence};
-use crate::guest::power::{already, transition, Target};
+use crate::guest::power::{already, transition};
 use crate::guest::readiness::{
     await_ready, interfaces, no_agent, poll_agent, stopped_after, waits_for_agent, AgentWatch,
     Heard, Readiness, ReadyArgs,
 };
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::{describe, lock_of, HIBERNATED};
+use crate::guest::target::Target;
 use crate::host::Host;
 use crate::methods::wait_ready::ready_outcome;
 use crate::outcome::{Failure, Outcome};
