@@ -116,7 +116,7 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
         ),
         Method::Shutdown => kept!(
             Method::Shutdown,
-            shutdown::ShutdownArgs::parse(args).err(),
+            shutdown::power_args(kind, args).err(),
             None
         ),
         Method::Delete => kept!(Method::Delete, delete::DeleteArgs::parse(args).err(), None),
@@ -334,7 +334,7 @@ fn method_future<'a, H: Host>(
         ),
         Method::Shutdown => kept!(
             Method::Shutdown,
-            boxed(shutdown::shutdown(run, args)),
+            boxed(change_power(run, args, shutdown::power_args)),
             boxed(left_out(method))
         ),
         Method::Delete => kept!(

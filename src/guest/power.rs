@@ -10,16 +10,23 @@ use super::settle::{busy_lock, describe, lock_of, HIBERNATED};
 use crate::args::ArgError;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
+use crate::poll::WaitBudget;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
+use crate::task::{follow_task, TaskTrouble};
 use serde_json::Value;
+
+/// How long a shutdown task is followed beyond `timeoutSec` (PVE's own wait inside the task).
+const TASK_SLACK_MS: u64 = 30_000;
+/// After a shutdown task ended OK, the state gets at least this long to show (HA applies it later).
+const MIN_SETTLE_MS: u64 = 1_000;
 
 use super::target::Target;
 
-/// A power change of `stop`, `suspend`, `resume` or `reboot`: which request, which target, which
-/// gate, and what PVE refuses before any task starts.
+/// A power change of `stop`, `suspend`, `resume`, `reboot` or `shutdown`: which request, which
+/// target, which gate, and what PVE refuses before any task starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     Stop,
@@ -38,6 +45,16 @@ pub enum Change {
     Reboot {
         timeout_sec: u64,
     },
+    /// A graceful shutdown, verified; its own gate and course ([`shut_down`]).
+    Shutdown(Shutdown),
+}
+
+/// A graceful (ACPI) shutdown: PVE's own wait for the guest (`timeout_sec`, the attempt's budget)
+/// and whether a hard stop follows one that did not stop it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shutdown {
+    pub timeout_sec: u64,
+    pub force_stop_after: bool,
 }
 
 impl Change {
@@ -47,6 +64,7 @@ impl Change {
             Change::Suspend { .. } => "suspend",
             Change::Resume => "resume",
             Change::Reboot { .. } => "reboot",
+            Change::Shutdown(_) => "shut down",
         }
     }
 
@@ -54,7 +72,7 @@ impl Change {
     /// leaves it stopped, and the checkpoint is not visible through the API.
     pub fn target(&self, kind: GuestKind) -> Target {
         match self {
-            Change::Stop => Target::Stopped,
+            Change::Stop | Change::Shutdown(_) => Target::Stopped,
             Change::Suspend { .. } if kind == GuestKind::Lxc => Target::Stopped,
             Change::Suspend { to_disk: true, .. } => Target::Hibernated,
             Change::Suspend { .. } => Target::Paused,
@@ -67,7 +85,7 @@ impl Change {
             Change::Stop => Some(&gates::STOP),
             Change::Suspend { .. } => Some(&gates::SUSPEND),
             Change::Reboot { .. } => Some(&gates::REBOOT),
-            Change::Resume => None,
+            Change::Resume | Change::Shutdown(_) => None,
         }
     }
 
@@ -126,7 +144,7 @@ impl Change {
     }
 }
 
-/// What `stop`, `suspend`, `resume` and `reboot` are asked: the guest, the change, whether `force` overrides
+/// What `stop`, `suspend`, `resume`, `reboot` and `shutdown` are asked: the guest, the change, whether `force` overrides
 /// the gate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PowerArgs {
@@ -138,11 +156,13 @@ pub struct PowerArgs {
 /// A method's argument rules for [`change_power`].
 pub type ParsePower = fn(GuestKind, &Value) -> Result<PowerArgs, ArgError>;
 
-/// `stop`, `suspend`, `resume`, `reboot` — one future for all four, each method only its `parse`:
+/// `stop`, `suspend`, `resume`, `reboot`, `shutdown` — one future for all five, each method only
+/// its `parse`:
 /// finds the guest (a lock waited out), passes its gate, refuses up front what PVE would refuse,
 /// sends nothing when it already shows the target, else sends the request, follows its task and
 /// waits for the target. A reboot, past its gate and PVE's refusal of a paused VM, is
-/// `guest::reboot`'s: it has no target to find already reached, only a new boot to prove.
+/// `guest::reboot`'s: it has no target to find already reached, only a new boot to prove. A
+/// shutdown is [`shut_down`]'s whole (its gate included: `convertToTemplate` runs it too).
 pub async fn change_power<H: Host>(run: &Run<'_, H>, args: &Value, parse: ParsePower) -> Outcome {
     let args = match parse(run.kind, args) {
         Ok(args) => args,
@@ -156,6 +176,9 @@ pub async fn change_power<H: Host>(run: &Run<'_, H>, args: &Value, parse: ParseP
     // issue 32): the gate, PVE's refusals, then the request unless the target shows already.
     let (force, change) = (args.force, &args.change);
     let verdict = 'change: {
+        if let Change::Shutdown(shutdown) = change {
+            break 'change shut_down(run, &mut ev, shutdown, force).await;
+        }
         if let Some(gate) = change.gate() {
             or_break!('change, ev.pass_gate(run, gate, force));
         }
@@ -208,6 +231,89 @@ pub fn refuse_paused<H: Host>(run: &Run<'_, H>, ev: &Evidence, verb: &str) -> Re
         )),
         false => Ok(()),
     }
+}
+
+/// The gated (`force` overrides), verified shutdown of a found guest: `shutdown`'s, and
+/// `convertToTemplate`'s `shutdownFirst`.
+pub async fn shut_down<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &Shutdown,
+    force: bool,
+) -> Result<String, String> {
+    ev.pass_gate(run, &gates::SHUTDOWN, force)?;
+    refuse_paused(run, ev, "shut down")?;
+    let label = ev.label(run);
+    if already(run, ev, Target::Stopped).await? {
+        return Ok(format!("{label} was already stopped; no shutdown was sent"));
+    }
+    let why = match graceful(run, ev, args.timeout_sec).await? {
+        Ok(()) => return Ok(format!("{label} shut down gracefully")),
+        Err(why) => why,
+    };
+    if !args.force_stop_after {
+        return Err(format!(
+            "{label} did not shut down within timeoutSec={}s: {why} — the guest may ignore ACPI shutdown requests (check acpid or the guest agent inside it), or set forceStopAfter: true to fall back to a hard stop",
+            args.timeout_sec
+        ));
+    }
+    ev.warn(
+        run,
+        format!("the graceful shutdown did not stop {label} within timeoutSec={}s; forcing a hard stop (forceStopAfter: true)", args.timeout_sec),
+    );
+    let request = endpoints::guest_stop(&ev.at.node, run.kind, ev.at.vmid);
+    transition(run, ev, &request, "stop", Target::Stopped).await?;
+    Ok(format!(
+        "{label} is stopped: a hard stop followed a graceful shutdown that did not finish"
+    ))
+}
+
+/// The graceful attempt. `Err`: PVE refused the request (no task ran, nothing to fall back from);
+/// `Ok(Err(why))`: it ran but the guest was not seen stopped.
+async fn graceful<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    timeout_sec: u64,
+) -> Result<Result<(), String>, String> {
+    let started = run.host.now_ms();
+    let budget_ms = timeout_sec * 1000;
+    let mut pve = run.pve();
+    // PVE's task itself waits up to timeoutSec for the guest: follow it at least that long. The
+    // graceful attempt has its own budget (timeoutSec); the hard stop after it gets taskTimeoutSec.
+    let graceful_budget = WaitBudget::new(pve.task_timeout_ms.max(budget_ms + TASK_SLACK_MS));
+    pve.budget = &graceful_budget;
+    let request = endpoints::guest_shutdown(&ev.at.node, run.kind, ev.at.vmid, timeout_sec);
+    let action = format!("shut down {}", ev.label(run));
+    ev.trail.sending();
+    let answer = pve.call(&request).await;
+    let upid = ev.trail.accepted(answer, &request, &action)?;
+    let followed = follow_task(&pve, &upid).await;
+    let followed = ev.trail.followed_outcome(followed);
+    // Only the guest's state decides. After a task that succeeded the state may still follow (an
+    // HA-managed guest stops once the HA manager acts) within what is left of timeoutSec; so may
+    // it after a task whose end was not observed (its status unreadable): it may still be shutting
+    // the guest down. After a failed task (PVE gave up waiting) one read says where the guest is.
+    let spent = (run.host.now_ms() - started).max(0.0) as u64;
+    let left = budget_ms.saturating_sub(spent).max(MIN_SETTLE_MS);
+    let (settle_ms, context) = match followed {
+        Ok(()) => (left, "the shutdown task ended successfully".to_string()),
+        Err(TaskTrouble::Unknown(why)) => {
+            ev.warn(
+                run,
+                format!(
+                    "the shutdown task's end was not observed, so only the guest's state decides: {}",
+                    why.0
+                ),
+            );
+            let context = format!("the shutdown task's end was not observed ({})", why.0);
+            (left, context)
+        }
+        Err(TaskTrouble::Failed(why)) => (
+            0,
+            format!("the shutdown task did not succeed ({})", why.failure.0),
+        ),
+    };
+    Ok(reach(run, ev, Target::Stopped, settle_ms, &context).await)
 }
 
 /// Sends a power request (`verb` names it: "start", "stop", …), follows its task, and waits for
