@@ -7,7 +7,7 @@ use super::gates::{self, Gate};
 use super::reboot::reboot_verified;
 use super::reference::GuestRef;
 use super::settle::{busy_lock, describe, lock_of, HIBERNATED};
-use crate::args::ArgError;
+use crate::args::{ArgError, Fields};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::WaitBudget;
@@ -144,8 +144,8 @@ impl Change {
     }
 }
 
-/// What `stop`, `suspend`, `resume`, `reboot` and `shutdown` are asked: the guest, the change, whether `force` overrides
-/// the gate.
+/// What `stop`, `suspend`, `resume`, `reboot` and `shutdown` are asked: the guest, the change,
+/// whether `force` overrides the gate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PowerArgs {
     pub target: GuestRef,
@@ -153,18 +153,31 @@ pub struct PowerArgs {
     pub change: Change,
 }
 
-/// A method's argument rules for [`change_power`].
-pub type ParsePower = fn(GuestKind, &Value) -> Result<PowerArgs, ArgError>;
+/// A method's own argument rules for [`change_power`], read after the guest: whether `force`
+/// overrides the gate, and the change.
+pub type ParsePower = fn(GuestKind, &Fields) -> Result<(bool, Change), ArgError>;
+
+/// The arguments of a method of [`change_power`]: the guest (every such method's first field, one
+/// reading for all five), then the method's own rules.
+pub fn power_args(kind: GuestKind, args: &Value, parse: ParsePower) -> Result<PowerArgs, ArgError> {
+    let fields = Fields::of(args, "")?;
+    let target = GuestRef::parse(&fields)?;
+    let (force, change) = parse(kind, &fields)?;
+    Ok(PowerArgs {
+        target,
+        force,
+        change,
+    })
+}
 
 /// `stop`, `suspend`, `resume`, `reboot`, `shutdown` — one future for all five, each method only
-/// its `parse`:
-/// finds the guest (a lock waited out), passes its gate, refuses up front what PVE would refuse,
-/// sends nothing when it already shows the target, else sends the request, follows its task and
-/// waits for the target. A reboot, past its gate and PVE's refusal of a paused VM, is
+/// its `parse`: finds the guest (a lock waited out), passes its gate, refuses up front what PVE
+/// would refuse, sends nothing when it already shows the target, else sends the request, follows
+/// its task and waits for the target. A reboot, past its gate and PVE's refusal of a paused VM, is
 /// `guest::reboot`'s: it has no target to find already reached, only a new boot to prove. A
 /// shutdown is [`shut_down`]'s whole (its gate included: `convertToTemplate` runs it too).
 pub async fn change_power<H: Host>(run: &Run<'_, H>, args: &Value, parse: ParsePower) -> Outcome {
-    let args = match parse(run.kind, args) {
+    let args = match power_args(run.kind, args, parse) {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };

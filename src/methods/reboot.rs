@@ -6,10 +6,8 @@
 //! `guest::power::change_power`'s.
 
 use crate::args::{ArgError, Fields, Kind, Spec};
-use crate::guest::power::{Change, PowerArgs};
-use crate::guest::reference::GuestRef;
+use crate::guest::power::Change;
 use crate::pve::endpoints::GuestKind;
-use serde_json::Value;
 
 /// The fields after the guest, in order (one table walk, issue 32): `timeoutSec` is how long PVE
 /// waits for the shutdown half of the reboot; `force` overrides the safety gate.
@@ -18,18 +16,11 @@ const FIELDS: [Spec; 2] = [
     Spec::new("force", Kind::Flag(false)),
 ];
 
-/// The arguments of `reboot`, as `change_power` runs them.
-pub fn power_args(_: GuestKind, args: &Value) -> Result<PowerArgs, ArgError> {
-    let fields = Fields::of(args, "")?;
-    let target = GuestRef::parse(&fields)?;
+/// The arguments of `reboot` after the guest, as `change_power` runs them.
+pub fn change(_: GuestKind, fields: &Fields) -> Result<(bool, Change), ArgError> {
     let [timeout, force] = fields.read_table(&FIELDS)?;
-    Ok(PowerArgs {
-        target,
-        force: force.int != 0,
-        change: Change::Reboot {
-            timeout_sec: timeout.int as u64,
-        },
-    })
+    let timeout_sec = timeout.int as u64;
+    Ok((force.int != 0, Change::Reboot { timeout_sec }))
 }
 
 #[cfg(test)]

@@ -4,10 +4,8 @@
 //! sequence is `guest::power::change_power`'s (`guest::power::shut_down`).
 
 use crate::args::{ArgError, Fields, Kind, Spec};
-use crate::guest::power::{Change, PowerArgs, Shutdown};
-use crate::guest::reference::GuestRef;
+use crate::guest::power::{Change, Shutdown};
 use crate::pve::endpoints::GuestKind;
-use serde_json::Value;
 
 /// The fields after the guest, in order (one table walk, issue 32): the graceful shutdown's own
 /// budget, the fall back to a hard stop, and the override of the safety gate.
@@ -17,19 +15,14 @@ const FIELDS: [Spec; 3] = [
     Spec::new("force", Kind::Flag(false)),
 ];
 
-/// The arguments of `shutdown`, as `change_power` runs them.
-pub fn power_args(_: GuestKind, args: &Value) -> Result<PowerArgs, ArgError> {
-    let fields = Fields::of(args, "")?;
-    let target = GuestRef::parse(&fields)?;
+/// The arguments of `shutdown` after the guest, as `change_power` runs them.
+pub fn change(_: GuestKind, fields: &Fields) -> Result<(bool, Change), ArgError> {
     let [timeout, force_stop_after, force] = fields.read_table(&FIELDS)?;
-    Ok(PowerArgs {
-        target,
-        force: force.int != 0,
-        change: Change::Shutdown(Shutdown {
-            timeout_sec: timeout.int as u64,
-            force_stop_after: force_stop_after.int != 0,
-        }),
-    })
+    let shutdown = Shutdown {
+        timeout_sec: timeout.int as u64,
+        force_stop_after: force_stop_after.int != 0,
+    };
+    Ok((force.int != 0, Change::Shutdown(shutdown)))
 }
 
 #[cfg(test)]

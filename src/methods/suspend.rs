@@ -4,16 +4,12 @@
 //! stopped after its checkpoint. The sequence is `guest::power::change_power`'s.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::power::{Change, PowerArgs};
-use crate::guest::reference::GuestRef;
+use crate::guest::power::Change;
 use crate::pve::endpoints::GuestKind;
-use serde_json::Value;
 
-/// The arguments of `suspend`, as `change_power` runs them. A container has no suspend to disk:
-/// like zod, its model ignores `toDisk` and `stateStorage`.
-pub fn power_args(kind: GuestKind, args: &Value) -> Result<PowerArgs, ArgError> {
-    let fields = Fields::of(args, "")?;
-    let target = GuestRef::parse(&fields)?;
+/// The arguments of `suspend` after the guest, as `change_power` runs them. A container has no
+/// suspend to disk: like zod, its model ignores `toDisk` and `stateStorage`.
+pub fn change(kind: GuestKind, fields: &Fields) -> Result<(bool, Change), ArgError> {
     let force = fields.flag_or("force", false)?;
     let (to_disk, storage) = match kind {
         GuestKind::Qemu => (
@@ -26,11 +22,7 @@ pub fn power_args(kind: GuestKind, args: &Value) -> Result<PowerArgs, ArgError> 
     if storage.is_some() && !to_disk {
         return Err(ArgError::new("stateStorage", "needs toDisk: true"));
     }
-    Ok(PowerArgs {
-        target,
-        force,
-        change: Change::Suspend { to_disk, storage },
-    })
+    Ok((force, Change::Suspend { to_disk, storage }))
 }
 
 #[cfg(test)]
