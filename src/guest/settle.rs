@@ -16,6 +16,7 @@ use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::GuestStatus;
+use std::fmt::Write;
 
 /// How a wait's error begins when the state could not be read (not when it was read and wrong).
 pub const UNREADABLE: &str = "its state could not be read";
@@ -165,14 +166,14 @@ fn waiting_on(kind: GuestKind, at: &Located, now: &GuestStatus) -> String {
 pub fn describe(s: &GuestStatus) -> String {
     let mut text = format!("status {}", s.status);
     if let Some(qmp) = &s.qmpstatus {
-        text.push_str(&format!(", qmpstatus {qmp}"));
+        let _ = write!(text, ", qmpstatus {qmp}");
     }
     if let Some(lock) = lock_of(s) {
-        text.push_str(&format!(", lock {lock}"));
+        let _ = write!(text, ", lock {lock}");
     }
     if let Some(ha) = s.ha.as_ref().filter(|ha| ha.managed == Some(true)) {
         let state = ha.state.as_deref().unwrap_or("unknown");
-        text.push_str(&format!(", HA-managed (HA state {state})"));
+        let _ = write!(text, ", HA-managed (HA state {state})");
     }
     text
 }

@@ -23,6 +23,7 @@ use crate::pve::responses::{GuestStatus, MigratePreconditions};
 use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
+use std::fmt::Write;
 
 /// The arguments of `migrate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -367,7 +368,7 @@ fn elsewhere<H: Host>(
     let mut seen = format!("the cluster still places it on node {}", at.node);
     if let Ok(status) = read {
         ev.saw(run, at, status);
-        seen.push_str(&format!(" ({})", describe(&ev.status)));
+        let _ = write!(seen, " ({})", describe(&ev.status));
     }
     seen
 }

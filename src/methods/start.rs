@@ -34,6 +34,7 @@ use crate::pve::request::PveRequest;
 use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::{Map, Value};
+use std::fmt::Write;
 
 /// The arguments of `start`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,7 +266,7 @@ fn took_ip<H: Host>(
 ) -> Result<(), String> {
     match found {
         Ok(ip) => {
-            summary.push_str(&format!(" with IPv4 address {ip}"));
+            let _ = write!(summary, " with IPv4 address {ip}");
             ev.ipv4 = Some(ip);
         }
         Err(why) if args.allow_no_ip => ev.warn(
