@@ -100,30 +100,31 @@ impl Change {
         };
         let stopped = s.status != "running";
         let ha = s.ha.as_ref().is_some_and(|ha| ha.managed == Some(true));
-        let why = match self {
+        // PVE's words, then what to do instead.
+        let instead = match self {
             // A stopped container may or may not hold a checkpoint: nothing shows which.
             Change::Suspend { .. }
                 if stopped && (kind == GuestKind::Lxc || !self.target(kind).reached(kind, s)) =>
             {
                 match lock_of(s) == Some(HIBERNATED) {
-                    true => {
-                        format!("{noun} {vmid} not running (suspended to disk: resume it first)")
-                    }
-                    false => format!("{noun} {vmid} not running (start it first)"),
+                    true => "suspended to disk: resume it first",
+                    false => "start it first",
                 }
             }
             Change::Suspend { to_disk: true, .. } if ha => {
-                "Cannot suspend HA managed VM to disk (suspend it to RAM, or take it out of HA)"
-                    .to_string()
+                return Some(
+                    "Cannot suspend HA managed VM to disk (suspend it to RAM, or take it out of HA)"
+                        .to_string(),
+                );
             }
             Change::Resume
                 if kind == GuestKind::Qemu && stopped && lock_of(s) != Some(HIBERNATED) =>
             {
-                format!("{noun} {vmid} not running (stopped, not paused or suspended: start it)")
+                "stopped, not paused or suspended: start it"
             }
             _ => return None,
         };
-        Some(why)
+        Some(format!("{noun} {vmid} not running ({instead})"))
     }
 
     fn request(&self, node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
@@ -436,6 +437,39 @@ mod tests {
         let stopped = status(json!({"status": "stopped", "qmpstatus": "stopped"}));
         assert!(Target::Stopped.reached(GuestKind::Qemu, &stopped));
         assert!(!Target::Running.reached(GuestKind::Qemu, &stopped));
+    }
+
+    #[test]
+    fn pves_refusals_name_the_guest_and_what_to_do_instead() {
+        let suspend = Change::Suspend {
+            to_disk: false,
+            storage: None,
+        };
+        let stopped = status(json!({"status": "stopped"}));
+        let saved = status(json!({"status": "stopped", "lock": "suspended"}));
+        let refusal = |change: &Change, kind, s| change.refusal(kind, 100, s);
+        assert_eq!(
+            refusal(&suspend, GuestKind::Qemu, &stopped).as_deref(),
+            Some("VM 100 not running (start it first)")
+        );
+        assert_eq!(
+            refusal(&suspend, GuestKind::Lxc, &saved).as_deref(),
+            Some("CT 100 not running (suspended to disk: resume it first)")
+        );
+        assert_eq!(
+            refusal(&Change::Resume, GuestKind::Qemu, &stopped).as_deref(),
+            Some("VM 100 not running (stopped, not paused or suspended: start it)")
+        );
+        let ha = status(json!({"status": "running", "ha": {"managed": 1}}));
+        let to_disk = Change::Suspend {
+            to_disk: true,
+            storage: None,
+        };
+        assert_eq!(
+            refusal(&to_disk, GuestKind::Qemu, &ha).as_deref(),
+            Some("Cannot suspend HA managed VM to disk (suspend it to RAM, or take it out of HA)")
+        );
+        assert_eq!(refusal(&Change::Resume, GuestKind::Qemu, &saved), None);
     }
 
     #[test]

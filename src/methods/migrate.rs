@@ -392,14 +392,12 @@ fn not_seen(
         (None, true) => "the guest is HA-managed, so its migrate task only queued a request to the HA manager: check `ha-manager status` (quorum, the resource's state, node affinity rules)".to_string(),
         (None, false) => "check the migrate task's log on the source node and the guest's state (run lookup)".to_string(),
     };
-    let wanted = match was_running {
-        true => format!("on node {} and running", args.node),
-        false => format!("on node {}", args.node),
-    };
+    let running = if was_running { " and running" } else { "" };
     format!(
-        "the migrate task on node {source} ended successfully, but {} {} was not seen {wanted}: {why}; last observed: {last} — {check}",
+        "the migrate task on node {source} ended successfully, but {} {} was not seen on node {}{running}: {why}; last observed: {last} — {check}",
         kind.noun(),
-        ev.at.vmid
+        ev.at.vmid,
+        args.node
     )
 }
 

@@ -31,7 +31,7 @@ use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::pve::request::PveRequest;
-use crate::quote::Joined;
+use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::{Map, Value};
 use std::fmt::Write;
@@ -302,26 +302,24 @@ pub fn config_ipv4(config: &Map<String, Value>) -> Result<String, String> {
             nets.insert(at.unwrap_or(nets.len()), (index, key.as_str(), value));
         }
     }
-    let mut seen = Vec::new();
+    // What each interface holds instead, written straight into one text (`net0 has ip=dhcp, …`).
+    let mut seen = String::new();
     for (_, key, value) in &nets {
-        match property(value, "ip") {
-            Some(ip) => match ip.split_once('/') {
-                Some((address, prefix))
-                    if is_ipv4(address) && unusable(address, prefix.parse().ok()).is_none() =>
-                {
-                    return Ok(address.to_string())
-                }
-                _ => seen.push(format!("{key} has ip={ip}")),
-            },
-            None => seen.push(format!("{key} has no ip=")),
+        let ip = property(value, "ip");
+        if let Some((address, prefix)) = ip.and_then(|ip| ip.split_once('/')) {
+            if is_ipv4(address) && unusable(address, prefix.parse().ok()).is_none() {
+                return Ok(address.to_string());
+            }
         }
+        push_item(&mut seen, ", ", key);
+        let _ = match ip {
+            Some(ip) => write!(seen, " has ip={ip}"),
+            None => write!(seen, " has no ip="),
+        };
     }
     Err(match seen.is_empty() {
         true => "the container has no network interface (no netN in its config)".to_string(),
-        false => format!(
-            "no static IPv4 address in its config ({})",
-            seen.joined(", ")
-        ),
+        false => format!("no static IPv4 address in its config ({seen})"),
     })
 }
 
