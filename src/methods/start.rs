@@ -217,10 +217,14 @@ fn started_words(
     match (done, verdict) {
         (None, verdict) => verdict,
         (Some(done), Ok(started)) => Ok(format!("{done}; {started}")),
-        (Some(done), Err(why)) if ready => {
-            Err(format!("{done}, but the start for waitReady failed: {why}"))
+        (Some(done), Err(why)) => {
+            let start = if ready {
+                "the start for waitReady"
+            } else {
+                "start: true"
+            };
+            Err(format!("{done}, but {start} failed: {why}"))
         }
-        (Some(done), Err(why)) => Err(format!("{done}, but start: true failed: {why}")),
     }
 }
 
@@ -231,9 +235,11 @@ fn ready_words(
     verdict: Result<String, String>,
 ) -> Result<String, String> {
     match (done, verdict) {
-        (None, Ok(ready)) => Ok(format!("{started}; {ready}")),
         (None, Err(why)) => Err(why),
-        (Some(done), Ok(ready)) => Ok(format!("{done}; {started}; {ready}")),
+        (done, Ok(ready)) => {
+            let (done, then) = done.map_or(("", ""), |done| (done, "; "));
+            Ok(format!("{done}{then}{started}; {ready}"))
+        }
         (Some(done), Err(why)) => Err(format!("{done}; {started}, but {why}")),
     }
 }
@@ -398,6 +404,35 @@ impl AgentWatch for IpWatch {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_words_after_what_was_done() {
+        let ok = |s: &str| Ok::<String, String>(s.to_string());
+        let err = |s: &str| Err::<String, String>(s.to_string());
+        assert_eq!(super::started_words(None, true, err("x")), err("x"));
+        assert_eq!(
+            super::started_words(Some("made"), false, ok("up")),
+            ok("made; up")
+        );
+        assert_eq!(
+            super::started_words(Some("made"), true, err("no")),
+            err("made, but the start for waitReady failed: no")
+        );
+        assert_eq!(
+            super::started_words(Some("made"), false, err("no")),
+            err("made, but start: true failed: no")
+        );
+        assert_eq!(super::ready_words(None, "up", ok("ready")), ok("up; ready"));
+        assert_eq!(super::ready_words(None, "up", err("no")), err("no"));
+        assert_eq!(
+            super::ready_words(Some("made"), "up", ok("ready")),
+            ok("made; up; ready")
+        );
+        assert_eq!(
+            super::ready_words(Some("made"), "up", err("no")),
+            err("made; up, but no")
+        );
+    }
+
     use super::*;
     use crate::testing::{api_args, failure_of, run_method, run_method_of, Answer, ScriptedHost};
     use serde_json::json;
