@@ -5,7 +5,7 @@ use crate::catalog::{method_of, Method};
 use crate::global_args::GlobalArgs;
 use crate::guest::firewall::change_firewall;
 use crate::guest::ha::change_ha;
-use crate::guest::power::change_power;
+use crate::guest::power::{change_power, power_args};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::methods::node_status::read_node;
@@ -106,9 +106,21 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
             start::StartArgs::parse_for(kind, args).err(),
             None
         ),
-        Method::Stop => kept!(Method::Stop, stop::power_args(kind, args).err(), None),
-        Method::Suspend => kept!(Method::Suspend, suspend::power_args(kind, args).err(), None),
-        Method::Resume => kept!(Method::Resume, resume::power_args(kind, args).err(), None),
+        Method::Stop => kept!(
+            Method::Stop,
+            power_args(kind, args, stop::change).err(),
+            None
+        ),
+        Method::Suspend => kept!(
+            Method::Suspend,
+            power_args(kind, args, suspend::change).err(),
+            None
+        ),
+        Method::Resume => kept!(
+            Method::Resume,
+            power_args(kind, args, resume::change).err(),
+            None
+        ),
         Method::WaitTask => kept!(
             Method::WaitTask,
             wait_task::WaitTaskArgs::parse(args).err(),
@@ -116,7 +128,7 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
         ),
         Method::Shutdown => kept!(
             Method::Shutdown,
-            shutdown::ShutdownArgs::parse(args).err(),
+            power_args(kind, args, shutdown::change).err(),
             None
         ),
         Method::Delete => kept!(Method::Delete, delete::DeleteArgs::parse(args).err(), None),
@@ -182,7 +194,11 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
             template::TemplateArgs::parse(args).err(),
             None
         ),
-        Method::Reboot => kept!(Method::Reboot, reboot::RebootArgs::parse(args).err(), None),
+        Method::Reboot => kept!(
+            Method::Reboot,
+            power_args(kind, args, reboot::change).err(),
+            None
+        ),
         Method::CloudInit => kept!(
             Method::CloudInit,
             cloud_init::CloudInitArgs::parse(args).err(),
@@ -314,17 +330,17 @@ fn method_future<'a, H: Host>(
         ),
         Method::Stop => kept!(
             Method::Stop,
-            boxed(change_power(run, args, stop::power_args)),
+            boxed(change_power(run, args, stop::change)),
             boxed(left_out(method))
         ),
         Method::Suspend => kept!(
             Method::Suspend,
-            boxed(change_power(run, args, suspend::power_args)),
+            boxed(change_power(run, args, suspend::change)),
             boxed(left_out(method))
         ),
         Method::Resume => kept!(
             Method::Resume,
-            boxed(change_power(run, args, resume::power_args)),
+            boxed(change_power(run, args, resume::change)),
             boxed(left_out(method))
         ),
         Method::WaitTask => kept!(
@@ -334,7 +350,7 @@ fn method_future<'a, H: Host>(
         ),
         Method::Shutdown => kept!(
             Method::Shutdown,
-            boxed(shutdown::shutdown(run, args)),
+            boxed(change_power(run, args, shutdown::change)),
             boxed(left_out(method))
         ),
         Method::Delete => kept!(
@@ -494,7 +510,7 @@ fn method_future<'a, H: Host>(
         ),
         Method::Reboot => kept!(
             Method::Reboot,
-            boxed(reboot::reboot(run, args)),
+            boxed(change_power(run, args, reboot::change)),
             boxed(left_out(method))
         ),
         Method::CloudInit => kept!(

@@ -30,6 +30,7 @@ pub mod settle;
 pub mod snapshot_change;
 pub mod snapshots;
 pub mod storage;
+pub mod target;
 pub mod upstream;
 pub mod vmid_claim;
 pub mod volumes;

@@ -15,6 +15,7 @@ use crate::pve::property::property;
 use crate::pve::responses::{NodeInterface, NodeStorage, StorageVolume};
 use crate::quote::Joined;
 use crate::run::Run;
+use std::fmt::Write;
 
 const GIB: u64 = 1 << 30;
 /// How many volumes a "not found" message lists.
@@ -179,18 +180,16 @@ fn keys_of(pairs: &[(String, String)]) -> String {
 /// The one message of a create the node cannot take: `cannot create <what> on node <node>;
 /// nothing was changed. 2 problems found: (1) …; (2) …`.
 pub fn refusal(what: &str, node: &str, found: &[String]) -> Failure {
-    let mut listed = Vec::with_capacity(found.len());
+    let n = found.len();
+    let plural = if n == 1 { "" } else { "s" };
+    let mut text = format!(
+        "cannot create {what} on node {node}; nothing was changed. {n} problem{plural} found: "
+    );
     for (i, problem) in found.iter().enumerate() {
-        listed.push(format!("({}) {problem}", i + 1));
+        let separator = if i == 0 { "" } else { "; " };
+        let _ = write!(text, "{separator}({}) {problem}", i + 1);
     }
-    Failure::new(format!(
-        "cannot create {what} on node {node}; nothing was changed. {} found: {}",
-        match found.len() {
-            1 => "1 problem".to_string(),
-            n => format!("{n} problems"),
-        },
-        listed.joined("; ")
-    ))
+    Failure::new(text)
 }
 
 fn gib(bytes: u64) -> String {
@@ -331,5 +330,24 @@ fn bridge_problems(placement: &Placement, node: &str, survey: &Survey, found: &m
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::refusal;
+
+    #[test]
+    fn the_refusal_counts_and_numbers_its_problems() {
+        let one = refusal("VM 500", "pve1", &["a".to_string()]);
+        assert_eq!(
+            one.0,
+            "cannot create VM 500 on node pve1; nothing was changed. 1 problem found: (1) a"
+        );
+        let two = refusal("CT 400", "pve2", &["a".to_string(), "b".to_string()]);
+        assert_eq!(
+            two.0,
+            "cannot create CT 400 on node pve2; nothing was changed. 2 problems found: (1) a; (2) b"
+        );
     }
 }

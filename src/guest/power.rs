@@ -1,74 +1,32 @@
 //! Power transitions shared by start, stop, shutdown, suspend and resume of both models: send the
 //! request, follow its task, then wait until `status/current` shows the target state. `stop`,
-//! `suspend` and `resume` are one sequence ([`change_power`]) configured by a [`Change`].
+//! `suspend`, `resume` and `reboot` are one sequence ([`change_power`]) configured by a [`Change`].
 
 use super::evidence::{settle_evidence, sight_to_change, Evidence};
 use super::gates::{self, Gate};
+use super::reboot::reboot_verified;
 use super::reference::GuestRef;
 use super::settle::{busy_lock, describe, lock_of, HIBERNATED};
-use crate::args::ArgError;
+use crate::args::{ArgError, Fields};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
+use crate::poll::WaitBudget;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
+use crate::task::{follow_task, TaskTrouble};
 use serde_json::Value;
 
-/// The power state a method must observe before it may succeed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    Running,
-    Stopped,
-    /// A VM's QEMU paused: what a suspend to RAM leaves (qemu-server `PVE/QemuServer/RunState.pm`
-    /// vm_suspend sends QMP `stop`).
-    Paused,
-    /// A VM suspended to disk: stopped, its state saved, locked [`HIBERNATED`] until resumed.
-    Hibernated,
-}
+/// How long a shutdown task is followed beyond `timeoutSec` (PVE's own wait inside the task).
+const TASK_SLACK_MS: u64 = 30_000;
+/// After a shutdown task ended OK, the state gets at least this long to show (HA applies it later).
+const MIN_SETTLE_MS: u64 = 1_000;
 
-impl Target {
-    /// Whether a status shows this target.
-    pub fn reached(self, kind: GuestKind, s: &GuestStatus) -> bool {
-        let hibernated = lock_of(s) == Some(HIBERNATED);
-        match self {
-            Target::Stopped => s.status == "stopped",
-            // A QEMU process can exist paused or in prelaunch: only qmpstatus says it really runs. A
-            // VM resumed from disk keeps its lock until PVE has removed the saved state.
-            Target::Running => {
-                s.status == "running"
-                    && (kind == GuestKind::Lxc || s.qmpstatus.as_deref() == Some("running"))
-                    && !hibernated
-            }
-            Target::Paused => s.status == "running" && s.qmpstatus.as_deref() == Some("paused"),
-            Target::Hibernated => s.status == "stopped" && hibernated,
-        }
-    }
+use super::target::Target;
 
-    /// The target as messages name it.
-    pub fn describe(self, kind: GuestKind) -> &'static str {
-        match (self, kind) {
-            (Target::Stopped, _) => "status stopped",
-            (Target::Running, GuestKind::Qemu) => "status running with qmpstatus running",
-            (Target::Running, GuestKind::Lxc) => "status running",
-            (Target::Paused, _) => "status running with qmpstatus paused",
-            (Target::Hibernated, _) => "status stopped with lock suspended",
-        }
-    }
-
-    /// The state in a summary: `VM 100 on node pve1 is <state>`.
-    pub fn state(self) -> &'static str {
-        match self {
-            Target::Running => "running",
-            Target::Stopped => "stopped",
-            Target::Paused => "paused (suspended to RAM)",
-            Target::Hibernated => "suspended to disk (its state saved, lock suspended)",
-        }
-    }
-}
-
-/// A power change of `stop`, `suspend` or `resume`: which request, which target, which gate, and
-/// what PVE refuses before any task starts.
+/// A power change of `stop`, `suspend`, `resume`, `reboot` or `shutdown`: which request, which
+/// target, which gate, and what PVE refuses before any task starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     Stop,
@@ -82,6 +40,21 @@ pub enum Change {
     /// Back to running: a paused VM continues; one suspended to disk starts from its saved state
     /// (qemu-server `PVE/API2/Qemu.pm` vm_resume); a container is restored from its checkpoint.
     Resume,
+    /// A running guest rebooted and proven to run a new boot (`guest::reboot`); PVE's shutdown
+    /// inside the task may take `timeout_sec`.
+    Reboot {
+        timeout_sec: u64,
+    },
+    /// A graceful shutdown, verified; its own gate and course ([`shut_down`]).
+    Shutdown(Shutdown),
+}
+
+/// A graceful (ACPI) shutdown: PVE's own wait for the guest (`timeout_sec`, the attempt's budget)
+/// and whether a hard stop follows one that did not stop it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shutdown {
+    pub timeout_sec: u64,
+    pub force_stop_after: bool,
 }
 
 impl Change {
@@ -90,6 +63,8 @@ impl Change {
             Change::Stop => "stop",
             Change::Suspend { .. } => "suspend",
             Change::Resume => "resume",
+            Change::Reboot { .. } => "reboot",
+            Change::Shutdown(_) => "shut down",
         }
     }
 
@@ -97,11 +72,11 @@ impl Change {
     /// leaves it stopped, and the checkpoint is not visible through the API.
     pub fn target(&self, kind: GuestKind) -> Target {
         match self {
-            Change::Stop => Target::Stopped,
+            Change::Stop | Change::Shutdown(_) => Target::Stopped,
             Change::Suspend { .. } if kind == GuestKind::Lxc => Target::Stopped,
             Change::Suspend { to_disk: true, .. } => Target::Hibernated,
             Change::Suspend { .. } => Target::Paused,
-            Change::Resume => Target::Running,
+            Change::Resume | Change::Reboot { .. } => Target::Running,
         }
     }
 
@@ -109,7 +84,8 @@ impl Change {
         match self {
             Change::Stop => Some(&gates::STOP),
             Change::Suspend { .. } => Some(&gates::SUSPEND),
-            Change::Resume => None,
+            Change::Reboot { .. } => Some(&gates::REBOOT),
+            Change::Resume | Change::Shutdown(_) => None,
         }
     }
 
@@ -124,30 +100,31 @@ impl Change {
         };
         let stopped = s.status != "running";
         let ha = s.ha.as_ref().is_some_and(|ha| ha.managed == Some(true));
-        let why = match self {
+        // PVE's words, then what to do instead.
+        let instead = match self {
             // A stopped container may or may not hold a checkpoint: nothing shows which.
             Change::Suspend { .. }
                 if stopped && (kind == GuestKind::Lxc || !self.target(kind).reached(kind, s)) =>
             {
                 match lock_of(s) == Some(HIBERNATED) {
-                    true => {
-                        format!("{noun} {vmid} not running (suspended to disk: resume it first)")
-                    }
-                    false => format!("{noun} {vmid} not running (start it first)"),
+                    true => "suspended to disk: resume it first",
+                    false => "start it first",
                 }
             }
             Change::Suspend { to_disk: true, .. } if ha => {
-                "Cannot suspend HA managed VM to disk (suspend it to RAM, or take it out of HA)"
-                    .to_string()
+                return Some(
+                    "Cannot suspend HA managed VM to disk (suspend it to RAM, or take it out of HA)"
+                        .to_string(),
+                );
             }
             Change::Resume
                 if kind == GuestKind::Qemu && stopped && lock_of(s) != Some(HIBERNATED) =>
             {
-                format!("{noun} {vmid} not running (stopped, not paused or suspended: start it)")
+                "stopped, not paused or suspended: start it"
             }
             _ => return None,
         };
-        Some(why)
+        Some(format!("{noun} {vmid} not running ({instead})"))
     }
 
     fn request(&self, node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
@@ -168,8 +145,8 @@ impl Change {
     }
 }
 
-/// What `stop`, `suspend` and `resume` are asked: the guest, the change, whether `force` overrides
-/// the gate.
+/// What `stop`, `suspend`, `resume`, `reboot` and `shutdown` are asked: the guest, the change,
+/// whether `force` overrides the gate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PowerArgs {
     pub target: GuestRef,
@@ -177,15 +154,31 @@ pub struct PowerArgs {
     pub change: Change,
 }
 
-/// A method's argument rules for [`change_power`].
-pub type ParsePower = fn(GuestKind, &Value) -> Result<PowerArgs, ArgError>;
+/// A method's own argument rules for [`change_power`], read after the guest: whether `force`
+/// overrides the gate, and the change.
+pub type ParsePower = fn(GuestKind, &Fields) -> Result<(bool, Change), ArgError>;
 
-/// `stop`, `suspend`, `resume` — one future for all three, each method only its `parse`: finds the
-/// guest (a lock waited out), passes its gate, refuses up front what PVE would refuse, sends
-/// nothing when it already shows the target, else sends the request, follows its task and waits
-/// for the target.
+/// The arguments of a method of [`change_power`]: the guest (every such method's first field, one
+/// reading for all five), then the method's own rules.
+pub fn power_args(kind: GuestKind, args: &Value, parse: ParsePower) -> Result<PowerArgs, ArgError> {
+    let fields = Fields::of(args, "")?;
+    let target = GuestRef::parse(&fields)?;
+    let (force, change) = parse(kind, &fields)?;
+    Ok(PowerArgs {
+        target,
+        force,
+        change,
+    })
+}
+
+/// `stop`, `suspend`, `resume`, `reboot`, `shutdown` — one future for all five, each method only
+/// its `parse`: finds the guest (a lock waited out), passes its gate, refuses up front what PVE
+/// would refuse, sends nothing when it already shows the target, else sends the request, follows
+/// its task and waits for the target. A reboot, past its gate and PVE's refusal of a paused VM, is
+/// `guest::reboot`'s: it has no target to find already reached, only a new boot to prove. A
+/// shutdown is [`shut_down`]'s whole (its gate included: `convertToTemplate` runs it too).
 pub async fn change_power<H: Host>(run: &Run<'_, H>, args: &Value, parse: ParsePower) -> Outcome {
-    let args = match parse(run.kind, args) {
+    let args = match power_args(run.kind, args, parse) {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
@@ -197,10 +190,17 @@ pub async fn change_power<H: Host>(run: &Run<'_, H>, args: &Value, parse: ParseP
     // issue 32): the gate, PVE's refusals, then the request unless the target shows already.
     let (force, change) = (args.force, &args.change);
     let verdict = 'change: {
+        if let Change::Shutdown(shutdown) = change {
+            break 'change shut_down(run, &mut ev, shutdown, force).await;
+        }
         if let Some(gate) = change.gate() {
             or_break!('change, ev.pass_gate(run, gate, force));
         }
         let (label, verb) = (ev.label(run), change.verb());
+        if let Change::Reboot { timeout_sec } = *change {
+            or_break!('change, refuse_paused(run, &ev, verb));
+            break 'change reboot_verified(run, &mut ev, timeout_sec).await;
+        }
         if let Some(why) = change.refusal(run.kind, ev.at.vmid, &ev.status) {
             break 'change Err(refused(&label, &ev.status, verb, &why));
         }
@@ -245,6 +245,89 @@ pub fn refuse_paused<H: Host>(run: &Run<'_, H>, ev: &Evidence, verb: &str) -> Re
         )),
         false => Ok(()),
     }
+}
+
+/// The gated (`force` overrides), verified shutdown of a found guest: `shutdown`'s, and
+/// `convertToTemplate`'s `shutdownFirst`.
+pub async fn shut_down<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &Shutdown,
+    force: bool,
+) -> Result<String, String> {
+    ev.pass_gate(run, &gates::SHUTDOWN, force)?;
+    refuse_paused(run, ev, "shut down")?;
+    let label = ev.label(run);
+    if already(run, ev, Target::Stopped).await? {
+        return Ok(format!("{label} was already stopped; no shutdown was sent"));
+    }
+    let why = match graceful(run, ev, args.timeout_sec).await? {
+        Ok(()) => return Ok(format!("{label} shut down gracefully")),
+        Err(why) => why,
+    };
+    if !args.force_stop_after {
+        return Err(format!(
+            "{label} did not shut down within timeoutSec={}s: {why} — the guest may ignore ACPI shutdown requests (check acpid or the guest agent inside it), or set forceStopAfter: true to fall back to a hard stop",
+            args.timeout_sec
+        ));
+    }
+    ev.warn(
+        run,
+        format!("the graceful shutdown did not stop {label} within timeoutSec={}s; forcing a hard stop (forceStopAfter: true)", args.timeout_sec),
+    );
+    let request = endpoints::guest_stop(&ev.at.node, run.kind, ev.at.vmid);
+    transition(run, ev, &request, "stop", Target::Stopped).await?;
+    Ok(format!(
+        "{label} is stopped: a hard stop followed a graceful shutdown that did not finish"
+    ))
+}
+
+/// The graceful attempt. `Err`: PVE refused the request (no task ran, nothing to fall back from);
+/// `Ok(Err(why))`: it ran but the guest was not seen stopped.
+async fn graceful<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    timeout_sec: u64,
+) -> Result<Result<(), String>, String> {
+    let started = run.host.now_ms();
+    let budget_ms = timeout_sec * 1000;
+    let mut pve = run.pve();
+    // PVE's task itself waits up to timeoutSec for the guest: follow it at least that long. The
+    // graceful attempt has its own budget (timeoutSec); the hard stop after it gets taskTimeoutSec.
+    let graceful_budget = WaitBudget::new(pve.task_timeout_ms.max(budget_ms + TASK_SLACK_MS));
+    pve.budget = &graceful_budget;
+    let request = endpoints::guest_shutdown(&ev.at.node, run.kind, ev.at.vmid, timeout_sec);
+    let action = format!("shut down {}", ev.label(run));
+    ev.trail.sending();
+    let answer = pve.call(&request).await;
+    let upid = ev.trail.accepted(answer, &request, &action)?;
+    let followed = follow_task(&pve, &upid).await;
+    let followed = ev.trail.followed_outcome(followed);
+    // Only the guest's state decides. After a task that succeeded the state may still follow (an
+    // HA-managed guest stops once the HA manager acts) within what is left of timeoutSec; so may
+    // it after a task whose end was not observed (its status unreadable): it may still be shutting
+    // the guest down. After a failed task (PVE gave up waiting) one read says where the guest is.
+    let spent = (run.host.now_ms() - started).max(0.0) as u64;
+    let left = budget_ms.saturating_sub(spent).max(MIN_SETTLE_MS);
+    let (settle_ms, context) = match followed {
+        Ok(()) => (left, "the shutdown task ended successfully".to_string()),
+        Err(TaskTrouble::Unknown(why)) => {
+            ev.warn(
+                run,
+                format!(
+                    "the shutdown task's end was not observed, so only the guest's state decides: {}",
+                    why.0
+                ),
+            );
+            let context = format!("the shutdown task's end was not observed ({})", why.0);
+            (left, context)
+        }
+        Err(TaskTrouble::Failed(why)) => (
+            0,
+            format!("the shutdown task did not succeed ({})", why.failure.0),
+        ),
+    };
+    Ok(reach(run, ev, Target::Stopped, settle_ms, &context).await)
 }
 
 /// Sends a power request (`verb` names it: "start", "stop", …), follows its task, and waits for
@@ -354,6 +437,39 @@ mod tests {
         let stopped = status(json!({"status": "stopped", "qmpstatus": "stopped"}));
         assert!(Target::Stopped.reached(GuestKind::Qemu, &stopped));
         assert!(!Target::Running.reached(GuestKind::Qemu, &stopped));
+    }
+
+    #[test]
+    fn pves_refusals_name_the_guest_and_what_to_do_instead() {
+        let suspend = Change::Suspend {
+            to_disk: false,
+            storage: None,
+        };
+        let stopped = status(json!({"status": "stopped"}));
+        let saved = status(json!({"status": "stopped", "lock": "suspended"}));
+        let refusal = |change: &Change, kind, s| change.refusal(kind, 100, s);
+        assert_eq!(
+            refusal(&suspend, GuestKind::Qemu, &stopped).as_deref(),
+            Some("VM 100 not running (start it first)")
+        );
+        assert_eq!(
+            refusal(&suspend, GuestKind::Lxc, &saved).as_deref(),
+            Some("CT 100 not running (suspended to disk: resume it first)")
+        );
+        assert_eq!(
+            refusal(&Change::Resume, GuestKind::Qemu, &stopped).as_deref(),
+            Some("VM 100 not running (stopped, not paused or suspended: start it)")
+        );
+        let ha = status(json!({"status": "running", "ha": {"managed": 1}}));
+        let to_disk = Change::Suspend {
+            to_disk: true,
+            storage: None,
+        };
+        assert_eq!(
+            refusal(&to_disk, GuestKind::Qemu, &ha).as_deref(),
+            Some("Cannot suspend HA managed VM to disk (suspend it to RAM, or take it out of HA)")
+        );
+        assert_eq!(refusal(&Change::Resume, GuestKind::Qemu, &saved), None);
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //! an `uptime` that restarted; all within `taskTimeoutSec`.
 
 use super::evidence::{settle_evidence, Evidence};
-use super::power::Target;
 use super::settle::{describe, seconds};
+use super::target::Target;
 use crate::args::{ArgError, Fields};
 use crate::host::Host;
 use crate::poll::WaitBudget;
@@ -105,9 +105,9 @@ pub async fn reboot_verified<H: Host>(
     };
     let waited = settle_evidence(run, ev, budget_ms, &new_boot).await;
     waited.map_err(|why| not_rebooted(run, ev, &before, &why, budget_ms))?;
+    let (what, old, new, unit) = boot_change(&before, &ev.status);
     Ok(format!(
-        "{label} rebooted: running again with a new boot ({})",
-        boot_change(&before, &ev.status)
+        "{label} rebooted: running again with a new boot ({what} {old}{unit} → {new}{unit})"
     ))
 }
 
@@ -123,10 +123,12 @@ fn not_rebooted<H: Host>(
         Target::Running.reached(run.kind, s),
         before.replaced_by(s, run.host.now_ms()),
     ) {
-        (true, Some(false)) => format!(
-            "it is still running the same boot ({}) — the reboot never happened",
-            same_boot(before, s)
-        ),
+        (true, Some(false)) => {
+            // The same boot: the pid both reads show (the same: no new boot), or (no pids to
+            // compare) the uptime read last.
+            let (what, _, now, unit) = boot_change(before, s);
+            format!("it is still running the same boot ({what} {now}{unit}) — the reboot never happened")
+        }
         (true, None) => {
             "PVE shows neither its pid nor its uptime, so a new boot cannot be told".to_string()
         }
@@ -143,20 +145,16 @@ fn not_rebooted<H: Host>(
     )
 }
 
-fn same_boot(before: &Boot, s: &GuestStatus) -> String {
+/// What tells the boots apart, as messages show it: `("pid", old, new, "")` when both reads show
+/// a pid, else `("uptime", old, new, "s")` (an uptime not shown reads 0).
+fn boot_change(before: &Boot, s: &GuestStatus) -> (&'static str, u64, u64, &'static str) {
     match (before.pid, s.pid) {
-        (Some(pid), Some(_)) => format!("pid {pid}"),
-        _ => format!("uptime {}s", s.uptime.unwrap_or_default()),
-    }
-}
-
-fn boot_change(before: &Boot, s: &GuestStatus) -> String {
-    match (before.pid, s.pid) {
-        (Some(old), Some(new)) => format!("pid {old} → {new}"),
-        _ => format!(
-            "uptime {}s → {}s",
+        (Some(old), Some(new)) => ("pid", old, new, ""),
+        _ => (
+            "uptime",
             before.uptime.unwrap_or_default(),
-            s.uptime.unwrap_or_default()
+            s.uptime.unwrap_or_default(),
+            "s",
         ),
     }
 }

@@ -16,6 +16,7 @@ use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::GuestStatus;
+use std::fmt::Write;
 
 /// How a wait's error begins when the state could not be read (not when it was read and wrong).
 pub const UNREADABLE: &str = "its state could not be read";
@@ -148,12 +149,12 @@ pub fn lock_advice(kind: GuestKind, node: &str) -> String {
 /// What a settle waits on, for progress lines: the guest and what it shows now (a lock being
 /// waited out is named: `lock backup`).
 fn waiting_on(kind: GuestKind, at: &Located, now: &GuestStatus) -> String {
-    let wait = match lock_of(now) {
-        Some(lock) => format!("its {lock} lock to be released"),
-        None => "the state asked for".to_string(),
+    let (its, lock, wait) = match lock_of(now) {
+        Some(lock) => ("its ", lock, " lock to be released"),
+        None => ("", "", "the state asked for"),
     };
     format!(
-        "{} {} on node {} — {wait} (now: {})",
+        "{} {} on node {} — {its}{lock}{wait} (now: {})",
         kind.noun(),
         at.vmid,
         at.node,
@@ -165,14 +166,14 @@ fn waiting_on(kind: GuestKind, at: &Located, now: &GuestStatus) -> String {
 pub fn describe(s: &GuestStatus) -> String {
     let mut text = format!("status {}", s.status);
     if let Some(qmp) = &s.qmpstatus {
-        text.push_str(&format!(", qmpstatus {qmp}"));
+        let _ = write!(text, ", qmpstatus {qmp}");
     }
     if let Some(lock) = lock_of(s) {
-        text.push_str(&format!(", lock {lock}"));
+        let _ = write!(text, ", lock {lock}");
     }
     if let Some(ha) = s.ha.as_ref().filter(|ha| ha.managed == Some(true)) {
         let state = ha.state.as_deref().unwrap_or("unknown");
-        text.push_str(&format!(", HA-managed (HA state {state})"));
+        let _ = write!(text, ", HA-managed (HA state {state})");
     }
     text
 }
@@ -184,6 +185,24 @@ pub fn seconds(ms: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_wait_names_the_lock_it_waits_out() {
+        let at = Located {
+            vmid: 100,
+            node: "pve1".to_string(),
+        };
+        let locked = parse(&json!({"status": "running", "lock": "backup"})).unwrap();
+        assert_eq!(
+            waiting_on(GuestKind::Qemu, &at, &locked),
+            "VM 100 on node pve1 — its backup lock to be released (now: status running, lock backup)"
+        );
+        let stopped = parse(&json!({"status": "stopped"})).unwrap();
+        assert_eq!(
+            waiting_on(GuestKind::Lxc, &at, &stopped),
+            "container 100 on node pve1 — the state asked for (now: status stopped)"
+        );
+    }
+
     use super::*;
     use crate::global_args::GlobalArgs;
     use crate::poll::ANSWER_MS;

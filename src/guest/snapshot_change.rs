@@ -5,9 +5,9 @@
 
 use super::evidence::{locked_out, settle_evidence, sight_to_change, Evidence};
 use super::locate::Located;
-use super::power::Target;
 use super::reference::GuestRef;
 use super::snapshots::{snapshot_outcome, SnapshotTree, TreeSeen};
+use super::target::Target;
 use crate::args::ArgError;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};

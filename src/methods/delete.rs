@@ -13,10 +13,11 @@ use crate::guest::evidence::{absent_outcome, sight_with, unlocked, Evidence, Loo
 use crate::guest::gates;
 use crate::guest::locate::absent_message;
 use crate::guest::locate::next_id_free_by;
-use crate::guest::power::{transition, Target};
+use crate::guest::power::transition;
 use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
+use crate::guest::target::Target;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;

@@ -5,14 +5,14 @@
 //! migrate task only queues a request to the HA manager (`hamigrate`): the move is waited for the
 //! same way within taskTimeoutSec. The task is followed on the source node.
 
-use crate::args::{is_storage_id, ArgError, Fields};
+use crate::args::{is_storage_id, ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
 use crate::explain::could_not;
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::locate::{locate, Found, Located};
-use crate::guest::power::Target;
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::{describe, lock_advice, lock_of, naming_lock};
+use crate::guest::target::Target;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
@@ -23,6 +23,7 @@ use crate::pve::responses::{GuestStatus, MigratePreconditions};
 use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
+use std::fmt::Write;
 
 /// The arguments of `migrate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,44 +43,61 @@ pub struct MigrateArgs {
     pub target_storage: Option<String>,
 }
 
+/// The fields before the guest, in order (one table walk, issue 32).
+const HEAD: [Spec; 2] = [
+    Spec::new("targetNode", Kind::Segment),
+    Spec::new("targetStorage", Kind::Text).rule(storage_map_fault),
+];
+/// A VM's fields after the guest: `online`, `withLocalDisks`. A container's model has none of
+/// them (nor a VM's the container's), and like zod ignores them: they are not read.
+const VM_FIELDS: [Spec; 2] = [
+    Spec::new("online", Kind::Flag(false)),
+    Spec::new("withLocalDisks", Kind::Flag(false)),
+];
+/// A container's fields after the guest: `restart`, `timeoutSec`.
+const CT_FIELDS: [Spec; 2] = [
+    Spec::new("restart", Kind::Flag(false)),
+    Spec::new("timeoutSec", Kind::CountIn(1, 86_400)),
+];
+
 impl MigrateArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let node = fields.segment_str("targetNode")?;
-        let target_storage = fields.text("targetStorage")?;
-        if let Some(map) = &target_storage {
-            check_storage_map(map)?;
-        }
+        let [node, target_storage] = fields.read_table(&HEAD)?;
+        let target = GuestRef::parse(&fields)?;
         let qemu = kind == GuestKind::Qemu;
+        let [first, second] = fields.read_table(match qemu {
+            true => &VM_FIELDS,
+            false => &CT_FIELDS,
+        })?;
         Ok(MigrateArgs {
-            target: GuestRef::parse(&fields)?,
-            node: node.to_string(),
-            online: qemu && fields.flag_or("online", false)?,
-            with_local_disks: qemu && fields.flag_or("withLocalDisks", false)?,
-            restart: !qemu && fields.flag_or("restart", false)?,
+            target,
+            node: node.owned_or(""),
+            online: qemu && first.int != 0,
+            with_local_disks: qemu && second.int != 0,
+            restart: !qemu && first.int != 0,
             timeout_sec: match qemu {
                 true => None,
-                false => fields.optional_count_in("timeoutSec", 1, 86_400)?,
+                false => second.count(),
             },
-            target_storage: target_storage.map(str::to_string),
+            target_storage: target_storage.owned(),
         })
     }
 }
 
 /// PVE's `storage-pair-list`: `1`, or comma-separated `<id>` / `<source>:<target>` of
-/// `pve-storage-id`s (`^[a-z][a-z0-9\-_.]*[a-z0-9]$`, case-insensitive).
-fn check_storage_map(map: &str) -> Result<(), ArgError> {
+/// `pve-storage-id`s (`^[a-z][a-z0-9\-_.]*[a-z0-9]$`, case-insensitive); the rule broken, if any.
+fn storage_map_fault(map: &str) -> Option<&'static str> {
     let ok = map == "1"
         || map.split(',').all(|pair| match pair.split_once(':') {
             Some((from, to)) => is_storage_id(from) && is_storage_id(to),
             None => is_storage_id(pair),
         });
     match ok {
-        true => Ok(()),
-        false => Err(ArgError::new(
-            "targetStorage",
+        true => None,
+        false => Some(
             "must be 1, a storage id, or comma-separated <source>:<target> storage ids (PVE's storage-pair-list)",
-        )),
+        ),
     }
 }
 
@@ -350,7 +368,7 @@ fn elsewhere<H: Host>(
     let mut seen = format!("the cluster still places it on node {}", at.node);
     if let Ok(status) = read {
         ev.saw(run, at, status);
-        seen.push_str(&format!(" ({})", describe(&ev.status)));
+        let _ = write!(seen, " ({})", describe(&ev.status));
     }
     seen
 }
@@ -374,13 +392,48 @@ fn not_seen(
         (None, true) => "the guest is HA-managed, so its migrate task only queued a request to the HA manager: check `ha-manager status` (quorum, the resource's state, node affinity rules)".to_string(),
         (None, false) => "check the migrate task's log on the source node and the guest's state (run lookup)".to_string(),
     };
-    let wanted = match was_running {
-        true => format!("on node {} and running", args.node),
-        false => format!("on node {}", args.node),
-    };
+    let running = if was_running { " and running" } else { "" };
     format!(
-        "the migrate task on node {source} ended successfully, but {} {} was not seen {wanted}: {why}; last observed: {last} — {check}",
+        "the migrate task on node {source} ended successfully, but {} {} was not seen on node {}{running}: {why}; last observed: {last} — {check}",
         kind.noun(),
-        ev.at.vmid
+        ev.at.vmid,
+        args.node
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_model_reads_its_own_fields_and_ignores_the_others() {
+        let args = json!({"vmid": 100, "targetNode": "pve2", "online": true,
+            "withLocalDisks": true, "restart": "x", "timeoutSec": 0, "targetStorage": "local:fast"});
+        let vm = MigrateArgs::parse(GuestKind::Qemu, &args).unwrap();
+        assert_eq!(vm.node, "pve2");
+        assert!(vm.online && vm.with_local_disks && !vm.restart);
+        assert_eq!(vm.timeout_sec, None);
+        assert_eq!(vm.target_storage.as_deref(), Some("local:fast"));
+        let args = json!({"vmid": 100, "targetNode": "pve2", "online": "x", "restart": true,
+            "timeoutSec": 5});
+        let ct = MigrateArgs::parse(GuestKind::Lxc, &args).unwrap();
+        assert!(ct.restart && !ct.online && !ct.with_local_disks);
+        assert_eq!((ct.timeout_sec, ct.target_storage), (Some(5), None));
+    }
+
+    #[test]
+    fn the_target_node_and_storage_map_are_judged_before_the_guest() {
+        let refused = |args: Value| {
+            MigrateArgs::parse(GuestKind::Qemu, &args)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(refused(json!({})).starts_with("invalid argument `targetNode`"));
+        assert_eq!(
+            refused(json!({"targetNode": "pve2", "targetStorage": "a:"})),
+            "invalid argument `targetStorage`: must be 1, a storage id, or comma-separated <source>:<target> storage ids (PVE's storage-pair-list)"
+        );
+        assert!(refused(json!({"targetNode": "pve2", "targetStorage": "1"})).contains("vmid"));
+    }
 }

@@ -2,70 +2,25 @@
 //! process (container: init) than before, or an uptime that restarted — within `taskTimeoutSec`
 //! (`guest::reboot`). HA-managed guests are rebooted the same way; PVE hands their start to the HA
 //! manager, and the same proof applies. Gated like `stop` (the `swamp` tag; `force` overrides). A
-//! guest that is not running is a failure: there is nothing to reboot.
+//! guest that is not running is a failure: there is nothing to reboot. The sequence is
+//! `guest::power::change_power`'s.
 
 use crate::args::{ArgError, Fields, Kind, Spec};
-use crate::guest::evidence::{sight_to_change, Evidence};
-use crate::guest::gates;
-use crate::guest::power::refuse_paused;
-use crate::guest::reboot::reboot_verified;
-use crate::guest::reference::GuestRef;
-use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
-use crate::run::Run;
-use serde_json::Value;
+use crate::guest::power::Change;
+use crate::pve::endpoints::GuestKind;
 
-/// The arguments of `reboot`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RebootArgs {
-    pub target: GuestRef,
-    /// How long PVE waits for the shutdown half of the reboot.
-    pub timeout_sec: u64,
-    /// Overrides the safety gate.
-    pub force: bool,
-}
-
-/// The fields after the guest, in order (one table walk, issue 32).
+/// The fields after the guest, in order (one table walk, issue 32): `timeoutSec` is how long PVE
+/// waits for the shutdown half of the reboot; `force` overrides the safety gate.
 const FIELDS: [Spec; 2] = [
     Spec::new("timeoutSec", Kind::IntOr(1, 86_400, 120)),
     Spec::new("force", Kind::Flag(false)),
 ];
 
-impl RebootArgs {
-    pub fn parse(args: &Value) -> Result<Self, ArgError> {
-        let fields = Fields::of(args, "")?;
-        let target = GuestRef::parse(&fields)?;
-        let [timeout, force] = fields.read_table(&FIELDS)?;
-        Ok(RebootArgs {
-            target,
-            timeout_sec: timeout.int as u64,
-            force: force.int != 0,
-        })
-    }
-}
-
-/// Runs `reboot`.
-pub async fn reboot<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match RebootArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let mut ev = match sight_to_change(run, &args.target, "reboot").await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let verdict = gated_reboot(run, &mut ev, &args).await;
-    ev.outcome(run, verdict).await
-}
-
-async fn gated_reboot<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    args: &RebootArgs,
-) -> Result<String, String> {
-    ev.pass_gate(run, &gates::REBOOT, args.force)?;
-    refuse_paused(run, ev, "reboot")?;
-    reboot_verified(run, ev, args.timeout_sec).await
+/// The arguments of `reboot` after the guest, as `change_power` runs them.
+pub fn change(_: GuestKind, fields: &Fields) -> Result<(bool, Change), ArgError> {
+    let [timeout, force] = fields.read_table(&FIELDS)?;
+    let timeout_sec = timeout.int as u64;
+    Ok((force.int != 0, Change::Reboot { timeout_sec }))
 }
 
 #[cfg(test)]

@@ -4,18 +4,13 @@
 //! `guest::power::change_power`'s.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::power::{Change, PowerArgs};
-use crate::guest::reference::GuestRef;
+use crate::guest::power::Change;
 use crate::pve::endpoints::GuestKind;
-use serde_json::Value;
 
-/// The arguments of `resume` (the guest), as `change_power` runs them.
-pub fn power_args(_: GuestKind, args: &Value) -> Result<PowerArgs, ArgError> {
-    Ok(PowerArgs {
-        target: GuestRef::parse(&Fields::of(args, "")?)?,
-        force: false,
-        change: Change::Resume,
-    })
+/// The arguments of `resume` after the guest (none: it has no gate to override), as
+/// `change_power` runs them.
+pub fn change(_: GuestKind, _: &Fields) -> Result<(bool, Change), ArgError> {
+    Ok((false, Change::Resume))
 }
 
 #[cfg(test)]

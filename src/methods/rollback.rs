@@ -6,10 +6,10 @@
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::Evidence;
 use crate::guest::locate::Located;
-use crate::guest::power::Target;
 use crate::guest::reference::GuestRef;
 use crate::guest::snapshot_change::{run_change, Plan, SnapshotChange};
 use crate::guest::snapshots::{check_name, SnapshotTree};
+use crate::guest::target::Target;
 use crate::host::Host;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};

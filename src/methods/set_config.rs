@@ -24,10 +24,10 @@ use crate::guest::config::{
 };
 use crate::guest::evidence::{sight_config_to_change, Evidence};
 use crate::guest::locate::absent_message;
-use crate::guest::power::Target;
 use crate::guest::reboot::{reboot_verified, ApplyPending};
 use crate::guest::reference::GuestRef;
 use crate::guest::root_only::{ct_refusal, qemu_refusal, Caller, CtState};
+use crate::guest::target::Target;
 use crate::guest::volumes::{listed_on_storage, storage_of};
 use crate::host::Host;
 use crate::methods::get_config::read_snapshot;

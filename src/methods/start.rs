@@ -13,13 +13,14 @@ use crate::explain::could_not;
 use crate::guest::addresses::{describe_skipped, unusable};
 use crate::guest::create_course::{create_course, NewGuest};
 use crate::guest::evidence::{sight_to_change, Evidence};
-use crate::guest::power::{already, transition, Target};
+use crate::guest::power::{already, transition};
 use crate::guest::readiness::{
     await_ready, interfaces, no_agent, poll_agent, stopped_after, waits_for_agent, AgentWatch,
     Heard, Readiness, ReadyArgs,
 };
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::{describe, lock_of, HIBERNATED};
+use crate::guest::target::Target;
 use crate::host::Host;
 use crate::methods::wait_ready::ready_outcome;
 use crate::outcome::{Failure, Outcome};
@@ -30,9 +31,10 @@ use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::pve::request::PveRequest;
-use crate::quote::Joined;
+use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::{Map, Value};
+use std::fmt::Write;
 
 /// The arguments of `start`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,10 +217,14 @@ fn started_words(
     match (done, verdict) {
         (None, verdict) => verdict,
         (Some(done), Ok(started)) => Ok(format!("{done}; {started}")),
-        (Some(done), Err(why)) if ready => {
-            Err(format!("{done}, but the start for waitReady failed: {why}"))
+        (Some(done), Err(why)) => {
+            let start = if ready {
+                "the start for waitReady"
+            } else {
+                "start: true"
+            };
+            Err(format!("{done}, but {start} failed: {why}"))
         }
-        (Some(done), Err(why)) => Err(format!("{done}, but start: true failed: {why}")),
     }
 }
 
@@ -229,9 +235,11 @@ fn ready_words(
     verdict: Result<String, String>,
 ) -> Result<String, String> {
     match (done, verdict) {
-        (None, Ok(ready)) => Ok(format!("{started}; {ready}")),
         (None, Err(why)) => Err(why),
-        (Some(done), Ok(ready)) => Ok(format!("{done}; {started}; {ready}")),
+        (done, Ok(ready)) => {
+            let (done, then) = done.map_or(("", ""), |done| (done, "; "));
+            Ok(format!("{done}{then}{started}; {ready}"))
+        }
         (Some(done), Err(why)) => Err(format!("{done}; {started}, but {why}")),
     }
 }
@@ -264,7 +272,7 @@ fn took_ip<H: Host>(
 ) -> Result<(), String> {
     match found {
         Ok(ip) => {
-            summary.push_str(&format!(" with IPv4 address {ip}"));
+            let _ = write!(summary, " with IPv4 address {ip}");
             ev.ipv4 = Some(ip);
         }
         Err(why) if args.allow_no_ip => ev.warn(
@@ -300,26 +308,24 @@ pub fn config_ipv4(config: &Map<String, Value>) -> Result<String, String> {
             nets.insert(at.unwrap_or(nets.len()), (index, key.as_str(), value));
         }
     }
-    let mut seen = Vec::new();
+    // What each interface holds instead, written straight into one text (`net0 has ip=dhcp, …`).
+    let mut seen = String::new();
     for (_, key, value) in &nets {
-        match property(value, "ip") {
-            Some(ip) => match ip.split_once('/') {
-                Some((address, prefix))
-                    if is_ipv4(address) && unusable(address, prefix.parse().ok()).is_none() =>
-                {
-                    return Ok(address.to_string())
-                }
-                _ => seen.push(format!("{key} has ip={ip}")),
-            },
-            None => seen.push(format!("{key} has no ip=")),
+        let ip = property(value, "ip");
+        if let Some((address, prefix)) = ip.and_then(|ip| ip.split_once('/')) {
+            if is_ipv4(address) && unusable(address, prefix.parse().ok()).is_none() {
+                return Ok(address.to_string());
+            }
         }
+        push_item(&mut seen, ", ", key);
+        let _ = match ip {
+            Some(ip) => write!(seen, " has ip={ip}"),
+            None => write!(seen, " has no ip="),
+        };
     }
     Err(match seen.is_empty() {
         true => "the container has no network interface (no netN in its config)".to_string(),
-        false => format!(
-            "no static IPv4 address in its config ({})",
-            seen.joined(", ")
-        ),
+        false => format!("no static IPv4 address in its config ({seen})"),
     })
 }
 
@@ -398,6 +404,35 @@ impl AgentWatch for IpWatch {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_words_after_what_was_done() {
+        let ok = |s: &str| Ok::<String, String>(s.to_string());
+        let err = |s: &str| Err::<String, String>(s.to_string());
+        assert_eq!(super::started_words(None, true, err("x")), err("x"));
+        assert_eq!(
+            super::started_words(Some("made"), false, ok("up")),
+            ok("made; up")
+        );
+        assert_eq!(
+            super::started_words(Some("made"), true, err("no")),
+            err("made, but the start for waitReady failed: no")
+        );
+        assert_eq!(
+            super::started_words(Some("made"), false, err("no")),
+            err("made, but start: true failed: no")
+        );
+        assert_eq!(super::ready_words(None, "up", ok("ready")), ok("up; ready"));
+        assert_eq!(super::ready_words(None, "up", err("no")), err("no"));
+        assert_eq!(
+            super::ready_words(Some("made"), "up", ok("ready")),
+            ok("made; up; ready")
+        );
+        assert_eq!(
+            super::ready_words(Some("made"), "up", err("no")),
+            err("made; up, but no")
+        );
+    }
+
     use super::*;
     use crate::testing::{api_args, failure_of, run_method, run_method_of, Answer, ScriptedHost};
     use serde_json::json;

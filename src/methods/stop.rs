@@ -2,19 +2,13 @@
 //! only when `status/current` shows it stopped: the sequence of `guest::power::change_power`.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::power::{Change, PowerArgs};
-use crate::guest::reference::GuestRef;
+use crate::guest::power::Change;
 use crate::pve::endpoints::GuestKind;
-use serde_json::Value;
 
-/// The arguments of `stop` (`force` overrides the safety gate), as `change_power` runs them.
-pub fn power_args(_: GuestKind, args: &Value) -> Result<PowerArgs, ArgError> {
-    let fields = Fields::of(args, "")?;
-    Ok(PowerArgs {
-        target: GuestRef::parse(&fields)?,
-        force: fields.flag_or("force", false)?,
-        change: Change::Stop,
-    })
+/// The arguments of `stop` after the guest (`force` overrides the safety gate), as `change_power`
+/// runs them.
+pub fn change(_: GuestKind, fields: &Fields) -> Result<(bool, Change), ArgError> {
+    Ok((fields.flag_or("force", false)?, Change::Stop))
 }
 
 #[cfg(test)]

@@ -3,38 +3,76 @@
 //! locked `suspended` (its state saved to a volume on `stateStorage` or PVE's choice); a container
 //! stopped after its checkpoint. The sequence is `guest::power::change_power`'s.
 
-use crate::args::{ArgError, Fields};
-use crate::guest::power::{Change, PowerArgs};
-use crate::guest::reference::GuestRef;
+use crate::args::{ArgError, Fields, Kind, Read, Spec};
+use crate::guest::power::Change;
 use crate::pve::endpoints::GuestKind;
-use serde_json::Value;
 
-/// The arguments of `suspend`, as `change_power` runs them. A container has no suspend to disk:
-/// like zod, its model ignores `toDisk` and `stateStorage`.
-pub fn power_args(kind: GuestKind, args: &Value) -> Result<PowerArgs, ArgError> {
-    let fields = Fields::of(args, "")?;
-    let target = GuestRef::parse(&fields)?;
-    let force = fields.flag_or("force", false)?;
-    let (to_disk, storage) = match kind {
-        GuestKind::Qemu => (
-            fields.flag_or("toDisk", false)?,
-            fields.optional_segment("stateStorage")?,
-        ),
-        GuestKind::Lxc => (false, None),
+/// The fields after the guest, in order (one table walk, issue 32); a container reads only the
+/// first.
+const FIELDS: [Spec; 3] = [
+    Spec::new("force", Kind::Flag(false)),
+    Spec::new("toDisk", Kind::Flag(false)),
+    Spec::new("stateStorage", Kind::OptionalSegment),
+];
+
+/// The arguments of `suspend` after the guest, as `change_power` runs them. A container has no
+/// suspend to disk: like zod, its model ignores `toDisk` and `stateStorage` (unread: `false`, none).
+pub fn change(kind: GuestKind, fields: &Fields) -> Result<(bool, Change), ArgError> {
+    let table = match kind {
+        GuestKind::Qemu => &FIELDS[..],
+        GuestKind::Lxc => &FIELDS[..1],
     };
+    let mut read = [Read::default(); 3];
+    fields.read_all(table, &mut read)?;
+    let [force, to_disk, storage] = read;
+    let to_disk = to_disk.int != 0;
     // PVE's schema: statestorage `requires => 'todisk'`.
-    if storage.is_some() && !to_disk {
+    if storage.text.is_some() && !to_disk {
         return Err(ArgError::new("stateStorage", "needs toDisk: true"));
     }
-    Ok(PowerArgs {
-        target,
-        force,
-        change: Change::Suspend { to_disk, storage },
-    })
+    let storage = storage.owned();
+    Ok((force.int != 0, Change::Suspend { to_disk, storage }))
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_vm_reads_its_disk_fields_and_a_container_ignores_them() {
+        use crate::guest::power::{power_args, Change};
+        use crate::pve::endpoints::GuestKind;
+        let read = |kind, args: Value| {
+            power_args(kind, &args, super::change)
+                .map(|a| (a.force, a.change))
+                .map_err(|e| e.to_string())
+        };
+        let on_disk = |storage: Option<&str>| Change::Suspend {
+            to_disk: true,
+            storage: storage.map(str::to_string),
+        };
+        let args = json!({"vmid": 100, "force": true, "toDisk": true, "stateStorage": "local"});
+        assert_eq!(
+            read(GuestKind::Qemu, args),
+            Ok((true, on_disk(Some("local"))))
+        );
+        let args = json!({"vmid": 100, "toDisk": true});
+        assert_eq!(read(GuestKind::Qemu, args), Ok((false, on_disk(None))));
+        let args = json!({"vmid": 100, "stateStorage": "local"});
+        assert_eq!(
+            read(GuestKind::Qemu, args),
+            Err("invalid argument `stateStorage`: needs toDisk: true".to_string())
+        );
+        let args = json!({"vmid": 100, "toDisk": true, "stateStorage": "a/b"});
+        assert!(read(GuestKind::Qemu, args)
+            .unwrap_err()
+            .contains("`stateStorage`"));
+        let args = json!({"vmid": 300, "toDisk": "x", "stateStorage": "a/b"});
+        let in_ram = Change::Suspend {
+            to_disk: false,
+            storage: None,
+        };
+        assert_eq!(read(GuestKind::Lxc, args), Ok((false, in_ram)));
+    }
+
     use crate::outcome::Outcome;
     use crate::testing::{failure_of, run_method, summary_of, Answer, ScriptedHost};
     use serde_json::{json, Value};

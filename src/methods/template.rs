@@ -18,11 +18,11 @@ use crate::explain::could_not;
 use crate::guest::evidence::{sight_to_change, unlocked_after, Evidence};
 use crate::guest::gates;
 use crate::guest::locate::{locate, Found};
-use crate::guest::power::Target;
+use crate::guest::power::{shut_down, Shutdown};
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
+use crate::guest::target::Target;
 use crate::host::Host;
-use crate::methods::shutdown::{shut_down, ShutdownArgs};
 use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
@@ -93,7 +93,7 @@ async fn convert<H: Host>(
     ev.pass_gate(run, &gates::TEMPLATE, args.force)?;
     if !Target::Stopped.reached(run.kind, &ev.status) {
         let shutdown = stop_first(run, ev, args)?;
-        shut_down(run, ev, &shutdown)
+        shut_down(run, ev, &shutdown, args.force)
             .await
             .map_err(|why| format!("shutdownFirst: {why}; nothing was converted"))?;
     }
@@ -131,7 +131,7 @@ fn stop_first<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
     args: &TemplateArgs,
-) -> Result<ShutdownArgs, String> {
+) -> Result<Shutdown, String> {
     let label = ev.label(run);
     if !args.shutdown_first {
         return Err(format!(
@@ -143,11 +143,9 @@ fn stop_first<H: Host>(
         "{label} is {}: shutting it down first (shutdownFirst: true)",
         ev.status.status
     ));
-    Ok(ShutdownArgs {
-        target: args.target.clone(),
+    Ok(Shutdown {
         timeout_sec: args.timeout_sec,
         force_stop_after: false,
-        force: args.force,
     })
 }
 

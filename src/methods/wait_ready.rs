@@ -5,10 +5,10 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::{sight_present, Evidence};
-use crate::guest::power::Target;
 use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::describe;
+use crate::guest::target::Target;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::run::{write, Run};
