@@ -548,22 +548,22 @@ fn described(nics: &[NicSeen]) -> String {
     match nics.is_empty() {
         true => "no interfaces besides lo".to_string(),
         false => {
+            // Each NIC written in place, not formatted apart in pieces and copied in (issue 32).
             let mut described = String::new();
             for n in nics {
-                let addresses = match n.addresses.is_empty() {
-                    true => "no address".to_string(),
-                    false => n.addresses.joined(", "),
-                };
-                let skipped = match n.skipped.is_empty() {
-                    true => String::new(),
-                    false => format!(" (skipped: {})", describe_skipped(&n.skipped)),
-                };
-                let nic = format!(
-                    "{} {}: {addresses}{skipped}",
-                    n.name,
-                    n.mac.as_deref().unwrap_or("(no MAC)")
-                );
-                crate::quote::push_item(&mut described, "; ", &nic);
+                if !described.is_empty() {
+                    described.push_str("; ");
+                }
+                let mac = n.mac.as_deref().unwrap_or("(no MAC)");
+                let _ = write!(described, "{} {mac}: ", n.name);
+                match n.addresses.is_empty() {
+                    true => described.push_str("no address"),
+                    false => described.push_str(&n.addresses.joined(", ")),
+                }
+                if !n.skipped.is_empty() {
+                    let skipped = describe_skipped(&n.skipped);
+                    let _ = write!(described, " (skipped: {skipped})");
+                }
             }
             described
         }
@@ -643,6 +643,19 @@ mod tests {
         assert_eq!(nics.len(), 1);
         assert_eq!(nics[0].mac.as_deref(), Some("bc:24:11:00:00:01"));
         assert_eq!(nics[0].addresses, vec!["10.0.0.5", "2001:db8::5"]);
+    }
+
+    #[test]
+    fn each_nic_is_said_with_its_addresses_or_none() {
+        let data = json!({"result": [
+            {"name": "eth0", "hardware-address": "BC:24:11:00:00:01", "ip-addresses": [
+                {"ip-address": "10.0.0.5"}, {"ip-address": "2001:db8::5"}]},
+            {"name": "eth1"}]});
+        assert_eq!(
+            described(&interfaces(&data)),
+            "eth0 bc:24:11:00:00:01: 10.0.0.5, 2001:db8::5; eth1 (no MAC): no address"
+        );
+        assert_eq!(described(&[]), "no interfaces besides lo");
     }
 
     #[test]
