@@ -25,6 +25,7 @@ use crate::quote::Joined;
 use crate::run::Run;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::fmt::Write;
 
 /// What "ready" must include.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,14 +287,13 @@ impl Readying<'_> {
     /// Why the VM is not ready: the ping got no answer, or (the address phase) `why` names the
     /// addresses missing.
     fn not_ready(&self, phase: Phase, why: &str) -> String {
-        let (vmid, node) = (self.at.vmid, &self.at.node);
-        let after = format!("after {} s (timeoutSec)", self.args.timeout_sec);
+        let (vmid, node, after) = (self.at.vmid, &self.at.node, self.args.timeout_sec);
         match phase {
             Phase::Ping => format!(
-                "VM {vmid} on node {node} is not ready: the guest agent does not answer ping {after} ({why})"
+                "VM {vmid} on node {node} is not ready: the guest agent does not answer ping after {after} s (timeoutSec) ({why})"
             ),
             _ => format!(
-                "VM {vmid} on node {node} is not ready: {}; no {why} on {} {after} (seen: {})",
+                "VM {vmid} on node {node} is not ready: {}; no {why} on {} after {after} s (timeoutSec) (seen: {})",
                 agent(self.seen),
                 self.scope(),
                 described(&self.seen.interfaces)
@@ -320,14 +320,15 @@ impl Readying<'_> {
         let scope = self.scope();
         for (kind, address) in [("IPv4", &self.seen.ipv4), ("IPv6", &self.seen.ipv6)] {
             if let Some(address) = address {
-                summary.push_str(&format!("; {kind} {address} on {scope}"));
+                // Written in place, not formatted apart and copied in.
+                let _ = write!(summary, "; {kind} {address} on {scope}");
             }
         }
         summary
     }
 
-    /// The interfaces the agent listed: what is missing, or nothing.
-    fn listed(&mut self, data: &Value) -> Vec<&'static str> {
+    /// The interfaces the agent listed: what is missing, said, or nothing (an empty text).
+    fn listed(&mut self, data: &Value) -> String {
         self.answered = true;
         self.seen.interfaces = interfaces(data);
         self.seen.ipv4 = self.find(false);
@@ -379,9 +380,7 @@ impl Readying<'_> {
                 }
             }
             // The wait's end cut a slow answer short: what is missing is what the last answer lacked.
-            Err(_) if cut && self.answered => {
-                Heard::Failed(missing(self.args, self.seen).joined(" and "))
-            }
+            Err(_) if cut && self.answered => Heard::Failed(missing(self.args, self.seen)),
             Err(e) if waits_for_agent(&e) || cut => {
                 self.stalled = Some(e.to_string());
                 Heard::Again { tick: false }
@@ -415,7 +414,7 @@ impl AgentWatch for Readying<'_> {
         match self.phase {
             Some(Phase::Addresses) => {
                 let on = self.args.nic.as_deref().unwrap_or("any interface");
-                let wanted = missing(self.args, self.seen).joined(" and ");
+                let wanted = missing(self.args, self.seen);
                 format!("VM {vmid} on node {node}: agent up; no {wanted} on {on} yet")
             }
             _ => {
@@ -426,7 +425,7 @@ impl AgentWatch for Readying<'_> {
 
     fn stopped(&self, stop: Stopped) -> String {
         match (self.phase, &self.stalled) {
-            (Some(Phase::Addresses), None) => missing(self.args, self.seen).joined(" and "),
+            (Some(Phase::Addresses), None) => missing(self.args, self.seen),
             (Some(Phase::Addresses), Some(e)) => {
                 format!("address (the agent stopped answering: {e})")
             }
@@ -483,13 +482,15 @@ fn agent(seen: &Readiness) -> String {
     }
 }
 
-fn missing(args: &ReadyArgs, seen: &Readiness) -> Vec<&'static str> {
-    let mut out = Vec::new();
+/// The addresses asked for and not found, said ("IPv4 address and global IPv6 address"); empty
+/// when none is missing. Said as it is found rather than listed and joined (issue 32).
+fn missing(args: &ReadyArgs, seen: &Readiness) -> String {
+    let mut out = String::new();
     if args.ipv4 && seen.ipv4.is_none() {
-        out.push("IPv4 address");
+        out.push_str("IPv4 address");
     }
     if args.ipv6 && seen.ipv6.is_none() {
-        out.push("global IPv6 address");
+        crate::quote::push_item(&mut out, " and ", "global IPv6 address");
     }
     out
 }
@@ -550,22 +551,22 @@ fn described(nics: &[NicSeen]) -> String {
     match nics.is_empty() {
         true => "no interfaces besides lo".to_string(),
         false => {
+            // Each NIC written in place, not formatted apart in pieces and copied in (issue 32).
             let mut described = String::new();
             for n in nics {
-                let addresses = match n.addresses.is_empty() {
-                    true => "no address".to_string(),
-                    false => n.addresses.joined(", "),
-                };
-                let skipped = match n.skipped.is_empty() {
-                    true => String::new(),
-                    false => format!(" (skipped: {})", describe_skipped(&n.skipped)),
-                };
-                let nic = format!(
-                    "{} {}: {addresses}{skipped}",
-                    n.name,
-                    n.mac.as_deref().unwrap_or("(no MAC)")
-                );
-                crate::quote::push_item(&mut described, "; ", &nic);
+                if !described.is_empty() {
+                    described.push_str("; ");
+                }
+                let mac = n.mac.as_deref().unwrap_or("(no MAC)");
+                let _ = write!(described, "{} {mac}: ", n.name);
+                match n.addresses.is_empty() {
+                    true => described.push_str("no address"),
+                    false => described.push_str(&n.addresses.joined(", ")),
+                }
+                if !n.skipped.is_empty() {
+                    let skipped = describe_skipped(&n.skipped);
+                    let _ = write!(described, " (skipped: {skipped})");
+                }
             }
             described
         }
@@ -648,6 +649,19 @@ mod tests {
     }
 
     #[test]
+    fn each_nic_is_said_with_its_addresses_or_none() {
+        let data = json!({"result": [
+            {"name": "eth0", "hardware-address": "BC:24:11:00:00:01", "ip-addresses": [
+                {"ip-address": "10.0.0.5"}, {"ip-address": "2001:db8::5"}]},
+            {"name": "eth1"}]});
+        assert_eq!(
+            described(&interfaces(&data)),
+            "eth0 bc:24:11:00:00:01: 10.0.0.5, 2001:db8::5; eth1 (no MAC): no address"
+        );
+        assert_eq!(described(&[]), "no interfaces besides lo");
+    }
+
+    #[test]
     fn only_2000_slash_3_is_a_global_ipv6() {
         assert!(is_global_v6("2001:db8::5"));
         assert!(!is_global_v6("fd00::5"));
@@ -704,6 +718,25 @@ mod tests {
                 .any(|l| l.contains("agent up; no IPv4 address on any interface yet — ")),
             "{lines:?}"
         );
+    }
+
+    #[test]
+    fn missing_addresses_are_said_joined_by_and() {
+        let args = |ipv4, ipv6| ReadyArgs {
+            ipv4,
+            ipv6,
+            nic: None,
+            cloud_init: false,
+            timeout_sec: 1,
+        };
+        let mut seen = Readiness::default();
+        assert_eq!(
+            missing(&args(true, true), &seen),
+            "IPv4 address and global IPv6 address"
+        );
+        assert_eq!(missing(&args(false, true), &seen), "global IPv6 address");
+        seen.ipv4 = Some("10.0.0.5".into());
+        assert_eq!(missing(&args(true, false), &seen), "");
     }
 
     #[test]

@@ -237,18 +237,75 @@ async fn helper<H: Host>(
         input: None,
     };
     let (_, outcome, status) = execute(run, at, &exec, None).await;
-    let stderr = status
-        .as_ref()
-        .and_then(|s| s.stderr.as_ref())
-        .map(|o| o.text.clone())
-        .unwrap_or_default();
     match outcome {
-        ExecOutcome::Exited { code: 0 } => Ok(status.and_then(|s| s.stdout).map(|o| o.text).unwrap_or_default()),
-        ExecOutcome::Exited { code } => Err(format!(
-            "could not {what}: {:?} exited with code {code} ({}) — check that the guest has sh, cat, chmod and stat, and the path is writable",
-            exec.command[0],
-            stderr.trim()
+        // Read borrowed, as stderr below: the status is dropped whole, not taken apart.
+        ExecOutcome::Exited { code: 0 } => {
+            let stdout = status.as_ref().and_then(|s| s.stdout.as_ref());
+            Ok(stdout.map_or(String::new(), |o| o.text.clone()))
+        }
+        ExecOutcome::Exited { code } => {
+            // Borrowed where it is said, not copied out beforehand for every ending.
+            let stderr = status.as_ref().and_then(|s| s.stderr.as_ref());
+            Err(format!(
+                "could not {what}: {:?} exited with code {code} ({}) — check that the guest has sh, cat, chmod and stat, and the path is writable",
+                exec.command[0],
+                stderr.map_or("", |o| o.text.as_str()).trim()
+            ))
+        }
+        other => Err(format!(
+            "could not {what}: the guest exec ended as {other:?} — check the guest agent"
         )),
-        other => Err(format!("could not {what}: the guest exec ended as {other:?} — check the guest agent")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::pve::base64;
+    use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
+    use serde_json::{json, Value};
+
+    /// A one-call write with `mode`: chmod ends as `chmod`, stat shows 644, the read-back matches.
+    fn run_write(chmod: Value) -> crate::outcome::Outcome {
+        let host = ScriptedHost::new();
+        host.data(
+            "GET /cluster/resources",
+            json!([{"vmid": 100, "type": "qemu", "node": "pve1"}]),
+        );
+        host.data("POST /nodes/pve1/qemu/100/agent/file-write", json!(null));
+        host.on(
+            "POST /nodes/pve1/qemu/100/agent/exec",
+            [
+                Answer::Data(json!({"pid": 1})),
+                Answer::Data(json!({"pid": 2})),
+            ],
+        );
+        host.on(
+            "GET /nodes/pve1/qemu/100/agent/exec-status",
+            [
+                Answer::Data(chmod),
+                Answer::Data(json!({"exited": 1, "exitcode": 0, "out-data": "644\n"})),
+            ],
+        );
+        host.data(
+            "GET /nodes/pve1/qemu/100/agent/file-read",
+            json!({"content": base64::encode(b"hello")}),
+        );
+        let args = json!({"vmid": 100, "path": "/etc/motd", "content": "hello", "mode": "0644"});
+        run_method(&host, "qemu", "fileWrite", args)
+    }
+
+    #[test]
+    fn a_helper_hands_back_its_stdout_or_says_its_exit_code_and_stderr() {
+        let outcome = run_write(json!({"exited": 1, "exitcode": 0}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let file = &outcome.writes[0].data;
+        assert_eq!(file["mode"], "0644", "{file}");
+        let failed = run_write(json!({"exited": 1, "exitcode": 1, "err-data": " chmod: denied\n"}));
+        assert!(
+            failure_of(&failed).starts_with(
+                "could not chmod 0644 \"/etc/motd\" in VM 100 on node pve1: \"chmod\" exited with code 1 (chmod: denied) — "
+            ),
+            "{failed:?}"
+        );
     }
 }

@@ -204,7 +204,8 @@ async fn up<H: Host>(
     let mut seen = Readiness::default();
     let verdict = await_ready(run, &ev.at, ready, &mut seen).await;
     let verdict = ready_words(done, &started, verdict);
-    ready_outcome(run, ev, seen, since, verdict).await
+    let state = ev.observed(run).await;
+    ready_outcome(run, ev, seen, since, verdict, state)
 }
 
 /// The verdict of a start without a readiness wait after it (or of a start that failed), after

@@ -6,6 +6,7 @@
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::{sight_present, Evidence};
 use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
+use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::describe;
 use crate::guest::target::Target;
@@ -68,21 +69,24 @@ pub async fn wait_ready<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             describe(&ev.status)
         )),
     };
-    ready_outcome(run, &mut ev, seen, started, verdict).await
+    let state = ev.observed(run).await;
+    ready_outcome(run, &mut ev, seen, started, verdict, state)
 }
 
-/// The state record (with the address found) and the `-ready` record, then the verdict.
-pub async fn ready_outcome<H: Host>(
+/// The state record (`state`, as [`Evidence::observed`] read it, with the address found) and the
+/// `-ready` record, then the verdict. Plain: each caller awaits the state read from its own
+/// course (no wrapper's state machine, issue 32).
+pub fn ready_outcome<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     seen: Readiness,
     started_ms: f64,
     verdict: Result<String, String>,
+    state: GuestRecord,
 ) -> Outcome {
     if seen.ipv4.is_some() {
         ev.ipv4 = seen.ipv4.clone();
     }
-    let state = ev.observed(run).await;
     let state = ev.record_of(state);
     let record = ReadyRecord {
         vmid: ev.at.vmid,
