@@ -410,6 +410,33 @@ mod tests {
     }
 
     #[test]
+    fn archives_are_described_for_messages() {
+        let archive = |n: u64, size: Option<u64>, protected: bool| Archive {
+            volid: format!("local:backup/a{n}"),
+            vmid: None,
+            subtype: None,
+            size,
+            ctime: None,
+            format: None,
+            notes: None,
+            protected,
+            verification: None,
+        };
+        let big = archive(1, Some(3 << 19), true);
+        assert_eq!(big.describe(), "local:backup/a1 (1.5 MiB, protected)");
+        assert_eq!(
+            archive(2, None, false).describe(),
+            "local:backup/a2 (no size)"
+        );
+        assert_eq!(describe_all(&[]), "none");
+        let seven: Vec<Archive> = (0..7).map(|n| archive(n, Some(1 << 20), false)).collect();
+        assert_eq!(
+            describe_all(&seven),
+            "local:backup/a0 (1.0 MiB), local:backup/a1 (1.0 MiB), local:backup/a2 (1.0 MiB), local:backup/a3 (1.0 MiB), local:backup/a4 (1.0 MiB), 2 more"
+        );
+    }
+
+    #[test]
     fn content_entries_become_archives_of_their_kind() {
         let vm = Archive::from_value(&json!({
             "volid": "local:backup/vzdump-qemu-120-2026_12_01-10_00_00.vma.zst", "vmid": 120,
