@@ -46,10 +46,11 @@ impl BackupVolid {
         let rest = name
             .strip_prefix("backup/")
             .ok_or_else(|| ArgError::new(field, rule))?;
-        let safe = |c: char| c.is_ascii_alphanumeric() || "-.+=_:".contains(c);
+        // By bytes: a non-ASCII character's bytes are none of these, as the character is not.
+        let safe = |b: u8| b.is_ascii_alphanumeric() || b"-.+=_:".contains(&b);
         let parts_ok = rest
             .split('/')
-            .all(|part| !part.is_empty() && part != ".." && part != "." && part.chars().all(safe));
+            .all(|part| !part.is_empty() && part != ".." && part != "." && part.bytes().all(safe));
         if rest.len() > 255 || !parts_ok {
             return Err(ArgError::new(field, rule));
         }
@@ -67,18 +68,20 @@ impl BackupVolid {
 /// (pve-manager PVE/VZDump.pm `exec_backup_task` names it so) or PBS's `<vm|ct>/<vmid>/<time>`.
 fn owner_of(name: &str) -> (Option<GuestKind>, Option<u32>) {
     let file = name.rsplit('/').next().unwrap_or(name);
-    let parts: Vec<&str> = match file.strip_prefix("vzdump-") {
-        Some(rest) => rest.splitn(3, '-').collect(),
-        None => name.splitn(3, '/').collect(),
+    // Read part by part, not collected first (issue 32).
+    let (text, separator) = match file.strip_prefix("vzdump-") {
+        Some(rest) => (rest, '-'),
+        None => (name, '/'),
     };
-    let kind = match parts.first() {
-        Some(&"qemu") | Some(&"vm") => Some(GuestKind::Qemu),
-        Some(&"lxc") | Some(&"ct") => Some(GuestKind::Lxc),
+    let mut parts = text.splitn(3, separator);
+    let kind = match parts.next() {
+        Some("qemu") | Some("vm") => Some(GuestKind::Qemu),
+        Some("lxc") | Some("ct") => Some(GuestKind::Lxc),
         _ => None,
     };
-    let vmid = parts.get(1).and_then(|id| id.parse::<u32>().ok());
-    match (kind, vmid, parts.len()) {
-        (Some(kind), Some(vmid), 3) => (Some(kind), Some(vmid)),
+    let vmid = parts.next().and_then(|id| id.parse::<u32>().ok());
+    match (kind, vmid, parts.next()) {
+        (Some(kind), Some(vmid), Some(_)) => (Some(kind), Some(vmid)),
         _ => (None, None),
     }
 }
@@ -149,20 +152,15 @@ impl Archive {
     }
 
     /// `local:backup/… (12.0 MiB, protected)`, for messages.
+    /// Written in one text, not listed apart and joined (issue 32).
     pub fn describe(&self) -> String {
-        let mut facts = vec![match self.size {
-            Some(bytes) => mib(bytes),
+        let size = match self.size {
+            Some(bytes) => format!("{} MiB", crate::units::tenths(bytes, 1 << 20)),
             None => "no size".to_string(),
-        }];
-        if self.protected {
-            facts.push("protected".to_string());
-        }
-        format!("{} ({})", self.volid, facts.joined(", "))
+        };
+        let protected = if self.protected { ", protected" } else { "" };
+        format!("{} ({size}{protected})", self.volid)
     }
-}
-
-fn mib(bytes: u64) -> String {
-    format!("{} MiB", crate::units::tenths(bytes, 1 << 20))
 }
 
 /// The archives in a list, for messages: the first few, and how many more.
@@ -337,13 +335,9 @@ impl ArchiveConfig {
         }
     }
 
+    /// The value of `key`: the lookup of a create's option bag (one copy of it, issue 32).
     pub fn get(&self, key: &str) -> Option<&str> {
-        for (k, v) in &self.0 {
-            if k == key {
-                return Some(v);
-            }
-        }
-        None
+        crate::guest::provision::option(&self.0, key)
     }
 }
 
@@ -415,6 +409,33 @@ mod tests {
             let e = BackupVolid::parse("volid", bad).unwrap_err();
             assert_eq!(e.field, "volid", "{bad}");
         }
+    }
+
+    #[test]
+    fn archives_are_described_for_messages() {
+        let archive = |n: u64, size: Option<u64>, protected: bool| Archive {
+            volid: format!("local:backup/a{n}"),
+            vmid: None,
+            subtype: None,
+            size,
+            ctime: None,
+            format: None,
+            notes: None,
+            protected,
+            verification: None,
+        };
+        let big = archive(1, Some(3 << 19), true);
+        assert_eq!(big.describe(), "local:backup/a1 (1.5 MiB, protected)");
+        assert_eq!(
+            archive(2, None, false).describe(),
+            "local:backup/a2 (no size)"
+        );
+        assert_eq!(describe_all(&[]), "none");
+        let seven: Vec<Archive> = (0..7).map(|n| archive(n, Some(1 << 20), false)).collect();
+        assert_eq!(
+            describe_all(&seven),
+            "local:backup/a0 (1.0 MiB), local:backup/a1 (1.0 MiB), local:backup/a2 (1.0 MiB), local:backup/a3 (1.0 MiB), local:backup/a4 (1.0 MiB), 2 more"
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::host::Host;
 use crate::outcome::Outcome;
 use crate::outcome::RecordWrite;
 use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::request::push_param;
 use crate::pve::responses::GuestStatus;
 use crate::run::{write, Run};
 use crate::task::{follow_task, read_log};
@@ -84,8 +85,7 @@ impl BackupArgs {
 
     fn params(&self, vmid: u32) -> Vec<(String, String)> {
         let mut params = Vec::new();
-        // One copy of the pushing code for every parameter (issue 32).
-        let mut add = |key: &str, value: &str| params.push((key.to_string(), value.to_string()));
+        let mut add = |key: &str, value: &str| push_param(&mut params, key, value);
         add("vmid", &vmid.to_string());
         add("storage", &self.storage);
         add("mode", &self.mode);

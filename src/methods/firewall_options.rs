@@ -8,7 +8,7 @@ use crate::guest::config::not_as_asked;
 use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::pve::flex;
-use crate::pve::request::Verb;
+use crate::pve::request::{push_param, Verb};
 use crate::quote::Joined;
 use serde_json::Value;
 
@@ -100,7 +100,7 @@ impl FirewallChange for OptionsArgs {
     fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {
         let mut params = Vec::new();
         for (name, want, _) in differing(&self.options, read[0].as_ref()) {
-            params.push((name.to_string(), want.to_string()));
+            push_param(&mut params, name, want);
         }
         let mut writes = Vec::new();
         if !params.is_empty() {

@@ -10,7 +10,7 @@ use crate::guest::ha::{self, describe, HaChange, HaView, Write};
 use crate::guest::reference::GuestRef;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
-use crate::pve::request::Verb;
+use crate::pve::request::{push_param, Verb};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 
@@ -225,7 +225,7 @@ fn plan(
     }
     let mut params = Vec::new();
     for (key, want, _) in differing(&args.options, config) {
-        params.push((key.to_string(), want.to_string()));
+        push_param(&mut params, key, want);
     }
     if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {
         params.push(("state".into(), "disabled".into()));

@@ -33,6 +33,7 @@ use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
 use crate::pve::property::{size_bytes, storage_volume};
+use crate::pve::request::push_param;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::StorageVolume;
 use crate::quote::push_item;
@@ -414,8 +415,7 @@ fn params(
     over: bool,
 ) -> Vec<(String, String)> {
     let mut params = Vec::new();
-    // One copy of the pushing code for every parameter.
-    let mut add = |key: &str, value: &str| params.push((key.to_string(), value.to_string()));
+    let mut add = |key: &str, value: &str| push_param(&mut params, key, value);
     add("vmid", &vmid.to_string());
     let volid = &args.archive.volid;
     match kind {

@@ -92,6 +92,12 @@ impl PveRequest {
     }
 }
 
+/// Appends one parameter to a request's list, both texts copied: one copy of this code for every
+/// builder of a parameter list, not a closure of its own in each (issue 32).
+pub fn push_param(params: &mut Vec<(String, String)>, key: &str, value: &str) {
+    params.push((key.to_string(), value.to_string()));
+}
+
 /// A path's segments, owned (a request or a planned write keeps them past its builder's borrows).
 pub fn owned_segments(segments: &[&str]) -> Vec<String> {
     let mut owned = Vec::with_capacity(segments.len());
