@@ -27,7 +27,7 @@ use super::reference::GuestRef;
 use super::root_only::Caller;
 use super::settle::{lock_of, locked_advice, read_status, settle, Seen};
 use super::vmid_claim::{Claim, VmidChoice};
-use super::volumes::{disks_on_storage, storage_of};
+use super::volumes::{disks_listed, disks_request, storage_of};
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -493,7 +493,8 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         let mut seen = Vec::new();
         for (i, store) in stores.iter().enumerate() {
             if !lists.iter().any(|(listed, _)| listed == store) {
-                let volumes = or_break!('verdict, disks_on_storage(run, &ev, &label, store).await);
+                let answer = run.pve().call(&disks_request(run.kind, &ev, store)).await;
+                let volumes = or_break!('verdict, disks_listed(&label, &ev, store, answer));
                 lists.push((store, volumes));
             }
             let volumes = lists
