@@ -102,7 +102,7 @@ pub fn write(spec: &str, instance: String, data: &impl Serialize) -> RecordWrite
 
 /// [`write`] of a record already made JSON: one copy of the rest for every record type.
 #[inline(never)]
-fn write_value(spec: &str, instance: String, data: serde_json::Value) -> RecordWrite {
+pub fn write_value(spec: &str, instance: String, data: serde_json::Value) -> RecordWrite {
     RecordWrite {
         spec: spec.to_string(),
         instance,

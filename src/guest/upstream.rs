@@ -16,8 +16,8 @@
 
 use crate::host::Host;
 use crate::outcome::RecordWrite;
-use crate::run::{write, Run};
-use serde_json::{json, Value};
+use crate::run::{write_value, Run};
+use serde_json::{Map, Value};
 
 /// Whether a stored state record was written by the upstream package (it never wrote `present`).
 pub fn written_by_upstream(stored: &Value) -> bool {
@@ -53,10 +53,10 @@ pub async fn with_superseded<H: Host>(
         }
     };
     let mut superseding = Vec::new();
-    for instance in names
-        .into_iter()
-        .filter(|n| vmid_of_instance(n, prefix).is_none())
-    {
+    for instance in names {
+        if vmid_of_instance(&instance, prefix).is_some() {
+            continue;
+        }
         let Ok(Some(stored)) = run.host.read_record(&instance).await else {
             continue;
         };
@@ -86,22 +86,28 @@ fn supersede<H: Host>(run: &Run<'_, H>, instance: String, vmid: u32, truth: &Val
         run.kind.noun()
     );
     run.info(&format!("{instance}: superseded by {holder}"));
-    let mut record = json!({
-        "vmid": vmid,
-        "present": truth.get("present").cloned().unwrap_or(Value::Bool(false)),
-        "status": "superseded",
-        "supersededBy": holder,
-        "tags": [],
-        "warnings": [note],
-        "lastOperation": run.method,
-        "recordedAt": run.now_iso(),
-    });
+    // Values made as they are stored, one field after another (no serializer between).
+    let present = truth.get("present").cloned().unwrap_or(Value::Bool(false));
+    let fields = [
+        ("vmid", Value::from(vmid)),
+        ("present", present),
+        ("status", Value::from("superseded")),
+        ("supersededBy", Value::from(holder)),
+        ("tags", Value::Array(Vec::new())),
+        ("warnings", Value::Array(vec![Value::from(note)])),
+        ("lastOperation", Value::from(run.method)),
+        ("recordedAt", Value::from(run.now_iso())),
+    ];
+    let mut record = Map::new();
+    for (key, value) in fields {
+        record.insert(key.to_string(), value);
+    }
     for field in ["name", "node"] {
-        if let (Some(value), Some(map)) = (truth.get(field), record.as_object_mut()) {
-            map.insert(field.to_string(), value.clone());
+        if let Some(value) = truth.get(field) {
+            record.insert(field.to_string(), value.clone());
         }
     }
-    write(run.guest_spec(), instance, &record)
+    write_value(run.guest_spec(), instance, Value::Object(record))
 }
 
 #[cfg(test)]
@@ -109,6 +115,7 @@ mod tests {
     use super::*;
     use crate::outcome::Verdict;
     use crate::testing::{run_method, Answer, ScriptedHost};
+    use serde_json::json;
 
     /// A cluster of one node holding VM 100 `web`, running.
     fn cluster() -> ScriptedHost {
@@ -172,6 +179,39 @@ mod tests {
         assert_eq!(web["status"], "superseded");
         assert_eq!(web["supersededBy"], "vm-100");
         assert_eq!(web["present"], true);
+        // The whole superseding version, field by field: nothing more, nothing less.
+        let mut fields: Vec<&str> = web
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        fields.sort_unstable();
+        assert_eq!(
+            fields,
+            [
+                "lastOperation",
+                "name",
+                "node",
+                "present",
+                "recordedAt",
+                "status",
+                "supersededBy",
+                "tags",
+                "vmid",
+                "warnings"
+            ]
+        );
+        assert_eq!(web["vmid"], 100);
+        assert_eq!(web["name"], "web");
+        assert_eq!(web["node"], "pve1");
+        assert_eq!(web["tags"], json!([]));
+        assert_eq!(web["lastOperation"], "lookup");
+        assert!(web["recordedAt"].is_string());
+        assert_eq!(
+            web["warnings"],
+            json!(["the upstream @stateless/proxmox package kept this VM's state under its name; vm-100 holds it from now on and this record is no longer written"])
+        );
     }
 
     #[test]
