@@ -187,13 +187,12 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         };
         return Err(Failure::new(message).into());
     }
-    let node = run.global.transport.node().to_string();
-    let placement = guest.placement();
-    let disks = guest.disks();
+    let node = run.global.transport.node();
     // A re-run checks the disks it made against the images' sizes: the node is surveyed before the
-    // VMID is judged when disks are checked, else only when there is something to create.
-    let early = match (&disks, &placement) {
-        (Some(_), Some(placement)) => Some(survey(run, &node, placement).await),
+    // VMID is judged when disks are checked, else only when there is something to create. The
+    // model's placement and disks are asked for where they are used, not held across the course.
+    let early = match (guest.disks().is_some(), guest.placement()) {
+        (true, Some(placement)) => Some(survey(run, node, &placement).await),
         _ => None,
     };
     // The guest holding a given VMID, if any (`GET /cluster/nextid?vmid=…` says whether one does),
@@ -296,16 +295,17 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 },
                 None => None,
             };
+            let placement = guest.placement();
             let facts = match (early, &placement) {
                 (Some(facts), _) => facts,
-                (None, Some(placement)) => survey(run, &node, placement).await,
+                (None, Some(placement)) => survey(run, node, placement).await,
                 (None, None) => Survey::default(),
             };
-            if let Some(placement) = &placement {
-                let found = problems(placement, &node, &facts);
+            if let Some(placement) = placement {
+                let found = problems(&placement, node, &facts);
                 if !found.is_empty() {
                     let what = format!("{noun} {}", guest.vmid().describe());
-                    return Err(refusal(&what, &node, &found).into());
+                    return Err(refusal(&what, node, &found).into());
                 }
             }
             // A restore runs where the guest it replaces lives (its archive read there too: a
@@ -356,7 +356,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 }
                 .map_err(|message| Outcome::from(Failure::new(message)))?,
                 (None, Some(ev)) => ev.at.node.clone(),
-                (None, None) => node,
+                (None, None) => node.to_string(),
             };
             let archive = match guest.archive() {
                 // The archive as listed (a size above 0 required), then the config it holds, each
@@ -424,17 +424,16 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 vmid: Some(vmid),
                 name: None,
             };
+            let done = format!("the {task} task ended successfully");
             let absent = |vmid| {
                 format!(
-                    "the {task} task ended successfully, but {} {vmid} does not exist on any node — check the {task} task's log",
-                    run.kind.noun()
+                    "{done}, but {noun} {vmid} does not exist on any node — check the {task} task's log"
                 )
             };
             let mut ev = sight_or_absent(run, &target, &absent).await?;
             // Read after the creating task: not stale.
             ev.observed_after = trail.mutations_sent;
             ev.trail = trail;
-            let done = format!("the {task} task ended successfully");
             if let Err(message) = unlocked_after(run, &mut ev, &done).await {
                 return Ok((ev, Err(message), false));
             }
@@ -487,21 +486,22 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
     let verdict = 'verdict: {
         let prefix = or_break!('verdict, prefix);
         let label = ev.label(run);
-        let held = or_break!('verdict, Held::of(run, &ev, &label, guest, &before, disks));
+        let held = or_break!('verdict, Held::of(run, &ev, &label, guest, &before));
         let stores = held.storages();
         let mut lists: Vec<(&str, Vec<StorageVolume>)> = Vec::new();
         let mut seen = Vec::new();
         for (i, store) in stores.iter().enumerate() {
-            if !lists.iter().any(|(listed, _)| listed == store) {
-                let answer = run.pve().call(&disks_request(run.kind, &ev, store)).await;
-                let volumes = or_break!('verdict, disks_listed(&label, &ev, store, answer));
-                lists.push((store, volumes));
-            }
-            let volumes = lists
-                .iter()
-                .find(|(listed, _)| listed == store)
-                .map(|(_, volumes)| volumes.as_slice())
-                .unwrap_or_default();
+            let at = match lists.iter().position(|(listed, _)| listed == store) {
+                Some(at) => at,
+                None => {
+                    let answer = run.pve().call(&disks_request(run.kind, &ev, store)).await;
+                    let volumes = or_break!('verdict, disks_listed(&label, &ev, store, answer));
+                    lists.push((store, volumes));
+                    lists.len() - 1
+                }
+            };
+            let volumes = lists.get(at).map(|(_, volumes)| volumes.as_slice());
+            let volumes = volumes.unwrap_or_default();
             let judged = held.judge(guest, &label, &ev.config, i, store, volumes, &facts);
             seen.extend(or_break!('verdict, judged));
         }
@@ -527,7 +527,6 @@ impl Held {
         label: &str,
         guest: &dyn NewGuest,
         before: &Before,
-        disks: Option<Vec<NewDisk>>,
     ) -> Result<Held, String> {
         if guest.archive().is_some() {
             return guest
@@ -536,7 +535,7 @@ impl Held {
         }
         verify_settings(run, ev, &guest.settings(), "create")?;
         guest.judge_config(label, &ev.config)?;
-        Ok(Held::Made(disks))
+        Ok(Held::Made(guest.disks()))
     }
 
     /// The storages to list, in the order their disks are judged: a restore's each once, sorted;
