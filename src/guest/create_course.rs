@@ -17,7 +17,7 @@ use super::evidence::{
 };
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
-use super::locate::{read_where_it_lives, GuestRead, Located};
+use super::locate::{self, Found, Placing};
 use super::placement::{problems, refusal, survey, Placement, Survey};
 use super::provision::{
     has_managed_tag, is_requested, occupant, verify_settings, with_managed_tag,
@@ -25,9 +25,10 @@ use super::provision::{
 use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
-use super::settle::{lock_of, locked_advice, read_status, settle, Seen};
+use super::settle::{lock_of, locked_advice, settle, Seen};
 use super::vmid_claim::{Claim, VmidChoice};
 use super::volumes::{disks_listed, disks_request, storage_of};
+use crate::client::shaped;
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -320,15 +321,27 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                         vmid: Some(template_id),
                         name: None,
                     };
-                    let read = async |at: &Located| read_status(&run.pve(), run.kind, at).await;
-                    let found = read_where_it_lives(run, &template, "the state", read).await?;
-                    let (at, mut status) = match found {
-                        GuestRead::Absent { vmid } => {
-                            break 'template Err(format!(
-                                "template {vmid} does not exist on any node: check templateId"
-                            ))
+                    // Read where it lives (`locate::read_where_it_lives`'s steps, from the
+                    // course's own awaits: no wrapper's state machine).
+                    let mut placing = Placing::new(&template);
+                    let (at, mut status) = loop {
+                        let at = match placing.next(run, &template).await? {
+                            Found::Absent { vmid } => {
+                                break 'template Err(format!(
+                                    "template {vmid} does not exist on any node: check templateId"
+                                ))
+                            }
+                            Found::Present(at) => at,
+                        };
+                        let request = endpoints::guest_status(&at.node, run.kind, at.vmid);
+                        let answer = run.pve().call(&request).await;
+                        match shaped(&request, "a guest status", answer) {
+                            Ok(status) => break (at, status),
+                            Err(e) if placing.may_retry(&e) => {}
+                            Err(e) => {
+                                return Err(locate::refused(run.kind, "the state", &at, &e).into())
+                            }
                         }
-                        GuestRead::Read { at, value } => (at, value),
                     };
                     // qemu-server's clone_vm refuses while the template is locked (`check_lock`
                     // in `$load_and_check`, before the worker forks) — one vzdump is backing up,
