@@ -417,17 +417,15 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                         .map_err(|why| format!("{}: {why}", action(vmid)));
                 }
             };
-            let made = made.map(|vmid| match guest.vmid() {
-                VmidChoice::Given(_) => (vmid, String::new()),
-                VmidChoice::Free { .. } => (vmid, format!("claimed the free VMID {vmid}: ")),
-            });
-            let (vmid, claimed) = match made {
-                Ok(made) => made,
+            let vmid = match made {
+                Ok(vmid) => vmid,
                 Err(message) => return ended(over, message),
             };
-            let claimed = match before.over {
-                true => "restored over the existing guest: ".to_string(),
-                false => claimed,
+            // How the guest got its VMID, as the summary starts.
+            let claimed = match (before.over, guest.vmid()) {
+                (true, _) => "restored over the existing guest: ".to_string(),
+                (false, VmidChoice::Given(_)) => String::new(),
+                (false, VmidChoice::Free { .. }) => format!("claimed the free VMID {vmid}: "),
             };
             // The new guest, located and read, carrying the run's task trail, and unlocked
             // ([`unlocked_after`]: a lock still there is an unfinished guest), from the course's
