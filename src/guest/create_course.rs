@@ -327,9 +327,12 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     let (at, mut status) = loop {
                         let at = match placing.next(run, &template).await? {
                             Found::Absent { vmid } => {
-                                break 'template Err(format!(
+                                return ended(
+                                    None,
+                                    format!(
                                     "template {vmid} does not exist on any node: check templateId"
-                                ))
+                                ),
+                                )
                             }
                             Found::Present(at) => at,
                         };
@@ -347,7 +350,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     // in `$load_and_check`, before the worker forks) — one vzdump is backing up,
                     // say.
                     let Some(lock) = lock_of(&status).map(str::to_owned) else {
-                        break 'template Ok(at.node);
+                        break 'template at.node;
                     };
                     let (mut at_ms, mut after) = (0.0, 0);
                     let seen = &mut Seen {
@@ -358,16 +361,17 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     };
                     let budget_ms = run.wait_budget_ms();
                     match settle(&run.pve(), run.kind, &at, budget_ms, &|_| true, seen).await {
-                        Ok(()) => Ok(at.node),
-                        Err(why) => Err(format!(
-                            "template VM {} on node {} did not show its lock released: {why} — {}",
-                            at.vmid,
-                            at.node,
-                            locked_advice(run.kind, &lock, "clone")
-                        )),
+                        Ok(()) => at.node,
+                        Err(why) => {
+                            return ended(None, format!(
+                                "template VM {} on node {} did not show its lock released: {why} — {}",
+                                at.vmid,
+                                at.node,
+                                locked_advice(run.kind, &lock, "clone")
+                            ))
+                        }
                     }
                 }
-                .map_err(|message| Outcome::from(Failure::new(message)))?,
                 (None, Some(ev)) => ev.at.node.clone(),
                 (None, None) => node.to_string(),
             };
@@ -641,14 +645,14 @@ fn judge_disk(
         .get(key)
         .and_then(flex::string_of)
         .unwrap_or_default();
-    let volid = value.split(',').next().unwrap_or_default().to_string();
+    let volid = value.split(',').next().unwrap_or_default();
     let size = volumes
         .iter()
         .find(|v| v.volid == volid)
         .map(|v| v.size.unwrap_or(0));
     let Some(size) = size else {
         let missing = format!("is not on storage {}", disk.storage);
-        return Err(disk_failed(label, key, &volid, &missing));
+        return Err(disk_failed(label, key, volid, &missing));
     };
     let made = format!("{key} is {volid}");
     let Some(image) = &disk.import_from else {
@@ -658,13 +662,13 @@ fn judge_disk(
         Some(want) if size == want && size > 0 => Ok(format!(
             "{made}, imported from {image} ({size} bytes, the image's size)"
         )),
-        Some(want) => Err(disk_failed(label, key, &volid, &format!(
+        Some(want) => Err(disk_failed(label, key, volid, &format!(
             "imported from {image} holds {size} bytes where the image has {want} (an empty or short import)"
         ))),
         None if size > 0 => Ok(format!(
             "{made}, imported from {image} ({size} bytes; the image's size was not listed)"
         )),
-        None => Err(disk_failed(label, key, &volid, &format!("imported from {image} is empty"))),
+        None => Err(disk_failed(label, key, volid, &format!("imported from {image} is empty"))),
     }
 }
 
