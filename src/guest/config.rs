@@ -465,7 +465,11 @@ fn allocation_matches(
     let Some(volume) = volume else {
         return false;
     };
-    if !volume.starts_with(&format!("{store}:")) {
+    // `<store>:…`, matched in place (no formatted copy).
+    if !volume
+        .strip_prefix(store)
+        .is_some_and(|rest| rest.starts_with(':'))
+    {
         return false;
     }
     if amount == "cloudinit" {

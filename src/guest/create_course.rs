@@ -17,7 +17,7 @@ use super::evidence::{
 };
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
-use super::locate::{read_where_it_lives, GuestRead, Located};
+use super::locate::{self, Found, Placing};
 use super::placement::{problems, refusal, survey, Placement, Survey};
 use super::provision::{
     has_managed_tag, is_requested, occupant, verify_settings, with_managed_tag,
@@ -25,9 +25,10 @@ use super::provision::{
 use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
-use super::settle::{lock_of, locked_advice, read_status, settle, Seen};
+use super::settle::{lock_of, locked_advice, settle, Seen};
 use super::vmid_claim::{Claim, VmidChoice};
-use super::volumes::{disks_on_storage, storage_of};
+use super::volumes::{disks_listed, disks_request, storage_of};
+use crate::client::shaped;
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -187,13 +188,12 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         };
         return Err(Failure::new(message).into());
     }
-    let node = run.global.transport.node().to_string();
-    let placement = guest.placement();
-    let disks = guest.disks();
+    let node = run.global.transport.node();
     // A re-run checks the disks it made against the images' sizes: the node is surveyed before the
-    // VMID is judged when disks are checked, else only when there is something to create.
-    let early = match (&disks, &placement) {
-        (Some(_), Some(placement)) => Some(survey(run, &node, placement).await),
+    // VMID is judged when disks are checked, else only when there is something to create. The
+    // model's placement and disks are asked for where they are used, not held across the course.
+    let early = match (guest.disks().is_some(), guest.placement()) {
+        (true, Some(placement)) => Some(survey(run, node, &placement).await),
         _ => None,
     };
     // The guest holding a given VMID, if any (`GET /cluster/nextid?vmid=…` says whether one does),
@@ -296,16 +296,17 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 },
                 None => None,
             };
+            let placement = guest.placement();
             let facts = match (early, &placement) {
                 (Some(facts), _) => facts,
-                (None, Some(placement)) => survey(run, &node, placement).await,
+                (None, Some(placement)) => survey(run, node, placement).await,
                 (None, None) => Survey::default(),
             };
-            if let Some(placement) = &placement {
-                let found = problems(placement, &node, &facts);
+            if let Some(placement) = placement {
+                let found = problems(&placement, node, &facts);
                 if !found.is_empty() {
                     let what = format!("{noun} {}", guest.vmid().describe());
-                    return Err(refusal(&what, &node, &found).into());
+                    return Err(refusal(&what, node, &found).into());
                 }
             }
             // A restore runs where the guest it replaces lives (its archive read there too: a
@@ -320,21 +321,36 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                         vmid: Some(template_id),
                         name: None,
                     };
-                    let read = async |at: &Located| read_status(&run.pve(), run.kind, at).await;
-                    let found = read_where_it_lives(run, &template, "the state", read).await?;
-                    let (at, mut status) = match found {
-                        GuestRead::Absent { vmid } => {
-                            break 'template Err(format!(
-                                "template {vmid} does not exist on any node: check templateId"
-                            ))
+                    // Read where it lives (`locate::read_where_it_lives`'s steps, from the
+                    // course's own awaits: no wrapper's state machine).
+                    let mut placing = Placing::new(&template);
+                    let (at, mut status) = loop {
+                        let at = match placing.next(run, &template).await? {
+                            Found::Absent { vmid } => {
+                                return ended(
+                                    None,
+                                    format!(
+                                    "template {vmid} does not exist on any node: check templateId"
+                                ),
+                                )
+                            }
+                            Found::Present(at) => at,
+                        };
+                        let request = endpoints::guest_status(&at.node, run.kind, at.vmid);
+                        let answer = run.pve().call(&request).await;
+                        match shaped(&request, "a guest status", answer) {
+                            Ok(status) => break (at, status),
+                            Err(e) if placing.may_retry(&e) => {}
+                            Err(e) => {
+                                return Err(locate::refused(run.kind, "the state", &at, &e).into())
+                            }
                         }
-                        GuestRead::Read { at, value } => (at, value),
                     };
                     // qemu-server's clone_vm refuses while the template is locked (`check_lock`
                     // in `$load_and_check`, before the worker forks) — one vzdump is backing up,
                     // say.
                     let Some(lock) = lock_of(&status).map(str::to_owned) else {
-                        break 'template Ok(at.node);
+                        break 'template at.node;
                     };
                     let (mut at_ms, mut after) = (0.0, 0);
                     let seen = &mut Seen {
@@ -345,18 +361,19 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     };
                     let budget_ms = run.wait_budget_ms();
                     match settle(&run.pve(), run.kind, &at, budget_ms, &|_| true, seen).await {
-                        Ok(()) => Ok(at.node),
-                        Err(why) => Err(format!(
-                            "template VM {} on node {} did not show its lock released: {why} — {}",
-                            at.vmid,
-                            at.node,
-                            locked_advice(run.kind, &lock, "clone")
-                        )),
+                        Ok(()) => at.node,
+                        Err(why) => {
+                            return ended(None, format!(
+                                "template VM {} on node {} did not show its lock released: {why} — {}",
+                                at.vmid,
+                                at.node,
+                                locked_advice(run.kind, &lock, "clone")
+                            ))
+                        }
                     }
                 }
-                .map_err(|message| Outcome::from(Failure::new(message)))?,
                 (None, Some(ev)) => ev.at.node.clone(),
-                (None, None) => node,
+                (None, None) => node.to_string(),
             };
             let archive = match guest.archive() {
                 // The archive as listed (a size above 0 required), then the config it holds, each
@@ -404,17 +421,15 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                         .map_err(|why| format!("{}: {why}", action(vmid)));
                 }
             };
-            let made = made.map(|vmid| match guest.vmid() {
-                VmidChoice::Given(_) => (vmid, String::new()),
-                VmidChoice::Free { .. } => (vmid, format!("claimed the free VMID {vmid}: ")),
-            });
-            let (vmid, claimed) = match made {
-                Ok(made) => made,
+            let vmid = match made {
+                Ok(vmid) => vmid,
                 Err(message) => return ended(over, message),
             };
-            let claimed = match before.over {
-                true => "restored over the existing guest: ".to_string(),
-                false => claimed,
+            // How the guest got its VMID, as the summary starts.
+            let claimed = match (before.over, guest.vmid()) {
+                (true, _) => "restored over the existing guest: ".to_string(),
+                (false, VmidChoice::Given(_)) => String::new(),
+                (false, VmidChoice::Free { .. }) => format!("claimed the free VMID {vmid}: "),
             };
             // The new guest, located and read, carrying the run's task trail, and unlocked
             // ([`unlocked_after`]: a lock still there is an unfinished guest), from the course's
@@ -424,17 +439,16 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 vmid: Some(vmid),
                 name: None,
             };
+            let done = format!("the {task} task ended successfully");
             let absent = |vmid| {
                 format!(
-                    "the {task} task ended successfully, but {} {vmid} does not exist on any node — check the {task} task's log",
-                    run.kind.noun()
+                    "{done}, but {noun} {vmid} does not exist on any node — check the {task} task's log"
                 )
             };
             let mut ev = sight_or_absent(run, &target, &absent).await?;
             // Read after the creating task: not stale.
             ev.observed_after = trail.mutations_sent;
             ev.trail = trail;
-            let done = format!("the {task} task ended successfully");
             if let Err(message) = unlocked_after(run, &mut ev, &done).await {
                 return Ok((ev, Err(message), false));
             }
@@ -487,20 +501,22 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
     let verdict = 'verdict: {
         let prefix = or_break!('verdict, prefix);
         let label = ev.label(run);
-        let held = or_break!('verdict, Held::of(run, &ev, &label, guest, &before, disks));
+        let held = or_break!('verdict, Held::of(run, &ev, &label, guest, &before));
         let stores = held.storages();
         let mut lists: Vec<(&str, Vec<StorageVolume>)> = Vec::new();
         let mut seen = Vec::new();
         for (i, store) in stores.iter().enumerate() {
-            if !lists.iter().any(|(listed, _)| listed == store) {
-                let volumes = or_break!('verdict, disks_on_storage(run, &ev, &label, store).await);
-                lists.push((store, volumes));
-            }
-            let volumes = lists
-                .iter()
-                .find(|(listed, _)| listed == store)
-                .map(|(_, volumes)| volumes.as_slice())
-                .unwrap_or_default();
+            let at = match lists.iter().position(|(listed, _)| listed == store) {
+                Some(at) => at,
+                None => {
+                    let answer = run.pve().call(&disks_request(run.kind, &ev, store)).await;
+                    let volumes = or_break!('verdict, disks_listed(&label, &ev, store, answer));
+                    lists.push((store, volumes));
+                    lists.len() - 1
+                }
+            };
+            let volumes = lists.get(at).map(|(_, volumes)| volumes.as_slice());
+            let volumes = volumes.unwrap_or_default();
             let judged = held.judge(guest, &label, &ev.config, i, store, volumes, &facts);
             seen.extend(or_break!('verdict, judged));
         }
@@ -517,16 +533,18 @@ enum Held {
     Made(Option<Vec<NewDisk>>),
 }
 
+/// `of`, `storages` and `summary` each have one caller, the course's verdict: always inlined there
+/// (measured smaller than calls, issue 32).
 impl Held {
     /// A restored guest's config against the archive's; a made one's settings read back as
     /// requested and its config showing what the model asks of it.
+    #[inline(always)]
     fn of<H: Host>(
         run: &Run<'_, H>,
         ev: &Evidence,
         label: &str,
         guest: &dyn NewGuest,
         before: &Before,
-        disks: Option<Vec<NewDisk>>,
     ) -> Result<Held, String> {
         if guest.archive().is_some() {
             return guest
@@ -535,11 +553,12 @@ impl Held {
         }
         verify_settings(run, ev, &guest.settings(), "create")?;
         guest.judge_config(label, &ev.config)?;
-        Ok(Held::Made(disks))
+        Ok(Held::Made(guest.disks()))
     }
 
     /// The storages to list, in the order their disks are judged: a restore's each once, sorted;
     /// a create's one per disk, in the request's order.
+    #[inline(always)]
     fn storages(&self) -> Vec<&str> {
         let mut stores = Vec::new();
         match self {
@@ -588,6 +607,7 @@ impl Held {
 
     /// The summary: `prefix` (what was done) then what the disks showed (`seen`), when they were
     /// checked; a restore's from the model.
+    #[inline(always)]
     fn summary(
         &self,
         guest: &dyn NewGuest,
@@ -630,14 +650,14 @@ fn judge_disk(
         .get(key)
         .and_then(flex::string_of)
         .unwrap_or_default();
-    let volid = value.split(',').next().unwrap_or_default().to_string();
+    let volid = value.split(',').next().unwrap_or_default();
     let size = volumes
         .iter()
         .find(|v| v.volid == volid)
         .map(|v| v.size.unwrap_or(0));
     let Some(size) = size else {
         let missing = format!("is not on storage {}", disk.storage);
-        return Err(disk_failed(label, key, &volid, &missing));
+        return Err(disk_failed(label, key, volid, &missing));
     };
     let made = format!("{key} is {volid}");
     let Some(image) = &disk.import_from else {
@@ -647,13 +667,13 @@ fn judge_disk(
         Some(want) if size == want && size > 0 => Ok(format!(
             "{made}, imported from {image} ({size} bytes, the image's size)"
         )),
-        Some(want) => Err(disk_failed(label, key, &volid, &format!(
+        Some(want) => Err(disk_failed(label, key, volid, &format!(
             "imported from {image} holds {size} bytes where the image has {want} (an empty or short import)"
         ))),
         None if size > 0 => Ok(format!(
             "{made}, imported from {image} ({size} bytes; the image's size was not listed)"
         )),
-        None => Err(disk_failed(label, key, &volid, &format!("imported from {image} is empty"))),
+        None => Err(disk_failed(label, key, volid, &format!("imported from {image} is empty"))),
     }
 }
 

@@ -77,7 +77,7 @@ pub async fn read_where_it_lives<H: Host, T>(
 }
 
 /// Why [`read_where_it_lives`] could not read: one copy of the message for every `T` (issue 32).
-fn refused(kind: GuestKind, what: &str, at: &Located, error: &PveError) -> Failure {
+pub fn refused(kind: GuestKind, what: &str, at: &Located, error: &PveError) -> Failure {
     let noun = kind.noun();
     let action = format!("read {what} of {noun} {} on node {}", at.vmid, at.node);
     could_not(&action, error)
@@ -111,7 +111,7 @@ pub async fn act_where_it_lives<H: Host, T>(
 
 /// Where [`act_where_it_lives`] tries next: the expected node first (a reference by VMID alone),
 /// then the node the cluster lists the guest on, once more if it moved in between.
-struct Placing {
+pub struct Placing {
     /// The expected node is still to be tried.
     expected: bool,
     /// Lookups made.
@@ -119,7 +119,7 @@ struct Placing {
 }
 
 impl Placing {
-    fn new(target: &GuestRef) -> Self {
+    pub fn new(target: &GuestRef) -> Self {
         Placing {
             expected: matches!((target.vmid, &target.name), (Some(_), None)),
             lookups: 0,
@@ -127,7 +127,7 @@ impl Placing {
     }
 
     /// The node to act on next, or the guest's confirmed absence.
-    async fn next<H: Host>(
+    pub async fn next<H: Host>(
         &mut self,
         run: &Run<'_, H>,
         target: &GuestRef,
@@ -151,7 +151,7 @@ impl Placing {
 
     /// Whether `error` of acting where [`Placing::next`] said is "the guest is not here" while
     /// one more place is left to try: the expected node was wrong, or the guest moved once.
-    fn may_retry(&self, error: &PveError) -> bool {
+    pub fn may_retry(&self, error: &PveError) -> bool {
         error.kind == ErrorKind::GuestNotOnNode && self.lookups <= 1
     }
 }

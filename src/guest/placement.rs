@@ -11,10 +11,13 @@ use super::storage::{listed, missing_storage, storage_refusal};
 use crate::host::Host;
 use crate::outcome::Failure;
 use crate::pve::endpoints;
+use crate::pve::error::PveError;
 use crate::pve::property::property;
+use crate::pve::request::PveRequest;
 use crate::pve::responses::{NodeInterface, NodeStorage, StorageVolume};
 use crate::quote::Joined;
 use crate::run::Run;
+use serde_json::Value;
 use std::fmt::Write;
 
 const GIB: u64 = 1 << 30;
@@ -119,32 +122,58 @@ pub fn allocation_of(key: &str, value: &str) -> Option<Allocation> {
 }
 
 /// Reads what the decision needs from `node`: its storages, the content of each source's storage
-/// (when that storage can hold it), and its bridges (when a NIC names one).
+/// (when that storage can hold it), and its bridges (when a NIC names one). Each request is planned
+/// by [`Survey::next`] and sent from this one await (issue 32: one await point, not three).
 pub async fn survey<H: Host>(run: &Run<'_, H>, node: &str, placement: &Placement) -> Survey {
     let pve = run.pve();
-    let storages: Result<Vec<NodeStorage>, String> =
-        listed(pve.call(&endpoints::node_storage(node)).await);
-    let mut contents: Vec<(String, Result<Vec<StorageVolume>, String>)> = Vec::new();
-    for source in &placement.sources {
-        let Some(id) = source.storage() else { continue };
-        let takes = storages.as_ref().is_ok_and(|list| {
-            list.iter()
-                .any(|s| s.storage == id && storage_refusal(s, source.content).is_none())
-        });
-        if !takes || contents.iter().any(|(read, _)| read == id) {
-            continue;
-        }
-        let request = endpoints::storage_content(node, id, source.content);
-        contents.push((id.to_string(), listed(pve.call(&request).await)));
+    let mut survey = Survey::default();
+    while let Some((request, read)) = survey.next(node, placement) {
+        let answer = pve.call(&request).await;
+        survey.heard(read, answer);
     }
-    let bridges = match placement.bridges.is_empty() {
-        true => None,
-        false => Some(listed(pve.call(&endpoints::node_bridges(node)).await)),
-    };
-    Survey {
-        storages: Some(storages),
-        contents,
-        bridges,
+    survey
+}
+
+/// Which of the node's lists a survey's request reads.
+enum Read<'a> {
+    Storages,
+    /// The content of this storage.
+    Content(&'a str),
+    Bridges,
+}
+
+impl Survey {
+    /// The next list to read, in the survey's order: the storages, then each source storage not
+    /// yet read that exists and takes the source's content, then the bridges when a NIC names
+    /// one; `None` when all is read.
+    fn next<'p>(&self, node: &str, placement: &'p Placement) -> Option<(PveRequest, Read<'p>)> {
+        let Some(storages) = &self.storages else {
+            return Some((endpoints::node_storage(node), Read::Storages));
+        };
+        for source in &placement.sources {
+            let Some(id) = source.storage() else { continue };
+            let takes = storages.as_ref().is_ok_and(|list| {
+                list.iter()
+                    .any(|s| s.storage == id && storage_refusal(s, source.content).is_none())
+            });
+            if takes && !self.contents.iter().any(|(read, _)| read == id) {
+                let request = endpoints::storage_content(node, id, source.content);
+                return Some((request, Read::Content(id)));
+            }
+        }
+        match placement.bridges.is_empty() || self.bridges.is_some() {
+            true => None,
+            false => Some((endpoints::node_bridges(node), Read::Bridges)),
+        }
+    }
+
+    /// Keeps the answer to the request [`Survey::next`] planned as `read`.
+    fn heard(&mut self, read: Read<'_>, answer: Result<Value, PveError>) {
+        match read {
+            Read::Storages => self.storages = Some(listed(answer)),
+            Read::Content(id) => self.contents.push((id.to_string(), listed(answer))),
+            Read::Bridges => self.bridges = Some(listed(answer)),
+        }
     }
 }
 

@@ -36,9 +36,9 @@ pub fn occupant(status: &GuestStatus) -> String {
         status.tags.as_deref().unwrap_or("")
     );
     if let Some(lock) = lock_of(status) {
-        text.push_str(&format!(
-            ", locked ({lock}: an operation on it is still running)"
-        ));
+        for part in [", locked (", lock, ": an operation on it is still running)"] {
+            text.push_str(part);
+        }
     }
     text
 }

@@ -53,10 +53,10 @@ pub async fn with_superseded<H: Host>(
         }
     };
     let mut superseding = Vec::new();
-    for instance in names
-        .into_iter()
-        .filter(|n| vmid_of_instance(n, prefix).is_none())
-    {
+    for instance in names {
+        if vmid_of_instance(&instance, prefix).is_some() {
+            continue;
+        }
         let Ok(Some(stored)) = run.host.read_record(&instance).await else {
             continue;
         };
@@ -86,22 +86,25 @@ fn supersede<H: Host>(run: &Run<'_, H>, instance: String, vmid: u32, truth: &Val
         run.kind.noun()
     );
     run.info(&format!("{instance}: superseded by {holder}"));
-    // Built field by field, not with `json!`, which serializes each field through serde_json's
-    // value serializer (a copy for each field's type), and then the whole map once more (issue 32).
+    // Values made as they are stored, one field after another (no serializer between).
+    let present = truth.get("present").cloned().unwrap_or(Value::Bool(false));
+    let fields = [
+        ("vmid", Value::from(vmid)),
+        ("present", present),
+        ("status", Value::from("superseded")),
+        ("supersededBy", Value::from(holder)),
+        ("tags", Value::Array(Vec::new())),
+        ("warnings", Value::Array(vec![Value::from(note)])),
+        ("lastOperation", Value::from(run.method)),
+        ("recordedAt", Value::from(run.now_iso())),
+    ];
     let mut record = Map::new();
-    let mut put = |key: &str, value: Value| record.insert(key.to_string(), value);
-    put("vmid", Value::from(vmid));
-    let present = truth.get("present").cloned();
-    put("present", present.unwrap_or(Value::Bool(false)));
-    put("status", Value::from("superseded"));
-    put("supersededBy", Value::from(holder));
-    put("tags", Value::Array(Vec::new()));
-    put("warnings", Value::Array(vec![Value::from(note)]));
-    put("lastOperation", Value::from(run.method));
-    put("recordedAt", Value::from(run.now_iso()));
+    for (key, value) in fields {
+        record.insert(key.to_string(), value);
+    }
     for field in ["name", "node"] {
         if let Some(value) = truth.get(field) {
-            put(field, value.clone());
+            record.insert(field.to_string(), value.clone());
         }
     }
     write_value(run.guest_spec(), instance, Value::Object(record))
@@ -176,6 +179,39 @@ mod tests {
         assert_eq!(web["status"], "superseded");
         assert_eq!(web["supersededBy"], "vm-100");
         assert_eq!(web["present"], true);
+        // The whole superseding version, field by field: nothing more, nothing less.
+        let mut fields: Vec<&str> = web
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        fields.sort_unstable();
+        assert_eq!(
+            fields,
+            [
+                "lastOperation",
+                "name",
+                "node",
+                "present",
+                "recordedAt",
+                "status",
+                "supersededBy",
+                "tags",
+                "vmid",
+                "warnings"
+            ]
+        );
+        assert_eq!(web["vmid"], 100);
+        assert_eq!(web["name"], "web");
+        assert_eq!(web["node"], "pve1");
+        assert_eq!(web["tags"], json!([]));
+        assert_eq!(web["lastOperation"], "lookup");
+        assert!(web["recordedAt"].is_string());
+        assert_eq!(
+            web["warnings"],
+            json!(["the upstream @stateless/proxmox package kept this VM's state under its name; vm-100 holds it from now on and this record is no longer written"])
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::evidence::Evidence;
 use super::storage::listed;
 use crate::explain::could_not;
 use crate::host::Host;
-use crate::pve::endpoints;
+use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::storage_volume;
@@ -89,19 +89,23 @@ pub async fn listed_on_storage<H: Host>(
     Ok(lists(volumes, volid))
 }
 
-/// The guest's disk volumes on `storage` as that storage on the guest's node lists them, one
-/// request per storage (`GET /nodes/{node}/storage/{storage}/content?content=images|rootdir&vmid=…`,
-/// [`GuestKind::disk_content`](crate::pve::endpoints::GuestKind::disk_content)); `label` names
-/// the guest in the message when they cannot be listed.
-pub async fn disks_on_storage<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
+/// The request for the guest's disk volumes on `storage` as that storage on the guest's node
+/// lists them, one per storage (`GET /nodes/{node}/storage/{storage}/content?content=images|rootdir&vmid=…`,
+/// [`GuestKind::disk_content`]). Sent from its
+/// caller's own await (issue 32), its answer read by [`disks_listed`].
+pub fn disks_request(kind: GuestKind, ev: &Evidence, storage: &str) -> PveRequest {
+    endpoints::storage_content_of(&ev.at.node, storage, kind.disk_content(), ev.at.vmid)
+}
+
+/// The volumes [`disks_request`] listed; `label` names the guest in the message when they could
+/// not be listed.
+pub fn disks_listed(
     label: &str,
+    ev: &Evidence,
     storage: &str,
+    answer: Result<Value, PveError>,
 ) -> Result<Vec<StorageVolume>, String> {
-    let content = run.kind.disk_content();
-    let request = endpoints::storage_content_of(&ev.at.node, storage, content, ev.at.vmid);
-    listed(run.pve().call(&request).await).map_err(|why| {
+    listed(answer).map_err(|why| {
         format!(
             "{label} exists, but its disks on storage {storage} could not be listed (GET /nodes/{}/storage/{storage}/content): {why}",
             ev.at.node

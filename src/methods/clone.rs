@@ -291,6 +291,41 @@ mod tests {
     }
 
     #[test]
+    fn a_template_absent_or_unreadable_fails_before_anything_is_sent() {
+        let absent = "Configuration file 'nodes/pve1/qemu-server/9000.conf' does not exist";
+        let denied = "Permission check failed (/vms/9000, VM.Audit)";
+        let status = TEMPLATE_STATUS.to_string();
+        let looked_up = vec![
+            status.clone(),
+            "GET /cluster/resources".into(),
+            "GET /cluster/nextid".into(),
+        ];
+        for (answer, wanted, routes) in [
+            (
+                Answer::Error(500, absent.into()),
+                "template 9000 does not exist on any node: check templateId",
+                looked_up,
+            ),
+            (
+                Answer::Error(403, denied.into()),
+                "could not read the state of VM 9000 on node pve1: Permission check failed (/vms/9000, VM.Audit) (HTTP 403) — the API token lacks the privilege named in PVE's message",
+                vec![status.clone()],
+            ),
+        ] {
+            let host = ScriptedHost::new();
+            // nextid echoes the template's VMID: no guest holds it (the absence confirmed).
+            host.data("GET /cluster/nextid", json!("9000"));
+            host.on(TEMPLATE_STATUS, [answer]);
+            host.data("GET /cluster/resources", json!([]));
+            let outcome = run_free_clone(&host);
+            let message = crate::testing::failure_of(&outcome);
+            assert_eq!(message, wanted);
+            assert!(outcome.writes.is_empty(), "{outcome:?}");
+            assert_eq!(host.routes_called(), routes);
+        }
+    }
+
+    #[test]
     fn without_vmid_an_id_taken_after_nextid_is_skipped_and_the_next_one_claimed() {
         let host = ScriptedHost::new();
         free_claim_fixture(&host, "300", &[None]);

@@ -138,6 +138,8 @@ impl CreateArgs {
     }
 
     /// The arguments as they go out: a boolean option as PVE's 1/0 whatever the user wrote.
+    // Always inlined into its one caller, the method that boxes the arguments (issue 32).
+    #[inline(always)]
     pub fn wired(args: &Value) -> Result<Self, ArgError> {
         let mut args = CreateArgs::parse(args)?;
         args.config = wire_options(GuestKind::Lxc, "config", &args.config)?;

@@ -138,6 +138,8 @@ impl VmCreateArgs {
 
     /// The arguments as they go out: a boolean option as PVE's 1/0 whatever the user wrote (yes,
     /// on, true …).
+    // Always inlined into its one caller, the method that boxes the arguments (issue 32).
+    #[inline(always)]
     pub fn wired(args: &Value) -> Result<Self, ArgError> {
         let mut args = VmCreateArgs::parse(args)?;
         args.config = wire_options(GuestKind::Qemu, "config", &args.config)?;
