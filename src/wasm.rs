@@ -121,12 +121,6 @@ pub fn validate_arguments(model: &str, method: &str, args_json: &str) -> Option<
     }
 }
 
-/// The core's version, for diagnostics.
-#[wasm_bindgen(js_name = coreVersion)]
-pub fn core_version() -> String {
-    env!("CARGO_PKG_VERSION").to_string()
-}
-
 /// A value as the JS object its JSON text makes.
 fn to_js(value: &impl Serialize) -> Result<JsValue, HostError> {
     let text = serde_json::to_string(value).map_err(|e| internal(e.to_string()))?;
