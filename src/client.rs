@@ -217,7 +217,12 @@ pub fn shaped<T: FromJson>(
     what: &str,
     answer: Result<Value, PveError>,
 ) -> Result<T, PveError> {
-    T::from_json(&answer?).map_err(|e| misshapen(request, what, e))
+    // Read where it lies: `answer?` would first move the answer out of its `Result`, a copy in
+    // every shape's reader (issue 32). An error is the cold path.
+    match &answer {
+        Ok(data) => T::from_json(data).map_err(|e| misshapen(request, what, e)),
+        Err(error) => Err(error.clone()),
+    }
 }
 
 /// An answer that is not the shape asked for. Apart from [`shaped`], which is instantiated for
