@@ -52,7 +52,8 @@ pub async fn send<H: Host>(
                     code: output.code,
                     stdout: scrub.text(&output.stdout),
                     stderr: scrub.text(&output.stderr),
-                    ..output.clone()
+                    stdout_bytes: output.stdout_bytes,
+                    stderr_bytes: output.stderr_bytes,
                 };
                 ssh::interpret(ssh, &clean)
                     .err()
