@@ -160,14 +160,10 @@ impl Scrubber {
             self.value(&mut write.data);
             write.instance = self.text(&write.instance);
         }
-        outcome.verdict = match outcome.verdict {
-            Verdict::Succeeded { summary } => Verdict::Succeeded {
-                summary: self.text(&summary),
-            },
-            Verdict::Failed { message } => Verdict::Failed {
-                message: self.text(&message),
-            },
-        };
+        // Scrubbed in place: the verdict is not taken apart and built again (issue 32).
+        let (Verdict::Succeeded { summary: said } | Verdict::Failed { message: said }) =
+            &mut outcome.verdict;
+        *said = self.text(said);
         outcome
     }
 }
