@@ -59,7 +59,10 @@ pub fn assemble_pct_exec(
         vmid.to_string(),
         "--".to_string(),
     ];
-    words.extend(argv.iter().cloned());
+    // Loops, not extends from iterators: each such extend brings its own copy of the code.
+    for word in argv {
+        words.push(word.clone());
+    }
     let attach = quoted_words(&words);
     let remote = match input {
         Some(data) => format!("printf '%s' {} | {attach}", single_quote(data)),
@@ -142,7 +145,9 @@ pub fn remote_command(settings: &SshSettings, request: &PveRequest) -> String {
         request.display_path(),
     ];
     // `--key=value` in one word, so a value starting with `-` is never read as an option.
-    words.extend(request.params.iter().map(|(k, v)| format!("--{k}={v}")));
+    for (k, v) in &request.params {
+        words.push(format!("--{k}={v}"));
+    }
     words.push("--output-format=json".to_string());
     quoted_words(&words)
 }
