@@ -116,6 +116,9 @@ mod tests {
             "null",
             "UPID:pve:zz:1:1:qmstart:100:root@pam:",
             "UPID:pve:1:1:1:qmstart:100:root@pam",
+            "UPID:pve:1:1:1:qmstart:100:root@pam::",
+            "UPID:pve:1:1:1:qmstart:100:root@pam:x",
+            "UPID:pve:1:1:1:qmstart:root@pam:",
         ] {
             assert!(Upid::parse(bad).is_none(), "{bad}");
         }
