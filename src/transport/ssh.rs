@@ -264,8 +264,11 @@ fn pvesh_error(settings: &SshSettings, code: i32, stderr: &str) -> PveError {
 /// Non-empty lines joined with `; `.
 fn one_line(text: &str) -> String {
     let mut joined = String::new();
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        crate::quote::push_item(&mut joined, "; ", line);
+    for line in text.lines() {
+        let line = line.trim();
+        if !line.is_empty() {
+            crate::quote::push_item(&mut joined, "; ", line);
+        }
     }
     joined
 }
