@@ -328,7 +328,12 @@ const SHORT_TEXT: usize = 256;
 /// a secret is in it only as it is, and a substring search finds it — most texts (a task id, a
 /// status, a record's key) are such, and the byte-by-byte search of [`encoded_at`] is not needed.
 fn only_raw(text: &str) -> bool {
-    !text.bytes().any(|b| SPELLING_STARTS.contains(&b))
+    for b in text.bytes() {
+        if SPELLING_STARTS.contains(&b) {
+            return false;
+        }
+    }
+    true
 }
 
 /// The lengths of the spellings of byte `want` that `rest` starts with: the byte itself; a form
