@@ -156,12 +156,15 @@ impl<'a, H: Host> Pve<'a, H> {
             let left = deadline_ms.map(|d| (d - started).max(ANSWER_MS).ceil() as u64);
             let timeout_ms = left.map_or(budget_ms, |left| left.min(budget_ms));
             let cut = timeout_ms < budget_ms;
-            let result = transport::send(self.host, self.settings, request, timeout_ms, self.scrub)
-                .await
-                .map_err(|e| match cut {
+            let mut result =
+                transport::send(self.host, self.settings, request, timeout_ms, self.scrub).await;
+            // The error amended where it lies, not moved through a function and back (issue 32).
+            if let Err(e) = &mut result {
+                match cut {
                     true => name_the_wait(e, timeout_ms),
                     false => name_the_budget(e, foreground, timeout_ms),
-                });
+                }
+            }
             drop(pass);
             let elapsed = (self.host.now_ms() - started).max(0.0).round() as u64;
             // One line for both ends: the answer's word, then the time it took.
@@ -217,7 +220,12 @@ pub fn shaped<T: FromJson>(
     what: &str,
     answer: Result<Value, PveError>,
 ) -> Result<T, PveError> {
-    T::from_json(&answer?).map_err(|e| misshapen(request, what, e))
+    // Read where it lies: `answer?` would first move the answer out of its `Result`, a copy in
+    // every shape's reader (issue 32). An error is the cold path.
+    match &answer {
+        Ok(data) => T::from_json(data).map_err(|e| misshapen(request, what, e)),
+        Err(error) => Err(error.clone()),
+    }
 }
 
 /// An answer that is not the shape asked for. Apart from [`shaped`], which is instantiated for
@@ -245,7 +253,7 @@ impl Drop for Landing<'_> {
 }
 
 /// A timeout names the knob that set its budget, so the user knows what to raise.
-fn name_the_budget(mut error: PveError, foreground: bool, timeout_ms: u64) -> PveError {
+fn name_the_budget(error: &mut PveError, foreground: bool, timeout_ms: u64) {
     if error.kind == ErrorKind::Timeout {
         let knob = match foreground {
             true => format!("taskTimeoutSec plus {}s", FOREGROUND_TASK_SLACK_MS / 1000),
@@ -253,18 +261,16 @@ fn name_the_budget(mut error: PveError, foreground: bool, timeout_ms: u64) -> Pv
         };
         error.message = format!("{} (budget: {knob})", error.message);
     }
-    error
 }
 
 /// A timeout of a request cut at its wait's deadline says so: the wait is over.
-fn name_the_wait(mut error: PveError, given_ms: u64) -> PveError {
+fn name_the_wait(error: &mut PveError, given_ms: u64) {
     if error.kind == ErrorKind::Timeout {
         error.message = format!(
             "{} (cut at the wait's end, after {given_ms} ms)",
             error.message
         );
     }
-    error
 }
 
 /// The error every loop returns once the caller aborted the run.

@@ -128,8 +128,9 @@ fn name_fault(name: &str) -> Option<&'static str> {
 
 fn parse_transport(fields: &Fields) -> Result<TransportSettings, ArgError> {
     match fields.required_text("kind")? {
-        "api" => parse_api(fields).map(TransportSettings::Api),
-        "ssh" => parse_ssh(fields).map(TransportSettings::Ssh),
+        // Each returns the settings as the transport: built in place, not moved into it (issue 32).
+        "api" => parse_api(fields),
+        "ssh" => parse_ssh(fields),
         other => Err(ArgError::new(
             fields.path("kind"),
             format!("must be \"api\" or \"ssh\" (got {other:?})"),
@@ -157,18 +158,18 @@ fn api_url_fault(url: &str) -> Option<&'static str> {
     (!well_formed).then_some("must be an http(s) URL, e.g. https://pve1:8006")
 }
 
-fn parse_api(fields: &Fields) -> Result<ApiSettings, ArgError> {
+fn parse_api(fields: &Fields) -> Result<TransportSettings, ArgError> {
     let mut read = [Read::default(); API.len()];
     fields.read_all(&API, &mut read)?;
     let [api_url, secret, token_id, node, ca_cert, skip_tls_verify] = read;
-    Ok(ApiSettings {
+    Ok(TransportSettings::Api(ApiSettings {
         node: node.owned_or(""),
         api_url: api_url.text.unwrap_or("").trim_end_matches('/').to_string(),
         token_id: token_id.owned_or(""),
         token_secret: Secret::new(secret.owned_or("")),
         ca_cert: ca_cert.owned(),
         skip_tls_verify: skip_tls_verify.int != 0,
-    })
+    }))
 }
 
 const SSH: [Spec; 13] = [
@@ -202,12 +203,12 @@ fn user_fault(user: &str) -> Option<&'static str> {
     bad.then_some("must not start with `-` or contain `@`")
 }
 
-fn parse_ssh(fields: &Fields) -> Result<SshSettings, ArgError> {
+fn parse_ssh(fields: &Fields) -> Result<TransportSettings, ArgError> {
     let mut read = [Read::default(); SSH.len()];
     fields.read_all(&SSH, &mut read)?;
     let [strict, host, user, node, port, jump, command, file, agent, timeout, ssh, pvesh, pct] =
         read;
-    Ok(SshSettings {
+    Ok(TransportSettings::Ssh(SshSettings {
         node: node.owned_or(""),
         host: host.owned_or(""),
         user: user.owned_or("root"),
@@ -221,7 +222,7 @@ fn parse_ssh(fields: &Fields) -> Result<SshSettings, ArgError> {
         ssh_binary: ssh.owned_or("ssh"),
         pvesh_binary: pvesh.owned_or("pvesh"),
         pct_binary: pct.owned_or("pct"),
-    })
+    }))
 }
 
 #[cfg(test)]

@@ -49,11 +49,14 @@ impl Scrubber {
         let text = |key: &str| transport.and_then(|t| t.get(key)).and_then(Value::as_str);
         if let (Some(id), Some(secret)) = (text("tokenId"), text("tokenSecret")) {
             if secret.chars().count() >= MIN_SECRET_CHARS {
+                // The header value, then the pair: each added as it is, not through an array of
+                // owned strings (whose by-value iterator is its own code, issue 32).
                 let pair = format!("{id}={secret}");
-                for whole in [format!("PVEAPIToken={pair}"), pair] {
-                    scrubber.add_base64(&whole);
-                    scrubber.plain.push(whole);
-                }
+                let header = format!("PVEAPIToken={pair}");
+                scrubber.add_base64(&header);
+                scrubber.plain.push(header);
+                scrubber.add_base64(&pair);
+                scrubber.plain.push(pair);
             }
         }
         for list in [&mut scrubber.plain, &mut scrubber.needles] {
@@ -76,12 +79,14 @@ impl Scrubber {
     }
 
     fn add_base64(&mut self, text: &str) {
-        let standard = STANDARD.encode(text);
-        let url_safe = URL_SAFE.encode(text);
-        for form in [standard, url_safe] {
-            self.needles.push(form.trim_end_matches('=').to_string());
-            self.needles.push(form);
-        }
+        self.add_unpadded_too(STANDARD.encode(text));
+        self.add_unpadded_too(URL_SAFE.encode(text));
+    }
+
+    /// A base64 form without its padding, then as it is.
+    fn add_unpadded_too(&mut self, form: String) {
+        self.needles.push(form.trim_end_matches('=').to_string());
+        self.needles.push(form);
     }
 
     /// Whether `text` holds any form of any secret. Every spelling of a byte takes at least one
@@ -160,14 +165,10 @@ impl Scrubber {
             self.value(&mut write.data);
             write.instance = self.text(&write.instance);
         }
-        outcome.verdict = match outcome.verdict {
-            Verdict::Succeeded { summary } => Verdict::Succeeded {
-                summary: self.text(&summary),
-            },
-            Verdict::Failed { message } => Verdict::Failed {
-                message: self.text(&message),
-            },
-        };
+        // Scrubbed in place: the verdict is not taken apart and built again (issue 32).
+        let (Verdict::Succeeded { summary: said } | Verdict::Failed { message: said }) =
+            &mut outcome.verdict;
+        *said = self.text(said);
         outcome
     }
 }
@@ -332,7 +333,12 @@ const SHORT_TEXT: usize = 256;
 /// a secret is in it only as it is, and a substring search finds it — most texts (a task id, a
 /// status, a record's key) are such, and the byte-by-byte search of [`encoded_at`] is not needed.
 fn only_raw(text: &str) -> bool {
-    !text.bytes().any(|b| SPELLING_STARTS.contains(&b))
+    for b in text.bytes() {
+        if SPELLING_STARTS.contains(&b) {
+            return false;
+        }
+    }
+    true
 }
 
 /// The lengths of the spellings of byte `want` that `rest` starts with: the byte itself; a form

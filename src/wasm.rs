@@ -119,12 +119,6 @@ pub fn validate_arguments(model: &str, method: &str, args_json: &str) -> Option<
     }
 }
 
-/// The core's version, for diagnostics.
-#[wasm_bindgen(js_name = coreVersion)]
-pub fn core_version() -> String {
-    env!("CARGO_PKG_VERSION").to_string()
-}
-
 /// A request as the JS object its JSON text makes.
 fn to_js(text: &str) -> Result<JsValue, HostError> {
     js_sys::JSON::parse(text).map_err(|_| internal("request not serializable".into()))

@@ -48,8 +48,13 @@ pub fn decode(text: &str) -> Option<Vec<u8>> {
 /// Decodes one padded base64 text as an argument must be: no whitespace, padding only at the end.
 pub fn decode_strict(text: &str) -> Option<Vec<u8>> {
     let body = text.trim_end_matches('=');
-    if body.contains('=') || text.bytes().any(|c| c.is_ascii_whitespace()) {
+    if body.contains('=') {
         return None;
+    }
+    for c in text.bytes() {
+        if c.is_ascii_whitespace() {
+            return None;
+        }
     }
     decode(text)
 }

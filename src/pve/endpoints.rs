@@ -158,10 +158,10 @@ pub fn agent_exec(node: &str, vmid: u32, argv: &[String], input: Option<&str>) -
         Repeat::Never,
     );
     for arg in argv {
-        request = request.param("command", arg.as_str());
+        request.add("command", arg.as_str());
     }
     if let Some(input) = input {
-        request = request.param("input-data", input);
+        request.add("input-data", input);
     }
     request
 }
@@ -245,13 +245,13 @@ pub fn task_list(
         .param("source", "all")
         .param("limit", "20");
     if let Some(task_type) = task_type {
-        request = request.param("typefilter", task_type);
+        request.add("typefilter", task_type);
     }
     if let Some(vmid) = vmid {
-        request = request.param("vmid", vmid.to_string());
+        request.add("vmid", vmid.to_string());
     }
     if let Some(since) = since {
-        request = request.param("since", since.to_string());
+        request.add("since", since.to_string());
     }
     request
 }
@@ -469,16 +469,22 @@ pub fn move_volume(
         GuestKind::Qemu => ("move_disk", "disk"),
         GuestKind::Lxc => ("move_volume", "volume"),
     };
-    let segments = ["nodes", node, kind.segment(), &vmid.to_string(), path];
-    let mut request = PveRequest::new(Verb::Create, &segments, Repeat::Never)
-        .param(key, disk)
-        .param("storage", storage);
+    let mut request = on_guest(
+        Verb::Create,
+        node,
+        kind.segment(),
+        vmid,
+        &[path],
+        Repeat::Never,
+    )
+    .param(key, disk)
+    .param("storage", storage);
     if delete {
-        request = request.param("delete", "1");
+        request.add("delete", "1");
     }
-    request
-        .params
-        .extend(format.map(|f| ("format".to_string(), f.to_string())));
+    if let Some(format) = format {
+        request.add("format", format);
+    }
     request
 }
 
@@ -493,15 +499,15 @@ pub fn guest_firewall(
     verb: Verb,
     at: &[String],
 ) -> PveRequest {
-    let vmid = vmid.to_string();
-    let mut segments = vec![node, kind.segment(), &vmid, "firewall"];
-    segments.extend(at.iter().map(String::as_str));
-    segments.insert(0, "nodes");
     let repeat = match verb {
         Verb::Get => Repeat::Safe,
         _ => Repeat::Never,
     };
-    PveRequest::new(verb, &segments, repeat)
+    let mut request = on_guest(verb, node, kind.segment(), vmid, &["firewall"], repeat);
+    for segment in at {
+        request.segments.push(segment.clone());
+    }
+    request
 }
 
 /// `GET /cluster/firewall/options`: whether the cluster's firewall is enabled (`enable`; PVE's
@@ -512,9 +518,11 @@ pub fn cluster_firewall_options() -> PveRequest {
 
 /// `GET /cluster/firewall/<at>`: a section of the datacenter's firewall (`aliases`).
 pub fn cluster_firewall(at: &[String]) -> PveRequest {
-    let mut segments = vec!["cluster", "firewall"];
-    segments.extend(at.iter().map(String::as_str));
-    PveRequest::get(&segments)
+    let mut request = PveRequest::get(&["cluster", "firewall"]);
+    for segment in at {
+        request.segments.push(segment.clone());
+    }
+    request
 }
 
 /// `POST /nodes/{node}/lxc` → UPID: creates a container from a template with these parameters
@@ -648,10 +656,10 @@ pub fn snapshot_create(
     )
     .param("snapname", name);
     if let Some(description) = description {
-        request = request.param("description", description);
+        request.add("description", description);
     }
     if vmstate {
-        request = request.param("vmstate", "1");
+        request.add("vmstate", "1");
     }
     request
 }
@@ -745,19 +753,21 @@ pub fn guest_migrate(
         Repeat::Never,
     )
     .param("target", target);
-    let flag = |request: PveRequest, on: bool, key: &str| match on {
-        true => request.param(key, "1"),
-        false => request,
-    };
     match kind {
         GuestKind::Qemu => {
-            request = flag(request, options.online, "online");
-            request = flag(request, options.with_local_disks, "with-local-disks");
+            if options.online {
+                request.add("online", "1");
+            }
+            if options.with_local_disks {
+                request.add("with-local-disks", "1");
+            }
         }
         GuestKind::Lxc => {
-            request = flag(request, options.restart, "restart");
+            if options.restart {
+                request.add("restart", "1");
+            }
             if let Some(timeout) = options.timeout_sec {
-                request = request.param("timeout", timeout.to_string());
+                request.add("timeout", timeout.to_string());
             }
         }
     }
@@ -766,7 +776,7 @@ pub fn guest_migrate(
             GuestKind::Qemu => "targetstorage",
             GuestKind::Lxc => "target-storage",
         };
-        request = request.param(key, map);
+        request.add(key, map);
     }
     request
 }
@@ -858,14 +868,15 @@ fn ha_config(
     id: &str,
     params: Vec<(String, String)>,
 ) -> PveRequest {
+    let path = ["cluster", "ha", list, id];
     let (segments, repeat) = match verb {
-        Verb::Get => (vec!["cluster", "ha", list, id], Repeat::Safe),
-        Verb::Create => (vec!["cluster", "ha", list], Repeat::Never),
-        _ => (vec!["cluster", "ha", list, id], Repeat::Never),
+        Verb::Get => (&path[..], Repeat::Safe),
+        Verb::Create => (&path[..3], Repeat::Never),
+        _ => (&path[..], Repeat::Never),
     };
-    let mut request = PveRequest::new(verb, &segments, repeat);
+    let mut request = PveRequest::new(verb, segments, repeat);
     if verb == Verb::Create {
-        request = request.param(key, id);
+        request.add(key, id);
     }
     request.params.extend(params);
     request

@@ -68,8 +68,21 @@ pub fn u64_of(value: &Value) -> Option<u64> {
 pub fn i64_of(value: &Value) -> Option<i64> {
     match value {
         Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.trim().parse().ok(),
+        Value::String(s) => signed_in(s.trim()),
         _ => None,
+    }
+}
+
+/// `text` read as `i64`'s parser reads it (an optional `+` or `-`, then digits, within range),
+/// through the `u64` parser the core has anyway: `i64`'s own weighed about 500 bytes of the module
+/// for the agent's exit code and signal alone (issue 32).
+fn signed_in(text: &str) -> Option<i64> {
+    match text.strip_prefix('-') {
+        // `u64`'s parser takes a `+` of its own, which `i64`'s refuses after a `-`.
+        Some(digits) if digits.starts_with('+') => None,
+        // i64::MIN's magnitude is one more than i64::MAX.
+        Some(digits) => 0i64.checked_sub_unsigned(digits.parse().ok()?),
+        None => i64::try_from(text.parse::<u64>().ok()?).ok(),
     }
 }
 
@@ -141,6 +154,57 @@ mod tests {
         assert_eq!(f64_of(&json!("0.5")), Some(0.5));
         assert_eq!(u64_of(&json!(-1)), None);
         assert_eq!(i64_of(&json!(-9)), Some(-9));
+    }
+
+    #[test]
+    fn a_signed_integer_in_text_is_read_as_i64s_parser_reads_it() {
+        let texts = [
+            "0",
+            "-0",
+            "+0",
+            "7",
+            "+7",
+            "-7",
+            "",
+            "+",
+            "-",
+            "+-5",
+            "-+5",
+            "--5",
+            "++5",
+            "5-",
+            "1 2",
+            "0x10",
+            "007",
+            "-007",
+            "1e3",
+            "1.0",
+            "9223372036854775807",
+            "9223372036854775808",
+            "+9223372036854775807",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-18446744073709551616",
+            "٣",
+        ];
+        for text in texts {
+            assert_eq!(signed_in(text), text.parse::<i64>().ok(), "{text:?}");
+        }
+        // Every text of up to four signs and digits.
+        let mut short = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = short
+                .iter()
+                .flat_map(|t| ["+", "-", "0", "9"].map(|c| format!("{t}{c}")))
+                .collect();
+            for text in &longer {
+                assert_eq!(signed_in(text), text.parse::<i64>().ok(), "{text:?}");
+            }
+            short = longer;
+        }
+        assert_eq!(i64_of(&json!(" -9 ")), Some(-9));
     }
 
     #[test]

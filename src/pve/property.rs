@@ -15,10 +15,16 @@ pub fn storage_volume(value: &str) -> Option<&str> {
     if property(value, "media") == Some("cdrom") {
         return None;
     }
-    let volume = value
-        .split(',')
-        .map(str::trim)
-        .find(|p| !p.contains('='))
+    // The first part without `=` (a loop, not a `find` over a mapped split: its own copy of code).
+    let mut bare = None;
+    for part in value.split(',') {
+        let part = part.trim();
+        if !part.contains('=') {
+            bare = Some(part);
+            break;
+        }
+    }
+    let volume = bare
         .or_else(|| property(value, "file"))
         .or_else(|| property(value, "volume"))?;
     (volume.contains(':') && !volume.starts_with('/')).then_some(volume)

@@ -70,10 +70,18 @@ impl PveRequest {
         }
     }
 
-    /// Adds one parameter (call again with the same key for an array).
+    /// Adds one parameter (call again with the same key for an array). Not inlined: a copy of the
+    /// request moved in and out at each of the many builders that chain it is larger (issue 32).
+    #[inline(never)]
     pub fn param(mut self, key: &str, value: impl Into<String>) -> Self {
-        self.params.push((key.to_string(), value.into()));
+        self.add(key, value);
         self
+    }
+
+    /// [`PveRequest::param`] in place, for a parameter added under a condition: `request =
+    /// request.param(…)` copies the whole request out and back at every such place (issue 32).
+    pub fn add(&mut self, key: &str, value: impl Into<String>) {
+        self.params.push((key.to_string(), value.into()));
     }
 
     /// The path as PVE names it, e.g. `/nodes/pve1/qemu/100/status/current` (for messages and pvesh).

@@ -19,9 +19,14 @@ impl Upid {
     pub fn parse(text: &str) -> Option<Upid> {
         let raw = text.trim();
         let body = raw.strip_prefix("UPID:")?;
-        let fields: Vec<&str> = body.split(':').collect();
         // node, pid, pstart, starttime, type, id, user, and the empty tail after the final ':'.
-        if fields.len() != 8 || !fields[7].is_empty() {
+        // Read into a fixed array, not collected: a collect brought its own copy of the code.
+        let mut fields = [""; 8];
+        let mut parts = body.split(':');
+        for field in &mut fields {
+            *field = parts.next()?;
+        }
+        if parts.next().is_some() || !fields[7].is_empty() {
             return None;
         }
         let hex = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_hexdigit());
@@ -111,6 +116,9 @@ mod tests {
             "null",
             "UPID:pve:zz:1:1:qmstart:100:root@pam:",
             "UPID:pve:1:1:1:qmstart:100:root@pam",
+            "UPID:pve:1:1:1:qmstart:100:root@pam::",
+            "UPID:pve:1:1:1:qmstart:100:root@pam:x",
+            "UPID:pve:1:1:1:qmstart:root@pam:",
         ] {
             assert!(Upid::parse(bad).is_none(), "{bad}");
         }

@@ -24,12 +24,12 @@ pub async fn send<H: Host>(
     timeout_ms: u64,
     scrub: &Scrubber,
 ) -> Result<Value, PveError> {
-    let answer = match settings {
+    let mut answer = match settings {
         TransportSettings::Api(api) => {
-            let response = host
-                .http(api::assemble(api, request, timeout_ms))
-                .await
-                .map_err(|e| scrubbed_host_error(e, scrub))?;
+            let response = match host.http(api::assemble(api, request, timeout_ms)).await {
+                Ok(response) => response,
+                Err(e) => return Err(host_failed(e, scrub)),
+            };
             api::interpret(&response).map_err(|raw| {
                 let clean = HttpResponse {
                     status: response.status,
@@ -43,16 +43,17 @@ pub async fn send<H: Host>(
         }
         TransportSettings::Ssh(ssh) => {
             // pvesh runs task workers in the foreground, so a mutation lasts as long as its task.
-            let output = host
-                .run(ssh::assemble(ssh, request, timeout_ms)?)
-                .await
-                .map_err(|e| scrubbed_host_error(e, scrub))?;
+            let output = match host.run(ssh::assemble(ssh, request, timeout_ms)?).await {
+                Ok(output) => output,
+                Err(e) => return Err(host_failed(e, scrub)),
+            };
             ssh::interpret(ssh, &output).map_err(|raw| {
                 let clean = ProcessOutput {
                     code: output.code,
                     stdout: scrub.text(&output.stdout),
                     stderr: scrub.text(&output.stderr),
-                    ..output.clone()
+                    stdout_bytes: output.stdout_bytes,
+                    stderr_bytes: output.stderr_bytes,
                 };
                 ssh::interpret(ssh, &clean)
                     .err()
@@ -60,10 +61,11 @@ pub async fn send<H: Host>(
             })
         }
     };
-    answer.map(|mut data| {
-        scrub.value(&mut data);
-        data
-    })
+    // Scrubbed where it lies, not moved through a closure and back (issue 32).
+    if let Ok(data) = &mut answer {
+        scrub.value(data);
+    }
+    answer
 }
 
 fn scrubbed(mut error: PveError, scrub: &Scrubber) -> PveError {
@@ -71,9 +73,10 @@ fn scrubbed(mut error: PveError, scrub: &Scrubber) -> PveError {
     error
 }
 
-fn scrubbed_host_error(mut error: HostError, scrub: &Scrubber) -> HostError {
+/// A host's failure as the run's error, scrubbed: one copy of the conversion for both transports.
+fn host_failed(mut error: HostError, scrub: &Scrubber) -> PveError {
     error.message = crate::quote::bounded(&scrub.text(&error.message));
-    error
+    error.into()
 }
 
 /// Whether this request blocks for the length of a task on this transport.

@@ -19,11 +19,13 @@ pub fn extract_json(stdout: &str) -> Option<Value> {
     for (newline, _) in text.match_indices('\n') {
         starts.push(newline + 1);
     }
-    starts
-        .iter()
-        .rev()
-        .take(MAX_CANDIDATES)
-        .find_map(|&start| serde_json::from_str(&text[start..]).ok())
+    // A loop, not `find_map`: its fold was a copy of code of its own (issue 32).
+    for &start in starts.iter().rev().take(MAX_CANDIDATES) {
+        if let Ok(value) = serde_json::from_str(text.get(start..).unwrap_or_default()) {
+            return Some(value);
+        }
+    }
+    None
 }
 
 #[cfg(test)]

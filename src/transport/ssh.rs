@@ -59,7 +59,10 @@ pub fn assemble_pct_exec(
         vmid.to_string(),
         "--".to_string(),
     ];
-    words.extend(argv.iter().cloned());
+    // Loops, not extends from iterators: each such extend brings its own copy of the code.
+    for word in argv {
+        words.push(word.clone());
+    }
     let attach = quoted_words(&words);
     let remote = match input {
         Some(data) => format!("printf '%s' {} | {attach}", single_quote(data)),
@@ -105,28 +108,30 @@ fn ssh_argv(settings: &SshSettings, remote: String, timeout_ms: u64) -> ProcessR
         settings.connect_timeout_sec
     ));
     option("ServerAliveCountMax=1".to_string());
-    if let Some(file) = &settings.identity_file {
-        option(format!("IdentityFile={file}"));
+    // The chosen ones in this order, each `Name=value`: one table, one formatting (issue 32).
+    let chosen = [
+        ("IdentityFile", &settings.identity_file),
+        ("IdentityAgent", &settings.identity_agent),
+        ("StrictHostKeyChecking", &settings.strict_host_key_checking),
+        ("ProxyJump", &settings.proxy_jump),
+        ("ProxyCommand", &settings.proxy_command),
+    ];
+    for (name, value) in chosen {
+        if let Some(value) = value {
+            option(format!("{name}={value}"));
+        }
     }
-    if let Some(agent) = &settings.identity_agent {
-        option(format!("IdentityAgent={agent}"));
+    for word in [
+        "-p",
+        &settings.port.to_string(),
+        "-l",
+        &settings.user,
+        "--",
+        &settings.host,
+    ] {
+        argv.push(word.to_string());
     }
-    if let Some(strict) = &settings.strict_host_key_checking {
-        option(format!("StrictHostKeyChecking={strict}"));
-    }
-    if let Some(jump) = &settings.proxy_jump {
-        option(format!("ProxyJump={jump}"));
-    }
-    if let Some(command) = &settings.proxy_command {
-        option(format!("ProxyCommand={command}"));
-    }
-    argv.extend([
-        "-p".to_string(),
-        settings.port.to_string(),
-        "-l".to_string(),
-        settings.user.clone(),
-    ]);
-    argv.extend(["--".to_string(), settings.host.clone(), remote]);
+    argv.push(remote);
     // Connecting is bounded by connectTimeoutSec on its own; the request's budget starts after it.
     let timeout_ms = timeout_ms.saturating_add(settings.connect_timeout_sec.saturating_mul(1000));
     ProcessRequest { argv, timeout_ms }
@@ -140,7 +145,9 @@ pub fn remote_command(settings: &SshSettings, request: &PveRequest) -> String {
         request.display_path(),
     ];
     // `--key=value` in one word, so a value starting with `-` is never read as an option.
-    words.extend(request.params.iter().map(|(k, v)| format!("--{k}={v}")));
+    for (k, v) in &request.params {
+        words.push(format!("--{k}={v}"));
+    }
     words.push("--output-format=json".to_string());
     quoted_words(&words)
 }
@@ -257,8 +264,11 @@ fn pvesh_error(settings: &SshSettings, code: i32, stderr: &str) -> PveError {
 /// Non-empty lines joined with `; `.
 fn one_line(text: &str) -> String {
     let mut joined = String::new();
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        crate::quote::push_item(&mut joined, "; ", line);
+    for line in text.lines() {
+        let line = line.trim();
+        if !line.is_empty() {
+            crate::quote::push_item(&mut joined, "; ", line);
+        }
     }
     joined
 }
