@@ -3,7 +3,7 @@
 
 use super::gates::Gate;
 use super::identity::Identity;
-use super::locate::{absent_message, read_where_it_lives, GuestRead, Located};
+use super::locate::{absent_message, act_where_it_lives, as_guest_read, GuestRead, Located};
 pub use super::observe::Look;
 use super::observe::{read_guest, record_for};
 use super::record::GuestRecord;
@@ -196,7 +196,11 @@ pub async fn sight_with<H: Host>(
     // Acting needs no config: its identity is carried from the stored record (see `read_guest`).
     let state = async |at: &Located| read_guest(run, at, look).await;
     Ok(
-        match read_where_it_lives(run, target, "the state", state).await? {
+        match as_guest_read(
+            run.kind,
+            "the state",
+            act_where_it_lives(run, target, state).await?,
+        )? {
             GuestRead::Absent { vmid } => Sighting::Absent(vmid),
             GuestRead::Read {
                 at,

@@ -61,22 +61,23 @@ pub enum Placed<T> {
     Refused { at: Located, error: PveError },
 }
 
-/// Reads the guest where it lives with `read`; `what` names the read in errors ("the state",
-/// "the config"). See [`act_where_it_lives`].
-pub async fn read_where_it_lives<H: Host, T>(
-    run: &Run<'_, H>,
-    target: &GuestRef,
+/// What [`act_where_it_lives`] gave, as a read: `what` names the read in errors ("the state",
+/// "the config"). A plain function over the awaited answer, not a future of its own wrapping the
+/// act: each read's course awaits `act_where_it_lives` itself (issue 32).
+pub fn as_guest_read<T>(
+    kind: GuestKind,
     what: &str,
-    read: impl AsyncFn(&Located) -> Result<T, PveError>,
+    placed: Placed<T>,
 ) -> Result<GuestRead<T>, Failure> {
-    match act_where_it_lives(run, target, read).await? {
+    match placed {
         Placed::Absent { vmid } => Ok(GuestRead::Absent { vmid }),
         Placed::Done { at, value } => Ok(GuestRead::Read { at, value }),
-        Placed::Refused { at, error } => Err(refused(run.kind, what, &at, &error)),
+        Placed::Refused { at, error } => Err(refused(kind, what, &at, &error)),
     }
 }
 
-/// Why [`read_where_it_lives`] could not read: one copy of the message for every `T` (issue 32).
+/// Why a read where the guest lives ([`as_guest_read`]) was refused: one copy of the message for
+/// every `T` (issue 32).
 pub fn refused(kind: GuestKind, what: &str, at: &Located, error: &PveError) -> Failure {
     let noun = kind.noun();
     let action = format!("read {what} of {noun} {} on node {}", at.vmid, at.node);

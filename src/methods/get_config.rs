@@ -6,7 +6,7 @@
 
 use crate::args::Fields;
 use crate::guest::config::ConfigSnapshot;
-use crate::guest::locate::{absent_message, read_where_it_lives, GuestRead, Located};
+use crate::guest::locate::{absent_message, act_where_it_lives, as_guest_read, GuestRead, Located};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -41,7 +41,8 @@ pub async fn get_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     // Awaited here, not in a nested async fn: each layer is its own state machine (issue 32).
     let config = async |at: &Located| read_snapshot(run, at).await;
-    match read_where_it_lives(run, &target, "the config", config).await {
+    let placed = act_where_it_lives(run, &target, config).await;
+    match placed.and_then(|placed| as_guest_read(run.kind, "the config", placed)) {
         Ok(GuestRead::Read { at, value }) => recorded(run, at, value),
         Ok(GuestRead::Absent { vmid }) => Failure(absent_message(
             run.kind,

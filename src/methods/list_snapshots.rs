@@ -2,7 +2,7 @@
 //! `<vm|ct>-<vmid>-snapshots`.
 
 use crate::args::Fields;
-use crate::guest::locate::{absent_message, read_where_it_lives, GuestRead, Located};
+use crate::guest::locate::{absent_message, act_where_it_lives, as_guest_read, GuestRead, Located};
 use crate::guest::reference::GuestRef;
 use crate::guest::seen::Marks;
 use crate::guest::snapshots::{read_tree, tree_write};
@@ -18,7 +18,8 @@ pub async fn list_snapshots<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome 
         Err(e) => return Failure::from(e).into(),
     };
     let read = async |at: &Located| read_tree(&run.pve(), run.kind, at, false).await;
-    match read_where_it_lives(run, &target, "the snapshots", read).await {
+    let placed = act_where_it_lives(run, &target, read).await;
+    match placed.and_then(|placed| as_guest_read(run.kind, "the snapshots", placed)) {
         Ok(GuestRead::Read { at, value: tree }) => {
             let summary = format!(
                 "{} {} on node {}: {}",
