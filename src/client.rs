@@ -275,11 +275,7 @@ fn name_the_wait(error: &mut PveError, given_ms: u64) {
 
 /// The error every loop returns once the caller aborted the run.
 pub fn aborted() -> PveError {
-    PveError {
-        kind: ErrorKind::Aborted,
-        message: "the run was aborted".to_string(),
-        status: None,
-    }
+    PveError::new(ErrorKind::Aborted, "the run was aborted".to_string(), None)
 }
 
 #[cfg(test)]

@@ -48,11 +48,42 @@ pub enum ErrorKind {
 }
 
 /// A failed PVE call: its class, PVE's (or the transport's) own words, and the HTTP status if any.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PveError {
+/// Boxed: a call's error travels up through every `?` of every course, and a pointer is one word
+/// to move where the three fields were five (issue 32). Reads as the [`PveFault`] it holds.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PveError(Box<PveFault>);
+
+/// What a [`PveError`] says.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PveFault {
     pub kind: ErrorKind,
     pub message: String,
     pub status: Option<u16>,
+}
+
+impl std::ops::Deref for PveError {
+    type Target = PveFault;
+
+    fn deref(&self) -> &PveFault {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for PveError {
+    fn deref_mut(&mut self) -> &mut PveFault {
+        &mut self.0
+    }
+}
+
+/// As the struct of three fields it was before it was boxed: `PveError { kind: …, … }`.
+impl fmt::Debug for PveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PveError")
+            .field("kind", &self.kind)
+            .field("message", &self.message)
+            .field("status", &self.status)
+            .finish()
+    }
 }
 
 impl fmt::Display for PveError {
@@ -65,24 +96,29 @@ impl fmt::Display for PveError {
 }
 
 impl PveError {
+    /// An error of `kind` in `message`'s words, with the HTTP status if any.
+    pub fn new(kind: ErrorKind, message: String, status: Option<u16>) -> Self {
+        PveError(Box::new(PveFault {
+            kind,
+            message,
+            status,
+        }))
+    }
+
     /// An error PVE reported, classified from its status and message.
     /// PVE's words are quoted bounded ([`crate::quote::bounded`]): the reason comes first.
     pub fn reported(status: Option<u16>, message: &str) -> Self {
         let message = crate::quote::bounded(message.trim());
-        PveError {
-            kind: classify(status, &message),
-            message,
-            status,
-        }
+        PveError::new(classify(status, &message), message, status)
     }
 
     /// An answer that could not be parsed; `what` says what was expected.
     pub fn malformed(what: impl Into<String>) -> Self {
-        PveError {
-            kind: ErrorKind::Malformed,
-            message: crate::quote::bounded(&what.into()),
-            status: None,
-        }
+        PveError::new(
+            ErrorKind::Malformed,
+            crate::quote::bounded(&what.into()),
+            None,
+        )
     }
 
     /// Whether a safe-to-repeat request may be tried again after this error.
@@ -123,11 +159,7 @@ impl From<HostError> for PveError {
             HostErrorKind::Tls => ErrorKind::Tls,
             HostErrorKind::Aborted => ErrorKind::Aborted,
         };
-        PveError {
-            kind,
-            message: error.message,
-            status: None,
-        }
+        PveError::new(kind, error.message, None)
     }
 }
 
@@ -187,6 +219,16 @@ fn id_taken(lower: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_boxed_error_prints_as_the_struct_it_was() {
+        let error = PveError::new(ErrorKind::Server, "boom".to_string(), Some(500));
+        assert_eq!(
+            format!("{error:?}"),
+            r#"PveError { kind: Server, message: "boom", status: Some(500) }"#
+        );
+        assert_eq!(error.to_string(), "boom (HTTP 500)");
+    }
 
     #[test]
     fn every_wording_of_a_taken_vmid_is_id_taken() {

@@ -28,17 +28,13 @@ pub fn assemble(
 ) -> Result<ProcessRequest, PveError> {
     let remote = remote_command(settings, request);
     if remote.len() > MAX_REMOTE_COMMAND_BYTES {
-        return Err(PveError {
-            kind: ErrorKind::BadRequest,
-            message: format!(
+        return Err(PveError::new(ErrorKind::BadRequest, format!(
                 "{} over ssh would need a {}-byte pvesh command line, and a program argument is \
                  limited to {MAX_REMOTE_COMMAND_BYTES} bytes on Linux (single quotes in values count \
                  4 bytes each): send less data (e.g. a smaller inputData) or use the api transport",
                 request.label(),
                 remote.len()
-            ),
-            status: None,
-        });
+            ), None));
     }
     Ok(ssh_argv(settings, remote, timeout_ms))
 }
@@ -69,16 +65,16 @@ pub fn assemble_pct_exec(
         None => format!("{attach} </dev/null"),
     };
     if remote.len() > MAX_REMOTE_COMMAND_BYTES {
-        return Err(PveError {
-            kind: ErrorKind::BadRequest,
-            message: format!(
+        return Err(PveError::new(
+            ErrorKind::BadRequest,
+            format!(
                 "pct exec over ssh would need a {}-byte command line, and a program argument is \
                  limited to {MAX_REMOTE_COMMAND_BYTES} bytes on Linux (single quotes count 4 bytes \
                  each): send a shorter command or less inputData",
                 remote.len()
             ),
-            status: None,
-        });
+            None,
+        ));
     }
     Ok(ssh_argv(settings, remote, timeout_ms))
 }
@@ -179,14 +175,14 @@ pub fn interpret(settings: &SshSettings, output: &ProcessOutput) -> Result<Value
             Err(connection_error(settings, &output.stderr))
         }
         Some(code) => Err(pvesh_error(settings, code, &output.stderr)),
-        None => Err(PveError {
-            kind: ErrorKind::Network,
-            message: format!(
+        None => Err(PveError::new(
+            ErrorKind::Network,
+            format!(
                 "ssh to {} was killed by a signal before pvesh answered",
                 settings.host
             ),
-            status: None,
-        }),
+            None,
+        )),
     }
 }
 
@@ -231,16 +227,16 @@ fn pvesh_error(settings: &SshSettings, code: i32, stderr: &str) -> PveError {
     let message = stderr.trim();
     if matches!(code, 126 | 127) {
         // The node's shell: 127 = not found, 126 = found but not executable.
-        return PveError {
-            kind: ErrorKind::Server,
-            message: format!(
+        return PveError::new(
+            ErrorKind::Server,
+            format!(
                 "the node's shell could not run pveshBinary {:?} (exit {code}: {}) — check \
                  pveshBinary, and that pvesh is installed on the node (is it a PVE node?)",
                 settings.pvesh_binary,
                 one_line(message)
             ),
-            status: None,
-        };
+            None,
+        );
     }
     if message.is_empty() {
         return PveError::reported(None, &format!("pvesh exited {code} with nothing on stderr"));
@@ -368,14 +364,14 @@ fn connection_error(settings: &SshSettings, stderr: &str) -> PveError {
     } else {
         lines
     };
-    PveError {
+    PveError::new(
         kind,
-        message: format!(
+        format!(
             "ssh to {target}{via} failed — {hint} (ssh said: {})",
             said.joined("; ")
         ),
-        status: None,
-    }
+        None,
+    )
 }
 
 #[cfg(test)]
