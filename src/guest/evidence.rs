@@ -266,12 +266,24 @@ impl Evidence {
         }
     }
 
+    /// A read of the guest's config (`request`, answered `read`): its keys, or what could not be
+    /// read, naming the guest. Plain, for every course that reads a config from its own await
+    /// (issue 32).
+    pub fn config_read<H: Host>(
+        &self,
+        run: &Run<'_, H>,
+        request: &PveRequest,
+        read: Result<Value, PveError>,
+    ) -> Result<Map<String, Value>, String> {
+        shaped(request, "a guest config", read)
+            .map_err(|e| could_not(&format!("read the config of {}", self.label(run)), &e).0)
+    }
+
     /// Reads the guest's config again into the evidence (and its identity with it).
     pub async fn reread_config<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
         let request = endpoints::guest_config(&self.at.node, run.kind, self.at.vmid);
         let answer = run.pve().call(&request).await;
-        self.config = shaped(&request, "a guest config", answer)
-            .map_err(|e| could_not(&format!("read the config of {}", self.label(run)), &e).0)?;
+        self.config = self.config_read(run, &request, answer)?;
         self.identity = Identity::from_config(&Value::Object(self.config.clone()));
         self.identity_at = Some(run.now_iso());
         Ok(())

@@ -222,19 +222,12 @@ fn disk_size<H: Host>(
     read: Result<Value, PveError>,
     deadline_ms: Option<f64>,
 ) -> Result<Option<u64>, String> {
-    let read = crate::client::shaped::<Map<String, Value>>(request, "a guest config", read);
     // The wait's end cut the read short: no size was seen, and the wait is over.
     let cut = deadline_ms.is_some_and(|d| run.host.now_ms() >= d);
     if cut && read.as_ref().is_err_and(|e| e.kind == ErrorKind::Timeout) {
         return Ok(None);
     }
-    let config = read.map_err(|e| {
-        format!(
-            "could not read the config of {}: {e} — {}",
-            ev.label(run),
-            hint(e.kind)
-        )
-    })?;
+    let config = ev.config_read(run, request, read)?;
     let Some(value) = config.get(disk).and_then(flex::string_of) else {
         return Err(format!(
             "{} has no disk {disk} (its disks: {})",

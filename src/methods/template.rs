@@ -30,7 +30,7 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::run::Run;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The arguments of `convertToTemplate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,8 +209,7 @@ fn flagged<H: Host>(
     if cut_at_the_end(run, &read, deadline_ms) {
         return Ok(false);
     }
-    let config: Map<String, Value> = shaped(request, "a guest config", read)
-        .map_err(|e| could_not(&format!("read the config of {}", ev.label(run)), &e).0)?;
+    let config = ev.config_read(run, request, read)?;
     Ok(config.get("template").and_then(flex::bool_of) == Some(true))
 }
 
