@@ -2,6 +2,7 @@
 //! then `exec-status` at growing pauses until its one final answer. Shared by `guestExec`,
 //! `fileWrite`'s joins and `waitReady`'s `cloud-init status --wait`.
 
+use super::evidence::cut_short;
 use super::exec::{ExecArgs, ExecOutcome};
 use super::locate::Located;
 use crate::client::shaped;
@@ -121,9 +122,7 @@ fn polled<H: Host>(
             None
         }
         // The wait's end cut the status read short: the command outlived its time.
-        Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
-            Some((ExecOutcome::TimedOut, None))
-        }
+        Err(e) if cut_short(run, &e, Some(deadline)) => Some((ExecOutcome::TimedOut, None)),
         Err(e)
             if (e.is_transient() || e.kind == ErrorKind::Malformed)
                 && *failed_polls < POLL_RETRIES =>

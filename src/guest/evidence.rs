@@ -18,7 +18,7 @@ use crate::explain::{could_not, mutation_failed, outcome_unknown};
 use crate::host::{Host, LogLevel};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
-use crate::pve::error::PveError;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
 use crate::pve::request::{PveRequest, Repeat};
 use crate::pve::responses::GuestStatus;
@@ -266,12 +266,24 @@ impl Evidence {
         }
     }
 
+    /// A read of the guest's config (`request`, answered `read`): its keys, or what could not be
+    /// read, naming the guest. Plain, for every course that reads a config from its own await
+    /// (issue 32).
+    pub fn config_read<H: Host>(
+        &self,
+        run: &Run<'_, H>,
+        request: &PveRequest,
+        read: Result<Value, PveError>,
+    ) -> Result<Map<String, Value>, String> {
+        shaped(request, "a guest config", read)
+            .map_err(|e| could_not(&format!("read the config of {}", self.label(run)), &e).0)
+    }
+
     /// Reads the guest's config again into the evidence (and its identity with it).
     pub async fn reread_config<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
         let request = endpoints::guest_config(&self.at.node, run.kind, self.at.vmid);
         let answer = run.pve().call(&request).await;
-        self.config = shaped(&request, "a guest config", answer)
-            .map_err(|e| could_not(&format!("read the config of {}", self.label(run)), &e).0)?;
+        self.config = self.config_read(run, &request, answer)?;
         self.identity = Identity::from_config(&Value::Object(self.config.clone()));
         self.identity_at = Some(run.now_iso());
         Ok(())
@@ -563,6 +575,42 @@ pub async fn unlocked_after<H: Host>(
         true => Ok(()),
         false => ev.reread_config(run).await,
     }
+}
+
+/// After a task that ended OK (`done` says how), the guest's status read again and held to
+/// [`unlocked_after`]. A status that cannot be read fails the course, or (`unread_warns`: the
+/// change was already verified another way) stays a warning and the record keeps the earlier
+/// reading. One course for the methods that end so (resizeDisk, moveDisk, convertToTemplate), so
+/// one state machine holds the reads (issue 32).
+pub async fn settled_after<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    done: &str,
+    unread_warns: bool,
+) -> Result<(), String> {
+    match ev.refresh(run).await {
+        Ok(()) => unlocked_after(run, ev, done).await,
+        Err(e) if unread_warns => {
+            ev.warn(run, e);
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a read within a wait (by `deadline_ms`) was cut short by the wait's end: nothing was
+/// seen, and the wait is over. Plain, for the courses that poll a read themselves (issue 32).
+pub fn cut_at_the_end<H: Host>(
+    run: &Run<'_, H>,
+    read: &Result<Value, PveError>,
+    deadline_ms: Option<f64>,
+) -> bool {
+    read.as_ref().is_err_and(|e| cut_short(run, e, deadline_ms))
+}
+
+/// [`cut_at_the_end`] of the error a read within a wait ended with.
+pub fn cut_short<H: Host>(run: &Run<'_, H>, e: &PveError, deadline_ms: Option<f64>) -> bool {
+    e.kind == ErrorKind::Timeout && deadline_ms.is_some_and(|d| run.host.now_ms() >= d)
 }
 
 /// [`settle`] on the guest of `ev`, keeping each status it reads in `ev`: the observed state, when

@@ -8,6 +8,7 @@
 
 use super::addresses::{describe_skipped, unusable, Skipped};
 use super::agent_exec::execute;
+use super::evidence::cut_at_the_end;
 use super::exec::{verdict_message, ExecArgs, ExitPolicy};
 use super::locate::Located;
 use super::reference::GuestRef;
@@ -186,8 +187,7 @@ pub async fn poll_agent<H: Host>(
     loop {
         let answer = run.pve().call_by(request, pacer.deadline_ms()).await;
         // A request the wait's deadline cut short: the wait is over, not broken.
-        let cut = matches!(&answer, Err(e) if e.kind == ErrorKind::Timeout)
-            && run.host.now_ms() >= pacer.deadline_ms();
+        let cut = cut_at_the_end(run, &answer, Some(pacer.deadline_ms()));
         match watch.heard(request, answer, cut) {
             Heard::Done(found) => return Ok(found),
             Heard::Failed(why) => return Err(why),

@@ -190,7 +190,7 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let pve = run.pve();
         let request = endpoints::guest_config_current(&ev.at.node, run.kind, vmid);
         let answer = pve.call(&request).await;
-        let config = shaped(&request, "a guest config", answer);
+        let config = ev.config_read(run, &request, answer);
         or_break!('configure, require_drive(&label, vmid, config));
         if !args.options.is_empty() {
             let change = SetConfigArgs {
@@ -308,9 +308,9 @@ fn after_reboot(
 fn require_drive(
     label: &str,
     vmid: u32,
-    config: Result<Map<String, Value>, PveError>,
+    config: Result<Map<String, Value>, String>,
 ) -> Result<(), String> {
-    let config = config.map_err(|e| could_not(&format!("read the config of {label}"), &e).0)?;
+    let config = config?;
     let own = format!("vm-{vmid}-cloudinit");
     for (key, value) in &config {
         if is_cloudinit_drive(&own, key, value.as_str().unwrap_or_default()) {

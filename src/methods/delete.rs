@@ -9,7 +9,9 @@
 
 use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::explain::could_not;
-use crate::guest::evidence::{absent_outcome, sight_with, unlocked, Evidence, Look, Sighting};
+use crate::guest::evidence::{
+    absent_outcome, cut_short, sight_with, unlocked, Evidence, Look, Sighting,
+};
 use crate::guest::gates;
 use crate::guest::locate::absent_message;
 use crate::guest::locate::next_id_free_by;
@@ -136,7 +138,7 @@ fn gone_judged<H: Host>(
             None
         }
         // The budget's end cut the check short: the last answer (if any) is what was seen.
-        Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => {
+        Err(e) if cut_short(run, &e, Some(deadline)) => {
             Some(Err(match *seen_taken {
                 true => still_there(run, ev),
                 false => format!(

@@ -8,7 +8,7 @@
 use crate::args::{is_storage_id, ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
 use crate::explain::could_not;
-use crate::guest::evidence::{sight_to_change, Evidence};
+use crate::guest::evidence::{cut_short, sight_to_change, Evidence};
 use crate::guest::locate::{locate, Found, Located};
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::{describe, lock_advice, lock_of, naming_lock};
@@ -338,9 +338,10 @@ fn on_target<H: Host>(
             )))
         }
         // The budget's end cut the read short: not seen there yet, and the wait is over.
-        Err(e) if e.kind == ErrorKind::Timeout && run.host.now_ms() >= deadline => Ok(Some(
-            format!("on node {}: no answer before the budget ran out", args.node),
-        )),
+        Err(e) if cut_short(run, &e, Some(deadline)) => Ok(Some(format!(
+            "on node {}: no answer before the budget ran out",
+            args.node
+        ))),
         // The config reaches the target with the move: until then the node does not know it.
         Err(e) if e.kind == ErrorKind::GuestNotOnNode => Ok(Some(format!(
             "the cluster places it on node {} but that node does not hold its config yet",

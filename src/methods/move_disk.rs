@@ -9,7 +9,7 @@
 //! resolve_dst_disk_format falls back to the storage's default without refusing.
 
 use crate::args::{is_storage_id, ArgError, Fields};
-use crate::guest::evidence::{sight_config_to_change, unlocked_after, Evidence};
+use crate::guest::evidence::{settled_after, sight_config_to_change, Evidence};
 use crate::guest::locate::absent_message;
 use crate::guest::reference::GuestRef;
 use crate::guest::snapshots::{read_tree_of, snapshot_holds};
@@ -186,10 +186,7 @@ async fn course<H: Host>(
         );
         ev.trail.run(&run.pve(), &request, &action).await?;
     }
-    match ev.refresh(run).await {
-        Ok(()) => unlocked_after(run, ev, "the move task ended successfully").await?,
-        Err(e) => ev.warn(run, e),
-    }
+    settled_after(run, ev, "the move task ended successfully", true).await?;
     ev.reread_config(run).await?;
     let but = |why: String| format!("the move task ended successfully, but {why}");
     let landed = landed(&ev.config, args, &from).map_err(but)?;

@@ -11,7 +11,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::{hint, outcome_unknown};
-use crate::guest::evidence::{sight_config_to_change, unlocked_after, Evidence};
+use crate::guest::evidence::{cut_at_the_end, settled_after, sight_config_to_change, Evidence};
 use crate::guest::locate::absent_message;
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
@@ -19,7 +19,7 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::{property, size_bytes};
 use crate::pve::request::PveRequest;
@@ -195,13 +195,8 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         // The state after it, for the record: a lock there is "not yet" (the resize holds only the
         // config's flock, PVE/API2/Qemu.pm resize_vm, pve-container PVE/API2/LXC.pm resize_vm: a
         // lock is another operation's); one that cannot be read keeps the earlier state, as a warning.
-        match ev.refresh(run).await {
-            Ok(()) => or_break!(
-                'verdict,
-                unlocked_after(run, ev, "the resize task ended successfully").await
-            ),
-            Err(e) => ev.warn(run, e),
-        }
+        let settled = settled_after(run, ev, "the resize task ended successfully", true).await;
+        or_break!('verdict, settled);
         Ok(format!(
             "{label} is {} (target {}, was {})",
             human(reached),
@@ -222,19 +217,11 @@ fn disk_size<H: Host>(
     read: Result<Value, PveError>,
     deadline_ms: Option<f64>,
 ) -> Result<Option<u64>, String> {
-    let read = crate::client::shaped::<Map<String, Value>>(request, "a guest config", read);
     // The wait's end cut the read short: no size was seen, and the wait is over.
-    let cut = deadline_ms.is_some_and(|d| run.host.now_ms() >= d);
-    if cut && read.as_ref().is_err_and(|e| e.kind == ErrorKind::Timeout) {
+    if cut_at_the_end(run, &read, deadline_ms) {
         return Ok(None);
     }
-    let config = read.map_err(|e| {
-        format!(
-            "could not read the config of {}: {e} — {}",
-            ev.label(run),
-            hint(e.kind)
-        )
-    })?;
+    let config = ev.config_read(run, request, read)?;
     let Some(value) = config.get(disk).and_then(flex::string_of) else {
         return Err(format!(
             "{} has no disk {disk} (its disks: {})",

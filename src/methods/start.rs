@@ -8,7 +8,6 @@
 //! (pve-container does not load the config first): the guest is always located before the start.
 
 use crate::args::{ArgError, Fields, Kind, Spec};
-use crate::client::shaped;
 use crate::explain::could_not;
 use crate::guest::addresses::{describe_skipped, unusable};
 use crate::guest::create_course::{create_course, NewGuest};
@@ -182,11 +181,8 @@ async fn up<H: Host>(
                     let request =
                         endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
                     let read = run.pve().call(&request).await;
-                    let read = shaped(&request, "a guest config", read);
-                    read.map_err(|e| {
-                        could_not(&format!("read the config of {}", ev.label(run)), &e).0
-                    })
-                    .and_then(|config: Map<String, Value>| config_ipv4(&config))
+                    let config = ev.config_read(run, &request, read);
+                    config.and_then(|config| config_ipv4(&config))
                 }
             };
             or_break!('up, took_ip(run, ev, args, &label, found, &mut summary));

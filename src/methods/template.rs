@@ -15,7 +15,7 @@
 use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
 use crate::explain::could_not;
-use crate::guest::evidence::{sight_to_change, unlocked_after, Evidence};
+use crate::guest::evidence::{cut_at_the_end, settled_after, sight_to_change, Evidence};
 use crate::guest::gates;
 use crate::guest::locate::{locate, Found};
 use crate::guest::power::{shut_down, Shutdown};
@@ -26,11 +26,11 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::run::Run;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The arguments of `convertToTemplate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,13 +114,8 @@ async fn convert<H: Host>(
         }
     }
     shown_as_template(run, ev, true).await?;
-    ev.refresh(run).await?;
-    unlocked_after(
-        run,
-        ev,
-        "the conversion shows in its config and its node's list",
-    )
-    .await?;
+    let done = "the conversion shows in its config and its node's list";
+    settled_after(run, ev, done, false).await?;
     Ok(format!(
         "{label} is a template: its config says template: 1 and the cluster lists it as one"
     ))
@@ -209,8 +204,7 @@ fn flagged<H: Host>(
     if cut_at_the_end(run, &read, deadline_ms) {
         return Ok(false);
     }
-    let config: Map<String, Value> = shaped(request, "a guest config", read)
-        .map_err(|e| could_not(&format!("read the config of {}", ev.label(run)), &e).0)?;
+    let config = ev.config_read(run, request, read)?;
     Ok(config.get("template").and_then(flex::bool_of) == Some(true))
 }
 
@@ -251,16 +245,6 @@ fn still_there<H: Host>(
             run.kind.noun()
         )),
     }
-}
-
-/// Whether a read of the wait was cut short by the wait's end: not shown yet, and the wait is over.
-fn cut_at_the_end<H: Host>(
-    run: &Run<'_, H>,
-    read: &Result<Value, PveError>,
-    deadline_ms: Option<f64>,
-) -> bool {
-    let timed_out = read.as_ref().is_err_and(|e| e.kind == ErrorKind::Timeout);
-    timed_out && deadline_ms.is_some_and(|d| run.host.now_ms() >= d)
 }
 
 /// The part of a node-list entry (`GET /nodes/{node}/<kind>`) the template check reads.
