@@ -288,7 +288,11 @@ impl MigratePreconditions {
     }
 }
 
+// The readers with one caller each (a list's loop, `client::shaped`, `Obj::required`) are
+// `#[inline(always)]`: one function per shape read, not two moving the result between them
+// (issue 32).
 impl FromJson for ClusterGuest {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(ClusterGuest {
@@ -305,6 +309,7 @@ impl FromJson for ClusterGuest {
 }
 
 impl FromJson for HaStatus {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(HaStatus {
@@ -364,6 +369,7 @@ impl FromJson for GuestStatus {
 }
 
 impl FromJson for ExecStarted {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         match object(value)?.0.get("pid") {
             Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(ExecStarted {
@@ -379,6 +385,7 @@ impl FromJson for ExecStarted {
 }
 
 impl FromJson for TaskStatus {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(TaskStatus {
@@ -389,6 +396,7 @@ impl FromJson for TaskStatus {
 }
 
 impl FromJson for TaskLogLine {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         Ok(TaskLogLine {
             t: object(value)?.opt_string("t"),
@@ -412,6 +420,7 @@ impl FromJson for NodeStorage {
 }
 
 impl FromJson for NodeInterface {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(NodeInterface {
@@ -422,6 +431,7 @@ impl FromJson for NodeInterface {
 }
 
 impl FromJson for StorageVolume {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(StorageVolume {
@@ -432,6 +442,7 @@ impl FromJson for StorageVolume {
 }
 
 impl FromJson for MigratePreconditions {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(MigratePreconditions {
@@ -445,6 +456,7 @@ impl FromJson for MigratePreconditions {
 }
 
 impl FromJson for LocalDisk {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(LocalDisk {
