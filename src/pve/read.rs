@@ -118,7 +118,9 @@ impl Obj<'_> {
         }
     }
 
-    /// A field read strictly as `T` when present, else `T`'s default.
+    /// A field read strictly as `T` when present, else `T`'s default. Inlined: each `T` has one
+    /// or two readers calling it (issue 32).
+    #[inline(always)]
     pub fn or_default<T: FromJson + Default>(&self, key: &str) -> Result<T, String> {
         match self.0.get(key) {
             Some(_) => self.required(key),
@@ -127,6 +129,8 @@ impl Obj<'_> {
     }
 
     /// [`Obj::or_default`] of the first of `keys` present (PVE spells some keys two ways).
+    /// Inlined into its one reader per `T` (issue 32).
+    #[inline(always)]
     pub fn either<T: FromJson + Default>(&self, keys: [&str; 2]) -> Result<T, String> {
         match keys.iter().find(|k| self.0.contains_key(**k)) {
             Some(key) => self.required(key),
