@@ -94,6 +94,8 @@ pub fn object(value: &Value) -> Result<Obj<'_>, String> {
 
 impl Obj<'_> {
     /// A field read tolerantly: missing, `null` or unreadable is `None`.
+    // Inlined: a lookup and one call, for each type read loosely (issue 32).
+    #[inline(always)]
     pub fn opt<T>(&self, key: &str, read: fn(&Value) -> Option<T>) -> Option<T> {
         self.0.get(key).and_then(read)
     }

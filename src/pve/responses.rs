@@ -104,6 +104,8 @@ pub struct ExecStatus {
 
 impl ExecStatus {
     /// Reads an exec-status answer; `exited` is required, everything else optional.
+    // Inlined into its one caller (issue 32).
+    #[inline(always)]
     pub fn from_value(value: &Value) -> Option<ExecStatus> {
         let object = value.as_object()?;
         let exited = flex::bool_of(object.get("exited")?)?;
@@ -256,6 +258,8 @@ pub struct LocalDisk {
 
 impl MigratePreconditions {
     /// Why PVE does not allow `node`, in its terms, if it says so.
+    // Inlined into its one caller (issue 32).
+    #[inline(always)]
     pub fn not_allowed(&self, node: &str) -> Option<String> {
         let why = self.not_allowed_nodes.get(node)?;
         let list = |key: &str| -> Vec<String> {
