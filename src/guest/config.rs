@@ -76,6 +76,8 @@ pub enum Reading {
 
 impl ConfigSnapshot {
     /// Reads the rows of `GET …/pending` (`{key, value?, pending?, delete?}`); `None` for another shape.
+    // Inlined into its one caller (issue 32).
+    #[inline(always)]
     pub fn from_rows(data: &Value) -> Option<ConfigSnapshot> {
         let mut snapshot = ConfigSnapshot::default();
         for row in data.as_array()? {
@@ -101,6 +103,8 @@ impl ConfigSnapshot {
     }
 
     /// Where setting `key` of a `kind` guest to `requested` stands.
+    // Inlined into its one caller (issue 32).
+    #[inline(always)]
     pub fn reading(&self, kind: GuestKind, key: &str, requested: &str) -> Reading {
         let current = self.current.get(key);
         let pending = self.pending.get(key);
@@ -120,6 +124,8 @@ impl ConfigSnapshot {
     }
 
     /// Where deleting `key` stands.
+    // Inlined into its one caller (issue 32).
+    #[inline(always)]
     pub fn deletion(&self, key: &str) -> Reading {
         if self.pending_delete.iter().any(|k| k == key) {
             Reading::Pending

@@ -526,6 +526,8 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
 impl Need {
     /// The endpoint as the privilege table names it: `{kind}` replaced by `qemu`/`lxc`. Worked out
     /// where it is looked up, so that [`needs`] hands back its static list as it is (issue 32).
+    // Inlined into its one caller (issue 32).
+    #[inline(always)]
     pub fn endpoint_of(&self, kind: GuestKind) -> String {
         self.endpoint.replace("{kind}", kind.segment())
     }
@@ -612,6 +614,8 @@ fn base(
 /// What `preflight` knows of a run of `method`: its `vmid`, `templateId` and `storage` arguments;
 /// an id not given is read on what every guest or storage inherits, and what only the method's
 /// other arguments would name (bridges, sources, conditions) may be needed.
+// Inlined into its one caller (issue 32).
+#[inline(always)]
 pub fn preflight_subjects(
     kind: GuestKind,
     method: &str,
@@ -632,6 +636,8 @@ pub fn preflight_subjects(
 /// What the check before one run of `method` by `caller` (the token id) knows from its arguments
 /// (`args`, their plain values): what it leaves out, the method itself finds (a guest named by
 /// `vmName`).
+// Inlined into its one caller (issue 32).
+#[inline(always)]
 pub fn run_subjects(
     kind: GuestKind,
     method: &str,

@@ -398,6 +398,8 @@ fn option_checks(table: &str, path: &str, keys: &[String]) -> Vec<Check> {
 }
 
 /// The ACL paths judging `check` for `s` reads (every path it would look a privilege up on).
+// Inlined into its one caller (issue 32).
+#[inline(always)]
 pub fn paths_of(check: &Check, s: &Subjects, role: Role, out: &mut AclPaths) {
     let asked = RefCell::new(out);
     let record = |path: &str, _: &str| {
@@ -415,12 +417,16 @@ pub struct AclPaths(Vec<String>);
 
 impl AclPaths {
     /// Adds `path` in its place, unless it is there already.
+    // Inlined into its one caller (issue 32).
+    #[inline(always)]
     pub fn insert(&mut self, path: &str) {
         if let Err(at) = self.0.binary_search_by(|p| p.as_str().cmp(path)) {
             self.0.insert(at, path.to_string());
         }
     }
 
+    // Inlined into its one caller (issue 32).
+    #[inline(always)]
     pub fn contains(&self, path: &str) -> bool {
         self.0.iter().any(|p| p == path)
     }
@@ -479,6 +485,8 @@ pub fn major_held(held: &Held) -> Option<u64> {
 
 /// What PVE requires to call `endpoint`: its check, `None` when any token may call it, `Err` for an
 /// endpoint the table does not have.
+// Inlined into its one caller (issue 32).
+#[inline(always)]
 pub fn requirement(endpoint: &str) -> Result<Option<Check>, String> {
     let (_, kind, check) = ENDPOINTS
         .iter()

@@ -1,4 +1,6 @@
 //! Builders for every PVE API call the package makes. Paths live here and nowhere else.
+//! A builder with one caller in the module is `#[inline(always)]`: built in place by its caller, not
+//! by a call whose request is then moved out (issue 32).
 
 use super::request::{PveRequest, Repeat, Verb};
 use super::upid::Upid;
@@ -92,6 +94,7 @@ pub fn version() -> PveRequest {
 
 /// `GET /access/permissions?path=<path>` → `{<path>: {<privilege>: <propagate>}}`: what the caller
 /// (the token, or root@pam through pvesh) may do on `path` (`{}` when nothing).
+#[inline(always)]
 pub fn access_permissions(path: &str) -> PveRequest {
     PveRequest::get(&["access", "permissions"]).param("path", path)
 }
@@ -108,6 +111,7 @@ pub fn next_id(vmid: u32) -> PveRequest {
 
 /// `GET /cluster/nextid`: the lowest VMID no guest holds. It reserves nothing: two callers may be
 /// told the same id, and only the create request itself claims it (PVE/API2/Cluster.pm `nextid`).
+#[inline(always)]
 pub fn next_free_id() -> PveRequest {
     PveRequest::get(&["cluster", "nextid"])
 }
@@ -148,6 +152,7 @@ pub fn guest_config(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
 
 /// `POST /nodes/{node}/qemu/{vmid}/agent/exec`: starts `argv` in the guest. Never re-sent: a timed-out
 /// call may still have started the command.
+#[inline(always)]
 pub fn agent_exec(node: &str, vmid: u32, argv: &[String], input: Option<&str>) -> PveRequest {
     let mut request = on_guest(
         Verb::Create,
@@ -168,6 +173,7 @@ pub fn agent_exec(node: &str, vmid: u32, argv: &[String], input: Option<&str>) -
 
 /// `GET /nodes/{node}/qemu/{vmid}/agent/exec-status?pid=N`: the final answer can be read only once,
 /// so this read is never repeated blindly.
+#[inline(always)]
 pub fn agent_exec_status(node: &str, vmid: u32, pid: i64) -> PveRequest {
     on_guest(
         Verb::Get,
@@ -194,6 +200,7 @@ pub fn agent_interfaces(node: &str, vmid: u32) -> PveRequest {
 
 /// `POST /nodes/{node}/qemu/{vmid}/agent/ping`: answers once the guest agent is up. A POST with no
 /// effect, so it may be retried.
+#[inline(always)]
 pub fn agent_ping(node: &str, vmid: u32) -> PveRequest {
     on_guest(
         Verb::Create,
@@ -206,6 +213,7 @@ pub fn agent_ping(node: &str, vmid: u32) -> PveRequest {
 }
 
 /// `GET /nodes/{node}/qemu/{vmid}/agent/info`: the agent's version and its commands.
+#[inline(always)]
 pub fn agent_info(node: &str, vmid: u32) -> PveRequest {
     on_guest(
         Verb::Get,
@@ -218,6 +226,7 @@ pub fn agent_info(node: &str, vmid: u32) -> PveRequest {
 }
 
 /// `GET /nodes/{upid.node}/tasks/{upid}/status`: on the node that runs the task.
+#[inline(always)]
 pub fn task_status(upid: &Upid) -> PveRequest {
     PveRequest::get(&["nodes", &upid.node, "tasks", upid.as_str(), "status"])
 }
@@ -225,6 +234,7 @@ pub fn task_status(upid: &Upid) -> PveRequest {
 /// `GET /nodes/{node}/tasks?source=all&since=…&limit=…`: the node's running tasks (status
 /// `RUNNING`) and its finished ones with their exit status, newest first — one read that answers
 /// for every task a process follows there (pve-manager `PVE/API2/Tasks.pm` node_tasks).
+#[inline(always)]
 pub fn node_tasks(node: &str, since: u64, limit: usize) -> PveRequest {
     PveRequest::get(&["nodes", node, "tasks"])
         .param("source", "all")
@@ -235,6 +245,7 @@ pub fn node_tasks(node: &str, since: u64, limit: usize) -> PveRequest {
 /// `GET /nodes/{node}/tasks?source=all&limit=20` with PVE's filters: the node's running and
 /// finished tasks of `typefilter`, of guest `vmid`, started at or after `since` (Unix seconds),
 /// newest first (pve-manager `PVE/API2/Tasks.pm` node_tasks).
+#[inline(always)]
 pub fn task_list(
     node: &str,
     task_type: Option<&str>,
@@ -277,6 +288,7 @@ pub fn guest_stop(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
 
 /// `POST /nodes/{node}/{kind}/{vmid}/status/shutdown?timeout=N` → UPID: a graceful (ACPI) shutdown
 /// PVE waits up to N seconds for. No `forceStop`: the caller falls back to a stop it can observe.
+#[inline(always)]
 pub fn guest_shutdown(node: &str, kind: GuestKind, vmid: u32, timeout_sec: u64) -> PveRequest {
     power(node, kind, vmid, "shutdown").param("timeout", timeout_sec.to_string())
 }
@@ -285,6 +297,7 @@ pub fn guest_shutdown(node: &str, kind: GuestKind, vmid: u32, timeout_sec: u64) 
 /// then a start that applies pending changes. A VM's `qmreboot` task ends once QEMU is down — the
 /// start follows outside it (qemu-server `vm_reboot` leaves a reboot request that `qm cleanup`
 /// acts on); a container's `vzreboot` task stops and starts it (pve-container `vm_reboot`).
+#[inline(always)]
 pub fn guest_reboot(node: &str, kind: GuestKind, vmid: u32, timeout_sec: u64) -> PveRequest {
     power(node, kind, vmid, "reboot").param("timeout", timeout_sec.to_string())
 }
@@ -304,6 +317,7 @@ pub fn power(node: &str, kind: GuestKind, vmid: u32, action: &str) -> PveRequest
 
 /// `DELETE /nodes/{node}/{kind}/{vmid}` → UPID. `purge` also drops the guest from backup jobs, HA
 /// and replication, and destroys disks with its VMID that its config no longer references.
+#[inline(always)]
 pub fn guest_delete(node: &str, kind: GuestKind, vmid: u32, purge: bool) -> PveRequest {
     let request = on_guest(Verb::Delete, node, kind.segment(), vmid, &[], Repeat::Never);
     match purge {
@@ -315,6 +329,7 @@ pub fn guest_delete(node: &str, kind: GuestKind, vmid: u32, purge: bool) -> PveR
 }
 
 /// `POST /nodes/{node}/qemu/{template}/clone` → UPID; the clone lands on the template's node.
+#[inline(always)]
 pub fn qemu_clone(
     node: &str,
     template: u32,
@@ -344,6 +359,7 @@ pub fn qemu_clone(
 /// answers the UPID of its `qmtemplate` task; lxc answers null — pve-container forks a `vztemplate`
 /// worker but returns undef instead of its UPID (PVE/API2/LXC.pm `template`), so only the config
 /// shows when it is done. Never re-sent.
+#[inline(always)]
 pub fn guest_template(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
     on_guest(
         Verb::Create,
@@ -357,18 +373,21 @@ pub fn guest_template(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
 
 /// `PUT /nodes/{node}/qemu/{vmid}/cloudinit`: regenerates the VM's cloud-init drive from its config
 /// now (synchronous, null); without a cloud-init drive PVE does nothing and says nothing.
+#[inline(always)]
 pub fn cloudinit_regenerate(node: &str, vmid: u32) -> PveRequest {
     on_guest(Verb::Set, node, "qemu", vmid, &["cloudinit"], Repeat::Never)
 }
 
 /// `GET /nodes/{node}/qemu/{vmid}/cloudinit`: the cloud-init options with the `value` the drive was
 /// generated from and a `pending` new value (or `delete`) where the config moved on since.
+#[inline(always)]
 pub fn cloudinit_pending(node: &str, vmid: u32) -> PveRequest {
     on_guest(Verb::Get, node, "qemu", vmid, &["cloudinit"], Repeat::Safe)
 }
 
 /// `GET /nodes/{node}/qemu/{vmid}/cloudinit/dump?type=user|network|meta`: the cloud-init config PVE
 /// generates from the VM's config, as text.
+#[inline(always)]
 pub fn cloudinit_dump(node: &str, vmid: u32, part: &str) -> PveRequest {
     on_guest(
         Verb::Get,
@@ -382,6 +401,7 @@ pub fn cloudinit_dump(node: &str, vmid: u32, part: &str) -> PveRequest {
 }
 
 /// `PUT /nodes/{node}/{kind}/{vmid}/config` setting `tags` (`;`-separated); synchronous.
+#[inline(always)]
 pub fn set_guest_tags(node: &str, kind: GuestKind, vmid: u32, tags: &str) -> PveRequest {
     on_guest(
         Verb::Set,
@@ -395,12 +415,14 @@ pub fn set_guest_tags(node: &str, kind: GuestKind, vmid: u32, tags: &str) -> Pve
 }
 
 /// `GET /nodes`: every cluster node with its `status` (`online`, `offline`, `unknown`).
+#[inline(always)]
 pub fn nodes() -> PveRequest {
     PveRequest::get(&["nodes"])
 }
 
 /// `GET /nodes/{node}/{kind}/{vmid}/pending`: every config key with its current `value`, its
 /// `pending` value and a pending `delete` — what runs and what waits for a restart, in one read.
+#[inline(always)]
 pub fn guest_pending(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
     on_guest(
         Verb::Get,
@@ -420,6 +442,7 @@ pub fn guest_config_current(node: &str, kind: GuestKind, vmid: u32) -> PveReques
 
 /// `PUT /nodes/{node}/{kind}/{vmid}/config` with the given options: synchronous (answers null);
 /// never re-sent.
+#[inline(always)]
 pub fn set_guest_config(
     node: &str,
     kind: GuestKind,
@@ -440,6 +463,7 @@ pub fn set_guest_config(
 
 /// `PUT /nodes/{node}/{kind}/{vmid}/resize` with `disk` and `size` (`+20G` grows by, `50G` grows
 /// to): a UPID since PVE 8 (containers: always), null before.
+#[inline(always)]
 pub fn guest_resize(node: &str, kind: GuestKind, vmid: u32, disk: &str, size: &str) -> PveRequest {
     on_guest(
         Verb::Set,
@@ -457,6 +481,7 @@ pub fn guest_resize(node: &str, kind: GuestKind, vmid: u32, disk: &str, size: &s
 /// UPID: the volume copied (a running VM's mirrored) to `storage`, the source kept as `unusedN`
 /// unless `delete` (qemu-server `PVE/API2/Qemu.pm` move_vm_disk, pve-container `PVE/API2/LXC.pm`
 /// move_volume). Never re-sent.
+#[inline(always)]
 pub fn move_volume(
     node: &str,
     kind: GuestKind,
@@ -512,6 +537,7 @@ pub fn guest_firewall(
 
 /// `GET /cluster/firewall/options`: whether the cluster's firewall is enabled (`enable`; PVE's
 /// default is off, and then no guest's rules apply: pve-firewall `PVE/Firewall.pm` compile).
+#[inline(always)]
 pub fn cluster_firewall_options() -> PveRequest {
     cluster_firewall(&["options".to_string()])
 }
@@ -543,6 +569,7 @@ pub fn qemu_create(node: &str, params: Vec<(String, String)>) -> PveRequest {
 }
 
 /// `GET /nodes/{node}/storage/{storage}/content?content=…&vmid=…`: one guest's volumes there.
+#[inline(always)]
 pub fn storage_content_of(node: &str, storage: &str, content: &str, vmid: u32) -> PveRequest {
     storage_content(node, storage, content).param("vmid", vmid.to_string())
 }
@@ -555,6 +582,7 @@ pub fn storage_content(node: &str, storage: &str, content: &str) -> PveRequest {
 /// `POST /nodes/{node}/storage/{storage}/download-url` → UPID: PVE fetches a URL into the storage
 /// (`url`, `content`, `filename`, `checksum`, …; pve-storage `PVE/API2/Storage/Status.pm`
 /// download_url). Never re-sent.
+#[inline(always)]
 pub fn storage_download_url(
     node: &str,
     storage: &str,
@@ -571,6 +599,7 @@ pub fn storage_download_url(
 
 /// `GET /nodes/{node}/query-url-metadata?url=…`: the node asks the URL's server for its size, file
 /// name and type (pve-manager `PVE/API2/Nodes.pm` query_url_metadata).
+#[inline(always)]
 pub fn url_metadata(node: &str, url: &str, verify_certificates: bool) -> PveRequest {
     let request = PveRequest::get(&["nodes", node, "query-url-metadata"]).param("url", url);
     match verify_certificates {
@@ -613,6 +642,7 @@ pub fn node_bridges(node: &str) -> PveRequest {
 
 /// `GET /nodes/{node}/{kind}/{vmid}/snapshot`: every snapshot, and a `current` entry ("You are
 /// here!") whose `parent` is the snapshot the guest descends from.
+#[inline(always)]
 pub fn snapshot_list(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
     on_guest(
         Verb::Get,
@@ -625,6 +655,7 @@ pub fn snapshot_list(node: &str, kind: GuestKind, vmid: u32) -> PveRequest {
 }
 
 /// `GET /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/config`: the config a snapshot keeps.
+#[inline(always)]
 pub fn snapshot_config(node: &str, kind: GuestKind, vmid: u32, name: &str) -> PveRequest {
     on_guest(
         Verb::Get,
@@ -638,6 +669,7 @@ pub fn snapshot_config(node: &str, kind: GuestKind, vmid: u32, name: &str) -> Pv
 
 /// `POST /nodes/{node}/{kind}/{vmid}/snapshot` → UPID (`qmsnapshot` / `vzsnapshot`).
 /// `vmstate` exists for VMs only.
+#[inline(always)]
 pub fn snapshot_create(
     node: &str,
     kind: GuestKind,
@@ -666,6 +698,7 @@ pub fn snapshot_create(
 
 /// `POST /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/rollback` → UPID (`qmrollback` /
 /// `vzrollback`); `start` starts the guest after the rollback.
+#[inline(always)]
 pub fn snapshot_rollback(
     node: &str,
     kind: GuestKind,
@@ -689,6 +722,7 @@ pub fn snapshot_rollback(
 
 /// `DELETE /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}` → UPID (`qmdelsnapshot` /
 /// `vzdelsnapshot`); `force` removes it from the config even if removing a disk snapshot fails.
+#[inline(always)]
 pub fn snapshot_delete(
     node: &str,
     kind: GuestKind,
@@ -722,6 +756,7 @@ pub struct MigrateOptions<'a> {
 
 /// `GET /nodes/{node}/{kind}/{vmid}/migrate?target=T`: PVE's preconditions (allowed nodes, and for
 /// VMs local disks and devices).
+#[inline(always)]
 pub fn migrate_preconditions(node: &str, kind: GuestKind, vmid: u32, target: &str) -> PveRequest {
     on_guest(
         Verb::Get,
@@ -737,6 +772,7 @@ pub fn migrate_preconditions(node: &str, kind: GuestKind, vmid: u32, target: &st
 /// `POST /nodes/{node}/{kind}/{vmid}/migrate` → UPID (`qmigrate`/`vzmigrate`, or `hamigrate` for an
 /// HA-managed guest). VMs take `online`, `with-local-disks`, `targetstorage`; containers
 /// `restart`, `timeout`, `target-storage`.
+#[inline(always)]
 pub fn guest_migrate(
     node: &str,
     kind: GuestKind,
@@ -783,6 +819,7 @@ pub fn guest_migrate(
 
 /// `POST /nodes/{node}/qemu/{vmid}/agent/file-write`: truncates `path` and writes `content_b64`
 /// (`encode=0`: already base64, so any bytes pass). Never re-sent.
+#[inline(always)]
 pub fn agent_file_write(node: &str, vmid: u32, path: &str, content_b64: &str) -> PveRequest {
     on_guest(
         Verb::Create,
@@ -799,6 +836,7 @@ pub fn agent_file_write(node: &str, vmid: u32, path: &str, content_b64: &str) ->
 
 /// `GET /nodes/{node}/qemu/{vmid}/agent/file-read`: `count` bytes of `path` from `offset`, as
 /// base64 (`decode=0`).
+#[inline(always)]
 pub fn agent_file_read(
     node: &str,
     vmid: u32,
@@ -825,6 +863,7 @@ pub fn agent_file_read(
 
 /// `POST /nodes/{node}/vzdump` → UPID (`vzdump`), or the bare string `OK` when PVE skipped the
 /// guest because it is on another node (pve-manager PVE/API2/VZDump.pm `vzdump`).
+#[inline(always)]
 pub fn vzdump(node: &str, params: Vec<(String, String)>) -> PveRequest {
     let mut request = PveRequest::new(Verb::Create, &["nodes", node, "vzdump"], Repeat::Never);
     request.params = params;
@@ -833,11 +872,13 @@ pub fn vzdump(node: &str, params: Vec<(String, String)>) -> PveRequest {
 
 /// `GET /nodes/{node}/vzdump/extractconfig?volume=…`: the guest config a backup archive holds, as
 /// text (pve-manager PVE/API2/VZDump.pm `extractconfig`).
+#[inline(always)]
 pub fn vzdump_extract_config(node: &str, volid: &str) -> PveRequest {
     PveRequest::get(&["nodes", node, "vzdump", "extractconfig"]).param("volume", volid)
 }
 
 /// `GET /nodes/{node}/storage/{storage}/content?content=backup[&vmid=…]`: the backup archives.
+#[inline(always)]
 pub fn storage_backups(node: &str, storage: &str, vmid: Option<u32>) -> PveRequest {
     let request = storage_content(node, storage, "backup");
     match vmid {
@@ -849,6 +890,7 @@ pub fn storage_backups(node: &str, storage: &str, vmid: Option<u32>) -> PveReque
 /// `DELETE /nodes/{node}/storage/{storage}/content/{volume}` → UPID (`imgdel`). The volume id may
 /// hold `/`: PVE routes the rest of the path to `{volume}` (pve-storage PVE/API2/Storage/Status.pm
 /// registers Content with `fragmentDelimiter => ''`).
+#[inline(always)]
 pub fn storage_volume_delete(node: &str, storage: &str, volid: &str) -> PveRequest {
     PveRequest::new(
         Verb::Delete,
@@ -888,16 +930,19 @@ pub fn ha_resource(verb: Verb, sid: &str, params: Vec<(String, String)>) -> PveR
 }
 
 /// An HA rule request (PVE 9), `…/rules/{rule}`.
+#[inline(always)]
 pub fn ha_rule(verb: Verb, rule: &str, params: Vec<(String, String)>) -> PveRequest {
     ha_config("rules", "rule", verb, rule, params)
 }
 
 /// An HA group request (PVE 8; PVE 9 refuses it once groups were migrated to rules), `…/groups/{group}`.
+#[inline(always)]
 pub fn ha_group(verb: Verb, group: &str, params: Vec<(String, String)>) -> PveRequest {
     ha_config("groups", "group", verb, group, params)
 }
 
 /// `GET /cluster/ha/resources`: every HA resource's config (Resources.pm index).
+#[inline(always)]
 pub fn ha_resources() -> PveRequest {
     PveRequest::get(&["cluster", "ha", "resources"])
 }

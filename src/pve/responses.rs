@@ -104,6 +104,8 @@ pub struct ExecStatus {
 
 impl ExecStatus {
     /// Reads an exec-status answer; `exited` is required, everything else optional.
+    // Inlined into its one caller (issue 32).
+    #[inline(always)]
     pub fn from_value(value: &Value) -> Option<ExecStatus> {
         let object = value.as_object()?;
         let exited = flex::bool_of(object.get("exited")?)?;
@@ -214,7 +216,9 @@ pub struct StorageVolume {
 }
 
 /// The entries of a list answer that have the shape `T`; `None` when the answer is not a list.
-/// Entries of another shape are skipped: one odd row must not hide the rest.
+/// Entries of another shape are skipped: one odd row must not hide the rest. Inlined into its one
+/// caller per `T` (`guest::storage::listed`, issue 32).
+#[inline(always)]
 pub fn list_of<T: FromJson>(data: &Value) -> Option<Vec<T>> {
     // A loop for the reason `Vec<T>: FromJson` is one (pve::read); a push, not an `extend` from
     // an `Option`, which brings its own extending code for every `T`.
@@ -227,7 +231,9 @@ pub fn list_of<T: FromJson>(data: &Value) -> Option<Vec<T>> {
     Some(read)
 }
 
-/// Parses a PVE `data` value into `T`; `None` when the shape does not fit.
+/// Parses a PVE `data` value into `T`; `None` when the shape does not fit. Inlined: a wrapper of
+/// one call (issue 32).
+#[inline(always)]
 pub fn parse<T: FromJson>(data: &Value) -> Option<T> {
     T::from_json(data).ok()
 }
@@ -252,6 +258,8 @@ pub struct LocalDisk {
 
 impl MigratePreconditions {
     /// Why PVE does not allow `node`, in its terms, if it says so.
+    // Inlined into its one caller (issue 32).
+    #[inline(always)]
     pub fn not_allowed(&self, node: &str) -> Option<String> {
         let why = self.not_allowed_nodes.get(node)?;
         let list = |key: &str| -> Vec<String> {
@@ -288,7 +296,11 @@ impl MigratePreconditions {
     }
 }
 
+// The readers with one caller each (a list's loop, `client::shaped`, `Obj::required`) are
+// `#[inline(always)]`: one function per shape read, not two moving the result between them
+// (issue 32).
 impl FromJson for ClusterGuest {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(ClusterGuest {
@@ -305,6 +317,7 @@ impl FromJson for ClusterGuest {
 }
 
 impl FromJson for HaStatus {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(HaStatus {
@@ -364,6 +377,7 @@ impl FromJson for GuestStatus {
 }
 
 impl FromJson for ExecStarted {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         match object(value)?.0.get("pid") {
             Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(ExecStarted {
@@ -379,6 +393,7 @@ impl FromJson for ExecStarted {
 }
 
 impl FromJson for TaskStatus {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(TaskStatus {
@@ -389,6 +404,7 @@ impl FromJson for TaskStatus {
 }
 
 impl FromJson for TaskLogLine {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         Ok(TaskLogLine {
             t: object(value)?.opt_string("t"),
@@ -412,6 +428,7 @@ impl FromJson for NodeStorage {
 }
 
 impl FromJson for NodeInterface {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(NodeInterface {
@@ -422,6 +439,7 @@ impl FromJson for NodeInterface {
 }
 
 impl FromJson for StorageVolume {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(StorageVolume {
@@ -432,6 +450,7 @@ impl FromJson for StorageVolume {
 }
 
 impl FromJson for MigratePreconditions {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(MigratePreconditions {
@@ -445,6 +464,7 @@ impl FromJson for MigratePreconditions {
 }
 
 impl FromJson for LocalDisk {
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(LocalDisk {
