@@ -110,6 +110,35 @@ pub async fn act_where_it_lives<H: Host, T>(
     }
 }
 
+/// [`act_where_it_lives`] of an act that is one request, built by `request` for the node tried:
+/// its answer comes back with it, read by the caller's plain code (an answer it cannot read is
+/// the node's refusal, as an act's error is). One future for every such act (getConfig,
+/// listSnapshots, guestExec), where a generic act is a copy of the course each (issue 32).
+pub async fn send_where_it_lives<H: Host>(
+    run: &Run<'_, H>,
+    target: &GuestRef,
+    request: &dyn Fn(&Located) -> PveRequest,
+) -> Result<Placed<(PveRequest, Value)>, Failure> {
+    let mut placing = Placing::new(target);
+    loop {
+        let at = match placing.next(run, target).await? {
+            Found::Absent { vmid } => return Ok(Placed::Absent { vmid }),
+            Found::Present(at) => at,
+        };
+        let sent = request(&at);
+        match run.pve().call(&sent).await {
+            Ok(value) => {
+                return Ok(Placed::Done {
+                    at,
+                    value: (sent, value),
+                })
+            }
+            Err(e) if placing.may_retry(&e) => {}
+            Err(error) => return Ok(Placed::Refused { at, error }),
+        }
+    }
+}
+
 /// Where [`act_where_it_lives`] tries next: the expected node first (a reference by VMID alone),
 /// then the node the cluster lists the guest on, once more if it moved in between.
 pub struct Placing {
