@@ -61,9 +61,9 @@ pub enum Placed<T> {
     Refused { at: Located, error: PveError },
 }
 
-/// What [`act_where_it_lives`] gave, as a read: `what` names the read in errors ("the state",
-/// "the config"). A plain function over the awaited answer, not a future of its own wrapping the
-/// act: each read's course awaits `act_where_it_lives` itself (issue 32).
+/// What acting where the guest lives gave ([`send_where_it_lives`], [`Placing`]), as a read: `what`
+/// names the read in errors ("the state", "the config"). A plain function over the awaited answer,
+/// not a future of its own wrapping the act (issue 32).
 pub fn as_guest_read<T>(
     kind: GuestKind,
     what: &str,
@@ -84,36 +84,17 @@ pub fn refused(kind: GuestKind, what: &str, at: &Located, error: &PveError) -> F
     could_not(&action, error)
 }
 
-/// Runs `act` on the node the guest is expected on — where an earlier run recorded it, else the
-/// configured node — and asks `/cluster/resources` only when that node answers that the guest is not
-/// there. PVE answers so before acting (it loads the guest's config first), so `act` is never
-/// re-sent after anything that may have run. A guest that moved between the listing and `act` is
-/// looked up once more. A reference by name is always looked up.
-pub async fn act_where_it_lives<H: Host, T>(
-    run: &Run<'_, H>,
-    target: &GuestRef,
-    act: impl AsyncFn(&Located) -> Result<T, PveError>,
-) -> Result<Placed<T>, Failure> {
-    // Only acting and judging its answer is instantiated for every `act`; finding the next node
-    // to try is one copy ([`Placing`], issue 32).
-    let mut placing = Placing::new(target);
-    loop {
-        let at = match placing.next(run, target).await? {
-            Found::Absent { vmid } => return Ok(Placed::Absent { vmid }),
-            Found::Present(at) => at,
-        };
-        match act(&at).await {
-            Ok(value) => return Ok(Placed::Done { at, value }),
-            Err(e) if placing.may_retry(&e) => {}
-            Err(error) => return Ok(Placed::Refused { at, error }),
-        }
-    }
-}
-
-/// [`act_where_it_lives`] of an act that is one request, built by `request` for the node tried:
-/// its answer comes back with it, read by the caller's plain code (an answer it cannot read is
-/// the node's refusal, as an act's error is). One future for every such act (getConfig,
-/// listSnapshots, guestExec), where a generic act is a copy of the course each (issue 32).
+/// Sends a request (built by `request` for the node tried) on the node the guest is expected on —
+/// where an earlier run recorded it, else the configured node — and asks `/cluster/resources` only
+/// when that node answers that the guest is not there. PVE answers so before acting (it loads the
+/// guest's config first), so the request is never re-sent after anything that may have run. A
+/// guest that moved between the listing and the request is looked up once more. A reference by
+/// name is always looked up.
+///
+/// The answer comes back with its request, read by the caller's plain code (an answer it cannot
+/// read is the node's refusal, as an error is): one future for every such act (getConfig,
+/// listSnapshots, guestExec), where a generic act was a copy of the course each (issue 32). An
+/// act of several requests (the sighting) walks [`Placing`] from its own course.
 pub async fn send_where_it_lives<H: Host>(
     run: &Run<'_, H>,
     target: &GuestRef,
@@ -139,7 +120,7 @@ pub async fn send_where_it_lives<H: Host>(
     }
 }
 
-/// Where [`act_where_it_lives`] tries next: the expected node first (a reference by VMID alone),
+/// Where an act on a guest ([`send_where_it_lives`]) tries next: the expected node first (a reference by VMID alone),
 /// then the node the cluster lists the guest on, once more if it moved in between.
 pub struct Placing {
     /// The expected node is still to be tried.
