@@ -248,7 +248,7 @@ pub async fn locate<H: Host>(
             Step::Absent(vmid) => return absent(vmid, id_echoed(&request, vmid, answer)),
             Step::Live(i) => {
                 let at = &listed[i];
-                let status: LiveName = shaped(&request, "a guest status", answer)
+                let status: LiveEntry = shaped(&request, "a guest status", answer)
                     .map_err(|e| could_not(&live_name(kind, at), &e))?;
                 live = status.name;
                 if live.as_deref() == Some(name) {
@@ -393,7 +393,10 @@ fn listed_named(kind: GuestKind, guests: &[ClusterGuest], name: &str) -> Vec<Loc
     let mut listed = Vec::new();
     for guest in guests {
         if guest.kind == kind.segment() && guest.name.as_deref() == Some(name) {
-            listed.extend(located(guest));
+            // Pushed, not extended from the option: `extend` is code of its own (issue 32).
+            if let Some(at) = located(guest) {
+                listed.push(at);
+            }
         }
     }
     listed
@@ -425,21 +428,8 @@ fn located(guest: &ClusterGuest) -> Option<Located> {
     })
 }
 
-/// The name field of `status/current`.
-#[derive(Debug)]
-struct LiveName {
-    name: Option<String>,
-}
-
-impl FromJson for LiveName {
-    fn from_json(value: &Value) -> Result<Self, String> {
-        Ok(LiveName {
-            name: object(value)?.opt_string("name"),
-        })
-    }
-}
-
-/// One entry of a node's guest list.
+/// One entry of a node's guest list, or the guest's `status/current` (its name read alike: one
+/// reader for both, issue 32; both fields read tolerantly).
 #[derive(Debug)]
 struct LiveEntry {
     vmid: Option<u64>,
