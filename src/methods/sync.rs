@@ -1008,6 +1008,20 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_node_list_is_named_with_its_query() {
+        let host = ScriptedHost::new();
+        host.on("GET /nodes/pve1/qemu", [Answer::Error(500, "boom".into())]);
+        let outcome = run_sync(&host, json!({}));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.contains("could not list the VMs of node pve1 (GET /nodes/pve1/qemu?full=1)"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn a_vanished_guest_is_confirmed_absent_only_when_its_record_carries_the_tags() {
         let host = ScriptedHost::new();
         host.data("GET /nodes/pve1/qemu", json!([]));
