@@ -13,8 +13,10 @@ use crate::progress::Progress;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::exec_data::input_for_pve;
+use crate::pve::request::PveRequest;
 use crate::pve::responses::{ExecStarted, ExecStatus};
 use crate::run::Run;
+use serde_json::Value;
 
 /// How often a poll that failed for a transient reason is tried again before the result counts as lost.
 const POLL_RETRIES: u32 = 2;
@@ -39,12 +41,22 @@ pub async fn send_exec<H: Host>(
     args: &ExecArgs,
     deadline_ms: Option<f64>,
 ) -> Result<i64, PveError> {
-    // PVE hands the guest one byte per character of input-data: send the UTF-8 bytes that way.
-    let input = args.input.as_deref().map(input_for_pve);
-    let request = endpoints::agent_exec(&at.node, at.vmid, &args.command, input.as_deref());
+    let request = exec_request(at, args);
     // One send whether or not a deadline is given (one await point instead of two).
     let answer = run.pve().call_within(&request, deadline_ms).await;
-    shaped::<ExecStarted>(&request, "an exec pid", answer).map(|started| started.pid)
+    exec_pid(&request, answer)
+}
+
+/// `POST …/agent/exec` of `args` on `at`.
+pub fn exec_request(at: &Located, args: &ExecArgs) -> PveRequest {
+    // PVE hands the guest one byte per character of input-data: send the UTF-8 bytes that way.
+    let input = args.input.as_deref().map(input_for_pve);
+    endpoints::agent_exec(&at.node, at.vmid, &args.command, input.as_deref())
+}
+
+/// `POST …/agent/exec`'s answer (to `request`): the pid.
+pub fn exec_pid(request: &PveRequest, answer: Result<Value, PveError>) -> Result<i64, PveError> {
+    shaped::<ExecStarted>(request, "an exec pid", answer).map(|started| started.pid)
 }
 
 /// Follows a sent command to its end: asks for its status at once, then at growing pauses, ending

@@ -321,7 +321,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                         vmid: Some(template_id),
                         name: None,
                     };
-                    // Read where it lives (`locate::act_where_it_lives`'s steps, from the
+                    // Read where it lives (`locate::send_where_it_lives`'s steps, from the
                     // course's own awaits: no wrapper's state machine).
                     let mut placing = Placing::new(&template);
                     let (at, mut status) = loop {

@@ -3,7 +3,7 @@
 
 use super::gates::Gate;
 use super::identity::Identity;
-use super::locate::{absent_message, act_where_it_lives, as_guest_read, GuestRead, Located};
+use super::locate::{absent_message, as_guest_read, Found, GuestRead, Located, Placed, Placing};
 pub use super::observe::Look;
 use super::observe::{read_guest, record_for};
 use super::record::GuestRecord;
@@ -193,32 +193,39 @@ pub async fn sight_with<H: Host>(
     target: &GuestRef,
     look: Look,
 ) -> Result<Sighting, Failure> {
-    // Acting needs no config: its identity is carried from the stored record (see `read_guest`).
-    let state = async |at: &Located| read_guest(run, at, look).await;
-    Ok(
-        match as_guest_read(
-            run.kind,
-            "the state",
-            act_where_it_lives(run, target, state).await?,
-        )? {
-            GuestRead::Absent { vmid } => Sighting::Absent(vmid),
-            GuestRead::Read {
-                at,
-                value: (status, config, identity, identity_at),
-            } => Sighting::Present(Box::new(Evidence {
-                at,
-                identity,
-                identity_at,
-                config,
-                status,
-                observed_at: run.host.now_ms(),
-                observed_after: 0,
-                trail: TaskTrail::default(),
-                ipv4: None,
-                unreadable: false,
-            })),
-        },
-    )
+    // Read where it lives (`locate::send_where_it_lives`'s steps, from this course's own awaits: its
+    // read is several requests). Acting needs no config: its identity is carried from the stored
+    // record (see `read_guest`).
+    let mut placing = Placing::new(target);
+    let placed = loop {
+        let at = match placing.next(run, target).await? {
+            Found::Absent { vmid } => break Placed::Absent { vmid },
+            Found::Present(at) => at,
+        };
+        match read_guest(run, &at, look).await {
+            Ok(value) => break Placed::Done { at, value },
+            Err(e) if placing.may_retry(&e) => {}
+            Err(error) => break Placed::Refused { at, error },
+        }
+    };
+    Ok(match as_guest_read(run.kind, "the state", placed)? {
+        GuestRead::Absent { vmid } => Sighting::Absent(vmid),
+        GuestRead::Read {
+            at,
+            value: (status, config, identity, identity_at),
+        } => Sighting::Present(Box::new(Evidence {
+            at,
+            identity,
+            identity_at,
+            config,
+            status,
+            observed_at: run.host.now_ms(),
+            observed_after: 0,
+            trail: TaskTrail::default(),
+            ipv4: None,
+            unreadable: false,
+        })),
+    })
 }
 
 impl Evidence {

@@ -61,9 +61,9 @@ pub enum Placed<T> {
     Refused { at: Located, error: PveError },
 }
 
-/// What [`act_where_it_lives`] gave, as a read: `what` names the read in errors ("the state",
-/// "the config"). A plain function over the awaited answer, not a future of its own wrapping the
-/// act: each read's course awaits `act_where_it_lives` itself (issue 32).
+/// What acting where the guest lives gave ([`send_where_it_lives`], [`Placing`]), as a read: `what`
+/// names the read in errors ("the state", "the config"). A plain function over the awaited answer,
+/// not a future of its own wrapping the act (issue 32).
 pub fn as_guest_read<T>(
     kind: GuestKind,
     what: &str,
@@ -84,33 +84,43 @@ pub fn refused(kind: GuestKind, what: &str, at: &Located, error: &PveError) -> F
     could_not(&action, error)
 }
 
-/// Runs `act` on the node the guest is expected on — where an earlier run recorded it, else the
-/// configured node — and asks `/cluster/resources` only when that node answers that the guest is not
-/// there. PVE answers so before acting (it loads the guest's config first), so `act` is never
-/// re-sent after anything that may have run. A guest that moved between the listing and `act` is
-/// looked up once more. A reference by name is always looked up.
-pub async fn act_where_it_lives<H: Host, T>(
+/// Sends a request (built by `request` for the node tried) on the node the guest is expected on —
+/// where an earlier run recorded it, else the configured node — and asks `/cluster/resources` only
+/// when that node answers that the guest is not there. PVE answers so before acting (it loads the
+/// guest's config first), so the request is never re-sent after anything that may have run. A
+/// guest that moved between the listing and the request is looked up once more. A reference by
+/// name is always looked up.
+///
+/// The answer comes back with its request, read by the caller's plain code (an answer it cannot
+/// read is the node's refusal, as an error is): one future for every such act (getConfig,
+/// listSnapshots, guestExec), where a generic act was a copy of the course each (issue 32). An
+/// act of several requests (the sighting) walks [`Placing`] from its own course.
+pub async fn send_where_it_lives<H: Host>(
     run: &Run<'_, H>,
     target: &GuestRef,
-    act: impl AsyncFn(&Located) -> Result<T, PveError>,
-) -> Result<Placed<T>, Failure> {
-    // Only acting and judging its answer is instantiated for every `act`; finding the next node
-    // to try is one copy ([`Placing`], issue 32).
+    request: &dyn Fn(&Located) -> PveRequest,
+) -> Result<Placed<(PveRequest, Value)>, Failure> {
     let mut placing = Placing::new(target);
     loop {
         let at = match placing.next(run, target).await? {
             Found::Absent { vmid } => return Ok(Placed::Absent { vmid }),
             Found::Present(at) => at,
         };
-        match act(&at).await {
-            Ok(value) => return Ok(Placed::Done { at, value }),
+        let sent = request(&at);
+        match run.pve().call(&sent).await {
+            Ok(value) => {
+                return Ok(Placed::Done {
+                    at,
+                    value: (sent, value),
+                })
+            }
             Err(e) if placing.may_retry(&e) => {}
             Err(error) => return Ok(Placed::Refused { at, error }),
         }
     }
 }
 
-/// Where [`act_where_it_lives`] tries next: the expected node first (a reference by VMID alone),
+/// Where an act on a guest ([`send_where_it_lives`]) tries next: the expected node first (a reference by VMID alone),
 /// then the node the cluster lists the guest on, once more if it moved in between.
 pub struct Placing {
     /// The expected node is still to be tried.
@@ -238,7 +248,7 @@ pub async fn locate<H: Host>(
             Step::Absent(vmid) => return absent(vmid, id_echoed(&request, vmid, answer)),
             Step::Live(i) => {
                 let at = &listed[i];
-                let status: LiveName = shaped(&request, "a guest status", answer)
+                let status: LiveEntry = shaped(&request, "a guest status", answer)
                     .map_err(|e| could_not(&live_name(kind, at), &e))?;
                 live = status.name;
                 if live.as_deref() == Some(name) {
@@ -383,7 +393,10 @@ fn listed_named(kind: GuestKind, guests: &[ClusterGuest], name: &str) -> Vec<Loc
     let mut listed = Vec::new();
     for guest in guests {
         if guest.kind == kind.segment() && guest.name.as_deref() == Some(name) {
-            listed.extend(located(guest));
+            // Pushed, not extended from the option: `extend` is code of its own (issue 32).
+            if let Some(at) = located(guest) {
+                listed.push(at);
+            }
         }
     }
     listed
@@ -415,21 +428,8 @@ fn located(guest: &ClusterGuest) -> Option<Located> {
     })
 }
 
-/// The name field of `status/current`.
-#[derive(Debug)]
-struct LiveName {
-    name: Option<String>,
-}
-
-impl FromJson for LiveName {
-    fn from_json(value: &Value) -> Result<Self, String> {
-        Ok(LiveName {
-            name: object(value)?.opt_string("name"),
-        })
-    }
-}
-
-/// One entry of a node's guest list.
+/// One entry of a node's guest list, or the guest's `status/current` (its name read alike: one
+/// reader for both, issue 32; both fields read tolerantly).
 #[derive(Debug)]
 struct LiveEntry {
     vmid: Option<u64>,

@@ -171,7 +171,11 @@ pub async fn read_tree<H: Host>(
     if once {
         request.repeat = Repeat::Never;
     }
-    let data = pve.call(&request).await?;
+    tree_of(pve.call(&request).await?)
+}
+
+/// The snapshot list as answered, as a tree.
+pub fn tree_of(data: Value) -> Result<SnapshotTree, PveError> {
     SnapshotTree::from_value(&data).ok_or_else(|| {
         PveError::malformed(format!(
             "the snapshot list is not a list of named entries: {data}",

@@ -6,12 +6,15 @@
 
 use crate::args::Fields;
 use crate::guest::config::ConfigSnapshot;
-use crate::guest::locate::{absent_message, act_where_it_lives, as_guest_read, GuestRead, Located};
+use crate::guest::locate::{
+    absent_message, as_guest_read, refused, send_where_it_lives, GuestRead, Located,
+};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::error::PveError;
+use crate::pve::request::PveRequest;
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -39,11 +42,17 @@ pub async fn get_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(target) => target,
         Err(e) => return Failure::from(e).into(),
     };
-    // Awaited here, not in a nested async fn: each layer is its own state machine (issue 32).
-    let config = async |at: &Located| read_snapshot(run, at).await;
-    let placed = act_where_it_lives(run, &target, config).await;
+    // One request where the guest lives, its answer read by the plain `snapshot_of` (issue 32).
+    let pending = |at: &Located| endpoints::guest_pending(&at.node, run.kind, at.vmid);
+    let placed = send_where_it_lives(run, &target, &pending).await;
     match placed.and_then(|placed| as_guest_read(run.kind, "the config", placed)) {
-        Ok(GuestRead::Read { at, value }) => recorded(run, at, value),
+        Ok(GuestRead::Read {
+            at,
+            value: (request, data),
+        }) => match snapshot_of(&request, data) {
+            Ok(snapshot) => recorded(run, at, snapshot),
+            Err(error) => refused(run.kind, "the config", &at, &error).into(),
+        },
         Ok(GuestRead::Absent { vmid }) => Failure(absent_message(
             run.kind,
             vmid,
@@ -82,7 +91,11 @@ pub async fn read_snapshot<H: Host>(
     at: &Located,
 ) -> Result<ConfigSnapshot, PveError> {
     let request = endpoints::guest_pending(&at.node, run.kind, at.vmid);
-    let data = run.pve().call(&request).await?;
+    snapshot_of(&request, run.pve().call(&request).await?)
+}
+
+/// `GET …/pending`'s answer (to `request`) as a snapshot.
+fn snapshot_of(request: &PveRequest, data: Value) -> Result<ConfigSnapshot, PveError> {
     ConfigSnapshot::from_rows(&data).ok_or_else(|| {
         PveError::malformed(format!(
             "{} answered {data} where a list of config keys was expected",

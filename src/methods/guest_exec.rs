@@ -2,9 +2,9 @@
 //! with an accepted code. The `vm-<vmid>-exec` record is produced whatever happened, and written
 //! before the verdict is raised (guest/exec.rs).
 
-use crate::guest::agent_exec::{follow, send_exec};
+use crate::guest::agent_exec::{exec_pid, exec_request, follow};
 use crate::guest::exec::{conclude, ExecArgs, Observed};
-use crate::guest::locate::{absent_message, act_where_it_lives, Located, Placed};
+use crate::guest::locate::{absent_message, send_where_it_lives, Located, Placed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -19,9 +19,13 @@ pub async fn guest_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let started = run.host.now_ms();
     // Sent where the VM is expected; a node that answers "not here" refused before running anything.
-    let send = async |at: &Located| send_exec(run, at, &args, None).await;
-    let (located, sent) = match act_where_it_lives(run, &args.target, send).await {
-        Ok(Placed::Done { at, value }) => (at, Ok(value)),
+    let send = |at: &Located| exec_request(at, &args);
+    let placed = send_where_it_lives(run, &args.target, &send).await;
+    let (located, sent) = match placed {
+        Ok(Placed::Done {
+            at,
+            value: (request, data),
+        }) => (at, exec_pid(&request, Ok(data))),
         Ok(Placed::Refused { at, error }) => (at, Err(error)),
         Ok(Placed::Absent { vmid }) => {
             return Failure(absent_message(GuestKind::Qemu, vmid, "")).into()

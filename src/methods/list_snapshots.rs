@@ -2,12 +2,15 @@
 //! `<vm|ct>-<vmid>-snapshots`.
 
 use crate::args::Fields;
-use crate::guest::locate::{absent_message, act_where_it_lives, as_guest_read, GuestRead, Located};
+use crate::guest::locate::{
+    absent_message, as_guest_read, refused, send_where_it_lives, GuestRead, Located,
+};
 use crate::guest::reference::GuestRef;
 use crate::guest::seen::Marks;
-use crate::guest::snapshots::{read_tree, tree_write};
+use crate::guest::snapshots::{tree_of, tree_write};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -17,10 +20,18 @@ pub async fn list_snapshots<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome 
         Ok(target) => target,
         Err(e) => return Failure::from(e).into(),
     };
-    let read = async |at: &Located| read_tree(&run.pve(), run.kind, at, false).await;
-    let placed = act_where_it_lives(run, &target, read).await;
+    // One request where the guest lives, its answer read by the plain `tree_of` (issue 32).
+    let list = |at: &Located| endpoints::snapshot_list(&at.node, run.kind, at.vmid);
+    let placed = send_where_it_lives(run, &target, &list).await;
     match placed.and_then(|placed| as_guest_read(run.kind, "the snapshots", placed)) {
-        Ok(GuestRead::Read { at, value: tree }) => {
+        Ok(GuestRead::Read {
+            at,
+            value: (_, data),
+        }) => {
+            let tree = match tree_of(data) {
+                Ok(tree) => tree,
+                Err(error) => return refused(run.kind, "the snapshots", &at, &error).into(),
+            };
             let summary = format!(
                 "{} {} on node {}: {}",
                 run.kind.noun(),

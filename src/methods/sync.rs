@@ -588,17 +588,20 @@ impl Sweep {
         let selection = &self.selection;
         let recorded = self.seen.len() - self.unselected - self.unjudged;
         let mut said = format!("synced {recorded} {noun}s");
+        // Fixed words pushed as they are: a `write!` is an argument table each (issue 32).
         if !selection.tags.is_empty() {
-            let _ = write!(said, " with the tags {}", selection.tags.joined(", "));
+            said.push_str(" with the tags ");
+            said.push_str(&selection.tags.joined(", "));
         }
         if let Some(expression) = &selection.r#where {
-            let _ = write!(said, " where {expression}");
+            said.push_str(" where ");
+            said.push_str(expression);
         }
-        let places = match self.one_node() {
-            true => "node",
-            false => "nodes",
-        };
-        let _ = write!(said, " in {places} {}", self.read.joined(", "));
+        said.push_str(match self.one_node() {
+            true => " in node ",
+            false => " in nodes ",
+        });
+        said.push_str(&self.read.joined(", "));
         let _ = write!(
             said,
             " ({} running); {} confirmed absent",
@@ -606,30 +609,21 @@ impl Sweep {
         );
         if self.unselected > 0 {
             let outside = match selection.r#where {
-                None => "without every selected tag",
-                Some(_) => "outside the selection",
+                None => " listed without every selected tag (not recorded)",
+                Some(_) => " listed outside the selection (not recorded)",
             };
-            let _ = write!(
-                said,
-                "; {} listed {outside} (not recorded)",
-                self.unselected
-            );
+            let _ = write!(said, "; {}", self.unselected);
+            said.push_str(outside);
         }
         if !self.locked.is_empty() {
-            let _ = write!(
-                said,
-                "; locked (an operation on them has not finished): {}",
-                self.locked.joined(", ")
-            );
+            said.push_str("; locked (an operation on them has not finished): ");
+            said.push_str(&self.locked.joined(", "));
         }
         match self.problems.is_empty() {
             true => Ok(said),
             false => {
-                let _ = write!(
-                    said,
-                    ", but not every guest in scope was read: {}",
-                    self.problems.joined("; ")
-                );
+                said.push_str(", but not every guest in scope was read: ");
+                said.push_str(&self.problems.joined("; "));
                 Err(said)
             }
         }
@@ -656,7 +650,10 @@ fn list_failure(noun: &str, node: &str, request: &PveRequest, e: &PveError) -> F
     let mut action = format!("list the {noun}s of node {node} ({}", request.label());
     let mut separator = '?';
     for (key, value) in &request.params {
-        let _ = write!(action, "{separator}{key}={value}");
+        action.push(separator);
+        action.push_str(key);
+        action.push('=');
+        action.push_str(value);
         separator = '&';
     }
     action.push(')');
@@ -1008,6 +1005,20 @@ mod tests {
         assert_eq!(outcome.writes.len(), 1);
         assert_eq!(outcome.writes[0].data["selection"]["scope"], "nodes");
         assert!(!host.routes_called().contains(&"GET /nodes".to_string()));
+    }
+
+    #[test]
+    fn an_unreadable_node_list_is_named_with_its_query() {
+        let host = ScriptedHost::new();
+        host.on("GET /nodes/pve1/qemu", [Answer::Error(500, "boom".into())]);
+        let outcome = run_sync(&host, json!({}));
+        let Verdict::Failed { message } = &outcome.verdict else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            message.contains("could not list the VMs of node pve1 (GET /nodes/pve1/qemu?full=1)"),
+            "{message}"
+        );
     }
 
     #[test]
