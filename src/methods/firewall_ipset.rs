@@ -62,11 +62,6 @@ fn entry_of<'e>(entries: &'e [Entry], cidr: &str) -> Option<&'e Entry> {
     entries.iter().find(|e| same(&e.cidr, cidr))
 }
 
-/// Whether the listed entries hold one that is the same to PVE as `cidr`.
-fn lists(seen: &[(Entry, Option<&Value>)], cidr: &str) -> bool {
-    seen.iter().any(|(e, _)| same(&e.cidr, cidr))
-}
-
 /// The scope (`""`, `guest/`, `dc/`) and name of an alias reference (Firewall.pm
 /// `(dc/|guest/)?$ip_alias_pattern`; a name PVE can make is at most 64 characters).
 fn alias_ref(text: &str) -> Option<(&str, &str)> {
@@ -148,18 +143,18 @@ fn entries(list: &[Value]) -> Result<Vec<Entry>, ArgError> {
     Ok(entries)
 }
 
-/// The entries PVE lists (with their `errors`, if any), or why they cannot be read.
-fn listed(read: &Value) -> Result<Vec<(Entry, Option<&Value>)>, String> {
+/// The entries PVE lists, in its order (their `errors` are read from `read` by [`judge`]: one
+/// entry type, not a pair of it, issue 32), or why they cannot be read.
+fn listed(read: &Value) -> Result<Vec<Entry>, String> {
     let list = read.as_array().ok_or("PVE's IP set is not a list")?;
     let text = |v: &Value, k: &str| v.get(k).and_then(flex::string_of);
     let mut entries = Vec::with_capacity(list.len());
     for v in list {
-        let entry = Entry {
+        entries.push(Entry {
             cidr: text(v, "cidr").unwrap_or_default(),
             nomatch: v.get("nomatch").and_then(flex::bool_of) == Some(true),
             comment: text(v, "comment"),
-        };
-        entries.push((entry, v.get("errors").filter(|e| !e.is_null())));
+        });
     }
     Ok(entries)
 }
@@ -234,7 +229,7 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
         }
     };
     let first = writes.len();
-    for (have, _) in &seen {
+    for have in &seen {
         let want = entry_of(declared, &have.cidr);
         if want.is_some_and(|want| !differs(want, have)) {
             continue;
@@ -253,7 +248,7 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
         w.params.push(("digest".into(), d));
     }
     for (i, want) in declared.iter().enumerate() {
-        if !lists(&seen, &want.cidr) {
+        if entry_of(&seen, &want.cidr).is_none() {
             resolves(args, read, &want.cidr).map_err(|why| format!("cidrs[{i}].cidr: {why}"))?;
             writes.push(Write::of(
                 Verb::Create,
@@ -329,10 +324,14 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
         return Err(format!("IP set {name} has the comment {have:?}"));
     }
     let seen = listed(set)?;
-    for (entry, errors) in &seen {
+    for (i, entry) in seen.iter().enumerate() {
         let cidr = &entry.cidr;
         // PVE lists an entry it cannot use with `errors` (`PVE/Firewall.pm` generic_fw_config_parser).
-        if let Some(errors) = errors {
+        if let Some(errors) = set
+            .get(i)
+            .and_then(|v| v.get("errors"))
+            .filter(|e| !e.is_null())
+        {
             return Err(format!(
                 "PVE marks {cidr} with errors {errors}: it is not applied",
                 errors = crate::quote::json(errors)
@@ -346,7 +345,7 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
             ));
         }
     }
-    match declared.iter().find(|d| !lists(&seen, &d.cidr)) {
+    match declared.iter().find(|d| entry_of(&seen, &d.cidr).is_none()) {
         Some(want) => Err(format!("IP set {name} lacks {}", want.cidr)),
         None => Ok(format!(
             "IP set {name} reads back with its {} declared entries",
