@@ -19,7 +19,7 @@ use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::property::property;
-use crate::pve::request::{owned_segments, PveRequest, Verb};
+use crate::pve::request::{owned_segments, push_param, PveRequest, Verb};
 use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
@@ -46,10 +46,25 @@ impl Write {
         let mut given = Vec::new();
         for (k, v) in params {
             if let Some(v) = v {
-                given.push((k.to_string(), v.to_string()));
+                push_param(&mut given, k, v);
             }
         }
         Write::new(verb, at, given)
+    }
+}
+
+/// The digest of a list PVE read, as its `first` item carries it (each item carries the list's).
+pub fn digest(first: Option<&Value>) -> Option<String> {
+    first
+        .and_then(|item| item.get("digest"))
+        .and_then(flex::string_of)
+}
+
+/// Has the `first` write of a plan carry the list's `digest`: PVE refuses it if the list changed
+/// since it was read.
+pub fn sign(first: Option<&mut Write>, digest: Option<String>) {
+    if let (Some(first), Some(digest)) = (first, digest) {
+        push_param(&mut first.params, "digest", &digest);
     }
 }
 

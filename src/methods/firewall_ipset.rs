@@ -14,7 +14,7 @@
 //! entry to add that names none is refused before anything is sent.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::firewall::{one_section, FirewallChange, Read, Write, DATACENTER};
+use crate::guest::firewall::{digest, one_section, sign, FirewallChange, Read, Write, DATACENTER};
 use crate::guest::reference::GuestRef;
 use crate::methods::firewall_rules::{cidr, comment_arg, is_name, kept_comment};
 use crate::pve::flex;
@@ -171,11 +171,7 @@ pub fn named_in<'a>(read: Option<&'a Value>, name: &str) -> (Option<&'a Value>, 
             .and_then(Value::as_str)
             .is_some_and(|n| n.eq_ignore_ascii_case(name))
     });
-    let digest = list
-        .first()
-        .and_then(|v| v.get("digest"))
-        .and_then(flex::string_of);
-    (found, digest)
+    (found, digest(list.first()))
 }
 
 /// The comment of a listed item.
@@ -242,11 +238,8 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
         writes.push(Write::of(verb, &["ipset", name, &have.cidr], &p[1..]));
     }
     // The first entry write is refused if the set changed since it was read (create_ip takes none).
-    let digest = read[1].as_ref().and_then(|s| s.get(0)?.get("digest"));
-    let digest = digest.and_then(flex::string_of);
-    if let (Some(w), Some(d)) = (writes.get_mut(first), digest) {
-        w.params.push(("digest".into(), d));
-    }
+    let set = read[1].as_ref().and_then(|s| s.get(0));
+    sign(writes.get_mut(first), digest(set));
     for (i, want) in declared.iter().enumerate() {
         if entry_of(&seen, &want.cidr).is_none() {
             resolves(args, read, &want.cidr).map_err(|why| format!("cidrs[{i}].cidr: {why}"))?;

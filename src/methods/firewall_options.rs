@@ -9,7 +9,6 @@ use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::pve::flex;
 use crate::pve::request::{push_param, Verb};
-use crate::quote::Joined;
 use serde_json::Value;
 
 const POLICIES: &[&str] = &["ACCEPT", "REJECT", "DROP"];
@@ -111,11 +110,14 @@ impl FirewallChange for OptionsArgs {
     fn judge(&self, read: &Read) -> Result<String, String> {
         match differing(&self.options, read[0].as_ref()).as_slice() {
             [] => {
-                let mut set = Vec::new();
+                // `key=value, …`, pushed into one text rather than each formatted and joined.
+                let mut set = String::new();
                 for (key, value) in &self.options {
-                    set.push(format!("{key}={value}"));
+                    crate::quote::push_item(&mut set, ", ", key);
+                    set.push('=');
+                    set.push_str(value);
                 }
-                Ok(format!("{} read back", set.joined(", ")))
+                Ok(format!("{set} read back"))
             }
             wrong => Err(not_as_asked(wrong)),
         }

@@ -9,11 +9,11 @@
 //! `PVE/API2/Firewall/Rules.pm`, `PVE/Firewall.pm` verify_rule for what PVE refuses).
 
 use crate::args::{ArgError, Fields};
-use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
+use crate::guest::firewall::{digest, one_section, sign, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::methods::firewall_options::LOG_LEVELS;
 use crate::pve::flex;
-use crate::pve::request::Verb;
+use crate::pve::request::{push_param, Verb};
 use crate::quote::Joined;
 use serde_json::Value;
 
@@ -354,7 +354,7 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
         };
         match (want, have.as_deref()) {
             (Some(w), Some(h)) if same(w, h) => {}
-            (Some(w), _) => set.push((name.to_string(), w.to_string())),
+            (Some(w), _) => push_param(&mut set, name, w),
             (None, Some(_)) => clear.push(name),
             (None, None) => {}
         }
@@ -384,7 +384,7 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
             None => {
                 let mut params = Vec::with_capacity(rule.len());
                 for (key, value) in rule {
-                    params.push((key.to_string(), value.clone()));
+                    push_param(&mut params, key, value);
                 }
                 writes.push(Write::new(Verb::Create, &["rules"], params));
                 let last = (pos + 1).to_string();
@@ -401,13 +401,7 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
         ));
     }
     // The first write is refused if the list changed since it was read.
-    let digest = seen
-        .first()
-        .and_then(|r| r.get("digest"))
-        .and_then(flex::string_of);
-    if let (Some(first), Some(digest)) = (writes.first_mut(), digest) {
-        first.params.push(("digest".into(), digest));
-    }
+    sign(writes.first_mut(), digest(seen.first().copied()));
     Ok(writes)
 }
 
