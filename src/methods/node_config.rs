@@ -55,7 +55,10 @@ pub const NODE_CONFIG: NodeMethod = NodeMethod {
         };
         let mut storages = Vec::with_capacity(list.len());
         for entry in &list {
-            storages.extend(storage_record(entry));
+            // Pushed, not extended from the Option: no extend code of its own (issue 32).
+            if let Some(storage) = storage_record(entry) {
+                storages.push(storage);
+            }
         }
         Ok(Box::new(NodeConfigRecord {
             node: node.to_string(),

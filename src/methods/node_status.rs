@@ -286,7 +286,10 @@ fn file_disks(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError
     })?;
     let mut disks = Vec::with_capacity(list.len());
     for entry in list {
-        disks.extend(disk_record(entry));
+        // Pushed, not extended from the Option: no extend code of its own (issue 32).
+        if let Some(disk) = disk_record(entry) {
+            disks.push(disk);
+        }
     }
     (record.disks, record.disks_available) = (disks, true);
     Ok(())
