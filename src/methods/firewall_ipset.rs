@@ -16,11 +16,10 @@
 use crate::args::{ArgError, Fields};
 use crate::guest::firewall::{digest, one_section, sign, FirewallChange, Read, Write, DATACENTER};
 use crate::guest::reference::GuestRef;
-use crate::methods::firewall_rules::{cidr, comment_arg, is_name, kept_comment};
+use crate::methods::firewall_rules::{address, cidr, comment_arg, is_name, kept_comment};
 use crate::pve::flex;
 use crate::pve::request::{owned_segments, Verb};
 use serde_json::Value;
-use std::net::IpAddr;
 
 /// An entry as declared or listed: its address, nomatch, comment.
 pub struct Entry {
@@ -37,24 +36,15 @@ pub struct IpsetArgs {
     pub entries: Option<Vec<Entry>>,
 }
 
-/// An entry as PVE compares it: an address with its prefix, or an alias reference (its name
-/// without case, as resolve_alias looks it up, under its scope).
-#[derive(PartialEq)]
-enum Key {
-    Address(IpAddr, u32),
-    Alias(String),
-}
-
-fn key(text: &str) -> Option<Key> {
-    match alias_ref(text) {
-        Some(_) => Some(Key::Alias(text.to_ascii_lowercase())),
-        None => cidr(text).map(|(ip, bits, _)| Key::Address(ip, bits)),
-    }
-}
-
-/// Whether two entries are the same to PVE ([`Key`]).
+/// Whether two entries are the same to PVE: two alias references alike without case (as
+/// resolve_alias looks a name up, under its scope), or two addresses alike in address and prefix
+/// ([`address`]). Compared in place, with no key of each made (issue 32).
 fn same(a: &str, b: &str) -> bool {
-    key(a) == key(b)
+    match (alias_ref(a), alias_ref(b)) {
+        (Some(_), Some(_)) => a.eq_ignore_ascii_case(b),
+        (None, None) => address(a) == address(b),
+        _ => false,
+    }
 }
 
 /// The entry of `entries` that is the same to PVE as `cidr`.
@@ -388,6 +378,29 @@ mod tests {
     use serde_json::{json, Value};
 
     const BASE: &str = "/nodes/pve1/lxc/100/firewall";
+
+    #[test]
+    fn entries_are_the_same_to_pve_by_alias_without_case_or_by_address_and_prefix() {
+        use super::same;
+        for (a, b) in [
+            ("Web", "web"),
+            ("dc/LAN", "dc/lan"),
+            ("10.0.0.1", "10.0.0.1/32"),
+            ("fd00::", "fd00::/128"),
+            ("10.0.0.0/8", "10.0.0.0/8"),
+        ] {
+            assert!(same(a, b), "{a} {b}");
+        }
+        for (a, b) in [
+            ("dc/web", "guest/web"),
+            ("web", "dc/web"),
+            ("web", "10.0.0.1"),
+            ("10.0.0.0/8", "10.0.0.0/16"),
+            ("10.0.0.1", "10.0.0.2"),
+        ] {
+            assert!(!same(a, b), "{a} {b}");
+        }
+    }
 
     /// CT 100 whose set list and set `web` read `sets`/`set` before, then `after`; `None`: no set.
     fn ct(sets: Value, set: Option<Value>, after: Option<Value>) -> ScriptedHost {

@@ -270,6 +270,12 @@ pub fn cidr(item: &str) -> Option<(std::net::IpAddr, u32, bool)> {
     Some((ip, bits, value & mask == 0))
 }
 
+/// An IP or CIDR ([`cidr`]) as PVE compares it: its address and prefix length, so `10.0.0.1` and
+/// `10.0.0.1/32` are the same. firewallIpset and firewallAlias share it.
+pub fn address(item: &str) -> Option<(std::net::IpAddr, u32)> {
+    cidr(item).map(|(ip, bits, _)| (ip, bits))
+}
+
 /// An address list as pve-firewall parses it (`PVE/Firewall.pm` parse_address_list): an IP set
 /// (`+name`) or alias (a name) alone, or addresses, CIDRs (host bits clear: PVE refuses
 /// `10.0.0.1/24`) and ranges of one IP version. References are left to PVE, which knows them.
