@@ -211,7 +211,11 @@ impl<'c> Course<'c> {
                     let judged = self.change.judge(&self.read);
                     self.shown = judged.map_err(|why| self.not_kept(&why))?;
                     // The options just read back are the guest's `enable` now: not asked for again.
-                    let options = match self.sections == [["options"]] {
+                    // Matched, not compared with `[["options"]]`: no comparison of nested lists
+                    // compiled for it (issue 32).
+                    let only_options = matches!(self.sections.as_slice(),
+                        [only] if matches!(only.as_slice(), [section] if section == "options"));
+                    let options = match only_options {
                         true => self.read.first_mut().and_then(Option::take),
                         false => None,
                     };
@@ -339,17 +343,18 @@ impl<'c> Course<'c> {
             }
         }
         let (label, shown, total) = (&self.label, &self.shown, self.writes.len());
-        let effect = match off.is_empty() {
-            true => {
-                "; in effect (guest and cluster firewall on, every NIC with firewall=1)".to_string()
-            }
+        // The effect is pushed onto the summary, not made a text of its own first.
+        let mut summary = format!("{label}: {shown} ({total} writes sent); ");
+        match off.is_empty() {
+            true => summary
+                .push_str("in effect (guest and cluster firewall on, every NIC with firewall=1)"),
             false => {
                 let why = format!("not in effect: {}", off.joined(", "));
                 ev.warn(run, format!("{}: the firewall is {why}", ev.label(run)));
-                format!("; {why}")
+                summary.push_str(&why);
             }
-        };
-        format!("{label}: {shown} ({total} writes sent){effect}")
+        }
+        summary
     }
 }
 
