@@ -98,7 +98,8 @@ impl FirewallChange for OptionsArgs {
     /// One write of the options that differ from what was read (none: nothing is sent).
     fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {
         let mut params = Vec::new();
-        for (name, want, _) in differing(&self.options, read[0].as_ref()) {
+        // Borrowed, not consumed: no by-value iterator of the differing triples compiled.
+        for (name, want, _) in &differing(&self.options, read[0].as_ref()) {
             push_param(&mut params, name, want);
         }
         let mut writes = Vec::new();
