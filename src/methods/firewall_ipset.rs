@@ -258,7 +258,8 @@ fn entry_params(entry: &Entry) -> [(&'static str, Option<&str>); 3] {
 /// follow the set list and the set in the sections read).
 fn alias_sections(args: &IpsetArgs) -> (bool, bool) {
     let (mut guest, mut dc) = (false, false);
-    for entry in args.entries.iter().flatten() {
+    // A slice, not the Option flattened: no Flatten iterator compiled for it (issue 32).
+    for entry in args.entries.as_deref().unwrap_or_default() {
         if let Some((scope, _)) = alias_ref(&entry.cidr) {
             guest |= scope != DATACENTER;
             dc |= scope != "guest/";

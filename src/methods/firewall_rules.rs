@@ -297,8 +297,8 @@ fn is_address_list(text: &str) -> bool {
         return false;
     }
     let mut version = None;
-    for ip in text.split(',').map(item) {
-        let Some(ip) = ip else { return false };
+    for text in text.split(',') {
+        let Some(ip) = item(text) else { return false };
         if *version.get_or_insert(ip.is_ipv4()) != ip.is_ipv4() {
             return false;
         }
@@ -332,7 +332,7 @@ fn listed(read: Option<&Value>) -> Result<Vec<&Value>, String> {
         pos.and_then(flex::u64_of).unwrap_or(u64::MAX)
     };
     let mut rules = Vec::with_capacity(list.len());
-    for i in crate::order::positions(list.len(), &|a, b| pos(a).cmp(&pos(b))) {
+    for &i in &crate::order::positions(list.len(), &|a, b| pos(a).cmp(&pos(b))) {
         if let Some(rule) = list.get(i) {
             rules.push(rule);
         }
@@ -421,7 +421,9 @@ fn judge(rules: &[Rule], read: Option<&Value>) -> Result<String, String> {
             rules.len()
         ));
     }
-    for (pos, (rule, old)) in rules.iter().zip(&seen).enumerate() {
+    // As many as declared (checked above); indexed by `get`, not zipped (issue 32).
+    for (pos, rule) in rules.iter().enumerate() {
+        let Some(old) = seen.get(pos) else { break };
         // PVE lists a rule that no longer verifies (an alias or IP set gone) with `errors`, and
         // compiles none of it (pve-firewall `PVE/Firewall.pm` parse_fw_rule, ruleset_generate_rule).
         if let Some(errors) = old.get("errors").filter(|e| !e.is_null()) {
