@@ -49,10 +49,8 @@ const GROUP_FIELDS: [&str; 5] = ["type", "action", "enable", "iface", "comment"]
 /// `a:b` with a ≤ b, service names; at most 15 ports, a range counting two (iptables multiport).
 fn is_port_list(text: &str) -> bool {
     let port = |p: &str| {
-        (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok())
-            || (p.starts_with(|c: char| c.is_ascii_alphabetic())
-                && p.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')))
+        (!p.is_empty() && every_byte(p, digit) && p.parse::<u16>().is_ok())
+            || (starts_alphabetic(p) && every_byte(p, name_byte))
     };
     let mut count = 0;
     let items = text.split(',').all(|item| match item.split_once(':') {
@@ -69,6 +67,31 @@ fn is_port_list(text: &str) -> bool {
     items && count <= 15
 }
 
+/// Whether every byte of `text` is `ok`: one loop for every byte check of these methods, not an
+/// iterator adapter compiled for each check (issue 32).
+fn every_byte(text: &str, ok: fn(u8) -> bool) -> bool {
+    for &b in text.as_bytes() {
+        if !ok(b) {
+            return false;
+        }
+    }
+    true
+}
+
+fn digit(b: u8) -> bool {
+    b.is_ascii_digit()
+}
+
+/// A byte of a name PVE takes (`[A-Za-z0-9\-_]`).
+fn name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')
+}
+
+/// Whether `text` starts with an ASCII letter (its first byte: a letter is one byte).
+fn starts_alphabetic(text: &str) -> bool {
+    text.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+}
+
 /// One declared rule: PVE's value of each field it sets, in [`FIELDS`] order.
 pub type Rule = Vec<(&'static str, String)>;
 
@@ -83,10 +106,7 @@ pub struct RulesArgs {
 /// (`PVE/Firewall.pm` $security_group_name_pattern, $ipset_name_pattern, $ip_alias_pattern).
 pub fn is_name(text: &str, max: usize) -> bool {
     let b = text.as_bytes();
-    (2..=max).contains(&b.len())
-        && b.first().is_some_and(u8::is_ascii_alphabetic)
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
+    (2..=max).contains(&b.len()) && starts_alphabetic(text) && every_byte(text, name_byte)
 }
 
 /// One rule's arguments (`at`: its path, `rules[3]`), checked as pve-firewall's verify_rule would.
@@ -147,7 +167,7 @@ fn verify(rule: &Rule) -> Result<(), (&'static str, &'static str)> {
         }
     }
     let proto = get("proto");
-    if proto.is_some_and(|p| p.bytes().any(|b| b.is_ascii_uppercase())) {
+    if proto.is_some_and(|p| !every_byte(p, |b| !b.is_ascii_uppercase())) {
         return Err((
             "proto",
             "must be lower case, as /etc/protocols names it (PVE refuses TCP)",
@@ -178,7 +198,7 @@ fn verify(rule: &Rule) -> Result<(), (&'static str, &'static str)> {
     }
     let iface_ok = |i: &str| {
         i.strip_prefix("net").is_some_and(|n| {
-            n.bytes().all(|b| b.is_ascii_digit())
+            every_byte(n, digit)
                 && (n == "0" || !n.starts_with('0'))
                 && n.parse::<u8>().is_ok_and(|n| n < 32)
         })
@@ -221,7 +241,16 @@ fn verify(rule: &Rule) -> Result<(), (&'static str, &'static str)> {
 /// space: `\t`…`\r`, space); a comment `0` is false to Perl and dropped. A byte 0xA0 before
 /// trailing `\x0B`, `\x0C` would survive: refused all the same.
 pub fn kept_comment(text: &str) -> Option<&str> {
-    let kept = text.trim_matches(|c| matches!(c, '\t'..='\r' | ' '));
+    // Trimmed by bytes: the white space trimmed is ASCII, so the cuts fall between characters,
+    // and no char-pattern trimming is compiled for it (issue 32).
+    let space = |b: &u8| matches!(b, b'\t'..=b'\r' | b' ');
+    let bytes = text.as_bytes();
+    let end = bytes
+        .iter()
+        .rposition(|b| !space(b))
+        .map_or(0, |last| last + 1);
+    let start = bytes.iter().position(|b| !space(b)).unwrap_or(end);
+    let kept = text.get(start..end).unwrap_or_default();
     let cut = kept.as_bytes().last() == Some(&0xA0);
     (!cut && !text.trim().is_empty() && !matches!(kept, "-" | "0")).then_some(kept)
 }
@@ -254,9 +283,7 @@ pub fn cidr(item: &str) -> Option<(std::net::IpAddr, u32, bool)> {
     let max = if ip.is_ipv4() { 32 } else { 128 };
     let bits: u32 = match bits {
         None => max,
-        Some(b) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => {
-            b.parse().ok().filter(|b| *b <= max)?
-        }
+        Some(b) if !b.is_empty() && every_byte(b, digit) => b.parse().ok().filter(|b| *b <= max)?,
         _ => return None,
     };
     let value = match ip {
@@ -281,9 +308,7 @@ pub fn address(item: &str) -> Option<(std::net::IpAddr, u32)> {
 /// `10.0.0.1/24`) and ranges of one IP version. References are left to PVE, which knows them.
 fn is_address_list(text: &str) -> bool {
     use std::net::IpAddr;
-    if text.starts_with('+')
-        || text.starts_with(|c: char| c.is_ascii_alphabetic()) && !text.contains(':')
-    {
+    if text.starts_with('+') || starts_alphabetic(text) && !text.contains(':') {
         return !text.contains(',');
     }
     let item = |item: &str| match item.split_once('-') {
@@ -629,6 +654,26 @@ mod tests {
             failure_of(&outcome).contains("no such alias 'gw'"),
             "{outcome:?}"
         );
+    }
+
+    #[test]
+    fn comments_are_trimmed_of_ascii_white_space_as_pve_reads_them() {
+        let cases = [
+            ("  a b \t", Some("a b")),
+            ("\x0Bx\x0C\r\n", Some("x")),
+            ("\u{3000}x", Some("\u{3000}x")),
+            ("é", Some("é")),
+            (" - ", None),
+            ("0", None),
+            ("x\u{a0}", None),
+            (" \u{3000} ", None),
+            ("", None),
+            ("   ", None),
+        ];
+        for (text, kept) in cases {
+            assert_eq!(kept_comment(text), kept, "{text:?}");
+        }
+        assert!(is_name("web-1_a", 20) && !is_name("1web", 20) && !is_name("w", 20));
     }
 
     #[test]
