@@ -232,7 +232,9 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
     sign(writes.get_mut(first), digest(set));
     for (i, want) in declared.iter().enumerate() {
         if entry_of(&seen, &want.cidr).is_none() {
-            resolves(args, read, &want.cidr).map_err(|why| format!("cidrs[{i}].cidr: {why}"))?;
+            if let Some((alias, looked)) = unresolved(args, read, &want.cidr) {
+                return Err(format!("cidrs[{i}].cidr: PVE has no such alias '{alias}' for it to name (resolve_alias: {looked}); make it first (firewallAlias for the guest's)"));
+            }
             writes.push(Write::of(
                 Verb::Create,
                 &["ipset", name],
@@ -268,31 +270,32 @@ fn alias_sections(args: &IpsetArgs) -> (bool, bool) {
     (guest, dc)
 }
 
-/// Whether an entry to add resolves as resolve_alias would: an address always; an alias when the
-/// guest's aliases (unless under `dc/`) or the datacenter's (unless under `guest/`) list it.
-fn resolves(args: &IpsetArgs, read: &Read, entry: &str) -> Result<(), String> {
-    let Some((scope, name)) = alias_ref(entry) else {
-        return Ok(());
-    };
+/// The alias an entry to add names that does not resolve as resolve_alias would, with where it
+/// was looked for: an address always resolves; an alias when the guest's aliases (unless under
+/// `dc/`) or the datacenter's (unless under `guest/`) list it. One match of the scope gives both
+/// the lists and their words (issue 32).
+fn unresolved<'e>(
+    args: &IpsetArgs,
+    read: &Read,
+    entry: &'e str,
+) -> Option<(&'e str, &'static str)> {
+    let (scope, name) = alias_ref(entry)?;
     let (guest, _) = alias_sections(args);
-    let guest_list = guest
-        .then(|| read.get(2))
-        .flatten()
-        .and_then(Option::as_ref);
-    let dc_list = read.get(2 + usize::from(guest)).and_then(Option::as_ref);
-    let lists = match scope {
-        "guest/" => [guest_list, None],
-        DATACENTER => [dc_list, None],
-        _ => [guest_list, dc_list],
+    let guest_list = match guest {
+        true => read.get(2).and_then(Option::as_ref),
+        false => None,
     };
-    match lists.iter().any(|list| named_in(*list, name).0.is_some()) {
-        true => Ok(()),
-        false => Err(format!("PVE has no such alias '{name}' for it to name (resolve_alias: {}); make it first (firewallAlias for the guest's)", match scope {
-            "guest/" => "the guest's aliases",
-            DATACENTER => "the datacenter's aliases",
-            _ => "the guest's aliases, then the datacenter's",
-        })),
-    }
+    let dc_list = read.get(2 + usize::from(guest)).and_then(Option::as_ref);
+    let (lists, looked) = match scope {
+        "guest/" => ([guest_list, None], "the guest's aliases"),
+        DATACENTER => ([dc_list, None], "the datacenter's aliases"),
+        _ => (
+            [guest_list, dc_list],
+            "the guest's aliases, then the datacenter's",
+        ),
+    };
+    let found = lists.iter().any(|list| named_in(*list, name).0.is_some());
+    (!found).then_some((name, looked))
 }
 
 fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
