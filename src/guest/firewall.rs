@@ -64,7 +64,7 @@ pub fn digest(first: Option<&Value>) -> Option<String> {
 /// since it was read.
 pub fn sign(first: Option<&mut Write>, digest: Option<String>) {
     if let (Some(first), Some(digest)) = (first, digest) {
-        push_param(&mut first.params, "digest", &digest);
+        first.params.push(("digest".to_string(), digest));
     }
 }
 
@@ -388,14 +388,12 @@ fn section(
     match answer {
         // Every section is an object (options) or a list (rules, IP sets, aliases).
         Ok(value) if value.is_object() || value.is_array() => Ok(Some(value)),
-        Ok(other) => {
-            let what = format!(
-                "PVE answered {other} where {} were expected",
-                change.what(),
-                other = crate::quote::json(&other)
-            );
-            Err(format!("{what} — {}", hint(ErrorKind::Malformed)))
-        }
+        Ok(other) => Err(format!(
+            "PVE answered {other} where {} were expected — {}",
+            change.what(),
+            hint(ErrorKind::Malformed),
+            other = crate::quote::json(&other)
+        )),
         Err(e)
             if change
                 .missing()
