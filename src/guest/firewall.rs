@@ -19,7 +19,7 @@ use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::property::property;
-use crate::pve::request::{owned_segments, PveRequest, Verb};
+use crate::pve::request::{owned_segments, push_param, PveRequest, Verb};
 use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
@@ -46,10 +46,25 @@ impl Write {
         let mut given = Vec::new();
         for (k, v) in params {
             if let Some(v) = v {
-                given.push((k.to_string(), v.to_string()));
+                push_param(&mut given, k, v);
             }
         }
         Write::new(verb, at, given)
+    }
+}
+
+/// The digest of a list PVE read, as its `first` item carries it (each item carries the list's).
+pub fn digest(first: Option<&Value>) -> Option<String> {
+    first
+        .and_then(|item| item.get("digest"))
+        .and_then(flex::string_of)
+}
+
+/// Has the `first` write of a plan carry the list's `digest`: PVE refuses it if the list changed
+/// since it was read.
+pub fn sign(first: Option<&mut Write>, digest: Option<String>) {
+    if let (Some(first), Some(digest)) = (first, digest) {
+        first.params.push(("digest".to_string(), digest));
     }
 }
 
@@ -196,7 +211,11 @@ impl<'c> Course<'c> {
                     let judged = self.change.judge(&self.read);
                     self.shown = judged.map_err(|why| self.not_kept(&why))?;
                     // The options just read back are the guest's `enable` now: not asked for again.
-                    let options = match self.sections == [["options"]] {
+                    // Matched, not compared with `[["options"]]`: no comparison of nested lists
+                    // compiled for it (issue 32).
+                    let only_options = matches!(self.sections.as_slice(),
+                        [only] if matches!(only.as_slice(), [section] if section == "options"));
+                    let options = match only_options {
                         true => self.read.first_mut().and_then(Option::take),
                         false => None,
                     };
@@ -324,17 +343,18 @@ impl<'c> Course<'c> {
             }
         }
         let (label, shown, total) = (&self.label, &self.shown, self.writes.len());
-        let effect = match off.is_empty() {
-            true => {
-                "; in effect (guest and cluster firewall on, every NIC with firewall=1)".to_string()
-            }
+        // The effect is pushed onto the summary, not made a text of its own first.
+        let mut summary = format!("{label}: {shown} ({total} writes sent); ");
+        match off.is_empty() {
+            true => summary
+                .push_str("in effect (guest and cluster firewall on, every NIC with firewall=1)"),
             false => {
                 let why = format!("not in effect: {}", off.joined(", "));
                 ev.warn(run, format!("{}: the firewall is {why}", ev.label(run)));
-                format!("; {why}")
+                summary.push_str(&why);
             }
-        };
-        format!("{label}: {shown} ({total} writes sent){effect}")
+        }
+        summary
     }
 }
 
@@ -368,14 +388,12 @@ fn section(
     match answer {
         // Every section is an object (options) or a list (rules, IP sets, aliases).
         Ok(value) if value.is_object() || value.is_array() => Ok(Some(value)),
-        Ok(other) => {
-            let what = format!(
-                "PVE answered {other} where {} were expected",
-                change.what(),
-                other = crate::quote::json(&other)
-            );
-            Err(format!("{what} — {}", hint(ErrorKind::Malformed)))
-        }
+        Ok(other) => Err(format!(
+            "PVE answered {other} where {} were expected — {}",
+            change.what(),
+            hint(ErrorKind::Malformed),
+            other = crate::quote::json(&other)
+        )),
         Err(e)
             if change
                 .missing()

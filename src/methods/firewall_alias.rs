@@ -12,7 +12,7 @@ use crate::args::{ArgError, Fields};
 use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::methods::firewall_ipset::{comment_of, named, named_in, same_comment};
-use crate::methods::firewall_rules::cidr;
+use crate::methods::firewall_rules::{address, cidr};
 use crate::pve::request::Verb;
 use serde_json::Value;
 
@@ -51,13 +51,12 @@ impl AliasArgs {
 
 /// What of the alias listed differs from the declaration (nothing: `None`).
 fn differs(args: &AliasArgs, alias: &Value) -> Option<String> {
-    let key = |c: &str| cidr(c).map(|(ip, bits, _)| (ip, bits));
     let name = alias.get("name").and_then(Value::as_str);
     let have = alias.get("cidr").and_then(Value::as_str);
     let want = args.cidr.as_deref().unwrap_or_default();
     let comment = comment_of(Some(alias));
     let same = name == Some(&args.name)
-        && have.and_then(key) == key(want)
+        && have.and_then(address) == address(want)
         && same_comment(&args.comment, &comment);
     (!same).then(|| format!("reads name {name:?}, cidr {have:?}, comment {comment:?}"))
 }

@@ -14,13 +14,12 @@
 //! entry to add that names none is refused before anything is sent.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::firewall::{one_section, FirewallChange, Read, Write, DATACENTER};
+use crate::guest::firewall::{digest, one_section, sign, FirewallChange, Read, Write, DATACENTER};
 use crate::guest::reference::GuestRef;
-use crate::methods::firewall_rules::{cidr, comment_arg, is_name, kept_comment};
+use crate::methods::firewall_rules::{address, cidr, comment_arg, is_name, kept_comment};
 use crate::pve::flex;
 use crate::pve::request::{owned_segments, Verb};
 use serde_json::Value;
-use std::net::IpAddr;
 
 /// An entry as declared or listed: its address, nomatch, comment.
 pub struct Entry {
@@ -37,34 +36,20 @@ pub struct IpsetArgs {
     pub entries: Option<Vec<Entry>>,
 }
 
-/// An entry as PVE compares it: an address with its prefix, or an alias reference (its name
-/// without case, as resolve_alias looks it up, under its scope).
-#[derive(PartialEq)]
-enum Key {
-    Address(IpAddr, u32),
-    Alias(String),
-}
-
-fn key(text: &str) -> Option<Key> {
-    match alias_ref(text) {
-        Some(_) => Some(Key::Alias(text.to_ascii_lowercase())),
-        None => cidr(text).map(|(ip, bits, _)| Key::Address(ip, bits)),
-    }
-}
-
-/// Whether two entries are the same to PVE ([`Key`]).
+/// Whether two entries are the same to PVE: two alias references alike without case (as
+/// resolve_alias looks a name up, under its scope), or two addresses alike in address and prefix
+/// ([`address`]). Compared in place, with no key of each made (issue 32).
 fn same(a: &str, b: &str) -> bool {
-    key(a) == key(b)
+    match (alias_ref(a), alias_ref(b)) {
+        (Some(_), Some(_)) => a.eq_ignore_ascii_case(b),
+        (None, None) => address(a) == address(b),
+        _ => false,
+    }
 }
 
 /// The entry of `entries` that is the same to PVE as `cidr`.
 fn entry_of<'e>(entries: &'e [Entry], cidr: &str) -> Option<&'e Entry> {
     entries.iter().find(|e| same(&e.cidr, cidr))
-}
-
-/// Whether the listed entries hold one that is the same to PVE as `cidr`.
-fn lists(seen: &[(Entry, Option<&Value>)], cidr: &str) -> bool {
-    seen.iter().any(|(e, _)| same(&e.cidr, cidr))
 }
 
 /// The scope (`""`, `guest/`, `dc/`) and name of an alias reference (Firewall.pm
@@ -148,18 +133,18 @@ fn entries(list: &[Value]) -> Result<Vec<Entry>, ArgError> {
     Ok(entries)
 }
 
-/// The entries PVE lists (with their `errors`, if any), or why they cannot be read.
-fn listed(read: &Value) -> Result<Vec<(Entry, Option<&Value>)>, String> {
+/// The entries PVE lists, in its order (their `errors` are read from `read` by [`judge`]: one
+/// entry type, not a pair of it, issue 32), or why they cannot be read.
+fn listed(read: &Value) -> Result<Vec<Entry>, String> {
     let list = read.as_array().ok_or("PVE's IP set is not a list")?;
     let text = |v: &Value, k: &str| v.get(k).and_then(flex::string_of);
     let mut entries = Vec::with_capacity(list.len());
     for v in list {
-        let entry = Entry {
+        entries.push(Entry {
             cidr: text(v, "cidr").unwrap_or_default(),
             nomatch: v.get("nomatch").and_then(flex::bool_of) == Some(true),
             comment: text(v, "comment"),
-        };
-        entries.push((entry, v.get("errors").filter(|e| !e.is_null())));
+        });
     }
     Ok(entries)
 }
@@ -176,11 +161,7 @@ pub fn named_in<'a>(read: Option<&'a Value>, name: &str) -> (Option<&'a Value>, 
             .and_then(Value::as_str)
             .is_some_and(|n| n.eq_ignore_ascii_case(name))
     });
-    let digest = list
-        .first()
-        .and_then(|v| v.get("digest"))
-        .and_then(flex::string_of);
-    (found, digest)
+    (found, digest(list.first()))
 }
 
 /// The comment of a listed item.
@@ -234,7 +215,7 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
         }
     };
     let first = writes.len();
-    for (have, _) in &seen {
+    for have in &seen {
         let want = entry_of(declared, &have.cidr);
         if want.is_some_and(|want| !differs(want, have)) {
             continue;
@@ -247,14 +228,13 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
         writes.push(Write::of(verb, &["ipset", name, &have.cidr], &p[1..]));
     }
     // The first entry write is refused if the set changed since it was read (create_ip takes none).
-    let digest = read[1].as_ref().and_then(|s| s.get(0)?.get("digest"));
-    let digest = digest.and_then(flex::string_of);
-    if let (Some(w), Some(d)) = (writes.get_mut(first), digest) {
-        w.params.push(("digest".into(), d));
-    }
+    let set = read[1].as_ref().and_then(|s| s.get(0));
+    sign(writes.get_mut(first), digest(set));
     for (i, want) in declared.iter().enumerate() {
-        if !lists(&seen, &want.cidr) {
-            resolves(args, read, &want.cidr).map_err(|why| format!("cidrs[{i}].cidr: {why}"))?;
+        if entry_of(&seen, &want.cidr).is_none() {
+            if let Some((alias, looked)) = unresolved(args, read, &want.cidr) {
+                return Err(format!("cidrs[{i}].cidr: PVE has no such alias '{alias}' for it to name (resolve_alias: {looked}); make it first (firewallAlias for the guest's)"));
+            }
             writes.push(Write::of(
                 Verb::Create,
                 &["ipset", name],
@@ -280,7 +260,8 @@ fn entry_params(entry: &Entry) -> [(&'static str, Option<&str>); 3] {
 /// follow the set list and the set in the sections read).
 fn alias_sections(args: &IpsetArgs) -> (bool, bool) {
     let (mut guest, mut dc) = (false, false);
-    for entry in args.entries.iter().flatten() {
+    // A slice, not the Option flattened: no Flatten iterator compiled for it (issue 32).
+    for entry in args.entries.as_deref().unwrap_or_default() {
         if let Some((scope, _)) = alias_ref(&entry.cidr) {
             guest |= scope != DATACENTER;
             dc |= scope != "guest/";
@@ -289,31 +270,32 @@ fn alias_sections(args: &IpsetArgs) -> (bool, bool) {
     (guest, dc)
 }
 
-/// Whether an entry to add resolves as resolve_alias would: an address always; an alias when the
-/// guest's aliases (unless under `dc/`) or the datacenter's (unless under `guest/`) list it.
-fn resolves(args: &IpsetArgs, read: &Read, entry: &str) -> Result<(), String> {
-    let Some((scope, name)) = alias_ref(entry) else {
-        return Ok(());
-    };
+/// The alias an entry to add names that does not resolve as resolve_alias would, with where it
+/// was looked for: an address always resolves; an alias when the guest's aliases (unless under
+/// `dc/`) or the datacenter's (unless under `guest/`) list it. One match of the scope gives both
+/// the lists and their words (issue 32).
+fn unresolved<'e>(
+    args: &IpsetArgs,
+    read: &Read,
+    entry: &'e str,
+) -> Option<(&'e str, &'static str)> {
+    let (scope, name) = alias_ref(entry)?;
     let (guest, _) = alias_sections(args);
-    let guest_list = guest
-        .then(|| read.get(2))
-        .flatten()
-        .and_then(Option::as_ref);
-    let dc_list = read.get(2 + usize::from(guest)).and_then(Option::as_ref);
-    let lists = match scope {
-        "guest/" => [guest_list, None],
-        DATACENTER => [dc_list, None],
-        _ => [guest_list, dc_list],
+    let guest_list = match guest {
+        true => read.get(2).and_then(Option::as_ref),
+        false => None,
     };
-    match lists.iter().any(|list| named_in(*list, name).0.is_some()) {
-        true => Ok(()),
-        false => Err(format!("PVE has no such alias '{name}' for it to name (resolve_alias: {}); make it first (firewallAlias for the guest's)", match scope {
-            "guest/" => "the guest's aliases",
-            DATACENTER => "the datacenter's aliases",
-            _ => "the guest's aliases, then the datacenter's",
-        })),
-    }
+    let dc_list = read.get(2 + usize::from(guest)).and_then(Option::as_ref);
+    let (lists, looked) = match scope {
+        "guest/" => ([guest_list, None], "the guest's aliases"),
+        DATACENTER => ([dc_list, None], "the datacenter's aliases"),
+        _ => (
+            [guest_list, dc_list],
+            "the guest's aliases, then the datacenter's",
+        ),
+    };
+    let found = lists.iter().any(|list| named_in(*list, name).0.is_some());
+    (!found).then_some((name, looked))
 }
 
 fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
@@ -329,10 +311,14 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
         return Err(format!("IP set {name} has the comment {have:?}"));
     }
     let seen = listed(set)?;
-    for (entry, errors) in &seen {
+    for (i, entry) in seen.iter().enumerate() {
         let cidr = &entry.cidr;
         // PVE lists an entry it cannot use with `errors` (`PVE/Firewall.pm` generic_fw_config_parser).
-        if let Some(errors) = errors {
+        if let Some(errors) = set
+            .get(i)
+            .and_then(|v| v.get("errors"))
+            .filter(|e| !e.is_null())
+        {
             return Err(format!(
                 "PVE marks {cidr} with errors {errors}: it is not applied",
                 errors = crate::quote::json(errors)
@@ -346,7 +332,7 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
             ));
         }
     }
-    match declared.iter().find(|d| !lists(&seen, &d.cidr)) {
+    match declared.iter().find(|d| entry_of(&seen, &d.cidr).is_none()) {
         Some(want) => Err(format!("IP set {name} lacks {}", want.cidr)),
         None => Ok(format!(
             "IP set {name} reads back with its {} declared entries",
@@ -396,6 +382,29 @@ mod tests {
     use serde_json::{json, Value};
 
     const BASE: &str = "/nodes/pve1/lxc/100/firewall";
+
+    #[test]
+    fn entries_are_the_same_to_pve_by_alias_without_case_or_by_address_and_prefix() {
+        use super::same;
+        for (a, b) in [
+            ("Web", "web"),
+            ("dc/LAN", "dc/lan"),
+            ("10.0.0.1", "10.0.0.1/32"),
+            ("fd00::", "fd00::/128"),
+            ("10.0.0.0/8", "10.0.0.0/8"),
+        ] {
+            assert!(same(a, b), "{a} {b}");
+        }
+        for (a, b) in [
+            ("dc/web", "guest/web"),
+            ("web", "dc/web"),
+            ("web", "10.0.0.1"),
+            ("10.0.0.0/8", "10.0.0.0/16"),
+            ("10.0.0.1", "10.0.0.2"),
+        ] {
+            assert!(!same(a, b), "{a} {b}");
+        }
+    }
 
     /// CT 100 whose set list and set `web` read `sets`/`set` before, then `after`; `None`: no set.
     fn ct(sets: Value, set: Option<Value>, after: Option<Value>) -> ScriptedHost {

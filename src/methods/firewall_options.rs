@@ -9,7 +9,6 @@ use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::pve::flex;
 use crate::pve::request::{push_param, Verb};
-use crate::quote::Joined;
 use serde_json::Value;
 
 const POLICIES: &[&str] = &["ACCEPT", "REJECT", "DROP"];
@@ -99,7 +98,8 @@ impl FirewallChange for OptionsArgs {
     /// One write of the options that differ from what was read (none: nothing is sent).
     fn plan(&self, read: &Read) -> Result<Vec<Write>, String> {
         let mut params = Vec::new();
-        for (name, want, _) in differing(&self.options, read[0].as_ref()) {
+        // Borrowed, not consumed: no by-value iterator of the differing triples compiled.
+        for (name, want, _) in &differing(&self.options, read[0].as_ref()) {
             push_param(&mut params, name, want);
         }
         let mut writes = Vec::new();
@@ -111,11 +111,14 @@ impl FirewallChange for OptionsArgs {
     fn judge(&self, read: &Read) -> Result<String, String> {
         match differing(&self.options, read[0].as_ref()).as_slice() {
             [] => {
-                let mut set = Vec::new();
+                // `key=value, …`, pushed into one text rather than each formatted and joined.
+                let mut set = String::new();
                 for (key, value) in &self.options {
-                    set.push(format!("{key}={value}"));
+                    crate::quote::push_item(&mut set, ", ", key);
+                    set.push('=');
+                    set.push_str(value);
                 }
-                Ok(format!("{} read back", set.joined(", ")))
+                Ok(format!("{set} read back"))
             }
             wrong => Err(not_as_asked(wrong)),
         }

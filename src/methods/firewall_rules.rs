@@ -9,11 +9,11 @@
 //! `PVE/API2/Firewall/Rules.pm`, `PVE/Firewall.pm` verify_rule for what PVE refuses).
 
 use crate::args::{ArgError, Fields};
-use crate::guest::firewall::{one_section, FirewallChange, Read, Write};
+use crate::guest::firewall::{digest, one_section, sign, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::methods::firewall_options::LOG_LEVELS;
 use crate::pve::flex;
-use crate::pve::request::Verb;
+use crate::pve::request::{push_param, Verb};
 use crate::quote::Joined;
 use serde_json::Value;
 
@@ -49,10 +49,8 @@ const GROUP_FIELDS: [&str; 5] = ["type", "action", "enable", "iface", "comment"]
 /// `a:b` with a ≤ b, service names; at most 15 ports, a range counting two (iptables multiport).
 fn is_port_list(text: &str) -> bool {
     let port = |p: &str| {
-        (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok())
-            || (p.starts_with(|c: char| c.is_ascii_alphabetic())
-                && p.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')))
+        (!p.is_empty() && every_byte(p, digit) && p.parse::<u16>().is_ok())
+            || (starts_alphabetic(p) && every_byte(p, name_byte))
     };
     let mut count = 0;
     let items = text.split(',').all(|item| match item.split_once(':') {
@@ -69,6 +67,31 @@ fn is_port_list(text: &str) -> bool {
     items && count <= 15
 }
 
+/// Whether every byte of `text` is `ok`: one loop for every byte check of these methods, not an
+/// iterator adapter compiled for each check (issue 32).
+fn every_byte(text: &str, ok: fn(u8) -> bool) -> bool {
+    for &b in text.as_bytes() {
+        if !ok(b) {
+            return false;
+        }
+    }
+    true
+}
+
+fn digit(b: u8) -> bool {
+    b.is_ascii_digit()
+}
+
+/// A byte of a name PVE takes (`[A-Za-z0-9\-_]`).
+fn name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')
+}
+
+/// Whether `text` starts with an ASCII letter (its first byte: a letter is one byte).
+fn starts_alphabetic(text: &str) -> bool {
+    text.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+}
+
 /// One declared rule: PVE's value of each field it sets, in [`FIELDS`] order.
 pub type Rule = Vec<(&'static str, String)>;
 
@@ -83,10 +106,7 @@ pub struct RulesArgs {
 /// (`PVE/Firewall.pm` $security_group_name_pattern, $ipset_name_pattern, $ip_alias_pattern).
 pub fn is_name(text: &str, max: usize) -> bool {
     let b = text.as_bytes();
-    (2..=max).contains(&b.len())
-        && b.first().is_some_and(u8::is_ascii_alphabetic)
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
+    (2..=max).contains(&b.len()) && starts_alphabetic(text) && every_byte(text, name_byte)
 }
 
 /// One rule's arguments (`at`: its path, `rules[3]`), checked as pve-firewall's verify_rule would.
@@ -147,7 +167,7 @@ fn verify(rule: &Rule) -> Result<(), (&'static str, &'static str)> {
         }
     }
     let proto = get("proto");
-    if proto.is_some_and(|p| p.bytes().any(|b| b.is_ascii_uppercase())) {
+    if proto.is_some_and(|p| !every_byte(p, |b| !b.is_ascii_uppercase())) {
         return Err((
             "proto",
             "must be lower case, as /etc/protocols names it (PVE refuses TCP)",
@@ -178,7 +198,7 @@ fn verify(rule: &Rule) -> Result<(), (&'static str, &'static str)> {
     }
     let iface_ok = |i: &str| {
         i.strip_prefix("net").is_some_and(|n| {
-            n.bytes().all(|b| b.is_ascii_digit())
+            every_byte(n, digit)
                 && (n == "0" || !n.starts_with('0'))
                 && n.parse::<u8>().is_ok_and(|n| n < 32)
         })
@@ -194,7 +214,15 @@ fn verify(rule: &Rule) -> Result<(), (&'static str, &'static str)> {
             return Err((name, "must be an IP set (+name), an alias, or IPs, CIDRs with the host bits clear (10.0.0.0/24) and ranges of one IP version"));
         }
     }
-    let word = |v: &str| !v.is_empty() && !v.contains(char::is_whitespace);
+    // A loop over the characters, not `contains(char::is_whitespace)`: no searcher compiled for
+    // this one check (issue 32).
+    let word = |v: &str| {
+        let mut spaced = false;
+        for c in v.chars() {
+            spaced |= c.is_whitespace();
+        }
+        !v.is_empty() && !spaced
+    };
     for &name in &[
         "source",
         "dest",
@@ -221,7 +249,16 @@ fn verify(rule: &Rule) -> Result<(), (&'static str, &'static str)> {
 /// space: `\t`…`\r`, space); a comment `0` is false to Perl and dropped. A byte 0xA0 before
 /// trailing `\x0B`, `\x0C` would survive: refused all the same.
 pub fn kept_comment(text: &str) -> Option<&str> {
-    let kept = text.trim_matches(|c| matches!(c, '\t'..='\r' | ' '));
+    // Trimmed by bytes: the white space trimmed is ASCII, so the cuts fall between characters,
+    // and no char-pattern trimming is compiled for it (issue 32).
+    let space = |b: &u8| matches!(b, b'\t'..=b'\r' | b' ');
+    let bytes = text.as_bytes();
+    let end = bytes
+        .iter()
+        .rposition(|b| !space(b))
+        .map_or(0, |last| last + 1);
+    let start = bytes.iter().position(|b| !space(b)).unwrap_or(end);
+    let kept = text.get(start..end).unwrap_or_default();
     let cut = kept.as_bytes().last() == Some(&0xA0);
     (!cut && !text.trim().is_empty() && !matches!(kept, "-" | "0")).then_some(kept)
 }
@@ -254,9 +291,7 @@ pub fn cidr(item: &str) -> Option<(std::net::IpAddr, u32, bool)> {
     let max = if ip.is_ipv4() { 32 } else { 128 };
     let bits: u32 = match bits {
         None => max,
-        Some(b) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => {
-            b.parse().ok().filter(|b| *b <= max)?
-        }
+        Some(b) if !b.is_empty() && every_byte(b, digit) => b.parse().ok().filter(|b| *b <= max)?,
         _ => return None,
     };
     let value = match ip {
@@ -270,14 +305,18 @@ pub fn cidr(item: &str) -> Option<(std::net::IpAddr, u32, bool)> {
     Some((ip, bits, value & mask == 0))
 }
 
+/// An IP or CIDR ([`cidr`]) as PVE compares it: its address and prefix length, so `10.0.0.1` and
+/// `10.0.0.1/32` are the same. firewallIpset and firewallAlias share it.
+pub fn address(item: &str) -> Option<(std::net::IpAddr, u32)> {
+    cidr(item).map(|(ip, bits, _)| (ip, bits))
+}
+
 /// An address list as pve-firewall parses it (`PVE/Firewall.pm` parse_address_list): an IP set
 /// (`+name`) or alias (a name) alone, or addresses, CIDRs (host bits clear: PVE refuses
 /// `10.0.0.1/24`) and ranges of one IP version. References are left to PVE, which knows them.
 fn is_address_list(text: &str) -> bool {
     use std::net::IpAddr;
-    if text.starts_with('+')
-        || text.starts_with(|c: char| c.is_ascii_alphabetic()) && !text.contains(':')
-    {
+    if text.starts_with('+') || starts_alphabetic(text) && !text.contains(':') {
         return !text.contains(',');
     }
     let item = |item: &str| match item.split_once('-') {
@@ -291,8 +330,8 @@ fn is_address_list(text: &str) -> bool {
         return false;
     }
     let mut version = None;
-    for ip in text.split(',').map(item) {
-        let Some(ip) = ip else { return false };
+    for text in text.split(',') {
+        let Some(ip) = item(text) else { return false };
         if *version.get_or_insert(ip.is_ipv4()) != ip.is_ipv4() {
             return false;
         }
@@ -326,7 +365,7 @@ fn listed(read: Option<&Value>) -> Result<Vec<&Value>, String> {
         pos.and_then(flex::u64_of).unwrap_or(u64::MAX)
     };
     let mut rules = Vec::with_capacity(list.len());
-    for i in crate::order::positions(list.len(), &|a, b| pos(a).cmp(&pos(b))) {
+    for &i in &crate::order::positions(list.len(), &|a, b| pos(a).cmp(&pos(b))) {
         if let Some(rule) = list.get(i) {
             rules.push(rule);
         }
@@ -354,7 +393,7 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
         };
         match (want, have.as_deref()) {
             (Some(w), Some(h)) if same(w, h) => {}
-            (Some(w), _) => set.push((name.to_string(), w.to_string())),
+            (Some(w), _) => push_param(&mut set, name, w),
             (None, Some(_)) => clear.push(name),
             (None, None) => {}
         }
@@ -384,7 +423,7 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
             None => {
                 let mut params = Vec::with_capacity(rule.len());
                 for (key, value) in rule {
-                    params.push((key.to_string(), value.clone()));
+                    push_param(&mut params, key, value);
                 }
                 writes.push(Write::new(Verb::Create, &["rules"], params));
                 let last = (pos + 1).to_string();
@@ -401,13 +440,7 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
         ));
     }
     // The first write is refused if the list changed since it was read.
-    let digest = seen
-        .first()
-        .and_then(|r| r.get("digest"))
-        .and_then(flex::string_of);
-    if let (Some(first), Some(digest)) = (writes.first_mut(), digest) {
-        first.params.push(("digest".into(), digest));
-    }
+    sign(writes.first_mut(), digest(seen.first().copied()));
     Ok(writes)
 }
 
@@ -421,7 +454,9 @@ fn judge(rules: &[Rule], read: Option<&Value>) -> Result<String, String> {
             rules.len()
         ));
     }
-    for (pos, (rule, old)) in rules.iter().zip(&seen).enumerate() {
+    // As many as declared (checked above); indexed by `get`, not zipped (issue 32).
+    for (pos, rule) in rules.iter().enumerate() {
+        let Some(old) = seen.get(pos) else { break };
         // PVE lists a rule that no longer verifies (an alias or IP set gone) with `errors`, and
         // compiles none of it (pve-firewall `PVE/Firewall.pm` parse_fw_rule, ruleset_generate_rule).
         if let Some(errors) = old.get("errors").filter(|e| !e.is_null()) {
@@ -430,18 +465,19 @@ fn judge(rules: &[Rule], read: Option<&Value>) -> Result<String, String> {
                 errors = crate::quote::json(errors)
             ));
         }
+        // What is wrong is said first, and returned once both lists are dropped.
         let (set, clear) = difference(rule, old);
-        if let Some((name, want)) = set.first() {
-            let have = old
-                .get(name.as_str())
-                .map_or("nothing".into(), crate::quote::json);
-            return Err(format!(
-                "rule {pos} reads {name} {have} where {want:?} was declared"
-            ));
-        }
-        if let Some(name) = clear.first() {
-            return Err(format!("rule {pos} has {name}, which was not declared"));
-        }
+        let wrong = match (set.first(), clear.first()) {
+            (Some((name, want)), _) => {
+                let have = old
+                    .get(name.as_str())
+                    .map_or("nothing".into(), crate::quote::json);
+                format!("rule {pos} reads {name} {have} where {want:?} was declared")
+            }
+            (None, Some(name)) => format!("rule {pos} has {name}, which was not declared"),
+            (None, None) => continue,
+        };
+        return Err(wrong);
     }
     Ok(format!(
         "{} rules read back in the declared order",
@@ -627,6 +663,26 @@ mod tests {
             failure_of(&outcome).contains("no such alias 'gw'"),
             "{outcome:?}"
         );
+    }
+
+    #[test]
+    fn comments_are_trimmed_of_ascii_white_space_as_pve_reads_them() {
+        let cases = [
+            ("  a b \t", Some("a b")),
+            ("\x0Bx\x0C\r\n", Some("x")),
+            ("\u{3000}x", Some("\u{3000}x")),
+            ("é", Some("é")),
+            (" - ", None),
+            ("0", None),
+            ("x\u{a0}", None),
+            (" \u{3000} ", None),
+            ("", None),
+            ("   ", None),
+        ];
+        for (text, kept) in cases {
+            assert_eq!(kept_comment(text), kept, "{text:?}");
+        }
+        assert!(is_name("web-1_a", 20) && !is_name("1web", 20) && !is_name("w", 20));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! PVE lists only the storages the token may audit (no error for the others). The bridge list needs
 //! `Sys.Audit`: without it the record says so (`bridgesAvailable: false` and why), never `[]`.
 
-use super::node_status::{NodeMethod, NodeRecord};
+use super::node_status::{not_a_list, NodeMethod, NodeRecord};
 use crate::outcome::RecordWrite;
 use crate::pve::endpoints;
 use crate::pve::error::PveError;
@@ -55,7 +55,10 @@ pub const NODE_CONFIG: NodeMethod = NodeMethod {
         };
         let mut storages = Vec::with_capacity(list.len());
         for entry in &list {
-            storages.extend(storage_record(entry));
+            // Pushed, not extended from the Option: no extend code of its own (issue 32).
+            if let Some(storage) = storage_record(entry) {
+                storages.push(storage);
+            }
         }
         Ok(Box::new(NodeConfigRecord {
             node: node.to_string(),
@@ -75,10 +78,7 @@ impl NodeRecord for NodeConfigRecord {
 
     fn file(&mut self, _: usize, data: Value) -> Result<(), PveError> {
         let Value::Array(list) = data else {
-            return Err(PveError::malformed(format!(
-                "answered {data} where a list of interfaces was expected",
-                data = crate::quote::json(&data)
-            )));
+            return Err(not_a_list(&data, "interfaces"));
         };
         for interface in &list {
             self.bridges

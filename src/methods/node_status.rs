@@ -278,18 +278,25 @@ const FACTS: [Fact; 3] = [
 
 /// The node's disk list, each disk with its SMART health.
 fn file_disks(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError> {
-    let list = data.as_array().ok_or_else(|| {
-        PveError::malformed(format!(
-            "answered {data} where a list of disks was expected",
-            data = crate::quote::json(&data)
-        ))
-    })?;
+    let list = data.as_array().ok_or_else(|| not_a_list(&data, "disks"))?;
     let mut disks = Vec::with_capacity(list.len());
     for entry in list {
-        disks.extend(disk_record(entry));
+        // Pushed, not extended from the Option: no extend code of its own (issue 32).
+        if let Some(disk) = disk_record(entry) {
+            disks.push(disk);
+        }
     }
     (record.disks, record.disks_available) = (disks, true);
     Ok(())
+}
+
+/// Why an answer that is not a list of `items` cannot be filed: one message for nodeStatus'
+/// disks and nodeConfig's interfaces.
+pub fn not_a_list(data: &Value, items: &str) -> PveError {
+    PveError::malformed(format!(
+        "answered {data} where a list of {items} was expected",
+        data = crate::quote::json(data)
+    ))
 }
 
 /// The subscription's status. Its answer may hold the key: only the status is kept, the answer
