@@ -237,10 +237,11 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         // exec_backup_task, which logs `backup mode: <mode>`). An unreadable log leaves it unknown.
         mode = mode_logged(&read_log(&pve, &upid).await);
         let kind = run.kind;
-        let wanted = format!("its state before the backup ({})", describe(&state_before));
         let back = &|s: &GuestStatus| same_state(kind, &state_before, s);
         let waited = settle_evidence(run, ev, run.wait_budget_ms(), back).await;
-        or_break!('verdict, waited.map_err(|why| locked_out(run, ev, &wanted, why)));
+        // What it waited for, written only when it failed: not held across the wait (issue 32).
+        let wanted = || format!("its state before the backup ({})", describe(&state_before));
+        or_break!('verdict, waited.map_err(|why| locked_out(run, ev, &wanted(), why)));
         let after = list_archives(run, &node, &args.storage, Some(vmid)).await;
         let after = or_break!('verdict, after.map_err(of_guest));
         let Some(archive) = made_by_run(&before, &after) else {

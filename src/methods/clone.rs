@@ -12,15 +12,17 @@ use crate::guest::readiness::ReadyArgs;
 use crate::guest::reference::parse_vmid;
 use crate::guest::root_only::Caller;
 use crate::guest::vmid_claim::VmidChoice;
+use crate::guest::volumes::storage_of;
 use crate::host::Host;
 use crate::methods::start::create_then_start;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::property::storage_volume;
 use crate::pve::request::PveRequest;
-use crate::quote::Joined;
+use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::{Map, Value};
+use std::fmt::Write;
 use std::future::Future;
 
 /// The arguments of `clone`.
@@ -137,7 +139,8 @@ impl NewGuest for CloneArgs {
         let Some(storage) = self.storage.as_deref().filter(|_| self.full) else {
             return Ok(());
         };
-        let mut elsewhere = Vec::new();
+        // The disks elsewhere, written in place, not listed apart and joined (issue 32).
+        let mut elsewhere = String::new();
         for (key, value) in config {
             let Some(value) = value
                 .as_str()
@@ -145,15 +148,16 @@ impl NewGuest for CloneArgs {
             else {
                 continue;
             };
-            if storage_volume(value).is_some_and(|v| v.split(':').next() != Some(storage)) {
-                elsewhere.push(format!("{key} is {value:?}"));
+            if storage_volume(value).is_some_and(|v| storage_of(v) != storage) {
+                push_item(&mut elsewhere, "; ", "");
+                // Writing to a String cannot fail.
+                let _ = write!(elsewhere, "{key} is {value:?}");
             }
         }
         match elsewhere.is_empty() {
             true => Ok(()),
             false => Err(format!(
-                "{label} exists, but not every disk is on the requested storage {storage:?}: {} — check the clone task's log",
-                elsewhere.joined("; ")
+                "{label} exists, but not every disk is on the requested storage {storage:?}: {elsewhere} — check the clone task's log"
             )),
         }
     }

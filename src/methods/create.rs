@@ -25,7 +25,7 @@ use crate::host::Host;
 use crate::methods::start::create_then_start;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::request::PveRequest;
+use crate::pve::request::{push_param, PveRequest};
 use crate::run::Run;
 use serde_json::Value;
 use std::future::Future;
@@ -149,23 +149,20 @@ impl CreateArgs {
     /// The parameters of `POST /nodes/{node}/lxc` for `vmid`: the `swamp` tag is added to the
     /// config's tags.
     pub fn params(&self, vmid: u32) -> Vec<(String, String)> {
-        let mut params: Vec<(String, String)> = vec![
-            ("vmid".into(), vmid.to_string()),
-            ("ostemplate".into(), self.ostemplate.clone()),
-            ("hostname".into(), self.hostname.clone()),
-            ("storage".into(), self.storage.clone()),
-            (
-                "rootfs".into(),
-                format!("{}:{}", self.storage, self.rootfs_gib),
-            ),
-        ];
-        let flag = if self.unprivileged { "1" } else { "0" };
-        params.push(("unprivileged".into(), flag.into()));
+        // Each pushed by the shared `push_param`, not built in place (issue 32).
+        let mut params = Vec::new();
+        let mut add = |key: &str, value: &str| push_param(&mut params, key, value);
+        add("vmid", &vmid.to_string());
+        add("ostemplate", &self.ostemplate);
+        add("hostname", &self.hostname);
+        add("storage", &self.storage);
+        add("rootfs", &format!("{}:{}", self.storage, self.rootfs_gib));
+        add("unprivileged", if self.unprivileged { "1" } else { "0" });
         if let Some(features) = &self.features {
-            params.push(("features".into(), features.clone()));
+            add("features", features);
         }
         if let Some(keys) = self.ssh_public_keys.as_deref().filter(|k| !k.is_empty()) {
-            params.push(("ssh-public-keys".into(), keys.to_string()));
+            add("ssh-public-keys", keys);
         }
         let numbers = [
             ("cores", self.cores),

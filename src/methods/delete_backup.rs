@@ -49,13 +49,13 @@ pub async fn delete_backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         .into();
     }
     let node = args.node.node(run);
-    let storage = volid.storage.clone();
-    let before = match list_archives(run, &node, &storage, volid.vmid).await {
+    let storage = &volid.storage;
+    let before = match list_archives(run, &node, storage, volid.vmid).await {
         Ok(list) => list,
         Err(message) => return Failure::new(message).into(),
     };
     // The writes of a listing: its record alone (one copy of the list's making, issue 32).
-    let record = |list: &[Archive]| vec![backups_write(run, &node, &storage, volid.vmid, list)];
+    let record = |list: &[Archive]| vec![backups_write(run, &node, storage, volid.vmid, list)];
     let Some(archive) = before.iter().find(|a| a.volid == volid.volid) else {
         let summary = format!(
             "storage {storage} on node {node} does not list {}: there is nothing to delete",
@@ -72,7 +72,7 @@ pub async fn delete_backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         return Outcome::failed(record(&before), message);
     }
     let mut trail = TaskTrail::default();
-    let request = endpoints::storage_volume_delete(&node, &storage, &volid.volid);
+    let request = endpoints::storage_volume_delete(&node, storage, &volid.volid);
     let action = format!("delete backup {} on node {node}", volid.volid);
     // Once PVE accepted the delete (or may have: a lost answer), the listing before it is no longer
     // an observation of now: a failure from then on writes no record.
@@ -83,7 +83,7 @@ pub async fn delete_backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     if let Err(message) = trail.run(&run.pve(), &request, &action).await {
         return Outcome::failed(stale(&trail), message);
     }
-    let after = match list_archives(run, &node, &storage, volid.vmid).await {
+    let after = match list_archives(run, &node, storage, volid.vmid).await {
         Ok(list) => list,
         Err(message) => return Outcome::failed(stale(&trail), message),
     };

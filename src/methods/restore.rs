@@ -32,7 +32,7 @@ use crate::methods::start::create_then_start;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
-use crate::pve::property::{size_bytes, storage_volume};
+use crate::pve::property::{property, size_bytes, storage_volume};
 use crate::pve::request::push_param;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::StorageVolume;
@@ -211,10 +211,7 @@ fn volume_of(value: &str) -> &str {
 
 /// The size a disk's value gives (`size=8G`), in bytes.
 fn disk_size(value: &str) -> Option<u64> {
-    value
-        .split(',')
-        .find_map(|p| p.strip_prefix("size="))
-        .and_then(size_bytes)
+    property(value, "size").and_then(size_bytes)
 }
 
 /// Notes in `problems` why a restored disk is not the archive's — on another storage than asked,

@@ -28,12 +28,13 @@ use crate::guest::provision::{option, push_create_options, settings_of};
 use crate::guest::readiness::ReadyArgs;
 use crate::guest::root_only::{qemu_refusal, Caller};
 use crate::guest::vmid_claim::VmidChoice;
+use crate::guest::volumes::storage_of;
 use crate::host::Host;
 use crate::methods::start::create_then_start;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::property::property;
-use crate::pve::request::PveRequest;
+use crate::pve::request::{push_param, PveRequest};
 use crate::run::Run;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -149,12 +150,12 @@ impl VmCreateArgs {
     /// The parameters of `POST /nodes/{node}/qemu` for `vmid`: the `swamp` tag is added to the
     /// config's tags; `sshkeys` goes URL-encoded, as PVE requires.
     pub fn params(&self, vmid: u32) -> Vec<(String, String)> {
-        let mut params: Vec<(String, String)> = vec![
-            ("vmid".into(), vmid.to_string()),
-            ("name".into(), self.name.clone()),
-        ];
+        // Each pushed by the shared `push_param`, not built in place (issue 32).
+        let mut params = Vec::new();
+        push_param(&mut params, "vmid", &vmid.to_string());
+        push_param(&mut params, "name", &self.name);
         if let Some(agent) = self.agent {
-            params.push(("agent".into(), if agent { "1" } else { "0" }.into()));
+            push_param(&mut params, "agent", if agent { "1" } else { "0" });
         }
         let numbers = [("cores", self.cores), ("memory", self.memory)];
         push_create_options(&mut params, &numbers, &self.config);
@@ -175,7 +176,7 @@ impl VmCreateArgs {
             if GuestKind::Qemu.is_disk(key) && is_new_volume(value, None) {
                 disks.push(NewDisk {
                     key: key.clone(),
-                    storage: value.split(':').next().unwrap_or_default().to_string(),
+                    storage: storage_of(value).to_string(),
                     import_from: property(value, "import-from").map(str::to_string),
                 });
             }
