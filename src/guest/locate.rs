@@ -437,6 +437,8 @@ struct LiveEntry {
 }
 
 impl FromJson for LiveEntry {
+    // Inlined into its callers, as the readers in pve/responses.rs are (issue 32).
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(LiveEntry {

@@ -255,6 +255,8 @@ struct NodeGuest {
 }
 
 impl crate::pve::read::FromJson for NodeGuest {
+    // Inlined into its callers, as the readers in pve/responses.rs are (issue 32).
+    #[inline(always)]
     fn from_json(value: &Value) -> Result<Self, String> {
         let o = crate::pve::read::object(value)?;
         Ok(NodeGuest {

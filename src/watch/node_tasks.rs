@@ -119,6 +119,8 @@ impl ListedTask {
 }
 
 impl FromJson for ListedTask {
+    // Inlined into its callers, as the readers in pve/responses.rs are (issue 32).
+    #[inline(always)]
     fn from_json(value: &serde_json::Value) -> Result<Self, String> {
         let o = object(value)?;
         Ok(ListedTask {
