@@ -52,8 +52,8 @@ pub enum Kind {
     /// An integer within `min..=max` with its default ([`Fields::int_in_or`]).
     IntOr(i32, i32, i32),
     /// An optional count within `min..=max` ([`Fields::optional_count_in`]); absent reads as -1,
-    /// so [`Read::count`] is `None`.
-    CountIn(i32, i32),
+    /// so [`Read::count`] is `None`. Unsigned, so a bound can be `u32::MAX` (a time in seconds).
+    CountIn(u32, u32),
     /// An optional boolean ([`Fields::flag`]); absent reads as -1, so [`Read::flag`] is `None`.
     OptionalFlag,
 }
