@@ -137,6 +137,12 @@ impl Read<'_> {
     }
 }
 
+/// The most fields one [`Fields::read_table`] walk reads (the ssh transport's 13).
+pub const MOST: usize = 13;
+
+/// What [`Fields::read_table`] read: one entry per field of its table, then defaults.
+pub type Reads<'a> = [Read<'a>; MOST];
+
 /// Reads the fields of one JSON object, naming each field (with its path) in errors.
 pub struct Fields<'a> {
     object: &'a Map<String, Value>,
@@ -376,11 +382,18 @@ impl<'a> Fields<'a> {
         Ok(())
     }
 
-    /// [`Fields::read_all`] of a whole table, its reads returned in table order. Always inlined:
-    /// a copy per table length otherwise, each larger than the call it wraps (issue 32).
+    /// [`Fields::read_all`] of a whole table, its reads in table order, then defaults: a caller
+    /// names as many as its table has fields (`let [a, b, ..] = …`). The array is made by one
+    /// function for every table, not zeroed in each parser (issue 32).
     #[inline(always)]
-    pub fn read_table<const N: usize>(&self, table: &[Spec; N]) -> Result<[Read<'a>; N], ArgError> {
-        let mut read = [Read::default(); N];
+    pub fn read_table<const N: usize>(&self, table: &[Spec; N]) -> Result<Reads<'a>, ArgError> {
+        const { assert!(N <= MOST, "a table longer than MOST would be read in part") };
+        self.read_most(table)
+    }
+
+    #[inline(never)]
+    fn read_most(&self, table: &[Spec]) -> Result<Reads<'a>, ArgError> {
+        let mut read = [Read::default(); MOST];
         self.read_all(table, &mut read)?;
         Ok(read)
     }

@@ -22,7 +22,7 @@ pub struct GuestRef {
 impl GuestRef {
     /// Reads `vmid` and `vmName`; at least one is required.
     pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
-        let [vmid, name] = fields.read_table(&GUEST)?;
+        let [vmid, name, ..] = fields.read_table(&GUEST)?;
         let vmid = vmid.count().map(|vmid| vmid as u32);
         if vmid.is_none() && name.text.is_none() {
             return Err(ArgError::new("vmid", "Provide vmid or vmName"));

@@ -24,7 +24,7 @@ pub struct ListBackupsArgs {
 
 impl ListBackupsArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
-        let [vmid, storage, node] = Fields::of(args, "")?.read_table(&FIELDS)?;
+        let [vmid, storage, node, ..] = Fields::of(args, "")?.read_table(&FIELDS)?;
         Ok(ListBackupsArgs {
             storage: storage.owned_or(""),
             vmid: vmid.count().map(|vmid| vmid as u32),

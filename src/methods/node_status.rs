@@ -33,7 +33,7 @@ pub struct NodeArgs {
 
 impl NodeArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
-        let [node] = Fields::of(args, "")?.read_table(&[NODE])?;
+        let [node, ..] = Fields::of(args, "")?.read_table(&[NODE])?;
         Ok(NodeArgs { node: node.owned() })
     }
 

@@ -49,7 +49,7 @@ pub struct WaitTaskArgs {
 
 impl WaitTaskArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
-        let [node, task_type, vmid, started_after, upid] =
+        let [node, task_type, vmid, started_after, upid, ..] =
             Fields::of(args, "")?.read_table(&FIELDS)?;
         let on = NodeArgs { node: node.owned() };
         let (task_type, upid) = (task_type.text, upid.text);
