@@ -143,19 +143,25 @@ pub const MOST: usize = 13;
 /// What [`Fields::read_table`] read: one entry per field of its table, then defaults.
 pub type Reads<'a> = [Read<'a>; MOST];
 
-/// Reads the fields of one JSON object, naming each field (with its path) in errors.
+/// Reads the fields of one JSON object, naming each field (with its path) in errors. The path is
+/// borrowed, a nested object's as its parent and its key: a `Fields` owns nothing, so no parser
+/// drops one on each way out (issue 32); the path is made only for an error.
+#[derive(Clone, Copy)]
 pub struct Fields<'a> {
     object: &'a Map<String, Value>,
-    prefix: String,
+    parent: Option<&'a Fields<'a>>,
+    /// The object's own name: its key in the parent, or the path given to [`Fields::of`].
+    name: &'a str,
 }
 
 impl<'a> Fields<'a> {
     /// Reads `value` as an object; `path` names it in errors (empty for the top level).
-    pub fn of(value: &'a Value, path: &str) -> Result<Self, ArgError> {
+    pub fn of(value: &'a Value, path: &'a str) -> Result<Self, ArgError> {
         match value.as_object() {
             Some(object) => Ok(Fields {
                 object,
-                prefix: path.to_string(),
+                parent: None,
+                name: path,
             }),
             None => Err(ArgError::new(display_path(path), "must be an object")),
         }
@@ -163,17 +169,28 @@ impl<'a> Fields<'a> {
 
     /// The full path of a field, for error messages.
     pub fn path(&self, key: &str) -> String {
-        if self.prefix.is_empty() {
-            key.to_string()
-        } else {
-            format!("{}.{key}", self.prefix)
+        let mut path = match self.parent {
+            Some(parent) => parent.path(self.name),
+            None => self.name.to_string(),
+        };
+        if !path.is_empty() {
+            path.push('.');
         }
+        path.push_str(key);
+        path
     }
 
     /// A nested object.
-    pub fn object(&self, key: &str) -> Result<Fields<'a>, ArgError> {
+    pub fn object(&'a self, key: &'a str) -> Result<Fields<'a>, ArgError> {
         match self.object.get(key) {
-            Some(value) => Fields::of(value, &self.path(key)),
+            Some(value) => match value.as_object() {
+                Some(object) => Ok(Fields {
+                    object,
+                    parent: Some(self),
+                    name: key,
+                }),
+                None => Err(ArgError::new(self.path(key), "must be an object")),
+            },
             None => Err(self.missing(key)),
         }
     }
@@ -605,7 +622,8 @@ mod tests {
     #[test]
     fn missing_field_is_named_with_its_path() {
         let v = json!({"transport": {}});
-        let t = Fields::of(&v, "").unwrap().object("transport").unwrap();
+        let top = Fields::of(&v, "").unwrap();
+        let t = top.object("transport").unwrap();
         assert_eq!(t.line("node").unwrap_err().field, "transport.node");
     }
 
