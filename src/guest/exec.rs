@@ -5,7 +5,7 @@
 
 use super::locate::Located;
 use super::reference::GuestRef;
-use crate::args::{ArgError, Fields};
+use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::host::Host;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::GuestKind;
@@ -94,6 +94,20 @@ fn check_codes(field: &str, codes: &[i64]) -> Result<(), ArgError> {
     }
 }
 
+/// The fields read after the exit policy, in order.
+const TAIL: [Spec; 2] = [
+    Spec::new("inputData", Kind::Text).rule(input_fault),
+    Spec::new("timeoutSec", Kind::IntOr(1, 86_400, 30)),
+];
+
+fn input_fault(input: &str) -> Option<&'static str> {
+    if input.len() > MAX_INPUT_BYTES {
+        return Some("must be at most 65536 bytes (PVE's limit)");
+    }
+    // No argv can carry a NUL, so it could never reach pvesh over ssh: refused on both transports.
+    input.contains('\0').then_some("must not contain NUL")
+}
+
 /// The arguments of `guestExec`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecArgs {
@@ -108,7 +122,10 @@ impl ExecArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let command: Vec<String> = fields.required("command")?;
+        // Read as optional: the module's one `Vec<String>` reader serves preflight's methods too.
+        let Some(command) = fields.optional::<Vec<String>>("command")? else {
+            return Err(ArgError::new("command", "is required"));
+        };
         if command.is_empty() {
             return Err(ArgError::new(
                 "command",
@@ -125,23 +142,13 @@ impl ExecArgs {
             ));
         }
         let policy = ExitPolicy::parse(&fields)?;
-        let input = fields.text("inputData")?;
-        if input.as_ref().is_some_and(|i| i.len() > MAX_INPUT_BYTES) {
-            return Err(ArgError::new(
-                "inputData",
-                "must be at most 65536 bytes (PVE's limit)",
-            ));
-        }
-        // No argv can carry a NUL, so it could never reach pvesh over ssh: refused on both transports.
-        if input.as_ref().is_some_and(|i| i.contains('\0')) {
-            return Err(ArgError::new("inputData", "must not contain NUL"));
-        }
+        let [input, timeout, ..] = fields.read_table(&TAIL)?;
         Ok(ExecArgs {
             target,
             command,
-            timeout_sec: fields.int_in_or("timeoutSec", 1, 86_400, 30)? as u64,
+            timeout_sec: timeout.int as u64,
             policy,
-            input: input.map(str::to_string),
+            input: input.owned(),
         })
     }
 }

@@ -65,7 +65,7 @@ impl ReadyArgs {
 
     /// Reads the readiness fields of `fields` (`ipv4`, `ipv6`, `nic`, `cloudInit`, `timeoutSec`).
     pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
-        let [nic, ipv4, ipv6, cloud_init, timeout] = fields.read_table(&READY)?;
+        let [nic, ipv4, ipv6, cloud_init, timeout, ..] = fields.read_table(&READY)?;
         Ok(ReadyArgs {
             ipv4: ipv4.int != 0,
             ipv6: ipv6.int != 0,

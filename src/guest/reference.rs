@@ -1,10 +1,16 @@
 //! The guest reference of most methods: `vmid` and/or `vmName`.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{ArgError, Fields, Kind, Spec};
 
 /// The smallest and largest VMID PVE accepts.
 pub const VMID_MIN: i64 = 100;
 pub const VMID_MAX: i64 = 999_999_999;
+
+/// An optional VMID: absent, or within PVE's range.
+pub const VMID: Spec = Spec::new("vmid", Kind::CountIn(VMID_MIN as u32, VMID_MAX as u32));
+
+/// The fields of a [`GuestRef`], in the order they are checked.
+const GUEST: [Spec; 2] = [VMID, Spec::new("vmName", Kind::OptionalLine)];
 
 /// Which guest a method acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,15 +22,15 @@ pub struct GuestRef {
 impl GuestRef {
     /// Reads `vmid` and `vmName`; at least one is required.
     pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
-        let vmid = match fields.int("vmid")? {
-            Some(_) => Some(parse_vmid(fields, "vmid")?),
-            None => None,
-        };
-        let name = fields.optional_line("vmName")?;
-        if vmid.is_none() && name.is_none() {
+        let [vmid, name, ..] = fields.read_table(&GUEST)?;
+        let vmid = vmid.count().map(|vmid| vmid as u32);
+        if vmid.is_none() && name.text.is_none() {
             return Err(ArgError::new("vmid", "Provide vmid or vmName"));
         }
-        Ok(GuestRef { vmid, name })
+        Ok(GuestRef {
+            vmid,
+            name: name.owned(),
+        })
     }
 
     /// How to name the guest in messages before its VMID is known.

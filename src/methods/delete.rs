@@ -49,7 +49,7 @@ impl DeleteArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let [purge, force] = fields.read_table(&FIELDS)?;
+        let [purge, force, ..] = fields.read_table(&FIELDS)?;
         Ok(DeleteArgs {
             target,
             purge: purge.int != 0,

@@ -972,7 +972,7 @@ mod tests {
         let field = |name: &str, content: &str| {
             parse(json!({"filename": name, "content": content}))
                 .err()
-                .map(|e| e.field)
+                .map(|e| e.field.clone())
         };
         assert_eq!(field("cloud.qcow2", "import"), None);
         assert_eq!(field("debian-12.ISO", "iso"), None);
@@ -1000,7 +1000,7 @@ mod tests {
 
     #[test]
     fn checksums_come_with_their_algorithm_as_its_hex_digits() {
-        let field = |extra: Value| parse(extra).err().map(|e| e.field);
+        let field = |extra: Value| parse(extra).err().map(|e| e.field.clone());
         assert_eq!(
             field(json!({"checksum": SHA, "checksumAlgorithm": "sha256"})),
             None
@@ -1031,7 +1031,7 @@ mod tests {
 
     #[test]
     fn other_argument_rules() {
-        let field = |extra: Value| parse(extra).err().map(|e| e.field);
+        let field = |extra: Value| parse(extra).err().map(|e| e.field.clone());
         assert_eq!(field(json!({"content": "images"})), Some("content".into()));
         assert_eq!(field(json!({"url": "ftp://x/a.qcow2"})), Some("url".into()));
         assert_eq!(field(json!({"url": "http://x/\n"})), Some("url".into()));
@@ -1336,7 +1336,7 @@ mod tests {
 
     #[test]
     fn a_url_with_credentials_is_refused_they_would_reach_the_task_log() {
-        let field = |url: &str| parse(json!({"url": url})).err().map(|e| e.field);
+        let field = |url: &str| parse(json!({"url": url})).err().map(|e| e.field.clone());
         assert_eq!(field("https://me:pw@host/x.qcow2"), Some("url".into()));
         assert_eq!(field("https://me@host/x.qcow2"), Some("url".into()));
         assert_eq!(field("https://host/x.qcow2?who=a@b"), None);

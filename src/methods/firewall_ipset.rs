@@ -113,7 +113,8 @@ impl IpsetArgs {
 fn entries(list: &[Value]) -> Result<Vec<Entry>, ArgError> {
     let mut entries = Vec::new();
     for (i, value) in list.iter().enumerate() {
-        let item = Fields::of(value, &format!("cidrs[{i}]"))?;
+        let at = format!("cidrs[{i}]");
+        let item = Fields::of(value, &at)?;
         let text = item.line_str("cidr")?;
         // PVE stores 10.0.0.1/24 as 10.0.0.0/24 (clean_cidr) and refuses a zero prefix.
         let twice = entry_of(&entries, text).is_some();

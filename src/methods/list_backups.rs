@@ -2,14 +2,17 @@
 //! guest's with `vmid`) — volid, size, ctime, notes, protected, verification state — as
 //! `<vm|ct>-<vmid>-backups`, or `backups-<node>-<storage>` for all of them.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::guest::backups::{backups_write, list_archives};
-use crate::guest::reference::parse_vmid;
+use crate::guest::reference::VMID;
 use crate::host::Host;
-use crate::methods::node_status::NodeArgs;
+use crate::methods::node_status::{NodeArgs, NODE};
 use crate::outcome::{Failure, Outcome};
 use crate::run::Run;
 use serde_json::Value;
+
+/// The fields of `listBackups`, in the order they are checked.
+const FIELDS: [Spec; 3] = [VMID, Spec::new("storage", Kind::Segment), NODE];
 
 /// The arguments of `listBackups`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,15 +24,11 @@ pub struct ListBackupsArgs {
 
 impl ListBackupsArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
-        let fields = Fields::of(args, "")?;
-        let vmid = match fields.int("vmid")? {
-            Some(_) => Some(parse_vmid(&fields, "vmid")?),
-            None => None,
-        };
+        let [vmid, storage, node, ..] = Fields::of(args, "")?.read_table(&FIELDS)?;
         Ok(ListBackupsArgs {
-            storage: fields.segment("storage")?,
-            vmid,
-            node: NodeArgs::parse(args)?,
+            storage: storage.owned_or(""),
+            vmid: vmid.count().map(|vmid| vmid as u32),
+            node: NodeArgs { node: node.owned() },
         })
     }
 }

@@ -63,10 +63,10 @@ const CT_FIELDS: [Spec; 2] = [
 impl MigrateArgs {
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let [node, target_storage] = fields.read_table(&HEAD)?;
+        let [node, target_storage, ..] = fields.read_table(&HEAD)?;
         let target = GuestRef::parse(&fields)?;
         let qemu = kind == GuestKind::Qemu;
-        let [first, second] = fields.read_table(match qemu {
+        let [first, second, ..] = fields.read_table(match qemu {
             true => &VM_FIELDS,
             false => &CT_FIELDS,
         })?;

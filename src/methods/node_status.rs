@@ -7,7 +7,7 @@
 //! subscription and repository facts are the ones `@stateless/syscheck` reads
 //! (`proxmox.subscriptionActive`, `proxmox.enterpriseRepo`).
 
-use crate::args::{check_segment, ArgError, Fields};
+use crate::args::{segment_fault, ArgError, Fields, Kind, Spec};
 use crate::explain::{could_not, hint};
 use crate::host::Host;
 use crate::outcome::RecordWrite;
@@ -21,6 +21,10 @@ use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::Value;
 
+/// An optional node: any text, checked as a path segment (not as a line first: an empty node
+/// breaks the segment rule).
+pub const NODE: Spec = Spec::new("node", Kind::Text).rule(segment_fault);
+
 /// The node a node-scoped method reads: the `node` argument, else the transport's node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeArgs {
@@ -29,14 +33,8 @@ pub struct NodeArgs {
 
 impl NodeArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
-        let fields = Fields::of(args, "")?;
-        let node = fields.text("node")?;
-        if let Some(node) = &node {
-            check_segment("node", node)?;
-        }
-        Ok(NodeArgs {
-            node: node.map(str::to_string),
-        })
+        let [node, ..] = Fields::of(args, "")?.read_table(&[NODE])?;
+        Ok(NodeArgs { node: node.owned() })
     }
 
     /// The node to read.

@@ -18,7 +18,7 @@ const FIELDS: [Spec; 2] = [
 
 /// The arguments of `reboot` after the guest, as `change_power` runs them.
 pub fn change(_: GuestKind, fields: &Fields) -> Result<(bool, Change), ArgError> {
-    let [timeout, force] = fields.read_table(&FIELDS)?;
+    let [timeout, force, ..] = fields.read_table(&FIELDS)?;
     let timeout_sec = timeout.int as u64;
     Ok((force.int != 0, Change::Reboot { timeout_sec }))
 }

@@ -17,7 +17,7 @@ const FIELDS: [Spec; 3] = [
 
 /// The arguments of `shutdown` after the guest, as `change_power` runs them.
 pub fn change(_: GuestKind, fields: &Fields) -> Result<(bool, Change), ArgError> {
-    let [timeout, force_stop_after, force] = fields.read_table(&FIELDS)?;
+    let [timeout, force_stop_after, force, ..] = fields.read_table(&FIELDS)?;
     let shutdown = Shutdown {
         timeout_sec: timeout.int as u64,
         force_stop_after: force_stop_after.int != 0,

@@ -80,7 +80,7 @@ impl StartArgs {
             GuestKind::Lxc => (None, false),
         };
         let target = GuestRef::parse(&fields)?;
-        let [wait_for_ip, allow_no_ip] = fields.read_table(&FIELDS)?;
+        let [wait_for_ip, allow_no_ip, ..] = fields.read_table(&FIELDS)?;
         Ok(StartArgs {
             target,
             wait_for_ip: wait_for_ip.int != 0,

@@ -773,7 +773,7 @@ mod tests {
     }
 
     fn selection_rule(extra: Value) -> Option<String> {
-        SyncArgs::parse(&extra).err().map(|e| e.field)
+        SyncArgs::parse(&extra).err().map(|e| e.field.clone())
     }
 
     #[test]

@@ -55,7 +55,7 @@ impl TemplateArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
-        let [shutdown_first, timeout, force] = fields.read_table(&FIELDS)?;
+        let [shutdown_first, timeout, force, ..] = fields.read_table(&FIELDS)?;
         Ok(TemplateArgs {
             target,
             shutdown_first: shutdown_first.int != 0,

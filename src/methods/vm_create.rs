@@ -412,7 +412,7 @@ mod tests {
 
     #[test]
     fn argument_rules() {
-        let field = |extra: Value| parse(extra).err().map(|e| e.field);
+        let field = |extra: Value| parse(extra).err().map(|e| e.field.clone());
         assert_eq!(field(json!({})), None);
         assert_eq!(field(json!({"name": "web_vm"})), Some("name".into()));
         assert_eq!(

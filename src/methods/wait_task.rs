@@ -5,12 +5,12 @@
 //! followed like every method's own (`task::follow_task`: the shared per-node watcher, the one
 //! budget `taskTimeoutSec`). Recorded as `task-<node>-<pid>-<starttime>`, before the verdict.
 
-use super::node_status::NodeArgs;
-use crate::args::{check_segment, ArgError, Fields};
+use super::node_status::{NodeArgs, NODE};
+use crate::args::{check_segment, segment_fault, ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
 use crate::clock::iso_time;
 use crate::explain::could_not;
-use crate::guest::reference::parse_vmid;
+use crate::guest::reference::VMID;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
@@ -20,6 +20,19 @@ use crate::task::{follow_task, TaskEnd, TaskTrouble};
 use crate::watch::node_tasks::ListedTask;
 use serde::Serialize;
 use serde_json::Value;
+
+/// The fields of `waitTask`, in the order they are checked.
+const FIELDS: [Spec; 5] = [
+    NODE,
+    Spec::new("type", Kind::Text).rule(segment_fault),
+    VMID,
+    Spec::new("startedAfter", Kind::CountIn(0, u32::MAX)),
+    Spec::new("upid", Kind::Text).rule(upid_fault),
+];
+
+fn upid_fault(text: &str) -> Option<&'static str> {
+    upid_arg(text).is_none().then_some("must be a PVE task id, UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>: (printable ASCII, the node a name of letters, digits, ., _ and -, the start time at most FFFFFFFF)")
+}
 
 /// The arguments of `waitTask`: a UPID, or a filter of a node's task list (PVE applies it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,21 +49,12 @@ pub struct WaitTaskArgs {
 
 impl WaitTaskArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
-        let fields = Fields::of(args, "")?;
-        let on = NodeArgs::parse(args)?;
-        let task_type = fields.text("type")?;
-        if let Some(task_type) = &task_type {
-            check_segment("type", task_type)?;
-        }
-        let vmid = match fields.int("vmid")? {
-            Some(_) => Some(parse_vmid(&fields, "vmid")?),
-            None => None,
-        };
-        let started_after = fields.optional_count_in("startedAfter", 0, u32::MAX.into())?;
-        let upid = fields.text("upid")?;
-        if upid.is_some_and(|text| upid_arg(text).is_none()) {
-            return Err(ArgError::new("upid", "must be a PVE task id, UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>: (printable ASCII, the node a name of letters, digits, ., _ and -, the start time at most FFFFFFFF)"));
-        }
+        let [node, task_type, vmid, started_after, upid, ..] =
+            Fields::of(args, "")?.read_table(&FIELDS)?;
+        let on = NodeArgs { node: node.owned() };
+        let (task_type, upid) = (task_type.text, upid.text);
+        let vmid = vmid.count().map(|vmid| vmid as u32);
+        let started_after = started_after.count();
         let filtered = task_type.is_some() || vmid.is_some() || started_after.is_some();
         // A UPID alone, or a filter (a node alone filters nothing).
         if upid.is_some() == (filtered || on.node.is_some()) || upid.is_none() && !filtered {
