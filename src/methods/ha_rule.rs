@@ -24,6 +24,7 @@ use crate::pve::request::Verb;
 use crate::quote::push_item;
 use crate::quote::Joined;
 use serde_json::Value;
+use std::fmt::Write as _;
 
 /// The rule types (Rules.pm lookup_types) and what each takes besides `resources`.
 const TYPES: [&str; 2] = ["node-affinity", "resource-affinity"];
@@ -254,6 +255,32 @@ fn managed(view: &HaView, params: &[(String, String)]) -> Result<(), String> {
     }
 }
 
+/// The parameters whose value the rule (or PVE 8 group) read does not show: name, value asked and
+/// what it shows.
+fn differing<'a>(rule: &Value, params: &'a [(String, String)]) -> Vec<(&'a str, &'a str, String)> {
+    let mut wrong = Vec::new();
+    for (key, want) in params {
+        let seen = shown(rule, key);
+        if seen != *want {
+            wrong.push((key.as_str(), want.as_str(), seen));
+        }
+    }
+    wrong
+}
+
+/// The parameters of an update: those the read does not show as asked.
+fn set_of(rule: &Value, params: &[(String, String)]) -> Vec<(String, String)> {
+    let mut set = Vec::new();
+    for (key, want, _) in differing(rule, params) {
+        // Rules.pm: `disable` 0 is dropped from a request; it is cleared with `delete`.
+        set.push(match (key, want) {
+            ("disable", "0") => ("delete".into(), "disable".into()),
+            _ => (key.to_string(), want.to_string()),
+        });
+    }
+    set
+}
+
 /// The rule asked, on the guest of kind `kind`: what the engine's plan and read-back judge by.
 struct Asked {
     args: HaRuleArgs,
@@ -262,12 +289,17 @@ struct Asked {
 
 impl Asked {
     /// The params with the guest's own sid among the resources, as PVE stores them.
-    fn with_guest(&self, vmid: u32) -> Vec<(&'static str, String)> {
+    fn with_guest(&self, vmid: u32) -> Vec<(String, String)> {
         let own = sid(self.kind, vmid);
-        let mut params = self.args.params.clone();
-        match params.iter_mut().find(|(k, _)| *k == "resources") {
-            Some((_, list)) => *list = resources_of(&format!("{list},{own}")),
-            None => params.insert(0, ("resources", own)),
+        let mut params = Vec::with_capacity(self.args.params.len() + 1);
+        for (key, value) in &self.args.params {
+            params.push(match *key {
+                "resources" => (key.to_string(), resources_of(&format!("{value},{own}"))),
+                _ => (key.to_string(), value.clone()),
+            });
+        }
+        if !self.args.params.iter().any(|(k, _)| *k == "resources") {
+            params.insert(0, ("resources".into(), own));
         }
         params
     }
@@ -292,10 +324,10 @@ impl Asked {
     fn grouped(&self, vmid: u32) -> Vec<(String, String)> {
         let mut params = Vec::new();
         for (key, value) in self.with_guest(vmid) {
-            match key {
+            match key.as_str() {
                 "resources" => {}
                 "strict" => params.push(("restricted".to_string(), value)),
-                _ => params.push((key.to_string(), value)),
+                _ => params.push((key, value)),
             }
         }
         params
@@ -308,7 +340,9 @@ impl Asked {
             let Some(sid) = resource.get("sid").and_then(flex::string_of) else {
                 continue;
             };
-            if group_of(all, &sid).as_ref() == Some(&self.args.rule) && !ours.contains(&sid) {
+            // Its own `group` (the list holds each sid once: Resources.pm index).
+            let group = resource.get("group").and_then(flex::string_of);
+            if group.as_ref() == Some(&self.args.rule) && !ours.contains(&sid) {
                 strays.push(sid);
             }
         }
@@ -364,12 +398,7 @@ impl Asked {
             (Some(_), true) => Some((None, Verb::Delete, Vec::new())),
             (None, false) => Some((None, Verb::Create, self.grouped(view.vmid))),
             (Some(g), false) => {
-                let mut set = Vec::new();
-                for (key, value) in self.grouped(view.vmid) {
-                    if shown(g, &key) != value {
-                        set.push((key, value));
-                    }
-                }
+                let set = set_of(g, &self.grouped(view.vmid));
                 (!set.is_empty()).then_some((None, Verb::Set, set))
             }
         }
@@ -383,7 +412,7 @@ impl Asked {
         let params = self.with_guest(view.vmid);
         // ResourceAffinity.pm check_feasibility: `rule is ineffective as there are less than two
         // resources` — Rules.pm create/update refuse it (assert_feasibility).
-        let alone = |(k, v): &(&str, String)| *k == "resources" && !v.contains(',');
+        let alone = |(k, v): &(String, String)| k == "resources" && !v.contains(',');
         if args.kind == "resource-affinity" && params.iter().any(alone) {
             return Err("a resource-affinity rule needs another resource besides the guest".into());
         }
@@ -394,7 +423,7 @@ impl Asked {
             let mut fresh = vec![("type".to_string(), args.kind.clone())];
             for (k, v) in params {
                 if k != "disable" || v == "1" {
-                    fresh.push((k.to_string(), v));
+                    fresh.push((k, v));
                 }
             }
             managed(view, &fresh)?;
@@ -410,17 +439,7 @@ impl Asked {
                 args.kind
             ));
         }
-        let mut set: Vec<(String, String)> = Vec::new();
-        for (k, want) in params {
-            if shown(rule, k) == want {
-                continue;
-            }
-            // Rules.pm: `disable` 0 is dropped from a request; it is cleared with `delete`.
-            set.push(match (k, want.as_str()) {
-                ("disable", "0") => ("delete".into(), "disable".into()),
-                _ => (k.to_string(), want),
-            });
-        }
+        let mut set = set_of(rule, &params);
         if set.is_empty() {
             return Ok(vec![]);
         }
@@ -438,7 +457,7 @@ impl Asked {
                 let to = to.unwrap_or_else(|| format!("group {}", args.rule));
                 let mut write = format!("{} {to}", verb.http_method());
                 for (key, value) in &params {
-                    write.push_str(&format!(" {key}={value}"));
+                    let _ = write!(write, " {key}={value}");
                 }
                 push_item(&mut left, "; ", &write);
             }
@@ -463,14 +482,7 @@ impl Asked {
             ));
         }
         let params = self.with_guest(view.vmid);
-        let mut wrong = Vec::new();
-        for (key, want) in &params {
-            let seen = shown(rule, key);
-            if seen != *want {
-                wrong.push((*key, want.as_str(), seen));
-            }
-        }
-        let mut said = not_as_asked(&wrong);
+        let mut said = not_as_asked(&differing(rule, &params));
         if shown(rule, "disable") == "1" && !args.params.contains(&("disable", "1".into())) {
             push_item(
                 &mut said,
