@@ -148,8 +148,11 @@ pub fn describe(service: Option<&Value>) -> String {
     };
     let mut described = String::new();
     for key in ["state", "crm_state", "request_state", "node"] {
-        let value = field(Some(s), key).unwrap_or_else(|| "-".into());
-        crate::quote::push_item(&mut described, ", ", &format!("{key} {value}"));
+        // Pushed piece by piece: a `format!` per item costs the module more (issue 32).
+        let value = field(Some(s), key);
+        crate::quote::push_item(&mut described, ", ", key);
+        described.push(' ');
+        described.push_str(value.as_deref().unwrap_or("-"));
     }
     described
 }
@@ -160,31 +163,32 @@ pub fn record_of(view: &HaView) -> Value {
     let (s, c) = (view.service.as_ref(), view.config.as_ref());
     let mut out = Map::new();
     out.insert("managed".into(), Value::Bool(c.is_some()));
-    let text = [
-        ("state", s, "state"),
-        ("crmState", s, "crm_state"),
-        ("node", s, "node"),
-        ("requested", c, "state"),
-        ("comment", c, "comment"),
+    // Each field: its key, where it is read, PVE's name, and how it is read (text, count, flag).
+    let fields = [
+        ("state", s, "state", 0),
+        ("crmState", s, "crm_state", 0),
+        ("node", s, "node", 0),
+        ("requested", c, "state", 0),
+        ("comment", c, "comment", 0),
+        ("maxRestart", c, "max_restart", 1),
+        ("maxRelocate", c, "max_relocate", 1),
+        ("failback", c, "failback", 2),
     ];
-    for (key, from, name) in text {
-        if let Some(v) = field(from, name) {
-            out.insert(key.into(), Value::from(v));
+    for (key, from, name, read) in fields {
+        let Some(raw) = from.and_then(|v| v.get(name)) else {
+            continue;
+        };
+        let value = match read {
+            0 => flex::string_of(raw).map(Value::from),
+            1 => flex::u64_of(raw).map(Value::from),
+            _ => flex::bool_of(raw).map(Value::Bool),
+        };
+        if let Some(value) = value {
+            out.insert(key.into(), value);
         }
     }
     if c.is_some() && !out.contains_key("requested") {
         out.insert("requested".into(), Value::from("started"));
-    }
-    for (key, name) in [
-        ("maxRestart", "max_restart"),
-        ("maxRelocate", "max_relocate"),
-    ] {
-        if let Some(n) = c.and_then(|c| c.get(name)).and_then(flex::u64_of) {
-            out.insert(key.into(), Value::from(n));
-        }
-    }
-    if let Some(b) = c.and_then(|c| c.get("failback")).and_then(flex::bool_of) {
-        out.insert("failback".into(), Value::Bool(b));
     }
     Value::Object(out)
 }
@@ -361,11 +365,14 @@ struct Course<'c> {
 
 impl<'c> Course<'c> {
     fn new(change: &'c dyn HaChange, sid: String, guest: String, vmid: u32) -> Self {
+        let obj = change.object();
         let mut course = Course {
             change,
             sid,
             guest,
-            obj: change.object(),
+            // A resource's state is the manager's work: only an active master's view shows it.
+            gate: obj == HaObject::Resource && !change.reads_only(),
+            obj,
             label: String::new(),
             step: Step::Version,
             // Written out, not `..HaView::default()`, which builds a whole default value and
@@ -380,8 +387,6 @@ impl<'c> Course<'c> {
                 resources: None,
             },
             writes: Vec::new(),
-            // A resource's state is the manager's work: only an active master's view shows it.
-            gate: change.object() == HaObject::Resource && !change.reads_only(),
             asked: String::new(),
             last: String::new(),
             waited: Err(String::new()),
