@@ -194,15 +194,17 @@ fn plan(
     target: &RefCell<String>,
     purged: &Cell<bool>,
 ) -> Result<Vec<Write>, String> {
+    // Looked up once: each lookup is a walk of the options (issue 32).
+    let asked = args.state();
     let Some(config) = view.config.as_ref() else {
         if args.delete {
             return Ok(vec![]);
         }
         let mut params = Vec::with_capacity(args.options.len());
         for (key, value) in &args.options {
-            params.push((key.to_string(), value.clone()));
+            push_param(&mut params, key, value);
         }
-        *target.borrow_mut() = args.state().unwrap_or("started").into();
+        *target.borrow_mut() = asked.unwrap_or("started").into();
         return Ok(vec![(None, Verb::Create, params)]);
     };
     if args.delete {
@@ -210,13 +212,13 @@ fn plan(
         return Ok(vec![(None, Verb::Delete, Vec::new())]);
     }
     let configured_state = configured(config, "state");
-    *target.borrow_mut() = args.state().unwrap_or(&configured_state).into();
+    *target.borrow_mut() = asked.unwrap_or(&configured_state).into();
     // Resources.pm update → check_service_state: a managed (not ignored) service in error
     // state takes a write only with `state` disabled sent.
     let service = view.service.as_ref();
     let crm = service.and_then(|s| s.get("crm_state"));
     let error = crm.and_then(Value::as_str) == Some("error") && configured_state != "ignored";
-    if error && args.state() != Some("disabled") {
+    if error && asked != Some("disabled") {
         let sid = service.and_then(|s| s.get("sid")).and_then(Value::as_str);
         return Err(format!(
             "PVE refuses it: \"service '{}' in error state, must be disabled and fixed first\" (Resources.pm check_service_state) — set state disabled, fix the guest, then ask again",

@@ -289,19 +289,22 @@ struct Asked {
 
 impl Asked {
     /// The params with the guest's own sid among the resources, as PVE stores them.
+    /// `resources` leads (`PARAMS`' order, the order PVE's request and messages show).
     fn with_guest(&self, vmid: u32) -> Vec<(String, String)> {
-        let own = sid(self.kind, vmid);
-        let mut params = Vec::with_capacity(self.args.params.len() + 1);
+        let mut params = vec![("resources".to_string(), self.resources(vmid))];
         for (key, value) in &self.args.params {
-            params.push(match *key {
-                "resources" => (key.to_string(), resources_of(&format!("{value},{own}"))),
-                _ => (key.to_string(), value.clone()),
-            });
-        }
-        if !self.args.params.iter().any(|(k, _)| *k == "resources") {
-            params.insert(0, ("resources".into(), own));
+            if *key != "resources" {
+                params.push((key.to_string(), value.clone()));
+            }
         }
         params
+    }
+
+    /// The resources given and the guest's own sid, as PVE stores them.
+    fn resources(&self, vmid: u32) -> String {
+        let given = self.args.params.iter().find(|(k, _)| *k == "resources");
+        let given = given.map_or("", |(_, list)| list.as_str());
+        resources_of(&format!("{given},{}", sid(self.kind, vmid)))
     }
 
     /// PVE 8: the resources the group's rule names (none for a removal).
@@ -310,12 +313,8 @@ impl Asked {
         if self.args.delete {
             return sids;
         }
-        for (key, list) in self.with_guest(vmid) {
-            if key == "resources" {
-                for sid in items_of(&list) {
-                    sids.push(sid.to_string());
-                }
-            }
+        for sid in items_of(&self.resources(vmid)) {
+            sids.push(sid.to_string());
         }
         sids
     }
