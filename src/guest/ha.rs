@@ -42,8 +42,9 @@ pub fn comment(fields: &Fields) -> Result<Option<String>, ArgError> {
     if text.len() > 4096 {
         return Err(ArgError::new("comment", "must be at most 4096 bytes"));
     }
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_whitespace() || c == '\x0b');
-    if edge(text.chars().next()) || edge(text.chars().last()) {
+    // By bytes: no byte of a longer UTF-8 character is ASCII (cheaper than decoding, issue 32).
+    let edge = |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_whitespace() || *c == 0x0b);
+    if edge(text.as_bytes().first()) || edge(text.as_bytes().last()) {
         return Err(ArgError::new(
             "comment",
             "must not begin or end with white space (PVE drops it)",
@@ -397,11 +398,12 @@ impl<'c> Course<'c> {
 
     fn label_of(&self) -> String {
         let (sid, guest) = (&self.sid, &self.guest);
-        match &self.obj {
-            HaObject::Resource => format!("HA resource {sid} of {guest}"),
-            HaObject::Rule(id) => format!("HA rule {id} ({sid}, {guest})"),
-            HaObject::Group(id) => format!("HA rule {id} as PVE 8's HA group ({sid}, {guest})"),
-        }
+        let (id, group) = match &self.obj {
+            HaObject::Resource => return format!("HA resource {sid} of {guest}"),
+            HaObject::Rule(id) => (id, ""),
+            HaObject::Group(id) => (id, " as PVE 8's HA group"),
+        };
+        format!("HA rule {id}{group} ({sid}, {guest})")
     }
 
     fn next(&mut self, input: Input) -> Next {
@@ -700,9 +702,9 @@ fn list_of(answer: Result<Value, PveError>, what: &str) -> Result<Value, String>
 
 /// The `service:<sid>` entry of a status list.
 fn service_of(list: &Value, sid: &str) -> Option<Value> {
-    let id = format!("service:{sid}");
-    list.as_array()?
-        .iter()
-        .find(|e| e.get("id").and_then(Value::as_str) == Some(id.as_str()))
-        .cloned()
+    let id = |e: &&Value| {
+        let id = e.get("id").and_then(Value::as_str);
+        id.and_then(|i| i.strip_prefix("service:")) == Some(sid)
+    };
+    list.as_array()?.iter().find(id).cloned()
 }

@@ -79,13 +79,14 @@ fn resources_of(list: &str) -> String {
     sids.joined(",")
 }
 
-/// pve-configid (PVE::JSONSchema pve_verify_configid).
+/// pve-configid (PVE::JSONSchema pve_verify_configid). By bytes: every allowed character is ASCII,
+/// and no byte of a longer UTF-8 character is (cheaper than decoding chars, issue 32).
 fn is_config_id(id: &str) -> bool {
     id.len() > 1
-        && id.starts_with(|c: char| c.is_ascii_alphabetic())
+        && id.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
         && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
 }
 
 /// PVE/HA/Tools.pm pve_verify_ha_resource_id (a guest's: vm:<vmid>, ct:<vmid>).
@@ -98,15 +99,15 @@ fn is_sid(s: &str) -> bool {
     })
 }
 
-/// parse_node_priority: a node name, then an optional `:<priority>`.
+/// parse_node_priority: a node name, then an optional `:<priority>`. By bytes, as `is_config_id`.
 fn is_node(s: &str) -> bool {
     let (name, prio) = s.split_once(':').unwrap_or((s, "0"));
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    edge(name.chars().next())
-        && edge(name.chars().last())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    let edge = |c: Option<&u8>| c.is_some_and(u8::is_ascii_alphanumeric);
+    edge(name.as_bytes().first())
+        && edge(name.as_bytes().last())
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
         && !prio.is_empty()
-        && prio.chars().all(|c| c.is_ascii_digit())
+        && prio.bytes().all(|c| c.is_ascii_digit())
 }
 
 /// An optional list of strings that each pass `valid`, joined with commas.
@@ -482,7 +483,9 @@ impl Asked {
         }
         let params = self.with_guest(view.vmid);
         let mut said = not_as_asked(&differing(rule, &params));
-        if shown(rule, "disable") == "1" && !args.params.contains(&("disable", "1".into())) {
+        if shown(rule, "disable") == "1"
+            && !args.params.iter().any(|(k, v)| *k == "disable" && v == "1")
+        {
             push_item(
                 &mut said,
                 "; ",
