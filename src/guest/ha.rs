@@ -158,30 +158,33 @@ pub fn describe(service: Option<&Value>) -> String {
     described
 }
 
+/// The record's `ha` fields read: its key, PVE's name, and how it is read — 0: the service entry's
+/// text; of the config, 1: text, 2: a count, 3: a flag. A constant table, not one built per call.
+const RECORD: [(&str, &str, u8); 8] = [
+    ("state", "state", 0),
+    ("crmState", "crm_state", 0),
+    ("node", "node", 0),
+    ("requested", "state", 1),
+    ("comment", "comment", 1),
+    ("maxRestart", "max_restart", 2),
+    ("maxRelocate", "max_relocate", 2),
+    ("failback", "failback", 3),
+];
+
 /// The record's `ha`: managed when configured, the manager's `state`, `crmState` and `node`, the
 /// config's `requested` state (PVE's default `started`) and options, as read last.
 pub fn record_of(view: &HaView) -> Value {
     let (s, c) = (view.service.as_ref(), view.config.as_ref());
     let mut out = Map::new();
     out.insert("managed".into(), Value::Bool(c.is_some()));
-    // Each field: its key, where it is read, PVE's name, and how it is read (text, count, flag).
-    let fields = [
-        ("state", s, "state", 0),
-        ("crmState", s, "crm_state", 0),
-        ("node", s, "node", 0),
-        ("requested", c, "state", 0),
-        ("comment", c, "comment", 0),
-        ("maxRestart", c, "max_restart", 1),
-        ("maxRelocate", c, "max_relocate", 1),
-        ("failback", c, "failback", 2),
-    ];
-    for (key, from, name, read) in fields {
+    for (key, name, read) in RECORD {
+        let from = if read == 0 { s } else { c };
         let Some(raw) = from.and_then(|v| v.get(name)) else {
             continue;
         };
         let value = match read {
-            0 => flex::string_of(raw).map(Value::from),
-            1 => flex::u64_of(raw).map(Value::from),
+            0 | 1 => flex::string_of(raw).map(Value::from),
+            2 => flex::u64_of(raw).map(Value::from),
             _ => flex::bool_of(raw).map(Value::Bool),
         };
         if let Some(value) = value {

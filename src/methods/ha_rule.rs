@@ -24,7 +24,6 @@ use crate::pve::request::Verb;
 use crate::quote::push_item;
 use crate::quote::Joined;
 use serde_json::Value;
-use std::fmt::Write as _;
 
 /// The rule types (Rules.pm lookup_types) and what each takes besides `resources`.
 const TYPES: [&str; 2] = ["node-affinity", "resource-affinity"];
@@ -453,13 +452,22 @@ impl Asked {
         // PVE 8: read back as asked when a new plan finds nothing left to write.
         if let Some(all) = &view.resources {
             let mut left = String::new();
+            // `PUT vm:101 group=pin; POST group pin nodes=pve1`, written in place (issue 32).
             for (to, verb, params) in self.group_plan(view, all)? {
-                let to = to.unwrap_or_else(|| format!("group {}", args.rule));
-                let mut write = format!("{} {to}", verb.http_method());
-                for (key, value) in &params {
-                    let _ = write!(write, " {key}={value}");
+                push_item(&mut left, "; ", verb.http_method());
+                left.push(' ');
+                match to {
+                    Some(sid) => left.push_str(&sid),
+                    None => {
+                        left.push_str("group ");
+                        left.push_str(&args.rule);
+                    }
                 }
-                push_item(&mut left, "; ", &write);
+                for (key, value) in &params {
+                    for part in [" ", key, "=", value] {
+                        left.push_str(part);
+                    }
+                }
             }
             return match left.is_empty() {
                 true => Ok(()),
@@ -667,6 +675,23 @@ mod tests {
                 "PUT resources/vm%3A101 group=pin",
                 "PUT resources/vm%3A102 delete=group",
             ]
+        );
+    }
+
+    #[test]
+    fn pve_8_read_back_names_each_write_still_needed() {
+        let host = vm("8.4.14");
+        let made = json!({"group": "pin", "type": "group", "nodes": "pve2"});
+        host.on(GROUP, [missing_group(), Answer::Data(made)]);
+        host.data(LIST, json!([{"sid": "vm:100"}]));
+        host.data("POST /cluster/ha/groups", Value::Null);
+        host.data("PUT /cluster/ha/resources/vm:100", Value::Null);
+        let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity", "nodes": ["pve1"]});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(
+            failure_of(&outcome)
+                .contains("it still needs PUT group pin nodes=pve1; PUT vm:100 group=pin — "),
+            "{outcome:?}"
         );
     }
 
