@@ -148,7 +148,7 @@ pub fn describe(service: Option<&Value>) -> String {
         return "not listed by the HA manager".to_string();
     };
     let mut described = String::new();
-    for key in ["state", "crm_state", "request_state", "node"] {
+    for key in &["state", "crm_state", "request_state", "node"] {
         // Pushed piece by piece: a `format!` per item costs the module more (issue 32).
         let value = field(Some(s), key);
         crate::quote::push_item(&mut described, ", ", key);
@@ -435,7 +435,7 @@ impl<'c> Course<'c> {
                 Err(why) => self.read(back, Err(why)),
             },
             Step::Resources(back) => {
-                let read = list_of(answer, "HA resources").map(|list| {
+                let read = list_of(answer, "the HA resources").map(|list| {
                     self.view.resources = match list {
                         Value::Array(list) => Some(list),
                         _ => None,
@@ -500,7 +500,7 @@ impl<'c> Course<'c> {
 
     /// The manager's view before any write: what the plan plans from.
     fn current(&mut self, answer: Result<Value, PveError>) -> Next {
-        let list = match list_of(answer, "HA status") {
+        let list = match list_of(answer, "the HA status") {
             Ok(list) => list,
             Err(why) => return self.read(false, Err(why)),
         };
@@ -572,7 +572,7 @@ impl<'c> Course<'c> {
     /// a progress line), or ends on what cannot change. With `gate`, a list without an active
     /// master is not judged (see `idle`).
     fn judged(&mut self, answer: Result<Value, PveError>) -> Next {
-        let list = match list_of(answer, "HA status") {
+        let list = match list_of(answer, "the HA status") {
             Ok(list) => list,
             Err(why) => return self.waited(Err(why)),
         };
@@ -671,11 +671,7 @@ fn request_of(obj: &HaObject, verb: Verb, sid: &str, params: Vec<(String, String
 fn config_of(answer: Result<Value, PveError>) -> Result<Option<Value>, String> {
     match answer {
         Ok(v) if v.is_object() => Ok(Some(v)),
-        Ok(other) => Err(format!(
-            "PVE answered {other} where an HA config was expected — {}",
-            hint(ErrorKind::Malformed),
-            other = crate::quote::json(&other)
-        )),
+        Ok(other) => Err(malformed(&other, "an HA config", "")),
         Err(e)
             if ["no such resource", "no such ha "]
                 .iter()
@@ -687,19 +683,21 @@ fn config_of(answer: Result<Value, PveError>) -> Result<Option<Value>, String> {
     }
 }
 
-/// A list from PVE's answer, `what` naming it in messages.
+/// `PVE answered <json> where <what><tail> was expected — <hint>`: one message for a config and a list.
+fn malformed(other: &Value, what: &str, tail: &str) -> String {
+    format!(
+        "PVE answered {} where {what}{tail} was expected — {}",
+        crate::quote::json(other),
+        hint(ErrorKind::Malformed)
+    )
+}
+
+/// A list from PVE's answer, `what` naming it in messages (`the HA status`).
 fn list_of(answer: Result<Value, PveError>, what: &str) -> Result<Value, String> {
     match answer {
         Ok(v) if v.is_array() => Ok(v),
-        Ok(other) => Err(format!(
-            "PVE answered {other} where the {what} list was expected — {}",
-            hint(ErrorKind::Malformed),
-            other = crate::quote::json(&other)
-        )),
-        Err(e) => Err(format!(
-            "the {what} could not be read ({e} — {})",
-            hint(e.kind)
-        )),
+        Ok(other) => Err(malformed(&other, what, " list")),
+        Err(e) => Err(format!("{what} could not be read ({e} — {})", hint(e.kind))),
     }
 }
 

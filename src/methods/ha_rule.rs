@@ -411,40 +411,42 @@ impl Asked {
         let params = self.with_guest(view.vmid);
         // ResourceAffinity.pm check_feasibility: `rule is ineffective as there are less than two
         // resources` — Rules.pm create/update refuse it (assert_feasibility).
-        let alone = |(k, v): &(String, String)| k == "resources" && !v.contains(',');
-        if args.kind == "resource-affinity" && params.iter().any(alone) {
+        // `resources` leads the parameters (`with_guest`).
+        let alone = params.first().is_some_and(|(_, v)| !v.contains(','));
+        if args.kind == "resource-affinity" && alone {
             return Err("a resource-affinity rule needs another resource besides the guest".into());
         }
-        let Some(rule) = view.config.as_ref() else {
-            if args.delete {
-                return Ok(vec![]);
-            }
-            let mut fresh = vec![("type".to_string(), args.kind.clone())];
-            for (k, v) in params {
-                if k != "disable" || v == "1" {
-                    fresh.push((k, v));
+        let (verb, mut sent) = match view.config.as_ref() {
+            None if args.delete => return Ok(vec![]),
+            Some(_) if args.delete => return Ok(vec![(None, Verb::Delete, Vec::new())]),
+            None => {
+                let mut fresh = Vec::new();
+                for (k, v) in params {
+                    if k != "disable" || v == "1" {
+                        fresh.push((k, v));
+                    }
                 }
+                (Verb::Create, fresh)
             }
-            managed(view, &fresh)?;
-            return Ok(vec![(None, Verb::Create, fresh)]);
+            Some(rule) => {
+                let kind = shown(rule, "type");
+                if kind != args.kind {
+                    return Err(format!(
+                        "it is a {kind} rule; delete it first to make it a {} rule",
+                        args.kind
+                    ));
+                }
+                let set = set_of(rule, &params);
+                if set.is_empty() {
+                    return Ok(vec![]);
+                }
+                (Verb::Set, set)
+            }
         };
-        if args.delete {
-            return Ok(vec![(None, Verb::Delete, Vec::new())]);
-        }
-        let kind = shown(rule, "type");
-        if kind != args.kind {
-            return Err(format!(
-                "it is a {kind} rule; delete it first to make it a {} rule",
-                args.kind
-            ));
-        }
-        let mut set = set_of(rule, &params);
-        if set.is_empty() {
-            return Ok(vec![]);
-        }
-        managed(view, &set)?;
-        set.insert(0, ("type".into(), args.kind.clone()));
-        Ok(vec![(None, Verb::Set, set)])
+        // One check for a new rule and an update; `type` leads the parameters of both.
+        managed(view, &sent)?;
+        sent.insert(0, ("type".into(), args.kind.clone()));
+        Ok(vec![(None, verb, sent)])
     }
 
     fn read_back(&self, view: &HaView) -> Result<(), String> {
