@@ -20,7 +20,7 @@ use crate::guest::ha::{self, sid, HaChange, HaObject, HaView, Write};
 use crate::guest::reference::GuestRef;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
-use crate::pve::request::Verb;
+use crate::pve::request::{push_param, Verb};
 use crate::quote::push_item;
 use crate::quote::Joined;
 use serde_json::Value;
@@ -255,6 +255,13 @@ fn managed(view: &HaView, params: &[(String, String)]) -> Result<(), String> {
     }
 }
 
+/// PVE 8: the write of one parameter on HA resource `sid` (its `group`, or `delete=group`).
+fn set_on(sid: &str, key: &str, value: &str) -> Write {
+    let mut params = Vec::new();
+    push_param(&mut params, key, value);
+    (Some(sid.to_string()), Verb::Set, params)
+}
+
 /// The parameters whose value the rule (or PVE 8 group) read does not show: name, value asked and
 /// what it shows.
 fn differing<'a>(rule: &Value, params: &'a [(String, String)]) -> Vec<(&'a str, &'a str, String)> {
@@ -366,12 +373,12 @@ impl Asked {
             match group_of(all, s) {
                 Some(g) if g == *id => {}
                 Some(g) => return Err(format!("`resources`: {s} is in HA group {g}, and a PVE 8 resource has one `group` — take it out of {g} first")),
-                None => writes.push((Some(s.clone()), Verb::Set, vec![("group".into(), id.clone())])),
+                None => writes.push(set_on(s, "group", id)),
             }
         }
         // A resource naming the group that the rule leaves out is taken out of it.
         for s in self.strays(all, &ours) {
-            writes.push((Some(s), Verb::Set, vec![("delete".into(), "group".into())]));
+            writes.push(set_on(&s, "delete", "group"));
         }
         // Resources.pm update → check_service_state: a service in error state takes no write
         // but `state` disabled.
