@@ -222,18 +222,19 @@ pub async fn change_ha<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) ->
     let mut course = Course::new(change, sid, ev.label(run), ev.at.vmid);
     let verdict = drive(run, &mut ev, &mut course).await;
     let mut outcome = ev.outcome(run, verdict).await;
-    record_ha(&mut outcome, change, &course.view);
+    record_ha(&mut outcome, &course);
     outcome
 }
 
 /// The guest record's `ha` is what the HA endpoints showed, not the guest status's summary.
-fn record_ha(outcome: &mut Outcome, change: &dyn HaChange, view: &HaView) {
+/// The course's object is the change's (only a rule becomes a PVE 8 group): no second `object()`.
+fn record_ha(outcome: &mut Outcome, course: &Course) {
     let record = outcome
         .writes
         .first_mut()
         .and_then(|w| w.data.as_object_mut());
-    if let (HaObject::Resource, Some(record)) = (change.object(), record) {
-        record.insert("ha".into(), record_of(view));
+    if let (HaObject::Resource, Some(record)) = (&course.obj, record) {
+        record.insert("ha".into(), record_of(&course.view));
     }
 }
 
@@ -252,7 +253,7 @@ async fn drive<H: Host>(
             Next::Done(verdict) => return verdict,
             Next::Send(request, via) => {
                 let by = match via {
-                    Via::Wait => Some(wait.get_or_insert_with(|| start_wait(run)).0.deadline_ms()),
+                    Via::Wait => Some(waiting(&mut wait, run).0.deadline_ms()),
                     _ => None,
                 };
                 if via == Via::Write {
@@ -268,7 +269,7 @@ async fn drive<H: Host>(
                 Input::Answer(answer)
             }
             Next::Pause(now) => {
-                let (pacer, progress, budget_ms) = wait.get_or_insert_with(|| start_wait(run));
+                let (pacer, progress, budget_ms) = waiting(&mut wait, run);
                 progress.tick(run.host, || now);
                 match pacer.pause(run.host).await {
                     Ok(()) => Input::Paused,
@@ -286,6 +287,14 @@ fn start_wait<H: Host>(run: &Run<'_, H>) -> (Pacer, Progress, u64) {
     let budget_ms = run.wait_budget_ms();
     let pacer = Pacer::new(now, budget_ms, run.pve().poll_cap_ms);
     (pacer, Progress::start(now), budget_ms)
+}
+
+/// The wait for the manager, started at its first use (one place, not a closure at each).
+fn waiting<'w, H: Host>(
+    wait: &'w mut Option<(Pacer, Progress, u64)>,
+    run: &Run<'_, H>,
+) -> &'w mut (Pacer, Progress, u64) {
+    wait.get_or_insert_with(|| start_wait(run))
 }
 
 /// Why the wait for the manager ended without its verdict.
