@@ -45,7 +45,7 @@ pub struct HaRuleArgs {
 /// both sides of a comparison pass through here).
 fn nodes_of(list: &str) -> String {
     let mut nodes: Vec<String> = Vec::new();
-    for n in list.split(',').filter(|n| !n.is_empty()) {
+    for n in items_of(list) {
         let (name, prio) = n.split_once(':').unwrap_or((n, "0"));
         // The list holds each node once: a node given again replaces its entry.
         if let Some(i) = nodes.iter().position(|e| e.split(':').next() == Some(name)) {
@@ -327,13 +327,14 @@ impl Asked {
     }
 
     /// PVE 8: the group's parameters as Groups.pm names them (`strict` is `restricted`).
-    fn grouped(&self, vmid: u32) -> Vec<(String, String)> {
+    /// The rule's own parameters: `with_guest` changes only `resources`, which a group has not.
+    fn grouped(&self) -> Vec<(String, String)> {
         let mut params = Vec::new();
-        for (key, value) in self.with_guest(vmid) {
-            match key.as_str() {
+        for (key, value) in &self.args.params {
+            match *key {
                 "resources" => {}
-                "strict" => params.push(("restricted".to_string(), value)),
-                _ => params.push((key, value)),
+                "strict" => push_param(&mut params, "restricted", value),
+                _ => push_param(&mut params, key, value),
             }
         }
         params
@@ -402,9 +403,9 @@ impl Asked {
         match (view.config.as_ref(), self.args.delete) {
             (None, true) => None,
             (Some(_), true) => Some((None, Verb::Delete, Vec::new())),
-            (None, false) => Some((None, Verb::Create, self.grouped(view.vmid))),
+            (None, false) => Some((None, Verb::Create, self.grouped())),
             (Some(g), false) => {
-                let set = set_of(g, &self.grouped(view.vmid));
+                let set = set_of(g, &self.grouped());
                 (!set.is_empty()).then_some((None, Verb::Set, set))
             }
         }
