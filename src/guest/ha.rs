@@ -58,7 +58,9 @@ pub type Reader = fn(&Fields, &str) -> Result<Option<String>, ArgError>;
 
 /// An optional boolean argument as PVE's wire takes it: `1` or `0`.
 pub fn flag(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
-    Ok(fields.flag(key)?.map(|on| u8::from(on).to_string()))
+    Ok(fields
+        .flag(key)?
+        .map(|on| ["0", "1"][usize::from(on)].to_string()))
 }
 
 /// The HA resource id of a guest: `vm:<vmid>` or `ct:<vmid>` (pve-ha-manager `PVE/HA/Config.pm`

@@ -226,13 +226,16 @@ impl HaRuleArgs {
 /// What the rule read shows for PVE's parameter `name`, as the arguments spell it.
 fn shown(rule: &Value, name: &str) -> String {
     let raw = rule.get(name);
+    if let "strict" | "disable" | "restricted" = name {
+        let on = raw.and_then(flex::bool_of).unwrap_or(false);
+        return ["0", "1"][usize::from(on)].to_string();
+    }
+    // Read once, then normalized as the arguments are.
+    let text = raw.and_then(flex::string_of).unwrap_or_default();
     match name {
-        "strict" | "disable" | "restricted" => {
-            u8::from(raw.and_then(flex::bool_of).unwrap_or(false)).to_string()
-        }
-        "nodes" => nodes_of(&raw.and_then(flex::string_of).unwrap_or_default()),
-        "resources" => resources_of(&raw.and_then(flex::string_of).unwrap_or_default()),
-        _ => raw.and_then(flex::string_of).unwrap_or_default(),
+        "nodes" => nodes_of(&text),
+        "resources" => resources_of(&text),
+        _ => text,
     }
 }
 
