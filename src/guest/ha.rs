@@ -66,10 +66,11 @@ pub fn flag(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
 /// The HA resource id of a guest: `vm:<vmid>` or `ct:<vmid>` (pve-ha-manager `PVE/HA/Config.pm`
 /// parse_sid; PVEVM / PVECT `type`).
 pub fn sid(kind: GuestKind, vmid: u32) -> String {
-    match kind {
-        GuestKind::Qemu => format!("vm:{vmid}"),
-        GuestKind::Lxc => format!("ct:{vmid}"),
-    }
+    let prefix = match kind {
+        GuestKind::Qemu => "vm",
+        GuestKind::Lxc => "ct",
+    };
+    format!("{prefix}:{vmid}")
 }
 
 /// What a method reads and acts on: the resource's config (`None`: not an HA resource) and the
@@ -424,8 +425,10 @@ impl<'c> Course<'c> {
         let answer = match input {
             Input::Start => return self.begin(),
             Input::Paused => return self.probe(),
-            Input::Stopped(why) => {
-                let last = format!("{why}; last observed: {}", self.last);
+            Input::Stopped(mut last) => {
+                // Appended in place, not formatted anew (issue 32).
+                last.push_str("; last observed: ");
+                last.push_str(&self.last);
                 return self.waited(Err(last));
             }
             Input::Answer(answer) => answer,
@@ -540,10 +543,12 @@ impl<'c> Course<'c> {
             return self.settled();
         };
         let params = std::mem::take(params);
-        let request = match to {
-            Some(other) => endpoints::ha_resource(*verb, other, params),
-            None => request_of(&self.obj, *verb, &self.sid, params),
+        // A write on another HA resource is one on a resource object: one request_of call.
+        let (obj, at) = match to {
+            Some(other) => (&HaObject::Resource, other.as_str()),
+            None => (&self.obj, self.sid.as_str()),
         };
+        let request = request_of(obj, *verb, at, params);
         self.asked = request.label();
         self.send(Step::Write(i), request, Via::Write)
     }
@@ -599,7 +604,7 @@ impl<'c> Course<'c> {
         // Manager.pm: `error` is final until the config asks `disabled`; waiting changes nothing.
         let s = self.view.service.as_ref().unwrap_or(&Value::Null);
         if s["crm_state"] == "error" && s["request_state"] != "disabled" {
-            let why = format!("{last} (error is final: only state disabled clears it)");
+            let why = last + " (error is final: only state disabled clears it)";
             return self.waited(Err(why));
         }
         let now = format!("the HA manager to apply {} (now: {last})", self.sid);
