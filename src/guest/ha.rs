@@ -42,8 +42,9 @@ pub fn comment(fields: &Fields) -> Result<Option<String>, ArgError> {
     if text.len() > 4096 {
         return Err(ArgError::new("comment", "must be at most 4096 bytes"));
     }
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_whitespace() || c == '\x0b');
-    if edge(text.chars().next()) || edge(text.chars().last()) {
+    // By bytes: no byte of a longer UTF-8 character is ASCII (cheaper than decoding, issue 32).
+    let edge = |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_whitespace() || *c == 0x0b);
+    if edge(text.as_bytes().first()) || edge(text.as_bytes().last()) {
         return Err(ArgError::new(
             "comment",
             "must not begin or end with white space (PVE drops it)",
@@ -57,16 +58,19 @@ pub type Reader = fn(&Fields, &str) -> Result<Option<String>, ArgError>;
 
 /// An optional boolean argument as PVE's wire takes it: `1` or `0`.
 pub fn flag(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
-    Ok(fields.flag(key)?.map(|on| u8::from(on).to_string()))
+    Ok(fields
+        .flag(key)?
+        .map(|on| ["0", "1"][usize::from(on)].to_string()))
 }
 
 /// The HA resource id of a guest: `vm:<vmid>` or `ct:<vmid>` (pve-ha-manager `PVE/HA/Config.pm`
 /// parse_sid; PVEVM / PVECT `type`).
 pub fn sid(kind: GuestKind, vmid: u32) -> String {
-    match kind {
-        GuestKind::Qemu => format!("vm:{vmid}"),
-        GuestKind::Lxc => format!("ct:{vmid}"),
-    }
+    let prefix = match kind {
+        GuestKind::Qemu => "vm",
+        GuestKind::Lxc => "ct",
+    };
+    format!("{prefix}:{vmid}")
 }
 
 /// What a method reads and acts on: the resource's config (`None`: not an HA resource) and the
@@ -147,12 +151,28 @@ pub fn describe(service: Option<&Value>) -> String {
         return "not listed by the HA manager".to_string();
     };
     let mut described = String::new();
-    for key in ["state", "crm_state", "request_state", "node"] {
-        let value = field(Some(s), key).unwrap_or_else(|| "-".into());
-        crate::quote::push_item(&mut described, ", ", &format!("{key} {value}"));
+    for key in &["state", "crm_state", "request_state", "node"] {
+        // Pushed piece by piece: a `format!` per item costs the module more (issue 32).
+        let value = field(Some(s), key);
+        crate::quote::push_item(&mut described, ", ", key);
+        described.push(' ');
+        described.push_str(value.as_deref().unwrap_or("-"));
     }
     described
 }
+
+/// The record's `ha` fields read: its key, PVE's name, and how it is read — 0: the service entry's
+/// text; of the config, 1: text, 2: a count, 3: a flag. A constant table, not one built per call.
+const RECORD: [(&str, &str, u8); 8] = [
+    ("state", "state", 0),
+    ("crmState", "crm_state", 0),
+    ("node", "node", 0),
+    ("requested", "state", 1),
+    ("comment", "comment", 1),
+    ("maxRestart", "max_restart", 2),
+    ("maxRelocate", "max_relocate", 2),
+    ("failback", "failback", 3),
+];
 
 /// The record's `ha`: managed when configured, the manager's `state`, `crmState` and `node`, the
 /// config's `requested` state (PVE's default `started`) and options, as read last.
@@ -160,31 +180,22 @@ pub fn record_of(view: &HaView) -> Value {
     let (s, c) = (view.service.as_ref(), view.config.as_ref());
     let mut out = Map::new();
     out.insert("managed".into(), Value::Bool(c.is_some()));
-    let text = [
-        ("state", s, "state"),
-        ("crmState", s, "crm_state"),
-        ("node", s, "node"),
-        ("requested", c, "state"),
-        ("comment", c, "comment"),
-    ];
-    for (key, from, name) in text {
-        if let Some(v) = field(from, name) {
-            out.insert(key.into(), Value::from(v));
+    for (key, name, read) in RECORD {
+        let from = if read == 0 { s } else { c };
+        let Some(raw) = from.and_then(|v| v.get(name)) else {
+            continue;
+        };
+        let value = match read {
+            0 | 1 => flex::string_of(raw).map(Value::from),
+            2 => flex::u64_of(raw).map(Value::from),
+            _ => flex::bool_of(raw).map(Value::Bool),
+        };
+        if let Some(value) = value {
+            out.insert(key.into(), value);
         }
     }
     if c.is_some() && !out.contains_key("requested") {
         out.insert("requested".into(), Value::from("started"));
-    }
-    for (key, name) in [
-        ("maxRestart", "max_restart"),
-        ("maxRelocate", "max_relocate"),
-    ] {
-        if let Some(n) = c.and_then(|c| c.get(name)).and_then(flex::u64_of) {
-            out.insert(key.into(), Value::from(n));
-        }
-    }
-    if let Some(b) = c.and_then(|c| c.get("failback")).and_then(flex::bool_of) {
-        out.insert("failback".into(), Value::Bool(b));
     }
     Value::Object(out)
 }
@@ -214,18 +225,19 @@ pub async fn change_ha<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) ->
     let mut course = Course::new(change, sid, ev.label(run), ev.at.vmid);
     let verdict = drive(run, &mut ev, &mut course).await;
     let mut outcome = ev.outcome(run, verdict).await;
-    record_ha(&mut outcome, change, &course.view);
+    record_ha(&mut outcome, &course);
     outcome
 }
 
 /// The guest record's `ha` is what the HA endpoints showed, not the guest status's summary.
-fn record_ha(outcome: &mut Outcome, change: &dyn HaChange, view: &HaView) {
+/// The course's object is the change's (only a rule becomes a PVE 8 group): no second `object()`.
+fn record_ha(outcome: &mut Outcome, course: &Course) {
     let record = outcome
         .writes
         .first_mut()
         .and_then(|w| w.data.as_object_mut());
-    if let (HaObject::Resource, Some(record)) = (change.object(), record) {
-        record.insert("ha".into(), record_of(view));
+    if let (HaObject::Resource, Some(record)) = (&course.obj, record) {
+        record.insert("ha".into(), record_of(&course.view));
     }
 }
 
@@ -244,7 +256,7 @@ async fn drive<H: Host>(
             Next::Done(verdict) => return verdict,
             Next::Send(request, via) => {
                 let by = match via {
-                    Via::Wait => Some(wait.get_or_insert_with(|| start_wait(run)).0.deadline_ms()),
+                    Via::Wait => Some(waiting(&mut wait, run).0.deadline_ms()),
                     _ => None,
                 };
                 if via == Via::Write {
@@ -260,7 +272,7 @@ async fn drive<H: Host>(
                 Input::Answer(answer)
             }
             Next::Pause(now) => {
-                let (pacer, progress, budget_ms) = wait.get_or_insert_with(|| start_wait(run));
+                let (pacer, progress, budget_ms) = waiting(&mut wait, run);
                 progress.tick(run.host, || now);
                 match pacer.pause(run.host).await {
                     Ok(()) => Input::Paused,
@@ -278,6 +290,14 @@ fn start_wait<H: Host>(run: &Run<'_, H>) -> (Pacer, Progress, u64) {
     let budget_ms = run.wait_budget_ms();
     let pacer = Pacer::new(now, budget_ms, run.pve().poll_cap_ms);
     (pacer, Progress::start(now), budget_ms)
+}
+
+/// The wait for the manager, started at its first use (one place, not a closure at each).
+fn waiting<'w, H: Host>(
+    wait: &'w mut Option<(Pacer, Progress, u64)>,
+    run: &Run<'_, H>,
+) -> &'w mut (Pacer, Progress, u64) {
+    wait.get_or_insert_with(|| start_wait(run))
 }
 
 /// Why the wait for the manager ended without its verdict.
@@ -361,11 +381,14 @@ struct Course<'c> {
 
 impl<'c> Course<'c> {
     fn new(change: &'c dyn HaChange, sid: String, guest: String, vmid: u32) -> Self {
+        let obj = change.object();
         let mut course = Course {
             change,
             sid,
             guest,
-            obj: change.object(),
+            // A resource's state is the manager's work: only an active master's view shows it.
+            gate: obj == HaObject::Resource && !change.reads_only(),
+            obj,
             label: String::new(),
             step: Step::Version,
             // Written out, not `..HaView::default()`, which builds a whole default value and
@@ -380,8 +403,6 @@ impl<'c> Course<'c> {
                 resources: None,
             },
             writes: Vec::new(),
-            // A resource's state is the manager's work: only an active master's view shows it.
-            gate: change.object() == HaObject::Resource && !change.reads_only(),
             asked: String::new(),
             last: String::new(),
             waited: Err(String::new()),
@@ -392,19 +413,22 @@ impl<'c> Course<'c> {
 
     fn label_of(&self) -> String {
         let (sid, guest) = (&self.sid, &self.guest);
-        match &self.obj {
-            HaObject::Resource => format!("HA resource {sid} of {guest}"),
-            HaObject::Rule(id) => format!("HA rule {id} ({sid}, {guest})"),
-            HaObject::Group(id) => format!("HA rule {id} as PVE 8's HA group ({sid}, {guest})"),
-        }
+        let (id, group) = match &self.obj {
+            HaObject::Resource => return format!("HA resource {sid} of {guest}"),
+            HaObject::Rule(id) => (id, ""),
+            HaObject::Group(id) => (id, " as PVE 8's HA group"),
+        };
+        format!("HA rule {id}{group} ({sid}, {guest})")
     }
 
     fn next(&mut self, input: Input) -> Next {
         let answer = match input {
             Input::Start => return self.begin(),
             Input::Paused => return self.probe(),
-            Input::Stopped(why) => {
-                let last = format!("{why}; last observed: {}", self.last);
+            Input::Stopped(mut last) => {
+                // Appended in place, not formatted anew (issue 32).
+                last.push_str("; last observed: ");
+                last.push_str(&self.last);
                 return self.waited(Err(last));
             }
             Input::Answer(answer) => answer,
@@ -425,7 +449,7 @@ impl<'c> Course<'c> {
                 Err(why) => self.read(back, Err(why)),
             },
             Step::Resources(back) => {
-                let read = list_of(answer, "HA resources").map(|list| {
+                let read = list_of(answer, "the HA resources").map(|list| {
                     self.view.resources = match list {
                         Value::Array(list) => Some(list),
                         _ => None,
@@ -490,7 +514,7 @@ impl<'c> Course<'c> {
 
     /// The manager's view before any write: what the plan plans from.
     fn current(&mut self, answer: Result<Value, PveError>) -> Next {
-        let list = match list_of(answer, "HA status") {
+        let list = match list_of(answer, "the HA status") {
             Ok(list) => list,
             Err(why) => return self.read(false, Err(why)),
         };
@@ -519,10 +543,12 @@ impl<'c> Course<'c> {
             return self.settled();
         };
         let params = std::mem::take(params);
-        let request = match to {
-            Some(other) => endpoints::ha_resource(*verb, other, params),
-            None => request_of(&self.obj, *verb, &self.sid, params),
+        // A write on another HA resource is one on a resource object: one request_of call.
+        let (obj, at) = match to {
+            Some(other) => (&HaObject::Resource, other.as_str()),
+            None => (&self.obj, self.sid.as_str()),
         };
+        let request = request_of(obj, *verb, at, params);
         self.asked = request.label();
         self.send(Step::Write(i), request, Via::Write)
     }
@@ -562,7 +588,7 @@ impl<'c> Course<'c> {
     /// a progress line), or ends on what cannot change. With `gate`, a list without an active
     /// master is not judged (see `idle`).
     fn judged(&mut self, answer: Result<Value, PveError>) -> Next {
-        let list = match list_of(answer, "HA status") {
+        let list = match list_of(answer, "the HA status") {
             Ok(list) => list,
             Err(why) => return self.waited(Err(why)),
         };
@@ -578,7 +604,7 @@ impl<'c> Course<'c> {
         // Manager.pm: `error` is final until the config asks `disabled`; waiting changes nothing.
         let s = self.view.service.as_ref().unwrap_or(&Value::Null);
         if s["crm_state"] == "error" && s["request_state"] != "disabled" {
-            let why = format!("{last} (error is final: only state disabled clears it)");
+            let why = last + " (error is final: only state disabled clears it)";
             return self.waited(Err(why));
         }
         let now = format!("the HA manager to apply {} (now: {last})", self.sid);
@@ -661,11 +687,7 @@ fn request_of(obj: &HaObject, verb: Verb, sid: &str, params: Vec<(String, String
 fn config_of(answer: Result<Value, PveError>) -> Result<Option<Value>, String> {
     match answer {
         Ok(v) if v.is_object() => Ok(Some(v)),
-        Ok(other) => Err(format!(
-            "PVE answered {other} where an HA config was expected — {}",
-            hint(ErrorKind::Malformed),
-            other = crate::quote::json(&other)
-        )),
+        Ok(other) => Err(malformed(&other, "an HA config", "")),
         Err(e)
             if ["no such resource", "no such ha "]
                 .iter()
@@ -677,27 +699,29 @@ fn config_of(answer: Result<Value, PveError>) -> Result<Option<Value>, String> {
     }
 }
 
-/// A list from PVE's answer, `what` naming it in messages.
+/// `PVE answered <json> where <what><tail> was expected — <hint>`: one message for a config and a list.
+fn malformed(other: &Value, what: &str, tail: &str) -> String {
+    format!(
+        "PVE answered {} where {what}{tail} was expected — {}",
+        crate::quote::json(other),
+        hint(ErrorKind::Malformed)
+    )
+}
+
+/// A list from PVE's answer, `what` naming it in messages (`the HA status`).
 fn list_of(answer: Result<Value, PveError>, what: &str) -> Result<Value, String> {
     match answer {
         Ok(v) if v.is_array() => Ok(v),
-        Ok(other) => Err(format!(
-            "PVE answered {other} where the {what} list was expected — {}",
-            hint(ErrorKind::Malformed),
-            other = crate::quote::json(&other)
-        )),
-        Err(e) => Err(format!(
-            "the {what} could not be read ({e} — {})",
-            hint(e.kind)
-        )),
+        Ok(other) => Err(malformed(&other, what, " list")),
+        Err(e) => Err(format!("{what} could not be read ({e} — {})", hint(e.kind))),
     }
 }
 
 /// The `service:<sid>` entry of a status list.
 fn service_of(list: &Value, sid: &str) -> Option<Value> {
-    let id = format!("service:{sid}");
-    list.as_array()?
-        .iter()
-        .find(|e| e.get("id").and_then(Value::as_str) == Some(id.as_str()))
-        .cloned()
+    let id = |e: &&Value| {
+        let id = e.get("id").and_then(Value::as_str);
+        id.and_then(|i| i.strip_prefix("service:")) == Some(sid)
+    };
+    list.as_array()?.iter().find(id).cloned()
 }

@@ -194,29 +194,48 @@ fn plan(
     target: &RefCell<String>,
     purged: &Cell<bool>,
 ) -> Result<Vec<Write>, String> {
-    let Some(config) = view.config.as_ref() else {
-        if args.delete {
-            return Ok(vec![]);
+    // Looked up once: each lookup is a walk of the options (issue 32).
+    let asked = args.state();
+    // One write at most, built on one path (issue 32).
+    let (verb, params) = match view.config.as_ref() {
+        None if args.delete => return Ok(vec![]),
+        Some(_) if args.delete => {
+            purged.set(true);
+            (Verb::Delete, Vec::new())
         }
-        let mut params = Vec::with_capacity(args.options.len());
-        for (key, value) in &args.options {
-            params.push((key.to_string(), value.clone()));
+        None => {
+            let mut params = Vec::with_capacity(args.options.len());
+            for (key, value) in &args.options {
+                push_param(&mut params, key, value);
+            }
+            *target.borrow_mut() = asked.unwrap_or("started").into();
+            (Verb::Create, params)
         }
-        *target.borrow_mut() = args.state().unwrap_or("started").into();
-        return Ok(vec![(None, Verb::Create, params)]);
+        Some(config) => match update(args, view, config, asked, target)? {
+            params if params.is_empty() => return Ok(Vec::new()),
+            params => (Verb::Set, params),
+        },
     };
-    if args.delete {
-        purged.set(true);
-        return Ok(vec![(None, Verb::Delete, Vec::new())]);
-    }
+    Ok(vec![(None, verb, params)])
+}
+
+/// The parameters of an update of the configured resource (none: already as asked); `target`
+/// becomes the state the manager must show.
+fn update(
+    args: &HaResourceArgs,
+    view: &HaView,
+    config: &Value,
+    asked: Option<&str>,
+    target: &RefCell<String>,
+) -> Result<Vec<(String, String)>, String> {
     let configured_state = configured(config, "state");
-    *target.borrow_mut() = args.state().unwrap_or(&configured_state).into();
+    *target.borrow_mut() = asked.unwrap_or(&configured_state).into();
     // Resources.pm update → check_service_state: a managed (not ignored) service in error
     // state takes a write only with `state` disabled sent.
     let service = view.service.as_ref();
     let crm = service.and_then(|s| s.get("crm_state"));
     let error = crm.and_then(Value::as_str) == Some("error") && configured_state != "ignored";
-    if error && args.state() != Some("disabled") {
+    if error && asked != Some("disabled") {
         let sid = service.and_then(|s| s.get("sid")).and_then(Value::as_str);
         return Err(format!(
             "PVE refuses it: \"service '{}' in error state, must be disabled and fixed first\" (Resources.pm check_service_state) — set state disabled, fix the guest, then ask again",
@@ -228,12 +247,9 @@ fn plan(
         push_param(&mut params, key, want);
     }
     if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {
-        params.push(("state".into(), "disabled".into()));
+        push_param(&mut params, "state", "disabled");
     }
-    Ok(match params.is_empty() {
-        true => Vec::new(),
-        false => vec![(None, Verb::Set, params)],
-    })
+    Ok(params)
 }
 
 /// Whether the manager's entry shows the change: a removal gone from its list, else `target`

@@ -20,7 +20,7 @@ use crate::guest::ha::{self, sid, HaChange, HaObject, HaView, Write};
 use crate::guest::reference::GuestRef;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
-use crate::pve::request::Verb;
+use crate::pve::request::{push_param, Verb};
 use crate::quote::push_item;
 use crate::quote::Joined;
 use serde_json::Value;
@@ -45,7 +45,7 @@ pub struct HaRuleArgs {
 /// both sides of a comparison pass through here).
 fn nodes_of(list: &str) -> String {
     let mut nodes: Vec<String> = Vec::new();
-    for n in list.split(',').filter(|n| !n.is_empty()) {
+    for n in items_of(list) {
         let (name, prio) = n.split_once(':').unwrap_or((n, "0"));
         // The list holds each node once: a node given again replaces its entry.
         if let Some(i) = nodes.iter().position(|e| e.split(':').next() == Some(name)) {
@@ -78,13 +78,14 @@ fn resources_of(list: &str) -> String {
     sids.joined(",")
 }
 
-/// pve-configid (PVE::JSONSchema pve_verify_configid).
+/// pve-configid (PVE::JSONSchema pve_verify_configid). By bytes: every allowed character is ASCII,
+/// and no byte of a longer UTF-8 character is (cheaper than decoding chars, issue 32).
 fn is_config_id(id: &str) -> bool {
     id.len() > 1
-        && id.starts_with(|c: char| c.is_ascii_alphabetic())
+        && id.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
         && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
 }
 
 /// PVE/HA/Tools.pm pve_verify_ha_resource_id (a guest's: vm:<vmid>, ct:<vmid>).
@@ -97,15 +98,15 @@ fn is_sid(s: &str) -> bool {
     })
 }
 
-/// parse_node_priority: a node name, then an optional `:<priority>`.
+/// parse_node_priority: a node name, then an optional `:<priority>`. By bytes, as `is_config_id`.
 fn is_node(s: &str) -> bool {
     let (name, prio) = s.split_once(':').unwrap_or((s, "0"));
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    edge(name.chars().next())
-        && edge(name.chars().last())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    let edge = |c: Option<&u8>| c.is_some_and(u8::is_ascii_alphanumeric);
+    edge(name.as_bytes().first())
+        && edge(name.as_bytes().last())
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
         && !prio.is_empty()
-        && prio.chars().all(|c| c.is_ascii_digit())
+        && prio.bytes().all(|c| c.is_ascii_digit())
 }
 
 /// An optional list of strings that each pass `valid`, joined with commas.
@@ -225,13 +226,16 @@ impl HaRuleArgs {
 /// What the rule read shows for PVE's parameter `name`, as the arguments spell it.
 fn shown(rule: &Value, name: &str) -> String {
     let raw = rule.get(name);
+    if let "strict" | "disable" | "restricted" = name {
+        let on = raw.and_then(flex::bool_of).unwrap_or(false);
+        return ["0", "1"][usize::from(on)].to_string();
+    }
+    // Read once, then normalized as the arguments are.
+    let text = raw.and_then(flex::string_of).unwrap_or_default();
     match name {
-        "strict" | "disable" | "restricted" => {
-            u8::from(raw.and_then(flex::bool_of).unwrap_or(false)).to_string()
-        }
-        "nodes" => nodes_of(&raw.and_then(flex::string_of).unwrap_or_default()),
-        "resources" => resources_of(&raw.and_then(flex::string_of).unwrap_or_default()),
-        _ => raw.and_then(flex::string_of).unwrap_or_default(),
+        "nodes" => nodes_of(&text),
+        "resources" => resources_of(&text),
+        _ => text,
     }
 }
 
@@ -254,6 +258,39 @@ fn managed(view: &HaView, params: &[(String, String)]) -> Result<(), String> {
     }
 }
 
+/// PVE 8: the write of one parameter on HA resource `sid` (its `group`, or `delete=group`).
+fn set_on(sid: &str, key: &str, value: &str) -> Write {
+    let mut params = Vec::new();
+    push_param(&mut params, key, value);
+    (Some(sid.to_string()), Verb::Set, params)
+}
+
+/// The parameters whose value the rule (or PVE 8 group) read does not show: name, value asked and
+/// what it shows.
+fn differing<'a>(rule: &Value, params: &'a [(String, String)]) -> Vec<(&'a str, &'a str, String)> {
+    let mut wrong = Vec::new();
+    for (key, want) in params {
+        let seen = shown(rule, key);
+        if seen != *want {
+            wrong.push((key.as_str(), want.as_str(), seen));
+        }
+    }
+    wrong
+}
+
+/// The parameters of an update: those the read does not show as asked.
+fn set_of(rule: &Value, params: &[(String, String)]) -> Vec<(String, String)> {
+    let mut set = Vec::new();
+    for (key, want, _) in differing(rule, params) {
+        // Rules.pm: `disable` 0 is dropped from a request; it is cleared with `delete`.
+        set.push(match (key, want) {
+            ("disable", "0") => ("delete".into(), "disable".into()),
+            _ => (key.to_string(), want.to_string()),
+        });
+    }
+    set
+}
+
 /// The rule asked, on the guest of kind `kind`: what the engine's plan and read-back judge by.
 struct Asked {
     args: HaRuleArgs,
@@ -262,14 +299,22 @@ struct Asked {
 
 impl Asked {
     /// The params with the guest's own sid among the resources, as PVE stores them.
-    fn with_guest(&self, vmid: u32) -> Vec<(&'static str, String)> {
-        let own = sid(self.kind, vmid);
-        let mut params = self.args.params.clone();
-        match params.iter_mut().find(|(k, _)| *k == "resources") {
-            Some((_, list)) => *list = resources_of(&format!("{list},{own}")),
-            None => params.insert(0, ("resources", own)),
+    /// `resources` leads (`PARAMS`' order, the order PVE's request and messages show).
+    fn with_guest(&self, vmid: u32) -> Vec<(String, String)> {
+        let mut params = vec![("resources".to_string(), self.resources(vmid))];
+        for (key, value) in &self.args.params {
+            if *key != "resources" {
+                params.push((key.to_string(), value.clone()));
+            }
         }
         params
+    }
+
+    /// The resources given and the guest's own sid, as PVE stores them.
+    fn resources(&self, vmid: u32) -> String {
+        let given = self.args.params.iter().find(|(k, _)| *k == "resources");
+        let given = given.map_or("", |(_, list)| list.as_str());
+        resources_of(&format!("{given},{}", sid(self.kind, vmid)))
     }
 
     /// PVE 8: the resources the group's rule names (none for a removal).
@@ -278,24 +323,21 @@ impl Asked {
         if self.args.delete {
             return sids;
         }
-        for (key, list) in self.with_guest(vmid) {
-            if key == "resources" {
-                for sid in items_of(&list) {
-                    sids.push(sid.to_string());
-                }
-            }
+        for sid in items_of(&self.resources(vmid)) {
+            sids.push(sid.to_string());
         }
         sids
     }
 
     /// PVE 8: the group's parameters as Groups.pm names them (`strict` is `restricted`).
-    fn grouped(&self, vmid: u32) -> Vec<(String, String)> {
+    /// The rule's own parameters: `with_guest` changes only `resources`, which a group has not.
+    fn grouped(&self) -> Vec<(String, String)> {
         let mut params = Vec::new();
-        for (key, value) in self.with_guest(vmid) {
-            match key {
+        for (key, value) in &self.args.params {
+            match *key {
                 "resources" => {}
-                "strict" => params.push(("restricted".to_string(), value)),
-                _ => params.push((key.to_string(), value)),
+                "strict" => push_param(&mut params, "restricted", value),
+                _ => push_param(&mut params, key, value),
             }
         }
         params
@@ -308,7 +350,9 @@ impl Asked {
             let Some(sid) = resource.get("sid").and_then(flex::string_of) else {
                 continue;
             };
-            if group_of(all, &sid).as_ref() == Some(&self.args.rule) && !ours.contains(&sid) {
+            // Its own `group` (the list holds each sid once: Resources.pm index).
+            let group = resource.get("group").and_then(flex::string_of);
+            if group.as_ref() == Some(&self.args.rule) && !ours.contains(&sid) {
                 strays.push(sid);
             }
         }
@@ -333,12 +377,12 @@ impl Asked {
             match group_of(all, s) {
                 Some(g) if g == *id => {}
                 Some(g) => return Err(format!("`resources`: {s} is in HA group {g}, and a PVE 8 resource has one `group` — take it out of {g} first")),
-                None => writes.push((Some(s.clone()), Verb::Set, vec![("group".into(), id.clone())])),
+                None => writes.push(set_on(s, "group", id)),
             }
         }
         // A resource naming the group that the rule leaves out is taken out of it.
         for s in self.strays(all, &ours) {
-            writes.push((Some(s), Verb::Set, vec![("delete".into(), "group".into())]));
+            writes.push(set_on(&s, "delete", "group"));
         }
         // Resources.pm update → check_service_state: a service in error state takes no write
         // but `state` disabled.
@@ -362,14 +406,9 @@ impl Asked {
         match (view.config.as_ref(), self.args.delete) {
             (None, true) => None,
             (Some(_), true) => Some((None, Verb::Delete, Vec::new())),
-            (None, false) => Some((None, Verb::Create, self.grouped(view.vmid))),
+            (None, false) => Some((None, Verb::Create, self.grouped())),
             (Some(g), false) => {
-                let mut set = Vec::new();
-                for (key, value) in self.grouped(view.vmid) {
-                    if shown(g, &key) != value {
-                        set.push((key, value));
-                    }
-                }
+                let set = set_of(g, &self.grouped());
                 (!set.is_empty()).then_some((None, Verb::Set, set))
             }
         }
@@ -383,50 +422,42 @@ impl Asked {
         let params = self.with_guest(view.vmid);
         // ResourceAffinity.pm check_feasibility: `rule is ineffective as there are less than two
         // resources` — Rules.pm create/update refuse it (assert_feasibility).
-        let alone = |(k, v): &(&str, String)| *k == "resources" && !v.contains(',');
-        if args.kind == "resource-affinity" && params.iter().any(alone) {
+        // `resources` leads the parameters (`with_guest`).
+        let alone = params.first().is_some_and(|(_, v)| !v.contains(','));
+        if args.kind == "resource-affinity" && alone {
             return Err("a resource-affinity rule needs another resource besides the guest".into());
         }
-        let Some(rule) = view.config.as_ref() else {
-            if args.delete {
-                return Ok(vec![]);
-            }
-            let mut fresh = vec![("type".to_string(), args.kind.clone())];
-            for (k, v) in params {
-                if k != "disable" || v == "1" {
-                    fresh.push((k.to_string(), v));
+        let (verb, mut sent) = match view.config.as_ref() {
+            None if args.delete => return Ok(vec![]),
+            Some(_) if args.delete => return Ok(vec![(None, Verb::Delete, Vec::new())]),
+            None => {
+                let mut fresh = Vec::new();
+                for (k, v) in params {
+                    if k != "disable" || v == "1" {
+                        fresh.push((k, v));
+                    }
                 }
+                (Verb::Create, fresh)
             }
-            managed(view, &fresh)?;
-            return Ok(vec![(None, Verb::Create, fresh)]);
+            Some(rule) => {
+                let kind = shown(rule, "type");
+                if kind != args.kind {
+                    return Err(format!(
+                        "it is a {kind} rule; delete it first to make it a {} rule",
+                        args.kind
+                    ));
+                }
+                let set = set_of(rule, &params);
+                if set.is_empty() {
+                    return Ok(vec![]);
+                }
+                (Verb::Set, set)
+            }
         };
-        if args.delete {
-            return Ok(vec![(None, Verb::Delete, Vec::new())]);
-        }
-        let kind = shown(rule, "type");
-        if kind != args.kind {
-            return Err(format!(
-                "it is a {kind} rule; delete it first to make it a {} rule",
-                args.kind
-            ));
-        }
-        let mut set: Vec<(String, String)> = Vec::new();
-        for (k, want) in params {
-            if shown(rule, k) == want {
-                continue;
-            }
-            // Rules.pm: `disable` 0 is dropped from a request; it is cleared with `delete`.
-            set.push(match (k, want.as_str()) {
-                ("disable", "0") => ("delete".into(), "disable".into()),
-                _ => (k.to_string(), want),
-            });
-        }
-        if set.is_empty() {
-            return Ok(vec![]);
-        }
-        managed(view, &set)?;
-        set.insert(0, ("type".into(), args.kind.clone()));
-        Ok(vec![(None, Verb::Set, set)])
+        // One check for a new rule and an update; `type` leads the parameters of both.
+        managed(view, &sent)?;
+        sent.insert(0, ("type".into(), args.kind.clone()));
+        Ok(vec![(None, verb, sent)])
     }
 
     fn read_back(&self, view: &HaView) -> Result<(), String> {
@@ -434,13 +465,22 @@ impl Asked {
         // PVE 8: read back as asked when a new plan finds nothing left to write.
         if let Some(all) = &view.resources {
             let mut left = String::new();
+            // `PUT vm:101 group=pin; POST group pin nodes=pve1`, written in place (issue 32).
             for (to, verb, params) in self.group_plan(view, all)? {
-                let to = to.unwrap_or_else(|| format!("group {}", args.rule));
-                let mut write = format!("{} {to}", verb.http_method());
-                for (key, value) in &params {
-                    write.push_str(&format!(" {key}={value}"));
+                push_item(&mut left, "; ", verb.http_method());
+                left.push(' ');
+                match to {
+                    Some(sid) => left.push_str(&sid),
+                    None => {
+                        left.push_str("group ");
+                        left.push_str(&args.rule);
+                    }
                 }
-                push_item(&mut left, "; ", &write);
+                for (key, value) in &params {
+                    for part in [" ", key, "=", value] {
+                        left.push_str(part);
+                    }
+                }
             }
             return match left.is_empty() {
                 true => Ok(()),
@@ -463,15 +503,10 @@ impl Asked {
             ));
         }
         let params = self.with_guest(view.vmid);
-        let mut wrong = Vec::new();
-        for (key, want) in &params {
-            let seen = shown(rule, key);
-            if seen != *want {
-                wrong.push((*key, want.as_str(), seen));
-            }
-        }
-        let mut said = not_as_asked(&wrong);
-        if shown(rule, "disable") == "1" && !args.params.contains(&("disable", "1".into())) {
+        let mut said = not_as_asked(&differing(rule, &params));
+        if shown(rule, "disable") == "1"
+            && !args.params.iter().any(|(k, v)| *k == "disable" && v == "1")
+        {
             push_item(
                 &mut said,
                 "; ",
@@ -653,6 +688,23 @@ mod tests {
                 "PUT resources/vm%3A101 group=pin",
                 "PUT resources/vm%3A102 delete=group",
             ]
+        );
+    }
+
+    #[test]
+    fn pve_8_read_back_names_each_write_still_needed() {
+        let host = vm("8.4.14");
+        let made = json!({"group": "pin", "type": "group", "nodes": "pve2"});
+        host.on(GROUP, [missing_group(), Answer::Data(made)]);
+        host.data(LIST, json!([{"sid": "vm:100"}]));
+        host.data("POST /cluster/ha/groups", Value::Null);
+        host.data("PUT /cluster/ha/resources/vm:100", Value::Null);
+        let args = json!({"vmid": 100, "rule": "pin", "type": "node-affinity", "nodes": ["pve1"]});
+        let outcome = run_method(&host, "qemu", "haRule", args);
+        assert!(
+            failure_of(&outcome)
+                .contains("it still needs PUT group pin nodes=pve1; PUT vm:100 group=pin — "),
+            "{outcome:?}"
         );
     }
 
