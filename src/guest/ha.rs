@@ -161,17 +161,27 @@ pub fn describe(service: Option<&Value>) -> String {
     described
 }
 
-/// The record's `ha` fields read: its key, PVE's name, and how it is read — 0: the service entry's
-/// text; of the config, 1: text, 2: a count, 3: a flag. A constant table, not one built per call.
-const RECORD: [(&str, &str, u8); 8] = [
-    ("state", "state", 0),
-    ("crmState", "crm_state", 0),
-    ("node", "node", 0),
-    ("requested", "state", 1),
-    ("comment", "comment", 1),
-    ("maxRestart", "max_restart", 2),
-    ("maxRelocate", "max_relocate", 2),
-    ("failback", "failback", 3),
+/// How a field of the record's `ha` is read: from the manager's service entry, or from the
+/// resource's config, as text, a count or a flag.
+#[derive(Clone, Copy)]
+enum HaField {
+    ServiceText,
+    ConfigText,
+    ConfigCount,
+    ConfigFlag,
+}
+
+/// The record's `ha` fields: its key, PVE's name, and how it is read. A constant table, not one
+/// built per call.
+const RECORD: [(&str, &str, HaField); 8] = [
+    ("state", "state", HaField::ServiceText),
+    ("crmState", "crm_state", HaField::ServiceText),
+    ("node", "node", HaField::ServiceText),
+    ("requested", "state", HaField::ConfigText),
+    ("comment", "comment", HaField::ConfigText),
+    ("maxRestart", "max_restart", HaField::ConfigCount),
+    ("maxRelocate", "max_relocate", HaField::ConfigCount),
+    ("failback", "failback", HaField::ConfigFlag),
 ];
 
 /// The record's `ha`: managed when configured, the manager's `state`, `crmState` and `node`, the
@@ -181,14 +191,18 @@ pub fn record_of(view: &HaView) -> Value {
     let mut out = Map::new();
     out.insert("managed".into(), Value::Bool(c.is_some()));
     for (key, name, read) in RECORD {
-        let from = if read == 0 { s } else { c };
+        let from = if matches!(read, HaField::ServiceText) {
+            s
+        } else {
+            c
+        };
         let Some(raw) = from.and_then(|v| v.get(name)) else {
             continue;
         };
         let value = match read {
-            0 | 1 => flex::string_of(raw).map(Value::from),
-            2 => flex::u64_of(raw).map(Value::from),
-            _ => flex::bool_of(raw).map(Value::Bool),
+            HaField::ServiceText | HaField::ConfigText => flex::string_of(raw).map(Value::from),
+            HaField::ConfigCount => flex::u64_of(raw).map(Value::from),
+            HaField::ConfigFlag => flex::bool_of(raw).map(Value::Bool),
         };
         if let Some(value) = value {
             out.insert(key.into(), value);
