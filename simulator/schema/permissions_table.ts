@@ -250,16 +250,36 @@ function privilegeWords(privs: string): string {
  * versions (`["pve", 8, …]` where they differ), and the option classes.
  */
 export function privilegesRust(): string {
-  const rows = sortedEndpoints().map((endpoint) => {
+  // Each check expression once (`CHECKS`); the endpoint tables name them by index.
+  const checks: string[] = [];
+  const indexOf = (endpoint: string): number => {
     const check = combinedCheck(endpoint);
-    const kind = check !== undefined
-      ? "Requirement::Check"
-      : insideFacts(endpoint)?.listing !== undefined
-      ? "Requirement::Listing"
-      : "Requirement::Anyone";
     const text = check === undefined ? "" : JSON.stringify(check);
-    return `    (${JSON.stringify(endpoint)}, ${kind}, r#"${text}"#),`;
-  });
+    if (!checks.includes(text)) checks.push(text);
+    return checks.indexOf(text);
+  };
+  const UNDER = /^(\S+) \/nodes\/\{node\}\/(qemu|lxc)\/\{vmid\}(.*)$/;
+  const guest = new Map<string, { qemu?: number; lxc?: number }>();
+  const rows: string[] = [];
+  for (const endpoint of sortedEndpoints()) {
+    const under = endpoint.match(UNDER);
+    if (under) {
+      const key = `${under[1]} ${under[3]}`;
+      const row = guest.get(key) ?? {};
+      row[under[2] as "qemu" | "lxc"] = indexOf(endpoint);
+      guest.set(key, row);
+      continue;
+    }
+    const kind = combinedCheck(endpoint) !== undefined
+      ? `Check(${indexOf(endpoint)})`
+      : insideFacts(endpoint)?.listing !== undefined
+      ? "Listing"
+      : "Anyone";
+    rows.push(`    (${JSON.stringify(endpoint)}, ${kind}),`);
+  }
+  const guestRows = [...guest.entries()].map(([key, { qemu, lxc }]) =>
+    `    (${JSON.stringify(key)}, ${qemu ?? "NO"}, ${lxc ?? "NO"}),`
+  );
   const options = Object.entries(FACTS.options).flatMap(([table, o]) =>
     o.classes.map(([privs, keys]) =>
       `    (${JSON.stringify(table)}, ${JSON.stringify(privs)}, ${
@@ -276,18 +296,39 @@ export function privilegesRust(): string {
     "/// What calling an endpoint requires.",
     "#[derive(Debug, Clone, Copy, PartialEq, Eq)]",
     "pub enum Requirement {",
-    '    /// PVE\'s check expression (the third field, as JSON: `["perm", path, [privs], …]`).',
-    "    Check,",
+    "    /// PVE's check expression: `CHECKS[.0]`.",
+    "    Check(u8),",
     "    /// A listing: any token may call it; it shows only what the token may audit.",
     "    Listing,",
     "    /// Any authenticated user.",
     "    Anyone,",
     "}",
     "",
-    '/// Every endpoint the package uses: `"<METHOD> <path template>"`, its requirement, the check.',
+    "use Requirement::{Anyone, Check, Listing};",
+    "",
+    '/// The check expressions, each once, as JSON (`["perm", path, [privs], …]`): the endpoint tables',
+    "/// name them by index, so a check many endpoints share is stored once (issue 32).",
     "#[rustfmt::skip]",
-    "pub const ENDPOINTS: &[(&str, Requirement, &str)] = &[",
+    "pub const CHECKS: &[&str] = &[",
+    ...checks.map((c) => `    r#"${c}"#,`),
+    "];",
+    "",
+    '/// Every endpoint the package uses outside one guest: `"<METHOD> <path template>"`, its',
+    "/// requirement.",
+    "#[rustfmt::skip]",
+    "pub const ENDPOINTS: &[(&str, Requirement)] = &[",
     ...rows,
+    "];",
+    "",
+    "/// A guest's endpoint of one kind only: the other kind has no such endpoint.",
+    "pub const NO: u8 = u8::MAX;",
+    "",
+    '/// Every endpoint the package uses on one guest: `"<METHOD> <path under',
+    '/// /nodes/{node}/{kind}/{vmid}>"`, the check of a VM (qemu) and of a container (lxc), as',
+    "/// indices into `CHECKS` (each is checked). The kinds share a row: its path is stored once.",
+    "#[rustfmt::skip]",
+    "pub const GUEST_ENDPOINTS: &[(&str, u8, u8)] = &[",
+    ...guestRows,
     "];",
     "",
     "/// The privileges only one PVE major version has (pve-access-control `$privgroups`): one the",

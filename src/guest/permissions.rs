@@ -11,7 +11,7 @@
 //! arguments name, is `guest::permission_needs`.
 
 use crate::guest::placement::numbered;
-use crate::pve::privileges::{Requirement, ENDPOINTS, ONLY_IN, OPTIONS};
+use crate::pve::privileges::{Requirement, CHECKS, ENDPOINTS, GUEST_ENDPOINTS, ONLY_IN, OPTIONS};
 use crate::quote::Joined;
 use serde_json::Value;
 use std::cell::RefCell;
@@ -488,19 +488,38 @@ pub fn major_held(held: &Held) -> Option<u64> {
 // Inlined into its one caller (issue 32).
 #[inline(always)]
 pub fn requirement(endpoint: &str) -> Result<Option<Check>, String> {
-    let (_, kind, check) = ENDPOINTS
-        .iter()
-        .find(|(e, _, _)| *e == endpoint)
-        .ok_or_else(|| format!("{endpoint} is not in the privilege table"))?;
-    match kind {
-        Requirement::Check => serde_json::from_str::<Value>(check)
-            .ok()
-            .as_ref()
-            .and_then(Check::parse)
-            .map(Some)
-            .ok_or_else(|| format!("the check of {endpoint} cannot be read: {check}")),
-        Requirement::Listing | Requirement::Anyone => Ok(None),
+    let check = match check_of(endpoint) {
+        Some(Requirement::Check(at)) => CHECKS.get(usize::from(at)),
+        Some(Requirement::Listing | Requirement::Anyone) => return Ok(None),
+        None => None,
+    };
+    let check = check.ok_or_else(|| format!("{endpoint} is not in the privilege table"))?;
+    serde_json::from_str::<Value>(check)
+        .ok()
+        .as_ref()
+        .and_then(Check::parse)
+        .map(Some)
+        .ok_or_else(|| format!("the check of {endpoint} cannot be read: {check}"))
+}
+
+/// `endpoint`'s row of the privilege table: a guest's endpoint from [`GUEST_ENDPOINTS`] (its
+/// kind's column), any other from [`ENDPOINTS`].
+fn check_of(endpoint: &str) -> Option<Requirement> {
+    let (verb, path) = endpoint.split_once(' ')?;
+    for (segment, lxc) in [("qemu", false), ("lxc", true)] {
+        let under = path
+            .strip_prefix("/nodes/{node}/")
+            .and_then(|p| p.strip_prefix(segment))
+            .and_then(|p| p.strip_prefix("/{vmid}"));
+        if let Some(under) = under {
+            let row = GUEST_ENDPOINTS
+                .iter()
+                .find(|(e, _, _)| e.split_once(' ') == Some((verb, under)))?;
+            return Some(Requirement::Check(if lxc { row.2 } else { row.1 }));
+        }
     }
+    let row = ENDPOINTS.iter().find(|(e, _)| *e == endpoint)?;
+    Some(row.1)
 }
 
 /// The privileges held per ACL path, as `GET /access/permissions` reported them: each path once,
@@ -519,6 +538,7 @@ pub fn holds(held: &Held) -> impl Fn(&str, &str) -> bool + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pve::privileges::NO;
     use serde_json::json;
 
     const ACTED: Role = Role {
@@ -558,8 +578,21 @@ mod tests {
 
     #[test]
     fn every_check_of_the_table_parses() {
-        for (endpoint, _, _) in ENDPOINTS {
+        for (endpoint, _) in ENDPOINTS {
             assert!(requirement(endpoint).is_ok(), "{endpoint}");
+        }
+        for (under, qemu, lxc) in GUEST_ENDPOINTS {
+            let (verb, path) = under.split_once(' ').unwrap();
+            for (kind, at) in [("qemu", qemu), ("lxc", lxc)] {
+                let endpoint = format!("{verb} /nodes/{{node}}/{kind}/{{vmid}}{path}");
+                let read = requirement(&endpoint);
+                assert_eq!(read.is_ok(), *at != NO, "{endpoint}");
+                assert!(read.is_err() || read.unwrap().is_some(), "{endpoint}");
+            }
+        }
+        for check in CHECKS {
+            let parsed = serde_json::from_str::<Value>(check).ok();
+            assert!(parsed.as_ref().and_then(Check::parse).is_some(), "{check}");
         }
     }
 
