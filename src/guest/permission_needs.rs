@@ -15,7 +15,8 @@ use serde_json::Value;
 /// One endpoint a method calls: always, or only in some runs (`when`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Need {
-    /// `"<METHOD> <template>"` with `{kind}` for `qemu`/`lxc`.
+    /// `"<METHOD> <template>"` with `{kind}` for `qemu`/`lxc`; a path from `/{vmid}` is the guest's
+    /// own, under `/nodes/{node}/{kind}` (left out here: one prefix fewer stored per need, issue 32).
     pub endpoint: &'static str,
     /// Its `{vmid}`, and whether its `{storage}` is the backup archive's.
     pub role: Role,
@@ -73,19 +74,19 @@ const fn on_archive(endpoint: &'static str) -> Need {
     }
 }
 
-const STATUS: &str = "GET /nodes/{node}/{kind}/{vmid}/status/current";
-const CONFIG: &str = "GET /nodes/{node}/{kind}/{vmid}/config";
-const PENDING: &str = "GET /nodes/{node}/{kind}/{vmid}/pending";
-const SET_CONFIG: &str = "PUT /nodes/{node}/{kind}/{vmid}/config";
-const STOP: &str = "POST /nodes/{node}/{kind}/{vmid}/status/stop";
-const SNAPSHOTS: &str = "GET /nodes/{node}/{kind}/{vmid}/snapshot";
-const EXEC: &str = "POST /nodes/{node}/qemu/{vmid}/agent/exec";
-const EXEC_STATUS: &str = "GET /nodes/{node}/qemu/{vmid}/agent/exec-status";
-const FILE_READ: &str = "GET /nodes/{node}/qemu/{vmid}/agent/file-read";
-const INTERFACES: &str = "GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces";
-const START: &str = "POST /nodes/{node}/{kind}/{vmid}/status/start";
-const RESUME: &str = "POST /nodes/{node}/{kind}/{vmid}/status/resume";
-const FIREWALL_OPTIONS: &str = "GET /nodes/{node}/{kind}/{vmid}/firewall/options";
+const STATUS: &str = "GET /{vmid}/status/current";
+const CONFIG: &str = "GET /{vmid}/config";
+const PENDING: &str = "GET /{vmid}/pending";
+const SET_CONFIG: &str = "PUT /{vmid}/config";
+const STOP: &str = "POST /{vmid}/status/stop";
+const SNAPSHOTS: &str = "GET /{vmid}/snapshot";
+const EXEC: &str = "POST /{vmid}/agent/exec";
+const EXEC_STATUS: &str = "GET /{vmid}/agent/exec-status";
+const FILE_READ: &str = "GET /{vmid}/agent/file-read";
+const INTERFACES: &str = "GET /{vmid}/agent/network-get-interfaces";
+const START: &str = "POST /{vmid}/status/start";
+const RESUME: &str = "POST /{vmid}/status/resume";
+const FIREWALL_OPTIONS: &str = "GET /{vmid}/firewall/options";
 const HA_RESOURCE: &str = "GET /cluster/ha/resources/{sid}";
 const HA_CURRENT: &str = "GET /cluster/ha/status/current";
 const STORAGE_CONTENT: &str = "GET /nodes/{node}/storage/{storage}/content";
@@ -120,10 +121,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     always(STATUS),
                     always(CONFIG),
                     always(FIREWALL_OPTIONS),
-                    sometimes(
-                        "PUT /nodes/{node}/{kind}/{vmid}/firewall/options",
-                        "when an option differs",
-                    ),
+                    sometimes("PUT /{vmid}/firewall/options", "when an option differs"),
                     always("GET /cluster/firewall/options"),
                 ]
             }
@@ -176,19 +174,13 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                 &[
                     always(STATUS),
                     always(CONFIG),
-                    always("GET /nodes/{node}/{kind}/{vmid}/firewall/rules"),
+                    always("GET /{vmid}/firewall/rules"),
                     sometimes(
-                        "PUT /nodes/{node}/{kind}/{vmid}/firewall/rules/{pos}",
+                        "PUT /{vmid}/firewall/rules/{pos}",
                         "for a rule that differs",
                     ),
-                    sometimes(
-                        "POST /nodes/{node}/{kind}/{vmid}/firewall/rules",
-                        "for a rule to add",
-                    ),
-                    sometimes(
-                        "DELETE /nodes/{node}/{kind}/{vmid}/firewall/rules/{pos}",
-                        "for a rule too many",
-                    ),
+                    sometimes("POST /{vmid}/firewall/rules", "for a rule to add"),
+                    sometimes("DELETE /{vmid}/firewall/rules/{pos}", "for a rule too many"),
                     always(FIREWALL_OPTIONS),
                     always("GET /cluster/firewall/options"),
                 ]
@@ -199,30 +191,24 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                 &[
                     always(STATUS),
                     always(CONFIG),
-                    always("GET /nodes/{node}/{kind}/{vmid}/firewall/ipset"),
-                    always("GET /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}"),
+                    always("GET /{vmid}/firewall/ipset"),
+                    always("GET /{vmid}/firewall/ipset/{name}"),
                     sometimes(
-                        "POST /nodes/{node}/{kind}/{vmid}/firewall/ipset",
+                        "POST /{vmid}/firewall/ipset",
                         "for a set to make, or its comment",
                     ),
+                    sometimes("DELETE /{vmid}/firewall/ipset/{name}", "with delete"),
+                    sometimes("POST /{vmid}/firewall/ipset/{name}", "for an entry to add"),
                     sometimes(
-                        "DELETE /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}",
-                        "with delete",
-                    ),
-                    sometimes(
-                        "POST /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}",
-                        "for an entry to add",
-                    ),
-                    sometimes(
-                        "PUT /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}/{cidr}",
+                        "PUT /{vmid}/firewall/ipset/{name}/{cidr}",
                         "for an entry that differs",
                     ),
                     sometimes(
-                        "DELETE /nodes/{node}/{kind}/{vmid}/firewall/ipset/{name}/{cidr}",
+                        "DELETE /{vmid}/firewall/ipset/{name}/{cidr}",
                         "for an entry not declared",
                     ),
                     sometimes(
-                        "GET /nodes/{node}/{kind}/{vmid}/firewall/aliases",
+                        "GET /{vmid}/firewall/aliases",
                         "for an entry naming an alias (not dc/)",
                     ),
                     sometimes(
@@ -239,19 +225,13 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                 &[
                     always(STATUS),
                     always(CONFIG),
-                    always("GET /nodes/{node}/{kind}/{vmid}/firewall/aliases"),
+                    always("GET /{vmid}/firewall/aliases"),
+                    sometimes("POST /{vmid}/firewall/aliases", "for an alias to make"),
                     sometimes(
-                        "POST /nodes/{node}/{kind}/{vmid}/firewall/aliases",
-                        "for an alias to make",
-                    ),
-                    sometimes(
-                        "PUT /nodes/{node}/{kind}/{vmid}/firewall/aliases/{name}",
+                        "PUT /{vmid}/firewall/aliases/{name}",
                         "for an alias that differs",
                     ),
-                    sometimes(
-                        "DELETE /nodes/{node}/{kind}/{vmid}/firewall/aliases/{name}",
-                        "with delete",
-                    ),
+                    sometimes("DELETE /{vmid}/firewall/aliases/{name}", "with delete"),
                     always(FIREWALL_OPTIONS),
                     always("GET /cluster/firewall/options"),
                 ]
@@ -261,13 +241,13 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
             const {
                 &[
                     always(STATUS),
-                    always("POST /nodes/{node}/qemu/{vmid}/move_disk"),
+                    always("POST /{vmid}/move_disk"),
                     always(CONFIG),
                     always("GET /nodes/{node}/storage"),
                     sometimes(STORAGE_CONTENT, "with delete"),
                     sometimes(SNAPSHOTS, "with delete"),
                     sometimes(
-                        "GET /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/config",
+                        "GET /{vmid}/snapshot/{snapname}/config",
                         "with delete, per snapshot",
                     ),
                 ]
@@ -277,13 +257,13 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
             const {
                 &[
                     always(STATUS),
-                    always("POST /nodes/{node}/lxc/{vmid}/move_volume"),
+                    always("POST /{vmid}/move_volume"),
                     always(CONFIG),
                     always("GET /nodes/{node}/storage"),
                     sometimes(STORAGE_CONTENT, "with delete"),
                     sometimes(SNAPSHOTS, "with delete"),
                     sometimes(
-                        "GET /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/config",
+                        "GET /{vmid}/snapshot/{snapname}/config",
                         "with delete, per snapshot",
                     ),
                 ]
@@ -301,14 +281,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
         }
         (Lxc, M::Start) => const { &[always(STATUS), always(START)] },
         (_, M::Stop) => const { &[always(STATUS), always(STOP)] },
-        (_, M::Suspend) => {
-            const {
-                &[
-                    always(STATUS),
-                    always("POST /nodes/{node}/{kind}/{vmid}/status/suspend"),
-                ]
-            }
-        }
+        (_, M::Suspend) => const { &[always(STATUS), always("POST /{vmid}/status/suspend")] },
         (_, M::Resume) => const { &[always(STATUS), always(RESUME)] },
         (_, M::WaitTask) => {
             const {
@@ -322,58 +295,37 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
             const {
                 &[
                     always(STATUS),
-                    always("POST /nodes/{node}/{kind}/{vmid}/status/shutdown"),
+                    always("POST /{vmid}/status/shutdown"),
                     sometimes(STOP, "with forceStopAfter"),
                 ]
             }
         }
-        (_, M::Reboot) => {
-            const {
-                &[
-                    always(STATUS),
-                    always("POST /nodes/{node}/{kind}/{vmid}/status/reboot"),
-                ]
-            }
-        }
+        (_, M::Reboot) => const { &[always(STATUS), always("POST /{vmid}/status/reboot")] },
         (_, M::Delete) => {
             const {
                 &[
                     always(STATUS),
-                    always("DELETE /nodes/{node}/{kind}/{vmid}"),
+                    always("DELETE /{vmid}"),
                     sometimes(STOP, "when the guest runs"),
                 ]
             }
         }
-        (_, M::Template) => {
-            const {
-                &[
-                    always(STATUS),
-                    always("POST /nodes/{node}/{kind}/{vmid}/template"),
-                ]
-            }
-        }
+        (_, M::Template) => const { &[always(STATUS), always("POST /{vmid}/template")] },
         (_, M::Migrate) => {
             const {
                 &[
                     always(STATUS),
-                    always("GET /nodes/{node}/{kind}/{vmid}/migrate"),
-                    always("POST /nodes/{node}/{kind}/{vmid}/migrate"),
+                    always("GET /{vmid}/migrate"),
+                    always("POST /{vmid}/migrate"),
                 ]
             }
         }
-        (_, M::Snapshot) => {
-            const {
-                &[
-                    always(SNAPSHOTS),
-                    always("POST /nodes/{node}/{kind}/{vmid}/snapshot"),
-                ]
-            }
-        }
+        (_, M::Snapshot) => const { &[always(SNAPSHOTS), always("POST /{vmid}/snapshot")] },
         (_, M::Rollback) => {
             const {
                 &[
                     always(SNAPSHOTS),
-                    always("POST /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}/rollback"),
+                    always("POST /{vmid}/snapshot/{snapname}/rollback"),
                 ]
             }
         }
@@ -381,7 +333,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
             const {
                 &[
                     always(SNAPSHOTS),
-                    always("DELETE /nodes/{node}/{kind}/{vmid}/snapshot/{snapname}"),
+                    always("DELETE /{vmid}/snapshot/{snapname}"),
                 ]
             }
         }
@@ -416,7 +368,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
             const {
                 &[
                     always(STATUS),
-                    always("POST /nodes/{node}/qemu/{vmid}/clone"),
+                    always("POST /{vmid}/clone"),
                     made(CONFIG, None),
                     made(SET_CONFIG, Some("when the template lacks the swamp tag")),
                     made(START, Some("with waitReady")),
@@ -427,33 +379,26 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
             const {
                 &[
                     always(SET_CONFIG),
-                    always("PUT /nodes/{node}/qemu/{vmid}/cloudinit"),
-                    always("GET /nodes/{node}/qemu/{vmid}/cloudinit/dump"),
-                    always("GET /nodes/{node}/qemu/{vmid}/cloudinit"),
+                    always("PUT /{vmid}/cloudinit"),
+                    always("GET /{vmid}/cloudinit/dump"),
+                    always("GET /{vmid}/cloudinit"),
                 ]
             }
         }
         (_, M::WaitReady) => {
             const {
                 &[
-                    always("GET /nodes/{node}/qemu/{vmid}/agent/info"),
+                    always("GET /{vmid}/agent/info"),
                     always(INTERFACES),
                     sometimes(EXEC, "with cloudInit"),
                 ]
             }
         }
-        (_, M::Resize) => {
-            const {
-                &[
-                    always(CONFIG),
-                    always("PUT /nodes/{node}/{kind}/{vmid}/resize"),
-                ]
-            }
-        }
+        (_, M::Resize) => const { &[always(CONFIG), always("PUT /{vmid}/resize")] },
         (_, M::FileWrite) => {
             const {
                 &[
-                    always("POST /nodes/{node}/qemu/{vmid}/agent/file-write"),
+                    always("POST /{vmid}/agent/file-write"),
                     always(FILE_READ),
                     sometimes(EXEC, "for a file over 46,080 bytes or a mode"),
                 ]
@@ -524,12 +469,17 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
 }
 
 impl Need {
-    /// The endpoint as the privilege table names it: `{kind}` replaced by `qemu`/`lxc`. Worked out
+    /// The endpoint as the privilege table names it: `{kind}` replaced by `qemu`/`lxc`, a guest's
+    /// own path under `/nodes/{node}/<kind>/{vmid}`. Worked out
     /// where it is looked up, so that [`needs`] hands back its static list as it is (issue 32).
     // Inlined into its one caller (issue 32).
     #[inline(always)]
     pub fn endpoint_of(&self, kind: GuestKind) -> String {
-        self.endpoint.replace("{kind}", kind.segment())
+        let kind = kind.segment();
+        match self.endpoint.split_once(" /{vmid}") {
+            Some((verb, under)) => format!("{verb} /nodes/{{node}}/{kind}/{{vmid}}{under}"),
+            None => self.endpoint.replace("{kind}", kind),
+        }
     }
 }
 
