@@ -16,7 +16,7 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Need {
     /// `"<METHOD> <template>"` with `{kind}` for `qemu`/`lxc`; a path from `/{vmid}` is the guest's
-    /// own, under `/nodes/{node}/{kind}` (left out here: one prefix fewer stored per need, issue 32).
+    /// own, under `/nodes/{node}/{kind}` (left out here, as in the privilege table: issue 32).
     pub endpoint: &'static str,
     /// Its `{vmid}`, and whether its `{storage}` is the backup archive's.
     pub role: Role,
@@ -91,9 +91,9 @@ const HA_RESOURCE: &str = "GET /cluster/ha/resources/{sid}";
 const HA_CURRENT: &str = "GET /cluster/ha/status/current";
 const STORAGE_CONTENT: &str = "GET /nodes/{node}/storage/{storage}/content";
 
-/// The endpoints method `method` of `kind` guests calls (as templates: [`Need::endpoint_of`]
-/// names each as the privilege table does); `None` for a method the model lacks. `Some(&[])` for
-/// one that needs no privilege (lists filter by what the token may audit).
+/// The endpoints method `method` of `kind` guests calls (as templates, which
+/// `guest::permissions::requirement` looks up for `kind`); `None` for a method the model lacks.
+/// `Some(&[])` for one that needs no privilege (lists filter by what the token may audit).
 pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
     use GuestKind::{Lxc, Qemu};
     use Method as M;
@@ -468,21 +468,6 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
     Some(list)
 }
 
-impl Need {
-    /// The endpoint as the privilege table names it: `{kind}` replaced by `qemu`/`lxc`, a guest's
-    /// own path under `/nodes/{node}/<kind>/{vmid}`. Worked out
-    /// where it is looked up, so that [`needs`] hands back its static list as it is (issue 32).
-    // Inlined into its one caller (issue 32).
-    #[inline(always)]
-    pub fn endpoint_of(&self, kind: GuestKind) -> String {
-        let kind = kind.segment();
-        match self.endpoint.split_once(" /{vmid}") {
-            Some((verb, under)) => format!("{verb} /nodes/{{node}}/{kind}/{{vmid}}{under}"),
-            None => self.endpoint.replace("{kind}", kind),
-        }
-    }
-}
-
 /// The request parameters of `method` that the checks' conditions ask about: those it always
 /// sends, and those its arguments decide (known to the check before the method, not to preflight).
 fn condition_params(
@@ -744,7 +729,7 @@ mod tests {
                 };
                 for need in list {
                     assert!(
-                        requirement(&need.endpoint_of(kind)).is_ok(),
+                        requirement(need.endpoint, kind).is_ok(),
                         "{kind:?} {method}: {}",
                         need.endpoint
                     );
@@ -837,7 +822,7 @@ mod tests {
         );
         let own = subjects("local-lvm:vm-100-disk-1");
         assert!(!own.given.iter().any(|g| g == "foreignVolume"));
-        let check = requirement("PUT /nodes/{node}/qemu/{vmid}/config")
+        let check = requirement("PUT /{vmid}/config", GuestKind::Qemu)
             .unwrap()
             .unwrap();
         let on_guest: Held = [(

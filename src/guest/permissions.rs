@@ -11,6 +11,7 @@
 //! arguments name, is `guest::permission_needs`.
 
 use crate::guest::placement::numbered;
+use crate::pve::endpoints::GuestKind;
 use crate::pve::privileges::{Requirement, CHECKS, ENDPOINTS, GUEST_ENDPOINTS, ONLY_IN, OPTIONS};
 use crate::quote::Joined;
 use serde_json::Value;
@@ -483,43 +484,58 @@ pub fn major_held(held: &Held) -> Option<u64> {
     None
 }
 
-/// What PVE requires to call `endpoint`: its check, `None` when any token may call it, `Err` for an
-/// endpoint the table does not have.
+/// What PVE requires to call `endpoint` on a guest of `kind`, the endpoint as
+/// `guest::permission_needs` writes it (a guest's own path from `/{vmid}`, `{kind}` for
+/// `qemu`/`lxc`): its check, `None` when any token may call it, `Err` for an endpoint the table
+/// does not have.
 // Inlined into its one caller (issue 32).
 #[inline(always)]
-pub fn requirement(endpoint: &str) -> Result<Option<Check>, String> {
-    let check = match check_of(endpoint) {
+pub fn requirement(endpoint: &str, kind: GuestKind) -> Result<Option<Check>, String> {
+    let at = match row_of(endpoint, kind) {
         Some(Requirement::Check(at)) => CHECKS.get(usize::from(at)),
         Some(Requirement::Listing | Requirement::Anyone) => return Ok(None),
         None => None,
     };
-    let check = check.ok_or_else(|| format!("{endpoint} is not in the privilege table"))?;
+    let Some(check) = at else {
+        let named = named(endpoint, kind);
+        return Err(format!("{named} is not in the privilege table"));
+    };
     serde_json::from_str::<Value>(check)
         .ok()
         .as_ref()
         .and_then(Check::parse)
         .map(Some)
-        .ok_or_else(|| format!("the check of {endpoint} cannot be read: {check}"))
+        .ok_or_else(|| {
+            let named = named(endpoint, kind);
+            format!("the check of {named} cannot be read: {check}")
+        })
 }
 
-/// `endpoint`'s row of the privilege table: a guest's endpoint from [`GUEST_ENDPOINTS`] (its
-/// kind's column), any other from [`ENDPOINTS`].
-fn check_of(endpoint: &str) -> Option<Requirement> {
-    let (verb, path) = endpoint.split_once(' ')?;
-    for (segment, lxc) in [("qemu", false), ("lxc", true)] {
-        let under = path
-            .strip_prefix("/nodes/{node}/")
-            .and_then(|p| p.strip_prefix(segment))
-            .and_then(|p| p.strip_prefix("/{vmid}"));
-        if let Some(under) = under {
-            let row = GUEST_ENDPOINTS
-                .iter()
-                .find(|(e, _, _)| e.split_once(' ') == Some((verb, under)))?;
-            return Some(Requirement::Check(if lxc { row.2 } else { row.1 }));
-        }
+/// `endpoint`'s row of the privilege table: a guest's own from [`GUEST_ENDPOINTS`] (its kind's
+/// column), any other from [`ENDPOINTS`]. Looked up as written, not by the full path: no path is
+/// made for it (issue 32).
+fn row_of(endpoint: &str, kind: GuestKind) -> Option<Requirement> {
+    let Some((verb, under)) = endpoint.split_once(" /{vmid}") else {
+        let named = endpoint.replace("{kind}", kind.segment());
+        return ENDPOINTS.iter().find(|(e, _)| *e == named).map(|row| row.1);
+    };
+    let (_, qemu, lxc) = GUEST_ENDPOINTS
+        .iter()
+        .find(|(e, _, _)| e.split_once(' ') == Some((verb, under)))?;
+    Some(Requirement::Check(match kind {
+        GuestKind::Qemu => *qemu,
+        GuestKind::Lxc => *lxc,
+    }))
+}
+
+/// `endpoint` as the privilege table names it: `{kind}` replaced by `qemu`/`lxc`, a guest's own
+/// path under `/nodes/{node}/<kind>/{vmid}`.
+fn named(endpoint: &str, kind: GuestKind) -> String {
+    let kind = kind.segment();
+    match endpoint.split_once(" /{vmid}") {
+        Some((verb, under)) => format!("{verb} /nodes/{{node}}/{kind}/{{vmid}}{under}"),
+        None => endpoint.replace("{kind}", kind),
     }
-    let row = ENDPOINTS.iter().find(|(e, _)| *e == endpoint)?;
-    Some(row.1)
 }
 
 /// The privileges held per ACL path, as `GET /access/permissions` reported them: each path once,
@@ -568,8 +584,10 @@ mod tests {
             .collect()
     }
 
+    /// The check of a VM's `endpoint`, named as the privilege table names it.
     fn check(endpoint: &str) -> Check {
-        requirement(endpoint).unwrap().unwrap()
+        let written = endpoint.replace("/nodes/{node}/qemu/{vmid}", "/{vmid}");
+        requirement(&written, GuestKind::Qemu).unwrap().unwrap()
     }
 
     fn missing(c: &Check, s: &Subjects, h: &Held) -> Vec<String> {
@@ -579,13 +597,13 @@ mod tests {
     #[test]
     fn every_check_of_the_table_parses() {
         for (endpoint, _) in ENDPOINTS {
-            assert!(requirement(endpoint).is_ok(), "{endpoint}");
+            assert!(requirement(endpoint, GuestKind::Qemu).is_ok(), "{endpoint}");
         }
         for (under, qemu, lxc) in GUEST_ENDPOINTS {
             let (verb, path) = under.split_once(' ').unwrap();
-            for (kind, at) in [("qemu", qemu), ("lxc", lxc)] {
-                let endpoint = format!("{verb} /nodes/{{node}}/{kind}/{{vmid}}{path}");
-                let read = requirement(&endpoint);
+            for (kind, at) in [(GuestKind::Qemu, qemu), (GuestKind::Lxc, lxc)] {
+                let endpoint = format!("{verb} /{{vmid}}{path}");
+                let read = requirement(&endpoint, kind);
                 assert_eq!(read.is_ok(), *at != NO, "{endpoint}");
                 assert!(read.is_err() || read.unwrap().is_some(), "{endpoint}");
             }

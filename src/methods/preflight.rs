@@ -222,7 +222,7 @@ impl Plan {
     fn new(kind: GuestKind, method: &str, subjects: Subjects) -> Result<Plan, String> {
         let mut checks = Vec::new();
         for need in needs(kind, method).unwrap_or_default() {
-            if let Some(check) = requirement(&need.endpoint_of(kind))? {
+            if let Some(check) = requirement(need.endpoint, kind)? {
                 checks.push(Checked { need: *need, check });
             }
         }
