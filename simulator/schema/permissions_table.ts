@@ -264,7 +264,7 @@ export function privilegesRust(): string {
   for (const endpoint of sortedEndpoints()) {
     const under = endpoint.match(UNDER);
     if (under) {
-      const key = `${under[1]} ${under[3]}`;
+      const key = `${under[1]} /{vmid}${under[3]}`;
       const row = guest.get(key) ?? {};
       row[under[2] as "qemu" | "lxc"] = indexOf(endpoint);
       guest.set(key, row);
@@ -323,9 +323,9 @@ export function privilegesRust(): string {
     "/// A guest's endpoint of one kind only: the other kind has no such endpoint.",
     "pub const NO: u8 = u8::MAX;",
     "",
-    '/// Every endpoint the package uses on one guest: `"<METHOD> <path under',
-    '/// /nodes/{node}/{kind}/{vmid}>"`, the check of a VM (qemu) and of a container (lxc), as',
-    "/// indices into `CHECKS` (each is checked). The kinds share a row: its path is stored once.",
+    '/// Every endpoint the package uses on one guest: `"<METHOD> /{vmid}<path>"` (under',
+    "/// `/nodes/{node}/{kind}`, as `guest::permission_needs` writes it), the check of a VM (qemu) and",
+    "/// of a container (lxc) as indices into `CHECKS` (each is checked). The kinds share a row.",
     "#[rustfmt::skip]",
     "pub const GUEST_ENDPOINTS: &[(&str, u8, u8)] = &[",
     ...guestRows,
