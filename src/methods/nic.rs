@@ -77,7 +77,7 @@ fn is_word(text: &str) -> bool {
 /// One of qemu-server's NIC models: the schema's `<model>=<mac>` aliases of `model`.
 fn is_model(text: &str) -> bool {
     key_type(GuestKind::Qemu, "net0").is_some_and(|t| {
-        properties(t)
+        properties(&t)
             .iter()
             .any(|p| p.key_alias == Some("model") && p.name == text)
     })
@@ -266,7 +266,7 @@ impl NicArgs {
             .and_then(flex::string_of)
             .unwrap_or_default();
         let seen =
-            key_type(kind, &self.nic).map_or_else(Vec::new, |t| canonical(&properties(t), &old));
+            key_type(kind, &self.nic).map_or_else(Vec::new, |t| canonical(&properties(&t), &old));
         let kept = |key: &str| {
             seen.iter()
                 .find(|(k, _)| k == key)
