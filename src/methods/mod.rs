@@ -11,6 +11,7 @@ pub mod delete;
 pub mod delete_backup;
 pub mod delete_snapshot;
 pub mod detach_disk;
+pub mod disk_course;
 pub mod download_url;
 pub mod file_read;
 pub mod file_write;
