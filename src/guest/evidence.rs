@@ -435,6 +435,17 @@ pub fn sight_config_to_change<'a, 'r, H: Host>(
     sight_for(run, target, Look::WithConfig, Absent::Said(absent), true)
 }
 
+/// [`sight_config_to_change`] reading as much as `look` says: one sighting for methods that read
+/// the config and methods that only act (the disk methods' one course, issue 32).
+pub fn sight_look_to_change<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    target: &'a GuestRef,
+    look: Look,
+    absent: &'a dyn Fn(u32) -> String,
+) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
+    sight_for(run, target, look, Absent::Said(absent), true)
+}
+
 /// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
 /// `absent`) with the message `absent(vmid)`.
 pub fn sight_or_absent<'a, 'r, H: Host>(
