@@ -15,7 +15,7 @@ use crate::guest::snapshots::{read_tree_of, snapshot_holds};
 use crate::guest::storage::{storage_in, storage_refusal, unusable};
 use crate::guest::volumes::{is_unused, listed_on_storage, storage_of, unused_holding, volume_at};
 use crate::host::Host;
-use crate::methods::disk_course::{disk_change, DiskChange};
+use crate::methods::change_course::{guest_change, GuestChange};
 use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
@@ -85,13 +85,13 @@ impl MoveArgs {
     }
 }
 
-/// Runs `moveDisk`: its future is the disk methods' one ([`disk_change`]), no wrapper of its own.
+/// Runs `moveDisk`: its future is the guest changes' one ([`guest_change`]), no wrapper of its own.
 pub fn move_disk<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     args: &'a Value,
 ) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
-    disk_change(run, args, |kind, args| {
-        MoveArgs::parse(kind, args).map(DiskChange::Move)
+    guest_change(run, args, |kind, args| {
+        MoveArgs::parse(kind, args).map(GuestChange::Move)
     })
 }
 
@@ -127,7 +127,7 @@ fn source<H: Host>(
     }
 }
 
-/// The move course, once the guest is found ([`disk_change`]): the volume to move (none: already
+/// The move course, once the guest is found ([`guest_change`]): the volume to move (none: already
 /// where asked), what PVE would refuse read from the node, the move and its task, then the config
 /// and the source's storage after it.
 pub async fn course<H: Host>(

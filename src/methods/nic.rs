@@ -10,6 +10,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::config::{canonical, key_type, properties, ConfigSnapshot};
+use crate::methods::change_course::GuestChange;
 use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
@@ -355,14 +356,14 @@ impl ConfigChange for NicArgs {
     }
 }
 
-/// `setNic`'s change, from its arguments (run by `set_config::change`).
-pub fn set_nic(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
-    Ok(Box::new(NicArgs::parse(kind, args)?))
+/// `setNic`'s change, from its arguments (run by `change_course::guest_change`).
+pub fn set_nic(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
+    Ok(GuestChange::Config(Box::new(NicArgs::parse(kind, args)?)))
 }
 
-/// `removeNic`'s change, from its arguments (run by `set_config::change`).
-pub fn remove_nic(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
-    Ok(Box::new(NicArgs::removal(kind, args)?))
+/// `removeNic`'s change, from its arguments (run by `change_course::guest_change`).
+pub fn remove_nic(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
+    Ok(GuestChange::Config(Box::new(NicArgs::removal(kind, args)?)))
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use crate::guest::evidence::{cut_at_the_end, settled_after, Evidence};
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
 use crate::host::Host;
-use crate::methods::disk_course::{disk_change, DiskChange};
+use crate::methods::change_course::{guest_change, GuestChange};
 use crate::outcome::Outcome;
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
@@ -94,18 +94,18 @@ fn amount(text: &str) -> Option<u64> {
     Some((crate::pve::flex::number_in(number)? * factor as f64).floor() as u64)
 }
 
-/// Runs `resizeDisk` (qemu) or `resize` (lxc): its future is the disk methods' one
-/// ([`disk_change`]), no wrapper of its own.
+/// Runs `resizeDisk` (qemu) or `resize` (lxc): its future is the guest changes' one
+/// ([`guest_change`]), no wrapper of its own.
 pub fn resize_disk<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     args: &'a Value,
 ) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
-    disk_change(run, args, |kind, args| {
-        ResizeArgs::parse(kind, args).map(DiskChange::Resize)
+    guest_change(run, args, |kind, args| {
+        ResizeArgs::parse(kind, args).map(GuestChange::Resize)
     })
 }
 
-/// The resize course, once the guest is found ([`disk_change`]).
+/// The resize course, once the guest is found ([`guest_change`]).
 pub async fn course<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,

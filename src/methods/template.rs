@@ -23,7 +23,7 @@ use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
 use crate::guest::target::Target;
 use crate::host::Host;
-use crate::methods::disk_course::{disk_change, DiskChange};
+use crate::methods::change_course::{guest_change, GuestChange};
 use crate::outcome::Outcome;
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
@@ -67,18 +67,18 @@ impl TemplateArgs {
     }
 }
 
-/// Runs `convertToTemplate`: its future is the disk methods' one ([`disk_change`]), no wrapper
+/// Runs `convertToTemplate`: its future is the guest changes' one ([`guest_change`]), no wrapper
 /// of its own.
 pub fn convert_to_template<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     args: &'a Value,
 ) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
-    disk_change(run, args, |_, args| {
-        TemplateArgs::parse(args).map(DiskChange::Template)
+    guest_change(run, args, |_, args| {
+        TemplateArgs::parse(args).map(GuestChange::Template)
     })
 }
 
-/// The conversion, once the guest is found ([`disk_change`]).
+/// The conversion, once the guest is found ([`guest_change`]).
 pub async fn convert<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
