@@ -321,12 +321,11 @@ pub async fn apply<H: Host>(
     args: &SetConfigArgs,
 ) -> (Result<String, String>, Option<ConfigSnapshot>) {
     let label = ev.label(run);
-    let mut options = Vec::with_capacity(args.changes.len());
-    for (key, value) in &args.changes {
-        options.push(match key.as_str() {
-            "sshkeys" => (key.clone(), ssh_keys_param(value)),
-            _ => (key.clone(), value.clone()),
-        });
+    let mut options = args.changes.clone();
+    for (key, value) in &mut options {
+        if key == "sshkeys" {
+            *value = ssh_keys_param(value);
+        }
     }
     match identity_refusal(run, ev, &options).await {
         Ok(None) => {}
@@ -382,25 +381,21 @@ async fn identity_refusal<H: Host>(
     if caller == Caller::RootPam {
         return Ok(None);
     }
-    let (mut deleted, mut set) = (Vec::new(), Vec::new());
+    // The keys set, then those deleted: borrowed, not a copy of the options (issue 32).
+    let (mut deleted, mut keys) = (Vec::new(), Vec::new());
     for (key, value) in options {
         match key.as_str() {
             "delete" => deleted.extend(value.split([',', ';', ' ']).filter(|k| !k.is_empty())),
-            _ => set.push((key.clone(), value.clone())),
+            _ => keys.push(key.as_str()),
         }
     }
     match run.kind {
         GuestKind::Qemu => {
-            let mut keys = Vec::new();
-            for (key, _) in &set {
-                keys.push(key.as_str());
-            }
             keys.extend(deleted.iter().copied());
             Ok(qemu_refusal(caller, &keys))
         }
         GuestKind::Lxc => {
-            let touches_features =
-                set.iter().any(|(k, _)| k == "features") || deleted.contains(&"features");
+            let touches_features = keys.contains(&"features") || deleted.contains(&"features");
             let config: serde_json::Map<String, Value> = match touches_features {
                 false => serde_json::Map::new(),
                 true => {
@@ -419,7 +414,8 @@ async fn identity_refusal<H: Host>(
                 unprivileged: config.get("unprivileged").and_then(flex::bool_of) == Some(true),
                 features: config.get("features").and_then(Value::as_str),
             };
-            Ok(ct_refusal(caller, &set, &deleted, state))
+            // `delete` is no key ct_refusal flags (guest/root_only.rs): the options go whole.
+            Ok(ct_refusal(caller, options, &deleted, state))
         }
     }
 }
