@@ -210,17 +210,44 @@ pub fn ssh_keys_param(text: &str) -> String {
 }
 
 /// The schema type of config key `key` of `kind` guests (`net0` is `net[n]`); `None` for a key PVE's
-/// schema does not have.
-pub fn key_type(kind: GuestKind, key: &str) -> Option<&'static KeyType> {
+/// schema does not have. Read from the table's line for it (`name;kind;format;properties`, kind
+/// `i`, `n`, `b` or `t` and then `p` for a property string): text, not a struct per key (issue 32).
+pub fn key_type(kind: GuestKind, key: &str) -> Option<KeyType> {
     let table = match kind {
         GuestKind::Qemu => config_keys::QEMU,
         GuestKind::Lxc => config_keys::LXC,
     };
-    table.iter().find(|t| match t.indexed {
-        false => t.name == key,
-        true => key
-            .strip_prefix(t.name)
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())),
+    let field = |f: &'static str| Some(f).filter(|f| !f.is_empty());
+    table.split('\n').find_map(|line| {
+        let mut f = line.splitn(4, ';');
+        let name = f.next()?;
+        let (name, indexed) = match name.strip_suffix("[n]") {
+            Some(name) => (name, true),
+            None => (name, false),
+        };
+        let found = match indexed {
+            false => name == key,
+            true => key
+                .strip_prefix(name)
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())),
+        };
+        if !found {
+            return None;
+        }
+        let letters = f.next()?;
+        Some(KeyType {
+            name,
+            indexed,
+            kind: match letters.as_bytes().first() {
+                Some(b'i') => Kind::Integer,
+                Some(b'n') => Kind::Number,
+                Some(b'b') => Kind::Boolean,
+                _ => Kind::Text,
+            },
+            property_string: letters.ends_with('p'),
+            format: field(f.next()?),
+            properties: field(f.next()?),
+        })
     })
 }
 
@@ -260,7 +287,7 @@ pub fn shows(kind: GuestKind, key: &str, requested: &str, observed: &str) -> boo
     match t.format {
         Some("pve-tag-list") => same_tags(requested, observed),
         Some("urlencoded") => decoded_keys(requested) == decoded_keys(observed),
-        _ if t.property_string => same_properties(kind, t, requested, observed),
+        _ if t.property_string => same_properties(kind, &t, requested, observed),
         _ => same_scalar(t.kind, requested, observed),
     }
 }
@@ -575,7 +602,7 @@ mod tests {
     #[test]
     fn the_compact_property_list_reads_back_into_the_schema_facts() {
         let net = key_type(Q, "net0").unwrap();
-        let props = properties(net);
+        let props = properties(&net);
         let model = props.iter().find(|p| p.name == "model").unwrap();
         assert!(model.default_key && model.kind == Kind::Text);
         let virtio = props.iter().find(|p| p.name == "virtio").unwrap();

@@ -425,14 +425,16 @@ pub fn sight_to_change<'a, 'r, H: Host>(
     sight_for(run, target, Look::ToAct, Absent::NothingTo(verb), true)
 }
 
-/// [`sight_or_absent`] (state and config) for a method that changes the guest's config or disks:
-/// a lock on it is waited out ([`unlocked`]).
-pub fn sight_config_to_change<'a, 'r, H: Host>(
+/// [`sight_or_absent`] reading as much as `look` says, for a method that changes the guest (its
+/// config, its disks, a template): a lock on it is waited out ([`unlocked`]). One sighting for the
+/// methods of one course (`methods::change_course`, issue 32).
+pub fn sight_look_to_change<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     target: &'a GuestRef,
+    look: Look,
     absent: &'a dyn Fn(u32) -> String,
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, Look::WithConfig, Absent::Said(absent), true)
+    sight_for(run, target, look, Absent::Said(absent), true)
 }
 
 /// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as

@@ -8,6 +8,7 @@
 use crate::args::{is_storage_id, ArgError, Fields};
 use crate::guest::config::ConfigSnapshot;
 use crate::guest::volumes::{is_unused, unused_holding, volume_at};
+use crate::methods::change_course::GuestChange;
 use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
 use serde_json::{Map, Value};
@@ -227,9 +228,11 @@ impl ConfigChange for AttachArgs {
     }
 }
 
-/// `attachDisk`'s change, from its arguments (run by `set_config::change`).
-pub fn attach_disk(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
-    Ok(Box::new(AttachArgs::parse(kind, args)?))
+/// `attachDisk`'s change, from its arguments (run by `change_course::guest_change`).
+pub fn attach_disk(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
+    Ok(GuestChange::Config(Box::new(AttachArgs::parse(
+        kind, args,
+    )?)))
 }
 
 #[cfg(test)]

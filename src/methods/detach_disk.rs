@@ -9,6 +9,7 @@
 use crate::args::{ArgError, Fields};
 use crate::guest::config::ConfigSnapshot;
 use crate::guest::volumes::{is_unused, owner_of, unused_holding, volume_at};
+use crate::methods::change_course::GuestChange;
 use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
 use serde_json::{Map, Value};
@@ -156,9 +157,11 @@ impl ConfigChange for DetachArgs {
     }
 }
 
-/// `detachDisk`'s change, from its arguments (run by `set_config::change`).
-pub fn detach_disk(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
-    Ok(Box::new(DetachArgs::parse(kind, args)?))
+/// `detachDisk`'s change, from its arguments (run by `change_course::guest_change`).
+pub fn detach_disk(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
+    Ok(GuestChange::Config(Box::new(DetachArgs::parse(
+        kind, args,
+    )?)))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 pub mod attach_disk;
 pub mod backup;
+pub mod change_course;
 pub mod check;
 pub mod clone;
 pub mod cloud_init;
@@ -11,6 +12,7 @@ pub mod delete;
 pub mod delete_backup;
 pub mod delete_snapshot;
 pub mod detach_disk;
+
 pub mod download_url;
 pub mod file_read;
 pub mod file_write;

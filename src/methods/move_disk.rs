@@ -9,20 +9,21 @@
 //! resolve_dst_disk_format falls back to the storage's default without refusing.
 
 use crate::args::{is_storage_id, ArgError, Fields};
-use crate::guest::evidence::{settled_after, sight_config_to_change, Evidence};
-use crate::guest::locate::absent_message;
+use crate::guest::evidence::{settled_after, Evidence};
 use crate::guest::reference::GuestRef;
 use crate::guest::snapshots::{read_tree_of, snapshot_holds};
 use crate::guest::storage::{storage_in, storage_refusal, unusable};
 use crate::guest::volumes::{is_unused, listed_on_storage, storage_of, unused_holding, volume_at};
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
+use crate::methods::change_course::{guest_change, GuestChange};
+use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::pve::responses::NodeStorage;
 use crate::run::Run;
 use serde_json::{Map, Value};
+use std::future::Future;
 
 /// The arguments of `moveDisk`.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,19 +85,14 @@ impl MoveArgs {
     }
 }
 
-/// Runs `moveDisk`.
-pub async fn move_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match MoveArgs::parse(run.kind, args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let absent = |vmid| absent_message(run.kind, vmid, ": there is no disk to move");
-    let mut ev = match sight_config_to_change(run, &args.target, &absent).await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let verdict = course(run, &mut ev, &args).await;
-    ev.outcome(run, verdict).await
+/// Runs `moveDisk`: its future is the guest changes' one ([`guest_change`]), no wrapper of its own.
+pub fn move_disk<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    args: &'a Value,
+) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+    guest_change(run, args, |kind, args| {
+        MoveArgs::parse(kind, args).map(GuestChange::Move)
+    })
 }
 
 /// The volume to move, from the config the sighting read; `None` when it is already where asked.
@@ -131,9 +127,10 @@ fn source<H: Host>(
     }
 }
 
-/// The course: the volume to move (none: already where asked), what PVE would refuse read from the
-/// node, the move and its task, then the config and the source's storage after it.
-async fn course<H: Host>(
+/// The move course, once the guest is found ([`guest_change`]): the volume to move (none: already
+/// where asked), what PVE would refuse read from the node, the move and its task, then the config
+/// and the source's storage after it.
+pub async fn course<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     args: &MoveArgs,

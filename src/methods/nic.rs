@@ -10,6 +10,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::config::{canonical, key_type, properties, ConfigSnapshot};
+use crate::methods::change_course::GuestChange;
 use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
@@ -77,7 +78,7 @@ fn is_word(text: &str) -> bool {
 /// One of qemu-server's NIC models: the schema's `<model>=<mac>` aliases of `model`.
 fn is_model(text: &str) -> bool {
     key_type(GuestKind::Qemu, "net0").is_some_and(|t| {
-        properties(t)
+        properties(&t)
             .iter()
             .any(|p| p.key_alias == Some("model") && p.name == text)
     })
@@ -266,7 +267,7 @@ impl NicArgs {
             .and_then(flex::string_of)
             .unwrap_or_default();
         let seen =
-            key_type(kind, &self.nic).map_or_else(Vec::new, |t| canonical(&properties(t), &old));
+            key_type(kind, &self.nic).map_or_else(Vec::new, |t| canonical(&properties(&t), &old));
         let kept = |key: &str| {
             seen.iter()
                 .find(|(k, _)| k == key)
@@ -355,14 +356,14 @@ impl ConfigChange for NicArgs {
     }
 }
 
-/// `setNic`'s change, from its arguments (run by `set_config::change`).
-pub fn set_nic(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
-    Ok(Box::new(NicArgs::parse(kind, args)?))
+/// `setNic`'s change, from its arguments (run by `change_course::guest_change`).
+pub fn set_nic(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
+    Ok(GuestChange::Config(Box::new(NicArgs::parse(kind, args)?)))
 }
 
-/// `removeNic`'s change, from its arguments (run by `set_config::change`).
-pub fn remove_nic(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
-    Ok(Box::new(NicArgs::removal(kind, args)?))
+/// `removeNic`'s change, from its arguments (run by `change_course::guest_change`).
+pub fn remove_nic(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
+    Ok(GuestChange::Config(Box::new(NicArgs::removal(kind, args)?)))
 }
 
 #[cfg(test)]

@@ -11,12 +11,12 @@
 
 use crate::args::{ArgError, Fields};
 use crate::explain::{hint, outcome_unknown};
-use crate::guest::evidence::{cut_at_the_end, settled_after, sight_config_to_change, Evidence};
-use crate::guest::locate::absent_message;
+use crate::guest::evidence::{cut_at_the_end, settled_after, Evidence};
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
+use crate::methods::change_course::{guest_change, GuestChange};
+use crate::outcome::Outcome;
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
@@ -26,6 +26,7 @@ use crate::pve::request::PveRequest;
 use crate::run::Run;
 use crate::task::{follow_task, upid_of};
 use serde_json::{Map, Value};
+use std::future::Future;
 
 /// How long the config may lag behind a finished resize before the method gives up.
 const SETTLE_MS: u64 = 10_000;
@@ -93,23 +94,27 @@ fn amount(text: &str) -> Option<u64> {
     Some((crate::pve::flex::number_in(number)? * factor as f64).floor() as u64)
 }
 
-/// Runs `resizeDisk` (qemu) or `resize` (lxc).
-pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match ResizeArgs::parse(run.kind, args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let absent = |vmid| absent_message(run.kind, vmid, ": there is no disk to resize");
-    let mut ev = match sight_config_to_change(run, &args.target, &absent).await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
+/// Runs `resizeDisk` (qemu) or `resize` (lxc): its future is the guest changes' one
+/// ([`guest_change`]), no wrapper of its own.
+pub fn resize_disk<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    args: &'a Value,
+) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+    guest_change(run, args, |kind, args| {
+        ResizeArgs::parse(kind, args).map(GuestChange::Resize)
+    })
+}
+
+/// The resize course, once the guest is found ([`guest_change`]).
+pub async fn course<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &ResizeArgs,
+) -> Result<String, String> {
     // The record shows the state after the resize (maxDiskBytes): the course reads it once the size
     // is reached, `outcome` after a failure (guest/evidence.rs `reread_after_failure`). The course
-    // is a labeled block (`or_break!` its `?`), not an async function of its own.
-    let ev = &mut *ev;
-    let args = &args;
-    let verdict = 'verdict: {
+    // is a labeled block (`or_break!` its `?`).
+    'verdict: {
         let label = format!("disk {} of {}", args.disk, ev.label(run));
         let pve = run.pve();
         let read_config = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
@@ -203,8 +208,7 @@ pub async fn resize_disk<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             human(target),
             before.map_or("unknown".to_string(), human)
         ))
-    };
-    ev.outcome(run, verdict).await
+    }
 }
 
 /// The disk's `size=` in bytes from a read of its config (`request`, read by `deadline_ms` within the

@@ -22,22 +22,24 @@ use crate::explain::{hint, outcome_unknown};
 use crate::guest::config::{
     record_value, ssh_keys_param, wire_options, ConfigSnapshot, Reading, MASKED_KEY,
 };
-use crate::guest::evidence::{sight_config_to_change, Evidence};
-use crate::guest::locate::absent_message;
+use crate::guest::evidence::Evidence;
 use crate::guest::reboot::{reboot_verified, ApplyPending};
+use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
 use crate::guest::root_only::{ct_refusal, qemu_refusal, Caller, CtState};
 use crate::guest::target::Target;
 use crate::guest::volumes::{listed_on_storage, storage_of};
 use crate::host::Host;
+use crate::methods::change_course::{guest_change, GuestChange, Parse};
 use crate::methods::get_config::read_snapshot;
-use crate::outcome::{Failure, Outcome};
+use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::{Map, Value};
+use std::future::Future;
 
 /// Parameters of `PUT …/config` that are not config keys: passing them through `config` would
 /// change how PVE applies the change rather than the config.
@@ -92,10 +94,10 @@ impl SetConfigArgs {
 }
 
 /// `setConfig`'s change, from its arguments: the options as given, in PVE's wire form.
-pub fn set_config(kind: GuestKind, args: &Value) -> Result<Box<dyn ConfigChange>, ArgError> {
+pub fn set_config(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
     let mut args = SetConfigArgs::parse(args)?;
     args.changes = wire_options(kind, "config", &args.changes)?;
-    Ok(Box::new(args))
+    Ok(GuestChange::Config(Box::new(args)))
 }
 
 /// `setConfig` changes only the keys it is given: nothing to complete, nothing more to read back.
@@ -106,7 +108,7 @@ impl ConfigChange for SetConfigArgs {
 }
 
 /// One method built on `setConfig` (setConfig, setNic, removeNic, attachDisk, detachDisk) as
-/// data and two plain functions, so that one course ([`change`]) is compiled for all of them
+/// data and two plain functions, so that one course ([`course`]) is compiled for all of them
 /// (issue 32: a wrapper future per method cost its own state machine).
 pub trait ConfigChange {
     /// The guest, the changes given and what to do with pending ones.
@@ -135,9 +137,6 @@ pub trait ConfigChange {
     }
 }
 
-/// Reads a method's arguments into its change ([`ConfigChange`]).
-pub type Parse = fn(GuestKind, &Value) -> Result<Box<dyn ConfigChange>, ArgError>;
-
 /// A read-back's words for the summary and the volume the change freed ([`ConfigChange::shown`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReadBack {
@@ -145,23 +144,29 @@ pub struct ReadBack {
     pub freed: Option<String>,
 }
 
-/// Runs a method built on `setConfig` (its arguments read by `parse`): find the guest, let the
-/// change complete its options from the config the sighting read (a NIC keeps its MAC), apply
-/// and judge them, reboot when asked, judge what the change reads from the result, record.
-pub async fn change<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Outcome {
-    let method = match parse(run.kind, args) {
-        Ok(method) => method,
-        Err(e) => return Failure::from(e).into(),
-    };
+/// Runs a method built on `setConfig` (its arguments read by `parse`): its future is the guest
+/// changes' one ([`guest_change`]), no wrapper of its own.
+pub fn change<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    args: &'a Value,
+    parse: Parse,
+) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+    guest_change(run, args, parse)
+}
+
+/// The course of a method built on `setConfig`, once the guest is found ([`guest_change`]): let
+/// the change complete its options from the config the sighting read (a NIC keeps its MAC),
+/// apply and judge them, reboot when asked, judge what the change reads from the result. The
+/// verdict, and the snapshot the record shows as pending ([`with_pending`]).
+pub async fn course<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    method: &dyn ConfigChange,
+) -> (Result<String, String>, Option<ConfigSnapshot>) {
     let mut args = method.base().clone();
-    let absent = |vmid| absent_message(run.kind, vmid, ": there is no config to change");
-    let mut ev = match sight_config_to_change(run, &args.target, &absent).await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
     let filled = method.fill(run.kind, ev.at.vmid, &ev.config, &mut args.changes);
     let (mut verdict, mut snapshot) = match filled {
-        Ok(()) => apply(run, &mut ev, &args).await,
+        Ok(()) => apply(run, ev, &args).await,
         Err(refusal) => (Err(format!("{refusal}; nothing was changed")), None),
     };
     // `applyPending: "reboot"` with changes pending: a verified reboot (the guest must run), then
@@ -171,12 +176,12 @@ pub async fn change<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Ou
         if args.apply_pending == ApplyPending::Reboot && taken.has_pending() {
             let summary = summary.clone();
             // What was pending before a reboot is no observation of after it.
-            (verdict, snapshot) = match not_running(run, &ev, &summary) {
+            (verdict, snapshot) = match not_running(run, ev, &summary) {
                 Some(message) => (Err(message), None),
                 None => {
-                    let rebooted = reboot_verified(run, &mut ev, REBOOT_SHUTDOWN_SEC).await;
+                    let rebooted = reboot_verified(run, ev, REBOOT_SHUTDOWN_SEC).await;
                     let after = read_snapshot(run, &ev.at).await;
-                    rebooted_judged(run, &mut ev, &summary, rebooted, after)
+                    rebooted_judged(run, ev, &summary, rebooted, after)
                 }
             };
         }
@@ -195,17 +200,15 @@ pub async fn change<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Ou
             },
         };
     }
-    ev.outcome_with(
-        run,
-        verdict,
-        Some(&mut |record| {
-            if let Some(snapshot) = snapshot.take() {
-                record.pending = snapshot.pending;
-                record.pending_delete = snapshot.pending_delete;
-            }
-        }),
-    )
-    .await
+    (verdict, snapshot)
+}
+
+/// The record of a change: what the snapshot after it shows pending, when one was read.
+pub fn with_pending(record: &mut GuestRecord, snapshot: &mut Option<ConfigSnapshot>) {
+    if let Some(snapshot) = snapshot.take() {
+        record.pending = snapshot.pending;
+        record.pending_delete = snapshot.pending_delete;
+    }
 }
 
 /// A read-back's freed volume `volid` against its storage's list (`listed`): the summary with
@@ -318,12 +321,11 @@ pub async fn apply<H: Host>(
     args: &SetConfigArgs,
 ) -> (Result<String, String>, Option<ConfigSnapshot>) {
     let label = ev.label(run);
-    let mut options = Vec::with_capacity(args.changes.len());
-    for (key, value) in &args.changes {
-        options.push(match key.as_str() {
-            "sshkeys" => (key.clone(), ssh_keys_param(value)),
-            _ => (key.clone(), value.clone()),
-        });
+    let mut options = args.changes.clone();
+    for (key, value) in &mut options {
+        if key == "sshkeys" {
+            *value = ssh_keys_param(value);
+        }
     }
     match identity_refusal(run, ev, &options).await {
         Ok(None) => {}
@@ -379,25 +381,21 @@ async fn identity_refusal<H: Host>(
     if caller == Caller::RootPam {
         return Ok(None);
     }
-    let (mut deleted, mut set) = (Vec::new(), Vec::new());
+    // The keys set, then those deleted: borrowed, not a copy of the options (issue 32).
+    let (mut deleted, mut keys) = (Vec::new(), Vec::new());
     for (key, value) in options {
         match key.as_str() {
             "delete" => deleted.extend(value.split([',', ';', ' ']).filter(|k| !k.is_empty())),
-            _ => set.push((key.clone(), value.clone())),
+            _ => keys.push(key.as_str()),
         }
     }
     match run.kind {
         GuestKind::Qemu => {
-            let mut keys = Vec::new();
-            for (key, _) in &set {
-                keys.push(key.as_str());
-            }
             keys.extend(deleted.iter().copied());
             Ok(qemu_refusal(caller, &keys))
         }
         GuestKind::Lxc => {
-            let touches_features =
-                set.iter().any(|(k, _)| k == "features") || deleted.contains(&"features");
+            let touches_features = keys.contains(&"features") || deleted.contains(&"features");
             let config: serde_json::Map<String, Value> = match touches_features {
                 false => serde_json::Map::new(),
                 true => {
@@ -416,7 +414,8 @@ async fn identity_refusal<H: Host>(
                 unprivileged: config.get("unprivileged").and_then(flex::bool_of) == Some(true),
                 features: config.get("features").and_then(Value::as_str),
             };
-            Ok(ct_refusal(caller, &set, &deleted, state))
+            // `delete` is no key ct_refusal flags (guest/root_only.rs): the options go whole.
+            Ok(ct_refusal(caller, options, &deleted, state))
         }
     }
 }

@@ -15,7 +15,7 @@
 use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
 use crate::explain::could_not;
-use crate::guest::evidence::{cut_at_the_end, settled_after, sight_to_change, Evidence};
+use crate::guest::evidence::{cut_at_the_end, settled_after, Evidence};
 use crate::guest::gates;
 use crate::guest::locate::{locate, Found};
 use crate::guest::power::{shut_down, Shutdown};
@@ -23,7 +23,8 @@ use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
 use crate::guest::target::Target;
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
+use crate::methods::change_course::{guest_change, GuestChange};
+use crate::outcome::Outcome;
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
@@ -31,6 +32,7 @@ use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde_json::Value;
+use std::future::Future;
 
 /// The arguments of `convertToTemplate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,21 +67,19 @@ impl TemplateArgs {
     }
 }
 
-/// Runs `convertToTemplate`.
-pub async fn convert_to_template<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match TemplateArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let mut ev = match sight_to_change(run, &args.target, "convert to a template").await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let verdict = convert(run, &mut ev, &args).await;
-    ev.outcome(run, verdict).await
+/// Runs `convertToTemplate`: its future is the guest changes' one ([`guest_change`]), no wrapper
+/// of its own.
+pub fn convert_to_template<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    args: &'a Value,
+) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+    guest_change(run, args, |_, args| {
+        TemplateArgs::parse(args).map(GuestChange::Template)
+    })
 }
 
-async fn convert<H: Host>(
+/// The conversion, once the guest is found ([`guest_change`]).
+pub async fn convert<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
     args: &TemplateArgs,
@@ -356,6 +356,19 @@ mod tests {
                 "{message}"
             );
         }
+    }
+
+    #[test]
+    fn an_absent_guest_fails_saying_there_is_nothing_to_convert() {
+        let host = ScriptedHost::new();
+        host.data("GET /cluster/resources", json!([]));
+        host.data("GET /cluster/nextid", json!("100"));
+        let outcome = run_method(&host, "qemu", "convertToTemplate", json!({"vmid": 100}));
+        assert_eq!(
+            failure_of(&outcome),
+            "VM 100 does not exist on any node: there is nothing to convert to a template"
+        );
+        assert_eq!(outcome.writes[0].instance, "vm-100");
     }
 
     #[test]

@@ -1,0 +1,73 @@
+//! The one course of the methods that change a guest's disks or config — `resizeDisk`, `moveDisk`,
+//! `convertToTemplate` and those built on `setConfig` (setConfig, setNic, removeNic, attachDisk,
+//! detachDisk): read the arguments, find the guest and wait out a lock on it, run the method's own
+//! course, record. One state machine and one boxed future for them all (issue 32: a wrapper
+//! future per method cost its own).
+
+use crate::args::ArgError;
+use crate::guest::evidence::{sight_look_to_change, Look};
+use crate::guest::locate::absent_message;
+use crate::guest::record::GuestRecord;
+use crate::host::Host;
+use crate::methods::move_disk::{self, MoveArgs};
+use crate::methods::resize_disk::{self, ResizeArgs};
+use crate::methods::set_config::{self, ConfigChange};
+use crate::methods::template::{self, TemplateArgs};
+use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints::GuestKind;
+use crate::run::Run;
+use serde_json::Value;
+
+/// What a guest change was asked: its arguments, read.
+pub enum GuestChange {
+    Resize(ResizeArgs),
+    Move(MoveArgs),
+    Template(TemplateArgs),
+    /// A method built on `setConfig`.
+    Config(Box<dyn ConfigChange>),
+}
+
+/// Reads a method's arguments into its change ([`GuestChange`]).
+pub type Parse = fn(GuestKind, &Value) -> Result<GuestChange, ArgError>;
+
+/// Runs a guest change (its arguments read by `parse`).
+pub async fn guest_change<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Outcome {
+    let change = match parse(run.kind, args) {
+        Ok(change) => change,
+        Err(e) => return Failure::from(e).into(),
+    };
+    // The config is read for its identity and the course's judgement; a conversion needs none
+    // (`sight_to_change`'s look, as convertToTemplate read before).
+    let (target, look, words) = match &change {
+        GuestChange::Resize(args) => (
+            &args.target,
+            Look::WithConfig,
+            ": there is no disk to resize",
+        ),
+        GuestChange::Move(args) => (&args.target, Look::WithConfig, ": there is no disk to move"),
+        GuestChange::Template(args) => (
+            &args.target,
+            Look::ToAct,
+            ": there is nothing to convert to a template",
+        ),
+        GuestChange::Config(method) => (
+            &method.base().target,
+            Look::WithConfig,
+            ": there is no config to change",
+        ),
+    };
+    let absent = |vmid| absent_message(run.kind, vmid, words);
+    let mut ev = match sight_look_to_change(run, target, look, &absent).await {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
+    };
+    // A config change's record shows what it left pending; the others' show the guest alone.
+    let (verdict, mut snapshot) = match &change {
+        GuestChange::Resize(args) => (resize_disk::course(run, &mut ev, args).await, None),
+        GuestChange::Move(args) => (move_disk::course(run, &mut ev, args).await, None),
+        GuestChange::Template(args) => (template::convert(run, &mut ev, args).await, None),
+        GuestChange::Config(method) => set_config::course(run, &mut ev, &**method).await,
+    };
+    let mut extend = |record: &mut GuestRecord| set_config::with_pending(record, &mut snapshot);
+    ev.outcome_with(run, verdict, Some(&mut extend)).await
+}
