@@ -364,7 +364,7 @@ impl Evidence {
 
     /// The outcome: the observed-state record first, then the verdict.
     pub fn outcome<'a, 'r, H: Host>(
-        &'a self,
+        &'a mut self,
         run: &'a Run<'r, H>,
         verdict: Result<String, String>,
     ) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
@@ -374,13 +374,14 @@ impl Evidence {
 
     /// [`Evidence::outcome`] of a method whose record holds more than the guest's state (the
     /// changes it left pending): `extend` adds that to the record.
+    /// The evidence itself is read again after a failure (no copy of it held: issue 32).
     pub async fn outcome_with<H: Host>(
-        &self,
+        &mut self,
         run: &Run<'_, H>,
         verdict: Result<String, String>,
         extend: Option<&mut dyn FnMut(&mut GuestRecord)>,
     ) -> Outcome {
-        let mut ev = self.clone();
+        let ev = self;
         if verdict.is_err() {
             ev.reread_after_failure(run).await;
         }

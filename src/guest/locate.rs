@@ -18,12 +18,12 @@ use crate::outcome::Failure;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
-use crate::pve::read::{object, FromJson};
+use crate::pve::read::Obj;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::ClusterGuest;
 use crate::quote::Joined;
 use crate::run::Run;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::future::Future;
 
 /// A guest that exists, and where.
@@ -248,16 +248,16 @@ pub async fn locate<H: Host>(
             Step::Absent(vmid) => return absent(vmid, id_echoed(&request, vmid, answer)),
             Step::Live(i) => {
                 let at = &listed[i];
-                let status: LiveEntry = shaped(&request, "a guest status", answer)
+                let status: Map<String, Value> = shaped(&request, "a guest status", answer)
                     .map_err(|e| could_not(&live_name(kind, at), &e))?;
-                live = status.name;
+                live = Obj(&status).opt_string("name");
                 if live.as_deref() == Some(name) {
                     confirmed.push(at.clone());
                 }
                 Step::Live(i + 1)
             }
             Step::Nodes(i) => {
-                let entries: Vec<LiveEntry> = shaped(&request, "a list of guests", answer)
+                let entries: Vec<Map<String, Value>> = shaped(&request, "a list of guests", answer)
                     .map_err(|e| could_not(&node_list(kind, &nodes[i], name), &e))?;
                 named_live(&entries, &nodes[i], name, &mut confirmed);
                 Step::Nodes(i + 1)
@@ -335,11 +335,17 @@ fn nodes_of(kind: GuestKind, guests: &[ClusterGuest]) -> Vec<String> {
     nodes
 }
 
-/// The guests a node's live list shows named `name`.
-fn named_live(entries: &[LiveEntry], node: &str, name: &str, found: &mut Vec<Located>) {
+/// The guests a node's live list shows named `name`. Its entries, like the guest's
+/// `status/current`, are read as plain objects, their `vmid` and `name` tolerantly: the readers
+/// of objects and lists of objects are shared with every other such read, where a type of their
+/// own was two more readers (issue 32).
+fn named_live(entries: &[Map<String, Value>], node: &str, name: &str, found: &mut Vec<Located>) {
     for entry in entries {
-        let vmid = entry.vmid.and_then(|vmid| u32::try_from(vmid).ok());
-        if let (Some(vmid), true) = (vmid, entry.name.as_deref() == Some(name)) {
+        let entry = Obj(entry);
+        let vmid = entry
+            .opt_u64("vmid")
+            .and_then(|vmid| u32::try_from(vmid).ok());
+        if let (Some(vmid), true) = (vmid, entry.opt_string("name").as_deref() == Some(name)) {
             found.push(Located {
                 vmid,
                 node: node.to_string(),
@@ -426,26 +432,6 @@ fn located(guest: &ClusterGuest) -> Option<Located> {
         vmid,
         node: guest.node.clone(),
     })
-}
-
-/// One entry of a node's guest list, or the guest's `status/current` (its name read alike: one
-/// reader for both, issue 32; both fields read tolerantly).
-#[derive(Debug)]
-struct LiveEntry {
-    vmid: Option<u64>,
-    name: Option<String>,
-}
-
-impl FromJson for LiveEntry {
-    // Inlined into its callers, as the readers in pve/responses.rs are (issue 32).
-    #[inline(always)]
-    fn from_json(value: &Value) -> Result<Self, String> {
-        let o = object(value)?;
-        Ok(LiveEntry {
-            vmid: o.opt_u64("vmid"),
-            name: o.opt_string("name"),
-        })
-    }
 }
 
 /// `GET /cluster/nextid?vmid=N`: `Ok` when no guest holds N — PVE then echoes N back; any other

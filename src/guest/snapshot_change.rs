@@ -106,5 +106,5 @@ async fn change_course<H: Host>(run: &Run<'_, H>, change: &dyn SnapshotChange) -
         tree = Some(after);
         verdict
     };
-    snapshot_outcome(run, &ev, tree, verdict).await
+    snapshot_outcome(run, &mut ev, tree, verdict).await
 }

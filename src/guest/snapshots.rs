@@ -285,7 +285,7 @@ impl TreeSeen {
 /// is recorded as read before the change.
 pub async fn snapshot_outcome<H: Host>(
     run: &Run<'_, H>,
-    ev: &Evidence,
+    ev: &mut Evidence,
     tree: Option<TreeSeen>,
     verdict: Result<String, String>,
 ) -> Outcome {
