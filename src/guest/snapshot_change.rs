@@ -6,7 +6,7 @@
 use super::evidence::{locked_out, settle_evidence, sight_to_change, Evidence};
 use super::locate::Located;
 use super::reference::GuestRef;
-use super::snapshots::{snapshot_outcome, SnapshotTree, TreeSeen};
+use super::snapshots::{snapshot_outcome, tree_request, SnapshotTree, TreeSeen};
 use super::target::Target;
 use crate::args::ArgError;
 use crate::host::Host;
@@ -79,7 +79,8 @@ async fn change_course<H: Host>(run: &Run<'_, H>, change: &dyn SnapshotChange) -
     let mut tree = None;
     let label = ev.label(run);
     let verdict = 'change: {
-        let before = or_break!('change, TreeSeen::read(run, &ev).await);
+        let answer = run.pve().call(&tree_request(run.kind, &ev.at, false)).await;
+        let before = or_break!('change, TreeSeen::read(run, &ev, answer));
         let plan = change.plan(&label, &ev, &before.tree);
         tree = Some(before);
         let plan = or_break!('change, plan);
@@ -92,7 +93,8 @@ async fn change_course<H: Host>(run: &Run<'_, H>, change: &dyn SnapshotChange) -
         let settled = &|s: &_| end.is_none_or(|t| t.reached(kind, s));
         let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), settled).await;
         or_break!('change, waited.map_err(|why| locked_out(run, &ev, &wanted, why)));
-        let after = TreeSeen::read(run, &ev).await.inspect_err(|_| {
+        let answer = run.pve().call(&tree_request(run.kind, &ev.at, false)).await;
+        let after = TreeSeen::read(run, &ev, answer).inspect_err(|_| {
             if let Some(before) = tree.as_mut() {
                 before.unreadable = true;
             }

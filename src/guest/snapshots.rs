@@ -266,9 +266,13 @@ pub struct TreeSeen {
 }
 
 impl TreeSeen {
-    /// Reads the tree of the guest in `ev` now.
-    pub async fn read<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<TreeSeen, String> {
-        let answer = run.pve().call(&tree_request(run.kind, &ev.at, false)).await;
+    /// The tree of the guest in `ev` as `answer`, the read of [`tree_request`] just made, shows
+    /// it. Plain: the caller awaits the read itself (no future of its own, issue 32).
+    pub fn read<H: Host>(
+        run: &Run<'_, H>,
+        ev: &Evidence,
+        answer: Result<Value, PveError>,
+    ) -> Result<TreeSeen, String> {
         let tree = tree_read(run, ev, answer)?;
         let reading = Reading::at(run.host.now_ms(), ev.trail.mutations_sent);
         Ok(TreeSeen {
