@@ -3,10 +3,11 @@
 //! and follow its task, wait until the guest is unlocked and in the state the change implies, read
 //! the tree again and judge it. Each method says only what differs, as a [`SnapshotChange`].
 
-use super::evidence::{locked_out, settle_evidence, sight_to_change, Evidence};
+use super::evidence::{has_budget_left, locked_out, settle_evidence, sight_to_change, Evidence};
 use super::locate::Located;
 use super::reference::GuestRef;
-use super::snapshots::{snapshot_outcome, tree_request, SnapshotTree, TreeSeen};
+use super::seen::{Marks, Reading};
+use super::snapshots::{tree_of, tree_request, tree_write, SnapshotTree, TreeSeen};
 use super::target::Target;
 use crate::args::ArgError;
 use crate::host::Host;
@@ -108,5 +109,30 @@ async fn change_course<H: Host>(run: &Run<'_, H>, change: &dyn SnapshotChange) -
         tree = Some(after);
         verdict
     };
-    snapshot_outcome(run, &ev, tree, verdict).await
+    // The outcome, in this course rather than an async fn of its own (issue 32): the guest's state
+    // record, the last tree observed (if any), then the verdict. After a failure, a tree read
+    // before the change is read again (a snapshot half made, or marked `snapstate: delete`, shows
+    // in the record); one that cannot be read again is recorded as read before the change.
+    let changes = ev.trail.changes();
+    let failed = verdict.is_err();
+    let mut outcome = ev.outcome(run, verdict).await;
+    if let Some(mut seen) = tree {
+        let stale = seen.reading.predates(changes);
+        if failed && stale && !seen.unreadable && has_budget_left(run) {
+            let answer = run.pve().call(&tree_request(run.kind, &ev.at, true)).await;
+            if let Ok(tree) = answer.and_then(tree_of) {
+                let reading = Reading::at(run.host.now_ms(), changes.sent);
+                seen = TreeSeen {
+                    tree,
+                    reading,
+                    unreadable: false,
+                };
+            }
+        }
+        let marks = Marks::of(seen.reading, changes);
+        outcome
+            .writes
+            .push(tree_write(run, &ev.at, &seen.tree, marks));
+    }
+    outcome
 }

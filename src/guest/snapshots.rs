@@ -1,14 +1,13 @@
 //! Snapshots as both models see them: the name rule PVE applies, the tree `GET …/snapshot` shows,
 //! and the `<vm|ct>-<vmid>-snapshots` record that holds it as observed.
 
-use super::evidence::{has_budget_left, Evidence};
+use super::evidence::Evidence;
 use super::locate::Located;
 use super::seen::{Marks, Reading};
 use super::volumes::volume_at;
 use crate::args::ArgError;
 use crate::explain::could_not;
 use crate::host::Host;
-use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
@@ -281,40 +280,6 @@ impl TreeSeen {
             unreadable: false,
         })
     }
-}
-
-/// The outcome of a snapshot method: the guest's state record, the last tree observed (if any),
-/// then the verdict. After a failure, a tree read before the change is read again (a snapshot
-/// half made, or marked `snapstate: delete`, shows in the record); one that cannot be read again
-/// is recorded as read before the change.
-pub async fn snapshot_outcome<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
-    tree: Option<TreeSeen>,
-    verdict: Result<String, String>,
-) -> Outcome {
-    let changes = ev.trail.changes();
-    let failed = verdict.is_err();
-    let mut outcome = ev.outcome(run, verdict).await;
-    if let Some(mut seen) = tree {
-        let stale = seen.reading.predates(changes);
-        if failed && stale && !seen.unreadable && has_budget_left(run) {
-            let answer = run.pve().call(&tree_request(run.kind, &ev.at, true)).await;
-            if let Ok(tree) = answer.and_then(tree_of) {
-                let reading = Reading::at(run.host.now_ms(), changes.sent);
-                seen = TreeSeen {
-                    tree,
-                    reading,
-                    unreadable: false,
-                };
-            }
-        }
-        let marks = Marks::of(seen.reading, changes);
-        outcome
-            .writes
-            .push(tree_write(run, &ev.at, &seen.tree, marks));
-    }
-    outcome
 }
 
 #[cfg(test)]
