@@ -27,7 +27,7 @@ pub struct Plan {
 }
 
 /// What one snapshot method changes, and how it knows the change happened. Object-safe: the one
-/// course below runs every method through `&dyn SnapshotChange`, so it is compiled once.
+/// course below runs every method through `Box<dyn SnapshotChange>`, so it is compiled once.
 pub trait SnapshotChange {
     /// What the change does to a guest, in messages: "snapshot", "roll back", ….
     fn does(&self) -> &'static str;
@@ -58,21 +58,19 @@ pub trait SnapshotChange {
     ) -> Result<String, String>;
 }
 
-/// Runs one snapshot method: its parsed arguments, or the argument error, to an outcome holding
-/// the guest's record, the last tree observed and the verdict.
-pub async fn run_change<H: Host>(
-    run: &Run<'_, H>,
-    parsed: Result<impl SnapshotChange, ArgError>,
-) -> Outcome {
-    match parsed {
-        Ok(change) => change_course(run, &change).await,
-        Err(e) => Failure::from(e).into(),
-    }
-}
+/// The parsed arguments of one snapshot method, or the argument error.
+pub type Parsed = Result<Box<dyn SnapshotChange>, ArgError>;
 
-/// The course itself, the same code for every method. The change is a labeled block, not a nested
-/// async fn: `tree` keeps the last tree observed, for the record, whatever the verdict.
-async fn change_course<H: Host>(run: &Run<'_, H>, change: &dyn SnapshotChange) -> Outcome {
+/// Runs one snapshot method: its parsed arguments, or the argument error, to an outcome holding
+/// the guest's record, the last tree observed and the verdict. The course itself, the same code
+/// for every method: the arguments boxed behind the trait, so the three methods share this one
+/// future, not one each (issue 32). The change is a labeled block, not a nested async fn: `tree`
+/// keeps the last tree observed, for the record, whatever the verdict.
+pub async fn run_change<H: Host>(run: &Run<'_, H>, parsed: Parsed) -> Outcome {
+    let change = match parsed {
+        Ok(change) => change,
+        Err(e) => return Failure::from(e).into(),
+    };
     let mut ev = match sight_to_change(run, change.target(), change.does()).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
