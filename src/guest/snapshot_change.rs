@@ -3,10 +3,11 @@
 //! and follow its task, wait until the guest is unlocked and in the state the change implies, read
 //! the tree again and judge it. Each method says only what differs, as a [`SnapshotChange`].
 
-use super::evidence::{locked_out, settle_evidence, sight_to_change, Evidence};
+use super::evidence::{has_budget_left, locked_out, settle_evidence, sight_to_change, Evidence};
 use super::locate::Located;
 use super::reference::GuestRef;
-use super::snapshots::{snapshot_outcome, SnapshotTree, TreeSeen};
+use super::seen::{Marks, Reading};
+use super::snapshots::{tree_of, tree_request, tree_write, SnapshotTree, TreeSeen};
 use super::target::Target;
 use crate::args::ArgError;
 use crate::host::Host;
@@ -26,7 +27,7 @@ pub struct Plan {
 }
 
 /// What one snapshot method changes, and how it knows the change happened. Object-safe: the one
-/// course below runs every method through `&dyn SnapshotChange`, so it is compiled once.
+/// course below runs every method through `Box<dyn SnapshotChange>`, so it is compiled once.
 pub trait SnapshotChange {
     /// What the change does to a guest, in messages: "snapshot", "roll back", ….
     fn does(&self) -> &'static str;
@@ -57,21 +58,19 @@ pub trait SnapshotChange {
     ) -> Result<String, String>;
 }
 
-/// Runs one snapshot method: its parsed arguments, or the argument error, to an outcome holding
-/// the guest's record, the last tree observed and the verdict.
-pub async fn run_change<H: Host>(
-    run: &Run<'_, H>,
-    parsed: Result<impl SnapshotChange, ArgError>,
-) -> Outcome {
-    match parsed {
-        Ok(change) => change_course(run, &change).await,
-        Err(e) => Failure::from(e).into(),
-    }
-}
+/// The parsed arguments of one snapshot method, or the argument error.
+pub type Parsed = Result<Box<dyn SnapshotChange>, ArgError>;
 
-/// The course itself, the same code for every method. The change is a labeled block, not a nested
-/// async fn: `tree` keeps the last tree observed, for the record, whatever the verdict.
-async fn change_course<H: Host>(run: &Run<'_, H>, change: &dyn SnapshotChange) -> Outcome {
+/// Runs one snapshot method: its parsed arguments, or the argument error, to an outcome holding
+/// the guest's record, the last tree observed and the verdict. The course itself, the same code
+/// for every method: the arguments boxed behind the trait, so the three methods share this one
+/// future, not one each (issue 32). The change is a labeled block, not a nested async fn: `tree`
+/// keeps the last tree observed, for the record, whatever the verdict.
+pub async fn run_change<H: Host>(run: &Run<'_, H>, parsed: Parsed) -> Outcome {
+    let change = match parsed {
+        Ok(change) => change,
+        Err(e) => return Failure::from(e).into(),
+    };
     let mut ev = match sight_to_change(run, change.target(), change.does()).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
@@ -79,7 +78,8 @@ async fn change_course<H: Host>(run: &Run<'_, H>, change: &dyn SnapshotChange) -
     let mut tree = None;
     let label = ev.label(run);
     let verdict = 'change: {
-        let before = or_break!('change, TreeSeen::read(run, &ev).await);
+        let answer = run.pve().call(&tree_request(run.kind, &ev.at, false)).await;
+        let before = or_break!('change, TreeSeen::read(run, &ev, answer));
         let plan = change.plan(&label, &ev, &before.tree);
         tree = Some(before);
         let plan = or_break!('change, plan);
@@ -92,7 +92,8 @@ async fn change_course<H: Host>(run: &Run<'_, H>, change: &dyn SnapshotChange) -
         let settled = &|s: &_| end.is_none_or(|t| t.reached(kind, s));
         let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), settled).await;
         or_break!('change, waited.map_err(|why| locked_out(run, &ev, &wanted, why)));
-        let after = TreeSeen::read(run, &ev).await.inspect_err(|_| {
+        let answer = run.pve().call(&tree_request(run.kind, &ev.at, false)).await;
+        let after = TreeSeen::read(run, &ev, answer).inspect_err(|_| {
             if let Some(before) = tree.as_mut() {
                 before.unreadable = true;
             }
@@ -106,5 +107,30 @@ async fn change_course<H: Host>(run: &Run<'_, H>, change: &dyn SnapshotChange) -
         tree = Some(after);
         verdict
     };
-    snapshot_outcome(run, &mut ev, tree, verdict).await
+    // The outcome, in this course rather than an async fn of its own (issue 32): the guest's state
+    // record, the last tree observed (if any), then the verdict. After a failure, a tree read
+    // before the change is read again (a snapshot half made, or marked `snapstate: delete`, shows
+    // in the record); one that cannot be read again is recorded as read before the change.
+    let changes = ev.trail.changes();
+    let failed = verdict.is_err();
+    let mut outcome = ev.outcome(run, verdict).await;
+    if let Some(mut seen) = tree {
+        let stale = seen.reading.predates(changes);
+        if failed && stale && !seen.unreadable && has_budget_left(run) {
+            let answer = run.pve().call(&tree_request(run.kind, &ev.at, true)).await;
+            if let Ok(tree) = answer.and_then(tree_of) {
+                let reading = Reading::at(run.host.now_ms(), changes.sent);
+                seen = TreeSeen {
+                    tree,
+                    reading,
+                    unreadable: false,
+                };
+            }
+        }
+        let marks = Marks::of(seen.reading, changes);
+        outcome
+            .writes
+            .push(tree_write(run, &ev.at, &seen.tree, marks));
+    }
+    outcome
 }

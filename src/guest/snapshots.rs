@@ -1,19 +1,17 @@
 //! Snapshots as both models see them: the name rule PVE applies, the tree `GET …/snapshot` shows,
 //! and the `<vm|ct>-<vmid>-snapshots` record that holds it as observed.
 
-use super::evidence::{has_budget_left, Evidence};
+use super::evidence::Evidence;
 use super::locate::Located;
 use super::seen::{Marks, Reading};
 use super::volumes::volume_at;
 use crate::args::ArgError;
-use crate::client::Pve;
 use crate::explain::could_not;
 use crate::host::Host;
-use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
-use crate::pve::request::Repeat;
+use crate::pve::request::{PveRequest, Repeat};
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::Value;
@@ -160,18 +158,15 @@ impl SnapshotTree {
 }
 
 /// `GET …/snapshot` of a located guest; `once`: with one attempt (a read again after a failure,
-/// whose reads had their retries). One function for both, so one await (issue 32).
-pub async fn read_tree<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
-    at: &Located,
-    once: bool,
-) -> Result<SnapshotTree, PveError> {
+/// whose reads had their retries). A request, not an async fn reading it: each caller awaits
+/// `Pve::call` itself and judges the answer with the plain [`tree_of`] or [`tree_read`], so no
+/// future of its own wraps the one await (issue 32).
+pub fn tree_request(kind: GuestKind, at: &Located, once: bool) -> PveRequest {
     let mut request = endpoints::snapshot_list(&at.node, kind, at.vmid);
     if once {
         request.repeat = Repeat::Never;
     }
-    tree_of(pve.call(&request).await?)
+    request
 }
 
 /// The snapshot list as answered, as a tree.
@@ -187,7 +182,7 @@ pub fn tree_of(data: Value) -> Result<SnapshotTree, PveError> {
 /// Whether snapshot `name` of the guest in `ev` holds volume `volid`, judged on `answer`, the read
 /// of its config: PVE refuses to free a volume a snapshot still uses (qemu-server
 /// `PVE/QemuServer/Drive.pm` is_volume_in_use, pve-container `PVE/LXC/Config.pm`
-/// is_volume_in_use_by_snapshots). Its caller reads each snapshot of [`read_tree_of`] in turn.
+/// is_volume_in_use_by_snapshots). Its caller reads each snapshot of [`tree_read`] in turn.
 pub fn snapshot_holds<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
@@ -210,24 +205,27 @@ pub fn snapshot_holds<H: Host>(
     }))
 }
 
-/// Reads the tree of the guest in `ev`, for a method's messages.
-pub async fn read_tree_of<H: Host>(
+/// The tree of the guest in `ev` as `answer` (the read of [`tree_request`]) shows it, for a
+/// method's messages.
+pub fn tree_read<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
+    answer: Result<Value, PveError>,
 ) -> Result<SnapshotTree, String> {
-    read_tree(&run.pve(), run.kind, &ev.at, false)
-        .await
+    answer
+        .and_then(tree_of)
         .map_err(|e| could_not(&format!("list the snapshots of {}", ev.label(run)), &e).0)
 }
 
 /// The `<vm|ct>-<vmid>-snapshots` record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SnapshotsRecord {
+pub struct SnapshotsRecord<'a> {
     pub vmid: u32,
     pub node: String,
+    /// Borrowed: the tree is serialized where it lies, not cloned for the record (issue 32).
     #[serde(flatten)]
-    pub tree: SnapshotTree,
+    pub tree: &'a SnapshotTree,
     /// When the tree was read, relative to this run's changes (guest/seen.rs).
     #[serde(flatten)]
     pub marks: Marks,
@@ -245,7 +243,7 @@ pub fn tree_write<H: Host>(
     let record = SnapshotsRecord {
         vmid: at.vmid,
         node: at.node.clone(),
-        tree: tree.clone(),
+        tree,
         marks,
         last_operation: run.method.to_string(),
         recorded_at: run.now_iso(),
@@ -267,9 +265,14 @@ pub struct TreeSeen {
 }
 
 impl TreeSeen {
-    /// Reads the tree of the guest in `ev` now.
-    pub async fn read<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<TreeSeen, String> {
-        let tree = read_tree_of(run, ev).await?;
+    /// The tree of the guest in `ev` as `answer`, the read of [`tree_request`] just made, shows
+    /// it. Plain: the caller awaits the read itself (no future of its own, issue 32).
+    pub fn read<H: Host>(
+        run: &Run<'_, H>,
+        ev: &Evidence,
+        answer: Result<Value, PveError>,
+    ) -> Result<TreeSeen, String> {
+        let tree = tree_read(run, ev, answer)?;
         let reading = Reading::at(run.host.now_ms(), ev.trail.mutations_sent);
         Ok(TreeSeen {
             tree,
@@ -277,39 +280,6 @@ impl TreeSeen {
             unreadable: false,
         })
     }
-}
-
-/// The outcome of a snapshot method: the guest's state record, the last tree observed (if any),
-/// then the verdict. After a failure, a tree read before the change is read again (a snapshot
-/// half made, or marked `snapstate: delete`, shows in the record); one that cannot be read again
-/// is recorded as read before the change.
-pub async fn snapshot_outcome<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    tree: Option<TreeSeen>,
-    verdict: Result<String, String>,
-) -> Outcome {
-    let changes = ev.trail.changes();
-    let failed = verdict.is_err();
-    let mut outcome = ev.outcome(run, verdict).await;
-    if let Some(mut seen) = tree {
-        let stale = seen.reading.predates(changes);
-        if failed && stale && !seen.unreadable && has_budget_left(run) {
-            if let Ok(tree) = read_tree(&run.pve(), run.kind, &ev.at, true).await {
-                let reading = Reading::at(run.host.now_ms(), changes.sent);
-                seen = TreeSeen {
-                    tree,
-                    reading,
-                    unreadable: false,
-                };
-            }
-        }
-        let marks = Marks::of(seen.reading, changes);
-        outcome
-            .writes
-            .push(tree_write(run, &ev.at, &seen.tree, marks));
-    }
-    outcome
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde_json::Value;
+use std::future::Future;
 
 /// The arguments of `deleteSnapshot`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,9 +37,17 @@ impl DeleteSnapshotArgs {
     }
 }
 
-/// Runs `deleteSnapshot`.
-pub async fn delete_snapshot<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    run_change(run, DeleteSnapshotArgs::parse(run.kind, args)).await
+/// Runs `deleteSnapshot`: the arguments parsed (reading nothing) before the course, whose one future
+/// (`run_change`) every snapshot method shares.
+pub fn delete_snapshot<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    args: &Value,
+) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+    let parsed = DeleteSnapshotArgs::parse(run.kind, args);
+    run_change(
+        run,
+        parsed.map(|args| Box::new(args) as Box<dyn SnapshotChange>),
+    )
 }
 
 impl SnapshotChange for DeleteSnapshotArgs {

@@ -11,7 +11,7 @@
 use crate::args::{is_storage_id, ArgError, Fields};
 use crate::guest::evidence::{settled_after, Evidence};
 use crate::guest::reference::GuestRef;
-use crate::guest::snapshots::{read_tree_of, snapshot_holds};
+use crate::guest::snapshots::{snapshot_holds, tree_read, tree_request};
 use crate::guest::storage::{storage_in, storage_refusal, unusable};
 use crate::guest::volumes::{is_unused, listed_on_storage, storage_of, unused_holding, volume_at};
 use crate::host::Host;
@@ -155,7 +155,8 @@ pub async fn course<H: Host>(
     }
     if args.delete {
         // Each snapshot's config, in turn: the first that holds the source refuses the move.
-        let tree = read_tree_of(run, ev).await?;
+        let answer = run.pve().call(&tree_request(run.kind, &ev.at, false)).await;
+        let tree = tree_read(run, ev, answer)?;
         for snapshot in &tree.snapshots {
             let name = &snapshot.name;
             let request = endpoints::snapshot_config(&ev.at.node, run.kind, ev.at.vmid, name);

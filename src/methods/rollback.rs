@@ -16,6 +16,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde_json::Value;
+use std::future::Future;
 
 /// The arguments of `rollback`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,9 +39,17 @@ impl RollbackArgs {
     }
 }
 
-/// Runs `rollback`.
-pub async fn rollback<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    run_change(run, RollbackArgs::parse(run.kind, args)).await
+/// Runs `rollback`: the arguments parsed (reading nothing) before the course, whose one future
+/// (`run_change`) every snapshot method shares.
+pub fn rollback<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    args: &Value,
+) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+    let parsed = RollbackArgs::parse(run.kind, args);
+    run_change(
+        run,
+        parsed.map(|args| Box::new(args) as Box<dyn SnapshotChange>),
+    )
 }
 
 impl SnapshotChange for RollbackArgs {

@@ -15,6 +15,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde_json::Value;
+use std::future::Future;
 
 /// The arguments of `snapshot`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,9 +49,17 @@ impl SnapshotArgs {
     }
 }
 
-/// Runs `snapshot`.
-pub async fn snapshot<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    run_change(run, SnapshotArgs::parse(run.kind, args)).await
+/// Runs `snapshot`: the arguments parsed (reading nothing) before the course, whose one future
+/// (`run_change`) every snapshot method shares.
+pub fn snapshot<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    args: &Value,
+) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+    let parsed = SnapshotArgs::parse(run.kind, args);
+    run_change(
+        run,
+        parsed.map(|args| Box::new(args) as Box<dyn SnapshotChange>),
+    )
 }
 
 impl SnapshotChange for SnapshotArgs {
