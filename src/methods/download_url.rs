@@ -212,24 +212,24 @@ impl DownloadUrlArgs {
         format!("{}:{}/{}", self.storage, self.content.name(), self.filename)
     }
 
-    /// The parameters of `POST …/download-url`.
-    pub fn params(&self) -> Vec<(String, String)> {
-        let mut params = vec![
-            ("url".to_string(), self.url.clone()),
-            ("content".to_string(), self.content.name().to_string()),
-            ("filename".to_string(), self.filename.clone()),
-        ];
+    /// `POST …/download-url` on `node`, its parameters added in place (one `&str` form of
+    /// [`PveRequest::add`] for all of them).
+    fn download_request(&self, node: &str) -> PveRequest {
+        let mut request = endpoints::storage_download_url(node, &self.storage, Vec::new());
+        request.add("url", self.url.as_str());
+        request.add("content", self.content.name());
+        request.add("filename", self.filename.as_str());
         if let Some((algorithm, digest)) = &self.checksum {
-            params.push(("checksum".into(), digest.clone()));
-            params.push(("checksum-algorithm".into(), algorithm.clone()));
+            request.add("checksum", digest.as_str());
+            request.add("checksum-algorithm", algorithm.as_str());
         }
         if !self.verify_certificates {
-            params.push(("verify-certificates".into(), "0".into()));
+            request.add("verify-certificates", "0");
         }
         if let Some(compression) = &self.compression {
-            params.push(("compression".into(), compression.clone()));
+            request.add("compression", compression.as_str());
         }
-        params
+        request
     }
 }
 
@@ -615,7 +615,7 @@ impl Course {
             }
         }
         let args = findings.args;
-        let request = endpoints::storage_download_url(&findings.node, &args.storage, args.params());
+        let request = args.download_request(&findings.node);
         self.send(Step::Download, request)
     }
 
