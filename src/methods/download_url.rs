@@ -408,6 +408,8 @@ struct Findings<'a> {
 }
 
 impl Findings<'_> {
+    // Inlined into its one caller, [`Findings::outcome`] (issue 32).
+    #[inline(always)]
     fn record<H: Host>(&self, run: &Run<'_, H>, volume: Option<&Volume>) -> VolumeRecord {
         let args = self.args;
         VolumeRecord {
@@ -655,6 +657,8 @@ impl Course {
 }
 
 /// The storage exists on the node, is enabled and active and takes the content type.
+// Inlined into its one caller, [`Course::answered`] (issue 32).
+#[inline(always)]
 fn store_takes(store: Result<NodeStorage, String>, args: &DownloadUrlArgs) -> Result<(), String> {
     match storage_refusal(&store?, args.content.name()) {
         Some(why) => Err(format!("storage {} {why}", args.storage)),
@@ -681,6 +685,8 @@ fn volume_listed(
 }
 
 /// The size the URL's server reports, asked from the node (the download comes from there).
+// Inlined into its one caller, [`Course::answered`] (issue 32).
+#[inline(always)]
 fn url_size_of(
     answer: Result<Value, PveError>,
     findings: &Findings<'_>,
@@ -842,6 +848,8 @@ fn shortfall(findings: &Findings<'_>, volume: Option<&Volume>) -> Result<String,
 }
 
 /// The download's task, from PVE's answer to the request; or why there is none to follow.
+// Inlined into its one caller, [`Course::answered`] (issue 32).
+#[inline(always)]
 fn accepted(findings: &mut Findings<'_>, answer: Result<Value, PveError>) -> Result<Upid, String> {
     let args = findings.args;
     let node = &findings.node;
@@ -880,6 +888,8 @@ struct LogSays {
 }
 
 /// What the task log says, or why it could not be read.
+// Inlined into its one caller, [`Course::answered`] (issue 32).
+#[inline(always)]
 fn log_says(
     log: Result<Vec<TaskLogLine>, PveError>,
     task: &str,
