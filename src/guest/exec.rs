@@ -302,6 +302,8 @@ fn warn_about_encoding<H: Host>(
     }
 }
 
+// Inlined into its one caller, [`conclude`] (issue 32).
+#[inline(always)]
 pub fn exec_record<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
