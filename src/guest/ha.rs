@@ -120,10 +120,11 @@ pub trait HaChange {
     /// Makes the writes, in order, that turn what was read into what was asked (none: nothing to
     /// send), or says why PVE would refuse one (then nothing is sent).
     fn plan(&self, view: &HaView) -> Result<Vec<Write>, String>;
-    /// Judges the service's entry in the manager's view (`None`: not listed): what it shows, or
-    /// what it shows instead (not yet).
-    fn judge(&self, service: Option<&Value>) -> Result<String, String> {
-        Ok(describe(service))
+    /// Judges the service's entry in the manager's view (`view.service`, `None`: not listed) —
+    /// `view.config` is still the one the plan planned from — what it shows, or what it shows
+    /// instead (not yet).
+    fn judge(&self, view: &HaView) -> Result<String, String> {
+        Ok(describe(view.service.as_ref()))
     }
     /// Judges the config (`view.config`) read back after the manager applied it.
     fn read_back(&self, view: &HaView) -> Result<(), String>;
@@ -586,7 +587,7 @@ impl<'c> Course<'c> {
     fn settled(&mut self) -> Next {
         let first = match &self.view.idle {
             Some(why) => Err(why.clone()),
-            None => self.change.judge(self.view.service.as_ref()),
+            None => self.change.judge(&self.view),
         };
         match (self.writes.is_empty(), first) {
             (true, Ok(shown)) => self.waited(Ok(shown)),
@@ -609,7 +610,7 @@ impl<'c> Course<'c> {
         self.view.service = service_of(&list, &self.sid);
         let seen = match idle(&list).filter(|_| self.gate) {
             Some(why) => Err(why),
-            None => self.change.judge(self.view.service.as_ref()),
+            None => self.change.judge(&self.view),
         };
         let last = match seen {
             Ok(shown) => return self.waited(Ok(shown)),
