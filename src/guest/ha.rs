@@ -138,6 +138,24 @@ pub trait HaChange {
     }
 }
 
+/// The parameters asked whose value the config read does not show, as `shown` reads it: name,
+/// value asked and what it shows. One compare for haResource's options and haRule's parameters
+/// (issue 32).
+pub fn differing<'a>(
+    asked: &'a [(String, String)],
+    config: &Value,
+    shown: fn(&Value, &str) -> String,
+) -> Vec<(&'a str, &'a str, String)> {
+    let mut wrong = Vec::new();
+    for (key, want) in asked {
+        let seen = shown(config, key);
+        if seen != *want {
+            wrong.push((key.as_str(), want.as_str(), seen));
+        }
+    }
+    wrong
+}
+
 /// Reads an HA method's arguments (for a guest of the kind given) as its change.
 pub type Parse = fn(&Value, GuestKind) -> Result<Box<dyn HaChange>, ArgError>;
 

@@ -31,7 +31,7 @@ const OPTIONS: [(&str, &str, &str); 5] = [
 #[derive(Debug, Clone, PartialEq)]
 pub struct HaResourceArgs {
     pub target: GuestRef,
-    pub options: Vec<(&'static str, String)>,
+    pub options: Vec<(String, String)>,
     pub delete: bool,
 }
 
@@ -59,7 +59,7 @@ impl HaResourceArgs {
                 },
             };
             if let Some(value) = read(&fields, arg)? {
-                options.push((name, value));
+                options.push((name.to_string(), value));
             }
         }
         if delete && !options.is_empty() {
@@ -100,21 +100,6 @@ fn configured(config: &Value, name: &str) -> String {
         Some(v) => v,
         None => default.to_string(),
     }
-}
-
-/// The options asked whose value the config does not show, with what it shows.
-fn differing<'a>(
-    asked: &'a [(&'static str, String)],
-    config: &Value,
-) -> Vec<(&'a str, &'a str, String)> {
-    let mut differing = Vec::new();
-    for (name, want) in asked {
-        let seen = configured(config, name);
-        if *want != seen {
-            differing.push((*name, want.as_str(), seen));
-        }
-    }
-    differing
 }
 
 /// Whether the manager's entry shows `target` applied (Manager.pm: a started service is
@@ -179,13 +164,7 @@ fn plan(args: &HaResourceArgs, view: &HaView) -> Result<Vec<Write>, String> {
     let (verb, params) = match view.config.as_ref() {
         None if args.delete => return Ok(vec![]),
         Some(_) if args.delete => (Verb::Delete, Vec::new()),
-        None => {
-            let mut params = Vec::with_capacity(args.options.len());
-            for (key, value) in &args.options {
-                push_param(&mut params, key, value);
-            }
-            (Verb::Create, params)
-        }
+        None => (Verb::Create, args.options.clone()),
         Some(config) => match update(args, view, config)? {
             params if params.is_empty() => return Ok(Vec::new()),
             params => (Verb::Set, params),
@@ -215,7 +194,7 @@ fn update(
         ));
     }
     let mut params = Vec::new();
-    for (key, want, _) in differing(&args.options, config) {
+    for (key, want, _) in ha::differing(&args.options, config, configured) {
         push_param(&mut params, key, want);
     }
     if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {
@@ -250,10 +229,12 @@ fn read_back(args: &HaResourceArgs, view: &HaView) -> Result<(), String> {
         (true, None) => Ok(()),
         (true, Some(_)) => Err("the resource is still configured".to_string()),
         (false, None) => Err("no such resource".to_string()),
-        (false, Some(config)) => match differing(&args.options, config).as_slice() {
-            [] => Ok(()),
-            wrong => Err(not_as_asked(wrong)),
-        },
+        (false, Some(config)) => {
+            match ha::differing(&args.options, config, configured).as_slice() {
+                [] => Ok(()),
+                wrong => Err(not_as_asked(wrong)),
+            }
+        }
     }
 }
 

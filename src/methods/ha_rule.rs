@@ -265,23 +265,10 @@ fn set_on(sid: &str, key: &str, value: &str) -> Write {
     (Some(sid.to_string()), Verb::Set, params)
 }
 
-/// The parameters whose value the rule (or PVE 8 group) read does not show: name, value asked and
-/// what it shows.
-fn differing<'a>(rule: &Value, params: &'a [(String, String)]) -> Vec<(&'a str, &'a str, String)> {
-    let mut wrong = Vec::new();
-    for (key, want) in params {
-        let seen = shown(rule, key);
-        if seen != *want {
-            wrong.push((key.as_str(), want.as_str(), seen));
-        }
-    }
-    wrong
-}
-
 /// The parameters of an update: those the read does not show as asked.
 fn set_of(rule: &Value, params: &[(String, String)]) -> Vec<(String, String)> {
     let mut set = Vec::new();
-    for (key, want, _) in differing(rule, params) {
+    for (key, want, _) in ha::differing(params, rule, shown) {
         // Rules.pm: `disable` 0 is dropped from a request; it is cleared with `delete`.
         set.push(match (key, want) {
             ("disable", "0") => ("delete".into(), "disable".into()),
@@ -503,7 +490,7 @@ impl Asked {
             ));
         }
         let params = self.with_guest(view.vmid);
-        let mut said = not_as_asked(&differing(rule, &params));
+        let mut said = not_as_asked(&ha::differing(&params, rule, shown));
         if shown(rule, "disable") == "1"
             && !args.params.iter().any(|(k, v)| *k == "disable" && v == "1")
         {
