@@ -83,14 +83,13 @@ pub struct HaView {
     pub config: Option<Value>,
     pub service: Option<Value>,
     pub idle: Option<String>,
-    /// The sids `status/current` lists: every configured HA resource (Status.pm lists the
-    /// resources config's ids whether or not the manager processed them).
-    pub listed: Vec<String>,
-    /// The listed sids whose `crm_state` is `error`.
-    pub failed: Vec<String>,
+    /// The manager's view read before the writes (`status/current`'s list, see `lists`), kept
+    /// as read rather than copied into lists of sids (issue 32), as `resources` is.
+    pub status: Value,
     /// Where the object is an HA group (PVE 8): every HA resource's config, as `GET
-    /// /cluster/ha/resources` lists them (Resources.pm index: `sid`, `group`, …).
-    pub resources: Option<Vec<Value>>,
+    /// /cluster/ha/resources` lists them (Resources.pm index: `sid`, `group`, …), the list as
+    /// read.
+    pub resources: Option<Value>,
 }
 
 /// What an HA method reads and writes: the guest's HA resource, or an HA rule naming it — on PVE 8
@@ -431,8 +430,7 @@ impl<'c> Course<'c> {
                 config: None,
                 service: None,
                 idle: None,
-                listed: Vec::new(),
-                failed: Vec::new(),
+                status: Value::Null,
                 resources: None,
             },
             writes: Vec::new(),
@@ -482,12 +480,8 @@ impl<'c> Course<'c> {
                 Err(why) => self.read(back, Err(why)),
             },
             Step::Resources(back) => {
-                let read = list_of(answer, "the HA resources").map(|list| {
-                    self.view.resources = match list {
-                        Value::Array(list) => Some(list),
-                        _ => None,
-                    };
-                });
+                let read = list_of(answer, "the HA resources")
+                    .map(|list| self.view.resources = Some(list));
                 self.read(back, read)
             }
             Step::Current => self.current(answer),
@@ -552,15 +546,8 @@ impl<'c> Course<'c> {
             Err(why) => return self.read(false, Err(why)),
         };
         self.view.service = service_of(&list, &self.sid);
-        for e in list.as_array().map_or(&[][..], Vec::as_slice) {
-            if let Some(s) = e["id"].as_str().and_then(|i| i.strip_prefix("service:")) {
-                self.view.listed.push(s.into());
-                if e["crm_state"] == "error" {
-                    self.view.failed.push(s.into());
-                }
-            }
-        }
         self.view.idle = idle(&list).filter(|_| self.gate);
+        self.view.status = list;
         match self.change.plan(&self.view) {
             Ok(writes) => {
                 self.writes = writes;
@@ -750,11 +737,25 @@ fn list_of(answer: Result<Value, PveError>, what: &str) -> Result<Value, String>
     }
 }
 
+/// Whether a status entry is the `service:<sid>` one.
+fn is_service(e: &Value, sid: &str) -> bool {
+    let id = e.get("id").and_then(Value::as_str);
+    id.and_then(|i| i.strip_prefix("service:")) == Some(sid)
+}
+
 /// The `service:<sid>` entry of a status list.
 fn service_of(list: &Value, sid: &str) -> Option<Value> {
-    let id = |e: &&Value| {
-        let id = e.get("id").and_then(Value::as_str);
-        id.and_then(|i| i.strip_prefix("service:")) == Some(sid)
-    };
-    list.as_array()?.iter().find(id).cloned()
+    list.as_array()?
+        .iter()
+        .find(|e| is_service(e, sid))
+        .cloned()
+}
+
+/// Whether the manager's view read before the writes lists HA resource `sid` — `in_error`: with
+/// `crm_state` `error`. Status.pm lists every configured HA resource, whether or not the manager
+/// processed it (it lists the resources config's ids).
+pub fn lists(view: &HaView, sid: &str, in_error: bool) -> bool {
+    let list = view.status.as_array().map_or(&[][..], Vec::as_slice);
+    list.iter()
+        .any(|e| is_service(e, sid) && (!in_error || e["crm_state"] == "error"))
 }
