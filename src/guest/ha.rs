@@ -83,14 +83,13 @@ pub struct HaView {
     pub config: Option<Value>,
     pub service: Option<Value>,
     pub idle: Option<String>,
-    /// The sids `status/current` lists: every configured HA resource (Status.pm lists the
-    /// resources config's ids whether or not the manager processed them).
-    pub listed: Vec<String>,
-    /// The listed sids whose `crm_state` is `error`.
-    pub failed: Vec<String>,
+    /// The manager's view read before the writes (`status/current`'s list, see `lists`), kept
+    /// as read rather than copied into lists of sids (issue 32), as `resources` is.
+    pub status: Value,
     /// Where the object is an HA group (PVE 8): every HA resource's config, as `GET
-    /// /cluster/ha/resources` lists them (Resources.pm index: `sid`, `group`, …).
-    pub resources: Option<Vec<Value>>,
+    /// /cluster/ha/resources` lists them (Resources.pm index: `sid`, `group`, …), the list as
+    /// read.
+    pub resources: Option<Value>,
 }
 
 /// What an HA method reads and writes: the guest's HA resource, or an HA rule naming it — on PVE 8
@@ -120,10 +119,11 @@ pub trait HaChange {
     /// Makes the writes, in order, that turn what was read into what was asked (none: nothing to
     /// send), or says why PVE would refuse one (then nothing is sent).
     fn plan(&self, view: &HaView) -> Result<Vec<Write>, String>;
-    /// Judges the service's entry in the manager's view (`None`: not listed): what it shows, or
-    /// what it shows instead (not yet).
-    fn judge(&self, service: Option<&Value>) -> Result<String, String> {
-        Ok(describe(service))
+    /// Judges the service's entry in the manager's view (`view.service`, `None`: not listed) —
+    /// `view.config` is still the one the plan planned from — what it shows, or what it shows
+    /// instead (not yet).
+    fn judge(&self, view: &HaView) -> Result<String, String> {
+        Ok(describe(view.service.as_ref()))
     }
     /// Judges the config (`view.config`) read back after the manager applied it.
     fn read_back(&self, view: &HaView) -> Result<(), String>;
@@ -135,6 +135,24 @@ pub trait HaChange {
     fn waits_lock(&self) -> bool {
         false
     }
+}
+
+/// The parameters asked whose value the config read does not show, as `shown` reads it: name,
+/// value asked and what it shows. One compare for haResource's options and haRule's parameters
+/// (issue 32).
+pub fn differing<'a>(
+    asked: &'a [(String, String)],
+    config: &Value,
+    shown: fn(&Value, &str) -> String,
+) -> Vec<(&'a str, &'a str, String)> {
+    let mut wrong = Vec::new();
+    for (key, want) in asked {
+        let seen = shown(config, key);
+        if seen != *want {
+            wrong.push((key.as_str(), want.as_str(), seen));
+        }
+    }
+    wrong
 }
 
 /// Reads an HA method's arguments (for a guest of the kind given) as its change.
@@ -412,8 +430,7 @@ impl<'c> Course<'c> {
                 config: None,
                 service: None,
                 idle: None,
-                listed: Vec::new(),
-                failed: Vec::new(),
+                status: Value::Null,
                 resources: None,
             },
             writes: Vec::new(),
@@ -463,12 +480,8 @@ impl<'c> Course<'c> {
                 Err(why) => self.read(back, Err(why)),
             },
             Step::Resources(back) => {
-                let read = list_of(answer, "the HA resources").map(|list| {
-                    self.view.resources = match list {
-                        Value::Array(list) => Some(list),
-                        _ => None,
-                    };
-                });
+                let read = list_of(answer, "the HA resources")
+                    .map(|list| self.view.resources = Some(list));
                 self.read(back, read)
             }
             Step::Current => self.current(answer),
@@ -533,15 +546,8 @@ impl<'c> Course<'c> {
             Err(why) => return self.read(false, Err(why)),
         };
         self.view.service = service_of(&list, &self.sid);
-        for e in list.as_array().map_or(&[][..], Vec::as_slice) {
-            if let Some(s) = e["id"].as_str().and_then(|i| i.strip_prefix("service:")) {
-                self.view.listed.push(s.into());
-                if e["crm_state"] == "error" {
-                    self.view.failed.push(s.into());
-                }
-            }
-        }
         self.view.idle = idle(&list).filter(|_| self.gate);
+        self.view.status = list;
         match self.change.plan(&self.view) {
             Ok(writes) => {
                 self.writes = writes;
@@ -586,7 +592,7 @@ impl<'c> Course<'c> {
     fn settled(&mut self) -> Next {
         let first = match &self.view.idle {
             Some(why) => Err(why.clone()),
-            None => self.change.judge(self.view.service.as_ref()),
+            None => self.change.judge(&self.view),
         };
         match (self.writes.is_empty(), first) {
             (true, Ok(shown)) => self.waited(Ok(shown)),
@@ -609,7 +615,7 @@ impl<'c> Course<'c> {
         self.view.service = service_of(&list, &self.sid);
         let seen = match idle(&list).filter(|_| self.gate) {
             Some(why) => Err(why),
-            None => self.change.judge(self.view.service.as_ref()),
+            None => self.change.judge(&self.view),
         };
         let last = match seen {
             Ok(shown) => return self.waited(Ok(shown)),
@@ -731,11 +737,25 @@ fn list_of(answer: Result<Value, PveError>, what: &str) -> Result<Value, String>
     }
 }
 
+/// Whether a status entry is the `service:<sid>` one.
+fn is_service(e: &Value, sid: &str) -> bool {
+    let id = e.get("id").and_then(Value::as_str);
+    id.and_then(|i| i.strip_prefix("service:")) == Some(sid)
+}
+
 /// The `service:<sid>` entry of a status list.
 fn service_of(list: &Value, sid: &str) -> Option<Value> {
-    let id = |e: &&Value| {
-        let id = e.get("id").and_then(Value::as_str);
-        id.and_then(|i| i.strip_prefix("service:")) == Some(sid)
-    };
-    list.as_array()?.iter().find(id).cloned()
+    list.as_array()?
+        .iter()
+        .find(|e| is_service(e, sid))
+        .cloned()
+}
+
+/// Whether the manager's view read before the writes lists HA resource `sid` — `in_error`: with
+/// `crm_state` `error`. Status.pm lists every configured HA resource, whether or not the manager
+/// processed it (it lists the resources config's ids).
+pub fn lists(view: &HaView, sid: &str, in_error: bool) -> bool {
+    let list = view.status.as_array().map_or(&[][..], Vec::as_slice);
+    list.iter()
+        .any(|e| is_service(e, sid) && (!in_error || e["crm_state"] == "error"))
 }

@@ -12,7 +12,6 @@ use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::request::{push_param, Verb};
 use serde_json::Value;
-use std::cell::{Cell, RefCell};
 
 /// The states a request may ask (pve-ha-manager `PVE/HA/Resources.pm` `state` enum; `enabled` is
 /// only an alias of `started` there, and not offered here).
@@ -32,7 +31,7 @@ const OPTIONS: [(&str, &str, &str); 5] = [
 #[derive(Debug, Clone, PartialEq)]
 pub struct HaResourceArgs {
     pub target: GuestRef,
-    pub options: Vec<(&'static str, String)>,
+    pub options: Vec<(String, String)>,
     pub delete: bool,
 }
 
@@ -60,7 +59,7 @@ impl HaResourceArgs {
                 },
             };
             if let Some(value) = read(&fields, arg)? {
-                options.push((name, value));
+                options.push((name.to_string(), value));
             }
         }
         if delete && !options.is_empty() {
@@ -103,21 +102,6 @@ fn configured(config: &Value, name: &str) -> String {
     }
 }
 
-/// The options asked whose value the config does not show, with what it shows.
-fn differing<'a>(
-    asked: &'a [(&'static str, String)],
-    config: &Value,
-) -> Vec<(&'a str, &'a str, String)> {
-    let mut differing = Vec::new();
-    for (name, want) in asked {
-        let seen = configured(config, name);
-        if *want != seen {
-            differing.push((*name, want.as_str(), seen));
-        }
-    }
-    differing
-}
-
 /// Whether the manager's entry shows `target` applied (Manager.pm: a started service is
 /// `crm_state started` and, once the LRM reports it running, verbose `state started`; a stopped
 /// or disabled one `crm_state stopped`; an ignored one is dropped from the manager's services, so
@@ -140,14 +124,9 @@ pub fn applied(target: &str, service: Option<&Value>) -> Result<String, String> 
     }
 }
 
-/// haResource's change: the arguments, and what the plan found.
+/// haResource's change: the arguments.
 struct ResourceChange {
     args: HaResourceArgs,
-    /// The state the manager must show: asked, else the config's (PVE's default `started`).
-    target: RefCell<String>,
-    /// PVE 9's delete purges the sid from the HA rules (Config.pm delete_service_from_config,
-    /// `purge` 1 by default): the summary says so (the rules are not read for it).
-    purged: Cell<bool>,
 }
 
 impl HaChange for ResourceChange {
@@ -156,16 +135,11 @@ impl HaChange for ResourceChange {
     }
 
     fn plan(&self, view: &HaView) -> Result<Vec<Write>, String> {
-        plan(&self.args, view, &self.target, &self.purged)
+        plan(&self.args, view)
     }
 
-    fn judge(&self, service: Option<&Value>) -> Result<String, String> {
-        judge(
-            &self.args,
-            service,
-            &self.target.borrow(),
-            self.purged.get(),
-        )
+    fn judge(&self, view: &HaView) -> Result<String, String> {
+        judge(&self.args, view)
     }
 
     fn read_back(&self, view: &HaView) -> Result<(), String> {
@@ -181,37 +155,17 @@ impl HaChange for ResourceChange {
 pub fn change(args: &Value, _: GuestKind) -> Result<Box<dyn HaChange>, ArgError> {
     Ok(Box::new(ResourceChange {
         args: HaResourceArgs::parse(args)?,
-        target: RefCell::new(String::from("started")),
-        purged: Cell::new(false),
     }))
 }
 
-/// The writes that make the HA resource as asked; `target` becomes the state the manager must
-/// show, `purged` whether the resource is deleted.
-fn plan(
-    args: &HaResourceArgs,
-    view: &HaView,
-    target: &RefCell<String>,
-    purged: &Cell<bool>,
-) -> Result<Vec<Write>, String> {
-    // Looked up once: each lookup is a walk of the options (issue 32).
-    let asked = args.state();
+/// The writes that make the HA resource as asked.
+fn plan(args: &HaResourceArgs, view: &HaView) -> Result<Vec<Write>, String> {
     // One write at most, built on one path (issue 32).
     let (verb, params) = match view.config.as_ref() {
         None if args.delete => return Ok(vec![]),
-        Some(_) if args.delete => {
-            purged.set(true);
-            (Verb::Delete, Vec::new())
-        }
-        None => {
-            let mut params = Vec::with_capacity(args.options.len());
-            for (key, value) in &args.options {
-                push_param(&mut params, key, value);
-            }
-            *target.borrow_mut() = asked.unwrap_or("started").into();
-            (Verb::Create, params)
-        }
-        Some(config) => match update(args, view, config, asked, target)? {
+        Some(_) if args.delete => (Verb::Delete, Vec::new()),
+        None => (Verb::Create, args.options.clone()),
+        Some(config) => match update(args, view, config)? {
             params if params.is_empty() => return Ok(Vec::new()),
             params => (Verb::Set, params),
         },
@@ -219,22 +173,19 @@ fn plan(
     Ok(vec![(None, verb, params)])
 }
 
-/// The parameters of an update of the configured resource (none: already as asked); `target`
-/// becomes the state the manager must show.
+/// The parameters of an update of the configured resource (none: already as asked).
 fn update(
     args: &HaResourceArgs,
     view: &HaView,
     config: &Value,
-    asked: Option<&str>,
-    target: &RefCell<String>,
 ) -> Result<Vec<(String, String)>, String> {
-    let configured_state = configured(config, "state");
-    *target.borrow_mut() = asked.unwrap_or(&configured_state).into();
+    let asked = args.state();
     // Resources.pm update → check_service_state: a managed (not ignored) service in error
     // state takes a write only with `state` disabled sent.
     let service = view.service.as_ref();
     let crm = service.and_then(|s| s.get("crm_state"));
-    let error = crm.and_then(Value::as_str) == Some("error") && configured_state != "ignored";
+    let error =
+        crm.and_then(Value::as_str) == Some("error") && configured(config, "state") != "ignored";
     if error && asked != Some("disabled") {
         let sid = service.and_then(|s| s.get("sid")).and_then(Value::as_str);
         return Err(format!(
@@ -243,7 +194,7 @@ fn update(
         ));
     }
     let mut params = Vec::new();
-    for (key, want, _) in differing(&args.options, config) {
+    for (key, want, _) in ha::differing(&args.options, config, configured) {
         push_param(&mut params, key, want);
     }
     if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {
@@ -252,19 +203,23 @@ fn update(
     Ok(params)
 }
 
-/// Whether the manager's entry shows the change: a removal gone from its list, else `target`
-/// applied.
-fn judge(
-    args: &HaResourceArgs,
-    service: Option<&Value>,
-    target: &str,
-    purged: bool,
-) -> Result<String, String> {
+/// Whether the manager's entry shows the change: a removal gone from its list, else the state
+/// asked applied — without one, the state the config read before the writes holds (PVE's default
+/// `started`; none for a new resource).
+fn judge(args: &HaResourceArgs, view: &HaView) -> Result<String, String> {
+    // `view.config` is still the one planned from: a removal of a configured resource is a
+    // delete, which on PVE 9 purges the sid from the HA rules (Config.pm
+    // delete_service_from_config, `purge` 1 by default): the summary says so (the rules are not
+    // read for it).
+    let (config, service) = (view.config.as_ref(), view.service.as_ref());
     match (args.delete, service) {
         (true, None) => Ok(String::from("gone from the HA manager's service list")
-            + ["", "; on PVE 9, PVE also removed it from every HA rule naming it and deleted any rule it left without resources"][usize::from(purged)]),
+            + ["", "; on PVE 9, PVE also removed it from every HA rule naming it and deleted any rule it left without resources"][usize::from(config.is_some())]),
         (true, Some(_)) => Err(format!("still listed: {}", describe(service))),
-        (false, _) => applied(target, service),
+        (false, _) => {
+            let configured_state = configured(config.unwrap_or(&Value::Null), "state");
+            applied(args.state().unwrap_or(&configured_state), service)
+        }
     }
 }
 
@@ -274,10 +229,12 @@ fn read_back(args: &HaResourceArgs, view: &HaView) -> Result<(), String> {
         (true, None) => Ok(()),
         (true, Some(_)) => Err("the resource is still configured".to_string()),
         (false, None) => Err("no such resource".to_string()),
-        (false, Some(config)) => match differing(&args.options, config).as_slice() {
-            [] => Ok(()),
-            wrong => Err(not_as_asked(wrong)),
-        },
+        (false, Some(config)) => {
+            match ha::differing(&args.options, config, configured).as_slice() {
+                [] => Ok(()),
+                wrong => Err(not_as_asked(wrong)),
+            }
+        }
     }
 }
 

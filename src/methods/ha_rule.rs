@@ -251,7 +251,7 @@ fn group_of(all: &[Value], sid: &str) -> Option<String> {
 /// resource(s)` — every resource sent must be an HA resource.
 fn managed(view: &HaView, params: &[(String, String)]) -> Result<(), String> {
     let sent = params.iter().find(|(k, _)| k == "resources");
-    let listed = |s: &&str| view.listed.iter().any(|l| l == s);
+    let listed = |s: &&str| ha::lists(view, s, false);
     match sent.and_then(|(_, list)| list.split(',').find(|s| !listed(s))) {
         Some(sid) => Err(format!("PVE uses only HA resources in a rule and {sid} is not one (add it with haResource first)")),
         None => Ok(()),
@@ -265,23 +265,10 @@ fn set_on(sid: &str, key: &str, value: &str) -> Write {
     (Some(sid.to_string()), Verb::Set, params)
 }
 
-/// The parameters whose value the rule (or PVE 8 group) read does not show: name, value asked and
-/// what it shows.
-fn differing<'a>(rule: &Value, params: &'a [(String, String)]) -> Vec<(&'a str, &'a str, String)> {
-    let mut wrong = Vec::new();
-    for (key, want) in params {
-        let seen = shown(rule, key);
-        if seen != *want {
-            wrong.push((key.as_str(), want.as_str(), seen));
-        }
-    }
-    wrong
-}
-
 /// The parameters of an update: those the read does not show as asked.
 fn set_of(rule: &Value, params: &[(String, String)]) -> Vec<(String, String)> {
     let mut set = Vec::new();
-    for (key, want, _) in differing(rule, params) {
+    for (key, want, _) in ha::differing(params, rule, shown) {
         // Rules.pm: `disable` 0 is dropped from a request; it is cleared with `delete`.
         set.push(match (key, want) {
             ("disable", "0") => ("delete".into(), "disable".into()),
@@ -371,7 +358,7 @@ impl Asked {
         let ours = self.members(view.vmid);
         let mut writes = Vec::new();
         for s in &ours {
-            if !view.listed.contains(s) {
+            if !ha::lists(view, s, false) {
                 return Err(format!("`resources`: {s} is not an HA resource (Resources.pm update: no such resource) — add it with haResource first"));
             }
             match group_of(all, s) {
@@ -387,7 +374,7 @@ impl Asked {
         // Resources.pm update → check_service_state: a service in error state takes no write
         // but `state` disabled.
         for (to, _, _) in &writes {
-            if let Some(s) = to.as_ref().filter(|s| view.failed.contains(s)) {
+            if let Some(s) = to.as_ref().filter(|s| ha::lists(view, s, true)) {
                 return Err(format!("`resources`: {s} is in error state, and PVE refuses to change it until it is disabled and fixed (Resources.pm check_service_state) — set it disabled with haResource first"));
             }
         }
@@ -415,7 +402,7 @@ impl Asked {
     }
 
     fn plan(&self, view: &HaView) -> Result<Vec<Write>, String> {
-        if let Some(all) = &view.resources {
+        if let Some(all) = view.resources.as_ref().and_then(Value::as_array) {
             return self.group_plan(view, all);
         }
         let args = &self.args;
@@ -463,7 +450,7 @@ impl Asked {
     fn read_back(&self, view: &HaView) -> Result<(), String> {
         let args = &self.args;
         // PVE 8: read back as asked when a new plan finds nothing left to write.
-        if let Some(all) = &view.resources {
+        if let Some(all) = view.resources.as_ref().and_then(Value::as_array) {
             let mut left = String::new();
             // `PUT vm:101 group=pin; POST group pin nodes=pve1`, written in place (issue 32).
             for (to, verb, params) in self.group_plan(view, all)? {
@@ -503,7 +490,7 @@ impl Asked {
             ));
         }
         let params = self.with_guest(view.vmid);
-        let mut said = not_as_asked(&differing(rule, &params));
+        let mut said = not_as_asked(&ha::differing(&params, rule, shown));
         if shown(rule, "disable") == "1"
             && !args.params.iter().any(|(k, v)| *k == "disable" && v == "1")
         {
