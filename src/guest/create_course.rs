@@ -580,6 +580,7 @@ impl Held {
     /// The `i`th judgment of [`Held::storages`]: `store`'s listing `volumes` holds what it should.
     /// `Ok` holds what a made disk showed.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn judge(
         &self,
         guest: &dyn NewGuest,
@@ -656,8 +657,8 @@ fn judge_disk(
         .find(|v| v.volid == volid)
         .map(|v| v.size.unwrap_or(0));
     let Some(size) = size else {
-        let missing = format!("is not on storage {}", disk.storage);
-        return Err(disk_failed(label, key, volid, &missing));
+        let missing = format_args!("is not on storage {}", disk.storage);
+        return Err(disk_failed(label, key, volid, missing));
     };
     let made = format!("{key} is {volid}");
     let Some(image) = &disk.import_from else {
@@ -667,17 +668,18 @@ fn judge_disk(
         Some(want) if size == want && size > 0 => Ok(format!(
             "{made}, imported from {image} ({size} bytes, the image's size)"
         )),
-        Some(want) => Err(disk_failed(label, key, volid, &format!(
+        Some(want) => Err(disk_failed(label, key, volid, format_args!(
             "imported from {image} holds {size} bytes where the image has {want} (an empty or short import)"
         ))),
         None if size > 0 => Ok(format!(
             "{made}, imported from {image} ({size} bytes; the image's size was not listed)"
         )),
-        None => Err(disk_failed(label, key, volid, &format!("imported from {image} is empty"))),
+        None => Err(disk_failed(label, key, volid, format_args!("imported from {image} is empty"))),
     }
 }
 
-/// Why a disk the create made is not as it should be: `what` it shows.
-fn disk_failed(label: &str, key: &str, volid: &str, what: &str) -> String {
+/// Why a disk the create made is not as it should be: `what` it shows (written in place, not
+/// formatted apart first, issue 32).
+fn disk_failed(label: &str, key: &str, volid: &str, what: std::fmt::Arguments) -> String {
     format!("{label} exists, but its disk {key} ({volid}) {what} — check the create task's log and the storage")
 }

@@ -225,24 +225,26 @@ fn disk_problem(
 ) -> bool {
     let expected_store = storage.unwrap_or_else(|| storage_of(wanted));
     let wanted_size = disk_size(wanted);
-    // One note for every way it differs: `disk `scsi0` is "…", not <how>`.
-    let note_disk = |problems: &mut String, how: fmt::Arguments| {
-        note(
-            problems,
-            format_args!("disk `{key}` is {seen:?}, not {how}"),
-        );
-    };
-    if storage_of(seen) != expected_store {
-        note_disk(problems, format_args!("on storage {expected_store}"));
+    // Which of the archive's it is not (`None`: its storage), then one note for each way it
+    // differs: `disk `scsi0` is "…", not <how>` — two texts, not one per way (issue 32).
+    let what = if storage_of(seen) != expected_store {
+        None
     } else if wanted_size.is_some() && disk_size(seen) != wanted_size {
-        note_disk(problems, format_args!("the archive's size ({wanted:?})"));
+        Some("the archive's size")
     } else if !same_parts(wanted, seen, 1, disk_option) {
-        note_disk(
-            problems,
-            format_args!("with the archive's options ({wanted:?})"),
-        );
+        Some("with the archive's options")
     } else {
         return false;
+    };
+    match what {
+        None => note(
+            problems,
+            format_args!("disk `{key}` is {seen:?}, not on storage {expected_store}"),
+        ),
+        Some(what) => note(
+            problems,
+            format_args!("disk `{key}` is {seen:?}, not {what} ({wanted:?})"),
+        ),
     }
     true
 }
@@ -712,6 +714,32 @@ mod tests {
         let mut noted = String::new();
         assert!(!disk_problem(&mut noted, "mp0", wanted, restored, lxc));
         assert!(disk_problem(&mut noted, "mp0", wanted, restored, None));
+    }
+
+    #[test]
+    fn a_restored_disk_is_noted_by_the_first_way_it_differs() {
+        let wanted = "local-lvm:vm-120-disk-0,size=8G,discard=on";
+        let note = |seen: &str| {
+            let mut noted = String::new();
+            disk_problem(&mut noted, "scsi0", wanted, seen, None).then_some(noted)
+        };
+        assert_eq!(note("local-lvm:vm-130-disk-0,discard=on,size=8G"), None);
+        assert_eq!(
+            note("local-zfs:vm-130-disk-0,size=4G").as_deref(),
+            Some(r#"disk `scsi0` is "local-zfs:vm-130-disk-0,size=4G", not on storage local-lvm"#)
+        );
+        assert_eq!(
+            note("local-lvm:vm-130-disk-0,size=4G,discard=on").as_deref(),
+            Some(
+                r#"disk `scsi0` is "local-lvm:vm-130-disk-0,size=4G,discard=on", not the archive's size ("local-lvm:vm-120-disk-0,size=8G,discard=on")"#
+            )
+        );
+        assert_eq!(
+            note("local-lvm:vm-130-disk-0,size=8G").as_deref(),
+            Some(
+                r#"disk `scsi0` is "local-lvm:vm-130-disk-0,size=8G", not with the archive's options ("local-lvm:vm-120-disk-0,size=8G,discard=on")"#
+            )
+        );
     }
 
     #[test]
