@@ -29,9 +29,10 @@ use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
+use crate::pve::read::Obj;
 use crate::pve::request::PveRequest;
 use crate::run::Run;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::future::Future;
 
 /// The arguments of `convertToTemplate`.
@@ -219,18 +220,21 @@ fn listed<H: Host>(
     if cut_at_the_end(run, &read, deadline_ms) {
         return Ok(Some(false));
     }
-    let guests: Vec<NodeGuest> = shaped(request, "a list of guests", read).map_err(|e| {
-        let action = format!(
-            "list the guests of node {} to see whether {} is listed as a template ({})",
-            ev.at.node,
-            ev.label(run),
-            request.label()
-        );
-        could_not(&action, &e).0
-    })?;
+    // Its entries are read as plain objects, their `vmid` and `template` tolerantly: the reader of
+    // a list of objects is shared with `locate`'s, where a type of its own was one more (issue 32).
+    let guests: Vec<Map<String, Value>> =
+        shaped(request, "a list of guests", read).map_err(|e| {
+            let action = format!(
+                "list the guests of node {} to see whether {} is listed as a template ({})",
+                ev.at.node,
+                ev.label(run),
+                request.label()
+            );
+            could_not(&action, &e).0
+        })?;
     let vmid = Some(u64::from(ev.at.vmid));
-    let entry = guests.iter().find(|g| g.vmid == vmid);
-    Ok(entry.map(|g| g.template == Some(true)))
+    let entry = guests.iter().map(Obj).find(|g| g.opt_u64("vmid") == vmid);
+    Ok(entry.map(|g| g.opt_bool("template") == Some(true)))
 }
 
 /// A guest its node no longer lists: not a template yet while it is elsewhere, a failure when gone.
@@ -244,25 +248,6 @@ fn still_there<H: Host>(
             "{} {vmid} disappeared while it was being converted to a template",
             run.kind.noun()
         )),
-    }
-}
-
-/// The part of a node-list entry (`GET /nodes/{node}/<kind>`) the template check reads.
-#[derive(Debug)]
-struct NodeGuest {
-    vmid: Option<u64>,
-    template: Option<bool>,
-}
-
-impl crate::pve::read::FromJson for NodeGuest {
-    // Inlined into its callers, as the readers in pve/responses.rs are (issue 32).
-    #[inline(always)]
-    fn from_json(value: &Value) -> Result<Self, String> {
-        let o = crate::pve::read::object(value)?;
-        Ok(NodeGuest {
-            vmid: o.opt_u64("vmid"),
-            template: o.opt_bool("template"),
-        })
     }
 }
 
