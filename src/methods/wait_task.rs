@@ -17,7 +17,7 @@ use crate::pve::endpoints;
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
 use crate::task::{follow_task, TaskEnd, TaskTrouble};
-use crate::watch::node_tasks::ListedTask;
+use crate::watch::node_tasks::{listed_upid, ListedTask};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -151,7 +151,7 @@ pub async fn wait_task<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 
 /// The one task the list shows; none or several is a failure naming what was listed.
 fn the_one(node: &str, rows: &[ListedTask]) -> Result<Upid, String> {
-    let mut found = rows.iter().filter_map(ListedTask::upid);
+    let mut found = rows.iter().filter_map(listed_upid);
     let (first, second) = (found.next(), found.next());
     let listed = match (&first, &second) {
         (Some(one), None) => return Ok(one.clone()),

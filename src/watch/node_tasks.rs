@@ -19,9 +19,10 @@
 use super::signal::Signal;
 use crate::poll::SHORTEST_PAUSE_MS;
 use crate::pve::endpoints;
-use crate::pve::read::{object, FromJson};
+use crate::pve::read::Obj;
 use crate::pve::request::PveRequest;
 use crate::pve::upid::Upid;
+use serde_json::{Map, Value};
 use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
 use std::task::{Poll, Waker};
@@ -105,29 +106,14 @@ pub struct NodeTasks {
     published: Signal,
 }
 
-/// One row of the node's task list, as much of it as a follower reads.
-pub struct ListedTask {
-    upid: Option<String>,
-    status: Option<String>,
-}
+/// One row of the node's task list, read as a plain object: its `upid` and `status` are read
+/// tolerantly where they are used, so the reader of a list of objects is shared with every other
+/// such read, where a type of its own was two more readers (issue 32).
+pub type ListedTask = Map<String, Value>;
 
-impl ListedTask {
-    /// The row's UPID, when it is one.
-    pub fn upid(&self) -> Option<Upid> {
-        self.upid.as_deref().and_then(Upid::parse)
-    }
-}
-
-impl FromJson for ListedTask {
-    // Inlined into its callers, as the readers in pve/responses.rs are (issue 32).
-    #[inline(always)]
-    fn from_json(value: &serde_json::Value) -> Result<Self, String> {
-        let o = object(value)?;
-        Ok(ListedTask {
-            upid: o.opt_string("upid"),
-            status: o.opt_string("status"),
-        })
-    }
+/// The row's UPID, when it is one.
+pub fn listed_upid(row: &ListedTask) -> Option<Upid> {
+    Obj(row).opt_string("upid").as_deref().and_then(Upid::parse)
 }
 
 impl NodeTasks {
@@ -308,11 +294,13 @@ impl NodeTasks {
             }
         }
         for row in rows {
-            let Some(Ok(at)) = row.upid.as_deref().map(|upid| find(&followed, upid)) else {
+            let row = Obj(row);
+            let upid = row.opt_string("upid");
+            let Some(Ok(at)) = upid.as_deref().map(|upid| find(&followed, upid)) else {
                 continue;
             };
             let entry = &mut followed[at];
-            entry.sighting = match (&entry.sighting, row.status.as_deref()) {
+            entry.sighting = match (&entry.sighting, row.opt_string("status").as_deref()) {
                 (Sighting::Ended(_), _) => continue,
                 (_, None | Some("RUNNING")) => Sighting::Running,
                 (_, Some(status)) => Sighting::Ended(status.to_string()),
@@ -362,10 +350,12 @@ mod tests {
     const C: &str = "UPID:pve1:0000AAAD:0000BBBD:6571E3A9:qmstart:102:root@pam!t:";
 
     fn row(upid: &str, status: Option<&str>) -> ListedTask {
-        ListedTask {
-            upid: Some(upid.into()),
-            status: status.map(str::to_string),
+        let mut row = ListedTask::new();
+        row.insert("upid".into(), upid.into());
+        if let Some(status) = status {
+            row.insert("status".into(), status.into());
         }
+        row
     }
 
     fn watching(upids: &[&str]) -> NodeTasks {
