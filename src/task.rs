@@ -10,7 +10,7 @@ use crate::progress::Progress;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::request::PveRequest;
-use crate::pve::responses::{TaskLogLine, TaskStatus};
+use crate::pve::responses::{log_text, TaskLogLine, TaskStatus};
 use crate::pve::upid::Upid;
 use crate::quote::Joined;
 use crate::watch::node_tasks::{own_read_due, ListStep, ListedTask, NodeTasks, Sighting};
@@ -539,7 +539,7 @@ pub async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
                 let last = page.len() < LOG_PAGE_LINES;
                 // A loop, not an iterator chain: smaller in the module (docs/performance.md).
                 for line in page {
-                    match line.t {
+                    match log_text(&line) {
                         Some(text) if !text.trim().is_empty() => lines.push(text),
                         _ => {}
                     }

@@ -33,7 +33,7 @@ use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
-use crate::pve::responses::{NodeStorage, TaskLogLine};
+use crate::pve::responses::{log_text, NodeStorage, TaskLogLine};
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
 use crate::task::{follow_task, upid_of, TaskTrouble};
@@ -904,7 +904,8 @@ fn log_says(
     })?;
     let mut says = LogSays::default();
     for line in &lines {
-        let text = line.t.as_deref().unwrap_or("");
+        let text = log_text(line);
+        let text = text.as_deref().unwrap_or("");
         says.already_there |= text.contains(ALREADY_THERE);
         says.verified |= text.contains(CHECKSUM_VERIFIED);
     }

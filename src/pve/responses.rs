@@ -152,10 +152,14 @@ pub struct TaskStatus {
     pub exitstatus: Option<String>,
 }
 
-/// One line of `GET /nodes/{node}/tasks/{upid}/log`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TaskLogLine {
-    pub t: Option<String>,
+/// One line of `GET /nodes/{node}/tasks/{upid}/log`, read as a plain object: the reader of a list
+/// of objects is shared with every other such read, where a type of its own was one more reader
+/// (issue 32).
+pub type TaskLogLine = Map<String, Value>;
+
+/// A log line's text (`t`), read tolerantly.
+pub fn log_text(line: &TaskLogLine) -> Option<String> {
+    super::read::Obj(line).opt_string("t")
 }
 
 /// One entry of `GET /nodes/{node}/storage`: a storage as the node sees it (only the storages the
@@ -399,15 +403,6 @@ impl FromJson for TaskStatus {
         Ok(TaskStatus {
             status: o.required("status")?,
             exitstatus: o.opt_string("exitstatus"),
-        })
-    }
-}
-
-impl FromJson for TaskLogLine {
-    #[inline(always)]
-    fn from_json(value: &Value) -> Result<Self, String> {
-        Ok(TaskLogLine {
-            t: object(value)?.opt_string("t"),
         })
     }
 }
