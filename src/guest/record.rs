@@ -24,7 +24,9 @@ pub struct IdentityChange {
 
 /// Which guests the `sync` that wrote a record selected: its scope (`node`, `nodes`, `cluster`), the
 /// nodes it asked for (none for the whole cluster), the tags every selected guest carries and the
-/// `where` expression its fields satisfy.
+/// `where` expression its fields satisfy. Written as the record's `selection`: made JSON once per
+/// sync and put into each record it writes (methods/sync.rs), not a field of [`GuestRecord`] every
+/// record serializes (issue 32).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SyncSelection {
     pub scope: String,
@@ -105,9 +107,6 @@ pub struct GuestRecord {
     /// outputs): at most 10 lines, 2 KB, as the failure message quotes them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub last_task_log_tail: Vec<String>,
-    /// The selection of the `sync` that wrote the record (a sync of a node, nodes or the cluster).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub selection: Option<SyncSelection>,
     /// Config changes PVE holds until the next start (seen by setConfig): key → pending value.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub pending: Map<String, Value>,
@@ -193,7 +192,6 @@ impl GuestRecord {
             last_task: None,
             last_task_log: None,
             last_task_log_tail: Vec::new(),
-            selection: None,
             pending: Map::new(),
             pending_delete: Vec::new(),
         }

@@ -185,8 +185,10 @@ fn a_tag(field: &str, tag: &str) -> Result<String, ArgError> {
 /// What one sync covers, saw and wrote.
 struct Sweep {
     /// What this sync selects: its scope (`node`: one node; `nodes`; `cluster`: every online
-    /// node, `nodes` absent), tags and expression. Written into every record.
+    /// node, `nodes` absent), tags and expression.
     selection: SyncSelection,
+    /// The selection as every record states it (`selection`), made JSON once.
+    stated: Value,
     writes: Vec<RecordWrite>,
     /// VMIDs found in a list (as `usize`: the module sorts those already, `order::sort_by`).
     seen: Vec<usize>,
@@ -357,6 +359,7 @@ impl Sweep {
             r#where: parsed.r#where,
         };
         Ok(Sweep {
+            stated: serde_json::to_value(&selection).unwrap_or_default(),
             selection,
             writes: Vec::new(),
             seen: Vec::new(),
@@ -541,10 +544,13 @@ impl Sweep {
         }
     }
 
-    /// Writes a guest's record, stating the selection.
-    fn record(&mut self, spec: &str, instance: String, mut record: GuestRecord) {
-        record.selection = Some(self.selection.clone());
-        self.writes.push(write(spec, instance, &record));
+    /// Writes a guest's record, stating the selection (made JSON once, in [`Sweep::plan`]).
+    fn record(&mut self, spec: &str, instance: String, record: GuestRecord) {
+        let mut written = write(spec, instance, &record);
+        if let Value::Object(data) = &mut written.data {
+            data.insert("selection".to_string(), self.stated.clone());
+        }
+        self.writes.push(written);
     }
 
     /// What `GET /cluster/nextid` said of a stored guest no list held: absent (recorded so), still
