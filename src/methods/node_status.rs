@@ -105,7 +105,9 @@ pub struct NodeStatusRecord {
     pub disks_available: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disks_unavailable_reason: Option<String>,
-    pub disks: Vec<DiskRecord>,
+    /// Each disk made JSON as it is filed: the record serializes a list of JSON values, as other
+    /// records do, not a serializer of its own for a list of disks (issue 32).
+    pub disks: Vec<Value>,
     /// PVE's subscription status (`active`, `notfound`, `expired`, …); never the key or server id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subscription_status: Option<String>,
@@ -281,7 +283,7 @@ fn file_disks(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError
     for entry in list {
         // Pushed, not extended from the Option: no extend code of its own (issue 32).
         if let Some(disk) = disk_record(entry) {
-            disks.push(disk);
+            disks.push(serde_json::to_value(disk).unwrap_or_default());
         }
     }
     (record.disks, record.disks_available) = (disks, true);
