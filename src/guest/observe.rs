@@ -157,10 +157,11 @@ pub async fn record_for<H: Host>(
             previous.smbios_uuid.as_deref().unwrap_or("?"),
             identity.smbios_uuid.as_deref().unwrap_or("?")
         ));
-        record.identity_changed = Some(IdentityChange {
+        let change = IdentityChange {
             previous,
             current: identity.clone(),
-        });
+        };
+        record.identity_changed = serde_json::to_value(change).unwrap_or_default();
     }
     record.identity = Some(identity).filter(|i| !i.is_empty());
     record.identity_observed_at = record.identity.as_ref().map(|_| run.now_iso());

@@ -53,8 +53,10 @@ pub struct GuestRecord {
     pub qmp_status: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lock: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ha: Option<HaRecord>,
+    /// The guest's [`HaRecord`], made JSON as it is read (null, left out: PVE reports no HA state):
+    /// the record serializes a JSON value, not a serializer of its own for it (issue 32).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub ha: Value,
     pub tags: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<bool>,
@@ -91,9 +93,10 @@ pub struct GuestRecord {
     /// `observedBeforeMutation`: guest/seen.rs).
     #[serde(flatten)]
     pub marks: Marks,
-    /// Set when the VMID now belongs to a different guest than the stored record described.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub identity_changed: Option<IdentityChange>,
+    /// An [`IdentityChange`] made JSON, set when the VMID now belongs to a different guest than
+    /// the stored record described (null, left out, otherwise; made JSON as `ha` is).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub identity_changed: Value,
     /// Warnings of the tasks this run followed (`WARNINGS: n`) and of the method itself.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -135,10 +138,13 @@ impl GuestRecord {
         record.node = Some(node.to_string());
         record.qmp_status = status.qmpstatus.clone();
         record.lock = status.lock.clone().filter(|l| !l.is_empty());
-        record.ha = status.ha.as_ref().map(|ha| HaRecord {
-            managed: ha.managed.unwrap_or(false),
-            state: ha.state.clone(),
-        });
+        if let Some(ha) = &status.ha {
+            let ha = HaRecord {
+                managed: ha.managed.unwrap_or(false),
+                state: ha.state.clone(),
+            };
+            record.ha = serde_json::to_value(ha).unwrap_or_default();
+        }
         record.tags = status.tags.as_deref().map(split_tags).unwrap_or_default();
         record.template = status.template;
         record.agent_configured = status.agent;
@@ -169,7 +175,7 @@ impl GuestRecord {
             node: None,
             qmp_status: None,
             lock: None,
-            ha: None,
+            ha: Value::Null,
             tags: Vec::new(),
             template: None,
             agent_configured: None,
@@ -187,7 +193,7 @@ impl GuestRecord {
             identity: None,
             identity_observed_at: None,
             marks: Marks::default(),
-            identity_changed: None,
+            identity_changed: Value::Null,
             warnings: Vec::new(),
             last_task: None,
             last_task_log: None,
