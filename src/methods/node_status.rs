@@ -75,8 +75,10 @@ pub struct NodeStatusRecord {
     pub cpu_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub loadavg: Option<Vec<f64>>,
+    /// The load averages as numbers, made JSON as they are read (null, left out, when one is not a
+    /// number): no serializer of its own for a list of floats (issue 32).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub loadavg: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_total: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -386,15 +388,15 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
     let loadavg = at("loadavg").and_then(Value::as_array).and_then(|list| {
         let mut loads = Vec::with_capacity(list.len());
         for load in list {
-            loads.push(flex::f64_of(load)?);
+            loads.push(Value::from(flex::f64_of(load)?));
         }
-        Some(loads)
+        Some(Value::Array(loads))
     });
     let mut record = NodeStatusRecord {
         node: node.to_string(),
         cpu_pct: at("cpu").and_then(flex::f64_of).and_then(flex::pct),
         cpus: bytes("cpuinfo/cpus"),
-        loadavg,
+        loadavg: loadavg.unwrap_or_default(),
         mem_total: bytes("memory/total"),
         mem_used: bytes("memory/used"),
         swap_total: bytes("swap/total"),
