@@ -22,16 +22,17 @@ pub struct IdentityChange {
     pub current: Identity,
 }
 
-/// Which guests the `sync` that wrote a record selected: its scope (`node`, `nodes`, `cluster`), the
-/// nodes it asked for (none for the whole cluster), the tags every selected guest carries and the
-/// `where` expression its fields satisfy. Written as the record's `selection`: made JSON once per
-/// sync and put into each record it writes (methods/sync.rs), not a field of [`GuestRecord`] every
-/// record serializes (issue 32).
+/// Which guests the `sync` that wrote a record selected: its scope (`node`, `nodes`, `cluster`),
+/// the nodes it asked for (none, left out, for the whole cluster: a `nodes` list is never empty, a
+/// node scope names its node; a list, not an optional one, serialized as the other lists are), the
+/// tags every selected guest carries and the `where` expression its fields satisfy. Written as the
+/// record's `selection`: made JSON once per sync and put into each record it writes
+/// (methods/sync.rs), not a field of [`GuestRecord`] every record serializes (issue 32).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SyncSelection {
     pub scope: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nodes: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
     pub tags: Vec<String>,
     #[serde(rename = "where", skip_serializing_if = "Option::is_none")]
     pub r#where: Option<String>,

@@ -185,7 +185,7 @@ fn a_tag(field: &str, tag: &str) -> Result<String, ArgError> {
 /// What one sync covers, saw and wrote.
 struct Sweep {
     /// What this sync selects: its scope (`node`: one node; `nodes`; `cluster`: every online
-    /// node, `nodes` absent), tags and expression.
+    /// node, `nodes` empty), tags and expression.
     selection: SyncSelection,
     /// The selection as every record states it (`selection`), made JSON once.
     stated: Value,
@@ -222,9 +222,9 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(sweep) => sweep,
         Err(failure) => return failure.into(),
     };
-    let nodes = match sweep.selection.nodes.clone() {
-        Some(nodes) => nodes,
-        None => {
+    let nodes = match sweep.selection.nodes.is_empty() {
+        false => sweep.selection.nodes.clone(),
+        true => {
             let listed = run.pve().call(&endpoints::nodes()).await;
             match sweep.online_nodes(listed) {
                 Ok(nodes) => nodes,
@@ -329,14 +329,14 @@ impl Sweep {
             select::check(run.host, expression)?;
         }
         let (scope, nodes) = match (parsed.nodes, parsed.scope.as_str()) {
-            (Some(nodes), _) => ("nodes", Some(nodes)),
-            (None, "cluster") => ("cluster", None),
+            (Some(nodes), _) => ("nodes", nodes),
+            (None, "cluster") => ("cluster", Vec::new()),
             (None, _) => {
                 let node = match parsed.node {
                     Some(node) => node,
                     None => run.global.transport.node().to_string(),
                 };
-                ("node", Some(vec![node]))
+                ("node", vec![node])
             }
         };
         let selection = SyncSelection {
@@ -557,13 +557,13 @@ impl Sweep {
                 self.record(run.guest_spec(), run.guest_instance(vmid), record);
                 self.absent += 1;
             }
-            Err(e) if e.kind == ErrorKind::IdTaken => match self.selection.nodes {
+            Err(e) if e.kind == ErrorKind::IdTaken => match self.selection.nodes.is_empty() {
                 // On a node or some nodes of the cluster, it may have moved to another.
-                Some(_) => run.warn(&format!(
+                false => run.warn(&format!(
                     "{noun} {vmid} was recorded on node {} but is no longer listed there, and it still exists: it migrated, or the token may no longer audit it — its record was left as it was (run lookup for it)",
                     stored_node.unwrap_or("?")
                 )),
-                None => self.problems.push(format!(
+                true => self.problems.push(format!(
                     "{noun} {vmid} exists but no node lists it as a {} guest the token may audit — grant VM.Audit on /vms/{vmid} (its record was left as it was)",
                     run.kind.segment()
                 )),
