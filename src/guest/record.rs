@@ -15,11 +15,16 @@ pub struct HaRecord {
     pub state: Option<String>,
 }
 
-/// A detected VMID reuse: the stored record described another guest.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IdentityChange {
-    pub previous: Identity,
-    pub current: Identity,
+/// A detected VMID reuse as the record states it (`identityChanged`): the identity the stored
+/// record described (`previous`) and the one read now (`current`). Built as JSON: each identity
+/// through the record's own serializer of [`Identity`], no struct with serializers of its own for
+/// one more shape (issue 32).
+pub fn identity_change(previous: &Identity, current: &Identity) -> Value {
+    let mut change = Map::new();
+    let json = |identity| serde_json::to_value(identity).unwrap_or_default();
+    change.insert("previous".to_string(), json(previous));
+    change.insert("current".to_string(), json(current));
+    Value::Object(change)
 }
 
 /// Which guests the `sync` that wrote a record selected: its scope (`node`, `nodes`, `cluster`),
@@ -94,8 +99,8 @@ pub struct GuestRecord {
     /// `observedBeforeMutation`: guest/seen.rs).
     #[serde(flatten)]
     pub marks: Marks,
-    /// An [`IdentityChange`] made JSON, set when the VMID now belongs to a different guest than
-    /// the stored record described (null, left out, otherwise; made JSON as `ha` is).
+    /// An [`identity_change`], set when the VMID now belongs to a different guest than the stored
+    /// record described (null, left out, otherwise).
     #[serde(skip_serializing_if = "Value::is_null")]
     pub identity_changed: Value,
     /// Warnings of the tasks this run followed (`WARNINGS: n`) and of the method itself.
