@@ -7,14 +7,6 @@ use crate::pve::responses::GuestStatus;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// HA state as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HaRecord {
-    pub managed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
-}
-
 /// A detected VMID reuse as the record states it (`identityChanged`): the identity the stored
 /// record described (`previous`) and the one read now (`current`). Built as JSON: each identity
 /// through the record's own serializer of [`Identity`], no struct with serializers of its own for
@@ -59,8 +51,9 @@ pub struct GuestRecord {
     pub qmp_status: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lock: Option<String>,
-    /// The guest's [`HaRecord`], made JSON as it is read (null, left out: PVE reports no HA state):
-    /// the record serializes a JSON value, not a serializer of its own for it (issue 32).
+    /// HA state as recorded, built as JSON as it is read (null, left out: PVE reports no HA state):
+    /// `managed`, and `state` when PVE gives one. No struct with a serializer of its own for it
+    /// (issue 32).
     #[serde(skip_serializing_if = "Value::is_null")]
     pub ha: Value,
     pub tags: Vec<String>,
@@ -145,11 +138,13 @@ impl GuestRecord {
         record.qmp_status = status.qmpstatus.clone();
         record.lock = status.lock.clone().filter(|l| !l.is_empty());
         if let Some(ha) = &status.ha {
-            let ha = HaRecord {
-                managed: ha.managed.unwrap_or(false),
-                state: ha.state.clone(),
-            };
-            record.ha = serde_json::to_value(ha).unwrap_or_default();
+            let mut recorded = Map::new();
+            let managed = Value::Bool(ha.managed.unwrap_or(false));
+            recorded.insert("managed".to_string(), managed);
+            if let Some(state) = &ha.state {
+                recorded.insert("state".to_string(), Value::String(state.clone()));
+            }
+            record.ha = Value::Object(recorded);
         }
         record.tags = status.tags.as_deref().map(split_tags).unwrap_or_default();
         record.template = status.template;
@@ -207,5 +202,32 @@ impl GuestRecord {
             pending: Map::new(),
             pending_delete: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pve::responses::parse;
+    use serde_json::json;
+
+    /// The `ha` a record writes for a guest listed with `listed`'s fields.
+    fn ha_of(listed: Value) -> Option<Value> {
+        let status = parse::<GuestStatus>(&listed).expect("a guest status");
+        let record = GuestRecord::observed(100, "pve1", &status, "sync", String::new());
+        let data = serde_json::to_value(&record).expect("a record");
+        data.get("ha").cloned()
+    }
+
+    #[test]
+    fn the_ha_state_is_recorded_as_managed_with_its_state_when_pve_gives_one() {
+        let managed = json!({"status": "running", "ha": {"managed": 1, "state": "started"}});
+        assert_eq!(
+            ha_of(managed),
+            Some(json!({"managed": true, "state": "started"}))
+        );
+        let unmanaged = json!({"status": "running", "ha": {"managed": 0}});
+        assert_eq!(ha_of(unmanaged), Some(json!({"managed": false})));
+        assert_eq!(ha_of(json!({"status": "running"})), None);
     }
 }
