@@ -4,7 +4,7 @@
 
 use super::identity::{stored_identity, Identity};
 use super::locate::Located;
-use super::record::{GuestRecord, IdentityChange};
+use super::record::{identity_change, GuestRecord};
 use super::settle::read_status;
 use crate::client::shaped;
 use crate::host::Host;
@@ -157,10 +157,7 @@ pub async fn record_for<H: Host>(
             previous.smbios_uuid.as_deref().unwrap_or("?"),
             identity.smbios_uuid.as_deref().unwrap_or("?")
         ));
-        record.identity_changed = Some(IdentityChange {
-            previous,
-            current: identity.clone(),
-        });
+        record.identity_changed = identity_change(&previous, &identity);
     }
     record.identity = Some(identity).filter(|i| !i.is_empty());
     record.identity_observed_at = record.identity.as_ref().map(|_| run.now_iso());

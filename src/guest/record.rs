@@ -7,29 +7,29 @@ use crate::pve::responses::GuestStatus;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// HA state as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HaRecord {
-    pub managed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+/// A detected VMID reuse as the record states it (`identityChanged`): the identity the stored
+/// record described (`previous`) and the one read now (`current`). Built as JSON: each identity
+/// through the record's own serializer of [`Identity`], no struct with serializers of its own for
+/// one more shape (issue 32).
+pub fn identity_change(previous: &Identity, current: &Identity) -> Value {
+    let mut change = Map::new();
+    let json = |identity| serde_json::to_value(identity).unwrap_or_default();
+    change.insert("previous".to_string(), json(previous));
+    change.insert("current".to_string(), json(current));
+    Value::Object(change)
 }
 
-/// A detected VMID reuse: the stored record described another guest.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IdentityChange {
-    pub previous: Identity,
-    pub current: Identity,
-}
-
-/// Which guests the `sync` that wrote a record selected: its scope (`node`, `nodes`, `cluster`), the
-/// nodes it asked for (none for the whole cluster), the tags every selected guest carries and the
-/// `where` expression its fields satisfy.
+/// Which guests the `sync` that wrote a record selected: its scope (`node`, `nodes`, `cluster`),
+/// the nodes it asked for (none, left out, for the whole cluster: a `nodes` list is never empty, a
+/// node scope names its node; a list, not an optional one, serialized as the other lists are), the
+/// tags every selected guest carries and the `where` expression its fields satisfy. Written as the
+/// record's `selection`: made JSON once per sync and put into each record it writes
+/// (methods/sync.rs), not a field of [`GuestRecord`] every record serializes (issue 32).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SyncSelection {
     pub scope: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nodes: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
     pub tags: Vec<String>,
     #[serde(rename = "where", skip_serializing_if = "Option::is_none")]
     pub r#where: Option<String>,
@@ -51,8 +51,11 @@ pub struct GuestRecord {
     pub qmp_status: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lock: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ha: Option<HaRecord>,
+    /// HA state as recorded, built as JSON as it is read (null, left out: PVE reports no HA state):
+    /// `managed`, and `state` when PVE gives one. No struct with a serializer of its own for it
+    /// (issue 32).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub ha: Value,
     pub tags: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<bool>,
@@ -89,9 +92,10 @@ pub struct GuestRecord {
     /// `observedBeforeMutation`: guest/seen.rs).
     #[serde(flatten)]
     pub marks: Marks,
-    /// Set when the VMID now belongs to a different guest than the stored record described.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub identity_changed: Option<IdentityChange>,
+    /// An [`identity_change`], set when the VMID now belongs to a different guest than the stored
+    /// record described (null, left out, otherwise).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub identity_changed: Value,
     /// Warnings of the tasks this run followed (`WARNINGS: n`) and of the method itself.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -105,9 +109,6 @@ pub struct GuestRecord {
     /// outputs): at most 10 lines, 2 KB, as the failure message quotes them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub last_task_log_tail: Vec<String>,
-    /// The selection of the `sync` that wrote the record (a sync of a node, nodes or the cluster).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub selection: Option<SyncSelection>,
     /// Config changes PVE holds until the next start (seen by setConfig): key → pending value.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub pending: Map<String, Value>,
@@ -136,10 +137,15 @@ impl GuestRecord {
         record.node = Some(node.to_string());
         record.qmp_status = status.qmpstatus.clone();
         record.lock = status.lock.clone().filter(|l| !l.is_empty());
-        record.ha = status.ha.as_ref().map(|ha| HaRecord {
-            managed: ha.managed.unwrap_or(false),
-            state: ha.state.clone(),
-        });
+        if let Some(ha) = &status.ha {
+            let mut recorded = Map::new();
+            let managed = Value::Bool(ha.managed.unwrap_or(false));
+            recorded.insert("managed".to_string(), managed);
+            if let Some(state) = &ha.state {
+                recorded.insert("state".to_string(), Value::String(state.clone()));
+            }
+            record.ha = Value::Object(recorded);
+        }
         record.tags = status.tags.as_deref().map(split_tags).unwrap_or_default();
         record.template = status.template;
         record.agent_configured = status.agent;
@@ -170,7 +176,7 @@ impl GuestRecord {
             node: None,
             qmp_status: None,
             lock: None,
-            ha: None,
+            ha: Value::Null,
             tags: Vec::new(),
             template: None,
             agent_configured: None,
@@ -188,14 +194,40 @@ impl GuestRecord {
             identity: None,
             identity_observed_at: None,
             marks: Marks::default(),
-            identity_changed: None,
+            identity_changed: Value::Null,
             warnings: Vec::new(),
             last_task: None,
             last_task_log: None,
             last_task_log_tail: Vec::new(),
-            selection: None,
             pending: Map::new(),
             pending_delete: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pve::responses::parse;
+    use serde_json::json;
+
+    /// The `ha` a record writes for a guest listed with `listed`'s fields.
+    fn ha_of(listed: Value) -> Option<Value> {
+        let status = parse::<GuestStatus>(&listed).expect("a guest status");
+        let record = GuestRecord::observed(100, "pve1", &status, "sync", String::new());
+        let data = serde_json::to_value(&record).expect("a record");
+        data.get("ha").cloned()
+    }
+
+    #[test]
+    fn the_ha_state_is_recorded_as_managed_with_its_state_when_pve_gives_one() {
+        let managed = json!({"status": "running", "ha": {"managed": 1, "state": "started"}});
+        assert_eq!(
+            ha_of(managed),
+            Some(json!({"managed": true, "state": "started"}))
+        );
+        let unmanaged = json!({"status": "running", "ha": {"managed": 0}});
+        assert_eq!(ha_of(unmanaged), Some(json!({"managed": false})));
+        assert_eq!(ha_of(json!({"status": "running"})), None);
     }
 }

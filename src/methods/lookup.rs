@@ -10,24 +10,30 @@ use crate::guest::reference::GuestRef;
 use crate::guest::upstream::with_superseded;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
+use crate::pve::endpoints::GuestKind;
 use crate::run::{write, Run};
 use serde_json::Value;
+use std::future::Future;
 
-/// Runs `lookup`.
-pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
+/// Runs `lookup`: [`recorded`], its summary saying where the guest is and in which state. Hands
+/// back that future rather than awaiting it: a wrapper's own state machine would only add room.
+pub fn lookup<'a, H: Host>(
+    run: &'a Run<'_, H>,
+    args: &'a Value,
+) -> impl Future<Output = Outcome> + 'a {
+    recorded(run, args, looked_up)
+}
+
+/// `lookup` and a `sync` of one guest, one future for both (issue 32): the guest observed, its
+/// record written (the records it supersedes marked), `summary` saying what was done.
+pub async fn recorded<H: Host>(
+    run: &Run<'_, H>,
+    args: &Value,
+    summary: fn(GuestKind, &GuestRecord) -> String,
+) -> Outcome {
     match observe(run, args).await {
         Ok(record) => {
-            let summary = match record.present {
-                true => format!(
-                    "{} {} is {} on node {}{}",
-                    run.kind.noun(),
-                    record.vmid,
-                    record.qmp_status.as_deref().unwrap_or(&record.status),
-                    record.node.as_deref().unwrap_or("?"),
-                    locked_note(record.lock.as_deref())
-                ),
-                false => absent_message(run.kind, record.vmid, ""),
-            };
+            let summary = summary(run.kind, &record);
             let writes = vec![write(
                 run.guest_spec(),
                 run.guest_instance(record.vmid),
@@ -39,10 +45,25 @@ pub async fn lookup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
 }
 
+/// `lookup`'s summary: where the guest is and in which state, or that it is absent.
+fn looked_up(kind: GuestKind, record: &GuestRecord) -> String {
+    match record.present {
+        true => format!(
+            "{} {} is {} on node {}{}",
+            kind.noun(),
+            record.vmid,
+            record.qmp_status.as_deref().unwrap_or(&record.status),
+            record.node.as_deref().unwrap_or("?"),
+            locked_note(record.lock.as_deref())
+        ),
+        false => absent_message(kind, record.vmid, ""),
+    }
+}
+
 /// Reads the guest's live state (or confirms its absence) into a record. Through [`sight`]: its
 /// status and config, read where the guest lives, as every method reads them; one copy of that
 /// reading in the module instead of one more of its own (issue 32).
-pub async fn observe<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<GuestRecord, Failure> {
+async fn observe<H: Host>(run: &Run<'_, H>, args: &Value) -> Result<GuestRecord, Failure> {
     let target = GuestRef::parse(&Fields::of(args, "")?)?;
     Ok(match sight(run, &target).await? {
         Sighting::Absent(vmid) => GuestRecord::absent(vmid, run.method, run.now_iso()),

@@ -75,8 +75,10 @@ pub struct NodeStatusRecord {
     pub cpu_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub loadavg: Option<Vec<f64>>,
+    /// The load averages as numbers, made JSON as they are read (null, left out, when one is not a
+    /// number): no serializer of its own for a list of floats (issue 32).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub loadavg: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_total: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,7 +107,9 @@ pub struct NodeStatusRecord {
     pub disks_available: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disks_unavailable_reason: Option<String>,
-    pub disks: Vec<DiskRecord>,
+    /// Each disk made JSON as it is filed: the record serializes a list of JSON values, as other
+    /// records do, not a serializer of its own for a list of disks (issue 32).
+    pub disks: Vec<Value>,
     /// PVE's subscription status (`active`, `notfound`, `expired`, …); never the key or server id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subscription_status: Option<String>,
@@ -281,7 +285,7 @@ fn file_disks(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError
     for entry in list {
         // Pushed, not extended from the Option: no extend code of its own (issue 32).
         if let Some(disk) = disk_record(entry) {
-            disks.push(disk);
+            disks.push(serde_json::to_value(disk).unwrap_or_default());
         }
     }
     (record.disks, record.disks_available) = (disks, true);
@@ -384,15 +388,15 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
     let loadavg = at("loadavg").and_then(Value::as_array).and_then(|list| {
         let mut loads = Vec::with_capacity(list.len());
         for load in list {
-            loads.push(flex::f64_of(load)?);
+            loads.push(Value::from(flex::f64_of(load)?));
         }
-        Some(loads)
+        Some(Value::Array(loads))
     });
     let mut record = NodeStatusRecord {
         node: node.to_string(),
         cpu_pct: at("cpu").and_then(flex::f64_of).and_then(flex::pct),
         cpus: bytes("cpuinfo/cpus"),
-        loadavg,
+        loadavg: loadavg.unwrap_or_default(),
         mem_total: bytes("memory/total"),
         mem_used: bytes("memory/used"),
         swap_total: bytes("swap/total"),

@@ -44,9 +44,9 @@ use crate::guest::select;
 use crate::guest::settle::lock_of;
 use crate::guest::upstream::{vmid_of_instance, with_superseded, written_by_upstream};
 use crate::host::{Host, HostError};
-use crate::methods::lookup::observe;
+use crate::methods::lookup::recorded;
 use crate::outcome::{Failure, Outcome, RecordWrite};
-use crate::pve::endpoints;
+use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
@@ -185,8 +185,10 @@ fn a_tag(field: &str, tag: &str) -> Result<String, ArgError> {
 /// What one sync covers, saw and wrote.
 struct Sweep {
     /// What this sync selects: its scope (`node`: one node; `nodes`; `cluster`: every online
-    /// node, `nodes` absent), tags and expression. Written into every record.
+    /// node, `nodes` empty), tags and expression.
     selection: SyncSelection,
+    /// The selection as every record states it (`selection`), made JSON once.
+    stated: Value,
     writes: Vec<RecordWrite>,
     /// VMIDs found in a list (as `usize`: the module sorts those already, `order::sort_by`).
     seen: Vec<usize>,
@@ -204,9 +206,6 @@ struct Sweep {
     problems: Vec<String>,
 }
 
-/// What a sync wrote, and its summary (`Err`: the message of a sync that failed after writing).
-type Swept = (Vec<RecordWrite>, Result<String, String>);
-
 /// Runs `sync`. Its reads are one course of awaits, all in this function (each async fn around
 /// some of them would be one more future, issue 32); what each read means is judged by plain
 /// functions, so the async state machine holds little.
@@ -215,121 +214,111 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(parsed) => parsed,
         Err(e) => return Failure::from(e).into(),
     };
-    let (writes, said) = match parsed.one_guest {
-        true => match observe(run, args).await {
-            Ok(record) => one_guest(run, &record),
-            Err(failure) => return failure.into(),
-        },
-        false => {
-            // The sweep of a selection: the scope's lists, then the stored guests in it that no
-            // list held.
-            let mut sweep = match Sweep::plan(run, parsed) {
-                Ok(sweep) => sweep,
+    if parsed.one_guest {
+        return recorded(run, args, synced_one).await;
+    }
+    // The sweep of a selection: the scope's lists, then the stored guests in it that no list held.
+    let mut sweep = match Sweep::plan(run, parsed) {
+        Ok(sweep) => sweep,
+        Err(failure) => return failure.into(),
+    };
+    let nodes = match sweep.selection.nodes.is_empty() {
+        false => sweep.selection.nodes.clone(),
+        true => {
+            let listed = run.pve().call(&endpoints::nodes()).await;
+            match sweep.online_nodes(listed) {
+                Ok(nodes) => nodes,
                 Err(failure) => return failure.into(),
-            };
-            let nodes = match sweep.selection.nodes.clone() {
-                Some(nodes) => nodes,
-                None => {
-                    let listed = run.pve().call(&endpoints::nodes()).await;
-                    match sweep.online_nodes(listed) {
-                        Ok(nodes) => nodes,
-                        Err(failure) => return failure.into(),
-                    }
-                }
-            };
-            for node in nodes {
-                let request = endpoints::node_guests(&node, run.kind);
-                let listed = run.pve().call(&request).await;
-                let chosen = match sweep.listed(run, &node, &request, listed) {
-                    Ok(Some(chosen)) => chosen,
-                    Ok(None) => continue,
-                    Err(failure) => return failure.into(),
-                };
-                // The guests the selection took. Their stored records are read in one host call
-                // (`Host::read_records`): a 1,000-guest node is one read of the repository, not
-                // 1,000 in a row.
-                let mut instances = Vec::with_capacity(chosen.len());
-                for (vmid, _) in &chosen {
-                    instances.push(run.guest_instance(*vmid));
-                }
-                // A stored record that cannot be read only costs a config read.
-                let stored = run.host.read_records(&instances).await.unwrap_or_default();
-                // One record for each guest: past the host's answer, none is stored. Taken in
-                // step, not zipped: each adapter compiles its own code (issue 32).
-                let mut stored = stored.into_iter();
-                let mut instances = instances.into_iter();
-                for (vmid, status) in chosen {
-                    let instance = instances.next().unwrap_or_default();
-                    let stored = stored.next().flatten();
-                    let mut record = carried(run, vmid, &node, &status, stored.as_ref());
-                    // It may be another guest now: its config read and its identity compared
-                    // (see the module doc); a config that cannot be read leaves it carried.
-                    if may_be_another_guest(stored.as_ref(), &status) {
-                        let request = endpoints::guest_config(&node, run.kind, vmid);
-                        let read = run.pve().call(&request).await;
-                        let read = shaped::<Map<String, Value>>(&request, "a guest config", read);
-                        let warning = match read {
-                            Ok(config) => {
-                                let identity = Identity::from_config(&Value::Object(config));
-                                let at = Located {
-                                    vmid,
-                                    node: node.clone(),
-                                };
-                                record = record_for(run, &at, &status, identity).await;
-                                unproven_reuse(run.kind.noun(), vmid, stored.as_ref())
-                            }
-                            Err(e) => Some(unchecked(run.kind.noun(), vmid, &e)),
-                        };
-                        if let Some(warning) = warning {
-                            run.warn(&warning);
-                            record.warnings.push(warning);
-                        }
-                    }
-                    sweep.record(run.guest_spec(), instance, record);
-                }
             }
-            // Stored guests in scope that no list held: absent records for the confirmed
-            // absent.
-            let listed = run.host.list_records(run.guest_spec()).await;
-            let names = listed_records(run, listed).unwrap_or_default();
-            // Sorted for the lookups below; a VMID is listed by one node only.
-            crate::order::sort_by(&mut sweep.seen, &Ord::cmp);
-            for name in names {
-                let vmid = vmid_of_instance(&name, run.kind.record_prefix());
-                let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(&(*v as usize)).is_err())
-                else {
-                    continue;
-                };
-                let Ok(Some(stored)) = run.host.read_record(&name).await else {
-                    continue;
-                };
-                if sweep.takes_stored(run, vmid, &stored) {
-                    let free = next_id_free(&run.pve(), vmid).await;
-                    let node = stored.get("node").and_then(Value::as_str);
-                    sweep.confirmed(run, vmid, node, free);
-                }
-            }
-            let said = sweep.said(run.kind.noun());
-            (sweep.writes, said)
         }
     };
-    let writes = with_superseded(run, writes).await;
+    for node in nodes {
+        let request = endpoints::node_guests(&node, run.kind);
+        let listed = run.pve().call(&request).await;
+        let chosen = match sweep.listed(run, &node, &request, listed) {
+            Ok(Some(chosen)) => chosen,
+            Ok(None) => continue,
+            Err(failure) => return failure.into(),
+        };
+        // The guests the selection took. Their stored records are read in one host call
+        // (`Host::read_records`): a 1,000-guest node is one read of the repository, not
+        // 1,000 in a row.
+        let mut instances = Vec::with_capacity(chosen.len());
+        for (vmid, _) in &chosen {
+            instances.push(run.guest_instance(*vmid));
+        }
+        // A stored record that cannot be read only costs a config read.
+        let stored = run.host.read_records(&instances).await.unwrap_or_default();
+        // One record for each guest: past the host's answer, none is stored. Taken in
+        // step, not zipped: each adapter compiles its own code (issue 32).
+        let mut stored = stored.into_iter();
+        let mut instances = instances.into_iter();
+        for (vmid, status) in chosen {
+            let instance = instances.next().unwrap_or_default();
+            let stored = stored.next().flatten();
+            let mut record = carried(run, vmid, &node, &status, stored.as_ref());
+            // It may be another guest now: its config read and its identity compared
+            // (see the module doc); a config that cannot be read leaves it carried.
+            if may_be_another_guest(stored.as_ref(), &status) {
+                let request = endpoints::guest_config(&node, run.kind, vmid);
+                let read = run.pve().call(&request).await;
+                let read = shaped::<Map<String, Value>>(&request, "a guest config", read);
+                let warning = match read {
+                    Ok(config) => {
+                        let identity = Identity::from_config(&Value::Object(config));
+                        let at = Located {
+                            vmid,
+                            node: node.clone(),
+                        };
+                        record = record_for(run, &at, &status, identity).await;
+                        unproven_reuse(run.kind.noun(), vmid, stored.as_ref())
+                    }
+                    Err(e) => Some(unchecked(run.kind.noun(), vmid, &e)),
+                };
+                if let Some(warning) = warning {
+                    run.warn(&warning);
+                    record.warnings.push(warning);
+                }
+            }
+            sweep.record(run.guest_spec(), instance, record);
+        }
+    }
+    // Stored guests in scope that no list held: absent records for the confirmed
+    // absent.
+    let listed = run.host.list_records(run.guest_spec()).await;
+    let names = listed_records(run, listed).unwrap_or_default();
+    // Sorted for the lookups below; a VMID is listed by one node only.
+    crate::order::sort_by(&mut sweep.seen, &Ord::cmp);
+    for name in names {
+        let vmid = vmid_of_instance(&name, run.kind.record_prefix());
+        let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(&(*v as usize)).is_err()) else {
+            continue;
+        };
+        let Ok(Some(stored)) = run.host.read_record(&name).await else {
+            continue;
+        };
+        if sweep.takes_stored(run, vmid, &stored) {
+            let free = next_id_free(&run.pve(), vmid).await;
+            let node = stored.get("node").and_then(Value::as_str);
+            sweep.confirmed(run, vmid, node, free);
+        }
+    }
+    let said = sweep.said(run.kind.noun());
+    let writes = with_superseded(run, sweep.writes).await;
     match said {
         Ok(summary) => Outcome::succeeded(writes, summary),
         Err(message) => Outcome::failed(writes, message),
     }
 }
 
-/// A sync of one guest, read like `lookup`: its record and summary.
-fn one_guest<H: Host>(run: &Run<'_, H>, record: &GuestRecord) -> Swept {
-    let summary = format!(
+/// The summary of a sync of one guest, read and written like `lookup` ([`recorded`]).
+fn synced_one(kind: GuestKind, record: &GuestRecord) -> String {
+    format!(
         "synced {} {}{}",
-        run.kind.noun(),
+        kind.noun(),
         record.vmid,
         locked_note(record.lock.as_deref())
-    );
-    let instance = run.guest_instance(record.vmid);
-    (vec![write(run.guest_spec(), instance, record)], Ok(summary))
+    )
 }
 
 impl Sweep {
@@ -340,14 +329,14 @@ impl Sweep {
             select::check(run.host, expression)?;
         }
         let (scope, nodes) = match (parsed.nodes, parsed.scope.as_str()) {
-            (Some(nodes), _) => ("nodes", Some(nodes)),
-            (None, "cluster") => ("cluster", None),
+            (Some(nodes), _) => ("nodes", nodes),
+            (None, "cluster") => ("cluster", Vec::new()),
             (None, _) => {
                 let node = match parsed.node {
                     Some(node) => node,
                     None => run.global.transport.node().to_string(),
                 };
-                ("node", Some(vec![node]))
+                ("node", vec![node])
             }
         };
         let selection = SyncSelection {
@@ -357,6 +346,7 @@ impl Sweep {
             r#where: parsed.r#where,
         };
         Ok(Sweep {
+            stated: serde_json::to_value(&selection).unwrap_or_default(),
             selection,
             writes: Vec::new(),
             seen: Vec::new(),
@@ -541,10 +531,13 @@ impl Sweep {
         }
     }
 
-    /// Writes a guest's record, stating the selection.
-    fn record(&mut self, spec: &str, instance: String, mut record: GuestRecord) {
-        record.selection = Some(self.selection.clone());
-        self.writes.push(write(spec, instance, &record));
+    /// Writes a guest's record, stating the selection (made JSON once, in [`Sweep::plan`]).
+    fn record(&mut self, spec: &str, instance: String, record: GuestRecord) {
+        let mut written = write(spec, instance, &record);
+        if let Value::Object(data) = &mut written.data {
+            data.insert("selection".to_string(), self.stated.clone());
+        }
+        self.writes.push(written);
     }
 
     /// What `GET /cluster/nextid` said of a stored guest no list held: absent (recorded so), still
@@ -564,13 +557,13 @@ impl Sweep {
                 self.record(run.guest_spec(), run.guest_instance(vmid), record);
                 self.absent += 1;
             }
-            Err(e) if e.kind == ErrorKind::IdTaken => match self.selection.nodes {
+            Err(e) if e.kind == ErrorKind::IdTaken => match self.selection.nodes.is_empty() {
                 // On a node or some nodes of the cluster, it may have moved to another.
-                Some(_) => run.warn(&format!(
+                false => run.warn(&format!(
                     "{noun} {vmid} was recorded on node {} but is no longer listed there, and it still exists: it migrated, or the token may no longer audit it — its record was left as it was (run lookup for it)",
                     stored_node.unwrap_or("?")
                 )),
-                None => self.problems.push(format!(
+                true => self.problems.push(format!(
                     "{noun} {vmid} exists but no node lists it as a {} guest the token may audit — grant VM.Audit on /vms/{vmid} (its record was left as it was)",
                     run.kind.segment()
                 )),
