@@ -4,7 +4,7 @@
 //! One read of `GET …/pending` gives both, from one snapshot: plain `GET …/config` would show
 //! pending values as if they were applied.
 
-use crate::args::Fields;
+use crate::args::{ArgError, Fields};
 use crate::guest::config::ConfigSnapshot;
 use crate::guest::locate::{
     absent_message, as_guest_read, refused, send_where_it_lives, GuestRead, Located,
@@ -12,12 +12,13 @@ use crate::guest::locate::{
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
+use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::request::PveRequest;
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::future::Future;
 
 /// The `<vm|ct>-<vmid>-config` record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,38 +37,77 @@ pub struct ConfigRecord {
     pub recorded_at: String,
 }
 
-/// Runs `getConfig`.
-pub async fn get_config<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let target = match Fields::of(args, "").and_then(|f| GuestRef::parse(&f)) {
+/// One read where a guest lives, as a method records it (`getConfig`, `listSnapshots`): what
+/// differs between them, plain; the async part is [`read_guest`], one future for both (issue 32).
+pub struct GuestReading<H: Host> {
+    /// The request, for the node tried.
+    pub request: fn(&str, GuestKind, u32) -> PveRequest,
+    /// What is read, in messages: "the config", ….
+    pub what: &'static str,
+    /// The tail of the message when the guest is absent (": there is no config to read").
+    pub absent: &'static str,
+    /// The outcome of what the guest answered (to the request), or why it cannot be read.
+    pub record: fn(&Run<'_, H>, &Located, &PveRequest, Value) -> Result<Outcome, PveError>,
+}
+
+/// Runs one [`GuestReading`]: the guest's reference, the one request where it lives, its answer
+/// judged by the reading's plain `record`.
+pub async fn read_guest<H: Host>(
+    run: &Run<'_, H>,
+    target: Result<GuestRef, ArgError>,
+    reading: GuestReading<H>,
+) -> Outcome {
+    let target = match target {
         Ok(target) => target,
         Err(e) => return Failure::from(e).into(),
     };
-    // One request where the guest lives, its answer read by the plain `snapshot_of` (issue 32).
-    let pending = |at: &Located| endpoints::guest_pending(&at.node, run.kind, at.vmid);
-    let placed = send_where_it_lives(run, &target, &pending).await;
-    match placed.and_then(|placed| as_guest_read(run.kind, "the config", placed)) {
+    let request = |at: &Located| (reading.request)(&at.node, run.kind, at.vmid);
+    let placed = send_where_it_lives(run, &target, &request).await;
+    match placed.and_then(|placed| as_guest_read(run.kind, reading.what, placed)) {
         Ok(GuestRead::Read {
             at,
             value: (request, data),
-        }) => match snapshot_of(&request, data) {
-            Ok(snapshot) => recorded(run, at, snapshot),
-            Err(error) => refused(run.kind, "the config", &at, &error).into(),
+        }) => match (reading.record)(run, &at, &request, data) {
+            Ok(outcome) => outcome,
+            Err(error) => refused(run.kind, reading.what, &at, &error).into(),
         },
-        Ok(GuestRead::Absent { vmid }) => Failure(absent_message(
-            run.kind,
-            vmid,
-            ": there is no config to read",
-        ))
-        .into(),
+        Ok(GuestRead::Absent { vmid }) => {
+            Failure(absent_message(run.kind, vmid, reading.absent)).into()
+        }
         Err(failure) => failure.into(),
     }
 }
 
-/// The config record of the guest at `at`, from its snapshot.
-fn recorded<H: Host>(run: &Run<'_, H>, at: Located, snapshot: ConfigSnapshot) -> Outcome {
+/// The guest's reference (a method's only argument besides the globals), read reading nothing.
+pub fn target_of(args: &Value) -> Result<GuestRef, ArgError> {
+    Fields::of(args, "").and_then(|f| GuestRef::parse(&f))
+}
+
+/// Runs `getConfig`: one read of `GET …/pending` where the guest lives ([`read_guest`]).
+pub fn get_config<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    args: &Value,
+) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+    let reading = GuestReading {
+        request: endpoints::guest_pending,
+        what: "the config",
+        absent: ": there is no config to read",
+        record: recorded,
+    };
+    read_guest(run, target_of(args), reading)
+}
+
+/// The config record of the guest at `at`, from its `GET …/pending` answer.
+fn recorded<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    request: &PveRequest,
+    data: Value,
+) -> Result<Outcome, PveError> {
+    let snapshot = snapshot_of(request, data)?;
     let record = ConfigRecord {
         vmid: at.vmid,
-        node: at.node,
+        node: at.node.clone(),
         config: snapshot.current,
         pending: snapshot.pending,
         pending_delete: snapshot.pending_delete,
@@ -82,7 +122,10 @@ fn recorded<H: Host>(run: &Run<'_, H>, at: Located, snapshot: ConfigSnapshot) ->
         record.pending.len() + record.pending_delete.len()
     );
     let instance = format!("{}-config", run.guest_instance(record.vmid));
-    Outcome::succeeded(vec![write("config", instance, &record)], summary)
+    Ok(Outcome::succeeded(
+        vec![write("config", instance, &record)],
+        summary,
+    ))
 }
 
 /// `GET …/pending` of a located guest, as a snapshot.
