@@ -8,6 +8,7 @@ use crate::guest::ha::change_ha;
 use crate::guest::power::{change_power, power_args};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
+use crate::methods::change_course::{self, guest_change};
 use crate::methods::node_status::read_node;
 use crate::methods::{
     attach_disk, backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
@@ -365,32 +366,32 @@ fn method_future<'a, H: Host>(
         ),
         Method::SetConfig => kept!(
             Method::SetConfig,
-            boxed(set_config::change(run, args, set_config::set_config)),
+            boxed(guest_change(run, args, change_course::set_config)),
             boxed(left_out(method))
         ),
         Method::SetNic => kept!(
             Method::SetNic,
-            boxed(set_config::change(run, args, nic::set_nic)),
+            boxed(guest_change(run, args, nic::set_nic)),
             boxed(left_out(method))
         ),
         Method::RemoveNic => kept!(
             Method::RemoveNic,
-            boxed(set_config::change(run, args, nic::remove_nic)),
+            boxed(guest_change(run, args, nic::remove_nic)),
             boxed(left_out(method))
         ),
         Method::MoveDisk => kept!(
             Method::MoveDisk,
-            boxed(move_disk::move_disk(run, args)),
+            boxed(guest_change(run, args, change_course::move_disk)),
             boxed(left_out(method))
         ),
         Method::AttachDisk => kept!(
             Method::AttachDisk,
-            boxed(set_config::change(run, args, attach_disk::attach_disk)),
+            boxed(guest_change(run, args, attach_disk::attach_disk)),
             boxed(left_out(method))
         ),
         Method::DetachDisk => kept!(
             Method::DetachDisk,
-            boxed(set_config::change(run, args, detach_disk::detach_disk)),
+            boxed(guest_change(run, args, detach_disk::detach_disk)),
             boxed(left_out(method))
         ),
         Method::FirewallOptions => kept!(
@@ -455,7 +456,7 @@ fn method_future<'a, H: Host>(
         ),
         Method::Resize => kept!(
             Method::Resize,
-            boxed(resize_disk::resize_disk(run, args)),
+            boxed(guest_change(run, args, change_course::resize_disk)),
             boxed(left_out(method))
         ),
         Method::NodeStatus => kept!(
@@ -505,7 +506,7 @@ fn method_future<'a, H: Host>(
         ),
         Method::Template => kept!(
             Method::Template,
-            boxed(template::convert_to_template(run, args)),
+            boxed(guest_change(run, args, change_course::convert_to_template)),
             boxed(left_out(method))
         ),
         Method::Reboot => kept!(

@@ -30,6 +30,30 @@ pub enum GuestChange {
 /// Reads a method's arguments into its change ([`GuestChange`]).
 pub type Parse = fn(GuestKind, &Value) -> Result<GuestChange, ArgError>;
 
+/// `resizeDisk`'s (qemu) or `resize`'s (lxc) change, from its arguments. The method files read
+/// their arguments; which change a method is is said here, so that a method never names the course
+/// that runs it (no import circle).
+pub fn resize_disk(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
+    ResizeArgs::parse(kind, args).map(GuestChange::Resize)
+}
+
+/// `moveDisk`'s change, from its arguments.
+pub fn move_disk(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
+    MoveArgs::parse(kind, args).map(GuestChange::Move)
+}
+
+/// `convertToTemplate`'s change, from its arguments.
+pub fn convert_to_template(_: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
+    TemplateArgs::parse(args).map(GuestChange::Template)
+}
+
+/// `setConfig`'s change, from its arguments.
+pub fn set_config(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
+    Ok(GuestChange::Config(Box::new(set_config::set_config(
+        kind, args,
+    )?)))
+}
+
 /// Runs a guest change (its arguments read by `parse`).
 pub async fn guest_change<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Outcome {
     let change = match parse(run.kind, args) {

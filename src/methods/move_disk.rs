@@ -15,15 +15,12 @@ use crate::guest::snapshots::{snapshot_holds, tree_read, tree_request};
 use crate::guest::storage::{storage_in, storage_refusal, unusable};
 use crate::guest::volumes::{is_unused, listed_on_storage, storage_of, unused_holding, volume_at};
 use crate::host::Host;
-use crate::methods::change_course::{guest_change, GuestChange};
-use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::pve::responses::NodeStorage;
 use crate::run::Run;
 use serde_json::{Map, Value};
-use std::future::Future;
 
 /// The arguments of `moveDisk`.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,16 +80,6 @@ impl MoveArgs {
             format: format.map(str::to_string),
         })
     }
-}
-
-/// Runs `moveDisk`: its future is the guest changes' one ([`guest_change`]), no wrapper of its own.
-pub fn move_disk<'a, 'r, H: Host>(
-    run: &'a Run<'r, H>,
-    args: &'a Value,
-) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
-    guest_change(run, args, |kind, args| {
-        MoveArgs::parse(kind, args).map(GuestChange::Move)
-    })
 }
 
 /// The volume to move, from the config the sighting read; `None` when it is already where asked.

@@ -1,5 +1,5 @@
 //! `setNic` and `removeNic`: one network interface (`netN`) set or removed through `setConfig`'s
-//! engine (`set_config::change`), so it is judged, reported pending and recorded as a config change
+//! engine (`change_course::guest_change`), so it is judged, reported pending and recorded as a config change
 //! is. `setNic` writes the interface from its arguments over the one it replaces: every property
 //! not given is kept (a tag change must not drop a container's address), unless named in `clear`;
 //! what identifies it — a VM's `model`, a container's `name` (argument `ifname`: `name` is the

@@ -15,8 +15,6 @@ use crate::guest::evidence::{cut_at_the_end, settled_after, Evidence};
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
 use crate::host::Host;
-use crate::methods::change_course::{guest_change, GuestChange};
-use crate::outcome::Outcome;
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
@@ -26,7 +24,6 @@ use crate::pve::request::PveRequest;
 use crate::run::Run;
 use crate::task::{follow_task, upid_of};
 use serde_json::{Map, Value};
-use std::future::Future;
 
 /// How long the config may lag behind a finished resize before the method gives up.
 const SETTLE_MS: u64 = 10_000;
@@ -92,17 +89,6 @@ fn amount(text: &str) -> Option<u64> {
     }
     // `as` saturates: an absurd size still reaches PVE, which refuses it in its own words.
     Some((crate::pve::flex::number_in(number)? * factor as f64).floor() as u64)
-}
-
-/// Runs `resizeDisk` (qemu) or `resize` (lxc): its future is the guest changes' one
-/// ([`guest_change`]), no wrapper of its own.
-pub fn resize_disk<'a, 'r, H: Host>(
-    run: &'a Run<'r, H>,
-    args: &'a Value,
-) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
-    guest_change(run, args, |kind, args| {
-        ResizeArgs::parse(kind, args).map(GuestChange::Resize)
-    })
 }
 
 /// The resize course, once the guest is found ([`guest_change`]).
@@ -264,6 +250,7 @@ fn human(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::Outcome;
     use crate::outcome::Verdict;
     use crate::pve::endpoints::GuestKind;
     use crate::testing::{api_args, run_method, run_method_of, Answer, ScriptedHost};

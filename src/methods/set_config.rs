@@ -30,16 +30,13 @@ use crate::guest::root_only::{ct_refusal, qemu_refusal, Caller, CtState};
 use crate::guest::target::Target;
 use crate::guest::volumes::{listed_on_storage, storage_of};
 use crate::host::Host;
-use crate::methods::change_course::{guest_change, GuestChange, Parse};
 use crate::methods::get_config::read_snapshot;
-use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::{Map, Value};
-use std::future::Future;
 
 /// Parameters of `PUT …/config` that are not config keys: passing them through `config` would
 /// change how PVE applies the change rather than the config.
@@ -94,10 +91,10 @@ impl SetConfigArgs {
 }
 
 /// `setConfig`'s change, from its arguments: the options as given, in PVE's wire form.
-pub fn set_config(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
+pub fn set_config(kind: GuestKind, args: &Value) -> Result<SetConfigArgs, ArgError> {
     let mut args = SetConfigArgs::parse(args)?;
     args.changes = wire_options(kind, "config", &args.changes)?;
-    Ok(GuestChange::Config(Box::new(args)))
+    Ok(args)
 }
 
 /// `setConfig` changes only the keys it is given: nothing to complete, nothing more to read back.
@@ -142,16 +139,6 @@ pub trait ConfigChange {
 pub struct ReadBack {
     pub words: String,
     pub freed: Option<String>,
-}
-
-/// Runs a method built on `setConfig` (its arguments read by `parse`): its future is the guest
-/// changes' one ([`guest_change`]), no wrapper of its own.
-pub fn change<'a, 'r, H: Host>(
-    run: &'a Run<'r, H>,
-    args: &'a Value,
-    parse: Parse,
-) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
-    guest_change(run, args, parse)
 }
 
 /// The course of a method built on `setConfig`, once the guest is found ([`guest_change`]): let
@@ -516,6 +503,7 @@ fn not_applied(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::Outcome;
     use crate::outcome::Verdict;
     use crate::pve::endpoints::GuestKind;
     use crate::testing::{api_args, run_method_of, Answer, ScriptedHost};

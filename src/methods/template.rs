@@ -23,8 +23,6 @@ use crate::guest::reference::GuestRef;
 use crate::guest::settle::seconds;
 use crate::guest::target::Target;
 use crate::host::Host;
-use crate::methods::change_course::{guest_change, GuestChange};
-use crate::outcome::Outcome;
 use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
@@ -33,7 +31,6 @@ use crate::pve::read::Obj;
 use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde_json::{Map, Value};
-use std::future::Future;
 
 /// The arguments of `convertToTemplate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,17 +63,6 @@ impl TemplateArgs {
             force: force.int != 0,
         })
     }
-}
-
-/// Runs `convertToTemplate`: its future is the guest changes' one ([`guest_change`]), no wrapper
-/// of its own.
-pub fn convert_to_template<'a, 'r, H: Host>(
-    run: &'a Run<'r, H>,
-    args: &'a Value,
-) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
-    guest_change(run, args, |_, args| {
-        TemplateArgs::parse(args).map(GuestChange::Template)
-    })
 }
 
 /// The conversion, once the guest is found ([`guest_change`]).
