@@ -90,17 +90,6 @@ pub struct NicSeen {
     pub skipped: Vec<Skipped>,
 }
 
-/// How `cloud-init status --wait` ended.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CloudInitSeen {
-    pub outcome: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-}
-
 /// Everything a readiness wait saw.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -109,8 +98,10 @@ pub struct Readiness {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_version: Option<String>,
     pub interfaces: Vec<NicSeen>,
+    /// How `cloud-init status --wait` ended (`outcome`, `exitCode`, `status`): JSON built by
+    /// [`cloud_init_seen`], not a struct with a serializer of its own (issue 32).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cloud_init: Option<CloudInitSeen>,
+    pub cloud_init: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv4: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -605,15 +596,30 @@ async fn cloud_init_done<H: Host>(
         verdict_message(run.kind, at, &args, &outcome, status.as_ref()).map_or(Ok(()), Err);
     let stdout = status.as_ref().and_then(|s| s.stdout.as_ref());
     let stdout = stdout.map_or("", |out| out.text.as_str());
-    seen.cloud_init = Some(CloudInitSeen {
-        outcome: outcome.label().to_string(),
-        exit_code: status.as_ref().and_then(|s| s.exit_code),
-        status: stdout
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("status:"))
-            .map(|s| s.trim().to_string()),
-    });
+    let status_line = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("status:"))
+        .map(str::trim);
+    seen.cloud_init = Some(cloud_init_seen(
+        outcome.label(),
+        status.as_ref().and_then(|s| s.exit_code),
+        status_line,
+    ));
     verdict
+}
+
+/// How `cloud-init status --wait` ended, as recorded: its outcome, exit code and `status:` line,
+/// each left out when absent.
+fn cloud_init_seen(outcome: &str, exit_code: Option<i64>, status: Option<&str>) -> Value {
+    let mut seen = Map::new();
+    seen.insert("outcome".to_string(), Value::from(outcome));
+    if let Some(code) = exit_code {
+        seen.insert("exitCode".to_string(), Value::from(code));
+    }
+    if let Some(status) = status {
+        seen.insert("status".to_string(), Value::from(status));
+    }
+    Value::Object(seen)
 }
 
 #[cfg(test)]
