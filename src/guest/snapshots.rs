@@ -218,13 +218,13 @@ pub fn tree_read<H: Host>(
 /// The `<vm|ct>-<vmid>-snapshots` record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SnapshotsRecord<'a> {
+pub struct SnapshotsRecord {
     pub vmid: u32,
     pub node: String,
     /// The tree's fields, each snapshot made JSON: no flattened tree and no list serializer of
     /// snapshots of their own (issue 32).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_parent: Option<&'a str>,
+    pub current_parent: Option<String>,
     pub snapshots: Vec<Value>,
     /// When the tree was read, relative to this run's changes (guest/seen.rs).
     #[serde(flatten)]
@@ -247,7 +247,7 @@ pub fn tree_write<H: Host>(
     let record = SnapshotsRecord {
         vmid: at.vmid,
         node: at.node.clone(),
-        current_parent: tree.current_parent.as_deref(),
+        current_parent: tree.current_parent.clone(),
         snapshots,
         marks,
         last_operation: run.method.to_string(),
