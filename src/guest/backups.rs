@@ -265,7 +265,9 @@ pub struct BackupsRecord {
     pub storage: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vmid: Option<u32>,
-    pub backups: Vec<Archive>,
+    /// Each archive made JSON: the record serializes a list of JSON values, as other records do,
+    /// not a serializer of its own for a list of archives (issue 32).
+    pub backups: Vec<Value>,
     pub last_operation: String,
     pub recorded_at: String,
 }
@@ -283,11 +285,15 @@ pub fn backups_write<H: Host>(
         Some(vmid) => format!("{}-backups", run.guest_instance(vmid)),
         None => format!("backups-{node}-{storage}"),
     };
+    let mut backups = Vec::with_capacity(archives.len());
+    for archive in archives {
+        backups.push(serde_json::to_value(archive).unwrap_or_default());
+    }
     let record = BackupsRecord {
         node: node.to_string(),
         storage: storage.to_string(),
         vmid,
-        backups: archives.to_vec(),
+        backups,
         last_operation: run.method.to_string(),
         recorded_at: run.now_iso(),
     };

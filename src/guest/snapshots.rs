@@ -76,11 +76,9 @@ pub struct Snapshot {
 }
 
 /// The snapshot tree of one guest, as `GET …/snapshot` showed it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SnapshotTree {
     /// The `current` entry's parent: the snapshot the guest's state descends from.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub current_parent: Option<String>,
     pub snapshots: Vec<Snapshot>,
 }
@@ -220,12 +218,14 @@ pub fn tree_read<H: Host>(
 /// The `<vm|ct>-<vmid>-snapshots` record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SnapshotsRecord<'a> {
+pub struct SnapshotsRecord {
     pub vmid: u32,
     pub node: String,
-    /// Borrowed: the tree is serialized where it lies, not cloned for the record (issue 32).
-    #[serde(flatten)]
-    pub tree: &'a SnapshotTree,
+    /// The tree's fields, each snapshot made JSON: no flattened tree and no list serializer of
+    /// snapshots of their own (issue 32).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_parent: Option<String>,
+    pub snapshots: Vec<Value>,
     /// When the tree was read, relative to this run's changes (guest/seen.rs).
     #[serde(flatten)]
     pub marks: Marks,
@@ -240,10 +240,15 @@ pub fn tree_write<H: Host>(
     tree: &SnapshotTree,
     marks: Marks,
 ) -> crate::outcome::RecordWrite {
+    let mut snapshots = Vec::with_capacity(tree.snapshots.len());
+    for snapshot in &tree.snapshots {
+        snapshots.push(serde_json::to_value(snapshot).unwrap_or_default());
+    }
     let record = SnapshotsRecord {
         vmid: at.vmid,
         node: at.node.clone(),
-        tree,
+        current_parent: tree.current_parent.clone(),
+        snapshots,
         marks,
         last_operation: run.method.to_string(),
         recorded_at: run.now_iso(),

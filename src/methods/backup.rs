@@ -22,10 +22,9 @@ use crate::outcome::RecordWrite;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::push_param;
 use crate::pve::responses::GuestStatus;
-use crate::run::{write, Run};
+use crate::run::{write_value, Run};
 use crate::task::{follow_task, read_log};
-use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// vzdump's modes (pve-manager PVE/VZDump/Common.pm `mode`).
 const MODES: [&str; 3] = ["snapshot", "suspend", "stop"];
@@ -159,32 +158,6 @@ fn names_unknown_variable(template: &str) -> bool {
     false
 }
 
-/// The `backup` record (`<vm|ct>-<vmid>-backup`): the archive this run made, as the storage lists it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct BackupRecord {
-    vmid: u32,
-    node: String,
-    storage: String,
-    /// The mode vzdump used, as its log reports it (`backup mode: …`); absent when not seen.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    mode: Option<String>,
-    volid: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    size: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ctime: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    format: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    notes: Option<String>,
-    protected: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    task: Option<String>,
-    last_operation: String,
-    recorded_at: String,
-}
-
 /// Runs `backup`.
 pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let args = match BackupArgs::parse(args) {
@@ -262,7 +235,11 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     outcome
 }
 
-/// The `backup` record of the archive this run made.
+/// The `backup` record (`<vm|ct>-<vmid>-backup`) of the archive this run made, as the storage
+/// lists it: the archive made JSON by the serializer the `backups` record uses (the guest's vmid,
+/// no subtype, no verification), with the node, the storage, the mode vzdump used as its log
+/// reports it (`backup mode: …`; absent when not seen), the task, and when. No serializer of its
+/// own (issue 32).
 fn record<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
@@ -270,23 +247,33 @@ fn record<H: Host>(
     archive: Archive,
     mode: Option<String>,
 ) -> RecordWrite {
-    let record = BackupRecord {
-        vmid: ev.at.vmid,
-        node: ev.at.node.clone(),
-        storage: args.storage.clone(),
-        mode,
+    let archive = Archive {
         volid: archive.volid,
+        vmid: Some(u64::from(ev.at.vmid)),
+        subtype: None,
         size: archive.size,
         ctime: archive.ctime,
         format: archive.format,
         notes: archive.notes,
         protected: archive.protected,
-        task: ev.trail.last_task.clone(),
-        last_operation: run.method.to_string(),
-        recorded_at: run.now_iso(),
+        verification: None,
     };
+    let mut record = match serde_json::to_value(&archive) {
+        Ok(Value::Object(fields)) => fields,
+        _ => Map::new(),
+    };
+    record.insert("node".into(), Value::from(ev.at.node.as_str()));
+    record.insert("storage".into(), Value::from(args.storage.as_str()));
+    if let Some(mode) = mode {
+        record.insert("mode".into(), Value::from(mode));
+    }
+    if let Some(task) = &ev.trail.last_task {
+        record.insert("task".into(), Value::from(task.as_str()));
+    }
+    record.insert("lastOperation".into(), Value::from(run.method));
+    record.insert("recordedAt".into(), Value::from(run.now_iso()));
     let instance = format!("{}-backup", run.guest_instance(ev.at.vmid));
-    write("backup", instance, &record)
+    write_value("backup", instance, Value::Object(record))
 }
 
 /// The failure of a vzdump PVE skipped: a bare `OK` and no task.
@@ -475,6 +462,31 @@ mod tests {
         let outcome = run(&host, json!({"mode": "snapshot"}));
         assert!(outcome.is_success(), "{outcome:?}");
         assert_eq!(backup_record(&outcome)["mode"], "stop");
+    }
+
+    /// The whole record: the archive as listed (not its subtype), and what the run adds.
+    #[test]
+    fn the_record_is_the_archive_listed_with_the_node_storage_mode_and_task() {
+        let host = ScriptedHost::new();
+        guest(&host, RUNNING());
+        let after = json!([{"volid": ARCHIVE, "vmid": 120, "subtype": "qemu", "size": 4096,
+                            "ctime": 1764583200, "format": "vma.zst", "protected": 1,
+                            "notes": "web", "verification": {"state": "ok"}}]);
+        backed_up(&host, after);
+        host.data(
+            &format!("GET /nodes/pve1/tasks/{UPID}/log"),
+            json!([{"n": 1, "t": "INFO: backup mode: snapshot"}]),
+        );
+        let outcome = run(&host, json!({}));
+        assert!(outcome.is_success(), "{outcome:?}");
+        let mut data = backup_record(&outcome).clone();
+        let at = data.as_object_mut().and_then(|d| d.remove("recordedAt"));
+        assert!(at.is_some_and(|at| at.is_string()));
+        let want = json!({"vmid": 120, "node": "pve1", "storage": "local", "mode": "snapshot",
+                          "volid": ARCHIVE, "size": 4096, "ctime": 1764583200,
+                          "format": "vma.zst", "notes": "web", "protected": true,
+                          "task": UPID, "lastOperation": "backup"});
+        assert_eq!(data, want);
     }
 
     #[test]

@@ -35,7 +35,9 @@ pub struct StorageRecord {
 #[serde(rename_all = "camelCase")]
 pub struct NodeConfigRecord {
     pub node: String,
-    pub storages: Vec<StorageRecord>,
+    /// Each storage made JSON as it is read: the record serializes a list of JSON values, as other
+    /// records do, not a serializer of its own for a list of storages (issue 32).
+    pub storages: Vec<Value>,
     pub bridges: Vec<String>,
     /// Whether `bridges` is the node's bridge list; false when it could not be read.
     pub bridges_available: bool,
@@ -57,7 +59,7 @@ pub const NODE_CONFIG: NodeMethod = NodeMethod {
         for entry in &list {
             // Pushed, not extended from the Option: no extend code of its own (issue 32).
             if let Some(storage) = storage_record(entry) {
-                storages.push(storage);
+                storages.push(serde_json::to_value(storage).unwrap_or_default());
             }
         }
         Ok(Box::new(NodeConfigRecord {
