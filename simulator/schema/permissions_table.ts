@@ -244,6 +244,54 @@ function privilegeWords(privs: string): string {
   return names.join(any ? " or " : " and ") + on;
 }
 
+/** The positions of a check expression that hold a check (not a path or privileges). */
+function checkParts(check: unknown[]): number[] {
+  const [op] = check;
+  if (op === "and" || op === "or") return check.map((_, i) => i).slice(1);
+  return op === "when" || op === "pve" ? [2] : [];
+}
+
+/**
+ * The `CHECKS` text of `checks` (JSON, in order): each part at least two checks share (counted
+ * where the shared parts are already written once), if longer than its number, is written once,
+ * after them, and named by its index where it occurs (issue 32).
+ */
+function sharedChecks(checks: string[]): string[] {
+  const table = [...checks];
+  const encode = (check: unknown, top: boolean): string => {
+    if (!Array.isArray(check)) return JSON.stringify(check);
+    const text = JSON.stringify(check);
+    if (!top && table.includes(text)) return String(table.indexOf(text));
+    const parts = checkParts(check);
+    return `[${
+      check.map((part, i) =>
+        parts.includes(i) ? encode(part, false) : JSON.stringify(part)
+      ).join(",")
+    }]`;
+  };
+  for (;;) {
+    // How often each part occurs in the table as written now.
+    const count = new Map<string, number>();
+    const visit = (check: unknown, top: boolean) => {
+      if (!Array.isArray(check)) return;
+      const text = JSON.stringify(check);
+      if (!top && table.includes(text)) {
+        count.set(text, (count.get(text) ?? 0) + 1);
+        return;
+      }
+      if (!top) count.set(text, (count.get(text) ?? 0) + 1);
+      for (const i of checkParts(check)) visit(check[i], false);
+    };
+    for (const text of table) visit(JSON.parse(text), true);
+    const shared = [...count.entries()].filter(([text, n]) =>
+      !table.includes(text) && n >= 2 && text.length > 4
+    ).sort((a, b) => b[0].length - a[0].length);
+    if (shared.length === 0) break;
+    table.push(shared[0][0]);
+  }
+  return table.map((text) => encode(JSON.parse(text), true));
+}
+
 /**
  * `src/pve/privileges.rs`: the same requirements for the core's `preflight` and
  * `permissions` check — each endpoint's check as one JSON expression for both
@@ -277,6 +325,7 @@ export function privilegesRust(): string {
       : "Anyone";
     rows.push(`    (${JSON.stringify(endpoint)}, ${kind}),`);
   }
+  const table = sharedChecks(checks);
   const guestRows = [...guest.entries()].map(([key, { qemu, lxc }]) =>
     `    (${JSON.stringify(key)}, ${qemu ?? "NO"}, ${lxc ?? "NO"}),`
   );
@@ -296,7 +345,7 @@ export function privilegesRust(): string {
     "/// What calling an endpoint requires.",
     "#[derive(Debug, Clone, Copy, PartialEq, Eq)]",
     "pub enum Requirement {",
-    "    /// PVE's check expression: `CHECKS[.0]`.",
+    "    /// PVE's check expression: line `.0` of `CHECKS`.",
     "    Check(u8),",
     "    /// A listing: any token may call it; it shows only what the token may audit.",
     "    Listing,",
@@ -307,11 +356,18 @@ export function privilegesRust(): string {
     "use Requirement::{Anyone, Check, Listing};",
     "",
     '/// The check expressions, each once, as JSON (`["perm", path, [privs], …]`): the endpoint tables',
-    "/// name them by index, so a check many endpoints share is stored once (issue 32).",
+    "/// name them by index, so a check many endpoints share is stored once; a part several checks",
+    "/// share is written once too, and a number in a check's place stands for check n (issue 32).",
+    "/// One a line, check n on line n after the opening: one text, no table of pointers (issue 32).",
     "#[rustfmt::skip]",
-    "pub const CHECKS: &[&str] = &[",
-    ...checks.map((c) => `    r#"${c}"#,`),
-    "];",
+    'pub const CHECKS: &str = r#"',
+    ...table,
+    '"#;',
+    "",
+    "/// Check expression `at` of [`CHECKS`]: its line `at`, counted from the one after the opening.",
+    "pub fn check(at: usize) -> Option<&'static str> {",
+    "    CHECKS.split('\\n').skip(1).nth(at)",
+    "}",
     "",
     '/// Every endpoint the package uses outside one guest: `"<METHOD> <path template>"`, its',
     "/// requirement.",
@@ -325,7 +381,7 @@ export function privilegesRust(): string {
     "",
     '/// Every endpoint the package uses on one guest: `"<METHOD> /{vmid}<path>"` (under',
     "/// `/nodes/{node}/{kind}`, as `guest::permission_needs` writes it), the check of a VM (qemu) and",
-    "/// of a container (lxc) as indices into `CHECKS` (each is checked). The kinds share a row.",
+    "/// of a container (lxc) as lines of `CHECKS` (each is checked). The kinds share a row.",
     "#[rustfmt::skip]",
     "pub const GUEST_ENDPOINTS: &[(&str, u8, u8)] = &[",
     ...guestRows,

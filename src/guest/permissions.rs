@@ -12,7 +12,7 @@
 
 use crate::guest::placement::numbered;
 use crate::pve::endpoints::GuestKind;
-use crate::pve::privileges::{Requirement, CHECKS, ENDPOINTS, GUEST_ENDPOINTS, ONLY_IN, OPTIONS};
+use crate::pve::privileges::{check, Requirement, ENDPOINTS, GUEST_ENDPOINTS, ONLY_IN, OPTIONS};
 use crate::quote::Joined;
 use serde_json::Value;
 use std::cell::RefCell;
@@ -42,8 +42,12 @@ pub enum Check {
 }
 
 impl Check {
-    /// Reads the JSON expression; `None` for a shape it does not have.
+    /// Reads the JSON expression; `None` for a shape it does not have. A number stands for the
+    /// shared part, check n of `CHECKS` (the generator writes a part several checks share once).
     pub fn parse(value: &Value) -> Option<Check> {
+        if let Some(at) = value.as_u64() {
+            return Check::read(check(usize::try_from(at).ok()?)?);
+        }
         let list = value.as_array()?;
         let text = |i: usize| list.get(i).and_then(Value::as_str).map(str::to_string);
         let inner = |i: usize| list.get(i).and_then(Check::parse).map(Box::new);
@@ -90,6 +94,11 @@ impl Check {
             }),
             _ => None,
         }
+    }
+
+    /// Reads the JSON text of a check (one of `CHECKS`).
+    fn read(text: &str) -> Option<Check> {
+        Check::parse(&serde_json::from_str::<Value>(text).ok()?)
     }
 }
 
@@ -492,7 +501,7 @@ pub fn major_held(held: &Held) -> Option<u64> {
 #[inline(always)]
 pub fn requirement(endpoint: &str, kind: GuestKind) -> Result<Option<Check>, String> {
     let at = match row_of(endpoint, kind) {
-        Some(Requirement::Check(at)) => CHECKS.get(usize::from(at)),
+        Some(Requirement::Check(at)) => check(usize::from(at)),
         Some(Requirement::Listing | Requirement::Anyone) => return Ok(None),
         None => None,
     };
@@ -500,15 +509,10 @@ pub fn requirement(endpoint: &str, kind: GuestKind) -> Result<Option<Check>, Str
         let named = named(endpoint, kind);
         return Err(format!("{named} is not in the privilege table"));
     };
-    serde_json::from_str::<Value>(check)
-        .ok()
-        .as_ref()
-        .and_then(Check::parse)
-        .map(Some)
-        .ok_or_else(|| {
-            let named = named(endpoint, kind);
-            format!("the check of {named} cannot be read: {check}")
-        })
+    Check::read(check).map(Some).ok_or_else(|| {
+        let named = named(endpoint, kind);
+        format!("the check of {named} cannot be read: {check}")
+    })
 }
 
 /// `endpoint`'s row of the privilege table: a guest's own from [`GUEST_ENDPOINTS`] (its kind's
@@ -551,7 +555,7 @@ pub fn holds(held: &Held) -> impl Fn(&str, &str) -> bool + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pve::privileges::NO;
+    use crate::pve::privileges::{self, NO};
     use serde_json::json;
 
     const ACTED: Role = Role {
@@ -603,10 +607,19 @@ mod tests {
                 assert!(read.is_err() || read.unwrap().is_some(), "{endpoint}");
             }
         }
-        for check in CHECKS {
+        for check in privileges::CHECKS.lines().skip(1) {
             let parsed = serde_json::from_str::<Value>(check).ok();
             assert!(parsed.as_ref().and_then(Check::parse).is_some(), "{check}");
         }
+    }
+
+    #[test]
+    fn a_number_in_a_checks_place_is_the_shared_check_of_that_index() {
+        let first = Check::read(privileges::check(0).unwrap()).unwrap();
+        let when = Check::parse(&json!(["when", "storage", 0]));
+        assert_eq!(when, Some(Check::When("storage".into(), Box::new(first))));
+        assert!(Check::parse(&json!(["and", privileges::CHECKS.lines().count()])).is_none());
+        assert!(Check::parse(&json!(["and", -1])).is_none());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 /// What calling an endpoint requires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Requirement {
-    /// PVE's check expression: `CHECKS[.0]`.
+    /// PVE's check expression: line `.0` of `CHECKS`.
     Check(u8),
     /// A listing: any token may call it; it shows only what the token may audit.
     Listing,
@@ -17,49 +17,68 @@ pub enum Requirement {
 use Requirement::{Anyone, Check, Listing};
 
 /// The check expressions, each once, as JSON (`["perm", path, [privs], …]`): the endpoint tables
-/// name them by index, so a check many endpoints share is stored once (issue 32).
+/// name them by index, so a check many endpoints share is stored once; a part several checks
+/// share is written once too, and a number in a check's place stands for check n (issue 32).
+/// One a line, check n on line n after the opening: one text, no table of pointers (issue 32).
 #[rustfmt::skip]
-pub const CHECKS: &[&str] = &[
-    r#"["perm","/",["Sys.Audit"]]"#,
-    r#"["perm","/",["Sys.Console"]]"#,
-    r#"["and",["pve",9,["perm","/",["Sys.Console"]]]]"#,
-    r#"["and",["pve",9,["perm","/",["Sys.Audit"]]]]"#,
-    r#"["perm","/nodes/{node}",["Sys.Audit"]]"#,
-    r#"["or",["perm","/",["Sys.Audit"]],["perm","/nodes/{node}",["Sys.Audit"]]]"#,
-    r#"["and",["or",["perm","/vms/{vmid}",["VM.Allocate"]],["perm","/pool/{pool}",["VM.Allocate"],"require_param","pool"],["when","restore",["perm","/vms/{vmid}",["VM.Backup"],"require_param","force"]]],["pve",9,["when","unprivileged=0",["when","!restore",["perm","/",["Sys.Modify"]]]]],["options","/vms/{vmid}","lxc"],["perm","/storage/{storage}",["Datastore.AllocateSpace"]],["when","!restore",["perm","/storage/{source}",["Datastore.Allocate","Datastore.AllocateSpace","Datastore.Audit"],"any",1]],["when","restore",["or",["perm","/storage/{archive}",["Datastore.Allocate"]],["and",["perm","/storage/{archive}",["Datastore.AllocateSpace"]],["perm","/vms/{owner}",["VM.Backup"]]]]],["perm","/sdn/zones/localnetwork/{bridge}",["SDN.Use"]]]"#,
-    r#"["perm","/vms/{vmid}",["VM.Allocate"]]"#,
-    r#"["perm","/vms/{vmid}",["VM.Audit"]]"#,
-    r#"["and",["perm","/vms/{vmid}",["VM.Config.Disk","VM.Config.CPU","VM.Config.Memory","VM.Config.Network","VM.Config.Options"],"any",1],["when","foreignVolume",["or",["perm","/storage/{source}",["Datastore.Allocate"]],["and",["perm","/storage/{source}",["Datastore.Audit"]],["perm","/vms/{owner}",["VM.Config.Disk"]]]]]]"#,
-    r#"["perm","/vms/{vmid}",["VM.Config.Network"]]"#,
-    r#"["and",["pve",9,["perm","/vms/{vmid}",["VM.Migrate"]]]]"#,
-    r#"["and",["perm","/vms/{vmid}",["VM.Migrate"]],["when","target-storage",["and",["perm","/vms/{vmid}",["VM.Config.Disk"]],["perm","/storage/{storage}",["Datastore.AllocateSpace"]]]]]"#,
-    r#"["and",["perm","/vms/{vmid}",["VM.Config.Disk"]],["when","storage",["perm","/storage/{storage}",["Datastore.AllocateSpace"]]]]"#,
-    r#"["and",["perm","/vms/{vmid}",["VM.Config.Disk"],"any",1],["perm","/vms/{vmid}",["VM.Config.Options"]],["perm","/storage/{storage}",["Datastore.AllocateSpace"]]]"#,
-    r#"["perm","/vms/{vmid}",["VM.Snapshot"]]"#,
-    r#"["perm","/vms/{vmid}",["VM.Snapshot","VM.Snapshot.Rollback","VM.Audit"],"any",1]"#,
-    r#"["perm","/vms/{vmid}",["VM.Snapshot","VM.Snapshot.Rollback"],"any",1]"#,
-    r#"["perm","/vms/{vmid}",["VM.PowerMgmt"]]"#,
-    r#"["and",["or",["perm","/vms/{vmid}",["VM.Allocate"]],["perm","/pool/{pool}",["VM.Allocate"],"require_param","pool"],["when","archive",["perm","/vms/{vmid}",["VM.Backup"],"require_param","force"]]],["perm","/storage/{storage}",["Datastore.AllocateSpace"]],["options","/vms/{vmid}","qemu"],["when","!archive",["perm","/storage/{source}",["Datastore.Allocate","Datastore.AllocateSpace","Datastore.Audit"],"any",1]],["when","archive",["or",["perm","/storage/{archive}",["Datastore.Allocate"]],["and",["perm","/storage/{archive}",["Datastore.AllocateSpace"]],["perm","/vms/{owner}",["VM.Backup"]]]]],["perm","/sdn/zones/localnetwork/{bridge}",["SDN.Use"]],["pve",9,["when","start",["perm","/vms/{vmid}",["VM.PowerMgmt"]]]]]"#,
-    r#"["and",["pve",9,["perm","/vms/{vmid}",["VM.GuestAgent.Unrestricted"]]],["pve",8,["perm","/vms/{vmid}",["VM.Monitor"]]]]"#,
-    r#"["and",["pve",9,["perm","/vms/{vmid}",["VM.GuestAgent.FileRead","VM.GuestAgent.Unrestricted"],"any",1]],["pve",8,["perm","/vms/{vmid}",["VM.Monitor"]]]]"#,
-    r#"["and",["pve",9,["perm","/vms/{vmid}",["VM.GuestAgent.FileWrite","VM.GuestAgent.Unrestricted"],"any",1]],["pve",8,["perm","/vms/{vmid}",["VM.Monitor"]]]]"#,
-    r#"["and",["pve",9,["perm","/vms/{vmid}",["VM.GuestAgent.Audit","VM.GuestAgent.Unrestricted"],"any",1]],["pve",8,["perm","/vms/{vmid}",["VM.Monitor"]]]]"#,
-    r#"["and",["and",["perm","/vms/{vmid}",["VM.Clone"]],["or",["perm","/vms/{newid}",["VM.Allocate"]],["perm","/pool/{pool}",["VM.Allocate"],"require_param","pool"]]],["when","storage",["perm","/storage/{storage}",["Datastore.AllocateSpace"]]]]"#,
-    r#"["perm","/vms/{vmid}",["VM.Config.Cloudinit"]]"#,
-    r#"["and",["perm","/vms/{vmid}",["VM.Config.Disk","VM.Config.CDROM","VM.Config.CPU","VM.Config.Memory","VM.Config.Network","VM.Config.HWType","VM.Config.Options","VM.Config.Cloudinit"],"any",1],["when","foreignVolume",["or",["perm","/storage/{source}",["Datastore.Allocate"]],["and",["perm","/storage/{source}",["Datastore.Audit"]],["perm","/vms/{owner}",["VM.Config.Disk"]]]]]]"#,
-    r#"["perm","/vms/{vmid}",["VM.Migrate"]]"#,
-    r#"["and",["perm","/vms/{vmid}",["VM.Migrate"]],["when","targetstorage",["and",["perm","/vms/{vmid}",["VM.Config.Disk"]],["perm","/storage/{storage}",["Datastore.AllocateSpace"]]]]]"#,
-    r#"["and",["perm","/vms/{vmid}",["VM.Config.Disk"]],["perm","/storage/{storage}",["Datastore.AllocateSpace"]]]"#,
-    r#"["and",["perm","/vms/{vmid}",["VM.Snapshot","VM.Snapshot.Rollback"],"any",1],["pve",9,["when","start",["perm","/vms/{vmid}",["VM.PowerMgmt"]]]]]"#,
-    r#"["and",["perm","/vms/{vmid}",["VM.PowerMgmt"]],["when","todisk",["perm","/vms/{vmid}",["VM.Config.Disk"]]],["when","todisk",["perm","/storage/{storage}",["Datastore.AllocateSpace"]]]]"#,
-    r#"["or",["perm","/",["Sys.Audit","Sys.Modify"]],["perm","/nodes/{node}",["Sys.AccessNetwork"]]]"#,
-    r#"["perm","/storage/{storage}",["Datastore.Audit","Datastore.AllocateSpace"],"any",1]"#,
-    r#"["and",["perm","/storage/{storage}",["Datastore.AllocateSpace"]],["perm","/vms/{owner}",["VM.Backup"]]]"#,
-    r#"["and",["perm","/storage/{storage}",["Datastore.AllocateTemplate"]],["or",["perm","/",["Sys.Audit","Sys.Modify"]],["perm","/nodes/{node}",["Sys.AccessNetwork"]]]]"#,
-    r#"["when","another user's task",["perm","/nodes/{node}",["Sys.Audit"]]]"#,
-    r#"["and",["perm","/storage/{storage}",["Datastore.AllocateSpace"]],["perm","/vms/{vmid}",["VM.Backup"]]]"#,
-    r#"["and",["perm","/vms/{owner}",["VM.Backup"]],["perm","/storage/{archive}",["Datastore.Allocate","Datastore.AllocateSpace"],"any",1]]"#,
-];
+pub const CHECKS: &str = r#"
+["perm","/",["Sys.Audit"]]
+["perm","/",["Sys.Console"]]
+["and",["pve",9,1]]
+["and",["pve",9,0]]
+["perm","/nodes/{node}",["Sys.Audit"]]
+["or",0,4]
+["and",["or",7,44,["when","restore",45]],["pve",9,["when","unprivileged=0",["when","!restore",["perm","/",["Sys.Modify"]]]]],["options","/vms/{vmid}","lxc"],46,["when","!restore",41],["when","restore",40],47]
+["perm","/vms/{vmid}",["VM.Allocate"]]
+["perm","/vms/{vmid}",["VM.Audit"]]
+["and",["perm","/vms/{vmid}",["VM.Config.Disk","VM.Config.CPU","VM.Config.Memory","VM.Config.Network","VM.Config.Options"],"any",1],39]
+["perm","/vms/{vmid}",["VM.Config.Network"]]
+["and",["pve",9,27]]
+["and",27,["when","target-storage",29]]
+["and",49,42]
+["and",["perm","/vms/{vmid}",["VM.Config.Disk"],"any",1],["perm","/vms/{vmid}",["VM.Config.Options"]],46]
+["perm","/vms/{vmid}",["VM.Snapshot"]]
+["perm","/vms/{vmid}",["VM.Snapshot","VM.Snapshot.Rollback","VM.Audit"],"any",1]
+["perm","/vms/{vmid}",["VM.Snapshot","VM.Snapshot.Rollback"],"any",1]
+["perm","/vms/{vmid}",["VM.PowerMgmt"]]
+["and",["or",7,44,["when","archive",45]],46,["options","/vms/{vmid}","qemu"],["when","!archive",41],["when","archive",40],47,43]
+["and",["pve",9,["perm","/vms/{vmid}",["VM.GuestAgent.Unrestricted"]]],48]
+["and",["pve",9,["perm","/vms/{vmid}",["VM.GuestAgent.FileRead","VM.GuestAgent.Unrestricted"],"any",1]],48]
+["and",["pve",9,["perm","/vms/{vmid}",["VM.GuestAgent.FileWrite","VM.GuestAgent.Unrestricted"],"any",1]],48]
+["and",["pve",9,["perm","/vms/{vmid}",["VM.GuestAgent.Audit","VM.GuestAgent.Unrestricted"],"any",1]],48]
+["and",["and",["perm","/vms/{vmid}",["VM.Clone"]],["or",["perm","/vms/{newid}",["VM.Allocate"]],44]],42]
+["perm","/vms/{vmid}",["VM.Config.Cloudinit"]]
+["and",["perm","/vms/{vmid}",["VM.Config.Disk","VM.Config.CDROM","VM.Config.CPU","VM.Config.Memory","VM.Config.Network","VM.Config.HWType","VM.Config.Options","VM.Config.Cloudinit"],"any",1],39]
+["perm","/vms/{vmid}",["VM.Migrate"]]
+["and",27,["when","targetstorage",29]]
+["and",49,46]
+["and",17,43]
+["and",18,["when","todisk",49],["when","todisk",46]]
+["or",["perm","/",["Sys.Audit","Sys.Modify"]],["perm","/nodes/{node}",["Sys.AccessNetwork"]]]
+["perm","/storage/{storage}",["Datastore.Audit","Datastore.AllocateSpace"],"any",1]
+["and",46,50]
+["and",["perm","/storage/{storage}",["Datastore.AllocateTemplate"]],32]
+["when","another user's task",4]
+["and",46,["perm","/vms/{vmid}",["VM.Backup"]]]
+["and",50,["perm","/storage/{archive}",["Datastore.Allocate","Datastore.AllocateSpace"],"any",1]]
+["when","foreignVolume",["or",["perm","/storage/{source}",["Datastore.Allocate"]],["and",["perm","/storage/{source}",["Datastore.Audit"]],["perm","/vms/{owner}",["VM.Config.Disk"]]]]]
+["or",["perm","/storage/{archive}",["Datastore.Allocate"]],["and",["perm","/storage/{archive}",["Datastore.AllocateSpace"]],50]]
+["perm","/storage/{source}",["Datastore.Allocate","Datastore.AllocateSpace","Datastore.Audit"],"any",1]
+["when","storage",46]
+["pve",9,["when","start",18]]
+["perm","/pool/{pool}",["VM.Allocate"],"require_param","pool"]
+["perm","/vms/{vmid}",["VM.Backup"],"require_param","force"]
+["perm","/storage/{storage}",["Datastore.AllocateSpace"]]
+["perm","/sdn/zones/localnetwork/{bridge}",["SDN.Use"]]
+["pve",8,["perm","/vms/{vmid}",["VM.Monitor"]]]
+["perm","/vms/{vmid}",["VM.Config.Disk"]]
+["perm","/vms/{owner}",["VM.Backup"]]
+"#;
+
+/// Check expression `at` of [`CHECKS`]: its line `at`, counted from the one after the opening.
+pub fn check(at: usize) -> Option<&'static str> {
+    CHECKS.split('\n').skip(1).nth(at)
+}
 
 /// Every endpoint the package uses outside one guest: `"<METHOD> <path template>"`, its
 /// requirement.
@@ -112,7 +131,7 @@ pub const NO: u8 = u8::MAX;
 
 /// Every endpoint the package uses on one guest: `"<METHOD> /{vmid}<path>"` (under
 /// `/nodes/{node}/{kind}`, as `guest::permission_needs` writes it), the check of a VM (qemu) and
-/// of a container (lxc) as indices into `CHECKS` (each is checked). The kinds share a row.
+/// of a container (lxc) as lines of `CHECKS` (each is checked). The kinds share a row.
 #[rustfmt::skip]
 pub const GUEST_ENDPOINTS: &[(&str, u8, u8)] = &[
     ("DELETE /{vmid}", 7, 7),
