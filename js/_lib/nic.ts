@@ -65,20 +65,23 @@ function setNicArgs(model: ModelName) {
   /** Properties of the NIC it replaces to leave out; every other one not given is kept. */
   const clear = (names: readonly [string, ...string[]]) =>
     z.array(z.enum(names)).optional();
-  const vm = z.object({
-    ...common,
-    model: z.enum(MODELS).optional(),
-    clear: clear([
-      "tag",
-      "firewall",
-      "rate",
-      "mtu",
-      "queues",
-      "trunks",
-      "link_down",
-    ]),
-  });
-  const ct = z.object({
+  // Only the model's own object is built: the other's would be built for nothing at every import.
+  if (model === "qemu") {
+    return z.object({
+      ...common,
+      model: z.enum(MODELS).optional(),
+      clear: clear([
+        "tag",
+        "firewall",
+        "rate",
+        "mtu",
+        "queues",
+        "trunks",
+        "link_down",
+      ]),
+    }).check(requireGuest);
+  }
+  return z.object({
     ...common,
     clear: clear([
       "tag",
@@ -102,8 +105,7 @@ function setNicArgs(model: ModelName) {
       "gw must be an IPv4 address",
     )
       .optional(),
-  });
-  return model === "qemu" ? vm.check(requireGuest) : ct.check(requireGuest);
+  }).check(requireGuest);
 }
 
 /** setNic and removeNic of `model`. */
