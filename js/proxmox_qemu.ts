@@ -25,6 +25,7 @@ import {
   newVmid,
   nodeMethods,
   notBothVmidAndRange,
+  optionalLine,
   optionBag,
   RebootArgs,
   requireGuest,
@@ -72,7 +73,7 @@ const CloneArgs = z.object({
   ...newVmid,
   name: dnsName("name"),
   full: field.trueByDefault,
-  storage: singleLine("storage").optional(),
+  storage: optionalLine,
   /** Start the clone and wait until it is ready (as waitReady). */
   waitReady: waitReadyOption,
 }).check(
@@ -165,16 +166,13 @@ const SSH_KEY_LINE =
 
 /** ipconfig0 … ipconfig31 (PVE's $MAX_NETS). */
 const ipconfigFields = Object.fromEntries(
-  Array.from(
-    { length: 32 },
-    (_, n) => [`ipconfig${n}`, singleLine(`ipconfig${n}`).optional()],
-  ),
+  Array.from({ length: 32 }, (_, n) => [`ipconfig${n}`, optionalLine]),
 );
 
 /** cloudInit: options to set, then the drive is regenerated and the generated config verified. */
 const CloudInitArgs = z.object({
   ...guestRef,
-  ciuser: singleLine("ciuser").optional(),
+  ciuser: optionalLine,
   cipassword: singleLine("cipassword").meta({ sensitive: true }).optional(),
   sshkeys: field.string.refine((v) => !v.includes("\0"), {
     message: "sshkeys must not contain NUL",
@@ -189,10 +187,10 @@ const CloudInitArgs = z.object({
     },
   ).optional(),
   ...ipconfigFields,
-  nameserver: singleLine("nameserver").optional(),
-  searchdomain: singleLine("searchdomain").optional(),
+  nameserver: optionalLine,
+  searchdomain: optionalLine,
   citype: z.enum(["configdrive2", "nocloud", "opennebula"]).optional(),
-  cicustom: singleLine("cicustom").optional(),
+  cicustom: optionalLine,
   ciupgrade: field.optionalBoolean,
   applyPending,
   timeoutSec: secondsUpToADay.default(120),
