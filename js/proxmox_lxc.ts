@@ -25,6 +25,7 @@ import {
   newVmid,
   nodeMethods,
   notBothVmidAndRange,
+  optionalLine,
   optionBag,
   RebootArgs,
   requireGuest,
@@ -89,7 +90,7 @@ const CreateArgs = z.object({
   /** MiB. */
   swap: field.integer.min(0).max(67108864).optional(),
   unprivileged: field.trueByDefault,
-  features: singleLine("features").optional(),
+  features: optionalLine,
   /** One key per line. */
   sshPublicKeys: field.string.refine((v) => !v.includes("\0"), {
     message: "sshPublicKeys must not contain NUL",
