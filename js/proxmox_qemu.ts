@@ -39,6 +39,7 @@ import {
   storageMethods,
   SyncArgs,
   TemplateArgs,
+  timeoutSec120,
   transportReachable,
   vmid,
 } from "./_lib/schemas.ts";
@@ -68,10 +69,13 @@ const readyFields = {
 /** clone's, create's and start's option: start the VM and wait until it is ready (as waitReady). */
 const waitReadyOption = z.object(readyFields).optional();
 
+/** A new VM's name (clone's and create's). */
+const newVmName = dnsName("name");
+
 const CloneArgs = z.object({
   templateId: vmid,
   ...newVmid,
-  name: dnsName("name"),
+  name: newVmName,
   full: field.trueByDefault,
   storage: optionalLine,
   /** Start the clone and wait until it is ready (as waitReady). */
@@ -130,7 +134,7 @@ const zeroVolume = (v: string | number | boolean) => {
  */
 const VmCreateArgs = z.object({
   ...newVmid,
-  name: dnsName("name"),
+  name: newVmName,
   cores: field.integer.min(1).max(1024).optional(),
   /** MiB. */
   memory: field.integer.min(16).max(268435456).optional(),
@@ -193,7 +197,7 @@ const CloudInitArgs = z.object({
   cicustom: optionalLine,
   ciupgrade: field.optionalBoolean,
   applyPending,
-  timeoutSec: secondsUpToADay.default(120),
+  timeoutSec: timeoutSec120,
 }).check(requireGuest);
 
 const WaitReadyArgs = z.object({ ...guestRef, ...readyFields }).check(

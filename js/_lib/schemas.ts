@@ -108,6 +108,8 @@ export const optionalStorageName = storageName.optional();
 /** A whole number of seconds, positive, at most an hour or a day (add `.default(…)`). */
 export const secondsUpToAnHour = field.integer.positive().max(3600);
 export const secondsUpToADay = field.integer.positive().max(86400);
+/** The 120-second default timeout of shutdown, reboot, convertToTemplate and cloudInit: built once. */
+export const timeoutSec120 = secondsUpToADay.default(120);
 
 /**
  * A credential (tokenId, tokenSecret): no control character at all (a header cannot carry one, a
@@ -228,6 +230,10 @@ export const NOT_CONFIG_KEYS = [
 /** PVE's option names, hyphens included (`allow-ksm`, `amd-sev`, `intel-tdx`). */
 export const OPTION_KEY = /^[a-zA-Z][a-zA-Z0-9_-]*$/;
 
+/** What every option bag shares, built once. */
+const optionKey = field.string.regex(OPTION_KEY);
+const optionValue = z.union([field.string, field.number, field.boolean]);
+
 /**
  * A bag of PVE options (`setConfig`'s and `create`'s `config`): keys as PVE names options
  * ({@link OPTION_KEY}), none of `refused` (refused with `why`), values strings, numbers or
@@ -236,11 +242,8 @@ export const OPTION_KEY = /^[a-zA-Z][a-zA-Z0-9_-]*$/;
  */
 export const optionBag = (refused: readonly string[], why: string) =>
   z.record(
-    field.string.regex(OPTION_KEY).refine(
-      (k) => !refused.includes(k),
-      { message: why },
-    ),
-    z.union([field.string, field.number, field.boolean]),
+    optionKey.refine((k) => !refused.includes(k), { message: why }),
+    optionValue,
   );
 
 /** Config values as records hold them. */
@@ -493,7 +496,7 @@ export const StopArgs = z.object({
 /** shutdown: graceful within timeoutSec, then a hard stop if forceStopAfter. */
 export const ShutdownArgs = z.object({
   ...guestRef,
-  timeoutSec: secondsUpToADay.default(120),
+  timeoutSec: timeoutSec120,
   forceStopAfter: field.falseByDefault,
   force: field.falseByDefault,
 }).check(requireGuest);
@@ -512,14 +515,14 @@ export const DeleteArgs = z.object({
 export const TemplateArgs = z.object({
   ...guestRef,
   shutdownFirst: field.falseByDefault,
-  timeoutSec: secondsUpToADay.default(120),
+  timeoutSec: timeoutSec120,
   force: field.falseByDefault,
 }).check(requireGuest);
 
 /** reboot: gated like stop (force overrides); timeoutSec bounds the shutdown half. */
 export const RebootArgs = z.object({
   ...guestRef,
-  timeoutSec: secondsUpToADay.default(120),
+  timeoutSec: timeoutSec120,
   force: field.falseByDefault,
 }).check(requireGuest);
 
