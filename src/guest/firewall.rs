@@ -8,14 +8,14 @@
 //! and the cluster's are on, and only for NICs with `firewall=1` (`PVE/Firewall.pm`
 //! compile_vm_rules / generate_tap_rules_direct).
 
-use super::evidence::{sight_or_absent, Evidence};
-use super::locate::absent_message;
+use super::course::{self, run_course, Input, Next, Via};
+use super::evidence::Evidence;
 use super::reference::GuestRef;
 use crate::args::ArgError;
 use crate::explain::{hint, outcome_unknown};
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
+use crate::outcome::Outcome;
+use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::property::property;
@@ -23,6 +23,7 @@ use crate::pve::request::{owned_segments, push_param, PveRequest, Verb};
 use crate::quote::Joined;
 use crate::run::Run;
 use serde_json::Value;
+use std::future::Future;
 
 /// One write of a plan: the verb, the segments under `…/firewall/`, the parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,31 +108,15 @@ pub type Parse = fn(&Value) -> Result<Box<dyn FirewallChange>, ArgError>;
 type Verdict = Result<String, String>;
 
 /// Runs a firewall change on the guest its arguments (read by `parse`) name; the guest record is
-/// written on every path once it was found. The course's steps are plain functions ([`Course`]):
-/// this only sends the requests they ask for, one at a time.
-pub async fn change_firewall<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Outcome {
-    let change = match parse(args) {
-        Ok(change) => change,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let absent = |vmid| absent_message(run.kind, vmid, ": there is no firewall to change");
-    let mut ev = match sight_or_absent(run, change.target(), &absent).await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let mut course = Course::new(change.as_ref(), ev.label(run));
-    let mut answer = None;
-    let verdict = loop {
-        let (request, coalesced) = match course.next(run, &mut ev, answer.take()) {
-            Ok(call) => call,
-            Err(verdict) => break verdict,
-        };
-        answer = Some(match coalesced {
-            true => run.pve().call_coalesced(&request).await,
-            false => run.pve().call(&request).await,
-        });
-    };
-    ev.outcome(run, verdict).await
+/// written on every path once it was found. The future is the one of every course
+/// (guest/course.rs); the course's steps are plain functions ([`Course`]).
+pub fn change_firewall<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    args: &Value,
+    parse: Parse,
+) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+    let course = parse(args).map(|change| Box::new(Course::new(change, run.kind)) as _);
+    run_course(run, course)
 }
 
 /// Where a change stands: reading the sections before, sending the writes, reading the sections
@@ -146,9 +131,12 @@ enum Stage {
 }
 
 /// A firewall change between two requests: what was read and planned so far.
-struct Course<'c> {
-    change: &'c dyn FirewallChange,
+struct Course {
+    change: Box<dyn FirewallChange>,
+    kind: GuestKind,
     sections: Vec<Vec<String>>,
+    /// The guest, as messages name it (`VM 100 on node pve1`).
+    guest: String,
     /// `the firewall rules of VM 100 on node pve1`.
     label: String,
     stage: Stage,
@@ -163,12 +151,46 @@ struct Course<'c> {
     off: Vec<String>,
 }
 
-impl<'c> Course<'c> {
-    fn new(change: &'c dyn FirewallChange, guest: String) -> Self {
+impl course::Course for Course {
+    fn target(&self) -> &GuestRef {
+        self.change.target()
+    }
+
+    fn absent(&self) -> &'static str {
+        ": there is no firewall to change"
+    }
+
+    fn waits_lock(&self) -> bool {
+        false
+    }
+
+    /// Takes the answer to the last request (if any) and says what to send next, or the verdict.
+    fn next(&mut self, ev: &mut Evidence, input: Input) -> Next {
+        let answer = match input {
+            Input::Start(guest) => {
+                self.label = format!("{} of {guest}", self.change.what());
+                self.guest = guest;
+                None
+            }
+            Input::Answer(answer) => Some(answer),
+            // A firewall course has no wait.
+            Input::Paused | Input::Stopped(_) => None,
+        };
+        match self.step(ev, answer) {
+            Ok((request, via)) => Next::Send(request, via),
+            Err(verdict) => Next::Done(verdict),
+        }
+    }
+}
+
+impl Course {
+    fn new(change: Box<dyn FirewallChange>, kind: GuestKind) -> Self {
         Course {
-            change,
             sections: change.sections(),
-            label: format!("{} of {guest}", change.what()),
+            change,
+            kind,
+            guest: String::new(),
+            label: String::new(),
             stage: Stage::Before,
             read: Vec::new(),
             writes: Vec::new(),
@@ -178,22 +200,20 @@ impl<'c> Course<'c> {
         }
     }
 
-    /// Takes the answer to the last request (if any) and says what to send next (`true`:
-    /// coalesced), or the verdict.
-    fn next<H: Host>(
+    /// Takes the answer to the last request (if any) and says what to send next, or the verdict.
+    fn step(
         &mut self,
-        run: &Run<'_, H>,
         ev: &mut Evidence,
         answer: Option<Result<Value, PveError>>,
-    ) -> Result<(PveRequest, bool), Verdict> {
+    ) -> Result<(PveRequest, Via), Verdict> {
         if let Some(answer) = answer {
-            self.take(run, ev, answer)?;
+            self.take(ev, answer)?;
         }
         loop {
             match self.stage {
                 Stage::Before | Stage::After if self.read.len() < self.sections.len() => {
                     let section = &self.sections[self.read.len()];
-                    return Ok((read_request(run, ev, section), false));
+                    return Ok((self.read_request(ev, section), Via::Read));
                 }
                 Stage::Before => {
                     let planned = self.change.plan(&self.read);
@@ -201,10 +221,7 @@ impl<'c> Course<'c> {
                     self.next_stage(Stage::Writing);
                 }
                 Stage::Writing => match self.writes.get(self.sent) {
-                    Some(write) => {
-                        ev.trail.sending();
-                        return Ok((write_request(run, ev, write), false));
-                    }
+                    Some(write) => return Ok((self.write_request(ev, write), Via::Write)),
                     None => self.next_stage(Stage::After),
                 },
                 Stage::After => {
@@ -227,12 +244,12 @@ impl<'c> Course<'c> {
                         None => {
                             self.stage = Stage::GuestOptions;
                             let section = [String::from("options")];
-                            return Ok((read_request(run, ev, &section), false));
+                            return Ok((self.read_request(ev, &section), Via::Read));
                         }
                     }
                 }
                 Stage::GuestOptions | Stage::ClusterOptions => {
-                    return Ok((endpoints::cluster_firewall_options(), true))
+                    return Ok((endpoints::cluster_firewall_options(), Via::Coalesced))
                 }
             }
         }
@@ -243,22 +260,16 @@ impl<'c> Course<'c> {
         self.stage = stage;
     }
 
-    /// Takes the answer to the request the stage asked for.
-    fn take<H: Host>(
-        &mut self,
-        run: &Run<'_, H>,
-        ev: &mut Evidence,
-        answer: Result<Value, PveError>,
-    ) -> Result<(), Verdict> {
+    /// Takes the answer to the request the stage asked for (a write's is traced by the driver).
+    fn take(&mut self, ev: &mut Evidence, answer: Result<Value, PveError>) -> Result<(), Verdict> {
         match self.stage {
-            Stage::Before | Stage::After => match section(self.change, answer) {
+            Stage::Before | Stage::After => match section(self.change.as_ref(), answer) {
                 Ok(read) => self.read.push(read),
                 Err(why) => return Err(Err(self.unread(ev, &why))),
             },
             Stage::Writing => {
-                ev.trail.answered(&answer);
                 if let Err(e) = answer {
-                    return Err(Err(self.write_failed(run, ev, &e)));
+                    return Err(Err(self.write_failed(ev, &e)));
                 }
                 self.sent += 1;
             }
@@ -268,7 +279,7 @@ impl<'c> Course<'c> {
             }
             Stage::ClusterOptions => {
                 self.note(true, answer);
-                return Err(Ok(self.in_effect(run, ev)));
+                return Err(Ok(self.in_effect(ev)));
             }
         }
         Ok(())
@@ -297,10 +308,10 @@ impl<'c> Course<'c> {
     }
 
     /// Why the write PVE answered `e` failed, with how many before it were accepted.
-    fn write_failed<H: Host>(&self, run: &Run<'_, H>, ev: &Evidence, e: &PveError) -> String {
+    fn write_failed(&self, ev: &Evidence, e: &PveError) -> String {
         let (label, done, total) = (&self.label, self.sent, self.writes.len());
         let request = match self.writes.get(done) {
-            Some(write) => write_request(run, ev, write).label(),
+            Some(write) => self.write_request(ev, write).label(),
             None => String::new(),
         };
         let action = format!("change {label} (write {} of {total}: {request})", done + 1);
@@ -332,9 +343,9 @@ impl<'c> Course<'c> {
     }
 
     /// The summary, once the options are read: what keeps the guest's firewall from applying
-    /// (its `enable` option, the cluster's, its NICs without `firewall=1`) as a warning and words
-    /// for the summary.
-    fn in_effect<H: Host>(&mut self, run: &Run<'_, H>, ev: &mut Evidence) -> String {
+    /// (its `enable` option, the cluster's, its NICs without `firewall=1`) as a warning (logged
+    /// by the driver) and words for the summary.
+    fn in_effect(&mut self, ev: &mut Evidence) -> String {
         let off = &mut self.off;
         for (key, value) in &ev.config {
             let without = |v: String| property(&v, "firewall").is_none_or(|f| f != "1");
@@ -350,34 +361,36 @@ impl<'c> Course<'c> {
                 .push_str("in effect (guest and cluster firewall on, every NIC with firewall=1)"),
             false => {
                 let why = format!("not in effect: {}", off.joined(", "));
-                ev.warn(run, format!("{}: the firewall is {why}", ev.label(run)));
+                let warning = format!("{}: the firewall is {why}", self.guest);
+                ev.trail.warnings.push(warning);
                 summary.push_str(&why);
             }
         }
         summary
+    }
+
+    /// The request that reads a section: the guest's, or the datacenter's after [`DATACENTER`].
+    fn read_request(&self, ev: &Evidence, section: &[String]) -> PveRequest {
+        let guest = &ev.at;
+        match section.split_first() {
+            Some((dc, at)) if dc == DATACENTER => endpoints::cluster_firewall(at),
+            _ => endpoints::guest_firewall(&guest.node, self.kind, guest.vmid, Verb::Get, section),
+        }
+    }
+
+    /// The request that sends one write of the plan.
+    fn write_request(&self, ev: &Evidence, write: &Write) -> PveRequest {
+        let at = &ev.at;
+        let mut request =
+            endpoints::guest_firewall(&at.node, self.kind, at.vmid, write.verb, &write.at);
+        request.params.extend(write.params.iter().cloned());
+        request
     }
 }
 
 /// Whether firewall options read show `enable` on.
 fn on(options: &Value) -> bool {
     options.get("enable").and_then(flex::bool_of) == Some(true)
-}
-
-/// The request that reads a section: the guest's, or the datacenter's after [`DATACENTER`].
-fn read_request<H: Host>(run: &Run<'_, H>, ev: &Evidence, section: &[String]) -> PveRequest {
-    let guest = &ev.at;
-    match section.split_first() {
-        Some((dc, at)) if dc == DATACENTER => endpoints::cluster_firewall(at),
-        _ => endpoints::guest_firewall(&guest.node, run.kind, guest.vmid, Verb::Get, section),
-    }
-}
-
-/// The request that sends one write of the plan.
-fn write_request<H: Host>(run: &Run<'_, H>, ev: &Evidence, write: &Write) -> PveRequest {
-    let at = &ev.at;
-    let mut request = endpoints::guest_firewall(&at.node, run.kind, at.vmid, write.verb, &write.at);
-    request.params.extend(write.params.iter().cloned());
-    request
 }
 
 /// A section as PVE answered it: `None` when PVE says (`missing`) it does not exist.

@@ -14,22 +14,20 @@
 //! verbose state (`PVE/HA/Tools.pm` get_verbose_service_state: `starting` until the LRM reports
 //! it running, `queued` before the first round, `deleting` once the config is gone).
 
-use super::evidence::{sight_or_absent, unlocked, Evidence};
-use super::locate::absent_message;
+use super::course::{self, run_course, Input, Next, Via};
+use super::evidence::Evidence;
 use super::reference::GuestRef;
-use super::settle::seconds;
 use crate::args::{ArgError, Fields};
 use crate::explain::{hint, outcome_unknown};
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
-use crate::poll::{Pacer, Stopped};
-use crate::progress::Progress;
+use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::{PveRequest, Verb};
 use crate::run::Run;
 use serde_json::{Map, Value};
+use std::future::Future;
 
 /// An HA resource's or rule's `comment`, as PVE keeps it: one line of at most 4096 bytes
 /// (Resources.pm, Rules.pm `maxLength`), without white space at either end — PVE's section config
@@ -233,142 +231,15 @@ pub fn record_of(view: &HaView) -> Value {
 }
 
 /// Runs an HA change on the guest its arguments (read by `parse`) name; the guest record (with the
-/// HA view last read) is written on every path once it was found.
-pub async fn change_ha<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Outcome {
-    let change = match parse(args, run.kind) {
-        Ok(change) => change,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let change = change.as_ref();
-    let absent = |vmid| absent_message(run.kind, vmid, "");
-    // A change to started/stopped/disabled waits out a lock on the guest: the LRM's start or stop
-    // of a locked guest fails (qemu-server / pve-container check_lock), so the manager could not
-    // apply it. A removal or `ignored` needs no LRM: PVE takes it at once (Resources.pm).
-    let sighted = sight_or_absent(run, change.target(), &absent).await;
-    let sighted = match sighted {
-        Ok(ev) if change.waits_lock() => unlocked(run, ev).await,
-        other => other,
-    };
-    let mut ev = match sighted {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let sid = sid(run.kind, ev.at.vmid);
-    let mut course = Course::new(change, sid, ev.label(run), ev.at.vmid);
-    let verdict = drive(run, &mut ev, &mut course).await;
-    let mut outcome = ev.outcome(run, verdict).await;
-    record_ha(&mut outcome, &course);
-    outcome
-}
-
-/// The guest record's `ha` is what the HA endpoints showed, not the guest status's summary.
-/// The course's object is the change's (only a rule becomes a PVE 8 group): no second `object()`.
-fn record_ha(outcome: &mut Outcome, course: &Course) {
-    let record = outcome
-        .writes
-        .first_mut()
-        .and_then(|w| w.data.as_object_mut());
-    if let (HaObject::Resource, Some(record)) = (&course.obj, record) {
-        record.insert("ha".into(), record_of(&course.view));
-    }
-}
-
-/// Sends what the course asks, in turn, until it has a verdict: the one place an HA change
-/// awaits PVE or the clock.
-async fn drive<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    course: &mut Course<'_>,
-) -> Result<String, String> {
-    let pve = run.pve();
-    let mut wait = None;
-    let mut input = Input::Start;
-    loop {
-        input = match course.next(input) {
-            Next::Done(verdict) => return verdict,
-            Next::Send(request, via) => {
-                let by = match via {
-                    Via::Wait => Some(waiting(&mut wait, run).0.deadline_ms()),
-                    _ => None,
-                };
-                if via == Via::Write {
-                    ev.trail.sending();
-                }
-                let answer = match via {
-                    Via::Coalesced => pve.call_coalesced(&request).await,
-                    _ => pve.call_within(&request, by).await,
-                };
-                if via == Via::Write {
-                    ev.trail.answered(&answer);
-                }
-                Input::Answer(answer)
-            }
-            Next::Pause(now) => {
-                let (pacer, progress, budget_ms) = waiting(&mut wait, run);
-                progress.tick(run.host, || now);
-                match pacer.pause(run.host).await {
-                    Ok(()) => Input::Paused,
-                    Err(stop) => Input::Stopped(stopped(stop, *budget_ms)),
-                }
-            }
-        };
-    }
-}
-
-/// The wait for the manager, within what is left of the method's budget: its pace, its progress
-/// lines and that budget.
-fn start_wait<H: Host>(run: &Run<'_, H>) -> (Pacer, Progress, u64) {
-    let now = run.host.now_ms();
-    let budget_ms = run.wait_budget_ms();
-    let pacer = Pacer::new(now, budget_ms, run.pve().poll_cap_ms);
-    (pacer, Progress::start(now), budget_ms)
-}
-
-/// The wait for the manager, started at its first use (one place, not a closure at each).
-fn waiting<'w, H: Host>(
-    wait: &'w mut Option<(Pacer, Progress, u64)>,
-    run: &Run<'_, H>,
-) -> &'w mut (Pacer, Progress, u64) {
-    wait.get_or_insert_with(|| start_wait(run))
-}
-
-/// Why the wait for the manager ended without its verdict.
-fn stopped(stop: Stopped, budget_ms: u64) -> String {
-    match stop {
-        Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
-        Stopped::Aborted => "the run was aborted while waiting".into(),
-    }
-}
-
-/// How a request of the course is sent.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Via {
-    /// Shared with the process's other runs asking it at once (`GET /version`).
-    Coalesced,
-    /// A read.
-    Read,
-    /// A write of the plan, traced in the guest's trail.
-    Write,
-    /// A read of the wait, by its deadline.
-    Wait,
-}
-
-/// What the driver tells the course.
-enum Input {
-    Start,
-    Answer(Result<Value, PveError>),
-    /// The pause before the next read of the wait is over.
-    Paused,
-    /// The wait ended (why).
-    Stopped(String),
-}
-
-/// What the course asks of the driver.
-enum Next {
-    Send(PveRequest, Via),
-    /// A pause before the next read of the wait, with its progress line (`waiting for …`).
-    Pause(String),
-    Done(Result<String, String>),
+/// HA view last read) is written on every path once it was found. The future is the one of every
+/// course (guest/course.rs).
+pub fn change_ha<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    args: &Value,
+    parse: Parse,
+) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+    let course = parse(args, run.kind).map(|change| Box::new(Course::new(change, run.kind)) as _);
+    run_course(run, course)
 }
 
 /// Which request the course waits the answer of.
@@ -390,8 +261,9 @@ enum Step {
 /// An HA change as plain steps: read the object and the manager's view, `plan` the writes, send
 /// them in order, wait (bounded) until the manager's view satisfies `judge`, and read the config
 /// back. It decides each request from the answers; `drive` sends them.
-struct Course<'c> {
-    change: &'c dyn HaChange,
+struct Course {
+    change: Box<dyn HaChange>,
+    kind: GuestKind,
     sid: String,
     /// The guest, as messages name it.
     guest: String,
@@ -411,22 +283,24 @@ struct Course<'c> {
     waited: Result<String, String>,
 }
 
-impl<'c> Course<'c> {
-    fn new(change: &'c dyn HaChange, sid: String, guest: String, vmid: u32) -> Self {
+impl Course {
+    /// The course of `change` on a guest of `kind`; the guest is named once found (`start`).
+    fn new(change: Box<dyn HaChange>, kind: GuestKind) -> Self {
         let obj = change.object();
-        let mut course = Course {
-            change,
-            sid,
-            guest,
+        Course {
             // A resource's state is the manager's work: only an active master's view shows it.
             gate: obj == HaObject::Resource && !change.reads_only(),
+            change,
+            kind,
+            sid: String::new(),
+            guest: String::new(),
             obj,
             label: String::new(),
             step: Step::Version,
             // Written out, not `..HaView::default()`, which builds a whole default value and
             // drops what it overwrites (issue 32).
             view: HaView {
-                vmid,
+                vmid: 0,
                 config: None,
                 service: None,
                 idle: None,
@@ -437,9 +311,20 @@ impl<'c> Course<'c> {
             asked: String::new(),
             last: String::new(),
             waited: Err(String::new()),
-        };
-        course.label = course.label_of();
-        course
+        }
+    }
+
+    /// The guest found (`guest` names it): a rule asks PVE's version first (PVE 8: a group);
+    /// anything else reads its config.
+    fn start(&mut self, vmid: u32, guest: String) -> Next {
+        self.sid = sid(self.kind, vmid);
+        self.guest = guest;
+        self.view.vmid = vmid;
+        self.label = self.label_of();
+        match self.obj {
+            HaObject::Rule(_) => self.send(Step::Version, endpoints::version(), Via::Coalesced),
+            _ => self.read_config(false),
+        }
     }
 
     fn label_of(&self) -> String {
@@ -452,55 +337,9 @@ impl<'c> Course<'c> {
         format!("HA rule {id}{group} ({sid}, {guest})")
     }
 
-    fn next(&mut self, input: Input) -> Next {
-        let answer = match input {
-            Input::Start => return self.begin(),
-            Input::Paused => return self.probe(),
-            Input::Stopped(mut last) => {
-                // Appended in place, not formatted anew (issue 32).
-                last.push_str("; last observed: ");
-                last.push_str(&self.last);
-                return self.waited(Err(last));
-            }
-            Input::Answer(answer) => answer,
-        };
-        match self.step {
-            Step::Version => self.versioned(answer),
-            Step::Config(back) => match config_of(answer) {
-                Ok(config) => {
-                    self.view.config = config;
-                    match self.obj {
-                        HaObject::Group(_) => {
-                            let request = endpoints::ha_resources();
-                            self.send(Step::Resources(back), request, Via::Read)
-                        }
-                        _ => self.read(back, Ok(())),
-                    }
-                }
-                Err(why) => self.read(back, Err(why)),
-            },
-            Step::Resources(back) => {
-                let read = list_of(answer, "the HA resources")
-                    .map(|list| self.view.resources = Some(list));
-                self.read(back, read)
-            }
-            Step::Current => self.current(answer),
-            Step::Write(i) => self.written(i, answer),
-            Step::Wait => self.judged(answer),
-        }
-    }
-
     fn send(&mut self, step: Step, request: PveRequest, via: Via) -> Next {
         self.step = step;
         Next::Send(request, via)
-    }
-
-    /// A rule asks PVE's version first (PVE 8: a group); anything else reads its config.
-    fn begin(&mut self) -> Next {
-        match self.obj {
-            HaObject::Rule(_) => self.send(Step::Version, endpoints::version(), Via::Coalesced),
-            _ => self.read_config(false),
-        }
     }
 
     fn versioned(&mut self, answer: Result<Value, PveError>) -> Next {
@@ -664,6 +503,74 @@ impl<'c> Course<'c> {
             (false, false) => " (already so, nothing sent)",
         };
         Ok(format!("{label}: {shown}{what}"))
+    }
+}
+
+impl course::Course for Course {
+    fn target(&self) -> &GuestRef {
+        self.change.target()
+    }
+
+    fn absent(&self) -> &'static str {
+        ""
+    }
+
+    /// A change to started/stopped/disabled waits out a lock on the guest: the LRM's start or
+    /// stop of a locked guest fails (qemu-server / pve-container check_lock), so the manager could
+    /// not apply it. A removal or `ignored` needs no LRM: PVE takes it at once (Resources.pm).
+    fn waits_lock(&self) -> bool {
+        self.change.waits_lock()
+    }
+
+    fn next(&mut self, ev: &mut Evidence, input: Input) -> Next {
+        let answer = match input {
+            Input::Start(guest) => return self.start(ev.at.vmid, guest),
+            Input::Paused => return self.probe(),
+            Input::Stopped(mut last) => {
+                // Appended in place, not formatted anew (issue 32).
+                last.push_str("; last observed: ");
+                last.push_str(&self.last);
+                return self.waited(Err(last));
+            }
+            Input::Answer(answer) => answer,
+        };
+        match self.step {
+            Step::Version => self.versioned(answer),
+            Step::Config(back) => match config_of(answer) {
+                Ok(config) => {
+                    self.view.config = config;
+                    match self.obj {
+                        HaObject::Group(_) => {
+                            let request = endpoints::ha_resources();
+                            self.send(Step::Resources(back), request, Via::Read)
+                        }
+                        _ => self.read(back, Ok(())),
+                    }
+                }
+                Err(why) => self.read(back, Err(why)),
+            },
+            Step::Resources(back) => {
+                let read = list_of(answer, "the HA resources")
+                    .map(|list| self.view.resources = Some(list));
+                self.read(back, read)
+            }
+            Step::Current => self.current(answer),
+            Step::Write(i) => self.written(i, answer),
+            Step::Wait => self.judged(answer),
+        }
+    }
+
+    /// The guest record's `ha` is what the HA endpoints showed, not the guest status's summary.
+    /// The course's object is the change's (only a rule becomes a PVE 8 group): no second
+    /// `object()`.
+    fn finish(&self, outcome: &mut Outcome) {
+        let record = outcome
+            .writes
+            .first_mut()
+            .and_then(|w| w.data.as_object_mut());
+        if let (HaObject::Resource, Some(record)) = (&self.obj, record) {
+            record.insert("ha".into(), record_of(&self.view));
+        }
     }
 }
 
