@@ -4,7 +4,7 @@
 //! course (guest/ha.rs, guest/firewall.rs) decides its next request in plain code from the
 //! answers; this is the one place either awaits PVE or the clock.
 
-use super::evidence::{sight_or_absent, unlocked, Evidence};
+use super::evidence::{sight_or_absent, Evidence};
 use super::locate::absent_message;
 use super::reference::GuestRef;
 use super::settle::seconds;
@@ -77,11 +77,7 @@ pub async fn run_course<H: Host>(
     };
     let absent = |vmid| absent_message(run.kind, vmid, course.absent());
     // A change to the guest's HA state waits out a lock on it (see guest/ha.rs `waits_lock`).
-    let sighted = sight_or_absent(run, course.target(), &absent).await;
-    let sighted = match sighted {
-        Ok(ev) if course.waits_lock() => unlocked(run, ev).await,
-        other => other,
-    };
+    let sighted = sight_or_absent(run, course.target(), &absent, course.waits_lock()).await;
     let mut ev = match sighted {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
