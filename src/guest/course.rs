@@ -9,11 +9,12 @@ use super::locate::absent_message;
 use super::reference::GuestRef;
 use super::settle::seconds;
 use crate::args::ArgError;
+use crate::explain::hint;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
-use crate::pve::error::PveError;
+use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::request::PveRequest;
 use crate::run::Run;
 use serde_json::Value;
@@ -155,5 +156,43 @@ fn stopped(stop: Stopped, budget_ms: u64) -> String {
     match stop {
         Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
         Stopped::Aborted => "the run was aborted while waiting".into(),
+    }
+}
+
+/// `cannot change <label>: <why>; nothing was sent`: a course's plan that PVE would refuse. One
+/// text for every course (issue 32).
+pub fn nothing_sent(label: &str, why: &str) -> String {
+    format!("cannot change {label}: {why}; nothing was sent")
+}
+
+/// `could not read <label>: <why>; nothing was changed`: a course's read before any write.
+pub fn unread(label: &str, why: &str) -> String {
+    format!("could not read {label}: {why}; nothing was changed")
+}
+
+/// `PVE answered <json> where <what><tail> expected — <hint>` (`tail`: ` was`, ` list was`,
+/// ` were`): one message for every course's config, section and list.
+pub fn malformed(other: &Value, what: &str, tail: &str) -> String {
+    format!(
+        "PVE answered {} where {what}{tail} expected — {}",
+        crate::quote::json(other),
+        hint(ErrorKind::Malformed)
+    )
+}
+
+/// An object — or, `lists`, a list too — as PVE answered it ([`malformed`] names it): `None` when
+/// PVE's error says (any of `missing`) it does not exist.
+pub fn object_or_missing(
+    answer: Result<Value, PveError>,
+    lists: bool,
+    what: &str,
+    tail: &str,
+    missing: &[&str],
+) -> Result<Option<Value>, String> {
+    match answer {
+        Ok(value) if value.is_object() || lists && value.is_array() => Ok(Some(value)),
+        Ok(other) => Err(malformed(&other, what, tail)),
+        Err(e) if missing.iter().any(|words| e.message.contains(words)) => Ok(None),
+        Err(e) => Err(format!("{e} — {}", hint(e.kind))),
     }
 }

@@ -8,7 +8,7 @@
 //! and the cluster's are on, and only for NICs with `firewall=1` (`PVE/Firewall.pm`
 //! compile_vm_rules / generate_tap_rules_direct).
 
-use super::course::{self, run_course, Input, Next, Via};
+use super::course::{self, nothing_sent, object_or_missing, run_course, unread, Input, Next, Via};
 use super::evidence::Evidence;
 use super::reference::GuestRef;
 use crate::args::ArgError;
@@ -16,7 +16,7 @@ use crate::explain::{hint, outcome_unknown};
 use crate::host::Host;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::pve::request::{owned_segments, push_param, PveRequest, Verb};
@@ -263,7 +263,15 @@ impl Course {
     /// Takes the answer to the request the stage asked for (a write's is traced by the driver).
     fn take(&mut self, ev: &mut Evidence, answer: Result<Value, PveError>) -> Result<(), Verdict> {
         match self.stage {
-            Stage::Before | Stage::After => match section(self.change.as_ref(), answer) {
+            // Every section is an object (options) or a list (rules, IP sets, aliases); one PVE
+            // says (`missing`) does not exist reads as absent.
+            Stage::Before | Stage::After => match object_or_missing(
+                answer,
+                true,
+                &self.change.what(),
+                " were",
+                self.change.missing().as_slice(),
+            ) {
                 Ok(read) => self.read.push(read),
                 Err(why) => return Err(Err(self.unread(ev, &why))),
             },
@@ -290,17 +298,14 @@ impl Course {
     fn unread(&self, ev: &mut Evidence, why: &str) -> String {
         let (label, total) = (&self.label, self.writes.len());
         if self.stage == Stage::Before {
-            return format!("could not read {label}: {why}; nothing was changed");
+            return unread(label, why);
         }
         ev.trail.outcome_unknown = ev.trail.outcome_unknown || total > 0;
         format!("{label}: {total} writes were accepted, but it could not be read back ({why}): whether they applied is unknown")
     }
 
     fn refused(&self, why: &str) -> Verdict {
-        Err(format!(
-            "cannot change {}: {why}; nothing was sent",
-            self.label
-        ))
+        Err(nothing_sent(&self.label, why))
     }
 
     fn not_kept(&self, why: &str) -> Verdict {
@@ -391,29 +396,4 @@ impl Course {
 /// Whether firewall options read show `enable` on.
 fn on(options: &Value) -> bool {
     options.get("enable").and_then(flex::bool_of) == Some(true)
-}
-
-/// A section as PVE answered it: `None` when PVE says (`missing`) it does not exist.
-fn section(
-    change: &dyn FirewallChange,
-    answer: Result<Value, PveError>,
-) -> Result<Option<Value>, String> {
-    match answer {
-        // Every section is an object (options) or a list (rules, IP sets, aliases).
-        Ok(value) if value.is_object() || value.is_array() => Ok(Some(value)),
-        Ok(other) => Err(format!(
-            "PVE answered {other} where {} were expected — {}",
-            change.what(),
-            hint(ErrorKind::Malformed),
-            other = crate::quote::json(&other)
-        )),
-        Err(e)
-            if change
-                .missing()
-                .is_some_and(|words| e.message.contains(words)) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(format!("{e} — {}", hint(e.kind))),
-    }
 }

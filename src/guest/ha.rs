@@ -14,7 +14,9 @@
 //! verbose state (`PVE/HA/Tools.pm` get_verbose_service_state: `starting` until the LRM reports
 //! it running, `queued` before the first round, `deleting` once the config is gone).
 
-use super::course::{self, run_course, Input, Next, Via};
+use super::course::{
+    self, malformed, nothing_sent, object_or_missing, run_course, unread, Input, Next, Via,
+};
 use super::evidence::Evidence;
 use super::reference::GuestRef;
 use crate::args::{ArgError, Fields};
@@ -22,7 +24,7 @@ use crate::explain::{hint, outcome_unknown};
 use crate::host::Host;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::request::{PveRequest, Verb};
 use crate::run::Run;
@@ -355,7 +357,7 @@ impl Course {
     }
 
     fn cannot(&self, why: &str) -> String {
-        format!("cannot change {}: {why}; nothing was sent", self.label)
+        nothing_sent(&self.label, why)
     }
 
     /// Reads the object into `view.config` (`back`: after the writes) — and, for a group, every
@@ -370,10 +372,7 @@ impl Course {
     fn read(&mut self, back: bool, read: Result<(), String>) -> Next {
         match (back, read) {
             (false, Ok(())) => self.send(Step::Current, endpoints::ha_status_current(), Via::Read),
-            (false, Err(why)) => Next::Done(Err(format!(
-                "could not read {}: {why}; nothing was changed",
-                self.label
-            ))),
+            (false, Err(why)) => Next::Done(Err(unread(&self.label, &why))),
             (true, back) => Next::Done(self.verdict(back)),
         }
     }
@@ -612,34 +611,15 @@ fn request_of(obj: &HaObject, verb: Verb, sid: &str, params: Vec<(String, String
 /// resource '<sid>'`; Rules.pm: `no such ha rule '<rule>'`; PVE 8 Groups.pm: `no such ha group
 /// '<group>'`).
 fn config_of(answer: Result<Value, PveError>) -> Result<Option<Value>, String> {
-    match answer {
-        Ok(v) if v.is_object() => Ok(Some(v)),
-        Ok(other) => Err(malformed(&other, "an HA config", "")),
-        Err(e)
-            if ["no such resource", "no such ha "]
-                .iter()
-                .any(|m| e.message.contains(m)) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(format!("{e} — {}", hint(e.kind))),
-    }
-}
-
-/// `PVE answered <json> where <what><tail> was expected — <hint>`: one message for a config and a list.
-fn malformed(other: &Value, what: &str, tail: &str) -> String {
-    format!(
-        "PVE answered {} where {what}{tail} was expected — {}",
-        crate::quote::json(other),
-        hint(ErrorKind::Malformed)
-    )
+    let missing = ["no such resource", "no such ha "];
+    object_or_missing(answer, false, "an HA config", " was", &missing)
 }
 
 /// A list from PVE's answer, `what` naming it in messages (`the HA status`).
 fn list_of(answer: Result<Value, PveError>, what: &str) -> Result<Value, String> {
     match answer {
         Ok(v) if v.is_array() => Ok(v),
-        Ok(other) => Err(malformed(&other, what, " list")),
+        Ok(other) => Err(malformed(&other, what, " list was")),
         Err(e) => Err(format!("{what} could not be read ({e} — {})", hint(e.kind))),
     }
 }
