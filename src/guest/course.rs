@@ -9,7 +9,7 @@ use super::locate::absent_message;
 use super::reference::GuestRef;
 use super::settle::seconds;
 use crate::args::ArgError;
-use crate::explain::hint;
+use crate::explain::{hint, outcome_unknown};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
@@ -194,5 +194,15 @@ pub fn object_or_missing(
         Ok(other) => Err(malformed(&other, what, tail)),
         Err(e) if missing.iter().any(|words| e.message.contains(words)) => Ok(None),
         Err(e) => Err(format!("{e} — {}", hint(e.kind))),
+    }
+}
+
+/// Why a course's write that PVE answered `e` failed: its outcome unknown (`check`: what to check
+/// before trying again), or PVE refused it (`tail` added: how many writes before it were
+/// accepted). One text for every course (issue 32).
+pub fn write_failed(action: &str, e: &PveError, check: &str, tail: &str) -> String {
+    match e.outcome_unknown() {
+        true => outcome_unknown(action, e, check).0,
+        false => format!("PVE refused to {action}: {e} — {}{tail}", hint(e.kind)),
     }
 }

@@ -12,7 +12,6 @@ use super::course::{self, nothing_sent, object_or_missing, run_course, unread, I
 use super::evidence::Evidence;
 use super::reference::GuestRef;
 use crate::args::ArgError;
-use crate::explain::{hint, outcome_unknown};
 use crate::host::Host;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
@@ -321,13 +320,8 @@ impl Course {
         };
         let action = format!("change {label} (write {} of {total}: {request})", done + 1);
         let check = "it with the method's read (run it again: it plans from what it reads)";
-        match e.outcome_unknown() {
-            true => outcome_unknown(&action, e, check).0,
-            false => format!(
-                "PVE refused to {action}: {e} — {}; {done} earlier writes were accepted",
-                hint(e.kind)
-            ),
-        }
+        let accepted = format!("; {done} earlier writes were accepted");
+        course::write_failed(&action, e, check, &accepted)
     }
 
     /// Notes whether firewall options read (the guest's, or the `cluster`'s) keep the guest's

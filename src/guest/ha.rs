@@ -15,12 +15,13 @@
 //! it running, `queued` before the first round, `deleting` once the config is gone).
 
 use super::course::{
-    self, malformed, nothing_sent, object_or_missing, run_course, unread, Input, Next, Via,
+    self, malformed, nothing_sent, object_or_missing, run_course, unread, write_failed, Input,
+    Next, Via,
 };
 use super::evidence::Evidence;
 use super::reference::GuestRef;
 use crate::args::{ArgError, Fields};
-use crate::explain::{hint, outcome_unknown};
+use crate::explain::hint;
 use crate::host::Host;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
@@ -419,10 +420,7 @@ impl Course {
         let before = ["", ", after the writes before it"][usize::from(i > 0)];
         let action = format!("change {} ({}{before})", self.label, self.asked);
         let check = "the HA resource with haStatus (run it again: it plans from what it reads)";
-        Next::Done(Err(match e.outcome_unknown() {
-            true => outcome_unknown(&action, &e, check).0,
-            false => format!("PVE refused to {action}: {e} — {}", hint(e.kind)),
-        }))
+        Next::Done(Err(write_failed(&action, &e, check, "")))
     }
 
     /// After the writes: what was just read may already show it (nothing sent, or a read): no
