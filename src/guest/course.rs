@@ -159,6 +159,10 @@ fn stopped(stop: Stopped, budget_ms: u64) -> String {
     }
 }
 
+/// What to check after a course's write, in its messages: one text, not one per message.
+pub const CHECK_READ: &str =
+    "it with the method's read (run it again: it plans from what it reads)";
+
 /// `cannot change <label>: <why>; nothing was sent`: a course's plan that PVE would refuse. One
 /// text for every course (issue 32).
 pub fn nothing_sent(label: &str, why: &str) -> String {

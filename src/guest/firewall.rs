@@ -8,7 +8,9 @@
 //! and the cluster's are on, and only for NICs with `firewall=1` (`PVE/Firewall.pm`
 //! compile_vm_rules / generate_tap_rules_direct).
 
-use super::course::{self, nothing_sent, object_or_missing, run_course, unread, Input, Next, Via};
+use super::course::{
+    self, nothing_sent, object_or_missing, run_course, unread, Input, Next, Via, CHECK_READ,
+};
 use super::evidence::Evidence;
 use super::reference::GuestRef;
 use crate::args::ArgError;
@@ -319,9 +321,8 @@ impl Course {
             None => String::new(),
         };
         let action = format!("change {label} (write {} of {total}: {request})", done + 1);
-        let check = "it with the method's read (run it again: it plans from what it reads)";
         let accepted = format!("; {done} earlier writes were accepted");
-        course::write_failed(&action, e, check, &accepted)
+        course::write_failed(&action, e, CHECK_READ, &accepted)
     }
 
     /// Notes whether firewall options read (the guest's, or the `cluster`'s) keep the guest's

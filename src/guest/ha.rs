@@ -16,7 +16,7 @@
 
 use super::course::{
     self, malformed, nothing_sent, object_or_missing, run_course, unread, write_failed, Input,
-    Next, Via,
+    Next, Via, CHECK_READ,
 };
 use super::evidence::Evidence;
 use super::reference::GuestRef;
@@ -492,7 +492,7 @@ impl Course {
             )
         })?;
         self.change.read_back(&self.view).map_err(|why| {
-            format!("{label}: the HA manager shows {shown}, but the config reads back otherwise: {why} — check it with the method's read (run it again: it plans from what it reads)")
+            format!("{label}: the HA manager shows {shown}, but the config reads back otherwise: {why} — check {CHECK_READ}")
         })?;
         let what = match (self.change.reads_only(), sent) {
             (true, _) => "",
