@@ -380,12 +380,10 @@ impl Course {
 
     /// The manager's view before any write: what the plan plans from.
     fn current(&mut self, answer: Result<Value, PveError>) -> Next {
-        let list = match list_of(answer, "the HA status") {
+        let list = match self.observe(answer) {
             Ok(list) => list,
             Err(why) => return self.read(false, Err(why)),
         };
-        self.view.service = service_of(&list, &self.sid);
-        self.view.idle = idle(&list).filter(|_| self.gate);
         self.view.status = list;
         match self.change.plan(&self.view) {
             Ok(writes) => {
@@ -426,13 +424,28 @@ impl Course {
     /// After the writes: what was just read may already show it (nothing sent, or a read): no
     /// second read then; otherwise the wait.
     fn settled(&mut self) -> Next {
-        let first = match &self.view.idle {
-            Some(why) => Err(why.clone()),
-            None => self.change.judge(&self.view),
-        };
-        match (self.writes.is_empty(), first) {
+        match (self.writes.is_empty(), self.shows()) {
             (true, Ok(shown)) => self.waited(Ok(shown)),
             _ => self.probe(),
+        }
+    }
+
+    /// Takes a read of the manager's view (`status/current`): the service's entry and, with
+    /// `gate`, why the view is no evidence (see `idle`). One place for the read before the writes
+    /// and those of the wait (issue 32).
+    fn observe(&mut self, answer: Result<Value, PveError>) -> Result<Value, String> {
+        let list = list_of(answer, "the HA status")?;
+        self.view.service = service_of(&list, &self.sid);
+        self.view.idle = idle(&list).filter(|_| self.gate);
+        Ok(list)
+    }
+
+    /// What the manager's view last read shows, as the change judges it — or why it is no
+    /// evidence.
+    fn shows(&self) -> Result<String, String> {
+        match &self.view.idle {
+            Some(why) => Err(why.clone()),
+            None => self.change.judge(&self.view),
         }
     }
 
@@ -444,16 +457,10 @@ impl Course {
     /// a progress line), or ends on what cannot change. With `gate`, a list without an active
     /// master is not judged (see `idle`).
     fn judged(&mut self, answer: Result<Value, PveError>) -> Next {
-        let list = match list_of(answer, "the HA status") {
-            Ok(list) => list,
-            Err(why) => return self.waited(Err(why)),
-        };
-        self.view.service = service_of(&list, &self.sid);
-        let seen = match idle(&list).filter(|_| self.gate) {
-            Some(why) => Err(why),
-            None => self.change.judge(&self.view),
-        };
-        let last = match seen {
+        if let Err(why) = self.observe(answer) {
+            return self.waited(Err(why));
+        }
+        let last = match self.shows() {
             Ok(shown) => return self.waited(Ok(shown)),
             Err(last) => last,
         };
