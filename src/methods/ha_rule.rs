@@ -304,16 +304,13 @@ impl Asked {
         resources_of(&format!("{given},{}", sid(self.kind, vmid)))
     }
 
-    /// PVE 8: the resources the group's rule names (none for a removal).
-    fn members(&self, vmid: u32) -> Vec<String> {
-        let mut sids = Vec::new();
-        if self.args.delete {
-            return sids;
+    /// PVE 8: the resources the group's rule names (none for a removal), as PVE stores them:
+    /// walked with `items_of`, not copied into a list (issue 32).
+    fn members(&self, vmid: u32) -> String {
+        match self.args.delete {
+            true => String::new(),
+            false => self.resources(vmid),
         }
-        for sid in items_of(&self.resources(vmid)) {
-            sids.push(sid.to_string());
-        }
-        sids
     }
 
     /// PVE 8: the group's parameters as Groups.pm names them (`strict` is `restricted`).
@@ -330,20 +327,19 @@ impl Asked {
         params
     }
 
-    /// PVE 8: the resources naming the group that are not the rule's.
-    fn strays(&self, all: &[Value], ours: &[String]) -> Vec<String> {
-        let mut strays = Vec::new();
+    /// PVE 8: the writes that take the resources naming the group that are not the rule's out of
+    /// it, pushed onto `writes`.
+    fn strays(&self, all: &[Value], ours: &[&str], writes: &mut Vec<Write>) {
         for resource in all {
             let Some(sid) = resource.get("sid").and_then(flex::string_of) else {
                 continue;
             };
             // Its own `group` (the list holds each sid once: Resources.pm index).
             let group = resource.get("group").and_then(flex::string_of);
-            if group.as_ref() == Some(&self.args.rule) && !ours.contains(&sid) {
-                strays.push(sid);
+            if group.as_ref() == Some(&self.args.rule) && !ours.contains(&sid.as_str()) {
+                writes.push(set_on(&sid, "delete", "group"));
             }
         }
-        strays
     }
 
     /// PVE 8: the group's writes, in order (see the module's comment).
@@ -355,7 +351,8 @@ impl Asked {
         if args.params.iter().any(|(k, _)| *k == "disable") {
             return Err("`disable`: PVE 8's HA groups cannot be disabled".into());
         }
-        let ours = self.members(view.vmid);
+        let members = self.members(view.vmid);
+        let ours = items_of(&members);
         let mut writes = Vec::new();
         for s in &ours {
             if !ha::lists(view, s, false) {
@@ -368,9 +365,7 @@ impl Asked {
             }
         }
         // A resource naming the group that the rule leaves out is taken out of it.
-        for s in self.strays(all, &ours) {
-            writes.push(set_on(&s, "delete", "group"));
-        }
+        self.strays(all, &ours, &mut writes);
         // Resources.pm update → check_service_state: a service in error state takes no write
         // but `state` disabled.
         for (to, _, _) in &writes {
