@@ -21,7 +21,7 @@ use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::pve::request::{owned_segments, push_param, PveRequest, Verb};
-use crate::quote::Joined;
+use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::Value;
 use std::future::Future;
@@ -148,8 +148,9 @@ struct Course {
     sent: usize,
     /// What the sections read back show.
     shown: String,
-    /// What keeps the firewall from applying.
-    off: Vec<String>,
+    /// What keeps the firewall from applying (`a, b`): written in place, not a list joined
+    /// (issue 32).
+    off: String,
 }
 
 impl course::Course for Course {
@@ -197,7 +198,7 @@ impl Course {
             writes: Vec::new(),
             sent: 0,
             shown: String::new(),
-            off: Vec::new(),
+            off: String::new(),
         }
     }
 
@@ -336,9 +337,13 @@ impl Course {
             false => ("its firewall option enable is off", "its firewall options"),
         };
         match read {
-            Ok(v) if !on(&v) => self.off.push(disabled.to_string()),
+            Ok(v) if !on(&v) => push_item(&mut self.off, ", ", disabled),
             Ok(_) => {}
-            Err(e) => self.off.push(format!("{options} could not be read ({e})")),
+            Err(e) => push_item(
+                &mut self.off,
+                ", ",
+                &format!("{options} could not be read ({e})"),
+            ),
         }
     }
 
@@ -350,7 +355,8 @@ impl Course {
         for (key, value) in &ev.config {
             let without = |v: String| property(&v, "firewall").is_none_or(|f| f != "1");
             if key.starts_with("net") && flex::string_of(value).is_some_and(without) {
-                off.push(format!("{key} has no firewall=1"));
+                push_item(off, ", ", key);
+                off.push_str(" has no firewall=1");
             }
         }
         let (label, shown, total) = (&self.label, &self.shown, self.writes.len());
@@ -360,7 +366,7 @@ impl Course {
             true => summary
                 .push_str("in effect (guest and cluster firewall on, every NIC with firewall=1)"),
             false => {
-                let why = format!("not in effect: {}", off.joined(", "));
+                let why = format!("not in effect: {off}");
                 let warning = format!("{}: the firewall is {why}", self.guest);
                 ev.trail.warnings.push(warning);
                 summary.push_str(&why);
