@@ -191,14 +191,16 @@ impl Course {
             sections: change.sections(),
             change,
             kind,
-            guest: String::new(),
-            label: String::new(),
+            // Empty texts and lists written as constants (`const { … }`): in the size build std's
+            // `String::new` and `Vec::new` are each a call, not inlined (issue 32).
+            guest: const { String::new() },
+            label: const { String::new() },
             stage: Stage::Before,
-            read: Vec::new(),
-            writes: Vec::new(),
+            read: const { Vec::new() },
+            writes: const { Vec::new() },
             sent: 0,
-            shown: String::new(),
-            off: String::new(),
+            shown: const { String::new() },
+            off: const { String::new() },
         }
     }
 

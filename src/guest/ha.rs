@@ -295,10 +295,12 @@ impl Course {
             gate: obj == HaObject::Resource && !change.reads_only(),
             change,
             kind,
-            sid: String::new(),
-            guest: String::new(),
+            // Empty texts and lists written as constants (`const { … }`): in the size build std's
+            // `String::new` and `Vec::new` are each a call, not inlined (issue 32).
+            sid: const { String::new() },
+            guest: const { String::new() },
             obj,
-            label: String::new(),
+            label: const { String::new() },
             step: Step::Version,
             // Written out, not `..HaView::default()`, which builds a whole default value and
             // drops what it overwrites (issue 32).
@@ -310,10 +312,10 @@ impl Course {
                 status: Value::Null,
                 resources: None,
             },
-            writes: Vec::new(),
-            asked: String::new(),
-            last: String::new(),
-            waited: Err(String::new()),
+            writes: const { Vec::new() },
+            asked: const { String::new() },
+            last: const { String::new() },
+            waited: Err(const { String::new() }),
         }
     }
 
