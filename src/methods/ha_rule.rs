@@ -48,13 +48,20 @@ fn nodes_of(list: &str) -> String {
     for n in items_of(list) {
         let (name, prio) = n.split_once(':').unwrap_or((n, "0"));
         // The list holds each node once: a node given again replaces its entry.
-        if let Some(i) = nodes.iter().position(|e| e.split(':').next() == Some(name)) {
+        if let Some(i) = nodes
+            .iter()
+            .position(|e| e.split_once(':').map_or(&e[..], |n| n.0) == name)
+        {
             nodes.remove(i);
         }
-        nodes.push(match prio.trim_start_matches('0') {
-            "" => name.to_string(),
-            p => format!("{name}:{p}"),
-        });
+        // Pushed piece by piece, not formatted (issue 32).
+        let mut entry = name.to_string();
+        let prio = prio.trim_start_matches('0');
+        if !prio.is_empty() {
+            entry.push(':');
+            entry.push_str(prio);
+        }
+        nodes.push(entry);
     }
     crate::order::sort_by(&mut nodes, &Ord::cmp);
     nodes.joined(",")
