@@ -59,9 +59,12 @@ pub type Reader = fn(&Fields, &str) -> Result<Option<String>, ArgError>;
 
 /// An optional boolean argument as PVE's wire takes it: `1` or `0`.
 pub fn flag(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
-    Ok(fields
-        .flag(key)?
-        .map(|on| ["0", "1"][usize::from(on)].to_string()))
+    Ok(fields.flag(key)?.map(bit))
+}
+
+/// A flag as PVE writes it, `1` or `0`: one place for the HA methods' arguments and reads.
+pub fn bit(on: bool) -> String {
+    ["0", "1"][usize::from(on)].to_string()
 }
 
 /// The HA resource id of a guest: `vm:<vmid>` or `ct:<vmid>` (pve-ha-manager `PVE/HA/Config.pm`

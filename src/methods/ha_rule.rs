@@ -235,7 +235,7 @@ fn shown(rule: &Value, name: &str) -> String {
     let raw = rule.get(name);
     if let "strict" | "disable" | "restricted" = name {
         let on = raw.and_then(flex::bool_of).unwrap_or(false);
-        return ["0", "1"][usize::from(on)].to_string();
+        return ha::bit(on);
     }
     // Read once, then normalized as the arguments are.
     let text = raw.and_then(flex::string_of).unwrap_or_default();
