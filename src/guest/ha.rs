@@ -62,7 +62,8 @@ pub fn flag(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
     Ok(fields.flag(key)?.map(bit))
 }
 
-/// A flag as PVE writes it, `1` or `0`: one place for the HA methods' arguments and reads.
+/// A flag as PVE writes it, `1` or `0`: one place for the HA methods' arguments and reads (and
+/// firewallOptions' flags).
 pub fn bit(on: bool) -> String {
     ["0", "1"][usize::from(on)].to_string()
 }
