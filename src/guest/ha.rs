@@ -267,7 +267,7 @@ enum Step {
 
 /// An HA change as plain steps: read the object and the manager's view, `plan` the writes, send
 /// them in order, wait (bounded) until the manager's view satisfies `judge`, and read the config
-/// back. It decides each request from the answers; `drive` sends them.
+/// back. It decides each request from the answers; guest/course.rs sends them.
 struct Course {
     change: Box<dyn HaChange>,
     kind: GuestKind,
