@@ -370,7 +370,7 @@ impl Course {
     /// Reads the object into `view.config` (`back`: after the writes) — and, for a group, every
     /// HA resource into `view.resources` (see `config_of`).
     fn read_config(&mut self, back: bool) -> Next {
-        let request = request_of(&self.obj, Verb::Get, &self.sid, Vec::new());
+        let request = request_of(&self.obj, Verb::Get, &self.sid, const { Vec::new() });
         self.send(Step::Config(back), request, Via::Read)
     }
 
@@ -494,7 +494,7 @@ impl Course {
     /// The verdict from the wait, the read-back (`back`) and the method's judgement of it.
     fn verdict(&mut self, back: Result<(), String>) -> Result<String, String> {
         let (label, sent) = (&self.label, !self.writes.is_empty());
-        let waited = std::mem::replace(&mut self.waited, Err(String::new()));
+        let waited = std::mem::replace(&mut self.waited, Err(const { String::new() }));
         let shown = waited.map_err(|why| match sent {
             true => format!("{label}: the config was written, but the HA manager did not apply it: {why} — check `ha-manager status` and the CRM's log (journalctl -u pve-ha-crm) on the master node"),
             false => format!("{label}: nothing needed writing, but the HA manager does not show it as asked: {why} — check `ha-manager status`"),
