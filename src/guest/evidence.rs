@@ -439,13 +439,15 @@ pub fn sight_look_to_change<'a, 'r, H: Host>(
 }
 
 /// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
-/// `absent`) with the message `absent(vmid)`.
+/// `absent`) with the message `absent(vmid)`. With `change`, a lock on it is waited out
+/// ([`unlocked`]).
 pub fn sight_or_absent<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     target: &'a GuestRef,
     absent: &'a dyn Fn(u32) -> String,
+    change: bool,
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, Look::WithConfig, Absent::Said(absent), false)
+    sight_for(run, target, Look::WithConfig, Absent::Said(absent), change)
 }
 
 /// What a method says of a guest confirmed absent.

@@ -8,21 +8,23 @@
 //! and the cluster's are on, and only for NICs with `firewall=1` (`PVE/Firewall.pm`
 //! compile_vm_rules / generate_tap_rules_direct).
 
-use super::evidence::{sight_or_absent, Evidence};
-use super::locate::absent_message;
+use super::course::{
+    self, nothing_sent, object_or_missing, run_course, unread, Input, Next, Via, CHECK_READ,
+};
+use super::evidence::Evidence;
 use super::reference::GuestRef;
 use crate::args::ArgError;
-use crate::explain::{hint, outcome_unknown};
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
-use crate::pve::endpoints;
-use crate::pve::error::{ErrorKind, PveError};
+use crate::outcome::Outcome;
+use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::property::property;
 use crate::pve::request::{owned_segments, push_param, PveRequest, Verb};
-use crate::quote::Joined;
+use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::Value;
+use std::future::Future;
 
 /// One write of a plan: the verb, the segments under `…/firewall/`, the parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,31 +109,15 @@ pub type Parse = fn(&Value) -> Result<Box<dyn FirewallChange>, ArgError>;
 type Verdict = Result<String, String>;
 
 /// Runs a firewall change on the guest its arguments (read by `parse`) name; the guest record is
-/// written on every path once it was found. The course's steps are plain functions ([`Course`]):
-/// this only sends the requests they ask for, one at a time.
-pub async fn change_firewall<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Outcome {
-    let change = match parse(args) {
-        Ok(change) => change,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let absent = |vmid| absent_message(run.kind, vmid, ": there is no firewall to change");
-    let mut ev = match sight_or_absent(run, change.target(), &absent).await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let mut course = Course::new(change.as_ref(), ev.label(run));
-    let mut answer = None;
-    let verdict = loop {
-        let (request, coalesced) = match course.next(run, &mut ev, answer.take()) {
-            Ok(call) => call,
-            Err(verdict) => break verdict,
-        };
-        answer = Some(match coalesced {
-            true => run.pve().call_coalesced(&request).await,
-            false => run.pve().call(&request).await,
-        });
-    };
-    ev.outcome(run, verdict).await
+/// written on every path once it was found. The future is the one of every course
+/// (guest/course.rs); the course's steps are plain functions ([`Course`]).
+pub fn change_firewall<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    args: &Value,
+    parse: Parse,
+) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+    let course = parse(args).map(|change| Box::new(Course::new(change, run.kind)) as _);
+    run_course(run, course)
 }
 
 /// Where a change stands: reading the sections before, sending the writes, reading the sections
@@ -146,9 +132,12 @@ enum Stage {
 }
 
 /// A firewall change between two requests: what was read and planned so far.
-struct Course<'c> {
-    change: &'c dyn FirewallChange,
+struct Course {
+    change: Box<dyn FirewallChange>,
+    kind: GuestKind,
     sections: Vec<Vec<String>>,
+    /// The guest, as messages name it (`VM 100 on node pve1`).
+    guest: String,
     /// `the firewall rules of VM 100 on node pve1`.
     label: String,
     stage: Stage,
@@ -159,41 +148,76 @@ struct Course<'c> {
     sent: usize,
     /// What the sections read back show.
     shown: String,
-    /// What keeps the firewall from applying.
-    off: Vec<String>,
+    /// What keeps the firewall from applying (`a, b`): written in place, not a list joined
+    /// (issue 32).
+    off: String,
 }
 
-impl<'c> Course<'c> {
-    fn new(change: &'c dyn FirewallChange, guest: String) -> Self {
+impl course::Course for Course {
+    fn target(&self) -> &GuestRef {
+        self.change.target()
+    }
+
+    fn absent(&self) -> &'static str {
+        ": there is no firewall to change"
+    }
+
+    fn waits_lock(&self) -> bool {
+        false
+    }
+
+    /// Takes the answer to the last request (if any) and says what to send next, or the verdict.
+    fn next(&mut self, ev: &mut Evidence, input: Input) -> Next {
+        let answer = match input {
+            Input::Start(guest) => {
+                self.label = format!("{} of {guest}", self.change.what());
+                self.guest = guest;
+                None
+            }
+            Input::Answer(answer) => Some(answer),
+            // A firewall course has no wait.
+            Input::Paused | Input::Stopped(_) => None,
+        };
+        match self.step(ev, answer) {
+            Ok((request, via)) => Next::Send(request, via),
+            Err(verdict) => Next::Done(verdict),
+        }
+    }
+}
+
+impl Course {
+    fn new(change: Box<dyn FirewallChange>, kind: GuestKind) -> Self {
         Course {
-            change,
             sections: change.sections(),
-            label: format!("{} of {guest}", change.what()),
+            change,
+            kind,
+            // Empty texts and lists written as constants (`const { … }`): in the size build std's
+            // `String::new` and `Vec::new` are each a call, not inlined (issue 32).
+            guest: const { String::new() },
+            label: const { String::new() },
             stage: Stage::Before,
-            read: Vec::new(),
-            writes: Vec::new(),
+            read: const { Vec::new() },
+            writes: const { Vec::new() },
             sent: 0,
-            shown: String::new(),
-            off: Vec::new(),
+            shown: const { String::new() },
+            off: const { String::new() },
         }
     }
 
-    /// Takes the answer to the last request (if any) and says what to send next (`true`:
-    /// coalesced), or the verdict.
-    fn next<H: Host>(
+    /// Takes the answer to the last request (if any) and says what to send next, or the verdict.
+    fn step(
         &mut self,
-        run: &Run<'_, H>,
         ev: &mut Evidence,
         answer: Option<Result<Value, PveError>>,
-    ) -> Result<(PveRequest, bool), Verdict> {
+    ) -> Result<(PveRequest, Via), Verdict> {
         if let Some(answer) = answer {
-            self.take(run, ev, answer)?;
+            self.take(ev, answer)?;
         }
         loop {
             match self.stage {
                 Stage::Before | Stage::After if self.read.len() < self.sections.len() => {
                     let section = &self.sections[self.read.len()];
-                    return Ok((read_request(run, ev, section), false));
+                    return Ok((self.read_request(ev, section), Via::Read));
                 }
                 Stage::Before => {
                     let planned = self.change.plan(&self.read);
@@ -201,10 +225,7 @@ impl<'c> Course<'c> {
                     self.next_stage(Stage::Writing);
                 }
                 Stage::Writing => match self.writes.get(self.sent) {
-                    Some(write) => {
-                        ev.trail.sending();
-                        return Ok((write_request(run, ev, write), false));
-                    }
+                    Some(write) => return Ok((self.write_request(ev, write), Via::Write)),
                     None => self.next_stage(Stage::After),
                 },
                 Stage::After => {
@@ -227,12 +248,12 @@ impl<'c> Course<'c> {
                         None => {
                             self.stage = Stage::GuestOptions;
                             let section = [String::from("options")];
-                            return Ok((read_request(run, ev, &section), false));
+                            return Ok((self.read_request(ev, &section), Via::Read));
                         }
                     }
                 }
                 Stage::GuestOptions | Stage::ClusterOptions => {
-                    return Ok((endpoints::cluster_firewall_options(), true))
+                    return Ok((endpoints::cluster_firewall_options(), Via::Coalesced))
                 }
             }
         }
@@ -243,22 +264,24 @@ impl<'c> Course<'c> {
         self.stage = stage;
     }
 
-    /// Takes the answer to the request the stage asked for.
-    fn take<H: Host>(
-        &mut self,
-        run: &Run<'_, H>,
-        ev: &mut Evidence,
-        answer: Result<Value, PveError>,
-    ) -> Result<(), Verdict> {
+    /// Takes the answer to the request the stage asked for (a write's is traced by the driver).
+    fn take(&mut self, ev: &mut Evidence, answer: Result<Value, PveError>) -> Result<(), Verdict> {
         match self.stage {
-            Stage::Before | Stage::After => match section(self.change, answer) {
+            // Every section is an object (options) or a list (rules, IP sets, aliases); one PVE
+            // says (`missing`) does not exist reads as absent.
+            Stage::Before | Stage::After => match object_or_missing(
+                answer,
+                true,
+                &self.change.what(),
+                " were",
+                self.change.missing().as_slice(),
+            ) {
                 Ok(read) => self.read.push(read),
                 Err(why) => return Err(Err(self.unread(ev, &why))),
             },
             Stage::Writing => {
-                ev.trail.answered(&answer);
                 if let Err(e) = answer {
-                    return Err(Err(self.write_failed(run, ev, &e)));
+                    return Err(Err(self.write_failed(ev, &e)));
                 }
                 self.sent += 1;
             }
@@ -268,7 +291,7 @@ impl<'c> Course<'c> {
             }
             Stage::ClusterOptions => {
                 self.note(true, answer);
-                return Err(Ok(self.in_effect(run, ev)));
+                return Err(Ok(self.in_effect(ev)));
             }
         }
         Ok(())
@@ -279,17 +302,14 @@ impl<'c> Course<'c> {
     fn unread(&self, ev: &mut Evidence, why: &str) -> String {
         let (label, total) = (&self.label, self.writes.len());
         if self.stage == Stage::Before {
-            return format!("could not read {label}: {why}; nothing was changed");
+            return unread(label, why);
         }
         ev.trail.outcome_unknown = ev.trail.outcome_unknown || total > 0;
         format!("{label}: {total} writes were accepted, but it could not be read back ({why}): whether they applied is unknown")
     }
 
     fn refused(&self, why: &str) -> Verdict {
-        Err(format!(
-            "cannot change {}: {why}; nothing was sent",
-            self.label
-        ))
+        Err(nothing_sent(&self.label, why))
     }
 
     fn not_kept(&self, why: &str) -> Verdict {
@@ -297,21 +317,15 @@ impl<'c> Course<'c> {
     }
 
     /// Why the write PVE answered `e` failed, with how many before it were accepted.
-    fn write_failed<H: Host>(&self, run: &Run<'_, H>, ev: &Evidence, e: &PveError) -> String {
+    fn write_failed(&self, ev: &Evidence, e: &PveError) -> String {
         let (label, done, total) = (&self.label, self.sent, self.writes.len());
         let request = match self.writes.get(done) {
-            Some(write) => write_request(run, ev, write).label(),
+            Some(write) => self.write_request(ev, write).label(),
             None => String::new(),
         };
         let action = format!("change {label} (write {} of {total}: {request})", done + 1);
-        let check = "it with the method's read (run it again: it plans from what it reads)";
-        match e.outcome_unknown() {
-            true => outcome_unknown(&action, e, check).0,
-            false => format!(
-                "PVE refused to {action}: {e} — {}; {done} earlier writes were accepted",
-                hint(e.kind)
-            ),
-        }
+        let accepted = format!("; {done} earlier writes were accepted");
+        course::write_failed(&action, e, CHECK_READ, &accepted)
     }
 
     /// Notes whether firewall options read (the guest's, or the `cluster`'s) keep the guest's
@@ -325,21 +339,26 @@ impl<'c> Course<'c> {
             false => ("its firewall option enable is off", "its firewall options"),
         };
         match read {
-            Ok(v) if !on(&v) => self.off.push(disabled.to_string()),
+            Ok(v) if !on(&v) => push_item(&mut self.off, ", ", disabled),
             Ok(_) => {}
-            Err(e) => self.off.push(format!("{options} could not be read ({e})")),
+            Err(e) => push_item(
+                &mut self.off,
+                ", ",
+                &format!("{options} could not be read ({e})"),
+            ),
         }
     }
 
     /// The summary, once the options are read: what keeps the guest's firewall from applying
-    /// (its `enable` option, the cluster's, its NICs without `firewall=1`) as a warning and words
-    /// for the summary.
-    fn in_effect<H: Host>(&mut self, run: &Run<'_, H>, ev: &mut Evidence) -> String {
+    /// (its `enable` option, the cluster's, its NICs without `firewall=1`) as a warning (logged
+    /// by the driver) and words for the summary.
+    fn in_effect(&mut self, ev: &mut Evidence) -> String {
         let off = &mut self.off;
         for (key, value) in &ev.config {
             let without = |v: String| property(&v, "firewall").is_none_or(|f| f != "1");
             if key.starts_with("net") && flex::string_of(value).is_some_and(without) {
-                off.push(format!("{key} has no firewall=1"));
+                push_item(off, ", ", key);
+                off.push_str(" has no firewall=1");
             }
         }
         let (label, shown, total) = (&self.label, &self.shown, self.writes.len());
@@ -349,58 +368,35 @@ impl<'c> Course<'c> {
             true => summary
                 .push_str("in effect (guest and cluster firewall on, every NIC with firewall=1)"),
             false => {
-                let why = format!("not in effect: {}", off.joined(", "));
-                ev.warn(run, format!("{}: the firewall is {why}", ev.label(run)));
+                let why = format!("not in effect: {off}");
+                let warning = format!("{}: the firewall is {why}", self.guest);
+                ev.trail.warnings.push(warning);
                 summary.push_str(&why);
             }
         }
         summary
+    }
+
+    /// The request that reads a section: the guest's, or the datacenter's after [`DATACENTER`].
+    fn read_request(&self, ev: &Evidence, section: &[String]) -> PveRequest {
+        let guest = &ev.at;
+        match section.split_first() {
+            Some((dc, at)) if dc == DATACENTER => endpoints::cluster_firewall(at),
+            _ => endpoints::guest_firewall(&guest.node, self.kind, guest.vmid, Verb::Get, section),
+        }
+    }
+
+    /// The request that sends one write of the plan.
+    fn write_request(&self, ev: &Evidence, write: &Write) -> PveRequest {
+        let at = &ev.at;
+        let mut request =
+            endpoints::guest_firewall(&at.node, self.kind, at.vmid, write.verb, &write.at);
+        request.params.extend(write.params.iter().cloned());
+        request
     }
 }
 
 /// Whether firewall options read show `enable` on.
 fn on(options: &Value) -> bool {
     options.get("enable").and_then(flex::bool_of) == Some(true)
-}
-
-/// The request that reads a section: the guest's, or the datacenter's after [`DATACENTER`].
-fn read_request<H: Host>(run: &Run<'_, H>, ev: &Evidence, section: &[String]) -> PveRequest {
-    let guest = &ev.at;
-    match section.split_first() {
-        Some((dc, at)) if dc == DATACENTER => endpoints::cluster_firewall(at),
-        _ => endpoints::guest_firewall(&guest.node, run.kind, guest.vmid, Verb::Get, section),
-    }
-}
-
-/// The request that sends one write of the plan.
-fn write_request<H: Host>(run: &Run<'_, H>, ev: &Evidence, write: &Write) -> PveRequest {
-    let at = &ev.at;
-    let mut request = endpoints::guest_firewall(&at.node, run.kind, at.vmid, write.verb, &write.at);
-    request.params.extend(write.params.iter().cloned());
-    request
-}
-
-/// A section as PVE answered it: `None` when PVE says (`missing`) it does not exist.
-fn section(
-    change: &dyn FirewallChange,
-    answer: Result<Value, PveError>,
-) -> Result<Option<Value>, String> {
-    match answer {
-        // Every section is an object (options) or a list (rules, IP sets, aliases).
-        Ok(value) if value.is_object() || value.is_array() => Ok(Some(value)),
-        Ok(other) => Err(format!(
-            "PVE answered {other} where {} were expected — {}",
-            change.what(),
-            hint(ErrorKind::Malformed),
-            other = crate::quote::json(&other)
-        )),
-        Err(e)
-            if change
-                .missing()
-                .is_some_and(|words| e.message.contains(words)) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(format!("{e} — {}", hint(e.kind))),
-    }
 }

@@ -14,22 +14,23 @@
 //! verbose state (`PVE/HA/Tools.pm` get_verbose_service_state: `starting` until the LRM reports
 //! it running, `queued` before the first round, `deleting` once the config is gone).
 
-use super::evidence::{sight_or_absent, unlocked, Evidence};
-use super::locate::absent_message;
+use super::course::{
+    self, malformed, nothing_sent, object_or_missing, run_course, unread, write_failed, Input,
+    Next, Via, CHECK_READ,
+};
+use super::evidence::Evidence;
 use super::reference::GuestRef;
-use super::settle::seconds;
 use crate::args::{ArgError, Fields};
-use crate::explain::{hint, outcome_unknown};
+use crate::explain::hint;
 use crate::host::Host;
-use crate::outcome::{Failure, Outcome};
-use crate::poll::{Pacer, Stopped};
-use crate::progress::Progress;
+use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
-use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::request::{PveRequest, Verb};
 use crate::run::Run;
 use serde_json::{Map, Value};
+use std::future::Future;
 
 /// An HA resource's or rule's `comment`, as PVE keeps it: one line of at most 4096 bytes
 /// (Resources.pm, Rules.pm `maxLength`), without white space at either end — PVE's section config
@@ -58,9 +59,13 @@ pub type Reader = fn(&Fields, &str) -> Result<Option<String>, ArgError>;
 
 /// An optional boolean argument as PVE's wire takes it: `1` or `0`.
 pub fn flag(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
-    Ok(fields
-        .flag(key)?
-        .map(|on| ["0", "1"][usize::from(on)].to_string()))
+    Ok(fields.flag(key)?.map(bit))
+}
+
+/// A flag as PVE writes it, `1` or `0`: one place for the HA methods' arguments and reads (and
+/// firewallOptions' flags).
+pub fn bit(on: bool) -> String {
+    ["0", "1"][usize::from(on)].to_string()
 }
 
 /// The HA resource id of a guest: `vm:<vmid>` or `ct:<vmid>` (pve-ha-manager `PVE/HA/Config.pm`
@@ -233,142 +238,15 @@ pub fn record_of(view: &HaView) -> Value {
 }
 
 /// Runs an HA change on the guest its arguments (read by `parse`) name; the guest record (with the
-/// HA view last read) is written on every path once it was found.
-pub async fn change_ha<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Outcome {
-    let change = match parse(args, run.kind) {
-        Ok(change) => change,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let change = change.as_ref();
-    let absent = |vmid| absent_message(run.kind, vmid, "");
-    // A change to started/stopped/disabled waits out a lock on the guest: the LRM's start or stop
-    // of a locked guest fails (qemu-server / pve-container check_lock), so the manager could not
-    // apply it. A removal or `ignored` needs no LRM: PVE takes it at once (Resources.pm).
-    let sighted = sight_or_absent(run, change.target(), &absent).await;
-    let sighted = match sighted {
-        Ok(ev) if change.waits_lock() => unlocked(run, ev).await,
-        other => other,
-    };
-    let mut ev = match sighted {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
-    let sid = sid(run.kind, ev.at.vmid);
-    let mut course = Course::new(change, sid, ev.label(run), ev.at.vmid);
-    let verdict = drive(run, &mut ev, &mut course).await;
-    let mut outcome = ev.outcome(run, verdict).await;
-    record_ha(&mut outcome, &course);
-    outcome
-}
-
-/// The guest record's `ha` is what the HA endpoints showed, not the guest status's summary.
-/// The course's object is the change's (only a rule becomes a PVE 8 group): no second `object()`.
-fn record_ha(outcome: &mut Outcome, course: &Course) {
-    let record = outcome
-        .writes
-        .first_mut()
-        .and_then(|w| w.data.as_object_mut());
-    if let (HaObject::Resource, Some(record)) = (&course.obj, record) {
-        record.insert("ha".into(), record_of(&course.view));
-    }
-}
-
-/// Sends what the course asks, in turn, until it has a verdict: the one place an HA change
-/// awaits PVE or the clock.
-async fn drive<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    course: &mut Course<'_>,
-) -> Result<String, String> {
-    let pve = run.pve();
-    let mut wait = None;
-    let mut input = Input::Start;
-    loop {
-        input = match course.next(input) {
-            Next::Done(verdict) => return verdict,
-            Next::Send(request, via) => {
-                let by = match via {
-                    Via::Wait => Some(waiting(&mut wait, run).0.deadline_ms()),
-                    _ => None,
-                };
-                if via == Via::Write {
-                    ev.trail.sending();
-                }
-                let answer = match via {
-                    Via::Coalesced => pve.call_coalesced(&request).await,
-                    _ => pve.call_within(&request, by).await,
-                };
-                if via == Via::Write {
-                    ev.trail.answered(&answer);
-                }
-                Input::Answer(answer)
-            }
-            Next::Pause(now) => {
-                let (pacer, progress, budget_ms) = waiting(&mut wait, run);
-                progress.tick(run.host, || now);
-                match pacer.pause(run.host).await {
-                    Ok(()) => Input::Paused,
-                    Err(stop) => Input::Stopped(stopped(stop, *budget_ms)),
-                }
-            }
-        };
-    }
-}
-
-/// The wait for the manager, within what is left of the method's budget: its pace, its progress
-/// lines and that budget.
-fn start_wait<H: Host>(run: &Run<'_, H>) -> (Pacer, Progress, u64) {
-    let now = run.host.now_ms();
-    let budget_ms = run.wait_budget_ms();
-    let pacer = Pacer::new(now, budget_ms, run.pve().poll_cap_ms);
-    (pacer, Progress::start(now), budget_ms)
-}
-
-/// The wait for the manager, started at its first use (one place, not a closure at each).
-fn waiting<'w, H: Host>(
-    wait: &'w mut Option<(Pacer, Progress, u64)>,
-    run: &Run<'_, H>,
-) -> &'w mut (Pacer, Progress, u64) {
-    wait.get_or_insert_with(|| start_wait(run))
-}
-
-/// Why the wait for the manager ended without its verdict.
-fn stopped(stop: Stopped, budget_ms: u64) -> String {
-    match stop {
-        Stopped::OutOfTime => format!("not within {}", seconds(budget_ms)),
-        Stopped::Aborted => "the run was aborted while waiting".into(),
-    }
-}
-
-/// How a request of the course is sent.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Via {
-    /// Shared with the process's other runs asking it at once (`GET /version`).
-    Coalesced,
-    /// A read.
-    Read,
-    /// A write of the plan, traced in the guest's trail.
-    Write,
-    /// A read of the wait, by its deadline.
-    Wait,
-}
-
-/// What the driver tells the course.
-enum Input {
-    Start,
-    Answer(Result<Value, PveError>),
-    /// The pause before the next read of the wait is over.
-    Paused,
-    /// The wait ended (why).
-    Stopped(String),
-}
-
-/// What the course asks of the driver.
-enum Next {
-    Send(PveRequest, Via),
-    /// A pause before the next read of the wait, with its progress line (`waiting for …`).
-    Pause(String),
-    Done(Result<String, String>),
+/// HA view last read) is written on every path once it was found. The future is the one of every
+/// course (guest/course.rs).
+pub fn change_ha<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    args: &Value,
+    parse: Parse,
+) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
+    let course = parse(args, run.kind).map(|change| Box::new(Course::new(change, run.kind)) as _);
+    run_course(run, course)
 }
 
 /// Which request the course waits the answer of.
@@ -389,9 +267,10 @@ enum Step {
 
 /// An HA change as plain steps: read the object and the manager's view, `plan` the writes, send
 /// them in order, wait (bounded) until the manager's view satisfies `judge`, and read the config
-/// back. It decides each request from the answers; `drive` sends them.
-struct Course<'c> {
-    change: &'c dyn HaChange,
+/// back. It decides each request from the answers; guest/course.rs sends them.
+struct Course {
+    change: Box<dyn HaChange>,
+    kind: GuestKind,
     sid: String,
     /// The guest, as messages name it.
     guest: String,
@@ -411,35 +290,50 @@ struct Course<'c> {
     waited: Result<String, String>,
 }
 
-impl<'c> Course<'c> {
-    fn new(change: &'c dyn HaChange, sid: String, guest: String, vmid: u32) -> Self {
+impl Course {
+    /// The course of `change` on a guest of `kind`; the guest is named once found (`start`).
+    fn new(change: Box<dyn HaChange>, kind: GuestKind) -> Self {
         let obj = change.object();
-        let mut course = Course {
-            change,
-            sid,
-            guest,
+        Course {
             // A resource's state is the manager's work: only an active master's view shows it.
             gate: obj == HaObject::Resource && !change.reads_only(),
+            change,
+            kind,
+            // Empty texts and lists written as constants (`const { … }`): in the size build std's
+            // `String::new` and `Vec::new` are each a call, not inlined (issue 32).
+            sid: const { String::new() },
+            guest: const { String::new() },
             obj,
-            label: String::new(),
+            label: const { String::new() },
             step: Step::Version,
             // Written out, not `..HaView::default()`, which builds a whole default value and
             // drops what it overwrites (issue 32).
             view: HaView {
-                vmid,
+                vmid: 0,
                 config: None,
                 service: None,
                 idle: None,
                 status: Value::Null,
                 resources: None,
             },
-            writes: Vec::new(),
-            asked: String::new(),
-            last: String::new(),
-            waited: Err(String::new()),
-        };
-        course.label = course.label_of();
-        course
+            writes: const { Vec::new() },
+            asked: const { String::new() },
+            last: const { String::new() },
+            waited: Err(const { String::new() }),
+        }
+    }
+
+    /// The guest found (`guest` names it): a rule asks PVE's version first (PVE 8: a group);
+    /// anything else reads its config.
+    fn start(&mut self, vmid: u32, guest: String) -> Next {
+        self.sid = sid(self.kind, vmid);
+        self.guest = guest;
+        self.view.vmid = vmid;
+        self.label = self.label_of();
+        match self.obj {
+            HaObject::Rule(_) => self.send(Step::Version, endpoints::version(), Via::Coalesced),
+            _ => self.read_config(false),
+        }
     }
 
     fn label_of(&self) -> String {
@@ -452,9 +346,195 @@ impl<'c> Course<'c> {
         format!("HA rule {id}{group} ({sid}, {guest})")
     }
 
-    fn next(&mut self, input: Input) -> Next {
+    fn send(&mut self, step: Step, request: PveRequest, via: Via) -> Next {
+        self.step = step;
+        Next::Send(request, via)
+    }
+
+    fn versioned(&mut self, answer: Result<Value, PveError>) -> Next {
+        let version = pve8(answer);
+        if let (HaObject::Rule(id), Ok(true)) = (&self.obj, &version) {
+            self.obj = HaObject::Group(id.clone());
+            self.label = self.label_of();
+        }
+        match version {
+            Ok(_) => self.read_config(false),
+            Err(why) => Next::Done(Err(self.cannot(&why))),
+        }
+    }
+
+    fn cannot(&self, why: &str) -> String {
+        nothing_sent(&self.label, why)
+    }
+
+    /// Reads the object into `view.config` (`back`: after the writes) — and, for a group, every
+    /// HA resource into `view.resources` (see `config_of`).
+    fn read_config(&mut self, back: bool) -> Next {
+        let request = request_of(&self.obj, Verb::Get, &self.sid, const { Vec::new() });
+        self.send(Step::Config(back), request, Via::Read)
+    }
+
+    /// The object was read (or not): before the writes, the manager's view is read next; after
+    /// them, the verdict.
+    fn read(&mut self, back: bool, read: Result<(), String>) -> Next {
+        match (back, read) {
+            (false, Ok(())) => self.send(Step::Current, endpoints::ha_status_current(), Via::Read),
+            (false, Err(why)) => Next::Done(Err(unread(&self.label, &why))),
+            (true, back) => Next::Done(self.verdict(back)),
+        }
+    }
+
+    /// The manager's view before any write: what the plan plans from.
+    fn current(&mut self, answer: Result<Value, PveError>) -> Next {
+        let list = match self.observe(answer) {
+            Ok(list) => list,
+            Err(why) => return self.read(false, Err(why)),
+        };
+        self.view.status = list;
+        match self.change.plan(&self.view) {
+            Ok(writes) => {
+                self.writes = writes;
+                self.write(0)
+            }
+            Err(why) => Next::Done(Err(self.cannot(&why))),
+        }
+    }
+
+    /// Sends the plan's write `i`; past the last, judges what was read.
+    fn write(&mut self, i: usize) -> Next {
+        let Some((to, verb, params)) = self.writes.get_mut(i) else {
+            return self.settled();
+        };
+        let params = std::mem::take(params);
+        // A write on another HA resource is one on a resource object: one request_of call.
+        let (obj, at) = match to {
+            Some(other) => (&HaObject::Resource, other.as_str()),
+            None => (&self.obj, self.sid.as_str()),
+        };
+        let request = request_of(obj, *verb, at, params);
+        self.asked = request.label();
+        self.send(Step::Write(i), request, Via::Write)
+    }
+
+    fn written(&mut self, i: usize, answer: Result<Value, PveError>) -> Next {
+        let Err(e) = answer else {
+            return self.write(i + 1);
+        };
+        // The plan's writes before this one were made (PVE answered them).
+        let before = ["", ", after the writes before it"][usize::from(i > 0)];
+        let action = format!("change {} ({}{before})", self.label, self.asked);
+        let check = "the HA resource with haStatus (run it again: it plans from what it reads)";
+        Next::Done(Err(write_failed(&action, &e, check, "")))
+    }
+
+    /// After the writes: what was just read may already show it (nothing sent, or a read): no
+    /// second read then; otherwise the wait.
+    fn settled(&mut self) -> Next {
+        match (self.writes.is_empty(), self.shows()) {
+            (true, Ok(shown)) => self.waited(Ok(shown)),
+            _ => self.probe(),
+        }
+    }
+
+    /// Takes a read of the manager's view (`status/current`): the service's entry and, with
+    /// `gate`, why the view is no evidence (see `idle`). One place for the read before the writes
+    /// and those of the wait (issue 32).
+    fn observe(&mut self, answer: Result<Value, PveError>) -> Result<Value, String> {
+        let list = list_of(answer, "the HA status")?;
+        self.view.service = service_of(&list, &self.sid);
+        self.view.idle = idle(&list).filter(|_| self.gate);
+        Ok(list)
+    }
+
+    /// What the manager's view last read shows, as the change judges it — or why it is no
+    /// evidence.
+    fn shows(&self) -> Result<String, String> {
+        match &self.view.idle {
+            Some(why) => Err(why.clone()),
+            None => self.change.judge(&self.view),
+        }
+    }
+
+    fn probe(&mut self) -> Next {
+        self.send(Step::Wait, endpoints::ha_status_current(), Via::Wait)
+    }
+
+    /// Judges a read of the wait: `judge` accepts the service's entry, or the wait goes on (with
+    /// a progress line), or ends on what cannot change. With `gate`, a list without an active
+    /// master is not judged (see `idle`).
+    fn judged(&mut self, answer: Result<Value, PveError>) -> Next {
+        if let Err(why) = self.observe(answer) {
+            return self.waited(Err(why));
+        }
+        let last = match self.shows() {
+            Ok(shown) => return self.waited(Ok(shown)),
+            Err(last) => last,
+        };
+        // Manager.pm: `error` is final until the config asks `disabled`; waiting changes nothing.
+        let s = self.view.service.as_ref().unwrap_or(&Value::Null);
+        if s["crm_state"] == "error" && s["request_state"] != "disabled" {
+            let why = last + " (error is final: only state disabled clears it)";
+            return self.waited(Err(why));
+        }
+        let now = format!("the HA manager to apply {} (now: {last})", self.sid);
+        self.last = last;
+        Next::Pause(now)
+    }
+
+    /// The wait's end: the config after a write is read back whatever the manager did (the record
+    /// says what it holds).
+    fn waited(&mut self, waited: Result<String, String>) -> Next {
+        self.waited = waited;
+        match self.writes.is_empty() {
+            true => Next::Done(self.verdict(Ok(()))),
+            false => self.read_config(true),
+        }
+    }
+
+    /// The verdict from the wait, the read-back (`back`) and the method's judgement of it.
+    fn verdict(&mut self, back: Result<(), String>) -> Result<String, String> {
+        let (label, sent) = (&self.label, !self.writes.is_empty());
+        let waited = std::mem::replace(&mut self.waited, Err(const { String::new() }));
+        let shown = waited.map_err(|why| match sent {
+            true => format!("{label}: the config was written, but the HA manager did not apply it: {why} — check `ha-manager status` and the CRM's log (journalctl -u pve-ha-crm) on the master node"),
+            false => format!("{label}: nothing needed writing, but the HA manager does not show it as asked: {why} — check `ha-manager status`"),
+        })?;
+        back.map_err(|why| {
+            format!(
+                "{label}: the HA manager shows {shown}, but the config could not be read back ({why})"
+            )
+        })?;
+        self.change.read_back(&self.view).map_err(|why| {
+            format!("{label}: the HA manager shows {shown}, but the config reads back otherwise: {why} — check {CHECK_READ}")
+        })?;
+        let what = match (self.change.reads_only(), sent) {
+            (true, _) => "",
+            (false, true) => " (written and applied)",
+            (false, false) => " (already so, nothing sent)",
+        };
+        Ok(format!("{label}: {shown}{what}"))
+    }
+}
+
+impl course::Course for Course {
+    fn target(&self) -> &GuestRef {
+        self.change.target()
+    }
+
+    fn absent(&self) -> &'static str {
+        ""
+    }
+
+    /// A change to started/stopped/disabled waits out a lock on the guest: the LRM's start or
+    /// stop of a locked guest fails (qemu-server / pve-container check_lock), so the manager could
+    /// not apply it. A removal or `ignored` needs no LRM: PVE takes it at once (Resources.pm).
+    fn waits_lock(&self) -> bool {
+        self.change.waits_lock()
+    }
+
+    fn next(&mut self, ev: &mut Evidence, input: Input) -> Next {
         let answer = match input {
-            Input::Start => return self.begin(),
+            Input::Start(guest) => return self.start(ev.at.vmid, guest),
             Input::Paused => return self.probe(),
             Input::Stopped(mut last) => {
                 // Appended in place, not formatted anew (issue 32).
@@ -490,180 +570,17 @@ impl<'c> Course<'c> {
         }
     }
 
-    fn send(&mut self, step: Step, request: PveRequest, via: Via) -> Next {
-        self.step = step;
-        Next::Send(request, via)
-    }
-
-    /// A rule asks PVE's version first (PVE 8: a group); anything else reads its config.
-    fn begin(&mut self) -> Next {
-        match self.obj {
-            HaObject::Rule(_) => self.send(Step::Version, endpoints::version(), Via::Coalesced),
-            _ => self.read_config(false),
+    /// The guest record's `ha` is what the HA endpoints showed, not the guest status's summary.
+    /// The course's object is the change's (only a rule becomes a PVE 8 group): no second
+    /// `object()`.
+    fn finish(&self, outcome: &mut Outcome) {
+        let record = outcome
+            .writes
+            .first_mut()
+            .and_then(|w| w.data.as_object_mut());
+        if let (HaObject::Resource, Some(record)) = (&self.obj, record) {
+            record.insert("ha".into(), record_of(&self.view));
         }
-    }
-
-    fn versioned(&mut self, answer: Result<Value, PveError>) -> Next {
-        let version = pve8(answer);
-        if let (HaObject::Rule(id), Ok(true)) = (&self.obj, &version) {
-            self.obj = HaObject::Group(id.clone());
-            self.label = self.label_of();
-        }
-        match version {
-            Ok(_) => self.read_config(false),
-            Err(why) => Next::Done(Err(self.cannot(&why))),
-        }
-    }
-
-    fn cannot(&self, why: &str) -> String {
-        format!("cannot change {}: {why}; nothing was sent", self.label)
-    }
-
-    /// Reads the object into `view.config` (`back`: after the writes) — and, for a group, every
-    /// HA resource into `view.resources` (see `config_of`).
-    fn read_config(&mut self, back: bool) -> Next {
-        let request = request_of(&self.obj, Verb::Get, &self.sid, Vec::new());
-        self.send(Step::Config(back), request, Via::Read)
-    }
-
-    /// The object was read (or not): before the writes, the manager's view is read next; after
-    /// them, the verdict.
-    fn read(&mut self, back: bool, read: Result<(), String>) -> Next {
-        match (back, read) {
-            (false, Ok(())) => self.send(Step::Current, endpoints::ha_status_current(), Via::Read),
-            (false, Err(why)) => Next::Done(Err(format!(
-                "could not read {}: {why}; nothing was changed",
-                self.label
-            ))),
-            (true, back) => Next::Done(self.verdict(back)),
-        }
-    }
-
-    /// The manager's view before any write: what the plan plans from.
-    fn current(&mut self, answer: Result<Value, PveError>) -> Next {
-        let list = match list_of(answer, "the HA status") {
-            Ok(list) => list,
-            Err(why) => return self.read(false, Err(why)),
-        };
-        self.view.service = service_of(&list, &self.sid);
-        self.view.idle = idle(&list).filter(|_| self.gate);
-        self.view.status = list;
-        match self.change.plan(&self.view) {
-            Ok(writes) => {
-                self.writes = writes;
-                self.write(0)
-            }
-            Err(why) => Next::Done(Err(self.cannot(&why))),
-        }
-    }
-
-    /// Sends the plan's write `i`; past the last, judges what was read.
-    fn write(&mut self, i: usize) -> Next {
-        let Some((to, verb, params)) = self.writes.get_mut(i) else {
-            return self.settled();
-        };
-        let params = std::mem::take(params);
-        // A write on another HA resource is one on a resource object: one request_of call.
-        let (obj, at) = match to {
-            Some(other) => (&HaObject::Resource, other.as_str()),
-            None => (&self.obj, self.sid.as_str()),
-        };
-        let request = request_of(obj, *verb, at, params);
-        self.asked = request.label();
-        self.send(Step::Write(i), request, Via::Write)
-    }
-
-    fn written(&mut self, i: usize, answer: Result<Value, PveError>) -> Next {
-        let Err(e) = answer else {
-            return self.write(i + 1);
-        };
-        // The plan's writes before this one were made (PVE answered them).
-        let before = ["", ", after the writes before it"][usize::from(i > 0)];
-        let action = format!("change {} ({}{before})", self.label, self.asked);
-        let check = "the HA resource with haStatus (run it again: it plans from what it reads)";
-        Next::Done(Err(match e.outcome_unknown() {
-            true => outcome_unknown(&action, &e, check).0,
-            false => format!("PVE refused to {action}: {e} — {}", hint(e.kind)),
-        }))
-    }
-
-    /// After the writes: what was just read may already show it (nothing sent, or a read): no
-    /// second read then; otherwise the wait.
-    fn settled(&mut self) -> Next {
-        let first = match &self.view.idle {
-            Some(why) => Err(why.clone()),
-            None => self.change.judge(&self.view),
-        };
-        match (self.writes.is_empty(), first) {
-            (true, Ok(shown)) => self.waited(Ok(shown)),
-            _ => self.probe(),
-        }
-    }
-
-    fn probe(&mut self) -> Next {
-        self.send(Step::Wait, endpoints::ha_status_current(), Via::Wait)
-    }
-
-    /// Judges a read of the wait: `judge` accepts the service's entry, or the wait goes on (with
-    /// a progress line), or ends on what cannot change. With `gate`, a list without an active
-    /// master is not judged (see `idle`).
-    fn judged(&mut self, answer: Result<Value, PveError>) -> Next {
-        let list = match list_of(answer, "the HA status") {
-            Ok(list) => list,
-            Err(why) => return self.waited(Err(why)),
-        };
-        self.view.service = service_of(&list, &self.sid);
-        let seen = match idle(&list).filter(|_| self.gate) {
-            Some(why) => Err(why),
-            None => self.change.judge(&self.view),
-        };
-        let last = match seen {
-            Ok(shown) => return self.waited(Ok(shown)),
-            Err(last) => last,
-        };
-        // Manager.pm: `error` is final until the config asks `disabled`; waiting changes nothing.
-        let s = self.view.service.as_ref().unwrap_or(&Value::Null);
-        if s["crm_state"] == "error" && s["request_state"] != "disabled" {
-            let why = last + " (error is final: only state disabled clears it)";
-            return self.waited(Err(why));
-        }
-        let now = format!("the HA manager to apply {} (now: {last})", self.sid);
-        self.last = last;
-        Next::Pause(now)
-    }
-
-    /// The wait's end: the config after a write is read back whatever the manager did (the record
-    /// says what it holds).
-    fn waited(&mut self, waited: Result<String, String>) -> Next {
-        self.waited = waited;
-        match self.writes.is_empty() {
-            true => Next::Done(self.verdict(Ok(()))),
-            false => self.read_config(true),
-        }
-    }
-
-    /// The verdict from the wait, the read-back (`back`) and the method's judgement of it.
-    fn verdict(&mut self, back: Result<(), String>) -> Result<String, String> {
-        let (label, sent) = (&self.label, !self.writes.is_empty());
-        let waited = std::mem::replace(&mut self.waited, Err(String::new()));
-        let shown = waited.map_err(|why| match sent {
-            true => format!("{label}: the config was written, but the HA manager did not apply it: {why} — check `ha-manager status` and the CRM's log (journalctl -u pve-ha-crm) on the master node"),
-            false => format!("{label}: nothing needed writing, but the HA manager does not show it as asked: {why} — check `ha-manager status`"),
-        })?;
-        back.map_err(|why| {
-            format!(
-                "{label}: the HA manager shows {shown}, but the config could not be read back ({why})"
-            )
-        })?;
-        self.change.read_back(&self.view).map_err(|why| {
-            format!("{label}: the HA manager shows {shown}, but the config reads back otherwise: {why} — check it with the method's read (run it again: it plans from what it reads)")
-        })?;
-        let what = match (self.change.reads_only(), sent) {
-            (true, _) => "",
-            (false, true) => " (written and applied)",
-            (false, false) => " (already so, nothing sent)",
-        };
-        Ok(format!("{label}: {shown}{what}"))
     }
 }
 
@@ -705,34 +622,15 @@ fn request_of(obj: &HaObject, verb: Verb, sid: &str, params: Vec<(String, String
 /// resource '<sid>'`; Rules.pm: `no such ha rule '<rule>'`; PVE 8 Groups.pm: `no such ha group
 /// '<group>'`).
 fn config_of(answer: Result<Value, PveError>) -> Result<Option<Value>, String> {
-    match answer {
-        Ok(v) if v.is_object() => Ok(Some(v)),
-        Ok(other) => Err(malformed(&other, "an HA config", "")),
-        Err(e)
-            if ["no such resource", "no such ha "]
-                .iter()
-                .any(|m| e.message.contains(m)) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(format!("{e} — {}", hint(e.kind))),
-    }
-}
-
-/// `PVE answered <json> where <what><tail> was expected — <hint>`: one message for a config and a list.
-fn malformed(other: &Value, what: &str, tail: &str) -> String {
-    format!(
-        "PVE answered {} where {what}{tail} was expected — {}",
-        crate::quote::json(other),
-        hint(ErrorKind::Malformed)
-    )
+    let missing = ["no such resource", "no such ha "];
+    object_or_missing(answer, false, "an HA config", " was", &missing)
 }
 
 /// A list from PVE's answer, `what` naming it in messages (`the HA status`).
 fn list_of(answer: Result<Value, PveError>, what: &str) -> Result<Value, String> {
     match answer {
         Ok(v) if v.is_array() => Ok(v),
-        Ok(other) => Err(malformed(&other, what, " list")),
+        Ok(other) => Err(malformed(&other, what, " list was")),
         Err(e) => Err(format!("{what} could not be read ({e} — {})", hint(e.kind))),
     }
 }

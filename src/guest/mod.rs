@@ -4,6 +4,7 @@ pub mod addresses;
 pub mod agent_exec;
 pub mod backups;
 pub mod config;
+pub mod course;
 pub mod create_course;
 pub mod evidence;
 pub mod exec;

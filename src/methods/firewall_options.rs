@@ -48,7 +48,8 @@ impl OptionsArgs {
         let mut options = Vec::new();
         for &(arg, name, values) in &OPTIONS {
             let value = match values {
-                None => fields.flag(arg)?.map(|on| u8::from(on).to_string()),
+                // `1` or `0` by the HA methods' one writer of a flag (issue 32).
+                None => fields.flag(arg)?.map(crate::guest::ha::bit),
                 Some(values) => fields.optional_one_of(arg, values)?,
             };
             if let Some(value) = value {

@@ -17,23 +17,32 @@ use crate::pve::request::{push_param, Verb};
 use crate::quote::Joined;
 use serde_json::Value;
 
-/// A rule's fields in PVE's names, in the order they are compared and sent, with the argument
-/// naming each (`icmpType` is PVE's `icmp-type`).
-const FIELDS: [(&str, &str); 13] = [
-    ("type", "type"),
-    ("action", "action"),
-    ("enable", "enable"),
-    ("source", "source"),
-    ("dest", "dest"),
-    ("proto", "proto"),
-    ("dport", "dport"),
-    ("sport", "sport"),
-    ("iface", "iface"),
-    ("macro", "macro"),
-    ("log", "log"),
-    ("comment", "comment"),
-    ("icmpType", "icmp-type"),
+/// A rule's fields in PVE's names, in the order they are compared and sent. Each argument is
+/// named as PVE names the field, but `icmpType` ([`arg_of`]).
+const FIELDS: [&str; 13] = [
+    "type",
+    "action",
+    "enable",
+    "source",
+    "dest",
+    "proto",
+    "dport",
+    "sport",
+    "iface",
+    "macro",
+    "log",
+    "comment",
+    "icmp-type",
 ];
+
+/// The argument naming PVE's field `name`: `icmpType` is PVE's `icmp-type`, the others are PVE's
+/// names (no table of pairs, issue 32).
+fn arg_of(name: &str) -> &str {
+    match name {
+        "icmp-type" => "icmpType",
+        _ => name,
+    }
+}
 /// Protocols whose rules may name ports (pve-firewall `PVE/Firewall.pm` $PROTOCOLS_WITH_PORTS;
 /// verify_rule: "protocol … does not support ports" otherwise).
 const PORT_PROTOCOLS: [&str; 10] = [
@@ -113,7 +122,8 @@ pub fn is_name(text: &str, max: usize) -> bool {
 fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
     let fields = Fields::of(value, at)?;
     let mut rule = Rule::new();
-    for &(arg, name) in &FIELDS {
+    for name in FIELDS {
+        let arg = arg_of(name);
         // Borrowed and checked first, copied once it is known good.
         let text = match arg {
             "enable" => Some(if fields.flag_or("enable", true)? {
@@ -128,13 +138,7 @@ fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
         }
     }
     // The argument naming the field refused (`icmp-type` is `icmpType`).
-    verify(&rule).map_err(|(name, why)| {
-        let arg = FIELDS
-            .iter()
-            .find(|(_, n)| *n == name)
-            .map_or(name, |f| f.0);
-        ArgError::new(fields.path(arg), why)
-    })?;
+    verify(&rule).map_err(|(name, why)| ArgError::new(fields.path(arg_of(name)), why))?;
     Ok(rule)
 }
 
@@ -378,7 +382,7 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
     let value = |name: &str| seen.get(name).and_then(flex::string_of);
     let mut set = Vec::new();
     let mut clear = Vec::new();
-    for &(_, name) in &FIELDS {
+    for name in FIELDS {
         let want = get(rule, name);
         let have = match (name, value(name)) {
             // A rule PVE lists without `enable` is disabled.

@@ -95,7 +95,7 @@ fn configured(config: &Value, name: &str) -> String {
         Some(v) if name == "state" && v == "enabled" => "started".into(),
         Some(_) if name == "failback" => {
             let on = config.get(name).and_then(flex::bool_of).unwrap_or(true);
-            (if on { "1" } else { "0" }).to_string()
+            ha::bit(on)
         }
         Some(v) => v,
         None => default.to_string(),

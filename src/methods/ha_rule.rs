@@ -48,13 +48,20 @@ fn nodes_of(list: &str) -> String {
     for n in items_of(list) {
         let (name, prio) = n.split_once(':').unwrap_or((n, "0"));
         // The list holds each node once: a node given again replaces its entry.
-        if let Some(i) = nodes.iter().position(|e| e.split(':').next() == Some(name)) {
+        if let Some(i) = nodes
+            .iter()
+            .position(|e| e.split_once(':').map_or(&e[..], |n| n.0) == name)
+        {
             nodes.remove(i);
         }
-        nodes.push(match prio.trim_start_matches('0') {
-            "" => name.to_string(),
-            p => format!("{name}:{p}"),
-        });
+        // Pushed piece by piece, not formatted (issue 32).
+        let mut entry = name.to_string();
+        let prio = prio.trim_start_matches('0');
+        if !prio.is_empty() {
+            entry.push(':');
+            entry.push_str(prio);
+        }
+        nodes.push(entry);
     }
     crate::order::sort_by(&mut nodes, &Ord::cmp);
     nodes.joined(",")
@@ -228,7 +235,7 @@ fn shown(rule: &Value, name: &str) -> String {
     let raw = rule.get(name);
     if let "strict" | "disable" | "restricted" = name {
         let on = raw.and_then(flex::bool_of).unwrap_or(false);
-        return ["0", "1"][usize::from(on)].to_string();
+        return ha::bit(on);
     }
     // Read once, then normalized as the arguments are.
     let text = raw.and_then(flex::string_of).unwrap_or_default();
@@ -304,16 +311,13 @@ impl Asked {
         resources_of(&format!("{given},{}", sid(self.kind, vmid)))
     }
 
-    /// PVE 8: the resources the group's rule names (none for a removal).
-    fn members(&self, vmid: u32) -> Vec<String> {
-        let mut sids = Vec::new();
-        if self.args.delete {
-            return sids;
+    /// PVE 8: the resources the group's rule names (none for a removal), as PVE stores them:
+    /// walked with `items_of`, not copied into a list (issue 32).
+    fn members(&self, vmid: u32) -> String {
+        match self.args.delete {
+            true => String::new(),
+            false => self.resources(vmid),
         }
-        for sid in items_of(&self.resources(vmid)) {
-            sids.push(sid.to_string());
-        }
-        sids
     }
 
     /// PVE 8: the group's parameters as Groups.pm names them (`strict` is `restricted`).
@@ -330,20 +334,19 @@ impl Asked {
         params
     }
 
-    /// PVE 8: the resources naming the group that are not the rule's.
-    fn strays(&self, all: &[Value], ours: &[String]) -> Vec<String> {
-        let mut strays = Vec::new();
+    /// PVE 8: the writes that take the resources naming the group that are not the rule's out of
+    /// it, pushed onto `writes`.
+    fn strays(&self, all: &[Value], ours: &[&str], writes: &mut Vec<Write>) {
         for resource in all {
             let Some(sid) = resource.get("sid").and_then(flex::string_of) else {
                 continue;
             };
             // Its own `group` (the list holds each sid once: Resources.pm index).
             let group = resource.get("group").and_then(flex::string_of);
-            if group.as_ref() == Some(&self.args.rule) && !ours.contains(&sid) {
-                strays.push(sid);
+            if group.as_ref() == Some(&self.args.rule) && !ours.contains(&sid.as_str()) {
+                writes.push(set_on(&sid, "delete", "group"));
             }
         }
-        strays
     }
 
     /// PVE 8: the group's writes, in order (see the module's comment).
@@ -355,7 +358,8 @@ impl Asked {
         if args.params.iter().any(|(k, _)| *k == "disable") {
             return Err("`disable`: PVE 8's HA groups cannot be disabled".into());
         }
-        let ours = self.members(view.vmid);
+        let members = self.members(view.vmid);
+        let ours = items_of(&members);
         let mut writes = Vec::new();
         for s in &ours {
             if !ha::lists(view, s, false) {
@@ -368,9 +372,7 @@ impl Asked {
             }
         }
         // A resource naming the group that the rule leaves out is taken out of it.
-        for s in self.strays(all, &ours) {
-            writes.push(set_on(&s, "delete", "group"));
-        }
+        self.strays(all, &ours, &mut writes);
         // Resources.pm update → check_service_state: a service in error state takes no write
         // but `state` disabled.
         for (to, _, _) in &writes {
