@@ -2,18 +2,15 @@
 
 use crate::pve::flex;
 use crate::pve::property::property;
-use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-/// Built-in fingerprints read from the guest's config.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// Built-in fingerprints read from the guest's config. Records hold it as JSON ([`Identity::json`]),
+/// built when it is filled: no serializer of its own (issue 32).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
     /// `smbios1: uuid=…`: regenerated on every clone, the best built-in identity of a VM.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub smbios_uuid: Option<String>,
     /// `meta: ctime=…`: creation time (shared by clones of one template, so only a hint).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub ctime: Option<u64>,
 }
 
@@ -38,6 +35,27 @@ impl Identity {
 
     pub fn is_empty(&self) -> bool {
         self.smbios_uuid.is_none() && self.ctime.is_none()
+    }
+
+    /// The identity as records write it: `smbiosUuid` and `ctime`, each when known (`{}` when
+    /// neither is).
+    pub fn json(self) -> Value {
+        let mut json = Map::new();
+        if let Some(uuid) = self.smbios_uuid {
+            json.insert("smbiosUuid".to_string(), Value::String(uuid));
+        }
+        if let Some(ctime) = self.ctime {
+            json.insert("ctime".to_string(), Value::from(ctime));
+        }
+        Value::Object(json)
+    }
+
+    /// A record's `identity`: [`Identity::json`], or null (left out) when nothing is known.
+    pub fn recorded(self) -> Value {
+        match self.is_empty() {
+            true => Value::Null,
+            false => self.json(),
+        }
     }
 }
 

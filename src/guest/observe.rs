@@ -139,27 +139,39 @@ pub async fn record_for<H: Host>(
     status: &GuestStatus,
     identity: Identity,
 ) -> GuestRecord {
-    let mut record = GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
-    let instance = run.guest_instance(at.vmid);
     // A stored record that cannot be read only loses the reuse check; the observed state stands.
-    let previous = run
+    let stored = run
         .host
-        .read_record(&instance)
+        .read_record(&run.guest_instance(at.vmid))
         .await
         .ok()
-        .flatten()
-        .as_ref()
-        .and_then(stored_identity);
+        .flatten();
+    record_against(run, at, status, identity, stored.as_ref())
+}
+
+/// [`record_for`] against a stored record already read (`sync` reads a node's in one host call).
+pub fn record_against<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    status: &GuestStatus,
+    identity: Identity,
+    stored: Option<&Value>,
+) -> GuestRecord {
+    let mut record = GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
+    let previous = stored.and_then(stored_identity);
     if let Some(previous) = previous.filter(|p| identity.differs_from(p)) {
         run.warn(&format!(
-            "VMID {} now belongs to a different guest than {instance} recorded (smbios uuid {} → {}): the VMID was reused",
+            "VMID {} now belongs to a different guest than {} recorded (smbios uuid {} → {}): the VMID was reused",
             at.vmid,
+            run.guest_instance(at.vmid),
             previous.smbios_uuid.as_deref().unwrap_or("?"),
             identity.smbios_uuid.as_deref().unwrap_or("?")
         ));
         record.identity_changed = identity_change(&previous, &identity);
     }
-    record.identity = Some(identity).filter(|i| !i.is_empty());
-    record.identity_observed_at = record.identity.as_ref().map(|_| run.now_iso());
+    if !identity.is_empty() {
+        record.identity_observed_at = Some(run.now_iso());
+    }
+    record.identity = identity.recorded();
     record
 }

@@ -38,7 +38,7 @@ use crate::client::shaped;
 use crate::explain::{could_not, hint};
 use crate::guest::identity::{stored_identity, Identity};
 use crate::guest::locate::{next_id_free, Located};
-use crate::guest::observe::{locked_note, record_for};
+use crate::guest::observe::{locked_note, record_against};
 use crate::guest::record::{GuestRecord, SyncSelection};
 use crate::guest::select;
 use crate::guest::settle::lock_of;
@@ -270,7 +270,7 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                             vmid,
                             node: node.clone(),
                         };
-                        record = record_for(run, &at, &status, identity).await;
+                        record = record_against(run, &at, &status, identity, stored.as_ref());
                         unproven_reuse(run.kind.noun(), vmid, stored.as_ref())
                     }
                     Err(e) => Some(unchecked(run.kind.noun(), vmid, &e)),
@@ -685,8 +685,8 @@ fn carried<H: Host>(
         return record;
     };
     if let Some(observed_at) = stored.get("identityObservedAt").and_then(Value::as_str) {
-        record.identity = stored_identity(stored);
-        if record.identity.is_some() {
+        if let Some(identity) = stored_identity(stored) {
+            record.identity = identity.json();
             record.identity_observed_at = Some(observed_at.to_string());
         }
     }
