@@ -37,8 +37,8 @@ use crate::args::{check_segment, segment_fault, ArgError, Fields, Kind, Read, Sp
 use crate::client::shaped;
 use crate::explain::{could_not, hint};
 use crate::guest::identity::{stored_identity, Identity};
-use crate::guest::locate::{next_id_free, Located};
-use crate::guest::observe::{locked_note, record_against};
+use crate::guest::locate::next_id_free;
+use crate::guest::observe::{carried_from, judge_identity, locked_note, same_guest};
 use crate::guest::record::{GuestRecord, SyncSelection};
 use crate::guest::select;
 use crate::guest::settle::lock_of;
@@ -259,18 +259,14 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             let mut record = carried(run, vmid, &node, &status, stored.as_ref());
             // It may be another guest now: its config read and its identity compared
             // (see the module doc); a config that cannot be read leaves it carried.
-            if may_be_another_guest(stored.as_ref(), &status) {
+            if stored.as_ref().is_some_and(|s| !same_guest(s, &status)) {
                 let request = endpoints::guest_config(&node, run.kind, vmid);
                 let read = run.pve().call(&request).await;
                 let read = shaped::<Map<String, Value>>(&request, "a guest config", read);
                 let warning = match read {
                     Ok(config) => {
                         let identity = Identity::from_config(&Value::Object(config));
-                        let at = Located {
-                            vmid,
-                            node: node.clone(),
-                        };
-                        record = record_against(run, &at, &status, identity, stored.as_ref());
+                        judge_identity(run, &mut record, identity, stored.as_ref());
                         unproven_reuse(run.kind.noun(), vmid, stored.as_ref())
                     }
                     Err(e) => Some(unchecked(run.kind.noun(), vmid, &e)),
@@ -657,22 +653,8 @@ fn unjudged(noun: &str, vmid: u32, e: &str) -> String {
     format!("{noun} {vmid} was not recorded: where cannot be evaluated over its fields: {e}")
 }
 
-/// The cheap signal that the VMID may now hold another guest: its stored record says absent, or
-/// names another guest.
-fn may_be_another_guest(stored: Option<&Value>, status: &GuestStatus) -> bool {
-    match stored {
-        Some(s) => {
-            s.get("present") != Some(&Value::Bool(true))
-                || s.get("name").and_then(Value::as_str) != status.name.as_deref()
-        }
-        None => false,
-    }
-}
-
 /// The record of a listed guest as observed, its stored identity carried forward without
-/// re-reading it: with the time it was read (`identityObservedAt`), so it is never asserted as
-/// current. A stored identity without that time (an older record) is not carried: nothing would
-/// say how old it is.
+/// re-reading it, with the time it was read ([`carried_from`]).
 fn carried<H: Host>(
     run: &Run<'_, H>,
     vmid: u32,
@@ -681,14 +663,9 @@ fn carried<H: Host>(
     stored: Option<&Value>,
 ) -> GuestRecord {
     let mut record = GuestRecord::observed(vmid, node, status, run.method, run.now_iso());
-    let Some(stored) = stored else {
-        return record;
-    };
-    if let Some(observed_at) = stored.get("identityObservedAt").and_then(Value::as_str) {
-        if let Some(identity) = stored_identity(stored) {
-            record.identity = identity.json();
-            record.identity_observed_at = Some(observed_at.to_string());
-        }
+    if let Some((identity, read_at)) = stored.and_then(carried_from) {
+        record.identity = identity.json();
+        record.identity_observed_at = Some(read_at);
     }
     record
 }
