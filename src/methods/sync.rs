@@ -44,7 +44,6 @@ use crate::guest::select;
 use crate::guest::settle::lock_of;
 use crate::guest::upstream::{vmid_of_instance, with_superseded, written_by_upstream};
 use crate::host::{Host, HostError};
-use crate::methods::lookup::recorded;
 use crate::outcome::{Failure, Outcome, RecordWrite};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
@@ -206,17 +205,22 @@ struct Sweep {
     problems: Vec<String>,
 }
 
-/// Runs `sync`. Its reads are one course of awaits, all in this function (each async fn around
-/// some of them would be one more future, issue 32); what each read means is judged by plain
-/// functions, so the async state machine holds little.
+/// Whether `args` ask for a sync of one guest (a guest reference, and nothing `sync` refuses).
+/// Dispatch runs it as `lookup` runs (`lookup::recorded` with [`synced_one`]): `lookup`'s own boxed
+/// future, not one more held inside [`sync`]'s (issue 32).
+pub fn of_one_guest(args: &Value) -> bool {
+    SyncArgs::parse(args).is_ok_and(|parsed| parsed.one_guest)
+}
+
+/// Runs `sync` of a selection (a sync of one guest is dispatched apart: [`of_one_guest`]). Its
+/// reads are one course of awaits, all in this function (each async fn around some of them would
+/// be one more future, issue 32); what each read means is judged by plain functions, so the async
+/// state machine holds little.
 pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let parsed = match SyncArgs::parse(args) {
         Ok(parsed) => parsed,
         Err(e) => return Failure::from(e).into(),
     };
-    if parsed.one_guest {
-        return recorded(run, args, synced_one).await;
-    }
     // The sweep of a selection: the scope's lists, then the stored guests in it that no list held.
     let mut sweep = match Sweep::plan(run, parsed) {
         Ok(sweep) => sweep,
@@ -307,8 +311,8 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
 }
 
-/// The summary of a sync of one guest, read and written like `lookup` ([`recorded`]).
-fn synced_one(kind: GuestKind, record: &GuestRecord) -> String {
+/// The summary of a sync of one guest, read and written like `lookup` (`lookup::recorded`).
+pub fn synced_one(kind: GuestKind, record: &GuestRecord) -> String {
     format!(
         "synced {} {}{}",
         kind.noun(),
