@@ -64,17 +64,22 @@ pub fn stored_identity(record: &Value) -> Option<Identity> {
     let stored = record.get("identity")?.as_object()?;
     // A field of another type makes the whole identity unreadable: nothing to compare with.
     let field = |key: &str| stored.get(key).filter(|v| !v.is_null());
-    let identity = Identity {
-        smbios_uuid: match field("smbiosUuid") {
-            Some(uuid) => Some(uuid.as_str()?.to_string()),
-            None => None,
-        },
-        ctime: match field("ctime") {
-            Some(ctime) => Some(ctime.as_u64()?),
-            None => None,
-        },
+    // Each field checked before the uuid is copied: a refusal has nothing to drop (issue 32).
+    let ctime = match field("ctime") {
+        Some(ctime) => Some(ctime.as_u64()?),
+        None => None,
     };
-    Some(identity).filter(|i| !i.is_empty())
+    let uuid = match field("smbiosUuid") {
+        Some(uuid) => Some(uuid.as_str()?),
+        None => None,
+    };
+    if uuid.is_none() && ctime.is_none() {
+        return None;
+    }
+    Some(Identity {
+        smbios_uuid: uuid.map(str::to_string),
+        ctime,
+    })
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@
 //! not audit) before it is recorded `present: false`. One that still exists is left as recorded: a
 //! node sync warns (it may have migrated), a cluster sync fails after writing everything else.
 
-use crate::args::{check_segment, segment_fault, ArgError, Fields, Kind, Read, Spec};
+use crate::args::{segment_fault, ArgError, Fields, Kind, Read, Spec};
 use crate::client::shaped;
 use crate::explain::{could_not, hint};
 use crate::guest::identity::{stored_identity, Identity};
@@ -101,8 +101,15 @@ impl SyncArgs {
             tags: Vec::new(),
             r#where: None,
         };
-        parsed.nodes = names(&fields, "nodes", "must name at least one node", a_node)?;
-        let tags = names(&fields, "tags", "must name at least one tag", a_tag)?;
+        let no_node = "must name at least one node";
+        parsed.nodes = names(&fields, "nodes", no_node, segment_fault, false)?;
+        let tags = names(
+            &fields,
+            "tags",
+            "must name at least one tag",
+            tag_fault,
+            true,
+        )?;
         parsed.tags = tags.unwrap_or_default();
         // Whether it compiles is the host's to judge (guest/select.rs), before anything is sent.
         parsed.r#where = fields.text("where")?.map(str::to_string);
@@ -135,13 +142,15 @@ impl SyncArgs {
     }
 }
 
-/// `nodes` or `tags`: a non-empty list (`empty` says so otherwise), each entry checked and kept
-/// (`keep` gets its field, e.g. `tags[1]`) once.
+/// `nodes` or `tags`: a non-empty list (`empty` says so otherwise), each entry checked (`fault`:
+/// the rule it breaks, if any, refused under its place, e.g. `tags[1]`), lower-cased when `fold`
+/// says (tags compare without case), and kept once.
 fn names(
     fields: &Fields,
     key: &str,
     empty: &str,
-    keep: fn(&str, &str) -> Result<String, ArgError>,
+    fault: fn(&str) -> Option<&'static str>,
+    fold: bool,
 ) -> Result<Option<Vec<String>>, ArgError> {
     let Some(given) = fields.optional::<Vec<String>>(key)? else {
         return Ok(None);
@@ -150,8 +159,13 @@ fn names(
         return Err(ArgError::new(key, empty));
     }
     let mut out: Vec<String> = Vec::new();
-    for (i, name) in given.iter().enumerate() {
-        let name = keep(&format!("{key}[{i}]"), name)?;
+    for (i, mut name) in given.into_iter().enumerate() {
+        if let Some(rule) = fault(&name) {
+            return Err(ArgError::new(format!("{key}[{i}]"), rule));
+        }
+        if fold {
+            name.make_ascii_lowercase();
+        }
         if !out.contains(&name) {
             out.push(name);
         }
@@ -159,26 +173,14 @@ fn names(
     Ok(Some(out))
 }
 
-/// An entry of `nodes`: a node name.
-fn a_node(field: &str, node: &str) -> Result<String, ArgError> {
-    check_segment(field, node)?;
-    Ok(node.to_string())
-}
-
-/// An entry of `tags`, in PVE's tag syntax (pve-common `PVE/JSONSchema.pm` `$PVE_TAG_RE`: a
-/// letter, digit or `_`, then letters, digits and `_ - + .`), lower-cased.
-fn a_tag(field: &str, tag: &str) -> Result<String, ArgError> {
-    let mut bytes = tag.bytes();
-    let first = bytes
-        .next()
-        .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
-    if !first || !bytes.all(|b| b.is_ascii_alphanumeric() || b"_-+.".contains(&b)) {
-        return Err(ArgError::new(
-            field,
-            "must be a PVE tag: a letter, digit or _, then letters, digits, _, -, + or .",
-        ));
+/// The rule an entry of `tags` breaks, if any: PVE's tag syntax (pve-common `PVE/JSONSchema.pm`
+/// `$PVE_TAG_RE`: a letter, digit or `_`, then letters, digits and `_ - + .`).
+fn tag_fault(tag: &str) -> Option<&'static str> {
+    let mut fits = !tag.is_empty();
+    for (i, b) in tag.bytes().enumerate() {
+        fits &= b.is_ascii_alphanumeric() || b == b'_' || (i > 0 && b"-+.".contains(&b));
     }
-    Ok(tag.to_ascii_lowercase())
+    (!fits).then_some("must be a PVE tag: a letter, digit or _, then letters, digits, _, -, + or .")
 }
 
 /// What one sync covers, saw and wrote.
@@ -405,7 +407,7 @@ impl Sweep {
                 .get("status")
                 .and_then(Value::as_str)
                 .unwrap_or("unknown");
-            if check_segment("node", name).is_err() {
+            if segment_fault(name).is_some() {
                 self.problems.push(format!(
                     "GET /nodes listed a node named {name:?}, which cannot be read"
                 ));
