@@ -177,8 +177,11 @@ fn names(
 /// `$PVE_TAG_RE`: a letter, digit or `_`, then letters, digits and `_ - + .`).
 fn tag_fault(tag: &str) -> Option<&'static str> {
     let mut fits = !tag.is_empty();
-    for (i, b) in tag.bytes().enumerate() {
-        fits &= b.is_ascii_alphanumeric() || b == b'_' || (i > 0 && b"-+.".contains(&b));
+    let mut first = true;
+    for b in tag.bytes() {
+        fits &=
+            b.is_ascii_alphanumeric() || b == b'_' || (!first && matches!(b, b'-' | b'+' | b'.'));
+        first = false;
     }
     (!fits).then_some("must be a PVE tag: a letter, digit or _, then letters, digits, _, -, + or .")
 }
@@ -201,8 +204,9 @@ struct Sweep {
     read: Vec<String>,
     running: usize,
     absent: usize,
-    /// `101 (clone)`: guests whose config is locked (an operation on them has not finished).
-    locked: Vec<String>,
+    /// `101 (clone), 102 (backup)`: guests whose config is locked (an operation on them has not
+    /// finished), listed as the summary says them.
+    locked: String,
     /// Why the sync cannot claim every guest in scope was read.
     problems: Vec<String>,
 }
@@ -357,7 +361,7 @@ impl Sweep {
             read: Vec::new(),
             running: 0,
             absent: 0,
-            locked: Vec::new(),
+            locked: String::new(),
             problems: Vec::new(),
         })
     }
@@ -498,7 +502,10 @@ impl Sweep {
         }
         self.running += usize::from(status.status == "running");
         if let Some(lock) = lock_of(&status) {
-            self.locked.push(format!("{vmid} ({lock})"));
+            if !self.locked.is_empty() {
+                self.locked.push_str(", ");
+            }
+            let _ = write!(self.locked, "{vmid} ({lock})");
         }
         Some((vmid, status))
     }
@@ -612,7 +619,7 @@ impl Sweep {
         }
         if !self.locked.is_empty() {
             said.push_str("; locked (an operation on them has not finished): ");
-            said.push_str(&self.locked.joined(", "));
+            said.push_str(&self.locked);
         }
         match self.problems.is_empty() {
             true => Ok(said),
