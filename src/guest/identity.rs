@@ -1,6 +1,5 @@
 //! A guest's fingerprint, so a reused VMID is reported instead of merged into the old guest's history.
 
-use crate::pve::flex;
 use crate::pve::property::property;
 use serde_json::{Map, Value};
 
@@ -15,13 +14,13 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// Reads the fingerprints from a config object.
-    pub fn from_config(config: &Value) -> Identity {
-        let text = |key: &str| config.get(key).and_then(flex::string_of);
+    /// Reads the fingerprints from a config object. Only a text holds a `key=` part: a value of
+    /// another type reads as no fingerprint, with nothing copied to read it.
+    pub fn from_config(config: &Map<String, Value>) -> Identity {
+        let text = |key: &str| config.get(key).and_then(Value::as_str).unwrap_or_default();
         Identity {
-            smbios_uuid: text("smbios1")
-                .and_then(|s| property(&s, "uuid").map(str::to_ascii_lowercase)),
-            ctime: text("meta").and_then(|s| property(&s, "ctime").and_then(|c| c.parse().ok())),
+            smbios_uuid: property(text("smbios1"), "uuid").map(str::to_ascii_lowercase),
+            ctime: property(text("meta"), "ctime").and_then(|c| c.parse().ok()),
         }
     }
 
@@ -89,9 +88,8 @@ mod tests {
 
     #[test]
     fn reads_uuid_and_ctime() {
-        let id = Identity::from_config(
-            &json!({"smbios1": "uuid=ABC-1,manufacturer=x", "meta": "creation-qemu=9.0.2,ctime=1700000000"}),
-        );
+        let config = json!({"smbios1": "uuid=ABC-1,manufacturer=x", "meta": "creation-qemu=9.0.2,ctime=1700000000"});
+        let id = Identity::from_config(config.as_object().expect("an object"));
         assert_eq!(id.smbios_uuid.as_deref(), Some("abc-1"));
         assert_eq!(id.ctime, Some(1_700_000_000));
     }

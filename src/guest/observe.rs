@@ -94,11 +94,11 @@ pub async fn read_guest<H: Host>(
     // An object, or the answer is wrong: a config read as "nothing" would skip the reuse check.
     let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
     let answer = run.pve().call(&request).await;
-    let config = Value::Object(shaped(&request, "a guest config", answer)?);
+    let config = shaped(&request, "a guest config", answer)?;
     let identity = Identity::from_config(&config);
-    let config = match (look, config) {
-        (Look::WithConfig, Value::Object(config)) => config,
-        _ => Map::new(),
+    let config = match look {
+        Look::WithConfig => config,
+        Look::ToAct => Map::new(),
     };
     Ok((status, config, identity, Some(run.now_iso())))
 }

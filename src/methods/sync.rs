@@ -275,7 +275,7 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 let read = shaped::<Map<String, Value>>(&request, "a guest config", read);
                 let warning = match read {
                     Ok(config) => {
-                        let identity = Identity::from_config(&Value::Object(config));
+                        let identity = Identity::from_config(&config);
                         judge_identity(run, &mut record, identity, stored.as_ref());
                         unproven_reuse(run.kind.noun(), vmid, stored.as_ref())
                     }
