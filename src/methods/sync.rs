@@ -259,25 +259,24 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
         // A stored record that cannot be read only costs a config read.
         let stored = run.host.read_records(&instances).await.unwrap_or_default();
-        // One record for each guest: past the host's answer, none is stored. Taken in
-        // step, not zipped: each adapter compiles its own code (issue 32).
-        let mut stored = stored.into_iter();
-        let mut instances = instances.into_iter();
-        for (vmid, status) in chosen {
-            let instance = instances.next().unwrap_or_default();
-            let stored = stored.next().flatten();
-            let mut record = carried(run, vmid, &node, &status, stored.as_ref());
+        // One record for each guest: past the host's answer, none is stored. Taken by place,
+        // not zipped nor drained: each adapter compiles its own code (issue 32).
+        for (at, (vmid, status)) in chosen.iter().enumerate() {
+            let vmid = *vmid;
+            let instance = instances.get_mut(at).map(std::mem::take);
+            let stored = stored.get(at).and_then(Option::as_ref);
+            let mut record = carried(run, vmid, &node, status, stored);
             // It may be another guest now: its config read and its identity compared
             // (see the module doc); a config that cannot be read leaves it carried.
-            if stored.as_ref().is_some_and(|s| !same_guest(s, &status)) {
+            if stored.is_some_and(|s| !same_guest(s, status)) {
                 let request = endpoints::guest_config(&node, run.kind, vmid);
                 let read = run.pve().call(&request).await;
                 let read = shaped::<Map<String, Value>>(&request, "a guest config", read);
                 let warning = match read {
                     Ok(config) => {
                         let identity = Identity::from_config(&config);
-                        judge_identity(run, &mut record, identity, stored.as_ref());
-                        unproven_reuse(run.kind.noun(), vmid, stored.as_ref())
+                        judge_identity(run, &mut record, identity, stored);
+                        unproven_reuse(run.kind.noun(), vmid, stored)
                     }
                     Err(e) => Some(unchecked(run.kind.noun(), vmid, &e)),
                 };
@@ -286,7 +285,7 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     record.warnings.push(warning);
                 }
             }
-            sweep.record(run.guest_spec(), instance, record);
+            sweep.record(run.guest_spec(), instance.unwrap_or_default(), record);
         }
     }
     // Stored guests in scope that no list held: absent records for the confirmed
