@@ -242,10 +242,10 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             }
         }
     };
-    for node in nodes {
-        let request = endpoints::node_guests(&node, run.kind);
+    for node in &nodes {
+        let request = endpoints::node_guests(node, run.kind);
         let listed = run.pve().call(&request).await;
-        let chosen = match sweep.listed(run, &node, &request, listed) {
+        let chosen = match sweep.listed(run, node, &request, listed) {
             Ok(Some(chosen)) => chosen,
             Ok(None) => continue,
             Err(failure) => return failure.into(),
@@ -265,11 +265,11 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             let vmid = *vmid;
             let instance = instances.get_mut(at).map(std::mem::take);
             let stored = stored.get(at).and_then(Option::as_ref);
-            let mut record = carried(run, vmid, &node, status, stored);
+            let mut record = carried(run, vmid, node, status, stored);
             // It may be another guest now: its config read and its identity compared
             // (see the module doc); a config that cannot be read leaves it carried.
             if stored.is_some_and(|s| !same_guest(s, status)) {
-                let request = endpoints::guest_config(&node, run.kind, vmid);
+                let request = endpoints::guest_config(node, run.kind, vmid);
                 let read = run.pve().call(&request).await;
                 let read = shaped::<Map<String, Value>>(&request, "a guest config", read);
                 let warning = match read {
@@ -294,12 +294,12 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let names = listed_records(run, listed).unwrap_or_default();
     // Sorted for the lookups below; a VMID is listed by one node only.
     crate::order::sort_by(&mut sweep.seen, &Ord::cmp);
-    for name in names {
-        let vmid = vmid_of_instance(&name, run.kind.record_prefix());
+    for name in &names {
+        let vmid = vmid_of_instance(name, run.kind.record_prefix());
         let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(&(*v as usize)).is_err()) else {
             continue;
         };
-        let Ok(Some(stored)) = run.host.read_record(&name).await else {
+        let Ok(Some(stored)) = run.host.read_record(name).await else {
             continue;
         };
         if sweep.takes_stored(run, vmid, &stored) {
