@@ -375,12 +375,12 @@ impl Sweep {
     fn selects<H: Host>(
         &self,
         host: &H,
-        carries: &dyn Fn(&str) -> bool,
+        tags: Tags,
         record: &dyn Fn() -> Value,
     ) -> Result<bool, String> {
         let selection = &self.selection;
         for wanted in &selection.tags {
-            if !carries(wanted) {
+            if !tags.carry(wanted) {
                 return Ok(false);
             }
         }
@@ -482,12 +482,12 @@ impl Sweep {
             return None;
         };
         self.seen.push(vmid as usize);
-        let tags = status.tags.as_deref().unwrap_or("");
+        let tags = Tags::Listed(status.tags.as_deref().unwrap_or(""));
         let listed = || {
             let record = GuestRecord::observed(vmid, node, &status, run.method, run.now_iso());
             serde_json::to_value(&record).unwrap_or(Value::Null)
         };
-        match self.selects(run.host, &|wanted| flex::has_tag(tags, wanted), &listed) {
+        match self.selects(run.host, tags, &listed) {
             Ok(true) => {}
             Ok(false) => {
                 self.unselected += 1;
@@ -522,12 +522,8 @@ impl Sweep {
             return false;
         }
         let tags = stored.get("tags").and_then(Value::as_array);
-        let tags = tags.map(Vec::as_slice).unwrap_or_default();
-        let carries = |wanted: &str| {
-            tags.iter()
-                .any(|t| t.as_str().is_some_and(|t| t.eq_ignore_ascii_case(wanted)))
-        };
-        match self.selects(run.host, &carries, &|| stored.clone()) {
+        let tags = Tags::Stored(tags.map(Vec::as_slice).unwrap_or_default());
+        match self.selects(run.host, tags, &|| stored.clone()) {
             Ok(selected) => selected,
             Err(e) => {
                 self.problems.push(format!(
@@ -627,6 +623,26 @@ impl Sweep {
                 said.push_str(&self.problems.joined("; "));
                 Err(said)
             }
+        }
+    }
+}
+
+/// A guest's tags as a selection reads them: its list entry's (PVE's `a;b`) or its stored record's
+/// (a list). One reader for both, not a closure each behind a `dyn` (issue 32).
+#[derive(Clone, Copy)]
+enum Tags<'a> {
+    Listed(&'a str),
+    Stored(&'a [Value]),
+}
+
+impl Tags<'_> {
+    /// Whether the guest carries `wanted` (compared without case: the module doc).
+    fn carry(self, wanted: &str) -> bool {
+        match self {
+            Tags::Listed(tags) => flex::has_tag(tags, wanted),
+            Tags::Stored(tags) => tags
+                .iter()
+                .any(|t| t.as_str().is_some_and(|t| t.eq_ignore_ascii_case(wanted))),
         }
     }
 }
