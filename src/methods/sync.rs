@@ -372,20 +372,15 @@ impl Sweep {
 
     /// Whether a guest is in the selection: it carries every selected tag and its record (the
     /// one listed, or the one stored) satisfies `where`; `Err`: `where` cannot be evaluated over it.
-    fn selects<H: Host>(
-        &self,
-        host: &H,
-        tags: Tags,
-        record: &dyn Fn() -> Value,
-    ) -> Result<bool, String> {
+    fn selects<H: Host>(&self, run: &Run<'_, H>, guest: Candidate) -> Result<bool, String> {
         let selection = &self.selection;
         for wanted in &selection.tags {
-            if !tags.carry(wanted) {
+            if !guest.carries(wanted) {
                 return Ok(false);
             }
         }
         match &selection.r#where {
-            Some(expression) => select::selects(host, expression, &record()),
+            Some(expression) => select::selects(run.host, expression, &guest.fields(run)),
             None => Ok(true),
         }
     }
@@ -482,12 +477,12 @@ impl Sweep {
             return None;
         };
         self.seen.push(vmid as usize);
-        let tags = Tags::Listed(status.tags.as_deref().unwrap_or(""));
-        let listed = || {
-            let record = GuestRecord::observed(vmid, node, &status, run.method, run.now_iso());
-            serde_json::to_value(&record).unwrap_or(Value::Null)
+        let listed = Candidate::Listed {
+            vmid,
+            node,
+            status: &status,
         };
-        match self.selects(run.host, tags, &listed) {
+        match self.selects(run, listed) {
             Ok(true) => {}
             Ok(false) => {
                 self.unselected += 1;
@@ -521,9 +516,7 @@ impl Sweep {
         if !present || !on_a_read_node {
             return false;
         }
-        let tags = stored.get("tags").and_then(Value::as_array);
-        let tags = Tags::Stored(tags.map(Vec::as_slice).unwrap_or_default());
-        match self.selects(run.host, tags, &|| stored.clone()) {
+        match self.selects(run, Candidate::Stored(stored)) {
             Ok(selected) => selected,
             Err(e) => {
                 self.problems.push(format!(
@@ -627,22 +620,44 @@ impl Sweep {
     }
 }
 
-/// A guest's tags as a selection reads them: its list entry's (PVE's `a;b`) or its stored record's
-/// (a list). One reader for both, not a closure each behind a `dyn` (issue 32).
+/// A guest a selection judges: as its node listed it, or as its stored record says. One reader of
+/// both, not a closure each behind a `dyn` (issue 32).
 #[derive(Clone, Copy)]
-enum Tags<'a> {
-    Listed(&'a str),
-    Stored(&'a [Value]),
+enum Candidate<'a> {
+    Listed {
+        vmid: u32,
+        node: &'a str,
+        status: &'a GuestStatus,
+    },
+    Stored(&'a Value),
 }
 
-impl Tags<'_> {
-    /// Whether the guest carries `wanted` (compared without case: the module doc).
-    fn carry(self, wanted: &str) -> bool {
+impl Candidate<'_> {
+    /// Whether the guest carries `wanted` (compared without case: the module doc): in its list
+    /// entry's tags (PVE's `a;b`), or its record's list.
+    fn carries(self, wanted: &str) -> bool {
         match self {
-            Tags::Listed(tags) => flex::has_tag(tags, wanted),
-            Tags::Stored(tags) => tags
-                .iter()
-                .any(|t| t.as_str().is_some_and(|t| t.eq_ignore_ascii_case(wanted))),
+            Candidate::Listed { status, .. } => {
+                flex::has_tag(status.tags.as_deref().unwrap_or(""), wanted)
+            }
+            Candidate::Stored(stored) => {
+                let tags = stored.get("tags").and_then(Value::as_array);
+                let tags = tags.map(Vec::as_slice).unwrap_or_default();
+                tags.iter()
+                    .any(|t| t.as_str().is_some_and(|t| t.eq_ignore_ascii_case(wanted)))
+            }
+        }
+    }
+
+    /// The fields `where` is evaluated over: the record this sync would write for a listed guest,
+    /// or the stored one.
+    fn fields<H: Host>(self, run: &Run<'_, H>) -> Value {
+        match self {
+            Candidate::Listed { vmid, node, status } => {
+                let record = GuestRecord::observed(vmid, node, status, run.method, run.now_iso());
+                serde_json::to_value(&record).unwrap_or(Value::Null)
+            }
+            Candidate::Stored(stored) => stored.clone(),
         }
     }
 }
