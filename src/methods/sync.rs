@@ -159,10 +159,11 @@ fn names(
         return Err(ArgError::new(key, empty));
     }
     let mut out: Vec<String> = Vec::new();
-    for (i, mut name) in given.into_iter().enumerate() {
-        if let Some(rule) = fault(&name) {
+    for (i, name) in given.iter().enumerate() {
+        if let Some(rule) = fault(name) {
             return Err(ArgError::new(format!("{key}[{i}]"), rule));
         }
+        let mut name = name.clone();
         if fold {
             name.make_ascii_lowercase();
         }
