@@ -431,7 +431,10 @@ fn method_future<'a, H: Host>(
         ),
         Method::Sync => kept!(
             Method::Sync,
-            boxed(sync::sync(run, args)),
+            match sync::of_one_guest(args) {
+                true => boxed(lookup::recorded(run, args, sync::synced_one)),
+                false => boxed(sync::sync(run, args)),
+            },
             boxed(left_out(method))
         ),
         Method::GuestExec => kept!(

@@ -291,7 +291,7 @@ impl Evidence {
         let request = endpoints::guest_config(&self.at.node, run.kind, self.at.vmid);
         let answer = run.pve().call(&request).await;
         self.config = self.config_read(run, &request, answer)?;
-        self.identity = Identity::from_config(&Value::Object(self.config.clone()));
+        self.identity = Identity::from_config(&self.config);
         self.identity_at = Some(run.now_iso());
         Ok(())
     }

@@ -1,30 +1,26 @@
 //! A guest's fingerprint, so a reused VMID is reported instead of merged into the old guest's history.
 
-use crate::pve::flex;
 use crate::pve::property::property;
-use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-/// Built-in fingerprints read from the guest's config.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// Built-in fingerprints read from the guest's config. Records hold it as JSON ([`Identity::json`]),
+/// built when it is filled: no serializer of its own (issue 32).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
     /// `smbios1: uuid=…`: regenerated on every clone, the best built-in identity of a VM.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub smbios_uuid: Option<String>,
     /// `meta: ctime=…`: creation time (shared by clones of one template, so only a hint).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub ctime: Option<u64>,
 }
 
 impl Identity {
-    /// Reads the fingerprints from a config object.
-    pub fn from_config(config: &Value) -> Identity {
-        let text = |key: &str| config.get(key).and_then(flex::string_of);
+    /// Reads the fingerprints from a config object. Only a text holds a `key=` part: a value of
+    /// another type reads as no fingerprint, with nothing copied to read it.
+    pub fn from_config(config: &Map<String, Value>) -> Identity {
+        let text = |key: &str| config.get(key).and_then(Value::as_str).unwrap_or_default();
         Identity {
-            smbios_uuid: text("smbios1")
-                .and_then(|s| property(&s, "uuid").map(str::to_ascii_lowercase)),
-            ctime: text("meta").and_then(|s| property(&s, "ctime").and_then(|c| c.parse().ok())),
+            smbios_uuid: property(text("smbios1"), "uuid").map(str::to_ascii_lowercase),
+            ctime: property(text("meta"), "ctime").and_then(|c| c.parse().ok()),
         }
     }
 
@@ -39,6 +35,27 @@ impl Identity {
     pub fn is_empty(&self) -> bool {
         self.smbios_uuid.is_none() && self.ctime.is_none()
     }
+
+    /// The identity as records write it: `smbiosUuid` and `ctime`, each when known (`{}` when
+    /// neither is).
+    pub fn json(self) -> Value {
+        let mut json = Map::new();
+        if let Some(uuid) = self.smbios_uuid {
+            json.insert("smbiosUuid".to_string(), Value::String(uuid));
+        }
+        if let Some(ctime) = self.ctime {
+            json.insert("ctime".to_string(), Value::from(ctime));
+        }
+        Value::Object(json)
+    }
+
+    /// A record's `identity`: [`Identity::json`], or null (left out) when nothing is known.
+    pub fn recorded(self) -> Value {
+        match self.is_empty() {
+            true => Value::Null,
+            false => self.json(),
+        }
+    }
 }
 
 /// The identity stored in a previous record, if it has one.
@@ -46,17 +63,22 @@ pub fn stored_identity(record: &Value) -> Option<Identity> {
     let stored = record.get("identity")?.as_object()?;
     // A field of another type makes the whole identity unreadable: nothing to compare with.
     let field = |key: &str| stored.get(key).filter(|v| !v.is_null());
-    let identity = Identity {
-        smbios_uuid: match field("smbiosUuid") {
-            Some(uuid) => Some(uuid.as_str()?.to_string()),
-            None => None,
-        },
-        ctime: match field("ctime") {
-            Some(ctime) => Some(ctime.as_u64()?),
-            None => None,
-        },
+    // Each field checked before the uuid is copied: a refusal has nothing to drop (issue 32).
+    let ctime = match field("ctime") {
+        Some(ctime) => Some(ctime.as_u64()?),
+        None => None,
     };
-    Some(identity).filter(|i| !i.is_empty())
+    let uuid = match field("smbiosUuid") {
+        Some(uuid) => Some(uuid.as_str()?),
+        None => None,
+    };
+    if uuid.is_none() && ctime.is_none() {
+        return None;
+    }
+    Some(Identity {
+        smbios_uuid: uuid.map(str::to_string),
+        ctime,
+    })
 }
 
 #[cfg(test)]
@@ -66,9 +88,8 @@ mod tests {
 
     #[test]
     fn reads_uuid_and_ctime() {
-        let id = Identity::from_config(
-            &json!({"smbios1": "uuid=ABC-1,manufacturer=x", "meta": "creation-qemu=9.0.2,ctime=1700000000"}),
-        );
+        let config = json!({"smbios1": "uuid=ABC-1,manufacturer=x", "meta": "creation-qemu=9.0.2,ctime=1700000000"});
+        let id = Identity::from_config(config.as_object().expect("an object"));
         assert_eq!(id.smbios_uuid.as_deref(), Some("abc-1"));
         assert_eq!(id.ctime, Some(1_700_000_000));
     }

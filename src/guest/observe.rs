@@ -94,11 +94,11 @@ pub async fn read_guest<H: Host>(
     // An object, or the answer is wrong: a config read as "nothing" would skip the reuse check.
     let request = endpoints::guest_config(&at.node, run.kind, at.vmid);
     let answer = run.pve().call(&request).await;
-    let config = Value::Object(shaped(&request, "a guest config", answer)?);
+    let config = shaped(&request, "a guest config", answer)?;
     let identity = Identity::from_config(&config);
-    let config = match (look, config) {
-        (Look::WithConfig, Value::Object(config)) => config,
-        _ => Map::new(),
+    let config = match look {
+        Look::WithConfig => config,
+        Look::ToAct => Map::new(),
     };
     Ok((status, config, identity, Some(run.now_iso())))
 }
@@ -113,22 +113,32 @@ fn carried_identity(
         smbios_uuid: None,
         ctime: None,
     };
-    let same_guest = |s: &Value| {
-        s.get("present") == Some(&Value::Bool(true))
-            && s.get("name").and_then(Value::as_str) == status.name.as_deref()
-    };
     match stored {
         // Nothing stored to compare with: `lookup` establishes the identity.
         None => Some((no_identity, None)),
-        Some(s) if same_guest(s) => {
-            let read_at = s.get("identityObservedAt").and_then(Value::as_str);
-            let carried = read_at.and_then(|_| stored_identity(s));
-            let read_at = read_at.filter(|_| carried.is_some()).map(str::to_string);
-            Some((carried.unwrap_or(no_identity), read_at))
-        }
+        Some(s) if same_guest(s, status) => Some(match carried_from(s) {
+            Some((carried, read_at)) => (carried, Some(read_at)),
+            None => (no_identity, None),
+        }),
         // Recorded absent, or under another name: the VMID may hold another guest now.
         Some(_) => None,
     }
+}
+
+/// Whether a stored record still describes the guest `status` shows: present, under the same name.
+/// Otherwise (recorded absent, or under another name) the VMID may hold another guest now: the
+/// cheap signal `sync` and an action read the guest's config on.
+pub fn same_guest(stored: &Value, status: &GuestStatus) -> bool {
+    stored.get("present") == Some(&Value::Bool(true))
+        && stored.get("name").and_then(Value::as_str) == status.name.as_deref()
+}
+
+/// The identity a stored record holds, with the time it was read (`identityObservedAt`), to carry
+/// forward without re-reading it: never asserted as current. None without that time (an older
+/// record): nothing would say how old it is.
+pub fn carried_from(stored: &Value) -> Option<(Identity, String)> {
+    let read_at = stored.get("identityObservedAt").and_then(Value::as_str)?;
+    Some((stored_identity(stored)?, read_at.to_string()))
 }
 
 /// The record of an observed guest, flagging a reused VMID against the stored record; its identity
@@ -139,27 +149,37 @@ pub async fn record_for<H: Host>(
     status: &GuestStatus,
     identity: Identity,
 ) -> GuestRecord {
-    let mut record = GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
-    let instance = run.guest_instance(at.vmid);
     // A stored record that cannot be read only loses the reuse check; the observed state stands.
-    let previous = run
+    let stored = run
         .host
-        .read_record(&instance)
+        .read_record(&run.guest_instance(at.vmid))
         .await
         .ok()
-        .flatten()
-        .as_ref()
-        .and_then(stored_identity);
+        .flatten();
+    let mut record = GuestRecord::observed(at.vmid, &at.node, status, run.method, run.now_iso());
+    judge_identity(run, &mut record, identity, stored.as_ref());
+    record
+}
+
+/// Sets a record's identity as read just now, flagging a reused VMID against the stored record
+/// ([`record_for`]'s, or the one `sync` read with the rest of its node's in one host call).
+pub fn judge_identity<H: Host>(
+    run: &Run<'_, H>,
+    record: &mut GuestRecord,
+    identity: Identity,
+    stored: Option<&Value>,
+) {
+    let previous = stored.and_then(stored_identity);
     if let Some(previous) = previous.filter(|p| identity.differs_from(p)) {
         run.warn(&format!(
-            "VMID {} now belongs to a different guest than {instance} recorded (smbios uuid {} → {}): the VMID was reused",
-            at.vmid,
+            "VMID {} now belongs to a different guest than {} recorded (smbios uuid {} → {}): the VMID was reused",
+            record.vmid,
+            run.guest_instance(record.vmid),
             previous.smbios_uuid.as_deref().unwrap_or("?"),
             identity.smbios_uuid.as_deref().unwrap_or("?")
         ));
         record.identity_changed = identity_change(&previous, &identity);
     }
-    record.identity = Some(identity).filter(|i| !i.is_empty());
-    record.identity_observed_at = record.identity.as_ref().map(|_| run.now_iso());
-    record
+    record.identity_observed_at = (!identity.is_empty()).then(|| run.now_iso());
+    record.identity = identity.recorded();
 }

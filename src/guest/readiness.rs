@@ -6,7 +6,7 @@
 //! (the agent's version, the addresses per NIC, the cloud-init result) is kept for the record,
 //! whatever the verdict.
 
-use super::addresses::{describe_skipped, unusable, Skipped};
+use super::addresses::{describe_skipped, skipped, unusable};
 use super::agent_exec::execute;
 use super::evidence::cut_at_the_end;
 use super::exec::{verdict_message, ExecArgs, ExitPolicy};
@@ -85,9 +85,9 @@ pub struct NicSeen {
     pub mac: Option<String>,
     /// The usable addresses (guest/addresses.rs).
     pub addresses: Vec<String>,
-    /// The addresses it reported that do not count, and why.
+    /// The addresses it reported that do not count, and why (guest/addresses.rs `skipped`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub skipped: Vec<Skipped>,
+    pub skipped: Vec<Value>,
 }
 
 /// Everything a readiness wait saw.
@@ -519,10 +519,7 @@ pub fn interfaces(data: &Value) -> Vec<NicSeen> {
                     .and_then(|p| u8::try_from(p).ok());
                 match unusable(address, prefix) {
                     None => nic.addresses.push(address.to_string()),
-                    Some(why) => nic.skipped.push(Skipped {
-                        address: address.to_string(),
-                        why,
-                    }),
+                    Some(why) => nic.skipped.push(skipped(address, why)),
                 }
             }
             nic
@@ -555,7 +552,8 @@ fn described(nics: &[NicSeen]) -> String {
                     false => described.push_str(&n.addresses.joined(", ")),
                 }
                 if !n.skipped.is_empty() {
-                    let skipped = describe_skipped(&n.skipped);
+                    let mut skipped = String::new();
+                    describe_skipped(&mut skipped, &n.skipped);
                     let _ = write!(described, " (skipped: {skipped})");
                 }
             }
@@ -634,7 +632,7 @@ mod tests {
                 {"ip-address": "0.0.0.0", "ip-address-type": "ipv4", "prefix": 8}]}]});
         let nics = interfaces(&data);
         assert!(nics[0].addresses.is_empty());
-        assert_eq!(nics[0].skipped[0].why, "unspecified");
+        assert_eq!(nics[0].skipped[0]["why"], "unspecified");
         assert_eq!(
             described(&nics),
             "eth0 bc:24:11:00:00:01: no address (skipped: 0.0.0.0 (unspecified))"

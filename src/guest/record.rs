@@ -8,14 +8,13 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// A detected VMID reuse as the record states it (`identityChanged`): the identity the stored
-/// record described (`previous`) and the one read now (`current`). Built as JSON: each identity
-/// through the record's own serializer of [`Identity`], no struct with serializers of its own for
-/// one more shape (issue 32).
+/// record described (`previous`) and the one read now (`current`). Built as JSON, each identity as
+/// records write it ([`Identity::json`]): no struct with serializers of its own for one more shape
+/// (issue 32).
 pub fn identity_change(previous: &Identity, current: &Identity) -> Value {
     let mut change = Map::new();
-    let json = |identity| serde_json::to_value(identity).unwrap_or_default();
-    change.insert("previous".to_string(), json(previous));
-    change.insert("current".to_string(), json(current));
+    change.insert("previous".to_string(), previous.clone().json());
+    change.insert("current".to_string(), current.clone().json());
     Value::Object(change)
 }
 
@@ -83,8 +82,10 @@ pub struct GuestRecord {
     pub netout_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uptime_sec: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub identity: Option<Identity>,
+    /// The guest's fingerprints as JSON, built when filled ([`Identity::recorded`]; null, left
+    /// out, when none is known): no serializer of [`Identity`] of its own (issue 32).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub identity: Value,
     /// When `identity` was read from the guest's config (a sync carries an older one forward).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity_observed_at: Option<String>,
@@ -191,7 +192,7 @@ impl GuestRecord {
             netin_bytes: None,
             netout_bytes: None,
             uptime_sec: None,
-            identity: None,
+            identity: Value::Null,
             identity_observed_at: None,
             marks: Marks::default(),
             identity_changed: Value::Null,

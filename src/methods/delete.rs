@@ -181,7 +181,7 @@ fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome
         .as_deref()
         .map(split_tags)
         .unwrap_or_default();
-    record.identity = (!ev.identity.is_empty()).then(|| ev.identity.clone());
+    record.identity = ev.identity.clone().recorded();
     record.identity_observed_at = ev.identity_seen_at();
     record.warnings = ev.trail.warnings.clone();
     record.last_task = ev.trail.last_task.clone();

@@ -341,21 +341,18 @@ fn is_ipv4(text: &str) -> bool {
 /// them); `Err` says there is none, naming the addresses seen and skipped.
 fn first_usable_ipv4(data: &Value) -> Result<String, String> {
     let nics = interfaces(data);
-    let mut skipped = Vec::new();
+    let mut skipped = String::new();
     for nic in &nics {
         for ip in &nic.addresses {
             if !ip.contains(':') {
                 return Ok(ip.clone());
             }
         }
-        skipped.extend_from_slice(&nic.skipped);
+        describe_skipped(&mut skipped, &nic.skipped);
     }
     Err(match skipped.is_empty() {
         true => "the agent reported no IPv4 address".to_string(),
-        false => format!(
-            "the agent reported no usable IPv4 address (skipped: {})",
-            describe_skipped(&skipped)
-        ),
+        false => format!("the agent reported no usable IPv4 address (skipped: {skipped})"),
     })
 }
 

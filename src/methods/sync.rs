@@ -33,18 +33,17 @@
 //! not audit) before it is recorded `present: false`. One that still exists is left as recorded: a
 //! node sync warns (it may have migrated), a cluster sync fails after writing everything else.
 
-use crate::args::{check_segment, segment_fault, ArgError, Fields, Kind, Read, Spec};
+use crate::args::{segment_fault, ArgError, Fields, Kind, Read, Spec};
 use crate::client::shaped;
 use crate::explain::{could_not, hint};
 use crate::guest::identity::{stored_identity, Identity};
-use crate::guest::locate::{next_id_free, Located};
-use crate::guest::observe::{locked_note, record_for};
+use crate::guest::locate::next_id_free;
+use crate::guest::observe::{carried_from, judge_identity, locked_note, same_guest};
 use crate::guest::record::{GuestRecord, SyncSelection};
 use crate::guest::select;
 use crate::guest::settle::lock_of;
 use crate::guest::upstream::{vmid_of_instance, with_superseded, written_by_upstream};
 use crate::host::{Host, HostError};
-use crate::methods::lookup::recorded;
 use crate::outcome::{Failure, Outcome, RecordWrite};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
@@ -102,8 +101,15 @@ impl SyncArgs {
             tags: Vec::new(),
             r#where: None,
         };
-        parsed.nodes = names(&fields, "nodes", "must name at least one node", a_node)?;
-        let tags = names(&fields, "tags", "must name at least one tag", a_tag)?;
+        let no_node = "must name at least one node";
+        parsed.nodes = names(&fields, "nodes", no_node, segment_fault, false)?;
+        let tags = names(
+            &fields,
+            "tags",
+            "must name at least one tag",
+            tag_fault,
+            true,
+        )?;
         parsed.tags = tags.unwrap_or_default();
         // Whether it compiles is the host's to judge (guest/select.rs), before anything is sent.
         parsed.r#where = fields.text("where")?.map(str::to_string);
@@ -136,13 +142,15 @@ impl SyncArgs {
     }
 }
 
-/// `nodes` or `tags`: a non-empty list (`empty` says so otherwise), each entry checked and kept
-/// (`keep` gets its field, e.g. `tags[1]`) once.
+/// `nodes` or `tags`: a non-empty list (`empty` says so otherwise), each entry checked (`fault`:
+/// the rule it breaks, if any, refused under its place, e.g. `tags[1]`), lower-cased when `fold`
+/// says (tags compare without case), and kept once.
 fn names(
     fields: &Fields,
     key: &str,
     empty: &str,
-    keep: fn(&str, &str) -> Result<String, ArgError>,
+    fault: fn(&str) -> Option<&'static str>,
+    fold: bool,
 ) -> Result<Option<Vec<String>>, ArgError> {
     let Some(given) = fields.optional::<Vec<String>>(key)? else {
         return Ok(None);
@@ -152,7 +160,13 @@ fn names(
     }
     let mut out: Vec<String> = Vec::new();
     for (i, name) in given.iter().enumerate() {
-        let name = keep(&format!("{key}[{i}]"), name)?;
+        if let Some(rule) = fault(name) {
+            return Err(ArgError::new(format!("{key}[{i}]"), rule));
+        }
+        let mut name = name.clone();
+        if fold {
+            name.make_ascii_lowercase();
+        }
         if !out.contains(&name) {
             out.push(name);
         }
@@ -160,26 +174,17 @@ fn names(
     Ok(Some(out))
 }
 
-/// An entry of `nodes`: a node name.
-fn a_node(field: &str, node: &str) -> Result<String, ArgError> {
-    check_segment(field, node)?;
-    Ok(node.to_string())
-}
-
-/// An entry of `tags`, in PVE's tag syntax (pve-common `PVE/JSONSchema.pm` `$PVE_TAG_RE`: a
-/// letter, digit or `_`, then letters, digits and `_ - + .`), lower-cased.
-fn a_tag(field: &str, tag: &str) -> Result<String, ArgError> {
-    let mut bytes = tag.bytes();
-    let first = bytes
-        .next()
-        .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
-    if !first || !bytes.all(|b| b.is_ascii_alphanumeric() || b"_-+.".contains(&b)) {
-        return Err(ArgError::new(
-            field,
-            "must be a PVE tag: a letter, digit or _, then letters, digits, _, -, + or .",
-        ));
+/// The rule an entry of `tags` breaks, if any: PVE's tag syntax (pve-common `PVE/JSONSchema.pm`
+/// `$PVE_TAG_RE`: a letter, digit or `_`, then letters, digits and `_ - + .`).
+fn tag_fault(tag: &str) -> Option<&'static str> {
+    let mut fits = !tag.is_empty();
+    let mut first = true;
+    for b in tag.bytes() {
+        fits &=
+            b.is_ascii_alphanumeric() || b == b'_' || (!first && matches!(b, b'-' | b'+' | b'.'));
+        first = false;
     }
-    Ok(tag.to_ascii_lowercase())
+    (!fits).then_some("must be a PVE tag: a letter, digit or _, then letters, digits, _, -, + or .")
 }
 
 /// What one sync covers, saw and wrote.
@@ -200,23 +205,29 @@ struct Sweep {
     read: Vec<String>,
     running: usize,
     absent: usize,
-    /// `101 (clone)`: guests whose config is locked (an operation on them has not finished).
-    locked: Vec<String>,
+    /// `101 (clone), 102 (backup)`: guests whose config is locked (an operation on them has not
+    /// finished), listed as the summary says them.
+    locked: String,
     /// Why the sync cannot claim every guest in scope was read.
     problems: Vec<String>,
 }
 
-/// Runs `sync`. Its reads are one course of awaits, all in this function (each async fn around
-/// some of them would be one more future, issue 32); what each read means is judged by plain
-/// functions, so the async state machine holds little.
+/// Whether `args` ask for a sync of one guest (a guest reference, and nothing `sync` refuses).
+/// Dispatch runs it as `lookup` runs (`lookup::recorded` with [`synced_one`]): `lookup`'s own boxed
+/// future, not one more held inside [`sync`]'s (issue 32).
+pub fn of_one_guest(args: &Value) -> bool {
+    SyncArgs::parse(args).is_ok_and(|parsed| parsed.one_guest)
+}
+
+/// Runs `sync` of a selection (a sync of one guest is dispatched apart: [`of_one_guest`]). Its
+/// reads are one course of awaits, all in this function (each async fn around some of them would
+/// be one more future, issue 32); what each read means is judged by plain functions, so the async
+/// state machine holds little.
 pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let parsed = match SyncArgs::parse(args) {
         Ok(parsed) => parsed,
         Err(e) => return Failure::from(e).into(),
     };
-    if parsed.one_guest {
-        return recorded(run, args, synced_one).await;
-    }
     // The sweep of a selection: the scope's lists, then the stored guests in it that no list held.
     let mut sweep = match Sweep::plan(run, parsed) {
         Ok(sweep) => sweep,
@@ -232,10 +243,10 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             }
         }
     };
-    for node in nodes {
-        let request = endpoints::node_guests(&node, run.kind);
+    for node in &nodes {
+        let request = endpoints::node_guests(node, run.kind);
         let listed = run.pve().call(&request).await;
-        let chosen = match sweep.listed(run, &node, &request, listed) {
+        let chosen = match sweep.listed(run, node, &request, listed) {
             Ok(Some(chosen)) => chosen,
             Ok(None) => continue,
             Err(failure) => return failure.into(),
@@ -249,29 +260,24 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
         // A stored record that cannot be read only costs a config read.
         let stored = run.host.read_records(&instances).await.unwrap_or_default();
-        // One record for each guest: past the host's answer, none is stored. Taken in
-        // step, not zipped: each adapter compiles its own code (issue 32).
-        let mut stored = stored.into_iter();
-        let mut instances = instances.into_iter();
-        for (vmid, status) in chosen {
-            let instance = instances.next().unwrap_or_default();
-            let stored = stored.next().flatten();
-            let mut record = carried(run, vmid, &node, &status, stored.as_ref());
+        // One record for each guest: past the host's answer, none is stored. Taken by place,
+        // not zipped nor drained: each adapter compiles its own code (issue 32).
+        for (at, (vmid, status)) in chosen.iter().enumerate() {
+            let vmid = *vmid;
+            let instance = instances.get_mut(at).map(std::mem::take);
+            let stored = stored.get(at).and_then(Option::as_ref);
+            let mut record = carried(run, vmid, node, status, stored);
             // It may be another guest now: its config read and its identity compared
             // (see the module doc); a config that cannot be read leaves it carried.
-            if may_be_another_guest(stored.as_ref(), &status) {
-                let request = endpoints::guest_config(&node, run.kind, vmid);
+            if stored.is_some_and(|s| !same_guest(s, status)) {
+                let request = endpoints::guest_config(node, run.kind, vmid);
                 let read = run.pve().call(&request).await;
                 let read = shaped::<Map<String, Value>>(&request, "a guest config", read);
                 let warning = match read {
                     Ok(config) => {
-                        let identity = Identity::from_config(&Value::Object(config));
-                        let at = Located {
-                            vmid,
-                            node: node.clone(),
-                        };
-                        record = record_for(run, &at, &status, identity).await;
-                        unproven_reuse(run.kind.noun(), vmid, stored.as_ref())
+                        let identity = Identity::from_config(&config);
+                        judge_identity(run, &mut record, identity, stored);
+                        unproven_reuse(run.kind.noun(), vmid, stored)
                     }
                     Err(e) => Some(unchecked(run.kind.noun(), vmid, &e)),
                 };
@@ -280,7 +286,7 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     record.warnings.push(warning);
                 }
             }
-            sweep.record(run.guest_spec(), instance, record);
+            sweep.record(run.guest_spec(), instance.unwrap_or_default(), record);
         }
     }
     // Stored guests in scope that no list held: absent records for the confirmed
@@ -289,12 +295,12 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let names = listed_records(run, listed).unwrap_or_default();
     // Sorted for the lookups below; a VMID is listed by one node only.
     crate::order::sort_by(&mut sweep.seen, &Ord::cmp);
-    for name in names {
-        let vmid = vmid_of_instance(&name, run.kind.record_prefix());
+    for name in &names {
+        let vmid = vmid_of_instance(name, run.kind.record_prefix());
         let Some(vmid) = vmid.filter(|v| sweep.seen.binary_search(&(*v as usize)).is_err()) else {
             continue;
         };
-        let Ok(Some(stored)) = run.host.read_record(&name).await else {
+        let Ok(Some(stored)) = run.host.read_record(name).await else {
             continue;
         };
         if sweep.takes_stored(run, vmid, &stored) {
@@ -311,8 +317,8 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
 }
 
-/// The summary of a sync of one guest, read and written like `lookup` ([`recorded`]).
-fn synced_one(kind: GuestKind, record: &GuestRecord) -> String {
+/// The summary of a sync of one guest, read and written like `lookup` (`lookup::recorded`).
+pub fn synced_one(kind: GuestKind, record: &GuestRecord) -> String {
     format!(
         "synced {} {}{}",
         kind.noun(),
@@ -355,7 +361,7 @@ impl Sweep {
             read: Vec::new(),
             running: 0,
             absent: 0,
-            locked: Vec::new(),
+            locked: String::new(),
             problems: Vec::new(),
         })
     }
@@ -367,20 +373,15 @@ impl Sweep {
 
     /// Whether a guest is in the selection: it carries every selected tag and its record (the
     /// one listed, or the one stored) satisfies `where`; `Err`: `where` cannot be evaluated over it.
-    fn selects<H: Host>(
-        &self,
-        host: &H,
-        carries: &dyn Fn(&str) -> bool,
-        record: &dyn Fn() -> Value,
-    ) -> Result<bool, String> {
+    fn selects<H: Host>(&self, run: &Run<'_, H>, guest: Candidate) -> Result<bool, String> {
         let selection = &self.selection;
         for wanted in &selection.tags {
-            if !carries(wanted) {
+            if !guest.carries(wanted) {
                 return Ok(false);
             }
         }
         match &selection.r#where {
-            Some(expression) => select::selects(host, expression, &record()),
+            Some(expression) => select::selects(run.host, expression, &guest.fields(run)),
             None => Ok(true),
         }
     }
@@ -405,7 +406,7 @@ impl Sweep {
                 .get("status")
                 .and_then(Value::as_str)
                 .unwrap_or("unknown");
-            if check_segment("node", name).is_err() {
+            if segment_fault(name).is_some() {
                 self.problems.push(format!(
                     "GET /nodes listed a node named {name:?}, which cannot be read"
                 ));
@@ -477,12 +478,12 @@ impl Sweep {
             return None;
         };
         self.seen.push(vmid as usize);
-        let tags = status.tags.as_deref().unwrap_or("");
-        let listed = || {
-            let record = GuestRecord::observed(vmid, node, &status, run.method, run.now_iso());
-            serde_json::to_value(&record).unwrap_or(Value::Null)
+        let listed = Candidate::Listed {
+            vmid,
+            node,
+            status: &status,
         };
-        match self.selects(run.host, &|wanted| flex::has_tag(tags, wanted), &listed) {
+        match self.selects(run, listed) {
             Ok(true) => {}
             Ok(false) => {
                 self.unselected += 1;
@@ -496,7 +497,10 @@ impl Sweep {
         }
         self.running += usize::from(status.status == "running");
         if let Some(lock) = lock_of(&status) {
-            self.locked.push(format!("{vmid} ({lock})"));
+            if !self.locked.is_empty() {
+                self.locked.push_str(", ");
+            }
+            let _ = write!(self.locked, "{vmid} ({lock})");
         }
         Some((vmid, status))
     }
@@ -513,13 +517,7 @@ impl Sweep {
         if !present || !on_a_read_node {
             return false;
         }
-        let tags = stored.get("tags").and_then(Value::as_array);
-        let tags = tags.map(Vec::as_slice).unwrap_or_default();
-        let carries = |wanted: &str| {
-            tags.iter()
-                .any(|t| t.as_str().is_some_and(|t| t.eq_ignore_ascii_case(wanted)))
-        };
-        match self.selects(run.host, &carries, &|| stored.clone()) {
+        match self.selects(run, Candidate::Stored(stored)) {
             Ok(selected) => selected,
             Err(e) => {
                 self.problems.push(format!(
@@ -610,7 +608,7 @@ impl Sweep {
         }
         if !self.locked.is_empty() {
             said.push_str("; locked (an operation on them has not finished): ");
-            said.push_str(&self.locked.joined(", "));
+            said.push_str(&self.locked);
         }
         match self.problems.is_empty() {
             true => Ok(said),
@@ -619,6 +617,48 @@ impl Sweep {
                 said.push_str(&self.problems.joined("; "));
                 Err(said)
             }
+        }
+    }
+}
+
+/// A guest a selection judges: as its node listed it, or as its stored record says. One reader of
+/// both, not a closure each behind a `dyn` (issue 32).
+#[derive(Clone, Copy)]
+enum Candidate<'a> {
+    Listed {
+        vmid: u32,
+        node: &'a str,
+        status: &'a GuestStatus,
+    },
+    Stored(&'a Value),
+}
+
+impl Candidate<'_> {
+    /// Whether the guest carries `wanted` (compared without case: the module doc): in its list
+    /// entry's tags (PVE's `a;b`), or its record's list.
+    fn carries(self, wanted: &str) -> bool {
+        match self {
+            Candidate::Listed { status, .. } => {
+                flex::has_tag(status.tags.as_deref().unwrap_or(""), wanted)
+            }
+            Candidate::Stored(stored) => {
+                let tags = stored.get("tags").and_then(Value::as_array);
+                let tags = tags.map(Vec::as_slice).unwrap_or_default();
+                tags.iter()
+                    .any(|t| t.as_str().is_some_and(|t| t.eq_ignore_ascii_case(wanted)))
+            }
+        }
+    }
+
+    /// The fields `where` is evaluated over: the record this sync would write for a listed guest,
+    /// or the stored one.
+    fn fields<H: Host>(self, run: &Run<'_, H>) -> Value {
+        match self {
+            Candidate::Listed { vmid, node, status } => {
+                let record = GuestRecord::observed(vmid, node, status, run.method, run.now_iso());
+                serde_json::to_value(&record).unwrap_or(Value::Null)
+            }
+            Candidate::Stored(stored) => stored.clone(),
         }
     }
 }
@@ -657,22 +697,8 @@ fn unjudged(noun: &str, vmid: u32, e: &str) -> String {
     format!("{noun} {vmid} was not recorded: where cannot be evaluated over its fields: {e}")
 }
 
-/// The cheap signal that the VMID may now hold another guest: its stored record says absent, or
-/// names another guest.
-fn may_be_another_guest(stored: Option<&Value>, status: &GuestStatus) -> bool {
-    match stored {
-        Some(s) => {
-            s.get("present") != Some(&Value::Bool(true))
-                || s.get("name").and_then(Value::as_str) != status.name.as_deref()
-        }
-        None => false,
-    }
-}
-
 /// The record of a listed guest as observed, its stored identity carried forward without
-/// re-reading it: with the time it was read (`identityObservedAt`), so it is never asserted as
-/// current. A stored identity without that time (an older record) is not carried: nothing would
-/// say how old it is.
+/// re-reading it, with the time it was read ([`carried_from`]).
 fn carried<H: Host>(
     run: &Run<'_, H>,
     vmid: u32,
@@ -681,14 +707,9 @@ fn carried<H: Host>(
     stored: Option<&Value>,
 ) -> GuestRecord {
     let mut record = GuestRecord::observed(vmid, node, status, run.method, run.now_iso());
-    let Some(stored) = stored else {
-        return record;
-    };
-    if let Some(observed_at) = stored.get("identityObservedAt").and_then(Value::as_str) {
-        record.identity = stored_identity(stored);
-        if record.identity.is_some() {
-            record.identity_observed_at = Some(observed_at.to_string());
-        }
+    if let Some((identity, read_at)) = stored.and_then(carried_from) {
+        record.identity = identity.json();
+        record.identity_observed_at = Some(read_at);
     }
     record
 }
