@@ -187,46 +187,53 @@ fn is_ipv4_config(text: &str) -> bool {
 }
 
 impl NicArgs {
-    /// Always inlined into its one caller, the method's boxed change: the arguments are then
+    /// `setNic`'s arguments, or (`remove`) `removeNic`'s: the guest and `nic` alone. One reader
+    /// for both methods (issue 32: a copy each cost its own refusal paths).
+    ///
+    /// Always inlined into its one caller, the methods' boxed change: the arguments are then
     /// built in their box, with no result of their own to match and move (issue 32).
     #[inline(always)]
-    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
+    pub fn parse(kind: GuestKind, args: &Value, remove: bool) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let base = SetConfigArgs::of_guest(&fields)?;
         let nic = nic_key(&fields)?;
-        let checks: &[Check] = match kind {
-            GuestKind::Qemu => &VM_TEXT,
-            GuestKind::Lxc => &CT_TEXT,
-        };
         let mut ident = None;
         let mut rest = Vec::new();
-        for (at, check) in checks.iter().enumerate() {
-            match (at, text(&fields, *check)?) {
-                (_, None) => {}
-                (0, given) => ident = given,
-                (_, Some(v)) => rest.push(format!("{}={v}", check.0)),
+        let mut mac = None;
+        let mut clear = Vec::new();
+        if !remove {
+            let checks: &[Check] = match kind {
+                GuestKind::Qemu => &VM_TEXT,
+                GuestKind::Lxc => &CT_TEXT,
+            };
+            for (at, check) in checks.iter().enumerate() {
+                match (at, text(&fields, *check)?) {
+                    (_, None) => {}
+                    (0, given) => ident = given,
+                    (_, Some(v)) => rest.push(format!("{}={v}", check.0)),
+                }
             }
-        }
-        if !rest.iter().any(|p| p.starts_with("bridge=")) {
-            return Err(ArgError::new("bridge", "is required"));
-        }
-        let mac = text(&fields, MAC)?;
-        if let Some(on) = fields.flag("firewall")? {
-            rest.push(format!("firewall={}", u8::from(on)));
-        }
-        if let Some(rate) = fields.present("rate")? {
-            if !rate.as_f64().is_some_and(|r| r >= 0.0) {
-                return Err(ArgError::new(
-                    "rate",
-                    "must be a number of MB/s, at least 0",
-                ));
+            if !rest.iter().any(|p| p.starts_with("bridge=")) {
+                return Err(ArgError::new("bridge", "is required"));
             }
-            rest.push(format!("rate={rate}", rate = crate::quote::json(rate)));
+            mac = text(&fields, MAC)?;
+            if let Some(on) = fields.flag("firewall")? {
+                rest.push(format!("firewall={}", u8::from(on)));
+            }
+            if let Some(rate) = fields.present("rate")? {
+                if !rate.as_f64().is_some_and(|r| r >= 0.0) {
+                    return Err(ArgError::new(
+                        "rate",
+                        "must be a number of MB/s, at least 0",
+                    ));
+                }
+                rest.push(format!("rate={rate}", rate = crate::quote::json(rate)));
+            }
+            if fields.int("tag")?.is_some() {
+                rest.push(format!("tag={}", fields.int_in("tag", 1, 4094)?));
+            }
+            clear = clear_list(kind, &fields, &rest)?;
         }
-        if fields.int("tag")?.is_some() {
-            rest.push(format!("tag={}", fields.int_in("tag", 1, 4094)?));
-        }
-        let clear = clear_list(kind, &fields, &rest)?;
         Ok(NicArgs {
             base,
             nic: nic.to_string(),
@@ -234,27 +241,7 @@ impl NicArgs {
             mac: mac.map(str::to_string),
             rest,
             clear,
-            remove: false,
-        })
-    }
-
-    /// `removeNic`'s arguments: the guest and `nic`.
-    ///
-    /// Always inlined into its one caller, the method's boxed change: the arguments are then
-    /// built in their box, with no result of their own to match and move (issue 32).
-    #[inline(always)]
-    pub fn removal(_: GuestKind, args: &Value) -> Result<Self, ArgError> {
-        let fields = Fields::of(args, "")?;
-        let base = SetConfigArgs::of_guest(&fields)?;
-        let nic = nic_key(&fields)?;
-        Ok(NicArgs {
-            base,
-            nic: nic.to_string(),
-            ident: None,
-            mac: None,
-            rest: Vec::new(),
-            clear: Vec::new(),
-            remove: true,
+            remove,
         })
     }
 
@@ -358,12 +345,19 @@ impl ConfigChange for NicArgs {
 
 /// `setNic`'s change, from its arguments (run by `change_course::guest_change`).
 pub fn set_nic(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
-    Ok(GuestChange::Config(Box::new(NicArgs::parse(kind, args)?)))
+    nic_change(kind, args, false)
 }
 
 /// `removeNic`'s change, from its arguments (run by `change_course::guest_change`).
 pub fn remove_nic(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
-    Ok(GuestChange::Config(Box::new(NicArgs::removal(kind, args)?)))
+    nic_change(kind, args, true)
+}
+
+/// The change of `setNic` or (`remove`) `removeNic`: one copy of the reader for both.
+fn nic_change(kind: GuestKind, args: &Value, remove: bool) -> Result<GuestChange, ArgError> {
+    Ok(GuestChange::Config(Box::new(NicArgs::parse(
+        kind, args, remove,
+    )?)))
 }
 
 #[cfg(test)]
