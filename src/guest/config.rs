@@ -27,7 +27,7 @@ use crate::pve::config_keys::{self, KeyType, Kind, Prop};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::property::size_bytes;
-use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{Map, Value};
 
 /// The key whose value PVE never shows.
@@ -322,12 +322,33 @@ fn same_tags(a: &str, b: &str) -> bool {
     set(a) == set(b)
 }
 
+/// `sshkeys` as the keys it holds: `%XX` decoded as percent-encoding's `percent_decode_str` reads
+/// it (two hex digits, else a literal `%`), `\r\n` read as `\n`, invalid UTF-8 as U+FFFD, trailing
+/// whitespace dropped. Decoded here byte by byte, not through the crate's decoding iterator and a
+/// text replace (issue 32). `\r` and `\n` are ASCII, which UTF-8 repair never touches: a `\r`
+/// before a `\n` is dropped before it.
 fn decoded_keys(text: &str) -> String {
-    percent_decode_str(text)
-        .decode_utf8_lossy()
-        .replace("\r\n", "\n")
-        .trim_end()
-        .to_string()
+    let hex = |b: Option<&u8>| b.and_then(|b| char::from(*b).to_digit(16));
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        at += 1;
+        let byte = match (byte, hex(bytes.get(at)), hex(bytes.get(at + 1))) {
+            (b'%', Some(high), Some(low)) => {
+                at += 2;
+                (high * 16 + low) as u8
+            }
+            _ => byte,
+        };
+        if decoded.last() == Some(&b'\r') && byte == b'\n' {
+            decoded.pop();
+        }
+        decoded.push(byte);
+    }
+    let mut keys = String::from_utf8_lossy(&decoded).into_owned();
+    keys.truncate(keys.trim_end().len());
+    keys
 }
 
 /// Properties PVE fills in itself when the request leaves them out: a NIC's generated MAC, a
@@ -911,6 +932,30 @@ mod tests {
             "local:1,version=v2.0",
             "local:900/vm-900-disk-1.raw,size=4M,version=v1.2"
         ));
+    }
+
+    #[test]
+    fn ssh_keys_decode_as_percent_decoding_and_a_text_replace_would() {
+        let reference = |text: &str| {
+            percent_encoding::percent_decode_str(text)
+                .decode_utf8_lossy()
+                .replace("\r\n", "\n")
+                .trim_end()
+                .to_string()
+        };
+        for text in [
+            "",
+            "ssh-ed25519%20AAAA%20me%0A",
+            "a%0D%0Ab\r\nc%0d%0A\r\r\n%0D\r%0A%0A",
+            "%",
+            "%4",
+            "%4g%41%%41%%%",
+            "%E2%82%0D%0A%FF%C3%A9 %E2%80%83",
+            "keys \t \u{2003}",
+            "\r\r\n\n\r",
+        ] {
+            assert_eq!(decoded_keys(text), reference(text), "{text:?}");
+        }
     }
 
     #[test]
