@@ -203,10 +203,14 @@ pub fn ssh_keys_param(text: &str) -> String {
     let encoded = text
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"-_.!~*'()%".contains(&b));
+    let mut param = String::new();
     match encoded {
-        true => text.to_string(),
-        false => utf8_percent_encode(text, URLENCODED).to_string(),
+        true => param.push_str(text),
+        // Extended as the API transport extends a URL: one copy of the encoder's loop, not a
+        // `Display` of its own (issue 32).
+        false => param.extend(utf8_percent_encode(text, URLENCODED)),
     }
+    param
 }
 
 /// The schema type of config key `key` of `kind` guests (`net0` is `net[n]`); `None` for a key PVE's
