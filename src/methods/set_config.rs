@@ -150,17 +150,19 @@ pub async fn course<H: Host>(
     ev: &mut Evidence,
     method: &dyn ConfigChange,
 ) -> (Result<String, String>, Option<ConfigSnapshot>) {
-    let mut args = method.base().clone();
-    let filled = method.fill(run.kind, ev.at.vmid, &ev.config, &mut args.changes);
+    // The changes given, completed: the guest and `applyPending` are read where they are.
+    let base = method.base();
+    let mut changes = base.changes.clone();
+    let filled = method.fill(run.kind, ev.at.vmid, &ev.config, &mut changes);
     let (mut verdict, mut snapshot) = match filled {
-        Ok(()) => apply(run, ev, &args).await,
+        Ok(()) => apply(run, ev, &changes).await,
         Err(refusal) => (Err(format!("{refusal}; nothing was changed")), None),
     };
     // `applyPending: "reboot"` with changes pending: a verified reboot (the guest must run), then
     // the pending set must be empty. The reboot and the read after it are awaited here, each
     // answer judged by a plain function (issue 32).
     if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
-        if args.apply_pending == ApplyPending::Reboot && taken.has_pending() {
+        if base.apply_pending == ApplyPending::Reboot && taken.has_pending() {
             let summary = summary.clone();
             // What was pending before a reboot is no observation of after it.
             (verdict, snapshot) = match not_running(run, ev, &summary) {
@@ -300,15 +302,15 @@ pub fn pending_read_after_reboot<H: Host>(
 /// The shutdown half of an `applyPending` reboot may take this long.
 const REBOOT_SHUTDOWN_SEC: u64 = 120;
 
-/// Sends the change and reads it back; the snapshot is what the record shows as pending. (Also
-/// `cloudInit`'s first step.)
+/// Sends the changes (key → value as text, in the caller's order) and reads them back; the
+/// snapshot is what the record shows as pending. (Also `cloudInit`'s first step.)
 pub async fn apply<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    args: &SetConfigArgs,
+    changes: &[(String, String)],
 ) -> (Result<String, String>, Option<ConfigSnapshot>) {
     let label = ev.label(run);
-    let mut options = args.changes.clone();
+    let mut options = changes.to_vec();
     for (key, value) in &mut options {
         if key == "sshkeys" {
             *value = ssh_keys_param(value);
@@ -345,7 +347,7 @@ pub async fn apply<H: Host>(
         return (Err(message), None);
     }
     match read_snapshot(run, &ev.at).await {
-        Ok(snapshot) => (judge(run, ev, args, &snapshot), Some(snapshot)),
+        Ok(snapshot) => (judge(run, ev, changes, &snapshot), Some(snapshot)),
         Err(e) => {
             ev.trail.outcome_unknown = true;
             let message = format!(
@@ -411,7 +413,7 @@ async fn identity_refusal<H: Host>(
 fn judge<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    args: &SetConfigArgs,
+    changes: &[(String, String)],
     snapshot: &ConfigSnapshot,
 ) -> Result<String, String> {
     let label = ev.label(run);
@@ -424,7 +426,7 @@ fn judge<H: Host>(
             missed.push(not_applied(&name, key, value, current, pending))
         }
     };
-    for (key, value) in &args.changes {
+    for (key, value) in changes {
         match key.as_str() {
             // A request flag (destroy the deleted disks' volumes), not a key.
             "force" => {}
@@ -444,7 +446,7 @@ fn judge<H: Host>(
             ),
         }
     }
-    if args.changes.iter().any(|(k, _)| k == MASKED_KEY) {
+    if changes.iter().any(|(k, _)| k == MASKED_KEY) {
         run.info(&format!(
             "{label}: PVE never shows cipassword, so only its presence was checked"
         ));
