@@ -19,10 +19,11 @@ use crate::run::Run;
 use serde_json::{Map, Value};
 
 /// The volume config key `key` holds; `None` for no such key, a CD-ROM, an empty drive or a path.
-pub fn volume_at(config: &Map<String, Value>, key: &str) -> Option<String> {
+pub fn volume_at<'c>(config: &'c Map<String, Value>, key: &str) -> Option<&'c str> {
     // Borrowed, not `flex::string_of`'s copy: a number (its only other form) never names a volume,
-    // which has a `storage:` prefix.
-    storage_volume(config.get(key)?.as_str()?).map(str::to_string)
+    // which has a `storage:` prefix. Borrowed from the config too: each caller compares it or
+    // copies it once (issue 32).
+    storage_volume(config.get(key)?.as_str()?)
 }
 
 /// Whether `key` is an `unusedN` entry (0 … 255: qemu-server `$MAX_UNUSED_DISKS`,

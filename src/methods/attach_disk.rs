@@ -131,7 +131,7 @@ impl AttachArgs {
     /// change holds. Refused when the volume is attached already or the slot is taken.
     fn key(&self, config: &Map<String, Value>) -> Result<String, String> {
         let attached = config.iter().find(|(k, _)| {
-            !is_unused(k) && volume_at(config, k).as_deref() == Some(self.volume.as_str())
+            !is_unused(k) && volume_at(config, k) == Some(self.volume.as_str())
         });
         if let Some((key, _)) = attached {
             return Err(format!("{} is attached already, as {key}", self.volume));
@@ -172,7 +172,7 @@ fn judged(volume: &str, after: &ConfigSnapshot) -> Result<ReadBack, String> {
     let holds = |config: &Map<String, Value>| {
         config
             .keys()
-            .find(|k| !is_unused(k) && volume_at(config, k).as_deref() == Some(volume))
+            .find(|k| !is_unused(k) && volume_at(config, k) == Some(volume))
             .cloned()
     };
     if let Some(key) = holds(&after.current) {

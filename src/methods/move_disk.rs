@@ -110,7 +110,7 @@ fn source<H: Host>(
     let same_format = args.format.as_ref().is_none_or(|f| *f == format);
     match storage_of(&volid) == args.storage && same_format {
         true => Ok(None),
-        false => Ok(Some(volid)),
+        false => Ok(Some(volid.to_string())),
     }
 }
 
@@ -237,14 +237,14 @@ fn format_of<'a>(value: &'a str, volid: &'a str) -> &'a str {
 /// (with its size) and the source kept as `unusedN`, or in no key when `delete` freed it.
 fn landed(config: &Map<String, Value>, args: &MoveArgs, from: &str) -> Result<String, String> {
     let to = volume_at(config, &args.disk)
-        .filter(|to| storage_of(to) == args.storage && to != from)
+        .filter(|to| storage_of(to) == args.storage && *to != from)
         .ok_or_else(|| format!("{} is not on storage {}", args.disk, args.storage))?;
     // Borrowed: `to` was found in it, so it is text.
     let value = config
         .get(&args.disk)
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let got = format_of(value, &to);
+    let got = format_of(value, to);
     if let Some(asked) = args.format.as_ref().filter(|f| **f != got) {
         return Err(format!(
             "{to} is {got}, not {asked}: PVE used the storage's format instead (qemu-server resolve_dst_disk_format)"
