@@ -26,8 +26,9 @@ pub struct NicArgs {
     /// `model` (a VM) or `ifname` (a container's `name`), when given.
     pub ident: Option<String>,
     pub mac: Option<String>,
-    /// The other properties as PVE's property string writes them.
-    pub rest: Vec<String>,
+    /// The other properties as PVE's property string writes them (`bridge=vmbr0,tag=5`): one
+    /// text, not a list of parts (issue 32).
+    pub rest: String,
     /// Properties of the NIC it replaces to leave out (`clear`); every other one is kept.
     pub clear: Vec<String>,
     /// `removeNic`: `delete=netN` instead.
@@ -138,7 +139,7 @@ const CT_CLEARABLE: [&str; 9] = [
 ];
 
 /// `clear`: properties of `kind`'s NIC to leave out, none of them also given.
-fn clear_list(kind: GuestKind, fields: &Fields, given: &[String]) -> Result<Vec<String>, ArgError> {
+fn clear_list(kind: GuestKind, fields: &Fields, rest: &str) -> Result<Vec<String>, ArgError> {
     let clearable: &[&str] = match kind {
         GuestKind::Qemu => &VM_CLEARABLE,
         GuestKind::Lxc => &CT_CLEARABLE,
@@ -151,7 +152,7 @@ fn clear_list(kind: GuestKind, fields: &Fields, given: &[String]) -> Result<Vec<
                 format!("may name only {}", clearable.joined(", ")),
             ));
         }
-        if given.iter().any(|p| p.split('=').next() == Some(name)) {
+        if given(rest, name) {
             return Err(ArgError::new(
                 "clear",
                 format!("names {name}, which is also given"),
@@ -159,6 +160,21 @@ fn clear_list(kind: GuestKind, fields: &Fields, given: &[String]) -> Result<Vec<
         }
     }
     Ok(names)
+}
+
+/// Whether the properties `rest` (`name=value,…`, [`NicArgs::rest`]) give `name`.
+fn given(rest: &str, name: &str) -> bool {
+    rest.split(',').any(|p| p.split('=').next() == Some(name))
+}
+
+/// Adds `name=value` to the properties `rest` ([`NicArgs::rest`]).
+fn add(rest: &mut String, name: &str, value: &str) {
+    if !rest.is_empty() {
+        rest.push(',');
+    }
+    rest.push_str(name);
+    rest.push('=');
+    rest.push_str(value);
 }
 
 /// A unicast MAC, `XX:XX:XX:XX:XX:XX` (pve-common pve_verify_mac_addr: the I/G bit clear).
@@ -198,7 +214,7 @@ impl NicArgs {
         let base = SetConfigArgs::of_guest(&fields)?;
         let nic = nic_key(&fields)?;
         let mut ident = None;
-        let mut rest = Vec::new();
+        let mut rest = String::new();
         let mut mac = None;
         let mut clear = Vec::new();
         if !remove {
@@ -210,15 +226,15 @@ impl NicArgs {
                 match (at, text(&fields, *check)?) {
                     (_, None) => {}
                     (0, given) => ident = given,
-                    (_, Some(v)) => rest.push(format!("{}={v}", check.0)),
+                    (_, Some(v)) => add(&mut rest, check.0, v),
                 }
             }
-            if !rest.iter().any(|p| p.starts_with("bridge=")) {
+            if !given(&rest, "bridge") {
                 return Err(ArgError::new("bridge", "is required"));
             }
             mac = text(&fields, MAC)?;
             if let Some(on) = fields.flag("firewall")? {
-                rest.push(format!("firewall={}", u8::from(on)));
+                add(&mut rest, "firewall", if on { "1" } else { "0" });
             }
             if let Some(rate) = fields.present("rate")? {
                 if !rate.as_f64().is_some_and(|r| r >= 0.0) {
@@ -227,10 +243,10 @@ impl NicArgs {
                         "must be a number of MB/s, at least 0",
                     ));
                 }
-                rest.push(format!("rate={rate}", rate = crate::quote::json(rate)));
+                add(&mut rest, "rate", &crate::quote::json(rate));
             }
             if fields.int("tag")?.is_some() {
-                rest.push(format!("tag={}", fields.int_in("tag", 1, 4094)?));
+                add(&mut rest, "tag", &fields.int_in("tag", 1, 4094)?.to_string());
             }
             clear = clear_list(kind, &fields, &rest)?;
         }
@@ -282,18 +298,17 @@ impl NicArgs {
         if let Some(mac) = self.mac.as_deref().or_else(|| kept(mac_key)) {
             part(mac_key, Some(mac));
         }
-        let given = |k: &str| self.rest.iter().any(|p| p.split('=').next() == Some(k));
         for (key, set) in &seen {
             if [ident_key, mac_key].contains(&key.as_str())
-                || given(key)
+                || given(&self.rest, key)
                 || self.clear.contains(key)
             {
                 continue;
             }
             part(key, set.as_deref());
         }
-        for given in &self.rest {
-            part(given, None);
+        if !self.rest.is_empty() {
+            part(&self.rest, None);
         }
         value
     }
