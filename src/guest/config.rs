@@ -174,28 +174,28 @@ pub fn record_value(value: &Value) -> Value {
 /// `get_options` → `parse_boolean`), so both transports get the same text. Any other value for a
 /// boolean key is refused here, before anything is sent, naming the key (`field` is the map's
 /// argument name, e.g. `config`). Keys of other types, and keys the schema lacks, pass unchanged.
+/// In place: each boolean's value rewritten, nothing copied (issue 32).
 pub fn wire_options(
     kind: GuestKind,
     field: &str,
-    options: &[(String, String)],
-) -> Result<Vec<(String, String)>, ArgError> {
-    let mut wire = Vec::with_capacity(options.len());
+    options: &mut [(String, String)],
+) -> Result<(), ArgError> {
     for (key, value) in options {
-        wire.push(match key_type(kind, key).map(|t| t.kind) {
-            Some(Kind::Boolean) => match flag(value) {
-                Some(on) => (key.clone(), if on { "1" } else { "0" }.to_string()),
-                None => return Err(ArgError::new(
-                    format!("{field}.{key}"),
-                    format!(
-                        "is a boolean in PVE's schema: give 1/0, true/false, yes/no or on/off (got {:?})",
-                        crate::quote::bounded_to(value, 200)
-                    ),
-                )),
-            },
-            _ => (key.clone(), value.clone()),
-        });
+        if key_type(kind, key).map(|t| t.kind) != Some(Kind::Boolean) {
+            continue;
+        }
+        match flag(value) {
+            Some(on) => *value = if on { "1" } else { "0" }.to_string(),
+            None => return Err(ArgError::new(
+                format!("{field}.{key}"),
+                format!(
+                    "is a boolean in PVE's schema: give 1/0, true/false, yes/no or on/off (got {:?})",
+                    crate::quote::bounded_to(value, 200)
+                ),
+            )),
+        }
     }
-    Ok(wire)
+    Ok(())
 }
 
 /// The `sshkeys` parameter: PVE wants the keys URL-encoded; text that already is passes unchanged.
@@ -564,6 +564,17 @@ mod tests {
         assert!(!shows(Q, "description", "a", "b"));
     }
 
+    /// [`wire_options`] of a copy of `options`.
+    fn wired(
+        kind: GuestKind,
+        field: &str,
+        options: &[(String, String)],
+    ) -> Result<Vec<(String, String)>, ArgError> {
+        let mut wire = options.to_vec();
+        wire_options(kind, field, &mut wire)?;
+        Ok(wire)
+    }
+
     #[test]
     fn boolean_keys_go_on_the_wire_as_1_or_0_and_other_keys_unchanged() {
         let options = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
@@ -572,7 +583,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect()
         };
-        let sent = wire_options(
+        let sent = wired(
             Q,
             "config",
             &options(&[
@@ -587,7 +598,7 @@ mod tests {
         .unwrap();
         let values: Vec<&str> = sent.iter().map(|(_, v)| v.as_str()).collect();
         assert_eq!(values, ["1", "1", "0", "0", "on", "enabled=yes"]);
-        let ct = wire_options(
+        let ct = wired(
             L,
             "config",
             &options(&[("onboot", "on"), ("console", "no")]),
@@ -597,10 +608,10 @@ mod tests {
 
     #[test]
     fn a_boolean_key_refuses_a_value_that_is_no_boolean_naming_the_key() {
-        let refused = wire_options(Q, "config", &[("onboot".into(), "maybe".into())]).unwrap_err();
+        let refused = wired(Q, "config", &[("onboot".into(), "maybe".into())]).unwrap_err();
         assert_eq!(refused.field, "config.onboot");
         assert!(refused.rule.contains("\"maybe\""), "{}", refused.rule);
-        assert!(wire_options(Q, "config", &[("acpi".into(), "".into())]).is_err());
+        assert!(wired(Q, "config", &[("acpi".into(), "".into())]).is_err());
     }
 
     #[test]

@@ -246,7 +246,11 @@ impl NicArgs {
                 add(&mut rest, "rate", &crate::quote::json(rate));
             }
             if fields.int("tag")?.is_some() {
-                add(&mut rest, "tag", &fields.int_in("tag", 1, 4094)?.to_string());
+                add(
+                    &mut rest,
+                    "tag",
+                    &fields.int_in("tag", 1, 4094)?.to_string(),
+                );
             }
             clear = clear_list(kind, &fields, &rest)?;
         }

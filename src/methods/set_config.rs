@@ -93,7 +93,7 @@ impl SetConfigArgs {
 /// `setConfig`'s change, from its arguments: the options as given, in PVE's wire form.
 pub fn set_config(kind: GuestKind, args: &Value) -> Result<SetConfigArgs, ArgError> {
     let mut args = SetConfigArgs::parse(args)?;
-    args.changes = wire_options(kind, "config", &args.changes)?;
+    wire_options(kind, "config", &mut args.changes)?;
     Ok(args)
 }
 
