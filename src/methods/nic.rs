@@ -70,10 +70,13 @@ fn text<'a>(fields: &Fields<'a>, (key, ok, rule): Check) -> Result<Option<&'a st
 /// A bridge or an interface name: PVE's `[-_.\w\d]+` (pve-common `PVE/JSONSchema.pm`
 /// parse_bridge_id, pve-container's `name` pattern).
 fn is_word(text: &str) -> bool {
+    // A loop over the bytes: no iterator adapter of its own (issue 32).
+    for b in text.bytes() {
+        if !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+            return false;
+        }
+    }
     !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
 /// One of qemu-server's NIC models: the schema's `<model>=<mac>` aliases of `model`.
