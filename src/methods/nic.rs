@@ -182,14 +182,20 @@ fn add(rest: &mut String, name: &str, value: &str) {
 
 /// A unicast MAC, `XX:XX:XX:XX:XX:XX` (pve-common pve_verify_mac_addr: the I/G bit clear).
 fn is_unicast_mac(text: &str) -> bool {
-    let hex = |c: &u8| (*c as char).to_digit(16);
     let bytes = text.as_bytes();
-    bytes.len() == 17
-        && bytes.iter().enumerate().all(|(at, c)| match at % 3 {
+    // A loop over the bytes: no iterator adapter of its own (issue 32).
+    for (at, c) in bytes.iter().enumerate() {
+        let fits = match at % 3 {
             2 => *c == b':',
-            _ => hex(c).is_some(),
-        })
-        && bytes.get(1).and_then(hex).is_some_and(|d| d % 2 == 0)
+            _ => c.is_ascii_hexdigit(),
+        };
+        if !fits {
+            return false;
+        }
+    }
+    // The first byte's low bit (the I/G bit) is the second digit's.
+    let second = bytes.get(1).and_then(|c| char::from(*c).to_digit(16));
+    bytes.len() == 17 && second.is_some_and(|d| d % 2 == 0)
 }
 
 /// `dhcp`, `manual` or an IPv4 address with a prefix of 8 to 32 (pve-common `PVE/JSONSchema.pm`
