@@ -62,29 +62,31 @@ pub struct SetConfigArgs {
 
 impl SetConfigArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
-        let fields = Fields::of(args, "")?;
-        let target = GuestRef::parse(&fields)?;
-        let changes = fields
-            .options("config", &NOT_CONFIG_KEYS)?
-            .ok_or_else(|| ArgError::new("config", "is required"))?;
-        if changes.is_empty() {
-            return Err(ArgError::new("config", "must hold at least one key"));
+        SetConfigArgs::read(&Fields::of(args, "")?, true)
+    }
+
+    /// The guest and `applyPending`, as each method built on `setConfig` but `setConfig` itself
+    /// reads them, its changes still to fill: one reader for them all (issue 32).
+    pub fn of_guest(fields: &Fields) -> Result<Self, ArgError> {
+        SetConfigArgs::read(fields, false)
+    }
+
+    /// The guest, then (`config`: `setConfig`'s own) the options given, then `applyPending`: one
+    /// copy of the reading for `setConfig` and the methods built on it (issue 32).
+    fn read(fields: &Fields, config: bool) -> Result<Self, ArgError> {
+        let target = GuestRef::parse(fields)?;
+        let mut changes = Vec::new();
+        if config {
+            changes = fields
+                .options("config", &NOT_CONFIG_KEYS)?
+                .ok_or_else(|| ArgError::new("config", "is required"))?;
+            if changes.is_empty() {
+                return Err(ArgError::new("config", "must hold at least one key"));
+            }
         }
         Ok(SetConfigArgs {
             target,
             changes,
-            apply_pending: ApplyPending::parse(&fields)?,
-        })
-    }
-}
-
-impl SetConfigArgs {
-    /// The guest and `applyPending`, as each method built on `setConfig` but `setConfig` itself
-    /// reads them, its changes still to fill: one reader for them all (issue 32).
-    pub fn of_guest(fields: &Fields) -> Result<Self, ArgError> {
-        Ok(SetConfigArgs {
-            target: GuestRef::parse(fields)?,
-            changes: Vec::new(),
             apply_pending: ApplyPending::parse(fields)?,
         })
     }
