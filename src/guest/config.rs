@@ -27,7 +27,7 @@ use crate::pve::config_keys::{self, KeyType, Kind, Prop};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::property::size_bytes;
-use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{Map, Value};
 
 /// The key whose value PVE never shows.
@@ -174,28 +174,28 @@ pub fn record_value(value: &Value) -> Value {
 /// `get_options` → `parse_boolean`), so both transports get the same text. Any other value for a
 /// boolean key is refused here, before anything is sent, naming the key (`field` is the map's
 /// argument name, e.g. `config`). Keys of other types, and keys the schema lacks, pass unchanged.
+/// In place: each boolean's value rewritten, nothing copied (issue 32).
 pub fn wire_options(
     kind: GuestKind,
     field: &str,
-    options: &[(String, String)],
-) -> Result<Vec<(String, String)>, ArgError> {
-    let mut wire = Vec::with_capacity(options.len());
+    options: &mut [(String, String)],
+) -> Result<(), ArgError> {
     for (key, value) in options {
-        wire.push(match key_type(kind, key).map(|t| t.kind) {
-            Some(Kind::Boolean) => match flag(value) {
-                Some(on) => (key.clone(), if on { "1" } else { "0" }.to_string()),
-                None => return Err(ArgError::new(
-                    format!("{field}.{key}"),
-                    format!(
-                        "is a boolean in PVE's schema: give 1/0, true/false, yes/no or on/off (got {:?})",
-                        crate::quote::bounded_to(value, 200)
-                    ),
-                )),
-            },
-            _ => (key.clone(), value.clone()),
-        });
+        if key_type(kind, key).map(|t| t.kind) != Some(Kind::Boolean) {
+            continue;
+        }
+        match flag(value) {
+            Some(on) => *value = if on { "1" } else { "0" }.to_string(),
+            None => return Err(ArgError::new(
+                format!("{field}.{key}"),
+                format!(
+                    "is a boolean in PVE's schema: give 1/0, true/false, yes/no or on/off (got {:?})",
+                    crate::quote::bounded_to(value, 200)
+                ),
+            )),
+        }
     }
-    Ok(wire)
+    Ok(())
 }
 
 /// The `sshkeys` parameter: PVE wants the keys URL-encoded; text that already is passes unchanged.
@@ -203,10 +203,14 @@ pub fn ssh_keys_param(text: &str) -> String {
     let encoded = text
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"-_.!~*'()%".contains(&b));
+    let mut param = String::new();
     match encoded {
-        true => text.to_string(),
-        false => utf8_percent_encode(text, URLENCODED).to_string(),
+        true => param.push_str(text),
+        // Extended as the API transport extends a URL: one copy of the encoder's loop, not a
+        // `Display` of its own (issue 32).
+        false => param.extend(utf8_percent_encode(text, URLENCODED)),
     }
+    param
 }
 
 /// The schema type of config key `key` of `kind` guests (`net0` is `net[n]`); `None` for a key PVE's
@@ -322,12 +326,33 @@ fn same_tags(a: &str, b: &str) -> bool {
     set(a) == set(b)
 }
 
+/// `sshkeys` as the keys it holds: `%XX` decoded as percent-encoding's `percent_decode_str` reads
+/// it (two hex digits, else a literal `%`), `\r\n` read as `\n`, invalid UTF-8 as U+FFFD, trailing
+/// whitespace dropped. Decoded here byte by byte, not through the crate's decoding iterator and a
+/// text replace (issue 32). `\r` and `\n` are ASCII, which UTF-8 repair never touches: a `\r`
+/// before a `\n` is dropped before it.
 fn decoded_keys(text: &str) -> String {
-    percent_decode_str(text)
-        .decode_utf8_lossy()
-        .replace("\r\n", "\n")
-        .trim_end()
-        .to_string()
+    let hex = |b: Option<&u8>| b.and_then(|b| char::from(*b).to_digit(16));
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        at += 1;
+        let byte = match (byte, hex(bytes.get(at)), hex(bytes.get(at + 1))) {
+            (b'%', Some(high), Some(low)) => {
+                at += 2;
+                (high * 16 + low) as u8
+            }
+            _ => byte,
+        };
+        if decoded.last() == Some(&b'\r') && byte == b'\n' {
+            decoded.pop();
+        }
+        decoded.push(byte);
+    }
+    let mut keys = String::from_utf8_lossy(&decoded).into_owned();
+    keys.truncate(keys.trim_end().len());
+    keys
 }
 
 /// Properties PVE fills in itself when the request leaves them out: a NIC's generated MAC, a
@@ -539,6 +564,17 @@ mod tests {
         assert!(!shows(Q, "description", "a", "b"));
     }
 
+    /// [`wire_options`] of a copy of `options`.
+    fn wired(
+        kind: GuestKind,
+        field: &str,
+        options: &[(String, String)],
+    ) -> Result<Vec<(String, String)>, ArgError> {
+        let mut wire = options.to_vec();
+        wire_options(kind, field, &mut wire)?;
+        Ok(wire)
+    }
+
     #[test]
     fn boolean_keys_go_on_the_wire_as_1_or_0_and_other_keys_unchanged() {
         let options = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
@@ -547,7 +583,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect()
         };
-        let sent = wire_options(
+        let sent = wired(
             Q,
             "config",
             &options(&[
@@ -562,7 +598,7 @@ mod tests {
         .unwrap();
         let values: Vec<&str> = sent.iter().map(|(_, v)| v.as_str()).collect();
         assert_eq!(values, ["1", "1", "0", "0", "on", "enabled=yes"]);
-        let ct = wire_options(
+        let ct = wired(
             L,
             "config",
             &options(&[("onboot", "on"), ("console", "no")]),
@@ -572,10 +608,10 @@ mod tests {
 
     #[test]
     fn a_boolean_key_refuses_a_value_that_is_no_boolean_naming_the_key() {
-        let refused = wire_options(Q, "config", &[("onboot".into(), "maybe".into())]).unwrap_err();
+        let refused = wired(Q, "config", &[("onboot".into(), "maybe".into())]).unwrap_err();
         assert_eq!(refused.field, "config.onboot");
         assert!(refused.rule.contains("\"maybe\""), "{}", refused.rule);
-        assert!(wire_options(Q, "config", &[("acpi".into(), "".into())]).is_err());
+        assert!(wired(Q, "config", &[("acpi".into(), "".into())]).is_err());
     }
 
     #[test]
@@ -911,6 +947,30 @@ mod tests {
             "local:1,version=v2.0",
             "local:900/vm-900-disk-1.raw,size=4M,version=v1.2"
         ));
+    }
+
+    #[test]
+    fn ssh_keys_decode_as_percent_decoding_and_a_text_replace_would() {
+        let reference = |text: &str| {
+            percent_encoding::percent_decode_str(text)
+                .decode_utf8_lossy()
+                .replace("\r\n", "\n")
+                .trim_end()
+                .to_string()
+        };
+        for text in [
+            "",
+            "ssh-ed25519%20AAAA%20me%0A",
+            "a%0D%0Ab\r\nc%0d%0A\r\r\n%0D\r%0A%0A",
+            "%",
+            "%4",
+            "%4g%41%%41%%%",
+            "%E2%82%0D%0A%FF%C3%A9 %E2%80%83",
+            "keys \t \u{2003}",
+            "\r\r\n\n\r",
+        ] {
+            assert_eq!(decoded_keys(text), reference(text), "{text:?}");
+        }
     }
 
     #[test]

@@ -199,7 +199,7 @@ pub fn snapshot_holds<H: Host>(
     Ok(config.as_object().is_some_and(|config| {
         config
             .keys()
-            .any(|key| volume_at(config, key).as_deref() == Some(volid))
+            .any(|key| volume_at(config, key) == Some(volid))
     }))
 }
 

@@ -11,7 +11,6 @@ use crate::explain::could_not;
 use crate::host::Host;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
-use crate::pve::flex;
 use crate::pve::property::storage_volume;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::StorageVolume;
@@ -19,10 +18,11 @@ use crate::run::Run;
 use serde_json::{Map, Value};
 
 /// The volume config key `key` holds; `None` for no such key, a CD-ROM, an empty drive or a path.
-pub fn volume_at(config: &Map<String, Value>, key: &str) -> Option<String> {
+pub fn volume_at<'c>(config: &'c Map<String, Value>, key: &str) -> Option<&'c str> {
     // Borrowed, not `flex::string_of`'s copy: a number (its only other form) never names a volume,
-    // which has a `storage:` prefix.
-    storage_volume(config.get(key)?.as_str()?).map(str::to_string)
+    // which has a `storage:` prefix. Borrowed from the config too: each caller compares it or
+    // copies it once (issue 32).
+    storage_volume(config.get(key)?.as_str()?)
 }
 
 /// Whether `key` is an `unusedN` entry (0 … 255: qemu-server `$MAX_UNUSED_DISKS`,
@@ -35,14 +35,15 @@ pub fn is_unused(key: &str) -> bool {
     })
 }
 
-/// The `unusedN` key holding `volid`.
-pub fn unused_holding(config: &Map<String, Value>, volid: &str) -> Option<String> {
-    config
-        .iter()
-        .find(|(key, value)| {
-            key.starts_with("unused") && flex::string_of(value).as_deref() == Some(volid)
-        })
-        .map(|(key, _)| key.clone())
+/// The `unusedN` key holding `volid`, borrowed (each caller only names it). A volume id has a
+/// `storage:` prefix, so a value that is no string (a number) never holds one.
+pub fn unused_holding<'c>(config: &'c Map<String, Value>, volid: &str) -> Option<&'c str> {
+    for (key, value) in config {
+        if key.starts_with("unused") && value.as_str() == Some(volid) {
+            return Some(key);
+        }
+    }
+    None
 }
 
 /// The guest a volume belongs to by its name, as pve-storage's parse_volname reads it

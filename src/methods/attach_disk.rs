@@ -130,10 +130,7 @@ impl AttachArgs {
     /// The slot's key: the one asked for, or the bus's first key neither the config nor a pending
     /// change holds. Refused when the volume is attached already or the slot is taken.
     fn key(&self, config: &Map<String, Value>) -> Result<String, String> {
-        let attached = config.iter().find(|(k, _)| {
-            !is_unused(k) && volume_at(config, k).as_deref() == Some(self.volume.as_str())
-        });
-        if let Some((key, _)) = attached {
+        if let Some(key) = holder(config, &self.volume) {
             return Err(format!("{} is attached already, as {key}", self.volume));
         }
         match &self.slot {
@@ -167,15 +164,19 @@ fn slot_rule(kind: GuestKind) -> &'static str {
     }
 }
 
+/// The key of `config` that holds `volume` attached (an `unusedN` holds it detached).
+fn holder<'c>(config: &'c Map<String, Value>, volume: &str) -> Option<&'c str> {
+    for key in config.keys() {
+        if !is_unused(key) && volume_at(config, key) == Some(volume) {
+            return Some(key);
+        }
+    }
+    None
+}
+
 /// What the read-back shows of the volume: in which key, and no longer `unusedN` once applied.
 fn judged(volume: &str, after: &ConfigSnapshot) -> Result<ReadBack, String> {
-    let holds = |config: &Map<String, Value>| {
-        config
-            .keys()
-            .find(|k| !is_unused(k) && volume_at(config, k).as_deref() == Some(volume))
-            .cloned()
-    };
-    if let Some(key) = holds(&after.current) {
+    if let Some(key) = holder(&after.current, volume) {
         return match unused_holding(&after.current, volume) {
             Some(unused) => Err(format!(
                 "{volume} is attached as {key} and still listed as {unused}"
@@ -186,7 +187,7 @@ fn judged(volume: &str, after: &ConfigSnapshot) -> Result<ReadBack, String> {
             }),
         };
     }
-    match holds(&after.pending) {
+    match holder(&after.pending, volume) {
         Some(key) => Ok(ReadBack {
             words: format!("; {volume} will be attached as {key}"),
             freed: None,

@@ -18,7 +18,7 @@ use crate::guest::reference::GuestRef;
 use crate::guest::target::Target;
 use crate::host::Host;
 use crate::methods::get_config::read_snapshot;
-use crate::methods::set_config::{apply, pending_read_after_reboot, SetConfigArgs};
+use crate::methods::set_config::{apply, pending_read_after_reboot};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
@@ -193,12 +193,7 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let config = ev.config_read(run, &request, answer);
         or_break!('configure, require_drive(&label, vmid, config));
         if !args.options.is_empty() {
-            let change = SetConfigArgs {
-                target: args.target.clone(),
-                changes: args.options.clone(),
-                apply_pending: ApplyPending::Later,
-            };
-            let (applied, snapshot) = apply(run, &mut ev, &change).await;
+            let (applied, snapshot) = apply(run, &mut ev, &args.options).await;
             if let Some(snapshot) = snapshot {
                 pending = snapshot.pending;
             }

@@ -142,7 +142,7 @@ impl CreateArgs {
     #[inline(always)]
     pub fn wired(args: &Value) -> Result<Self, ArgError> {
         let mut args = CreateArgs::parse(args)?;
-        args.config = wire_options(GuestKind::Lxc, "config", &args.config)?;
+        wire_options(GuestKind::Lxc, "config", &mut args.config)?;
         Ok(args)
     }
 

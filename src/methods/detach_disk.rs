@@ -153,7 +153,7 @@ impl ConfigChange for DetachArgs {
         before: &Map<String, Value>,
         after: &ConfigSnapshot,
     ) -> Result<ReadBack, String> {
-        judged(self, vmid, volume_at(before, &self.disk).as_deref(), after)
+        judged(self, vmid, volume_at(before, &self.disk), after)
     }
 }
 

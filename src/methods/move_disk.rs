@@ -110,7 +110,7 @@ fn source<H: Host>(
     let same_format = args.format.as_ref().is_none_or(|f| *f == format);
     match storage_of(&volid) == args.storage && same_format {
         true => Ok(None),
-        false => Ok(Some(volid)),
+        false => Ok(Some(volid.to_string())),
     }
 }
 
@@ -237,31 +237,51 @@ fn format_of<'a>(value: &'a str, volid: &'a str) -> &'a str {
 /// (with its size) and the source kept as `unusedN`, or in no key when `delete` freed it.
 fn landed(config: &Map<String, Value>, args: &MoveArgs, from: &str) -> Result<String, String> {
     let to = volume_at(config, &args.disk)
-        .filter(|to| storage_of(to) == args.storage && to != from)
+        .filter(|to| storage_of(to) == args.storage && *to != from)
         .ok_or_else(|| format!("{} is not on storage {}", args.disk, args.storage))?;
     // Borrowed: `to` was found in it, so it is text.
     let value = config
         .get(&args.disk)
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let got = format_of(value, &to);
+    let got = format_of(value, to);
     if let Some(asked) = args.format.as_ref().filter(|f| **f != got) {
         return Err(format!(
             "{to} is {got}, not {asked}: PVE used the storage's format instead (qemu-server resolve_dst_disk_format)"
         ));
     }
-    let size = property(value, "size").map(|s| format!(" ({s})"));
-    let size = size.unwrap_or_default();
-    let moved = format!("{to}{size}; the source {from}");
-    match (args.delete, unused_holding(config, from)) {
-        (false, Some(key)) => Ok(format!("{moved} is kept as {key}")),
-        (false, None) => Err(format!(
-            "{moved} is in no unusedN entry: where it went is unknown"
-        )),
-        (true, Some(key)) => Err(format!(
-            "{moved} was not removed: PVE kept it as {key} (see the task's warnings)"
-        )),
-        (true, None) => Ok(format!("{moved} is gone from storage {}", storage_of(from))),
+    // `<to> (<size>); the source <from>`, then where the source is: written part by part, one
+    // text for every case (issue 32).
+    let mut moved = to.to_string();
+    if let Some(size) = property(value, "size") {
+        moved.push_str(" (");
+        moved.push_str(size);
+        moved.push(')');
+    }
+    moved.push_str("; the source ");
+    moved.push_str(from);
+    let (ok, words, named, tail) = match (args.delete, unused_holding(config, from)) {
+        (false, Some(key)) => (true, " is kept as ", key, ""),
+        (false, None) => (
+            false,
+            " is in no unusedN entry: where it went is unknown",
+            "",
+            "",
+        ),
+        (true, Some(key)) => (
+            false,
+            " was not removed: PVE kept it as ",
+            key,
+            " (see the task's warnings)",
+        ),
+        (true, None) => (true, " is gone from storage ", storage_of(from), ""),
+    };
+    for part in [words, named, tail] {
+        moved.push_str(part);
+    }
+    match ok {
+        true => Ok(moved),
+        false => Err(moved),
     }
 }
 
@@ -508,6 +528,45 @@ mod tests {
         let args = json!({"vmid": 100, "storage": "local-zfs", "delete": true});
         let outcome = run_method(&host, "qemu", "moveDisk", args);
         assert!(summary_of(&outcome).contains("is gone from storage local-lvm"));
+    }
+
+    #[test]
+    fn where_the_source_went_is_said_whole_in_each_case() {
+        let args = |delete| MoveArgs {
+            target: GuestRef {
+                vmid: Some(100),
+                name: None,
+            },
+            disk: "scsi0".into(),
+            storage: "local-zfs".into(),
+            delete,
+            format: None,
+        };
+        let kept = json!({"scsi0": disk(NEW), "unused0": OLD});
+        let gone = json!({"scsi0": NEW});
+        let read = |config: &Value, delete| landed(config.as_object().unwrap(), &args(delete), OLD);
+        let moved = format!("{NEW} (8G); the source {OLD}");
+        assert_eq!(
+            read(&kept, false),
+            Ok(format!("{moved} is kept as unused0"))
+        );
+        assert_eq!(
+            read(&kept, true),
+            Err(format!(
+                "{moved} was not removed: PVE kept it as unused0 (see the task's warnings)"
+            ))
+        );
+        let moved = format!("{NEW}; the source {OLD}");
+        assert_eq!(
+            read(&gone, false),
+            Err(format!(
+                "{moved} is in no unusedN entry: where it went is unknown"
+            ))
+        );
+        assert_eq!(
+            read(&gone, true),
+            Ok(format!("{moved} is gone from storage local-lvm"))
+        );
     }
 
     #[test]

@@ -26,8 +26,9 @@ pub struct NicArgs {
     /// `model` (a VM) or `ifname` (a container's `name`), when given.
     pub ident: Option<String>,
     pub mac: Option<String>,
-    /// The other properties as PVE's property string writes them.
-    pub rest: Vec<String>,
+    /// The other properties as PVE's property string writes them (`bridge=vmbr0,tag=5`): one
+    /// text, not a list of parts (issue 32).
+    pub rest: String,
     /// Properties of the NIC it replaces to leave out (`clear`); every other one is kept.
     pub clear: Vec<String>,
     /// `removeNic`: `delete=netN` instead.
@@ -69,10 +70,13 @@ fn text<'a>(fields: &Fields<'a>, (key, ok, rule): Check) -> Result<Option<&'a st
 /// A bridge or an interface name: PVE's `[-_.\w\d]+` (pve-common `PVE/JSONSchema.pm`
 /// parse_bridge_id, pve-container's `name` pattern).
 fn is_word(text: &str) -> bool {
+    // A loop over the bytes: no iterator adapter of its own (issue 32).
+    for b in text.bytes() {
+        if !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+            return false;
+        }
+    }
     !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
 /// One of qemu-server's NIC models: the schema's `<model>=<mac>` aliases of `model`.
@@ -138,7 +142,7 @@ const CT_CLEARABLE: [&str; 9] = [
 ];
 
 /// `clear`: properties of `kind`'s NIC to leave out, none of them also given.
-fn clear_list(kind: GuestKind, fields: &Fields, given: &[String]) -> Result<Vec<String>, ArgError> {
+fn clear_list(kind: GuestKind, fields: &Fields, rest: &str) -> Result<Vec<String>, ArgError> {
     let clearable: &[&str] = match kind {
         GuestKind::Qemu => &VM_CLEARABLE,
         GuestKind::Lxc => &CT_CLEARABLE,
@@ -151,7 +155,7 @@ fn clear_list(kind: GuestKind, fields: &Fields, given: &[String]) -> Result<Vec<
                 format!("may name only {}", clearable.joined(", ")),
             ));
         }
-        if given.iter().any(|p| p.split('=').next() == Some(name)) {
+        if given(rest, name) {
             return Err(ArgError::new(
                 "clear",
                 format!("names {name}, which is also given"),
@@ -161,16 +165,37 @@ fn clear_list(kind: GuestKind, fields: &Fields, given: &[String]) -> Result<Vec<
     Ok(names)
 }
 
+/// Whether the properties `rest` (`name=value,…`, [`NicArgs::rest`]) give `name`.
+fn given(rest: &str, name: &str) -> bool {
+    rest.split(',').any(|p| p.split('=').next() == Some(name))
+}
+
+/// Adds `name=value` to the properties `rest` ([`NicArgs::rest`]).
+fn add(rest: &mut String, name: &str, value: &str) {
+    if !rest.is_empty() {
+        rest.push(',');
+    }
+    rest.push_str(name);
+    rest.push('=');
+    rest.push_str(value);
+}
+
 /// A unicast MAC, `XX:XX:XX:XX:XX:XX` (pve-common pve_verify_mac_addr: the I/G bit clear).
 fn is_unicast_mac(text: &str) -> bool {
-    let hex = |c: &u8| (*c as char).to_digit(16);
     let bytes = text.as_bytes();
-    bytes.len() == 17
-        && bytes.iter().enumerate().all(|(at, c)| match at % 3 {
+    // A loop over the bytes: no iterator adapter of its own (issue 32).
+    for (at, c) in bytes.iter().enumerate() {
+        let fits = match at % 3 {
             2 => *c == b':',
-            _ => hex(c).is_some(),
-        })
-        && bytes.get(1).and_then(hex).is_some_and(|d| d % 2 == 0)
+            _ => c.is_ascii_hexdigit(),
+        };
+        if !fits {
+            return false;
+        }
+    }
+    // The first byte's low bit (the I/G bit) is the second digit's.
+    let second = bytes.get(1).and_then(|c| char::from(*c).to_digit(16));
+    bytes.len() == 17 && second.is_some_and(|d| d % 2 == 0)
 }
 
 /// `dhcp`, `manual` or an IPv4 address with a prefix of 8 to 32 (pve-common `PVE/JSONSchema.pm`
@@ -187,46 +212,57 @@ fn is_ipv4_config(text: &str) -> bool {
 }
 
 impl NicArgs {
-    /// Always inlined into its one caller, the method's boxed change: the arguments are then
+    /// `setNic`'s arguments, or (`remove`) `removeNic`'s: the guest and `nic` alone. One reader
+    /// for both methods (issue 32: a copy each cost its own refusal paths).
+    ///
+    /// Always inlined into its one caller, the methods' boxed change: the arguments are then
     /// built in their box, with no result of their own to match and move (issue 32).
     #[inline(always)]
-    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
+    pub fn parse(kind: GuestKind, args: &Value, remove: bool) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let base = SetConfigArgs::of_guest(&fields)?;
         let nic = nic_key(&fields)?;
-        let checks: &[Check] = match kind {
-            GuestKind::Qemu => &VM_TEXT,
-            GuestKind::Lxc => &CT_TEXT,
-        };
         let mut ident = None;
-        let mut rest = Vec::new();
-        for (at, check) in checks.iter().enumerate() {
-            match (at, text(&fields, *check)?) {
-                (_, None) => {}
-                (0, given) => ident = given,
-                (_, Some(v)) => rest.push(format!("{}={v}", check.0)),
+        let mut rest = String::new();
+        let mut mac = None;
+        let mut clear = Vec::new();
+        if !remove {
+            let checks: &[Check] = match kind {
+                GuestKind::Qemu => &VM_TEXT,
+                GuestKind::Lxc => &CT_TEXT,
+            };
+            for (at, check) in checks.iter().enumerate() {
+                match (at, text(&fields, *check)?) {
+                    (_, None) => {}
+                    (0, given) => ident = given,
+                    (_, Some(v)) => add(&mut rest, check.0, v),
+                }
             }
-        }
-        if !rest.iter().any(|p| p.starts_with("bridge=")) {
-            return Err(ArgError::new("bridge", "is required"));
-        }
-        let mac = text(&fields, MAC)?;
-        if let Some(on) = fields.flag("firewall")? {
-            rest.push(format!("firewall={}", u8::from(on)));
-        }
-        if let Some(rate) = fields.present("rate")? {
-            if !rate.as_f64().is_some_and(|r| r >= 0.0) {
-                return Err(ArgError::new(
-                    "rate",
-                    "must be a number of MB/s, at least 0",
-                ));
+            if !given(&rest, "bridge") {
+                return Err(ArgError::new("bridge", "is required"));
             }
-            rest.push(format!("rate={rate}", rate = crate::quote::json(rate)));
+            mac = text(&fields, MAC)?;
+            if let Some(on) = fields.flag("firewall")? {
+                add(&mut rest, "firewall", if on { "1" } else { "0" });
+            }
+            if let Some(rate) = fields.present("rate")? {
+                if !rate.as_f64().is_some_and(|r| r >= 0.0) {
+                    return Err(ArgError::new(
+                        "rate",
+                        "must be a number of MB/s, at least 0",
+                    ));
+                }
+                add(&mut rest, "rate", &crate::quote::json(rate));
+            }
+            if fields.int("tag")?.is_some() {
+                add(
+                    &mut rest,
+                    "tag",
+                    &fields.int_in("tag", 1, 4094)?.to_string(),
+                );
+            }
+            clear = clear_list(kind, &fields, &rest)?;
         }
-        if fields.int("tag")?.is_some() {
-            rest.push(format!("tag={}", fields.int_in("tag", 1, 4094)?));
-        }
-        let clear = clear_list(kind, &fields, &rest)?;
         Ok(NicArgs {
             base,
             nic: nic.to_string(),
@@ -234,27 +270,7 @@ impl NicArgs {
             mac: mac.map(str::to_string),
             rest,
             clear,
-            remove: false,
-        })
-    }
-
-    /// `removeNic`'s arguments: the guest and `nic`.
-    ///
-    /// Always inlined into its one caller, the method's boxed change: the arguments are then
-    /// built in their box, with no result of their own to match and move (issue 32).
-    #[inline(always)]
-    pub fn removal(_: GuestKind, args: &Value) -> Result<Self, ArgError> {
-        let fields = Fields::of(args, "")?;
-        let base = SetConfigArgs::of_guest(&fields)?;
-        let nic = nic_key(&fields)?;
-        Ok(NicArgs {
-            base,
-            nic: nic.to_string(),
-            ident: None,
-            mac: None,
-            rest: Vec::new(),
-            clear: Vec::new(),
-            remove: true,
+            remove,
         })
     }
 
@@ -295,18 +311,17 @@ impl NicArgs {
         if let Some(mac) = self.mac.as_deref().or_else(|| kept(mac_key)) {
             part(mac_key, Some(mac));
         }
-        let given = |k: &str| self.rest.iter().any(|p| p.split('=').next() == Some(k));
         for (key, set) in &seen {
             if [ident_key, mac_key].contains(&key.as_str())
-                || given(key)
+                || given(&self.rest, key)
                 || self.clear.contains(key)
             {
                 continue;
             }
             part(key, set.as_deref());
         }
-        for given in &self.rest {
-            part(given, None);
+        if !self.rest.is_empty() {
+            part(&self.rest, None);
         }
         value
     }
@@ -358,12 +373,19 @@ impl ConfigChange for NicArgs {
 
 /// `setNic`'s change, from its arguments (run by `change_course::guest_change`).
 pub fn set_nic(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
-    Ok(GuestChange::Config(Box::new(NicArgs::parse(kind, args)?)))
+    nic_change(kind, args, false)
 }
 
 /// `removeNic`'s change, from its arguments (run by `change_course::guest_change`).
 pub fn remove_nic(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
-    Ok(GuestChange::Config(Box::new(NicArgs::removal(kind, args)?)))
+    nic_change(kind, args, true)
+}
+
+/// The change of `setNic` or (`remove`) `removeNic`: one copy of the reader for both.
+fn nic_change(kind: GuestKind, args: &Value, remove: bool) -> Result<GuestChange, ArgError> {
+    Ok(GuestChange::Config(Box::new(NicArgs::parse(
+        kind, args, remove,
+    )?)))
 }
 
 #[cfg(test)]

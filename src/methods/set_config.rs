@@ -62,29 +62,31 @@ pub struct SetConfigArgs {
 
 impl SetConfigArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
-        let fields = Fields::of(args, "")?;
-        let target = GuestRef::parse(&fields)?;
-        let changes = fields
-            .options("config", &NOT_CONFIG_KEYS)?
-            .ok_or_else(|| ArgError::new("config", "is required"))?;
-        if changes.is_empty() {
-            return Err(ArgError::new("config", "must hold at least one key"));
+        SetConfigArgs::read(&Fields::of(args, "")?, true)
+    }
+
+    /// The guest and `applyPending`, as each method built on `setConfig` but `setConfig` itself
+    /// reads them, its changes still to fill: one reader for them all (issue 32).
+    pub fn of_guest(fields: &Fields) -> Result<Self, ArgError> {
+        SetConfigArgs::read(fields, false)
+    }
+
+    /// The guest, then (`config`: `setConfig`'s own) the options given, then `applyPending`: one
+    /// copy of the reading for `setConfig` and the methods built on it (issue 32).
+    fn read(fields: &Fields, config: bool) -> Result<Self, ArgError> {
+        let target = GuestRef::parse(fields)?;
+        let mut changes = Vec::new();
+        if config {
+            changes = fields
+                .options("config", &NOT_CONFIG_KEYS)?
+                .ok_or_else(|| ArgError::new("config", "is required"))?;
+            if changes.is_empty() {
+                return Err(ArgError::new("config", "must hold at least one key"));
+            }
         }
         Ok(SetConfigArgs {
             target,
             changes,
-            apply_pending: ApplyPending::parse(&fields)?,
-        })
-    }
-}
-
-impl SetConfigArgs {
-    /// The guest and `applyPending`, as each method built on `setConfig` but `setConfig` itself
-    /// reads them, its changes still to fill: one reader for them all (issue 32).
-    pub fn of_guest(fields: &Fields) -> Result<Self, ArgError> {
-        Ok(SetConfigArgs {
-            target: GuestRef::parse(fields)?,
-            changes: Vec::new(),
             apply_pending: ApplyPending::parse(fields)?,
         })
     }
@@ -93,7 +95,7 @@ impl SetConfigArgs {
 /// `setConfig`'s change, from its arguments: the options as given, in PVE's wire form.
 pub fn set_config(kind: GuestKind, args: &Value) -> Result<SetConfigArgs, ArgError> {
     let mut args = SetConfigArgs::parse(args)?;
-    args.changes = wire_options(kind, "config", &args.changes)?;
+    wire_options(kind, "config", &mut args.changes)?;
     Ok(args)
 }
 
@@ -150,17 +152,19 @@ pub async fn course<H: Host>(
     ev: &mut Evidence,
     method: &dyn ConfigChange,
 ) -> (Result<String, String>, Option<ConfigSnapshot>) {
-    let mut args = method.base().clone();
-    let filled = method.fill(run.kind, ev.at.vmid, &ev.config, &mut args.changes);
+    // The changes given, completed: the guest and `applyPending` are read where they are.
+    let base = method.base();
+    let mut changes = base.changes.clone();
+    let filled = method.fill(run.kind, ev.at.vmid, &ev.config, &mut changes);
     let (mut verdict, mut snapshot) = match filled {
-        Ok(()) => apply(run, ev, &args).await,
+        Ok(()) => apply(run, ev, &changes).await,
         Err(refusal) => (Err(format!("{refusal}; nothing was changed")), None),
     };
     // `applyPending: "reboot"` with changes pending: a verified reboot (the guest must run), then
     // the pending set must be empty. The reboot and the read after it are awaited here, each
     // answer judged by a plain function (issue 32).
     if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
-        if args.apply_pending == ApplyPending::Reboot && taken.has_pending() {
+        if base.apply_pending == ApplyPending::Reboot && taken.has_pending() {
             let summary = summary.clone();
             // What was pending before a reboot is no observation of after it.
             (verdict, snapshot) = match not_running(run, ev, &summary) {
@@ -300,15 +304,15 @@ pub fn pending_read_after_reboot<H: Host>(
 /// The shutdown half of an `applyPending` reboot may take this long.
 const REBOOT_SHUTDOWN_SEC: u64 = 120;
 
-/// Sends the change and reads it back; the snapshot is what the record shows as pending. (Also
-/// `cloudInit`'s first step.)
+/// Sends the changes (key → value as text, in the caller's order) and reads them back; the
+/// snapshot is what the record shows as pending. (Also `cloudInit`'s first step.)
 pub async fn apply<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    args: &SetConfigArgs,
+    changes: &[(String, String)],
 ) -> (Result<String, String>, Option<ConfigSnapshot>) {
     let label = ev.label(run);
-    let mut options = args.changes.clone();
+    let mut options = changes.to_vec();
     for (key, value) in &mut options {
         if key == "sshkeys" {
             *value = ssh_keys_param(value);
@@ -345,7 +349,7 @@ pub async fn apply<H: Host>(
         return (Err(message), None);
     }
     match read_snapshot(run, &ev.at).await {
-        Ok(snapshot) => (judge(run, ev, args, &snapshot), Some(snapshot)),
+        Ok(snapshot) => (judge(run, ev, changes, &snapshot), Some(snapshot)),
         Err(e) => {
             ev.trail.outcome_unknown = true;
             let message = format!(
@@ -411,7 +415,7 @@ async fn identity_refusal<H: Host>(
 fn judge<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    args: &SetConfigArgs,
+    changes: &[(String, String)],
     snapshot: &ConfigSnapshot,
 ) -> Result<String, String> {
     let label = ev.label(run);
@@ -424,7 +428,7 @@ fn judge<H: Host>(
             missed.push(not_applied(&name, key, value, current, pending))
         }
     };
-    for (key, value) in &args.changes {
+    for (key, value) in changes {
         match key.as_str() {
             // A request flag (destroy the deleted disks' volumes), not a key.
             "force" => {}
@@ -444,7 +448,7 @@ fn judge<H: Host>(
             ),
         }
     }
-    if args.changes.iter().any(|(k, _)| k == MASKED_KEY) {
+    if changes.iter().any(|(k, _)| k == MASKED_KEY) {
         run.info(&format!(
             "{label}: PVE never shows cipassword, so only its presence was checked"
         ));

@@ -143,7 +143,7 @@ impl VmCreateArgs {
     #[inline(always)]
     pub fn wired(args: &Value) -> Result<Self, ArgError> {
         let mut args = VmCreateArgs::parse(args)?;
-        args.config = wire_options(GuestKind::Qemu, "config", &args.config)?;
+        wire_options(GuestKind::Qemu, "config", &mut args.config)?;
         Ok(args)
     }
 
