@@ -399,7 +399,12 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
         // Inserted one by one: `collect` into a map would compile std's sort once more (issue 32).
         for (path, privs) in held {
-            record.privileges.insert(path, Value::from(privs));
+            // Pushed one by one: `Value::from` a list compiles its own collecting for it.
+            let mut list = Vec::with_capacity(privs.len());
+            for privilege in privs {
+                list.push(Value::String(privilege));
+            }
+            record.privileges.insert(path, Value::Array(list));
         }
         for fit in &fitness {
             for note in fit.notes.iter().chain(&fit.may_need) {
