@@ -825,11 +825,9 @@ mod tests {
         let check = requirement("PUT /{vmid}/config", GuestKind::Qemu)
             .unwrap()
             .unwrap();
-        let on_guest: Held = [(
-            "/vms/100".to_string(),
-            ["VM.Config.Disk".to_string()].into(),
-        )]
-        .into();
+        let on_guest: Held = [("/vms/100".to_string(), json!(["VM.Config.Disk"]))]
+            .into_iter()
+            .collect();
         let role = Role {
             guest: Guest::Acted,
             archive: false,
@@ -846,11 +844,8 @@ mod tests {
             "{lacking}"
         );
         let mut both = on_guest.clone();
-        both.push(("/vms/101".into(), ["VM.Config.Disk".to_string()].into()));
-        both.push((
-            "/storage/local-lvm".into(),
-            ["Datastore.Audit".to_string()].into(),
-        ));
+        both.insert("/vms/101".into(), json!(["VM.Config.Disk"]));
+        both.insert("/storage/local-lvm".into(), json!(["Datastore.Audit"]));
         assert!(missing(&foreign, &both).is_empty());
     }
 

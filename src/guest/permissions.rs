@@ -14,7 +14,7 @@ use crate::guest::placement::numbered;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::privileges::{check, Requirement, ENDPOINTS, GUEST_ENDPOINTS, ONLY_IN, OPTIONS};
 use crate::quote::Joined;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::cell::RefCell;
 
 /// A check expression, parsed.
@@ -483,9 +483,10 @@ pub fn major_of(version: &str) -> u64 {
 /// longer knows `VM.Monitor`, PVE 8 not yet `VM.GuestAgent.*`, so neither reports it).
 pub fn major_held(held: &Held) -> Option<u64> {
     // Loops, not a flat_map/filter_map chain: smaller in the module (docs/performance.md).
-    for (_, privs) in held {
-        for privilege in privs {
-            if let Some((major, _)) = ONLY_IN.iter().find(|(_, only)| only == privilege) {
+    for privs in held.values() {
+        for privilege in privs.as_array().map_or(&[][..], Vec::as_slice) {
+            let privilege = privilege.as_str();
+            if let Some((major, _)) = ONLY_IN.iter().find(|(_, only)| Some(*only) == privilege) {
                 return Some(*major);
             }
         }
@@ -539,16 +540,17 @@ fn named(endpoint: &str, kind: GuestKind) -> String {
     }
 }
 
-/// The privileges held per ACL path, as `GET /access/permissions` reported them: each path once,
-/// in the order read. Lists rather than a map of sets, as [`AclPaths`] (issue 32).
-pub type Held = Vec<(String, Vec<String>)>;
+/// The privileges held per ACL path, as `GET /access/permissions` reported them: each path's
+/// privileges as a JSON list. A JSON map, as the `preflight` record writes it: the module's one
+/// map type, and no second form of it to build (issue 32).
+pub type Held = Map<String, Value>;
 
 /// [`Has`] of `held`.
 pub fn holds(held: &Held) -> impl Fn(&str, &str) -> bool + '_ {
     |path, privilege| {
-        held.iter()
-            .find(|(p, _)| p == path)
-            .is_some_and(|(_, privs)| privs.iter().any(|p| p == privilege))
+        held.get(path)
+            .and_then(Value::as_array)
+            .is_some_and(|privs| privs.iter().any(|p| p.as_str() == Some(privilege)))
     }
 }
 
@@ -578,10 +580,7 @@ mod tests {
     fn held(entries: &[(&str, &[&str])]) -> Held {
         entries
             .iter()
-            .map(|(path, privs)| {
-                let set = privs.iter().map(|p| p.to_string()).collect();
-                (path.to_string(), set)
-            })
+            .map(|(path, privs)| (path.to_string(), json!(privs)))
             .collect()
     }
 

@@ -319,15 +319,15 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &AclPaths) -> Result<Held, 
         };
         let privs = match map.get(path.as_str()) {
             None if map.is_empty() => Vec::new(),
-            // Pushed one by one, as in `preflight` below: no collecting machinery compiled for
-            // it. A map's keys come sorted and each once.
+            // Pushed one by one: no collecting machinery compiled for it. A map's keys come
+            // sorted and each once.
             Some(Value::Object(privs)) => privs.keys().fold(Vec::new(), |mut set, p| {
-                set.push(p.clone());
+                set.push(Value::String(p.clone()));
                 set
             }),
             _ => return Err(shape_error(&data)),
         };
-        held.push((path.clone(), privs));
+        held.insert(path.clone(), Value::Array(privs));
     }
     Ok(held)
 }
@@ -397,15 +397,8 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         for plan in &plans {
             fitness.push(plan.fitness(run.kind, caller, Mode::Preflight, &held));
         }
-        // Inserted one by one: `collect` into a map would compile std's sort once more (issue 32).
-        for (path, privs) in held {
-            // Pushed one by one: `Value::from` a list compiles its own collecting for it.
-            let mut list = Vec::with_capacity(privs.len());
-            for privilege in privs {
-                list.push(Value::String(privilege));
-            }
-            record.privileges.insert(path, Value::Array(list));
-        }
+        // The privileges read are the record's as they are.
+        record.privileges = held;
         for fit in &fitness {
             for note in fit.notes.iter().chain(&fit.may_need) {
                 run.info(&format!("preflight: {}: {note}", fit.method));
