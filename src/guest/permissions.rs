@@ -419,39 +419,37 @@ pub fn paths_of(check: &Check, s: &Subjects, role: Role, out: &mut AclPaths) {
     let _ = judge(check, s, role, &record);
 }
 
-/// ACL paths, sorted and each once: the order they are read in. A sorted list rather than a
-/// `BTreeSet`: the few paths of a run need no tree, and the tree's node code, instantiated for
-/// its own key and value types, was kilobytes of the module (issue 32).
+/// ACL paths, sorted and each once: the order they are read in. The keys of a JSON map (the
+/// module's one map type, its tree code already there: a `BTreeSet` of its own, or a sorted list's
+/// insert, would compile more, issue 32).
 #[derive(Debug, Default)]
-pub struct AclPaths(Vec<String>);
+pub struct AclPaths(Map<String, Value>);
 
 impl AclPaths {
     /// Adds `path` in its place, unless it is there already.
     // Inlined into its one caller (issue 32).
     #[inline(always)]
     pub fn insert(&mut self, path: &str) {
-        if let Err(at) = self.0.binary_search_by(|p| p.as_str().cmp(path)) {
-            self.0.insert(at, path.to_string());
-        }
+        self.0.insert(path.to_string(), Value::Null);
     }
 
     // Inlined into its one caller (issue 32).
     #[inline(always)]
     pub fn contains(&self, path: &str) -> bool {
-        self.0.iter().any(|p| p == path)
+        self.0.contains_key(path)
     }
 
-    pub fn iter(&self) -> std::slice::Iter<'_, String> {
-        self.0.iter()
+    pub fn iter(&self) -> serde_json::map::Keys<'_> {
+        self.0.keys()
     }
 }
 
 impl<'a> IntoIterator for &'a AclPaths {
     type Item = &'a String;
-    type IntoIter = std::slice::Iter<'a, String>;
+    type IntoIter = serde_json::map::Keys<'a>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.0.keys()
     }
 }
 
