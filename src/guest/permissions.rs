@@ -282,27 +282,30 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
         }
         Check::And(parts) => judge_all(parts, s, role, has),
         Check::Or(parts) => {
-            let mut each = Vec::new();
+            // Every part judged (`paths_of` records each one's paths), in one pass: one way held
+            // is enough; else the first that is only maybe needed; else each closed way, named.
+            let (mut applies, mut held, mut maybe) = (false, false, None);
+            let mut ways = Vec::new();
             for part in parts {
-                if let Some(one) = judge(part, s, role, has) {
-                    each.push(one);
+                let Some(one) = judge(part, s, role, has) else {
+                    continue;
+                };
+                applies = true;
+                held |= one.holds();
+                ways.push(one.missing.joined(" and "));
+                if maybe.is_none() && one.missing.is_empty() {
+                    maybe = Some(one);
                 }
             }
-            if each.is_empty() || each.iter().any(Judged::holds) {
-                return (!each.is_empty()).then(Judged::default);
+            match (applies, held, maybe) {
+                (false, _, _) => None,
+                (true, true, _) => Some(Judged::default()),
+                (true, false, Some(maybe)) => Some(maybe),
+                (true, false, None) => Some(Judged {
+                    missing: vec![ways.joined(", or ")],
+                    may: Vec::new(),
+                }),
             }
-            if let Some(maybe) = each.iter().find(|j| j.missing.is_empty()) {
-                return Some(maybe.clone());
-            }
-            // Every way is closed: name each.
-            let mut ways = Vec::new();
-            for way in &each {
-                ways.push(way.missing.joined(" and "));
-            }
-            Some(Judged {
-                missing: vec![ways.joined(", or ")],
-                may: Vec::new(),
-            })
         }
         Check::When(cond, inner) => match s.condition(cond) {
             Some(true) => judge(inner, s, role, has),
