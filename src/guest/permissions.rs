@@ -371,27 +371,30 @@ fn lacking(path: &str, privs: &[String], any: bool, has: Has) -> Option<String> 
 /// The checks of the config options `keys` per the classes of `table` (pve::privileges `OPTIONS`):
 /// every class naming a key applies; `*` only to a key no class names; an empty class needs none.
 fn option_checks(table: &str, path: &str, keys: &[String]) -> Vec<Check> {
-    let classes = || OPTIONS.iter().filter(|(t, _, _)| *t == table);
     let names = |pattern: &str, key: &str| match pattern.strip_suffix('#') {
         Some(prefix) => numbered(key, prefix),
         None => pattern == key,
     };
     let mut checks = Vec::new();
     for key in keys {
+        // Plain loops over the table, not filtering iterators: smaller in the module.
         let mut named = Vec::new();
-        for (_, privs, list) in classes() {
-            if list.split(' ').any(|p| names(p, key)) {
+        for (t, privs, list) in OPTIONS {
+            if *t == table && list.split(' ').any(|p| names(p, key)) {
                 named.push(*privs);
             }
         }
         if named.is_empty() {
-            for (_, privs, list) in classes() {
-                if *list == "*" {
+            for (t, privs, list) in OPTIONS {
+                if *t == table && *list == "*" {
                     named.push(*privs);
                 }
             }
         }
-        for class in named.into_iter().filter(|p| !p.is_empty()) {
+        for class in named {
+            if class.is_empty() {
+                continue;
+            }
             let (on, list) = class.split_once(':').unwrap_or((path, class));
             let any = list.contains('|');
             let mut privs = Vec::new();
