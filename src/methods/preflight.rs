@@ -463,11 +463,10 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         plan.subjects.major = major;
         plan.fitness(run.kind, caller, Mode::Check, &held)
     };
-    let nine = on(9);
     // The version is asked only when the verdict depends on it and the privileges do not tell it.
-    // PVE 8's verdict is worked out again when it is the one given (a plain judge of the same
-    // values): one verdict is kept across the await, not two (issue 32).
-    let major = match (versioned && on(8) != nine, major_held(&held)) {
+    // The verdict on the version found is worked out again (a plain judge of the same values): no
+    // verdict is kept across the await (issue 32).
+    let major = match (versioned && on(8) != on(9), major_held(&held)) {
         (false, _) => 9,
         (true, Some(major)) => major,
         (true, None) => match pve_version(run).await {
@@ -475,10 +474,7 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
             Err(why) => return could_not_run(run, method, &why),
         },
     };
-    let fit = match major {
-        9 => nine,
-        _ => on(8),
-    };
+    let fit = on(major);
     let mut listed = String::new();
     for path in &paths {
         crate::quote::push_item(&mut listed, ", ", path);
