@@ -353,9 +353,9 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let node = run.global.transport.node().to_string();
+    let node = run.global.transport.node();
     let mut record = PreflightRecord {
-        node: node.clone(),
+        node: node.to_string(),
         reachable: false,
         pve_version: None,
         caller: match Caller::of(&run.global.transport) {
@@ -381,7 +381,7 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let mut paths = AclPaths::default();
         for method in &args.methods {
             let subjects =
-                preflight_subjects(run.kind, method, ids, args.storage.as_deref(), &node, major);
+                preflight_subjects(run.kind, method, ids, args.storage.as_deref(), node, major);
             let plan = or_break!('verdict, Plan::new(run.kind, method, subjects));
             plan.paths(&mut paths);
             plans.push(plan);
@@ -440,9 +440,9 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         Err(e) => return Failure::from(e).into(),
     };
     let method = args.method.as_str();
-    let node = run.global.transport.node().to_string();
+    let node = run.global.transport.node();
     let caller = run.global.transport.caller();
-    let subjects = run_subjects(run.kind, method, args.args, (&node, caller), 9);
+    let subjects = run_subjects(run.kind, method, args.args, (node, caller), 9);
     let mut plan = match Plan::new(run.kind, method, subjects) {
         Ok(plan) => plan,
         Err(message) => return Outcome::failed(Vec::new(), message),
