@@ -167,8 +167,9 @@ fn dedup(list: Vec<String>) -> Vec<String> {
 /// What one method was found to need and lack.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MethodFitness {
-    pub method: String,
+pub struct MethodFitness<'a> {
+    /// Borrowed from the plan: not copied (issue 32).
+    pub method: &'a str,
     /// Every privilege its every run needs is held (and the transport can carry it).
     pub ready: bool,
     /// What it lacks: "VM.Clone on /vms/9000".
@@ -212,14 +213,15 @@ struct Checked {
 }
 
 /// One method, what its run names, and its checks.
-struct Plan {
-    method: String,
+struct Plan<'a> {
+    /// Borrowed from the arguments: not copied (issue 32).
+    method: &'a str,
     subjects: Subjects,
     checks: Vec<Checked>,
 }
 
-impl Plan {
-    fn new(kind: GuestKind, method: &str, subjects: Subjects) -> Result<Plan, String> {
+impl<'a> Plan<'a> {
+    fn new(kind: GuestKind, method: &'a str, subjects: Subjects) -> Result<Plan<'a>, String> {
         let mut checks = Vec::new();
         for need in needs(kind, method).unwrap_or_default() {
             if let Some(check) = requirement(need.endpoint, kind)? {
@@ -227,7 +229,7 @@ impl Plan {
             }
         }
         Ok(Plan {
-            method: method.to_string(),
+            method,
             subjects,
             checks,
         })
@@ -240,10 +242,16 @@ impl Plan {
     }
 
     /// What the method lacks on `held`.
-    fn fitness(&self, kind: GuestKind, caller: Caller, mode: Mode, held: &Held) -> MethodFitness {
+    fn fitness(
+        &self,
+        kind: GuestKind,
+        caller: Caller,
+        mode: Mode,
+        held: &Held,
+    ) -> MethodFitness<'a> {
         let has = holds(held);
         let mut fit = MethodFitness {
-            method: self.method.clone(),
+            method: self.method,
             ready: true,
             missing: Vec::new(),
             may_need: Vec::new(),
@@ -273,11 +281,8 @@ impl Plan {
             fit.notes
                 .push("no vmid given: checked on /vms, what every guest inherits".to_string());
         }
-        fit.notes.extend(root_only_note(
-            caller,
-            kind == GuestKind::Qemu,
-            &self.method,
-        ));
+        fit.notes
+            .extend(root_only_note(caller, kind == GuestKind::Qemu, self.method));
         fit.ready = fit.missing.is_empty();
         fit
     }
@@ -333,7 +338,7 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &AclPaths) -> Result<Held, 
 }
 
 /// "clone needs VM.Clone on /vms/9000 and …: missing" for each method that cannot work.
-fn shortfalls(fitness: &[MethodFitness]) -> Vec<String> {
+fn shortfalls(fitness: &[MethodFitness<'_>]) -> Vec<String> {
     let mut shortfalls = Vec::new();
     for fit in fitness {
         if !fit.ready {
