@@ -498,19 +498,85 @@ pub fn major_held(held: &Held) -> Option<u64> {
     None
 }
 
-/// What PVE requires to call `endpoint` on a guest of `kind`, the endpoint as
-/// `guest::permission_needs` writes it (a guest's own path from `/{vmid}`, `{kind}` for
-/// `qemu`/`lxc`): its check, `None` when any token may call it, `Err` for an endpoint the table
-/// does not have.
+/// An endpoint's rows of the privilege table, for a VM and for a container ([`rows`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rows([u8; 2]);
+
+/// The rows of `endpoint` in the privilege table, the endpoint as `guest::permission_needs` writes
+/// it (a guest's own path from `/{vmid}`, `{kind}` for `qemu`/`lxc`), for a VM and for a
+/// container: a guest's own row of [`GUEST_ENDPOINTS`] (each kind its column), or any other's row
+/// of [`ENDPOINTS`] after them. Found as the build compiles: a need keeps its rows, not its text
+/// (issue 32), and an endpoint the table does not have fails the build.
+pub const fn rows(endpoint: &str) -> Rows {
+    const { assert!(GUEST_ENDPOINTS.len() + ENDPOINTS.len() <= u8::MAX as usize) };
+    Rows([row(endpoint, b"qemu"), row(endpoint, b"lxc")])
+}
+
+/// [`rows`] for the kind of path segment `kind`.
+const fn row(endpoint: &str, kind: &[u8]) -> u8 {
+    let mut at = 0;
+    while at < GUEST_ENDPOINTS.len() {
+        if same(endpoint.as_bytes(), GUEST_ENDPOINTS[at].0.as_bytes(), kind) {
+            return at as u8;
+        }
+        at += 1;
+    }
+    let mut at = 0;
+    while at < ENDPOINTS.len() {
+        if same(endpoint.as_bytes(), ENDPOINTS[at].0.as_bytes(), kind) {
+            return (GUEST_ENDPOINTS.len() + at) as u8;
+        }
+        at += 1;
+    }
+    panic!("an endpoint the privilege table does not have")
+}
+
+/// Whether `template`, its `{kind}` read as `kind`, is `row`.
+const fn same(template: &[u8], row: &[u8], kind: &[u8]) -> bool {
+    const fn starts(text: &[u8], at: usize, with: &[u8]) -> bool {
+        let mut i = 0;
+        while i < with.len() {
+            if at + i >= text.len() || text[at + i] != with[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < template.len() {
+        if starts(template, i, b"{kind}") {
+            if !starts(row, j, kind) {
+                return false;
+            }
+            (i, j) = (i + 6, j + kind.len());
+        } else if j < row.len() && template[i] == row[j] {
+            (i, j) = (i + 1, j + 1);
+        } else {
+            return false;
+        }
+    }
+    j == row.len()
+}
+
+/// What PVE requires to call the endpoint of `rows` on a guest of `kind`: its check, `None` when
+/// any token may call it, `Err` for an endpoint the table has no check of for `kind`.
 // Inlined into its one caller (issue 32).
 #[inline(always)]
-pub fn requirement(endpoint: &str, kind: GuestKind) -> Result<Option<Check>, String> {
-    let at = match row_of(endpoint, kind) {
-        Some(Requirement::Check(at)) => check(usize::from(at)),
-        Some(Requirement::Listing | Requirement::Anyone) => return Ok(None),
-        None => None,
+pub fn requirement(rows: Rows, kind: GuestKind) -> Result<Option<Check>, String> {
+    let row = usize::from(rows.0[kind as usize]);
+    let (endpoint, at) = match GUEST_ENDPOINTS.get(row) {
+        Some((endpoint, qemu, lxc)) => match kind {
+            GuestKind::Qemu => (*endpoint, *qemu),
+            GuestKind::Lxc => (*endpoint, *lxc),
+        },
+        // Rows are made only by `rows`: any other is a row of `ENDPOINTS`.
+        None => match ENDPOINTS.get(row - GUEST_ENDPOINTS.len()) {
+            Some((endpoint, Requirement::Check(at))) => (*endpoint, *at),
+            _ => return Ok(None),
+        },
     };
-    let Some(check) = at else {
+    let Some(check) = check(usize::from(at)) else {
         let named = named(endpoint, kind);
         return Err(format!("{named} is not in the privilege table"));
     };
@@ -518,20 +584,6 @@ pub fn requirement(endpoint: &str, kind: GuestKind) -> Result<Option<Check>, Str
         let named = named(endpoint, kind);
         format!("the check of {named} cannot be read: {check}")
     })
-}
-
-/// `endpoint`'s row of the privilege table: a guest's own from [`GUEST_ENDPOINTS`] (its kind's
-/// column), any other from [`ENDPOINTS`]. Looked up as written: a guest's rows are spelled as
-/// `guest::permission_needs` spells them, so no path is made for it (issue 32).
-fn row_of(endpoint: &str, kind: GuestKind) -> Option<Requirement> {
-    if let Some((_, qemu, lxc)) = GUEST_ENDPOINTS.iter().find(|(e, _, _)| *e == endpoint) {
-        return Some(Requirement::Check(match kind {
-            GuestKind::Qemu => *qemu,
-            GuestKind::Lxc => *lxc,
-        }));
-    }
-    let named = endpoint.replace("{kind}", kind.segment());
-    ENDPOINTS.iter().find(|(e, _)| *e == named).map(|row| row.1)
 }
 
 /// `endpoint` as the privilege table names it: `{kind}` replaced by `qemu`/`lxc`, a guest's own
@@ -591,7 +643,9 @@ mod tests {
     /// The check of a VM's `endpoint`, named as the privilege table names it.
     fn check(endpoint: &str) -> Check {
         let written = endpoint.replace("/nodes/{node}/qemu/{vmid}", "/{vmid}");
-        requirement(&written, GuestKind::Qemu).unwrap().unwrap()
+        requirement(rows(&written), GuestKind::Qemu)
+            .unwrap()
+            .unwrap()
     }
 
     fn missing(c: &Check, s: &Subjects, h: &Held) -> Vec<String> {
@@ -601,11 +655,14 @@ mod tests {
     #[test]
     fn every_check_of_the_table_parses() {
         for (endpoint, _) in ENDPOINTS {
-            assert!(requirement(endpoint, GuestKind::Qemu).is_ok(), "{endpoint}");
+            assert!(
+                requirement(rows(endpoint), GuestKind::Qemu).is_ok(),
+                "{endpoint}"
+            );
         }
         for (endpoint, qemu, lxc) in GUEST_ENDPOINTS {
             for (kind, at) in [(GuestKind::Qemu, qemu), (GuestKind::Lxc, lxc)] {
-                let read = requirement(endpoint, kind);
+                let read = requirement(rows(endpoint), kind);
                 assert_eq!(read.is_ok(), *at != NO, "{endpoint}");
                 assert!(read.is_err() || read.unwrap().is_some(), "{endpoint}");
             }
