@@ -5,7 +5,7 @@
 use crate::args::Fields;
 use crate::catalog::{method_of, Method};
 use crate::guest::backups::BackupVolid;
-use crate::guest::permissions::{Guest, Role, Subjects};
+use crate::guest::permissions::{rows, Guest, Role, Rows, Subjects};
 use crate::guest::placement::{allocation_of, numbered};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::property::property;
@@ -15,9 +15,10 @@ use serde_json::Value;
 /// One endpoint a method calls: always, or only in some runs (`when`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Need {
-    /// `"<METHOD> <template>"` with `{kind}` for `qemu`/`lxc`; a path from `/{vmid}` is the guest's
-    /// own, under `/nodes/{node}/{kind}` (left out here, as in the privilege table: issue 32).
-    pub endpoint: &'static str,
+    /// Its rows of the privilege table: [`rows`] of `"<METHOD> <template>"` with `{kind}` for
+    /// `qemu`/`lxc`, a path from `/{vmid}` the guest's own, under `/nodes/{node}/{kind}` (left out
+    /// here, as in the privilege table: issue 32).
+    pub rows: Rows,
     /// Its `{vmid}`, and whether its `{storage}` is the backup archive's.
     pub role: Role,
     /// `None`: every run calls it; else when (e.g. "when the guest runs").
@@ -38,34 +39,34 @@ const MADE: Role = Role {
     archive: false,
 };
 
-const fn always(endpoint: &'static str) -> Need {
+const fn always(endpoint: &str) -> Need {
     Need {
-        endpoint,
+        rows: rows(endpoint),
         role: ACTED,
         when: None,
     }
 }
 
-const fn sometimes(endpoint: &'static str, when: &'static str) -> Need {
+const fn sometimes(endpoint: &str, when: &'static str) -> Need {
     Need {
-        endpoint,
+        rows: rows(endpoint),
         role: ACTED,
         when: Some(when),
     }
 }
 
-const fn made(endpoint: &'static str, when: Option<&'static str>) -> Need {
+const fn made(endpoint: &str, when: Option<&'static str>) -> Need {
     Need {
-        endpoint,
+        rows: rows(endpoint),
         role: MADE,
         when,
     }
 }
 
 /// A read on the backup archive's storage.
-const fn on_archive(endpoint: &'static str) -> Need {
+const fn on_archive(endpoint: &str) -> Need {
     Need {
-        endpoint,
+        rows: rows(endpoint),
         role: Role {
             guest: Guest::Acted,
             archive: true,
@@ -729,9 +730,9 @@ mod tests {
                 };
                 for need in list {
                     assert!(
-                        requirement(need.endpoint, kind).is_ok(),
-                        "{kind:?} {method}: {}",
-                        need.endpoint
+                        requirement(need.rows, kind).is_ok(),
+                        "{kind:?} {method}: {:?}",
+                        need.rows
                     );
                 }
             }
@@ -822,14 +823,12 @@ mod tests {
         );
         let own = subjects("local-lvm:vm-100-disk-1");
         assert!(!own.given.iter().any(|g| g == "foreignVolume"));
-        let check = requirement("PUT /{vmid}/config", GuestKind::Qemu)
+        let check = requirement(rows("PUT /{vmid}/config"), GuestKind::Qemu)
             .unwrap()
             .unwrap();
-        let on_guest: Held = [(
-            "/vms/100".to_string(),
-            ["VM.Config.Disk".to_string()].into(),
-        )]
-        .into();
+        let on_guest: Held = [("/vms/100".to_string(), json!(["VM.Config.Disk"]))]
+            .into_iter()
+            .collect();
         let role = Role {
             guest: Guest::Acted,
             archive: false,
@@ -846,11 +845,8 @@ mod tests {
             "{lacking}"
         );
         let mut both = on_guest.clone();
-        both.push(("/vms/101".into(), ["VM.Config.Disk".to_string()].into()));
-        both.push((
-            "/storage/local-lvm".into(),
-            ["Datastore.Audit".to_string()].into(),
-        ));
+        both.insert("/vms/101".into(), json!(["VM.Config.Disk"]));
+        both.insert("/storage/local-lvm".into(), json!(["Datastore.Audit"]));
         assert!(missing(&foreign, &both).is_empty());
     }
 

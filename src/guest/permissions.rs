@@ -14,7 +14,7 @@ use crate::guest::placement::numbered;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::privileges::{check, Requirement, ENDPOINTS, GUEST_ENDPOINTS, ONLY_IN, OPTIONS};
 use crate::quote::Joined;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::cell::RefCell;
 
 /// A check expression, parsed.
@@ -282,27 +282,30 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
         }
         Check::And(parts) => judge_all(parts, s, role, has),
         Check::Or(parts) => {
-            let mut each = Vec::new();
+            // Every part judged (`paths_of` records each one's paths), in one pass: one way held
+            // is enough; else the first that is only maybe needed; else each closed way, named.
+            let (mut applies, mut held, mut maybe) = (false, false, None);
+            let mut ways = Vec::new();
             for part in parts {
-                if let Some(one) = judge(part, s, role, has) {
-                    each.push(one);
+                let Some(one) = judge(part, s, role, has) else {
+                    continue;
+                };
+                applies = true;
+                held |= one.holds();
+                ways.push(one.missing.joined(" and "));
+                if maybe.is_none() && one.missing.is_empty() {
+                    maybe = Some(one);
                 }
             }
-            if each.is_empty() || each.iter().any(Judged::holds) {
-                return (!each.is_empty()).then(Judged::default);
+            match (applies, held, maybe) {
+                (false, _, _) => None,
+                (true, true, _) => Some(Judged::default()),
+                (true, false, Some(maybe)) => Some(maybe),
+                (true, false, None) => Some(Judged {
+                    missing: vec![ways.joined(", or ")],
+                    may: Vec::new(),
+                }),
             }
-            if let Some(maybe) = each.iter().find(|j| j.missing.is_empty()) {
-                return Some(maybe.clone());
-            }
-            // Every way is closed: name each.
-            let mut ways = Vec::new();
-            for way in &each {
-                ways.push(way.missing.joined(" and "));
-            }
-            Some(Judged {
-                missing: vec![ways.joined(", or ")],
-                may: Vec::new(),
-            })
         }
         Check::When(cond, inner) => match s.condition(cond) {
             Some(true) => judge(inner, s, role, has),
@@ -368,27 +371,30 @@ fn lacking(path: &str, privs: &[String], any: bool, has: Has) -> Option<String> 
 /// The checks of the config options `keys` per the classes of `table` (pve::privileges `OPTIONS`):
 /// every class naming a key applies; `*` only to a key no class names; an empty class needs none.
 fn option_checks(table: &str, path: &str, keys: &[String]) -> Vec<Check> {
-    let classes = || OPTIONS.iter().filter(|(t, _, _)| *t == table);
     let names = |pattern: &str, key: &str| match pattern.strip_suffix('#') {
         Some(prefix) => numbered(key, prefix),
         None => pattern == key,
     };
     let mut checks = Vec::new();
     for key in keys {
+        // Plain loops over the table, not filtering iterators: smaller in the module.
         let mut named = Vec::new();
-        for (_, privs, list) in classes() {
-            if list.split(' ').any(|p| names(p, key)) {
+        for (t, privs, list) in OPTIONS {
+            if *t == table && list.split(' ').any(|p| names(p, key)) {
                 named.push(*privs);
             }
         }
         if named.is_empty() {
-            for (_, privs, list) in classes() {
-                if *list == "*" {
+            for (t, privs, list) in OPTIONS {
+                if *t == table && *list == "*" {
                     named.push(*privs);
                 }
             }
         }
-        for class in named.into_iter().filter(|p| !p.is_empty()) {
+        for class in named {
+            if class.is_empty() {
+                continue;
+            }
             let (on, list) = class.split_once(':').unwrap_or((path, class));
             let any = list.contains('|');
             let mut privs = Vec::new();
@@ -419,39 +425,37 @@ pub fn paths_of(check: &Check, s: &Subjects, role: Role, out: &mut AclPaths) {
     let _ = judge(check, s, role, &record);
 }
 
-/// ACL paths, sorted and each once: the order they are read in. A sorted list rather than a
-/// `BTreeSet`: the few paths of a run need no tree, and the tree's node code, instantiated for
-/// its own key and value types, was kilobytes of the module (issue 32).
+/// ACL paths, sorted and each once: the order they are read in. The keys of a JSON map (the
+/// module's one map type, its tree code already there: a `BTreeSet` of its own, or a sorted list's
+/// insert, would compile more, issue 32).
 #[derive(Debug, Default)]
-pub struct AclPaths(Vec<String>);
+pub struct AclPaths(Map<String, Value>);
 
 impl AclPaths {
     /// Adds `path` in its place, unless it is there already.
     // Inlined into its one caller (issue 32).
     #[inline(always)]
     pub fn insert(&mut self, path: &str) {
-        if let Err(at) = self.0.binary_search_by(|p| p.as_str().cmp(path)) {
-            self.0.insert(at, path.to_string());
-        }
+        self.0.insert(path.to_string(), Value::Null);
     }
 
     // Inlined into its one caller (issue 32).
     #[inline(always)]
     pub fn contains(&self, path: &str) -> bool {
-        self.0.iter().any(|p| p == path)
+        self.0.contains_key(path)
     }
 
-    pub fn iter(&self) -> std::slice::Iter<'_, String> {
-        self.0.iter()
+    pub fn iter(&self) -> serde_json::map::Keys<'_> {
+        self.0.keys()
     }
 }
 
 impl<'a> IntoIterator for &'a AclPaths {
     type Item = &'a String;
-    type IntoIter = std::slice::Iter<'a, String>;
+    type IntoIter = serde_json::map::Keys<'a>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.0.keys()
     }
 }
 
@@ -483,9 +487,10 @@ pub fn major_of(version: &str) -> u64 {
 /// longer knows `VM.Monitor`, PVE 8 not yet `VM.GuestAgent.*`, so neither reports it).
 pub fn major_held(held: &Held) -> Option<u64> {
     // Loops, not a flat_map/filter_map chain: smaller in the module (docs/performance.md).
-    for (_, privs) in held {
-        for privilege in privs {
-            if let Some((major, _)) = ONLY_IN.iter().find(|(_, only)| only == privilege) {
+    for privs in held.values() {
+        for privilege in privs.as_array().map_or(&[][..], Vec::as_slice) {
+            let privilege = privilege.as_str();
+            if let Some((major, _)) = ONLY_IN.iter().find(|(_, only)| Some(*only) == privilege) {
                 return Some(*major);
             }
         }
@@ -493,19 +498,85 @@ pub fn major_held(held: &Held) -> Option<u64> {
     None
 }
 
-/// What PVE requires to call `endpoint` on a guest of `kind`, the endpoint as
-/// `guest::permission_needs` writes it (a guest's own path from `/{vmid}`, `{kind}` for
-/// `qemu`/`lxc`): its check, `None` when any token may call it, `Err` for an endpoint the table
-/// does not have.
+/// An endpoint's rows of the privilege table, for a VM and for a container ([`rows`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rows([u8; 2]);
+
+/// The rows of `endpoint` in the privilege table, the endpoint as `guest::permission_needs` writes
+/// it (a guest's own path from `/{vmid}`, `{kind}` for `qemu`/`lxc`), for a VM and for a
+/// container: a guest's own row of [`GUEST_ENDPOINTS`] (each kind its column), or any other's row
+/// of [`ENDPOINTS`] after them. Found as the build compiles: a need keeps its rows, not its text
+/// (issue 32), and an endpoint the table does not have fails the build.
+pub const fn rows(endpoint: &str) -> Rows {
+    const { assert!(GUEST_ENDPOINTS.len() + ENDPOINTS.len() <= u8::MAX as usize) };
+    Rows([row(endpoint, b"qemu"), row(endpoint, b"lxc")])
+}
+
+/// [`rows`] for the kind of path segment `kind`.
+const fn row(endpoint: &str, kind: &[u8]) -> u8 {
+    let mut at = 0;
+    while at < GUEST_ENDPOINTS.len() {
+        if same(endpoint.as_bytes(), GUEST_ENDPOINTS[at].0.as_bytes(), kind) {
+            return at as u8;
+        }
+        at += 1;
+    }
+    let mut at = 0;
+    while at < ENDPOINTS.len() {
+        if same(endpoint.as_bytes(), ENDPOINTS[at].0.as_bytes(), kind) {
+            return (GUEST_ENDPOINTS.len() + at) as u8;
+        }
+        at += 1;
+    }
+    panic!("an endpoint the privilege table does not have")
+}
+
+/// Whether `template`, its `{kind}` read as `kind`, is `row`.
+const fn same(template: &[u8], row: &[u8], kind: &[u8]) -> bool {
+    const fn starts(text: &[u8], at: usize, with: &[u8]) -> bool {
+        let mut i = 0;
+        while i < with.len() {
+            if at + i >= text.len() || text[at + i] != with[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < template.len() {
+        if starts(template, i, b"{kind}") {
+            if !starts(row, j, kind) {
+                return false;
+            }
+            (i, j) = (i + 6, j + kind.len());
+        } else if j < row.len() && template[i] == row[j] {
+            (i, j) = (i + 1, j + 1);
+        } else {
+            return false;
+        }
+    }
+    j == row.len()
+}
+
+/// What PVE requires to call the endpoint of `rows` on a guest of `kind`: its check, `None` when
+/// any token may call it, `Err` for an endpoint the table has no check of for `kind`.
 // Inlined into its one caller (issue 32).
 #[inline(always)]
-pub fn requirement(endpoint: &str, kind: GuestKind) -> Result<Option<Check>, String> {
-    let at = match row_of(endpoint, kind) {
-        Some(Requirement::Check(at)) => check(usize::from(at)),
-        Some(Requirement::Listing | Requirement::Anyone) => return Ok(None),
-        None => None,
+pub fn requirement(rows: Rows, kind: GuestKind) -> Result<Option<Check>, String> {
+    let row = usize::from(rows.0[kind as usize]);
+    let (endpoint, at) = match GUEST_ENDPOINTS.get(row) {
+        Some((endpoint, qemu, lxc)) => match kind {
+            GuestKind::Qemu => (*endpoint, *qemu),
+            GuestKind::Lxc => (*endpoint, *lxc),
+        },
+        // Rows are made only by `rows`: any other is a row of `ENDPOINTS`.
+        None => match ENDPOINTS.get(row - GUEST_ENDPOINTS.len()) {
+            Some((endpoint, Requirement::Check(at))) => (*endpoint, *at),
+            _ => return Ok(None),
+        },
     };
-    let Some(check) = at else {
+    let Some(check) = check(usize::from(at)) else {
         let named = named(endpoint, kind);
         return Err(format!("{named} is not in the privilege table"));
     };
@@ -513,20 +584,6 @@ pub fn requirement(endpoint: &str, kind: GuestKind) -> Result<Option<Check>, Str
         let named = named(endpoint, kind);
         format!("the check of {named} cannot be read: {check}")
     })
-}
-
-/// `endpoint`'s row of the privilege table: a guest's own from [`GUEST_ENDPOINTS`] (its kind's
-/// column), any other from [`ENDPOINTS`]. Looked up as written: a guest's rows are spelled as
-/// `guest::permission_needs` spells them, so no path is made for it (issue 32).
-fn row_of(endpoint: &str, kind: GuestKind) -> Option<Requirement> {
-    if let Some((_, qemu, lxc)) = GUEST_ENDPOINTS.iter().find(|(e, _, _)| *e == endpoint) {
-        return Some(Requirement::Check(match kind {
-            GuestKind::Qemu => *qemu,
-            GuestKind::Lxc => *lxc,
-        }));
-    }
-    let named = endpoint.replace("{kind}", kind.segment());
-    ENDPOINTS.iter().find(|(e, _)| *e == named).map(|row| row.1)
 }
 
 /// `endpoint` as the privilege table names it: `{kind}` replaced by `qemu`/`lxc`, a guest's own
@@ -539,16 +596,17 @@ fn named(endpoint: &str, kind: GuestKind) -> String {
     }
 }
 
-/// The privileges held per ACL path, as `GET /access/permissions` reported them: each path once,
-/// in the order read. Lists rather than a map of sets, as [`AclPaths`] (issue 32).
-pub type Held = Vec<(String, Vec<String>)>;
+/// The privileges held per ACL path, as `GET /access/permissions` reported them: each path's
+/// privileges as a JSON list. A JSON map, as the `preflight` record writes it: the module's one
+/// map type, and no second form of it to build (issue 32).
+pub type Held = Map<String, Value>;
 
 /// [`Has`] of `held`.
 pub fn holds(held: &Held) -> impl Fn(&str, &str) -> bool + '_ {
     |path, privilege| {
-        held.iter()
-            .find(|(p, _)| p == path)
-            .is_some_and(|(_, privs)| privs.iter().any(|p| p == privilege))
+        held.get(path)
+            .and_then(Value::as_array)
+            .is_some_and(|privs| privs.iter().any(|p| p.as_str() == Some(privilege)))
     }
 }
 
@@ -578,17 +636,16 @@ mod tests {
     fn held(entries: &[(&str, &[&str])]) -> Held {
         entries
             .iter()
-            .map(|(path, privs)| {
-                let set = privs.iter().map(|p| p.to_string()).collect();
-                (path.to_string(), set)
-            })
+            .map(|(path, privs)| (path.to_string(), json!(privs)))
             .collect()
     }
 
     /// The check of a VM's `endpoint`, named as the privilege table names it.
     fn check(endpoint: &str) -> Check {
         let written = endpoint.replace("/nodes/{node}/qemu/{vmid}", "/{vmid}");
-        requirement(&written, GuestKind::Qemu).unwrap().unwrap()
+        requirement(rows(&written), GuestKind::Qemu)
+            .unwrap()
+            .unwrap()
     }
 
     fn missing(c: &Check, s: &Subjects, h: &Held) -> Vec<String> {
@@ -598,11 +655,14 @@ mod tests {
     #[test]
     fn every_check_of_the_table_parses() {
         for (endpoint, _) in ENDPOINTS {
-            assert!(requirement(endpoint, GuestKind::Qemu).is_ok(), "{endpoint}");
+            assert!(
+                requirement(rows(endpoint), GuestKind::Qemu).is_ok(),
+                "{endpoint}"
+            );
         }
         for (endpoint, qemu, lxc) in GUEST_ENDPOINTS {
             for (kind, at) in [(GuestKind::Qemu, qemu), (GuestKind::Lxc, lxc)] {
-                let read = requirement(endpoint, kind);
+                let read = requirement(rows(endpoint), kind);
                 assert_eq!(read.is_ok(), *at != NO, "{endpoint}");
                 assert!(read.is_err() || read.unwrap().is_some(), "{endpoint}");
             }

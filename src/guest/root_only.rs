@@ -86,13 +86,13 @@ pub fn qemu_refusal(caller: Caller, keys: &[&str]) -> Option<String> {
     ))
 }
 
-/// The feature flags of a `features` value (`nesting=1,keyctl=1`).
-fn feature_flags(text: &str) -> Vec<(String, String)> {
+/// The feature flags of a `features` value (`nesting=1,keyctl=1`), borrowed from it.
+fn feature_flags(text: &str) -> Vec<(&str, &str)> {
     let mut flags = Vec::new();
     for (key, value) in text.split(',').filter_map(|part| part.split_once('=')) {
         let key = key.trim();
         if !key.is_empty() {
-            flags.push((key.to_string(), value.trim().to_string()));
+            flags.push((key, value.trim()));
         }
     }
     flags
@@ -106,15 +106,18 @@ fn changes_more_than_nesting(old: Option<&str>, new: &str) -> bool {
     if old.is_empty() {
         return !(new.is_empty() || new.len() == 1 && new[0].0 == "nesting");
     }
-    let value = |list: &[(String, String)], key: &str| {
-        list.iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
-    old.iter()
-        .chain(new.iter())
-        .any(|(key, _)| key != "nesting" && value(&old, key) != value(&new, key))
+    fn value<'a>(list: &[(&str, &'a str)], key: &str) -> &'a str {
+        list.iter().find(|(k, _)| *k == key).map_or("", |(_, v)| *v)
+    }
+    // Over both lists by slices, not a chained iterator: smaller in the module.
+    for list in [&old, &new] {
+        for (key, _) in list {
+            if *key != "nesting" && value(&old, key) != value(&new, key) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// The mount point type of an lxc `rootfs`/`mpN` value: `volume`, `bind` or `device`.

@@ -167,8 +167,9 @@ fn dedup(list: Vec<String>) -> Vec<String> {
 /// What one method was found to need and lack.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MethodFitness {
-    pub method: String,
+pub struct MethodFitness<'a> {
+    /// Borrowed from the plan: not copied (issue 32).
+    pub method: &'a str,
     /// Every privilege its every run needs is held (and the transport can carry it).
     pub ready: bool,
     /// What it lacks: "VM.Clone on /vms/9000".
@@ -212,22 +213,23 @@ struct Checked {
 }
 
 /// One method, what its run names, and its checks.
-struct Plan {
-    method: String,
+struct Plan<'a> {
+    /// Borrowed from the arguments: not copied (issue 32).
+    method: &'a str,
     subjects: Subjects,
     checks: Vec<Checked>,
 }
 
-impl Plan {
-    fn new(kind: GuestKind, method: &str, subjects: Subjects) -> Result<Plan, String> {
+impl<'a> Plan<'a> {
+    fn new(kind: GuestKind, method: &'a str, subjects: Subjects) -> Result<Plan<'a>, String> {
         let mut checks = Vec::new();
         for need in needs(kind, method).unwrap_or_default() {
-            if let Some(check) = requirement(need.endpoint, kind)? {
+            if let Some(check) = requirement(need.rows, kind)? {
                 checks.push(Checked { need: *need, check });
             }
         }
         Ok(Plan {
-            method: method.to_string(),
+            method,
             subjects,
             checks,
         })
@@ -240,10 +242,16 @@ impl Plan {
     }
 
     /// What the method lacks on `held`.
-    fn fitness(&self, kind: GuestKind, caller: Caller, mode: Mode, held: &Held) -> MethodFitness {
+    fn fitness(
+        &self,
+        kind: GuestKind,
+        caller: Caller,
+        mode: Mode,
+        held: &Held,
+    ) -> MethodFitness<'a> {
         let has = holds(held);
         let mut fit = MethodFitness {
-            method: self.method.clone(),
+            method: self.method,
             ready: true,
             missing: Vec::new(),
             may_need: Vec::new(),
@@ -273,11 +281,8 @@ impl Plan {
             fit.notes
                 .push("no vmid given: checked on /vms, what every guest inherits".to_string());
         }
-        fit.notes.extend(root_only_note(
-            caller,
-            kind == GuestKind::Qemu,
-            &self.method,
-        ));
+        fit.notes
+            .extend(root_only_note(caller, kind == GuestKind::Qemu, self.method));
         fit.ready = fit.missing.is_empty();
         fit
     }
@@ -319,21 +324,21 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &AclPaths) -> Result<Held, 
         };
         let privs = match map.get(path.as_str()) {
             None if map.is_empty() => Vec::new(),
-            // Pushed one by one, as in `preflight` below: no collecting machinery compiled for
-            // it. A map's keys come sorted and each once.
+            // Pushed one by one: no collecting machinery compiled for it. A map's keys come
+            // sorted and each once.
             Some(Value::Object(privs)) => privs.keys().fold(Vec::new(), |mut set, p| {
-                set.push(p.clone());
+                set.push(Value::String(p.clone()));
                 set
             }),
             _ => return Err(shape_error(&data)),
         };
-        held.push((path.clone(), privs));
+        held.insert(path.clone(), Value::Array(privs));
     }
     Ok(held)
 }
 
 /// "clone needs VM.Clone on /vms/9000 and …: missing" for each method that cannot work.
-fn shortfalls(fitness: &[MethodFitness]) -> Vec<String> {
+fn shortfalls(fitness: &[MethodFitness<'_>]) -> Vec<String> {
     let mut shortfalls = Vec::new();
     for fit in fitness {
         if !fit.ready {
@@ -353,9 +358,9 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let node = run.global.transport.node().to_string();
+    let node = run.global.transport.node();
     let mut record = PreflightRecord {
-        node: node.clone(),
+        node: node.to_string(),
         reachable: false,
         pve_version: None,
         caller: match Caller::of(&run.global.transport) {
@@ -381,7 +386,7 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let mut paths = AclPaths::default();
         for method in &args.methods {
             let subjects =
-                preflight_subjects(run.kind, method, ids, args.storage.as_deref(), &node, major);
+                preflight_subjects(run.kind, method, ids, args.storage.as_deref(), node, major);
             let plan = or_break!('verdict, Plan::new(run.kind, method, subjects));
             plan.paths(&mut paths);
             plans.push(plan);
@@ -397,10 +402,8 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         for plan in &plans {
             fitness.push(plan.fitness(run.kind, caller, Mode::Preflight, &held));
         }
-        // Inserted one by one: `collect` into a map would compile std's sort once more (issue 32).
-        for (path, privs) in held {
-            record.privileges.insert(path, Value::from(privs));
-        }
+        // The privileges read are the record's as they are.
+        record.privileges = held;
         for fit in &fitness {
             for note in fit.notes.iter().chain(&fit.may_need) {
                 run.info(&format!("preflight: {}: {note}", fit.method));
@@ -442,9 +445,9 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         Err(e) => return Failure::from(e).into(),
     };
     let method = args.method.as_str();
-    let node = run.global.transport.node().to_string();
+    let node = run.global.transport.node();
     let caller = run.global.transport.caller();
-    let subjects = run_subjects(run.kind, method, args.args, (&node, caller), 9);
+    let subjects = run_subjects(run.kind, method, args.args, (node, caller), 9);
     let mut plan = match Plan::new(run.kind, method, subjects) {
         Ok(plan) => plan,
         Err(message) => return Outcome::failed(Vec::new(), message),
@@ -465,11 +468,10 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         plan.subjects.major = major;
         plan.fitness(run.kind, caller, Mode::Check, &held)
     };
-    let nine = on(9);
     // The version is asked only when the verdict depends on it and the privileges do not tell it.
-    // PVE 8's verdict is worked out again when it is the one given (a plain judge of the same
-    // values): one verdict is kept across the await, not two (issue 32).
-    let major = match (versioned && on(8) != nine, major_held(&held)) {
+    // The verdict on the version found is worked out again (a plain judge of the same values): no
+    // verdict is kept across the await (issue 32).
+    let major = match (versioned && on(8) != on(9), major_held(&held)) {
         (false, _) => 9,
         (true, Some(major)) => major,
         (true, None) => match pve_version(run).await {
@@ -477,10 +479,7 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
             Err(why) => return could_not_run(run, method, &why),
         },
     };
-    let fit = match major {
-        9 => nine,
-        _ => on(8),
-    };
+    let fit = on(major);
     let mut listed = String::new();
     for path in &paths {
         crate::quote::push_item(&mut listed, ", ", path);
