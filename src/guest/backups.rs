@@ -340,11 +340,6 @@ impl ArchiveConfig {
             false => Ok(config),
         }
     }
-
-    /// The value of `key`: the lookup of a create's option bag (one copy of it, issue 32).
-    pub fn get(&self, key: &str) -> Option<&str> {
-        crate::guest::provision::option(&self.0, key)
-    }
 }
 
 /// Whether the archive is among those its storage on `node` lists (`listed`, [`list_archives`]),

@@ -24,6 +24,7 @@ use crate::guest::config::shows;
 use crate::guest::create_course::{Before, NewDisk, NewGuest};
 use crate::guest::evidence::Evidence;
 use crate::guest::placement::Placement;
+use crate::guest::provision::option;
 use crate::guest::root_only::Caller;
 use crate::guest::vmid_claim::VmidChoice;
 use crate::guest::volumes::storage_of;
@@ -43,17 +44,9 @@ use std::fmt::{self, Write};
 use std::future::Future;
 
 /// Keys a restore does not carry over as they were: PVE's bookkeeping, regenerated on restore.
-const NOT_RESTORED: [&str; 9] = [
-    "lock",
-    "digest",
-    "parent",
-    "snaptime",
-    "vmstate",
-    "meta",
-    "vmgenid",
-    "runningmachine",
-    "runningcpu",
-];
+/// One text, split on use: not a table of texts (issue 32).
+const NOT_RESTORED: &str =
+    "lock digest parent snaptime vmstate meta vmgenid runningmachine runningcpu";
 
 /// The arguments of `restore`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,7 +168,7 @@ fn compare(
     let mut problems = String::new();
     let mut disks = Vec::new();
     for (key, wanted) in &archive.0 {
-        if NOT_RESTORED.contains(&key.as_str()) || key.starts_with("unused") {
+        if NOT_RESTORED.split(' ').any(|k| k == key) || key.starts_with("unused") {
             continue;
         }
         let Some(seen) = restored.get(key).and_then(flex::string_of) else {
@@ -400,7 +393,7 @@ fn target_storage<'a>(
 ) -> Option<&'a str> {
     let asked = args.storage.as_deref();
     match (kind, asked) {
-        (GuestKind::Lxc, None) => config.get("rootfs").map(storage_of),
+        (GuestKind::Lxc, None) => option(&config.0, "rootfs").map(storage_of),
         _ => asked,
     }
 }
@@ -745,7 +738,7 @@ mod tests {
     #[test]
     fn the_archive_config_stops_at_the_first_snapshot() {
         let config = ArchiveConfig::parse(CONFIG);
-        assert_eq!(config.get("memory"), Some("2048"));
+        assert_eq!(option(&config.0, "memory"), Some("2048"));
         assert_eq!(config.0.len(), 8);
         assert!(allocated(
             GuestKind::Qemu,
