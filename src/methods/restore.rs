@@ -37,7 +37,6 @@ use crate::pve::property::{property, size_bytes, storage_volume};
 use crate::pve::request::push_param;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::StorageVolume;
-use crate::quote::push_item;
 use crate::run::Run;
 use serde_json::{Map, Value};
 use std::fmt::{self, Write};
@@ -147,25 +146,31 @@ fn same_parts(a: &str, b: &str, skip: usize, part_of: fn(&str) -> Option<&str>) 
     a.len() == b.len() && (0..a.len()).all(|i| a.get(i) == b.get(i))
 }
 
-/// Appends one difference to the list a message names, `; ` between them: written in place, not
-/// formatted apart and copied (issue 32).
-fn note(problems: &mut String, what: fmt::Arguments) {
-    push_item(problems, "; ", "");
+/// Appends one difference to the list a message names from `start` on, `; ` between them:
+/// written in place, not formatted apart and copied (issue 32).
+fn note(problems: &mut String, start: usize, what: fmt::Arguments) {
+    if problems.len() > start {
+        problems.push_str("; ");
+    }
     // Writing to a String cannot fail.
     let _ = problems.write_fmt(what);
 }
 
-/// What a restored guest shows that its archive's config does not: `Err` names each difference;
-/// `Ok` the disks `(key, volume id)` to look for on their storages. `storage` is where the restore
-/// put every volume, when not where the archive had them ([`target_storage`]).
+/// What `label`, a restored guest, shows that its archive's config does not: `Err` the message
+/// naming each difference; `Ok` the disks `(key, volume id)` to look for on their storages.
+/// `storage` is where the restore put every volume, when not where the archive had them
+/// ([`target_storage`]). The differences are written into the message itself, which is left
+/// unused when there are none: not listed apart and formatted again (issue 32).
 fn compare(
     kind: GuestKind,
+    label: &str,
     archive: &ArchiveConfig,
     restored: &Map<String, Value>,
     storage: Option<&str>,
     unique: bool,
 ) -> Result<Vec<(String, String)>, String> {
-    let mut problems = String::new();
+    let mut problems = not_restored(format_args!("{label} is not the archive's guest: "));
+    let start = problems.len();
     let mut disks = Vec::new();
     for (key, wanted) in &archive.0 {
         if NOT_RESTORED.split(' ').any(|k| k == key) || key.starts_with("unused") {
@@ -173,11 +178,11 @@ fn compare(
         }
         let Some(seen) = restored.get(key).and_then(flex::string_of) else {
             let what = format_args!("`{key}` is not set (the archive holds {wanted:?})");
-            note(&mut problems, what);
+            note(&mut problems, start, what);
             continue;
         };
         if allocated(kind, key, wanted) {
-            if !disk_problem(&mut problems, key, wanted, &seen, storage) {
+            if !disk_problem(&mut problems, start, key, wanted, &seen, storage) {
                 disks.push((key.clone(), volume_of(&seen).to_string()));
             }
             continue;
@@ -188,13 +193,14 @@ fn compare(
         };
         if !same {
             let what = format_args!("`{key}` is {seen:?}, not the archive's {wanted:?}");
-            note(&mut problems, what);
+            note(&mut problems, start, what);
         }
     }
-    match problems.is_empty() {
-        true => Ok(disks),
-        false => Err(problems),
+    if problems.len() == start {
+        return Ok(disks);
     }
+    problems.push_str(CHECK_LOG);
+    Err(problems)
 }
 
 /// The volume id a disk's value starts with (`local-lvm:vm-1-disk-0,size=8G` → its first part).
@@ -211,6 +217,7 @@ fn disk_size(value: &str) -> Option<u64> {
 /// another size, other options — and says whether it noted one.
 fn disk_problem(
     problems: &mut String,
+    start: usize,
     key: &str,
     wanted: &str,
     seen: &str,
@@ -232,10 +239,12 @@ fn disk_problem(
     match what {
         None => note(
             problems,
+            start,
             format_args!("disk `{key}` is {seen:?}, not on storage {expected_store}"),
         ),
         Some(what) => note(
             problems,
+            start,
             format_args!("disk `{key}` is {seen:?}, not {what} ({wanted:?})"),
         ),
     }
@@ -316,11 +325,7 @@ impl NewGuest for Restore {
         archive: &ArchiveConfig,
     ) -> Result<Vec<(String, String)>, String> {
         let storage = target_storage(self.kind, &self.args, archive);
-        compare(self.kind, archive, config, storage, self.args.unique).map_err(|problems| {
-            not_restored(format_args!(
-                "{label} is not the archive's guest: {problems}"
-            ))
-        })
+        compare(self.kind, label, archive, config, storage, self.args.unique)
     }
 
     fn judge_store(
@@ -331,9 +336,13 @@ impl NewGuest for Restore {
         volumes: &[StorageVolume],
     ) -> Result<(), String> {
         match unlisted(disks, store, volumes) {
-            Some((key, volid)) => Err(not_restored(format_args!(
-                "disk `{key}` ({volid}) of {label} is not on storage {store}"
-            ))),
+            Some((key, volid)) => {
+                let mut message = not_restored(format_args!(
+                    "disk `{key}` ({volid}) of {label} is not on storage {store}"
+                ));
+                message.push_str(CHECK_LOG);
+                Err(message)
+            }
             None => Ok(()),
         }
     }
@@ -471,10 +480,17 @@ fn refusal(label: &str, ev: &Evidence, force: bool) -> Option<String> {
     None
 }
 
-/// A restore whose task ended well without its effect: `what` the restored guest shows instead.
+/// The start of a restore whose task ended well without its effect: `what` the restored guest
+/// shows instead; its end is [`CHECK_LOG`].
 fn not_restored(what: fmt::Arguments) -> String {
-    format!("the restore task ended successfully, but {what} — check the restore task's log")
+    let mut message = String::from("the restore task ended successfully, but ");
+    // Writing to a String cannot fail.
+    let _ = message.write_fmt(what);
+    message
 }
+
+/// The end of a message [`not_restored`] starts.
+const CHECK_LOG: &str = " — check the restore task's log";
 
 /// The first of `disks` on `store` that its listing `volumes` does not hold.
 fn unlisted<'a>(
@@ -705,8 +721,8 @@ mod tests {
         let restored = "local-lvm:vm-310-disk-1,mp=/data,size=2G";
         let wanted = "local-zfs:subvol-300-disk-1,mp=/data,size=2G";
         let mut noted = String::new();
-        assert!(!disk_problem(&mut noted, "mp0", wanted, restored, lxc));
-        assert!(disk_problem(&mut noted, "mp0", wanted, restored, None));
+        assert!(!disk_problem(&mut noted, 0, "mp0", wanted, restored, lxc));
+        assert!(disk_problem(&mut noted, 0, "mp0", wanted, restored, None));
     }
 
     #[test]
@@ -714,7 +730,7 @@ mod tests {
         let wanted = "local-lvm:vm-120-disk-0,size=8G,discard=on";
         let note = |seen: &str| {
             let mut noted = String::new();
-            disk_problem(&mut noted, "scsi0", wanted, seen, None).then_some(noted)
+            disk_problem(&mut noted, 0, "scsi0", wanted, seen, None).then_some(noted)
         };
         assert_eq!(note("local-lvm:vm-130-disk-0,discard=on,size=8G"), None);
         assert_eq!(
