@@ -415,9 +415,10 @@ fn params(
     vmid: u32,
     over: bool,
 ) -> Vec<(String, String)> {
+    // The VMID's text moved in, not copied (issue 32).
     let mut params = Vec::new();
+    params.push(("vmid".to_string(), vmid.to_string()));
     let mut add = |key: &str, value: &str| push_param(&mut params, key, value);
-    add("vmid", &vmid.to_string());
     let volid = &args.archive.volid;
     match kind {
         GuestKind::Qemu => add("archive", volid),
