@@ -107,15 +107,10 @@ fn nic_part(part: &str) -> Option<&str> {
 }
 
 /// Whether `v` is a MAC address: six parts joined by five colons (`BC:24:11:00:01:20`), counted
-/// by a plain loop (an iterator chain compiles its own folding code, issue 32).
+/// by the splitting code the module has anyway (a loop of its own measured 20 bytes more, issue
+/// 32).
 fn is_mac(v: &str) -> bool {
-    let mut colons = 0;
-    for byte in v.bytes() {
-        if byte == b':' {
-            colons += 1;
-        }
-    }
-    v.len() == 17 && colons == 5
+    v.len() == 17 && v.split(':').count() == 6
 }
 
 /// A disk's option as compared across a restore: all but its size (judged on its own).
