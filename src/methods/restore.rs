@@ -164,7 +164,7 @@ fn compare(
     storage: Option<&str>,
     unique: bool,
 ) -> Result<Vec<(String, String)>, String> {
-    let mut problems = not_restored(format_args!("{label} is not the archive's guest: "));
+    let mut problems = not_restored(format_args!("{label} is not the archive's guest: "), "");
     let start = problems.len();
     let mut disks = Vec::new();
     for (key, wanted) in &archive.0 {
@@ -332,11 +332,9 @@ impl NewGuest for Restore {
     ) -> Result<(), String> {
         match unlisted(disks, store, volumes) {
             Some((key, volid)) => {
-                let mut message = not_restored(format_args!(
-                    "disk `{key}` ({volid}) of {label} is not on storage {store}"
-                ));
-                message.push_str(CHECK_LOG);
-                Err(message)
+                let what =
+                    format_args!("disk `{key}` ({volid}) of {label} is not on storage {store}");
+                Err(not_restored(what, CHECK_LOG))
             }
             None => Ok(()),
         }
@@ -476,16 +474,17 @@ fn refusal(label: &str, ev: &Evidence, force: bool) -> Option<String> {
     None
 }
 
-/// The start of a restore whose task ended well without its effect: `what` the restored guest
-/// shows instead; its end is [`CHECK_LOG`].
-fn not_restored(what: fmt::Arguments) -> String {
+/// A restore whose task ended well without its effect: `what` the restored guest
+/// shows instead, then `end` ([`CHECK_LOG`], or nothing yet).
+fn not_restored(what: fmt::Arguments, end: &str) -> String {
     let mut message = String::from("the restore task ended successfully, but ");
     // Writing to a String cannot fail.
     let _ = message.write_fmt(what);
+    message.push_str(end);
     message
 }
 
-/// The end of a message [`not_restored`] starts.
+/// The end of every message [`not_restored`] starts.
 const CHECK_LOG: &str = " — check the restore task's log";
 
 /// The first of `disks` on `store` that its listing `volumes` does not hold.
