@@ -216,14 +216,16 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let wanted = || format!("its state before the backup ({})", describe(&state_before));
         or_break!('verdict, waited.map_err(|why| locked_out(run, ev, &wanted(), why)));
         let after = list_archives(run, &node, &args.storage, Some(vmid)).await;
-        let after = or_break!('verdict, after.map_err(of_guest));
-        let Some(archive) = made_by_run(&before, &after) else {
+        let mut after = or_break!('verdict, after.map_err(of_guest));
+        let Some(at) = made_by_run(&before, &after) else {
             break 'verdict Err(format!(
                 "the backup task ended successfully, but storage {} on node {node} lists no new backup of {label} (its backups of it: {}) — check the vzdump task's log",
                 args.storage,
                 describe_all(&after)
             ));
         };
+        // Taken out of the listing, not copied (issue 32).
+        let archive = after.swap_remove(at);
         let verdict = judge(run, ev, args, &archive, mode.as_deref());
         made = Some(archive);
         verdict
@@ -298,20 +300,20 @@ fn mode_logged(log: &[String]) -> Option<String> {
     None
 }
 
-/// The archive this run made: the one `after` lists that `before` did not. With more than one,
-/// another backup of the same guest ended meanwhile: the newest (the last listed of equals) is
-/// this run's.
-fn made_by_run(before: &[Archive], after: &[Archive]) -> Option<Archive> {
-    let mut made: Option<&Archive> = None;
-    for archive in after {
+/// Where `after` lists the archive this run made: the one `before` did not list. With more than
+/// one, another backup of the same guest ended meanwhile: the newest (the last listed of equals)
+/// is this run's.
+fn made_by_run(before: &[Archive], after: &[Archive]) -> Option<usize> {
+    let mut made: Option<(usize, Option<u64>)> = None;
+    for (at, archive) in after.iter().enumerate() {
         if before.iter().any(|b| b.volid == archive.volid) {
             continue;
         }
-        if made.is_none_or(|m| archive.ctime >= m.ctime) {
-            made = Some(archive);
+        if made.is_none_or(|(_, ctime)| archive.ctime >= ctime) {
+            made = Some((at, archive.ctime));
         }
     }
-    made.cloned()
+    made.map(|(at, _)| at)
 }
 
 /// A guest is back in its state when its status (and a VM's QEMU run state) is what it was.
