@@ -16,9 +16,9 @@ use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::NodeStorage;
 use crate::quote::Joined;
-use crate::run::{write, Run};
+use crate::run::{write_value, Run};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// How many archives a message lists.
 const LISTED: usize = 5;
@@ -257,23 +257,11 @@ pub fn check_backup_storage(
     Ok(())
 }
 
-/// The `backups` record: the archives one storage listed, as observed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BackupsRecord {
-    pub node: String,
-    pub storage: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub vmid: Option<u32>,
-    /// Each archive made JSON: the record serializes a list of JSON values, as other records do,
-    /// not a serializer of its own for a list of archives (issue 32).
-    pub backups: Vec<Value>,
-    pub last_operation: String,
-    pub recorded_at: String,
-}
-
-/// The record of the archives `node` listed on `storage`: `<vm|ct>-<vmid>-backups` for one guest's,
-/// `backups-<node>-<storage>` for all of a kind.
+/// The record of the archives `node` listed on `storage` (the `backups` record, as observed):
+/// `<vm|ct>-<vmid>-backups` for one guest's, `backups-<node>-<storage>` for all of a kind. Its
+/// fields `node`, `storage`, `vmid` (when given), `backups` (each archive made JSON),
+/// `lastOperation` and `recordedAt`, put in a JSON object as they are filled: no serializer of
+/// its own (issue 32).
 pub fn backups_write<H: Host>(
     run: &Run<'_, H>,
     node: &str,
@@ -289,15 +277,16 @@ pub fn backups_write<H: Host>(
     for archive in archives {
         backups.push(serde_json::to_value(archive).unwrap_or_default());
     }
-    let record = BackupsRecord {
-        node: node.to_string(),
-        storage: storage.to_string(),
-        vmid,
-        backups,
-        last_operation: run.method.to_string(),
-        recorded_at: run.now_iso(),
-    };
-    write("backups", instance, &record)
+    let mut record = Map::new();
+    record.insert("node".into(), Value::from(node));
+    record.insert("storage".into(), Value::from(storage));
+    if let Some(vmid) = vmid {
+        record.insert("vmid".into(), Value::from(vmid));
+    }
+    record.insert("backups".into(), Value::Array(backups));
+    record.insert("lastOperation".into(), Value::from(run.method));
+    record.insert("recordedAt".into(), Value::from(run.now_iso()));
+    write_value("backups", instance, Value::Object(record))
 }
 
 /// The configuration a backup archive holds: its `key: value` lines before the first snapshot
