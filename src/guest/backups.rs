@@ -19,6 +19,7 @@ use crate::quote::Joined;
 use crate::run::{write_value, Run};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::fmt;
 
 /// How many archives a message lists.
 const LISTED: usize = 5;
@@ -62,6 +63,18 @@ impl BackupVolid {
             vmid,
         })
     }
+}
+
+/// Why `archive`, named a backup of another kind of guest than `kind`, is not this model's to
+/// handle: `<volid> is a backup of a <kind>` and `rest` (what to do instead). One text for every
+/// method that takes a backup volume id (issue 32).
+pub fn other_kind(archive: &BackupVolid, kind: GuestKind, rest: fmt::Arguments) -> Option<String> {
+    let theirs = archive.kind.filter(|k| *k != kind)?;
+    Some(format!(
+        "{} is a backup of a {}{rest}",
+        archive.volid,
+        theirs.noun()
+    ))
 }
 
 /// The guest kind and VMID a standard archive name carries: `vzdump-<qemu|lxc>-<vmid>-<time>.<ext>`

@@ -5,7 +5,8 @@
 //! the list as observed.
 
 use crate::args::{ArgError, Fields};
-use crate::guest::backups::{backups_write, describe_all, list_archives, Archive, BackupVolid};
+use crate::guest::backups::{backups_write, describe_all, list_archives, other_kind};
+use crate::guest::backups::{Archive, BackupVolid};
 use crate::guest::evidence::TaskTrail;
 use crate::host::Host;
 use crate::methods::node_status::NodeArgs;
@@ -39,14 +40,10 @@ pub async fn delete_backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(e) => return Failure::from(e).into(),
     };
     let volid = &args.volid;
-    if let Some(kind) = volid.kind.filter(|k| *k != run.kind) {
-        return Failure::new(format!(
-            "{} is a backup of a {}, not of a {}: delete it with that model",
-            volid.volid,
-            kind.noun(),
-            run.kind.noun()
-        ))
-        .into();
+    let noun = run.kind.noun();
+    let rest = format_args!(", not of a {noun}: delete it with that model");
+    if let Some(refusal) = other_kind(volid, run.kind, rest) {
+        return Failure::new(refusal).into();
     }
     let node = args.node.node(run);
     let storage = &volid.storage;

@@ -19,7 +19,7 @@
 //!    in the config — on `storage` when given — with the archive's size and listed by its storage.
 
 use crate::args::{ArgError, Fields, Kind, Read, Spec};
-use crate::guest::backups::{ArchiveConfig, BackupVolid};
+use crate::guest::backups::{other_kind, ArchiveConfig, BackupVolid};
 use crate::guest::config::shows;
 use crate::guest::create_course::{Before, NewDisk, NewGuest};
 use crate::guest::evidence::Evidence;
@@ -276,7 +276,8 @@ impl NewGuest for Restore {
     }
 
     fn refusal(&self, _caller: Caller) -> Option<String> {
-        other_kind(self.kind, &self.args.archive)
+        let rest = format_args!(": restore it with that model; nothing was changed");
+        other_kind(&self.args.archive, self.kind, rest)
     }
 
     fn request(&self, node: &str, vmid: u32, before: &Before) -> PveRequest {
@@ -362,16 +363,6 @@ impl NewGuest for Restore {
     fn start(&self) -> bool {
         false
     }
-}
-
-/// Why an archive of the other kind of guest is not restored by this model.
-fn other_kind(kind: GuestKind, archive: &BackupVolid) -> Option<String> {
-    let theirs = archive.kind.filter(|k| *k != kind)?;
-    Some(format!(
-        "{} is a backup of a {}: restore it with that model; nothing was changed",
-        archive.volid,
-        theirs.noun()
-    ))
 }
 
 /// An archive that cannot be restored, and `why`.
