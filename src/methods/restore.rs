@@ -33,7 +33,7 @@ use crate::methods::start::create_then_start;
 use crate::outcome::Outcome;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
-use crate::pve::property::{property, size_bytes, storage_volume};
+use crate::pve::property::{size_of, storage_volume};
 use crate::pve::request::push_param;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::StorageVolume;
@@ -203,11 +203,6 @@ fn volume_of(value: &str) -> &str {
     value.split_once(',').map_or(value, |(volume, _)| volume)
 }
 
-/// The size a disk's value gives (`size=8G`), in bytes.
-fn disk_size(value: &str) -> Option<u64> {
-    property(value, "size").and_then(size_bytes)
-}
-
 /// Notes in `problems` why a restored disk is not the archive's — on another storage than asked,
 /// another size, other options — and says whether it noted one.
 fn disk_problem(
@@ -219,12 +214,12 @@ fn disk_problem(
     storage: Option<&str>,
 ) -> bool {
     let expected_store = storage.unwrap_or_else(|| storage_of(wanted));
-    let wanted_size = disk_size(wanted);
+    let wanted_size = size_of(wanted);
     // Which of the archive's it is not (`None`: its storage), then one note for each way it
     // differs: `disk `scsi0` is "…", not <how>` — two texts, not one per way (issue 32).
     let what = if storage_of(seen) != expected_store {
         None
-    } else if wanted_size.is_some() && disk_size(seen) != wanted_size {
+    } else if wanted_size.is_some() && size_of(seen) != wanted_size {
         Some("the archive's size")
     } else if !same_parts(wanted, seen, 1, disk_option) {
         Some("with the archive's options")
