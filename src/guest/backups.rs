@@ -6,7 +6,7 @@
 //! read from the file name, its `.notes` and its `.protected` files) or, on a Proxmox Backup Server,
 //! `<storage>:backup/<vm|ct>/<vmid>/<time>` (with a `verification` state).
 
-use crate::args::{check_segment, ArgError};
+use crate::args::{segment_fault, ArgError};
 use crate::explain::could_not;
 use crate::host::Host;
 use crate::outcome::RecordWrite;
@@ -34,34 +34,49 @@ pub struct BackupVolid {
     pub vmid: Option<u32>,
 }
 
+/// The rule a backup volume id's refusal names.
+const VOLID_RULE: &str = "must be a backup volume id, <storage>:backup/<file> (e.g. local:backup/vzdump-qemu-100-2026_01_01-00_00_00.vma.zst)";
+
 impl BackupVolid {
-    /// Checks `text` as a backup volume id: a storage id (it becomes part of an API path), then
-    /// `:backup/`, then a name of PVE's safe characters (pve-storage `SAFE_CHAR_CLASS_RE`, plus `/`
-    /// and `:` of PBS names) without an empty or `..` component.
-    pub fn parse(field: &str, text: &str) -> Result<Self, ArgError> {
-        let rule = "must be a backup volume id, <storage>:backup/<file> (e.g. local:backup/vzdump-qemu-100-2026_01_01-00_00_00.vma.zst)";
-        let (storage, name) = text
-            .split_once(':')
-            .ok_or_else(|| ArgError::new(field, rule))?;
-        check_segment(field, storage).map_err(|_| ArgError::new(field, rule))?;
-        let rest = name
-            .strip_prefix("backup/")
-            .ok_or_else(|| ArgError::new(field, rule))?;
+    /// Why `text` is not a backup volume id (`None` when it is): a storage id (it becomes part of
+    /// an API path), then `:backup/`, then a name of PVE's safe characters (pve-storage
+    /// `SAFE_CHAR_CLASS_RE`, plus `/` and `:` of PBS names) without an empty or `..` component.
+    /// A rule of the parsers' tables ([`crate::args::Spec::rule`]): checked where a table puts
+    /// it, by the table's walk (issue 32).
+    pub fn fault(text: &str) -> Option<&'static str> {
+        let name = match text.split_once(':') {
+            Some((storage, name)) if segment_fault(storage).is_none() => name,
+            _ => return Some(VOLID_RULE),
+        };
+        let Some(rest) = name.strip_prefix("backup/") else {
+            return Some(VOLID_RULE);
+        };
         // By bytes: a non-ASCII character's bytes are none of these, as the character is not.
         let safe = |b: u8| b.is_ascii_alphanumeric() || b"-.+=_:".contains(&b);
         let parts_ok = rest
             .split('/')
             .all(|part| !part.is_empty() && part != ".." && part != "." && part.bytes().all(safe));
-        if rest.len() > 255 || !parts_ok {
-            return Err(ArgError::new(field, rule));
-        }
-        let (kind, vmid) = owner_of(rest);
-        Ok(BackupVolid {
+        (rest.len() > 255 || !parts_ok).then_some(VOLID_RULE)
+    }
+
+    /// `text`, a backup volume id by [`BackupVolid::fault`], with what its name tells.
+    pub fn of(text: &str) -> BackupVolid {
+        let (storage, name) = text.split_once(':').unwrap_or_default();
+        let (kind, vmid) = owner_of(name.strip_prefix("backup/").unwrap_or(name));
+        BackupVolid {
             volid: text.to_string(),
             storage: storage.to_string(),
             kind,
             vmid,
-        })
+        }
+    }
+
+    /// Checks `text` as a backup volume id ([`BackupVolid::fault`]), refusing it as `field`.
+    pub fn parse(field: &str, text: &str) -> Result<Self, ArgError> {
+        match Self::fault(text) {
+            Some(rule) => Err(ArgError::new(field, rule)),
+            None => Ok(Self::of(text)),
+        }
     }
 }
 

@@ -18,7 +18,7 @@
 //!    `guest::config`; a NIC's MAC may differ with `unique`), and every disk of the archive must be
 //!    in the config — on `storage` when given — with the archive's size and listed by its storage.
 
-use crate::args::{ArgError, Fields, Kind, Read, Spec};
+use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::guest::backups::{other_kind, ArchiveConfig, BackupVolid};
 use crate::guest::config::shows;
 use crate::guest::create_course::{Before, NewDisk, NewGuest};
@@ -57,11 +57,14 @@ pub struct RestoreArgs {
     pub unique: bool,
 }
 
-/// The fields in the order they are checked: the archive's own check and the VMID after the
-/// first two (one table in two walks, issue 32).
-const FIELDS: [Spec; 4] = [
+/// The fields in the order they are checked: the archive, the storage, then the archive's own
+/// rule ([`BackupVolid::fault`]); the VMID after them, then the flags.
+const FIRST: [Spec; 3] = [
     Spec::new("archive", Kind::RequiredText),
     Spec::new("storage", Kind::OptionalSegment),
+    Spec::new("archive", Kind::RequiredText).rule(BackupVolid::fault),
+];
+const LAST: [Spec; 2] = [
     Spec::new("force", Kind::Flag(false)),
     Spec::new("unique", Kind::Flag(false)),
 ];
@@ -69,17 +72,11 @@ const FIELDS: [Spec; 4] = [
 impl RestoreArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
-        let mut read = [Read::default(); FIELDS.len()];
-        let (first, last) = FIELDS.split_at(2);
-        let (read_first, read_last) = read.split_at_mut(2);
-        fields.read_all(first, read_first)?;
-        let archive = read_first.first().and_then(|read| read.text).unwrap_or("");
-        let archive = BackupVolid::parse("archive", archive)?;
+        let [archive, storage, ..] = fields.read_table(&FIRST)?;
         let vmid = VmidChoice::parse(&fields)?;
-        fields.read_all(last, read_last)?;
-        let [_, storage, force, unique] = read;
+        let [force, unique, ..] = fields.read_table(&LAST)?;
         Ok(RestoreArgs {
-            archive,
+            archive: BackupVolid::of(archive.text.unwrap_or_default()),
             vmid,
             storage: storage.owned(),
             force: force.int != 0,
