@@ -6,7 +6,7 @@
 //! read from the file name, its `.notes` and its `.protected` files) or, on a Proxmox Backup Server,
 //! `<storage>:backup/<vm|ct>/<vmid>/<time>` (with a `verification` state).
 
-use crate::args::{check_segment, ArgError};
+use crate::args::{segment_fault, ArgError};
 use crate::explain::could_not;
 use crate::host::Host;
 use crate::outcome::RecordWrite;
@@ -16,9 +16,10 @@ use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::NodeStorage;
 use crate::quote::Joined;
-use crate::run::{write, Run};
+use crate::run::{write_value, Run};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
+use std::fmt;
 
 /// How many archives a message lists.
 const LISTED: usize = 5;
@@ -33,35 +34,62 @@ pub struct BackupVolid {
     pub vmid: Option<u32>,
 }
 
+/// The rule a backup volume id's refusal names.
+const VOLID_RULE: &str = "must be a backup volume id, <storage>:backup/<file> (e.g. local:backup/vzdump-qemu-100-2026_01_01-00_00_00.vma.zst)";
+
 impl BackupVolid {
-    /// Checks `text` as a backup volume id: a storage id (it becomes part of an API path), then
-    /// `:backup/`, then a name of PVE's safe characters (pve-storage `SAFE_CHAR_CLASS_RE`, plus `/`
-    /// and `:` of PBS names) without an empty or `..` component.
-    pub fn parse(field: &str, text: &str) -> Result<Self, ArgError> {
-        let rule = "must be a backup volume id, <storage>:backup/<file> (e.g. local:backup/vzdump-qemu-100-2026_01_01-00_00_00.vma.zst)";
-        let (storage, name) = text
-            .split_once(':')
-            .ok_or_else(|| ArgError::new(field, rule))?;
-        check_segment(field, storage).map_err(|_| ArgError::new(field, rule))?;
-        let rest = name
-            .strip_prefix("backup/")
-            .ok_or_else(|| ArgError::new(field, rule))?;
+    /// Why `text` is not a backup volume id (`None` when it is): a storage id (it becomes part of
+    /// an API path), then `:backup/`, then a name of PVE's safe characters (pve-storage
+    /// `SAFE_CHAR_CLASS_RE`, plus `/` and `:` of PBS names) without an empty or `..` component.
+    /// A rule of the parsers' tables ([`crate::args::Spec::rule`]): checked where a table puts
+    /// it, by the table's walk (issue 32).
+    pub fn fault(text: &str) -> Option<&'static str> {
+        let name = match text.split_once(':') {
+            Some((storage, name)) if segment_fault(storage).is_none() => name,
+            _ => return Some(VOLID_RULE),
+        };
+        let Some(rest) = name.strip_prefix("backup/") else {
+            return Some(VOLID_RULE);
+        };
         // By bytes: a non-ASCII character's bytes are none of these, as the character is not.
         let safe = |b: u8| b.is_ascii_alphanumeric() || b"-.+=_:".contains(&b);
         let parts_ok = rest
             .split('/')
             .all(|part| !part.is_empty() && part != ".." && part != "." && part.bytes().all(safe));
-        if rest.len() > 255 || !parts_ok {
-            return Err(ArgError::new(field, rule));
-        }
-        let (kind, vmid) = owner_of(rest);
-        Ok(BackupVolid {
+        (rest.len() > 255 || !parts_ok).then_some(VOLID_RULE)
+    }
+
+    /// `text`, a backup volume id by [`BackupVolid::fault`], with what its name tells.
+    pub fn of(text: &str) -> BackupVolid {
+        let (storage, name) = text.split_once(':').unwrap_or_default();
+        let (kind, vmid) = owner_of(name.strip_prefix("backup/").unwrap_or(name));
+        BackupVolid {
             volid: text.to_string(),
             storage: storage.to_string(),
             kind,
             vmid,
-        })
+        }
     }
+
+    /// Checks `text` as a backup volume id ([`BackupVolid::fault`]), refusing it as `field`.
+    pub fn parse(field: &str, text: &str) -> Result<Self, ArgError> {
+        match Self::fault(text) {
+            Some(rule) => Err(ArgError::new(field, rule)),
+            None => Ok(Self::of(text)),
+        }
+    }
+}
+
+/// Why `archive`, named a backup of another kind of guest than `kind`, is not this model's to
+/// handle: `<volid> is a backup of a <kind>` and `rest` (what to do instead). One text for every
+/// method that takes a backup volume id (issue 32).
+pub fn other_kind(archive: &BackupVolid, kind: GuestKind, rest: fmt::Arguments) -> Option<String> {
+    let theirs = archive.kind.filter(|k| *k != kind)?;
+    Some(format!(
+        "{} is a backup of a {}{rest}",
+        archive.volid,
+        theirs.noun()
+    ))
 }
 
 /// The guest kind and VMID a standard archive name carries: `vzdump-<qemu|lxc>-<vmid>-<time>.<ext>`
@@ -257,23 +285,11 @@ pub fn check_backup_storage(
     Ok(())
 }
 
-/// The `backups` record: the archives one storage listed, as observed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BackupsRecord {
-    pub node: String,
-    pub storage: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub vmid: Option<u32>,
-    /// Each archive made JSON: the record serializes a list of JSON values, as other records do,
-    /// not a serializer of its own for a list of archives (issue 32).
-    pub backups: Vec<Value>,
-    pub last_operation: String,
-    pub recorded_at: String,
-}
-
-/// The record of the archives `node` listed on `storage`: `<vm|ct>-<vmid>-backups` for one guest's,
-/// `backups-<node>-<storage>` for all of a kind.
+/// The record of the archives `node` listed on `storage` (the `backups` record, as observed):
+/// `<vm|ct>-<vmid>-backups` for one guest's, `backups-<node>-<storage>` for all of a kind. Its
+/// fields `node`, `storage`, `vmid` (when given), `backups` (each archive made JSON),
+/// `lastOperation` and `recordedAt`, put in a JSON object as they are filled: no serializer of
+/// its own (issue 32).
 pub fn backups_write<H: Host>(
     run: &Run<'_, H>,
     node: &str,
@@ -289,15 +305,16 @@ pub fn backups_write<H: Host>(
     for archive in archives {
         backups.push(serde_json::to_value(archive).unwrap_or_default());
     }
-    let record = BackupsRecord {
-        node: node.to_string(),
-        storage: storage.to_string(),
-        vmid,
-        backups,
-        last_operation: run.method.to_string(),
-        recorded_at: run.now_iso(),
-    };
-    write("backups", instance, &record)
+    let mut record = Map::new();
+    record.insert("node".into(), Value::from(node));
+    record.insert("storage".into(), Value::from(storage));
+    if let Some(vmid) = vmid {
+        record.insert("vmid".into(), Value::from(vmid));
+    }
+    record.insert("backups".into(), Value::Array(backups));
+    record.insert("lastOperation".into(), Value::from(run.method));
+    record.insert("recordedAt".into(), Value::from(run.now_iso()));
+    write_value("backups", instance, Value::Object(record))
 }
 
 /// The configuration a backup archive holds: its `key: value` lines before the first snapshot
@@ -339,11 +356,6 @@ impl ArchiveConfig {
             )),
             false => Ok(config),
         }
-    }
-
-    /// The value of `key`: the lookup of a create's option bag (one copy of it, issue 32).
-    pub fn get(&self, key: &str) -> Option<&str> {
-        crate::guest::provision::option(&self.0, key)
     }
 }
 

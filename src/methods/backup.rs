@@ -189,7 +189,10 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let of_guest = |why: String| format!("back up {label}: {why}");
         let before = list_archives(run, &node, &args.storage, Some(vmid)).await;
         let before = or_break!('verdict, before.map_err(of_guest));
-        let state_before = ev.status.clone();
+        // What the guest must be back in: its status (and a VM's QEMU run state), and the state as
+        // a failed wait names it, kept rather than the whole status (issue 32).
+        let before_state = (ev.status.status.clone(), ev.status.qmpstatus.clone());
+        let wanted = format!("its state before the backup ({})", describe(&ev.status));
         let action = format!("back up {label} to storage {}", args.storage);
         let request = endpoints::vzdump(&node, args.params(vmid));
         let skipped = |data: &Value| data.as_str() == Some("OK");
@@ -210,20 +213,20 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         // exec_backup_task, which logs `backup mode: <mode>`). An unreadable log leaves it unknown.
         mode = mode_logged(&read_log(&pve, &upid).await);
         let kind = run.kind;
-        let back = &|s: &GuestStatus| same_state(kind, &state_before, s);
+        let back = &|s: &GuestStatus| same_state(kind, &before_state, s);
         let waited = settle_evidence(run, ev, run.wait_budget_ms(), back).await;
-        // What it waited for, written only when it failed: not held across the wait (issue 32).
-        let wanted = || format!("its state before the backup ({})", describe(&state_before));
-        or_break!('verdict, waited.map_err(|why| locked_out(run, ev, &wanted(), why)));
+        or_break!('verdict, waited.map_err(|why| locked_out(run, ev, &wanted, why)));
         let after = list_archives(run, &node, &args.storage, Some(vmid)).await;
-        let after = or_break!('verdict, after.map_err(of_guest));
-        let Some(archive) = made_by_run(&before, &after) else {
+        let mut after = or_break!('verdict, after.map_err(of_guest));
+        let Some(at) = made_by_run(&before, &after) else {
             break 'verdict Err(format!(
                 "the backup task ended successfully, but storage {} on node {node} lists no new backup of {label} (its backups of it: {}) — check the vzdump task's log",
                 args.storage,
                 describe_all(&after)
             ));
         };
+        // Taken out of the listing, not copied (issue 32).
+        let archive = after.swap_remove(at);
         let verdict = judge(run, ev, args, &archive, mode.as_deref());
         made = Some(archive);
         verdict
@@ -298,25 +301,25 @@ fn mode_logged(log: &[String]) -> Option<String> {
     None
 }
 
-/// The archive this run made: the one `after` lists that `before` did not. With more than one,
-/// another backup of the same guest ended meanwhile: the newest (the last listed of equals) is
-/// this run's.
-fn made_by_run(before: &[Archive], after: &[Archive]) -> Option<Archive> {
-    let mut made: Option<&Archive> = None;
-    for archive in after {
+/// Where `after` lists the archive this run made: the one `before` did not list. With more than
+/// one, another backup of the same guest ended meanwhile: the newest (the last listed of equals)
+/// is this run's.
+fn made_by_run(before: &[Archive], after: &[Archive]) -> Option<usize> {
+    let mut made: Option<(usize, Option<u64>)> = None;
+    for (at, archive) in after.iter().enumerate() {
         if before.iter().any(|b| b.volid == archive.volid) {
             continue;
         }
-        if made.is_none_or(|m| archive.ctime >= m.ctime) {
-            made = Some(archive);
+        if made.is_none_or(|(_, ctime)| archive.ctime >= ctime) {
+            made = Some((at, archive.ctime));
         }
     }
-    made.cloned()
+    made.map(|(at, _)| at)
 }
 
 /// A guest is back in its state when its status (and a VM's QEMU run state) is what it was.
-fn same_state(kind: GuestKind, before: &GuestStatus, now: &GuestStatus) -> bool {
-    now.status == before.status && (kind == GuestKind::Lxc || now.qmpstatus == before.qmpstatus)
+fn same_state(kind: GuestKind, before: &(String, Option<String>), now: &GuestStatus) -> bool {
+    now.status == before.0 && (kind == GuestKind::Lxc || now.qmpstatus == before.1)
 }
 
 /// The verdict on the new archive as listed.

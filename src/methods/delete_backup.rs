@@ -4,11 +4,12 @@
 //! inside the `imgdel` task). An archive the storage does not list is already gone: success, with
 //! the list as observed.
 
-use crate::args::{ArgError, Fields};
-use crate::guest::backups::{backups_write, describe_all, list_archives, Archive, BackupVolid};
+use crate::args::{ArgError, Fields, Kind, Spec};
+use crate::guest::backups::{backups_write, describe_all, list_archives, other_kind};
+use crate::guest::backups::{Archive, BackupVolid};
 use crate::guest::evidence::TaskTrail;
 use crate::host::Host;
-use crate::methods::node_status::NodeArgs;
+use crate::methods::node_status::{NodeArgs, NODE};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::run::Run;
@@ -21,13 +22,18 @@ pub struct DeleteBackupArgs {
     pub node: NodeArgs,
 }
 
+/// The fields of `deleteBackup`, in the order they are checked.
+const FIELDS: [Spec; 2] = [
+    Spec::new("volid", Kind::RequiredText).rule(BackupVolid::fault),
+    NODE,
+];
+
 impl DeleteBackupArgs {
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
-        let fields = Fields::of(args, "")?;
-        let volid = fields.required_text("volid")?;
+        let [volid, node, ..] = Fields::of(args, "")?.read_table(&FIELDS)?;
         Ok(DeleteBackupArgs {
-            volid: BackupVolid::parse("volid", volid)?,
-            node: NodeArgs::parse(args)?,
+            volid: BackupVolid::of(volid.text.unwrap_or_default()),
+            node: NodeArgs { node: node.owned() },
         })
     }
 }
@@ -39,14 +45,10 @@ pub async fn delete_backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(e) => return Failure::from(e).into(),
     };
     let volid = &args.volid;
-    if let Some(kind) = volid.kind.filter(|k| *k != run.kind) {
-        return Failure::new(format!(
-            "{} is a backup of a {}, not of a {}: delete it with that model",
-            volid.volid,
-            kind.noun(),
-            run.kind.noun()
-        ))
-        .into();
+    let noun = run.kind.noun();
+    let rest = format_args!(", not of a {noun}: delete it with that model");
+    if let Some(refusal) = other_kind(volid, run.kind, rest) {
+        return Failure::new(refusal).into();
     }
     let node = args.node.node(run);
     let storage = &volid.storage;

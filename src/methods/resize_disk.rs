@@ -19,7 +19,7 @@ use crate::poll::Pacer;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
-use crate::pve::property::{property, size_bytes};
+use crate::pve::property::size_of;
 use crate::pve::request::PveRequest;
 use crate::run::Run;
 use crate::task::{follow_task, upid_of};
@@ -219,7 +219,7 @@ fn disk_size<H: Host>(
             disks_of(run.kind, &config)
         ));
     };
-    Ok(property(&value, "size").and_then(size_bytes))
+    Ok(size_of(&value))
 }
 
 fn disks_of(kind: GuestKind, config: &Map<String, Value>) -> String {

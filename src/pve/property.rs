@@ -30,6 +30,12 @@ pub fn storage_volume(value: &str) -> Option<&str> {
     (volume.contains(':') && !volume.starts_with('/')).then_some(volume)
 }
 
+/// The size a drive's or mount point's value gives (`…,size=32G`), in bytes: one copy for every
+/// method that reads one (issue 32).
+pub fn size_of(value: &str) -> Option<u64> {
+    property(value, "size").and_then(size_bytes)
+}
+
 /// A size such as `32G`, `512M`, `1.5T` or a bare byte count, in bytes.
 pub fn size_bytes(text: &str) -> Option<u64> {
     let text = text.trim();
