@@ -181,6 +181,7 @@ pub type Ending = Result<(Box<Evidence>, Result<String, String>, bool), Outcome>
 pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> Ending {
     let noun = run.kind.noun();
     let task = guest.task();
+    let pve = &run.pve();
     if let Some(refusal) = guest.refusal(Caller::of(&run.global.transport)) {
         let message = match task {
             "create" => format!("cannot create {noun}: {refusal}; nothing was changed"),
@@ -200,7 +201,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
     // found from the course's own awaits.
     let holder = match guest.vmid() {
         VmidChoice::Given(vmid) => 'holder: {
-            match next_id_free(&run.pve(), vmid).await {
+            match next_id_free(pve, vmid).await {
                 Ok(()) => break 'holder None,
                 Err(e) if e.kind == ErrorKind::IdTaken => {}
                 Err(e) => {
@@ -337,7 +338,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                             Found::Present(at) => at,
                         };
                         let request = endpoints::guest_status(&at.node, run.kind, at.vmid);
-                        let answer = run.pve().call(&request).await;
+                        let answer = pve.call(&request).await;
                         match shaped(&request, "a guest status", answer) {
                             Ok(status) => break (at, status),
                             Err(e) if placing.may_retry(&e) => {}
@@ -360,7 +361,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                         mutations: 0,
                     };
                     let budget_ms = run.wait_budget_ms();
-                    match settle(&run.pve(), run.kind, &at, budget_ms, &|_| true, seen).await {
+                    match settle(pve, run.kind, &at, budget_ms, &|_| true, seen).await {
                         Ok(()) => at.node,
                         Err(why) => {
                             return ended(None, format!(
@@ -384,7 +385,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     let read = match listed {
                         Ok(()) => {
                             let request = endpoints::vzdump_extract_config(&node, &archive.volid);
-                            ArchiveConfig::extracted(&archive.volid, run.pve().call(&request).await)
+                            ArchiveConfig::extracted(&archive.volid, pve.call(&request).await)
                         }
                         Err(why) => Err(why),
                     };
@@ -409,12 +410,12 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             let mut claim = Claim::new(guest.vmid());
             let made = 'claim: loop {
                 let sent = or_break!('claim, claim.next(&mut trail, &request));
-                let answer = run.pve().call(&sent).await;
+                let answer = pve.call(&sent).await;
                 let heard = claim.heard(run, &mut trail, &sent, answer, &action);
                 if let Some(upid) = or_break!('claim, heard) {
                     let vmid = claim.candidate;
                     // The task's own words name it by UPID only: say which action it was.
-                    let followed = follow_task(&run.pve(), &upid).await;
+                    let followed = follow_task(pve, &upid).await;
                     break trail
                         .followed(followed)
                         .map(|()| vmid)
@@ -475,7 +476,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
                 let request = endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
                 ev.trail.sending();
-                let answer = run.pve().call(&request).await;
+                let answer = pve.call(&request).await;
                 ev.trail.answered(&answer);
                 if let Err(e) = answer {
                     let action = format!("add the `{MANAGED_TAG}` tag to {label}");
@@ -509,7 +510,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             let at = match lists.iter().position(|(listed, _)| listed == store) {
                 Some(at) => at,
                 None => {
-                    let answer = run.pve().call(&disks_request(run.kind, &ev, store)).await;
+                    let answer = pve.call(&disks_request(run.kind, &ev, store)).await;
                     let volumes = or_break!('verdict, disks_listed(&label, &ev, store, answer));
                     lists.push((store, volumes));
                     lists.len() - 1
