@@ -113,7 +113,7 @@ pub trait NewGuest {
 
     /// What the create places on the node, checked before anything changes; `None`: nothing the
     /// node is surveyed for (a clone lands where its template lives, on the template's storages).
-    fn placement(&self) -> Option<Placement>;
+    fn placement(&self) -> Option<Placement<'_>>;
 
     /// The template a clone is made from: the new guest lands on its node, once it is unlocked.
     /// `None`: the guest is made on the transport's node.

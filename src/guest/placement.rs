@@ -24,20 +24,21 @@ const GIB: u64 = 1 << 30;
 /// How many volumes a "not found" message lists.
 const LISTED_VOLUMES: usize = 5;
 
-/// A volume the create allocates: the config key, the storage, the bytes.
+/// A volume the create allocates: the config key, the storage, the bytes (borrowed from the
+/// request's arguments: nothing copied, issue 32).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Allocation {
-    pub key: String,
-    pub storage: String,
+pub struct Allocation<'a> {
+    pub key: &'a str,
+    pub storage: &'a str,
     pub bytes: u64,
 }
 
 /// A volume the create reads, which must be in its storage's content: a template, an image.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
+pub struct Source<'a> {
     /// What names it in messages: `ostemplate`, `scsi0 import-from`.
     pub label: String,
-    pub volid: String,
+    pub volid: &'a str,
     /// Its content type (`vztmpl`, `import`), which is also its directory in the volume id.
     pub content: &'static str,
     /// `template`, `image`: what the storage's list of them is called.
@@ -46,7 +47,7 @@ pub struct Source {
     pub advice: String,
 }
 
-impl Source {
+impl Source<'_> {
     /// The storage of the volume id, when it is one (`<storage>:<name>`).
     pub fn storage(&self) -> Option<&str> {
         let (storage, name) = self.volid.split_once(':')?;
@@ -55,15 +56,15 @@ impl Source {
     }
 }
 
-/// What a create places on the node.
+/// What a create places on the node, borrowed from the request's arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placement {
+pub struct Placement<'a> {
     /// The content type new volumes need: `rootdir` (containers) or `images` (VMs).
     pub content: &'static str,
-    pub allocations: Vec<Allocation>,
-    pub sources: Vec<Source>,
+    pub allocations: Vec<Allocation<'a>>,
+    pub sources: Vec<Source<'a>>,
     /// `(netN, bridge)` for every NIC that names a bridge.
-    pub bridges: Vec<(String, String)>,
+    pub bridges: Vec<(&'a str, &'a str)>,
 }
 
 /// What the node says about a placement's storages, sources and bridges. `Err` holds why a list
@@ -92,11 +93,11 @@ impl Survey {
 }
 
 /// `(netN, bridge)` for every `netN` option of `config` that names a bridge.
-pub fn bridges_of(config: &[(String, String)]) -> Vec<(String, String)> {
+pub fn bridges_of(config: &[(String, String)]) -> Vec<(&str, &str)> {
     let mut bridges = Vec::new();
     for (key, value) in config {
         if let Some(bridge) = property(value, "bridge").filter(|_| numbered(key, "net")) {
-            bridges.push((key.clone(), bridge.to_string()));
+            bridges.push((key.as_str(), bridge));
         }
     }
     bridges
@@ -110,13 +111,13 @@ pub fn numbered(key: &str, prefix: &str) -> bool {
 
 /// `<storage>:<GiB>` as an allocation of `key`; `None` for anything else (an existing volume, a
 /// bind mount, `store:cloudinit`).
-pub fn allocation_of(key: &str, value: &str) -> Option<Allocation> {
+pub fn allocation_of<'a>(key: &'a str, value: &'a str) -> Option<Allocation<'a>> {
     let volume = value.split(',').next().unwrap_or_default();
     let (storage, size) = volume.split_once(':')?;
     let gib = crate::pve::flex::number_in(size).filter(|g| *g >= 0.0)?;
     Some(Allocation {
-        key: key.to_string(),
-        storage: storage.to_string(),
+        key,
+        storage,
         bytes: (gib * GIB as f64).round() as u64,
     })
 }
@@ -124,7 +125,7 @@ pub fn allocation_of(key: &str, value: &str) -> Option<Allocation> {
 /// Reads what the decision needs from `node`: its storages, the content of each source's storage
 /// (when that storage can hold it), and its bridges (when a NIC names one). Each request is planned
 /// by [`Survey::next`] and sent from this one await (issue 32: one await point, not three).
-pub async fn survey<H: Host>(run: &Run<'_, H>, node: &str, placement: &Placement) -> Survey {
+pub async fn survey<H: Host>(run: &Run<'_, H>, node: &str, placement: &Placement<'_>) -> Survey {
     let pve = run.pve();
     let mut survey = Survey::default();
     while let Some((request, read)) = survey.next(node, placement) {
@@ -198,7 +199,7 @@ pub fn problems(placement: &Placement, node: &str, survey: &Survey) -> Vec<Strin
 }
 
 /// `net0, net1`: the keys of `(key, value)` pairs.
-fn keys_of(pairs: &[(String, String)]) -> String {
+fn keys_of(pairs: &[(&str, &str)]) -> String {
     let mut keys = String::new();
     for (key, _) in pairs {
         crate::quote::push_item(&mut keys, ", ", key);
@@ -234,13 +235,13 @@ fn volume_problems(
     let allocations = &placement.allocations;
     let mut ids = Vec::with_capacity(allocations.len());
     for allocation in allocations {
-        ids.push(allocation.storage.as_str());
+        ids.push(allocation.storage);
     }
     crate::order::sort_dedup(&mut ids);
     for id in ids {
         let (mut keys, mut needed) = (Vec::new(), 0u64);
         for allocation in allocations.iter().filter(|a| a.storage == id) {
-            keys.push(allocation.key.as_str());
+            keys.push(allocation.key);
             needed = needed.saturating_add(allocation.bytes);
         }
         let keys = keys.joined(" and ");

@@ -110,7 +110,7 @@ impl NewGuest for CloneArgs {
         )
     }
 
-    fn placement(&self) -> Option<Placement> {
+    fn placement(&self) -> Option<Placement<'_>> {
         None
     }
 

@@ -184,10 +184,10 @@ impl CreateArgs {
     /// What create places on the node: `rootfs`, and each `mpN` given as `<storage>:<GiB>` (an
     /// existing volume or a bind mount allocates nothing), on storages that take `rootdir`; the
     /// `ostemplate`; the bridges of the netN options.
-    pub fn placement(&self) -> Placement {
+    pub fn placement(&self) -> Placement<'_> {
         let mut allocations = vec![Allocation {
-            key: "rootfs".into(),
-            storage: self.storage.clone(),
+            key: "rootfs",
+            storage: &self.storage,
             bytes: self.rootfs_gib.saturating_mul(GIB),
         }];
         for (key, value) in &self.config {
@@ -202,7 +202,7 @@ impl CreateArgs {
             allocations,
             sources: vec![Source {
                 label: "ostemplate".into(),
-                volid: self.ostemplate.clone(),
+                volid: &self.ostemplate,
                 content: "vztmpl",
                 noun: "template",
                 advice: format!(
@@ -241,7 +241,7 @@ impl NewGuest for CreateArgs {
         endpoints::lxc_create(node, self.params(vmid))
     }
 
-    fn placement(&self) -> Option<Placement> {
+    fn placement(&self) -> Option<Placement<'_>> {
         Some(CreateArgs::placement(self))
     }
 

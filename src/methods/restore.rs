@@ -296,7 +296,7 @@ impl NewGuest for Restore {
         action(self.kind, &self.args.archive.volid, vmid, over_on)
     }
 
-    fn placement(&self) -> Option<Placement> {
+    fn placement(&self) -> Option<Placement<'_>> {
         None
     }
 
