@@ -143,7 +143,7 @@ pub trait NewGuest {
 
     /// The disks whose new volumes must be listed on their storages (a VM's); `None`: the model
     /// judges its volumes by the settings that read back alone (a container's rootfs and mpN).
-    fn disks(&self) -> Option<Vec<NewDisk>>;
+    fn disks(&self) -> Option<Vec<NewDisk<'_>>>;
 
     /// Whether it is to be started once made (`start: true`).
     fn start(&self) -> bool;
@@ -162,12 +162,13 @@ pub struct Before {
     pub over: bool,
 }
 
-/// A disk the create makes: its config key, its storage, the image it imports.
+/// A disk the create makes: its config key, its storage, the image it imports (borrowed from the
+/// request's arguments).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewDisk {
-    pub key: String,
-    pub storage: String,
-    pub import_from: Option<String>,
+pub struct NewDisk<'a> {
+    pub key: &'a str,
+    pub storage: &'a str,
+    pub import_from: Option<&'a str>,
 }
 
 /// How the course ends: the guest whose record the run writes, the verdict and whether the guest is
@@ -527,16 +528,16 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
 }
 
 /// What the verdict holds a guest's disks to, besides what the course judged itself.
-enum Held {
+enum Held<'g> {
     /// A restored guest's disks `(key, volume id)`, each on its storage's listing.
     Restored(Vec<(String, String)>),
     /// The disks the request made, each on its storage's listing (`None`: not checked by listing).
-    Made(Option<Vec<NewDisk>>),
+    Made(Option<Vec<NewDisk<'g>>>),
 }
 
 /// `of`, `storages` and `summary` each have one caller, the course's verdict: always inlined there
 /// (measured smaller than calls, issue 32).
-impl Held {
+impl<'g> Held<'g> {
     /// A restored guest's config against the archive's; a made one's settings read back as
     /// requested and its config showing what the model asks of it.
     #[inline(always)]
@@ -544,9 +545,9 @@ impl Held {
         run: &Run<'_, H>,
         ev: &Evidence,
         label: &str,
-        guest: &dyn NewGuest,
+        guest: &'g dyn NewGuest,
         before: &Before,
-    ) -> Result<Held, String> {
+    ) -> Result<Held<'g>, String> {
         if guest.archive().is_some() {
             return guest
                 .judge_restored(label, &ev.config, &before.archive)
@@ -571,7 +572,7 @@ impl Held {
             }
             Held::Made(disks) => {
                 for disk in disks.iter().flatten() {
-                    stores.push(disk.storage.as_str());
+                    stores.push(disk.storage);
                 }
             }
         }
@@ -598,7 +599,7 @@ impl Held {
                 .map(|()| None),
             Held::Made(disks) => match disks.as_deref().and_then(|disks| disks.get(i)) {
                 Some(disk) => {
-                    let image = disk.import_from.as_deref();
+                    let image = disk.import_from;
                     let image_size = image.and_then(|image| facts.volume(image)?.size);
                     judge_disk(label, config, disk, volumes, image_size).map(Some)
                 }
@@ -643,11 +644,11 @@ fn ended(over: Option<Box<Evidence>>, message: String) -> Ending {
 fn judge_disk(
     label: &str,
     config: &Map<String, Value>,
-    disk: &NewDisk,
+    disk: &NewDisk<'_>,
     volumes: &[StorageVolume],
     image_size: Option<u64>,
 ) -> Result<String, String> {
-    let key = &disk.key;
+    let key = disk.key;
     let value = config
         .get(key)
         .and_then(flex::string_of)

@@ -162,7 +162,7 @@ impl NewGuest for CloneArgs {
         }
     }
 
-    fn disks(&self) -> Option<Vec<NewDisk>> {
+    fn disks(&self) -> Option<Vec<NewDisk<'_>>> {
         None
     }
 

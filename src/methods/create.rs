@@ -250,7 +250,7 @@ impl NewGuest for CreateArgs {
     }
 
     /// Its volumes are judged by the settings that read back (rootfs, mpN).
-    fn disks(&self) -> Option<Vec<NewDisk>> {
+    fn disks(&self) -> Option<Vec<NewDisk<'_>>> {
         None
     }
 

@@ -360,7 +360,7 @@ impl NewGuest for Restore {
         Vec::new()
     }
 
-    fn disks(&self) -> Option<Vec<NewDisk>> {
+    fn disks(&self) -> Option<Vec<NewDisk<'_>>> {
         None
     }
 

@@ -170,14 +170,14 @@ impl VmCreateArgs {
     }
 
     /// The disks the request makes: `(key, storage, import-from source)`, cloud-init drives aside.
-    pub fn new_disks(&self) -> Vec<NewDisk> {
+    pub fn new_disks(&self) -> Vec<NewDisk<'_>> {
         let mut disks = Vec::new();
         for (key, value) in &self.config {
             if GuestKind::Qemu.is_disk(key) && is_new_volume(value, None) {
                 disks.push(NewDisk {
-                    key: key.clone(),
-                    storage: storage_of(value).to_string(),
-                    import_from: property(value, "import-from").map(str::to_string),
+                    key,
+                    storage: storage_of(value),
+                    import_from: property(value, "import-from"),
                 });
             }
         }
@@ -300,7 +300,7 @@ impl NewGuest for VmCreateArgs {
         }
     }
 
-    fn disks(&self) -> Option<Vec<NewDisk>> {
+    fn disks(&self) -> Option<Vec<NewDisk<'_>>> {
         Some(self.new_disks())
     }
 
@@ -485,7 +485,7 @@ mod tests {
         assert_eq!(placement.sources.len(), 1);
         assert_eq!(placement.sources[0].volid, IMAGE);
         assert_eq!(placement.bridges, vec![("net0", "vmbr1")]);
-        let disks: Vec<String> = args.new_disks().into_iter().map(|d| d.key).collect();
+        let disks: Vec<&str> = args.new_disks().into_iter().map(|d| d.key).collect();
         assert_eq!(disks, vec!["scsi0", "scsi1"]);
     }
 
