@@ -12,12 +12,12 @@
 
 use super::backups::{archive_listed, list_archives, ArchiveConfig, BackupVolid};
 use super::evidence::{
-    settle_evidence, sight, sight_or_absent, unlocked, unlocked_after, Evidence, Sighting,
-    TaskTrail,
+    settle_evidence, sight, sight_or_absent, sight_with, unlocked, unlocked_after, Evidence,
+    Sighting, TaskTrail,
 };
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
-use super::locate::{self, Found, Placing};
+use super::observe::Look;
 use super::placement::{problems, refusal, survey, Placement, Survey};
 use super::provision::{
     has_managed_tag, is_requested, occupant, verify_settings, with_managed_tag,
@@ -25,10 +25,9 @@ use super::provision::{
 use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
-use super::settle::{lock_of, locked_advice, settle, Seen};
+use super::settle::{lock_of, locked_advice};
 use super::vmid_claim::{Claim, VmidChoice};
 use super::volumes::{disks_listed, disks_request, storage_of};
-use crate::client::shaped;
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -323,52 +322,29 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                         vmid: Some(template_id),
                         name: None,
                     };
-                    // Read where it lives (`locate::send_where_it_lives`'s steps, from the
-                    // course's own awaits: no wrapper's state machine).
-                    let mut placing = Placing::new(&template);
-                    let (at, mut status) = loop {
-                        let at = match placing.next(run, &template).await? {
-                            Found::Absent { vmid } => {
-                                return ended(
-                                    None,
-                                    format!(
-                                    "template {vmid} does not exist on any node: check templateId"
-                                ),
-                                )
-                            }
-                            Found::Present(at) => at,
-                        };
-                        let request = endpoints::guest_status(&at.node, run.kind, at.vmid);
-                        let answer = pve.call(&request).await;
-                        match shaped(&request, "a guest status", answer) {
-                            Ok(status) => break (at, status),
-                            Err(e) if placing.may_retry(&e) => {}
-                            Err(e) => {
-                                return Err(locate::refused(run.kind, "the state", &at, &e).into())
-                            }
+                    // Its state read where it lives, as a sighting of its state alone.
+                    let sighted = sight_with(run, &template, Look::State).await?;
+                    let mut template = match sighted {
+                        Sighting::Present(template) => template,
+                        Sighting::Absent(vmid) => {
+                            let missing = "does not exist on any node: check templateId";
+                            return ended(None, format!("template {vmid} {missing}"));
                         }
                     };
                     // qemu-server's clone_vm refuses while the template is locked (`check_lock`
                     // in `$load_and_check`, before the worker forks) — one vzdump is backing up,
                     // say.
-                    let Some(lock) = lock_of(&status).map(str::to_owned) else {
-                        break 'template at.node;
-                    };
-                    let (mut at_ms, mut after) = (0.0, 0);
-                    let seen = &mut Seen {
-                        status: &mut status,
-                        at_ms: &mut at_ms,
-                        after: &mut after,
-                        mutations: 0,
+                    let Some(lock) = lock_of(&template.status).map(str::to_owned) else {
+                        break 'template template.at.node;
                     };
                     let budget_ms = run.wait_budget_ms();
-                    match settle(pve, run.kind, &at, budget_ms, &|_| true, seen).await {
-                        Ok(()) => at.node,
+                    match settle_evidence(run, &mut template, budget_ms, &|_| true).await {
+                        Ok(()) => template.at.node,
                         Err(why) => {
                             return ended(None, format!(
                                 "template VM {} on node {} did not show its lock released: {why} — {}",
-                                at.vmid,
-                                at.node,
+                                template.at.vmid,
+                                template.at.node,
                                 locked_advice(run.kind, &lock, "clone")
                             ))
                         }

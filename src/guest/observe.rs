@@ -23,6 +23,8 @@ pub enum Look {
     /// Its identity from the stored record while that still describes the guest (see
     /// [`read_guest`]): the state before an action, in one request.
     ToAct,
+    /// Its state alone, no identity (a clone's template, whose lock a clone waits out).
+    State,
 }
 
 /// `, locked (clone): an operation on it has not finished` for a summary; empty without a lock.
@@ -80,6 +82,13 @@ pub async fn read_guest<H: Host>(
         }
         read_status(&pve, run.kind, at).await?
     };
+    if look == Look::State {
+        let none = Identity {
+            smbios_uuid: None,
+            ctime: None,
+        };
+        return Ok((status, Map::new(), none, None));
+    }
     if to_act {
         let stored = run
             .host
