@@ -189,9 +189,12 @@ pub fn problems(placement: &Placement, node: &str, survey: &Survey) -> Vec<Strin
                 source_problems(source, node, storages, survey, &mut found);
             }
         }
-        Some(Err(why)) => found.push(format!(
+        Some(Err(why)) => note(
+            &mut found,
+            format_args!(
             "the storages of node {node} could not be listed (GET /nodes/{node}/storage): {why}"
-        )),
+        ),
+        ),
         None => {}
     }
     bridge_problems(placement, node, survey, &mut found);
@@ -222,6 +225,12 @@ pub fn refusal(what: &str, node: &str, found: &[String]) -> Failure {
     Failure::new(text)
 }
 
+/// Notes one problem, written in place: one call formats and pushes it, not two at every site
+/// (issue 32).
+fn note(found: &mut Vec<String>, problem: std::fmt::Arguments) {
+    found.push(std::fmt::format(problem));
+}
+
 fn gib(bytes: u64) -> String {
     format!("{} GiB", crate::units::whole_or_tenths(bytes, GIB))
 }
@@ -249,11 +258,14 @@ fn volume_problems(
             continue;
         };
         if let Some(avail) = store.avail.filter(|avail| *avail < needed) {
-            found.push(format!(
-                "{keys} storage {id} has {} free on node {node}, but {} are needed",
-                gib(avail),
-                gib(needed)
-            ));
+            note(
+                found,
+                format_args!(
+                    "{keys} storage {id} has {} free on node {node}, but {} are needed",
+                    gib(avail),
+                    gib(needed)
+                ),
+            );
         }
     }
 }
@@ -269,11 +281,17 @@ fn usable<'a>(
     found: &mut Vec<String>,
 ) -> Option<&'a NodeStorage> {
     let Some(store) = storages.iter().find(|s| s.storage == id) else {
-        found.push(format!("{who}: {}", missing_storage(id, node, storages)));
+        note(
+            found,
+            format_args!("{who}: {}", missing_storage(id, node, storages)),
+        );
         return None;
     };
     if let Some(why) = storage_refusal(store, content) {
-        found.push(format!("{who} storage {id} {why} on node {node}"));
+        note(
+            found,
+            format_args!("{who} storage {id} {why} on node {node}"),
+        );
         return None;
     }
     Some(store)
@@ -288,10 +306,13 @@ fn source_problems(
 ) {
     let (label, volid, noun) = (&source.label, &source.volid, source.noun);
     let Some(id) = source.storage() else {
-        found.push(format!(
-            "{label} {volid:?} is not a {noun} volume id (<storage>:{}/<file>)",
-            source.content
-        ));
+        note(
+            found,
+            format_args!(
+                "{label} {volid:?} is not a {noun} volume id (<storage>:{}/<file>)",
+                source.content
+            ),
+        );
         return;
     };
     if usable(label, id, source.content, node, storages, found).is_none() {
@@ -307,18 +328,20 @@ fn source_problems(
             if volumes.len() > LISTED_VOLUMES {
                 listed.push("…");
             }
-            found.push(format!(
+            note(found, format_args!(
                 "{label} {volid:?} is not in the content of storage {id} on node {node} (its {noun}s: {}) — {}",
                 if listed.is_empty() { "none".to_string() } else { listed.joined(", ") },
                 source.advice
             ));
         }
-        Some((_, Err(why))) => found.push(format!(
-            "the {noun}s on storage {id} of node {node} could not be listed: {why}"
-        )),
-        None => found.push(format!(
-            "the {noun}s on storage {id} of node {node} were not listed"
-        )),
+        Some((_, Err(why))) => note(
+            found,
+            format_args!("the {noun}s on storage {id} of node {node} could not be listed: {why}"),
+        ),
+        None => note(
+            found,
+            format_args!("the {noun}s on storage {id} of node {node} were not listed"),
+        ),
     }
 }
 
@@ -330,21 +353,24 @@ fn bridge_problems(placement: &Placement, node: &str, survey: &Survey, found: &m
     let interfaces = match &survey.bridges {
         Some(Ok(interfaces)) => interfaces,
         Some(Err(why)) => {
-            found.push(format!(
+            note(found, format_args!(
                 "the bridges of node {node} could not be listed to check {} (GET /nodes/{node}/network needs Sys.Audit on /nodes/{node}): {why}",
                 keys_of(wanted)
             ));
             return;
         }
         None => {
-            found.push(format!("the bridges of node {node} were not listed"));
+            note(
+                found,
+                format_args!("the bridges of node {node} were not listed"),
+            );
             return;
         }
     };
     for (key, bridge) in wanted {
         match interfaces.iter().find(|i| i.iface == *bridge) {
             Some(i) if i.active == Some(true) => {}
-            Some(_) => found.push(format!(
+            Some(_) => note(found, format_args!(
                 "{key}: bridge {bridge} exists on node {node} but is not active (down, or its configuration not applied)"
             )),
             None => {
@@ -355,7 +381,7 @@ fn bridge_problems(placement: &Placement, node: &str, survey: &Survey, found: &m
                 if names.is_empty() {
                     names.push_str("none");
                 }
-                found.push(format!(
+                note(found, format_args!(
                     "{key}: bridge {bridge} does not exist on node {node} (its bridges: {names})"
                 ));
             }
