@@ -182,6 +182,8 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
     let noun = run.kind.noun();
     let task = guest.task();
     let pve = &run.pve();
+    // What the model says once, asked once (each ask is a call through its vtable).
+    let (choice, name, restoring) = (guest.vmid(), guest.name(), guest.archive());
     if let Some(refusal) = guest.refusal(Caller::of(&run.global.transport)) {
         let message = match task {
             "create" => format!("cannot create {noun}: {refusal}; nothing was changed"),
@@ -199,7 +201,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
     };
     // The guest holding a given VMID, if any (`GET /cluster/nextid?vmid=…` says whether one does),
     // found from the course's own awaits.
-    let holder = match guest.vmid() {
+    let holder = match choice {
         VmidChoice::Given(vmid) => 'holder: {
             match next_id_free(pve, vmid).await {
                 Ok(()) => break 'holder None,
@@ -233,12 +235,12 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
     // The guest the verdict is on, what it is held to, and what the summary starts with: a re-run
     // found holding the VMID, or the guest this run makes.
     let (ev, facts, before, prefix) = match holder {
-        Some(ev) if guest.archive().is_none() => {
+        Some(ev) if restoring.is_none() => {
             // The guest holding the requested VMID is a re-run, nothing to create, when it is the
             // guest named as asked with the managed tag; else the refusal, on its record (the
             // course writes that record), judged from the course's own awaits.
             let mut ev = ev;
-            let (vmid, name) = (ev.at.vmid, guest.name());
+            let vmid = ev.at.vmid;
             // qemu-server's clone_vm and pve-container's create write the new guest's config
             // (final name, tags) under `lock: clone` / `lock: create` before the work is done: a
             // re-run that finds the requested guest locked has found an unfinished guest. Wait for
@@ -282,7 +284,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             let done = format!(
                 "{} already is the requested {what} {:?} with the `{MANAGED_TAG}` tag; nothing was {task}d",
                 ev.label(run),
-                guest.name()
+                name
             );
             if !guest.recheck() {
                 return Ok((ev, Ok(done), false));
@@ -306,7 +308,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             if let Some(placement) = placement {
                 let found = problems(&placement, node, &facts);
                 if !found.is_empty() {
-                    let what = format!("{noun} {}", guest.vmid().describe());
+                    let what = format!("{noun} {}", choice.describe());
                     return Err(refusal(&what, node, &found).into());
                 }
             }
@@ -353,7 +355,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 (None, Some(ev)) => ev.at.node.clone(),
                 (None, None) => node.to_string(),
             };
-            let archive = match guest.archive() {
+            let archive = match restoring {
                 // The archive as listed (a size above 0 required), then the config it holds, each
                 // read from the course's own await.
                 Some(archive) => {
@@ -384,7 +386,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             // alike through one [`Claim`] (its requests sent from this course's own await): the
             // VMID the guest got, and how it was chosen (a prefix for the summary). A given VMID
             // was judged as a re-run above.
-            let mut claim = Claim::new(guest.vmid());
+            let mut claim = Claim::new(choice);
             let made = 'claim: loop {
                 let sent = or_break!('claim, claim.next(&mut trail, &request));
                 let answer = pve.call(&sent).await;
@@ -404,7 +406,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 Err(message) => return ended(over, message),
             };
             // How the guest got its VMID, as the summary starts.
-            let claimed = match (before.over, guest.vmid()) {
+            let claimed = match (before.over, choice) {
                 (true, _) => "restored over the existing guest: ".to_string(),
                 (false, VmidChoice::Given(_)) => String::new(),
                 (false, VmidChoice::Free { .. }) => format!("claimed the free VMID {vmid}: "),
@@ -434,10 +436,10 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             // name and the managed tag (added when missing), judged in the course's own labeled
             // block (no wrapper's state machine).
             let named = 'named: {
-                if guest.archive().is_some() {
+                if restoring.is_some() {
                     break 'named Ok(claimed);
                 }
-                let (name, label) = (guest.name(), ev.label(run));
+                let label = ev.label(run);
                 if ev.status.name.as_deref() != Some(name) {
                     break 'named Err(format!(
                         "{done}, but {label} is named {:?}, not {name:?} — check the {task} task's log",
