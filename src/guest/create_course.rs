@@ -195,9 +195,16 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
     // A re-run checks the disks it made against the images' sizes: the node is surveyed before the
     // VMID is judged when disks are checked, else only when there is something to create. The
     // model's placement and disks are asked for where they are used, not held across the course.
-    let early = match (guest.disks().is_some(), guest.placement()) {
-        (true, Some(placement)) => Some(survey(run, node, &placement).await),
-        _ => None,
+    // What the node was found to hold, and what the course read before it sends, are filled in
+    // place where they are read (not carried out of the branches that read them).
+    let mut facts = Survey::default();
+    let mut before = Before::default();
+    let surveyed = match (guest.disks().is_some(), guest.placement()) {
+        (true, Some(placement)) => {
+            facts = survey(run, node, &placement).await;
+            true
+        }
+        _ => false,
     };
     // The guest holding a given VMID, if any (`GET /cluster/nextid?vmid=…` says whether one does),
     // found from the course's own awaits.
@@ -234,7 +241,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
     };
     // The guest the verdict is on, what it is held to, and what the summary starts with: a re-run
     // found holding the VMID, or the guest this run makes.
-    let (ev, facts, before, prefix) = match holder {
+    let (ev, prefix) = match holder {
         Some(ev) if restoring.is_none() => {
             // The guest holding the requested VMID is a re-run, nothing to create, when it is the
             // guest named as asked with the managed tag; else the refusal, on its record (the
@@ -289,7 +296,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             if !guest.recheck() {
                 return Ok((ev, Ok(done), false));
             }
-            (ev, early.unwrap_or_default(), Before::default(), Ok(done))
+            (ev, Ok(done))
         }
         holder => {
             let over = match holder {
@@ -300,11 +307,9 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 None => None,
             };
             let placement = guest.placement();
-            let facts = match (early, &placement) {
-                (Some(facts), _) => facts,
-                (None, Some(placement)) => survey(run, node, placement).await,
-                (None, None) => Survey::default(),
-            };
+            if let (false, Some(placement)) = (surveyed, &placement) {
+                facts = survey(run, node, placement).await;
+            }
             if let Some(placement) = placement {
                 let found = problems(&placement, node, &facts);
                 if !found.is_empty() {
@@ -375,10 +380,8 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 }
                 None => ArchiveConfig::default(),
             };
-            let before = Before {
-                archive,
-                over: over.is_some(),
-            };
+            before.archive = archive;
+            before.over = over.is_some();
             let mut trail = TaskTrail::default();
             let request = |vmid: u32| guest.request(&node, vmid, &before);
             let action = |vmid: u32| guest.action(noun, &node, vmid, &before);
@@ -472,7 +475,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     "{claimed}{label} exists as {name:?}; the `{MANAGED_TAG}` tag was added and read back"
                 ))
             };
-            (ev, facts, before, named)
+            (ev, named)
         }
     };
     // What the guest is held to (a restored one: the archive's config; a made one or a re-run: the
