@@ -201,7 +201,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
     let mut before = Before::default();
     let surveyed = match (guest.disks().is_some(), guest.placement()) {
         (true, Some(placement)) => {
-            facts = survey(run, node, &placement).await;
+            survey(run, node, &placement, &mut facts).await;
             true
         }
         _ => false,
@@ -308,7 +308,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             };
             let placement = guest.placement();
             if let (false, Some(placement)) = (surveyed, &placement) {
-                facts = survey(run, node, placement).await;
+                survey(run, node, placement, &mut facts).await;
             }
             if let Some(placement) = placement {
                 let found = problems(&placement, node, &facts);

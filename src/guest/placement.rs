@@ -122,17 +122,21 @@ pub fn allocation_of<'a>(key: &'a str, value: &'a str) -> Option<Allocation<'a>>
     })
 }
 
-/// Reads what the decision needs from `node`: its storages, the content of each source's storage
-/// (when that storage can hold it), and its bridges (when a NIC names one). Each request is planned
-/// by [`Survey::next`] and sent from this one await (issue 32: one await point, not three).
-pub async fn survey<H: Host>(run: &Run<'_, H>, node: &str, placement: &Placement<'_>) -> Survey {
+/// Reads what the decision needs from `node` into `survey` (a new one): its storages, the content
+/// of each source's storage (when that storage can hold it), and its bridges (when a NIC names
+/// one). Each request is planned by [`Survey::next`] and sent from this one await (issue 32: one
+/// await point, not three); the survey is filled where the caller keeps it, not moved out.
+pub async fn survey<H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    placement: &Placement<'_>,
+    survey: &mut Survey,
+) {
     let pve = run.pve();
-    let mut survey = Survey::default();
     while let Some((request, read)) = survey.next(node, placement) {
         let answer = pve.call(&request).await;
         survey.heard(read, answer);
     }
-    survey
 }
 
 /// Which of the node's lists a survey's request reads.
