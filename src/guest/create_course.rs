@@ -310,8 +310,8 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             if let (false, Some(placement)) = (surveyed, &placement) {
                 survey(run, node, placement, &mut facts).await;
             }
-            if let Some(placement) = placement {
-                let found = problems(&placement, node, &facts);
+            if let Some(placement) = &placement {
+                let found = problems(placement, node, &facts);
                 if !found.is_empty() {
                     let what = format!("{noun} {}", choice.describe());
                     return Err(refusal(&what, node, &found).into());
