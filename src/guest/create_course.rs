@@ -408,12 +408,6 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 Ok(vmid) => vmid,
                 Err(message) => return ended(over, message),
             };
-            // How the guest got its VMID, as the summary starts.
-            let claimed = match (before.over, choice) {
-                (true, _) => "restored over the existing guest: ".to_string(),
-                (false, VmidChoice::Given(_)) => String::new(),
-                (false, VmidChoice::Free { .. }) => format!("claimed the free VMID {vmid}: "),
-            };
             // The new guest, located and read, carrying the run's task trail, and unlocked
             // ([`unlocked_after`]: a lock still there is an unfinished guest), from the course's
             // own awaits. A guest absent after all, or still locked when the budget runs out, is
@@ -435,6 +429,13 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             if let Err(message) = unlocked_after(run, &mut ev, &done).await {
                 return Ok((ev, Err(message), false));
             }
+            // How the guest got its VMID, as the summary starts (decided once the guest was
+            // seen: not held across its reads).
+            let claimed = match (before.over, choice) {
+                (true, _) => "restored over the existing guest: ".to_string(),
+                (false, VmidChoice::Given(_)) => String::new(),
+                (false, VmidChoice::Free { .. }) => format!("claimed the free VMID {vmid}: "),
+            };
             // A restored guest is held to the archive below; a made one must carry the requested
             // name and the managed tag (added when missing), judged in the course's own labeled
             // block (no wrapper's state machine).
