@@ -33,18 +33,15 @@ pub struct Allocation<'a> {
     pub bytes: u64,
 }
 
-/// A volume the create reads, which must be in its storage's content: a template, an image.
+/// A volume the create reads, which must be in its storage's content: a container's template
+/// (`ostemplate`, content `vztmpl`) or a VM disk's image (`import-from`, content `import`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source<'a> {
-    /// What names it in messages: `ostemplate`, `scsi0 import-from`.
-    pub label: String,
+    /// The option that names it: `ostemplate`, or the disk importing it (`scsi0`).
+    pub key: &'a str,
     pub volid: &'a str,
     /// Its content type (`vztmpl`, `import`), which is also its directory in the volume id.
     pub content: &'static str,
-    /// `template`, `image`: what the storage's list of them is called.
-    pub noun: &'static str,
-    /// What to do when it is missing.
-    pub advice: String,
 }
 
 impl Source<'_> {
@@ -308,18 +305,25 @@ fn source_problems(
     survey: &Survey,
     found: &mut Vec<String>,
 ) {
-    let (label, volid, noun) = (&source.label, &source.volid, source.noun);
+    let (volid, content) = (&source.volid, source.content);
+    // What names it in messages (`ostemplate`, `scsi0 import-from`) and what its storage's list
+    // of them is called, by its kind: a container's template or a VM disk's image.
+    let template = content == "vztmpl";
+    let (suffix, noun) = match template {
+        true => ("", "template"),
+        false => (" import-from", "disk image"),
+    };
+    let label = &format!("{}{suffix}", source.key);
     let Some(id) = source.storage() else {
         note(
             found,
             format_args!(
-                "{label} {volid:?} is not a {noun} volume id (<storage>:{}/<file>)",
-                source.content
+                "{label} {volid:?} is not a {noun} volume id (<storage>:{content}/<file>)"
             ),
         );
         return;
     };
-    if usable(label, id, source.content, node, storages, found).is_none() {
+    if usable(label, id, content, node, storages, found).is_none() {
         return;
     }
     match survey.contents.iter().find(|(read, _)| read == id) {
@@ -332,10 +336,15 @@ fn source_problems(
             if volumes.len() > LISTED_VOLUMES {
                 listed.push("…");
             }
+            // How to bring it: a template with pveam too (`pveam download <storage> <template>`).
+            let pveam = match template {
+                true => ["pveam download ", id, " <template>, or "],
+                false => [""; 3],
+            };
             note(found, format_args!(
-                "{label} {volid:?} is not in the content of storage {id} on node {node} (its {noun}s: {}) — {}",
+                "{label} {volid:?} is not in the content of storage {id} on node {node} (its {noun}s: {}) — download it first ({}{}{}downloadUrl with content {content})",
                 if listed.is_empty() { "none".to_string() } else { listed.joined(", ") },
-                source.advice
+                pveam[0], pveam[1], pveam[2]
             ));
         }
         Some((_, Err(why))) => note(
@@ -408,6 +417,55 @@ mod refusal_tests {
         assert_eq!(
             two.0,
             "cannot create CT 400 on node pve2; nothing was changed. 2 problems found: (1) a; (2) b"
+        );
+    }
+}
+
+#[cfg(test)]
+mod source_tests {
+    use super::{problems, Placement, Source, Survey};
+    use crate::pve::responses::{parse, NodeStorage};
+    use serde_json::json;
+
+    fn missing(key: &'static str, volid: &'static str, content: &'static str) -> Vec<String> {
+        let placement = Placement {
+            content: "images",
+            allocations: Vec::new(),
+            sources: vec![Source {
+                key,
+                volid,
+                content,
+            }],
+            bridges: Vec::new(),
+        };
+        let local: NodeStorage = parse(&json!({"storage": "local", "content": "vztmpl,import",
+            "enabled": 1, "active": 1}))
+        .unwrap();
+        let survey = Survey {
+            storages: Some(Ok(vec![local])),
+            contents: vec![("local".into(), Ok(Vec::new()))],
+            bridges: None,
+        };
+        problems(&placement, "pve1", &survey)
+    }
+
+    #[test]
+    fn a_missing_template_or_image_says_how_to_bring_it() {
+        assert_eq!(
+            missing("ostemplate", "local:vztmpl/d.tar.zst", "vztmpl"),
+            ["ostemplate \"local:vztmpl/d.tar.zst\" is not in the content of storage local on node pve1 (its templates: none) — download it first (pveam download local <template>, or downloadUrl with content vztmpl)"]
+        );
+        assert_eq!(
+            missing("scsi0", "local:import/c.qcow2", "import"),
+            ["scsi0 import-from \"local:import/c.qcow2\" is not in the content of storage local on node pve1 (its disk images: none) — download it first (downloadUrl with content import)"]
+        );
+        assert_eq!(
+            missing("ostemplate", "d.tar.zst", "vztmpl"),
+            ["ostemplate \"d.tar.zst\" is not a template volume id (<storage>:vztmpl/<file>)"]
+        );
+        assert_eq!(
+            missing("scsi0", "a b:import/c.qcow2", "import"),
+            ["scsi0 import-from \"a b:import/c.qcow2\" is not a disk image volume id (<storage>:import/<file>)"]
         );
     }
 }

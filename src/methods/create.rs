@@ -201,14 +201,9 @@ impl CreateArgs {
             content: "rootdir",
             allocations,
             sources: vec![Source {
-                label: "ostemplate".into(),
+                key: "ostemplate",
                 volid: &self.ostemplate,
                 content: "vztmpl",
-                noun: "template",
-                advice: format!(
-                    "download it first (pveam download {} <template>, or downloadUrl with content vztmpl)",
-                    self.ostemplate.split(':').next().unwrap_or_default()
-                ),
             }],
             bridges: bridges_of(&self.config),
         }

@@ -207,11 +207,9 @@ impl VmCreateArgs {
             }
             if let Some(image) = property(value, "import-from").filter(|v| v.contains(":import/")) {
                 sources.push(Source {
-                    label: format!("{key} import-from"),
+                    key,
                     volid: image,
                     content: "import",
-                    noun: "disk image",
-                    advice: "download it first (downloadUrl with content import)".to_string(),
                 });
             }
         }
