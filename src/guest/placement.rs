@@ -44,9 +44,9 @@ pub struct Source<'a> {
     pub content: &'static str,
 }
 
-impl Source<'_> {
+impl<'a> Source<'a> {
     /// The storage of the volume id, when it is one (`<storage>:<name>`).
-    pub fn storage(&self) -> Option<&str> {
+    pub fn storage(&self) -> Option<&'a str> {
         let (storage, name) = self.volid.split_once(':')?;
         let valid = crate::args::check_segment("volid", storage).is_ok() && !name.is_empty();
         valid.then_some(storage)
@@ -67,14 +67,14 @@ pub struct Placement<'a> {
 /// What the node says about a placement's storages, sources and bridges. `Err` holds why a list
 /// could not be read; `None`: not read (nothing to check, or a problem already found makes it moot).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Survey {
+pub struct Survey<'a> {
     pub storages: Option<Result<Vec<NodeStorage>, String>>,
     /// Per source storage (one that exists and takes the source's content): its volumes.
-    pub contents: Vec<(String, Result<Vec<StorageVolume>, String>)>,
+    pub contents: Vec<(&'a str, Result<Vec<StorageVolume>, String>)>,
     pub bridges: Option<Result<Vec<NodeInterface>, String>>,
 }
 
-impl Survey {
+impl Survey<'_> {
     /// The listed volume `volid` (its size: an image's), when a content list holds it.
     pub fn volume(&self, volid: &str) -> Option<&StorageVolume> {
         for (_, list) in &self.contents {
@@ -123,11 +123,11 @@ pub fn allocation_of<'a>(key: &'a str, value: &'a str) -> Option<Allocation<'a>>
 /// of each source's storage (when that storage can hold it), and its bridges (when a NIC names
 /// one). Each request is planned by [`Survey::next`] and sent from this one await (issue 32: one
 /// await point, not three); the survey is filled where the caller keeps it, not moved out.
-pub async fn survey<H: Host>(
+pub async fn survey<'a, H: Host>(
     run: &Run<'_, H>,
     node: &str,
-    placement: &Placement<'_>,
-    survey: &mut Survey,
+    placement: &Placement<'a>,
+    survey: &mut Survey<'a>,
 ) {
     let pve = run.pve();
     while let Some((request, read)) = survey.next(node, placement) {
@@ -144,11 +144,11 @@ enum Read<'a> {
     Bridges,
 }
 
-impl Survey {
+impl<'a> Survey<'a> {
     /// The next list to read, in the survey's order: the storages, then each source storage not
     /// yet read that exists and takes the source's content, then the bridges when a NIC names
     /// one; `None` when all is read.
-    fn next<'p>(&self, node: &str, placement: &'p Placement) -> Option<(PveRequest, Read<'p>)> {
+    fn next(&self, node: &str, placement: &Placement<'a>) -> Option<(PveRequest, Read<'a>)> {
         let Some(storages) = &self.storages else {
             return Some((endpoints::node_storage(node), Read::Storages));
         };
@@ -158,7 +158,7 @@ impl Survey {
                 list.iter()
                     .any(|s| s.storage == id && storage_refusal(s, source.content).is_none())
             });
-            if takes && !self.contents.iter().any(|(read, _)| read == id) {
+            if takes && !self.contents.iter().any(|(read, _)| *read == id) {
                 let request = endpoints::storage_content(node, id, source.content);
                 return Some((request, Read::Content(id)));
             }
@@ -170,10 +170,10 @@ impl Survey {
     }
 
     /// Keeps the answer to the request [`Survey::next`] planned as `read`.
-    fn heard(&mut self, read: Read<'_>, answer: Result<Value, PveError>) {
+    fn heard(&mut self, read: Read<'a>, answer: Result<Value, PveError>) {
         match read {
             Read::Storages => self.storages = Some(listed(answer)),
-            Read::Content(id) => self.contents.push((id.to_string(), listed(answer))),
+            Read::Content(id) => self.contents.push((id, listed(answer))),
             Read::Bridges => self.bridges = Some(listed(answer)),
         }
     }
@@ -181,7 +181,7 @@ impl Survey {
 
 /// Every reason the placement cannot be carried out on `node`, in the order checked; empty when
 /// nothing stands in the way.
-pub fn problems(placement: &Placement, node: &str, survey: &Survey) -> Vec<String> {
+pub fn problems(placement: &Placement, node: &str, survey: &Survey<'_>) -> Vec<String> {
     let mut found = Vec::new();
     match &survey.storages {
         Some(Ok(storages)) => {
@@ -302,7 +302,7 @@ fn source_problems(
     source: &Source,
     node: &str,
     storages: &[NodeStorage],
-    survey: &Survey,
+    survey: &Survey<'_>,
     found: &mut Vec<String>,
 ) {
     let (volid, content) = (&source.volid, source.content);
@@ -326,7 +326,7 @@ fn source_problems(
     if usable(label, id, content, node, storages, found).is_none() {
         return;
     }
-    match survey.contents.iter().find(|(read, _)| read == id) {
+    match survey.contents.iter().find(|(read, _)| *read == id) {
         Some((_, Ok(volumes))) if volumes.iter().any(|v| v.volid == *volid) => {}
         Some((_, Ok(volumes))) => {
             let mut listed = Vec::new();
@@ -358,7 +358,12 @@ fn source_problems(
     }
 }
 
-fn bridge_problems(placement: &Placement, node: &str, survey: &Survey, found: &mut Vec<String>) {
+fn bridge_problems(
+    placement: &Placement,
+    node: &str,
+    survey: &Survey<'_>,
+    found: &mut Vec<String>,
+) {
     let wanted = &placement.bridges;
     if wanted.is_empty() {
         return;

@@ -297,7 +297,7 @@ mod tests {
         .unwrap()
     }
 
-    fn node_facts() -> Survey {
+    fn node_facts() -> Survey<'static> {
         Survey {
             storages: Some(Ok(vec![
                 storage("local", "iso,vztmpl,backup", 50),
