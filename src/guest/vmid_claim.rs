@@ -40,10 +40,8 @@ pub enum VmidChoice {
 impl VmidChoice {
     /// Reads `vmid` or `vmidRange {min, max}` (not both); neither means any free id.
     pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
-        let given = match fields.int("vmid")? {
-            Some(_) => Some(super::reference::parse_vmid(fields, "vmid")?),
-            None => None,
-        };
+        // An optional VMID, read once: the same checks and words as a required one.
+        let given = fields.optional_count_in("vmid", VMID_MIN, VMID_MAX)?;
         let range = match fields.present("vmidRange")? {
             Some(_) => {
                 let range = fields.object("vmidRange")?;
@@ -64,7 +62,7 @@ impl VmidChoice {
                 "vmidRange",
                 "give either vmid or vmidRange, not both",
             )),
-            (Some(vmid), None) => Ok(VmidChoice::Given(vmid)),
+            (Some(vmid), None) => Ok(VmidChoice::Given(vmid as u32)),
             (None, Some((min, max))) => Ok(VmidChoice::Free { min, max }),
             (None, None) => Ok(VmidChoice::Free {
                 min: VMID_MIN as u32,
