@@ -192,52 +192,63 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         return Err(Failure::new(message).into());
     }
     let node = run.global.transport.node();
-    // A re-run checks the disks it made against the images' sizes: the node is surveyed before the
-    // VMID is judged when disks are checked, else only when there is something to create. The
-    // model's placement and disks are asked for where they are used, not held across the course.
     // What the node was found to hold, and what the course read before it sends, are filled in
     // place where they are read (not carried out of the branches that read them).
     let mut facts = Survey::default();
     let mut before = Before::default();
-    let surveyed = match (guest.disks().is_some(), guest.placement()) {
-        (true, Some(placement)) => {
-            survey(run, node, &placement, &mut facts).await;
-            true
-        }
-        _ => false,
-    };
     // The guest holding a given VMID, if any (`GET /cluster/nextid?vmid=…` says whether one does),
-    // found from the course's own awaits.
-    let holder = match choice {
-        VmidChoice::Given(vmid) => 'holder: {
-            match next_id_free(pve, vmid).await {
-                Ok(()) => break 'holder None,
-                Err(e) if e.kind == ErrorKind::IdTaken => {}
-                Err(e) => {
-                    let action = format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
-                    return Err(could_not(&action, &e).into());
+    // found from the course's own awaits; and the node surveyed from one await: before the VMID is
+    // judged when disks are checked (a re-run checks the disks it made against the images'
+    // sizes), else once it is judged free (a guest holding it is a re-run, or one a restore
+    // replaces: no placement). The model's placement and disks are asked for where they are
+    // used, not held across the course.
+    let early = guest.disks().is_some();
+    let mut judged: Option<Option<Box<Evidence>>> = None;
+    let holder = loop {
+        let due = match &judged {
+            None => early,
+            Some(holder) => !early && holder.is_none(),
+        };
+        if due {
+            if let Some(placement) = guest.placement() {
+                survey(run, node, &placement, &mut facts).await;
+            }
+        }
+        if let Some(holder) = judged {
+            break holder;
+        }
+        judged = Some(match choice {
+            VmidChoice::Given(vmid) => 'holder: {
+                match next_id_free(pve, vmid).await {
+                    Ok(()) => break 'holder None,
+                    Err(e) if e.kind == ErrorKind::IdTaken => {}
+                    Err(e) => {
+                        let action =
+                            format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
+                        return Err(could_not(&action, &e).into());
+                    }
+                }
+                let target = GuestRef {
+                    vmid: Some(vmid),
+                    name: None,
+                };
+                match sight(run, &target).await {
+                    Ok(Sighting::Present(ev)) => Some(ev),
+                    Ok(Sighting::Absent(vmid)) => return Err(Failure::new(format!(
+                        "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run {} again",
+                        run.method
+                    ))
+                    .into()),
+                    // Typically a guest of the other kind (or one this token may not audit).
+                    Err(failure) => return Err(Failure::new(format!(
+                        "VMID {vmid} is in use by another guest: {}",
+                        failure.0
+                    ))
+                    .into()),
                 }
             }
-            let target = GuestRef {
-                vmid: Some(vmid),
-                name: None,
-            };
-            match sight(run, &target).await {
-                Ok(Sighting::Present(ev)) => Some(ev),
-                Ok(Sighting::Absent(vmid)) => return Err(Failure::new(format!(
-                    "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run {} again",
-                    run.method
-                ))
-                .into()),
-                // Typically a guest of the other kind (or one this token may not audit).
-                Err(failure) => return Err(Failure::new(format!(
-                    "VMID {vmid} is in use by another guest: {}",
-                    failure.0
-                ))
-                .into()),
-            }
-        }
-        VmidChoice::Free { .. } => None,
+            VmidChoice::Free { .. } => None,
+        });
     };
     // The guest the verdict is on, what it is held to, and what the summary starts with: a re-run
     // found holding the VMID, or the guest this run makes.
@@ -307,9 +318,6 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 None => None,
             };
             let placement = guest.placement();
-            if let (false, Some(placement)) = (surveyed, &placement) {
-                survey(run, node, placement, &mut facts).await;
-            }
             if let Some(placement) = &placement {
                 let found = problems(placement, node, &facts);
                 if !found.is_empty() {
