@@ -82,20 +82,15 @@ pub async fn read_guest<H: Host>(
         }
         read_status(&pve, run.kind, at).await?
     };
-    if look == Look::State {
-        let none = Identity {
-            smbios_uuid: None,
-            ctime: None,
+    if look != Look::WithConfig {
+        // The state alone takes no identity: as with nothing stored.
+        let stored = match to_act {
+            true => {
+                let stored = run.host.read_record(&run.guest_instance(at.vmid)).await;
+                stored.ok().flatten()
+            }
+            false => None,
         };
-        return Ok((status, Map::new(), none, None));
-    }
-    if to_act {
-        let stored = run
-            .host
-            .read_record(&run.guest_instance(at.vmid))
-            .await
-            .ok()
-            .flatten();
         if let Some(carried) = carried_identity(&status, stored.as_ref()) {
             return Ok((status, Map::new(), carried.0, carried.1));
         }
