@@ -228,7 +228,7 @@ pub fn refusal(what: &str, node: &str, found: &[String]) -> Failure {
 
 /// Notes one problem, written in place: one call formats and pushes it, not two at every site
 /// (issue 32).
-fn note(found: &mut Vec<String>, problem: std::fmt::Arguments) {
+pub fn note(found: &mut Vec<String>, problem: std::fmt::Arguments) {
     found.push(std::fmt::format(problem));
 }
 

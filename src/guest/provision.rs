@@ -9,6 +9,7 @@
 use super::config::{key_type, shows};
 use super::evidence::Evidence;
 use super::gates::MANAGED_TAG;
+use super::placement::note;
 use super::settle::lock_of;
 use crate::host::Host;
 use crate::pve::endpoints::GuestKind;
@@ -61,8 +62,14 @@ pub fn verify_settings<H: Host>(
         };
         match &observed {
             Some(seen) if shows(run.kind, key, wanted, seen) => {}
-            Some(seen) => missed.push(format!("`{key}` is {seen:?}, not the requested {wanted:?}")),
-            None => missed.push(format!("`{key}` is not set (requested {wanted:?})")),
+            Some(seen) => note(
+                &mut missed,
+                format_args!("`{key}` is {seen:?}, not the requested {wanted:?}"),
+            ),
+            None => note(
+                &mut missed,
+                format_args!("`{key}` is not set (requested {wanted:?})"),
+            ),
         }
     }
     match missed.is_empty() {
