@@ -12,7 +12,7 @@
 
 use super::backups::{archive_listed, list_archives, ArchiveConfig, BackupVolid};
 use super::evidence::{
-    settle_evidence, sight, sight_or_absent, sight_with, unlocked, unlocked_after, Evidence,
+    absent_outcome, settle_evidence, sight, sight_with, unlocked, unlocked_after, Evidence,
     Sighting, TaskTrail,
 };
 use super::gates::MANAGED_TAG;
@@ -425,12 +425,16 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 name: None,
             };
             let done = format!("the {task} task ended successfully");
-            let absent = |vmid| {
-                format!(
-                    "{done}, but {noun} {vmid} does not exist on any node — check the {task} task's log"
-                )
+            let mut ev = match sight(run, &target).await {
+                Ok(Sighting::Present(ev)) => ev,
+                Ok(Sighting::Absent(vmid)) => {
+                    let message = format!(
+                        "{done}, but {noun} {vmid} does not exist on any node — check the {task} task's log"
+                    );
+                    return Err(absent_outcome(run, vmid, Err(message)));
+                }
+                Err(failure) => return Err(failure.into()),
             };
-            let mut ev = sight_or_absent(run, &target, &absent).await?;
             // Read after the creating task: not stale.
             ev.observed_after = trail.mutations_sent;
             ev.trail = trail;
