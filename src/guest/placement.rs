@@ -12,12 +12,13 @@ use crate::host::Host;
 use crate::outcome::Failure;
 use crate::pve::endpoints;
 use crate::pve::error::PveError;
+use crate::pve::flex;
 use crate::pve::property::property;
 use crate::pve::request::PveRequest;
-use crate::pve::responses::{NodeInterface, NodeStorage, StorageVolume};
+use crate::pve::responses::{NodeStorage, StorageVolume};
 use crate::quote::Joined;
 use crate::run::Run;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::fmt::Write;
 
 const GIB: u64 = 1 << 30;
@@ -71,7 +72,9 @@ pub struct Survey<'a> {
     pub storages: Option<Result<Vec<NodeStorage>, String>>,
     /// Per source storage (one that exists and takes the source's content): its volumes.
     pub contents: Vec<(&'a str, Result<Vec<StorageVolume>, String>)>,
-    pub bridges: Option<Result<Vec<NodeInterface>, String>>,
+    /// The node's network interfaces (`GET /nodes/{node}/network`), read as plain objects: their
+    /// `iface` and `active` ([`iface`]), with no reader type of their own (issue 32).
+    pub bridges: Option<Result<Vec<Map<String, Value>>, String>>,
 }
 
 impl Survey<'_> {
@@ -386,15 +389,16 @@ fn bridge_problems(
         }
     };
     for (key, bridge) in wanted {
-        match interfaces.iter().find(|i| i.iface == *bridge) {
-            Some(i) if i.active == Some(true) => {}
+        match interfaces.iter().find(|i| iface(i) == Some(bridge)) {
+            // Set (1) only for interfaces that are up.
+            Some(i) if i.get("active").and_then(flex::bool_of) == Some(true) => {}
             Some(_) => note(found, format_args!(
                 "{key}: bridge {bridge} exists on node {node} but is not active (down, or its configuration not applied)"
             )),
             None => {
                 let mut names = String::new();
-                for interface in interfaces {
-                    crate::quote::push_item(&mut names, ", ", &interface.iface);
+                for name in interfaces.iter().filter_map(iface) {
+                    crate::quote::push_item(&mut names, ", ", name);
                 }
                 if names.is_empty() {
                     names.push_str("none");
@@ -405,6 +409,11 @@ fn bridge_problems(
             }
         }
     }
+}
+
+/// A network interface's name: an entry without one (not a string) is no interface.
+fn iface(interface: &Map<String, Value>) -> Option<&str> {
+    interface.get("iface").and_then(Value::as_str)
 }
 
 #[cfg(test)]

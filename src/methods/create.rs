@@ -269,7 +269,7 @@ pub fn create<'a, H: Host>(
 mod tests {
     use super::*;
     use crate::guest::placement::{problems, Survey};
-    use crate::pve::responses::{NodeInterface, NodeStorage, StorageVolume};
+    use crate::pve::responses::{NodeStorage, StorageVolume};
     use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
     use serde_json::json;
 
@@ -297,6 +297,10 @@ mod tests {
         .unwrap()
     }
 
+    fn interface(entry: Value) -> serde_json::Map<String, Value> {
+        entry.as_object().unwrap().clone()
+    }
+
     fn node_facts() -> Survey<'static> {
         Survey {
             storages: Some(Ok(vec![
@@ -310,10 +314,7 @@ mod tests {
                     size: None,
                 }]),
             )],
-            bridges: Some(Ok(vec![NodeInterface {
-                iface: "vmbr0".into(),
-                active: Some(true),
-            }])),
+            bridges: Some(Ok(vec![interface(json!({"iface": "vmbr0", "active": 1}))])),
         }
     }
 
@@ -332,10 +333,7 @@ mod tests {
             "config": {"net0": "name=eth0,bridge=vmbr9", "net1": "name=eth1,bridge=vmbr0"}
         }));
         let mut facts = node_facts();
-        facts.bridges = Some(Ok(vec![NodeInterface {
-            iface: "vmbr0".into(),
-            active: None,
-        }]));
+        facts.bridges = Some(Ok(vec![interface(json!({"iface": "vmbr0"}))]));
         let found = problems(&args.placement(), "pve1", &facts);
         assert_eq!(found.len(), 4, "{found:#?}");
         assert!(found[0].contains("rootfs storage local does not allow content rootdir (its content: iso, vztmpl, backup)"), "{}", found[0]);
