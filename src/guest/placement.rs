@@ -49,7 +49,7 @@ impl<'a> Source<'a> {
     /// The storage of the volume id, when it is one (`<storage>:<name>`).
     pub fn storage(&self) -> Option<&'a str> {
         let (storage, name) = self.volid.split_once(':')?;
-        let valid = crate::args::check_segment("volid", storage).is_ok() && !name.is_empty();
+        let valid = crate::args::segment_fault(storage).is_none() && !name.is_empty();
         valid.then_some(storage)
     }
 }
