@@ -210,8 +210,8 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             Some(holder) => !early && holder.is_none(),
         };
         if due {
-            if let Some(placement) = guest.placement() {
-                survey(run, node, &placement, &mut facts).await;
+            if let Some(placement) = &guest.placement() {
+                survey(run, node, placement, &mut facts).await;
             }
         }
         if let Some(holder) = judged {
