@@ -14,7 +14,7 @@ use super::settle::lock_of;
 use crate::host::Host;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
-use crate::pve::flex::split_tags;
+use crate::pve::flex::has_tag;
 use crate::pve::responses::GuestStatus;
 use crate::quote::Joined;
 use crate::run::Run;
@@ -25,8 +25,11 @@ pub fn is_requested(status: &GuestStatus, name: &str) -> bool {
 
 /// Whether the guest carries the managed tag.
 pub fn has_managed_tag(status: &GuestStatus) -> bool {
-    let tags = status.tags.as_deref().map(split_tags).unwrap_or_default();
-    tags.iter().any(|t| t == MANAGED_TAG)
+    // Without case, as split_tags lowercases: no list built to ask one tag (issue 32).
+    status
+        .tags
+        .as_deref()
+        .is_some_and(|tags| has_tag(tags, MANAGED_TAG))
 }
 
 /// `named "db", tags "prod", locked (create)`, for messages.
