@@ -134,16 +134,18 @@ pub fn settings_of(
 
 /// `tags` with the managed tag added (PVE's `;`-separated list), unless it is there already.
 pub fn with_managed_tag(tags: &str) -> String {
-    let mut list = Vec::new();
+    // Written in place, not collected and joined (issue 32).
+    let (mut list, mut managed) = (String::new(), false);
     for tag in tags.split([';', ',', ' ']) {
         if !tag.is_empty() {
-            list.push(tag);
+            managed |= tag.eq_ignore_ascii_case(MANAGED_TAG);
+            crate::quote::push_item(&mut list, ";", tag);
         }
     }
-    if !list.iter().any(|t| t.eq_ignore_ascii_case(MANAGED_TAG)) {
-        list.push(MANAGED_TAG);
+    if !managed {
+        crate::quote::push_item(&mut list, ";", MANAGED_TAG);
     }
-    list.joined(";")
+    list
 }
 
 #[cfg(test)]
