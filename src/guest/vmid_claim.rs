@@ -217,8 +217,10 @@ enum Phase {
 }
 
 /// `id`, or the first id above it that the listing does not show in use.
+// A plain walk: slice::contains compares integers in chunks of 16, a larger loop (issue 32).
+#[allow(clippy::manual_contains)]
 fn skip_listed(listed: &[u32], mut id: u32) -> u32 {
-    while listed.contains(&id) {
+    while listed.iter().any(|&l| l == id) {
         id += 1;
     }
     id
