@@ -514,7 +514,9 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             let volumes = lists.get(at).map(|(_, volumes)| volumes.as_slice());
             let volumes = volumes.unwrap_or_default();
             let judged = held.judge(guest, &label, &ev.config, i, store, volumes, &facts);
-            seen.extend(or_break!('verdict, judged));
+            if let Some(shown) = or_break!('verdict, judged) {
+                seen.push(shown);
+            }
         }
         Ok(held.summary(guest, prefix, &label, &before.archive, &seen))
     };
