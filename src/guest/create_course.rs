@@ -12,12 +12,12 @@
 
 use super::backups::{archive_listed, list_archives, ArchiveConfig, BackupVolid};
 use super::evidence::{
-    settle_evidence, sight, sight_or_absent, unlocked, unlocked_after, Evidence, Sighting,
-    TaskTrail,
+    settle_evidence, sight, sight_or_absent, sight_with, unlocked, unlocked_after, Evidence,
+    Sighting, TaskTrail,
 };
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
-use super::locate::{self, Found, Placing};
+use super::observe::Look;
 use super::placement::{problems, refusal, survey, Placement, Survey};
 use super::provision::{
     has_managed_tag, is_requested, occupant, verify_settings, with_managed_tag,
@@ -25,10 +25,9 @@ use super::provision::{
 use super::readiness::ReadyArgs;
 use super::reference::GuestRef;
 use super::root_only::Caller;
-use super::settle::{lock_of, locked_advice, settle, Seen};
+use super::settle::{lock_of, locked_advice};
 use super::vmid_claim::{Claim, VmidChoice};
 use super::volumes::{disks_listed, disks_request, storage_of};
-use crate::client::shaped;
 use crate::explain::{could_not, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -113,7 +112,7 @@ pub trait NewGuest {
 
     /// What the create places on the node, checked before anything changes; `None`: nothing the
     /// node is surveyed for (a clone lands where its template lives, on the template's storages).
-    fn placement(&self) -> Option<Placement>;
+    fn placement(&self) -> Option<Placement<'_>>;
 
     /// The template a clone is made from: the new guest lands on its node, once it is unlocked.
     /// `None`: the guest is made on the transport's node.
@@ -143,7 +142,7 @@ pub trait NewGuest {
 
     /// The disks whose new volumes must be listed on their storages (a VM's); `None`: the model
     /// judges its volumes by the settings that read back alone (a container's rootfs and mpN).
-    fn disks(&self) -> Option<Vec<NewDisk>>;
+    fn disks(&self) -> Option<Vec<NewDisk<'_>>>;
 
     /// Whether it is to be started once made (`start: true`).
     fn start(&self) -> bool;
@@ -162,12 +161,13 @@ pub struct Before {
     pub over: bool,
 }
 
-/// A disk the create makes: its config key, its storage, the image it imports.
+/// A disk the create makes: its config key, its storage, the image it imports (borrowed from the
+/// request's arguments).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewDisk {
-    pub key: String,
-    pub storage: String,
-    pub import_from: Option<String>,
+pub struct NewDisk<'a> {
+    pub key: &'a str,
+    pub storage: &'a str,
+    pub import_from: Option<&'a str>,
 }
 
 /// How the course ends: the guest whose record the run writes, the verdict and whether the guest is
@@ -181,6 +181,9 @@ pub type Ending = Result<(Box<Evidence>, Result<String, String>, bool), Outcome>
 pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> Ending {
     let noun = run.kind.noun();
     let task = guest.task();
+    let pve = &run.pve();
+    // What the model says once, asked once (each ask is a call through its vtable).
+    let (choice, name, restoring) = (guest.vmid(), guest.name(), guest.archive());
     if let Some(refusal) = guest.refusal(Caller::of(&run.global.transport)) {
         let message = match task {
             "create" => format!("cannot create {noun}: {refusal}; nothing was changed"),
@@ -189,55 +192,73 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
         return Err(Failure::new(message).into());
     }
     let node = run.global.transport.node();
-    // A re-run checks the disks it made against the images' sizes: the node is surveyed before the
-    // VMID is judged when disks are checked, else only when there is something to create. The
-    // model's placement and disks are asked for where they are used, not held across the course.
-    let early = match (guest.disks().is_some(), guest.placement()) {
-        (true, Some(placement)) => Some(survey(run, node, &placement).await),
-        _ => None,
-    };
+    // What the node was found to hold, and what the course read before it sends, are filled in
+    // place where they are read (not carried out of the branches that read them).
+    let mut facts = Survey::default();
+    let mut before = Before::default();
     // The guest holding a given VMID, if any (`GET /cluster/nextid?vmid=…` says whether one does),
-    // found from the course's own awaits.
-    let holder = match guest.vmid() {
-        VmidChoice::Given(vmid) => 'holder: {
-            match next_id_free(&run.pve(), vmid).await {
-                Ok(()) => break 'holder None,
-                Err(e) if e.kind == ErrorKind::IdTaken => {}
-                Err(e) => {
-                    let action = format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
-                    return Err(could_not(&action, &e).into());
-                }
-            }
-            let target = GuestRef {
-                vmid: Some(vmid),
-                name: None,
-            };
-            match sight(run, &target).await {
-                Ok(Sighting::Present(ev)) => Some(ev),
-                Ok(Sighting::Absent(vmid)) => return Err(Failure::new(format!(
-                    "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run {} again",
-                    run.method
-                ))
-                .into()),
-                // Typically a guest of the other kind (or one this token may not audit).
-                Err(failure) => return Err(Failure::new(format!(
-                    "VMID {vmid} is in use by another guest: {}",
-                    failure.0
-                ))
-                .into()),
+    // found from the course's own awaits; and the node surveyed from one await: before the VMID is
+    // judged when disks are checked (a re-run checks the disks it made against the images'
+    // sizes), else once it is judged free (a guest holding it is a re-run, or one a restore
+    // replaces: no placement). The model's placement and disks are asked for where they are
+    // used, not held across the course.
+    let early = guest.disks().is_some();
+    let mut judged: Option<Option<Box<Evidence>>> = None;
+    let holder = loop {
+        let due = match &judged {
+            None => early,
+            Some(holder) => !early && holder.is_none(),
+        };
+        if due {
+            if let Some(placement) = &guest.placement() {
+                survey(run, node, placement, &mut facts).await;
             }
         }
-        VmidChoice::Free { .. } => None,
+        if let Some(holder) = judged {
+            break holder;
+        }
+        judged = Some(match choice {
+            VmidChoice::Given(vmid) => 'holder: {
+                match next_id_free(pve, vmid).await {
+                    Ok(()) => break 'holder None,
+                    Err(e) if e.kind == ErrorKind::IdTaken => {}
+                    Err(e) => {
+                        let action =
+                            format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
+                        return Err(could_not(&action, &e).into());
+                    }
+                }
+                let target = GuestRef {
+                    vmid: Some(vmid),
+                    name: None,
+                };
+                match sight(run, &target).await {
+                    Ok(Sighting::Present(ev)) => Some(ev),
+                    Ok(Sighting::Absent(vmid)) => return Err(Failure::new(format!(
+                        "VMID {vmid} was in use a moment ago and is free now (a create or delete in progress?); run {} again",
+                        run.method
+                    ))
+                    .into()),
+                    // Typically a guest of the other kind (or one this token may not audit).
+                    Err(failure) => return Err(Failure::new(format!(
+                        "VMID {vmid} is in use by another guest: {}",
+                        failure.0
+                    ))
+                    .into()),
+                }
+            }
+            VmidChoice::Free { .. } => None,
+        });
     };
     // The guest the verdict is on, what it is held to, and what the summary starts with: a re-run
     // found holding the VMID, or the guest this run makes.
-    let (ev, facts, before, prefix) = match holder {
-        Some(ev) if guest.archive().is_none() => {
+    let (ev, prefix) = match holder {
+        Some(ev) if restoring.is_none() => {
             // The guest holding the requested VMID is a re-run, nothing to create, when it is the
             // guest named as asked with the managed tag; else the refusal, on its record (the
             // course writes that record), judged from the course's own awaits.
             let mut ev = ev;
-            let (vmid, name) = (ev.at.vmid, guest.name());
+            let vmid = ev.at.vmid;
             // qemu-server's clone_vm and pve-container's create write the new guest's config
             // (final name, tags) under `lock: clone` / `lock: create` before the work is done: a
             // re-run that finds the requested guest locked has found an unfinished guest. Wait for
@@ -281,12 +302,12 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             let done = format!(
                 "{} already is the requested {what} {:?} with the `{MANAGED_TAG}` tag; nothing was {task}d",
                 ev.label(run),
-                guest.name()
+                name
             );
             if !guest.recheck() {
                 return Ok((ev, Ok(done), false));
             }
-            (ev, early.unwrap_or_default(), Before::default(), Ok(done))
+            (ev, Ok(done))
         }
         holder => {
             let over = match holder {
@@ -297,15 +318,10 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 None => None,
             };
             let placement = guest.placement();
-            let facts = match (early, &placement) {
-                (Some(facts), _) => facts,
-                (None, Some(placement)) => survey(run, node, placement).await,
-                (None, None) => Survey::default(),
-            };
-            if let Some(placement) = placement {
-                let found = problems(&placement, node, &facts);
+            if let Some(placement) = &placement {
+                let found = problems(placement, node, &facts);
                 if !found.is_empty() {
-                    let what = format!("{noun} {}", guest.vmid().describe());
+                    let what = format!("{noun} {}", choice.describe());
                     return Err(refusal(&what, node, &found).into());
                 }
             }
@@ -321,52 +337,29 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                         vmid: Some(template_id),
                         name: None,
                     };
-                    // Read where it lives (`locate::send_where_it_lives`'s steps, from the
-                    // course's own awaits: no wrapper's state machine).
-                    let mut placing = Placing::new(&template);
-                    let (at, mut status) = loop {
-                        let at = match placing.next(run, &template).await? {
-                            Found::Absent { vmid } => {
-                                return ended(
-                                    None,
-                                    format!(
-                                    "template {vmid} does not exist on any node: check templateId"
-                                ),
-                                )
-                            }
-                            Found::Present(at) => at,
-                        };
-                        let request = endpoints::guest_status(&at.node, run.kind, at.vmid);
-                        let answer = run.pve().call(&request).await;
-                        match shaped(&request, "a guest status", answer) {
-                            Ok(status) => break (at, status),
-                            Err(e) if placing.may_retry(&e) => {}
-                            Err(e) => {
-                                return Err(locate::refused(run.kind, "the state", &at, &e).into())
-                            }
+                    // Its state read where it lives, as a sighting of its state alone.
+                    let sighted = sight_with(run, &template, Look::State).await?;
+                    let mut template = match sighted {
+                        Sighting::Present(template) => template,
+                        Sighting::Absent(vmid) => {
+                            let missing = "does not exist on any node: check templateId";
+                            return ended(None, format!("template {vmid} {missing}"));
                         }
                     };
                     // qemu-server's clone_vm refuses while the template is locked (`check_lock`
                     // in `$load_and_check`, before the worker forks) — one vzdump is backing up,
                     // say.
-                    let Some(lock) = lock_of(&status).map(str::to_owned) else {
-                        break 'template at.node;
-                    };
-                    let (mut at_ms, mut after) = (0.0, 0);
-                    let seen = &mut Seen {
-                        status: &mut status,
-                        at_ms: &mut at_ms,
-                        after: &mut after,
-                        mutations: 0,
+                    let Some(lock) = lock_of(&template.status).map(str::to_owned) else {
+                        break 'template template.at.node;
                     };
                     let budget_ms = run.wait_budget_ms();
-                    match settle(&run.pve(), run.kind, &at, budget_ms, &|_| true, seen).await {
-                        Ok(()) => at.node,
+                    match settle_evidence(run, &mut template, budget_ms, &|_| true).await {
+                        Ok(()) => template.at.node,
                         Err(why) => {
                             return ended(None, format!(
                                 "template VM {} on node {} did not show its lock released: {why} — {}",
-                                at.vmid,
-                                at.node,
+                                template.at.vmid,
+                                template.at.node,
                                 locked_advice(run.kind, &lock, "clone")
                             ))
                         }
@@ -375,7 +368,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 (None, Some(ev)) => ev.at.node.clone(),
                 (None, None) => node.to_string(),
             };
-            let archive = match guest.archive() {
+            let archive = match restoring {
                 // The archive as listed (a size above 0 required), then the config it holds, each
                 // read from the course's own await.
                 Some(archive) => {
@@ -384,7 +377,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     let read = match listed {
                         Ok(()) => {
                             let request = endpoints::vzdump_extract_config(&node, &archive.volid);
-                            ArchiveConfig::extracted(&archive.volid, run.pve().call(&request).await)
+                            ArchiveConfig::extracted(&archive.volid, pve.call(&request).await)
                         }
                         Err(why) => Err(why),
                     };
@@ -395,10 +388,8 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 }
                 None => ArchiveConfig::default(),
             };
-            let before = Before {
-                archive,
-                over: over.is_some(),
-            };
+            before.archive = archive;
+            before.over = over.is_some();
             let mut trail = TaskTrail::default();
             let request = |vmid: u32| guest.request(&node, vmid, &before);
             let action = |vmid: u32| guest.action(noun, &node, vmid, &before);
@@ -406,15 +397,15 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             // alike through one [`Claim`] (its requests sent from this course's own await): the
             // VMID the guest got, and how it was chosen (a prefix for the summary). A given VMID
             // was judged as a re-run above.
-            let mut claim = Claim::new(guest.vmid());
+            let mut claim = Claim::new(choice);
             let made = 'claim: loop {
                 let sent = or_break!('claim, claim.next(&mut trail, &request));
-                let answer = run.pve().call(&sent).await;
+                let answer = pve.call(&sent).await;
                 let heard = claim.heard(run, &mut trail, &sent, answer, &action);
                 if let Some(upid) = or_break!('claim, heard) {
                     let vmid = claim.candidate;
                     // The task's own words name it by UPID only: say which action it was.
-                    let followed = follow_task(&run.pve(), &upid).await;
+                    let followed = follow_task(pve, &upid).await;
                     break trail
                         .followed(followed)
                         .map(|()| vmid)
@@ -424,12 +415,6 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             let vmid = match made {
                 Ok(vmid) => vmid,
                 Err(message) => return ended(over, message),
-            };
-            // How the guest got its VMID, as the summary starts.
-            let claimed = match (before.over, guest.vmid()) {
-                (true, _) => "restored over the existing guest: ".to_string(),
-                (false, VmidChoice::Given(_)) => String::new(),
-                (false, VmidChoice::Free { .. }) => format!("claimed the free VMID {vmid}: "),
             };
             // The new guest, located and read, carrying the run's task trail, and unlocked
             // ([`unlocked_after`]: a lock still there is an unfinished guest), from the course's
@@ -452,14 +437,21 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             if let Err(message) = unlocked_after(run, &mut ev, &done).await {
                 return Ok((ev, Err(message), false));
             }
+            // How the guest got its VMID, as the summary starts (decided once the guest was
+            // seen: not held across its reads).
+            let claimed = match (before.over, choice) {
+                (true, _) => "restored over the existing guest: ".to_string(),
+                (false, VmidChoice::Given(_)) => String::new(),
+                (false, VmidChoice::Free { .. }) => format!("claimed the free VMID {vmid}: "),
+            };
             // A restored guest is held to the archive below; a made one must carry the requested
             // name and the managed tag (added when missing), judged in the course's own labeled
             // block (no wrapper's state machine).
             let named = 'named: {
-                if guest.archive().is_some() {
+                if restoring.is_some() {
                     break 'named Ok(claimed);
                 }
-                let (name, label) = (guest.name(), ev.label(run));
+                let label = ev.label(run);
                 if ev.status.name.as_deref() != Some(name) {
                     break 'named Err(format!(
                         "{done}, but {label} is named {:?}, not {name:?} — check the {task} task's log",
@@ -475,7 +467,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 let tags = with_managed_tag(ev.status.tags.as_deref().unwrap_or_default());
                 let request = endpoints::set_guest_tags(&ev.at.node, run.kind, ev.at.vmid, &tags);
                 ev.trail.sending();
-                let answer = run.pve().call(&request).await;
+                let answer = pve.call(&request).await;
                 ev.trail.answered(&answer);
                 if let Err(e) = answer {
                     let action = format!("add the `{MANAGED_TAG}` tag to {label}");
@@ -492,7 +484,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     "{claimed}{label} exists as {name:?}; the `{MANAGED_TAG}` tag was added and read back"
                 ))
             };
-            (ev, facts, before, named)
+            (ev, named)
         }
     };
     // What the guest is held to (a restored one: the archive's config; a made one or a re-run: the
@@ -509,7 +501,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             let at = match lists.iter().position(|(listed, _)| listed == store) {
                 Some(at) => at,
                 None => {
-                    let answer = run.pve().call(&disks_request(run.kind, &ev, store)).await;
+                    let answer = pve.call(&disks_request(run.kind, &ev, store)).await;
                     let volumes = or_break!('verdict, disks_listed(&label, &ev, store, answer));
                     lists.push((store, volumes));
                     lists.len() - 1
@@ -518,7 +510,9 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             let volumes = lists.get(at).map(|(_, volumes)| volumes.as_slice());
             let volumes = volumes.unwrap_or_default();
             let judged = held.judge(guest, &label, &ev.config, i, store, volumes, &facts);
-            seen.extend(or_break!('verdict, judged));
+            if let Some(shown) = or_break!('verdict, judged) {
+                seen.push(shown);
+            }
         }
         Ok(held.summary(guest, prefix, &label, &before.archive, &seen))
     };
@@ -526,16 +520,16 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
 }
 
 /// What the verdict holds a guest's disks to, besides what the course judged itself.
-enum Held {
+enum Held<'g> {
     /// A restored guest's disks `(key, volume id)`, each on its storage's listing.
     Restored(Vec<(String, String)>),
     /// The disks the request made, each on its storage's listing (`None`: not checked by listing).
-    Made(Option<Vec<NewDisk>>),
+    Made(Option<Vec<NewDisk<'g>>>),
 }
 
 /// `of`, `storages` and `summary` each have one caller, the course's verdict: always inlined there
 /// (measured smaller than calls, issue 32).
-impl Held {
+impl<'g> Held<'g> {
     /// A restored guest's config against the archive's; a made one's settings read back as
     /// requested and its config showing what the model asks of it.
     #[inline(always)]
@@ -543,9 +537,9 @@ impl Held {
         run: &Run<'_, H>,
         ev: &Evidence,
         label: &str,
-        guest: &dyn NewGuest,
+        guest: &'g dyn NewGuest,
         before: &Before,
-    ) -> Result<Held, String> {
+    ) -> Result<Held<'g>, String> {
         if guest.archive().is_some() {
             return guest
                 .judge_restored(label, &ev.config, &before.archive)
@@ -570,7 +564,7 @@ impl Held {
             }
             Held::Made(disks) => {
                 for disk in disks.iter().flatten() {
-                    stores.push(disk.storage.as_str());
+                    stores.push(disk.storage);
                 }
             }
         }
@@ -597,7 +591,7 @@ impl Held {
                 .map(|()| None),
             Held::Made(disks) => match disks.as_deref().and_then(|disks| disks.get(i)) {
                 Some(disk) => {
-                    let image = disk.import_from.as_deref();
+                    let image = disk.import_from;
                     let image_size = image.and_then(|image| facts.volume(image)?.size);
                     judge_disk(label, config, disk, volumes, image_size).map(Some)
                 }
@@ -642,11 +636,11 @@ fn ended(over: Option<Box<Evidence>>, message: String) -> Ending {
 fn judge_disk(
     label: &str,
     config: &Map<String, Value>,
-    disk: &NewDisk,
+    disk: &NewDisk<'_>,
     volumes: &[StorageVolume],
     image_size: Option<u64>,
 ) -> Result<String, String> {
-    let key = &disk.key;
+    let key = disk.key;
     let value = config
         .get(key)
         .and_then(flex::string_of)

@@ -23,6 +23,8 @@ pub enum Look {
     /// Its identity from the stored record while that still describes the guest (see
     /// [`read_guest`]): the state before an action, in one request.
     ToAct,
+    /// Its state alone, no identity (a clone's template, whose lock a clone waits out).
+    State,
 }
 
 /// `, locked (clone): an operation on it has not finished` for a summary; empty without a lock.
@@ -80,13 +82,15 @@ pub async fn read_guest<H: Host>(
         }
         read_status(&pve, run.kind, at).await?
     };
-    if to_act {
-        let stored = run
-            .host
-            .read_record(&run.guest_instance(at.vmid))
-            .await
-            .ok()
-            .flatten();
+    if look != Look::WithConfig {
+        // The state alone takes no identity: as with nothing stored.
+        let stored = match to_act {
+            true => {
+                let stored = run.host.read_record(&run.guest_instance(at.vmid)).await;
+                stored.ok().flatten()
+            }
+            false => None,
+        };
         if let Some(carried) = carried_identity(&status, stored.as_ref()) {
             return Ok((status, Map::new(), carried.0, carried.1));
         }
@@ -98,7 +102,7 @@ pub async fn read_guest<H: Host>(
     let identity = Identity::from_config(&config);
     let config = match look {
         Look::WithConfig => config,
-        Look::ToAct => Map::new(),
+        Look::ToAct | Look::State => Map::new(),
     };
     Ok((status, config, identity, Some(run.now_iso())))
 }

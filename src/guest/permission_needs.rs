@@ -696,7 +696,7 @@ fn create_subjects(kind: GuestKind, args: &Value, s: &mut Subjects) {
     for (key, value) in config.unwrap_or_default() {
         if kind.is_disk(&key) {
             s.storages
-                .extend(allocation_of(&key, &value).map(|a| a.storage));
+                .extend(allocation_of(&key, &value).map(|a| a.storage.to_string()));
             let volume = value.split(',').next().unwrap_or_default();
             let read =
                 property(&value, "import-from").or(Some(volume).filter(|v| v.contains(":iso/")));

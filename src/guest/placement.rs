@@ -12,71 +12,72 @@ use crate::host::Host;
 use crate::outcome::Failure;
 use crate::pve::endpoints;
 use crate::pve::error::PveError;
+use crate::pve::flex;
 use crate::pve::property::property;
 use crate::pve::request::PveRequest;
-use crate::pve::responses::{NodeInterface, NodeStorage, StorageVolume};
+use crate::pve::responses::{NodeStorage, StorageVolume};
 use crate::quote::Joined;
 use crate::run::Run;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::fmt::Write;
 
 const GIB: u64 = 1 << 30;
 /// How many volumes a "not found" message lists.
 const LISTED_VOLUMES: usize = 5;
 
-/// A volume the create allocates: the config key, the storage, the bytes.
+/// A volume the create allocates: the config key, the storage, the bytes (borrowed from the
+/// request's arguments: nothing copied, issue 32).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Allocation {
-    pub key: String,
-    pub storage: String,
+pub struct Allocation<'a> {
+    pub key: &'a str,
+    pub storage: &'a str,
     pub bytes: u64,
 }
 
-/// A volume the create reads, which must be in its storage's content: a template, an image.
+/// A volume the create reads, which must be in its storage's content: a container's template
+/// (`ostemplate`, content `vztmpl`) or a VM disk's image (`import-from`, content `import`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
-    /// What names it in messages: `ostemplate`, `scsi0 import-from`.
-    pub label: String,
-    pub volid: String,
+pub struct Source<'a> {
+    /// The option that names it: `ostemplate`, or the disk importing it (`scsi0`).
+    pub key: &'a str,
+    pub volid: &'a str,
     /// Its content type (`vztmpl`, `import`), which is also its directory in the volume id.
     pub content: &'static str,
-    /// `template`, `image`: what the storage's list of them is called.
-    pub noun: &'static str,
-    /// What to do when it is missing.
-    pub advice: String,
 }
 
-impl Source {
+impl<'a> Source<'a> {
     /// The storage of the volume id, when it is one (`<storage>:<name>`).
-    pub fn storage(&self) -> Option<&str> {
+    pub fn storage(&self) -> Option<&'a str> {
         let (storage, name) = self.volid.split_once(':')?;
-        let valid = crate::args::check_segment("volid", storage).is_ok() && !name.is_empty();
+        let valid = crate::args::segment_fault(storage).is_none() && !name.is_empty();
         valid.then_some(storage)
     }
 }
 
-/// What a create places on the node.
+/// What a create places on the node, borrowed from the request's arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placement {
+pub struct Placement<'a> {
     /// The content type new volumes need: `rootdir` (containers) or `images` (VMs).
     pub content: &'static str,
-    pub allocations: Vec<Allocation>,
-    pub sources: Vec<Source>,
+    pub allocations: Vec<Allocation<'a>>,
+    pub sources: Vec<Source<'a>>,
     /// `(netN, bridge)` for every NIC that names a bridge.
-    pub bridges: Vec<(String, String)>,
+    pub bridges: Vec<(&'a str, &'a str)>,
 }
 
 /// What the node says about a placement's storages, sources and bridges. `Err` holds why a list
 /// could not be read; `None`: not read (nothing to check, or a problem already found makes it moot).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Survey {
+pub struct Survey<'a> {
     pub storages: Option<Result<Vec<NodeStorage>, String>>,
     /// Per source storage (one that exists and takes the source's content): its volumes.
-    pub contents: Vec<(String, Result<Vec<StorageVolume>, String>)>,
-    pub bridges: Option<Result<Vec<NodeInterface>, String>>,
+    pub contents: Vec<(&'a str, Result<Vec<StorageVolume>, String>)>,
+    /// The node's network interfaces (`GET /nodes/{node}/network`), read as plain objects: their
+    /// `iface` and `active` ([`iface`]), with no reader type of their own (issue 32).
+    pub bridges: Option<Result<Vec<Map<String, Value>>, String>>,
 }
 
-impl Survey {
+impl Survey<'_> {
     /// The listed volume `volid` (its size: an image's), when a content list holds it.
     pub fn volume(&self, volid: &str) -> Option<&StorageVolume> {
         for (_, list) in &self.contents {
@@ -92,11 +93,11 @@ impl Survey {
 }
 
 /// `(netN, bridge)` for every `netN` option of `config` that names a bridge.
-pub fn bridges_of(config: &[(String, String)]) -> Vec<(String, String)> {
+pub fn bridges_of(config: &[(String, String)]) -> Vec<(&str, &str)> {
     let mut bridges = Vec::new();
     for (key, value) in config {
         if let Some(bridge) = property(value, "bridge").filter(|_| numbered(key, "net")) {
-            bridges.push((key.clone(), bridge.to_string()));
+            bridges.push((key.as_str(), bridge));
         }
     }
     bridges
@@ -110,28 +111,32 @@ pub fn numbered(key: &str, prefix: &str) -> bool {
 
 /// `<storage>:<GiB>` as an allocation of `key`; `None` for anything else (an existing volume, a
 /// bind mount, `store:cloudinit`).
-pub fn allocation_of(key: &str, value: &str) -> Option<Allocation> {
+pub fn allocation_of<'a>(key: &'a str, value: &'a str) -> Option<Allocation<'a>> {
     let volume = value.split(',').next().unwrap_or_default();
     let (storage, size) = volume.split_once(':')?;
     let gib = crate::pve::flex::number_in(size).filter(|g| *g >= 0.0)?;
     Some(Allocation {
-        key: key.to_string(),
-        storage: storage.to_string(),
+        key,
+        storage,
         bytes: (gib * GIB as f64).round() as u64,
     })
 }
 
-/// Reads what the decision needs from `node`: its storages, the content of each source's storage
-/// (when that storage can hold it), and its bridges (when a NIC names one). Each request is planned
-/// by [`Survey::next`] and sent from this one await (issue 32: one await point, not three).
-pub async fn survey<H: Host>(run: &Run<'_, H>, node: &str, placement: &Placement) -> Survey {
+/// Reads what the decision needs from `node` into `survey` (a new one): its storages, the content
+/// of each source's storage (when that storage can hold it), and its bridges (when a NIC names
+/// one). Each request is planned by [`Survey::next`] and sent from this one await (issue 32: one
+/// await point, not three); the survey is filled where the caller keeps it, not moved out.
+pub async fn survey<'a, H: Host>(
+    run: &Run<'_, H>,
+    node: &str,
+    placement: &Placement<'a>,
+    survey: &mut Survey<'a>,
+) {
     let pve = run.pve();
-    let mut survey = Survey::default();
     while let Some((request, read)) = survey.next(node, placement) {
         let answer = pve.call(&request).await;
         survey.heard(read, answer);
     }
-    survey
 }
 
 /// Which of the node's lists a survey's request reads.
@@ -142,11 +147,11 @@ enum Read<'a> {
     Bridges,
 }
 
-impl Survey {
+impl<'a> Survey<'a> {
     /// The next list to read, in the survey's order: the storages, then each source storage not
     /// yet read that exists and takes the source's content, then the bridges when a NIC names
     /// one; `None` when all is read.
-    fn next<'p>(&self, node: &str, placement: &'p Placement) -> Option<(PveRequest, Read<'p>)> {
+    fn next(&self, node: &str, placement: &Placement<'a>) -> Option<(PveRequest, Read<'a>)> {
         let Some(storages) = &self.storages else {
             return Some((endpoints::node_storage(node), Read::Storages));
         };
@@ -156,7 +161,7 @@ impl Survey {
                 list.iter()
                     .any(|s| s.storage == id && storage_refusal(s, source.content).is_none())
             });
-            if takes && !self.contents.iter().any(|(read, _)| read == id) {
+            if takes && !self.contents.iter().any(|(read, _)| *read == id) {
                 let request = endpoints::storage_content(node, id, source.content);
                 return Some((request, Read::Content(id)));
             }
@@ -168,10 +173,10 @@ impl Survey {
     }
 
     /// Keeps the answer to the request [`Survey::next`] planned as `read`.
-    fn heard(&mut self, read: Read<'_>, answer: Result<Value, PveError>) {
+    fn heard(&mut self, read: Read<'a>, answer: Result<Value, PveError>) {
         match read {
             Read::Storages => self.storages = Some(listed(answer)),
-            Read::Content(id) => self.contents.push((id.to_string(), listed(answer))),
+            Read::Content(id) => self.contents.push((id, listed(answer))),
             Read::Bridges => self.bridges = Some(listed(answer)),
         }
     }
@@ -179,7 +184,7 @@ impl Survey {
 
 /// Every reason the placement cannot be carried out on `node`, in the order checked; empty when
 /// nothing stands in the way.
-pub fn problems(placement: &Placement, node: &str, survey: &Survey) -> Vec<String> {
+pub fn problems(placement: &Placement, node: &str, survey: &Survey<'_>) -> Vec<String> {
     let mut found = Vec::new();
     match &survey.storages {
         Some(Ok(storages)) => {
@@ -188,9 +193,12 @@ pub fn problems(placement: &Placement, node: &str, survey: &Survey) -> Vec<Strin
                 source_problems(source, node, storages, survey, &mut found);
             }
         }
-        Some(Err(why)) => found.push(format!(
+        Some(Err(why)) => note(
+            &mut found,
+            format_args!(
             "the storages of node {node} could not be listed (GET /nodes/{node}/storage): {why}"
-        )),
+        ),
+        ),
         None => {}
     }
     bridge_problems(placement, node, survey, &mut found);
@@ -198,7 +206,7 @@ pub fn problems(placement: &Placement, node: &str, survey: &Survey) -> Vec<Strin
 }
 
 /// `net0, net1`: the keys of `(key, value)` pairs.
-fn keys_of(pairs: &[(String, String)]) -> String {
+fn keys_of(pairs: &[(&str, &str)]) -> String {
     let mut keys = String::new();
     for (key, _) in pairs {
         crate::quote::push_item(&mut keys, ", ", key);
@@ -221,6 +229,12 @@ pub fn refusal(what: &str, node: &str, found: &[String]) -> Failure {
     Failure::new(text)
 }
 
+/// Notes one problem, written in place: one call formats and pushes it, not two at every site
+/// (issue 32).
+pub fn note(found: &mut Vec<String>, problem: std::fmt::Arguments) {
+    found.push(std::fmt::format(problem));
+}
+
 fn gib(bytes: u64) -> String {
     format!("{} GiB", crate::units::whole_or_tenths(bytes, GIB))
 }
@@ -234,13 +248,13 @@ fn volume_problems(
     let allocations = &placement.allocations;
     let mut ids = Vec::with_capacity(allocations.len());
     for allocation in allocations {
-        ids.push(allocation.storage.as_str());
+        ids.push(allocation.storage);
     }
     crate::order::sort_dedup(&mut ids);
     for id in ids {
         let (mut keys, mut needed) = (Vec::new(), 0u64);
         for allocation in allocations.iter().filter(|a| a.storage == id) {
-            keys.push(allocation.key.as_str());
+            keys.push(allocation.key);
             needed = needed.saturating_add(allocation.bytes);
         }
         let keys = keys.joined(" and ");
@@ -248,11 +262,14 @@ fn volume_problems(
             continue;
         };
         if let Some(avail) = store.avail.filter(|avail| *avail < needed) {
-            found.push(format!(
-                "{keys} storage {id} has {} free on node {node}, but {} are needed",
-                gib(avail),
-                gib(needed)
-            ));
+            note(
+                found,
+                format_args!(
+                    "{keys} storage {id} has {} free on node {node}, but {} are needed",
+                    gib(avail),
+                    gib(needed)
+                ),
+            );
         }
     }
 }
@@ -268,11 +285,17 @@ fn usable<'a>(
     found: &mut Vec<String>,
 ) -> Option<&'a NodeStorage> {
     let Some(store) = storages.iter().find(|s| s.storage == id) else {
-        found.push(format!("{who}: {}", missing_storage(id, node, storages)));
+        note(
+            found,
+            format_args!("{who}: {}", missing_storage(id, node, storages)),
+        );
         return None;
     };
     if let Some(why) = storage_refusal(store, content) {
-        found.push(format!("{who} storage {id} {why} on node {node}"));
+        note(
+            found,
+            format_args!("{who} storage {id} {why} on node {node}"),
+        );
         return None;
     }
     Some(store)
@@ -282,21 +305,31 @@ fn source_problems(
     source: &Source,
     node: &str,
     storages: &[NodeStorage],
-    survey: &Survey,
+    survey: &Survey<'_>,
     found: &mut Vec<String>,
 ) {
-    let (label, volid, noun) = (&source.label, &source.volid, source.noun);
+    let (volid, content) = (&source.volid, source.content);
+    // What names it in messages (`ostemplate`, `scsi0 import-from`) and what its storage's list
+    // of them is called, by its kind: a container's template or a VM disk's image.
+    let template = content == "vztmpl";
+    let (suffix, noun) = match template {
+        true => ("", "template"),
+        false => (" import-from", "disk image"),
+    };
+    let label = &format!("{}{suffix}", source.key);
     let Some(id) = source.storage() else {
-        found.push(format!(
-            "{label} {volid:?} is not a {noun} volume id (<storage>:{}/<file>)",
-            source.content
-        ));
+        note(
+            found,
+            format_args!(
+                "{label} {volid:?} is not a {noun} volume id (<storage>:{content}/<file>)"
+            ),
+        );
         return;
     };
-    if usable(label, id, source.content, node, storages, found).is_none() {
+    if usable(label, id, content, node, storages, found).is_none() {
         return;
     }
-    match survey.contents.iter().find(|(read, _)| read == id) {
+    match survey.contents.iter().find(|(read, _)| *read == id) {
         Some((_, Ok(volumes))) if volumes.iter().any(|v| v.volid == *volid) => {}
         Some((_, Ok(volumes))) => {
             let mut listed = Vec::new();
@@ -306,22 +339,34 @@ fn source_problems(
             if volumes.len() > LISTED_VOLUMES {
                 listed.push("…");
             }
-            found.push(format!(
-                "{label} {volid:?} is not in the content of storage {id} on node {node} (its {noun}s: {}) — {}",
+            // How to bring it: a template with pveam too (`pveam download <storage> <template>`).
+            let pveam = match template {
+                true => ["pveam download ", id, " <template>, or "],
+                false => [""; 3],
+            };
+            note(found, format_args!(
+                "{label} {volid:?} is not in the content of storage {id} on node {node} (its {noun}s: {}) — download it first ({}{}{}downloadUrl with content {content})",
                 if listed.is_empty() { "none".to_string() } else { listed.joined(", ") },
-                source.advice
+                pveam[0], pveam[1], pveam[2]
             ));
         }
-        Some((_, Err(why))) => found.push(format!(
-            "the {noun}s on storage {id} of node {node} could not be listed: {why}"
-        )),
-        None => found.push(format!(
-            "the {noun}s on storage {id} of node {node} were not listed"
-        )),
+        Some((_, Err(why))) => note(
+            found,
+            format_args!("the {noun}s on storage {id} of node {node} could not be listed: {why}"),
+        ),
+        None => note(
+            found,
+            format_args!("the {noun}s on storage {id} of node {node} were not listed"),
+        ),
     }
 }
 
-fn bridge_problems(placement: &Placement, node: &str, survey: &Survey, found: &mut Vec<String>) {
+fn bridge_problems(
+    placement: &Placement,
+    node: &str,
+    survey: &Survey<'_>,
+    found: &mut Vec<String>,
+) {
     let wanted = &placement.bridges;
     if wanted.is_empty() {
         return;
@@ -329,37 +374,46 @@ fn bridge_problems(placement: &Placement, node: &str, survey: &Survey, found: &m
     let interfaces = match &survey.bridges {
         Some(Ok(interfaces)) => interfaces,
         Some(Err(why)) => {
-            found.push(format!(
+            note(found, format_args!(
                 "the bridges of node {node} could not be listed to check {} (GET /nodes/{node}/network needs Sys.Audit on /nodes/{node}): {why}",
                 keys_of(wanted)
             ));
             return;
         }
         None => {
-            found.push(format!("the bridges of node {node} were not listed"));
+            note(
+                found,
+                format_args!("the bridges of node {node} were not listed"),
+            );
             return;
         }
     };
     for (key, bridge) in wanted {
-        match interfaces.iter().find(|i| i.iface == *bridge) {
-            Some(i) if i.active == Some(true) => {}
-            Some(_) => found.push(format!(
+        match interfaces.iter().find(|i| iface(i) == Some(bridge)) {
+            // Set (1) only for interfaces that are up.
+            Some(i) if i.get("active").and_then(flex::bool_of) == Some(true) => {}
+            Some(_) => note(found, format_args!(
                 "{key}: bridge {bridge} exists on node {node} but is not active (down, or its configuration not applied)"
             )),
             None => {
                 let mut names = String::new();
-                for interface in interfaces {
-                    crate::quote::push_item(&mut names, ", ", &interface.iface);
+                for name in interfaces.iter().filter_map(iface) {
+                    crate::quote::push_item(&mut names, ", ", name);
                 }
                 if names.is_empty() {
                     names.push_str("none");
                 }
-                found.push(format!(
+                note(found, format_args!(
                     "{key}: bridge {bridge} does not exist on node {node} (its bridges: {names})"
                 ));
             }
         }
     }
+}
+
+/// A network interface's name: an entry without one (not a string) is no interface.
+fn iface(interface: &Map<String, Value>) -> Option<&str> {
+    interface.get("iface").and_then(Value::as_str)
 }
 
 #[cfg(test)]
@@ -377,6 +431,55 @@ mod refusal_tests {
         assert_eq!(
             two.0,
             "cannot create CT 400 on node pve2; nothing was changed. 2 problems found: (1) a; (2) b"
+        );
+    }
+}
+
+#[cfg(test)]
+mod source_tests {
+    use super::{problems, Placement, Source, Survey};
+    use crate::pve::responses::{parse, NodeStorage};
+    use serde_json::json;
+
+    fn missing(key: &'static str, volid: &'static str, content: &'static str) -> Vec<String> {
+        let placement = Placement {
+            content: "images",
+            allocations: Vec::new(),
+            sources: vec![Source {
+                key,
+                volid,
+                content,
+            }],
+            bridges: Vec::new(),
+        };
+        let local: NodeStorage = parse(&json!({"storage": "local", "content": "vztmpl,import",
+            "enabled": 1, "active": 1}))
+        .unwrap();
+        let survey = Survey {
+            storages: Some(Ok(vec![local])),
+            contents: vec![("local".into(), Ok(Vec::new()))],
+            bridges: None,
+        };
+        problems(&placement, "pve1", &survey)
+    }
+
+    #[test]
+    fn a_missing_template_or_image_says_how_to_bring_it() {
+        assert_eq!(
+            missing("ostemplate", "local:vztmpl/d.tar.zst", "vztmpl"),
+            ["ostemplate \"local:vztmpl/d.tar.zst\" is not in the content of storage local on node pve1 (its templates: none) — download it first (pveam download local <template>, or downloadUrl with content vztmpl)"]
+        );
+        assert_eq!(
+            missing("scsi0", "local:import/c.qcow2", "import"),
+            ["scsi0 import-from \"local:import/c.qcow2\" is not in the content of storage local on node pve1 (its disk images: none) — download it first (downloadUrl with content import)"]
+        );
+        assert_eq!(
+            missing("ostemplate", "d.tar.zst", "vztmpl"),
+            ["ostemplate \"d.tar.zst\" is not a template volume id (<storage>:vztmpl/<file>)"]
+        );
+        assert_eq!(
+            missing("scsi0", "a b:import/c.qcow2", "import"),
+            ["scsi0 import-from \"a b:import/c.qcow2\" is not a disk image volume id (<storage>:import/<file>)"]
         );
     }
 }

@@ -9,11 +9,12 @@
 use super::config::{key_type, shows};
 use super::evidence::Evidence;
 use super::gates::MANAGED_TAG;
+use super::placement::note;
 use super::settle::lock_of;
 use crate::host::Host;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
-use crate::pve::flex::split_tags;
+use crate::pve::flex::has_tag;
 use crate::pve::responses::GuestStatus;
 use crate::quote::Joined;
 use crate::run::Run;
@@ -24,8 +25,11 @@ pub fn is_requested(status: &GuestStatus, name: &str) -> bool {
 
 /// Whether the guest carries the managed tag.
 pub fn has_managed_tag(status: &GuestStatus) -> bool {
-    let tags = status.tags.as_deref().map(split_tags).unwrap_or_default();
-    tags.iter().any(|t| t == MANAGED_TAG)
+    // Without case, as split_tags lowercases: no list built to ask one tag (issue 32).
+    status
+        .tags
+        .as_deref()
+        .is_some_and(|tags| has_tag(tags, MANAGED_TAG))
 }
 
 /// `named "db", tags "prod", locked (create)`, for messages.
@@ -61,8 +65,14 @@ pub fn verify_settings<H: Host>(
         };
         match &observed {
             Some(seen) if shows(run.kind, key, wanted, seen) => {}
-            Some(seen) => missed.push(format!("`{key}` is {seen:?}, not the requested {wanted:?}")),
-            None => missed.push(format!("`{key}` is not set (requested {wanted:?})")),
+            Some(seen) => note(
+                &mut missed,
+                format_args!("`{key}` is {seen:?}, not the requested {wanted:?}"),
+            ),
+            None => note(
+                &mut missed,
+                format_args!("`{key}` is not set (requested {wanted:?})"),
+            ),
         }
     }
     match missed.is_empty() {
@@ -124,16 +134,18 @@ pub fn settings_of(
 
 /// `tags` with the managed tag added (PVE's `;`-separated list), unless it is there already.
 pub fn with_managed_tag(tags: &str) -> String {
-    let mut list = Vec::new();
+    // Written in place, not collected and joined (issue 32).
+    let (mut list, mut managed) = (String::new(), false);
     for tag in tags.split([';', ',', ' ']) {
         if !tag.is_empty() {
-            list.push(tag);
+            managed |= tag.eq_ignore_ascii_case(MANAGED_TAG);
+            crate::quote::push_item(&mut list, ";", tag);
         }
     }
-    if !list.iter().any(|t| t.eq_ignore_ascii_case(MANAGED_TAG)) {
-        list.push(MANAGED_TAG);
+    if !managed {
+        crate::quote::push_item(&mut list, ";", MANAGED_TAG);
     }
-    list.joined(";")
+    list
 }
 
 #[cfg(test)]

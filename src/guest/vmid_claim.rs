@@ -40,10 +40,8 @@ pub enum VmidChoice {
 impl VmidChoice {
     /// Reads `vmid` or `vmidRange {min, max}` (not both); neither means any free id.
     pub fn parse(fields: &Fields) -> Result<Self, ArgError> {
-        let given = match fields.int("vmid")? {
-            Some(_) => Some(super::reference::parse_vmid(fields, "vmid")?),
-            None => None,
-        };
+        // An optional VMID, read once: the same checks and words as a required one.
+        let given = fields.optional_count_in("vmid", VMID_MIN, VMID_MAX)?;
         let range = match fields.present("vmidRange")? {
             Some(_) => {
                 let range = fields.object("vmidRange")?;
@@ -64,7 +62,7 @@ impl VmidChoice {
                 "vmidRange",
                 "give either vmid or vmidRange, not both",
             )),
-            (Some(vmid), None) => Ok(VmidChoice::Given(vmid)),
+            (Some(vmid), None) => Ok(VmidChoice::Given(vmid as u32)),
             (None, Some((min, max))) => Ok(VmidChoice::Free { min, max }),
             (None, None) => Ok(VmidChoice::Free {
                 min: VMID_MIN as u32,
@@ -103,6 +101,9 @@ pub struct Claim {
 }
 
 impl Claim {
+    // Always inlined into its one caller, the create course: its fields written where the course
+    // keeps the claim, not built apart and copied there (issue 32).
+    #[inline(always)]
     pub fn new(choice: VmidChoice) -> Claim {
         let (min, max, claiming) = match choice {
             VmidChoice::Given(vmid) => (vmid, vmid, false),
@@ -216,8 +217,10 @@ enum Phase {
 }
 
 /// `id`, or the first id above it that the listing does not show in use.
+// A plain walk: slice::contains compares integers in chunks of 16, a larger loop (issue 32).
+#[allow(clippy::manual_contains)]
 fn skip_listed(listed: &[u32], mut id: u32) -> u32 {
-    while listed.contains(&id) {
+    while listed.iter().any(|&l| l == id) {
         id += 1;
     }
     id

@@ -110,7 +110,7 @@ impl NewGuest for CloneArgs {
         )
     }
 
-    fn placement(&self) -> Option<Placement> {
+    fn placement(&self) -> Option<Placement<'_>> {
         None
     }
 
@@ -162,7 +162,7 @@ impl NewGuest for CloneArgs {
         }
     }
 
-    fn disks(&self) -> Option<Vec<NewDisk>> {
+    fn disks(&self) -> Option<Vec<NewDisk<'_>>> {
         None
     }
 

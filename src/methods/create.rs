@@ -184,10 +184,10 @@ impl CreateArgs {
     /// What create places on the node: `rootfs`, and each `mpN` given as `<storage>:<GiB>` (an
     /// existing volume or a bind mount allocates nothing), on storages that take `rootdir`; the
     /// `ostemplate`; the bridges of the netN options.
-    pub fn placement(&self) -> Placement {
+    pub fn placement(&self) -> Placement<'_> {
         let mut allocations = vec![Allocation {
-            key: "rootfs".into(),
-            storage: self.storage.clone(),
+            key: "rootfs",
+            storage: &self.storage,
             bytes: self.rootfs_gib.saturating_mul(GIB),
         }];
         for (key, value) in &self.config {
@@ -201,14 +201,9 @@ impl CreateArgs {
             content: "rootdir",
             allocations,
             sources: vec![Source {
-                label: "ostemplate".into(),
-                volid: self.ostemplate.clone(),
+                key: "ostemplate",
+                volid: &self.ostemplate,
                 content: "vztmpl",
-                noun: "template",
-                advice: format!(
-                    "download it first (pveam download {} <template>, or downloadUrl with content vztmpl)",
-                    self.ostemplate.split(':').next().unwrap_or_default()
-                ),
             }],
             bridges: bridges_of(&self.config),
         }
@@ -241,7 +236,7 @@ impl NewGuest for CreateArgs {
         endpoints::lxc_create(node, self.params(vmid))
     }
 
-    fn placement(&self) -> Option<Placement> {
+    fn placement(&self) -> Option<Placement<'_>> {
         Some(CreateArgs::placement(self))
     }
 
@@ -250,7 +245,7 @@ impl NewGuest for CreateArgs {
     }
 
     /// Its volumes are judged by the settings that read back (rootfs, mpN).
-    fn disks(&self) -> Option<Vec<NewDisk>> {
+    fn disks(&self) -> Option<Vec<NewDisk<'_>>> {
         None
     }
 
@@ -274,7 +269,7 @@ pub fn create<'a, H: Host>(
 mod tests {
     use super::*;
     use crate::guest::placement::{problems, Survey};
-    use crate::pve::responses::{NodeInterface, NodeStorage, StorageVolume};
+    use crate::pve::responses::{NodeStorage, StorageVolume};
     use crate::testing::{failure_of, run_method, Answer, ScriptedHost};
     use serde_json::json;
 
@@ -302,7 +297,11 @@ mod tests {
         .unwrap()
     }
 
-    fn node_facts() -> Survey {
+    fn interface(entry: Value) -> serde_json::Map<String, Value> {
+        entry.as_object().unwrap().clone()
+    }
+
+    fn node_facts() -> Survey<'static> {
         Survey {
             storages: Some(Ok(vec![
                 storage("local", "iso,vztmpl,backup", 50),
@@ -315,10 +314,7 @@ mod tests {
                     size: None,
                 }]),
             )],
-            bridges: Some(Ok(vec![NodeInterface {
-                iface: "vmbr0".into(),
-                active: Some(true),
-            }])),
+            bridges: Some(Ok(vec![interface(json!({"iface": "vmbr0", "active": 1}))])),
         }
     }
 
@@ -337,10 +333,7 @@ mod tests {
             "config": {"net0": "name=eth0,bridge=vmbr9", "net1": "name=eth1,bridge=vmbr0"}
         }));
         let mut facts = node_facts();
-        facts.bridges = Some(Ok(vec![NodeInterface {
-            iface: "vmbr0".into(),
-            active: None,
-        }]));
+        facts.bridges = Some(Ok(vec![interface(json!({"iface": "vmbr0"}))]));
         let found = problems(&args.placement(), "pve1", &facts);
         assert_eq!(found.len(), 4, "{found:#?}");
         assert!(found[0].contains("rootfs storage local does not allow content rootdir (its content: iso, vztmpl, backup)"), "{}", found[0]);

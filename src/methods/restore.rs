@@ -286,7 +286,7 @@ impl NewGuest for Restore {
         action(self.kind, &self.args.archive.volid, vmid, over_on)
     }
 
-    fn placement(&self) -> Option<Placement> {
+    fn placement(&self) -> Option<Placement<'_>> {
         None
     }
 
@@ -348,7 +348,7 @@ impl NewGuest for Restore {
         Vec::new()
     }
 
-    fn disks(&self) -> Option<Vec<NewDisk>> {
+    fn disks(&self) -> Option<Vec<NewDisk<'_>>> {
         None
     }
 

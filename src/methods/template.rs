@@ -145,23 +145,35 @@ async fn shown_as_template<H: Host>(
     let deadline = waiting.then(|| run.budget.deadline(run.host.now_ms()));
     let poll_ms = run.global.poll_interval_sec * 1000;
     let mut pacer = deadline.map(|deadline| Pacer::until(deadline, poll_ms));
+    // Each look reads the config, then (when it says template: 1) the node's list, from one
+    // await: `flag` is the config's flag while the list is being read.
+    let mut flag = false;
     loop {
-        let read = pve.call_within(&config, deadline).await;
-        let mut shown = flagged(run, ev, &config, read, deadline)?;
-        if shown {
-            let read = pve.call_within(&list, deadline).await;
-            shown = match listed(run, ev, &list, read, deadline)? {
-                Some(template) => template,
-                None => {
-                    // Gone from its node: look once more, to say where it went.
-                    let target = GuestRef {
-                        vmid: Some(ev.at.vmid),
-                        name: None,
-                    };
-                    still_there(run, locate(&pve, run.kind, &target).await)?
+        let request = if flag { &list } else { &config };
+        let read = pve.call_within(request, deadline).await;
+        let shown = match flag {
+            false => {
+                flag = flagged(run, ev, &config, read, deadline)?;
+                if flag {
+                    continue;
                 }
-            };
-        }
+                false
+            }
+            true => {
+                flag = false;
+                match listed(run, ev, &list, read, deadline)? {
+                    Some(template) => template,
+                    None => {
+                        // Gone from its node: look once more, to say where it went.
+                        let target = GuestRef {
+                            vmid: Some(ev.at.vmid),
+                            name: None,
+                        };
+                        still_there(run, locate(&pve, run.kind, &target).await)?
+                    }
+                }
+            }
+        };
         let Some(pacer) = pacer.as_mut().filter(|_| !shown) else {
             return Ok(shown);
         };

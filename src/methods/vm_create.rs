@@ -170,14 +170,14 @@ impl VmCreateArgs {
     }
 
     /// The disks the request makes: `(key, storage, import-from source)`, cloud-init drives aside.
-    pub fn new_disks(&self) -> Vec<NewDisk> {
+    pub fn new_disks(&self) -> Vec<NewDisk<'_>> {
         let mut disks = Vec::new();
         for (key, value) in &self.config {
             if GuestKind::Qemu.is_disk(key) && is_new_volume(value, None) {
                 disks.push(NewDisk {
-                    key: key.clone(),
-                    storage: storage_of(value).to_string(),
-                    import_from: property(value, "import-from").map(str::to_string),
+                    key,
+                    storage: storage_of(value),
+                    import_from: property(value, "import-from"),
                 });
             }
         }
@@ -186,7 +186,7 @@ impl VmCreateArgs {
 
     /// What create places on the node: each new disk and cloud-init drive on a storage taking
     /// `images`, each `import-from` image of the form `<storage>:import/<file>`, the bridges.
-    pub fn placement(&self) -> Placement {
+    pub fn placement(&self) -> Placement<'_> {
         let mut allocations: Vec<Allocation> = Vec::new();
         let mut sources: Vec<Source> = Vec::new();
         for (key, value) in &self.config {
@@ -196,8 +196,8 @@ impl VmCreateArgs {
             let volume = value.split(',').next().unwrap_or_default();
             if let Some(storage) = volume.strip_suffix(":cloudinit") {
                 allocations.push(Allocation {
-                    key: key.clone(),
-                    storage: storage.to_string(),
+                    key,
+                    storage,
                     bytes: CLOUDINIT_BYTES,
                 });
                 continue;
@@ -207,11 +207,9 @@ impl VmCreateArgs {
             }
             if let Some(image) = property(value, "import-from").filter(|v| v.contains(":import/")) {
                 sources.push(Source {
-                    label: format!("{key} import-from"),
-                    volid: image.to_string(),
+                    key,
+                    volid: image,
                     content: "import",
-                    noun: "disk image",
-                    advice: "download it first (downloadUrl with content import)".to_string(),
                 });
             }
         }
@@ -282,7 +280,7 @@ impl NewGuest for VmCreateArgs {
         endpoints::qemu_create(node, self.params(vmid))
     }
 
-    fn placement(&self) -> Option<Placement> {
+    fn placement(&self) -> Option<Placement<'_>> {
         Some(VmCreateArgs::placement(self))
     }
 
@@ -300,7 +298,7 @@ impl NewGuest for VmCreateArgs {
         }
     }
 
-    fn disks(&self) -> Option<Vec<NewDisk>> {
+    fn disks(&self) -> Option<Vec<NewDisk<'_>>> {
         Some(self.new_disks())
     }
 
@@ -472,7 +470,7 @@ mod tests {
         let keys: Vec<(&str, &str, u64)> = placement
             .allocations
             .iter()
-            .map(|a| (a.key.as_str(), a.storage.as_str(), a.bytes))
+            .map(|a| (a.key, a.storage, a.bytes))
             .collect();
         assert_eq!(
             keys,
@@ -484,11 +482,8 @@ mod tests {
         );
         assert_eq!(placement.sources.len(), 1);
         assert_eq!(placement.sources[0].volid, IMAGE);
-        assert_eq!(
-            placement.bridges,
-            vec![("net0".to_string(), "vmbr1".to_string())]
-        );
-        let disks: Vec<String> = args.new_disks().into_iter().map(|d| d.key).collect();
+        assert_eq!(placement.bridges, vec![("net0", "vmbr1")]);
+        let disks: Vec<&str> = args.new_disks().into_iter().map(|d| d.key).collect();
         assert_eq!(disks, vec!["scsi0", "scsi1"]);
     }
 

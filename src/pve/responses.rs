@@ -203,14 +203,6 @@ impl NodeStorage {
     }
 }
 
-/// One entry of `GET /nodes/{node}/network`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NodeInterface {
-    pub iface: String,
-    /// Set (1) only for interfaces that are up.
-    pub active: Option<bool>,
-}
-
 /// One entry of `GET /nodes/{node}/storage/{storage}/content`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StorageVolume {
@@ -418,17 +410,6 @@ impl FromJson for NodeStorage {
             active: o.opt_bool("active"),
             avail: o.opt_u64("avail"),
             total: o.opt_u64("total"),
-        })
-    }
-}
-
-impl FromJson for NodeInterface {
-    #[inline(always)]
-    fn from_json(value: &Value) -> Result<Self, String> {
-        let o = object(value)?;
-        Ok(NodeInterface {
-            iface: o.required("iface")?,
-            active: o.opt_bool("active"),
         })
     }
 }
