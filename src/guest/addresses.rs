@@ -4,11 +4,10 @@
 //! (`224.0.0.0/4`, `ff00::/8`) or broadcast (`255.255.255.255`, or the subnet's broadcast address
 //! when the prefix is known). `waitReady` and `start`'s `waitForIp` share this rule.
 
-use serde::Serialize;
 use std::net::{IpAddr, Ipv4Addr};
 
 /// An address that was seen but does not count, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skipped {
     pub address: String,
     pub why: &'static str,

@@ -24,7 +24,6 @@ use crate::pve::property::property;
 use crate::pve::request::PveRequest;
 use crate::quote::Joined;
 use crate::run::Run;
-use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fmt::Write;
 
@@ -77,35 +76,81 @@ impl ReadyArgs {
 }
 
 /// One network interface as the agent reported it: what could reach it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct NicSeen {
     pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
     /// The usable addresses (guest/addresses.rs).
     pub addresses: Vec<String>,
     /// The addresses it reported that do not count, and why.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
 }
 
 /// Everything a readiness wait saw.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Readiness {
     pub agent_up: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_version: Option<String>,
     pub interfaces: Vec<NicSeen>,
     /// How `cloud-init status --wait` ended (`outcome`, `exitCode`, `status`): JSON built by
-    /// [`cloud_init_seen`], not a struct with a serializer of its own (issue 32).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// [`cloud_init_seen`].
     pub cloud_init: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv4: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv6: Option<String>,
+}
+
+impl Readiness {
+    /// What was seen, as the `-ready` record holds it (`agentUp`, `agentVersion`, `interfaces`
+    /// — each `name`, `mac`, `addresses` and, when any, `skipped` as `{address, why}` — then
+    /// `cloudInit`, `ipv4`, `ipv6`; what is absent left out): built as JSON in plain loops, not
+    /// through derived serializers of these types (issue 32).
+    pub fn record(&self) -> Map<String, Value> {
+        let mut nics = Vec::new();
+        for nic in &self.interfaces {
+            let mut one = Map::new();
+            set(&mut one, "name", Value::from(nic.name.as_str()));
+            put(&mut one, "mac", nic.mac.as_deref());
+            let mut addresses = Vec::new();
+            for address in &nic.addresses {
+                addresses.push(Value::from(address.as_str()));
+            }
+            set(&mut one, "addresses", Value::Array(addresses));
+            let mut skipped = Vec::new();
+            for s in &nic.skipped {
+                let mut entry = Map::new();
+                set(&mut entry, "address", Value::from(s.address.as_str()));
+                set(&mut entry, "why", Value::from(s.why));
+                skipped.push(Value::Object(entry));
+            }
+            if !skipped.is_empty() {
+                set(&mut one, "skipped", Value::Array(skipped));
+            }
+            nics.push(Value::Object(one));
+        }
+        let mut out = Map::new();
+        set(&mut out, "agentUp", Value::Bool(self.agent_up));
+        put(&mut out, "agentVersion", self.agent_version.as_deref());
+        set(&mut out, "interfaces", Value::Array(nics));
+        if let Some(cloud_init) = &self.cloud_init {
+            set(&mut out, "cloudInit", cloud_init.clone());
+        }
+        put(&mut out, "ipv4", self.ipv4.as_deref());
+        put(&mut out, "ipv6", self.ipv6.as_deref());
+        out
+    }
+}
+
+/// `key: text` into a record, left out when there is no text.
+pub fn put(record: &mut Map<String, Value>, key: &str, text: Option<&str>) {
+    if let Some(text) = text {
+        set(record, key, Value::from(text));
+    }
+}
+
+/// `key: value` into a record: one copy of the insertion for every field (issue 32).
+#[inline(never)]
+pub fn set(record: &mut Map<String, Value>, key: &str, value: Value) {
+    record.insert(key.to_string(), value);
 }
 
 /// Waits until the VM at `at` is ready as `args` asks; `seen` keeps what was observed. The agent's
@@ -612,13 +657,11 @@ async fn cloud_init_done<H: Host>(
 /// each left out when absent.
 fn cloud_init_seen(outcome: &str, exit_code: Option<i64>, status: Option<&str>) -> Value {
     let mut seen = Map::new();
-    seen.insert("outcome".to_string(), Value::from(outcome));
+    set(&mut seen, "outcome", Value::from(outcome));
     if let Some(code) = exit_code {
-        seen.insert("exitCode".to_string(), Value::from(code));
+        set(&mut seen, "exitCode", Value::from(code));
     }
-    if let Some(status) = status {
-        seen.insert("status".to_string(), Value::from(status));
-    }
+    put(&mut seen, "status", status);
     Value::Object(seen)
 }
 
