@@ -17,34 +17,21 @@ use crate::pve::request::PveRequest;
 use crate::pve::responses::{ExecStarted, ExecStatus};
 use crate::run::Run;
 use serde_json::Value;
+use std::future::Future;
 
 /// How often a poll that failed for a transient reason is tried again before the result counts as lost.
 const POLL_RETRIES: u32 = 2;
 
 /// Starts the command on `at` and follows it to its end: the pid (if it started) and what was seen,
 /// every request and pause ending by `deadline_ms` when given (an outer wait's).
-pub async fn execute<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    args: &ExecArgs,
+pub fn execute<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    at: &'a Located,
+    args: &'a ExecArgs,
     deadline_ms: Option<f64>,
-) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
-    let sent = send_exec(run, at, args, deadline_ms).await;
-    follow(run, at, args, sent, deadline_ms).await
-}
-
-/// `POST …/agent/exec` on `at` (by `deadline_ms` when given): the pid, or PVE's refusal (never
-/// re-sent).
-pub async fn send_exec<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    args: &ExecArgs,
-    deadline_ms: Option<f64>,
-) -> Result<i64, PveError> {
-    let request = exec_request(at, args);
-    // One send whether or not a deadline is given (one await point instead of two).
-    let answer = run.pve().call_within(&request, deadline_ms).await;
-    exec_pid(&request, answer)
+) -> impl Future<Output = (Option<i64>, ExecOutcome, Option<ExecStatus>)> + use<'a, 'r, H> {
+    // Its future is the one course's: no wrapper of its own (issue 32).
+    exec_course(run, at, args, None, deadline_ms)
 }
 
 /// `POST …/agent/exec` of `args` on `at`.
@@ -62,13 +49,35 @@ pub fn exec_pid(request: &PveRequest, answer: Result<Value, PveError>) -> Result
 /// Follows a sent command to its end: asks for its status at once, then at growing pauses, ending
 /// by `deadline_ms` when given (the earlier of it and `timeoutSec`); returns the pid (if it
 /// started) and what was seen.
-pub async fn follow<H: Host>(
+pub fn follow<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    at: &'a Located,
+    args: &'a ExecArgs,
+    sent: Result<i64, PveError>,
+    deadline_ms: Option<f64>,
+) -> impl Future<Output = (Option<i64>, ExecOutcome, Option<ExecStatus>)> + use<'a, 'r, H> {
+    exec_course(run, at, args, Some(sent), deadline_ms)
+}
+
+/// The one course of [`execute`] and [`follow`] (one state machine for both, issue 32): `POST
+/// …/agent/exec` unless `sent` is its answer already (by `deadline_ms` when given; never re-sent),
+/// then its status followed to the end.
+async fn exec_course<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ExecArgs,
-    sent: Result<i64, PveError>,
+    sent: Option<Result<i64, PveError>>,
     deadline_ms: Option<f64>,
 ) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
+    let sent = match sent {
+        Some(sent) => sent,
+        None => {
+            let request = exec_request(at, args);
+            // One send whether or not a deadline is given (one await point instead of two).
+            let answer = run.pve().call_within(&request, deadline_ms).await;
+            exec_pid(&request, answer)
+        }
+    };
     let pid = match sent {
         Ok(pid) => pid,
         Err(e) => return (None, start_failure(e), None),
