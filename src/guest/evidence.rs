@@ -491,22 +491,12 @@ pub async fn unlocked<H: Host>(
     run: &Run<'_, H>,
     mut ev: Box<Evidence>,
 ) -> Result<Box<Evidence>, Outcome> {
-    let was_locked = busy_lock(&ev.status).is_some();
-    // The lock waited out here, not in an async function of its own (issue 32).
-    let mut waited = match lock_to_wait(run, &ev) {
-        Ok(Some(lock)) => {
-            let settled = settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
-            settled.map_err(|why| {
-                let why = unlock_failed(run, &ev, "its lock released", why);
-                format!("{why} — {}", locked_advice(run.kind, &lock, "change"))
-            })
-        }
+    // The lock waited out by the one course of every lock wait ([`lock_waited`], issue 32).
+    let waited = match lock_to_wait(run, &ev) {
+        Ok(Some(lock)) => lock_waited(run, &mut ev, Wait::Before(&lock)).await,
         Ok(None) => Ok(()),
         Err(message) => Err(message),
     };
-    if waited.is_ok() && was_locked && !ev.config.is_empty() {
-        waited = ev.reread_config(run).await;
-    }
     match waited {
         Ok(()) => Ok(ev),
         Err(message) => Err(ev.outcome(run, Err(message)).await),
@@ -568,43 +558,78 @@ fn lock_to_wait<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<Option<Strin
 /// config (PVE/API2/Qemu.pm, PVE/API2/LXC.pm). Not yet, within what is left of the method's one
 /// budget; a lock that outlasts it fails the method naming it. A config read while it stood is
 /// read again.
-pub async fn unlocked_after<H: Host>(
+pub fn unlocked_after<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    ev: &'a mut Evidence,
+    done: &'a str,
+) -> impl Future<Output = Result<(), String>> + use<'a, 'r, H> {
+    lock_waited(run, ev, Wait::After(done))
+}
+
+/// After a task that ended OK (`done` says how), the guest's status read again and held to
+/// [`unlocked_after`]. A status that cannot be read fails the course, or (`unread_warns`: the
+/// change was already verified another way) stays a warning and the record keeps the earlier
+/// reading. For the methods that end so (resizeDisk, moveDisk, convertToTemplate).
+pub fn settled_after<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    ev: &'a mut Evidence,
+    done: &'a str,
+    unread_warns: bool,
+) -> impl Future<Output = Result<(), String>> + use<'a, 'r, H> {
+    lock_waited(run, ev, Wait::Settled { done, unread_warns })
+}
+
+/// Which lock wait [`lock_waited`] is.
+enum Wait<'a> {
+    /// Before a change, of this lock ([`unlocked`]).
+    Before(&'a str),
+    /// After a change that ended OK, said by `done` ([`unlocked_after`]).
+    After(&'a str),
+    /// [`Wait::After`] once the status is read again ([`settled_after`]).
+    Settled { done: &'a str, unread_warns: bool },
+}
+
+/// The one course of every lock wait ([`unlocked`], [`unlocked_after`], [`settled_after`]): one
+/// state machine holds the reads (issue 32).
+async fn lock_waited<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    done: &str,
+    wait: Wait<'_>,
 ) -> Result<(), String> {
-    if lock_of(&ev.status).is_none() {
+    if let Wait::Settled { unread_warns, .. } = wait {
+        match ev.refresh(run).await {
+            Ok(()) => {}
+            Err(e) if unread_warns => {
+                ev.warn(run, e);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // After a change, a guest without any lock is done; before one, only a busy lock is waited.
+    if !matches!(wait, Wait::Before(_)) && lock_of(&ev.status).is_none() {
         return Ok(());
     }
     let waited = settle_evidence(run, ev, run.wait_budget_ms(), &|_| true).await;
-    waited.map_err(|why| {
-        let why = locked_out(run, ev, "its lock released", why);
-        format!("{done}, but {why}")
-    })?;
+    waited.map_err(|why| lock_wait_failed(run, ev, &wait, why))?;
     match ev.config.is_empty() {
         true => Ok(()),
         false => ev.reread_config(run).await,
     }
 }
 
-/// After a task that ended OK (`done` says how), the guest's status read again and held to
-/// [`unlocked_after`]. A status that cannot be read fails the course, or (`unread_warns`: the
-/// change was already verified another way) stays a warning and the record keeps the earlier
-/// reading. One course for the methods that end so (resizeDisk, moveDisk, convertToTemplate), so
-/// one state machine holds the reads (issue 32).
-pub async fn settled_after<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    done: &str,
-    unread_warns: bool,
-) -> Result<(), String> {
-    match ev.refresh(run).await {
-        Ok(()) => unlocked_after(run, ev, done).await,
-        Err(e) if unread_warns => {
-            ev.warn(run, e);
-            Ok(())
+/// Why a lock wait ([`lock_waited`]) ran out: before a change, with what to do about the lock;
+/// after one, after what was done.
+fn lock_wait_failed<H: Host>(run: &Run<'_, H>, ev: &Evidence, wait: &Wait, why: String) -> String {
+    match *wait {
+        Wait::Before(lock) => {
+            let why = unlock_failed(run, ev, "its lock released", why);
+            format!("{why} — {}", locked_advice(run.kind, lock, "change"))
         }
-        Err(e) => Err(e),
+        Wait::After(done) | Wait::Settled { done, .. } => {
+            let why = locked_out(run, ev, "its lock released", why);
+            format!("{done}, but {why}")
+        }
     }
 }
 
