@@ -169,6 +169,28 @@ fn check_ssh_keys(keys: &str) -> Result<(), ArgError> {
     Ok(())
 }
 
+/// A request of `cloudInit`'s course, in [`STEPS`]' order.
+#[derive(Clone, Copy)]
+enum Step {
+    /// The config the VM runs with: it must hold a cloud-init drive.
+    Config,
+    /// `PUT …/cloudinit`, once the options are set.
+    Regenerate,
+    /// `GET …/cloudinit/dump?type=<part>`.
+    Dump(&'static str),
+    /// `GET …/cloudinit`: what is pending against the drive.
+    Pending,
+}
+
+const STEPS: [Step; 6] = [
+    Step::Config,
+    Step::Regenerate,
+    Step::Dump("user"),
+    Step::Dump("network"),
+    Step::Dump("meta"),
+    Step::Pending,
+];
+
 /// Runs `cloudInit`: the module doc's steps, ending in the guest's record with what it left
 /// pending.
 pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
@@ -188,50 +210,61 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let verdict = 'configure: {
         let (label, vmid) = (ev.label(run), ev.at.vmid);
         let pve = run.pve();
-        let request = endpoints::guest_config_current(&ev.at.node, run.kind, vmid);
-        let answer = pve.call(&request).await;
-        let config = ev.config_read(run, &request, answer);
-        or_break!('configure, require_drive(&label, vmid, config));
-        if !args.options.is_empty() {
-            let change = SetConfigArgs {
-                target: args.target.clone(),
-                changes: args.options.clone(),
-                apply_pending: ApplyPending::Later,
+        let (mut missing, mut summary) = (Vec::new(), String::new());
+        // Its requests in order, sent from one await (issue 32): the config, `PUT …/cloudinit`,
+        // the three dumps, `GET …/cloudinit`.
+        for step in STEPS {
+            let request = match step {
+                Step::Config => endpoints::guest_config_current(&ev.at.node, run.kind, vmid),
+                Step::Regenerate => {
+                    ev.trail.sending();
+                    endpoints::cloudinit_regenerate(&ev.at.node, vmid)
+                }
+                Step::Dump(part) => endpoints::cloudinit_dump(&ev.at.node, vmid, part),
+                Step::Pending if !missing.is_empty() => break 'configure Err(format!(
+                    "the cloud-init config PVE generates for {label} lacks what was asked: {} — check the options' format (and cicustom, whose files replace the generated parts)",
+                    missing.joined("; ")
+                )),
+                Step::Pending => endpoints::cloudinit_pending(&ev.at.node, vmid),
             };
-            let (applied, snapshot) = apply(run, &mut ev, &change).await;
-            if let Some(snapshot) = snapshot {
-                pending = snapshot.pending;
-            }
-            or_break!('configure, applied);
-        }
-        let request = endpoints::cloudinit_regenerate(&ev.at.node, vmid);
-        ev.trail.sending();
-        let answer = pve.call(&request).await;
-        ev.trail.answered(&answer);
-        or_break!('configure, answer.map_err(|e| {
-            let action = format!("regenerate the cloud-init drive of {label}");
-            mutation_failed(&action, &e, "GET …/cloudinit (run cloudInit again)").0
-        }));
-        let mut missing = Vec::new();
-        for part in ["user", "network", "meta"] {
-            let request = endpoints::cloudinit_dump(&ev.at.node, vmid, part);
             let answer = pve.call(&request).await;
-            let text: String = or_break!('configure, shaped(&request, "a cloud-init config", answer).map_err(|e| {
-                let action = format!("read the generated cloud-init {part} config of {label}");
-                could_not(&action, &e).0
-            }));
-            missing.append(&mut lacks(part, &text, &args));
+            match step {
+                Step::Config => {
+                    let config = ev.config_read(run, &request, answer);
+                    or_break!('configure, require_drive(&label, vmid, config));
+                    if !args.options.is_empty() {
+                        let change = SetConfigArgs {
+                            target: args.target.clone(),
+                            changes: args.options.clone(),
+                            apply_pending: ApplyPending::Later,
+                        };
+                        let (applied, snapshot) = apply(run, &mut ev, &change).await;
+                        if let Some(snapshot) = snapshot {
+                            pending = snapshot.pending;
+                        }
+                        or_break!('configure, applied);
+                    }
+                }
+                Step::Regenerate => {
+                    ev.trail.answered(&answer);
+                    or_break!('configure, answer.map_err(|e| {
+                        let action = format!("regenerate the cloud-init drive of {label}");
+                        mutation_failed(&action, &e, "GET …/cloudinit (run cloudInit again)").0
+                    }));
+                }
+                Step::Dump(part) => {
+                    let text: String = or_break!('configure, shaped(&request, "a cloud-init config", answer).map_err(|e| {
+                        let action = format!("read the generated cloud-init {part} config of {label}");
+                        could_not(&action, &e).0
+                    }));
+                    missing.append(&mut lacks(part, &text, &args));
+                }
+                Step::Pending => {
+                    let rows = shaped(&request, "a cloud-init pending list", answer);
+                    summary = or_break!('configure, drive_current(&label, &args, rows));
+                }
+            }
         }
-        if !missing.is_empty() {
-            break 'configure Err(format!(
-                "the cloud-init config PVE generates for {label} lacks what was asked: {} — check the options' format (and cicustom, whose files replace the generated parts)",
-                missing.joined("; ")
-            ));
-        }
-        let request = endpoints::cloudinit_pending(&ev.at.node, vmid);
-        let answer = pve.call(&request).await;
-        let rows = shaped(&request, "a cloud-init pending list", answer);
-        let summary = or_break!('configure, drive_current(&label, &args, rows));
         if let Some(verdict) = without_reboot(run, &mut ev, &args, &summary) {
             break 'configure Ok(verdict);
         }
