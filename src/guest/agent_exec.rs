@@ -2,9 +2,9 @@
 //! then `exec-status` at growing pauses until its one final answer. Shared by `guestExec`,
 //! `fileWrite`'s joins and `waitReady`'s `cloud-init status --wait`.
 
-use super::evidence::cut_short;
 use super::exec::{ExecArgs, ExecOutcome};
 use super::locate::Located;
+use super::settle::{poll, Heard, Watch};
 use crate::client::shaped;
 use crate::explain::hint;
 use crate::host::Host;
@@ -95,35 +95,84 @@ async fn exec_course<H: Host>(
     let deadline = deadline_ms.map_or(own_deadline, |d| d.min(own_deadline));
     let mut pacer = Pacer::new(now, (deadline - now).max(0.0) as u64, pve.poll_cap_ms);
     let mut progress = Progress::start(now);
-    let mut failed_polls = 0;
-    let (outcome, status) = loop {
-        let status_request = endpoints::agent_exec_status(&at.node, at.vmid, pid);
-        let answer = pve.call_by(&status_request, deadline).await;
-        if let Some(ended) = polled(run, at, pid, deadline, answer, &mut failed_polls) {
-            break ended;
-        }
-        progress.tick(run.host, || {
-            format!(
-                "{:?} (pid {pid}) in VM {} to exit — still running",
-                args.command, at.vmid
-            )
-        });
-        match pacer.pause(run.host).await {
-            Ok(()) => {}
-            Err(Stopped::OutOfTime) => break (ExecOutcome::TimedOut, None),
-            Err(Stopped::Aborted) => break (ExecOutcome::Aborted, None),
-        }
+    let mut watch = Following {
+        run,
+        at,
+        command: &args.command,
+        pid,
+        failed_polls: 0,
+        // Overwritten by whatever ends the wait: a final answer, or the pacer stopping it.
+        ended: (ExecOutcome::TimedOut, None),
     };
+    let request = endpoints::agent_exec_status(&at.node, at.vmid, pid);
+    let _ = poll(
+        &pve,
+        &request,
+        deadline,
+        (&mut pacer, &mut progress),
+        &mut watch,
+    )
+    .await;
+    let (outcome, status) = watch.ended;
     (Some(pid), outcome, status)
 }
 
-/// One `exec-status` answer judged: how the command ended (with its final status when read), or
-/// `None` while it runs or a failed read may be tried again (`failed_polls` counts those in a row).
+/// [`exec_course`]'s wait on a started command: each `exec-status` answer judged ([`polled`]), and
+/// how the command ended.
+struct Following<'a, 'r, H: Host> {
+    run: &'a Run<'r, H>,
+    at: &'a Located,
+    command: &'a [String],
+    pid: i64,
+    /// Failed reads in a row.
+    failed_polls: u32,
+    ended: (ExecOutcome, Option<ExecStatus>),
+}
+
+impl<H: Host> Watch for Following<'_, '_, H> {
+    fn heard(&mut self, _: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard {
+        let polled = polled(
+            self.run,
+            self.at,
+            self.pid,
+            cut,
+            answer,
+            &mut self.failed_polls,
+        );
+        match polled {
+            Some(ended) => {
+                self.ended = ended;
+                Heard::Done(String::new())
+            }
+            None => Heard::Again { tick: true },
+        }
+    }
+
+    fn waiting(&self) -> String {
+        format!(
+            "{:?} (pid {}) in VM {} to exit — still running",
+            self.command, self.pid, self.at.vmid
+        )
+    }
+
+    fn stopped(&mut self, stop: Stopped) -> String {
+        let outcome = match stop {
+            Stopped::OutOfTime => ExecOutcome::TimedOut,
+            Stopped::Aborted => ExecOutcome::Aborted,
+        };
+        self.ended = (outcome, None);
+        String::new()
+    }
+}
+
+/// One `exec-status` answer judged (`cut`: a read the wait's end cut short): how the command ended
+/// (with its final status when read), or `None` while it runs or a failed read may be tried again
+/// (`failed_polls` counts those in a row).
 fn polled<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     pid: i64,
-    deadline: f64,
+    cut: bool,
     answer: Result<serde_json::Value, PveError>,
     failed_polls: &mut u32,
 ) -> Option<(ExecOutcome, Option<ExecStatus>)> {
@@ -143,7 +192,7 @@ fn polled<H: Host>(
             None
         }
         // The wait's end cut the status read short: the command outlived its time.
-        Err(e) if cut_short(run, &e, Some(deadline)) => Some((ExecOutcome::TimedOut, None)),
+        Err(_) if cut => Some((ExecOutcome::TimedOut, None)),
         Err(e)
             if (e.is_transient() || e.kind == ErrorKind::Malformed)
                 && *failed_polls < POLL_RETRIES =>

@@ -8,10 +8,10 @@
 
 use super::addresses::{describe_skipped, unusable, Skipped};
 use super::agent_exec::execute;
-use super::evidence::cut_at_the_end;
 use super::exec::{verdict_message, ExecArgs, ExitPolicy};
 use super::locate::Located;
 use super::reference::GuestRef;
+use super::settle::{poll, Heard, Watch};
 use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
 use crate::explain::could_not;
@@ -154,7 +154,7 @@ pub fn set(record: &mut Map<String, Value>, key: &str, value: Value) {
 }
 
 /// Waits until the VM at `at` is ready as `args` asks; `seen` keeps what was observed. The agent's
-/// phases are one course over [`poll_agent`] (each judged by [`Readying`] in plain code); then, when
+/// phases are one course over [`poll`] (each judged by [`Readying`] in plain code); then, when
 /// asked, cloud-init.
 pub async fn await_ready<H: Host>(
     run: &Run<'_, H>,
@@ -178,8 +178,16 @@ pub async fn await_ready<H: Host>(
         stalled: None,
         answered: false,
     };
+    let (pve, deadline) = (run.pve(), pacer.deadline_ms());
     while let Some(request) = course.request(run.kind) {
-        let heard = poll_agent(run, &request, (&mut pacer, &mut progress), &mut course).await;
+        let heard = poll(
+            &pve,
+            &request,
+            deadline,
+            (&mut pacer, &mut progress),
+            &mut course,
+        )
+        .await;
         course.next(heard)?;
     }
     let mut summary = course.summary();
@@ -189,51 +197,6 @@ pub async fn await_ready<H: Host>(
         summary.push_str("; cloud-init status --wait exited 0");
     }
     Ok(summary)
-}
-
-/// What an answer means to the wait that asked for it.
-pub enum Heard {
-    /// The wait is over; what it found.
-    Done(String),
-    /// Ask again after a pause; `tick`: a progress line may be logged meanwhile.
-    Again { tick: bool },
-    /// The wait cannot end well: why.
-    Failed(String),
-}
-
-/// One wait on the guest agent (or one read on the way to one), judged in plain code so that
-/// every such wait shares one loop ([`poll_agent`]).
-pub trait AgentWatch {
-    /// Judges one answer to `request`; `cut`: it is a timeout the wait's deadline cut short.
-    fn heard(&mut self, request: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard;
-    /// What the progress line says is waited for.
-    fn waiting(&self) -> String;
-    /// Why the wait failed once its pacer stopped it.
-    fn stopped(&self, stop: Stopped) -> String;
-}
-
-/// Sends `request` by the pacer's deadline until `watch` is done with its answers, pausing between
-/// them: the one loop of every agent wait.
-pub async fn poll_agent<H: Host>(
-    run: &Run<'_, H>,
-    request: &PveRequest,
-    (pacer, progress): (&mut Pacer, &mut Progress),
-    watch: &mut dyn AgentWatch,
-) -> Result<String, String> {
-    loop {
-        let answer = run.pve().call_by(request, pacer.deadline_ms()).await;
-        // A request the wait's deadline cut short: the wait is over, not broken.
-        let cut = cut_at_the_end(run, &answer, Some(pacer.deadline_ms()));
-        match watch.heard(request, answer, cut) {
-            Heard::Done(found) => return Ok(found),
-            Heard::Failed(why) => return Err(why),
-            Heard::Again { tick: true } => progress.tick(run.host, || watch.waiting()),
-            Heard::Again { tick: false } => {}
-        }
-        if let Err(stop) = pacer.pause(run.host).await {
-            return Err(watch.stopped(stop));
-        }
-    }
 }
 
 /// No agent configured: no answer can ever come, so waiting would only burn the budget.
@@ -429,7 +392,7 @@ impl Readying<'_> {
     }
 }
 
-impl AgentWatch for Readying<'_> {
+impl Watch for Readying<'_> {
     fn heard(&mut self, request: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard {
         match self.phase {
             Some(Phase::Ping) => self.ping(answer, cut),
@@ -459,7 +422,7 @@ impl AgentWatch for Readying<'_> {
         }
     }
 
-    fn stopped(&self, stop: Stopped) -> String {
+    fn stopped(&mut self, stop: Stopped) -> String {
         match (self.phase, &self.stalled) {
             (Some(Phase::Addresses), None) => missing(self.args, self.seen),
             (Some(Phase::Addresses), Some(e)) => {
