@@ -20,7 +20,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
-use crate::pve::request::{PveRequest, Repeat};
+use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
@@ -244,7 +244,7 @@ impl Evidence {
 
     /// Reads the guest's state again into the evidence.
     pub async fn refresh<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
-        let read = read_status(&run.pve(), run.kind, &self.at).await;
+        let read = read_status(&run.pve(), run.kind, &self.at, false).await;
         self.unreadable = read.is_err();
         let status =
             read.map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
@@ -261,10 +261,7 @@ impl Evidence {
             return;
         }
         // One attempt: a read that failed on the way has had its retries.
-        let mut request = endpoints::guest_status(&self.at.node, run.kind, self.at.vmid);
-        request.repeat = Repeat::Never;
-        let answer = run.pve().call(&request).await;
-        match shaped::<GuestStatus>(&request, "a guest status", answer) {
+        match read_status(&run.pve(), run.kind, &self.at, true).await {
             Ok(status) => self.saw(run, self.at.clone(), status),
             Err(e) => run.host.log(
                 LogLevel::Debug,

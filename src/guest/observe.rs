@@ -78,7 +78,7 @@ pub async fn read_guest<H: Host>(
                 }
             }
         }
-        read_status(&pve, run.kind, at).await?
+        read_status(&pve, run.kind, at, false).await?
     };
     if to_act {
         let stored = run

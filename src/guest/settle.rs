@@ -18,7 +18,7 @@ use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
-use crate::pve::request::PveRequest;
+use crate::pve::request::{PveRequest, Repeat};
 use crate::pve::responses::GuestStatus;
 use serde_json::Value;
 use std::fmt::Write;
@@ -26,13 +26,17 @@ use std::fmt::Write;
 /// How a wait's error begins when the state could not be read (not when it was read and wrong).
 pub const UNREADABLE: &str = "its state could not be read";
 
-/// `GET …/status/current` of a located guest.
+/// `GET …/status/current` of a located guest (`once`: not tried again after a failure).
 pub async fn read_status<H: Host>(
     pve: &Pve<'_, H>,
     kind: GuestKind,
     at: &Located,
+    once: bool,
 ) -> Result<GuestStatus, PveError> {
-    let request = endpoints::guest_status(&at.node, kind, at.vmid);
+    let mut request = endpoints::guest_status(&at.node, kind, at.vmid);
+    if once {
+        request.repeat = Repeat::Never;
+    }
     let answer = pve.call(&request).await;
     shaped(&request, "a guest status", answer)
 }
