@@ -353,14 +353,15 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                         break 'template at.node;
                     };
                     let (mut at_ms, mut after) = (0.0, 0);
-                    let seen = &mut Seen {
+                    let seen = Seen {
                         status: &mut status,
                         at_ms: &mut at_ms,
                         after: &mut after,
                         mutations: 0,
+                        unreadable: None,
                     };
                     let budget_ms = run.wait_budget_ms();
-                    match settle(&run.pve(), run.kind, &at, budget_ms, &|_| true, seen).await {
+                    match settle(run.pve(), run.kind, &at, budget_ms, &|_| true, seen).await {
                         Ok(()) => at.node,
                         Err(why) => {
                             return ended(None, format!(

@@ -10,8 +10,7 @@ use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::seen::{Changes, Marks, Reading};
 use super::settle::{
-    busy_lock, describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen,
-    HIBERNATED, UNREADABLE,
+    busy_lock, describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen, HIBERNATED,
 };
 use crate::client::{shaped, Pve};
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
@@ -646,24 +645,21 @@ pub fn cut_short<H: Host>(run: &Run<'_, H>, e: &PveError, deadline_ms: Option<f6
 }
 
 /// [`settle`] on the guest of `ev`, keeping each status it reads in `ev`: the observed state, when
-/// it was read, and after how many of the run's mutations.
-pub async fn settle_evidence<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
+/// it was read, and after how many of the run's mutations. Its future is settle's (issue 32).
+pub fn settle_evidence<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    ev: &'a mut Evidence,
     budget_ms: u64,
-    reached: &dyn Fn(&GuestStatus) -> bool,
-) -> Result<(), String> {
-    let seen = &mut Seen {
+    reached: &'a dyn Fn(&GuestStatus) -> bool,
+) -> impl Future<Output = Result<(), String>> + use<'a, 'r, H> {
+    let seen = Seen {
         status: &mut ev.status,
         at_ms: &mut ev.observed_at,
         after: &mut ev.observed_after,
         mutations: ev.trail.mutations_sent,
+        unreadable: Some(&mut ev.unreadable),
     };
-    let settled = settle(&run.pve(), run.kind, &ev.at, budget_ms, reached, seen).await;
-    ev.unreadable = settled
-        .as_ref()
-        .is_err_and(|why| why.starts_with(UNREADABLE));
-    settled
+    settle(run.pve(), run.kind, &ev.at, budget_ms, reached, seen)
 }
 
 /// A wait until `status/current` shows no lock (and the state a task's change implies) that ran

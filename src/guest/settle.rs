@@ -42,12 +42,14 @@ pub async fn read_status<H: Host>(
 }
 
 /// Where a wait keeps the last status it read, when it read it, and after how many of the run's
-/// mutations (`mutations`, stored in `after` on each read).
+/// mutations (`mutations`, stored in `after` on each read); `unreadable`, when given: whether the
+/// wait ended because the state could not be read.
 pub struct Seen<'a> {
     pub status: &'a mut GuestStatus,
     pub at_ms: &'a mut f64,
     pub after: &'a mut u32,
     pub mutations: u32,
+    pub unreadable: Option<&'a mut bool>,
 }
 
 /// The guest's lock, if PVE reports one.
@@ -89,14 +91,20 @@ fn unlock_command(kind: GuestKind) -> &'static str {
 /// least once), backing off from a fast first poll up to `pollIntervalSec`. `seen` keeps the last
 /// status read whatever happens; `Err` says why the target was not observed (naming a lock still
 /// held).
+///
+/// Its arguments are taken whole, so that a caller that only fills them in returns this future as
+/// its own (no wrapper's state machine, issue 32).
 pub async fn settle<H: Host>(
-    pve: &Pve<'_, H>,
+    pve: Pve<'_, H>,
     kind: GuestKind,
     at: &Located,
     budget_ms: u64,
     reached: &dyn Fn(&GuestStatus) -> bool,
-    seen: &mut Seen<'_>,
+    mut seen: Seen<'_>,
 ) -> Result<(), String> {
+    if let Some(unreadable) = seen.unreadable.as_deref_mut() {
+        *unreadable = false;
+    }
     let mut pacer = Pacer::new(pve.host.now_ms(), budget_ms, pve.poll_cap_ms);
     let request = endpoints::guest_status(&at.node, kind, at.vmid);
     let mut progress = Progress::start(pve.host.now_ms());
@@ -111,7 +119,7 @@ pub async fn settle<H: Host>(
     };
     // Each read ends by the wait's end (`Pve::call_by`): the budget is met within one request.
     let settled = poll(
-        pve,
+        &pve,
         &request,
         deadline,
         (&mut pacer, &mut progress),
@@ -128,12 +136,12 @@ struct Settling<'a, 's, H> {
     at: &'a Located,
     budget_ms: u64,
     reached: &'a dyn Fn(&GuestStatus) -> bool,
-    seen: &'a mut Seen<'s>,
+    seen: Seen<'s>,
 }
 
 impl<H: Host> Watch for Settling<'_, '_, H> {
     fn heard(&mut self, request: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard {
-        let seen = &mut *self.seen;
+        let seen = &mut self.seen;
         match shaped::<GuestStatus>(request, "a guest status", answer) {
             Ok(status) => *seen.status = status,
             // The wait's end cut the read short: the wait ran out, the last status stands.
@@ -141,7 +149,12 @@ impl<H: Host> Watch for Settling<'_, '_, H> {
                 let why = stopped(Stopped::OutOfTime, self.budget_ms, seen.status);
                 return Heard::Failed(format!("{why}; its last read was not answered ({e})"));
             }
-            Err(e) => return Heard::Failed(format!("{UNREADABLE} ({e} — {})", hint(e.kind))),
+            Err(e) => {
+                if let Some(unreadable) = seen.unreadable.as_deref_mut() {
+                    *unreadable = true;
+                }
+                return Heard::Failed(format!("{UNREADABLE} ({e} — {})", hint(e.kind)));
+            }
         }
         *seen.at_ms = self.host.now_ms();
         *seen.after = seen.mutations;
@@ -322,16 +335,17 @@ mod tests {
         let mut seen = parse(&json!({"status": "stopped"})).unwrap();
         let (mut at_ms, mut after) = (0.0, 0);
         let result = block_on(settle(
-            &pve,
+            pve,
             GuestKind::Qemu,
             &at,
             budget_ms,
             &|s| s.status == "running",
-            &mut Seen {
+            Seen {
                 status: &mut seen,
                 at_ms: &mut at_ms,
                 after: &mut after,
                 mutations: 0,
+                unreadable: None,
             },
         ));
         (result, seen)
