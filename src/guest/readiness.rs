@@ -108,7 +108,7 @@ impl Readiness {
         let mut nics = Vec::new();
         for nic in &self.interfaces {
             let mut one = Map::new();
-            set(&mut one, "name", Value::from(nic.name.as_str()));
+            put(&mut one, "name", Some(&nic.name));
             put(&mut one, "mac", nic.mac.as_deref());
             let mut addresses = Vec::new();
             for address in &nic.addresses {
@@ -118,8 +118,8 @@ impl Readiness {
             let mut skipped = Vec::new();
             for s in &nic.skipped {
                 let mut entry = Map::new();
-                set(&mut entry, "address", Value::from(s.address.as_str()));
-                set(&mut entry, "why", Value::from(s.why));
+                put(&mut entry, "address", Some(&s.address));
+                put(&mut entry, "why", Some(s.why));
                 skipped.push(Value::Object(entry));
             }
             if !skipped.is_empty() {
@@ -620,7 +620,7 @@ async fn cloud_init_done<H: Host>(
 /// each left out when absent.
 fn cloud_init_seen(outcome: &str, exit_code: Option<i64>, status: Option<&str>) -> Value {
     let mut seen = Map::new();
-    set(&mut seen, "outcome", Value::from(outcome));
+    put(&mut seen, "outcome", Some(outcome));
     if let Some(code) = exit_code {
         set(&mut seen, "exitCode", Value::from(code));
     }

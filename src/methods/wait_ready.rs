@@ -75,7 +75,7 @@ pub fn ready_outcome<H: Host>(
     // as JSON, not a derived record type (issue 32).
     let mut record = seen.record();
     set(&mut record, "vmid", Value::from(ev.at.vmid));
-    set(&mut record, "node", Value::from(ev.at.node.as_str()));
+    put(&mut record, "node", Some(&ev.at.node));
     set(&mut record, "ready", Value::Bool(verdict.is_ok()));
     put(
         &mut record,
@@ -84,7 +84,7 @@ pub fn ready_outcome<H: Host>(
     );
     let waited_ms = (run.host.now_ms() - started_ms).max(0.0).round() as u64;
     set(&mut record, "waitedMs", Value::from(waited_ms));
-    set(&mut record, "lastOperation", Value::from(run.method));
+    put(&mut record, "lastOperation", Some(run.method));
     set(&mut record, "recordedAt", Value::from(run.now_iso()));
     let writes = vec![
         write(run.guest_spec(), run.guest_instance(ev.at.vmid), &state),
