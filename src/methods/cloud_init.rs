@@ -36,9 +36,10 @@ const CITYPES: [&str; 3] = ["configdrive2", "nocloud", "opennebula"];
 /// The arguments of `cloudInit`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CloudInitArgs {
-    pub target: GuestRef,
-    /// The cloud-init options to set, as PVE names them, in a fixed order.
-    pub options: Vec<(String, String)>,
+    /// The target and the cloud-init options to set (`changes`, as PVE names them, in a fixed
+    /// order), set as `setConfig` sets them, leaving what is pending for later; one value, not a
+    /// copy made to set them (issue 32).
+    pub set: SetConfigArgs,
     pub apply_pending: ApplyPending,
     /// The shutdown half of a reboot (applyPending: "reboot").
     pub timeout_sec: u64,
@@ -109,8 +110,11 @@ impl CloudInitArgs {
             options.push(("ciupgrade".into(), if upgrade { "1" } else { "0" }.into()));
         }
         Ok(CloudInitArgs {
-            target,
-            options,
+            set: SetConfigArgs {
+                target,
+                changes: options,
+                apply_pending: ApplyPending::Later,
+            },
             apply_pending: match apply.text {
                 Some("reboot") => ApplyPending::Reboot,
                 _ => ApplyPending::Later,
@@ -120,7 +124,7 @@ impl CloudInitArgs {
     }
 
     fn value(&self, key: &str) -> Option<&str> {
-        for (k, v) in &self.options {
+        for (k, v) in &self.set.changes {
             if k == key {
                 return Some(v);
             }
@@ -198,7 +202,7 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_to_change(run, &args.target, "configure cloud-init for").await {
+    let mut ev = match sight_to_change(run, &args.set.target, "configure cloud-init for").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
@@ -232,13 +236,8 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 Step::Config => {
                     let config = ev.config_read(run, &request, answer);
                     or_break!('configure, require_drive(&label, vmid, config));
-                    if !args.options.is_empty() {
-                        let change = SetConfigArgs {
-                            target: args.target.clone(),
-                            changes: args.options.clone(),
-                            apply_pending: ApplyPending::Later,
-                        };
-                        let (applied, snapshot) = apply(run, &mut ev, &change).await;
+                    if !args.set.changes.is_empty() {
+                        let (applied, snapshot) = apply(run, &mut ev, &args.set).await;
                         if let Some(snapshot) = snapshot {
                             pending = snapshot.pending;
                         }
@@ -402,7 +401,7 @@ fn lacks(part: &str, text: &str, args: &CloudInitArgs) -> Vec<String> {
             }
         }
         "network" => {
-            for (key, value) in &args.options {
+            for (key, value) in &args.set.changes {
                 if !key.starts_with("ipconfig") {
                     continue;
                 }
@@ -472,11 +471,11 @@ fn drive_current(
 }
 
 fn described(args: &CloudInitArgs) -> String {
-    match args.options.is_empty() {
+    match args.set.changes.is_empty() {
         true => "the VM's current cloud-init options".to_string(),
         false => {
             let mut keys = String::new();
-            for (key, _) in &args.options {
+            for (key, _) in &args.set.changes {
                 push_item(&mut keys, ", ", key);
             }
             keys
