@@ -462,18 +462,7 @@ async fn sight_for<H: Host>(
     absent: Absent<'_>,
     change: bool,
 ) -> Result<Box<Evidence>, Outcome> {
-    let nothing_to = |vmid| {
-        let mut message = absent_message(run.kind, vmid, ": there is nothing to ");
-        if let Absent::NothingTo(verb) = absent {
-            message.push_str(verb);
-        }
-        message
-    };
-    let absent = match absent {
-        Absent::NothingTo(_) => &nothing_to,
-        Absent::Said(said) => said,
-    };
-    let ev = present_or_absent(run, sight_with(run, target, look).await, absent)?;
+    let ev = present_or_absent(run, sight_with(run, target, look).await, &absent)?;
     match change {
         true => unlocked(run, ev).await,
         false => Ok(ev),
@@ -502,11 +491,21 @@ pub async fn unlocked<H: Host>(
 fn present_or_absent<H: Host>(
     run: &Run<'_, H>,
     sighting: Result<Sighting, Failure>,
-    absent: &dyn Fn(u32) -> String,
+    absent: &Absent,
 ) -> Result<Box<Evidence>, Outcome> {
     match sighting {
         Ok(Sighting::Present(ev)) => Ok(ev),
-        Ok(Sighting::Absent(vmid)) => Err(absent_outcome(run, vmid, Err(absent(vmid)))),
+        Ok(Sighting::Absent(vmid)) => {
+            let message = match absent {
+                Absent::NothingTo(verb) => {
+                    let mut message = absent_message(run.kind, vmid, ": there is nothing to ");
+                    message.push_str(verb);
+                    message
+                }
+                Absent::Said(said) => said(vmid),
+            };
+            Err(absent_outcome(run, vmid, Err(message)))
+        }
         Err(failure) => Err(failure.into()),
     }
 }
