@@ -12,7 +12,7 @@
 
 use super::backups::{archive_listed, list_archives, ArchiveConfig, BackupVolid};
 use super::evidence::{
-    settle_evidence, sight, sight_or_absent, unlocked, unlocked_after, Evidence, Sighting,
+    settle_evidence, sight, sight_or_absent, unlocked, unlocked_after, Absent, Evidence, Sighting,
     TaskTrail,
 };
 use super::gates::MANAGED_TAG;
@@ -446,7 +446,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     "{done}, but {noun} {vmid} does not exist on any node — check the {task} task's log"
                 )
             };
-            let mut ev = sight_or_absent(run, &target, &absent).await?;
+            let mut ev = sight_or_absent(run, &target, Absent::Said(&absent)).await?;
             // Read after the creating task: not stale.
             ev.observed_after = trail.mutations_sent;
             ev.trail = trail;

@@ -410,7 +410,13 @@ pub fn sight_present<'a, 'r, H: Host>(
     target: &'a GuestRef,
     verb: &'a str,
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, Look::ToAct, Absent::NothingTo(verb), false)
+    sight_for(
+        run,
+        target,
+        Look::ToAct,
+        Absent::Words(NOTHING_TO, verb),
+        false,
+    )
 }
 
 /// Finds a guest a method changes ([`sight_present`]) and waits out a lock on it ([`unlocked`]).
@@ -419,35 +425,46 @@ pub fn sight_to_change<'a, 'r, H: Host>(
     target: &'a GuestRef,
     verb: &'a str,
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, Look::ToAct, Absent::NothingTo(verb), true)
+    sight_for(
+        run,
+        target,
+        Look::ToAct,
+        Absent::Words(NOTHING_TO, verb),
+        true,
+    )
 }
 
 /// [`sight_or_absent`] reading as much as `look` says, for a method that changes the guest (its
 /// config, its disks, a template): a lock on it is waited out ([`unlocked`]). One sighting for the
-/// methods of one course (`methods::change_course`, issue 32).
+/// methods of one course (`methods::change_course`, issue 32). Its absence is said as
+/// [`absent_message`] with `words` after it.
 pub fn sight_look_to_change<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     target: &'a GuestRef,
     look: Look,
-    absent: &'a dyn Fn(u32) -> String,
+    words: &'a str,
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, look, Absent::Said(absent), true)
+    sight_for(run, target, look, Absent::Words(words, ""), true)
 }
 
 /// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
-/// `absent`) with the message `absent(vmid)`.
+/// `absent`) with the message `absent` says.
 pub fn sight_or_absent<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     target: &'a GuestRef,
-    absent: &'a dyn Fn(u32) -> String,
+    absent: Absent<'a>,
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, Look::WithConfig, Absent::Said(absent), false)
+    sight_for(run, target, Look::WithConfig, absent, false)
 }
 
+/// `… does not exist on any node …: there is nothing to <verb>`.
+const NOTHING_TO: &str = ": there is nothing to ";
+
 /// What a method says of a guest confirmed absent.
-enum Absent<'a> {
-    /// `… does not exist on any node …: there is nothing to <verb>`.
-    NothingTo(&'a str),
+pub enum Absent<'a> {
+    /// [`absent_message`] with these two words after it: plain words, not a closure handed over
+    /// per method (issue 32).
+    Words(&'a str, &'a str),
     /// The method's own words for the VMID.
     Said(&'a dyn Fn(u32) -> String),
 }
@@ -497,8 +514,8 @@ fn present_or_absent<H: Host>(
         Ok(Sighting::Present(ev)) => Ok(ev),
         Ok(Sighting::Absent(vmid)) => {
             let message = match absent {
-                Absent::NothingTo(verb) => {
-                    let mut message = absent_message(run.kind, vmid, ": there is nothing to ");
+                Absent::Words(rest, verb) => {
+                    let mut message = absent_message(run.kind, vmid, rest);
                     message.push_str(verb);
                     message
                 }

@@ -8,8 +8,7 @@
 //! and the cluster's are on, and only for NICs with `firewall=1` (`PVE/Firewall.pm`
 //! compile_vm_rules / generate_tap_rules_direct).
 
-use super::evidence::{sight_or_absent, Evidence};
-use super::locate::absent_message;
+use super::evidence::{sight_or_absent, Absent, Evidence};
 use super::reference::GuestRef;
 use crate::args::ArgError;
 use crate::explain::{hint, outcome_unknown};
@@ -114,8 +113,8 @@ pub async fn change_firewall<H: Host>(run: &Run<'_, H>, args: &Value, parse: Par
         Ok(change) => change,
         Err(e) => return Failure::from(e).into(),
     };
-    let absent = |vmid| absent_message(run.kind, vmid, ": there is no firewall to change");
-    let mut ev = match sight_or_absent(run, change.target(), &absent).await {
+    let absent = Absent::Words(": there is no firewall to change", "");
+    let mut ev = match sight_or_absent(run, change.target(), absent).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
