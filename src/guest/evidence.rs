@@ -460,8 +460,20 @@ pub fn sight_or_absent<'a, 'r, H: Host>(
 /// `… does not exist on any node …: there is nothing to <verb>`.
 const NOTHING_TO: &str = ": there is nothing to ";
 
+/// Finds a guest a method removes ([`sight_to_change`]); a confirmed absence is the success the
+/// method wants, its summary [`absent_message`] with `words` after it (recorded as `absent`).
+pub fn sight_to_remove<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    target: &'a GuestRef,
+    words: &'a str,
+) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
+    sight_for(run, target, Look::ToAct, Absent::Gone(words), true)
+}
+
 /// What a method says of a guest confirmed absent.
 pub enum Absent<'a> {
+    /// Nothing is wrong: the method wanted it gone; [`absent_message`] with these words after it.
+    Gone(&'a str),
     /// [`absent_message`] with these two words after it: plain words, not a closure handed over
     /// per method (issue 32).
     Words(&'a str, &'a str),
@@ -469,7 +481,7 @@ pub enum Absent<'a> {
     Said(&'a dyn Fn(u32) -> String),
 }
 
-/// The one course of the four sightings above (one state machine for all, issue 32): the guest
+/// The one course of the sightings above (one state machine for all, issue 32): the guest
 /// sighted as `look` says, its absence the failure `absent` words, and — for a change — a lock
 /// on it waited out.
 async fn sight_for<H: Host>(
@@ -513,15 +525,16 @@ fn present_or_absent<H: Host>(
     match sighting {
         Ok(Sighting::Present(ev)) => Ok(ev),
         Ok(Sighting::Absent(vmid)) => {
-            let message = match absent {
+            let verdict = match absent {
+                Absent::Gone(words) => Ok(absent_message(run.kind, vmid, words)),
                 Absent::Words(rest, verb) => {
                     let mut message = absent_message(run.kind, vmid, rest);
                     message.push_str(verb);
-                    message
+                    Err(message)
                 }
-                Absent::Said(said) => said(vmid),
+                Absent::Said(said) => Err(said(vmid)),
             };
-            Err(absent_outcome(run, vmid, Err(message)))
+            Err(absent_outcome(run, vmid, verdict))
         }
         Err(failure) => Err(failure.into()),
     }
