@@ -446,7 +446,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     "{done}, but {noun} {vmid} does not exist on any node — check the {task} task's log"
                 )
             };
-            let mut ev = sight_or_absent(run, &target, Absent::Said(&absent)).await?;
+            let mut ev = sight_or_absent(run, &target, Absent::Said(&absent), false).await?;
             // Read after the creating task: not stale.
             ev.observed_after = trail.mutations_sent;
             ev.trail = trail;

@@ -448,13 +448,14 @@ pub fn sight_look_to_change<'a, 'r, H: Host>(
 }
 
 /// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
-/// `absent`) with the message `absent` says.
+/// `absent`) with the message `absent` says. `change`: a lock on it is waited out ([`unlocked`]).
 pub fn sight_or_absent<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     target: &'a GuestRef,
     absent: Absent<'a>,
+    change: bool,
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, Look::WithConfig, absent, false)
+    sight_for(run, target, Look::WithConfig, absent, change)
 }
 
 /// `… does not exist on any node …: there is nothing to <verb>`.

@@ -114,7 +114,7 @@ pub async fn change_firewall<H: Host>(run: &Run<'_, H>, args: &Value, parse: Par
         Err(e) => return Failure::from(e).into(),
     };
     let absent = Absent::Words(": there is no firewall to change", "");
-    let mut ev = match sight_or_absent(run, change.target(), absent).await {
+    let mut ev = match sight_or_absent(run, change.target(), absent, false).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

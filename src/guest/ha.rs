@@ -14,7 +14,7 @@
 //! verbose state (`PVE/HA/Tools.pm` get_verbose_service_state: `starting` until the LRM reports
 //! it running, `queued` before the first round, `deleting` once the config is gone).
 
-use super::evidence::{sight_or_absent, unlocked, Absent, Evidence};
+use super::evidence::{sight_or_absent, Absent, Evidence};
 use super::reference::GuestRef;
 use super::settle::seconds;
 use crate::args::{ArgError, Fields};
@@ -242,11 +242,8 @@ pub async fn change_ha<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) ->
     // A change to started/stopped/disabled waits out a lock on the guest: the LRM's start or stop
     // of a locked guest fails (qemu-server / pve-container check_lock), so the manager could not
     // apply it. A removal or `ignored` needs no LRM: PVE takes it at once (Resources.pm).
-    let sighted = sight_or_absent(run, change.target(), Absent::Words("", "")).await;
-    let sighted = match sighted {
-        Ok(ev) if change.waits_lock() => unlocked(run, ev).await,
-        other => other,
-    };
+    let absent = Absent::Words("", "");
+    let sighted = sight_or_absent(run, change.target(), absent, change.waits_lock()).await;
     let mut ev = match sighted {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
