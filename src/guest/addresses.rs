@@ -4,16 +4,13 @@
 //! (`224.0.0.0/4`, `ff00::/8`) or broadcast (`255.255.255.255`, or the subnet's broadcast address
 //! when the prefix is known). `waitReady` and `start`'s `waitForIp` share this rule.
 
-use serde_json::{Map, Value};
 use std::net::{IpAddr, Ipv4Addr};
 
-/// An address that was seen but does not count, and why, as records write it (`address`, `why`):
-/// JSON built when it is seen, no struct with serializers of its own (issue 32).
-pub fn skipped(address: &str, why: &'static str) -> Value {
-    let mut skipped = Map::new();
-    skipped.insert("address".to_string(), Value::from(address));
-    skipped.insert("why".to_string(), Value::from(why));
-    Value::Object(skipped)
+/// An address that was seen but does not count, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub address: String,
+    pub why: &'static str,
 }
 
 /// Why `address` (with its `prefix` length, when reported) cannot reach the guest; `None` when it
@@ -70,19 +67,13 @@ fn unusable_v4(v4: Ipv4Addr, prefix: Option<u8>) -> Option<&'static str> {
     None
 }
 
-/// Appends `0.0.0.0 (unspecified), fe80::1 (link-local)` to `described` (after `, ` when it holds
-/// some already), for messages: addresses as [`skipped`] made them, written in place (issue 32).
-pub fn describe_skipped(described: &mut String, skipped: &[Value]) {
+/// `0.0.0.0 (unspecified), fe80::1 (link-local)`, for messages.
+pub fn describe_skipped(skipped: &[Skipped]) -> String {
+    let mut described = String::new();
     for s in skipped {
-        if !described.is_empty() {
-            described.push_str(", ");
-        }
-        let text = |key: &str| s.get(key).and_then(Value::as_str).unwrap_or_default();
-        described.push_str(text("address"));
-        described.push_str(" (");
-        described.push_str(text("why"));
-        described.push(')');
+        crate::quote::push_item(&mut described, ", ", &format!("{} ({})", s.address, s.why));
     }
+    described
 }
 
 #[cfg(test)]

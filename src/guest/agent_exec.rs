@@ -2,9 +2,9 @@
 //! then `exec-status` at growing pauses until its one final answer. Shared by `guestExec`,
 //! `fileWrite`'s joins and `waitReady`'s `cloud-init status --wait`.
 
-use super::evidence::cut_short;
 use super::exec::{ExecArgs, ExecOutcome};
 use super::locate::Located;
+use super::settle::{poll, Heard, Watch};
 use crate::client::shaped;
 use crate::explain::hint;
 use crate::host::Host;
@@ -17,34 +17,21 @@ use crate::pve::request::PveRequest;
 use crate::pve::responses::{ExecStarted, ExecStatus};
 use crate::run::Run;
 use serde_json::Value;
+use std::future::Future;
 
 /// How often a poll that failed for a transient reason is tried again before the result counts as lost.
 const POLL_RETRIES: u32 = 2;
 
 /// Starts the command on `at` and follows it to its end: the pid (if it started) and what was seen,
 /// every request and pause ending by `deadline_ms` when given (an outer wait's).
-pub async fn execute<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    args: &ExecArgs,
+pub fn execute<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    at: &'a Located,
+    args: &'a ExecArgs,
     deadline_ms: Option<f64>,
-) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
-    let sent = send_exec(run, at, args, deadline_ms).await;
-    follow(run, at, args, sent, deadline_ms).await
-}
-
-/// `POST …/agent/exec` on `at` (by `deadline_ms` when given): the pid, or PVE's refusal (never
-/// re-sent).
-pub async fn send_exec<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-    args: &ExecArgs,
-    deadline_ms: Option<f64>,
-) -> Result<i64, PveError> {
-    let request = exec_request(at, args);
-    // One send whether or not a deadline is given (one await point instead of two).
-    let answer = run.pve().call_within(&request, deadline_ms).await;
-    exec_pid(&request, answer)
+) -> impl Future<Output = (Option<i64>, ExecOutcome, Option<ExecStatus>)> + use<'a, 'r, H> {
+    // Its future is the one course's: no wrapper of its own (issue 32).
+    exec_course(run, at, args, None, deadline_ms)
 }
 
 /// `POST …/agent/exec` of `args` on `at`.
@@ -62,13 +49,35 @@ pub fn exec_pid(request: &PveRequest, answer: Result<Value, PveError>) -> Result
 /// Follows a sent command to its end: asks for its status at once, then at growing pauses, ending
 /// by `deadline_ms` when given (the earlier of it and `timeoutSec`); returns the pid (if it
 /// started) and what was seen.
-pub async fn follow<H: Host>(
+pub fn follow<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    at: &'a Located,
+    args: &'a ExecArgs,
+    sent: Result<i64, PveError>,
+    deadline_ms: Option<f64>,
+) -> impl Future<Output = (Option<i64>, ExecOutcome, Option<ExecStatus>)> + use<'a, 'r, H> {
+    exec_course(run, at, args, Some(sent), deadline_ms)
+}
+
+/// The one course of [`execute`] and [`follow`] (one state machine for both, issue 32): `POST
+/// …/agent/exec` unless `sent` is its answer already (by `deadline_ms` when given; never re-sent),
+/// then its status followed to the end.
+async fn exec_course<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     args: &ExecArgs,
-    sent: Result<i64, PveError>,
+    sent: Option<Result<i64, PveError>>,
     deadline_ms: Option<f64>,
 ) -> (Option<i64>, ExecOutcome, Option<ExecStatus>) {
+    let sent = match sent {
+        Some(sent) => sent,
+        None => {
+            let request = exec_request(at, args);
+            // One send whether or not a deadline is given (one await point instead of two).
+            let answer = run.pve().call_within(&request, deadline_ms).await;
+            exec_pid(&request, answer)
+        }
+    };
     let pid = match sent {
         Ok(pid) => pid,
         Err(e) => return (None, start_failure(e), None),
@@ -86,35 +95,84 @@ pub async fn follow<H: Host>(
     let deadline = deadline_ms.map_or(own_deadline, |d| d.min(own_deadline));
     let mut pacer = Pacer::new(now, (deadline - now).max(0.0) as u64, pve.poll_cap_ms);
     let mut progress = Progress::start(now);
-    let mut failed_polls = 0;
-    let (outcome, status) = loop {
-        let status_request = endpoints::agent_exec_status(&at.node, at.vmid, pid);
-        let answer = pve.call_by(&status_request, deadline).await;
-        if let Some(ended) = polled(run, at, pid, deadline, answer, &mut failed_polls) {
-            break ended;
-        }
-        progress.tick(run.host, || {
-            format!(
-                "{:?} (pid {pid}) in VM {} to exit — still running",
-                args.command, at.vmid
-            )
-        });
-        match pacer.pause(run.host).await {
-            Ok(()) => {}
-            Err(Stopped::OutOfTime) => break (ExecOutcome::TimedOut, None),
-            Err(Stopped::Aborted) => break (ExecOutcome::Aborted, None),
-        }
+    let mut watch = Following {
+        run,
+        at,
+        command: &args.command,
+        pid,
+        failed_polls: 0,
+        // Overwritten by whatever ends the wait: a final answer, or the pacer stopping it.
+        ended: (ExecOutcome::TimedOut, None),
     };
+    let request = endpoints::agent_exec_status(&at.node, at.vmid, pid);
+    let _ = poll(
+        &pve,
+        &request,
+        deadline,
+        (&mut pacer, &mut progress),
+        &mut watch,
+    )
+    .await;
+    let (outcome, status) = watch.ended;
     (Some(pid), outcome, status)
 }
 
-/// One `exec-status` answer judged: how the command ended (with its final status when read), or
-/// `None` while it runs or a failed read may be tried again (`failed_polls` counts those in a row).
+/// [`exec_course`]'s wait on a started command: each `exec-status` answer judged ([`polled`]), and
+/// how the command ended.
+struct Following<'a, 'r, H: Host> {
+    run: &'a Run<'r, H>,
+    at: &'a Located,
+    command: &'a [String],
+    pid: i64,
+    /// Failed reads in a row.
+    failed_polls: u32,
+    ended: (ExecOutcome, Option<ExecStatus>),
+}
+
+impl<H: Host> Watch for Following<'_, '_, H> {
+    fn heard(&mut self, _: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard {
+        let polled = polled(
+            self.run,
+            self.at,
+            self.pid,
+            cut,
+            answer,
+            &mut self.failed_polls,
+        );
+        match polled {
+            Some(ended) => {
+                self.ended = ended;
+                Heard::Done(String::new())
+            }
+            None => Heard::Again { tick: true },
+        }
+    }
+
+    fn waiting(&self) -> String {
+        format!(
+            "{:?} (pid {}) in VM {} to exit — still running",
+            self.command, self.pid, self.at.vmid
+        )
+    }
+
+    fn stopped(&mut self, stop: Stopped) -> String {
+        let outcome = match stop {
+            Stopped::OutOfTime => ExecOutcome::TimedOut,
+            Stopped::Aborted => ExecOutcome::Aborted,
+        };
+        self.ended = (outcome, None);
+        String::new()
+    }
+}
+
+/// One `exec-status` answer judged (`cut`: a read the wait's end cut short): how the command ended
+/// (with its final status when read), or `None` while it runs or a failed read may be tried again
+/// (`failed_polls` counts those in a row).
 fn polled<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
     pid: i64,
-    deadline: f64,
+    cut: bool,
     answer: Result<serde_json::Value, PveError>,
     failed_polls: &mut u32,
 ) -> Option<(ExecOutcome, Option<ExecStatus>)> {
@@ -134,7 +192,7 @@ fn polled<H: Host>(
             None
         }
         // The wait's end cut the status read short: the command outlived its time.
-        Err(e) if cut_short(run, &e, Some(deadline)) => Some((ExecOutcome::TimedOut, None)),
+        Err(_) if cut => Some((ExecOutcome::TimedOut, None)),
         Err(e)
             if (e.is_transient() || e.kind == ErrorKind::Malformed)
                 && *failed_polls < POLL_RETRIES =>

@@ -4,8 +4,7 @@
 //! course (guest/ha.rs, guest/firewall.rs) decides its next request in plain code from the
 //! answers; this is the one place either awaits PVE or the clock.
 
-use super::evidence::{sight_or_absent, Evidence};
-use super::locate::absent_message;
+use super::evidence::{sight_or_absent, Absent, Evidence};
 use super::reference::GuestRef;
 use super::settle::seconds;
 use crate::args::ArgError;
@@ -76,9 +75,9 @@ pub async fn run_course<H: Host>(
         Ok(course) => course,
         Err(e) => return Failure::from(e).into(),
     };
-    let absent = |vmid| absent_message(run.kind, vmid, course.absent());
+    let absent = Absent::Words(course.absent(), "");
     // A change to the guest's HA state waits out a lock on it (see guest/ha.rs `waits_lock`).
-    let sighted = sight_or_absent(run, course.target(), &absent, course.waits_lock()).await;
+    let sighted = sight_or_absent(run, course.target(), absent, course.waits_lock()).await;
     let mut ev = match sighted {
         Ok(ev) => ev,
         Err(outcome) => return outcome,

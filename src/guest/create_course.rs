@@ -12,8 +12,8 @@
 
 use super::backups::{archive_listed, list_archives, ArchiveConfig, BackupVolid};
 use super::evidence::{
-    settle_evidence, sight, sight_or_absent, sight_with, unlocked, unlocked_after, Evidence,
-    Sighting, TaskTrail,
+    settle_evidence, sight, sight_or_absent, sight_with, unlocked, unlocked_after, Absent,
+    Evidence, Sighting, TaskTrail,
 };
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
@@ -430,7 +430,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     "{done}, but {noun} {vmid} does not exist on any node — check the {task} task's log"
                 )
             };
-            let mut ev = sight_or_absent(run, &target, &absent, false).await?;
+            let mut ev = sight_or_absent(run, &target, Absent::Said(&absent), false).await?;
             // Read after the creating task: not stale.
             ev.observed_after = trail.mutations_sent;
             ev.trail = trail;

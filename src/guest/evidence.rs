@@ -10,8 +10,7 @@ use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::seen::{Changes, Marks, Reading};
 use super::settle::{
-    busy_lock, describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen,
-    HIBERNATED, UNREADABLE,
+    busy_lock, describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen, HIBERNATED,
 };
 use crate::client::{shaped, Pve};
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
@@ -20,7 +19,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
-use crate::pve::request::{PveRequest, Repeat};
+use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
 use crate::run::{write, Run};
@@ -244,7 +243,7 @@ impl Evidence {
 
     /// Reads the guest's state again into the evidence.
     pub async fn refresh<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
-        let read = read_status(&run.pve(), run.kind, &self.at).await;
+        let read = read_status(&run.pve(), run.kind, &self.at, false).await;
         self.unreadable = read.is_err();
         let status =
             read.map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
@@ -261,10 +260,7 @@ impl Evidence {
             return;
         }
         // One attempt: a read that failed on the way has had its retries.
-        let mut request = endpoints::guest_status(&self.at.node, run.kind, self.at.vmid);
-        request.repeat = Repeat::Never;
-        let answer = run.pve().call(&request).await;
-        match shaped::<GuestStatus>(&request, "a guest status", answer) {
+        match read_status(&run.pve(), run.kind, &self.at, true).await {
             Ok(status) => self.saw(run, self.at.clone(), status),
             Err(e) => run.host.log(
                 LogLevel::Debug,
@@ -414,7 +410,13 @@ pub fn sight_present<'a, 'r, H: Host>(
     target: &'a GuestRef,
     verb: &'a str,
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, Look::ToAct, Absent::NothingTo(verb), false)
+    sight_for(
+        run,
+        target,
+        Look::ToAct,
+        Absent::Words(NOTHING_TO, verb),
+        false,
+    )
 }
 
 /// Finds a guest a method changes ([`sight_present`]) and waits out a lock on it ([`unlocked`]).
@@ -423,42 +425,64 @@ pub fn sight_to_change<'a, 'r, H: Host>(
     target: &'a GuestRef,
     verb: &'a str,
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, Look::ToAct, Absent::NothingTo(verb), true)
+    sight_for(
+        run,
+        target,
+        Look::ToAct,
+        Absent::Words(NOTHING_TO, verb),
+        true,
+    )
 }
 
 /// [`sight_or_absent`] reading as much as `look` says, for a method that changes the guest (its
 /// config, its disks, a template): a lock on it is waited out ([`unlocked`]). One sighting for the
-/// methods of one course (`methods::change_course`, issue 32).
+/// methods of one course (`methods::change_course`, issue 32). Its absence is said as
+/// [`absent_message`] with `words` after it.
 pub fn sight_look_to_change<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     target: &'a GuestRef,
     look: Look,
-    absent: &'a dyn Fn(u32) -> String,
+    words: &'a str,
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, look, Absent::Said(absent), true)
+    sight_for(run, target, look, Absent::Words(words, ""), true)
 }
 
 /// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
-/// `absent`) with the message `absent(vmid)`. With `change`, a lock on it is waited out
-/// ([`unlocked`]).
+/// `absent`) with the message `absent` says. `change`: a lock on it is waited out ([`unlocked`]).
 pub fn sight_or_absent<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     target: &'a GuestRef,
-    absent: &'a dyn Fn(u32) -> String,
+    absent: Absent<'a>,
     change: bool,
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, Look::WithConfig, Absent::Said(absent), change)
+    sight_for(run, target, Look::WithConfig, absent, change)
+}
+
+/// `… does not exist on any node …: there is nothing to <verb>`.
+const NOTHING_TO: &str = ": there is nothing to ";
+
+/// Finds a guest a method removes ([`sight_to_change`]); a confirmed absence is the success the
+/// method wants, its summary [`absent_message`] with `words` after it (recorded as `absent`).
+pub fn sight_to_remove<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    target: &'a GuestRef,
+    words: &'a str,
+) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
+    sight_for(run, target, Look::ToAct, Absent::Gone(words), true)
 }
 
 /// What a method says of a guest confirmed absent.
-enum Absent<'a> {
-    /// `… does not exist on any node …: there is nothing to <verb>`.
-    NothingTo(&'a str),
+pub enum Absent<'a> {
+    /// Nothing is wrong: the method wanted it gone; [`absent_message`] with these words after it.
+    Gone(&'a str),
+    /// [`absent_message`] with these two words after it: plain words, not a closure handed over
+    /// per method (issue 32).
+    Words(&'a str, &'a str),
     /// The method's own words for the VMID.
     Said(&'a dyn Fn(u32) -> String),
 }
 
-/// The one course of the four sightings above (one state machine for all, issue 32): the guest
+/// The one course of the sightings above (one state machine for all, issue 32): the guest
 /// sighted as `look` says, its absence the failure `absent` words, and — for a change — a lock
 /// on it waited out.
 async fn sight_for<H: Host>(
@@ -468,18 +492,7 @@ async fn sight_for<H: Host>(
     absent: Absent<'_>,
     change: bool,
 ) -> Result<Box<Evidence>, Outcome> {
-    let nothing_to = |vmid| {
-        let mut message = absent_message(run.kind, vmid, ": there is nothing to ");
-        if let Absent::NothingTo(verb) = absent {
-            message.push_str(verb);
-        }
-        message
-    };
-    let absent = match absent {
-        Absent::NothingTo(_) => &nothing_to,
-        Absent::Said(said) => said,
-    };
-    let ev = present_or_absent(run, sight_with(run, target, look).await, absent)?;
+    let ev = present_or_absent(run, sight_with(run, target, look).await, &absent)?;
     match change {
         true => unlocked(run, ev).await,
         false => Ok(ev),
@@ -493,22 +506,12 @@ pub async fn unlocked<H: Host>(
     run: &Run<'_, H>,
     mut ev: Box<Evidence>,
 ) -> Result<Box<Evidence>, Outcome> {
-    let was_locked = busy_lock(&ev.status).is_some();
-    // The lock waited out here, not in an async function of its own (issue 32).
-    let mut waited = match lock_to_wait(run, &ev) {
-        Ok(Some(lock)) => {
-            let settled = settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
-            settled.map_err(|why| {
-                let why = unlock_failed(run, &ev, "its lock released", why);
-                format!("{why} — {}", locked_advice(run.kind, &lock, "change"))
-            })
-        }
+    // The lock waited out by the one course of every lock wait ([`lock_waited`], issue 32).
+    let waited = match lock_to_wait(run, &ev) {
+        Ok(Some(lock)) => lock_waited(run, &mut ev, Wait::Before(&lock)).await,
         Ok(None) => Ok(()),
         Err(message) => Err(message),
     };
-    if waited.is_ok() && was_locked && !ev.config.is_empty() {
-        waited = ev.reread_config(run).await;
-    }
     match waited {
         Ok(()) => Ok(ev),
         Err(message) => Err(ev.outcome(run, Err(message)).await),
@@ -518,11 +521,22 @@ pub async fn unlocked<H: Host>(
 fn present_or_absent<H: Host>(
     run: &Run<'_, H>,
     sighting: Result<Sighting, Failure>,
-    absent: &dyn Fn(u32) -> String,
+    absent: &Absent,
 ) -> Result<Box<Evidence>, Outcome> {
     match sighting {
         Ok(Sighting::Present(ev)) => Ok(ev),
-        Ok(Sighting::Absent(vmid)) => Err(absent_outcome(run, vmid, Err(absent(vmid)))),
+        Ok(Sighting::Absent(vmid)) => {
+            let verdict = match absent {
+                Absent::Gone(words) => Ok(absent_message(run.kind, vmid, words)),
+                Absent::Words(rest, verb) => {
+                    let mut message = absent_message(run.kind, vmid, rest);
+                    message.push_str(verb);
+                    Err(message)
+                }
+                Absent::Said(said) => Err(said(vmid)),
+            };
+            Err(absent_outcome(run, vmid, verdict))
+        }
         Err(failure) => Err(failure.into()),
     }
 }
@@ -570,43 +584,78 @@ fn lock_to_wait<H: Host>(run: &Run<'_, H>, ev: &Evidence) -> Result<Option<Strin
 /// config (PVE/API2/Qemu.pm, PVE/API2/LXC.pm). Not yet, within what is left of the method's one
 /// budget; a lock that outlasts it fails the method naming it. A config read while it stood is
 /// read again.
-pub async fn unlocked_after<H: Host>(
+pub fn unlocked_after<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    ev: &'a mut Evidence,
+    done: &'a str,
+) -> impl Future<Output = Result<(), String>> + use<'a, 'r, H> {
+    lock_waited(run, ev, Wait::After(done))
+}
+
+/// After a task that ended OK (`done` says how), the guest's status read again and held to
+/// [`unlocked_after`]. A status that cannot be read fails the course, or (`unread_warns`: the
+/// change was already verified another way) stays a warning and the record keeps the earlier
+/// reading. For the methods that end so (resizeDisk, moveDisk, convertToTemplate).
+pub fn settled_after<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    ev: &'a mut Evidence,
+    done: &'a str,
+    unread_warns: bool,
+) -> impl Future<Output = Result<(), String>> + use<'a, 'r, H> {
+    lock_waited(run, ev, Wait::Settled { done, unread_warns })
+}
+
+/// Which lock wait [`lock_waited`] is.
+enum Wait<'a> {
+    /// Before a change, of this lock ([`unlocked`]).
+    Before(&'a str),
+    /// After a change that ended OK, said by `done` ([`unlocked_after`]).
+    After(&'a str),
+    /// [`Wait::After`] once the status is read again ([`settled_after`]).
+    Settled { done: &'a str, unread_warns: bool },
+}
+
+/// The one course of every lock wait ([`unlocked`], [`unlocked_after`], [`settled_after`]): one
+/// state machine holds the reads (issue 32).
+async fn lock_waited<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    done: &str,
+    wait: Wait<'_>,
 ) -> Result<(), String> {
-    if lock_of(&ev.status).is_none() {
+    if let Wait::Settled { unread_warns, .. } = wait {
+        match ev.refresh(run).await {
+            Ok(()) => {}
+            Err(e) if unread_warns => {
+                ev.warn(run, e);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // After a change, a guest without any lock is done; before one, only a busy lock is waited.
+    if !matches!(wait, Wait::Before(_)) && lock_of(&ev.status).is_none() {
         return Ok(());
     }
     let waited = settle_evidence(run, ev, run.wait_budget_ms(), &|_| true).await;
-    waited.map_err(|why| {
-        let why = locked_out(run, ev, "its lock released", why);
-        format!("{done}, but {why}")
-    })?;
+    waited.map_err(|why| lock_wait_failed(run, ev, &wait, why))?;
     match ev.config.is_empty() {
         true => Ok(()),
         false => ev.reread_config(run).await,
     }
 }
 
-/// After a task that ended OK (`done` says how), the guest's status read again and held to
-/// [`unlocked_after`]. A status that cannot be read fails the course, or (`unread_warns`: the
-/// change was already verified another way) stays a warning and the record keeps the earlier
-/// reading. One course for the methods that end so (resizeDisk, moveDisk, convertToTemplate), so
-/// one state machine holds the reads (issue 32).
-pub async fn settled_after<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    done: &str,
-    unread_warns: bool,
-) -> Result<(), String> {
-    match ev.refresh(run).await {
-        Ok(()) => unlocked_after(run, ev, done).await,
-        Err(e) if unread_warns => {
-            ev.warn(run, e);
-            Ok(())
+/// Why a lock wait ([`lock_waited`]) ran out: before a change, with what to do about the lock;
+/// after one, after what was done.
+fn lock_wait_failed<H: Host>(run: &Run<'_, H>, ev: &Evidence, wait: &Wait, why: String) -> String {
+    match *wait {
+        Wait::Before(lock) => {
+            let why = unlock_failed(run, ev, "its lock released", why);
+            format!("{why} — {}", locked_advice(run.kind, lock, "change"))
         }
-        Err(e) => Err(e),
+        Wait::After(done) | Wait::Settled { done, .. } => {
+            let why = locked_out(run, ev, "its lock released", why);
+            format!("{done}, but {why}")
+        }
     }
 }
 
@@ -626,24 +675,21 @@ pub fn cut_short<H: Host>(run: &Run<'_, H>, e: &PveError, deadline_ms: Option<f6
 }
 
 /// [`settle`] on the guest of `ev`, keeping each status it reads in `ev`: the observed state, when
-/// it was read, and after how many of the run's mutations.
-pub async fn settle_evidence<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
+/// it was read, and after how many of the run's mutations. Its future is settle's (issue 32).
+pub fn settle_evidence<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    ev: &'a mut Evidence,
     budget_ms: u64,
-    reached: &dyn Fn(&GuestStatus) -> bool,
-) -> Result<(), String> {
-    let seen = &mut Seen {
+    reached: &'a dyn Fn(&GuestStatus) -> bool,
+) -> impl Future<Output = Result<(), String>> + use<'a, 'r, H> {
+    let seen = Seen {
         status: &mut ev.status,
         at_ms: &mut ev.observed_at,
         after: &mut ev.observed_after,
         mutations: ev.trail.mutations_sent,
+        unreadable: Some(&mut ev.unreadable),
     };
-    let settled = settle(&run.pve(), run.kind, &ev.at, budget_ms, reached, seen).await;
-    ev.unreadable = settled
-        .as_ref()
-        .is_err_and(|why| why.starts_with(UNREADABLE));
-    settled
+    settle(run.pve(), run.kind, &ev.at, budget_ms, reached, seen)
 }
 
 /// A wait until `status/current` shows no lock (and the state a task's change implies) that ran

@@ -80,7 +80,7 @@ pub async fn read_guest<H: Host>(
                 }
             }
         }
-        read_status(&pve, run.kind, at).await?
+        read_status(&pve, run.kind, at, false).await?
     };
     if look != Look::WithConfig {
         // The state alone takes no identity: as with nothing stored.

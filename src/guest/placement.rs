@@ -457,7 +457,7 @@ mod source_tests {
         .unwrap();
         let survey = Survey {
             storages: Some(Ok(vec![local])),
-            contents: vec![("local".into(), Ok(Vec::new()))],
+            contents: vec![("local", Ok(Vec::new()))],
             bridges: None,
         };
         problems(&placement, "pve1", &survey)

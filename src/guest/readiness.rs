@@ -6,12 +6,12 @@
 //! (the agent's version, the addresses per NIC, the cloud-init result) is kept for the record,
 //! whatever the verdict.
 
-use super::addresses::{describe_skipped, skipped, unusable};
+use super::addresses::{describe_skipped, unusable, Skipped};
 use super::agent_exec::execute;
-use super::evidence::cut_at_the_end;
 use super::exec::{verdict_message, ExecArgs, ExitPolicy};
 use super::locate::Located;
 use super::reference::GuestRef;
+use super::settle::{poll, Heard, Watch};
 use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
 use crate::explain::could_not;
@@ -24,7 +24,6 @@ use crate::pve::property::property;
 use crate::pve::request::PveRequest;
 use crate::quote::Joined;
 use crate::run::Run;
-use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fmt::Write;
 
@@ -77,39 +76,85 @@ impl ReadyArgs {
 }
 
 /// One network interface as the agent reported it: what could reach it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct NicSeen {
     pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
     /// The usable addresses (guest/addresses.rs).
     pub addresses: Vec<String>,
-    /// The addresses it reported that do not count, and why (guest/addresses.rs `skipped`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub skipped: Vec<Value>,
+    /// The addresses it reported that do not count, and why.
+    pub skipped: Vec<Skipped>,
 }
 
 /// Everything a readiness wait saw.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Readiness {
     pub agent_up: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_version: Option<String>,
     pub interfaces: Vec<NicSeen>,
     /// How `cloud-init status --wait` ended (`outcome`, `exitCode`, `status`): JSON built by
-    /// [`cloud_init_seen`], not a struct with a serializer of its own (issue 32).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// [`cloud_init_seen`].
     pub cloud_init: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv4: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv6: Option<String>,
 }
 
+impl Readiness {
+    /// What was seen, as the `-ready` record holds it (`agentUp`, `agentVersion`, `interfaces`
+    /// — each `name`, `mac`, `addresses` and, when any, `skipped` as `{address, why}` — then
+    /// `cloudInit`, `ipv4`, `ipv6`; what is absent left out): built as JSON in plain loops, not
+    /// through derived serializers of these types (issue 32).
+    pub fn record(&self) -> Map<String, Value> {
+        let mut nics = Vec::new();
+        for nic in &self.interfaces {
+            let mut one = Map::new();
+            put(&mut one, "name", Some(&nic.name));
+            put(&mut one, "mac", nic.mac.as_deref());
+            let mut addresses = Vec::new();
+            for address in &nic.addresses {
+                addresses.push(Value::from(address.as_str()));
+            }
+            set(&mut one, "addresses", Value::Array(addresses));
+            let mut skipped = Vec::new();
+            for s in &nic.skipped {
+                let mut entry = Map::new();
+                put(&mut entry, "address", Some(&s.address));
+                put(&mut entry, "why", Some(s.why));
+                skipped.push(Value::Object(entry));
+            }
+            if !skipped.is_empty() {
+                set(&mut one, "skipped", Value::Array(skipped));
+            }
+            nics.push(Value::Object(one));
+        }
+        let mut out = Map::new();
+        set(&mut out, "agentUp", Value::Bool(self.agent_up));
+        put(&mut out, "agentVersion", self.agent_version.as_deref());
+        set(&mut out, "interfaces", Value::Array(nics));
+        if let Some(cloud_init) = &self.cloud_init {
+            set(&mut out, "cloudInit", cloud_init.clone());
+        }
+        put(&mut out, "ipv4", self.ipv4.as_deref());
+        put(&mut out, "ipv6", self.ipv6.as_deref());
+        out
+    }
+}
+
+/// `key: text` into a record, left out when there is no text.
+pub fn put(record: &mut Map<String, Value>, key: &str, text: Option<&str>) {
+    if let Some(text) = text {
+        set(record, key, Value::from(text));
+    }
+}
+
+/// `key: value` into a record: one copy of the insertion for every field (issue 32).
+#[inline(never)]
+pub fn set(record: &mut Map<String, Value>, key: &str, value: Value) {
+    record.insert(key.to_string(), value);
+}
+
 /// Waits until the VM at `at` is ready as `args` asks; `seen` keeps what was observed. The agent's
-/// phases are one course over [`poll_agent`] (each judged by [`Readying`] in plain code); then, when
+/// phases are one course over [`poll`] (each judged by [`Readying`] in plain code); then, when
 /// asked, cloud-init.
 pub async fn await_ready<H: Host>(
     run: &Run<'_, H>,
@@ -133,8 +178,16 @@ pub async fn await_ready<H: Host>(
         stalled: None,
         answered: false,
     };
+    let (pve, deadline) = (run.pve(), pacer.deadline_ms());
     while let Some(request) = course.request(run.kind) {
-        let heard = poll_agent(run, &request, (&mut pacer, &mut progress), &mut course).await;
+        let heard = poll(
+            &pve,
+            &request,
+            deadline,
+            (&mut pacer, &mut progress),
+            &mut course,
+        )
+        .await;
         course.next(heard)?;
     }
     let mut summary = course.summary();
@@ -144,51 +197,6 @@ pub async fn await_ready<H: Host>(
         summary.push_str("; cloud-init status --wait exited 0");
     }
     Ok(summary)
-}
-
-/// What an answer means to the wait that asked for it.
-pub enum Heard {
-    /// The wait is over; what it found.
-    Done(String),
-    /// Ask again after a pause; `tick`: a progress line may be logged meanwhile.
-    Again { tick: bool },
-    /// The wait cannot end well: why.
-    Failed(String),
-}
-
-/// One wait on the guest agent (or one read on the way to one), judged in plain code so that
-/// every such wait shares one loop ([`poll_agent`]).
-pub trait AgentWatch {
-    /// Judges one answer to `request`; `cut`: it is a timeout the wait's deadline cut short.
-    fn heard(&mut self, request: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard;
-    /// What the progress line says is waited for.
-    fn waiting(&self) -> String;
-    /// Why the wait failed once its pacer stopped it.
-    fn stopped(&self, stop: Stopped) -> String;
-}
-
-/// Sends `request` by the pacer's deadline until `watch` is done with its answers, pausing between
-/// them: the one loop of every agent wait.
-pub async fn poll_agent<H: Host>(
-    run: &Run<'_, H>,
-    request: &PveRequest,
-    (pacer, progress): (&mut Pacer, &mut Progress),
-    watch: &mut dyn AgentWatch,
-) -> Result<String, String> {
-    loop {
-        let answer = run.pve().call_by(request, pacer.deadline_ms()).await;
-        // A request the wait's deadline cut short: the wait is over, not broken.
-        let cut = cut_at_the_end(run, &answer, Some(pacer.deadline_ms()));
-        match watch.heard(request, answer, cut) {
-            Heard::Done(found) => return Ok(found),
-            Heard::Failed(why) => return Err(why),
-            Heard::Again { tick: true } => progress.tick(run.host, || watch.waiting()),
-            Heard::Again { tick: false } => {}
-        }
-        if let Err(stop) = pacer.pause(run.host).await {
-            return Err(watch.stopped(stop));
-        }
-    }
 }
 
 /// No agent configured: no answer can ever come, so waiting would only burn the budget.
@@ -384,7 +392,7 @@ impl Readying<'_> {
     }
 }
 
-impl AgentWatch for Readying<'_> {
+impl Watch for Readying<'_> {
     fn heard(&mut self, request: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard {
         match self.phase {
             Some(Phase::Ping) => self.ping(answer, cut),
@@ -414,7 +422,7 @@ impl AgentWatch for Readying<'_> {
         }
     }
 
-    fn stopped(&self, stop: Stopped) -> String {
+    fn stopped(&mut self, stop: Stopped) -> String {
         match (self.phase, &self.stalled) {
             (Some(Phase::Addresses), None) => missing(self.args, self.seen),
             (Some(Phase::Addresses), Some(e)) => {
@@ -519,7 +527,10 @@ pub fn interfaces(data: &Value) -> Vec<NicSeen> {
                     .and_then(|p| u8::try_from(p).ok());
                 match unusable(address, prefix) {
                     None => nic.addresses.push(address.to_string()),
-                    Some(why) => nic.skipped.push(skipped(address, why)),
+                    Some(why) => nic.skipped.push(Skipped {
+                        address: address.to_string(),
+                        why,
+                    }),
                 }
             }
             nic
@@ -552,8 +563,7 @@ fn described(nics: &[NicSeen]) -> String {
                     false => described.push_str(&n.addresses.joined(", ")),
                 }
                 if !n.skipped.is_empty() {
-                    let mut skipped = String::new();
-                    describe_skipped(&mut skipped, &n.skipped);
+                    let skipped = describe_skipped(&n.skipped);
                     let _ = write!(described, " (skipped: {skipped})");
                 }
             }
@@ -610,13 +620,11 @@ async fn cloud_init_done<H: Host>(
 /// each left out when absent.
 fn cloud_init_seen(outcome: &str, exit_code: Option<i64>, status: Option<&str>) -> Value {
     let mut seen = Map::new();
-    seen.insert("outcome".to_string(), Value::from(outcome));
+    put(&mut seen, "outcome", Some(outcome));
     if let Some(code) = exit_code {
-        seen.insert("exitCode".to_string(), Value::from(code));
+        set(&mut seen, "exitCode", Value::from(code));
     }
-    if let Some(status) = status {
-        seen.insert("status".to_string(), Value::from(status));
-    }
+    put(&mut seen, "status", status);
     Value::Object(seen)
 }
 
@@ -632,7 +640,7 @@ mod tests {
                 {"ip-address": "0.0.0.0", "ip-address-type": "ipv4", "prefix": 8}]}]});
         let nics = interfaces(&data);
         assert!(nics[0].addresses.is_empty());
-        assert_eq!(nics[0].skipped[0]["why"], "unspecified");
+        assert_eq!(nics[0].skipped[0].why, "unspecified");
         assert_eq!(
             described(&nics),
             "eth0 bc:24:11:00:00:01: no address (skipped: 0.0.0.0 (unspecified))"

@@ -6,6 +6,9 @@
 //! qemu-server's clone and pve-container's create write the new guest's config — final name and
 //! tags included — under the lock before the work is done. Every wait here therefore holds out for
 //! the target AND no lock, and a wait that runs out while locked names the lock.
+//!
+//! Every wait on repeated reads — this one, the guest agent's, a command's status — runs the one
+//! loop here ([`poll`]), judging each answer in its own plain code ([`Watch`]).
 
 use super::locate::Located;
 use crate::client::{shaped, Pve};
@@ -15,30 +18,38 @@ use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::{ErrorKind, PveError};
+use crate::pve::request::{PveRequest, Repeat};
 use crate::pve::responses::GuestStatus;
+use serde_json::Value;
 use std::fmt::Write;
 
 /// How a wait's error begins when the state could not be read (not when it was read and wrong).
 pub const UNREADABLE: &str = "its state could not be read";
 
-/// `GET …/status/current` of a located guest.
+/// `GET …/status/current` of a located guest (`once`: not tried again after a failure).
 pub async fn read_status<H: Host>(
     pve: &Pve<'_, H>,
     kind: GuestKind,
     at: &Located,
+    once: bool,
 ) -> Result<GuestStatus, PveError> {
-    let request = endpoints::guest_status(&at.node, kind, at.vmid);
+    let mut request = endpoints::guest_status(&at.node, kind, at.vmid);
+    if once {
+        request.repeat = Repeat::Never;
+    }
     let answer = pve.call(&request).await;
     shaped(&request, "a guest status", answer)
 }
 
 /// Where a wait keeps the last status it read, when it read it, and after how many of the run's
-/// mutations (`mutations`, stored in `after` on each read).
+/// mutations (`mutations`, stored in `after` on each read); `unreadable`, when given: whether the
+/// wait ended because the state could not be read.
 pub struct Seen<'a> {
     pub status: &'a mut GuestStatus,
     pub at_ms: &'a mut f64,
     pub after: &'a mut u32,
     pub mutations: u32,
+    pub unreadable: Option<&'a mut bool>,
 }
 
 /// The guest's lock, if PVE reports one.
@@ -80,41 +91,134 @@ fn unlock_command(kind: GuestKind) -> &'static str {
 /// least once), backing off from a fast first poll up to `pollIntervalSec`. `seen` keeps the last
 /// status read whatever happens; `Err` says why the target was not observed (naming a lock still
 /// held).
+///
+/// Its arguments are taken whole, so that a caller that only fills them in returns this future as
+/// its own (no wrapper's state machine, issue 32).
 pub async fn settle<H: Host>(
-    pve: &Pve<'_, H>,
+    pve: Pve<'_, H>,
     kind: GuestKind,
     at: &Located,
     budget_ms: u64,
     reached: &dyn Fn(&GuestStatus) -> bool,
-    seen: &mut Seen<'_>,
+    mut seen: Seen<'_>,
 ) -> Result<(), String> {
+    if let Some(unreadable) = seen.unreadable.as_deref_mut() {
+        *unreadable = false;
+    }
     let mut pacer = Pacer::new(pve.host.now_ms(), budget_ms, pve.poll_cap_ms);
     let request = endpoints::guest_status(&at.node, kind, at.vmid);
     let mut progress = Progress::start(pve.host.now_ms());
-    let out_of_time = |last: &GuestStatus| stopped(Stopped::OutOfTime, budget_ms, last);
-    loop {
-        // Each read ends by the wait's end (`Pve::call_by`): the budget is met within one request.
-        let answer = pve.call_by(&request, pacer.deadline_ms()).await;
-        match shaped::<GuestStatus>(&request, "a guest status", answer) {
+    let deadline = pacer.deadline_ms();
+    let mut watch = Settling {
+        host: pve.host,
+        kind,
+        at,
+        budget_ms,
+        reached,
+        seen,
+    };
+    // Each read ends by the wait's end (`Pve::call_by`): the budget is met within one request.
+    let settled = poll(
+        &pve,
+        &request,
+        deadline,
+        (&mut pacer, &mut progress),
+        &mut watch,
+    )
+    .await;
+    settled.map(drop)
+}
+
+/// [`settle`]'s judging of each status read.
+struct Settling<'a, 's, H> {
+    host: &'a H,
+    kind: GuestKind,
+    at: &'a Located,
+    budget_ms: u64,
+    reached: &'a dyn Fn(&GuestStatus) -> bool,
+    seen: Seen<'s>,
+}
+
+impl<H: Host> Watch for Settling<'_, '_, H> {
+    fn heard(&mut self, request: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard {
+        let seen = &mut self.seen;
+        match shaped::<GuestStatus>(request, "a guest status", answer) {
             Ok(status) => *seen.status = status,
             // The wait's end cut the read short: the wait ran out, the last status stands.
-            Err(e) if e.kind == ErrorKind::Timeout && pve.host.now_ms() >= pacer.deadline_ms() => {
-                let why = out_of_time(seen.status);
-                return Err(format!("{why}; its last read was not answered ({e})"));
+            Err(e) if cut => {
+                let why = stopped(Stopped::OutOfTime, self.budget_ms, seen.status);
+                return Heard::Failed(format!("{why}; its last read was not answered ({e})"));
             }
-            Err(e) => return Err(format!("{UNREADABLE} ({e} — {})", hint(e.kind))),
+            Err(e) => {
+                if let Some(unreadable) = seen.unreadable.as_deref_mut() {
+                    *unreadable = true;
+                }
+                return Heard::Failed(format!("{UNREADABLE} ({e} — {})", hint(e.kind)));
+            }
         }
-        *seen.at_ms = pve.host.now_ms();
+        *seen.at_ms = self.host.now_ms();
         *seen.after = seen.mutations;
-        let seen = &*seen.status;
-        if reached(seen) && busy_lock(seen).is_none() {
-            return Ok(());
+        match (self.reached)(seen.status) && busy_lock(seen.status).is_none() {
+            true => Heard::Done(String::new()),
+            false => Heard::Again { tick: true },
         }
-        progress.tick(pve.host, || waiting_on(kind, at, seen));
-        pacer
-            .pause(pve.host)
-            .await
-            .map_err(|stop| stopped(stop, budget_ms, seen))?;
+    }
+
+    fn waiting(&self) -> String {
+        waiting_on(self.kind, self.at, self.seen.status)
+    }
+
+    fn stopped(&mut self, stop: Stopped) -> String {
+        stopped(stop, self.budget_ms, self.seen.status)
+    }
+}
+
+/// What an answer means to the wait that asked for it ([`Watch`]).
+pub enum Heard {
+    /// The wait is over; what it found.
+    Done(String),
+    /// Ask again after a pause; `tick`: a progress line may be logged meanwhile.
+    Again { tick: bool },
+    /// The wait cannot end well: why.
+    Failed(String),
+}
+
+/// One wait on repeated reads of one request — a guest's state ([`settle`]), its agent
+/// (guest/readiness.rs, `start`'s waitForIp), a command's status (guest/agent_exec.rs) — judged in
+/// plain code, so that every such wait shares one loop ([`poll`]).
+pub trait Watch {
+    /// Judges one answer to `request`; `cut`: it is a timeout the wait's deadline cut short.
+    fn heard(&mut self, request: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard;
+    /// What the progress line says is waited for.
+    fn waiting(&self) -> String;
+    /// Why the wait failed once its pacer stopped it.
+    fn stopped(&mut self, stop: Stopped) -> String;
+}
+
+/// Sends `request` by `deadline_ms` until `watch` is done with its answers, pausing between them
+/// as `pacer` says: the one loop of every wait (one state machine for all, issue 32).
+pub async fn poll<H: Host>(
+    pve: &Pve<'_, H>,
+    request: &PveRequest,
+    deadline_ms: f64,
+    (pacer, progress): (&mut Pacer, &mut Progress),
+    watch: &mut dyn Watch,
+) -> Result<String, String> {
+    loop {
+        let answer = pve.call_by(request, deadline_ms).await;
+        // A request the wait's deadline cut short: the wait is over, not broken.
+        let cut = answer
+            .as_ref()
+            .is_err_and(|e| e.kind == ErrorKind::Timeout && pve.host.now_ms() >= deadline_ms);
+        match watch.heard(request, answer, cut) {
+            Heard::Done(found) => return Ok(found),
+            Heard::Failed(why) => return Err(why),
+            Heard::Again { tick: true } => progress.tick(pve.host, || watch.waiting()),
+            Heard::Again { tick: false } => {}
+        }
+        if let Err(stop) = pacer.pause(pve.host).await {
+            return Err(watch.stopped(stop));
+        }
     }
 }
 
@@ -231,16 +335,17 @@ mod tests {
         let mut seen = parse(&json!({"status": "stopped"})).unwrap();
         let (mut at_ms, mut after) = (0.0, 0);
         let result = block_on(settle(
-            &pve,
+            pve,
             GuestKind::Qemu,
             &at,
             budget_ms,
             &|s| s.status == "running",
-            &mut Seen {
+            Seen {
                 status: &mut seen,
                 at_ms: &mut at_ms,
                 after: &mut after,
                 mutations: 0,
+                unreadable: None,
             },
         ));
         (result, seen)

@@ -166,12 +166,8 @@ fn slot_rule(kind: GuestKind) -> &'static str {
 
 /// The key of `config` that holds `volume` attached (an `unusedN` holds it detached).
 fn holder<'c>(config: &'c Map<String, Value>, volume: &str) -> Option<&'c str> {
-    for key in config.keys() {
-        if !is_unused(key) && volume_at(config, key) == Some(volume) {
-            return Some(key);
-        }
-    }
-    None
+    let attached = |key: &&String| !is_unused(key) && volume_at(config, key) == Some(volume);
+    config.keys().find(attached).map(String::as_str)
 }
 
 /// What the read-back shows of the volume: in which key, and no longer `unusedN` once applied.

@@ -6,7 +6,6 @@
 
 use crate::args::ArgError;
 use crate::guest::evidence::{sight_look_to_change, Look};
-use crate::guest::locate::absent_message;
 use crate::guest::record::GuestRecord;
 use crate::host::Host;
 use crate::methods::move_disk::{self, MoveArgs};
@@ -80,8 +79,7 @@ pub async fn guest_change<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse)
             ": there is no config to change",
         ),
     };
-    let absent = |vmid| absent_message(run.kind, vmid, words);
-    let mut ev = match sight_look_to_change(run, target, look, &absent).await {
+    let mut ev = match sight_look_to_change(run, target, look, words).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

@@ -18,7 +18,7 @@ use crate::guest::reference::GuestRef;
 use crate::guest::target::Target;
 use crate::host::Host;
 use crate::methods::get_config::read_snapshot;
-use crate::methods::set_config::{apply, pending_read_after_reboot};
+use crate::methods::set_config::{apply, pending_read_after_reboot, SetConfigArgs};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
@@ -36,9 +36,10 @@ const CITYPES: [&str; 3] = ["configdrive2", "nocloud", "opennebula"];
 /// The arguments of `cloudInit`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CloudInitArgs {
-    pub target: GuestRef,
-    /// The cloud-init options to set, as PVE names them, in a fixed order.
-    pub options: Vec<(String, String)>,
+    /// The target and the cloud-init options to set (`changes`, as PVE names them, in a fixed
+    /// order), set as `setConfig` sets them, leaving what is pending for later; one value, not a
+    /// copy made to set them (issue 32).
+    pub set: SetConfigArgs,
     pub apply_pending: ApplyPending,
     /// The shutdown half of a reboot (applyPending: "reboot").
     pub timeout_sec: u64,
@@ -109,8 +110,11 @@ impl CloudInitArgs {
             options.push(("ciupgrade".into(), if upgrade { "1" } else { "0" }.into()));
         }
         Ok(CloudInitArgs {
-            target,
-            options,
+            set: SetConfigArgs {
+                target,
+                changes: options,
+                apply_pending: ApplyPending::Later,
+            },
             apply_pending: match apply.text {
                 Some("reboot") => ApplyPending::Reboot,
                 _ => ApplyPending::Later,
@@ -120,7 +124,7 @@ impl CloudInitArgs {
     }
 
     fn value(&self, key: &str) -> Option<&str> {
-        for (k, v) in &self.options {
+        for (k, v) in &self.set.changes {
             if k == key {
                 return Some(v);
             }
@@ -169,6 +173,28 @@ fn check_ssh_keys(keys: &str) -> Result<(), ArgError> {
     Ok(())
 }
 
+/// A request of `cloudInit`'s course, in [`STEPS`]' order.
+#[derive(Clone, Copy)]
+enum Step {
+    /// The config the VM runs with: it must hold a cloud-init drive.
+    Config,
+    /// `PUT …/cloudinit`, once the options are set.
+    Regenerate,
+    /// `GET …/cloudinit/dump?type=<part>`.
+    Dump(&'static str),
+    /// `GET …/cloudinit`: what is pending against the drive.
+    Pending,
+}
+
+const STEPS: [Step; 6] = [
+    Step::Config,
+    Step::Regenerate,
+    Step::Dump("user"),
+    Step::Dump("network"),
+    Step::Dump("meta"),
+    Step::Pending,
+];
+
 /// Runs `cloudInit`: the module doc's steps, ending in the guest's record with what it left
 /// pending.
 pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
@@ -176,7 +202,7 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let mut ev = match sight_to_change(run, &args.target, "configure cloud-init for").await {
+    let mut ev = match sight_to_change(run, &args.set.target, "configure cloud-init for").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
@@ -188,45 +214,56 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let verdict = 'configure: {
         let (label, vmid) = (ev.label(run), ev.at.vmid);
         let pve = run.pve();
-        let request = endpoints::guest_config_current(&ev.at.node, run.kind, vmid);
-        let answer = pve.call(&request).await;
-        let config = ev.config_read(run, &request, answer);
-        or_break!('configure, require_drive(&label, vmid, config));
-        if !args.options.is_empty() {
-            let (applied, snapshot) = apply(run, &mut ev, &args.options).await;
-            if let Some(snapshot) = snapshot {
-                pending = snapshot.pending;
-            }
-            or_break!('configure, applied);
-        }
-        let request = endpoints::cloudinit_regenerate(&ev.at.node, vmid);
-        ev.trail.sending();
-        let answer = pve.call(&request).await;
-        ev.trail.answered(&answer);
-        or_break!('configure, answer.map_err(|e| {
-            let action = format!("regenerate the cloud-init drive of {label}");
-            mutation_failed(&action, &e, "GET …/cloudinit (run cloudInit again)").0
-        }));
-        let mut missing = Vec::new();
-        for part in ["user", "network", "meta"] {
-            let request = endpoints::cloudinit_dump(&ev.at.node, vmid, part);
+        let (mut missing, mut summary) = (Vec::new(), String::new());
+        // Its requests in order, sent from one await (issue 32): the config, `PUT …/cloudinit`,
+        // the three dumps, `GET …/cloudinit`.
+        for step in STEPS {
+            let request = match step {
+                Step::Config => endpoints::guest_config_current(&ev.at.node, run.kind, vmid),
+                Step::Regenerate => {
+                    ev.trail.sending();
+                    endpoints::cloudinit_regenerate(&ev.at.node, vmid)
+                }
+                Step::Dump(part) => endpoints::cloudinit_dump(&ev.at.node, vmid, part),
+                Step::Pending if !missing.is_empty() => break 'configure Err(format!(
+                    "the cloud-init config PVE generates for {label} lacks what was asked: {} — check the options' format (and cicustom, whose files replace the generated parts)",
+                    missing.joined("; ")
+                )),
+                Step::Pending => endpoints::cloudinit_pending(&ev.at.node, vmid),
+            };
             let answer = pve.call(&request).await;
-            let text: String = or_break!('configure, shaped(&request, "a cloud-init config", answer).map_err(|e| {
-                let action = format!("read the generated cloud-init {part} config of {label}");
-                could_not(&action, &e).0
-            }));
-            missing.append(&mut lacks(part, &text, &args));
+            match step {
+                Step::Config => {
+                    let config = ev.config_read(run, &request, answer);
+                    or_break!('configure, require_drive(&label, vmid, config));
+                    if !args.set.changes.is_empty() {
+                        let (applied, snapshot) = apply(run, &mut ev, &args.set.changes).await;
+                        if let Some(snapshot) = snapshot {
+                            pending = snapshot.pending;
+                        }
+                        or_break!('configure, applied);
+                    }
+                }
+                Step::Regenerate => {
+                    ev.trail.answered(&answer);
+                    or_break!('configure, answer.map_err(|e| {
+                        let action = format!("regenerate the cloud-init drive of {label}");
+                        mutation_failed(&action, &e, "GET …/cloudinit (run cloudInit again)").0
+                    }));
+                }
+                Step::Dump(part) => {
+                    let text: String = or_break!('configure, shaped(&request, "a cloud-init config", answer).map_err(|e| {
+                        let action = format!("read the generated cloud-init {part} config of {label}");
+                        could_not(&action, &e).0
+                    }));
+                    missing.append(&mut lacks(part, &text, &args));
+                }
+                Step::Pending => {
+                    let rows = shaped(&request, "a cloud-init pending list", answer);
+                    summary = or_break!('configure, drive_current(&label, &args, rows));
+                }
+            }
         }
-        if !missing.is_empty() {
-            break 'configure Err(format!(
-                "the cloud-init config PVE generates for {label} lacks what was asked: {} — check the options' format (and cicustom, whose files replace the generated parts)",
-                missing.joined("; ")
-            ));
-        }
-        let request = endpoints::cloudinit_pending(&ev.at.node, vmid);
-        let answer = pve.call(&request).await;
-        let rows = shaped(&request, "a cloud-init pending list", answer);
-        let summary = or_break!('configure, drive_current(&label, &args, rows));
         if let Some(verdict) = without_reboot(run, &mut ev, &args, &summary) {
             break 'configure Ok(verdict);
         }
@@ -364,7 +401,7 @@ fn lacks(part: &str, text: &str, args: &CloudInitArgs) -> Vec<String> {
             }
         }
         "network" => {
-            for (key, value) in &args.options {
+            for (key, value) in &args.set.changes {
                 if !key.starts_with("ipconfig") {
                     continue;
                 }
@@ -434,11 +471,11 @@ fn drive_current(
 }
 
 fn described(args: &CloudInitArgs) -> String {
-    match args.options.is_empty() {
+    match args.set.changes.is_empty() {
         true => "the VM's current cloud-init options".to_string(),
         false => {
             let mut keys = String::new();
-            for (key, _) in &args.options {
+            for (key, _) in &args.set.changes {
                 push_item(&mut keys, ", ", key);
             }
             keys

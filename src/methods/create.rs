@@ -308,7 +308,7 @@ mod tests {
                 storage("local-lvm", "images,rootdir", 100),
             ])),
             contents: vec![(
-                "local".into(),
+                "local",
                 Ok(vec![StorageVolume {
                     volid: TEMPLATE.to_string(),
                     size: None,

@@ -9,11 +9,8 @@
 
 use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::explain::could_not;
-use crate::guest::evidence::{
-    absent_outcome, cut_short, sight_with, unlocked, Evidence, Look, Sighting,
-};
+use crate::guest::evidence::{cut_short, sight_to_remove, Evidence};
 use crate::guest::gates;
-use crate::guest::locate::absent_message;
 use crate::guest::locate::next_id_free_by;
 use crate::guest::power::transition;
 use crate::guest::record::GuestRecord;
@@ -64,15 +61,7 @@ pub async fn delete<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let present = match sight_with(run, &args.target, Look::ToAct).await {
-        Ok(Sighting::Present(ev)) => ev,
-        Ok(Sighting::Absent(vmid)) => {
-            let summary = absent_message(run.kind, vmid, ": nothing to delete");
-            return absent_outcome(run, vmid, Ok(summary));
-        }
-        Err(failure) => return failure.into(),
-    };
-    let mut ev = match unlocked(run, present).await {
+    let mut ev = match sight_to_remove(run, &args.target, ": nothing to delete").await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };

@@ -106,9 +106,9 @@ fn source<H: Host>(
                 .into(),
         );
     }
-    let format = format_of(&value, &volid);
+    let format = format_of(&value, volid);
     let same_format = args.format.as_ref().is_none_or(|f| *f == format);
-    match storage_of(&volid) == args.storage && same_format {
+    match storage_of(volid) == args.storage && same_format {
         true => Ok(None),
         false => Ok(Some(volid.to_string())),
     }

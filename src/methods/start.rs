@@ -14,11 +14,10 @@ use crate::guest::create_course::{create_course, NewGuest};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::power::{already, transition};
 use crate::guest::readiness::{
-    await_ready, interfaces, no_agent, poll_agent, stopped_after, waits_for_agent, AgentWatch,
-    Heard, Readiness, ReadyArgs,
+    await_ready, interfaces, no_agent, stopped_after, waits_for_agent, Readiness, ReadyArgs,
 };
 use crate::guest::reference::GuestRef;
-use crate::guest::settle::{describe, lock_of, HIBERNATED};
+use crate::guest::settle::{describe, lock_of, poll, Heard, Watch, HIBERNATED};
 use crate::guest::target::Target;
 use crate::host::Host;
 use crate::methods::wait_ready::ready_outcome;
@@ -172,7 +171,15 @@ async fn up<H: Host>(
                         timeout_sec: run.global.task_timeout_sec,
                         last: "no answer yet".to_string(),
                     };
-                    poll_agent(run, &request, (&mut pacer, &mut progress), &mut watch).await
+                    let pve = run.pve();
+                    poll(
+                        &pve,
+                        &request,
+                        deadline,
+                        (&mut pacer, &mut progress),
+                        &mut watch,
+                    )
+                    .await
                 }
                 // A container's address: the first static IPv4 `ip=` of its netN, in index order,
                 // from the config it runs with; read from this course's own await (no wrapper's
@@ -341,18 +348,21 @@ fn is_ipv4(text: &str) -> bool {
 /// them); `Err` says there is none, naming the addresses seen and skipped.
 fn first_usable_ipv4(data: &Value) -> Result<String, String> {
     let nics = interfaces(data);
-    let mut skipped = String::new();
+    let mut skipped = Vec::new();
     for nic in &nics {
         for ip in &nic.addresses {
             if !ip.contains(':') {
                 return Ok(ip.clone());
             }
         }
-        describe_skipped(&mut skipped, &nic.skipped);
+        skipped.extend_from_slice(&nic.skipped);
     }
     Err(match skipped.is_empty() {
         true => "the agent reported no IPv4 address".to_string(),
-        false => format!("the agent reported no usable IPv4 address (skipped: {skipped})"),
+        false => format!(
+            "the agent reported no usable IPv4 address (skipped: {})",
+            describe_skipped(&skipped)
+        ),
     })
 }
 
@@ -363,7 +373,7 @@ struct IpWatch {
     last: String,
 }
 
-impl AgentWatch for IpWatch {
+impl Watch for IpWatch {
     fn heard(&mut self, _: &PveRequest, answer: Result<Value, PveError>, cut: bool) -> Heard {
         self.last = match answer {
             Ok(data) => match first_usable_ipv4(&data) {
@@ -384,7 +394,7 @@ impl AgentWatch for IpWatch {
         format!("an IPv4 address of VM {} — {}", self.vmid, self.last)
     }
 
-    fn stopped(&self, stop: Stopped) -> String {
+    fn stopped(&mut self, stop: Stopped) -> String {
         match stop {
             Stopped::OutOfTime => format!(
                 "none within taskTimeoutSec={}s ({})",

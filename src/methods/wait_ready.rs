@@ -5,15 +5,14 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::{sight_present, Evidence};
-use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
+use crate::guest::readiness::{await_ready, put, set, Readiness, ReadyArgs};
 use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::describe;
 use crate::guest::target::Target;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
-use crate::run::{write, Run};
-use serde::Serialize;
+use crate::run::{write, write_value, Run};
 use serde_json::Value;
 
 /// The arguments of `waitReady`.
@@ -31,22 +30,6 @@ impl WaitReadyArgs {
             ready: ReadyArgs::parse(&fields)?,
         })
     }
-}
-
-/// The `vm-<vmid>-ready` record.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ReadyRecord {
-    vmid: u32,
-    node: String,
-    ready: bool,
-    #[serde(flatten)]
-    seen: Readiness,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-    waited_ms: u64,
-    last_operation: String,
-    recorded_at: String,
 }
 
 /// Runs `waitReady`.
@@ -88,19 +71,28 @@ pub fn ready_outcome<H: Host>(
         ev.ipv4 = seen.ipv4.clone();
     }
     let state = ev.record_of(state);
-    let record = ReadyRecord {
-        vmid: ev.at.vmid,
-        node: ev.at.node.clone(),
-        ready: verdict.is_ok(),
-        seen,
-        error: verdict.as_ref().err().cloned(),
-        waited_ms: (run.host.now_ms() - started_ms).max(0.0).round() as u64,
-        last_operation: run.method.to_string(),
-        recorded_at: run.now_iso(),
-    };
+    // The `vm-<vmid>-ready` record: what was seen, with the verdict and the wait's length; built
+    // as JSON, not a derived record type (issue 32).
+    let mut record = seen.record();
+    set(&mut record, "vmid", Value::from(ev.at.vmid));
+    put(&mut record, "node", Some(&ev.at.node));
+    set(&mut record, "ready", Value::Bool(verdict.is_ok()));
+    put(
+        &mut record,
+        "error",
+        verdict.as_ref().err().map(String::as_str),
+    );
+    let waited_ms = (run.host.now_ms() - started_ms).max(0.0).round() as u64;
+    set(&mut record, "waitedMs", Value::from(waited_ms));
+    put(&mut record, "lastOperation", Some(run.method));
+    set(&mut record, "recordedAt", Value::from(run.now_iso()));
     let writes = vec![
         write(run.guest_spec(), run.guest_instance(ev.at.vmid), &state),
-        write("ready", format!("vm-{}-ready", ev.at.vmid), &record),
+        write_value(
+            "ready",
+            format!("vm-{}-ready", ev.at.vmid),
+            Value::Object(record),
+        ),
     ];
     match verdict {
         Ok(summary) => Outcome::succeeded(writes, summary),
