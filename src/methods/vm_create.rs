@@ -125,6 +125,8 @@ impl VmCreateArgs {
         let vmid = VmidChoice::parse(&fields)?;
         fields.read_all(rest, read_rest)?;
         let [name, cores, memory, agent, start] = read;
+        // Read before the name is copied: a refusal then has nothing more to drop.
+        let ready = ReadyArgs::wait_ready(&fields)?;
         Ok(VmCreateArgs {
             vmid,
             name: name.owned_or(""),
@@ -132,7 +134,7 @@ impl VmCreateArgs {
             memory: memory.count(),
             agent: agent.flag(),
             start: start.int != 0,
-            ready: ReadyArgs::wait_ready(&fields)?,
+            ready,
             config,
         })
     }
