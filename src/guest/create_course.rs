@@ -391,25 +391,32 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             before.archive = archive;
             before.over = over.is_some();
             let mut trail = TaskTrail::default();
-            let request = |vmid: u32| guest.request(&node, vmid, &before);
-            let action = |vmid: u32| guest.action(noun, &node, vmid, &before);
             // The creating request for the chosen VMID and its task, a given VMID and a free one
             // alike through one [`Claim`] (its requests sent from this course's own await): the
             // VMID the guest got, and how it was chosen (a prefix for the summary). A given VMID
             // was judged as a re-run above.
             let mut claim = Claim::new(choice);
             let made = 'claim: loop {
-                let sent = or_break!('claim, claim.next(&mut trail, &request));
+                let vmid = claim.candidate;
+                let sent = match or_break!('claim, claim.next()) {
+                    Some(read) => read,
+                    None => {
+                        trail.sending();
+                        guest.request(&node, vmid, &before)
+                    }
+                };
                 let answer = pve.call(&sent).await;
-                let heard = claim.heard(run, &mut trail, &sent, answer, &action);
-                if let Some(upid) = or_break!('claim, heard) {
-                    let vmid = claim.candidate;
+                let heard = claim.heard(run, &mut trail, &sent, answer);
+                if let Some(answer) = or_break!('claim, heard) {
+                    // The action as messages name it: "clone VM 9000 on node pve1 to VMID 123".
+                    let action = guest.action(noun, &node, vmid, &before);
+                    let upid = or_break!('claim, trail.accepted(answer, &sent, &action));
                     // The task's own words name it by UPID only: say which action it was.
                     let followed = follow_task(pve, &upid).await;
                     break trail
                         .followed(followed)
                         .map(|()| vmid)
-                        .map_err(|why| format!("{}: {why}", action(vmid)));
+                        .map_err(|why| format!("{action}: {why}"));
                 }
             };
             let vmid = match made {

@@ -21,7 +21,6 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::ClusterGuest;
-use crate::pve::upid::Upid;
 use crate::run::Run;
 use serde_json::Value;
 
@@ -126,15 +125,12 @@ impl Claim {
         }
     }
 
-    /// The next request: nextid, the listing, or the creating request `request(id)` for the
-    /// candidate (noted as a mutation in `trail`); `Err` when no VMID is left to try.
-    pub fn next(
-        &self,
-        trail: &mut TaskTrail,
-        request: &dyn Fn(u32) -> PveRequest,
-    ) -> Result<PveRequest, String> {
+    /// The next request: nextid or the listing (`Ok(Some)`), or (`Ok(None)`) the creating request
+    /// for [`Claim::candidate`], which the course builds and notes as a mutation itself; `Err`
+    /// when no VMID is left to try.
+    pub fn next(&self) -> Result<Option<PveRequest>, String> {
         let (min, max, taken) = (self.min, self.max, &self.taken);
-        Ok(match self.phase {
+        Ok(Some(match self.phase {
             Phase::Proposal => endpoints::next_free_id(),
             Phase::Listing => endpoints::cluster_guests(),
             Phase::Claim => {
@@ -148,23 +144,22 @@ impl Claim {
                 if self.candidate > max {
                     return Err(exhausted(min, max, self.proposed, taken));
                 }
-                trail.sending();
-                request(self.candidate)
+                return Ok(None);
             }
-        })
+        }))
     }
 
-    /// The answer to `request` ([`Claim::next`]'s): `Some` the task PVE started for the candidate
-    /// (`action(id)` names the step in messages: "clone VM 9000 on node pve1 to VMID 123"); `None`
-    /// when another request is to be sent.
+    /// The answer to `request` ([`Claim::next`]'s, or the creating request): `Some` the creating
+    /// request's answer for the course to judge (PVE accepted it, or refused it for another reason
+    /// than another guest holding the id); `None` when another request is to be sent (`trail`
+    /// forgets a creating request PVE refused because the id was taken: nothing was changed).
     pub fn heard<H: Host>(
         &mut self,
         run: &Run<'_, H>,
         trail: &mut TaskTrail,
         request: &PveRequest,
         answer: Result<Value, PveError>,
-        action: &dyn Fn(u32) -> String,
-    ) -> Result<Option<Upid>, String> {
+    ) -> Result<Option<Result<Value, PveError>>, String> {
         self.phase = match self.phase {
             Phase::Proposal => {
                 self.proposed = lowest_free(request, answer)?;
@@ -192,9 +187,7 @@ impl Claim {
                         self.candidate = skip_listed(&self.listed, candidate + 1);
                         Ok(None)
                     }
-                    answer => trail
-                        .accepted(answer, request, &action(candidate))
-                        .map(Some),
+                    answer => Ok(Some(answer)),
                 };
             }
         };
