@@ -80,9 +80,9 @@ impl VmidChoice {
 }
 
 /// The VMID a new guest gets, decided request by request: the create course sends each request
-/// [`Claim::next`] plans from its own await and hands the answer to [`Claim::heard`], then follows
-/// the task of the request PVE accepted (plain steps: each await point costs the course room,
-/// docs/performance.md). A given VMID is sent as it is (PVE's refusal is the failure:
+/// [`Claim::next`] plans (or, for the candidate, its creating request) from its own await and
+/// hands the answer to [`Claim::heard`], then follows the task of the request PVE accepted (plain
+/// steps: each await point costs the course room, docs/performance.md). A given VMID is sent as it is (PVE's refusal is the failure:
 /// `create_course` judged a taken one before); a free one in `min..=max` is claimed: nextid
 /// proposes the lowest free id of the whole cluster; a range above it starts past the ids the
 /// listing shows in use (the token may not see all: PVE's refusal still decides).
