@@ -350,11 +350,11 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     // in `$load_and_check`, before the worker forks) — one vzdump is backing up,
                     // say.
                     let Some(lock) = lock_of(&template.status).map(str::to_owned) else {
-                        break 'template template.at.node;
+                        break 'template std::mem::take(&mut template.at.node);
                     };
                     let budget_ms = run.wait_budget_ms();
                     match settle_evidence(run, &mut template, budget_ms, &|_| true).await {
-                        Ok(()) => template.at.node,
+                        Ok(()) => std::mem::take(&mut template.at.node),
                         Err(why) => {
                             return ended(None, format!(
                                 "template VM {} on node {} did not show its lock released: {why} — {}",
