@@ -65,6 +65,9 @@ for (const afterHandler of [false, true]) {
         kind: "reset",
         afterHandler,
       });
+      // A start task long enough that the run ends before it does, however busy the machine:
+      // the record then shows the state read before the start's effect, as on a real node.
+      env.sim.nextTask({ durationMs: 2_000 });
       const r = await env.run("start", { vmid: 120 });
       assert.equal(r.status, "failed");
       assert.equal(sent(env, "POST", /\/qemu\/120\/status\/start$/).length, 1);
@@ -72,11 +75,13 @@ for (const afterHandler of [false, true]) {
       assert.match(r.error ?? "", /check the guest's state \(run lookup\)/);
       // The record holds what was observed (stopped, before the start), never "running".
       assert.equal(written(r, "vm-120").status, "stopped");
-      // Following the advice shows what really happened.
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Following the advice, once the task PVE carried out has ended, shows what really happened.
+      const expected = afterHandler ? "running" : "stopped";
+      for (let i = 0; i < 100 && env.sim.guest(120)?.status !== expected; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       const look = await env.run("lookup", { vmid: 120 });
       assert.equal(look.status, "succeeded", look.error);
-      const expected = afterHandler ? "running" : "stopped";
       assert.equal(written(look, "vm-120").status, expected);
       assert.equal(env.sim.guest(120)?.status, expected);
     });
