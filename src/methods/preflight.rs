@@ -452,8 +452,6 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         Ok(plan) => plan,
         Err(message) => return Outcome::failed(Vec::new(), message),
     };
-    let s = &plan.subjects;
-    let versioned = plan.checks.iter().any(|c| version_matters(&c.check, s));
     let mut paths = AclPaths::default();
     for major in [8, 9] {
         plan.subjects.major = major;
@@ -463,6 +461,8 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         Ok(held) => held,
         Err(why) => return could_not_run(run, method, &why),
     };
+    let s = &plan.subjects;
+    let versioned = plan.checks.iter().any(|c| version_matters(&c.check, s));
     let caller = Caller::of(&run.global.transport);
     let mut on = |major| {
         plan.subjects.major = major;
