@@ -184,14 +184,15 @@ pub struct MethodFitness<'a> {
 /// The `preflight-<node>` record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PreflightRecord {
-    pub node: String,
+pub struct PreflightRecord<'a> {
+    /// Borrowed from the run, as `caller` and `last_operation`: no text copied (issue 32).
+    pub node: &'a str,
     /// The node answered `GET /version`.
     pub reachable: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pve_version: Option<String>,
     /// `token` (the api transport) or `root@pam` (pvesh over ssh).
-    pub caller: String,
+    pub caller: &'static str,
     /// Every method asked about can work.
     pub ready: bool,
     /// Each method's [`MethodFitness`], made JSON one by one: no serializer of a list of them is
@@ -202,7 +203,7 @@ pub struct PreflightRecord {
     pub privileges: Map<String, Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    pub last_operation: String,
+    pub last_operation: &'a str,
     pub recorded_at: String,
 }
 
@@ -360,18 +361,18 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     let node = run.global.transport.node();
     let mut record = PreflightRecord {
-        node: node.to_string(),
+        node,
         reachable: false,
         pve_version: None,
         caller: match Caller::of(&run.global.transport) {
-            Caller::Token => "token".into(),
-            Caller::RootPam => "root@pam".into(),
+            Caller::Token => "token",
+            Caller::RootPam => "root@pam",
         },
         ready: false,
         methods: Vec::new(),
         privileges: Map::new(),
         error: None,
-        last_operation: run.method.to_string(),
+        last_operation: run.method,
         recorded_at: run.now_iso(),
     };
     // The course in a labeled block (`or_break!` its `?`), not an async function of its own: each
