@@ -47,14 +47,14 @@ use serde_json::{Map, Value};
 /// The arguments of `preflight`: the methods to ask about, and the values their paths are made of,
 /// as those methods take them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreflightArgs {
+pub struct PreflightArgs<'a> {
     pub methods: Vec<String>,
     /// The guest the methods act on (for `clone`, `create` and `restore`: the VMID they make).
     pub vmid: Option<u32>,
     /// `clone`'s template.
     pub template_id: Option<u32>,
-    /// The storage the methods allocate on (or list).
-    pub storage: Option<String>,
+    /// The storage the methods allocate on (or list), borrowed from the arguments.
+    pub storage: Option<&'a str>,
 }
 
 /// The methods of `kind` preflight may ask about (what it needs itself any token may do).
@@ -68,8 +68,8 @@ fn askable(kind: GuestKind) -> Vec<&'static str> {
     askable
 }
 
-impl PreflightArgs {
-    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
+impl<'a> PreflightArgs<'a> {
+    pub fn parse(kind: GuestKind, args: &'a Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let own = askable(kind);
         let methods = match fields.optional::<Vec<String>>("methods")? {
@@ -115,7 +115,7 @@ impl PreflightArgs {
             methods,
             vmid: vmid("vmid")?,
             template_id: vmid("templateId")?,
-            storage: storage.map(str::to_string),
+            storage,
         })
     }
 }
@@ -386,8 +386,7 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let mut plans = Vec::new();
         let mut paths = AclPaths::default();
         for method in &args.methods {
-            let subjects =
-                preflight_subjects(run.kind, method, ids, args.storage.as_deref(), node, major);
+            let subjects = preflight_subjects(run.kind, method, ids, args.storage, node, major);
             let plan = or_break!('verdict, Plan::new(run.kind, method, subjects));
             plan.paths(&mut paths);
             plans.push(plan);
@@ -949,7 +948,8 @@ mod tests {
         let e = PreflightArgs::parse(GuestKind::Lxc, &json!({"methods": ["clone"]})).unwrap_err();
         assert_eq!(e.field, "methods");
         assert!(e.rule.contains("\"clone\""), "{}", e.rule);
-        let all = PreflightArgs::parse(GuestKind::Qemu, &json!({})).unwrap();
+        let none = json!({});
+        let all = PreflightArgs::parse(GuestKind::Qemu, &none).unwrap();
         assert!(all.methods.contains(&"fileRead".to_string()));
         assert!(!all.methods.contains(&"resize".to_string()), "an lxc name");
     }
