@@ -844,7 +844,7 @@ mod tests {
             archive: false,
         };
         let missing = |s: &Subjects, held: &Held| {
-            judge(&check, s, role, &holds(held))
+            judge(&check, s, role, &mut holds(held))
                 .unwrap_or_default()
                 .missing
         };

@@ -15,7 +15,6 @@ use crate::pve::endpoints::GuestKind;
 use crate::pve::privileges::{check, Requirement, ENDPOINTS, GUEST_ENDPOINTS, ONLY_IN, OPTIONS};
 use crate::quote::Joined;
 use serde_json::{Map, Value};
-use std::cell::RefCell;
 
 /// A check expression, parsed.
 #[derive(Debug, Clone, PartialEq)]
@@ -237,7 +236,7 @@ impl Judged {
 }
 
 /// Whether the token holds `privilege` on `path`.
-pub type Has<'a> = &'a dyn Fn(&str, &str) -> bool;
+pub type Has<'a> = &'a mut dyn FnMut(&str, &str) -> bool;
 
 /// An endpoint's check, for one need of a run: its `{vmid}` and whether its `{storage}` is the
 /// backup archive's.
@@ -417,12 +416,11 @@ fn option_checks(table: &str, path: &str, keys: &[String]) -> Vec<Check> {
 // Inlined into its one caller (issue 32).
 #[inline(always)]
 pub fn paths_of(check: &Check, s: &Subjects, role: Role, out: &mut AclPaths) {
-    let asked = RefCell::new(out);
-    let record = |path: &str, _: &str| {
-        asked.borrow_mut().insert(path);
+    let mut record = |path: &str, _: &str| {
+        out.insert(path);
         false
     };
-    let _ = judge(check, s, role, &record);
+    let _ = judge(check, s, role, &mut record);
 }
 
 /// ACL paths, sorted and each once: the order they are read in. The keys of a JSON map (the
@@ -649,7 +647,9 @@ mod tests {
     }
 
     fn missing(c: &Check, s: &Subjects, h: &Held) -> Vec<String> {
-        judge(c, s, ACTED, &holds(h)).unwrap_or_default().missing
+        judge(c, s, ACTED, &mut holds(h))
+            .unwrap_or_default()
+            .missing
     }
 
     #[test]
@@ -762,7 +762,7 @@ mod tests {
             guest: Guest::Made,
             archive: false,
         };
-        let lacks = judge(&c, &s, made, &holds(&held(&[]))).unwrap().missing;
+        let lacks = judge(&c, &s, made, &mut holds(&held(&[]))).unwrap().missing;
         assert_eq!(
             lacks,
             [
@@ -828,7 +828,7 @@ mod tests {
             unknown: vec!["start"],
             ..subjects()
         };
-        let judged = judge(&c, &preflight, ACTED, &holds(&holding)).unwrap();
+        let judged = judge(&c, &preflight, ACTED, &mut holds(&holding)).unwrap();
         assert!(judged.missing.is_empty());
         assert_eq!(judged.may, ["VM.PowerMgmt on /vms/9000 (with `start`)"]);
         assert!(

@@ -250,7 +250,7 @@ impl<'a> Plan<'a> {
         mode: Mode,
         held: &Held,
     ) -> MethodFitness<'a> {
-        let has = holds(held);
+        let mut has = holds(held);
         let mut fit = MethodFitness {
             method: self.method,
             ready: true,
@@ -259,7 +259,7 @@ impl<'a> Plan<'a> {
             notes: Vec::new(),
         };
         for c in &self.checks {
-            let judged = judge(&c.check, &self.subjects, c.need.role, &has).unwrap_or_default();
+            let judged = judge(&c.check, &self.subjects, c.need.role, &mut has).unwrap_or_default();
             let Some(when) = c.need.when else {
                 fit.missing.extend(judged.missing);
                 fit.may_need.extend(judged.may);
