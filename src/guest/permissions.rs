@@ -13,7 +13,7 @@
 use crate::guest::placement::numbered;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::privileges::{check, Requirement, ENDPOINTS, GUEST_ENDPOINTS, ONLY_IN, OPTIONS};
-use crate::quote::Joined;
+use crate::quote::{push_item, Joined};
 use serde_json::{Map, Value};
 
 /// A check expression, parsed.
@@ -350,21 +350,16 @@ fn judge_all(parts: &[Check], s: &Subjects, role: Role, has: Has) -> Option<Judg
 
 /// "`VM.Clone` on /vms/9000" when the privileges are not held there.
 fn lacking(path: &str, privs: &[String], any: bool, has: Has) -> Option<String> {
-    let mut lacking = Vec::new();
+    // Written as found: no list of them to join.
+    let mut lacking = String::new();
     for privilege in privs {
         match (any, has(path, privilege)) {
             (true, true) => return None,
             (false, true) => {}
-            (_, false) => lacking.push(privilege.as_str()),
+            (_, false) => push_item(&mut lacking, if any { " or " } else { " and " }, privilege),
         }
     }
-    match lacking.is_empty() {
-        true => None,
-        false => Some(format!(
-            "{} on {path}",
-            lacking.joined(if any { " or " } else { " and " })
-        )),
-    }
+    (!lacking.is_empty()).then(|| format!("{lacking} on {path}"))
 }
 
 /// The checks of the config options `keys` per the classes of `table` (pve::privileges `OPTIONS`):
