@@ -284,14 +284,14 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
             // Every part judged (`paths_of` records each one's paths), in one pass: one way held
             // is enough; else the first that is only maybe needed; else each closed way, named.
             let (mut applies, mut held, mut maybe) = (false, false, None);
-            let mut ways = Vec::new();
+            let mut ways = String::new();
             for part in parts {
                 let Some(one) = judge(part, s, role, has) else {
                     continue;
                 };
                 applies = true;
                 held |= one.holds();
-                ways.push(one.missing.joined(" and "));
+                push_item(&mut ways, ", or ", &one.missing.joined(" and "));
                 if maybe.is_none() && one.missing.is_empty() {
                     maybe = Some(one);
                 }
@@ -301,7 +301,7 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
                 (true, true, _) => Some(Judged::default()),
                 (true, false, Some(maybe)) => Some(maybe),
                 (true, false, None) => Some(Judged {
-                    missing: vec![ways.joined(", or ")],
+                    missing: vec![ways],
                     may: Vec::new(),
                 }),
             }
