@@ -39,7 +39,7 @@ use crate::host::Host;
 use crate::methods::check::pve_version;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
-use crate::quote::Joined;
+use crate::quote::{push_item, Joined};
 use crate::run::{write, Run};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -339,15 +339,14 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &AclPaths) -> Result<Held, 
 }
 
 /// "clone needs VM.Clone on /vms/9000 and …: missing" for each method that cannot work.
-fn shortfalls(fitness: &[MethodFitness<'_>]) -> Vec<String> {
-    let mut shortfalls = Vec::new();
+fn shortfalls(fitness: &[MethodFitness<'_>]) -> String {
+    // Written as found, `; ` between: no list of them to join.
+    let mut shortfalls = String::new();
     for fit in fitness {
         if !fit.ready {
-            shortfalls.push(format!(
-                "{} needs {}: missing",
-                fit.method,
-                fit.missing.joined(" and ")
-            ));
+            let missing = fit.missing.joined(" and ");
+            let short = format!("{} needs {missing}: missing", fit.method);
+            push_item(&mut shortfalls, "; ", &short);
         }
     }
     shortfalls
@@ -425,7 +424,7 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 },
                 record.privileges.len()
             )),
-            false => Err(format!("{pve} on node {node}: {}", short.joined("; "))),
+            false => Err(format!("{pve} on node {node}: {short}")),
         }
     };
     record.ready = verdict.is_ok();
@@ -482,10 +481,10 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
     let fit = on(major);
     let mut listed = String::new();
     for path in &paths {
-        crate::quote::push_item(&mut listed, ", ", path);
+        push_item(&mut listed, ", ", path);
     }
     match (fit.ready, listed.is_empty()) {
-        (false, _) => Outcome::failed(Vec::new(), shortfalls(&[fit]).joined("; ")),
+        (false, _) => Outcome::failed(Vec::new(), shortfalls(&[fit])),
         (true, true) => Outcome::succeeded(
             Vec::new(),
             format!("no ACL path {method} reads is known before it runs (no vmid given)"),
