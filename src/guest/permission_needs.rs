@@ -5,7 +5,7 @@
 use crate::args::Fields;
 use crate::catalog::{method_of, Method};
 use crate::guest::backups::BackupVolid;
-use crate::guest::permissions::{rows, Guest, Role, Rows, Subjects};
+use crate::guest::permissions::{requires, Guest, Requires, Role, Subjects};
 use crate::guest::placement::{allocation_of, numbered};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::property::property;
@@ -15,10 +15,10 @@ use serde_json::Value;
 /// One endpoint a method calls: always, or only in some runs (`when`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Need {
-    /// Its rows of the privilege table: [`rows`] of `"<METHOD> <template>"` with `{kind}` for
+    /// What calling it requires: [`requires`] of `"<METHOD> <template>"` with `{kind}` for
     /// `qemu`/`lxc`, a path from `/{vmid}` the guest's own, under `/nodes/{node}/{kind}` (left out
     /// here, as in the privilege table: issue 32).
-    pub rows: Rows,
+    pub requires: Requires,
     /// Its `{vmid}`, and whether its `{storage}` is the backup archive's.
     pub role: Role,
     /// `None`: every run calls it; else when (e.g. "when the guest runs"). A thin reference: a
@@ -42,7 +42,7 @@ const MADE: Role = Role {
 
 const fn always(endpoint: &str) -> Need {
     Need {
-        rows: rows(endpoint),
+        requires: requires(endpoint),
         role: ACTED,
         when: None,
     }
@@ -50,7 +50,7 @@ const fn always(endpoint: &str) -> Need {
 
 const fn sometimes(endpoint: &str, when: &'static &'static str) -> Need {
     Need {
-        rows: rows(endpoint),
+        requires: requires(endpoint),
         role: ACTED,
         when: Some(when),
     }
@@ -58,7 +58,7 @@ const fn sometimes(endpoint: &str, when: &'static &'static str) -> Need {
 
 const fn made(endpoint: &str, when: Option<&'static &'static str>) -> Need {
     Need {
-        rows: rows(endpoint),
+        requires: requires(endpoint),
         role: MADE,
         when,
     }
@@ -67,7 +67,7 @@ const fn made(endpoint: &str, when: Option<&'static &'static str>) -> Need {
 /// A read on the backup archive's storage.
 const fn on_archive(endpoint: &str) -> Need {
     Need {
-        rows: rows(endpoint),
+        requires: requires(endpoint),
         role: Role {
             guest: Guest::Acted,
             archive: true,
@@ -740,9 +740,9 @@ mod tests {
                 };
                 for need in list {
                     assert!(
-                        requirement(need.rows, kind).is_ok(),
+                        requirement(need.requires, kind).is_ok(),
                         "{kind:?} {method}: {:?}",
-                        need.rows
+                        need.requires
                     );
                 }
             }
@@ -833,7 +833,7 @@ mod tests {
         );
         let own = subjects("local-lvm:vm-100-disk-1");
         assert!(!own.given.iter().any(|g| g == "foreignVolume"));
-        let check = requirement(rows("PUT /{vmid}/config"), GuestKind::Qemu)
+        let check = requirement(requires("PUT /{vmid}/config"), GuestKind::Qemu)
             .unwrap()
             .unwrap();
         let on_guest: Held = [("/vms/100".to_string(), json!(["VM.Config.Disk"]))]

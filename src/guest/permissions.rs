@@ -12,7 +12,9 @@
 
 use crate::guest::placement::numbered;
 use crate::pve::endpoints::GuestKind;
-use crate::pve::privileges::{check, Requirement, ENDPOINTS, GUEST_ENDPOINTS, ONLY_IN, OPTIONS};
+use crate::pve::privileges::{
+    check, Requirement, CHECKS, ENDPOINTS, GUEST_ENDPOINTS, NO, ONLY_IN, OPTIONS,
+};
 use crate::quote::{push_item, Joined};
 use serde_json::{Map, Value};
 
@@ -491,37 +493,60 @@ pub fn major_held(held: &Held) -> Option<u64> {
     None
 }
 
-/// An endpoint's rows of the privilege table, for a VM and for a container ([`rows`]).
+/// What calling an endpoint requires of a VM and of a container ([`requires`]): check n of
+/// `CHECKS`, [`ANYONE`] when any token may call it, or `NO` when that kind has no such endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rows([u8; 2]);
+pub struct Requires([u8; 2]);
 
-/// The rows of `endpoint` in the privilege table, the endpoint as `guest::permission_needs` writes
-/// it (a guest's own path from `/{vmid}`, `{kind}` for `qemu`/`lxc`), for a VM and for a
-/// container: a guest's own row of [`GUEST_ENDPOINTS`] (each kind its column), or any other's row
-/// of [`ENDPOINTS`] after them. Found as the build compiles: a need keeps its rows, not its text
-/// (issue 32), and an endpoint the table does not have fails the build.
-pub const fn rows(endpoint: &str) -> Rows {
-    const { assert!(GUEST_ENDPOINTS.len() + ENDPOINTS.len() <= u8::MAX as usize) };
-    Rows([row(endpoint, b"qemu"), row(endpoint, b"lxc")])
+/// Any token may call the endpoint: a listing (it shows what the token may audit), or one any
+/// authenticated user may call.
+const ANYONE: u8 = NO - 1;
+
+/// What calling `endpoint` requires, the endpoint as `guest::permission_needs` writes it (a guest's
+/// own path from `/{vmid}`, `{kind}` for `qemu`/`lxc`): its row of [`GUEST_ENDPOINTS`] (each kind
+/// its column) or of [`ENDPOINTS`], found as the build compiles. A need keeps what its endpoint
+/// requires, not the endpoint's text, and the table's texts are the build's alone (issue 32); an
+/// endpoint the table does not have, or a check `CHECKS` does not have, fails the build.
+pub const fn requires(endpoint: &str) -> Requires {
+    Requires([required(endpoint, b"qemu"), required(endpoint, b"lxc")])
 }
 
-/// [`rows`] for the kind of path segment `kind`.
-const fn row(endpoint: &str, kind: &[u8]) -> u8 {
+/// [`requires`] of the kind of path segment `kind`.
+const fn required(endpoint: &str, kind: &[u8]) -> u8 {
     let mut at = 0;
     while at < GUEST_ENDPOINTS.len() {
-        if same(endpoint.as_bytes(), GUEST_ENDPOINTS[at].0.as_bytes(), kind) {
-            return at as u8;
+        let (row, qemu, lxc) = GUEST_ENDPOINTS[at];
+        if same(endpoint.as_bytes(), row.as_bytes(), kind) {
+            return line(if kind[0] == b'q' { qemu } else { lxc });
         }
         at += 1;
     }
     let mut at = 0;
     while at < ENDPOINTS.len() {
         if same(endpoint.as_bytes(), ENDPOINTS[at].0.as_bytes(), kind) {
-            return (GUEST_ENDPOINTS.len() + at) as u8;
+            return match ENDPOINTS[at].1 {
+                Requirement::Check(at) => line(at),
+                Requirement::Listing | Requirement::Anyone => ANYONE,
+            };
         }
         at += 1;
     }
     panic!("an endpoint the privilege table does not have")
+}
+
+/// `at`, a line `CHECKS` has (or `NO`).
+const fn line(at: u8) -> u8 {
+    /// The lines `check` reads: one after each newline.
+    const LINES: usize = {
+        let (mut lines, mut i) = (0, 0);
+        while i < CHECKS.len() {
+            lines += (CHECKS.as_bytes()[i] == b'\n') as usize;
+            i += 1;
+        }
+        lines
+    };
+    assert!(LINES < ANYONE as usize && (at == NO || (at as usize) < LINES));
+    at
 }
 
 /// Whether `template`, its `{kind}` read as `kind`, is `row`.
@@ -552,40 +577,26 @@ const fn same(template: &[u8], row: &[u8], kind: &[u8]) -> bool {
     j == row.len()
 }
 
-/// What PVE requires to call the endpoint of `rows` on a guest of `kind`: its check, `None` when
-/// any token may call it, `Err` for an endpoint the table has no check of for `kind`.
+/// What PVE requires to call the endpoint of `requires` on a guest of `kind`: its check, `None`
+/// when any token may call it, `Err` when the table has no check of it that reads for `kind`.
+///
+/// That error cannot come of the table the module is built with: the build found every check a
+/// need names, every check of the table reads, and each model's methods call only endpoints of
+/// their kind (the unit tests `every_check_of_the_table_parses` and
+/// `every_method_of_a_model_has_needs_whose_endpoints_are_in_the_privilege_table`).
 // Inlined into its one caller (issue 32).
 #[inline(always)]
-pub fn requirement(rows: Rows, kind: GuestKind) -> Result<Option<Check>, String> {
-    let row = usize::from(rows.0[kind as usize]);
-    let (endpoint, at) = match GUEST_ENDPOINTS.get(row) {
-        Some((endpoint, qemu, lxc)) => match kind {
-            GuestKind::Qemu => (*endpoint, *qemu),
-            GuestKind::Lxc => (*endpoint, *lxc),
-        },
-        // Rows are made only by `rows`: any other is a row of `ENDPOINTS`.
-        None => match ENDPOINTS.get(row - GUEST_ENDPOINTS.len()) {
-            Some((endpoint, Requirement::Check(at))) => (*endpoint, *at),
-            _ => return Ok(None),
-        },
-    };
-    let Some(check) = check(usize::from(at)) else {
-        let named = named(endpoint, kind);
-        return Err(format!("{named} is not in the privilege table"));
-    };
-    Check::read(check).map(Some).ok_or_else(|| {
-        let named = named(endpoint, kind);
-        format!("the check of {named} cannot be read: {check}")
-    })
-}
-
-/// `endpoint` as the privilege table names it: `{kind}` replaced by `qemu`/`lxc`, a guest's own
-/// path under `/nodes/{node}/<kind>/{vmid}`.
-fn named(endpoint: &str, kind: GuestKind) -> String {
-    let kind = kind.segment();
-    match endpoint.split_once(" /{vmid}") {
-        Some((verb, under)) => format!("{verb} /nodes/{{node}}/{kind}/{{vmid}}{under}"),
-        None => endpoint.replace("{kind}", kind),
+pub fn requirement(requires: Requires, kind: GuestKind) -> Result<Option<Check>, String> {
+    let at = requires.0[kind as usize];
+    if at == ANYONE {
+        return Ok(None);
+    }
+    match check(usize::from(at)).and_then(Check::read) {
+        Some(check) => Ok(Some(check)),
+        None => Err(format!(
+            "the privilege table has no check {at} that reads for a {}",
+            kind.segment()
+        )),
     }
 }
 
@@ -636,7 +647,7 @@ mod tests {
     /// The check of a VM's `endpoint`, named as the privilege table names it.
     fn check(endpoint: &str) -> Check {
         let written = endpoint.replace("/nodes/{node}/qemu/{vmid}", "/{vmid}");
-        requirement(rows(&written), GuestKind::Qemu)
+        requirement(requires(&written), GuestKind::Qemu)
             .unwrap()
             .unwrap()
     }
@@ -651,13 +662,13 @@ mod tests {
     fn every_check_of_the_table_parses() {
         for (endpoint, _) in ENDPOINTS {
             assert!(
-                requirement(rows(endpoint), GuestKind::Qemu).is_ok(),
+                requirement(requires(endpoint), GuestKind::Qemu).is_ok(),
                 "{endpoint}"
             );
         }
         for (endpoint, qemu, lxc) in GUEST_ENDPOINTS {
             for (kind, at) in [(GuestKind::Qemu, qemu), (GuestKind::Lxc, lxc)] {
-                let read = requirement(rows(endpoint), kind);
+                let read = requirement(requires(endpoint), kind);
                 assert_eq!(read.is_ok(), *at != NO, "{endpoint}");
                 assert!(read.is_err() || read.unwrap().is_some(), "{endpoint}");
             }

@@ -225,7 +225,7 @@ impl<'a> Plan<'a> {
     fn new(kind: GuestKind, method: &'a str, subjects: Subjects) -> Result<Plan<'a>, String> {
         let mut checks = Vec::new();
         for need in needs(kind, method).unwrap_or_default() {
-            if let Some(check) = requirement(need.rows, kind)? {
+            if let Some(check) = requirement(need.requires, kind)? {
                 checks.push(Checked { need: *need, check });
             }
         }
