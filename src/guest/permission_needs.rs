@@ -21,9 +21,77 @@ pub struct Need {
     pub requires: Requires,
     /// Its `{vmid}`, and whether its `{storage}` is the backup archive's.
     pub role: Role,
-    /// `None`: every run calls it; else when (e.g. "when the guest runs"). A thin reference: a
-    /// need is 8 bytes, not 12 (issue 32).
-    pub when: Option<&'static &'static str>,
+    /// When only some runs call it: its line of [`WHENS`], 0 when every run does ([`Need::when`]).
+    when: u8,
+}
+
+impl Need {
+    /// `None`: every run calls it; else when (e.g. "when the guest runs").
+    pub fn when(&self) -> Option<&'static str> {
+        let line = WHENS.split('\n').nth(usize::from(self.when));
+        line.filter(|_| self.when > 0)
+    }
+}
+
+/// When only some runs call an endpoint, as `preflight` reports it: one a line. A need names its
+/// condition by its text and keeps the number of its line here, found as the build compiles (a
+/// text not here fails the build): a need is 5 bytes, not 8 or 12 (issue 32).
+const WHENS: &str = "
+with destroy, or of an unusedN
+when an option differs
+when it is no HA resource yet
+with delete, of an HA resource
+when the rule does not exist yet
+when the rule differs
+with delete, of a rule
+for a rule that differs
+for a rule to add
+for a rule too many
+for a set to make, or its comment
+with delete
+for an entry to add
+for an entry that differs
+for an entry not declared
+for an entry naming an alias (not dc/)
+for an entry naming an alias (not guest/)
+for an alias to make
+for an alias that differs
+with delete, per snapshot
+with waitForIp or waitReady
+with resume: true, for a paused or suspended VM
+with a filter instead of a upid
+with forceStopAfter
+when the guest runs
+for the disks (without it they are recorded unavailable)
+for the enterprise repository (without it recorded unavailable)
+when the template lacks the swamp tag
+with waitReady
+with cloudInit
+for a file over 46,080 bytes or a mode
+with start
+with start or waitReady";
+
+/// The line of `when` in [`WHENS`].
+const fn when_line(when: &str) -> u8 {
+    let (text, when) = (WHENS.as_bytes(), when.as_bytes());
+    let (mut line, mut start) = (0, 0);
+    while start <= text.len() {
+        let mut end = start;
+        while end < text.len() && text[end] != b'\n' {
+            end += 1;
+        }
+        if end - start == when.len() {
+            let mut i = 0;
+            while i < when.len() && text[start + i] == when[i] {
+                i += 1;
+            }
+            if i == when.len() && line > 0 {
+                return line;
+            }
+        }
+        (line, start) = (line + 1, end + 1);
+    }
+    panic!("a condition WHENS does not have")
 }
 
 /// The condition of the task endpoints' check (pve_inside_checks.json): the task was started by
@@ -44,23 +112,26 @@ const fn always(endpoint: &str) -> Need {
     Need {
         requires: requires(endpoint),
         role: ACTED,
-        when: None,
+        when: 0,
     }
 }
 
-const fn sometimes(endpoint: &str, when: &'static &'static str) -> Need {
+const fn sometimes(endpoint: &str, when: &str) -> Need {
     Need {
         requires: requires(endpoint),
         role: ACTED,
-        when: Some(when),
+        when: when_line(when),
     }
 }
 
-const fn made(endpoint: &str, when: Option<&'static &'static str>) -> Need {
+const fn made(endpoint: &str, when: Option<&str>) -> Need {
     Need {
         requires: requires(endpoint),
         role: MADE,
-        when,
+        when: match when {
+            Some(when) => when_line(when),
+            None => 0,
+        },
     }
 }
 
@@ -72,7 +143,7 @@ const fn on_archive(endpoint: &str) -> Need {
             guest: Guest::Acted,
             archive: true,
         },
-        when: None,
+        when: 0,
     }
 }
 
@@ -113,7 +184,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     always(STATUS),
                     always(SET_CONFIG),
                     always(PENDING),
-                    sometimes(STORAGE_CONTENT, &"with destroy, or of an unusedN"),
+                    sometimes(STORAGE_CONTENT, "with destroy, or of an unusedN"),
                 ]
             }
         }
@@ -123,7 +194,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     always(STATUS),
                     always(CONFIG),
                     always(FIREWALL_OPTIONS),
-                    sometimes("PUT /{vmid}/firewall/options", &"when an option differs"),
+                    sometimes("PUT /{vmid}/firewall/options", "when an option differs"),
                     always("GET /cluster/firewall/options"),
                 ]
             }
@@ -137,12 +208,12 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     always(HA_CURRENT),
                     sometimes(
                         "POST /cluster/ha/resources",
-                        &"when it is no HA resource yet",
+                        "when it is no HA resource yet",
                     ),
-                    sometimes("PUT /cluster/ha/resources/{sid}", &"when an option differs"),
+                    sometimes("PUT /cluster/ha/resources/{sid}", "when an option differs"),
                     sometimes(
                         "DELETE /cluster/ha/resources/{sid}",
-                        &"with delete, of an HA resource",
+                        "with delete, of an HA resource",
                     ),
                 ]
             }
@@ -155,12 +226,9 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     always(CONFIG),
                     always("GET /cluster/ha/rules/{rule}"),
                     always(HA_CURRENT),
-                    sometimes(
-                        "POST /cluster/ha/rules",
-                        &"when the rule does not exist yet",
-                    ),
-                    sometimes("PUT /cluster/ha/rules/{rule}", &"when the rule differs"),
-                    sometimes("DELETE /cluster/ha/rules/{rule}", &"with delete, of a rule"),
+                    sometimes("POST /cluster/ha/rules", "when the rule does not exist yet"),
+                    sometimes("PUT /cluster/ha/rules/{rule}", "when the rule differs"),
+                    sometimes("DELETE /cluster/ha/rules/{rule}", "with delete, of a rule"),
                 ]
             }
         }
@@ -182,13 +250,10 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     always("GET /{vmid}/firewall/rules"),
                     sometimes(
                         "PUT /{vmid}/firewall/rules/{pos}",
-                        &"for a rule that differs",
+                        "for a rule that differs",
                     ),
-                    sometimes("POST /{vmid}/firewall/rules", &"for a rule to add"),
-                    sometimes(
-                        "DELETE /{vmid}/firewall/rules/{pos}",
-                        &"for a rule too many",
-                    ),
+                    sometimes("POST /{vmid}/firewall/rules", "for a rule to add"),
+                    sometimes("DELETE /{vmid}/firewall/rules/{pos}", "for a rule too many"),
                     always(FIREWALL_OPTIONS),
                     always("GET /cluster/firewall/options"),
                 ]
@@ -203,25 +268,25 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     always("GET /{vmid}/firewall/ipset/{name}"),
                     sometimes(
                         "POST /{vmid}/firewall/ipset",
-                        &"for a set to make, or its comment",
+                        "for a set to make, or its comment",
                     ),
-                    sometimes("DELETE /{vmid}/firewall/ipset/{name}", &"with delete"),
-                    sometimes("POST /{vmid}/firewall/ipset/{name}", &"for an entry to add"),
+                    sometimes("DELETE /{vmid}/firewall/ipset/{name}", "with delete"),
+                    sometimes("POST /{vmid}/firewall/ipset/{name}", "for an entry to add"),
                     sometimes(
                         "PUT /{vmid}/firewall/ipset/{name}/{cidr}",
-                        &"for an entry that differs",
+                        "for an entry that differs",
                     ),
                     sometimes(
                         "DELETE /{vmid}/firewall/ipset/{name}/{cidr}",
-                        &"for an entry not declared",
+                        "for an entry not declared",
                     ),
                     sometimes(
                         "GET /{vmid}/firewall/aliases",
-                        &"for an entry naming an alias (not dc/)",
+                        "for an entry naming an alias (not dc/)",
                     ),
                     sometimes(
                         "GET /cluster/firewall/aliases",
-                        &"for an entry naming an alias (not guest/)",
+                        "for an entry naming an alias (not guest/)",
                     ),
                     always(FIREWALL_OPTIONS),
                     always("GET /cluster/firewall/options"),
@@ -234,12 +299,12 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     always(STATUS),
                     always(CONFIG),
                     always("GET /{vmid}/firewall/aliases"),
-                    sometimes("POST /{vmid}/firewall/aliases", &"for an alias to make"),
+                    sometimes("POST /{vmid}/firewall/aliases", "for an alias to make"),
                     sometimes(
                         "PUT /{vmid}/firewall/aliases/{name}",
-                        &"for an alias that differs",
+                        "for an alias that differs",
                     ),
-                    sometimes("DELETE /{vmid}/firewall/aliases/{name}", &"with delete"),
+                    sometimes("DELETE /{vmid}/firewall/aliases/{name}", "with delete"),
                     always(FIREWALL_OPTIONS),
                     always("GET /cluster/firewall/options"),
                 ]
@@ -252,11 +317,11 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     always("POST /{vmid}/move_disk"),
                     always(CONFIG),
                     always("GET /nodes/{node}/storage"),
-                    sometimes(STORAGE_CONTENT, &"with delete"),
-                    sometimes(SNAPSHOTS, &"with delete"),
+                    sometimes(STORAGE_CONTENT, "with delete"),
+                    sometimes(SNAPSHOTS, "with delete"),
                     sometimes(
                         "GET /{vmid}/snapshot/{snapname}/config",
-                        &"with delete, per snapshot",
+                        "with delete, per snapshot",
                     ),
                 ]
             }
@@ -268,11 +333,11 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     always("POST /{vmid}/move_volume"),
                     always(CONFIG),
                     always("GET /nodes/{node}/storage"),
-                    sometimes(STORAGE_CONTENT, &"with delete"),
-                    sometimes(SNAPSHOTS, &"with delete"),
+                    sometimes(STORAGE_CONTENT, "with delete"),
+                    sometimes(SNAPSHOTS, "with delete"),
                     sometimes(
                         "GET /{vmid}/snapshot/{snapname}/config",
-                        &"with delete, per snapshot",
+                        "with delete, per snapshot",
                     ),
                 ]
             }
@@ -282,8 +347,8 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                 &[
                     always(STATUS),
                     always(START),
-                    sometimes(INTERFACES, &"with waitForIp or waitReady"),
-                    sometimes(RESUME, &"with resume: true, for a paused or suspended VM"),
+                    sometimes(INTERFACES, "with waitForIp or waitReady"),
+                    sometimes(RESUME, "with resume: true, for a paused or suspended VM"),
                 ]
             }
         }
@@ -295,10 +360,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
             const {
                 &[
                     always("GET /nodes/{node}/tasks/{upid}/status"),
-                    sometimes(
-                        "GET /nodes/{node}/tasks",
-                        &"with a filter instead of a upid",
-                    ),
+                    sometimes("GET /nodes/{node}/tasks", "with a filter instead of a upid"),
                 ]
             }
         }
@@ -307,7 +369,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                 &[
                     always(STATUS),
                     always("POST /{vmid}/status/shutdown"),
-                    sometimes(STOP, &"with forceStopAfter"),
+                    sometimes(STOP, "with forceStopAfter"),
                 ]
             }
         }
@@ -317,7 +379,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                 &[
                     always(STATUS),
                     always("DELETE /{vmid}"),
-                    sometimes(STOP, &"when the guest runs"),
+                    sometimes(STOP, "when the guest runs"),
                 ]
             }
         }
@@ -355,12 +417,12 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     always("GET /nodes/{node}/status"),
                     sometimes(
                         "GET /nodes/{node}/disks/list",
-                        &"for the disks (without it they are recorded unavailable)",
+                        "for the disks (without it they are recorded unavailable)",
                     ),
                     always("GET /nodes/{node}/subscription"),
                     sometimes(
                         "GET /nodes/{node}/apt/repositories",
-                        &"for the enterprise repository (without it recorded unavailable)",
+                        "for the enterprise repository (without it recorded unavailable)",
                     ),
                 ]
             }
@@ -381,8 +443,8 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     always(STATUS),
                     always("POST /{vmid}/clone"),
                     made(CONFIG, None),
-                    made(SET_CONFIG, Some(&"when the template lacks the swamp tag")),
-                    made(START, Some(&"with waitReady")),
+                    made(SET_CONFIG, Some("when the template lacks the swamp tag")),
+                    made(START, Some("with waitReady")),
                 ]
             }
         }
@@ -401,7 +463,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                 &[
                     always("GET /{vmid}/agent/info"),
                     always(INTERFACES),
-                    sometimes(EXEC, &"with cloudInit"),
+                    sometimes(EXEC, "with cloudInit"),
                 ]
             }
         }
@@ -411,7 +473,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                 &[
                     always("POST /{vmid}/agent/file-write"),
                     always(FILE_READ),
-                    sometimes(EXEC, &"for a file over 46,080 bytes or a mode"),
+                    sometimes(EXEC, "for a file over 46,080 bytes or a mode"),
                 ]
             }
         }
@@ -422,7 +484,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     made("POST /nodes/{node}/lxc", None),
                     always("GET /nodes/{node}/storage/{storage}/content"),
                     always("GET /nodes/{node}/network"),
-                    made(START, Some(&"with start")),
+                    made(START, Some("with start")),
                 ]
             }
         }
@@ -434,7 +496,7 @@ pub fn needs(kind: GuestKind, method: &str) -> Option<&'static [Need]> {
                     made("POST /nodes/{node}/qemu", None),
                     always("GET /nodes/{node}/storage/{storage}/content"),
                     always("GET /nodes/{node}/network"),
-                    made(START, Some(&"with start or waitReady")),
+                    made(START, Some("with start or waitReady")),
                 ]
             }
         }
@@ -746,6 +808,28 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn every_condition_of_whens_is_some_needs() {
+        let mut used = Vec::new();
+        for kind in [GuestKind::Qemu, GuestKind::Lxc] {
+            for method in method_names(kind) {
+                used.extend(
+                    needs(kind, method)
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|n| n.when),
+                );
+            }
+        }
+        for line in 1..WHENS.lines().count() {
+            assert!(
+                used.contains(&(line as u8)),
+                "{:?}",
+                WHENS.lines().nth(line)
+            );
         }
     }
 

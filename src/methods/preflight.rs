@@ -260,7 +260,7 @@ impl<'a> Plan<'a> {
         };
         for c in &self.checks {
             let judged = judge(&c.check, &self.subjects, c.need.role, &mut has).unwrap_or_default();
-            let Some(when) = c.need.when else {
+            let Some(when) = c.need.when() else {
                 fit.missing.extend(judged.missing);
                 fit.may_need.extend(judged.may);
                 continue;
