@@ -545,7 +545,11 @@ const fn line(at: u8) -> u8 {
         }
         lines
     };
-    assert!(LINES < ANYONE as usize && (at == NO || (at as usize) < LINES));
+    assert!(LINES < ANYONE as usize, "more checks than a need can name");
+    assert!(
+        at == NO || (at as usize) < LINES,
+        "a check the privilege table does not have"
+    );
     at
 }
 
@@ -677,6 +681,40 @@ mod tests {
             let parsed = serde_json::from_str::<Value>(check).ok();
             assert!(parsed.as_ref().and_then(Check::parse).is_some(), "{check}");
         }
+    }
+
+    /// `requires` runs as the build compiles (each need is a constant): its refusal of an endpoint
+    /// the privilege table lacks is a build error there (`cargo build`, `cargo test`; `cargo check`
+    /// does not evaluate the constants), a panic here.
+    #[test]
+    #[should_panic(expected = "an endpoint the privilege table does not have")]
+    fn the_build_refuses_an_endpoint_the_privilege_table_does_not_have() {
+        let _ = requires("GET /{vmid}/no-such-endpoint");
+    }
+
+    /// Likewise a check line `CHECKS` does not have.
+    #[test]
+    #[should_panic(expected = "a check the privilege table does not have")]
+    fn the_build_refuses_a_check_the_privilege_table_does_not_have() {
+        let _ = line(ANYONE);
+    }
+
+    /// What a need requires that does not read as a check (none of the shipped table's:
+    /// `every_check_of_the_table_parses`) is an error naming the line and the kind: a kind without
+    /// the endpoint (`NO`), a line `CHECKS` does not have, or one that does not parse.
+    #[test]
+    fn a_check_that_does_not_read_is_an_error() {
+        let without = requirement(Requires([NO, 0]), GuestKind::Qemu);
+        assert_eq!(
+            without,
+            Err("the privilege table has no check 255 that reads for a qemu".to_string())
+        );
+        let beyond = privileges::CHECKS.lines().skip(1).count() as u8;
+        let read = requirement(Requires([0, beyond]), GuestKind::Lxc);
+        let expected = format!("the privilege table has no check {beyond} that reads for a lxc");
+        assert_eq!(read, Err(expected));
+        assert_eq!(Check::read(r#"["perm","/","Sys.Audit"]"#), None);
+        assert_eq!(Check::read(r#"["perm","/",["Sys.Audit"]"#), None);
     }
 
     #[test]
