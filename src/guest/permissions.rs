@@ -22,10 +22,11 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Check {
     /// All (with `any`, one) of `privs` on `path`; with PVE's `require_param`, false unless that
-    /// parameter is given.
+    /// parameter is given. The privileges one text, as a config option class writes them
+    /// (`OPTIONS`: `A|B` any, `A&B` all, [`separator`]), judged as the classes are (issue 32).
     Perm {
         path: String,
-        privs: Vec<String>,
+        privs: String,
         any: bool,
         require_param: Option<String>,
     },
@@ -54,10 +55,6 @@ impl Check {
         let inner = |i: usize| list.get(i).and_then(Check::parse).map(Box::new);
         match list.first()?.as_str()? {
             "perm" => {
-                let mut privs = Vec::new();
-                for p in list.get(2)?.as_array()? {
-                    privs.push(p.as_str()?.to_string());
-                }
                 // The options are key/value pairs (`any => 1`, `require_param => 'pool'`).
                 let (mut any, mut require_param) = (false, None);
                 for pair in list.get(3..).unwrap_or_default().chunks(2) {
@@ -68,6 +65,10 @@ impl Check {
                         }
                         _ => return None,
                     }
+                }
+                let mut privs = String::new();
+                for p in list.get(2)?.as_array()? {
+                    push_item(&mut privs, separator(any), p.as_str()?);
                 }
                 Some(Check::Perm {
                     path: text(1)?,
@@ -261,25 +262,7 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
             if let Some(param) = require_param {
                 s.condition(param).filter(|given| *given)?;
             }
-            let words = privs.joined(if *any { " or " } else { " and " });
-            Some(match s.paths(path, role.guest, role.archive) {
-                Paths::Unknown(template) => Judged {
-                    missing: Vec::new(),
-                    may: vec![format!(
-                        "{words} on {template} (each one the arguments name)"
-                    )],
-                },
-                Paths::Each(paths) => {
-                    let mut missing = Vec::new();
-                    for path in paths {
-                        missing.extend(lacking(&path, privs, *any, has));
-                    }
-                    Judged {
-                        missing,
-                        may: Vec::new(),
-                    }
-                }
-            })
+            Some(perm(path, privs, *any, s, role, has))
         }
         Check::And(parts) => judge_all(parts, s, role, has),
         Check::Or(parts) => {
@@ -329,8 +312,60 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
         Check::Pve(major, inner) if *major == s.major => judge(inner, s, role, has),
         Check::Pve(..) => None,
         Check::Options { path, table } => {
-            judge_all(&option_checks(table, path, &s.options), s, role, has)
+            // Each class judged where it is found: no check made of it (issue 32).
+            let mut all: Option<Judged> = None;
+            for &(on, privs) in &option_privileges(table, path, &s.options) {
+                let one = perm(on, privs, privs.contains('|'), s, role, has);
+                gather(&mut all, one);
+            }
+            all
         }
+    }
+}
+
+/// What a `perm` check of `privs` (`&`- or `|`-separated) on `path` lacks for `s`.
+fn perm(path: &str, privs: &str, any: bool, s: &Subjects, role: Role, has: Has) -> Judged {
+    match s.paths(path, role.guest, role.archive) {
+        Paths::Unknown(template) => {
+            let mut words = String::new();
+            for privilege in privs.split(separator(any)) {
+                push_item(&mut words, if any { " or " } else { " and " }, privilege);
+            }
+            Judged {
+                missing: Vec::new(),
+                may: vec![format!(
+                    "{words} on {template} (each one the arguments name)"
+                )],
+            }
+        }
+        Paths::Each(paths) => {
+            let mut missing = Vec::new();
+            for path in paths {
+                missing.extend(lacking(&path, privs, any, has));
+            }
+            Judged {
+                missing,
+                may: Vec::new(),
+            }
+        }
+    }
+}
+
+/// What separates the privileges of a `perm` check, as the config option classes write them:
+/// `A|B` any, `A&B` all.
+fn separator(any: bool) -> &'static str {
+    if any {
+        "|"
+    } else {
+        "&"
+    }
+}
+
+/// `one` added to `all` (the first found is `all`).
+fn gather(all: &mut Option<Judged>, one: Judged) {
+    match all {
+        Some(all) => all.add(one),
+        None => *all = Some(one),
     }
 }
 
@@ -342,19 +377,16 @@ fn judge_all(parts: &[Check], s: &Subjects, role: Role, has: Has) -> Option<Judg
         let Some(one) = judge(part, s, role, has) else {
             continue;
         };
-        match &mut all {
-            Some(all) => all.add(one),
-            None => all = Some(one),
-        }
+        gather(&mut all, one);
     }
     all
 }
 
 /// "`VM.Clone` on /vms/9000" when the privileges are not held there.
-fn lacking(path: &str, privs: &[String], any: bool, has: Has) -> Option<String> {
+fn lacking(path: &str, privs: &str, any: bool, has: Has) -> Option<String> {
     // Written as found: no list of them to join.
     let mut lacking = String::new();
-    for privilege in privs {
+    for privilege in privs.split(separator(any)) {
         match (any, has(path, privilege)) {
             (true, true) => return None,
             (false, true) => {}
@@ -364,14 +396,15 @@ fn lacking(path: &str, privs: &[String], any: bool, has: Has) -> Option<String> 
     (!lacking.is_empty()).then(|| format!("{lacking} on {path}"))
 }
 
-/// The checks of the config options `keys` per the classes of `table` (pve::privileges `OPTIONS`):
-/// every class naming a key applies; `*` only to a key no class names; an empty class needs none.
-fn option_checks(table: &str, path: &str, keys: &[String]) -> Vec<Check> {
+/// The privileges the config options `keys` need per the classes of `table` (pve::privileges
+/// `OPTIONS`), each with the path it is on (`path`, or the class's own: `/:Sys.Modify`): every class
+/// naming a key applies; `*` only to a key no class names; an empty class needs none.
+fn option_privileges<'a>(table: &str, path: &'a str, keys: &[String]) -> Vec<(&'a str, &'a str)> {
     let names = |pattern: &str, key: &str| match pattern.strip_suffix('#') {
         Some(prefix) => numbered(key, prefix),
         None => pattern == key,
     };
-    let mut checks = Vec::new();
+    let mut found = Vec::new();
     for key in keys {
         // Plain loops over the table, not filtering iterators: smaller in the module.
         let mut named = Vec::new();
@@ -388,25 +421,12 @@ fn option_checks(table: &str, path: &str, keys: &[String]) -> Vec<Check> {
             }
         }
         for class in named {
-            if class.is_empty() {
-                continue;
+            if !class.is_empty() {
+                found.push(class.split_once(':').unwrap_or((path, class)));
             }
-            let (on, list) = class.split_once(':').unwrap_or((path, class));
-            let any = list.contains('|');
-            let mut privs = Vec::new();
-            for privilege in list.split(['|', '&']) {
-                privs.push(privilege.to_string());
-            }
-            let check = Check::Perm {
-                path: on.to_string(),
-                privs,
-                any,
-                require_param: None,
-            };
-            checks.push(check);
         }
     }
-    checks
+    found
 }
 
 /// The ACL paths judging `check` for `s` reads (every path it would look a privilege up on).
@@ -819,21 +839,29 @@ mod tests {
         );
     }
 
+    /// A class's privileges are all needed or any one is: none mixes `|` and `&` ([`separator`]).
+    #[test]
+    fn no_option_class_mixes_any_and_all() {
+        for (table, privs, _) in OPTIONS {
+            assert!(
+                !(privs.contains('|') && privs.contains('&')),
+                "{table} {privs}"
+            );
+        }
+    }
+
     #[test]
     fn an_option_of_two_classes_needs_both_and_startup_needs_sys_modify_on_the_root() {
-        let checks = option_checks("qemu", "/vms/1", &["startup".into()]);
+        let checks = option_privileges("qemu", "/vms/1", &["startup".into()]);
         let paths: Vec<String> = checks
             .iter()
-            .map(|c| match c {
-                Check::Perm { path, privs, .. } => format!("{} {path}", privs.join(",")),
-                other => panic!("{other:?}"),
-            })
+            .map(|(path, privs)| format!("{} {path}", privs.replace(['&', '|'], ",")))
             .collect();
         assert_eq!(paths, ["VM.Config.Options /vms/1", "Sys.Modify /"]);
         // lxc: a key no class names is VM.Config.Options; what create_vm extracts needs none.
-        let lxc = option_checks("lxc", "/vms/1", &["onboot".into(), "ostemplate".into()]);
+        let lxc = option_privileges("lxc", "/vms/1", &["onboot".into(), "ostemplate".into()]);
         assert_eq!(lxc.len(), 1);
-        assert!(matches!(&lxc[0], Check::Perm { privs, .. } if privs == &["VM.Config.Options"]));
+        assert_eq!(lxc[0].1, "VM.Config.Options");
     }
 
     #[test]
