@@ -186,30 +186,38 @@ pub const GUEST_ENDPOINTS: &[(&str, u8, u8)] = &[
 ];
 
 /// The privileges only one PVE major version has (pve-access-control `$privgroups`): one the
-/// token holds tells the node's version without asking it.
+/// token holds tells the node's version without asking it. One a line after the opening,
+/// `<major> <privilege>`: one text, no table of pointers (issue 32).
 #[rustfmt::skip]
-pub const ONLY_IN: &[(u64, &str)] = &[(8, "VM.Monitor"), (9, "VM.GuestAgent.Audit"), (9, "VM.GuestAgent.FileRead"), (9, "VM.GuestAgent.FileSystemMgmt"), (9, "VM.GuestAgent.FileWrite"), (9, "VM.GuestAgent.Unrestricted"), (9, "VM.Replicate")];
+pub const ONLY_IN: &str = "
+8 VM.Monitor
+9 VM.GuestAgent.Audit
+9 VM.GuestAgent.FileRead
+9 VM.GuestAgent.FileSystemMgmt
+9 VM.GuestAgent.FileWrite
+9 VM.GuestAgent.Unrestricted
+9 VM.Replicate";
 
-/// The config option classes of PVE's per-option checks: (table, privileges, keys). Privileges
-/// `A|B` any, `A&B` all, `/:A` on `/` instead of the guest, empty: none; keys space-separated,
-/// `#` for an index, `*` every key no other class names.
+/// The config option classes of PVE's per-option checks, one a line after the opening:
+/// `table;privileges;keys`. Privileges `A|B` any, `A&B` all, `/:A` on `/` instead of the guest,
+/// empty: none; keys space-separated, `#` for an index, `*` every key no other class names. One
+/// text, no table of pointers (issue 32).
 #[rustfmt::skip]
-pub const OPTIONS: &[(&str, &str, &str)] = &[
-    ("qemu", "VM.Config.CPU", "cores cpu runningcpu cpulimit cpuunits numa smp sockets vcpus numa#"),
-    ("qemu", "VM.Config.Memory", "memory balloon shares allow-ksm"),
-    ("qemu", "VM.Config.HWType", "acpi hotplug kvm machine runningmachine scsihw smbios1 tablet vga watchdog audio0 rng0 serial# usb# hostpci#"),
-    ("qemu", "VM.Config.Options", "agent autostart bios description keyboard localtime migrate_downtime migrate_speed name onboot ostype protection reboot startdate startup tdf template tags"),
-    ("qemu", "/:Sys.Modify", "startup"),
-    ("qemu", "VM.PowerMgmt", "freeze"),
-    ("qemu", "VM.Config.Disk", "boot bootdisk vmstatestorage virtiofs#"),
-    ("qemu", "VM.Config.Network", "net# running-nets-host-mtu"),
-    ("qemu", "VM.Config.Cloudinit|VM.Config.Network", "cicustom cipassword citype ciuser ciupgrade nameserver searchdomain sshkeys ipconfig#"),
-    ("qemu", "VM.Config.Disk&VM.PowerMgmt", "vmstate"),
-    ("lxc", "", "node vmid ostemplate storage unprivileged restore unique force password ssh-public-keys pool start bwlimit ignore-unpack-errors ha-managed"),
-    ("lxc", "VM.Config.CPU", "cores cpuunits cpulimit"),
-    ("lxc", "VM.Config.Disk", "rootfs mp#"),
-    ("lxc", "VM.Config.Memory", "memory swap"),
-    ("lxc", "VM.Config.Network", "net# nameserver searchdomain hostname"),
-    ("lxc", "VM.Allocate", "features"),
-    ("lxc", "VM.Config.Options", "*"),
-];
+pub const OPTIONS: &str = "
+qemu;VM.Config.CPU;cores cpu runningcpu cpulimit cpuunits numa smp sockets vcpus numa#
+qemu;VM.Config.Memory;memory balloon shares allow-ksm
+qemu;VM.Config.HWType;acpi hotplug kvm machine runningmachine scsihw smbios1 tablet vga watchdog audio0 rng0 serial# usb# hostpci#
+qemu;VM.Config.Options;agent autostart bios description keyboard localtime migrate_downtime migrate_speed name onboot ostype protection reboot startdate startup tdf template tags
+qemu;/:Sys.Modify;startup
+qemu;VM.PowerMgmt;freeze
+qemu;VM.Config.Disk;boot bootdisk vmstatestorage virtiofs#
+qemu;VM.Config.Network;net# running-nets-host-mtu
+qemu;VM.Config.Cloudinit|VM.Config.Network;cicustom cipassword citype ciuser ciupgrade nameserver searchdomain sshkeys ipconfig#
+qemu;VM.Config.Disk&VM.PowerMgmt;vmstate
+lxc;;node vmid ostemplate storage unprivileged restore unique force password ssh-public-keys pool start bwlimit ignore-unpack-errors ha-managed
+lxc;VM.Config.CPU;cores cpuunits cpulimit
+lxc;VM.Config.Disk;rootfs mp#
+lxc;VM.Config.Memory;memory swap
+lxc;VM.Config.Network;net# nameserver searchdomain hostname
+lxc;VM.Allocate;features
+lxc;VM.Config.Options;*";
