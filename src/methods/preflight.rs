@@ -323,16 +323,18 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &AclPaths) -> Result<Held, 
         let Some(map) = data.as_object() else {
             return Err(shape_error(&data));
         };
-        let privs = match map.get(path.as_str()) {
-            None if map.is_empty() => Vec::new(),
-            // Pushed one by one: no collecting machinery compiled for it. A map's keys come
-            // sorted and each once.
-            Some(Value::Object(privs)) => privs.keys().fold(Vec::new(), |mut set, p| {
-                set.push(Value::String(p.clone()));
-                set
-            }),
+        // Pushed one by one: no collecting machinery compiled for it. A map's keys come sorted
+        // and each once.
+        let mut privs = Vec::new();
+        match map.get(path.as_str()) {
+            None if map.is_empty() => {}
+            Some(Value::Object(held)) => {
+                for privilege in held.keys() {
+                    privs.push(Value::String(privilege.clone()));
+                }
+            }
             _ => return Err(shape_error(&data)),
-        };
+        }
         held.insert(path.clone(), Value::Array(privs));
     }
     Ok(held)
