@@ -296,11 +296,10 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
             Some(false) => None,
             None => {
                 let found = judge(inner, s, role, has)?;
+                // One format: "with `start`", "without `start`".
                 let shown = cond.trim_start_matches('!');
-                let when = match cond.starts_with('!') {
-                    true => format!("without `{shown}`"),
-                    false => format!("with `{shown}`"),
-                };
+                let out = if cond.starts_with('!') { "out" } else { "" };
+                let when = format!("with{out} `{shown}`");
                 let mut may = Vec::new();
                 found.push_when(&when, &mut may);
                 Some(Judged {
