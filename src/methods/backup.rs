@@ -187,37 +187,46 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             checked.map_err(|why| format!("cannot back up {label}: {why}; nothing was changed"))
         );
         let of_guest = |why: String| format!("back up {label}: {why}");
-        let before = list_archives(run, &node, &args.storage, Some(vmid)).await;
-        let before = or_break!('verdict, before.map_err(of_guest));
-        // What the guest must be back in: its status (and a VM's QEMU run state), and the state as
-        // a failed wait names it, kept rather than the whole status (issue 32).
-        let before_state = (ev.status.status.clone(), ev.status.qmpstatus.clone());
-        let wanted = format!("its state before the backup ({})", describe(&ev.status));
-        let action = format!("back up {label} to storage {}", args.storage);
-        let request = endpoints::vzdump(&node, args.params(vmid));
-        let skipped = |data: &Value| data.as_str() == Some("OK");
-        let pve = run.pve();
-        ev.trail.sending();
-        let answer = pve.call(&request).await;
-        let sent = ev
-            .trail
-            .accepted_unless(answer, &request, &action, &skipped);
-        let Some(upid) = or_break!('verdict, sent) else {
-            break 'verdict Err(skipped_message(&action, run.kind, vmid));
+        // The guest's backups on the storage before the backup, then after it: one read for
+        // both, the loop's second turn ending it (issue 32).
+        let mut before = None;
+        let mut after = loop {
+            let listed = list_archives(run, &node, &args.storage, Some(vmid)).await;
+            let listed = or_break!('verdict, listed.map_err(of_guest));
+            if before.is_some() {
+                break listed;
+            }
+            before = Some(listed);
+            // What the guest must be back in: its status (and a VM's QEMU run state), and the
+            // state as a failed wait names it, kept rather than the whole status (issue 32).
+            let before_state = (ev.status.status.clone(), ev.status.qmpstatus.clone());
+            let wanted = format!("its state before the backup ({})", describe(&ev.status));
+            let action = format!("back up {label} to storage {}", args.storage);
+            let request = endpoints::vzdump(&node, args.params(vmid));
+            let skipped = |data: &Value| data.as_str() == Some("OK");
+            let pve = run.pve();
+            ev.trail.sending();
+            let answer = pve.call(&request).await;
+            let sent = ev
+                .trail
+                .accepted_unless(answer, &request, &action, &skipped);
+            let Some(upid) = or_break!('verdict, sent) else {
+                break 'verdict Err(skipped_message(&action, run.kind, vmid));
+            };
+            let followed = follow_task(&pve, &upid).await;
+            let followed = ev.trail.followed(followed);
+            or_break!('verdict, followed.map_err(|why| format!("{action}: {why}")));
+            // vzdump picks the mode itself: a guest that is not running is backed up in `stop`
+            // mode, and a snapshot that cannot be taken falls back to `suspend` (pve-manager
+            // PVE/VZDump.pm exec_backup_task, which logs `backup mode: <mode>`). An unreadable log
+            // leaves it unknown.
+            mode = mode_logged(&read_log(&pve, &upid).await);
+            let kind = run.kind;
+            let back = &|s: &GuestStatus| same_state(kind, &before_state, s);
+            let waited = settle_evidence(run, ev, run.wait_budget_ms(), back).await;
+            or_break!('verdict, waited.map_err(|why| locked_out(run, ev, &wanted, why)));
         };
-        let followed = follow_task(&pve, &upid).await;
-        let followed = ev.trail.followed(followed);
-        or_break!('verdict, followed.map_err(|why| format!("{action}: {why}")));
-        // vzdump picks the mode itself: a guest that is not running is backed up in `stop` mode,
-        // and a snapshot that cannot be taken falls back to `suspend` (pve-manager PVE/VZDump.pm
-        // exec_backup_task, which logs `backup mode: <mode>`). An unreadable log leaves it unknown.
-        mode = mode_logged(&read_log(&pve, &upid).await);
-        let kind = run.kind;
-        let back = &|s: &GuestStatus| same_state(kind, &before_state, s);
-        let waited = settle_evidence(run, ev, run.wait_budget_ms(), back).await;
-        or_break!('verdict, waited.map_err(|why| locked_out(run, ev, &wanted, why)));
-        let after = list_archives(run, &node, &args.storage, Some(vmid)).await;
-        let mut after = or_break!('verdict, after.map_err(of_guest));
+        let before = before.unwrap_or_default();
         let Some(at) = made_by_run(&before, &after) else {
             break 'verdict Err(format!(
                 "the backup task ended successfully, but storage {} on node {node} lists no new backup of {label} (its backups of it: {}) — check the vzdump task's log",
