@@ -312,9 +312,20 @@ pub fn backups_write<H: Host>(
         record.insert("vmid".into(), Value::from(vmid));
     }
     record.insert("backups".into(), Value::Array(backups));
+    stamped_write(run, record, "backups", instance)
+}
+
+/// A `backup` or `backups` record's `record`, with `lastOperation` and `recordedAt` added, written
+/// as `spec`'s `instance`: one copy of the end for both (issue 32).
+pub fn stamped_write<H: Host>(
+    run: &Run<'_, H>,
+    mut record: Map<String, Value>,
+    spec: &str,
+    instance: String,
+) -> RecordWrite {
     record.insert("lastOperation".into(), Value::from(run.method));
     record.insert("recordedAt".into(), Value::from(run.now_iso()));
-    write_value("backups", instance, Value::Object(record))
+    write_value(spec, instance, Value::Object(record))
 }
 
 /// The configuration a backup archive holds: its `key: value` lines before the first snapshot

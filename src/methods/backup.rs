@@ -11,7 +11,8 @@
 //! if specified VMs run on other nodes"), which fails the method.
 
 use crate::args::{ArgError, Fields, Kind, Read, Spec};
-use crate::guest::backups::{check_backup_storage, describe_all, list_archives, Archive};
+use crate::guest::backups::Archive;
+use crate::guest::backups::{check_backup_storage, describe_all, list_archives, stamped_write};
 use crate::guest::evidence::{locked_out, settle_evidence};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::reference::GuestRef;
@@ -22,7 +23,7 @@ use crate::outcome::RecordWrite;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::push_param;
 use crate::pve::responses::GuestStatus;
-use crate::run::{write_value, Run};
+use crate::run::Run;
 use crate::task::{follow_task, read_log};
 use serde_json::{Map, Value};
 
@@ -282,10 +283,8 @@ fn record<H: Host>(
     if let Some(task) = &ev.trail.last_task {
         record.insert("task".into(), Value::from(task.as_str()));
     }
-    record.insert("lastOperation".into(), Value::from(run.method));
-    record.insert("recordedAt".into(), Value::from(run.now_iso()));
     let instance = format!("{}-backup", run.guest_instance(ev.at.vmid));
-    write_value("backup", instance, Value::Object(record))
+    stamped_write(run, record, "backup", instance)
 }
 
 /// The failure of a vzdump PVE skipped: a bare `OK` and no task.
