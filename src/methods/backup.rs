@@ -275,8 +275,6 @@ fn record<H: Host>(
         Ok(Value::Object(fields)) => fields,
         _ => Map::new(),
     };
-    record.insert("node".into(), Value::from(ev.at.node.as_str()));
-    record.insert("storage".into(), Value::from(args.storage.as_str()));
     if let Some(mode) = mode {
         record.insert("mode".into(), Value::from(mode));
     }
@@ -284,7 +282,7 @@ fn record<H: Host>(
         record.insert("task".into(), Value::from(task.as_str()));
     }
     let instance = format!("{}-backup", run.guest_instance(ev.at.vmid));
-    stamped_write(run, record, "backup", instance)
+    stamped_write(run, record, &ev.at.node, &args.storage, "backup", instance)
 }
 
 /// The failure of a vzdump PVE skipped: a bare `OK` and no task.
