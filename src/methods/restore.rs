@@ -511,11 +511,12 @@ fn summary(
     config: &ArchiveConfig,
     disks: &[(String, String)],
 ) -> String {
-    let mut summary = format!(
-        "{how}{label} is restored from {}: {} settings read back as the archive holds them; disks ",
+    let what = format_args!(
+        "{label} is restored from {}: {} settings read back as the archive holds them; disks ",
         args.archive.volid,
         config.0.len()
     );
+    let mut summary = said(how, what, "");
     // The disks appended in place, not listed apart and copied (issue 32).
     let start = summary.len();
     for (key, volid) in disks {
