@@ -161,7 +161,8 @@ fn compare(
     storage: Option<&str>,
     unique: bool,
 ) -> Result<Vec<(String, String)>, String> {
-    let mut problems = not_restored(format_args!("{label} is not the archive's guest: "), "");
+    let what = format_args!("{label} is not the archive's guest: ");
+    let mut problems = said(NOT_RESTORED_START, what, "");
     let start = problems.len();
     let mut disks = Vec::new();
     for (key, wanted) in &archive.0 {
@@ -331,7 +332,7 @@ impl NewGuest for Restore {
             Some((key, volid)) => {
                 let what =
                     format_args!("disk `{key}` ({volid}) of {label} is not on storage {store}");
-                Err(not_restored(what, CHECK_LOG))
+                Err(said(NOT_RESTORED_START, what, CHECK_LOG))
             }
             None => Ok(()),
         }
@@ -462,11 +463,9 @@ fn refusal(label: &str, ev: &Evidence, force: bool) -> Option<String> {
     Some(said("", why, UNCHANGED))
 }
 
-/// A restore whose task ended well without its effect: `what` the restored guest
-/// shows instead, then `end` ([`CHECK_LOG`], or nothing yet).
-fn not_restored(what: fmt::Arguments, end: &str) -> String {
-    said("the restore task ended successfully, but ", what, end)
-}
+/// How every message of a restore whose task ended well without its effect starts: what the
+/// restored guest shows instead follows, then [`CHECK_LOG`] (or nothing yet).
+const NOT_RESTORED_START: &str = "the restore task ended successfully, but ";
 
 /// `start`, `what` and `end` in one text: every message of the method written by this one
 /// function, its fixed ends shared texts (issue 32).
@@ -481,7 +480,7 @@ fn said(start: &str, what: fmt::Arguments, end: &str) -> String {
 /// How every refusal that changed nothing ends.
 const UNCHANGED: &str = "; nothing was changed";
 
-/// The end of every message [`not_restored`] starts.
+/// The end of every message [`NOT_RESTORED_START`] starts.
 const CHECK_LOG: &str = " — check the restore task's log";
 
 /// The first of `disks` on `store` that its listing `volumes` does not hold.
