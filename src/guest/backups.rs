@@ -306,15 +306,28 @@ pub fn backups_write<H: Host>(
         backups.push(serde_json::to_value(archive).unwrap_or_default());
     }
     let mut record = Map::new();
-    record.insert("node".into(), Value::from(node));
-    record.insert("storage".into(), Value::from(storage));
     if let Some(vmid) = vmid {
         record.insert("vmid".into(), Value::from(vmid));
     }
     record.insert("backups".into(), Value::Array(backups));
+    stamped_write(run, record, node, storage, "backups", instance)
+}
+
+/// A `backup` or `backups` record's `record`, with `node`, `storage`, `lastOperation` and
+/// `recordedAt` added, written as `spec`'s `instance`: one copy of the end for both (issue 32).
+pub fn stamped_write<H: Host>(
+    run: &Run<'_, H>,
+    mut record: Map<String, Value>,
+    node: &str,
+    storage: &str,
+    spec: &str,
+    instance: String,
+) -> RecordWrite {
+    record.insert("node".into(), Value::from(node));
+    record.insert("storage".into(), Value::from(storage));
     record.insert("lastOperation".into(), Value::from(run.method));
     record.insert("recordedAt".into(), Value::from(run.now_iso()));
-    write_value("backups", instance, Value::Object(record))
+    write_value(spec, instance, Value::Object(record))
 }
 
 /// The configuration a backup archive holds: its `key: value` lines before the first snapshot

@@ -11,7 +11,8 @@
 //! if specified VMs run on other nodes"), which fails the method.
 
 use crate::args::{ArgError, Fields, Kind, Read, Spec};
-use crate::guest::backups::{check_backup_storage, describe_all, list_archives, Archive};
+use crate::guest::backups::Archive;
+use crate::guest::backups::{check_backup_storage, describe_all, list_archives, stamped_write};
 use crate::guest::evidence::{locked_out, settle_evidence};
 use crate::guest::evidence::{sight_to_change, Evidence};
 use crate::guest::reference::GuestRef;
@@ -22,7 +23,7 @@ use crate::outcome::RecordWrite;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::push_param;
 use crate::pve::responses::GuestStatus;
-use crate::run::{write_value, Run};
+use crate::run::Run;
 use crate::task::{follow_task, read_log};
 use serde_json::{Map, Value};
 
@@ -187,37 +188,46 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             checked.map_err(|why| format!("cannot back up {label}: {why}; nothing was changed"))
         );
         let of_guest = |why: String| format!("back up {label}: {why}");
-        let before = list_archives(run, &node, &args.storage, Some(vmid)).await;
-        let before = or_break!('verdict, before.map_err(of_guest));
-        // What the guest must be back in: its status (and a VM's QEMU run state), and the state as
-        // a failed wait names it, kept rather than the whole status (issue 32).
-        let before_state = (ev.status.status.clone(), ev.status.qmpstatus.clone());
-        let wanted = format!("its state before the backup ({})", describe(&ev.status));
-        let action = format!("back up {label} to storage {}", args.storage);
-        let request = endpoints::vzdump(&node, args.params(vmid));
-        let skipped = |data: &Value| data.as_str() == Some("OK");
-        let pve = run.pve();
-        ev.trail.sending();
-        let answer = pve.call(&request).await;
-        let sent = ev
-            .trail
-            .accepted_unless(answer, &request, &action, &skipped);
-        let Some(upid) = or_break!('verdict, sent) else {
-            break 'verdict Err(skipped_message(&action, run.kind, vmid));
+        // The guest's backups on the storage before the backup, then after it: one read for
+        // both, the loop's second turn ending it (issue 32).
+        let mut before = None;
+        let mut after = loop {
+            let listed = list_archives(run, &node, &args.storage, Some(vmid)).await;
+            let listed = or_break!('verdict, listed.map_err(of_guest));
+            if before.is_some() {
+                break listed;
+            }
+            before = Some(listed);
+            // What the guest must be back in: its status (and a VM's QEMU run state), and the
+            // state as a failed wait names it, kept rather than the whole status (issue 32).
+            let before_state = (ev.status.status.clone(), ev.status.qmpstatus.clone());
+            let wanted = format!("its state before the backup ({})", describe(&ev.status));
+            let action = format!("back up {label} to storage {}", args.storage);
+            let request = endpoints::vzdump(&node, args.params(vmid));
+            let skipped = |data: &Value| data.as_str() == Some("OK");
+            let pve = run.pve();
+            ev.trail.sending();
+            let answer = pve.call(&request).await;
+            let sent = ev
+                .trail
+                .accepted_unless(answer, &request, &action, &skipped);
+            let Some(upid) = or_break!('verdict, sent) else {
+                break 'verdict Err(skipped_message(&action, run.kind, vmid));
+            };
+            let followed = follow_task(&pve, &upid).await;
+            let followed = ev.trail.followed(followed);
+            or_break!('verdict, followed.map_err(|why| format!("{action}: {why}")));
+            // vzdump picks the mode itself: a guest that is not running is backed up in `stop`
+            // mode, and a snapshot that cannot be taken falls back to `suspend` (pve-manager
+            // PVE/VZDump.pm exec_backup_task, which logs `backup mode: <mode>`). An unreadable log
+            // leaves it unknown.
+            mode = mode_logged(&read_log(&pve, &upid).await);
+            let kind = run.kind;
+            let back = &|s: &GuestStatus| same_state(kind, &before_state, s);
+            let waited = settle_evidence(run, ev, run.wait_budget_ms(), back).await;
+            or_break!('verdict, waited.map_err(|why| locked_out(run, ev, &wanted, why)));
         };
-        let followed = follow_task(&pve, &upid).await;
-        let followed = ev.trail.followed(followed);
-        or_break!('verdict, followed.map_err(|why| format!("{action}: {why}")));
-        // vzdump picks the mode itself: a guest that is not running is backed up in `stop` mode,
-        // and a snapshot that cannot be taken falls back to `suspend` (pve-manager PVE/VZDump.pm
-        // exec_backup_task, which logs `backup mode: <mode>`). An unreadable log leaves it unknown.
-        mode = mode_logged(&read_log(&pve, &upid).await);
-        let kind = run.kind;
-        let back = &|s: &GuestStatus| same_state(kind, &before_state, s);
-        let waited = settle_evidence(run, ev, run.wait_budget_ms(), back).await;
-        or_break!('verdict, waited.map_err(|why| locked_out(run, ev, &wanted, why)));
-        let after = list_archives(run, &node, &args.storage, Some(vmid)).await;
-        let mut after = or_break!('verdict, after.map_err(of_guest));
+        let before = before.unwrap_or_default();
         let Some(at) = made_by_run(&before, &after) else {
             break 'verdict Err(format!(
                 "the backup task ended successfully, but storage {} on node {node} lists no new backup of {label} (its backups of it: {}) — check the vzdump task's log",
@@ -265,18 +275,14 @@ fn record<H: Host>(
         Ok(Value::Object(fields)) => fields,
         _ => Map::new(),
     };
-    record.insert("node".into(), Value::from(ev.at.node.as_str()));
-    record.insert("storage".into(), Value::from(args.storage.as_str()));
     if let Some(mode) = mode {
         record.insert("mode".into(), Value::from(mode));
     }
     if let Some(task) = &ev.trail.last_task {
         record.insert("task".into(), Value::from(task.as_str()));
     }
-    record.insert("lastOperation".into(), Value::from(run.method));
-    record.insert("recordedAt".into(), Value::from(run.now_iso()));
     let instance = format!("{}-backup", run.guest_instance(ev.at.vmid));
-    write_value("backup", instance, Value::Object(record))
+    stamped_write(run, record, &ev.at.node, &args.storage, "backup", instance)
 }
 
 /// The failure of a vzdump PVE skipped: a bare `OK` and no task.

@@ -97,6 +97,13 @@ mod tests {
             json!({"storage": "local", "vmid": 400}),
         );
         assert_eq!(outcome.writes[0].instance, "ct-400-backups");
+        // The whole record: what the storage listed and where, and what the run adds.
+        let mut data = outcome.writes[0].data.clone();
+        let at = data.as_object_mut().and_then(|d| d.remove("recordedAt"));
+        assert!(at.is_some_and(|at| at.is_string()));
+        let want = json!({"node": "pve1", "storage": "local", "vmid": 400, "backups": [],
+                          "lastOperation": "listBackups"});
+        assert_eq!(data, want);
         let host = ScriptedHost::new();
         host.on(
             "GET /nodes/pve1/storage/nfs/content",

@@ -161,32 +161,39 @@ fn compare(
     storage: Option<&str>,
     unique: bool,
 ) -> Result<Vec<(String, String)>, String> {
-    let mut problems = not_restored(format_args!("{label} is not the archive's guest: "), "");
+    let what = format_args!("{label} is not the archive's guest: ");
+    let mut problems = said(NOT_RESTORED_START, what, "");
     let start = problems.len();
     let mut disks = Vec::new();
     for (key, wanted) in &archive.0 {
         if NOT_RESTORED.split(' ').any(|k| k == key) || key.starts_with("unused") {
             continue;
         }
-        let Some(seen) = restored.get(key).and_then(flex::string_of) else {
-            let what = format_args!("`{key}` is not set (the archive holds {wanted:?})");
-            note(&mut problems, start, what);
-            continue;
-        };
-        if allocated(kind, key, wanted) {
-            if !disk_problem(&mut problems, start, key, wanted, &seen, storage) {
-                disks.push((key.clone(), volume_of(&seen).to_string()));
+        let seen = restored.get(key).and_then(flex::string_of);
+        // The difference chosen, then noted once (issue 32).
+        let what = match seen.as_ref() {
+            None => format_args!("`{key}` is not set (the archive holds {wanted:?})"),
+            Some(seen) if allocated(kind, key, wanted) => {
+                if !disk_problem(&mut problems, start, key, wanted, seen, storage) {
+                    disks.push((key.clone(), volume_of(seen).to_string()));
+                }
+                continue;
             }
-            continue;
-        }
-        let same = match key.starts_with("net") && unique {
-            true => same_parts(wanted, &seen, 0, nic_part),
-            false => shows(kind, key, wanted, &seen),
+            Some(seen) => {
+                let same = match key.starts_with("net") && unique {
+                    true => same_parts(wanted, seen, 0, nic_part),
+                    false => shows(kind, key, wanted, seen),
+                };
+                if same {
+                    continue;
+                }
+                format_args!(
+                    "`{key}` is {:?}, not the archive's {wanted:?}",
+                    seen.as_str()
+                )
+            }
         };
-        if !same {
-            let what = format_args!("`{key}` is {seen:?}, not the archive's {wanted:?}");
-            note(&mut problems, start, what);
-        }
+        note(&mut problems, start, what);
     }
     if problems.len() == start {
         return Ok(disks);
@@ -216,25 +223,23 @@ fn disk_problem(
     // differs: `disk `scsi0` is "…", not <how>` — two texts, not one per way (issue 32).
     let what = if storage_of(seen) != expected_store {
         None
-    } else if wanted_size.is_some() && size_of(seen) != wanted_size {
+    } else if wanted_size.is_some_and(|w| size_of(seen).is_none_or(|s| s != w)) {
         Some("the archive's size")
     } else if !same_parts(wanted, seen, 1, disk_option) {
         Some("with the archive's options")
     } else {
         return false;
     };
-    match what {
-        None => note(
-            problems,
-            start,
-            format_args!("disk `{key}` is {seen:?}, not on storage {expected_store}"),
-        ),
-        Some(what) => note(
-            problems,
-            start,
-            format_args!("disk `{key}` is {seen:?}, not {what} ({wanted:?})"),
-        ),
-    }
+    // One note, its end chosen (issue 32).
+    let how = match what {
+        None => format_args!("on storage {expected_store}"),
+        Some(_) => format_args!("{} ({wanted:?})", what.unwrap_or_default()),
+    };
+    note(
+        problems,
+        start,
+        format_args!("disk `{key}` is {seen:?}, not {how}"),
+    );
     true
 }
 
@@ -327,7 +332,7 @@ impl NewGuest for Restore {
             Some((key, volid)) => {
                 let what =
                     format_args!("disk `{key}` ({volid}) of {label} is not on storage {store}");
-                Err(not_restored(what, CHECK_LOG))
+                Err(said(NOT_RESTORED_START, what, CHECK_LOG))
             }
             None => Ok(()),
         }
@@ -436,38 +441,46 @@ fn action(kind: GuestKind, volid: &str, vmid: u32, over_on: Option<&str>) -> Str
 /// Why the guest holding the VMID may not be restored over (the module doc's rule: `force: true`,
 /// stopped, not protected); `None` when it may — its lock is waited out then.
 fn refusal(label: &str, ev: &Evidence, force: bool) -> Option<String> {
-    if !force {
-        let name = ev.status.name.as_deref().unwrap_or_default();
-        return Some(format!(
-            "VMID {} holds {label} ({name:?}): a restore replaces its config and disks with the archive's — pass force: true to restore over it; nothing was changed",
+    let (status, name) = (&ev.status.status, ev.status.name.as_deref());
+    let name = name.unwrap_or_default();
+    // One refusal chosen, then written once (issue 32).
+    let why = if !force {
+        format_args!(
+            "VMID {} holds {label} ({name:?}): a restore replaces its config and disks with the archive's — pass force: true to restore over it",
             ev.at.vmid
-        ));
-    }
-    if ev.status.status != "stopped" {
-        return Some(format!(
-            "{label} is {}: PVE refuses to restore over a running guest — stop it first; nothing was changed",
-            ev.status.status
-        ));
-    }
-    if ev.config.get("protection").and_then(flex::bool_of) == Some(true) {
-        return Some(format!(
-            "{label} has protection enabled: PVE refuses to restore over it (check_protection) — clear `protection` first; nothing was changed"
-        ));
-    }
-    None
+        )
+    } else if status != "stopped" {
+        format_args!(
+            "{label} is {status}: PVE refuses to restore over a running guest — stop it first"
+        )
+    } else if ev.config.get("protection").and_then(flex::bool_of) == Some(true) {
+        format_args!(
+            "{label} has protection enabled: PVE refuses to restore over it (check_protection) — clear `protection` first"
+        )
+    } else {
+        return None;
+    };
+    Some(said("", why, UNCHANGED))
 }
 
-/// A restore whose task ended well without its effect: `what` the restored guest
-/// shows instead, then `end` ([`CHECK_LOG`], or nothing yet).
-fn not_restored(what: fmt::Arguments, end: &str) -> String {
-    let mut message = String::from("the restore task ended successfully, but ");
+/// How every message of a restore whose task ended well without its effect starts: what the
+/// restored guest shows instead follows, then [`CHECK_LOG`] (or nothing yet).
+const NOT_RESTORED_START: &str = "the restore task ended successfully, but ";
+
+/// `start`, `what` and `end` in one text: every message of the method written by this one
+/// function, its fixed ends shared texts (issue 32).
+fn said(start: &str, what: fmt::Arguments, end: &str) -> String {
+    let mut message = String::from(start);
     // Writing to a String cannot fail.
     let _ = message.write_fmt(what);
     message.push_str(end);
     message
 }
 
-/// The end of every message [`not_restored`] starts.
+/// How every refusal that changed nothing ends.
+const UNCHANGED: &str = "; nothing was changed";
+
+/// The end of every message [`NOT_RESTORED_START`] starts.
 const CHECK_LOG: &str = " — check the restore task's log";
 
 /// The first of `disks` on `store` that its listing `volumes` does not hold.
@@ -497,11 +510,12 @@ fn summary(
     config: &ArchiveConfig,
     disks: &[(String, String)],
 ) -> String {
-    let mut summary = format!(
-        "{how}{label} is restored from {}: {} settings read back as the archive holds them; disks ",
+    let what = format_args!(
+        "{label} is restored from {}: {} settings read back as the archive holds them; disks ",
         args.archive.volid,
         config.0.len()
     );
+    let mut summary = said(how, what, "");
     // The disks appended in place, not listed apart and copied (issue 32).
     let start = summary.len();
     for (key, volid) in disks {
