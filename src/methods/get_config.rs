@@ -138,7 +138,7 @@ pub async fn read_snapshot<H: Host>(
 }
 
 /// `GET …/pending`'s answer (to `request`) as a snapshot.
-fn snapshot_of(request: &PveRequest, data: Value) -> Result<ConfigSnapshot, PveError> {
+pub fn snapshot_of(request: &PveRequest, data: Value) -> Result<ConfigSnapshot, PveError> {
     ConfigSnapshot::from_rows(&data).ok_or_else(|| {
         PveError::malformed(format!(
             "{} answered {data} where a list of config keys was expected",
