@@ -30,7 +30,7 @@ use crate::guest::root_only::{ct_refusal, qemu_refusal, Caller, CtState};
 use crate::guest::target::Target;
 use crate::guest::volumes::{listed_on_storage, storage_of};
 use crate::host::Host;
-use crate::methods::get_config::{read_snapshot, snapshot_of};
+use crate::methods::get_config::snapshot_of;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
@@ -170,8 +170,7 @@ pub async fn course<H: Host>(
             (verdict, snapshot) = match not_running(run, ev, &summary) {
                 Some(message) => (Err(message), None),
                 None => {
-                    let rebooted = reboot_verified(run, ev, REBOOT_SHUTDOWN_SEC).await;
-                    let after = read_snapshot(run, &ev.at).await;
+                    let (rebooted, after) = reboot_then_pending(run, ev, REBOOT_SHUTDOWN_SEC).await;
                     rebooted_judged(run, ev, &summary, rebooted, after)
                 }
             };
@@ -299,6 +298,23 @@ pub fn pending_read_after_reboot<H: Host>(
             None
         }
     }
+}
+
+/// A verified reboot (`applyPending: "reboot"`; its shutdown half may take `timeout_sec`), then the
+/// pending changes read again either way (what was pending before a reboot is no observation of
+/// after it): one future for `setConfig` and `cloudInit` (issue 32).
+pub async fn reboot_then_pending<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    timeout_sec: u64,
+) -> (Result<String, String>, Result<ConfigSnapshot, PveError>) {
+    let rebooted = reboot_verified(run, ev, timeout_sec).await;
+    let request = endpoints::guest_pending(&ev.at.node, run.kind, ev.at.vmid);
+    let answer = run.pve().call(&request).await;
+    (
+        rebooted,
+        answer.and_then(|data| snapshot_of(&request, data)),
+    )
 }
 
 /// The shutdown half of an `applyPending` reboot may take this long.
