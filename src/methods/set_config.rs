@@ -515,13 +515,14 @@ fn judge<H: Host>(
             "{label}: PVE never shows cipassword, so only its presence was checked"
         ));
     }
+    // The pending keys listed once, for the warning and the summary.
+    let listed = pending.joined(", ");
     if !pending.is_empty() {
         ev.warn(
             run,
             format!(
-                "{label}: {} pending until a restart (not applied yet): {}",
-                pending.len(),
-                pending.joined(", ")
+                "{label}: {} pending until a restart (not applied yet): {listed}",
+                pending.len()
             ),
         );
     }
@@ -534,9 +535,8 @@ fn judge<H: Host>(
     Ok(match pending.is_empty() {
         true => format!("{label}: {applied} applied"),
         false => format!(
-            "{label}: {applied} applied, {} pending until a restart: {}",
-            pending.len(),
-            pending.joined(", ")
+            "{label}: {applied} applied, {} pending until a restart: {listed}",
+            pending.len()
         ),
     })
 }
