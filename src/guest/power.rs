@@ -306,6 +306,8 @@ pub async fn shut_down<H: Host>(
 /// what is left of timeoutSec (`budget_ms`, from `started`); so may it after a task whose end was
 /// not observed (its status unreadable): it may still be shutting the guest down. After a failed
 /// task (PVE gave up waiting) one read says where the guest is.
+// Inlined into its one caller (issue 32).
+#[inline(always)]
 fn settling<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
