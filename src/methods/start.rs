@@ -266,6 +266,8 @@ fn wake_verb(ev: &Evidence, args: &StartArgs, label: &str) -> Result<&'static st
 
 /// What `waitForIp` found: the address, added to the record and the summary; none, warned of
 /// (`allowNoIp`) or the start's failure.
+// Inlined into its one caller (issue 32).
+#[inline(always)]
 fn took_ip<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
