@@ -261,7 +261,25 @@ pub async fn shut_down<H: Host>(
     if already(run, ev, Target::Stopped).await? {
         return Ok(format!("{label} was already stopped; no shutdown was sent"));
     }
-    let why = match graceful(run, ev, args.timeout_sec).await? {
+    // The graceful attempt, in this course (an async fn around it would be one more future,
+    // issue 32). `Err` from it: PVE refused the request (no task ran, nothing to fall back from).
+    let started = run.host.now_ms();
+    let budget_ms = args.timeout_sec * 1000;
+    let mut pve = run.pve();
+    // PVE's task itself waits up to timeoutSec for the guest: follow it at least that long. The
+    // graceful attempt has its own budget (timeoutSec); the hard stop after it gets taskTimeoutSec.
+    let graceful_budget = WaitBudget::new(pve.task_timeout_ms.max(budget_ms + TASK_SLACK_MS));
+    pve.budget = &graceful_budget;
+    let request = endpoints::guest_shutdown(&ev.at.node, run.kind, ev.at.vmid, args.timeout_sec);
+    ev.trail.sending();
+    let answer = pve.call(&request).await;
+    let upid = ev
+        .trail
+        .accepted(answer, &request, &format!("shut down {label}"))?;
+    let followed = follow_task(&pve, &upid).await;
+    let followed = ev.trail.followed_outcome(followed);
+    let (settle_ms, context) = settling(run, ev, followed, budget_ms, started);
+    let why = match reach(run, ev, Target::Stopped, settle_ms, &context).await {
         Ok(()) => return Ok(format!("{label} shut down gracefully")),
         Err(why) => why,
     };
@@ -282,34 +300,24 @@ pub async fn shut_down<H: Host>(
     ))
 }
 
-/// The graceful attempt. `Err`: PVE refused the request (no task ran, nothing to fall back from);
-/// `Ok(Err(why))`: it ran but the guest was not seen stopped.
-async fn graceful<H: Host>(
+/// How long the state may take to show after the graceful attempt's task (`followed`), and what
+/// a failure to see it stopped says came first. Only the guest's state decides. After a task that
+/// succeeded the state may still follow (an HA-managed guest stops once the HA manager acts) within
+/// what is left of timeoutSec (`budget_ms`, from `started`); so may it after a task whose end was
+/// not observed (its status unreadable): it may still be shutting the guest down. After a failed
+/// task (PVE gave up waiting) one read says where the guest is.
+// Inlined into its one caller (issue 32).
+#[inline(always)]
+fn settling<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    timeout_sec: u64,
-) -> Result<Result<(), String>, String> {
-    let started = run.host.now_ms();
-    let budget_ms = timeout_sec * 1000;
-    let mut pve = run.pve();
-    // PVE's task itself waits up to timeoutSec for the guest: follow it at least that long. The
-    // graceful attempt has its own budget (timeoutSec); the hard stop after it gets taskTimeoutSec.
-    let graceful_budget = WaitBudget::new(pve.task_timeout_ms.max(budget_ms + TASK_SLACK_MS));
-    pve.budget = &graceful_budget;
-    let request = endpoints::guest_shutdown(&ev.at.node, run.kind, ev.at.vmid, timeout_sec);
-    let action = format!("shut down {}", ev.label(run));
-    ev.trail.sending();
-    let answer = pve.call(&request).await;
-    let upid = ev.trail.accepted(answer, &request, &action)?;
-    let followed = follow_task(&pve, &upid).await;
-    let followed = ev.trail.followed_outcome(followed);
-    // Only the guest's state decides. After a task that succeeded the state may still follow (an
-    // HA-managed guest stops once the HA manager acts) within what is left of timeoutSec; so may
-    // it after a task whose end was not observed (its status unreadable): it may still be shutting
-    // the guest down. After a failed task (PVE gave up waiting) one read says where the guest is.
+    followed: Result<(), TaskTrouble>,
+    budget_ms: u64,
+    started: f64,
+) -> (u64, String) {
     let spent = (run.host.now_ms() - started).max(0.0) as u64;
     let left = budget_ms.saturating_sub(spent).max(MIN_SETTLE_MS);
-    let (settle_ms, context) = match followed {
+    match followed {
         Ok(()) => (left, "the shutdown task ended successfully".to_string()),
         Err(TaskTrouble::Unknown(why)) => {
             ev.warn(
@@ -326,8 +334,7 @@ async fn graceful<H: Host>(
             0,
             format!("the shutdown task did not succeed ({})", why.failure.0),
         ),
-    };
-    Ok(reach(run, ev, Target::Stopped, settle_ms, &context).await)
+    }
 }
 
 /// Sends a power request (`verb` names it: "start", "stop", …), follows its task, and waits for

@@ -13,12 +13,13 @@ use crate::client::shaped;
 use crate::explain::{could_not, mutation_failed};
 use crate::guest::config::ConfigSnapshot;
 use crate::guest::evidence::{sight_to_change, Evidence};
-use crate::guest::reboot::{reboot_verified, ApplyPending};
+use crate::guest::reboot::ApplyPending;
 use crate::guest::reference::GuestRef;
 use crate::guest::target::Target;
 use crate::host::Host;
-use crate::methods::get_config::read_snapshot;
-use crate::methods::set_config::{apply, pending_read_after_reboot, SetConfigArgs};
+use crate::methods::set_config::{
+    apply, pending_read_after_reboot, reboot_then_pending, SetConfigArgs,
+};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
@@ -267,9 +268,7 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         if let Some(verdict) = without_reboot(run, &mut ev, &args, &summary) {
             break 'configure Ok(verdict);
         }
-        let rebooted = reboot_verified(run, &mut ev, args.timeout_sec).await;
-        // What was pending before a reboot is no observation of after it: read again either way.
-        let after = read_snapshot(run, &ev.at).await;
+        let (rebooted, after) = reboot_then_pending(run, &mut ev, args.timeout_sec).await;
         match rebooted {
             Ok(rebooted) => after_reboot(&label, &summary, &rebooted, after, &mut pending),
             Err(why) => {

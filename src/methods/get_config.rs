@@ -128,17 +128,8 @@ fn recorded<H: Host>(
     ))
 }
 
-/// `GET …/pending` of a located guest, as a snapshot.
-pub async fn read_snapshot<H: Host>(
-    run: &Run<'_, H>,
-    at: &Located,
-) -> Result<ConfigSnapshot, PveError> {
-    let request = endpoints::guest_pending(&at.node, run.kind, at.vmid);
-    snapshot_of(&request, run.pve().call(&request).await?)
-}
-
 /// `GET …/pending`'s answer (to `request`) as a snapshot.
-fn snapshot_of(request: &PveRequest, data: Value) -> Result<ConfigSnapshot, PveError> {
+pub fn snapshot_of(request: &PveRequest, data: Value) -> Result<ConfigSnapshot, PveError> {
     ConfigSnapshot::from_rows(&data).ok_or_else(|| {
         PveError::malformed(format!(
             "{} answered {data} where a list of config keys was expected",

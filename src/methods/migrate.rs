@@ -224,6 +224,8 @@ pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 
 /// `GET …/migrate?target=` as answered: refuses what PVE would refuse. A plain function of the
 /// answer, not an async fn reading it: each is one more future around its await (issue 32).
+// Inlined into its one caller (issue 32).
+#[inline(always)]
 fn preconditions<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,

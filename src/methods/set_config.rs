@@ -30,7 +30,7 @@ use crate::guest::root_only::{ct_refusal, qemu_refusal, Caller, CtState};
 use crate::guest::target::Target;
 use crate::guest::volumes::{listed_on_storage, storage_of};
 use crate::host::Host;
-use crate::methods::get_config::read_snapshot;
+use crate::methods::get_config::snapshot_of;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
@@ -170,8 +170,7 @@ pub async fn course<H: Host>(
             (verdict, snapshot) = match not_running(run, ev, &summary) {
                 Some(message) => (Err(message), None),
                 None => {
-                    let rebooted = reboot_verified(run, ev, REBOOT_SHUTDOWN_SEC).await;
-                    let after = read_snapshot(run, &ev.at).await;
+                    let (rebooted, after) = reboot_then_pending(run, ev, REBOOT_SHUTDOWN_SEC).await;
                     rebooted_judged(run, ev, &summary, rebooted, after)
                 }
             };
@@ -301,6 +300,23 @@ pub fn pending_read_after_reboot<H: Host>(
     }
 }
 
+/// A verified reboot (`applyPending: "reboot"`; its shutdown half may take `timeout_sec`), then the
+/// pending changes read again either way (what was pending before a reboot is no observation of
+/// after it): one future for `setConfig` and `cloudInit` (issue 32).
+pub async fn reboot_then_pending<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    timeout_sec: u64,
+) -> (Result<String, String>, Result<ConfigSnapshot, PveError>) {
+    let rebooted = reboot_verified(run, ev, timeout_sec).await;
+    let request = endpoints::guest_pending(&ev.at.node, run.kind, ev.at.vmid);
+    let answer = run.pve().call(&request).await;
+    (
+        rebooted,
+        answer.and_then(|data| snapshot_of(&request, data)),
+    )
+}
+
 /// The shutdown half of an `applyPending` reboot may take this long.
 const REBOOT_SHUTDOWN_SEC: u64 = 120;
 
@@ -318,37 +334,98 @@ pub async fn apply<H: Host>(
             *value = ssh_keys_param(value);
         }
     }
-    match identity_refusal(run, ev, &options).await {
-        Ok(None) => {}
-        Ok(Some(refusal)) => {
-            return (
-                Err(format!(
-                    "cannot change the config of {label}: {refusal}; nothing was changed"
-                )),
-                None,
-            )
-        }
-        Err(message) => return (Err(message), None),
-    }
-    let request = endpoints::set_guest_config(&ev.at.node, run.kind, ev.at.vmid, &options);
+    let caller = Caller::of(&run.global.transport);
     let pve = run.pve();
-    ev.trail.sending();
-    let answer = pve.call(&request).await;
-    ev.trail.answered(&answer);
-    if let Err(e) = answer {
-        let message = match e.outcome_unknown() {
-            true => {
-                let check = "its config (run getConfig)";
-                outcome_unknown(&format!("change the config of {label}"), &e, check).0
+    // A container's `features` rule depends on its current config, which is then read first.
+    let reads_features = caller != Caller::RootPam
+        && run.kind == GuestKind::Lxc
+        && options.iter().any(|(key, value)| {
+            key == "features"
+                || key == "delete" && value.split([',', ';', ' ']).any(|k| k == "features")
+        });
+    let mut step = match reads_features {
+        true => Step::Features,
+        false => Step::Set,
+    };
+    let mut config = Map::new();
+    // Its requests in order, sent from one await (issue 32): the config (when the features rule
+    // needs it), the change, the read-back; each answer judged in plain code.
+    loop {
+        let request = match step {
+            Step::Features => endpoints::guest_config(&ev.at.node, run.kind, ev.at.vmid),
+            Step::Set => {
+                if let Some(refusal) = identity_refusal(run.kind, caller, &options, &config) {
+                    let message = format!(
+                        "cannot change the config of {label}: {refusal}; nothing was changed"
+                    );
+                    return (Err(message), None);
+                }
+                ev.trail.sending();
+                endpoints::set_guest_config(&ev.at.node, run.kind, ev.at.vmid, &options)
             }
-            false => format!(
-                "PVE refused the config change of {label}: {e} — {}",
-                hint(e.kind)
-            ),
+            Step::ReadBack => endpoints::guest_pending(&ev.at.node, run.kind, ev.at.vmid),
         };
-        return (Err(message), None);
+        let answer = pve.call(&request).await;
+        step = match step {
+            Step::Features => match shaped(&request, "a guest config", answer) {
+                Ok(read) => {
+                    config = read;
+                    Step::Set
+                }
+                Err(e) => {
+                    let action = format!("read the config of {label} to check its features");
+                    return (Err(could_not(&action, &e).0), None);
+                }
+            },
+            Step::Set => {
+                ev.trail.answered(&answer);
+                if let Err(e) = answer {
+                    return (Err(refused(&label, &e)), None);
+                }
+                Step::ReadBack
+            }
+            Step::ReadBack => {
+                let snapshot = answer.and_then(|data| snapshot_of(&request, data));
+                return read_back(run, ev, &label, changes, snapshot);
+            }
+        };
     }
-    match read_snapshot(run, &ev.at).await {
+}
+
+/// A request of [`apply`], in order.
+#[derive(Clone, Copy)]
+enum Step {
+    /// A container's config, for its `features` rule.
+    Features,
+    /// The change.
+    Set,
+    /// `GET …/pending`.
+    ReadBack,
+}
+
+/// Why the config change PVE answered `e` failed: its outcome unknown, or PVE refused it.
+fn refused(label: &str, e: &PveError) -> String {
+    match e.outcome_unknown() {
+        true => {
+            let check = "its config (run getConfig)";
+            outcome_unknown(&format!("change the config of {label}"), e, check).0
+        }
+        false => format!(
+            "PVE refused the config change of {label}: {e} — {}",
+            hint(e.kind)
+        ),
+    }
+}
+
+/// The snapshot read back after the change: judged key by key, or why it could not be read.
+fn read_back<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    label: &str,
+    changes: &[(String, String)],
+    read: Result<ConfigSnapshot, PveError>,
+) -> (Result<String, String>, Option<ConfigSnapshot>) {
+    match read {
         Ok(snapshot) => (judge(run, ev, changes, &snapshot), Some(snapshot)),
         Err(e) => {
             ev.trail.outcome_unknown = true;
@@ -361,16 +438,16 @@ pub async fn apply<H: Host>(
     }
 }
 
-/// What PVE would refuse this caller (an API token) in the change (guest/root_only.rs). A
-/// container's `features` rule depends on its current config, which is then read first.
-async fn identity_refusal<H: Host>(
-    run: &Run<'_, H>,
-    ev: &Evidence,
+/// What PVE would refuse this caller (an API token) in the change (guest/root_only.rs); a
+/// container's `features` rule judged by its current `config` (empty when not read).
+fn identity_refusal(
+    kind: GuestKind,
+    caller: Caller,
     options: &[(String, String)],
-) -> Result<Option<String>, String> {
-    let caller = Caller::of(&run.global.transport);
+    config: &Map<String, Value>,
+) -> Option<String> {
     if caller == Caller::RootPam {
-        return Ok(None);
+        return None;
     }
     // The keys set, then those deleted: borrowed, not a copy of the options (issue 32).
     let (mut deleted, mut keys) = (Vec::new(), Vec::new());
@@ -380,33 +457,18 @@ async fn identity_refusal<H: Host>(
             _ => keys.push(key.as_str()),
         }
     }
-    match run.kind {
+    match kind {
         GuestKind::Qemu => {
             keys.extend(deleted.iter().copied());
-            Ok(qemu_refusal(caller, &keys))
+            qemu_refusal(caller, &keys)
         }
         GuestKind::Lxc => {
-            let touches_features = keys.contains(&"features") || deleted.contains(&"features");
-            let config: serde_json::Map<String, Value> = match touches_features {
-                false => serde_json::Map::new(),
-                true => {
-                    let request = endpoints::guest_config(&ev.at.node, run.kind, ev.at.vmid);
-                    let answer = run.pve().call(&request).await;
-                    shaped(&request, "a guest config", answer).map_err(|e| {
-                        could_not(
-                            &format!("read the config of {} to check its features", ev.label(run)),
-                            &e,
-                        )
-                        .0
-                    })?
-                }
-            };
             let state = CtState {
                 unprivileged: config.get("unprivileged").and_then(flex::bool_of) == Some(true),
                 features: config.get("features").and_then(Value::as_str),
             };
             // `delete` is no key ct_refusal flags (guest/root_only.rs): the options go whole.
-            Ok(ct_refusal(caller, options, &deleted, state))
+            ct_refusal(caller, options, &deleted, state)
         }
     }
 }
@@ -453,13 +515,14 @@ fn judge<H: Host>(
             "{label}: PVE never shows cipassword, so only its presence was checked"
         ));
     }
+    // The pending keys listed once, for the warning and the summary.
+    let listed = pending.joined(", ");
     if !pending.is_empty() {
         ev.warn(
             run,
             format!(
-                "{label}: {} pending until a restart (not applied yet): {}",
-                pending.len(),
-                pending.joined(", ")
+                "{label}: {} pending until a restart (not applied yet): {listed}",
+                pending.len()
             ),
         );
     }
@@ -472,9 +535,8 @@ fn judge<H: Host>(
     Ok(match pending.is_empty() {
         true => format!("{label}: {applied} applied"),
         false => format!(
-            "{label}: {applied} applied, {} pending until a restart: {}",
-            pending.len(),
-            pending.joined(", ")
+            "{label}: {applied} applied, {} pending until a restart: {listed}",
+            pending.len()
         ),
     })
 }

@@ -252,6 +252,8 @@ fn ready_words(
 /// (paused, suspended by its guest) is resumed, not started (PVE refuses that); one suspended to
 /// disk would resume from its saved state on a start too (qemu-server `vm_start`): both only when
 /// asked.
+// Inlined into its one caller (issue 32).
+#[inline(always)]
 fn wake_verb(ev: &Evidence, args: &StartArgs, label: &str) -> Result<&'static str, String> {
     let asleep = ev.status.status == "running" || lock_of(&ev.status) == Some(HIBERNATED);
     match (asleep, args.resume) {
@@ -266,6 +268,8 @@ fn wake_verb(ev: &Evidence, args: &StartArgs, label: &str) -> Result<&'static st
 
 /// What `waitForIp` found: the address, added to the record and the summary; none, warned of
 /// (`allowNoIp`) or the start's failure.
+// Inlined into its one caller (issue 32).
+#[inline(always)]
 fn took_ip<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
