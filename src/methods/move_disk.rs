@@ -13,7 +13,9 @@ use crate::guest::evidence::{settled_after, Evidence};
 use crate::guest::reference::GuestRef;
 use crate::guest::snapshots::{snapshot_holds, tree_read, tree_request};
 use crate::guest::storage::{storage_in, storage_refusal, unusable};
-use crate::guest::volumes::{is_unused, listed_on_storage, storage_of, unused_holding, volume_at};
+use crate::guest::volumes::{
+    is_unused, listed_on_storage, listed_request, storage_of, unused_holding, volume_at,
+};
 use crate::host::Host;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
@@ -176,8 +178,9 @@ pub async fn course<H: Host>(
     let but = |why: String| format!("the move task ended successfully, but {why}");
     let landed = landed(&ev.config, args, &from).map_err(but)?;
     if args.delete {
-        let listed = listed_on_storage(run, &ev.at.node, ev.at.vmid, &from).await;
-        if listed.map_err(but)? {
+        let request = listed_request(&ev.at.node, ev.at.vmid, &from);
+        let answer = run.pve().call(&request).await;
+        if listed_on_storage(&ev.at.node, &from, answer).map_err(but)? {
             let storage = storage_of(&from);
             return Err(but(format!(
                 "storage {storage} still lists the source {from}"

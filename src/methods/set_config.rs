@@ -28,7 +28,7 @@ use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
 use crate::guest::root_only::{ct_refusal, qemu_refusal, Caller, CtState};
 use crate::guest::target::Target;
-use crate::guest::volumes::{listed_on_storage, storage_of};
+use crate::guest::volumes::{listed_on_storage, listed_request, storage_of};
 use crate::host::Host;
 use crate::methods::get_config::read_snapshot;
 use crate::pve::endpoints::{self, GuestKind};
@@ -185,7 +185,9 @@ pub async fn course<H: Host>(
             Ok(seen) => match &seen.freed {
                 None => Ok(format!("{summary}{}", seen.words)),
                 Some(volid) => {
-                    let listed = listed_on_storage(run, &ev.at.node, ev.at.vmid, volid).await;
+                    let request = listed_request(&ev.at.node, ev.at.vmid, volid);
+                    let answer = run.pve().call(&request).await;
+                    let listed = listed_on_storage(&ev.at.node, volid, answer);
                     freed_judged(summary, &seen, volid, listed)
                 }
             },
