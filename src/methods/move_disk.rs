@@ -159,10 +159,15 @@ pub async fn course<H: Host>(
         }
     }
     // Then the move, its task, and the config and the source's storage after it.
-    let label = format!("{} of {}", args.disk, ev.label(run));
-    // The request and its action end with their await: the later ones need not carry them.
+    // The request and its action end with their await: the later ones need not carry them, nor
+    // the guest's label, written again where it is said (its place does not change).
     {
-        let action = format!("move {label} to storage {}", args.storage);
+        let action = format!(
+            "move {} of {} to storage {}",
+            args.disk,
+            ev.label(run),
+            args.storage
+        );
         let request = endpoints::move_volume(
             &ev.at.node,
             run.kind,
@@ -187,7 +192,11 @@ pub async fn course<H: Host>(
             )));
         }
     }
-    Ok(format!("{label} moved to {landed}"))
+    Ok(format!(
+        "{} of {} moved to {landed}",
+        args.disk,
+        ev.label(run)
+    ))
 }
 
 /// What moving the disk is refused with: `cannot move …: {why}; nothing was sent`.
