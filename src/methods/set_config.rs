@@ -152,13 +152,16 @@ pub async fn course<H: Host>(
     ev: &mut Evidence,
     method: &dyn ConfigChange,
 ) -> (Result<String, String>, Option<ConfigSnapshot>) {
-    // The changes given, completed: the guest and `applyPending` are read where they are.
+    // The changes given, completed: the guest and `applyPending` are read where they are. They
+    // end with their apply: the reboot and the reads after it do not carry them (issue 32).
     let base = method.base();
-    let mut changes = base.changes.clone();
-    let filled = method.fill(run.kind, ev.at.vmid, &ev.config, &mut changes);
-    let (mut verdict, mut snapshot) = match filled {
-        Ok(()) => apply(run, ev, &changes).await,
-        Err(refusal) => (Err(format!("{refusal}; nothing was changed")), None),
+    let (mut verdict, mut snapshot) = {
+        let mut changes = base.changes.clone();
+        let filled = method.fill(run.kind, ev.at.vmid, &ev.config, &mut changes);
+        match filled {
+            Ok(()) => apply(run, ev, &changes).await,
+            Err(refusal) => (Err(format!("{refusal}; nothing was changed")), None),
+        }
     };
     // `applyPending: "reboot"` with changes pending: a verified reboot (the guest must run), then
     // the pending set must be empty. The reboot and the read after it are awaited here, each
