@@ -52,6 +52,9 @@ const FIELDS: [Spec; 3] = [
 ];
 
 impl TemplateArgs {
+    /// Always inlined into its one caller, the method's change (`change_course`): the arguments
+    /// are then built in their place, with no result of their own to match and move (issue 32).
+    #[inline(always)]
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
