@@ -14,9 +14,9 @@ use crate::methods::{
     attach_disk, backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
     delete_snapshot, detach_disk, download_url, file_read, file_write, firewall_alias,
     firewall_ipset, firewall_options, firewall_rules, get_config, guest_exec, ha_resource, ha_rule,
-    ha_status, list_backups, list_snapshots, lookup, migrate, move_disk, nic, node_config,
-    node_status, preflight, reboot, resize_disk, restore, resume, rollback, set_config, shutdown,
-    snapshot, start, stop, suspend, sync, template, vm_create, wait_ready, wait_task,
+    ha_status, list_backups, list_snapshots, lookup, migrate, nic, node_config, node_status,
+    preflight, reboot, restore, resume, rollback, set_config, shutdown, snapshot, start, stop,
+    suspend, sync, vm_create, wait_ready, wait_task,
 };
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
@@ -142,14 +142,14 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
         ),
         Method::Resize => kept!(
             Method::Resize,
-            resize_disk::ResizeArgs::parse(kind, args).err(),
+            change_course::resize_disk(kind, args).err(),
             None
         ),
         Method::SetNic => kept!(Method::SetNic, nic::set_nic(kind, args).err(), None),
         Method::RemoveNic => kept!(Method::RemoveNic, nic::remove_nic(kind, args).err(), None),
         Method::MoveDisk => kept!(
             Method::MoveDisk,
-            move_disk::MoveArgs::parse(kind, args).err(),
+            change_course::move_disk(kind, args).err(),
             None
         ),
         Method::AttachDisk => kept!(
@@ -192,7 +192,7 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
         Method::Sync => kept!(Method::Sync, sync::SyncArgs::parse(args).err(), None),
         Method::Template => kept!(
             Method::Template,
-            template::TemplateArgs::parse(args).err(),
+            change_course::convert_to_template(kind, args).err(),
             None
         ),
         Method::Reboot => kept!(

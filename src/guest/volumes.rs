@@ -8,13 +8,11 @@
 use super::evidence::Evidence;
 use super::storage::listed;
 use crate::explain::could_not;
-use crate::host::Host;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::property::storage_volume;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::StorageVolume;
-use crate::run::Run;
 use serde_json::{Map, Value};
 
 /// The volume config key `key` holds; `None` for no such key, a CD-ROM, an empty drive or a path.
@@ -62,24 +60,24 @@ pub fn storage_of(volid: &str) -> &str {
     volid.split_once(':').map_or(volid, |(storage, _)| storage)
 }
 
-/// Whether `volid`'s storage on `node` lists it among its owner's volumes
+/// The request of whether `volid`'s storage on `node` lists it among its owner's volumes
 /// (`GET /nodes/{node}/storage/{storage}/content?vmid=…`, every content type; the owner by the
-/// volume's name, else `vmid`: the listing filters by the name's owner).
-pub async fn listed_on_storage<H: Host>(
-    run: &Run<'_, H>,
+/// volume's name, else `vmid`: the listing filters by the name's owner). Sent from its caller's
+/// own await (issue 32), its answer read by [`listed_on_storage`].
+pub fn listed_request(node: &str, vmid: u32, volid: &str) -> PveRequest {
+    PveRequest::get(&["nodes", node, "storage", storage_of(volid), "content"])
+        .param("vmid", owner_of(volid).unwrap_or(vmid).to_string())
+}
+
+/// Whether the storage's list ([`listed_request`], answered `answer`) holds `volid`.
+pub fn listed_on_storage(
     node: &str,
-    vmid: u32,
     volid: &str,
+    answer: Result<Value, PveError>,
 ) -> Result<bool, String> {
     let storage = storage_of(volid);
-    let request = PveRequest::get(&["nodes", node, "storage", storage, "content"])
-        .param("vmid", owner_of(volid).unwrap_or(vmid).to_string());
     let action = format!("list storage {storage} on node {node} to see whether {volid} is there");
-    let answer = run
-        .pve()
-        .call(&request)
-        .await
-        .map_err(|e| could_not(&action, &e).0)?;
+    let answer = answer.map_err(|e| could_not(&action, &e).0)?;
     let volumes = answer.as_array().ok_or_else(|| {
         let wrong = PveError::malformed(format!(
             "PVE answered {answer} where a list was expected",

@@ -13,7 +13,9 @@ use crate::guest::evidence::{settled_after, Evidence};
 use crate::guest::reference::GuestRef;
 use crate::guest::snapshots::{snapshot_holds, tree_read, tree_request};
 use crate::guest::storage::{storage_in, storage_refusal, unusable};
-use crate::guest::volumes::{is_unused, listed_on_storage, storage_of, unused_holding, volume_at};
+use crate::guest::volumes::{
+    is_unused, listed_on_storage, listed_request, storage_of, unused_holding, volume_at,
+};
 use crate::host::Host;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::flex;
@@ -43,6 +45,9 @@ fn movable(kind: GuestKind, key: &str) -> bool {
 }
 
 impl MoveArgs {
+    /// Always inlined into its one caller, the method's change (`change_course`): the arguments
+    /// are then built in their place, with no result of their own to match and move (issue 32).
+    #[inline(always)]
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
@@ -157,10 +162,15 @@ pub async fn course<H: Host>(
         }
     }
     // Then the move, its task, and the config and the source's storage after it.
-    let label = format!("{} of {}", args.disk, ev.label(run));
-    // The request and its action end with their await: the later ones need not carry them.
+    // The request and its action end with their await: the later ones need not carry them, nor
+    // the guest's label, written again where it is said (its place does not change).
     {
-        let action = format!("move {label} to storage {}", args.storage);
+        let action = format!(
+            "move {} of {} to storage {}",
+            args.disk,
+            ev.label(run),
+            args.storage
+        );
         let request = endpoints::move_volume(
             &ev.at.node,
             run.kind,
@@ -176,15 +186,20 @@ pub async fn course<H: Host>(
     let but = |why: String| format!("the move task ended successfully, but {why}");
     let landed = landed(&ev.config, args, &from).map_err(but)?;
     if args.delete {
-        let listed = listed_on_storage(run, &ev.at.node, ev.at.vmid, &from).await;
-        if listed.map_err(but)? {
+        let request = listed_request(&ev.at.node, ev.at.vmid, &from);
+        let answer = run.pve().call(&request).await;
+        if listed_on_storage(&ev.at.node, &from, answer).map_err(but)? {
             let storage = storage_of(&from);
             return Err(but(format!(
                 "storage {storage} still lists the source {from}"
             )));
         }
     }
-    Ok(format!("{label} moved to {landed}"))
+    Ok(format!(
+        "{} of {} moved to {landed}",
+        args.disk,
+        ev.label(run)
+    ))
 }
 
 /// What moving the disk is refused with: `cannot move …: {why}; nothing was sent`.

@@ -48,6 +48,9 @@ pub struct ResizeArgs {
 
 impl ResizeArgs {
     /// Reads the arguments of `kind`'s resize: its disk keys, its default disk.
+    /// Always inlined into its one caller, the method's change (`change_course`): the arguments
+    /// are then built in their place, with no result of their own to match and move (issue 32).
+    #[inline(always)]
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;

@@ -28,7 +28,7 @@ use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
 use crate::guest::root_only::{ct_refusal, qemu_refusal, Caller, CtState};
 use crate::guest::target::Target;
-use crate::guest::volumes::{listed_on_storage, storage_of};
+use crate::guest::volumes::{listed_on_storage, listed_request, storage_of};
 use crate::host::Host;
 use crate::methods::get_config::snapshot_of;
 use crate::pve::endpoints::{self, GuestKind};
@@ -152,13 +152,16 @@ pub async fn course<H: Host>(
     ev: &mut Evidence,
     method: &dyn ConfigChange,
 ) -> (Result<String, String>, Option<ConfigSnapshot>) {
-    // The changes given, completed: the guest and `applyPending` are read where they are.
+    // The changes given, completed: the guest and `applyPending` are read where they are. They
+    // end with their apply: the reboot and the reads after it do not carry them (issue 32).
     let base = method.base();
-    let mut changes = base.changes.clone();
-    let filled = method.fill(run.kind, ev.at.vmid, &ev.config, &mut changes);
-    let (mut verdict, mut snapshot) = match filled {
-        Ok(()) => apply(run, ev, &changes).await,
-        Err(refusal) => (Err(format!("{refusal}; nothing was changed")), None),
+    let (mut verdict, mut snapshot) = {
+        let mut changes = base.changes.clone();
+        let filled = method.fill(run.kind, ev.at.vmid, &ev.config, &mut changes);
+        match filled {
+            Ok(()) => apply(run, ev, &changes).await,
+            Err(refusal) => (Err(format!("{refusal}; nothing was changed")), None),
+        }
     };
     // `applyPending: "reboot"` with changes pending: a verified reboot (the guest must run), then
     // the pending set must be empty. The reboot and the read after it are awaited here, each
@@ -184,7 +187,9 @@ pub async fn course<H: Host>(
             Ok(seen) => match &seen.freed {
                 None => Ok(format!("{summary}{}", seen.words)),
                 Some(volid) => {
-                    let listed = listed_on_storage(run, &ev.at.node, ev.at.vmid, volid).await;
+                    let request = listed_request(&ev.at.node, ev.at.vmid, volid);
+                    let answer = run.pve().call(&request).await;
+                    let listed = listed_on_storage(&ev.at.node, volid, answer);
                     freed_judged(summary, &seen, volid, listed)
                 }
             },

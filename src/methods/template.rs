@@ -52,6 +52,9 @@ const FIELDS: [Spec; 3] = [
 ];
 
 impl TemplateArgs {
+    /// Always inlined into its one caller, the method's change (`change_course`): the arguments
+    /// are then built in their place, with no result of their own to match and move (issue 32).
+    #[inline(always)]
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let target = GuestRef::parse(&fields)?;
@@ -84,20 +87,24 @@ pub async fn convert<H: Host>(
             .await
             .map_err(|why| format!("shutdownFirst: {why}; nothing was converted"))?;
     }
-    let request = endpoints::guest_template(&ev.at.node, run.kind, ev.at.vmid);
-    let action = format!("convert {label} to a template");
-    let pve = run.pve();
-    match run.kind {
-        GuestKind::Qemu => ev.trail.run(&pve, &request, &action).await?,
-        // pve-container answers null and converts in a worker whose UPID it does not return.
-        GuestKind::Lxc => {
-            ev.trail.sending();
-            let answer = pve.call(&request).await;
-            ev.trail.answered(&answer);
-            answer.map_err(|e| {
-                let check = "its config (run getConfig)";
-                crate::explain::mutation_failed(&action, &e, check).0
-            })?;
+    // The request and its action end with their await: the waits after it need not carry them
+    // (issue 32).
+    {
+        let request = endpoints::guest_template(&ev.at.node, run.kind, ev.at.vmid);
+        let action = format!("convert {label} to a template");
+        let pve = run.pve();
+        match run.kind {
+            GuestKind::Qemu => ev.trail.run(&pve, &request, &action).await?,
+            // pve-container answers null and converts in a worker whose UPID it does not return.
+            GuestKind::Lxc => {
+                ev.trail.sending();
+                let answer = pve.call(&request).await;
+                ev.trail.answered(&answer);
+                answer.map_err(|e| {
+                    let check = "its config (run getConfig)";
+                    crate::explain::mutation_failed(&action, &e, check).0
+                })?;
+            }
         }
     }
     shown_as_template(run, ev, true).await?;
