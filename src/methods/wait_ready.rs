@@ -5,7 +5,8 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::{sight_present, Evidence};
-use crate::guest::readiness::{await_ready, put, set, Readiness, ReadyArgs};
+use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
+use crate::record_json::{put, set};
 use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::describe;

@@ -1,0 +1,28 @@
+//! One builder of the records written as JSON: a record's fields put into a `serde_json` map key by
+//! key, an absent optional left out. One copy of each insertion for every record, where a derived
+//! `Serialize` per record type costs its own serializer, its drop glue and a `to_value` of its own
+//! (issue 32). `serde_json`'s map keeps its keys sorted, so a record comes out as its derived
+//! serializer wrote it through `to_value`: same keys, same values, same order.
+
+use serde_json::{Map, Value};
+
+/// `key: value` into a record: one copy of the insertion for every field.
+#[inline(never)]
+pub fn set(record: &mut Map<String, Value>, key: &str, value: Value) {
+    record.insert(key.to_string(), value);
+}
+
+/// `key: text` into a record, left out when there is no text.
+pub fn put(record: &mut Map<String, Value>, key: &str, text: Option<&str>) {
+    if let Some(text) = text {
+        set(record, key, Value::from(text));
+    }
+}
+
+/// `key: value` into a record, left out when there is none (`skip_serializing_if = "Option::is_none"`).
+#[inline(never)]
+pub fn opt(record: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    if let Some(value) = value {
+        set(record, key, value);
+    }
+}
