@@ -26,3 +26,11 @@ pub fn opt(record: &mut Map<String, Value>, key: &str, value: Option<Value>) {
         set(record, key, value);
     }
 }
+
+/// `key: [texts]` into a record, left out when empty (`skip_serializing_if = "Vec::is_empty"`).
+#[inline(never)]
+pub fn list(record: &mut Map<String, Value>, key: &str, items: &[String]) {
+    if !items.is_empty() {
+        set(record, key, Value::from(items.to_vec()));
+    }
+}
