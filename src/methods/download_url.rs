@@ -380,20 +380,36 @@ impl Findings<'_> {
         put(&mut record, "filename", Some(&args.filename));
         put(&mut record, "volid", Some(&self.volid));
         set(&mut record, "present", Value::Bool(volume.is_some()));
-        opt(&mut record, "size", volume.and_then(|v| v.size).map(Value::from));
-        put(&mut record, "format", volume.and_then(|v| v.format.as_deref()));
+        opt(
+            &mut record,
+            "size",
+            volume.and_then(|v| v.size).map(Value::from),
+        );
+        put(
+            &mut record,
+            "format",
+            volume.and_then(|v| v.format.as_deref()),
+        );
         put(&mut record, "url", Some(&args.url));
         opt(&mut record, "urlSize", self.url_size.map(Value::from));
         // What the task log says is a claim about the volume only where the volume was seen.
         let downloaded = self.downloaded && volume.is_some();
         set(&mut record, "downloaded", Value::Bool(downloaded));
         let checksum = args.checksum.as_ref();
-        put(&mut record, "checksumAlgorithm", checksum.map(|(a, _)| a.as_str()));
+        put(
+            &mut record,
+            "checksumAlgorithm",
+            checksum.map(|(a, _)| a.as_str()),
+        );
         put(&mut record, "checksum", checksum.map(|(_, d)| d.as_str()));
         let verified = self.checksum_verified && volume.is_some();
         set(&mut record, "checksumVerified", Value::Bool(verified));
         put(&mut record, "lastTask", self.trail.last_task.as_deref());
-        put(&mut record, "lastTaskLog", self.trail.last_task_log.0.as_deref());
+        put(
+            &mut record,
+            "lastTaskLog",
+            self.trail.last_task_log.0.as_deref(),
+        );
         list(&mut record, "lastTaskLogTail", &self.trail.last_task_log.1);
         set(&mut record, "observedAt", Value::from(run.now_iso()));
         Value::Object(record)

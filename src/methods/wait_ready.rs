@@ -6,13 +6,13 @@
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::{sight_present, Evidence};
 use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
-use crate::record_json::{put, set};
 use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::describe;
 use crate::guest::target::Target;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
+use crate::record_json::{put, set};
 use crate::run::{write, write_value, Run};
 use serde_json::Value;
 
