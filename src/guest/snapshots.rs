@@ -12,9 +12,10 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::request::{PveRequest, Repeat};
+use crate::record_json::{opt, put, set};
 use crate::run::{write, Run};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// `pve-snapshot-name` (pve-guest-common GuestHelpers): format `pve-configid`, maxLength 40.
 const MAX_NAME_CHARS: usize = 40;
@@ -57,22 +58,34 @@ pub fn check_name(
     Ok(())
 }
 
-/// One snapshot as listed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// One snapshot as listed; recorded by [`Snapshot::json`].
+#[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
     pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
-    #[serde(skip_serializing_if = "String::is_empty")]
+    /// Empty when PVE gives none (then left out of the record).
     pub description: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub snaptime: Option<u64>,
     /// Whether it holds the VM's RAM (VMs only).
     pub vmstate: bool,
     /// Set while a snapshot task works on it (`prepare`, `delete`): the snapshot is incomplete.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub snapstate: Option<String>,
+}
+
+impl Snapshot {
+    /// The snapshot as the record lists it, built as JSON (record_json.rs): absent fields and an
+    /// empty description left out; no serializer of its own (issue 32).
+    fn json(&self) -> Value {
+        let mut one = Map::new();
+        put(&mut one, "name", Some(&self.name));
+        put(&mut one, "parent", self.parent.as_deref());
+        let description = Some(self.description.as_str()).filter(|d| !d.is_empty());
+        put(&mut one, "description", description);
+        opt(&mut one, "snaptime", self.snaptime.map(Value::from));
+        set(&mut one, "vmstate", Value::Bool(self.vmstate));
+        put(&mut one, "snapstate", self.snapstate.as_deref());
+        Value::Object(one)
+    }
 }
 
 /// The snapshot tree of one guest, as `GET …/snapshot` showed it.
@@ -242,7 +255,7 @@ pub fn tree_write<H: Host>(
 ) -> crate::outcome::RecordWrite {
     let mut snapshots = Vec::with_capacity(tree.snapshots.len());
     for snapshot in &tree.snapshots {
-        snapshots.push(serde_json::to_value(snapshot).unwrap_or_default());
+        snapshots.push(snapshot.json());
     }
     let record = SnapshotsRecord {
         vmid: at.vmid,
