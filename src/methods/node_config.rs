@@ -9,26 +9,10 @@ use crate::pve::endpoints;
 use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
+use crate::record_json::{opt, put, set};
 use crate::run::write;
 use serde::Serialize;
-use serde_json::Value;
-
-/// One storage as the node sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StorageRecord {
-    pub storage: String,
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// Content types (`images`, `rootdir`, `iso`, …).
-    pub content: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub avail: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub total: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub active: Option<bool>,
-}
+use serde_json::{Map, Value};
 
 /// The `node-<node>-config` record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -59,7 +43,7 @@ pub const NODE_CONFIG: NodeMethod = NodeMethod {
         for entry in &list {
             // Pushed, not extended from the Option: no extend code of its own (issue 32).
             if let Some(storage) = storage_record(entry) {
-                storages.push(serde_json::to_value(storage).unwrap_or_default());
+                storages.push(storage);
             }
         }
         Ok(Box::new(NodeConfigRecord {
@@ -119,26 +103,29 @@ impl NodeRecord for NodeConfigRecord {
     }
 }
 
-fn storage_record(entry: &Value) -> Option<StorageRecord> {
+/// One storage as the node sees it, built as JSON (record_json.rs): its name, type, content types
+/// (`images`, `rootdir`, `iso`, …), space and whether it is active, absent ones left out; no struct
+/// with a serializer of its own (issue 32). `None` for an entry without a name.
+fn storage_record(entry: &Value) -> Option<Value> {
     let text = |key: &str| entry.get(key).and_then(flex::string_of);
-    Some(StorageRecord {
-        storage: text("storage")?,
-        kind: text("type"),
-        content: text("content")
-            .map(|c| {
-                let mut types = Vec::new();
-                for content in c.split(',').map(str::trim) {
-                    if !content.is_empty() {
-                        types.push(content.to_string());
-                    }
-                }
-                types
-            })
-            .unwrap_or_default(),
-        avail: entry.get("avail").and_then(flex::u64_of),
-        total: entry.get("total").and_then(flex::u64_of),
-        active: entry.get("active").and_then(flex::bool_of),
-    })
+    let mut storage = Map::new();
+    put(&mut storage, "storage", Some(&text("storage")?));
+    put(&mut storage, "type", text("type").as_deref());
+    let mut types = Vec::new();
+    if let Some(content) = text("content") {
+        for content in content.split(',').map(str::trim) {
+            if !content.is_empty() {
+                types.push(Value::from(content));
+            }
+        }
+    }
+    set(&mut storage, "content", Value::Array(types));
+    let count = |key: &str| entry.get(key).and_then(flex::u64_of).map(Value::from);
+    opt(&mut storage, "avail", count("avail"));
+    opt(&mut storage, "total", count("total"));
+    let active = entry.get("active").and_then(flex::bool_of);
+    opt(&mut storage, "active", active.map(Value::Bool));
+    Some(Value::Object(storage))
 }
 
 #[cfg(test)]
