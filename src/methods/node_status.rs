@@ -17,9 +17,10 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::quote::Joined;
+use crate::record_json::{opt, put};
 use crate::run::{write, Run};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// An optional node: any text, checked as a path segment (not as a line first: an empty node
 /// breaks the segment rule).
@@ -43,27 +44,6 @@ impl NodeArgs {
             .clone()
             .unwrap_or_else(|| run.global.transport.node().to_string())
     }
-}
-
-/// One physical disk of the node.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DiskRecord {
-    pub device: String,
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub serial: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size_bytes: Option<u64>,
-    /// SMART health as PVE reports it (`PASSED`, `OK`, `FAILED`, …); `UNKNOWN` when PVE gives none.
-    pub health: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wearout_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub used_by: Option<String>,
 }
 
 /// The `node-<node>` record.
@@ -285,7 +265,7 @@ fn file_disks(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError
     for entry in list {
         // Pushed, not extended from the Option: no extend code of its own (issue 32).
         if let Some(disk) = disk_record(entry) {
-            disks.push(serde_json::to_value(disk).unwrap_or_default());
+            disks.push(disk);
         }
     }
     (record.disks, record.disks_available) = (disks, true);
@@ -430,24 +410,31 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
     record
 }
 
-fn disk_record(entry: &Value) -> Option<DiskRecord> {
+/// One physical disk of the node, built as JSON (record_json.rs): its device, type, model, serial,
+/// size, SMART health as PVE reports it (`PASSED`, `OK`, `FAILED`, …; `UNKNOWN` when PVE gives
+/// none), wearout and user, absent ones left out; no struct with a serializer of its own (issue
+/// 32). `None` for an entry without a device.
+fn disk_record(entry: &Value) -> Option<Value> {
     let text = |key: &str| {
         entry
             .get(key)
             .and_then(flex::string_of)
             .filter(|s| !s.is_empty())
     };
-    Some(DiskRecord {
-        device: text("devpath")?,
-        kind: text("type"),
-        model: text("model"),
-        serial: text("serial"),
-        size_bytes: entry.get("size").and_then(flex::u64_of),
-        health: text("health").unwrap_or_else(|| "UNKNOWN".to_string()),
-        // `N/A` when the disk reports no wearout.
-        wearout_pct: entry.get("wearout").and_then(flex::f64_of),
-        used_by: text("used"),
-    })
+    let mut disk = Map::new();
+    put(&mut disk, "device", Some(&text("devpath")?));
+    put(&mut disk, "type", text("type").as_deref());
+    put(&mut disk, "model", text("model").as_deref());
+    put(&mut disk, "serial", text("serial").as_deref());
+    let size = entry.get("size").and_then(flex::u64_of);
+    opt(&mut disk, "sizeBytes", size.map(Value::from));
+    let health = text("health");
+    put(&mut disk, "health", Some(health.as_deref().unwrap_or("UNKNOWN")));
+    // `N/A` when the disk reports no wearout.
+    let wearout = entry.get("wearout").and_then(flex::f64_of);
+    opt(&mut disk, "wearoutPct", wearout.map(Value::from));
+    put(&mut disk, "usedBy", text("used").as_deref());
+    Some(Value::Object(disk))
 }
 
 #[cfg(test)]
