@@ -34,3 +34,23 @@ pub fn list(record: &mut Map<String, Value>, key: &str, items: &[String]) {
         set(record, key, Value::from(items.to_vec()));
     }
 }
+
+/// `key: count` into a record, left out when there is none.
+#[inline(never)]
+pub fn count(record: &mut Map<String, Value>, key: &str, value: Option<u64>) {
+    opt(record, key, value.map(Value::from));
+}
+
+/// `key: number` into a record, left out when there is none.
+#[inline(never)]
+pub fn number(record: &mut Map<String, Value>, key: &str, value: Option<f64>) {
+    opt(record, key, value.map(Value::from));
+}
+
+/// `key: value` into a record, left out when null (`skip_serializing_if = "Value::is_null"`).
+#[inline(never)]
+pub fn value(record: &mut Map<String, Value>, key: &str, value: &Value) {
+    if !value.is_null() {
+        set(record, key, value.clone());
+    }
+}

@@ -7,7 +7,9 @@
 //! builds its marks here.
 
 use crate::clock::iso_time;
+use crate::record_json::{opt, put};
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// `outcome` of a record written after a mutation whose effect is unknown.
 pub const OUTCOME_UNKNOWN: &str = "unknown";
@@ -68,6 +70,14 @@ impl Marks {
             observed_at: marked.then(|| iso_time(reading.at_ms)),
             observed_before_mutation: marked.then_some(stale),
         }
+    }
+
+    /// The marks into a record built as JSON, absent ones left out (as flattened).
+    pub fn put_into(&self, record: &mut Map<String, Value>) {
+        put(record, "outcome", self.outcome.as_deref());
+        put(record, "observedAt", self.observed_at.as_deref());
+        let before = self.observed_before_mutation.map(Value::Bool);
+        opt(record, "observedBeforeMutation", before);
     }
 }
 

@@ -13,8 +13,7 @@ use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::request::{PveRequest, Repeat};
 use crate::record_json::{opt, put, set};
-use crate::run::{write, Run};
-use serde::Serialize;
+use crate::run::{write_value, Run};
 use serde_json::{Map, Value};
 
 /// `pve-snapshot-name` (pve-guest-common GuestHelpers): format `pve-configid`, maxLength 40.
@@ -228,25 +227,9 @@ pub fn tree_read<H: Host>(
         .map_err(|e| could_not(&format!("list the snapshots of {}", ev.label(run)), &e).0)
 }
 
-/// The `<vm|ct>-<vmid>-snapshots` record.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SnapshotsRecord {
-    pub vmid: u32,
-    pub node: String,
-    /// The tree's fields, each snapshot made JSON: no flattened tree and no list serializer of
-    /// snapshots of their own (issue 32).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_parent: Option<String>,
-    pub snapshots: Vec<Value>,
-    /// When the tree was read, relative to this run's changes (guest/seen.rs).
-    #[serde(flatten)]
-    pub marks: Marks,
-    pub last_operation: String,
-    pub recorded_at: String,
-}
-
-/// The record of a tree observed on `at` (`marks`: when, relative to the run's changes).
+/// The `<vm|ct>-<vmid>-snapshots` record of a tree observed on `at` (`marks`: when, relative to
+/// the run's changes, guest/seen.rs), built as JSON (record_json.rs): the tree's fields, each
+/// snapshot made JSON; no struct with a serializer of its own (issue 32).
 pub fn tree_write<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
@@ -257,19 +240,18 @@ pub fn tree_write<H: Host>(
     for snapshot in &tree.snapshots {
         snapshots.push(snapshot.json());
     }
-    let record = SnapshotsRecord {
-        vmid: at.vmid,
-        node: at.node.clone(),
-        current_parent: tree.current_parent.clone(),
-        snapshots,
-        marks,
-        last_operation: run.method.to_string(),
-        recorded_at: run.now_iso(),
-    };
-    write(
+    let mut record = Map::new();
+    set(&mut record, "vmid", Value::from(at.vmid));
+    put(&mut record, "node", Some(&at.node));
+    put(&mut record, "currentParent", tree.current_parent.as_deref());
+    set(&mut record, "snapshots", Value::Array(snapshots));
+    marks.put_into(&mut record);
+    put(&mut record, "lastOperation", Some(run.method));
+    set(&mut record, "recordedAt", Value::from(run.now_iso()));
+    write_value(
         "snapshots",
         format!("{}-snapshots", run.guest_instance(at.vmid)),
-        &record,
+        Value::Object(record),
     )
 }
 

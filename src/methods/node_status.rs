@@ -429,7 +429,11 @@ fn disk_record(entry: &Value) -> Option<Value> {
     let size = entry.get("size").and_then(flex::u64_of);
     opt(&mut disk, "sizeBytes", size.map(Value::from));
     let health = text("health");
-    put(&mut disk, "health", Some(health.as_deref().unwrap_or("UNKNOWN")));
+    put(
+        &mut disk,
+        "health",
+        Some(health.as_deref().unwrap_or("UNKNOWN")),
+    );
     // `N/A` when the disk reports no wearout.
     let wearout = entry.get("wearout").and_then(flex::f64_of);
     opt(&mut disk, "wearoutPct", wearout.map(Value::from));
