@@ -8,7 +8,6 @@
 
 use crate::clock::iso_time;
 use crate::record_json::{opt, put};
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// `outcome` of a record written after a mutation whose effect is unknown.
@@ -43,19 +42,16 @@ pub struct Changes {
     pub outcome_unknown: bool,
 }
 
-/// The marks a record carries about its reading (flattened into it).
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// The marks a record carries about its reading, put among its fields by [`Marks::put_into`]
+/// (records are built as JSON: no serializer of its own, issue 32).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Marks {
     /// `unknown`: this run sent a mutation whose outcome it could not observe (a lost answer, a
     /// task whose end was not seen); the fields are the last observation, see `observedAt`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
     /// When the fields were read, when that is not "just now" (`recordedAt`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_at: Option<String>,
     /// Whether the fields were read before this run's last mutation was sent.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_before_mutation: Option<bool>,
 }
 

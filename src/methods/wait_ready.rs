@@ -13,7 +13,7 @@ use crate::guest::target::Target;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::record_json::{put, set};
-use crate::run::{write, write_value, Run};
+use crate::run::{write_value, Run};
 use serde_json::Value;
 
 /// The arguments of `waitReady`.
@@ -88,7 +88,11 @@ pub fn ready_outcome<H: Host>(
     put(&mut record, "lastOperation", Some(run.method));
     set(&mut record, "recordedAt", Value::from(run.now_iso()));
     let writes = vec![
-        write(run.guest_spec(), run.guest_instance(ev.at.vmid), &state),
+        write_value(
+            run.guest_spec(),
+            run.guest_instance(ev.at.vmid),
+            state.json(),
+        ),
         write_value(
             "ready",
             format!("vm-{}-ready", ev.at.vmid),
