@@ -10,13 +10,12 @@ use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::record_json::{opt, put, set};
-use crate::run::write;
-use serde::Serialize;
+use crate::run::write_value;
 use serde_json::{Map, Value};
 
-/// The `node-<node>-config` record.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// The `node-<node>-config` record, written as JSON by [`NodeRecord::write`] (record_json.rs): no
+/// serializer of its own (issue 32).
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeConfigRecord {
     pub node: String,
     /// Each storage made JSON as it is read: the record serializes a list of JSON values, as other
@@ -25,7 +24,6 @@ pub struct NodeConfigRecord {
     pub bridges: Vec<String>,
     /// Whether `bridges` is the node's bridge list; false when it could not be read.
     pub bridges_available: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub bridges_unavailable_reason: Option<String>,
     pub recorded_at: String,
 }
@@ -82,8 +80,22 @@ impl NodeRecord for NodeConfigRecord {
         self.bridges_unavailable_reason = Some(reason);
     }
 
-    fn write(&self) -> RecordWrite {
-        write("nodeConfig", format!("node-{}-config", self.node), self)
+    fn write(self: Box<Self>) -> RecordWrite {
+        let mut record = Map::new();
+        let bridges = Value::from(self.bridges);
+        set(&mut record, "storages", Value::Array(self.storages));
+        set(&mut record, "bridges", bridges);
+        set(
+            &mut record,
+            "bridgesAvailable",
+            Value::Bool(self.bridges_available),
+        );
+        let reason = self.bridges_unavailable_reason.as_deref();
+        put(&mut record, "bridgesUnavailableReason", reason);
+        put(&mut record, "recordedAt", Some(&self.recorded_at));
+        let instance = format!("node-{}-config", self.node);
+        set(&mut record, "node", Value::String(self.node));
+        write_value("nodeConfig", instance, Value::Object(record))
     }
 
     /// The bridges read, or unavailable for want of `Sys.Audit` (any other error fails the method

@@ -136,8 +136,8 @@ pub trait NodeRecord {
     fn names(&self, i: usize) -> [&'static str; 4];
     /// Says in the record why fact `i` is not in it.
     fn unavailable(&mut self, i: usize, reason: String);
-    /// The record's write.
-    fn write(&self) -> RecordWrite;
+    /// The record's write (its lists moved into it, not copied).
+    fn write(self: Box<Self>) -> RecordWrite;
     /// The summary when every fact was recorded or said unavailable for want of a privilege.
     fn summary(&self) -> String;
 }
@@ -173,9 +173,10 @@ pub async fn read_node<H: Host>(run: &Run<'_, H>, args: &Value, method: &NodeMet
         }
         i += 1;
     }
+    let summary = record.summary();
     let writes = vec![record.write()];
     match failures.is_empty() {
-        true => Outcome::succeeded(writes, record.summary()),
+        true => Outcome::succeeded(writes, summary),
         false => Outcome::failed(writes, failures.joined("; ")),
     }
 }
@@ -214,8 +215,8 @@ impl NodeRecord for NodeStatusRecord {
         }
     }
 
-    fn write(&self) -> RecordWrite {
-        write("nodeStatus", format!("node-{}", self.node), self)
+    fn write(self: Box<Self>) -> RecordWrite {
+        write("nodeStatus", format!("node-{}", self.node), &*self)
     }
 
     fn summary(&self) -> String {
