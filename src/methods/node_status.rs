@@ -17,9 +17,8 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::quote::Joined;
-use crate::record_json::{opt, put};
-use crate::run::{write, Run};
-use serde::Serialize;
+use crate::record_json::{count, number, opt, put, set, value};
+use crate::run::{write_value, Run};
 use serde_json::{Map, Value};
 
 /// An optional node: any text, checked as a path segment (not as a line first: an empty node
@@ -46,65 +45,44 @@ impl NodeArgs {
     }
 }
 
-/// The `node-<node>` record.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
-#[serde(rename_all = "camelCase")]
+/// The `node-<node>` record, written as JSON by [`NodeRecord::write`] (record_json.rs): no
+/// serializer of its own (issue 32).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct NodeStatusRecord {
     pub node: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<u64>,
     /// The load averages as numbers, made JSON as they are read (null, left out, when one is not a
     /// number): no serializer of its own for a list of floats (issue 32).
-    #[serde(skip_serializing_if = "Value::is_null")]
     pub loadavg: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_total: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_used: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub swap_total: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub swap_used: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub swap_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub rootfs_total: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub rootfs_used: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub rootfs_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub uptime_sec: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel_version: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub pve_version: Option<String>,
     /// Whether `disks` is the node's disk list; false when it could not be read.
     pub disks_available: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub disks_unavailable_reason: Option<String>,
     /// Each disk made JSON as it is filed: the record serializes a list of JSON values, as other
     /// records do, not a serializer of its own for a list of disks (issue 32).
     pub disks: Vec<Value>,
     /// PVE's subscription status (`active`, `notfound`, `expired`, …); never the key or server id.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub subscription_status: Option<String>,
     /// Whether the subscription is `active` (syscheck's `proxmox.subscriptionActive`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub subscription_active: Option<bool>,
     pub subscription_status_available: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub subscription_status_unavailable_reason: Option<String>,
     /// Whether the `enterprise` standard repository is configured and enabled (syscheck's
     /// `proxmox.enterpriseRepo`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub enterprise_repo: Option<bool>,
     pub repositories_available: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub repositories_unavailable_reason: Option<String>,
     pub recorded_at: String,
 }
@@ -216,7 +194,55 @@ impl NodeRecord for NodeStatusRecord {
     }
 
     fn write(self: Box<Self>) -> RecordWrite {
-        write("nodeStatus", format!("node-{}", self.node), &*self)
+        let r = *self;
+        let mut record = Map::new();
+        number(&mut record, "cpuPct", r.cpu_pct);
+        count(&mut record, "cpus", r.cpus);
+        value(&mut record, "loadavg", &r.loadavg);
+        count(&mut record, "memTotal", r.mem_total);
+        count(&mut record, "memUsed", r.mem_used);
+        number(&mut record, "memPct", r.mem_pct);
+        count(&mut record, "swapTotal", r.swap_total);
+        count(&mut record, "swapUsed", r.swap_used);
+        number(&mut record, "swapPct", r.swap_pct);
+        count(&mut record, "rootfsTotal", r.rootfs_total);
+        count(&mut record, "rootfsUsed", r.rootfs_used);
+        number(&mut record, "rootfsPct", r.rootfs_pct);
+        count(&mut record, "uptimeSec", r.uptime_sec);
+        put(&mut record, "kernelVersion", r.kernel_version.as_deref());
+        put(&mut record, "pveVersion", r.pve_version.as_deref());
+        set(
+            &mut record,
+            "disksAvailable",
+            Value::Bool(r.disks_available),
+        );
+        let reason = r.disks_unavailable_reason.as_deref();
+        put(&mut record, "disksUnavailableReason", reason);
+        set(&mut record, "disks", Value::Array(r.disks));
+        put(
+            &mut record,
+            "subscriptionStatus",
+            r.subscription_status.as_deref(),
+        );
+        let active = r.subscription_active.map(Value::Bool);
+        opt(&mut record, "subscriptionActive", active);
+        let available = Value::Bool(r.subscription_status_available);
+        set(&mut record, "subscriptionStatusAvailable", available);
+        let reason = r.subscription_status_unavailable_reason.as_deref();
+        put(&mut record, "subscriptionStatusUnavailableReason", reason);
+        opt(
+            &mut record,
+            "enterpriseRepo",
+            r.enterprise_repo.map(Value::Bool),
+        );
+        let available = Value::Bool(r.repositories_available);
+        set(&mut record, "repositoriesAvailable", available);
+        let reason = r.repositories_unavailable_reason.as_deref();
+        put(&mut record, "repositoriesUnavailableReason", reason);
+        put(&mut record, "recordedAt", Some(&r.recorded_at));
+        let instance = format!("node-{}", r.node);
+        set(&mut record, "node", Value::String(r.node));
+        write_value("nodeStatus", instance, Value::Object(record))
     }
 
     fn summary(&self) -> String {
