@@ -5,7 +5,6 @@ use super::seen::Marks;
 use crate::pve::flex::{self, split_tags};
 use crate::pve::responses::GuestStatus;
 use crate::record_json::{count, list, number, opt, put, set, value};
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// A detected VMID reuse as the record states it (`identityChanged`): the identity the stored
@@ -24,15 +23,26 @@ pub fn identity_change(previous: &Identity, current: &Identity) -> Value {
 /// node scope names its node; a list, not an optional one, serialized as the other lists are), the
 /// tags every selected guest carries and the `where` expression its fields satisfy. Written as the
 /// record's `selection`: made JSON once per sync and put into each record it writes
-/// (methods/sync.rs), not a field of [`GuestRecord`] every record serializes (issue 32).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// (methods/sync.rs), not a field of [`GuestRecord`] every record serializes (issue 32); built
+/// as JSON by [`SyncSelection::json`] (record_json.rs), no serializer of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncSelection {
     pub scope: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
     pub tags: Vec<String>,
-    #[serde(rename = "where", skip_serializing_if = "Option::is_none")]
     pub r#where: Option<String>,
+}
+
+impl SyncSelection {
+    /// The selection as its records state it.
+    pub fn json(&self) -> Value {
+        let mut selection = Map::new();
+        put(&mut selection, "scope", Some(&self.scope));
+        list(&mut selection, "nodes", &self.nodes);
+        set(&mut selection, "tags", Value::from(self.tags.clone()));
+        put(&mut selection, "where", self.r#where.as_deref());
+        Value::Object(selection)
+    }
 }
 
 /// The record of one guest. `present: false` is an observed absence, never a default. Written

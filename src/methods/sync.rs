@@ -352,7 +352,7 @@ impl Sweep {
             r#where: parsed.r#where,
         };
         Ok(Sweep {
-            stated: serde_json::to_value(&selection).unwrap_or_default(),
+            stated: selection.json(),
             selection,
             writes: Vec::new(),
             seen: Vec::new(),
