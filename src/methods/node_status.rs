@@ -17,7 +17,7 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::quote::Joined;
-use crate::record_json::{count, number, opt, put, set, value};
+use crate::record_json::{count, number, opt, put, set};
 use crate::run::{write_value, Run};
 use serde_json::{Map, Value};
 
@@ -45,46 +45,18 @@ impl NodeArgs {
     }
 }
 
-/// The `node-<node>` record, written as JSON by [`NodeRecord::write`] (record_json.rs): no
-/// serializer of its own (issue 32).
-#[derive(Debug, Clone, PartialEq, Default)]
+/// The `node-<node>` record, built as JSON as it is read and filed (record_json.rs): no struct
+/// field per fact and no serializer of its own (issue 32). Its fields: the status' counts and
+/// percentages, kernel and PVE versions; `disks` (each disk made JSON as it is filed) and whether
+/// it is the node's disk list (`disksAvailable`, false when it could not be read); PVE's
+/// subscription status (`active`, `notfound`, `expired`, …; never the key or server id), whether
+/// it is `active` (syscheck's `proxmox.subscriptionActive`); whether the `enterprise` standard
+/// repository is configured and enabled (syscheck's `proxmox.enterpriseRepo`); each fact not read
+/// with its `…UnavailableReason`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeStatusRecord {
     pub node: String,
-    pub cpu_pct: Option<f64>,
-    pub cpus: Option<u64>,
-    /// The load averages as numbers, made JSON as they are read (null, left out, when one is not a
-    /// number): no serializer of its own for a list of floats (issue 32).
-    pub loadavg: Value,
-    pub mem_total: Option<u64>,
-    pub mem_used: Option<u64>,
-    pub mem_pct: Option<f64>,
-    pub swap_total: Option<u64>,
-    pub swap_used: Option<u64>,
-    pub swap_pct: Option<f64>,
-    pub rootfs_total: Option<u64>,
-    pub rootfs_used: Option<u64>,
-    pub rootfs_pct: Option<f64>,
-    pub uptime_sec: Option<u64>,
-    pub kernel_version: Option<String>,
-    pub pve_version: Option<String>,
-    /// Whether `disks` is the node's disk list; false when it could not be read.
-    pub disks_available: bool,
-    pub disks_unavailable_reason: Option<String>,
-    /// Each disk made JSON as it is filed: the record serializes a list of JSON values, as other
-    /// records do, not a serializer of its own for a list of disks (issue 32).
-    pub disks: Vec<Value>,
-    /// PVE's subscription status (`active`, `notfound`, `expired`, …); never the key or server id.
-    pub subscription_status: Option<String>,
-    /// Whether the subscription is `active` (syscheck's `proxmox.subscriptionActive`).
-    pub subscription_active: Option<bool>,
-    pub subscription_status_available: bool,
-    pub subscription_status_unavailable_reason: Option<String>,
-    /// Whether the `enterprise` standard repository is configured and enabled (syscheck's
-    /// `proxmox.enterpriseRepo`).
-    pub enterprise_repo: Option<bool>,
-    pub repositories_available: bool,
-    pub repositories_unavailable_reason: Option<String>,
-    pub recorded_at: String,
+    pub record: Map<String, Value>,
 }
 
 /// A node method whose record a first read starts (without it, there is no record) and facts
@@ -177,7 +149,7 @@ impl NodeRecord for NodeStatusRecord {
 
     fn file(&mut self, i: usize, data: Value) -> Result<(), PveError> {
         match FACTS.get(i) {
-            Some(read) => (read.file)(self, data),
+            Some(read) => (read.file)(&mut self.record, data),
             None => Ok(()),
         }
     }
@@ -189,60 +161,13 @@ impl NodeRecord for NodeStatusRecord {
 
     fn unavailable(&mut self, i: usize, reason: String) {
         if let Some(read) = FACTS.get(i) {
-            *(read.reason)(self) = Some(reason);
+            set(&mut self.record, read.reason, Value::String(reason));
         }
     }
 
     fn write(self: Box<Self>) -> RecordWrite {
-        let r = *self;
-        let mut record = Map::new();
-        number(&mut record, "cpuPct", r.cpu_pct);
-        count(&mut record, "cpus", r.cpus);
-        value(&mut record, "loadavg", &r.loadavg);
-        count(&mut record, "memTotal", r.mem_total);
-        count(&mut record, "memUsed", r.mem_used);
-        number(&mut record, "memPct", r.mem_pct);
-        count(&mut record, "swapTotal", r.swap_total);
-        count(&mut record, "swapUsed", r.swap_used);
-        number(&mut record, "swapPct", r.swap_pct);
-        count(&mut record, "rootfsTotal", r.rootfs_total);
-        count(&mut record, "rootfsUsed", r.rootfs_used);
-        number(&mut record, "rootfsPct", r.rootfs_pct);
-        count(&mut record, "uptimeSec", r.uptime_sec);
-        put(&mut record, "kernelVersion", r.kernel_version.as_deref());
-        put(&mut record, "pveVersion", r.pve_version.as_deref());
-        set(
-            &mut record,
-            "disksAvailable",
-            Value::Bool(r.disks_available),
-        );
-        let reason = r.disks_unavailable_reason.as_deref();
-        put(&mut record, "disksUnavailableReason", reason);
-        set(&mut record, "disks", Value::Array(r.disks));
-        put(
-            &mut record,
-            "subscriptionStatus",
-            r.subscription_status.as_deref(),
-        );
-        let active = r.subscription_active.map(Value::Bool);
-        opt(&mut record, "subscriptionActive", active);
-        let available = Value::Bool(r.subscription_status_available);
-        set(&mut record, "subscriptionStatusAvailable", available);
-        let reason = r.subscription_status_unavailable_reason.as_deref();
-        put(&mut record, "subscriptionStatusUnavailableReason", reason);
-        opt(
-            &mut record,
-            "enterpriseRepo",
-            r.enterprise_repo.map(Value::Bool),
-        );
-        let available = Value::Bool(r.repositories_available);
-        set(&mut record, "repositoriesAvailable", available);
-        let reason = r.repositories_unavailable_reason.as_deref();
-        put(&mut record, "repositoriesUnavailableReason", reason);
-        put(&mut record, "recordedAt", Some(&r.recorded_at));
-        let instance = format!("node-{}", r.node);
-        set(&mut record, "node", Value::String(r.node));
-        write_value("nodeStatus", instance, Value::Object(record))
+        let instance = format!("node-{}", self.node);
+        write_value("nodeStatus", instance, Value::Object(self.record))
     }
 
     fn summary(&self) -> String {
@@ -256,8 +181,9 @@ struct Fact {
     request: fn(&str) -> PveRequest,
     what: &'static str,
     path: &'static str,
-    file: fn(&mut NodeStatusRecord, Value) -> Result<(), PveError>,
-    reason: fn(&mut NodeStatusRecord) -> &mut Option<String>,
+    file: fn(&mut Map<String, Value>, Value) -> Result<(), PveError>,
+    /// The record's field saying why it was not read.
+    reason: &'static str,
 }
 
 /// The facts read after the status, in the order they are asked for.
@@ -267,26 +193,26 @@ const FACTS: [Fact; 3] = [
         what: "disks and SMART health",
         path: "disks/list",
         file: file_disks,
-        reason: |r| &mut r.disks_unavailable_reason,
+        reason: "disksUnavailableReason",
     },
     Fact {
         request: endpoints::node_subscription,
         what: "the subscription status",
         path: "subscription",
         file: file_subscription,
-        reason: |r| &mut r.subscription_status_unavailable_reason,
+        reason: "subscriptionStatusUnavailableReason",
     },
     Fact {
         request: endpoints::node_repositories,
         what: "the APT repositories",
         path: "apt/repositories",
         file: file_repositories,
-        reason: |r| &mut r.repositories_unavailable_reason,
+        reason: "repositoriesUnavailableReason",
     },
 ];
 
 /// The node's disk list, each disk with its SMART health.
-fn file_disks(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError> {
+fn file_disks(record: &mut Map<String, Value>, data: Value) -> Result<(), PveError> {
     let list = data.as_array().ok_or_else(|| not_a_list(&data, "disks"))?;
     let mut disks = Vec::with_capacity(list.len());
     for entry in list {
@@ -295,7 +221,8 @@ fn file_disks(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError
             disks.push(disk);
         }
     }
-    (record.disks, record.disks_available) = (disks, true);
+    set(record, "disks", Value::Array(disks));
+    set(record, "disksAvailable", Value::Bool(true));
     Ok(())
 }
 
@@ -310,18 +237,23 @@ pub fn not_a_list(data: &Value, items: &str) -> PveError {
 
 /// The subscription's status. Its answer may hold the key: only the status is kept, the answer
 /// never quoted.
-fn file_subscription(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError> {
+fn file_subscription(record: &mut Map<String, Value>, data: Value) -> Result<(), PveError> {
     let status = fact(&data, "status", flex::string_of)?;
-    record.subscription_active = Some(status == "active");
-    record.subscription_status = Some(status);
-    record.subscription_status_available = true;
+    set(
+        record,
+        "subscriptionActive",
+        Value::Bool(status == "active"),
+    );
+    set(record, "subscriptionStatus", Value::String(status));
+    set(record, "subscriptionStatusAvailable", Value::Bool(true));
     Ok(())
 }
 
 /// Whether the enterprise repository is configured and enabled.
-fn file_repositories(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError> {
+fn file_repositories(record: &mut Map<String, Value>, data: Value) -> Result<(), PveError> {
     let configured = fact(&data, "standard-repos", enterprise)?;
-    (record.enterprise_repo, record.repositories_available) = (Some(configured), true);
+    set(record, "enterpriseRepo", Value::Bool(configured));
+    set(record, "repositoriesAvailable", Value::Bool(true));
     Ok(())
 }
 
@@ -399,42 +331,59 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
         }
         Some(Value::Array(loads))
     });
-    let mut record = NodeStatusRecord {
+    let mut record = Map::new();
+    let cpu_pct = at("cpu").and_then(flex::f64_of).and_then(flex::pct);
+    number(&mut record, "cpuPct", cpu_pct);
+    count(&mut record, "cpus", bytes("cpuinfo/cpus"));
+    opt(&mut record, "loadavg", loadavg);
+    // Each percentage from the two counts read, not from reading them again.
+    for [used, used_key, total, total_key, pct_key] in [
+        [
+            "memory/used",
+            "memUsed",
+            "memory/total",
+            "memTotal",
+            "memPct",
+        ],
+        [
+            "swap/used",
+            "swapUsed",
+            "swap/total",
+            "swapTotal",
+            "swapPct",
+        ],
+        [
+            "rootfs/used",
+            "rootfsUsed",
+            "rootfs/total",
+            "rootfsTotal",
+            "rootfsPct",
+        ],
+    ] {
+        let (used, total) = (bytes(used), bytes(total));
+        count(&mut record, used_key, used);
+        count(&mut record, total_key, total);
+        number(&mut record, pct_key, flex::percent(used, total));
+    }
+    count(&mut record, "uptimeSec", bytes("uptime"));
+    let kernel = text("kversion").or_else(|| text("current-kernel/release"));
+    put(&mut record, "kernelVersion", kernel.as_deref());
+    put(&mut record, "pveVersion", text("pveversion").as_deref());
+    // What the facts read after the status fill in, until they do.
+    set(&mut record, "disks", Value::Array(Vec::new()));
+    for unread in [
+        "disksAvailable",
+        "subscriptionStatusAvailable",
+        "repositoriesAvailable",
+    ] {
+        set(&mut record, unread, Value::Bool(false));
+    }
+    put(&mut record, "node", Some(node));
+    set(&mut record, "recordedAt", Value::String(recorded_at));
+    NodeStatusRecord {
         node: node.to_string(),
-        cpu_pct: at("cpu").and_then(flex::f64_of).and_then(flex::pct),
-        cpus: bytes("cpuinfo/cpus"),
-        loadavg: loadavg.unwrap_or_default(),
-        mem_total: bytes("memory/total"),
-        mem_used: bytes("memory/used"),
-        swap_total: bytes("swap/total"),
-        swap_used: bytes("swap/used"),
-        rootfs_total: bytes("rootfs/total"),
-        rootfs_used: bytes("rootfs/used"),
-        uptime_sec: bytes("uptime"),
-        kernel_version: text("kversion").or_else(|| text("current-kernel/release")),
-        pve_version: text("pveversion"),
-        recorded_at,
-        // Written out, not `..NodeStatusRecord::default()`, which builds a whole default value
-        // and drops what it overwrites (issue 32); the percentages follow.
-        mem_pct: None,
-        swap_pct: None,
-        rootfs_pct: None,
-        disks_available: false,
-        disks_unavailable_reason: None,
-        disks: Vec::new(),
-        subscription_status: None,
-        subscription_active: None,
-        subscription_status_available: false,
-        subscription_status_unavailable_reason: None,
-        enterprise_repo: None,
-        repositories_available: false,
-        repositories_unavailable_reason: None,
-    };
-    // Each percentage from the two counts already read, not from reading them again.
-    record.mem_pct = flex::percent(record.mem_used, record.mem_total);
-    record.swap_pct = flex::percent(record.swap_used, record.swap_total);
-    record.rootfs_pct = flex::percent(record.rootfs_used, record.rootfs_total);
-    record
+        record,
+    }
 }
 
 /// One physical disk of the node, built as JSON (record_json.rs): its device, type, model, serial,
