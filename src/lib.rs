@@ -40,6 +40,7 @@ pub mod poll;
 pub mod progress;
 pub mod pve;
 pub mod quote;
+pub mod record_json;
 #[cfg(test)]
 mod record_truth_tests;
 pub mod run;

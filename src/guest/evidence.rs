@@ -22,7 +22,7 @@ use crate::pve::flex::split_tags;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
-use crate::run::{write, Run};
+use crate::run::{write_value, Run};
 use crate::task::{follow_task, log_ref_of, upid_of, TaskEnd, TaskTrouble};
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -386,10 +386,10 @@ impl Evidence {
         if let Some(extend) = extend {
             extend(&mut record);
         }
-        let writes = vec![write(
+        let writes = vec![write_value(
             run.guest_spec(),
             run.guest_instance(ev.at.vmid),
-            &record,
+            record.json(),
         )];
         match verdict {
             Ok(summary) => Outcome::succeeded(writes, summary),
@@ -548,7 +548,11 @@ pub fn absent_outcome<H: Host>(
     verdict: Result<String, String>,
 ) -> Outcome {
     let record = GuestRecord::absent(vmid, run.method, run.now_iso());
-    let writes = vec![write(run.guest_spec(), run.guest_instance(vmid), &record)];
+    let writes = vec![write_value(
+        run.guest_spec(),
+        run.guest_instance(vmid),
+        record.json(),
+    )];
     match verdict {
         Ok(summary) => Outcome::succeeded(writes, summary),
         Err(message) => Outcome::failed(writes, message),

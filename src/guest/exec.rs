@@ -11,9 +11,9 @@ use crate::outcome::Outcome;
 use crate::pve::endpoints::GuestKind;
 use crate::pve::exec_data::GuestOutput;
 use crate::pve::responses::ExecStatus;
-use crate::run::{write, Run};
-use serde::Serialize;
-use serde_json::Value;
+use crate::record_json::{opt, put, set};
+use crate::run::{write_value, Run};
+use serde_json::{Map, Value};
 
 /// PVE refuses `input-data` above 64 KiB.
 const MAX_INPUT_BYTES: usize = 64 * 1024;
@@ -186,45 +186,6 @@ impl ExecOutcome {
     }
 }
 
-/// The `vm-<vmid>-exec` record.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExecRecord {
-    pub vmid: u32,
-    pub node: String,
-    pub command: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<i64>,
-    /// `exited`, `signaled`, `timedOut`, `notStarted`, `unconfirmed`, `resultLost` or `aborted`.
-    pub outcome: String,
-    /// Whether the process ended (normally or by a signal).
-    pub exited: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub signal: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stdout: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stderr: Option<String>,
-    /// How many bytes the guest wrote to each stream (0 when it wrote nothing).
-    pub stdout_bytes: usize,
-    pub stderr_bytes: usize,
-    /// Whether a stream was not valid UTF-8, so its text holds replacement characters (U+FFFD).
-    pub stdout_invalid_utf8: bool,
-    pub stderr_invalid_utf8: bool,
-    pub stdout_truncated: bool,
-    pub stderr_truncated: bool,
-    pub duration_ms: u64,
-    pub timed_out: bool,
-    /// Whether the outcome met the exit policy: the method's verdict.
-    pub accepted: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub last_operation: String,
-    pub recorded_at: String,
-}
-
 /// What one run of a command observed, whichever way it ran.
 pub struct Observed {
     /// The agent's pid (VMs); `None` for a container or a command that did not start.
@@ -260,13 +221,16 @@ pub fn conclude<H: Host>(
     );
     let verdict = verdict_message(run.kind, at, args, &seen.outcome, status);
     let instance = format!("{}-exec", run.guest_instance(at.vmid));
-    let writes = vec![write("exec", instance, &record)];
+    let writes = vec![write_value("exec", instance, Value::Object(record))];
     match verdict {
         None => Outcome::succeeded(
             writes,
             format!(
                 "command exited with code {} in {} ms",
-                record.exit_code.unwrap_or(0),
+                match seen.outcome {
+                    ExecOutcome::Exited { code } => code,
+                    _ => 0,
+                },
                 seen.duration_ms
             ),
         ),
@@ -302,7 +266,8 @@ fn warn_about_encoding<H: Host>(
     }
 }
 
-// Inlined into its one caller, [`conclude`] (issue 32).
+/// The `<vm|ct>-<vmid>-exec` record, built as JSON (record_json.rs): no struct with a serializer
+/// of its own (issue 32). Inlined into its one caller, [`conclude`].
 #[inline(always)]
 pub fn exec_record<H: Host>(
     run: &Run<'_, H>,
@@ -312,48 +277,54 @@ pub fn exec_record<H: Host>(
     outcome: &ExecOutcome,
     status: Option<&ExecStatus>,
     duration_ms: u64,
-) -> ExecRecord {
+) -> Map<String, Value> {
     let error = match outcome {
         ExecOutcome::NotStarted { reason }
         | ExecOutcome::Unconfirmed { reason }
-        | ExecOutcome::ResultLost { reason } => Some(reason.clone()),
+        | ExecOutcome::ResultLost { reason } => Some(reason.as_str()),
         _ => None,
     };
     let stdout: Option<&GuestOutput> = status.and_then(|s| s.stdout.as_ref());
     let stderr: Option<&GuestOutput> = status.and_then(|s| s.stderr.as_ref());
-    ExecRecord {
-        vmid: at.vmid,
-        node: at.node.clone(),
-        command: args.command.clone(),
-        pid,
-        outcome: outcome.label().to_string(),
-        exited: matches!(
-            outcome,
-            ExecOutcome::Exited { .. } | ExecOutcome::Signaled { .. }
-        ),
-        exit_code: match outcome {
-            ExecOutcome::Exited { code } => Some(*code),
-            _ => None,
-        },
-        signal: match outcome {
-            ExecOutcome::Signaled { signal } => Some(*signal),
-            _ => None,
-        },
-        stdout: stdout.map(|o| o.text.clone()),
-        stderr: stderr.map(|o| o.text.clone()),
-        stdout_bytes: stdout.map_or(0, |o| o.bytes),
-        stderr_bytes: stderr.map_or(0, |o| o.bytes),
-        stdout_invalid_utf8: stdout.is_some_and(|o| o.invalid_utf8),
-        stderr_invalid_utf8: stderr.is_some_and(|o| o.invalid_utf8),
-        stdout_truncated: status.is_some_and(|s| s.stdout_truncated),
-        stderr_truncated: status.is_some_and(|s| s.stderr_truncated),
-        duration_ms,
-        timed_out: *outcome == ExecOutcome::TimedOut,
-        accepted: matches!(outcome, ExecOutcome::Exited { code } if args.policy.accepts(*code)),
-        error,
-        last_operation: run.method.to_string(),
-        recorded_at: run.now_iso(),
-    }
+    let mut record = Map::new();
+    set(&mut record, "vmid", Value::from(at.vmid));
+    put(&mut record, "node", Some(&at.node));
+    set(&mut record, "command", Value::from(args.command.clone()));
+    opt(&mut record, "pid", pid.map(Value::from));
+    put(&mut record, "outcome", Some(outcome.label()));
+    let exited = matches!(
+        outcome,
+        ExecOutcome::Exited { .. } | ExecOutcome::Signaled { .. }
+    );
+    set(&mut record, "exited", Value::Bool(exited));
+    let (exit_code, signal) = match outcome {
+        ExecOutcome::Exited { code } => (Some(*code), None),
+        ExecOutcome::Signaled { signal } => (None, Some(*signal)),
+        _ => (None, None),
+    };
+    opt(&mut record, "exitCode", exit_code.map(Value::from));
+    opt(&mut record, "signal", signal.map(Value::from));
+    put(&mut record, "stdout", stdout.map(|o| o.text.as_str()));
+    put(&mut record, "stderr", stderr.map(|o| o.text.as_str()));
+    let bytes = |o: Option<&GuestOutput>| Value::from(o.map_or(0, |o| o.bytes));
+    set(&mut record, "stdoutBytes", bytes(stdout));
+    set(&mut record, "stderrBytes", bytes(stderr));
+    let invalid = |o: Option<&GuestOutput>| Value::Bool(o.is_some_and(|o| o.invalid_utf8));
+    set(&mut record, "stdoutInvalidUtf8", invalid(stdout));
+    set(&mut record, "stderrInvalidUtf8", invalid(stderr));
+    let truncated = status.is_some_and(|s| s.stdout_truncated);
+    set(&mut record, "stdoutTruncated", Value::Bool(truncated));
+    let truncated = status.is_some_and(|s| s.stderr_truncated);
+    set(&mut record, "stderrTruncated", Value::Bool(truncated));
+    set(&mut record, "durationMs", Value::from(duration_ms));
+    let timed_out = *outcome == ExecOutcome::TimedOut;
+    set(&mut record, "timedOut", Value::Bool(timed_out));
+    let accepted = matches!(outcome, ExecOutcome::Exited { code } if args.policy.accepts(*code));
+    set(&mut record, "accepted", Value::Bool(accepted));
+    put(&mut record, "error", error);
+    put(&mut record, "lastOperation", Some(run.method));
+    set(&mut record, "recordedAt", Value::from(run.now_iso()));
+    record
 }
 
 /// `None` when the outcome is a success under the exit policy, else the failure message.

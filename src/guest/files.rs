@@ -9,8 +9,9 @@ use crate::host::Host;
 use crate::pve::base64;
 use crate::pve::endpoints;
 use crate::pve::error::PveError;
+use crate::record_json::{opt, put, set};
 use crate::run::Run;
-use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// `file-write`'s `content` maxLength (apidata.json): 61 440 base64 characters = 46 080 bytes.
 pub const WRITE_CHUNK_BYTES: usize = 61_440 / 4 * 3;
@@ -61,14 +62,11 @@ pub async fn read_bytes<H: Host>(
 }
 
 /// How bytes are recorded: as text when they are UTF-8, else as base64.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Content {
     /// `utf8` or `base64`.
     pub encoding: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub content_base64: Option<String>,
 }
 
@@ -89,9 +87,9 @@ impl Content {
     }
 }
 
-/// The `vm-<vmid>-file` record: what one fileWrite or fileRead observed of one file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// The `vm-<vmid>-file` record: what one fileWrite or fileRead observed of one file. Written as
+/// JSON by [`FileRecord::json`] (record_json.rs): no serializer of its own (issue 32).
+#[derive(Debug, Clone, PartialEq)]
 pub struct FileRecord {
     pub vmid: u32,
     pub node: String,
@@ -101,17 +99,13 @@ pub struct FileRecord {
     /// fileRead: the file goes on beyond `maxBytes`.
     pub truncated: bool,
     /// fileWrite: the read-back matched byte for byte.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<bool>,
     /// fileWrite: how many file-write calls PVE answered OK.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub chunks: Option<usize>,
     /// fileWrite: the file's mode as `stat` showed it after the `chmod`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    /// fileRead: the bytes read, its fields written into the record's own.
     pub content: Option<Content>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub last_operation: String,
     pub recorded_at: String,
@@ -133,6 +127,36 @@ impl FileRecord {
             last_operation: run.method.to_string(),
             recorded_at: run.now_iso(),
         }
+    }
+
+    /// The record as written: absent optionals left out, the content's fields among its own.
+    pub fn json(&self) -> Value {
+        let mut record = Map::new();
+        set(&mut record, "vmid", Value::from(self.vmid));
+        put(&mut record, "node", Some(&self.node));
+        put(&mut record, "path", Some(&self.path));
+        set(&mut record, "bytes", Value::from(self.bytes));
+        set(&mut record, "truncated", Value::Bool(self.truncated));
+        opt(&mut record, "verified", self.verified.map(Value::Bool));
+        opt(&mut record, "chunks", self.chunks.map(Value::from));
+        put(&mut record, "mode", self.mode.as_deref());
+        if let Some(content) = &self.content {
+            put(&mut record, "encoding", Some(content.encoding));
+            put(&mut record, "content", content.content.as_deref());
+            put(
+                &mut record,
+                "contentBase64",
+                content.content_base64.as_deref(),
+            );
+        }
+        put(&mut record, "error", self.error.as_deref());
+        put(&mut record, "lastOperation", Some(&self.last_operation));
+        set(
+            &mut record,
+            "recordedAt",
+            Value::from(self.recorded_at.as_str()),
+        );
+        Value::Object(record)
     }
 }
 

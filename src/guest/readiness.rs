@@ -23,6 +23,7 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::property::property;
 use crate::pve::request::PveRequest;
 use crate::quote::Joined;
+use crate::record_json::{put, set};
 use crate::run::Run;
 use serde_json::{Map, Value};
 use std::fmt::Write;
@@ -138,19 +139,6 @@ impl Readiness {
         put(&mut out, "ipv6", self.ipv6.as_deref());
         out
     }
-}
-
-/// `key: text` into a record, left out when there is no text.
-pub fn put(record: &mut Map<String, Value>, key: &str, text: Option<&str>) {
-    if let Some(text) = text {
-        set(record, key, Value::from(text));
-    }
-}
-
-/// `key: value` into a record: one copy of the insertion for every field (issue 32).
-#[inline(never)]
-pub fn set(record: &mut Map<String, Value>, key: &str, value: Value) {
-    record.insert(key.to_string(), value);
 }
 
 /// Waits until the VM at `at` is ready as `args` asks; `seen` keeps what was observed. The agent's

@@ -4,7 +4,7 @@ use super::identity::Identity;
 use super::seen::Marks;
 use crate::pve::flex::{self, split_tags};
 use crate::pve::responses::GuestStatus;
-use serde::Serialize;
+use crate::record_json::{count, list, number, opt, put, set, value};
 use serde_json::{Map, Value};
 
 /// A detected VMID reuse as the record states it (`identityChanged`): the identity the stored
@@ -23,104 +23,132 @@ pub fn identity_change(previous: &Identity, current: &Identity) -> Value {
 /// node scope names its node; a list, not an optional one, serialized as the other lists are), the
 /// tags every selected guest carries and the `where` expression its fields satisfy. Written as the
 /// record's `selection`: made JSON once per sync and put into each record it writes
-/// (methods/sync.rs), not a field of [`GuestRecord`] every record serializes (issue 32).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// (methods/sync.rs), not a field of [`GuestRecord`] every record serializes (issue 32); built
+/// as JSON by [`SyncSelection::json`] (record_json.rs), no serializer of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncSelection {
     pub scope: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
     pub tags: Vec<String>,
-    #[serde(rename = "where", skip_serializing_if = "Option::is_none")]
     pub r#where: Option<String>,
 }
 
-/// The record of one guest. `present: false` is an observed absence, never a default.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
-#[serde(rename_all = "camelCase")]
+impl SyncSelection {
+    /// The selection as its records state it.
+    pub fn json(&self) -> Value {
+        let mut selection = Map::new();
+        put(&mut selection, "scope", Some(&self.scope));
+        list(&mut selection, "nodes", &self.nodes);
+        set(&mut selection, "tags", Value::from(self.tags.clone()));
+        put(&mut selection, "where", self.r#where.as_deref());
+        Value::Object(selection)
+    }
+}
+
+/// The record of one guest. `present: false` is an observed absence, never a default. Written
+/// as JSON by [`GuestRecord::json`] (record_json.rs): no serializer of its own (issue 32); null,
+/// empty and absent fields are left out but for `tags`.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct GuestRecord {
     pub vmid: u32,
     pub present: bool,
     /// `running` / `stopped` as PVE says; `absent` when confirmed absent; `deleted` after a delete.
     pub status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub qmp_status: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub lock: Option<String>,
     /// HA state as recorded, built as JSON as it is read (null, left out: PVE reports no HA state):
     /// `managed`, and `state` when PVE gives one. No struct with a serializer of its own for it
     /// (issue 32).
-    #[serde(skip_serializing_if = "Value::is_null")]
     pub ha: Value,
     pub tags: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_configured: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv4: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_mem_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_disk_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub netin_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub netout_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub uptime_sec: Option<u64>,
     /// The guest's fingerprints as JSON, built when filled ([`Identity::recorded`]; null, left
     /// out, when none is known): no serializer of [`Identity`] of its own (issue 32).
-    #[serde(skip_serializing_if = "Value::is_null")]
     pub identity: Value,
     /// When `identity` was read from the guest's config (a sync carries an older one forward).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub identity_observed_at: Option<String>,
     /// When the state fields were read, relative to this run's changes (`outcome`, `observedAt`,
     /// `observedBeforeMutation`: guest/seen.rs).
-    #[serde(flatten)]
     pub marks: Marks,
     /// An [`identity_change`], set when the VMID now belongs to a different guest than the stored
     /// record described (null, left out, otherwise).
-    #[serde(skip_serializing_if = "Value::is_null")]
     pub identity_changed: Value,
     /// Warnings of the tasks this run followed (`WARNINGS: n`) and of the method itself.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// The UPID of the last task this run followed.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_task: Option<String>,
     /// The file output (spec `taskLog`) holding that task's log, when it did not end plainly `OK`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_task_log: Option<String>,
     /// That task's last log lines when it failed and no file holds its log (a swamp without file
     /// outputs): at most 10 lines, 2 KB, as the failure message quotes them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub last_task_log_tail: Vec<String>,
     /// Config changes PVE holds until the next start (seen by setConfig): key → pending value.
-    #[serde(skip_serializing_if = "Map::is_empty")]
     pub pending: Map<String, Value>,
     /// Config keys whose deletion waits for the next start.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pending_delete: Vec<String>,
     pub last_operation: String,
     pub recorded_at: String,
 }
 
 impl GuestRecord {
+    /// The record as written.
+    pub fn json(&self) -> Value {
+        let mut record = Map::new();
+        set(&mut record, "vmid", Value::from(self.vmid));
+        set(&mut record, "present", Value::Bool(self.present));
+        put(&mut record, "status", Some(&self.status));
+        put(&mut record, "name", self.name.as_deref());
+        put(&mut record, "node", self.node.as_deref());
+        put(&mut record, "qmpStatus", self.qmp_status.as_deref());
+        put(&mut record, "lock", self.lock.as_deref());
+        value(&mut record, "ha", &self.ha);
+        set(&mut record, "tags", Value::from(self.tags.clone()));
+        opt(&mut record, "template", self.template.map(Value::Bool));
+        let agent = self.agent_configured.map(Value::Bool);
+        opt(&mut record, "agentConfigured", agent);
+        put(&mut record, "ipv4", self.ipv4.as_deref());
+        number(&mut record, "cpuPct", self.cpu_pct);
+        number(&mut record, "cpus", self.cpus);
+        count(&mut record, "memBytes", self.mem_bytes);
+        count(&mut record, "maxMemBytes", self.max_mem_bytes);
+        number(&mut record, "memPct", self.mem_pct);
+        count(&mut record, "diskBytes", self.disk_bytes);
+        count(&mut record, "maxDiskBytes", self.max_disk_bytes);
+        count(&mut record, "netinBytes", self.netin_bytes);
+        count(&mut record, "netoutBytes", self.netout_bytes);
+        count(&mut record, "uptimeSec", self.uptime_sec);
+        value(&mut record, "identity", &self.identity);
+        let identity_at = self.identity_observed_at.as_deref();
+        put(&mut record, "identityObservedAt", identity_at);
+        self.marks.put_into(&mut record);
+        value(&mut record, "identityChanged", &self.identity_changed);
+        list(&mut record, "warnings", &self.warnings);
+        put(&mut record, "lastTask", self.last_task.as_deref());
+        put(&mut record, "lastTaskLog", self.last_task_log.as_deref());
+        list(&mut record, "lastTaskLogTail", &self.last_task_log_tail);
+        if !self.pending.is_empty() {
+            set(&mut record, "pending", Value::Object(self.pending.clone()));
+        }
+        list(&mut record, "pendingDelete", &self.pending_delete);
+        put(&mut record, "lastOperation", Some(&self.last_operation));
+        put(&mut record, "recordedAt", Some(&self.recorded_at));
+        Value::Object(record)
+    }
+
     /// A guest observed through `status/current` on `node`.
     pub fn observed(
         vmid: u32,
@@ -216,7 +244,7 @@ mod tests {
     fn ha_of(listed: Value) -> Option<Value> {
         let status = parse::<GuestStatus>(&listed).expect("a guest status");
         let record = GuestRecord::observed(100, "pve1", &status, "sync", String::new());
-        let data = serde_json::to_value(&record).expect("a record");
+        let data = record.json();
         data.get("ha").cloned()
     }
 

@@ -7,7 +7,8 @@
 //! builds its marks here.
 
 use crate::clock::iso_time;
-use serde::Serialize;
+use crate::record_json::{opt, put};
+use serde_json::{Map, Value};
 
 /// `outcome` of a record written after a mutation whose effect is unknown.
 pub const OUTCOME_UNKNOWN: &str = "unknown";
@@ -41,19 +42,16 @@ pub struct Changes {
     pub outcome_unknown: bool,
 }
 
-/// The marks a record carries about its reading (flattened into it).
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// The marks a record carries about its reading, put among its fields by [`Marks::put_into`]
+/// (records are built as JSON: no serializer of its own, issue 32).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Marks {
     /// `unknown`: this run sent a mutation whose outcome it could not observe (a lost answer, a
     /// task whose end was not seen); the fields are the last observation, see `observedAt`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
     /// When the fields were read, when that is not "just now" (`recordedAt`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_at: Option<String>,
     /// Whether the fields were read before this run's last mutation was sent.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_before_mutation: Option<bool>,
 }
 
@@ -68,6 +66,14 @@ impl Marks {
             observed_at: marked.then(|| iso_time(reading.at_ms)),
             observed_before_mutation: marked.then_some(stale),
         }
+    }
+
+    /// The marks into a record built as JSON, absent ones left out (as flattened).
+    pub fn put_into(&self, record: &mut Map<String, Value>) {
+        put(record, "outcome", self.outcome.as_deref());
+        put(record, "observedAt", self.observed_at.as_deref());
+        let before = self.observed_before_mutation.map(Value::Bool);
+        opt(record, "observedBeforeMutation", before);
     }
 }
 

@@ -12,9 +12,9 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::request::{PveRequest, Repeat};
-use crate::run::{write, Run};
-use serde::Serialize;
-use serde_json::Value;
+use crate::record_json::{opt, put, set};
+use crate::run::{write_value, Run};
+use serde_json::{Map, Value};
 
 /// `pve-snapshot-name` (pve-guest-common GuestHelpers): format `pve-configid`, maxLength 40.
 const MAX_NAME_CHARS: usize = 40;
@@ -57,22 +57,34 @@ pub fn check_name(
     Ok(())
 }
 
-/// One snapshot as listed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// One snapshot as listed; recorded by [`Snapshot::json`].
+#[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
     pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
-    #[serde(skip_serializing_if = "String::is_empty")]
+    /// Empty when PVE gives none (then left out of the record).
     pub description: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub snaptime: Option<u64>,
     /// Whether it holds the VM's RAM (VMs only).
     pub vmstate: bool,
     /// Set while a snapshot task works on it (`prepare`, `delete`): the snapshot is incomplete.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub snapstate: Option<String>,
+}
+
+impl Snapshot {
+    /// The snapshot as the record lists it, built as JSON (record_json.rs): absent fields and an
+    /// empty description left out; no serializer of its own (issue 32).
+    fn json(&self) -> Value {
+        let mut one = Map::new();
+        put(&mut one, "name", Some(&self.name));
+        put(&mut one, "parent", self.parent.as_deref());
+        let description = Some(self.description.as_str()).filter(|d| !d.is_empty());
+        put(&mut one, "description", description);
+        opt(&mut one, "snaptime", self.snaptime.map(Value::from));
+        set(&mut one, "vmstate", Value::Bool(self.vmstate));
+        put(&mut one, "snapstate", self.snapstate.as_deref());
+        Value::Object(one)
+    }
 }
 
 /// The snapshot tree of one guest, as `GET …/snapshot` showed it.
@@ -215,25 +227,9 @@ pub fn tree_read<H: Host>(
         .map_err(|e| could_not(&format!("list the snapshots of {}", ev.label(run)), &e).0)
 }
 
-/// The `<vm|ct>-<vmid>-snapshots` record.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SnapshotsRecord {
-    pub vmid: u32,
-    pub node: String,
-    /// The tree's fields, each snapshot made JSON: no flattened tree and no list serializer of
-    /// snapshots of their own (issue 32).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_parent: Option<String>,
-    pub snapshots: Vec<Value>,
-    /// When the tree was read, relative to this run's changes (guest/seen.rs).
-    #[serde(flatten)]
-    pub marks: Marks,
-    pub last_operation: String,
-    pub recorded_at: String,
-}
-
-/// The record of a tree observed on `at` (`marks`: when, relative to the run's changes).
+/// The `<vm|ct>-<vmid>-snapshots` record of a tree observed on `at` (`marks`: when, relative to
+/// the run's changes, guest/seen.rs), built as JSON (record_json.rs): the tree's fields, each
+/// snapshot made JSON; no struct with a serializer of its own (issue 32).
 pub fn tree_write<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
@@ -242,21 +238,20 @@ pub fn tree_write<H: Host>(
 ) -> crate::outcome::RecordWrite {
     let mut snapshots = Vec::with_capacity(tree.snapshots.len());
     for snapshot in &tree.snapshots {
-        snapshots.push(serde_json::to_value(snapshot).unwrap_or_default());
+        snapshots.push(snapshot.json());
     }
-    let record = SnapshotsRecord {
-        vmid: at.vmid,
-        node: at.node.clone(),
-        current_parent: tree.current_parent.clone(),
-        snapshots,
-        marks,
-        last_operation: run.method.to_string(),
-        recorded_at: run.now_iso(),
-    };
-    write(
+    let mut record = Map::new();
+    set(&mut record, "vmid", Value::from(at.vmid));
+    put(&mut record, "node", Some(&at.node));
+    put(&mut record, "currentParent", tree.current_parent.as_deref());
+    set(&mut record, "snapshots", Value::Array(snapshots));
+    marks.put_into(&mut record);
+    put(&mut record, "lastOperation", Some(run.method));
+    set(&mut record, "recordedAt", Value::from(run.now_iso()));
+    write_value(
         "snapshots",
         format!("{}-snapshots", run.guest_instance(at.vmid)),
-        &record,
+        Value::Object(record),
     )
 }
 

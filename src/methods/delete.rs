@@ -23,7 +23,7 @@ use crate::poll::Pacer;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
-use crate::run::{write, Run};
+use crate::run::{write_value, Run};
 use serde_json::Value;
 
 /// The arguments of `delete`.
@@ -175,7 +175,10 @@ fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome
     record.warnings = ev.trail.warnings.clone();
     record.last_task = ev.trail.last_task.clone();
     let instance = run.guest_instance(ev.at.vmid);
-    Outcome::succeeded(vec![write(run.guest_spec(), instance, &record)], summary)
+    Outcome::succeeded(
+        vec![write_value(run.guest_spec(), instance, record.json())],
+        summary,
+    )
 }
 
 #[cfg(test)]

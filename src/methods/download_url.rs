@@ -35,10 +35,10 @@ use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::{log_text, NodeStorage, TaskLogLine};
 use crate::pve::upid::Upid;
-use crate::run::{write, Run};
+use crate::record_json::{list, opt, put, set};
+use crate::run::{write_value, Run};
 use crate::task::{follow_task, upid_of, TaskTrouble};
-use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// PVE's longest file name (the schema's `maxLength`).
 const MAX_FILENAME: usize = 255;
@@ -321,47 +321,6 @@ fn parse_checksum<'a>(fields: &Fields<'a>) -> Result<Option<(&'static str, &'a s
     Ok(Some((name, digest)))
 }
 
-/// The `volume-<storage>-<filename>` record: what the storage showed of the volume.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct VolumeRecord {
-    pub node: String,
-    pub storage: String,
-    pub content: String,
-    pub filename: String,
-    pub volid: String,
-    /// Whether the storage's content list holds the volume.
-    pub present: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub format: Option<String>,
-    /// The URL (one with a user name or password is refused).
-    pub url: String,
-    /// The size the URL's server reported (`Content-Length`), when it reported one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url_size: Option<u64>,
-    /// Whether this run downloaded it and the storage then listed it (false: it was there
-    /// already, or nothing was seen there after the download).
-    pub downloaded: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub checksum_algorithm: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub checksum: Option<String>,
-    /// Whether PVE's own checksum check was seen to pass (its task log line) for the volume the
-    /// storage then listed.
-    pub checksum_verified: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_task: Option<String>,
-    /// The file output (spec `taskLog`) holding that task's log, when it did not end plainly `OK`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_task_log: Option<String>,
-    /// That task's last log lines when it failed and no file holds its log.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub last_task_log_tail: Vec<String>,
-    pub observed_at: String,
-}
-
 /// One volume of a storage's content list.
 #[derive(Debug, Clone, PartialEq)]
 struct Volume {
@@ -408,31 +367,52 @@ struct Findings<'a> {
 }
 
 impl Findings<'_> {
-    // Inlined into its one caller, [`Findings::outcome`] (issue 32).
+    /// The `volume-<storage>-<filename>` record: what the storage showed of the volume, built as
+    /// JSON (record_json.rs), no struct with a serializer of its own (issue 32). Inlined into its
+    /// one caller, [`Findings::outcome`].
     #[inline(always)]
-    fn record<H: Host>(&self, run: &Run<'_, H>, volume: Option<&Volume>) -> VolumeRecord {
+    fn record<H: Host>(&self, run: &Run<'_, H>, volume: Option<&Volume>) -> Value {
         let args = self.args;
-        VolumeRecord {
-            node: self.node.clone(),
-            storage: args.storage.clone(),
-            content: args.content.name().to_string(),
-            filename: args.filename.clone(),
-            volid: self.volid.clone(),
-            present: volume.is_some(),
-            size: volume.and_then(|v| v.size),
-            format: volume.and_then(|v| v.format.clone()),
-            url: args.url.clone(),
-            url_size: self.url_size,
-            // What the task log says is a claim about the volume only where the volume was seen.
-            downloaded: self.downloaded && volume.is_some(),
-            checksum_algorithm: args.checksum.as_ref().map(|(a, _)| a.clone()),
-            checksum: args.checksum.as_ref().map(|(_, d)| d.clone()),
-            checksum_verified: self.checksum_verified && volume.is_some(),
-            last_task: self.trail.last_task.clone(),
-            last_task_log: self.trail.last_task_log.0.clone(),
-            last_task_log_tail: self.trail.last_task_log.1.clone(),
-            observed_at: run.now_iso(),
-        }
+        let mut record = Map::new();
+        put(&mut record, "node", Some(&self.node));
+        put(&mut record, "storage", Some(&args.storage));
+        put(&mut record, "content", Some(args.content.name()));
+        put(&mut record, "filename", Some(&args.filename));
+        put(&mut record, "volid", Some(&self.volid));
+        set(&mut record, "present", Value::Bool(volume.is_some()));
+        opt(
+            &mut record,
+            "size",
+            volume.and_then(|v| v.size).map(Value::from),
+        );
+        put(
+            &mut record,
+            "format",
+            volume.and_then(|v| v.format.as_deref()),
+        );
+        put(&mut record, "url", Some(&args.url));
+        opt(&mut record, "urlSize", self.url_size.map(Value::from));
+        // What the task log says is a claim about the volume only where the volume was seen.
+        let downloaded = self.downloaded && volume.is_some();
+        set(&mut record, "downloaded", Value::Bool(downloaded));
+        let checksum = args.checksum.as_ref();
+        put(
+            &mut record,
+            "checksumAlgorithm",
+            checksum.map(|(a, _)| a.as_str()),
+        );
+        put(&mut record, "checksum", checksum.map(|(_, d)| d.as_str()));
+        let verified = self.checksum_verified && volume.is_some();
+        set(&mut record, "checksumVerified", Value::Bool(verified));
+        put(&mut record, "lastTask", self.trail.last_task.as_deref());
+        put(
+            &mut record,
+            "lastTaskLog",
+            self.trail.last_task_log.0.as_deref(),
+        );
+        list(&mut record, "lastTaskLogTail", &self.trail.last_task_log.1);
+        set(&mut record, "observedAt", Value::from(run.now_iso()));
+        Value::Object(record)
     }
 
     fn outcome<H: Host>(
@@ -443,7 +423,7 @@ impl Findings<'_> {
     ) -> Outcome {
         let args = self.args;
         let instance = format!("volume-{}-{}", args.storage, args.filename);
-        let writes = vec![write("volume", instance, &self.record(run, volume))];
+        let writes = vec![write_value("volume", instance, self.record(run, volume))];
         match verdict {
             Ok(summary) => Outcome::succeeded(writes, summary),
             Err(message) => Outcome::failed(writes, message),

@@ -9,7 +9,7 @@ use crate::guest::locate::locate_present;
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
-use crate::run::{write, Run};
+use crate::run::{write_value, Run};
 use serde_json::Value;
 
 /// The arguments of `fileRead`.
@@ -70,5 +70,5 @@ pub async fn file_read<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
     );
     let instance = format!("{}-file", run.guest_instance(at.vmid));
-    Outcome::succeeded(vec![write("file", instance, &record)], summary)
+    Outcome::succeeded(vec![write_value("file", instance, record.json())], summary)
 }

@@ -16,7 +16,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::pve::base64;
 use crate::pve::endpoints;
 use crate::pve::error::PveError;
-use crate::run::{write, Run};
+use crate::run::{write_value, Run};
 use serde_json::Value;
 
 /// How long each helper exec (join, chmod, stat) may take.
@@ -89,10 +89,10 @@ pub async fn file_write<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let verdict = write_verified(run, &at, &args, &mut record).await;
     record.verified = Some(verdict.is_ok());
     record.error = verdict.as_ref().err().cloned();
-    let writes = vec![write(
+    let writes = vec![write_value(
         "file",
         format!("{}-file", run.guest_instance(at.vmid)),
-        &record,
+        record.json(),
     )];
     match verdict {
         Ok(summary) => Outcome::succeeded(writes, summary),

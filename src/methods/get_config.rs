@@ -15,27 +15,10 @@ use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::request::PveRequest;
-use crate::run::{write, Run};
-use serde::Serialize;
+use crate::record_json::{list, put, set};
+use crate::run::{write_value, Run};
 use serde_json::{Map, Value};
 use std::future::Future;
-
-/// The `<vm|ct>-<vmid>-config` record.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ConfigRecord {
-    pub vmid: u32,
-    pub node: String,
-    /// The config as it runs (key → string or number).
-    pub config: Map<String, Value>,
-    /// Changes PVE holds until the next start.
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    pub pending: Map<String, Value>,
-    /// Keys whose deletion waits for the next start.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub pending_delete: Vec<String>,
-    pub recorded_at: String,
-}
 
 /// One read where a guest lives, as a method records it (`getConfig`, `listSnapshots`): what
 /// differs between them, plain; the async part is [`read_guest`], one future for both (issue 32).
@@ -105,25 +88,30 @@ fn recorded<H: Host>(
     data: Value,
 ) -> Result<Outcome, PveError> {
     let snapshot = snapshot_of(request, data)?;
-    let record = ConfigRecord {
-        vmid: at.vmid,
-        node: at.node.clone(),
-        config: snapshot.current,
-        pending: snapshot.pending,
-        pending_delete: snapshot.pending_delete,
-        recorded_at: run.now_iso(),
-    };
     let summary = format!(
         "{} {} on node {}: {} keys, {} pending",
         run.kind.noun(),
-        record.vmid,
-        record.node,
-        record.config.len(),
-        record.pending.len() + record.pending_delete.len()
+        at.vmid,
+        at.node,
+        snapshot.current.len(),
+        snapshot.pending.len() + snapshot.pending_delete.len()
     );
-    let instance = format!("{}-config", run.guest_instance(record.vmid));
+    // The `<vm|ct>-<vmid>-config` record, built as JSON (record_json.rs): the config as it runs
+    // (key → string or number), the changes PVE holds until the next start and the keys whose
+    // deletion waits for it (each left out when empty); no struct with a serializer of its own
+    // (issue 32).
+    let mut record = Map::new();
+    set(&mut record, "vmid", Value::from(at.vmid));
+    put(&mut record, "node", Some(&at.node));
+    set(&mut record, "config", Value::Object(snapshot.current));
+    if !snapshot.pending.is_empty() {
+        set(&mut record, "pending", Value::Object(snapshot.pending));
+    }
+    list(&mut record, "pendingDelete", &snapshot.pending_delete);
+    set(&mut record, "recordedAt", Value::from(run.now_iso()));
+    let instance = format!("{}-config", run.guest_instance(at.vmid));
     Ok(Outcome::succeeded(
-        vec![write("config", instance, &record)],
+        vec![write_value("config", instance, Value::Object(record))],
         summary,
     ))
 }

@@ -11,7 +11,7 @@ use crate::guest::upstream::with_superseded;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::GuestKind;
-use crate::run::{write, Run};
+use crate::run::{write_value, Run};
 use serde_json::Value;
 use std::future::Future;
 
@@ -34,10 +34,10 @@ pub async fn recorded<H: Host>(
     match observe(run, args).await {
         Ok(record) => {
             let summary = summary(run.kind, &record);
-            let writes = vec![write(
+            let writes = vec![write_value(
                 run.guest_spec(),
                 run.guest_instance(record.vmid),
-                &record,
+                record.json(),
             )];
             Outcome::succeeded(with_superseded(run, writes).await, summary)
         }

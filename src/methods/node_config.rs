@@ -9,30 +9,13 @@ use crate::pve::endpoints;
 use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
-use crate::run::write;
-use serde::Serialize;
-use serde_json::Value;
+use crate::record_json::{opt, put, set};
+use crate::run::write_value;
+use serde_json::{Map, Value};
 
-/// One storage as the node sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StorageRecord {
-    pub storage: String,
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// Content types (`images`, `rootdir`, `iso`, …).
-    pub content: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub avail: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub total: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub active: Option<bool>,
-}
-
-/// The `node-<node>-config` record.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// The `node-<node>-config` record, written as JSON by [`NodeRecord::write`] (record_json.rs): no
+/// serializer of its own (issue 32).
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeConfigRecord {
     pub node: String,
     /// Each storage made JSON as it is read: the record serializes a list of JSON values, as other
@@ -41,7 +24,6 @@ pub struct NodeConfigRecord {
     pub bridges: Vec<String>,
     /// Whether `bridges` is the node's bridge list; false when it could not be read.
     pub bridges_available: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub bridges_unavailable_reason: Option<String>,
     pub recorded_at: String,
 }
@@ -59,7 +41,7 @@ pub const NODE_CONFIG: NodeMethod = NodeMethod {
         for entry in &list {
             // Pushed, not extended from the Option: no extend code of its own (issue 32).
             if let Some(storage) = storage_record(entry) {
-                storages.push(serde_json::to_value(storage).unwrap_or_default());
+                storages.push(storage);
             }
         }
         Ok(Box::new(NodeConfigRecord {
@@ -98,8 +80,22 @@ impl NodeRecord for NodeConfigRecord {
         self.bridges_unavailable_reason = Some(reason);
     }
 
-    fn write(&self) -> RecordWrite {
-        write("nodeConfig", format!("node-{}-config", self.node), self)
+    fn write(self: Box<Self>) -> RecordWrite {
+        let mut record = Map::new();
+        let bridges = Value::from(self.bridges);
+        set(&mut record, "storages", Value::Array(self.storages));
+        set(&mut record, "bridges", bridges);
+        set(
+            &mut record,
+            "bridgesAvailable",
+            Value::Bool(self.bridges_available),
+        );
+        let reason = self.bridges_unavailable_reason.as_deref();
+        put(&mut record, "bridgesUnavailableReason", reason);
+        put(&mut record, "recordedAt", Some(&self.recorded_at));
+        let instance = format!("node-{}-config", self.node);
+        set(&mut record, "node", Value::String(self.node));
+        write_value("nodeConfig", instance, Value::Object(record))
     }
 
     /// The bridges read, or unavailable for want of `Sys.Audit` (any other error fails the method
@@ -119,26 +115,29 @@ impl NodeRecord for NodeConfigRecord {
     }
 }
 
-fn storage_record(entry: &Value) -> Option<StorageRecord> {
+/// One storage as the node sees it, built as JSON (record_json.rs): its name, type, content types
+/// (`images`, `rootdir`, `iso`, …), space and whether it is active, absent ones left out; no struct
+/// with a serializer of its own (issue 32). `None` for an entry without a name.
+fn storage_record(entry: &Value) -> Option<Value> {
     let text = |key: &str| entry.get(key).and_then(flex::string_of);
-    Some(StorageRecord {
-        storage: text("storage")?,
-        kind: text("type"),
-        content: text("content")
-            .map(|c| {
-                let mut types = Vec::new();
-                for content in c.split(',').map(str::trim) {
-                    if !content.is_empty() {
-                        types.push(content.to_string());
-                    }
-                }
-                types
-            })
-            .unwrap_or_default(),
-        avail: entry.get("avail").and_then(flex::u64_of),
-        total: entry.get("total").and_then(flex::u64_of),
-        active: entry.get("active").and_then(flex::bool_of),
-    })
+    let mut storage = Map::new();
+    put(&mut storage, "storage", Some(&text("storage")?));
+    put(&mut storage, "type", text("type").as_deref());
+    let mut types = Vec::new();
+    if let Some(content) = text("content") {
+        for content in content.split(',').map(str::trim) {
+            if !content.is_empty() {
+                types.push(Value::from(content));
+            }
+        }
+    }
+    set(&mut storage, "content", Value::Array(types));
+    let count = |key: &str| entry.get(key).and_then(flex::u64_of).map(Value::from);
+    opt(&mut storage, "avail", count("avail"));
+    opt(&mut storage, "total", count("total"));
+    let active = entry.get("active").and_then(flex::bool_of);
+    opt(&mut storage, "active", active.map(Value::Bool));
+    Some(Value::Object(storage))
 }
 
 #[cfg(test)]

@@ -17,9 +17,9 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::quote::Joined;
-use crate::run::{write, Run};
-use serde::Serialize;
-use serde_json::Value;
+use crate::record_json::{count, number, opt, put, set};
+use crate::run::{write_value, Run};
+use serde_json::{Map, Value};
 
 /// An optional node: any text, checked as a path segment (not as a line first: an empty node
 /// breaks the segment rule).
@@ -45,88 +45,18 @@ impl NodeArgs {
     }
 }
 
-/// One physical disk of the node.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DiskRecord {
-    pub device: String,
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub serial: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size_bytes: Option<u64>,
-    /// SMART health as PVE reports it (`PASSED`, `OK`, `FAILED`, …); `UNKNOWN` when PVE gives none.
-    pub health: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wearout_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub used_by: Option<String>,
-}
-
-/// The `node-<node>` record.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
-#[serde(rename_all = "camelCase")]
+/// The `node-<node>` record, built as JSON as it is read and filed (record_json.rs): no struct
+/// field per fact and no serializer of its own (issue 32). Its fields: the status' counts and
+/// percentages, kernel and PVE versions; `disks` (each disk made JSON as it is filed) and whether
+/// it is the node's disk list (`disksAvailable`, false when it could not be read); PVE's
+/// subscription status (`active`, `notfound`, `expired`, …; never the key or server id), whether
+/// it is `active` (syscheck's `proxmox.subscriptionActive`); whether the `enterprise` standard
+/// repository is configured and enabled (syscheck's `proxmox.enterpriseRepo`); each fact not read
+/// with its `…UnavailableReason`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeStatusRecord {
     pub node: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<u64>,
-    /// The load averages as numbers, made JSON as they are read (null, left out, when one is not a
-    /// number): no serializer of its own for a list of floats (issue 32).
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub loadavg: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mem_total: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mem_used: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mem_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub swap_total: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub swap_used: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub swap_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rootfs_total: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rootfs_used: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rootfs_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub uptime_sec: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel_version: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pve_version: Option<String>,
-    /// Whether `disks` is the node's disk list; false when it could not be read.
-    pub disks_available: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub disks_unavailable_reason: Option<String>,
-    /// Each disk made JSON as it is filed: the record serializes a list of JSON values, as other
-    /// records do, not a serializer of its own for a list of disks (issue 32).
-    pub disks: Vec<Value>,
-    /// PVE's subscription status (`active`, `notfound`, `expired`, …); never the key or server id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subscription_status: Option<String>,
-    /// Whether the subscription is `active` (syscheck's `proxmox.subscriptionActive`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subscription_active: Option<bool>,
-    pub subscription_status_available: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subscription_status_unavailable_reason: Option<String>,
-    /// Whether the `enterprise` standard repository is configured and enabled (syscheck's
-    /// `proxmox.enterpriseRepo`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub enterprise_repo: Option<bool>,
-    pub repositories_available: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub repositories_unavailable_reason: Option<String>,
-    pub recorded_at: String,
+    pub record: Map<String, Value>,
 }
 
 /// A node method whose record a first read starts (without it, there is no record) and facts
@@ -156,8 +86,8 @@ pub trait NodeRecord {
     fn names(&self, i: usize) -> [&'static str; 4];
     /// Says in the record why fact `i` is not in it.
     fn unavailable(&mut self, i: usize, reason: String);
-    /// The record's write.
-    fn write(&self) -> RecordWrite;
+    /// The record's write (its lists moved into it, not copied).
+    fn write(self: Box<Self>) -> RecordWrite;
     /// The summary when every fact was recorded or said unavailable for want of a privilege.
     fn summary(&self) -> String;
 }
@@ -193,9 +123,10 @@ pub async fn read_node<H: Host>(run: &Run<'_, H>, args: &Value, method: &NodeMet
         }
         i += 1;
     }
+    let summary = record.summary();
     let writes = vec![record.write()];
     match failures.is_empty() {
-        true => Outcome::succeeded(writes, record.summary()),
+        true => Outcome::succeeded(writes, summary),
         false => Outcome::failed(writes, failures.joined("; ")),
     }
 }
@@ -218,7 +149,7 @@ impl NodeRecord for NodeStatusRecord {
 
     fn file(&mut self, i: usize, data: Value) -> Result<(), PveError> {
         match FACTS.get(i) {
-            Some(read) => (read.file)(self, data),
+            Some(read) => (read.file)(&mut self.record, data),
             None => Ok(()),
         }
     }
@@ -230,12 +161,13 @@ impl NodeRecord for NodeStatusRecord {
 
     fn unavailable(&mut self, i: usize, reason: String) {
         if let Some(read) = FACTS.get(i) {
-            *(read.reason)(self) = Some(reason);
+            set(&mut self.record, read.reason, Value::String(reason));
         }
     }
 
-    fn write(&self) -> RecordWrite {
-        write("nodeStatus", format!("node-{}", self.node), self)
+    fn write(self: Box<Self>) -> RecordWrite {
+        let instance = format!("node-{}", self.node);
+        write_value("nodeStatus", instance, Value::Object(self.record))
     }
 
     fn summary(&self) -> String {
@@ -249,8 +181,9 @@ struct Fact {
     request: fn(&str) -> PveRequest,
     what: &'static str,
     path: &'static str,
-    file: fn(&mut NodeStatusRecord, Value) -> Result<(), PveError>,
-    reason: fn(&mut NodeStatusRecord) -> &mut Option<String>,
+    file: fn(&mut Map<String, Value>, Value) -> Result<(), PveError>,
+    /// The record's field saying why it was not read.
+    reason: &'static str,
 }
 
 /// The facts read after the status, in the order they are asked for.
@@ -260,35 +193,36 @@ const FACTS: [Fact; 3] = [
         what: "disks and SMART health",
         path: "disks/list",
         file: file_disks,
-        reason: |r| &mut r.disks_unavailable_reason,
+        reason: "disksUnavailableReason",
     },
     Fact {
         request: endpoints::node_subscription,
         what: "the subscription status",
         path: "subscription",
         file: file_subscription,
-        reason: |r| &mut r.subscription_status_unavailable_reason,
+        reason: "subscriptionStatusUnavailableReason",
     },
     Fact {
         request: endpoints::node_repositories,
         what: "the APT repositories",
         path: "apt/repositories",
         file: file_repositories,
-        reason: |r| &mut r.repositories_unavailable_reason,
+        reason: "repositoriesUnavailableReason",
     },
 ];
 
 /// The node's disk list, each disk with its SMART health.
-fn file_disks(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError> {
+fn file_disks(record: &mut Map<String, Value>, data: Value) -> Result<(), PveError> {
     let list = data.as_array().ok_or_else(|| not_a_list(&data, "disks"))?;
     let mut disks = Vec::with_capacity(list.len());
     for entry in list {
         // Pushed, not extended from the Option: no extend code of its own (issue 32).
         if let Some(disk) = disk_record(entry) {
-            disks.push(serde_json::to_value(disk).unwrap_or_default());
+            disks.push(disk);
         }
     }
-    (record.disks, record.disks_available) = (disks, true);
+    set(record, "disks", Value::Array(disks));
+    set(record, "disksAvailable", Value::Bool(true));
     Ok(())
 }
 
@@ -303,18 +237,23 @@ pub fn not_a_list(data: &Value, items: &str) -> PveError {
 
 /// The subscription's status. Its answer may hold the key: only the status is kept, the answer
 /// never quoted.
-fn file_subscription(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError> {
+fn file_subscription(record: &mut Map<String, Value>, data: Value) -> Result<(), PveError> {
     let status = fact(&data, "status", flex::string_of)?;
-    record.subscription_active = Some(status == "active");
-    record.subscription_status = Some(status);
-    record.subscription_status_available = true;
+    set(
+        record,
+        "subscriptionActive",
+        Value::Bool(status == "active"),
+    );
+    set(record, "subscriptionStatus", Value::String(status));
+    set(record, "subscriptionStatusAvailable", Value::Bool(true));
     Ok(())
 }
 
 /// Whether the enterprise repository is configured and enabled.
-fn file_repositories(record: &mut NodeStatusRecord, data: Value) -> Result<(), PveError> {
+fn file_repositories(record: &mut Map<String, Value>, data: Value) -> Result<(), PveError> {
     let configured = fact(&data, "standard-repos", enterprise)?;
-    (record.enterprise_repo, record.repositories_available) = (Some(configured), true);
+    set(record, "enterpriseRepo", Value::Bool(configured));
+    set(record, "repositoriesAvailable", Value::Bool(true));
     Ok(())
 }
 
@@ -392,62 +331,90 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
         }
         Some(Value::Array(loads))
     });
-    let mut record = NodeStatusRecord {
+    let mut record = Map::new();
+    let cpu_pct = at("cpu").and_then(flex::f64_of).and_then(flex::pct);
+    number(&mut record, "cpuPct", cpu_pct);
+    count(&mut record, "cpus", bytes("cpuinfo/cpus"));
+    opt(&mut record, "loadavg", loadavg);
+    // Each percentage from the two counts read, not from reading them again.
+    for [used, used_key, total, total_key, pct_key] in [
+        [
+            "memory/used",
+            "memUsed",
+            "memory/total",
+            "memTotal",
+            "memPct",
+        ],
+        [
+            "swap/used",
+            "swapUsed",
+            "swap/total",
+            "swapTotal",
+            "swapPct",
+        ],
+        [
+            "rootfs/used",
+            "rootfsUsed",
+            "rootfs/total",
+            "rootfsTotal",
+            "rootfsPct",
+        ],
+    ] {
+        let (used, total) = (bytes(used), bytes(total));
+        count(&mut record, used_key, used);
+        count(&mut record, total_key, total);
+        number(&mut record, pct_key, flex::percent(used, total));
+    }
+    count(&mut record, "uptimeSec", bytes("uptime"));
+    let kernel = text("kversion").or_else(|| text("current-kernel/release"));
+    put(&mut record, "kernelVersion", kernel.as_deref());
+    put(&mut record, "pveVersion", text("pveversion").as_deref());
+    // What the facts read after the status fill in, until they do.
+    set(&mut record, "disks", Value::Array(Vec::new()));
+    for unread in [
+        "disksAvailable",
+        "subscriptionStatusAvailable",
+        "repositoriesAvailable",
+    ] {
+        set(&mut record, unread, Value::Bool(false));
+    }
+    put(&mut record, "node", Some(node));
+    set(&mut record, "recordedAt", Value::String(recorded_at));
+    NodeStatusRecord {
         node: node.to_string(),
-        cpu_pct: at("cpu").and_then(flex::f64_of).and_then(flex::pct),
-        cpus: bytes("cpuinfo/cpus"),
-        loadavg: loadavg.unwrap_or_default(),
-        mem_total: bytes("memory/total"),
-        mem_used: bytes("memory/used"),
-        swap_total: bytes("swap/total"),
-        swap_used: bytes("swap/used"),
-        rootfs_total: bytes("rootfs/total"),
-        rootfs_used: bytes("rootfs/used"),
-        uptime_sec: bytes("uptime"),
-        kernel_version: text("kversion").or_else(|| text("current-kernel/release")),
-        pve_version: text("pveversion"),
-        recorded_at,
-        // Written out, not `..NodeStatusRecord::default()`, which builds a whole default value
-        // and drops what it overwrites (issue 32); the percentages follow.
-        mem_pct: None,
-        swap_pct: None,
-        rootfs_pct: None,
-        disks_available: false,
-        disks_unavailable_reason: None,
-        disks: Vec::new(),
-        subscription_status: None,
-        subscription_active: None,
-        subscription_status_available: false,
-        subscription_status_unavailable_reason: None,
-        enterprise_repo: None,
-        repositories_available: false,
-        repositories_unavailable_reason: None,
-    };
-    // Each percentage from the two counts already read, not from reading them again.
-    record.mem_pct = flex::percent(record.mem_used, record.mem_total);
-    record.swap_pct = flex::percent(record.swap_used, record.swap_total);
-    record.rootfs_pct = flex::percent(record.rootfs_used, record.rootfs_total);
-    record
+        record,
+    }
 }
 
-fn disk_record(entry: &Value) -> Option<DiskRecord> {
+/// One physical disk of the node, built as JSON (record_json.rs): its device, type, model, serial,
+/// size, SMART health as PVE reports it (`PASSED`, `OK`, `FAILED`, …; `UNKNOWN` when PVE gives
+/// none), wearout and user, absent ones left out; no struct with a serializer of its own (issue
+/// 32). `None` for an entry without a device.
+fn disk_record(entry: &Value) -> Option<Value> {
     let text = |key: &str| {
         entry
             .get(key)
             .and_then(flex::string_of)
             .filter(|s| !s.is_empty())
     };
-    Some(DiskRecord {
-        device: text("devpath")?,
-        kind: text("type"),
-        model: text("model"),
-        serial: text("serial"),
-        size_bytes: entry.get("size").and_then(flex::u64_of),
-        health: text("health").unwrap_or_else(|| "UNKNOWN".to_string()),
-        // `N/A` when the disk reports no wearout.
-        wearout_pct: entry.get("wearout").and_then(flex::f64_of),
-        used_by: text("used"),
-    })
+    let mut disk = Map::new();
+    put(&mut disk, "device", Some(&text("devpath")?));
+    put(&mut disk, "type", text("type").as_deref());
+    put(&mut disk, "model", text("model").as_deref());
+    put(&mut disk, "serial", text("serial").as_deref());
+    let size = entry.get("size").and_then(flex::u64_of);
+    opt(&mut disk, "sizeBytes", size.map(Value::from));
+    let health = text("health");
+    put(
+        &mut disk,
+        "health",
+        Some(health.as_deref().unwrap_or("UNKNOWN")),
+    );
+    // `N/A` when the disk reports no wearout.
+    let wearout = entry.get("wearout").and_then(flex::f64_of);
+    opt(&mut disk, "wearoutPct", wearout.map(Value::from));
+    put(&mut disk, "usedBy", text("used").as_deref());
+    Some(Value::Object(disk))
 }
 
 #[cfg(test)]

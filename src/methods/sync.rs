@@ -51,7 +51,7 @@ use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::{parse, GuestStatus};
 use crate::quote::Joined;
-use crate::run::{write, Run};
+use crate::run::{write_value, Run};
 use serde_json::{Map, Value};
 use std::fmt::Write;
 
@@ -352,7 +352,7 @@ impl Sweep {
             r#where: parsed.r#where,
         };
         Ok(Sweep {
-            stated: serde_json::to_value(&selection).unwrap_or_default(),
+            stated: selection.json(),
             selection,
             writes: Vec::new(),
             seen: Vec::new(),
@@ -531,7 +531,7 @@ impl Sweep {
 
     /// Writes a guest's record, stating the selection (made JSON once, in [`Sweep::plan`]).
     fn record(&mut self, spec: &str, instance: String, record: GuestRecord) {
-        let mut written = write(spec, instance, &record);
+        let mut written = write_value(spec, instance, record.json());
         if let Value::Object(data) = &mut written.data {
             data.insert("selection".to_string(), self.stated.clone());
         }
@@ -656,7 +656,7 @@ impl Candidate<'_> {
         match self {
             Candidate::Listed { vmid, node, status } => {
                 let record = GuestRecord::observed(vmid, node, status, run.method, run.now_iso());
-                serde_json::to_value(&record).unwrap_or(Value::Null)
+                record.json()
             }
             Candidate::Stored(stored) => stored.clone(),
         }

@@ -5,14 +5,15 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::evidence::{sight_present, Evidence};
-use crate::guest::readiness::{await_ready, put, set, Readiness, ReadyArgs};
+use crate::guest::readiness::{await_ready, Readiness, ReadyArgs};
 use crate::guest::record::GuestRecord;
 use crate::guest::reference::GuestRef;
 use crate::guest::settle::describe;
 use crate::guest::target::Target;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
-use crate::run::{write, write_value, Run};
+use crate::record_json::{put, set};
+use crate::run::{write_value, Run};
 use serde_json::Value;
 
 /// The arguments of `waitReady`.
@@ -87,7 +88,11 @@ pub fn ready_outcome<H: Host>(
     put(&mut record, "lastOperation", Some(run.method));
     set(&mut record, "recordedAt", Value::from(run.now_iso()));
     let writes = vec![
-        write(run.guest_spec(), run.guest_instance(ev.at.vmid), &state),
+        write_value(
+            run.guest_spec(),
+            run.guest_instance(ev.at.vmid),
+            state.json(),
+        ),
         write_value(
             "ready",
             format!("vm-{}-ready", ev.at.vmid),

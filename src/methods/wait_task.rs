@@ -15,11 +15,11 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
 use crate::pve::upid::Upid;
-use crate::run::{write, Run};
+use crate::record_json::{list, put, set};
+use crate::run::{write_value, Run};
 use crate::task::{follow_task, TaskEnd, TaskTrouble};
 use crate::watch::node_tasks::{listed_upid, ListedTask};
-use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The fields of `waitTask`, in the order they are checked.
 const FIELDS: [Spec; 5] = [
@@ -85,36 +85,6 @@ fn upid_arg(text: &str) -> Option<Upid> {
 }
 
 /// The `task-<node>-<pid>-<starttime>` record: the task (its UPID names its node and user), and
-/// how it ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TaskRecord {
-    pub upid: String,
-    #[serde(rename = "type")]
-    pub task_type: String,
-    /// The task's subject: a VMID, a storage, … (empty for some tasks).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub id: String,
-    pub started_at: String,
-    /// Whether its end was observed in this run.
-    pub ended: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_status: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    /// The file output (spec `taskLog`) holding the task's log, when it did not end plainly `OK`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub log_file: Option<String>,
-    /// A failed task's last log lines (at most 10, 2 KB), as the failure message quotes them, when
-    /// no file holds its log (a swamp without file outputs).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub log_tail: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub last_operation: String,
-    pub recorded_at: String,
-}
-
 /// Runs `waitTask`.
 pub async fn wait_task<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let args = match WaitTaskArgs::parse(args) {
@@ -167,47 +137,54 @@ fn the_one(node: &str, rows: &[ListedTask]) -> Result<Upid, String> {
     ))
 }
 
-/// The record of how the task ended, written before the verdict.
+/// The `task-<node>-<pid>-<starttime>` record of how the task ended, written before the verdict:
+/// built as JSON (record_json.rs), no struct with a serializer of its own (issue 32).
 fn verdict<H: Host>(run: &Run<'_, H>, upid: Upid, ended: Result<TaskEnd, TaskTrouble>) -> Outcome {
     let instance = format!("task-{}", upid.key());
-    let mut record = TaskRecord {
-        upid: upid.as_str().to_owned(),
-        task_type: upid.task_type,
-        id: upid.id,
-        started_at: iso_time(upid.starttime as f64 * 1000.0),
-        ended: true,
-        exit_status: None,
-        warnings: Vec::new(),
-        log_file: None,
-        log_tail: Vec::new(),
-        error: None,
-        last_operation: run.method.to_string(),
-        recorded_at: run.now_iso(),
-    };
-    match ended {
+    let mut record = Map::new();
+    put(&mut record, "upid", Some(upid.as_str()));
+    put(&mut record, "type", Some(&upid.task_type));
+    // The task's subject: a VMID, a storage, … (empty for some tasks, then left out).
+    put(
+        &mut record,
+        "id",
+        Some(upid.id.as_str()).filter(|id| !id.is_empty()),
+    );
+    let started_at = iso_time(upid.starttime as f64 * 1000.0);
+    set(&mut record, "startedAt", Value::from(started_at));
+    put(&mut record, "lastOperation", Some(run.method));
+    set(&mut record, "recordedAt", Value::from(run.now_iso()));
+    // Whether its end was observed in this run; how it ended; the file output (spec `taskLog`)
+    // holding its log when it did not end plainly `OK`, or a failed task's last log lines (at
+    // most 10, 2 KB, as the failure message quotes them) when no file holds it.
+    let (ended, exit_status, error) = match ended {
         Ok(end) => {
-            record.warnings = end.warnings;
-            record.log_file = end.log_file;
-            record.exit_status = Some(end.exit_status);
+            list(&mut record, "warnings", &end.warnings);
+            put(&mut record, "logFile", end.log_file.as_deref());
+            (true, Some(end.exit_status), None)
         }
         Err(TaskTrouble::Failed(failed)) => {
-            (record.log_file, record.log_tail) = failed.log_ref();
-            record.exit_status = Some(failed.exit_status);
-            record.error = Some(failed.failure.0);
+            // Where its log is ([`crate::task::TaskFailed::log_ref`]): the file, else the log's tail.
+            put(&mut record, "logFile", failed.log_file.as_deref());
+            if failed.log_file.is_none() {
+                list(&mut record, "logTail", &failed.tail);
+            }
+            (true, Some(failed.exit_status), Some(failed.failure.0))
         }
-        Err(TaskTrouble::Unknown(why)) => {
-            record.ended = false;
-            record.error = Some(why.0);
-        }
-    }
-    let writes = vec![write("task", instance, &record)];
-    match record.error {
+        Err(TaskTrouble::Unknown(why)) => (false, None, Some(why.0)),
+    };
+    set(&mut record, "ended", Value::Bool(ended));
+    put(&mut record, "exitStatus", exit_status.as_deref());
+    put(&mut record, "error", error.as_deref());
+    let writes = vec![write_value("task", instance, Value::Object(record))];
+    match error {
         Some(message) => Outcome::failed(writes, message),
         None => {
-            let exit_status = record.exit_status.unwrap_or_default();
+            let exit_status = exit_status.unwrap_or_default();
             let summary = format!(
                 "task {} {} ended {exit_status}",
-                record.task_type, record.upid
+                upid.task_type,
+                upid.as_str()
             );
             Outcome::succeeded(writes, summary)
         }
