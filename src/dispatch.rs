@@ -133,7 +133,7 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
             None
         ),
         Method::Delete => kept!(Method::Delete, delete::DeleteArgs::parse(args).err(), None),
-        Method::Clone => kept!(Method::Clone, clone::CloneArgs::parse(args).err(), None),
+        Method::Clone => kept!(Method::Clone, clone::new_clone(args).err(), None),
         Method::Create => kept!(Method::Create, create::CreateArgs::parse(args).err(), None),
         Method::SetConfig => kept!(
             Method::SetConfig,
@@ -234,7 +234,7 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
         ),
         Method::Restore => kept!(
             Method::Restore,
-            restore::RestoreArgs::parse(args).err(),
+            restore::new_restore(kind, args).err(),
             None
         ),
         Method::Preflight => kept!(
