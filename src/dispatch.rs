@@ -86,17 +86,17 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
         ),
         Method::Snapshot => kept!(
             Method::Snapshot,
-            snapshot::SnapshotArgs::parse(kind, args).err(),
+            snapshot::snapshot_change(kind, args).err(),
             None
         ),
         Method::Rollback => kept!(
             Method::Rollback,
-            rollback::RollbackArgs::parse(kind, args).err(),
+            rollback::rollback_change(kind, args).err(),
             None
         ),
         Method::DeleteSnapshot => kept!(
             Method::DeleteSnapshot,
-            delete_snapshot::DeleteSnapshotArgs::parse(kind, args).err(),
+            delete_snapshot::delete_snapshot_change(kind, args).err(),
             None
         ),
         Method::GuestExec | Method::ContainerExec => {
