@@ -86,17 +86,17 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
         ),
         Method::Snapshot => kept!(
             Method::Snapshot,
-            snapshot::SnapshotArgs::parse(kind, args).err(),
+            snapshot::snapshot_change(kind, args).err(),
             None
         ),
         Method::Rollback => kept!(
             Method::Rollback,
-            rollback::RollbackArgs::parse(kind, args).err(),
+            rollback::rollback_change(kind, args).err(),
             None
         ),
         Method::DeleteSnapshot => kept!(
             Method::DeleteSnapshot,
-            delete_snapshot::DeleteSnapshotArgs::parse(kind, args).err(),
+            delete_snapshot::delete_snapshot_change(kind, args).err(),
             None
         ),
         Method::GuestExec | Method::ContainerExec => {
@@ -133,7 +133,7 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
             None
         ),
         Method::Delete => kept!(Method::Delete, delete::DeleteArgs::parse(args).err(), None),
-        Method::Clone => kept!(Method::Clone, clone::CloneArgs::parse(args).err(), None),
+        Method::Clone => kept!(Method::Clone, clone::new_clone(args).err(), None),
         Method::Create => kept!(Method::Create, create::CreateArgs::parse(args).err(), None),
         Method::SetConfig => kept!(
             Method::SetConfig,
@@ -234,7 +234,7 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
         ),
         Method::Restore => kept!(
             Method::Restore,
-            restore::RestoreArgs::parse(args).err(),
+            restore::new_restore(kind, args).err(),
             None
         ),
         Method::Preflight => kept!(

@@ -70,6 +70,8 @@ const LAST: [Spec; 2] = [
 ];
 
 impl RestoreArgs {
+    /// Always inlined into its one caller, [`new_restore`] (issue 32).
+    #[inline(always)]
     pub fn parse(args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let [archive, storage, ..] = fields.read_table(&FIRST)?;
@@ -256,10 +258,13 @@ pub fn restore<'a, H: Host>(
     run: &'a Run<'a, H>,
     args: &Value,
 ) -> impl Future<Output = Outcome> + use<'a, H> {
-    let kind = run.kind;
-    let parsed =
-        RestoreArgs::parse(args).map(|args| Box::new(Restore { args, kind }) as Box<dyn NewGuest>);
-    create_then_start(run, parsed)
+    create_then_start(run, new_restore(run.kind, args))
+}
+
+/// `restore`'s new guest of `kind`, from its arguments. Dispatch's argument check reads them
+/// through it too, so the parser has one caller and builds the arguments in their box (issue 32).
+pub fn new_restore(kind: GuestKind, args: &Value) -> Result<Box<dyn NewGuest>, ArgError> {
+    RestoreArgs::parse(args).map(|args| Box::new(Restore { args, kind }) as Box<dyn NewGuest>)
 }
 
 impl NewGuest for Restore {

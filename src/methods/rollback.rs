@@ -27,6 +27,8 @@ pub struct RollbackArgs {
 }
 
 impl RollbackArgs {
+    /// Always inlined into its one caller, [`rollback_change`] (issue 32).
+    #[inline(always)]
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let name = fields.required_text("name")?;
@@ -45,11 +47,13 @@ pub fn rollback<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     args: &Value,
 ) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
-    let parsed = RollbackArgs::parse(run.kind, args);
-    run_change(
-        run,
-        parsed.map(|args| Box::new(args) as Box<dyn SnapshotChange>),
-    )
+    run_change(run, rollback_change(run.kind, args))
+}
+
+/// `rollback`'s change, from its arguments. Dispatch's argument check reads them through it too, so
+/// the parser has one caller and builds the arguments in their box (issue 32).
+pub fn rollback_change(kind: GuestKind, args: &Value) -> Result<Box<dyn SnapshotChange>, ArgError> {
+    RollbackArgs::parse(kind, args).map(|args| Box::new(args) as Box<dyn SnapshotChange>)
 }
 
 impl SnapshotChange for RollbackArgs {

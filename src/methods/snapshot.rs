@@ -27,6 +27,8 @@ pub struct SnapshotArgs {
 }
 
 impl SnapshotArgs {
+    /// Always inlined into its one caller, [`snapshot_change`] (issue 32).
+    #[inline(always)]
     pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let name = fields.required_text("name")?;
@@ -55,11 +57,13 @@ pub fn snapshot<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     args: &Value,
 ) -> impl Future<Output = Outcome> + use<'a, 'r, H> {
-    let parsed = SnapshotArgs::parse(run.kind, args);
-    run_change(
-        run,
-        parsed.map(|args| Box::new(args) as Box<dyn SnapshotChange>),
-    )
+    run_change(run, snapshot_change(run.kind, args))
+}
+
+/// `snapshot`'s change, from its arguments. Dispatch's argument check reads them through it too, so
+/// the parser has one caller and builds the arguments in their box (issue 32).
+pub fn snapshot_change(kind: GuestKind, args: &Value) -> Result<Box<dyn SnapshotChange>, ArgError> {
+    SnapshotArgs::parse(kind, args).map(|args| Box::new(args) as Box<dyn SnapshotChange>)
 }
 
 impl SnapshotChange for SnapshotArgs {
