@@ -9,7 +9,6 @@ use crate::poll::WaitBudget;
 use crate::pve::endpoints::GuestKind;
 use crate::scrub::Scrubber;
 use crate::watch::Shared;
-use serde::Serialize;
 
 /// One method run.
 pub struct Run<'a, H: Host> {
@@ -90,17 +89,8 @@ impl<'a, H: Host> Run<'a, H> {
     }
 }
 
-/// A record to write, from any serializable value.
-pub fn write(spec: &str, instance: String, data: &impl Serialize) -> RecordWrite {
-    // Records are plain structs of strings and numbers: serialization cannot fail.
-    write_value(
-        spec,
-        instance,
-        serde_json::to_value(data).unwrap_or_default(),
-    )
-}
-
-/// [`write`] of a record already made JSON: one copy of the rest for every record type.
+/// A record to write, already made JSON (record_json.rs): one copy of the rest for every record
+/// type, no serializer per record type (issue 32).
 #[inline(never)]
 pub fn write_value(spec: &str, instance: String, data: serde_json::Value) -> RecordWrite {
     RecordWrite {

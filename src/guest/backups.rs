@@ -16,8 +16,8 @@ use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::NodeStorage;
 use crate::quote::Joined;
+use crate::record_json::{count, put, set};
 use crate::run::{write_value, Run};
-use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -114,31 +114,39 @@ fn owner_of(name: &str) -> (Option<GuestKind>, Option<u32>) {
     }
 }
 
-/// One archive as the storage's `backup` content lists it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// One archive as the storage's `backup` content lists it. Written as JSON by [`Archive::json`]
+/// (record_json.rs): no serializer of its own (issue 32).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Archive {
     pub volid: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub vmid: Option<u64>,
     /// `qemu` or `lxc` (PVE's `subtype`; `unknown` for a name it cannot read).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub subtype: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ctime: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
     pub protected: bool,
     /// The last verification's state (PBS only), e.g. `ok` or `failed`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub verification: Option<String>,
 }
 
 impl Archive {
+    /// The archive as records state it: an absent field left out.
+    pub fn json(&self) -> Map<String, Value> {
+        let mut archive = Map::new();
+        set(&mut archive, "volid", Value::from(self.volid.as_str()));
+        count(&mut archive, "vmid", self.vmid);
+        put(&mut archive, "subtype", self.subtype.as_deref());
+        count(&mut archive, "size", self.size);
+        count(&mut archive, "ctime", self.ctime);
+        put(&mut archive, "format", self.format.as_deref());
+        put(&mut archive, "notes", self.notes.as_deref());
+        set(&mut archive, "protected", Value::Bool(self.protected));
+        put(&mut archive, "verification", self.verification.as_deref());
+        archive
+    }
+
     /// One content entry; `None` when it has no volid.
     pub fn from_value(entry: &Value) -> Option<Archive> {
         let text = |key: &str| {
@@ -303,7 +311,7 @@ pub fn backups_write<H: Host>(
     };
     let mut backups = Vec::with_capacity(archives.len());
     for archive in archives {
-        backups.push(serde_json::to_value(archive).unwrap_or_default());
+        backups.push(Value::Object(archive.json()));
     }
     let mut record = Map::new();
     if let Some(vmid) = vmid {

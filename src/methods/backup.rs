@@ -25,7 +25,7 @@ use crate::pve::request::push_param;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
 use crate::task::{follow_task, read_log};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// vzdump's modes (pve-manager PVE/VZDump/Common.pm `mode`).
 const MODES: [&str; 3] = ["snapshot", "suspend", "stop"];
@@ -271,10 +271,7 @@ fn record<H: Host>(
         protected: archive.protected,
         verification: None,
     };
-    let mut record = match serde_json::to_value(&archive) {
-        Ok(Value::Object(fields)) => fields,
-        _ => Map::new(),
-    };
+    let mut record = archive.json();
     if let Some(mode) = mode {
         record.insert("mode".into(), Value::from(mode));
     }

@@ -40,8 +40,8 @@ use crate::methods::check::pve_version;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::quote::{push_item, Joined};
-use crate::run::{write, Run};
-use serde::Serialize;
+use crate::record_json::{list, put, set};
+use crate::run::{write_value, Run};
 use serde_json::{Map, Value};
 
 /// The arguments of `preflight`: the methods to ask about, and the values their paths are made of,
@@ -164,9 +164,9 @@ fn dedup(list: Vec<String>) -> Vec<String> {
     once
 }
 
-/// What one method was found to need and lack.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// What one method was found to need and lack. Written as JSON by [`MethodFitness::json`]
+/// (record_json.rs): no serializer of its own (issue 32).
+#[derive(Debug, Clone, PartialEq)]
 pub struct MethodFitness<'a> {
     /// Borrowed from the plan: not copied (issue 32).
     pub method: &'a str,
@@ -175,21 +175,31 @@ pub struct MethodFitness<'a> {
     /// What it lacks: "VM.Clone on /vms/9000".
     pub missing: Vec<String>,
     /// What only some runs need and the token lacks: "VM.PowerMgmt on /vms/100 (when the guest runs)".
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub may_need: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
-/// The `preflight-<node>` record.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+impl MethodFitness<'_> {
+    /// The method's fitness as the record states it: `mayNeed` and `notes` left out when empty.
+    fn json(&self) -> Value {
+        let mut fit = Map::new();
+        set(&mut fit, "method", Value::from(self.method));
+        set(&mut fit, "ready", Value::Bool(self.ready));
+        set(&mut fit, "missing", Value::from(self.missing.clone()));
+        list(&mut fit, "mayNeed", &self.may_need);
+        list(&mut fit, "notes", &self.notes);
+        Value::Object(fit)
+    }
+}
+
+/// The `preflight-<node>` record, written as JSON by [`PreflightRecord::json`] (record_json.rs):
+/// no serializer of its own (issue 32).
+#[derive(Debug, Clone, PartialEq)]
 pub struct PreflightRecord<'a> {
     /// Borrowed from the run, as `caller` and `last_operation`: no text copied (issue 32).
     pub node: &'a str,
     /// The node answered `GET /version`.
     pub reachable: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub pve_version: Option<String>,
     /// `token` (the api transport) or `root@pam` (pvesh over ssh).
     pub caller: &'static str,
@@ -201,10 +211,31 @@ pub struct PreflightRecord<'a> {
     /// The privileges PVE reported per ACL path read (a JSON map: the module's one map type, no
     /// second instantiation of a tree for it, issue 32).
     pub privileges: Map<String, Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub last_operation: &'a str,
     pub recorded_at: String,
+}
+
+impl PreflightRecord<'_> {
+    /// The record as written: `pveVersion` and `error` left out when there is none.
+    fn json(self) -> Value {
+        let mut record = Map::new();
+        set(&mut record, "node", Value::from(self.node));
+        set(&mut record, "reachable", Value::Bool(self.reachable));
+        put(&mut record, "pveVersion", self.pve_version.as_deref());
+        set(&mut record, "caller", Value::from(self.caller));
+        set(&mut record, "ready", Value::Bool(self.ready));
+        set(&mut record, "methods", Value::Array(self.methods));
+        set(&mut record, "privileges", Value::Object(self.privileges));
+        put(&mut record, "error", self.error.as_deref());
+        set(
+            &mut record,
+            "lastOperation",
+            Value::from(self.last_operation),
+        );
+        set(&mut record, "recordedAt", Value::from(self.recorded_at));
+        Value::Object(record)
+    }
 }
 
 /// One need with its check.
@@ -412,9 +443,7 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         }
         let short = shortfalls(&fitness);
         for fit in &fitness {
-            // A plain struct of strings and lists of them: serializing it cannot fail.
-            let json = serde_json::to_value(fit).unwrap_or_default();
-            record.methods.push(json);
+            record.methods.push(fit.json());
         }
         let pve = format!("PVE {version}");
         match short.is_empty() {
@@ -431,7 +460,11 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     };
     record.ready = verdict.is_ok();
     record.error = verdict.as_ref().err().cloned();
-    let writes = vec![write("preflight", format!("preflight-{node}"), &record)];
+    let writes = vec![write_value(
+        "preflight",
+        format!("preflight-{node}"),
+        record.json(),
+    )];
     match verdict {
         Ok(summary) => Outcome::succeeded(writes, summary),
         Err(message) => Outcome::failed(writes, message),
