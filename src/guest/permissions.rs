@@ -328,7 +328,7 @@ fn perm(path: &str, privs: &str, any: bool, s: &Subjects, role: Role, has: Has) 
         Paths::Unknown(template) => {
             let mut words = String::new();
             for privilege in privs.split(separator(any)) {
-                push_item(&mut words, if any { " or " } else { " and " }, privilege);
+                push_item(&mut words, joiner(any), privilege);
             }
             Judged {
                 missing: Vec::new(),
@@ -357,6 +357,16 @@ fn separator(any: bool) -> &'static str {
         "|"
     } else {
         "&"
+    }
+}
+
+/// How the privileges of a `perm` check are named together in a message: `A or B` (any), `A and B`
+/// (all).
+fn joiner(any: bool) -> &'static str {
+    if any {
+        " or "
+    } else {
+        " and "
     }
 }
 
@@ -389,7 +399,7 @@ fn lacking(path: &str, privs: &str, any: bool, has: Has) -> Option<String> {
         match (any, has(path, privilege)) {
             (true, true) => return None,
             (false, true) => {}
-            (_, false) => push_item(&mut lacking, if any { " or " } else { " and " }, privilege),
+            (_, false) => push_item(&mut lacking, joiner(any), privilege),
         }
     }
     (!lacking.is_empty()).then(|| format!("{lacking} on {path}"))
