@@ -315,9 +315,9 @@ pub fn backups_write<H: Host>(
     }
     let mut record = Map::new();
     if let Some(vmid) = vmid {
-        record.insert("vmid".into(), Value::from(vmid));
+        set(&mut record, "vmid", Value::from(vmid));
     }
-    record.insert("backups".into(), Value::Array(backups));
+    set(&mut record, "backups", Value::Array(backups));
     stamped_write(run, record, node, storage, "backups", instance)
 }
 
@@ -331,10 +331,10 @@ pub fn stamped_write<H: Host>(
     spec: &str,
     instance: String,
 ) -> RecordWrite {
-    record.insert("node".into(), Value::from(node));
-    record.insert("storage".into(), Value::from(storage));
-    record.insert("lastOperation".into(), Value::from(run.method));
-    record.insert("recordedAt".into(), Value::from(run.now_iso()));
+    put(&mut record, "node", Some(node));
+    put(&mut record, "storage", Some(storage));
+    put(&mut record, "lastOperation", Some(run.method));
+    set(&mut record, "recordedAt", Value::from(run.now_iso()));
     write_value(spec, instance, Value::Object(record))
 }
 

@@ -23,6 +23,7 @@ use crate::outcome::RecordWrite;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::push_param;
 use crate::pve::responses::GuestStatus;
+use crate::record_json::put;
 use crate::run::Run;
 use crate::task::{follow_task, read_log};
 use serde_json::Value;
@@ -272,12 +273,8 @@ fn record<H: Host>(
         verification: None,
     };
     let mut record = archive.json();
-    if let Some(mode) = mode {
-        record.insert("mode".into(), Value::from(mode));
-    }
-    if let Some(task) = &ev.trail.last_task {
-        record.insert("task".into(), Value::from(task.as_str()));
-    }
+    put(&mut record, "mode", mode.as_deref());
+    put(&mut record, "task", ev.trail.last_task.as_deref());
     let instance = format!("{}-backup", run.guest_instance(ev.at.vmid));
     stamped_write(run, record, &ev.at.node, &args.storage, "backup", instance)
 }
