@@ -28,6 +28,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::request::{PveRequest, Verb};
+use crate::record_json::{opt, put, set};
 use crate::run::Run;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -212,7 +213,7 @@ const RECORD: [(&str, &str, HaField); 8] = [
 pub fn record_of(view: &HaView) -> Value {
     let (s, c) = (view.service.as_ref(), view.config.as_ref());
     let mut out = Map::new();
-    out.insert("managed".into(), Value::Bool(c.is_some()));
+    set(&mut out, "managed", Value::Bool(c.is_some()));
     for (key, name, read) in RECORD {
         let from = if matches!(read, HaField::ServiceText) {
             s
@@ -227,12 +228,10 @@ pub fn record_of(view: &HaView) -> Value {
             HaField::ConfigCount => flex::u64_of(raw).map(Value::from),
             HaField::ConfigFlag => flex::bool_of(raw).map(Value::Bool),
         };
-        if let Some(value) = value {
-            out.insert(key.into(), value);
-        }
+        opt(&mut out, key, value);
     }
     if c.is_some() && !out.contains_key("requested") {
-        out.insert("requested".into(), Value::from("started"));
+        put(&mut out, "requested", Some("started"));
     }
     Value::Object(out)
 }
@@ -579,7 +578,7 @@ impl course::Course for Course {
             .first_mut()
             .and_then(|w| w.data.as_object_mut());
         if let (HaObject::Resource, Some(record)) = (&self.obj, record) {
-            record.insert("ha".into(), record_of(&self.view));
+            set(record, "ha", record_of(&self.view));
         }
     }
 }
