@@ -1,6 +1,7 @@
 //! A guest's fingerprint, so a reused VMID is reported instead of merged into the old guest's history.
 
 use crate::pve::property::property;
+use crate::record_json::{count, opt};
 use serde_json::{Map, Value};
 
 /// Built-in fingerprints read from the guest's config. Records hold it as JSON ([`Identity::json`]),
@@ -40,12 +41,8 @@ impl Identity {
     /// neither is).
     pub fn json(self) -> Value {
         let mut json = Map::new();
-        if let Some(uuid) = self.smbios_uuid {
-            json.insert("smbiosUuid".to_string(), Value::String(uuid));
-        }
-        if let Some(ctime) = self.ctime {
-            json.insert("ctime".to_string(), Value::from(ctime));
-        }
+        opt(&mut json, "smbiosUuid", self.smbios_uuid.map(Value::String));
+        count(&mut json, "ctime", self.ctime);
         Value::Object(json)
     }
 

@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 /// (issue 32).
 pub fn identity_change(previous: &Identity, current: &Identity) -> Value {
     let mut change = Map::new();
-    change.insert("previous".to_string(), previous.clone().json());
-    change.insert("current".to_string(), current.clone().json());
+    set(&mut change, "previous", previous.clone().json());
+    set(&mut change, "current", current.clone().json());
     Value::Object(change)
 }
 
@@ -169,10 +169,8 @@ impl GuestRecord {
         if let Some(ha) = &status.ha {
             let mut recorded = Map::new();
             let managed = Value::Bool(ha.managed.unwrap_or(false));
-            recorded.insert("managed".to_string(), managed);
-            if let Some(state) = &ha.state {
-                recorded.insert("state".to_string(), Value::String(state.clone()));
-            }
+            set(&mut recorded, "managed", managed);
+            put(&mut recorded, "state", ha.state.as_deref());
             record.ha = Value::Object(recorded);
         }
         record.tags = status.tags.as_deref().map(split_tags).unwrap_or_default();

@@ -51,6 +51,7 @@ use crate::pve::flex;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::{parse, GuestStatus};
 use crate::quote::Joined;
+use crate::record_json::set;
 use crate::run::{write_value, Run};
 use serde_json::{Map, Value};
 use std::fmt::Write;
@@ -533,7 +534,7 @@ impl Sweep {
     fn record(&mut self, spec: &str, instance: String, record: GuestRecord) {
         let mut written = write_value(spec, instance, record.json());
         if let Value::Object(data) = &mut written.data {
-            data.insert("selection".to_string(), self.stated.clone());
+            set(data, "selection", self.stated.clone());
         }
         self.writes.push(written);
     }
