@@ -58,24 +58,15 @@ pub struct GuestRecord {
     pub node: Option<String>,
     pub qmp_status: Option<String>,
     pub lock: Option<String>,
-    /// HA state as recorded, built as JSON as it is read (null, left out: PVE reports no HA state):
-    /// `managed`, and `state` when PVE gives one. No struct with a serializer of its own for it
-    /// (issue 32).
-    pub ha: Value,
     pub tags: Vec<String>,
-    pub template: Option<bool>,
-    pub agent_configured: Option<bool>,
     pub ipv4: Option<String>,
-    pub cpu_pct: Option<f64>,
-    pub cpus: Option<f64>,
-    pub mem_bytes: Option<u64>,
-    pub max_mem_bytes: Option<u64>,
-    pub mem_pct: Option<f64>,
-    pub disk_bytes: Option<u64>,
-    pub max_disk_bytes: Option<u64>,
-    pub netin_bytes: Option<u64>,
-    pub netout_bytes: Option<u64>,
-    pub uptime_sec: Option<u64>,
+    /// What `status/current` showed beyond the fields above, built as JSON as it is read
+    /// ([`GuestRecord::observed`]): `ha` (`managed`, and `state` when PVE gives one), `template`,
+    /// `agentConfigured`, `cpuPct`, `cpus`, `memBytes`, `maxMemBytes`, `memPct`, `diskBytes`,
+    /// `maxDiskBytes`, `netinBytes`, `netoutBytes`, `uptimeSec`, absent ones left out. No field
+    /// of its own for each (issue 32): the record's map keeps its keys sorted, so they are
+    /// written where their fields were.
+    pub stats: Map<String, Value>,
     /// The guest's fingerprints as JSON, built when filled ([`Identity::recorded`]; null, left
     /// out, when none is known): no serializer of [`Identity`] of its own (issue 32).
     pub identity: Value,
@@ -107,7 +98,8 @@ pub struct GuestRecord {
 impl GuestRecord {
     /// The record as written.
     pub fn json(&self) -> Value {
-        let mut record = Map::new();
+        // The fields read from `status/current` first: the rest are put beside them.
+        let mut record = self.stats.clone();
         set(&mut record, "vmid", Value::from(self.vmid));
         set(&mut record, "present", Value::Bool(self.present));
         put(&mut record, "status", Some(&self.status));
@@ -115,22 +107,8 @@ impl GuestRecord {
         put(&mut record, "node", self.node.as_deref());
         put(&mut record, "qmpStatus", self.qmp_status.as_deref());
         put(&mut record, "lock", self.lock.as_deref());
-        value(&mut record, "ha", &self.ha);
         set(&mut record, "tags", Value::from(self.tags.clone()));
-        opt(&mut record, "template", self.template.map(Value::Bool));
-        let agent = self.agent_configured.map(Value::Bool);
-        opt(&mut record, "agentConfigured", agent);
         put(&mut record, "ipv4", self.ipv4.as_deref());
-        number(&mut record, "cpuPct", self.cpu_pct);
-        number(&mut record, "cpus", self.cpus);
-        count(&mut record, "memBytes", self.mem_bytes);
-        count(&mut record, "maxMemBytes", self.max_mem_bytes);
-        number(&mut record, "memPct", self.mem_pct);
-        count(&mut record, "diskBytes", self.disk_bytes);
-        count(&mut record, "maxDiskBytes", self.max_disk_bytes);
-        count(&mut record, "netinBytes", self.netin_bytes);
-        count(&mut record, "netoutBytes", self.netout_bytes);
-        count(&mut record, "uptimeSec", self.uptime_sec);
         value(&mut record, "identity", &self.identity);
         let identity_at = self.identity_observed_at.as_deref();
         put(&mut record, "identityObservedAt", identity_at);
@@ -166,26 +144,27 @@ impl GuestRecord {
         record.node = Some(node.to_string());
         record.qmp_status = status.qmpstatus.clone();
         record.lock = status.lock.clone().filter(|l| !l.is_empty());
+        let stats = &mut record.stats;
         if let Some(ha) = &status.ha {
             let mut recorded = Map::new();
             let managed = Value::Bool(ha.managed.unwrap_or(false));
             set(&mut recorded, "managed", managed);
             put(&mut recorded, "state", ha.state.as_deref());
-            record.ha = Value::Object(recorded);
+            set(stats, "ha", Value::Object(recorded));
         }
         record.tags = status.tags.as_deref().map(split_tags).unwrap_or_default();
-        record.template = status.template;
-        record.agent_configured = status.agent;
-        record.cpu_pct = status.cpu.and_then(flex::pct);
-        record.cpus = status.cpus;
-        record.mem_bytes = status.mem;
-        record.max_mem_bytes = status.maxmem;
-        record.mem_pct = flex::percent(status.mem, status.maxmem);
-        record.disk_bytes = status.disk;
-        record.max_disk_bytes = status.maxdisk;
-        record.netin_bytes = status.netin;
-        record.netout_bytes = status.netout;
-        record.uptime_sec = status.uptime;
+        opt(stats, "template", status.template.map(Value::Bool));
+        opt(stats, "agentConfigured", status.agent.map(Value::Bool));
+        number(stats, "cpuPct", status.cpu.and_then(flex::pct));
+        number(stats, "cpus", status.cpus);
+        count(stats, "memBytes", status.mem);
+        count(stats, "maxMemBytes", status.maxmem);
+        number(stats, "memPct", flex::percent(status.mem, status.maxmem));
+        count(stats, "diskBytes", status.disk);
+        count(stats, "maxDiskBytes", status.maxdisk);
+        count(stats, "netinBytes", status.netin);
+        count(stats, "netoutBytes", status.netout);
+        count(stats, "uptimeSec", status.uptime);
         record
     }
 
@@ -203,21 +182,9 @@ impl GuestRecord {
             node: None,
             qmp_status: None,
             lock: None,
-            ha: Value::Null,
             tags: Vec::new(),
-            template: None,
-            agent_configured: None,
             ipv4: None,
-            cpu_pct: None,
-            cpus: None,
-            mem_bytes: None,
-            max_mem_bytes: None,
-            mem_pct: None,
-            disk_bytes: None,
-            max_disk_bytes: None,
-            netin_bytes: None,
-            netout_bytes: None,
-            uptime_sec: None,
+            stats: Map::new(),
             identity: Value::Null,
             identity_observed_at: None,
             marks: Marks::default(),
