@@ -314,6 +314,40 @@ fn unavailable<H: Host>(
     reason
 }
 
+/// Each usage the status gives as two counts: where it holds them, the record's keys for them and
+/// for their percentage. A constant read in place: an array written in the loop is built anew on
+/// the stack at every call (issue 32).
+const USAGE: &[[&str; 5]] = &[
+    [
+        "memory/used",
+        "memUsed",
+        "memory/total",
+        "memTotal",
+        "memPct",
+    ],
+    [
+        "swap/used",
+        "swapUsed",
+        "swap/total",
+        "swapTotal",
+        "swapPct",
+    ],
+    [
+        "rootfs/used",
+        "rootfsUsed",
+        "rootfs/total",
+        "rootfsTotal",
+        "rootfsPct",
+    ],
+];
+
+/// The facts read after the status, each `false` until it is.
+const UNREAD: &[&str] = &[
+    "disksAvailable",
+    "subscriptionStatusAvailable",
+    "repositoriesAvailable",
+];
+
 fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusRecord {
     // `key` or `outer/inner`, walked by `get`: `Value::pointer` (with its array indexes and
     // escapes) would be compiled in for this function alone (issue 32).
@@ -337,29 +371,7 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
     count(&mut record, "cpus", bytes("cpuinfo/cpus"));
     opt(&mut record, "loadavg", loadavg);
     // Each percentage from the two counts read, not from reading them again.
-    for [used, used_key, total, total_key, pct_key] in [
-        [
-            "memory/used",
-            "memUsed",
-            "memory/total",
-            "memTotal",
-            "memPct",
-        ],
-        [
-            "swap/used",
-            "swapUsed",
-            "swap/total",
-            "swapTotal",
-            "swapPct",
-        ],
-        [
-            "rootfs/used",
-            "rootfsUsed",
-            "rootfs/total",
-            "rootfsTotal",
-            "rootfsPct",
-        ],
-    ] {
+    for [used, used_key, total, total_key, pct_key] in USAGE {
         let (used, total) = (bytes(used), bytes(total));
         count(&mut record, used_key, used);
         count(&mut record, total_key, total);
@@ -371,11 +383,7 @@ fn status_record(node: &str, status: &Value, recorded_at: String) -> NodeStatusR
     put(&mut record, "pveVersion", text("pveversion").as_deref());
     // What the facts read after the status fill in, until they do.
     set(&mut record, "disks", Value::Array(Vec::new()));
-    for unread in [
-        "disksAvailable",
-        "subscriptionStatusAvailable",
-        "repositoriesAvailable",
-    ] {
+    for unread in UNREAD {
         set(&mut record, unread, Value::Bool(false));
     }
     put(&mut record, "node", Some(node));
