@@ -214,7 +214,7 @@ pub fn record_of(view: &HaView) -> Value {
     let (s, c) = (view.service.as_ref(), view.config.as_ref());
     let mut out = Map::new();
     set(&mut out, "managed", Value::Bool(c.is_some()));
-    for (key, name, read) in RECORD {
+    for &(key, name, read) in &RECORD {
         let from = if matches!(read, HaField::ServiceText) {
             s
         } else {

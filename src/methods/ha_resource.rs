@@ -48,7 +48,7 @@ impl HaResourceArgs {
         let target = GuestRef::parse(&fields)?;
         let delete = fields.flag_or("delete", false)?;
         let mut options = Vec::new();
-        for (arg, name, _) in OPTIONS {
+        for &(arg, name, _) in &OPTIONS {
             let read: ha::Reader = match arg {
                 "state" => state,
                 "failback" => ha::flag,

@@ -182,7 +182,7 @@ fn params_of(fields: &Fields, kind: &str) -> Result<Vec<(&'static str, String)>,
     }
     let node = kind == "node-affinity";
     let mut params = Vec::new();
-    for (key, read, only, needed) in PARAMS {
+    for &(key, read, only, needed) in &PARAMS {
         let value = read(fields, key)?;
         match (only, &value, needed) {
             (Some(only), Some(_), _) if only != node => {
