@@ -22,6 +22,7 @@ use crate::pve::flex::split_tags;
 use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
 use crate::pve::upid::Upid;
+use crate::record_json::{list, put};
 use crate::run::{write_value, Run};
 use crate::task::{follow_task, log_ref_of, upid_of, TaskEnd, TaskTrouble};
 use serde_json::{Map, Value};
@@ -350,11 +351,14 @@ impl Evidence {
     /// mutation whose outcome is unknown it says `outcome: "unknown"`.
     pub fn record_of(&self, mut record: GuestRecord) -> GuestRecord {
         record.identity_observed_at = self.identity_seen_at();
-        record.ipv4 = self.ipv4.clone();
         record.warnings = self.trail.warnings.clone();
-        record.last_task = self.trail.last_task.clone();
-        (record.last_task_log, record.last_task_log_tail) = self.trail.last_task_log.clone();
-        record.marks = Marks::of(self.reading(), self.trail.changes());
+        let fields = &mut record.fields;
+        put(fields, "ipv4", self.ipv4.as_deref());
+        put(fields, "lastTask", self.trail.last_task.as_deref());
+        let (log, tail) = &self.trail.last_task_log;
+        put(fields, "lastTaskLog", log.as_deref());
+        list(fields, "lastTaskLogTail", tail);
+        Marks::of(self.reading(), self.trail.changes()).put_into(fields);
         record
     }
 

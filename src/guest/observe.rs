@@ -12,6 +12,7 @@ use crate::pve::endpoints;
 use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::pve::responses::{parse, GuestStatus};
+use crate::record_json::set;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -182,7 +183,11 @@ pub fn judge_identity<H: Host>(
             previous.smbios_uuid.as_deref().unwrap_or("?"),
             identity.smbios_uuid.as_deref().unwrap_or("?")
         ));
-        record.identity_changed = identity_change(&previous, &identity);
+        set(
+            &mut record.fields,
+            "identityChanged",
+            identity_change(&previous, &identity),
+        );
     }
     record.identity_observed_at = (!identity.is_empty()).then(|| run.now_iso());
     record.identity = identity.recorded();

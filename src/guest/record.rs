@@ -1,7 +1,6 @@
 //! The guest state record (`vm-<vmid>` / `ct-<vmid>`): what was observed, never what was assumed.
 
 use super::identity::Identity;
-use super::seen::Marks;
 use crate::pve::flex::{self, split_tags};
 use crate::pve::responses::GuestStatus;
 use crate::record_json::{count, list, number, opt, put, set, value};
@@ -47,83 +46,54 @@ impl SyncSelection {
 
 /// The record of one guest. `present: false` is an observed absence, never a default. Written
 /// as JSON by [`GuestRecord::json`] (record_json.rs): no serializer of its own (issue 32); null,
-/// empty and absent fields are left out but for `tags`.
+/// empty and absent fields are left out but for `tags`. The fields the core reads again, or that
+/// a later step may take back, are fields of their own; the rest are put into [`Self::fields`] as
+/// they are filled.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GuestRecord {
     pub vmid: u32,
     pub present: bool,
     /// `running` / `stopped` as PVE says; `absent` when confirmed absent; `deleted` after a delete.
     pub status: String,
-    pub name: Option<String>,
     pub node: Option<String>,
     pub qmp_status: Option<String>,
     pub lock: Option<String>,
-    pub tags: Vec<String>,
-    pub ipv4: Option<String>,
-    /// What `status/current` showed beyond the fields above, built as JSON as it is read
-    /// ([`GuestRecord::observed`]): `ha` (`managed`, and `state` when PVE gives one), `template`,
-    /// `agentConfigured`, `cpuPct`, `cpus`, `memBytes`, `maxMemBytes`, `memPct`, `diskBytes`,
-    /// `maxDiskBytes`, `netinBytes`, `netoutBytes`, `uptimeSec`, absent ones left out. No field
-    /// of its own for each (issue 32): the record's map keeps its keys sorted, so they are
-    /// written where their fields were.
-    pub stats: Map<String, Value>,
+    /// The record's other fields, built as JSON as they are filled, absent ones left out: what
+    /// `status/current` showed ([`GuestRecord::observed`]: `name`, `tags`, `ha` (`managed`, and
+    /// `state` when PVE gives one), `template`, `agentConfigured`, `cpuPct`, `cpus`, `memBytes`,
+    /// `maxMemBytes`, `memPct`, `diskBytes`, `maxDiskBytes`, `netinBytes`, `netoutBytes`,
+    /// `uptimeSec`); what the run left behind (guest/evidence.rs: `ipv4`, `lastTask`, the file
+    /// output holding that task's log when it did not end plainly `OK` (`lastTaskLog`) or its last
+    /// lines when no file holds it (`lastTaskLogTail`), the marks of when the state was read
+    /// (guest/seen.rs)); a reused VMID's `identityChanged` ([`identity_change`]); the config
+    /// changes PVE holds until the next start (`pending`, `pendingDelete`); `lastOperation` and
+    /// `recordedAt`. No struct field of its own for each (issue 32): the map keeps its keys
+    /// sorted, so each is written where its field was.
+    pub fields: Map<String, Value>,
     /// The guest's fingerprints as JSON, built when filled ([`Identity::recorded`]; null, left
     /// out, when none is known): no serializer of [`Identity`] of its own (issue 32).
     pub identity: Value,
     /// When `identity` was read from the guest's config (a sync carries an older one forward).
     pub identity_observed_at: Option<String>,
-    /// When the state fields were read, relative to this run's changes (`outcome`, `observedAt`,
-    /// `observedBeforeMutation`: guest/seen.rs).
-    pub marks: Marks,
-    /// An [`identity_change`], set when the VMID now belongs to a different guest than the stored
-    /// record described (null, left out, otherwise).
-    pub identity_changed: Value,
     /// Warnings of the tasks this run followed (`WARNINGS: n`) and of the method itself.
     pub warnings: Vec<String>,
-    /// The UPID of the last task this run followed.
-    pub last_task: Option<String>,
-    /// The file output (spec `taskLog`) holding that task's log, when it did not end plainly `OK`.
-    pub last_task_log: Option<String>,
-    /// That task's last log lines when it failed and no file holds its log (a swamp without file
-    /// outputs): at most 10 lines, 2 KB, as the failure message quotes them.
-    pub last_task_log_tail: Vec<String>,
-    /// Config changes PVE holds until the next start (seen by setConfig): key → pending value.
-    pub pending: Map<String, Value>,
-    /// Config keys whose deletion waits for the next start.
-    pub pending_delete: Vec<String>,
-    pub last_operation: String,
-    pub recorded_at: String,
 }
 
 impl GuestRecord {
     /// The record as written.
     pub fn json(&self) -> Value {
-        // The fields read from `status/current` first: the rest are put beside them.
-        let mut record = self.stats.clone();
+        // The fields put as they were filled first: the rest are put beside them.
+        let mut record = self.fields.clone();
         set(&mut record, "vmid", Value::from(self.vmid));
         set(&mut record, "present", Value::Bool(self.present));
         put(&mut record, "status", Some(&self.status));
-        put(&mut record, "name", self.name.as_deref());
         put(&mut record, "node", self.node.as_deref());
         put(&mut record, "qmpStatus", self.qmp_status.as_deref());
         put(&mut record, "lock", self.lock.as_deref());
-        set(&mut record, "tags", Value::from(self.tags.clone()));
-        put(&mut record, "ipv4", self.ipv4.as_deref());
         value(&mut record, "identity", &self.identity);
         let identity_at = self.identity_observed_at.as_deref();
         put(&mut record, "identityObservedAt", identity_at);
-        self.marks.put_into(&mut record);
-        value(&mut record, "identityChanged", &self.identity_changed);
         list(&mut record, "warnings", &self.warnings);
-        put(&mut record, "lastTask", self.last_task.as_deref());
-        put(&mut record, "lastTaskLog", self.last_task_log.as_deref());
-        list(&mut record, "lastTaskLogTail", &self.last_task_log_tail);
-        if !self.pending.is_empty() {
-            set(&mut record, "pending", Value::Object(self.pending.clone()));
-        }
-        list(&mut record, "pendingDelete", &self.pending_delete);
-        put(&mut record, "lastOperation", Some(&self.last_operation));
-        put(&mut record, "recordedAt", Some(&self.recorded_at));
         Value::Object(record)
     }
 
@@ -140,61 +110,62 @@ impl GuestRecord {
         let mut record = GuestRecord::absent(vmid, operation, recorded_at);
         record.present = true;
         record.status = status.status.clone();
-        record.name = status.name.clone();
         record.node = Some(node.to_string());
         record.qmp_status = status.qmpstatus.clone();
         record.lock = status.lock.clone().filter(|l| !l.is_empty());
-        let stats = &mut record.stats;
+        let fields = &mut record.fields;
+        put(fields, "name", status.name.as_deref());
         if let Some(ha) = &status.ha {
             let mut recorded = Map::new();
             let managed = Value::Bool(ha.managed.unwrap_or(false));
             set(&mut recorded, "managed", managed);
             put(&mut recorded, "state", ha.state.as_deref());
-            set(stats, "ha", Value::Object(recorded));
+            set(fields, "ha", Value::Object(recorded));
         }
-        record.tags = status.tags.as_deref().map(split_tags).unwrap_or_default();
-        opt(stats, "template", status.template.map(Value::Bool));
-        opt(stats, "agentConfigured", status.agent.map(Value::Bool));
-        number(stats, "cpuPct", status.cpu.and_then(flex::pct));
-        number(stats, "cpus", status.cpus);
-        count(stats, "memBytes", status.mem);
-        count(stats, "maxMemBytes", status.maxmem);
-        number(stats, "memPct", flex::percent(status.mem, status.maxmem));
-        count(stats, "diskBytes", status.disk);
-        count(stats, "maxDiskBytes", status.maxdisk);
-        count(stats, "netinBytes", status.netin);
-        count(stats, "netoutBytes", status.netout);
-        count(stats, "uptimeSec", status.uptime);
+        let tags = status.tags.as_deref().map(split_tags).unwrap_or_default();
+        set(fields, "tags", Value::from(tags));
+        opt(fields, "template", status.template.map(Value::Bool));
+        opt(fields, "agentConfigured", status.agent.map(Value::Bool));
+        number(fields, "cpuPct", status.cpu.and_then(flex::pct));
+        number(fields, "cpus", status.cpus);
+        count(fields, "memBytes", status.mem);
+        count(fields, "maxMemBytes", status.maxmem);
+        number(fields, "memPct", flex::percent(status.mem, status.maxmem));
+        count(fields, "diskBytes", status.disk);
+        count(fields, "maxDiskBytes", status.maxdisk);
+        count(fields, "netinBytes", status.netin);
+        count(fields, "netoutBytes", status.netout);
+        count(fields, "uptimeSec", status.uptime);
         record
+    }
+
+    /// The config changes PVE holds until the next start (key → pending value), left out when
+    /// there are none.
+    pub fn put_pending(&mut self, pending: Map<String, Value>) {
+        if !pending.is_empty() {
+            set(&mut self.fields, "pending", Value::Object(pending));
+        }
     }
 
     /// A guest confirmed absent on every node.
     pub fn absent(vmid: u32, operation: &str, recorded_at: String) -> Self {
+        let mut fields = Map::new();
+        set(&mut fields, "tags", Value::Array(Vec::new()));
+        put(&mut fields, "lastOperation", Some(operation));
+        set(&mut fields, "recordedAt", Value::String(recorded_at));
         GuestRecord {
             vmid,
             present: false,
             status: "absent".to_string(),
-            last_operation: operation.to_string(),
-            recorded_at,
             // Every field written out: `..GuestRecord::default()` builds a whole default value
             // and drops what it overwrites (issue 32).
-            name: None,
             node: None,
             qmp_status: None,
             lock: None,
-            tags: Vec::new(),
-            ipv4: None,
-            stats: Map::new(),
+            fields,
             identity: Value::Null,
             identity_observed_at: None,
-            marks: Marks::default(),
-            identity_changed: Value::Null,
             warnings: Vec::new(),
-            last_task: None,
-            last_task_log: None,
-            last_task_log_tail: Vec::new(),
-            pending: Map::new(),
-            pending_delete: Vec::new(),
         }
     }
 }

@@ -281,7 +281,7 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     ev.outcome_with(
         run,
         verdict,
-        Some(&mut |record| record.pending = std::mem::take(&mut pending)),
+        Some(&mut |record| record.put_pending(std::mem::take(&mut pending))),
     )
     .await
 }

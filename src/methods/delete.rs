@@ -23,6 +23,7 @@ use crate::poll::Pacer;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
+use crate::record_json::{put, set};
 use crate::run::{write_value, Run};
 use serde_json::Value;
 
@@ -162,18 +163,15 @@ fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome
     // writes every field: no default record built only to be dropped, issue 32).
     let mut record = GuestRecord::absent(ev.at.vmid, run.method, run.now_iso());
     record.status = "deleted".to_string();
-    record.name = ev.status.name.clone();
     record.node = Some(ev.at.node.clone());
-    record.tags = ev
-        .status
-        .tags
-        .as_deref()
-        .map(split_tags)
-        .unwrap_or_default();
     record.identity = ev.identity.clone().recorded();
     record.identity_observed_at = ev.identity_seen_at();
     record.warnings = ev.trail.warnings.clone();
-    record.last_task = ev.trail.last_task.clone();
+    let fields = &mut record.fields;
+    put(fields, "name", ev.status.name.as_deref());
+    let tags = ev.status.tags.as_deref().map(split_tags);
+    set(fields, "tags", Value::from(tags.unwrap_or_default()));
+    put(fields, "lastTask", ev.trail.last_task.as_deref());
     let instance = run.guest_instance(ev.at.vmid);
     Outcome::succeeded(
         vec![write_value(run.guest_spec(), instance, record.json())],

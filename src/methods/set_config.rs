@@ -35,6 +35,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::flex;
 use crate::quote::Joined;
+use crate::record_json::list;
 use crate::run::Run;
 use serde_json::{Map, Value};
 
@@ -201,8 +202,12 @@ pub async fn course<H: Host>(
 /// The record of a change: what the snapshot after it shows pending, when one was read.
 pub fn with_pending(record: &mut GuestRecord, snapshot: &mut Option<ConfigSnapshot>) {
     if let Some(snapshot) = snapshot.take() {
-        record.pending = snapshot.pending;
-        record.pending_delete = snapshot.pending_delete;
+        record.put_pending(snapshot.pending);
+        list(
+            &mut record.fields,
+            "pendingDelete",
+            &snapshot.pending_delete,
+        );
     }
 }
 
