@@ -351,8 +351,8 @@ impl Evidence {
     /// mutation whose outcome is unknown it says `outcome: "unknown"`.
     pub fn record_of(&self, mut record: GuestRecord) -> GuestRecord {
         record.identity_observed_at = self.identity_seen_at();
-        record.warnings = self.trail.warnings.clone();
         let fields = &mut record.fields;
+        list(fields, "warnings", &self.trail.warnings);
         put(fields, "ipv4", self.ipv4.as_deref());
         put(fields, "lastTask", self.trail.last_task.as_deref());
         let (log, tail) = &self.trail.last_task_log;

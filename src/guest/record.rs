@@ -65,18 +65,20 @@ pub struct GuestRecord {
     /// `uptimeSec`); what the run left behind (guest/evidence.rs: `ipv4`, `lastTask`, the file
     /// output holding that task's log when it did not end plainly `OK` (`lastTaskLog`) or its last
     /// lines when no file holds it (`lastTaskLogTail`), the marks of when the state was read
-    /// (guest/seen.rs)); a reused VMID's `identityChanged` ([`identity_change`]); the config
+    /// (guest/seen.rs), the warnings of the tasks it followed (`WARNINGS: n`) and of the method
+    /// itself (`warnings`)); a reused VMID's `identityChanged` ([`identity_change`]); the config
     /// changes PVE holds until the next start (`pending`, `pendingDelete`); `lastOperation` and
     /// `recordedAt`. No struct field of its own for each (issue 32): the map keeps its keys
     /// sorted, so each is written where its field was.
     pub fields: Map<String, Value>,
     /// The guest's fingerprints as JSON, built when filled ([`Identity::recorded`]; null, left
-    /// out, when none is known): no serializer of [`Identity`] of its own (issue 32).
+    /// out, when none is known): no serializer of [`Identity`] of its own (issue 32). This and when
+    /// it was read are fields of their own, not keys of [`Self::fields`]: a later read may take
+    /// both back (sync's), and taking a key out of the map compiles in the map's removal (+7 KB
+    /// measured, issue 32).
     pub identity: Value,
     /// When `identity` was read from the guest's config (a sync carries an older one forward).
     pub identity_observed_at: Option<String>,
-    /// Warnings of the tasks this run followed (`WARNINGS: n`) and of the method itself.
-    pub warnings: Vec<String>,
 }
 
 impl GuestRecord {
@@ -93,7 +95,6 @@ impl GuestRecord {
         value(&mut record, "identity", &self.identity);
         let identity_at = self.identity_observed_at.as_deref();
         put(&mut record, "identityObservedAt", identity_at);
-        list(&mut record, "warnings", &self.warnings);
         Value::Object(record)
     }
 
@@ -165,7 +166,6 @@ impl GuestRecord {
             fields,
             identity: Value::Null,
             identity_observed_at: None,
-            warnings: Vec::new(),
         }
     }
 }

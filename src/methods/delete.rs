@@ -23,7 +23,7 @@ use crate::poll::Pacer;
 use crate::pve::endpoints;
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::flex::split_tags;
-use crate::record_json::{put, set};
+use crate::record_json::{list, put, set};
 use crate::run::{write_value, Run};
 use serde_json::Value;
 
@@ -166,8 +166,8 @@ fn deleted<H: Host>(run: &Run<'_, H>, ev: &Evidence, summary: String) -> Outcome
     record.node = Some(ev.at.node.clone());
     record.identity = ev.identity.clone().recorded();
     record.identity_observed_at = ev.identity_seen_at();
-    record.warnings = ev.trail.warnings.clone();
     let fields = &mut record.fields;
+    list(fields, "warnings", &ev.trail.warnings);
     put(fields, "name", ev.status.name.as_deref());
     let tags = ev.status.tags.as_deref().map(split_tags);
     set(fields, "tags", Value::from(tags.unwrap_or_default()));

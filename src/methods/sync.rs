@@ -284,7 +284,7 @@ pub async fn sync<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 };
                 if let Some(warning) = warning {
                     run.warn(&warning);
-                    record.warnings.push(warning);
+                    set(&mut record.fields, "warnings", Value::from(vec![warning]));
                 }
             }
             sweep.record(run.guest_spec(), instance.unwrap_or_default(), record);
