@@ -27,6 +27,7 @@ use crate::pve::config_keys::{self, KeyType, Kind, Prop};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::property::size_bytes;
+use crate::record_json::set;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{Map, Value};
 
@@ -85,14 +86,10 @@ impl ConfigSnapshot {
                 continue;
             };
             if let Some(value) = row.get("value").filter(|v| !v.is_null()) {
-                snapshot
-                    .current
-                    .insert(key.to_string(), record_value(value));
+                set(&mut snapshot.current, key, record_value(value));
             }
             if let Some(value) = row.get("pending").filter(|v| !v.is_null()) {
-                snapshot
-                    .pending
-                    .insert(key.to_string(), record_value(value));
+                set(&mut snapshot.pending, key, record_value(value));
             }
             // `delete` is 1, or 2 for a forced delete.
             if row.get("delete").and_then(flex::bool_of) == Some(true) {

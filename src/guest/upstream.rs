@@ -16,6 +16,7 @@
 
 use crate::host::Host;
 use crate::outcome::RecordWrite;
+use crate::record_json::{put, set};
 use crate::run::{write_value, Run};
 use serde_json::{Map, Value};
 
@@ -88,23 +89,22 @@ fn supersede<H: Host>(run: &Run<'_, H>, instance: String, vmid: u32, truth: &Val
     run.info(&format!("{instance}: superseded by {holder}"));
     // Values made as they are stored, one field after another (no serializer between).
     let present = truth.get("present").cloned().unwrap_or(Value::Bool(false));
-    let fields = [
-        ("vmid", Value::from(vmid)),
-        ("present", present),
-        ("status", Value::from("superseded")),
-        ("supersededBy", Value::from(holder)),
-        ("tags", Value::Array(Vec::new())),
-        ("warnings", Value::Array(vec![Value::from(note)])),
-        ("lastOperation", Value::from(run.method)),
-        ("recordedAt", Value::from(run.now_iso())),
-    ];
     let mut record = Map::new();
-    for (key, value) in fields {
-        record.insert(key.to_string(), value);
-    }
+    set(&mut record, "vmid", Value::from(vmid));
+    set(&mut record, "present", present);
+    put(&mut record, "status", Some("superseded"));
+    set(&mut record, "supersededBy", Value::from(holder));
+    set(&mut record, "tags", Value::Array(Vec::new()));
+    set(
+        &mut record,
+        "warnings",
+        Value::Array(vec![Value::from(note)]),
+    );
+    put(&mut record, "lastOperation", Some(run.method));
+    set(&mut record, "recordedAt", Value::from(run.now_iso()));
     for field in ["name", "node"] {
         if let Some(value) = truth.get(field) {
-            record.insert(field.to_string(), value.clone());
+            set(&mut record, field, value.clone());
         }
     }
     write_value(run.guest_spec(), instance, Value::Object(record))
