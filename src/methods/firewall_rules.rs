@@ -122,7 +122,7 @@ pub fn is_name(text: &str, max: usize) -> bool {
 fn rule(value: &Value, at: &str) -> Result<Rule, ArgError> {
     let fields = Fields::of(value, at)?;
     let mut rule = Rule::new();
-    for name in FIELDS {
+    for &name in &FIELDS {
         let arg = arg_of(name);
         // Borrowed and checked first, copied once it is known good.
         let text = match arg {
@@ -382,7 +382,7 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
     let value = |name: &str| seen.get(name).and_then(flex::string_of);
     let mut set = Vec::new();
     let mut clear = Vec::new();
-    for name in FIELDS {
+    for &name in &FIELDS {
         let want = get(rule, name);
         let have = match (name, value(name)) {
             // A rule PVE lists without `enable` is disabled.

@@ -129,7 +129,8 @@ fn list(fields: &Fields, key: &str, valid: fn(&str) -> bool) -> Result<Option<St
 
 /// A removal takes nothing but the guest and the rule.
 fn alone_with_delete(fields: &Fields) -> Result<(), ArgError> {
-    let given = [
+    // Borrowed, so the list is read in place, not built on the stack at each call (issue 32).
+    let given = &[
         "type",
         "resources",
         "nodes",
@@ -138,7 +139,7 @@ fn alone_with_delete(fields: &Fields) -> Result<(), ArgError> {
         "comment",
         "disable",
     ];
-    for k in given {
+    for &k in given {
         if fields.present(k).ok().flatten().is_some() {
             let rule = "deletes the rule: give nothing else with delete";
             return Err(ArgError::new(k, rule));

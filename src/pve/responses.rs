@@ -275,7 +275,8 @@ impl MigratePreconditions {
             list
         };
         let mut reasons = Vec::new();
-        for (key, what) in [
+        // Borrowed, so the table is read in place, not built on the stack at each call (issue 32).
+        for &(key, what) in &[
             ("unavailable_storages", "storages not available there"),
             ("unavailable-resources", "mapped devices missing there"),
             ("blocking-ha-resources", "HA resources blocking it"),
