@@ -23,7 +23,7 @@ use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::property::property;
 use crate::pve::request::PveRequest;
 use crate::quote::Joined;
-use crate::record_json::{put, set};
+use crate::record_json::{opt, put, set};
 use crate::run::Run;
 use serde_json::{Map, Value};
 use std::fmt::Write;
@@ -111,11 +111,7 @@ impl Readiness {
             let mut one = Map::new();
             put(&mut one, "name", Some(&nic.name));
             put(&mut one, "mac", nic.mac.as_deref());
-            let mut addresses = Vec::new();
-            for address in &nic.addresses {
-                addresses.push(Value::from(address.as_str()));
-            }
-            set(&mut one, "addresses", Value::Array(addresses));
+            set(&mut one, "addresses", Value::from(nic.addresses.clone()));
             let mut skipped = Vec::new();
             for s in &nic.skipped {
                 let mut entry = Map::new();
@@ -132,9 +128,7 @@ impl Readiness {
         set(&mut out, "agentUp", Value::Bool(self.agent_up));
         put(&mut out, "agentVersion", self.agent_version.as_deref());
         set(&mut out, "interfaces", Value::Array(nics));
-        if let Some(cloud_init) = &self.cloud_init {
-            set(&mut out, "cloudInit", cloud_init.clone());
-        }
+        opt(&mut out, "cloudInit", self.cloud_init.clone());
         put(&mut out, "ipv4", self.ipv4.as_deref());
         put(&mut out, "ipv6", self.ipv6.as_deref());
         out
