@@ -30,8 +30,7 @@ use crate::catalog::method_names;
 use crate::explain::could_not;
 use crate::guest::permission_needs::{needs, preflight_subjects, run_subjects, Need};
 use crate::guest::permissions::{
-    holds, judge, major_held, major_of, paths_of, requirement, version_matters, AclPaths, Check,
-    Held, Subjects,
+    holds, judge, major_held, major_of, paths_of, requirement, AclPaths, Check, Held, Subjects,
 };
 use crate::guest::reference::{VMID_MAX, VMID_MIN};
 use crate::guest::root_only::{root_only_note, Caller};
@@ -458,17 +457,17 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         Ok(held) => held,
         Err(why) => return could_not_run(run, method, &why),
     };
-    let s = &plan.subjects;
-    let versioned = plan.checks.iter().any(|c| version_matters(&c.check, s));
     let caller = Caller::of(&run.global.transport);
     let mut on = |major| {
         plan.subjects.major = major;
         plan.fitness(run.kind, caller, Mode::Check, &held)
     };
     // The version is asked only when the verdict depends on it and the privileges do not tell it.
-    // The verdict on the version found is worked out again (a plain judge of the same values): no
-    // verdict is kept across the await (issue 32).
-    let major = match (versioned && on(8) != on(9), major_held(&held)) {
+    // Whether it depends on it is whether the verdicts on 8 and 9 differ: PVE's version is read by
+    // a check's `pve` parts alone, so no walk of the checks for one that applies is compiled
+    // besides (issue 32). The verdict on the version found is worked out again (a plain judge of
+    // the same values): no verdict is kept across the await (issue 32).
+    let major = match (on(8) != on(9), major_held(&held)) {
         (false, _) => 9,
         (true, Some(major)) => major,
         (true, None) => match pve_version(run).await {
