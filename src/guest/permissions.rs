@@ -18,90 +18,21 @@ use crate::pve::privileges::{
 use crate::quote::{push_item, Joined};
 use serde_json::{Map, Value};
 
-/// A check expression, parsed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Check {
-    /// All (with `any`, one) of `privs` on `path`; with PVE's `require_param`, false unless that
-    /// parameter is given. The privileges one text, as a config option class writes them
-    /// (`OPTIONS`: `A|B` any, `A&B` all, [`separator`]), judged as the classes are (issue 32).
-    Perm {
-        path: String,
-        privs: String,
-        any: bool,
-        require_param: Option<String>,
-    },
-    And(Vec<Check>),
-    Or(Vec<Check>),
-    /// Applies only to a request with parameter `p` (`p=v`: with that value; `!p`: without it).
-    When(String, Box<Check>),
-    /// Applies only on PVE major version `.0`.
-    Pve(u64, Box<Check>),
-    /// Each config option the request sets needs its class's privileges (`OPTIONS` of `table`).
-    Options {
-        path: String,
-        table: String,
-    },
+/// A check expression as the table writes it: JSON (`["perm", path, [privs], "any", 1]`, …), read
+/// where it is judged. The build checks that every check of the table reads ([`table_reads`]): no
+/// tree of its own is built for it at run time, nor dropped (issue 32).
+pub type Check = Value;
+
+/// The operator of a check expression and what follows it (`["and", a, b]` → `and`, `[a, b]`).
+fn parts(check: &Value) -> Option<(&str, &[Value])> {
+    let (op, rest) = check.as_array()?.split_first()?;
+    Some((op.as_str()?, rest))
 }
 
-impl Check {
-    /// Reads the JSON expression; `None` for a shape it does not have. A number stands for the
-    /// shared part, check n of `CHECKS` (the generator writes a part several checks share once).
-    pub fn parse(value: &Value) -> Option<Check> {
-        if let Some(at) = value.as_u64() {
-            return Check::read(check(usize::try_from(at).ok()?)?);
-        }
-        let list = value.as_array()?;
-        let text = |i: usize| list.get(i).and_then(Value::as_str).map(str::to_string);
-        let inner = |i: usize| list.get(i).and_then(Check::parse).map(Box::new);
-        match list.first()?.as_str()? {
-            "perm" => {
-                // The options are key/value pairs (`any => 1`, `require_param => 'pool'`).
-                let (mut any, mut require_param) = (false, None);
-                for pair in list.get(3..).unwrap_or_default().chunks(2) {
-                    match (pair[0].as_str(), pair.get(1)) {
-                        (Some("any"), Some(v)) => any = v.as_i64() == Some(1),
-                        (Some("require_param"), Some(v)) => {
-                            require_param = Some(v.as_str()?.into())
-                        }
-                        _ => return None,
-                    }
-                }
-                let mut privs = String::new();
-                for p in list.get(2)?.as_array()? {
-                    push_item(&mut privs, separator(any), p.as_str()?);
-                }
-                Some(Check::Perm {
-                    path: text(1)?,
-                    privs,
-                    any,
-                    require_param,
-                })
-            }
-            op @ ("and" | "or") => {
-                let mut parts = Vec::new();
-                for part in list.get(1..)? {
-                    parts.push(Check::parse(part)?);
-                }
-                Some(if op == "and" {
-                    Check::And(parts)
-                } else {
-                    Check::Or(parts)
-                })
-            }
-            "when" => Some(Check::When(text(1)?, inner(2)?)),
-            "pve" => Some(Check::Pve(list.get(1)?.as_u64()?, inner(2)?)),
-            "options" => Some(Check::Options {
-                path: text(1)?,
-                table: text(2)?,
-            }),
-            _ => None,
-        }
-    }
-
-    /// Reads the JSON text of a check (one of `CHECKS`).
-    fn read(text: &str) -> Option<Check> {
-        Check::parse(&serde_json::from_str::<Value>(text).ok()?)
-    }
+/// Check expression `at` of `CHECKS`: a number in a check's place stands for it (the generator
+/// writes a part several checks share once).
+fn shared(at: u64) -> Option<Value> {
+    serde_json::from_str(check(usize::try_from(at).ok()?)?).ok()
 }
 
 /// Which guest an endpoint's `{vmid}` is.
@@ -252,20 +183,34 @@ pub struct Role {
 /// What `check` lacks for `s`; `None` where it does not apply (a condition the request does not
 /// meet, another PVE version).
 pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged> {
-    match check {
-        Check::Perm {
-            path,
-            privs,
-            any,
-            require_param,
-        } => {
-            if let Some(param) = require_param {
-                s.condition(param).filter(|given| *given)?;
+    if let Some(at) = check.as_u64() {
+        return judge(&shared(at)?, s, role, has);
+    }
+    let (op, list) = parts(check)?;
+    match (op, list) {
+        ("perm", [path, privs, options @ ..]) => {
+            // The options are key/value pairs (`any => 1`, `require_param => 'pool'`).
+            let mut any = false;
+            for pair in options.chunks(2) {
+                match pair {
+                    [key, v] if key == "any" => any = v.as_i64() == Some(1),
+                    // With PVE's `require_param`, false unless that parameter is given.
+                    [key, v] if key == "require_param" => {
+                        s.condition(v.as_str()?).filter(|given| *given)?;
+                    }
+                    _ => return None,
+                }
             }
-            Some(perm(path, privs, *any, s, role, has))
+            // The privileges one text, as a config option class writes them (`OPTIONS`: `A|B`
+            // any, `A&B` all, [`separator`]), judged as the classes are (issue 32).
+            let mut text = String::new();
+            for p in privs.as_array()? {
+                push_item(&mut text, separator(any), p.as_str()?);
+            }
+            Some(perm(path.as_str()?, &text, any, s, role, has))
         }
-        Check::And(parts) => judge_all(parts, s, role, has),
-        Check::Or(parts) => {
+        ("and", parts) => judge_all(parts, s, role, has),
+        ("or", parts) => {
             // Every part judged (`paths_of` records each one's paths), in one pass: one way held
             // is enough; else the first that is only maybe needed; else each closed way, named.
             let (mut applies, mut held, mut maybe) = (false, false, None);
@@ -291,34 +236,43 @@ pub fn judge(check: &Check, s: &Subjects, role: Role, has: Has) -> Option<Judged
                 }),
             }
         }
-        Check::When(cond, inner) => match s.condition(cond) {
-            Some(true) => judge(inner, s, role, has),
-            Some(false) => None,
-            None => {
-                let found = judge(inner, s, role, has)?;
-                // One format: "with `start`", "without `start`".
-                let shown = cond.trim_start_matches('!');
-                let out = if cond.starts_with('!') { "out" } else { "" };
-                let when = format!("with{out} `{shown}`");
-                let mut may = Vec::new();
-                found.push_when(&when, &mut may);
-                Some(Judged {
-                    missing: Vec::new(),
-                    may,
-                })
+        // Applies only to a request with parameter `p` (`p=v`: with that value; `!p`: without it).
+        ("when", [cond, inner, ..]) => {
+            let cond = cond.as_str()?;
+            match s.condition(cond) {
+                Some(true) => judge(inner, s, role, has),
+                Some(false) => None,
+                None => {
+                    let found = judge(inner, s, role, has)?;
+                    // One format: "with `start`", "without `start`".
+                    let shown = cond.trim_start_matches('!');
+                    let out = if cond.starts_with('!') { "out" } else { "" };
+                    let when = format!("with{out} `{shown}`");
+                    let mut may = Vec::new();
+                    found.push_when(&when, &mut may);
+                    Some(Judged {
+                        missing: Vec::new(),
+                        may,
+                    })
+                }
             }
-        },
-        Check::Pve(major, inner) if *major == s.major => judge(inner, s, role, has),
-        Check::Pve(..) => None,
-        Check::Options { path, table } => {
+        }
+        // Applies only on PVE major version `major`.
+        ("pve", [major, inner, ..]) if major.as_u64() == Some(s.major) => {
+            judge(inner, s, role, has)
+        }
+        // Each config option the request sets needs its class's privileges (`OPTIONS` of `table`).
+        ("options", [path, table, ..]) => {
             // Each class judged where it is found: no check made of it (issue 32).
             let mut all: Option<Judged> = None;
+            let (path, table) = (path.as_str()?, table.as_str()?);
             for &(on, privs) in &option_privileges(table, path, &s.options) {
                 let one = perm(on, privs, privs.contains('|'), s, role, has);
                 gather(&mut all, one);
             }
             all
         }
+        _ => None,
     }
 }
 
@@ -380,7 +334,7 @@ fn gather(all: &mut Option<Judged>, one: Judged) {
 
 /// Every part that applies, its needs added up; `None` when none applies. A loop, not an
 /// iterator chain: smaller in the module (docs/performance.md).
-fn judge_all(parts: &[Check], s: &Subjects, role: Role, has: Has) -> Option<Judged> {
+fn judge_all(parts: &[Value], s: &Subjects, role: Role, has: Has) -> Option<Judged> {
     let mut all: Option<Judged> = None;
     for part in parts {
         let Some(one) = judge(part, s, role, has) else {
@@ -488,23 +442,6 @@ impl<'a> IntoIterator for &'a AclPaths {
     }
 }
 
-/// Whether `check` has a part of one PVE version that applies to `s` (then the version is read).
-pub fn version_matters(check: &Check, s: &Subjects) -> bool {
-    applies(check, s, false)
-}
-
-/// Whether a part of `check` (within a `pve` part, if `versioned`) may apply to `s`.
-fn applies(check: &Check, s: &Subjects, versioned: bool) -> bool {
-    match check {
-        Check::Pve(_, inner) => applies(inner, s, true),
-        Check::When(cond, inner) => {
-            s.condition(cond) != Some(false) && applies(inner, s, versioned)
-        }
-        Check::And(parts) | Check::Or(parts) => parts.iter().any(|c| applies(c, s, versioned)),
-        Check::Perm { .. } | Check::Options { .. } => versioned,
-    }
-}
-
 /// PVE's major version from its `version` (`9.1.3` → 9); the table knows 8 and 9, so an older
 /// node is held to 8's and a newer one to 9's.
 pub fn major_of(version: &str) -> u64 {
@@ -572,17 +509,18 @@ const fn required(endpoint: &str, kind: &[u8]) -> u8 {
     panic!("an endpoint the privilege table does not have")
 }
 
+/// The lines `check` reads: one after each newline.
+const LINES: usize = {
+    let (mut lines, mut i) = (0, 0);
+    while i < CHECKS.len() {
+        lines += (CHECKS.as_bytes()[i] == b'\n') as usize;
+        i += 1;
+    }
+    lines
+};
+
 /// `at`, a line `CHECKS` has (or `NO`).
 const fn line(at: u8) -> u8 {
-    /// The lines `check` reads: one after each newline.
-    const LINES: usize = {
-        let (mut lines, mut i) = (0, 0);
-        while i < CHECKS.len() {
-            lines += (CHECKS.as_bytes()[i] == b'\n') as usize;
-            i += 1;
-        }
-        lines
-    };
     assert!(LINES < ANYONE as usize, "more checks than a need can name");
     assert!(
         at == NO || (at as usize) < LINES,
@@ -591,18 +529,20 @@ const fn line(at: u8) -> u8 {
     at
 }
 
+/// Whether `text` has `with` at `at`.
+const fn starts(text: &[u8], at: usize, with: &[u8]) -> bool {
+    let mut i = 0;
+    while i < with.len() {
+        if at + i >= text.len() || text[at + i] != with[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// Whether `template`, its `{kind}` read as `kind`, is `row`.
 const fn same(template: &[u8], row: &[u8], kind: &[u8]) -> bool {
-    const fn starts(text: &[u8], at: usize, with: &[u8]) -> bool {
-        let mut i = 0;
-        while i < with.len() {
-            if at + i >= text.len() || text[at + i] != with[i] {
-                return false;
-            }
-            i += 1;
-        }
-        true
-    }
     let (mut i, mut j) = (0, 0);
     while i < template.len() {
         if starts(template, i, b"{kind}") {
@@ -619,12 +559,157 @@ const fn same(template: &[u8], row: &[u8], kind: &[u8]) -> bool {
     j == row.len()
 }
 
+// Every check of `CHECKS` reads as [`judge`] reads it, found as the build compiles: a check that
+// does not fails the build, so none is parsed into a tree of its own to be checked at run time
+// (issue 32).
+const _: () = assert!(
+    table_reads(CHECKS.as_bytes()),
+    "a check of the privilege table that does not read"
+);
+
+/// Whether each line of the table `t` after its opening is one check expression ([`expr_end`]).
+const fn table_reads(t: &[u8]) -> bool {
+    let mut at = 1;
+    while at < t.len() {
+        match expr_end(t, at) {
+            Some(end) if end < t.len() && t[end] == b'\n' => at = end + 1,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Where the check expression at `at` of `t` ends, when one starts there as [`judge`] reads it:
+/// a number (a check of the table, by its line), `["perm",path,[privs…]` with options `"any",n`
+/// and `"require_param",p` `]`, `["and"|"or",check…]`, `["when",condition,check]`,
+/// `["pve",major,check]` or `["options",path,table]`, as the generator writes JSON (no spaces).
+const fn expr_end(t: &[u8], at: usize) -> Option<usize> {
+    if at < t.len() && t[at].is_ascii_digit() {
+        let (mut n, mut i) = (0, at);
+        while i < t.len() && t[i].is_ascii_digit() {
+            (n, i) = (n * 10 + (t[i] - b'0') as usize, i + 1);
+        }
+        // A check the table has: a line after the opening, before the closing newline.
+        return if n + 1 < LINES { Some(i) } else { None };
+    }
+    if !starts(t, at, b"[") {
+        return None;
+    }
+    let op = at + 1;
+    let Some(mut i) = string_end(t, op) else {
+        return None;
+    };
+    if starts(t, op, b"\"perm\",") {
+        let Some(end) = string_end(t, i + 1) else {
+            return None;
+        };
+        if !starts(t, end, b",[") {
+            return None;
+        }
+        i = end + 2;
+        // The privileges: texts, a comma between each two.
+        while !starts(t, i, b"]") {
+            i = match string_end(t, i) {
+                Some(end) if starts(t, end, b",\"") => end + 1,
+                Some(end) => end,
+                None => return None,
+            };
+        }
+        i += 1;
+        loop {
+            i = match (
+                starts(t, i, b",\"any\","),
+                starts(t, i, b",\"require_param\","),
+            ) {
+                (true, _) => match number_end(t, i + 7) {
+                    Some(end) => end,
+                    None => return None,
+                },
+                (_, true) => match string_end(t, i + 17) {
+                    Some(end) => end,
+                    None => return None,
+                },
+                _ => break,
+            };
+        }
+    } else if starts(t, op, b"\"and\"") || starts(t, op, b"\"or\"") {
+        while starts(t, i, b",") {
+            i = match expr_end(t, i + 1) {
+                Some(end) => end,
+                None => return None,
+            };
+        }
+    } else if starts(t, op, b"\"when\",") || starts(t, op, b"\"pve\",") {
+        let head = match t[op + 1] == b'w' {
+            true => string_end(t, i + 1),
+            false => number_end(t, i + 1),
+        };
+        let Some(end) = head else {
+            return None;
+        };
+        if !starts(t, end, b",") {
+            return None;
+        }
+        let Some(end) = expr_end(t, end + 1) else {
+            return None;
+        };
+        i = end;
+    } else if starts(t, op, b"\"options\",") {
+        let Some(end) = string_end(t, i + 1) else {
+            return None;
+        };
+        if !starts(t, end, b",") {
+            return None;
+        }
+        let Some(end) = string_end(t, end + 1) else {
+            return None;
+        };
+        i = end;
+    } else {
+        return None;
+    }
+    match starts(t, i, b"]") {
+        true => Some(i + 1),
+        false => None,
+    }
+}
+
+/// Where the JSON text at `at` of `t` ends (past its closing quote; `\` escapes the next byte).
+const fn string_end(t: &[u8], at: usize) -> Option<usize> {
+    if !starts(t, at, b"\"") {
+        return None;
+    }
+    let mut i = at + 1;
+    while i < t.len() {
+        match t[i] {
+            b'"' => return Some(i + 1),
+            b'\\' => i += 2,
+            b'\n' => return None,
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Where the number at `at` of `t` ends (one digit at least).
+const fn number_end(t: &[u8], at: usize) -> Option<usize> {
+    let mut i = at;
+    while i < t.len() && t[i].is_ascii_digit() {
+        i += 1;
+    }
+    if i > at {
+        Some(i)
+    } else {
+        None
+    }
+}
+
 /// What PVE requires to call the endpoint of `requires` on a guest of `kind`: its check, `None`
 /// when any token may call it, `Err` when the table has no check of it that reads for `kind`.
 ///
 /// That error cannot come of the table the module is built with: the build found every check a
-/// need names, every check of the table reads, and each model's methods call only endpoints of
-/// their kind (the unit tests `every_check_of_the_table_parses` and
+/// need names, every check of the table reads ([`table_reads`]), and each model's methods call only
+/// endpoints of their kind (the unit tests `every_check_of_the_table_parses` and
 /// `every_method_of_a_model_has_needs_whose_endpoints_are_in_the_privilege_table`).
 // Inlined into its one caller (issue 32).
 #[inline(always)]
@@ -633,7 +718,7 @@ pub fn requirement(requires: Requires, kind: GuestKind) -> Result<Option<Check>,
     if at == ANYONE {
         return Ok(None);
     }
-    match check(usize::from(at)).and_then(Check::read) {
+    match check(usize::from(at)).and_then(|text| serde_json::from_str(text).ok()) {
         Some(check) => Ok(Some(check)),
         None => Err(format!(
             "the privilege table has no check {at} that reads for a {}",
@@ -716,9 +801,15 @@ mod tests {
             }
         }
         for check in privileges::CHECKS.lines().skip(1) {
-            let parsed = serde_json::from_str::<Value>(check).ok();
-            assert!(parsed.as_ref().and_then(Check::parse).is_some(), "{check}");
+            assert!(reads(check), "{check}");
+            assert!(serde_json::from_str::<Value>(check).is_ok(), "{check}");
         }
+        assert!(table_reads(privileges::CHECKS.as_bytes()));
+    }
+
+    /// Whether `text` is one check expression as the build reads the table's.
+    fn reads(text: &str) -> bool {
+        expr_end(text.as_bytes(), 0) == Some(text.len())
     }
 
     /// `requires` runs as the build compiles (each need is a constant): its refusal of an endpoint
@@ -739,7 +830,8 @@ mod tests {
 
     /// What a need requires that does not read as a check (none of the shipped table's:
     /// `every_check_of_the_table_parses`) is an error naming the line and the kind: a kind without
-    /// the endpoint (`NO`), a line `CHECKS` does not have, or one that does not parse.
+    /// the endpoint (`NO`), a line `CHECKS` does not have; one that does not read fails the build
+    /// ([`table_reads`]).
     #[test]
     fn a_check_that_does_not_read_is_an_error() {
         let without = requirement(Requires([NO, 0]), GuestKind::Qemu);
@@ -751,36 +843,53 @@ mod tests {
         let read = requirement(Requires([0, beyond]), GuestKind::Lxc);
         let expected = format!("the privilege table has no check {beyond} that reads for a lxc");
         assert_eq!(read, Err(expected));
-        assert_eq!(Check::read(r#"["perm","/","Sys.Audit"]"#), None);
-        assert_eq!(Check::read(r#"["perm","/",["Sys.Audit"]"#), None);
+        assert!(!reads(r#"["perm","/","Sys.Audit"]"#));
+        assert!(!reads(r#"["perm","/",["Sys.Audit"]"#));
+        assert!(!table_reads(b"\n[\"perm\",\"/\",\"Sys.Audit\"]\n"));
     }
 
     #[test]
     fn a_number_in_a_checks_place_is_the_shared_check_of_that_index() {
-        let first = Check::read(privileges::check(0).unwrap()).unwrap();
-        let when = Check::parse(&json!(["when", "storage", 0]));
-        assert_eq!(when, Some(Check::When("storage".into(), Box::new(first))));
-        assert!(Check::parse(&json!(["and", privileges::CHECKS.lines().count()])).is_none());
-        assert!(Check::parse(&json!(["and", -1])).is_none());
+        // Check 0 is `Sys.Audit` on `/`: `["when", "storage", 0]` judges as that check, given
+        // `storage`.
+        let first: Value = serde_json::from_str(privileges::check(0).unwrap()).unwrap();
+        let when = json!(["when", "storage", 0]);
+        let s = subjects();
+        for held in [held(&[]), held(&[("/", &["Sys.Audit"])])] {
+            let direct = judge(&first, &s, ACTED, &mut holds(&held));
+            assert_eq!(judge(&when, &s, ACTED, &mut holds(&held)), direct);
+        }
+        assert_eq!(missing(&when, &s, &held(&[])), ["Sys.Audit on /"]);
+        assert!(reads(r#"["when","storage",0]"#));
+        let beyond = privileges::CHECKS.lines().count();
+        assert!(!reads(&format!(r#"["and",{beyond}]"#)));
+        assert!(!reads(r#"["and",-1]"#));
     }
 
     #[test]
     fn pve_check_expressions_parse_with_their_options() {
-        let check = Check::parse(&json!(["perm", "/vms/{vmid}", ["A", "B"], "any", 1])).unwrap();
-        assert!(matches!(check, Check::Perm { any: true, .. }));
-        let pool = Check::parse(&json!([
-            "perm",
-            "/pool/{pool}",
-            ["A"],
-            "require_param",
-            "pool"
-        ]));
-        assert!(
-            matches!(pool, Some(Check::Perm { require_param: Some(ref p), .. }) if p == "pool")
+        assert!(reads(r#"["perm","/vms/{vmid}",["A","B"],"any",1]"#));
+        let any = json!(["perm", "/vms/{vmid}", ["A", "B"], "any", 1]);
+        let s = subjects();
+        assert!(missing(&any, &s, &held(&[("/vms/9000", &["B"])])).is_empty());
+        assert_eq!(missing(&any, &s, &held(&[])), ["A or B on /vms/9000"]);
+        assert!(reads(
+            r#"["perm","/pool/{pool}",["A"],"require_param","pool"]"#
+        ));
+        let pool = json!(["perm", "/pool/{pool}", ["A"], "require_param", "pool"]);
+        assert_eq!(judge(&pool, &s, ACTED, &mut holds(&held(&[]))), None);
+        let given = Subjects {
+            given: vec!["pool".into()],
+            ..subjects()
+        };
+        let judged = judge(&pool, &given, ACTED, &mut holds(&held(&[]))).unwrap();
+        assert_eq!(
+            judged.may,
+            ["A on /pool/{pool} (each one the arguments name)"]
         );
-        assert!(Check::parse(&json!(["perm", "/", "A"])).is_none());
-        assert!(Check::parse(&json!(["xor"])).is_none());
-        assert!(Check::parse(&json!(["pve", "9", ["and"]])).is_none());
+        assert!(!reads(r#"["perm","/","A"]"#));
+        assert!(!reads(r#"["xor"]"#));
+        assert!(!reads(r#"["pve","9",["and"]]"#));
     }
 
     #[test]
@@ -897,11 +1006,17 @@ mod tests {
         let monitor = held(&[("/vms/9000", &["VM.Monitor"])]);
         assert!(missing(&c, &eight, &monitor).is_empty());
         assert!(!missing(&c, &nine, &monitor).is_empty());
-        assert!(version_matters(&c, &nine));
+        // Whether the version matters: the verdicts on 8 and 9 differ, whatever is held.
+        let same = |c: &Check| {
+            [held(&[]), monitor.clone()].iter().all(|h| {
+                judge(c, &nine, ACTED, &mut holds(h)) == judge(c, &eight, ACTED, &mut holds(h))
+            })
+        };
+        assert!(!same(&c));
         let status = check("POST /nodes/{node}/qemu/{vmid}/status/start");
-        assert!(!version_matters(&status, &nine));
+        assert!(same(&status));
         // create's one PVE 9 check applies only with `start`, which the package never sends.
-        assert!(!version_matters(&check("POST /nodes/{node}/qemu"), &nine));
+        assert!(same(&check("POST /nodes/{node}/qemu")));
     }
 
     #[test]

@@ -30,8 +30,7 @@ use crate::catalog::method_names;
 use crate::explain::could_not;
 use crate::guest::permission_needs::{needs, preflight_subjects, run_subjects, Need};
 use crate::guest::permissions::{
-    holds, judge, major_held, major_of, paths_of, requirement, version_matters, AclPaths, Check,
-    Held, Subjects,
+    holds, judge, major_held, major_of, paths_of, requirement, AclPaths, Check, Held, Subjects,
 };
 use crate::guest::reference::{VMID_MAX, VMID_MIN};
 use crate::guest::root_only::{root_only_note, Caller};
@@ -192,52 +191,6 @@ impl MethodFitness<'_> {
     }
 }
 
-/// The `preflight-<node>` record, written as JSON by [`PreflightRecord::json`] (record_json.rs):
-/// no serializer of its own (issue 32).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PreflightRecord<'a> {
-    /// Borrowed from the run, as `caller` and `last_operation`: no text copied (issue 32).
-    pub node: &'a str,
-    /// The node answered `GET /version`.
-    pub reachable: bool,
-    pub pve_version: Option<String>,
-    /// `token` (the api transport) or `root@pam` (pvesh over ssh).
-    pub caller: &'static str,
-    /// Every method asked about can work.
-    pub ready: bool,
-    /// Each method's [`MethodFitness`], made JSON one by one: no serializer of a list of them is
-    /// compiled (issue 32).
-    pub methods: Vec<Value>,
-    /// The privileges PVE reported per ACL path read (a JSON map: the module's one map type, no
-    /// second instantiation of a tree for it, issue 32).
-    pub privileges: Map<String, Value>,
-    pub error: Option<String>,
-    pub last_operation: &'a str,
-    pub recorded_at: String,
-}
-
-impl PreflightRecord<'_> {
-    /// The record as written: `pveVersion` and `error` left out when there is none.
-    fn json(self) -> Value {
-        let mut record = Map::new();
-        set(&mut record, "node", Value::from(self.node));
-        set(&mut record, "reachable", Value::Bool(self.reachable));
-        put(&mut record, "pveVersion", self.pve_version.as_deref());
-        set(&mut record, "caller", Value::from(self.caller));
-        set(&mut record, "ready", Value::Bool(self.ready));
-        set(&mut record, "methods", Value::Array(self.methods));
-        set(&mut record, "privileges", Value::Object(self.privileges));
-        put(&mut record, "error", self.error.as_deref());
-        set(
-            &mut record,
-            "lastOperation",
-            Value::from(self.last_operation),
-        );
-        set(&mut record, "recordedAt", Value::from(self.recorded_at));
-        Value::Object(record)
-    }
-}
-
 /// One need with its check.
 struct Checked {
     need: Need,
@@ -392,27 +345,29 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(e) => return Failure::from(e).into(),
     };
     let node = run.global.transport.node();
-    let mut record = PreflightRecord {
-        node,
-        reachable: false,
-        pve_version: None,
-        caller: match Caller::of(&run.global.transport) {
-            Caller::Token => "token",
-            Caller::RootPam => "root@pam",
-        },
-        ready: false,
-        methods: Vec::new(),
-        privileges: Map::new(),
-        error: None,
-        last_operation: run.method,
-        recorded_at: run.now_iso(),
+    // The `preflight-<node>` record, each field set as it is known (record_json.rs: no record type
+    // of its own to fill and convert, issue 32): `caller` is `token` (the api transport) or
+    // `root@pam` (pvesh over ssh); `reachable`, that the node answered `GET /version`; `methods`,
+    // each method's [`MethodFitness`]; `privileges`, what PVE reported per ACL path read (none when
+    // they were not all read); `pveVersion` and `error` left out when there is none.
+    let mut record = Map::new();
+    set(&mut record, "node", Value::from(node));
+    set(&mut record, "reachable", Value::Bool(false));
+    let caller = match Caller::of(&run.global.transport) {
+        Caller::Token => "token",
+        Caller::RootPam => "root@pam",
     };
+    set(&mut record, "caller", Value::from(caller));
+    set(&mut record, "methods", Value::Array(Vec::new()));
+    set(&mut record, "privileges", Value::Object(Map::new()));
+    set(&mut record, "lastOperation", Value::from(run.method));
+    set(&mut record, "recordedAt", Value::from(run.now_iso()));
     // The course in a labeled block (`or_break!` its `?`), not an async function of its own: each
     // async function costs its own state machine (issue 32).
     let verdict = 'verdict: {
         let version = or_break!('verdict, pve_version(run).await);
-        record.reachable = true;
-        record.pve_version = Some(version.clone());
+        set(&mut record, "reachable", Value::Bool(true));
+        set(&mut record, "pveVersion", Value::from(version.as_str()));
         let major = major_of(&version);
         let ids = (args.vmid, args.template_id);
         let mut plans = Vec::new();
@@ -435,16 +390,19 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             fitness.push(plan.fitness(run.kind, caller, Mode::Preflight, &held));
         }
         // The privileges read are the record's as they are.
-        record.privileges = held;
+        let checked = held.len();
+        set(&mut record, "privileges", Value::Object(held));
         for fit in &fitness {
             for note in fit.notes.iter().chain(&fit.may_need) {
                 run.info(&format!("preflight: {}: {note}", fit.method));
             }
         }
         let short = shortfalls(&fitness);
+        let mut methods = Vec::with_capacity(fitness.len());
         for fit in &fitness {
-            record.methods.push(fit.json());
+            methods.push(fit.json());
         }
+        set(&mut record, "methods", Value::Array(methods));
         let pve = format!("PVE {version}");
         match short.is_empty() {
             true => Ok(format!(
@@ -453,17 +411,21 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     1 => args.methods[0].clone(),
                     n => format!("all {n} methods asked about"),
                 },
-                record.privileges.len()
+                checked
             )),
             false => Err(format!("{pve} on node {node}: {short}")),
         }
     };
-    record.ready = verdict.is_ok();
-    record.error = verdict.as_ref().err().cloned();
+    set(&mut record, "ready", Value::Bool(verdict.is_ok()));
+    put(
+        &mut record,
+        "error",
+        verdict.as_ref().err().map(String::as_str),
+    );
     let writes = vec![write_value(
         "preflight",
         format!("preflight-{node}"),
-        record.json(),
+        Value::Object(record),
     )];
     match verdict {
         Ok(summary) => Outcome::succeeded(writes, summary),
@@ -495,17 +457,17 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         Ok(held) => held,
         Err(why) => return could_not_run(run, method, &why),
     };
-    let s = &plan.subjects;
-    let versioned = plan.checks.iter().any(|c| version_matters(&c.check, s));
     let caller = Caller::of(&run.global.transport);
     let mut on = |major| {
         plan.subjects.major = major;
         plan.fitness(run.kind, caller, Mode::Check, &held)
     };
     // The version is asked only when the verdict depends on it and the privileges do not tell it.
-    // The verdict on the version found is worked out again (a plain judge of the same values): no
-    // verdict is kept across the await (issue 32).
-    let major = match (versioned && on(8) != on(9), major_held(&held)) {
+    // Whether it depends on it is whether the verdicts on 8 and 9 differ: PVE's version is read by
+    // a check's `pve` parts alone, so no walk of the checks for one that applies is compiled
+    // besides (issue 32). The verdict on the version found is worked out again (a plain judge of
+    // the same values): no verdict is kept across the await (issue 32).
+    let major = match (on(8) != on(9), major_held(&held)) {
         (false, _) => 9,
         (true, Some(major)) => major,
         (true, None) => match pve_version(run).await {
