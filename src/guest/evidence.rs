@@ -609,6 +609,17 @@ pub fn settled_after<'a, 'r, H: Host>(
     lock_waited(run, ev, Wait::Settled { done, unread_warns })
 }
 
+/// A lock a course found on a guest, waited out within what is left of the method's one budget;
+/// then (`reread`) its config read again, as an unfinished operation may have changed it. `Err`
+/// says why in the wait's own words: the course says what it was waiting for.
+pub fn lock_released<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    ev: &'a mut Evidence,
+    reread: bool,
+) -> impl Future<Output = Result<(), String>> + use<'a, 'r, H> {
+    lock_waited(run, ev, Wait::Held { reread })
+}
+
 /// Which lock wait [`lock_waited`] is.
 enum Wait<'a> {
     /// Before a change, of this lock ([`unlocked`]).
@@ -617,6 +628,8 @@ enum Wait<'a> {
     After(&'a str),
     /// [`Wait::After`] once the status is read again ([`settled_after`]).
     Settled { done: &'a str, unread_warns: bool },
+    /// Of a lock the course found, its config read again when `reread` ([`lock_released`]).
+    Held { reread: bool },
 }
 
 /// The one course of every lock wait ([`unlocked`], [`unlocked_after`], [`settled_after`]): one
@@ -637,14 +650,18 @@ async fn lock_waited<H: Host>(
         }
     }
     // After a change, a guest without any lock is done; before one, only a busy lock is waited.
-    if !matches!(wait, Wait::Before(_)) && lock_of(&ev.status).is_none() {
+    if matches!(wait, Wait::After(_) | Wait::Settled { .. }) && lock_of(&ev.status).is_none() {
         return Ok(());
     }
     let waited = settle_evidence(run, ev, run.wait_budget_ms(), &|_| true).await;
     waited.map_err(|why| lock_wait_failed(run, ev, &wait, why))?;
-    match ev.config.is_empty() {
-        true => Ok(()),
-        false => ev.reread_config(run).await,
+    let reread = match wait {
+        Wait::Held { reread } => reread,
+        _ => !ev.config.is_empty(),
+    };
+    match reread {
+        false => Ok(()),
+        true => ev.reread_config(run).await,
     }
 }
 
@@ -660,6 +677,7 @@ fn lock_wait_failed<H: Host>(run: &Run<'_, H>, ev: &Evidence, wait: &Wait, why: 
             let why = locked_out(run, ev, "its lock released", why);
             format!("{done}, but {why}")
         }
+        Wait::Held { .. } => why,
     }
 }
 
