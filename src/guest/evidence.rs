@@ -437,14 +437,14 @@ pub fn sight_to_change<'a, 'r, H: Host>(
 /// [`sight_or_absent`] reading as much as `look` says, for a method that changes the guest (its
 /// config, its disks, a template): a lock on it is waited out ([`unlocked`]). One sighting for the
 /// methods of one course (`methods::change_course`, issue 32). Its absence is said as
-/// [`absent_message`] with `words` after it.
+/// [`absent_message`] with `words`, then `verb`, after it.
 pub fn sight_look_to_change<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     target: &'a GuestRef,
     look: Look,
-    words: &'a str,
+    (words, verb): (&'a str, &'a str),
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, look, Absent::Words(words, ""), true)
+    sight_for(run, target, look, Absent::Words(words, verb), true)
 }
 
 /// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
@@ -459,7 +459,7 @@ pub fn sight_or_absent<'a, 'r, H: Host>(
 }
 
 /// `… does not exist on any node …: there is nothing to <verb>`.
-const NOTHING_TO: &str = ": there is nothing to ";
+pub const NOTHING_TO: &str = ": there is nothing to ";
 
 /// Finds a guest a method removes ([`sight_to_change`]); a confirmed absence is the success the
 /// method wants, its summary [`absent_message`] with `words` after it (recorded as `absent`).
