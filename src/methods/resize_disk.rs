@@ -106,109 +106,86 @@ pub async fn course<H: Host>(
     'verdict: {
         let label = format!("disk {} of {}", args.disk, ev.label(run));
         let pve = run.pve();
-        let disk = &args.disk;
         let read_config = endpoints::guest_config_current(&ev.at.node, run.kind, ev.at.vmid);
-        let request = endpoints::guest_resize(&ev.at.node, run.kind, ev.at.vmid, disk, &args.size);
-        // The config read, the resize sent, then the config polled, all from one await (issue 32):
-        // `before` is the size read first (`None` until it was), `wait` the poll's pace once the
-        // resize is done.
-        let mut before = None;
-        let mut target = 0;
-        let mut wait: Option<(Pacer, u64)> = None;
+        let read = pve.call_within(&read_config, None).await;
+        let before = or_break!('verdict, disk_size(run, ev, &args.disk, &read_config, read, None));
+        let target = match (args.grow_by, before) {
+            (false, _) => args.bytes,
+            (true, Some(now)) => now.saturating_add(args.bytes),
+            (true, None) => {
+                break 'verdict Err(format!(
+                    "{label} has no size= in its config, so the target of {} cannot be computed: give an absolute size",
+                    args.size
+                ))
+            }
+        };
+        let request =
+            endpoints::guest_resize(&ev.at.node, run.kind, ev.at.vmid, &args.disk, &args.size);
+        ev.trail.sending();
+        let answer = pve.call(&request).await;
+        ev.trail.answered(&answer);
+        // Never re-sent: a second `+N` would grow the disk twice.
+        let unknown = |e: &PveError| {
+            let action = format!("resize {label} to {}", args.size);
+            let check = format!(
+                "the disk's size (run getConfig) and the task list of node {}",
+                ev.at.node
+            );
+            outcome_unknown(&action, e, &check).0
+        };
+        let answer = or_break!('verdict, answer.map_err(|e| match e.outcome_unknown() {
+            true => unknown(&e),
+            false => format!(
+                "PVE refused to resize {label} to {}: {e} — {}",
+                args.size,
+                hint(e.kind)
+            ),
+        }));
+        // PVE before 8.0 resizes synchronously and answers null.
+        if !answer.is_null() {
+            let upid = match upid_of(&answer, &request.label()) {
+                Ok(upid) => upid,
+                Err(unread) => {
+                    ev.trail.outcome_unknown = true;
+                    break 'verdict Err(unknown(&PveError::malformed(unread.0)));
+                }
+            };
+            ev.trail.last_task = Some(upid.to_string());
+            let followed = follow_task(&pve, &upid).await;
+            let followed = ev.trail.followed(followed);
+            or_break!('verdict, followed.map_err(|why| format!("resize {label} to {}: {why}", args.size)));
+        }
+        // The config polled until the disk's size reaches `target`, briefly: the task already ended.
+        let disk = &args.disk;
+        let budget_ms = SETTLE_MS.min(run.wait_budget_ms());
+        let mut pacer = Pacer::new(run.host.now_ms(), budget_ms, run.pve().poll_cap_ms);
+        let deadline = pacer.deadline_ms();
         // The last size seen (a read the wait's end cut short sees none, and keeps this one).
         let mut last = None;
         let reached = loop {
-            let deadline = wait.as_ref().map(|(pacer, _)| pacer.deadline_ms());
-            let resizing = before.is_some() && wait.is_none();
-            let sent = match resizing {
-                true => {
-                    ev.trail.sending();
-                    &request
-                }
-                false => &read_config,
-            };
+            // The resize is done: a failed read must not invite a second `+N`, which would grow again.
             // Within the wait, each read ends by the wait's end (`Pve::call_within`).
-            let answer = pve.call_within(sent, deadline).await;
-            if !resizing {
-                let size = disk_size(run, ev, disk, &read_config, answer, deadline);
-                let Some((pacer, budget_ms)) = &mut wait else {
-                    let now = or_break!('verdict, size);
-                    target = match (args.grow_by, now) {
-                        (false, _) => args.bytes,
-                        (true, Some(now)) => now.saturating_add(args.bytes),
-                        (true, None) => {
-                            break 'verdict Err(format!(
-                                "{label} has no size= in its config, so the target of {} cannot be computed: give an absolute size",
-                                args.size
-                            ))
-                        }
-                    };
-                    before = Some(now);
-                    continue;
-                };
-                // The resize is done: a failed read must not invite a second `+N`, which would
-                // grow again.
-                let size = or_break!('verdict, size.map_err(|why| {
-                    format!(
-                        "the resize of disk {disk} ended, but its size could not be read back: {why}; check the size (run getConfig) before resizing again — a relative size (+N) would grow the disk again"
-                    )
-                }));
-                match size {
-                    Some(bytes) if bytes >= target => break bytes,
-                    Some(bytes) => last = Some(bytes),
-                    None => {}
-                }
-                if pacer.pause(run.host).await.is_err() {
-                    break 'verdict Err(format!(
-                        "{label} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
-                        human(target),
-                        last.map_or("no size".to_string(), human),
-                        seconds(*budget_ms)
-                    ));
-                }
-                continue;
-            }
-            ev.trail.answered(&answer);
-            // Never re-sent: a second `+N` would grow the disk twice.
-            let unknown = |e: &PveError| {
-                let action = format!("resize {label} to {}", args.size);
-                let check = format!(
-                    "the disk's size (run getConfig) and the task list of node {}",
-                    ev.at.node
-                );
-                outcome_unknown(&action, e, &check).0
-            };
-            let answer = or_break!('verdict, answer.map_err(|e| match e.outcome_unknown() {
-                true => unknown(&e),
-                false => format!(
-                    "PVE refused to resize {label} to {}: {e} — {}",
-                    args.size,
-                    hint(e.kind)
-                ),
+            let read = pve.call_within(&read_config, Some(deadline)).await;
+            let size = disk_size(run, ev, disk, &read_config, read, Some(deadline));
+            let size = or_break!('verdict, size.map_err(|why| {
+                format!(
+                    "the resize of disk {disk} ended, but its size could not be read back: {why}; check the size (run getConfig) before resizing again — a relative size (+N) would grow the disk again"
+                )
             }));
-            // PVE before 8.0 resizes synchronously and answers null.
-            if !answer.is_null() {
-                let upid = match upid_of(&answer, &request.label()) {
-                    Ok(upid) => upid,
-                    Err(unread) => {
-                        ev.trail.outcome_unknown = true;
-                        break 'verdict Err(unknown(&PveError::malformed(unread.0)));
-                    }
-                };
-                ev.trail.last_task = Some(upid.to_string());
-                let followed = follow_task(&pve, &upid).await;
-                let followed = ev.trail.followed(followed);
-                or_break!('verdict, followed.map_err(|why| format!("resize {label} to {}: {why}", args.size)));
+            match size {
+                Some(bytes) if bytes >= target => break bytes,
+                Some(bytes) => last = Some(bytes),
+                None => {}
             }
-            // The config polled until the disk's size reaches `target`, briefly: the task already
-            // ended.
-            let budget_ms = SETTLE_MS.min(run.wait_budget_ms());
-            wait = Some((
-                Pacer::new(run.host.now_ms(), budget_ms, pve.poll_cap_ms),
-                budget_ms,
-            ));
+            if pacer.pause(run.host).await.is_err() {
+                break 'verdict Err(format!(
+                    "{label} did not reach the target size: expected at least {}, observed {} after {} — check the storage's free space and the resize task's log",
+                    human(target),
+                    last.map_or("no size".to_string(), human),
+                    seconds(budget_ms)
+                ));
+            }
         };
-        let before = before.flatten();
         // The state after it, for the record: a lock there is "not yet" (the resize holds only the
         // config's flock, PVE/API2/Qemu.pm resize_vm, pve-container PVE/API2/LXC.pm resize_vm: a
         // lock is another operation's); one that cannot be read keeps the earlier state, as a warning.
