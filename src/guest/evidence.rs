@@ -632,8 +632,8 @@ enum Wait<'a> {
     Held { reread: bool },
 }
 
-/// The one course of every lock wait ([`unlocked`], [`unlocked_after`], [`settled_after`]): one
-/// state machine holds the reads (issue 32).
+/// The one course of every lock wait ([`unlocked`], [`unlocked_after`], [`settled_after`],
+/// [`lock_released`]): one state machine holds the reads (issue 32).
 async fn lock_waited<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
@@ -649,7 +649,8 @@ async fn lock_waited<H: Host>(
             Err(e) => return Err(e),
         }
     }
-    // After a change, a guest without any lock is done; before one, only a busy lock is waited.
+    // After a change, a guest without any lock is done; before one, only a busy lock is waited; a
+    // lock a course found is waited out.
     if matches!(wait, Wait::After(_) | Wait::Settled { .. }) && lock_of(&ev.status).is_none() {
         return Ok(());
     }
