@@ -11,7 +11,7 @@ use crate::host::Host;
 use crate::methods::change_course::{self, guest_change};
 use crate::methods::node_status::read_node;
 use crate::methods::{
-    attach_disk, backup, check, clone, cloud_init, container_exec, create, delete, delete_backup,
+    attach_disk, backup, check, clone, container_exec, create, delete, delete_backup,
     delete_snapshot, detach_disk, download_url, file_read, file_write, firewall_alias,
     firewall_ipset, firewall_options, firewall_rules, get_config, guest_exec, ha_resource, ha_rule,
     ha_status, list_backups, list_snapshots, lookup, migrate, nic, node_config, node_status,
@@ -202,7 +202,7 @@ fn method_rules(kind: GuestKind, method: &str, args: &Value) -> Result<bool, Arg
         ),
         Method::CloudInit => kept!(
             Method::CloudInit,
-            cloud_init::CloudInitArgs::parse(args).err(),
+            change_course::cloud_init(kind, args).err(),
             None
         ),
         Method::WaitReady => kept!(
@@ -519,7 +519,7 @@ fn method_future<'a, H: Host>(
         ),
         Method::CloudInit => kept!(
             Method::CloudInit,
-            boxed(cloud_init::cloud_init(run, args)),
+            boxed(guest_change(run, args, change_course::cloud_init)),
             boxed(left_out(method))
         ),
         Method::WaitReady => kept!(

@@ -12,8 +12,8 @@
 
 use super::backups::{archive_listed, list_archives, ArchiveConfig, BackupVolid};
 use super::evidence::{
-    settle_evidence, sight, sight_or_absent, sight_with, unlocked, unlocked_after, Absent,
-    Evidence, Sighting, TaskTrail,
+    lock_released, sight, sight_or_absent, sight_with, unlocked, unlocked_after, Absent, Evidence,
+    Sighting, TaskTrail,
 };
 use super::gates::MANAGED_TAG;
 use super::locate::next_id_free;
@@ -270,15 +270,9 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                             "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
                             ev.label(run)
                         ));
-                        let waited =
-                            settle_evidence(run, &mut ev, run.wait_budget_ms(), &|_| true).await;
                         // The config read while locked was unfinished: read what the finished
                         // guest holds.
-                        let waited = match waited {
-                            Ok(()) => ev.reread_config(run).await,
-                            Err(why) => Err(why),
-                        };
-                        if let Err(why) = waited {
+                        if let Err(why) = lock_released(run, &mut ev, true).await {
                             break 'refused Some(format!(
                                 "VMID {vmid} holds {name:?}, but it is locked ({lock}): the operation that creates it has not finished ({why}) — it is not counted as done; check the task list of node {} for its task, then run {} again",
                                 ev.at.node, run.method
@@ -352,8 +346,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     let Some(lock) = lock_of(&template.status).map(str::to_owned) else {
                         break 'template std::mem::take(&mut template.at.node);
                     };
-                    let budget_ms = run.wait_budget_ms();
-                    match settle_evidence(run, &mut template, budget_ms, &|_| true).await {
+                    match lock_released(run, &mut template, false).await {
                         Ok(()) => std::mem::take(&mut template.at.node),
                         Err(why) => {
                             return ended(None, format!(

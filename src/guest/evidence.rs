@@ -441,14 +441,14 @@ pub fn sight_to_change<'a, 'r, H: Host>(
 /// [`sight_or_absent`] reading as much as `look` says, for a method that changes the guest (its
 /// config, its disks, a template): a lock on it is waited out ([`unlocked`]). One sighting for the
 /// methods of one course (`methods::change_course`, issue 32). Its absence is said as
-/// [`absent_message`] with `words` after it.
+/// [`absent_message`] with `words`, then `verb`, after it.
 pub fn sight_look_to_change<'a, 'r, H: Host>(
     run: &'a Run<'r, H>,
     target: &'a GuestRef,
     look: Look,
-    words: &'a str,
+    (words, verb): (&'a str, &'a str),
 ) -> impl Future<Output = Result<Box<Evidence>, Outcome>> + use<'a, 'r, H> {
-    sight_for(run, target, look, Absent::Words(words, ""), true)
+    sight_for(run, target, look, Absent::Words(words, verb), true)
 }
 
 /// Finds a guest a method must act on; a confirmed absence ends the run as a failure (recorded as
@@ -463,7 +463,7 @@ pub fn sight_or_absent<'a, 'r, H: Host>(
 }
 
 /// `… does not exist on any node …: there is nothing to <verb>`.
-const NOTHING_TO: &str = ": there is nothing to ";
+pub const NOTHING_TO: &str = ": there is nothing to ";
 
 /// Finds a guest a method removes ([`sight_to_change`]); a confirmed absence is the success the
 /// method wants, its summary [`absent_message`] with `words` after it (recorded as `absent`).
@@ -613,6 +613,17 @@ pub fn settled_after<'a, 'r, H: Host>(
     lock_waited(run, ev, Wait::Settled { done, unread_warns })
 }
 
+/// A lock a course found on a guest, waited out within what is left of the method's one budget;
+/// then (`reread`) its config read again, as an unfinished operation may have changed it. `Err`
+/// says why in the wait's own words: the course says what it was waiting for.
+pub fn lock_released<'a, 'r, H: Host>(
+    run: &'a Run<'r, H>,
+    ev: &'a mut Evidence,
+    reread: bool,
+) -> impl Future<Output = Result<(), String>> + use<'a, 'r, H> {
+    lock_waited(run, ev, Wait::Held { reread })
+}
+
 /// Which lock wait [`lock_waited`] is.
 enum Wait<'a> {
     /// Before a change, of this lock ([`unlocked`]).
@@ -621,10 +632,12 @@ enum Wait<'a> {
     After(&'a str),
     /// [`Wait::After`] once the status is read again ([`settled_after`]).
     Settled { done: &'a str, unread_warns: bool },
+    /// Of a lock the course found, its config read again when `reread` ([`lock_released`]).
+    Held { reread: bool },
 }
 
-/// The one course of every lock wait ([`unlocked`], [`unlocked_after`], [`settled_after`]): one
-/// state machine holds the reads (issue 32).
+/// The one course of every lock wait ([`unlocked`], [`unlocked_after`], [`settled_after`],
+/// [`lock_released`]): one state machine holds the reads (issue 32).
 async fn lock_waited<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
@@ -640,15 +653,20 @@ async fn lock_waited<H: Host>(
             Err(e) => return Err(e),
         }
     }
-    // After a change, a guest without any lock is done; before one, only a busy lock is waited.
-    if !matches!(wait, Wait::Before(_)) && lock_of(&ev.status).is_none() {
+    // After a change, a guest without any lock is done; before one, only a busy lock is waited; a
+    // lock a course found is waited out.
+    if matches!(wait, Wait::After(_) | Wait::Settled { .. }) && lock_of(&ev.status).is_none() {
         return Ok(());
     }
     let waited = settle_evidence(run, ev, run.wait_budget_ms(), &|_| true).await;
     waited.map_err(|why| lock_wait_failed(run, ev, &wait, why))?;
-    match ev.config.is_empty() {
-        true => Ok(()),
-        false => ev.reread_config(run).await,
+    let reread = match wait {
+        Wait::Held { reread } => reread,
+        _ => !ev.config.is_empty(),
+    };
+    match reread {
+        false => Ok(()),
+        true => ev.reread_config(run).await,
     }
 }
 
@@ -664,6 +682,7 @@ fn lock_wait_failed<H: Host>(run: &Run<'_, H>, ev: &Evidence, wait: &Wait, why: 
             let why = locked_out(run, ev, "its lock released", why);
             format!("{done}, but {why}")
         }
+        Wait::Held { .. } => why,
     }
 }
 

@@ -1,13 +1,14 @@
 //! The one course of the methods that change a guest's disks or config — `resizeDisk`, `moveDisk`,
-//! `convertToTemplate` and those built on `setConfig` (setConfig, setNic, removeNic, attachDisk,
-//! detachDisk): read the arguments, find the guest and wait out a lock on it, run the method's own
+//! `convertToTemplate`, `cloudInit` and those built on `setConfig` (setConfig, setNic, removeNic,
+//! attachDisk, detachDisk): read the arguments, find the guest and wait out a lock on it, run the method's own
 //! course, record. One state machine and one boxed future for them all (issue 32: a wrapper
 //! future per method cost its own).
 
 use crate::args::ArgError;
-use crate::guest::evidence::{sight_look_to_change, Look};
+use crate::guest::evidence::{sight_look_to_change, Look, NOTHING_TO};
 use crate::guest::record::GuestRecord;
 use crate::host::Host;
+use crate::methods::cloud_init::{self, CloudInitArgs};
 use crate::methods::move_disk::{self, MoveArgs};
 use crate::methods::resize_disk::{self, ResizeArgs};
 use crate::methods::set_config::{self, ConfigChange};
@@ -24,6 +25,7 @@ pub enum GuestChange {
     Template(TemplateArgs),
     /// A method built on `setConfig`.
     Config(Box<dyn ConfigChange>),
+    CloudInit(Box<CloudInitArgs>),
 }
 
 /// Reads a method's arguments into its change ([`GuestChange`]).
@@ -53,6 +55,13 @@ pub fn set_config(kind: GuestKind, args: &Value) -> Result<GuestChange, ArgError
     )?)))
 }
 
+/// `cloudInit`'s change, from its arguments.
+pub fn cloud_init(_: GuestKind, args: &Value) -> Result<GuestChange, ArgError> {
+    Ok(GuestChange::CloudInit(Box::new(CloudInitArgs::parse(
+        args,
+    )?)))
+}
+
 /// Runs a guest change (its arguments read by `parse`).
 pub async fn guest_change<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse) -> Outcome {
     let change = match parse(run.kind, args) {
@@ -65,31 +74,52 @@ pub async fn guest_change<H: Host>(run: &Run<'_, H>, args: &Value, parse: Parse)
         GuestChange::Resize(args) => (
             &args.target,
             Look::WithConfig,
-            ": there is no disk to resize",
+            (": there is no disk to resize", ""),
         ),
-        GuestChange::Move(args) => (&args.target, Look::WithConfig, ": there is no disk to move"),
+        GuestChange::Move(args) => (
+            &args.target,
+            Look::WithConfig,
+            (": there is no disk to move", ""),
+        ),
         GuestChange::Template(args) => (
             &args.target,
             Look::ToAct,
-            ": there is nothing to convert to a template",
+            (": there is nothing to convert to a template", ""),
         ),
         GuestChange::Config(method) => (
             &method.base().target,
             Look::WithConfig,
-            ": there is no config to change",
+            (": there is no config to change", ""),
+        ),
+        GuestChange::CloudInit(args) => (
+            &args.set.target,
+            Look::ToAct,
+            (NOTHING_TO, "configure cloud-init for"),
         ),
     };
     let mut ev = match sight_look_to_change(run, target, look, words).await {
         Ok(ev) => ev,
         Err(outcome) => return outcome,
     };
-    // A config change's record shows what it left pending; the others' show the guest alone.
+    // A config change's record shows what it left pending (cloudInit's: its pending keys alone);
+    // the others' show the guest alone.
+    let mut pending = None;
     let (verdict, mut snapshot) = match &change {
         GuestChange::Resize(args) => (resize_disk::course(run, &mut ev, args).await, None),
         GuestChange::Move(args) => (move_disk::course(run, &mut ev, args).await, None),
         GuestChange::Template(args) => (template::convert(run, &mut ev, args).await, None),
         GuestChange::Config(method) => set_config::course(run, &mut ev, &**method).await,
+        GuestChange::CloudInit(args) => {
+            let (verdict, left) = cloud_init::course(run, &mut ev, args).await;
+            pending = Some(left);
+            (verdict, None)
+        }
     };
-    let mut extend = |record: &mut GuestRecord| set_config::with_pending(record, &mut snapshot);
+    let mut extend = |record: &mut GuestRecord| {
+        set_config::with_pending(record, &mut snapshot);
+        if let Some(pending) = pending.take() {
+            record.put_pending(pending);
+        }
+    };
     ev.outcome_with(run, verdict, Some(&mut extend)).await
 }

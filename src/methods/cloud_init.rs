@@ -12,7 +12,7 @@ use crate::args::{ArgError, Fields, Kind, Read, Spec};
 use crate::client::shaped;
 use crate::explain::{could_not, mutation_failed};
 use crate::guest::config::ConfigSnapshot;
-use crate::guest::evidence::{sight_to_change, Evidence};
+use crate::guest::evidence::Evidence;
 use crate::guest::reboot::ApplyPending;
 use crate::guest::reference::GuestRef;
 use crate::guest::target::Target;
@@ -20,7 +20,6 @@ use crate::host::Host;
 use crate::methods::set_config::{
     apply, pending_read_after_reboot, reboot_then_pending, SetConfigArgs,
 };
-use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::quote::push_item;
@@ -196,17 +195,13 @@ const STEPS: [Step; 6] = [
     Step::Pending,
 ];
 
-/// Runs `cloudInit`: the module doc's steps, ending in the guest's record with what it left
-/// pending.
-pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
-    let args = match CloudInitArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => return Failure::from(e).into(),
-    };
-    let mut ev = match sight_to_change(run, &args.set.target, "configure cloud-init for").await {
-        Ok(ev) => ev,
-        Err(outcome) => return outcome,
-    };
+/// `cloudInit`'s course, once the guest is found (`change_course::guest_change`): the module
+/// doc's steps; the verdict, and what the record shows pending.
+pub async fn course<H: Host>(
+    run: &Run<'_, H>,
+    ev: &mut Evidence,
+    args: &CloudInitArgs,
+) -> (Result<String, String>, Map<String, Value>) {
     let mut pending = Map::new();
     // gate (a cloud-init drive) → set the options → regenerate the drive → read back what PVE
     // generates from it and what it lists pending against it → apply at boot (at the next one, see
@@ -238,7 +233,7 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     let config = ev.config_read(run, &request, answer);
                     or_break!('configure, require_drive(&label, vmid, config));
                     if !args.set.changes.is_empty() {
-                        let (applied, snapshot) = apply(run, &mut ev, &args.set.changes).await;
+                        let (applied, snapshot) = apply(run, ev, &args.set.changes).await;
                         if let Some(snapshot) = snapshot {
                             pending = snapshot.pending;
                         }
@@ -257,33 +252,28 @@ pub async fn cloud_init<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                         let action = format!("read the generated cloud-init {part} config of {label}");
                         could_not(&action, &e).0
                     }));
-                    missing.append(&mut lacks(part, &text, &args));
+                    missing.append(&mut lacks(part, &text, args));
                 }
                 Step::Pending => {
                     let rows = shaped(&request, "a cloud-init pending list", answer);
-                    summary = or_break!('configure, drive_current(&label, &args, rows));
+                    summary = or_break!('configure, drive_current(&label, args, rows));
                 }
             }
         }
-        if let Some(verdict) = without_reboot(run, &mut ev, &args, &summary) {
+        if let Some(verdict) = without_reboot(run, ev, args, &summary) {
             break 'configure Ok(verdict);
         }
-        let (rebooted, after) = reboot_then_pending(run, &mut ev, args.timeout_sec).await;
+        let (rebooted, after) = reboot_then_pending(run, ev, args.timeout_sec).await;
         match rebooted {
             Ok(rebooted) => after_reboot(&label, &summary, &rebooted, after, &mut pending),
             Err(why) => {
-                let after = pending_read_after_reboot(run, &mut ev, after);
+                let after = pending_read_after_reboot(run, ev, after);
                 pending = after.map(|a| a.pending).unwrap_or_default();
                 Err(why)
             }
         }
     };
-    ev.outcome_with(
-        run,
-        verdict,
-        Some(&mut |record| record.put_pending(std::mem::take(&mut pending))),
-    )
-    .await
+    (verdict, pending)
 }
 
 /// A running VM takes its cloud-init config at boot: the summary when no reboot applies it now (a

@@ -11,7 +11,7 @@
 use crate::args::{is_storage_id, ArgError, Fields};
 use crate::guest::evidence::{settled_after, Evidence};
 use crate::guest::reference::GuestRef;
-use crate::guest::snapshots::{snapshot_holds, tree_read, tree_request};
+use crate::guest::snapshots::{snapshot_holds, tree_read, tree_request, Snapshot};
 use crate::guest::storage::{storage_in, storage_refusal, unusable};
 use crate::guest::volumes::{
     is_unused, listed_on_storage, listed_request, storage_of, unused_holding, volume_at,
@@ -139,27 +139,43 @@ pub async fn course<H: Host>(
     // cannot take the volume, and — with `delete` — a source a snapshot still uses (qemu-server
     // `PVE/API2/Qemu.pm` move_vm_disk, pve-container `PVE/API2/LXC.pm` move_volume: "you can't
     // move a disk with snapshots and delete the source").
-    // Sent from this course's own await, judged by a plain step (no wrapper's state machine).
-    let answer = run.pve().call(&endpoints::node_storage(&ev.at.node)).await;
-    let store = storage_in(answer, &ev.at.node, &args.storage);
-    if let Some(why) = store_refusal(run.kind, args, store) {
-        return Err(refusal(run, ev, args, why));
-    }
-    if args.delete {
-        // Each snapshot's config, in turn: the first that holds the source refuses the move.
-        let answer = run.pve().call(&tree_request(run.kind, &ev.at, false)).await;
-        let tree = tree_read(run, ev, answer)?;
-        for snapshot in &tree.snapshots {
-            let name = &snapshot.name;
-            let request = endpoints::snapshot_config(&ev.at.node, run.kind, ev.at.vmid, name);
-            let answer = run.pve().call(&request).await;
-            if snapshot_holds(run, ev, &from, name, answer)? {
-                let why = format!(
-                    "snapshot {name:?} uses {from}, and PVE does not move a disk with snapshots and delete the source"
-                );
-                return Err(refusal(run, ev, args, why));
+    // Sent from one await of this course, in turn (issue 32): the node's storages, then — with
+    // `delete` — the snapshot list and each snapshot's config; each answer judged by a plain step.
+    // `step` 0 is the storages, 1 the list, 2 + i the i-th snapshot.
+    let mut snapshots: Vec<Snapshot> = Vec::new();
+    let mut step: usize = 0;
+    loop {
+        let request = match (step, snapshots.get(step.wrapping_sub(2))) {
+            (0, _) => endpoints::node_storage(&ev.at.node),
+            (1, _) => tree_request(run.kind, &ev.at, false),
+            (_, Some(Snapshot { name, .. })) => {
+                endpoints::snapshot_config(&ev.at.node, run.kind, ev.at.vmid, name)
             }
+            (_, None) => break,
+        };
+        let answer = run.pve().call(&request).await;
+        match snapshots.get(step.wrapping_sub(2)) {
+            _ if step == 0 => {
+                let store = storage_in(answer, &ev.at.node, &args.storage);
+                if let Some(why) = store_refusal(run.kind, args, store) {
+                    return Err(refusal(run, ev, args, why));
+                }
+                if !args.delete {
+                    break;
+                }
+            }
+            // Each snapshot's config, in turn: the first that holds the source refuses the move.
+            Some(Snapshot { name, .. }) => {
+                if snapshot_holds(run, ev, &from, name, answer)? {
+                    let why = format!(
+                        "snapshot {name:?} uses {from}, and PVE does not move a disk with snapshots and delete the source"
+                    );
+                    return Err(refusal(run, ev, args, why));
+                }
+            }
+            None => snapshots = tree_read(run, ev, answer)?.snapshots,
         }
+        step += 1;
     }
     // Then the move, its task, and the config and the source's storage after it.
     // The request and its action end with their await: the later ones need not carry them, nor
