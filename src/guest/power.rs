@@ -15,7 +15,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
-use crate::task::{follow_task, TaskTrouble};
+use crate::task::TaskTrouble;
 use serde_json::Value;
 
 /// How long a shutdown task is followed beyond `timeoutSec` (PVE's own wait inside the task).
@@ -271,13 +271,11 @@ pub async fn shut_down<H: Host>(
     let graceful_budget = WaitBudget::new(pve.task_timeout_ms.max(budget_ms + TASK_SLACK_MS));
     pve.budget = &graceful_budget;
     let request = endpoints::guest_shutdown(&ev.at.node, run.kind, ev.at.vmid, args.timeout_sec);
-    ev.trail.sending();
-    let answer = pve.call(&request).await;
-    let upid = ev
-        .trail
-        .accepted(answer, &request, &format!("shut down {label}"))?;
-    let followed = follow_task(&pve, &upid).await;
-    let followed = ev.trail.followed_outcome(followed);
+    let action = format!("shut down {label}");
+    let mut followed = Ok(());
+    ev.trail
+        .run(&pve, &request, &action, Some(&mut followed))
+        .await?;
     let (settle_ms, context) = settling(run, ev, followed, budget_ms, started);
     let why = match reach(run, ev, Target::Stopped, settle_ms, &context).await {
         Ok(()) => return Ok(format!("{label} shut down gracefully")),
@@ -347,7 +345,7 @@ pub async fn transition<H: Host>(
     target: Target,
 ) -> Result<(), String> {
     let action = format!("{verb} {}", ev.label(run));
-    ev.trail.run(&run.pve(), request, &action).await?;
+    ev.trail.run(&run.pve(), request, &action, None).await?;
     reach(
         run,
         ev,
