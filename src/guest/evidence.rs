@@ -129,20 +129,29 @@ impl TaskTrail {
         Ok(())
     }
 
-    /// Sends a task-creating request and follows its task.
+    /// Sends a task-creating request and follows its task. `Err` when PVE did not take it, or its
+    /// task did not end well — unless `kept` takes how it ended (shutdown's graceful attempt: the
+    /// guest's state decides). One future for every course's task (issue 32).
     pub async fn run<H: Host>(
         &mut self,
         pve: &Pve<'_, H>,
         request: &PveRequest,
         action: &str,
+        kept: Option<&mut Result<(), TaskTrouble>>,
     ) -> Result<(), String> {
         self.sending();
         let answer = pve.call(request).await;
         let upid = self.accepted(answer, request, action)?;
         let followed = follow_task(pve, &upid).await;
-        // The task's own words name it by UPID only: say which action it was.
-        self.followed(followed)
-            .map_err(|why| format!("{action}: {why}"))
+        let followed = self.followed_outcome(followed);
+        match kept {
+            Some(kept) => *kept = followed,
+            // The task's own words name it by UPID only: say which action it was.
+            None => {
+                followed.map_err(|trouble| format!("{action}: {}", trouble.into_failure().0))?
+            }
+        }
+        Ok(())
     }
 }
 

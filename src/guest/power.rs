@@ -15,7 +15,7 @@ use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::PveRequest;
 use crate::pve::responses::GuestStatus;
 use crate::run::Run;
-use crate::task::{follow_task, TaskTrouble};
+use crate::task::TaskTrouble;
 use serde_json::Value;
 
 /// How long a shutdown task is followed beyond `timeoutSec` (PVE's own wait inside the task).
@@ -205,7 +205,14 @@ pub async fn change_power<H: Host>(run: &Run<'_, H>, args: &Value, parse: ParseP
             break 'change Err(refused(&label, &ev.status, verb, &why));
         }
         let target = change.target(run.kind);
-        if or_break!('change, already(run, &mut ev, target).await) {
+        let there = match already(run, &ev, target) {
+            Ok(there) => there,
+            Err(context) => {
+                or_break!('change, reach(run, &mut ev, target, run.wait_budget_ms(), &context).await);
+                true
+            }
+        };
+        if there {
             break 'change Ok(format!(
                 "{label} was already {}; no {verb} was sent",
                 target.state()
@@ -258,7 +265,14 @@ pub async fn shut_down<H: Host>(
     ev.pass_gate(run, &gates::SHUTDOWN, force)?;
     refuse_paused(run, ev, "shut down")?;
     let label = ev.label(run);
-    if already(run, ev, Target::Stopped).await? {
+    let there = match already(run, ev, Target::Stopped) {
+        Ok(there) => there,
+        Err(context) => {
+            reach(run, ev, Target::Stopped, run.wait_budget_ms(), &context).await?;
+            true
+        }
+    };
+    if there {
         return Ok(format!("{label} was already stopped; no shutdown was sent"));
     }
     // The graceful attempt, in this course (an async fn around it would be one more future,
@@ -271,13 +285,11 @@ pub async fn shut_down<H: Host>(
     let graceful_budget = WaitBudget::new(pve.task_timeout_ms.max(budget_ms + TASK_SLACK_MS));
     pve.budget = &graceful_budget;
     let request = endpoints::guest_shutdown(&ev.at.node, run.kind, ev.at.vmid, args.timeout_sec);
-    ev.trail.sending();
-    let answer = pve.call(&request).await;
-    let upid = ev
-        .trail
-        .accepted(answer, &request, &format!("shut down {label}"))?;
-    let followed = follow_task(&pve, &upid).await;
-    let followed = ev.trail.followed_outcome(followed);
+    let action = format!("shut down {label}");
+    let mut followed = Ok(());
+    ev.trail
+        .run(&pve, &request, &action, Some(&mut followed))
+        .await?;
     let (settle_ms, context) = settling(run, ev, followed, budget_ms, started);
     let why = match reach(run, ev, Target::Stopped, settle_ms, &context).await {
         Ok(()) => return Ok(format!("{label} shut down gracefully")),
@@ -347,7 +359,7 @@ pub async fn transition<H: Host>(
     target: Target,
 ) -> Result<(), String> {
     let action = format!("{verb} {}", ev.label(run));
-    ev.trail.run(&run.pve(), request, &action).await?;
+    ev.trail.run(&run.pve(), request, &action, None).await?;
     reach(
         run,
         ev,
@@ -359,16 +371,14 @@ pub async fn transition<H: Host>(
 }
 
 /// Whether the guest is in `target` already, so nothing needs sending. In the target but locked is
-/// not yet: the lock is waited out (within the method's one budget) before it counts.
-pub async fn already<H: Host>(
-    run: &Run<'_, H>,
-    ev: &mut Evidence,
-    target: Target,
-) -> Result<bool, String> {
+/// not yet: `Err` says so (the context of the wait for its lock, which the caller awaits with
+/// [`reach`] within the method's one budget; it counts once that wait ends well). Plain: no state
+/// machine of its own (issue 32).
+pub fn already<H: Host>(run: &Run<'_, H>, ev: &Evidence, target: Target) -> Result<bool, String> {
     if !target.reached(run.kind, &ev.status) {
         return Ok(false);
     }
-    let Some(lock) = busy_lock(&ev.status).map(str::to_string) else {
+    let Some(lock) = busy_lock(&ev.status) else {
         return Ok(true);
     };
     run.info(&format!(
@@ -376,9 +386,7 @@ pub async fn already<H: Host>(
         ev.label(run),
         target.describe(run.kind)
     ));
-    let context = format!("{} was locked ({lock})", ev.label(run));
-    reach(run, ev, target, run.wait_budget_ms(), &context).await?;
-    Ok(true)
+    Err(format!("{} was locked ({lock})", ev.label(run)))
 }
 
 /// Waits up to `budget_ms` for `target`; the failure says what was expected (after `context`),

@@ -12,7 +12,7 @@ use crate::explain::could_not;
 use crate::guest::addresses::{describe_skipped, unusable};
 use crate::guest::create_course::{create_course, NewGuest};
 use crate::guest::evidence::{sight_to_change, Evidence};
-use crate::guest::power::{already, transition};
+use crate::guest::power::{already, reach, transition};
 use crate::guest::readiness::{
     await_ready, interfaces, no_agent, stopped_after, waits_for_agent, Readiness, ReadyArgs,
 };
@@ -148,7 +148,15 @@ async fn up<H: Host>(
     // address read; in this course, not an async fn of its own (issue 32).
     let brought_up = 'up: {
         let label = ev.label(run);
-        let mut summary = if or_break!('up, already(run, ev, Target::Running).await) {
+        let there = match already(run, ev, Target::Running) {
+            Ok(there) => there,
+            Err(context) => {
+                let budget_ms = run.wait_budget_ms();
+                or_break!('up, reach(run, ev, Target::Running, budget_ms, &context).await);
+                true
+            }
+        };
+        let mut summary = if there {
             format!("{label} was already running; no start was sent")
         } else {
             let verb = or_break!('up, wake_verb(ev, args, &label));
