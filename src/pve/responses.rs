@@ -173,7 +173,6 @@ pub struct NodeStorage {
     pub active: Option<bool>,
     /// Free bytes.
     pub avail: Option<u64>,
-    pub total: Option<u64>,
 }
 
 impl NodeStorage {
@@ -402,7 +401,6 @@ impl FromJson for NodeStorage {
             enabled: o.opt_bool("enabled"),
             active: o.opt_bool("active"),
             avail: o.opt_u64("avail"),
-            total: o.opt_u64("total"),
         })
     }
 }
