@@ -57,7 +57,6 @@ pub const KNOWN_QMP_STATUSES: [&str; 17] = [
 pub struct GuestStatus {
     /// `running` or `stopped`; required, because the verdict rests on it.
     pub status: String,
-    pub vmid: Option<u64>,
     pub qmpstatus: Option<String>,
     pub name: Option<String>,
     pub tags: Option<String>,
@@ -342,7 +341,6 @@ impl FromJson for GuestStatus {
         };
         Ok(GuestStatus {
             status,
-            vmid: o.opt_u64("vmid"),
             qmpstatus,
             name: o.opt_string("name"),
             tags: o.opt_string("tags"),
