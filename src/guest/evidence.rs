@@ -195,8 +195,8 @@ pub async fn sight_with<H: Host>(
     // Read where it lives (`locate::send_where_it_lives`'s steps, from this course's own awaits: its
     // read is several requests). Acting needs no config: its identity is carried from the stored
     // record (see `read_guest`).
-    // Each ending said where it is met: the read is not moved through `Placed` and `GuestRead`
-    // on its way to the evidence (issue 32).
+    // Each ending said where it is met: the read is not moved through an enum of its endings on
+    // its way to the evidence (issue 32).
     let mut placing = Placing::new(target);
     let (at, (status, config, identity, identity_at)) = loop {
         let at = match placing.next(run, target).await? {
