@@ -270,19 +270,30 @@ impl<T> Future for HostCall<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let call = self.get_mut();
-        let promise = match &mut call.promise {
-            Ok(promise) => promise,
-            Err(refused) => {
-                let polled_again = || internal("a host call was awaited after it ended".into());
-                return Poll::Ready(Err(refused.take().unwrap_or_else(polled_again)));
-            }
-        };
-        match Pin::new(promise).poll(cx) {
+        // Only the reading is instantiated for every `T` (issue 32).
+        match settled(&mut call.promise, cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(value)) => Poll::Ready((call.read)(&value)),
-            Poll::Ready(Err(e)) => Poll::Ready(Err(host_error(e))),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
         }
     }
+}
+
+/// A [`HostCall`]'s promise polled: its value once settled, or the host's error.
+fn settled(
+    promise: &mut Result<JsFuture, Option<HostError>>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<JsValue, HostError>> {
+    let promise = match promise {
+        Ok(promise) => promise,
+        Err(refused) => {
+            let polled_again = || internal("a host call was awaited after it ended".into());
+            return Poll::Ready(Err(refused.take().unwrap_or_else(polled_again)));
+        }
+    };
+    Pin::new(promise)
+        .poll(cx)
+        .map(|settled| settled.map_err(host_error))
 }
 
 /// A host pause ([`Host::sleep`]): the host's promise awaited as it is — every wait of the core
