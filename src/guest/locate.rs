@@ -240,7 +240,7 @@ pub async fn locate<H: Host>(
                 Step::Nodes(i + 1)
             }
         };
-        if step == Step::Live(listed.len()) {
+        if matches!(step, Step::Live(i) if i == listed.len()) {
             if let Some(vmid) = target.vmid {
                 return confirmed.pop().map(Found::Present).ok_or_else(|| {
                     Failure::new(format!(
@@ -257,14 +257,14 @@ pub async fn locate<H: Host>(
             nodes = nodes_of(kind, &guests);
             step = Step::Nodes(0);
         }
-        if step == Step::Nodes(nodes.len()) {
+        if matches!(step, Step::Nodes(i) if i == nodes.len()) {
             return one_named(kind, name, confirmed);
         }
     }
 }
 
 /// The request [`locate`] sends next.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Step {
     /// `GET /cluster/resources`.
     List,
