@@ -67,21 +67,22 @@ extern "C" {
     fn now(this: &JsHost) -> f64;
     #[wasm_bindgen(method)]
     fn log(this: &JsHost, level: &str, message: &str);
+    /// The host's promises of stored records, each awaited by a [`HostCall`] (as `http`'s).
     #[wasm_bindgen(method, catch, js_name = readRecord)]
-    async fn read_record(this: &JsHost, instance: &str) -> Result<JsValue, JsValue>;
+    fn read_record(this: &JsHost, instance: &str) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(method, catch, js_name = readRecords)]
-    async fn read_records(this: &JsHost, instances: JsValue) -> Result<JsValue, JsValue>;
+    fn read_records(this: &JsHost, instances: JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(method, catch, js_name = listRecords)]
-    async fn list_records(this: &JsHost, spec: &str) -> Result<JsValue, JsValue>;
+    fn list_records(this: &JsHost, spec: &str) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(method, catch)]
     fn select(this: &JsHost, expression: &str, fields: &str) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method, catch, js_name = writeFile)]
-    async fn write_file(
+    fn write_file(
         this: &JsHost,
         spec: &str,
         name: &str,
         text: &str,
-    ) -> Result<JsValue, JsValue>;
+    ) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(method)]
     fn aborted(this: &JsHost) -> bool;
 }
@@ -152,6 +153,34 @@ fn records_of(value: &JsValue) -> Result<Vec<Option<Value>>, HostError> {
         records.push(Some(record).filter(|r| !r.is_null()));
     }
     Ok(records)
+}
+
+/// A record the host read ([`Host::read_record`]): `null` or `undefined` when it is not stored.
+fn record_of(value: &JsValue) -> Result<Option<Value>, HostError> {
+    if value.is_null() || value.is_undefined() {
+        return Ok(None);
+    }
+    json_of(value, "record").map(Some)
+}
+
+/// The record names the host listed ([`Host::list_records`]): `null` or `undefined` when it
+/// cannot list them.
+fn names_of(value: &JsValue) -> Result<Option<Vec<String>>, HostError> {
+    if value.is_null() || value.is_undefined() {
+        return Ok(None);
+    }
+    match json_of(value, "record list")? {
+        Value::Array(names) if names.iter().all(Value::is_string) => {
+            let mut listed = Vec::with_capacity(names.len());
+            for name in &names {
+                listed.extend(name.as_str().map(str::to_string));
+            }
+            Ok(Some(listed))
+        }
+        _ => Err(internal(
+            "the host returned a record list the core cannot read".into(),
+        )),
+    }
 }
 
 /// A field of an object the host returned.
@@ -241,19 +270,30 @@ impl<T> Future for HostCall<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let call = self.get_mut();
-        let promise = match &mut call.promise {
-            Ok(promise) => promise,
-            Err(refused) => {
-                let polled_again = || internal("a host call was awaited after it ended".into());
-                return Poll::Ready(Err(refused.take().unwrap_or_else(polled_again)));
-            }
-        };
-        match Pin::new(promise).poll(cx) {
+        // Only the reading is instantiated for every `T` (issue 32).
+        match settled(&mut call.promise, cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(value)) => Poll::Ready((call.read)(&value)),
-            Poll::Ready(Err(e)) => Poll::Ready(Err(host_error(e))),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
         }
     }
+}
+
+/// A [`HostCall`]'s promise polled: its value once settled, or the host's error.
+fn settled(
+    promise: &mut Result<JsFuture, Option<HostError>>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<JsValue, HostError>> {
+    let promise = match promise {
+        Ok(promise) => promise,
+        Err(refused) => {
+            let polled_again = || internal("a host call was awaited after it ended".into());
+            return Poll::Ready(Err(refused.take().unwrap_or_else(polled_again)));
+        }
+    };
+    Pin::new(promise)
+        .poll(cx)
+        .map(|settled| settled.map_err(host_error))
 }
 
 /// A host pause ([`Host::sleep`]): the host's promise awaited as it is — every wait of the core
@@ -279,6 +319,19 @@ impl WasmHost {
     /// Whether the host implements an optional function: calling a missing one would trap.
     fn declares(&self, name: &str) -> bool {
         js_sys::Reflect::get(&self.0, &JsValue::from_str(name)).is_ok_and(|f| f.is_function())
+    }
+
+    /// The promise of an optional function's call (`call`), or — the host does not declare
+    /// `name` — one of `null` (nothing stored, nothing listed).
+    fn declared(
+        &self,
+        name: &str,
+        call: impl FnOnce() -> Result<js_sys::Promise, JsValue>,
+    ) -> Result<js_sys::Promise, HostError> {
+        match self.declares(name) {
+            true => call().map_err(host_error),
+            false => Ok(js_sys::Promise::resolve(&JsValue::NULL)),
+        }
     }
 }
 
@@ -314,12 +367,11 @@ impl Host for WasmHost {
         self.0.log(level, message);
     }
 
-    async fn read_record(&self, instance: &str) -> Result<Option<Value>, HostError> {
-        let value = self.0.read_record(instance).await.map_err(host_error)?;
-        if value.is_null() || value.is_undefined() {
-            return Ok(None);
-        }
-        json_of(&value, "record").map(Some)
+    fn read_record(
+        &self,
+        instance: &str,
+    ) -> impl Future<Output = Result<Option<Value>, HostError>> {
+        HostCall::new(self.0.read_record(instance).map_err(host_error), record_of)
     }
 
     /// One crossing for all of them: the records come back as one array, read as one JSON text.
@@ -327,30 +379,18 @@ impl Host for WasmHost {
         if !self.declares("readRecords") {
             return Ok(crate::host::read_one_by_one(self, instances).await);
         }
-        let value = self.0.read_records(js_names(instances)).await;
-        records_of(&value.map_err(host_error)?)
+        let promise = self.0.read_records(js_names(instances));
+        HostCall::new(promise.map_err(host_error), records_of).await
     }
 
-    async fn list_records(&self, spec: &str) -> Result<Option<Vec<String>>, HostError> {
-        if !self.declares("listRecords") {
-            return Ok(None);
-        }
-        let value = self.0.list_records(spec).await.map_err(host_error)?;
-        if value.is_null() || value.is_undefined() {
-            return Ok(None);
-        }
-        match json_of(&value, "record list")? {
-            Value::Array(names) if names.iter().all(Value::is_string) => {
-                let mut listed = Vec::with_capacity(names.len());
-                for name in &names {
-                    listed.extend(name.as_str().map(str::to_string));
-                }
-                Ok(Some(listed))
-            }
-            _ => Err(internal(
-                "the host returned a record list the core cannot read".into(),
-            )),
-        }
+    fn list_records(
+        &self,
+        spec: &str,
+    ) -> impl Future<Output = Result<Option<Vec<String>>, HostError>> {
+        HostCall::new(
+            self.declared("listRecords", || self.0.list_records(spec)),
+            names_of,
+        )
     }
 
     fn select(&self, expression: &str, fields: &str) -> Result<bool, String> {
@@ -365,17 +405,14 @@ impl Host for WasmHost {
         }
     }
 
-    async fn write_file(
+    fn write_file(
         &self,
         spec: &str,
         name: &str,
         text: &str,
-    ) -> Result<Option<String>, HostError> {
-        if !self.declares("writeFile") {
-            return Ok(None);
-        }
-        let stored = self.0.write_file(spec, name, text).await;
-        Ok(stored.map_err(host_error)?.as_string())
+    ) -> impl Future<Output = Result<Option<String>, HostError>> {
+        let promise = self.declared("writeFile", || self.0.write_file(spec, name, text));
+        HostCall::new(promise, |stored| Ok(stored.as_string()))
     }
 
     fn aborted(&self) -> bool {

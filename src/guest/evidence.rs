@@ -3,7 +3,7 @@
 
 use super::gates::Gate;
 use super::identity::Identity;
-use super::locate::{absent_message, as_guest_read, Found, GuestRead, Located, Placed, Placing};
+use super::locate::{absent_message, refused, Found, Located, Placing};
 pub use super::observe::Look;
 use super::observe::{read_guest, record_for};
 use super::record::GuestRecord;
@@ -205,36 +205,32 @@ pub async fn sight_with<H: Host>(
     // Read where it lives (`locate::send_where_it_lives`'s steps, from this course's own awaits: its
     // read is several requests). Acting needs no config: its identity is carried from the stored
     // record (see `read_guest`).
+    // Each ending said where it is met: the read is not moved through an enum of its endings on
+    // its way to the evidence (issue 32).
     let mut placing = Placing::new(target);
-    let placed = loop {
+    let (at, (status, config, identity, identity_at)) = loop {
         let at = match placing.next(run, target).await? {
-            Found::Absent { vmid } => break Placed::Absent { vmid },
+            Found::Absent { vmid } => return Ok(Sighting::Absent(vmid)),
             Found::Present(at) => at,
         };
         match read_guest(run, &at, look).await {
-            Ok(value) => break Placed::Done { at, value },
+            Ok(value) => break (at, value),
             Err(e) if placing.may_retry(&e) => {}
-            Err(error) => break Placed::Refused { at, error },
+            Err(error) => return Err(refused(run.kind, "the state", &at, &error)),
         }
     };
-    Ok(match as_guest_read(run.kind, "the state", placed)? {
-        GuestRead::Absent { vmid } => Sighting::Absent(vmid),
-        GuestRead::Read {
-            at,
-            value: (status, config, identity, identity_at),
-        } => Sighting::Present(Box::new(Evidence {
-            at,
-            identity,
-            identity_at,
-            config,
-            status,
-            observed_at: run.host.now_ms(),
-            observed_after: 0,
-            trail: TaskTrail::default(),
-            ipv4: None,
-            unreadable: false,
-        })),
-    })
+    Ok(Sighting::Present(Box::new(Evidence {
+        at,
+        identity,
+        identity_at,
+        config,
+        status,
+        observed_at: run.host.now_ms(),
+        observed_after: 0,
+        trail: TaskTrail::default(),
+        ipv4: None,
+        unreadable: false,
+    })))
 }
 
 impl Evidence {

@@ -43,14 +43,6 @@ pub enum Found {
     },
 }
 
-/// What reading a guest where it lives gave.
-pub enum GuestRead<T> {
-    /// Confirmed absent on every node.
-    Absent { vmid: u32 },
-    /// Found on `at`, and read.
-    Read { at: Located, value: T },
-}
-
 /// What acting on a guest where it lives gave.
 pub enum Placed<T> {
     /// Confirmed absent on every node.
@@ -61,23 +53,8 @@ pub enum Placed<T> {
     Refused { at: Located, error: PveError },
 }
 
-/// What acting where the guest lives gave ([`send_where_it_lives`], [`Placing`]), as a read: `what`
-/// names the read in errors ("the state", "the config"). A plain function over the awaited answer,
-/// not a future of its own wrapping the act (issue 32).
-pub fn as_guest_read<T>(
-    kind: GuestKind,
-    what: &str,
-    placed: Placed<T>,
-) -> Result<GuestRead<T>, Failure> {
-    match placed {
-        Placed::Absent { vmid } => Ok(GuestRead::Absent { vmid }),
-        Placed::Done { at, value } => Ok(GuestRead::Read { at, value }),
-        Placed::Refused { at, error } => Err(refused(kind, what, &at, &error)),
-    }
-}
-
-/// Why a read where the guest lives ([`as_guest_read`]) was refused: one copy of the message for
-/// every `T` (issue 32).
+/// Why a read where the guest lives (the sighting's, a [`send_where_it_lives`] reading's) was
+/// refused: one copy of the message for both.
 pub fn refused(kind: GuestKind, what: &str, at: &Located, error: &PveError) -> Failure {
     let noun = kind.noun();
     let action = format!("read {what} of {noun} {} on node {}", at.vmid, at.node);
@@ -263,7 +240,7 @@ pub async fn locate<H: Host>(
                 Step::Nodes(i + 1)
             }
         };
-        if step == Step::Live(listed.len()) {
+        if matches!(step, Step::Live(i) if i == listed.len()) {
             if let Some(vmid) = target.vmid {
                 return confirmed.pop().map(Found::Present).ok_or_else(|| {
                     Failure::new(format!(
@@ -280,14 +257,14 @@ pub async fn locate<H: Host>(
             nodes = nodes_of(kind, &guests);
             step = Step::Nodes(0);
         }
-        if step == Step::Nodes(nodes.len()) {
+        if matches!(step, Step::Nodes(i) if i == nodes.len()) {
             return one_named(kind, name, confirmed);
         }
     }
 }
 
 /// The request [`locate`] sends next.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Step {
     /// `GET /cluster/resources`.
     List,

@@ -257,9 +257,26 @@ async fn helper<H: Host>(
             ))
         }
         other => Err(format!(
-            "could not {what}: the guest exec ended as {other:?} — check the guest agent"
+            "could not {what}: the guest exec ended as {} — check the guest agent",
+            debug_text(&other)
         )),
     }
+}
+
+/// How an exec's end is named in a message: as its derived `Debug` prints it (`TimedOut`,
+/// `NotStarted { reason: "…" }`), written out here so that the module carries no struct
+/// formatter for it (issue 32).
+fn debug_text(outcome: &ExecOutcome) -> String {
+    let (name, field, reason) = match outcome {
+        ExecOutcome::Exited { code } => ("Exited", "code", code.to_string()),
+        ExecOutcome::Signaled { signal } => ("Signaled", "signal", signal.to_string()),
+        ExecOutcome::NotStarted { reason } => ("NotStarted", "reason", format!("{reason:?}")),
+        ExecOutcome::Unconfirmed { reason } => ("Unconfirmed", "reason", format!("{reason:?}")),
+        ExecOutcome::ResultLost { reason } => ("ResultLost", "reason", format!("{reason:?}")),
+        ExecOutcome::TimedOut => return "TimedOut".to_string(),
+        ExecOutcome::Aborted => return "Aborted".to_string(),
+    };
+    format!("{name} {{ {field}: {reason} }}")
 }
 
 #[cfg(test)]
@@ -296,6 +313,27 @@ mod tests {
         );
         let args = json!({"vmid": 100, "path": "/etc/motd", "content": "hello", "mode": "0644"});
         run_method(&host, "qemu", "fileWrite", args)
+    }
+
+    #[test]
+    fn an_exec_end_is_named_as_its_derived_debug_prints_it() {
+        use crate::guest::exec::ExecOutcome;
+        let reason = "agent \"qga\" not running\n".to_string();
+        for outcome in [
+            ExecOutcome::Exited { code: -1 },
+            ExecOutcome::Signaled { signal: 9 },
+            ExecOutcome::TimedOut,
+            ExecOutcome::NotStarted {
+                reason: reason.clone(),
+            },
+            ExecOutcome::Unconfirmed {
+                reason: reason.clone(),
+            },
+            ExecOutcome::ResultLost { reason },
+            ExecOutcome::Aborted,
+        ] {
+            assert_eq!(super::debug_text(&outcome), format!("{outcome:?}"));
+        }
     }
 
     #[test]

@@ -6,9 +6,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::guest::config::ConfigSnapshot;
-use crate::guest::locate::{
-    absent_message, as_guest_read, refused, send_where_it_lives, GuestRead, Located,
-};
+use crate::guest::locate::{absent_message, refused, send_where_it_lives, Located, Placed};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -46,19 +44,22 @@ pub async fn read_guest<H: Host>(
     };
     let request = |at: &Located| (reading.request)(&at.node, run.kind, at.vmid);
     let placed = send_where_it_lives(run, &target, &request).await;
-    match placed.and_then(|placed| as_guest_read(run.kind, reading.what, placed)) {
-        Ok(GuestRead::Read {
+    // An answer the reading cannot read is the node's refusal, as an error is.
+    let (at, error) = match placed {
+        Ok(Placed::Done {
             at,
             value: (request, data),
         }) => match (reading.record)(run, &at, &request, data) {
-            Ok(outcome) => outcome,
-            Err(error) => refused(run.kind, reading.what, &at, &error).into(),
+            Ok(outcome) => return outcome,
+            Err(error) => (at, error),
         },
-        Ok(GuestRead::Absent { vmid }) => {
-            Failure(absent_message(run.kind, vmid, reading.absent)).into()
+        Ok(Placed::Refused { at, error }) => (at, error),
+        Ok(Placed::Absent { vmid }) => {
+            return Failure(absent_message(run.kind, vmid, reading.absent)).into()
         }
-        Err(failure) => failure.into(),
-    }
+        Err(failure) => return failure.into(),
+    };
+    refused(run.kind, reading.what, &at, &error).into()
 }
 
 /// The guest's reference (a method's only argument besides the globals), read reading nothing.

@@ -56,19 +56,18 @@ use crate::run::{write_value, Run};
 use serde_json::{Map, Value};
 use std::fmt::Write;
 
-/// The arguments of `sync`.
+/// The arguments of `sync`: the selection as given, completed by [`Sweep::plan`] (one type for
+/// both, not a second one it is moved into: issue 32).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncArgs {
     /// A guest reference was given: sync just that guest.
     pub one_guest: bool,
-    pub scope: String,
     pub node: Option<String>,
-    /// The nodes to read instead of one node or the cluster.
-    pub nodes: Option<Vec<String>>,
-    /// Tags every recorded guest must carry, lower-cased.
-    pub tags: Vec<String>,
-    /// The expression every recorded guest's fields must satisfy.
-    pub r#where: Option<String>,
+    /// `nodes` was given: the nodes to read instead of one node or the cluster.
+    pub listed: bool,
+    /// The scope given (else `node`), the nodes listed (`nodes`), the tags every recorded guest
+    /// must carry (lower-cased) and the expression its fields must satisfy.
+    pub selection: SyncSelection,
 }
 
 /// The scope and the node, read borrowed and checked by one table walk.
@@ -96,14 +95,20 @@ impl SyncArgs {
         let scoped = scope.text.is_some();
         let mut parsed = SyncArgs {
             one_guest,
-            scope: scope.owned_or("node"),
             node: node.owned(),
-            nodes: None,
-            tags: Vec::new(),
-            r#where: None,
+            listed: false,
+            selection: SyncSelection {
+                scope: scope.owned_or("node"),
+                nodes: Vec::new(),
+                tags: Vec::new(),
+                r#where: None,
+            },
         };
+        let selection = &mut parsed.selection;
         let no_node = "must name at least one node";
-        parsed.nodes = names(&fields, "nodes", no_node, segment_fault, false)?;
+        let nodes = names(&fields, "nodes", no_node, segment_fault, false)?;
+        parsed.listed = nodes.is_some();
+        selection.nodes = nodes.unwrap_or_default();
         let tags = names(
             &fields,
             "tags",
@@ -111,9 +116,9 @@ impl SyncArgs {
             tag_fault,
             true,
         )?;
-        parsed.tags = tags.unwrap_or_default();
+        selection.tags = tags.unwrap_or_default();
         // Whether it compiles is the host's to judge (guest/select.rs), before anything is sent.
-        parsed.r#where = fields.text("where")?.map(str::to_string);
+        selection.r#where = fields.text("where")?.map(str::to_string);
         parsed.exclusions(scoped)?;
         Ok(parsed)
     }
@@ -121,19 +126,20 @@ impl SyncArgs {
     /// What cannot be given together: a guest reference and a selection; `nodes` and `node` or
     /// `scope` (`scoped`: it was given).
     fn exclusions(&self, scoped: bool) -> Result<(), ArgError> {
-        let selects = self.nodes.is_some() || !self.tags.is_empty() || self.r#where.is_some();
+        let selection = &self.selection;
+        let selects = self.listed || !selection.tags.is_empty() || selection.r#where.is_some();
         if self.one_guest && selects {
-            let field = match (&self.nodes, self.tags.is_empty()) {
-                (Some(_), _) => "nodes",
-                (None, false) => "tags",
-                (None, true) => "where",
+            let field = match (self.listed, selection.tags.is_empty()) {
+                (true, _) => "nodes",
+                (false, false) => "tags",
+                (false, true) => "where",
             };
             return Err(ArgError::new(
                 field,
                 "cannot be given with vmid or vmName (a sync of one guest selects nothing more)",
             ));
         }
-        if self.nodes.is_some() && (self.node.is_some() || scoped) {
+        if self.listed && (self.node.is_some() || scoped) {
             return Err(ArgError::new(
                 "nodes",
                 "cannot be given with node or scope: nodes is the scope",
@@ -332,26 +338,21 @@ impl Sweep {
     /// The sweep a selection asks for: `where` checked before anything is sent, then the
     /// selection its records state (the scope, its nodes, the tags, the expression).
     fn plan<H: Host>(run: &Run<'_, H>, parsed: SyncArgs) -> Result<Sweep, Failure> {
-        if let Some(expression) = &parsed.r#where {
+        let mut selection = parsed.selection;
+        if let Some(expression) = &selection.r#where {
             select::check(run.host, expression)?;
         }
-        let (scope, nodes) = match (parsed.nodes, parsed.scope.as_str()) {
-            (Some(nodes), _) => ("nodes", nodes),
-            (None, "cluster") => ("cluster", Vec::new()),
-            (None, _) => {
+        match (parsed.listed, selection.scope.as_str()) {
+            (true, _) => selection.scope = "nodes".to_string(),
+            (false, "cluster") => {}
+            (false, _) => {
                 let node = match parsed.node {
                     Some(node) => node,
                     None => run.global.transport.node().to_string(),
                 };
-                ("node", vec![node])
+                selection.nodes.push(node);
             }
-        };
-        let selection = SyncSelection {
-            scope: scope.to_string(),
-            nodes,
-            tags: parsed.tags,
-            r#where: parsed.r#where,
-        };
+        }
         Ok(Sweep {
             stated: selection.json(),
             selection,
@@ -832,6 +833,7 @@ mod tests {
         assert_eq!(
             SyncArgs::parse(&json!({"tags": ["WEB", "web"]}))
                 .unwrap()
+                .selection
                 .tags,
             vec!["web".to_string()]
         );

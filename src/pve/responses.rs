@@ -7,17 +7,14 @@ use super::read::{object, FromJson};
 use crate::quote::Joined;
 use serde_json::{Map, Value};
 
-/// One entry of `GET /cluster/resources?type=vm`.
+/// One entry of `GET /cluster/resources?type=vm`: what locating a guest and claiming a VMID read
+/// of it (its other fields are read by no one: issue 32).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterGuest {
     pub vmid: Option<u64>,
     pub kind: String,
     pub node: String,
     pub name: Option<String>,
-    pub status: Option<String>,
-    pub tags: Option<String>,
-    pub lock: Option<String>,
-    pub template: Option<bool>,
 }
 
 /// HA state of a guest as `status/current` reports it.
@@ -60,7 +57,6 @@ pub const KNOWN_QMP_STATUSES: [&str; 17] = [
 pub struct GuestStatus {
     /// `running` or `stopped`; required, because the verdict rests on it.
     pub status: String,
-    pub vmid: Option<u64>,
     pub qmpstatus: Option<String>,
     pub name: Option<String>,
     pub tags: Option<String>,
@@ -176,7 +172,6 @@ pub struct NodeStorage {
     pub active: Option<bool>,
     /// Free bytes.
     pub avail: Option<u64>,
-    pub total: Option<u64>,
 }
 
 impl NodeStorage {
@@ -305,10 +300,6 @@ impl FromJson for ClusterGuest {
             kind: o.or_default("type")?,
             node: o.or_default("node")?,
             name: o.opt_string("name"),
-            status: o.opt_string("status"),
-            tags: o.opt_string("tags"),
-            lock: o.opt_string("lock"),
-            template: o.opt_bool("template"),
         })
     }
 }
@@ -351,7 +342,6 @@ impl FromJson for GuestStatus {
         };
         Ok(GuestStatus {
             status,
-            vmid: o.opt_u64("vmid"),
             qmpstatus,
             name: o.opt_string("name"),
             tags: o.opt_string("tags"),
@@ -410,7 +400,6 @@ impl FromJson for NodeStorage {
             enabled: o.opt_bool("enabled"),
             active: o.opt_bool("active"),
             avail: o.opt_u64("avail"),
-            total: o.opt_u64("total"),
         })
     }
 }
