@@ -21,6 +21,7 @@ mod bounds_tests;
 pub mod catalog;
 pub mod client;
 pub mod clock;
+pub mod debug_text;
 pub mod dispatch;
 pub mod explain;
 #[cfg(test)]

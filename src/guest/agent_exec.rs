@@ -83,8 +83,9 @@ async fn exec_course<H: Host>(
         Err(e) => return (None, start_failure(e), None),
     };
     run.info(&format!(
-        "VM {}: started {:?} as pid {pid}",
-        at.vmid, args.command
+        "VM {}: started {} as pid {pid}",
+        at.vmid,
+        crate::debug_text::list(&args.command)
     ));
     let pve = run.pve();
     let now = run.host.now_ms();
@@ -150,8 +151,10 @@ impl<H: Host> Watch for Following<'_, '_, H> {
 
     fn waiting(&self) -> String {
         format!(
-            "{:?} (pid {}) in VM {} to exit — still running",
-            self.command, self.pid, self.at.vmid
+            "{} (pid {}) in VM {} to exit — still running",
+            crate::debug_text::list(&self.command),
+            self.pid,
+            self.at.vmid
         )
     }
 

@@ -371,8 +371,8 @@ pub fn verdict_message(
         ),
     };
     let mut message = format!(
-        "guestExec {:?} on {} {} (node {}){words}{detail}",
-        args.command,
+        "guestExec {} on {} {} (node {}){words}{detail}",
+        crate::debug_text::list(&args.command),
         kind.noun(),
         at.vmid,
         at.node

@@ -126,8 +126,10 @@ fn pct_exec<H: Host>(
         reason: e.to_string(),
     })?;
     run.info(&format!(
-        "container {}: running {:?} with pct exec on node {}",
-        at.vmid, args.command, at.node
+        "container {}: running {} with pct exec on node {}",
+        at.vmid,
+        crate::debug_text::list(&args.command),
+        at.node
     ));
     Ok(request)
 }

@@ -281,7 +281,8 @@ fn normalized(name: &str) -> Option<String> {
     }
     let bad = first?;
     Some(format!(
-        "must hold only letters, digits, _, . and - (PVE would replace {bad:?} with _ and store {stored:?})"
+        "must hold only letters, digits, _, . and - (PVE would replace {} with _ and store {stored:?})",
+        crate::debug_text::char(bad)
     ))
 }
 

@@ -58,7 +58,14 @@ fn differs(args: &AliasArgs, alias: &Value) -> Option<String> {
     let same = name == Some(&args.name)
         && have.and_then(address) == address(want)
         && same_comment(&args.comment, &comment);
-    (!same).then(|| format!("reads name {name:?}, cidr {have:?}, comment {comment:?}"))
+    (!same).then(|| {
+        format!(
+            "reads name {}, cidr {}, comment {}",
+            crate::debug_text::option(name),
+            crate::debug_text::option(have),
+            crate::debug_text::option(comment.as_deref())
+        )
+    })
 }
 
 fn plan(args: &AliasArgs, read: &Read) -> Result<Vec<Write>, String> {

@@ -309,7 +309,10 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
     };
     let have = comment_of(named_in(read[0].as_ref(), name).0);
     if !same_comment(&args.comment, &have) {
-        return Err(format!("IP set {name} has the comment {have:?}"));
+        return Err(format!(
+            "IP set {name} has the comment {}",
+            crate::debug_text::option(have.as_deref())
+        ));
     }
     let seen = listed(set)?;
     for (i, entry) in seen.iter().enumerate() {
@@ -329,7 +332,8 @@ fn judge(args: &IpsetArgs, read: &Read) -> Result<String, String> {
         if want.is_none_or(|want| differs(want, entry)) {
             let (n, c) = (entry.nomatch, &entry.comment);
             return Err(format!(
-                "IP set {name} lists {cidr} (nomatch {n}, comment {c:?}), not as declared"
+                "IP set {name} lists {cidr} (nomatch {n}, comment {}), not as declared",
+                crate::debug_text::option(c.as_deref())
             ));
         }
     }

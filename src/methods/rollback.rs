@@ -108,8 +108,9 @@ impl SnapshotChange for RollbackArgs {
     ) -> Result<String, String> {
         if after.current_parent.as_deref() != Some(self.name.as_str()) {
             return Err(format!(
-                "the rollback task ended successfully, but {label} descends from {:?}, not from snapshot {:?}",
-                after.current_parent, self.name
+                "the rollback task ended successfully, but {label} descends from {}, not from snapshot {:?}",
+                crate::debug_text::option(after.current_parent.as_deref()),
+                self.name
             ));
         }
         Ok(format!(

@@ -137,8 +137,11 @@ impl SnapshotChange for SnapshotArgs {
         }
         if taken.parent != parent || after.current_parent.as_deref() != Some(self.name.as_str()) {
             return Err(format!(
-                "snapshot {:?} of {label} is listed with parent {:?} and the guest descends from {:?}; expected parent {:?} and the guest descending from the new snapshot",
-                self.name, taken.parent, after.current_parent, parent
+                "snapshot {:?} of {label} is listed with parent {} and the guest descends from {}; expected parent {} and the guest descending from the new snapshot",
+                self.name,
+                crate::debug_text::option(taken.parent.as_deref()),
+                crate::debug_text::option(after.current_parent.as_deref()),
+                crate::debug_text::option(parent.as_deref())
             ));
         }
         let ram = match (self.vmstate, taken.vmstate) {

@@ -189,12 +189,12 @@ impl Shared {
 /// What makes two reads the same read: where they go, who asks, and what.
 fn flight_key(settings: &TransportSettings, request: &PveRequest) -> String {
     format!(
-        "{}|{}|{} {}?{:?}",
+        "{}|{}|{} {}?{}",
         endpoint(settings),
         identity(settings),
         request.verb.http_method(),
         request.display_path(),
-        request.params
+        crate::debug_text::pairs(&request.params)
     )
 }
 
