@@ -152,7 +152,7 @@ impl<H: Host> Watch for Following<'_, '_, H> {
     fn waiting(&self) -> String {
         format!(
             "{} (pid {}) in VM {} to exit — still running",
-            crate::debug_text::list(&self.command),
+            crate::debug_text::list(self.command),
             self.pid,
             self.at.vmid
         )
