@@ -91,23 +91,6 @@ impl TaskTrail {
         Ok(upid)
     }
 
-    /// [`TaskTrail::accepted`] of a request PVE may answer without starting a task (vzdump answers
-    /// a bare `OK` when it skipped the guest): `Ok(None)` when `skipped` says the answer is such a
-    /// one — nothing started, nothing changed.
-    pub fn accepted_unless(
-        &mut self,
-        answer: Result<Value, PveError>,
-        request: &PveRequest,
-        action: &str,
-        skipped: &dyn Fn(&Value) -> bool,
-    ) -> Result<Option<Upid>, String> {
-        if answer.as_ref().is_ok_and(skipped) {
-            self.mutations_sent -= 1;
-            return Ok(None);
-        }
-        self.accepted(answer, request, action).map(Some)
-    }
-
     /// Keeps what a task followed to its end ([`follow_task`]) left: `WARNINGS: n` counts as
     /// success and its warnings are kept. Plain: each course awaits `follow_task` itself, so no
     /// wrapper's state machine sits between (issue 32).
@@ -129,18 +112,29 @@ impl TaskTrail {
         Ok(())
     }
 
-    /// Sends a task-creating request and follows its task. `Err` when PVE did not take it, or its
-    /// task did not end well — unless `kept` takes how it ended (shutdown's graceful attempt: the
-    /// guest's state decides). One future for every course's task (issue 32).
+    /// Sends a task-creating request and follows its task (kept as `last_task`; none when `may_skip`
+    /// and PVE answered a bare `OK`: it started nothing — vzdump skipping the guest — so nothing
+    /// changed). `Err` when PVE did not take it, or its task did not end well — unless `kept` takes
+    /// how it ended (shutdown's graceful attempt: the guest's state decides). One future for every
+    /// course's task (issue 32).
     pub async fn run<H: Host>(
         &mut self,
         pve: &Pve<'_, H>,
         request: &PveRequest,
         action: &str,
         kept: Option<&mut Result<(), TaskTrouble>>,
+        may_skip: bool,
     ) -> Result<(), String> {
         self.sending();
         let answer = pve.call(request).await;
+        if may_skip
+            && answer
+                .as_ref()
+                .is_ok_and(|data| data.as_str() == Some("OK"))
+        {
+            self.mutations_sent -= 1;
+            return Ok(());
+        }
         let upid = self.accepted(answer, request, action)?;
         let followed = follow_task(pve, &upid).await;
         let followed = self.followed_outcome(followed);
