@@ -10,7 +10,8 @@ use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::seen::{Changes, Marks, Reading};
 use super::settle::{
-    busy_lock, describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen, HIBERNATED,
+    busy_lock, describe, lock_advice, lock_of, locked_advice, settle, status_of, status_request,
+    Seen, HIBERNATED,
 };
 use crate::client::{shaped, Pve};
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
@@ -243,7 +244,9 @@ impl Evidence {
 
     /// Reads the guest's state again into the evidence.
     pub async fn refresh<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
-        let read = read_status(&run.pve(), run.kind, &self.at, false).await;
+        let request = status_request(run.kind, &self.at, false);
+        let answer = run.pve().call(&request).await;
+        let read = status_of(&request, answer);
         self.unreadable = read.is_err();
         let status =
             read.map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
@@ -260,7 +263,9 @@ impl Evidence {
             return;
         }
         // One attempt: a read that failed on the way has had its retries.
-        match read_status(&run.pve(), run.kind, &self.at, true).await {
+        let request = status_request(run.kind, &self.at, true);
+        let answer = run.pve().call(&request).await;
+        match status_of(&request, answer) {
             Ok(status) => self.saw(run, self.at.clone(), status),
             Err(e) => run.host.log(
                 LogLevel::Debug,
