@@ -10,7 +10,8 @@ use super::record::GuestRecord;
 use super::reference::GuestRef;
 use super::seen::{Changes, Marks, Reading};
 use super::settle::{
-    busy_lock, describe, lock_advice, lock_of, locked_advice, read_status, settle, Seen, HIBERNATED,
+    busy_lock, describe, lock_advice, lock_of, locked_advice, settle, status_of, status_request,
+    Seen, HIBERNATED,
 };
 use crate::client::{shaped, Pve};
 use crate::explain::{could_not, mutation_failed, outcome_unknown};
@@ -91,23 +92,6 @@ impl TaskTrail {
         Ok(upid)
     }
 
-    /// [`TaskTrail::accepted`] of a request PVE may answer without starting a task (vzdump answers
-    /// a bare `OK` when it skipped the guest): `Ok(None)` when `skipped` says the answer is such a
-    /// one — nothing started, nothing changed.
-    pub fn accepted_unless(
-        &mut self,
-        answer: Result<Value, PveError>,
-        request: &PveRequest,
-        action: &str,
-        skipped: &dyn Fn(&Value) -> bool,
-    ) -> Result<Option<Upid>, String> {
-        if answer.as_ref().is_ok_and(skipped) {
-            self.mutations_sent -= 1;
-            return Ok(None);
-        }
-        self.accepted(answer, request, action).map(Some)
-    }
-
     /// Keeps what a task followed to its end ([`follow_task`]) left: `WARNINGS: n` counts as
     /// success and its warnings are kept. Plain: each course awaits `follow_task` itself, so no
     /// wrapper's state machine sits between (issue 32).
@@ -129,18 +113,29 @@ impl TaskTrail {
         Ok(())
     }
 
-    /// Sends a task-creating request and follows its task. `Err` when PVE did not take it, or its
-    /// task did not end well — unless `kept` takes how it ended (shutdown's graceful attempt: the
-    /// guest's state decides). One future for every course's task (issue 32).
+    /// Sends a task-creating request and follows its task (kept as `last_task`; none when `may_skip`
+    /// and PVE answered a bare `OK`: it started nothing — vzdump skipping the guest — so nothing
+    /// changed). `Err` when PVE did not take it, or its task did not end well — unless `kept` takes
+    /// how it ended (shutdown's graceful attempt: the guest's state decides). One future for every
+    /// course's task (issue 32).
     pub async fn run<H: Host>(
         &mut self,
         pve: &Pve<'_, H>,
         request: &PveRequest,
         action: &str,
         kept: Option<&mut Result<(), TaskTrouble>>,
+        may_skip: bool,
     ) -> Result<(), String> {
         self.sending();
         let answer = pve.call(request).await;
+        if may_skip
+            && answer
+                .as_ref()
+                .is_ok_and(|data| data.as_str() == Some("OK"))
+        {
+            self.mutations_sent -= 1;
+            return Ok(());
+        }
         let upid = self.accepted(answer, request, action)?;
         let followed = follow_task(pve, &upid).await;
         let followed = self.followed_outcome(followed);
@@ -249,7 +244,9 @@ impl Evidence {
 
     /// Reads the guest's state again into the evidence.
     pub async fn refresh<H: Host>(&mut self, run: &Run<'_, H>) -> Result<(), String> {
-        let read = read_status(&run.pve(), run.kind, &self.at, false).await;
+        let request = status_request(run.kind, &self.at, false);
+        let answer = run.pve().call(&request).await;
+        let read = status_of(&request, answer);
         self.unreadable = read.is_err();
         let status =
             read.map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
@@ -266,7 +263,9 @@ impl Evidence {
             return;
         }
         // One attempt: a read that failed on the way has had its retries.
-        match read_status(&run.pve(), run.kind, &self.at, true).await {
+        let request = status_request(run.kind, &self.at, true);
+        let answer = run.pve().call(&request).await;
+        match status_of(&request, answer) {
             Ok(status) => self.saw(run, self.at.clone(), status),
             Err(e) => run.host.log(
                 LogLevel::Debug,

@@ -173,18 +173,6 @@ pub fn absent_message(kind: GuestKind, vmid: u32, rest: &str) -> String {
     format!("{} {vmid} does not exist on any node{rest}", kind.noun())
 }
 
-/// [`locate`] for a method that needs the guest there: its confirmed absence fails the run.
-pub async fn locate_present<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
-    target: &GuestRef,
-) -> Result<Located, Failure> {
-    match locate(pve, kind, target).await? {
-        Found::Present(at) => Ok(at),
-        Found::Absent { vmid } => Err(Failure(absent_message(kind, vmid, ""))),
-    }
-}
-
 /// Finds the guest's node, or confirms its absence; anything in between is a failure.
 ///
 /// Every request of the course (the cluster's list, then nextid, the candidates' live names or

@@ -5,7 +5,7 @@
 use super::identity::{stored_identity, Identity};
 use super::locate::Located;
 use super::record::{identity_change, GuestRecord};
-use super::settle::read_status;
+use super::settle::{status_of, status_request};
 use crate::client::shaped;
 use crate::host::Host;
 use crate::pve::endpoints;
@@ -81,7 +81,9 @@ pub async fn read_guest<H: Host>(
                 }
             }
         }
-        read_status(&pve, run.kind, at, false).await?
+        let request = status_request(run.kind, at, false);
+        let answer = pve.call(&request).await;
+        status_of(&request, answer)?
     };
     if look != Look::WithConfig {
         // The state alone takes no identity: as with nothing stored.

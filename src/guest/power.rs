@@ -288,7 +288,7 @@ pub async fn shut_down<H: Host>(
     let action = format!("shut down {label}");
     let mut followed = Ok(());
     ev.trail
-        .run(&pve, &request, &action, Some(&mut followed))
+        .run(&pve, &request, &action, Some(&mut followed), false)
         .await?;
     let (settle_ms, context) = settling(run, ev, followed, budget_ms, started);
     let why = match reach(run, ev, Target::Stopped, settle_ms, &context).await {
@@ -359,7 +359,9 @@ pub async fn transition<H: Host>(
     target: Target,
 ) -> Result<(), String> {
     let action = format!("{verb} {}", ev.label(run));
-    ev.trail.run(&run.pve(), request, &action, None).await?;
+    ev.trail
+        .run(&run.pve(), request, &action, None, false)
+        .await?;
     reach(
         run,
         ev,

@@ -26,19 +26,22 @@ use std::fmt::Write;
 /// How a wait's error begins when the state could not be read (not when it was read and wrong).
 pub const UNREADABLE: &str = "its state could not be read";
 
-/// `GET …/status/current` of a located guest (`once`: not tried again after a failure).
-pub async fn read_status<H: Host>(
-    pve: &Pve<'_, H>,
-    kind: GuestKind,
-    at: &Located,
-    once: bool,
-) -> Result<GuestStatus, PveError> {
+/// `GET …/status/current` of a located guest (`once`: not tried again after a failure). Sent from
+/// each course's own await, its answer read by [`status_of`]: no future of its own (issue 32).
+pub fn status_request(kind: GuestKind, at: &Located, once: bool) -> PveRequest {
     let mut request = endpoints::guest_status(&at.node, kind, at.vmid);
     if once {
         request.repeat = Repeat::Never;
     }
-    let answer = pve.call(&request).await;
-    shaped(&request, "a guest status", answer)
+    request
+}
+
+/// The status a [`status_request`] was answered.
+pub fn status_of(
+    request: &PveRequest,
+    answer: Result<Value, PveError>,
+) -> Result<GuestStatus, PveError> {
+    shaped(request, "a guest status", answer)
 }
 
 /// Where a wait keeps the last status it read, when it read it, and after how many of the run's

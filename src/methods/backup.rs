@@ -23,9 +23,10 @@ use crate::outcome::RecordWrite;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::request::push_param;
 use crate::pve::responses::GuestStatus;
+use crate::pve::upid::Upid;
 use crate::record_json::put;
 use crate::run::Run;
-use crate::task::{follow_task, read_log};
+use crate::task::read_log;
 use serde_json::Value;
 
 /// vzdump's modes (pve-manager PVE/VZDump/Common.pm `mode`).
@@ -205,19 +206,13 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             let wanted = format!("its state before the backup ({})", describe(&ev.status));
             let action = format!("back up {label} to storage {}", args.storage);
             let request = endpoints::vzdump(&node, args.params(vmid));
-            let skipped = |data: &Value| data.as_str() == Some("OK");
             let pve = run.pve();
-            ev.trail.sending();
-            let answer = pve.call(&request).await;
-            let sent = ev
-                .trail
-                .accepted_unless(answer, &request, &action, &skipped);
-            let Some(upid) = or_break!('verdict, sent) else {
+            let ran = ev.trail.run(&pve, &request, &action, None, true).await;
+            or_break!('verdict, ran);
+            // The sighting followed no task: the trail's task is vzdump's, if it started one.
+            let Some(upid) = ev.trail.last_task.as_deref().and_then(Upid::parse) else {
                 break 'verdict Err(skipped_message(&action, run.kind, vmid));
             };
-            let followed = follow_task(&pve, &upid).await;
-            let followed = ev.trail.followed(followed);
-            or_break!('verdict, followed.map_err(|why| format!("{action}: {why}")));
             // vzdump picks the mode itself: a guest that is not running is backed up in `stop`
             // mode, and a snapshot that cannot be taken falls back to `suspend` (pve-manager
             // PVE/VZDump.pm exec_backup_task, which logs `backup mode: <mode>`). An unreadable log

@@ -8,7 +8,7 @@ use crate::client::shaped;
 use crate::explain::{could_not, hint};
 use crate::global_args::{SshSettings, TransportSettings};
 use crate::guest::exec::{conclude, ExecArgs, ExecOutcome, Observed};
-use crate::guest::locate::{locate_present, Located};
+use crate::guest::locate::{absent_message, locate, Found, Located};
 use crate::host::Host;
 use crate::host::{HostError, HostErrorKind, ProcessOutput, ProcessRequest};
 use crate::outcome::{Failure, Outcome};
@@ -32,8 +32,10 @@ pub async fn container_exec<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome 
         )
         .into();
     };
-    let at = match locate_present(&run.pve(), run.kind, &args.target).await {
-        Ok(at) => at,
+    // Located from this method's own await (no wrapper's state machine, issue 32).
+    let at = match locate(&run.pve(), run.kind, &args.target).await {
+        Ok(Found::Present(at)) => at,
+        Ok(Found::Absent { vmid }) => return Failure(absent_message(run.kind, vmid, "")).into(),
         Err(failure) => return failure.into(),
     };
     if at.node != settings.node {

@@ -82,7 +82,7 @@ pub async fn delete_backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         true => Vec::new(),
         false => record(&before),
     };
-    if let Err(message) = trail.run(&run.pve(), &request, &action, None).await {
+    if let Err(message) = trail.run(&run.pve(), &request, &action, None, false).await {
         return Outcome::failed(stale(&trail), message);
     }
     let after = match list_archives(run, &node, storage, volid.vmid).await {

@@ -5,7 +5,7 @@
 use crate::args::{ArgError, Fields};
 use crate::explain::could_not;
 use crate::guest::files::{check_path, read_bytes, Content, FileRecord, MAX_FILE_BYTES};
-use crate::guest::locate::locate_present;
+use crate::guest::locate::{absent_message, locate, Found};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -40,8 +40,10 @@ pub async fn file_read<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let at = match locate_present(&run.pve(), run.kind, &args.target).await {
-        Ok(at) => at,
+    // Located from this method's own await (no wrapper's state machine, issue 32).
+    let at = match locate(&run.pve(), run.kind, &args.target).await {
+        Ok(Found::Present(at)) => at,
+        Ok(Found::Absent { vmid }) => return Failure(absent_message(run.kind, vmid, "")).into(),
         Err(failure) => return failure.into(),
     };
     // One byte more than recorded tells a file of exactly maxBytes from a longer one.

@@ -9,7 +9,7 @@ use crate::explain::{could_not, mutation_failed};
 use crate::guest::agent_exec::execute;
 use crate::guest::exec::{ExecArgs, ExecOutcome, ExitPolicy};
 use crate::guest::files::{check_path, read_bytes, FileRecord, MAX_FILE_BYTES, WRITE_CHUNK_BYTES};
-use crate::guest::locate::{locate_present, Located};
+use crate::guest::locate::{absent_message, locate, Found, Located};
 use crate::guest::reference::GuestRef;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -81,8 +81,10 @@ pub async fn file_write<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let at = match locate_present(&run.pve(), run.kind, &args.target).await {
-        Ok(at) => at,
+    // Located from this method's own await (no wrapper's state machine, issue 32).
+    let at = match locate(&run.pve(), run.kind, &args.target).await {
+        Ok(Found::Present(at)) => at,
+        Ok(Found::Absent { vmid }) => return Failure(absent_message(run.kind, vmid, "")).into(),
         Err(failure) => return failure.into(),
     };
     let mut record = FileRecord::new(run, &at, &args.path);

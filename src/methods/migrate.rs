@@ -148,7 +148,11 @@ pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 },
             );
             let action = format!("migrate {} to node {}", ev.label(run), args.node);
-            if let Err(why) = ev.trail.run(&run.pve(), &request, &action, None).await {
+            if let Err(why) = ev
+                .trail
+                .run(&run.pve(), &request, &action, None, false)
+                .await
+            {
                 break 'moved Err(why);
             }
         }

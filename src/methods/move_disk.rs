@@ -195,7 +195,9 @@ pub async fn course<H: Host>(
             args.delete,
             args.format.as_deref(),
         );
-        ev.trail.run(&run.pve(), &request, &action, None).await?;
+        ev.trail
+            .run(&run.pve(), &request, &action, None, false)
+            .await?;
     }
     settled_after(run, ev, "the move task ended successfully", true).await?;
     ev.reread_config(run).await?;
