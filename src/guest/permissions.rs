@@ -644,24 +644,18 @@ const fn expr_end(t: &[u8], at: usize) -> Option<usize> {
             true => string_end(t, i + 1),
             false => number_end(t, i + 1),
         };
-        let Some(end) = head else {
+        let Some(next) = past_comma(t, head) else {
             return None;
         };
-        if !starts(t, end, b",") {
-            return None;
-        }
-        let Some(end) = expr_end(t, end + 1) else {
+        let Some(end) = expr_end(t, next) else {
             return None;
         };
         i = end;
     } else if starts(t, op, b"\"options\",") {
-        let Some(end) = string_end(t, i + 1) else {
+        let Some(next) = past_comma(t, string_end(t, i + 1)) else {
             return None;
         };
-        if !starts(t, end, b",") {
-            return None;
-        }
-        let Some(end) = string_end(t, end + 1) else {
+        let Some(end) = string_end(t, next) else {
             return None;
         };
         i = end;
@@ -671,6 +665,15 @@ const fn expr_end(t: &[u8], at: usize) -> Option<usize> {
     match starts(t, i, b"]") {
         true => Some(i + 1),
         false => None,
+    }
+}
+
+/// Where the part after a comma begins, given where the part before it ended (`None` when it
+/// did not parse, or no comma follows): the two-part operands of `when`, `pve` and `options`.
+const fn past_comma(t: &[u8], head_end: Option<usize>) -> Option<usize> {
+    match head_end {
+        Some(end) if starts(t, end, b",") => Some(end + 1),
+        _ => None,
     }
 }
 
