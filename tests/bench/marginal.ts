@@ -15,10 +15,15 @@ export const WEIGHED = ["snapshot", "restore"] as const;
 
 /**
  * Bytes of the optimised module built without `omit` (comma-separated names; "" = full). The
- * builds share one cargo folder (only the core is rebuilt when `PROXMOX_CORE_OMIT` changes).
+ * builds share one cargo folder (only the core is rebuilt when `PROXMOX_CORE_OMIT` changes);
+ * builds that run at the same time each need their own (`cargoDir`).
  */
-export async function moduleBytes(root: string, omit: string): Promise<number> {
-  const cargo = join(root, "target", "size-weigh");
+export async function moduleBytes(
+  root: string,
+  omit: string,
+  cargoDir = "size-weigh",
+): Promise<number> {
+  const cargo = join(root, "target", cargoDir);
   const dir = join(cargo, omit ? `without-${omit}` : "full");
   const script = 'source scripts/tools.sh && build_wasm "$1" "$2/out"';
   const out = await new Deno.Command("bash", {

@@ -1,8 +1,9 @@
 /**
  * What each method costs in the shipped module, measured: the core built without it
  * (`PROXMOX_CORE_OMIT`, see marginal.ts) against the full build, for every method of both models.
- * `deno run -A tests/bench/method_costs.ts [method ...]` builds once per method (about a minute each;
- * named methods alone when given, the others kept), writes
+ * `deno run -A tests/bench/method_costs.ts [--jobs N] [method ...]` builds once per method (about
+ * a minute each; named methods alone when given, the others kept; `--jobs 2` runs two builds at a
+ * time, each in its own cargo folder, for a machine with the cores to spare), writes
  * `method_costs.json` and README.md's table between its markers; tests/docs/method_costs_test.ts holds
  * the two equal and the list complete.
  *
@@ -10,6 +11,7 @@
  */
 import { model as qemu } from "../../js/proxmox_qemu.ts";
 import { model as lxc } from "../../js/proxmox_lxc.ts";
+import { parseArgs } from "node:util";
 import { moduleBytes } from "./marginal.ts";
 
 const ROOT = new URL("../../", import.meta.url);
@@ -56,21 +58,45 @@ export const MARKERS = [
 
 if (import.meta.main) {
   const root = ROOT.pathname;
+  const { values, positionals } = parseArgs({
+    args: Deno.args,
+    options: { jobs: { type: "string", default: "1" } },
+    allowPositionals: true,
+  });
+  const jobs = Number(values.jobs);
+  if (!Number.isInteger(jobs) || jobs < 1) {
+    throw new Error(`--jobs must be a whole number ≥ 1, not ${values.jobs}`);
+  }
   const full = await moduleBytes(root, "");
   // Names on the command line weigh only those, keeping the other figures of method_costs.json.
-  const only = Deno.args.length > 0;
+  const only = positionals.length > 0;
   const methods: Record<string, number> = only
     ? (JSON.parse(await Deno.readTextFile(COSTS_FILE)) as MethodCosts).methods
     : {};
-  for (const name of only ? Deno.args : methodNames()) {
+  const queue = only ? [...positionals] : methodNames();
+  for (const name of queue) {
     if (!methodNames().includes(name)) throw new Error(`no method ${name}`);
-    methods[name] = full - await moduleBytes(root, name);
-    console.error(`${name}: ${methods[name]} bytes`);
   }
+  // Each worker takes the next name and builds in its own cargo folder.
+  const worker = async (cargoDir: string) => {
+    for (let name = queue.shift(); name; name = queue.shift()) {
+      methods[name] = full - await moduleBytes(root, name, cargoDir);
+      console.error(`${name}: ${methods[name]} bytes`);
+    }
+  };
+  await Promise.all(
+    Array.from(
+      { length: jobs },
+      (_, i) => worker(i === 0 ? "size-weigh" : `size-weigh-${i + 1}`),
+    ),
+  );
   const costs: MethodCosts = {
     measuredOn: new Date().toISOString().slice(0, 10),
     moduleBytes: full,
-    methods,
+    // In name order, whichever build finished first.
+    methods: Object.fromEntries(
+      Object.entries(methods).sort(([a], [b]) => a.localeCompare(b)),
+    ),
   };
   await Deno.writeTextFile(COSTS_FILE, JSON.stringify(costs, null, 2) + "\n");
   const readme = new URL("README.md", ROOT);
