@@ -11,6 +11,7 @@ use crate::transport;
 use crate::watch::flight::Flight;
 use crate::watch::{FlightKey, Shared};
 use serde_json::Value;
+use std::fmt::Write;
 use std::future::Future;
 use std::rc::Rc;
 
@@ -252,23 +253,32 @@ impl Drop for Landing<'_> {
     }
 }
 
-/// A timeout names the knob that set its budget, so the user knows what to raise.
+/// A timeout names the knob that set its budget, so the user knows what to raise. Appended where
+/// the message lies, not built anew around it (issue 32).
 fn name_the_budget(error: &mut PveError, foreground: bool, timeout_ms: u64) {
     if error.kind == ErrorKind::Timeout {
-        let knob = match foreground {
-            true => format!("taskTimeoutSec plus {}s", FOREGROUND_TASK_SLACK_MS / 1000),
-            false => format!("requestTimeoutSec={}s", timeout_ms / 1000),
+        let message = &mut error.message;
+        let _ = match foreground {
+            true => write!(
+                message,
+                " (budget: taskTimeoutSec plus {}s)",
+                FOREGROUND_TASK_SLACK_MS / 1000
+            ),
+            false => write!(
+                message,
+                " (budget: requestTimeoutSec={}s)",
+                timeout_ms / 1000
+            ),
         };
-        error.message = format!("{} (budget: {knob})", error.message);
     }
 }
 
 /// A timeout of a request cut at its wait's deadline says so: the wait is over.
 fn name_the_wait(error: &mut PveError, given_ms: u64) {
     if error.kind == ErrorKind::Timeout {
-        error.message = format!(
-            "{} (cut at the wait's end, after {given_ms} ms)",
-            error.message
+        let _ = write!(
+            error.message,
+            " (cut at the wait's end, after {given_ms} ms)"
         );
     }
 }
