@@ -17,6 +17,7 @@ use crate::watch::node_tasks::{own_read_due, ListStep, ListedTask, NodeTasks, Si
 use crate::watch::signal::first_of;
 use serde_json::Value;
 use std::cell::Cell;
+use std::fmt::Write;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -443,16 +444,8 @@ fn judge<H: Host>(
     log: Vec<String>,
     log_file: Option<String>,
 ) -> Result<TaskEnd, TaskFailed> {
-    let ended = |warnings, log_file| TaskEnd {
-        upid: upid.clone(),
-        exit_status: exit_status.clone(),
-        warnings,
-        log_file,
-    };
-    if exit_status == "OK" {
-        return Ok(ended(Vec::new(), None));
-    }
-    if exit_status.starts_with("WARNINGS") {
+    // `OK` comes with no log read ([`follow_task`]): no warnings, no file.
+    if exit_status == "OK" || exit_status.starts_with("WARNINGS") {
         let mut warnings = Vec::new();
         for line in log {
             // PVE prints `WARN: <text>`; the closing `TASK WARNINGS: n` line is not a warning.
@@ -466,7 +459,12 @@ fn judge<H: Host>(
                 &format!("task {} ({}): {warning}", upid.task_type, upid.id),
             );
         }
-        return Ok(ended(warnings, log_file));
+        return Ok(TaskEnd {
+            upid: upid.clone(),
+            exit_status,
+            warnings,
+            log_file,
+        });
     }
     let reason = if exit_status.is_empty() {
         "no exit status"
@@ -474,22 +472,25 @@ fn judge<H: Host>(
         &exit_status
     };
     let tail = log_tail(&log);
-    let context = match tail.is_empty() {
-        true => String::new(),
-        false => format!(" (task log ends: {})", tail.joined(" | ")),
-    };
-    let advice = match reason {
+    // The message grows where it lies: the verdict, the log's end if any, what to do (issue 32).
+    let mut message = format!("task {} {upid} failed: {reason}", upid.task_type);
+    if !tail.is_empty() {
+        let _ = write!(message, " (task log ends: {})", tail.joined(" | "));
+    }
+    let _ = match reason {
         // PVE's word for a task whose worker vanished (the node crashed or restarted).
-        "unexpected status" => format!(
-            "PVE lost track of the task (its worker on node {} died, e.g. the node restarted), so what it did is unknown: check the guest's state (run lookup) before trying again",
+        "unexpected status" => write!(
+            message,
+            " — PVE lost track of the task (its worker on node {} died, e.g. the node restarted), so what it did is unknown: check the guest's state (run lookup) before trying again",
             upid.node
         ),
-        _ => format!("see the task's log on node {} for the cause", upid.node),
+        _ => write!(
+            message,
+            " — see the task's log on node {} for the cause",
+            upid.node
+        ),
     };
-    let failure = Failure::new(format!(
-        "task {} {upid} failed: {reason}{context} — {advice}",
-        upid.task_type
-    ));
+    let failure = Failure::new(message);
     Err(TaskFailed {
         exit_status,
         tail,
