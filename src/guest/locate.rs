@@ -187,7 +187,9 @@ pub async fn locate<H: Host>(
     let (mut listed, mut name): (Vec<Located>, &str) = (Vec::new(), "");
     let (mut confirmed, mut live, mut nodes) = (Vec::new(), None, Vec::<String>::new());
     let mut step = Step::List;
-    loop {
+    // Every unreadable answer leaves the loop with the step it answered: one copy of the failure's
+    // code below, not one in each step (issue 32).
+    let (failed, error) = loop {
         // `i` is always in range: the checks at the loop's end leave it (or move on) once a step
         // reaches its list's length, before any request for that index is made.
         let request = match step {
@@ -199,8 +201,10 @@ pub async fn locate<H: Host>(
         let answer = pve.call(&request).await;
         step = match step {
             Step::List => {
-                guests = shaped(&request, "a list of guests", answer)
-                    .map_err(|e| could_not(&listing(kind, target), &e))?;
+                guests = match shaped(&request, "a list of guests", answer) {
+                    Ok(guests) => guests,
+                    Err(e) => break (step, e),
+                };
                 match listed_as(kind, &guests, target) {
                     Listed::Known(found) => return found,
                     Listed::Unlisted(vmid) => Step::Absent(vmid),
@@ -213,8 +217,10 @@ pub async fn locate<H: Host>(
             Step::Absent(vmid) => return absent(vmid, id_echoed(&request, vmid, answer)),
             Step::Live(i) => {
                 let at = &listed[i];
-                let status: Map<String, Value> = shaped(&request, "a guest status", answer)
-                    .map_err(|e| could_not(&live_name(kind, at), &e))?;
+                let status: Map<String, Value> = match shaped(&request, "a guest status", answer) {
+                    Ok(status) => status,
+                    Err(e) => break (step, e),
+                };
                 live = Obj(&status).opt_string("name");
                 if live.as_deref() == Some(name) {
                     confirmed.push(at.clone());
@@ -222,8 +228,11 @@ pub async fn locate<H: Host>(
                 Step::Live(i + 1)
             }
             Step::Nodes(i) => {
-                let entries: Vec<Map<String, Value>> = shaped(&request, "a list of guests", answer)
-                    .map_err(|e| could_not(&node_list(kind, &nodes[i], name), &e))?;
+                let entries: Vec<Map<String, Value>> =
+                    match shaped(&request, "a list of guests", answer) {
+                        Ok(entries) => entries,
+                        Err(e) => break (step, e),
+                    };
                 named_live(&entries, &nodes[i], name, &mut confirmed);
                 Step::Nodes(i + 1)
             }
@@ -248,7 +257,14 @@ pub async fn locate<H: Host>(
         if matches!(step, Step::Nodes(i) if i == nodes.len()) {
             return one_named(kind, name, confirmed);
         }
-    }
+    };
+    let action = match failed {
+        Step::Live(i) => live_name(kind, &listed[i]),
+        Step::Nodes(i) => node_list(kind, &nodes[i], name),
+        // nextid's answer is judged by `absent`, never here.
+        Step::List | Step::Absent(_) => listing(kind, target),
+    };
+    Err(could_not(&action, &error))
 }
 
 /// The request [`locate`] sends next.
