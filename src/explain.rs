@@ -33,6 +33,12 @@ pub fn hint(kind: ErrorKind) -> &'static str {
 
 /// `could not <action>: <PVE's words> — <what to check>`.
 pub fn could_not(action: &str, error: &PveError) -> Failure {
+    could_not_args(format_args!("{action}"), error)
+}
+
+/// [`could_not`] of an action given as `format_args!`: written straight into the message, not
+/// formatted apart first (issue 32).
+pub fn could_not_args(action: std::fmt::Arguments<'_>, error: &PveError) -> Failure {
     Failure::new(format!(
         "could not {action}: {error} — {}",
         hint(error.kind)

@@ -2,7 +2,7 @@
 //! stops; `OK` and `WARNINGS: n` succeed (warnings kept), anything else fails with PVE's text.
 
 use crate::client::{shaped, Pve};
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::host::{Host, HostError, LogLevel};
 use crate::outcome::Failure;
 use crate::poll::{Pacer, Stopped};
@@ -428,7 +428,7 @@ fn stopped_waiting<H: Host>(pve: &Pve<'_, H>, upid: &Upid, stop: Stopped) -> Tas
 
 /// The task runs (PVE gave its UPID) but its status cannot be read: its outcome is unknown.
 fn unfollowable(upid: &Upid, error: &PveError) -> Failure {
-    let Failure(detail) = could_not(&format!("read the status of task {upid}"), error);
+    let Failure(detail) = could_not_args(format_args!("read the status of task {upid}"), error);
     Failure::new(format!(
         "the {} task was started, but {detail}; its outcome is unknown and it was not cancelled, so it may still finish — check the task list of node {} and the guest's state (run lookup)",
         upid.task_type, upid.node

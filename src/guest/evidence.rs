@@ -14,7 +14,7 @@ use super::settle::{
     Seen, HIBERNATED,
 };
 use crate::client::{shaped, Pve};
-use crate::explain::{could_not, mutation_failed, outcome_unknown};
+use crate::explain::{could_not_args, mutation_failed, outcome_unknown};
 use crate::host::{Host, LogLevel};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
@@ -249,7 +249,7 @@ impl Evidence {
         let read = status_of(&request, answer);
         self.unreadable = read.is_err();
         let status =
-            read.map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
+            read.map_err(|e| could_not_args(format_args!("read back {}", self.label(run)), &e).0)?;
         self.saw(run, self.at.clone(), status);
         Ok(())
     }
@@ -283,8 +283,9 @@ impl Evidence {
         request: &PveRequest,
         read: Result<Value, PveError>,
     ) -> Result<Map<String, Value>, String> {
-        shaped(request, "a guest config", read)
-            .map_err(|e| could_not(&format!("read the config of {}", self.label(run)), &e).0)
+        shaped(request, "a guest config", read).map_err(|e| {
+            could_not_args(format_args!("read the config of {}", self.label(run)), &e).0
+        })
     }
 
     /// Reads the guest's config again into the evidence (and its identity with it).

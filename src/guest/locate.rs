@@ -12,7 +12,7 @@
 use super::reference::GuestRef;
 use crate::args::check_segment;
 use crate::client::{shaped, Pve};
-use crate::explain::could_not;
+use crate::explain::{could_not, could_not_args};
 use crate::host::{Host, HostError};
 use crate::outcome::Failure;
 use crate::pve::endpoints::{self, GuestKind};
@@ -463,7 +463,7 @@ fn absent(vmid: u32, free: Result<(), PveError>) -> Result<Found, Failure> {
         Err(e) if e.kind == ErrorKind::IdTaken => Err(Failure::new(format!(
             "VMID {vmid} exists but this token cannot see it: /cluster/resources leaves it out — grant VM.Audit on /vms/{vmid}"
         ))),
-        Err(e) => Err(could_not(&format!("confirm whether VMID {vmid} exists (GET /cluster/nextid)"), &e)),
+        Err(e) => Err(could_not_args(format_args!("confirm whether VMID {vmid} exists (GET /cluster/nextid)"), &e)),
     }
 }
 

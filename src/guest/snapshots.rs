@@ -6,7 +6,7 @@ use super::locate::Located;
 use super::seen::{Marks, Reading};
 use super::volumes::volume_at;
 use crate::args::ArgError;
-use crate::explain::could_not;
+use crate::explain::{could_not, could_not_args};
 use crate::host::Host;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
@@ -224,7 +224,7 @@ pub fn tree_read<H: Host>(
 ) -> Result<SnapshotTree, String> {
     answer
         .and_then(tree_of)
-        .map_err(|e| could_not(&format!("list the snapshots of {}", ev.label(run)), &e).0)
+        .map_err(|e| could_not_args(format_args!("list the snapshots of {}", ev.label(run)), &e).0)
 }
 
 /// The `<vm|ct>-<vmid>-snapshots` record of a tree observed on `at` (`marks`: when, relative to

@@ -24,7 +24,7 @@
 
 use crate::args::{segment_fault, ArgError, Fields, Kind, Read, Spec};
 use crate::client::shaped;
-use crate::explain::{could_not, hint, mutation_failed};
+use crate::explain::{could_not, could_not_args, hint, mutation_failed};
 use crate::guest::evidence::TaskTrail;
 use crate::guest::storage::{storage_in, storage_refusal};
 use crate::host::Host;
@@ -676,8 +676,8 @@ fn url_size_of(
     let node = &findings.node;
     match answer {
         Ok(meta) if meta.is_object() => Ok(meta.get("size").and_then(flex::u64_of)),
-        Ok(other) => Err(could_not(
-            &format!(
+        Ok(other) => Err(could_not_args(
+            format_args!(
                 "query the URL for {} from node {node} (GET /nodes/{node}/query-url-metadata)",
                 findings.volid
             ),
@@ -877,8 +877,10 @@ fn log_says(
     volid: &str,
 ) -> Result<LogSays, String> {
     let lines = log.map_err(|e| {
-        could_not(
-            &format!("read the log of task {task}, which ended OK, to see PVE's checks of {volid}"),
+        could_not_args(
+            format_args!(
+                "read the log of task {task}, which ended OK, to see PVE's checks of {volid}"
+            ),
             &e,
         )
         .0

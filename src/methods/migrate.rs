@@ -7,7 +7,7 @@
 
 use crate::args::{is_storage_id, ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
-use crate::explain::could_not;
+use crate::explain::{could_not, could_not_args};
 use crate::guest::evidence::{cut_short, sight_to_change, Evidence};
 use crate::guest::locate::{locate, Found, Located};
 use crate::guest::reference::GuestRef;
@@ -238,8 +238,13 @@ fn preconditions<H: Host>(
     read: Result<MigratePreconditions, PveError>,
 ) -> Result<(), String> {
     let label = ev.label(run);
-    let pre =
-        read.map_err(|e| could_not(&format!("read the migration preconditions of {label}"), &e).0)?;
+    let pre = read.map_err(|e| {
+        could_not_args(
+            format_args!("read the migration preconditions of {label}"),
+            &e,
+        )
+        .0
+    })?;
     let running = pre.running.unwrap_or(was_running);
     match refusal(run.kind, &pre, args, running) {
         Some(why) => Err(format!(
