@@ -57,8 +57,10 @@ pub enum Placed<T> {
 /// refused: one copy of the message for both.
 pub fn refused(kind: GuestKind, what: &str, at: &Located, error: &PveError) -> Failure {
     let noun = kind.noun();
-    let action = format!("read {what} of {noun} {} on node {}", at.vmid, at.node);
-    could_not(&action, error)
+    could_not_args(
+        format_args!("read {what} of {noun} {} on node {}", at.vmid, at.node),
+        error,
+    )
 }
 
 /// Sends a request (built by `request` for the node tried) on the node the guest is expected on —

@@ -6,7 +6,7 @@ use super::locate::Located;
 use super::seen::{Marks, Reading};
 use super::volumes::volume_at;
 use crate::args::ArgError;
-use crate::explain::{could_not, could_not_args};
+use crate::explain::could_not_args;
 use crate::host::Host;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
@@ -202,11 +202,14 @@ pub fn snapshot_holds<H: Host>(
 ) -> Result<bool, String> {
     let config = answer.map_err(|e| {
         let what = format!("snapshot {name:?}");
-        let action = format!(
-            "read {what} of {} to see whether a snapshot uses {volid}",
-            ev.label(run)
-        );
-        could_not(&action, &e).0
+        could_not_args(
+            format_args!(
+                "read {what} of {} to see whether a snapshot uses {volid}",
+                ev.label(run)
+            ),
+            &e,
+        )
+        .0
     })?;
     Ok(config.as_object().is_some_and(|config| {
         config

@@ -24,7 +24,7 @@
 
 use crate::args::{segment_fault, ArgError, Fields, Kind, Read, Spec};
 use crate::client::shaped;
-use crate::explain::{could_not, could_not_args, hint, mutation_failed};
+use crate::explain::{could_not_args, hint, mutation_failed};
 use crate::guest::evidence::TaskTrail;
 use crate::guest::storage::{storage_in, storage_refusal};
 use crate::host::Host;
@@ -661,8 +661,10 @@ fn volume_listed(
         )),
         Err(e) => e,
     };
-    let what = format!("list {} (to see {volid})", findings.content_text());
-    Err(could_not(&what, &error))
+    Err(could_not_args(
+        format_args!("list {} (to see {volid})", findings.content_text()),
+        &error,
+    ))
 }
 
 /// The size the URL's server reports, asked from the node (the download comes from there).

@@ -7,7 +7,7 @@
 
 use crate::args::{is_storage_id, ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
-use crate::explain::{could_not, could_not_args};
+use crate::explain::could_not_args;
 use crate::guest::evidence::{cut_short, sight_to_change, Evidence};
 use crate::guest::locate::{locate, Found, Located};
 use crate::guest::reference::GuestRef;
@@ -358,15 +358,16 @@ fn on_target<H: Host>(
             "the cluster places it on node {} but that node does not hold its config yet",
             args.node
         ))),
-        Err(e) => {
-            let action = format!(
+        Err(e) => Err(could_not_args(
+            format_args!(
                 "read the state of {} {} on node {} after the migration",
                 kind.noun(),
                 ev.at.vmid,
                 args.node
-            );
-            Err(could_not(&action, &e).0)
-        }
+            ),
+            &e,
+        )
+        .0),
     }
 }
 

@@ -17,7 +17,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::client::shaped;
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::explain::{hint, outcome_unknown};
 use crate::guest::config::{
     record_value, ssh_keys_param, wire_options, ConfigSnapshot, Reading, MASKED_KEY,
@@ -383,8 +383,14 @@ pub async fn apply<H: Host>(
                     Step::Set
                 }
                 Err(e) => {
-                    let action = format!("read the config of {label} to check its features");
-                    return (Err(could_not(&action, &e).0), None);
+                    return (
+                        Err(could_not_args(
+                            format_args!("read the config of {label} to check its features"),
+                            &e,
+                        )
+                        .0),
+                        None,
+                    );
                 }
             },
             Step::Set => {

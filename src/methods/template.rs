@@ -14,7 +14,7 @@
 
 use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::guest::evidence::{cut_at_the_end, settled_after, Evidence};
 use crate::guest::gates;
 use crate::guest::locate::{locate, Found};
@@ -229,13 +229,16 @@ fn listed<H: Host>(
     // a list of objects is shared with `locate`'s, where a type of its own was one more (issue 32).
     let guests: Vec<Map<String, Value>> =
         shaped(request, "a list of guests", read).map_err(|e| {
-            let action = format!(
-                "list the guests of node {} to see whether {} is listed as a template ({})",
-                ev.at.node,
-                ev.label(run),
-                request.label()
-            );
-            could_not(&action, &e).0
+            could_not_args(
+                format_args!(
+                    "list the guests of node {} to see whether {} is listed as a template ({})",
+                    ev.at.node,
+                    ev.label(run),
+                    request.label()
+                ),
+                &e,
+            )
+            .0
         })?;
     let vmid = Some(u64::from(ev.at.vmid));
     let entry = guests.iter().map(Obj).find(|g| g.opt_u64("vmid") == vmid);
