@@ -28,7 +28,7 @@ use super::root_only::Caller;
 use super::settle::{lock_of, locked_advice};
 use super::vmid_claim::{Claim, VmidChoice};
 use super::volumes::{disks_listed, disks_request, storage_of};
-use crate::explain::{could_not, mutation_failed};
+use crate::explain::{could_not_args, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
@@ -223,9 +223,11 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     Ok(()) => break 'holder None,
                     Err(e) if e.kind == ErrorKind::IdTaken => {}
                     Err(e) => {
-                        let action =
-                            format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
-                        return Err(could_not(&action, &e).into());
+                        return Err(could_not_args(
+                            format_args!("check whether VMID {vmid} is free (GET /cluster/nextid)"),
+                            &e,
+                        )
+                        .into());
                     }
                 }
                 let target = GuestRef {

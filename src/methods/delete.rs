@@ -8,7 +8,7 @@
 //! A guest already confirmed absent is success (nothing to delete), recorded as `absent`.
 
 use crate::args::{ArgError, Fields, Kind, Spec};
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::guest::evidence::{cut_short, sight_to_remove, Evidence};
 use crate::guest::gates;
 use crate::guest::locate::next_id_free_by;
@@ -137,13 +137,14 @@ fn gone_judged<H: Host>(
                 ),
             }))
         }
-        Err(e) => {
-            let action = format!("confirm that VMID {vmid} is gone (GET /cluster/nextid)");
-            Some(Err(format!(
-                "the delete task ended successfully, but the guest's absence could not be confirmed: {}",
-                could_not(&action, &e).0
-            )))
-        }
+        Err(e) => Some(Err(format!(
+            "the delete task ended successfully, but the guest's absence could not be confirmed: {}",
+            could_not_args(
+                format_args!("confirm that VMID {vmid} is gone (GET /cluster/nextid)"),
+                &e
+            )
+            .0
+        ))),
     }
 }
 
