@@ -12,7 +12,7 @@
 use super::reference::GuestRef;
 use crate::args::check_segment;
 use crate::client::{shaped, Pve};
-use crate::explain::{could_not, could_not_args};
+use crate::explain::could_not_args;
 use crate::host::{Host, HostError};
 use crate::outcome::Failure;
 use crate::pve::endpoints::{self, GuestKind};
@@ -260,13 +260,32 @@ pub async fn locate<H: Host>(
             return one_named(kind, name, confirmed);
         }
     };
-    let action = match failed {
-        Step::Live(i) => live_name(kind, &listed[i]),
-        Step::Nodes(i) => node_list(kind, &nodes[i], name),
+    let noun = kind.noun();
+    Err(match failed {
+        Step::Live(i) => {
+            let at = &listed[i];
+            let (vmid, node) = (at.vmid, &at.node);
+            could_not_args(
+                format_args!("read the current name of {noun} {vmid} on node {node}"),
+                &error,
+            )
+        }
+        Step::Nodes(i) => could_not_args(
+            format_args!(
+                "list the guests of node {} to find {noun} {name:?}",
+                nodes[i]
+            ),
+            &error,
+        ),
         // nextid's answer is judged by `absent`, never here.
-        Step::List | Step::Absent(_) => listing(kind, target),
-    };
-    Err(could_not(&action, &error))
+        Step::List | Step::Absent(_) => could_not_args(
+            format_args!(
+                "list the cluster's guests to find {noun} {} (GET /cluster/resources)",
+                target.describe()
+            ),
+            &error,
+        ),
+    })
 }
 
 /// The request [`locate`] sends next.
@@ -280,30 +299,6 @@ enum Step {
     Live(usize),
     /// The live guest list of the `i`th node.
     Nodes(usize),
-}
-
-fn listing(kind: GuestKind, target: &GuestRef) -> String {
-    format!(
-        "list the cluster's guests to find {} {} (GET /cluster/resources)",
-        kind.noun(),
-        target.describe()
-    )
-}
-
-fn live_name(kind: GuestKind, at: &Located) -> String {
-    format!(
-        "read the current name of {} {} on node {}",
-        kind.noun(),
-        at.vmid,
-        at.node
-    )
-}
-
-fn node_list(kind: GuestKind, node: &str, name: &str) -> String {
-    format!(
-        "list the guests of node {node} to find {} {name:?}",
-        kind.noun()
-    )
 }
 
 /// The nodes holding guests of this kind, each once.
