@@ -70,9 +70,9 @@ impl<'a, H: Host> Pve<'a, H> {
                 flight.landed().await;
                 match flight.read(mine) {
                     Some(answer) => {
-                        self.host.log(
+                        self.host.log_args(
                             LogLevel::Debug,
-                            &format!(
+                            format_args!(
                                 "{} → one answer for the runs that asked at once",
                                 request.label()
                             ),
@@ -173,9 +173,9 @@ impl<'a, H: Host> Pve<'a, H> {
                 Ok(_) => "ok".to_string(),
                 Err(e) => e.to_string(),
             };
-            self.host.log(
+            self.host.log_args(
                 LogLevel::Debug,
-                &format!("{} → {said} in {elapsed} ms", request.label()),
+                format_args!("{} → {said} in {elapsed} ms", request.label()),
             );
             let next_pause = retry_pause.next_delay();
             let time_for_retry =
@@ -188,9 +188,9 @@ impl<'a, H: Host> Pve<'a, H> {
                         && time_for_retry =>
                 {
                     attempt += 1;
-                    self.host.log(
+                    self.host.log_args(
                         LogLevel::Warning,
-                        &format!(
+                        format_args!(
                             "{} failed ({e}); retrying ({attempt} of {READ_RETRIES})",
                             request.label()
                         ),

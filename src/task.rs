@@ -279,9 +279,9 @@ fn kept<H: Host>(
     match stored {
         Ok(stored) => stored,
         Err(e) => {
-            pve.host.log(
+            pve.host.log_args(
                 LogLevel::Warning,
-                &format!(
+                format_args!(
                     "the log of task {upid} could not be kept as a file: {}",
                     e.message
                 ),
@@ -329,9 +329,9 @@ fn publish_list<H: Host>(
         Err(e) if e.kind == ErrorKind::Aborted => {}
         Err(e) => {
             watcher.give_up();
-            pve.host.log(
+            pve.host.log_args(
                 LogLevel::Warning,
-                &format!(
+                format_args!(
                     "the task list of node {node} could not be read ({e}): each run now reads its own task's status there"
                 ),
             );
@@ -454,9 +454,9 @@ fn judge<H: Host>(
             }
         }
         for warning in &warnings {
-            pve.host.log(
+            pve.host.log_args(
                 LogLevel::Warning,
-                &format!("task {} ({}): {warning}", upid.task_type, upid.id),
+                format_args!("task {} ({}): {warning}", upid.task_type, upid.id),
             );
         }
         return Ok(TaskEnd {
@@ -555,9 +555,9 @@ pub async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
                 }
             }
             Err(e) => {
-                pve.host.log(
+                pve.host.log_args(
                     LogLevel::Debug,
-                    &format!("task log of {upid} unreadable: {e}"),
+                    format_args!("task log of {upid} unreadable: {e}"),
                 );
                 break;
             }

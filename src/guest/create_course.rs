@@ -268,7 +268,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             let refused = 'refused: {
                 if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
                     if ev.status.name.as_deref() == Some(name) {
-                        run.info(&format!(
+                        run.info_args(format_args!(
                             "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
                             ev.label(run)
                         ));

@@ -267,9 +267,9 @@ impl Evidence {
         let answer = run.pve().call(&request).await;
         match status_of(&request, answer) {
             Ok(status) => self.saw(run, self.at.clone(), status),
-            Err(e) => run.host.log(
+            Err(e) => run.host.log_args(
                 LogLevel::Debug,
-                &format!("the state could not be read again after the failure ({e}): the record keeps the earlier reading, marked as such"),
+                format_args!("the state could not be read again after the failure ({e}): the record keeps the earlier reading, marked as such"),
             ),
         }
     }

@@ -383,7 +383,7 @@ pub fn already<H: Host>(run: &Run<'_, H>, ev: &Evidence, target: Target) -> Resu
     let Some(lock) = busy_lock(&ev.status) else {
         return Ok(true);
     };
-    run.info(&format!(
+    run.info_args(format_args!(
         "{} shows {} but is locked ({lock}): waiting for the lock to clear",
         ev.label(run),
         target.describe(run.kind)

@@ -127,7 +127,7 @@ fn pct_exec<H: Host>(
     .map_err(|e| ExecOutcome::NotStarted {
         reason: e.to_string(),
     })?;
-    run.info(&format!(
+    run.info_args(format_args!(
         "container {}: running {} with pct exec on node {}",
         at.vmid,
         crate::debug_text::list(&args.command),

@@ -71,7 +71,7 @@ pub async fn delete<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         or_break!('destroy, ev.pass_gate(run, &gates::DELETE, args.force));
         let label = ev.label(run);
         if !Target::Stopped.reached(run.kind, &ev.status) {
-            run.info(&format!(
+            run.info_args(format_args!(
                 "{label} is {}: stopping it first (PVE does not destroy a running guest)",
                 ev.status.status
             ));

@@ -304,7 +304,7 @@ fn unavailable<H: Host>(
         hint(error.kind)
     );
     match error.kind == ErrorKind::Forbidden {
-        true => run.warn(&format!(
+        true => run.warn_args(format_args!(
             "node {node}: {not_recorded} not recorded: {reason} (grant Sys.Audit on /nodes/{node})"
         )),
         false => failures.push(format!(

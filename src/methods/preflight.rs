@@ -397,7 +397,7 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         set(&mut record, "privileges", Value::Object(held));
         for fit in &fitness {
             for note in fit.notes.iter().chain(&fit.may_need) {
-                run.info(&format!("preflight: {}: {note}", fit.method));
+                run.info_args(format_args!("preflight: {}: {note}", fit.method));
             }
         }
         let short = shortfalls(&fitness);

@@ -527,7 +527,7 @@ fn judge<H: Host>(
         }
     }
     if changes.iter().any(|(k, _)| k == MASKED_KEY) {
-        run.info(&format!(
+        run.info_args(format_args!(
             "{label}: PVE never shows cipassword, so only its presence was checked"
         ));
     }

@@ -128,7 +128,7 @@ fn stop_first<H: Host>(
             ev.status.status
         ));
     }
-    run.info(&format!(
+    run.info_args(format_args!(
         "{label} is {}: shutting it down first (shutdownFirst: true)",
         ev.status.status
     ));
