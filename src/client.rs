@@ -232,7 +232,7 @@ pub fn shaped<T: FromJson>(
 /// An answer that is not the shape asked for. Apart from [`shaped`], which is instantiated for
 /// every shape read, so that the message is built by one copy of the code (issue 32).
 fn misshapen(request: &PveRequest, what: &str, why: String) -> PveError {
-    PveError::malformed(format!(
+    PveError::malformed_args(format_args!(
         "{} answered with data that is not {what} ({why})",
         request.label()
     ))

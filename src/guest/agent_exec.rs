@@ -181,7 +181,7 @@ fn polled<H: Host>(
 ) -> Option<(ExecOutcome, Option<ExecStatus>)> {
     let answer = answer.and_then(|data| {
         ExecStatus::from_value(&data).ok_or_else(|| {
-            PveError::malformed(format!(
+            PveError::malformed_args(format_args!(
                 "exec-status answered without `exited`: {data}",
                 data = crate::quote::json(&data)
             ))

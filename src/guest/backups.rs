@@ -243,7 +243,7 @@ fn archives_in(
 ) -> Result<Vec<Archive>, PveError> {
     let data = answer?;
     let entries = data.as_array().ok_or_else(|| {
-        PveError::malformed(format!(
+        PveError::malformed_args(format_args!(
             "the backup content of storage {storage} is not a list: {data}",
             data = crate::quote::json(&data)
         ))

@@ -86,7 +86,7 @@ impl TaskTrail {
         // PVE accepted the request (HTTP 200) but the task id is unreadable: a task may be running.
         let upid = upid_of(&data, &request.label()).map_err(|f| {
             self.outcome_unknown = true;
-            outcome_unknown(action, &PveError::malformed(f.0), &check).0
+            outcome_unknown(action, &PveError::malformed(&f.0), &check).0
         })?;
         self.last_task = Some(upid.to_string());
         Ok(upid)

@@ -445,7 +445,7 @@ fn id_echoed(
     let data = answer?;
     match flex::u64_of(&data) == Some(u64::from(vmid)) {
         true => Ok(()),
-        false => Err(PveError::malformed(format!(
+        false => Err(PveError::malformed_args(format_args!(
             "{} answered {data} where VMID {vmid} was expected back",
             request.label(),
             data = crate::quote::json(&data)

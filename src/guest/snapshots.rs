@@ -182,7 +182,7 @@ pub fn tree_request(kind: GuestKind, at: &Located, once: bool) -> PveRequest {
 /// The snapshot list as answered, as a tree.
 pub fn tree_of(data: Value) -> Result<SnapshotTree, PveError> {
     SnapshotTree::from_value(&data).ok_or_else(|| {
-        PveError::malformed(format!(
+        PveError::malformed_args(format_args!(
             "the snapshot list is not a list of named entries: {data}",
             data = crate::quote::json(&data)
         ))

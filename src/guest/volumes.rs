@@ -78,7 +78,7 @@ pub fn listed_on_storage(
     let error = match answer {
         Ok(list) => match list.as_array() {
             Some(volumes) => return Ok(lists(volumes, volid)),
-            None => PveError::malformed(format!(
+            None => PveError::malformed_args(format_args!(
                 "PVE answered {answer} where a list was expected",
                 answer = crate::quote::json(&list)
             )),

@@ -655,7 +655,7 @@ fn volume_listed(
     let volid = &findings.volid;
     let error = match answer {
         Ok(list) if list.is_array() => return Ok(volume_in(&list, volid)),
-        Ok(other) => PveError::malformed(format!(
+        Ok(other) => PveError::malformed_args(format_args!(
             "PVE answered {other} where a list was expected",
             other = crate::quote::json(&other)
         )),
@@ -683,7 +683,7 @@ fn url_size_of(
                 "query the URL for {} from node {node} (GET /nodes/{node}/query-url-metadata)",
                 findings.volid
             ),
-            &PveError::malformed(format!(
+            &PveError::malformed_args(format_args!(
                 "PVE answered {} where an object was expected",
                 crate::quote::json(&other)
             )),

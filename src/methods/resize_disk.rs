@@ -147,7 +147,7 @@ pub async fn course<H: Host>(
                 Ok(upid) => upid,
                 Err(unread) => {
                     ev.trail.outcome_unknown = true;
-                    break 'verdict Err(unknown(&PveError::malformed(unread.0)));
+                    break 'verdict Err(unknown(&PveError::malformed(&unread.0)));
                 }
             };
             ev.trail.last_task = Some(upid.to_string());

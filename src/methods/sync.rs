@@ -394,7 +394,7 @@ impl Sweep {
         let entries = match listed {
             Ok(Value::Array(entries)) => entries,
             Ok(other) => {
-                return Err(no_nodes(&PveError::malformed(format!(
+                return Err(no_nodes(&PveError::malformed_args(format_args!(
                     "GET /nodes answered {other} where a list of nodes was expected",
                     other = crate::quote::json(&other)
                 ))))
@@ -669,7 +669,7 @@ impl Candidate<'_> {
 fn list_of(data: Value) -> Result<Vec<Value>, PveError> {
     match data {
         Value::Array(list) => Ok(list),
-        other => Err(PveError::malformed(format!(
+        other => Err(PveError::malformed_args(format_args!(
             "not a list: {other}",
             other = crate::quote::json(&other)
         ))),

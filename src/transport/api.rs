@@ -75,7 +75,7 @@ pub fn interpret(response: &HttpResponse) -> Result<Value, PveError> {
                 .get_mut("data")
                 .map(Value::take)
                 .unwrap_or(Value::Null)),
-            _ => Err(PveError::malformed(format!(
+            _ => Err(PveError::malformed_args(format_args!(
                 "PVE answered HTTP {} with a body that is not PVE's JSON ({})",
                 response.status,
                 snippet(&response.body)

@@ -167,7 +167,7 @@ pub fn single_quote(word: &str) -> String {
 pub fn interpret(settings: &SshSettings, output: &ProcessOutput) -> Result<Value, PveError> {
     match output.code {
         Some(0) => extract_json(&output.stdout).ok_or_else(|| {
-            PveError::malformed(format!(
+            PveError::malformed_args(format_args!(
                 "pvesh exited 0 but printed no JSON ({})",
                 snippet(&output.stdout)
             ))
