@@ -14,7 +14,7 @@ use super::settle::{
     Seen, HIBERNATED,
 };
 use crate::client::{shaped, Pve};
-use crate::explain::{could_not_args, mutation_failed, outcome_unknown};
+use crate::explain::{could_not_args, mutation_failed};
 use crate::host::{Host, LogLevel};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
@@ -76,20 +76,27 @@ impl TaskTrail {
         request: &PveRequest,
         action: &str,
     ) -> Result<Upid, String> {
-        let node = match request.segments.as_slice() {
-            [first, node, ..] if first == "nodes" => format!("node {node}"),
-            _ => "the node".to_string(),
-        };
-        let check = format!("the guest's state (run lookup) and the task list of {node}");
         self.answered(&answer);
-        let data = answer.map_err(|e| mutation_failed(action, &e, &check).0)?;
-        // PVE accepted the request (HTTP 200) but the task id is unreadable: a task may be running.
-        let upid = upid_of(&data, &request.label()).map_err(|f| {
-            self.outcome_unknown = true;
-            outcome_unknown(action, &PveError::malformed(&f.0), &check).0
-        })?;
-        self.last_task = Some(upid.to_string());
-        Ok(upid)
+        let error = match answer.map(|data| upid_of(&data, &request.label())) {
+            Ok(Ok(upid)) => {
+                self.last_task = Some(upid.to_string());
+                return Ok(upid);
+            }
+            // PVE accepted the request (HTTP 200) but the task id is unreadable: a task may be
+            // running (an unreadable answer's outcome is unknown: `mutation_failed` says so).
+            Ok(Err(f)) => {
+                self.outcome_unknown = true;
+                PveError::malformed(&f.0)
+            }
+            Err(e) => e,
+        };
+        // What to check, written for a refusal or a lost answer only (issue 32).
+        let (of, node) = match request.segments.as_slice() {
+            [first, node, ..] if first == "nodes" => ("node ", node.as_str()),
+            _ => ("the node", ""),
+        };
+        let check = format!("the guest's state (run lookup) and the task list of {of}{node}");
+        Err(mutation_failed(action, &error, &check).0)
     }
 
     /// Keeps what a task followed to its end ([`follow_task`]) left: `WARNINGS: n` counts as
