@@ -405,7 +405,8 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 if let Some(answer) = or_break!('claim, heard) {
                     // The action as messages name it: "clone VM 9000 on node pve1 to VMID 123".
                     let action = guest.action(noun, &node, vmid, &before);
-                    let upid = or_break!('claim, trail.accepted(answer, &sent, &action));
+                    let upid =
+                        or_break!('claim, trail.accepted(answer, &sent, format_args!("{action}")));
                     // The task's own words name it by UPID only: say which action it was.
                     let followed = follow_task(pve, &upid).await;
                     break trail

@@ -27,6 +27,7 @@ use crate::record_json::{list, put};
 use crate::run::{write_value, Run};
 use crate::task::{follow_task, log_ref_of, upid_of, TaskEnd, TaskTrouble};
 use serde_json::{Map, Value};
+use std::fmt;
 use std::future::Future;
 
 /// The tasks a run followed: their warnings (kept in the record) and the last UPID — and what is
@@ -74,7 +75,7 @@ impl TaskTrail {
         &mut self,
         answer: Result<Value, PveError>,
         request: &PveRequest,
-        action: &str,
+        action: fmt::Arguments<'_>,
     ) -> Result<Upid, String> {
         self.answered(&answer);
         let error = match answer.map(|data| upid_of(&data, &request.label())) {
@@ -96,7 +97,7 @@ impl TaskTrail {
             _ => ("the node", ""),
         };
         let check = format!("the guest's state (run lookup) and the task list of {of}{node}");
-        Err(mutation_failed(action, &error, &check).0)
+        Err(mutation_failed(&fmt::format(action), &error, &check).0)
     }
 
     /// Keeps what a task followed to its end ([`follow_task`]) left: `WARNINGS: n` counts as
@@ -124,12 +125,12 @@ impl TaskTrail {
     /// and PVE answered a bare `OK`: it started nothing — vzdump skipping the guest — so nothing
     /// changed). `Err` when PVE did not take it, or its task did not end well — unless `kept` takes
     /// how it ended (shutdown's graceful attempt: the guest's state decides). One future for every
-    /// course's task (issue 32).
+    /// course's task (issue 32). `action` names it in a failure, and is written only then.
     pub async fn run<H: Host>(
         &mut self,
         pve: &Pve<'_, H>,
         request: &PveRequest,
-        action: &str,
+        action: fmt::Arguments<'_>,
         kept: Option<&mut Result<(), TaskTrouble>>,
         may_skip: bool,
     ) -> Result<(), String> {

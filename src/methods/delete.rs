@@ -80,8 +80,7 @@ pub async fn delete<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             or_break!('destroy, stopped);
         }
         let request = endpoints::guest_delete(&ev.at.node, run.kind, ev.at.vmid, args.purge);
-        let action = format!("delete {label}");
-        or_break!('destroy, ev.trail.run(&run.pve(), &request, &action, None, false).await);
+        or_break!('destroy, ev.trail.run(&run.pve(), &request, format_args!("delete {label}"), None, false).await);
         // Polls `GET /cluster/nextid?vmid=N` until PVE says no guest holds the VMID on any node
         // (the cluster's own list of guests, whatever the token may audit, in one request), within
         // what the stop and the delete task left of the method's one budget; `gone_judged` judges

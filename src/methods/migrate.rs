@@ -147,10 +147,15 @@ pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     target_storage: args.target_storage.as_deref(),
                 },
             );
-            let action = format!("migrate {} to node {}", ev.label(run), args.node);
             if let Err(why) = ev
                 .trail
-                .run(&run.pve(), &request, &action, None, false)
+                .run(
+                    &run.pve(),
+                    &request,
+                    format_args!("migrate {} to node {}", ev.label(run), args.node),
+                    None,
+                    false,
+                )
                 .await
             {
                 break 'moved Err(why);

@@ -94,7 +94,11 @@ pub async fn convert<H: Host>(
         let action = format!("convert {label} to a template");
         let pve = run.pve();
         match run.kind {
-            GuestKind::Qemu => ev.trail.run(&pve, &request, &action, None, false).await?,
+            GuestKind::Qemu => {
+                ev.trail
+                    .run(&pve, &request, format_args!("{action}"), None, false)
+                    .await?
+            }
             // pve-container answers null and converts in a worker whose UPID it does not return.
             GuestKind::Lxc => {
                 ev.trail.sending();
