@@ -473,8 +473,12 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 let answer = pve.call(&request).await;
                 ev.trail.answered(&answer);
                 if let Err(e) = answer {
-                    let action = format!("add the `{MANAGED_TAG}` tag to {label}");
-                    break 'named Err(mutation_failed(&action, &e, "its tags (run lookup)").0);
+                    break 'named Err(mutation_failed(
+                        format_args!("add the `{MANAGED_TAG}` tag to {label}"),
+                        &e,
+                        "its tags (run lookup)",
+                    )
+                    .0);
                 }
                 or_break!('named, ev.refresh(run).await);
                 if !has_managed_tag(&ev.status) {

@@ -97,7 +97,7 @@ impl TaskTrail {
             _ => ("the node", ""),
         };
         let check = format!("the guest's state (run lookup) and the task list of {of}{node}");
-        Err(mutation_failed(&fmt::format(action), &error, &check).0)
+        Err(mutation_failed(action, &error, &check).0)
     }
 
     /// Keeps what a task followed to its end ([`follow_task`]) left: `WARNINGS: n` counts as

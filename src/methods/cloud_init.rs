@@ -243,8 +243,7 @@ pub async fn course<H: Host>(
                 Step::Regenerate => {
                     ev.trail.answered(&answer);
                     or_break!('configure, answer.map_err(|e| {
-                        let action = format!("regenerate the cloud-init drive of {label}");
-                        mutation_failed(&action, &e, "GET …/cloudinit (run cloudInit again)").0
+                        mutation_failed(format_args!("regenerate the cloud-init drive of {label}"), &e, "GET …/cloudinit (run cloudInit again)").0
                     }));
                 }
                 Step::Dump(part) => {

@@ -847,8 +847,12 @@ fn accepted(findings: &mut Findings<'_>, answer: Result<Value, PveError>) -> Res
                 "{} (nodeConfig, or the node's task list)",
                 findings.content_text()
             );
-            let action = format!("download {} to {volid}", args.url);
-            return Err(mutation_failed(&action, &e, &check).0);
+            return Err(mutation_failed(
+                format_args!("download {} to {volid}", args.url),
+                &e,
+                &check,
+            )
+            .0);
         }
     };
     let upid = upid_of(&answer, "POST …/download-url").map_err(|Failure(why)| {

@@ -210,7 +210,7 @@ fn put(
 ) -> Result<(), String> {
     answer.map_err(|e| {
         mutation_failed(
-            &format!("write {path:?} ({} bytes) for {label}", bytes.len()),
+            format_args!("write {path:?} ({} bytes) for {label}", bytes.len()),
             &e,
             "the file in the guest",
         )

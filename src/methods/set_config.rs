@@ -424,7 +424,7 @@ fn refused(label: &str, e: &PveError) -> String {
     match e.outcome_unknown() {
         true => {
             let check = "its config (run getConfig)";
-            outcome_unknown(&format!("change the config of {label}"), e, check).0
+            outcome_unknown(format_args!("change the config of {label}"), e, check).0
         }
         false => format!(
             "PVE refused the config change of {label}: {e} — {}",

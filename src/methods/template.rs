@@ -106,7 +106,7 @@ pub async fn convert<H: Host>(
                 ev.trail.answered(&answer);
                 answer.map_err(|e| {
                     let check = "its config (run getConfig)";
-                    crate::explain::mutation_failed(&action, &e, check).0
+                    crate::explain::mutation_failed(format_args!("{action}"), &e, check).0
                 })?;
             }
         }
