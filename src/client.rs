@@ -11,6 +11,7 @@ use crate::transport;
 use crate::watch::flight::Flight;
 use crate::watch::{FlightKey, Shared};
 use serde_json::Value;
+use std::fmt::Write;
 use std::future::Future;
 use std::rc::Rc;
 
@@ -69,9 +70,9 @@ impl<'a, H: Host> Pve<'a, H> {
                 flight.landed().await;
                 match flight.read(mine) {
                     Some(answer) => {
-                        self.host.log(
+                        self.host.log_args(
                             LogLevel::Debug,
-                            &format!(
+                            format_args!(
                                 "{} → one answer for the runs that asked at once",
                                 request.label()
                             ),
@@ -172,9 +173,9 @@ impl<'a, H: Host> Pve<'a, H> {
                 Ok(_) => "ok".to_string(),
                 Err(e) => e.to_string(),
             };
-            self.host.log(
+            self.host.log_args(
                 LogLevel::Debug,
-                &format!("{} → {said} in {elapsed} ms", request.label()),
+                format_args!("{} → {said} in {elapsed} ms", request.label()),
             );
             let next_pause = retry_pause.next_delay();
             let time_for_retry =
@@ -187,9 +188,9 @@ impl<'a, H: Host> Pve<'a, H> {
                         && time_for_retry =>
                 {
                     attempt += 1;
-                    self.host.log(
+                    self.host.log_args(
                         LogLevel::Warning,
-                        &format!(
+                        format_args!(
                             "{} failed ({e}); retrying ({attempt} of {READ_RETRIES})",
                             request.label()
                         ),
@@ -231,7 +232,7 @@ pub fn shaped<T: FromJson>(
 /// An answer that is not the shape asked for. Apart from [`shaped`], which is instantiated for
 /// every shape read, so that the message is built by one copy of the code (issue 32).
 fn misshapen(request: &PveRequest, what: &str, why: String) -> PveError {
-    PveError::malformed(format!(
+    PveError::malformed_args(format_args!(
         "{} answered with data that is not {what} ({why})",
         request.label()
     ))
@@ -252,23 +253,32 @@ impl Drop for Landing<'_> {
     }
 }
 
-/// A timeout names the knob that set its budget, so the user knows what to raise.
+/// A timeout names the knob that set its budget, so the user knows what to raise. Appended where
+/// the message lies, not built anew around it (issue 32).
 fn name_the_budget(error: &mut PveError, foreground: bool, timeout_ms: u64) {
     if error.kind == ErrorKind::Timeout {
-        let knob = match foreground {
-            true => format!("taskTimeoutSec plus {}s", FOREGROUND_TASK_SLACK_MS / 1000),
-            false => format!("requestTimeoutSec={}s", timeout_ms / 1000),
+        let message = &mut error.message;
+        let _ = match foreground {
+            true => write!(
+                message,
+                " (budget: taskTimeoutSec plus {}s)",
+                FOREGROUND_TASK_SLACK_MS / 1000
+            ),
+            false => write!(
+                message,
+                " (budget: requestTimeoutSec={}s)",
+                timeout_ms / 1000
+            ),
         };
-        error.message = format!("{} (budget: {knob})", error.message);
     }
 }
 
 /// A timeout of a request cut at its wait's deadline says so: the wait is over.
 fn name_the_wait(error: &mut PveError, given_ms: u64) {
     if error.kind == ErrorKind::Timeout {
-        error.message = format!(
-            "{} (cut at the wait's end, after {given_ms} ms)",
-            error.message
+        let _ = write!(
+            error.message,
+            " (cut at the wait's end, after {given_ms} ms)"
         );
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::outcome::Failure;
 use crate::pve::error::{ErrorKind, PveError};
+use std::fmt;
 
 /// What the user should check for each class of error.
 pub fn hint(kind: ErrorKind) -> &'static str {
@@ -33,6 +34,12 @@ pub fn hint(kind: ErrorKind) -> &'static str {
 
 /// `could not <action>: <PVE's words> — <what to check>`.
 pub fn could_not(action: &str, error: &PveError) -> Failure {
+    could_not_args(format_args!("{action}"), error)
+}
+
+/// [`could_not`] of an action given as `format_args!`: written straight into the message, not
+/// formatted apart first (issue 32).
+pub fn could_not_args(action: fmt::Arguments<'_>, error: &PveError) -> Failure {
     Failure::new(format!(
         "could not {action}: {error} — {}",
         hint(error.kind)
@@ -41,17 +48,18 @@ pub fn could_not(action: &str, error: &PveError) -> Failure {
 
 /// The failure of a mutation whose answer was lost or unreadable ([`PveError::outcome_unknown`]):
 /// PVE may have carried it out. Says so, that it was not sent again, and what to `check` first.
-pub fn outcome_unknown(action: &str, error: &PveError, check: &str) -> Failure {
+/// The action is given as `format_args!` ([`could_not_args`]).
+pub fn outcome_unknown(action: fmt::Arguments<'_>, error: &PveError, check: &str) -> Failure {
     Failure::new(format!(
         "{action}: the request was sent, but {error}; whether PVE carried it out is unknown — it was not sent again (a second one could act twice): check {check} before trying again"
     ))
 }
 
 /// A failed mutation: [`outcome_unknown`] when it may have been carried out, else [`could_not`].
-pub fn mutation_failed(action: &str, error: &PveError, check: &str) -> Failure {
+pub fn mutation_failed(action: fmt::Arguments<'_>, error: &PveError, check: &str) -> Failure {
     match error.outcome_unknown() {
         true => outcome_unknown(action, error, check),
-        false => could_not(action, error),
+        false => could_not_args(action, error),
     }
 }
 
@@ -62,7 +70,11 @@ mod tests {
     #[test]
     fn a_lost_answer_says_the_effect_is_unknown_and_what_to_check() {
         let lost = PveError::malformed("PVE answered HTTP 200 with a body that is not PVE's JSON");
-        let failure = mutation_failed("start VM 100 on node pve1", &lost, "the guest (run lookup)");
+        let failure = mutation_failed(
+            format_args!("start VM 100 on node pve1"),
+            &lost,
+            "the guest (run lookup)",
+        );
         assert!(
             failure
                 .0
@@ -82,7 +94,7 @@ mod tests {
     #[test]
     fn a_refusal_by_pve_is_a_plain_could_not() {
         let refused = PveError::reported(Some(500), "VM is locked (backup)");
-        let failure = mutation_failed("start VM 100 on node pve1", &refused, "x");
+        let failure = mutation_failed(format_args!("start VM 100 on node pve1"), &refused, "x");
         assert_eq!(
             failure.0,
             "could not start VM 100 on node pve1: VM is locked (backup) (HTTP 500) — see PVE's message"

@@ -142,6 +142,11 @@ pub trait Host {
     fn now_ms(&self) -> f64;
     /// Sends one line to the user's log.
     fn log(&self, level: LogLevel, message: &str);
+    /// [`Host::log`] of a line given as `format_args!`: formatted here, once, not into a text of
+    /// its own at every call site (issue 32).
+    fn log_args(&self, level: LogLevel, message: std::fmt::Arguments<'_>) {
+        self.log(level, &std::fmt::format(message));
+    }
     /// The latest stored version of a record of this model definition, if any.
     fn read_record(&self, instance: &str)
         -> impl Future<Output = Result<Option<Value>, HostError>>;

@@ -87,6 +87,16 @@ impl<'a, H: Host> Run<'a, H> {
     pub fn warn(&self, message: &str) {
         self.host.log(LogLevel::Warning, message);
     }
+
+    /// [`Run::info`] of a line given as `format_args!` ([`Host::log_args`]).
+    pub fn info_args(&self, message: std::fmt::Arguments<'_>) {
+        self.host.log_args(LogLevel::Info, message);
+    }
+
+    /// [`Run::warn`] of a line given as `format_args!` ([`Host::log_args`]).
+    pub fn warn_args(&self, message: std::fmt::Arguments<'_>) {
+        self.host.log_args(LogLevel::Warning, message);
+    }
 }
 
 /// A record to write, already made JSON (record_json.rs): one copy of the rest for every record

@@ -2,7 +2,7 @@
 //! stops; `OK` and `WARNINGS: n` succeed (warnings kept), anything else fails with PVE's text.
 
 use crate::client::{shaped, Pve};
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::host::{Host, HostError, LogLevel};
 use crate::outcome::Failure;
 use crate::poll::{Pacer, Stopped};
@@ -17,6 +17,7 @@ use crate::watch::node_tasks::{own_read_due, ListStep, ListedTask, NodeTasks, Si
 use crate::watch::signal::first_of;
 use serde_json::Value;
 use std::cell::Cell;
+use std::fmt::Write;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -278,9 +279,9 @@ fn kept<H: Host>(
     match stored {
         Ok(stored) => stored,
         Err(e) => {
-            pve.host.log(
+            pve.host.log_args(
                 LogLevel::Warning,
-                &format!(
+                format_args!(
                     "the log of task {upid} could not be kept as a file: {}",
                     e.message
                 ),
@@ -328,9 +329,9 @@ fn publish_list<H: Host>(
         Err(e) if e.kind == ErrorKind::Aborted => {}
         Err(e) => {
             watcher.give_up();
-            pve.host.log(
+            pve.host.log_args(
                 LogLevel::Warning,
-                &format!(
+                format_args!(
                     "the task list of node {node} could not be read ({e}): each run now reads its own task's status there"
                 ),
             );
@@ -427,7 +428,7 @@ fn stopped_waiting<H: Host>(pve: &Pve<'_, H>, upid: &Upid, stop: Stopped) -> Tas
 
 /// The task runs (PVE gave its UPID) but its status cannot be read: its outcome is unknown.
 fn unfollowable(upid: &Upid, error: &PveError) -> Failure {
-    let Failure(detail) = could_not(&format!("read the status of task {upid}"), error);
+    let Failure(detail) = could_not_args(format_args!("read the status of task {upid}"), error);
     Failure::new(format!(
         "the {} task was started, but {detail}; its outcome is unknown and it was not cancelled, so it may still finish — check the task list of node {} and the guest's state (run lookup)",
         upid.task_type, upid.node
@@ -443,16 +444,8 @@ fn judge<H: Host>(
     log: Vec<String>,
     log_file: Option<String>,
 ) -> Result<TaskEnd, TaskFailed> {
-    let ended = |warnings, log_file| TaskEnd {
-        upid: upid.clone(),
-        exit_status: exit_status.clone(),
-        warnings,
-        log_file,
-    };
-    if exit_status == "OK" {
-        return Ok(ended(Vec::new(), None));
-    }
-    if exit_status.starts_with("WARNINGS") {
+    // `OK` comes with no log read ([`follow_task`]): no warnings, no file.
+    if exit_status == "OK" || exit_status.starts_with("WARNINGS") {
         let mut warnings = Vec::new();
         for line in log {
             // PVE prints `WARN: <text>`; the closing `TASK WARNINGS: n` line is not a warning.
@@ -461,12 +454,17 @@ fn judge<H: Host>(
             }
         }
         for warning in &warnings {
-            pve.host.log(
+            pve.host.log_args(
                 LogLevel::Warning,
-                &format!("task {} ({}): {warning}", upid.task_type, upid.id),
+                format_args!("task {} ({}): {warning}", upid.task_type, upid.id),
             );
         }
-        return Ok(ended(warnings, log_file));
+        return Ok(TaskEnd {
+            upid: upid.clone(),
+            exit_status,
+            warnings,
+            log_file,
+        });
     }
     let reason = if exit_status.is_empty() {
         "no exit status"
@@ -474,22 +472,25 @@ fn judge<H: Host>(
         &exit_status
     };
     let tail = log_tail(&log);
-    let context = match tail.is_empty() {
-        true => String::new(),
-        false => format!(" (task log ends: {})", tail.joined(" | ")),
-    };
-    let advice = match reason {
+    // The message grows where it lies: the verdict, the log's end if any, what to do (issue 32).
+    let mut message = format!("task {} {upid} failed: {reason}", upid.task_type);
+    if !tail.is_empty() {
+        let _ = write!(message, " (task log ends: {})", tail.joined(" | "));
+    }
+    let _ = match reason {
         // PVE's word for a task whose worker vanished (the node crashed or restarted).
-        "unexpected status" => format!(
-            "PVE lost track of the task (its worker on node {} died, e.g. the node restarted), so what it did is unknown: check the guest's state (run lookup) before trying again",
+        "unexpected status" => write!(
+            message,
+            " — PVE lost track of the task (its worker on node {} died, e.g. the node restarted), so what it did is unknown: check the guest's state (run lookup) before trying again",
             upid.node
         ),
-        _ => format!("see the task's log on node {} for the cause", upid.node),
+        _ => write!(
+            message,
+            " — see the task's log on node {} for the cause",
+            upid.node
+        ),
     };
-    let failure = Failure::new(format!(
-        "task {} {upid} failed: {reason}{context} — {advice}",
-        upid.task_type
-    ));
+    let failure = Failure::new(message);
     Err(TaskFailed {
         exit_status,
         tail,
@@ -554,9 +555,9 @@ pub async fn read_log<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Vec<String> {
                 }
             }
             Err(e) => {
-                pve.host.log(
+                pve.host.log_args(
                     LogLevel::Debug,
-                    &format!("task log of {upid} unreadable: {e}"),
+                    format_args!("task log of {upid} unreadable: {e}"),
                 );
                 break;
             }

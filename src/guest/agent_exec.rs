@@ -82,7 +82,7 @@ async fn exec_course<H: Host>(
         Ok(pid) => pid,
         Err(e) => return (None, start_failure(e), None),
     };
-    run.info(&format!(
+    run.info_args(format_args!(
         "VM {}: started {} as pid {pid}",
         at.vmid,
         crate::debug_text::list(&args.command)
@@ -181,7 +181,7 @@ fn polled<H: Host>(
 ) -> Option<(ExecOutcome, Option<ExecStatus>)> {
     let answer = answer.and_then(|data| {
         ExecStatus::from_value(&data).ok_or_else(|| {
-            PveError::malformed(format!(
+            PveError::malformed_args(format_args!(
                 "exec-status answered without `exited`: {data}",
                 data = crate::quote::json(&data)
             ))
@@ -204,7 +204,7 @@ fn polled<H: Host>(
             // one; then the next read says "Invalid parameter 'pid'" and the result is reported
             // lost below.
             *failed_polls += 1;
-            run.warn(&format!(
+            run.warn_args(format_args!(
                 "VM {}: reading the status of pid {pid} failed ({e}); trying again",
                 at.vmid
             ));

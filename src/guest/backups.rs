@@ -7,7 +7,7 @@
 //! `<storage>:backup/<vm|ct>/<vmid>/<time>` (with a `verification` state).
 
 use crate::args::{segment_fault, ArgError};
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::host::Host;
 use crate::outcome::RecordWrite;
 use crate::pve::endpoints::{self, GuestKind};
@@ -225,8 +225,8 @@ pub async fn list_archives<H: Host>(
     let request = endpoints::storage_backups(node, storage, vmid);
     let answer = run.pve().call(&request).await;
     archives_in(run.kind, storage, vmid, answer).map_err(|e| {
-        could_not(
-            &format!("list the backups on storage {storage} of node {node}"),
+        could_not_args(
+            format_args!("list the backups on storage {storage} of node {node}"),
             &e,
         )
         .0
@@ -243,7 +243,7 @@ fn archives_in(
 ) -> Result<Vec<Archive>, PveError> {
     let data = answer?;
     let entries = data.as_array().ok_or_else(|| {
-        PveError::malformed(format!(
+        PveError::malformed_args(format_args!(
             "the backup content of storage {storage} is not a list: {data}",
             data = crate::quote::json(&data)
         ))
@@ -273,7 +273,7 @@ pub fn check_backup_storage(
     answer: Result<Value, PveError>,
 ) -> Result<(), String> {
     let stores: Vec<NodeStorage> = crate::client::shaped(request, "a list of storages", answer)
-        .map_err(|e| could_not(&format!("list the storages of node {node}"), &e).0)?;
+        .map_err(|e| could_not_args(format_args!("list the storages of node {node}"), &e).0)?;
     let Some(store) = stores.iter().find(|s| s.storage == storage) else {
         return Err(crate::guest::storage::missing_storage(
             storage, node, &stores,
@@ -367,8 +367,9 @@ impl ArchiveConfig {
         volid: &str,
         answer: Result<Value, PveError>,
     ) -> Result<ArchiveConfig, String> {
-        let data = answer
-            .map_err(|e| could_not(&format!("read the config backup {volid} holds"), &e).0)?;
+        let data = answer.map_err(|e| {
+            could_not_args(format_args!("read the config backup {volid} holds"), &e).0
+        })?;
         let config = ArchiveConfig::parse(data.as_str().unwrap_or_default());
         match config.0.is_empty() {
             true => Err(format!(

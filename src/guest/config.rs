@@ -373,48 +373,48 @@ const BYTE_RATES: [&str; 3] = ["bps", "bps_rd", "bps_wr"];
 /// value (`virtio` → `model=virtio`), an alias is its target, `virtio=<mac>` is `model=virtio` plus
 /// `macaddr=<mac>` (PVE's `keyAlias`), a drive's byte rate is its MB/s. Without a property list
 /// the parts stay as written.
-pub fn canonical(props: &[Prop], text: &str) -> Vec<(String, Option<String>)> {
+pub fn canonical<'a>(props: &[Prop], text: &'a str) -> Canonical<'a> {
     let default_key = props.iter().find(|p| p.default_key).map(|p| p.name);
-    let has = |name: &str| props.iter().any(|p| p.name == name);
-    let mut out: Vec<(String, Option<String>)> = Vec::new();
+    let mut out: Canonical = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (name, value) = match part.split_once('=') {
             Some((k, v)) => (k.trim(), Some(v.trim())),
             None => (part, None),
         };
         let prop = props.iter().find(|p| p.name == name);
-        let mbps = format!("m{name}");
-        match (prop, value) {
-            (Some(_), Some(v)) if BYTE_RATES.contains(&name) && has(&mbps) => {
+        // A byte rate's MB/s twin `m<name>`, when the key has one.
+        let twin = match BYTE_RATES.contains(&name) {
+            true => props
+                .iter()
+                .find(|p| p.name.strip_prefix('m') == Some(name)),
+            false => None,
+        };
+        match (prop, value, twin) {
+            (Some(_), Some(v), Some(twin)) => {
                 let rate = v
                     .parse::<u64>()
                     .map(|b| crate::units::fixed(b, 1_048_576, 3));
-                out.push((mbps, Some(rate.unwrap_or_else(|_| v.to_string()))));
+                out.push((twin.name, Some(rate.unwrap_or_else(|_| v.to_string()))));
             }
-            (Some(p), Some(v)) if p.key_alias.is_some() => {
-                out.push((
-                    p.key_alias.unwrap_or_default().to_string(),
-                    Some(name.to_string()),
-                ));
-                out.push((p.alias.unwrap_or(name).to_string(), Some(v.to_string())));
+            (Some(p), Some(v), _) if p.key_alias.is_some() => {
+                out.push((p.key_alias.unwrap_or_default(), Some(name.to_string())));
+                out.push((p.alias.unwrap_or(name), Some(v.to_string())));
             }
-            (Some(p), Some(v)) => {
-                out.push((p.alias.unwrap_or(name).to_string(), Some(v.to_string())))
-            }
-            (_, None)
-                if default_key.is_some()
-                    && !out.iter().any(|(n, _)| Some(n.as_str()) == default_key) =>
+            (Some(p), Some(v), _) => out.push((p.alias.unwrap_or(name), Some(v.to_string()))),
+            (_, None, _)
+                if default_key.is_some() && !out.iter().any(|(n, _)| Some(*n) == default_key) =>
             {
-                out.push((
-                    default_key.unwrap_or_default().to_string(),
-                    Some(name.to_string()),
-                ))
+                out.push((default_key.unwrap_or_default(), Some(name.to_string())))
             }
-            (_, v) => out.push((name.to_string(), v.map(str::to_string))),
+            (_, v, _) => out.push((name, v.map(str::to_string))),
         }
     }
     out
 }
+
+/// A property string's canonical `name → value` pairs ([`canonical`]), borrowed from the text and
+/// the schema table; the values are their own (issue 32).
+pub type Canonical<'a> = Vec<(&'a str, Option<String>)>;
 
 /// The whole set of properties compares: every requested property with PVE's value for it (or
 /// left out by PVE because it is the default), and no property PVE holds that the request left
@@ -459,14 +459,14 @@ fn same_properties(kind: GuestKind, t: &KeyType, requested: &str, observed: &str
     }
     seen.iter().all(|(name, value)| {
         asked.iter().any(|(n, _)| n == name)
-            || (name == "size" && allocated)
+            || (*name == "size" && allocated)
             || value.as_deref().is_some_and(|v| {
                 generated(kind, t.name, name, v)
                     || prop(name)
                         .and_then(|p| p.default)
                         .is_some_and(|d| same_value(prop(name), v, d))
             })
-            || (name == "media"
+            || (*name == "media"
                 && value.as_deref() == Some("cdrom")
                 && asked
                     .iter()
@@ -476,9 +476,9 @@ fn same_properties(kind: GuestKind, t: &KeyType, requested: &str, observed: &str
 
 /// The value of property `name` in a canonical set (`Some(None)`: a bare flag), borrowed: no copy
 /// to drop on each way out of [`same_properties`] (issue 32).
-fn value_in<'s>(set: &'s [(String, Option<String>)], name: &str) -> Option<Option<&'s str>> {
+fn value_in<'s>(set: &'s Canonical, name: &str) -> Option<Option<&'s str>> {
     set.iter()
-        .find(|(n, _)| n == name)
+        .find(|(n, _)| *n == name)
         .map(|(_, v)| v.as_deref())
 }
 
@@ -508,12 +508,7 @@ fn same_value(prop: Option<&Prop>, a: &str, b: &str) -> bool {
 
 /// `store:N` asks PVE to allocate a new N GiB volume on `store` (`store:0` with `import-from`, and
 /// EFI/TPM state volumes, get the size PVE chooses); `store:cloudinit` a cloud-init volume.
-fn allocation_matches(
-    key: &str,
-    request: &str,
-    volume: Option<&str>,
-    seen: &[(String, Option<String>)],
-) -> bool {
+fn allocation_matches(key: &str, request: &str, volume: Option<&str>, seen: &Canonical) -> bool {
     let Some((store, amount)) = request.split_once(':') else {
         return false;
     };
@@ -540,7 +535,7 @@ fn allocation_matches(
     }
     let bytes = (gib * (1u64 << 30) as f64).round() as u64;
     seen.iter()
-        .any(|(k, v)| k == "size" && v.as_deref().and_then(size_bytes) == Some(bytes))
+        .any(|(k, v)| *k == "size" && v.as_deref().and_then(size_bytes) == Some(bytes))
 }
 
 #[cfg(test)]

@@ -205,7 +205,7 @@ pub fn object_or_missing(
 /// accepted). One text for every course (issue 32).
 pub fn write_failed(action: &str, e: &PveError, check: &str, tail: &str) -> String {
     match e.outcome_unknown() {
-        true => outcome_unknown(action, e, check).0,
+        true => outcome_unknown(format_args!("{action}"), e, check).0,
         false => format!("PVE refused to {action}: {e} — {}{tail}", hint(e.kind)),
     }
 }

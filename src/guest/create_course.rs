@@ -28,7 +28,7 @@ use super::root_only::Caller;
 use super::settle::{lock_of, locked_advice};
 use super::vmid_claim::{Claim, VmidChoice};
 use super::volumes::{disks_listed, disks_request, storage_of};
-use crate::explain::{could_not, mutation_failed};
+use crate::explain::{could_not_args, mutation_failed};
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
@@ -223,9 +223,11 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                     Ok(()) => break 'holder None,
                     Err(e) if e.kind == ErrorKind::IdTaken => {}
                     Err(e) => {
-                        let action =
-                            format!("check whether VMID {vmid} is free (GET /cluster/nextid)");
-                        return Err(could_not(&action, &e).into());
+                        return Err(could_not_args(
+                            format_args!("check whether VMID {vmid} is free (GET /cluster/nextid)"),
+                            &e,
+                        )
+                        .into());
                     }
                 }
                 let target = GuestRef {
@@ -266,7 +268,7 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
             let refused = 'refused: {
                 if let Some(lock) = lock_of(&ev.status).map(str::to_string) {
                     if ev.status.name.as_deref() == Some(name) {
-                        run.info(&format!(
+                        run.info_args(format_args!(
                             "{} holds {name:?} but is locked ({lock}): an operation on it is still running; waiting for it to finish",
                             ev.label(run)
                         ));
@@ -403,7 +405,8 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 if let Some(answer) = or_break!('claim, heard) {
                     // The action as messages name it: "clone VM 9000 on node pve1 to VMID 123".
                     let action = guest.action(noun, &node, vmid, &before);
-                    let upid = or_break!('claim, trail.accepted(answer, &sent, &action));
+                    let upid =
+                        or_break!('claim, trail.accepted(answer, &sent, format_args!("{action}")));
                     // The task's own words name it by UPID only: say which action it was.
                     let followed = follow_task(pve, &upid).await;
                     break trail
@@ -470,8 +473,12 @@ pub async fn create_course<H: Host>(run: &Run<'_, H>, guest: &dyn NewGuest) -> E
                 let answer = pve.call(&request).await;
                 ev.trail.answered(&answer);
                 if let Err(e) = answer {
-                    let action = format!("add the `{MANAGED_TAG}` tag to {label}");
-                    break 'named Err(mutation_failed(&action, &e, "its tags (run lookup)").0);
+                    break 'named Err(mutation_failed(
+                        format_args!("add the `{MANAGED_TAG}` tag to {label}"),
+                        &e,
+                        "its tags (run lookup)",
+                    )
+                    .0);
                 }
                 or_break!('named, ev.refresh(run).await);
                 if !has_managed_tag(&ev.status) {

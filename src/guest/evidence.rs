@@ -14,7 +14,7 @@ use super::settle::{
     Seen, HIBERNATED,
 };
 use crate::client::{shaped, Pve};
-use crate::explain::{could_not, mutation_failed, outcome_unknown};
+use crate::explain::{could_not_args, mutation_failed};
 use crate::host::{Host, LogLevel};
 use crate::outcome::{Failure, Outcome};
 use crate::pve::endpoints;
@@ -27,6 +27,7 @@ use crate::record_json::{list, put};
 use crate::run::{write_value, Run};
 use crate::task::{follow_task, log_ref_of, upid_of, TaskEnd, TaskTrouble};
 use serde_json::{Map, Value};
+use std::fmt;
 use std::future::Future;
 
 /// The tasks a run followed: their warnings (kept in the record) and the last UPID — and what is
@@ -74,22 +75,29 @@ impl TaskTrail {
         &mut self,
         answer: Result<Value, PveError>,
         request: &PveRequest,
-        action: &str,
+        action: fmt::Arguments<'_>,
     ) -> Result<Upid, String> {
-        let node = match request.segments.as_slice() {
-            [first, node, ..] if first == "nodes" => format!("node {node}"),
-            _ => "the node".to_string(),
-        };
-        let check = format!("the guest's state (run lookup) and the task list of {node}");
         self.answered(&answer);
-        let data = answer.map_err(|e| mutation_failed(action, &e, &check).0)?;
-        // PVE accepted the request (HTTP 200) but the task id is unreadable: a task may be running.
-        let upid = upid_of(&data, &request.label()).map_err(|f| {
-            self.outcome_unknown = true;
-            outcome_unknown(action, &PveError::malformed(f.0), &check).0
-        })?;
-        self.last_task = Some(upid.to_string());
-        Ok(upid)
+        let error = match answer.map(|data| upid_of(&data, &request.label())) {
+            Ok(Ok(upid)) => {
+                self.last_task = Some(upid.to_string());
+                return Ok(upid);
+            }
+            // PVE accepted the request (HTTP 200) but the task id is unreadable: a task may be
+            // running (an unreadable answer's outcome is unknown: `mutation_failed` says so).
+            Ok(Err(f)) => {
+                self.outcome_unknown = true;
+                PveError::malformed(&f.0)
+            }
+            Err(e) => e,
+        };
+        // What to check, written for a refusal or a lost answer only (issue 32).
+        let (of, node) = match request.segments.as_slice() {
+            [first, node, ..] if first == "nodes" => ("node ", node.as_str()),
+            _ => ("the node", ""),
+        };
+        let check = format!("the guest's state (run lookup) and the task list of {of}{node}");
+        Err(mutation_failed(action, &error, &check).0)
     }
 
     /// Keeps what a task followed to its end ([`follow_task`]) left: `WARNINGS: n` counts as
@@ -117,12 +125,12 @@ impl TaskTrail {
     /// and PVE answered a bare `OK`: it started nothing — vzdump skipping the guest — so nothing
     /// changed). `Err` when PVE did not take it, or its task did not end well — unless `kept` takes
     /// how it ended (shutdown's graceful attempt: the guest's state decides). One future for every
-    /// course's task (issue 32).
+    /// course's task (issue 32). `action` names it in a failure, and is written only then.
     pub async fn run<H: Host>(
         &mut self,
         pve: &Pve<'_, H>,
         request: &PveRequest,
-        action: &str,
+        action: fmt::Arguments<'_>,
         kept: Option<&mut Result<(), TaskTrouble>>,
         may_skip: bool,
     ) -> Result<(), String> {
@@ -249,7 +257,7 @@ impl Evidence {
         let read = status_of(&request, answer);
         self.unreadable = read.is_err();
         let status =
-            read.map_err(|e| could_not(&format!("read back {}", self.label(run)), &e).0)?;
+            read.map_err(|e| could_not_args(format_args!("read back {}", self.label(run)), &e).0)?;
         self.saw(run, self.at.clone(), status);
         Ok(())
     }
@@ -267,9 +275,9 @@ impl Evidence {
         let answer = run.pve().call(&request).await;
         match status_of(&request, answer) {
             Ok(status) => self.saw(run, self.at.clone(), status),
-            Err(e) => run.host.log(
+            Err(e) => run.host.log_args(
                 LogLevel::Debug,
-                &format!("the state could not be read again after the failure ({e}): the record keeps the earlier reading, marked as such"),
+                format_args!("the state could not be read again after the failure ({e}): the record keeps the earlier reading, marked as such"),
             ),
         }
     }
@@ -283,8 +291,9 @@ impl Evidence {
         request: &PveRequest,
         read: Result<Value, PveError>,
     ) -> Result<Map<String, Value>, String> {
-        shaped(request, "a guest config", read)
-            .map_err(|e| could_not(&format!("read the config of {}", self.label(run)), &e).0)
+        shaped(request, "a guest config", read).map_err(|e| {
+            could_not_args(format_args!("read the config of {}", self.label(run)), &e).0
+        })
     }
 
     /// Reads the guest's config again into the evidence (and its identity with it).

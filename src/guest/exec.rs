@@ -254,13 +254,13 @@ fn warn_about_encoding<H: Host>(
     let Some(output) = output else { return };
     let guest = format!("{} {}", run.kind.noun(), at.vmid);
     if output.invalid_utf8 {
-        run.warn(&format!(
+        run.warn_args(format_args!(
             "{guest}: {stream} ({} bytes) is not valid UTF-8; the invalid bytes are replaced by U+FFFD in the record ({stream}InvalidUtf8: true)",
             output.bytes
         ));
     }
     if output.already_text {
-        run.warn(&format!(
+        run.warn_args(format_args!(
             "{guest}: PVE sent {stream} as text rather than one character per byte; it is recorded as sent"
         ));
     }

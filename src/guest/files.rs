@@ -37,7 +37,7 @@ pub async fn read_bytes<H: Host>(
             .get("content")
             .and_then(|c| c.as_str())
             .ok_or_else(|| {
-                PveError::malformed(format!(
+                PveError::malformed_args(format_args!(
                     "file-read answered without content: {data}",
                     data = crate::quote::json(&data)
                 ))
@@ -46,7 +46,7 @@ pub async fn read_bytes<H: Host>(
             PveError::malformed("file-read (decode=0) answered content that is not base64")
         })?;
         if bytes.len() > want {
-            return Err(PveError::malformed(format!(
+            return Err(PveError::malformed_args(format_args!(
                 "file-read answered {} bytes where at most {want} were asked",
                 bytes.len()
             )));

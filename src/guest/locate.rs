@@ -12,7 +12,7 @@
 use super::reference::GuestRef;
 use crate::args::check_segment;
 use crate::client::{shaped, Pve};
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::host::{Host, HostError};
 use crate::outcome::Failure;
 use crate::pve::endpoints::{self, GuestKind};
@@ -57,8 +57,10 @@ pub enum Placed<T> {
 /// refused: one copy of the message for both.
 pub fn refused(kind: GuestKind, what: &str, at: &Located, error: &PveError) -> Failure {
     let noun = kind.noun();
-    let action = format!("read {what} of {noun} {} on node {}", at.vmid, at.node);
-    could_not(&action, error)
+    could_not_args(
+        format_args!("read {what} of {noun} {} on node {}", at.vmid, at.node),
+        error,
+    )
 }
 
 /// Sends a request (built by `request` for the node tried) on the node the guest is expected on —
@@ -187,7 +189,9 @@ pub async fn locate<H: Host>(
     let (mut listed, mut name): (Vec<Located>, &str) = (Vec::new(), "");
     let (mut confirmed, mut live, mut nodes) = (Vec::new(), None, Vec::<String>::new());
     let mut step = Step::List;
-    loop {
+    // Every unreadable answer leaves the loop with the step it answered: one copy of the failure's
+    // code below, not one in each step (issue 32).
+    let (failed, error) = loop {
         // `i` is always in range: the checks at the loop's end leave it (or move on) once a step
         // reaches its list's length, before any request for that index is made.
         let request = match step {
@@ -199,8 +203,10 @@ pub async fn locate<H: Host>(
         let answer = pve.call(&request).await;
         step = match step {
             Step::List => {
-                guests = shaped(&request, "a list of guests", answer)
-                    .map_err(|e| could_not(&listing(kind, target), &e))?;
+                guests = match shaped(&request, "a list of guests", answer) {
+                    Ok(guests) => guests,
+                    Err(e) => break (step, e),
+                };
                 match listed_as(kind, &guests, target) {
                     Listed::Known(found) => return found,
                     Listed::Unlisted(vmid) => Step::Absent(vmid),
@@ -213,8 +219,10 @@ pub async fn locate<H: Host>(
             Step::Absent(vmid) => return absent(vmid, id_echoed(&request, vmid, answer)),
             Step::Live(i) => {
                 let at = &listed[i];
-                let status: Map<String, Value> = shaped(&request, "a guest status", answer)
-                    .map_err(|e| could_not(&live_name(kind, at), &e))?;
+                let status: Map<String, Value> = match shaped(&request, "a guest status", answer) {
+                    Ok(status) => status,
+                    Err(e) => break (step, e),
+                };
                 live = Obj(&status).opt_string("name");
                 if live.as_deref() == Some(name) {
                     confirmed.push(at.clone());
@@ -222,8 +230,11 @@ pub async fn locate<H: Host>(
                 Step::Live(i + 1)
             }
             Step::Nodes(i) => {
-                let entries: Vec<Map<String, Value>> = shaped(&request, "a list of guests", answer)
-                    .map_err(|e| could_not(&node_list(kind, &nodes[i], name), &e))?;
+                let entries: Vec<Map<String, Value>> =
+                    match shaped(&request, "a list of guests", answer) {
+                        Ok(entries) => entries,
+                        Err(e) => break (step, e),
+                    };
                 named_live(&entries, &nodes[i], name, &mut confirmed);
                 Step::Nodes(i + 1)
             }
@@ -248,7 +259,33 @@ pub async fn locate<H: Host>(
         if matches!(step, Step::Nodes(i) if i == nodes.len()) {
             return one_named(kind, name, confirmed);
         }
-    }
+    };
+    let noun = kind.noun();
+    Err(match failed {
+        Step::Live(i) => {
+            let at = &listed[i];
+            let (vmid, node) = (at.vmid, &at.node);
+            could_not_args(
+                format_args!("read the current name of {noun} {vmid} on node {node}"),
+                &error,
+            )
+        }
+        Step::Nodes(i) => could_not_args(
+            format_args!(
+                "list the guests of node {} to find {noun} {name:?}",
+                nodes[i]
+            ),
+            &error,
+        ),
+        // nextid's answer is judged by `absent`, never here.
+        Step::List | Step::Absent(_) => could_not_args(
+            format_args!(
+                "list the cluster's guests to find {noun} {} (GET /cluster/resources)",
+                target.describe()
+            ),
+            &error,
+        ),
+    })
 }
 
 /// The request [`locate`] sends next.
@@ -262,30 +299,6 @@ enum Step {
     Live(usize),
     /// The live guest list of the `i`th node.
     Nodes(usize),
-}
-
-fn listing(kind: GuestKind, target: &GuestRef) -> String {
-    format!(
-        "list the cluster's guests to find {} {} (GET /cluster/resources)",
-        kind.noun(),
-        target.describe()
-    )
-}
-
-fn live_name(kind: GuestKind, at: &Located) -> String {
-    format!(
-        "read the current name of {} {} on node {}",
-        kind.noun(),
-        at.vmid,
-        at.node
-    )
-}
-
-fn node_list(kind: GuestKind, node: &str, name: &str) -> String {
-    format!(
-        "list the guests of node {node} to find {} {name:?}",
-        kind.noun()
-    )
 }
 
 /// The nodes holding guests of this kind, each once.
@@ -432,7 +445,7 @@ fn id_echoed(
     let data = answer?;
     match flex::u64_of(&data) == Some(u64::from(vmid)) {
         true => Ok(()),
-        false => Err(PveError::malformed(format!(
+        false => Err(PveError::malformed_args(format_args!(
             "{} answered {data} where VMID {vmid} was expected back",
             request.label(),
             data = crate::quote::json(&data)
@@ -447,7 +460,7 @@ fn absent(vmid: u32, free: Result<(), PveError>) -> Result<Found, Failure> {
         Err(e) if e.kind == ErrorKind::IdTaken => Err(Failure::new(format!(
             "VMID {vmid} exists but this token cannot see it: /cluster/resources leaves it out — grant VM.Audit on /vms/{vmid}"
         ))),
-        Err(e) => Err(could_not(&format!("confirm whether VMID {vmid} exists (GET /cluster/nextid)"), &e)),
+        Err(e) => Err(could_not_args(format_args!("confirm whether VMID {vmid} exists (GET /cluster/nextid)"), &e)),
     }
 }
 

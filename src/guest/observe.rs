@@ -178,7 +178,7 @@ pub fn judge_identity<H: Host>(
 ) {
     let previous = stored.and_then(stored_identity);
     if let Some(previous) = previous.filter(|p| identity.differs_from(p)) {
-        run.warn(&format!(
+        run.warn_args(format_args!(
             "VMID {} now belongs to a different guest than {} recorded (smbios uuid {} → {}): the VMID was reused",
             record.vmid,
             run.guest_instance(record.vmid),

@@ -285,10 +285,15 @@ pub async fn shut_down<H: Host>(
     let graceful_budget = WaitBudget::new(pve.task_timeout_ms.max(budget_ms + TASK_SLACK_MS));
     pve.budget = &graceful_budget;
     let request = endpoints::guest_shutdown(&ev.at.node, run.kind, ev.at.vmid, args.timeout_sec);
-    let action = format!("shut down {label}");
     let mut followed = Ok(());
     ev.trail
-        .run(&pve, &request, &action, Some(&mut followed), false)
+        .run(
+            &pve,
+            &request,
+            format_args!("shut down {label}"),
+            Some(&mut followed),
+            false,
+        )
         .await?;
     let (settle_ms, context) = settling(run, ev, followed, budget_ms, started);
     let why = match reach(run, ev, Target::Stopped, settle_ms, &context).await {
@@ -358,9 +363,14 @@ pub async fn transition<H: Host>(
     verb: &str,
     target: Target,
 ) -> Result<(), String> {
-    let action = format!("{verb} {}", ev.label(run));
     ev.trail
-        .run(&run.pve(), request, &action, None, false)
+        .run(
+            &run.pve(),
+            request,
+            format_args!("{verb} {}", ev.label(run)),
+            None,
+            false,
+        )
         .await?;
     reach(
         run,
@@ -383,7 +393,7 @@ pub fn already<H: Host>(run: &Run<'_, H>, ev: &Evidence, target: Target) -> Resu
     let Some(lock) = busy_lock(&ev.status) else {
         return Ok(true);
     };
-    run.info(&format!(
+    run.info_args(format_args!(
         "{} shows {} but is locked ({lock}): waiting for the lock to clear",
         ev.label(run),
         target.describe(run.kind)

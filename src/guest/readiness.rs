@@ -14,7 +14,7 @@ use super::reference::GuestRef;
 use super::settle::{poll, Heard, Watch};
 use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
-use crate::explain::could_not;
+use crate::explain::{could_not, could_not_args};
 use crate::host::Host;
 use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
@@ -432,7 +432,7 @@ fn nic_mac(
 ) -> Result<String, String> {
     let nic = args.nic.as_deref().unwrap_or_default();
     let config: Map<String, Value> = shaped(request, "a guest config", answer)
-        .map_err(|e| could_not(&format!("read the config of VM {vmid}"), &e).0)?;
+        .map_err(|e| could_not_args(format_args!("read the config of VM {vmid}"), &e).0)?;
     let value = config.get(nic).and_then(Value::as_str).ok_or_else(|| {
         format!("VM {vmid} has no {nic} in its config: nic names a network device of the VM")
     })?;

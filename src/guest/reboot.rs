@@ -96,7 +96,7 @@ pub async fn reboot_verified<H: Host>(
     pve.budget = &task_budget;
     let request = endpoints::guest_reboot(&ev.at.node, kind, ev.at.vmid, timeout_sec);
     ev.trail
-        .run(&pve, &request, &format!("reboot {label}"), None, false)
+        .run(&pve, &request, format_args!("reboot {label}"), None, false)
         .await?;
     let budget_ms = run.wait_budget_ms();
     let host = run.host;

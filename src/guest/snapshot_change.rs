@@ -85,7 +85,7 @@ pub async fn run_change<H: Host>(run: &Run<'_, H>, parsed: Parsed) -> Outcome {
         let plan = or_break!('change, plan);
         let request = change.request(run.kind, &ev.at);
         let action = change.action(&label);
-        or_break!('change, ev.trail.run(&run.pve(), &request, &action, None, false).await);
+        or_break!('change, ev.trail.run(&run.pve(), &request, format_args!("{action}"), None, false).await);
         let kind = run.kind;
         let wanted = change.settled_text(&plan, kind);
         let end = plan.end;

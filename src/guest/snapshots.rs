@@ -6,7 +6,7 @@ use super::locate::Located;
 use super::seen::{Marks, Reading};
 use super::volumes::volume_at;
 use crate::args::ArgError;
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::host::Host;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
@@ -182,7 +182,7 @@ pub fn tree_request(kind: GuestKind, at: &Located, once: bool) -> PveRequest {
 /// The snapshot list as answered, as a tree.
 pub fn tree_of(data: Value) -> Result<SnapshotTree, PveError> {
     SnapshotTree::from_value(&data).ok_or_else(|| {
-        PveError::malformed(format!(
+        PveError::malformed_args(format_args!(
             "the snapshot list is not a list of named entries: {data}",
             data = crate::quote::json(&data)
         ))
@@ -202,11 +202,14 @@ pub fn snapshot_holds<H: Host>(
 ) -> Result<bool, String> {
     let config = answer.map_err(|e| {
         let what = format!("snapshot {name:?}");
-        let action = format!(
-            "read {what} of {} to see whether a snapshot uses {volid}",
-            ev.label(run)
-        );
-        could_not(&action, &e).0
+        could_not_args(
+            format_args!(
+                "read {what} of {} to see whether a snapshot uses {volid}",
+                ev.label(run)
+            ),
+            &e,
+        )
+        .0
     })?;
     Ok(config.as_object().is_some_and(|config| {
         config
@@ -224,7 +227,7 @@ pub fn tree_read<H: Host>(
 ) -> Result<SnapshotTree, String> {
     answer
         .and_then(tree_of)
-        .map_err(|e| could_not(&format!("list the snapshots of {}", ev.label(run)), &e).0)
+        .map_err(|e| could_not_args(format_args!("list the snapshots of {}", ev.label(run)), &e).0)
 }
 
 /// The `<vm|ct>-<vmid>-snapshots` record of a tree observed on `at` (`marks`: when, relative to

@@ -46,7 +46,7 @@ pub async fn with_superseded<H: Host>(
         Ok(Some(names)) => names,
         Ok(None) => return writes,
         Err(e) => {
-            run.warn(&format!(
+            run.warn_args(format_args!(
                 "stored records could not be listed ({}): records the upstream package kept under guest names were not checked",
                 e.message
             ));
@@ -86,7 +86,7 @@ fn supersede<H: Host>(run: &Run<'_, H>, instance: String, vmid: u32, truth: &Val
         "the upstream @stateless/proxmox package kept this {}'s state under its name; {holder} holds it from now on and this record is no longer written",
         run.kind.noun()
     );
-    run.info(&format!("{instance}: superseded by {holder}"));
+    run.info_args(format_args!("{instance}: superseded by {holder}"));
     // Values made as they are stored, one field after another (no serializer between).
     let present = truth.get("present").cloned().unwrap_or(Value::Bool(false));
     let mut record = Map::new();

@@ -178,7 +178,7 @@ impl Claim {
                     // PVE refused it because another guest holds the id: nothing was changed.
                     Err(e) if self.claiming && e.kind == ErrorKind::IdTaken => {
                         trail.mutations_sent -= 1;
-                        run.info(&format!(
+                        run.info_args(format_args!(
                             "VMID {candidate} was claimed by another guest after /cluster/nextid proposed it ({}); trying {}",
                             e.message,
                             candidate + 1

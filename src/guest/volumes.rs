@@ -7,7 +7,7 @@
 
 use super::evidence::Evidence;
 use super::storage::listed;
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::pve::endpoints::{self, GuestKind};
 use crate::pve::error::PveError;
 use crate::pve::property::storage_volume;
@@ -75,17 +75,22 @@ pub fn listed_on_storage(
     volid: &str,
     answer: Result<Value, PveError>,
 ) -> Result<bool, String> {
+    let error = match answer {
+        Ok(list) => match list.as_array() {
+            Some(volumes) => return Ok(lists(volumes, volid)),
+            None => PveError::malformed_args(format_args!(
+                "PVE answered {answer} where a list was expected",
+                answer = crate::quote::json(&list)
+            )),
+        },
+        Err(e) => e,
+    };
     let storage = storage_of(volid);
-    let action = format!("list storage {storage} on node {node} to see whether {volid} is there");
-    let answer = answer.map_err(|e| could_not(&action, &e).0)?;
-    let volumes = answer.as_array().ok_or_else(|| {
-        let wrong = PveError::malformed(format!(
-            "PVE answered {answer} where a list was expected",
-            answer = crate::quote::json(&answer)
-        ));
-        could_not(&action, &wrong).0
-    })?;
-    Ok(lists(volumes, volid))
+    Err(could_not_args(
+        format_args!("list storage {storage} on node {node} to see whether {volid} is there"),
+        &error,
+    )
+    .0)
 }
 
 /// The request for the guest's disk volumes on `storage` as that storage on the guest's node

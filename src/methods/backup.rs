@@ -207,7 +207,10 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             let action = format!("back up {label} to storage {}", args.storage);
             let request = endpoints::vzdump(&node, args.params(vmid));
             let pve = run.pve();
-            let ran = ev.trail.run(&pve, &request, &action, None, true).await;
+            let ran = ev
+                .trail
+                .run(&pve, &request, format_args!("{action}"), None, true)
+                .await;
             or_break!('verdict, ran);
             // The sighting followed no task: the trail's task is vzdump's, if it started one.
             let Some(upid) = ev.trail.last_task.as_deref().and_then(Upid::parse) else {

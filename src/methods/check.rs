@@ -1,6 +1,6 @@
 //! The `transport-reachable` check: PVE answers `GET /version` over the configured transport.
 
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::host::Host;
 use crate::outcome::Outcome;
 use crate::pve::endpoints;
@@ -29,6 +29,6 @@ pub async fn pve_version<H: Host>(run: &Run<'_, H>) -> Result<String, String> {
                 crate::quote::value(&data)
             )
         }),
-        Err(e) => Err(could_not(&format!("reach PVE on node {node} (GET /version)"), &e).0),
+        Err(e) => Err(could_not_args(format_args!("reach PVE on node {node} (GET /version)"), &e).0),
     }
 }

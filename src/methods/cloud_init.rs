@@ -10,7 +10,7 @@
 
 use crate::args::{ArgError, Fields, Kind, Read, Spec};
 use crate::client::shaped;
-use crate::explain::{could_not, mutation_failed};
+use crate::explain::{could_not_args, mutation_failed};
 use crate::guest::config::ConfigSnapshot;
 use crate::guest::evidence::Evidence;
 use crate::guest::reboot::ApplyPending;
@@ -243,14 +243,12 @@ pub async fn course<H: Host>(
                 Step::Regenerate => {
                     ev.trail.answered(&answer);
                     or_break!('configure, answer.map_err(|e| {
-                        let action = format!("regenerate the cloud-init drive of {label}");
-                        mutation_failed(&action, &e, "GET …/cloudinit (run cloudInit again)").0
+                        mutation_failed(format_args!("regenerate the cloud-init drive of {label}"), &e, "GET …/cloudinit (run cloudInit again)").0
                     }));
                 }
                 Step::Dump(part) => {
                     let text: String = or_break!('configure, shaped(&request, "a cloud-init config", answer).map_err(|e| {
-                        let action = format!("read the generated cloud-init {part} config of {label}");
-                        could_not(&action, &e).0
+                        could_not_args(format_args!("read the generated cloud-init {part} config of {label}"), &e).0
                     }));
                     missing.append(&mut lacks(part, &text, args));
                 }
@@ -309,8 +307,11 @@ fn after_reboot(
 ) -> Result<String, String> {
     let after = after.map_err(|e| {
         pending.clear();
-        let action = format!("read the pending changes of {label} after the reboot");
-        could_not(&action, &e).0
+        could_not_args(
+            format_args!("read the pending changes of {label} after the reboot"),
+            &e,
+        )
+        .0
     })?;
     let mut keys = String::new();
     for key in after.pending.keys().chain(&after.pending_delete) {
@@ -428,8 +429,11 @@ fn drive_current(
     rows: Result<Vec<Map<String, Value>>, PveError>,
 ) -> Result<String, String> {
     let rows = rows.map_err(|e| {
-        let action = format!("read what is pending against the cloud-init drive of {label}");
-        could_not(&action, &e).0
+        could_not_args(
+            format_args!("read what is pending against the cloud-init drive of {label}"),
+            &e,
+        )
+        .0
     })?;
     let (mut stale, mut asked) = (String::new(), String::new());
     for row in &rows {

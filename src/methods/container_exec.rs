@@ -5,7 +5,7 @@
 //! it needs ssh, before anything is sent.
 
 use crate::client::shaped;
-use crate::explain::{could_not, hint};
+use crate::explain::{could_not_args, hint};
 use crate::global_args::{SshSettings, TransportSettings};
 use crate::guest::exec::{conclude, ExecArgs, ExecOutcome, Observed};
 use crate::guest::locate::{absent_message, locate, Found, Located};
@@ -91,8 +91,8 @@ fn ready(
     at: &Located,
 ) -> Result<(), Result<String, Failure>> {
     let status = status.map_err(|e| {
-        Err(could_not(
-            &format!(
+        Err(could_not_args(
+            format_args!(
                 "read the state of container {} on node {}",
                 at.vmid, at.node
             ),
@@ -127,7 +127,7 @@ fn pct_exec<H: Host>(
     .map_err(|e| ExecOutcome::NotStarted {
         reason: e.to_string(),
     })?;
-    run.info(&format!(
+    run.info_args(format_args!(
         "container {}: running {} with pct exec on node {}",
         at.vmid,
         crate::debug_text::list(&args.command),

@@ -8,7 +8,7 @@
 //! A guest already confirmed absent is success (nothing to delete), recorded as `absent`.
 
 use crate::args::{ArgError, Fields, Kind, Spec};
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::guest::evidence::{cut_short, sight_to_remove, Evidence};
 use crate::guest::gates;
 use crate::guest::locate::next_id_free_by;
@@ -71,7 +71,7 @@ pub async fn delete<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         or_break!('destroy, ev.pass_gate(run, &gates::DELETE, args.force));
         let label = ev.label(run);
         if !Target::Stopped.reached(run.kind, &ev.status) {
-            run.info(&format!(
+            run.info_args(format_args!(
                 "{label} is {}: stopping it first (PVE does not destroy a running guest)",
                 ev.status.status
             ));
@@ -80,8 +80,7 @@ pub async fn delete<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             or_break!('destroy, stopped);
         }
         let request = endpoints::guest_delete(&ev.at.node, run.kind, ev.at.vmid, args.purge);
-        let action = format!("delete {label}");
-        or_break!('destroy, ev.trail.run(&run.pve(), &request, &action, None, false).await);
+        or_break!('destroy, ev.trail.run(&run.pve(), &request, format_args!("delete {label}"), None, false).await);
         // Polls `GET /cluster/nextid?vmid=N` until PVE says no guest holds the VMID on any node
         // (the cluster's own list of guests, whatever the token may audit, in one request), within
         // what the stop and the delete task left of the method's one budget; `gone_judged` judges
@@ -137,13 +136,14 @@ fn gone_judged<H: Host>(
                 ),
             }))
         }
-        Err(e) => {
-            let action = format!("confirm that VMID {vmid} is gone (GET /cluster/nextid)");
-            Some(Err(format!(
-                "the delete task ended successfully, but the guest's absence could not be confirmed: {}",
-                could_not(&action, &e).0
-            )))
-        }
+        Err(e) => Some(Err(format!(
+            "the delete task ended successfully, but the guest's absence could not be confirmed: {}",
+            could_not_args(
+                format_args!("confirm that VMID {vmid} is gone (GET /cluster/nextid)"),
+                &e
+            )
+            .0
+        ))),
     }
 }
 

@@ -75,14 +75,22 @@ pub async fn delete_backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
     let mut trail = TaskTrail::default();
     let request = endpoints::storage_volume_delete(&node, storage, &volid.volid);
-    let action = format!("delete backup {} on node {node}", volid.volid);
     // Once PVE accepted the delete (or may have: a lost answer), the listing before it is no longer
     // an observation of now: a failure from then on writes no record.
     let stale = |trail: &TaskTrail| match trail.last_task.is_some() || trail.outcome_unknown {
         true => Vec::new(),
         false => record(&before),
     };
-    if let Err(message) = trail.run(&run.pve(), &request, &action, None, false).await {
+    if let Err(message) = trail
+        .run(
+            &run.pve(),
+            &request,
+            format_args!("delete backup {} on node {node}", volid.volid),
+            None,
+            false,
+        )
+        .await
+    {
         return Outcome::failed(stale(&trail), message);
     }
     let after = match list_archives(run, &node, storage, volid.vmid).await {

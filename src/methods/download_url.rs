@@ -24,7 +24,7 @@
 
 use crate::args::{segment_fault, ArgError, Fields, Kind, Read, Spec};
 use crate::client::shaped;
-use crate::explain::{could_not, hint, mutation_failed};
+use crate::explain::{could_not_args, hint, mutation_failed};
 use crate::guest::evidence::TaskTrail;
 use crate::guest::storage::{storage_in, storage_refusal};
 use crate::host::Host;
@@ -655,14 +655,16 @@ fn volume_listed(
     let volid = &findings.volid;
     let error = match answer {
         Ok(list) if list.is_array() => return Ok(volume_in(&list, volid)),
-        Ok(other) => PveError::malformed(format!(
+        Ok(other) => PveError::malformed_args(format_args!(
             "PVE answered {other} where a list was expected",
             other = crate::quote::json(&other)
         )),
         Err(e) => e,
     };
-    let what = format!("list {} (to see {volid})", findings.content_text());
-    Err(could_not(&what, &error))
+    Err(could_not_args(
+        format_args!("list {} (to see {volid})", findings.content_text()),
+        &error,
+    ))
 }
 
 /// The size the URL's server reports, asked from the node (the download comes from there).
@@ -676,12 +678,12 @@ fn url_size_of(
     let node = &findings.node;
     match answer {
         Ok(meta) if meta.is_object() => Ok(meta.get("size").and_then(flex::u64_of)),
-        Ok(other) => Err(could_not(
-            &format!(
+        Ok(other) => Err(could_not_args(
+            format_args!(
                 "query the URL for {} from node {node} (GET /nodes/{node}/query-url-metadata)",
                 findings.volid
             ),
-            &PveError::malformed(format!(
+            &PveError::malformed_args(format_args!(
                 "PVE answered {} where an object was expected",
                 crate::quote::json(&other)
             )),
@@ -845,8 +847,12 @@ fn accepted(findings: &mut Findings<'_>, answer: Result<Value, PveError>) -> Res
                 "{} (nodeConfig, or the node's task list)",
                 findings.content_text()
             );
-            let action = format!("download {} to {volid}", args.url);
-            return Err(mutation_failed(&action, &e, &check).0);
+            return Err(mutation_failed(
+                format_args!("download {} to {volid}", args.url),
+                &e,
+                &check,
+            )
+            .0);
         }
     };
     let upid = upid_of(&answer, "POST …/download-url").map_err(|Failure(why)| {
@@ -877,8 +883,10 @@ fn log_says(
     volid: &str,
 ) -> Result<LogSays, String> {
     let lines = log.map_err(|e| {
-        could_not(
-            &format!("read the log of task {task}, which ended OK, to see PVE's checks of {volid}"),
+        could_not_args(
+            format_args!(
+                "read the log of task {task}, which ended OK, to see PVE's checks of {volid}"
+            ),
             &e,
         )
         .0

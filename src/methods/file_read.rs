@@ -3,7 +3,7 @@
 //! the content as text when it is UTF-8, else as base64.
 
 use crate::args::{ArgError, Fields};
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::guest::files::{check_path, read_bytes, Content, FileRecord, MAX_FILE_BYTES};
 use crate::guest::locate::{absent_message, locate, Found};
 use crate::guest::reference::GuestRef;
@@ -50,8 +50,11 @@ pub async fn file_read<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     let mut bytes = match read_bytes(&run.pve(), &at, &args.path, args.max_bytes + 1).await {
         Ok(bytes) => bytes,
         Err(e) => {
-            let action = format!("read {:?} in VM {} on node {}", args.path, at.vmid, at.node);
-            return could_not(&action, &e).into();
+            return could_not_args(
+                format_args!("read {:?} in VM {} on node {}", args.path, at.vmid, at.node),
+                &e,
+            )
+            .into();
         }
     };
     let truncated = bytes.len() > args.max_bytes;

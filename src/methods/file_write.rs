@@ -5,7 +5,7 @@
 //! applied with `chmod` and read back with `stat`, both verified execs.
 
 use crate::args::{ArgError, Fields};
-use crate::explain::{could_not, mutation_failed};
+use crate::explain::{could_not_args, mutation_failed};
 use crate::guest::agent_exec::execute;
 use crate::guest::exec::{ExecArgs, ExecOutcome, ExitPolicy};
 use crate::guest::files::{check_path, read_bytes, FileRecord, MAX_FILE_BYTES, WRITE_CHUNK_BYTES};
@@ -161,7 +161,7 @@ async fn write_verified<H: Host>(
     }
     let back = read_bytes(&run.pve(), at, &args.path, args.bytes.len() + 1)
         .await
-        .map_err(|e| could_not(&format!("read back {label}"), &e).0)?;
+        .map_err(|e| could_not_args(format_args!("read back {label}"), &e).0)?;
     if back != args.bytes {
         let at_byte = back
             .iter()
@@ -210,7 +210,7 @@ fn put(
 ) -> Result<(), String> {
     answer.map_err(|e| {
         mutation_failed(
-            &format!("write {path:?} ({} bytes) for {label}", bytes.len()),
+            format_args!("write {path:?} ({} bytes) for {label}", bytes.len()),
             &e,
             "the file in the guest",
         )

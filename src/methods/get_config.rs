@@ -120,7 +120,7 @@ fn recorded<H: Host>(
 /// `GET …/pending`'s answer (to `request`) as a snapshot.
 pub fn snapshot_of(request: &PveRequest, data: Value) -> Result<ConfigSnapshot, PveError> {
     ConfigSnapshot::from_rows(&data).ok_or_else(|| {
-        PveError::malformed(format!(
+        PveError::malformed_args(format_args!(
             "{} answered {data} where a list of config keys was expected",
             request.label(),
             data = crate::quote::json(&data)

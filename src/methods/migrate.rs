@@ -7,7 +7,7 @@
 
 use crate::args::{is_storage_id, ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::guest::evidence::{cut_short, sight_to_change, Evidence};
 use crate::guest::locate::{locate, Found, Located};
 use crate::guest::reference::GuestRef;
@@ -147,10 +147,15 @@ pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                     target_storage: args.target_storage.as_deref(),
                 },
             );
-            let action = format!("migrate {} to node {}", ev.label(run), args.node);
             if let Err(why) = ev
                 .trail
-                .run(&run.pve(), &request, &action, None, false)
+                .run(
+                    &run.pve(),
+                    &request,
+                    format_args!("migrate {} to node {}", ev.label(run), args.node),
+                    None,
+                    false,
+                )
                 .await
             {
                 break 'moved Err(why);
@@ -238,8 +243,13 @@ fn preconditions<H: Host>(
     read: Result<MigratePreconditions, PveError>,
 ) -> Result<(), String> {
     let label = ev.label(run);
-    let pre =
-        read.map_err(|e| could_not(&format!("read the migration preconditions of {label}"), &e).0)?;
+    let pre = read.map_err(|e| {
+        could_not_args(
+            format_args!("read the migration preconditions of {label}"),
+            &e,
+        )
+        .0
+    })?;
     let running = pre.running.unwrap_or(was_running);
     match refusal(run.kind, &pre, args, running) {
         Some(why) => Err(format!(
@@ -353,15 +363,16 @@ fn on_target<H: Host>(
             "the cluster places it on node {} but that node does not hold its config yet",
             args.node
         ))),
-        Err(e) => {
-            let action = format!(
+        Err(e) => Err(could_not_args(
+            format_args!(
                 "read the state of {} {} on node {} after the migration",
                 kind.noun(),
                 ev.at.vmid,
                 args.node
-            );
-            Err(could_not(&action, &e).0)
-        }
+            ),
+            &e,
+        )
+        .0),
     }
 }
 

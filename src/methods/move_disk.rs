@@ -181,12 +181,6 @@ pub async fn course<H: Host>(
     // The request and its action end with their await: the later ones need not carry them, nor
     // the guest's label, written again where it is said (its place does not change).
     {
-        let action = format!(
-            "move {} of {} to storage {}",
-            args.disk,
-            ev.label(run),
-            args.storage
-        );
         let request = endpoints::move_volume(
             &ev.at.node,
             run.kind,
@@ -196,7 +190,18 @@ pub async fn course<H: Host>(
             args.format.as_deref(),
         );
         ev.trail
-            .run(&run.pve(), &request, &action, None, false)
+            .run(
+                &run.pve(),
+                &request,
+                format_args!(
+                    "move {} of {} to storage {}",
+                    args.disk,
+                    ev.label(run),
+                    args.storage
+                ),
+                None,
+                false,
+            )
             .await?;
     }
     settled_after(run, ev, "the move task ended successfully", true).await?;

@@ -286,7 +286,7 @@ impl NicArgs {
             key_type(kind, &self.nic).map_or_else(Vec::new, |t| canonical(&properties(&t), &old));
         let kept = |key: &str| {
             seen.iter()
-                .find(|(k, _)| k == key)
+                .find(|(k, _)| *k == key)
                 .and_then(|(_, v)| v.as_deref())
         };
         let default = match kind {
@@ -312,9 +312,9 @@ impl NicArgs {
             part(mac_key, Some(mac));
         }
         for (key, set) in &seen {
-            if [ident_key, mac_key].contains(&key.as_str())
+            if [ident_key, mac_key].contains(key)
                 || given(&self.rest, key)
-                || self.clear.contains(key)
+                || self.clear.iter().any(|c| c == key)
             {
                 continue;
             }

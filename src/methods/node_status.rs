@@ -104,7 +104,7 @@ pub async fn read_node<H: Host>(run: &Run<'_, H>, args: &Value, method: &NodeMet
     let mut record = match answer.map(|data| (method.start)(&node, data, run.now_iso())) {
         Ok(Ok(record)) => record,
         Ok(Err(data)) => {
-            let e = PveError::malformed(format!(
+            let e = PveError::malformed_args(format_args!(
                 "GET /nodes/{node}/{} answered {data}",
                 method.path,
                 data = crate::quote::json(&data)
@@ -229,7 +229,7 @@ fn file_disks(record: &mut Map<String, Value>, data: Value) -> Result<(), PveErr
 /// Why an answer that is not a list of `items` cannot be filed: one message for nodeStatus'
 /// disks and nodeConfig's interfaces.
 pub fn not_a_list(data: &Value, items: &str) -> PveError {
-    PveError::malformed(format!(
+    PveError::malformed_args(format_args!(
         "answered {data} where a list of {items} was expected",
         data = crate::quote::json(data)
     ))
@@ -277,7 +277,7 @@ fn without_fact(data: &Value, field: &str) -> PveError {
         }
         None => crate::quote::json(data),
     };
-    PveError::malformed(format!("answered {seen} without a readable `{field}`"))
+    PveError::malformed_args(format_args!("answered {seen} without a readable `{field}`"))
 }
 
 /// Whether the `enterprise` standard repository is configured and enabled: its `status`, absent
@@ -304,7 +304,7 @@ fn unavailable<H: Host>(
         hint(error.kind)
     );
     match error.kind == ErrorKind::Forbidden {
-        true => run.warn(&format!(
+        true => run.warn_args(format_args!(
             "node {node}: {not_recorded} not recorded: {reason} (grant Sys.Audit on /nodes/{node})"
         )),
         false => failures.push(format!(

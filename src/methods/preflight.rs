@@ -27,7 +27,7 @@
 
 use crate::args::{check_segment, ArgError, Fields};
 use crate::catalog::method_names;
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::guest::permission_needs::{needs, preflight_subjects, run_subjects, Need};
 use crate::guest::permissions::{
     holds, judge, major_held, major_of, paths_of, requirement, AclPaths, Check, Held, Subjects,
@@ -292,10 +292,13 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &AclPaths) -> Result<Held, 
             .call(&endpoints::access_permissions(path))
             .await
             .map_err(|e| {
-                let what = format!(
+                could_not_args(
+                    format_args!(
                     "read what the token may do on {path} (GET /access/permissions on node {node})"
-                );
-                could_not(&what, &e).0
+                ),
+                    &e,
+                )
+                .0
             })?;
         // `{<path>: {<privilege>: <propagate>}}`, or `{}` when nothing is held there.
         let shape_error = |answer: &Value| {
@@ -394,7 +397,7 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         set(&mut record, "privileges", Value::Object(held));
         for fit in &fitness {
             for note in fit.notes.iter().chain(&fit.may_need) {
-                run.info(&format!("preflight: {}: {note}", fit.method));
+                run.info_args(format_args!("preflight: {}: {note}", fit.method));
             }
         }
         let short = shortfalls(&fitness);

@@ -126,12 +126,11 @@ pub async fn course<H: Host>(
         ev.trail.answered(&answer);
         // Never re-sent: a second `+N` would grow the disk twice.
         let unknown = |e: &PveError| {
-            let action = format!("resize {label} to {}", args.size);
             let check = format!(
                 "the disk's size (run getConfig) and the task list of node {}",
                 ev.at.node
             );
-            outcome_unknown(&action, e, &check).0
+            outcome_unknown(format_args!("resize {label} to {}", args.size), e, &check).0
         };
         let answer = or_break!('verdict, answer.map_err(|e| match e.outcome_unknown() {
             true => unknown(&e),
@@ -147,7 +146,7 @@ pub async fn course<H: Host>(
                 Ok(upid) => upid,
                 Err(unread) => {
                     ev.trail.outcome_unknown = true;
-                    break 'verdict Err(unknown(&PveError::malformed(unread.0)));
+                    break 'verdict Err(unknown(&PveError::malformed(&unread.0)));
                 }
             };
             ev.trail.last_task = Some(upid.to_string());

@@ -17,7 +17,7 @@
 
 use crate::args::{ArgError, Fields};
 use crate::client::shaped;
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::explain::{hint, outcome_unknown};
 use crate::guest::config::{
     record_value, ssh_keys_param, wire_options, ConfigSnapshot, Reading, MASKED_KEY,
@@ -383,8 +383,14 @@ pub async fn apply<H: Host>(
                     Step::Set
                 }
                 Err(e) => {
-                    let action = format!("read the config of {label} to check its features");
-                    return (Err(could_not(&action, &e).0), None);
+                    return (
+                        Err(could_not_args(
+                            format_args!("read the config of {label} to check its features"),
+                            &e,
+                        )
+                        .0),
+                        None,
+                    );
                 }
             },
             Step::Set => {
@@ -418,7 +424,7 @@ fn refused(label: &str, e: &PveError) -> String {
     match e.outcome_unknown() {
         true => {
             let check = "its config (run getConfig)";
-            outcome_unknown(&format!("change the config of {label}"), e, check).0
+            outcome_unknown(format_args!("change the config of {label}"), e, check).0
         }
         false => format!(
             "PVE refused the config change of {label}: {e} — {}",
@@ -521,7 +527,7 @@ fn judge<H: Host>(
         }
     }
     if changes.iter().any(|(k, _)| k == MASKED_KEY) {
-        run.info(&format!(
+        run.info_args(format_args!(
             "{label}: PVE never shows cipassword, so only its presence was checked"
         ));
     }

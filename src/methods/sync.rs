@@ -394,7 +394,7 @@ impl Sweep {
         let entries = match listed {
             Ok(Value::Array(entries)) => entries,
             Ok(other) => {
-                return Err(no_nodes(&PveError::malformed(format!(
+                return Err(no_nodes(&PveError::malformed_args(format_args!(
                     "GET /nodes answered {other} where a list of nodes was expected",
                     other = crate::quote::json(&other)
                 ))))
@@ -552,14 +552,14 @@ impl Sweep {
         let noun = run.kind.noun();
         match free {
             Ok(()) => {
-                run.info(&format!("{noun} {vmid} no longer exists: recorded as absent"));
+                run.info_args(format_args!("{noun} {vmid} no longer exists: recorded as absent"));
                 let record = GuestRecord::absent(vmid, run.method, run.now_iso());
                 self.record(run.guest_spec(), run.guest_instance(vmid), record);
                 self.absent += 1;
             }
             Err(e) if e.kind == ErrorKind::IdTaken => match self.selection.nodes.is_empty() {
                 // On a node or some nodes of the cluster, it may have moved to another.
-                false => run.warn(&format!(
+                false => run.warn_args(format_args!(
                     "{noun} {vmid} was recorded on node {} but is no longer listed there, and it still exists: it migrated, or the token may no longer audit it — its record was left as it was (run lookup for it)",
                     stored_node.unwrap_or("?")
                 )),
@@ -669,7 +669,7 @@ impl Candidate<'_> {
 fn list_of(data: Value) -> Result<Vec<Value>, PveError> {
     match data {
         Value::Array(list) => Ok(list),
-        other => Err(PveError::malformed(format!(
+        other => Err(PveError::malformed_args(format_args!(
             "not a list: {other}",
             other = crate::quote::json(&other)
         ))),
@@ -747,7 +747,7 @@ fn listed_records<H: Host>(
             None
         }
         Err(e) => {
-            run.warn(&format!(
+            run.warn_args(format_args!(
                 "stored records could not be listed ({}): guests that disappeared are not detected",
                 e.message
             ));

@@ -14,7 +14,7 @@
 
 use crate::args::{ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::guest::evidence::{cut_at_the_end, settled_after, Evidence};
 use crate::guest::gates;
 use crate::guest::locate::{locate, Found};
@@ -94,7 +94,11 @@ pub async fn convert<H: Host>(
         let action = format!("convert {label} to a template");
         let pve = run.pve();
         match run.kind {
-            GuestKind::Qemu => ev.trail.run(&pve, &request, &action, None, false).await?,
+            GuestKind::Qemu => {
+                ev.trail
+                    .run(&pve, &request, format_args!("{action}"), None, false)
+                    .await?
+            }
             // pve-container answers null and converts in a worker whose UPID it does not return.
             GuestKind::Lxc => {
                 ev.trail.sending();
@@ -102,7 +106,7 @@ pub async fn convert<H: Host>(
                 ev.trail.answered(&answer);
                 answer.map_err(|e| {
                     let check = "its config (run getConfig)";
-                    crate::explain::mutation_failed(&action, &e, check).0
+                    crate::explain::mutation_failed(format_args!("{action}"), &e, check).0
                 })?;
             }
         }
@@ -128,7 +132,7 @@ fn stop_first<H: Host>(
             ev.status.status
         ));
     }
-    run.info(&format!(
+    run.info_args(format_args!(
         "{label} is {}: shutting it down first (shutdownFirst: true)",
         ev.status.status
     ));
@@ -229,13 +233,16 @@ fn listed<H: Host>(
     // a list of objects is shared with `locate`'s, where a type of its own was one more (issue 32).
     let guests: Vec<Map<String, Value>> =
         shaped(request, "a list of guests", read).map_err(|e| {
-            let action = format!(
-                "list the guests of node {} to see whether {} is listed as a template ({})",
-                ev.at.node,
-                ev.label(run),
-                request.label()
-            );
-            could_not(&action, &e).0
+            could_not_args(
+                format_args!(
+                    "list the guests of node {} to see whether {} is listed as a template ({})",
+                    ev.at.node,
+                    ev.label(run),
+                    request.label()
+                ),
+                &e,
+            )
+            .0
         })?;
     let vmid = Some(u64::from(ev.at.vmid));
     let entry = guests.iter().map(Obj).find(|g| g.opt_u64("vmid") == vmid);

@@ -9,7 +9,7 @@ use super::node_status::{NodeArgs, NODE};
 use crate::args::{check_segment, segment_fault, ArgError, Fields, Kind, Spec};
 use crate::client::shaped;
 use crate::clock::iso_time;
-use crate::explain::could_not;
+use crate::explain::could_not_args;
 use crate::guest::reference::VMID;
 use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
@@ -107,7 +107,7 @@ pub async fn wait_task<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             let answer = pve.call(&request).await;
             let listed = shaped::<Vec<ListedTask>>(&request, "a task list", answer);
             let found = listed
-                .map_err(|e| could_not(&format!("list the tasks of node {node}"), &e).0)
+                .map_err(|e| could_not_args(format_args!("list the tasks of node {node}"), &e).0)
                 .and_then(|rows| the_one(&node, &rows));
             match found {
                 Ok(upid) => upid,

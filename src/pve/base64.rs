@@ -33,14 +33,12 @@ pub fn decode(text: &str) -> Option<Vec<u8>> {
         return None;
     }
     let mut out = Vec::with_capacity(clean.len() / 4 * 3);
-    // A piece ends with its padded quad (or with the text): each is decoded on its own.
-    let mut start = 0;
-    for (i, quad) in clean.chunks(4).enumerate() {
-        let end = (i + 1) * 4;
-        if quad.ends_with(b"=") || end == clean.len() {
-            AGENT.decode_vec(&clean[start..end], &mut out).ok()?;
-            start = end;
-        }
+    // Quad by quad, each a whole text to the engine: a padded quad ends its piece, so joined
+    // pieces decode as their concatenation without a search for where each piece ends (issue 32).
+    for quad in clean.chunks_exact(4) {
+        let mut bytes = [0; 3];
+        let len = AGENT.decode_slice(quad, &mut bytes).ok()?;
+        out.extend_from_slice(bytes.get(..len)?);
     }
     Some(out)
 }
@@ -77,6 +75,13 @@ mod tests {
     fn joined_padded_pieces_decode_as_their_concatenation() {
         let joined = format!("{}{}", encode(b"ab"), encode(b"cde"));
         assert_eq!(decode(&joined).unwrap(), b"abcde");
+    }
+
+    #[test]
+    fn whitespace_is_skipped_and_stray_low_bits_are_dropped() {
+        assert_eq!(decode("Zm9v\nYmFy\r\n").unwrap(), b"foobar");
+        assert_eq!(decode(" Zh== Zm9=").unwrap(), b"ffo");
+        assert_eq!(decode_strict("Zm9v Zg=="), None);
     }
 
     #[test]

@@ -113,12 +113,14 @@ impl PveError {
     }
 
     /// An answer that could not be parsed; `what` says what was expected.
-    pub fn malformed(what: impl Into<String>) -> Self {
-        PveError::new(
-            ErrorKind::Malformed,
-            crate::quote::bounded(&what.into()),
-            None,
-        )
+    pub fn malformed(what: &str) -> Self {
+        PveError::new(ErrorKind::Malformed, crate::quote::bounded(what), None)
+    }
+
+    /// [`PveError::malformed`] of words given as `format_args!`: formatted here, once, not into a
+    /// text of its own at every call site (issue 32).
+    pub fn malformed_args(what: fmt::Arguments<'_>) -> Self {
+        PveError::malformed(&fmt::format(what))
     }
 
     /// Whether a safe-to-repeat request may be tried again after this error.

@@ -4,7 +4,6 @@ use crate::global_args::ApiSettings;
 use crate::host::{HttpRequest, HttpResponse};
 use crate::pve::error::PveError;
 use crate::pve::request::{PveRequest, Verb};
-use crate::quote::Joined;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 
@@ -76,7 +75,7 @@ pub fn interpret(response: &HttpResponse) -> Result<Value, PveError> {
                 .get_mut("data")
                 .map(Value::take)
                 .unwrap_or(Value::Null)),
-            _ => Err(PveError::malformed(format!(
+            _ => Err(PveError::malformed_args(format_args!(
                 "PVE answered HTTP {} with a body that is not PVE's JSON ({})",
                 response.status,
                 snippet(&response.body)
@@ -110,15 +109,17 @@ fn error_message(response: &HttpResponse, parsed: Option<&Value>) -> String {
         .and_then(|v| v.get("errors"))
         .and_then(Value::as_object)
     {
-        let mut details = Vec::new();
+        // Appended where the message lies, not listed then joined (issue 32).
+        let mut opening = " (";
         for (key, why) in errors {
-            details.push(format!(
-                "{key}: {}",
-                why.as_str().unwrap_or("invalid").trim()
-            ));
+            message.push_str(opening);
+            message.push_str(key);
+            message.push_str(": ");
+            message.push_str(why.as_str().unwrap_or("invalid").trim());
+            opening = "; ";
         }
-        if !details.is_empty() {
-            message = format!("{message} ({})", details.joined("; "));
+        if !errors.is_empty() {
+            message.push(')');
         }
     }
     message

@@ -9,6 +9,7 @@ use crate::pve::request::PveRequest;
 use crate::quote::Joined;
 use serde_json::Value;
 use std::borrow::Cow;
+use std::fmt::Write;
 
 /// ssh's own exit status when it could not connect or authenticate. pvesh can exit 255 too: its
 /// handler errors are uncaught Perl `die`s, whose status is errno, else 255 (see [`ssh_failed`]).
@@ -166,7 +167,7 @@ pub fn single_quote(word: &str) -> String {
 pub fn interpret(settings: &SshSettings, output: &ProcessOutput) -> Result<Value, PveError> {
     match output.code {
         Some(0) => extract_json(&output.stdout).ok_or_else(|| {
-            PveError::malformed(format!(
+            PveError::malformed_args(format_args!(
                 "pvesh exited 0 but printed no JSON ({})",
                 snippet(&output.stdout)
             ))
@@ -283,12 +284,6 @@ fn connection_error(settings: &SshSettings, stderr: &str) -> PveError {
     }
     let lower = lines.joined("\n").to_ascii_lowercase();
     let has = |needle: &str| lower.contains(needle);
-    let target = format!("{}@{}:{}", settings.user, settings.host, settings.port);
-    let via = match (&settings.proxy_jump, &settings.proxy_command) {
-        (Some(jump), _) => format!(" (through proxyJump {jump})"),
-        (None, Some(_)) => " (through proxyCommand)".to_string(),
-        (None, None) => String::new(),
-    };
     let host_key = has("host key verification failed")
         || has("remote host identification has changed")
         || has("host key is known for");
@@ -348,30 +343,33 @@ fn connection_error(settings: &SshSettings, stderr: &str) -> PveError {
             "ssh could not run pvesh on the node".into(),
         )
     };
-    let said = if host_key {
-        // The verdict lines only: "Host key for … has changed …", "Offending … key in …", "… failed."
-        let mut verdicts = Vec::new();
-        for line in lines {
-            let l = line.to_ascii_lowercase();
-            if l.starts_with("host key")
-                || l.starts_with("offending")
-                || (l.starts_with("no ") && l.contains("host key is known"))
-            {
-                verdicts.push(line);
-            }
+    // After a host key failure, its verdict lines only: "Host key for … has changed …",
+    // "Offending … key in …", "… failed." Pushed in place, not listed then joined (issue 32).
+    let mut said = String::new();
+    for line in lines {
+        let l = line.to_ascii_lowercase();
+        if !host_key
+            || l.starts_with("host key")
+            || l.starts_with("offending")
+            || (l.starts_with("no ") && l.contains("host key is known"))
+        {
+            crate::quote::push_item(&mut said, "; ", line);
         }
-        verdicts
-    } else {
-        lines
-    };
-    PveError::new(
-        kind,
-        format!(
-            "ssh to {target}{via} failed — {hint} (ssh said: {})",
-            said.joined("; ")
-        ),
-        None,
-    )
+    }
+    // The message grows where it lies: the target, the hop if any, then the verdict (issue 32).
+    let mut message = format!(
+        "ssh to {}@{}:{}",
+        settings.user, settings.host, settings.port
+    );
+    match (&settings.proxy_jump, &settings.proxy_command) {
+        (Some(jump), _) => {
+            let _ = write!(message, " (through proxyJump {jump})");
+        }
+        (None, Some(_)) => message.push_str(" (through proxyCommand)"),
+        (None, None) => {}
+    }
+    let _ = write!(message, " failed — {hint} (ssh said: {said})");
+    PveError::new(kind, message, None)
 }
 
 #[cfg(test)]
