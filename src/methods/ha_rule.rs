@@ -273,17 +273,15 @@ fn set_on(sid: &str, key: &str, value: &str) -> Write {
     (Some(sid.to_string()), Verb::Set, params)
 }
 
-/// The parameters of an update: those the read does not show as asked.
-fn set_of(rule: &Value, params: &[(String, String)]) -> Vec<(String, String)> {
-    let mut set = Vec::new();
+/// The parameters of an update, pushed onto `set`: those the read does not show as asked.
+fn set_of(rule: &Value, params: &[(String, String)], set: &mut Vec<(String, String)>) {
     for (key, want, _) in ha::differing(params, rule, shown) {
         // Rules.pm: `disable` 0 is dropped from a request; it is cleared with `delete`.
-        set.push(match (key, want) {
-            ("disable", "0") => ("delete".into(), "disable".into()),
-            _ => (key.to_string(), want.to_string()),
-        });
+        match (key, want) {
+            ("disable", "0") => push_param(set, "delete", "disable"),
+            _ => push_param(set, key, want),
+        }
     }
-    set
 }
 
 /// The rule asked, on the guest of kind `kind`: what the engine's plan and read-back judge by.
@@ -398,7 +396,8 @@ impl Asked {
             (Some(_), true) => Some((None, Verb::Delete, Vec::new())),
             (None, false) => Some((None, Verb::Create, self.grouped())),
             (Some(g), false) => {
-                let set = set_of(g, &self.grouped());
+                let mut set = Vec::new();
+                set_of(g, &self.grouped(), &mut set);
                 (!set.is_empty()).then_some((None, Verb::Set, set))
             }
         }
@@ -417,17 +416,21 @@ impl Asked {
         if args.kind == "resource-affinity" && alone {
             return Err("a resource-affinity rule needs another resource besides the guest".into());
         }
-        let (verb, mut sent) = match view.config.as_ref() {
-            None if args.delete => return Ok(vec![]),
-            Some(_) if args.delete => return Ok(vec![(None, Verb::Delete, Vec::new())]),
+        // `type` leads the parameters of a new rule and an update; a removal sends none.
+        let mut sent = Vec::new();
+        if !args.delete {
+            push_param(&mut sent, "type", &args.kind);
+        }
+        let verb = match view.config.as_ref() {
+            None if args.delete => return Ok(Vec::new()),
+            Some(_) if args.delete => Verb::Delete,
             None => {
-                let mut fresh = Vec::new();
-                for (k, v) in params {
+                for (k, v) in &params {
                     if k != "disable" || v == "1" {
-                        fresh.push((k, v));
+                        push_param(&mut sent, k, v);
                     }
                 }
-                (Verb::Create, fresh)
+                Verb::Create
             }
             Some(rule) => {
                 let kind = shown(rule, "type");
@@ -437,16 +440,16 @@ impl Asked {
                         args.kind
                     ));
                 }
-                let set = set_of(rule, &params);
-                if set.is_empty() {
-                    return Ok(vec![]);
+                set_of(rule, &params, &mut sent);
+                // Only `type`: nothing to update.
+                if sent.len() == 1 {
+                    return Ok(Vec::new());
                 }
-                (Verb::Set, set)
+                Verb::Set
             }
         };
-        // One check for a new rule and an update; `type` leads the parameters of both.
+        // One check for a new rule and an update (a removal sends no resources).
         managed(view, &sent)?;
-        sent.insert(0, ("type".into(), args.kind.clone()));
         Ok(vec![(None, verb, sent)])
     }
 
