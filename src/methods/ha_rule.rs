@@ -45,14 +45,12 @@ pub struct HaRuleArgs {
 /// both sides of a comparison pass through here).
 fn nodes_of(list: &str) -> String {
     let mut nodes: Vec<String> = Vec::new();
-    for n in items_of(list) {
+    // Walked from the last: the list holds each node once, as given last (no entry removed).
+    for n in items_of(list).iter().rev() {
         let (name, prio) = n.split_once(':').unwrap_or((n, "0"));
-        // The list holds each node once: a node given again replaces its entry.
-        if let Some(i) = nodes
-            .iter()
-            .position(|e| e.split_once(':').map_or(&e[..], |n| n.0) == name)
-        {
-            nodes.remove(i);
+        let given = |e: &String| e.split_once(':').map_or(&e[..], |n| n.0) == name;
+        if nodes.iter().any(given) {
+            continue;
         }
         // Pushed piece by piece, not formatted (issue 32).
         let mut entry = name.to_string();
@@ -546,6 +544,14 @@ mod tests {
     use serde_json::{json, Value};
 
     const RULE: &str = "GET /cluster/ha/rules/pin";
+
+    #[test]
+    fn nodes_are_kept_once_as_given_last_without_zero_priorities_and_sorted() {
+        use super::nodes_of;
+        assert_eq!(nodes_of("pve2:1,pve1:3,,pve2:00,pve1:02"), "pve1:2,pve2");
+        assert_eq!(nodes_of("b-c,b:5,a"), "a,b-c,b:5");
+        assert_eq!(nodes_of(""), "");
+    }
 
     fn vm(version: &str) -> ScriptedHost {
         let host = ScriptedHost::new();
