@@ -87,7 +87,9 @@ fn plan(args: &AliasArgs, read: &Read) -> Result<Vec<Write>, String> {
         }
         _ => return Ok(Vec::new()),
     };
-    Ok(vec![Write::of(verb, at, params)])
+    let mut writes = Vec::new();
+    Write::push_of(&mut writes, verb, at, params);
+    Ok(writes)
 }
 
 fn judge(args: &AliasArgs, read: &Read) -> Result<String, String> {

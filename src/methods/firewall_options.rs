@@ -98,7 +98,7 @@ impl FirewallChange for OptionsArgs {
         }
         let mut writes = Vec::new();
         if !params.is_empty() {
-            writes.push(Write::new(Verb::Set, &["options"], params));
+            Write::push(&mut writes, Verb::Set, &["options"], params);
         }
         Ok(writes)
     }

@@ -420,7 +420,7 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
                 if !clear.is_empty() {
                     params.push(("delete".into(), clear.joined(",")));
                 }
-                writes.push(Write::new(Verb::Set, &["rules", &at], params));
+                Write::push(&mut writes, Verb::Set, &["rules", &at], params);
             }
             // PVE inserts a new rule at the top whatever `pos` says (pve-firewall
             // `PVE/API2/Firewall/Rules.pm` create_rule): it is moved to the end after.
@@ -429,19 +429,20 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
                 for (key, value) in rule {
                     push_param(&mut params, key, value);
                 }
-                writes.push(Write::new(Verb::Create, &["rules"], params));
+                Write::push(&mut writes, Verb::Create, &["rules"], params);
                 let last = (pos + 1).to_string();
                 let moveto = [("moveto", Some(last.as_str()))];
-                writes.push(Write::of(Verb::Set, &["rules", "0"], &moveto));
+                Write::push_of(&mut writes, Verb::Set, &["rules", "0"], &moveto);
             }
         }
     }
     for pos in (rules.len()..seen.len()).rev() {
-        writes.push(Write::new(
+        Write::push(
+            &mut writes,
             Verb::Delete,
             &["rules", &pos.to_string()],
             Vec::new(),
-        ));
+        );
     }
     // The first write is refused if the list changed since it was read.
     sign(writes.first_mut(), digest(seen.first().copied()));
