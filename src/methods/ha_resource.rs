@@ -194,7 +194,7 @@ fn update(
         ));
     }
     let mut params = Vec::new();
-    for (key, want, _) in ha::differing(&args.options, config, configured) {
+    for (key, want, _) in &ha::differing(&args.options, config, configured) {
         push_param(&mut params, key, want);
     }
     if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {

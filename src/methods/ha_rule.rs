@@ -273,7 +273,7 @@ fn set_on(sid: &str, key: &str, value: &str) -> Write {
 
 /// The parameters of an update, pushed onto `set`: those the read does not show as asked.
 fn set_of(rule: &Value, params: &[(String, String)], set: &mut Vec<(String, String)>) {
-    for (key, want, _) in ha::differing(params, rule, shown) {
+    for &(key, want, _) in &ha::differing(params, rule, shown) {
         // Rules.pm: `disable` 0 is dropped from a request; it is cleared with `delete`.
         match (key, want) {
             ("disable", "0") => push_param(set, "delete", "disable"),
@@ -292,10 +292,11 @@ impl Asked {
     /// The params with the guest's own sid among the resources, as PVE stores them.
     /// `resources` leads (`PARAMS`' order, the order PVE's request and messages show).
     fn with_guest(&self, vmid: u32) -> Vec<(String, String)> {
-        let mut params = vec![("resources".to_string(), self.resources(vmid))];
+        let mut params = Vec::new();
+        push_param(&mut params, "resources", &self.resources(vmid));
         for (key, value) in &self.args.params {
             if *key != "resources" {
-                params.push((key.to_string(), value.clone()));
+                push_param(&mut params, key, value);
             }
         }
         params
