@@ -458,18 +458,19 @@ impl Asked {
         if let Some(all) = view.resources.as_ref().and_then(Value::as_array) {
             let mut left = String::new();
             // `PUT vm:101 group=pin; POST group pin nodes=pve1`, written in place (issue 32).
-            for (to, verb, params) in self.group_plan(view, all)? {
+            // Borrowed, not consumed: no by-value iterator of the writes compiled.
+            for (to, verb, params) in &self.group_plan(view, all)? {
                 push_item(&mut left, "; ", verb.http_method());
                 left.push(' ');
                 match to {
-                    Some(sid) => left.push_str(&sid),
+                    Some(sid) => left.push_str(sid),
                     None => {
                         left.push_str("group ");
                         left.push_str(&args.rule);
                     }
                 }
-                for (key, value) in &params {
-                    for part in [" ", key, "=", value] {
+                for (key, value) in params {
+                    for part in &[" ", key, "=", value] {
                         left.push_str(part);
                     }
                 }
