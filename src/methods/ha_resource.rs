@@ -86,19 +86,16 @@ impl HaResourceArgs {
 
 /// What the config shows for PVE's option `name` (its default when left out).
 fn configured(config: &Value, name: &str) -> String {
-    let default = OPTIONS
-        .iter()
-        .find(|(_, n, _)| *n == name)
-        .map_or("", |o| o.2);
-    match config.get(name).and_then(flex::string_of) {
+    let raw = config.get(name);
+    let Some(text) = raw.and_then(flex::string_of) else {
+        let default = OPTIONS.iter().find(|(_, n, _)| *n == name);
+        return default.map_or("", |o| o.2).to_string();
+    };
+    match name {
         // `enabled` is read as `started` (read_and_check_resources_config).
-        Some(v) if name == "state" && v == "enabled" => "started".into(),
-        Some(_) if name == "failback" => {
-            let on = config.get(name).and_then(flex::bool_of).unwrap_or(true);
-            ha::bit(on)
-        }
-        Some(v) => v,
-        None => default.to_string(),
+        "state" if text == "enabled" => "started".into(),
+        "failback" => ha::bit(raw.and_then(flex::bool_of).unwrap_or(true)),
+        _ => text,
     }
 }
 
@@ -111,13 +108,15 @@ pub fn applied(target: &str, service: Option<&Value>) -> Result<String, String> 
         return Err(describe(None));
     };
     let get = |k: &str| s.get(k).and_then(Value::as_str);
-    let crm = get("crm_state");
+    // The verbose state is the one asked; the manager's, by the state asked.
+    let crm = match target {
+        "ignored" => None,
+        "started" => Some("started"),
+        _ => Some("stopped"),
+    };
     let ok = get("request_state") == Some(target)
-        && match target {
-            "ignored" => crm.is_none() && get("state") == Some("ignored"),
-            "started" => crm == Some("started") && get("state") == Some("started"),
-            other => crm == Some("stopped") && get("state") == Some(other),
-        };
+        && get("state") == Some(target)
+        && get("crm_state") == crm;
     match ok {
         true => Ok(describe(service)),
         false => Err(describe(service)),
