@@ -76,9 +76,9 @@ fn is_port_list(text: &str) -> bool {
     items && count <= 15
 }
 
-/// Whether every byte of `text` is `ok`: one loop for every byte check of these methods, not an
-/// iterator adapter compiled for each check (issue 32).
-fn every_byte(text: &str, ok: fn(u8) -> bool) -> bool {
+/// Whether every byte of `text` is `ok`: one loop for every byte check of these methods (and
+/// haRule's), not an iterator adapter compiled for each check (issue 32).
+pub fn every_byte(text: &str, ok: fn(u8) -> bool) -> bool {
     for &b in text.as_bytes() {
         if !ok(b) {
             return false;
@@ -87,7 +87,7 @@ fn every_byte(text: &str, ok: fn(u8) -> bool) -> bool {
     true
 }
 
-fn digit(b: u8) -> bool {
+pub fn digit(b: u8) -> bool {
     b.is_ascii_digit()
 }
 

@@ -18,6 +18,7 @@ use crate::args::{ArgError, Fields};
 use crate::guest::config::not_as_asked;
 use crate::guest::ha::{self, sid, HaChange, HaObject, HaView, Write};
 use crate::guest::reference::GuestRef;
+use crate::methods::firewall_rules::{digit, every_byte, is_name};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::request::{push_param, Verb};
@@ -83,35 +84,30 @@ fn resources_of(list: &str) -> String {
     sids.joined(",")
 }
 
-/// pve-configid (PVE::JSONSchema pve_verify_configid). By bytes: every allowed character is ASCII,
-/// and no byte of a longer UTF-8 character is (cheaper than decoding chars, issue 32).
+/// pve-configid (PVE::JSONSchema pve_verify_configid: `[a-z][a-z0-9_-]+`, any case, any length):
+/// the firewall's name check without its bound.
 fn is_config_id(id: &str) -> bool {
-    id.len() > 1
-        && id.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
-        && id
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+    is_name(id, usize::MAX)
 }
 
 /// PVE/HA/Tools.pm pve_verify_ha_resource_id (a guest's: vm:<vmid>, ct:<vmid>).
 fn is_sid(s: &str) -> bool {
     let id = s.strip_prefix("vm:").or_else(|| s.strip_prefix("ct:"));
     id.is_some_and(|id| {
-        (3..=9).contains(&id.len())
-            && !id.starts_with('0')
-            && id.bytes().all(|b| b.is_ascii_digit())
+        (3..=9).contains(&id.len()) && !id.starts_with('0') && every_byte(id, digit)
     })
 }
 
-/// parse_node_priority: a node name, then an optional `:<priority>`. By bytes, as `is_config_id`.
+/// parse_node_priority: a node name, then an optional `:<priority>`. By bytes: every allowed
+/// character is ASCII, and no byte of a longer UTF-8 character is (issue 32).
 fn is_node(s: &str) -> bool {
     let (name, prio) = s.split_once(':').unwrap_or((s, "0"));
     let edge = |c: Option<&u8>| c.is_some_and(u8::is_ascii_alphanumeric);
     edge(name.as_bytes().first())
         && edge(name.as_bytes().last())
-        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+        && every_byte(name, |c| c.is_ascii_alphanumeric() || c == b'-')
         && !prio.is_empty()
-        && prio.bytes().all(|c| c.is_ascii_digit())
+        && every_byte(prio, digit)
 }
 
 /// An optional list of strings that each pass `valid`, joined with commas.
