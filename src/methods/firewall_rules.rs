@@ -384,9 +384,10 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
     let mut clear = Vec::new();
     for &name in &FIELDS {
         let want = get(rule, name);
-        let have = match (name, value(name)) {
+        let read = value(name);
+        let have = match (name, read.as_deref()) {
             // A rule PVE lists without `enable` is disabled.
-            ("enable", None) => Some("0".to_string()),
+            ("enable", None) => Some("0"),
             (_, have) => have,
         };
         // PVE spells a macro its own way (`ssh` reads `SSH`) and trims a comment.
@@ -395,7 +396,7 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
             "comment" => kept_comment(w) == Some(h),
             _ => w == h,
         };
-        match (want, have.as_deref()) {
+        match (want, have) {
             (Some(w), Some(h)) if same(w, h) => {}
             (Some(w), _) => push_param(&mut set, name, w),
             (None, Some(_)) => clear.push(name),
