@@ -302,11 +302,8 @@ pub fn cidr(item: &str) -> Option<(std::net::IpAddr, u32, bool)> {
         IpAddr::V4(v4) => u128::from(u32::from(v4)),
         IpAddr::V6(v6) => u128::from(v6),
     };
-    let mask = match max - bits {
-        128.. => u128::MAX,
-        n => (1u128 << n) - 1,
-    };
-    Some((ip, bits, value & mask == 0))
+    // The host bits (the last `max - bits`) are clear when the address ends in as many zeros.
+    Some((ip, bits, value.trailing_zeros() >= max - bits))
 }
 
 /// An IP or CIDR ([`cidr`]) as PVE compares it: its address and prefix length, so `10.0.0.1` and
@@ -689,6 +686,30 @@ mod tests {
             assert_eq!(kept_comment(text), kept, "{text:?}");
         }
         assert!(is_name("web-1_a", 20) && !is_name("1web", 20) && !is_name("w", 20));
+    }
+
+    #[test]
+    fn a_cidr_has_its_host_bits_clear_when_they_are_all_zero() {
+        let clear = |item| cidr(item).map(|c| c.2);
+        for (item, want) in [
+            ("10.0.0.0/8", Some(true)),
+            ("10.0.0.1/24", Some(false)),
+            ("10.0.0.1", Some(true)),
+            ("10.0.0.1/32", Some(true)),
+            ("0.0.0.0/0", Some(true)),
+            ("128.0.0.0/0", Some(false)),
+            ("10.0.0.128/25", Some(true)),
+            ("10.0.0.64/25", Some(false)),
+            ("fd00::/8", Some(true)),
+            ("fd00::1/127", Some(false)),
+            ("::/0", Some(true)),
+            ("8000::/0", Some(false)),
+            ("fd00::1", Some(true)),
+            ("10.0.0.0/33", None),
+            ("fd00::/129", None),
+        ] {
+            assert_eq!(clear(item), want, "{item}");
+        }
     }
 
     #[test]
