@@ -56,7 +56,8 @@ fn entry_of<'e>(entries: &'e [Entry], cidr: &str) -> Option<&'e Entry> {
 /// `(dc/|guest/)?$ip_alias_pattern`; a name PVE can make is at most 64 characters).
 fn alias_ref(text: &str) -> Option<(&str, &str)> {
     let (scope, name) = match text.split_once('/') {
-        Some((scope @ ("dc" | "guest"), name)) => (&text[..=scope.len()], name),
+        Some(("dc", name)) => (DATACENTER, name),
+        Some(("guest", name)) => ("guest/", name),
         Some(_) => return None,
         None => ("", text),
     };
