@@ -298,12 +298,27 @@ pub fn cidr(item: &str) -> Option<(std::net::IpAddr, u32, bool)> {
         Some(b) if !b.is_empty() && every_byte(b, digit) => b.parse().ok().filter(|b| *b <= max)?,
         _ => return None,
     };
-    let value = match ip {
-        IpAddr::V4(v4) => u128::from(u32::from(v4)),
-        IpAddr::V6(v6) => u128::from(v6),
+    let (v4, v6);
+    let octets: &[u8] = match ip {
+        IpAddr::V4(ip) => {
+            v4 = ip.octets();
+            &v4
+        }
+        IpAddr::V6(ip) => {
+            v6 = ip.octets();
+            &v6
+        }
     };
-    // The host bits (the last `max - bits`) are clear when the address ends in as many zeros.
-    Some((ip, bits, value.trailing_zeros() >= max - bits))
+    // The host bits (the last `max - bits`) are clear when the address ends in as many zero
+    // bits, counted from its last octet (no 128-bit number made of it, issue 32).
+    let mut zeros = 0;
+    for &octet in octets.iter().rev() {
+        zeros += octet.trailing_zeros();
+        if octet != 0 {
+            break;
+        }
+    }
+    Some((ip, bits, zeros >= max - bits))
 }
 
 /// An IP or CIDR ([`cidr`]) as PVE compares it: its address and prefix length, so `10.0.0.1` and
