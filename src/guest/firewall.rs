@@ -35,23 +35,30 @@ pub struct Write {
 }
 
 impl Write {
-    pub fn new(verb: Verb, at: &[&str], params: Vec<(String, String)>) -> Self {
-        Write {
+    /// Pushes the write onto `plan`: one call at each site of the plans, not a write built there
+    /// and then moved into the plan (issue 32).
+    pub fn push(plan: &mut Vec<Write>, verb: Verb, at: &[&str], params: Vec<(String, String)>) {
+        plan.push(Write {
             verb,
             at: owned_segments(at),
             params,
-        }
+        });
     }
 
-    /// A write of the parameters given (`None`: left out).
-    pub fn of(verb: Verb, at: &[&str], params: &[(&str, Option<&str>)]) -> Self {
+    /// Pushes a write of the parameters given (`None`: left out) onto `plan`.
+    pub fn push_of(
+        plan: &mut Vec<Write>,
+        verb: Verb,
+        at: &[&str],
+        params: &[(&str, Option<&str>)],
+    ) {
         let mut given = Vec::new();
         for (k, v) in params {
             if let Some(v) = v {
                 push_param(&mut given, k, v);
             }
         }
-        Write::new(verb, at, given)
+        Write::push(plan, verb, at, given);
     }
 }
 

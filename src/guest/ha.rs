@@ -144,8 +144,8 @@ pub trait HaChange {
 }
 
 /// The parameters asked whose value the config read does not show, as `shown` reads it: name,
-/// value asked and what it shows. One compare for haResource's options and haRule's parameters
-/// (issue 32).
+/// value asked and what it shows. One compare for haResource's options, haRule's parameters and
+/// firewallOptions' options (issue 32).
 pub fn differing<'a>(
     asked: &'a [(String, String)],
     config: &Value,

@@ -76,18 +76,26 @@ fn plan(args: &AliasArgs, read: &Read) -> Result<Vec<Write>, String> {
         args.comment.as_deref(),
         digest.as_deref(),
     );
-    let p = [("cidr", cidr), ("comment", comment), ("digest", digest)];
-    let create = [("name", Some(name)), ("cidr", cidr), ("comment", comment)];
+    // One list for the three writes: a new alias takes the first three, an update the last three,
+    // a removal the digest alone.
+    let p = [
+        ("name", Some(name)),
+        ("cidr", cidr),
+        ("comment", comment),
+        ("digest", digest),
+    ];
     let alias = ["aliases", name];
     let (verb, at, params) = match (cidr, found) {
-        (None, Some(_)) => (Verb::Delete, &alias[..], &p[2..]),
-        (Some(_), None) => (Verb::Create, &alias[..1], &create[..]),
+        (None, Some(_)) => (Verb::Delete, &alias[..], &p[3..]),
+        (Some(_), None) => (Verb::Create, &alias[..1], &p[..3]),
         (Some(_), Some(listed)) if differs(args, listed).is_some() => {
-            (Verb::Set, &alias[..], &p[..])
+            (Verb::Set, &alias[..], &p[1..])
         }
         _ => return Ok(Vec::new()),
     };
-    Ok(vec![Write::of(verb, at, params)])
+    let mut writes = Vec::new();
+    Write::push_of(&mut writes, verb, at, params);
+    Ok(writes)
 }
 
 fn judge(args: &AliasArgs, read: &Read) -> Result<String, String> {

@@ -56,7 +56,8 @@ fn entry_of<'e>(entries: &'e [Entry], cidr: &str) -> Option<&'e Entry> {
 /// `(dc/|guest/)?$ip_alias_pattern`; a name PVE can make is at most 64 characters).
 fn alias_ref(text: &str) -> Option<(&str, &str)> {
     let (scope, name) = match text.split_once('/') {
-        Some((scope @ ("dc" | "guest"), name)) => (&text[..=scope.len()], name),
+        Some(("dc", name)) => (DATACENTER, name),
+        Some(("guest", name)) => ("guest/", name),
         Some(_) => return None,
         None => ("", text),
     };
@@ -184,20 +185,19 @@ fn differs(want: &Entry, have: &Entry) -> bool {
 fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
     let name = args.name.as_str();
     let comment = args.comment.as_deref();
+    let mut writes = Vec::new();
     let Some(declared) = &args.entries else {
-        let mut writes = Vec::new();
         // The set is deleted when it is listed.
         if read[1].is_some() {
             let force = [("force", Some("1"))];
-            writes.push(Write::of(Verb::Delete, &["ipset", name], &force));
+            Write::push_of(&mut writes, Verb::Delete, &["ipset", name], &force);
         }
         return Ok(writes);
     };
-    let mut writes = Vec::new();
     let seen = match &read[1] {
         None => {
             let made = [("name", Some(name)), ("comment", comment)];
-            writes.push(Write::of(Verb::Create, &["ipset"], &made));
+            Write::push_of(&mut writes, Verb::Create, &["ipset"], &made);
             Vec::new()
         }
         Some(set) => {
@@ -210,7 +210,7 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
                     ("comment", Some(comment.unwrap_or_default())),
                     ("digest", digest.as_deref()),
                 ];
-                writes.push(Write::of(Verb::Create, &["ipset"], &p));
+                Write::push_of(&mut writes, Verb::Create, &["ipset"], &p);
             }
             listed(set)?
         }
@@ -226,7 +226,7 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
             Some(want) => (Verb::Set, entry_params(want)),
             None => (Verb::Delete, Default::default()),
         };
-        writes.push(Write::of(verb, &["ipset", name, &have.cidr], &p[1..]));
+        Write::push_of(&mut writes, verb, &["ipset", name, &have.cidr], &p[1..]);
     }
     // The first entry write is refused if the set changed since it was read (create_ip takes none).
     let set = read[1].as_ref().and_then(|s| s.get(0));
@@ -236,11 +236,12 @@ fn plan(args: &IpsetArgs, read: &Read) -> Result<Vec<Write>, String> {
             if let Some((alias, looked)) = unresolved(args, read, &want.cidr) {
                 return Err(format!("cidrs[{i}].cidr: PVE has no such alias '{alias}' for it to name (resolve_alias: {looked}); make it first (firewallAlias for the guest's)"));
             }
-            writes.push(Write::of(
+            Write::push_of(
+                &mut writes,
                 Verb::Create,
                 &["ipset", name],
                 &entry_params(want),
-            ));
+            );
         }
     }
     Ok(writes)

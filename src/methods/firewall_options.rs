@@ -35,7 +35,7 @@ const OPTIONS: [(&str, &str, Option<&[&str]>); 10] = [
 #[derive(Debug, Clone, PartialEq)]
 pub struct OptionsArgs {
     pub target: GuestRef,
-    pub options: Vec<(&'static str, String)>,
+    pub options: Vec<(String, String)>,
 }
 
 impl OptionsArgs {
@@ -53,7 +53,7 @@ impl OptionsArgs {
                 Some(values) => fields.optional_one_of(arg, values)?,
             };
             if let Some(value) = value {
-                options.push((name, value));
+                options.push((name.to_string(), value));
             }
         }
         if options.is_empty() {
@@ -68,22 +68,15 @@ impl OptionsArgs {
     }
 }
 
-/// The options whose value `read` does not show as asked, with what it shows.
+/// The options whose value `read` does not show as asked, with what it shows: the HA methods'
+/// compare (issue 32), each option read as its text.
 fn differing<'a>(
-    asked: &'a [(&'static str, String)],
+    asked: &'a [(String, String)],
     read: Option<&Value>,
 ) -> Vec<(&'a str, &'a str, String)> {
-    let mut differing = Vec::new();
-    for (name, want) in asked {
-        let seen = read
-            .and_then(|r| r.get(*name))
-            .and_then(flex::string_of)
-            .unwrap_or_default();
-        if seen != *want {
-            differing.push((*name, want.as_str(), seen));
-        }
-    }
-    differing
+    let shown =
+        |read: &Value, name: &str| read.get(name).and_then(flex::string_of).unwrap_or_default();
+    crate::guest::ha::differing(asked, read.unwrap_or(&Value::Null), shown)
 }
 
 impl FirewallChange for OptionsArgs {
@@ -105,7 +98,7 @@ impl FirewallChange for OptionsArgs {
         }
         let mut writes = Vec::new();
         if !params.is_empty() {
-            writes.push(Write::new(Verb::Set, &["options"], params));
+            Write::push(&mut writes, Verb::Set, &["options"], params);
         }
         Ok(writes)
     }

@@ -76,9 +76,9 @@ fn is_port_list(text: &str) -> bool {
     items && count <= 15
 }
 
-/// Whether every byte of `text` is `ok`: one loop for every byte check of these methods, not an
-/// iterator adapter compiled for each check (issue 32).
-fn every_byte(text: &str, ok: fn(u8) -> bool) -> bool {
+/// Whether every byte of `text` is `ok`: one loop for every byte check of these methods (and
+/// haRule's), not an iterator adapter compiled for each check (issue 32).
+pub fn every_byte(text: &str, ok: fn(u8) -> bool) -> bool {
     for &b in text.as_bytes() {
         if !ok(b) {
             return false;
@@ -87,7 +87,7 @@ fn every_byte(text: &str, ok: fn(u8) -> bool) -> bool {
     true
 }
 
-fn digit(b: u8) -> bool {
+pub fn digit(b: u8) -> bool {
     b.is_ascii_digit()
 }
 
@@ -298,15 +298,27 @@ pub fn cidr(item: &str) -> Option<(std::net::IpAddr, u32, bool)> {
         Some(b) if !b.is_empty() && every_byte(b, digit) => b.parse().ok().filter(|b| *b <= max)?,
         _ => return None,
     };
-    let value = match ip {
-        IpAddr::V4(v4) => u128::from(u32::from(v4)),
-        IpAddr::V6(v6) => u128::from(v6),
+    let (v4, v6);
+    let octets: &[u8] = match ip {
+        IpAddr::V4(ip) => {
+            v4 = ip.octets();
+            &v4
+        }
+        IpAddr::V6(ip) => {
+            v6 = ip.octets();
+            &v6
+        }
     };
-    let mask = match max - bits {
-        128.. => u128::MAX,
-        n => (1u128 << n) - 1,
-    };
-    Some((ip, bits, value & mask == 0))
+    // The host bits (the last `max - bits`) are clear when the address ends in as many zero
+    // bits, counted from its last octet (no 128-bit number made of it, issue 32).
+    let mut zeros = 0;
+    for &octet in octets.iter().rev() {
+        zeros += octet.trailing_zeros();
+        if octet != 0 {
+            break;
+        }
+    }
+    Some((ip, bits, zeros >= max - bits))
 }
 
 /// An IP or CIDR ([`cidr`]) as PVE compares it: its address and prefix length, so `10.0.0.1` and
@@ -384,9 +396,10 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
     let mut clear = Vec::new();
     for &name in &FIELDS {
         let want = get(rule, name);
-        let have = match (name, value(name)) {
+        let read = value(name);
+        let have = match (name, read.as_deref()) {
             // A rule PVE lists without `enable` is disabled.
-            ("enable", None) => Some("0".to_string()),
+            ("enable", None) => Some("0"),
             (_, have) => have,
         };
         // PVE spells a macro its own way (`ssh` reads `SSH`) and trims a comment.
@@ -395,7 +408,7 @@ fn difference(rule: &Rule, seen: &Value) -> (Vec<(String, String)>, Vec<&'static
             "comment" => kept_comment(w) == Some(h),
             _ => w == h,
         };
-        match (want, have.as_deref()) {
+        match (want, have) {
             (Some(w), Some(h)) if same(w, h) => {}
             (Some(w), _) => push_param(&mut set, name, w),
             (None, Some(_)) => clear.push(name),
@@ -420,7 +433,7 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
                 if !clear.is_empty() {
                     params.push(("delete".into(), clear.joined(",")));
                 }
-                writes.push(Write::new(Verb::Set, &["rules", &at], params));
+                Write::push(&mut writes, Verb::Set, &["rules", &at], params);
             }
             // PVE inserts a new rule at the top whatever `pos` says (pve-firewall
             // `PVE/API2/Firewall/Rules.pm` create_rule): it is moved to the end after.
@@ -429,19 +442,20 @@ fn plan(rules: &[Rule], read: Option<&Value>) -> Result<Vec<Write>, String> {
                 for (key, value) in rule {
                     push_param(&mut params, key, value);
                 }
-                writes.push(Write::new(Verb::Create, &["rules"], params));
+                Write::push(&mut writes, Verb::Create, &["rules"], params);
                 let last = (pos + 1).to_string();
                 let moveto = [("moveto", Some(last.as_str()))];
-                writes.push(Write::of(Verb::Set, &["rules", "0"], &moveto));
+                Write::push_of(&mut writes, Verb::Set, &["rules", "0"], &moveto);
             }
         }
     }
     for pos in (rules.len()..seen.len()).rev() {
-        writes.push(Write::new(
+        Write::push(
+            &mut writes,
             Verb::Delete,
             &["rules", &pos.to_string()],
             Vec::new(),
-        ));
+        );
     }
     // The first write is refused if the list changed since it was read.
     sign(writes.first_mut(), digest(seen.first().copied()));
@@ -687,6 +701,30 @@ mod tests {
             assert_eq!(kept_comment(text), kept, "{text:?}");
         }
         assert!(is_name("web-1_a", 20) && !is_name("1web", 20) && !is_name("w", 20));
+    }
+
+    #[test]
+    fn a_cidr_has_its_host_bits_clear_when_they_are_all_zero() {
+        let clear = |item| cidr(item).map(|c| c.2);
+        for (item, want) in [
+            ("10.0.0.0/8", Some(true)),
+            ("10.0.0.1/24", Some(false)),
+            ("10.0.0.1", Some(true)),
+            ("10.0.0.1/32", Some(true)),
+            ("0.0.0.0/0", Some(true)),
+            ("128.0.0.0/0", Some(false)),
+            ("10.0.0.128/25", Some(true)),
+            ("10.0.0.64/25", Some(false)),
+            ("fd00::/8", Some(true)),
+            ("fd00::1/127", Some(false)),
+            ("::/0", Some(true)),
+            ("8000::/0", Some(false)),
+            ("fd00::1", Some(true)),
+            ("10.0.0.0/33", None),
+            ("fd00::/129", None),
+        ] {
+            assert_eq!(clear(item), want, "{item}");
+        }
     }
 
     #[test]

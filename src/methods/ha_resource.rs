@@ -17,14 +17,14 @@ use serde_json::Value;
 /// only an alias of `started` there, and not offered here).
 pub const STATES: &[&str] = &["started", "stopped", "disabled", "ignored"];
 
-/// Each option: its argument, PVE's name and its default when the config leaves it out
-/// (`PVE/HA/Config.pm` read_and_check_resources_config).
-const OPTIONS: [(&str, &str, &str); 5] = [
-    ("state", "state", "started"),
-    ("maxRestart", "max_restart", "1"),
-    ("maxRelocate", "max_relocate", "1"),
-    ("failback", "failback", "1"),
-    ("comment", "comment", ""),
+/// Each option: its argument, PVE's name, its default when the config leaves it out
+/// (`PVE/HA/Config.pm` read_and_check_resources_config) and how the argument is read.
+const OPTIONS: [(&str, &str, &str, ha::Reader); 5] = [
+    ("state", "state", "started", state),
+    ("maxRestart", "max_restart", "1", count),
+    ("maxRelocate", "max_relocate", "1", count),
+    ("failback", "failback", "1", ha::flag),
+    ("comment", "comment", "", |f, _| ha::comment(f)),
 ];
 
 /// The arguments of `haResource`: the guest, PVE's name and value of each option given, removal.
@@ -40,6 +40,12 @@ fn state(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
     fields.optional_one_of(key, STATES)
 }
 
+/// A count PVE takes (`max_restart`, `max_relocate`: 0 and up).
+fn count(fields: &Fields, key: &str) -> Result<Option<String>, ArgError> {
+    let count = fields.optional_count_in(key, 0, i64::from(u32::MAX))?;
+    Ok(count.map(|n| n.to_string()))
+}
+
 impl HaResourceArgs {
     // Always inlined into its one caller, `change`: the arguments are built in their box.
     #[inline(always)]
@@ -48,16 +54,7 @@ impl HaResourceArgs {
         let target = GuestRef::parse(&fields)?;
         let delete = fields.flag_or("delete", false)?;
         let mut options = Vec::new();
-        for &(arg, name, _) in &OPTIONS {
-            let read: ha::Reader = match arg {
-                "state" => state,
-                "failback" => ha::flag,
-                "comment" => |f, _| ha::comment(f),
-                _ => |f, k| {
-                    Ok(f.optional_count_in(k, 0, i64::from(u32::MAX))?
-                        .map(|n| n.to_string()))
-                },
-            };
+        for &(arg, name, _, read) in &OPTIONS {
             if let Some(value) = read(&fields, arg)? {
                 options.push((name.to_string(), value));
             }
@@ -86,19 +83,16 @@ impl HaResourceArgs {
 
 /// What the config shows for PVE's option `name` (its default when left out).
 fn configured(config: &Value, name: &str) -> String {
-    let default = OPTIONS
-        .iter()
-        .find(|(_, n, _)| *n == name)
-        .map_or("", |o| o.2);
-    match config.get(name).and_then(flex::string_of) {
+    let raw = config.get(name);
+    let Some(text) = raw.and_then(flex::string_of) else {
+        let default = OPTIONS.iter().find(|o| o.1 == name);
+        return default.map_or("", |o| o.2).to_string();
+    };
+    match name {
         // `enabled` is read as `started` (read_and_check_resources_config).
-        Some(v) if name == "state" && v == "enabled" => "started".into(),
-        Some(_) if name == "failback" => {
-            let on = config.get(name).and_then(flex::bool_of).unwrap_or(true);
-            ha::bit(on)
-        }
-        Some(v) => v,
-        None => default.to_string(),
+        "state" if text == "enabled" => "started".into(),
+        "failback" => ha::bit(raw.and_then(flex::bool_of).unwrap_or(true)),
+        _ => text,
     }
 }
 
@@ -111,13 +105,15 @@ pub fn applied(target: &str, service: Option<&Value>) -> Result<String, String> 
         return Err(describe(None));
     };
     let get = |k: &str| s.get(k).and_then(Value::as_str);
-    let crm = get("crm_state");
+    // The verbose state is the one asked; the manager's, by the state asked.
+    let crm = match target {
+        "ignored" => None,
+        "started" => Some("started"),
+        _ => Some("stopped"),
+    };
     let ok = get("request_state") == Some(target)
-        && match target {
-            "ignored" => crm.is_none() && get("state") == Some("ignored"),
-            "started" => crm == Some("started") && get("state") == Some("started"),
-            other => crm == Some("stopped") && get("state") == Some(other),
-        };
+        && get("state") == Some(target)
+        && get("crm_state") == crm;
     match ok {
         true => Ok(describe(service)),
         false => Err(describe(service)),
@@ -194,7 +190,7 @@ fn update(
         ));
     }
     let mut params = Vec::new();
-    for (key, want, _) in ha::differing(&args.options, config, configured) {
+    for (key, want, _) in &ha::differing(&args.options, config, configured) {
         push_param(&mut params, key, want);
     }
     if error && !params.is_empty() && !params.iter().any(|(k, _)| k == "state") {

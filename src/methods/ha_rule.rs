@@ -18,6 +18,7 @@ use crate::args::{ArgError, Fields};
 use crate::guest::config::not_as_asked;
 use crate::guest::ha::{self, sid, HaChange, HaObject, HaView, Write};
 use crate::guest::reference::GuestRef;
+use crate::methods::firewall_rules::{digit, every_byte, is_name};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::request::{push_param, Verb};
@@ -45,14 +46,12 @@ pub struct HaRuleArgs {
 /// both sides of a comparison pass through here).
 fn nodes_of(list: &str) -> String {
     let mut nodes: Vec<String> = Vec::new();
-    for n in items_of(list) {
+    // Walked from the last: the list holds each node once, as given last (no entry removed).
+    for n in items_of(list).iter().rev() {
         let (name, prio) = n.split_once(':').unwrap_or((n, "0"));
-        // The list holds each node once: a node given again replaces its entry.
-        if let Some(i) = nodes
-            .iter()
-            .position(|e| e.split_once(':').map_or(&e[..], |n| n.0) == name)
-        {
-            nodes.remove(i);
+        let given = |e: &String| e.split_once(':').map_or(&e[..], |n| n.0) == name;
+        if nodes.iter().any(given) {
+            continue;
         }
         // Pushed piece by piece, not formatted (issue 32).
         let mut entry = name.to_string();
@@ -85,35 +84,30 @@ fn resources_of(list: &str) -> String {
     sids.joined(",")
 }
 
-/// pve-configid (PVE::JSONSchema pve_verify_configid). By bytes: every allowed character is ASCII,
-/// and no byte of a longer UTF-8 character is (cheaper than decoding chars, issue 32).
+/// pve-configid (PVE::JSONSchema pve_verify_configid: `[a-z][a-z0-9_-]+`, any case, any length):
+/// the firewall's name check without its bound.
 fn is_config_id(id: &str) -> bool {
-    id.len() > 1
-        && id.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
-        && id
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+    is_name(id, usize::MAX)
 }
 
 /// PVE/HA/Tools.pm pve_verify_ha_resource_id (a guest's: vm:<vmid>, ct:<vmid>).
 fn is_sid(s: &str) -> bool {
     let id = s.strip_prefix("vm:").or_else(|| s.strip_prefix("ct:"));
     id.is_some_and(|id| {
-        (3..=9).contains(&id.len())
-            && !id.starts_with('0')
-            && id.bytes().all(|b| b.is_ascii_digit())
+        (3..=9).contains(&id.len()) && !id.starts_with('0') && every_byte(id, digit)
     })
 }
 
-/// parse_node_priority: a node name, then an optional `:<priority>`. By bytes, as `is_config_id`.
+/// parse_node_priority: a node name, then an optional `:<priority>`. By bytes: every allowed
+/// character is ASCII, and no byte of a longer UTF-8 character is (issue 32).
 fn is_node(s: &str) -> bool {
     let (name, prio) = s.split_once(':').unwrap_or((s, "0"));
     let edge = |c: Option<&u8>| c.is_some_and(u8::is_ascii_alphanumeric);
     edge(name.as_bytes().first())
         && edge(name.as_bytes().last())
-        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+        && every_byte(name, |c| c.is_ascii_alphanumeric() || c == b'-')
         && !prio.is_empty()
-        && prio.bytes().all(|c| c.is_ascii_digit())
+        && every_byte(prio, digit)
 }
 
 /// An optional list of strings that each pass `valid`, joined with commas.
@@ -273,17 +267,15 @@ fn set_on(sid: &str, key: &str, value: &str) -> Write {
     (Some(sid.to_string()), Verb::Set, params)
 }
 
-/// The parameters of an update: those the read does not show as asked.
-fn set_of(rule: &Value, params: &[(String, String)]) -> Vec<(String, String)> {
-    let mut set = Vec::new();
-    for (key, want, _) in ha::differing(params, rule, shown) {
+/// The parameters of an update, pushed onto `set`: those the read does not show as asked.
+fn set_of(rule: &Value, params: &[(String, String)], set: &mut Vec<(String, String)>) {
+    for &(key, want, _) in &ha::differing(params, rule, shown) {
         // Rules.pm: `disable` 0 is dropped from a request; it is cleared with `delete`.
-        set.push(match (key, want) {
-            ("disable", "0") => ("delete".into(), "disable".into()),
-            _ => (key.to_string(), want.to_string()),
-        });
+        match (key, want) {
+            ("disable", "0") => push_param(set, "delete", "disable"),
+            _ => push_param(set, key, want),
+        }
     }
-    set
 }
 
 /// The rule asked, on the guest of kind `kind`: what the engine's plan and read-back judge by.
@@ -296,10 +288,11 @@ impl Asked {
     /// The params with the guest's own sid among the resources, as PVE stores them.
     /// `resources` leads (`PARAMS`' order, the order PVE's request and messages show).
     fn with_guest(&self, vmid: u32) -> Vec<(String, String)> {
-        let mut params = vec![("resources".to_string(), self.resources(vmid))];
+        let mut params = Vec::new();
+        push_param(&mut params, "resources", &self.resources(vmid));
         for (key, value) in &self.args.params {
             if *key != "resources" {
-                params.push((key.to_string(), value.clone()));
+                push_param(&mut params, key, value);
             }
         }
         params
@@ -398,7 +391,8 @@ impl Asked {
             (Some(_), true) => Some((None, Verb::Delete, Vec::new())),
             (None, false) => Some((None, Verb::Create, self.grouped())),
             (Some(g), false) => {
-                let set = set_of(g, &self.grouped());
+                let mut set = Vec::new();
+                set_of(g, &self.grouped(), &mut set);
                 (!set.is_empty()).then_some((None, Verb::Set, set))
             }
         }
@@ -417,17 +411,21 @@ impl Asked {
         if args.kind == "resource-affinity" && alone {
             return Err("a resource-affinity rule needs another resource besides the guest".into());
         }
-        let (verb, mut sent) = match view.config.as_ref() {
-            None if args.delete => return Ok(vec![]),
-            Some(_) if args.delete => return Ok(vec![(None, Verb::Delete, Vec::new())]),
+        // `type` leads the parameters of a new rule and an update; a removal sends none.
+        let mut sent = Vec::new();
+        if !args.delete {
+            push_param(&mut sent, "type", &args.kind);
+        }
+        let verb = match view.config.as_ref() {
+            None if args.delete => return Ok(Vec::new()),
+            Some(_) if args.delete => Verb::Delete,
             None => {
-                let mut fresh = Vec::new();
-                for (k, v) in params {
+                for (k, v) in &params {
                     if k != "disable" || v == "1" {
-                        fresh.push((k, v));
+                        push_param(&mut sent, k, v);
                     }
                 }
-                (Verb::Create, fresh)
+                Verb::Create
             }
             Some(rule) => {
                 let kind = shown(rule, "type");
@@ -437,16 +435,16 @@ impl Asked {
                         args.kind
                     ));
                 }
-                let set = set_of(rule, &params);
-                if set.is_empty() {
-                    return Ok(vec![]);
+                set_of(rule, &params, &mut sent);
+                // Only `type`: nothing to update.
+                if sent.len() == 1 {
+                    return Ok(Vec::new());
                 }
-                (Verb::Set, set)
+                Verb::Set
             }
         };
-        // One check for a new rule and an update; `type` leads the parameters of both.
+        // One check for a new rule and an update (a removal sends no resources).
         managed(view, &sent)?;
-        sent.insert(0, ("type".into(), args.kind.clone()));
         Ok(vec![(None, verb, sent)])
     }
 
@@ -456,18 +454,19 @@ impl Asked {
         if let Some(all) = view.resources.as_ref().and_then(Value::as_array) {
             let mut left = String::new();
             // `PUT vm:101 group=pin; POST group pin nodes=pve1`, written in place (issue 32).
-            for (to, verb, params) in self.group_plan(view, all)? {
+            // Borrowed, not consumed: no by-value iterator of the writes compiled.
+            for (to, verb, params) in &self.group_plan(view, all)? {
                 push_item(&mut left, "; ", verb.http_method());
                 left.push(' ');
                 match to {
-                    Some(sid) => left.push_str(&sid),
+                    Some(sid) => left.push_str(sid),
                     None => {
                         left.push_str("group ");
                         left.push_str(&args.rule);
                     }
                 }
-                for (key, value) in &params {
-                    for part in [" ", key, "=", value] {
+                for (key, value) in params {
+                    for part in &[" ", key, "=", value] {
                         left.push_str(part);
                     }
                 }
@@ -543,6 +542,14 @@ mod tests {
     use serde_json::{json, Value};
 
     const RULE: &str = "GET /cluster/ha/rules/pin";
+
+    #[test]
+    fn nodes_are_kept_once_as_given_last_without_zero_priorities_and_sorted() {
+        use super::nodes_of;
+        assert_eq!(nodes_of("pve2:1,pve1:3,,pve2:00,pve1:02"), "pve1:2,pve2");
+        assert_eq!(nodes_of("b-c,b:5,a"), "a,b-c,b:5");
+        assert_eq!(nodes_of(""), "");
+    }
 
     fn vm(version: &str) -> ScriptedHost {
         let host = ScriptedHost::new();
