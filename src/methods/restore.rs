@@ -182,7 +182,7 @@ fn compare(
                 continue;
             }
             Some(seen) => {
-                let same = match key.starts_with("net") && unique {
+                let same = match unique && key.starts_with("net") {
                     true => same_parts(wanted, seen, 0, nic_part),
                     false => shows(kind, key, wanted, seen),
                 };
@@ -220,12 +220,11 @@ fn disk_problem(
     storage: Option<&str>,
 ) -> bool {
     let expected_store = storage.unwrap_or_else(|| storage_of(wanted));
-    let wanted_size = size_of(wanted);
     // Which of the archive's it is not (`None`: its storage), then one note for each way it
     // differs: `disk `scsi0` is "…", not <how>` — two texts, not one per way (issue 32).
     let what = if storage_of(seen) != expected_store {
         None
-    } else if wanted_size.is_some_and(|w| size_of(seen).is_none_or(|s| s != w)) {
+    } else if size_of(wanted).is_some_and(|w| size_of(seen).is_none_or(|s| s != w)) {
         Some("the archive's size")
     } else if !same_parts(wanted, seen, 1, disk_option) {
         Some("with the archive's options")
@@ -532,7 +531,7 @@ fn summary(
         summary.push(' ');
         summary.push_str(volid);
     }
-    if summary.len() == start {
+    if disks.is_empty() {
         summary.push_str("none");
     }
     summary
