@@ -133,8 +133,9 @@ pub struct DownloadUrlArgs {
     pub content: Content,
     pub url: String,
     pub filename: String,
-    /// `(algorithm, digest)`, the digest in lower case.
-    pub checksum: Option<(String, String)>,
+    /// `(algorithm, digest)`, the digest in lower case; the algorithm and the compression are
+    /// PVE's own names, from the tables (nothing of the arguments to copy).
+    pub checksum: Option<(&'static str, String)>,
     pub verify_certificates: bool,
     pub compression: Option<String>,
 }
@@ -200,8 +201,7 @@ impl DownloadUrlArgs {
             content,
             url: url.to_string(),
             filename: filename.to_string(),
-            checksum: checksum
-                .map(|(algorithm, digest)| (algorithm.to_string(), digest.to_ascii_lowercase())),
+            checksum: checksum.map(|(algorithm, digest)| (algorithm, digest.to_ascii_lowercase())),
             verify_certificates,
             compression: compression.map(str::to_string),
         })
@@ -221,7 +221,7 @@ impl DownloadUrlArgs {
         request.add("filename", self.filename.as_str());
         if let Some((algorithm, digest)) = &self.checksum {
             request.add("checksum", digest.as_str());
-            request.add("checksum-algorithm", algorithm.as_str());
+            request.add("checksum-algorithm", *algorithm);
         }
         if !self.verify_certificates {
             request.add("verify-certificates", "0");
@@ -400,7 +400,7 @@ impl Findings<'_> {
         put(
             &mut record,
             "checksumAlgorithm",
-            checksum.map(|(a, _)| a.as_str()),
+            checksum.map(|(a, _)| *a),
         );
         put(&mut record, "checksum", checksum.map(|(_, d)| d.as_str()));
         let verified = self.checksum_verified && volume.is_some();
