@@ -127,17 +127,17 @@ const COMPRESSIONS: [&str; 4] = ["gz", "lzo", "zst", "bz2"];
 
 /// The arguments of `downloadUrl`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DownloadUrlArgs {
-    pub node: Option<String>,
-    pub storage: String,
+pub struct DownloadUrlArgs<'a> {
+    /// The texts given are borrowed from the call's arguments: nothing copied (issue 32).
+    pub node: Option<&'a str>,
+    pub storage: &'a str,
     pub content: Content,
-    pub url: String,
-    pub filename: String,
-    /// `(algorithm, digest)`, the digest in lower case; the algorithm and the compression are
-    /// PVE's own names, from the tables (nothing of the arguments to copy).
+    pub url: &'a str,
+    pub filename: &'a str,
+    /// `(algorithm, digest)`: the algorithm as [`ALGORITHMS`] names it, the digest in lower case.
     pub checksum: Option<(&'static str, String)>,
     pub verify_certificates: bool,
-    pub compression: Option<String>,
+    pub compression: Option<&'a str>,
 }
 
 /// The fields read first, in order: the node (any text, checked as a path segment), the content,
@@ -166,8 +166,8 @@ fn url_fault(url: &str) -> Option<&'static str> {
     )
 }
 
-impl DownloadUrlArgs {
-    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+impl<'a> DownloadUrlArgs<'a> {
+    pub fn parse(args: &'a Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         // Every field is checked borrowed before any is copied: a refusal drops nothing (issue 32).
         // The first fields are one table walk; the filename's checks need the content.
@@ -196,14 +196,14 @@ impl DownloadUrlArgs {
         let checksum = parse_checksum(&fields)?;
         let verify_certificates = fields.flag_or("verifyCertificates", true)?;
         Ok(DownloadUrlArgs {
-            node: node.owned(),
-            storage: storage.to_string(),
+            node: node.text,
+            storage,
             content,
-            url: url.to_string(),
-            filename: filename.to_string(),
+            url,
+            filename,
             checksum: checksum.map(|(algorithm, digest)| (algorithm, digest.to_ascii_lowercase())),
             verify_certificates,
-            compression: compression.map(str::to_string),
+            compression,
         })
     }
 
@@ -215,10 +215,10 @@ impl DownloadUrlArgs {
     /// `POST …/download-url` on `node`, its parameters added in place (one `&str` form of
     /// [`PveRequest::add`] for all of them).
     fn download_request(&self, node: &str) -> PveRequest {
-        let mut request = endpoints::storage_download_url(node, &self.storage, Vec::new());
-        request.add("url", self.url.as_str());
+        let mut request = endpoints::storage_download_url(node, self.storage, Vec::new());
+        request.add("url", self.url);
         request.add("content", self.content.name());
-        request.add("filename", self.filename.as_str());
+        request.add("filename", self.filename);
         if let Some((algorithm, digest)) = &self.checksum {
             request.add("checksum", digest.as_str());
             request.add("checksum-algorithm", *algorithm);
@@ -226,8 +226,8 @@ impl DownloadUrlArgs {
         if !self.verify_certificates {
             request.add("verify-certificates", "0");
         }
-        if let Some(compression) = &self.compression {
-            request.add("compression", compression.as_str());
+        if let Some(compression) = self.compression {
+            request.add("compression", compression);
         }
         request
     }
@@ -356,7 +356,7 @@ fn has_credentials(url: &str) -> bool {
 
 /// What one run found and did, for the record.
 struct Findings<'a> {
-    args: &'a DownloadUrlArgs,
+    args: &'a DownloadUrlArgs<'a>,
     /// The volume the download makes ([`DownloadUrlArgs::volid`]), as every message names it.
     volid: String,
     node: String,
@@ -376,9 +376,9 @@ impl Findings<'_> {
         let args = self.args;
         let mut record = Map::new();
         put(&mut record, "node", Some(&self.node));
-        put(&mut record, "storage", Some(&args.storage));
+        put(&mut record, "storage", Some(args.storage));
         put(&mut record, "content", Some(args.content.name()));
-        put(&mut record, "filename", Some(&args.filename));
+        put(&mut record, "filename", Some(args.filename));
         put(&mut record, "volid", Some(&self.volid));
         set(&mut record, "present", Value::Bool(volume.is_some()));
         opt(
@@ -391,7 +391,7 @@ impl Findings<'_> {
             "format",
             volume.and_then(|v| v.format.as_deref()),
         );
-        put(&mut record, "url", Some(&args.url));
+        put(&mut record, "url", Some(args.url));
         opt(&mut record, "urlSize", self.url_size.map(Value::from));
         // What the task log says is a claim about the volume only where the volume was seen.
         let downloaded = self.downloaded && volume.is_some();
@@ -434,7 +434,7 @@ impl Findings<'_> {
     /// `GET …/storage/<storage>/content?content=<content>`: where the volume is looked for.
     fn content_list(&self) -> PveRequest {
         let args = self.args;
-        endpoints::storage_content(&self.node, &args.storage, args.content.name())
+        endpoints::storage_content(&self.node, args.storage, args.content.name())
     }
 
     /// `the <content> content of storage <storage> on node <node>`, as messages name it.
@@ -466,8 +466,8 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(e) => return Failure::from(e).into(),
     };
     let mut findings = Findings {
-        node: match &args.node {
-            Some(node) => node.clone(),
+        node: match args.node {
+            Some(node) => node.to_string(),
             None => run.global.transport.node().to_string(),
         },
         volid: args.volid(),
@@ -544,7 +544,7 @@ impl Course {
         let args = findings.args;
         let node = &findings.node;
         match self.step {
-            Step::Storages => match store_takes(storage_in(answer, node, &args.storage), args) {
+            Step::Storages => match store_takes(storage_in(answer, node, args.storage), args) {
                 Err(why) => Next::Done(
                     Failure::new(format!(
                         "cannot download to {} on node {node}: {why}; nothing was downloaded",
@@ -559,7 +559,7 @@ impl Course {
                 Ok(existing) => {
                     self.existing = existing;
                     let metadata =
-                        endpoints::url_metadata(node, &args.url, args.verify_certificates);
+                        endpoints::url_metadata(node, args.url, args.verify_certificates);
                     self.send(Step::Metadata, metadata)
                 }
             },
@@ -640,7 +640,10 @@ impl Course {
 /// The storage exists on the node, is enabled and active and takes the content type.
 // Inlined into its one caller, [`Course::answered`] (issue 32).
 #[inline(always)]
-fn store_takes(store: Result<NodeStorage, String>, args: &DownloadUrlArgs) -> Result<(), String> {
+fn store_takes(
+    store: Result<NodeStorage, String>,
+    args: &DownloadUrlArgs<'_>,
+) -> Result<(), String> {
     match storage_refusal(&store?, args.content.name()) {
         Some(why) => Err(format!("storage {} {why}", args.storage)),
         None => Ok(()),
@@ -687,7 +690,7 @@ fn url_size_of(
             )),
         )),
         Err(e) if e.kind == ErrorKind::Forbidden => {
-            Err(refused(&findings.volid, &e, node, &args.storage))
+            Err(refused(&findings.volid, &e, node, args.storage))
         }
         Err(e) => Err(Failure::new(format!(
             "cannot download to {}: node {node} could not query the URL (GET /nodes/{node}/query-url-metadata): {e} — {}; nothing was downloaded",
@@ -838,7 +841,7 @@ fn accepted(findings: &mut Findings<'_>, answer: Result<Value, PveError>) -> Res
     let answer = match answer {
         Ok(answer) => answer,
         Err(e) if e.kind == ErrorKind::Forbidden => {
-            return Err(refused(volid, &e, node, &args.storage).0)
+            return Err(refused(volid, &e, node, args.storage).0)
         }
         Err(e) => {
             let check = format!(
@@ -913,8 +916,9 @@ mod tests {
         args
     }
 
-    fn parse(extra: Value) -> Result<DownloadUrlArgs, ArgError> {
-        DownloadUrlArgs::parse(&request(extra))
+    /// The arguments parsed from a call's that outlives the test (they borrow it).
+    fn parse(extra: Value) -> Result<DownloadUrlArgs<'static>, ArgError> {
+        DownloadUrlArgs::parse(Box::leak(Box::new(request(extra))))
     }
 
     fn node(host: &ScriptedHost, url_size: Value) {
