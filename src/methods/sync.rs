@@ -59,10 +59,11 @@ use std::fmt::Write;
 /// The arguments of `sync`: the selection as given, completed by [`Sweep::plan`] (one type for
 /// both, not a second one it is moved into: issue 32).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SyncArgs {
+pub struct SyncArgs<'a> {
     /// A guest reference was given: sync just that guest.
     pub one_guest: bool,
-    pub node: Option<String>,
+    /// Borrowed from the call's arguments: not copied (issue 32).
+    pub node: Option<&'a str>,
     /// `nodes` was given: the nodes to read instead of one node or the cluster.
     pub listed: bool,
     /// The scope given (else `node`), the nodes listed (`nodes`), the tags every recorded guest
@@ -80,10 +81,10 @@ fn scope_fault(scope: &str) -> Option<&'static str> {
     (scope != "node" && scope != "cluster").then_some("must be \"node\" or \"cluster\"")
 }
 
-impl SyncArgs {
+impl<'a> SyncArgs<'a> {
     /// Each field is read into the arguments as they are built, so a refusal drops them in one
     /// place (each early return otherwise drops every value read so far, issue 32).
-    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+    pub fn parse(args: &'a Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let one_guest = args.get("vmid").is_some() || args.get("vmName").is_some();
         if one_guest {
@@ -95,7 +96,7 @@ impl SyncArgs {
         let scoped = scope.text.is_some();
         let mut parsed = SyncArgs {
             one_guest,
-            node: node.owned(),
+            node: node.text,
             listed: false,
             selection: SyncSelection {
                 scope: scope.owned_or("node"),
@@ -337,7 +338,7 @@ pub fn synced_one(kind: GuestKind, record: &GuestRecord) -> String {
 impl Sweep {
     /// The sweep a selection asks for: `where` checked before anything is sent, then the
     /// selection its records state (the scope, its nodes, the tags, the expression).
-    fn plan<H: Host>(run: &Run<'_, H>, parsed: SyncArgs) -> Result<Sweep, Failure> {
+    fn plan<H: Host>(run: &Run<'_, H>, parsed: SyncArgs<'_>) -> Result<Sweep, Failure> {
         let mut selection = parsed.selection;
         if let Some(expression) = &selection.r#where {
             select::check(run.host, expression)?;
@@ -346,11 +347,8 @@ impl Sweep {
             (true, _) => selection.scope = "nodes".to_string(),
             (false, "cluster") => {}
             (false, _) => {
-                let node = match parsed.node {
-                    Some(node) => node,
-                    None => run.global.transport.node().to_string(),
-                };
-                selection.nodes.push(node);
+                let node = parsed.node.unwrap_or(run.global.transport.node());
+                selection.nodes.push(node.to_string());
             }
         }
         Ok(Sweep {
