@@ -123,8 +123,8 @@ impl<'a> PreflightArgs<'a> {
 /// own arguments (`methodArgs`, their plain values).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckArgs<'a> {
-    pub method: String,
-    /// Borrowed from the check's own arguments: never copied (issue 32).
+    /// Both borrowed from the check's own arguments: never copied (issue 32).
+    pub method: &'a str,
     pub args: &'a Value,
 }
 
@@ -134,7 +134,9 @@ static NO_ARGS: Value = Value::Null;
 impl<'a> CheckArgs<'a> {
     pub fn parse(kind: GuestKind, args: &'a Value) -> Result<Self, ArgError> {
         let one = PreflightArgs::parse(kind, args)?;
-        let (Some(_), [method]) = (args.get("methods"), &one.methods[..]) else {
+        // A list that names one method (once or more) names it first.
+        let first = args.get("methods").and_then(|m| m.get(0)).and_then(Value::as_str);
+        let (Some(method), 1) = (first, one.methods.len()) else {
             return Err(ArgError::new(
                 "methods",
                 "must name the one method about to run",
@@ -144,10 +146,7 @@ impl<'a> CheckArgs<'a> {
         if !(args.is_object() || args.is_null()) {
             return Err(ArgError::new("methodArgs", "must be an object"));
         }
-        Ok(CheckArgs {
-            method: method.clone(),
-            args,
-        })
+        Ok(CheckArgs { method, args })
     }
 }
 
@@ -440,7 +439,7 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let method = args.method.as_str();
+    let method = args.method;
     let node = run.global.transport.node();
     let caller = run.global.transport.caller();
     let subjects = run_subjects(run.kind, method, args.args, (node, caller), 9);
