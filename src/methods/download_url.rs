@@ -359,7 +359,8 @@ struct Findings<'a> {
     args: &'a DownloadUrlArgs<'a>,
     /// The volume the download makes ([`DownloadUrlArgs::volid`]), as every message names it.
     volid: String,
-    node: String,
+    /// The node asked for, else the transport's: borrowed, not copied (issue 32).
+    node: &'a str,
     url_size: Option<u64>,
     downloaded: bool,
     checksum_verified: bool,
@@ -375,7 +376,7 @@ impl Findings<'_> {
     fn record<H: Host>(&self, run: &Run<'_, H>, volume: Option<&Volume>) -> Value {
         let args = self.args;
         let mut record = Map::new();
-        put(&mut record, "node", Some(&self.node));
+        put(&mut record, "node", Some(self.node));
         put(&mut record, "storage", Some(args.storage));
         put(&mut record, "content", Some(args.content.name()));
         put(&mut record, "filename", Some(args.filename));
@@ -434,7 +435,7 @@ impl Findings<'_> {
     /// `GET …/storage/<storage>/content?content=<content>`: where the volume is looked for.
     fn content_list(&self) -> PveRequest {
         let args = self.args;
-        endpoints::storage_content(&self.node, args.storage, args.content.name())
+        endpoints::storage_content(self.node, args.storage, args.content.name())
     }
 
     /// `the <content> content of storage <storage> on node <node>`, as messages name it.
@@ -466,10 +467,7 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(e) => return Failure::from(e).into(),
     };
     let mut findings = Findings {
-        node: match args.node {
-            Some(node) => node.to_string(),
-            None => run.global.transport.node().to_string(),
-        },
+        node: args.node.unwrap_or(run.global.transport.node()),
         volid: args.volid(),
         args: &args,
         url_size: None,
@@ -485,7 +483,7 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         existing: None,
         verdict: None,
     };
-    let mut next = Next::Send(endpoints::node_storage(&findings.node));
+    let mut next = Next::Send(endpoints::node_storage(findings.node));
     loop {
         next = match next {
             Next::Send(request) => {
@@ -542,7 +540,7 @@ impl Course {
         answer: Result<Value, PveError>,
     ) -> Next {
         let args = findings.args;
-        let node = &findings.node;
+        let node = findings.node;
         match self.step {
             Step::Storages => match store_takes(storage_in(answer, node, args.storage), args) {
                 Err(why) => Next::Done(
@@ -598,7 +596,7 @@ impl Course {
             }
         }
         let args = findings.args;
-        let request = args.download_request(&findings.node);
+        let request = args.download_request(findings.node);
         self.send(Step::Download, request)
     }
 
