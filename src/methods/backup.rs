@@ -233,7 +233,7 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         };
         // Taken out of the listing, not copied (issue 32).
         let archive = after.swap_remove(at);
-        let verdict = judge(run, ev, args, &archive, mode.as_deref());
+        let verdict = judge(run, ev, args, &archive, mode);
         made = Some(archive);
         verdict
     };
@@ -254,7 +254,7 @@ fn record<H: Host>(
     ev: &Evidence,
     args: &BackupArgs<'_>,
     archive: Archive,
-    mode: Option<String>,
+    mode: Option<&str>,
 ) -> RecordWrite {
     let archive = Archive {
         volid: archive.volid,
@@ -268,7 +268,7 @@ fn record<H: Host>(
         verification: None,
     };
     let mut record = archive.json();
-    put(&mut record, "mode", mode.as_deref());
+    put(&mut record, "mode", mode);
     put(&mut record, "task", ev.trail.last_task.as_deref());
     let instance = format!("{}-backup", run.guest_instance(ev.at.vmid));
     stamped_write(run, record, &ev.at.node, args.storage, "backup", instance)
@@ -282,15 +282,18 @@ fn skipped_message(action: &str, kind: GuestKind, vmid: u32) -> String {
     )
 }
 
-/// The mode vzdump used as its log reports it; `None` when no line shows one.
-fn mode_logged(log: &[String]) -> Option<String> {
+/// The mode vzdump used as its log reports it (as [`MODES`] names it: nothing of the log is
+/// kept); `None` when no line shows one.
+fn mode_logged(log: &[String]) -> Option<&'static str> {
     for line in log {
         let Some((_, used)) = line.split_once("backup mode: ") else {
             continue;
         };
         let used = used.trim();
-        if MODES.contains(&used) {
-            return Some(used.to_string());
+        for mode in MODES {
+            if mode == used {
+                return Some(mode);
+            }
         }
     }
     None
