@@ -195,8 +195,8 @@ fn tag_fault(tag: &str) -> Option<&'static str> {
     (!fits).then_some("must be a PVE tag: a letter, digit or _, then letters, digits, _, -, + or .")
 }
 
-/// What one sync covers, saw and wrote.
-struct Sweep {
+/// What one sync covers, saw and wrote (`'n`: the nodes it reads, whose names it borrows).
+struct Sweep<'n> {
     /// What this sync selects: its scope (`node`: one node; `nodes`; `cluster`: every online
     /// node, `nodes` empty), tags and expression.
     selection: SyncSelection,
@@ -210,7 +210,7 @@ struct Sweep {
     /// Listed guests `where` could not be evaluated over (not recorded).
     unjudged: usize,
     /// Nodes whose list was read.
-    read: Vec<String>,
+    read: Vec<&'n str>,
     running: usize,
     absent: usize,
     /// `101 (clone), 102 (backup)`: guests whose config is locked (an operation on them has not
@@ -335,10 +335,10 @@ pub fn synced_one(kind: GuestKind, record: &GuestRecord) -> String {
     )
 }
 
-impl Sweep {
+impl<'n> Sweep<'n> {
     /// The sweep a selection asks for: `where` checked before anything is sent, then the
     /// selection its records state (the scope, its nodes, the tags, the expression).
-    fn plan<H: Host>(run: &Run<'_, H>, parsed: SyncArgs<'_>) -> Result<Sweep, Failure> {
+    fn plan<H: Host>(run: &Run<'_, H>, parsed: SyncArgs<'_>) -> Result<Sweep<'n>, Failure> {
         let mut selection = parsed.selection;
         if let Some(expression) = &selection.r#where {
             select::check(run.host, expression)?;
@@ -433,7 +433,7 @@ impl Sweep {
     fn listed<H: Host>(
         &mut self,
         run: &Run<'_, H>,
-        node: &str,
+        node: &'n str,
         request: &PveRequest,
         listed: Result<Value, PveError>,
     ) -> Result<Option<Vec<(u32, GuestStatus)>>, Failure> {
@@ -448,7 +448,7 @@ impl Sweep {
                 return Ok(None);
             }
         };
-        self.read.push(node.to_string());
+        self.read.push(node);
         let mut chosen = Vec::new();
         for entry in &list {
             if let Some(guest) = self.select_listed(run, node, entry) {
@@ -513,7 +513,7 @@ impl Sweep {
         let present =
             stored.get("present") == Some(&Value::Bool(true)) || written_by_upstream(stored);
         // A node sync that got here read its node's list: `read` is that node.
-        let on_a_read_node = self.read.iter().any(|r| Some(r.as_str()) == node);
+        let on_a_read_node = self.read.iter().any(|r| Some(*r) == node);
         if !present || !on_a_read_node {
             return false;
         }
