@@ -46,8 +46,6 @@ const MAX_FILENAME: usize = 255;
 const CHECKSUM_VERIFIED: &str = "OK, checksum verified";
 /// What a file already there with the right checksum prints instead of downloading.
 const ALREADY_THERE: &str = "OK, got correct file already";
-/// The privileges of the download-url schema's `permissions`.
-const PRIVILEGES: &str = "Datastore.AllocateTemplate on /storage/<storage>, and Sys.Audit plus Sys.Modify on / or Sys.AccessNetwork on /nodes/<node>";
 
 /// The content types PVE downloads (the schema's enum).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -450,13 +448,11 @@ impl Findings<'_> {
     }
 }
 
-/// A 403 from PVE, as the refusal of the download it is: nothing was downloaded.
+/// A 403 from PVE, as the refusal of the download it is (naming the privileges of the
+/// download-url schema's `permissions`): nothing was downloaded.
 fn refused(volid: &str, error: &PveError, node: &str, storage: &str) -> Failure {
-    let needed = PRIVILEGES
-        .replace("<storage>", storage)
-        .replace("<node>", node);
     Failure::new(format!(
-        "cannot download to {volid}: PVE refused it: {error} — the download needs {needed}; nothing was downloaded"
+        "cannot download to {volid}: PVE refused it: {error} — the download needs Datastore.AllocateTemplate on /storage/{storage}, and Sys.Audit plus Sys.Modify on / or Sys.AccessNetwork on /nodes/{node}; nothing was downloaded"
     ))
 }
 
