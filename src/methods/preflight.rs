@@ -323,18 +323,14 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &AclPaths) -> Result<Held, 
     Ok(held)
 }
 
-/// "clone needs VM.Clone on /vms/9000 and …: missing" for each method that cannot work.
-fn shortfalls(fitness: &[MethodFitness<'_>]) -> String {
-    // Written as found, `; ` between: no list of them to join.
-    let mut shortfalls = String::new();
-    for fit in fitness {
-        if !fit.ready {
-            let missing = fit.missing.joined(" and ");
-            let short = format!("{} needs {missing}: missing", fit.method);
-            push_item(&mut shortfalls, "; ", &short);
-        }
+/// "clone needs VM.Clone on /vms/9000 and …: missing" when the method cannot work, added to
+/// `shortfalls` (written as found, `; ` between: no list of them to join).
+fn shortfall(shortfalls: &mut String, fit: &MethodFitness<'_>) {
+    if !fit.ready {
+        let missing = fit.missing.joined(" and ");
+        let short = format!("{} needs {missing}: missing", fit.method);
+        push_item(shortfalls, "; ", &short);
     }
-    shortfalls
 }
 
 /// Runs `preflight`.
@@ -384,23 +380,20 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             })
         );
         let caller = Caller::of(&run.global.transport);
-        let mut fitness = Vec::with_capacity(plans.len());
+        // Each method's fitness said, summed up and made JSON as it is judged: no list of them.
+        let mut short = String::new();
+        let mut methods = Vec::with_capacity(plans.len());
         for plan in &plans {
-            fitness.push(plan.fitness(run.kind, caller, Mode::Preflight, &held));
+            let fit = plan.fitness(run.kind, caller, Mode::Preflight, &held);
+            for note in fit.notes.iter().chain(&fit.may_need) {
+                run.info(&format!("preflight: {}: {note}", fit.method));
+            }
+            shortfall(&mut short, &fit);
+            methods.push(fit.json());
         }
         // The privileges read are the record's as they are.
         let checked = held.len();
         set(&mut record, "privileges", Value::Object(held));
-        for fit in &fitness {
-            for note in fit.notes.iter().chain(&fit.may_need) {
-                run.info(&format!("preflight: {}: {note}", fit.method));
-            }
-        }
-        let short = shortfalls(&fitness);
-        let mut methods = Vec::with_capacity(fitness.len());
-        for fit in &fitness {
-            methods.push(fit.json());
-        }
         set(&mut record, "methods", Value::Array(methods));
         let pve = format!("PVE {version}");
         match short.is_empty() {
@@ -480,7 +473,11 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         push_item(&mut listed, ", ", path);
     }
     match (fit.ready, listed.is_empty()) {
-        (false, _) => Outcome::failed(Vec::new(), shortfalls(&[fit])),
+        (false, _) => {
+            let mut short = String::new();
+            shortfall(&mut short, &fit);
+            Outcome::failed(Vec::new(), short)
+        }
         (true, true) => Outcome::succeeded(
             Vec::new(),
             format!("no ACL path {method} reads is known before it runs (no vmid given)"),
