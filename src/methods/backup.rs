@@ -342,9 +342,7 @@ fn judge<H: Host>(
             archive.volid
         ));
     }
-    if args.notes_template.is_some_and(|t| !t.is_empty())
-        && archive.notes.is_none()
-    {
+    if args.notes_template.is_some_and(|t| !t.is_empty()) && archive.notes.is_none() {
         // vzdump itself only warns when it cannot add notes: so does this run.
         ev.warn(
             run,

@@ -396,11 +396,7 @@ impl Findings<'_> {
         let downloaded = self.downloaded && volume.is_some();
         set(&mut record, "downloaded", Value::Bool(downloaded));
         let checksum = args.checksum.as_ref();
-        put(
-            &mut record,
-            "checksumAlgorithm",
-            checksum.map(|(a, _)| *a),
-        );
+        put(&mut record, "checksumAlgorithm", checksum.map(|(a, _)| *a));
         put(&mut record, "checksum", checksum.map(|(_, d)| d.as_str()));
         let verified = self.checksum_verified && volume.is_some();
         set(&mut record, "checksumVerified", Value::Bool(verified));
@@ -999,7 +995,7 @@ mod tests {
             parse(json!({"checksum": SHA.to_uppercase(), "checksumAlgorithm": "sha256"}))
                 .unwrap()
                 .checksum,
-            Some(("sha256".into(), SHA.into()))
+            Some(("sha256", SHA.into()))
         );
         assert_eq!(
             field(json!({"checksum": SHA})),

@@ -421,7 +421,10 @@ mod tests {
         let ct = MigrateArgs::parse(GuestKind::Lxc, &args).unwrap();
         let options = &ct.options;
         assert!(options.restart && !options.online && !options.with_local_disks);
-        assert_eq!((options.timeout_sec, options.target_storage), (Some(5), None));
+        assert_eq!(
+            (options.timeout_sec, options.target_storage),
+            (Some(5), None)
+        );
     }
 
     #[test]

@@ -135,7 +135,10 @@ impl<'a> CheckArgs<'a> {
     pub fn parse(kind: GuestKind, args: &'a Value) -> Result<Self, ArgError> {
         let one = PreflightArgs::parse(kind, args)?;
         // A list that names one method (once or more) names it first.
-        let first = args.get("methods").and_then(|m| m.get(0)).and_then(Value::as_str);
+        let first = args
+            .get("methods")
+            .and_then(|m| m.get(0))
+            .and_then(Value::as_str);
         let (Some(method), 1) = (first, one.methods.len()) else {
             return Err(ArgError::new(
                 "methods",
