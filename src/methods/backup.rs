@@ -330,10 +330,14 @@ fn judge<H: Host>(
 ) -> Result<String, String> {
     let label = ev.label(run);
     if archive.size.unwrap_or(0) == 0 {
+        // Empty: a size of 0, or none listed.
+        let size = match archive.size {
+            Some(_) => "0",
+            None => "not listed",
+        };
         return Err(format!(
-            "the backup task ended successfully, but its archive {} is empty (size {}) — check the vzdump task's log and the storage",
-            archive.volid,
-            archive.size.map_or("not listed".to_string(), |s| s.to_string())
+            "the backup task ended successfully, but its archive {} is empty (size {size}) — check the vzdump task's log and the storage",
+            archive.volid
         ));
     }
     if args.protected && !archive.protected {
