@@ -398,17 +398,16 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let checked = held.len();
         set(&mut record, "privileges", Value::Object(held));
         set(&mut record, "methods", Value::Array(methods));
-        let pve = format!("PVE {version}");
         match short.is_empty() {
             true => Ok(format!(
-                "{pve} on node {node}: the token may run {} ({} ACL paths checked)",
+                "PVE {version} on node {node}: the token may run {} ({} ACL paths checked)",
                 match args.methods.len() {
                     1 => args.methods[0].clone(),
                     n => format!("all {n} methods asked about"),
                 },
                 checked
             )),
-            false => Err(format!("{pve} on node {node}: {short}")),
+            false => Err(format!("PVE {version} on node {node}: {short}")),
         }
     };
     set(&mut record, "ready", Value::Bool(verdict.is_ok()));
