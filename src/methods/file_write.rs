@@ -89,91 +89,7 @@ pub async fn file_write<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(failure) => return failure.into(),
     };
     let mut record = FileRecord::new(run, &at, args.path);
-    // The write and its checks in a labeled block (`or_break!` its `?`), not an async function
-    // of its own: each async function costs its own state machine (issue 32).
-    let verdict = 'verdict: {
-        let label = format!("{:?} in VM {} on node {}", args.path, at.vmid, at.node);
-        let parts = parts_of(&args);
-        let pve = run.pve();
-        for (path, bytes) in &parts {
-            let request =
-                endpoints::agent_file_write(&at.node, at.vmid, path, &base64::encode(bytes));
-            let answer = pve.call(&request).await;
-            or_break!('verdict, put(answer, path, bytes, &label, &mut record));
-        }
-        if parts.len() > 1 {
-            let mut join = vec![
-                "sh",
-                "-c",
-                "out=$1; shift; cat -- \"$@\" > \"$out\" && rm -f -- \"$@\"",
-                "sh",
-                args.path,
-            ];
-            for (part, _) in &parts {
-                join.push(part);
-            }
-            let joined = helper(
-                run,
-                &at,
-                &join,
-                &format!("join the {} parts of {label}", parts.len()),
-            )
-            .await;
-            or_break!(
-                'verdict,
-                joined.map_err(|why| {
-                    format!(
-                        "{why}; the parts {}.swamp-part-* may be left in the guest",
-                        args.path
-                    )
-                })
-            );
-        }
-        if let Some(mode) = args.mode {
-            let chmod = ["chmod", mode, args.path];
-            or_break!(
-                'verdict,
-                helper(run, &at, &chmod, &format!("chmod {mode} {label}")).await
-            );
-            let stat = ["stat", "-c", "%a", args.path];
-            let shown = helper(run, &at, &stat, &format!("read the mode of {label}")).await;
-            let shown = or_break!('verdict, shown);
-            let want = mode.trim_start_matches('0');
-            let shown = shown.trim();
-            // The record holds the mode as `stat` showed it (in the request's spelling when equal).
-            let same = shown == if want.is_empty() { "0" } else { want };
-            record.mode = Some(if same {
-                mode.to_string()
-            } else {
-                shown.to_string()
-            });
-            if !same {
-                break 'verdict Err(format!("{label} has mode {shown} after chmod {mode}"));
-            }
-        }
-        let back = read_bytes(&run.pve(), &at, args.path, args.bytes.len() + 1).await;
-        let back = or_break!(
-            'verdict,
-            back.map_err(|e| could_not(&format!("read back {label}"), &e).0)
-        );
-        if back != args.bytes {
-            let at_byte = back
-                .iter()
-                .zip(&args.bytes)
-                .take_while(|(a, b)| a == b)
-                .count();
-            break 'verdict Err(format!(
-                "{label} was written, but reading it back gave {} bytes that differ from the {} written from byte {at_byte} on — something else writes the file, or the guest's disk is full",
-                back.len(),
-                args.bytes.len()
-            ));
-        }
-        Ok(format!(
-            "wrote {} bytes to {label} in {} file-write call(s); the read-back matches byte for byte",
-            args.bytes.len(),
-            parts.len()
-        ))
-    };
+    let verdict = write_verified(run, &at, &args, &mut record).await;
     record.verified = Some(verdict.is_ok());
     record.error = verdict.as_ref().err().cloned();
     let writes = vec![write_value(
@@ -187,9 +103,88 @@ pub async fn file_write<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
     }
 }
 
+async fn write_verified<H: Host>(
+    run: &Run<'_, H>,
+    at: &Located,
+    args: &FileWriteArgs<'_>,
+    record: &mut FileRecord,
+) -> Result<String, String> {
+    let label = format!("{:?} in VM {} on node {}", args.path, at.vmid, at.node);
+    let parts = parts_of(args);
+    let pve = run.pve();
+    for (path, bytes) in &parts {
+        let request = endpoints::agent_file_write(&at.node, at.vmid, path, &base64::encode(bytes));
+        let answer = pve.call(&request).await;
+        put(answer, path, bytes, &label, record)?;
+    }
+    if parts.len() > 1 {
+        let mut join = vec![
+            "sh",
+            "-c",
+            "out=$1; shift; cat -- \"$@\" > \"$out\" && rm -f -- \"$@\"",
+            "sh",
+            args.path,
+        ];
+        for (part, _) in &parts {
+            join.push(part);
+        }
+        helper(
+            run,
+            at,
+            &join,
+            &format!("join the {} parts of {label}", parts.len()),
+        )
+        .await
+        .map_err(|why| {
+            format!(
+                "{why}; the parts {}.swamp-part-* may be left in the guest",
+                args.path
+            )
+        })?;
+    }
+    if let Some(mode) = args.mode {
+        let chmod = ["chmod", mode, args.path];
+        helper(run, at, &chmod, &format!("chmod {mode} {label}")).await?;
+        let stat = ["stat", "-c", "%a", args.path];
+        let shown = helper(run, at, &stat, &format!("read the mode of {label}")).await?;
+        let want = mode.trim_start_matches('0');
+        let shown = shown.trim();
+        // The record holds the mode as `stat` showed it (in the request's spelling when equal).
+        let same = shown == if want.is_empty() { "0" } else { want };
+        record.mode = Some(if same {
+            mode.to_string()
+        } else {
+            shown.to_string()
+        });
+        if !same {
+            return Err(format!("{label} has mode {shown} after chmod {mode}"));
+        }
+    }
+    let back = read_bytes(&run.pve(), at, args.path, args.bytes.len() + 1)
+        .await
+        .map_err(|e| could_not(&format!("read back {label}"), &e).0)?;
+    if back != args.bytes {
+        let at_byte = back
+            .iter()
+            .zip(&args.bytes)
+            .take_while(|(a, b)| a == b)
+            .count();
+        return Err(format!(
+            "{label} was written, but reading it back gave {} bytes that differ from the {} written from byte {at_byte} on — something else writes the file, or the guest's disk is full",
+            back.len(),
+            args.bytes.len()
+        ));
+    }
+    Ok(format!(
+        "wrote {} bytes to {label} in {} file-write call(s); the read-back matches byte for byte",
+        args.bytes.len(),
+        parts.len()
+    ))
+}
+
 /// What each `file-write` writes, and where: the file itself when it fits one call (an empty file
 /// is one call too), else numbered parts beside it for the join.
-// Inlined into its one caller, `file_write` (issue 32).
+// Inlined into its one caller, `write_verified` (issue 32).
 #[inline(always)]
 fn parts_of<'a>(args: &'a FileWriteArgs<'_>) -> Vec<(String, &'a [u8])> {
     if args.bytes.len() <= WRITE_CHUNK_BYTES {
@@ -205,7 +200,7 @@ fn parts_of<'a>(args: &'a FileWriteArgs<'_>) -> Vec<(String, &'a [u8])> {
 
 /// One `file-write`'s answer (never re-sent); one PVE answered OK counts in the record (its bytes
 /// and calls).
-// Inlined into its one caller, `file_write` (issue 32).
+// Inlined into its one caller, `write_verified` (issue 32).
 #[inline(always)]
 fn put(
     answer: Result<Value, PveError>,
