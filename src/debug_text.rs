@@ -36,15 +36,18 @@ pub fn pairs(items: &[(String, String)]) -> String {
     text
 }
 
-/// `'c'`, as `{:?}` prints a `char`: `char::escape_debug` but a double quote left as it is.
+/// `'c'`, as `{:?}` prints a `char`: its one-character text as `{:?}` prints it, requoted. That
+/// is the `str` formatter the module carries anyway: `char::escape_debug` written out here
+/// carried a second copy of the escapes and their Unicode tables (issue 32). The two quotes are
+/// the escapes that differ: a `char` escapes `'` and leaves `"` as it is.
 pub fn char(c: char) -> String {
-    let mut text = String::from("'");
-    match c {
-        '"' => text.push(c),
-        _ => text.extend(c.escape_debug()),
-    }
-    text.push('\'');
-    text
+    let quoted = match c {
+        '\'' => return "'\\''".to_string(),
+        '"' => return "'\"'".to_string(),
+        _ => format!("{:?}", c.encode_utf8(&mut [0; 4])),
+    };
+    let inner = quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"'));
+    format!("'{}'", inner.unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -36,14 +36,14 @@ const COMPRESSORS: [&str; 5] = ["0", "1", "gzip", "lzo", "zstd"];
 /// The variables a notes template may use (VZDump.pm `$verify_notes_template`).
 const NOTES_VARIABLES: [&str; 4] = ["cluster", "guestname", "node", "vmid"];
 
-/// The arguments of `backup`.
+/// The arguments of `backup`, borrowed from the call's (nothing copied, issue 32).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BackupArgs {
+pub struct BackupArgs<'a> {
     pub target: GuestRef,
-    pub storage: String,
-    pub mode: String,
-    pub compress: Option<String>,
-    pub notes_template: Option<String>,
+    pub storage: &'a str,
+    pub mode: &'a str,
+    pub compress: Option<&'a str>,
+    pub notes_template: Option<&'a str>,
     pub protected: bool,
 }
 
@@ -64,8 +64,8 @@ fn compress_fault(compress: &str) -> Option<&'static str> {
     (!COMPRESSORS.contains(&compress)).then_some("must be one of \"0\", \"1\", gzip, lzo, zstd")
 }
 
-impl BackupArgs {
-    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+impl<'a> BackupArgs<'a> {
+    pub fn parse(args: &'a Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         // One table in two walks, the guest read between them as before.
         let mut read = [Read::default(); FIELDS.len()];
@@ -77,10 +77,10 @@ impl BackupArgs {
         let [mode, compress, notes, storage, protected] = read;
         Ok(BackupArgs {
             target,
-            storage: storage.owned_or(""),
-            mode: mode.owned_or("snapshot"),
-            compress: compress.owned(),
-            notes_template: notes.owned(),
+            storage: storage.text.unwrap_or(""),
+            mode: mode.text.unwrap_or("snapshot"),
+            compress: compress.text,
+            notes_template: notes.text,
             protected: protected.int != 0,
         })
     }
@@ -89,12 +89,12 @@ impl BackupArgs {
         let mut params = Vec::new();
         let mut add = |key: &str, value: &str| push_param(&mut params, key, value);
         add("vmid", &vmid.to_string());
-        add("storage", &self.storage);
-        add("mode", &self.mode);
-        if let Some(compress) = &self.compress {
+        add("storage", self.storage);
+        add("mode", self.mode);
+        if let Some(compress) = self.compress {
             add("compress", compress);
         }
-        if let Some(template) = self.notes_template.as_deref().filter(|t| !t.is_empty()) {
+        if let Some(template) = self.notes_template.filter(|t| !t.is_empty()) {
             add("notes-template", template);
         }
         if self.protected {
@@ -184,7 +184,7 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let vmid = ev.at.vmid;
         let stores = endpoints::node_storage(&node);
         let answer = run.pve().call(&stores).await;
-        let checked = check_backup_storage(&node, &args.storage, &stores, answer);
+        let checked = check_backup_storage(&node, args.storage, &stores, answer);
         or_break!(
             'verdict,
             checked.map_err(|why| format!("cannot back up {label}: {why}; nothing was changed"))
@@ -194,7 +194,7 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         // both, the loop's second turn ending it (issue 32).
         let mut before = None;
         let mut after = loop {
-            let listed = list_archives(run, &node, &args.storage, Some(vmid)).await;
+            let listed = list_archives(run, &node, args.storage, Some(vmid)).await;
             let listed = or_break!('verdict, listed.map_err(of_guest));
             if before.is_some() {
                 break listed;
@@ -236,7 +236,7 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         };
         // Taken out of the listing, not copied (issue 32).
         let archive = after.swap_remove(at);
-        let verdict = judge(run, ev, args, &archive, mode.as_deref());
+        let verdict = judge(run, ev, args, &archive, mode);
         made = Some(archive);
         verdict
     };
@@ -255,9 +255,9 @@ pub async fn backup<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 fn record<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
-    args: &BackupArgs,
+    args: &BackupArgs<'_>,
     archive: Archive,
-    mode: Option<String>,
+    mode: Option<&str>,
 ) -> RecordWrite {
     let archive = Archive {
         volid: archive.volid,
@@ -271,10 +271,10 @@ fn record<H: Host>(
         verification: None,
     };
     let mut record = archive.json();
-    put(&mut record, "mode", mode.as_deref());
+    put(&mut record, "mode", mode);
     put(&mut record, "task", ev.trail.last_task.as_deref());
     let instance = format!("{}-backup", run.guest_instance(ev.at.vmid));
-    stamped_write(run, record, &ev.at.node, &args.storage, "backup", instance)
+    stamped_write(run, record, &ev.at.node, args.storage, "backup", instance)
 }
 
 /// The failure of a vzdump PVE skipped: a bare `OK` and no task.
@@ -285,15 +285,18 @@ fn skipped_message(action: &str, kind: GuestKind, vmid: u32) -> String {
     )
 }
 
-/// The mode vzdump used as its log reports it; `None` when no line shows one.
-fn mode_logged(log: &[String]) -> Option<String> {
+/// The mode vzdump used as its log reports it (as [`MODES`] names it: nothing of the log is
+/// kept); `None` when no line shows one.
+fn mode_logged(log: &[String]) -> Option<&'static str> {
     for line in log {
         let Some((_, used)) = line.split_once("backup mode: ") else {
             continue;
         };
         let used = used.trim();
-        if MODES.contains(&used) {
-            return Some(used.to_string());
+        for mode in MODES {
+            if mode == used {
+                return Some(mode);
+            }
         }
     }
     None
@@ -324,16 +327,20 @@ fn same_state(kind: GuestKind, before: &(String, Option<String>), now: &GuestSta
 fn judge<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    args: &BackupArgs,
+    args: &BackupArgs<'_>,
     archive: &Archive,
     mode: Option<&str>,
 ) -> Result<String, String> {
     let label = ev.label(run);
     if archive.size.unwrap_or(0) == 0 {
+        // Empty: a size of 0, or none listed.
+        let size = match archive.size {
+            Some(_) => "0",
+            None => "not listed",
+        };
         return Err(format!(
-            "the backup task ended successfully, but its archive {} is empty (size {}) — check the vzdump task's log and the storage",
-            archive.volid,
-            archive.size.map_or("not listed".to_string(), |s| s.to_string())
+            "the backup task ended successfully, but its archive {} is empty (size {size}) — check the vzdump task's log and the storage",
+            archive.volid
         ));
     }
     if args.protected && !archive.protected {
@@ -342,12 +349,7 @@ fn judge<H: Host>(
             archive.volid
         ));
     }
-    if args
-        .notes_template
-        .as_deref()
-        .is_some_and(|t| !t.is_empty())
-        && archive.notes.is_none()
-    {
+    if args.notes_template.is_some_and(|t| !t.is_empty()) && archive.notes.is_none() {
         // vzdump itself only warns when it cannot add notes: so does this run.
         ev.warn(
             run,
@@ -565,7 +567,7 @@ mod tests {
 
     #[test]
     fn argument_rules() {
-        let parse = |v: Value| BackupArgs::parse(&v);
+        let parse = |v: Value| BackupArgs::parse(&v).map(|_| ());
         assert!(parse(json!({"vmid": 120, "storage": "local"})).is_ok());
         assert_eq!(parse(json!({"vmid": 120})).unwrap_err().field, "storage");
         assert_eq!(

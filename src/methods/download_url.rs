@@ -46,8 +46,6 @@ const MAX_FILENAME: usize = 255;
 const CHECKSUM_VERIFIED: &str = "OK, checksum verified";
 /// What a file already there with the right checksum prints instead of downloading.
 const ALREADY_THERE: &str = "OK, got correct file already";
-/// The privileges of the download-url schema's `permissions`.
-const PRIVILEGES: &str = "Datastore.AllocateTemplate on /storage/<storage>, and Sys.Audit plus Sys.Modify on / or Sys.AccessNetwork on /nodes/<node>";
 
 /// The content types PVE downloads (the schema's enum).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,16 +125,17 @@ const COMPRESSIONS: [&str; 4] = ["gz", "lzo", "zst", "bz2"];
 
 /// The arguments of `downloadUrl`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DownloadUrlArgs {
-    pub node: Option<String>,
-    pub storage: String,
+pub struct DownloadUrlArgs<'a> {
+    /// The texts given are borrowed from the call's arguments: nothing copied (issue 32).
+    pub node: Option<&'a str>,
+    pub storage: &'a str,
     pub content: Content,
-    pub url: String,
-    pub filename: String,
-    /// `(algorithm, digest)`, the digest in lower case.
-    pub checksum: Option<(String, String)>,
+    pub url: &'a str,
+    pub filename: &'a str,
+    /// `(algorithm, digest)`: the algorithm as [`ALGORITHMS`] names it, the digest in lower case.
+    pub checksum: Option<(&'static str, String)>,
     pub verify_certificates: bool,
-    pub compression: Option<String>,
+    pub compression: Option<&'a str>,
 }
 
 /// The fields read first, in order: the node (any text, checked as a path segment), the content,
@@ -165,8 +164,8 @@ fn url_fault(url: &str) -> Option<&'static str> {
     )
 }
 
-impl DownloadUrlArgs {
-    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+impl<'a> DownloadUrlArgs<'a> {
+    pub fn parse(args: &'a Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         // Every field is checked borrowed before any is copied: a refusal drops nothing (issue 32).
         // The first fields are one table walk; the filename's checks need the content.
@@ -195,15 +194,14 @@ impl DownloadUrlArgs {
         let checksum = parse_checksum(&fields)?;
         let verify_certificates = fields.flag_or("verifyCertificates", true)?;
         Ok(DownloadUrlArgs {
-            node: node.owned(),
-            storage: storage.to_string(),
+            node: node.text,
+            storage,
             content,
-            url: url.to_string(),
-            filename: filename.to_string(),
-            checksum: checksum
-                .map(|(algorithm, digest)| (algorithm.to_string(), digest.to_ascii_lowercase())),
+            url,
+            filename,
+            checksum: checksum.map(|(algorithm, digest)| (algorithm, digest.to_ascii_lowercase())),
             verify_certificates,
-            compression: compression.map(str::to_string),
+            compression,
         })
     }
 
@@ -215,19 +213,19 @@ impl DownloadUrlArgs {
     /// `POST …/download-url` on `node`, its parameters added in place (one `&str` form of
     /// [`PveRequest::add`] for all of them).
     fn download_request(&self, node: &str) -> PveRequest {
-        let mut request = endpoints::storage_download_url(node, &self.storage, Vec::new());
-        request.add("url", self.url.as_str());
+        let mut request = endpoints::storage_download_url(node, self.storage, Vec::new());
+        request.add("url", self.url);
         request.add("content", self.content.name());
-        request.add("filename", self.filename.as_str());
+        request.add("filename", self.filename);
         if let Some((algorithm, digest)) = &self.checksum {
             request.add("checksum", digest.as_str());
-            request.add("checksum-algorithm", algorithm.as_str());
+            request.add("checksum-algorithm", *algorithm);
         }
         if !self.verify_certificates {
             request.add("verify-certificates", "0");
         }
-        if let Some(compression) = &self.compression {
-            request.add("compression", compression.as_str());
+        if let Some(compression) = self.compression {
+            request.add("compression", compression);
         }
         request
     }
@@ -356,10 +354,11 @@ fn has_credentials(url: &str) -> bool {
 
 /// What one run found and did, for the record.
 struct Findings<'a> {
-    args: &'a DownloadUrlArgs,
+    args: &'a DownloadUrlArgs<'a>,
     /// The volume the download makes ([`DownloadUrlArgs::volid`]), as every message names it.
     volid: String,
-    node: String,
+    /// The node asked for, else the transport's: borrowed, not copied (issue 32).
+    node: &'a str,
     url_size: Option<u64>,
     downloaded: bool,
     checksum_verified: bool,
@@ -375,10 +374,10 @@ impl Findings<'_> {
     fn record<H: Host>(&self, run: &Run<'_, H>, volume: Option<&Volume>) -> Value {
         let args = self.args;
         let mut record = Map::new();
-        put(&mut record, "node", Some(&self.node));
-        put(&mut record, "storage", Some(&args.storage));
+        put(&mut record, "node", Some(self.node));
+        put(&mut record, "storage", Some(args.storage));
         put(&mut record, "content", Some(args.content.name()));
-        put(&mut record, "filename", Some(&args.filename));
+        put(&mut record, "filename", Some(args.filename));
         put(&mut record, "volid", Some(&self.volid));
         set(&mut record, "present", Value::Bool(volume.is_some()));
         opt(
@@ -391,17 +390,13 @@ impl Findings<'_> {
             "format",
             volume.and_then(|v| v.format.as_deref()),
         );
-        put(&mut record, "url", Some(&args.url));
+        put(&mut record, "url", Some(args.url));
         opt(&mut record, "urlSize", self.url_size.map(Value::from));
         // What the task log says is a claim about the volume only where the volume was seen.
         let downloaded = self.downloaded && volume.is_some();
         set(&mut record, "downloaded", Value::Bool(downloaded));
         let checksum = args.checksum.as_ref();
-        put(
-            &mut record,
-            "checksumAlgorithm",
-            checksum.map(|(a, _)| a.as_str()),
-        );
+        put(&mut record, "checksumAlgorithm", checksum.map(|(a, _)| *a));
         put(&mut record, "checksum", checksum.map(|(_, d)| d.as_str()));
         let verified = self.checksum_verified && volume.is_some();
         set(&mut record, "checksumVerified", Value::Bool(verified));
@@ -434,7 +429,7 @@ impl Findings<'_> {
     /// `GET …/storage/<storage>/content?content=<content>`: where the volume is looked for.
     fn content_list(&self) -> PveRequest {
         let args = self.args;
-        endpoints::storage_content(&self.node, &args.storage, args.content.name())
+        endpoints::storage_content(self.node, args.storage, args.content.name())
     }
 
     /// `the <content> content of storage <storage> on node <node>`, as messages name it.
@@ -449,13 +444,11 @@ impl Findings<'_> {
     }
 }
 
-/// A 403 from PVE, as the refusal of the download it is: nothing was downloaded.
+/// A 403 from PVE, as the refusal of the download it is (naming the privileges of the
+/// download-url schema's `permissions`): nothing was downloaded.
 fn refused(volid: &str, error: &PveError, node: &str, storage: &str) -> Failure {
-    let needed = PRIVILEGES
-        .replace("<storage>", storage)
-        .replace("<node>", node);
     Failure::new(format!(
-        "cannot download to {volid}: PVE refused it: {error} — the download needs {needed}; nothing was downloaded"
+        "cannot download to {volid}: PVE refused it: {error} — the download needs Datastore.AllocateTemplate on /storage/{storage}, and Sys.Audit plus Sys.Modify on / or Sys.AccessNetwork on /nodes/{node}; nothing was downloaded"
     ))
 }
 
@@ -466,10 +459,7 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Err(e) => return Failure::from(e).into(),
     };
     let mut findings = Findings {
-        node: match &args.node {
-            Some(node) => node.clone(),
-            None => run.global.transport.node().to_string(),
-        },
+        node: args.node.unwrap_or(run.global.transport.node()),
         volid: args.volid(),
         args: &args,
         url_size: None,
@@ -485,7 +475,7 @@ pub async fn download_url<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         existing: None,
         verdict: None,
     };
-    let mut next = Next::Send(endpoints::node_storage(&findings.node));
+    let mut next = Next::Send(endpoints::node_storage(findings.node));
     loop {
         next = match next {
             Next::Send(request) => {
@@ -542,9 +532,9 @@ impl Course {
         answer: Result<Value, PveError>,
     ) -> Next {
         let args = findings.args;
-        let node = &findings.node;
+        let node = findings.node;
         match self.step {
-            Step::Storages => match store_takes(storage_in(answer, node, &args.storage), args) {
+            Step::Storages => match store_takes(storage_in(answer, node, args.storage), args) {
                 Err(why) => Next::Done(
                     Failure::new(format!(
                         "cannot download to {} on node {node}: {why}; nothing was downloaded",
@@ -559,7 +549,7 @@ impl Course {
                 Ok(existing) => {
                     self.existing = existing;
                     let metadata =
-                        endpoints::url_metadata(node, &args.url, args.verify_certificates);
+                        endpoints::url_metadata(node, args.url, args.verify_certificates);
                     self.send(Step::Metadata, metadata)
                 }
             },
@@ -598,7 +588,7 @@ impl Course {
             }
         }
         let args = findings.args;
-        let request = args.download_request(&findings.node);
+        let request = args.download_request(findings.node);
         self.send(Step::Download, request)
     }
 
@@ -640,7 +630,10 @@ impl Course {
 /// The storage exists on the node, is enabled and active and takes the content type.
 // Inlined into its one caller, [`Course::answered`] (issue 32).
 #[inline(always)]
-fn store_takes(store: Result<NodeStorage, String>, args: &DownloadUrlArgs) -> Result<(), String> {
+fn store_takes(
+    store: Result<NodeStorage, String>,
+    args: &DownloadUrlArgs<'_>,
+) -> Result<(), String> {
     match storage_refusal(&store?, args.content.name()) {
         Some(why) => Err(format!("storage {} {why}", args.storage)),
         None => Ok(()),
@@ -689,7 +682,7 @@ fn url_size_of(
             )),
         )),
         Err(e) if e.kind == ErrorKind::Forbidden => {
-            Err(refused(&findings.volid, &e, node, &args.storage))
+            Err(refused(&findings.volid, &e, node, args.storage))
         }
         Err(e) => Err(Failure::new(format!(
             "cannot download to {}: node {node} could not query the URL (GET /nodes/{node}/query-url-metadata): {e} — {}; nothing was downloaded",
@@ -840,7 +833,7 @@ fn accepted(findings: &mut Findings<'_>, answer: Result<Value, PveError>) -> Res
     let answer = match answer {
         Ok(answer) => answer,
         Err(e) if e.kind == ErrorKind::Forbidden => {
-            return Err(refused(volid, &e, node, &args.storage).0)
+            return Err(refused(volid, &e, node, args.storage).0)
         }
         Err(e) => {
             let check = format!(
@@ -921,8 +914,9 @@ mod tests {
         args
     }
 
-    fn parse(extra: Value) -> Result<DownloadUrlArgs, ArgError> {
-        DownloadUrlArgs::parse(&request(extra))
+    /// The arguments parsed from a call's that outlives the test (they borrow it).
+    fn parse(extra: Value) -> Result<DownloadUrlArgs<'static>, ArgError> {
+        DownloadUrlArgs::parse(Box::leak(Box::new(request(extra))))
     }
 
     fn node(host: &ScriptedHost, url_size: Value) {
@@ -1009,7 +1003,7 @@ mod tests {
             parse(json!({"checksum": SHA.to_uppercase(), "checksumAlgorithm": "sha256"}))
                 .unwrap()
                 .checksum,
-            Some(("sha256".into(), SHA.into()))
+            Some(("sha256", SHA.into()))
         );
         assert_eq!(
             field(json!({"checksum": SHA})),

@@ -24,15 +24,16 @@ const HELPER_EXEC_SEC: u64 = 60;
 
 /// The arguments of `fileWrite`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileWriteArgs {
+pub struct FileWriteArgs<'a> {
     pub target: GuestRef,
-    pub path: String,
+    /// The path and the mode, borrowed from the arguments: never copied (issue 32).
+    pub path: &'a str,
     pub bytes: Vec<u8>,
-    pub mode: Option<String>,
+    pub mode: Option<&'a str>,
 }
 
-impl FileWriteArgs {
-    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+impl<'a> FileWriteArgs<'a> {
+    pub fn parse(args: &'a Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let path = fields.required_text("path")?;
         check_path(path)?;
@@ -56,7 +57,7 @@ impl FileWriteArgs {
             ));
         }
         let mode = fields.text("mode")?;
-        if let Some(mode) = &mode {
+        if let Some(mode) = mode {
             let octal =
                 (3..=4).contains(&mode.len()) && mode.bytes().all(|b| (b'0'..=b'7').contains(&b));
             if !octal {
@@ -68,9 +69,9 @@ impl FileWriteArgs {
         }
         Ok(FileWriteArgs {
             target: GuestRef::parse(&fields)?,
-            path: path.to_string(),
+            path,
             bytes,
-            mode: mode.map(str::to_string),
+            mode,
         })
     }
 }
@@ -87,7 +88,7 @@ pub async fn file_write<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         Ok(Found::Absent { vmid }) => return Failure(absent_message(run.kind, vmid, "")).into(),
         Err(failure) => return failure.into(),
     };
-    let mut record = FileRecord::new(run, &at, &args.path);
+    let mut record = FileRecord::new(run, &at, args.path);
     let verdict = write_verified(run, &at, &args, &mut record).await;
     record.verified = Some(verdict.is_ok());
     record.error = verdict.as_ref().err().cloned();
@@ -105,7 +106,7 @@ pub async fn file_write<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 async fn write_verified<H: Host>(
     run: &Run<'_, H>,
     at: &Located,
-    args: &FileWriteArgs,
+    args: &FileWriteArgs<'_>,
     record: &mut FileRecord,
 ) -> Result<String, String> {
     let label = format!("{:?} in VM {} on node {}", args.path, at.vmid, at.node);
@@ -122,7 +123,7 @@ async fn write_verified<H: Host>(
             "-c",
             "out=$1; shift; cat -- \"$@\" > \"$out\" && rm -f -- \"$@\"",
             "sh",
-            &args.path,
+            args.path,
         ];
         for (part, _) in &parts {
             join.push(part);
@@ -141,17 +142,17 @@ async fn write_verified<H: Host>(
             )
         })?;
     }
-    if let Some(mode) = &args.mode {
-        let chmod = ["chmod", mode, &args.path];
+    if let Some(mode) = args.mode {
+        let chmod = ["chmod", mode, args.path];
         helper(run, at, &chmod, &format!("chmod {mode} {label}")).await?;
-        let stat = ["stat", "-c", "%a", &args.path];
+        let stat = ["stat", "-c", "%a", args.path];
         let shown = helper(run, at, &stat, &format!("read the mode of {label}")).await?;
         let want = mode.trim_start_matches('0');
         let shown = shown.trim();
         // The record holds the mode as `stat` showed it (in the request's spelling when equal).
         let same = shown == if want.is_empty() { "0" } else { want };
         record.mode = Some(if same {
-            mode.clone()
+            mode.to_string()
         } else {
             shown.to_string()
         });
@@ -159,7 +160,7 @@ async fn write_verified<H: Host>(
             return Err(format!("{label} has mode {shown} after chmod {mode}"));
         }
     }
-    let back = read_bytes(&run.pve(), at, &args.path, args.bytes.len() + 1)
+    let back = read_bytes(&run.pve(), at, args.path, args.bytes.len() + 1)
         .await
         .map_err(|e| could_not_args(format_args!("read back {label}"), &e).0)?;
     if back != args.bytes {
@@ -185,9 +186,9 @@ async fn write_verified<H: Host>(
 /// is one call too), else numbered parts beside it for the join.
 // Inlined into its one caller, `write_verified` (issue 32).
 #[inline(always)]
-fn parts_of(args: &FileWriteArgs) -> Vec<(String, &[u8])> {
+fn parts_of<'a>(args: &'a FileWriteArgs<'_>) -> Vec<(String, &'a [u8])> {
     if args.bytes.len() <= WRITE_CHUNK_BYTES {
-        return vec![(args.path.clone(), &args.bytes[..])];
+        return vec![(args.path.to_string(), &args.bytes[..])];
     }
     let mut parts = Vec::new();
     for chunk in args.bytes.chunks(WRITE_CHUNK_BYTES) {

@@ -17,30 +17,26 @@ use crate::host::Host;
 use crate::outcome::{Failure, Outcome};
 use crate::poll::{Pacer, Stopped};
 use crate::progress::Progress;
-use crate::pve::endpoints::{self, GuestKind};
+use crate::pve::endpoints::{self, GuestKind, MigrateOptions};
 use crate::pve::error::{ErrorKind, PveError};
 use crate::pve::responses::{GuestStatus, MigratePreconditions};
-use crate::quote::Joined;
+use crate::quote::{push_item, Joined};
 use crate::run::Run;
 use serde_json::Value;
 use std::fmt::Write;
 
-/// The arguments of `migrate`.
+/// The arguments of `migrate`, borrowed from the call's (nothing copied, issue 32).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MigrateArgs {
+pub struct MigrateArgs<'a> {
     pub target: GuestRef,
     /// The node to move to.
-    pub node: String,
-    /// VMs: live migration of a running VM (PVE refuses a running VM without it).
-    pub online: bool,
-    /// VMs: copy local disks of a running VM along (`with-local-disks`).
-    pub with_local_disks: bool,
-    /// Containers: stop, move and start a running container (`restart`).
-    pub restart: bool,
-    /// Containers: how long the restart migration's shutdown may take (`timeout`).
-    pub timeout_sec: Option<u64>,
-    /// `targetstorage` / `target-storage`: a storage id, `src:dst` pairs, or `1` (same ids).
-    pub target_storage: Option<String>,
+    pub node: &'a str,
+    /// As the request sends them: VMs' `online` (live migration of a running VM, which PVE
+    /// refuses without it) and `with-local-disks` (copy local disks of a running VM along);
+    /// containers' `restart` (stop, move and start a running container) and `timeout` (how long
+    /// its shutdown may take); `targetstorage` / `target-storage` (a storage id, `src:dst` pairs,
+    /// or `1`: the same ids).
+    pub options: MigrateOptions<'a>,
 }
 
 /// The fields before the guest, in order (one table walk, issue 32).
@@ -60,8 +56,8 @@ const CT_FIELDS: [Spec; 2] = [
     Spec::new("timeoutSec", Kind::CountIn(1, 86_400)),
 ];
 
-impl MigrateArgs {
-    pub fn parse(kind: GuestKind, args: &Value) -> Result<Self, ArgError> {
+impl<'a> MigrateArgs<'a> {
+    pub fn parse(kind: GuestKind, args: &'a Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let [node, target_storage, ..] = fields.read_table(&HEAD)?;
         let target = GuestRef::parse(&fields)?;
@@ -72,15 +68,17 @@ impl MigrateArgs {
         })?;
         Ok(MigrateArgs {
             target,
-            node: node.owned_or(""),
-            online: qemu && first.int != 0,
-            with_local_disks: qemu && second.int != 0,
-            restart: !qemu && first.int != 0,
-            timeout_sec: match qemu {
-                true => None,
-                false => second.count(),
+            node: node.text.unwrap_or(""),
+            options: MigrateOptions {
+                online: qemu && first.int != 0,
+                with_local_disks: qemu && second.int != 0,
+                restart: !qemu && first.int != 0,
+                timeout_sec: match qemu {
+                    true => None,
+                    false => second.count(),
+                },
+                target_storage: target_storage.text,
             },
-            target_storage: target_storage.owned(),
         })
     }
 }
@@ -125,7 +123,7 @@ pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
         let was_running = ev.status.status == "running";
         let source = ev.at.node.clone();
         let request =
-            endpoints::migrate_preconditions(&ev.at.node, run.kind, ev.at.vmid, &args.node);
+            endpoints::migrate_preconditions(&ev.at.node, run.kind, ev.at.vmid, args.node);
         let pre = run.pve().call(&request).await;
         let pre = shaped(&request, "migration preconditions", pre);
         if let Err(why) = preconditions(run, &ev, &args, was_running, pre) {
@@ -138,14 +136,8 @@ pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
                 &ev.at.node,
                 run.kind,
                 ev.at.vmid,
-                &args.node,
-                &endpoints::MigrateOptions {
-                    online: args.online,
-                    with_local_disks: args.with_local_disks,
-                    restart: args.restart,
-                    timeout_sec: args.timeout_sec,
-                    target_storage: args.target_storage.as_deref(),
-                },
+                args.node,
+                &args.options,
             );
             if let Err(why) = ev
                 .trail
@@ -238,7 +230,7 @@ pub async fn migrate<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
 fn preconditions<H: Host>(
     run: &Run<'_, H>,
     ev: &Evidence,
-    args: &MigrateArgs,
+    args: &MigrateArgs<'_>,
     was_running: bool,
     read: Result<MigratePreconditions, PveError>,
 ) -> Result<(), String> {
@@ -264,22 +256,23 @@ fn preconditions<H: Host>(
 fn refusal(
     kind: GuestKind,
     pre: &MigratePreconditions,
-    args: &MigrateArgs,
+    args: &MigrateArgs<'_>,
     running: bool,
 ) -> Option<String> {
+    let options = &args.options;
     match kind {
-        GuestKind::Qemu if running && !args.online => {
+        GuestKind::Qemu if running && !options.online => {
             return Some("can't migrate running VM without --online (PVE's rule) — set online: true for a live migration, or stop the VM first".into())
         }
-        GuestKind::Lxc if running && !args.restart => {
+        GuestKind::Lxc if running && !options.restart => {
             return Some("can't migrate running container without --online or --restart (PVE's rule; containers cannot migrate live) — set restart: true, or stop it first".into())
         }
         _ => {}
     }
-    if let Some(why) = pre.not_allowed(&args.node) {
+    if let Some(why) = pre.not_allowed(args.node) {
         return Some(format!("PVE does not allow that node: {why}"));
     }
-    if !pre.allowed_nodes.iter().any(|n| n == &args.node) {
+    if !pre.allowed_nodes.iter().any(|n| n == args.node) {
         return Some(format!(
             "it is not among the nodes PVE allows ({}) — check targetNode (is it a cluster node?)",
             match pre.allowed_nodes.is_empty() {
@@ -295,8 +288,9 @@ fn refusal(
         ));
     }
     // A cloud-init drive is regenerated on the target (QemuMigrate scan_local_volumes: `generated`).
-    // One walk: the first local cdrom refuses before any attached disk is weighed.
-    let mut attached = Vec::new();
+    // One walk: the first local cdrom refuses before any attached disk is weighed. The attached
+    // ones are written as found, `, ` between: no list of them to join.
+    let mut attached = String::new();
     for disk in &pre.local_disks {
         if is_cloudinit(&disk.volid) {
             continue;
@@ -308,13 +302,12 @@ fn refusal(
             ));
         }
         if disk.is_unused != Some(true) {
-            attached.push(disk.volid.as_str());
+            push_item(&mut attached, ", ", &disk.volid);
         }
     }
-    if running && !args.with_local_disks && !attached.is_empty() {
+    if running && !options.with_local_disks && !attached.is_empty() {
         return Some(format!(
-            "can't live migrate attached local disks without with-local-disks option ({}; PVE's rule) — set withLocalDisks: true to copy them along",
-            attached.joined(", ")
+            "can't live migrate attached local disks without with-local-disks option ({attached}; PVE's rule) — set withLocalDisks: true to copy them along"
         ));
     }
     None
@@ -333,7 +326,7 @@ fn is_cloudinit(volid: &str) -> bool {
 fn on_target<H: Host>(
     run: &Run<'_, H>,
     ev: &mut Evidence,
-    args: &MigrateArgs,
+    args: &MigrateArgs<'_>,
     at: Located,
     read: Result<GuestStatus, PveError>,
     (was_running, deadline): (bool, f64),
@@ -395,7 +388,7 @@ fn elsewhere<H: Host>(
 fn not_seen(
     kind: GuestKind,
     ev: &Evidence,
-    (args, was_running): (&MigrateArgs, bool),
+    (args, was_running): (&MigrateArgs<'_>, bool),
     (source, last): (&str, &str),
     why: String,
 ) -> String {
@@ -430,14 +423,19 @@ mod tests {
             "withLocalDisks": true, "restart": "x", "timeoutSec": 0, "targetStorage": "local:fast"});
         let vm = MigrateArgs::parse(GuestKind::Qemu, &args).unwrap();
         assert_eq!(vm.node, "pve2");
-        assert!(vm.online && vm.with_local_disks && !vm.restart);
-        assert_eq!(vm.timeout_sec, None);
-        assert_eq!(vm.target_storage.as_deref(), Some("local:fast"));
+        let options = &vm.options;
+        assert!(options.online && options.with_local_disks && !options.restart);
+        assert_eq!(options.timeout_sec, None);
+        assert_eq!(options.target_storage, Some("local:fast"));
         let args = json!({"vmid": 100, "targetNode": "pve2", "online": "x", "restart": true,
             "timeoutSec": 5});
         let ct = MigrateArgs::parse(GuestKind::Lxc, &args).unwrap();
-        assert!(ct.restart && !ct.online && !ct.with_local_disks);
-        assert_eq!((ct.timeout_sec, ct.target_storage), (Some(5), None));
+        let options = &ct.options;
+        assert!(options.restart && !options.online && !options.with_local_disks);
+        assert_eq!(
+            (options.timeout_sec, options.target_storage),
+            (Some(5), None)
+        );
     }
 
     #[test]

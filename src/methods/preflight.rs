@@ -123,8 +123,8 @@ impl<'a> PreflightArgs<'a> {
 /// own arguments (`methodArgs`, their plain values).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckArgs<'a> {
-    pub method: String,
-    /// Borrowed from the check's own arguments: never copied (issue 32).
+    /// Both borrowed from the check's own arguments: never copied (issue 32).
+    pub method: &'a str,
     pub args: &'a Value,
 }
 
@@ -134,7 +134,12 @@ static NO_ARGS: Value = Value::Null;
 impl<'a> CheckArgs<'a> {
     pub fn parse(kind: GuestKind, args: &'a Value) -> Result<Self, ArgError> {
         let one = PreflightArgs::parse(kind, args)?;
-        let (Some(_), [method]) = (args.get("methods"), &one.methods[..]) else {
+        // A list that names one method (once or more) names it first.
+        let first = args
+            .get("methods")
+            .and_then(|m| m.get(0))
+            .and_then(Value::as_str);
+        let (Some(method), 1) = (first, one.methods.len()) else {
             return Err(ArgError::new(
                 "methods",
                 "must name the one method about to run",
@@ -144,10 +149,7 @@ impl<'a> CheckArgs<'a> {
         if !(args.is_object() || args.is_null()) {
             return Err(ArgError::new("methodArgs", "must be an object"));
         }
-        Ok(CheckArgs {
-            method: method.clone(),
-            args,
-        })
+        Ok(CheckArgs { method, args })
     }
 }
 
@@ -327,18 +329,14 @@ async fn read_held<H: Host>(run: &Run<'_, H>, paths: &AclPaths) -> Result<Held, 
     Ok(held)
 }
 
-/// "clone needs VM.Clone on /vms/9000 and …: missing" for each method that cannot work.
-fn shortfalls(fitness: &[MethodFitness<'_>]) -> String {
-    // Written as found, `; ` between: no list of them to join.
-    let mut shortfalls = String::new();
-    for fit in fitness {
-        if !fit.ready {
-            let missing = fit.missing.joined(" and ");
-            let short = format!("{} needs {missing}: missing", fit.method);
-            push_item(&mut shortfalls, "; ", &short);
-        }
+/// "clone needs VM.Clone on /vms/9000 and …: missing" when the method cannot work, added to
+/// `shortfalls` (written as found, `; ` between: no list of them to join).
+fn shortfall(shortfalls: &mut String, fit: &MethodFitness<'_>) {
+    if !fit.ready {
+        let missing = fit.missing.joined(" and ");
+        let short = format!("{} needs {missing}: missing", fit.method);
+        push_item(shortfalls, "; ", &short);
     }
-    shortfalls
 }
 
 /// Runs `preflight`.
@@ -388,35 +386,31 @@ pub async fn preflight<H: Host>(run: &Run<'_, H>, args: &Value) -> Outcome {
             })
         );
         let caller = Caller::of(&run.global.transport);
-        let mut fitness = Vec::with_capacity(plans.len());
+        // Each method's fitness said, summed up and made JSON as it is judged: no list of them.
+        let mut short = String::new();
+        let mut methods = Vec::with_capacity(plans.len());
         for plan in &plans {
-            fitness.push(plan.fitness(run.kind, caller, Mode::Preflight, &held));
+            let fit = plan.fitness(run.kind, caller, Mode::Preflight, &held);
+            for note in fit.notes.iter().chain(&fit.may_need) {
+                run.info_args(format_args!("preflight: {}: {note}", fit.method));
+            }
+            shortfall(&mut short, &fit);
+            methods.push(fit.json());
         }
         // The privileges read are the record's as they are.
         let checked = held.len();
         set(&mut record, "privileges", Value::Object(held));
-        for fit in &fitness {
-            for note in fit.notes.iter().chain(&fit.may_need) {
-                run.info_args(format_args!("preflight: {}: {note}", fit.method));
-            }
-        }
-        let short = shortfalls(&fitness);
-        let mut methods = Vec::with_capacity(fitness.len());
-        for fit in &fitness {
-            methods.push(fit.json());
-        }
         set(&mut record, "methods", Value::Array(methods));
-        let pve = format!("PVE {version}");
         match short.is_empty() {
             true => Ok(format!(
-                "{pve} on node {node}: the token may run {} ({} ACL paths checked)",
+                "PVE {version} on node {node}: the token may run {} ({} ACL paths checked)",
                 match args.methods.len() {
                     1 => args.methods[0].clone(),
                     n => format!("all {n} methods asked about"),
                 },
                 checked
             )),
-            false => Err(format!("{pve} on node {node}: {short}")),
+            false => Err(format!("PVE {version} on node {node}: {short}")),
         }
     };
     set(&mut record, "ready", Value::Bool(verdict.is_ok()));
@@ -443,7 +437,7 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         Ok(args) => args,
         Err(e) => return Failure::from(e).into(),
     };
-    let method = args.method.as_str();
+    let method = args.method;
     let node = run.global.transport.node();
     let caller = run.global.transport.caller();
     let subjects = run_subjects(run.kind, method, args.args, (node, caller), 9);
@@ -484,7 +478,11 @@ pub async fn permissions_check<H: Host>(run: &Run<'_, H>, args: &Value) -> Outco
         push_item(&mut listed, ", ", path);
     }
     match (fit.ready, listed.is_empty()) {
-        (false, _) => Outcome::failed(Vec::new(), shortfalls(&[fit])),
+        (false, _) => {
+            let mut short = String::new();
+            shortfall(&mut short, &fit);
+            Outcome::failed(Vec::new(), short)
+        }
         (true, true) => Outcome::succeeded(
             Vec::new(),
             format!("no ACL path {method} reads is known before it runs (no vmid given)"),

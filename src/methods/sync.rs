@@ -59,10 +59,11 @@ use std::fmt::Write;
 /// The arguments of `sync`: the selection as given, completed by [`Sweep::plan`] (one type for
 /// both, not a second one it is moved into: issue 32).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SyncArgs {
+pub struct SyncArgs<'a> {
     /// A guest reference was given: sync just that guest.
     pub one_guest: bool,
-    pub node: Option<String>,
+    /// Borrowed from the call's arguments: not copied (issue 32).
+    pub node: Option<&'a str>,
     /// `nodes` was given: the nodes to read instead of one node or the cluster.
     pub listed: bool,
     /// The scope given (else `node`), the nodes listed (`nodes`), the tags every recorded guest
@@ -80,10 +81,10 @@ fn scope_fault(scope: &str) -> Option<&'static str> {
     (scope != "node" && scope != "cluster").then_some("must be \"node\" or \"cluster\"")
 }
 
-impl SyncArgs {
+impl<'a> SyncArgs<'a> {
     /// Each field is read into the arguments as they are built, so a refusal drops them in one
     /// place (each early return otherwise drops every value read so far, issue 32).
-    pub fn parse(args: &Value) -> Result<Self, ArgError> {
+    pub fn parse(args: &'a Value) -> Result<Self, ArgError> {
         let fields = Fields::of(args, "")?;
         let one_guest = args.get("vmid").is_some() || args.get("vmName").is_some();
         if one_guest {
@@ -95,7 +96,7 @@ impl SyncArgs {
         let scoped = scope.text.is_some();
         let mut parsed = SyncArgs {
             one_guest,
-            node: node.owned(),
+            node: node.text,
             listed: false,
             selection: SyncSelection {
                 scope: scope.owned_or("node"),
@@ -194,8 +195,8 @@ fn tag_fault(tag: &str) -> Option<&'static str> {
     (!fits).then_some("must be a PVE tag: a letter, digit or _, then letters, digits, _, -, + or .")
 }
 
-/// What one sync covers, saw and wrote.
-struct Sweep {
+/// What one sync covers, saw and wrote (`'n`: the nodes it reads, whose names it borrows).
+struct Sweep<'n> {
     /// What this sync selects: its scope (`node`: one node; `nodes`; `cluster`: every online
     /// node, `nodes` empty), tags and expression.
     selection: SyncSelection,
@@ -209,7 +210,7 @@ struct Sweep {
     /// Listed guests `where` could not be evaluated over (not recorded).
     unjudged: usize,
     /// Nodes whose list was read.
-    read: Vec<String>,
+    read: Vec<&'n str>,
     running: usize,
     absent: usize,
     /// `101 (clone), 102 (backup)`: guests whose config is locked (an operation on them has not
@@ -334,10 +335,10 @@ pub fn synced_one(kind: GuestKind, record: &GuestRecord) -> String {
     )
 }
 
-impl Sweep {
+impl<'n> Sweep<'n> {
     /// The sweep a selection asks for: `where` checked before anything is sent, then the
     /// selection its records state (the scope, its nodes, the tags, the expression).
-    fn plan<H: Host>(run: &Run<'_, H>, parsed: SyncArgs) -> Result<Sweep, Failure> {
+    fn plan<H: Host>(run: &Run<'_, H>, parsed: SyncArgs<'_>) -> Result<Sweep<'n>, Failure> {
         let mut selection = parsed.selection;
         if let Some(expression) = &selection.r#where {
             select::check(run.host, expression)?;
@@ -346,11 +347,8 @@ impl Sweep {
             (true, _) => selection.scope = "nodes".to_string(),
             (false, "cluster") => {}
             (false, _) => {
-                let node = match parsed.node {
-                    Some(node) => node,
-                    None => run.global.transport.node().to_string(),
-                };
-                selection.nodes.push(node);
+                let node = parsed.node.unwrap_or(run.global.transport.node());
+                selection.nodes.push(node.to_string());
             }
         }
         Ok(Sweep {
@@ -435,7 +433,7 @@ impl Sweep {
     fn listed<H: Host>(
         &mut self,
         run: &Run<'_, H>,
-        node: &str,
+        node: &'n str,
         request: &PveRequest,
         listed: Result<Value, PveError>,
     ) -> Result<Option<Vec<(u32, GuestStatus)>>, Failure> {
@@ -450,7 +448,7 @@ impl Sweep {
                 return Ok(None);
             }
         };
-        self.read.push(node.to_string());
+        self.read.push(node);
         let mut chosen = Vec::new();
         for entry in &list {
             if let Some(guest) = self.select_listed(run, node, entry) {
@@ -515,7 +513,7 @@ impl Sweep {
         let present =
             stored.get("present") == Some(&Value::Bool(true)) || written_by_upstream(stored);
         // A node sync that got here read its node's list: `read` is that node.
-        let on_a_read_node = self.read.iter().any(|r| Some(r.as_str()) == node);
+        let on_a_read_node = self.read.iter().any(|r| Some(*r) == node);
         if !present || !on_a_read_node {
             return false;
         }
