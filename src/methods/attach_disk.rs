@@ -9,9 +9,10 @@ use crate::args::{is_storage_id, ArgError, Fields};
 use crate::guest::config::ConfigSnapshot;
 use crate::guest::volumes::{is_unused, unused_holding, volume_at};
 use crate::methods::change_course::GuestChange;
-use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
+use crate::methods::set_config::{ConfigChange, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
 use serde_json::{Map, Value};
+use std::fmt::Write;
 
 /// The slots of each VM bus (qemu-server `PVE/QemuServer/Drive.pm` $MAX_IDE_DISKS, $MAX_SATA_DISKS,
 /// $MAX_SCSI_DISKS, $MAX_VIRTIO_DISKS) and a container's mount points (`$MAX_MOUNT_POINTS`).
@@ -170,24 +171,26 @@ fn holder<'c>(config: &'c Map<String, Value>, volume: &str) -> Option<&'c str> {
     config.keys().find(attached).map(String::as_str)
 }
 
-/// What the read-back shows of the volume: in which key, and no longer `unusedN` once applied.
-fn judged(volume: &str, after: &ConfigSnapshot) -> Result<ReadBack, String> {
+/// What the read-back shows of the volume, written onto the `summary`: in which key, and no
+/// longer `unusedN` once applied.
+fn judged(volume: &str, after: &ConfigSnapshot, summary: &mut String) -> Result<(), String> {
+    // Writing to a String cannot fail.
     if let Some(key) = holder(&after.current, volume) {
         return match unused_holding(&after.current, volume) {
             Some(unused) => Err(format!(
                 "{volume} is attached as {key} and still listed as {unused}"
             )),
-            None => Ok(ReadBack {
-                words: format!("; {volume} is attached as {key}"),
-                freed: None,
-            }),
+            None => {
+                _ = write!(summary, "; {volume} is attached as {key}");
+                Ok(())
+            }
         };
     }
     match holder(&after.pending, volume) {
-        Some(key) => Ok(ReadBack {
-            words: format!("; {volume} will be attached as {key}"),
-            freed: None,
-        }),
+        Some(key) => {
+            _ = write!(summary, "; {volume} will be attached as {key}");
+            Ok(())
+        }
         None => Err(format!("no key of the config read back holds {volume}")),
     }
 }
@@ -220,8 +223,9 @@ impl ConfigChange for AttachArgs {
         _: u32,
         _: &Map<String, Value>,
         after: &ConfigSnapshot,
-    ) -> Result<ReadBack, String> {
-        judged(&self.volume, after)
+        summary: &mut String,
+    ) -> Result<Option<String>, String> {
+        judged(&self.volume, after, summary).map(|()| None)
     }
 }
 

@@ -10,9 +10,10 @@ use crate::args::{ArgError, Fields};
 use crate::guest::config::ConfigSnapshot;
 use crate::guest::volumes::{is_unused, owner_of, unused_holding, volume_at};
 use crate::methods::change_course::GuestChange;
-use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
+use crate::methods::set_config::{ConfigChange, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
 use serde_json::{Map, Value};
+use std::fmt::Write;
 
 /// The arguments of `detachDisk`.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,28 +71,34 @@ fn owns(vmid: u32, volid: &str) -> bool {
 }
 
 /// What the read-back shows of the detached volume (`volid`: what the key held before) of guest
-/// `vmid`. PVE keeps only a guest's own volume as `unusedN` (qemu-server
-/// vmconfig_register_unused_drive); another guest's is only taken out of the config.
+/// `vmid`, written onto the `summary`, and the volume freed. PVE keeps only a guest's own volume
+/// as `unusedN` (qemu-server vmconfig_register_unused_drive); another guest's is only taken out
+/// of the config.
 fn judged(
     args: &DetachArgs,
     vmid: u32,
     volid: Option<&str>,
     after: &ConfigSnapshot,
-) -> Result<ReadBack, String> {
+    summary: &mut String,
+) -> Result<Option<String>, String> {
     let Some(volid) = volid else {
         // A CD-ROM or an empty drive: no volume to keep or free.
-        return Ok(ReadBack::default());
+        return Ok(None);
     };
+    // Writing to a String cannot fail.
     if after.pending_delete.contains(&args.disk) {
-        let words = format!("; {volid} stays attached until then");
-        return Ok(ReadBack { words, freed: None });
+        _ = write!(summary, "; {volid} stays attached until then");
+        return Ok(None);
     }
     if !owns(vmid, volid) {
         return match unused_holding(&after.current, volid) {
-            None => Ok(ReadBack {
-                words: format!("; {volid} belongs to another guest and is left to it"),
-                freed: None,
-            }),
+            None => {
+                _ = write!(
+                    summary,
+                    "; {volid} belongs to another guest and is left to it"
+                );
+                Ok(None)
+            }
             Some(key) => Err(format!(
                 "{volid} of another guest is still in the config as {key}"
             )),
@@ -99,18 +106,18 @@ fn judged(
     }
     let kept = unused_holding(&after.current, volid);
     match (args.destroy || is_unused(&args.disk), kept) {
-        (false, Some(key)) => Ok(ReadBack {
-            words: format!("; its volume {volid} is kept as {key}"),
-            freed: None,
-        }),
+        (false, Some(key)) => {
+            _ = write!(summary, "; its volume {volid} is kept as {key}");
+            Ok(None)
+        }
         (false, None) => Err(format!(
             "its volume {volid} is in no unusedN entry of the config read back: where it went is unknown"
         )),
         (true, Some(key)) => Err(format!("its volume {volid} was not destroyed: PVE kept it as {key}")),
-        (true, None) => Ok(ReadBack {
-            words: format!("; its volume {volid} is destroyed"),
-            freed: Some(volid.to_string()),
-        }),
+        (true, None) => {
+            _ = write!(summary, "; its volume {volid} is destroyed");
+            Ok(Some(volid.to_string()))
+        }
     }
 }
 
@@ -152,8 +159,9 @@ impl ConfigChange for DetachArgs {
         vmid: u32,
         before: &Map<String, Value>,
         after: &ConfigSnapshot,
-    ) -> Result<ReadBack, String> {
-        judged(self, vmid, volume_at(before, &self.disk), after)
+        summary: &mut String,
+    ) -> Result<Option<String>, String> {
+        judged(self, vmid, volume_at(before, &self.disk), after, summary)
     }
 }
 

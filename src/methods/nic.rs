@@ -11,11 +11,12 @@
 use crate::args::{ArgError, Fields};
 use crate::guest::config::{canonical, key_type, properties, ConfigSnapshot};
 use crate::methods::change_course::GuestChange;
-use crate::methods::set_config::{ConfigChange, ReadBack, SetConfigArgs};
+use crate::methods::set_config::{ConfigChange, SetConfigArgs};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::quote::Joined;
 use serde_json::{Map, Value};
+use std::fmt::Write;
 use std::net::Ipv4Addr;
 
 /// The arguments of `setNic` (`removeNic` reads only the guest and `nic`).
@@ -327,15 +328,16 @@ impl NicArgs {
     }
 }
 
-/// Where `nic` stands in the config read back, for the summary.
-fn shown(nic: &str, snapshot: &ConfigSnapshot) -> String {
+/// Where `nic` stands in the config read back, written onto the `summary`.
+fn shown(nic: &str, snapshot: &ConfigSnapshot, summary: &mut String) {
     let quoted = |v: &Value| flex::string_of(v).unwrap_or_default();
-    match (snapshot.current.get(nic), snapshot.pending.get(nic)) {
-        _ if snapshot.pending_delete.iter().any(|k| k == nic) => String::new(),
-        (_, Some(next)) => format!("; {nic} will read {}", quoted(next)),
-        (Some(now), None) => format!("; {nic} reads {}", quoted(now)),
-        (None, None) => format!("; {nic} is not in the config"),
-    }
+    // Writing to a String cannot fail.
+    let _ = match (snapshot.current.get(nic), snapshot.pending.get(nic)) {
+        _ if snapshot.pending_delete.iter().any(|k| k == nic) => Ok(()),
+        (_, Some(next)) => write!(summary, "; {nic} will read {}", quoted(next)),
+        (Some(now), None) => write!(summary, "; {nic} reads {}", quoted(now)),
+        (None, None) => write!(summary, "; {nic} is not in the config"),
+    };
 }
 
 /// A removal is `delete=netN`, which must read back gone or pending.
@@ -363,11 +365,10 @@ impl ConfigChange for NicArgs {
         _: u32,
         _: &Map<String, Value>,
         after: &ConfigSnapshot,
-    ) -> Result<ReadBack, String> {
-        Ok(ReadBack {
-            words: shown(&self.nic, after),
-            freed: None,
-        })
+        summary: &mut String,
+    ) -> Result<Option<String>, String> {
+        shown(&self.nic, after, summary);
+        Ok(None)
     }
 }
 

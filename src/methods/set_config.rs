@@ -125,23 +125,18 @@ pub trait ConfigChange {
         Ok(())
     }
     /// What a change's read-back shows beyond its keys, given the config the sighting read and
-    /// the snapshot after the change: words for the summary, and a volume the change freed, which
-    /// its storage must no longer list — or why the change did not do what it was for.
+    /// the snapshot after the change: words written onto the `summary` (grown where it lies, no
+    /// text of their own to join: issue 32) and a volume the change freed, which its storage must
+    /// no longer list — or why the change did not do what it was for.
     fn shown(
         &self,
         _vmid: u32,
         _config: &Map<String, Value>,
         _after: &ConfigSnapshot,
-    ) -> Result<ReadBack, String> {
-        Ok(ReadBack::default())
+        _summary: &mut String,
+    ) -> Result<Option<String>, String> {
+        Ok(None)
     }
-}
-
-/// A read-back's words for the summary and the volume the change freed ([`ConfigChange::shown`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReadBack {
-    pub words: String,
-    pub freed: Option<String>,
 }
 
 /// The course of a method built on `setConfig`, once the guest is found ([`guest_change`]): let
@@ -182,19 +177,23 @@ pub async fn course<H: Host>(
     }
     // The summary with what the read-back shows, once a freed volume is seen gone from its
     // storage.
-    if let (Ok(summary), Some(taken)) = (&verdict, &snapshot) {
-        verdict = match method.shown(ev.at.vmid, &ev.config, taken) {
-            Err(why) => Err(format!("{summary}, but {why}")),
-            Ok(seen) => match &seen.freed {
-                None => Ok(format!("{summary}{}", seen.words)),
-                Some(volid) => {
-                    let request = listed_request(&ev.at.node, ev.at.vmid, volid);
-                    let answer = run.pve().call(&request).await;
-                    let listed = listed_on_storage(&ev.at.node, volid, answer);
-                    freed_judged(summary, &seen, volid, listed)
-                }
-            },
+    if let (Ok(summary), Some(taken)) = (&mut verdict, &snapshot) {
+        let said = summary.len();
+        let judged = match method.shown(ev.at.vmid, &ev.config, taken, summary) {
+            Ok(Some(volid)) => {
+                let request = listed_request(&ev.at.node, ev.at.vmid, &volid);
+                let answer = run.pve().call(&request).await;
+                freed_judged(&volid, listed_on_storage(&ev.at.node, &volid, answer))
+            }
+            judged => judged.map(drop),
         };
+        if let Err(why) = judged {
+            // The summary as it was before the read-back's words, and why not.
+            summary.truncate(said);
+            summary.push_str(", but ");
+            summary.push_str(&why);
+            verdict = Err(std::mem::take(summary));
+        }
     }
     (verdict, snapshot)
 }
@@ -211,21 +210,14 @@ pub fn with_pending(record: &mut GuestRecord, snapshot: &mut Option<ConfigSnapsh
     }
 }
 
-/// A read-back's freed volume `volid` against its storage's list (`listed`): the summary with
-/// what the read-back shows once the volume is gone, or why not.
-fn freed_judged(
-    summary: &str,
-    seen: &ReadBack,
-    volid: &str,
-    listed: Result<bool, String>,
-) -> Result<String, String> {
-    match listed {
-        Ok(false) => Ok(format!("{summary}{}", seen.words)),
-        Ok(true) => Err(format!(
-            "{summary}, but storage {} still lists {volid}: it was not destroyed",
+/// A read-back's freed volume `volid` against its storage's list (`listed`): gone, or why not.
+fn freed_judged(volid: &str, listed: Result<bool, String>) -> Result<(), String> {
+    match listed? {
+        false => Ok(()),
+        true => Err(format!(
+            "storage {} still lists {volid}: it was not destroyed",
             storage_of(volid)
         )),
-        Err(why) => Err(format!("{summary}, but {why}")),
     }
 }
 
