@@ -218,13 +218,13 @@ impl ConfigChange for AttachArgs {
         Ok(())
     }
 
-    fn shown(
+    fn shown<'c>(
         &self,
         _: u32,
-        _: &Map<String, Value>,
+        _: &'c Map<String, Value>,
         after: &ConfigSnapshot,
         summary: &mut String,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<&'c str>, String> {
         judged(&self.volume, after, summary).map(|()| None)
     }
 }

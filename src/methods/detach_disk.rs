@@ -74,13 +74,13 @@ fn owns(vmid: u32, volid: &str) -> bool {
 /// `vmid`, written onto the `summary`, and the volume freed. PVE keeps only a guest's own volume
 /// as `unusedN` (qemu-server vmconfig_register_unused_drive); another guest's is only taken out
 /// of the config.
-fn judged(
+fn judged<'c>(
     args: &DetachArgs,
     vmid: u32,
-    volid: Option<&str>,
+    volid: Option<&'c str>,
     after: &ConfigSnapshot,
     summary: &mut String,
-) -> Result<Option<String>, String> {
+) -> Result<Option<&'c str>, String> {
     let Some(volid) = volid else {
         // A CD-ROM or an empty drive: no volume to keep or free.
         return Ok(None);
@@ -116,7 +116,7 @@ fn judged(
         (true, Some(key)) => Err(format!("its volume {volid} was not destroyed: PVE kept it as {key}")),
         (true, None) => {
             _ = write!(summary, "; its volume {volid} is destroyed");
-            Ok(Some(volid.to_string()))
+            Ok(Some(volid))
         }
     }
 }
@@ -154,13 +154,13 @@ impl ConfigChange for DetachArgs {
         Ok(())
     }
 
-    fn shown(
+    fn shown<'c>(
         &self,
         vmid: u32,
-        before: &Map<String, Value>,
+        before: &'c Map<String, Value>,
         after: &ConfigSnapshot,
         summary: &mut String,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<&'c str>, String> {
         judged(self, vmid, volume_at(before, &self.disk), after, summary)
     }
 }

@@ -360,13 +360,13 @@ impl ConfigChange for NicArgs {
         Ok(())
     }
 
-    fn shown(
+    fn shown<'c>(
         &self,
         _: u32,
-        _: &Map<String, Value>,
+        _: &'c Map<String, Value>,
         after: &ConfigSnapshot,
         summary: &mut String,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<&'c str>, String> {
         shown(&self.nic, after, summary);
         Ok(None)
     }

@@ -127,14 +127,15 @@ pub trait ConfigChange {
     /// What a change's read-back shows beyond its keys, given the config the sighting read and
     /// the snapshot after the change: words written onto the `summary` (grown where it lies, no
     /// text of their own to join: issue 32) and a volume the change freed, which its storage must
-    /// no longer list — or why the change did not do what it was for.
-    fn shown(
+    /// no longer list (borrowed from the config the sighting read: no copy, issue 32) — or why
+    /// the change did not do what it was for.
+    fn shown<'c>(
         &self,
         _vmid: u32,
-        _config: &Map<String, Value>,
+        _config: &'c Map<String, Value>,
         _after: &ConfigSnapshot,
         _summary: &mut String,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<&'c str>, String> {
         Ok(None)
     }
 }
@@ -181,9 +182,9 @@ pub async fn course<H: Host>(
         let said = summary.len();
         let judged = match method.shown(ev.at.vmid, &ev.config, taken, summary) {
             Ok(Some(volid)) => {
-                let request = listed_request(&ev.at.node, ev.at.vmid, &volid);
+                let request = listed_request(&ev.at.node, ev.at.vmid, volid);
                 let answer = run.pve().call(&request).await;
-                freed_judged(&volid, listed_on_storage(&ev.at.node, &volid, answer))
+                freed_judged(volid, listed_on_storage(&ev.at.node, volid, answer))
             }
             judged => judged.map(drop),
         };
