@@ -126,8 +126,9 @@ pub async fn await_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEn
 /// it, or when [`own_read_due`] — a probe reads this task's own status, and it has the last word.
 pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskEnd, TaskTrouble> {
     // The probe loop, in this function's own state machine (issue 32): the task's final status,
-    // or why its end was not observed.
-    let status = 'watch: {
+    // or why its end was not observed. Only its exit status is kept (not held across the log's
+    // awaits).
+    let TaskStatus { exitstatus, .. } = 'watch: {
         let started = pve.host.now_ms();
         // The method's one budget: what earlier waits spent is not given back.
         let mut pacer = Pacer::until(pve.budget.deadline(started), pve.poll_cap_ms);
@@ -248,7 +249,7 @@ pub async fn follow_task<H: Host>(pve: &Pve<'_, H>, upid: &Upid) -> Result<TaskE
             }
         }
     }?;
-    let exit_status = status.exitstatus.unwrap_or_default();
+    let exit_status = exitstatus.unwrap_or_default();
     // Only a task that did not end plainly OK has a log worth reading: its warnings or its cause.
     let (log, log_file) = match exit_status.as_str() {
         "OK" => (Vec::new(), None),

@@ -87,11 +87,12 @@ pub async fn run_change<H: Host>(run: &Run<'_, H>, parsed: Parsed) -> Outcome {
         let action = change.action(&label);
         or_break!('change, ev.trail.run(&run.pve(), &request, format_args!("{action}"), None, false).await);
         let kind = run.kind;
-        let wanted = change.settled_text(&plan, kind);
         let end = plan.end;
         let settled = &|s: &_| end.is_none_or(|t| t.reached(kind, s));
         let waited = settle_evidence(run, &mut ev, run.wait_budget_ms(), settled).await;
-        or_break!('change, waited.map_err(|why| locked_out(run, &ev, &wanted, why)));
+        // What it should have settled in, written only when it did not (not held across the wait).
+        let locked = |why| locked_out(run, &ev, &change.settled_text(&plan, kind), why);
+        or_break!('change, waited.map_err(locked));
         let answer = run.pve().call(&tree_request(run.kind, &ev.at, false)).await;
         let after = TreeSeen::read(run, &ev, answer).inspect_err(|_| {
             if let Some(before) = tree.as_mut() {

@@ -319,9 +319,17 @@ pub fn config_ipv4(config: &Map<String, Value>) -> Result<String, String> {
         let index = key.strip_prefix("net").and_then(|n| n.parse::<u32>().ok());
         if let (Some(index), Some(value)) = (index, flex::string_of(value)) {
             // Placed in index order as they come (the keys come in text order: net10 before net2),
-            // after any of the same index: no sort compiled for this one list.
-            let at = nets.iter().position(|n: &(u32, _, _)| n.0 > index);
-            nets.insert(at.unwrap_or(nets.len()), (index, key.as_str(), value));
+            // after any of the same index: pushed, then walked back past those of a higher index
+            // (no sort, no `Vec::insert` compiled for this one list).
+            nets.push((index, key.as_str(), value));
+            let mut end = nets.len();
+            while let Some([before, new]) = nets.get_mut(end.wrapping_sub(2)..end) {
+                if before.0 <= new.0 {
+                    break;
+                }
+                std::mem::swap(before, new);
+                end -= 1;
+            }
         }
     }
     // What each interface holds instead, written straight into one text (`net0 has ip=dhcp, …`).
@@ -738,6 +746,22 @@ mod tests {
                 "no static IPv4 address in its config (net0 has ip=manual, net1 has no ip=)"
                     .to_string()
             )
+        );
+    }
+
+    #[test]
+    fn config_ipv4_names_interfaces_in_index_order_same_index_as_they_come() {
+        let config = |v: Value| v.as_object().unwrap().clone();
+        let found = config_ipv4(&config(json!({
+            "net10": "ip=dhcp",
+            "net2": "ip=manual",
+            "net01": "ip=dhcp",
+            "net1": "name=eth1",
+            "net3": 7,
+        })));
+        assert_eq!(
+            found,
+            Err("no static IPv4 address in its config (net01 has ip=dhcp, net1 has no ip=, net2 has ip=manual, net3 has no ip=, net10 has ip=dhcp)".to_string())
         );
     }
 }
