@@ -330,9 +330,12 @@ impl Course {
             Some(write) => self.write_request(ev, write).label(),
             None => String::new(),
         };
-        let action = format!("change {label} (write {} of {total}: {request})", done + 1);
-        let accepted = format!("; {done} earlier writes were accepted");
-        course::write_failed(&action, e, CHECK_READ, &accepted)
+        course::write_failed(
+            format_args!("change {label} (write {} of {total}: {request})", done + 1),
+            e,
+            CHECK_READ,
+            format_args!("; {done} earlier writes were accepted"),
+        )
     }
 
     /// Notes whether firewall options read (the guest's, or the `cluster`'s) keep the guest's
