@@ -201,10 +201,9 @@ pub fn snapshot_holds<H: Host>(
     answer: Result<Value, PveError>,
 ) -> Result<bool, String> {
     let config = answer.map_err(|e| {
-        let what = format!("snapshot {name:?}");
         could_not_args(
             format_args!(
-                "read {what} of {} to see whether a snapshot uses {volid}",
+                "read snapshot {name:?} of {} to see whether a snapshot uses {volid}",
                 ev.label(run)
             ),
             &e,
