@@ -378,10 +378,10 @@ impl Course {
             true => summary
                 .push_str("in effect (guest and cluster firewall on, every NIC with firewall=1)"),
             false => {
-                let why = format!("not in effect: {off}");
-                let warning = format!("{}: the firewall is {why}", self.guest);
+                let warning = format!("{}: the firewall is not in effect: {off}", self.guest);
                 ev.trail.warnings.push(warning);
-                summary.push_str(&why);
+                summary.push_str("not in effect: ");
+                summary.push_str(&off);
             }
         }
         summary
