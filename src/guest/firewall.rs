@@ -381,7 +381,7 @@ impl Course {
                 let warning = format!("{}: the firewall is not in effect: {off}", self.guest);
                 ev.trail.warnings.push(warning);
                 summary.push_str("not in effect: ");
-                summary.push_str(&off);
+                summary.push_str(off);
             }
         }
         summary
