@@ -44,6 +44,7 @@ use crate::pve::error::PveError;
 use crate::pve::request::PveRequest;
 use crate::pve::upid::Upid;
 use serde_json::Value;
+use std::fmt;
 
 /// A wait logs its first progress line once it has lasted this long.
 pub const FIRST_AFTER_MS: f64 = 5_000.0;
@@ -83,14 +84,14 @@ impl Progress {
     pub fn tick<H: Host>(&mut self, host: &H, what: impl FnOnce() -> String) {
         let now = host.now_ms();
         if self.due(now) {
-            self.say(host, now, &what());
+            self.say(host, now, format_args!("{}", what()));
         }
     }
 
     /// [`Progress::tick`]'s line, once a line is due: one copy for every caller's `what`.
-    fn say<H: Host>(&mut self, host: &H, now: f64, what: &str) {
+    fn say<H: Host>(&mut self, host: &H, now: f64, what: fmt::Arguments<'_>) {
         self.next_ms = now + EVERY_MS;
-        host.log(LogLevel::Info, &self.line(now, what, None));
+        self.log_line(host, now, what, None);
     }
 
     /// The task follower's steps in one, for the tests: when a line is due, reads the task log
@@ -119,20 +120,30 @@ impl Progress {
         if let Ok(data) = answer {
             self.read_lines(&data);
         }
-        let what = format!(
+        let what = format_args!(
             "task {} of {} on node {}",
             upid.task_type, upid.id, upid.node
         );
-        let line = self.line(host.now_ms(), &what, self.pve_said.as_deref());
-        host.log(LogLevel::Info, &line);
+        self.log_line(host, host.now_ms(), what, self.pve_said.as_deref());
     }
 
-    fn line(&self, now_ms: f64, what: &str, pve: Option<&str>) -> String {
+    /// Logs the line: `what` written straight into it, not formatted apart first (issue 32).
+    fn log_line<H: Host>(
+        &self,
+        host: &H,
+        now_ms: f64,
+        what: fmt::Arguments<'_>,
+        pve: Option<&str>,
+    ) {
         let so_far = so_far(now_ms - self.started_ms);
-        match pve {
-            Some(said) => format!("waiting for {what} — {so_far} so far; PVE: {said}"),
-            None => format!("waiting for {what} — {so_far} so far"),
-        }
+        let (before, said) = match pve {
+            Some(said) => ("; PVE: ", said),
+            None => ("", ""),
+        };
+        host.log_args(
+            LogLevel::Info,
+            format_args!("waiting for {what} — {so_far} so far{before}{said}"),
+        );
     }
 
     /// Takes what the log read from `log_from` holds; an unreadable log only loses PVE's

@@ -202,10 +202,16 @@ pub fn object_or_missing(
 
 /// Why a course's write that PVE answered `e` failed: its outcome unknown (`check`: what to check
 /// before trying again), or PVE refused it (`tail` added: how many writes before it were
-/// accepted). One text for every course (issue 32).
-pub fn write_failed(action: &str, e: &PveError, check: &str, tail: &str) -> String {
+/// accepted). One text for every course (issue 32); action and tail are `format_args!`, written
+/// straight into the message.
+pub fn write_failed(
+    action: std::fmt::Arguments<'_>,
+    e: &PveError,
+    check: &str,
+    tail: std::fmt::Arguments<'_>,
+) -> String {
     match e.outcome_unknown() {
-        true => outcome_unknown(format_args!("{action}"), e, check).0,
+        true => outcome_unknown(action, e, check).0,
         false => format!("PVE refused to {action}: {e} — {}{tail}", hint(e.kind)),
     }
 }

@@ -14,6 +14,7 @@ use crate::pve::responses::ExecStatus;
 use crate::record_json::{opt, put, set};
 use crate::run::{write_value, Run};
 use serde_json::{Map, Value};
+use std::fmt::Write;
 
 /// PVE refuses `input-data` above 64 KiB.
 const MAX_INPUT_BYTES: usize = 64 * 1024;
@@ -132,14 +133,15 @@ impl ExecArgs {
                 "must hold at least one element (the program to run)",
             ));
         }
-        if let Some(i) = command.iter().position(|c| c.is_empty()) {
-            return Err(ArgError::new(format!("command[{i}]"), "must not be empty"));
-        }
-        if let Some(i) = command.iter().position(|c| c.contains('\0')) {
-            return Err(ArgError::new(
-                format!("command[{i}]"),
-                "must not contain NUL",
-            ));
+        // An empty element is named before any NUL, wherever each lies: one refusal for both.
+        let bad = match command.iter().position(|c| c.is_empty()) {
+            Some(i) => Some((i, "must not be empty")),
+            None => {
+                (command.iter().position(|c| c.contains('\0'))).map(|i| (i, "must not contain NUL"))
+            }
+        };
+        if let Some((i, rule)) = bad {
+            return Err(ArgError::new(format!("command[{i}]"), rule));
         }
         let policy = ExitPolicy::parse(&fields)?;
         let [input, timeout, ..] = fields.read_table(&TAIL)?;
@@ -252,16 +254,16 @@ fn warn_about_encoding<H: Host>(
     output: Option<&GuestOutput>,
 ) {
     let Some(output) = output else { return };
-    let guest = format!("{} {}", run.kind.noun(), at.vmid);
+    let (noun, vmid) = (run.kind.noun(), at.vmid);
     if output.invalid_utf8 {
         run.warn_args(format_args!(
-            "{guest}: {stream} ({} bytes) is not valid UTF-8; the invalid bytes are replaced by U+FFFD in the record ({stream}InvalidUtf8: true)",
+            "{noun} {vmid}: {stream} ({} bytes) is not valid UTF-8; the invalid bytes are replaced by U+FFFD in the record ({stream}InvalidUtf8: true)",
             output.bytes
         ));
     }
     if output.already_text {
         run.warn_args(format_args!(
-            "{guest}: PVE sent {stream} as text rather than one character per byte; it is recorded as sent"
+            "{noun} {vmid}: PVE sent {stream} as text rather than one character per byte; it is recorded as sent"
         ));
     }
 }
@@ -335,27 +337,40 @@ pub fn verdict_message(
     outcome: &ExecOutcome,
     status: Option<&ExecStatus>,
 ) -> Option<String> {
-    // One message built from its parts: the words of each ending, then its detail.
-    let detail: String;
-    let (words, detail, with_stderr) = match outcome {
-        ExecOutcome::Exited { code } if args.policy.accepts(*code) => return None,
+    if let ExecOutcome::Exited { code } = outcome {
+        if args.policy.accepts(*code) {
+            return None;
+        }
+    }
+    let mut message = format!(
+        "guestExec {} on {} {} (node {})",
+        crate::debug_text::list(&args.command),
+        kind.noun(),
+        at.vmid,
+        at.node
+    );
+    // Each ending is written onto the message where it lies, not formatted apart first (issue 32).
+    let (words, reason, with_stderr) = match outcome {
         ExecOutcome::Exited { code } => {
-            detail = format!(
-                "{code}; only {} counts as success (set okExitCodes, allowNonZeroExit or allowedExitCodes to accept it)",
-                accepted_codes(&args.policy)
-            );
-            (" exited with code ", detail.as_str(), true)
+            let _ = write!(message, " exited with code {code}; only ");
+            push_accepted_codes(&mut message, &args.policy);
+            (
+                " counts as success (set okExitCodes, allowNonZeroExit or allowedExitCodes to accept it)",
+                "",
+                true,
+            )
         }
         ExecOutcome::Signaled { signal } => {
-            detail = signal.to_string();
-            (" was killed by signal ", detail.as_str(), true)
+            let _ = write!(message, " was killed by signal {signal}");
+            ("", "", true)
         }
         ExecOutcome::TimedOut => {
-            detail = format!(
-                "{}s; it may still be running in the guest",
+            let _ = write!(
+                message,
+                " did not finish within timeoutSec={}s",
                 args.timeout_sec
             );
-            (" did not finish within timeoutSec=", detail.as_str(), false)
+            ("; it may still be running in the guest", "", false)
         }
         ExecOutcome::NotStarted { reason } => (" did not start: ", reason.as_str(), false),
         ExecOutcome::Unconfirmed { reason } => {
@@ -370,13 +385,8 @@ pub fn verdict_message(
             false,
         ),
     };
-    let mut message = format!(
-        "guestExec {} on {} {} (node {}){words}{detail}",
-        crate::debug_text::list(&args.command),
-        kind.noun(),
-        at.vmid,
-        at.node
-    );
+    message.push_str(words);
+    message.push_str(reason);
     let stderr = status.and_then(|s| s.stderr.as_ref());
     if let (true, Some(stderr)) = (with_stderr, stderr) {
         let tail = tail(&stderr.text);
@@ -388,26 +398,27 @@ pub fn verdict_message(
     Some(message)
 }
 
-fn accepted_codes(policy: &ExitPolicy) -> String {
+/// Writes the exit codes the policy accepts onto `message`.
+fn push_accepted_codes(message: &mut String, policy: &ExitPolicy) {
     match policy {
-        ExitPolicy::ZeroOnly | ExitPolicy::AnyCode => "exit code 0".to_string(),
+        ExitPolicy::ZeroOnly | ExitPolicy::AnyCode => message.push_str("exit code 0"),
         ExitPolicy::Listed(codes) => {
-            format!("exit codes 0, {}", listed_codes(codes))
+            message.push_str("exit codes 0, ");
+            push_codes(message, codes);
         }
-        ExitPolicy::Exactly(codes) => match codes.as_slice() {
-            [one] => format!("exit code {one} (okExitCodes)"),
-            _ => format!("exit codes {} (okExitCodes)", listed_codes(codes)),
-        },
+        ExitPolicy::Exactly(codes) => {
+            message.push_str(["exit codes ", "exit code "][usize::from(codes.len() == 1)]);
+            push_codes(message, codes);
+            message.push_str(" (okExitCodes)");
+        }
     }
 }
 
-/// `1, 2, 3`.
-fn listed_codes(codes: &[i64]) -> String {
-    let mut list = String::new();
-    for code in codes {
-        crate::quote::push_item(&mut list, ", ", &code.to_string());
+/// Writes `1, 2, 3` onto `message`.
+fn push_codes(message: &mut String, codes: &[i64]) {
+    for (i, code) in codes.iter().enumerate() {
+        let _ = write!(message, "{}{code}", ["", ", "][usize::from(i > 0)]);
     }
-    list
 }
 
 /// The last ~300 characters of a stream, on one line.
@@ -518,5 +529,92 @@ mod exit_policy_tests {
         );
         let listed = policy(json!({"allowedExitCodes": [2]})).unwrap();
         assert!(listed.accepts(0) && listed.accepts(2) && !listed.accepts(1));
+    }
+}
+
+#[cfg(test)]
+mod verdict_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(policy: ExitPolicy) -> ExecArgs {
+        ExecArgs {
+            target: GuestRef {
+                vmid: Some(100),
+                name: None,
+            },
+            command: vec!["ls".to_string(), "-l".to_string()],
+            timeout_sec: 30,
+            policy,
+            input: None,
+        }
+    }
+
+    fn verdict(policy: ExitPolicy, outcome: ExecOutcome) -> Option<String> {
+        let at = Located {
+            vmid: 100,
+            node: "pve1".to_string(),
+        };
+        verdict_message(GuestKind::Qemu, &at, &args(policy), &outcome, None)
+    }
+
+    #[test]
+    fn each_ending_is_written_onto_the_message() {
+        let head = format!(
+            "guestExec {} on {} 100 (node pve1)",
+            crate::debug_text::list(&args(ExitPolicy::ZeroOnly).command),
+            GuestKind::Qemu.noun()
+        );
+        let tail = " counts as success (set okExitCodes, allowNonZeroExit or allowedExitCodes to accept it)";
+        let exited = |policy, code| verdict(policy, ExecOutcome::Exited { code });
+        assert_eq!(exited(ExitPolicy::ZeroOnly, 0), None);
+        assert_eq!(exited(ExitPolicy::Listed(vec![2, 3]), 3), None);
+        assert_eq!(
+            exited(ExitPolicy::ZeroOnly, 3).unwrap(),
+            format!("{head} exited with code 3; only exit code 0{tail}")
+        );
+        assert_eq!(
+            exited(ExitPolicy::Listed(vec![2, 3]), 4).unwrap(),
+            format!("{head} exited with code 4; only exit codes 0, 2, 3{tail}")
+        );
+        assert_eq!(
+            exited(ExitPolicy::Exactly(vec![5]), 0).unwrap(),
+            format!("{head} exited with code 0; only exit code 5 (okExitCodes){tail}")
+        );
+        assert_eq!(
+            exited(ExitPolicy::Exactly(vec![5, 6]), 0).unwrap(),
+            format!("{head} exited with code 0; only exit codes 5, 6 (okExitCodes){tail}")
+        );
+        assert_eq!(
+            verdict(ExitPolicy::AnyCode, ExecOutcome::Signaled { signal: 9 }).unwrap(),
+            format!("{head} was killed by signal 9")
+        );
+        assert_eq!(
+            verdict(ExitPolicy::AnyCode, ExecOutcome::TimedOut).unwrap(),
+            format!(
+                "{head} did not finish within timeoutSec=30s; it may still be running in the guest"
+            )
+        );
+        let reason = "agent not running".to_string();
+        assert_eq!(
+            verdict(ExitPolicy::AnyCode, ExecOutcome::NotStarted { reason }).unwrap(),
+            format!("{head} did not start: agent not running")
+        );
+    }
+
+    #[test]
+    fn an_empty_element_is_named_before_a_nul() {
+        let refused =
+            |command| ExecArgs::parse(&json!({"vmid": 100, "command": command})).unwrap_err();
+        let e = refused(json!(["a\u{0}b", ""]));
+        assert_eq!(
+            (e.field.as_str(), e.rule.as_str()),
+            ("command[1]", "must not be empty")
+        );
+        let e = refused(json!(["ls", "a\u{0}b"]));
+        assert_eq!(
+            (e.field.as_str(), e.rule.as_str()),
+            ("command[1]", "must not contain NUL")
+        );
     }
 }

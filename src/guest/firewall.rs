@@ -330,9 +330,12 @@ impl Course {
             Some(write) => self.write_request(ev, write).label(),
             None => String::new(),
         };
-        let action = format!("change {label} (write {} of {total}: {request})", done + 1);
-        let accepted = format!("; {done} earlier writes were accepted");
-        course::write_failed(&action, e, CHECK_READ, &accepted)
+        course::write_failed(
+            format_args!("change {label} (write {} of {total}: {request})", done + 1),
+            e,
+            CHECK_READ,
+            format_args!("; {done} earlier writes were accepted"),
+        )
     }
 
     /// Notes whether firewall options read (the guest's, or the `cluster`'s) keep the guest's
@@ -375,10 +378,10 @@ impl Course {
             true => summary
                 .push_str("in effect (guest and cluster firewall on, every NIC with firewall=1)"),
             false => {
-                let why = format!("not in effect: {off}");
-                let warning = format!("{}: the firewall is {why}", self.guest);
+                let warning = format!("{}: the firewall is not in effect: {off}", self.guest);
                 ev.trail.warnings.push(warning);
-                summary.push_str(&why);
+                summary.push_str("not in effect: ");
+                summary.push_str(off);
             }
         }
         summary

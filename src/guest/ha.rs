@@ -421,9 +421,9 @@ impl Course {
         };
         // The plan's writes before this one were made (PVE answered them).
         let before = ["", ", after the writes before it"][usize::from(i > 0)];
-        let action = format!("change {} ({}{before})", self.label, self.asked);
+        let action = format_args!("change {} ({}{before})", self.label, self.asked);
         let check = "the HA resource with haStatus (run it again: it plans from what it reads)";
-        Next::Done(Err(write_failed(&action, &e, check, "")))
+        Next::Done(Err(write_failed(action, &e, check, format_args!(""))))
     }
 
     /// After the writes: what was just read may already show it (nothing sent, or a read): no

@@ -12,6 +12,7 @@
 use crate::global_args::TransportSettings;
 use crate::guest::placement::numbered;
 use crate::quote::Joined;
+use std::fmt;
 
 /// Who PVE sees behind the configured transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,48 +149,46 @@ pub fn ct_refusal(
     if caller == Caller::RootPam {
         return None;
     }
-    let flagged = |what: &str, pve: &str, instead: &str| {
-        Some(format!(
-            "{what}: with an API token PVE refuses it (pve-container: \"{pve}\"); {instead}{USE_SSH}"
-        ))
-    };
     for (key, value) in options {
         let key = key.as_str();
         let is_mount = key == "rootfs" || numbered(key, "mp");
         if is_mount && mount_type(value) != "volume" {
             let kind = mount_type(value);
             return flagged(
-                &format!("{key} {value:?}"),
-                &format!("mount point type {kind} is only allowed for root@pam"),
+                format_args!("{key} {value:?}"),
+                format_args!("mount point type {kind} is only allowed for root@pam"),
                 "give a storage volume (`<storage>:<GiB>`) instead, or ",
             );
         }
-        if let Some(refusal) = ct_key_refusal(key, Some(value), state, &flagged) {
+        if let Some(refusal) = ct_key_refusal(key, Some(value), state) {
             return Some(refusal);
         }
     }
     deleted
         .iter()
-        .find_map(|key| ct_key_refusal(key, None, state, &flagged))
+        .find_map(|key| ct_key_refusal(key, None, state))
 }
 
-fn ct_key_refusal(
-    key: &str,
-    value: Option<&str>,
-    state: CtState<'_>,
-    flagged: &dyn Fn(&str, &str, &str) -> Option<String>,
-) -> Option<String> {
+/// A container refusal: `what` PVE refuses a token, PVE's own words for it, and what to do
+/// `instead`; the parts are `format_args!`, written straight into the message (issue 32).
+fn flagged(what: fmt::Arguments<'_>, pve: fmt::Arguments<'_>, instead: &str) -> Option<String> {
+    Some(format!(
+        "{what}: with an API token PVE refuses it (pve-container: \"{pve}\"); {instead}{USE_SSH}"
+    ))
+}
+
+fn ct_key_refusal(key: &str, value: Option<&str>, state: CtState<'_>) -> Option<String> {
     if numbered(key, "dev") {
         return flagged(
-            &format!("`{key}`"),
-            "configuring device passthrough is only allowed for root@pam",
+            format_args!("`{key}`"),
+            format_args!("configuring device passthrough is only allowed for root@pam"),
             "",
         );
     }
     if key == "hookscript" {
         return flagged(
-            "`hookscript`",
-            "changing the hookscript is only allowed for root@pam",
+            format_args!("`hookscript`"),
+            format_args!("changing the hookscript is only allowed for root@pam"),
             "",
         );
     }
@@ -198,8 +197,10 @@ fn ct_key_refusal(
     }
     if !state.unprivileged {
         return flagged(
-            "features on a privileged container",
-            "changing feature flags for privileged container is only allowed for root@pam",
+            format_args!("features on a privileged container"),
+            format_args!(
+                "changing feature flags for privileged container is only allowed for root@pam"
+            ),
             "make the container unprivileged (unprivileged: true), or ",
         );
     }
@@ -209,8 +210,8 @@ fn ct_key_refusal(
     };
     more.then(|| {
         flagged(
-            &format!("features {:?}", value.unwrap_or("(deleted)")),
-            "changing feature flags (except nesting) is only allowed for root@pam",
+            format_args!("features {:?}", value.unwrap_or("(deleted)")),
+            format_args!("changing feature flags (except nesting) is only allowed for root@pam"),
             "set only `nesting` (features: \"nesting=1\"), or ",
         )
     })

@@ -155,13 +155,18 @@ impl SnapshotTree {
         if self.snapshots.is_empty() {
             return "no snapshots".to_string();
         }
+        // Each name and parent pushed onto the list where it lies, not formatted apart (issue 32).
         let mut names = String::new();
         for s in &self.snapshots {
-            let name = match &s.parent {
-                Some(parent) => format!("{} (parent {parent})", s.name),
-                None => s.name.clone(),
-            };
-            crate::quote::push_item(&mut names, ", ", &name);
+            if !names.is_empty() {
+                names.push_str(", ");
+            }
+            names.push_str(&s.name);
+            if let Some(parent) = &s.parent {
+                names.push_str(" (parent ");
+                names.push_str(parent);
+                names.push(')');
+            }
         }
         names
     }
@@ -201,10 +206,9 @@ pub fn snapshot_holds<H: Host>(
     answer: Result<Value, PveError>,
 ) -> Result<bool, String> {
     let config = answer.map_err(|e| {
-        let what = format!("snapshot {name:?}");
         could_not_args(
             format_args!(
-                "read {what} of {} to see whether a snapshot uses {volid}",
+                "read snapshot {name:?} of {} to see whether a snapshot uses {volid}",
                 ev.label(run)
             ),
             &e,

@@ -8,7 +8,7 @@
 //! (`proxmox.subscriptionActive`, `proxmox.enterpriseRepo`).
 
 use crate::args::{segment_fault, ArgError, Fields, Kind, Spec};
-use crate::explain::{could_not, hint};
+use crate::explain::{could_not_args, hint};
 use crate::host::Host;
 use crate::outcome::RecordWrite;
 use crate::outcome::{Failure, Outcome};
@@ -100,7 +100,7 @@ pub async fn read_node<H: Host>(run: &Run<'_, H>, args: &Value, method: &NodeMet
     };
     let pve = run.pve();
     let answer = pve.call(&(method.request)(&node)).await;
-    let action = || format!("{} of node {node}", method.action);
+    let fail = |e: &PveError| could_not_args(format_args!("{} of node {node}", method.action), e);
     let mut record = match answer.map(|data| (method.start)(&node, data, run.now_iso())) {
         Ok(Ok(record)) => record,
         Ok(Err(data)) => {
@@ -109,9 +109,9 @@ pub async fn read_node<H: Host>(run: &Run<'_, H>, args: &Value, method: &NodeMet
                 method.path,
                 data = crate::quote::json(&data)
             ));
-            return could_not(&action(), &e).into();
+            return fail(&e).into();
         }
-        Err(e) => return could_not(&action(), &e).into(),
+        Err(e) => return fail(&e).into(),
     };
     let mut failures = Vec::new();
     let mut i = 0;

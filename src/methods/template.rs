@@ -91,14 +91,10 @@ pub async fn convert<H: Host>(
     // (issue 32).
     {
         let request = endpoints::guest_template(&ev.at.node, run.kind, ev.at.vmid);
-        let action = format!("convert {label} to a template");
+        let action = format_args!("convert {label} to a template");
         let pve = run.pve();
         match run.kind {
-            GuestKind::Qemu => {
-                ev.trail
-                    .run(&pve, &request, format_args!("{action}"), None, false)
-                    .await?
-            }
+            GuestKind::Qemu => ev.trail.run(&pve, &request, action, None, false).await?,
             // pve-container answers null and converts in a worker whose UPID it does not return.
             GuestKind::Lxc => {
                 ev.trail.sending();
@@ -106,7 +102,7 @@ pub async fn convert<H: Host>(
                 ev.trail.answered(&answer);
                 answer.map_err(|e| {
                     let check = "its config (run getConfig)";
-                    crate::explain::mutation_failed(format_args!("{action}"), &e, check).0
+                    crate::explain::mutation_failed(action, &e, check).0
                 })?;
             }
         }

@@ -175,8 +175,8 @@ pub struct NodeStorage {
 }
 
 impl NodeStorage {
-    /// The content types, split.
-    pub fn content_types(&self) -> Vec<String> {
+    /// The content types, split; borrowed from the listing, not copied.
+    pub fn content_types(&self) -> Vec<&str> {
         let mut types = Vec::new();
         for content in self
             .content
@@ -186,7 +186,7 @@ impl NodeStorage {
         {
             let content = content.trim();
             if !content.is_empty() {
-                types.push(content.to_string());
+                types.push(content);
             }
         }
         types
@@ -194,7 +194,7 @@ impl NodeStorage {
 
     /// Whether it may hold content type `content`.
     pub fn offers(&self, content: &str) -> bool {
-        self.content_types().iter().any(|c| c == content)
+        self.content_types().contains(&content)
     }
 }
 
