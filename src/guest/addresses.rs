@@ -4,6 +4,7 @@
 //! (`224.0.0.0/4`, `ff00::/8`) or broadcast (`255.255.255.255`, or the subnet's broadcast address
 //! when the prefix is known). `waitReady` and `start`'s `waitForIp` share this rule.
 
+use std::fmt::Write;
 use std::net::{IpAddr, Ipv4Addr};
 
 /// An address that was seen but does not count, and why.
@@ -70,10 +71,19 @@ fn unusable_v4(v4: Ipv4Addr, prefix: Option<u8>) -> Option<&'static str> {
 /// `0.0.0.0 (unspecified), fe80::1 (link-local)`, for messages.
 pub fn describe_skipped(skipped: &[Skipped]) -> String {
     let mut described = String::new();
-    for s in skipped {
-        crate::quote::push_item(&mut described, ", ", &format!("{} ({})", s.address, s.why));
-    }
+    push_skipped(&mut described, skipped);
     described
+}
+
+/// [`describe_skipped`] written onto `out`, the message that names them: each in place, not
+/// formatted apart and copied in (issue 32).
+pub fn push_skipped(out: &mut String, skipped: &[Skipped]) {
+    for (at, s) in skipped.iter().enumerate() {
+        if at > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "{} ({})", s.address, s.why);
+    }
 }
 
 #[cfg(test)]

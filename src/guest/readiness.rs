@@ -6,7 +6,7 @@
 //! (the agent's version, the addresses per NIC, the cloud-init result) is kept for the record,
 //! whatever the verdict.
 
-use super::addresses::{describe_skipped, unusable, Skipped};
+use super::addresses::{push_skipped, unusable, Skipped};
 use super::agent_exec::execute;
 use super::exec::{verdict_message, ExecArgs, ExitPolicy};
 use super::locate::Located;
@@ -273,36 +273,39 @@ impl Readying<'_> {
             Phase::Ping => format!(
                 "VM {vmid} on node {node} is not ready: the guest agent does not answer ping after {after} s (timeoutSec) ({why})"
             ),
-            _ => format!(
-                "VM {vmid} on node {node} is not ready: {}; no {why} on {} after {after} s (timeoutSec) (seen: {})",
-                agent(self.seen),
-                self.scope(),
-                described(&self.seen.interfaces)
-            ),
+            _ => {
+                // Each piece written onto the message, not formatted apart and copied in.
+                let mut out = format!("VM {vmid} on node {node} is not ready: ");
+                push_agent(&mut out, self.seen);
+                let _ = write!(out, "; no {why} on ");
+                self.push_scope(&mut out);
+                let _ = write!(out, " after {after} s (timeoutSec) (seen: ");
+                push_described(&mut out, &self.seen.interfaces);
+                out.push(')');
+                out
+            }
         }
     }
 
-    /// Where the addresses must be: "net0 (bc:24:…)", or any interface.
-    fn scope(&self) -> String {
+    /// Where the addresses must be: "net0 (bc:24:…)", or any interface; written onto `out`.
+    fn push_scope(&self, out: &mut String) {
         match (&self.args.nic, &self.mac) {
-            (Some(nic), Some(mac)) => format!("{nic} ({mac})"),
-            _ => "any interface".to_string(),
+            (Some(nic), Some(mac)) => {
+                let _ = write!(out, "{nic} ({mac})");
+            }
+            _ => out.push_str("any interface"),
         }
     }
 
     /// The verdict of a VM whose agent phases all ended well.
     fn summary(&self) -> String {
-        let mut summary = format!(
-            "VM {} on node {} is ready: {}",
-            self.at.vmid,
-            self.at.node,
-            agent(self.seen)
-        );
-        let scope = self.scope();
+        let mut summary = format!("VM {} on node {} is ready: ", self.at.vmid, self.at.node);
+        push_agent(&mut summary, self.seen);
         for (kind, address) in [("IPv4", &self.seen.ipv4), ("IPv6", &self.seen.ipv6)] {
             if let Some(address) = address {
                 // Written in place, not formatted apart and copied in.
-                let _ = write!(summary, "; {kind} {address} on {scope}");
+                let _ = write!(summary, "; {kind} {address} on ");
+                self.push_scope(&mut summary);
             }
         }
         summary
@@ -447,20 +450,20 @@ fn nic_mac(
 
 /// Why a VM whose addresses are up is not ready: how cloud-init ended.
 fn cloud_init_failed(at: &Located, seen: &Readiness, why: &str) -> String {
-    format!(
-        "VM {} on node {} is not ready: {}, addresses up; cloud-init did not end well: {why}",
-        at.vmid,
-        at.node,
-        agent(seen)
-    )
+    let mut out = format!("VM {} on node {} is not ready: ", at.vmid, at.node);
+    push_agent(&mut out, seen);
+    let _ = write!(out, ", addresses up; cloud-init did not end well: {why}");
+    out
 }
 
-/// "agent 5.2.0 up", or "agent up" when its version could not be read.
-fn agent(seen: &Readiness) -> String {
-    match &seen.agent_version {
-        Some(version) => format!("agent {version} up"),
-        None => "agent up".to_string(),
+/// "agent 5.2.0 up", or "agent up" when its version could not be read; written onto `out`.
+fn push_agent(out: &mut String, seen: &Readiness) {
+    out.push_str("agent ");
+    if let Some(version) = &seen.agent_version {
+        out.push_str(version);
+        out.push(' ');
     }
+    out.push_str("up");
 }
 
 /// The addresses asked for and not found, said ("IPv4 address and global IPv6 address"); empty
@@ -528,28 +531,26 @@ fn is_global_v6(address: &str) -> bool {
         .is_ok_and(|hextet| first.len() == 4 && (0x2000..0x4000).contains(&hextet))
 }
 
-fn described(nics: &[NicSeen]) -> String {
-    match nics.is_empty() {
-        true => "no interfaces besides lo".to_string(),
-        false => {
-            // Each NIC written in place, not formatted apart in pieces and copied in (issue 32).
-            let mut described = String::new();
-            for n in nics {
-                if !described.is_empty() {
-                    described.push_str("; ");
-                }
-                let mac = n.mac.as_deref().unwrap_or("(no MAC)");
-                let _ = write!(described, "{} {mac}: ", n.name);
-                match n.addresses.is_empty() {
-                    true => described.push_str("no address"),
-                    false => described.push_str(&n.addresses.joined(", ")),
-                }
-                if !n.skipped.is_empty() {
-                    let skipped = describe_skipped(&n.skipped);
-                    let _ = write!(described, " (skipped: {skipped})");
-                }
-            }
-            described
+/// The interfaces the agent listed, written onto `out` (the message that names them).
+fn push_described(out: &mut String, nics: &[NicSeen]) {
+    if nics.is_empty() {
+        out.push_str("no interfaces besides lo");
+    }
+    // Each NIC written in place, not formatted apart in pieces and copied in (issue 32).
+    for (at, n) in nics.iter().enumerate() {
+        if at > 0 {
+            out.push_str("; ");
+        }
+        let mac = n.mac.as_deref().unwrap_or("(no MAC)");
+        let _ = write!(out, "{} {mac}: ", n.name);
+        match n.addresses.is_empty() {
+            true => out.push_str("no address"),
+            false => out.push_str(&n.addresses.joined(", ")),
+        }
+        if !n.skipped.is_empty() {
+            out.push_str(" (skipped: ");
+            push_skipped(out, &n.skipped);
+            out.push(')');
         }
     }
 }
@@ -614,6 +615,13 @@ fn cloud_init_seen(outcome: &str, exit_code: Option<i64>, status: Option<&str>) 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The interfaces as the not-ready message names them.
+    fn described(nics: &[NicSeen]) -> String {
+        let mut out = String::new();
+        push_described(&mut out, nics);
+        out
+    }
 
     #[test]
     fn the_unspecified_address_is_seen_skipped_and_said() {

@@ -53,7 +53,8 @@ pub async fn with_superseded<H: Host>(
             return writes;
         }
     };
-    let mut superseding = Vec::new();
+    // Each superseding version pushed onto `writes` as it is made, not gathered apart and moved
+    // over (issue 32). None is ever a truth found below: those are keyed by vmid, these by name.
     for instance in names {
         if vmid_of_instance(&instance, prefix).is_some() {
             continue;
@@ -72,10 +73,9 @@ pub async fn with_superseded<H: Host>(
                 .find(|w| w.spec == run.guest_spec() && w.instance == truth_instance)
         });
         if let (Some(vmid), Some(truth), true) = (vmid, truth, written_by_upstream(&stored)) {
-            superseding.push(supersede(run, instance, vmid, &truth.data));
+            writes.push(supersede(run, instance, vmid, &truth.data));
         }
     }
-    writes.extend(superseding);
     writes
 }
 
