@@ -18,10 +18,11 @@ mkdir -p "$logs"
 
 # count_rust <log>: sums libtest's "test result: … N passed; M failed" lines.
 count_rust() {
-  local p f
+  local p f i
   p=$(grep -Eo '[0-9]+ passed' "$1" | awk '{s+=$1} END {print s+0}')
   f=$(grep -Eo '[0-9]+ failed' "$1" | awk '{s+=$1} END {print s+0}')
-  echo "$p $f"
+  i=$(grep -Eo '[0-9]+ ignored' "$1" | awk '{s+=$1} END {print s+0}')
+  echo "$p $f $i"
 }
 
 layer() { # layer <name> <counter> <command…>
@@ -30,21 +31,24 @@ layer() { # layer <name> <counter> <command…>
   say "$name"
   local started=$SECONDS
   "$@" >"$log" 2>&1
-  local status=$? p f
-  read -r p f < <($counter "$log")
+  local status=$? p f i
+  read -r p f i < <($counter "$log")
   if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi # a crash with no test failure still fails
   passed=$((passed + p)); failed=$((failed + f))
-  printf '   %s: %s passed, %s failed (%ss)\n' "$name" "$p" "$f" "$((SECONDS - started))"
+  # A test that ignored itself (a tool this machine lacks) is neither passed nor hidden: it is said.
+  local skipped=""
+  [ "${i:-0}" -gt 0 ] && skipped=", $i not run (ignored; $log names them)"
+  printf '   %s: %s passed, %s failed%s (%ss)\n' "$name" "$p" "$f" "$skipped" "$((SECONDS - started))"
   [ "$status" -eq 0 ] || tail -40 "$log"
 }
 
 count_deno() {
   local line
   line=$(grep -E '^(ok|FAILED) \| [0-9]+ passed' "$1" | tail -1)
-  echo "$(echo "$line" | grep -Eo '[0-9]+ passed' | grep -Eo '[0-9]+' || echo 0) $(echo "$line" | grep -Eo '[0-9]+ failed' | grep -Eo '[0-9]+' || echo 0)"
+  echo "$(echo "$line" | grep -Eo '[0-9]+ passed' | grep -Eo '[0-9]+' || echo 0) $(echo "$line" | grep -Eo '[0-9]+ failed' | grep -Eo '[0-9]+' || echo 0) $(echo "$line" | grep -Eo '[0-9]+ ignored' | grep -Eo '[0-9]+' || echo 0)"
 }
 
-count_gate() { echo "0 0"; }
+count_gate() { echo "0 0 0"; }
 
 gate() { # gate <name> <command…>: a failing gate counts as one failure
   local name=$1; shift
