@@ -595,6 +595,40 @@ pub fn is_storage_id(id: &str) -> bool {
     }
 }
 
+/// Whether every byte of `text` is `ok`: one loop for every byte check of the firewall and HA
+/// methods, not an iterator adapter compiled for each check (issue 32).
+pub fn every_byte(text: &str, ok: fn(u8) -> bool) -> bool {
+    for &b in text.as_bytes() {
+        if !ok(b) {
+            return false;
+        }
+    }
+    true
+}
+
+/// An ASCII digit, as [`every_byte`] takes it.
+pub fn digit(b: u8) -> bool {
+    b.is_ascii_digit()
+}
+
+/// A byte of a name PVE takes (`[A-Za-z0-9\-_]`).
+pub fn name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')
+}
+
+/// Whether `text` starts with an ASCII letter (its first byte: a letter is one byte).
+pub fn starts_alphabetic(text: &str) -> bool {
+    text.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+}
+
+/// A group, IP set or alias name: PVE's `[A-Za-z][A-Za-z0-9\-_]+`, 2 to `max` characters
+/// (`PVE/Firewall.pm` $security_group_name_pattern, $ipset_name_pattern, $ip_alias_pattern); an
+/// HA rule id is the same pattern unbounded (pve-common `pve-configid`).
+pub fn is_name(text: &str, max: usize) -> bool {
+    let b = text.as_bytes();
+    (2..=max).contains(&b.len()) && starts_alphabetic(text) && every_byte(text, name_byte)
+}
+
 /// PVE's `dns-name` format (pve-common `pve_verify_dns_name`): labels of letters, digits and inner
 /// hyphens, joined by dots. The 255-character bound is a container hostname's `maxLength`.
 pub fn is_dns_name(text: &str) -> bool {

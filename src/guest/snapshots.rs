@@ -158,10 +158,7 @@ impl SnapshotTree {
         // Each name and parent pushed onto the list where it lies, not formatted apart (issue 32).
         let mut names = String::new();
         for s in &self.snapshots {
-            if !names.is_empty() {
-                names.push_str(", ");
-            }
-            names.push_str(&s.name);
+            crate::quote::push_item(&mut names, ", ", &s.name);
             if let Some(parent) = &s.parent {
                 names.push_str(" (parent ");
                 names.push_str(parent);

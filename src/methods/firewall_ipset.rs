@@ -13,10 +13,10 @@
 //! datacenter's, unless the scope names one), so the aliases it may name are read first and an
 //! entry to add that names none is refused before anything is sent.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{is_name, ArgError, Fields};
 use crate::guest::firewall::{digest, one_section, sign, FirewallChange, Read, Write, DATACENTER};
 use crate::guest::reference::GuestRef;
-use crate::methods::firewall_rules::{address, cidr, comment_arg, is_name, kept_comment};
+use crate::methods::firewall_rules::{address, cidr, comment_arg, kept_comment};
 use crate::pve::flex;
 use crate::pve::request::{owned_segments, Verb};
 use serde_json::Value;

@@ -8,7 +8,7 @@
 //! changed meanwhile is refused by PVE rather than overwritten (pve-firewall
 //! `PVE/API2/Firewall/Rules.pm`, `PVE/Firewall.pm` verify_rule for what PVE refuses).
 
-use crate::args::{ArgError, Fields};
+use crate::args::{digit, every_byte, is_name, name_byte, starts_alphabetic, ArgError, Fields};
 use crate::guest::firewall::{digest, one_section, sign, FirewallChange, Read, Write};
 use crate::guest::reference::GuestRef;
 use crate::methods::firewall_options::LOG_LEVELS;
@@ -76,31 +76,6 @@ fn is_port_list(text: &str) -> bool {
     items && count <= 15
 }
 
-/// Whether every byte of `text` is `ok`: one loop for every byte check of these methods (and
-/// haRule's), not an iterator adapter compiled for each check (issue 32).
-pub fn every_byte(text: &str, ok: fn(u8) -> bool) -> bool {
-    for &b in text.as_bytes() {
-        if !ok(b) {
-            return false;
-        }
-    }
-    true
-}
-
-pub fn digit(b: u8) -> bool {
-    b.is_ascii_digit()
-}
-
-/// A byte of a name PVE takes (`[A-Za-z0-9\-_]`).
-fn name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')
-}
-
-/// Whether `text` starts with an ASCII letter (its first byte: a letter is one byte).
-fn starts_alphabetic(text: &str) -> bool {
-    text.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
-}
-
 /// One declared rule: PVE's value of each field it sets, in [`FIELDS`] order.
 pub type Rule = Vec<(&'static str, String)>;
 
@@ -109,13 +84,6 @@ pub type Rule = Vec<(&'static str, String)>;
 pub struct RulesArgs {
     pub target: GuestRef,
     pub rules: Vec<Rule>,
-}
-
-/// A group, IP set or alias name: PVE's `[A-Za-z][A-Za-z0-9\-_]+`, 2 to `max` characters
-/// (`PVE/Firewall.pm` $security_group_name_pattern, $ipset_name_pattern, $ip_alias_pattern).
-pub fn is_name(text: &str, max: usize) -> bool {
-    let b = text.as_bytes();
-    (2..=max).contains(&b.len()) && starts_alphabetic(text) && every_byte(text, name_byte)
 }
 
 /// One rule's arguments (`at`: its path, `rules[3]`), checked as pve-firewall's verify_rule would.

@@ -14,11 +14,10 @@
 //! resources' `group` first, as Groups.pm delete refuses a group in use (`ha group is used by
 //! service '<sid>'`), then deletes the group.
 
-use crate::args::{ArgError, Fields};
+use crate::args::{digit, every_byte, is_name, ArgError, Fields};
 use crate::guest::config::not_as_asked;
 use crate::guest::ha::{self, sid, HaChange, HaObject, HaView, Write};
 use crate::guest::reference::GuestRef;
-use crate::methods::firewall_rules::{digit, every_byte, is_name};
 use crate::pve::endpoints::GuestKind;
 use crate::pve::flex;
 use crate::pve::request::{push_param, Verb};
